@@ -1,0 +1,196 @@
+"""Normalised requests: what an engine receives from :class:`oramem.OracleMemoryStore`.
+
+The store validates and normalises user arguments once (broadcast, alignment, NOT_SET vs
+None, TTL resolution, chunking, embedding, filter validation) and hands an engine these
+plain frozen values. Engines never see raw user arguments and never re-validate shapes;
+they own only what needs the stored state (duplicate ids, existing retrieval rows, the
+stored event time of an update).
+
+Conventions:
+- times are ISO-8601 strings in UTC with a ``+00:00`` offset, microsecond precision;
+- vectors are 1-D ``numpy.float32`` arrays of the store's ``vector_dim``;
+- metadata filters are validated JSON-compatible dicts (see :mod:`oramem.filters`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Union
+
+import numpy as np
+
+from .types import NOT_SET, MemoryRetentionConfig, NotSetType, SearchIndexSyncMode, SearchStrategy, TimeToLiveAnchor
+
+__all__ = [
+    "StoreSettings",
+    "ChunkRow",
+    "NewRecord",
+    "AddRequest",
+    "ScopeMatch",
+    "Scope",
+    "ListRequest",
+    "SearchRequest",
+    "RetrievalChange",
+    "UpdateRequest",
+    "TTLSpec",
+    "DeletionEvent",
+]
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """Persisted settings of one store (SC-10.1, SC-10.4)."""
+
+    memory_store_id: str
+    vector_dim: Optional[int]
+    search_strategy: SearchStrategy
+    search_index_sync: SearchIndexSyncMode
+    retention: MemoryRetentionConfig
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """One retrieval row: the text search sees and its vector (``None`` = no vector).
+
+    ``text`` may be ``""`` only when a caller gave one explicit vector for an empty
+    retrieval text (SC-4.6)."""
+
+    text: str
+    vector: Optional[np.ndarray]
+
+
+@dataclass(frozen=True)
+class TTLSpec:
+    """A resolved time to live: ``days=None`` never expires. ``anchor`` says whether
+    the expiry counts from the insert time or from the record's event timestamp."""
+
+    days: Optional[int]
+    anchor: TimeToLiveAnchor
+
+
+@dataclass(frozen=True)
+class NewRecord:
+    """One record to insert, fully resolved."""
+
+    id: str
+    record_type: str
+    content: Optional[str]
+    thread_id: Optional[str]
+    user_id: Optional[str]
+    agent_id: Optional[str]
+    role: Optional[str]
+    timestamp: Optional[str]
+    metadata: Optional[Mapping[str, Any]]
+    ttl: Optional[TTLSpec]  # None for types without TTL (profiles, threads)
+    chunks: tuple[ChunkRow, ...]
+
+
+@dataclass(frozen=True)
+class AddRequest:
+    """One ``add``/``add_batches`` call: all records go in one transaction (SC-4.4).
+    Ids are unique within the request; the engine checks them against the store."""
+
+    records: tuple[NewRecord, ...]
+    batch_size: int
+
+
+class ScopeMatch(enum.Enum):
+    """How one scope dimension constrains a read."""
+
+    ANY = "any"  # unconstrained
+    EQUALS = "equals"  # value == given string
+    IS_NULL = "is_null"  # value IS NULL
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One scope dimension (thread, user or agent) of a read."""
+
+    match: ScopeMatch = ScopeMatch.ANY
+    value: Optional[str] = None
+
+    @staticmethod
+    def any() -> "Scope":
+        return Scope(ScopeMatch.ANY, None)
+
+
+@dataclass(frozen=True)
+class ListRequest:
+    """``list`` (SC-3.3). ``limit=None`` means all rows. ``metadata_filter``: NOT_SET =
+    no filter; ``None`` = only records without metadata; a dict = the validated filter.
+    Unscoped types carry ``Scope.any()`` in every dimension."""
+
+    record_type: str
+    limit: Optional[int]
+    thread: Scope
+    user: Scope
+    agent: Scope
+    metadata_filter: Union[NotSetType, None, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """``search`` (SC-6). Exactly one of ``query_text``/``query_vector`` drives the
+    strategy: VECTOR needs ``query_vector`` (the store embeds a text query before the
+    engine sees it); KEYWORD needs ``query_text``; HYBRID needs both.
+    ``record_types`` is never empty: the store expands ``None`` to every searchable type."""
+
+    strategy: SearchStrategy
+    k: int
+    query_text: Optional[str]
+    query_vector: Optional[np.ndarray]
+    thread: Scope
+    user: Scope
+    agent: Scope
+    record_types: tuple[str, ...]
+    metadata_filter: Optional[Mapping[str, Any]]
+
+
+class RetrievalChange(enum.Enum):
+    """What an update does to the record's retrieval rows (SC-7.2 to SC-7.4)."""
+
+    KEEP = "keep"  # leave rows and vectors as they are
+    CLEAR = "clear"  # remove every retrieval row
+    REPLACE = "replace"  # replace with ``UpdateRequest.chunks``
+    REVECTOR = "revector"  # keep texts, set vectors from ``UpdateRequest.vectors``
+    STRIP_VECTORS = "strip_vectors"  # keep texts, drop their vectors
+
+
+@dataclass(frozen=True)
+class UpdateRequest:
+    """``update`` (SC-7). Fields left ``NOT_SET`` are unchanged.
+
+    - ``content``: NOT_SET, None (clear) or the new text.
+    - ``retrieval`` with ``chunks`` (REPLACE) or ``vectors`` (REVECTOR: one vector per
+      existing row, in row order; a single vector requires exactly one existing row —
+      the engine raises ``ValueError`` naming the count otherwise).
+    - ``ttl``: NOT_SET keeps the expiry; otherwise the resolved TTL, where a TIMESTAMP
+      anchor uses ``timestamp`` when given in this call, else the stored event time
+      (``ValueError`` from the engine when that is unset).
+    """
+
+    record_type: str
+    record_id: str
+    content: Union[NotSetType, None, str] = NOT_SET
+    retrieval: RetrievalChange = RetrievalChange.KEEP
+    chunks: tuple[ChunkRow, ...] = ()
+    vectors: tuple[np.ndarray, ...] = ()
+    metadata: Union[NotSetType, None, Mapping[str, Any]] = NOT_SET
+    timestamp: Union[NotSetType, None, str] = NOT_SET
+    ttl: Union[NotSetType, TTLSpec] = NOT_SET
+
+
+@dataclass(frozen=True)
+class DeletionEvent:
+    """What a delete, cascade or purge removed, handed to deletion hooks (SC-8.5) inside
+    the deleting transaction. ``records`` lists ``(record_type, record_id)`` pairs;
+    ``thread_ids``/``user_ids``/``agent_ids`` the scopes whose records were removed
+    wholesale."""
+
+    memory_store_id: str
+    records: tuple[tuple[str, str], ...]
+    thread_ids: tuple[str, ...] = ()
+    user_ids: tuple[str, ...] = ()
+    agent_ids: tuple[str, ...] = ()
+    reason: str = "delete"  # "delete" | "delete_thread" | "cascade" | "purge"

@@ -1,0 +1,286 @@
+"""Public value types of the store API: enums, the NOT_SET sentinel, result records,
+retention settings and caller-prepared batches (STORE_CONTRACT §1, §3, §4.10)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+__all__ = [
+    "NOT_SET",
+    "NotSetType",
+    "RECORD_TYPES",
+    "SCOPED_TYPES",
+    "PROFILE_TYPES",
+    "TTL_TYPES",
+    "MAX_LIST_LIMIT",
+    "SchemaPolicy",
+    "SearchStrategy",
+    "SearchIndexSyncMode",
+    "TimeToLiveAnchor",
+    "MemoryRetentionConfig",
+    "Record",
+    "MessageRecord",
+    "PendingRecordBatch",
+]
+
+
+class NotSetType:
+    """Type of :data:`NOT_SET`: tells an omitted argument from an explicit ``None``."""
+
+    _instance: Optional["NotSetType"] = None
+
+    def __new__(cls) -> "NotSetType":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NOT_SET"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "NOT_SET"
+
+
+NOT_SET = NotSetType()
+
+#: SC-2.1: every record type the store knows.
+RECORD_TYPES: tuple[str, ...] = (
+    "message",
+    "memory",
+    "guideline",
+    "fact",
+    "preference",
+    "user_profile",
+    "agent_profile",
+    "thread",
+)
+#: Types that carry thread/user/agent scope (SC-2.2).
+SCOPED_TYPES: frozenset[str] = frozenset({"message", "memory", "guideline", "fact", "preference"})
+#: Unscoped actor profiles (SC-2.4); their record id is the actor id.
+PROFILE_TYPES: frozenset[str] = frozenset({"user_profile", "agent_profile"})
+#: Types that accept a time to live (SC-5.1).
+TTL_TYPES: frozenset[str] = SCOPED_TYPES
+#: SC-3.3: the default window of ``list``.
+MAX_LIST_LIMIT = 10_000
+
+
+class _StrEnum(str, enum.Enum):
+    """A str-valued enum that also accepts its value or name, case-insensitively."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        if isinstance(value, str):
+            low = value.strip().lower()
+            for member in cls:
+                if member.value == low or member.name.lower() == low:
+                    return member
+        return None
+
+    @classmethod
+    def coerce(cls, value: Any, argument: str) -> Any:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value)
+            except ValueError:
+                pass
+        accepted = ", ".join(repr(m.value) for m in cls)
+        if not isinstance(value, str):
+            raise TypeError(f"{argument} must be a {cls.__name__} or one of {accepted}, got {type(value).__name__}")
+        raise ValueError(f"{argument}={value!r} is not valid; use a {cls.__name__} or one of {accepted}")
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class SchemaPolicy(_StrEnum):
+    """What opening a store may do to its schema objects (SC-10.2)."""
+
+    REQUIRE_EXISTING = "require_existing"
+    CREATE_IF_EMPTY = "create_if_empty"
+    CREATE_IF_NECESSARY = "create_if_necessary"
+    RECREATE = "recreate"
+
+
+class SearchStrategy(_StrEnum):
+    """Retrieval strategy of a store and of a search call (SC-6.4, SC-6.6)."""
+
+    VECTOR = "vector"
+    HYBRID = "hybrid"
+    KEYWORD = "keyword"
+
+
+class SearchIndexSyncMode(_StrEnum):
+    """When keyword/hybrid indexes see new rows (SC-10.5)."""
+
+    ON_COMMIT = "on_commit"
+    MANUAL = "manual"
+    AUTO = "auto"
+
+
+class TimeToLiveAnchor(_StrEnum):
+    """The instant a time to live counts from (SC-5.3)."""
+
+    CREATED_AT = "created_at"
+    TIMESTAMP = "timestamp"
+
+
+@dataclass(frozen=True)
+class MemoryRetentionConfig:
+    """Store-wide retention (SC-5.2): ``default_ttl_days`` applies when ``ttl_days`` is
+    omitted; ``max_ttl_days`` caps every TTL and replaces an explicit ``None``."""
+
+    default_ttl_days: Optional[int] = None
+    max_ttl_days: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        for name in ("default_ttl_days", "max_ttl_days"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"MemoryRetentionConfig.{name} must be an int >= 0 or None, got {value!r}")
+            if value < 0:
+                raise ValueError(f"MemoryRetentionConfig.{name} must be >= 0, got {value}")
+        if (
+            self.default_ttl_days is not None
+            and self.max_ttl_days is not None
+            and self.default_ttl_days > self.max_ttl_days
+        ):
+            raise ValueError(
+                f"MemoryRetentionConfig.default_ttl_days ({self.default_ttl_days}) exceeds "
+                f"max_ttl_days ({self.max_ttl_days}); lower the default or raise the maximum"
+            )
+
+
+@dataclass(frozen=True)
+class Record:
+    """A stored record as every read path returns it (SC-3.1)."""
+
+    id: str
+    record_type: str
+    content: Optional[str] = None
+    timestamp: Optional[str] = None
+    metadata: Optional[Mapping[str, Any]] = None
+    thread_id: Optional[str] = None
+    user_id: Optional[str] = None
+    agent_id: Optional[str] = None
+    created_at: Optional[str] = None
+    expires_at: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class MessageRecord(Record):
+    """A ``message`` record: adds the speaker ``role`` and the per-store ``seq_no``."""
+
+    role: Optional[str] = None
+    seq_no: Optional[int] = None
+
+
+_BATCH_FIELDS = (
+    "index_texts",
+    "embeddings",
+    "record_ids",
+    "thread_ids",
+    "user_ids",
+    "agent_ids",
+    "roles",
+    "timestamps",
+    "metadata",
+    "ttl_days",
+    "ttl_anchor",
+)
+
+
+@dataclass(frozen=True, init=False)
+class PendingRecordBatch:
+    """A caller-prepared batch for ``add_batches`` (SC-4.10).
+
+    Holds the per-record arguments of ``add`` for one record type. ``texts`` is the name
+    the vendor examples use; ``contents`` is accepted as an alias (not both). The batch is
+    fully validated on construction, so a bad batch fails before any store is touched.
+    """
+
+    texts: list
+    record_type: str
+    index_texts: Any = NOT_SET
+    embeddings: Any = NOT_SET
+    record_ids: Any = NOT_SET
+    thread_ids: Any = NOT_SET
+    user_ids: Any = NOT_SET
+    agent_ids: Any = NOT_SET
+    roles: Any = NOT_SET
+    timestamps: Any = NOT_SET
+    metadata: Any = NOT_SET
+    ttl_days: Any = NOT_SET
+    ttl_anchor: Any = NOT_SET
+    # normalised form, filled by validation; excluded from equality and repr
+    _normalised: Any = field(default=None, compare=False, repr=False)
+
+    def __init__(
+        self,
+        texts: Any = NOT_SET,
+        record_type: Any = NOT_SET,
+        *,
+        contents: Any = NOT_SET,
+        index_texts: Any = NOT_SET,
+        embeddings: Any = NOT_SET,
+        record_ids: Any = NOT_SET,
+        thread_ids: Any = NOT_SET,
+        user_ids: Any = NOT_SET,
+        agent_ids: Any = NOT_SET,
+        roles: Any = NOT_SET,
+        timestamps: Any = NOT_SET,
+        metadata: Any = NOT_SET,
+        ttl_days: Any = NOT_SET,
+        ttl_anchor: Any = NOT_SET,
+    ) -> None:
+        if texts is not NOT_SET and contents is not NOT_SET:
+            raise ValueError("PendingRecordBatch takes texts or its alias contents, not both")
+        if texts is NOT_SET:
+            texts = contents
+        if texts is NOT_SET:
+            raise TypeError("PendingRecordBatch needs texts (a list of str or None)")
+        if record_type is NOT_SET:
+            raise TypeError("PendingRecordBatch needs record_type")
+        setattr_ = object.__setattr__
+        setattr_(self, "texts", texts)
+        setattr_(self, "record_type", record_type)
+        for name, value in (
+            ("index_texts", index_texts),
+            ("embeddings", embeddings),
+            ("record_ids", record_ids),
+            ("thread_ids", thread_ids),
+            ("user_ids", user_ids),
+            ("agent_ids", agent_ids),
+            ("roles", roles),
+            ("timestamps", timestamps),
+            ("metadata", metadata),
+            ("ttl_days", ttl_days),
+            ("ttl_anchor", ttl_anchor),
+        ):
+            setattr_(self, name, value)
+        # Validation needs the normaliser; imported here to keep this module dependency-free.
+        from .normalize import validate_batch_shape
+
+        setattr_(self, "_normalised", validate_batch_shape(self))
+
+    @property
+    def contents(self) -> list:
+        """Alias of :attr:`texts`."""
+        return self.texts
+
+    def add_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``add`` this batch stands for (omitted ones left out)."""
+        out: dict[str, Any] = {}
+        for name in _BATCH_FIELDS:
+            value = getattr(self, name)
+            if value is not NOT_SET:
+                out[name] = value
+        return out
