@@ -40,13 +40,23 @@ __all__ = [
 
 @dataclass(frozen=True)
 class StoreSettings:
-    """Persisted settings of one store (SC-10.1, SC-10.4)."""
+    """Settings of one store (SC-10.1, SC-10.4).
+
+    As a request to ``Engine.open``, ``vector_dim``, ``search_index_sync`` and
+    ``retention`` may be ``None``, meaning "not given by the caller": an existing store
+    keeps its persisted value, a new store gets the default (no vector column for a
+    KEYWORD store, ``ON_COMMIT``, ``MemoryRetentionConfig()``). A given value that differs
+    from the persisted one is a ``StoreSettingsMismatch`` naming the setting. Creating a
+    VECTOR or HYBRID store with ``vector_dim=None`` is a ``ValueError`` asking for
+    ``vector_dim`` or an embedder. The settings ``open`` returns are always complete
+    (only ``vector_dim`` stays ``None``, for a KEYWORD store without vectors).
+    """
 
     memory_store_id: str
     vector_dim: Optional[int]
     search_strategy: SearchStrategy
-    search_index_sync: SearchIndexSyncMode
-    retention: MemoryRetentionConfig
+    search_index_sync: Optional[SearchIndexSyncMode]
+    retention: Optional[MemoryRetentionConfig]
 
 
 @dataclass(frozen=True)
