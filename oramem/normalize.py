@@ -1,0 +1,837 @@
+"""Argument normalisation and validation, done once for every engine (DESIGN: "engines
+receive a normalised request").
+
+Two stages for writes:
+
+1. :func:`draft_records` checks everything that does not depend on a store (types,
+   alignment, broadcast, ids, scope, roles, timestamps, metadata, TTL values, vector
+   shapes) and returns :class:`RecordDraft` values. ``PendingRecordBatch`` runs this on
+   construction.
+2. :class:`Normalizer` resolves drafts against one store's settings (TTL defaults and
+   caps, vector dimension, the embedder) into :class:`~oramem.requests.NewRecord`.
+
+Nothing here touches a database: every error is raised before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+import warnings
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, chunk_text
+from .filters import validate_filter
+from .requests import (
+    ChunkRow,
+    ListRequest,
+    NewRecord,
+    RetrievalChange,
+    Scope,
+    ScopeMatch,
+    SearchRequest,
+    StoreSettings,
+    TTLSpec,
+    UpdateRequest,
+)
+from .types import (
+    MAX_LIST_LIMIT,
+    NOT_SET,
+    PROFILE_TYPES,
+    RECORD_TYPES,
+    SCOPED_TYPES,
+    TTL_TYPES,
+    MemoryRetentionConfig,
+    SearchStrategy,
+    TimeToLiveAnchor,
+)
+
+__all__ = [
+    "MAX_ID_LENGTH",
+    "RecordDraft",
+    "draft_records",
+    "validate_batch_shape",
+    "Normalizer",
+    "check_record_type",
+    "check_id",
+    "parse_timestamp",
+    "validate_store_id",
+]
+
+#: Record ids and scope ids are 1..MAX_ID_LENGTH characters (Oracle stores them as
+#: VARCHAR2(255 CHAR); the SQLite engine enforces the same bound for parity).
+MAX_ID_LENGTH = 255
+_STORE_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+DEFAULT_STORE_ID = "DEFAULT"
+DEFAULT_BATCH_SIZE = 256
+_SEARCHABLE_TYPES = tuple(t for t in RECORD_TYPES if t != "thread")
+
+
+# ---------------------------------------------------------------------------- scalars
+def check_record_type(record_type: Any, *, allow_thread: bool = True) -> str:
+    if not isinstance(record_type, str):
+        raise TypeError(f"record_type must be a str, got {type(record_type).__name__}")
+    accepted = RECORD_TYPES if allow_thread else _SEARCHABLE_TYPES
+    if record_type not in accepted:
+        raise ValueError(f"unknown record_type {record_type!r}; accepted types: {', '.join(accepted)}")
+    return record_type
+
+
+def check_id(value: Any, argument: str, *, optional: bool = False) -> Optional[str]:
+    """A record/thread/user/agent id: 1..255 characters, no NUL."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{argument} must be a str{' or None' if optional else ''}, got {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{argument} must not be empty" + (" (pass None for no value)" if optional else ""))
+    if len(value) > MAX_ID_LENGTH:
+        raise ValueError(f"{argument} is {len(value)} characters; the limit is {MAX_ID_LENGTH}")
+    if "\x00" in value:
+        raise ValueError(f"{argument} must not contain NUL characters")
+    return value
+
+
+def validate_store_id(memory_store_id: Any) -> str:
+    """SC-10.1: 1-16 characters, a letter then letters/digits/underscores; upper-cased."""
+    if not isinstance(memory_store_id, str):
+        raise TypeError(f"memory_store_id must be a str, got {type(memory_store_id).__name__}")
+    if not 1 <= len(memory_store_id) <= 16 or not _STORE_ID_RE.match(memory_store_id):
+        raise ValueError(
+            f"memory_store_id {memory_store_id!r} is invalid: use 1-16 characters, a letter first, "
+            "then letters, digits or underscores (e.g. 'agent_prod')"
+        )
+    return memory_store_id.upper()
+
+
+def parse_timestamp(value: Any, argument: str) -> str:
+    """ISO-8601 text or a datetime -> canonical UTC ISO text (naive means UTC)."""
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(
+                f"{argument}={value!r} is not an ISO-8601 date/time; use e.g. '2026-01-31T12:00:00Z'"
+            ) from None
+    else:
+        raise TypeError(f"{argument} must be an ISO-8601 str or a datetime, got {type(value).__name__}")
+    return format_time(dt)
+
+
+def format_time(dt: datetime) -> str:
+    """Canonical time text: UTC, microseconds, ``+00:00`` (sorts lexically)."""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _check_text(value: Any, argument: str) -> Optional[str]:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{argument} must be a str or None, got {type(value).__name__}")
+
+
+def _check_metadata(value: Any, argument: str) -> Optional[dict]:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{argument} must be a dict or None, got {type(value).__name__}")
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{argument} must be JSON-serialisable with string keys and finite numbers: {exc}") from None
+    copy = json.loads(text)
+    if any(not isinstance(k, str) for k in value.keys()):
+        raise TypeError(f"{argument} keys must be strings")
+    return copy
+
+
+def _check_ttl_days(value: Any, argument: str) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{argument} must be a whole number of days >= 0 or None, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{argument} must be >= 0, got {value}")
+    return int(value)
+
+
+def _check_vector(value: Any, argument: str) -> np.ndarray:
+    """One vector -> finite 1-D float32 array (may be empty: an empty payload)."""
+    try:
+        arr = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ValueError(f"{argument} must be a sequence of numbers") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{argument} must be one vector (1-D), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{argument} contains NaN or infinite values")
+    return arr
+
+
+def _vector_payload(value: Any, argument: str) -> Optional[tuple[str, Any]]:
+    """An ``embeddings[i]`` entry -> ('one', vector) | ('many', [vectors]) | ('empty', None)
+    | None (no payload)."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        if value.size == 0:
+            return ("empty", None)
+        if value.ndim == 1:
+            return ("one", _check_vector(value, argument))
+        if value.ndim == 2:
+            return ("many", [_check_vector(row, f"{argument}[{j}]") for j, row in enumerate(value)])
+        raise ValueError(f"{argument} must be a vector or a list of vectors, got shape {value.shape}")
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{argument} must be a vector or a list of vectors, got {type(value).__name__}")
+    if len(value) == 0:
+        return ("empty", None)
+    first = value[0]
+    if isinstance(first, (np.ndarray, list, tuple)):
+        return ("many", [_check_vector(row, f"{argument}[{j}]") for j, row in enumerate(value)])
+    return ("one", _check_vector(value, argument))
+
+
+# ------------------------------------------------------------------------ broadcasting
+def _is_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple))
+
+
+def _aligned(value: Any, n: int, argument: str) -> list:
+    """SC-4.2: a scalar is broadcast, a list must have ``n`` entries."""
+    if _is_list(value):
+        if len(value) != n:
+            raise ValueError(f"{argument} has {len(value)} entries but contents has {n}; pass one per record or a scalar")
+        return list(value)
+    return [value] * n
+
+
+def _aligned_list_only(value: Any, n: int, argument: str) -> list:
+    """``index_texts``/``embeddings``: the outer list must align with contents (its
+    entries may themselves be lists, so a scalar cannot be broadcast)."""
+    if isinstance(value, np.ndarray):
+        if value.ndim < 1 or value.shape[0] != n:
+            raise ValueError(f"{argument} has {value.shape[0] if value.ndim else 0} rows but contents has {n}")
+        return list(value)
+    if not _is_list(value):
+        raise TypeError(f"{argument} must be a list aligned with contents, got {type(value).__name__}")
+    if len(value) != n:
+        raise ValueError(f"{argument} has {len(value)} entries but contents has {n}; pass one per record")
+    return list(value)
+
+
+# ------------------------------------------------------------------------------ drafts
+@dataclass(frozen=True)
+class RecordDraft:
+    """A record checked without a store. ``ttl_days`` may be NOT_SET (store default);
+    ``index`` is NOT_SET (use content), a str, or a tuple of caller chunks; ``payload`` is
+    the parsed ``embeddings[i]`` (see :func:`_vector_payload`)."""
+
+    id: Optional[str]
+    record_type: str
+    content: Optional[str]
+    thread_id: Optional[str]
+    user_id: Optional[str]
+    agent_id: Optional[str]
+    role: Optional[str]
+    timestamp: Optional[str]
+    metadata: Optional[dict]
+    ttl_days: Any
+    ttl_anchor: Optional[TimeToLiveAnchor]
+    index: Any
+    payload: Optional[tuple[str, Any]]
+
+
+def draft_records(
+    contents: Any,
+    record_type: Any,
+    *,
+    index_texts: Any = NOT_SET,
+    embeddings: Any = NOT_SET,
+    record_ids: Any = NOT_SET,
+    thread_ids: Any = NOT_SET,
+    user_ids: Any = NOT_SET,
+    agent_ids: Any = NOT_SET,
+    roles: Any = NOT_SET,
+    timestamps: Any = NOT_SET,
+    metadata: Any = NOT_SET,
+    ttl_days: Any = NOT_SET,
+    ttl_anchor: Any = NOT_SET,
+    contents_name: str = "contents",
+) -> list[RecordDraft]:
+    """Stage 1 of ``add`` (see the module docstring)."""
+    if isinstance(contents, (str, bytes)) or not _is_list(contents):
+        raise TypeError(
+            f"{contents_name} must be a list of str or None (wrap a single text: [{contents_name[:-1]}])"
+            if isinstance(contents, str)
+            else f"{contents_name} must be a list of str or None, got {type(contents).__name__}"
+        )
+    record_type = check_record_type(record_type)
+    if record_type == "thread":
+        raise ValueError("threads are created implicitly by the first record that names a thread_id (SC-2.3)")
+    n = len(contents)
+    texts = [_check_text(c, f"{contents_name}[{i}]") for i, c in enumerate(contents)]
+    is_profile = record_type in PROFILE_TYPES
+
+    # ids
+    if record_ids is NOT_SET or record_ids is None:
+        ids: list[Optional[str]] = [None] * n
+    elif isinstance(record_ids, str):
+        if n != 1:
+            raise ValueError(f"record_ids is a single str but contents has {n} records; pass a list of ids")
+        ids = [check_id(record_ids, "record_ids")]
+    elif _is_list(record_ids):
+        ids = [check_id(v, f"record_ids[{i}]", optional=True) for i, v in enumerate(_aligned(record_ids, n, "record_ids"))]
+    else:
+        raise TypeError(f"record_ids must be a str, a list of str/None, or None, got {type(record_ids).__name__}")
+    seen: set[str] = set()
+    for rid in ids:
+        if rid is not None:
+            if rid in seen:
+                raise ValueError(f"duplicate record id {rid!r} in one call; record ids must be unique")
+            seen.add(rid)
+    if is_profile and any(rid is None for rid in ids):
+        raise ValueError(f"{record_type} records need record_ids: a profile's id is the user/agent id (SC-2.4)")
+
+    # scope and role
+    scopes = {}
+    for name, value in (("thread_ids", thread_ids), ("user_ids", user_ids), ("agent_ids", agent_ids)):
+        vals = [None] * n if value is NOT_SET else _aligned(value, n, name)
+        vals = [check_id(v, f"{name}[{i}]" if _is_list(value) else name, optional=True) for i, v in enumerate(vals)]
+        if is_profile and any(v is not None for v in vals):
+            raise ValueError(f"{record_type} records are unscoped; remove {name} (SC-2.4)")
+        scopes[name] = vals
+    role_vals = [None] * n if roles is NOT_SET else _aligned(roles, n, "roles")
+    role_vals = [_check_text(r, "roles") for r in role_vals]
+    if record_type != "message" and any(r is not None for r in role_vals):
+        raise ValueError(f"roles apply only to message records, not {record_type!r} (SC-2.2)")
+    for r in role_vals:
+        if r is not None and not r:
+            raise ValueError("roles entries must be non-empty strings or None")
+
+    # times and metadata
+    ts_vals = [None] * n if timestamps is NOT_SET else _aligned(timestamps, n, "timestamps")
+    ts_vals = [None if t is None else parse_timestamp(t, "timestamps") for t in ts_vals]
+    md_vals = [None] * n if metadata is NOT_SET else _aligned_metadata(metadata, n)
+    md_vals = [_check_metadata(m, "metadata") for m in md_vals]
+
+    # content fallback (SC-4.1): None -> metadata["content"] when it is a str
+    for i, text in enumerate(texts):
+        if text is None and md_vals[i] is not None and isinstance(md_vals[i].get("content"), str):
+            texts[i] = md_vals[i]["content"]
+    if is_profile and any(t is None for t in texts):
+        raise ValueError(f"{record_type} records need text (information)")
+
+    # TTL
+    if record_type not in TTL_TYPES and (ttl_days is not NOT_SET or ttl_anchor is not NOT_SET):
+        raise ValueError(
+            f"ttl_days/ttl_anchor apply to message, memory, guideline, fact and preference records, not {record_type!r} (SC-5.1)"
+        )
+    if ttl_days is NOT_SET:
+        ttl_vals: list = [NOT_SET] * n
+    else:
+        ttl_vals = [_check_ttl_days(v, "ttl_days") for v in _aligned(ttl_days, n, "ttl_days")]
+    if ttl_anchor is NOT_SET:
+        anchors: list = [TimeToLiveAnchor.CREATED_AT if record_type in TTL_TYPES else None] * n
+    else:
+        anchors = [TimeToLiveAnchor.coerce(a, "ttl_anchor") for a in _aligned(ttl_anchor, n, "ttl_anchor")]
+
+    # retrieval payloads
+    if index_texts is NOT_SET or index_texts is None:
+        idx_vals: list = [NOT_SET] * n
+    else:
+        idx_vals = [_index_entry(v, f"index_texts[{i}]") for i, v in enumerate(_aligned_list_only(index_texts, n, "index_texts"))]
+    if embeddings is NOT_SET or embeddings is None:
+        payloads: list = [None] * n
+    else:
+        payloads = [
+            _vector_payload(v, f"embeddings[{i}]") for i, v in enumerate(_aligned_list_only(embeddings, n, "embeddings"))
+        ]
+    dims = {
+        (p[1].shape[0] if p[0] == "one" else v.shape[0])
+        for p in payloads
+        if p is not None and p[0] != "empty"
+        for v in (p[1] if p[0] == "many" else [p[1]])
+    }
+    if len(dims) > 1:
+        raise ValueError(f"all explicit embeddings of one call must have one dimension, got {sorted(dims)} (SC-4.6)")
+    for i, (idx, payload) in enumerate(zip(idx_vals, payloads)):
+        _check_payload_alignment(i, texts[i], idx, payload)
+
+    return [
+        RecordDraft(
+            id=ids[i],
+            record_type=record_type,
+            content=texts[i],
+            thread_id=scopes["thread_ids"][i],
+            user_id=scopes["user_ids"][i],
+            agent_id=scopes["agent_ids"][i],
+            role=role_vals[i],
+            timestamp=ts_vals[i],
+            metadata=md_vals[i],
+            ttl_days=ttl_vals[i],
+            ttl_anchor=anchors[i],
+            index=idx_vals[i],
+            payload=payloads[i],
+        )
+        for i in range(n)
+    ]
+
+
+def _aligned_metadata(value: Any, n: int) -> list:
+    # A dict is broadcast (each record gets its own copy); a list aligns.
+    if isinstance(value, Mapping) or value is None:
+        return [value] * n
+    return _aligned(value, n, "metadata")
+
+
+def _index_entry(value: Any, argument: str) -> Any:
+    if value is None:
+        return NOT_SET
+    if isinstance(value, str):
+        return value
+    if _is_list(value):
+        for j, chunk in enumerate(value):
+            if not isinstance(chunk, str):
+                raise TypeError(f"{argument}[{j}] must be a str, got {type(chunk).__name__}")
+        return tuple(value)
+    raise TypeError(f"{argument} must be a str, a list of str chunks, or None, got {type(value).__name__}")
+
+
+def _retrieval_texts(content: Optional[str], index: Any) -> tuple[str, Optional[tuple[str, ...]]]:
+    """(whole retrieval text, caller chunks or None)."""
+    if index is NOT_SET:
+        return (content or "", None)
+    if isinstance(index, str):
+        return (index, None)
+    return ("", index)
+
+
+def _check_payload_alignment(i: int, content: Optional[str], index: Any, payload: Optional[tuple[str, Any]]) -> None:
+    """SC-4.6 rules that need only the record itself."""
+    if payload is None:
+        return
+    text, caller_chunks = _retrieval_texts(content, index)
+    kind, value = payload
+    has_rows = (caller_chunks is not None and any(caller_chunks)) or (caller_chunks is None and bool(text.strip()))
+    if kind == "empty":
+        if has_rows:
+            raise ValueError(
+                f"embeddings[{i}] is empty but record {i} has retrieval text; an empty vector payload "
+                "is allowed only where there are no retrieval rows (SC-4.6)"
+            )
+        return
+    if kind == "one":
+        if caller_chunks is not None and len([c for c in caller_chunks if c]) > 1:
+            raise ValueError(
+                f"embeddings[{i}] is one vector but index_texts[{i}] has {len(caller_chunks)} chunks; "
+                "pass one vector per chunk (SC-4.6)"
+            )
+        return
+    if caller_chunks is None:
+        raise ValueError(
+            f"embeddings[{i}] has {len(value)} vectors; several vectors need a list index_texts[{i}] "
+            "of the same length (caller-owned chunks, SC-4.6)"
+        )
+    if any(not c for c in caller_chunks):
+        raise ValueError(f"index_texts[{i}] has empty chunks; with explicit vectors every chunk must be non-empty")
+    if len(caller_chunks) != len(value):
+        raise ValueError(
+            f"embeddings[{i}] has {len(value)} vectors but index_texts[{i}] has {len(caller_chunks)} chunks (SC-4.6)"
+        )
+
+
+def validate_batch_shape(batch: Any) -> list[RecordDraft]:
+    """Store-independent validation of a ``PendingRecordBatch`` (SC-4.10)."""
+    return draft_records(batch.texts, batch.record_type, contents_name="texts", **batch.add_kwargs())
+
+
+# -------------------------------------------------------------------------- normalizer
+class Normalizer:
+    """Stage 2: resolves drafts and read/update arguments for one store."""
+
+    def __init__(
+        self,
+        settings: StoreSettings,
+        embedder: Any,
+        *,
+        chunk_chars: int = DEFAULT_CHUNK_CHARS,
+        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    ) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.chunk_chars = chunk_chars
+        self.chunk_overlap = chunk_overlap
+
+    # -- properties of the store
+    @property
+    def retention(self) -> MemoryRetentionConfig:
+        return self.settings.retention or MemoryRetentionConfig()
+
+    @property
+    def needs_vectors(self) -> bool:
+        return self.settings.search_strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID)
+
+    # -- TTL
+    def resolve_ttl_days(self, days: Any) -> Optional[int]:
+        """SC-5.2: omitted -> default; None -> max or never; above max -> clamped + warning."""
+        cfg = self.retention
+        if days is NOT_SET:
+            return cfg.default_ttl_days
+        if days is None:
+            return cfg.max_ttl_days
+        if cfg.max_ttl_days is not None and days > cfg.max_ttl_days:
+            warnings.warn(
+                f"ttl_days={days} exceeds the store's max_ttl_days={cfg.max_ttl_days}; clamped to {cfg.max_ttl_days}",
+                UserWarning,
+                stacklevel=4,
+            )
+            return cfg.max_ttl_days
+        return days
+
+    # -- vectors
+    def _check_dim(self, vec: np.ndarray, argument: str) -> np.ndarray:
+        dim = self.settings.vector_dim
+        if dim is None:
+            raise ValueError(
+                f"{argument}: this store has no vector column (a KEYWORD store created without vector_dim); "
+                "open it with vector_dim/an embedder and CREATE_IF_NECESSARY to add vectors"
+            )
+        if vec.shape[0] != dim:
+            raise ValueError(f"{argument} has dimension {vec.shape[0]} but the store's vector_dim is {dim} (SC-4.6)")
+        return vec
+
+    def embed(self, texts: list[str], *, is_query: bool) -> list[np.ndarray]:
+        if not texts:
+            return []
+        if self.embedder is None:
+            raise ValueError(
+                "this store needs vectors but has no embedder: pass embedder=... to the store, "
+                "or explicit embeddings/query_vector (SC-4.7)"
+            )
+        out = np.asarray(self.embedder.embed(list(texts), is_query=is_query), dtype=np.float32)
+        return self._embedded(out, len(texts))
+
+    async def embed_async(self, texts: list[str], *, is_query: bool) -> list[np.ndarray]:
+        if not texts:
+            return []
+        if self.embedder is None:
+            return self.embed(texts, is_query=is_query)  # raises the SC-4.7 error
+        fn = getattr(self.embedder, "embed_async", None)
+        if fn is None:
+            raw = self.embedder.embed(list(texts), is_query=is_query)
+        else:
+            raw = await fn(list(texts), is_query=is_query)
+        return self._embedded(np.asarray(raw, dtype=np.float32), len(texts))
+
+    def _embedded(self, out: np.ndarray, n: int) -> list[np.ndarray]:
+        if out.ndim != 2 or out.shape[0] != n:
+            raise ValueError(f"the embedder returned shape {out.shape} for {n} texts; expected ({n}, dim)")
+        if not np.all(np.isfinite(out)):
+            raise ValueError("the embedder returned NaN or infinite values")
+        return [self._check_dim(row, "embedder output") for row in out]
+
+    # -- add
+    def plan_records(self, drafts: Sequence[RecordDraft]) -> tuple[list[dict], list[str]]:
+        """Resolve everything but the embedder call: returns per-record plans and the
+        texts to embed (in order); :meth:`finish_records` fills the vectors in."""
+        plans: list[dict] = []
+        to_embed: list[str] = []
+        seen: set[str] = set()
+        for i, d in enumerate(drafts):
+            rid = d.id if d.id is not None else str(uuid.uuid4())
+            if rid in seen:
+                raise ValueError(f"duplicate record id {rid!r} in one call; record ids must be unique")
+            seen.add(rid)
+            ttl: Optional[TTLSpec] = None
+            if d.record_type in TTL_TYPES:
+                days = self.resolve_ttl_days(d.ttl_days)
+                ttl = TTLSpec(days=days, anchor=d.ttl_anchor or TimeToLiveAnchor.CREATED_AT)
+                if days is not None and ttl.anchor is TimeToLiveAnchor.TIMESTAMP and d.timestamp is None:
+                    raise ValueError(
+                        f"record {rid!r}: ttl_anchor=TIMESTAMP needs an ISO-8601 timestamp for every record that expires (SC-5.3)"
+                    )
+            rows, pending = self._plan_rows(d.content, d.index, d.payload, f"record {rid!r}")
+            first = len(to_embed)
+            to_embed.extend(pending)
+            plans.append({"draft": d, "id": rid, "ttl": ttl, "rows": rows, "embed_from": first})
+        return plans, to_embed
+
+    def _plan_rows(
+        self, content: Optional[str], index: Any, payload: Optional[tuple[str, Any]], label: str
+    ) -> tuple[list[tuple[str, Any]], list[str]]:
+        """Retrieval rows as (text, vector | 'EMBED' | None) and the texts to embed."""
+        text, caller_chunks = _retrieval_texts(content, index)
+        if payload is not None:
+            kind, value = payload
+            if kind == "empty":
+                return [], []
+            if kind == "one":
+                vec = self._check_dim(value, f"embedding of {label}")
+                whole = " ".join(c for c in caller_chunks if c) if caller_chunks is not None else text
+                return [(whole, vec)], []
+            vecs = [self._check_dim(v, f"embedding of {label}") for v in value]
+            return list(zip(caller_chunks, vecs)), []
+        chunks = [c for c in caller_chunks if c] if caller_chunks is not None else self.chunk(text)
+        if self.needs_vectors:
+            return [(c, "EMBED") for c in chunks], list(chunks)
+        return [(c, None) for c in chunks], []
+
+    def chunk(self, text: str) -> list[str]:
+        return chunk_text(text, self.chunk_chars, self.chunk_overlap)
+
+    @staticmethod
+    def finish_records(plans: list[dict], vectors: list[np.ndarray]) -> list[NewRecord]:
+        out = []
+        for plan in plans:
+            d: RecordDraft = plan["draft"]
+            k = plan["embed_from"]
+            rows = []
+            for text, vec in plan["rows"]:
+                if isinstance(vec, str):  # "EMBED"
+                    vec = vectors[k]
+                    k += 1
+                rows.append(ChunkRow(text=text, vector=vec))
+            out.append(
+                NewRecord(
+                    id=plan["id"],
+                    record_type=d.record_type,
+                    content=d.content,
+                    thread_id=d.thread_id,
+                    user_id=d.user_id,
+                    agent_id=d.agent_id,
+                    role=d.role,
+                    timestamp=d.timestamp,
+                    metadata=d.metadata,
+                    ttl=plan["ttl"],
+                    chunks=tuple(rows),
+                )
+            )
+        return out
+
+    # -- reads
+    @staticmethod
+    def list_scope(value: Any, argument: str) -> Scope:
+        """SC-3.3: omitted -> any; None -> IS NULL; a str -> equality."""
+        if value is NOT_SET:
+            return Scope.any()
+        if value is None:
+            return Scope(ScopeMatch.IS_NULL)
+        return Scope(ScopeMatch.EQUALS, check_id(value, argument))
+
+    @staticmethod
+    def search_scope(value: Any, exact: Any, argument: str) -> Scope:
+        """SC-6.2: a value filters by equality; None with exact=True -> IS NULL."""
+        if not isinstance(exact, bool):
+            raise TypeError(f"exact_{argument[:-3]}_match must be a bool, got {exact!r}")
+        if value is None:
+            return Scope(ScopeMatch.IS_NULL) if exact else Scope.any()
+        return Scope(ScopeMatch.EQUALS, check_id(value, argument))
+
+    def list_request(
+        self, record_type: Any, limit: Any, thread_id: Any, user_id: Any, agent_id: Any, metadata_filter: Any
+    ) -> ListRequest:
+        record_type = check_record_type(record_type)
+        if limit is NOT_SET:
+            limit = MAX_LIST_LIMIT
+        elif limit is not None:
+            limit = _positive_int(limit, "limit", "or None for all rows")
+        # Scope arguments are validated for every type; unscoped types ignore them (SC-3.3).
+        scopes = [
+            self.list_scope(v, name) for v, name in ((thread_id, "thread_id"), (user_id, "user_id"), (agent_id, "agent_id"))
+        ]
+        if record_type not in SCOPED_TYPES:
+            scopes = [Scope.any()] * 3
+        if metadata_filter is NOT_SET or metadata_filter is None:
+            mf = metadata_filter
+        else:
+            mf = validate_filter(metadata_filter)
+        return ListRequest(record_type, limit, scopes[0], scopes[1], scopes[2], mf)
+
+    def search_plan(
+        self,
+        query: Any,
+        k: Any,
+        query_vector: Any,
+        thread_id: Any,
+        user_id: Any,
+        agent_id: Any,
+        exact_user_match: Any,
+        exact_agent_match: Any,
+        exact_thread_match: Any,
+        record_types: Any,
+        metadata_filter: Any,
+        strategy: Any,
+    ) -> tuple[SearchRequest, Optional[str]]:
+        """A search request, and the query text to embed (None when no embedding is
+        needed); :meth:`with_query_vector` completes it."""
+        if (query is None) == (query_vector is None):
+            raise ValueError("pass exactly one of query (text) or query_vector (SC-6.1)")
+        k = _positive_int(k, "k")
+        chosen = self._strategy(strategy)
+        text = None
+        vector = None
+        if query is not None:
+            if not isinstance(query, str):
+                raise TypeError(f"query must be a str, got {type(query).__name__}")
+            if not query.strip():
+                raise ValueError("query is blank; pass some words to search for")
+            text = query
+        else:
+            vector = self._check_dim(_check_vector(query_vector, "query_vector"), "query_vector")
+            if chosen is not SearchStrategy.VECTOR:
+                raise ValueError(
+                    f"{chosen.value} search needs a text query; pass query='...' or strategy='vector' with query_vector"
+                )
+        if record_types is None:
+            types = _SEARCHABLE_TYPES
+        else:
+            if isinstance(record_types, (str, bytes)) or not isinstance(record_types, Iterable):
+                raise TypeError("record_types must be a set or list of record types, e.g. {'memory', 'fact'}")
+            types = tuple(sorted({check_record_type(t, allow_thread=False) for t in record_types}))
+            if not types:
+                raise ValueError("record_types is empty; pass None to search every type")
+        mf = None if metadata_filter is None else validate_filter(metadata_filter)
+        request = SearchRequest(
+            strategy=chosen,
+            k=k,
+            query_text=text,
+            query_vector=vector,
+            thread=self.search_scope(thread_id, exact_thread_match, "thread_id"),
+            user=self.search_scope(user_id, exact_user_match, "user_id"),
+            agent=self.search_scope(agent_id, exact_agent_match, "agent_id"),
+            record_types=types,
+            metadata_filter=mf,
+        )
+        needs_embedding = text is not None and chosen in (SearchStrategy.VECTOR, SearchStrategy.HYBRID)
+        return request, text if needs_embedding else None
+
+    @staticmethod
+    def with_query_vector(request: SearchRequest, vector: np.ndarray) -> SearchRequest:
+        from dataclasses import replace
+
+        return replace(request, query_vector=vector)
+
+    def _strategy(self, strategy: Any) -> SearchStrategy:
+        """SC-6.6: a per-call strategy limited to what the store supports."""
+        store = self.settings.search_strategy
+        if strategy is None:
+            return store
+        chosen = SearchStrategy.coerce(strategy, "strategy")
+        allowed = {
+            SearchStrategy.HYBRID: {SearchStrategy.VECTOR, SearchStrategy.KEYWORD, SearchStrategy.HYBRID},
+            SearchStrategy.VECTOR: {SearchStrategy.VECTOR},
+            SearchStrategy.KEYWORD: {SearchStrategy.KEYWORD},
+        }[store]
+        if chosen not in allowed:
+            raise ValueError(
+                f"this store was created for {store.value} search and cannot answer strategy={chosen.value!r}; "
+                f"allowed: {', '.join(sorted(s.value for s in allowed))} (open it with search_strategy='hybrid' "
+                "and CREATE_IF_NECESSARY to upgrade)"
+            )
+        return chosen
+
+    # -- update
+    def update_plan(
+        self,
+        record_type: Any,
+        record_id: Any,
+        text: Any,
+        index_text: Any,
+        embedding: Any,
+        metadata: Any,
+        timestamp: Any,
+        ttl_days: Any,
+        ttl_anchor: Any,
+    ) -> tuple[dict, list[str]]:
+        """SC-7: validated update fields and the texts to embed;
+        :meth:`finish_update` builds the request."""
+        record_type = check_record_type(record_type)
+        record_id = check_id(record_id, "record_id")
+        if all(v is NOT_SET for v in (text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor)):
+            raise ValueError("update needs at least one of text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor")
+        if record_type == "thread":
+            raise ValueError("thread records are containers and cannot be updated; update their records instead")
+        text = text if text is NOT_SET else _check_text(text, "text")
+        if text is None and record_type in PROFILE_TYPES:
+            raise ValueError(f"{record_type} records cannot have text=None; pass the new information text")
+        payload = None
+        if embedding is not NOT_SET and embedding is not None:
+            payload = _vector_payload(embedding, "embedding")
+        non_empty_payload = payload is not None and payload[0] != "empty"
+        if text is None and ((index_text is not NOT_SET and index_text is not None) or non_empty_payload):
+            raise ValueError("text=None clears the text and retrieval rows; it cannot be combined with index_text or embedding (SC-7.2)")
+        if index_text is None and non_empty_payload:
+            raise ValueError("index_text=None clears retrieval rows; it cannot be combined with a non-empty embedding (SC-7.3)")
+        index = NOT_SET if index_text is NOT_SET else _index_entry(index_text, "index_text") if index_text is not None else None
+
+        fields: dict[str, Any] = {"record_type": record_type, "record_id": record_id}
+        if text is not NOT_SET:
+            fields["content"] = text
+        if metadata is not NOT_SET:
+            fields["metadata"] = _check_metadata(metadata, "metadata")
+        if timestamp is not NOT_SET:
+            fields["timestamp"] = None if timestamp is None else parse_timestamp(timestamp, "timestamp")
+        if ttl_days is not NOT_SET or ttl_anchor is not NOT_SET:
+            if record_type not in TTL_TYPES:
+                raise ValueError(f"ttl_days/ttl_anchor do not apply to {record_type!r} records (SC-5.1)")
+            days = self.resolve_ttl_days(NOT_SET if ttl_days is NOT_SET else _check_ttl_days(ttl_days, "ttl_days"))
+            anchor = TimeToLiveAnchor.CREATED_AT if ttl_anchor is NOT_SET else TimeToLiveAnchor.coerce(ttl_anchor, "ttl_anchor")
+            if days is not None and anchor is TimeToLiveAnchor.TIMESTAMP and fields.get("timestamp", NOT_SET) is None:
+                raise ValueError("ttl_anchor=TIMESTAMP needs an event timestamp, but this update clears it (SC-7.6)")
+            fields["ttl"] = TTLSpec(days=days, anchor=anchor)
+
+        to_embed: list[str] = []
+        if text is None or index is None:
+            fields["retrieval"] = RetrievalChange.CLEAR
+        elif index is not NOT_SET or text is not NOT_SET:
+            content = text if text is not NOT_SET else None
+            if payload is None and embedding is None:  # explicit embedding=None: rows without vectors
+                rows = [(c, None) for c in self._plain_chunks(content, index)]
+            else:
+                if payload is not None:
+                    _check_payload_alignment(0, content, index, payload)
+                rows, to_embed = self._plan_rows(content, index, payload, f"record {record_id!r}")
+            fields["retrieval"] = RetrievalChange.REPLACE
+            fields["rows"] = rows
+        elif embedding is not NOT_SET:
+            if embedding is None:
+                fields["retrieval"] = RetrievalChange.STRIP_VECTORS
+            else:
+                kind, value = payload
+                vecs = [] if kind == "empty" else [value] if kind == "one" else value
+                fields["retrieval"] = RetrievalChange.REVECTOR
+                fields["vectors"] = tuple(self._check_dim(v, "embedding") for v in vecs)
+        return fields, to_embed
+
+    def _plain_chunks(self, content: Optional[str], index: Any) -> list[str]:
+        text, caller = _retrieval_texts(content, index)
+        return [c for c in caller if c] if caller is not None else self.chunk(text)
+
+    @staticmethod
+    def finish_update(fields: dict, vectors: list[np.ndarray]) -> UpdateRequest:
+        fields = dict(fields)
+        rows = fields.pop("rows", None)
+        if rows is not None:
+            it = iter(vectors)
+            fields["chunks"] = tuple(ChunkRow(t, next(it) if isinstance(v, str) else v) for t, v in rows)
+        return UpdateRequest(**fields)
+
+
+def _positive_int(value: Any, argument: str, extra: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{argument} must be an int >= 1{' ' + extra if extra else ''}, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{argument} must be >= 1{' ' + extra if extra else ''}, got {value}")
+    return int(value)
+

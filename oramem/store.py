@@ -1,0 +1,627 @@
+"""The public store API (STORE_CONTRACT §1-§10).
+
+:class:`IMemoryStore` is the interface; :class:`OracleMemoryStore` implements it once for
+every engine: it validates and normalises arguments (via :mod:`oramem.normalize`), embeds
+retrieval text with the store's embedder, and makes exactly one engine call per operation.
+:class:`SQLiteMemoryStore` and :class:`OracleDBMemoryStore` only choose the engine.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import warnings
+from datetime import datetime
+from typing import Any, Callable, Optional
+
+from .engine import DeletionHook, Engine
+from .normalize import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_STORE_ID,
+    Normalizer,
+    _positive_int,
+    check_id,
+    check_record_type,
+    draft_records,
+    validate_store_id,
+)
+from .requests import AddRequest, StoreSettings
+from .types import (
+    NOT_SET,
+    PROFILE_TYPES,
+    MemoryRetentionConfig,
+    PendingRecordBatch,
+    Record,
+    SchemaPolicy,
+    SearchIndexSyncMode,
+    SearchStrategy,
+)
+
+__all__ = ["IMemoryStore", "OracleMemoryStore", "SQLiteMemoryStore", "OracleDBMemoryStore"]
+
+_STORE_KWARGS = frozenset({"batch_size"})
+
+
+class IMemoryStore(abc.ABC):
+    """The record store interface: every method has an ``_async`` twin with the same
+    signature and result."""
+
+    @abc.abstractmethod
+    def add(self, contents, record_type, *, index_texts=NOT_SET, embeddings=NOT_SET, record_ids=NOT_SET,
+            thread_ids=NOT_SET, user_ids=NOT_SET, agent_ids=NOT_SET, roles=NOT_SET, timestamps=NOT_SET,
+            metadata=NOT_SET, ttl_days=NOT_SET, ttl_anchor=NOT_SET, **store_kwargs) -> list[str]:
+        """Add records (SC-4); returns their ids in input order."""
+
+    @abc.abstractmethod
+    def add_batches(self, batches, **store_kwargs) -> list[str]:
+        """Add caller-prepared batches in one transaction (SC-4.10)."""
+
+    @abc.abstractmethod
+    def add_user(self, user_id, information, metadata=None) -> str:
+        """Add a user profile; returns ``user_id`` (SC-2.4)."""
+
+    @abc.abstractmethod
+    def add_agent(self, agent_id, information, metadata=None) -> str:
+        """Add an agent profile; returns ``agent_id`` (SC-2.4)."""
+
+    @abc.abstractmethod
+    def get(self, record_type, record_id) -> Optional[Record]:
+        """One record, or None when absent or expired (SC-3.2)."""
+
+    @abc.abstractmethod
+    def list(self, record_type, limit=NOT_SET, thread_id=NOT_SET, user_id=NOT_SET, agent_id=NOT_SET,
+             metadata_filter=NOT_SET) -> list[Record]:
+        """Records of one type, oldest to newest within the window (SC-3.3)."""
+
+    @abc.abstractmethod
+    def list_thread_messages(self, thread_id, last_n=None) -> list[Record]:
+        """A thread's messages, oldest first (SC-3.4)."""
+
+    @abc.abstractmethod
+    def search(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None, agent_id=None,
+               exact_user_match=False, exact_agent_match=False, exact_thread_match=False, record_types=None,
+               metadata_filter=None, strategy=None) -> list[tuple[Record, float]]:
+        """At most k ``(record, distance)`` pairs, nearest first (SC-6)."""
+
+    @abc.abstractmethod
+    def update(self, record_type, record_id, *, text=NOT_SET, index_text=NOT_SET, embedding=NOT_SET,
+               metadata=NOT_SET, timestamp=NOT_SET, ttl_days=NOT_SET, ttl_anchor=NOT_SET) -> int:
+        """Update one record; 1 if updated, 0 if absent or expired (SC-7)."""
+
+    @abc.abstractmethod
+    def delete(self, record_type, record_id, cascade=False) -> int:
+        """Delete one record (cascading for profiles and threads); 1 or 0 (SC-8)."""
+
+    @abc.abstractmethod
+    def delete_thread(self, thread_id) -> int:
+        """Delete a thread with everything scoped to it; 1 or 0 (SC-8.3)."""
+
+    @abc.abstractmethod
+    def purge_expired(self) -> int:
+        """Physically remove expired records; returns the count (SC-5.5)."""
+
+    @abc.abstractmethod
+    def sync_search_index(self) -> None:
+        """Refresh keyword/hybrid indexes of a MANUAL-sync store (SC-10.5)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the store's resources. Idempotent."""
+
+    # async twins ---------------------------------------------------------------------
+    @abc.abstractmethod
+    async def add_async(self, contents, record_type, *, index_texts=NOT_SET, embeddings=NOT_SET,
+                        record_ids=NOT_SET, thread_ids=NOT_SET, user_ids=NOT_SET, agent_ids=NOT_SET,
+                        roles=NOT_SET, timestamps=NOT_SET, metadata=NOT_SET, ttl_days=NOT_SET,
+                        ttl_anchor=NOT_SET, **store_kwargs) -> list[str]:
+        """Async twin of :meth:`add`."""
+
+    @abc.abstractmethod
+    async def add_batches_async(self, batches, **store_kwargs) -> list[str]:
+        """Async twin of :meth:`add_batches`."""
+
+    @abc.abstractmethod
+    async def add_user_async(self, user_id, information, metadata=None) -> str:
+        """Async twin of :meth:`add_user`."""
+
+    @abc.abstractmethod
+    async def add_agent_async(self, agent_id, information, metadata=None) -> str:
+        """Async twin of :meth:`add_agent`."""
+
+    @abc.abstractmethod
+    async def get_async(self, record_type, record_id) -> Optional[Record]:
+        """Async twin of :meth:`get`."""
+
+    @abc.abstractmethod
+    async def list_async(self, record_type, limit=NOT_SET, thread_id=NOT_SET, user_id=NOT_SET,
+                         agent_id=NOT_SET, metadata_filter=NOT_SET) -> list[Record]:
+        """Async twin of :meth:`list`."""
+
+    @abc.abstractmethod
+    async def list_thread_messages_async(self, thread_id, last_n=None) -> list[Record]:
+        """Async twin of :meth:`list_thread_messages`."""
+
+    @abc.abstractmethod
+    async def search_async(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None,
+                           agent_id=None, exact_user_match=False, exact_agent_match=False,
+                           exact_thread_match=False, record_types=None, metadata_filter=None,
+                           strategy=None) -> list[tuple[Record, float]]:
+        """Async twin of :meth:`search`."""
+
+    @abc.abstractmethod
+    async def update_async(self, record_type, record_id, *, text=NOT_SET, index_text=NOT_SET,
+                           embedding=NOT_SET, metadata=NOT_SET, timestamp=NOT_SET, ttl_days=NOT_SET,
+                           ttl_anchor=NOT_SET) -> int:
+        """Async twin of :meth:`update`."""
+
+    @abc.abstractmethod
+    async def delete_async(self, record_type, record_id, cascade=False) -> int:
+        """Async twin of :meth:`delete`."""
+
+    @abc.abstractmethod
+    async def delete_thread_async(self, thread_id) -> int:
+        """Async twin of :meth:`delete_thread`."""
+
+    @abc.abstractmethod
+    async def purge_expired_async(self) -> int:
+        """Async twin of :meth:`purge_expired`."""
+
+    @abc.abstractmethod
+    async def sync_search_index_async(self) -> None:
+        """Async twin of :meth:`sync_search_index`."""
+
+    @abc.abstractmethod
+    async def close_async(self) -> None:
+        """Async twin of :meth:`close`."""
+
+    async def aclose(self) -> None:
+        """Alias of :meth:`close_async`."""
+        await self.close_async()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close_async()
+
+
+class OracleMemoryStore(IMemoryStore):
+    """Common base of the concrete stores: validates and normalises arguments once, then
+    calls its :class:`~oramem.engine.Engine`.
+
+    Subclasses pass an engine and the store arguments; the engine is opened here with the
+    schema policy, unless it can only be opened asynchronously (an async Oracle pool), in
+    which case the first ``*_async`` call opens it.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        embedder: Any = None,
+        schema_policy: Any = SchemaPolicy.REQUIRE_EXISTING,
+        vector_dim: Optional[int] = None,
+        memory_store_id: Any = NOT_SET,
+        search_strategy: Any = SearchStrategy.VECTOR,
+        search_index_sync: Any = NOT_SET,
+        memory_retention_config: Any = NOT_SET,
+    ) -> None:
+        self._engine = engine
+        self._closed = False
+        self._embedder = _check_embedder(embedder)
+        policy = SchemaPolicy.coerce(schema_policy, "schema_policy")
+        strategy = SearchStrategy.coerce(search_strategy, "search_strategy")
+        sync = None if search_index_sync is NOT_SET else SearchIndexSyncMode.coerce(search_index_sync, "search_index_sync")
+        if sync is SearchIndexSyncMode.AUTO and strategy is not SearchStrategy.HYBRID:
+            raise ValueError("search_index_sync=AUTO is supported only with search_strategy=HYBRID (SC-10.5)")
+        if memory_retention_config is NOT_SET or memory_retention_config is None:
+            retention = None
+        elif isinstance(memory_retention_config, MemoryRetentionConfig):
+            retention = memory_retention_config
+        else:
+            raise TypeError(
+                f"memory_retention_config must be a MemoryRetentionConfig, got {type(memory_retention_config).__name__}"
+            )
+        if vector_dim is not None:
+            vector_dim = _positive_int(vector_dim, "vector_dim")
+        if self._embedder is not None:
+            emb_dim = _positive_int(self._embedder.embedding_dimension, "embedder.embedding_dimension")
+            if vector_dim is not None and vector_dim != emb_dim:
+                raise ValueError(
+                    f"vector_dim={vector_dim} differs from the embedder's dimension {emb_dim}; omit vector_dim or fix it"
+                )
+            vector_dim = emb_dim
+        store_id = DEFAULT_STORE_ID if memory_store_id is NOT_SET else validate_store_id(memory_store_id)
+        self._requested = StoreSettings(store_id, vector_dim, strategy, sync, retention)
+        self._policy = policy
+        self._norm: Optional[Normalizer] = None
+        self._open_lock: Optional[asyncio.Lock] = None
+        if not getattr(engine, "async_only", False):
+            self._opened(engine.open(self._requested, policy))
+
+    # -- opening ---------------------------------------------------------------------------
+    def _opened(self, settings: StoreSettings) -> None:
+        if settings.search_strategy is not SearchStrategy.KEYWORD and settings.vector_dim is None:
+            raise ValueError(f"{settings.search_strategy.value} store without vector_dim; pass vector_dim or an embedder")
+        self._norm = Normalizer(settings, self._embedder)
+
+    def _n(self) -> Normalizer:
+        if self._closed:
+            raise ValueError("this store is closed; open a new one")
+        if self._norm is None:
+            raise TypeError("this store uses an async connection pool: use the *_async methods")
+        return self._norm
+
+    async def _na(self) -> Normalizer:
+        if self._closed:
+            raise ValueError("this store is closed; open a new one")
+        if self._norm is None:
+            if self._open_lock is None:
+                self._open_lock = asyncio.Lock()
+            async with self._open_lock:
+                if self._norm is None:
+                    self._opened(await self._engine.open_async(self._requested, self._policy))
+        return self._norm
+
+    # -- settings ----------------------------------------------------------------------------
+    @property
+    def settings(self) -> StoreSettings:
+        """The settings in force (persisted with the store)."""
+        return self._n().settings
+
+    @property
+    def memory_store_id(self) -> str:
+        return self._requested.memory_store_id
+
+    @property
+    def vector_dim(self) -> Optional[int]:
+        return self.settings.vector_dim
+
+    @property
+    def search_strategy(self) -> SearchStrategy:
+        return self.settings.search_strategy
+
+    @property
+    def embedder(self) -> Any:
+        return self._embedder
+
+    def register_deletion_hook(self, hook: DeletionHook) -> None:
+        """SC-8.5: ``hook`` runs inside every delete, cascade and purge transaction."""
+        self._engine.register_deletion_hook(hook)
+
+    # -- add ---------------------------------------------------------------------------------
+    @staticmethod
+    def _batch_size(store_kwargs: dict) -> int:
+        unknown = sorted(set(store_kwargs) - _STORE_KWARGS)
+        if unknown:
+            raise TypeError(f"unknown store option(s) {', '.join(unknown)}; supported: batch_size (SC-4.9)")
+        return _positive_int(store_kwargs.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size")
+
+    @staticmethod
+    def _batch_drafts(batches: Any) -> list:
+        if isinstance(batches, PendingRecordBatch) or not isinstance(batches, (list, tuple)):
+            raise TypeError("batches must be a list of PendingRecordBatch")
+        drafts = []
+        for i, batch in enumerate(batches):
+            if not isinstance(batch, PendingRecordBatch):
+                raise TypeError(f"batches[{i}] must be a PendingRecordBatch, got {type(batch).__name__}")
+            drafts.extend(batch._normalised)
+        return drafts
+
+    def _write(self, norm: Normalizer, drafts: list, batch_size: int) -> list[str]:
+        plans, texts = norm.plan_records(drafts)
+        records = norm.finish_records(plans, norm.embed(texts, is_query=False))
+        if not records:
+            return []
+        return self._engine.add(AddRequest(tuple(records), batch_size))
+
+    async def _write_async(self, norm: Normalizer, drafts: list, batch_size: int) -> list[str]:
+        plans, texts = norm.plan_records(drafts)
+        records = norm.finish_records(plans, await norm.embed_async(texts, is_query=False))
+        if not records:
+            return []
+        return await self._engine.add_async(AddRequest(tuple(records), batch_size))
+
+    def add(self, contents, record_type, *, index_texts=NOT_SET, embeddings=NOT_SET, record_ids=NOT_SET,
+            thread_ids=NOT_SET, user_ids=NOT_SET, agent_ids=NOT_SET, roles=NOT_SET, timestamps=NOT_SET,
+            metadata=NOT_SET, ttl_days=NOT_SET, ttl_anchor=NOT_SET, **store_kwargs) -> list[str]:
+        norm = self._n()
+        size = self._batch_size(store_kwargs)
+        drafts = draft_records(
+            contents, record_type, index_texts=index_texts, embeddings=embeddings, record_ids=record_ids,
+            thread_ids=thread_ids, user_ids=user_ids, agent_ids=agent_ids, roles=roles, timestamps=timestamps,
+            metadata=metadata, ttl_days=ttl_days, ttl_anchor=ttl_anchor,
+        )
+        return self._write(norm, drafts, size)
+
+    async def add_async(self, contents, record_type, *, index_texts=NOT_SET, embeddings=NOT_SET,
+                        record_ids=NOT_SET, thread_ids=NOT_SET, user_ids=NOT_SET, agent_ids=NOT_SET,
+                        roles=NOT_SET, timestamps=NOT_SET, metadata=NOT_SET, ttl_days=NOT_SET,
+                        ttl_anchor=NOT_SET, **store_kwargs) -> list[str]:
+        norm = await self._na()
+        size = self._batch_size(store_kwargs)
+        drafts = draft_records(
+            contents, record_type, index_texts=index_texts, embeddings=embeddings, record_ids=record_ids,
+            thread_ids=thread_ids, user_ids=user_ids, agent_ids=agent_ids, roles=roles, timestamps=timestamps,
+            metadata=metadata, ttl_days=ttl_days, ttl_anchor=ttl_anchor,
+        )
+        return await self._write_async(norm, drafts, size)
+
+    def add_batches(self, batches, **store_kwargs) -> list[str]:
+        norm = self._n()
+        return self._write(norm, self._batch_drafts(batches), self._batch_size(store_kwargs))
+
+    async def add_batches_async(self, batches, **store_kwargs) -> list[str]:
+        norm = await self._na()
+        return await self._write_async(norm, self._batch_drafts(batches), self._batch_size(store_kwargs))
+
+    @staticmethod
+    def _profile_drafts(record_type: str, actor_id: Any, information: Any, metadata: Any) -> list:
+        argument = "user_id" if record_type == "user_profile" else "agent_id"
+        actor_id = check_id(actor_id, argument)
+        if not isinstance(information, str):
+            raise TypeError(f"information must be a str, got {type(information).__name__}")
+        return draft_records([information], record_type, record_ids=[actor_id], metadata=[metadata])
+
+    def add_user(self, user_id, information, metadata=None) -> str:
+        norm = self._n()
+        return self._write(norm, self._profile_drafts("user_profile", user_id, information, metadata), DEFAULT_BATCH_SIZE)[0]
+
+    async def add_user_async(self, user_id, information, metadata=None) -> str:
+        norm = await self._na()
+        drafts = self._profile_drafts("user_profile", user_id, information, metadata)
+        return (await self._write_async(norm, drafts, DEFAULT_BATCH_SIZE))[0]
+
+    def add_agent(self, agent_id, information, metadata=None) -> str:
+        norm = self._n()
+        return self._write(norm, self._profile_drafts("agent_profile", agent_id, information, metadata), DEFAULT_BATCH_SIZE)[0]
+
+    async def add_agent_async(self, agent_id, information, metadata=None) -> str:
+        norm = await self._na()
+        drafts = self._profile_drafts("agent_profile", agent_id, information, metadata)
+        return (await self._write_async(norm, drafts, DEFAULT_BATCH_SIZE))[0]
+
+    # -- reads -------------------------------------------------------------------------------
+    def get(self, record_type, record_id) -> Optional[Record]:
+        self._n()
+        return self._engine.get(check_record_type(record_type), check_id(record_id, "record_id"))
+
+    async def get_async(self, record_type, record_id) -> Optional[Record]:
+        await self._na()
+        return await self._engine.get_async(check_record_type(record_type), check_id(record_id, "record_id"))
+
+    def list(self, record_type, limit=NOT_SET, thread_id=NOT_SET, user_id=NOT_SET, agent_id=NOT_SET,
+             metadata_filter=NOT_SET) -> list[Record]:
+        request = self._n().list_request(record_type, limit, thread_id, user_id, agent_id, metadata_filter)
+        return self._engine.list(request)
+
+    async def list_async(self, record_type, limit=NOT_SET, thread_id=NOT_SET, user_id=NOT_SET,
+                         agent_id=NOT_SET, metadata_filter=NOT_SET) -> list[Record]:
+        request = (await self._na()).list_request(record_type, limit, thread_id, user_id, agent_id, metadata_filter)
+        return await self._engine.list_async(request)
+
+    @staticmethod
+    def _thread_args(thread_id: Any, last_n: Any) -> tuple[str, Optional[int]]:
+        thread_id = check_id(thread_id, "thread_id")
+        if last_n is not None:
+            last_n = _positive_int(last_n, "last_n", "or None for all messages")
+        return thread_id, last_n
+
+    def list_thread_messages(self, thread_id, last_n=None) -> list[Record]:
+        self._n()
+        return self._engine.list_thread_messages(*self._thread_args(thread_id, last_n))
+
+    async def list_thread_messages_async(self, thread_id, last_n=None) -> list[Record]:
+        await self._na()
+        return await self._engine.list_thread_messages_async(*self._thread_args(thread_id, last_n))
+
+    def search(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None, agent_id=None,
+               exact_user_match=False, exact_agent_match=False, exact_thread_match=False, record_types=None,
+               metadata_filter=None, strategy=None) -> list[tuple[Record, float]]:
+        norm = self._n()
+        request, to_embed = norm.search_plan(
+            query, k, query_vector, thread_id, user_id, agent_id, exact_user_match, exact_agent_match,
+            exact_thread_match, record_types, metadata_filter, strategy,
+        )
+        if to_embed is not None:
+            request = norm.with_query_vector(request, norm.embed([to_embed], is_query=True)[0])
+        return _as_float(self._engine.search(request))
+
+    async def search_async(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None,
+                           agent_id=None, exact_user_match=False, exact_agent_match=False,
+                           exact_thread_match=False, record_types=None, metadata_filter=None,
+                           strategy=None) -> list[tuple[Record, float]]:
+        norm = await self._na()
+        request, to_embed = norm.search_plan(
+            query, k, query_vector, thread_id, user_id, agent_id, exact_user_match, exact_agent_match,
+            exact_thread_match, record_types, metadata_filter, strategy,
+        )
+        if to_embed is not None:
+            vec = (await norm.embed_async([to_embed], is_query=True))[0]
+            request = norm.with_query_vector(request, vec)
+        return _as_float(await self._engine.search_async(request))
+
+    # -- update / delete ---------------------------------------------------------------------
+    def update(self, record_type, record_id, *, text=NOT_SET, index_text=NOT_SET, embedding=NOT_SET,
+               metadata=NOT_SET, timestamp=NOT_SET, ttl_days=NOT_SET, ttl_anchor=NOT_SET) -> int:
+        norm = self._n()
+        fields, texts = norm.update_plan(record_type, record_id, text, index_text, embedding, metadata,
+                                         timestamp, ttl_days, ttl_anchor)
+        return self._engine.update(norm.finish_update(fields, norm.embed(texts, is_query=False)))
+
+    async def update_async(self, record_type, record_id, *, text=NOT_SET, index_text=NOT_SET,
+                           embedding=NOT_SET, metadata=NOT_SET, timestamp=NOT_SET, ttl_days=NOT_SET,
+                           ttl_anchor=NOT_SET) -> int:
+        norm = await self._na()
+        fields, texts = norm.update_plan(record_type, record_id, text, index_text, embedding, metadata,
+                                         timestamp, ttl_days, ttl_anchor)
+        vectors = await norm.embed_async(texts, is_query=False)
+        return await self._engine.update_async(norm.finish_update(fields, vectors))
+
+    @staticmethod
+    def _delete_args(record_type: Any, record_id: Any, cascade: Any) -> tuple[str, str, bool]:
+        record_type = check_record_type(record_type)
+        record_id = check_id(record_id, "record_id")
+        if not isinstance(cascade, bool):
+            raise TypeError(f"cascade must be a bool, got {cascade!r}")
+        if cascade and record_type not in PROFILE_TYPES and record_type != "thread":
+            raise ValueError(
+                f"cascade=True applies to user_profile, agent_profile and thread records, not {record_type!r} (SC-8.2)"
+            )
+        return record_type, record_id, cascade
+
+    def delete(self, record_type, record_id, cascade=False) -> int:
+        self._n()
+        return self._engine.delete(*self._delete_args(record_type, record_id, cascade))
+
+    async def delete_async(self, record_type, record_id, cascade=False) -> int:
+        await self._na()
+        return await self._engine.delete_async(*self._delete_args(record_type, record_id, cascade))
+
+    def delete_thread(self, thread_id) -> int:
+        self._n()
+        return self._engine.delete_thread(check_id(thread_id, "thread_id"))
+
+    async def delete_thread_async(self, thread_id) -> int:
+        await self._na()
+        return await self._engine.delete_thread_async(check_id(thread_id, "thread_id"))
+
+    def purge_expired(self) -> int:
+        self._n()
+        return self._engine.purge_expired()
+
+    async def purge_expired_async(self) -> int:
+        await self._na()
+        return await self._engine.purge_expired_async()
+
+    def sync_search_index(self) -> None:
+        self._n()
+        self._engine.sync_search_index()
+
+    async def sync_search_index_async(self) -> None:
+        await self._na()
+        await self._engine.sync_search_index_async()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._engine.close()
+
+    async def close_async(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._engine.close_async()
+
+    def __repr__(self) -> str:
+        s = self._requested
+        return f"{type(self).__name__}(memory_store_id={s.memory_store_id!r}, search_strategy={s.search_strategy.value!r})"
+
+
+def _as_float(results: list) -> list[tuple[Record, float]]:
+    return [(record, float(distance)) for record, distance in results]
+
+
+def _check_embedder(embedder: Any) -> Any:
+    if embedder is None:
+        return None
+    missing = [name for name in ("embed", "embedding_dimension") if not hasattr(embedder, name)]
+    if missing:
+        raise TypeError(
+            f"embedder must implement IEmbedder (embed, embedding_dimension); {type(embedder).__name__} lacks {', '.join(missing)}"
+        )
+    return embedder
+
+
+class SQLiteMemoryStore(OracleMemoryStore):
+    """The embedded engine: one SQLite file (or ``":memory:"``) holding any number of
+    stores. Creates what it needs by default (``CREATE_IF_NECESSARY``).
+
+    ``clock`` (keyword-only, optional) is a zero-argument callable returning an aware UTC
+    ``datetime``: the store's notion of "now" for insert times, expiry and purge. Tests
+    inject one to exercise TTL without sleeping.
+    """
+
+    def __init__(
+        self,
+        path: Any = ":memory:",
+        *,
+        embedder: Any = None,
+        schema_policy: Any = SchemaPolicy.CREATE_IF_NECESSARY,
+        vector_dim: Optional[int] = None,
+        memory_store_id: Any = NOT_SET,
+        search_strategy: Any = SearchStrategy.VECTOR,
+        search_index_sync: Any = NOT_SET,
+        memory_retention_config: Any = NOT_SET,
+        clock: Optional[Callable[[], datetime]] = None,
+    ) -> None:
+        import os
+
+        from .sqlite import SQLiteEngine
+
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a zero-argument callable returning an aware UTC datetime")
+        engine = SQLiteEngine(os.fspath(path), clock=clock)
+        try:
+            super().__init__(
+                engine,
+                embedder=embedder,
+                schema_policy=schema_policy,
+                vector_dim=vector_dim,
+                memory_store_id=memory_store_id,
+                search_strategy=search_strategy,
+                search_index_sync=search_index_sync,
+                memory_retention_config=memory_retention_config,
+            )
+        except BaseException:
+            engine.close()
+            raise
+
+
+class OracleDBMemoryStore(OracleMemoryStore):
+    """The Oracle engine: a thin driver over the ``oramem_*`` PL/SQL packages.
+
+    ``pool`` is a python-oracledb connection, ``ConnectionPool`` or ``AsyncConnectionPool``
+    (thin mode). With an async pool the store opens on its first ``*_async`` call and the
+    sync methods raise ``TypeError``. ``table_name_prefix`` is the deprecated name of
+    ``memory_store_id``.
+    """
+
+    def __init__(
+        self,
+        embedder: Any,
+        pool: Any,
+        schema_policy: Any = SchemaPolicy.REQUIRE_EXISTING,
+        vector_dim: Optional[int] = None,
+        table_name_prefix: Any = NOT_SET,
+        search_strategy: Any = SearchStrategy.VECTOR,
+        search_index_sync: Any = NOT_SET,
+        memory_retention_config: Any = NOT_SET,
+        memory_store_id: Any = NOT_SET,
+    ) -> None:
+        from .oracle import OracleEngine
+
+        if table_name_prefix is not NOT_SET:
+            if memory_store_id is not NOT_SET:
+                raise ValueError("pass memory_store_id only; table_name_prefix is its deprecated alias (SC-10.1)")
+            warnings.warn(
+                "table_name_prefix is deprecated; use memory_store_id", DeprecationWarning, stacklevel=2
+            )
+            memory_store_id = table_name_prefix
+        super().__init__(
+            OracleEngine(pool),
+            embedder=embedder,
+            schema_policy=schema_policy,
+            vector_dim=vector_dim,
+            memory_store_id=memory_store_id,
+            search_strategy=search_strategy,
+            search_index_sync=search_index_sync,
+            memory_retention_config=memory_retention_config,
+        )
