@@ -1,0 +1,162 @@
+CREATE OR REPLACE PACKAGE oramem_admin
+AUTHID DEFINER
+AS
+   /*
+    * oramem_admin: store lifecycle - open (schema policies), create, describe, list,
+    * upgrade, drop - and per-store configuration (deletion hook, search-index sync).
+    *
+    * Serialisation: every subprogram that changes a store takes an exclusive DBMS_LOCK
+    * user lock named after the store (ORACLE_NOTES 9.3; release_on_commit => FALSE) so
+    * concurrent opens with CREATE_IF_NECESSARY both succeed on one consistent store
+    * (SC-10.3). The lock is released before returning, also on error.
+    *
+    * Commit behaviour: DDL, CTX_DDL, DBMS_VECTOR_CHAIN and DBMS_SCHEDULER calls and the
+    * registry state changes run in AUTONOMOUS transactions. They commit their own work
+    * at each step (the store's lifecycle state is committed before each DDL step so a
+    * crash leaves CREATING/UPGRADING/DROPPING/BROKEN, never a silent half store), but they
+    * never commit or roll back the CALLER's transaction. Consequence: if the caller holds
+    * uncommitted changes on a store's tables, RECREATE/drop of that store waits on them
+    * and fails with ORA-00054/ORA-00060 - commit first.
+    *
+    * Settings JSON (input of open_store / create_store; keys map 1:1 onto
+    * oramem.requests.StoreSettings; a key that is ABSENT means "accept whatever is
+    * persisted", a key present with null is a value to compare):
+    *   {"memory_store_id": "MYSTORE",            -- null/absent = default store
+    *    "vector_dim": 384,                         -- int 1..65535 or null (keyword-only store)
+    *    "search_strategy": "vector",               -- vector | keyword | hybrid
+    *    "search_index_sync": "on_commit",          -- on_commit | manual | auto (auto: hybrid only)
+    *    "retention": {"default_ttl_days": 30, "max_ttl_days": 365},   -- ints >= 0 or null
+    *    "embedding_model": "ORAMEM_EMBED",         -- in-DB ONNX model; required for hybrid
+    *    "deletion_hook": "APP.ON_ORAMEM_DELETE"}   -- optional, see set_deletion_hook
+    *
+    * Settings-in-force JSON (result of open_store, create_store, describe_store,
+    * upgrade_store; one element of list_stores):
+    *   {"memory_store_id": "MYSTORE", "vector_dim": 384, "search_strategy": "hybrid",
+    *    "search_index_sync": "on_commit",
+    *    "retention": {"default_ttl_days": null, "max_ttl_days": null},
+    *    "embedding_model": null, "deletion_hook": null,
+    *    "supported_strategies": ["vector", "keyword", "hybrid"],
+    *    "schema_version": 1, "code_schema_version": 1, "state": "READY",
+    *    "purge_job": "ORAMEM_PURGE_MYSTORE" | null,
+    *    "created": true | false,          -- this call created (or recreated) the store
+    *    "upgraded": true | false,         -- this call applied upgrades / capability adds
+    *    "warnings": ["..."],              -- e.g. purge job not created (no CREATE JOB)
+    *    "last_error": null | "...", "created_at": "...+00:00", "updated_at": "...+00:00"}
+    */
+
+   gc_policy_require_existing    CONSTANT VARCHAR2(32) := 'REQUIRE_EXISTING';
+   gc_policy_create_if_empty     CONSTANT VARCHAR2(32) := 'CREATE_IF_EMPTY';
+   gc_policy_create_if_necessary CONSTANT VARCHAR2(32) := 'CREATE_IF_NECESSARY';
+   gc_policy_recreate            CONSTANT VARCHAR2(32) := 'RECREATE';
+
+   -- Seconds a CREATING/UPGRADING/DROPPING row may stay without its lock holder before
+   -- another open treats it as crashed and takes over (the DBMS_LOCK is authoritative;
+   -- this only guards against sessions that hold the lock for a very long time).
+   gc_default_lock_timeout       CONSTANT PLS_INTEGER := 60;
+
+   /*
+    * open_store: apply schema policy in_policy (REQUIRE_EXISTING | CREATE_IF_EMPTY |
+    * CREATE_IF_NECESSARY | RECREATE, case-insensitive; SC-10.2) to the store described
+    * by in_settings (settings JSON above) and return the settings in force as JSON.
+    *  - REQUIRE_EXISTING: store must exist, be READY, current and complete; changes nothing.
+    *  - CREATE_IF_EMPTY: creates when neither a registry row nor any store object
+    *    exists; otherwise behaves as REQUIRE_EXISTING.
+    *  - CREATE_IF_NECESSARY: creates the store or its missing objects, repairs a BROKEN
+    *    or crashed store, applies upgrades and capability upgrades (vector -> keyword ->
+    *    hybrid; adding vector_dim to a store that had none).
+    *  - RECREATE: drops every object and all data of the store, then creates it.
+    * The lock wait is in_lock_timeout seconds.
+    * Errors: -20001 bad policy/setting value; -20002 bad JSON; -20010 bad store id;
+    *  -20101 not found (names CREATE_IF_NECESSARY); -20103 settings mismatch (names the
+    *  setting and the persisted value); -20104 outdated; -20105 incomplete/orphaned
+    *  objects; -20106 store DROPPING or BROKEN under REQUIRE_EXISTING; -20107 too new;
+    *  -20201 lock timeout; -20301 Oracle Text / hybrid / model missing; -20302 grant
+    *  missing (EXECUTE ON DBMS_LOCK, CREATE TABLE...). Any ORA- error from DDL is logged,
+    *  the store is marked BROKEN with last_error, and the error re-raised.
+    * Commit: autonomous (see package header); issues DDL only when it creates/upgrades.
+    */
+   FUNCTION open_store(
+      in_settings      IN CLOB,
+      in_policy        IN VARCHAR2    DEFAULT 'REQUIRE_EXISTING',
+      in_lock_timeout  IN PLS_INTEGER DEFAULT 60
+   ) RETURN CLOB;
+
+   /*
+    * create_store: create a new store with in_settings (missing keys take defaults:
+    * vector_dim null, strategy vector, sync on_commit, no retention) and return the
+    * settings in force. Also creates the purge job (warns in "warnings" and continues
+    * when CREATE JOB is missing, SC-5.5).
+    * Errors: -20102 store exists; otherwise as open_store.
+    * Commit: autonomous DDL (see package header).
+    */
+   FUNCTION create_store(
+      in_settings      IN CLOB,
+      in_lock_timeout  IN PLS_INTEGER DEFAULT 60
+   ) RETURN CLOB;
+
+   /*
+    * describe_store: settings-in-force JSON of one store in ANY lifecycle state
+    * ("created"/"upgraded" false, "warnings" empty). Read-only.
+    * Errors: -20010 bad id; -20101 not found.
+    * Commit: never.
+    */
+   FUNCTION describe_store(
+      in_store_id IN VARCHAR2
+   ) RETURN CLOB;
+
+   /*
+    * list_stores: JSON array of describe_store objects for every registered store,
+    * ordered by memory_store_id; never fails because one store is not READY. Read-only.
+    * Commit: never.
+    */
+   FUNCTION list_stores RETURN CLOB;
+
+   /*
+    * drop_store: drop the purge job, indexes, vectorizer preference, tables and the
+    * registry row of a store (state DROPPING is committed first, so a crash can be
+    * resumed by calling drop_store again). in_if_exists = 1: an unknown store is a no-op.
+    * Errors: -20010; -20101 (only when in_if_exists = 0); -20201 lock timeout.
+    * Commit: autonomous DDL (see package header).
+    */
+   PROCEDURE drop_store(
+      in_store_id      IN VARCHAR2,
+      in_if_exists     IN PLS_INTEGER DEFAULT 0,
+      in_lock_timeout  IN PLS_INTEGER DEFAULT 60
+   );
+
+   /*
+    * upgrade_store: run the per-store upgrade steps from the store's schema_version up
+    * to oramem_registry.gc_store_schema_version (ddl/README.md, "Upgrades") and return
+    * the settings in force. A current store is left unchanged ("upgraded": false).
+    * Errors: -20101; -20107 store newer than code; -20201; DDL errors (store -> BROKEN).
+    * Commit: autonomous DDL (see package header).
+    */
+   FUNCTION upgrade_store(
+      in_store_id      IN VARCHAR2,
+      in_lock_timeout  IN PLS_INTEGER DEFAULT 60
+   ) RETURN CLOB;
+
+   /*
+    * set_deletion_hook: register (or clear, with NULL) the PL/SQL procedure that
+    * oramem_store calls inside every delete / cascade / purge transaction (SC-8.5).
+    * The name is [schema.]procedure or [schema.]package.procedure, each part
+    * ^[A-Za-z][A-Za-z0-9_$#]{0,127}$, checked with DBMS_ASSERT.QUALIFIED_SQL_NAME; the
+    * procedure must exist and take one IN CLOB parameter (the DeletionEvent JSON, see
+    * plsql/README.md). It must not commit.
+    * Errors: -20010; -20101; -20011 invalid name.
+    * Commit: autonomous (commits the registry change only).
+    */
+   PROCEDURE set_deletion_hook(
+      in_store_id       IN VARCHAR2,
+      in_procedure_name IN VARCHAR2
+   );
+
+   /*
+    * capabilities: JSON describing what this database offers oramem:
+    *   {"oracle_text": bool, "hybrid_vector": bool, "dbms_lock": bool, "create_job": bool,
+    *    "db_version": "23.x...", "code_schema_version": 1, "catalog_version": 1}
+    * Read-only. Commit: never.
+    */
+   FUNCTION capabilities RETURN CLOB;
+END oramem_admin;
+/

@@ -1,0 +1,77 @@
+CREATE OR REPLACE PACKAGE oramem_filter
+AUTHID DEFINER
+AS
+   /*
+    * oramem_filter: compiles an SC-9 metadata filter (JSON object) into a SQL condition
+    * made of JSON_EXISTS / JSON_EQUAL predicates over a record table's METADATA column,
+    * with every value bound (ORACLE_NOTES 7.2-7.4) and keys validated and quoted.
+    * The caller executes the statement with DBMS_SQL and calls bind_all.
+    *
+    * Grammar (SC-9):
+    *   filter  := { entry, ... }                      -- entries ANDed
+    *   entry   := "$and": [filter, ...] | "$or": [filter, ...]      (non-empty lists)
+    *            | key: value                          -- exact match
+    *            | key: {op: arg, ...}                 -- operator dict (ops ANDed)
+    *            | key: {key: value, ...}              -- nested subset match (recursive)
+    *   op      := $eq $ne $gt $gte $lt $lte $in $nin $exists $not
+    *              $array_contains $array_contains_any
+    *   key     := ^[A-Za-z_][A-Za-z0-9_\-]{0,63}$     (no '.', '"', quote, '\', '$')
+    * Semantics:
+    *   - scalar exact match / $eq: same JSON type and value; a stored array never equals a
+    *     scalar; null matches JSON null only (not a missing key).
+    *   - list exact match: same length and order (JSON_EQUAL).
+    *   - $ne / $nin / $not: logical negation of $eq / $in / the inner expression, so they
+    *     MATCH records whose field is missing (SC-9.2).
+    *   - $gt..$lte: numbers compare numerically, strings (ISO dates) as strings; a field
+    *     of the other type does not match.
+    *   - $exists: true/false, key presence (JSON null counts as present).
+    *   - $array_contains v: field is an array containing v (v a list: all present);
+    *     $array_contains_any [..]: non-empty list, at least one present.
+    * Limits: depth 8, 256 nodes, string values <= 4000 bytes.
+    */
+
+   TYPE bind_t IS RECORD (
+      name     VARCHAR2(30),     -- placeholder without the colon, e.g. 'f3'
+      kind     VARCHAR2(1),      -- 'S' VARCHAR2 value, 'N' NUMBER value, 'J' JSON text (VARCHAR2)
+      str_val  VARCHAR2(4000),
+      num_val  NUMBER
+   );
+   TYPE bind_list_t IS TABLE OF bind_t INDEX BY PLS_INTEGER;
+
+   gc_max_depth  CONSTANT PLS_INTEGER := 8;
+   gc_max_nodes  CONSTANT PLS_INTEGER := 256;
+
+   /*
+    * compile_filter: SQL condition text for in_filter applied to column in_column
+    * (e.g. 'r.metadata'; must match ^[a-z][a-z0-9_]{0,29}\.[a-z][a-z0-9_]{0,29}$).
+    * Appends its binds to io_binds, named 'f<n>' with n continuing io_binds.COUNT, and
+    * returns '(1 = 1)' for NULL or an empty object.
+    * Errors: -20004 invalid filter (the message names the offending key or operator);
+    *         -20001 bad in_column.
+    * Commit: never (pure function).
+    */
+   FUNCTION compile_filter(
+      in_filter  IN CLOB,
+      in_column  IN VARCHAR2,
+      io_binds   IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2;
+
+   /*
+    * bind_all: DBMS_SQL.BIND_VARIABLE of every element of in_binds on the parsed
+    * cursor in_cursor (':' || name).
+    * Errors: ORA-01006 when the statement lacks a placeholder (programming error).
+    */
+   PROCEDURE bind_all(
+      in_cursor IN INTEGER,
+      in_binds  IN bind_list_t
+   );
+
+   /*
+    * validate_filter: compile in_filter and discard the result (for early validation).
+    * Errors: -20004.
+    */
+   PROCEDURE validate_filter(
+      in_filter IN CLOB
+   );
+END oramem_filter;
+/

@@ -1,0 +1,166 @@
+CREATE OR REPLACE PACKAGE oramem_registry
+AUTHID DEFINER
+AS
+   /*
+    * oramem_registry: the store registry (ORAMEM_STORES) as seen by the other oramem
+    * packages, plus the shared rules they all apply: store-id and record-type
+    * validation, derived object names (always DBMS_ASSERT-validated), UTC time
+    * conversion and the JSON rendering of one record.
+    *
+    * Internal package: application code calls oramem_admin / oramem_store /
+    * oramem_search. Nothing here commits.
+    */
+
+   -- Per-store schema version this code creates and reads (see ddl/README.md).
+   gc_store_schema_version   CONSTANT PLS_INTEGER := 1;
+   -- Catalog (ORAMEM_* tables) version written by ddl/001_catalog.sql.
+   gc_catalog_version        CONSTANT PLS_INTEGER := 1;
+   -- Store used when a caller passes a NULL store id (SC-10.1 "omitted = the default store").
+   gc_default_store_id       CONSTANT VARCHAR2(16) := 'ORAMEM_DEFAULT';
+
+   -- Lifecycle states (ORAMEM_STORES.STATE).
+   gc_state_creating         CONSTANT VARCHAR2(16) := 'CREATING';
+   gc_state_ready            CONSTANT VARCHAR2(16) := 'READY';
+   gc_state_upgrading        CONSTANT VARCHAR2(16) := 'UPGRADING';
+   gc_state_dropping         CONSTANT VARCHAR2(16) := 'DROPPING';
+   gc_state_broken           CONSTANT VARCHAR2(16) := 'BROKEN';
+
+   -- Object kinds for object_name.
+   gc_obj_records            CONSTANT VARCHAR2(8) := 'REC';    -- OM_<ID>_REC   record table
+   gc_obj_chunks             CONSTANT VARCHAR2(8) := 'CHK';    -- OM_<ID>_CHK   RECORD_CHUNKS table
+   gc_obj_seq                CONSTANT VARCHAR2(8) := 'SEQ';    -- OM_<ID>_SEQ   seq_no sequence
+   gc_obj_hnsw               CONSTANT VARCHAR2(8) := 'HNSW';   -- OM_<ID>_HNSW  HNSW vector index
+   gc_obj_text               CONSTANT VARCHAR2(8) := 'TXT';    -- OM_<ID>_TXT   Oracle Text CONTEXT index
+   gc_obj_hybrid             CONSTANT VARCHAR2(8) := 'HVI';    -- OM_<ID>_HVI   hybrid vector index
+   gc_obj_vpref              CONSTANT VARCHAR2(8) := 'VPREF';  -- OM_<ID>_VPREF vectorizer preference
+   gc_obj_job                CONSTANT VARCHAR2(8) := 'JOB';    -- ORAMEM_PURGE_<ID> scheduler job
+
+   SUBTYPE store_id_t    IS VARCHAR2(16);
+   SUBTYPE object_name_t IS VARCHAR2(128);
+   SUBTYPE record_type_t IS VARCHAR2(32);
+   SUBTYPE record_id_t   IS VARCHAR2(512);
+   SUBTYPE scope_value_t IS VARCHAR2(512);
+
+   TYPE store_t IS RECORD (
+      memory_store_id    oramem_stores.memory_store_id%TYPE,
+      vector_dim         oramem_stores.vector_dim%TYPE,
+      search_strategy    oramem_stores.search_strategy%TYPE,
+      search_index_sync  oramem_stores.search_index_sync%TYPE,
+      default_ttl_days   oramem_stores.default_ttl_days%TYPE,
+      max_ttl_days       oramem_stores.max_ttl_days%TYPE,
+      embedding_model    oramem_stores.embedding_model%TYPE,
+      deletion_hook      oramem_stores.deletion_hook%TYPE,
+      schema_version     oramem_stores.schema_version%TYPE,
+      state              oramem_stores.state%TYPE,
+      has_text_index     oramem_stores.has_text_index%TYPE,
+      has_hybrid_index   oramem_stores.has_hybrid_index%TYPE,
+      purge_job_name     oramem_stores.purge_job_name%TYPE
+   );
+
+   /*
+    * normalize_store_id: NULL -> gc_default_store_id; else UPPER(TRIM(id)) checked
+    * against ^[A-Z][A-Z0-9_]{0,15}$ (SC-10.1) and DBMS_ASSERT.SIMPLE_SQL_NAME.
+    * Errors: -20010 (gc_invalid_store_id).
+    */
+   FUNCTION normalize_store_id(
+      in_store_id IN VARCHAR2
+   ) RETURN VARCHAR2;
+
+   /*
+    * object_name: the unquoted, upper-case name of one per-store object, in_kind one of
+    * the gc_obj_ constants; validated with DBMS_ASSERT.SIMPLE_SQL_NAME.
+    * Errors: -20010 bad store id; -20001 unknown kind.
+    */
+   FUNCTION object_name(
+      in_store_id IN VARCHAR2,
+      in_kind     IN VARCHAR2
+   ) RETURN VARCHAR2;
+
+   /*
+    * quoted_name: DBMS_ASSERT.ENQUOTE_NAME(SIMPLE_SQL_NAME(object_name(...))) - the only
+    * form in which identifiers enter dynamic SQL text.
+    * Errors: as object_name.
+    */
+   FUNCTION quoted_name(
+      in_store_id IN VARCHAR2,
+      in_kind     IN VARCHAR2
+   ) RETURN VARCHAR2;
+
+   /*
+    * find_store: the registry row of a normalised store id; out_found FALSE when absent.
+    * Works in every lifecycle state. Never raises for a missing store.
+    */
+   PROCEDURE find_store(
+      in_store_id IN  VARCHAR2,
+      out_store   OUT NOCOPY store_t,
+      out_found   OUT BOOLEAN
+   );
+
+   /*
+    * ready_store: the registry row of a store that data operations may use: it exists,
+    * is READY and has schema_version = gc_store_schema_version.
+    * Errors: -20010 bad id; -20101 not found; -20106 not READY (names the state);
+    *         -20104 outdated (names oramem_admin.upgrade_store); -20107 newer than code.
+    */
+   FUNCTION ready_store(
+      in_store_id IN VARCHAR2
+   ) RETURN store_t;
+
+   /*
+    * check_record_type: lower-cased in_record_type when it is one of message, memory,
+    * guideline, fact, preference, user_profile, agent_profile, thread (SC-2.1).
+    * in_argument names the argument in the error message.
+    * Errors: -20003.
+    */
+   FUNCTION check_record_type(
+      in_record_type IN VARCHAR2,
+      in_argument    IN VARCHAR2 DEFAULT 'record_type'
+   ) RETURN VARCHAR2;
+
+   /* is_scoped_type: message, memory, guideline, fact, preference (SC-2.2). */
+   FUNCTION is_scoped_type(in_record_type IN VARCHAR2) RETURN BOOLEAN;
+
+   /* is_profile_type: user_profile, agent_profile (SC-2.4). */
+   FUNCTION is_profile_type(in_record_type IN VARCHAR2) RETURN BOOLEAN;
+
+   /*
+    * parse_utc: ISO-8601 text (YYYY-MM-DD"T"HH24:MI:SS[.FF][+HH:MM|Z]; a missing offset
+    * means UTC, SC-4.8) -> TIMESTAMP(6) in UTC. NULL -> NULL. in_argument names the field.
+    * Errors: -20007.
+    */
+   FUNCTION parse_utc(
+      in_text     IN VARCHAR2,
+      in_argument IN VARCHAR2
+   ) RETURN TIMESTAMP;
+
+   /* format_utc: TIMESTAMP (UTC) -> 'YYYY-MM-DDTHH24:MI:SS.FF6+00:00'; NULL -> NULL. */
+   FUNCTION format_utc(
+      in_ts IN TIMESTAMP
+   ) RETURN VARCHAR2;
+
+   /* utc_now: SYS_EXTRACT_UTC(SYSTIMESTAMP) as TIMESTAMP(6). */
+   FUNCTION utc_now RETURN TIMESTAMP;
+
+   /*
+    * record_json_sql: SQL expression text (for dynamic queries) that renders the record
+    * row aliased in_alias as the record JSON object documented in plsql/README.md
+    * ("Record object"), RETURNING CLOB. in_alias must match ^[a-z][a-z0-9_]{0,29}$.
+    * Errors: -20001 bad alias.
+    */
+   FUNCTION record_json_sql(
+      in_alias IN VARCHAR2
+   ) RETURN VARCHAR2;
+
+   /*
+    * text_available: TRUE when Oracle Text (the CTXSYS schema) is installed
+    * (ORACLE_NOTES 4.5). Cached per session.
+    */
+   FUNCTION text_available RETURN BOOLEAN;
+
+   /*
+    * hybrid_available: TRUE when DBMS_HYBRID_VECTOR is visible to the owner (23.6+).
+    * Cached per session.
+    */
+   FUNCTION hybrid_available RETURN BOOLEAN;
+END oramem_registry;
+/

@@ -1,0 +1,59 @@
+CREATE OR REPLACE PACKAGE oramem_search
+AUTHID DEFINER
+AS
+   /*
+    * oramem_search: top-k retrieval over one store - VECTOR (HNSW, FETCH APPROX, with an
+    * exact fallback), KEYWORD (Oracle Text CONTAINS over escaped words) and HYBRID
+    * (DBMS_HYBRID_VECTOR.SEARCH over the store's hybrid vector index).
+    *
+    * Scope, record types, expiry and the metadata filter are evaluated in the SAME query
+    * as the ranking, before the top-k cut (SC-6.5). VECTOR runs the approximate query
+    * first (chunk top-(k * gc_overfetch) by the HNSW index, best chunk per record) and
+    * re-runs it exactly when it yields fewer than k records. HYBRID over-fetches and
+    * widens topN (x4, up to gc_max_hybrid_topn) until k records pass the filters.
+    *
+    * Results are returned as one JSON CLOB: python-oracledb thin mode reads it in one
+    * round trip (callfunc with DB_TYPE_CLOB, or fetch_lobs=False) and PL/SQL callers can
+    * JSON_TABLE it; a SYS_REFCURSOR would need a fetch round trip plus LOB reads.
+    *
+    * Distances: VECTOR = cosine distance (0..2, ascending); KEYWORD = 1 - score/100;
+    * HYBRID = 1 - score/100, clamped to [0, 1]. Ties by record_type, then id.
+    * Commit: never; read-only.
+    */
+
+   gc_overfetch          CONSTANT PLS_INTEGER := 4;
+   gc_target_accuracy    CONSTANT PLS_INTEGER := 95;
+   gc_max_k              CONSTANT PLS_INTEGER := 10000;
+   gc_max_hybrid_topn    CONSTANT PLS_INTEGER := 10000;
+   gc_max_keyword_tokens CONSTANT PLS_INTEGER := 64;
+
+   /*
+    * search_json: run the search request JSON (README "Search request"; maps
+    * oramem.requests.SearchRequest) and return a JSON array
+    *   [{"record": <Record object>, "distance": <number>}, ...]
+    * with at most k elements, ascending distance, ties by record_type then id, each
+    * record once (its best chunk).
+    * Errors: -20002 bad JSON; -20001 k < 1 or > gc_max_k, missing query_text /
+    *  query_vector for the strategy; -20003 unknown record type; -20004 bad filter;
+    *  -20006 query_vector dimension; -20009 strategy not supported by this store
+    *  (SC-6.6); -20012 Oracle Text rejected the query; -20301 Oracle Text / hybrid
+    *  missing; store errors (-20101/-20104/-20106).
+    * Commit: never.
+    */
+   FUNCTION search_json(
+      in_store_id IN VARCHAR2,
+      in_request  IN CLOB
+   ) RETURN CLOB;
+
+   /*
+    * keyword_query: the Oracle Text query compiled from free text (ORACLE_NOTES 4.4):
+    * tokens split on non-alphanumerics, each wrapped in {...} with '}' doubled, joined
+    * with ' ACCUM '; at most gc_max_keyword_tokens tokens of <= 64 characters.
+    * Returns NULL when no token remains (the caller then returns no results).
+    * Commit: never (pure function).
+    */
+   FUNCTION keyword_query(
+      in_text IN VARCHAR2
+   ) RETURN VARCHAR2;
+END oramem_search;
+/

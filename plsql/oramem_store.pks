@@ -1,0 +1,189 @@
+CREATE OR REPLACE PACKAGE oramem_store
+AUTHID DEFINER
+AS
+   /*
+    * oramem_store: record writes and reads of one store - add (JSON batch), get, list,
+    * list_thread_messages, update, delete (with cascade), delete_thread, purge_expired,
+    * sync_search_index - callable from PL/SQL and, one call per operation, from python.
+    *
+    * Commit behaviour: data subprograms NEVER commit; each one sets a savepoint and, on
+    * any error, rolls back to it (so a failed call stores nothing, SC-4.4) and re-raises.
+    * Exceptions: purge_expired with in_commit = 1 (the scheduler job) commits per batch;
+    * sync_search_index runs CTX_DDL.SYNC_INDEX in an autonomous transaction.
+    *
+    * Deletion hook (SC-8.5): delete_record*, delete_thread*, purge_expired call the
+    * store's registered procedure (oramem_admin.set_deletion_hook) in the same
+    * transaction, before returning, with the DeletionEvent JSON; an exception in the
+    * hook aborts the delete (rolled back to the savepoint) and propagates.
+    *
+    * Payload formats: plsql/README.md ("JSON payloads"). Times are ISO-8601 UTC strings
+    * 'YYYY-MM-DDTHH24:MI:SS.FF6+00:00'. Vectors are JSON arrays of numbers converted with
+    * TO_VECTOR(<json text>, <store vector_dim>, FLOAT32).
+    */
+
+   -- Default window of list (SC-3.3, MAX_LIST_LIMIT).
+   gc_max_list_limit   CONSTANT PLS_INTEGER := 10000;
+   -- Default batch size of add (SC-4.9).
+   gc_default_batch    CONSTANT PLS_INTEGER := 256;
+
+   /*
+    * add_json: insert every record of in_batch (add-batch JSON, README) and its retrieval
+    * rows in one unit; create threads implicitly (SC-2.3); return a JSON array of the ids
+    * in batch order. in_batch_size (1..10000) bounds the rows per internal INSERT slice.
+    * Errors: -20002 bad JSON/missing key; -20001 bad field (names it); -20003 bad type;
+    *  -20005 duplicate id (in the batch, or already stored; names the id);
+    *  -20006 vector dimension differs from the store's vector_dim, or a vector on a store
+    *  without vector_dim; -20007 bad timestamp; -20008 ttl anchor "timestamp" without a
+    *  timestamp; -20101/-20106/-20104 store unusable.
+    * Commit: never.
+    */
+   FUNCTION add_json(
+      in_store_id   IN VARCHAR2,
+      in_batch      IN CLOB,
+      in_batch_size IN PLS_INTEGER DEFAULT 256
+   ) RETURN CLOB;
+
+   /*
+    * get_json: the record JSON (README "Record object") of an unexpired record, or NULL
+    * when no such record exists or it has expired (SC-3.2).
+    * Errors: -20003; -20001 null id; store errors as add_json.
+    * Commit: never.
+    */
+   FUNCTION get_json(
+      in_store_id    IN VARCHAR2,
+      in_record_type IN VARCHAR2,
+      in_record_id   IN VARCHAR2
+   ) RETURN CLOB;
+
+   /*
+    * list_json: JSON array of record objects matching the list request JSON (README),
+    * the newest "limit" records ordered oldest to newest by seq_no (SC-3.3).
+    * Errors: -20002; -20001; -20003; -20004 invalid metadata_filter; store errors.
+    * Commit: never.
+    */
+   FUNCTION list_json(
+      in_store_id IN VARCHAR2,
+      in_request  IN CLOB
+   ) RETURN CLOB;
+
+   /*
+    * list_thread_messages_json: JSON array of the thread's unexpired message records,
+    * oldest first; in_last_n (NULL = all, else >= 1) keeps the newest n (SC-3.4).
+    * Errors: -20001 null thread id or last_n < 1; store errors.
+    * Commit: never.
+    */
+   FUNCTION list_thread_messages_json(
+      in_store_id  IN VARCHAR2,
+      in_thread_id IN VARCHAR2,
+      in_last_n    IN PLS_INTEGER DEFAULT NULL
+   ) RETURN CLOB;
+
+   /*
+    * update_json: apply the update request JSON (README; maps UpdateRequest) and return
+    * 1 when an unexpired record was updated, 0 when none exists (SC-7.1).
+    * Errors: -20002; -20001 (nothing to update, text=null on a profile, ...); -20003;
+    *  -20006 vector dimension, or "revector" count differs from the existing row count
+    *  (message names both counts); -20007; -20008; store errors.
+    * Commit: never.
+    */
+   FUNCTION update_json(
+      in_store_id IN VARCHAR2,
+      in_request  IN CLOB
+   ) RETURN PLS_INTEGER;
+
+   /*
+    * delete_record_json: delete one record and its retrieval rows (SC-8.1); with
+    * in_cascade = 1 on a user_profile / agent_profile also the actor's threads with all
+    * their records and every record scoped to the actor, even when the profile row is
+    * absent (SC-8.2). Returns {"count": 0|1, "event": <DeletionEvent JSON> | null}
+    * ("event" is null when nothing was removed). Calls the deletion hook.
+    * Errors: -20003; -20001 (null id, in_cascade not 0/1); store errors; hook errors.
+    * Commit: never.
+    */
+   FUNCTION delete_record_json(
+      in_store_id    IN VARCHAR2,
+      in_record_type IN VARCHAR2,
+      in_record_id   IN VARCHAR2,
+      in_cascade     IN PLS_INTEGER DEFAULT 0
+   ) RETURN CLOB;
+
+   /*
+    * delete_record: delete_record_json for PL/SQL callers; returns the count (0 or 1).
+    * Errors and commit: as delete_record_json.
+    */
+   FUNCTION delete_record(
+      in_store_id    IN VARCHAR2,
+      in_record_type IN VARCHAR2,
+      in_record_id   IN VARCHAR2,
+      in_cascade     IN PLS_INTEGER DEFAULT 0
+   ) RETURN PLS_INTEGER;
+
+   /*
+    * delete_thread_json: delete the thread record, its messages and every record scoped
+    * to it, with all retrieval rows (SC-8.3). Returns {"count": 0|1, "event": ...|null};
+    * count is 1 when the thread or any of its records existed. Calls the deletion hook.
+    * Errors: -20001 null id; store errors; hook errors.
+    * Commit: never.
+    */
+   FUNCTION delete_thread_json(
+      in_store_id  IN VARCHAR2,
+      in_thread_id IN VARCHAR2
+   ) RETURN CLOB;
+
+   /*
+    * delete_thread: delete_thread_json for PL/SQL callers; returns the count (0 or 1).
+    */
+   FUNCTION delete_thread(
+      in_store_id  IN VARCHAR2,
+      in_thread_id IN VARCHAR2
+   ) RETURN PLS_INTEGER;
+
+   /*
+    * purge_expired_json: physically remove records whose expires_at <= one reference
+    * time taken at the start, with their retrieval rows, in batches of in_batch_rows
+    * (1..100000), stopping after in_max_seconds (SC-5.5). The deletion hook runs once
+    * per batch (reason "purge"). Returns {"count": n, "events": [DeletionEvent...]}.
+    * in_commit = 1 commits after every batch (scheduler use); 0 never commits.
+    * Errors: -20001 bad argument; store errors; hook errors.
+    * Commit: only when in_commit = 1.
+    */
+   FUNCTION purge_expired_json(
+      in_store_id     IN VARCHAR2,
+      in_batch_rows   IN PLS_INTEGER DEFAULT 1000,
+      in_max_seconds  IN PLS_INTEGER DEFAULT 300,
+      in_commit       IN PLS_INTEGER DEFAULT 0
+   ) RETURN CLOB;
+
+   /*
+    * purge_expired: purge_expired_json for PL/SQL callers; returns the rows removed.
+    */
+   FUNCTION purge_expired(
+      in_store_id     IN VARCHAR2,
+      in_batch_rows   IN PLS_INTEGER DEFAULT 1000,
+      in_max_seconds  IN PLS_INTEGER DEFAULT 300,
+      in_commit       IN PLS_INTEGER DEFAULT 0
+   ) RETURN PLS_INTEGER;
+
+   /*
+    * run_purge_job: entry point of the store's DBMS_SCHEDULER job
+    * (ORAMEM_PURGE_<ID>): purge_expired with commits per batch. Does nothing for a
+    * store that is not READY.
+    * Commit: commits per batch.
+    */
+   PROCEDURE run_purge_job(
+      in_store_id IN VARCHAR2
+   );
+
+   /*
+    * sync_search_index: bring the store's Oracle Text / hybrid index up to date
+    * (CTX_DDL.SYNC_INDEX; SC-10.5). No-op for a store without such an index. Only rows
+    * committed before the call become searchable.
+    * Errors: -20301 Oracle Text missing; store errors.
+    * Commit: autonomous transaction (SYNC_INDEX commits); the caller's transaction is
+    * neither committed nor rolled back.
+    */
+   PROCEDURE sync_search_index(
+      in_store_id IN VARCHAR2
+   );
+END oramem_store;
+/
