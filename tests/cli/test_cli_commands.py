@@ -1,0 +1,225 @@
+"""The oramem CLI against a real SQLite store file in tmp_path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from oramem import SQLiteMemoryStore
+from oramem.cli import cli
+from oramem.embedders import HashEmbedder
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "mem.db")
+
+
+@pytest.fixture
+def run(db: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("ORAMEM_DB", raising=False)
+    monkeypatch.delenv("ORAMEM_STORE", raising=False)
+    monkeypatch.delenv("ORAMEM_STRATEGY", raising=False)
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None, expect: int = 0, db_path: str | None = db):
+        argv = (["--db", db_path] if db_path is not None else []) + list(args)
+        result = runner.invoke(cli, argv, input=input, catch_exceptions=False)
+        assert result.exit_code == expect, (argv, result.exit_code, result.output)
+        return result
+
+    return invoke
+
+
+def jrun(run, *args: str, **kw):
+    return json.loads(run("--json", *args, **kw).stdout)
+
+
+def test_add_get_round_trip_with_scope_metadata_and_role(run):
+    ids = jrun(
+        run, "add", "--type", "message", "--thread", "t1", "--user", "u1", "--agent", "a1", "--role", "user",
+        "--metadata", '{"topic": "coffee", "n": 2}', "--timestamp", "2026-01-02T03:04:05Z", "I like dark roast",
+    )["ids"]
+    assert len(ids) == 1
+    rec = jrun(run, "get", "message", ids[0])
+    assert rec["content"] == "I like dark roast"
+    assert (rec["thread_id"], rec["user_id"], rec["agent_id"], rec["role"]) == ("t1", "u1", "a1", "user")
+    assert rec["metadata"] == {"topic": "coffee", "n": 2}
+    assert rec["timestamp"].startswith("2026-01-02T03:04:05")
+    human = run("get", "message", ids[0]).stdout
+    assert "I like dark roast" in human and "role" in human and '"topic": "coffee"' in human
+
+
+def test_add_several_texts_with_ids_and_from_stdin(run):
+    out = run("add", "--id", "m1", "--id", "m2", "first note", "second note").stdout.split()
+    assert out == ["m1", "m2"]
+    ids = jrun(run, "add", "--user", "u9", input="from stdin\n")["ids"]
+    assert jrun(run, "get", "memory", ids[0])["content"] == "from stdin"
+    run("add", "--id", "m1", "only one id", "two texts", expect=2)
+
+
+def test_add_profile_and_ttl(run):
+    assert run("add", "--type", "user_profile", "--id", "alice", "Alice likes tea").stdout.strip() == "alice"
+    assert jrun(run, "get", "user_profile", "alice")["content"] == "Alice likes tea"
+    rid = jrun(run, "add", "--ttl-days", "3", "short lived")["ids"][0]
+    assert jrun(run, "get", "memory", rid)["expires_at"] is not None
+    rid2 = jrun(run, "add", "--no-expiry", "forever")["ids"][0]
+    assert jrun(run, "get", "memory", rid2)["expires_at"] is None
+
+
+def test_search_three_strategies_scope_and_filter(run):
+    run("add", "--user", "alice", "--metadata", '{"topic": "food"}', "--id", "a1", "Alice prefers dark roast coffee")
+    run("add", "--user", "alice", "--metadata", '{"topic": "travel"}', "--id", "a2", "Alice flies to Tokyo in April")
+    run("add", "--user", "bob", "--metadata", '{"topic": "food"}', "--id", "b1", "Bob drinks green tea and coffee")
+    for strategy in ("vector", "keyword", "hybrid"):
+        hits = jrun(run, "search", "dark roast coffee", "--strategy", strategy, "-k", "3")
+        assert hits and hits[0]["record"]["id"] == "a1", strategy
+        assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+        assert all(isinstance(h["distance"], float) for h in hits)
+    scoped = jrun(run, "search", "coffee", "--user", "bob", "--strategy", "keyword")
+    assert [h["record"]["id"] for h in scoped] == ["b1"]
+    filtered = jrun(run, "search", "alice", "--filter", '{"topic": "travel"}')
+    assert [h["record"]["id"] for h in filtered] == ["a2"]
+    typed = jrun(run, "search", "coffee", "--types", "fact,preference")
+    assert typed == []
+    table = run("search", "dark roast", "-k", "2").stdout
+    lines = table.splitlines()
+    assert lines[0].split()[:5] == ["rank", "distance", "type", "scope", "content"]
+    assert "user=alice" in lines[1] and "dark roast" in lines[1]
+
+
+def test_search_exact_flags_select_null_scope(run):
+    run("add", "--id", "free", "coffee without a user")
+    run("add", "--user", "u1", "--id", "owned", "coffee with a user")
+    ids = {h["record"]["id"] for h in jrun(run, "search", "coffee", "--exact-user")}
+    assert ids == {"free"}
+    ids = {h["record"]["id"] for h in jrun(run, "search", "coffee")}
+    assert ids == {"free", "owned"}
+
+
+def test_list_scope_null_filters_limit(run):
+    run("add", "--user", "u1", "--id", "x1", "one")
+    run("add", "--id", "x2", "--metadata", '{"k": 1}', "two")
+    run("add", "--user", "u1", "--id", "x3", "three")
+    assert [r["id"] for r in jrun(run, "list")] == ["x1", "x2", "x3"]
+    assert [r["id"] for r in jrun(run, "list", "--user", "u1")] == ["x1", "x3"]
+    assert [r["id"] for r in jrun(run, "list", "--no-user")] == ["x2"]
+    assert [r["id"] for r in jrun(run, "list", "--filter", "null")] == ["x1", "x3"]
+    assert [r["id"] for r in jrun(run, "list", "--filter", '{"k": 1}')] == ["x2"]
+    assert [r["id"] for r in jrun(run, "list", "--limit", "2")] == ["x2", "x3"]
+    assert [r["id"] for r in jrun(run, "list", "--all")] == ["x1", "x2", "x3"]
+    assert "no fact records" in run("list", "--type", "fact").stdout
+    header = run("list").stdout.splitlines()[0].split()
+    assert header == ["id", "type", "scope", "created_at", "content"]
+
+
+def test_update_and_delete(run):
+    run("add", "--id", "r1", "--metadata", '{"a": 1}', "old text")
+    assert "updated memory r1" in run("update", "memory", "r1", "--text", "new text about tea").stdout
+    rec = jrun(run, "get", "memory", "r1")
+    assert rec["content"] == "new text about tea" and rec["metadata"] == {"a": 1}
+    run("update", "memory", "r1", "--metadata", "null")
+    assert jrun(run, "get", "memory", "r1")["metadata"] is None
+    hits = jrun(run, "search", "tea", "--strategy", "keyword")
+    assert [h["record"]["id"] for h in hits] == ["r1"]
+    run("update", "memory", "r1", expect=2)  # nothing to update
+    res = run("update", "memory", "nope", "--text", "x", expect=1)
+    assert "no memory record with id 'nope'" in res.output
+    assert "deleted 1 memory" in run("delete", "memory", "r1").stdout
+    run("get", "memory", "r1", expect=1)
+    run("delete", "memory", "r1", expect=1)
+
+
+def test_delete_thread_and_cascade(run):
+    run("add", "--type", "user_profile", "--id", "u1", "profile")
+    run("add", "--type", "message", "--thread", "t1", "--user", "u1", "--role", "user", "--id", "msg1", "hello")
+    run("add", "--thread", "t2", "--id", "mem2", "in thread two")
+    assert jrun(run, "delete-thread", "t2") == {"deleted": 1}
+    run("get", "memory", "mem2", expect=1)
+    run("delete-thread", "t2", expect=1)
+    assert jrun(run, "delete", "--cascade", "user_profile", "u1") == {"deleted": 1}
+    run("get", "message", "msg1", expect=1)
+
+
+def test_purge_reports_count(run):
+    assert "no database at" in run("purge", expect=1).stderr
+    run("add", "hello")
+    assert jrun(run, "purge") == {"purged": 0}
+    assert "purged 0 expired record(s)" in run("purge").stdout
+
+
+def test_reading_commands_do_not_create_a_database(run, db):
+    res = run("list", expect=1)
+    assert "no database at" in res.output
+    assert not Path(db).exists()
+    run("add", "x")
+    res = run("--store", "other", "list", expect=1)
+    assert "no store 'OTHER'" in res.output and "DEFAULT" in res.output
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["add", "--metadata", "{bad", "x"], "--metadata is not valid JSON"),
+        (["add", "--metadata", "[1]", "x"], "--metadata must be a JSON object"),
+        (["add", "--role", "user", "x"], "roles apply only to message records"),
+        (["add", "--ttl-days", "-1", "x"], "ttl_days"),
+        (["add", "--timestamp", "yesterday", "x"], "timestamp"),
+        (["search", "x", "-k", "0"], "k"),
+        (["search", "x", "--filter", '{"$bogus": 1}'], "$bogus"),
+        (["search", "x", "--types", "nonsense"], "nonsense"),
+        (["--store", "9bad", "add", "x"], "memory_store_id"),
+    ],
+)
+def test_bad_input_is_one_clean_error_line(run, args, message):
+    run("add", "seed")
+    res = run(*args, expect=2)
+    assert "Traceback" not in res.output
+    err_lines = [l for l in res.stderr.splitlines() if l.startswith("Error:")]
+    assert len(err_lines) == 1 and message in err_lines[0], res.stderr
+
+
+def test_store_state_error_exits_1(run, db):
+    # a store created with another vector dimension: the settings mismatch is a StoreError
+    SQLiteMemoryStore(db, embedder=HashEmbedder(16)).close()
+    res = run("--store-strategy", "vector", "add", "x", expect=1)
+    assert res.stderr.startswith("Error:") and "vector_dim" in res.stderr and "Traceback" not in res.output
+
+
+def test_cli_sees_records_written_by_the_api_and_vice_versa(run, db):
+    with SQLiteMemoryStore(db, embedder=HashEmbedder(256), search_strategy="hybrid") as store:
+        store.add(["written by python"], "fact", record_ids="p1", user_ids="u1")
+    assert jrun(run, "get", "fact", "p1")["content"] == "written by python"
+    run("add", "--type", "fact", "--id", "c1", "written by the cli")
+    with SQLiteMemoryStore(db, embedder=HashEmbedder(256), search_strategy="hybrid") as store:
+        assert store.get("fact", "c1").content == "written by the cli"
+
+
+def test_several_stores_in_one_file(run, db):
+    run("--store", "alpha", "add", "--id", "a", "in alpha")
+    run("--store", "beta", "--store-strategy", "keyword", "add", "--id", "b", "in beta")
+    listed = jrun(run, "stores", "list")
+    assert [(s["memory_store_id"], s["search_strategy"]) for s in listed] == [("ALPHA", "hybrid"), ("BETA", "keyword")]
+    described = jrun(run, "stores", "describe", "beta")
+    assert described["records"] == {"memory": 1} and described["search_strategy"] == "keyword"
+    # the keyword store is opened as keyword without --store-strategy: no accidental upgrade
+    assert [h["record"]["id"] for h in jrun(run, "--store", "beta", "search", "beta")] == ["b"]
+    assert jrun(run, "stores", "list")[1]["search_strategy"] == "keyword"
+    res = run("stores", "drop", "beta", expect=2)
+    assert "--yes" in res.output
+    run("stores", "drop", "beta", "--yes")
+    assert [s["memory_store_id"] for s in jrun(run, "stores", "list")] == ["ALPHA"]
+    run("--store", "beta", "list", expect=1)
+    assert "ALPHA" in run("stores", "list").stdout
+    run("stores", "describe", "nope", expect=1)
+
+
+def test_env_vars_select_db_and_store(run, db, monkeypatch):
+    monkeypatch.setenv("ORAMEM_DB", db)
+    monkeypatch.setenv("ORAMEM_STORE", "envstore")
+    run("add", "--id", "e1", "via env", db_path=None)
+    with SQLiteMemoryStore(db, embedder=HashEmbedder(256), memory_store_id="envstore", search_strategy="hybrid") as s:
+        assert s.get("memory", "e1").content == "via env"
