@@ -1,0 +1,117 @@
+"""The SQLite connection of one engine and its transactions.
+
+Threading model: one ``sqlite3`` connection per engine, shared by every thread under a
+re-entrant lock (``check_same_thread=False``). Each engine call holds the lock for its
+whole transaction, so calls from several threads are serialised inside a process, and
+the in-memory vector cache, which lives next to the connection, needs no other lock. The
+same shape serves ``":memory:"``, where every connection would be a separate database.
+
+Processes share a file through SQLite's own locking: WAL journal, writes in ``BEGIN
+IMMEDIATE`` (so a writer takes the write lock before reading what it will change) and a
+busy timeout; a lock held longer than the timeout is :class:`oramem.StoreBusy`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from typing import Iterator
+
+from ..errors import StoreBusy, StoreError
+
+__all__ = ["Database"]
+
+BUSY_TIMEOUT_S = 30.0
+
+
+class Database:
+    """A connection, its lock and transaction helpers."""
+
+    def __init__(self, path: str, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self.lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = sqlite3.connect(
+            path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        self._in_transaction = False
+        try:
+            self._configure()
+        except BaseException:
+            self.close()
+            raise
+
+    def _configure(self) -> None:
+        conn = self.conn
+        if self.path != ":memory:" and not self.path.startswith("file::memory:"):
+            # Switching to WAL needs a moment without other writers; retry within the timeout.
+            deadline = time.monotonic() + self.busy_timeout
+            while True:
+                try:
+                    mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                    break
+                except sqlite3.OperationalError as exc:
+                    if not _is_busy(exc) or time.monotonic() > deadline:
+                        raise _translate(exc, "switching the database to WAL mode") from exc
+                    time.sleep(0.05)
+            if str(mode).lower() != "wal":
+                raise StoreError(f"{self.path!r} could not be put in WAL journal mode (got {mode!r})")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=OFF")
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("the store is closed; open a new store object")
+        return self._conn
+
+    @property
+    def closed(self) -> bool:
+        return self._conn is None
+
+    def close(self) -> None:
+        with self.lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    @contextlib.contextmanager
+    def transaction(self, write: bool, what: str) -> Iterator[sqlite3.Connection]:
+        """One transaction: ``BEGIN IMMEDIATE`` for writes, a deferred read snapshot
+        otherwise. Any exception rolls back; busy/locked errors become ``StoreBusy``."""
+        with self.lock:
+            conn = self.conn
+            if self._in_transaction:
+                raise StoreError(f"{what} was called from inside another store operation (e.g. a deletion hook)")
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.OperationalError as exc:
+                raise _translate(exc, what) from exc
+            self._in_transaction = True
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise _translate(exc, what) from exc
+                raise
+            finally:
+                self._in_transaction = False
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _translate(exc: sqlite3.OperationalError, what: str) -> Exception:
+    if _is_busy(exc):
+        return StoreBusy(
+            f"{what}: another connection held the database lock for more than "
+            f"{BUSY_TIMEOUT_S:g}s ({exc}); retry, or find the long-running writer"
+        )
+    return StoreError(f"{what} failed in SQLite: {exc}")

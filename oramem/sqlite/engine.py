@@ -1,0 +1,309 @@
+"""``SQLiteEngine``: the embedded engine behind :class:`oramem.SQLiteMemoryStore`.
+
+It owns one SQLite file (or ``:memory:`` database), one connection per engine under a
+lock (see :mod:`.connection`), the catalog/policies of :mod:`.schema`, the write paths
+of :mod:`.mutations`, and per store a numpy vector cache (:mod:`.vectors`) that is
+checked against the catalog's change counter at the start of every read, inside the read
+transaction, so a write committed by another process is seen by the next search.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+from typing import Callable, Iterator, Optional
+
+import numpy as np
+
+from ..engine import DeletionHook, Engine
+from ..errors import StoreError, StoreNotFound
+from ..requests import AddRequest, DeletionEvent, ListRequest, SearchRequest, StoreSettings, UpdateRequest
+from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
+from . import mutations
+from .connection import Database
+from .keyword import fts_query, fuse, keyword_distance
+from .mutations import Catalog, WriteTx
+from .records import RECORD_COLUMNS, Where, to_record
+from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword, has_vector
+from .timefmt import epoch_micros, iso
+from .vectors import CACHE_ROW_SQL, VectorCache
+
+__all__ = ["SQLiteEngine"]
+
+Clock = Callable[[], _dt.datetime]
+
+
+def _utc_now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+class SQLiteEngine(Engine):
+    """One store (``memory_store_id``) in one SQLite file; see the module docstring."""
+
+    def __init__(self, path: "str | os.PathLike[str]" = ":memory:", *, clock: Optional[Clock] = None) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a callable returning an aware datetime")
+        self._path = os.fspath(path)
+        self._clock: Clock = clock or _utc_now
+        self._db: Optional[Database] = None
+        self._tables: Optional[StoreTables] = None
+        self._state: Optional[StoreState] = None
+        self._cache: Optional[VectorCache] = None
+        self._hooks: list[DeletionHook] = []
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def open(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
+        tables = StoreTables(settings.memory_store_id)
+        policy = SchemaPolicy.coerce(policy, "schema_policy")
+        if self._db is None or self._db.closed:
+            self._db = Database(self._path)
+        # BEGIN IMMEDIATE serialises concurrent opens of the same file (SC-10.3).
+        with self._db.transaction(True, f"opening store {tables.store_id!r}") as conn:
+            state = apply_policy(conn, tables, settings, policy, self._now())
+        self._tables, self._state, self._cache = tables, state, None
+        self.purge_expired()
+        return state.settings
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+        self._cache = None
+
+    @property
+    def connection_path(self) -> str:
+        """The database path this engine was built with."""
+        return self._path
+
+    # -- plumbing ------------------------------------------------------------------------
+    def _now(self) -> str:
+        moment = self._clock()
+        if not isinstance(moment, _dt.datetime):
+            raise TypeError(f"the clock returned {type(moment).__name__}, not a datetime")
+        return iso(moment)
+
+    def _open_parts(self) -> tuple[Database, StoreTables]:
+        if self._db is None or self._db.closed or self._tables is None:
+            raise StoreError("the store is not open; call open() (or use a new store object after close())")
+        return self._db, self._tables
+
+    def _catalog(self, conn, tables: StoreTables) -> Catalog:
+        row = conn.execute(
+            f"SELECT generation, change_seq, capability, vector_dim, search_index_sync FROM {CATALOG} "
+            "WHERE store_id = ?",
+            (tables.store_id,),
+        ).fetchone()
+        if row is None:
+            raise StoreNotFound(
+                f"store {tables.store_id!r} no longer exists (dropped by another connection?); "
+                "open it again with CREATE_IF_NECESSARY"
+            )
+        return Catalog(row[0], row[1], SearchStrategy(row[2]), row[3], SearchIndexSyncMode(row[4]))
+
+    @contextlib.contextmanager
+    def _write(self, what: str) -> Iterator[WriteTx]:
+        db, tables = self._open_parts()
+        with db.transaction(True, what) as conn:
+            catalog = self._catalog(conn, tables)
+            tx = WriteTx(conn, tables, catalog, self._now())
+            yield tx
+            if not tx.touched:
+                return
+            after = (catalog.generation, catalog.change_seq + 1)
+            conn.execute(f"UPDATE {CATALOG} SET change_seq = ? WHERE store_id = ?", (after[1], tables.store_id))
+            cache = self._cache
+            patch = None
+            if cache is not None and cache.version == catalog.version and cache.dim == catalog.vector_dim:
+                patch = mutations.cache_rows(tx, tx.touched, CACHE_ROW_SQL)
+        # committed: bring this process's cache along, or drop it
+        if cache is not None:
+            if patch is None:
+                cache.invalidate()
+            else:
+                cache.patch(catalog.version, after, sorted(tx.touched), patch)
+
+    def _run_hooks(self, tx: WriteTx, event: Optional[DeletionEvent]) -> None:
+        if event is None:
+            return
+        for hook in list(self._hooks):
+            hook(tx.conn, event)
+
+    # -- writes --------------------------------------------------------------------------
+    def add(self, request: AddRequest) -> list[str]:
+        if not request.records:
+            return []
+        with self._write("add") as tx:
+            return mutations.add_records(tx, request)
+
+    def update(self, request: UpdateRequest) -> int:
+        with self._write("update") as tx:
+            return mutations.update_record(tx, request)
+
+    def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
+        if record_type == "thread":
+            # a thread is a container: deleting it removes what it holds (SC-8.3)
+            return self.delete_thread(record_id)
+        with self._write("delete") as tx:
+            count, event = mutations.delete_record(tx, record_type, record_id, cascade)
+            self._run_hooks(tx, event)
+            return count
+
+    def delete_thread(self, thread_id: str) -> int:
+        with self._write("delete_thread") as tx:
+            count, event = mutations.delete_thread(tx, thread_id)
+            self._run_hooks(tx, event)
+            return count
+
+    def purge_expired(self) -> int:
+        with self._write("purge_expired") as tx:
+            count, event = mutations.purge(tx)
+            self._run_hooks(tx, event)
+            return count
+
+    def sync_search_index(self) -> None:
+        with self._write("sync_search_index") as tx:
+            mutations.sync_index(tx)
+
+    def register_deletion_hook(self, hook: DeletionHook) -> None:
+        if not callable(hook):
+            raise TypeError(f"a deletion hook must be callable, got {type(hook).__name__}")
+        db = self._db
+        with db.lock if db is not None else contextlib.nullcontext():
+            self._hooks.append(hook)
+
+    # -- reads ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _read(self, what: str) -> Iterator[tuple]:
+        db, tables = self._open_parts()
+        with db.transaction(False, what) as conn:
+            yield conn, tables, self._catalog(conn, tables)
+
+    def get(self, record_type: str, record_id: str) -> Optional[Record]:
+        with self._read("get") as (conn, t, _):
+            where = Where().add("r.record_type = :type AND r.id = :id", type=record_type, id=record_id)
+            where.visible(self._now())
+            row = conn.execute(f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE {where.sql()}", where.params).fetchone()
+        return None if row is None else to_record(row)
+
+    def list(self, request: ListRequest) -> list[Record]:
+        if request.limit is not None and request.limit <= 0:
+            return []
+        where = Where().add("r.record_type = :type", type=request.record_type).visible(self._now())
+        where.scopes(request.thread, request.user, request.agent, profiles=False).metadata(request.metadata_filter)
+        limit = "" if request.limit is None else "LIMIT :limit"
+        with self._read("list") as (conn, t, _):
+            rows = conn.execute(
+                f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE {where.sql()} ORDER BY r.seq DESC {limit}",
+                {**where.params, "limit": request.limit},
+            ).fetchall()
+        return [to_record(row) for row in reversed(rows)]
+
+    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> list[Record]:
+        if last_n is not None and last_n <= 0:
+            return []
+        where = Where().add("r.record_type = 'message' AND r.thread_id = :tid", tid=thread_id).visible(self._now())
+        limit = "" if last_n is None else "LIMIT :limit"
+        with self._read("list_thread_messages") as (conn, t, _):
+            rows = conn.execute(
+                f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE {where.sql()} ORDER BY r.seq DESC {limit}",
+                {**where.params, "limit": last_n},
+            ).fetchall()
+        return [to_record(row) for row in reversed(rows)]
+
+    def search(self, request: SearchRequest) -> list[tuple[Record, float]]:
+        now = self._now()
+        where = Where().add("r.record_type IN (SELECT value FROM json_each(:types))", types=json.dumps(list(request.record_types)))
+        where.visible(now).scopes(request.thread, request.user, request.agent, profiles=True)
+        if request.metadata_filter is not None:
+            where.metadata(request.metadata_filter)
+        with self._read("search") as (conn, t, catalog):
+            strategy = self._check_strategy(request, catalog)
+            vector_ranking = keyword_ranking = None
+            if strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID):
+                allowed = None
+                if request.metadata_filter is not None:
+                    allowed = np.fromiter(
+                        (s for (s,) in conn.execute(f"SELECT r.seq FROM {t.records} r WHERE {where.sql()}", where.params)),
+                        dtype=np.int64,
+                    )
+                cache = self._vector_cache(conn, t, catalog)
+                mask = cache.mask(request.record_types, (request.thread, request.user, request.agent), epoch_micros(now), allowed)
+                k = request.k if strategy == SearchStrategy.VECTOR else None
+                vector_ranking = cache.nearest(request.query_vector, mask, k)
+            if strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
+                keyword_ranking = self._keyword(conn, t, where, request)
+            if strategy == SearchStrategy.VECTOR:
+                ranked = vector_ranking
+            elif strategy == SearchStrategy.KEYWORD:
+                ranked = keyword_ranking
+            else:
+                ranked = fuse([s for s, _ in vector_ranking], [s for s, _ in keyword_ranking])
+            return self._results(conn, t, ranked, request.k)
+
+    # -- search helpers ------------------------------------------------------------------
+    @staticmethod
+    def _check_strategy(request: SearchRequest, catalog: Catalog) -> SearchStrategy:
+        strategy = SearchStrategy.coerce(request.strategy, "strategy")
+        if (has_vector(strategy) and not has_vector(catalog.capability)) or (
+            has_keyword(strategy) and not has_keyword(catalog.capability)
+        ):
+            raise ValueError(
+                f"strategy={strategy.value!r} is not supported by this {catalog.capability.value} store; "
+                "reopen it with that search_strategy and CREATE_IF_NECESSARY to upgrade it"
+            )
+        if has_vector(strategy) and request.query_vector is None:
+            raise ValueError(f"{strategy.value} search needs a query vector (a query text and an embedder)")
+        if has_keyword(strategy) and request.query_text is None:
+            raise ValueError(f"{strategy.value} search needs a query text")
+        return strategy
+
+    def _vector_cache(self, conn, t: StoreTables, catalog: Catalog) -> VectorCache:
+        if catalog.vector_dim is None:
+            raise StoreError(f"store {t.store_id!r} has no vector_dim, so it holds no searchable vectors")
+        if self._cache is None or self._cache.dim != catalog.vector_dim:
+            self._cache = VectorCache(catalog.vector_dim)
+        if self._cache.version != catalog.version:
+            rows = conn.execute(
+                f"{CACHE_ROW_SQL} FROM {t.chunks} c JOIN {t.records} r ON r.seq = c.record_seq WHERE c.vector IS NOT NULL"
+            )
+            self._cache.load(rows, catalog.version)
+        return self._cache
+
+    @staticmethod
+    def _keyword(conn, t: StoreTables, where: Where, request: SearchRequest) -> list[tuple[int, float]]:
+        """Per record, the best bm25 of its matching retrieval rows (FTS5 auxiliary
+        functions cannot be aggregated in SQL, so rows are folded here)."""
+        match = fts_query(request.query_text or "")
+        if match is None:
+            return []
+        rows = conn.execute(
+            f"""SELECT c.record_seq, r.record_type, r.id, bm25({t.fts})
+                FROM {t.fts} JOIN {t.chunks} c ON c.chunk_id = {t.fts}.rowid
+                JOIN {t.records} r ON r.seq = c.record_seq
+                WHERE {t.fts} MATCH :match AND {where.sql()}""",
+            {**where.params, "match": match},
+        )
+        best: dict[int, tuple[float, str, str]] = {}
+        for seq, record_type, rid, score in rows:
+            if seq not in best or score < best[seq][0]:
+                best[seq] = (score, record_type, rid)
+        ranked = sorted(best.items(), key=lambda item: item[1])
+        return [(seq, keyword_distance(score)) for seq, (score, _, _) in ranked]
+
+    @staticmethod
+    def _results(conn, t: StoreTables, ranked: list[tuple[int, float]], k: int) -> list[tuple[Record, float]]:
+        if not ranked:
+            return []
+        # only the k nearest and whatever ties the k-th can be in the answer
+        cut = sorted(d for _, d in ranked)[min(k, len(ranked)) - 1]
+        distance = {seq: d for seq, d in ranked if d <= cut}
+        rows = conn.execute(
+            f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:seqs))",
+            {"seqs": json.dumps(list(distance))},
+        ).fetchall()
+        results = [(to_record(row), float(distance[row[0]])) for row in rows]
+        results.sort(key=lambda pair: (pair[1], pair[0].record_type, pair[0].id))
+        return results[:k]

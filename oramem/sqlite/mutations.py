@@ -1,0 +1,327 @@
+"""The write paths of the SQLite engine: insert, update, delete, cascade, purge and
+search-index sync, each running inside one :class:`WriteTx` (one ``BEGIN IMMEDIATE``
+transaction) opened by :class:`oramem.sqlite.SQLiteEngine`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from ..requests import AddRequest, ChunkRow, DeletionEvent, RetrievalChange, UpdateRequest
+from ..types import NOT_SET, PROFILE_TYPES, SCOPED_TYPES, SearchIndexSyncMode, SearchStrategy
+from .records import dump_metadata
+from .schema import StoreTables, has_keyword
+from .timefmt import expiry
+
+__all__ = ["Catalog", "WriteTx", "add_records", "update_record", "delete_record", "delete_thread", "purge"]
+
+_IN_SEQS = "(SELECT value FROM json_each(:seqs))"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The catalog row of the store as this transaction sees it."""
+
+    generation: str
+    change_seq: int
+    capability: SearchStrategy
+    vector_dim: Optional[int]
+    sync: SearchIndexSyncMode
+
+    @property
+    def version(self) -> tuple[str, int]:
+        return (self.generation, self.change_seq)
+
+
+@dataclass
+class WriteTx:
+    """One write transaction: connection, tables, catalog, clock reading, and the record
+    seqs it touched (their cached vectors are refreshed after commit)."""
+
+    conn: sqlite3.Connection
+    tables: StoreTables
+    catalog: Catalog
+    now: str
+    touched: set[int] = field(default_factory=set)
+
+    def vector_blob(self, vector: Optional[np.ndarray]) -> Optional[bytes]:
+        if vector is None:
+            return None
+        array = np.asarray(vector, dtype="<f4").reshape(-1)
+        dim = self.catalog.vector_dim
+        if dim is not None and array.shape[0] != dim:
+            raise ValueError(f"a vector has dimension {array.shape[0]}, the store's vector_dim is {dim}")
+        return array.tobytes()
+
+    def insert_chunks(self, rows: list[tuple[int, int, str, Optional[bytes]]], batch_size: int) -> None:
+        t = self.tables
+        for start in range(0, len(rows), batch_size):
+            self.conn.executemany(
+                f"INSERT INTO {t.chunks} (record_seq, chunk_index, text, vector) VALUES (?, ?, ?, ?)",
+                rows[start : start + batch_size],
+            )
+        seqs = sorted({row[0] for row in rows})
+        if seqs and has_keyword(self.catalog.capability):
+            # MANUAL mode parks new rows until sync_search_index(); ON_COMMIT/AUTO index them now.
+            if self.catalog.sync == SearchIndexSyncMode.MANUAL:
+                sql = f"INSERT INTO {t.pending} (chunk_id) SELECT chunk_id FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}"
+            else:
+                sql = (
+                    f"INSERT INTO {t.fts} (rowid, text) SELECT chunk_id, text FROM {t.chunks} "
+                    f"WHERE record_seq IN {_IN_SEQS}"
+                )
+            self.conn.execute(sql, {"seqs": json.dumps(seqs)})
+
+    def delete_chunks(self, seqs: Sequence[int]) -> None:
+        t = self.tables
+        params = {"seqs": json.dumps(list(seqs))}
+        of_records = f"(SELECT chunk_id FROM {t.chunks} WHERE record_seq IN {_IN_SEQS})"
+        if has_keyword(self.catalog.capability):
+            self.conn.execute(f"DELETE FROM {t.fts} WHERE rowid IN {of_records}", params)
+            self.conn.execute(f"DELETE FROM {t.pending} WHERE chunk_id IN {of_records}", params)
+        self.conn.execute(f"DELETE FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params)
+        self.touched.update(seqs)
+
+    def delete_records(self, victims: Sequence[tuple[int, str, str]]) -> None:
+        seqs = [v[0] for v in victims]
+        self.delete_chunks(seqs)
+        self.conn.execute(f"DELETE FROM {self.tables.records} WHERE seq IN {_IN_SEQS}", {"seqs": json.dumps(seqs)})
+
+
+# -- add -----------------------------------------------------------------------------------
+def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
+    t, conn = tx.tables, tx.conn
+    keys = json.dumps([[r.record_type, r.id] for r in request.records])
+    in_keys = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
+    clashes = conn.execute(f"SELECT record_type, id FROM {t.records} WHERE (record_type, id) IN {in_keys}", (keys,)).fetchall()
+    if clashes:
+        raise ValueError(_duplicate_message(clashes))
+
+    rows = []
+    for rec in request.records:
+        expires = expiry(rec.ttl, tx.now, rec.timestamp, f"record {rec.id!r}")
+        thread_id = (rec.thread_id or rec.id) if rec.record_type == "thread" else rec.thread_id
+        rows.append(
+            (
+                rec.record_type,
+                rec.id,
+                rec.content,
+                rec.timestamp,
+                dump_metadata(rec.metadata),
+                thread_id,
+                rec.user_id,
+                rec.agent_id,
+                rec.role,
+                tx.now,
+                expires,
+            )
+        )
+    size = request.batch_size
+    for start in range(0, len(rows), size):
+        conn.executemany(
+            f"""INSERT INTO {t.records} (record_type, id, content, timestamp, metadata, thread_id, user_id,
+                                         agent_id, role, created_at, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            rows[start : start + size],
+        )
+    seq_of = {
+        (rtype, rid): seq
+        for seq, rtype, rid in conn.execute(
+            f"SELECT seq, record_type, id FROM {t.records} WHERE (record_type, id) IN {in_keys}", (keys,)
+        )
+    }
+    chunk_rows = [
+        (seq_of[(rec.record_type, rec.id)], index, chunk.text, tx.vector_blob(chunk.vector))
+        for rec in request.records
+        for index, chunk in enumerate(rec.chunks)
+    ]
+    tx.insert_chunks(chunk_rows, size)
+
+    # SC-2.3: the first scoped write naming a thread creates it; its owner is the first
+    # user/agent seen on it (filled in later when the first writes had none).
+    threads = [
+        ("thread", rec.thread_id, rec.thread_id, rec.user_id, rec.agent_id, tx.now)
+        for rec in request.records
+        if rec.record_type in SCOPED_TYPES and rec.thread_id is not None
+    ]
+    for start in range(0, len(threads), size):
+        conn.executemany(
+            f"""INSERT INTO {t.records} (record_type, id, thread_id, user_id, agent_id, created_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (record_type, id) DO UPDATE SET
+                    user_id = COALESCE(user_id, excluded.user_id),
+                    agent_id = COALESCE(agent_id, excluded.agent_id)""",
+            threads[start : start + size],
+        )
+    tx.touched.update(seq_of.values())
+    return [rec.id for rec in request.records]
+
+
+def _duplicate_message(clashes: list[tuple[str, str]]) -> str:
+    profiles = [(rtype, rid) for rtype, rid in clashes if rtype in PROFILE_TYPES]
+    if profiles:
+        rtype, rid = profiles[0]
+        return f"{rtype.replace('_', ' ')} {rid!r} already exists; update it instead of adding it again"
+    listed = ", ".join(f"{rid!r} ({rtype})" for rtype, rid in clashes[:5])
+    more = f" and {len(clashes) - 5} more" if len(clashes) > 5 else ""
+    return f"record_ids already stored: {listed}{more}; nothing was added"
+
+
+# -- update --------------------------------------------------------------------------------
+def update_record(tx: WriteTx, request: UpdateRequest) -> int:
+    t, conn = tx.tables, tx.conn
+    found = conn.execute(
+        f"SELECT seq, timestamp, created_at, expires_at FROM {t.records} WHERE record_type = ? AND id = ?",
+        (request.record_type, request.record_id),
+    ).fetchone()
+    if found is None:
+        return 0
+    seq, stored_timestamp, created_at, expires_at = found
+    # SC-5.6: an expired, not yet purged record can only be revived by a new expiry.
+    if expires_at is not None and expires_at <= tx.now and request.ttl is NOT_SET:
+        return 0
+
+    sets: dict[str, object] = {}
+    if request.content is not NOT_SET:
+        sets["content"] = request.content
+    if request.metadata is not NOT_SET:
+        sets["metadata"] = dump_metadata(request.metadata)
+    if request.timestamp is not NOT_SET:
+        sets["timestamp"] = request.timestamp
+    if request.ttl is not NOT_SET:
+        anchor_time = request.timestamp if request.timestamp is not NOT_SET else stored_timestamp
+        sets["expires_at"] = expiry(request.ttl, created_at, anchor_time, f"{request.record_type} {request.record_id!r}")
+
+    _change_retrieval(tx, seq, request)
+    if sets:
+        assignments = ", ".join(f"{column} = :{column}" for column in sets)  # fixed column names
+        conn.execute(f"UPDATE {t.records} SET {assignments} WHERE seq = :seq", {**sets, "seq": seq})
+    tx.touched.add(seq)
+    return 1
+
+
+def _change_retrieval(tx: WriteTx, seq: int, request: UpdateRequest) -> None:
+    t, conn, change = tx.tables, tx.conn, request.retrieval
+    if change == RetrievalChange.KEEP:
+        return
+    if change in (RetrievalChange.CLEAR, RetrievalChange.REPLACE):
+        tx.delete_chunks([seq])
+        if change == RetrievalChange.REPLACE:
+            rows = [(seq, i, chunk.text, tx.vector_blob(chunk.vector)) for i, chunk in enumerate(request.chunks)]
+            tx.insert_chunks(rows, max(1, len(rows)))
+        return
+    if change == RetrievalChange.STRIP_VECTORS:
+        conn.execute(f"UPDATE {t.chunks} SET vector = NULL WHERE record_seq = ?", (seq,))
+        return
+    if change == RetrievalChange.REVECTOR:
+        chunk_ids = [cid for (cid,) in conn.execute(
+            f"SELECT chunk_id FROM {t.chunks} WHERE record_seq = ? ORDER BY chunk_index", (seq,)
+        )]
+        if len(chunk_ids) != len(request.vectors):
+            raise ValueError(
+                f"embedding gives {len(request.vectors)} vector(s) but {request.record_type} "
+                f"{request.record_id!r} has {len(chunk_ids)} retrieval row(s); give one vector per row, "
+                "or pass index_text together with the embedding"
+            )
+        conn.executemany(
+            f"UPDATE {t.chunks} SET vector = ? WHERE chunk_id = ?",
+            [(tx.vector_blob(v), cid) for v, cid in zip(request.vectors, chunk_ids)],
+        )
+        return
+    raise ValueError(f"unknown retrieval change {change!r}")
+
+
+# -- delete, cascade, purge ----------------------------------------------------------------
+def _victims(tx: WriteTx, where: str, params: dict) -> list[tuple[int, str, str]]:
+    return tx.conn.execute(f"SELECT seq, record_type, id FROM {tx.tables.records} r WHERE {where}", params).fetchall()
+
+
+def delete_record(tx: WriteTx, record_type: str, record_id: str, cascade: bool) -> tuple[int, Optional[DeletionEvent]]:
+    """Delete one record (a profile with ``cascade`` also its actor's threads and scoped
+    records, SC-8.2). Returns the count (1 only for a visible record) and the event."""
+    target = _victims(tx, "record_type = :type AND id = :id", {"type": record_type, "id": record_id})
+    visible = tx.conn.execute(
+        f"SELECT 1 FROM {tx.tables.records} WHERE record_type = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)",
+        (record_type, record_id, tx.now),
+    ).fetchone()
+    victims = list(target)
+    thread_ids: list[str] = []
+    users: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    if cascade and record_type in PROFILE_TYPES:
+        column = "user_id" if record_type == "user_profile" else "agent_id"  # one of two fixed names
+        thread_ids = [
+            tid
+            for (tid,) in tx.conn.execute(
+                f"SELECT id FROM {tx.tables.records} WHERE record_type = 'thread' AND {column} = ?", (record_id,)
+            )
+        ]
+        victims += _victims(
+            tx,
+            f"record_type NOT IN ('user_profile', 'agent_profile') AND "
+            f"({column} = :actor OR thread_id IN (SELECT value FROM json_each(:threads)))",
+            {"actor": record_id, "threads": json.dumps(thread_ids)},
+        )
+        users, agents = ((record_id,), ()) if record_type == "user_profile" else ((), (record_id,))
+    tx.delete_records(victims)
+    event = None
+    if victims or users or agents:
+        event = DeletionEvent(
+            memory_store_id=tx.tables.store_id,
+            records=tuple((rtype, rid) for _, rtype, rid in victims),
+            thread_ids=tuple(thread_ids),
+            user_ids=users,
+            agent_ids=agents,
+            reason="cascade" if (users or agents) else "delete",
+        )
+    return (1 if visible else 0), event
+
+
+def delete_thread(tx: WriteTx, thread_id: str) -> tuple[int, DeletionEvent]:
+    """SC-8.3: the thread row and every record scoped to the thread."""
+    victims = _victims(tx, "thread_id = :tid OR (record_type = 'thread' AND id = :tid)", {"tid": thread_id})
+    existed = any(rtype == "thread" for _, rtype, _ in victims)
+    tx.delete_records(victims)
+    event = DeletionEvent(
+        memory_store_id=tx.tables.store_id,
+        records=tuple((rtype, rid) for _, rtype, rid in victims),
+        thread_ids=(thread_id,),
+        reason="delete_thread",
+    )
+    return (1 if existed else 0), event
+
+
+def purge(tx: WriteTx) -> tuple[int, Optional[DeletionEvent]]:
+    """SC-5.5: physically remove expired records and their retrieval rows."""
+    victims = _victims(tx, "expires_at IS NOT NULL AND expires_at <= :now", {"now": tx.now})
+    if not victims:
+        return 0, None
+    tx.delete_records(victims)
+    records = tuple((rtype, rid) for _, rtype, rid in victims)
+    return len(victims), DeletionEvent(memory_store_id=tx.tables.store_id, records=records, reason="purge")
+
+
+def sync_index(tx: WriteTx) -> None:
+    """SC-10.5: index the retrieval rows parked by MANUAL mode."""
+    if not has_keyword(tx.catalog.capability):
+        return
+    t = tx.tables
+    tx.conn.execute(
+        f"INSERT INTO {t.fts} (rowid, text) SELECT c.chunk_id, c.text FROM {t.pending} p "
+        f"JOIN {t.chunks} c ON c.chunk_id = p.chunk_id"
+    )
+    tx.conn.execute(f"DELETE FROM {t.pending}")
+
+
+def cache_rows(tx: WriteTx, seqs: Iterable[int], row_sql: str) -> list:
+    """Current cacheable rows (with vectors) of ``seqs`` inside the transaction."""
+    t = tx.tables
+    return tx.conn.execute(
+        f"{row_sql} FROM {t.chunks} c JOIN {t.records} r ON r.seq = c.record_seq "
+        f"WHERE c.vector IS NOT NULL AND c.record_seq IN {_IN_SEQS}",
+        {"seqs": json.dumps(sorted(seqs))},
+    ).fetchall()

@@ -1,0 +1,92 @@
+"""Reading records: the selected columns, row → :class:`Record` conversion, and the SQL
+predicates every read path shares (visibility under TTL, scope, metadata filter)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Optional, Union
+
+from ..requests import Scope, ScopeMatch
+from ..types import NOT_SET, MessageRecord, NotSetType, Record
+from .filters_sql import compile_filter
+
+__all__ = ["RECORD_COLUMNS", "to_record", "Where"]
+
+#: Columns read for a record, in the order :func:`to_record` expects (table alias ``r``).
+RECORD_COLUMNS = (
+    "r.seq, r.record_type, r.id, r.content, r.timestamp, r.metadata, r.thread_id, "
+    "r.user_id, r.agent_id, r.role, r.created_at, r.expires_at"
+)
+
+#: Effective scope columns: a profile is in the scope of its own actor id (SC-6.2).
+_SCOPE_COLUMNS = {
+    "thread": ("r.thread_id", "r.thread_id"),
+    "user": ("r.user_id", "CASE WHEN r.record_type = 'user_profile' THEN r.id ELSE r.user_id END"),
+    "agent": ("r.agent_id", "CASE WHEN r.record_type = 'agent_profile' THEN r.id ELSE r.agent_id END"),
+}
+
+
+def to_record(row: tuple) -> Record:
+    seq, record_type, rid, content, timestamp, metadata, thread_id, user_id, agent_id, role, created, expires = row
+    fields: dict[str, Any] = dict(
+        id=rid,
+        record_type=record_type,
+        content=content,
+        timestamp=timestamp,
+        metadata=None if metadata is None else json.loads(metadata),
+        thread_id=thread_id,
+        user_id=user_id,
+        agent_id=agent_id,
+        created_at=created,
+        expires_at=expires,
+    )
+    if record_type == "message":
+        return MessageRecord(**fields, role=role, seq_no=seq)
+    return Record(**fields)
+
+
+class Where:
+    """Accumulates ANDed predicates over ``r`` with named parameters."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.params: dict[str, Any] = {}
+
+    def add(self, sql: str, **params: Any) -> "Where":
+        self.parts.append(sql)
+        self.params.update(params)
+        return self
+
+    def visible(self, now: str) -> "Where":
+        return self.add("(r.expires_at IS NULL OR r.expires_at > :now)", now=now)
+
+    def scopes(self, thread: Scope, user: Scope, agent: Scope, profiles: bool) -> "Where":
+        """Scope predicates; ``profiles`` puts profiles in their own actor's scope."""
+        for name, scope in (("thread", thread), ("user", user), ("agent", agent)):
+            column = _SCOPE_COLUMNS[name][1 if profiles else 0]
+            if scope.match == ScopeMatch.IS_NULL:
+                self.add(f"{column} IS NULL")
+            elif scope.match == ScopeMatch.EQUALS:
+                self.add(f"{column} = :scope_{name}", **{f"scope_{name}": scope.value})
+        return self
+
+    def metadata(self, metadata_filter: Union[NotSetType, None, Mapping[str, Any]]) -> "Where":
+        if metadata_filter is NOT_SET:
+            return self
+        if metadata_filter is None:
+            return self.add("r.metadata IS NULL")
+        sql, params = compile_filter(metadata_filter)
+        return self.add(sql, **params)
+
+    def sql(self) -> str:
+        return " AND ".join(self.parts) if self.parts else "1"
+
+
+def dump_metadata(metadata: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """Stored JSON text of a metadata mapping (None stays SQL NULL)."""
+    if metadata is None:
+        return None
+    try:
+        return json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"metadata must be JSON-serialisable: {exc}") from None

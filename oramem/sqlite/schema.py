@@ -1,0 +1,326 @@
+"""Schema of the SQLite engine: the store catalog, the per-store tables, and the schema
+policies of ``open`` (SC-10.2 to SC-10.5).
+
+Layout of one file:
+
+- ``oramem_stores``: the catalog, one row per ``memory_store_id`` with the persisted
+  settings, ``schema_version``, lifecycle ``state``, and a change counter (``generation``
+  token + ``change_seq``) that every write bumps so other processes can tell that their
+  cached vectors are stale.
+- per store ``<ID>`` (the id matches ``^[A-Z][A-Z0-9_]{0,15}$``; it is the only text ever
+  built into SQL identifiers): ``om_<ID>_records`` (records, threads and profiles; the
+  AUTOINCREMENT ``seq`` is the per-store ``seq_no``), ``om_<ID>_chunks`` (retrieval rows,
+  vectors as float32 BLOBs), and for keyword-capable stores ``om_<ID>_fts`` (FTS5, rowid =
+  chunk id) plus ``om_<ID>_fts_pending`` (chunks not yet indexed in MANUAL sync mode).
+
+Capability and upgrades: the catalog's ``capability`` is what the schema can answer —
+``vector`` (vectors only), ``keyword`` (FTS only) or ``hybrid`` (both). The strategy an
+open asks for must be within the capability; ``open`` returns the requested strategy as
+the one in force. Under ``CREATE_IF_NECESSARY`` a request beyond the capability upgrades
+it to ``hybrid`` when that loses nothing: a vector store gains an FTS index built from its
+existing retrieval texts; a keyword store gains vector search only when every existing
+retrieval row already has a vector (else ``StoreSettingsMismatch``, since rows without
+vectors could never be found by vector search). The sync mode of a store that had no
+keyword index is adopted from the request during such an upgrade.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from typing import Optional
+
+from ..errors import SchemaError, StoreNotFound, StoreSettingsMismatch
+from ..requests import StoreSettings
+from ..types import MemoryRetentionConfig, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
+
+__all__ = ["SCHEMA_VERSION", "StoreTables", "StoreState", "apply_policy", "has_keyword", "has_vector"]
+
+SCHEMA_VERSION = 1
+CATALOG = "oramem_stores"
+_STORE_ID = re.compile(r"^[A-Z][A-Z0-9_]{0,15}$")
+
+_CATALOG_DDL = f"""
+CREATE TABLE IF NOT EXISTS {CATALOG} (
+    store_id          TEXT PRIMARY KEY,
+    schema_version    INTEGER NOT NULL,
+    state             TEXT NOT NULL,
+    capability        TEXT NOT NULL,
+    vector_dim        INTEGER,
+    search_index_sync TEXT NOT NULL,
+    default_ttl_days  INTEGER,
+    max_ttl_days      INTEGER,
+    generation        TEXT NOT NULL,
+    change_seq        INTEGER NOT NULL DEFAULT 0,
+    created_at        TEXT NOT NULL
+)"""
+
+
+def has_vector(capability: SearchStrategy) -> bool:
+    return capability in (SearchStrategy.VECTOR, SearchStrategy.HYBRID)
+
+
+def has_keyword(capability: SearchStrategy) -> bool:
+    return capability in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID)
+
+
+class StoreTables:
+    """Quoted table names of one store, built only from a validated store id."""
+
+    def __init__(self, store_id: str) -> None:
+        if not isinstance(store_id, str) or not _STORE_ID.match(store_id):
+            raise ValueError(
+                f"memory_store_id {store_id!r} must be 1-16 characters matching ^[A-Z][A-Z0-9_]*$ (upper-cased)"
+            )
+        self.store_id = store_id
+        self.names = {kind: f"om_{store_id}_{kind}" for kind in ("records", "chunks", "fts", "fts_pending")}
+        self.records = f'"{self.names["records"]}"'
+        self.chunks = f'"{self.names["chunks"]}"'
+        self.fts = f'"{self.names["fts"]}"'
+        self.pending = f'"{self.names["fts_pending"]}"'
+
+    def base_ddl(self) -> list[str]:
+        r, c, sid = self.records, self.chunks, self.store_id
+        return [
+            f"""CREATE TABLE IF NOT EXISTS {r} (
+                seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+                record_type TEXT NOT NULL,
+                id          TEXT NOT NULL,
+                content     TEXT,
+                timestamp   TEXT,
+                metadata    TEXT,
+                thread_id   TEXT,
+                user_id     TEXT,
+                agent_id    TEXT,
+                role        TEXT,
+                created_at  TEXT NOT NULL,
+                expires_at  TEXT,
+                UNIQUE (record_type, id))""",
+            f'CREATE INDEX IF NOT EXISTS "om_{sid}_rec_type" ON {r} (record_type, seq)',
+            f'CREATE INDEX IF NOT EXISTS "om_{sid}_rec_thread" ON {r} (thread_id)',
+            f'CREATE INDEX IF NOT EXISTS "om_{sid}_rec_user" ON {r} (user_id)',
+            f'CREATE INDEX IF NOT EXISTS "om_{sid}_rec_agent" ON {r} (agent_id)',
+            f'CREATE INDEX IF NOT EXISTS "om_{sid}_rec_expiry" ON {r} (expires_at) WHERE expires_at IS NOT NULL',
+            f"""CREATE TABLE IF NOT EXISTS {c} (
+                chunk_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+                record_seq  INTEGER NOT NULL,
+                chunk_index INTEGER NOT NULL,
+                text        TEXT NOT NULL,
+                vector      BLOB,
+                UNIQUE (record_seq, chunk_index))""",
+        ]
+
+    def keyword_ddl(self) -> list[str]:
+        return [
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self.fts} USING fts5(text, tokenize = 'unicode61')",
+            f"CREATE TABLE IF NOT EXISTS {self.pending} (chunk_id INTEGER PRIMARY KEY)",
+        ]
+
+    def existing(self, conn: sqlite3.Connection) -> set[str]:
+        """Which of this store's tables exist (by kind)."""
+        wanted = {name: kind for kind, name in self.names.items()}
+        rows = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(wanted)),),
+        ).fetchall()
+        return {wanted[name] for (name,) in rows}
+
+    def drop(self, conn: sqlite3.Connection) -> None:
+        for kind in ("fts", "fts_pending", "chunks", "records"):
+            conn.execute(f'DROP TABLE IF EXISTS "{self.names[kind]}"')
+
+
+@dataclass(frozen=True)
+class StoreState:
+    """What ``open`` established: the settings in force, the schema capability, and the
+    change counter at the end of the open transaction."""
+
+    settings: StoreSettings
+    capability: SearchStrategy
+    generation: str
+    change_seq: int
+
+
+def apply_policy(
+    conn: sqlite3.Connection, tables: StoreTables, requested: StoreSettings, policy: SchemaPolicy, now: str
+) -> StoreState:
+    """Run inside a write transaction: create, validate or upgrade the store."""
+    catalog_exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CATALOG,)
+    ).fetchone()
+    if policy == SchemaPolicy.REQUIRE_EXISTING and not catalog_exists:
+        raise _not_found(tables.store_id)
+    conn.execute(_CATALOG_DDL)
+    row = _catalog_row(conn, tables.store_id)
+    objects = tables.existing(conn)
+
+    if policy == SchemaPolicy.RECREATE:
+        tables.drop(conn)
+        conn.execute(f"DELETE FROM {CATALOG} WHERE store_id = ?", (tables.store_id,))
+        return _create(conn, tables, requested, now)
+    if row is None:
+        if policy == SchemaPolicy.REQUIRE_EXISTING:
+            raise _not_found(tables.store_id)
+        if policy == SchemaPolicy.CREATE_IF_EMPTY and objects:
+            raise SchemaError(
+                f"store {tables.store_id!r} is partly present (tables {sorted(objects)} exist without a catalog "
+                "entry), so CREATE_IF_EMPTY will not touch it; open with CREATE_IF_NECESSARY to complete it "
+                "or RECREATE to start over"
+            )
+        return _create(conn, tables, requested, now)
+
+    if row["state"] != "ready":
+        raise SchemaError(
+            f"store {tables.store_id!r} is in state {row['state']!r}; open it with RECREATE to rebuild it"
+        )
+    if row["schema_version"] > SCHEMA_VERSION:
+        raise SchemaError(
+            f"store {tables.store_id!r} has schema version {row['schema_version']}, newer than this oramem "
+            f"({SCHEMA_VERSION}); upgrade oramem"
+        )
+    capability = SearchStrategy(row["capability"])
+    needed = {"records", "chunks"} | ({"fts", "fts_pending"} if has_keyword(capability) else set())
+    missing = needed - objects
+    if missing:
+        if policy != SchemaPolicy.CREATE_IF_NECESSARY:
+            raise SchemaError(
+                f"store {tables.store_id!r} lacks {sorted(missing)}; open it with CREATE_IF_NECESSARY to "
+                "create the missing objects"
+            )
+        _create_objects(conn, tables, capability)
+    return _reconcile(conn, tables, row, capability, requested, policy)
+
+
+def _reconcile(
+    conn: sqlite3.Connection,
+    tables: StoreTables,
+    row: dict,
+    capability: SearchStrategy,
+    requested: StoreSettings,
+    policy: SchemaPolicy,
+) -> StoreState:
+    sid = tables.store_id
+    may_change = policy == SchemaPolicy.CREATE_IF_NECESSARY
+    dim: Optional[int] = row["vector_dim"]
+    sync = SearchIndexSyncMode(row["search_index_sync"])
+    retention = MemoryRetentionConfig(row["default_ttl_days"], row["max_ttl_days"])
+    updates: dict[str, object] = {}
+
+    if requested.retention is not None and requested.retention != retention:
+        raise StoreSettingsMismatch(
+            f"memory_retention_config: store {sid!r} persists {retention}, the open asked for "
+            f"{requested.retention}; omit memory_retention_config to use the stored one, or RECREATE the store"
+        )
+    if requested.vector_dim is not None and requested.vector_dim != dim:
+        if dim is not None:
+            raise StoreSettingsMismatch(
+                f"vector_dim: store {sid!r} holds {dim}-dimensional vectors, the open asked for "
+                f"{requested.vector_dim}; use an embedder/vector_dim of {dim}, or RECREATE the store"
+            )
+        if may_change:
+            dim = requested.vector_dim
+            updates["vector_dim"] = dim
+
+    wanted = requested.search_strategy
+    gains_keyword = has_keyword(wanted) and not has_keyword(capability)
+    gains_vector = has_vector(wanted) and not has_vector(capability)
+    if gains_keyword or gains_vector:
+        if not may_change:
+            raise StoreSettingsMismatch(
+                f"search_strategy: store {sid!r} supports {capability.value} search, the open asked for "
+                f"{wanted.value}; open with CREATE_IF_NECESSARY to upgrade it"
+            )
+        if gains_vector:
+            _check_vector_upgrade(conn, tables, dim, wanted)
+        capability = SearchStrategy.HYBRID
+        updates["capability"] = capability.value
+        if gains_keyword:
+            _create_objects(conn, tables, capability)
+            conn.execute(f"DELETE FROM {tables.fts}")
+            conn.execute(f"INSERT INTO {tables.fts} (rowid, text) SELECT chunk_id, text FROM {tables.chunks}")
+            if requested.search_index_sync is not None:
+                sync = requested.search_index_sync
+                updates["search_index_sync"] = sync.value
+
+    if requested.search_index_sync is not None and requested.search_index_sync != sync:
+        raise StoreSettingsMismatch(
+            f"search_index_sync: store {sid!r} persists {sync.value}, the open asked for "
+            f"{requested.search_index_sync.value}; omit search_index_sync to use the stored one, or RECREATE"
+        )
+    if has_vector(capability) and dim is None:
+        raise ValueError(f"store {sid!r} needs vector_dim for {capability.value} search; pass vector_dim or an embedder")
+
+    change_seq = row["change_seq"]
+    if updates:
+        change_seq += 1
+        updates["change_seq"] = change_seq
+        assignments = ", ".join(f"{column} = :{column}" for column in updates)  # fixed column names
+        conn.execute(f"UPDATE {CATALOG} SET {assignments} WHERE store_id = :sid", {**updates, "sid": sid})
+    settings = StoreSettings(sid, dim, wanted, sync, retention)
+    return StoreState(settings, capability, row["generation"], change_seq)
+
+
+def _check_vector_upgrade(
+    conn: sqlite3.Connection, tables: StoreTables, dim: Optional[int], wanted: SearchStrategy
+) -> None:
+    sid = tables.store_id
+    if dim is None:
+        raise ValueError(f"upgrading store {sid!r} to {wanted.value} search needs vector_dim or an embedder")
+    (unvectored,) = conn.execute(f"SELECT count(*) FROM {tables.chunks} WHERE vector IS NULL").fetchone()
+    if unvectored:
+        raise StoreSettingsMismatch(
+            f"search_strategy: keyword store {sid!r} has {unvectored} retrieval rows without vectors, so it "
+            f"cannot become {wanted.value}; RECREATE it or use another memory_store_id"
+        )
+
+
+def _create(conn: sqlite3.Connection, tables: StoreTables, requested: StoreSettings, now: str) -> StoreState:
+    capability = requested.search_strategy
+    if has_vector(capability) and requested.vector_dim is None:
+        raise ValueError(
+            f"creating a {capability.value} store needs vector_dim; pass vector_dim or an embedder that reports it"
+        )
+    sync = requested.search_index_sync or SearchIndexSyncMode.ON_COMMIT
+    retention = requested.retention or MemoryRetentionConfig()
+    _create_objects(conn, tables, capability)
+    generation = uuid.uuid4().hex
+    conn.execute(
+        f"""INSERT INTO {CATALOG} (store_id, schema_version, state, capability, vector_dim, search_index_sync,
+                                   default_ttl_days, max_ttl_days, generation, change_seq, created_at)
+            VALUES (?, ?, 'ready', ?, ?, ?, ?, ?, ?, 0, ?)""",
+        (
+            tables.store_id,
+            SCHEMA_VERSION,
+            capability.value,
+            requested.vector_dim,
+            sync.value,
+            retention.default_ttl_days,
+            retention.max_ttl_days,
+            generation,
+            now,
+        ),
+    )
+    settings = StoreSettings(tables.store_id, requested.vector_dim, capability, sync, retention)
+    return StoreState(settings, capability, generation, 0)
+
+
+def _create_objects(conn: sqlite3.Connection, tables: StoreTables, capability: SearchStrategy) -> None:
+    for ddl in tables.base_ddl() + (tables.keyword_ddl() if has_keyword(capability) else []):
+        conn.execute(ddl)
+
+
+def _catalog_row(conn: sqlite3.Connection, store_id: str) -> Optional[dict]:
+    cur = conn.execute(f"SELECT * FROM {CATALOG} WHERE store_id = ?", (store_id,))
+    names = [d[0] for d in cur.description]
+    raw = cur.fetchone()
+    return None if raw is None else dict(zip(names, raw))
+
+
+def _not_found(store_id: str) -> StoreNotFound:
+    return StoreNotFound(
+        f"no store {store_id!r} exists here; open it with schema_policy=CREATE_IF_NECESSARY "
+        "(or CREATE_IF_EMPTY) to create it"
+    )

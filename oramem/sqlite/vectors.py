@@ -1,0 +1,164 @@
+"""The in-memory vector index of one store: a numpy matrix of unit-length retrieval
+vectors plus, per row, the columns that scope/type/TTL filters need, so those filters
+become one boolean mask computed before the top-k cut (SC-6.5).
+
+The cache is versioned by the catalog's ``(generation, change_seq)``. Writes of this
+process patch it in place (rows of the touched records are dropped and reloaded from the
+writing transaction); a version that moved without us — another process wrote, or the
+store was recreated — makes the next read reload it from SQLite.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from ..requests import Scope, ScopeMatch
+from ..types import RECORD_TYPES
+from .timefmt import epoch_micros
+
+__all__ = ["VectorCache", "CACHE_ROW_SQL"]
+
+#: Columns of one cached row, in order; the engine appends its FROM/WHERE clause.
+CACHE_ROW_SQL = (
+    "SELECT c.chunk_id, c.record_seq, c.vector, r.record_type, r.id, "
+    "r.thread_id, r.user_id, r.agent_id, r.expires_at"
+)
+_TYPE_CODE = {name: code for code, name in enumerate(RECORD_TYPES)}
+_NULL = -1  # scope code of SQL NULL
+Version = tuple[str, int]
+
+
+class VectorCache:
+    """Unit vectors and filter columns of every retrieval row that has a vector."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.version: Optional[Version] = None
+        self._codes: dict[str, int] = {}
+        self._set_rows([])
+
+    # -- maintenance -------------------------------------------------------------------
+    def invalidate(self) -> None:
+        self.version = None
+        self._set_rows([])
+
+    def load(self, rows: Iterable[Sequence], version: Version) -> None:
+        self._set_rows(list(rows))
+        self.version = version
+
+    def patch(self, before: Version, after: Version, record_seqs: Sequence[int], rows: Iterable[Sequence]) -> None:
+        """Apply this process's own write: drop the rows of ``record_seqs`` and add
+        ``rows`` (their current rows). Only valid when the cache was at ``before``."""
+        if self.version != before:
+            self.invalidate()
+            return
+        keep = ~np.isin(self.seqs, np.asarray(record_seqs, dtype=np.int64))
+        old = (self.seqs[keep], self.matrix[keep], self.types[keep], self.scopes[keep], self.expires[keep])
+        self._set_rows(list(rows))
+        self.seqs = np.concatenate([old[0], self.seqs])
+        self.matrix = np.concatenate([old[1], self.matrix])
+        self.types = np.concatenate([old[2], self.types])
+        self.scopes = np.concatenate([old[3], self.scopes])
+        self.expires = np.concatenate([old[4], self.expires])
+        self.version = after
+
+    def _code(self, value: Optional[str]) -> int:
+        if value is None:
+            return _NULL
+        return self._codes.setdefault(value, len(self._codes))
+
+    def _set_rows(self, rows: list) -> None:
+        n = len(rows)
+        self.seqs = np.fromiter((row[1] for row in rows), dtype=np.int64, count=n)
+        matrix = np.empty((n, self.dim), dtype=np.float32)
+        for i, row in enumerate(rows):
+            vector = np.frombuffer(row[2], dtype="<f4")
+            if vector.shape[0] != self.dim:
+                raise ValueError(
+                    f"retrieval row {row[0]} holds a {vector.shape[0]}-dimensional vector in a "
+                    f"{self.dim}-dimensional store"
+                )
+            matrix[i] = vector
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        self.matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        self.types = np.fromiter((_TYPE_CODE[row[3]] for row in rows), dtype=np.int8, count=n)
+        # effective scope: a user/agent profile is in the scope of its own actor id (SC-6.2)
+        self.scopes = np.array(
+            [
+                (
+                    self._code(row[5]),
+                    self._code(row[4] if row[3] == "user_profile" else row[6]),
+                    self._code(row[4] if row[3] == "agent_profile" else row[7]),
+                )
+                for row in rows
+            ],
+            dtype=np.int64,
+        ).reshape(n, 3)
+        self.expires = np.fromiter((epoch_micros(row[8]) for row in rows), dtype=np.int64, count=n)
+
+    # -- queries -------------------------------------------------------------------------
+    def mask(
+        self,
+        record_types: Sequence[str],
+        scopes: tuple[Scope, Scope, Scope],
+        now_micros: int,
+        allowed_seqs: Optional[np.ndarray],
+    ) -> np.ndarray:
+        """Rows passing the type, scope (thread, user, agent), TTL and metadata filters."""
+        mask = np.isin(self.types, [_TYPE_CODE[t] for t in record_types]) & (self.expires > now_micros)
+        for column, scope in enumerate(scopes):
+            if scope.match == ScopeMatch.IS_NULL:
+                mask &= self.scopes[:, column] == _NULL
+            elif scope.match == ScopeMatch.EQUALS:
+                code = self._codes.get(scope.value) if scope.value is not None else None
+                if code is None:
+                    return np.zeros_like(mask)
+                mask &= self.scopes[:, column] == code
+        if allowed_seqs is not None:
+            mask &= np.isin(self.seqs, allowed_seqs)
+        return mask
+
+    def nearest(self, query: np.ndarray, mask: np.ndarray, k: Optional[int]) -> list[tuple[int, float]]:
+        """``(record_seq, cosine distance)`` of the best row per record among ``mask``,
+        nearest first; the ``k`` nearest records plus every record tied with the k-th
+        (the caller orders ties), or all of them when ``k`` is None."""
+        rows = np.flatnonzero(mask)
+        if rows.size == 0:
+            return []
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(q))
+        q = q / norm if norm > 0 else q
+        distances = np.clip(1.0 - (self.matrix[rows] @ q).astype(np.float64), 0.0, 2.0)
+        seqs = self.seqs[rows]
+        if k is not None and k < rows.size:
+            distances, seqs = _top_with_ties(distances, seqs, k)
+        order = np.lexsort((distances, seqs))
+        seqs, distances = seqs[order], distances[order]
+        first = np.ones(seqs.size, dtype=bool)
+        first[1:] = seqs[1:] != seqs[:-1]
+        seqs, distances = seqs[first], distances[first]
+        order = np.argsort(distances, kind="stable")
+        return [(int(s), float(d)) for s, d in zip(seqs[order], distances[order])]
+
+
+def _top_with_ties(distances: np.ndarray, seqs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows that can be among the k best records: widen an argpartition window until it
+    holds k distinct records, then keep every row within the k-th record's distance."""
+    n = distances.size
+    m = k
+    while True:
+        window = np.argpartition(distances, m - 1)[:m] if m < n else np.arange(n)
+        best: dict[int, float] = {}
+        for i in window:
+            s = int(seqs[i])
+            d = float(distances[i])
+            if d < best.get(s, np.inf):
+                best[s] = d
+        if len(best) >= k or m >= n:
+            break
+        m = min(n, m * 2)
+    threshold = sorted(best.values())[min(k, len(best)) - 1]
+    keep = distances <= threshold
+    return distances[keep], seqs[keep]
