@@ -15,7 +15,10 @@ AS
     *            | key: {key: value, ...}              -- nested subset match (recursive)
     *   op      := $eq $ne $gt $gte $lt $lte $in $nin $exists $not
     *              $array_contains $array_contains_any
-    *   key     := ^[A-Za-z_][A-Za-z0-9_\-]{0,63}$     (no '.', '"', quote, '\', '$')
+    *   key     := a literal object key (".": part of the key, not a path separator) of
+    *              1..128 characters from [[:alnum:]] _ space . : / @ # + -  (never '"',
+    *              a single quote, '\' or '$': the key is written into the SQL/JSON path
+    *              text as ."key", which sits inside a SQL literal). Other keys: -20004.
     * Semantics:
     *   - scalar exact match / $eq: same JSON type and value; a stored array never equals a
     *     scalar; null matches JSON null only (not a missing key).
@@ -27,7 +30,9 @@ AS
     *   - $exists: true/false, key presence (JSON null counts as present).
     *   - $array_contains v: field is an array containing v (v a list: all present);
     *     $array_contains_any [..]: non-empty list, at least one present.
-    * Limits: depth 8, 256 nodes, string values <= 4000 bytes.
+    * Limits: depth 32 (as oramem.filters), 256 nodes, string / list values <= 4000 bytes.
+    * $and / $or are accepted at the root of a filter (also inside $and/$or lists).
+    * List elements of $in / $nin / $array_contains(_any) must be scalars.
     */
 
    TYPE bind_t IS RECORD (
@@ -38,7 +43,7 @@ AS
    );
    TYPE bind_list_t IS TABLE OF bind_t INDEX BY PLS_INTEGER;
 
-   gc_max_depth  CONSTANT PLS_INTEGER := 8;
+   gc_max_depth  CONSTANT PLS_INTEGER := 32;
    gc_max_nodes  CONSTANT PLS_INTEGER := 256;
 
    /*

@@ -1,0 +1,500 @@
+CREATE OR REPLACE PACKAGE BODY oramem_filter
+AS
+   g_nodes   PLS_INTEGER := 0;
+   g_column  VARCHAR2(61);
+
+   e_json_syntax EXCEPTION;
+   PRAGMA EXCEPTION_INIT(e_json_syntax, -40441);
+
+   PROCEDURE fail(
+      in_message IN VARCHAR2
+   )
+   IS
+   BEGIN
+      oramem_errors.raise_error(oramem_errors.gc_invalid_filter, 'metadata_filter: ' || in_message);
+   END fail;
+
+   FUNCTION where_of(
+      in_where IN VARCHAR2,
+      in_key   IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      RETURN SUBSTR(CASE WHEN in_where IS NULL THEN in_key ELSE in_where || '.' || in_key END, 1, 400);
+   END where_of;
+
+   PROCEDURE count_node(
+      in_depth IN PLS_INTEGER
+   )
+   IS
+   BEGIN
+      g_nodes := g_nodes + 1;
+      IF g_nodes > gc_max_nodes THEN
+         fail('filter has more than ' || gc_max_nodes || ' nodes; split or simplify it');
+      END IF;
+      IF in_depth > gc_max_depth THEN
+         fail('filter is nested deeper than ' || gc_max_depth || ' levels');
+      END IF;
+   END count_node;
+
+   -- ."key" path step; the allow-list keeps quotes, backslashes and '$' out of the path
+   -- text, which is embedded in a single-quoted SQL literal.
+   FUNCTION key_step(
+      in_key   IN VARCHAR2,
+      in_where IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      IF in_key IS NULL OR LENGTH(in_key) > 128
+         OR NOT REGEXP_LIKE(in_key, '^[[:alnum:]_ .:/@#+-]+$')
+      THEN
+         fail('key ' || NVL(in_where, '(top level)') || ' is not supported by the Oracle engine: '
+              || 'use 1-128 letters, digits, space or _ . : / @ # + - (no quotes, backslash or $)');
+      END IF;
+      RETURN '."' || in_key || '"';
+   END key_step;
+
+   FUNCTION add_bind(
+      io_binds IN OUT NOCOPY bind_list_t,
+      in_kind  IN VARCHAR2,
+      in_str   IN VARCHAR2,
+      in_num   IN NUMBER
+   ) RETURN PLS_INTEGER
+   IS
+      l_n PLS_INTEGER := io_binds.COUNT + 1;
+   BEGIN
+      io_binds(l_n).name    := 'f' || l_n;
+      io_binds(l_n).kind    := in_kind;
+      io_binds(l_n).str_val := in_str;
+      io_binds(l_n).num_val := in_num;
+      RETURN l_n;
+   END add_bind;
+
+   -- JSON_EXISTS over the metadata column; in_path holds only validated keys and fixed text.
+   FUNCTION exists_sql(
+      in_path    IN VARCHAR2,
+      in_passing IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      RETURN 'JSON_EXISTS(' || g_column || ', ''' || in_path || '''' || in_passing || ')';
+   END exists_sql;
+
+   -- Two-valued negation: NULL/UNKNOWN inner results count as "does not match".
+   FUNCTION negate(
+      in_cond IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      RETURN '(CASE WHEN ' || in_cond || ' THEN 0 ELSE 1 END = 1)';
+   END negate;
+
+   FUNCTION type_guard(
+      in_item IN VARCHAR2,
+      in_elem IN JSON_ELEMENT_T
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      IF in_elem.is_string THEN
+         RETURN in_item || '.type() == "string"';
+      ELSIF in_elem.is_number THEN
+         RETURN '(' || in_item || '.type() == "number" || ' || in_item || '.type() == "double" || '
+                || in_item || '.type() == "float")';
+      ELSIF in_elem.is_boolean THEN
+         RETURN in_item || '.type() == "boolean"';
+      ELSE
+         RETURN in_item || '.type() == "null"';
+      END IF;
+   END type_guard;
+
+   -- "<item> <op> <value>" for one scalar value; binds strings/numbers, literals for
+   -- true/false/null. out_passing receives the PASSING clause (or NULL).
+   FUNCTION scalar_compare(
+      in_item      IN VARCHAR2,
+      in_op        IN VARCHAR2,
+      in_elem      IN JSON_ELEMENT_T,
+      in_where     IN VARCHAR2,
+      io_binds     IN OUT NOCOPY bind_list_t,
+      out_passing  OUT VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+      l_arr  JSON_ARRAY_T := JSON_ARRAY_T();
+      l_str  VARCHAR2(32767);
+      l_n    PLS_INTEGER;
+   BEGIN
+      out_passing := NULL;
+      l_arr.append(in_elem);
+      IF in_elem.is_string THEN
+         l_str := l_arr.get_string(0);
+         IF LENGTHB(l_str) > 4000 THEN
+            fail('value of ' || in_where || ' is longer than 4000 bytes');
+         END IF;
+         l_n := add_bind(io_binds, 'S', l_str, NULL);
+      ELSIF in_elem.is_number THEN
+         l_n := add_bind(io_binds, 'N', NULL, l_arr.get_number(0));
+      ELSIF in_elem.is_boolean AND in_op IN ('==', '!=') THEN
+         RETURN '(' || type_guard(in_item, in_elem) || ' && ' || in_item || ' ' || in_op || ' '
+                || CASE WHEN l_arr.get_boolean(0) THEN 'true' ELSE 'false' END || ')';
+      ELSIF in_elem.is_null AND in_op = '==' THEN
+         RETURN type_guard(in_item, in_elem);
+      ELSE
+         fail(in_where || ': operator needs a number or a string here');
+      END IF;
+      out_passing := ' PASSING :f' || l_n || ' AS "v' || l_n || '"';
+      RETURN '(' || type_guard(in_item, in_elem) || ' && ' || in_item || ' ' || in_op || ' $v' || l_n || ')';
+   END scalar_compare;
+
+   -- Exact match / comparison of the field at in_path with a scalar.
+   FUNCTION scalar_leaf(
+      in_path  IN VARCHAR2,
+      in_op    IN VARCHAR2,
+      in_elem  IN JSON_ELEMENT_T,
+      in_where IN VARCHAR2,
+      io_binds IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2
+   IS
+      l_passing VARCHAR2(100);
+      l_cond    VARCHAR2(32767);
+   BEGIN
+      l_cond := scalar_compare('@' || in_path, in_op, in_elem, in_where, io_binds, l_passing);
+      RETURN exists_sql('$?(' || l_cond || ')', l_passing);
+   END scalar_leaf;
+
+   -- Exact match of a list or object value (same length and order for lists).
+   FUNCTION nonscalar_equal(
+      in_path  IN VARCHAR2,
+      in_elem  IN JSON_ELEMENT_T,
+      in_where IN VARCHAR2,
+      io_binds IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2
+   IS
+      l_clob CLOB;
+      l_txt  VARCHAR2(4000);
+      l_n    PLS_INTEGER;
+   BEGIN
+      l_clob := in_elem.to_clob;
+      IF DBMS_LOB.GETLENGTH(l_clob) > 4000 THEN
+         fail('value of ' || in_where || ' is longer than 4000 characters');
+      END IF;
+      l_txt := DBMS_LOB.SUBSTR(l_clob, 4000, 1);
+      IF LENGTHB(l_txt) > 4000 THEN
+         fail('value of ' || in_where || ' is longer than 4000 bytes');
+      END IF;
+      l_n := add_bind(io_binds, 'J', l_txt, NULL);
+      RETURN '(CASE WHEN JSON_EQUAL(JSON_QUERY(' || g_column || ', ''$' || in_path
+             || ''' RETURNING CLOB NULL ON ERROR), :f' || l_n || ') THEN 1 ELSE 0 END = 1)';
+   END nonscalar_equal;
+
+   -- The field at in_path is an array holding the scalar in_elem.
+   FUNCTION contains_one(
+      in_path  IN VARCHAR2,
+      in_elem  IN JSON_ELEMENT_T,
+      in_where IN VARCHAR2,
+      io_binds IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2
+   IS
+      l_passing VARCHAR2(100);
+      l_cond    VARCHAR2(32767);
+   BEGIN
+      IF in_elem.is_object OR in_elem.is_array THEN
+         fail(in_where || ': array tests take scalar values');
+      END IF;
+      l_cond := scalar_compare('@', '==', in_elem, in_where, io_binds, l_passing);
+      RETURN '(' || exists_sql('$?(@' || in_path || '.type() == "array")', NULL)
+             || ' AND ' || exists_sql('$' || in_path || '[*]?(' || l_cond || ')', l_passing) || ')';
+   END contains_one;
+
+   FUNCTION scalar_list(
+      in_elem  IN JSON_ELEMENT_T,
+      in_where IN VARCHAR2,
+      in_op    IN VARCHAR2
+   ) RETURN JSON_ARRAY_T
+   IS
+      l_arr JSON_ARRAY_T;
+   BEGIN
+      IF NOT in_elem.is_array THEN
+         fail(in_where || ': ' || in_op || ' takes a non-empty list');
+      END IF;
+      l_arr := TREAT(in_elem AS JSON_ARRAY_T);
+      IF l_arr.get_size = 0 THEN
+         fail(in_where || ': ' || in_op || ' takes a non-empty list');
+      END IF;
+      FOR i IN 0 .. l_arr.get_size - 1 LOOP
+         IF l_arr.get(i).is_object OR l_arr.get(i).is_array THEN
+            fail(in_where || ': ' || in_op || ' takes a list of scalars');
+         END IF;
+      END LOOP;
+      RETURN l_arr;
+   END scalar_list;
+
+   FUNCTION compile_ops(
+      in_obj   IN JSON_OBJECT_T,
+      in_path  IN VARCHAR2,
+      in_where IN VARCHAR2,
+      in_depth IN PLS_INTEGER,
+      io_binds IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2;
+
+   FUNCTION compile_op(
+      in_op    IN VARCHAR2,
+      in_arg   IN JSON_ELEMENT_T,
+      in_path  IN VARCHAR2,
+      in_where IN VARCHAR2,
+      in_depth IN PLS_INTEGER,
+      io_binds IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2
+   IS
+      l_arr   JSON_ARRAY_T;
+      l_sql   VARCHAR2(32767);
+      l_bool  JSON_ARRAY_T := JSON_ARRAY_T();
+   BEGIN
+      count_node(in_depth);
+      CASE in_op
+         WHEN '$eq' THEN
+            IF in_arg.is_object OR in_arg.is_array THEN
+               RETURN nonscalar_equal(in_path, in_arg, in_where, io_binds);
+            END IF;
+            RETURN scalar_leaf(in_path, '==', in_arg, in_where, io_binds);
+         WHEN '$ne' THEN
+            RETURN negate(compile_op('$eq', in_arg, in_path, in_where, in_depth, io_binds));
+         WHEN '$gt' THEN
+            RETURN scalar_leaf(in_path, '>', in_arg, in_where, io_binds);
+         WHEN '$gte' THEN
+            RETURN scalar_leaf(in_path, '>=', in_arg, in_where, io_binds);
+         WHEN '$lt' THEN
+            RETURN scalar_leaf(in_path, '<', in_arg, in_where, io_binds);
+         WHEN '$lte' THEN
+            RETURN scalar_leaf(in_path, '<=', in_arg, in_where, io_binds);
+         WHEN '$in' THEN
+            l_arr := scalar_list(in_arg, in_where, in_op);
+            FOR i IN 0 .. l_arr.get_size - 1 LOOP
+               l_sql := l_sql || CASE WHEN i > 0 THEN ' OR ' END
+                        || scalar_leaf(in_path, '==', l_arr.get(i), in_where, io_binds);
+            END LOOP;
+            RETURN '(' || l_sql || ')';
+         WHEN '$nin' THEN
+            RETURN negate(compile_op('$in', in_arg, in_path, in_where, in_depth, io_binds));
+         WHEN '$exists' THEN
+            IF NOT in_arg.is_boolean THEN
+               fail(in_where || ': $exists takes true or false');
+            END IF;
+            l_bool.append(in_arg);
+            l_sql := exists_sql('$' || in_path, NULL);
+            RETURN CASE WHEN l_bool.get_boolean(0) THEN l_sql ELSE negate(l_sql) END;
+         WHEN '$array_contains' THEN
+            IF in_arg.is_array THEN
+               l_arr := scalar_list(in_arg, in_where, in_op);
+               FOR i IN 0 .. l_arr.get_size - 1 LOOP
+                  l_sql := l_sql || CASE WHEN i > 0 THEN ' AND ' END
+                           || contains_one(in_path, l_arr.get(i), in_where, io_binds);
+               END LOOP;
+               RETURN '(' || l_sql || ')';
+            END IF;
+            RETURN contains_one(in_path, in_arg, in_where, io_binds);
+         WHEN '$array_contains_any' THEN
+            l_arr := scalar_list(in_arg, in_where, in_op);
+            FOR i IN 0 .. l_arr.get_size - 1 LOOP
+               l_sql := l_sql || CASE WHEN i > 0 THEN ' OR ' END
+                        || contains_one(in_path, l_arr.get(i), in_where, io_binds);
+            END LOOP;
+            RETURN '(' || l_sql || ')';
+         WHEN '$not' THEN
+            IF in_arg.is_object THEN
+               RETURN negate(compile_ops(TREAT(in_arg AS JSON_OBJECT_T), in_path, in_where,
+                                         in_depth + 1, io_binds));
+            ELSIF in_arg.is_array THEN
+               RETURN negate(nonscalar_equal(in_path, in_arg, in_where, io_binds));
+            END IF;
+            RETURN negate(scalar_leaf(in_path, '==', in_arg, in_where, io_binds));
+         ELSE
+            fail('unknown operator ' || SUBSTR(in_op, 1, 40) || ' at ' || in_where);
+      END CASE;
+      RETURN NULL;
+   END compile_op;
+
+   FUNCTION compile_ops(
+      in_obj   IN JSON_OBJECT_T,
+      in_path  IN VARCHAR2,
+      in_where IN VARCHAR2,
+      in_depth IN PLS_INTEGER,
+      io_binds IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2
+   IS
+      l_keys JSON_KEY_LIST := in_obj.get_keys;
+      l_sql  VARCHAR2(32767);
+   BEGIN
+      IF l_keys IS NULL OR l_keys.COUNT = 0 THEN
+         fail(in_where || ': empty operator dict');
+      END IF;
+      FOR i IN 1 .. l_keys.COUNT LOOP
+         IF SUBSTR(l_keys(i), 1, 1) <> '$' THEN
+            fail(in_where || ' mixes operators with the plain key ' || SUBSTR(l_keys(i), 1, 64));
+         END IF;
+         l_sql := l_sql || CASE WHEN i > 1 THEN ' AND ' END
+                  || compile_op(l_keys(i), in_obj.get(l_keys(i)), in_path, in_where, in_depth,
+                                io_binds);
+      END LOOP;
+      RETURN '(' || l_sql || ')';
+   END compile_ops;
+
+   FUNCTION compile_object(
+      in_obj   IN JSON_OBJECT_T,
+      in_path  IN VARCHAR2,
+      in_where IN VARCHAR2,
+      in_depth IN PLS_INTEGER,
+      io_binds IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2;
+
+   FUNCTION compile_value(
+      in_elem  IN JSON_ELEMENT_T,
+      in_path  IN VARCHAR2,
+      in_where IN VARCHAR2,
+      in_depth IN PLS_INTEGER,
+      io_binds IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2
+   IS
+      l_obj   JSON_OBJECT_T;
+      l_keys  JSON_KEY_LIST;
+      l_ops   PLS_INTEGER := 0;
+   BEGIN
+      count_node(in_depth);
+      IF in_elem.is_object THEN
+         l_obj  := TREAT(in_elem AS JSON_OBJECT_T);
+         l_keys := l_obj.get_keys;
+         IF l_keys IS NULL OR l_keys.COUNT = 0 THEN
+            fail(in_where || ': empty dict');
+         END IF;
+         FOR i IN 1 .. l_keys.COUNT LOOP
+            IF SUBSTR(l_keys(i), 1, 1) = '$' THEN
+               l_ops := l_ops + 1;
+            END IF;
+         END LOOP;
+         IF l_ops = l_keys.COUNT THEN
+            RETURN compile_ops(l_obj, in_path, in_where, in_depth + 1, io_binds);
+         ELSIF l_ops > 0 THEN
+            fail(in_where || ' mixes operators with plain keys');
+         END IF;
+         RETURN compile_object(l_obj, in_path, in_where, in_depth + 1, io_binds);
+      ELSIF in_elem.is_array THEN
+         RETURN nonscalar_equal(in_path, in_elem, in_where, io_binds);
+      END IF;
+      RETURN scalar_leaf(in_path, '==', in_elem, in_where, io_binds);
+   END compile_value;
+
+   FUNCTION compile_object(
+      in_obj   IN JSON_OBJECT_T,
+      in_path  IN VARCHAR2,
+      in_where IN VARCHAR2,
+      in_depth IN PLS_INTEGER,
+      io_binds IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2
+   IS
+      l_keys  JSON_KEY_LIST := in_obj.get_keys;
+      l_key   VARCHAR2(4000);
+      l_elem  JSON_ELEMENT_T;
+      l_arr   JSON_ARRAY_T;
+      l_part  VARCHAR2(32767);
+      l_sql   VARCHAR2(32767);
+   BEGIN
+      count_node(in_depth);
+      IF l_keys IS NULL OR l_keys.COUNT = 0 THEN
+         RETURN '(1 = 1)';
+      END IF;
+      FOR i IN 1 .. l_keys.COUNT LOOP
+         l_key  := l_keys(i);
+         l_elem := in_obj.get(l_key);
+         IF l_key IN ('$and', '$or') THEN
+            IF in_path IS NOT NULL THEN
+               fail(l_key || ' is allowed only at the top level of a filter (found at '
+                    || in_where || ')');
+            END IF;
+            IF NOT l_elem.is_array THEN
+               fail(l_key || ' takes a non-empty list of filters');
+            END IF;
+            l_arr := TREAT(l_elem AS JSON_ARRAY_T);
+            IF l_arr.get_size = 0 THEN
+               fail(l_key || ' takes a non-empty list of filters');
+            END IF;
+            l_part := NULL;
+            FOR j IN 0 .. l_arr.get_size - 1 LOOP
+               IF NOT l_arr.get(j).is_object THEN
+                  fail(l_key || '[' || j || '] must be a filter object');
+               END IF;
+               l_part := l_part
+                         || CASE WHEN j > 0 THEN CASE l_key WHEN '$and' THEN ' AND ' ELSE ' OR ' END END
+                         || compile_object(TREAT(l_arr.get(j) AS JSON_OBJECT_T), NULL,
+                                           l_key || '[' || j || ']', in_depth + 1, io_binds);
+            END LOOP;
+            l_part := '(' || l_part || ')';
+         ELSIF SUBSTR(l_key, 1, 1) = '$' THEN
+            fail('unknown or misplaced operator ' || SUBSTR(l_key, 1, 40) || ' at '
+                 || NVL(in_where, 'top level'));
+         ELSE
+            l_part := compile_value(l_elem, in_path || key_step(l_key, where_of(in_where, l_key)),
+                                    where_of(in_where, l_key), in_depth + 1, io_binds);
+         END IF;
+         l_sql := l_sql || CASE WHEN i > 1 THEN ' AND ' END || l_part;
+      END LOOP;
+      RETURN '(' || l_sql || ')';
+   END compile_object;
+
+   FUNCTION compile_filter(
+      in_filter  IN CLOB,
+      in_column  IN VARCHAR2,
+      io_binds   IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2
+   IS
+      l_elem JSON_ELEMENT_T;
+   BEGIN
+      IF in_column IS NULL
+         OR NOT REGEXP_LIKE(in_column, '^[a-z][a-z0-9_]{0,29}\.[a-z][a-z0-9_]{0,29}$')
+      THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'oramem_filter.compile_filter: invalid column reference');
+      END IF;
+      g_column := in_column;
+      g_nodes  := 0;
+      IF in_filter IS NULL OR DBMS_LOB.GETLENGTH(in_filter) = 0 THEN
+         RETURN '(1 = 1)';
+      END IF;
+      BEGIN
+         l_elem := JSON_ELEMENT_T.parse(in_filter);
+      EXCEPTION
+         WHEN e_json_syntax THEN
+            fail('not valid JSON');
+      END;
+      IF l_elem.is_null THEN
+         RETURN '(1 = 1)';
+      END IF;
+      IF NOT l_elem.is_object THEN
+         fail('must be a JSON object');
+      END IF;
+      RETURN compile_object(TREAT(l_elem AS JSON_OBJECT_T), NULL, NULL, 0, io_binds);
+   END compile_filter;
+
+   PROCEDURE bind_all(
+      in_cursor IN INTEGER,
+      in_binds  IN bind_list_t
+   )
+   IS
+   BEGIN
+      FOR i IN 1 .. in_binds.COUNT LOOP
+         IF in_binds(i).kind = 'N' THEN
+            DBMS_SQL.BIND_VARIABLE(in_cursor, ':' || in_binds(i).name, in_binds(i).num_val);
+         ELSE
+            DBMS_SQL.BIND_VARIABLE(in_cursor, ':' || in_binds(i).name, in_binds(i).str_val, 4000);
+         END IF;
+      END LOOP;
+   END bind_all;
+
+   PROCEDURE validate_filter(
+      in_filter IN CLOB
+   )
+   IS
+      l_binds bind_list_t;
+      l_sql   VARCHAR2(32767);
+   BEGIN
+      l_sql := compile_filter(in_filter, 'r.metadata', l_binds);
+   END validate_filter;
+END oramem_filter;
+/

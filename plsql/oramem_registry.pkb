@@ -1,0 +1,269 @@
+CREATE OR REPLACE PACKAGE BODY oramem_registry
+AS
+   g_text_checked    BOOLEAN := FALSE;
+   g_text_ok         BOOLEAN := FALSE;
+   g_hybrid_checked  BOOLEAN := FALSE;
+   g_hybrid_ok       BOOLEAN := FALSE;
+
+   gc_ts_format      CONSTANT VARCHAR2(40) := 'YYYY-MM-DD"T"HH24:MI:SS.FF6';
+
+   FUNCTION normalize_store_id(
+      in_store_id IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+      l_id VARCHAR2(200);
+   BEGIN
+      IF in_store_id IS NULL THEN
+         RETURN gc_default_store_id;
+      END IF;
+      IF LENGTH(in_store_id) > 64 THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_store_id,
+            'memory_store_id is too long: use 1 to 16 characters [A-Za-z][A-Za-z0-9_]*');
+      END IF;
+      l_id := UPPER(TRIM(in_store_id));
+      IF NOT REGEXP_LIKE(l_id, '^[A-Z][A-Z0-9_]{0,15}$') THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_store_id,
+            'memory_store_id must be 1 to 16 characters matching ^[A-Za-z][A-Za-z0-9_]*$');
+      END IF;
+      -- Second line of defence: the regex already excludes quotes and spaces.
+      RETURN DBMS_ASSERT.SIMPLE_SQL_NAME(l_id);
+   END normalize_store_id;
+
+   FUNCTION object_name(
+      in_store_id IN VARCHAR2,
+      in_kind     IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+      l_id    store_id_t := normalize_store_id(in_store_id);
+      l_name  object_name_t;
+   BEGIN
+      l_name :=
+         CASE in_kind
+            WHEN gc_obj_records THEN 'OM_' || l_id || '_REC'
+            WHEN gc_obj_chunks  THEN 'OM_' || l_id || '_CHK'
+            WHEN gc_obj_seq     THEN 'OM_' || l_id || '_SEQ'
+            WHEN gc_obj_hnsw    THEN 'OM_' || l_id || '_HNSW'
+            WHEN gc_obj_text    THEN 'OM_' || l_id || '_TXT'
+            WHEN gc_obj_hybrid  THEN 'OM_' || l_id || '_HVI'
+            WHEN gc_obj_vpref   THEN 'OM_' || l_id || '_VPREF'
+            WHEN gc_obj_job     THEN 'ORAMEM_PURGE_' || l_id
+         END;
+      IF l_name IS NULL THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'oramem_registry.object_name: unknown object kind');
+      END IF;
+      RETURN DBMS_ASSERT.SIMPLE_SQL_NAME(l_name);
+   END object_name;
+
+   FUNCTION quoted_name(
+      in_store_id IN VARCHAR2,
+      in_kind     IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      RETURN DBMS_ASSERT.ENQUOTE_NAME(
+                DBMS_ASSERT.SIMPLE_SQL_NAME(object_name(in_store_id, in_kind)),
+                capitalize => TRUE);
+   END quoted_name;
+
+   PROCEDURE find_store(
+      in_store_id IN  VARCHAR2,
+      out_store   OUT NOCOPY store_t,
+      out_found   OUT BOOLEAN
+   )
+   IS
+      l_id store_id_t := normalize_store_id(in_store_id);
+   BEGIN
+      SELECT s.memory_store_id, s.vector_dim, s.search_strategy, s.search_index_sync,
+             s.default_ttl_days, s.max_ttl_days, s.embedding_model, s.deletion_hook,
+             s.schema_version, s.state, s.has_text_index, s.has_hybrid_index,
+             s.purge_job_name
+      INTO   out_store
+      FROM   oramem_stores s
+      WHERE  s.memory_store_id = l_id;
+      out_found := TRUE;
+   EXCEPTION
+      WHEN NO_DATA_FOUND THEN
+         out_found := FALSE;
+   END find_store;
+
+   FUNCTION ready_store(
+      in_store_id IN VARCHAR2
+   ) RETURN store_t
+   IS
+      l_store store_t;
+      l_found BOOLEAN;
+   BEGIN
+      find_store(in_store_id, l_store, l_found);
+      IF NOT l_found THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_not_found,
+            'store ' || normalize_store_id(in_store_id) || ' does not exist; open it with '
+            || 'SchemaPolicy.CREATE_IF_NECESSARY (oramem_admin.open_store) to create it');
+      END IF;
+      IF l_store.state <> gc_state_ready THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_state,
+            'store ' || l_store.memory_store_id || ' is ' || l_store.state
+            || '; open it with SchemaPolicy.CREATE_IF_NECESSARY to repair it, or RECREATE');
+      END IF;
+      IF l_store.schema_version < gc_store_schema_version THEN
+         oramem_errors.raise_error(oramem_errors.gc_schema_outdated,
+            'store ' || l_store.memory_store_id || ' has schema version '
+            || l_store.schema_version || ', this code needs ' || gc_store_schema_version
+            || '; run oramem_admin.upgrade_store or open with CREATE_IF_NECESSARY');
+      END IF;
+      IF l_store.schema_version > gc_store_schema_version THEN
+         oramem_errors.raise_error(oramem_errors.gc_schema_too_new,
+            'store ' || l_store.memory_store_id || ' has schema version '
+            || l_store.schema_version || ', newer than this code ('
+            || gc_store_schema_version || '); install the newer oramem packages');
+      END IF;
+      RETURN l_store;
+   END ready_store;
+
+   FUNCTION check_record_type(
+      in_record_type IN VARCHAR2,
+      in_argument    IN VARCHAR2 DEFAULT 'record_type'
+   ) RETURN VARCHAR2
+   IS
+      l_type VARCHAR2(64) := LOWER(TRIM(SUBSTR(in_record_type, 1, 64)));
+   BEGIN
+      IF l_type IS NULL
+         OR l_type NOT IN ('message', 'memory', 'guideline', 'fact', 'preference',
+                           'user_profile', 'agent_profile', 'thread')
+      THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_record_type,
+            in_argument || ' must be one of message, memory, guideline, fact, preference, '
+            || 'user_profile, agent_profile, thread');
+      END IF;
+      RETURN l_type;
+   END check_record_type;
+
+   FUNCTION is_scoped_type(in_record_type IN VARCHAR2) RETURN BOOLEAN
+   IS
+   BEGIN
+      RETURN in_record_type IN ('message', 'memory', 'guideline', 'fact', 'preference');
+   END is_scoped_type;
+
+   FUNCTION is_profile_type(in_record_type IN VARCHAR2) RETURN BOOLEAN
+   IS
+   BEGIN
+      RETURN in_record_type IN ('user_profile', 'agent_profile');
+   END is_profile_type;
+
+   FUNCTION parse_utc(
+      in_text     IN VARCHAR2,
+      in_argument IN VARCHAR2
+   ) RETURN TIMESTAMP
+   IS
+      l_txt   VARCHAR2(100);
+      l_tz    VARCHAR2(10);
+      l_main  VARCHAR2(100);
+      l_ts    TIMESTAMP(6);
+   BEGIN
+      IF in_text IS NULL THEN
+         RETURN NULL;
+      END IF;
+      l_txt := TRIM(SUBSTR(in_text, 1, 100));
+      IF NOT REGEXP_LIKE(l_txt,
+            '^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-][0-9]{2}:?[0-9]{2})?$')
+      THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_timestamp,
+            in_argument || ' is not an ISO-8601 time (YYYY-MM-DDTHH:MM:SS[.ffffff][+HH:MM])');
+      END IF;
+      l_tz   := REGEXP_SUBSTR(l_txt, '(Z|[+-][0-9]{2}:?[0-9]{2})$');
+      l_main := SUBSTR(l_txt, 1, LENGTH(l_txt) - NVL(LENGTH(l_tz), 0));
+      l_main := REPLACE(l_main, ' ', 'T');
+      IF INSTR(l_main, '.') = 0 THEN
+         l_main := l_main || '.0';
+      END IF;
+      IF l_tz IS NULL OR l_tz = 'Z' THEN
+         l_tz := '+00:00';
+      ELSIF INSTR(l_tz, ':') = 0 THEN
+         l_tz := SUBSTR(l_tz, 1, 3) || ':' || SUBSTR(l_tz, 4, 2);
+      END IF;
+      l_main := l_main || l_tz;
+      SELECT CAST(SYS_EXTRACT_UTC(
+                TO_TIMESTAMP_TZ(l_main DEFAULT NULL ON CONVERSION ERROR,
+                                'YYYY-MM-DD"T"HH24:MI:SS.FFTZH:TZM')) AS TIMESTAMP(6))
+      INTO   l_ts
+      FROM   dual;
+      IF l_ts IS NULL THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_timestamp,
+            in_argument || ' is not a valid ISO-8601 time (check month, day and offset)');
+      END IF;
+      RETURN l_ts;
+   END parse_utc;
+
+   FUNCTION format_utc(
+      in_ts IN TIMESTAMP
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      IF in_ts IS NULL THEN
+         RETURN NULL;
+      END IF;
+      RETURN TO_CHAR(in_ts, gc_ts_format) || '+00:00';
+   END format_utc;
+
+   FUNCTION utc_now RETURN TIMESTAMP
+   IS
+   BEGIN
+      RETURN CAST(SYS_EXTRACT_UTC(SYSTIMESTAMP) AS TIMESTAMP(6));
+   END utc_now;
+
+   FUNCTION record_json_sql(
+      in_alias IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+      l_sql VARCHAR2(4000);
+   BEGIN
+      IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$') THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'oramem_registry.record_json_sql: invalid alias');
+      END IF;
+      l_sql := q'[JSON_OBJECT(
+            'id'          VALUE #A.record_id,
+            'record_type' VALUE #A.record_type,
+            'content'     VALUE #A.content,
+            'timestamp'   VALUE TO_CHAR(#A.event_ts,   'YYYY-MM-DD"T"HH24:MI:SS.FF6"+00:00"'),
+            'metadata'    VALUE #A.metadata,
+            'thread_id'   VALUE #A.thread_id,
+            'user_id'     VALUE #A.user_id,
+            'agent_id'    VALUE #A.agent_id,
+            'created_at'  VALUE TO_CHAR(#A.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.FF6"+00:00"'),
+            'expires_at'  VALUE TO_CHAR(#A.expires_at, 'YYYY-MM-DD"T"HH24:MI:SS.FF6"+00:00"'),
+            'role'        VALUE #A.role,
+            'seq_no'      VALUE #A.seq_no
+            NULL ON NULL RETURNING CLOB)]';
+      RETURN REPLACE(l_sql, '#A', in_alias);
+   END record_json_sql;
+
+   FUNCTION text_available RETURN BOOLEAN
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      IF NOT g_text_checked THEN
+         SELECT COUNT(*) INTO l_count FROM all_users WHERE username = 'CTXSYS';
+         g_text_ok := l_count > 0;
+         g_text_checked := TRUE;
+      END IF;
+      RETURN g_text_ok;
+   END text_available;
+
+   FUNCTION hybrid_available RETURN BOOLEAN
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      IF NOT g_hybrid_checked THEN
+         SELECT COUNT(*)
+         INTO   l_count
+         FROM   all_objects
+         WHERE  object_name = 'DBMS_HYBRID_VECTOR'
+         AND    object_type IN ('PACKAGE', 'SYNONYM');
+         g_hybrid_ok := l_count > 0 AND text_available;
+         g_hybrid_checked := TRUE;
+      END IF;
+      RETURN g_hybrid_ok;
+   END hybrid_available;
+END oramem_registry;
+/
