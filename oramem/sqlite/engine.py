@@ -35,6 +35,10 @@ __all__ = ["SQLiteEngine"]
 Clock = Callable[[], _dt.datetime]
 
 
+def _is_memory(path: str) -> bool:
+    return path in ("", ":memory:") or path.startswith("file::memory:")
+
+
 def _utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
 
@@ -60,6 +64,10 @@ class SQLiteEngine(Engine):
         tables = StoreTables(settings.memory_store_id)
         policy = SchemaPolicy.coerce(policy, "schema_policy")
         if self._db is None or self._db.closed:
+            if policy == SchemaPolicy.REQUIRE_EXISTING and not _is_memory(self._path) and not os.path.exists(self._path):
+                raise StoreNotFound(
+                    f"no database file at {self._path!r}; open it with schema_policy=CREATE_IF_NECESSARY to create it"
+                )
             self._db = Database(self._path)
         # BEGIN IMMEDIATE serialises concurrent opens of the same file (SC-10.3).
         with self._db.transaction(True, f"opening store {tables.store_id!r}") as conn:

@@ -11,7 +11,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from ..requests import AddRequest, ChunkRow, DeletionEvent, RetrievalChange, UpdateRequest
+from ..requests import AddRequest, DeletionEvent, RetrievalChange, UpdateRequest
 from ..types import NOT_SET, PROFILE_TYPES, SCOPED_TYPES, SearchIndexSyncMode, SearchStrategy
 from .records import dump_metadata
 from .schema import StoreTables, has_keyword
@@ -141,8 +141,8 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
     ]
     tx.insert_chunks(chunk_rows, size)
 
-    # SC-2.3: the first scoped write naming a thread creates it; its owner is the first
-    # user/agent seen on it (filled in later when the first writes had none).
+    # SC-2.3: the first scoped write naming a thread creates it; that write's user and
+    # agent own the thread (what a profile cascade removes, SC-8.2).
     threads = [
         ("thread", rec.thread_id, rec.thread_id, rec.user_id, rec.agent_id, tx.now)
         for rec in request.records
@@ -152,9 +152,7 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
         conn.executemany(
             f"""INSERT INTO {t.records} (record_type, id, thread_id, user_id, agent_id, created_at)
                 VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (record_type, id) DO UPDATE SET
-                    user_id = COALESCE(user_id, excluded.user_id),
-                    agent_id = COALESCE(agent_id, excluded.agent_id)""",
+                ON CONFLICT (record_type, id) DO NOTHING""",
             threads[start : start + size],
         )
     tx.touched.update(seq_of.values())

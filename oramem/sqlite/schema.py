@@ -22,6 +22,12 @@ existing retrieval texts; a keyword store gains vector search only when every ex
 retrieval row already has a vector (else ``StoreSettingsMismatch``, since rows without
 vectors could never be found by vector search). The sync mode of a store that had no
 keyword index is adopted from the request during such an upgrade.
+
+Other settings: ``vector_dim``, ``search_index_sync`` and the retention config given on
+open must equal the persisted ones (``None`` = not given = adopt). Two exceptions under
+``CREATE_IF_NECESSARY``: an explicit retention config replaces the stored one (the vendor
+rule; expiries already stored are not recomputed), and a store without a ``vector_dim``
+records the one given.
 """
 
 from __future__ import annotations
@@ -209,10 +215,16 @@ def _reconcile(
     retention = MemoryRetentionConfig(row["default_ttl_days"], row["max_ttl_days"])
     updates: dict[str, object] = {}
 
-    if requested.retention is not None and requested.retention != retention:
+    if requested.retention is not None and requested.retention != retention and may_change:
+        # vendor rule: an explicit config replaces the stored one (existing expiries stay)
+        retention = requested.retention
+        updates["default_ttl_days"] = retention.default_ttl_days
+        updates["max_ttl_days"] = retention.max_ttl_days
+    elif requested.retention is not None and requested.retention != retention:
         raise StoreSettingsMismatch(
             f"memory_retention_config: store {sid!r} persists {retention}, the open asked for "
-            f"{requested.retention}; omit memory_retention_config to use the stored one, or RECREATE the store"
+            f"{requested.retention}; omit memory_retention_config to use the stored one, or open with "
+            "CREATE_IF_NECESSARY to replace it"
         )
     if requested.vector_dim is not None and requested.vector_dim != dim:
         if dim is not None:
