@@ -263,13 +263,23 @@ def record_to_dict(record: Record) -> dict[str, Any]:
 
 
 def scope_text(record: Record) -> str:
+    """``user=.. agent=.. thread=..``; a profile shows the actor it describes."""
+    if record.record_type == "user_profile":
+        return f"user={record.id}"
+    if record.record_type == "agent_profile":
+        return f"agent={record.id}"
     parts = []
     for label, value in (("user", record.user_id), ("agent", record.agent_id), ("thread", record.thread_id)):
         if value is not None:
             parts.append(f"{label}={value}")
-    if isinstance(record, MessageRecord) and record.role:
-        parts.append(f"role={record.role}")
     return " ".join(parts) or "-"
+
+
+def type_text(record: Record) -> str:
+    """The record type, with the speaker role of a message: ``message(user)``."""
+    if isinstance(record, MessageRecord) and record.role:
+        return f"{record.record_type}({record.role})"
+    return record.record_type
 
 
 def snippet(text: Optional[str], width: int) -> str:
@@ -290,7 +300,7 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex:
             if i != flex:
                 widths[i] = max(widths[i], len(cell))
     fixed = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (len(headers) - 1)
-    widths[flex] = max(20, term - fixed - 1)
+    widths[flex] = max(40, term - fixed - 1)
     lines = ["  ".join(click.style(h.ljust(widths[i]) if i != len(headers) - 1 else h, bold=True) for i, h in enumerate(headers))]
     for row in rows:
         cells = []
@@ -308,14 +318,14 @@ def emit_json(payload: Any) -> None:
 
 def results_table(results: Sequence[tuple[Record, float]]) -> str:
     rows = [
-        [str(rank), f"{distance:.4f}", record.record_type, scope_text(record), record.content or ""]
+        [str(rank), f"{distance:.4f}", type_text(record), scope_text(record), record.content or ""]
         for rank, (record, distance) in enumerate(results, 1)
     ]
     return render_table(["rank", "distance", "type", "scope", "content"], rows, flex=4)
 
 
 def records_table(records: Sequence[Record]) -> str:
-    rows = [[r.id, r.record_type, scope_text(r), r.created_at or "", r.content or ""] for r in records]
+    rows = [[r.id, type_text(r), scope_text(r), (r.created_at or "")[:19], r.content or ""] for r in records]
     return render_table(["id", "type", "scope", "created_at", "content"], rows, flex=4)
 
 
