@@ -223,3 +223,19 @@ def test_env_vars_select_db_and_store(run, db, monkeypatch):
     run("add", "--id", "e1", "via env", db_path=None)
     with SQLiteMemoryStore(db, embedder=HashEmbedder(256), memory_store_id="envstore", search_strategy="hybrid") as s:
         assert s.get("memory", "e1").content == "via env"
+
+
+def test_cli_keeps_a_stores_retention_and_settings(run, db):
+    from oramem import MemoryRetentionConfig
+
+    SQLiteMemoryStore(
+        db, embedder=HashEmbedder(256), search_strategy="vector", memory_retention_config=MemoryRetentionConfig(5, 50)
+    ).close()
+    rid = jrun(run, "add", "uses the store default ttl")["ids"][0]
+    assert jrun(run, "get", "memory", rid)["expires_at"] is not None
+    described = jrun(run, "stores", "describe")
+    assert (described["default_ttl_days"], described["max_ttl_days"]) == (5, 50)
+    assert described["search_strategy"] == "vector"  # the CLI did not upgrade it to hybrid
+    res = run("search", "default", "--strategy", "keyword", expect=2)
+    assert "Error:" in res.stderr
+    assert [h["record"]["id"] for h in jrun(run, "search", "default")] == [rid]
