@@ -114,24 +114,26 @@ class SQLiteEngine(Engine):
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[WriteTx]:
         db, tables = self._open_parts()
-        with db.transaction(True, what) as conn:
-            catalog = self._catalog(conn, tables)
-            tx = WriteTx(conn, tables, catalog, self._now())
-            yield tx
-            if not tx.touched:
-                return
-            after = (catalog.generation, catalog.change_seq + 1)
-            conn.execute(f"UPDATE {CATALOG} SET change_seq = ? WHERE store_id = ?", (after[1], tables.store_id))
-            cache = self._cache
-            patch = None
-            if cache is not None and cache.version == catalog.version and cache.dim == catalog.vector_dim:
-                patch = mutations.cache_rows(tx, tx.touched, CACHE_ROW_SQL)
-        # committed: bring this process's cache along, or drop it
-        if cache is not None:
-            if patch is None:
-                cache.invalidate()
-            else:
-                cache.patch(catalog.version, after, sorted(tx.touched), patch)
+        # the lock spans commit and cache patch, so no other thread sees the cache between
+        with db.lock:
+            with db.transaction(True, what) as conn:
+                catalog = self._catalog(conn, tables)
+                tx = WriteTx(conn, tables, catalog, self._now())
+                yield tx
+                if not tx.touched:
+                    return
+                after = (catalog.generation, catalog.change_seq + 1)
+                conn.execute(f"UPDATE {CATALOG} SET change_seq = ? WHERE store_id = ?", (after[1], tables.store_id))
+                cache = self._cache
+                patch = None
+                if cache is not None and cache.version == catalog.version and cache.dim == catalog.vector_dim:
+                    patch = mutations.cache_rows(tx, tx.touched, CACHE_ROW_SQL)
+            # committed: bring this process's cache along, or drop it
+            if cache is not None:
+                if patch is None:
+                    cache.invalidate()
+                else:
+                    cache.patch(catalog.version, after, sorted(tx.touched), patch)
 
     def _run_hooks(self, tx: WriteTx, event: Optional[DeletionEvent]) -> None:
         if event is None:

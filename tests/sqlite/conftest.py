@@ -1,0 +1,71 @@
+"""Fixtures of the SQLite-engine tests: a temp database file, an injectable clock, and a
+store factory that closes what it opened."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from oramem import SQLiteMemoryStore
+
+DIM = 8
+
+
+def vec(*hot: int, dim: int = DIM) -> list[float]:
+    """Unit vector with ones at the ``hot`` positions."""
+    v = np.zeros(dim)
+    for i in hot:
+        v[i] = 1.0
+    return list(v / np.linalg.norm(v))
+
+
+class FakeClock:
+    """A settable UTC clock for TTL tests."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2030, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def db_path(tmp_path) -> str:
+    return str(tmp_path / "memory.db")
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def make(db_path, clock):
+    opened = []
+
+    def factory(**kwargs):
+        kwargs.setdefault("vector_dim", DIM)
+        kwargs.setdefault("clock", clock)
+        path = kwargs.pop("path", db_path)
+        store = SQLiteMemoryStore(path, **kwargs)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(make):
+    return make()
+
+
+@pytest.fixture
+def kw_store(make):
+    return make(memory_store_id="KW", search_strategy="keyword", vector_dim=None)
