@@ -34,6 +34,29 @@ class FakeClock:
         self.now += timedelta(**delta)
 
 
+class RecordingConnection:
+    """Stands in for the engine's sqlite3 connection and keeps the SQL text *before*
+    parameter binding (the sqlite3 trace callback reports it with values expanded)."""
+
+    def __init__(self, conn):
+        self._conn = conn
+        self.statements: list[str] = []
+        self.calls: list[tuple[str, str]] = []
+
+    def execute(self, sql, *args):
+        self.statements.append(sql)
+        self.calls.append(("execute", sql))
+        return self._conn.execute(sql, *args)
+
+    def executemany(self, sql, *args):
+        self.statements.append(sql)
+        self.calls.append(("executemany", sql))
+        return self._conn.executemany(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
 @pytest.fixture
 def db_path(tmp_path) -> str:
     return str(tmp_path / "memory.db")

@@ -9,7 +9,7 @@ import pytest
 
 from oramem import SchemaPolicy, SQLiteMemoryStore, StoreSettingsMismatch
 
-from .conftest import DIM, vec
+from .conftest import DIM, RecordingConnection, vec
 
 
 def test_file_is_in_wal_mode(store, db_path):
@@ -61,20 +61,17 @@ def test_seq_no_is_monotonic_across_calls_and_types(store):
     assert seqs == sorted(seqs) and len(set(seqs)) == 3
 
 
-def test_batch_size_slices_executemany(store, db_path):
-    """200 records with batch_size=64 go in four INSERT executions into the records table."""
-    engine = store._engine  # engine-level check: watch the statements on its connection
-    statements: list[str] = []
-    engine._db.conn.set_trace_callback(statements.append)
-    try:
-        store.add([f"r{i}" for i in range(200)], record_type="memory", embeddings=[vec(i % DIM) for i in range(200)],
-                  batch_size=64)
-    finally:
-        engine._db.conn.set_trace_callback(None)
-    # sqlite3 traces each executed row of an executemany; count distinct slices via the
-    # statement text of the records insert: it runs once per record, all 200 inserted
-    record_inserts = [s for s in statements if s.lstrip().startswith('INSERT INTO "om_DEFAULT_records" (record_type, id, content')]
-    assert len(record_inserts) == 200
+def test_batch_size_slices_executemany(store, monkeypatch):
+    """200 records with batch_size=64: four executemany slices for records and chunks."""
+    db = store._engine._db
+    recorder = RecordingConnection(db._conn)
+    monkeypatch.setattr(db, "_conn", recorder)
+    store.add([f"r{i}" for i in range(200)], record_type="memory", embeddings=[vec(i % DIM) for i in range(200)],
+              batch_size=64)
+    monkeypatch.setattr(db, "_conn", recorder._conn)
+    inserts = [sql for kind, sql in recorder.calls if kind == "executemany" and sql.lstrip().startswith("INSERT")]
+    assert sum('"om_DEFAULT_records"' in sql for sql in inserts) == 4
+    assert sum('"om_DEFAULT_chunks"' in sql for sql in inserts) == 4
     assert len(store.list("memory", limit=None)) == 200
 
 
