@@ -394,7 +394,7 @@ def scope_options(fn: Any) -> Any:
     return fn
 
 
-@cli.command()
+@cli.command(short_help="Add records from TEXT arguments or stdin.")
 @click.argument("texts", nargs=-1)
 @click.option("--type", "record_type", default="memory", show_default=True, type=click.Choice(ADDABLE_TYPES), help="Record type.")
 @scope_options
@@ -455,7 +455,7 @@ def add(
 
 
 # ----------------------------------------------------------------------------- search
-@cli.command()
+@cli.command(short_help="Search (vector, keyword or hybrid).")
 @click.argument("query")
 @click.option("-k", "k", default=10, show_default=True, type=int, help="Number of results.")
 @click.option("--strategy", type=click.Choice(["vector", "keyword", "hybrid"], case_sensitive=False), help="Per-call strategy (default: the store's).")
@@ -514,7 +514,7 @@ def print_record(record: Record) -> None:
         click.echo(f"{click.style(key.ljust(width), bold=True)}  {'-' if value is None else value}")
 
 
-@cli.command()
+@cli.command(short_help="Show one record.")
 @click.argument("record_type", type=click.Choice(RECORD_TYPES))
 @click.argument("record_id")
 @pass_state
@@ -530,7 +530,7 @@ def get(state: State, record_type: str, record_id: str) -> None:
         print_record(record)
 
 
-@cli.command(name="list")
+@cli.command(name="list", short_help="List records of one type.")
 @click.option("--type", "record_type", default="memory", show_default=True, type=click.Choice(RECORD_TYPES))
 @click.option("--limit", type=click.IntRange(min=1), help="Keep the newest N (default 10,000).")
 @click.option("--all", "no_limit", is_flag=True, help="No limit.")
@@ -586,7 +586,7 @@ def list_(
 
 
 # ----------------------------------------------------------------------------- update / delete
-@cli.command()
+@cli.command(short_help="Update one record.")
 @click.argument("record_type", type=click.Choice(ADDABLE_TYPES))
 @click.argument("record_id")
 @click.option("--text", help="New stored text (also re-indexed).")
@@ -649,7 +649,7 @@ def update(
         click.echo(f"updated {record_type} {record_id}")
 
 
-@cli.command()
+@cli.command(short_help="Delete one record (--cascade for profiles).")
 @click.argument("record_type", type=click.Choice(RECORD_TYPES))
 @click.argument("record_id")
 @click.option("--cascade", is_flag=True, help="For profiles: also delete the actor's threads and scoped records.")
@@ -669,7 +669,7 @@ def delete(state: State, record_type: str, record_id: str, cascade: bool) -> Non
         click.echo(f"deleted {count} {record_type} record(s)" + (" (cascade)" if cascade else ""))
 
 
-@cli.command(name="delete-thread")
+@cli.command(name="delete-thread", short_help="Delete a thread and everything in it.")
 @click.argument("thread_id")
 @pass_state
 def delete_thread(state: State, thread_id: str) -> None:
@@ -684,7 +684,7 @@ def delete_thread(state: State, thread_id: str) -> None:
         click.echo(f"deleted thread {thread_id}")
 
 
-@cli.command()
+@cli.command(short_help="Remove expired records.")
 @pass_state
 def purge(state: State) -> None:
     """Physically remove expired records; prints how many."""
@@ -816,7 +816,7 @@ def import_lines(store: Any, lines: Sequence[ImportLine], batch_size: int, *, pr
     return written
 
 
-@cli.command(name="import")
+@cli.command(name="import", short_help="Import records from JSON Lines.")
 @click.argument("file", type=click.File("r", encoding="utf-8"))
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1), help="Records per transaction.")
 @pass_state
@@ -851,7 +851,7 @@ def export_dict(record: Record) -> dict[str, Any]:
     return out
 
 
-@cli.command()
+@cli.command(short_help="Export records as JSON Lines.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
 @click.option("--type", "types", multiple=True, type=click.Choice(EXPORT_TYPES), help="Only these record types (repeatable).")
 @pass_state
@@ -905,7 +905,7 @@ def describe_query(q: dict[str, Any]) -> str:
     return " ".join(parts) or "all records"
 
 
-@cli.command()
+@cli.command(short_help="Load demo conversations and search them.")
 @click.option("-k", "k", default=3, show_default=True, type=click.IntRange(min=1), help="Results per search.")
 @click.pass_context
 def demo(ctx: click.Context, k: int) -> None:
@@ -982,7 +982,7 @@ def demo(ctx: click.Context, k: int) -> None:
 
 
 # ----------------------------------------------------------------------------- stores
-@cli.group()
+@cli.group(short_help="List, describe or drop stores.")
 def stores() -> None:
     """List, describe and drop the stores of the database file."""
 
@@ -1080,6 +1080,24 @@ def stores_drop(state: State, store_id: str, yes: bool) -> None:
         emit_json({"dropped": sid})
     else:
         click.echo(f"dropped store {sid}")
+
+
+def _register_oracle_group() -> None:
+    """Add ``oramem db`` (the Oracle DBA commands) when ``oramem.oracle.cli`` exists.
+
+    Only the absence of that module is tolerated; an ImportError raised *inside* it (a
+    missing dependency, a bug) propagates so it is never hidden.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("oramem.oracle.cli") is None:
+        return
+    from .oracle.cli import db
+
+    cli.add_command(db)
+
+
+_register_oracle_group()
 
 
 def main() -> None:

@@ -239,3 +239,10 @@ def test_cli_keeps_a_stores_retention_and_settings(run, db):
     res = run("search", "default", "--strategy", "keyword", expect=2)
     assert "Error:" in res.stderr
     assert [h["record"]["id"] for h in jrun(run, "search", "default")] == [rid]
+
+
+def test_oracle_db_group_is_registered_when_its_module_exists():
+    import importlib.util
+
+    present = importlib.util.find_spec("oramem.oracle.cli") is not None
+    assert ("db" in cli.commands) == present
