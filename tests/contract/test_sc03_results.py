@@ -164,3 +164,36 @@ def test_sc_3_3_memory_store_path_memory(make_store):
     s.add(["in memory"], record_type="memory", record_ids="m1")
     assert s.get("memory", "m1").content == "in memory"
     assert ids(s.list("memory")) == ["m1"]
+
+
+def test_sc_3_1_message_records_from_every_read_path(store):
+    store.add(["q"], record_type="message", record_ids="x1", thread_ids="t1", roles="user", embeddings=[[1.0] + [0.0] * 63])
+    for rec in (store.list("message")[0], store.list_thread_messages("t1")[0],
+                store.search(query_vector=[1.0] + [0.0] * 63, k=1)[0][0]):
+        assert isinstance(rec, MessageRecord)
+        assert (rec.id, rec.role, rec.thread_id) == ("x1", "user", "t1")
+        assert isinstance(rec.seq_no, int)
+
+
+def test_sc_3_3_limit_applies_after_filters(store):
+    store.add([str(i) for i in range(6)], record_type="memory", record_ids=[f"m{i}" for i in range(6)],
+              thread_ids=["t1", "t2"] * 3)
+    assert ids(store.list("memory", thread_id="t1", limit=2)) == ["m2", "m4"]
+    assert ids(store.list("memory", metadata_filter=None, thread_id="t2", limit=1)) == ["m5"]
+
+
+def test_sc_3_1_unicode_round_trip(store):
+    text = "café naïve — 日本語 ✓ \U0001F600 'quoted' \"double\" \\ back"
+    store.add([text], record_type="memory", record_ids="ü-id", metadata={"ключ": "значение", "emoji": "\U0001F600"},
+              thread_ids="thread-é")
+    r = store.get("memory", "ü-id")
+    assert r.content == text
+    assert r.metadata == {"ключ": "значение", "emoji": "\U0001F600"}
+    assert ids(store.list("memory", thread_id="thread-é")) == ["ü-id"]
+
+
+def test_sc_3_3_memory_stores_are_independent(make_store, sqlite_only):
+    a = make_store(path=":memory:")
+    b = make_store(path=":memory:")
+    a.add(["x"], record_type="memory", record_ids="m1")
+    assert b.list("memory") == []

@@ -413,3 +413,26 @@ def test_sc_4_10_batch_validated_on_construction(kwargs, exc):
     with pytest.raises(exc):
         PendingRecordBatch(**kwargs)
 
+
+
+def test_sc_4_5_long_content_is_chunked_by_store(kw_store):
+    """Omitted index text: the store chunks long content; every part stays searchable."""
+    words = [f"filler{i}" for i in range(3000)]
+    words[5] = "aardvark"
+    words[-5] = "zeppelin"
+    kw_store.add([" ".join(words)], record_type="memory", record_ids="long")
+    assert hit_ids(kw_store.search("aardvark", k=3)) == ["long"]
+    assert hit_ids(kw_store.search("zeppelin", k=3)) == ["long"]
+
+
+def test_sc_4_5_long_content_makes_several_rows(store):
+    """Store chunking of a long text yields more than one retrieval row (an embedding-only
+    update with a single vector is then a count mismatch, SC-7.4)."""
+    store.add([" ".join(f"word{i}" for i in range(4000))], record_type="memory", record_ids="long")
+    with pytest.raises(ValueError):
+        store.update("memory", "long", embedding=vec(1))
+
+
+def test_sc_4_5_keyword_unicode(kw_store):
+    kw_store.add(["café crème brûlée", "plain tea"], record_type="memory", record_ids=["c", "t"])
+    assert hit_ids(kw_store.search("café", k=5)) == ["c"]

@@ -270,3 +270,27 @@ def test_sc_5_6_non_expiry_update_of_expired_record_is_zero(store):
     store.add(["x"], record_type="memory", record_ids="m1", timestamps=OLD, ttl_days=1, ttl_anchor=TS)
     assert store.update("memory", "m1", metadata={"a": 1}) == 0
     assert store.get("memory", "m1") is None
+
+
+def test_sc_5_2_default_ttl_not_applied_to_profiles(make_store):
+    s = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=1, max_ttl_days=2))
+    s.add_user("u1", "info")
+    s.add_agent("a1", "info")
+    assert s.get("user_profile", "u1").expires_at is None
+    assert s.get("agent_profile", "a1").expires_at is None
+
+
+def test_sc_5_2_default_applies_to_messages(make_store):
+    s = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=4))
+    s.add(["hi"], record_type="message", record_ids="x", thread_ids="t", roles="user")
+    assert abs(_lifetime(s.get("message", "x")) - timedelta(days=4)) <= timedelta(seconds=1)
+
+
+def test_sc_5_4_expired_do_not_consume_top_k(store):
+    """SC-5.4 with SC-6.5: 100 expired records nearest to the query never crowd out live ones."""
+    n = 100
+    store.add([f"e{i}" for i in range(n)], record_type="memory", record_ids=[f"e{i:03d}" for i in range(n)],
+              timestamps=OLD, ttl_days=1, ttl_anchor=TS, embeddings=[vec(0)] * n)
+    store.add([f"l{i}" for i in range(3)], record_type="memory", record_ids=["l0", "l1", "l2"],
+              embeddings=[vec((0, 0.2), (1, 1.0))] * 3)
+    assert hit_ids(store.search(query_vector=vec(0), k=3)) == ["l0", "l1", "l2"]

@@ -337,3 +337,27 @@ def test_sc_6_7_distances_are_python_floats_keyword(kw_store):
     kw_store.add(["zebra", "zebra lion"], record_type="memory")
     res = kw_store.search("zebra", k=2)
     assert len(res) == 2 and all(type(d) is float for _, d in res)
+
+
+def test_sc_6_3_default_types_include_messages_memories_profiles(store):
+    v = vec(11)
+    store.add(["m"], record_type="message", record_ids="x", thread_ids="t", embeddings=[v])
+    store.add(["p"], record_type="preference", record_ids="p", embeddings=[v])
+    store.add_user("u1", "zebra keeper")
+    store.add_agent("a1", "zebra keeper")
+    got = {(r.record_type, r.id) for r, _ in store.search("zebra keeper", k=10)}
+    assert {("user_profile", "u1"), ("agent_profile", "a1")} <= got
+    got = {(r.record_type, r.id) for r, _ in store.search(query_vector=v, k=10)}
+    assert {("message", "x"), ("preference", "p")} <= got
+
+
+def test_sc_6_1_k_larger_than_matches(store):
+    store.add(["a", "b"], record_type="memory", record_ids=["a", "b"], embeddings=[vec(1), vec(2)])
+    assert sorted(hit_ids(store.search(query_vector=vec(1), k=50))) == ["a", "b"]
+
+
+def test_sc_6_2_thread_scope_excludes_profiles(store):
+    store.add_user("u1", "zebra")
+    store.add(["zebra"], record_type="memory", record_ids="m", thread_ids="t1", user_ids="u1")
+    got = hit_ids(store.search("zebra", k=10, thread_id="t1"))
+    assert got == ["m"]

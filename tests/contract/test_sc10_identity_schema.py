@@ -383,3 +383,11 @@ def test_sc_11_context_manager_closes(make_store):
         s.add(["x"], record_type="memory", record_ids="m1")
     s2 = make_store()
     assert ids(s2.list("memory")) == ["m1"]
+
+
+def test_sc_10_2_create_if_empty_for_new_id_in_used_file(make_store):
+    make_store(memory_store_id="s1").add(["x"], record_type="memory", record_ids="a")
+    s2 = make_store(memory_store_id="s2", schema_policy=SchemaPolicy.CREATE_IF_EMPTY)
+    assert s2.list("memory") == []
+    s2.add(["y"], record_type="memory", record_ids="b")
+    assert ids(make_store(memory_store_id="s1").list("memory")) == ["a"]
