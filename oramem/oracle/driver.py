@@ -1,0 +1,648 @@
+"""``OracleEngine``: the thin python-oracledb driver over oramem's PL/SQL packages.
+
+Each :class:`oramem.engine.Engine` operation is **one** named-parameter call of a package
+subprogram listed in :data:`ALL_CALLS` (``oramem_admin``, ``oramem_store``,
+``oramem_search``; payload formats in ``plsql/README.md``). Requests are serialised to JSON
+here; no SQL text is assembled. Data calls never commit inside PL/SQL: the engine commits
+after every successful write (each method is one transaction) and rolls back on error.
+
+``OracleEngine(connection_or_pool)`` accepts:
+
+- ``oracledb.ConnectionPool`` (acquire per call) or ``oracledb.Connection`` - sync methods;
+- ``oracledb.AsyncConnectionPool`` or ``oracledb.AsyncConnection`` - ``*_async`` methods,
+  with python-oracledb's native asyncio (thin mode), never threads.
+
+Calling the sync methods on an async pool (or the reverse) is a ``TypeError`` saying which
+to use. The engine never closes what it was given: ``close()`` only stops the engine.
+With a single connection the engine commits on that connection after each write, so give
+it a connection that does not carry other uncommitted work.
+
+Deletion hooks (SC-8.5) on Oracle are PL/SQL procedures:
+``register_deletion_hook("APP.ON_ORAMEM_DELETE")`` registers a procedure taking one
+``IN CLOB`` (the DeletionEvent JSON) that the delete/cascade/purge paths call in the same
+transaction (``oramem_admin.set_deletion_hook``). A Python callable is a ``TypeError``.
+
+Static-checked against the package specs, not run against Oracle here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import oracledb
+
+from ..engine import Engine
+from ..requests import (
+    AddRequest,
+    ChunkRow,
+    ListRequest,
+    NewRecord,
+    Scope,
+    SearchRequest,
+    StoreSettings,
+    TTLSpec,
+    UpdateRequest,
+)
+from ..types import (
+    NOT_SET,
+    MemoryRetentionConfig,
+    MessageRecord,
+    Record,
+    SchemaPolicy,
+    SearchIndexSyncMode,
+    SearchStrategy,
+)
+from .calls import PlsqlCall
+from .errors import translate
+
+__all__ = ["OracleEngine", "ALL_CALLS", "CALLS"]
+
+_V, _C, _I = "VARCHAR2", "CLOB", "PLS_INTEGER"
+
+#: Every PL/SQL call the driver makes, by operation (checked against plsql/*.pks).
+CALLS: dict[str, PlsqlCall] = {
+    "open": PlsqlCall("oramem_admin", "open_store",
+                      (("in_settings", _C), ("in_policy", _V), ("in_lock_timeout", _I)), _C),
+    "set_deletion_hook": PlsqlCall("oramem_admin", "set_deletion_hook",
+                                   (("in_store_id", _V), ("in_procedure_name", _V))),
+    "add": PlsqlCall("oramem_store", "add_json",
+                     (("in_store_id", _V), ("in_batch", _C), ("in_batch_size", _I)), _C),
+    "get": PlsqlCall("oramem_store", "get_json",
+                     (("in_store_id", _V), ("in_record_type", _V), ("in_record_id", _V)), _C),
+    "list": PlsqlCall("oramem_store", "list_json", (("in_store_id", _V), ("in_request", _C)), _C),
+    "list_thread_messages": PlsqlCall("oramem_store", "list_thread_messages_json",
+                                      (("in_store_id", _V), ("in_thread_id", _V), ("in_last_n", _I)), _C),
+    "update": PlsqlCall("oramem_store", "update_json", (("in_store_id", _V), ("in_request", _C)), _I),
+    "delete": PlsqlCall("oramem_store", "delete_record_json",
+                        (("in_store_id", _V), ("in_record_type", _V), ("in_record_id", _V),
+                         ("in_cascade", _I)), _C),
+    "delete_thread": PlsqlCall("oramem_store", "delete_thread_json",
+                               (("in_store_id", _V), ("in_thread_id", _V)), _C),
+    "purge_expired": PlsqlCall("oramem_store", "purge_expired_json",
+                               (("in_store_id", _V), ("in_commit", _I)), _C),
+    "sync_search_index": PlsqlCall("oramem_store", "sync_search_index", (("in_store_id", _V),)),
+    "search": PlsqlCall("oramem_search", "search_json", (("in_store_id", _V), ("in_request", _C)), _C),
+}
+
+#: Flat tuple for the static gate (tests/plsql) and the DBA tooling.
+ALL_CALLS: tuple[PlsqlCall, ...] = tuple(CALLS.values())
+
+_RETURN_TYPES = {"CLOB": oracledb.DB_TYPE_CLOB, "PLS_INTEGER": int, "NUMBER": int, "VARCHAR2": str}
+#: PL/SQL string binds are limited to 32767 bytes (ORACLE_NOTES 11.2); bigger CLOB
+#: arguments are bound as CLOBs.
+_MAX_STRING_BIND = 32767
+_LOCK_TIMEOUT_SECONDS = 60
+#: stands for "the opened store's id" in call arguments; resolved after the colour check
+_STORE: Any = type("_OpenedStore", (), {"__repr__": lambda self: "<opened store id>"})()
+_HOOK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]{0,127}(\.[A-Za-z][A-Za-z0-9_$#]{0,127}){0,2}$")
+
+
+# --------------------------------------------------------------------------------------
+# request -> JSON (plsql/README.md "JSON payloads")
+# --------------------------------------------------------------------------------------
+
+def _vector(v: Optional[np.ndarray]) -> Optional[list[float]]:
+    if v is None:
+        return None
+    arr = np.asarray(v)
+    if arr.ndim != 1:
+        raise ValueError(f"a vector must be 1-D, got shape {arr.shape}")
+    out = [float(x) for x in arr.astype(np.float32)]
+    if not all(math.isfinite(x) for x in out):
+        raise ValueError("vectors must contain finite numbers only (no NaN or infinity)")
+    return out
+
+
+def _chunks(chunks: tuple[ChunkRow, ...]) -> list[dict[str, Any]]:
+    return [{"text": c.text, "vector": _vector(c.vector)} for c in chunks]
+
+
+def _ttl(ttl: Optional[TTLSpec]) -> Optional[dict[str, Any]]:
+    if ttl is None:
+        return None
+    return {"days": ttl.days, "anchor": str(ttl.anchor.value)}
+
+
+def _record(r: NewRecord) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "record_type": r.record_type,
+        "content": r.content,
+        "thread_id": r.thread_id,
+        "user_id": r.user_id,
+        "agent_id": r.agent_id,
+        "role": r.role,
+        "timestamp": r.timestamp,
+        "metadata": dict(r.metadata) if r.metadata is not None else None,
+        "ttl": _ttl(r.ttl),
+        "chunks": _chunks(r.chunks),
+    }
+
+
+def _scope(s: Scope) -> dict[str, Any]:
+    if s.match.value == "equals":
+        return {"match": "equals", "value": s.value}
+    return {"match": s.match.value}
+
+
+def _dumps(payload: Any) -> str:
+    try:
+        return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except ValueError as e:  # NaN/inf in metadata
+        raise ValueError(f"the request cannot be sent as JSON: {e}; remove NaN/infinity values") from None
+    except TypeError as e:
+        raise TypeError(f"the request cannot be sent as JSON: {e}") from None
+
+
+def settings_json(settings: StoreSettings, embedding_model: Optional[str]) -> str:
+    """The open_store settings JSON: a ``None`` adoptable setting is left out (absent =
+    accept the persisted value)."""
+    out: dict[str, Any] = {
+        "memory_store_id": settings.memory_store_id,
+        "search_strategy": SearchStrategy.coerce(settings.search_strategy, "search_strategy").value,
+    }
+    if settings.vector_dim is not None:
+        out["vector_dim"] = settings.vector_dim
+    if settings.search_index_sync is not None:
+        out["search_index_sync"] = SearchIndexSyncMode.coerce(settings.search_index_sync, "search_index_sync").value
+    if settings.retention is not None:
+        out["retention"] = {
+            "default_ttl_days": settings.retention.default_ttl_days,
+            "max_ttl_days": settings.retention.max_ttl_days,
+        }
+    if embedding_model is not None:
+        out["embedding_model"] = embedding_model
+    return _dumps(out)
+
+
+def add_json(request: AddRequest) -> str:
+    return _dumps({"records": [_record(r) for r in request.records]})
+
+
+def list_json(request: ListRequest) -> str:
+    out: dict[str, Any] = {
+        "record_type": request.record_type,
+        "limit": request.limit,
+        "thread": _scope(request.thread),
+        "user": _scope(request.user),
+        "agent": _scope(request.agent),
+    }
+    if request.metadata_filter is not NOT_SET:
+        f = request.metadata_filter
+        out["metadata_filter"] = dict(f) if f is not None else None  # type: ignore[arg-type]
+    return _dumps(out)
+
+
+def search_json(request: SearchRequest) -> str:
+    return _dumps({
+        "strategy": SearchStrategy.coerce(request.strategy, "strategy").value,
+        "k": request.k,
+        "query_text": request.query_text,
+        "query_vector": _vector(request.query_vector),
+        "thread": _scope(request.thread),
+        "user": _scope(request.user),
+        "agent": _scope(request.agent),
+        "record_types": list(request.record_types),
+        "metadata_filter": dict(request.metadata_filter) if request.metadata_filter is not None else None,
+    })
+
+
+def update_json(request: UpdateRequest) -> str:
+    out: dict[str, Any] = {
+        "record_type": request.record_type,
+        "record_id": request.record_id,
+        "retrieval": request.retrieval.value,
+    }
+    if request.content is not NOT_SET:
+        out["content"] = request.content
+    if request.retrieval.value == "replace":
+        out["chunks"] = _chunks(request.chunks)
+    if request.retrieval.value == "revector":
+        out["vectors"] = [_vector(v) for v in request.vectors]
+    if request.metadata is not NOT_SET:
+        out["metadata"] = dict(request.metadata) if request.metadata is not None else None  # type: ignore[arg-type]
+    if request.timestamp is not NOT_SET:
+        out["timestamp"] = request.timestamp
+    if request.ttl is not NOT_SET:
+        out["ttl"] = _ttl(request.ttl)  # type: ignore[arg-type]
+    return _dumps(out)
+
+
+# --------------------------------------------------------------------------------------
+# JSON -> results
+# --------------------------------------------------------------------------------------
+
+def record_from_json(obj: Mapping[str, Any]) -> Record:
+    common = dict(
+        id=obj["id"],
+        record_type=obj["record_type"],
+        content=obj.get("content"),
+        timestamp=obj.get("timestamp"),
+        metadata=obj.get("metadata"),
+        thread_id=obj.get("thread_id"),
+        user_id=obj.get("user_id"),
+        agent_id=obj.get("agent_id"),
+        created_at=obj.get("created_at"),
+        expires_at=obj.get("expires_at"),
+    )
+    if obj["record_type"] == "message":
+        seq = obj.get("seq_no")
+        return MessageRecord(**common, role=obj.get("role"), seq_no=int(seq) if seq is not None else None)
+    return Record(**common)
+
+
+def settings_from_json(obj: Mapping[str, Any]) -> StoreSettings:
+    for w in obj.get("warnings") or ():
+        warnings.warn(f"oramem store {obj.get('memory_store_id')}: {w}", UserWarning, stacklevel=4)
+    ret = obj.get("retention") or {}
+    dim = obj.get("vector_dim")
+    return StoreSettings(
+        memory_store_id=obj["memory_store_id"],
+        vector_dim=int(dim) if dim is not None else None,
+        search_strategy=SearchStrategy(obj["search_strategy"]),
+        search_index_sync=SearchIndexSyncMode(obj["search_index_sync"]),
+        retention=MemoryRetentionConfig(
+            default_ttl_days=ret.get("default_ttl_days"), max_ttl_days=ret.get("max_ttl_days")
+        ),
+    )
+
+
+def _loads(text: Optional[str]) -> Any:
+    return None if text is None else json.loads(text)
+
+
+# --------------------------------------------------------------------------------------
+# the engine
+# --------------------------------------------------------------------------------------
+
+def _kind(target: Any) -> str:
+    if isinstance(target, oracledb.AsyncConnectionPool):
+        return "async_pool"
+    if isinstance(target, oracledb.ConnectionPool):
+        return "pool"
+    if isinstance(target, oracledb.AsyncConnection):
+        return "async_conn"
+    if isinstance(target, oracledb.Connection):
+        return "conn"
+    raise TypeError(
+        "OracleEngine needs a python-oracledb connection or pool (oracledb.connect / create_pool, or "
+        f"connect_async / create_pool_async), got {type(target).__name__}"
+    )
+
+
+def _check_id(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return value
+
+
+class OracleEngine(Engine):
+    """Persistence for one store in Oracle AI Database through the oramem packages.
+
+    ``OracleEngine(connection_or_pool)``: see the module docstring for what it accepts.
+    ``embedding_model`` (keyword-only, optional) names the in-database ONNX model of a
+    HYBRID store (sent as ``embedding_model`` on open; ``OracleDBEmbedder.model_name``).
+    """
+
+    def __init__(self, connection_or_pool: Any, *, embedding_model: Optional[str] = None) -> None:
+        self._kind = _kind(connection_or_pool)
+        self._target = connection_or_pool
+        if embedding_model is not None:
+            from .embedder import validate_model_name
+
+            embedding_model = validate_model_name(embedding_model)
+        self._embedding_model = embedding_model
+        self._store_id: Optional[str] = None
+        self._closed = False
+        self._pending_hook: Optional[str] = None
+
+    # -- plumbing ----------------------------------------------------------------------
+    @property
+    def is_async(self) -> bool:
+        return self._kind in ("async_pool", "async_conn")
+
+    @property
+    def memory_store_id(self) -> Optional[str]:
+        """The store id in force after :meth:`open` (upper-cased by the database)."""
+        return self._store_id
+
+    def _require_sync(self, method: str) -> None:
+        if self._closed:
+            raise RuntimeError("this OracleEngine is closed; open a new store")
+        if self.is_async:
+            raise TypeError(
+                f"OracleEngine.{method}() is synchronous but the engine was given an "
+                f"{type(self._target).__name__}; call {method}_async() instead, or pass an "
+                "oracledb.ConnectionPool / Connection for synchronous use"
+            )
+
+    def _require_async(self, method: str) -> None:
+        if self._closed:
+            raise RuntimeError("this OracleEngine is closed; open a new store")
+        if not self.is_async:
+            raise TypeError(
+                f"OracleEngine.{method}_async() needs an async pool or connection but the engine was given an "
+                f"{type(self._target).__name__}; call {method}() instead, or create the pool with "
+                "oracledb.create_pool_async()"
+            )
+
+    def _sid(self) -> str:
+        if self._store_id is None:
+            raise RuntimeError("OracleEngine.open() must be called before any other operation")
+        return self._store_id
+
+    @staticmethod
+    def _big(binds: Mapping[str, Any], call: PlsqlCall) -> list[str]:
+        return [
+            n for n, t in call.params
+            if t == "CLOB" and isinstance(binds[n], str) and len(binds[n].encode("utf-8")) > _MAX_STRING_BIND
+        ]
+
+    def _call_on(self, conn: Any, call: PlsqlCall, binds: dict[str, Any]) -> Any:
+        with conn.cursor() as cur:
+            big = self._big(binds, call)
+            if big:
+                cur.setinputsizes(**{n: oracledb.DB_TYPE_CLOB for n in big})
+            if call.is_function:
+                result = cur.callfunc(call.qualified_name, _RETURN_TYPES[call.returns], keyword_parameters=binds)
+            else:
+                cur.callproc(call.qualified_name, keyword_parameters=binds)
+                result = None
+            if isinstance(result, oracledb.LOB):
+                result = result.read()
+            return result
+
+    async def _call_on_async(self, conn: Any, call: PlsqlCall, binds: dict[str, Any]) -> Any:
+        big = self._big(binds, call)
+        for n in big:  # AsyncCursor: bind big text as a temporary CLOB
+            binds[n] = await conn.createlob(oracledb.DB_TYPE_CLOB, binds[n])
+        with conn.cursor() as cur:
+            if call.is_function:
+                result = await cur.callfunc(
+                    call.qualified_name, _RETURN_TYPES[call.returns], keyword_parameters=binds
+                )
+            else:
+                await cur.callproc(call.qualified_name, keyword_parameters=binds)
+                result = None
+            if isinstance(result, oracledb.AsyncLOB):
+                result = await result.read()
+            return result
+
+    def _resolve(self, values: dict[str, Any]) -> dict[str, Any]:
+        return {k: (self._sid() if v is _STORE else v) for k, v in values.items()}
+
+    def _run(self, op: str, commit: bool, **values: Any) -> Any:
+        self._require_sync(op)
+        call = CALLS[op]
+        binds = call.bind(**self._resolve(values))
+        if self._kind == "pool":
+            with self._target.acquire() as conn:
+                return self._run_on(conn, call, binds, commit)
+        return self._run_on(self._target, call, binds, commit)
+
+    def _run_on(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool) -> Any:
+        try:
+            result = self._call_on(conn, call, binds)
+            if commit:
+                conn.commit()
+            return result
+        except oracledb.DatabaseError as e:
+            if commit:
+                try:
+                    conn.rollback()
+                except oracledb.Error:
+                    pass
+            mapped = translate(e)
+            if mapped is e:
+                raise
+            raise mapped from e
+
+    async def _run_async(self, op: str, commit: bool, **values: Any) -> Any:
+        self._require_async(op)
+        call = CALLS[op]
+        binds = call.bind(**self._resolve(values))
+        if self._kind == "async_pool":
+            async with self._target.acquire() as conn:
+                return await self._run_on_async(conn, call, binds, commit)
+        return await self._run_on_async(self._target, call, binds, commit)
+
+    async def _run_on_async(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool) -> Any:
+        try:
+            result = await self._call_on_async(conn, call, binds)
+            if commit:
+                await conn.commit()
+            return result
+        except oracledb.DatabaseError as e:
+            if commit:
+                try:
+                    await conn.rollback()
+                except oracledb.Error:
+                    pass
+            mapped = translate(e)
+            if mapped is e:
+                raise
+            raise mapped from e
+
+    # -- argument preparation shared by both colours ------------------------------------
+    def _open_args(self, settings: StoreSettings, policy: SchemaPolicy) -> dict[str, Any]:
+        if not isinstance(settings, StoreSettings):
+            raise TypeError(f"settings must be a StoreSettings, got {type(settings).__name__}")
+        policy = SchemaPolicy.coerce(policy, "schema_policy")
+        return dict(
+            in_settings=settings_json(settings, self._embedding_model),
+            in_policy=policy.value.upper(),
+            in_lock_timeout=_LOCK_TIMEOUT_SECONDS,
+        )
+
+    def _opened(self, text: Optional[str]) -> StoreSettings:
+        obj = _loads(text)
+        if not isinstance(obj, dict):
+            raise RuntimeError("oramem_admin.open_store returned no settings; check `oramem db status`")
+        result = settings_from_json(obj)
+        self._store_id = result.memory_store_id
+        return result
+
+    @staticmethod
+    def _hook_name(hook: Any) -> str:
+        if callable(hook) and not isinstance(hook, str):
+            raise TypeError(
+                "on Oracle a deletion hook is a PL/SQL procedure, not a Python callable: pass its name, e.g. "
+                "register_deletion_hook('APP.ON_ORAMEM_DELETE'), for a procedure taking one IN CLOB "
+                "(the DeletionEvent JSON, plsql/README.md) that does not commit"
+            )
+        if not isinstance(hook, str):
+            raise TypeError(f"a deletion hook is a PL/SQL procedure name (str), got {type(hook).__name__}")
+        if not _HOOK_NAME.match(hook):
+            raise ValueError(
+                f"deletion hook {hook!r} is not a [schema.][package.]procedure name of plain identifiers"
+            )
+        return hook
+
+    @staticmethod
+    def _count(text: Optional[str]) -> int:
+        obj = _loads(text)
+        return int(obj["count"]) if obj else 0
+
+    @staticmethod
+    def _records(text: Optional[str]) -> list[Record]:
+        return [record_from_json(o) for o in (_loads(text) or [])]
+
+    @staticmethod
+    def _hits(text: Optional[str]) -> list[tuple[Record, float]]:
+        return [(record_from_json(h["record"]), float(h["distance"])) for h in (_loads(text) or [])]
+
+    @staticmethod
+    def _check_batch(request: AddRequest) -> None:
+        if not isinstance(request, AddRequest):
+            raise TypeError(f"request must be an AddRequest, got {type(request).__name__}")
+        if isinstance(request.batch_size, bool) or not isinstance(request.batch_size, int) or not (
+            1 <= request.batch_size <= 10000
+        ):
+            raise ValueError(f"batch_size must be an int in 1..10000, got {request.batch_size!r}")
+
+    @staticmethod
+    def _check_last_n(last_n: Optional[int]) -> None:
+        if last_n is not None and (isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 1):
+            raise ValueError(f"last_n must be None or an int >= 1, got {last_n!r}")
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def open(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
+        self._require_sync("open")
+        result = self._opened(self._run("open", False, **self._open_args(settings, policy)))
+        if self._pending_hook is not None:
+            self._run("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=self._pending_hook)
+            self._pending_hook = None
+        return result
+
+    async def open_async(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
+        self._require_async("open")
+        result = self._opened(await self._run_async("open", False, **self._open_args(settings, policy)))
+        if self._pending_hook is not None:
+            await self._run_async(
+                "set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=self._pending_hook
+            )
+            self._pending_hook = None
+        return result
+
+    def close(self) -> None:
+        """Stop using the connection or pool (which stays open: its owner closes it)."""
+        self._closed = True
+
+    async def close_async(self) -> None:
+        self._closed = True
+
+    def register_deletion_hook(self, hook: Any) -> None:  # type: ignore[override]
+        """Register the PL/SQL procedure ``hook`` (a name) as the store's deletion hook.
+        Before :meth:`open` it is remembered and registered by ``open``."""
+        name = self._hook_name(hook)
+        if self._store_id is None:
+            self._pending_hook = name
+            return
+        self._run("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=name)
+
+    async def register_deletion_hook_async(self, hook: Any) -> None:
+        """Async twin of :meth:`register_deletion_hook`."""
+        name = self._hook_name(hook)
+        if self._store_id is None:
+            self._pending_hook = name
+            return
+        await self._run_async("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=name)
+
+    # -- writes --------------------------------------------------------------------------
+    def add(self, request: AddRequest) -> list[str]:
+        self._check_batch(request)
+        payload = add_json(request)
+        return list(_loads(self._run("add", True, in_store_id=_STORE, in_batch=payload,
+                                     in_batch_size=request.batch_size)) or [])
+
+    async def add_async(self, request: AddRequest) -> list[str]:
+        self._check_batch(request)
+        payload = add_json(request)
+        return list(_loads(await self._run_async("add", True, in_store_id=_STORE, in_batch=payload,
+                                                 in_batch_size=request.batch_size)) or [])
+
+    def update(self, request: UpdateRequest) -> int:
+        if not isinstance(request, UpdateRequest):
+            raise TypeError(f"request must be an UpdateRequest, got {type(request).__name__}")
+        return int(self._run("update", True, in_store_id=_STORE, in_request=update_json(request)))
+
+    async def update_async(self, request: UpdateRequest) -> int:
+        if not isinstance(request, UpdateRequest):
+            raise TypeError(f"request must be an UpdateRequest, got {type(request).__name__}")
+        return int(await self._run_async("update", True, in_store_id=_STORE, in_request=update_json(request)))
+
+    def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
+        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
+        return self._count(self._run("delete", True, in_store_id=_STORE, in_record_type=record_type,
+                                     in_record_id=record_id, in_cascade=1 if cascade else 0))
+
+    async def delete_async(self, record_type: str, record_id: str, cascade: bool) -> int:
+        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
+        return self._count(await self._run_async("delete", True, in_store_id=_STORE,
+                                                 in_record_type=record_type, in_record_id=record_id,
+                                                 in_cascade=1 if cascade else 0))
+
+    def delete_thread(self, thread_id: str) -> int:
+        _check_id(thread_id, "thread_id")
+        return self._count(self._run("delete_thread", True, in_store_id=_STORE, in_thread_id=thread_id))
+
+    async def delete_thread_async(self, thread_id: str) -> int:
+        _check_id(thread_id, "thread_id")
+        return self._count(await self._run_async("delete_thread", True, in_store_id=_STORE,
+                                                 in_thread_id=thread_id))
+
+    def purge_expired(self) -> int:
+        return self._count(self._run("purge_expired", True, in_store_id=_STORE, in_commit=0))
+
+    async def purge_expired_async(self) -> int:
+        return self._count(await self._run_async("purge_expired", True, in_store_id=_STORE, in_commit=0))
+
+    def sync_search_index(self) -> None:
+        self._run("sync_search_index", False, in_store_id=_STORE)
+
+    async def sync_search_index_async(self) -> None:
+        await self._run_async("sync_search_index", False, in_store_id=_STORE)
+
+    # -- reads ---------------------------------------------------------------------------
+    def get(self, record_type: str, record_id: str) -> Optional[Record]:
+        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
+        obj = _loads(self._run("get", False, in_store_id=_STORE, in_record_type=record_type,
+                               in_record_id=record_id))
+        return record_from_json(obj) if obj else None
+
+    async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
+        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
+        obj = _loads(await self._run_async("get", False, in_store_id=_STORE, in_record_type=record_type,
+                                           in_record_id=record_id))
+        return record_from_json(obj) if obj else None
+
+    def list(self, request: ListRequest) -> list[Record]:
+        return self._records(self._run("list", False, in_store_id=_STORE, in_request=list_json(request)))
+
+    async def list_async(self, request: ListRequest) -> list[Record]:
+        return self._records(await self._run_async("list", False, in_store_id=_STORE,
+                                                   in_request=list_json(request)))
+
+    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> list[Record]:
+        _check_id(thread_id, "thread_id")
+        self._check_last_n(last_n)
+        return self._records(self._run("list_thread_messages", False, in_store_id=_STORE,
+                                       in_thread_id=thread_id, in_last_n=last_n))
+
+    async def list_thread_messages_async(self, thread_id: str, last_n: Optional[int]) -> list[Record]:
+        _check_id(thread_id, "thread_id")
+        self._check_last_n(last_n)
+        return self._records(await self._run_async("list_thread_messages", False, in_store_id=_STORE,
+                                                   in_thread_id=thread_id, in_last_n=last_n))
+
+    def search(self, request: SearchRequest) -> list[tuple[Record, float]]:
+        return self._hits(self._run("search", False, in_store_id=_STORE, in_request=search_json(request)))
+
+    async def search_async(self, request: SearchRequest) -> list[tuple[Record, float]]:
+        return self._hits(await self._run_async("search", False, in_store_id=_STORE,
+                                                in_request=search_json(request)))
