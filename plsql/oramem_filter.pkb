@@ -487,6 +487,100 @@ AS
       END LOOP;
    END bind_all;
 
+   FUNCTION scope_condition(
+      in_dimension IN VARCHAR2,
+      in_match     IN VARCHAR2,
+      in_value     IN VARCHAR2,
+      in_alias     IN VARCHAR2,
+      io_binds     IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2
+   IS
+      l_match   VARCHAR2(16) := LOWER(in_match);
+      l_col     VARCHAR2(40);
+      l_own     VARCHAR2(16);   -- the profile type keyed on this dimension
+      l_other   VARCHAR2(16);   -- the profile type that ignores this dimension
+      l_n       PLS_INTEGER;
+      l_m       PLS_INTEGER;
+   BEGIN
+      IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$') THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'oramem_filter.scope_condition: invalid alias');
+      END IF;
+      IF l_match IS NULL OR l_match = 'any' THEN
+         RETURN NULL;
+      END IF;
+      IF l_match NOT IN ('equals', 'is_null') THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            SUBSTR(in_dimension, 1, 10) || '.match must be any, equals or is_null');
+      END IF;
+      IF l_match = 'equals' AND in_value IS NULL THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            SUBSTR(in_dimension, 1, 10) || '.value is required when match is equals');
+      END IF;
+      CASE LOWER(in_dimension)
+         WHEN 'thread' THEN
+            l_col := in_alias || '.thread_id';
+            IF l_match = 'equals' THEN
+               l_n := add_bind(io_binds, 'S', in_value, NULL);
+               RETURN '(' || l_col || ' = :f' || l_n || ' OR ' || in_alias
+                      || '.record_type IN (''user_profile'', ''agent_profile''))';
+            END IF;
+            RETURN '(' || l_col || ' IS NULL OR ' || in_alias
+                   || '.record_type IN (''user_profile'', ''agent_profile''))';
+         WHEN 'user' THEN
+            l_col   := in_alias || '.user_id';
+            l_own   := 'user_profile';
+            l_other := 'agent_profile';
+         WHEN 'agent' THEN
+            l_col   := in_alias || '.agent_id';
+            l_own   := 'agent_profile';
+            l_other := 'user_profile';
+         ELSE
+            oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+               'oramem_filter.scope_condition: dimension must be thread, user or agent');
+      END CASE;
+      IF l_match = 'equals' THEN
+         l_n := add_bind(io_binds, 'S', in_value, NULL);
+         l_m := add_bind(io_binds, 'S', in_value, NULL);
+         RETURN '((' || in_alias || '.record_type = ''' || l_own || ''' AND ' || in_alias
+                || '.record_id = :f' || l_n || ') OR ' || in_alias || '.record_type = '''
+                || l_other || ''' OR (' || in_alias
+                || '.record_type NOT IN (''user_profile'', ''agent_profile'') AND ' || l_col
+                || ' = :f' || l_m || '))';
+      END IF;
+      RETURN '(' || in_alias || '.record_type = ''' || l_other || ''' OR (' || in_alias
+             || '.record_type NOT IN (''user_profile'', ''agent_profile'') AND ' || l_col
+             || ' IS NULL))';
+   END scope_condition;
+
+   FUNCTION query_clob(
+      in_sql   IN VARCHAR2,
+      in_binds IN bind_list_t
+   ) RETURN CLOB
+   IS
+      l_cursor INTEGER;
+      l_out    CLOB;
+      l_rows   INTEGER;
+   BEGIN
+      l_cursor := DBMS_SQL.OPEN_CURSOR;
+      DBMS_SQL.PARSE(l_cursor, in_sql, DBMS_SQL.NATIVE);
+      bind_all(l_cursor, in_binds);
+      DBMS_SQL.DEFINE_COLUMN(l_cursor, 1, l_out);
+      l_rows := DBMS_SQL.EXECUTE_AND_FETCH(l_cursor);
+      IF l_rows > 0 THEN
+         DBMS_SQL.COLUMN_VALUE(l_cursor, 1, l_out);
+      END IF;
+      DBMS_SQL.CLOSE_CURSOR(l_cursor);
+      RETURN l_out;
+   EXCEPTION
+      WHEN OTHERS THEN
+         -- Release the cursor, then re-raise unchanged (callers log).
+         IF DBMS_SQL.IS_OPEN(l_cursor) THEN
+            DBMS_SQL.CLOSE_CURSOR(l_cursor);
+         END IF;
+         RAISE;
+   END query_clob;
+
    PROCEDURE validate_filter(
       in_filter IN CLOB
    )

@@ -72,6 +72,37 @@ AS
    );
 
    /*
+    * scope_condition: SQL condition for one scope dimension (SC-6.2, SC-3.3) over the
+    * record row aliased in_alias (^[a-z][a-z0-9_]{0,29}$):
+    *   in_dimension  'thread' | 'user' | 'agent'
+    *   in_match      'any' (returns NULL: no condition) | 'equals' | 'is_null'
+    *   in_value      the value for 'equals' (bound, appended to io_binds)
+    * Profiles are matched on their own dimension only: a user_profile satisfies
+    * user = v when its record_id = v (never user IS NULL) and ignores the thread and
+    * agent dimensions; agent_profile likewise.
+    * Errors: -20001 bad dimension/match/alias, or 'equals' with a NULL value.
+    */
+   FUNCTION scope_condition(
+      in_dimension IN VARCHAR2,
+      in_match     IN VARCHAR2,
+      in_value     IN VARCHAR2,
+      in_alias     IN VARCHAR2,
+      io_binds     IN OUT NOCOPY bind_list_t
+   ) RETURN VARCHAR2;
+
+   /*
+    * query_clob: run in_sql - a query returning one row with one CLOB column - with
+    * DBMS_SQL, binding in_binds by name, and return that CLOB (NULL for no row). The
+    * cursor is closed on every path. Used by oramem_store and oramem_search so that
+    * filters with any number of binds run as one statement.
+    * Errors: whatever the statement raises (re-raised unchanged).
+    */
+   FUNCTION query_clob(
+      in_sql   IN VARCHAR2,
+      in_binds IN bind_list_t
+   ) RETURN CLOB;
+
+   /*
     * validate_filter: compile in_filter and discard the result (for early validation).
     * Errors: -20004.
     */

@@ -41,7 +41,6 @@ AS
          CASE in_kind
             WHEN gc_obj_records THEN 'OM_' || l_id || '_REC'
             WHEN gc_obj_chunks  THEN 'OM_' || l_id || '_CHK'
-            WHEN gc_obj_seq     THEN 'OM_' || l_id || '_SEQ'
             WHEN gc_obj_hnsw    THEN 'OM_' || l_id || '_HNSW'
             WHEN gc_obj_text    THEN 'OM_' || l_id || '_TXT'
             WHEN gc_obj_hybrid  THEN 'OM_' || l_id || '_HVI'

@@ -28,7 +28,6 @@ AS
    -- Object kinds for object_name.
    gc_obj_records            CONSTANT VARCHAR2(8) := 'REC';    -- OM_<ID>_REC   record table
    gc_obj_chunks             CONSTANT VARCHAR2(8) := 'CHK';    -- OM_<ID>_CHK   RECORD_CHUNKS table
-   gc_obj_seq                CONSTANT VARCHAR2(8) := 'SEQ';    -- OM_<ID>_SEQ   seq_no sequence
    gc_obj_hnsw               CONSTANT VARCHAR2(8) := 'HNSW';   -- OM_<ID>_HNSW  HNSW vector index
    gc_obj_text               CONSTANT VARCHAR2(8) := 'TXT';    -- OM_<ID>_TXT   Oracle Text CONTEXT index
    gc_obj_hybrid             CONSTANT VARCHAR2(8) := 'HVI';    -- OM_<ID>_HVI   hybrid vector index

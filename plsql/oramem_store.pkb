@@ -1,0 +1,1123 @@
+CREATE OR REPLACE PACKAGE BODY oramem_store
+AS
+   TYPE vc_tab_t   IS TABLE OF VARCHAR2(512)  INDEX BY PLS_INTEGER;
+   TYPE clob_tab_t IS TABLE OF CLOB           INDEX BY PLS_INTEGER;
+   TYPE ts_tab_t   IS TABLE OF TIMESTAMP(6)   INDEX BY PLS_INTEGER;
+   TYPE num_tab_t  IS TABLE OF NUMBER         INDEX BY PLS_INTEGER;
+   TYPE seen_t     IS TABLE OF PLS_INTEGER    INDEX BY VARCHAR2(600);
+
+   e_json_syntax EXCEPTION;
+   PRAGMA EXCEPTION_INIT(e_json_syntax, -40441);
+
+   ---------------------------------------------------------------------------------------
+   -- small helpers
+   ---------------------------------------------------------------------------------------
+   PROCEDURE bad_payload(
+      in_message IN VARCHAR2
+   )
+   IS
+   BEGIN
+      oramem_errors.raise_error(oramem_errors.gc_invalid_payload, in_message);
+   END bad_payload;
+
+   PROCEDURE bad_argument(
+      in_message IN VARCHAR2
+   )
+   IS
+   BEGIN
+      oramem_errors.raise_error(oramem_errors.gc_invalid_argument, in_message);
+   END bad_argument;
+
+   FUNCTION parse_object(
+      in_json IN CLOB,
+      in_what IN VARCHAR2
+   ) RETURN JSON_OBJECT_T
+   IS
+      l_elem JSON_ELEMENT_T;
+   BEGIN
+      IF in_json IS NULL OR DBMS_LOB.GETLENGTH(in_json) = 0 THEN
+         bad_payload(in_what || ' is empty; pass a JSON object');
+      END IF;
+      BEGIN
+         l_elem := JSON_ELEMENT_T.parse(in_json);
+      EXCEPTION
+         WHEN e_json_syntax THEN
+            bad_payload(in_what || ' is not valid JSON');
+      END;
+      IF NOT l_elem.is_object THEN
+         bad_payload(in_what || ' must be a JSON object');
+      END IF;
+      RETURN TREAT(l_elem AS JSON_OBJECT_T);
+   END parse_object;
+
+   -- TRUE when in_obj has in_key with a non-null value.
+   FUNCTION has_value(
+      in_obj IN JSON_OBJECT_T,
+      in_key IN VARCHAR2
+   ) RETURN BOOLEAN
+   IS
+   BEGIN
+      RETURN in_obj.has(in_key) AND NOT in_obj.get(in_key).is_null;
+   END has_value;
+
+   -- Optional string member (NULL when absent or null); -20002 when not a string.
+   FUNCTION get_text(
+      in_obj     IN JSON_OBJECT_T,
+      in_key     IN VARCHAR2,
+      in_where   IN VARCHAR2,
+      in_max_len IN PLS_INTEGER DEFAULT 512
+   ) RETURN VARCHAR2
+   IS
+      l_val VARCHAR2(32767);
+   BEGIN
+      IF NOT has_value(in_obj, in_key) THEN
+         RETURN NULL;
+      END IF;
+      IF NOT in_obj.get(in_key).is_string THEN
+         bad_payload(in_where || '.' || in_key || ' must be a string or null');
+      END IF;
+      l_val := in_obj.get_string(in_key);
+      IF LENGTH(l_val) > in_max_len THEN
+         bad_argument(in_where || '.' || in_key || ' is longer than ' || in_max_len || ' characters');
+      END IF;
+      RETURN l_val;
+   END get_text;
+
+   -- Optional string member as CLOB (record content, chunk text).
+   FUNCTION get_long_text(
+      in_obj   IN JSON_OBJECT_T,
+      in_key   IN VARCHAR2,
+      in_where IN VARCHAR2
+   ) RETURN CLOB
+   IS
+   BEGIN
+      IF NOT has_value(in_obj, in_key) THEN
+         RETURN NULL;
+      END IF;
+      IF NOT in_obj.get(in_key).is_string THEN
+         bad_payload(in_where || '.' || in_key || ' must be a string or null');
+      END IF;
+      RETURN in_obj.get_clob(in_key);
+   END get_long_text;
+
+   -- Optional non-negative integer member.
+   FUNCTION get_count(
+      in_obj   IN JSON_OBJECT_T,
+      in_key   IN VARCHAR2,
+      in_where IN VARCHAR2
+   ) RETURN NUMBER
+   IS
+      l_num NUMBER;
+   BEGIN
+      IF NOT has_value(in_obj, in_key) THEN
+         RETURN NULL;
+      END IF;
+      IF NOT in_obj.get(in_key).is_number THEN
+         bad_payload(in_where || '.' || in_key || ' must be an integer or null');
+      END IF;
+      l_num := in_obj.get_number(in_key);
+      IF l_num < 0 OR l_num <> TRUNC(l_num) THEN
+         bad_argument(in_where || '.' || in_key || ' must be an integer >= 0');
+      END IF;
+      RETURN l_num;
+   END get_count;
+
+   -- Metadata member as JSON text: NULL for absent/null, -20002 when not an object.
+   FUNCTION get_metadata(
+      in_obj   IN JSON_OBJECT_T,
+      in_where IN VARCHAR2
+   ) RETURN CLOB
+   IS
+   BEGIN
+      IF NOT has_value(in_obj, 'metadata') THEN
+         RETURN NULL;
+      END IF;
+      IF NOT in_obj.get('metadata').is_object THEN
+         bad_payload(in_where || '.metadata must be a JSON object or null');
+      END IF;
+      RETURN in_obj.get_object('metadata').to_clob;
+   END get_metadata;
+
+   -- Vector member as JSON array text checked against the store dimension; NULL when absent.
+   FUNCTION get_vector(
+      in_elem  IN JSON_ELEMENT_T,
+      in_dim   IN NUMBER,
+      in_where IN VARCHAR2
+   ) RETURN CLOB
+   IS
+      l_arr JSON_ARRAY_T;
+   BEGIN
+      IF in_elem IS NULL OR in_elem.is_null THEN
+         RETURN NULL;
+      END IF;
+      IF NOT in_elem.is_array THEN
+         bad_payload(in_where || ' must be a JSON array of numbers or null');
+      END IF;
+      IF in_dim IS NULL THEN
+         oramem_errors.raise_error(oramem_errors.gc_vector_mismatch,
+            in_where || ': this store has no vector_dim, so it stores no vectors; '
+            || 'open it with vector_dim set (CREATE_IF_NECESSARY) first');
+      END IF;
+      l_arr := TREAT(in_elem AS JSON_ARRAY_T);
+      IF l_arr.get_size <> in_dim THEN
+         oramem_errors.raise_error(oramem_errors.gc_vector_mismatch,
+            in_where || ' has ' || l_arr.get_size || ' dimensions; the store''s vector_dim is '
+            || in_dim);
+      END IF;
+      FOR i IN 0 .. l_arr.get_size - 1 LOOP
+         IF NOT l_arr.get(i).is_number THEN
+            bad_payload(in_where || ' must contain numbers only');
+         END IF;
+      END LOOP;
+      RETURN l_arr.to_clob;
+   END get_vector;
+
+   -- expires_at from a ttl member ({"days": n|null, "anchor": "created_at"|"timestamp"}).
+   FUNCTION ttl_expiry(
+      in_ttl        IN JSON_OBJECT_T,
+      in_created_at IN TIMESTAMP,
+      in_event_ts   IN TIMESTAMP,
+      in_where      IN VARCHAR2
+   ) RETURN TIMESTAMP
+   IS
+      l_days   NUMBER := get_count(in_ttl, 'days', in_where);
+      l_anchor VARCHAR2(32) := LOWER(NVL(get_text(in_ttl, 'anchor', in_where, 32), 'created_at'));
+   BEGIN
+      IF l_anchor NOT IN ('created_at', 'timestamp') THEN
+         bad_argument(in_where || '.anchor must be created_at or timestamp');
+      END IF;
+      IF l_days IS NULL THEN
+         RETURN NULL;
+      END IF;
+      IF l_anchor = 'timestamp' THEN
+         IF in_event_ts IS NULL THEN
+            oramem_errors.raise_error(oramem_errors.gc_ttl_anchor_missing,
+               in_where || ': ttl anchor TIMESTAMP needs the record''s timestamp; '
+               || 'pass a timestamp or use the CREATED_AT anchor');
+         END IF;
+         RETURN in_event_ts + NUMTODSINTERVAL(l_days, 'DAY');
+      END IF;
+      RETURN in_created_at + NUMTODSINTERVAL(l_days, 'DAY');
+   END ttl_expiry;
+
+   FUNCTION dim_text(
+      in_dim IN NUMBER
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      -- vector_dim comes from the registry (CHECK 1..65535), never from caller input.
+      RETURN TO_CHAR(TRUNC(in_dim), 'FM99990');
+   END dim_text;
+
+   FUNCTION chunk_insert_sql(
+      in_store IN oramem_registry.store_t
+   ) RETURN VARCHAR2
+   IS
+      l_chk VARCHAR2(200) := oramem_registry.quoted_name(in_store.memory_store_id, oramem_registry.gc_obj_chunks);
+   BEGIN
+      IF in_store.vector_dim IS NULL THEN
+         RETURN 'INSERT INTO ' || l_chk || ' (record_type, record_id, chunk_no, chunk_text) '
+                || 'VALUES (:1, :2, :3, :4)';
+      END IF;
+      RETURN 'INSERT INTO ' || l_chk || ' (record_type, record_id, chunk_no, chunk_text, embedding) '
+             || 'VALUES (:1, :2, :3, :4, TO_VECTOR(:5, ' || dim_text(in_store.vector_dim) || ', FLOAT32))';
+   END chunk_insert_sql;
+
+   -- Insert the retrieval rows of one record from a "chunks" JSON array (chunk_no 1..n).
+   PROCEDURE insert_chunks(
+      in_store       IN oramem_registry.store_t,
+      in_record_type IN VARCHAR2,
+      in_record_id   IN VARCHAR2,
+      in_chunks      IN JSON_ARRAY_T,
+      in_where       IN VARCHAR2
+   )
+   IS
+      l_sql   VARCHAR2(1000) := chunk_insert_sql(in_store);
+      l_obj   JSON_OBJECT_T;
+      l_text  CLOB;
+      l_vec   CLOB;
+   BEGIN
+      IF in_chunks IS NULL THEN
+         RETURN;
+      END IF;
+      FOR i IN 0 .. in_chunks.get_size - 1 LOOP
+         IF NOT in_chunks.get(i).is_object THEN
+            bad_payload(in_where || '[' || i || '] must be an object {"text", "vector"}');
+         END IF;
+         l_obj  := TREAT(in_chunks.get(i) AS JSON_OBJECT_T);
+         l_text := NVL(get_long_text(l_obj, 'text', in_where || '[' || i || ']'), TO_CLOB(''));
+         IF l_obj.has('vector') THEN
+            l_vec := get_vector(l_obj.get('vector'), in_store.vector_dim,
+                                in_where || '[' || i || '].vector');
+         ELSE
+            l_vec := NULL;
+         END IF;
+         IF in_store.vector_dim IS NULL THEN
+            EXECUTE IMMEDIATE l_sql USING in_record_type, in_record_id, i + 1, l_text;
+         ELSE
+            EXECUTE IMMEDIATE l_sql USING in_record_type, in_record_id, i + 1, l_text, l_vec;
+         END IF;
+      END LOOP;
+   END insert_chunks;
+
+   FUNCTION get_chunks(
+      in_obj   IN JSON_OBJECT_T,
+      in_key   IN VARCHAR2,
+      in_where IN VARCHAR2
+   ) RETURN JSON_ARRAY_T
+   IS
+   BEGIN
+      IF NOT has_value(in_obj, in_key) THEN
+         RETURN NULL;
+      END IF;
+      IF NOT in_obj.get(in_key).is_array THEN
+         bad_payload(in_where || '.' || in_key || ' must be a JSON array');
+      END IF;
+      RETURN in_obj.get_array(in_key);
+   END get_chunks;
+
+   ---------------------------------------------------------------------------------------
+   -- deletion events and hooks
+   ---------------------------------------------------------------------------------------
+   FUNCTION make_event(
+      in_store_id IN VARCHAR2,
+      in_types    IN vc_tab_t,
+      in_ids      IN vc_tab_t,
+      in_threads  IN vc_tab_t,
+      in_users    IN vc_tab_t,
+      in_agents   IN vc_tab_t,
+      in_reason   IN VARCHAR2
+   ) RETURN JSON_OBJECT_T
+   IS
+      l_event  JSON_OBJECT_T := JSON_OBJECT_T();
+      l_recs   JSON_ARRAY_T  := JSON_ARRAY_T();
+      l_pair   JSON_ARRAY_T;
+      l_arr    JSON_ARRAY_T;
+   BEGIN
+      l_event.put('memory_store_id', in_store_id);
+      FOR i IN 1 .. in_types.COUNT LOOP
+         l_pair := JSON_ARRAY_T();
+         l_pair.append(in_types(i));
+         l_pair.append(in_ids(i));
+         l_recs.append(l_pair);
+      END LOOP;
+      l_event.put('records', l_recs);
+      l_arr := JSON_ARRAY_T();
+      FOR i IN 1 .. in_threads.COUNT LOOP
+         l_arr.append(in_threads(i));
+      END LOOP;
+      l_event.put('thread_ids', l_arr);
+      l_arr := JSON_ARRAY_T();
+      FOR i IN 1 .. in_users.COUNT LOOP
+         l_arr.append(in_users(i));
+      END LOOP;
+      l_event.put('user_ids', l_arr);
+      l_arr := JSON_ARRAY_T();
+      FOR i IN 1 .. in_agents.COUNT LOOP
+         l_arr.append(in_agents(i));
+      END LOOP;
+      l_event.put('agent_ids', l_arr);
+      l_event.put('reason', in_reason);
+      RETURN l_event;
+   END make_event;
+
+   -- Call the store's deletion hook (SC-8.5) in the current transaction.
+   PROCEDURE call_hook(
+      in_store IN oramem_registry.store_t,
+      in_event IN JSON_OBJECT_T
+   )
+   IS
+      l_hook  VARCHAR2(400);
+      l_clob  CLOB;
+   BEGIN
+      IF in_store.deletion_hook IS NULL THEN
+         RETURN;
+      END IF;
+      -- Validated by oramem_admin.set_deletion_hook; re-checked because it enters code text.
+      l_hook := DBMS_ASSERT.QUALIFIED_SQL_NAME(in_store.deletion_hook);
+      l_clob := in_event.to_clob;
+      EXECUTE IMMEDIATE 'BEGIN ' || l_hook || '(:1); END;' USING l_clob;
+   END call_hook;
+
+   ---------------------------------------------------------------------------------------
+   -- add
+   ---------------------------------------------------------------------------------------
+   FUNCTION add_json(
+      in_store_id   IN VARCHAR2,
+      in_batch      IN CLOB,
+      in_batch_size IN PLS_INTEGER DEFAULT 256
+   ) RETURN CLOB
+   IS
+      l_store     oramem_registry.store_t;
+      l_rec_tab   VARCHAR2(200);
+      l_doc       JSON_OBJECT_T;
+      l_records   JSON_ARRAY_T;
+      l_r         JSON_OBJECT_T;
+      l_where     VARCHAR2(100);
+      l_now       TIMESTAMP(6) := oramem_registry.utc_now;
+      l_types     vc_tab_t;
+      l_ids       vc_tab_t;
+      l_threads   vc_tab_t;
+      l_users     vc_tab_t;
+      l_agents    vc_tab_t;
+      l_roles     vc_tab_t;
+      l_contents  clob_tab_t;
+      l_metas     clob_tab_t;
+      l_ts        ts_tab_t;
+      l_exp       ts_tab_t;
+      l_chunks    JSON_ARRAY_T;
+      l_seen      seen_t;
+      l_new_thr   seen_t;           -- thread id -> index of the first record naming it
+      l_thr_id    VARCHAR2(600);
+      l_key       VARCHAR2(600);
+      l_dup       VARCHAR2(512);
+      l_n         PLS_INTEGER;
+      l_lo        PLS_INTEGER;
+      l_hi        PLS_INTEGER;
+      l_ins       VARCHAR2(1000);
+      l_result    JSON_ARRAY_T := JSON_ARRAY_T();
+   BEGIN
+      SAVEPOINT oramem_add;
+      l_store   := oramem_registry.ready_store(in_store_id);
+      l_rec_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records);
+      IF in_batch_size IS NULL OR in_batch_size NOT BETWEEN 1 AND 10000 THEN
+         bad_argument('batch_size must be between 1 and 10000');
+      END IF;
+      l_doc := parse_object(in_batch, 'add batch');
+      IF NOT l_doc.has('records') OR NOT l_doc.get('records').is_array THEN
+         bad_payload('add batch must be {"records": [...]}');
+      END IF;
+      l_records := l_doc.get_array('records');
+      l_n := l_records.get_size;
+
+      -- 1. validate every record and compute its stored values
+      FOR i IN 0 .. l_n - 1 LOOP
+         l_where := 'records[' || i || ']';
+         IF NOT l_records.get(i).is_object THEN
+            bad_payload(l_where || ' must be a JSON object');
+         END IF;
+         l_r := TREAT(l_records.get(i) AS JSON_OBJECT_T);
+         l_ids(i + 1)   := get_text(l_r, 'id', l_where);
+         IF l_ids(i + 1) IS NULL THEN
+            bad_argument(l_where || '.id is required');
+         END IF;
+         l_types(i + 1) := oramem_registry.check_record_type(get_text(l_r, 'record_type', l_where, 64),
+                                                             l_where || '.record_type');
+         l_key := l_types(i + 1) || '|' || l_ids(i + 1);
+         IF l_seen.EXISTS(l_key) THEN
+            oramem_errors.raise_error(oramem_errors.gc_duplicate_record_id,
+               'record id ' || l_ids(i + 1) || ' appears twice in this call; nothing was stored');
+         END IF;
+         l_seen(l_key) := i + 1;
+         l_contents(i + 1) := get_long_text(l_r, 'content', l_where);
+         l_threads(i + 1)  := get_text(l_r, 'thread_id', l_where);
+         l_users(i + 1)    := get_text(l_r, 'user_id', l_where);
+         l_agents(i + 1)   := get_text(l_r, 'agent_id', l_where);
+         l_roles(i + 1)    := get_text(l_r, 'role', l_where, 64);
+         IF NOT oramem_registry.is_scoped_type(l_types(i + 1))
+            AND (l_threads(i + 1) IS NOT NULL OR l_users(i + 1) IS NOT NULL OR l_agents(i + 1) IS NOT NULL)
+            AND l_types(i + 1) <> 'thread'
+         THEN
+            bad_argument(l_where || ': ' || l_types(i + 1) || ' records take no thread_id, user_id or agent_id');
+         END IF;
+         IF l_roles(i + 1) IS NOT NULL AND l_types(i + 1) <> 'message' THEN
+            bad_argument(l_where || ': role is accepted only for message records');
+         END IF;
+         l_ts(i + 1)    := oramem_registry.parse_utc(get_text(l_r, 'timestamp', l_where, 64),
+                                                     l_where || '.timestamp');
+         l_metas(i + 1) := get_metadata(l_r, l_where);
+         l_exp(i + 1)   := NULL;
+         IF has_value(l_r, 'ttl') THEN
+            IF NOT oramem_registry.is_scoped_type(l_types(i + 1)) THEN
+               bad_argument(l_where || ': ttl applies only to message, memory, guideline, fact '
+                            || 'and preference records');
+            END IF;
+            IF NOT l_r.get('ttl').is_object THEN
+               bad_payload(l_where || '.ttl must be {"days": n|null, "anchor": ...} or null');
+            END IF;
+            l_exp(i + 1) := ttl_expiry(l_r.get_object('ttl'), l_now, l_ts(i + 1), l_where || '.ttl');
+         END IF;
+         IF l_types(i + 1) = 'thread' THEN
+            l_threads(i + 1) := l_ids(i + 1);
+         END IF;
+         IF l_threads(i + 1) IS NOT NULL AND NOT l_new_thr.EXISTS(l_threads(i + 1))
+            AND l_types(i + 1) <> 'thread'
+         THEN
+            l_new_thr(l_threads(i + 1)) := i + 1;
+         END IF;
+      END LOOP;
+
+      -- 2. duplicates against the store (SC-4.3, SC-2.4), one statement for the batch
+      IF l_n > 0 THEN
+         EXECUTE IMMEDIATE
+            'SELECT MIN(jt.id) FROM JSON_TABLE(:1, ''$.records[*]'' COLUMNS ('
+            || 'rt VARCHAR2(64) PATH ''$.record_type'', id VARCHAR2(512) PATH ''$.id'')) jt '
+            || 'WHERE EXISTS (SELECT 1 FROM ' || l_rec_tab || ' r '
+            || 'WHERE r.record_type = LOWER(TRIM(jt.rt)) AND r.record_id = jt.id)'
+            INTO l_dup USING in_batch;
+         IF l_dup IS NOT NULL THEN
+            oramem_errors.raise_error(oramem_errors.gc_duplicate_record_id,
+               'record id ' || l_dup || ' already exists in store ' || l_store.memory_store_id
+               || '; nothing of this call was stored');
+         END IF;
+      END IF;
+
+      -- 3. records, in batch order (seq_no is an identity column), in slices of batch_size
+      l_ins := 'INSERT INTO ' || l_rec_tab
+            || ' (record_type, record_id, content, thread_id, user_id, agent_id, role, event_ts,'
+            || ' metadata, created_at, expires_at) VALUES (:1, :2, :3, :4, :5, :6, :7, :8,'
+            || ' CASE WHEN :9 IS NULL THEN NULL ELSE JSON(:10) END, :11, :12)';
+      l_lo := 1;
+      WHILE l_lo <= l_n LOOP
+         l_hi := LEAST(l_lo + in_batch_size - 1, l_n);
+         FORALL i IN l_lo .. l_hi
+            EXECUTE IMMEDIATE l_ins
+               USING l_types(i), l_ids(i), l_contents(i), l_threads(i), l_users(i), l_agents(i),
+                     l_roles(i), l_ts(i), l_metas(i), l_metas(i), l_now, l_exp(i);
+         l_lo := l_hi + 1;
+      END LOOP;
+
+      -- 4. retrieval rows
+      FOR i IN 0 .. l_n - 1 LOOP
+         l_r := TREAT(l_records.get(i) AS JSON_OBJECT_T);
+         l_chunks := get_chunks(l_r, 'chunks', 'records[' || i || ']');
+         insert_chunks(l_store, l_types(i + 1), l_ids(i + 1), l_chunks,
+                       'records[' || i || '].chunks');
+      END LOOP;
+
+      -- 5. implicit threads (SC-2.3), owned by the first record naming them
+      l_thr_id := l_new_thr.FIRST;
+      WHILE l_thr_id IS NOT NULL LOOP
+         BEGIN
+            EXECUTE IMMEDIATE
+               'INSERT INTO ' || l_rec_tab
+               || ' (record_type, record_id, thread_id, user_id, agent_id, created_at) '
+               || 'SELECT ''thread'', :1, :2, :3, :4, :5 FROM dual WHERE NOT EXISTS ('
+               || 'SELECT 1 FROM ' || l_rec_tab || ' t WHERE t.record_type = ''thread'''
+               || ' AND t.record_id = :6)'
+               USING l_thr_id, l_thr_id, l_users(l_new_thr(l_thr_id)),
+                     l_agents(l_new_thr(l_thr_id)), l_now, l_thr_id;
+         EXCEPTION
+            WHEN DUP_VAL_ON_INDEX THEN
+               NULL;  -- created concurrently by another session: it exists, which is all we need
+         END;
+         l_thr_id := l_new_thr.NEXT(l_thr_id);
+      END LOOP;
+
+      FOR i IN 1 .. l_n LOOP
+         l_result.append(l_ids(i));
+      END LOOP;
+      RETURN l_result.to_clob;
+   EXCEPTION
+      WHEN DUP_VAL_ON_INDEX THEN
+         ROLLBACK TO SAVEPOINT oramem_add;
+         oramem_errors.raise_error(oramem_errors.gc_duplicate_record_id,
+            'a record id of this call was stored concurrently by another session; '
+            || 'nothing of this call was stored');
+      WHEN OTHERS THEN
+         ROLLBACK TO SAVEPOINT oramem_add;
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_store.add_json', l_store.memory_store_id);
+         END IF;
+         RAISE;
+   END add_json;
+
+   ---------------------------------------------------------------------------------------
+   -- reads
+   ---------------------------------------------------------------------------------------
+   FUNCTION get_json(
+      in_store_id    IN VARCHAR2,
+      in_record_type IN VARCHAR2,
+      in_record_id   IN VARCHAR2
+   ) RETURN CLOB
+   IS
+      l_store  oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
+      l_type   VARCHAR2(32) := oramem_registry.check_record_type(in_record_type);
+      l_out    CLOB;
+   BEGIN
+      IF in_record_id IS NULL THEN
+         bad_argument('record_id is required');
+      END IF;
+      EXECUTE IMMEDIATE
+         'SELECT ' || oramem_registry.record_json_sql('r') || ' FROM '
+         || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records)
+         || ' r WHERE r.record_type = :1 AND r.record_id = :2'
+         || ' AND (r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))'
+         INTO l_out USING l_type, in_record_id;
+      RETURN l_out;
+   EXCEPTION
+      WHEN NO_DATA_FOUND THEN
+         RETURN NULL;
+   END get_json;
+
+   FUNCTION list_json(
+      in_store_id IN VARCHAR2,
+      in_request  IN CLOB
+   ) RETURN CLOB
+   IS
+      l_store   oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
+      l_req     JSON_OBJECT_T := parse_object(in_request, 'list request');
+      l_type    VARCHAR2(32);
+      l_limit   NUMBER;
+      l_binds   oramem_filter.bind_list_t;
+      l_where   VARCHAR2(32767);
+      l_cond    VARCHAR2(32767);
+      l_scope   JSON_OBJECT_T;
+      l_sql     VARCHAR2(32767);
+      l_out     CLOB;
+      l_n       PLS_INTEGER;
+   BEGIN
+      l_type := oramem_registry.check_record_type(get_text(l_req, 'record_type', 'list request', 64));
+      IF NOT l_req.has('limit') THEN
+         l_limit := gc_max_list_limit;
+      ELSE
+         l_limit := get_count(l_req, 'limit', 'list request');
+         IF l_limit = 0 THEN
+            bad_argument('limit must be >= 1 or null');
+         END IF;
+      END IF;
+      l_n := l_binds.COUNT + 1;
+      l_binds(l_n).name := 'rt';
+      l_binds(l_n).kind := 'S';
+      l_binds(l_n).str_val := l_type;
+      l_where := 'r.record_type = :rt AND (r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))';
+      FOR d IN 1 .. 3 LOOP
+         DECLARE
+            l_dim VARCHAR2(10) := CASE d WHEN 1 THEN 'thread' WHEN 2 THEN 'user' ELSE 'agent' END;
+         BEGIN
+            IF has_value(l_req, l_dim) THEN
+               IF NOT l_req.get(l_dim).is_object THEN
+                  bad_payload(l_dim || ' must be {"match": ..., "value": ...}');
+               END IF;
+               l_scope := l_req.get_object(l_dim);
+               l_cond := oramem_filter.scope_condition(l_dim, get_text(l_scope, 'match', l_dim, 16),
+                                                       get_text(l_scope, 'value', l_dim), 'r', l_binds);
+               IF l_cond IS NOT NULL THEN
+                  l_where := l_where || ' AND ' || l_cond;
+               END IF;
+            END IF;
+         END;
+      END LOOP;
+      IF l_req.has('metadata_filter') THEN
+         IF l_req.get('metadata_filter').is_null THEN
+            l_where := l_where || ' AND r.metadata IS NULL';
+         ELSIF l_req.get('metadata_filter').is_object THEN
+            l_where := l_where || ' AND '
+                       || oramem_filter.compile_filter(l_req.get_object('metadata_filter').to_clob,
+                                                       'r.metadata', l_binds);
+         ELSE
+            oramem_errors.raise_error(oramem_errors.gc_invalid_filter,
+               'metadata_filter must be a JSON object or null');
+         END IF;
+      END IF;
+      l_sql := 'SELECT JSON_ARRAYAGG(x.j FORMAT JSON ORDER BY x.seq_no RETURNING CLOB) FROM ('
+            || 'SELECT ' || oramem_registry.record_json_sql('r') || ' AS j, r.seq_no FROM '
+            || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records)
+            || ' r WHERE ' || l_where || ' ORDER BY r.seq_no DESC';
+      IF l_limit IS NOT NULL THEN
+         l_n := l_binds.COUNT + 1;
+         l_binds(l_n).name := 'lim';
+         l_binds(l_n).kind := 'N';
+         l_binds(l_n).num_val := l_limit;
+         l_sql := l_sql || ' FETCH FIRST :lim ROWS ONLY';
+      END IF;
+      l_sql := l_sql || ') x';
+      l_out := oramem_filter.query_clob(l_sql, l_binds);
+      RETURN NVL(l_out, TO_CLOB('[]'));
+   END list_json;
+
+   FUNCTION list_thread_messages_json(
+      in_store_id  IN VARCHAR2,
+      in_thread_id IN VARCHAR2,
+      in_last_n    IN PLS_INTEGER DEFAULT NULL
+   ) RETURN CLOB
+   IS
+      l_store  oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
+      l_sql    VARCHAR2(4000);
+      l_out    CLOB;
+   BEGIN
+      IF in_thread_id IS NULL THEN
+         bad_argument('thread_id is required');
+      END IF;
+      IF in_last_n IS NOT NULL AND in_last_n < 1 THEN
+         bad_argument('last_n must be >= 1 or null');
+      END IF;
+      l_sql := 'SELECT JSON_ARRAYAGG(x.j FORMAT JSON ORDER BY x.seq_no RETURNING CLOB) FROM ('
+            || 'SELECT ' || oramem_registry.record_json_sql('r') || ' AS j, r.seq_no FROM '
+            || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records)
+            || ' r WHERE r.record_type = ''message'' AND r.thread_id = :1'
+            || ' AND (r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))'
+            || ' ORDER BY r.seq_no DESC';
+      IF in_last_n IS NULL THEN
+         EXECUTE IMMEDIATE l_sql || ') x' INTO l_out USING in_thread_id;
+      ELSE
+         EXECUTE IMMEDIATE l_sql || ' FETCH FIRST :2 ROWS ONLY) x' INTO l_out USING in_thread_id, in_last_n;
+      END IF;
+      RETURN NVL(l_out, TO_CLOB('[]'));
+   END list_thread_messages_json;
+
+   ---------------------------------------------------------------------------------------
+   -- update
+   ---------------------------------------------------------------------------------------
+   FUNCTION update_json(
+      in_store_id IN VARCHAR2,
+      in_request  IN CLOB
+   ) RETURN PLS_INTEGER
+   IS
+      l_store      oramem_registry.store_t;
+      l_rec_tab    VARCHAR2(200);
+      l_chk_tab    VARCHAR2(200);
+      l_req        JSON_OBJECT_T;
+      l_type       VARCHAR2(32);
+      l_id         VARCHAR2(512);
+      l_event_ts   TIMESTAMP(6);
+      l_created    TIMESTAMP(6);
+      l_set_c      PLS_INTEGER := 0;
+      l_content    CLOB;
+      l_set_m      PLS_INTEGER := 0;
+      l_meta       CLOB;
+      l_set_t      PLS_INTEGER := 0;
+      l_ts         TIMESTAMP(6);
+      l_set_e      PLS_INTEGER := 0;
+      l_exp        TIMESTAMP(6);
+      l_retrieval  VARCHAR2(32);
+      l_vectors    JSON_ARRAY_T;
+      l_rows       PLS_INTEGER;
+      l_vec        CLOB;
+   BEGIN
+      SAVEPOINT oramem_update;
+      l_store   := oramem_registry.ready_store(in_store_id);
+      l_rec_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records);
+      l_chk_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_chunks);
+      l_req  := parse_object(in_request, 'update request');
+      l_type := oramem_registry.check_record_type(get_text(l_req, 'record_type', 'update request', 64));
+      l_id   := get_text(l_req, 'record_id', 'update request');
+      IF l_id IS NULL THEN
+         bad_argument('record_id is required');
+      END IF;
+      l_retrieval := LOWER(NVL(get_text(l_req, 'retrieval', 'update request', 32), 'keep'));
+      IF l_retrieval NOT IN ('keep', 'clear', 'replace', 'revector', 'strip_vectors') THEN
+         bad_argument('retrieval must be keep, clear, replace, revector or strip_vectors');
+      END IF;
+      IF NOT (l_req.has('content') OR l_req.has('metadata') OR l_req.has('timestamp')
+              OR l_req.has('ttl') OR l_retrieval <> 'keep')
+      THEN
+         bad_argument('update needs at least one of text, index_text, embedding, metadata, '
+                      || 'timestamp, ttl_days, ttl_anchor');
+      END IF;
+
+      BEGIN
+         EXECUTE IMMEDIATE
+            'SELECT r.event_ts, r.created_at FROM ' || l_rec_tab || ' r'
+            || ' WHERE r.record_type = :1 AND r.record_id = :2'
+            || ' AND (r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))'
+            || ' FOR UPDATE'
+            INTO l_event_ts, l_created USING l_type, l_id;
+      EXCEPTION
+         WHEN NO_DATA_FOUND THEN
+            RETURN 0;
+      END;
+
+      IF l_req.has('content') THEN
+         l_set_c := 1;
+         l_content := get_long_text(l_req, 'content', 'update request');
+         IF l_content IS NULL AND oramem_registry.is_profile_type(l_type) THEN
+            bad_argument('text=None is not allowed for ' || l_type || ' records');
+         END IF;
+      END IF;
+      IF l_req.has('metadata') THEN
+         l_set_m := 1;
+         l_meta := get_metadata(l_req, 'update request');
+      END IF;
+      IF l_req.has('timestamp') THEN
+         l_set_t := 1;
+         l_ts := oramem_registry.parse_utc(get_text(l_req, 'timestamp', 'update request', 64), 'timestamp');
+         l_event_ts := l_ts;
+      END IF;
+      IF l_req.has('ttl') THEN
+         IF NOT oramem_registry.is_scoped_type(l_type) THEN
+            bad_argument('ttl applies only to message, memory, guideline, fact and preference records');
+         END IF;
+         IF NOT l_req.get('ttl').is_object THEN
+            bad_payload('update request.ttl must be {"days": n|null, "anchor": ...}');
+         END IF;
+         l_set_e := 1;
+         l_exp := ttl_expiry(l_req.get_object('ttl'), l_created, l_event_ts, 'ttl');
+      END IF;
+
+      EXECUTE IMMEDIATE
+         'UPDATE ' || l_rec_tab || ' r SET'
+         || ' r.content    = CASE WHEN :1 = 1 THEN :2 ELSE r.content END,'
+         || ' r.metadata   = CASE WHEN :3 = 1 THEN (CASE WHEN :4 IS NULL THEN NULL ELSE JSON(:5) END)'
+         || ' ELSE r.metadata END,'
+         || ' r.event_ts   = CASE WHEN :6 = 1 THEN :7 ELSE r.event_ts END,'
+         || ' r.expires_at = CASE WHEN :8 = 1 THEN :9 ELSE r.expires_at END'
+         || ' WHERE r.record_type = :10 AND r.record_id = :11'
+         USING l_set_c, l_content, l_set_m, l_meta, l_meta, l_set_t, l_ts, l_set_e, l_exp,
+               l_type, l_id;
+
+      CASE l_retrieval
+         WHEN 'keep' THEN
+            NULL;
+         WHEN 'clear' THEN
+            EXECUTE IMMEDIATE 'DELETE FROM ' || l_chk_tab || ' WHERE record_type = :1 AND record_id = :2'
+               USING l_type, l_id;
+         WHEN 'replace' THEN
+            EXECUTE IMMEDIATE 'DELETE FROM ' || l_chk_tab || ' WHERE record_type = :1 AND record_id = :2'
+               USING l_type, l_id;
+            insert_chunks(l_store, l_type, l_id, get_chunks(l_req, 'chunks', 'update request'),
+                          'update request.chunks');
+         WHEN 'revector' THEN
+            l_vectors := get_chunks(l_req, 'vectors', 'update request');
+            EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ' || l_chk_tab || ' WHERE record_type = :1 AND record_id = :2'
+               INTO l_rows USING l_type, l_id;
+            IF l_vectors IS NULL THEN
+               l_vectors := JSON_ARRAY_T();
+            END IF;
+            IF l_vectors.get_size <> l_rows THEN
+               oramem_errors.raise_error(oramem_errors.gc_vector_mismatch,
+                  'embedding has ' || l_vectors.get_size || ' vector(s) but the record has '
+                  || l_rows || ' retrieval row(s); pass one vector per row');
+            END IF;
+            FOR i IN 0 .. l_rows - 1 LOOP
+               l_vec := get_vector(l_vectors.get(i), l_store.vector_dim, 'vectors[' || i || ']');
+               EXECUTE IMMEDIATE
+                  'UPDATE ' || l_chk_tab || ' SET embedding = TO_VECTOR(:1, '
+                  || dim_text(l_store.vector_dim) || ', FLOAT32)'
+                  || ' WHERE record_type = :2 AND record_id = :3 AND chunk_no = :4'
+                  USING l_vec, l_type, l_id, i + 1;
+            END LOOP;
+         WHEN 'strip_vectors' THEN
+            IF l_store.vector_dim IS NOT NULL THEN
+               EXECUTE IMMEDIATE 'UPDATE ' || l_chk_tab || ' SET embedding = NULL'
+                  || ' WHERE record_type = :1 AND record_id = :2'
+                  USING l_type, l_id;
+            END IF;
+      END CASE;
+      RETURN 1;
+   EXCEPTION
+      WHEN OTHERS THEN
+         ROLLBACK TO SAVEPOINT oramem_update;
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_store.update_json', l_store.memory_store_id);
+         END IF;
+         RAISE;
+   END update_json;
+
+   ---------------------------------------------------------------------------------------
+   -- deletes
+   ---------------------------------------------------------------------------------------
+   -- Delete a thread and everything scoped to it; returns rows deleted, fills the event.
+   FUNCTION remove_thread(
+      in_store     IN oramem_registry.store_t,
+      in_thread_id IN VARCHAR2,
+      in_reason    IN VARCHAR2,
+      out_event    OUT JSON_OBJECT_T
+   ) RETURN PLS_INTEGER
+   IS
+      l_types   vc_tab_t;
+      l_ids     vc_tab_t;
+      l_threads vc_tab_t;
+      l_empty   vc_tab_t;
+   BEGIN
+      EXECUTE IMMEDIATE
+         'DELETE FROM ' || oramem_registry.quoted_name(in_store.memory_store_id, oramem_registry.gc_obj_records)
+         || ' WHERE thread_id = :1 OR (record_type = ''thread'' AND record_id = :2)'
+         || ' RETURNING record_type, record_id INTO :3, :4'
+         USING in_thread_id, in_thread_id RETURNING BULK COLLECT INTO l_types, l_ids;
+      IF l_types.COUNT > 0 THEN
+         l_threads(1) := in_thread_id;
+         out_event := make_event(in_store.memory_store_id, l_types, l_ids, l_threads, l_empty,
+                                 l_empty, in_reason);
+         call_hook(in_store, out_event);
+      END IF;
+      RETURN l_types.COUNT;
+   END remove_thread;
+
+   FUNCTION delete_record_json(
+      in_store_id    IN VARCHAR2,
+      in_record_type IN VARCHAR2,
+      in_record_id   IN VARCHAR2,
+      in_cascade     IN PLS_INTEGER DEFAULT 0
+   ) RETURN CLOB
+   IS
+      l_store    oramem_registry.store_t;
+      l_rec_tab  VARCHAR2(200);
+      l_type     VARCHAR2(32);
+      l_col      VARCHAR2(16);
+      l_types    vc_tab_t;
+      l_ids      vc_tab_t;
+      l_threads  vc_tab_t;
+      l_users    vc_tab_t;
+      l_agents   vc_tab_t;
+      l_event    JSON_OBJECT_T;
+      l_count    PLS_INTEGER := 0;
+      l_result   JSON_OBJECT_T := JSON_OBJECT_T();
+   BEGIN
+      SAVEPOINT oramem_delete;
+      l_store   := oramem_registry.ready_store(in_store_id);
+      l_rec_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records);
+      l_type    := oramem_registry.check_record_type(in_record_type);
+      IF in_record_id IS NULL THEN
+         bad_argument('record_id is required');
+      END IF;
+      IF in_cascade IS NULL OR in_cascade NOT IN (0, 1) THEN
+         bad_argument('cascade must be 0 or 1');
+      END IF;
+
+      IF l_type = 'thread' THEN
+         l_count := LEAST(remove_thread(l_store, in_record_id, 'delete', l_event), 1);
+      ELSIF in_cascade = 1 AND oramem_registry.is_profile_type(l_type) THEN
+         -- SC-8.2: the actor's threads with all their records, every record scoped to the
+         -- actor, and the profile itself (even when the profile row is absent).
+         l_col := CASE l_type WHEN 'user_profile' THEN 'user_id' ELSE 'agent_id' END;
+         EXECUTE IMMEDIATE
+            'SELECT t.record_id FROM ' || l_rec_tab || ' t WHERE t.record_type = ''thread'''
+            || ' AND t.' || l_col || ' = :1'
+            BULK COLLECT INTO l_threads USING in_record_id;
+         EXECUTE IMMEDIATE
+            'DELETE FROM ' || l_rec_tab || ' r WHERE (r.record_type = :1 AND r.record_id = :2)'
+            || ' OR r.' || l_col || ' = :3'
+            || ' OR r.thread_id IN (SELECT t.record_id FROM ' || l_rec_tab || ' t'
+            || ' WHERE t.record_type = ''thread'' AND t.' || l_col || ' = :4)'
+            || ' RETURNING r.record_type, r.record_id INTO :5, :6'
+            USING l_type, in_record_id, in_record_id, in_record_id
+            RETURNING BULK COLLECT INTO l_types, l_ids;
+         FOR i IN 1 .. l_types.COUNT LOOP
+            IF l_types(i) = l_type AND l_ids(i) = in_record_id THEN
+               l_count := 1;
+            END IF;
+         END LOOP;
+         IF l_types.COUNT > 0 THEN
+            IF l_type = 'user_profile' THEN
+               l_users(1) := in_record_id;
+            ELSE
+               l_agents(1) := in_record_id;
+            END IF;
+            l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
+                                  l_agents, 'cascade');
+            call_hook(l_store, l_event);
+         END IF;
+      ELSE
+         EXECUTE IMMEDIATE
+            'DELETE FROM ' || l_rec_tab || ' WHERE record_type = :1 AND record_id = :2'
+            || ' RETURNING record_type, record_id INTO :3, :4'
+            USING l_type, in_record_id RETURNING BULK COLLECT INTO l_types, l_ids;
+         l_count := l_types.COUNT;
+         IF l_count > 0 THEN
+            l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
+                                  l_agents, 'delete');
+            call_hook(l_store, l_event);
+         END IF;
+      END IF;
+
+      l_result.put('count', l_count);
+      IF l_event IS NULL THEN
+         l_result.put_null('event');
+      ELSE
+         l_result.put('event', l_event);
+      END IF;
+      RETURN l_result.to_clob;
+   EXCEPTION
+      WHEN OTHERS THEN
+         ROLLBACK TO SAVEPOINT oramem_delete;
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_store.delete_record_json', l_store.memory_store_id);
+         END IF;
+         RAISE;
+   END delete_record_json;
+
+   FUNCTION delete_record(
+      in_store_id    IN VARCHAR2,
+      in_record_type IN VARCHAR2,
+      in_record_id   IN VARCHAR2,
+      in_cascade     IN PLS_INTEGER DEFAULT 0
+   ) RETURN PLS_INTEGER
+   IS
+      l_result JSON_OBJECT_T;
+   BEGIN
+      l_result := JSON_OBJECT_T.parse(delete_record_json(in_store_id, in_record_type, in_record_id, in_cascade));
+      RETURN l_result.get_number('count');
+   END delete_record;
+
+   FUNCTION delete_thread_json(
+      in_store_id  IN VARCHAR2,
+      in_thread_id IN VARCHAR2
+   ) RETURN CLOB
+   IS
+      l_store   oramem_registry.store_t;
+      l_event   JSON_OBJECT_T;
+      l_count   PLS_INTEGER;
+      l_result  JSON_OBJECT_T := JSON_OBJECT_T();
+   BEGIN
+      SAVEPOINT oramem_delete_thread;
+      l_store := oramem_registry.ready_store(in_store_id);
+      IF in_thread_id IS NULL THEN
+         bad_argument('thread_id is required');
+      END IF;
+      l_count := LEAST(remove_thread(l_store, in_thread_id, 'delete_thread', l_event), 1);
+      l_result.put('count', l_count);
+      IF l_event IS NULL THEN
+         l_result.put_null('event');
+      ELSE
+         l_result.put('event', l_event);
+      END IF;
+      RETURN l_result.to_clob;
+   EXCEPTION
+      WHEN OTHERS THEN
+         ROLLBACK TO SAVEPOINT oramem_delete_thread;
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_store.delete_thread_json', l_store.memory_store_id);
+         END IF;
+         RAISE;
+   END delete_thread_json;
+
+   FUNCTION delete_thread(
+      in_store_id  IN VARCHAR2,
+      in_thread_id IN VARCHAR2
+   ) RETURN PLS_INTEGER
+   IS
+      l_result JSON_OBJECT_T;
+   BEGIN
+      l_result := JSON_OBJECT_T.parse(delete_thread_json(in_store_id, in_thread_id));
+      RETURN l_result.get_number('count');
+   END delete_thread;
+
+   ---------------------------------------------------------------------------------------
+   -- TTL purge
+   ---------------------------------------------------------------------------------------
+   FUNCTION purge_expired_json(
+      in_store_id     IN VARCHAR2,
+      in_batch_rows   IN PLS_INTEGER DEFAULT 1000,
+      in_max_seconds  IN PLS_INTEGER DEFAULT 300,
+      in_commit       IN PLS_INTEGER DEFAULT 0
+   ) RETURN CLOB
+   IS
+      l_store     oramem_registry.store_t;
+      l_rec_tab   VARCHAR2(200);
+      l_ref       TIMESTAMP(6);
+      l_deadline  TIMESTAMP WITH TIME ZONE;
+      l_types     vc_tab_t;
+      l_ids       vc_tab_t;
+      l_empty     vc_tab_t;
+      l_total     PLS_INTEGER := 0;
+      l_events    JSON_ARRAY_T := JSON_ARRAY_T();
+      l_event     JSON_OBJECT_T;
+      l_result    JSON_OBJECT_T := JSON_OBJECT_T();
+   BEGIN
+      SAVEPOINT oramem_purge;
+      l_store := oramem_registry.ready_store(in_store_id);
+      IF in_batch_rows IS NULL OR in_batch_rows NOT BETWEEN 1 AND 100000 THEN
+         bad_argument('batch_rows must be between 1 and 100000');
+      END IF;
+      IF in_max_seconds IS NULL OR in_max_seconds < 1 THEN
+         bad_argument('max_seconds must be >= 1');
+      END IF;
+      IF in_commit IS NULL OR in_commit NOT IN (0, 1) THEN
+         bad_argument('commit must be 0 or 1');
+      END IF;
+      l_rec_tab  := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records);
+      l_ref      := oramem_registry.utc_now;   -- one reference time per run
+      l_deadline := SYSTIMESTAMP + NUMTODSINTERVAL(in_max_seconds, 'SECOND');
+      LOOP
+         -- Retrieval rows go with their records (FK ON DELETE CASCADE).
+         EXECUTE IMMEDIATE
+            'DELETE FROM ' || l_rec_tab || ' WHERE expires_at <= :1 AND ROWNUM <= :2'
+            || ' RETURNING record_type, record_id INTO :3, :4'
+            USING l_ref, in_batch_rows RETURNING BULK COLLECT INTO l_types, l_ids;
+         l_total := l_total + l_types.COUNT;
+         IF l_types.COUNT > 0 THEN
+            l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_empty, l_empty,
+                                  l_empty, 'purge');
+            call_hook(l_store, l_event);
+            l_events.append(l_event);
+         END IF;
+         IF in_commit = 1 THEN
+            COMMIT;
+            SAVEPOINT oramem_purge;
+         END IF;
+         EXIT WHEN l_types.COUNT < in_batch_rows OR SYSTIMESTAMP >= l_deadline;
+      END LOOP;
+      l_result.put('count', l_total);
+      l_result.put('events', l_events);
+      RETURN l_result.to_clob;
+   EXCEPTION
+      WHEN OTHERS THEN
+         ROLLBACK TO SAVEPOINT oramem_purge;
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_store.purge_expired_json', l_store.memory_store_id);
+         END IF;
+         RAISE;
+   END purge_expired_json;
+
+   FUNCTION purge_expired(
+      in_store_id     IN VARCHAR2,
+      in_batch_rows   IN PLS_INTEGER DEFAULT 1000,
+      in_max_seconds  IN PLS_INTEGER DEFAULT 300,
+      in_commit       IN PLS_INTEGER DEFAULT 0
+   ) RETURN PLS_INTEGER
+   IS
+      l_result JSON_OBJECT_T;
+   BEGIN
+      l_result := JSON_OBJECT_T.parse(
+                     purge_expired_json(in_store_id, in_batch_rows, in_max_seconds, in_commit));
+      RETURN l_result.get_number('count');
+   END purge_expired;
+
+   PROCEDURE run_purge_job(
+      in_store_id IN VARCHAR2
+   )
+   IS
+      l_store  oramem_registry.store_t;
+      l_found  BOOLEAN;
+      l_rows   PLS_INTEGER;
+   BEGIN
+      oramem_registry.find_store(in_store_id, l_store, l_found);
+      IF NOT l_found OR l_store.state <> oramem_registry.gc_state_ready
+         OR l_store.schema_version <> oramem_registry.gc_store_schema_version
+      THEN
+         RETURN;   -- being created, upgraded or dropped: the next run purges
+      END IF;
+      l_rows := purge_expired(in_store_id, 1000, 300, 1);
+   EXCEPTION
+      WHEN OTHERS THEN
+         oramem_errors.log_error('oramem_store.run_purge_job', in_store_id);
+         RAISE;
+   END run_purge_job;
+
+   ---------------------------------------------------------------------------------------
+   -- search index sync
+   ---------------------------------------------------------------------------------------
+   PROCEDURE sync_search_index(
+      in_store_id IN VARCHAR2
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+      l_store oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
+      l_index VARCHAR2(128);
+   BEGIN
+      IF l_store.has_hybrid_index = 1 THEN
+         l_index := oramem_registry.object_name(l_store.memory_store_id, oramem_registry.gc_obj_hybrid);
+      ELSIF l_store.has_text_index = 1 THEN
+         l_index := oramem_registry.object_name(l_store.memory_store_id, oramem_registry.gc_obj_text);
+      ELSE
+         ROLLBACK;
+         RETURN;
+      END IF;
+      IF NOT oramem_registry.text_available THEN
+         oramem_errors.raise_error(oramem_errors.gc_feature_missing,
+            'Oracle Text (CTXSYS) is not installed; keyword and hybrid search are unavailable');
+      END IF;
+      -- Dynamic call: the body compiles where Oracle Text is absent (ORACLE_NOTES 4.5).
+      EXECUTE IMMEDIATE 'BEGIN CTX_DDL.SYNC_INDEX(idx_name => :1); END;' USING l_index;
+      COMMIT;
+   EXCEPTION
+      WHEN OTHERS THEN
+         ROLLBACK;
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_store.sync_search_index', in_store_id);
+         END IF;
+         RAISE;
+   END sync_search_index;
+END oramem_store;
+/
