@@ -246,3 +246,12 @@ def test_oracle_db_group_is_registered_when_its_module_exists():
 
     present = importlib.util.find_spec("oramem.oracle.cli") is not None
     assert ("db" in cli.commands) == present
+
+
+def test_a_file_that_is_not_a_database_is_a_clean_error(run, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("just some text, not SQLite\n" * 50, encoding="utf-8")
+    for args in (["list"], ["add", "x"], ["stores", "list"]):
+        res = run(*args, expect=1, db_path=str(notes))
+        assert "is not an oramem SQLite database" in res.stderr and "Traceback" not in res.output
+    assert notes.read_text(encoding="utf-8").startswith("just some text")
