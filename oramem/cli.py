@@ -12,6 +12,7 @@ keeps the dimension it was created with, so keep using the same embedder for one
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -30,7 +31,7 @@ import click
 from .embedders import EmbeddingServiceError, HashEmbedder, OpenAICompatibleEmbedder
 from .errors import StoreError
 from .normalize import DEFAULT_STORE_ID, validate_store_id
-from .types import NOT_SET, PROFILE_TYPES, RECORD_TYPES, SCOPED_TYPES, MessageRecord, PendingRecordBatch, Record
+from .types import NOT_SET, PROFILE_TYPES, RECORD_TYPES, MessageRecord, PendingRecordBatch, Record
 
 __all__ = ["main", "cli"]
 
@@ -795,9 +796,8 @@ def chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 def import_lines(store: Any, lines: Sequence[ImportLine], batch_size: int, *, progress: bool) -> int:
     """Write validated lines, ``batch_size`` per transaction; returns records written."""
     written = 0
-    bar_ctx = click.progressbar(length=len(lines), label="importing", file=sys.stderr) if progress else None
-    try:
-        bar = bar_ctx.__enter__() if bar_ctx else None
+    bar_cm = click.progressbar(length=len(lines), label="importing", file=sys.stderr) if progress else contextlib.nullcontext()
+    with bar_cm as bar:
         for part in chunks(lines, batch_size):
             try:
                 store.add_batches(make_batches(part))
@@ -810,9 +810,6 @@ def import_lines(store: Any, lines: Sequence[ImportLine], batch_size: int, *, pr
             written += len(part)
             if bar is not None:
                 bar.update(len(part))
-    finally:
-        if bar_ctx:
-            bar_ctx.__exit__(None, None, None)
     return written
 
 

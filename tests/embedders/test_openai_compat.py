@@ -6,7 +6,7 @@ import http.server
 import json
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 import pytest
