@@ -317,12 +317,14 @@ def emit_json(payload: Any) -> None:
     click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
 
 
-def results_table(results: Sequence[tuple[Record, float]]) -> str:
-    rows = [
-        [str(rank), f"{distance:.4f}", type_text(record), scope_text(record), record.content or ""]
-        for rank, (record, distance) in enumerate(results, 1)
-    ]
-    return render_table(["rank", "distance", "type", "scope", "content"], rows, flex=4)
+def results_table(results: Sequence[tuple[Record, float]], *, with_id: bool = False) -> str:
+    """rank, distance, type, scope, (id,) content; ``with_id`` for follow-up get/update."""
+    rows = []
+    for rank, (record, distance) in enumerate(results, 1):
+        row = [str(rank), f"{distance:.4f}", type_text(record), scope_text(record)]
+        rows.append(row + ([record.id] if with_id else []) + [record.content or ""])
+    headers = ["rank", "distance", "type", "scope"] + (["id"] if with_id else []) + ["content"]
+    return render_table(headers, rows, flex=len(headers) - 1)
 
 
 def records_table(records: Sequence[Record]) -> str:
@@ -502,7 +504,7 @@ def search(
     elif not results:
         click.echo("no results")
     else:
-        click.echo(results_table(results))
+        click.echo(results_table(results, with_id=True))
 
 
 # ----------------------------------------------------------------------------- get / list

@@ -87,8 +87,8 @@ def test_search_three_strategies_scope_and_filter(run):
     assert typed == []
     table = run("search", "dark roast", "-k", "2").stdout
     lines = table.splitlines()
-    assert lines[0].split()[:5] == ["rank", "distance", "type", "scope", "content"]
-    assert "user=alice" in lines[1] and "dark roast" in lines[1]
+    assert lines[0].split()[:6] == ["rank", "distance", "type", "scope", "id", "content"]
+    assert "user=alice" in lines[1] and " a1 " in lines[1] and "dark roast" in lines[1]
 
 
 def test_search_exact_flags_select_null_scope(run):
