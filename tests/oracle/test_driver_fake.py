@@ -1,0 +1,444 @@
+"""OracleEngine against a recording fake of python-oracledb (no database needed).
+
+Checks, for every operation and in both colours (sync pool / connection, async pool /
+connection): the package subprogram called, function vs procedure, the return type, the
+exact keyword parameter names (== oramem.oracle.calls), the JSON shape of the payloads
+(plsql/README.md), commit/rollback behaviour, error mapping, and argument errors raised
+before any round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import warnings
+
+import numpy as np
+import oracledb
+import pytest
+
+from oramem import (
+    CapabilityError,
+    MemoryRetentionConfig,
+    MessageRecord,
+    Record,
+    SchemaPolicy,
+    SearchIndexSyncMode,
+    SearchStrategy,
+    StoreBusy,
+    StoreNotFound,
+    StoreSettingsMismatch,
+    TimeToLiveAnchor,
+)
+from oramem.engine import Engine
+from oramem.oracle import OracleEngine
+from oramem.oracle.driver import CALLS
+from oramem.requests import (
+    AddRequest,
+    ChunkRow,
+    ListRequest,
+    NewRecord,
+    RetrievalChange,
+    Scope,
+    ScopeMatch,
+    SearchRequest,
+    StoreSettings,
+    TTLSpec,
+    UpdateRequest,
+)
+from oramem.types import NOT_SET
+
+from .fakes import FakeAsyncConnection, FakeAsyncPool, FakeConnection, FakePool, Recorder, db_error
+
+SETTINGS_OUT = {
+    "memory_store_id": "MYSTORE", "vector_dim": 3, "search_strategy": "vector",
+    "search_index_sync": "on_commit", "retention": {"default_ttl_days": 30, "max_ttl_days": None},
+    "embedding_model": None, "deletion_hook": None, "supported_strategies": ["vector"],
+    "schema_version": 1, "code_schema_version": 1, "state": "READY", "purge_job": None,
+    "created": True, "upgraded": False, "warnings": [], "last_error": None,
+}
+REC = {"id": "r1", "record_type": "memory", "content": "hello", "timestamp": None, "metadata": {"k": 1},
+       "thread_id": "t1", "user_id": "u1", "agent_id": None, "created_at": "2026-11-30T17:08:01.000000+00:00",
+       "expires_at": None, "role": None, "seq_no": 7}
+MSG = dict(REC, id="m1", record_type="message", role="user", seq_no=8)
+
+KINDS = ["pool", "conn", "async_pool", "async_conn"]
+
+
+def make(kind: str, answers=None):
+    rec = Recorder(answers)
+    rec.answers.setdefault("oramem_admin.open_store", json.dumps(SETTINGS_OUT))
+    target = {"pool": FakePool, "conn": FakeConnection, "async_pool": FakeAsyncPool,
+              "async_conn": FakeAsyncConnection}[kind](rec)
+    return OracleEngine(target), rec
+
+
+def run(engine: OracleEngine, method: str, *args):
+    """Call ``method`` in the engine's colour."""
+    if engine.is_async:
+        return asyncio.run(getattr(engine, method + "_async")(*args))
+    return getattr(engine, method)(*args)
+
+
+def opened(kind: str, answers=None):
+    engine, rec = make(kind, answers)
+    run(engine, "open", settings(), SchemaPolicy.CREATE_IF_NECESSARY)
+    rec.calls.clear()
+    return engine, rec
+
+
+def settings(**kw):
+    base = dict(memory_store_id="mystore", vector_dim=3, search_strategy=SearchStrategy.VECTOR,
+                search_index_sync=SearchIndexSyncMode.ON_COMMIT, retention=MemoryRetentionConfig(30, None))
+    base.update(kw)
+    return StoreSettings(**base)
+
+
+def the_call(rec: Recorder, op: str):
+    (call,) = rec.plsql
+    spec = CALLS[op]
+    assert call.name == spec.qualified_name
+    assert call.kind == ("callfunc" if spec.is_function else "callproc")
+    assert list(call.binds) == list(spec.param_names), "keyword names must be exactly the call table's"
+    if spec.is_function:
+        expected_rt = oracledb.DB_TYPE_CLOB if spec.returns == "CLOB" else int
+        assert call.return_type is expected_rt
+    return call
+
+
+def committed(rec: Recorder) -> bool:
+    return bool(rec.of("commit"))
+
+
+def record(i="r1", rtype="memory", **kw):
+    base = dict(id=i, record_type=rtype, content="hello", thread_id="t1", user_id="u1", agent_id=None, role=None,
+                timestamp="2026-11-30T17:08:00.000000+00:00", metadata={"topic": "x"},
+                ttl=TTLSpec(30, TimeToLiveAnchor.CREATED_AT),
+                chunks=(ChunkRow("hello", np.array([0.1, 0.2, 0.3], dtype=np.float32)), ChunkRow("more", None)))
+    base.update(kw)
+    return NewRecord(**base)
+
+
+# -- construction and colours -----------------------------------------------------------
+
+def test_rejects_non_oracledb_objects():
+    with pytest.raises(TypeError, match="python-oracledb connection or pool"):
+        OracleEngine(object())
+
+
+def test_every_async_twin_is_native():
+    names = [n for n in dir(Engine) if n.endswith("_async")]
+    assert names
+    for n in names:
+        assert getattr(OracleEngine, n) is not getattr(Engine, n), f"{n} falls back to a worker thread"
+        assert inspect.iscoroutinefunction(getattr(OracleEngine, n))
+    src = inspect.getsource(OracleEngine)
+    assert "to_thread" not in src
+
+
+@pytest.mark.parametrize("kind", ["async_pool", "async_conn"])
+def test_sync_call_on_async_source_is_a_type_error(kind):
+    engine, rec = make(kind)
+    with pytest.raises(TypeError, match="open_async"):
+        engine.open(settings(), SchemaPolicy.REQUIRE_EXISTING)
+    assert rec.calls == []
+
+
+@pytest.mark.parametrize("kind", ["pool", "conn"])
+def test_async_call_on_sync_source_is_a_type_error(kind):
+    engine, rec = make(kind)
+    with pytest.raises(TypeError, match="create_pool_async"):
+        asyncio.run(engine.open_async(settings(), SchemaPolicy.REQUIRE_EXISTING))
+    assert rec.calls == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_operations_before_open_fail_clearly(kind):
+    engine, rec = make(kind)
+    with pytest.raises(RuntimeError, match="open"):
+        run(engine, "get", "memory", "x")
+    assert rec.plsql == []
+
+
+# -- open ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_open_sends_settings_and_policy(kind):
+    engine, rec = make(kind)
+    out = run(engine, "open", settings(), SchemaPolicy.CREATE_IF_NECESSARY)
+    call = the_call(rec, "open")
+    assert call.binds["in_policy"] == "CREATE_IF_NECESSARY"
+    assert call.binds["in_lock_timeout"] == 60
+    assert json.loads(call.binds["in_settings"]) == {
+        "memory_store_id": "mystore", "search_strategy": "vector", "vector_dim": 3,
+        "search_index_sync": "on_commit", "retention": {"default_ttl_days": 30, "max_ttl_days": None},
+    }
+    assert out == StoreSettings("MYSTORE", 3, SearchStrategy.VECTOR, SearchIndexSyncMode.ON_COMMIT,
+                                MemoryRetentionConfig(30, None))
+    assert engine.memory_store_id == "MYSTORE"
+    assert not committed(rec)
+    if kind.endswith("pool"):
+        assert rec.of("acquire") and rec.of("release")
+
+
+def test_open_leaves_adoptable_settings_absent_and_warns():
+    out = dict(SETTINGS_OUT, warnings=["purge job not created: CREATE JOB is missing"])
+    engine, rec = make("pool", {"oramem_admin.open_store": json.dumps(out)})
+    with pytest.warns(UserWarning, match="CREATE JOB"):
+        engine.open(settings(vector_dim=None, search_index_sync=None, retention=None), "require_existing")
+    sent = json.loads(rec.plsql[0].binds["in_settings"])
+    assert sent == {"memory_store_id": "mystore", "search_strategy": "vector"}
+    assert rec.plsql[0].binds["in_policy"] == "REQUIRE_EXISTING"
+
+
+def test_open_rejects_bad_policy_before_any_call():
+    engine, rec = make("pool")
+    with pytest.raises(ValueError, match="schema_policy"):
+        engine.open(settings(), "sometimes")
+    with pytest.raises(TypeError, match="StoreSettings"):
+        engine.open({"memory_store_id": "x"}, SchemaPolicy.RECREATE)
+    assert rec.calls == []
+
+
+def test_embedding_model_is_sent_for_hybrid():
+    rec = Recorder({"oramem_admin.open_store": json.dumps(SETTINGS_OUT)})
+    engine = OracleEngine(FakePool(rec), embedding_model="oramem_embed")
+    engine.open(settings(search_strategy=SearchStrategy.HYBRID), SchemaPolicy.CREATE_IF_NECESSARY)
+    assert json.loads(rec.plsql[0].binds["in_settings"])["embedding_model"] == "ORAMEM_EMBED"
+    with pytest.raises(ValueError, match="model_name"):
+        OracleEngine(FakePool(rec), embedding_model="x; drop table t")
+
+
+# -- writes ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_add_sends_one_batch_and_commits(kind):
+    engine, rec = opened(kind, {"oramem_store.add_json": '["r1","m1"]'})
+    req = AddRequest((record(), record("m1", "message", role="user", ttl=TTLSpec(None, TimeToLiveAnchor.TIMESTAMP),
+                                       chunks=()),), batch_size=128)
+    assert run(engine, "add", req) == ["r1", "m1"]
+    call = the_call(rec, "add")
+    assert call.binds["in_store_id"] == "MYSTORE" and call.binds["in_batch_size"] == 128
+    batch = json.loads(call.binds["in_batch"])
+    assert batch == {"records": [
+        {"id": "r1", "record_type": "memory", "content": "hello", "thread_id": "t1", "user_id": "u1",
+         "agent_id": None, "role": None, "timestamp": "2026-11-30T17:08:00.000000+00:00",
+         "metadata": {"topic": "x"}, "ttl": {"days": 30, "anchor": "created_at"},
+         "chunks": [{"text": "hello", "vector": [float(np.float32(0.1)), float(np.float32(0.2)),
+                                                  float(np.float32(0.3))]},
+                    {"text": "more", "vector": None}]},
+        {"id": "m1", "record_type": "message", "content": "hello", "thread_id": "t1", "user_id": "u1",
+         "agent_id": None, "role": "user", "timestamp": "2026-11-30T17:08:00.000000+00:00",
+         "metadata": {"topic": "x"}, "ttl": {"days": None, "anchor": "timestamp"}, "chunks": []},
+    ]}
+    # float32 values survive the JSON round trip exactly
+    assert np.array_equal(np.array(batch["records"][0]["chunks"][0]["vector"], dtype=np.float32),
+                          np.array([0.1, 0.2, 0.3], dtype=np.float32))
+    assert committed(rec) and not rec.of("rollback")
+
+
+@pytest.mark.parametrize("kind", ["pool", "async_pool"])
+def test_big_batches_are_bound_as_clob(kind):
+    engine, rec = opened(kind, {"oramem_store.add_json": "[]"})
+    big = record(content="x" * 40000, chunks=())
+    run(engine, "add", AddRequest((big,), batch_size=256))
+    call = rec.plsql[0]
+    if kind == "pool":
+        assert call.input_sizes == {"in_batch": oracledb.DB_TYPE_CLOB}
+    else:
+        assert [c.binds["data"][:12] for c in rec.of("createlob")] == ['{"records":[']
+        assert isinstance(call.binds["in_batch"], oracledb.AsyncLOB)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_argument_errors_before_any_call(kind):
+    engine, rec = opened(kind)
+    bad_vec = record(chunks=(ChunkRow("x", np.array([np.nan, 0, 0], dtype=np.float32)),))
+    with pytest.raises(ValueError, match="finite"):
+        run(engine, "add", AddRequest((bad_vec,), batch_size=10))
+    with pytest.raises(ValueError, match="batch_size"):
+        run(engine, "add", AddRequest((record(),), batch_size=0))
+    with pytest.raises(ValueError, match="NaN"):
+        run(engine, "add", AddRequest((record(metadata={"x": float("inf")}),), batch_size=10))
+    with pytest.raises(TypeError, match="record_id"):
+        run(engine, "delete", "memory", 5, False)
+    with pytest.raises(ValueError, match="last_n"):
+        run(engine, "list_thread_messages", "t1", 0)
+    assert rec.plsql == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_update_request_json(kind):
+    engine, rec = opened(kind, {"oramem_store.update_json": 1})
+    req = UpdateRequest("memory", "r1", content="new", retrieval=RetrievalChange.REPLACE,
+                        chunks=(ChunkRow("new", np.array([1, 0, 0], dtype=np.float32)),),
+                        metadata=None, ttl=TTLSpec(7, TimeToLiveAnchor.TIMESTAMP))
+    assert run(engine, "update", req) == 1
+    call = the_call(rec, "update")
+    assert json.loads(call.binds["in_request"]) == {
+        "record_type": "memory", "record_id": "r1", "retrieval": "replace", "content": "new",
+        "chunks": [{"text": "new", "vector": [1.0, 0.0, 0.0]}], "metadata": None,
+        "ttl": {"days": 7, "anchor": "timestamp"},
+    }
+    assert committed(rec)
+
+
+def test_update_omits_not_set_fields_and_sends_revector():
+    engine, rec = opened("pool", {"oramem_store.update_json": 0})
+    req = UpdateRequest("fact", "f1", retrieval=RetrievalChange.REVECTOR,
+                        vectors=(np.array([0, 1, 0], dtype=np.float32), np.array([0, 0, 1], dtype=np.float32)))
+    assert engine.update(req) == 0
+    assert json.loads(rec.plsql[0].binds["in_request"]) == {
+        "record_type": "fact", "record_id": "f1", "retrieval": "revector",
+        "vectors": [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+    }
+    assert UpdateRequest("fact", "f1").content is NOT_SET
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("cascade", [False, True])
+def test_delete(kind, cascade):
+    answer = json.dumps({"count": 1, "event": {"memory_store_id": "MYSTORE", "records": [["user_profile", "u1"]],
+                                               "thread_ids": [], "user_ids": ["u1"], "agent_ids": [],
+                                               "reason": "cascade"}})
+    engine, rec = opened(kind, {"oramem_store.delete_record_json": answer})
+    assert run(engine, "delete", "user_profile", "u1", cascade) == 1
+    call = the_call(rec, "delete")
+    assert call.binds == {"in_store_id": "MYSTORE", "in_record_type": "user_profile", "in_record_id": "u1",
+                          "in_cascade": 1 if cascade else 0}
+    assert committed(rec)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_delete_thread_purge_and_sync(kind):
+    engine, rec = opened(kind, {"oramem_store.delete_thread_json": '{"count": 0, "event": null}',
+                                "oramem_store.purge_expired_json": '{"count": 12, "events": []}'})
+    assert run(engine, "delete_thread", "t9") == 0
+    assert the_call(rec, "delete_thread").binds == {"in_store_id": "MYSTORE", "in_thread_id": "t9"}
+    rec.calls.clear()
+    assert run(engine, "purge_expired") == 12
+    assert the_call(rec, "purge_expired").binds == {"in_store_id": "MYSTORE", "in_commit": 0}
+    assert committed(rec)
+    rec.calls.clear()
+    assert run(engine, "sync_search_index") is None
+    assert the_call(rec, "sync_search_index").binds == {"in_store_id": "MYSTORE"}
+
+
+# -- reads -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_get(kind):
+    engine, rec = opened(kind, {"oramem_store.get_json": json.dumps(MSG)})
+    got = run(engine, "get", "message", "m1")
+    assert isinstance(got, MessageRecord) and got.role == "user" and got.seq_no == 8 and got.metadata == {"k": 1}
+    assert the_call(rec, "get").binds == {"in_store_id": "MYSTORE", "in_record_type": "message", "in_record_id": "m1"}
+    assert not committed(rec)
+    rec.answers["oramem_store.get_json"] = None
+    assert run(engine, "get", "message", "nope") is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_list_and_thread_messages(kind):
+    engine, rec = opened(kind, {"oramem_store.list_json": json.dumps([REC]),
+                                "oramem_store.list_thread_messages_json": json.dumps([MSG])})
+    req = ListRequest("memory", None, Scope(ScopeMatch.EQUALS, "t1"), Scope.any(), Scope(ScopeMatch.IS_NULL),
+                      NOT_SET)
+    (r,) = run(engine, "list", req)
+    assert type(r) is Record and r.id == "r1"
+    assert json.loads(the_call(rec, "list").binds["in_request"]) == {
+        "record_type": "memory", "limit": None, "thread": {"match": "equals", "value": "t1"},
+        "user": {"match": "any"}, "agent": {"match": "is_null"},
+    }
+    rec.calls.clear()
+    run(engine, "list", ListRequest("memory", 5, Scope.any(), Scope.any(), Scope.any(), None))
+    assert json.loads(rec.plsql[0].binds["in_request"])["metadata_filter"] is None
+    rec.calls.clear()
+    (m,) = run(engine, "list_thread_messages", "t1", 3)
+    assert isinstance(m, MessageRecord)
+    assert the_call(rec, "list_thread_messages").binds == {"in_store_id": "MYSTORE", "in_thread_id": "t1",
+                                                            "in_last_n": 3}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_search(kind):
+    hits = [{"record": REC, "distance": 0.25}, {"record": MSG, "distance": 1}]
+    engine, rec = opened(kind, {"oramem_search.search_json": json.dumps(hits)})
+    req = SearchRequest(SearchStrategy.VECTOR, 5, None, np.array([0.5, 0.25, 0], dtype=np.float32),
+                        Scope.any(), Scope(ScopeMatch.EQUALS, "u1"), Scope.any(), ("memory", "message"),
+                        {"topic": {"$in": ["a", "b"]}})
+    out = run(engine, "search", req)
+    assert [(r.id, d) for r, d in out] == [("r1", 0.25), ("m1", 1.0)]
+    assert all(type(d) is float for _, d in out)
+    assert json.loads(the_call(rec, "search").binds["in_request"]) == {
+        "strategy": "vector", "k": 5, "query_text": None, "query_vector": [0.5, 0.25, 0.0],
+        "thread": {"match": "any"}, "user": {"match": "equals", "value": "u1"}, "agent": {"match": "any"},
+        "record_types": ["memory", "message"], "metadata_filter": {"topic": {"$in": ["a", "b"]}},
+    }
+    assert not committed(rec)
+
+
+# -- errors ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    "code,cls",
+    [(20101, StoreNotFound), (20005, ValueError), (20103, StoreSettingsMismatch), (20201, StoreBusy),
+     (54, StoreBusy), (51962, CapabilityError), (20301, CapabilityError)],
+)
+def test_database_errors_are_mapped_and_rolled_back(kind, code, cls):
+    engine, rec = opened(kind, {"oramem_store.add_json": db_error(code, "store MYSTORE: something to fix")})
+    with pytest.raises(cls) as info:
+        run(engine, "add", AddRequest((record(),), batch_size=1))
+    msg = str(info.value)
+    assert "something to fix" in msg and f"ORA-{code:05d}" in msg and "ORA-06512" not in msg
+    assert isinstance(info.value.__cause__, oracledb.DatabaseError)
+    assert rec.of("rollback") and not committed(rec)
+
+
+def test_unmapped_errors_pass_through():
+    engine, rec = opened("pool", {"oramem_store.get_json": db_error(12899, "value too large")})
+    with pytest.raises(oracledb.DatabaseError):
+        engine.get("memory", "r1")
+
+
+def test_missing_packages_say_what_to_do():
+    engine, _ = make("conn", {"oramem_admin.open_store": db_error(6550, "PLS-00201: identifier must be declared")})
+    with pytest.raises(Exception, match="oramem db install"):
+        engine.open(settings(), SchemaPolicy.REQUIRE_EXISTING)
+
+
+# -- deletion hooks and close ------------------------------------------------------------
+
+def test_deletion_hook_must_be_a_procedure_name():
+    engine, rec = opened("pool")
+    with pytest.raises(TypeError, match="PL/SQL procedure"):
+        engine.register_deletion_hook(lambda conn, event: None)
+    with pytest.raises(ValueError, match="procedure name"):
+        engine.register_deletion_hook("app.hook; drop table x")
+    assert rec.plsql == []
+    engine.register_deletion_hook("APP.ORAMEM_HOOKS.ON_DELETE")
+    assert the_call(rec, "set_deletion_hook").binds == {"in_store_id": "MYSTORE",
+                                                        "in_procedure_name": "APP.ORAMEM_HOOKS.ON_DELETE"}
+
+
+@pytest.mark.parametrize("kind", ["pool", "async_pool"])
+def test_hook_registered_before_open_is_applied_on_open(kind):
+    engine, rec = make(kind)
+    if engine.is_async:
+        asyncio.run(engine.register_deletion_hook_async("ON_DELETE"))
+    else:
+        engine.register_deletion_hook("ON_DELETE")
+    assert rec.calls == []
+    run(engine, "open", settings(), SchemaPolicy.REQUIRE_EXISTING)
+    assert [c.name for c in rec.plsql] == ["oramem_admin.open_store", "oramem_admin.set_deletion_hook"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_close_does_not_close_the_callers_pool(kind):
+    engine, rec = opened(kind)
+    run(engine, "close")
+    run(engine, "close")  # idempotent
+    assert not rec.of("close")
+    with pytest.raises(RuntimeError, match="closed"):
+        run(engine, "get", "memory", "r1")
