@@ -1,0 +1,76 @@
+"""oramem's embedded SQLite engine through the public store API (exact search).
+
+A HYBRID store (vectors + FTS5), so the same store answers vector, scoped, metadata-filtered
+and keyword queries; vector queries pass ``strategy="vector"``. Records are added with their
+precomputed vectors in calls of ``BATCH`` records (one transaction each).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..corpus import Corpus
+from .base import Adapter, NotMeasured, row_of
+
+BATCH = 10_000
+
+
+class OramemSQLite(Adapter):
+    name = "oramem"
+    description = "oramem SQLiteMemoryStore (HYBRID store: numpy matrix + FTS5), exact search via the public API"
+
+    def check(self) -> None:
+        try:
+            from oramem import SQLiteMemoryStore  # noqa: F401
+            from oramem.sqlite import SQLiteEngine  # noqa: F401
+        except Exception as exc:  # engine not there yet, or broken
+            raise NotMeasured(f"oramem SQLite engine not importable: {type(exc).__name__}: {exc}") from exc
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.workdir, "oramem.db")
+
+    def _store(self):
+        from oramem import SQLiteMemoryStore
+
+        return SQLiteMemoryStore(self.path, vector_dim=self.dim, search_strategy="hybrid")
+
+    def create(self) -> None:
+        os.makedirs(self.workdir, exist_ok=True)
+        self.store = self._store()
+
+    def insert(self, corpus: Corpus) -> None:
+        for start in range(0, corpus.size, BATCH):
+            stop = min(corpus.size, start + BATCH)
+            rows = range(start, stop)
+            self.store.add(
+                corpus.texts[start:stop],
+                "memory",
+                embeddings=corpus.vectors[start:stop],
+                record_ids=[corpus.record_id(i) for i in rows],
+                user_ids=[corpus.user_id(i) for i in rows],
+                thread_ids=[corpus.thread_id(i) for i in rows],
+                metadata=[corpus.metadata(i) for i in rows],
+            )
+
+    def open(self) -> None:
+        self.store = self._store()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def _ids(self, results):
+        return [row_of(record.id) for record, _distance in results]
+
+    def search(self, q, k):
+        return self._ids(self.store.search(query_vector=q, k=k, strategy="vector"))
+
+    def search_user(self, q, k, user):
+        return self._ids(self.store.search(query_vector=q, k=k, user_id=f"user{user}", strategy="vector"))
+
+    def search_meta(self, q, k, topic, min_priority):
+        flt = {"topic": topic, "priority": {"$gte": min_priority}}
+        return self._ids(self.store.search(query_vector=q, k=k, metadata_filter=flt, strategy="vector"))
+
+    def keyword(self, text, k):
+        return self._ids(self.store.search(text, k=k, strategy="keyword"))
