@@ -392,3 +392,39 @@ def test_sc_10_2_create_if_empty_for_new_id_in_used_file(make_store):
     assert s2.list("memory") == []
     s2.add(["y"], record_type="memory", record_ids="b")
     assert ids(make_store(memory_store_id="s1").list("memory")) == ["a"]
+
+
+def _break_store(path: str, store_id: str) -> str:
+    """Drop one of the store's own tables behind its back (found by name, not hard-coded)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                 if store_id.lower() in n.lower()]
+        assert len(names) >= 2, names
+        victim = sorted(n for n in names if "record" not in n.lower())[0]
+        conn.execute(f'DROP TABLE "{victim}"')
+        conn.commit()
+        return victim
+    finally:
+        conn.close()
+
+
+def test_sc_10_2_partial_store_policies(make_store, tmp_path, sqlite_only):
+    """SQLite: a store missing one of its objects fails REQUIRE_EXISTING and CREATE_IF_EMPTY
+    with an error naming the policy to use; CREATE_IF_NECESSARY repairs it."""
+    path = str(tmp_path / "partial.db")
+    s = make_store(path=path, memory_store_id="PART")
+    s.add([""], record_type="memory", record_ids="kept")
+    s.close()
+    _break_store(path, "PART")
+    for policy in (SchemaPolicy.REQUIRE_EXISTING, SchemaPolicy.CREATE_IF_EMPTY):
+        with pytest.raises(SchemaError) as ei:
+            make_store(path=path, memory_store_id="PART", schema_policy=policy)
+        msg = str(ei.value).lower()
+        assert "create_if_necessary" in msg or "recreate" in msg, msg
+    fixed = make_store(path=path, memory_store_id="PART", schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    fixed.add(["zebra"], record_type="memory", record_ids="new")
+    assert "new" in ids(fixed.list("memory"))
+    assert hit_ids(fixed.search("zebra", k=1)) == ["new"]
