@@ -225,7 +225,9 @@ class SQLiteEngine(Engine):
 
     def search(self, request: SearchRequest) -> list[tuple[Record, float]]:
         now = self._now()
-        where = Where().add("r.record_type IN (SELECT value FROM json_each(:types))", types=json.dumps(list(request.record_types)))
+        where = Where().add(
+            "r.record_type IN (SELECT value FROM json_each(:types))", types=json.dumps(list(request.record_types))
+        )
         where.visible(now).scopes(request.thread, request.user, request.agent, profiles=True)
         if request.metadata_filter is not None:
             where.metadata(request.metadata_filter)
@@ -235,12 +237,12 @@ class SQLiteEngine(Engine):
             if strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID):
                 allowed = None
                 if request.metadata_filter is not None:
-                    allowed = np.fromiter(
-                        (s for (s,) in conn.execute(f"SELECT r.seq FROM {t.records} r WHERE {where.sql()}", where.params)),
-                        dtype=np.int64,
-                    )
+                    # metadata filters run in SQL; the cache masks type, scope and TTL itself
+                    matching = conn.execute(f"SELECT r.seq FROM {t.records} r WHERE {where.sql()}", where.params)
+                    allowed = np.fromiter((seq for (seq,) in matching), dtype=np.int64)
                 cache = self._vector_cache(conn, t, catalog)
-                mask = cache.mask(request.record_types, (request.thread, request.user, request.agent), epoch_micros(now), allowed)
+                scopes = (request.thread, request.user, request.agent)
+                mask = cache.mask(request.record_types, scopes, epoch_micros(now), allowed)
                 k = request.k if strategy == SearchStrategy.VECTOR else None
                 vector_ranking = cache.nearest(request.query_vector, mask, k)
             if strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID):

@@ -128,6 +128,8 @@ class VectorCache:
         if rows.size == 0:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self.dim:
+            raise ValueError(f"the query vector has dimension {q.shape[0]}, the store's vector_dim is {self.dim}")
         norm = float(np.linalg.norm(q))
         q = q / norm if norm > 0 else q
         distances = np.clip(1.0 - (self.matrix[rows] @ q).astype(np.float64), 0.0, 2.0)
