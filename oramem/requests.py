@@ -46,7 +46,11 @@ class StoreSettings:
     ``retention`` may be ``None``, meaning "not given by the caller": an existing store
     keeps its persisted value, a new store gets the default (no vector column for a
     KEYWORD store, ``ON_COMMIT``, ``MemoryRetentionConfig()``). A given value that differs
-    from the persisted one is a ``StoreSettingsMismatch`` naming the setting. Creating a
+    from the persisted one is a ``StoreSettingsMismatch`` naming the setting, except an
+    explicit ``retention`` under ``CREATE_IF_NECESSARY`` (or ``RECREATE``), which replaces
+    the persisted retention (vendor behaviour: retention is a policy, not a schema shape),
+    and a capability upgrade of ``search_strategy`` under ``CREATE_IF_NECESSARY``
+    (SC-10.2). Creating a
     VECTOR or HYBRID store with ``vector_dim=None`` is a ``ValueError`` asking for
     ``vector_dim`` or an embedder. The settings ``open`` returns are always complete
     (only ``vector_dim`` stays ``None``, for a KEYWORD store without vectors).

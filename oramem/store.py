@@ -295,6 +295,10 @@ class OracleMemoryStore(IMemoryStore):
         """SC-8.5: ``hook`` runs inside every delete, cascade and purge transaction."""
         self._engine.register_deletion_hook(hook)
 
+    async def register_deletion_hook_async(self, hook: DeletionHook) -> None:
+        """Async twin of :meth:`register_deletion_hook` (registration does no I/O)."""
+        self._engine.register_deletion_hook(hook)
+
     # -- add ---------------------------------------------------------------------------------
     @staticmethod
     def _batch_size(store_kwargs: dict) -> int:
