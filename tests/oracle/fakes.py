@@ -48,7 +48,7 @@ class Recorder:
 
 def db_error(code: int, message: str, cls: type = oracledb.DatabaseError) -> BaseException:
     """An error shaped like python-oracledb's (``args[0]`` has code/message/full_code)."""
-    err = type("_Error", (), {})()
+    err = type("_Error", (), {"__str__": lambda self: self.message})()
     err.code = code
     err.full_code = f"ORA-{code:05d}"
     err.message = f"ORA-{code:05d}: {message}\nORA-06512: at \"ORAMEM.ORAMEM_STORE\", line 42"

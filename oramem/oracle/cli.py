@@ -1,0 +1,187 @@
+"""``oramem db …``: DBA commands for oramem in an Oracle schema (logic in
+:mod:`oramem.oracle.admin`). The top-level ``oramem`` group adds this group with
+``main.add_command(db)``.
+
+Connection: ``--dsn`` / ``--user`` (or ``ORAMEM_DSN`` / ``ORAMEM_USER``); the password comes
+from ``ORAMEM_PASSWORD``, from stdin with ``--password-stdin``, or from a hidden prompt.
+Connect as the schema that owns oramem. Exit status: 0 ok, 1 a database/script problem
+(or a doctor FAIL), 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional
+
+import click
+
+from . import admin
+
+__all__ = ["db", "connect"]
+
+
+def connect(dsn: str, user: str, password: str) -> Any:
+    """Open the (sync, thin-mode) connection the commands use; tests replace this."""
+    import oracledb
+
+    return oracledb.connect(user=user, password=password, dsn=dsn)
+
+
+class _Settings:
+    def __init__(self, dsn: Optional[str], user: Optional[str], password_stdin: bool) -> None:
+        self.dsn, self.user, self.password_stdin = dsn, user, password_stdin
+        self._conn: Any = None
+
+    def connection(self) -> Any:
+        if self._conn is not None:
+            return self._conn
+        if not self.dsn:
+            raise click.UsageError("no database given: pass --dsn or set ORAMEM_DSN (e.g. localhost:1521/FREEPDB1)")
+        if not self.user:
+            raise click.UsageError("no user given: pass --user or set ORAMEM_USER")
+        import os
+
+        if self.password_stdin:
+            password = sys.stdin.readline().rstrip("\r\n")
+        elif os.environ.get("ORAMEM_PASSWORD") is not None:
+            password = os.environ["ORAMEM_PASSWORD"]
+        else:
+            password = click.prompt(f"password for {self.user}", hide_input=True, err=True)
+        try:
+            self._conn = connect(self.dsn, self.user, password)
+        except Exception as e:  # oracledb.Error and friends: say what failed, no traceback
+            raise click.ClickException(f"cannot connect to {self.dsn} as {self.user}: {str(e).splitlines()[0]}")
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+
+def _fail(e: BaseException) -> click.ClickException:
+    return click.ClickException(str(e))
+
+
+@click.group("db")
+@click.option("--dsn", envvar="ORAMEM_DSN", help="Oracle DSN, e.g. localhost:1521/FREEPDB1 [env ORAMEM_DSN]")
+@click.option("--user", envvar="ORAMEM_USER", help="schema that owns oramem [env ORAMEM_USER]")
+@click.option("--password-stdin", is_flag=True, help="read the password from the first line of stdin "
+                                                     "(else ORAMEM_PASSWORD, else a prompt)")
+@click.pass_context
+def db(ctx: click.Context, dsn: Optional[str], user: Optional[str], password_stdin: bool) -> None:
+    """Install, upgrade, inspect and remove oramem's PL/SQL packages in an Oracle schema."""
+    settings = _Settings(dsn, user, password_stdin)
+    ctx.obj = settings
+    ctx.call_on_close(settings.close)
+
+
+_scripts = click.option("--scripts-dir", type=click.Path(file_okay=False), default=None,
+                        help="directory holding plsql/ and ddl/ (default: ORAMEM_SQL_DIR, the source "
+                             "checkout, or the installed package data)")
+
+
+@db.command()
+@_scripts
+@click.pass_obj
+def install(settings: _Settings, scripts_dir: Optional[str]) -> None:
+    """Create oramem's tables and packages (idempotent; DDL commits)."""
+    try:
+        root = admin.scripts_root(scripts_dir)
+    except FileNotFoundError as e:
+        raise _fail(e)
+    conn = settings.connection()
+    try:
+        n = admin.install(conn, str(root), echo=click.echo)
+    except Exception as e:
+        raise _fail(e)
+    click.echo(f"oramem installed: {n} statements from {root}")
+
+
+@db.command()
+@_scripts
+@click.pass_obj
+def upgrade(settings: _Settings, scripts_dir: Optional[str]) -> None:
+    """Re-install the packages and upgrade every store to the code's schema version."""
+    try:
+        root = admin.scripts_root(scripts_dir)
+    except FileNotFoundError as e:
+        raise _fail(e)
+    conn = settings.connection()
+    try:
+        done = admin.upgrade(conn, str(root), echo=click.echo)
+    except Exception as e:
+        raise _fail(e)
+    click.echo(f"oramem upgraded; stores upgraded: {', '.join(done) if done else 'none needed'}")
+
+
+@db.command()
+@click.option("--purge", is_flag=True, help="also drop every store and all its data")
+@click.option("--yes", is_flag=True, help="do not ask for confirmation of --purge")
+@_scripts
+@click.pass_obj
+def uninstall(settings: _Settings, purge: bool, yes: bool, scripts_dir: Optional[str]) -> None:
+    """Remove oramem's packages and tables (refuses while stores exist unless --purge)."""
+    try:
+        root = admin.scripts_root(scripts_dir)
+    except FileNotFoundError as e:
+        raise _fail(e)
+    if purge and not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError("--purge drops every store and its data: add --yes to confirm")
+        click.confirm("Drop every oramem store and all its data?", abort=True)
+    conn = settings.connection()
+    try:
+        admin.uninstall(conn, purge, str(root), echo=click.echo)
+    except Exception as e:
+        raise _fail(e)
+    click.echo("oramem uninstalled")
+
+
+@db.command()
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+@click.pass_obj
+def status(settings: _Settings, as_json: bool) -> None:
+    """Show the installed packages, the database capabilities and the stores."""
+    conn = settings.connection()
+    try:
+        st = admin.status(conn)
+    except Exception as e:
+        raise _fail(e)
+    if as_json:
+        click.echo(json.dumps(st, indent=2, sort_keys=True))
+    else:
+        click.echo("oramem: " + ("installed" if st["installed"] else "NOT installed"))
+        for k in st["missing"]:
+            click.echo(f"  missing  {k}")
+        for k in st["invalid"]:
+            click.echo(f"  INVALID  {k}")
+        if st["capabilities"]:
+            caps = st["capabilities"]
+            click.echo("capabilities: " + ", ".join(f"{k}={v}" for k, v in sorted(caps.items())))
+        if st["stores"]:
+            click.echo(f"{'store':<17}{'state':<18}{'strategy':<10}{'dim':>6}  schema")
+            for s in st["stores"]:
+                click.echo(f"{s.get('memory_store_id', '?'):<17}{str(s.get('state')):<18}"
+                           f"{str(s.get('search_strategy')):<10}{str(s.get('vector_dim')):>6}  "
+                           f"{s.get('schema_version')}/{s.get('code_schema_version')}")
+        elif st["installed"]:
+            click.echo("no stores")
+    if not st["installed"]:
+        sys.exit(1)
+
+
+@db.command()
+@click.pass_obj
+def doctor(settings: _Settings) -> None:
+    """Check version, Oracle Text, vector memory, privileges and models; print fixes."""
+    conn = settings.connection()
+    checks = admin.doctor(conn)
+    click.echo(admin.format_checks(checks))
+    failed = [c for c in checks if c.label == "FAIL"]
+    if failed:
+        click.echo(f"{len(failed)} problem(s) to fix before oramem can run here", err=True)
+        sys.exit(1)
