@@ -361,3 +361,30 @@ def test_sc_6_2_thread_scope_excludes_profiles(store):
     store.add(["zebra"], record_type="memory", record_ids="m", thread_ids="t1", user_ids="u1")
     got = hit_ids(store.search("zebra", k=10, thread_id="t1"))
     assert got == ["m"]
+
+
+def test_sc_6_1_identical_vectors_tie_exactly(make_store):
+    """Records with the SAME stored vector are at the same distance from any query, so they
+    are ordered by record type then id - not by floating-point noise of the computation
+    (rows at different positions of a float32 matrix product can differ in the last bit)."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    s = make_store(embedder=None, vector_dim=8)
+    shared = [float(x) for x in rng.normal(size=8)]
+    tied_ids = []
+    for block in range(12):
+        filler = [[float(x) for x in rng.normal(size=8)] for _ in range(1 + block * 3)]
+        s.add([""] * len(filler), record_type="memory", record_ids=[f"f{block:02d}_{j:02d}" for j in range(len(filler))],
+              index_texts=["x"] * len(filler), embeddings=filler)
+        rtype = ["fact", "message", "guideline"][block % 3]
+        rid = f"t{(block * 7) % 12:02d}"
+        s.add(["tie"], record_type=rtype, record_ids=rid, thread_ids="t", embeddings=[shared])
+        tied_ids.append((rtype, rid))
+    for seed in range(20):
+        q = [float(x) for x in np.random.default_rng(100 + seed).normal(size=8)]
+        res = s.search(query_vector=q, k=500)
+        tied = [(r.record_type, r.id) for r, _ in res if r.id.startswith("t")]
+        assert tied == sorted(tied_ids), (seed, tied)
+        dists = {d for r, d in res if r.id.startswith("t")}
+        assert len(dists) == 1, (seed, sorted(dists))
