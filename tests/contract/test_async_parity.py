@@ -121,3 +121,24 @@ async def test_async_close(tmp_path):
     s2 = SQLiteMemoryStore(str(tmp_path / "c.db"), embedder=HashEmbedder(dim=64))
     assert ids(s2.list("memory")) == ["m1"]
     s2.close()
+
+
+async def test_async_concurrent_calls_on_one_store(sqlite_store):
+    """Many async calls in flight on one store (worker threads on SQLite) stay consistent."""
+    import asyncio
+
+    s = sqlite_store
+    adds = [s.add_async([f"n{i}"], record_type="memory", record_ids=f"n{i:02d}", embeddings=[vec(i % 8)])
+            for i in range(30)]
+    out = await asyncio.gather(*adds)
+    assert sorted(x for (x,) in out) == [f"n{i:02d}" for i in range(30)]
+    results = await asyncio.gather(*[s.search_async(query_vector=vec(j), k=4) for j in range(8)])
+    for j, res in enumerate(results):
+        exact = [f"n{i:02d}" for i in range(30) if i % 8 == j][:4]
+        assert len(res) == 4
+        assert [r.id for r, d in res if d < 1e-5] == exact
+    gets = await asyncio.gather(*[s.get_async("memory", f"n{i:02d}") for i in range(30)])
+    assert [g.content for g in gets] == [f"n{i}" for i in range(30)]
+    dels = await asyncio.gather(*[s.delete_async("memory", f"n{i:02d}") for i in range(0, 30, 2)])
+    assert dels == [1] * 15
+    assert len(await s.list_async("memory", limit=None)) == 15

@@ -294,3 +294,14 @@ def test_sc_5_4_expired_do_not_consume_top_k(store):
     store.add([f"l{i}" for i in range(3)], record_type="memory", record_ids=["l0", "l1", "l2"],
               embeddings=[vec((0, 0.2), (1, 1.0))] * 3)
     assert hit_ids(store.search(query_vector=vec(0), k=3)) == ["l0", "l1", "l2"]
+
+
+def test_sc_5_4_expired_invisible_in_hybrid_and_manual(make_store, hybrid_capable):
+    from oramem import SearchIndexSyncMode, SearchStrategy
+
+    s = make_store(search_strategy=SearchStrategy.HYBRID, search_index_sync=SearchIndexSyncMode.MANUAL)
+    s.add(["zebra old", "zebra new"], record_type="memory", record_ids=["old", "new"], timestamps=[OLD, None],
+          ttl_days=[1, None], ttl_anchor=[TS, TimeToLiveAnchor.CREATED_AT])
+    s.sync_search_index()
+    for strategy in ("keyword", "vector", "hybrid"):
+        assert hit_ids(s.search("zebra", k=5, strategy=strategy)) == ["new"], strategy

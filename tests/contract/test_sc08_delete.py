@@ -261,3 +261,29 @@ def test_sc_8_5_sqlite_hook_runs_in_same_transaction(store, sqlite_only):
     with pytest.raises((RuntimeError, StoreError)):
         store.delete("memory", "fail")
     assert store.get("memory", "fail") is not None
+
+
+def test_sc_8_4_manual_sync_delete_never_resurfaces(make_store):
+    """MANUAL keyword index: a deleted record never comes back from search, synced or not."""
+    from oramem import SearchIndexSyncMode, SearchStrategy
+
+    s = make_store(embedder=None, search_strategy=SearchStrategy.KEYWORD,
+                   search_index_sync=SearchIndexSyncMode.MANUAL)
+    s.add(["zebra one", "zebra two"], record_type="memory", record_ids=["a", "b"], thread_ids=["t1", "t2"])
+    s.sync_search_index()
+    s.delete("memory", "a")
+    s.delete_thread("t2")
+    assert s.search("zebra", k=5) == []
+    s.sync_search_index()
+    assert s.search("zebra", k=5) == []
+
+
+def test_sc_8_4_hybrid_delete_cleans_both_sides(make_store, hybrid_capable):
+    from oramem import SearchStrategy
+
+    s = make_store(search_strategy=SearchStrategy.HYBRID)
+    s.add(["zebra one", "zebra two"], record_type="memory", record_ids=["a", "b"], user_ids=["u1", "u2"])
+    s.add_user("u1", "zebra owner")
+    s.delete("user_profile", "u1", cascade=True)
+    for strategy in ("keyword", "vector", "hybrid"):
+        assert hit_ids(s.search("zebra", k=5, strategy=strategy)) == ["b"], strategy
