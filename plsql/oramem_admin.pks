@@ -27,7 +27,8 @@ AS
     *    "search_index_sync": "on_commit",          -- on_commit | manual | auto (auto: hybrid only)
     *    "retention": {"default_ttl_days": 30, "max_ttl_days": 365},   -- ints >= 0 or null
     *    "embedding_model": "ORAMEM_EMBED",         -- in-DB ONNX model; required for hybrid
-    *    "deletion_hook": "APP.ON_ORAMEM_DELETE"}   -- optional, see set_deletion_hook
+    *    "deletion_hook": "APP.ON_ORAMEM_DELETE"}   -- optional; applied when the store is
+    *                                               -- created (later: set_deletion_hook)
     *
     * Settings-in-force JSON (result of open_store, create_store, describe_store,
     * upgrade_store; one element of list_stores):
@@ -49,10 +50,13 @@ AS
    gc_policy_create_if_necessary CONSTANT VARCHAR2(32) := 'CREATE_IF_NECESSARY';
    gc_policy_recreate            CONSTANT VARCHAR2(32) := 'RECREATE';
 
-   -- Seconds a CREATING/UPGRADING/DROPPING row may stay without its lock holder before
-   -- another open treats it as crashed and takes over (the DBMS_LOCK is authoritative;
-   -- this only guards against sessions that hold the lock for a very long time).
+   -- Default seconds to wait for a store's DBMS_LOCK. A store found in CREATING /
+   -- UPGRADING / DROPPING while WE hold its lock was left by a crashed or failed session;
+   -- CREATE_IF_NECESSARY resumes it (every build step is idempotent).
    gc_default_lock_timeout       CONSTANT PLS_INTEGER := 60;
+
+   -- Repeat interval of the per-store TTL purge job (DBMS_SCHEDULER calendar string).
+   gc_purge_interval             CONSTANT VARCHAR2(64) := 'FREQ=HOURLY;INTERVAL=1';
 
    /*
     * open_store: apply schema policy in_policy (REQUIRE_EXISTING | CREATE_IF_EMPTY |

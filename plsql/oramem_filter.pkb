@@ -481,6 +481,8 @@ AS
       FOR i IN 1 .. in_binds.COUNT LOOP
          IF in_binds(i).kind = 'N' THEN
             DBMS_SQL.BIND_VARIABLE(in_cursor, ':' || in_binds(i).name, in_binds(i).num_val);
+         ELSIF in_binds(i).kind = 'C' THEN
+            DBMS_SQL.BIND_VARIABLE(in_cursor, ':' || in_binds(i).name, in_binds(i).clob_val);
          ELSE
             DBMS_SQL.BIND_VARIABLE(in_cursor, ':' || in_binds(i).name, in_binds(i).str_val, 4000);
          END IF;

@@ -37,9 +37,10 @@ AS
 
    TYPE bind_t IS RECORD (
       name     VARCHAR2(30),     -- placeholder without the colon, e.g. 'f3'
-      kind     VARCHAR2(1),      -- 'S' VARCHAR2 value, 'N' NUMBER value, 'J' JSON text (VARCHAR2)
+      kind     VARCHAR2(1),      -- 'S' VARCHAR2, 'N' NUMBER, 'J' JSON text (VARCHAR2), 'C' CLOB
       str_val  VARCHAR2(4000),
-      num_val  NUMBER
+      num_val  NUMBER,
+      clob_val CLOB              -- kind 'C' only (query vectors, hybrid requests)
    );
    TYPE bind_list_t IS TABLE OF bind_t INDEX BY PLS_INTEGER;
 

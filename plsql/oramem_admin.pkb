@@ -1,0 +1,1357 @@
+CREATE OR REPLACE PACKAGE BODY oramem_admin
+AS
+   /*
+    * Implementation notes
+    * - Every DDL / CTX / scheduler / registry-state call goes through an AUTONOMOUS
+    *   helper, so the caller's transaction is never committed (ORACLE_NOTES 9.1).
+    * - The lifecycle state is committed before each DDL step; any failure marks the
+    *   store BROKEN with a sanitised last_error and re-raises (ORACLE_NOTES 9.2).
+    * - Identifiers reach DDL text only as DBMS_ASSERT-validated, quoted names from
+    *   oramem_registry; parameter strings come from fixed allow-lists.
+    * - DDL templates are q'[...]' literals with #PLACEHOLDERS# (ORACLE_NOTES 13.2).
+    */
+
+   TYPE settings_t IS RECORD (
+      store_id       VARCHAR2(16),
+      has_dim        BOOLEAN := FALSE,
+      vector_dim     NUMBER,
+      has_strategy   BOOLEAN := FALSE,
+      strategy       VARCHAR2(16),
+      has_sync       BOOLEAN := FALSE,
+      sync_mode      VARCHAR2(16),
+      has_default    BOOLEAN := FALSE,
+      default_ttl    NUMBER,
+      has_max        BOOLEAN := FALSE,
+      max_ttl        NUMBER,
+      has_model      BOOLEAN := FALSE,
+      model          VARCHAR2(128),
+      has_hook       BOOLEAN := FALSE,
+      hook           VARCHAR2(400)
+   );
+
+   g_lock_id     NUMBER;                    -- DBMS_LOCK id held by this session, if any
+   g_warnings    JSON_ARRAY_T;
+
+   e_json_syntax       EXCEPTION;
+   PRAGMA EXCEPTION_INIT(e_json_syntax, -40441);
+   e_plsql_compile     EXCEPTION;           -- dynamic block fails to compile (missing grant)
+   PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
+   e_no_privilege      EXCEPTION;
+   PRAGMA EXCEPTION_INIT(e_no_privilege, -1031);
+   e_job_privilege     EXCEPTION;
+   PRAGMA EXCEPTION_INIT(e_job_privilege, -27486);
+   e_job_missing       EXCEPTION;
+   PRAGMA EXCEPTION_INIT(e_job_missing, -27475);
+   e_bad_qualified_name EXCEPTION;          -- DBMS_ASSERT.QUALIFIED_SQL_NAME
+   PRAGMA EXCEPTION_INIT(e_bad_qualified_name, -44004);
+
+   gc_tpl_records CONSTANT VARCHAR2(4000) := q'[
+      CREATE TABLE #REC# (
+         record_type  VARCHAR2(32)   NOT NULL,
+         record_id    VARCHAR2(512)  NOT NULL,
+         content      CLOB,
+         thread_id    VARCHAR2(512),
+         user_id      VARCHAR2(512),
+         agent_id     VARCHAR2(512),
+         role         VARCHAR2(64),
+         seq_no       NUMBER GENERATED ALWAYS AS IDENTITY NOT NULL,
+         event_ts     TIMESTAMP(6),
+         metadata     JSON,
+         created_at   TIMESTAMP(6)   NOT NULL,
+         expires_at   TIMESTAMP(6),
+         CONSTRAINT #REC_PK# PRIMARY KEY (record_type, record_id)
+      )]';
+
+   gc_tpl_chunks CONSTANT VARCHAR2(4000) := q'[
+      CREATE TABLE #CHK# (
+         record_type  VARCHAR2(32)   NOT NULL,
+         record_id    VARCHAR2(512)  NOT NULL,
+         chunk_no     NUMBER(6)      NOT NULL,
+         chunk_text   CLOB,
+         #EMBEDDING#
+         CONSTRAINT #CHK_PK# PRIMARY KEY (record_type, record_id, chunk_no),
+         CONSTRAINT #CHK_FK# FOREIGN KEY (record_type, record_id)
+            REFERENCES #REC# (record_type, record_id) ON DELETE CASCADE
+      )]';
+
+   gc_tpl_embedding CONSTANT VARCHAR2(200) := q'[embedding VECTOR(#DIM#, FLOAT32),]';
+
+   gc_tpl_add_embedding CONSTANT VARCHAR2(200) := q'[ALTER TABLE #CHK# ADD (embedding VECTOR(#DIM#, FLOAT32))]';
+
+   gc_tpl_index CONSTANT VARCHAR2(200) := q'[CREATE INDEX #IX# ON #REC# (#COL#)]';
+
+   gc_tpl_hnsw CONSTANT VARCHAR2(400) := q'[
+      CREATE VECTOR INDEX #HNSW# ON #CHK# (embedding)
+      ORGANIZATION INMEMORY NEIGHBOR GRAPH DISTANCE COSINE WITH TARGET ACCURACY 95]';
+
+   gc_tpl_text CONSTANT VARCHAR2(400) := q'[
+      CREATE INDEX #TXT# ON #CHK# (chunk_text) INDEXTYPE IS CTXSYS.CONTEXT PARAMETERS ('#PARAMS#')]';
+
+   gc_tpl_hybrid CONSTANT VARCHAR2(400) := q'[
+      CREATE HYBRID VECTOR INDEX #HVI# ON #CHK# (chunk_text) PARAMETERS ('#PARAMS#')]';
+
+   ---------------------------------------------------------------------------------------
+   -- autonomous helpers
+   ---------------------------------------------------------------------------------------
+   PROCEDURE exec_ddl(
+      in_sql IN VARCHAR2
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+   BEGIN
+      EXECUTE IMMEDIATE in_sql;
+      COMMIT;
+   END exec_ddl;
+
+   -- A PL/SQL block with up to two VARCHAR2 / CLOB binds (CTX_DDL, DBMS_VECTOR_CHAIN).
+   PROCEDURE exec_block(
+      in_block IN VARCHAR2,
+      in_bind1 IN VARCHAR2,
+      in_bind2 IN CLOB DEFAULT NULL
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+   BEGIN
+      IF in_bind2 IS NULL THEN
+         EXECUTE IMMEDIATE in_block USING in_bind1;
+      ELSE
+         EXECUTE IMMEDIATE in_block USING in_bind1, in_bind2;
+      END IF;
+      COMMIT;
+   END exec_block;
+
+   PROCEDURE set_state(
+      in_store_id   IN VARCHAR2,
+      in_state      IN VARCHAR2,
+      in_last_error IN VARCHAR2 DEFAULT NULL
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+   BEGIN
+      UPDATE oramem_stores
+      SET    state       = in_state,
+             state_owner = SYS_CONTEXT('USERENV', 'SID'),
+             state_since = SYS_EXTRACT_UTC(SYSTIMESTAMP),
+             last_error  = SUBSTR(in_last_error, 1, 2000),
+             updated_at  = SYS_EXTRACT_UTC(SYSTIMESTAMP)
+      WHERE  memory_store_id = in_store_id;
+      COMMIT;
+   END set_state;
+
+   PROCEDURE mark_ready(
+      in_store_id IN VARCHAR2
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+   BEGIN
+      UPDATE oramem_stores
+      SET    state          = oramem_registry.gc_state_ready,
+             schema_version = oramem_registry.gc_store_schema_version,
+             state_owner    = NULL,
+             state_since    = SYS_EXTRACT_UTC(SYSTIMESTAMP),
+             last_error     = NULL,
+             updated_at     = SYS_EXTRACT_UTC(SYSTIMESTAMP)
+      WHERE  memory_store_id = in_store_id;
+      COMMIT;
+   END mark_ready;
+
+   PROCEDURE set_flags(
+      in_store_id   IN VARCHAR2,
+      in_text       IN NUMBER,
+      in_hybrid     IN NUMBER,
+      in_job_name   IN VARCHAR2
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+   BEGIN
+      UPDATE oramem_stores
+      SET    has_text_index   = in_text,
+             has_hybrid_index = in_hybrid,
+             purge_job_name   = in_job_name,
+             updated_at       = SYS_EXTRACT_UTC(SYSTIMESTAMP)
+      WHERE  memory_store_id = in_store_id;
+      COMMIT;
+   END set_flags;
+
+   -- Persist the (validated) settings a create / capability upgrade targets.
+   PROCEDURE save_settings(
+      in_store_id IN VARCHAR2,
+      in_dim      IN NUMBER,
+      in_strategy IN VARCHAR2,
+      in_sync     IN VARCHAR2,
+      in_default  IN NUMBER,
+      in_max      IN NUMBER,
+      in_model    IN VARCHAR2,
+      in_hook     IN VARCHAR2,
+      in_state    IN VARCHAR2
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+   BEGIN
+      MERGE INTO oramem_stores s
+      USING (SELECT in_store_id AS memory_store_id FROM dual) n
+      ON (s.memory_store_id = n.memory_store_id)
+      WHEN MATCHED THEN UPDATE SET
+         s.vector_dim        = in_dim,
+         s.search_strategy   = in_strategy,
+         s.search_index_sync = in_sync,
+         s.default_ttl_days  = in_default,
+         s.max_ttl_days      = in_max,
+         s.embedding_model   = in_model,
+         s.deletion_hook     = in_hook,
+         s.state             = in_state,
+         s.state_owner       = SYS_CONTEXT('USERENV', 'SID'),
+         s.state_since       = SYS_EXTRACT_UTC(SYSTIMESTAMP),
+         s.updated_at        = SYS_EXTRACT_UTC(SYSTIMESTAMP)
+      WHEN NOT MATCHED THEN INSERT
+         (memory_store_id, vector_dim, search_strategy, search_index_sync, default_ttl_days,
+          max_ttl_days, embedding_model, deletion_hook, schema_version, state, state_owner)
+      VALUES
+         (in_store_id, in_dim, in_strategy, in_sync, in_default, in_max, in_model, in_hook,
+          0, in_state, SYS_CONTEXT('USERENV', 'SID'));
+      COMMIT;
+   END save_settings;
+
+   PROCEDURE delete_registry(
+      in_store_id IN VARCHAR2
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+   BEGIN
+      DELETE FROM oramem_stores WHERE memory_store_id = in_store_id;
+      COMMIT;
+   END delete_registry;
+
+   PROCEDURE save_hook(
+      in_store_id IN VARCHAR2,
+      in_hook     IN VARCHAR2
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+   BEGIN
+      UPDATE oramem_stores
+      SET    deletion_hook = in_hook,
+             updated_at    = SYS_EXTRACT_UTC(SYSTIMESTAMP)
+      WHERE  memory_store_id = in_store_id;
+      COMMIT;
+   END save_hook;
+
+   ---------------------------------------------------------------------------------------
+   -- lock (ORACLE_NOTES 9.3), through dynamic PL/SQL so the package compiles without the
+   -- EXECUTE ON DBMS_LOCK grant; only store changes then fail, with -20302.
+   ---------------------------------------------------------------------------------------
+   PROCEDURE lock_store(
+      in_store_id IN VARCHAR2,
+      in_timeout  IN PLS_INTEGER
+   )
+   IS
+      l_id NUMBER;
+      l_rc NUMBER;
+   BEGIN
+      IF in_timeout IS NULL OR in_timeout < 0 OR in_timeout > 3600 THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'lock_timeout must be between 0 and 3600 seconds');
+      END IF;
+      l_id := DBMS_UTILITY.GET_HASH_VALUE('ORAMEM:' || USER || ':' || in_store_id, 0, 1073741824);
+      BEGIN
+         EXECUTE IMMEDIATE
+            'BEGIN :rc := DBMS_LOCK.REQUEST(id => :id, lockmode => DBMS_LOCK.X_MODE, '
+            || 'timeout => :t, release_on_commit => FALSE); END;'
+            USING OUT l_rc, IN l_id, IN in_timeout;
+      EXCEPTION
+         WHEN e_plsql_compile THEN
+            oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
+               'EXECUTE ON SYS.DBMS_LOCK is not granted to ' || USER
+               || '; ask a DBA: GRANT EXECUTE ON SYS.DBMS_LOCK TO ' || USER);
+      END;
+      IF l_rc IN (0, 4) THEN
+         g_lock_id := l_id;
+      ELSIF l_rc IN (1, 2) THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_busy,
+            'store ' || in_store_id || ' is being created, upgraded or dropped by another session; '
+            || 'retry later or raise lock_timeout');
+      ELSE
+         oramem_errors.raise_error(oramem_errors.gc_store_busy,
+            'could not lock store ' || in_store_id || ' (DBMS_LOCK.REQUEST returned ' || l_rc || ')');
+      END IF;
+   END lock_store;
+
+   PROCEDURE unlock_store
+   IS
+      l_rc NUMBER;
+   BEGIN
+      IF g_lock_id IS NOT NULL THEN
+         EXECUTE IMMEDIATE 'BEGIN :rc := DBMS_LOCK.RELEASE(id => :id); END;'
+            USING OUT l_rc, IN g_lock_id;
+         g_lock_id := NULL;
+      END IF;
+   END unlock_store;
+
+   ---------------------------------------------------------------------------------------
+   -- dictionary probes
+   ---------------------------------------------------------------------------------------
+   FUNCTION table_exists(in_name IN VARCHAR2) RETURN BOOLEAN
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      SELECT COUNT(*) INTO l_count FROM user_tables WHERE table_name = in_name;
+      RETURN l_count > 0;
+   END table_exists;
+
+   FUNCTION index_exists(in_name IN VARCHAR2) RETURN BOOLEAN
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      SELECT COUNT(*) INTO l_count FROM user_indexes WHERE index_name = in_name;
+      RETURN l_count > 0;
+   END index_exists;
+
+   -- A domain index (Text / hybrid) that exists but failed or was interrupted.
+   FUNCTION index_broken(in_name IN VARCHAR2) RETURN BOOLEAN
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      SELECT COUNT(*) INTO l_count
+      FROM   user_indexes
+      WHERE  index_name = in_name
+      AND    (status NOT IN ('VALID', 'N/A')
+              OR NVL(domidx_status, 'VALID') <> 'VALID'
+              OR NVL(domidx_opstatus, 'VALID') <> 'VALID');
+      RETURN l_count > 0;
+   END index_broken;
+
+   FUNCTION column_exists(in_table IN VARCHAR2, in_column IN VARCHAR2) RETURN BOOLEAN
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      SELECT COUNT(*) INTO l_count FROM user_tab_columns
+      WHERE  table_name = in_table AND column_name = in_column;
+      RETURN l_count > 0;
+   END column_exists;
+
+   FUNCTION job_exists(in_name IN VARCHAR2) RETURN BOOLEAN
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      SELECT COUNT(*) INTO l_count FROM user_scheduler_jobs WHERE job_name = in_name;
+      RETURN l_count > 0;
+   END job_exists;
+
+   FUNCTION store_objects_exist(in_store_id IN VARCHAR2) RETURN BOOLEAN
+   IS
+   BEGIN
+      RETURN table_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_records))
+          OR table_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_chunks));
+   END store_objects_exist;
+
+   FUNCTION vpref_exists(in_name IN VARCHAR2) RETURN BOOLEAN
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      IF NOT oramem_registry.text_available THEN
+         RETURN FALSE;
+      END IF;
+      -- Dynamic: CTX views are absent where Oracle Text is not installed.
+      EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ctx_user_preferences WHERE pre_name = :1'
+         INTO l_count USING in_name;
+      RETURN l_count > 0;
+   END vpref_exists;
+
+   -- Derived name with a suffix (constraint / index names), validated and quoted.
+   FUNCTION derived_name(
+      in_store_id IN VARCHAR2,
+      in_kind     IN VARCHAR2,
+      in_suffix   IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      RETURN DBMS_ASSERT.ENQUOTE_NAME(
+                DBMS_ASSERT.SIMPLE_SQL_NAME(oramem_registry.object_name(in_store_id, in_kind) || in_suffix),
+                capitalize => TRUE);
+   END derived_name;
+
+   ---------------------------------------------------------------------------------------
+   -- settings
+   ---------------------------------------------------------------------------------------
+   PROCEDURE bad_setting(
+      in_message IN VARCHAR2
+   )
+   IS
+   BEGIN
+      oramem_errors.raise_error(oramem_errors.gc_invalid_argument, 'settings: ' || in_message);
+   END bad_setting;
+
+   FUNCTION opt_count(
+      in_obj  IN JSON_OBJECT_T,
+      in_key  IN VARCHAR2,
+      in_max  IN NUMBER
+   ) RETURN NUMBER
+   IS
+      l_num NUMBER;
+   BEGIN
+      IF in_obj.get(in_key).is_null THEN
+         RETURN NULL;
+      END IF;
+      IF NOT in_obj.get(in_key).is_number THEN
+         bad_setting(in_key || ' must be an integer or null');
+      END IF;
+      l_num := in_obj.get_number(in_key);
+      IF l_num < 0 OR l_num > in_max OR l_num <> TRUNC(l_num) THEN
+         bad_setting(in_key || ' must be an integer between 0 and ' || in_max);
+      END IF;
+      RETURN l_num;
+   END opt_count;
+
+   FUNCTION opt_word(
+      in_obj     IN JSON_OBJECT_T,
+      in_key     IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      IF in_obj.get(in_key).is_null THEN
+         RETURN NULL;
+      END IF;
+      IF NOT in_obj.get(in_key).is_string THEN
+         bad_setting(in_key || ' must be a string or null');
+      END IF;
+      RETURN SUBSTR(in_obj.get_string(in_key), 1, 400);
+   END opt_word;
+
+   -- [schema.]name[.name] for deletion hooks; returns the validated, upper-cased name.
+   FUNCTION check_hook_name(
+      in_name IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+      l_name VARCHAR2(400) := UPPER(TRIM(in_name));
+   BEGIN
+      IF l_name IS NULL THEN
+         RETURN NULL;
+      END IF;
+      IF NOT REGEXP_LIKE(l_name, '^[A-Z][A-Z0-9_$#]{0,127}([.][A-Z][A-Z0-9_$#]{0,127}){0,2}$') THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_identifier,
+            'deletion hook must be [schema.][package.]procedure made of unquoted identifiers');
+      END IF;
+      RETURN DBMS_ASSERT.QUALIFIED_SQL_NAME(l_name);
+   EXCEPTION
+      WHEN e_bad_qualified_name THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_identifier,
+            'deletion hook name is not a valid SQL name');
+   END check_hook_name;
+
+   FUNCTION check_model_name(
+      in_name IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+      l_name VARCHAR2(400) := UPPER(TRIM(in_name));
+   BEGIN
+      IF l_name IS NULL THEN
+         RETURN NULL;
+      END IF;
+      IF NOT REGEXP_LIKE(l_name, '^[A-Z][A-Z0-9_$#]{0,127}$') THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_identifier,
+            'embedding_model must be an unquoted model name ([A-Za-z][A-Za-z0-9_$#]*)');
+      END IF;
+      RETURN DBMS_ASSERT.SIMPLE_SQL_NAME(l_name);
+   END check_model_name;
+
+   FUNCTION parse_settings(
+      in_settings IN CLOB
+   ) RETURN settings_t
+   IS
+      l_elem   JSON_ELEMENT_T;
+      l_obj    JSON_OBJECT_T;
+      l_ret    JSON_OBJECT_T;
+      l_set    settings_t;
+   BEGIN
+      IF in_settings IS NULL OR DBMS_LOB.GETLENGTH(in_settings) = 0 THEN
+         l_obj := JSON_OBJECT_T();
+      ELSE
+         BEGIN
+            l_elem := JSON_ELEMENT_T.parse(in_settings);
+         EXCEPTION
+            WHEN e_json_syntax THEN
+               oramem_errors.raise_error(oramem_errors.gc_invalid_payload, 'settings are not valid JSON');
+         END;
+         IF NOT l_elem.is_object THEN
+            oramem_errors.raise_error(oramem_errors.gc_invalid_payload, 'settings must be a JSON object');
+         END IF;
+         l_obj := TREAT(l_elem AS JSON_OBJECT_T);
+      END IF;
+
+      IF l_obj.has('memory_store_id') THEN
+         l_set.store_id := oramem_registry.normalize_store_id(opt_word(l_obj, 'memory_store_id'));
+      ELSE
+         l_set.store_id := oramem_registry.gc_default_store_id;
+      END IF;
+      IF l_obj.has('vector_dim') THEN
+         l_set.has_dim := TRUE;
+         l_set.vector_dim := opt_count(l_obj, 'vector_dim', 65535);
+         IF l_set.vector_dim = 0 THEN
+            bad_setting('vector_dim must be between 1 and 65535 or null');
+         END IF;
+      END IF;
+      IF l_obj.has('search_strategy') AND NOT l_obj.get('search_strategy').is_null THEN
+         l_set.has_strategy := TRUE;
+         l_set.strategy := LOWER(opt_word(l_obj, 'search_strategy'));
+         IF l_set.strategy NOT IN ('vector', 'keyword', 'hybrid') THEN
+            bad_setting('search_strategy must be vector, keyword or hybrid');
+         END IF;
+      END IF;
+      IF l_obj.has('search_index_sync') AND NOT l_obj.get('search_index_sync').is_null THEN
+         l_set.has_sync := TRUE;
+         l_set.sync_mode := LOWER(opt_word(l_obj, 'search_index_sync'));
+         IF l_set.sync_mode NOT IN ('on_commit', 'manual', 'auto') THEN
+            bad_setting('search_index_sync must be on_commit, manual or auto');
+         END IF;
+      END IF;
+      IF l_obj.has('retention') AND NOT l_obj.get('retention').is_null THEN
+         IF NOT l_obj.get('retention').is_object THEN
+            bad_setting('retention must be {"default_ttl_days": n|null, "max_ttl_days": n|null}');
+         END IF;
+         l_ret := l_obj.get_object('retention');
+         IF l_ret.has('default_ttl_days') THEN
+            l_set.has_default := TRUE;
+            l_set.default_ttl := opt_count(l_ret, 'default_ttl_days', 1000000);
+         END IF;
+         IF l_ret.has('max_ttl_days') THEN
+            l_set.has_max := TRUE;
+            l_set.max_ttl := opt_count(l_ret, 'max_ttl_days', 1000000);
+         END IF;
+         IF l_set.default_ttl > l_set.max_ttl THEN
+            bad_setting('retention.default_ttl_days exceeds max_ttl_days');
+         END IF;
+      END IF;
+      IF l_obj.has('embedding_model') THEN
+         l_set.has_model := TRUE;
+         l_set.model := check_model_name(opt_word(l_obj, 'embedding_model'));
+      END IF;
+      IF l_obj.has('deletion_hook') THEN
+         l_set.has_hook := TRUE;
+         l_set.hook := check_hook_name(opt_word(l_obj, 'deletion_hook'));
+      END IF;
+      RETURN l_set;
+   END parse_settings;
+
+   FUNCTION same(in_a IN NUMBER, in_b IN NUMBER) RETURN BOOLEAN
+   IS
+   BEGIN
+      RETURN (in_a IS NULL AND in_b IS NULL) OR in_a = in_b;
+   END same;
+
+   FUNCTION strategy_level(in_strategy IN VARCHAR2) RETURN PLS_INTEGER
+   IS
+   BEGIN
+      RETURN CASE in_strategy WHEN 'hybrid' THEN 3 WHEN 'keyword' THEN 2 ELSE 1 END;
+   END strategy_level;
+
+   PROCEDURE mismatch(
+      in_store_id  IN VARCHAR2,
+      in_setting   IN VARCHAR2,
+      in_persisted IN VARCHAR2,
+      in_requested IN VARCHAR2,
+      in_hint      IN VARCHAR2
+   )
+   IS
+   BEGIN
+      oramem_errors.raise_error(oramem_errors.gc_settings_mismatch,
+         'store ' || in_store_id || ' was created with ' || in_setting || '='
+         || NVL(in_persisted, 'None') || ' but ' || in_setting || '=' || NVL(in_requested, 'None')
+         || ' was requested; ' || in_hint);
+   END mismatch;
+
+   -- Check that the database can build what the settings need (before any DDL).
+   PROCEDURE check_capabilities(
+      in_strategy IN VARCHAR2,
+      in_sync     IN VARCHAR2,
+      in_model    IN VARCHAR2
+   )
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      IF in_sync = 'auto' AND in_strategy <> 'hybrid' THEN
+         bad_setting('search_index_sync=auto is accepted only with search_strategy=hybrid');
+      END IF;
+      IF in_strategy IN ('keyword', 'hybrid') AND NOT oramem_registry.text_available THEN
+         oramem_errors.raise_error(oramem_errors.gc_feature_missing,
+            'search_strategy=' || in_strategy || ' needs Oracle Text, which this database lacks '
+            || '(slim image?); use search_strategy=vector or a database with Oracle Text');
+      END IF;
+      IF in_strategy = 'hybrid' THEN
+         IF NOT oramem_registry.hybrid_available THEN
+            oramem_errors.raise_error(oramem_errors.gc_feature_missing,
+               'search_strategy=hybrid needs DBMS_HYBRID_VECTOR (Oracle Database 23.6 or later)');
+         END IF;
+         IF in_model IS NULL THEN
+            bad_setting('search_strategy=hybrid needs embedding_model (an in-database ONNX model)');
+         END IF;
+         SELECT COUNT(*) INTO l_count FROM user_mining_models WHERE model_name = in_model;
+         IF l_count = 0 THEN
+            oramem_errors.raise_error(oramem_errors.gc_feature_missing,
+               'embedding_model ' || in_model || ' is not loaded in this schema; load it with '
+               || 'DBMS_VECTOR.LOAD_ONNX_MODEL first');
+         END IF;
+      END IF;
+   END check_capabilities;
+
+   ---------------------------------------------------------------------------------------
+   -- building and dropping store objects (idempotent steps)
+   ---------------------------------------------------------------------------------------
+   FUNCTION text_params(in_sync IN VARCHAR2) RETURN VARCHAR2
+   IS
+   BEGIN
+      -- fixed allow-list (ORACLE_NOTES 4.1); auto = 23ai automatic maintenance
+      RETURN CASE in_sync WHEN 'manual' THEN 'SYNC (MANUAL)'
+                          WHEN 'auto'   THEN ''
+                          ELSE 'SYNC (ON COMMIT)' END;
+   END text_params;
+
+   PROCEDURE drop_index_if_exists(in_name IN VARCHAR2, in_force IN BOOLEAN)
+   IS
+   BEGIN
+      IF index_exists(in_name) THEN
+         exec_ddl('DROP INDEX ' || DBMS_ASSERT.ENQUOTE_NAME(DBMS_ASSERT.SIMPLE_SQL_NAME(in_name), TRUE)
+                  || CASE WHEN in_force THEN ' FORCE' END);
+      END IF;
+   END drop_index_if_exists;
+
+   PROCEDURE ensure_purge_job(
+      in_store_id IN VARCHAR2,
+      out_job     OUT VARCHAR2
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+      l_job VARCHAR2(128) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_job);
+   BEGIN
+      out_job := NULL;
+      IF job_exists(l_job) THEN
+         out_job := l_job;
+         COMMIT;
+         RETURN;
+      END IF;
+      -- STORED_PROCEDURE + argument: no caller text inside job_action (ORACLE_NOTES 8.1).
+      DBMS_SCHEDULER.CREATE_JOB(
+         job_name            => l_job,
+         job_type            => 'STORED_PROCEDURE',
+         job_action          => 'ORAMEM_STORE.RUN_PURGE_JOB',
+         number_of_arguments => 1,
+         start_date          => SYSTIMESTAMP,
+         repeat_interval     => gc_purge_interval,
+         enabled             => FALSE,
+         auto_drop           => FALSE,
+         comments            => 'oramem TTL purge of store ' || in_store_id);
+      DBMS_SCHEDULER.SET_JOB_ARGUMENT_VALUE(job_name => l_job, argument_position => 1,
+                                            argument_value => in_store_id);
+      DBMS_SCHEDULER.ENABLE(l_job);
+      out_job := l_job;
+      COMMIT;
+   EXCEPTION
+      WHEN e_job_privilege OR e_no_privilege THEN
+         -- SC-5.5: warn and continue; purge_expired stays callable.
+         ROLLBACK;
+         out_job := NULL;
+   END ensure_purge_job;
+
+   PROCEDURE drop_purge_job(in_store_id IN VARCHAR2)
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+      l_job VARCHAR2(128) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_job);
+   BEGIN
+      IF job_exists(l_job) THEN
+         BEGIN
+            DBMS_SCHEDULER.DROP_JOB(job_name => l_job, force => TRUE);
+         EXCEPTION
+            WHEN e_job_missing THEN
+               NULL;   -- dropped concurrently
+         END;
+      END IF;
+      COMMIT;
+   END drop_purge_job;
+
+   -- Create whatever of the store's objects is missing for the persisted settings.
+   PROCEDURE ensure_objects(
+      in_store_id IN VARCHAR2
+   )
+   IS
+      l_store   oramem_registry.store_t;
+      l_found   BOOLEAN;
+      l_rec     VARCHAR2(130);
+      l_chk     VARCHAR2(130);
+      l_rec_q   VARCHAR2(140);
+      l_chk_q   VARCHAR2(140);
+      l_sql     VARCHAR2(4000);
+      l_dim     VARCHAR2(10);
+      l_text    NUMBER := 0;
+      l_hybrid  NUMBER := 0;
+      l_job     VARCHAR2(128);
+      l_params  JSON_OBJECT_T;
+      l_name    VARCHAR2(130);
+   BEGIN
+      oramem_registry.find_store(in_store_id, l_store, l_found);
+      l_rec   := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_records);
+      l_chk   := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_chunks);
+      l_rec_q := oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_records);
+      l_chk_q := oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_chunks);
+      IF l_store.vector_dim IS NOT NULL THEN
+         l_dim := TO_CHAR(TRUNC(l_store.vector_dim), 'FM99990');
+      END IF;
+
+      -- 1. record table and its indexes (scope columns, expiry, insertion order)
+      IF NOT table_exists(l_rec) THEN
+         l_sql := REPLACE(REPLACE(gc_tpl_records, '#REC_PK#',
+                     derived_name(in_store_id, oramem_registry.gc_obj_records, '_PK')), '#REC#', l_rec_q);
+         exec_ddl(l_sql);
+      END IF;
+      FOR i IN 1 .. 5 LOOP
+         l_name := l_rec || CASE i WHEN 1 THEN '_THR_IX' WHEN 2 THEN '_USR_IX' WHEN 3 THEN '_AGT_IX'
+                                   WHEN 4 THEN '_EXP_IX' ELSE '_SEQ_IX' END;
+         IF NOT index_exists(l_name) THEN
+            l_sql := REPLACE(REPLACE(REPLACE(gc_tpl_index, '#IX#',
+                        DBMS_ASSERT.ENQUOTE_NAME(DBMS_ASSERT.SIMPLE_SQL_NAME(l_name), TRUE)),
+                        '#REC#', l_rec_q),
+                        '#COL#', CASE i WHEN 1 THEN 'thread_id' WHEN 2 THEN 'user_id'
+                                        WHEN 3 THEN 'agent_id' WHEN 4 THEN 'expires_at'
+                                        ELSE 'seq_no' END);
+            exec_ddl(l_sql);
+         END IF;
+      END LOOP;
+
+      -- 2. RECORD_CHUNKS table (vector column only when the store has a dimension)
+      IF NOT table_exists(l_chk) THEN
+         l_sql := REPLACE(gc_tpl_chunks, '#EMBEDDING#',
+                          CASE WHEN l_dim IS NOT NULL THEN REPLACE(gc_tpl_embedding, '#DIM#', l_dim) END);
+         l_sql := REPLACE(REPLACE(REPLACE(REPLACE(l_sql,
+                     '#CHK_PK#', derived_name(in_store_id, oramem_registry.gc_obj_chunks, '_PK')),
+                     '#CHK_FK#', derived_name(in_store_id, oramem_registry.gc_obj_chunks, '_FK')),
+                     '#CHK#', l_chk_q), '#REC#', l_rec_q);
+         exec_ddl(l_sql);
+      ELSIF l_dim IS NOT NULL AND NOT column_exists(l_chk, 'EMBEDDING') THEN
+         -- capability upgrade: a store created without vector_dim gets its vector column
+         exec_ddl(REPLACE(REPLACE(gc_tpl_add_embedding, '#CHK#', l_chk_q), '#DIM#', l_dim));
+      END IF;
+
+      -- 3. HNSW vector index (cosine; the metric every vector query uses)
+      IF l_dim IS NOT NULL
+         AND NOT index_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_hnsw))
+      THEN
+         exec_ddl(REPLACE(REPLACE(gc_tpl_hnsw, '#HNSW#',
+                     oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_hnsw)),
+                     '#CHK#', l_chk_q));
+      END IF;
+
+      -- 4. keyword / hybrid index
+      IF l_store.search_strategy = 'keyword' THEN
+         l_name := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_text);
+         IF index_broken(l_name) THEN
+            drop_index_if_exists(l_name, TRUE);
+         END IF;
+         IF NOT index_exists(l_name) THEN
+            exec_ddl(REPLACE(REPLACE(REPLACE(gc_tpl_text, '#TXT#',
+                        oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_text)),
+                        '#CHK#', l_chk_q), '#PARAMS#', text_params(l_store.search_index_sync)));
+         END IF;
+         l_text := 1;
+      ELSIF l_store.search_strategy = 'hybrid' THEN
+         -- the hybrid index is an Oracle Text search index and also answers CONTAINS, so a
+         -- CONTEXT index of an earlier keyword stage is dropped first (one text index per column)
+         drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_text), TRUE);
+         l_name := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_hybrid);
+         IF index_broken(l_name) THEN
+            drop_index_if_exists(l_name, TRUE);   -- half-built hybrid index (ORACLE_NOTES 5.1)
+         END IF;
+         IF NOT index_exists(l_name) THEN
+            IF NOT vpref_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_vpref)) THEN
+               l_params := JSON_OBJECT_T();
+               l_params.put('model', l_store.embedding_model);
+               l_params.put('by', 'words');
+               l_params.put('max', 100);
+               l_params.put('overlap', 10);
+               l_params.put('split', 'recursively');
+               l_params.put('vector_idxtype', 'hnsw');
+               l_params.put('distance', 'cosine');
+               l_params.put('accuracy', 95);
+               exec_block('BEGIN DBMS_VECTOR_CHAIN.CREATE_PREFERENCE(:1, DBMS_VECTOR_CHAIN.VECTORIZER, JSON(:2)); END;',
+                          oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_vpref),
+                          l_params.to_clob);
+            END IF;
+            exec_ddl(REPLACE(REPLACE(REPLACE(gc_tpl_hybrid, '#HVI#',
+                        oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_hybrid)),
+                        '#CHK#', l_chk_q),
+                        '#PARAMS#', 'VECTORIZER '
+                                    || oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_vpref)
+                                    || CASE WHEN text_params(l_store.search_index_sync) IS NOT NULL
+                                            THEN ' ' || text_params(l_store.search_index_sync) END));
+         END IF;
+         l_hybrid := 1;
+      END IF;
+
+      -- 5. TTL purge job (warn and continue without CREATE JOB)
+      ensure_purge_job(in_store_id, l_job);
+      IF l_job IS NULL THEN
+         g_warnings.append('the TTL purge job of store ' || in_store_id || ' was not created '
+            || '(CREATE JOB is not granted directly); expired records stay hidden but are removed '
+            || 'only when oramem_store.purge_expired is called');
+      END IF;
+      set_flags(in_store_id, l_text, l_hybrid, l_job);
+   END ensure_objects;
+
+   -- Is every object the persisted settings need present and valid?
+   FUNCTION objects_complete(
+      in_store IN oramem_registry.store_t
+   ) RETURN BOOLEAN
+   IS
+      l_id VARCHAR2(16) := in_store.memory_store_id;
+   BEGIN
+      IF NOT table_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_records))
+         OR NOT table_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_chunks))
+      THEN
+         RETURN FALSE;
+      END IF;
+      IF in_store.vector_dim IS NOT NULL
+         AND NOT index_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_hnsw))
+      THEN
+         RETURN FALSE;
+      END IF;
+      IF in_store.search_strategy = 'keyword'
+         AND (NOT index_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_text))
+              OR index_broken(oramem_registry.object_name(l_id, oramem_registry.gc_obj_text)))
+      THEN
+         RETURN FALSE;
+      END IF;
+      IF in_store.search_strategy = 'hybrid'
+         AND (NOT index_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_hybrid))
+              OR index_broken(oramem_registry.object_name(l_id, oramem_registry.gc_obj_hybrid)))
+      THEN
+         RETURN FALSE;
+      END IF;
+      RETURN TRUE;
+   END objects_complete;
+
+   PROCEDURE drop_objects(
+      in_store_id IN VARCHAR2
+   )
+   IS
+      l_pref VARCHAR2(130) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_vpref);
+      l_chk  VARCHAR2(130) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_chunks);
+      l_rec  VARCHAR2(130) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_records);
+   BEGIN
+      drop_purge_job(in_store_id);
+      drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_hybrid), TRUE);
+      drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_text), TRUE);
+      drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_hnsw), FALSE);
+      IF table_exists(l_chk) THEN
+         exec_ddl('DROP TABLE ' || oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_chunks)
+                  || ' CASCADE CONSTRAINTS PURGE');
+      END IF;
+      IF table_exists(l_rec) THEN
+         exec_ddl('DROP TABLE ' || oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_records)
+                  || ' CASCADE CONSTRAINTS PURGE');
+      END IF;
+      IF vpref_exists(l_pref) THEN
+         exec_block('BEGIN DBMS_VECTOR_CHAIN.DROP_PREFERENCE(:1); END;', l_pref);
+      END IF;
+   END drop_objects;
+
+   ---------------------------------------------------------------------------------------
+   -- describe
+   ---------------------------------------------------------------------------------------
+   FUNCTION describe_obj(
+      in_store_id  IN VARCHAR2,
+      in_strategy  IN VARCHAR2,
+      in_created   IN BOOLEAN,
+      in_upgraded  IN BOOLEAN
+   ) RETURN JSON_OBJECT_T
+   IS
+      l_obj   JSON_OBJECT_T := JSON_OBJECT_T();
+      l_ret   JSON_OBJECT_T := JSON_OBJECT_T();
+      l_sup   JSON_ARRAY_T  := JSON_ARRAY_T();
+      l_row   oramem_stores%ROWTYPE;
+   BEGIN
+      SELECT * INTO l_row FROM oramem_stores WHERE memory_store_id = in_store_id;
+      l_obj.put('memory_store_id', l_row.memory_store_id);
+      IF l_row.vector_dim IS NULL THEN
+         l_obj.put_null('vector_dim');
+      ELSE
+         l_obj.put('vector_dim', l_row.vector_dim);
+      END IF;
+      l_obj.put('search_strategy', NVL(in_strategy, l_row.search_strategy));
+      l_obj.put('search_index_sync', l_row.search_index_sync);
+      IF l_row.default_ttl_days IS NULL THEN
+         l_ret.put_null('default_ttl_days');
+      ELSE
+         l_ret.put('default_ttl_days', l_row.default_ttl_days);
+      END IF;
+      IF l_row.max_ttl_days IS NULL THEN
+         l_ret.put_null('max_ttl_days');
+      ELSE
+         l_ret.put('max_ttl_days', l_row.max_ttl_days);
+      END IF;
+      l_obj.put('retention', l_ret);
+      l_obj.put('embedding_model', l_row.embedding_model);
+      l_obj.put('deletion_hook', l_row.deletion_hook);
+      IF l_row.vector_dim IS NOT NULL THEN
+         l_sup.append('vector');
+      END IF;
+      IF l_row.has_text_index = 1 OR l_row.has_hybrid_index = 1 THEN
+         l_sup.append('keyword');
+      END IF;
+      IF l_row.has_hybrid_index = 1 THEN
+         l_sup.append('hybrid');
+      END IF;
+      l_obj.put('supported_strategies', l_sup);
+      l_obj.put('schema_version', l_row.schema_version);
+      l_obj.put('code_schema_version', oramem_registry.gc_store_schema_version);
+      l_obj.put('state', l_row.state);
+      l_obj.put('purge_job', l_row.purge_job_name);
+      l_obj.put('created', in_created);
+      l_obj.put('upgraded', in_upgraded);
+      l_obj.put('warnings', NVL(g_warnings, JSON_ARRAY_T()));
+      l_obj.put('last_error', l_row.last_error);
+      l_obj.put('created_at', oramem_registry.format_utc(l_row.created_at));
+      l_obj.put('updated_at', oramem_registry.format_utc(l_row.updated_at));
+      RETURN l_obj;
+   END describe_obj;
+
+   ---------------------------------------------------------------------------------------
+   -- lifecycle steps (caller holds the store lock)
+   ---------------------------------------------------------------------------------------
+   -- Build (or resume building) the store for the persisted settings, then mark READY.
+   PROCEDURE build_store(
+      in_store_id IN VARCHAR2,
+      in_state    IN VARCHAR2
+   )
+   IS
+   BEGIN
+      set_state(in_store_id, in_state);
+      ensure_objects(in_store_id);
+      -- Upgrades NNN -> MMM of per-store objects go here (ddl/README.md); version 1 has none.
+      mark_ready(in_store_id);
+   EXCEPTION
+      WHEN OTHERS THEN
+         oramem_errors.log_error('oramem_admin.build_store', in_store_id);
+         set_state(in_store_id, oramem_registry.gc_state_broken,
+                   'build failed with ORA' || TO_CHAR(SQLCODE) || '; see ORAMEM_ERROR_LOG; '
+                   || 'reopen with CREATE_IF_NECESSARY to resume or RECREATE');
+         IF SQLCODE = -1031 THEN
+            oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
+               'insufficient privileges while building store ' || in_store_id || '; grant CREATE '
+               || 'TABLE, CREATE SEQUENCE (and CREATE JOB, EXECUTE ON CTXSYS.CTX_DDL) directly to '
+               || USER);
+         END IF;
+         RAISE;
+   END build_store;
+
+   PROCEDURE create_new(
+      in_set IN settings_t
+   )
+   IS
+      l_strategy VARCHAR2(16) := CASE WHEN in_set.has_strategy THEN in_set.strategy ELSE 'vector' END;
+      l_sync     VARCHAR2(16) := CASE WHEN in_set.has_sync THEN in_set.sync_mode ELSE 'on_commit' END;
+   BEGIN
+      check_capabilities(l_strategy, l_sync, in_set.model);
+      IF l_strategy = 'vector' AND in_set.vector_dim IS NULL THEN
+         bad_setting('vector_dim is required for a vector store (or pass an embedder that reports it)');
+      END IF;
+      -- Claim: the CREATING row is committed before any DDL (ORACLE_NOTES 9.2).
+      save_settings(in_set.store_id, in_set.vector_dim, l_strategy, l_sync, in_set.default_ttl,
+                    in_set.max_ttl, in_set.model, in_set.hook, oramem_registry.gc_state_creating);
+      build_store(in_set.store_id, oramem_registry.gc_state_creating);
+   END create_new;
+
+   PROCEDURE remove_store(
+      in_store_id IN VARCHAR2
+   )
+   IS
+   BEGIN
+      set_state(in_store_id, oramem_registry.gc_state_dropping);
+      drop_objects(in_store_id);
+      delete_registry(in_store_id);
+   EXCEPTION
+      WHEN OTHERS THEN
+         oramem_errors.log_error('oramem_admin.remove_store', in_store_id);
+         RAISE;   -- the row stays DROPPING: drop_store / RECREATE resume it
+   END remove_store;
+
+   -- Compare requested settings with a READY store; returns TRUE when a capability
+   -- upgrade is needed (allowed only under CREATE_IF_NECESSARY).
+   FUNCTION reconcile(
+      in_store  IN oramem_registry.store_t,
+      in_set    IN settings_t,
+      in_policy IN VARCHAR2
+   ) RETURN BOOLEAN
+   IS
+      l_upgrade BOOLEAN := FALSE;
+      l_hint    VARCHAR2(200) := 'open with the persisted value, or use SchemaPolicy.RECREATE '
+                                 || '(destroys the data)';
+   BEGIN
+      IF in_set.has_dim AND NOT same(in_store.vector_dim, in_set.vector_dim) THEN
+         IF in_store.vector_dim IS NULL AND in_set.vector_dim IS NOT NULL
+            AND in_policy = gc_policy_create_if_necessary
+         THEN
+            l_upgrade := TRUE;
+         ELSIF in_set.vector_dim IS NOT NULL OR in_store.vector_dim IS NULL THEN
+            mismatch(in_store.memory_store_id, 'vector_dim', TO_CHAR(in_store.vector_dim),
+                     TO_CHAR(in_set.vector_dim),
+                     CASE WHEN in_store.vector_dim IS NULL
+                          THEN 'use SchemaPolicy.CREATE_IF_NECESSARY to add vectors'
+                          ELSE l_hint END);
+         END IF;
+         -- vector_dim=None requested on a vector store: accept the persisted dimension
+      END IF;
+      IF in_set.has_strategy THEN
+         IF strategy_level(in_set.strategy) > strategy_level(in_store.search_strategy) THEN
+            IF in_policy = gc_policy_create_if_necessary THEN
+               l_upgrade := TRUE;
+            ELSE
+               mismatch(in_store.memory_store_id, 'search_strategy', in_store.search_strategy,
+                        in_set.strategy, 'use SchemaPolicy.CREATE_IF_NECESSARY to upgrade the store');
+            END IF;
+         ELSIF in_set.strategy = 'vector' AND in_store.vector_dim IS NULL
+               AND NOT (in_set.has_dim AND in_set.vector_dim IS NOT NULL)
+         THEN
+            mismatch(in_store.memory_store_id, 'vector_dim', NULL, NULL,
+                     'a vector search needs vector_dim; open with vector_dim under CREATE_IF_NECESSARY');
+         END IF;
+      END IF;
+      IF in_set.has_sync AND in_set.sync_mode <> in_store.search_index_sync
+         AND (in_store.has_text_index = 1 OR in_store.has_hybrid_index = 1)
+      THEN
+         mismatch(in_store.memory_store_id, 'search_index_sync', in_store.search_index_sync,
+                  in_set.sync_mode, l_hint);
+      END IF;
+      IF in_set.has_default AND NOT same(in_store.default_ttl_days, in_set.default_ttl) THEN
+         mismatch(in_store.memory_store_id, 'retention.default_ttl_days',
+                  TO_CHAR(in_store.default_ttl_days), TO_CHAR(in_set.default_ttl), l_hint);
+      END IF;
+      IF in_set.has_max AND NOT same(in_store.max_ttl_days, in_set.max_ttl) THEN
+         mismatch(in_store.memory_store_id, 'retention.max_ttl_days',
+                  TO_CHAR(in_store.max_ttl_days), TO_CHAR(in_set.max_ttl), l_hint);
+      END IF;
+      IF in_set.has_model AND in_set.model IS NOT NULL AND in_store.embedding_model IS NOT NULL
+         AND in_set.model <> in_store.embedding_model
+      THEN
+         mismatch(in_store.memory_store_id, 'embedding_model', in_store.embedding_model,
+                  in_set.model, l_hint);
+      END IF;
+      RETURN l_upgrade;
+   END reconcile;
+
+   -- Merge requested settings into the persisted ones and rebuild (capability upgrade,
+   -- repair of a BROKEN/crashed store, schema upgrade).
+   PROCEDURE upgrade_to(
+      in_store IN oramem_registry.store_t,
+      in_set   IN settings_t
+   )
+   IS
+      l_dim      NUMBER := in_store.vector_dim;
+      l_strategy VARCHAR2(16) := in_store.search_strategy;
+      l_model    VARCHAR2(128) := in_store.embedding_model;
+   BEGIN
+      IF in_set.has_dim AND in_set.vector_dim IS NOT NULL AND l_dim IS NULL THEN
+         l_dim := in_set.vector_dim;
+      END IF;
+      IF in_set.has_strategy AND strategy_level(in_set.strategy) > strategy_level(l_strategy) THEN
+         l_strategy := in_set.strategy;
+      END IF;
+      IF in_set.has_model AND in_set.model IS NOT NULL AND l_model IS NULL THEN
+         l_model := in_set.model;
+      END IF;
+      check_capabilities(l_strategy, in_store.search_index_sync, l_model);
+      save_settings(in_store.memory_store_id, l_dim, l_strategy, in_store.search_index_sync,
+                    in_store.default_ttl_days, in_store.max_ttl_days, l_model,
+                    in_store.deletion_hook, oramem_registry.gc_state_upgrading);
+      build_store(in_store.memory_store_id, oramem_registry.gc_state_upgrading);
+   END upgrade_to;
+
+   ---------------------------------------------------------------------------------------
+   -- public API
+   ---------------------------------------------------------------------------------------
+   FUNCTION open_store(
+      in_settings      IN CLOB,
+      in_policy        IN VARCHAR2    DEFAULT 'REQUIRE_EXISTING',
+      in_lock_timeout  IN PLS_INTEGER DEFAULT 60
+   ) RETURN CLOB
+   IS
+      l_policy    VARCHAR2(32) := UPPER(TRIM(in_policy));
+      l_set       settings_t;
+      l_store     oramem_registry.store_t;
+      l_found     BOOLEAN;
+      l_created   BOOLEAN := FALSE;
+      l_upgraded  BOOLEAN := FALSE;
+      l_result    CLOB;
+   BEGIN
+      g_warnings := JSON_ARRAY_T();
+      IF l_policy IS NULL OR l_policy NOT IN (gc_policy_require_existing, gc_policy_create_if_empty,
+                                              gc_policy_create_if_necessary, gc_policy_recreate)
+      THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'schema_policy must be REQUIRE_EXISTING, CREATE_IF_EMPTY, CREATE_IF_NECESSARY or RECREATE');
+      END IF;
+      l_set := parse_settings(in_settings);
+      lock_store(l_set.store_id, in_lock_timeout);
+
+      oramem_registry.find_store(l_set.store_id, l_store, l_found);
+      IF l_policy = gc_policy_recreate THEN
+         IF l_found OR store_objects_exist(l_set.store_id) THEN
+            IF NOT l_found THEN
+               save_settings(l_set.store_id, NULL, 'vector', 'on_commit', NULL, NULL, NULL, NULL,
+                             oramem_registry.gc_state_dropping);
+            END IF;
+            remove_store(l_set.store_id);
+         END IF;
+         create_new(l_set);
+         l_created := TRUE;
+      ELSIF NOT l_found THEN
+         IF l_policy = gc_policy_require_existing THEN
+            oramem_errors.raise_error(oramem_errors.gc_store_not_found,
+               'store ' || l_set.store_id || ' does not exist; open it with '
+               || 'SchemaPolicy.CREATE_IF_NECESSARY or CREATE_IF_EMPTY to create it');
+         ELSIF l_policy = gc_policy_create_if_empty AND store_objects_exist(l_set.store_id) THEN
+            oramem_errors.raise_error(oramem_errors.gc_schema_incomplete,
+               'tables of store ' || l_set.store_id || ' exist without a registry entry; use '
+               || 'SchemaPolicy.CREATE_IF_NECESSARY to adopt them or RECREATE to start over');
+         END IF;
+         create_new(l_set);
+         l_created := TRUE;
+      ELSIF l_store.state <> oramem_registry.gc_state_ready THEN
+         -- We hold the lock, so the session that left this state is gone or failed.
+         IF l_policy <> gc_policy_create_if_necessary THEN
+            oramem_errors.raise_error(oramem_errors.gc_store_state,
+               'store ' || l_set.store_id || ' is ' || l_store.state || '; open it with '
+               || 'SchemaPolicy.CREATE_IF_NECESSARY to resume, or RECREATE');
+         END IF;
+         IF l_store.state = oramem_registry.gc_state_dropping THEN
+            remove_store(l_set.store_id);
+            create_new(l_set);
+            l_created := TRUE;
+         ELSE
+            IF reconcile(l_store, l_set, l_policy) THEN
+               NULL;   -- upgrade_to below applies the requested capabilities too
+            END IF;
+            upgrade_to(l_store, l_set);
+            l_upgraded := TRUE;
+         END IF;
+      ELSE
+         IF l_store.schema_version > oramem_registry.gc_store_schema_version THEN
+            oramem_errors.raise_error(oramem_errors.gc_schema_too_new,
+               'store ' || l_set.store_id || ' has schema version ' || l_store.schema_version
+               || ', newer than this code (' || oramem_registry.gc_store_schema_version
+               || '); install the newer oramem packages');
+         END IF;
+         l_upgraded := reconcile(l_store, l_set, l_policy);
+         IF l_store.schema_version < oramem_registry.gc_store_schema_version THEN
+            IF l_policy <> gc_policy_create_if_necessary THEN
+               oramem_errors.raise_error(oramem_errors.gc_schema_outdated,
+                  'store ' || l_set.store_id || ' has schema version ' || l_store.schema_version
+                  || ' and this code needs ' || oramem_registry.gc_store_schema_version
+                  || '; open with SchemaPolicy.CREATE_IF_NECESSARY or run oramem_admin.upgrade_store');
+            END IF;
+            l_upgraded := TRUE;
+         END IF;
+         IF NOT objects_complete(l_store) THEN
+            IF l_policy <> gc_policy_create_if_necessary THEN
+               oramem_errors.raise_error(oramem_errors.gc_schema_incomplete,
+                  'objects of store ' || l_set.store_id || ' are missing or invalid; open it with '
+                  || 'SchemaPolicy.CREATE_IF_NECESSARY to repair it, or RECREATE');
+            END IF;
+            l_upgraded := TRUE;
+         END IF;
+         IF l_upgraded THEN
+            upgrade_to(l_store, l_set);
+         END IF;
+      END IF;
+
+      l_result := describe_obj(l_set.store_id,
+                               CASE WHEN l_set.has_strategy THEN l_set.strategy END,
+                               l_created, l_upgraded).to_clob;
+      unlock_store;
+      RETURN l_result;
+   EXCEPTION
+      WHEN OTHERS THEN
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_admin.open_store', l_set.store_id);
+         END IF;
+         unlock_store;
+         RAISE;
+   END open_store;
+
+   FUNCTION create_store(
+      in_settings      IN CLOB,
+      in_lock_timeout  IN PLS_INTEGER DEFAULT 60
+   ) RETURN CLOB
+   IS
+      l_set     settings_t;
+      l_store   oramem_registry.store_t;
+      l_found   BOOLEAN;
+      l_result  CLOB;
+   BEGIN
+      g_warnings := JSON_ARRAY_T();
+      l_set := parse_settings(in_settings);
+      lock_store(l_set.store_id, in_lock_timeout);
+      oramem_registry.find_store(l_set.store_id, l_store, l_found);
+      IF l_found OR store_objects_exist(l_set.store_id) THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_exists,
+            'store ' || l_set.store_id || ' already exists; open it with open_store, or drop it first');
+      END IF;
+      create_new(l_set);
+      l_result := describe_obj(l_set.store_id, NULL, TRUE, FALSE).to_clob;
+      unlock_store;
+      RETURN l_result;
+   EXCEPTION
+      WHEN OTHERS THEN
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_admin.create_store', l_set.store_id);
+         END IF;
+         unlock_store;
+         RAISE;
+   END create_store;
+
+   FUNCTION describe_store(
+      in_store_id IN VARCHAR2
+   ) RETURN CLOB
+   IS
+      l_id    VARCHAR2(16) := oramem_registry.normalize_store_id(in_store_id);
+      l_store oramem_registry.store_t;
+      l_found BOOLEAN;
+   BEGIN
+      oramem_registry.find_store(l_id, l_store, l_found);
+      IF NOT l_found THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_not_found,
+            'store ' || l_id || ' does not exist');
+      END IF;
+      g_warnings := JSON_ARRAY_T();
+      RETURN describe_obj(l_id, NULL, FALSE, FALSE).to_clob;
+   END describe_store;
+
+   FUNCTION list_stores RETURN CLOB
+   IS
+      l_arr JSON_ARRAY_T := JSON_ARRAY_T();
+   BEGIN
+      g_warnings := JSON_ARRAY_T();
+      FOR l_row IN (SELECT memory_store_id FROM oramem_stores ORDER BY memory_store_id) LOOP
+         l_arr.append(describe_obj(l_row.memory_store_id, NULL, FALSE, FALSE));
+      END LOOP;
+      RETURN l_arr.to_clob;
+   END list_stores;
+
+   PROCEDURE drop_store(
+      in_store_id      IN VARCHAR2,
+      in_if_exists     IN PLS_INTEGER DEFAULT 0,
+      in_lock_timeout  IN PLS_INTEGER DEFAULT 60
+   )
+   IS
+      l_id    VARCHAR2(16) := oramem_registry.normalize_store_id(in_store_id);
+      l_store oramem_registry.store_t;
+      l_found BOOLEAN;
+   BEGIN
+      IF in_if_exists IS NULL OR in_if_exists NOT IN (0, 1) THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument, 'if_exists must be 0 or 1');
+      END IF;
+      lock_store(l_id, in_lock_timeout);
+      oramem_registry.find_store(l_id, l_store, l_found);
+      IF NOT l_found AND NOT store_objects_exist(l_id) THEN
+         IF in_if_exists = 0 THEN
+            oramem_errors.raise_error(oramem_errors.gc_store_not_found,
+               'store ' || l_id || ' does not exist');
+         END IF;
+      ELSE
+         IF NOT l_found THEN
+            save_settings(l_id, NULL, 'vector', 'on_commit', NULL, NULL, NULL, NULL,
+                          oramem_registry.gc_state_dropping);
+         END IF;
+         remove_store(l_id);
+      END IF;
+      unlock_store;
+   EXCEPTION
+      WHEN OTHERS THEN
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_admin.drop_store', l_id);
+         END IF;
+         unlock_store;
+         RAISE;
+   END drop_store;
+
+   FUNCTION upgrade_store(
+      in_store_id      IN VARCHAR2,
+      in_lock_timeout  IN PLS_INTEGER DEFAULT 60
+   ) RETURN CLOB
+   IS
+      l_id       VARCHAR2(16) := oramem_registry.normalize_store_id(in_store_id);
+      l_store    oramem_registry.store_t;
+      l_found    BOOLEAN;
+      l_set      settings_t;
+      l_upgraded BOOLEAN := FALSE;
+      l_result   CLOB;
+   BEGIN
+      g_warnings := JSON_ARRAY_T();
+      lock_store(l_id, in_lock_timeout);
+      oramem_registry.find_store(l_id, l_store, l_found);
+      IF NOT l_found THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_not_found, 'store ' || l_id || ' does not exist');
+      END IF;
+      IF l_store.schema_version > oramem_registry.gc_store_schema_version THEN
+         oramem_errors.raise_error(oramem_errors.gc_schema_too_new,
+            'store ' || l_id || ' has schema version ' || l_store.schema_version
+            || ', newer than this code; install the newer oramem packages');
+      END IF;
+      IF l_store.schema_version < oramem_registry.gc_store_schema_version
+         OR l_store.state <> oramem_registry.gc_state_ready
+         OR NOT objects_complete(l_store)
+      THEN
+         IF l_store.state = oramem_registry.gc_state_dropping THEN
+            oramem_errors.raise_error(oramem_errors.gc_store_state,
+               'store ' || l_id || ' is DROPPING; finish with drop_store or open with RECREATE');
+         END IF;
+         l_set.store_id := l_id;
+         upgrade_to(l_store, l_set);
+         l_upgraded := TRUE;
+      END IF;
+      l_result := describe_obj(l_id, NULL, FALSE, l_upgraded).to_clob;
+      unlock_store;
+      RETURN l_result;
+   EXCEPTION
+      WHEN OTHERS THEN
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_admin.upgrade_store', l_id);
+         END IF;
+         unlock_store;
+         RAISE;
+   END upgrade_store;
+
+   PROCEDURE set_deletion_hook(
+      in_store_id       IN VARCHAR2,
+      in_procedure_name IN VARCHAR2
+   )
+   IS
+      l_id    VARCHAR2(16) := oramem_registry.normalize_store_id(in_store_id);
+      l_store oramem_registry.store_t;
+      l_found BOOLEAN;
+      l_hook  VARCHAR2(400);
+   BEGIN
+      oramem_registry.find_store(l_id, l_store, l_found);
+      IF NOT l_found THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_not_found, 'store ' || l_id || ' does not exist');
+      END IF;
+      l_hook := check_hook_name(in_procedure_name);
+      save_hook(l_id, l_hook);
+   END set_deletion_hook;
+
+   FUNCTION capabilities RETURN CLOB
+   IS
+      l_obj   JSON_OBJECT_T := JSON_OBJECT_T();
+      l_count PLS_INTEGER;
+   BEGIN
+      l_obj.put('oracle_text', oramem_registry.text_available);
+      l_obj.put('hybrid_vector', oramem_registry.hybrid_available);
+      SELECT COUNT(*) INTO l_count FROM all_objects
+      WHERE  owner = 'SYS' AND object_name = 'DBMS_LOCK' AND object_type = 'PACKAGE';
+      l_obj.put('dbms_lock', l_count > 0);
+      SELECT COUNT(*) INTO l_count FROM user_sys_privs
+      WHERE  privilege IN ('CREATE JOB', 'CREATE ANY JOB');
+      l_obj.put('create_job', l_count > 0);
+      l_obj.put('db_version', TO_CHAR(DBMS_DB_VERSION.VERSION) || '.' || TO_CHAR(DBMS_DB_VERSION.RELEASE));
+      l_obj.put('code_schema_version', oramem_registry.gc_store_schema_version);
+      l_obj.put('catalog_version', oramem_registry.gc_catalog_version);
+      RETURN l_obj.to_clob;
+   END capabilities;
+END oramem_admin;
+/
