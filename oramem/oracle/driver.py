@@ -424,6 +424,9 @@ class OracleEngine(Engine):
 
     async def _run_async(self, op: str, commit: bool, **values: Any) -> Any:
         self._require_async(op)
+        if self._pending_hook is not None and self._store_id is not None and op not in ("open", "set_deletion_hook"):
+            hook, self._pending_hook = self._pending_hook, None
+            await self._run_async("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=hook)
         call = CALLS[op]
         binds = call.bind(**self._resolve(values))
         if self._kind == "async_pool":
@@ -538,9 +541,12 @@ class OracleEngine(Engine):
 
     def register_deletion_hook(self, hook: Any) -> None:  # type: ignore[override]
         """Register the PL/SQL procedure ``hook`` (a name) as the store's deletion hook.
-        Before :meth:`open` it is remembered and registered by ``open``."""
+
+        Sync engine, store open: registered at once. Before ``open``, or on an async engine
+        (this method does no I/O there), it is remembered and registered by the next call
+        (``open``/``open_async`` or the next ``*_async`` operation), before that call."""
         name = self._hook_name(hook)
-        if self._store_id is None:
+        if self._store_id is None or self.is_async:
             self._pending_hook = name
             return
         self._run("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=name)

@@ -442,3 +442,16 @@ def test_close_does_not_close_the_callers_pool(kind):
     assert not rec.of("close")
     with pytest.raises(RuntimeError, match="closed"):
         run(engine, "get", "memory", "r1")
+
+
+def test_sync_registration_on_an_async_engine_is_applied_before_the_next_call():
+    """The store's register_deletion_hook_async calls the engine's sync method (no I/O)."""
+    engine, rec = opened("async_pool", {"oramem_store.get_json": None})
+    engine.register_deletion_hook("APP.ON_DELETE")
+    assert rec.plsql == []
+    asyncio.run(engine.get_async("memory", "r1"))
+    assert [c.name for c in rec.plsql] == ["oramem_admin.set_deletion_hook", "oramem_store.get_json"]
+    assert rec.plsql[0].binds == {"in_store_id": "MYSTORE", "in_procedure_name": "APP.ON_DELETE"}
+    rec.calls.clear()
+    asyncio.run(engine.get_async("memory", "r1"))
+    assert [c.name for c in rec.plsql] == ["oramem_store.get_json"]

@@ -1,0 +1,54 @@
+"""Fixtures of the Oracle-only tests: a database from ORACLE_DSN or Docker (see
+oracle_env.py), else every test using them is skipped with the printed reason.
+
+The fake-driver tests in this folder use none of these fixtures and always run.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from . import oracle_env
+
+
+@pytest.fixture(scope="session")
+def oracle_params():
+    target = oracle_env.oracle_target()
+    if target is None:
+        reason = oracle_env.skip_reason()
+        print(reason)
+        pytest.skip(reason)
+    return target
+
+
+@pytest.fixture
+def conn(oracle_params):
+    import oracledb
+
+    dsn, user, password = oracle_params
+    c = oracledb.connect(user=user, password=password, dsn=dsn)
+    c.call_timeout = 120_000
+    yield c
+    c.rollback()
+    c.close()
+
+
+@pytest.fixture(scope="session")
+def pool(oracle_params):
+    import oracledb
+
+    dsn, user, password = oracle_params
+    p = oracledb.create_pool(user=user, password=password, dsn=dsn, min=1, max=4, increment=1)
+    yield p
+    p.close(force=True)
+
+
+@pytest.fixture
+def store_id(conn):
+    """A fresh store id (<= 16 chars) dropped after the test."""
+    sid = f"T{secrets.token_hex(4).upper()}"
+    yield sid
+    with conn.cursor() as cur:
+        cur.callproc("oramem_admin.drop_store", keyword_parameters={"in_store_id": sid, "in_if_exists": 1})
