@@ -436,3 +436,24 @@ def test_sc_4_5_long_content_makes_several_rows(store):
 def test_sc_4_5_keyword_unicode(kw_store):
     kw_store.add(["café crème brûlée", "plain tea"], record_type="memory", record_ids=["c", "t"])
     assert hit_ids(kw_store.search("café", k=5)) == ["c"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"contents": ["ok", 5]},
+        {"contents": ["ok", "fine"], "metadata": [{"ok": 1}, {"bad": object()}]},
+        {"contents": ["ok", "fine"], "metadata": [{"ok": 1}, "not a dict"]},
+        {"contents": ["ok", "fine"], "record_ids": ["a", 7]},
+        {"contents": ["ok", "fine"], "thread_ids": ["t", 3.5]},
+        {"contents": ["ok", "fine"], "metadata": [{"ok": 1}, {"nan": float("nan")}]},
+    ],
+    ids=["int-content", "unserialisable-metadata", "metadata-not-dict", "int-id", "float-thread", "nan-metadata"],
+)
+def test_sc_11_bad_argument_types_write_nothing(store, kwargs):
+    """§11: bad arguments raise ValueError/TypeError before anything is written."""
+    before = snapshot(store)
+    contents = kwargs.pop("contents")
+    with pytest.raises((TypeError, ValueError)):
+        store.add(contents, record_type="memory", **kwargs)
+    assert snapshot(store) == before

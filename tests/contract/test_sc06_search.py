@@ -388,3 +388,11 @@ def test_sc_6_1_identical_vectors_tie_exactly(make_store):
         assert tied == sorted(tied_ids), (seed, tied)
         dists = {d for r, d in res if r.id.startswith("t")}
         assert len(dists) == 1, (seed, sorted(dists))
+
+
+def test_sc_6_4_text_query_on_vector_store_without_embedder(make_store):
+    s = make_store(embedder=None, vector_dim=64)
+    s.add(["a"], record_type="memory", record_ids="a", embeddings=[vec(1)])
+    with pytest.raises(ValueError):
+        s.search("a", k=1)
+    assert hit_ids(s.search(query_vector=vec(1), k=1)) == ["a"]

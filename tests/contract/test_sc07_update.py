@@ -406,3 +406,29 @@ def test_sc_7_6_update_can_expire_record(store):
     store.add(["a"], record_type="memory", record_ids="m1", timestamps="2020-01-01T00:00:00Z")
     assert store.update("memory", "m1", ttl_days=1, ttl_anchor=TS) == 1
     assert store.get("memory", "m1") is None
+
+
+def test_sc_7_bad_metadata_type_writes_nothing(store):
+    store.add(["a"], record_type="memory", record_ids="m1", metadata={"a": 1})
+    before = snapshot(store)
+    with pytest.raises((TypeError, ValueError)):
+        store.update("memory", "m1", text="new", metadata={"bad": object()})
+    with pytest.raises((TypeError, ValueError)):
+        store.update("memory", "m1", text="new", metadata="nope")
+    assert snapshot(store) == before
+
+
+def test_sc_7_update_replaces_caller_chunks_with_text(kw_store):
+    kw_store.add(["stored"], record_type="memory", record_ids="m1", index_texts=[["kiwi", "mango"]])
+    kw_store.update("memory", "m1", text="papaya")
+    assert hit_ids(kw_store.search("papaya", k=5)) == ["m1"]
+    assert kw_store.search("kiwi", k=5) == [] and kw_store.search("mango", k=5) == []
+
+
+def test_sc_7_6_revive_with_anchor_only(store):
+    """SC-5.6 via ttl_anchor alone: no default TTL -> never expires -> visible again."""
+    store.add(["x"], record_type="memory", record_ids="m1", timestamps="2020-01-01T00:00:00Z", ttl_days=1,
+              ttl_anchor=TS)
+    assert store.get("memory", "m1") is None
+    assert store.update("memory", "m1", ttl_anchor=TimeToLiveAnchor.CREATED_AT) == 1
+    assert store.get("memory", "m1").expires_at is None
