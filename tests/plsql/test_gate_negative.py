@@ -212,3 +212,12 @@ def test_parser_crash_is_a_failure_not_a_hang():
     assert problems and ("crashed" in problems[0] or "unexpected" in problems[0])
     # and the structural check names the unbalanced parenthesis
     assert any("unbalanced ')'" in str(e) for e in check_structure("CREATE TABLE t (v VECTOR, c NUMBER))"))
+
+
+def test_template_gate_catches_a_broken_template():
+    from .test_static_gate import _STATEMENT_START, _expand
+
+    found = {"gc_tpl_cols": (100, "a NUMBER,"), "gc_tpl_t": (100, "CREATE TABLE #T# (#COLS# )")}
+    sql = _expand(found["gc_tpl_t"][1], found)
+    assert sql == "CREATE TABLE OM_T1_T (a NUMBER, )" and sql.upper().startswith(_STATEMENT_START)
+    assert parse_errors(sql + ";\n")

@@ -116,3 +116,49 @@ def test_error_table_matches_oramem_errors_spec():
         f"codes in the spec but not mapped in oramem/oracle/errors.py: {sorted(declared - mapped)}; "
         f"mapped but not in the spec: {sorted(mapped - declared)}"
     )
+
+
+# -- dynamic SQL templates (ORACLE_NOTES 13.2) ---------------------------------------------
+
+_TPL = re.compile(r"\b(gc_tpl_\w+)\s+CONSTANT\s+VARCHAR2\s*\(\s*(\d+)\s*\)\s*:=\s*q'\[(.*?)\]'\s*;", re.I | re.S)
+_STATEMENT_START = ("CREATE", "ALTER", "DROP", "INSERT", "UPDATE", "DELETE", "MERGE", "SELECT", "WITH")
+#: sample values for #PLACEHOLDER#s that are not themselves templates
+_SAMPLES = {"DIM": "384", "PARAMS": "SYNC (ON COMMIT)", "COL": "expires_at"}
+
+
+def _templates():
+    out = []
+    for path in FILES:
+        if path.suffix != ".pkb":
+            continue
+        text = path.read_text()
+        found = {m.group(1).lower(): (int(m.group(2)), m.group(3)) for m in _TPL.finditer(text)}
+        for name, (size, body) in found.items():
+            out.append((path, name, size, body, found))
+    return out
+
+
+def _expand(body, found, depth=0):
+    assert depth < 5, "template placeholders nest too deeply"
+
+    def sub(m):
+        key = m.group(1)
+        inner = found.get(f"gc_tpl_{key.lower()}")
+        # a placeholder named like a *fragment* template is filled with it (#EMBEDDING#);
+        # anything else (#HNSW#: an index name) gets a sample value
+        if inner is not None and not inner[1].strip().upper().startswith(_STATEMENT_START):
+            return _expand(inner[1], found, depth + 1)
+        return _SAMPLES.get(key, f"OM_T1_{key}")
+
+    return re.sub(r"#([A-Z][A-Z0-9_]*)#", sub, body)
+
+
+@pytest.mark.parametrize("tpl", _templates(), ids=lambda t: f"{t[0].name}:{t[1]}")
+def test_sql_template_fits_and_parses(tpl):
+    path, name, size, body, found = tpl
+    assert len(body.encode("utf-8")) <= size, f"{name}: {len(body)} bytes do not fit VARCHAR2({size})"
+    sql = _expand(body, found).strip()
+    if not sql.upper().startswith(_STATEMENT_START):
+        return  # a fragment: it is parsed inside the templates that include it
+    problems = parse_errors(sql + ";\n")
+    assert not problems, f"{_id(path)} {name} expanded to:\n{sql}\n  " + "\n  ".join(problems)
