@@ -73,6 +73,8 @@ def skip_reason() -> str:
         _state["probed"] = True
     if _state["target"] is not None:
         return ""
+    if _state.get("docker_failed"):
+        return f"Oracle tests skipped: ORACLE_DSN is not set and {_state['detail']}."
     return (
         "Oracle tests skipped: ORACLE_DSN is not set and no Docker engine answered "
         f"({_state['detail']}). Set ORACLE_DSN, ORACLE_USER and ORACLE_PASSWORD, or start Docker "
@@ -111,32 +113,38 @@ def oracle_target() -> Optional[tuple[str, str, str]]:
         return target
     if _state["target"] is not None:
         return _state["target"]
-    if _state["probed"] and _state["stack"] is None:
+    if _state["probed"]:  # probed already: Docker absent, or starting it failed once
         return None
     ok, detail = docker_engine_status()
     _state["probed"] = True
     if not ok:
         _state["detail"] = detail
         return None
-    from pytest_docker.plugin import get_docker_services, get_docker_ip
+    from pytest_docker.plugin import get_docker_ip, get_docker_services
 
     keep = os.environ.get("ORAMEM_KEEP_DB") == "1"
     stack = contextlib.ExitStack()
-    services = stack.enter_context(
-        get_docker_services(
-            "docker compose",
-            str(COMPOSE_FILE),
-            COMPOSE_PROJECT,
-            ["up -d --wait"],
-            [] if keep else ["down -v"],
+    try:
+        services = stack.enter_context(
+            get_docker_services(
+                "docker compose",
+                str(COMPOSE_FILE),
+                COMPOSE_PROJECT,
+                ["up -d --wait"],
+                [] if keep else ["down -v"],
+            )
         )
-    )
-    _state["stack"] = stack
-    port = services.port_for(SERVICE, 1521)
-    user = os.environ.get("ORAMEM_APP_USER", "oramem")
-    password = os.environ.get("ORAMEM_APP_PASSWORD", "oramem")
-    dsn = f"{get_docker_ip()}:{port}/FREEPDB1"
-    _wait_for_oramem(dsn, user, password, float(os.environ.get("ORAMEM_DOCKER_WAIT", "900")))
+        _state["stack"] = stack
+        port = services.port_for(SERVICE, 1521)
+        user = os.environ.get("ORAMEM_APP_USER", "oramem")
+        password = os.environ.get("ORAMEM_APP_PASSWORD", "oramem")
+        dsn = f"{get_docker_ip()}:{port}/FREEPDB1"
+        _wait_for_oramem(dsn, user, password, float(os.environ.get("ORAMEM_DOCKER_WAIT", "900")))
+    except Exception as e:  # Docker answered but the database did not come up
+        _state["detail"] = f"Docker answered but {COMPOSE_FILE.name} did not become ready: {str(e).splitlines()[0]}"
+        _state["docker_failed"] = True
+        shutdown()
+        return None
     _state["target"] = (dsn, user, password)
     return _state["target"]
 
