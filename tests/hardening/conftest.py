@@ -1,0 +1,75 @@
+"""Fixtures of the hardening suite (issue 7).
+
+``make_store(**kwargs)`` opens a store of the engine under test, like the contract
+suite: SQLite always (a temp file per test, the same file for every call inside one
+test), Oracle when ``ORACLE_DSN`` (or the Docker provider of ``tests/oracle``) gives a
+database, else the Oracle parametrisation skips with the printed reason. Tests that need
+an injected clock, raw SQLite tables or SIGKILL of a local process use ``sqlite_only``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+from contract.engines import ENGINES, ORACLE_SKIP_REASON, OracleIdMapper, oracle_store_factory
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def db_path(tmp_path) -> str:
+    return str(tmp_path / "hardening.db")
+
+
+@pytest.fixture
+def make_store(engine: str, db_path: str) -> Callable[..., Any]:
+    stores: list[Any] = []
+    mapper = OracleIdMapper()
+
+    def factory(**kwargs: Any) -> Any:
+        from oramem.embedders import HashEmbedder
+
+        if "embedder" not in kwargs:
+            kwargs["embedder"] = HashEmbedder(dim=32)
+        if engine == "sqlite":
+            from oramem import SQLiteMemoryStore
+
+            kwargs.pop("raw_id", None)
+            store = SQLiteMemoryStore(kwargs.pop("path", db_path), **kwargs)
+        else:
+            if "clock" in kwargs:
+                pytest.skip("an injected clock is SQLite-only (Oracle uses the database time)")
+            store = oracle_store_factory(mapper, **kwargs)
+            if store is None:
+                print(ORACLE_SKIP_REASON)
+                pytest.skip(ORACLE_SKIP_REASON)
+        stores.append(store)
+        return store
+
+    yield factory
+    for store in reversed(stores):
+        try:
+            store.close()
+        except Exception:
+            pass
+
+
+@pytest.fixture
+def sqlite_only(engine: str) -> None:
+    if engine != "sqlite":
+        reason = "SQLite-only by nature (injected clock / raw SQLite tables / SIGKILL of a local process)"
+        print(reason)
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def hybrid_engine(engine: str) -> None:
+    if engine == "oracle":
+        reason = "HYBRID on Oracle needs an in-database OracleDBEmbedder (ONNX model); covered by tests/oracle"
+        print(reason)
+        pytest.skip(reason)

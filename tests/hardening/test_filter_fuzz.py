@@ -1,0 +1,220 @@
+"""Issue 7.1 — metadata filter fuzzing (SC-9, oramem/filters.py).
+
+Random metadata documents and random filters (every SC-9 operator, nesting, odd keys:
+quotes, dots, ``$`` inside, backslash, brackets, ``*``, spaces, emoji, blank-ish keys);
+``list(..., metadata_filter=f)`` and ``search(..., metadata_filter=f)`` in every strategy
+the store has must return exactly the records a small independent reference evaluator
+(``_support.matches``) accepts. Invalid filters must raise ``ValueError``/``TypeError``,
+never a database error. Each example writes its records under its own ``user_id`` and
+removes them with a cascading profile delete afterwards.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from oramem import SearchStrategy, StoreError
+
+from ._support import matches
+
+KEYS = ["a", "b", "a.b", 'q"t', "ap'o", "d$x", "b\\s", "[0]", "s*r", "sp ace", "🙂", "ü", " ", "\t", "a$.b", "x' OR '1'='1"]
+META_ONLY_KEYS = ["", "$lead", "$.a"]  # valid metadata keys a filter cannot address
+SCALARS = [
+    None, True, False, 0, 1, 1.0, -1, 2, 2.5, -0.0, 1e300, -1e-300, 2**63 - 1, -(2**63), 2**53 + 1,
+    "", "1", "a", "b", "A", "ü", "🙂", "a b", "true", "null", "2026-01-01", "'; DROP TABLE x; --", '"', "\\",
+]
+NUMBERS = [s for s in SCALARS if isinstance(s, (int, float)) and not isinstance(s, bool)]
+STRINGS = [s for s in SCALARS if isinstance(s, str)]
+
+scalar = st.sampled_from(SCALARS) | st.integers(-3, 3) | st.text(alphabet="ab ü🙂\"'\\.", max_size=3)
+key = st.sampled_from(KEYS)
+
+
+def _json(depth: int):
+    if depth <= 0:
+        return scalar
+    return scalar | st.lists(_json(depth - 1), max_size=3) | st.dictionaries(
+        key | st.sampled_from(META_ONLY_KEYS), _json(depth - 1), max_size=3
+    )
+
+
+metadata = st.none() | st.dictionaries(key | st.sampled_from(META_ONLY_KEYS), _json(2), max_size=5)
+scalar_list = st.lists(scalar, min_size=1, max_size=3)
+exact = scalar | st.lists(_json(1), max_size=3)
+comparable = st.sampled_from(NUMBERS + STRINGS) | st.integers(-3, 3)
+
+
+def _op_dict(depth: int):
+    ops = [
+        st.tuples(st.sampled_from(["$eq", "$ne"]), exact),
+        st.tuples(st.sampled_from(["$gt", "$gte", "$lt", "$lte"]), comparable),
+        st.tuples(st.sampled_from(["$in", "$nin", "$array_contains_any"]), scalar_list),
+        st.tuples(st.just("$array_contains"), scalar | scalar_list),
+        st.tuples(st.just("$exists"), st.booleans()),
+    ]
+    if depth > 0:
+        ops.append(st.tuples(st.just("$not"), exact | _op_dict(depth - 1)))
+    return st.lists(st.one_of(ops), min_size=1, max_size=3).map(dict)
+
+
+def _condition(depth: int):
+    options = [exact, _op_dict(2)]
+    if depth > 0:
+        options.append(st.dictionaries(key, _condition(depth - 1), min_size=1, max_size=2))
+    return st.one_of(options)
+
+
+field_filter = st.dictionaries(key, _condition(2), min_size=1, max_size=3)
+filters = field_filter | st.builds(
+    lambda op, subs, extra: {op: subs, **extra},
+    st.sampled_from(["$and", "$or"]),
+    st.lists(field_filter, min_size=1, max_size=3),
+    st.dictionaries(key, _condition(1), max_size=1),
+)
+
+# invalid filters: each must be a ValueError/TypeError whatever surrounds it
+BAD_PARTS = [
+    {"$bogus": 1}, {"k": {}}, {"k": {"$in": []}}, {"k": {"$gt": True}}, {"k": {"$gt": None}}, {"k": {"$gt": [1]}},
+    {"k": {"$eq": 1, "x": 2}}, {"k": {"$exists": 1}}, {"$and": []}, {"$or": {}}, {"$and": [1]},
+    {"k": {"$and": [{"a": 1}]}}, {"": 1}, {1: 2}, {"k": float("nan")}, {"k": {"$eq": float("inf")}},
+    {"k": {"$in": [[1]]}}, {"k": {1, 2}}, {"k": {"$not": {}}}, {"k": {"$not": {"a": 1}}}, {"k": b"x"},
+    {"k": {"$array_contains": []}}, {"k": {"$array_contains_any": "x"}}, {"k": {"$nin": None}},
+    {"k": {"$regex": "a"}}, {"k": {"$eq": {"a": 1}}}, {"k": {"a": {}}}, {"k": object()},
+]
+
+
+def _deep(n: int) -> dict:
+    f: dict = {"a": 1}
+    for _ in range(n):
+        f = {"a": f}
+    return f
+
+
+bad_filter = st.sampled_from(BAD_PARTS) | st.builds(
+    lambda good, bad: {**good, **bad} if not (good.keys() & bad.keys()) else bad, field_filter, st.sampled_from(BAD_PARTS)
+) | st.sampled_from([[], "x", 1, ("a", 1), _deep(40), {"$or": [{"a": 1}, _deep(40)]}])
+
+
+class FilterHarness:
+    """One store for the whole test; every example is its own user scope."""
+
+    def __init__(self, store, strategies):
+        self.store = store
+        self.strategies = strategies
+        self.counter = itertools.count()
+        self.examples = 0
+        self.checks = 0
+
+    def check(self, docs, flt) -> None:
+        n = next(self.counter)
+        user = f"u{n}"
+        ids = [f"r{n}_{i}" for i in range(len(docs))]
+        self.store.add(
+            ["common words" for _ in docs], "memory", record_ids=ids, user_ids=user, metadata=list(docs)
+        )
+        try:
+            expected = {rid for rid, doc in zip(ids, docs) if matches(doc, flt)}
+            listed = {r.id for r in self.store.list("memory", user_id=user, metadata_filter=flt, limit=None)}
+            assert listed == expected, f"list: filter={flt!r} extra={listed - expected} missing={expected - listed}"
+            for strategy in self.strategies:
+                hits = self.store.search(
+                    "common", k=len(docs) + 5, user_id=user, record_types=["memory"],
+                    metadata_filter=flt, strategy=strategy,
+                )
+                found = {r.id for r, _ in hits}
+                assert found == expected, (
+                    f"search({strategy.value}): filter={flt!r} extra={found - expected} missing={expected - found}"
+                )
+                self.checks += 1
+            self.checks += 1
+        finally:
+            self.store.delete("user_profile", user, cascade=True)
+        self.examples += 1
+
+
+def _strategies(engine):
+    if engine == "sqlite":
+        return SearchStrategy.HYBRID, [SearchStrategy.VECTOR, SearchStrategy.KEYWORD, SearchStrategy.HYBRID]
+    return SearchStrategy.VECTOR, [SearchStrategy.VECTOR]
+
+
+def _run_valid(make_store, engine, max_examples):
+    store_strategy, strategies = _strategies(engine)
+    harness = FilterHarness(make_store(search_strategy=store_strategy), strategies)
+
+    @settings(
+        max_examples=max_examples, deadline=None, database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )
+    @given(docs=st.lists(metadata, min_size=1, max_size=8), flt=filters)
+    def prop(docs, flt):
+        harness.check(docs, flt)
+
+    prop()
+    print(f"filter fuzz ({engine}): {harness.examples} examples, {harness.checks} list/search comparisons")
+    assert harness.examples >= max_examples // 2
+    return harness
+
+
+def _run_invalid(make_store, engine, max_examples):
+    store_strategy, strategies = _strategies(engine)
+    store = make_store(search_strategy=store_strategy)
+    store.add(["common words"], "memory", record_ids=["r0"], metadata={"k": 1})
+    seen = itertools.count()
+
+    @settings(max_examples=max_examples, deadline=None, database=None)
+    @given(flt=bad_filter)
+    def prop(flt):
+        next(seen)
+        calls = [lambda: store.list("memory", metadata_filter=flt)]
+        calls += [
+            (lambda s=s: store.search("common", k=3, metadata_filter=flt, strategy=s)) for s in strategies
+        ]
+        for call in calls:
+            with pytest.raises((ValueError, TypeError)) as info:
+                call()
+            assert not isinstance(info.value, (sqlite3.Error, StoreError)), repr(info.value)
+
+    prop()
+    count = next(seen)
+    print(f"invalid filters ({engine}): {count} examples")
+    return count
+
+
+def test_filters_match_reference(make_store, engine):
+    _run_valid(make_store, engine, 200)
+
+
+def test_invalid_filters_raise_argument_errors(make_store, engine):
+    _run_invalid(make_store, engine, 100)
+
+
+@pytest.mark.slow
+def test_filters_match_reference_slow(make_store, engine):
+    harness = _run_valid(make_store, engine, 10_000)
+    assert harness.examples >= 10_000
+
+
+@pytest.mark.slow
+def test_invalid_filters_slow(make_store, engine):
+    _run_invalid(make_store, engine, 2_000)
+
+
+def test_nul_in_metadata_is_never_confused(make_store, engine):
+    """A NUL inside a metadata string or key must not make it equal to its prefix: either
+    the store rejects it with ValueError (nothing stored), or filters see the full text."""
+    store = make_store()
+    try:
+        store.add(["x"], "memory", record_ids=["nul"], metadata={"k": "a\x00b", "x\x00y": 1})
+    except ValueError:
+        assert store.get("memory", "nul") is None
+        return
+    assert store.get("memory", "nul").metadata == {"k": "a\x00b", "x\x00y": 1}
+    assert [r.id for r in store.list("memory", metadata_filter={"k": "a"})] == []
+    assert [r.id for r in store.list("memory", metadata_filter={"x": 1})] == []
+    assert [r.id for r in store.list("memory", metadata_filter={"k": "a\x00b"})] == ["nul"]
