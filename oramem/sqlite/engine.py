@@ -30,6 +30,11 @@ from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword,
 from .timefmt import epoch_micros, iso
 from .vectors import CACHE_ROW_SQL, VectorCache
 
+#: HYBRID fuses the best max(k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH) vector candidates
+#: with every keyword match (rescoring every row would make hybrid cost O(rows) in float64).
+HYBRID_VECTOR_DEPTH = 10
+HYBRID_MIN_DEPTH = 200
+
 __all__ = ["SQLiteEngine"]
 
 Clock = Callable[[], _dt.datetime]
@@ -243,7 +248,7 @@ class SQLiteEngine(Engine):
                 cache = self._vector_cache(conn, t, catalog)
                 scopes = (request.thread, request.user, request.agent)
                 mask = cache.mask(request.record_types, scopes, epoch_micros(now), allowed)
-                k = request.k if strategy == SearchStrategy.VECTOR else None
+                k = request.k if strategy == SearchStrategy.VECTOR else max(request.k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH)
                 vector_ranking = cache.nearest(request.query_vector, mask, k)
             if strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
                 keyword_ranking = self._keyword(conn, t, where, request)

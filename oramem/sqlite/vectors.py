@@ -27,6 +27,8 @@ CACHE_ROW_SQL = (
 )
 _TYPE_CODE = {name: code for code, name in enumerate(RECORD_TYPES)}
 _NULL = -1  # scope code of SQL NULL
+#: Bound on float32 matrix-product noise between identical rows (a few ulps of 1.0).
+_NOISE_SLACK = 1e-5
 Version = tuple[str, int]
 
 
@@ -123,7 +125,8 @@ class VectorCache:
     def nearest(self, query: np.ndarray, mask: np.ndarray, k: Optional[int]) -> list[tuple[int, float]]:
         """``(record_seq, cosine distance)`` of the best row per record among ``mask``,
         nearest first; the ``k`` nearest records plus every record tied with the k-th
-        (the caller orders ties), or all of them when ``k`` is None."""
+        (the caller orders ties), or all of them when ``k`` is None (costly on large
+        stores: every row is rescored exactly)."""
         rows = np.flatnonzero(mask)
         if rows.size == 0:
             return []
@@ -132,10 +135,26 @@ class VectorCache:
             raise ValueError(f"the query vector has dimension {q.shape[0]}, the store's vector_dim is {self.dim}")
         norm = float(np.linalg.norm(q))
         q = q / norm if norm > 0 else q
-        distances = np.clip(1.0 - (self.matrix[rows] @ q).astype(np.float64), 0.0, 2.0)
+        if rows.size * 4 > self.matrix.shape[0]:
+            # most rows pass: one product over the whole matrix beats gathering a copy
+            sims = (self.matrix @ q)[rows]
+        else:
+            sims = self.matrix[rows] @ q
+        distances = np.clip(1.0 - sims.astype(np.float64), 0.0, 2.0)
         seqs = self.seqs[rows]
+        # BLAS results depend on a row's position in the matrix (last-bit noise), so
+        # identical vectors could get different distances: select generously, then
+        # rescore the candidates with a position-independent float64 reduction so that
+        # ties are exact ties, broken by type and id (SC-6.1).
+        candidates = np.arange(rows.size)
         if k is not None and k < rows.size:
-            distances, seqs = _top_with_ties(distances, seqs, k)
+            candidates = _top_with_ties(distances, candidates, seqs, k, slack=_NOISE_SLACK)
+        cand_rows = rows[candidates]
+        exact = 1.0 - (self.matrix[cand_rows].astype(np.float64) * q.astype(np.float64)).sum(axis=1)
+        distances, seqs = np.clip(exact, 0.0, 2.0), seqs[candidates]
+        if k is not None and k < distances.size:
+            keep = _top_with_ties(distances, np.arange(distances.size), seqs, k, slack=0.0)
+            distances, seqs = distances[keep], seqs[keep]
         order = np.lexsort((distances, seqs))
         seqs, distances = seqs[order], distances[order]
         first = np.ones(seqs.size, dtype=bool)
@@ -145,10 +164,15 @@ class VectorCache:
         return [(int(s), float(d)) for s, d in zip(seqs[order], distances[order])]
 
 
-def _top_with_ties(distances: np.ndarray, seqs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows that can be among the k best records: widen an argpartition window until it
-    holds k distinct records, then keep every row within the k-th record's distance."""
+def _top_with_ties(
+    distances: np.ndarray, positions: np.ndarray, seqs: np.ndarray, k: int, slack: float
+) -> np.ndarray:
+    """Positions of the rows that can be among the k best records: widen an argpartition
+    window until it holds k distinct records, then keep every row within the k-th
+    record's distance (plus ``slack``)."""
     n = distances.size
+    if k >= n:
+        return positions
     m = k
     while True:
         window = np.argpartition(distances, m - 1)[:m] if m < n else np.arange(n)
@@ -162,5 +186,4 @@ def _top_with_ties(distances: np.ndarray, seqs: np.ndarray, k: int) -> tuple[np.
             break
         m = min(n, m * 2)
     threshold = sorted(best.values())[min(k, len(best)) - 1]
-    keep = distances <= threshold
-    return distances[keep], seqs[keep]
+    return positions[distances <= threshold + slack]
