@@ -1,0 +1,40 @@
+"""oramem.knowledge: conversation → knowledge graph over an oramem store
+(KNOWLEDGE_CONTRACT.md). Entities, bi-temporal versioned facts, relationships and events,
+extracted by an LLM, stored in ``<STORE_ID>_KG_*`` tables next to the store and indexed as
+store records. What is built and what is not: ``STATUS.md`` in this folder."""
+
+from .classify import classify_input, select_strategy
+from .config import KnowledgeConfig
+from .emotion import tag_event_emotion, tag_event_emotion_sync
+from .errors import ConflictError, EmbeddingError, ExtractionError, KnowledgeError, LLMError, LLMTimeout
+from .memory import KnowledgeMemory
+from .pipeline import detect_corrections
+from .providers import BaseLLMProvider, LLMProvider, LLMResult, OpenAICompatibleEmbedder, OpenAICompatibleProvider
+from .relations import normalize_rel_type
+from .text import estimate_tokens
+from .types import *  # noqa: F401,F403
+from .types import __all__ as _types_all
+
+__all__ = [
+    "KnowledgeMemory",
+    "KnowledgeConfig",
+    "KnowledgeError",
+    "LLMError",
+    "LLMTimeout",
+    "EmbeddingError",
+    "ExtractionError",
+    "ConflictError",
+    "LLMProvider",
+    "BaseLLMProvider",
+    "LLMResult",
+    "OpenAICompatibleProvider",
+    "OpenAICompatibleEmbedder",
+    "classify_input",
+    "select_strategy",
+    "normalize_rel_type",
+    "detect_corrections",
+    "estimate_tokens",
+    "tag_event_emotion",
+    "tag_event_emotion_sync",
+    *_types_all,
+]

@@ -1,0 +1,671 @@
+"""The commit phase of a write (KC-4.2 step 7, KC-4.11 to KC-4.19, KC-7.4, KC-7.5).
+
+Order, all while holding the store's lock (SQLite: the engine's re-entrant lock, so no
+other thread of this process sees a half-applied write):
+
+1. re-check every decision against the current rows (a stale target raises
+   :class:`StaleDecisions`; the caller reconciles once more, then gives up with
+   ``ConflictError``); racing inserts of the same entity reuse the winner's row;
+2. store records: new fact and event records with explicit vectors, metadata of changed
+   facts (each a store transaction);
+3. the knowledge transaction (``BEGIN IMMEDIATE``): event, entities and aliases, fact
+   upserts and cascades, links, relations, registry, intentions, session observations,
+   ``fact_count``, ``trace_json``.
+
+If step 3 fails, step 2 is compensated before the error propagates: added store records
+are deleted (and an implicitly created thread), changed metadata is restored. The store
+API offers no way to join its transaction, so this is a compensated two-phase write; see
+STATUS.md (KC-7.4) for what that means after a process crash.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any, Optional
+
+import numpy as np
+import sqlalchemy as sa
+
+from ..types import PendingRecordBatch
+from . import faults, reads
+from .errors import KnowledgeError
+from .model import Decision, new_id
+from .pipeline import WriteRun, infer_value_type
+from .text import iso, norm
+
+__all__ = ["StaleDecisions", "commit_write", "fact_metadata", "predict_relations", "store_fact_metadata_for"]
+
+log = logging.getLogger("oramem.knowledge")
+
+
+class StaleDecisions(KnowledgeError):
+    def __init__(self, subject_keys: set[str]) -> None:
+        super().__init__(f"decisions went stale for {len(subject_keys)} subject(s)")
+        self.subject_keys = subject_keys
+
+
+def fact_metadata(row: dict, entity_keys: list[str]) -> dict:
+    """KC-3.5 flat store metadata of a fact (ISO UTC strings; NULLs omitted)."""
+    md: dict[str, Any] = {
+        "kg_entity_keys": list(entity_keys),
+        "kg_primary": row["entity_key"],
+        "kg_valid_from": iso(row["valid_from"]),
+        "kg_ingested_at": iso(row["ingested_at"]),
+        "kg_is_stale": bool(row.get("is_stale") or False),
+        "kg_confidence": float(row["confidence"]),
+    }
+    if row.get("valid_to") is not None:
+        md["kg_valid_to"] = iso(row["valid_to"])
+    if row.get("invalidated_at") is not None:
+        md["kg_invalidated_at"] = iso(row["invalidated_at"])
+    if row.get("attribute_key"):
+        md["kg_attribute_key"] = row["attribute_key"]
+    return md
+
+
+def _links_of(conn: sa.Connection, t, agent_id: str, fact_ids: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    lk = t.link
+    for batch in reads.chunked(sorted(set(fact_ids))):
+        rows = conn.execute(
+            sa.select(lk.c.fact_id, lk.c.entity_key, lk.c.is_primary)
+            .where(lk.c.agent_id == agent_id, lk.c.fact_id.in_(batch))
+            .order_by(lk.c.fact_id, sa.desc(lk.c.is_primary), lk.c.entity_key)
+        )
+        for fid, key, _ in rows:
+            out.setdefault(fid, []).append(key)
+    return out
+
+
+def store_fact_metadata_for(conn: sa.Connection, t, agent_id: str, fact_ids: list[str]) -> dict[str, dict]:
+    """Current store metadata of facts, rebuilt from their rows and links."""
+    f = t.fact
+    cols = [c for c in f.c if c.name != "embedding_vec"]
+    rows: dict[str, dict] = {}
+    for batch in reads.chunked(sorted(set(fact_ids))):
+        for r in conn.execute(sa.select(*cols).where(f.c.agent_id == agent_id, f.c.id.in_(batch))).mappings():
+            rows[r["id"]] = dict(r)
+    links = _links_of(conn, t, agent_id, list(rows))
+    return {fid: fact_metadata(r, links.get(fid, [r["entity_key"]])) for fid, r in rows.items()}
+
+
+# ----------------------------------------------------------------------------- planning
+class Plan:
+    def __init__(self) -> None:
+        self.entity_inserts: list[dict] = []
+        self.entity_updates: dict[str, dict] = {}
+        self.alias_inserts: list[dict] = []
+        self.fact_inserts: list[dict] = []
+        self.fact_updates: dict[str, dict] = {}
+        self.closing: dict[str, tuple[str, datetime]] = {}  # old fact id -> ("valid_to"|"invalidated_at", when)
+        self.links: list[dict] = []
+        self.new_links: dict[str, list[str]] = {}
+        self.store_new: list[dict] = []
+        self.store_meta: dict[str, dict] = {}
+        self.old_meta: dict[str, dict] = {}
+        self.recount_keys: set[str] = set()
+
+
+def recheck(run: WriteRun, conn: sa.Connection) -> None:
+    """KC-7.5: every decision is re-checked under the lock."""
+    t = run.t
+    targets = [d.target["id"] for d in run.decisions if d.target is not None]
+    current = reads.current_facts_by_ids(conn, t, run.agent_id, targets, run.now) if targets else {}
+    stale = {d.fact.subject_key for d in run.decisions if d.target is not None and d.target["id"] not in current}
+    if stale:
+        raise StaleDecisions(stale)
+    for d in run.decisions:
+        if d.target is not None:
+            d.target = current[d.target["id"]]
+    # an ADD that a concurrent write already stored becomes a NOOP on the stored row
+    adds = [d for d in run.decisions if d.action == "ADD"]
+    if adds:
+        f = t.fact
+        keys = sorted({d.fact.subject_key for d in adds})
+        cols = [c for c in f.c if c.name != "embedding_vec"]
+        existing: dict[tuple[str, str], dict] = {}
+        for batch in reads.chunked(keys):
+            q = sa.select(*cols).where(
+                f.c.agent_id == run.agent_id, f.c.entity_key.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)
+            ).order_by(f.c.created_at, f.c.id)
+            for r in conn.execute(q).mappings():
+                r = dict(r)
+                if not reads.is_expired(r, run.now):
+                    existing.setdefault((r["entity_key"], norm(r["fact_text"])), r)
+        taken = {d.target["id"] for d in run.decisions if d.target is not None}
+        for d in adds:
+            hit = existing.get((d.fact.subject_key, norm(d.fact.fact)))
+            if hit is not None and hit["id"] not in taken:
+                d.action, d.target, d.fact.new_id = "NOOP", hit, None
+                taken.add(hit["id"])
+
+
+def _ttl_for(run: WriteRun, attribute_key: Optional[str], fact_ttl: Optional[int]) -> Optional[int]:
+    if fact_ttl is not None:
+        return fact_ttl
+    row = run.registry.get(attribute_key) if attribute_key else None
+    return row.get("ttl_days") if row else None
+
+
+def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
+    t = run.t
+    p = Plan()
+    now, ag = run.now, run.agent_id
+    # entities: racing inserts of the same key reuse the winner's row
+    existing = reads.load_entities(conn, t, ag, set(run.created) | run.touched_keys)
+    for key, ne in sorted(run.created.items()):
+        if key in existing:
+            continue
+        p.entity_inserts.append(
+            {
+                "id": new_id(),
+                "agent_id": ag,
+                "canonical_key": key,
+                "display_name": ne.display_name[:256],
+                "entity_type": ne.entity_type,
+                "summary_text": ne.summary,
+                "embedding_vec": ne.vec,
+                "fact_count": 0,
+                "importance_score": None,
+                "is_active": True,
+                "first_seen_at": now,
+                "last_seen_at": now,
+                "summary_refreshed_at": None,
+                "created_at": now,
+            }
+        )
+    summaries: dict[str, str] = {}
+    for name, text in run.updated_summaries.items():
+        key = run.resolved.get(norm(name), (None,))[0]
+        if key:
+            summaries.setdefault(key, text)
+    for ins in p.entity_inserts:
+        if ins["summary_text"] is None and ins["canonical_key"] in summaries:
+            ins["summary_text"] = summaries[ins["canonical_key"]]
+    for key in sorted(run.touched_keys):
+        if key in existing:
+            upd: dict[str, Any] = {"last_seen_at": now}
+            if key in run.display_updates:
+                upd["display_name"] = run.display_updates[key][:256]
+            if existing[key]["summary_text"] is None and key in summaries:
+                upd["summary_text"] = summaries[key]
+            p.entity_updates[key] = upd
+    # aliases: never rebound
+    bound = reads.lookup_aliases(conn, t, ag, list(run.alias_regs))
+    for alias, (key, etype) in sorted(run.alias_regs.items()):
+        if alias in bound:
+            if bound[alias][0] != key:
+                run.warn(f"alias conflict: {alias!r} is bound to {bound[alias][0]}, not rebound to {key}")
+            continue
+        p.alias_inserts.append(
+            {"id": new_id(), "agent_id": ag, "alias": alias[:256], "canonical_entity_key": key,
+             "canonical_entity_type": etype, "created_at": now}
+        )
+    # facts
+    for d in run.decisions:
+        f = d.fact
+        if d.action in ("ADD", "UPDATE"):
+            old = d.target
+            valid_from = f.valid_from or run.t_event
+            count = 0
+            supersedes = None
+            valid_to = None
+            if d.action == "UPDATE" and old is not None:
+                if d.kind == "correction":
+                    valid_from = f.valid_from or old["valid_from"]
+                    count = int(old["user_correction_count"]) + 1
+                    supersedes = old["id"]
+                    p.fact_updates[old["id"]] = {"invalidated_at": now, "user_correction_count": count}
+                    p.closing[old["id"]] = ("invalidated_at", now)
+                elif valid_from < old["valid_from"]:
+                    d.late = True  # late arrival: inserted closed, old stays current
+                    valid_to = old["valid_from"]
+                else:
+                    count = int(old["user_correction_count"])
+                    supersedes = old["id"]
+                    p.fact_updates[old["id"]] = {"valid_to": valid_from}
+                    p.closing[old["id"]] = ("valid_to", run.t_event)
+            conf = float(f.confidence)
+            row = {
+                "id": f.new_id,
+                "agent_id": ag,
+                "entity_type": f.subject_type,
+                "entity_key": f.subject_key,
+                "entity_name": f.subject_name[:256],
+                "attribute_key": f.attribute_key,
+                "fact_text": f.fact,
+                "category": f.category,
+                "confidence": conf,
+                "importance": float(f.importance),
+                "is_sensitive": bool(f.is_sensitive),
+                "valid_from": valid_from,
+                "valid_to": valid_to,
+                "ttl_days": _ttl_for(run, f.attribute_key, f.ttl_days),
+                "source_event_id": run.event_id,
+                "supersedes_fact_id": supersedes,
+                "embedding_vec": f.vec,
+                "vitality_score": None,
+                "is_stale": False,
+                "cluster_id": None,
+                "value_json": f.value,
+                "needs_confirmation": conf < run.cfg.needs_confirmation_below,
+                "last_confirmed_at": now,
+                "times_retrieved": 0,
+                "last_retrieved_at": None,
+                "user_correction_count": count,
+                "source_context": f.source_context[:512],
+                "agent_annotation": None,
+                "created_at": now,
+                "ingested_at": now,
+                "invalidated_at": None,
+                "speaker": run.speaker,
+                "reinforcement_count": 0,
+            }
+            p.fact_inserts.append(row)
+        elif d.action == "NOOP":
+            old = d.target
+            conf = max(float(old["confidence"]), float(f.confidence))
+            upd = {
+                "last_confirmed_at": now,
+                "reinforcement_count": int(old["reinforcement_count"]) + 1,
+                "is_stale": False,
+                "confidence": conf,
+            }
+            if conf >= run.cfg.needs_confirmation_below:
+                upd["needs_confirmation"] = False
+            p.fact_updates[old["id"]] = upd
+        elif d.action == "DELETE":
+            p.fact_updates[d.target["id"]] = {"valid_to": run.t_event}
+            p.closing[d.target["id"]] = ("valid_to", run.t_event)
+    # links (KC-4.12)
+    rel_ends: dict[str, set[str]] = {}
+    for r in run.relations:
+        if r.evidence is not None and r.evidence.evidence_id:
+            rel_ends.setdefault(r.evidence.evidence_id, set()).update({r.source_key, r.target_key})
+    from .text import word_tokens
+
+    write_keys = sorted(run.touched_keys | set(run.created))
+    for row in p.fact_inserts:
+        keys = [row["entity_key"]]
+        words = word_tokens(row["fact_text"])
+        for k in write_keys:
+            if k not in keys and run._mentions(words, k):
+                keys.append(k)
+        for k in sorted(rel_ends.get(row["id"], set())):
+            if k not in keys:
+                keys.append(k)
+        p.new_links[row["id"]] = keys
+        for i, k in enumerate(keys):
+            p.links.append({"id": new_id(), "fact_id": row["id"], "entity_key": k, "is_primary": i == 0, "agent_id": ag})
+        p.recount_keys.update(keys)
+    # store payloads
+    for row in p.fact_inserts:
+        p.store_new.append(row)
+    changed = sorted(p.fact_updates)
+    if changed:
+        before = store_fact_metadata_for(conn, t, ag, changed)
+        old_links = _links_of(conn, t, ag, changed)
+        for fid in changed:
+            for k in old_links.get(fid, []):
+                p.recount_keys.add(k)
+            if fid not in before:
+                continue
+            p.old_meta[fid] = before[fid]
+            target = next(d.target for d in run.decisions if d.target is not None and d.target["id"] == fid)
+            merged = {**target, **p.fact_updates[fid]}
+            p.store_meta[fid] = fact_metadata(merged, old_links.get(fid, [target["entity_key"]]))
+    p.recount_keys.update(run.touched_keys)
+    p.recount_keys.update(run.created)
+    return p
+
+
+# ----------------------------------------------------------------------------- relations
+def _edge_state(row: Optional[dict], closing: dict[str, tuple[str, datetime]]) -> str:
+    if row is None:
+        return "none"
+    active = row["valid_to"] is None and row["invalidated_at"] is None
+    if active and row["evidence_fact_id"] in closing:
+        return "closed"
+    return "active" if active else "closed"
+
+
+def predict_relations(run: WriteRun, conn: sa.Connection, closing: dict) -> list[dict]:
+    """Relation actions without writing (dry run, and the commit's own planning)."""
+    t = run.t
+    r_ = t.relationship
+    out: list[dict] = []
+    seen: set[tuple] = set()
+    for r in run.relations:
+        key = (r.source_key, r.target_key, r.rel_type)
+        if key in seen:
+            continue
+        if r.source_key == r.target_key:
+            run.warn(f"relation dropped: {r.rel_type} resolves both ends to {r.source_key}")
+            continue
+        seen.add(key)
+        row = conn.execute(
+            sa.select(r_).where(
+                r_.c.agent_id == run.agent_id,
+                r_.c.source_entity_key == r.source_key,
+                r_.c.target_entity_key == r.target_key,
+                r_.c.rel_type == r.rel_type,
+            )
+        ).mappings().first()
+        state = _edge_state(dict(row) if row else None, closing)
+        action = {"none": "created", "active": "reinforced", "closed": "reactivated"}[state]
+        out.append({"rel": r, "row": dict(row) if row else None, "action": action})
+    return out
+
+
+# ----------------------------------------------------------------------------- commit
+def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> list:
+    """Store records (step 2); returns the compensation log."""
+    store = run.km._store
+    undo: list = []
+    faults.check("store_index")
+    batches = []
+    if with_event:
+        thread_existed = store.get("thread", run.session_id) is not None
+        batches.append(
+            PendingRecordBatch(
+                [run.message],
+                "message",
+                record_ids=[run.event_id],
+                embeddings=[run.event_vec],
+                thread_ids=run.session_id,
+                agent_ids=run.agent_id,
+                roles="user",
+                timestamps=[iso(run.t_event)],
+                metadata=[{"kg_speaker": run.speaker, "kg_source": run.source}],
+            )
+        )
+        if not thread_existed:
+            undo.append(("thread", run.session_id))
+    if plan.store_new:
+        rows = plan.store_new
+        batches.append(
+            PendingRecordBatch(
+                [r["fact_text"] for r in rows],
+                "fact",
+                index_texts=[f"{r['entity_name']}: {r['fact_text']}" for r in rows],
+                embeddings=[np.asarray(r["embedding_vec"], dtype=np.float32) for r in rows],
+                record_ids=[r["id"] for r in rows],
+                agent_ids=run.agent_id,
+                thread_ids=None,
+                user_ids=None,
+                timestamps=[iso(r["valid_from"]) for r in rows],
+                metadata=[fact_metadata(r, plan.new_links[r["id"]]) for r in rows],
+                ttl_days=[r["ttl_days"] for r in rows],
+            )
+        )
+    if batches:
+        store.add_batches(batches)
+        if with_event:
+            undo.append(("message", run.event_id))
+        undo.extend(("fact", r["id"]) for r in plan.store_new)
+    for fid, md in sorted(plan.store_meta.items()):
+        if store.update("fact", fid, metadata=md):
+            undo.append(("meta", fid, plan.old_meta.get(fid)))
+    return undo
+
+
+def _compensate(run: WriteRun, undo: list) -> None:
+    store = run.km._store
+    for item in reversed(undo):
+        try:
+            if item[0] == "meta":
+                store.update("fact", item[1], metadata=item[2])
+            elif item[0] == "thread":
+                store.delete_thread(item[1])
+            else:
+                store.delete(item[0], item[1])
+        except Exception:  # noqa: BLE001 - keep compensating; the original error propagates
+            log.exception("oramem.knowledge: compensation of a failed write could not undo a store change")
+
+
+def _insert(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
+    if rows:
+        conn.execute(sa.insert(table), rows)
+
+
+def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: str, trace: dict) -> list[dict]:
+    t = run.t
+    ag, now = run.agent_id, run.now
+    # event
+    faults.check("event")
+    emotion = run.emotion or {}
+    importance = max(
+        (d.fact.importance for d in run.decisions if d.action in ("ADD", "UPDATE", "NOOP")), default=0.5
+    )
+    if event_mode == "insert":
+        conn.execute(
+            sa.insert(t.event).values(
+                id=run.event_id, agent_id=ag, occurred_at=run.t_event, text=run.message, source=run.source,
+                importance=importance, embedding_vec=run.event_vec, trace_json=None, created_at=now,
+                emotion_primary=emotion.get("emotion"), emotion_intensity=emotion.get("intensity"),
+                energy_level=emotion.get("energy"), session_id=run.session_id, speaker=run.speaker,
+            )
+        )
+    else:
+        values: dict[str, Any] = {"importance": importance}
+        if run.emotion:
+            values.update(emotion_primary=emotion.get("emotion"), emotion_intensity=emotion.get("intensity"),
+                          energy_level=emotion.get("energy"))
+        conn.execute(sa.update(t.event).where(t.event.c.agent_id == ag, t.event.c.id == run.event_id).values(**values))
+    # entities and aliases
+    faults.check("entities")
+    _insert(conn, t.entity, plan.entity_inserts)
+    for key, upd in plan.entity_updates.items():
+        conn.execute(sa.update(t.entity).where(t.entity.c.agent_id == ag, t.entity.c.canonical_key == key).values(**upd))
+    _insert(conn, t.alias, plan.alias_inserts)
+    # facts and cascades
+    faults.check("facts")
+    _insert(conn, t.fact, plan.fact_inserts)
+    for fid, upd in plan.fact_updates.items():
+        conn.execute(sa.update(t.fact).where(t.fact.c.agent_id == ag, t.fact.c.id == fid).values(**upd))
+    r_ = t.relationship
+    for fid, (col, when) in plan.closing.items():
+        conn.execute(
+            sa.update(r_)
+            .where(r_.c.agent_id == ag, r_.c.evidence_fact_id == fid, r_.c.valid_to.is_(None), r_.c.invalidated_at.is_(None))
+            .values(**{col: when, "updated_at": now})
+        )
+    # links
+    faults.check("links")
+    _insert(conn, t.link, plan.links)
+    # relations (after facts, so an edge re-asserted in the write that cascaded it ends up active)
+    faults.check("relations")
+    rel_out: list[dict] = []
+    for item in predict_relations(run, conn, {}):
+        r, row, action = item["rel"], item["row"], item["action"]
+        ev = r.evidence.evidence_id if r.evidence is not None else None
+        if row is None:
+            conn.execute(
+                sa.insert(r_).values(
+                    id=new_id(), agent_id=ag, source_entity_key=r.source_key, target_entity_key=r.target_key,
+                    rel_type=r.rel_type, strength=float(run.cfg.initial_relation_strength), evidence_fact_id=ev,
+                    provenance="llm", valid_from=run.t_event, valid_to=None, created_at=now, updated_at=now,
+                    last_used_at=None, invalidated_at=None,
+                )
+            )
+        else:
+            values: dict[str, Any] = {
+                "strength": min(1.0, float(row["strength"]) + float(run.cfg.relation_reinforce_step)),
+                "updated_at": now,
+            }
+            if ev is not None:
+                values["evidence_fact_id"] = ev
+            if action == "reactivated":
+                values.update(valid_to=None, invalidated_at=None, valid_from=run.t_event)
+            conn.execute(sa.update(r_).where(r_.c.id == row["id"]).values(**values))
+        rel_out.append(
+            {"source_entity_key": r.source_key, "target_entity_key": r.target_key, "rel_type": r.rel_type, "action": action}
+        )
+    # attribute registry (KC-4.16)
+    faults.check("registry")
+    _apply_registry(run, conn)
+    # intentions (KC-4.17)
+    faults.check("intentions")
+    _apply_intentions(run, conn)
+    # session observations (KC-4.18)
+    faults.check("observations")
+    _apply_observations(run, conn)
+    # fact_count: the exact number of current facts linked
+    recount(conn, t, ag, plan.recount_keys, now)
+    trace["relations"] = len(rel_out)
+    conn.execute(sa.update(t.event).where(t.event.c.agent_id == ag, t.event.c.id == run.event_id).values(trace_json=trace))
+    return rel_out
+
+
+def recount(conn: sa.Connection, t, agent_id: str, keys: set[str], now: datetime) -> None:
+    lk, f = t.link, t.fact
+    for batch in reads.chunked(sorted(keys)):
+        rows = conn.execute(
+            sa.select(lk.c.entity_key, f.c.id, f.c.ingested_at, f.c.ttl_days)
+            .select_from(lk.join(f, f.c.id == lk.c.fact_id))
+            .where(lk.c.agent_id == agent_id, lk.c.entity_key.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
+        ).mappings()
+        counts = {k: set() for k in batch}
+        for r in rows:
+            if not reads.is_expired(dict(r), now):
+                counts[r["entity_key"]].add(r["id"])
+        for k, ids in counts.items():
+            conn.execute(
+                sa.update(t.entity).where(t.entity.c.agent_id == agent_id, t.entity.c.canonical_key == k).values(fact_count=len(ids))
+            )
+
+
+def _apply_registry(run: WriteRun, conn: sa.Connection) -> None:
+    t = run.t
+    reg = t.registry
+    cfg = run.cfg
+    keys: dict[str, Any] = {}
+    for d in run.decisions:
+        f = d.fact
+        if f.attribute_key and f.attribute_key not in keys:
+            keys[f.attribute_key] = f
+    rows = reads.registry_rows(conn, t, run.agent_id, list(keys))
+    extra = {k for k in cfg.extra_attribute_keys}
+    for key, f in keys.items():
+        row = rows.get(key)
+        if row is None:
+            user = key in extra
+            status = "active" if user or cfg.attribute_promotion_threshold <= 1 else "proposed"
+            conn.execute(
+                sa.insert(reg).values(
+                    id=new_id(), agent_id=run.agent_id, key=key, status=status,
+                    value_type=infer_value_type(f.value) if f.value is not None else "string",
+                    conflict_policy="supersede", ttl_days=None, seen_count=1, proposed_by="user" if user else "llm",
+                    reason=f"extracted from event {run.event_id}", first_seen_at=run.now, last_seen_at=run.now,
+                    example_raw_key=(f.raw_attribute_key or key)[:128], created_at=run.now, updated_at=run.now,
+                )
+            )
+        else:
+            seen = int(row["seen_count"]) + 1
+            values: dict[str, Any] = {"seen_count": seen, "last_seen_at": run.now, "updated_at": run.now}
+            if row["status"] == "proposed" and seen >= cfg.attribute_promotion_threshold:
+                values["status"] = "active"
+            conn.execute(sa.update(reg).where(reg.c.id == row["id"]).values(**values))
+
+
+def _apply_intentions(run: WriteRun, conn: sa.Connection) -> None:
+    t = run.t
+    it = t.intention
+    pending = conn.execute(
+        sa.select(it.c.trigger_condition, it.c.intended_action).where(it.c.agent_id == run.agent_id, it.c.status == "pending")
+    ).all()
+    seen = {(norm(c), norm(a)) for c, a in pending}
+    run.intentions_created = []
+    for x in run.intentions:
+        sig = (norm(x.trigger_condition), norm(x.intended_action))
+        if sig in seen:
+            continue
+        seen.add(sig)
+        iid = new_id()
+        conn.execute(
+            sa.insert(it).values(
+                id=iid, agent_id=run.agent_id, trigger_type=x.trigger_type, trigger_condition=x.trigger_condition,
+                intended_action=x.intended_action, due_date=x.due_date, status="pending", trigger_embedding_vec=x.vec,
+                source_context=run.session_id[:32], outcome_note=None, created_at=run.now, triggered_at=None,
+                fulfilled_at=None,
+            )
+        )
+        run.intentions_created.append(
+            {"intention_id": iid, "trigger_type": x.trigger_type, "trigger_condition": x.trigger_condition,
+             "intended_action": x.intended_action, "due_date": x.due_date}
+        )
+
+
+def _apply_observations(run: WriteRun, conn: sa.Connection) -> None:
+    t = run.t
+    so = t.session_observation
+    run.observations_created = []
+    for x in run.observations:
+        oid = new_id()
+        sources = [run.event_id]
+        if x.topic:
+            older = conn.execute(
+                sa.select(so.c.id, so.c.topic, so.c.source_message_ids).where(
+                    so.c.agent_id == run.agent_id, so.c.session_id == run.session_id, so.c.is_active == True  # noqa: E712
+                ).order_by(so.c.created_at, so.c.id)
+            ).mappings().all()
+            for o in older:
+                if o["topic"] and norm(o["topic"]) == norm(x.topic):
+                    for s in o["source_message_ids"] or []:
+                        if s not in sources:
+                            sources.append(s)
+                    conn.execute(sa.update(so).where(so.c.id == o["id"]).values(is_active=False, merged_into_id=oid))
+        conn.execute(
+            sa.insert(so).values(
+                id=oid, agent_id=run.agent_id, content=x.content, topic=x.topic, entities_mentioned=x.entity_keys,
+                created_at=run.now, referenced_at=None, relative_offset=None, source_message_ids=sources,
+                is_active=True, merged_into_id=None, emotion_label=(run.emotion or {}).get("emotion"),
+                embedding_vec=x.vec, session_id=run.session_id,
+            )
+        )
+        run.observations_created.append(
+            {"observation_id": oid, "content": x.content, "topic": x.topic, "entities_mentioned": list(x.entity_keys)}
+        )
+
+
+def commit_write(run: WriteRun, *, event_mode: str, trace: dict, with_event_record: bool) -> list[dict]:
+    """Run the commit phase (sync; called in a worker thread). Returns the relation actions."""
+    backend = run.backend
+    with backend.lock():
+        with backend.read() as conn:
+            recheck(run, conn)
+            plan = build_plan(run, conn)
+        undo = _store_apply(run, plan, with_event_record)
+        try:
+            with backend.write("knowledge write", run.agent_id) as conn:
+                rel_out = _knowledge_tx(run, conn, plan, event_mode, trace)
+        except BaseException:
+            _compensate(run, undo)
+            raise
+    run.plan = plan
+    return rel_out
+
+
+def commit_event_only(run: WriteRun, *, trace: dict, event_mode: str) -> None:
+    """KC-7.3 keep_event: the event (and its store record) with ``trace_json.status``."""
+    backend = run.backend
+    plan = Plan()
+    run.decisions = []
+    run.relations = []
+    run.intentions = []
+    run.observations = []
+    with backend.lock():
+        undo = _store_apply(run, plan, event_mode == "insert")
+        try:
+            with backend.write("knowledge write (event only)", run.agent_id) as conn:
+                _knowledge_tx(run, conn, plan, event_mode, trace)
+        except BaseException:
+            _compensate(run, undo)
+            raise
+
+
+def expire_at(row: dict) -> Optional[datetime]:
+    if row.get("ttl_days") is None:
+        return None
+    return row["ingested_at"] + timedelta(days=int(row["ttl_days"]))

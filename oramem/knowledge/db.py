@@ -1,0 +1,157 @@
+"""Database access of the knowledge layer: one seam per engine.
+
+SQLite — the knowledge tables live in the store's file and use **the store's own
+connection** (``SQLiteEngine._db``: a ``sqlite3`` connection plus a re-entrant lock). That
+is required for ``":memory:"`` stores (each connection would be another database) and it
+makes the store's lock the knowledge layer's lock too: every knowledge read or write runs
+holding it, writes in ``BEGIN IMMEDIATE`` (KC-7.5), and deletion hooks run on the very
+connection and transaction that deletes store records (SC-8.5). SQLAlchemy is used as a
+statement builder and type mapper over that connection: its own commit/rollback are
+disabled, transactions are the store's ``Database.transaction``. Coupling (documented in
+STATUS.md, asked of the store owner as a public seam): ``store._engine._db``.
+
+Each concurrent task opens its own SQLAlchemy ``Connection`` object; on SQLite they share
+one DBAPI connection under the lock (the store's threading model), so nothing is used by
+two tasks at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+import sqlalchemy as sa
+from sqlalchemy.pool import StaticPool
+
+from ..errors import StoreError
+
+__all__ = ["Backend", "SQLiteBackend", "OracleBackend", "backend_for"]
+
+
+class Backend:
+    dialect_name = ""
+    sa_engine: sa.Engine
+
+    def read(self) -> contextlib.AbstractContextManager:
+        raise NotImplementedError
+
+    def write(self, what: str, agent_id: str) -> contextlib.AbstractContextManager:
+        raise NotImplementedError
+
+    def lock(self) -> contextlib.AbstractContextManager:
+        raise NotImplementedError
+
+    def hook_connection(self, dbapi_conn: Any) -> contextlib.AbstractContextManager:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Drop references; the store owns the database connection."""
+
+
+class SQLiteBackend(Backend):
+    dialect_name = "sqlite"
+
+    def __init__(self, store: Any) -> None:
+        db = getattr(getattr(store, "_engine", None), "_db", None)
+        if db is None or not hasattr(db, "conn") or not hasattr(db, "lock") or not hasattr(db, "transaction"):
+            raise StoreError(
+                "this SQLiteMemoryStore does not expose its connection to the knowledge layer "
+                "(expected store._engine._db with conn/lock/transaction); open the store before KnowledgeMemory"
+            )
+        self.db = db
+        engine = sa.create_engine(
+            "sqlite://", creator=lambda: db.conn, poolclass=StaticPool, pool_reset_on_return=None
+        )
+        # transactions are the store's (BEGIN IMMEDIATE ... COMMIT / ROLLBACK); SQLAlchemy
+        # only builds and runs statements on the shared connection.
+        engine.dialect.do_commit = lambda dbapi_conn: None  # type: ignore[method-assign]
+        engine.dialect.do_rollback = lambda dbapi_conn: None  # type: ignore[method-assign]
+        self.sa_engine = engine
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        with self.db.lock:
+            yield
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sa.Connection]:
+        with self.db.lock:
+            with self.sa_engine.connect() as conn:
+                yield conn
+
+    @contextlib.contextmanager
+    def write(self, what: str, agent_id: str) -> Iterator[sa.Connection]:
+        with self.db.lock:
+            with self.db.transaction(True, what):
+                with self.sa_engine.connect() as conn:
+                    yield conn
+
+    @contextlib.contextmanager
+    def hook_connection(self, dbapi_conn: Any) -> Iterator[sa.Connection]:
+        if dbapi_conn is not self.db.conn:
+            raise StoreError("deletion hook called on a connection the knowledge layer does not know")
+        with self.sa_engine.connect() as conn:
+            yield conn
+
+
+class OracleBackend(Backend):
+    """Oracle: SQLAlchemy over the store's python-oracledb pool, one pooled connection per
+    task; one agent's commit phases are serialised by a row lock in ``<ID>_KG_AGENT``.
+    Written against the mapping of ``schema.py``; not run here (no Oracle database)."""
+
+    dialect_name = "oracle"
+
+    def __init__(self, store: Any, agent_table: Any = None) -> None:
+        eng = getattr(store, "_engine", None)
+        pool = getattr(eng, "pool", None) or getattr(eng, "_pool", None)
+        if pool is None:
+            raise StoreError("this OracleDBMemoryStore does not expose its pool to the knowledge layer")
+        acquire = getattr(pool, "acquire", None)
+        creator = acquire if callable(acquire) else (lambda: pool)
+        self.sa_engine = sa.create_engine("oracle+oracledb://", creator=creator)
+        self.agent_table = agent_table
+        self._local = threading.RLock()
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        with self._local:
+            yield
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sa.Connection]:
+        with self.sa_engine.connect() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def write(self, what: str, agent_id: str) -> Iterator[sa.Connection]:
+        with self.sa_engine.begin() as conn:
+            if self.agent_table is not None:
+                t = self.agent_table
+                exists = conn.execute(sa.select(t.c.agent_id).where(t.c.agent_id == agent_id)).first()
+                if exists is None:
+                    try:
+                        with conn.begin_nested():
+                            conn.execute(sa.insert(t).values(agent_id=agent_id))
+                    except sa.exc.IntegrityError:
+                        pass
+                conn.execute(sa.select(t.c.agent_id).where(t.c.agent_id == agent_id).with_for_update())
+            yield conn
+
+    @contextlib.contextmanager
+    def hook_connection(self, dbapi_conn: Any) -> Iterator[sa.Connection]:
+        raise StoreError("on Oracle the deletion hook is the PL/SQL procedure of the store (SC-8.5), not Python")
+        yield  # pragma: no cover
+
+    def close(self) -> None:
+        self.sa_engine.dispose()
+
+
+def backend_for(store: Any) -> Backend:
+    from ..store import OracleDBMemoryStore, SQLiteMemoryStore
+
+    if isinstance(store, SQLiteMemoryStore):
+        return SQLiteBackend(store)
+    if isinstance(store, OracleDBMemoryStore):
+        return OracleBackend(store)
+    raise TypeError(f"store must be an open SQLiteMemoryStore or OracleDBMemoryStore, got {type(store).__name__}")

@@ -1,0 +1,40 @@
+"""Emotion tagging (KC-4.7): one vocabulary, shared with the ``event_emotion`` task schema."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Optional
+
+from .errors import LLMError
+from .tasks import TaskCall
+
+__all__ = ["tag_event_emotion", "tag_event_emotion_sync", "tag_emotion_detailed"]
+
+DEFAULT_TIMEOUT = 30.0
+
+
+async def tag_emotion_detailed(
+    event_text: str, call: TaskCall, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    """``({"emotion", "intensity", "energy"}, None)`` or ``(None, reason)``; never raises
+    for LLM problems (an unknown value or an out-of-range intensity is a failure)."""
+    try:
+        reply = await call("event_emotion", {"text": event_text}, timeout)
+    except LLMError as exc:
+        return None, str(exc)
+    return {"emotion": reply["emotion"], "intensity": float(reply["intensity"]), "energy": reply["energy"]}, None
+
+
+async def tag_event_emotion(event_text: str, llm: Any) -> Optional[dict[str, Any]]:
+    """Infer emotion, intensity and energy of a text; ``None`` on any failure."""
+    result, _ = await tag_emotion_detailed(event_text, TaskCall(llm))
+    return result
+
+
+def tag_event_emotion_sync(event_text: str, llm: Any) -> Optional[dict[str, Any]]:
+    """Sync twin of :func:`tag_event_emotion` (KC-1.3)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(tag_event_emotion(event_text, llm))
+    raise RuntimeError("tag_event_emotion_sync called from a running event loop; use tag_event_emotion")

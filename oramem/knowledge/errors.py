@@ -1,0 +1,34 @@
+"""Domain errors of the knowledge layer (KC-7.1).
+
+Bad arguments raise ``ValueError``/``TypeError`` before any LLM call or write; database
+problems raise the store's ``StoreError`` family. Everything else the layer reports is a
+:class:`KnowledgeError`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["KnowledgeError", "LLMError", "LLMTimeout", "EmbeddingError", "ExtractionError", "ConflictError"]
+
+
+class KnowledgeError(Exception):
+    """Base of the knowledge layer's domain errors."""
+
+
+class LLMError(KnowledgeError):
+    """An LLM call failed (transport, HTTP status, unparsable or non-conforming reply)."""
+
+
+class LLMTimeout(LLMError):
+    """An LLM call exceeded its step timeout (KC-7.2)."""
+
+
+class EmbeddingError(KnowledgeError):
+    """The embedder raised, or returned the wrong count or dimension (KC-7.6)."""
+
+
+class ExtractionError(KnowledgeError):
+    """Extraction (or one of its chunks, after one retry) failed (KC-7.3)."""
+
+
+class ConflictError(KnowledgeError):
+    """A write's decisions went stale under the agent lock and could not be re-reconciled (KC-7.5)."""

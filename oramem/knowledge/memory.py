@@ -1,0 +1,741 @@
+"""``KnowledgeMemory``: the public API of the knowledge layer (KC-1)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable, Optional
+
+import numpy as np
+import sqlalchemy as sa
+
+from ..types import NOT_SET, SchemaPolicy, SearchStrategy
+from . import commit as commit_mod
+from . import reads
+from .config import KnowledgeConfig, merge_config
+from .db import backend_for
+from .errors import ConflictError, EmbeddingError, ExtractionError
+from .model import Decision
+from .pipeline import WriteRun, detect_corrections
+from .schema import apply_schema_policy, build_tables
+from .text import parse_when, to_utc, validate_agent_id
+from .types import (
+    CorrectionResult,
+    EntityDetail,
+    FactDetail,
+    IntentionDetail,
+    RelationshipDetail,
+    TokenUsage,
+    WriteResult,
+)
+
+__all__ = ["KnowledgeMemory"]
+
+log = logging.getLogger("oramem.knowledge")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _sync_twin(async_fn: Callable) -> Callable:
+    name = async_fn.__name__[: -len("_async")]
+
+    @functools.wraps(async_fn)
+    def wrapper(self, *args, **kwargs):
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(async_fn(self, *args, **kwargs))
+        raise RuntimeError(f"{name}() called on a thread running an event loop; use {name}_async")
+
+    wrapper.__name__ = name
+    wrapper.__qualname__ = f"KnowledgeMemory.{name}"
+    wrapper.__doc__ = f"Sync twin of :meth:`{async_fn.__name__}` (same arguments and result)."
+    return wrapper
+
+
+class KnowledgeMemory:
+    """Long-term knowledge over an open oramem store (KC-1.2).
+
+    ``KnowledgeMemory(store, llm, embedder=None, *, config=None, schema_policy=NOT_SET, clock=None)``.
+    The knowledge tables live in the store's database under its ``memory_store_id``.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        llm: Any,
+        embedder: Any = None,
+        *,
+        config: Optional[KnowledgeConfig] = None,
+        schema_policy: Any = NOT_SET,
+        clock: Optional[Callable[[], datetime]] = None,
+    ) -> None:
+        from ..store import OracleDBMemoryStore, SQLiteMemoryStore
+
+        if not isinstance(store, (SQLiteMemoryStore, OracleDBMemoryStore)):
+            raise TypeError(f"store must be an open SQLiteMemoryStore or OracleDBMemoryStore, got {type(store).__name__}")
+        if llm is None or not hasattr(llm, "complete_async"):
+            raise TypeError("llm must implement LLMProvider (async complete_async)")
+        if config is None:
+            config = KnowledgeConfig()
+        if not isinstance(config, KnowledgeConfig):
+            raise TypeError(f"config must be a KnowledgeConfig, got {type(config).__name__}")
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a zero-argument callable returning a datetime")
+        embedder = embedder if embedder is not None else store.embedder
+        if embedder is None:
+            raise ValueError("KnowledgeMemory needs an embedder: pass one or open the store with one")
+        if store.search_strategy is SearchStrategy.KEYWORD or store.vector_dim is None:
+            raise ValueError("KnowledgeMemory needs a store with vector search (search_strategy vector or hybrid)")
+        dim = int(embedder.embedding_dimension)
+        if dim != store.vector_dim:
+            raise ValueError(
+                f"embedder dimension {dim} differs from the store's vector_dim {store.vector_dim}; use one embedder for both"
+            )
+        policy = getattr(store, "_policy", SchemaPolicy.CREATE_IF_NECESSARY) if schema_policy is NOT_SET else schema_policy
+        self._store = store
+        self._llm = llm
+        self._embedder = embedder
+        self._dim = dim
+        self.config = config
+        self._clock = clock or _utc_now
+        self._backend = backend_for(store)
+        self._tables = build_tables(store.memory_store_id, dim)
+        if self._backend.dialect_name == "oracle":
+            self._backend.agent_table = self._tables.agent
+        with self._backend.lock():
+            apply_schema_policy(self._backend.sa_engine, self._tables, SchemaPolicy.coerce(policy, "schema_policy"))
+        self._closed = False
+        if self._backend.dialect_name == "sqlite":
+            store.register_deletion_hook(self._deletion_hook)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release this layer's connections (the store stays open; close it yourself)."""
+        if not self._closed:
+            self._closed = True
+            self._backend.close()
+
+    async def close_async(self) -> None:
+        self.close()
+
+    def __enter__(self) -> "KnowledgeMemory":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _now(self) -> datetime:
+        if self._closed:
+            raise ValueError("this KnowledgeMemory is closed")
+        moment = self._clock()
+        if not isinstance(moment, datetime):
+            raise TypeError(f"clock returned {type(moment).__name__}, not a datetime")
+        return to_utc(moment)
+
+    async def _read(self, fn):
+        def run():
+            with self._backend.read() as conn:
+                return fn(conn)
+
+        return await asyncio.to_thread(run)
+
+    # -- write ---------------------------------------------------------------------------------
+    async def write_async(
+        self,
+        agent_id: str,
+        message: str,
+        speaker_name: str,
+        *,
+        source: str = "api",
+        session_id: str = "default",
+        occurred_at: Any = None,
+        recent_messages: Optional[list] = None,
+        dry_run: bool = False,
+        config_overrides: Optional[dict] = None,
+        verbose: bool = False,
+    ) -> WriteResult:
+        """Turn one message into knowledge (KC-4). Raises on bad arguments and database
+        errors (nothing stored); reports LLM failures in the result."""
+        # KC-4.1 validation, before any LLM call or row
+        if not isinstance(message, str):
+            raise TypeError(f"message must be a str, got {type(message).__name__}")
+        validate_agent_id(agent_id)
+        if not isinstance(speaker_name, str):
+            raise TypeError(f"speaker_name must be a str, got {type(speaker_name).__name__}")
+        if not speaker_name.strip():
+            raise ValueError("speaker_name must not be empty")
+        if not isinstance(source, str) or not source.strip():
+            raise ValueError("source must be a non-empty string")
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise ValueError("session_id must be a non-empty string")
+        when = parse_when(occurred_at, "occurred_at")
+        if recent_messages is None:
+            recent: list[str] = []
+        elif isinstance(recent_messages, (list, tuple)) and all(isinstance(m, str) for m in recent_messages):
+            recent = list(recent_messages)
+        else:
+            raise TypeError("recent_messages must be a list of str")
+        cfg = merge_config(self.config, config_overrides)
+        if len(message) > cfg.max_input_chars:
+            raise ValueError(f"message has {len(message)} chars, over max_input_chars={cfg.max_input_chars}")
+        now = self._now()
+        if not message.strip():
+            return WriteResult()
+        run = WriteRun(
+            self, agent_id=agent_id, message=message, speaker_name=speaker_name, source=source,
+            session_id=session_id, occurred_at=when, recent_messages=recent, dry_run=bool(dry_run), cfg=cfg,
+            now=now, verbose=bool(verbose),
+        )
+        return await self._run(run, event_mode="insert")
+
+    write = _sync_twin(write_async)
+
+    async def reprocess_event_async(self, agent_id: str, event_id: str, *, config_overrides: Optional[dict] = None) -> WriteResult:
+        """Complete an event whose extraction failed (KC-7.3)."""
+        validate_agent_id(agent_id)
+        if not isinstance(event_id, str) or not event_id:
+            raise ValueError("event_id must be a non-empty string")
+        cfg = merge_config(self.config, config_overrides)
+        now = self._now()
+        t = self._tables
+        row = await self._read(
+            lambda c: c.execute(sa.select(t.event).where(t.event.c.agent_id == agent_id, t.event.c.id == event_id)).mappings().first()
+        )
+        if row is None:
+            raise ValueError(f"no event {event_id!r} for agent {agent_id!r}")
+        status = (row["trace_json"] or {}).get("status")
+        if status != "extraction_failed":
+            raise ValueError(f"event {event_id!r} has status {status!r}; only extraction_failed events are reprocessed")
+        run = WriteRun(
+            self, agent_id=agent_id, message=row["text"], speaker_name=row["speaker"] or "user", source=row["source"],
+            session_id=row["session_id"] or "default", occurred_at=row["occurred_at"], recent_messages=[],
+            dry_run=False, cfg=cfg, now=now, verbose=False, event_id=event_id,
+        )
+        run.event_vec = row["embedding_vec"]
+        if row["emotion_primary"]:
+            run.cfg = merge_config(cfg, {"enable_emotion_tagging": False})
+        return await self._run(run, event_mode="update")
+
+    reprocess_event = _sync_twin(reprocess_event_async)
+
+    async def _run(self, run: WriteRun, *, event_mode: str) -> WriteResult:
+        started = time.perf_counter()
+        chunks = await run.classify()
+        if run.event_vec is None:
+            run.event_vec = (await run.embed([run.message]))[0]
+        emotion_task = asyncio.ensure_future(run.emotion_step())
+        try:
+            existing = await run.informed_context()
+            replies = await run.extract(chunks, existing)
+        except ExtractionError as exc:
+            await emotion_task
+            return await self._extraction_failed(run, exc, event_mode, started)
+        except BaseException:
+            emotion_task.cancel()
+            raise
+        await emotion_task
+        run.postprocess(replies)
+        await run.dedup()
+        await run.resolve_all()
+        await self._decide(run)
+        await self._side_vectors(run)
+        result = None
+        for attempt in (1, 2):
+            if run.dry_run:
+                result = await asyncio.to_thread(self._dry_run_result, run)
+                break
+            trace = self._trace(run, "ok")
+            try:
+                rel_out = await asyncio.to_thread(
+                    commit_mod.commit_write, run, event_mode=event_mode, trace=trace,
+                    with_event_record=event_mode == "insert",
+                )
+            except commit_mod.StaleDecisions as stale:
+                if attempt == 2:
+                    raise ConflictError(
+                        f"write conflicted with a concurrent write on {len(stale.subject_keys)} subject(s); nothing stored"
+                    ) from None
+                await self._decide(run, only=stale.subject_keys)
+                continue
+            result = self._result(run, rel_out)
+            break
+        result.duration_ms = (time.perf_counter() - started) * 1000.0
+        return result
+
+    async def _decide(self, run: WriteRun, only: Optional[set] = None) -> None:
+        """Step 6 plus relation evidence and mirror facts (which reconcile too)."""
+        facts = run.facts if only is None else [f for f in run.facts if f.subject_key in only]
+        kept = [] if only is None else [d for d in run.decisions if d.fact.subject_key not in only and not d.fact.mirror]
+        for d in run.decisions:
+            d.fact.new_id = None
+        run.decisions = kept + await run.reconcile(facts)
+        for r in run.relations:
+            r.evidence = None
+        missing = run.evidence()
+        if missing:
+            mirrors = run.mirror_facts(missing)
+            mdec = await run.reconcile(mirrors)
+            by_fact = {id(d.fact): d for d in mdec}
+            run.decisions.extend(mdec)
+            for r, f in zip(missing, mirrors):
+                d = by_fact.get(id(f))
+                if d is not None and d.action in ("ADD", "UPDATE", "NOOP"):
+                    r.evidence = d
+        run.assign_ids()
+
+    async def _side_vectors(self, run: WriteRun) -> None:
+        texts = [i.trigger_condition for i in run.intentions] + [o.content for o in run.observations]
+        speaker = run.created.get(run.speaker_key)
+        if speaker is not None and speaker.vec is None:
+            texts.append(run.speaker)
+        if not texts:
+            return
+        vecs = await run.embed(texts)
+        n = len(run.intentions)
+        for i, x in enumerate(run.intentions):
+            x.vec = vecs[i]
+        for j, o in enumerate(run.observations):
+            o.vec = vecs[n + j]
+        if speaker is not None and speaker.vec is None:
+            speaker.vec = vecs[-1]
+
+    def _trace(self, run: WriteRun, status: str, error: Optional[str] = None) -> dict:
+        counts: dict[str, int] = {}
+        for d in run.decisions:
+            counts[d.action] = counts.get(d.action, 0) + 1
+        c, s = run.classification, run.strategy
+        u = run.call.usage
+        return {
+            "status": status,
+            "error": error,
+            "classification": None if c is None else {"input_type": c.input_type.value, "char_count": c.char_count,
+                                                      "section_count": c.section_count},
+            "strategy": None if s is None else {"mode": s.mode.value, "estimated_chunks": s.estimated_chunks},
+            "decisions": counts,
+            "tokens": {"input": u.input_tokens, "output": u.output_tokens, "total": u.total_tokens},
+            "warnings": list(run.warnings),
+        }
+
+    async def _extraction_failed(self, run: WriteRun, exc: ExtractionError, event_mode: str, started: float) -> WriteResult:
+        error = f"ExtractionError: {exc}"
+        result = WriteResult(
+            classification=run.classification, strategy=run.strategy, emotion=run.emotion, success=False, error=error,
+            warnings=list(run.warnings), tokens_used=run.call.usage, pipeline=run.trace,
+        )
+        keep = run.cfg.on_extraction_failure == "keep_event" and not run.dry_run
+        if keep:
+            trace = self._trace(run, "extraction_failed", error)
+            await asyncio.to_thread(commit_mod.commit_event_only, run, trace=trace, event_mode=event_mode)
+            result.event_id = run.event_id
+        result.duration_ms = (time.perf_counter() - started) * 1000.0
+        return result
+
+    def _fact_dict(self, d: Decision, fact_id: Optional[str], previous: Optional[str]) -> dict:
+        f = d.fact
+        return {
+            "fact_id": fact_id,
+            "entity_key": f.subject_key,
+            "fact_text": f.fact,
+            "attribute_key": f.attribute_key,
+            "category": f.category,
+            "previous_fact_id": previous,
+        }
+
+    def _fill(self, run: WriteRun, result: WriteResult, dry: bool) -> None:
+        for d in run.decisions:
+            new = None if dry else d.fact.new_id
+            old = d.target["id"] if d.target is not None else None
+            if d.action == "ADD" or (d.action == "UPDATE" and d.late):
+                result.facts_added.append(self._fact_dict(d, new, None))
+            elif d.action == "UPDATE":
+                result.facts_updated.append(self._fact_dict(d, new, old))
+            elif d.action == "NOOP":
+                result.facts_unchanged.append(self._fact_dict(d, old, None))
+            elif d.action == "DELETE":
+                result.facts_deleted.append(self._fact_dict(d, old, None))
+        result.entities_resolved = list(run.resolved_order)
+        result.corrections = detect_corrections(run.decisions) if run.decisions else CorrectionResult()
+
+    def _result(self, run: WriteRun, rel_out: list[dict]) -> WriteResult:
+        result = WriteResult(
+            event_id=run.event_id, classification=run.classification, strategy=run.strategy, emotion=run.emotion,
+            relations=rel_out, intentions_created=list(getattr(run, "intentions_created", [])),
+            observations_created=list(getattr(run, "observations_created", [])), pipeline=run.trace,
+            tokens_used=run.call.usage, warnings=list(run.warnings),
+        )
+        self._fill(run, result, dry=False)
+        return result
+
+    def _dry_run_result(self, run: WriteRun) -> WriteResult:
+        with self._backend.lock():
+            with self._backend.read() as conn:
+                commit_mod.recheck(run, conn)
+                plan = commit_mod.build_plan(run, conn)
+                rels = commit_mod.predict_relations(run, conn, plan.closing)
+        result = WriteResult(
+            event_id="", classification=run.classification, strategy=run.strategy, emotion=run.emotion,
+            relations=[
+                {"source_entity_key": x["rel"].source_key, "target_entity_key": x["rel"].target_key,
+                 "rel_type": x["rel"].rel_type, "action": x["action"]}
+                for x in rels
+            ],
+            intentions_created=[
+                {"intention_id": None, "trigger_type": i.trigger_type, "trigger_condition": i.trigger_condition,
+                 "intended_action": i.intended_action, "due_date": i.due_date}
+                for i in run.intentions
+            ],
+            observations_created=[
+                {"observation_id": None, "content": o.content, "topic": o.topic, "entities_mentioned": list(o.entity_keys)}
+                for o in run.observations
+            ],
+            pipeline=run.trace, tokens_used=run.call.usage, warnings=list(run.warnings),
+        )
+        self._fill(run, result, dry=True)
+        return result
+
+    # -- reads -----------------------------------------------------------------------------------
+    def _detail(self, row: dict, links: list[str], superseded_by: Optional[str], now: datetime) -> FactDetail:
+        data = {k: v for k, v in row.items() if k != "embedding_vec"}
+        data["fact_id"] = data.pop("id")
+        return FactDetail(**data, entity_keys=links, status=reads.fact_status(row, now), superseded_by=superseded_by)
+
+    def _details(self, conn: sa.Connection, agent_id: str, rows: list[dict], now: datetime) -> list[FactDetail]:
+        t = self._tables
+        ids = [r["id"] for r in rows]
+        links = commit_mod._links_of(conn, t, agent_id, ids)
+        succ: dict[str, str] = {}
+        f = t.fact
+        for batch in reads.chunked(ids):
+            for sid, new in conn.execute(
+                sa.select(f.c.supersedes_fact_id, f.c.id).where(f.c.agent_id == agent_id, f.c.supersedes_fact_id.in_(batch))
+                .order_by(f.c.created_at, f.c.id)
+            ):
+                succ.setdefault(sid, new)
+        return [self._detail(r, links.get(r["id"], []), succ.get(r["id"]), now) for r in rows]
+
+    def _fact_cols(self) -> list:
+        return [c for c in self._tables.fact.c if c.name != "embedding_vec"]
+
+    async def get_async(self, agent_id: str, fact_id: str) -> Optional[FactDetail]:
+        """A fact in any version or state; ``None`` for another agent's fact (KC-0.1)."""
+        validate_agent_id(agent_id)
+        now = self._now()
+        f = self._tables.fact
+
+        def q(conn):
+            row = conn.execute(sa.select(*self._fact_cols()).where(f.c.agent_id == agent_id, f.c.id == fact_id)).mappings().first()
+            return None if row is None else self._details(conn, agent_id, [dict(row)], now)[0]
+
+        return await self._read(q)
+
+    get = _sync_twin(get_async)
+
+    def _chain_ids(self, conn: sa.Connection, agent_id: str, fact_id: str) -> list[str]:
+        f = self._tables.fact
+        start = conn.execute(sa.select(f.c.id, f.c.supersedes_fact_id).where(f.c.agent_id == agent_id, f.c.id == fact_id)).first()
+        if start is None:
+            return []
+        back: list[str] = [start[0]]
+        prev = start[1]
+        seen = {start[0]}
+        while prev and prev not in seen:
+            row = conn.execute(sa.select(f.c.id, f.c.supersedes_fact_id).where(f.c.agent_id == agent_id, f.c.id == prev)).first()
+            if row is None:
+                break
+            seen.add(row[0])
+            back.append(row[0])
+            prev = row[1]
+        chain = list(reversed(back))
+        frontier = [fact_id]
+        while frontier:
+            nxt = [
+                r[0]
+                for r in conn.execute(
+                    sa.select(f.c.id).where(f.c.agent_id == agent_id, f.c.supersedes_fact_id.in_(frontier))
+                    .order_by(f.c.valid_from, f.c.created_at, f.c.id)
+                )
+                if r[0] not in seen
+            ]
+            seen.update(nxt)
+            chain.extend(nxt)
+            frontier = nxt
+        return chain
+
+    async def history_async(self, agent_id: str, fact_id: str) -> list[FactDetail]:
+        """The whole ``supersedes_fact_id`` chain through ``fact_id``, oldest first."""
+        validate_agent_id(agent_id)
+        now = self._now()
+        f = self._tables.fact
+
+        def q(conn):
+            ids = self._chain_ids(conn, agent_id, fact_id)
+            rows = {
+                r["id"]: dict(r)
+                for r in conn.execute(sa.select(*self._fact_cols()).where(f.c.agent_id == agent_id, f.c.id.in_(ids))).mappings()
+            }
+            return self._details(conn, agent_id, [rows[i] for i in ids if i in rows], now)
+
+        return await self._read(q)
+
+    history = _sync_twin(history_async)
+
+    async def get_all_async(
+        self, agent_id: str, *, limit: int = 100, offset: int = 0, entity_keys: Optional[list] = None,
+        include_inactive: bool = False,
+    ) -> list[FactDetail]:
+        """Current facts incl. stale; ``include_inactive`` adds closed, invalidated and expired
+        (``created_at DESC, id``)."""
+        validate_agent_id(agent_id)
+        _check_page(limit, offset)
+        now = self._now()
+        t = self._tables
+        f, lk = t.fact, t.link
+
+        def q(conn):
+            stmt = sa.select(*self._fact_cols()).where(f.c.agent_id == agent_id)
+            if not include_inactive:
+                stmt = stmt.where(f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
+            if entity_keys:
+                sub = sa.select(lk.c.fact_id).where(lk.c.agent_id == agent_id, lk.c.entity_key.in_(list(entity_keys)))
+                stmt = stmt.where(f.c.id.in_(sub))
+            stmt = stmt.order_by(sa.desc(f.c.created_at), f.c.id)
+            rows = [dict(r) for r in conn.execute(stmt).mappings()]
+            if not include_inactive:
+                rows = [r for r in rows if not reads.is_expired(r, now)]
+            return self._details(conn, agent_id, rows[offset : offset + limit], now)
+
+        return await self._read(q)
+
+    get_all = _sync_twin(get_all_async)
+
+    async def entities_async(self, agent_id: str, *, limit: int = 100, offset: int = 0, include_inactive: bool = False) -> list[EntityDetail]:
+        validate_agent_id(agent_id)
+        _check_page(limit, offset)
+        t = self._tables
+        e, a = t.entity, t.alias
+
+        def q(conn):
+            stmt = sa.select(e).where(e.c.agent_id == agent_id)
+            if not include_inactive:
+                stmt = stmt.where(e.c.is_active == True)  # noqa: E712
+            rows = [dict(r) for r in conn.execute(stmt.order_by(sa.desc(e.c.last_seen_at), e.c.id).limit(limit).offset(offset)).mappings()]
+            keys = [r["canonical_key"] for r in rows]
+            aliases: dict[str, list[str]] = {}
+            for batch in reads.chunked(keys):
+                for alias, key in conn.execute(
+                    sa.select(a.c.alias, a.c.canonical_entity_key).where(a.c.agent_id == agent_id, a.c.canonical_entity_key.in_(batch)).order_by(a.c.alias)
+                ):
+                    aliases.setdefault(key, []).append(alias)
+            return [
+                EntityDetail(
+                    entity_id=r["id"], canonical_key=r["canonical_key"], display_name=r["display_name"],
+                    entity_type=r["entity_type"], summary_text=r["summary_text"], fact_count=r["fact_count"],
+                    importance_score=r["importance_score"], is_active=r["is_active"], first_seen_at=r["first_seen_at"],
+                    last_seen_at=r["last_seen_at"], summary_refreshed_at=r["summary_refreshed_at"],
+                    aliases=aliases.get(r["canonical_key"], []),
+                )
+                for r in rows
+            ]
+
+        return await self._read(q)
+
+    entities = _sync_twin(entities_async)
+
+    async def relationships_async(self, agent_id: str, *, entity_key: Optional[str] = None, include_inactive: bool = False) -> list[RelationshipDetail]:
+        validate_agent_id(agent_id)
+        r_ = self._tables.relationship
+
+        def q(conn):
+            stmt = sa.select(r_).where(r_.c.agent_id == agent_id)
+            if entity_key is not None:
+                stmt = stmt.where(sa.or_(r_.c.source_entity_key == entity_key, r_.c.target_entity_key == entity_key))
+            if not include_inactive:
+                stmt = stmt.where(r_.c.valid_to.is_(None), r_.c.invalidated_at.is_(None))
+            stmt = stmt.order_by(r_.c.source_entity_key, r_.c.rel_type, r_.c.target_entity_key, r_.c.id)
+            return [
+                RelationshipDetail(**dict(r), is_active=r["valid_to"] is None and r["invalidated_at"] is None)
+                for r in conn.execute(stmt).mappings()
+            ]
+
+        return await self._read(q)
+
+    relationships = _sync_twin(relationships_async)
+
+    async def intentions_async(self, agent_id: str, *, status: Optional[str] = None) -> list[IntentionDetail]:
+        validate_agent_id(agent_id)
+        if status is not None and status not in ("pending", "triggered", "fulfilled", "expired"):
+            raise ValueError(f"status must be pending, triggered, fulfilled or expired, got {status!r}")
+        it = self._tables.intention
+
+        def q(conn):
+            cols = [c for c in it.c if c.name != "trigger_embedding_vec"]
+            stmt = sa.select(*cols).where(it.c.agent_id == agent_id)
+            if status is not None:
+                stmt = stmt.where(it.c.status == status)
+            stmt = stmt.order_by(it.c.created_at, it.c.id)
+            return [IntentionDetail(**dict(r)) for r in conn.execute(stmt).mappings()]
+
+        return await self._read(q)
+
+    intentions = _sync_twin(intentions_async)
+
+    # -- small writes ------------------------------------------------------------------------------
+    async def _small_write(self, agent_id: str, fn) -> Any:
+        def run():
+            with self._backend.write("knowledge update", agent_id) as conn:
+                return fn(conn)
+
+        return await asyncio.to_thread(run)
+
+    async def fulfill_intention_async(self, agent_id: str, intention_id: str, outcome_note: Optional[str] = None) -> bool:
+        validate_agent_id(agent_id)
+        if outcome_note is not None and not isinstance(outcome_note, str):
+            raise TypeError("outcome_note must be a str or None")
+        now = self._now()
+        it = self._tables.intention
+        return await self._small_write(
+            agent_id,
+            lambda c: c.execute(
+                sa.update(it).where(it.c.agent_id == agent_id, it.c.id == intention_id, it.c.status.in_(("pending", "triggered")))
+                .values(status="fulfilled", fulfilled_at=now, outcome_note=outcome_note)
+            ).rowcount == 1,
+        )
+
+    fulfill_intention = _sync_twin(fulfill_intention_async)
+
+    async def confirm_fact_async(self, agent_id: str, fact_id: str) -> bool:
+        validate_agent_id(agent_id)
+        now = self._now()
+        f = self._tables.fact
+        return await self._small_write(
+            agent_id,
+            lambda c: c.execute(
+                sa.update(f).where(f.c.agent_id == agent_id, f.c.id == fact_id).values(needs_confirmation=False, last_confirmed_at=now)
+            ).rowcount == 1,
+        )
+
+    confirm_fact = _sync_twin(confirm_fact_async)
+
+    async def annotate_fact_async(self, agent_id: str, fact_id: str, text: str) -> bool:
+        validate_agent_id(agent_id)
+        if not isinstance(text, str):
+            raise TypeError("text must be a str")
+        f = self._tables.fact
+        return await self._small_write(
+            agent_id,
+            lambda c: c.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.id == fact_id).values(agent_annotation=text)).rowcount == 1,
+        )
+
+    annotate_fact = _sync_twin(annotate_fact_async)
+
+    # -- deletes (KC-3.6) ----------------------------------------------------------------------------
+    async def delete_async(self, agent_id: str, fact_id: str) -> bool:
+        """Hard delete of the fact and its whole version chain, their links, store records
+        and every relationship evidenced by any of them."""
+        validate_agent_id(agent_id)
+        self._now()
+
+        def run():
+            with self._backend.lock():
+                with self._backend.read() as conn:
+                    ids = self._chain_ids(conn, agent_id, fact_id)
+                if not ids:
+                    return False
+                with self._backend.write("knowledge delete", agent_id) as conn:
+                    self._purge_facts(conn, agent_id, ids)
+                for fid in ids:
+                    self._store.delete("fact", fid)
+                return True
+
+        return await asyncio.to_thread(run)
+
+    delete = _sync_twin(delete_async)
+
+    async def delete_all_async(self, agent_id: str) -> int:
+        """Every row of the agent in all 11 tables plus its knowledge store records."""
+        validate_agent_id(agent_id)
+        self._now()
+        t = self._tables
+
+        def run():
+            with self._backend.lock():
+                with self._backend.read() as conn:
+                    fact_ids = [r[0] for r in conn.execute(sa.select(t.fact.c.id).where(t.fact.c.agent_id == agent_id))]
+                    event_ids = [r[0] for r in conn.execute(sa.select(t.event.c.id).where(t.event.c.agent_id == agent_id))]
+                with self._backend.write("knowledge delete_all", agent_id) as conn:
+                    for table in t.all_agent_tables():
+                        conn.execute(sa.delete(table).where(table.c.agent_id == agent_id))
+                for fid in fact_ids:
+                    self._store.delete("fact", fid)
+                for eid in event_ids:
+                    self._store.delete("message", eid)
+                return len(fact_ids)
+
+        return await asyncio.to_thread(run)
+
+    delete_all = _sync_twin(delete_all_async)
+
+    def _purge_facts(self, conn: sa.Connection, agent_id: Optional[str], ids: list[str]) -> None:
+        """Remove facts with their links and evidenced edges; references stop naming them."""
+        t = self._tables
+        f, lk, r_, mo = t.fact, t.link, t.relationship, t.meta_observation
+        keys: set[str] = set()
+        for batch in reads.chunked(sorted(set(ids))):
+            cond_f = f.c.id.in_(batch)
+            if agent_id is not None:
+                cond_f = sa.and_(cond_f, f.c.agent_id == agent_id)
+            owners = [r[0] for r in conn.execute(sa.select(f.c.agent_id).where(cond_f).distinct())]
+            keys.update((a, k) for a, k in conn.execute(sa.select(lk.c.agent_id, lk.c.entity_key).where(lk.c.fact_id.in_(batch))))
+            conn.execute(sa.delete(lk).where(lk.c.fact_id.in_(batch)))
+            conn.execute(sa.delete(r_).where(r_.c.evidence_fact_id.in_(batch)))
+            conn.execute(sa.update(f).where(f.c.supersedes_fact_id.in_(batch)).values(supersedes_fact_id=None))
+            conn.execute(sa.delete(f).where(cond_f))
+            for owner in owners:
+                rows = conn.execute(sa.select(mo.c.id, mo.c.supporting_fact_ids).where(mo.c.agent_id == owner)).all()
+                gone = set(batch)
+                for oid, sup in rows:
+                    if sup and gone.intersection(sup):
+                        conn.execute(sa.update(mo).where(mo.c.id == oid).values(supporting_fact_ids=[x for x in sup if x not in gone]))
+        now = self._clock()
+        by_agent: dict[str, set[str]] = {}
+        for a, k in keys:
+            by_agent.setdefault(a, set()).add(k)
+        for a, ks in by_agent.items():
+            commit_mod.recount(conn, t, a, ks, to_utc(now))
+
+    def _deletion_hook(self, dbapi_conn: Any, event: Any) -> None:
+        """SC-8.5: store-side deletes, cascades and purges reach the knowledge tables in the
+        same transaction (KC-3.6)."""
+        if event.memory_store_id.upper() != self._tables.store_id:
+            return
+        t = self._tables
+        fact_ids = [rid for rtype, rid in event.records if rtype == "fact"]
+        msg_ids = [rid for rtype, rid in event.records if rtype == "message"]
+        with self._backend.hook_connection(dbapi_conn) as conn:
+            if fact_ids:
+                self._purge_facts(conn, None, fact_ids)
+            ev = t.event
+            if event.thread_ids:
+                for batch in reads.chunked(list(event.thread_ids)):
+                    msg_ids.extend(r[0] for r in conn.execute(sa.select(ev.c.id).where(ev.c.session_id.in_(batch))))
+            for batch in reads.chunked(sorted(set(msg_ids))):
+                conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
+                conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))
+            for agent in event.agent_ids:
+                for table in t.all_agent_tables():
+                    conn.execute(sa.delete(table).where(table.c.agent_id == agent))
+
+
+def _check_page(limit: Any, offset: Any) -> None:
+    for name, v, lo in (("limit", limit, 1), ("offset", offset, 0)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name} must be an int")
+        if v < lo:
+            raise ValueError(f"{name} must be >= {lo}")

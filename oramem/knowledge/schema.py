@@ -1,0 +1,493 @@
+"""The knowledge tables (KC-3.1, KC-3.3, KC-3.4) as SQLAlchemy 2 Core tables that map onto
+SQLite and Oracle.
+
+Eleven tables ``<STORE_ID>_KG_<NAME>`` plus the ``<STORE_ID>_KG_AGENT`` lock table. Each
+has every column of its seed model under the seed's name with the seed's default; the
+Postgres-only ``embedding`` (JSON fallback) and ``search_vector`` (TSVECTOR) columns are
+mapped, not stored: the vector is ``embedding_vec`` on both engines and the keyword index
+is the store's index over the fact's store record (KC-3.2).
+
+Engine mapping (type decorators, one seam):
+
+========== ============================== ==========================================
+seed       SQLite                         Oracle
+========== ============================== ==========================================
+UUID       TEXT (uuid4 text)              VARCHAR2(36)
+DateTime   TEXT, fixed-format ISO UTC     TIMESTAMP (UTC)
+JSONB      TEXT (json1)                   JSON
+Vector     BLOB of float32                VECTOR(<store vector_dim>, FLOAT32)
+Boolean    INTEGER 0/1                    BOOLEAN
+========== ============================== ==========================================
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.types import TypeDecorator, UserDefinedType
+
+from ..errors import SchemaError
+from ..types import SchemaPolicy
+from .text import iso, to_utc
+
+__all__ = ["KGTables", "build_tables", "TABLE_NAMES", "apply_schema_policy", "oracle_ddl"]
+
+TABLE_NAMES = (
+    "EVENT",
+    "FACT",
+    "ENTITY",
+    "ENTITY_ALIAS",
+    "RELATIONSHIP",
+    "FACT_ENTITY_LINK",
+    "CLUSTER",
+    "META_OBSERVATION",
+    "ATTRIBUTE_REGISTRY",
+    "INTENTION",
+    "SESSION_OBSERVATION",
+)
+
+
+# ----------------------------------------------------------------------------- Oracle types
+class _OracleBoolean(UserDefinedType):
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "BOOLEAN"
+
+
+class _OracleJSON(UserDefinedType):
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "JSON"
+
+
+class _OracleVector(UserDefinedType):
+    cache_ok = True
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return f"VECTOR({self.dim}, FLOAT32)"
+
+
+# ----------------------------------------------------------------------------- decorators
+class UTCDateTime(TypeDecorator):
+    """Aware UTC datetimes; fixed-format ISO text on SQLite, TIMESTAMP on Oracle."""
+
+    impl = sa.String(32)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name == "oracle":
+            return dialect.type_descriptor(sa.TIMESTAMP())
+        return dialect.type_descriptor(sa.String(32))
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return value
+        if dialect.name == "oracle":
+            return to_utc(value).replace(tzinfo=None)
+        return iso(value)
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            return to_utc(value)
+        text = value[:-1] + "+00:00" if value.endswith("Z") else value
+        return to_utc(datetime.fromisoformat(text))
+
+
+class Bool(TypeDecorator):
+    impl = sa.Boolean(create_constraint=False)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name == "oracle":
+            return dialect.type_descriptor(_OracleBoolean())
+        return dialect.type_descriptor(sa.Boolean(create_constraint=False))
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        return bool(value) if dialect.name == "oracle" else int(bool(value))
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else bool(value)
+
+
+class JSONValue(TypeDecorator):
+    impl = sa.Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name == "oracle":
+            return dialect.type_descriptor(_OracleJSON())
+        return dialect.type_descriptor(sa.Text())
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if isinstance(value, (dict, list)):
+            return value
+        return json.loads(value)
+
+
+class Vector(TypeDecorator):
+    """float32 vectors: BLOB on SQLite, ``VECTOR(dim, FLOAT32)`` on Oracle."""
+
+    impl = sa.LargeBinary
+    cache_ok = True
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name == "oracle":
+            return dialect.type_descriptor(_OracleVector(self.dim))
+        return dialect.type_descriptor(sa.LargeBinary())
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        vec = np.asarray(value, dtype=np.float32).reshape(-1)
+        if dialect.name == "oracle":
+            return array.array("f", vec.tolist())
+        return vec.tobytes()
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return np.frombuffer(bytes(value), dtype=np.float32)
+        return np.asarray(value, dtype=np.float32)
+
+
+# ----------------------------------------------------------------------------- tables
+def _id(name: str = "id", **kw: Any) -> sa.Column:
+    return sa.Column(name, sa.String(36), **kw)
+
+
+def _ts(name: str, nullable: bool = True) -> sa.Column:
+    return sa.Column(name, UTCDateTime(), nullable=nullable)
+
+
+def _agent() -> sa.Column:
+    return sa.Column("agent_id", sa.String(256), nullable=False)
+
+
+@dataclass
+class KGTables:
+    metadata: sa.MetaData
+    store_id: str
+    vector_dim: int
+    event: sa.Table
+    fact: sa.Table
+    entity: sa.Table
+    alias: sa.Table
+    relationship: sa.Table
+    link: sa.Table
+    cluster: sa.Table
+    meta_observation: sa.Table
+    registry: sa.Table
+    intention: sa.Table
+    session_observation: sa.Table
+    agent: sa.Table
+
+    def all_agent_tables(self) -> list[sa.Table]:
+        """The 11 knowledge tables (every one has ``agent_id``)."""
+        return [
+            self.link,
+            self.relationship,
+            self.alias,
+            self.fact,
+            self.event,
+            self.entity,
+            self.cluster,
+            self.meta_observation,
+            self.registry,
+            self.intention,
+            self.session_observation,
+        ]
+
+
+def build_tables(store_id: str, vector_dim: int) -> KGTables:
+    """The table objects of one store; names are built only from a validated store id."""
+    if not store_id or not store_id.replace("_", "").isalnum() or not store_id[0].isalpha() or len(store_id) > 16:
+        raise ValueError(f"invalid memory_store_id {store_id!r}")
+    p = f"{store_id.upper()}_KG_"
+    md = sa.MetaData()
+    V = lambda name: sa.Column(name, Vector(vector_dim))  # noqa: E731
+
+    event = sa.Table(
+        p + "EVENT", md,
+        _id(primary_key=True), _agent(),
+        _ts("occurred_at", False),
+        sa.Column("text", sa.Text, nullable=False),
+        sa.Column("source", sa.String(64), nullable=False, server_default="api"),
+        sa.Column("importance", sa.Float, nullable=False, server_default=sa.text("0.5")),
+        V("embedding_vec"),
+        sa.Column("trace_json", JSONValue()),
+        _ts("created_at", False),
+        sa.Column("emotion_primary", sa.String(32)),
+        sa.Column("emotion_intensity", sa.Float),
+        sa.Column("energy_level", sa.String(16)),
+        sa.Column("session_id", sa.String(256)),
+        sa.Column("speaker", sa.String(256)),
+        sa.Index(f"{p}EVENT_AGT_OCC_IX", "agent_id", "occurred_at"),
+    )
+    fact = sa.Table(
+        p + "FACT", md,
+        _id(primary_key=True), _agent(),
+        sa.Column("entity_type", sa.String(32), nullable=False),
+        sa.Column("entity_key", sa.String(128), nullable=False),
+        sa.Column("entity_name", sa.String(256)),
+        sa.Column("attribute_key", sa.String(64)),
+        sa.Column("fact_text", sa.Text, nullable=False),
+        sa.Column("category", sa.String(50)),
+        sa.Column("confidence", sa.Float, nullable=False, server_default=sa.text("0.8")),
+        sa.Column("importance", sa.Float, nullable=False, server_default=sa.text("0.5")),
+        sa.Column("is_sensitive", Bool(), nullable=False, server_default=sa.text("0")),
+        _ts("valid_from", False),
+        _ts("valid_to"),
+        sa.Column("ttl_days", sa.Integer),
+        _id("source_event_id"),
+        _id("supersedes_fact_id"),
+        V("embedding_vec"),
+        sa.Column("vitality_score", sa.Float),
+        sa.Column("is_stale", Bool(), nullable=False, server_default=sa.text("0")),
+        _id("cluster_id"),
+        sa.Column("value_json", JSONValue()),
+        sa.Column("needs_confirmation", Bool(), nullable=False, server_default=sa.text("0")),
+        _ts("last_confirmed_at"),
+        sa.Column("times_retrieved", sa.Integer, nullable=False, server_default=sa.text("0")),
+        _ts("last_retrieved_at"),
+        sa.Column("user_correction_count", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("source_context", sa.String(512)),
+        sa.Column("agent_annotation", sa.Text),
+        _ts("created_at", False),
+        _ts("ingested_at", False),
+        _ts("invalidated_at"),
+        sa.Column("speaker", sa.String(256)),
+        sa.Column("reinforcement_count", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Index(f"{p}FACT_AGT_ENT_VT_IX", "agent_id", "entity_key", "valid_to"),
+        sa.Index(f"{p}FACT_SUPERSEDES_IX", "supersedes_fact_id"),
+        sa.Index(f"{p}FACT_EVENT_IX", "source_event_id"),
+    )
+    entity = sa.Table(
+        p + "ENTITY", md,
+        _id(primary_key=True), _agent(),
+        sa.Column("canonical_key", sa.String(128), nullable=False),
+        sa.Column("display_name", sa.String(256)),
+        sa.Column("entity_type", sa.String(32), nullable=False),
+        sa.Column("summary_text", sa.Text),
+        V("embedding_vec"),
+        sa.Column("fact_count", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("importance_score", sa.Float),
+        sa.Column("is_active", Bool(), nullable=False, server_default=sa.text("1")),
+        _ts("first_seen_at", False),
+        _ts("last_seen_at", False),
+        _ts("summary_refreshed_at"),
+        _ts("created_at", False),
+        sa.UniqueConstraint("agent_id", "canonical_key", name=f"{p}ENTITY_UK"),
+        sa.Index(f"{p}ENTITY_AGT_TYPE_IX", "agent_id", "entity_type"),
+    )
+    alias = sa.Table(
+        p + "ENTITY_ALIAS", md,
+        _id(primary_key=True), _agent(),
+        sa.Column("alias", sa.String(256), nullable=False),
+        sa.Column("canonical_entity_key", sa.String(128), nullable=False),
+        sa.Column("canonical_entity_type", sa.String(32), nullable=False),
+        _ts("created_at", False),
+        sa.UniqueConstraint("agent_id", "alias", name=f"{p}ALIAS_UK"),
+        sa.Index(f"{p}ALIAS_KEY_IX", "agent_id", "canonical_entity_key"),
+    )
+    relationship = sa.Table(
+        p + "RELATIONSHIP", md,
+        _id(primary_key=True), _agent(),
+        sa.Column("source_entity_key", sa.String(128), nullable=False),
+        sa.Column("target_entity_key", sa.String(128), nullable=False),
+        sa.Column("rel_type", sa.String(64), nullable=False),
+        sa.Column("strength", sa.Float, nullable=False, server_default=sa.text("0.8")),
+        _id("evidence_fact_id"),
+        sa.Column("provenance", sa.String(16), nullable=False, server_default="llm"),
+        _ts("valid_from", False),
+        _ts("valid_to"),
+        _ts("created_at", False),
+        _ts("updated_at", False),
+        _ts("last_used_at"),
+        _ts("invalidated_at"),
+        sa.UniqueConstraint("agent_id", "source_entity_key", "target_entity_key", "rel_type", name=f"{p}REL_UK"),
+        sa.Index(f"{p}REL_AGT_TGT_IX", "agent_id", "target_entity_key"),
+        sa.Index(f"{p}REL_EVIDENCE_IX", "evidence_fact_id"),
+    )
+    link = sa.Table(
+        p + "FACT_ENTITY_LINK", md,
+        _id(primary_key=True),
+        _id("fact_id", nullable=False),
+        sa.Column("entity_key", sa.String(128), nullable=False),
+        sa.Column("is_primary", Bool(), nullable=False, server_default=sa.text("0")),
+        _agent(),
+        sa.UniqueConstraint("fact_id", "entity_key", name=f"{p}LINK_UK"),
+        sa.Index(f"{p}LINK_AGT_ENT_IX", "agent_id", "entity_key"),
+        sa.Index(f"{p}LINK_FACT_IX", "fact_id"),
+    )
+    cluster = sa.Table(
+        p + "CLUSTER", md,
+        _id(primary_key=True), _agent(),
+        sa.Column("label", sa.String(128), nullable=False),
+        sa.Column("summary_text", sa.Text),
+        sa.Column("cluster_type", sa.String(32), nullable=False, server_default="auto"),
+        sa.Column("fact_count", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("importance", sa.Float, nullable=False, server_default=sa.text("0.5")),
+        V("embedding_vec"),
+        sa.Column("is_active", Bool(), nullable=False, server_default=sa.text("1")),
+        _ts("last_updated_at", False),
+        _ts("created_at", False),
+    )
+    meta_observation = sa.Table(
+        p + "META_OBSERVATION", md,
+        _id(primary_key=True), _agent(),
+        sa.Column("observation_type", sa.String(32), nullable=False),
+        sa.Column("title", sa.String(256), nullable=False),
+        sa.Column("text", sa.Text, nullable=False),
+        sa.Column("supporting_event_ids", JSONValue(), nullable=False, server_default="[]"),
+        sa.Column("supporting_fact_ids", JSONValue(), nullable=False, server_default="[]"),
+        sa.Column("confidence", sa.Float, nullable=False, server_default=sa.text("0.7")),
+        sa.Column("importance", sa.Float, nullable=False, server_default=sa.text("0.5")),
+        sa.Column("times_reinforced", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("is_active", Bool(), nullable=False, server_default=sa.text("1")),
+        V("embedding_vec"),
+        _ts("first_detected_at", False),
+        _ts("last_reinforced_at", False),
+        _ts("created_at", False),
+    )
+    registry = sa.Table(
+        p + "ATTRIBUTE_REGISTRY", md,
+        _id(primary_key=True), _agent(),
+        sa.Column("key", sa.String(64), nullable=False),
+        sa.Column("status", sa.String(20), nullable=False, server_default="proposed"),
+        sa.Column("value_type", sa.String(20), nullable=False, server_default="string"),
+        sa.Column("conflict_policy", sa.String(20), nullable=False, server_default="supersede"),
+        sa.Column("ttl_days", sa.Integer),
+        sa.Column("seen_count", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("proposed_by", sa.String(20), nullable=False, server_default="llm"),
+        sa.Column("reason", sa.Text),
+        _ts("first_seen_at", False),
+        _ts("last_seen_at", False),
+        sa.Column("example_raw_key", sa.String(128)),
+        _ts("created_at", False),
+        _ts("updated_at"),
+        sa.UniqueConstraint("agent_id", "key", name=f"{p}REGISTRY_UK"),
+    )
+    intention = sa.Table(
+        p + "INTENTION", md,
+        _id(primary_key=True), _agent(),
+        sa.Column("trigger_type", sa.String(16), nullable=False),
+        sa.Column("trigger_condition", sa.Text, nullable=False),
+        sa.Column("intended_action", sa.Text, nullable=False),
+        _ts("due_date"),
+        sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
+        V("trigger_embedding_vec"),
+        sa.Column("source_context", sa.String(32)),
+        sa.Column("outcome_note", sa.Text),
+        _ts("created_at", False),
+        _ts("triggered_at"),
+        _ts("fulfilled_at"),
+        sa.Index(f"{p}INTENTION_AGT_ST_IX", "agent_id", "status", "due_date"),
+    )
+    session_observation = sa.Table(
+        p + "SESSION_OBSERVATION", md,
+        _id(primary_key=True), _agent(),
+        sa.Column("content", sa.Text, nullable=False),
+        sa.Column("topic", sa.String(64)),
+        sa.Column("entities_mentioned", JSONValue(), nullable=False, server_default="[]"),
+        _ts("created_at", False),
+        _ts("referenced_at"),
+        sa.Column("relative_offset", sa.String(64)),
+        sa.Column("source_message_ids", JSONValue(), nullable=False, server_default="[]"),
+        sa.Column("is_active", Bool(), nullable=False, server_default=sa.text("1")),
+        _id("merged_into_id"),
+        sa.Column("emotion_label", sa.String(32)),
+        V("embedding_vec"),
+        sa.Column("session_id", sa.String(256)),
+        sa.Index(f"{p}SESSOBS_AGT_SES_IX", "agent_id", "session_id", "is_active"),
+    )
+    agent = sa.Table(
+        p + "AGENT", md,
+        sa.Column("agent_id", sa.String(256), primary_key=True),
+        _ts("last_write_at"),
+    )
+    return KGTables(
+        md, store_id.upper(), vector_dim, event, fact, entity, alias, relationship, link, cluster,
+        meta_observation, registry, intention, session_observation, agent,
+    )
+
+
+# ----------------------------------------------------------------------------- policies
+def apply_schema_policy(engine: sa.Engine, tables: KGTables, policy: SchemaPolicy) -> None:
+    """Create, validate or recreate the knowledge tables under the store's policy (SC-10.2)."""
+    policy = SchemaPolicy.coerce(policy, "schema_policy")
+    insp = sa.inspect(engine)
+    wanted = list(tables.metadata.sorted_tables)
+    existing = {t.name for t in wanted if insp.has_table(t.name)}
+    if policy is SchemaPolicy.RECREATE:
+        tables.metadata.drop_all(engine)
+        tables.metadata.create_all(engine)
+        return
+    if policy is SchemaPolicy.CREATE_IF_NECESSARY or (policy is SchemaPolicy.CREATE_IF_EMPTY and not existing):
+        tables.metadata.create_all(engine, checkfirst=True)
+        existing = {t.name for t in wanted}
+        insp = sa.inspect(engine)
+    missing = [t.name for t in wanted if t.name not in existing]
+    if missing:
+        raise SchemaError(
+            f"knowledge tables missing for store {tables.store_id}: {', '.join(missing)}; "
+            f"open with schema_policy=CREATE_IF_NECESSARY to create them (policy in force: {policy.value})"
+        )
+    for t in wanted:
+        have = {c["name"].lower() for c in insp.get_columns(t.name)}
+        lacking = [c.name for c in t.columns if c.name.lower() not in have]
+        if lacking:
+            raise SchemaError(
+                f"knowledge table {t.name} lacks column(s) {', '.join(lacking)}; "
+                "upgrade with schema_policy=CREATE_IF_NECESSARY is not supported for columns: use RECREATE (destructive)"
+            )
+
+
+def oracle_ddl(store_id: str, vector_dim: int) -> str:
+    """The Oracle DDL of one store's knowledge tables: ``CREATE TABLE IF NOT EXISTS`` and
+    ``CREATE INDEX IF NOT EXISTS`` (23ai), one statement per ``;``-terminated block."""
+    from sqlalchemy.dialects import oracle
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    dialect = oracle.dialect()
+    tables = build_tables(store_id, vector_dim)
+    out: list[str] = []
+    for t in tables.metadata.sorted_tables:
+        ddl = str(CreateTable(t, if_not_exists=True).compile(dialect=dialect)).strip()
+        ddl = re.sub(r"BOOLEAN DEFAULT 1", "BOOLEAN DEFAULT TRUE", ddl)
+        ddl = re.sub(r"BOOLEAN DEFAULT 0", "BOOLEAN DEFAULT FALSE", ddl)
+        out.append(ddl + ";")
+        for ix in sorted(t.indexes, key=lambda i: i.name):
+            stmt = str(CreateIndex(ix).compile(dialect=dialect)).strip()
+            out.append(stmt.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1) + ";")
+    return "\n\n".join(out) + "\n"

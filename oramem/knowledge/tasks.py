@@ -1,0 +1,219 @@
+"""LLM tasks (KC-2.4): prompt framing, tolerant reply parsing and schema validation.
+
+Every prompt starts its system message with ``[oramem-task:<task>]`` and ends its last user
+message with ``<oramem-input>{json}</oramem-input>``; the payload and the reply schema are
+contract, the prose is not. A reply that cannot be parsed or does not conform is a failure
+of that step (:class:`LLMError`); a step timeout is :class:`LLMTimeout`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any, Callable, Optional
+
+from .errors import LLMError, LLMTimeout
+from .text import estimate_tokens
+from .types import TokenUsage
+
+__all__ = ["TASK_PREFIX", "build_messages", "parse_reply", "call_task", "EMOTIONS", "ENERGIES", "TaskCall"]
+
+TASK_PREFIX = "[oramem-task:"
+EMOTIONS = ("joy", "sadness", "anger", "fear", "surprise", "disgust", "trust", "anticipation", "neutral")
+ENERGIES = ("low", "medium", "high")
+
+_PROSE = {
+    "event_emotion": (
+        "Classify the dominant emotion of the text. Reply with JSON: emotion (one of "
+        + ", ".join(EMOTIONS)
+        + "), intensity (0..1) and energy (low, medium or high)."
+    ),
+    "extract": (
+        "Extract knowledge from the message. First person (I, me, my) means the speaker named in "
+        "the input. Resolve relative dates against occurred_at in the given timezone. Facts are "
+        "atomic and self-contained: each names its subject and makes sense alone. Use "
+        "existing_knowledge to avoid repeating what is known. Reply with JSON: entities[{name, type, "
+        "aliases?}], facts[{subject, fact, category?, confidence?, attribute_key?, value?, "
+        "is_sensitive?, valid_from?, ttl_days?}], relations?[{source, target, rel_type}], "
+        "intentions?[{trigger_type, trigger_condition, intended_action, due_date?}], "
+        "observations?[{content, topic?, entities?}], updated_summaries?{name: text}. Categories: "
+        "biographical_milestone, relationship_change, stable_preference, specific_event, "
+        "routine_activity, conversational."
+    ),
+    "resolve_entity": (
+        "Decide whether the mentioned entity is one of the numbered candidates. Reply with JSON "
+        "{match_index}: the candidate's 1-based index, or 0 when none matches."
+    ),
+    "reconcile": (
+        "Compare each new fact with the existing facts about the same subject. For each new fact "
+        "decide ADD (new information), UPDATE (replaces an existing fact; update_kind 'change' when "
+        "the world changed, 'correction' when the old fact was never true), NOOP (already known) or "
+        "DELETE (the new fact retracts an existing one). Reply with JSON decisions[{new_fact_index, "
+        "action, existing_fact_index?, update_kind?}]; indices are 1-based."
+    ),
+}
+
+
+def build_messages(task: str, payload: dict) -> list[dict[str, str]]:
+    prose = _PROSE.get(task, f"Perform the task {task}. Reply with one JSON object.")
+    body = json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
+    return [
+        {"role": "system", "content": f"{TASK_PREFIX}{task}] {prose}"},
+        {"role": "user", "content": f"Input follows.\n<oramem-input>{body}</oramem-input>"},
+    ]
+
+
+_FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*|\s*```$")
+
+
+def parse_reply(text: Any) -> dict:
+    """Markdown fences stripped, then the first balanced ``{…}`` object (KC-2.1)."""
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str):
+        raise LLMError(f"reply is not text ({type(text).__name__})")
+    stripped = _FENCE.sub("", text.strip())
+    start = stripped.find("{")
+    while start != -1:
+        depth = 0
+        in_str = False
+        esc = False
+        for i in range(start, len(stripped)):
+            ch = stripped[i]
+            if in_str:
+                if esc:
+                    esc = False
+                elif ch == "\\":
+                    esc = True
+                elif ch == '"':
+                    in_str = False
+            elif ch == '"':
+                in_str = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        value = json.loads(stripped[start : i + 1])
+                    except ValueError:
+                        break
+                    if isinstance(value, dict):
+                        return value
+                    break
+        start = stripped.find("{", start + 1)
+    raise LLMError(f"unparsable reply: {text[:120]!r}")
+
+
+# ----------------------------------------------------------------------------- validators
+def _list_of_dicts(reply: dict, key: str, required: bool) -> list[dict]:
+    value = reply.get(key)
+    if value is None:
+        if required:
+            raise LLMError(f"reply lacks {key!r}")
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise LLMError(f"reply field {key!r} must be a list of objects")
+    return value
+
+
+def _need_str(item: dict, key: str, where: str) -> None:
+    if not isinstance(item.get(key), str) or not item[key].strip():
+        raise LLMError(f"{where}: {key!r} must be a non-empty string")
+
+
+def _v_extract(reply: dict) -> dict:
+    entities = _list_of_dicts(reply, "entities", True)
+    facts = _list_of_dicts(reply, "facts", True)
+    for e in entities:
+        _need_str(e, "name", "entities[]")
+    for f in facts:
+        _need_str(f, "subject", "facts[]")
+        _need_str(f, "fact", "facts[]")
+    for r in _list_of_dicts(reply, "relations", False):
+        for k in ("source", "target"):
+            _need_str(r, k, "relations[]")
+    for i in _list_of_dicts(reply, "intentions", False):
+        for k in ("trigger_condition", "intended_action"):
+            _need_str(i, k, "intentions[]")
+    for o in _list_of_dicts(reply, "observations", False):
+        _need_str(o, "content", "observations[]")
+    us = reply.get("updated_summaries")
+    if us is not None and not isinstance(us, dict):
+        raise LLMError("updated_summaries must be an object")
+    return reply
+
+
+def _v_emotion(reply: dict) -> dict:
+    if reply.get("emotion") not in EMOTIONS:
+        raise LLMError(f"unknown emotion {reply.get('emotion')!r}")
+    intensity = reply.get("intensity")
+    if isinstance(intensity, bool) or not isinstance(intensity, (int, float)) or not 0.0 <= float(intensity) <= 1.0:
+        raise LLMError(f"intensity out of range: {intensity!r}")
+    if reply.get("energy") not in ENERGIES:
+        raise LLMError(f"unknown energy {reply.get('energy')!r}")
+    return reply
+
+
+def _v_resolve(reply: dict) -> dict:
+    idx = reply.get("match_index")
+    if isinstance(idx, bool) or not isinstance(idx, int):
+        raise LLMError(f"match_index must be an integer, got {idx!r}")
+    return reply
+
+
+def _v_reconcile(reply: dict) -> dict:
+    _list_of_dicts(reply, "decisions", True)
+    return reply
+
+
+VALIDATORS: dict[str, Callable[[dict], dict]] = {
+    "extract": _v_extract,
+    "event_emotion": _v_emotion,
+    "resolve_entity": _v_resolve,
+    "reconcile": _v_reconcile,
+}
+
+
+class TaskCall:
+    """Sums token usage over the LLM calls of one operation."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self.usage = TokenUsage()
+
+    async def __call__(self, task: str, payload: dict, timeout: float, max_tokens: Optional[int] = None) -> dict:
+        messages = build_messages(task, payload)
+        try:
+            result = await asyncio.wait_for(
+                self.llm.complete_async(
+                    messages, temperature=0.0, response_format={"type": "json_object"}, max_tokens=max_tokens, timeout=timeout
+                ),
+                timeout,
+            )
+        except asyncio.TimeoutError:
+            raise LLMTimeout(f"{task}: timed out after {timeout:g}s") from None
+        except LLMError:
+            raise
+        except Exception as exc:  # provider bugs and injected failures are failures of this step
+            raise LLMError(f"{task}: {type(exc).__name__}: {exc}") from exc
+        text = getattr(result, "text", None)
+        usage = getattr(result, "usage", None)
+        if usage is None:
+            prompt = sum(len(m["content"]) for m in messages) // 4
+            out = estimate_tokens(text if isinstance(text, str) else "")
+            usage = TokenUsage(prompt, out, prompt + out)
+        self.usage = self.usage + usage
+        reply = parse_reply(text)
+        validator = VALIDATORS.get(task)
+        try:
+            return validator(reply) if validator else reply
+        except LLMError as exc:
+            raise LLMError(f"{task}: {exc}") from None
+
+
+async def call_task(llm: Any, task: str, payload: dict, timeout: float) -> tuple[dict, TokenUsage]:
+    tc = TaskCall(llm)
+    reply = await tc(task, payload, timeout)
+    return reply, tc.usage

@@ -1,0 +1,156 @@
+"""Text helpers shared by every step (KC-0.5): ``norm``, ``slug``, entity keys, token
+estimates, n-grams and UTC time handling."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime, timezone
+from typing import Any, Iterable, Optional
+
+__all__ = [
+    "estimate_tokens",
+    "norm",
+    "slug",
+    "entity_key",
+    "canonical_entity_type",
+    "ngrams",
+    "word_tokens",
+    "contains_words",
+    "to_utc",
+    "iso",
+    "parse_when",
+    "validate_agent_id",
+]
+
+_WS = re.compile(r"\s+")
+_NON_SLUG = re.compile(r"[^a-z0-9]+")
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def estimate_tokens(text: str) -> int:
+    """KC-0.5: ``len(text) // 4``."""
+    return len(text) // 4
+
+
+def _is_punct(ch: str) -> bool:
+    return unicodedata.category(ch).startswith(("P", "S"))
+
+
+def norm(s: str) -> str:
+    """NFKD, combining marks dropped, lower-cased, whitespace collapsed, leading and
+    trailing punctuation stripped (KC-0.5)."""
+    if not s:
+        return ""
+    decomposed = unicodedata.normalize("NFKD", s)
+    text = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
+    text = _WS.sub(" ", text).strip()
+    start, end = 0, len(text)
+    while start < end and (_is_punct(text[start]) or text[start].isspace()):
+        start += 1
+    while end > start and (_is_punct(text[end - 1]) or text[end - 1].isspace()):
+        end -= 1
+    return text[start:end]
+
+
+def slug(s: str) -> str:
+    """ASCII ``norm(s)`` with each run outside ``[a-z0-9]`` turned into ``_``, trimmed."""
+    ascii_text = norm(s).encode("ascii", "ignore").decode("ascii")
+    return _NON_SLUG.sub("_", ascii_text).strip("_")
+
+
+def entity_key(entity_type: str, name: str) -> str:
+    """``f"{entity_type}:{slug(name)}"`` (``person:ana_souza``)."""
+    return f"{entity_type}:{slug(name)}"
+
+
+_TYPE_ALIASES = {
+    "company": "organization",
+    "org": "organization",
+    "organisation": "organization",
+    "city": "place",
+    "country": "place",
+    "location": "place",
+}
+
+
+def canonical_entity_type(raw: Any) -> str:
+    """KC-4.9 create: lower snake_case of at most 32 chars; company/org → organization;
+    city/country/location → place; empty → other."""
+    if not isinstance(raw, str):
+        return "other"
+    t = slug(raw)[:32].strip("_")
+    if not t:
+        return "other"
+    return _TYPE_ALIASES.get(t, t)
+
+
+def word_tokens(text: str) -> list[str]:
+    return _WORD.findall(norm(text))
+
+
+def ngrams(text: str, max_n: int = 4) -> list[str]:
+    """Distinct 1..max_n word n-grams of ``norm(text)``, in first-occurrence order."""
+    words = word_tokens(text)
+    seen: dict[str, None] = {}
+    for n in range(1, max_n + 1):
+        for i in range(len(words) - n + 1):
+            seen.setdefault(" ".join(words[i : i + n]), None)
+    return list(seen)
+
+
+def contains_words(haystack_norm_words: list[str], needle: str) -> bool:
+    """True when ``norm(needle)`` occurs as whole words in the token list."""
+    target = word_tokens(needle)
+    if not target:
+        return False
+    n = len(target)
+    for i in range(len(haystack_norm_words) - n + 1):
+        if haystack_norm_words[i : i + n] == target:
+            return True
+    return False
+
+
+def to_utc(value: datetime) -> datetime:
+    """Aware UTC datetime; naive input means UTC (KC-0.2)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def iso(value: Optional[datetime]) -> Optional[str]:
+    """Fixed-format ISO-8601 UTC text (comparable as strings)."""
+    if value is None:
+        return None
+    return to_utc(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_when(value: Any, argument: str) -> Optional[datetime]:
+    """A datetime or an ISO-8601 string (naive = UTC) → aware UTC datetime."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return to_utc(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            return to_utc(datetime.fromisoformat(text))
+        except ValueError:
+            pass
+    raise ValueError(f"{argument} must be a datetime or an ISO-8601 string, got {value!r}")
+
+
+def validate_agent_id(agent_id: Any) -> str:
+    """KC-0.1: a non-empty string of at most 256 characters."""
+    if not isinstance(agent_id, str) or not agent_id.strip() or len(agent_id) > 256:
+        raise ValueError(f"agent_id must be a non-empty string of at most 256 characters, got {agent_id!r}")
+    return agent_id
+
+
+def first_nonempty(values: Iterable[Optional[str]]) -> Optional[str]:
+    for v in values:
+        if v:
+            return v
+    return None
