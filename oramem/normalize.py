@@ -153,7 +153,20 @@ def _check_metadata(value: Any, argument: str) -> Optional[dict]:
     copy = json.loads(text)
     if any(not isinstance(k, str) for k in value.keys()):
         raise TypeError(f"{argument} keys must be strings")
+    if "\\u0000" in text and _has_nul(copy):
+        # SQLite's JSON functions cut strings at an escaped NUL, so "a\x00b" would match "a"
+        raise ValueError(f"{argument} keys and string values must not contain NUL characters")
     return copy
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    if isinstance(value, dict):
+        return any("\x00" in k or _has_nul(v) for k, v in value.items())
+    return False
 
 
 def _check_ttl_days(value: Any, argument: str) -> Optional[int]:
