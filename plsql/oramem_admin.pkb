@@ -904,7 +904,10 @@ AS
       l_obj.put('purge_job', l_row.purge_job_name);
       l_obj.put('created', in_created);
       l_obj.put('upgraded', in_upgraded);
-      l_obj.put('warnings', NVL(g_warnings, JSON_ARRAY_T()));
+      IF g_warnings IS NULL THEN
+         g_warnings := JSON_ARRAY_T();
+      END IF;
+      l_obj.put('warnings', g_warnings);
       l_obj.put('last_error', l_row.last_error);
       l_obj.put('created_at', oramem_registry.format_utc(l_row.created_at));
       l_obj.put('updated_at', oramem_registry.format_utc(l_row.updated_at));
@@ -920,6 +923,7 @@ AS
       in_state    IN VARCHAR2
    )
    IS
+      l_code PLS_INTEGER;
    BEGIN
       set_state(in_store_id, in_state);
       ensure_objects(in_store_id);
@@ -927,11 +931,12 @@ AS
       mark_ready(in_store_id);
    EXCEPTION
       WHEN OTHERS THEN
+         l_code := SQLCODE;
          oramem_errors.log_error('oramem_admin.build_store', in_store_id);
          set_state(in_store_id, oramem_registry.gc_state_broken,
-                   'build failed with ORA' || TO_CHAR(SQLCODE) || '; see ORAMEM_ERROR_LOG; '
+                   'build failed with ORA' || TO_CHAR(l_code) || '; see ORAMEM_ERROR_LOG; '
                    || 'reopen with CREATE_IF_NECESSARY to resume or RECREATE');
-         IF SQLCODE = -1031 THEN
+         IF l_code = -1031 THEN
             oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
                'insufficient privileges while building store ' || in_store_id || '; grant CREATE '
                || 'TABLE, CREATE SEQUENCE (and CREATE JOB, EXECUTE ON CTXSYS.CTX_DDL) directly to '

@@ -181,11 +181,12 @@ AS
          l_tz := SUBSTR(l_tz, 1, 3) || ':' || SUBSTR(l_tz, 4, 2);
       END IF;
       l_main := l_main || l_tz;
-      SELECT CAST(SYS_EXTRACT_UTC(
-                TO_TIMESTAMP_TZ(l_main DEFAULT NULL ON CONVERSION ERROR,
-                                'YYYY-MM-DD"T"HH24:MI:SS.FFTZH:TZM')) AS TIMESTAMP(6))
-      INTO   l_ts
-      FROM   dual;
+      -- Dynamic SQL: the DEFAULT ... ON CONVERSION ERROR clause (12.2+) is parsed by the
+      -- SQL engine, not by the PL/SQL compiler's static-SQL front end.
+      EXECUTE IMMEDIATE
+         q'[SELECT CAST(SYS_EXTRACT_UTC(TO_TIMESTAMP_TZ(:1 DEFAULT NULL ON CONVERSION ERROR,
+                   'YYYY-MM-DD"T"HH24:MI:SS.FFTZH:TZM')) AS TIMESTAMP(6)) FROM dual]'
+         INTO l_ts USING l_main;
       IF l_ts IS NULL THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_timestamp,
             in_argument || ' is not a valid ISO-8601 time (check month, day and offset)');
