@@ -54,7 +54,7 @@ AS
          user_id      VARCHAR2(512),
          agent_id     VARCHAR2(512),
          role         VARCHAR2(64),
-         seq_no       NUMBER GENERATED ALWAYS AS IDENTITY NOT NULL,
+         seq_no       NUMBER GENERATED ALWAYS AS IDENTITY,
          event_ts     TIMESTAMP(6),
          metadata     JSON,
          created_at   TIMESTAMP(6)   NOT NULL,
@@ -252,7 +252,10 @@ AS
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             'lock_timeout must be between 0 and 3600 seconds');
       END IF;
-      l_id := DBMS_UTILITY.GET_HASH_VALUE('ORAMEM:' || USER || ':' || in_store_id, 0, 1073741824);
+      -- Keyed on the package owner (not USER): every caller of this definer's-rights
+      -- package must serialise on the same lock for the same store.
+      l_id := DBMS_UTILITY.GET_HASH_VALUE('ORAMEM:' || $$PLSQL_UNIT_OWNER || ':' || in_store_id,
+                                          0, 1073741824);
       BEGIN
          EXECUTE IMMEDIATE
             'BEGIN :rc := DBMS_LOCK.REQUEST(id => :id, lockmode => DBMS_LOCK.X_MODE, '
@@ -261,8 +264,8 @@ AS
       EXCEPTION
          WHEN e_plsql_compile THEN
             oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
-               'EXECUTE ON SYS.DBMS_LOCK is not granted to ' || USER
-               || '; ask a DBA: GRANT EXECUTE ON SYS.DBMS_LOCK TO ' || USER);
+               'EXECUTE ON SYS.DBMS_LOCK is not granted to ' || $$PLSQL_UNIT_OWNER
+               || '; ask a DBA: GRANT EXECUTE ON SYS.DBMS_LOCK TO ' || $$PLSQL_UNIT_OWNER);
       END;
       IF l_rc IN (0, 4) THEN
          g_lock_id := l_id;
@@ -940,7 +943,7 @@ AS
             oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
                'insufficient privileges while building store ' || in_store_id || '; grant CREATE '
                || 'TABLE, CREATE SEQUENCE (and CREATE JOB, EXECUTE ON CTXSYS.CTX_DDL) directly to '
-               || USER);
+               || $$PLSQL_UNIT_OWNER);
          END IF;
          RAISE;
    END build_store;
