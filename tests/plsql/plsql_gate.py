@@ -146,7 +146,13 @@ def mask_known_false_positives(text: str) -> tuple[str, dict[str, int]]:
     return "".join(out), counts
 
 
-_PARSE_CHILD = "import json, sys, parseora; sys.stdout.write(json.dumps(parseora.parse(sys.stdin.read())))"
+#: oramem's floor is the 23ai line (ORACLE_NOTES 1.1); ParseOra reports newer constructs as
+#: warnings, which fail the gate like errors.
+TARGET_VERSION = "23ai"
+_PARSE_CHILD = (
+    "import json, sys, parseora; "
+    f"sys.stdout.write(json.dumps(parseora.parse(sys.stdin.read(), version={TARGET_VERSION!r})))"
+)
 PARSE_MEMORY_LIMIT = 1 << 30  # bytes of address space for the parser process
 PARSE_TIMEOUT = 120  # seconds
 
@@ -197,6 +203,9 @@ def parse_errors(text: str) -> list[str]:
         for e in st.get("errors", []):
             problems.append(f"line {e['line']} col {e['col']}: {e['message']} [{st['statement']}]")
         for w in st.get("warnings", []):
+            if "not modelled" not in w["message"]:
+                problems.append(f"line {w['line']} col {w['col']}: {w['message']} (target {TARGET_VERSION})")
+                continue
             if "not modelled" in w["message"]:
                 head = " ".join(t.upper for t in significant(tokenize(st["text"]))[:4])
                 if not head.startswith(TOKEN_ONLY_PREFIXES):
