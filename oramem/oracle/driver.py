@@ -383,9 +383,8 @@ class OracleEngine(Engine):
             binds[n] = await conn.createlob(oracledb.DB_TYPE_CLOB, binds[n])
         with conn.cursor() as cur:
             if call.is_function:
-                result = await cur.callfunc(
-                    call.qualified_name, _RETURN_TYPES[call.returns], keyword_parameters=binds
-                )
+                rtype = _RETURN_TYPES[call.returns]
+                result = await cur.callfunc(call.qualified_name, rtype, keyword_parameters=binds)
             else:
                 await cur.callproc(call.qualified_name, keyword_parameters=binds)
                 result = None

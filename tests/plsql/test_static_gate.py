@@ -162,3 +162,17 @@ def test_sql_template_fits_and_parses(tpl):
         return  # a fragment: it is parsed inside the templates that include it
     problems = parse_errors(sql + ";\n")
     assert not problems, f"{_id(path)} {name} expanded to:\n{sql}\n  " + "\n  ".join(problems)
+
+
+def test_python_calls_plsql_only_through_the_call_table():
+    """Every callfunc/callproc in oramem/ passes a PlsqlCall's qualified_name (so the table
+    checked above is complete): no literal subprogram names anywhere in the package."""
+    allowed = {"oramem/oracle/driver.py", "oramem/oracle/admin.py"}
+    offenders = []
+    for path in sorted((REPO / "oramem").rglob("*.py")):
+        rel = str(path.relative_to(REPO))
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"\.call(func|proc)\(", line):
+                if rel not in allowed or not re.search(r"\.call(func|proc)\(\s*call\.qualified_name", line):
+                    offenders.append(f"{rel}:{n}: {line.strip()}")
+    assert not offenders, "PL/SQL calls outside oramem.oracle's call table:\n" + "\n".join(offenders)
