@@ -35,47 +35,154 @@ scalar = st.sampled_from(SCALARS) | st.integers(-3, 3) | st.text(alphabet="ab ü
 key = st.sampled_from(KEYS)
 
 
-def _json(depth: int):
+def _json(depth: int, keys=key, leaf=scalar):
     if depth <= 0:
-        return scalar
-    return scalar | st.lists(_json(depth - 1), max_size=3) | st.dictionaries(
-        key | st.sampled_from(META_ONLY_KEYS), _json(depth - 1), max_size=3
+        return leaf
+    return leaf | st.lists(_json(depth - 1, keys, leaf), max_size=3) | st.dictionaries(
+        keys | st.sampled_from(META_ONLY_KEYS), _json(depth - 1, keys, leaf), max_size=3
     )
 
 
-metadata = st.none() | st.dictionaries(key | st.sampled_from(META_ONLY_KEYS), _json(2), max_size=5)
-scalar_list = st.lists(scalar, min_size=1, max_size=3)
-exact = scalar | st.lists(_json(1), max_size=3)
-comparable = st.sampled_from(NUMBERS + STRINGS) | st.integers(-3, 3)
+# documents of one example share a few keys and values, so filters select some of them
+doc_keys = st.lists(key, min_size=1, max_size=4, unique=True)
+doc_leaves = st.lists(scalar, min_size=1, max_size=5)
 
 
-def _op_dict(depth: int):
-    ops = [
-        st.tuples(st.sampled_from(["$eq", "$ne"]), exact),
-        st.tuples(st.sampled_from(["$gt", "$gte", "$lt", "$lte"]), comparable),
-        st.tuples(st.sampled_from(["$in", "$nin", "$array_contains_any"]), scalar_list),
-        st.tuples(st.just("$array_contains"), scalar | scalar_list),
-        st.tuples(st.just("$exists"), st.booleans()),
+@st.composite
+def documents(draw):
+    keys = st.sampled_from(draw(doc_keys) * 6 + META_ONLY_KEYS)
+    mine = st.sampled_from(draw(doc_leaves))
+    leaf = st.one_of(mine, mine, mine, scalar)
+    value = st.one_of(leaf, leaf, st.lists(leaf, max_size=3), _json(2, keys, leaf))
+    doc = st.tuples(st.integers(0, 9), st.dictionaries(keys, value, max_size=4)).map(
+        lambda pair: None if pair[0] == 0 else pair[1]
+    )
+    return draw(st.lists(doc, min_size=2, max_size=8))
+
+
+def _values(docs) -> list:
+    """Every value found in the documents (containers and leaves), to steer filters."""
+    out: list = []
+
+    def walk(v):
+        out.append(v)
+        if isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+
+    for d in docs:
+        if d:
+            for v in d.values():
+                walk(v)
+    return out
+
+
+def _keys(docs) -> list:
+    out: list = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k and not k.startswith("$"):
+                    out.append(k)
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for d in docs:
+        walk(d)
+    return out
+
+
+def filter_strategy(docs):
+    values = _values(docs)
+    seen = [v for v in values if not isinstance(v, dict)]
+    leaves = [v for v in seen if not isinstance(v, list)]
+    key = st.sampled_from(KEYS + _keys(docs) * 8)
+    sc = st.one_of(st.sampled_from(leaves), st.sampled_from(leaves), scalar) if leaves else scalar
+    exact = st.one_of(sc, st.sampled_from(seen) if seen else sc, st.lists(_json(1, key, sc), max_size=3))
+    scalar_list = st.lists(sc, min_size=1, max_size=3)
+    comparable = st.sampled_from(NUMBERS + STRINGS) | st.integers(-3, 3) | sc.filter(
+        lambda v: isinstance(v, (int, float, str)) and not isinstance(v, bool)
+    )
+
+    def op_dict(depth: int):
+        ops = [
+            st.tuples(st.sampled_from(["$eq", "$ne"]), exact),
+            st.tuples(st.sampled_from(["$gt", "$gte", "$lt", "$lte"]), comparable),
+            st.tuples(st.sampled_from(["$in", "$nin", "$array_contains_any"]), scalar_list),
+            st.tuples(st.just("$array_contains"), sc | scalar_list),
+            st.tuples(st.just("$exists"), st.booleans()),
+        ]
+        if depth > 0:
+            ops.append(st.tuples(st.just("$not"), exact | op_dict(depth - 1)))
+        return st.lists(st.one_of(ops), min_size=1, max_size=2).map(dict)
+
+    def condition(depth: int):
+        options = [exact, op_dict(2)]
+        if depth > 0:
+            options.append(st.dictionaries(key, condition(depth - 1), min_size=1, max_size=2))
+        return st.one_of(options)
+
+    pairs = [(k, v) for d in docs if d for k, v in d.items() if k and not k.startswith("$")]
+    random_field = st.dictionaries(key, condition(2), min_size=1, max_size=2)
+    if pairs:
+        # conditions built from a value a document really holds, so they select something
+        anchored = st.sampled_from(pairs).flatmap(lambda kv: _anchored(kv[0], kv[1], sc))
+        field_filter = st.one_of(anchored, anchored, random_field, st.tuples(anchored, random_field).map(
+            lambda two: {**two[1], **two[0]}
+        ))
+    else:
+        field_filter = random_field
+    return field_filter | st.builds(
+        lambda op, subs, extra: {op: subs, **extra},
+        st.sampled_from(["$and", "$or"]),
+        st.lists(field_filter, min_size=1, max_size=3),
+        st.dictionaries(key, condition(1), max_size=1),
+    )
+
+
+def _anchored(k, v, sc):
+    """A condition on key ``k`` derived from a stored value ``v``."""
+    options = [
+        st.just(v), st.just({"$eq": v}), st.just({"$ne": v}), st.just({"$not": v}), st.just({"$exists": True}),
+        st.just({"$exists": False}), st.lists(sc, max_size=2).map(lambda more: {"$in": [v, *more]}),
+        st.lists(sc, max_size=2).map(lambda more: {"$nin": [v, *more]}),
     ]
-    if depth > 0:
-        ops.append(st.tuples(st.just("$not"), exact | _op_dict(depth - 1)))
-    return st.lists(st.one_of(ops), min_size=1, max_size=3).map(dict)
+    if isinstance(v, dict):
+        # a dict value is a nested filter (subset match); $eq/$in/... of a dict are invalid
+        inner = [(ik, iv) for ik, iv in v.items() if ik and not ik.startswith("$")]
+        options = options[3:5]
+        if inner:
+            options.append(st.sampled_from(inner).flatmap(lambda kv: _anchored(kv[0], kv[1], sc)))
+    if (isinstance(v, (int, float)) and not isinstance(v, bool)) or isinstance(v, str):
+        options.append(st.sampled_from(["$gt", "$gte", "$lt", "$lte"]).map(lambda op: {op: v}))
+        options.append(st.tuples(st.sampled_from(["$gt", "$lt"]), st.sampled_from(["$lte", "$gte"])).map(
+            lambda ops: {ops[0]: v, ops[1]: v}
+        ))
+    if isinstance(v, list) and v and all(not isinstance(e, (list, dict)) for e in v):
+        options.append(st.sampled_from(v).map(lambda e: {"$array_contains": e}))
+        options.append(st.lists(sc, max_size=2).map(lambda more: {"$array_contains_any": [v[0], *more]}))
+        options.append(st.just({"$array_contains": list(v)}))
+        options.append(st.sampled_from(v).map(lambda e: {"$not": {"$array_contains": e}}))
+    return st.one_of(options).map(lambda cond: {k: cond}).filter(lambda f: _valid_here(f))
 
 
-def _condition(depth: int):
-    options = [exact, _op_dict(2)]
-    if depth > 0:
-        options.append(st.dictionaries(key, _condition(depth - 1), min_size=1, max_size=2))
-    return st.one_of(options)
+def _valid_here(f) -> bool:
+    from oramem.filters import validate_filter
+
+    try:
+        validate_filter(f)
+        return True
+    except (ValueError, TypeError):
+        return False
 
 
-field_filter = st.dictionaries(key, _condition(2), min_size=1, max_size=3)
-filters = field_filter | st.builds(
-    lambda op, subs, extra: {op: subs, **extra},
-    st.sampled_from(["$and", "$or"]),
-    st.lists(field_filter, min_size=1, max_size=3),
-    st.dictionaries(key, _condition(1), max_size=1),
-)
+field_filter = st.dictionaries(key, st.sampled_from(SCALARS) | st.just({"$exists": True}), min_size=1, max_size=2)
 
 # invalid filters: each must be a ValueError/TypeError whatever surrounds it
 BAD_PARTS = [
@@ -109,6 +216,7 @@ class FilterHarness:
         self.counter = itertools.count()
         self.examples = 0
         self.checks = 0
+        self.selective = 0  # examples whose filter kept some records and dropped others
 
     def check(self, docs, flt) -> None:
         n = next(self.counter)
@@ -119,6 +227,7 @@ class FilterHarness:
         )
         try:
             expected = {rid for rid, doc in zip(ids, docs) if matches(doc, flt)}
+            self.selective += 0 < len(expected) < len(ids)
             listed = {r.id for r in self.store.list("memory", user_id=user, metadata_filter=flt, limit=None)}
             assert listed == expected, f"list: filter={flt!r} extra={listed - expected} missing={expected - listed}"
             for strategy in self.strategies:
@@ -151,13 +260,19 @@ def _run_valid(make_store, engine, max_examples):
         max_examples=max_examples, deadline=None, database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
     )
-    @given(docs=st.lists(metadata, min_size=1, max_size=8), flt=filters)
-    def prop(docs, flt):
+    @given(data=st.data())
+    def prop(data):
+        docs = data.draw(documents(), label="docs")
+        flt = data.draw(filter_strategy(docs), label="filter")
         harness.check(docs, flt)
 
     prop()
-    print(f"filter fuzz ({engine}): {harness.examples} examples, {harness.checks} list/search comparisons")
+    print(
+        f"filter fuzz ({engine}): {harness.examples} examples ({harness.selective} selective), "
+        f"{harness.checks} list/search comparisons"
+    )
     assert harness.examples >= max_examples // 2
+    assert harness.selective >= harness.examples // 20, "the generated filters hardly ever select anything"
     return harness
 
 
