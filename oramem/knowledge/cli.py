@@ -1,0 +1,171 @@
+"""``oramem knowledge …``: the knowledge layer on the embedded SQLite store.
+
+A click group meant to be registered on the top-level ``oramem`` group (``oramem/cli.py``),
+whose context object (``State``) carries ``--db``, ``--store``, ``--json`` and the embedder
+options; the store is opened through it, so the knowledge tables live in the same file and
+store id.
+
+LLM endpoint (``write`` only): ``--llm-base-url``/``--llm-model`` or the environment
+variables ``ORAMEM_LLM_BASE_URL`` and ``ORAMEM_LLM_MODEL``; the key comes from
+``ORAMEM_LLM_API_KEY`` (else ``OPENAI_API_KEY``) and may be absent for local servers. It is
+never accepted on the command line, so it does not land in shell history.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Optional
+
+import click
+
+__all__ = ["knowledge"]
+
+NO_LLM = (
+    "no LLM endpoint configured: set ORAMEM_LLM_BASE_URL and ORAMEM_LLM_MODEL "
+    "(or pass --llm-base-url and --llm-model); any OpenAI-compatible /chat/completions server works "
+    "(OpenAI, vLLM, llama.cpp server, Ollama /v1, LM Studio); the key is read from ORAMEM_LLM_API_KEY"
+)
+
+
+def _state(ctx: click.Context) -> Any:
+    state = ctx.obj
+    if state is None or not hasattr(state, "open"):
+        raise click.UsageError("the knowledge commands run under the oramem command (oramem knowledge …)")
+    return state
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: _jsonable(getattr(value, k)) for k in value.__dataclass_fields__}
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):
+        return value.value
+    return value
+
+
+def _open_km(state: Any, *, create: bool, llm: Any = None) -> Any:
+    from . import KnowledgeMemory
+    from .providers import BaseLLMProvider
+
+    class _NoLLM(BaseLLMProvider):
+        async def complete_async(self, messages, **kw):  # pragma: no cover - read commands never call it
+            raise click.ClickException(NO_LLM)
+
+    store = state.open(create=create)
+    return KnowledgeMemory(store, llm or _NoLLM())
+
+
+def _emit(state: Any, payload: Any, human: str) -> None:
+    if getattr(state, "json", False):
+        click.echo(json.dumps(_jsonable(payload), ensure_ascii=False, sort_keys=True))
+    else:
+        click.echo(human)
+
+
+@click.group("knowledge")
+def knowledge() -> None:
+    """Knowledge graph over the store: write messages, list facts, entities and history."""
+
+
+@knowledge.command("write")
+@click.argument("agent_id")
+@click.argument("message")
+@click.option("--speaker", required=True, help="Who said the message (first person means this speaker).")
+@click.option("--session", "session_id", default="default", show_default=True, help="Session (thread) id.")
+@click.option("--occurred-at", default=None, help="ISO-8601 time the message refers to (default: now).")
+@click.option("--dry-run", is_flag=True, help="Run every step, LLM included, and store nothing.")
+@click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
+@click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
+@click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@click.pass_context
+def write_cmd(ctx, agent_id, message, speaker, session_id, occurred_at, dry_run, llm_base_url, llm_model, llm_timeout) -> None:
+    """Extract knowledge from MESSAGE for AGENT_ID."""
+    from .providers import OpenAICompatibleProvider
+
+    state = _state(ctx)
+    if not llm_base_url or not llm_model:
+        raise click.UsageError(NO_LLM)
+    llm = OpenAICompatibleProvider(llm_base_url, llm_model, timeout=llm_timeout)
+    km = _open_km(state, create=True, llm=llm)
+    try:
+        r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, dry_run=dry_run)
+    finally:
+        km.close()
+    lines = [f"event {r.event_id or '-'}  success={r.success}" + (f"  error={r.error}" if r.error else "")]
+    for label, items in (("added", r.facts_added), ("updated", r.facts_updated), ("unchanged", r.facts_unchanged),
+                         ("deleted", r.facts_deleted)):
+        for f in items:
+            lines.append(f"{label:9s} {f['fact_id'] or '(dry run)'}  {f['entity_key']}  {f['fact_text']}")
+    for rel in r.relations:
+        lines.append(f"relation  {rel['source_entity_key']} -{rel['rel_type']}-> {rel['target_entity_key']} ({rel['action']})")
+    for w in r.warnings:
+        lines.append(f"warning   {w}")
+    lines.append(f"tokens    {r.tokens_used.total_tokens}")
+    _emit(state, r, "\n".join(lines))
+    if not r.success:
+        ctx.exit(1)
+
+
+@knowledge.command("facts")
+@click.argument("agent_id")
+@click.option("--entity", "entity_keys", multiple=True, help="Only facts linked to this entity key (repeatable).")
+@click.option("--all", "include_inactive", is_flag=True, help="Include closed, invalidated and expired facts.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.pass_context
+def facts_cmd(ctx, agent_id, entity_keys, include_inactive, limit) -> None:
+    """List the agent's current facts (newest first)."""
+    state = _state(ctx)
+    km = _open_km(state, create=False)
+    try:
+        rows = km.get_all(agent_id, limit=limit, entity_keys=list(entity_keys) or None, include_inactive=include_inactive)
+    finally:
+        km.close()
+    human = "\n".join(f"{f.fact_id}  {f.status:11s} {f.entity_key}  {f.fact_text}" for f in rows) or "(no facts)"
+    _emit(state, rows, human)
+
+
+@knowledge.command("entities")
+@click.argument("agent_id")
+@click.option("--all", "include_inactive", is_flag=True, help="Include inactive (merged) entities.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.pass_context
+def entities_cmd(ctx, agent_id, include_inactive, limit) -> None:
+    """List the agent's entities (most recently seen first)."""
+    state = _state(ctx)
+    km = _open_km(state, create=False)
+    try:
+        rows = km.entities(agent_id, limit=limit, include_inactive=include_inactive)
+    finally:
+        km.close()
+    human = "\n".join(
+        f"{e.canonical_key:32s} {e.display_name or '':24s} facts={e.fact_count}" + (f"  aliases={', '.join(e.aliases)}" if e.aliases else "")
+        for e in rows
+    ) or "(no entities)"
+    _emit(state, rows, human)
+
+
+@knowledge.command("history")
+@click.argument("agent_id")
+@click.argument("fact_id")
+@click.pass_context
+def history_cmd(ctx, agent_id, fact_id) -> None:
+    """The version chain of FACT_ID, oldest first."""
+    state = _state(ctx)
+    km = _open_km(state, create=False)
+    try:
+        rows = km.history(agent_id, fact_id)
+    finally:
+        km.close()
+    if not rows:
+        raise click.ClickException(f"no fact {fact_id} for agent {agent_id}")
+    human = "\n".join(
+        f"{f.fact_id}  {f.status:11s} valid {f.valid_from.isoformat()} .. {f.valid_to.isoformat() if f.valid_to else 'now'}  {f.fact_text}"
+        for f in rows
+    )
+    _emit(state, rows, human)
