@@ -31,6 +31,7 @@ import click
 from .embedders import EmbeddingServiceError, HashEmbedder, OpenAICompatibleEmbedder
 from .errors import StoreError
 from .normalize import DEFAULT_STORE_ID, validate_store_id
+from .oracle.cli import db as oracle_db_group
 from .types import NOT_SET, PROFILE_TYPES, RECORD_TYPES, MessageRecord, PendingRecordBatch, Record
 
 __all__ = ["main", "cli"]
@@ -1081,22 +1082,8 @@ def stores_drop(state: State, store_id: str, yes: bool) -> None:
         click.echo(f"dropped store {sid}")
 
 
-def _register_oracle_group() -> None:
-    """Add ``oramem db`` (the Oracle DBA commands) when ``oramem.oracle.cli`` exists.
-
-    Only the absence of that module is tolerated; an ImportError raised *inside* it (a
-    missing dependency, a bug) propagates so it is never hidden.
-    """
-    import importlib.util
-
-    if importlib.util.find_spec("oramem.oracle.cli") is None:
-        return
-    from .oracle.cli import db
-
-    cli.add_command(db)
-
-
-_register_oracle_group()
+# The Oracle DBA commands: ``oramem db install|upgrade|uninstall|status|doctor``.
+cli.add_command(oracle_db_group)
 
 
 def main() -> None:

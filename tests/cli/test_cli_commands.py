@@ -241,11 +241,12 @@ def test_cli_keeps_a_stores_retention_and_settings(run, db):
     assert [h["record"]["id"] for h in jrun(run, "search", "default")] == [rid]
 
 
-def test_oracle_db_group_is_registered_when_its_module_exists():
-    import importlib.util
+def test_oracle_db_group_is_registered(run):
+    from oramem.oracle.cli import db
 
-    present = importlib.util.find_spec("oramem.oracle.cli") is not None
-    assert ("db" in cli.commands) == present
+    assert cli.commands["db"] is db
+    out = run("db", "--help", db_path=None).stdout
+    assert "install" in out and "doctor" in out
 
 
 def test_a_file_that_is_not_a_database_is_a_clean_error(run, tmp_path):
