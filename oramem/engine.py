@@ -32,6 +32,10 @@ DeletionHook = Callable[[Any, DeletionEvent], None]
 class Engine(abc.ABC):
     """Persistence for one store (one ``memory_store_id``)."""
 
+    #: True for engines that can only be driven through the ``*_async`` methods (an
+    #: async Oracle pool); the store then opens on its first async call.
+    is_async: bool = False
+
     # -- lifecycle ---------------------------------------------------------------------
     @abc.abstractmethod
     def open(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:

@@ -242,7 +242,7 @@ class OracleMemoryStore(IMemoryStore):
         self._policy = policy
         self._norm: Optional[Normalizer] = None
         self._open_lock: Optional[asyncio.Lock] = None
-        if not getattr(engine, "async_only", False):
+        if not engine.is_async:
             self._opened(engine.open(self._requested, policy))
 
     # -- opening ---------------------------------------------------------------------------
@@ -542,6 +542,12 @@ def _check_embedder(embedder: Any) -> Any:
     return embedder
 
 
+def _is_db_embedder(embedder: Any) -> bool:
+    from .oracle.embedder import OracleDBEmbedder
+
+    return isinstance(embedder, OracleDBEmbedder)
+
+
 class SQLiteMemoryStore(OracleMemoryStore):
     """The embedded engine: one SQLite file (or ``":memory:"``) holding any number of
     stores. Creates what it needs by default (``CREATE_IF_NECESSARY``).
@@ -619,8 +625,10 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 "table_name_prefix is deprecated; use memory_store_id", DeprecationWarning, stacklevel=2
             )
             memory_store_id = table_name_prefix
+        # A HYBRID store embeds queries in the database with the embedder's ONNX model.
+        model = getattr(embedder, "model_name", None) if _is_db_embedder(embedder) else None
         super().__init__(
-            OracleEngine(pool),
+            OracleEngine(pool, embedding_model=model),
             embedder=embedder,
             schema_policy=schema_policy,
             vector_dim=vector_dim,
