@@ -34,7 +34,7 @@ class Engine(abc.ABC):
 
     #: True for engines that can only be driven through the ``*_async`` methods (an
     #: async Oracle pool); the store then opens on its first async call.
-    is_async: bool = False
+    async_only: bool = False
 
     # -- lifecycle ---------------------------------------------------------------------
     @abc.abstractmethod

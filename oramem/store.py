@@ -242,7 +242,7 @@ class OracleMemoryStore(IMemoryStore):
         self._policy = policy
         self._norm: Optional[Normalizer] = None
         self._open_lock: Optional[asyncio.Lock] = None
-        if not engine.is_async:
+        if not engine.async_only:
             self._opened(engine.open(self._requested, policy))
 
     # -- opening ---------------------------------------------------------------------------

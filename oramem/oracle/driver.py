@@ -327,6 +327,11 @@ class OracleEngine(Engine):
         return self._kind in ("async_pool", "async_conn")
 
     @property
+    def async_only(self) -> bool:  # type: ignore[override]
+        """Engine seam: an async source can only be driven by the ``*_async`` methods."""
+        return self.is_async
+
+    @property
     def memory_store_id(self) -> Optional[str]:
         """The store id in force after :meth:`open` (upper-cased by the database)."""
         return self._store_id
