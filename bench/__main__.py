@@ -20,6 +20,8 @@ def main(argv=None) -> int:
     run.add_argument("--k", type=int, default=10)
     run.add_argument("--systems", default=",".join(ADAPTERS), help=f"comma-separated subset of {','.join(ADAPTERS)}")
     run.add_argument("--timeout", type=int, default=900, help="seconds per worker process")
+    run.add_argument("--blas-threads", type=int, default=None,
+                     help="set OPENBLAS/OMP/MKL_NUM_THREADS for every worker (default: inherit)")
     run.add_argument("--keep", action="store_true", help="keep the stores and corpus under OUT/raw/")
 
     report = sub.add_parser("report", help="rebuild the markdown table and charts from OUT/summary-*.json")
@@ -49,7 +51,7 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(ADAPTERS)}")
         run_all(args.size or [10_000, 100_000], args.dim, args.out, systems, args.queries, args.k, args.timeout,
-                keep=args.keep, log=lambda m: print(m, flush=True))
+                keep=args.keep, log=lambda m: print(m, flush=True), blas_threads=args.blas_threads)
     for path in write_report(args.out):
         print(f"wrote {path}")
     return 0

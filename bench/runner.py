@@ -82,6 +82,18 @@ def machine() -> dict[str, Any]:
     }
 
 
+def code_state() -> dict[str, Any]:
+    """The commit measured, and whether oramem/ had uncommitted changes at the time."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "oramem"], cwd=root, capture_output=True,
+                               text=True).stdout.split("\n")
+        return {"commit": head or None, "oramem_uncommitted": [line[3:] for line in dirty if line.strip()]}
+    except OSError as exc:
+        return {"commit": None, "error": str(exc)}
+
+
 # -- ground truth -------------------------------------------------------------------------
 def ground_truth(corpus: Corpus, queries: Queries, k: int) -> dict[str, list[list[int]]]:
     """Exact top-k (float64 dot products of the unit vectors) for each vector mode."""
@@ -137,6 +149,12 @@ def worker(phase: str, system: str, data_path: str, workdir: str, out_path: str,
     try:
         adapter.check()
         result["version"] = getattr(adapter, "version", None)
+        try:
+            from threadpoolctl import threadpool_info
+
+            result["blas_threads"] = {i.get("internal_api"): i.get("num_threads") for i in threadpool_info()}
+        except Exception:
+            pass
         result["description"] = adapter.description
         if phase == "build":
             _build(adapter, corpus, queries, truth, k, result, raw)
@@ -230,12 +248,12 @@ def _open(adapter, queries, k, result) -> None:
 
 
 # -- parent ------------------------------------------------------------------------------
-def _spawn(phase, system, data_path, workdir, out_path, k, timeout) -> dict[str, Any]:
+def _spawn(phase, system, data_path, workdir, out_path, k, timeout, env=None) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "bench", "_worker", "--phase", phase, "--system", system, "--data", data_path,
            "--workdir", workdir, "--result", out_path, "--k", str(k)]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
                               cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     except subprocess.TimeoutExpired:
         return {"summary": {"system": system, "status": f"not measured: {phase} exceeded {timeout}s"}, "raw_ns": {}}
@@ -251,7 +269,13 @@ def _spawn(phase, system, data_path, workdir, out_path, k, timeout) -> dict[str,
 
 
 def run(sizes: list[int], dim: int, out_dir: str, systems: list[str], n_queries: int, k: int,
-        timeout: int, keep: bool = False, log=print) -> list[str]:
+        timeout: int, keep: bool = False, log=print, blas_threads: Optional[int] = None) -> list[str]:
+    env = None
+    if blas_threads is not None:
+        # only the worker processes: every system's BLAS/OpenMP pool gets the same size
+        env = dict(os.environ)
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[name] = str(blas_threads)
     raw_dir = os.path.join(out_dir, "raw")
     os.makedirs(raw_dir, exist_ok=True)
     written = []
@@ -275,11 +299,11 @@ def run(sizes: list[int], dim: int, out_dir: str, systems: list[str], n_queries:
         raw_all = {}
         for system in systems:
             workdir = os.path.join(base, "stores", system)
-            build = _spawn("build", system, data_path, workdir, os.path.join(base, f"{system}.build.json"), k, timeout)
+            build = _spawn("build", system, data_path, workdir, os.path.join(base, f"{system}.build.json"), k, timeout, env)
             summary = build["summary"]
             raw_all[system] = build.get("raw_ns", {})
             if summary.get("status") == "ok":
-                opened = _spawn("open", system, data_path, workdir, os.path.join(base, f"{system}.open.json"), k, timeout)
+                opened = _spawn("open", system, data_path, workdir, os.path.join(base, f"{system}.open.json"), k, timeout, env)
                 if opened["summary"].get("status") == "ok":
                     summary["open"] = opened["summary"]["open"]
                 else:
@@ -302,6 +326,8 @@ def run(sizes: list[int], dim: int, out_dir: str, systems: list[str], n_queries:
             "loadavg_before": load_before,
             "loadavg_after": loadavg(),
             "machine": machine(),
+            "blas_threads_forced": blas_threads,
+            "code": code_state(),
             "systems": results,
         }
         path = os.path.join(out_dir, f"summary-{size}x{dim}.json")

@@ -191,7 +191,8 @@ class AnnIndex:
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path: str) -> None:
-        """Write the index to ``path`` (a file the caller owns, e.g. beside the database)."""
+        """Write the index to ``path`` (a file the caller owns, e.g. beside the database;
+        the hnswlib backend also writes ``path + ".live.npy"``)."""
         self._impl.save(path)
 
     @classmethod
@@ -315,6 +316,8 @@ class _Hnswlib:
 
     def save(self, path: str) -> None:
         self.index.save_index(path)
+        # hnswlib keeps deleted labels in its file and cannot list the live ones cheaply
+        np.save(path + ".live.npy", np.fromiter(self.live, dtype=np.int64, count=len(self.live)))
 
     def load(self, path: str) -> None:
         import hnswlib
@@ -322,13 +325,4 @@ class _Hnswlib:
         self.index = hnswlib.Index(space="cosine", dim=self.dim)
         self.index.load_index(path, allow_replace_deleted=True)
         self.index.set_ef(self.config.expansion_search)
-        labels = self.index.get_ids_list()
-        deleted = set()
-        # hnswlib keeps deleted labels in the list; a query-free way to tell them apart
-        # does not exist, so probe with get_items, which raises for deleted labels
-        for label in labels:
-            try:
-                self.index.get_items([label])
-            except RuntimeError:
-                deleted.add(int(label))
-        self.live = {int(label) for label in labels} - deleted
+        self.live = set(np.load(path + ".live.npy").tolist())
