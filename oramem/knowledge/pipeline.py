@@ -414,13 +414,18 @@ class WriteRun:
         self._alias_to_name = alias_to_name
         # identity relations never become edges: the second name becomes an alias of the first
         for r in raw_rels:
+            if normalize_rel_type(r.get("rel_type")) in IDENTITY_REL_TYPES:
+                src = self.rewrite(r["source"].strip())
+                tgt = self.rewrite(r["target"].strip())
+                if norm(src) != norm(tgt) and norm(tgt) not in alias_to_name:
+                    alias_to_name[norm(tgt)] = src
+                    self.identity_aliases.append((tgt, src))
+        for r in raw_rels:
             rt = normalize_rel_type(r.get("rel_type"))
+            if rt in IDENTITY_REL_TYPES:
+                continue
             src = self.rewrite(r["source"].strip())
             tgt = self.rewrite(r["target"].strip())
-            if rt in IDENTITY_REL_TYPES:
-                if norm(src) != norm(tgt):
-                    self.identity_aliases.append((tgt, src))
-                continue
             if not rt:
                 self.warn(f"relation dropped: empty rel_type between {src!r} and {tgt!r}")
                 continue
