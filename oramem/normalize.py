@@ -148,9 +148,11 @@ def _check_metadata(value: Any, argument: str) -> Optional[dict]:
         raise TypeError(f"{argument} must be a dict or None, got {type(value).__name__}")
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        copy = json.loads(text)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{argument} must be JSON-serialisable with string keys and finite numbers: {exc}") from None
-    copy = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{argument} nests too deeply to be stored as JSON") from None
     if any(not isinstance(k, str) for k in value.keys()):
         raise TypeError(f"{argument} keys must be strings")
     if "\\u0000" in text and _has_nul(copy):
