@@ -132,7 +132,10 @@ def format_time(dt: datetime) -> str:
     """Canonical time text: UTC, microseconds, ``+00:00`` (sorts lexically)."""
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    try:
+        return dt.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    except OverflowError:
+        raise ValueError(f"{dt.isoformat()} is outside the years 1-9999 once converted to UTC") from None
 
 
 def _check_text(value: Any, argument: str) -> Optional[str]:
