@@ -18,6 +18,8 @@ def main(argv=None) -> int:
     run.add_argument("--out", default="bench/results/")
     run.add_argument("--queries", type=int, default=200, help="timed queries per measurement")
     run.add_argument("--k", type=int, default=10)
+    run.add_argument("--budget", type=float, default=20.0,
+                     help="seconds per query mode; a slower system stops there (at least 50 queries)")
     run.add_argument("--systems", default=",".join(ADAPTERS), help=f"comma-separated subset of {','.join(ADAPTERS)}")
     run.add_argument("--timeout", type=int, default=900, help="seconds per worker process")
     run.add_argument("--blas-threads", type=int, default=None,
@@ -34,12 +36,13 @@ def main(argv=None) -> int:
     w.add_argument("--workdir", required=True)
     w.add_argument("--result", required=True)
     w.add_argument("--k", type=int, default=10)
+    w.add_argument("--budget", type=float, default=20.0)
 
     args = parser.parse_args(argv)
     if args.command == "_worker":
         from .runner import worker
 
-        worker(args.phase, args.system, args.data, args.workdir, args.result, args.k)
+        worker(args.phase, args.system, args.data, args.workdir, args.result, args.k, args.budget)
         return 0
     from .report import write_report
 
@@ -51,7 +54,7 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(ADAPTERS)}")
         run_all(args.size or [10_000, 100_000], args.dim, args.out, systems, args.queries, args.k, args.timeout,
-                keep=args.keep, log=lambda m: print(m, flush=True), blas_threads=args.blas_threads)
+                keep=args.keep, log=lambda m: print(m, flush=True), blas_threads=args.blas_threads, budget_s=args.budget)
     for path in write_report(args.out):
         print(f"wrote {path}")
     return 0

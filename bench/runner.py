@@ -32,6 +32,8 @@ from .corpus import TOPICS, Corpus, Queries, make_corpus, make_queries
 MODES = ("search", "search_user", "search_meta", "keyword")
 VECTOR_MODES = ("search", "search_user", "search_meta")
 WARMUP = 3
+#: a mode of a slow system stops after its time budget, with at least this many queries
+MIN_QUERIES = 50
 
 
 # -- machine -------------------------------------------------------------------------------
@@ -137,7 +139,8 @@ def _stats(ns: list[int]) -> dict[str, float]:
     }
 
 
-def worker(phase: str, system: str, data_path: str, workdir: str, out_path: str, k: int) -> None:
+def worker(phase: str, system: str, data_path: str, workdir: str, out_path: str, k: int,
+           budget_s: float = 20.0) -> None:
     with open(data_path, "rb") as f:
         data = pickle.load(f)
     corpus: Corpus = data["corpus"]
@@ -157,7 +160,7 @@ def worker(phase: str, system: str, data_path: str, workdir: str, out_path: str,
             pass
         result["description"] = adapter.description
         if phase == "build":
-            _build(adapter, corpus, queries, truth, k, result, raw)
+            _build(adapter, corpus, queries, truth, k, result, raw, budget_s)
         else:
             _open(adapter, queries, k, result)
         result["status"] = "ok"
@@ -170,7 +173,7 @@ def worker(phase: str, system: str, data_path: str, workdir: str, out_path: str,
         json.dump({"summary": result, "raw_ns": raw}, f)
 
 
-def _build(adapter, corpus, queries, truth, k, result, raw) -> None:
+def _build(adapter, corpus, queries, truth, k, result, raw, budget_s) -> None:
     gc.collect()
     rss0 = rss_bytes()
     adapter.create()
@@ -189,11 +192,15 @@ def _build(adapter, corpus, queries, truth, k, result, raw) -> None:
             for i in range(WARMUP):
                 _call(adapter, mode, queries, i, k)
             times, found = [], []
+            deadline = time.perf_counter() + budget_s
             for i in range(len(queries)):
                 t = time.perf_counter_ns()
                 rows = _call(adapter, mode, queries, i, k)
                 times.append(time.perf_counter_ns() - t)
                 found.append(rows)
+                # slow systems: stop at the time budget, but never below MIN_QUERIES
+                if len(times) >= MIN_QUERIES and time.perf_counter() > deadline:
+                    break
         except Unsupported as exc:
             result["queries"][mode] = {"status": f"n/a: {exc}"}
             continue
@@ -248,9 +255,9 @@ def _open(adapter, queries, k, result) -> None:
 
 
 # -- parent ------------------------------------------------------------------------------
-def _spawn(phase, system, data_path, workdir, out_path, k, timeout, env=None) -> dict[str, Any]:
+def _spawn(phase, system, data_path, workdir, out_path, k, timeout, env=None, budget_s=20.0) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "bench", "_worker", "--phase", phase, "--system", system, "--data", data_path,
-           "--workdir", workdir, "--result", out_path, "--k", str(k)]
+           "--workdir", workdir, "--result", out_path, "--k", str(k), "--budget", str(budget_s)]
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
@@ -269,7 +276,8 @@ def _spawn(phase, system, data_path, workdir, out_path, k, timeout, env=None) ->
 
 
 def run(sizes: list[int], dim: int, out_dir: str, systems: list[str], n_queries: int, k: int,
-        timeout: int, keep: bool = False, log=print, blas_threads: Optional[int] = None) -> list[str]:
+        timeout: int, keep: bool = False, log=print, blas_threads: Optional[int] = None,
+        budget_s: float = 20.0) -> list[str]:
     env = None
     if blas_threads is not None:
         # only the worker processes: every system's BLAS/OpenMP pool gets the same size
@@ -299,7 +307,7 @@ def run(sizes: list[int], dim: int, out_dir: str, systems: list[str], n_queries:
         raw_all = {}
         for system in systems:
             workdir = os.path.join(base, "stores", system)
-            build = _spawn("build", system, data_path, workdir, os.path.join(base, f"{system}.build.json"), k, timeout, env)
+            build = _spawn("build", system, data_path, workdir, os.path.join(base, f"{system}.build.json"), k, timeout, env, budget_s)
             summary = build["summary"]
             raw_all[system] = build.get("raw_ns", {})
             if summary.get("status") == "ok":
@@ -321,6 +329,7 @@ def run(sizes: list[int], dim: int, out_dir: str, systems: list[str], n_queries:
             "dim": dim,
             "k": k,
             "queries_per_measurement": n_queries,
+            "mode_budget_s": budget_s,
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "wall_s": round(time.time() - started, 1),
             "loadavg_before": load_before,

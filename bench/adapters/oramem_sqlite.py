@@ -74,3 +74,21 @@ class OramemSQLite(Adapter):
 
     def keyword(self, text, k):
         return self._ids(self.store.search(text, k=k, strategy="keyword"))
+
+
+class OramemSQLiteVector(OramemSQLite):
+    """The same engine with a VECTOR-only store (no FTS5 index to maintain): shows what
+    keyword capability costs at insert time."""
+
+    name = "oramem-vec"
+    description = "oramem SQLiteMemoryStore, VECTOR-only store (no FTS5), exact search via the public API"
+
+    def _store(self):
+        from oramem import SQLiteMemoryStore
+
+        return SQLiteMemoryStore(self.path, vector_dim=self.dim, search_strategy="vector")
+
+    def keyword(self, text, k):
+        from .base import Unsupported
+
+        raise Unsupported("VECTOR-only store (keyword needs a HYBRID or KEYWORD store)")
