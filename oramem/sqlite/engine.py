@@ -44,6 +44,11 @@ def _is_memory(path: str) -> bool:
     return path in ("", ":memory:") or path.startswith("file::memory:")
 
 
+def _sql_limit(limit: Optional[int]) -> Optional[int]:
+    """A LIMIT SQLite can bind: one beyond 64 bits means "all rows"."""
+    return None if limit is None or limit > 2**63 - 1 else limit
+
+
 def _utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
 
@@ -206,19 +211,21 @@ class SQLiteEngine(Engine):
     def list(self, request: ListRequest) -> list[Record]:
         if request.limit is not None and request.limit <= 0:
             return []
+        limit_value = _sql_limit(request.limit)
         where = Where().add("r.record_type = :type", type=request.record_type).visible(self._now())
         where.scopes(request.thread, request.user, request.agent, profiles=False).metadata(request.metadata_filter)
-        limit = "" if request.limit is None else "LIMIT :limit"
+        limit = "" if limit_value is None else "LIMIT :limit"
         with self._read("list") as (conn, t, _):
             rows = conn.execute(
                 f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE {where.sql()} ORDER BY r.seq DESC {limit}",
-                {**where.params, "limit": request.limit},
+                {**where.params, "limit": limit_value},
             ).fetchall()
         return [to_record(row) for row in reversed(rows)]
 
     def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> list[Record]:
         if last_n is not None and last_n <= 0:
             return []
+        last_n = _sql_limit(last_n)
         where = Where().add("r.record_type = 'message' AND r.thread_id = :tid", tid=thread_id).visible(self._now())
         limit = "" if last_n is None else "LIMIT :limit"
         with self._read("list_thread_messages") as (conn, t, _):
