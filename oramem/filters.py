@@ -163,7 +163,13 @@ def _operators(ops: Mapping[str, Any], where: str, depth: int) -> dict[str, Any]
 
 
 def _scalar(value: Any, where: str) -> Any:
-    if value is None or isinstance(value, (str, bool, int)):
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)
+        except OverflowError:
+            raise ValueError(f"metadata_filter: {where!r} has a number beyond the float range") from None
+        return value
+    if value is None or isinstance(value, (str, bool)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -191,18 +197,20 @@ def _scalar_list(value: Any, where: str) -> list[Any]:
 def _exact(value: Any, where: str) -> Any:
     """A raw value matched exactly: a scalar, or a (nested) list of JSON values."""
     if isinstance(value, (list, tuple)):
-        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_json_value(v, f"{where}[{i}]", 1) for i, v in enumerate(value)]
     return _scalar(value, where)
 
 
-def _json_value(value: Any, where: str) -> Any:
+def _json_value(value: Any, where: str, depth: int) -> Any:
+    if isinstance(value, (list, tuple, Mapping)) and depth >= MAX_FILTER_DEPTH:
+        raise ValueError(f"metadata_filter: the value at {where!r} nests deeper than {MAX_FILTER_DEPTH} levels")
     if isinstance(value, (list, tuple)):
-        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_json_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"metadata_filter: {where!r} has a non-string key {k!r}")
-            out[k] = _json_value(v, f"{where}.{k}")
+            out[k] = _json_value(v, f"{where}.{k}", depth + 1)
         return out
     return _scalar(value, where)
