@@ -118,24 +118,29 @@ def recheck(run: WriteRun, conn: sa.Connection) -> None:
     for d in run.decisions:
         if d.target is not None:
             d.target = current[d.target["id"]]
-    # an ADD that a concurrent write already stored becomes a NOOP on the stored row
+    # an ADD that a concurrent write already stored becomes a NOOP on the stored row (same
+    # subject, same text: what concurrent writes of one extraction produce); indexed by
+    # (agent_id, entity_key, valid_to), never a scan of the subject's facts
     adds = [d for d in run.decisions if d.action == "ADD"]
     if adds:
         f = t.fact
         keys = sorted({d.fact.subject_key for d in adds})
+        texts = sorted({d.fact.fact for d in adds})
         cols = [c for c in f.c if c.name != "embedding_vec"]
         existing: dict[tuple[str, str], dict] = {}
         for batch in reads.chunked(keys):
-            q = sa.select(*cols).where(
-                f.c.agent_id == run.agent_id, f.c.entity_key.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)
-            ).order_by(f.c.created_at, f.c.id)
-            for r in conn.execute(q).mappings():
-                r = dict(r)
-                if not reads.is_expired(r, run.now):
-                    existing.setdefault((r["entity_key"], norm(r["fact_text"])), r)
+            for tbatch in reads.chunked(texts):
+                q = sa.select(*cols).where(
+                    f.c.agent_id == run.agent_id, f.c.entity_key.in_(batch), f.c.valid_to.is_(None),
+                    f.c.invalidated_at.is_(None), f.c.fact_text.in_(tbatch),
+                ).order_by(f.c.created_at, f.c.id)
+                for r in conn.execute(q).mappings():
+                    r = dict(r)
+                    if not reads.is_expired(r, run.now):
+                        existing.setdefault((r["entity_key"], r["fact_text"]), r)
         taken = {d.target["id"] for d in run.decisions if d.target is not None}
         for d in adds:
-            hit = existing.get((d.fact.subject_key, norm(d.fact.fact)))
+            hit = existing.get((d.fact.subject_key, d.fact.fact))
             if hit is not None and hit["id"] not in taken:
                 d.action, d.target, d.fact.new_id = "NOOP", hit, None
                 taken.add(hit["id"])
@@ -519,20 +524,28 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
 
 
 def recount(conn: sa.Connection, t, agent_id: str, keys: set[str], now: datetime) -> None:
+    """``fact_count`` = the exact number of distinct current facts linked: counted in SQL;
+    only facts with a TTL are fetched to apply expiry."""
     lk, f = t.link, t.fact
+    base = (
+        lambda batch: sa.select(lk.c.entity_key)
+        .select_from(lk.join(f, f.c.id == lk.c.fact_id))
+        .where(lk.c.agent_id == agent_id, lk.c.entity_key.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
+    )
     for batch in reads.chunked(sorted(keys)):
-        rows = conn.execute(
-            sa.select(lk.c.entity_key, f.c.id, f.c.ingested_at, f.c.ttl_days)
-            .select_from(lk.join(f, f.c.id == lk.c.fact_id))
-            .where(lk.c.agent_id == agent_id, lk.c.entity_key.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
-        ).mappings()
-        counts = {k: set() for k in batch}
-        for r in rows:
-            if not reads.is_expired(dict(r), now):
-                counts[r["entity_key"]].add(r["id"])
-        for k, ids in counts.items():
+        counts = {k: 0 for k in batch}
+        q = base(batch).where(f.c.ttl_days.is_(None)).add_columns(sa.func.count(sa.distinct(f.c.id))).group_by(lk.c.entity_key)
+        for key, n in conn.execute(q):
+            counts[key] += int(n)
+        q = base(batch).where(f.c.ttl_days.is_not(None)).add_columns(f.c.id, f.c.ingested_at, f.c.ttl_days)
+        seen: set[tuple[str, str]] = set()
+        for r in conn.execute(q).mappings():
+            if (r["entity_key"], r["id"]) not in seen and not reads.is_expired(dict(r), now):
+                seen.add((r["entity_key"], r["id"]))
+                counts[r["entity_key"]] += 1
+        for k, n in counts.items():
             conn.execute(
-                sa.update(t.entity).where(t.entity.c.agent_id == agent_id, t.entity.c.canonical_key == k).values(fact_count=len(ids))
+                sa.update(t.entity).where(t.entity.c.agent_id == agent_id, t.entity.c.canonical_key == k).values(fact_count=n)
             )
 
 

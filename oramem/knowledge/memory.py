@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
+from concurrent.futures import ThreadPoolExecutor
 import inspect
 import logging
 import time
@@ -112,6 +114,7 @@ class KnowledgeMemory:
         with self._backend.lock():
             apply_schema_policy(self._backend.sa_engine, self._tables, SchemaPolicy.coerce(policy, "schema_policy"))
         self._closed = False
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oramem-kg")
         if self._backend.dialect_name == "sqlite":
             store.register_deletion_hook(self._deletion_hook)
 
@@ -120,6 +123,7 @@ class KnowledgeMemory:
         """Release this layer's connections (the store stays open; close it yourself)."""
         if not self._closed:
             self._closed = True
+            self._executor.shutdown(wait=True)
             self._backend.close()
 
     async def close_async(self) -> None:
@@ -139,12 +143,33 @@ class KnowledgeMemory:
             raise TypeError(f"clock returned {type(moment).__name__}, not a datetime")
         return to_utc(moment)
 
+    async def _in_thread(self, fn, *args, **kwargs):
+        """Run blocking database work on this instance's worker pool (created once, so
+        sync twins, which each run their own event loop, do not start threads per call);
+        the caller's context variables (``fail_at``) go along."""
+        ctx = contextvars.copy_context()
+        call = functools.partial(fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, ctx.run, call)
+
+    async def _search(self, **kwargs):
+        """Store search: on SQLite the sync call on the worker pool; elsewhere the store's
+        async twin (python-oracledb's native asyncio)."""
+        if self._backend.dialect_name == "sqlite":
+            return await self._in_thread(self._store.search, **kwargs)
+        return await self._store.search_async(**kwargs)
+
+    async def _embed(self, texts: list, is_query: bool):
+        emb = self._embedder
+        if hasattr(emb, "embed"):
+            return await self._in_thread(emb.embed, texts, is_query=is_query)
+        return await emb.embed_async(texts, is_query=is_query)
+
     async def _read(self, fn):
         def run():
             with self._backend.read() as conn:
                 return fn(conn)
 
-        return await asyncio.to_thread(run)
+        return await self._in_thread(run)
 
     # -- write ---------------------------------------------------------------------------------
     async def write_async(
@@ -249,11 +274,11 @@ class KnowledgeMemory:
         result = None
         for attempt in (1, 2):
             if run.dry_run:
-                result = await asyncio.to_thread(self._dry_run_result, run)
+                result = await self._in_thread(self._dry_run_result, run)
                 break
             trace = self._trace(run, "ok")
             try:
-                rel_out = await asyncio.to_thread(
+                rel_out = await self._in_thread(
                     commit_mod.commit_write, run, event_mode=event_mode, trace=trace,
                     with_event_record=event_mode == "insert",
                 )
@@ -332,7 +357,7 @@ class KnowledgeMemory:
         keep = run.cfg.on_extraction_failure == "keep_event" and not run.dry_run
         if keep:
             trace = self._trace(run, "extraction_failed", error)
-            await asyncio.to_thread(commit_mod.commit_event_only, run, trace=trace, event_mode=event_mode)
+            await self._in_thread(commit_mod.commit_event_only, run, trace=trace, event_mode=event_mode)
             result.event_id = run.event_id
         result.duration_ms = (time.perf_counter() - started) * 1000.0
         return result
@@ -592,7 +617,7 @@ class KnowledgeMemory:
             with self._backend.write("knowledge update", agent_id) as conn:
                 return fn(conn)
 
-        return await asyncio.to_thread(run)
+        return await self._in_thread(run)
 
     async def fulfill_intention_async(self, agent_id: str, intention_id: str, outcome_note: Optional[str] = None) -> bool:
         validate_agent_id(agent_id)
@@ -654,7 +679,7 @@ class KnowledgeMemory:
                     self._store.delete("fact", fid)
                 return True
 
-        return await asyncio.to_thread(run)
+        return await self._in_thread(run)
 
     delete = _sync_twin(delete_async)
 
@@ -678,7 +703,7 @@ class KnowledgeMemory:
                     self._store.delete("message", eid)
                 return len(fact_ids)
 
-        return await asyncio.to_thread(run)
+        return await self._in_thread(run)
 
     delete_all = _sync_twin(delete_all_async)
 

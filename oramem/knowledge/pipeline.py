@@ -228,7 +228,7 @@ class WriteRun:
             with self.backend.read() as conn:
                 return fn(conn)
 
-        return await asyncio.to_thread(run)
+        return await self.km._in_thread(run)
 
     async def embed(self, texts: list[str], is_query: bool = False) -> np.ndarray:
         """KC-7.6: an exception, a wrong count or a wrong dimension is ``EmbeddingError``."""
@@ -236,10 +236,7 @@ class WriteRun:
             return np.zeros((0, self.km._dim), dtype=np.float32)
         emb = self.km._embedder
         try:
-            if hasattr(emb, "embed_async"):
-                out = await emb.embed_async(list(texts), is_query=is_query)
-            else:
-                out = await asyncio.to_thread(emb.embed, list(texts), is_query=is_query)
+            out = await self.km._embed(list(texts), is_query)
             arr = np.asarray(out, dtype=np.float32)
         except EmbeddingError:
             raise
@@ -295,7 +292,7 @@ class WriteRun:
             e = ents[k]
             item = {"entity_key": k, "display_name": e["display_name"], "summary": e["summary_text"], "facts": []}
             if not e["summary_text"]:
-                hits2 = await self.km._store.search_async(
+                hits2 = await self.km._search(
                     query_vector=self.event_vec,
                     k=per_entity,
                     agent_id=self.agent_id,
@@ -561,6 +558,24 @@ class WriteRun:
         t0 = time.perf_counter()
         names = self._names_to_resolve()
         to_embed = [n for n in names if not self.is_self(n)]
+        # one batched read for the exact phase of every name (aliases, key slugs, entities)
+        t = self.t
+        norms = [norm(n) for n in to_embed]
+        slugs = [slug(n) for n in to_embed]
+
+        def prefetch(conn):
+            aliases = reads.lookup_aliases(conn, t, self.agent_id, norms)
+            by_slug = reads.entities_by_slugs(conn, t, self.agent_id, slugs)
+            keys = {k for k, _ in aliases.values()} | {r["canonical_key"] for rs in by_slug.values() for r in rs}
+            keys.add(self.speaker_key)
+            return aliases, by_slug, reads.load_entities(conn, t, self.agent_id, keys)
+
+        self._alias_cache, self._slug_cache, known = await self.read(prefetch)
+        self._prefetched_slugs = set(slugs)
+        self._prefetched_norms = set(norms)
+        if not hasattr(self, "_known_entities"):
+            self._known_entities = {}
+        self._known_entities.update(known)
         vecs = await self.embed(to_embed) if to_embed else np.zeros((0, self.km._dim), np.float32)
         self.name_vecs = {norm(n): vecs[i] for i, n in enumerate(to_embed)}
         for name in names:
@@ -634,7 +649,7 @@ class WriteRun:
         t = self.t
         # 0 speaker
         if self.is_self(name):
-            if self.speaker_key not in self.created:
+            if self.speaker_key not in self.created and self.speaker_key not in self._known_entities:
                 rows = await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [self.speaker_key]))
                 if rows:
                     self._known_entities.update(rows)
@@ -649,19 +664,27 @@ class WriteRun:
                 return self._record(name, key, "exact")
         if n in self.alias_regs:
             return self._record(name, self.alias_regs[n][0], "exact")
-        hit = await self.read(lambda c: reads.lookup_aliases(c, t, self.agent_id, [n]))
+        if n in getattr(self, "_prefetched_norms", ()):
+            hit = self._alias_cache  # prefetched in resolve_all (a miss there is a miss here)
+        else:
+            hit = await self.read(lambda c: reads.lookup_aliases(c, t, self.agent_id, [n]))
         if n in hit:
             key = hit[n][0]
-            rows = await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [key]))
-            if key in rows and rows[key]["is_active"]:
-                self._known_entities.update(rows)
+            if key not in self._known_entities:
+                self._known_entities.update(await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [key])))
+            if key in self._known_entities and self._known_entities[key]["is_active"]:
                 return self._record(name, key, "exact")
         if s:
-            by_slug = await self.read(lambda c: reads.entities_by_slug(c, t, self.agent_id, s))
+            if s in getattr(self, "_prefetched_slugs", ()):
+                by_slug = self._slug_cache.get(s, [])
+            else:
+                by_slug = await self.read(lambda c: reads.entities_by_slug(c, t, self.agent_id, s))
             if by_slug:
                 pick = next((r for r in by_slug if r["entity_type"] == mention_type), by_slug[0])
-                rows = await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [pick["canonical_key"]]))
-                self._known_entities.update(rows)
+                if pick["canonical_key"] not in self._known_entities:
+                    self._known_entities.update(
+                        await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [pick["canonical_key"]]))
+                    )
                 return self._record(name, pick["canonical_key"], "exact")
         vec = self.name_vecs.get(n)
         llm_candidates: list[dict] = []
@@ -805,7 +828,7 @@ class WriteRun:
             sims: dict[str, float] = {}
             per_fact_best: dict[int, float] = {}
             for f in group:
-                hits = await self.km._store.search_async(
+                hits = await self.km._search(
                     query_vector=f.vec,
                     k=cfg.reconcile_candidates,
                     agent_id=self.agent_id,

@@ -70,6 +70,23 @@ def entities_by_slug(conn: sa.Connection, t: KGTables, agent_id: str, slug_value
     return [dict(r) for r in rows]
 
 
+def entities_by_slugs(conn: sa.Connection, t: KGTables, agent_id: str, slugs: list[str]) -> dict[str, list[dict]]:
+    """Batched :func:`entities_by_slug`: slug → active entities whose key's slug part equals it."""
+    e = t.entity
+    key = e.c.canonical_key
+    part = sa.func.substr(key, sa.func.instr(key, ":") + 1)
+    out: dict[str, list[dict]] = {}
+    for batch in chunked(sorted(set(s for s in slugs if s))):
+        rows = conn.execute(
+            sa.select(e.c.canonical_key, e.c.entity_type, e.c.display_name, part.label("slug_part"))
+            .where(e.c.agent_id == agent_id, e.c.is_active == True, part.in_(batch))  # noqa: E712
+            .order_by(key)
+        ).mappings()
+        for r in rows:
+            out.setdefault(r["slug_part"], []).append(dict(r))
+    return out
+
+
 def active_entities_of_type(conn: sa.Connection, t: KGTables, agent_id: str, entity_type: str, with_vec: bool) -> list[dict]:
     e = t.entity
     cols = [e.c.canonical_key, e.c.display_name, e.c.entity_type]

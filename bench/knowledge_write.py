@@ -1,0 +1,160 @@
+"""Write overhead of the knowledge layer per message, excluding LLM and embedding time,
+on an agent that already holds 10k facts (KC target: ≤ 15 ms).
+
+    python bench/knowledge_write.py [--facts 10000] [--messages 100] [--db PATH]
+
+Loads ``--facts`` facts (100 per write, over 100 entities) into a fresh SQLite store, then
+times ``--messages`` writes of 3 facts, 2 entities and 1 relation each about existing
+entities (so alias lookups, entity resolution, store vector search for reconciliation,
+the reconcile call, the commit with store records and cascades all run). LLM time (a
+ScriptedLLM, wrapped with a timer) and embedding time (a HashEmbedder, wrapped) are
+subtracted. Prints one JSON line: wall-clock overhead, and CPU overhead (process CPU time
+minus the LLM's and embedder's), which stays meaningful on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from oramem import SQLiteMemoryStore  # noqa: E402
+from oramem.knowledge import KnowledgeConfig, KnowledgeMemory  # noqa: E402
+from oramem.testing import HashEmbedder, ScriptedLLM  # noqa: E402
+
+
+class Timed:
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.cpu = 0.0
+
+
+class TimedEmbedder(HashEmbedder):
+    def __init__(self, dim: int, timer: Timed) -> None:
+        super().__init__(dim)
+        self.timer = timer
+
+    def embed(self, texts, *, is_query=False):
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return super().embed(texts, is_query=is_query)
+        finally:
+            self.timer.seconds += time.perf_counter() - t0
+            self.timer.cpu += time.process_time() - c0
+
+
+class TimedLLM(ScriptedLLM):
+    def __init__(self, routes, timer: Timed) -> None:
+        super().__init__(routes)
+        self.timer = timer
+
+    async def complete_async(self, messages, **kw):
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return await super().complete_async(messages, **kw)
+        finally:
+            self.timer.seconds += time.perf_counter() - t0
+            self.timer.cpu += time.process_time() - c0
+
+
+def time_store(store, timer: Timed) -> None:
+    """Wrap the store's record operations so the report can split layer and store cost."""
+    for name in ("search", "add_batches", "update", "get"):
+        fn = getattr(store, name)
+
+        def wrapped(*a, _fn=fn, **k):
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                return _fn(*a, **k)
+            finally:
+                timer.seconds += time.perf_counter() - t0
+                timer.cpu += time.process_time() - c0
+
+        setattr(store, name, wrapped)
+
+
+def add_all(payload):
+    return {"decisions": [{"new_fact_index": f["index"], "action": "ADD"} for f in payload["new_facts"]]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--facts", type=int, default=10_000)
+    ap.add_argument("--messages", type=int, default=100)
+    ap.add_argument("--db", default=None)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="oramem-kg-bench-")
+    path = args.db or os.path.join(tmp, "bench.db")
+    now = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
+    clock = lambda: now[0]  # noqa: E731
+    llm_t, emb_t, store_t = Timed(), Timed(), Timed()
+    emb = TimedEmbedder(384, emb_t)
+    store = SQLiteMemoryStore(path, embedder=emb, clock=clock)
+    llm = TimedLLM({"event_emotion": {"emotion": "neutral", "intensity": 0.1, "energy": "low"}, "reconcile": add_all,
+                    "resolve_entity": {"match_index": 0}}, llm_t)
+    km = KnowledgeMemory(store, llm, config=KnowledgeConfig(dedup_similarity=1.01, enable_reranker=False), clock=clock)
+    entities = [f"Person {i:03d}" for i in range(100)]
+
+    # -- load
+    t_load = time.perf_counter()
+    per = 100
+    for w in range(args.facts // per):
+        subj = entities[w % len(entities)]
+        facts = [{"subject": subj, "fact": f"{subj} note {w}-{j} token{w * per + j} item{j}", "confidence": 0.9}
+                 for j in range(per)]
+        llm.route("extract", {"entities": [{"name": subj, "type": "person"}], "facts": facts})
+        km.write("bench", f"load {w}", "Pedro")
+        now[0] += timedelta(minutes=1)
+    load_s = time.perf_counter() - t_load
+    total_facts = len(km.get_all("bench", limit=1_000_000))
+
+    # -- measure
+    samples, cpu_samples, store_samples = [], [], []
+    time_store(store, store_t)
+    for m in range(args.messages):
+        a, b = entities[m % 100], entities[(m * 7 + 3) % 100]
+        llm.route("extract", {
+            "entities": [{"name": a, "type": "person"}, {"name": b, "type": "person"}],
+            "facts": [{"subject": a, "fact": f"{a} met {b} at event {m}", "confidence": 0.9},
+                      {"subject": a, "fact": f"{a} enjoys hobby{m}", "confidence": 0.9, "attribute_key": "hobby"},
+                      {"subject": b, "fact": f"{b} moved to city{m}", "confidence": 0.9, "attribute_key": "residence"}],
+            "relations": [{"source": a, "target": b, "rel_type": "friend"}],
+        })
+        llm.calls.clear()
+        l0, e0, lc0, ec0, sc0 = llm_t.seconds, emb_t.seconds, llm_t.cpu, emb_t.cpu, store_t.cpu
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = km.write("bench", f"{a} met {b}", "Pedro")
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        assert r.success and not r.warnings, (r.error, r.warnings)
+        samples.append((wall - (llm_t.seconds - l0) - (emb_t.seconds - e0)) * 1000.0)
+        cpu_samples.append((cpu - (llm_t.cpu - lc0) - (emb_t.cpu - ec0)) * 1000.0)
+        store_samples.append((store_t.cpu - sc0) * 1000.0)
+        now[0] += timedelta(minutes=1)
+    km.close()
+    store.close()
+    out = {
+        "facts_loaded": total_facts,
+        "messages": args.messages,
+        "overhead_ms_mean": round(statistics.mean(samples), 2),
+        "overhead_ms_median": round(statistics.median(samples), 2),
+        "overhead_ms_p95": round(sorted(samples)[int(0.95 * (len(samples) - 1))], 2),
+        "cpu_overhead_ms_mean": round(statistics.mean(cpu_samples), 2),
+        "cpu_overhead_ms_median": round(statistics.median(cpu_samples), 2),
+        "of_which_store_api_cpu_ms_mean": round(statistics.mean(store_samples), 2),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "target_ms": 15,
+        "load_seconds": round(load_s, 1),
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
