@@ -65,8 +65,8 @@ class AnnConfig:
     """
 
     connectivity: int = 16
-    expansion_add: int = 128
-    expansion_search: int = 96
+    expansion_add: int = 64
+    expansion_search: int = 128
     min_rows: int = 20_000
     min_selectivity: float = 0.02
     overfetch: float = 2.0
