@@ -11,6 +11,7 @@ from .memory import KnowledgeMemory
 from .pipeline import detect_corrections
 from .providers import BaseLLMProvider, LLMProvider, LLMResult, OpenAICompatibleEmbedder, OpenAICompatibleProvider
 from .relations import normalize_rel_type
+from .scoring import compute_vitality, dynamic_importance, plan_retrieval, recency_score
 from .text import estimate_tokens
 from .types import *  # noqa: F401,F403
 from .types import __all__ as _types_all
@@ -34,6 +35,10 @@ __all__ = [
     "normalize_rel_type",
     "detect_corrections",
     "estimate_tokens",
+    "plan_retrieval",
+    "recency_score",
+    "dynamic_importance",
+    "compute_vitality",
     "tag_event_emotion",
     "tag_event_emotion_sync",
     *_types_all,
