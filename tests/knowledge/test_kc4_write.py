@@ -467,3 +467,52 @@ def test_dry_run_writes_nothing_even_entities(km, llm, store):
     for table in ("event", "fact", "entity", "alias", "relationship", "link", "registry", "intention", "session_observation"):
         assert rows(km, table) == [], table
     assert store.list("fact", limit=None) == [] and store.list("message", limit=None) == []
+
+
+# ----------------------------------------------------------------------------- KC-1.7: more write-side fields
+def test_timezone_is_read(km, llm):
+    llm.route("extract", extract([("Pedro", "person")], [{"subject": "Pedro", "fact": "Pedro has a meeting", "valid_from": "2025-02-01T09:00"}],
+                                 intentions=[{"trigger_type": "time", "trigger_condition": "on 2025-02-03",
+                                              "intended_action": "call mom", "due_date": "2025-02-03"}]))
+    r = km.write("a1", "x", "Pedro", config_overrides={"timezone": "America/Sao_Paulo"})
+    assert llm.calls_for("extract")[-1]["timezone"] == "America/Sao_Paulo"
+    assert llm.calls_for("extract")[-1]["occurred_at"] == "2025-01-01T09:00:00-03:00"
+    f = km.get("a1", r.facts_added[0]["fact_id"])
+    assert f.valid_from == datetime(2025, 2, 1, 12, tzinfo=timezone.utc)
+    assert km.intentions("a1")[0].due_date == datetime(2025, 2, 3, 3, tzinfo=timezone.utc)
+    with pytest.raises(ValueError):
+        km.write("a1", "x", "Pedro", config_overrides={"timezone": "Mars/Olympus"})
+
+
+def test_scoring_maps_and_default_are_read(km, llm):
+    llm.route("extract", extract([("Pedro", "person")], [
+        {"subject": "Pedro", "fact": "Pedro adopted a cat", "category": "specific_event", "confidence": "strong_inference"},
+        {"subject": "Pedro", "fact": "Pedro prefers mornings", "confidence": "no idea"}]))
+    r = km.write("a1", "x", "Pedro", dry_run=False, config_overrides={
+        "importance_category_map": {"specific_event": 0.33}, "confidence_level_map": {"strong_inference": 0.77},
+        "confidence_default": 0.42})
+    got = {f.fact_text: (f.importance, f.confidence, f.category) for f in km.get_all("a1")}
+    assert got["Pedro adopted a cat"] == (0.33, 0.77, "specific_event")
+    assert got["Pedro prefers mornings"] == (0.5, 0.42, None)
+
+
+def test_informed_topk_and_llm_concurrency_are_read(km, llm, clock):
+    import time as _time
+
+    from oramem.testing import Delay
+
+    llm.route("extract", extract([("Ana Souza", "person")], [("Ana Souza", f"Ana Souza fact number {w}") for w in
+                                                             ("alpha", "bravo", "charlie", "delta")]))
+    km.write("a1", "Ana Souza facts", "Pedro", config_overrides={"dedup_similarity": 1.01})
+    llm.route("extract", extract([], []))
+    km.write("a1", "Ana Souza fact number", "Pedro", config_overrides={"informed_extraction_topk": 2, "informed_min_similarity": 0.0})
+    assert len(llm.calls_for("extract")[-1]["existing_knowledge"][0]["facts"]) == 2
+    doc = "\n\n".join(f"Paragraph {i}. " + "word " * 300 for i in range(4))
+    llm.route("extract", Delay(0.2, extract([], [])))
+    t0 = _time.perf_counter()
+    km.write("a1", doc, "Pedro", config_overrides={"llm_concurrency": 1, "enable_emotion_tagging": False})
+    serial = _time.perf_counter() - t0
+    t0 = _time.perf_counter()
+    km.write("a1", doc, "Pedro", config_overrides={"llm_concurrency": 4, "enable_emotion_tagging": False})
+    parallel = _time.perf_counter() - t0
+    assert serial >= 0.2 * 3 and parallel < serial - 0.2
