@@ -320,6 +320,10 @@ def run(sizes: list[int], dim: int, out_dir: str, systems: list[str], n_queries:
             log(f"[{size}] {system}: {_one_line(summary)}")
             if not keep:
                 shutil.rmtree(workdir, ignore_errors=True)
+        for system in ADAPTERS:
+            if system not in systems:
+                results.append({"system": system, "description": ADAPTERS[system].description,
+                                "status": "not measured: not selected for this run (--systems)"})
         with open(os.path.join(base, "raw_timings_ns.json"), "w") as f:
             json.dump(raw_all, f)
         if not keep:
