@@ -69,12 +69,13 @@ def _links_of(conn: sa.Connection, t, agent_id: str, fact_ids: list[str]) -> dic
     lk = t.link
     for batch in reads.chunked(sorted(set(fact_ids))):
         rows = conn.execute(
-            sa.select(lk.c.fact_id, lk.c.entity_key, lk.c.is_primary)
-            .where(lk.c.agent_id == agent_id, lk.c.fact_id.in_(batch))
+            sa.select(lk.c.fact_id, lk.c.entity_key, lk.c.is_primary, lk.c.agent_id)
+            .where(lk.c.fact_id.in_(batch))  # by the fact_id index; the agent is checked below
             .order_by(lk.c.fact_id, sa.desc(lk.c.is_primary), lk.c.entity_key)
         )
-        for fid, key, _ in rows:
-            out.setdefault(fid, []).append(key)
+        for fid, key, _, owner in rows:
+            if owner == agent_id:
+                out.setdefault(fid, []).append(key)
     return out
 
 
@@ -84,8 +85,9 @@ def store_fact_metadata_for(conn: sa.Connection, t, agent_id: str, fact_ids: lis
     cols = [c for c in f.c if c.name != "embedding_vec"]
     rows: dict[str, dict] = {}
     for batch in reads.chunked(sorted(set(fact_ids))):
-        for r in conn.execute(sa.select(*cols).where(f.c.agent_id == agent_id, f.c.id.in_(batch))).mappings():
-            rows[r["id"]] = dict(r)
+        for r in conn.execute(sa.select(*cols).where(f.c.id.in_(batch))).mappings():
+            if r["agent_id"] == agent_id:
+                rows[r["id"]] = dict(r)
     links = _links_of(conn, t, agent_id, list(rows))
     return {fid: fact_metadata(r, links.get(fid, [r["entity_key"]])) for fid, r in rows.items()}
 

@@ -438,11 +438,12 @@ class KnowledgeMemory:
         succ: dict[str, str] = {}
         f = t.fact
         for batch in reads.chunked(ids):
-            for sid, new in conn.execute(
-                sa.select(f.c.supersedes_fact_id, f.c.id).where(f.c.agent_id == agent_id, f.c.supersedes_fact_id.in_(batch))
+            for sid, new, owner in conn.execute(
+                sa.select(f.c.supersedes_fact_id, f.c.id, f.c.agent_id).where(f.c.supersedes_fact_id.in_(batch))
                 .order_by(f.c.created_at, f.c.id)
             ):
-                succ.setdefault(sid, new)
+                if owner == agent_id:
+                    succ.setdefault(sid, new)
         return [self._detail(r, links.get(r["id"], []), succ.get(r["id"]), now) for r in rows]
 
     def _fact_cols(self) -> list:
@@ -483,10 +484,10 @@ class KnowledgeMemory:
             nxt = [
                 r[0]
                 for r in conn.execute(
-                    sa.select(f.c.id).where(f.c.agent_id == agent_id, f.c.supersedes_fact_id.in_(frontier))
+                    sa.select(f.c.id, f.c.agent_id).where(f.c.supersedes_fact_id.in_(frontier))
                     .order_by(f.c.valid_from, f.c.created_at, f.c.id)
                 )
-                if r[0] not in seen
+                if r[0] not in seen and r[1] == agent_id
             ]
             seen.update(nxt)
             chain.extend(nxt)
@@ -503,7 +504,8 @@ class KnowledgeMemory:
             ids = self._chain_ids(conn, agent_id, fact_id)
             rows = {
                 r["id"]: dict(r)
-                for r in conn.execute(sa.select(*self._fact_cols()).where(f.c.agent_id == agent_id, f.c.id.in_(ids))).mappings()
+                for r in conn.execute(sa.select(*self._fact_cols()).where(f.c.id.in_(ids))).mappings()
+                if r["agent_id"] == agent_id
             }
             return self._details(conn, agent_id, [rows[i] for i in ids if i in rows], now)
 

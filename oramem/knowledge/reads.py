@@ -126,14 +126,14 @@ def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: l
     f = t.fact
     out: dict[str, dict] = {}
     for batch in chunked(sorted(set(ids))):
+        # looked up by primary key only (with agent_id in the WHERE clause SQLite picks the
+        # (agent_id, ...) index and scans the agent's facts); the agent is checked here
         rows = conn.execute(
-            sa.select(*_fact_cols(t)).where(
-                f.c.agent_id == agent_id, f.c.id.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)
-            )
+            sa.select(*_fact_cols(t)).where(f.c.id.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
         ).mappings()
         for r in rows:
             d = dict(r)
-            if not is_expired(d, now):
+            if d["agent_id"] == agent_id and not is_expired(d, now):
                 out[d["id"]] = d
     return out
 
