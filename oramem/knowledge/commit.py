@@ -449,13 +449,13 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
         conn.execute(
             sa.insert(t.event).values(
                 id=run.event_id, agent_id=ag, occurred_at=run.t_event, text=run.message, source=run.source,
-                importance=importance, embedding_vec=run.event_vec, trace_json=None, created_at=now,
+                importance=importance, embedding_vec=run.event_vec, trace_json=trace, created_at=now,
                 emotion_primary=emotion.get("emotion"), emotion_intensity=emotion.get("intensity"),
                 energy_level=emotion.get("energy"), session_id=run.session_id, speaker=run.speaker,
             )
         )
     else:
-        values: dict[str, Any] = {"importance": importance}
+        values: dict[str, Any] = {"importance": importance, "trace_json": trace}
         if run.emotion:
             values.update(emotion_primary=emotion.get("emotion"), emotion_intensity=emotion.get("intensity"),
                           energy_level=emotion.get("energy"))
@@ -520,8 +520,6 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
     _apply_observations(run, conn)
     # fact_count: the exact number of current facts linked
     recount(conn, t, ag, plan.recount_keys, now)
-    trace["relations"] = len(rel_out)
-    conn.execute(sa.update(t.event).where(t.event.c.agent_id == ag, t.event.c.id == run.event_id).values(trace_json=trace))
     return rel_out
 
 
@@ -545,10 +543,13 @@ def recount(conn: sa.Connection, t, agent_id: str, keys: set[str], now: datetime
             if (r["entity_key"], r["id"]) not in seen and not reads.is_expired(dict(r), now):
                 seen.add((r["entity_key"], r["id"]))
                 counts[r["entity_key"]] += 1
-        for k, n in counts.items():
-            conn.execute(
-                sa.update(t.entity).where(t.entity.c.agent_id == agent_id, t.entity.c.canonical_key == k).values(fact_count=n)
-            )
+        e = t.entity
+        conn.execute(
+            sa.update(e)
+            .where(e.c.agent_id == sa.bindparam("b_agent"), e.c.canonical_key == sa.bindparam("b_key"))
+            .values(fact_count=sa.bindparam("b_n")),
+            [{"b_agent": agent_id, "b_key": k, "b_n": n} for k, n in counts.items()],
+        )
 
 
 def _apply_registry(run: WriteRun, conn: sa.Connection) -> None:
@@ -587,11 +588,13 @@ def _apply_registry(run: WriteRun, conn: sa.Connection) -> None:
 def _apply_intentions(run: WriteRun, conn: sa.Connection) -> None:
     t = run.t
     it = t.intention
+    run.intentions_created = []
+    if not run.intentions:
+        return
     pending = conn.execute(
         sa.select(it.c.trigger_condition, it.c.intended_action).where(it.c.agent_id == run.agent_id, it.c.status == "pending")
     ).all()
     seen = {(norm(c), norm(a)) for c, a in pending}
-    run.intentions_created = []
     for x in run.intentions:
         sig = (norm(x.trigger_condition), norm(x.intended_action))
         if sig in seen:
