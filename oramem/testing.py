@@ -16,7 +16,7 @@ import inspect
 import json
 import re
 import threading
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from .embedders import HashEmbedder
 from .knowledge.errors import LLMError

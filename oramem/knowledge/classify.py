@@ -11,9 +11,7 @@ from .types import ExtractionMode, ExtractionStrategy, InputClassification, Inpu
 
 __all__ = ["classify_input", "select_strategy", "split_chunks", "Chunk"]
 
-_HEADER = re.compile(r"^(#{1,4} |\d+[.)] |[A-ZÀ-Ú ]+$)")
 _BULLET = re.compile(r"^\s*[-*•] ")
-_MD_HEADER = re.compile(r"^(#{1,4} |\d+[.)] )")
 
 
 def _is_header(line: str) -> bool:

@@ -21,7 +21,7 @@ STATUS.md (KC-7.4) for what that means after a process crash.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Optional
 
 import numpy as np
@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from ..types import PendingRecordBatch
 from . import faults, reads
 from .errors import KnowledgeError
-from .model import Decision, new_id
+from .model import new_id
 from .pipeline import WriteRun, infer_value_type
 from .text import iso, norm
 
@@ -681,9 +681,3 @@ def commit_event_only(run: WriteRun, *, trace: dict, event_mode: str) -> None:
         except BaseException:
             _compensate(run, undo)
             raise
-
-
-def expire_at(row: dict) -> Optional[datetime]:
-    if row.get("ttl_days") is None:
-        return None
-    return row["ingested_at"] + timedelta(days=int(row["ttl_days"]))

@@ -12,7 +12,6 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 
-import numpy as np
 import sqlalchemy as sa
 
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
@@ -20,7 +19,7 @@ from . import commit as commit_mod
 from . import reads
 from .config import KnowledgeConfig, merge_config
 from .db import backend_for
-from .errors import ConflictError, EmbeddingError, ExtractionError
+from .errors import ConflictError, ExtractionError
 from .model import Decision
 from .pipeline import WriteRun, detect_corrections
 from .schema import apply_schema_policy, build_tables
@@ -31,7 +30,6 @@ from .types import (
     FactDetail,
     IntentionDetail,
     RelationshipDetail,
-    TokenUsage,
     WriteResult,
 )
 

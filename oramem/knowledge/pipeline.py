@@ -11,7 +11,7 @@ import math
 import re
 import time
 import zoneinfo
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Optional
 
 import numpy as np
@@ -35,7 +35,7 @@ from .text import (
     to_utc,
     word_tokens,
 )
-from .types import ExtractionMode, PipelineStep, PipelineTrace
+from .types import PipelineStep, PipelineTrace
 
 __all__ = ["WriteRun", "SELF_REFERENCES", "canonical_attribute_key", "detect_corrections", "is_nickname"]
 
@@ -994,15 +994,3 @@ class WriteRun:
 
 
 _CURRENT_FILTER = {"kg_valid_to": {"$exists": False}, "kg_invalidated_at": {"$exists": False}}
-
-
-def current_filter() -> dict:
-    return dict(_CURRENT_FILTER)
-
-
-def occurred_iso(moment: datetime) -> str:
-    return to_utc(moment).isoformat()
-
-
-def days(n: int) -> timedelta:
-    return timedelta(days=n)

@@ -4,7 +4,7 @@ thread under the backend's read context)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Optional
+from typing import Iterable
 
 import sqlalchemy as sa
 

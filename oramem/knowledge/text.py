@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime, timezone
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 __all__ = [
     "estimate_tokens",
@@ -147,10 +147,3 @@ def validate_agent_id(agent_id: Any) -> str:
     if not isinstance(agent_id, str) or not agent_id.strip() or len(agent_id) > 256:
         raise ValueError(f"agent_id must be a non-empty string of at most 256 characters, got {agent_id!r}")
     return agent_id
-
-
-def first_nonempty(values: Iterable[Optional[str]]) -> Optional[str]:
-    for v in values:
-        if v:
-            return v
-    return None
