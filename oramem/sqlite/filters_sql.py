@@ -39,6 +39,9 @@ _COMPARISONS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _WIDE = 16
 #: AND/OR lists longer than this become balanced trees (SQLite's expression depth limit).
 _FLAT_JOIN = 16
+#: SQLite's limits per statement: 32766 parameters, 65535 references to json_each.
+_MAX_PARAMS = 30_000
+_MAX_ALIASES = 30_000
 
 Step = tuple[Any, Optional[str]]  # (object key or array index, JSON type of the entry when it is entered)
 
@@ -47,7 +50,13 @@ def compile_filter(metadata_filter: Mapping[str, Any], column: str = "r.metadata
     """Return ``(sql, params)``: a boolean SQL expression over ``column`` (trusted SQL
     naming a JSON-object-or-NULL column) and its named parameters."""
     compiler = _Compiler(column)
-    return compiler.document([], metadata_filter), compiler.params
+    sql = compiler.document([], metadata_filter)
+    if len(compiler.params) > _MAX_PARAMS or compiler.aliases > _MAX_ALIASES:
+        raise ValueError(
+            f"metadata_filter is too large for SQLite ({len(compiler.params)} values, {compiler.aliases} JSON "
+            "lookups); use fewer conditions, or $in with a list instead of many $or branches"
+        )
+    return sql, compiler.params
 
 
 def _join(parts: list[str], op: str) -> str:
@@ -89,16 +98,26 @@ class _Compiler:
     def __init__(self, column: str) -> None:
         self.column = column
         self.params: dict[str, Any] = {}
+        self._names: dict[tuple[str, Any], str] = {}
         self._aliases = 0
 
     # -- helpers -------------------------------------------------------------------------
     def bind(self, value: Any) -> str:
-        name = f"f{len(self.params)}"
-        self.params[name] = value
+        """A named parameter for ``value``; equal values of one type share one (SQLite
+        allows at most 32766 parameters per statement)."""
+        key = (type(value).__name__, value)
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = f"f{len(self.params)}"
+            self.params[name] = value
         return f":{name}"
 
     def bind_json(self, value: Any) -> str:
         return self.bind(json.dumps(value, ensure_ascii=False, allow_nan=False))
+
+    @property
+    def aliases(self) -> int:
+        return self._aliases
 
     def alias(self) -> str:
         self._aliases += 1

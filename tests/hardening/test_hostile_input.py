@@ -300,6 +300,20 @@ def test_out_of_range_filters_rejected(guarded, flt):
     guarded.call(lambda: store.search("apple", k=3, metadata_filter=flt), must_fail=True)
 
 
+def test_huge_filters_answer_or_reject(guarded, engine):
+    """Thousands of deep $or branches: either an answer or a ValueError, never a database
+    error about SQL variables or json_each references."""
+    store = guarded.store
+    flt = {"$or": [_nest(20, i) for i in range(3000)]}
+    result = guarded.call(lambda: store.list("memory", metadata_filter=flt))
+    if not isinstance(result, Exception):
+        assert result == []
+    many = {"$or": [{"k": {"$eq": i}, "s": str(i)} for i in range(12_000)]}
+    result = guarded.call(lambda: store.list("memory", metadata_filter=many))
+    if not isinstance(result, Exception):
+        assert result == []
+
+
 def test_deep_metadata_rejected_cleanly(guarded):
     store = guarded.store
     deep = _nest(5000, 1)
