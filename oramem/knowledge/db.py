@@ -24,9 +24,28 @@ from typing import Any, Iterator
 import sqlalchemy as sa
 from sqlalchemy.pool import StaticPool
 
-from ..errors import StoreError
+from ..errors import StoreBusy, StoreError
 
 __all__ = ["Backend", "SQLiteBackend", "OracleBackend", "backend_for"]
+
+
+@contextlib.contextmanager
+def translated(what: str) -> Iterator[None]:
+    """KC-7.1: database problems surface as the store's ``StoreError`` family with a
+    message that says what to do, not as SQLAlchemy/driver exceptions."""
+    try:
+        yield
+    except sa.exc.SQLAlchemyError as exc:
+        orig = getattr(exc, "orig", None) or exc
+        text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+        if "locked" in text.lower() or "busy" in text.lower():
+            raise StoreBusy(f"{what}: the database stayed locked by another writer ({text}); retry") from exc
+        if isinstance(exc, sa.exc.IntegrityError):
+            raise StoreError(f"{what}: a constraint of the knowledge tables was violated ({text}); nothing was stored") from exc
+        raise StoreError(
+            f"{what} failed in the database ({text}); check that the knowledge tables exist and match this "
+            "version (open with schema_policy=CREATE_IF_NECESSARY)"
+        ) from exc
 
 
 class Backend:
@@ -76,14 +95,14 @@ class SQLiteBackend(Backend):
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sa.Connection]:
-        with self.db.lock:
+        with self.db.lock, translated("knowledge read"):
             with self.sa_engine.connect() as conn:
                 yield conn
 
     @contextlib.contextmanager
     def write(self, what: str, agent_id: str) -> Iterator[sa.Connection]:
         with self.db.lock:
-            with self.db.transaction(True, what):
+            with translated(what), self.db.transaction(True, what):
                 with self.sa_engine.connect() as conn:
                     yield conn
 
@@ -120,12 +139,12 @@ class OracleBackend(Backend):
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sa.Connection]:
-        with self.sa_engine.connect() as conn:
+        with translated("knowledge read"), self.sa_engine.connect() as conn:
             yield conn
 
     @contextlib.contextmanager
     def write(self, what: str, agent_id: str) -> Iterator[sa.Connection]:
-        with self.sa_engine.begin() as conn:
+        with translated(what), self.sa_engine.begin() as conn:
             if self.agent_table is not None:
                 t = self.agent_table
                 exists = conn.execute(sa.select(t.c.agent_id).where(t.c.agent_id == agent_id)).first()

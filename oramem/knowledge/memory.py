@@ -264,8 +264,10 @@ class KnowledgeMemory:
             emotion_task.cancel()
             raise
         await emotion_task
+        t_post = time.perf_counter()
         run.postprocess(replies)
         await run.dedup()
+        run.step("post_process", t_post, facts=len(run.facts), entities=len(run.entities))
         await run.resolve_all()
         await self._decide(run)
         await self._side_vectors(run)
@@ -275,6 +277,7 @@ class KnowledgeMemory:
                 result = await self._in_thread(self._dry_run_result, run)
                 break
             trace = self._trace(run, "ok")
+            t_commit = time.perf_counter()
             try:
                 rel_out = await self._in_thread(
                     commit_mod.commit_write, run, event_mode=event_mode, trace=trace,
@@ -287,6 +290,7 @@ class KnowledgeMemory:
                     ) from None
                 await self._decide(run, only=stale.subject_keys)
                 continue
+            run.step("commit", t_commit, decisions=trace["decisions"])
             result = self._result(run, rel_out)
             break
         result.duration_ms = (time.perf_counter() - started) * 1000.0

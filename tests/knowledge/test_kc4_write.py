@@ -453,8 +453,9 @@ def test_verbose_pipeline_trace(km, llm):
     llm.route("extract", extract([("Pedro", "person")], [("Pedro", "Pedro likes tea")]))
     assert km.write("a1", "tea", "Pedro").pipeline is None
     r = km.write("a1", "tea", "Pedro", verbose=True)
-    assert [s.name for s in r.pipeline.steps] == ["classify", "extract", "emotion", "resolve", "reconcile"] or \
-        {s.name for s in r.pipeline.steps} == {"classify", "extract", "emotion", "resolve", "reconcile"}
+    names = [s.name for s in r.pipeline.steps]
+    assert set(names) == {"classify", "extract", "emotion", "post_process", "resolve", "reconcile", "commit"}
+    assert names[0] == "classify" and names[-1] == "commit" and all(s.duration_ms >= 0 for s in r.pipeline.steps)
 
 
 # ----------------------------------------------------------------------------- KC-4.20

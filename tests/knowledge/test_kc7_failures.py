@@ -142,3 +142,14 @@ def test_untrusted_content_is_bound_and_clamped(km, llm, store):
     assert f.confidence == 0.0 and f.ttl_days == 36500 and f.valid_from == km._clock()
     assert f.entity_key == "person:robert_drop_table_default_kg_fact"
     assert sa.inspect(km._backend.sa_engine).has_table("DEFAULT_KG_FACT")
+
+
+def test_database_errors_surface_as_store_errors(km, llm, store):
+    from oramem import StoreError
+
+    llm.route("extract", extract([("Pedro", "person")], [("Pedro", "Pedro likes tea", "favorite_drink")]))
+    with km._backend.write("sabotage", "a1") as c:
+        c.exec_driver_sql('DROP TABLE "DEFAULT_KG_ATTRIBUTE_REGISTRY"')
+    with pytest.raises(StoreError, match="CREATE_IF_NECESSARY"):
+        km.write("a1", "I like tea", "Pedro")
+    assert store_ids(store) == []
