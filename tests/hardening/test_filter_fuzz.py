@@ -53,7 +53,8 @@ def documents(draw):
     keys = st.sampled_from(draw(doc_keys) * 6 + META_ONLY_KEYS)
     mine = st.sampled_from(draw(doc_leaves))
     leaf = st.one_of(mine, mine, mine, scalar)
-    value = st.one_of(leaf, leaf, st.lists(leaf, max_size=3), _json(2, keys, leaf))
+    wide = st.lists(leaf, min_size=15, max_size=20)  # past the engine's "bind as one JSON list" threshold
+    value = st.one_of(leaf, leaf, st.lists(leaf, max_size=3), wide, _json(2, keys, leaf), _json(4, keys, leaf))
     doc = st.tuples(st.integers(0, 9), st.dictionaries(keys, value, max_size=4)).map(
         lambda pair: None if pair[0] == 0 else pair[1]
     )
@@ -152,6 +153,8 @@ def _anchored(k, v, sc):
         st.just(v), st.just({"$eq": v}), st.just({"$ne": v}), st.just({"$not": v}), st.just({"$exists": True}),
         st.just({"$exists": False}), st.lists(sc, max_size=2).map(lambda more: {"$in": [v, *more]}),
         st.lists(sc, max_size=2).map(lambda more: {"$nin": [v, *more]}),
+        st.lists(sc, min_size=16, max_size=20).map(lambda more: {"$in": [*more, v]}),
+        st.lists(sc, min_size=16, max_size=20).map(lambda more: {"$nin": [*more, v]}),
     ]
     if isinstance(v, dict):
         # a dict value is a nested filter (subset match); $eq/$in/... of a dict are invalid
@@ -167,6 +170,8 @@ def _anchored(k, v, sc):
     if isinstance(v, list) and v and all(not isinstance(e, (list, dict)) for e in v):
         options.append(st.sampled_from(v).map(lambda e: {"$array_contains": e}))
         options.append(st.lists(sc, max_size=2).map(lambda more: {"$array_contains_any": [v[0], *more]}))
+        options.append(st.lists(sc, min_size=16, max_size=20).map(lambda more: {"$array_contains_any": [*more, v[-1]]}))
+        options.append(st.lists(st.sampled_from(v), min_size=17, max_size=20).map(lambda w: {"$array_contains": w}))
         options.append(st.just({"$array_contains": list(v)}))
         options.append(st.sampled_from(v).map(lambda e: {"$not": {"$array_contains": e}}))
     return st.one_of(options).map(lambda cond: {k: cond}).filter(lambda f: _valid_here(f))
