@@ -517,3 +517,17 @@ def test_informed_topk_and_llm_concurrency_are_read(km, llm, clock):
     km.write("a1", doc, "Pedro", config_overrides={"llm_concurrency": 4, "enable_emotion_tagging": False})
     parallel = _time.perf_counter() - t0
     assert serial >= 0.2 * 3 and parallel < serial - 0.2
+
+
+def test_nickname_and_attribute_key_rules():
+    from oramem.knowledge.pipeline import canonical_attribute_key, is_nickname
+
+    assert is_nickname("Ana", "Ana Souza") and is_nickname("Ana Souza", "Ana")
+    assert is_nickname("Rob", "Robert") and is_nickname("Rob", "Robert Smith")
+    assert not is_nickname("Ro", "Robert") and not is_nickname("Ana", "Ana") and not is_nickname("Ana Lima", "Ana Souza")
+    assert not is_nickname("Bob", "Robert")
+    assert canonical_attribute_key("Favorite Food", {}) == "favorite_food"
+    assert canonical_attribute_key("job", {"job": "occupation"}) == "occupation"
+    assert canonical_attribute_key("Home-Town", {}) == "home_town"
+    assert canonical_attribute_key("2nd home", {}) is None and canonical_attribute_key("x" * 65, {}) is None
+    assert canonical_attribute_key("address.city", {}) == "address.city" and canonical_attribute_key("city_", {}) is None
