@@ -530,4 +530,4 @@ def test_nickname_and_attribute_key_rules():
     assert canonical_attribute_key("job", {"job": "occupation"}) == "occupation"
     assert canonical_attribute_key("Home-Town", {}) == "home_town"
     assert canonical_attribute_key("2nd home", {}) is None and canonical_attribute_key("x" * 65, {}) is None
-    assert canonical_attribute_key("address.city", {}) == "address.city" and canonical_attribute_key("city_", {}) is None
+    assert canonical_attribute_key("address.city", {}) == "address.city" and canonical_attribute_key("city_", {}) == "city"
