@@ -122,13 +122,23 @@ class OracleBackend(Backend):
     dialect_name = "oracle"
 
     def __init__(self, store: Any, agent_table: Any = None) -> None:
+        # coupling (see STATUS.md): OracleEngine keeps its python-oracledb source in
+        # ``_target`` and its kind ("pool", "conn", "async_pool", "async_conn") in ``_kind``
         eng = getattr(store, "_engine", None)
-        pool = getattr(eng, "pool", None) or getattr(eng, "_pool", None)
-        if pool is None:
-            raise StoreError("this OracleDBMemoryStore does not expose its pool to the knowledge layer")
-        acquire = getattr(pool, "acquire", None)
-        creator = acquire if callable(acquire) else (lambda: pool)
-        self.sa_engine = sa.create_engine("oracle+oracledb://", creator=creator)
+        target, kind = getattr(eng, "_target", None), getattr(eng, "_kind", None)
+        if kind == "pool":
+            self.sa_engine = sa.create_engine("oracle+oracledb://", creator=target.acquire)
+        elif kind == "conn":
+            self.sa_engine = sa.create_engine(
+                "oracle+oracledb://", creator=lambda: target, poolclass=StaticPool, pool_reset_on_return=None
+            )
+        elif kind in ("async_pool", "async_conn"):
+            raise StoreError(
+                "KnowledgeMemory on Oracle needs a synchronous python-oracledb pool or connection in this version; "
+                "open the OracleDBMemoryStore with oracledb.create_pool(...)"
+            )
+        else:
+            raise StoreError("this OracleDBMemoryStore does not expose its connection source to the knowledge layer")
         self.agent_table = agent_table
         self._local = threading.RLock()
 
@@ -163,7 +173,8 @@ class OracleBackend(Backend):
         yield  # pragma: no cover
 
     def close(self) -> None:
-        self.sa_engine.dispose()
+        # the pool or connection belongs to the store; only SQLAlchemy's wrappers are dropped
+        self.sa_engine.dispose(close=False)
 
 
 def backend_for(store: Any) -> Backend:
