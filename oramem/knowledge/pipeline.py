@@ -276,14 +276,17 @@ class WriteRun:
             return []
         grams = [g for g in ngrams(self.message, 4) if len(g) >= 3]
         t = self.t
-        hits = await self.read(lambda c: reads.lookup_aliases(c, t, self.agent_id, grams))
-        keys: list[str] = []
-        for g in grams:
-            if g in hits and hits[g][0] not in keys:
-                keys.append(hits[g][0])
+        def primed(conn):
+            hits = reads.lookup_aliases(conn, t, self.agent_id, grams)
+            keys: list[str] = []
+            for g in grams:
+                if g in hits and hits[g][0] not in keys:
+                    keys.append(hits[g][0])
+            return keys, (reads.load_entities(conn, t, self.agent_id, keys) if keys else {})
+
+        keys, ents = await self.read(primed)
         if not keys:
             return []
-        ents = await self.read(lambda c: reads.load_entities(c, t, self.agent_id, keys))
         keys = [k for k in keys if k in ents and ents[k]["is_active"]]
         n = len(keys)
         per_entity = cfg.informed_extraction_topk if n <= 2 else max(3, cfg.informed_extraction_context_budget_tokens // n // 20)
@@ -842,8 +845,12 @@ class WriteRun:
                     best = max(best, s)
                 per_fact_best[f.idx] = best if hits else -1.0
             same_keys = [f.attribute_key for f in group if f.attribute_key and self.policy(f.attribute_key) == "supersede"]
-            same = await self.read(lambda c: reads.current_same_key_facts(c, t, self.agent_id, key, same_keys, self.now))
-            rows = await self.read(lambda c: reads.current_facts_by_ids(c, t, self.agent_id, list(sims), self.now))
+            same, rows = await self.read(
+                lambda c: (
+                    reads.current_same_key_facts(c, t, self.agent_id, key, same_keys, self.now),
+                    reads.current_facts_by_ids(c, t, self.agent_id, list(sims), self.now),
+                )
+            )
             for r in same:
                 rows.setdefault(r["id"], r)
             same_by_attr: dict[str, list[str]] = {}

@@ -196,3 +196,20 @@ def test_memory_store_shares_connection(llm):
     assert s.get("fact", r.facts_added[0]["fact_id"]) is not None
     km.close()
     s.close()
+
+
+def test_oracle_backend_refuses_async_sources_and_unknown_stores():
+    from oramem import StoreError
+    from oramem.knowledge.db import OracleBackend
+
+    class Engine:
+        _kind, _target = "async_pool", object()
+
+    class Store:
+        _engine = Engine()
+
+    with pytest.raises(StoreError, match="synchronous"):
+        OracleBackend(Store())
+    Engine._kind = None
+    with pytest.raises(StoreError, match="connection source"):
+        OracleBackend(Store())
