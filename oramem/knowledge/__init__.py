@@ -1,7 +1,19 @@
 """oramem.knowledge: conversation → knowledge graph over an oramem store
 (KNOWLEDGE_CONTRACT.md). Entities, bi-temporal versioned facts, relationships and events,
 extracted by an LLM, stored in ``<STORE_ID>_KG_*`` tables next to the store and indexed as
-store records. What is built and what is not: ``STATUS.md`` in this folder."""
+store records. What is built and what is not: ``STATUS.md`` in this folder.
+
+    from oramem import SQLiteMemoryStore
+    from oramem.knowledge import KnowledgeMemory, OpenAICompatibleProvider
+    from oramem.embedders import HashEmbedder
+
+    store = SQLiteMemoryStore("memory.db", embedder=HashEmbedder(384))
+    llm = OpenAICompatibleProvider("http://localhost:11434/v1", "llama3.1")
+    km = KnowledgeMemory(store, llm)
+    r = km.write("agent-1", "I moved to Curitiba last week", "Pedro")
+    for f in km.get_all("agent-1"):
+        print(f.status, f.entity_key, f.fact_text)
+"""
 
 from .classify import classify_input, select_strategy
 from .config import KnowledgeConfig
