@@ -2,8 +2,8 @@
 on one file doing mixed add/update/delete/search. Afterwards every acknowledged write is
 present exactly once with its last content, acknowledged deletes are absent, retrieval
 rows/FTS/vector cache agree, and no error other than the documented ``StoreBusy``
-occurred. SQLite-only by nature for the process part (one local file, spawned children);
-the thread/async part runs on every engine whose raw tables it can inspect (SQLite)."""
+occurred. Threads and asyncio run on every engine (raw-table checks on SQLite only); the
+process part is SQLite-only by nature (one local file, spawned children)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,22 @@ import threading
 
 import pytest
 
-from ._workers import Ledger, open_store, process_main, step, step_async, verify
+from ._workers import DIM, Ledger, open_store, process_main, step, step_async, verify
 
 
-def _threads(path: str, n_threads: int, n_ops: int) -> int:
-    store = open_store(path)
-    ledgers = [Ledger(f"T{i}") for i in range(n_threads)]
+def _engine_store(make_store, engine):
+    """(store, raw path or None, keyword-capable) for the engine under test."""
+    from oramem import SearchStrategy
+    from oramem.embedders import HashEmbedder
+
+    if engine == "sqlite":
+        store = make_store(embedder=HashEmbedder(dim=DIM), search_strategy=SearchStrategy.HYBRID)
+        return store, store._engine.connection_path, True
+    return make_store(embedder=HashEmbedder(dim=DIM)), None, False
+
+
+def _threads(store, path, keyword: bool, n_threads: int, n_ops: int) -> int:
+    ledgers = [Ledger(f"T{i}", keyword) for i in range(n_threads)]
     failures: list[BaseException] = []
     barrier = threading.Barrier(n_threads)
 
@@ -42,14 +52,12 @@ def _threads(path: str, n_threads: int, n_ops: int) -> int:
         raise failures[0]
     assert all(not led.errors for led in ledgers), [led.errors for led in ledgers]
     live = verify(store, path, [led.export() for led in ledgers])
-    store.close()
     ops = sum(led.ops for led in ledgers)
     print(f"threads: {n_threads} x {n_ops} = {ops} operations, {live} live records verified")
     return ops
 
 
-async def _tasks(path: str, n_tasks: int, n_ops: int) -> int:
-    store = open_store(path)
+async def _tasks(store, path, n_tasks: int, n_ops: int) -> int:
     ledgers = [Ledger(f"A{i}") for i in range(n_tasks)]
 
     async def run(i: int) -> None:
@@ -59,7 +67,6 @@ async def _tasks(path: str, n_tasks: int, n_ops: int) -> int:
 
     await asyncio.gather(*(run(i) for i in range(n_tasks)))
     live = verify(store, path, [led.export() for led in ledgers])
-    await store.aclose()
     ops = sum(led.ops for led in ledgers)
     print(f"asyncio: {n_tasks} tasks x {n_ops} = {ops} operations, {live} live records verified")
     return ops
@@ -86,12 +93,13 @@ def _processes(path: str, n_procs: int, n_ops: int) -> int:
     return ops
 
 
-def test_threads(sqlite_only, db_path):
-    _threads(db_path, 8, 60)
+def test_threads(make_store, engine):
+    _threads(*_engine_store(make_store, engine), 8, 60)
 
 
-async def test_asyncio_gather(sqlite_only, db_path):
-    await _tasks(db_path, 8, 40)
+async def test_asyncio_gather(make_store, engine):
+    store, path, _ = _engine_store(make_store, engine)
+    await _tasks(store, path, 8, 40)
 
 
 def test_two_processes_one_file(sqlite_only, db_path):
@@ -137,8 +145,10 @@ def test_threads_and_processes_together(sqlite_only, db_path):
 
 @pytest.mark.slow
 def test_concurrency_slow(sqlite_only, tmp_path):
-    ops = _threads(str(tmp_path / "t.db"), 8, 600)
-    ops += asyncio.run(_tasks(str(tmp_path / "a.db"), 16, 200))
+    with open_store(str(tmp_path / "t.db")) as store:
+        ops = _threads(store, str(tmp_path / "t.db"), True, 8, 600)
+    with open_store(str(tmp_path / "a.db")) as store:
+        ops += asyncio.run(_tasks(store, str(tmp_path / "a.db"), 16, 200))
     open_store(str(tmp_path / "p.db")).close()
     ops += _processes(str(tmp_path / "p.db"), 2, 1500)
     print(f"concurrency total: {ops} operations")
