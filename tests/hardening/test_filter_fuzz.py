@@ -245,6 +245,13 @@ class FilterHarness:
                     f"search({strategy.value}): filter={flt!r} extra={found - expected} missing={expected - found}"
                 )
                 self.checks += 1
+                if len(expected) >= 2:
+                    # SC-6.5: the filter applies before the top-k cut
+                    k = len(expected) // 2
+                    top = self.store.search(
+                        "common", k=k, user_id=user, record_types=["memory"], metadata_filter=flt, strategy=strategy,
+                    )
+                    assert len(top) == k and {r.id for r, _ in top} <= expected, (strategy.value, flt, k)
             self.checks += 1
         finally:
             self.store.delete("user_profile", user, cascade=True)

@@ -178,6 +178,22 @@ def test_ttl_model_slow(sqlite_only, tmp_path):
     print(f"ttl (slow): {totals}")
 
 
+def test_open_purges_expired_rows(sqlite_only, tmp_path):
+    """SC-5.5: opening the store runs the purge; raw rows and retrieval rows go."""
+    clock = Clock()
+    path = str(tmp_path / "open.db")
+    store = SQLiteMemoryStore(path, embedder=HashEmbedder(dim=16), search_strategy="hybrid", clock=clock)
+    store.add(["short lived words"] * 3, "memory", record_ids=["a", "b", "c"], ttl_days=[1, 2, None])
+    store.close()
+    clock.now += timedelta(days=1, seconds=1)
+    store = SQLiteMemoryStore(path, embedder=HashEmbedder(dim=16), search_strategy="hybrid", clock=clock)
+    ids = assert_no_orphans(path)
+    assert {rid for (_, rid) in ids["records"]} == {"b", "c"}
+    assert len(ids["chunks"]) == 2 and ids["fts"] == set(ids["chunks"])
+    assert store.purge_expired() == 0
+    store.close()
+
+
 def test_timestamp_anchor_in_the_past_is_expired_at_once(sqlite_only, tmp_path):
     clock = Clock()
     store = SQLiteMemoryStore(str(tmp_path / "a.db"), embedder=HashEmbedder(dim=16), clock=clock)
