@@ -143,3 +143,81 @@ def test_sigkill_mid_write_slow(sqlite_only, db_path):
     ledger = _crash_loop(db_path, 60, seed=12)
     assert ledger.kills >= 50
     assert sum(ledger.mid_call.values()) >= 25, dict(ledger.mid_call)
+
+
+_UPGRADE_CHILD = """
+import sys, time
+from oramem import SQLiteMemoryStore
+print("BEGIN", flush=True)
+start = time.perf_counter()
+SQLiteMemoryStore(sys.argv[1], vector_dim=8, search_strategy="hybrid").close()
+print("END", time.perf_counter() - start, flush=True)
+"""
+
+
+def _vector_store(path: str, n: int) -> None:
+    rng = np.random.default_rng(1)
+    store = SQLiteMemoryStore(path, vector_dim=8)
+    texts = [f"record {i} with some words to index " * 3 for i in range(n)]
+    store.add(texts, "memory", record_ids=[f"v{i}" for i in range(n)], embeddings=list(rng.standard_normal((n, 8))))
+    store.close()
+
+
+def _check_upgrade_state(path: str, n: int) -> str:
+    t = table_names()
+    conn = raw_connect(path)
+    try:
+        capability = conn.execute("SELECT capability FROM oramem_stores WHERE store_id = 'DEFAULT'").fetchone()[0]
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+        chunks = conn.execute(f"SELECT count(*) FROM {t.chunks}").fetchone()[0]
+        fts = conn.execute(f"SELECT count(*) FROM {t.fts}").fetchone()[0] if t.names["fts"] in tables else None
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+    assert chunks == n
+    if capability == "vector":
+        assert t.names["fts"] not in tables, "a half-done upgrade left an FTS table behind"
+    else:
+        assert capability == "hybrid" and fts == chunks, (capability, fts, chunks)
+    return capability
+
+
+def _upgrade_kills(tmp_path, kills: int, seed: int) -> Counter:
+    rng = random.Random(seed)
+    outcomes: Counter = Counter()
+    duration = 0.3
+    for i in range(kills):
+        path = str(tmp_path / f"up{i}.db")
+        _vector_store(path, 3000)
+        proc = subprocess.Popen([sys.executable, "-c", _UPGRADE_CHILD, path], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().strip() == "BEGIN"
+            time.sleep(rng.uniform(0.0, duration))
+            proc.send_signal(signal.SIGKILL)
+            out, _ = proc.communicate(timeout=60)
+            if out.startswith("END"):
+                duration = float(out.split()[1]) * 1.2
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        outcomes[_check_upgrade_state(path, 3000)] += 1
+        store = SQLiteMemoryStore(path, vector_dim=8, search_strategy="hybrid")  # completes the upgrade
+        assert [r.id for r, _ in store.search("record 7 with", k=1, strategy="keyword")]
+        store.close()
+        assert _check_upgrade_state(path, 3000) == "hybrid"
+    print(f"upgrade crash: {kills} SIGKILLs during a vector->hybrid upgrade, states found: {dict(outcomes)}")
+    return outcomes
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
+def test_sigkill_mid_capability_upgrade(sqlite_only, tmp_path):
+    _upgrade_kills(tmp_path, 3, seed=21)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
+def test_sigkill_mid_capability_upgrade_slow(sqlite_only, tmp_path):
+    outcomes = _upgrade_kills(tmp_path, 20, seed=22)
+    assert outcomes["vector"] >= 1
