@@ -31,6 +31,7 @@ import click
 from .embedders import EmbeddingServiceError, HashEmbedder, OpenAICompatibleEmbedder
 from .errors import StoreError
 from .normalize import DEFAULT_STORE_ID, validate_store_id
+from .knowledge.cli import knowledge as knowledge_group
 from .oracle.cli import db as oracle_db_group
 from .types import NOT_SET, PROFILE_TYPES, RECORD_TYPES, MessageRecord, PendingRecordBatch, Record
 
@@ -1084,6 +1085,7 @@ def stores_drop(state: State, store_id: str, yes: bool) -> None:
 
 # The Oracle DBA commands: ``oramem db install|upgrade|uninstall|status|doctor``.
 cli.add_command(oracle_db_group)
+cli.add_command(knowledge_group)
 
 
 def main() -> None:
