@@ -28,7 +28,7 @@ from .mutations import Catalog, WriteTx
 from .records import RECORD_COLUMNS, Where, to_record
 from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword, has_vector
 from .timefmt import epoch_micros, iso
-from .vectors import CACHE_ROW_SQL, VectorCache
+from .vectors import CACHE_ROW_SQL, GaveUp, VectorCache
 
 #: HYBRID fuses the best max(k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH) vector candidates
 #: with every keyword match (rescoring every row would make hybrid cost O(rows) in float64).
@@ -247,16 +247,10 @@ class SQLiteEngine(Engine):
             strategy = self._check_strategy(request, catalog)
             vector_ranking = keyword_ranking = None
             if strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID):
-                allowed = None
-                if request.metadata_filter is not None:
-                    # metadata filters run in SQL; the cache masks type, scope and TTL itself
-                    matching = conn.execute(f"SELECT r.seq FROM {t.records} r WHERE {where.sql()}", where.params)
-                    allowed = np.fromiter((seq for (seq,) in matching), dtype=np.int64)
                 cache = self._vector_cache(conn, t, catalog)
                 scopes = (request.thread, request.user, request.agent)
-                mask = cache.mask(request.record_types, scopes, epoch_micros(now), allowed)
                 k = request.k if strategy == SearchStrategy.VECTOR else max(request.k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH)
-                vector_ranking = cache.nearest(request.query_vector, mask, k)
+                vector_ranking = self._nearest(conn, t, where, request, cache, scopes, epoch_micros(now), k)
             if strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
                 keyword_ranking = self._keyword(conn, t, where, request)
             if strategy == SearchStrategy.VECTOR:
@@ -268,6 +262,29 @@ class SQLiteEngine(Engine):
             return self._results(conn, t, ranked, request.k)
 
     # -- search helpers ------------------------------------------------------------------
+    @staticmethod
+    def _nearest(conn, t: StoreTables, where: Where, request: SearchRequest, cache: VectorCache,
+                 scopes, now_micros: int, k: int) -> list[tuple[int, float]]:
+        """Vector ranking. The cache masks type, scope and TTL; a metadata filter runs in
+        SQL, first lazily over windows of nearest candidates, and over every record only
+        when the filter is so selective that the windows would cover a quarter of the
+        rows (SC-6.5 either way: the filter applies before the top-k cut)."""
+        if request.metadata_filter is None:
+            return cache.nearest(request.query_vector, cache.mask(request.record_types, scopes, now_micros, None), k)
+        sql = f"SELECT r.seq FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs)) AND {where.sql()}"
+
+        def accept(seqs: list) -> set:
+            rows = conn.execute(sql, {**where.params, "oramem_seqs": json.dumps(seqs)})
+            return {seq for (seq,) in rows}
+
+        try:
+            mask = cache.mask(request.record_types, scopes, now_micros, None)
+            return cache.nearest(request.query_vector, mask, k, accept)
+        except GaveUp:
+            matching = conn.execute(f"SELECT r.seq FROM {t.records} r WHERE {where.sql()}", where.params)
+            allowed = np.fromiter((seq for (seq,) in matching), dtype=np.int64)
+            return cache.nearest(request.query_vector, cache.mask(request.record_types, scopes, now_micros, allowed), k)
+
     @staticmethod
     def _check_strategy(request: SearchRequest, catalog: Catalog) -> SearchStrategy:
         strategy = SearchStrategy.coerce(request.strategy, "strategy")

@@ -10,7 +10,7 @@ store was recreated — makes the next read reload it from SQLite.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from ..requests import Scope, ScopeMatch
 from ..types import RECORD_TYPES
 from .timefmt import epoch_micros
 
-__all__ = ["VectorCache", "CACHE_ROW_SQL"]
+__all__ = ["VectorCache", "CACHE_ROW_SQL", "GaveUp"]
 
 #: Columns of one cached row, in order; the engine appends its FROM/WHERE clause.
 CACHE_ROW_SQL = (
@@ -30,6 +30,8 @@ _NULL = -1  # scope code of SQL NULL
 #: Bound on float32 matrix-product noise between identical rows (a few ulps of 1.0).
 _NOISE_SLACK = 1e-5
 Version = tuple[str, int]
+#: ``accept(record_seqs) -> set of the seqs that pass`` (see :meth:`VectorCache.nearest`).
+Accept = Callable[[list], set]
 
 
 class VectorCache:
@@ -122,11 +124,24 @@ class VectorCache:
             mask &= np.isin(self.seqs, allowed_seqs)
         return mask
 
-    def nearest(self, query: np.ndarray, mask: np.ndarray, k: Optional[int]) -> list[tuple[int, float]]:
+    def nearest(
+        self,
+        query: np.ndarray,
+        mask: np.ndarray,
+        k: Optional[int],
+        accept: Optional[Accept] = None,
+    ) -> list[tuple[int, float]]:
         """``(record_seq, cosine distance)`` of the best row per record among ``mask``,
         nearest first; the ``k`` nearest records plus every record tied with the k-th
         (the caller orders ties), or all of them when ``k`` is None (costly on large
-        stores: every row is rescored exactly)."""
+        stores: every row is rescored exactly).
+
+        ``accept`` is a further record filter (the metadata filter, evaluated in SQL) that
+        is asked only about records in growing windows of nearest candidates, so a
+        filtered search costs about what an unfiltered one does while the result stays
+        exactly "filter first, then top-k" (SC-6.5). ``accept`` returns ``None`` when it
+        prefers to be given up (the window grew past a quarter of the rows): the caller
+        then filters every record in one SQL statement and calls again with a mask."""
         rows = np.flatnonzero(mask)
         if rows.size == 0:
             return []
@@ -147,8 +162,15 @@ class VectorCache:
         # rescore the candidates with a position-independent float64 reduction so that
         # ties are exact ties, broken by type and id (SC-6.1).
         candidates = np.arange(rows.size)
-        if k is not None and k < rows.size:
-            candidates = _top_with_ties(distances, candidates, seqs, k, slack=_NOISE_SLACK)
+        if accept is not None:
+            found = _accepted_window(distances, seqs, k, accept)
+            if found is None:
+                raise GaveUp()
+            candidates = found
+        if k is not None and k < candidates.size:
+            candidates = candidates[
+                _top_with_ties(distances[candidates], np.arange(candidates.size), seqs[candidates], k, slack=_NOISE_SLACK)
+            ]
         cand_rows = rows[candidates]
         exact = 1.0 - (self.matrix[cand_rows].astype(np.float64) * q.astype(np.float64)).sum(axis=1)
         distances, seqs = np.clip(exact, 0.0, 2.0), seqs[candidates]
@@ -162,6 +184,44 @@ class VectorCache:
         seqs, distances = seqs[first], distances[first]
         order = np.argsort(distances, kind="stable")
         return [(int(s), float(d)) for s, d in zip(seqs[order], distances[order])]
+
+
+class GaveUp(Exception):
+    """Raised by :meth:`VectorCache.nearest` when lazy filtering stops paying off."""
+
+
+def _accepted_window(distances: np.ndarray, seqs: np.ndarray, k: Optional[int], accept: Accept) -> Optional[np.ndarray]:
+    """Positions of the candidate rows of accepted records, checking records window by
+    window in ascending distance until k accepted records are certainly the nearest (all
+    rows outside the window are farther than the k-th, beyond float noise); ``None`` when
+    the window would exceed a quarter of the rows (one SQL filter is cheaper then)."""
+    n = distances.size
+    if k is None:
+        return None
+    verdicts: dict[int, bool] = {}
+    m = min(n, max(8 * k, 64))
+    while True:
+        window = np.argpartition(distances, m - 1)[:m] if m < n else np.arange(n)
+        fresh = [int(x) for x in np.unique(seqs[window]) if int(x) not in verdicts]
+        if fresh:
+            passed = accept(fresh)
+            for seq in fresh:
+                verdicts[seq] = seq in passed
+        ok = np.fromiter((verdicts[int(x)] for x in seqs[window]), dtype=bool, count=window.size)
+        hits = window[ok]
+        if m >= n:
+            return hits
+        edge = float(distances[window].max())
+        best: dict[int, float] = {}
+        for i in hits:
+            s, d = int(seqs[i]), float(distances[i])
+            if d < best.get(s, np.inf):
+                best[s] = d
+        if sum(1 for d in best.values() if d < edge - _NOISE_SLACK) >= k:
+            return hits
+        m *= 4
+        if m * 4 > n:
+            return None
 
 
 def _top_with_ties(

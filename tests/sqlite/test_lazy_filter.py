@@ -1,0 +1,74 @@
+"""Metadata-filtered vector search asks SQL about growing windows of nearest candidates
+instead of filtering every record first; the answer must equal "filter, then top-k"
+(SC-6.5) for every selectivity, including the fallback to one full SQL filter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oramem import SQLiteMemoryStore
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = np.random.default_rng(11)
+    n, dim = 3000, 16
+    vectors = rng.normal(size=(n, dim)).astype(np.float32)
+    buckets = [int(x) for x in rng.integers(0, 1000, size=n)]
+    store = SQLiteMemoryStore(str(tmp_path_factory.mktemp("lazy") / "s.db"), vector_dim=dim)
+    store.add(
+        [f"r{i}" for i in range(n)],
+        "memory",
+        record_ids=[f"r{i:04d}" for i in range(n)],
+        embeddings=[v.tolist() for v in vectors],
+        metadata=[{"bucket": b, "even": b % 2 == 0} for b in buckets],
+    )
+    yield store, vectors, buckets
+    store.close()
+
+
+def brute_force(vectors, keep, query, k):
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    q = query / np.linalg.norm(query)
+    dist = 1.0 - unit.astype(np.float64) @ q.astype(np.float64)
+    idx = [i for i in np.argsort(dist, kind="stable") if keep[i]][:k]
+    return [f"r{i:04d}" for i in idx], [float(dist[i]) for i in idx]
+
+
+@pytest.mark.parametrize(
+    "flt, pred",
+    [
+        ({"even": True}, lambda b: b % 2 == 0),  # ~50 %: answered from the first windows
+        ({"bucket": {"$lt": 100}}, lambda b: b < 100),  # ~10 %
+        ({"bucket": {"$in": [1, 2, 3]}}, lambda b: b in (1, 2, 3)),  # ~0.3 %: falls back to one SQL filter
+        ({"bucket": -1}, lambda b: False),  # nothing matches
+    ],
+)
+def test_filtered_search_equals_filter_then_top_k(corpus, flt, pred):
+    store, vectors, buckets = corpus
+    keep = [pred(b) for b in buckets]
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        query = rng.normal(size=vectors.shape[1]).astype(np.float32)
+        for k in (1, 10, 40):
+            got = store.search(query_vector=query.tolist(), k=k, metadata_filter=flt)
+            ids, dists = brute_force(vectors, keep, query, k)
+            assert [r.id for r, _ in got] == ids
+            assert np.allclose([d for _, d in got], dists, atol=1e-6)
+
+
+def test_permissive_filter_checks_only_a_window(corpus):
+    store, vectors, _ = corpus
+    conn = store._engine._db.conn  # the engine's connection: count the window queries
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        store.search(query_vector=vectors[0].tolist(), k=5, metadata_filter={"even": True})
+    finally:
+        conn.set_trace_callback(None)
+    marker = "r.seq IN (SELECT value FROM json_each("
+    window_queries = [s for s in statements if s.lstrip().startswith("SELECT r.seq FROM") and marker in s]
+    full_scans = [s for s in statements if s.lstrip().startswith("SELECT r.seq FROM") and marker not in s]
+    assert window_queries, "the lazy window path was not used"
+    assert not full_scans
