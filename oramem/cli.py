@@ -15,8 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pathlib
-import sqlite3
 import shutil
 import sys
 import tempfile
@@ -33,6 +31,7 @@ from .errors import StoreError
 from .normalize import DEFAULT_STORE_ID, validate_store_id
 from .knowledge.cli import knowledge as knowledge_group
 from .oracle.cli import db as oracle_db_group
+from .sqlite import admin as sqlite_admin
 from .types import NOT_SET, PROFILE_TYPES, RECORD_TYPES, MessageRecord, PendingRecordBatch, Record
 
 __all__ = ["main", "cli"]
@@ -103,49 +102,12 @@ def _show_warning(message: Any, category: Any, filename: Any, lineno: Any, file:
 
 
 # ----------------------------------------------------------------------------- catalog
-#: The SQLite engine's store catalog table (see oramem/sqlite/schema.py).
-CATALOG_TABLE = "oramem_stores"
-
-
-def _connect_ro(path: str) -> sqlite3.Connection:
-    uri = pathlib.Path(path).resolve().as_uri() + "?mode=ro"
-    return sqlite3.connect(uri, uri=True)
-
-
 def read_catalog(path: str) -> dict[str, dict[str, Any]]:
     """Catalog rows of an existing database file, by store id ({} for a non-oramem file)."""
-    conn = _connect_ro(path)
     try:
-        has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CATALOG_TABLE,)).fetchone()
-        if not has:
-            return {}
-        cur = conn.execute(f"SELECT * FROM {CATALOG_TABLE} ORDER BY store_id")
-        names = [d[0] for d in cur.description]
-        return {row[0]: dict(zip(names, row)) for row in cur.fetchall()}
-    except sqlite3.DatabaseError as exc:
-        raise CLIError(f"{path} is not an oramem SQLite database ({exc})") from None
-    finally:
-        conn.close()
-
-
-def count_records(path: str, store_id: str) -> dict[str, int]:
-    """Live (unexpired) records per type of one store, read directly from its table."""
-    from .sqlite.schema import StoreTables
-    from .sqlite.timefmt import iso
-    from datetime import datetime, timezone
-
-    tables = StoreTables(store_id)
-    now = iso(datetime.now(timezone.utc))
-    conn = _connect_ro(path)
-    try:
-        rows = conn.execute(
-            f"SELECT record_type, count(*) FROM {tables.records} "
-            "WHERE expires_at IS NULL OR expires_at > ? GROUP BY record_type ORDER BY record_type",
-            (now,),
-        ).fetchall()
-    finally:
-        conn.close()
-    return {t: n for t, n in rows}
+        return sqlite_admin.list_stores(path)
+    except StoreError as exc:
+        raise CLIError(str(exc)) from None
 
 
 # ----------------------------------------------------------------------------- state
@@ -1039,7 +1001,7 @@ def stores_describe(state: State, store_id: Optional[str]) -> None:
     if sid not in catalog:
         raise CLIError(f"no store {sid!r} in {state.db} (stores there: {', '.join(catalog) or 'none'})")
     info = _store_summary(catalog[sid])
-    info["records"] = count_records(state.db, sid)
+    info["records"] = sqlite_admin.count_live_records(state.db, sid)
     if state.json:
         emit_json(info)
         return
@@ -1056,27 +1018,13 @@ def stores_describe(state: State, store_id: Optional[str]) -> None:
 @pass_state
 def stores_drop(state: State, store_id: str, yes: bool) -> None:
     """Delete STORE_ID with all its records (needs --yes)."""
-    from .sqlite.schema import StoreTables
-
     sid = validate_store_id(store_id)
     catalog = _catalog_or_fail(state)
     if sid not in catalog:
         raise CLIError(f"no store {sid!r} in {state.db} (stores there: {', '.join(catalog) or 'none'})")
     if not yes:
         raise CLIError(f"dropping store {sid!r} deletes all its records; repeat with --yes to confirm", 2)
-    tables = StoreTables(sid)
-    conn = sqlite3.connect(state.db, timeout=30.0, isolation_level=None)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            tables.drop(conn)
-            conn.execute(f"DELETE FROM {CATALOG_TABLE} WHERE store_id = ?", (sid,))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-    finally:
-        conn.close()
+    sqlite_admin.drop_store(state.db, sid)
     if state.json:
         emit_json({"dropped": sid})
     else:

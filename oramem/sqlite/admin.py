@@ -1,0 +1,83 @@
+"""File-level administration of an embedded database: list, describe and drop the stores
+in one SQLite file without opening any of them (what ``oramem stores`` runs).
+
+These functions own the knowledge of the catalog table and the per-store table names, so
+no caller builds SQL against the engine's layout. Reads use a read-only connection and
+never create a file; a drop is one ``BEGIN IMMEDIATE`` transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import pathlib
+import sqlite3
+from typing import Any
+
+from ..errors import StoreError, StoreNotFound
+from .connection import BUSY_TIMEOUT_S
+from .schema import CATALOG, StoreTables
+from .timefmt import iso
+
+__all__ = ["list_stores", "count_live_records", "drop_store"]
+
+
+def _connect_ro(path: str) -> sqlite3.Connection:
+    if not pathlib.Path(path).is_file():
+        raise StoreNotFound(f"no database file at {path!r}")
+    uri = pathlib.Path(path).resolve().as_uri() + "?mode=ro"
+    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+
+
+def list_stores(path: str) -> dict[str, dict[str, Any]]:
+    """Catalog rows by store id (``{}`` for a SQLite file without oramem stores)."""
+    conn = _connect_ro(path)
+    try:
+        has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CATALOG,)).fetchone()
+        if not has:
+            return {}
+        cur = conn.execute(f"SELECT * FROM {CATALOG} ORDER BY store_id")
+        names = [d[0] for d in cur.description]
+        return {row[0]: dict(zip(names, row)) for row in cur.fetchall()}
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not an oramem SQLite database ({exc})") from None
+    finally:
+        conn.close()
+
+
+def count_live_records(path: str, store_id: str, now: _dt.datetime | None = None) -> dict[str, int]:
+    """Unexpired records per record type of one store."""
+    tables = StoreTables(store_id)
+    moment = iso(now or _dt.datetime.now(_dt.timezone.utc))
+    conn = _connect_ro(path)
+    try:
+        rows = conn.execute(
+            f"SELECT record_type, count(*) FROM {tables.records} "
+            "WHERE expires_at IS NULL OR expires_at > ? GROUP BY record_type ORDER BY record_type",
+            (moment,),
+        ).fetchall()
+    finally:
+        conn.close()
+    return {t: n for t, n in rows}
+
+
+def drop_store(path: str, store_id: str) -> bool:
+    """Delete a store's tables and catalog row in one transaction; False when absent.
+    Engines that have the store open see ``StoreNotFound`` on their next call."""
+    tables = StoreTables(store_id)
+    if not pathlib.Path(path).is_file():
+        raise StoreNotFound(f"no database file at {path!r}")
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = conn.execute(f"SELECT 1 FROM {CATALOG} WHERE store_id = ?", (tables.store_id,)).fetchone()
+            if found:
+                tables.drop(conn)
+                conn.execute(f"DELETE FROM {CATALOG} WHERE store_id = ?", (tables.store_id,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
+    return bool(found)
