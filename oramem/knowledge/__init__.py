@@ -17,6 +17,7 @@ store records. What is built and what is not: ``STATUS.md`` in this folder.
 
 from .classify import classify_input, select_strategy
 from .config import KnowledgeConfig
+from .context import compress_context
 from .emotion import tag_event_emotion, tag_event_emotion_sync
 from .errors import ConflictError, EmbeddingError, ExtractionError, KnowledgeError, LLMError, LLMTimeout
 from .memory import KnowledgeMemory
@@ -48,6 +49,7 @@ __all__ = [
     "detect_corrections",
     "estimate_tokens",
     "plan_retrieval",
+    "compress_context",
     "recency_score",
     "dynamic_importance",
     "compute_vitality",

@@ -25,7 +25,11 @@ from .pipeline import WriteRun, detect_corrections
 from .schema import apply_schema_policy, build_tables
 from .text import parse_when, to_utc, validate_agent_id
 from .types import (
+    ContradictionResult,
     CorrectionResult,
+    DirectiveBlock,
+    EmotionalTrendsResult,
+    RetrieveResult,
     EntityDetail,
     FactDetail,
     IntentionDetail,
@@ -112,6 +116,7 @@ class KnowledgeMemory:
         with self._backend.lock():
             apply_schema_policy(self._backend.sa_engine, self._tables, SchemaPolicy.coerce(policy, "schema_policy"))
         self._closed = False
+        self._directive_cache: dict = {}  # KC-5.10: per instance, never module-global
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oramem-kg")
         if self._backend.dialect_name == "sqlite":
             store.register_deletion_hook(self._deletion_hook)
@@ -151,7 +156,10 @@ class KnowledgeMemory:
 
     async def _search(self, **kwargs):
         """Store search: on SQLite the sync call on the worker pool; elsewhere the store's
-        async twin (python-oracledb's native asyncio)."""
+        async twin (python-oracledb's native asyncio). A vector query is a pure vector
+        search on every store (SC-6.6), also on a hybrid one."""
+        if kwargs.get("query_vector") is not None and kwargs.get("strategy") is None:
+            kwargs["strategy"] = "vector"
         if self._backend.dialect_name == "sqlite":
             return await self._in_thread(self._store.search, **kwargs)
         return await self._store.search_async(**kwargs)
@@ -426,6 +434,87 @@ class KnowledgeMemory:
         )
         self._fill(run, result, dry=True)
         return result
+
+    # -- retrieve (KC-5) ------------------------------------------------------------------------
+    async def retrieve_async(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        session_id: Optional[str] = None,
+        entity_keys: Optional[list] = None,
+        as_of: Any = None,
+        known_at: Any = None,
+        include_directives: bool = False,
+        config_overrides: Optional[dict] = None,
+        verbose: bool = False,
+    ) -> RetrieveResult:
+        """Facts, events, intentions and a compressed context for ``query`` (KC-5)."""
+        from .retrieve import RetrieveRun
+
+        validate_agent_id(agent_id)
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+            raise ValueError("session_id must be a non-empty string or None")
+        if entity_keys is not None:
+            if isinstance(entity_keys, str) or not isinstance(entity_keys, (list, tuple, set, frozenset)):
+                raise TypeError("entity_keys must be a list of str")
+            if not all(isinstance(k, str) for k in entity_keys):
+                raise TypeError("entity_keys must be a list of str")
+        as_of_dt = parse_when(as_of, "as_of")
+        known_dt = parse_when(known_at, "known_at")
+        cfg = merge_config(self.config, config_overrides)
+        now = self._now()
+        if not query.strip():
+            return RetrieveResult(warnings=["empty query"], config_effective=cfg.as_dict())
+        run = RetrieveRun(
+            self, agent_id=agent_id, query=query, session_id=session_id,
+            entity_keys=list(entity_keys) if entity_keys is not None else None, as_of=as_of_dt, known_at=known_dt,
+            include_directives=bool(include_directives), cfg=cfg, now=now, verbose=bool(verbose),
+        )
+        return await run.run()
+
+    retrieve = _sync_twin(retrieve_async)
+
+    async def emotional_trends_async(self, agent_id: str) -> EmotionalTrendsResult:
+        """KC-5.13: deterministic emotion statistics over the trend window; upserts an
+        ``emotional_trend`` meta-observation."""
+        from .procedural import emotional_trends
+
+        validate_agent_id(agent_id)
+        now = self._now()
+        cfg = self.config
+        return await self._small_write(agent_id, lambda c: emotional_trends(self, c, agent_id, cfg, now))
+
+    emotional_trends = _sync_twin(emotional_trends_async)
+
+    async def directives_async(self, agent_id: str, *, persona_text: str = "") -> DirectiveBlock:
+        """KC-5.10: the behavioural directives block (one LLM call; cached per instance)."""
+        from .procedural import directives_for
+
+        validate_agent_id(agent_id)
+        if not isinstance(persona_text, str):
+            raise TypeError("persona_text must be a str")
+        now = self._now()
+        return await directives_for(self, agent_id, persona_text, self.config, now)
+
+    directives = _sync_twin(directives_async)
+
+    async def check_contradiction_async(self, agent_id: str, new_directive: str) -> ContradictionResult:
+        """KC-5.10: does ``new_directive`` contradict the nearest active behavioural preference?"""
+        from .procedural import check_contradiction
+
+        validate_agent_id(agent_id)
+        if not isinstance(new_directive, str):
+            raise TypeError("new_directive must be a str")
+        if not new_directive.strip():
+            raise ValueError("new_directive must not be empty")
+        self._now()
+        result, _ = await check_contradiction(self, agent_id, new_directive, self.config)
+        return result
+
+    check_contradiction = _sync_twin(check_contradiction_async)
 
     # -- reads -----------------------------------------------------------------------------------
     def _detail(self, row: dict, links: list[str], superseded_by: Optional[str], now: datetime) -> FactDetail:

@@ -52,6 +52,33 @@ _PROSE = {
         "DELETE (the new fact retracts an existing one). Reply with JSON decisions[{new_fact_index, "
         "action, existing_fact_index?, update_kind?}]; indices are 1-based."
     ),
+    "rerank": (
+        "Score how relevant each numbered candidate is to the query, from 0 (irrelevant) to 1 "
+        "(answers it). Reply with JSON {scores: [float, ...]}, one score per candidate, in order."
+    ),
+    "cluster_summary": "Summarise the facts of this group in two or three sentences. Reply with JSON {summary}.",
+    "entity_summary": (
+        "Write a short profile (at most four sentences) of the entity from its facts. Reply with JSON {summary}."
+    ),
+    "community": (
+        "These clusters of facts share a theme. Name it (title, at most 80 characters) and describe "
+        "it in one or two sentences. Reply with JSON {title, summary}."
+    ),
+    "consolidate": (
+        "Find at most 5 durable observations (type one of pattern, insight, trend, contradiction, "
+        "cross_entity_theme, behavioral_preference) supported by the numbered events and facts. "
+        "Reply with JSON observations[{type, title, text, supporting_event_indices, "
+        "supporting_fact_indices, confidence?}]; indices are 1-based."
+    ),
+    "entity_merge": "Decide whether entities a and b are the same real-world entity. Reply with JSON {should_merge: bool}.",
+    "directives": (
+        "Write the behavioural directives the assistant should follow for this user, within "
+        "max_tokens, consistent with the persona. Reply with JSON {directives_block, directives_used}."
+    ),
+    "contradiction": (
+        "Does the new directive contradict the existing one? Reply with JSON {has_contradiction: "
+        "bool, conflicting_directive?, resolution?}."
+    ),
 }
 
 
@@ -168,11 +195,66 @@ def _v_reconcile(reply: dict) -> dict:
     return reply
 
 
+def _v_rerank(reply: dict) -> dict:
+    scores = reply.get("scores")
+    if not isinstance(scores, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in scores):
+        raise LLMError("scores must be a list of numbers")
+    return reply
+
+
+def _v_summary(reply: dict) -> dict:
+    _need_str(reply, "summary", "reply")
+    return reply
+
+
+def _v_community(reply: dict) -> dict:
+    _need_str(reply, "title", "reply")
+    _need_str(reply, "summary", "reply")
+    return reply
+
+
+def _v_consolidate(reply: dict) -> dict:
+    _list_of_dicts(reply, "observations", True)
+    return reply
+
+
+def _v_merge(reply: dict) -> dict:
+    if not isinstance(reply.get("should_merge"), bool):
+        raise LLMError("should_merge must be a boolean")
+    return reply
+
+
+def _v_directives(reply: dict) -> dict:
+    if not isinstance(reply.get("directives_block"), str):
+        raise LLMError("directives_block must be a string")
+    used = reply.get("directives_used", 0)
+    if isinstance(used, bool) or not isinstance(used, (int, list)):
+        raise LLMError("directives_used must be an integer or a list")
+    return reply
+
+
+def _v_contradiction(reply: dict) -> dict:
+    if not isinstance(reply.get("has_contradiction"), bool):
+        raise LLMError("has_contradiction must be a boolean")
+    for k in ("conflicting_directive", "resolution"):
+        if reply.get(k) is not None and not isinstance(reply[k], str):
+            raise LLMError(f"{k} must be a string or null")
+    return reply
+
+
 VALIDATORS: dict[str, Callable[[dict], dict]] = {
     "extract": _v_extract,
     "event_emotion": _v_emotion,
     "resolve_entity": _v_resolve,
     "reconcile": _v_reconcile,
+    "rerank": _v_rerank,
+    "cluster_summary": _v_summary,
+    "entity_summary": _v_summary,
+    "community": _v_community,
+    "consolidate": _v_consolidate,
+    "entity_merge": _v_merge,
+    "directives": _v_directives,
+    "contradiction": _v_contradiction,
 }
 
 
