@@ -291,6 +291,18 @@ class OracleMemoryStore(IMemoryStore):
     def embedder(self) -> Any:
         return self._embedder
 
+    @property
+    def schema_policy(self) -> SchemaPolicy:
+        """The schema policy this store was opened with (layers above reuse it)."""
+        return self._policy
+
+    @property
+    def engine(self) -> Engine:
+        """The engine behind this store: the seam for layers above the store API (the
+        knowledge layer keeps its tables in the same database and transaction). Not for
+        application code: everything an application needs is a store method."""
+        return self._engine
+
     def register_deletion_hook(self, hook: DeletionHook) -> None:
         """SC-8.5: ``hook`` runs inside every delete, cascade and purge transaction."""
         self._engine.register_deletion_hook(hook)

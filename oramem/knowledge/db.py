@@ -1,14 +1,14 @@
 """Database access of the knowledge layer: one seam per engine.
 
 SQLite — the knowledge tables live in the store's file and use **the store's own
-connection** (``SQLiteEngine._db``: a ``sqlite3`` connection plus a re-entrant lock). That
+connection** (``store.engine.database``: a ``sqlite3`` connection plus a re-entrant lock). That
 is required for ``":memory:"`` stores (each connection would be another database) and it
 makes the store's lock the knowledge layer's lock too: every knowledge read or write runs
 holding it, writes in ``BEGIN IMMEDIATE`` (KC-7.5), and deletion hooks run on the very
 connection and transaction that deletes store records (SC-8.5). SQLAlchemy is used as a
 statement builder and type mapper over that connection: its own commit/rollback are
-disabled, transactions are the store's ``Database.transaction``. Coupling (documented in
-STATUS.md, asked of the store owner as a public seam): ``store._engine._db``.
+disabled, transactions are the store's ``Database.transaction``. Oracle: SQLAlchemy over
+``store.engine.source`` (the store's python-oracledb pool or connection).
 
 Each concurrent task opens its own SQLAlchemy ``Connection`` object; on SQLite they share
 one DBAPI connection under the lock (the store's threading model), so nothing is used by
@@ -72,12 +72,10 @@ class SQLiteBackend(Backend):
     dialect_name = "sqlite"
 
     def __init__(self, store: Any) -> None:
-        db = getattr(getattr(store, "_engine", None), "_db", None)
-        if db is None or not hasattr(db, "conn") or not hasattr(db, "lock") or not hasattr(db, "transaction"):
-            raise StoreError(
-                "this SQLiteMemoryStore does not expose its connection to the knowledge layer "
-                "(expected store._engine._db with conn/lock/transaction); open the store before KnowledgeMemory"
-            )
+        try:
+            db = store.engine.database
+        except StoreError as exc:
+            raise StoreError(f"open the store before KnowledgeMemory: {exc}") from None
         self.db = db
         engine = sa.create_engine(
             "sqlite://", creator=lambda: db.conn, poolclass=StaticPool, pool_reset_on_return=None
@@ -122,10 +120,7 @@ class OracleBackend(Backend):
     dialect_name = "oracle"
 
     def __init__(self, store: Any, agent_table: Any = None) -> None:
-        # coupling (see STATUS.md): OracleEngine keeps its python-oracledb source in
-        # ``_target`` and its kind ("pool", "conn", "async_pool", "async_conn") in ``_kind``
-        eng = getattr(store, "_engine", None)
-        target, kind = getattr(eng, "_target", None), getattr(eng, "_kind", None)
+        target, kind = store.engine.source, store.engine.source_kind
         if kind == "pool":
             self.sa_engine = sa.create_engine("oracle+oracledb://", creator=target.acquire)
         elif kind == "conn":

@@ -327,6 +327,17 @@ class OracleEngine(Engine):
         return self._kind in ("async_pool", "async_conn")
 
     @property
+    def source(self) -> Any:
+        """The python-oracledb connection or pool this engine was given (layers above
+        the store, like the knowledge layer, open their own sessions from it)."""
+        return self._target
+
+    @property
+    def source_kind(self) -> str:
+        """``"pool"``, ``"conn"``, ``"async_pool"`` or ``"async_conn"``."""
+        return self._kind
+
+    @property
     def async_only(self) -> bool:  # type: ignore[override]
         """Engine seam: an async source can only be driven by the ``*_async`` methods."""
         return self.is_async

@@ -92,6 +92,13 @@ class SQLiteEngine(Engine):
         self._cache = None
 
     @property
+    def database(self) -> Database:
+        """The connection, its lock and ``transaction()``: the seam through which the
+        knowledge layer writes its tables in the store's own transactions (SC-8.5)."""
+        db, _ = self._open_parts()
+        return db
+
+    @property
     def connection_path(self) -> str:
         """The database path this engine was built with."""
         return self._path

@@ -203,13 +203,13 @@ def test_oracle_backend_refuses_async_sources_and_unknown_stores():
     from oramem.knowledge.db import OracleBackend
 
     class Engine:
-        _kind, _target = "async_pool", object()
+        source_kind, source = "async_pool", object()
 
     class Store:
-        _engine = Engine()
+        engine = Engine()
 
     with pytest.raises(StoreError, match="synchronous"):
         OracleBackend(Store())
-    Engine._kind = None
+    Engine.source_kind = None
     with pytest.raises(StoreError, match="connection source"):
         OracleBackend(Store())
