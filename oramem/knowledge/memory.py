@@ -102,7 +102,7 @@ class KnowledgeMemory:
             raise ValueError(
                 f"embedder dimension {dim} differs from the store's vector_dim {store.vector_dim}; use one embedder for both"
             )
-        policy = getattr(store, "_policy", SchemaPolicy.CREATE_IF_NECESSARY) if schema_policy is NOT_SET else schema_policy
+        policy = store.schema_policy if schema_policy is NOT_SET else schema_policy
         self._store = store
         self._llm = llm
         self._embedder = embedder
