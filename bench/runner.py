@@ -187,17 +187,34 @@ def _build(adapter, corpus, queries, truth, k, result, raw, budget_s) -> None:
         "rss_delta_mib": round((rss_bytes() - rss0) / 2**20, 1),
     }
     result["queries"] = {}
+    ref = None
+    if adapter.paired_reference:
+        from .adapters.numpy_bf import NumpyBruteForce
+
+        ref = NumpyBruteForce(adapter.workdir, corpus.dim)
+        ref.load_memory(corpus)
     for mode in MODES:
+        paired = ref is not None and mode in VECTOR_MODES
         try:
             for i in range(WARMUP):
                 _call(adapter, mode, queries, i, k)
-            times, found = [], []
+                if paired:
+                    _call(ref, mode, queries, i, k)
+            times, found, ref_times = [], [], []
             deadline = time.perf_counter() + budget_s
             for i in range(len(queries)):
+                if paired and i % 2:
+                    t = time.perf_counter_ns()
+                    _call(ref, mode, queries, i, k)
+                    ref_times.append(time.perf_counter_ns() - t)
                 t = time.perf_counter_ns()
                 rows = _call(adapter, mode, queries, i, k)
                 times.append(time.perf_counter_ns() - t)
                 found.append(rows)
+                if paired and not i % 2:
+                    t = time.perf_counter_ns()
+                    _call(ref, mode, queries, i, k)
+                    ref_times.append(time.perf_counter_ns() - t)
                 # slow systems: stop at the time budget, but never below MIN_QUERIES
                 if len(times) >= MIN_QUERIES and time.perf_counter() > deadline:
                     break
@@ -208,6 +225,9 @@ def _build(adapter, corpus, queries, truth, k, result, raw, budget_s) -> None:
             result["queries"][mode] = {"status": f"failed: {type(exc).__name__}: {exc}"}
             continue
         entry: dict[str, Any] = {"status": "ok", **_stats(times)}
+        if ref_times:
+            # numpy brute force on the same queries, interleaved with this system's
+            entry["paired_numpy"] = _stats(ref_times)
         if mode in truth:
             recalls = [
                 len(set(got[:k]) & set(exp)) / max(1, min(k, len(exp)))

@@ -32,6 +32,9 @@ class Adapter(abc.ABC):
     description: str = ""
     #: True when search results are approximate (recall is still measured)
     approximate: bool = False
+    #: True: the harness also times numpy brute force in the same process, alternating
+    #: query by query, so the ratio to the physical reference is immune to load drift
+    paired_reference: bool = False
 
     def __init__(self, workdir: str, dim: int) -> None:
         self.workdir = workdir

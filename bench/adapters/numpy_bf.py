@@ -31,13 +31,17 @@ class NumpyBruteForce(Adapter):
     def create(self) -> None:
         os.makedirs(self.workdir, exist_ok=True)
 
-    def insert(self, corpus: Corpus) -> None:
+    def load_memory(self, corpus: Corpus) -> None:
+        """Hold the corpus in memory only (the paired in-process reference)."""
         m = np.ascontiguousarray(corpus.vectors, dtype=np.float32)
         m = m / np.linalg.norm(m, axis=1, keepdims=True)
         self.matrix = m.astype(np.float32, copy=False)
         self.users = corpus.user_codes.copy()
         self.topics = corpus.topic_codes.copy()
         self.priorities = corpus.priorities.copy()
+
+    def insert(self, corpus: Corpus) -> None:
+        self.load_memory(corpus)
         for name in ("matrix", "users", "topics", "priorities"):
             np.save(os.path.join(self.workdir, name + ".npy"), getattr(self, name))
 

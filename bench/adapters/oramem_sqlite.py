@@ -18,6 +18,7 @@ BATCH = 10_000
 class OramemSQLite(Adapter):
     name = "oramem"
     description = "oramem SQLiteMemoryStore (HYBRID store: numpy matrix + FTS5), exact search via the public API"
+    paired_reference = True
 
     def check(self) -> None:
         try:
