@@ -25,6 +25,13 @@ from .pipeline import WriteRun, detect_corrections
 from .schema import apply_schema_policy, build_tables
 from .text import parse_when, to_utc, validate_agent_id
 from .types import (
+    BackgroundRunResult,
+    ClusteringResult,
+    CommunityDetectionResult,
+    ConsolidationResult,
+    EntityImportanceResult,
+    MemifyResult,
+    SummaryRefreshResult,
     ContradictionResult,
     CorrectionResult,
     DirectiveBlock,
@@ -515,6 +522,92 @@ class KnowledgeMemory:
         return result
 
     check_contradiction = _sync_twin(check_contradiction_async)
+
+    # -- background jobs (KC-6) -------------------------------------------------------------------
+    async def _job(self, name: str, agent_id: str):
+        from . import jobs
+
+        validate_agent_id(agent_id)
+        now = self._now()
+        return await getattr(jobs, name)(self, agent_id, self.config, now)
+
+    async def cluster_facts_async(self, agent_id: str) -> ClusteringResult:
+        """KC-6.2: one cluster per entity with enough recent current facts."""
+        return await self._job("cluster_facts", agent_id)
+
+    cluster_facts = _sync_twin(cluster_facts_async)
+
+    async def detect_communities_async(self, agent_id: str) -> CommunityDetectionResult:
+        """KC-6.3: similar clusters of different entities become community themes."""
+        return await self._job("detect_communities", agent_id)
+
+    detect_communities = _sync_twin(detect_communities_async)
+
+    async def consolidate_async(self, agent_id: str) -> ConsolidationResult:
+        """KC-6.4: recent events and facts become meta-observations."""
+        return await self._job("consolidate", agent_id)
+
+    consolidate = _sync_twin(consolidate_async)
+
+    async def memify_async(self, agent_id: str) -> MemifyResult:
+        """KC-6.5: vitality, stale marking, edge reinforcement/decay, entity merges, intention expiry."""
+        return await self._job("memify", agent_id)
+
+    memify = _sync_twin(memify_async)
+
+    async def score_entity_importance_async(self, agent_id: str) -> EntityImportanceResult:
+        """KC-6.6: importance of every active entity from density, recency, retrievals and degree."""
+        return await self._job("score_entity_importance", agent_id)
+
+    score_entity_importance = _sync_twin(score_entity_importance_async)
+
+    async def refresh_summaries_async(self, agent_id: str) -> SummaryRefreshResult:
+        """KC-6.7: stale summaries of the most important entities are rewritten."""
+        return await self._job("refresh_summaries", agent_id)
+
+    refresh_summaries = _sync_twin(refresh_summaries_async)
+
+    async def run_background_async(self, agent_id: str, jobs: Optional[list] = None) -> BackgroundRunResult:
+        """KC-6.1: entity_importance, summary_refresh, clustering, community_detection,
+        consolidation, emotional_trends and memify, in that order (or the named subset);
+        a failing job goes to ``errors`` and the rest still run."""
+        from . import jobs as jobs_mod
+        from .procedural import emotional_trends
+
+        validate_agent_id(agent_id)
+        names = list(jobs_mod.JOB_ORDER)
+        if jobs is not None:
+            if isinstance(jobs, str) or not all(isinstance(j, str) for j in jobs):
+                raise TypeError("jobs must be a list of job names")
+            unknown = sorted(set(jobs) - set(names))
+            if unknown:
+                raise ValueError(f"unknown job(s): {', '.join(unknown)}; known: {', '.join(names)}")
+            names = [n for n in names if n in set(jobs)]
+        now = self._now()
+        cfg = self.config
+        started = time.perf_counter()
+        fns = {
+            "entity_importance": jobs_mod.score_entity_importance,
+            "summary_refresh": jobs_mod.refresh_summaries,
+            "clustering": jobs_mod.cluster_facts,
+            "community_detection": jobs_mod.detect_communities,
+            "consolidation": jobs_mod.consolidate,
+            "memify": jobs_mod.memify,
+        }
+        out = BackgroundRunResult()
+        for name in names:
+            try:
+                if name == "emotional_trends":
+                    out.results[name] = await self._small_write(agent_id, lambda c: emotional_trends(self, c, agent_id, cfg, now))
+                else:
+                    out.results[name] = await fns[name](self, agent_id, cfg, now)
+            except Exception as exc:  # noqa: BLE001 - KC-6.1: the rest still run
+                log.warning("background job %s failed (%s)", name, type(exc).__name__)
+                out.errors[name] = f"{type(exc).__name__}: {exc}"
+        out.duration_ms = (time.perf_counter() - started) * 1000.0
+        return out
+
+    run_background = _sync_twin(run_background_async)
 
     # -- reads -----------------------------------------------------------------------------------
     def _detail(self, row: dict, links: list[str], superseded_by: Optional[str], now: datetime) -> FactDetail:

@@ -304,7 +304,7 @@ class RetrieveRun:
         t0 = time.perf_counter()
         resolved, no_facts = await self.read(self._resolve_keys)
         emb_task = asyncio.ensure_future(self._embed_query())
-        expanded, neighbours = await self.read(lambda c: self._expand(c, resolved))
+        expanded, direct = await self.read(lambda c: self._expand(c, resolved))
         plan.entities = list(expanded.primed_entities)
         self.step("expand", t0, primed=len(expanded.primed_entities), terms=len(expanded.expanded_terms))
         await emb_task
@@ -317,7 +317,8 @@ class RetrieveRun:
             sem, kw = await asyncio.gather(self._semantic(pool, filter_keys), self._keyword(pool, filter_keys, expanded, plan))
             self.step("semantic_keyword", t0, semantic=sem, keyword=kw)
             t0 = time.perf_counter()
-            graph = await self.read(lambda c: self._graph(c, expanded.primed_entities, filter_keys))
+            # BFS from the directly primed entities; expansion neighbours are reached at hop 1
+            graph = await self.read(lambda c: self._graph(c, direct, filter_keys))
             self.step("graph", t0, facts=len(graph.facts), edges=graph.edges_traversed)
         t0 = time.perf_counter()
         events = await self._events()
@@ -442,6 +443,7 @@ class RetrieveRun:
         return out, not out
 
     def _expand(self, conn: sa.Connection, resolved: list[str]) -> tuple[ExpandedQuery, list[str]]:
+        """Returns the expansion and the directly primed keys (aliases, names, entity_keys)."""
         t = self.t
         grams = [g for g in ngrams(self.query, 4) if len(g) >= 3]
         hits = reads.lookup_aliases(conn, t, self.agent_id, grams)
@@ -495,7 +497,7 @@ class RetrieveRun:
                             terms.append(s)
                 if len(terms) >= 10:
                     break
-        return ExpandedQuery(primed_entities=primed_all, temporal_range=self.view.trange, expanded_terms=terms[:10]), neighbours
+        return ExpandedQuery(primed_entities=primed_all, temporal_range=self.view.trange, expanded_terms=terms[:10]), primed
 
     # -- signals ------------------------------------------------------------------------------------
     async def _embed_query(self) -> None:

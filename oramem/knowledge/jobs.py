@@ -1,0 +1,737 @@
+"""Background jobs (KC-6): clustering, community detection, consolidation, memify, entity
+importance and summary refresh, plus ``run_background``.
+
+Every job commits its own work in short transactions (LLM calls happen between reads and
+the write, never inside a transaction) and is idempotent: a rerun with no new data creates,
+assigns, generates and refreshes nothing. An item whose LLM call fails is skipped; jobs
+raise only on database errors. Neighbour work is one vectorised numpy matrix per group,
+capped at ``max_pairwise_items`` (a warning is logged beyond the cap).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from datetime import datetime, timedelta
+from typing import Any, Optional
+
+import numpy as np
+import sqlalchemy as sa
+
+from . import commit as commit_mod
+from . import reads
+from .emotion import tag_emotion_detailed
+from .model import new_id
+from .scoring import compute_vitality
+from .tasks import TaskCall
+from .text import norm
+from .types import (
+    ClusteringResult,
+    CommunityDetectionResult,
+    ConsolidationResult,
+    EntityImportanceResult,
+    MemifyResult,
+    SummaryRefreshResult,
+)
+
+__all__ = ["JOB_ORDER", "cluster_facts", "detect_communities", "consolidate", "memify", "score_entity_importance",
+           "refresh_summaries"]
+
+log = logging.getLogger("oramem.knowledge")
+
+JOB_ORDER = ("entity_importance", "summary_refresh", "clustering", "community_detection", "consolidation",
+             "emotional_trends", "memify")
+OBS_TYPES = ("pattern", "insight", "trend", "contradiction", "cross_entity_theme", "behavioral_preference")
+_LN2 = math.log(2.0)
+
+
+def _fact_cols(t) -> list:
+    return [c for c in t.fact.c if c.name != "embedding_vec"]
+
+
+def _current(f) -> list:
+    return [f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)]
+
+
+def _unit_rows(mat: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(mat, axis=1, keepdims=True)
+    n[n == 0] = 1.0
+    return mat / n
+
+
+def _cap(items: list, cfg: Any, what: str) -> list:
+    if len(items) > cfg.max_pairwise_items:
+        log.warning("%s: %d items over max_pairwise_items=%d; only the first are compared", what, len(items), cfg.max_pairwise_items)
+        return items[: cfg.max_pairwise_items]
+    return items
+
+
+async def _read(km, fn):
+    return await km._read(fn)
+
+
+async def _write(km, agent_id: str, what: str, fn):
+    def run():
+        with km._backend.write(what, agent_id) as conn:
+            return fn(conn)
+
+    return await km._in_thread(run)
+
+
+async def _embed_one(km, text: str) -> Optional[np.ndarray]:
+    try:
+        return np.asarray(await km._embed([text], False), dtype=np.float32)[0]
+    except Exception as exc:  # noqa: BLE001 - a job item without a vector is skipped, not fatal
+        log.warning("job embedding failed (%s)", type(exc).__name__)
+        return None
+
+
+def _render_fact(row: dict) -> str:
+    """``fact_text [attribute_key = value]`` (KC-6.2; no "unknown = None")."""
+    text = row["fact_text"]
+    attr, value = row.get("attribute_key"), row.get("value_json")
+    if attr and value is not None and not isinstance(value, (dict, list)):
+        return f"{text} [{attr} = {value}]"
+    if attr:
+        return f"{text} [{attr}]"
+    return text
+
+
+# ----------------------------------------------------------------------------- KC-6.2
+async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime) -> ClusteringResult:
+    t = km._tables
+    f, cl, e = t.fact, t.cluster, t.entity
+    res = ClusteringResult()
+
+    def load(conn):
+        rows = [dict(r) for r in conn.execute(
+            sa.select(f.c.id, f.c.entity_key, f.c.fact_text, f.c.attribute_key, f.c.value_json, f.c.importance, f.c.cluster_id,
+                      f.c.embedding_vec, f.c.ttl_days, f.c.ingested_at)
+            .where(f.c.agent_id == agent_id, *_current(f), f.c.valid_from >= now - timedelta(days=cfg.cluster_max_age_days))
+            .order_by(f.c.entity_key, f.c.valid_from, f.c.id)
+        ).mappings()]
+        rows = [r for r in rows if not reads.is_expired(r, now)]
+        clusters = {r["id"]: dict(r) for r in conn.execute(
+            sa.select(cl.c.id, cl.c.created_at, cl.c.is_active).where(cl.c.agent_id == agent_id, cl.c.is_active == True)  # noqa: E712
+        ).mappings()}
+        members: dict[str, set] = {}
+        for cid, fid in conn.execute(sa.select(f.c.cluster_id, f.c.id).where(f.c.agent_id == agent_id, f.c.cluster_id.is_not(None))):
+            members.setdefault(cid, set()).add(fid)
+        names = {k: n for k, n in conn.execute(sa.select(e.c.canonical_key, e.c.display_name).where(e.c.agent_id == agent_id))}
+        return rows, clusters, members, names
+
+    rows, clusters, members, names = await _read(km, load)
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r["entity_key"], []).append(r)
+    plans = []  # (cluster_id or None, entity_key, facts, changed)
+    chosen: set[str] = set()
+    for key in sorted(groups):
+        facts = groups[key]
+        if len(facts) < cfg.cluster_min_facts:
+            continue
+        counts: dict[str, int] = {}
+        for r in facts:
+            if r["cluster_id"] in clusters and r["cluster_id"] not in chosen:
+                counts[r["cluster_id"]] = counts.get(r["cluster_id"], 0) + 1
+        existing = sorted(counts, key=lambda c: (-counts[c], clusters[c]["created_at"], c))[0] if counts else None
+        ids = {r["id"] for r in facts}
+        changed = existing is None or members.get(existing, set()) != ids
+        if existing:
+            chosen.add(existing)
+        plans.append([existing, key, facts, changed, None, None])
+    call = TaskCall(km._llm)
+    for p in plans:
+        existing, key, facts, changed = p[:4]
+        if not changed:
+            continue
+        label = (names.get(key) or key)[:128]
+        try:
+            reply = await call("cluster_summary", {"label": label, "facts": [_render_fact(r) for r in facts]}, cfg.job_llm_timeout_sec)
+            p[4] = reply["summary"].strip()
+            res.summaries_generated += 1
+            p[5] = await _embed_one(km, p[4])
+        except Exception as exc:  # noqa: BLE001 - the cluster is kept, with the mean vector
+            log.warning("cluster_summary failed (%s)", type(exc).__name__)
+        if p[5] is None:
+            vecs = [np.asarray(r["embedding_vec"], dtype=np.float32) for r in facts if r["embedding_vec"] is not None]
+            if vecs:
+                m = np.mean(np.stack(vecs), axis=0)
+                n = float(np.linalg.norm(m))
+                p[5] = m / n if n > 0 else m
+
+    def write(conn):
+        keep: set[str] = set()
+        for existing, key, facts, changed, summary, vec in plans:
+            ids = sorted(r["id"] for r in facts)
+            imp = sum(float(r["importance"]) for r in facts) / len(facts)
+            if existing is None:
+                cid = new_id()
+                conn.execute(sa.insert(cl).values(
+                    id=cid, agent_id=agent_id, label=(names.get(key) or key)[:128], summary_text=summary, cluster_type="entity",
+                    fact_count=len(ids), importance=imp, embedding_vec=vec, is_active=True, last_updated_at=now, created_at=now))
+                res.clusters_created += 1
+            else:
+                cid = existing
+                if changed:
+                    vals = dict(fact_count=len(ids), importance=imp, last_updated_at=now)
+                    if summary is not None:
+                        vals["summary_text"] = summary
+                    if vec is not None:
+                        vals["embedding_vec"] = vec
+                    conn.execute(sa.update(cl).where(cl.c.id == cid).values(**vals))
+                    res.clusters_reinforced += 1
+            keep.add(cid)
+            if changed:
+                moving = [r["id"] for r in facts if r["cluster_id"] != cid]
+                for batch in reads.chunked(moving):
+                    conn.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.id.in_(batch)).values(cluster_id=cid))
+                res.facts_assigned += len(moving)
+                leaving = sorted(members.get(cid, set()) - set(ids))
+                for batch in reads.chunked(leaving):
+                    conn.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.id.in_(batch)).values(cluster_id=None))
+                res.facts_assigned += len(leaving)
+        # clusters below the minimum (or no longer any entity's cluster) are deactivated
+        for cid in sorted(set(clusters) - keep):
+            conn.execute(sa.update(cl).where(cl.c.id == cid).values(is_active=False, last_updated_at=now))
+            gone = sorted(members.get(cid, set()))
+            for batch in reads.chunked(gone):
+                conn.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.id.in_(batch), f.c.cluster_id == cid).values(cluster_id=None))
+            res.facts_assigned += len(gone)
+
+    await _write(km, agent_id, "knowledge clustering", write)
+    return res
+
+
+# ----------------------------------------------------------------------------- KC-6.3
+async def detect_communities(km, agent_id: str, cfg: Any, now: datetime) -> CommunityDetectionResult:
+    t = km._tables
+    cl, f, mo = t.cluster, t.fact, t.meta_observation
+
+    def load(conn):
+        cls = [dict(r) for r in conn.execute(
+            sa.select(cl.c.id, cl.c.label, cl.c.summary_text, cl.c.embedding_vec, cl.c.importance)
+            .where(cl.c.agent_id == agent_id, cl.c.is_active == True, cl.c.embedding_vec.is_not(None))  # noqa: E712
+            .order_by(sa.desc(cl.c.importance), cl.c.id)
+        ).mappings()]
+        facts: dict[str, list[tuple[str, str]]] = {}
+        ids = [c["id"] for c in cls]
+        for batch in reads.chunked(ids):
+            for cid, fid, key in conn.execute(
+                sa.select(f.c.cluster_id, f.c.id, f.c.entity_key).where(f.c.agent_id == agent_id, f.c.cluster_id.in_(batch)).order_by(f.c.id)
+            ):
+                facts.setdefault(cid, []).append((fid, key))
+        themes = [dict(r) for r in conn.execute(
+            sa.select(mo.c.id, mo.c.title, mo.c.supporting_fact_ids, mo.c.embedding_vec)
+            .where(mo.c.agent_id == agent_id, mo.c.is_active == True, mo.c.observation_type == "community_theme")  # noqa: E712
+            .order_by(mo.c.id)
+        ).mappings()]
+        return cls, facts, themes
+
+    cls, facts, themes = await _read(km, load)
+    if len(cls) < cfg.community_min_clusters:
+        return CommunityDetectionResult(skipped=True, skip_reason="insufficient clusters")
+    cls = _cap(cls, cfg, "detect_communities")
+    owner = {c["id"]: (facts.get(c["id"]) or [(None, c["label"])])[0][1] for c in cls}
+    mat = _unit_rows(np.stack([np.asarray(c["embedding_vec"], dtype=np.float32) for c in cls]))
+    sims = mat @ mat.T
+    parent = list(range(len(cls)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    ii, jj = np.nonzero(np.triu(sims >= cfg.community_similarity_threshold, k=1))
+    for i, j in zip(ii.tolist(), jj.tolist()):
+        if owner[cls[i]["id"]] != owner[cls[j]["id"]]:
+            parent[find(i)] = find(j)
+    comps: dict[int, list[int]] = {}
+    for i in range(len(cls)):
+        comps.setdefault(find(i), []).append(i)
+    communities = sorted((sorted(v) for v in comps.values() if len(v) >= 2), key=lambda v: cls[v[0]]["id"])
+    res = CommunityDetectionResult()
+    call = TaskCall(km._llm)
+    actions = []
+    for comp in communities:
+        members = [cls[i] for i in comp]
+        res.clusters_in_communities += len(members)
+        fids = sorted({fid for c in members for fid, _ in facts.get(c["id"], [])})[:50]
+        match = None
+        for th in themes:
+            sup = set(th["supporting_fact_ids"] or [])
+            union = sup | set(fids)
+            if union and len(sup & set(fids)) / len(union) >= 0.5:
+                match = th["id"]
+                break
+        if match is None:
+            try:
+                reply = await call("community", {"clusters": [{"label": c["label"], "summary": c["summary_text"] or ""} for c in members]},
+                                   cfg.job_llm_timeout_sec)
+            except Exception as exc:  # noqa: BLE001 - the community is skipped
+                log.warning("community failed (%s)", type(exc).__name__)
+                continue
+            title, summary = reply["title"].strip()[:80], reply["summary"].strip()
+            tvec = await _embed_one(km, title)
+            if tvec is not None:
+                tv = tvec / (np.linalg.norm(tvec) or 1.0)
+                for th in themes:
+                    if th["embedding_vec"] is None:
+                        continue
+                    # the stored embedding is of title plus summary; compare titles by embedding them
+                    other = await _embed_one(km, th["title"])
+                    if other is not None and float(np.dot(tv, other / (np.linalg.norm(other) or 1.0))) >= 0.90:
+                        match = th["id"]
+                        break
+            if match is None:
+                vec = await _embed_one(km, f"{title}\n{summary}")
+                actions.append(("create", title, summary, fids, vec))
+                continue
+        actions.append(("reinforce", match, fids))
+
+    def write(conn):
+        for a in actions:
+            if a[0] == "create":
+                _, title, summary, fids, vec = a
+                conn.execute(sa.insert(mo).values(
+                    id=new_id(), agent_id=agent_id, observation_type="community_theme", title=title, text=summary,
+                    supporting_event_ids=[], supporting_fact_ids=fids, confidence=0.7, importance=0.8, times_reinforced=0,
+                    is_active=True, embedding_vec=vec, first_detected_at=now, last_reinforced_at=now, created_at=now))
+                res.communities_created += 1
+            else:
+                conn.execute(sa.update(mo).where(mo.c.id == a[1]).values(times_reinforced=mo.c.times_reinforced + 1, last_reinforced_at=now))
+                res.communities_reinforced += 1
+
+    if actions:
+        await _write(km, agent_id, "knowledge communities", write)
+    return res
+
+
+# ----------------------------------------------------------------------------- KC-6.4
+def _valid_indices(value: Any, n: int) -> Optional[list[int]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        return None
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= n:
+            return None
+        out.append(v)
+    return out
+
+
+async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> ConsolidationResult:
+    from .procedural import check_contradiction
+
+    t = km._tables
+    ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation
+    since = now - timedelta(days=cfg.consolidation_lookback_days)
+
+    def load(conn):
+        events = [dict(r) for r in conn.execute(
+            sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary)
+            .where(ev.c.agent_id == agent_id, ev.c.occurred_at >= since, ev.c.occurred_at <= now)
+            .order_by(sa.desc(ev.c.occurred_at), sa.desc(ev.c.id))
+        ).mappings()]
+        notes = [r[0] for r in conn.execute(
+            sa.select(so.c.content).where(so.c.agent_id == agent_id, so.c.is_active == True, so.c.created_at >= since)  # noqa: E712
+            .order_by(so.c.created_at, so.c.id)
+        )]
+        facts = [dict(r) for r in conn.execute(
+            sa.select(f.c.id, f.c.fact_text, f.c.ttl_days, f.c.ingested_at).where(f.c.agent_id == agent_id, *_current(f))
+            .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(80)
+        ).mappings()]
+        facts = [r for r in facts if not reads.is_expired(r, now)][:40]
+        obs = [dict(r) for r in conn.execute(
+            sa.select(mo.c.id, mo.c.observation_type, mo.c.title, mo.c.supporting_event_ids, mo.c.supporting_fact_ids,
+                      mo.c.confidence, mo.c.embedding_vec)
+            .where(mo.c.agent_id == agent_id, mo.c.is_active == True)  # noqa: E712
+            .order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id)
+        ).mappings()]
+        return events, notes, facts, obs
+
+    events, notes, facts, obs = await _read(km, load)
+    res = ConsolidationResult(events_processed=len(events))
+    if len(events) < cfg.consolidation_min_events:
+        res.skipped, res.skip_reason = True, "insufficient events"
+        return res
+    call = TaskCall(km._llm)
+    # tag up to 20 window events lacking an emotion
+    tags = []
+    for e in [e for e in events if not e["emotion_primary"]][:20]:
+        out, _ = await tag_emotion_detailed(e["text"], call, cfg.job_llm_timeout_sec)
+        if out is not None:
+            tags.append((e["id"], out))
+    if tags:
+        def tag(conn):
+            for eid, out in tags:
+                conn.execute(sa.update(ev).where(ev.c.id == eid, ev.c.agent_id == agent_id).values(
+                    emotion_primary=out["emotion"], emotion_intensity=out["intensity"], energy_level=out["energy"]))
+
+        await _write(km, agent_id, "knowledge consolidation emotions", tag)
+    shown = events[:50]
+    payload = {
+        "events": [{"index": i + 1, "text": (e["text"] or "")[:300], "occurred_at": e["occurred_at"].isoformat()} for i, e in enumerate(shown)],
+        "session_observations": list(notes),
+        "facts": [{"index": i + 1, "text": r["fact_text"]} for i, r in enumerate(facts)],
+        "existing": [{"type": o["observation_type"], "title": o["title"]} for o in obs[:10]],
+    }
+    try:
+        reply = await call("consolidate", payload, cfg.job_llm_timeout_sec)
+    except Exception as exc:  # noqa: BLE001 - KC-6.4: an LLM failure skips the job
+        res.skipped, res.skip_reason = True, f"llm: {exc}"
+        return res
+    items = []
+    for it in reply["observations"]:
+        typ, title, text = it.get("type"), it.get("title"), it.get("text")
+        if typ not in OBS_TYPES or not isinstance(title, str) or not title.strip() or not isinstance(text, str) or not text.strip():
+            continue
+        ei = _valid_indices(it.get("supporting_event_indices"), len(shown))
+        fi = _valid_indices(it.get("supporting_fact_indices"), len(facts))
+        if ei is None or fi is None:
+            continue
+        conf = it.get("confidence")
+        conf = 0.7 if isinstance(conf, bool) or not isinstance(conf, (int, float)) else min(1.0, max(0.0, float(conf)))
+        items.append({"type": typ, "title": title.strip()[:256], "text": text.strip(), "events": [shown[i - 1]["id"] for i in ei],
+                      "facts": [facts[i - 1]["id"] for i in fi], "confidence": conf})
+        if len(items) == 5:
+            break
+    actions = []
+    for it in items:
+        vec = await _embed_one(km, it["title"])
+        match = None
+        for o in obs:
+            if o["observation_type"] != it["type"]:
+                continue
+            if norm(o["title"]) == norm(it["title"]):
+                match = o
+                break
+            if vec is not None and o["embedding_vec"] is not None:
+                a, b = np.asarray(o["embedding_vec"], dtype=np.float32), vec
+                cos = float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
+                if cos >= cfg.observation_dedup_similarity:
+                    match = o
+                    break
+        if match is not None:
+            actions.append(("reinforce", match, it))
+            continue
+        contradicted = None
+        if it["type"] == "behavioral_preference":
+            verdict, other = await check_contradiction(km, agent_id, it["title"], cfg, call=call)
+            if verdict.has_contradiction:
+                contradicted = other
+        actions.append(("create", it, vec, contradicted))
+
+    def write(conn):
+        for a in actions:
+            if a[0] == "reinforce":
+                o, it = a[1], a[2]
+                ev_ids = list(dict.fromkeys(list(o["supporting_event_ids"] or []) + it["events"]))
+                f_ids = list(dict.fromkeys(list(o["supporting_fact_ids"] or []) + it["facts"]))
+                conn.execute(sa.update(mo).where(mo.c.id == o["id"]).values(
+                    times_reinforced=mo.c.times_reinforced + 1, last_reinforced_at=now, supporting_event_ids=ev_ids,
+                    supporting_fact_ids=f_ids, confidence=min(0.95, float(o["confidence"]) + 0.05)))
+                res.observations_reinforced += 1
+            else:
+                _, it, vec, contradicted = a
+                conn.execute(sa.insert(mo).values(
+                    id=new_id(), agent_id=agent_id, observation_type=it["type"], title=it["title"], text=it["text"],
+                    supporting_event_ids=it["events"], supporting_fact_ids=it["facts"], confidence=it["confidence"], importance=0.5,
+                    times_reinforced=0, is_active=True, embedding_vec=vec, first_detected_at=now, last_reinforced_at=now, created_at=now))
+                res.observations_created += 1
+                if contradicted:
+                    conn.execute(sa.update(mo).where(mo.c.id == contradicted, mo.c.agent_id == agent_id).values(is_active=False))
+
+    if actions:
+        await _write(km, agent_id, "knowledge consolidation", write)
+    return res
+
+
+# ----------------------------------------------------------------------------- KC-6.5
+async def memify(km, agent_id: str, cfg: Any, now: datetime) -> MemifyResult:
+    t = km._tables
+    f, r, it = t.fact, t.relationship, t.intention
+    res = MemifyResult()
+    changed_stale: list[str] = []
+
+    def steps_1_2_3_5(conn):
+        rows = conn.execute(
+            sa.select(f.c.id, f.c.times_retrieved, f.c.last_retrieved_at, f.c.ingested_at, f.c.confidence, f.c.reinforcement_count,
+                      f.c.user_correction_count, f.c.importance, f.c.is_sensitive, f.c.is_stale)
+            .where(f.c.agent_id == agent_id, *_current(f))
+        ).mappings().all()
+        updates = []
+        for row in rows:
+            v = compute_vitality(now=now, ingested_at=row["ingested_at"], confidence=float(row["confidence"]),
+                                 times_retrieved=int(row["times_retrieved"] or 0), last_retrieved_at=row["last_retrieved_at"],
+                                 reinforcement_count=int(row["reinforcement_count"] or 0),
+                                 user_correction_count=int(row["user_correction_count"] or 0))
+            stale = bool(row["is_stale"])
+            protected = float(row["importance"]) >= 0.8 or bool(row["is_sensitive"])
+            if v < cfg.vitality_stale_threshold and not protected and not stale:
+                stale = True
+                res.facts_marked_stale += 1
+                changed_stale.append(row["id"])
+            elif v >= cfg.vitality_stale_threshold and stale:
+                stale = False
+                changed_stale.append(row["id"])
+            updates.append({"b_id": row["id"], "b_v": v, "b_s": stale})
+        if updates:
+            conn.execute(sa.update(f).where(f.c.id == sa.bindparam("b_id")).values(
+                vitality_score=sa.bindparam("b_v"), is_stale=sa.bindparam("b_s")), updates)
+        res.facts_scored = len(updates)
+        # edges: updated_at is the watermark
+        edges = conn.execute(
+            sa.select(r.c.id, r.c.strength, r.c.updated_at, r.c.last_used_at)
+            .where(r.c.agent_id == agent_id, r.c.valid_to.is_(None), r.c.invalidated_at.is_(None))
+        ).mappings().all()
+        for e in edges:
+            s = float(e["strength"])
+            if e["last_used_at"] is not None and e["last_used_at"] > e["updated_at"]:
+                conn.execute(sa.update(r).where(r.c.id == e["id"]).values(strength=min(1.0, s + 0.05), updated_at=now))
+                res.edges_reinforced += 1
+            elif max(e["last_used_at"] or e["updated_at"], e["updated_at"]) < now - timedelta(days=90):
+                conn.execute(sa.update(r).where(r.c.id == e["id"]).values(strength=max(0.1, 0.9 * s), updated_at=now))
+        # intentions past due + expiry
+        conn.execute(sa.update(it).where(
+            it.c.agent_id == agent_id, it.c.status.in_(("pending", "triggered")), it.c.due_date.is_not(None),
+            it.c.due_date < now - timedelta(days=cfg.intention_expiry_days)).values(status="expired"))
+
+    await _write(km, agent_id, "knowledge memify", steps_1_2_3_5)
+    if changed_stale:
+        await km._in_thread(_sync_store_metadata, km, agent_id, changed_stale)
+    res.merges_executed = await _merges(km, agent_id, cfg, now)
+    return res
+
+
+def _sync_store_metadata(km, agent_id: str, fact_ids: list[str]) -> None:
+    """Store metadata mirrors the fact rows (KC-3.5): rewritten for facts whose state changed."""
+    t = km._tables
+    with km._backend.read() as conn:
+        rows = {}
+        for batch in reads.chunked(sorted(set(fact_ids))):
+            for row in conn.execute(sa.select(*_fact_cols(t)).where(t.fact.c.id.in_(batch))).mappings():
+                if row["agent_id"] == agent_id:
+                    rows[row["id"]] = dict(row)
+        links = commit_mod._links_of(conn, t, agent_id, list(rows))
+    for fid, row in rows.items():
+        km._store.update("fact", fid, metadata=commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
+
+
+async def _merges(km, agent_id: str, cfg: Any, now: datetime) -> int:
+    t = km._tables
+    e, f = t.entity, t.fact
+
+    def load(conn):
+        ents = [dict(x) for x in conn.execute(
+            sa.select(e.c.canonical_key, e.c.display_name, e.c.entity_type, e.c.embedding_vec, e.c.fact_count, e.c.first_seen_at)
+            .where(e.c.agent_id == agent_id, e.c.is_active == True).order_by(e.c.canonical_key)  # noqa: E712
+        ).mappings()]
+        sums: dict[str, list] = {}
+        texts: dict[str, list[str]] = {}
+        for key, vec, text in conn.execute(
+            sa.select(f.c.entity_key, f.c.embedding_vec, f.c.fact_text).where(f.c.agent_id == agent_id, *_current(f))
+            .order_by(f.c.entity_key, sa.desc(f.c.importance), f.c.id)
+        ):
+            if vec is not None:
+                acc = sums.setdefault(key, [np.zeros(len(vec), dtype=np.float64), 0])
+                acc[0] += np.asarray(vec, dtype=np.float64)
+                acc[1] += 1
+            lst = texts.setdefault(key, [])
+            if len(lst) < 10:
+                lst.append(text)
+        return ents, {k: (v[0] / v[1]) for k, v in sums.items() if v[1]}, texts
+
+    ents, centroids, texts = await _read(km, load)
+    pairs = []
+    by_type: dict[str, list[dict]] = {}
+    for x in ents:
+        by_type.setdefault(x["entity_type"], []).append(x)
+    for etype, group in sorted(by_type.items()):
+        group = _cap(group, cfg, f"memify merges ({etype})")
+        if len(group) < 2:
+            continue
+        dim = km._dim
+        name_m = np.stack([np.asarray(x["embedding_vec"], dtype=np.float32) if x["embedding_vec"] is not None else np.zeros(dim, np.float32) for x in group])
+        cent_m = np.stack([centroids[x["canonical_key"]].astype(np.float32) if x["canonical_key"] in centroids else np.zeros(dim, np.float32) for x in group])
+        sims = np.maximum(_unit_rows(name_m) @ _unit_rows(name_m).T, _unit_rows(cent_m) @ _unit_rows(cent_m).T)
+        ii, jj = np.nonzero(np.triu(sims >= cfg.memify_merge_similarity_threshold, k=1))
+        for i, j in zip(ii.tolist(), jj.tolist()):
+            pairs.append((-float(sims[i, j]), group[i]["canonical_key"], group[j]["canonical_key"], group[i], group[j]))
+    pairs.sort(key=lambda p: p[:3])
+    done: set[str] = set()
+    merges = 0
+    call = TaskCall(km._llm)
+    for _, ka, kb, a, b in pairs:
+        if ka in done or kb in done:
+            continue
+        try:
+            reply = await call("entity_merge", {
+                "a": {"key": ka, "name": a["display_name"], "facts": texts.get(ka, [])},
+                "b": {"key": kb, "name": b["display_name"], "facts": texts.get(kb, [])},
+            }, cfg.job_llm_timeout_sec)
+        except Exception as exc:  # noqa: BLE001 - the pair is skipped
+            log.warning("entity_merge failed (%s)", type(exc).__name__)
+            continue
+        if not reply["should_merge"]:
+            continue
+        win, lose = sorted([a, b], key=lambda x: (-int(x["fact_count"]), x["first_seen_at"], x["canonical_key"]))
+        moved = await _write(km, agent_id, "knowledge entity merge", lambda c: _merge(km, c, agent_id, win, lose, now))
+        await km._in_thread(_sync_store_metadata, km, agent_id, moved)
+        done.update((ka, kb))
+        merges += 1
+    return merges
+
+
+def _merge(km, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: datetime) -> list[str]:
+    t = km._tables
+    f, lk, r, al, so, e = t.fact, t.link, t.relationship, t.alias, t.session_observation, t.entity
+    W, L = win["canonical_key"], lose["canonical_key"]
+    moved = [x[0] for x in conn.execute(sa.select(lk.c.fact_id).where(lk.c.agent_id == agent_id, lk.c.entity_key == L))]
+    moved += [x[0] for x in conn.execute(sa.select(f.c.id).where(f.c.agent_id == agent_id, f.c.entity_key == L))]
+    conn.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.entity_key == L).values(
+        entity_key=W, entity_type=win["entity_type"], entity_name=(win["display_name"] or W)[:256]))
+    # links
+    for lid, fid, prim in conn.execute(sa.select(lk.c.id, lk.c.fact_id, lk.c.is_primary).where(lk.c.agent_id == agent_id, lk.c.entity_key == L)).all():
+        other = conn.execute(sa.select(lk.c.id).where(lk.c.fact_id == fid, lk.c.entity_key == W)).first()
+        if other is None:
+            conn.execute(sa.update(lk).where(lk.c.id == lid).values(entity_key=W))
+        else:
+            conn.execute(sa.delete(lk).where(lk.c.id == lid))
+            if prim:
+                conn.execute(sa.update(lk).where(lk.c.id == other[0]).values(is_primary=True))
+    # edges: rewritten, self-loops dropped, duplicates keep the higher strength
+    for row in conn.execute(sa.select(r).where(r.c.agent_id == agent_id, sa.or_(r.c.source_entity_key == L, r.c.target_entity_key == L))).mappings().all():
+        src = W if row["source_entity_key"] == L else row["source_entity_key"]
+        tgt = W if row["target_entity_key"] == L else row["target_entity_key"]
+        if src == tgt:
+            conn.execute(sa.delete(r).where(r.c.id == row["id"]))
+            continue
+        dup = conn.execute(sa.select(r.c.id, r.c.strength).where(
+            r.c.agent_id == agent_id, r.c.source_entity_key == src, r.c.target_entity_key == tgt, r.c.rel_type == row["rel_type"])).first()
+        if dup is not None:
+            if float(row["strength"]) > float(dup[1]):
+                conn.execute(sa.update(r).where(r.c.id == dup[0]).values(strength=float(row["strength"]), updated_at=now))
+            conn.execute(sa.delete(r).where(r.c.id == row["id"]))
+        else:
+            conn.execute(sa.update(r).where(r.c.id == row["id"]).values(source_entity_key=src, target_entity_key=tgt, updated_at=now))
+    # aliases, plus the loser's name and key slug
+    conn.execute(sa.update(al).where(al.c.agent_id == agent_id, al.c.canonical_entity_key == L).values(
+        canonical_entity_key=W, canonical_entity_type=win["entity_type"]))
+    part = L.split(":", 1)[-1]
+    for name in dict.fromkeys(x for x in (norm(lose["display_name"] or ""), part, norm(part.replace("_", " ")), L) if x):
+        exists = conn.execute(sa.select(al.c.id).where(al.c.agent_id == agent_id, al.c.alias == name)).first()
+        if exists is None:
+            conn.execute(sa.insert(al).values(id=new_id(), agent_id=agent_id, alias=name[:256], canonical_entity_key=W,
+                                              canonical_entity_type=win["entity_type"], created_at=now))
+    # session observations' entities_mentioned
+    for oid, ents in conn.execute(sa.select(so.c.id, so.c.entities_mentioned).where(so.c.agent_id == agent_id)).all():
+        if ents and L in ents:
+            conn.execute(sa.update(so).where(so.c.id == oid).values(entities_mentioned=list(dict.fromkeys(W if x == L else x for x in ents))))
+    conn.execute(sa.update(e).where(e.c.agent_id == agent_id, e.c.canonical_key == L).values(is_active=False))
+    commit_mod.recount(conn, t, agent_id, {W, L}, now)
+    return sorted(set(moved))
+
+
+# ----------------------------------------------------------------------------- KC-6.6
+async def score_entity_importance(km, agent_id: str, cfg: Any, now: datetime) -> EntityImportanceResult:
+    t = km._tables
+    e, lk, f, r = t.entity, t.link, t.fact, t.relationship
+
+    def run(conn):
+        ents = [dict(x) for x in conn.execute(
+            sa.select(e.c.canonical_key, e.c.last_seen_at).where(e.c.agent_id == agent_id, e.c.is_active == True)  # noqa: E712
+            .order_by(e.c.canonical_key)
+        ).mappings()]
+        if not ents:
+            return EntityImportanceResult()
+        density = {k: int(n) for k, n in conn.execute(
+            sa.select(lk.c.entity_key, sa.func.count(sa.distinct(f.c.id))).select_from(lk.join(f, f.c.id == lk.c.fact_id))
+            .where(lk.c.agent_id == agent_id, *_current(f)).group_by(lk.c.entity_key))}
+        retr = {k: int(n or 0) for k, n in conn.execute(
+            sa.select(lk.c.entity_key, sa.func.sum(f.c.times_retrieved)).select_from(lk.join(f, f.c.id == lk.c.fact_id))
+            .where(lk.c.agent_id == agent_id).group_by(lk.c.entity_key))}
+        degree: dict[str, int] = {}
+        for col in (r.c.source_entity_key, r.c.target_entity_key):
+            for k, n in conn.execute(sa.select(col, sa.func.count()).where(
+                    r.c.agent_id == agent_id, r.c.valid_to.is_(None), r.c.invalidated_at.is_(None)).group_by(col)):
+                degree[k] = degree.get(k, 0) + int(n)
+        keys = [x["canonical_key"] for x in ents]
+        rec = {x["canonical_key"]: math.exp(-_LN2 * max(0.0, (now - x["last_seen_at"]).total_seconds() / 86400.0)
+                                            / float(cfg.importance_recency_halflife_days)) for x in ents}
+
+        def mm(values: dict) -> dict:
+            vals = [float(values.get(k, 0)) for k in keys]
+            lo, hi = min(vals), max(vals)
+            return {k: (0.5 if hi == lo else (float(values.get(k, 0)) - lo) / (hi - lo)) for k in keys}
+
+        nd, nr, nf, ng = mm(density), mm(rec), mm(retr), mm(degree)
+        scores = {k: min(1.0, max(0.0, 0.30 * nd[k] + 0.25 * nr[k] + 0.25 * nf[k] + 0.20 * ng[k])) for k in keys}
+        conn.execute(sa.update(e).where(e.c.agent_id == agent_id, e.c.canonical_key == sa.bindparam("b_k")).values(
+            importance_score=sa.bindparam("b_s")), [{"b_k": k, "b_s": s} for k, s in scores.items()])
+        top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+        return EntityImportanceResult(entities_scored=len(keys), top_entities=[(k, float(s)) for k, s in top])
+
+    return await _write(km, agent_id, "knowledge entity importance", run)
+
+
+# ----------------------------------------------------------------------------- KC-6.7
+async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime) -> SummaryRefreshResult:
+    t = km._tables
+    e, lk, f = t.entity, t.link, t.fact
+
+    def load(conn):
+        ents = [dict(x) for x in conn.execute(
+            sa.select(e.c.canonical_key, e.c.display_name, e.c.summary_text, e.c.summary_refreshed_at)
+            .where(e.c.agent_id == agent_id, e.c.is_active == True)  # noqa: E712
+            .order_by(sa.case((e.c.importance_score.is_(None), 1), else_=0), sa.desc(e.c.importance_score), e.c.canonical_key)
+            .limit(cfg.summary_refresh_max_entities)
+        ).mappings()]
+        out = []
+        for x in ents:
+            stale = x["summary_text"] is None or x["summary_refreshed_at"] is None
+            if not stale and x["summary_refreshed_at"] < now - timedelta(days=cfg.summary_refresh_interval_days):
+                stale = True
+            if not stale:
+                newer = conn.execute(
+                    sa.select(f.c.id).select_from(lk.join(f, f.c.id == lk.c.fact_id))
+                    .where(lk.c.agent_id == agent_id, lk.c.entity_key == x["canonical_key"], f.c.ingested_at > x["summary_refreshed_at"])
+                    .limit(1)).first()
+                stale = newer is not None
+            facts = []
+            if stale:
+                rows = conn.execute(
+                    sa.select(f.c.fact_text, f.c.ttl_days, f.c.ingested_at).select_from(lk.join(f, f.c.id == lk.c.fact_id))
+                    .where(lk.c.agent_id == agent_id, lk.c.entity_key == x["canonical_key"], *_current(f))
+                    .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(60)).mappings()
+                facts = [r["fact_text"] for r in rows if not reads.is_expired(dict(r), now)][:30]
+            out.append((x, stale, facts))
+        return out
+
+    items = await _read(km, load)
+    res = SummaryRefreshResult()
+    call = TaskCall(km._llm)
+    done = []
+    for x, stale, facts in items:
+        if not stale:
+            continue
+        try:
+            reply = await call("entity_summary", {"entity_key": x["canonical_key"], "display_name": x["display_name"], "facts": facts},
+                               cfg.job_llm_timeout_sec)
+        except Exception as exc:  # noqa: BLE001 - the entity is skipped
+            log.warning("entity_summary failed (%s)", type(exc).__name__)
+            continue
+        done.append((x["canonical_key"], reply["summary"].strip()))
+    if done:
+        def write(conn):
+            for key, text in done:
+                conn.execute(sa.update(e).where(e.c.agent_id == agent_id, e.c.canonical_key == key).values(
+                    summary_text=text, summary_refreshed_at=now))
+
+        await _write(km, agent_id, "knowledge summary refresh", write)
+    res.summaries_refreshed = len(done)
+    res.summaries_skipped = len(items) - len(done)
+    return res
+
