@@ -228,7 +228,8 @@ class FilterHarness:
         user = f"u{n}"
         ids = [f"r{n}_{i}" for i in range(len(docs))]
         self.store.add(
-            ["common words" for _ in docs], "memory", record_ids=ids, user_ids=user, metadata=list(docs)
+            [f"common words{' alpha' * (i % 4)}{' beta' * (i % 3)}" for i in range(len(docs))], "memory",
+            record_ids=ids, user_ids=user, metadata=list(docs),
         )
         try:
             expected = {rid for rid, doc in zip(ids, docs) if matches(doc, flt)}
@@ -245,13 +246,18 @@ class FilterHarness:
                     f"search({strategy.value}): filter={flt!r} extra={found - expected} missing={expected - found}"
                 )
                 self.checks += 1
-                if len(expected) >= 2:
-                    # SC-6.5: the filter applies before the top-k cut
+                if len(expected) >= 2 and strategy != SearchStrategy.HYBRID:
+                    # SC-6.5: the filter applies before the top-k cut: the k best matching
+                    # records, with the distances the full ranking gives them
+                    full = {r.id: d for r, d in hits}
                     k = len(expected) // 2
                     top = self.store.search(
                         "common", k=k, user_id=user, record_types=["memory"], metadata_filter=flt, strategy=strategy,
                     )
                     assert len(top) == k and {r.id for r, _ in top} <= expected, (strategy.value, flt, k)
+                    assert all(abs(full[r.id] - d) < 1e-9 for r, d in top)
+                    rest = [full[rid] for rid in expected - {r.id for r, _ in top}]
+                    assert max(d for _, d in top) <= min(rest) + 1e-9, (strategy.value, flt, k)
             self.checks += 1
         finally:
             self.store.delete("user_profile", user, cascade=True)
