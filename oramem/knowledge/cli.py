@@ -169,3 +169,96 @@ def history_cmd(ctx, agent_id, fact_id) -> None:
         for f in rows
     )
     _emit(state, rows, human)
+
+
+def _optional_llm(llm_base_url: Any, llm_model: Any, timeout: float) -> Any:
+    from .providers import OpenAICompatibleProvider
+
+    if llm_base_url and llm_model:
+        return OpenAICompatibleProvider(llm_base_url, llm_model, timeout=timeout)
+    return None
+
+
+@knowledge.command("retrieve")
+@click.argument("agent_id")
+@click.argument("query")
+@click.option("--session", "session_id", default=None, help="Session whose notes enter the context.")
+@click.option("--entity", "entity_keys", multiple=True, help="Restrict to facts linked to this entity (key, alias or slug; repeatable).")
+@click.option("--as-of", default=None, help="ISO-8601: what was valid at this time.")
+@click.option("--known-at", default=None, help="ISO-8601: what was known (ingested, not invalidated) at this time.")
+@click.option("--directives", "include_directives", is_flag=True, help="Add the behavioural directives block (LLM).")
+@click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root (reranker).")
+@click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name (reranker).")
+@click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@click.pass_context
+def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at, include_directives, llm_base_url, llm_model,
+                 llm_timeout) -> None:
+    """Ranked facts and the compressed context for QUERY (KC-5). Without an LLM endpoint the
+    reranker is off."""
+    state = _state(ctx)
+    llm = _optional_llm(llm_base_url, llm_model, llm_timeout)
+    if include_directives and llm is None:
+        raise click.UsageError(NO_LLM)
+    km = _open_km(state, create=False, llm=llm)
+    try:
+        r = km.retrieve(agent_id, query, session_id=session_id, entity_keys=list(entity_keys) or None, as_of=as_of,
+                        known_at=known_at, include_directives=include_directives,
+                        config_overrides=None if llm is not None else {"enable_reranker": False})
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    finally:
+        km.close()
+    lines = [f"{f.score:.3f}  {f.fact_id}  {f.entity_key}  {f.fact_text}" for f in r.facts] or ["(no facts)"]
+    if r.context:
+        lines += ["", r.context]
+    lines += [f"warning   {w}" for w in r.warnings]
+    _emit(state, r, "\n".join(lines))
+
+
+@knowledge.command("jobs")
+@click.argument("agent_id", required=False)
+@click.option("--all-agents", is_flag=True, help="Run for every agent that has knowledge rows.")
+@click.option("--jobs", "job_list", default=None,
+              help="Comma-separated subset of: entity_importance, summary_refresh, clustering, community_detection, "
+                   "consolidation, emotional_trends, memify (default: all with an LLM endpoint, else the deterministic ones).")
+@click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
+@click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
+@click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@click.pass_context
+def jobs_cmd(ctx, agent_id, all_agents, job_list, llm_base_url, llm_model, llm_timeout) -> None:
+    """Run the background jobs (KC-6) for AGENT_ID or --all-agents; one JSON object per agent.
+    Exit code 0 when every job succeeded, 1 when some failed, 2 on bad arguments."""
+    import sqlalchemy as sa
+
+    from .jobs import JOB_ORDER
+
+    state = _state(ctx)
+    if bool(agent_id) == bool(all_agents):
+        raise click.UsageError("pass exactly one of AGENT_ID or --all-agents")
+    llm = _optional_llm(llm_base_url, llm_model, llm_timeout)
+    if job_list:
+        names = [j.strip() for j in job_list.split(",") if j.strip()]
+        unknown = sorted(set(names) - set(JOB_ORDER))
+        if unknown:
+            raise click.UsageError(f"unknown job(s): {', '.join(unknown)}; known: {', '.join(JOB_ORDER)}")
+    else:
+        names = list(JOB_ORDER) if llm is not None else ["entity_importance", "emotional_trends", "memify"]
+    km = _open_km(state, create=False, llm=llm)
+    failed = False
+    try:
+        if all_agents:
+            t = km._tables
+            with km._backend.read() as conn:
+                agents = sorted({r[0] for tab in (t.event, t.entity) for r in conn.execute(sa.select(tab.c.agent_id).distinct())})
+        else:
+            agents = [agent_id]
+        for a in agents:
+            r = km.run_background(a, jobs=names)
+            failed = failed or bool(r.errors)
+            click.echo(json.dumps({"agent_id": a, **_jsonable(r)}, ensure_ascii=False, sort_keys=True))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    finally:
+        km.close()
+    if failed:
+        ctx.exit(1)
