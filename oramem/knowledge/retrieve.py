@@ -781,11 +781,17 @@ class RetrieveRun:
     def _facts_of(self, conn: sa.Connection, col, values: list[str], per: int, filter_keys) -> dict[str, list[dict]]:
         f, lk = self.t.fact, self.t.link
         out: dict[str, list[dict]] = {}
+        # the first few per group, cut in SQL with ROW_NUMBER() (SQLite ≥ 3.25 and Oracle)
+        rn = sa.func.row_number().over(partition_by=col, order_by=(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id))
         for batch in reads.chunked(sorted(set(values))):
-            stmt = sa.select(*self._fact_cols()).where(f.c.agent_id == self.agent_id, col.in_(batch), *sql_visible(f, self.view))
+            inner = sa.select(*self._fact_cols(), rn.label("_rn")).where(
+                f.c.agent_id == self.agent_id, col.in_(batch), *sql_visible(f, self.view))
             if filter_keys is not None:
-                stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(lk.c.agent_id == self.agent_id, lk.c.entity_key.in_(filter_keys))))
-            for m in conn.execute(stmt.order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id)).mappings():
+                inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(lk.c.agent_id == self.agent_id, lk.c.entity_key.in_(filter_keys))))
+            sub = inner.subquery("kg_ranked")
+            stmt = sa.select(*[sub.c[c.name] for c in self._fact_cols()]).where(sub.c._rn <= per * 4).order_by(
+                sub.c[col.name], sub.c._rn)
+            for m in conn.execute(stmt).mappings():
                 row = dict(m)
                 if not fact_visible(row, self.view):
                     continue

@@ -1,0 +1,120 @@
+"""Retrieve overhead of the knowledge layer per query, excluding LLM and embedding time, on
+an agent that holds 10k facts (target: p50 ≤ 30 ms).
+
+    python bench/knowledge_retrieve.py [--facts 10000] [--queries 100] [--db PATH] [--vector-only]
+
+Loads ``--facts`` facts (100 per write over 100 entities, plus one relation per write so
+the graph has edges) into a fresh hybrid SQLite store, then times ``--queries`` retrieves
+that name an entity (so every signal runs: semantic and keyword store searches with the
+visibility metadata filter, graph BFS as one recursive CTE, events, spreading activation,
+context compression and the usage-tracking transaction). The reranker is off (it is an LLM
+call). Embedding time (a HashEmbedder, wrapped) is subtracted. Prints one JSON line with
+wall-clock and CPU overhead percentiles and the share spent inside the store's ``search``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from knowledge_write import Timed, TimedEmbedder, TimedLLM, add_all  # noqa: E402
+
+from oramem import SQLiteMemoryStore  # noqa: E402
+from oramem.knowledge import KnowledgeConfig, KnowledgeMemory  # noqa: E402
+from oramem.types import SearchStrategy  # noqa: E402
+
+
+def pct(values, p):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--facts", type=int, default=10_000)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--db", default=None)
+    ap.add_argument("--vector-only", action="store_true", help="a vector store (keyword signal off)")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="oramem-kg-rbench-")
+    path = args.db or os.path.join(tmp, "bench.db")
+    now = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
+    clock = lambda: now[0]  # noqa: E731
+    llm_t, emb_t, search_t = Timed(), Timed(), Timed()
+    emb = TimedEmbedder(384, emb_t)
+    strategy = SearchStrategy.VECTOR if args.vector_only else SearchStrategy.HYBRID
+    store = SQLiteMemoryStore(path, embedder=emb, clock=clock, search_strategy=strategy)
+    llm = TimedLLM({"event_emotion": {"emotion": "neutral", "intensity": 0.1, "energy": "low"}, "reconcile": add_all,
+                    "resolve_entity": {"match_index": 0}}, llm_t)
+    km = KnowledgeMemory(store, llm, config=KnowledgeConfig(dedup_similarity=1.01, enable_reranker=False,
+                                                            enable_informed_extraction=False), clock=clock)
+    entities = [f"Person {i:03d}" for i in range(100)]
+    t_load = time.perf_counter()
+    per = 100
+    for w in range(args.facts // per):
+        subj = entities[w % len(entities)]
+        other = entities[(w * 7 + 3) % len(entities)]
+        facts = [{"subject": subj, "fact": f"{subj} note {w}-{j} token{w * per + j} item{j}", "confidence": 0.9}
+                 for j in range(per)]
+        llm.route("extract", {"entities": [{"name": subj, "type": "person"}, {"name": other, "type": "person"}], "facts": facts,
+                              "relations": [{"source": subj, "target": other, "rel_type": "friend"}]})
+        km.write("bench", f"load {w}", "Pedro")
+        now[0] += timedelta(minutes=1)
+    load_s = time.perf_counter() - t_load
+    total_facts = len(km.get_all("bench", limit=1_000_000))
+
+    fn = store.search
+
+    def timed_search(*a, **k):
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return fn(*a, **k)
+        finally:
+            search_t.seconds += time.perf_counter() - t0
+            search_t.cpu += time.process_time() - c0
+
+    store.search = timed_search
+    walls, cpus, searches, nfacts = [], [], [], []
+    km.retrieve("bench", "warm up Person 001")
+    for q in range(args.queries):
+        a = entities[(q * 13) % 100]
+        query = f"what does {a} do with item{q % 100}?"
+        e0, ec0, s0 = emb_t.seconds, emb_t.cpu, search_t.seconds
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = km.retrieve("bench", query)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        assert r.facts and not [w for w in r.warnings if not w.startswith("keyword signal")], r.warnings
+        walls.append((wall - (emb_t.seconds - e0)) * 1000.0)
+        cpus.append((cpu - (emb_t.cpu - ec0)) * 1000.0)
+        searches.append((search_t.seconds - s0) * 1000.0)
+        nfacts.append(len(r.facts))
+        now[0] += timedelta(seconds=10)
+    km.close()
+    store.close()
+    print(json.dumps({
+        "facts_loaded": total_facts,
+        "queries": args.queries,
+        "strategy": strategy.value,
+        "overhead_ms_p50": round(statistics.median(walls), 2),
+        "overhead_ms_p95": round(pct(walls, 0.95), 2),
+        "cpu_overhead_ms_p50": round(statistics.median(cpus), 2),
+        "store_search_ms_p50": round(statistics.median(searches), 2),
+        "layer_ms_p50_excluding_store_search": round(statistics.median([w - s for w, s in zip(walls, searches)]), 2),
+        "facts_returned_mean": round(statistics.mean(nfacts), 1),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "target_ms_p50": 30,
+        "load_seconds": round(load_s, 1),
+    }))
+
+
+if __name__ == "__main__":
+    main()
