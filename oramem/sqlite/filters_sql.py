@@ -1,10 +1,13 @@
 """Compile a validated metadata filter (SC-9, :mod:`oramem.filters`) to SQL over the
 JSON ``metadata`` column.
 
-Every field is reached with ``json_each`` and a bound key (``key = :fN``), never a JSON
-path: SQLite's path syntax cannot address every key (a ``"`` inside a quoted path label
-has no escape), and a bound key keeps user text out of the SQL string entirely. Values
-are bound too; the SQL text holds only fixed fragments and generated aliases.
+A field is read with ``json_type``/``json_extract`` and a bound JSON path
+(``$."key"."sub"``) when no key on its way contains ``"``, ``\\`` or a control character,
+and otherwise through ``json_each`` with a bound key (``key = :fN``): a quoted label in
+SQLite's path syntax is compared with the key as written in the stored JSON text (which
+the engine writes with ``ensure_ascii=False``, so only those characters are escaped), and
+it has no escapes of its own. Either way keys and values are bound parameters; the SQL text
+holds only fixed fragments and generated aliases.
 
 Typing follows JSON, not SQLite: ``json_each.type`` tells ``true``/``false`` from
 ``1``/``0`` and ``"1"`` from ``1``; ``1`` equals ``1.0``; arrays compare element by
@@ -29,6 +32,7 @@ long ``AND``/``OR`` lists are parenthesised as balanced trees.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable, Mapping, Optional
 
 __all__ = ["compile_filter"]
@@ -42,6 +46,9 @@ _FLAT_JOIN = 16
 #: SQLite's limits per statement: 32766 parameters, 65535 references to json_each.
 _MAX_PARAMS = 30_000
 _MAX_ALIASES = 30_000
+
+#: Keys a quoted JSON path label can address (non-empty; no '"', '\\', control characters).
+_PATH_SAFE = re.compile(r'^[^"\\\x00-\x1f]+$')
 
 Step = tuple[Any, Optional[str]]  # (object key or array index, JSON type of the entry when it is entered)
 
@@ -145,7 +152,24 @@ class _Compiler:
 
     def entry(self, path: list[str], key: Any, predicate: Callable[[str], str]) -> str:
         """``EXISTS`` the field ``key`` of the object at ``path`` (keys of nested objects
-        from the metadata column) satisfying ``predicate``."""
+        from the metadata column) satisfying ``predicate``.
+
+        Fast path: when no key on the way contains ``"``, ``\\`` or a control character
+        (a quoted SQLite JSON path label matches the key's JSON-escaped form, which differs
+        from the key for exactly those), the field is read with ``json_type`` /
+        ``json_extract`` and a bound path, which SQLite answers from one cached parse of
+        the document instead of a ``json_each`` scan per condition. Same semantics: the
+        predicate sees the entry's JSON type and value, a missing field is false."""
+        keys = list(path) + [key]
+        if all(isinstance(k, str) and _PATH_SAFE.match(k) for k in keys):
+            json_path = self.bind("$" + "".join(f'."{k}"' for k in keys))
+            placeholder = self.alias()
+            body = predicate(placeholder)
+            json_type = f"json_type({self.column}, {json_path})"
+            body = body.replace(f"{placeholder}.type", json_type).replace(
+                f"{placeholder}.value", f"json_extract({self.column}, {json_path})"
+            )
+            return f"COALESCE(({json_type} IS NOT NULL AND ({body})), 0)"
         return self.walk(self.column, [(k, "object") for k in path] + [(key, None)], predicate)
 
     # -- filters -------------------------------------------------------------------------

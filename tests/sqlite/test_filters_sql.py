@@ -90,4 +90,18 @@ def test_no_user_text_reaches_sql(filled, monkeypatch):
 def test_compiled_sql_is_only_fixed_fragments():
     sql, params = compile_filter({"a": {"$array_contains_any": ["x", 1, None, True]}, "b": [1, [2, {"c": 3}]]})
     assert "'x'" not in sql and "\"c\"" not in sql
-    assert set(params.values()) >= {"a", "b", "x", "c"}
+    assert set(params.values()) >= {'$."a"', '$."b"', "x", "c"}
+
+
+@pytest.mark.parametrize("key", ['say "hi"', "back\\slash", "tab\there"])
+def test_keys_a_json_path_cannot_address_use_a_bound_key(key):
+    sql, params = compile_filter({key: 1})
+    assert "json_each(r.metadata)" in sql and "json_extract" not in sql
+    assert key in params.values()
+    assert key not in sql
+
+
+def test_plain_keys_use_a_bound_json_path():
+    sql, params = compile_filter({"topic": "db", "nested": {"k.e y": {"$gt": 2}}})
+    assert "json_each" not in sql
+    assert {'$."topic"', '$."nested"', '$."nested"."k.e y"'} <= set(params.values())
