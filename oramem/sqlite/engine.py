@@ -30,10 +30,13 @@ from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword,
 from .timefmt import epoch_micros, iso
 from .vectors import CACHE_ROW_SQL, GaveUp, VectorCache
 
-#: HYBRID fuses the best max(k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH) vector candidates
-#: with every keyword match (rescoring every row would make hybrid cost O(rows) in float64).
+#: HYBRID fuses the best max(k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH) candidates of the
+#: vector ranking and of the keyword ranking (a full ranking of every row would make a
+#: hybrid search cost O(rows)).
 HYBRID_VECTOR_DEPTH = 10
 HYBRID_MIN_DEPTH = 200
+#: A LIMIT that stands for "all rows" (SQLite binds 64-bit integers).
+_SQL_MAX_LIMIT = 2**62
 
 __all__ = ["SQLiteEngine"]
 
@@ -259,7 +262,8 @@ class SQLiteEngine(Engine):
                 k = request.k if strategy == SearchStrategy.VECTOR else max(request.k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH)
                 vector_ranking = self._nearest(conn, t, where, request, cache, scopes, epoch_micros(now), k)
             if strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
-                keyword_ranking = self._keyword(conn, t, where, request)
+                needed = request.k if strategy == SearchStrategy.KEYWORD else max(request.k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH)
+                keyword_ranking = self._keyword(conn, t, where, request, needed)
             if strategy == SearchStrategy.VECTOR:
                 ranked = vector_ranking
             elif strategy == SearchStrategy.KEYWORD:
@@ -321,23 +325,51 @@ class SQLiteEngine(Engine):
         return self._cache
 
     @staticmethod
-    def _keyword(conn, t: StoreTables, where: Where, request: SearchRequest) -> list[tuple[int, float]]:
-        """Per record, the best bm25 of its matching retrieval rows (FTS5 auxiliary
-        functions cannot be aggregated in SQL, so rows are folded here)."""
+    def _keyword(conn, t: StoreTables, where: Where, request: SearchRequest, needed: int) -> list[tuple[int, float]]:
+        """Per record, the best bm25 of its matching retrieval rows, for at least the
+        ``needed`` best records that pass every filter (plus ties), best first.
+
+        FTS5 ranks the matching rows by itself (``ORDER BY bm25 LIMIT n``, no join); the
+        filters (type, visibility, scope, metadata) are then checked in SQL for the rows of
+        that window only, and the window grows until the ``needed`` best passing records
+        are certainly all inside it (every row beyond it ranks strictly lower) or every
+        match was seen. A common word therefore costs one ranking pass, not a filtered
+        join over every matching row (SC-6.5 holds: filters apply before the cut)."""
         match = fts_query(request.query_text or "")
         if match is None:
             return []
-        rows = conn.execute(
-            f"""SELECT c.record_seq, r.record_type, r.id, bm25({t.fts})
-                FROM {t.fts} JOIN {t.chunks} c ON c.chunk_id = {t.fts}.rowid
-                JOIN {t.records} r ON r.seq = c.record_seq
-                WHERE {t.fts} MATCH :match AND {where.sql()}""",
-            {**where.params, "match": match},
+        ranked_sql = (
+            f"SELECT rowid, bm25({t.fts}) FROM {t.fts} WHERE {t.fts} MATCH :match ORDER BY bm25({t.fts}) LIMIT :limit"
         )
-        best: dict[int, tuple[float, str, str]] = {}
-        for seq, record_type, rid, score in rows:
-            if seq not in best or score < best[seq][0]:
-                best[seq] = (score, record_type, rid)
+        check_sql = (
+            f"SELECT c.chunk_id, c.record_seq, r.record_type, r.id FROM {t.chunks} c "
+            f"JOIN {t.records} r ON r.seq = c.record_seq "
+            f"WHERE c.chunk_id IN (SELECT value FROM json_each(:oramem_chunks)) AND {where.sql()}"
+        )
+        verdicts: dict[int, Optional[tuple[int, str, str]]] = {}
+        limit = min(max(needed * 8, 64), _SQL_MAX_LIMIT)
+        while True:
+            rows = conn.execute(ranked_sql, {"match": match, "limit": limit}).fetchall()
+            fresh = [chunk for chunk, _ in rows if chunk not in verdicts]
+            if fresh:
+                passed = {
+                    chunk: (seq, record_type, rid)
+                    for chunk, seq, record_type, rid in conn.execute(
+                        check_sql, {**where.params, "oramem_chunks": json.dumps(fresh)}
+                    )
+                }
+                for chunk in fresh:
+                    verdicts[chunk] = passed.get(chunk)
+            best: dict[int, tuple[float, str, str]] = {}
+            for chunk, score in rows:
+                hit = verdicts[chunk]
+                if hit is not None and (hit[0] not in best or score < best[hit[0]][0]):
+                    best[hit[0]] = (score, hit[1], hit[2])
+            exhausted = len(rows) < limit or limit >= _SQL_MAX_LIMIT
+            edge = rows[-1][1] if rows else 0.0
+            if exhausted or sum(1 for score, _, _ in best.values() if score < edge) >= needed:
+                break
+            limit = min(limit * 4, _SQL_MAX_LIMIT)
         ranked = sorted(best.items(), key=lambda item: item[1])
         return [(seq, keyword_distance(score)) for seq, (score, _, _) in ranked]
 

@@ -72,3 +72,32 @@ def test_permissive_filter_checks_only_a_window(corpus):
     full_scans = [s for s in statements if s.lstrip().startswith("SELECT r.seq FROM") and marker not in s]
     assert window_queries, "the lazy window path was not used"
     assert not full_scans
+
+
+@pytest.fixture(scope="module")
+def text_corpus(tmp_path_factory):
+    rng = np.random.default_rng(7)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
+    n = 2500
+    texts = [" ".join(["common"] + list(rng.choice(words, size=int(rng.integers(1, 6))))) for _ in range(n)]
+    buckets = [int(x) for x in rng.integers(0, 100, size=n)]
+    store = SQLiteMemoryStore(str(tmp_path_factory.mktemp("kw") / "s.db"), search_strategy="keyword")
+    store.add(texts, "memory", record_ids=[f"k{i:04d}" for i in range(n)], metadata=[{"b": b} for b in buckets])
+    yield store, buckets
+    store.close()
+
+
+@pytest.mark.parametrize("pred_filter", [{"b": {"$lt": 50}}, {"b": {"$lt": 3}}, {"b": 7}, {"b": -1}])
+@pytest.mark.parametrize("query", ["common", "alpha omega", "kappa"])
+def test_filtered_keyword_search_equals_filter_then_top_k(text_corpus, pred_filter, query):
+    """The keyword window grows until the k best passing records are certain; the answer
+    equals the full unfiltered ranking filtered afterwards (bm25 does not depend on the
+    filter), for permissive and very selective filters alike."""
+    store, buckets = text_corpus
+    full = store.search(query, k=len(buckets))
+    allowed = {r.id for r in store.list("memory", limit=None, metadata_filter=pred_filter)}
+    for k in (1, 10, 60):
+        expected = [(r.id, d) for r, d in full if r.id in allowed][:k]
+        got = [(r.id, d) for r, d in store.search(query, k=k, metadata_filter=pred_filter)]
+        assert [i for i, _ in got] == [i for i, _ in expected]
+        assert np.allclose([d for _, d in got], [d for _, d in expected])
