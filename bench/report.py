@@ -166,6 +166,8 @@ def markdown(docs: list[dict]) -> str:
                 line += f" — {s['description']}"
             if s.get("version"):
                 line += f" ({s['version']})"
+            if s.get("notes"):
+                line += "; " + ", ".join(f"{k} {v}" for k, v in s["notes"].items())
             notes = [f"{mode}: {q['status']}" for mode, q in s.get("queries", {}).items() if q.get("status") != "ok"]
             if notes:
                 line += "; " + "; ".join(notes)

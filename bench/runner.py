@@ -238,6 +238,8 @@ def _build(adapter, corpus, queries, truth, k, result, raw, budget_s) -> None:
             entry["mean_hits"] = round(float(np.mean([len(r) for r in found])), 2)
         result["queries"][mode] = entry
         raw[mode] = times
+    if getattr(adapter, "notes", None):
+        result["notes"] = adapter.notes
     adapter.close()
     result["disk_mib"] = round(adapter.footprint_bytes() / 2**20, 1)
 

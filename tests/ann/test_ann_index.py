@@ -137,3 +137,22 @@ def test_unavailable_backend_is_explained(monkeypatch):
     monkeypatch.setattr(ann, "available_backends", lambda: [])
     with pytest.raises(AnnUnavailable, match=r"oramem\[ann\]"):
         AnnIndex(DIM)
+
+
+def test_calibrate_raises_ef_until_recall_is_met(backend):
+    vectors = clustered(3000, seed=3)
+    keys = np.arange(3000)
+    # a deliberately poor graph and ef so that the first measurement misses the target
+    index = AnnIndex(DIM, AnnConfig(connectivity=4, expansion_add=8, expansion_search=1), backend=backend)
+    index.build(keys, vectors)
+    queries = clustered(30, seed=4)
+    truth = [exact(vectors, keys, q, 10) for q in queries]
+    ef, recall = index.calibrate(queries, truth, k=10, target_recall=0.97, max_expansion=512)
+    assert index.expansion_search == ef
+    assert recall >= 0.97 or ef == 512
+    assert ef > 1
+    # the recall it reports is the recall queries now get
+    hits = sum(len(set(index.query(q, 10)[0].tolist()) & set(t.tolist())) for q, t in zip(queries, truth))
+    assert abs(hits / 300 - recall) < 1e-9
+    with pytest.raises(ValueError, match="truth"):
+        index.calibrate(queries, truth[:-1])
