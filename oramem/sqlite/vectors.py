@@ -35,21 +35,71 @@ Accept = Callable[[list], set]
 
 
 class VectorCache:
-    """Unit vectors and filter columns of every retrieval row that has a vector."""
+    """Unit vectors and filter columns of every retrieval row that has a vector.
+
+    Storage is append-friendly: arrays with spare capacity (grown by doubling) and a
+    ``live`` flag per row, so a write of a few records costs O(rows written), not a copy
+    of the whole matrix. Rows of updated or deleted records are flagged dead and the
+    arrays are compacted once dead rows exceed a quarter of them."""
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self.version: Optional[Version] = None
         self._codes: dict[str, int] = {}
-        self._set_rows([])
+        self._reset(*self._columns([]))
+
+    # -- storage -------------------------------------------------------------------------
+    def _reset(self, seqs, matrix, types, scopes, expires) -> None:
+        self.size = seqs.shape[0]
+        self._seqs, self._matrix, self._types, self._scopes, self._expires = seqs, matrix, types, scopes, expires
+        self._live = np.ones(self.size, dtype=bool)
+        self._dead = 0
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """Unit vectors of the rows in use (live and dead), shape ``(size, dim)``."""
+        return self._matrix[: self.size]
+
+    @property
+    def seqs(self) -> np.ndarray:
+        """Record seqs of the live rows: what a search can return."""
+        return self._seqs[: self.size][self._live[: self.size]]
+
+    def _append(self, seqs, matrix, types, scopes, expires) -> None:
+        n = seqs.shape[0]
+        need = self.size + n
+        if need > self._seqs.shape[0]:
+            capacity = max(need, 2 * self._seqs.shape[0], 64)
+
+            def grow(array: np.ndarray) -> np.ndarray:
+                out = np.empty((capacity,) + array.shape[1:], dtype=array.dtype)
+                out[: self.size] = array[: self.size]
+                return out
+
+            self._seqs, self._matrix, self._types = grow(self._seqs), grow(self._matrix), grow(self._types)
+            self._scopes, self._expires, self._live = grow(self._scopes), grow(self._expires), grow(self._live)
+        end = self.size + n
+        self._seqs[self.size : end] = seqs
+        self._matrix[self.size : end] = matrix
+        self._types[self.size : end] = types
+        self._scopes[self.size : end] = scopes
+        self._expires[self.size : end] = expires
+        self._live[self.size : end] = True
+        self.size = end
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self._live[: self.size])
+        self._reset(
+            self._seqs[keep], self._matrix[keep], self._types[keep], self._scopes[keep], self._expires[keep]
+        )
 
     # -- maintenance -------------------------------------------------------------------
     def invalidate(self) -> None:
         self.version = None
-        self._set_rows([])
+        self._reset(*self._columns([]))
 
     def load(self, rows: Iterable[Sequence], version: Version) -> None:
-        self._set_rows(list(rows))
+        self._reset(*self._columns(list(rows)))
         self.version = version
 
     def patch(self, before: Version, after: Version, record_seqs: Sequence[int], rows: Iterable[Sequence]) -> None:
@@ -58,14 +108,14 @@ class VectorCache:
         if self.version != before:
             self.invalidate()
             return
-        keep = ~np.isin(self.seqs, np.asarray(record_seqs, dtype=np.int64))
-        old = (self.seqs[keep], self.matrix[keep], self.types[keep], self.scopes[keep], self.expires[keep])
-        self._set_rows(list(rows))
-        self.seqs = np.concatenate([old[0], self.seqs])
-        self.matrix = np.concatenate([old[1], self.matrix])
-        self.types = np.concatenate([old[2], self.types])
-        self.scopes = np.concatenate([old[3], self.scopes])
-        self.expires = np.concatenate([old[4], self.expires])
+        if len(record_seqs):
+            live = self._live[: self.size]
+            gone = live & np.isin(self._seqs[: self.size], np.asarray(record_seqs, dtype=np.int64))
+            self._dead += int(gone.sum())
+            live[gone] = False
+        self._append(*self._columns(list(rows)))
+        if self._dead > max(1024, self.size // 4):
+            self._compact()
         self.version = after
 
     def _code(self, value: Optional[str]) -> int:
@@ -73,9 +123,10 @@ class VectorCache:
             return _NULL
         return self._codes.setdefault(value, len(self._codes))
 
-    def _set_rows(self, rows: list) -> None:
+    def _columns(self, rows: list) -> tuple[np.ndarray, ...]:
+        """(seqs, unit vectors, type codes, scope codes, expiry micros) of cache rows."""
         n = len(rows)
-        self.seqs = np.fromiter((row[1] for row in rows), dtype=np.int64, count=n)
+        seqs = np.fromiter((row[1] for row in rows), dtype=np.int64, count=n)
         matrix = np.empty((n, self.dim), dtype=np.float32)
         for i, row in enumerate(rows):
             vector = np.frombuffer(row[2], dtype="<f4")
@@ -86,10 +137,10 @@ class VectorCache:
                 )
             matrix[i] = vector
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        self.matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-        self.types = np.fromiter((_TYPE_CODE[row[3]] for row in rows), dtype=np.int8, count=n)
+        matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        types = np.fromiter((_TYPE_CODE[row[3]] for row in rows), dtype=np.int8, count=n)
         # effective scope: a user/agent profile is in the scope of its own actor id (SC-6.2)
-        self.scopes = np.array(
+        scopes = np.array(
             [
                 (
                     self._code(row[5]),
@@ -100,7 +151,8 @@ class VectorCache:
             ],
             dtype=np.int64,
         ).reshape(n, 3)
-        self.expires = np.fromiter((epoch_micros(row[8]) for row in rows), dtype=np.int64, count=n)
+        expires = np.fromiter((epoch_micros(row[8]) for row in rows), dtype=np.int64, count=n)
+        return seqs, matrix, types, scopes, expires
 
     # -- queries -------------------------------------------------------------------------
     def mask(
@@ -111,17 +163,19 @@ class VectorCache:
         allowed_seqs: Optional[np.ndarray],
     ) -> np.ndarray:
         """Rows passing the type, scope (thread, user, agent), TTL and metadata filters."""
-        mask = np.isin(self.types, [_TYPE_CODE[t] for t in record_types]) & (self.expires > now_micros)
+        n = self.size
+        mask = self._live[:n] & np.isin(self._types[:n], [_TYPE_CODE[t] for t in record_types])
+        mask &= self._expires[:n] > now_micros
         for column, scope in enumerate(scopes):
             if scope.match == ScopeMatch.IS_NULL:
-                mask &= self.scopes[:, column] == _NULL
+                mask &= self._scopes[:n, column] == _NULL
             elif scope.match == ScopeMatch.EQUALS:
                 code = self._codes.get(scope.value) if scope.value is not None else None
                 if code is None:
                     return np.zeros_like(mask)
-                mask &= self.scopes[:, column] == code
+                mask &= self._scopes[:n, column] == code
         if allowed_seqs is not None:
-            mask &= np.isin(self.seqs, allowed_seqs)
+            mask &= np.isin(self._seqs[:n], allowed_seqs)
         return mask
 
     def nearest(
@@ -156,7 +210,7 @@ class VectorCache:
         else:
             sims = self.matrix[rows] @ q
         distances = np.clip(1.0 - sims.astype(np.float64), 0.0, 2.0)
-        seqs = self.seqs[rows]
+        seqs = self._seqs[rows]  # rows index the rows in use (< size)
         # BLAS results depend on a row's position in the matrix (last-bit noise), so
         # identical vectors could get different distances: select generously, then
         # rescore the candidates with a position-independent float64 reduction so that
