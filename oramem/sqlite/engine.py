@@ -288,12 +288,19 @@ class SQLiteEngine(Engine):
             rows = conn.execute(sql, {**where.params, "oramem_seqs": json.dumps(seqs)})
             return {seq for (seq,) in rows}
 
+        mask = cache.mask(request.record_types, scopes, now_micros, None)
         try:
-            mask = cache.mask(request.record_types, scopes, now_micros, None)
             return cache.nearest(request.query_vector, mask, k, accept)
         except GaveUp:
-            matching = conn.execute(f"SELECT r.seq FROM {t.records} r WHERE {where.sql()}", where.params)
-            allowed = np.fromiter((seq for (seq,) in matching), dtype=np.int64)
+            # A selective filter: evaluate it once, on the records the cache's type, scope
+            # and TTL mask left (looked up by primary key), or on every record when the
+            # mask left most of them.
+            candidates = np.unique(cache.seqs_of(mask))
+            if candidates.size * 2 < cache.size:
+                allowed = np.fromiter(accept(candidates.tolist()), dtype=np.int64)
+            else:
+                matching = conn.execute(f"SELECT r.seq FROM {t.records} r WHERE {where.sql()}", where.params)
+                allowed = np.fromiter((seq for (seq,) in matching), dtype=np.int64)
             return cache.nearest(request.query_vector, cache.mask(request.record_types, scopes, now_micros, allowed), k)
 
     @staticmethod

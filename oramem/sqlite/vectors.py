@@ -65,6 +65,10 @@ class VectorCache:
         """Record seqs of the live rows: what a search can return."""
         return self._seqs[: self.size][self._live[: self.size]]
 
+    def seqs_of(self, mask: np.ndarray) -> np.ndarray:
+        """Record seqs of the rows selected by a :meth:`mask`."""
+        return self._seqs[: self.size][mask]
+
     def _append(self, seqs, matrix, types, scopes, expires) -> None:
         n = seqs.shape[0]
         need = self.size + n

@@ -101,3 +101,33 @@ def test_filtered_keyword_search_equals_filter_then_top_k(text_corpus, pred_filt
         got = [(r.id, d) for r, d in store.search(query, k=k, metadata_filter=pred_filter)]
         assert [i for i, _ in got] == [i for i, _ in expected]
         assert np.allclose([d for _, d in got], [d for _, d in expected])
+
+
+def test_selective_filter_inside_a_scope_is_evaluated_on_the_scope_only(tmp_path):
+    """A selective filter in a narrow scope falls back to one SQL filter over the records
+    the scope left (by primary key), not over the whole store: same answer as brute force,
+    and the SQL names only the scope's records."""
+    rng = np.random.default_rng(3)
+    n, dim = 2000, 8
+    vectors = rng.normal(size=(n, dim)).astype(np.float32)
+    users = [f"u{i % 10}" for i in range(n)]
+    buckets = [int(x) for x in rng.integers(0, 200, size=n)]
+    store = SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=dim)
+    store.add([f"r{i}" for i in range(n)], "memory", record_ids=[f"r{i:04d}" for i in range(n)],
+              embeddings=[v.tolist() for v in vectors], user_ids=users, metadata=[{"b": b} for b in buckets])
+    keep = [u == "u3" and b < 4 for u, b in zip(users, buckets)]
+    statements: list[str] = []
+    conn = store.engine.database.conn
+    conn.set_trace_callback(statements.append)
+    try:
+        query = rng.normal(size=dim).astype(np.float32)
+        got = store.search(query_vector=query.tolist(), k=5, user_id="u3", metadata_filter={"b": {"$lt": 4}})
+    finally:
+        conn.set_trace_callback(None)
+    ids, dists = brute_force(vectors, keep, query, 5)
+    assert [r.id for r, _ in got] == ids
+    assert np.allclose([d for _, d in got], dists, atol=1e-6)
+    by_key = "r.seq IN (SELECT value FROM json_each("
+    full_scans = [s for s in statements if s.lstrip().startswith("SELECT r.seq FROM") and by_key not in s]
+    assert not full_scans
+    store.close()
