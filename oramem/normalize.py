@@ -502,11 +502,12 @@ class Normalizer:
 
     # -- TTL
     def resolve_ttl_days(self, days: Any) -> Optional[int]:
-        """SC-5.2: omitted -> default; None -> max or never; above max -> clamped + warning."""
+        """SC-5.2: omitted -> default; None (given, or as the default) -> max or never;
+        above max -> clamped + warning."""
         cfg = self.retention
         if days is NOT_SET:
-            return cfg.default_ttl_days
-        if days is None:
+            days = cfg.default_ttl_days
+        if days is None:  # "never expires" is capped by a maximum too
             return cfg.max_ttl_days
         if cfg.max_ttl_days is not None and days > cfg.max_ttl_days:
             warnings.warn(

@@ -44,9 +44,10 @@ class Model:
         self.purged: set[str] = set()
 
     def days(self, ttl):
-        """SC-5.2: omitted -> default; None -> max or never; above max -> max (warns)."""
+        """SC-5.2: omitted -> default; None (given, or as the default) -> max or never
+        (docs/store-decisions.md: a maximum caps "never expires" too); above max -> max (warns)."""
         if ttl is OMIT:
-            return self.default, False
+            ttl = self.default
         if ttl is None:
             return self.maximum, False
         if self.maximum is not None and ttl > self.maximum:
