@@ -371,6 +371,18 @@ def draft_records(
         idx_vals = [_index_entry(v, f"index_texts[{i}]") for i, v in enumerate(_aligned_list_only(index_texts, n, "index_texts"))]
     if embeddings is NOT_SET or embeddings is None:
         payloads: list = [None] * n
+    elif isinstance(embeddings, np.ndarray) and embeddings.ndim == 2 and embeddings.shape[1] > 0:
+        # one vector per record as a 2-D block: checked once, rows are views of one copy
+        if embeddings.shape[0] != n:
+            raise ValueError(f"embeddings has {embeddings.shape[0]} rows but contents has {n}")
+        try:
+            block = np.ascontiguousarray(embeddings, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise ValueError("embeddings must hold numbers") from None
+        finite = np.isfinite(block).all(axis=1)
+        if not finite.all():
+            raise ValueError(f"embeddings[{int(np.flatnonzero(~finite)[0])}] contains NaN or infinite values")
+        payloads = [("one", row) for row in block]
     else:
         payloads = [
             _vector_payload(v, f"embeddings[{i}]") for i, v in enumerate(_aligned_list_only(embeddings, n, "embeddings"))

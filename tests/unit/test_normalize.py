@@ -298,3 +298,17 @@ def test_no_warning_without_clamp():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         store.add(["a"], "memory", ttl_days=30)
+
+
+def test_two_dimensional_embeddings_block():
+    store, engine, emb = make()
+    block = np.arange(8, dtype=np.float64).reshape(2, 4) + 1
+    store.add(["a", "b"], "memory", embeddings=block)
+    recs = last(engine, "add").records
+    assert [r.chunks[0].vector.tolist() for r in recs] == block.astype(np.float32).tolist()
+    assert recs[0].chunks[0].vector.dtype == np.float32 and emb.batches == []
+    block[1, 2] = np.inf
+    with pytest.raises(ValueError, match=r"embeddings\[1\] contains NaN"):
+        store.add(["a", "b"], "memory", embeddings=block)
+    with pytest.raises(ValueError, match="3 rows but contents has 2"):
+        store.add(["a", "b"], "memory", embeddings=np.ones((3, 4)))
