@@ -567,6 +567,11 @@ class SQLiteMemoryStore(OracleMemoryStore):
     ``clock`` (keyword-only, optional) is a zero-argument callable returning an aware UTC
     ``datetime``: the store's notion of "now" for insert times, expiry and purge. Tests
     inject one to exercise TTL without sleeping.
+
+    ``approximate_search`` (keyword-only, optional): an :class:`oramem.ann.AnnConfig` to
+    answer top-k vector searches from an in-process HNSW index once the store holds
+    ``min_rows`` vectors (needs ``pip install 'oramem[ann]'``). Candidates come from the
+    index, distances are still exact; the default ``None`` is exact search.
     """
 
     def __init__(
@@ -581,6 +586,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         search_index_sync: Any = NOT_SET,
         memory_retention_config: Any = NOT_SET,
         clock: Optional[Callable[[], datetime]] = None,
+        approximate_search: Any = None,
     ) -> None:
         import os
 
@@ -590,7 +596,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a zero-argument callable returning an aware UTC datetime")
-        engine = SQLiteEngine(os.fspath(path), clock=clock)
+        engine = SQLiteEngine(os.fspath(path), clock=clock, approximate_search=approximate_search)
         try:
             super().__init__(
                 engine,

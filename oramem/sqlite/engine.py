@@ -17,6 +17,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
+from ..ann import AnnConfig, AnnUnavailable, available_backends
 from ..engine import DeletionHook, Engine
 from ..errors import StoreError, StoreNotFound
 from ..requests import AddRequest, DeletionEvent, ListRequest, SearchRequest, StoreSettings, UpdateRequest
@@ -57,13 +58,33 @@ def _utc_now() -> _dt.datetime:
 
 
 class SQLiteEngine(Engine):
-    """One store (``memory_store_id``) in one SQLite file; see the module docstring."""
+    """One store (``memory_store_id``) in one SQLite file; see the module docstring.
 
-    def __init__(self, path: "str | os.PathLike[str]" = ":memory:", *, clock: Optional[Clock] = None) -> None:
+    ``approximate_search``: an :class:`oramem.ann.AnnConfig` turns on the process-local
+    HNSW index of the vector cache (not a store setting; nothing is written to disk)."""
+
+    def __init__(
+        self,
+        path: "str | os.PathLike[str]" = ":memory:",
+        *,
+        clock: Optional[Clock] = None,
+        approximate_search: Optional[AnnConfig] = None,
+    ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning an aware datetime")
+        if approximate_search is not None:
+            if not isinstance(approximate_search, AnnConfig):
+                raise TypeError(
+                    "approximate_search must be an oramem.ann.AnnConfig or None, "
+                    f"got {type(approximate_search).__name__}"
+                )
+            if not available_backends():
+                raise AnnUnavailable(
+                    "approximate_search needs an ANN backend: pip install 'oramem[ann]' (hnswlib), or usearch"
+                )
+        self._ann_config = approximate_search
         self._path = os.fspath(path)
         self._clock: Clock = clock or _utc_now
         self._db: Optional[Database] = None
@@ -323,7 +344,7 @@ class SQLiteEngine(Engine):
         if catalog.vector_dim is None:
             raise StoreError(f"store {t.store_id!r} has no vector_dim, so it holds no searchable vectors")
         if self._cache is None or self._cache.dim != catalog.vector_dim:
-            self._cache = VectorCache(catalog.vector_dim)
+            self._cache = VectorCache(catalog.vector_dim, self._ann_config)
         if self._cache.version != catalog.version:
             rows = conn.execute(
                 f"{CACHE_ROW_SQL} FROM {t.chunks} c JOIN {t.records} r ON r.seq = c.record_seq WHERE c.vector IS NOT NULL"
