@@ -94,6 +94,11 @@ def targets(doc: dict) -> list[tuple[str, str, Optional[float], Optional[bool]]]
     row("ANN p50 ≤ 1 ms", "oramem-ann unfiltered p50 (ms)", _q(ann, "search"), lambda v: v <= 1)
     row("ANN recall@10 ≥ 0.95", "oramem-ann unfiltered recall@10", _q(ann, "search", "recall_at_k"),
         lambda v: v >= 0.95)
+    approx = _sys(doc, "oramem-approx")
+    row("(engine) approximate_search p50 ≤ 1 ms", "oramem-approx unfiltered p50 (ms), public API", _q(approx, "search"),
+        lambda v: v <= 1)
+    row("(engine) approximate_search recall@10 ≥ 0.95", "oramem-approx unfiltered recall@10", _q(approx, "search", "recall_at_k"),
+        lambda v: v >= 0.95)
     row("(info) metadata-filtered search vs numpy", "oramem p50 ÷ numpy p50 (metadata filter), paired",
         _ratio(_q(o, "search_meta"), _paired(o, "search_meta")), lambda v: v <= 1.3)
     return rows

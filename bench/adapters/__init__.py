@@ -9,12 +9,12 @@ from .chroma import Chroma
 from .lance import Lance
 from .numpy_bf import NumpyBruteForce
 from .oramem_ann import OramemAnn
-from .oramem_sqlite import OramemSQLite, OramemSQLiteVector
+from .oramem_sqlite import OramemSQLite, OramemSQLiteApprox, OramemSQLiteVector
 from .sqlite_vec import SqliteVec
 
 #: run order: the reference first, then oramem, then the peers
 ADAPTERS: dict[str, type[Adapter]] = {
-    cls.name: cls for cls in (NumpyBruteForce, OramemSQLite, OramemSQLiteVector, OramemAnn, SqliteVec, Lance, Chroma)
+    cls.name: cls for cls in (NumpyBruteForce, OramemSQLite, OramemSQLiteVector, OramemAnn, OramemSQLiteApprox, SqliteVec, Lance, Chroma)
 }
 
 __all__ = ["ADAPTERS", "Adapter", "NotMeasured", "Unsupported"]

@@ -93,3 +93,39 @@ class OramemSQLiteVector(OramemSQLite):
         from .base import Unsupported
 
         raise Unsupported("VECTOR-only store (keyword needs a HYBRID or KEYWORD store)")
+
+
+class OramemSQLiteApprox(OramemSQLite):
+    """The same HYBRID store opened with ``approximate_search=AnnConfig()``: the engine's own
+    HNSW path through the public API. The index is built when the vector cache loads (the
+    first search after open), so insert time here includes one search, and the cold open
+    includes the build (the engine does not persist the index)."""
+
+    name = "oramem-approx"
+    description = ("oramem SQLiteMemoryStore(approximate_search=AnnConfig()), HYBRID store; insert includes the "
+                   "first search, which builds the HNSW index")
+    approximate = True
+    paired_reference = False
+
+    def check(self) -> None:
+        super().check()
+        import inspect
+
+        from oramem import SQLiteMemoryStore
+        from oramem.ann import available_backends
+
+        if "approximate_search" not in inspect.signature(SQLiteMemoryStore).parameters:
+            raise NotMeasured("this oramem has no SQLiteMemoryStore(approximate_search=...)")
+        if not available_backends():
+            raise NotMeasured("no ANN backend installed (pip install 'oramem[ann]')")
+
+    def _store(self):
+        from oramem import SQLiteMemoryStore
+        from oramem.ann import AnnConfig
+
+        return SQLiteMemoryStore(self.path, vector_dim=self.dim, search_strategy="hybrid",
+                                 approximate_search=AnnConfig())
+
+    def insert(self, corpus: Corpus) -> None:
+        super().insert(corpus)
+        self.search(corpus.vectors[0], 10)  # loads the cache and builds the index
