@@ -75,6 +75,8 @@ class VectorCache:
         self._seqs, self._matrix, self._types, self._scopes, self._expires = seqs, matrix, types, scopes, expires
         self._live = np.ones(self.size, dtype=bool)
         self._dead = 0
+        #: type codes of the rows in use (or a superset), so mask() can skip the type test
+        self._type_codes = {int(code) for code in np.unique(types)}
 
     @property
     def matrix(self) -> np.ndarray:
@@ -122,6 +124,7 @@ class VectorCache:
         self._seqs[self.size : end] = seqs
         self._matrix[self.size : end] = matrix
         self._types[self.size : end] = types
+        self._type_codes.update(int(code) for code in np.unique(types))
         self._scopes[self.size : end] = scopes
         self._expires[self.size : end] = expires
         self._live[self.size : end] = True
@@ -233,8 +236,12 @@ class VectorCache:
     ) -> np.ndarray:
         """Rows passing the type, scope (thread, user, agent), TTL and metadata filters."""
         n = self.size
-        mask = self._live[:n] & np.isin(self._types[:n], [_TYPE_CODE[t] for t in record_types])
-        mask &= self._expires[:n] > now_micros
+        wanted = {_TYPE_CODE[t] for t in record_types}
+        if self._type_codes <= wanted:  # every row's type is requested
+            mask = self._live[:n] & (self._expires[:n] > now_micros)
+        else:
+            mask = self._live[:n] & np.isin(self._types[:n], list(wanted))
+            mask &= self._expires[:n] > now_micros
         for column, scope in enumerate(scopes):
             if scope.match == ScopeMatch.IS_NULL:
                 mask &= self._scopes[:n, column] == _NULL
@@ -277,13 +284,18 @@ class VectorCache:
             found = self._ann_candidates(q, mask, rows.size, k, accept)
             if found is not None:
                 return self._rescored(q, found, self._seqs[found], k)
-        if rows.size * 4 > self.matrix.shape[0]:
-            # most rows pass: one product over the whole matrix beats gathering a copy
-            sims = (self.matrix @ q)[rows]
+        if rows.size == self.size:
+            # every row passes: no gathers
+            sims = self.matrix @ q
+            seqs = self._seqs[: self.size]
         else:
-            sims = self.matrix[rows] @ q
+            if rows.size * 4 > self.size:
+                # most rows pass: one product over the whole matrix beats gathering a copy
+                sims = (self.matrix @ q)[rows]
+            else:
+                sims = self.matrix[rows] @ q
+            seqs = self._seqs[rows]  # rows index the rows in use (< size)
         distances = np.clip(1.0 - sims.astype(np.float64), 0.0, 2.0)
-        seqs = self._seqs[rows]  # rows index the rows in use (< size)
         # BLAS results depend on a row's position in the matrix (last-bit noise), so
         # identical vectors could get different distances: select generously, then
         # rescore the candidates with a position-independent float64 reduction so that
