@@ -11,9 +11,8 @@ from typing import Any, Callable
 
 import pytest
 
-from .engines import ENGINES, ORACLE_SKIP_REASON, OracleIdMapper, oracle_store_factory
+from .engines import ENGINES, engine_store_factory
 
-_UNSET = object()
 
 
 @pytest.fixture(params=ENGINES)
@@ -30,36 +29,9 @@ def make_store(engine: str, tmp_path) -> Callable[..., Any]:
     path ``tmp_path/"store.db"`` (the same file for every call of one test). ``clock=`` is
     SQLite-only (the test is skipped on Oracle). Every store is closed at teardown.
     """
-    stores: list[Any] = []
-    mapper = OracleIdMapper()
-
-    def factory(**kwargs: Any) -> Any:
-        from oramem.embedders import HashEmbedder
-
-        if "embedder" not in kwargs:
-            kwargs["embedder"] = HashEmbedder(dim=64)
-        if engine == "sqlite":
-            from oramem import SQLiteMemoryStore
-
-            kwargs.pop("raw_id", None)
-            path = kwargs.pop("path", str(tmp_path / "store.db"))
-            store = SQLiteMemoryStore(path, **kwargs)
-        else:
-            if "clock" in kwargs:
-                pytest.skip("an injected clock is SQLite-only (Oracle uses the database time)")
-            store = oracle_store_factory(mapper, **kwargs)
-            if store is None:
-                print(ORACLE_SKIP_REASON)
-                pytest.skip(ORACLE_SKIP_REASON)
-        stores.append(store)
-        return store
-
+    factory, close_all = engine_store_factory(engine, str(tmp_path / "store.db"), 64)
     yield factory
-    for store in reversed(stores):
-        try:
-            store.close()
-        except Exception:
-            pass
+    close_all()
 
 
 @pytest.fixture

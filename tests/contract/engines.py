@@ -123,3 +123,48 @@ def oracle_store_factory(mapper: OracleIdMapper, **kwargs: Any):
             mapper.opened.add(key)
     embedder = kwargs.pop("embedder", None)
     return OracleDBMemoryStore(embedder, pool, **kwargs)
+
+
+def engine_store_factory(engine: str, default_path: str, embedder_dim: int):
+    """``(factory, close_all)`` for an engine-parametrised fixture: ``factory(**kwargs)``
+    opens a store of ``engine`` with the public constructor arguments (default embedder
+    ``HashEmbedder(embedder_dim)``, pass ``embedder=None`` for none; SQLite path
+    ``default_path`` unless ``path=`` is given; ``clock=`` skips on Oracle; an unreachable
+    Oracle skips with the printed reason); ``close_all()`` closes every store it opened."""
+    import pytest
+
+    stores: list = []
+    mapper = OracleIdMapper()
+
+    def factory(**kwargs):
+        from oramem.embedders import HashEmbedder
+
+        if "embedder" not in kwargs:
+            kwargs["embedder"] = HashEmbedder(dim=embedder_dim)
+        if engine == "sqlite":
+            from oramem import SQLiteMemoryStore
+
+            kwargs.pop("raw_id", None)
+            store = SQLiteMemoryStore(kwargs.pop("path", default_path), **kwargs)
+        else:
+            if "clock" in kwargs:
+                pytest.skip("an injected clock is SQLite-only (Oracle uses the database time)")
+            store = oracle_store_factory(mapper, **kwargs)
+            if store is None:
+                print(ORACLE_SKIP_REASON)
+                pytest.skip(ORACLE_SKIP_REASON)
+        stores.append(store)
+        return store
+
+    def close_all() -> None:
+        # teardown: a store a test already closed, or broke on purpose, must not mask the
+        # test's own outcome, so close errors are reported as warnings, not raised
+        import warnings
+
+        for store in reversed(stores):
+            try:
+                store.close()
+            except Exception as exc:  # noqa: BLE001
+                warnings.warn(f"closing a test store failed: {exc!r}")
+
+    return factory, close_all

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pytest
 
-from contract.engines import ENGINES, ORACLE_SKIP_REASON, OracleIdMapper, oracle_store_factory
+from contract.engines import ENGINES, engine_store_factory
 
 
 @pytest.fixture(params=ENGINES)
@@ -28,35 +28,9 @@ def db_path(tmp_path) -> str:
 
 @pytest.fixture
 def make_store(engine: str, db_path: str) -> Callable[..., Any]:
-    stores: list[Any] = []
-    mapper = OracleIdMapper()
-
-    def factory(**kwargs: Any) -> Any:
-        from oramem.embedders import HashEmbedder
-
-        if "embedder" not in kwargs:
-            kwargs["embedder"] = HashEmbedder(dim=32)
-        if engine == "sqlite":
-            from oramem import SQLiteMemoryStore
-
-            kwargs.pop("raw_id", None)
-            store = SQLiteMemoryStore(kwargs.pop("path", db_path), **kwargs)
-        else:
-            if "clock" in kwargs:
-                pytest.skip("an injected clock is SQLite-only (Oracle uses the database time)")
-            store = oracle_store_factory(mapper, **kwargs)
-            if store is None:
-                print(ORACLE_SKIP_REASON)
-                pytest.skip(ORACLE_SKIP_REASON)
-        stores.append(store)
-        return store
-
+    factory, close_all = engine_store_factory(engine, db_path, 32)
     yield factory
-    for store in reversed(stores):
-        try:
-            store.close()
-        except Exception:
-            pass
+    close_all()
 
 
 @pytest.fixture
