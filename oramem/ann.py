@@ -126,17 +126,14 @@ class AnnIndex:
         keys, vectors = self._checked(keys, vectors)
         self._impl.reset(len(keys))
         if len(keys):
-            self._impl.add(keys, vectors)
+            self._impl.upsert(keys, vectors)
 
     def add(self, keys: Sequence[int], vectors: np.ndarray) -> None:
         """Insert or replace (a key already present gets the new vector)."""
         keys, vectors = self._checked(keys, vectors)
         if not len(keys):
             return
-        present = self._impl.contains(keys)
-        if present.any():
-            self._impl.remove(keys[present])
-        self._impl.add(keys, vectors)
+        self._impl.upsert(keys, vectors)
 
     def remove(self, keys: Sequence[int]) -> int:
         """Remove the keys that are present; returns how many were."""
@@ -288,7 +285,10 @@ class _Usearch:
     def reset(self, capacity: int) -> None:
         self.index = self._new()
 
-    def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+    def upsert(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        present = self.contains(keys)
+        if present.any():
+            self.index.remove(keys[present])
         self.index.add(keys, vectors)
 
     def remove(self, keys: np.ndarray) -> None:
@@ -321,10 +321,11 @@ class _Hnswlib:
         self.index = hnswlib.Index(space="cosine", dim=self.dim)
         self.index.init_index(
             max_elements=max(1024, capacity), ef_construction=self.config.expansion_add,
-            M=self.config.connectivity, allow_replace_deleted=True,
+            M=self.config.connectivity,
         )
         self.index.set_ef(self.config.expansion_search)
         self.live: set[int] = set()
+        self.deleted: set[int] = set()  # labels marked deleted (kept by hnswlib)
 
     def count(self) -> int:
         return len(self.live)
@@ -332,17 +333,30 @@ class _Hnswlib:
     def contains(self, keys: np.ndarray) -> np.ndarray:
         return np.fromiter((int(key) in self.live for key in keys), dtype=bool, count=len(keys))
 
-    def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
-        need = self.index.element_count + len(keys)
-        if need > self.index.max_elements:
-            self.index.resize_index(max(need, 2 * self.index.max_elements))
-        self.index.add_items(vectors, keys, replace_deleted=True)
+    def upsert(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        # A label hnswlib already holds (live or marked deleted) is updated in place:
+        # deleting it and adding it again with replace_deleted can leave the label's
+        # lookup entry pointing at a reused slot ("Label not found" on a later remove).
+        known = np.fromiter((int(k) in self.live or int(k) in self.deleted for k in keys), dtype=bool, count=len(keys))
+        for key in keys[known]:
+            if int(key) in self.deleted:
+                self.index.unmark_deleted(int(key))
+                self.deleted.discard(int(key))
+        if known.any():
+            self.index.add_items(vectors[known], keys[known], replace_deleted=False)
+        fresh = ~known
+        if fresh.any():
+            need = self.index.element_count + int(fresh.sum())
+            if need > self.index.max_elements:
+                self.index.resize_index(max(need, 2 * self.index.max_elements))
+            self.index.add_items(vectors[fresh], keys[fresh], replace_deleted=False)
         self.live.update(int(key) for key in keys)
 
     def remove(self, keys: np.ndarray) -> None:
         for key in keys:
             self.index.mark_deleted(int(key))
             self.live.discard(int(key))
+            self.deleted.add(int(key))
 
     def search(self, q: np.ndarray, count: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
         self.index.set_ef(max(ef, count))
@@ -358,6 +372,7 @@ class _Hnswlib:
         import hnswlib
 
         self.index = hnswlib.Index(space="cosine", dim=self.dim)
-        self.index.load_index(path, allow_replace_deleted=True)
+        self.index.load_index(path)
         self.index.set_ef(self.config.expansion_search)
         self.live = set(np.load(path + ".live.npy").tolist())
+        self.deleted = set(int(label) for label in self.index.get_ids_list()) - self.live

@@ -156,3 +156,25 @@ def test_calibrate_raises_ef_until_recall_is_met(backend):
     assert abs(hits / 300 - recall) < 1e-9
     with pytest.raises(ValueError, match="truth"):
         index.calibrate(queries, truth[:-1])
+
+
+def test_hnswlib_readding_and_removing_keys_many_times_stays_consistent():
+    """Re-adding present and removed keys updates them in place; a later remove never
+    fails with hnswlib's "Label not found" and queries see the latest vectors."""
+    pytest.importorskip("hnswlib")
+    from oramem.ann import AnnConfig, AnnIndex
+
+    rng = np.random.default_rng(4)
+    dim = 8
+    index = AnnIndex(dim, AnnConfig(min_rows=0), backend="hnswlib")
+    keys = np.arange(200)
+    index.build(keys, rng.normal(size=(200, dim)).astype(np.float32))
+    for _ in range(15):
+        chosen = rng.choice(200, size=40, replace=False)
+        index.remove(chosen[:20])
+        index.add(chosen, rng.normal(size=(40, dim)).astype(np.float32))  # removed and live keys
+    target = rng.normal(size=dim).astype(np.float32)
+    index.add([7], target.reshape(1, -1))
+    found, dist = index.query(target, 1)
+    assert int(found[0]) == 7 and dist[0] < 1e-4
+    assert index.remove(keys) == 200
