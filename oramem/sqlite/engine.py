@@ -346,10 +346,12 @@ class SQLiteEngine(Engine):
         if self._cache is None or self._cache.dim != catalog.vector_dim:
             self._cache = VectorCache(catalog.vector_dim, self._ann_config)
         if self._cache.version != catalog.version:
+            # every retrieval row (an index count: cheap) bounds the rows with a vector
+            (count,) = conn.execute(f"SELECT count(*) FROM {t.chunks}").fetchone()
             rows = conn.execute(
                 f"{CACHE_ROW_SQL} FROM {t.chunks} c JOIN {t.records} r ON r.seq = c.record_seq WHERE c.vector IS NOT NULL"
             )
-            self._cache.load(rows, catalog.version)
+            self._cache.load(rows, catalog.version, count)
         return self._cache
 
     @staticmethod

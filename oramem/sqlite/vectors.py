@@ -15,6 +15,7 @@ search takes its candidate rows from that index before the same exact float64 re
 
 from __future__ import annotations
 
+import itertools
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
@@ -33,6 +34,8 @@ CACHE_ROW_SQL = (
 )
 _TYPE_CODE = {name: code for code, name in enumerate(RECORD_TYPES)}
 _NULL = -1  # scope code of SQL NULL
+#: Rows fetched per block when the cache is loaded.
+LOAD_BLOCK = 8192
 #: Bound on float32 matrix-product noise between identical rows (a few ulps of 1.0).
 _NOISE_SLACK = 1e-5
 Version = tuple[str, int]
@@ -66,17 +69,22 @@ class VectorCache:
         self._reset(*self._columns([]))
 
     # -- storage -------------------------------------------------------------------------
-    def _reset(self, chunk_ids, seqs, matrix, types, scopes, expires, keys=None) -> None:
-        self.size = seqs.shape[0]
+    def _reset(self, chunk_ids, seqs, matrix, types, scopes, expires, keys=None, size=None) -> None:
+        """Install column arrays; ``size`` rows are in use (default: all of them), the
+        rest of each array is spare capacity."""
+        self.size = seqs.shape[0] if size is None else size
+        capacity = seqs.shape[0]
         if keys is None:
-            keys = np.arange(self._next_key, self._next_key + self.size, dtype=np.int64)
+            keys = np.empty(capacity, dtype=np.int64)
+            keys[: self.size] = np.arange(self._next_key, self._next_key + self.size, dtype=np.int64)
             self._next_key += self.size
         self._chunk_ids, self._keys = chunk_ids, keys
         self._seqs, self._matrix, self._types, self._scopes, self._expires = seqs, matrix, types, scopes, expires
-        self._live = np.ones(self.size, dtype=bool)
+        self._live = np.zeros(capacity, dtype=bool)
+        self._live[: self.size] = True
         self._dead = 0
         #: type codes of the rows in use (or a superset), so mask() can skip the type test
-        self._type_codes = {int(code) for code in np.unique(types)}
+        self._type_codes = {int(code) for code in np.unique(types[: self.size])}
 
     @property
     def matrix(self) -> np.ndarray:
@@ -160,10 +168,36 @@ class VectorCache:
         self._next_key = 0
         self._reset(*self._columns([]))
 
-    def load(self, rows: Iterable[Sequence], version: Version) -> None:
+    def load(self, rows: Iterable[Sequence], version: Version, count: Optional[int] = None) -> None:
+        """Replace the cache with ``rows`` (a cursor is read with ``fetchmany`` in blocks
+        of ``LOAD_BLOCK`` rows, straight into the matrix). ``count``, an upper bound of the
+        row count if known, sizes the arrays up front; otherwise they grow by doubling."""
         self.ann = None
         self._next_key = 0
-        self._reset(*self._columns(list(rows)))
+        fetch = getattr(rows, "fetchmany", None)
+        if fetch is None:
+            iterator = iter(rows)
+
+            def fetch(n: int) -> list:
+                return list(itertools.islice(iterator, n))
+
+        capacity = max(int(count or 0), 1)
+        arrays = _empty_columns(capacity, self.dim)
+        size = 0
+        while True:
+            block = fetch(LOAD_BLOCK)
+            if not block:
+                break
+            n = len(block)
+            if size + n > capacity:
+                capacity = max(size + n, 2 * capacity)
+                arrays = tuple(_grown(array, size, capacity) for array in arrays)
+            chunk_ids, seqs, matrix, types, scopes, expires = arrays
+            columns = self._columns(block, out=matrix[size : size + n])
+            for array, column in zip((chunk_ids, seqs, types, scopes, expires), columns[:2] + columns[3:]):
+                array[size : size + n] = column
+            size += n
+        self._reset(*arrays, size=size)
         self.version = version
         self._maybe_build_ann()
 
@@ -194,36 +228,46 @@ class VectorCache:
             return _NULL
         return self._codes.setdefault(value, len(self._codes))
 
-    def _columns(self, rows: list) -> tuple[np.ndarray, ...]:
-        """(chunk ids, seqs, unit vectors, type codes, scope codes, expiry micros) of cache rows."""
+    def _columns(self, rows: list, out: Optional[np.ndarray] = None) -> tuple[np.ndarray, ...]:
+        """(chunk ids, seqs, unit vectors, type codes, scope codes, expiry micros) of cache
+        rows; the unit vectors are written to ``out`` (shape ``(len(rows), dim)``) if given."""
         n = len(rows)
-        chunk_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=n)
-        seqs = np.fromiter((row[1] for row in rows), dtype=np.int64, count=n)
-        matrix = np.empty((n, self.dim), dtype=np.float32)
-        for i, row in enumerate(rows):
-            vector = np.frombuffer(row[2], dtype="<f4")
-            if vector.shape[0] != self.dim:
-                raise ValueError(
-                    f"retrieval row {row[0]} holds a {vector.shape[0]}-dimensional vector in a "
-                    f"{self.dim}-dimensional store"
-                )
-            matrix[i] = vector
+        matrix = np.empty((n, self.dim), dtype=np.float32) if out is None else out
+        if n == 0:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty.copy(), matrix, np.empty(0, dtype=np.int8), np.empty((0, 3), dtype=np.int64), empty.copy()
+        chunk_col, seq_col, blobs, type_col, id_col, thread_col, user_col, agent_col, expiry_col = zip(*rows)
+        chunk_ids = np.fromiter(chunk_col, dtype=np.int64, count=n)
+        seqs = np.fromiter(seq_col, dtype=np.int64, count=n)
+        width = 4 * self.dim
+        if all(type(blob) is bytes and len(blob) == width for blob in blobs):
+            matrix[...] = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(n, self.dim)
+        else:  # a malformed row: the row-by-row path names it
+            for i, row in enumerate(rows):
+                vector = np.frombuffer(row[2], dtype="<f4")
+                if vector.shape[0] != self.dim:
+                    raise ValueError(
+                        f"retrieval row {row[0]} holds a {vector.shape[0]}-dimensional vector in a "
+                        f"{self.dim}-dimensional store"
+                    )
+                matrix[i] = vector
+        # unit length in place; a row without a positive norm becomes zeros
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-        types = np.fromiter((_TYPE_CODE[row[3]] for row in rows), dtype=np.int8, count=n)
+        positive = norms > 0
+        np.divide(matrix, norms, out=matrix, where=positive)
+        flat = ~positive.reshape(-1)
+        if flat.any():
+            matrix[flat] = 0.0
+        types = np.fromiter(map(_TYPE_CODE.__getitem__, type_col), dtype=np.int8, count=n)
         # effective scope: a user/agent profile is in the scope of its own actor id (SC-6.2)
-        scopes = np.array(
-            [
-                (
-                    self._code(row[5]),
-                    self._code(row[4] if row[3] == "user_profile" else row[6]),
-                    self._code(row[4] if row[3] == "agent_profile" else row[7]),
-                )
-                for row in rows
-            ],
-            dtype=np.int64,
-        ).reshape(n, 3)
-        expires = np.fromiter((epoch_micros(row[8]) for row in rows), dtype=np.int64, count=n)
+        users = [rid if rtype == "user_profile" else user for rtype, rid, user in zip(type_col, id_col, user_col)]
+        agents = [rid if rtype == "agent_profile" else agent for rtype, rid, agent in zip(type_col, id_col, agent_col)]
+        scopes = np.empty((n, 3), dtype=np.int64)
+        for column, values in enumerate((thread_col, users, agents)):
+            codes = {value: self._code(value) for value in dict.fromkeys(values)}
+            scopes[:, column] = np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=n)
+        micros = {text: epoch_micros(text) for text in dict.fromkeys(expiry_col)}
+        expires = np.fromiter(map(micros.__getitem__, expiry_col), dtype=np.int64, count=n)
         return chunk_ids, seqs, matrix, types, scopes, expires
 
     # -- queries -------------------------------------------------------------------------
@@ -375,6 +419,24 @@ class VectorCache:
                 return None
             # several rows per record: widen until k distinct records are covered
             fetch = min(fetch * 4, limit)
+
+
+def _empty_columns(capacity: int, dim: int) -> tuple[np.ndarray, ...]:
+    """Uninitialised (chunk ids, seqs, matrix, types, scopes, expiries) of ``capacity`` rows."""
+    return (
+        np.empty(capacity, dtype=np.int64),
+        np.empty(capacity, dtype=np.int64),
+        np.empty((capacity, dim), dtype=np.float32),
+        np.empty(capacity, dtype=np.int8),
+        np.empty((capacity, 3), dtype=np.int64),
+        np.empty(capacity, dtype=np.int64),
+    )
+
+
+def _grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
+    out = np.empty((capacity,) + array.shape[1:], dtype=array.dtype)
+    out[:size] = array[:size]
+    return out
 
 
 class GaveUp(Exception):
