@@ -121,22 +121,28 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
             )
         )
     size = request.batch_size
+    seqs: Optional[list[int]] = []
     for start in range(0, len(rows), size):
+        batch = rows[start : start + size]
         conn.executemany(
             f"""INSERT INTO {t.records} (record_type, id, content, timestamp, metadata, thread_id, user_id,
                                          agent_id, role, created_at, expires_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            rows[start : start + size],
+            batch,
         )
-    seq_of = {
-        (rtype, rid): seq
-        for seq, rtype, rid in conn.execute(
-            f"SELECT seq, record_type, id FROM {t.records} WHERE (record_type, id) IN {in_keys}", (keys,)
-        )
-    }
+        if seqs is not None:
+            seqs = _batch_seqs(tx, batch, seqs)
+    if seqs is None:  # not derivable from the batches: look every record up
+        seq_of = {
+            (rtype, rid): seq
+            for seq, rtype, rid in conn.execute(
+                f"SELECT seq, record_type, id FROM {t.records} WHERE (record_type, id) IN {in_keys}", (keys,)
+            )
+        }
+        seqs = [seq_of[(rec.record_type, rec.id)] for rec in request.records]
     chunk_rows = [
-        (seq_of[(rec.record_type, rec.id)], index, chunk.text, tx.vector_blob(chunk.vector))
-        for rec in request.records
+        (seq, index, chunk.text, tx.vector_blob(chunk.vector))
+        for rec, seq in zip(request.records, seqs)
         for index, chunk in enumerate(rec.chunks)
     ]
     tx.insert_chunks(chunk_rows, size)
@@ -155,8 +161,24 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
                 ON CONFLICT (record_type, id) DO NOTHING""",
             threads[start : start + size],
         )
-    tx.touched.update(seq_of.values())
+    tx.touched.update(seqs)
     return [rec.id for rec in request.records]
+
+
+def _batch_seqs(tx: WriteTx, batch: list[tuple], seqs: list[int]) -> Optional[list[int]]:
+    """``seqs`` extended by the seqs of the just-inserted ``batch`` (rows in insertion
+    order, record_type and id first), or None when they cannot be derived.
+
+    AUTOINCREMENT gives every new row a seq larger than any before it, so the batch's seqs
+    increase in insertion order; if the first and last rows (looked up by their key) are
+    ``len(batch) - 1`` apart, the batch holds exactly the seqs in between, in order."""
+    sql = f"SELECT seq FROM {tx.tables.records} WHERE record_type = ? AND id = ?"
+    (first,) = tx.conn.execute(sql, batch[0][:2]).fetchone()
+    (last,) = tx.conn.execute(sql, batch[-1][:2]).fetchone()
+    if last - first != len(batch) - 1:
+        return None
+    seqs.extend(range(first, last + 1))
+    return seqs
 
 
 def _duplicate_message(clashes: list[tuple[str, str]]) -> str:
