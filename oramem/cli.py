@@ -29,7 +29,7 @@ import click
 from .embedders import EmbeddingServiceError, HashEmbedder, OpenAICompatibleEmbedder
 from .errors import StoreError
 from .normalize import DEFAULT_STORE_ID, validate_store_id
-from .knowledge.cli import knowledge as knowledge_group
+from .knowledge.cli import kg as kg_group, knowledge as knowledge_group
 from .oracle.cli import db as oracle_db_group
 from .sqlite import admin as sqlite_admin
 from .types import NOT_SET, PROFILE_TYPES, RECORD_TYPES, MessageRecord, PendingRecordBatch, Record
@@ -1034,6 +1034,7 @@ def stores_drop(state: State, store_id: str, yes: bool) -> None:
 # The Oracle DBA commands: ``oramem db install|upgrade|uninstall|status|doctor``.
 cli.add_command(oracle_db_group)
 cli.add_command(knowledge_group)
+cli.add_command(kg_group)
 
 
 def main() -> None:

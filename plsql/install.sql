@@ -21,6 +21,7 @@ PROMPT oramem: package specs
 @@oramem_admin.pks
 @@oramem_store.pks
 @@oramem_search.pks
+@@oramem_kg_jobs.pks
 
 PROMPT oramem: package bodies
 @@oramem_errors.pkb
@@ -29,6 +30,7 @@ PROMPT oramem: package bodies
 @@oramem_admin.pkb
 @@oramem_store.pkb
 @@oramem_search.pkb
+@@oramem_kg_jobs.pkb
 
 PROMPT oramem: checking compilation
 DECLARE
@@ -38,7 +40,8 @@ BEGIN
    INTO   l_count
    FROM   user_objects
    WHERE  object_name IN ('ORAMEM_ERRORS', 'ORAMEM_REGISTRY', 'ORAMEM_FILTER',
-                          'ORAMEM_ADMIN', 'ORAMEM_STORE', 'ORAMEM_SEARCH')
+                          'ORAMEM_ADMIN', 'ORAMEM_STORE', 'ORAMEM_SEARCH',
+                          'ORAMEM_KG_JOBS')
    AND    object_type IN ('PACKAGE', 'PACKAGE BODY')
    AND    status <> 'VALID';
    IF l_count > 0 THEN

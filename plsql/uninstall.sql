@@ -34,18 +34,36 @@ BEGIN
 END;
 /
 
+PROMPT oramem: dropping the knowledge scheduler jobs (oramem_kg_jobs.install_scheduler)
+DECLARE
+   e_job_missing EXCEPTION;
+   PRAGMA EXCEPTION_INIT(e_job_missing, -27475);
+BEGIN
+   FOR j IN (SELECT job_name FROM user_scheduler_jobs
+             WHERE job_name LIKE 'ORAMEM\_KG\_%' ESCAPE '\' ORDER BY job_name) LOOP
+      BEGIN
+         DBMS_SCHEDULER.DROP_JOB(job_name => j.job_name, force => TRUE);
+      EXCEPTION
+         WHEN e_job_missing THEN
+            NULL;   -- dropped concurrently
+      END;
+   END LOOP;
+END;
+/
+
 PROMPT oramem: dropping packages
 DECLARE
    TYPE name_tab_t IS TABLE OF VARCHAR2(128) INDEX BY PLS_INTEGER;
    l_names name_tab_t;
    l_count PLS_INTEGER;
 BEGIN
-   l_names(1) := 'ORAMEM_SEARCH';
-   l_names(2) := 'ORAMEM_STORE';
-   l_names(3) := 'ORAMEM_ADMIN';
-   l_names(4) := 'ORAMEM_FILTER';
-   l_names(5) := 'ORAMEM_REGISTRY';
-   l_names(6) := 'ORAMEM_ERRORS';
+   l_names(1) := 'ORAMEM_KG_JOBS';
+   l_names(2) := 'ORAMEM_SEARCH';
+   l_names(3) := 'ORAMEM_STORE';
+   l_names(4) := 'ORAMEM_ADMIN';
+   l_names(5) := 'ORAMEM_FILTER';
+   l_names(6) := 'ORAMEM_REGISTRY';
+   l_names(7) := 'ORAMEM_ERRORS';
    FOR i IN 1 .. l_names.COUNT LOOP
       SELECT COUNT(*) INTO l_count
       FROM   user_objects

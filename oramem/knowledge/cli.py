@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-__all__ = ["knowledge"]
+__all__ = ["knowledge", "kg", "job_names", "run_jobs", "DETERMINISTIC_JOBS"]
 
 NO_LLM = (
     "no LLM endpoint configured: set ORAMEM_LLM_BASE_URL and ORAMEM_LLM_MODEL "
@@ -228,25 +228,49 @@ def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at,
 def jobs_cmd(ctx, agent_id, all_agents, job_list, llm_base_url, llm_model, llm_timeout) -> None:
     """Run the background jobs (KC-6) for AGENT_ID or --all-agents; one JSON object per agent.
     Exit code 0 when every job succeeded, 1 when some failed, 2 on bad arguments."""
-    import sqlalchemy as sa
-
-    from .jobs import JOB_ORDER
-
     state = _state(ctx)
     if bool(agent_id) == bool(all_agents):
         raise click.UsageError("pass exactly one of AGENT_ID or --all-agents")
     llm = _optional_llm(llm_base_url, llm_model, llm_timeout)
+    names = job_names(job_list, llm is not None)
+    km = _open_km(state, create=False, llm=llm)
+    try:
+        failed = run_jobs(km, None if all_agents else agent_id, names)
+    finally:
+        km.close()
+    if failed:
+        ctx.exit(1)
+
+
+#: The jobs that make no LLM call (KC-6.8): the default without an LLM endpoint, and the
+#: work the PL/SQL package oramem_kg_jobs runs on Oracle.
+DETERMINISTIC_JOBS = ("entity_importance", "emotional_trends", "memify")
+
+
+def job_names(job_list: Any, have_llm: bool) -> list:
+    """The jobs to run: the comma-separated ``job_list`` checked against ``JOB_ORDER``
+    (unknown name -> ``click.UsageError``, exit 2), else every job with an LLM endpoint and
+    the deterministic ones without."""
+    from .jobs import JOB_ORDER
+
     if job_list:
         names = [j.strip() for j in job_list.split(",") if j.strip()]
         unknown = sorted(set(names) - set(JOB_ORDER))
-        if unknown:
-            raise click.UsageError(f"unknown job(s): {', '.join(unknown)}; known: {', '.join(JOB_ORDER)}")
-    else:
-        names = list(JOB_ORDER) if llm is not None else ["entity_importance", "emotional_trends", "memify"]
-    km = _open_km(state, create=False, llm=llm)
+        if unknown or not names:
+            raise click.UsageError(f"unknown job(s): {', '.join(unknown) or repr(job_list)}; known: {', '.join(JOB_ORDER)}")
+        return names
+    return list(JOB_ORDER) if have_llm else list(DETERMINISTIC_JOBS)
+
+
+def run_jobs(km: Any, agent_id: Any, names: list) -> bool:
+    """Run ``names`` through ``km.run_background`` for ``agent_id`` (None: every agent with
+    an event or entity row, sorted) and print one JSON object per agent. True when some job
+    failed. Shared by ``oramem knowledge jobs`` and ``oramem kg run-jobs``."""
+    import sqlalchemy as sa
+
     failed = False
     try:
-        if all_agents:
+        if agent_id is None:
             t = km._tables
             with km._backend.read() as conn:
                 agents = sorted({r[0] for tab in (t.event, t.entity) for r in conn.execute(sa.select(tab.c.agent_id).distinct())})
@@ -258,7 +282,221 @@ def jobs_cmd(ctx, agent_id, all_agents, job_list, llm_base_url, llm_model, llm_t
             click.echo(json.dumps({"agent_id": a, **_jsonable(r)}, ensure_ascii=False, sort_keys=True))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    return failed
+
+
+# ----------------------------------------------------------------------------- oramem kg (KC-6.8)
+def _check_store_id(store_id: str) -> str:
+    from ..normalize import validate_store_id
+
+    try:
+        return validate_store_id(store_id)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--store-id") from None
+
+
+def _password(password_stdin: bool) -> str:
+    """The Oracle password: the first line of stdin with ``--password-stdin``, else
+    ``ORAMEM_PASSWORD``; never an option value (it would land in shell history)."""
+    import os
+    import sys
+
+    if password_stdin:
+        line = sys.stdin.readline()
+        if not line:
+            raise click.UsageError("--password-stdin given but stdin is empty")
+        return line.rstrip("\r\n")
+    pw = os.environ.get("ORAMEM_PASSWORD")
+    if pw is None:
+        raise click.UsageError("no password: set ORAMEM_PASSWORD or pass --password-stdin (the password is never an option)")
+    return pw
+
+
+def _check_target(dsn: Any, user: Any, sqlite: Any, password_stdin: bool) -> None:
+    if bool(dsn) == bool(sqlite):
+        raise click.UsageError("pass exactly one of --dsn (Oracle) or --sqlite PATH")
+    if dsn and not user:
+        raise click.UsageError("--dsn needs --user")
+    if sqlite and (user or password_stdin):
+        raise click.UsageError("--user and --password-stdin go with --dsn, not --sqlite")
+
+
+def _embedder(embed_url: Any, embed_model: Any, dim: Any) -> Any:
+    """The store's embedder: the OpenAI-compatible service when given, else HashEmbedder of
+    the store's dimension (the deterministic jobs never embed)."""
+    from ..embedders import HashEmbedder, OpenAICompatibleEmbedder
+
+    if embed_url or embed_model:
+        if not (embed_url and embed_model):
+            raise click.UsageError("--embed-url and --embed-model go together")
+        return OpenAICompatibleEmbedder(embed_model, base_url=embed_url, dimension=dim)
+    return HashEmbedder(dim or 256)
+
+
+def _open_sqlite_store(path: str, sid: str, embed_url: Any, embed_model: Any) -> Any:
+    import os
+
+    from .. import SQLiteMemoryStore
+    from ..sqlite import admin as sqlite_admin
+    from ..types import SchemaPolicy
+
+    if not os.path.exists(path):
+        raise click.UsageError(f"--sqlite: no database at {path}")
+    row = sqlite_admin.list_stores(path).get(sid)
+    if row is None:
+        raise click.UsageError(f"--store-id: no store {sid!r} in {path}")
+    return SQLiteMemoryStore(path, embedder=_embedder(embed_url, embed_model, row.get("vector_dim")),
+                             schema_policy=SchemaPolicy.REQUIRE_EXISTING, search_strategy=row["capability"],
+                             memory_store_id=sid)
+
+
+def _oracle_pool(dsn: str, user: str, password: str) -> Any:
+    """A thin-mode python-oracledb pool (no Instant Client)."""
+    import oracledb
+
+    return oracledb.create_pool(user=user, password=password, dsn=dsn, min=1, max=2, increment=1)
+
+
+def _open_oracle_store(pool: Any, sid: str, embed_url: Any, embed_model: Any) -> Any:
+    from ..oracle.admin import ADMIN_CALLS, _call
+    from ..store import OracleDBMemoryStore
+    from ..types import SchemaPolicy
+
+    with pool.acquire() as conn:
+        stores = {s["memory_store_id"]: s for s in json.loads(_call(conn, ADMIN_CALLS["list_stores"]) or "[]")}
+    row = stores.get(sid)
+    if row is None:
+        raise click.UsageError(f"--store-id: no store {sid!r} in this schema (stores: {', '.join(sorted(stores)) or 'none'})")
+    # a hybrid store answers a vector open (no in-database model needed for the jobs)
+    strategy = "keyword" if row.get("vector_dim") is None else "vector"
+    return OracleDBMemoryStore(_embedder(embed_url, embed_model, row.get("vector_dim")), pool,
+                               schema_policy=SchemaPolicy.REQUIRE_EXISTING, search_strategy=strategy,
+                               memory_store_id=sid)
+
+
+@click.group("kg")
+def kg() -> None:
+    """Knowledge-graph maintenance on a store named by --store-id, on Oracle (--dsn/--user;
+    password from ORAMEM_PASSWORD or --password-stdin) or on a SQLite file (--sqlite)."""
+
+
+_TARGET = [
+    click.option("--dsn", default=None, help="Oracle connect string (thin mode), e.g. host:1521/FREEPDB1."),
+    click.option("--user", default=None, help="Oracle user (with --dsn)."),
+    click.option("--password-stdin", is_flag=True, help="Read the Oracle password from the first line of stdin "
+                                                       "(else ORAMEM_PASSWORD)."),
+]
+
+
+def _target(fn: Any) -> Any:
+    for opt in reversed(_TARGET):
+        fn = opt(fn)
+    return fn
+
+
+@kg.command("run-jobs")
+@_target
+@click.option("--sqlite", "sqlite_path", default=None, help="SQLite database file holding the store.")
+@click.option("--store-id", required=True, help="memory_store_id of the store (its tables are <ID>_KG_*).")
+@click.option("--agent-id", default=None, help="Run for this agent.")
+@click.option("--all-agents", is_flag=True, help="Run for every agent that has an event or entity row.")
+@click.option("--jobs", "job_list", default=None,
+              help="Comma-separated subset of: entity_importance, summary_refresh, clustering, community_detection, "
+                   "consolidation, emotional_trends, memify (default: all with an LLM endpoint, else the deterministic ones).")
+@click.option("--llm-base-url", default=None, help="OpenAI-compatible API root (with --llm-model).")
+@click.option("--llm-model", default=None, help="Chat model name (with --llm-base-url).")
+@click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@click.option("--embed-url", default=None, help="OpenAI-compatible embedding service the store was written with.")
+@click.option("--embed-model", default=None, help="Embedding model (with --embed-url).")
+@click.pass_context
+def run_jobs_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, agent_id, all_agents, job_list, llm_base_url,
+                 llm_model, llm_timeout, embed_url, embed_model) -> None:
+    """Run the background jobs (KC-6) on one store; one JSON object per agent on stdout.
+    Exit code 0 when every job succeeded, 1 when some job failed, 2 on bad arguments."""
+    from . import KnowledgeMemory
+
+    _check_target(dsn, user, sqlite_path, password_stdin)
+    sid = _check_store_id(store_id)
+    if bool(agent_id) == bool(all_agents):
+        raise click.UsageError("pass exactly one of --agent-id A or --all-agents")
+    if bool(llm_base_url) != bool(llm_model):
+        raise click.UsageError("--llm-base-url and --llm-model go together")
+    llm = _optional_llm(llm_base_url, llm_model, llm_timeout)
+    names = job_names(job_list, llm is not None)
+    if llm is None:
+        needs = [n for n in names if n not in DETERMINISTIC_JOBS]
+        if needs:
+            raise click.UsageError(f"job(s) {', '.join(needs)} call an LLM: pass --llm-base-url and --llm-model")
+    pool = None
+    if dsn:
+        password = _password(password_stdin)
+        pool = _oracle_pool(dsn, user, password)
+        store = _open_oracle_store(pool, sid, embed_url, embed_model)
+    else:
+        store = _open_sqlite_store(sqlite_path, sid, embed_url, embed_model)
+    try:
+        km = KnowledgeMemory(store, llm or _open_km_nollm())
+        try:
+            failed = run_jobs(km, None if all_agents else agent_id, names)
+        finally:
+            km.close()
     finally:
-        km.close()
+        store.close()
+        if pool is not None:
+            pool.close()
     if failed:
         ctx.exit(1)
+
+
+def _open_km_nollm() -> Any:
+    from .providers import BaseLLMProvider
+
+    class _NoLLM(BaseLLMProvider):
+        async def complete_async(self, messages, **kw):  # pragma: no cover - deterministic jobs never call it
+            raise click.ClickException(NO_LLM)
+
+    return _NoLLM()
+
+
+#: ORA- codes meaning "no CREATE JOB privilege" (SC-5.5: warn and continue).
+_NO_JOB_PRIVILEGE = (1031, 27486)
+
+
+@kg.command("install-scheduler")
+@_target
+@click.option("--store-id", required=True, help="memory_store_id of the store (its tables are <ID>_KG_*).")
+@click.option("--every-hours", type=click.IntRange(1, 168), default=4, show_default=True,
+              help="Run the deterministic jobs every N hours.")
+@click.pass_context
+def install_scheduler_cmd(ctx, dsn, user, password_stdin, store_id, every_hours) -> None:
+    """Create (or replace) the DBMS_SCHEDULER job that runs oramem_kg_jobs.run_deterministic
+    (entity importance, memify steps 1-3 and 5, emotional trends) for every agent of the
+    store. Oracle only. Without the CREATE JOB privilege it warns and exits 0 (SC-5.5)."""
+    import oracledb
+
+    from ..oracle.admin import _call
+    from ..oracle.calls import KG_JOB_CALLS
+
+    if not dsn or not user:
+        raise click.UsageError("install-scheduler runs on Oracle: pass --dsn and --user")
+    sid = _check_store_id(store_id)
+    password = _password(password_stdin)
+    conn = oracledb.connect(user=user, password=password, dsn=dsn)
+    try:
+        try:
+            _call(conn, KG_JOB_CALLS["install_scheduler"], in_store_id=sid, in_every_hours=every_hours)
+        except Exception as exc:  # noqa: BLE001 - only the missing-privilege codes are swallowed
+            code = getattr(exc, "oracle_code", None)
+            if code in _NO_JOB_PRIVILEGE:
+                click.echo(f"Warning: no scheduler job for store {sid}: the CREATE JOB privilege is missing "
+                           f"(ORA-{code:05d}); run `oramem kg run-jobs` from cron instead", err=True)
+                return
+            raise
+    finally:
+        conn.close()
+    click.echo(json.dumps({"store_id": sid, "job_name": scheduler_job_name(sid), "every_hours": every_hours}, sort_keys=True))
+
+
+def scheduler_job_name(store_id: str) -> str:
+    """Name of the store's scheduler job, as oramem_kg_jobs.install_scheduler creates it."""
+    return f"ORAMEM_KG_{store_id.upper()}"

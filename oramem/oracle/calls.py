@@ -111,3 +111,16 @@ def _fit(call: PlsqlCall, sub: Any) -> str:
     if call.is_function and (sub.returns or "") != call.returns.upper():  # type: ignore[union-attr]
         out.append(f"returns {sub.returns}, the driver expects {call.returns.upper()}")  # type: ignore[union-attr]
     return "; ".join(out)
+
+
+#: oramem_kg_jobs (KNOWLEDGE_CONTRACT KC-6.8): the scheduler job of the deterministic
+#: knowledge jobs, called by ``oramem kg install-scheduler``; run_deterministic is the
+#: job's action (and callable from PL/SQL). Checked against the spec by
+#: tests/knowledge/test_kc6_8_scheduling.py.
+KG_JOB_CALLS: dict[str, PlsqlCall] = {
+    "run_deterministic": PlsqlCall("oramem_kg_jobs", "run_deterministic",
+                                   (("in_store_id", "VARCHAR2"), ("in_agent_id", "VARCHAR2"))),
+    "install_scheduler": PlsqlCall("oramem_kg_jobs", "install_scheduler",
+                                   (("in_store_id", "VARCHAR2"), ("in_every_hours", "PLS_INTEGER"))),
+    "drop_scheduler": PlsqlCall("oramem_kg_jobs", "drop_scheduler", (("in_store_id", "VARCHAR2"),)),
+}
