@@ -60,7 +60,10 @@ ADMIN_CALLS: dict[str, PlsqlCall] = {
 }
 
 #: oramem's package names (for status: installed and VALID?).
-PACKAGES = ("ORAMEM_ERRORS", "ORAMEM_REGISTRY", "ORAMEM_FILTER", "ORAMEM_ADMIN", "ORAMEM_STORE", "ORAMEM_SEARCH")
+PACKAGES = (
+    "ORAMEM_ERRORS", "ORAMEM_REGISTRY", "ORAMEM_FILTER", "ORAMEM_ADMIN", "ORAMEM_STORE", "ORAMEM_SEARCH",
+    "ORAMEM_KG_JOBS",
+)
 
 
 class ScriptError(RuntimeError):
