@@ -79,6 +79,20 @@ def db(ctx: click.Context, dsn: Optional[str], user: Optional[str], password_std
     ctx.call_on_close(settings.close)
 
 
+def _run_scripts(settings: "_Settings", scripts_dir: Optional[str], action):
+    """Locate the SQL scripts, connect, and run ``action(conn, root, echo=...)``; errors
+    become one-line click errors. Returns ``(action's result, root)``."""
+    try:
+        root = admin.scripts_root(scripts_dir)
+    except FileNotFoundError as e:
+        raise _fail(e)
+    conn = settings.connection()
+    try:
+        return action(conn, str(root), echo=click.echo), root
+    except Exception as e:
+        raise _fail(e)
+
+
 _scripts = click.option("--scripts-dir", type=click.Path(file_okay=False), default=None,
                         help="directory holding plsql/ and ddl/ (default: ORAMEM_SQL_DIR, the source "
                              "checkout, or the installed package data)")
@@ -89,15 +103,7 @@ _scripts = click.option("--scripts-dir", type=click.Path(file_okay=False), defau
 @click.pass_obj
 def install(settings: _Settings, scripts_dir: Optional[str]) -> None:
     """Create oramem's tables and packages (idempotent; DDL commits)."""
-    try:
-        root = admin.scripts_root(scripts_dir)
-    except FileNotFoundError as e:
-        raise _fail(e)
-    conn = settings.connection()
-    try:
-        n = admin.install(conn, str(root), echo=click.echo)
-    except Exception as e:
-        raise _fail(e)
+    n, root = _run_scripts(settings, scripts_dir, admin.install)
     click.echo(f"oramem installed: {n} statements from {root}")
 
 
@@ -106,15 +112,7 @@ def install(settings: _Settings, scripts_dir: Optional[str]) -> None:
 @click.pass_obj
 def upgrade(settings: _Settings, scripts_dir: Optional[str]) -> None:
     """Re-install the packages and upgrade every store to the code's schema version."""
-    try:
-        root = admin.scripts_root(scripts_dir)
-    except FileNotFoundError as e:
-        raise _fail(e)
-    conn = settings.connection()
-    try:
-        done = admin.upgrade(conn, str(root), echo=click.echo)
-    except Exception as e:
-        raise _fail(e)
+    done, _ = _run_scripts(settings, scripts_dir, admin.upgrade)
     click.echo(f"oramem upgraded; stores upgraded: {', '.join(done) if done else 'none needed'}")
 
 
