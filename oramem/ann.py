@@ -258,7 +258,7 @@ def _unit_rows(vectors: np.ndarray, dim: int) -> np.ndarray:
         raise ValueError(f"vectors have dimension {vectors.shape[1]}, the index {dim}")
     if not np.isfinite(vectors).all():
         raise ValueError("vectors must be finite")
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))[:, None]  # no float32 overflow
     return np.ascontiguousarray(np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0))
 
 

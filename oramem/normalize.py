@@ -187,7 +187,8 @@ def _check_ttl_days(value: Any, argument: str) -> Optional[int]:
 def _check_vector(value: Any, argument: str) -> np.ndarray:
     """One vector -> finite 1-D float32 array (may be empty: an empty payload)."""
     try:
-        arr = np.asarray(value, dtype=np.float32)
+        with np.errstate(over="ignore"):  # beyond float32 range becomes inf, rejected below
+            arr = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError):
         raise ValueError(f"{argument} must be a sequence of numbers") from None
     if arr.ndim != 1:
@@ -376,7 +377,8 @@ def draft_records(
         if embeddings.shape[0] != n:
             raise ValueError(f"embeddings has {embeddings.shape[0]} rows but contents has {n}")
         try:
-            block = np.ascontiguousarray(embeddings, dtype=np.float32)
+            with np.errstate(over="ignore"):  # beyond float32 range becomes inf, rejected below
+                block = np.ascontiguousarray(embeddings, dtype=np.float32)
         except (TypeError, ValueError):
             raise ValueError("embeddings must hold numbers") from None
         finite = np.isfinite(block).all(axis=1)

@@ -252,7 +252,8 @@ class VectorCache:
                     )
                 matrix[i] = vector
         # unit length in place; a row without a positive norm becomes zeros
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        # norms in float64: a float32 sum of squares overflows for large finite values
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))[:, None]
         positive = norms > 0
         np.divide(matrix, norms, out=matrix, where=positive)
         flat = ~positive.reshape(-1)
@@ -322,8 +323,8 @@ class VectorCache:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
             raise ValueError(f"the query vector has dimension {q.shape[0]}, the store's vector_dim is {self.dim}")
-        norm = float(np.linalg.norm(q))
-        q = q / norm if norm > 0 else q
+        norm = float(np.linalg.norm(q.astype(np.float64)))  # float64: no overflow for large values
+        q = (q.astype(np.float64) / norm).astype(np.float32) if norm > 0 else q
         if self.ann is not None and k is not None:
             found = self._ann_candidates(q, mask, rows.size, k, accept)
             if found is not None:

@@ -48,3 +48,19 @@ def test_churn_keeps_search_exact_and_compacts(tmp_path):
     # 1,200 rows were deleted or replaced: compaction must have run at least once
     assert cache.size < len(current) + 1200
     store.close()
+
+
+def test_large_magnitude_vectors_keep_their_direction(tmp_path):
+    """Cosine is scale-invariant: finite float32 vectors whose squared norm overflows
+    float32 (components ~1e30) must still be normalised, not turned into zero vectors."""
+    import warnings
+
+    store = SQLiteMemoryStore(str(tmp_path / "big.db"), vector_dim=4)
+    store.add(["big", "other"], "memory", record_ids=["big", "other"],
+              embeddings=[[1e30, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow RuntimeWarning either
+        hits = store.search(query_vector=[3e37, 1e37, 0.0, 0.0], k=2)
+    assert [r.id for r, _ in hits] == ["big", "other"]
+    assert abs(hits[0][1] - (1 - 3 / 10**0.5)) < 1e-6
+    store.close()
