@@ -108,7 +108,7 @@ class ScriptedLLM(BaseLLMProvider):
             if isinstance(route, BaseException):
                 raise route
             if inspect.isclass(route) and issubclass(route, BaseException):
-                raise route(f"scripted failure")
+                raise route("scripted failure")
             if callable(route):
                 route = route(payload)
                 if inspect.isawaitable(route):

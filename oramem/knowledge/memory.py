@@ -6,7 +6,6 @@ import asyncio
 import contextvars
 import functools
 from concurrent.futures import ThreadPoolExecutor
-import inspect
 import logging
 import time
 from datetime import datetime, timezone

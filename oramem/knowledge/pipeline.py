@@ -35,7 +35,7 @@ from .text import (
     to_utc,
     word_tokens,
 )
-from .types import PipelineStep, PipelineTrace
+from .types import CorrectionResult, PipelineStep, PipelineTrace
 
 __all__ = ["WriteRun", "SELF_REFERENCES", "canonical_attribute_key", "detect_corrections", "is_nickname"]
 
@@ -71,12 +71,11 @@ def is_nickname(a: str, b: str) -> bool:
     return len(short) == 1 and len(short[0]) >= 3 and long_[0].startswith(short[0]) and long_[0] != short[0]
 
 
-def detect_corrections(decisions: list) -> "CorrectionResult":  # noqa: F821
+def detect_corrections(decisions: list) -> CorrectionResult:
     """KC-4.13: applied UPDATEs of kind ``correction`` → ``CorrectionResult``.
 
     Accepts pipeline decisions or plain dicts with ``action``, ``update_kind``,
     ``attribute_key``, ``entity_key`` and ``existing_fact_id``."""
-    from .types import CorrectionResult
 
     keys: list[str] = []
     ids: list[str] = []
@@ -234,7 +233,6 @@ class WriteRun:
         """KC-7.6: an exception, a wrong count or a wrong dimension is ``EmbeddingError``."""
         if not texts:
             return np.zeros((0, self.km._dim), dtype=np.float32)
-        emb = self.km._embedder
         try:
             out = await self.km._embed(list(texts), is_query)
             arr = np.asarray(out, dtype=np.float32)

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 
 import numpy as np

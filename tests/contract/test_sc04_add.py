@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from oramem import PendingRecordBatch, SearchStrategy, TimeToLiveAnchor
+from oramem import PendingRecordBatch, TimeToLiveAnchor
 
 from ._support import UTC, CountingEmbedder, hit_ids, ids, parse_ts, snapshot, vec
 

@@ -8,7 +8,7 @@ import pytest
 
 from oramem import SearchStrategy
 
-from ._support import hit_ids, ids, snapshot, vec
+from ._support import hit_ids, vec
 
 
 # ---------------------------------------------------------------- SC-6.1 arguments / ordering

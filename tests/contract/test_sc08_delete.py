@@ -7,7 +7,7 @@ import pytest
 from oramem import StoreError
 from oramem.requests import DeletionEvent
 
-from ._support import hit_ids, ids, snapshot, vec
+from ._support import hit_ids, ids, vec
 
 
 # ---------------------------------------------------------------- SC-8.1

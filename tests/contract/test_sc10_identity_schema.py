@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 import subprocess
 import sys
 import threading
-import warnings
 from datetime import timedelta
 
 import pytest

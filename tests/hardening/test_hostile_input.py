@@ -15,8 +15,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-from oramem import SearchStrategy, SQLiteMemoryStore, StoreError
-from oramem.embedders import HashEmbedder
+from oramem import SearchStrategy, StoreError
 
 from ._support import api_dump, assert_no_orphans, raw_dump
 

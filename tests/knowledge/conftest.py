@@ -4,7 +4,6 @@ advances 1 h per write when ``advance()`` is called."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from oramem import SQLiteMemoryStore
 from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
 from oramem.testing import HashEmbedder, ScriptedLLM
 
-from .helpers import T0, Clock
+from .helpers import Clock
 
 
 def oracle_skip_reason() -> str:

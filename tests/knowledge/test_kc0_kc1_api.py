@@ -3,7 +3,6 @@ types (every field name and default), KnowledgeConfig."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import inspect
 from datetime import datetime, timezone

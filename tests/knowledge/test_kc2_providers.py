@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 
@@ -14,7 +13,6 @@ from oramem.knowledge import (
     BaseLLMProvider,
     LLMError,
     LLMProvider,
-    LLMResult,
     LLMTimeout,
     OpenAICompatibleEmbedder,
     OpenAICompatibleProvider,

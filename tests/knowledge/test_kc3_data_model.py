@@ -4,7 +4,6 @@ two-way delete cascades (SC-8.5 deletion hook)."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from pathlib import Path
 
 import numpy as np

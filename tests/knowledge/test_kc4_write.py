@@ -342,7 +342,7 @@ def test_ttl_from_registry(km, llm):
 def test_links_primary_and_secondary(km, llm):
     llm.route("extract", extract([("Pedro", "person"), ("Ana Souza", "person"), ("Vertix", "organization")],
                                  [("Pedro", "Pedro met Ana Souza at Vertix"), ("Pedro", "Pedro is happy")]))
-    r = km.write("a1", "x", "Pedro")
+    km.write("a1", "x", "Pedro")
     by = {f.fact_text: f.entity_keys for f in km.get_all("a1")}
     assert by["Pedro met Ana Souza at Vertix"] == ["person:pedro", "organization:vertix", "person:ana_souza"]
     assert by["Pedro is happy"] == ["person:pedro"]
@@ -489,7 +489,7 @@ def test_scoring_maps_and_default_are_read(km, llm):
     llm.route("extract", extract([("Pedro", "person")], [
         {"subject": "Pedro", "fact": "Pedro adopted a cat", "category": "specific_event", "confidence": "strong_inference"},
         {"subject": "Pedro", "fact": "Pedro prefers mornings", "confidence": "no idea"}]))
-    r = km.write("a1", "x", "Pedro", dry_run=False, config_overrides={
+    km.write("a1", "x", "Pedro", dry_run=False, config_overrides={
         "importance_category_map": {"specific_event": 0.33}, "confidence_level_map": {"strong_inference": 0.77},
         "confidence_default": 0.42})
     got = {f.fact_text: (f.importance, f.confidence, f.category) for f in km.get_all("a1")}

@@ -15,7 +15,7 @@ from oramem import SQLiteMemoryStore
 from oramem.knowledge import CompressedContext, KnowledgeConfig, KnowledgeMemory, ScoredFact, compress_context
 from oramem.knowledge.retrieve import temporal_range
 from oramem.knowledge.text import estimate_tokens
-from oramem.testing import HashEmbedder, ScriptedLLM
+from oramem.testing import HashEmbedder
 
 from .helpers import T0, extract
 from .read_helpers import hybrid_store, ids_of, write_facts

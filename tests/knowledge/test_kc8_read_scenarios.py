@@ -9,7 +9,6 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import sqlalchemy as sa
 
-from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
 
 from .helpers import T0, extract, reconcile
 from .read_helpers import hybrid_store, ids_of, write_facts

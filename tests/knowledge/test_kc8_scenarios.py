@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import sqlalchemy as sa
 
-from oramem.knowledge import CorrectionResult, EmbeddingError, ExtractionStrategy, InputType, ExtractionMode
+from oramem.knowledge import CorrectionResult, EmbeddingError, InputType, ExtractionMode
 from oramem.testing import fail_at
 
 from .helpers import T0, extract, reconcile

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import warnings
 
 import numpy as np
 import oracledb
