@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
+
 from typing import Any, Optional
 
+from .._sync import run_sync
 from .errors import LLMError
 from .tasks import TaskCall
 
@@ -33,8 +34,4 @@ async def tag_event_emotion(event_text: str, llm: Any) -> Optional[dict[str, Any
 
 def tag_event_emotion_sync(event_text: str, llm: Any) -> Optional[dict[str, Any]]:
     """Sync twin of :func:`tag_event_emotion` (KC-1.3)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(tag_event_emotion(event_text, llm))
-    raise RuntimeError("tag_event_emotion_sync called from a running event loop; use tag_event_emotion")
+    return run_sync(tag_event_emotion(event_text, llm), name="tag_event_emotion_sync", use="tag_event_emotion")

@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional
 
 import sqlalchemy as sa
 
+from .._sync import BackgroundLoop, sync_method
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
 from . import commit as commit_mod
 from . import reads
@@ -50,23 +51,6 @@ log = logging.getLogger("oramem.knowledge")
 
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def _sync_twin(async_fn: Callable) -> Callable:
-    name = async_fn.__name__[: -len("_async")]
-
-    @functools.wraps(async_fn)
-    def wrapper(self, *args, **kwargs):
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(async_fn(self, *args, **kwargs))
-        raise RuntimeError(f"{name}() called on a thread running an event loop; use {name}_async")
-
-    wrapper.__name__ = name
-    wrapper.__qualname__ = f"KnowledgeMemory.{name}"
-    wrapper.__doc__ = f"Sync twin of :meth:`{async_fn.__name__}` (same arguments and result)."
-    return wrapper
 
 
 class KnowledgeMemory:
@@ -122,6 +106,7 @@ class KnowledgeMemory:
         with self._backend.lock():
             apply_schema_policy(self._backend.sa_engine, self._tables, SchemaPolicy.coerce(policy, "schema_policy"))
         self._closed = False
+        self._loop_runner = BackgroundLoop(f"oramem-kg-{store.memory_store_id}")
         self._directive_cache: dict = {}  # KC-5.10: per instance, never module-global
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oramem-kg")
         if self._backend.dialect_name == "sqlite":
@@ -132,6 +117,7 @@ class KnowledgeMemory:
         """Release this layer's connections (the store stays open; close it yourself)."""
         if not self._closed:
             self._closed = True
+            self._loop_runner.close()
             self._executor.shutdown(wait=True)
             self._backend.close()
 
@@ -232,7 +218,7 @@ class KnowledgeMemory:
         )
         return await self._run(run, event_mode="insert")
 
-    write = _sync_twin(write_async)
+    write = sync_method(write_async)
 
     async def reprocess_event_async(self, agent_id: str, event_id: str, *, config_overrides: Optional[dict] = None) -> WriteResult:
         """Complete an event whose extraction failed (KC-7.3)."""
@@ -260,7 +246,7 @@ class KnowledgeMemory:
             run.cfg = merge_config(cfg, {"enable_emotion_tagging": False})
         return await self._run(run, event_mode="update")
 
-    reprocess_event = _sync_twin(reprocess_event_async)
+    reprocess_event = sync_method(reprocess_event_async)
 
     async def _run(self, run: WriteRun, *, event_mode: str) -> WriteResult:
         started = time.perf_counter()
@@ -481,7 +467,7 @@ class KnowledgeMemory:
         )
         return await run.run()
 
-    retrieve = _sync_twin(retrieve_async)
+    retrieve = sync_method(retrieve_async)
 
     async def emotional_trends_async(self, agent_id: str) -> EmotionalTrendsResult:
         """KC-5.13: deterministic emotion statistics over the trend window; upserts an
@@ -493,7 +479,7 @@ class KnowledgeMemory:
         cfg = self.config
         return await self._small_write(agent_id, lambda c: emotional_trends(self, c, agent_id, cfg, now))
 
-    emotional_trends = _sync_twin(emotional_trends_async)
+    emotional_trends = sync_method(emotional_trends_async)
 
     async def directives_async(self, agent_id: str, *, persona_text: str = "") -> DirectiveBlock:
         """KC-5.10: the behavioural directives block (one LLM call; cached per instance)."""
@@ -505,7 +491,7 @@ class KnowledgeMemory:
         now = self._now()
         return await directives_for(self, agent_id, persona_text, self.config, now)
 
-    directives = _sync_twin(directives_async)
+    directives = sync_method(directives_async)
 
     async def check_contradiction_async(self, agent_id: str, new_directive: str) -> ContradictionResult:
         """KC-5.10: does ``new_directive`` contradict the nearest active behavioural preference?"""
@@ -520,7 +506,7 @@ class KnowledgeMemory:
         result, _ = await check_contradiction(self, agent_id, new_directive, self.config)
         return result
 
-    check_contradiction = _sync_twin(check_contradiction_async)
+    check_contradiction = sync_method(check_contradiction_async)
 
     # -- background jobs (KC-6) -------------------------------------------------------------------
     async def _job(self, name: str, agent_id: str):
@@ -534,37 +520,37 @@ class KnowledgeMemory:
         """KC-6.2: one cluster per entity with enough recent current facts."""
         return await self._job("cluster_facts", agent_id)
 
-    cluster_facts = _sync_twin(cluster_facts_async)
+    cluster_facts = sync_method(cluster_facts_async)
 
     async def detect_communities_async(self, agent_id: str) -> CommunityDetectionResult:
         """KC-6.3: similar clusters of different entities become community themes."""
         return await self._job("detect_communities", agent_id)
 
-    detect_communities = _sync_twin(detect_communities_async)
+    detect_communities = sync_method(detect_communities_async)
 
     async def consolidate_async(self, agent_id: str) -> ConsolidationResult:
         """KC-6.4: recent events and facts become meta-observations."""
         return await self._job("consolidate", agent_id)
 
-    consolidate = _sync_twin(consolidate_async)
+    consolidate = sync_method(consolidate_async)
 
     async def memify_async(self, agent_id: str) -> MemifyResult:
         """KC-6.5: vitality, stale marking, edge reinforcement/decay, entity merges, intention expiry."""
         return await self._job("memify", agent_id)
 
-    memify = _sync_twin(memify_async)
+    memify = sync_method(memify_async)
 
     async def score_entity_importance_async(self, agent_id: str) -> EntityImportanceResult:
         """KC-6.6: importance of every active entity from density, recency, retrievals and degree."""
         return await self._job("score_entity_importance", agent_id)
 
-    score_entity_importance = _sync_twin(score_entity_importance_async)
+    score_entity_importance = sync_method(score_entity_importance_async)
 
     async def refresh_summaries_async(self, agent_id: str) -> SummaryRefreshResult:
         """KC-6.7: stale summaries of the most important entities are rewritten."""
         return await self._job("refresh_summaries", agent_id)
 
-    refresh_summaries = _sync_twin(refresh_summaries_async)
+    refresh_summaries = sync_method(refresh_summaries_async)
 
     async def run_background_async(self, agent_id: str, jobs: Optional[list] = None) -> BackgroundRunResult:
         """KC-6.1: entity_importance, summary_refresh, clustering, community_detection,
@@ -606,7 +592,7 @@ class KnowledgeMemory:
         out.duration_ms = (time.perf_counter() - started) * 1000.0
         return out
 
-    run_background = _sync_twin(run_background_async)
+    run_background = sync_method(run_background_async)
 
     # -- reads -----------------------------------------------------------------------------------
     def _detail(self, row: dict, links: list[str], superseded_by: Optional[str], now: datetime) -> FactDetail:
@@ -644,7 +630,7 @@ class KnowledgeMemory:
 
         return await self._read(q)
 
-    get = _sync_twin(get_async)
+    get = sync_method(get_async)
 
     def _chain_ids(self, conn: sa.Connection, agent_id: str, fact_id: str) -> list[str]:
         f = self._tables.fact
@@ -694,7 +680,7 @@ class KnowledgeMemory:
 
         return await self._read(q)
 
-    history = _sync_twin(history_async)
+    history = sync_method(history_async)
 
     async def get_all_async(
         self, agent_id: str, *, limit: int = 100, offset: int = 0, entity_keys: Optional[list] = None,
@@ -723,7 +709,7 @@ class KnowledgeMemory:
 
         return await self._read(q)
 
-    get_all = _sync_twin(get_all_async)
+    get_all = sync_method(get_all_async)
 
     async def entities_async(self, agent_id: str, *, limit: int = 100, offset: int = 0, include_inactive: bool = False) -> list[EntityDetail]:
         validate_agent_id(agent_id)
@@ -756,7 +742,7 @@ class KnowledgeMemory:
 
         return await self._read(q)
 
-    entities = _sync_twin(entities_async)
+    entities = sync_method(entities_async)
 
     async def relationships_async(self, agent_id: str, *, entity_key: Optional[str] = None, include_inactive: bool = False) -> list[RelationshipDetail]:
         validate_agent_id(agent_id)
@@ -776,7 +762,7 @@ class KnowledgeMemory:
 
         return await self._read(q)
 
-    relationships = _sync_twin(relationships_async)
+    relationships = sync_method(relationships_async)
 
     async def intentions_async(self, agent_id: str, *, status: Optional[str] = None) -> list[IntentionDetail]:
         validate_agent_id(agent_id)
@@ -794,7 +780,7 @@ class KnowledgeMemory:
 
         return await self._read(q)
 
-    intentions = _sync_twin(intentions_async)
+    intentions = sync_method(intentions_async)
 
     # -- small writes ------------------------------------------------------------------------------
     async def _small_write(self, agent_id: str, fn) -> Any:
@@ -818,7 +804,7 @@ class KnowledgeMemory:
             ).rowcount == 1,
         )
 
-    fulfill_intention = _sync_twin(fulfill_intention_async)
+    fulfill_intention = sync_method(fulfill_intention_async)
 
     async def confirm_fact_async(self, agent_id: str, fact_id: str) -> bool:
         validate_agent_id(agent_id)
@@ -831,7 +817,7 @@ class KnowledgeMemory:
             ).rowcount == 1,
         )
 
-    confirm_fact = _sync_twin(confirm_fact_async)
+    confirm_fact = sync_method(confirm_fact_async)
 
     async def annotate_fact_async(self, agent_id: str, fact_id: str, text: str) -> bool:
         validate_agent_id(agent_id)
@@ -843,7 +829,7 @@ class KnowledgeMemory:
             lambda c: c.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.id == fact_id).values(agent_annotation=text)).rowcount == 1,
         )
 
-    annotate_fact = _sync_twin(annotate_fact_async)
+    annotate_fact = sync_method(annotate_fact_async)
 
     # -- deletes (KC-3.6) ----------------------------------------------------------------------------
     async def delete_async(self, agent_id: str, fact_id: str) -> bool:
@@ -866,7 +852,7 @@ class KnowledgeMemory:
 
         return await self._in_thread(run)
 
-    delete = _sync_twin(delete_async)
+    delete = sync_method(delete_async)
 
     async def delete_all_async(self, agent_id: str) -> int:
         """Every row of the agent in all 11 tables plus its knowledge store records."""
@@ -890,7 +876,7 @@ class KnowledgeMemory:
 
         return await self._in_thread(run)
 
-    delete_all = _sync_twin(delete_all_async)
+    delete_all = sync_method(delete_all_async)
 
     def _purge_facts(self, conn: sa.Connection, agent_id: Optional[str], ids: list[str]) -> None:
         """Remove facts with their links and evidenced edges; references stop naming them."""

@@ -17,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
+from .._sync import run_sync
 from ..embedders import OpenAICompatibleEmbedder
 from .errors import LLMError, LLMTimeout
 from .types import TokenUsage
@@ -71,15 +72,12 @@ class BaseLLMProvider:
         max_tokens: Optional[int] = None,
         timeout: Optional[float] = None,
     ) -> LLMResult:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(
-                self.complete_async(
-                    messages, temperature=temperature, response_format=response_format, max_tokens=max_tokens, timeout=timeout
-                )
-            )
-        raise RuntimeError("complete() called from a running event loop; use complete_async")
+        return run_sync(
+            self.complete_async(
+                messages, temperature=temperature, response_format=response_format, max_tokens=max_tokens, timeout=timeout
+            ),
+            name="complete",
+        )
 
 
 class _Retry(Exception):
