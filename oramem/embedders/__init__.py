@@ -4,10 +4,21 @@
   demos and offline use, not semantic.
 - :class:`OpenAICompatibleEmbedder` — any server speaking the OpenAI ``/embeddings`` API
   (standard library HTTP only).
+- :class:`ONNXEmbedder` — a local sentence-embedding model on ONNX Runtime (the
+  ``oramem[onnx]`` extra; imported lazily so ``import oramem`` stays light).
 """
 
 from .base import IEmbedder
 from .hashing import HashEmbedder
 from .openai_compat import EmbeddingServiceError, OpenAICompatibleEmbedder
 
-__all__ = ["IEmbedder", "HashEmbedder", "OpenAICompatibleEmbedder", "EmbeddingServiceError"]
+from .onnx import ModelNotAvailable, ONNXEmbedder
+
+__all__ = [
+    "IEmbedder",
+    "HashEmbedder",
+    "OpenAICompatibleEmbedder",
+    "EmbeddingServiceError",
+    "ONNXEmbedder",
+    "ModelNotAvailable",
+]

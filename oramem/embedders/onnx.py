@@ -1,0 +1,422 @@
+"""Local sentence embeddings on ONNX Runtime (the ``oramem[onnx]`` extra).
+
+:class:`ONNXEmbedder` runs a sentence-embedding model in process, with no service:
+
+- **A model directory** laid out as sentence-transformers / Hugging Face repositories ship
+  it: ``model.onnx`` (or ``onnx/model.onnx``), ``tokenizer.json``, and optionally
+  ``1_Pooling/config.json`` (pooling mode), ``modules.json`` (a ``Normalize`` module means
+  unit vectors) and ``sentence_bert_config.json`` (``max_seq_length``).
+- **A model id** (``"sentence-transformers/all-MiniLM-L6-v2"``): looked up in the cache
+  directory (``cache_dir``, else ``$ORAMEM_MODEL_CACHE``, else ``~/.cache/oramem/models``)
+  and, when missing, downloaded there once with ``huggingface_hub`` (if installed). With no
+  network, or without ``huggingface_hub``, the error says where to put the files by hand.
+- **An "augmented" ONNX file** (tokenizer, pooling and normalisation inside the graph, a
+  string input), as Oracle's ``DBMS_VECTOR.LOAD_ONNX_MODEL`` takes it: detected from the
+  graph's input type and run with the custom operators of ``onnxruntime-extensions`` when
+  that package is installed, so a store gets the same vectors as the database computes.
+
+Pooling is the model's (mean, CLS or max token pooling from ``1_Pooling/config.json``;
+mean when there is no such file; none when the graph already outputs one vector per
+text). Normalisation is the model's too (the ``Normalize`` module), unless ``normalize``
+is given. Texts are embedded ``batch_size`` at a time; ``intra_op_threads`` /
+``inter_op_threads`` set ONNX Runtime's thread pools (default: its own choice).
+``query_prefix`` / ``passage_prefix`` are prepended for models trained with
+instructions (e5: ``"query: "`` / ``"passage: "``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from .base import IEmbedder
+
+__all__ = ["ONNXEmbedder", "ModelNotAvailable", "default_cache_dir", "POOLING_MODES"]
+
+#: Pooling modes understood (sentence-transformers' names without the ``pooling_mode_`` prefix).
+POOLING_MODES = ("mean", "cls", "max")
+_DEFAULT_MAX_LENGTH = 512
+_MODEL_FILES = ("model.onnx", "onnx/model.onnx")
+#: Files fetched for a model id (the rest of a repository, e.g. PyTorch weights, is skipped).
+_DOWNLOAD_PATTERNS = [
+    "onnx/model.onnx",
+    "model.onnx",
+    "tokenizer.json",
+    "1_Pooling/config.json",
+    "modules.json",
+    "sentence_bert_config.json",
+    "config.json",
+]
+_INSTALL_HINT = "pip install 'oramem[onnx]'"
+
+
+class ModelNotAvailable(RuntimeError):
+    """The model could not be found or fetched; the message says what to do."""
+
+
+def default_cache_dir() -> Path:
+    """Where model ids are cached: ``$ORAMEM_MODEL_CACHE`` or ``~/.cache/oramem/models``."""
+    env = os.environ.get("ORAMEM_MODEL_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "oramem" / "models"
+
+
+def _import_runtime() -> Any:
+    try:
+        import onnxruntime
+    except ImportError:
+        raise ImportError(f"ONNXEmbedder needs ONNX Runtime: {_INSTALL_HINT}") from None
+    return onnxruntime
+
+
+def _cache_name(model_id: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?", model_id) or ".." in model_id:
+        raise ValueError(
+            f"model {model_id!r} is neither an existing directory or .onnx file nor a model id like "
+            "'sentence-transformers/all-MiniLM-L6-v2'"
+        )
+    return model_id.replace("/", "--")
+
+
+def _find_model_file(directory: Path) -> Optional[Path]:
+    for name in _MODEL_FILES:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class ONNXEmbedder(IEmbedder):
+    """``ONNXEmbedder(model, *, cache_dir=None, batch_size=32, ...)``; see the module docstring.
+
+    ``model`` is a model directory, an ``.onnx`` file (a directory's ``model.onnx`` with a
+    ``tokenizer.json`` beside it, or an augmented model with a string input) or a model id.
+    ``pooling`` (``"mean"``, ``"cls"``, ``"max"``) and ``normalize`` override what the model
+    directory says; ``max_length`` caps the tokens per text (longer texts are truncated).
+    ``download=False`` never touches the network for a model id.
+    """
+
+    def __init__(
+        self,
+        model: Union[str, os.PathLike],
+        *,
+        cache_dir: Union[str, os.PathLike, None] = None,
+        batch_size: int = 32,
+        max_length: Optional[int] = None,
+        pooling: Optional[str] = None,
+        normalize: Optional[bool] = None,
+        intra_op_threads: Optional[int] = None,
+        inter_op_threads: Optional[int] = None,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        download: bool = True,
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1):
+            raise ValueError(f"max_length must be an int >= 1 or None, got {max_length!r}")
+        if pooling is not None and pooling not in POOLING_MODES:
+            raise ValueError(f"pooling must be one of {', '.join(POOLING_MODES)}, got {pooling!r}")
+        if normalize is not None and not isinstance(normalize, bool):
+            raise TypeError(f"normalize must be True, False or None, got {normalize!r}")
+        for name, value in (("intra_op_threads", intra_op_threads), ("inter_op_threads", inter_op_threads)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be an int >= 0 (0: ONNX Runtime's default) or None, got {value!r}")
+        for name, value in (("query_prefix", query_prefix), ("passage_prefix", passage_prefix)):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        ort = _import_runtime()
+        self.batch_size = batch_size
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self._lock = threading.Lock()
+        self._digest: Optional[str] = None
+
+        self.model_path, self.model_id = self._resolve(model, cache_dir, download)
+        directory = self.model_path.parent
+        if self.model_path.parent.name == "onnx" and not (directory / "tokenizer.json").is_file():
+            directory = directory.parent
+        self.model_dir = directory
+
+        options = ort.SessionOptions()
+        if intra_op_threads is not None:
+            options.intra_op_num_threads = intra_op_threads
+        if inter_op_threads is not None:
+            options.inter_op_num_threads = inter_op_threads
+        self._session = self._new_session(ort, options)
+        inputs = self._session.get_inputs()
+        self.augmented = any(i.type == "tensor(string)" for i in inputs)
+        self._input_names = [i.name for i in inputs]
+        self._output = self._pick_output()
+
+        if self.augmented:
+            if len(inputs) != 1:
+                raise ValueError(
+                    f"{self.model_path}: a string-input (augmented) model must have exactly one input, "
+                    f"it has {len(inputs)}: {', '.join(self._input_names)}"
+                )
+            if pooling is not None:
+                raise ValueError(f"{self.model_path} pools inside its graph (string input); do not pass pooling")
+            self.tokenizer = None
+            self.pooling: Optional[str] = None
+            self.normalize = bool(normalize)
+            self.max_length = None
+        else:
+            self.tokenizer = self._load_tokenizer(max_length)
+            rank = len(self._output.shape or [])
+            self.pooling = None if rank == 2 else (pooling or self._config_pooling())
+            if rank == 2 and pooling is not None:
+                raise ValueError(f"{self.model_path} already outputs one vector per text; do not pass pooling")
+            self.normalize = self._config_normalize() if normalize is None else normalize
+            missing = [n for n in self._input_names if n not in ("input_ids", "attention_mask", "token_type_ids")]
+            if missing or "input_ids" not in self._input_names:
+                raise ValueError(
+                    f"{self.model_path}: expected inputs input_ids[, attention_mask, token_type_ids], the graph has "
+                    f"{', '.join(self._input_names)}"
+                )
+        last = (self._output.shape or [None])[-1]
+        self._dimension: Optional[int] = last if isinstance(last, int) and last > 0 else None
+
+    # -- loading -----------------------------------------------------------------------------
+    def _resolve(self, model: Any, cache_dir: Any, download: bool) -> tuple[Path, str]:
+        if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
+            raise TypeError("model must be a model directory, an .onnx file or a model id (non-empty str)")
+        path = Path(model).expanduser()
+        if path.is_file():
+            path = path.resolve()
+            return path, (path.parent.parent.name if path.parent.name == "onnx" else path.stem)
+        if path.is_dir():
+            found = _find_model_file(path)
+            if found is None:
+                raise ModelNotAvailable(f"{path} has no model.onnx (nor onnx/model.onnx); export the model to ONNX there")
+            return found.resolve(), path.resolve().name
+        text = str(model)
+        if text.endswith(".onnx") or text.startswith((".", "~", "/", os.sep)) or text.count("/") > 1 or "\\" in text:
+            raise ModelNotAvailable(f"no model file or directory at {text}")
+        cached = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+        target = cached / _cache_name(text)
+        found = _find_model_file(target) if target.is_dir() else None
+        if found is None:
+            if not download:
+                raise ModelNotAvailable(f"model {text!r} is not in the cache {target} and download=False")
+            self._download(text, target)
+            found = _find_model_file(target)
+            if found is None:
+                raise ModelNotAvailable(
+                    f"model {text!r} has no ONNX export (onnx/model.onnx) on the hub; export it "
+                    f"(e.g. with optimum) into {target} or pass a local model directory"
+                )
+        return found.resolve(), text
+
+    @staticmethod
+    def _download(model_id: str, target: Path) -> None:
+        manual = (
+            f"put model.onnx and tokenizer.json (and 1_Pooling/config.json, modules.json) of {model_id} into "
+            f"{target}, or pass a local model directory"
+        )
+        try:
+            import huggingface_hub
+        except ImportError:
+            raise ModelNotAvailable(
+                f"model {model_id!r} is not cached and huggingface_hub is not installed to download it: "
+                f"pip install huggingface_hub, or {manual}"
+            ) from None
+        try:
+            huggingface_hub.snapshot_download(repo_id=model_id, allow_patterns=_DOWNLOAD_PATTERNS, local_dir=str(target))
+        except Exception as exc:  # network errors, unknown repository, offline mode
+            detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise ModelNotAvailable(
+                f"could not download model {model_id!r} (offline or unknown model?): {detail}; {manual}"
+            ) from None
+
+    def _new_session(self, ort: Any, options: Any) -> Any:
+        try:
+            return ort.InferenceSession(str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"])
+        except Exception as first:
+            # an augmented model's tokenizer needs onnxruntime-extensions' custom operators
+            try:
+                import onnxruntime_extensions
+            except ImportError:
+                raise ValueError(
+                    f"ONNX Runtime cannot load {self.model_path}: {' '.join(str(first).split())[:300]}"
+                    " (a model with its tokenizer inside the graph also needs: pip install onnxruntime-extensions)"
+                ) from None
+            options.register_custom_ops_library(onnxruntime_extensions.get_library_path())
+            try:
+                return ort.InferenceSession(str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"])
+            except Exception as exc:
+                raise ValueError(f"ONNX Runtime cannot load {self.model_path}: {' '.join(str(exc).split())[:300]}") from None
+
+    def _pick_output(self) -> Any:
+        outputs = self._session.get_outputs()
+        by_name = {o.name: o for o in outputs}
+        for name in ("sentence_embedding", "embedding", "embeddings", "last_hidden_state", "token_embeddings"):
+            if name in by_name:
+                chosen = by_name[name]
+                break
+        else:
+            chosen = outputs[0]
+        rank = len(chosen.shape or [])
+        if rank not in (2, 3):
+            raise ValueError(
+                f"{self.model_path}: output {chosen.name!r} has rank {rank}; expected token embeddings "
+                "(batch, tokens, dim) or sentence embeddings (batch, dim)"
+            )
+        return chosen
+
+    def _load_tokenizer(self, max_length: Optional[int]) -> Any:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise ImportError(f"ONNXEmbedder needs the tokenizers package: {_INSTALL_HINT}") from None
+        path = self.model_dir / "tokenizer.json"
+        if not path.is_file():
+            raise ModelNotAvailable(f"{self.model_dir} has no tokenizer.json (the model's fast-tokenizer file)")
+        try:
+            tokenizer = Tokenizer.from_file(str(path))
+        except Exception as exc:
+            raise ValueError(f"cannot load {path}: {' '.join(str(exc).split())[:300]}") from None
+        if max_length is None:
+            config = self.model_dir / "sentence_bert_config.json"
+            value = _read_json(config).get("max_seq_length") if config.is_file() else None
+            max_length = value if isinstance(value, int) and value > 0 else None
+        if max_length is None and tokenizer.truncation:
+            max_length = tokenizer.truncation.get("max_length")
+        self.max_length = int(max_length or _DEFAULT_MAX_LENGTH)
+        tokenizer.enable_truncation(self.max_length)
+        padding = tokenizer.padding or {}
+        tokenizer.enable_padding(pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]"))
+        return tokenizer
+
+    def _config_pooling(self) -> str:
+        config = self.model_dir / "1_Pooling" / "config.json"
+        if not config.is_file():
+            return "mean"
+        data = _read_json(config)
+        chosen = [m for m in POOLING_MODES if data.get(f"pooling_mode_{m}_token" if m == "cls" else f"pooling_mode_{m}_tokens")]
+        unsupported = [k for k, v in data.items() if k.startswith("pooling_mode_") and v and not any(
+            k in (f"pooling_mode_{m}_tokens", f"pooling_mode_{m}_token") for m in POOLING_MODES)]
+        if unsupported or len(chosen) != 1:
+            raise ValueError(
+                f"{config}: pooling {', '.join(unsupported + chosen) or 'none'} is not supported; "
+                "ONNXEmbedder pools by exactly one of mean, cls, max (pass pooling=...)"
+            )
+        return chosen[0]
+
+    def _config_normalize(self) -> bool:
+        modules = self.model_dir / "modules.json"
+        if not modules.is_file():
+            return True  # sentence embeddings are compared by cosine; unit vectors by default
+        data = _read_json(modules)
+        return any(isinstance(m, dict) and str(m.get("type", "")).endswith("Normalize") for m in data)
+
+    # -- identity --------------------------------------------------------------------------
+    @property
+    def weights_digest(self) -> str:
+        """SHA-256 of the ONNX file (computed once)."""
+        if self._digest is None:
+            self._digest = _file_digest(self.model_path)
+        return self._digest
+
+    @property
+    def embedder_identity(self) -> dict[str, Any]:
+        """What built a store's vectors: kind, model, weights digest, dimension, normalisation, pooling."""
+        return {
+            "kind": "onnx",
+            "model": self.model_id,
+            "digest": "sha256:" + self.weights_digest[:16],
+            "dimension": self.embedding_dimension,
+            "normalize": self.normalize,
+            "pooling": self.pooling or "in-graph",
+            "prefixes": [self.query_prefix, self.passage_prefix] if (self.query_prefix or self.passage_prefix) else None,
+        }
+
+    def __repr__(self) -> str:
+        return f"ONNXEmbedder(model={self.model_id!r}, dimension={self._dimension}, pooling={self.pooling!r}, normalize={self.normalize})"
+
+    # -- IEmbedder ---------------------------------------------------------------------------
+    @property
+    def embedding_dimension(self) -> int:
+        if self._dimension is None:
+            self.embed(["dimension probe"])
+        assert self._dimension is not None
+        return self._dimension
+
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("embed takes a sequence of str, not a single string; wrap it in a list")
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"embed: texts[{i}] must be a str, got {type(text).__name__}")
+        prefix = self.query_prefix if is_query else self.passage_prefix
+        if prefix:
+            texts = [prefix + t for t in texts]
+        if not texts:
+            return np.zeros((0, self.embedding_dimension), dtype=np.float32)
+        parts = [self._embed_batch(texts[s : s + self.batch_size]) for s in range(0, len(texts), self.batch_size)]
+        out = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+        with self._lock:
+            if self._dimension is None:
+                self._dimension = int(out.shape[1])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        if self.augmented:
+            (result,) = self._session.run([self._output.name], {self._input_names[0]: np.array(texts, dtype=object)})
+            vectors = np.asarray(result, dtype=np.float64)
+            if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+                raise ValueError(
+                    f"{self.model_path}: output {self._output.name!r} has shape {vectors.shape} for {len(texts)} texts"
+                )
+        else:
+            encodings = self.tokenizer.encode_batch(texts)
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            feed = {"input_ids": ids}
+            if "attention_mask" in self._input_names:
+                feed["attention_mask"] = mask
+            if "token_type_ids" in self._input_names:
+                feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            (result,) = self._session.run([self._output.name], feed)
+            hidden = np.asarray(result, dtype=np.float64)
+            if self.pooling is None:
+                vectors = hidden
+            elif self.pooling == "cls":
+                vectors = hidden[:, 0, :]
+            elif self.pooling == "max":
+                masked = np.where(mask[:, :, None] > 0, hidden, -np.inf)
+                vectors = masked.max(axis=1)
+            else:
+                weights = mask[:, :, None].astype(np.float64)
+                vectors = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        if self.normalize:
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = vectors / np.clip(norms, 1e-12, None)
+        if self._dimension is not None and vectors.shape[1] != self._dimension:
+            raise ValueError(f"{self.model_path} returned {vectors.shape[1]}-d vectors, expected {self._dimension}")
+        return vectors.astype(np.float32)
