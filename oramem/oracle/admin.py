@@ -176,7 +176,7 @@ def _call(conn: Any, call: PlsqlCall, **values: Any) -> Any:
     with conn.cursor() as cur:
         try:
             if call.is_function:
-                rt = oracledb.DB_TYPE_CLOB if call.returns == "CLOB" else int
+                rt = {"CLOB": oracledb.DB_TYPE_CLOB, "VARCHAR2": str}.get(call.returns or "", int)
                 out = cur.callfunc(call.qualified_name, rt, keyword_parameters=binds)
             else:
                 cur.callproc(call.qualified_name, keyword_parameters=binds)

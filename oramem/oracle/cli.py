@@ -183,3 +183,31 @@ def doctor(settings: _Settings) -> None:
     if failed:
         click.echo(f"{len(failed)} problem(s) to fix before oramem can run here", err=True)
         sys.exit(1)
+
+
+@db.command()
+@click.option("--model", default=None, metavar="NAME",
+              help="in-database ONNX embedding model for every scratch store (needed for the HYBRID checks)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document instead of lines")
+@click.pass_obj
+def selftest(settings: _Settings, model: Optional[str], as_json: bool) -> None:
+    """Run every oramem operation against scratch stores on this database and report
+    PASS/FAIL/SKIP per check (with the ORA- code and the likely fix); the scratch stores
+    are always dropped. Exit 1 when any check fails."""
+    from . import selftest as st
+
+    try:
+        test = st.SelfTest(settings.connection(), model=model,
+                           echo=None if as_json else (lambda r: click.echo(st.format_result(r))))
+    except (TypeError, ValueError) as e:
+        raise click.BadParameter(str(e), param_hint="--model")
+    results = test.run()
+    code = st.exit_code(results)
+    counts = {s: sum(r.status == s for r in results) for s in ("PASS", "FAIL", "SKIP")}
+    if as_json:
+        click.echo(json.dumps({"ok": code == 0, "store_ids": [test.store_id(s) for s in st.STRATEGIES],
+                               "counts": counts, "checks": [r.to_dict() for r in results]}, indent=2))
+    else:
+        click.echo(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+    if code:
+        sys.exit(code)

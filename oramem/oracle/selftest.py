@@ -1,0 +1,565 @@
+"""``oramem db selftest``: what works on *this* Oracle database, one line per check.
+
+Run by the first person with an Oracle database (and by ``tests/oracle/test_selftest_live.py``):
+it creates scratch stores, one per search strategy (ids ``OMST<6 hex><V|K|H>``, unique per
+run), drives every public PL/SQL entry point and every store operation through
+:class:`oramem.OracleDBMemoryStore`, compares each answer with the store contract
+(``STORE_CONTRACT.md``), checks with ``EXPLAIN PLAN`` / ``DBMS_XPLAN.DISPLAY`` that an
+approximate vector query uses the store's HNSW index, and drops the scratch stores at the
+end, also when a check (or the run) fails.
+
+Every check ends as ``PASS``, ``FAIL`` (with the ORA- code when the database raised one and
+the likely fix) or ``SKIP`` (a prerequisite is missing, e.g. Oracle Text for a KEYWORD store,
+or no in-database ONNX model for HYBRID; the fix says how to get it). A SKIP is not a failure.
+
+Embeddings: with ``model=`` (an ONNX model loaded with ``DBMS_VECTOR.LOAD_ONNX_MODEL``, see
+``oramem db load-model``) every store uses :class:`OracleDBEmbedder`; without one the VECTOR
+and KEYWORD stores use a 64-d :class:`HashEmbedder` and the HYBRID checks are skipped (a
+HYBRID store embeds queries in the database, so it needs a model).
+
+The checks of store behaviour take a store factory, so the default test run executes them
+against the SQLite engine (same contract) to prove that the expectations themselves are the
+contract's. Static-checked, not run against Oracle.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Optional
+
+from ..types import PendingRecordBatch, SearchStrategy
+from .calls import PlsqlCall
+from .errors import ERROR_CLASSES, error_code
+
+__all__ = ["CheckResult", "SelfTest", "SELFTEST_CALLS", "run_selftest", "format_results", "exit_code"]
+
+_V, _C, _I = "VARCHAR2", "CLOB", "PLS_INTEGER"
+
+#: The PL/SQL entry points the self-test calls directly (the JSON ones the driver calls are
+#: exercised through the store). Checked against plsql/*.pks by tests/plsql.
+SELFTEST_CALLS: dict[str, PlsqlCall] = {
+    "capabilities": PlsqlCall("oramem_admin", "capabilities", (), _C),
+    "list_stores": PlsqlCall("oramem_admin", "list_stores", (), _C),
+    "describe_store": PlsqlCall("oramem_admin", "describe_store", (("in_store_id", _V),), _C),
+    "create_store": PlsqlCall("oramem_admin", "create_store", (("in_settings", _C),), _C),
+    "upgrade_store": PlsqlCall("oramem_admin", "upgrade_store", (("in_store_id", _V),), _C),
+    "set_deletion_hook": PlsqlCall("oramem_admin", "set_deletion_hook",
+                                   (("in_store_id", _V), ("in_procedure_name", _V))),
+    "drop_store": PlsqlCall("oramem_admin", "drop_store", (("in_store_id", _V), ("in_if_exists", _I))),
+    "delete_record": PlsqlCall("oramem_store", "delete_record",
+                               (("in_store_id", _V), ("in_record_type", _V), ("in_record_id", _V),
+                                ("in_cascade", _I)), _I),
+    "delete_thread": PlsqlCall("oramem_store", "delete_thread", (("in_store_id", _V), ("in_thread_id", _V)), _I),
+    "purge_expired": PlsqlCall("oramem_store", "purge_expired", (("in_store_id", _V),), _I),
+    "run_purge_job": PlsqlCall("oramem_store", "run_purge_job", (("in_store_id", _V),)),
+    "keyword_query": PlsqlCall("oramem_search", "keyword_query", (("in_text", _V),), _V),
+}
+
+SCRATCH_PREFIX = "OMST"
+_SCRATCH_ID = re.compile(r"^OMST[0-9A-F]{6}[VKH]$")
+_ORA = re.compile(r"\bORA-(\d{5})\b")
+_HNSW_OP = "VECTOR INDEX HNSW SCAN"
+_PAST = "2000-01-01T00:00:00+00:00"
+#: the scratch stores, in run order
+STRATEGIES = (SearchStrategy.VECTOR, SearchStrategy.KEYWORD, SearchStrategy.HYBRID)
+_CONTRACT_FIX = ("the database answered against the store contract: run `oramem db upgrade` if the packages "
+                 "are older than this oramem, otherwise report this line")
+
+
+@dataclass
+class CheckResult:
+    name: str
+    status: str  # PASS | FAIL | SKIP
+    detail: str = ""
+    ora: Optional[str] = None
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ContractMismatch(AssertionError):
+    """An answer that differs from the contract (not a database error)."""
+
+
+class _Skip(Exception):
+    def __init__(self, detail: str, fix: str = "") -> None:
+        super().__init__(detail)
+        self.detail, self.fix = detail, fix
+
+
+def expect(cond: bool, message: str) -> None:
+    if not cond:
+        raise ContractMismatch(message)
+
+
+def ora_code(exc: BaseException) -> Optional[int]:
+    """The ORA- code behind ``exc``: python-oracledb's ``error.code``, an oramem exception's
+    ``oracle_code``, its ``__cause__`` chain, or the first ``ORA-nnnnn`` in the message."""
+    seen: set[int] = set()
+    e: Optional[BaseException] = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        code = error_code(e)
+        if code is None and isinstance(getattr(e, "oracle_code", None), int):
+            code = e.oracle_code  # type: ignore[attr-defined]
+        if code is not None:
+            return code
+        e = e.__cause__ or e.__context__
+    m = _ORA.search(str(exc))
+    return int(m.group(1)) if m else None
+
+
+def _fix_for(exc: BaseException, code: Optional[int]) -> str:
+    if isinstance(exc, ContractMismatch):
+        return _CONTRACT_FIX
+    if code is not None and code in ERROR_CLASSES:
+        return ERROR_CLASSES[code][1]
+    if code is not None:
+        return f"look up ORA-{code:05d} in the Oracle error reference; `oramem db doctor` checks the prerequisites"
+    return "a client-side error: check the oramem and python-oracledb versions (`oramem db status`)"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def _call(conn: Any, call: PlsqlCall, **values: Any) -> Any:
+    """One direct PL/SQL call with named parameters (the DBA tooling's call path; an
+    oramem error keeps its ORA- code as ``oracle_code``)."""
+    from .admin import _call as admin_call
+
+    return admin_call(conn, call, **values)
+
+
+def _ids(records: Any) -> list[str]:
+    return [r.id for r in records]
+
+
+def _hit_ids(hits: Any) -> list[str]:
+    return [r.id for r, _ in hits]
+
+
+def _supported(strategy: SearchStrategy) -> list[SearchStrategy]:
+    """SC-6.6: what a store of ``strategy`` can answer."""
+    if strategy is SearchStrategy.HYBRID:
+        return [SearchStrategy.VECTOR, SearchStrategy.KEYWORD, SearchStrategy.HYBRID]
+    return [strategy]
+
+
+class SelfTest:
+    """One self-test run. ``conn`` is a sync python-oracledb connection to the schema that
+    owns oramem; ``store_factory(strategy, store_id)`` opens a scratch store (default: an
+    :class:`OracleDBMemoryStore` on ``conn`` with ``CREATE_IF_NECESSARY``)."""
+
+    def __init__(self, conn: Any, *, model: Optional[str] = None, dim: int = 64,
+                 store_factory: Optional[Callable[[SearchStrategy, str], Any]] = None,
+                 echo: Optional[Callable[[CheckResult], None]] = None, run_id: Optional[str] = None) -> None:
+        if model is not None:
+            from .embedder import validate_model_name
+
+            model = validate_model_name(model)
+        self.conn, self.model, self.dim = conn, model, dim
+        self.store_factory = store_factory or self._oracle_store
+        self.echo = echo
+        self.run_id = (run_id or secrets.token_hex(3)).upper()
+        if not re.fullmatch(r"[0-9A-F]{6}", self.run_id):
+            raise ValueError("run_id must be 6 hexadecimal digits")
+        self.results: list[CheckResult] = []
+        self.created: list[str] = []
+        self.caps: dict[str, Any] = {}
+
+    # -- plumbing ----------------------------------------------------------------------
+    def store_id(self, strategy: SearchStrategy) -> str:
+        return f"{SCRATCH_PREFIX}{self.run_id}{strategy.value[0].upper()}"
+
+    def _oracle_store(self, strategy: SearchStrategy, store_id: str) -> Any:
+        from ..embedders import HashEmbedder
+        from ..store import OracleDBMemoryStore
+        from .embedder import OracleDBEmbedder
+
+        if self.model is not None:
+            embedder: Any = OracleDBEmbedder(self.conn, self.model)
+        elif strategy is SearchStrategy.HYBRID:
+            raise _Skip("no in-database ONNX model given (a HYBRID store embeds queries in the database)",
+                        "load one with `oramem db load-model FILE --name NAME`, then rerun with --model NAME")
+        else:
+            embedder = HashEmbedder(self.dim)
+        return OracleDBMemoryStore(embedder, self.conn, schema_policy="CREATE_IF_NECESSARY",
+                                   memory_store_id=store_id, search_strategy=strategy)
+
+    def _record(self, result: CheckResult) -> CheckResult:
+        self.results.append(result)
+        if self.echo is not None:
+            self.echo(result)
+        return result
+
+    def check(self, name: str, fn: Callable[[], Optional[str]]) -> CheckResult:
+        """Run one check: ``fn`` returns a detail string (PASS), raises ``_Skip`` (SKIP),
+        :class:`ContractMismatch` or any error (FAIL)."""
+        try:
+            detail = fn() or ""
+        except _Skip as s:
+            return self._record(CheckResult(name, "SKIP", s.detail, None, s.fix))
+        except Exception as e:  # every failure becomes a line, never a traceback
+            code = ora_code(e)
+            return self._record(CheckResult(name, "FAIL", _first_line(e),
+                                            f"ORA-{code:05d}" if code is not None else None, _fix_for(e, code)))
+        return self._record(CheckResult(name, "PASS", detail))
+
+    def skip(self, name: str, detail: str, fix: str = "") -> None:
+        self._record(CheckResult(name, "SKIP", detail, None, fix))
+
+    # -- the run -----------------------------------------------------------------------
+    def run(self) -> list[CheckResult]:
+        try:
+            self.check("oramem_admin.capabilities", self._capabilities)
+            stores: dict[SearchStrategy, Any] = {}
+            for strategy in STRATEGIES:
+                store = self._open(strategy)
+                if store is not None:
+                    stores[strategy] = store
+                    self._store_checks(strategy, store)
+            self._plsql_checks(stores)
+            for strategy in stores:
+                if strategy is not SearchStrategy.KEYWORD:
+                    self.check(f"{strategy.value}: EXPLAIN PLAN uses the HNSW index",
+                               lambda s=strategy: self._plan(s))
+        finally:
+            self._cleanup()
+        return self.results
+
+    def _capabilities(self) -> str:
+        caps = json.loads(_call(self.conn, SELFTEST_CALLS["capabilities"]) or "null")
+        expect(isinstance(caps, dict), f"capabilities returned {caps!r}, not a JSON object")
+        for key in ("oracle_text", "hybrid_vector", "code_schema_version"):
+            expect(key in caps, f"capabilities has no {key!r} key: {sorted(caps)}")
+        self.caps = caps
+        return ", ".join(f"{k}={caps[k]}" for k in sorted(caps))
+
+    def _open(self, strategy: SearchStrategy) -> Any:
+        name = f"{strategy.value}: open (create) store"
+        sid = self.store_id(strategy)
+        if strategy is not SearchStrategy.VECTOR and self.caps.get("oracle_text") is False:
+            self.skip(name, "Oracle Text is not available", "install Oracle Text and GRANT EXECUTE ON CTXSYS.CTX_DDL "
+                                                            "(see `oramem db doctor`)")
+            return None
+        if strategy is SearchStrategy.HYBRID and self.caps.get("hybrid_vector") is False:
+            self.skip(name, "DBMS_HYBRID_VECTOR is not available", "HYBRID needs Oracle AI Database 23.6 or later")
+            return None
+        holder: dict[str, Any] = {}
+
+        def do() -> str:
+            self.created.append(sid)  # before the call: a half-created store is dropped too
+            store = self.store_factory(strategy, sid)
+            got = store.settings
+            expect(got.memory_store_id.upper() == sid, f"opened {got.memory_store_id!r}, asked for {sid!r}")
+            expect(got.search_strategy is strategy, f"strategy {got.search_strategy}, asked for {strategy}")
+            holder["store"] = store
+            return f"{sid} (vector_dim={got.vector_dim})"
+
+        result = self.check(name, do)
+        if result.status == "SKIP":
+            self.created.remove(sid)
+        return holder.get("store")
+
+    # -- store operations (the contract) ---------------------------------------------------
+    def _store_checks(self, strategy: SearchStrategy, s: Any) -> None:
+        p = strategy.value
+        msgs = ["I drink green tea every morning", "My dog is called Rex", "We booked a flight to Lisbon"]
+        mids = ["st-m1", "st-m2", "st-m3"]
+        times = ["2026-01-01T10:00:00+00:00", "2026-01-01T10:01:00+00:00", "2026-01-01T10:02:00+00:00"]
+
+        def add() -> str:
+            ids = s.add(msgs, "message", record_ids=mids, thread_ids="st-t1", user_ids="st-u1",
+                        agent_ids="st-a1", roles=["user", "assistant", "user"], timestamps=times)
+            expect(ids == mids, f"add returned {ids}, expected {mids} (SC-4.1: ids in input order)")
+            ids = s.add(["Alice prefers green tea with lemon", "Alice plans a trip to Lisbon"], "memory",
+                        record_ids=["st-mem1", "st-mem2"], user_ids=["st-u1", "st-u2"],
+                        metadata=[{"topic": "food", "n": 3}, {"topic": "travel", "n": 5}])
+            expect(ids == ["st-mem1", "st-mem2"], f"add returned {ids}")
+            ids = s.add(["an expired note about green tea", "another expired note about green tea"], "memory",
+                        record_ids=["st-exp1", "st-exp2"], user_ids="st-u1", timestamps=_PAST,
+                        ttl_days=1, ttl_anchor="timestamp")
+            expect(ids == ["st-exp1", "st-exp2"], f"add returned {ids}")
+            return "8 records in 3 calls"
+
+        def add_batches() -> str:
+            ids = s.add_batches([
+                PendingRecordBatch(texts=["Alice is allergic to peanuts", "Alice works night shifts"],
+                                   record_type="fact", record_ids=["st-f1", "st-f2"], user_ids="st-u1"),
+                PendingRecordBatch(texts=["Answer in short sentences"], record_type="guideline",
+                                   record_ids=["st-g1"], agent_ids="st-a1"),
+            ])
+            expect(ids == ["st-f1", "st-f2", "st-g1"], f"add_batches returned {ids}, expected the batch order")
+            return "2 batches, 3 records"
+
+        def get() -> str:
+            r = s.get("memory", "st-mem1")
+            expect(r is not None, "get of a stored memory returned None")
+            expect(r.content == "Alice prefers green tea with lemon", f"content {r.content!r}")
+            expect(r.metadata == {"topic": "food", "n": 3}, f"metadata {r.metadata!r}")
+            expect(r.user_id == "st-u1", f"user_id {r.user_id!r}")
+            m = s.get("message", "st-m2")
+            expect(m is not None and m.thread_id == "st-t1" and m.role == "assistant",
+                   f"message st-m2 came back as {m!r}")
+            expect(s.get("memory", "st-missing") is None, "get of an unknown id did not return None (SC-3.2)")
+            return "content, metadata, scope, role; unknown id -> None"
+
+        def list_() -> str:
+            got = _ids(s.list("memory", user_id="st-u1"))
+            expect(got == ["st-mem1"], f"list(memory, user_id=st-u1) = {got}, expected [st-mem1] "
+                                       "(expired st-exp1/2 must be invisible, SC-5.4)")
+            got = _ids(s.list("memory", metadata_filter={"topic": "travel"}))
+            expect(got == ["st-mem2"], f"list(metadata_filter topic=travel) = {got}")
+            got = _ids(s.list("memory", metadata_filter={"n": {"$gte": 4}}))
+            expect(got == ["st-mem2"], f"list(metadata_filter n >= 4) = {got}")
+            got = _ids(s.list("message", limit=2))
+            expect(got == ["st-m2", "st-m3"], f"list(message, limit=2) = {got}, expected the newest 2 oldest first")
+            return "user scope, metadata equality and $gte, limit"
+
+        def thread_messages() -> str:
+            got = _ids(s.list_thread_messages("st-t1"))
+            expect(got == mids, f"list_thread_messages = {got}, expected {mids}")
+            got = _ids(s.list_thread_messages("st-t1", last_n=2))
+            expect(got == mids[1:], f"last_n=2 gave {got}")
+            return "oldest first; last_n"
+
+        def update() -> str:
+            n = s.update("memory", "st-mem1", text="Alice prefers jasmine green tea with lemon",
+                         metadata={"topic": "food", "n": 4})
+            expect(n == 1, f"update of a stored record returned {n}, expected 1")
+            r = s.get("memory", "st-mem1")
+            expect(r is not None and r.content == "Alice prefers jasmine green tea with lemon",
+                   f"after update: {r and r.content!r}")
+            expect(r.metadata == {"topic": "food", "n": 4}, f"metadata after update {r.metadata!r}")
+            n = s.update("memory", "st-missing", text="x")
+            expect(n == 0, f"update of an unknown record returned {n}, expected 0 (SC-7.1)")
+            return "text and metadata; unknown id -> 0"
+
+        def ttl() -> str:
+            expect(s.get("memory", "st-exp1") is None, "an expired record is visible to get (SC-5.4)")
+            return "expired records invisible to get and list"
+
+        for label, fn in (("add", add), ("add_batches", add_batches), ("get", get), ("list", list_),
+                          ("list_thread_messages", thread_messages), ("update", update), ("TTL expiry", ttl),
+                          ("sync_search_index", lambda: s.sync_search_index() or "index in sync")):
+            self.check(f"{p}: {label}", fn)
+        for st in _supported(strategy):
+            self._search_checks(p, s, st)
+        self._delete_checks(p, s)
+
+    def _search_checks(self, p: str, s: Any, st: SearchStrategy) -> None:
+        q = f"{p}: search {st.value}"
+
+        def ordered(hits: Any, k: int) -> None:
+            expect(len(hits) <= k, f"{len(hits)} hits for k={k}")
+            d = [dist for _, dist in hits]
+            expect(all(type(x) is float for x in d), f"distances are not floats: {d} (SC-6.7)")
+            expect(d == sorted(d), f"distances not ascending: {d} (SC-6.1)")
+            ids = _hit_ids(hits)
+            expect(len(ids) == len(set(ids)), f"a record came back twice: {ids}")
+
+        def scope() -> str:
+            hits = s.search("green tea", k=3, thread_id="st-t1", strategy=st)
+            ordered(hits, 3)
+            expect(hits and hits[0][0].id == "st-m1", f"thread-scoped 'green tea': {_hit_ids(hits)}, expected st-m1 first")
+            expect(all(r.thread_id == "st-t1" for r, _ in hits), f"hits outside thread st-t1: {_hit_ids(hits)}")
+            hits = s.search("green tea", k=5, user_id="st-u2", record_types=["memory"], strategy=st)
+            expect(all(r.user_id == "st-u2" and r.record_type == "memory" for r, _ in hits),
+                   f"user st-u2 / memory scope leaked: {_hit_ids(hits)}")
+            return "thread scope ranks st-m1 first; user scope + record_types hold"
+
+        def metadata() -> str:
+            hits = s.search("green tea", k=5, record_types=["memory"], metadata_filter={"topic": "food"}, strategy=st)
+            ordered(hits, 5)
+            expect(_hit_ids(hits) == ["st-mem1"], f"metadata_filter topic=food: {_hit_ids(hits)}, expected [st-mem1]")
+            return "filter applied before top-k"
+
+        def expired() -> str:
+            hits = s.search("expired note about green tea", k=10, strategy=st)
+            leaked = {"st-exp1", "st-exp2"} & set(_hit_ids(hits))
+            expect(not leaked, f"expired records returned by search: {sorted(leaked)} (SC-5.4)")
+            return "expired records invisible"
+
+        for label, fn in (("scope", scope), ("metadata filter", metadata), ("TTL", expired)):
+            self.check(f"{q} ({label})", fn)
+
+    def _delete_checks(self, p: str, s: Any) -> None:
+        def delete() -> str:
+            expect(s.delete("fact", "st-f2") == 1, "delete of a stored fact did not return 1")
+            expect(s.get("fact", "st-f2") is None, "the deleted fact is still visible")
+            expect(s.delete("fact", "st-f2") == 0, "a second delete did not return 0 (SC-8.1)")
+            return "1, then 0"
+
+        def cascade() -> str:
+            s.add_user("st-u9", "Bob likes chess")
+            s.add(["Bob says hi"], "message", record_ids=["st-m9"], thread_ids="st-t9", user_ids="st-u9")
+            s.add(["Bob plays on Sundays"], "memory", record_ids=["st-mem9"], user_ids="st-u9")
+            n = s.delete("user_profile", "st-u9", cascade=True)
+            expect(n == 1, f"cascade delete returned {n}, expected 1")
+            left = [x for x in (s.get("user_profile", "st-u9"), s.get("message", "st-m9"),
+                                s.get("memory", "st-mem9")) if x is not None]
+            expect(not left, f"cascade left {[(r.record_type, r.id) for r in left]} (SC-8.2)")
+            expect(s.list_thread_messages("st-t9") == [], "the user's thread still has messages")
+            return "profile, thread, messages and user-scoped records removed"
+
+        def delete_thread() -> str:
+            n = s.delete_thread("st-t1")
+            expect(n == 1, f"delete_thread returned {n}, expected 1")
+            expect(s.list_thread_messages("st-t1") == [], "messages survive delete_thread (SC-8.3)")
+            expect(s.delete_thread("st-t1") == 0, "a second delete_thread did not return 0")
+            return "1, then 0"
+
+        def purge() -> str:
+            n = s.purge_expired()
+            expect(n >= 2, f"purge_expired removed {n} rows, expected the 2 expired records (SC-5.5)")
+            expect(s.purge_expired() == 0, "a second purge_expired removed rows")
+            return f"{n} removed, then 0"
+
+        for label, fn in (("delete", delete), ("delete cascade", cascade), ("delete_thread", delete_thread),
+                          ("purge_expired", purge)):
+            self.check(f"{p}: {label}", fn)
+
+    # -- PL/SQL entry points called directly ---------------------------------------------
+    def _plsql_checks(self, stores: dict[SearchStrategy, Any]) -> None:
+        c, conn = SELFTEST_CALLS, self.conn
+        if not stores:
+            self.skip("PL/SQL entry points", "no scratch store could be opened", "see the open lines above")
+            return
+        sid = self.store_id(next(iter(stores)))
+
+        def list_stores() -> str:
+            ids = {str(x.get("memory_store_id", "")).upper() for x in json.loads(_call(conn, c["list_stores"]) or "[]")}
+            missing = {self.store_id(st) for st in stores} - ids
+            expect(not missing, f"list_stores does not show {sorted(missing)}")
+            return f"{len(ids)} store(s), scratch stores listed"
+
+        def describe() -> str:
+            d = json.loads(_call(conn, c["describe_store"], in_store_id=sid) or "null")
+            expect(isinstance(d, dict) and str(d.get("memory_store_id", "")).upper() == sid, f"describe_store: {d!r}")
+            return f"state={d.get('state')}"
+
+        def create_existing() -> str:
+            try:
+                _call(conn, c["create_store"], in_settings=json.dumps({"memory_store_id": sid}))
+            except Exception as e:
+                if ora_code(e) == 20102:
+                    return "ORA-20102 as documented"
+                raise
+            raise ContractMismatch("create_store of an existing store did not raise ORA-20102")
+
+        def upgrade() -> str:
+            d = json.loads(_call(conn, c["upgrade_store"], in_store_id=sid) or "null")
+            expect(isinstance(d, dict) and d.get("upgraded") is False,
+                   f"upgrade_store of a current store: {d!r}, expected \"upgraded\": false")
+            return "current store left unchanged"
+
+        def hook() -> str:
+            _call(conn, c["set_deletion_hook"], in_store_id=sid, in_procedure_name=None)
+            return "cleared"
+
+        def kq() -> str:
+            out = _call(conn, c["keyword_query"], in_text="green tea")
+            expect(isinstance(out, str) and "{green}" in out.lower() and "accum" in out.lower(),
+                   f"keyword_query('green tea') = {out!r}, expected {{green}} ACCUM {{tea}}")
+            return out
+
+        def counts() -> str:
+            n1 = _call(conn, c["delete_record"], in_store_id=sid, in_record_type="memory",
+                       in_record_id="st-missing", in_cascade=0)
+            n2 = _call(conn, c["delete_thread"], in_store_id=sid, in_thread_id="st-missing")
+            n3 = _call(conn, c["purge_expired"], in_store_id=sid)
+            conn.rollback()
+            expect((n1, n2, n3) == (0, 0, 0), f"on nothing to remove: delete_record={n1}, delete_thread={n2}, "
+                                              f"purge_expired={n3}; expected 0, 0, 0")
+            return "0, 0, 0"
+
+        def purge_job() -> str:
+            _call(conn, c["run_purge_job"], in_store_id=sid)
+            return "ran"
+
+        for label, fn in (("oramem_admin.list_stores", list_stores), ("oramem_admin.describe_store", describe),
+                          ("oramem_admin.create_store (existing store)", create_existing),
+                          ("oramem_admin.upgrade_store", upgrade), ("oramem_admin.set_deletion_hook", hook),
+                          ("oramem_search.keyword_query", kq),
+                          ("oramem_store.delete_record / delete_thread / purge_expired", counts),
+                          ("oramem_store.run_purge_job", purge_job)):
+            self.check(label, fn)
+
+    # -- EXPLAIN PLAN ----------------------------------------------------------------------
+    def plan_sql(self, strategy: SearchStrategy, dim: int) -> tuple[str, str]:
+        """The EXPLAIN PLAN statement (statement id, SQL) of the approximate query shape
+        oramem_search runs. Only our generated, validated store id and numbers go in."""
+        sid = self.store_id(strategy)
+        if not _SCRATCH_ID.match(sid):  # pragma: no cover - guarded by the constructor
+            raise ValueError(sid)
+        vec = "[" + ",".join(["0.1"] * dim) + "]"
+        stmt = f"ORAMEM_ST_{sid}"
+        sql = (f"EXPLAIN PLAN SET STATEMENT_ID = '{stmt}' FOR "
+               f'SELECT c.record_type, c.record_id FROM "OM_{sid}_CHK" c '
+               f"ORDER BY VECTOR_DISTANCE(c.embedding, TO_VECTOR('{vec}', {dim}, FLOAT32), COSINE) "
+               "FETCH APPROX FIRST 10 ROWS ONLY WITH TARGET ACCURACY 95")
+        return stmt, sql
+
+    def _plan(self, strategy: SearchStrategy) -> str:
+        d = json.loads(_call(self.conn, SELFTEST_CALLS["describe_store"], in_store_id=self.store_id(strategy)) or "{}")
+        dim = d.get("vector_dim")
+        if not isinstance(dim, int) or dim < 1:
+            raise _Skip(f"the store has no vector_dim ({dim!r})")
+        stmt, sql = self.plan_sql(strategy, dim)
+        with self.conn.cursor() as cur:
+            cur.execute(sql)
+            cur.execute("select plan_table_output from table(dbms_xplan.display('PLAN_TABLE', :stmt, 'BASIC'))",
+                        stmt=stmt)
+            lines = [r[0] for r in cur.fetchall() if r and r[0]]
+            cur.execute("delete from plan_table where statement_id = :stmt", stmt=stmt)
+        self.conn.commit()
+        hnsw = [ln for ln in lines if _HNSW_OP in ln.upper()]
+        if not hnsw:
+            ops = [re.sub(r"\s+", " ", ln.strip("| ")) for ln in lines if "|" in ln][2:8]
+            raise ContractMismatch(
+                f"no {_HNSW_OP} in the plan ({'; '.join(ops) or 'empty plan'}): approximate search is a full scan. "
+                f"Check VECTOR_MEMORY_SIZE > 0 and that index OM_{self.store_id(strategy)}_HNSW exists "
+                "(`oramem db doctor`, USER_INDEXES)")
+        return re.sub(r"\s+", " ", hnsw[0].strip("| "))
+
+    # -- cleanup ---------------------------------------------------------------------------
+    def _cleanup(self) -> None:
+        for sid in list(self.created):
+            def drop(sid: str = sid) -> str:
+                try:
+                    self.conn.rollback()  # a failed check may have left a transaction open
+                except Exception:
+                    pass
+                _call(self.conn, SELFTEST_CALLS["drop_store"], in_store_id=sid, in_if_exists=1)
+                return "dropped"
+
+            if self.check(f"cleanup: oramem_admin.drop_store {sid}", drop).status == "PASS":
+                self.created.remove(sid)
+
+
+def run_selftest(conn: Any, **kwargs: Any) -> list[CheckResult]:
+    return SelfTest(conn, **kwargs).run()
+
+
+def format_result(r: CheckResult) -> str:
+    line = f"{r.status:<4}  {r.name}" + (f": {r.detail}" if r.detail else "")
+    if r.ora:
+        line += f" [{r.ora}]"
+    if r.status != "PASS" and r.fix:
+        line += f"\n      fix: {r.fix}"
+    return line
+
+
+def format_results(results: list[CheckResult]) -> str:
+    return "\n".join(format_result(r) for r in results)
+
+
+def exit_code(results: list[CheckResult]) -> int:
+    """1 when any check failed, else 0 (SKIP is not a failure)."""
+    return 1 if any(r.status == "FAIL" for r in results) else 0
