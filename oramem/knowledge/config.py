@@ -69,6 +69,8 @@ class KnowledgeConfig:
     recency_half_life_days: float = 14
     score_weights: dict = _d(semantic=0.70, recency=0.20, importance=0.10)
     signal_factors: dict = _d(semantic=1.0, keyword=0.8, graph=0.8, spreading=1.0)
+    # KC-5.5: weight of the context signals (graph, spreading) next to the direct ones
+    context_signal_weight: float = 0.5
     event_score_weights: tuple = (0.6, 0.3, 0.1)
     include_stale_facts: bool = False
     track_usage: bool = True
@@ -121,6 +123,8 @@ class KnowledgeConfig:
             raise ValueError(
                 f"on_extraction_failure must be 'keep_event' or 'rollback', got {self.on_extraction_failure!r}"
             )
+        if not 0.0 <= float(self.context_signal_weight) <= 1.0:
+            raise ValueError(f"context_signal_weight must be between 0 and 1, got {self.context_signal_weight!r}")
         if self.llm_concurrency < 1:
             raise ValueError("llm_concurrency must be >= 1")
         if self.max_facts_per_event < 0 or self.max_input_chars < 1:

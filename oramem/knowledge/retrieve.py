@@ -17,6 +17,7 @@ import time
 import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import numpy as np
@@ -204,6 +205,30 @@ def edge_visible(r: sa.Table, v: View) -> list:
         r.c.valid_from <= v.at,
         sa.or_(r.c.valid_to.is_(None), r.c.valid_to > v.at),
     ]
+
+
+DIRECT_SIGNALS = ("semantic", "keyword")
+CONTEXT_SIGNALS = ("graph", "spreading")
+
+
+def relevance(scores: Mapping[str, float], factors: Mapping[str, float], context_weight: float) -> float:
+    """KC-5.5 relevance of a candidate fact from its signal scores.
+
+    The direct signals (semantic, keyword) say the fact answers the query; the context signals
+    (graph, spreading) say it sits near something that does. ``direct = max(factor·score)`` over
+    the direct signals and ``context`` likewise over the context ones; a fact with direct evidence
+    scores ``direct + (1 − direct)·w·context`` (context raises it, never above 1), a fact found
+    only through context scores ``w·context``. So a neighbour reached only through the graph
+    cannot tie or outrank a fact that matches the query and is reached through the graph too.
+    """
+
+    def best(names: tuple[str, ...]) -> float:
+        return max((float(factors.get(n, 1.0)) * float(scores[n]) for n in names if n in scores), default=0.0)
+
+    direct, context = min(1.0, best(DIRECT_SIGNALS)), best(CONTEXT_SIGNALS)
+    if direct > 0.0:
+        return direct + (1.0 - direct) * context_weight * context
+    return context_weight * context
 
 
 def _days(a: datetime, b: datetime) -> float:
@@ -727,10 +752,10 @@ class RetrieveRun:
 
     # -- scoring --------------------------------------------------------------------------------------
     def _score(self, c: Cand) -> None:
-        """KC-5.5: relevance = max(factor_s·score_s); formula = w·(relevance, recency, importance)."""
+        """KC-5.5: relevance from the direct signals, raised by the context signals;
+        formula = w·(relevance, recency, importance)."""
         cfg = self.cfg
-        factors = cfg.signal_factors
-        rel = max((float(factors.get(s, 1.0)) * v for s, v in c.scores.items()), default=0.0)
+        rel = relevance(c.scores, cfg.signal_factors, float(cfg.context_signal_weight))
         rec = recency_score(c.row["valid_from"], self.now, cfg.recency_half_life_days)
         imp = float(c.row["importance"])
         w = cfg.score_weights

@@ -315,7 +315,8 @@ class RetrieveResult:
 @dataclass
 class FactDetail:
     """Every fact column of KC-3.1 except vectors, plus ``entity_keys``, ``status`` and
-    ``superseded_by``. ``fact_id`` is the ``id`` column."""
+    ``superseded_by``. ``id`` is the ``id`` column; ``fact_id`` is the same value, kept for
+    existing callers."""
 
     fact_id: str = ""
     agent_id: str = ""
@@ -352,6 +353,11 @@ class FactDetail:
     entity_keys: list[str] = field(default_factory=list)
     status: str = "active"
     superseded_by: Optional[str] = None
+
+    @property
+    def id(self) -> str:
+        """The fact's ``id`` column (KC-3.1), the same value as ``fact_id``."""
+        return self.fact_id
 
 
 @dataclass

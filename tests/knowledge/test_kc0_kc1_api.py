@@ -136,7 +136,8 @@ CONFIG_DEFAULTS = dict(
     attribute_promotion_threshold=3, extra_attribute_keys=frozenset(), attribute_aliases={},
     topk_facts=20, topk_events=8, event_max_scan=200, min_similarity=.20, min_confidence=.55, min_score=.15,
     recency_half_life_days=14, score_weights={"semantic": .70, "recency": .20, "importance": .10},
-    signal_factors={"semantic": 1.0, "keyword": .8, "graph": .8, "spreading": 1.0}, event_score_weights=(.6, .3, .1),
+    signal_factors={"semantic": 1.0, "keyword": .8, "graph": .8, "spreading": 1.0}, context_signal_weight=.5,
+    event_score_weights=(.6, .3, .1),
     include_stale_facts=False, track_usage=True, enable_reranker=True, reranker_timeout_sec=5, reranker_weight=.70,
     min_reranker_score=.10, graph_min_confidence=.30, graph_max_facts=30, graph_hop2_min_strength=.5,
     graph_hop_factors=(.5, 1.0, .5), spreading_activation_hops=2, spreading_decay_factor=.5,
@@ -203,6 +204,7 @@ def test_agent_scope_kc01(km, llm):
     llm.route("extract", extract([("Pedro", "person")], [("Pedro", "Pedro likes tea")]))
     fid = km.write("a1", "I like tea", "Pedro").facts_added[0]["fact_id"]
     assert km.get("a1", fid) is not None
+    assert km.get("a1", fid).id == km.get("a1", fid).fact_id == fid  # the contract's column name
     assert km.get("a2", fid) is None and km.history("a2", fid) == [] and km.get_all("a2") == []
     assert km.confirm_fact("a2", fid) is False and km.annotate_fact("a2", fid, "x") is False
     assert km.delete("a2", fid) is False and km.get("a1", fid) is not None

@@ -217,8 +217,11 @@ def test_scoring_formula_and_weights(km, llm, clock):
     r = km.retrieve("a1", "Ana plays the violin")
     f = [x for x in r.facts if x.fact_id == ids["violin"]][0]
     s = f.scores
-    fac = km.config.signal_factors
-    assert s["relevance"] == pytest.approx(max(fac[k] * s[k] for k in ("semantic", "keyword", "graph", "spreading")))
+    fac, cw = km.config.signal_factors, km.config.context_signal_weight
+    direct = max(fac[k] * s[k] for k in ("semantic", "keyword"))
+    context = max(fac[k] * s[k] for k in ("graph", "spreading"))
+    assert direct > 0 and context > 0  # the violin fact is found both directly and through Ana
+    assert s["relevance"] == pytest.approx(direct + (1 - direct) * cw * context)
     w = km.config.score_weights
     assert s["formula"] == pytest.approx(w["semantic"] * s["relevance"] + w["recency"] * s["recency"] + w["importance"] * s["importance"])
     assert f.score == pytest.approx(s["formula"]) and 0.10 <= s["confidence"] <= 1
@@ -229,6 +232,40 @@ def test_scoring_formula_and_weights(km, llm, clock):
     r3 = km.retrieve("a1", "Ana plays the violin", config_overrides={"signal_factors": {"semantic": 0.0, "keyword": 0.0, "graph": 0.0,
                                                                                          "spreading": 0.0}})
     assert all(x.scores["relevance"] == 0 for x in r3.facts)
+
+
+def test_the_answer_outranks_graph_only_neighbours_without_the_reranker(km, llm, clock):
+    """Review scenario (feature-checks row 25): with the reranker off, "Where does Pedro work?"
+    scored the answer the same as facts reached only through the graph, and the tie fell to ids."""
+    answer = write_facts(km, llm, [("Pedro", "person"), ("Lisbon", "place"), ("Talho", "organization")],
+                         [("Pedro", "Pedro works at Talho in Lisbon"), ("Lisbon", "Lisbon trams are yellow"),
+                          ("Lisbon", "Lisbon has seven hills"), ("Talho", "Talho roasts coffee")],
+                         [("Pedro", "Lisbon", "lives in"), ("Pedro", "Talho", "works at")]).facts_added[0]["fact_id"]
+    clock.advance()
+    r = km.retrieve("a1", "Where does Pedro work?", config_overrides={"min_score": 0.0})
+    assert r.facts and r.facts[0].fact_id == answer
+    top = r.facts[0]
+    graph_only = [f for f in r.facts if f.scores["semantic"] == 0 and f.scores["keyword"] == 0 and f.scores["graph"] > 0]
+    assert graph_only, [(f.fact_text, f.scores) for f in r.facts]
+    assert all(f.score < top.score for f in graph_only)
+    assert all(f.scores["relevance"] < top.scores["relevance"] for f in graph_only)
+    # the context weight is the knob: at 0 graph-only facts have no relevance at all
+    r0 = km.retrieve("a1", "Where does Pedro work?", config_overrides={"min_score": 0.0, "context_signal_weight": 0.0})
+    assert all(f.scores["relevance"] == 0 for f in r0.facts if f.scores["semantic"] == 0 and f.scores["keyword"] == 0)
+    with pytest.raises(ValueError, match="context_signal_weight"):
+        km.retrieve("a1", "x", config_overrides={"context_signal_weight": 1.5})
+
+
+def test_relevance_rule_edges():
+    from oramem.knowledge.retrieve import relevance
+
+    f = {"semantic": 1.0, "keyword": 0.8, "graph": 0.8, "spreading": 1.0}
+    assert relevance({}, f, 0.5) == 0.0
+    assert relevance({"graph": 0.8}, f, 0.5) == pytest.approx(0.5 * 0.64)
+    assert relevance({"semantic": 0.4}, f, 0.5) == pytest.approx(0.4)
+    assert relevance({"semantic": 0.4, "graph": 0.8}, f, 0.5) == pytest.approx(0.4 + 0.6 * 0.5 * 0.64)
+    assert relevance({"semantic": 1.0, "graph": 1.0}, f, 1.0) == pytest.approx(1.0)
+    assert relevance({"keyword": 1.0, "spreading": 1.0}, {"keyword": 2.0}, 1.0) == pytest.approx(1.0)
 
 
 # ----------------------------------------------------------------------------- KC-5.6
