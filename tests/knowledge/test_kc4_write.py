@@ -79,13 +79,66 @@ def test_chunks_cut_at_lines_and_repeat_table_header():
     s = select_strategy(c)
     chunks = split_chunks(text, c, s)
     assert 2 <= len(chunks) <= 8 and [ch.index for ch in chunks] == list(range(1, len(chunks) + 1))
-    for ch in chunks[1:]:
-        assert ch.text.startswith("| col a | col b |\n")
+    for ch in chunks[1:]:  # a continued piece repeats the section header, then the table's header rows
+        assert ch.text.startswith("# Report\n| col a | col b |\n|---|---|\n| row ")
         assert ch.heading == "# Report"
     body_lines = [ln for ch in chunks for ln in ch.text.split("\n")]
     for ln in lines:
         if ln.strip():
             assert ln in body_lines
+
+
+def _sized(chunks, target):
+    for ch in chunks:
+        lines = ch.text.split("\n")
+        repeated = sum(len(ln) + 1 for ln in lines[:3] if ln.startswith(("#", "|")))
+        assert len(ch.text) <= target + repeated, (len(ch.text), target, ch.text[:80])
+        assert any(ln.strip() and not ln.startswith("#") for ln in lines), f"header-only chunk: {ch.text!r}"
+        assert not [ln for ln in lines if ln.strip()][-1].startswith("#"), f"chunk ends on a header: {ch.text[-80:]!r}"
+
+
+def test_long_sections_are_cut_inside_their_bodies_with_the_header_repeated():
+    """Review scenario (feature-checks row 20): 4 sections of ~2k chars, each body longer than the
+    target, gave chunks [10, 2015, 10, 2015, 4052]: two held only '## Part N', one was twice the target."""
+    sections = []
+    for i in range(1, 5):
+        paras = [f"Part {i} paragraph {j}: " + " ".join(f"w{i}{j}{k}" for k in range(60)) + "." for j in range(5)]
+        sections.append(f"## Part {i}\n\n" + "\n\n".join(paras))
+    text = "\n\n".join(sections)
+    c = classify_input(text)
+    s = select_strategy(c)
+    chunks = split_chunks(text, c, s)
+    target = -(-len(text) // s.estimated_chunks)
+    assert 2 <= len(chunks) <= s.estimated_chunks
+    _sized(chunks, int(target * 1.05 ** 3))
+    for ch in chunks:
+        assert ch.text.startswith(f"{ch.heading}\n")
+    for sec in sections:  # every paragraph kept whole, in some chunk, under its own header
+        head, *paras = sec.split("\n\n")
+        for para in paras:
+            assert any(para in ch.text and ch.text.startswith(head) for ch in chunks)
+
+
+def test_a_table_without_blank_lines_is_split_and_long_text_cuts_at_sentences():
+    rows = "\n".join(f"| item {i} | {'detail ' * 8}|" for i in range(150))
+    text = "# Inventory\n| name | detail |\n|---|---|\n" + rows
+    c = classify_input(text)
+    chunks = split_chunks(text, c, select_strategy(c))
+    assert len(chunks) >= 2
+    assert all(ch.text.startswith("# Inventory\n| name | detail |\n|---|---|\n") for ch in chunks)
+    _sized(chunks, int(-(-len(text) // select_strategy(c).estimated_chunks) * 1.05 ** 3))
+    long_text = " ".join(f"Sentence number {i} says something plain." for i in range(400))
+    c = classify_input(long_text)
+    chunks = split_chunks(long_text, c, select_strategy(c))
+    assert len(chunks) >= 2 and all(ch.text.endswith(".") for ch in chunks)
+    assert " ".join(ch.text for ch in chunks) == long_text
+    no_stops = "## Notes\n\n" + "word " * 3000  # one line, no sentence end: cut between words
+    c = classify_input(no_stops)
+    n = select_strategy(c).estimated_chunks
+    chunks = split_chunks(no_stops, c, select_strategy(c))
+    assert len(chunks) >= 2 and all(len(ch.text) <= -(-len(no_stops) // n) * 1.05 ** 3 + 10 for ch in chunks)
+    assert all(ch.text.startswith("## Notes\n") for ch in chunks)
+    assert sum(ch.text.count("word") for ch in chunks) == 3000
 
 
 # ----------------------------------------------------------------------------- KC-4.6
