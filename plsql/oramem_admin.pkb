@@ -608,6 +608,18 @@ AS
                           ELSE 'SYNC (ON COMMIT)' END;
    END text_params;
 
+   FUNCTION hybrid_params(in_sync IN VARCHAR2) RETURN VARCHAR2
+   IS
+   BEGIN
+      -- A hybrid vector index defaults to MAINTENANCE AUTO, and its SYNC settings apply
+      -- only under MAINTENANCE MANUAL (23/vecse/create-hybrid-vector-index.html, Index
+      -- Maintenance Preferences; 23/ccapp/using-automatic-maintenance-index.html): so
+      -- on_commit/manual name MAINTENANCE MANUAL explicitly, auto says nothing (review F3).
+      RETURN CASE in_sync WHEN 'manual' THEN 'MAINTENANCE MANUAL SYNC (MANUAL)'
+                          WHEN 'auto'   THEN ''
+                          ELSE 'MAINTENANCE MANUAL SYNC (ON COMMIT)' END;
+   END hybrid_params;
+
    PROCEDURE drop_index_if_exists(in_name IN VARCHAR2, in_force IN BOOLEAN)
    IS
    BEGIN
@@ -781,8 +793,8 @@ AS
                         '#CHK#', l_chk_q),
                         '#PARAMS#', 'VECTORIZER '
                                     || oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_vpref)
-                                    || CASE WHEN text_params(l_store.search_index_sync) IS NOT NULL
-                                            THEN ' ' || text_params(l_store.search_index_sync) END));
+                                    || CASE WHEN hybrid_params(l_store.search_index_sync) IS NOT NULL
+                                            THEN ' ' || hybrid_params(l_store.search_index_sync) END));
          END IF;
          l_hybrid := 1;
       END IF;

@@ -315,7 +315,9 @@ AS
             l_hreq := JSON_OBJECT_T();
             l_hreq.put('hybrid_index_name',
                        oramem_registry.object_name(l_store.memory_store_id, oramem_registry.gc_obj_hybrid));
-            l_hreq.put('search_text', l_text);
+            -- One construct only: the vector/text sub-elements, never a top-level
+            -- search_text as well ("You cannot use both of these search constructs in
+            -- one query", 23/vecse/search.html; review F2).
             l_hreq.put('search_scorer', 'RSF');
             IF l_query IS NULL THEN
                l_hreq.put('search_fusion', 'VECTOR_ONLY');
