@@ -380,10 +380,13 @@ class OracleEngine(Engine):
         ]
 
     def _call_on(self, conn: Any, call: PlsqlCall, binds: dict[str, Any]) -> Any:
+        # Big text goes as a temporary CLOB, as on the async path. Not setinputsizes(name=...):
+        # callfunc/callproc turn keyword_parameters into positional binds, and named input
+        # sizes with positional binds is DPY-2006 (python-oracledb cursor.py
+        # _call_get_execute_args, impl/base/cursor.pyx setinputsizes; review F1).
+        for n in self._big(binds, call):
+            binds[n] = conn.createlob(oracledb.DB_TYPE_CLOB, binds[n])
         with conn.cursor() as cur:
-            big = self._big(binds, call)
-            if big:
-                cur.setinputsizes(**{n: oracledb.DB_TYPE_CLOB for n in big})
             if call.is_function:
                 result = cur.callfunc(call.qualified_name, _RETURN_TYPES[call.returns], keyword_parameters=binds)
             else:

@@ -94,7 +94,11 @@ class OracleDBEmbedder(IEmbedder):
         owner, model = _split(self.model_name)
         self._owner, self._model = owner, model
         quoted = f'"{owner}"."{model}"' if owner else f'"{model}"'
-        # the only text built here: a validated, quoted identifier
+        # the only text built here: a validated, quoted identifier. :texts is bound as a CLOB:
+        # thin mode sends a SQL str bind over the server's max_string_size (4000 bytes under
+        # MAX_STRING_SIZE=STANDARD, Oracle Database Free's default) as a LONG, which JSON_TABLE
+        # does not take (python-oracledb impl/thin/messages/base.pyx _write_bind_params_row;
+        # review F4). JSON_TABLE accepts a CLOB. Static-checked, not run against Oracle.
         self._embed_sql = (
             f"select vector_embedding({quoted} using jt.t as data) "
             "from json_table(:texts, '$[*]' columns (i for ordinality, t varchar2(4000) path '$')) jt "
@@ -143,6 +147,7 @@ class OracleDBEmbedder(IEmbedder):
         if payload is None:
             return np.zeros((0, self.embedding_dimension), dtype=np.float32)
         with self._conn() as conn, conn.cursor() as cur:
+            cur.setinputsizes(texts=oracledb.DB_TYPE_CLOB)  # see _embed_sql (review F4)
             cur.execute(self._embed_sql, texts=payload)
             rows = cur.fetchall()
         return self._matrix(rows, len(texts))
@@ -178,6 +183,7 @@ class OracleDBEmbedder(IEmbedder):
             return np.zeros((0, self._dim), dtype=np.float32)  # type: ignore[arg-type]
         async with self._aconn() as conn:
             with conn.cursor() as cur:
+                cur.setinputsizes(texts=oracledb.DB_TYPE_CLOB)  # see _embed_sql (review F4)
                 await cur.execute(self._embed_sql, texts=payload)
                 rows = await cur.fetchall()
         return self._matrix(rows, len(texts))

@@ -4,6 +4,27 @@ The fakes subclass the real python-oracledb classes (without connecting), so the
 test sees ``isinstance(x, oracledb.ConnectionPool)`` etc. exactly as with real objects.
 Every call is appended to ``Recorder.calls`` as a :class:`Call`; answers come from
 ``Recorder.answers``: ``{qualified_name_or_sql_key: value | exception | callable(call)}``.
+
+Binding rules enforced as the real driver does (python-oracledb 26.1 sources, the files named
+are in github.com/oracle/python-oracledb, ``src/oracledb/``), so the fake fails where the driver
+or the server would (issue 10, item 2):
+
+- **DPY-2006** "positional and named binds cannot be intermixed": ``setinputsizes(**kw)`` sets the
+  cursor's bind style to ``dict`` and ``setinputsizes(*args)`` to ``list``
+  (``impl/base/cursor.pyx``, ``setinputsizes``); ``callfunc``/``callproc`` turn
+  ``keyword_parameters`` into *positional* binds of a generated block
+  (``cursor.py``, ``_call_get_execute_args``: ``begin :retval := f(a => :2, ...); end;`` with a
+  list of values); ``_prepare_for_execute`` raises ``ERR_MIXED_POSITIONAL_AND_NAMED_BINDS`` when the
+  style and the parameters disagree. The fake raises the driver's own error object
+  (``oracledb.errors._raise_err``, DPY-2006 is a ProgrammingError).
+- **LONG binds**: thin mode writes a non-PL/SQL ``str`` bind whose buffer exceeds the server's
+  ``max_string_size`` as a LONG (``impl/thin/messages/base.pyx``, ``_write_bind_params_row``:
+  ``not ..._is_plsql and metadata.buffer_size > buf._caps.max_string_size``), and that cap is 4000
+  bytes unless the server runs with MAX_STRING_SIZE=EXTENDED (``impl/thin/capabilities.pyx``,
+  ``_adjust_for_server_runtime_caps``: 32767 vs 4000). So a SQL (non-PL/SQL) ``str`` bind over
+  4000 UTF-8 bytes must be typed CLOB (``setinputsizes(name=DB_TYPE_CLOB)``) or be a LOB; the fake
+  raises an ORA-01461-shaped error otherwise. A PL/SQL ``str`` bind is limited to 32767 bytes
+  (ORACLE_NOTES 11.2); over that it must be a LOB (the fake raises an ORA-06502-shaped error).
 """
 
 from __future__ import annotations
@@ -12,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import oracledb
+from oracledb import errors as _driver_errors
 
 
 @dataclass
@@ -79,10 +101,17 @@ class FakeAsyncLOB(oracledb.AsyncLOB):
         pass
 
 
+#: the server's string bind caps seen by thin mode: SQL under MAX_STRING_SIZE=STANDARD (the
+#: Oracle Database Free default) and PL/SQL
+MAX_SQL_STRING_BIND = 4000
+MAX_PLSQL_STRING_BIND = 32767
+
+
 class _CursorBase:
     def __init__(self, rec: Recorder, lob_cls: type) -> None:
         self.rec = rec
         self.sizes: dict = {}
+        self.bind_style: Optional[type] = None
         self.rows: list = []
         self.lob_cls = lob_cls
 
@@ -93,19 +122,51 @@ class _CursorBase:
         return None
 
     def setinputsizes(self, *args, **kwargs):
-        self.sizes.update(kwargs)
+        # impl/base/cursor.pyx setinputsizes: kwargs -> bind_style dict, args -> list
+        self.bind_style = dict if kwargs else list
+        self.sizes = dict(kwargs) if kwargs else dict(enumerate(args))
         return kwargs
 
-    def _func(self, name, return_type, keyword_parameters):
+    def _check_binds(self, values: Any, is_plsql: bool, what: str) -> None:
+        """python-oracledb's checks before a round trip (module docstring)."""
+        style = getattr(self, "bind_style", None)
+        try:
+            if values is not None and style is not None and (
+                (style is dict) != isinstance(values, dict)
+            ):
+                _driver_errors._raise_err(_driver_errors.ERR_MIXED_POSITIONAL_AND_NAMED_BINDS)
+            items = values.items() if isinstance(values, dict) else enumerate(values or ())
+            for key, value in items:
+                if not isinstance(value, str) or self.sizes.get(key) in (oracledb.DB_TYPE_CLOB, oracledb.CLOB):
+                    continue
+                size = len(value.encode("utf-8"))
+                if not is_plsql and size > MAX_SQL_STRING_BIND:
+                    raise db_error(1461, f"can bind a LONG value only for insert into a LONG column "
+                                         f"(bind {key!r} of {size} bytes in {what})")
+                if is_plsql and size > MAX_PLSQL_STRING_BIND:
+                    raise db_error(6502, f"PL/SQL: numeric or value error: character string buffer too "
+                                         f"small (bind {key!r} of {size} bytes in {what})")
+        finally:
+            self.bind_style, self.sizes = None, {}  # input sizes apply to one execute
+
+    def _func(self, name, return_type, keyword_parameters, parameters=None):
         call = Call("callfunc", name, return_type, dict(keyword_parameters or {}), dict(self.sizes))
+        self._check_plsql_call(parameters, keyword_parameters, name)
         self.rec.calls.append(call)
         value = self.rec.answer(name, call)
         if return_type is oracledb.DB_TYPE_CLOB and isinstance(value, str):
             return self.lob_cls(value)
         return value
 
-    def _proc(self, name, keyword_parameters):
+    def _check_plsql_call(self, parameters, keyword_parameters, name):
+        # cursor.py _call_get_execute_args: every argument, keyword ones included, becomes a
+        # positional bind (a list) of the generated PL/SQL block
+        values = list(parameters or ()) + list((keyword_parameters or {}).values())
+        self._check_binds(values, True, name)
+
+    def _proc(self, name, keyword_parameters, parameters=None):
         call = Call("callproc", name, None, dict(keyword_parameters or {}), dict(self.sizes))
+        self._check_plsql_call(parameters, keyword_parameters, name)
         self.rec.calls.append(call)
         self.rec.answer(name, call)
         return []
@@ -114,6 +175,8 @@ class _CursorBase:
         binds = dict(parameters or {}) if isinstance(parameters, dict) else {}
         binds.update(kw)
         call = Call("execute", sql, None, binds, dict(self.sizes))
+        head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
+        self._check_binds(kw or parameters, head in ("begin", "declare", "call"), "SQL")
         self.rec.calls.append(call)
         value = self.rec.answer(sql, call)
         self.rows = list(value) if value is not None else []
@@ -124,10 +187,10 @@ class FakeCursor(_CursorBase):
         super().__init__(rec, FakeLOB)
 
     def callfunc(self, name, return_type, parameters=None, keyword_parameters=None):
-        return self._func(name, return_type, keyword_parameters)
+        return self._func(name, return_type, keyword_parameters, parameters)
 
     def callproc(self, name, parameters=None, keyword_parameters=None):
-        return self._proc(name, keyword_parameters)
+        return self._proc(name, keyword_parameters, parameters)
 
     def execute(self, sql, parameters=None, **kw):
         self._exec(sql, parameters, **kw)
@@ -145,10 +208,10 @@ class FakeAsyncCursor(_CursorBase):
         super().__init__(rec, FakeAsyncLOB)
 
     async def callfunc(self, name, return_type, parameters=None, keyword_parameters=None):
-        return self._func(name, return_type, keyword_parameters)
+        return self._func(name, return_type, keyword_parameters, parameters)
 
     async def callproc(self, name, parameters=None, keyword_parameters=None):
-        return self._proc(name, keyword_parameters)
+        return self._proc(name, keyword_parameters, parameters)
 
     async def execute(self, sql, parameters=None, **kw):
         self._exec(sql, parameters, **kw)
