@@ -14,6 +14,8 @@ from typing import Any, Callable, Optional
 import sqlalchemy as sa
 
 from .._sync import BackgroundLoop, sync_method
+from .deterministic import build_reply, event_text
+from .providers import NoLLM
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
 from . import commit as commit_mod
 from . import reads
@@ -21,6 +23,7 @@ from .config import KnowledgeConfig, merge_config
 from .db import backend_for
 from .errors import ConflictError, ExtractionError
 from .model import Decision
+from .classify import Chunk, classify_input, select_strategy
 from .pipeline import WriteRun, detect_corrections
 from .schema import apply_schema_policy, build_tables
 from .text import parse_when, to_utc, validate_agent_id
@@ -45,6 +48,9 @@ from .types import (
 )
 
 __all__ = ["KnowledgeMemory"]
+
+#: What ``KnowledgeMemory(llm=None)`` switches off: the steps only a model can do.
+_NO_LLM_CONFIG = {"enable_llm_resolution": False, "enable_emotion_tagging": False, "enable_reranker": False}
 
 log = logging.getLogger("oramem.knowledge")
 
@@ -74,12 +80,17 @@ class KnowledgeMemory:
 
         if not isinstance(store, (SQLiteMemoryStore, OracleDBMemoryStore)):
             raise TypeError(f"store must be an open SQLiteMemoryStore or OracleDBMemoryStore, got {type(store).__name__}")
-        if llm is None or not hasattr(llm, "complete_async"):
-            raise TypeError("llm must implement LLMProvider (async complete_async)")
+        if llm is not None and not hasattr(llm, "complete_async"):
+            raise TypeError("llm must implement LLMProvider (async complete_async), or be None for deterministic use")
         if config is None:
             config = KnowledgeConfig()
         if not isinstance(config, KnowledgeConfig):
             raise TypeError(f"config must be a KnowledgeConfig, got {type(config).__name__}")
+        self.has_llm = llm is not None
+        if llm is None:
+            # deterministic use (add_fact & co., reads, deterministic jobs): the LLM-only steps are off
+            config = merge_config(config, _NO_LLM_CONFIG)
+            llm = NoLLM()
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a zero-argument callable returning a datetime")
         embedder = embedder if embedder is not None else store.embedder
@@ -205,6 +216,11 @@ class KnowledgeMemory:
             recent = list(recent_messages)
         else:
             raise TypeError("recent_messages must be a list of str")
+        if not self.has_llm:
+            raise ValueError(
+                "write() extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=... to "
+                "KnowledgeMemory, or store structured knowledge with add_fact / add_entity / add_relation / add_knowledge"
+            )
         cfg = merge_config(self.config, config_overrides)
         if len(message) > cfg.max_input_chars:
             raise ValueError(f"message has {len(message)} chars, over max_input_chars={cfg.max_input_chars}")
@@ -248,15 +264,122 @@ class KnowledgeMemory:
 
     reprocess_event = sync_method(reprocess_event_async)
 
-    async def _run(self, run: WriteRun, *, event_mode: str) -> WriteResult:
+    # -- deterministic writes (no LLM extraction) -----------------------------------------------
+    async def add_knowledge_async(
+        self,
+        agent_id: str,
+        *,
+        entities: Optional[list] = None,
+        facts: Optional[list] = None,
+        relations: Optional[list] = None,
+        source: str = "api",
+        session_id: str = "default",
+        occurred_at: Any = None,
+        config_overrides: Optional[dict] = None,
+    ) -> WriteResult:
+        """Store caller-given knowledge without LLM extraction, through the same entity
+        resolution, reconciliation, bi-temporal upsert, invalidation cascade and indexing as
+        :meth:`write`. ``entities``: ``{"name", "type"?, "aliases"?}``; ``facts``: ``{"subject",
+        "fact", "subject_type"?, "attribute_key"?, "value"?, "valid_from"?, "confidence"?,
+        "category"?, "ttl_days"?}``; ``relations``: ``{"source", "target", "rel_type",
+        "source_type"?, "target_type"?}``. Without an LLM, reconciliation is rule-based: the same
+        text on the subject confirms the current fact, the same ``attribute_key`` (supersede
+        policy) replaces it, anything else is added. One event records the call (its text lists
+        what was given; ``source`` is its source and speaker). Every item is validated before
+        anything is stored."""
+        validate_agent_id(agent_id)
+        if not isinstance(source, str) or not source.strip():
+            raise ValueError("source must be a non-empty string")
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise ValueError("session_id must be a non-empty string")
+        when = parse_when(occurred_at, "occurred_at")
+        reply = build_reply(entities, facts, relations)
+        cfg = merge_config(self.config, config_overrides)
+        if not self.has_llm:
+            cfg = merge_config(cfg, _NO_LLM_CONFIG)
+        cfg = merge_config(cfg, {"enable_emotion_tagging": False})
+        text = event_text(reply)
+        if len(text) > cfg.max_input_chars:
+            raise ValueError(f"the call describes {len(text)} chars, over max_input_chars={cfg.max_input_chars}; split it")
+        now = self._now()
+        run = WriteRun(
+            self, agent_id=agent_id, message=text, speaker_name=source, source=source, session_id=session_id,
+            occurred_at=when, recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False,
+        )
+        run.rule_based_reconcile = not self.has_llm
+        return await self._run(run, event_mode="insert", prepared=reply)
+
+    add_knowledge = sync_method(add_knowledge_async)
+
+    async def add_entity_async(
+        self, agent_id: str, name: str, *, type: str = "other", aliases: Optional[list] = None, source: str = "api"
+    ) -> WriteResult:
+        """One entity, resolved against the agent's entities like an extracted one (see
+        :meth:`add_knowledge_async`)."""
+        entity: dict[str, Any] = {"name": name, "type": type}
+        if aliases is not None:
+            entity["aliases"] = aliases
+        return await self.add_knowledge_async(agent_id, entities=[entity], source=source)
+
+    add_entity = sync_method(add_entity_async)
+
+    async def add_fact_async(
+        self,
+        agent_id: str,
+        subject: str,
+        fact: str,
+        *,
+        subject_type: Optional[str] = None,
+        attribute_key: Optional[str] = None,
+        value: Any = None,
+        valid_from: Any = None,
+        confidence: Optional[float] = None,
+        source: str = "api",
+    ) -> WriteResult:
+        """One fact about ``subject`` (see :meth:`add_knowledge_async`)."""
+        item: dict[str, Any] = {"subject": subject, "fact": fact}
+        for key, val in (("subject_type", subject_type), ("attribute_key", attribute_key), ("value", value),
+                         ("valid_from", valid_from), ("confidence", confidence)):
+            if val is not None:
+                item[key] = val
+        return await self.add_knowledge_async(agent_id, facts=[item], source=source)
+
+    add_fact = sync_method(add_fact_async)
+
+    async def add_relation_async(
+        self, agent_id: str, source: str, target: str, rel_type: str, *, source_type: Optional[str] = None,
+        target_type: Optional[str] = None, origin: str = "api",
+    ) -> WriteResult:
+        """One relationship ``source —rel_type→ target`` (see :meth:`add_knowledge_async`);
+        ``origin`` is the event's source."""
+        item: dict[str, Any] = {"source": source, "target": target, "rel_type": rel_type}
+        if source_type is not None:
+            item["source_type"] = source_type
+        if target_type is not None:
+            item["target_type"] = target_type
+        return await self.add_knowledge_async(agent_id, relations=[item], source=origin)
+
+    add_relation = sync_method(add_relation_async)
+
+    async def _run(self, run: WriteRun, *, event_mode: str, prepared: Optional[dict] = None) -> WriteResult:
+        """The write pipeline; ``prepared`` is a validated extraction reply given by the caller
+        (deterministic writes): no classification or extraction call, the rest is the same."""
         started = time.perf_counter()
-        chunks = await run.classify()
+        if prepared is not None:
+            run.classification = classify_input(run.message)
+            run.strategy = select_strategy(run.classification)
+            chunks = [Chunk(1, 1, run.message, None)]
+        else:
+            chunks = await run.classify()
         if run.event_vec is None:
             run.event_vec = (await run.embed([run.message]))[0]
         emotion_task = asyncio.ensure_future(run.emotion_step())
         try:
-            existing = await run.informed_context()
-            replies = await run.extract(chunks, existing)
+            if prepared is not None:
+                replies = [(chunks[0], prepared)]
+            else:
+                existing = await run.informed_context()
+                replies = await run.extract(chunks, existing)
         except ExtractionError as exc:
             await emotion_task
             return await self._extraction_failed(run, exc, event_mode, started)

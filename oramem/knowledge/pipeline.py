@@ -181,6 +181,7 @@ class WriteRun:
         self.verbose = verbose
         self.tz = zoneinfo.ZoneInfo(cfg.timezone)
         self.call = TaskCall(km._llm)
+        self.rule_based_reconcile = False  # deterministic writes without an LLM
         self.warnings: list[str] = []
         self.trace = PipelineTrace() if verbose else None
         self.reprocess_event_id = event_id
@@ -888,6 +889,8 @@ class WriteRun:
                 for i, r in enumerate(existing)
             ],
         }
+        if self.rule_based_reconcile:
+            return self._reconcile_by_rules(needs, existing)
         try:
             reply = await self.call("reconcile", payload, self.cfg.reconcile_timeout_sec)
         except LLMError as exc:
@@ -924,6 +927,27 @@ class WriteRun:
             used.add(target["id"])
             kind = "correction" if action == "UPDATE" and d.get("update_kind") == "correction" else "change"
             out.append(Decision(f, action, target, kind))
+        return out
+
+    def _reconcile_by_rules(self, needs: list[XFact], existing: list[dict]) -> list[Decision]:
+        """Reconciliation without an LLM: the same text confirms (NOOP), the same attribute key
+        under the supersede policy replaces (UPDATE), anything else is new (ADD)."""
+        used: set[str] = set()
+        out: list[Decision] = []
+        for f in needs:
+            free = [r for r in existing if r["id"] not in used]
+            same_text = next((r for r in free if norm(r["fact_text"]) == norm(f.fact)), None)
+            same_key = None
+            if f.attribute_key and self.policy(f.attribute_key) == "supersede":
+                same_key = next((r for r in free if r["attribute_key"] == f.attribute_key), None)
+            if same_text is not None:
+                used.add(same_text["id"])
+                out.append(Decision(f, "NOOP", same_text))
+            elif same_key is not None:
+                used.add(same_key["id"])
+                out.append(Decision(f, "UPDATE", same_key, "change"))
+            else:
+                out.append(Decision(f, "ADD"))
         return out
 
     # -- relations, evidence and mirror facts (KC-4.14) -------------------------------------

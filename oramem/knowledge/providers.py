@@ -80,6 +80,23 @@ class BaseLLMProvider:
         )
 
 
+class NoLLM(BaseLLMProvider):
+    """The provider of a ``KnowledgeMemory(llm=None)``: every call fails with ``LLMError``, so a
+    step that would need a model degrades as it does when a model fails (KC-7), and the steps that
+    are LLM-only (extraction, resolution by LLM, emotion, reranker) are switched off up front."""
+
+    async def complete_async(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        temperature: float = 0.0,
+        response_format: Optional[Mapping[str, Any]] = None,
+        max_tokens: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> LLMResult:
+        raise LLMError("no LLM configured (KnowledgeMemory(llm=None)); pass an LLM provider to use this step")
+
+
 class _Retry(Exception):
     def __init__(self, message: str, timeout: bool = False) -> None:
         super().__init__(message)
