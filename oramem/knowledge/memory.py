@@ -361,6 +361,42 @@ class KnowledgeMemory:
 
     add_relation = sync_method(add_relation_async)
 
+    async def retract_fact_async(self, agent_id: str, fact_id: str) -> bool:
+        """Retract a current fact now: its ``valid_to`` becomes now, so it stays in
+        :meth:`history` but leaves current reads and retrieval, and the relationships it
+        evidences are closed with it (the invalidation cascade). ``False`` when the agent has no
+        current fact with that id. For erasure use :meth:`delete`."""
+        validate_agent_id(agent_id)
+        if not isinstance(fact_id, str) or not fact_id:
+            raise ValueError("fact_id must be a non-empty string")
+        now = self._now()
+        t = self._tables
+
+        def run() -> bool:
+            with self._backend.lock():
+                with self._backend.write("knowledge retract", agent_id) as conn:
+                    if fact_id not in reads.current_facts_by_ids(conn, t, agent_id, [fact_id], now):
+                        return False
+                    conn.execute(sa.update(t.fact).where(t.fact.c.agent_id == agent_id, t.fact.c.id == fact_id)
+                                 .values(valid_to=now))
+                    r = t.relationship
+                    conn.execute(
+                        sa.update(r)
+                        .where(r.c.agent_id == agent_id, r.c.evidence_fact_id == fact_id, r.c.valid_to.is_(None),
+                               r.c.invalidated_at.is_(None))
+                        .values(valid_to=now, updated_at=now)
+                    )
+                    meta = commit_mod.store_fact_metadata_for(conn, t, agent_id, [fact_id])
+                # the knowledge row decides what is current; the store record follows (a crash in
+                # between leaves a record that readers drop because its fact row is closed)
+                for fid, md in meta.items():
+                    self._store.update("fact", fid, metadata=md)
+                return True
+
+        return await self._in_thread(run)
+
+    retract_fact = sync_method(retract_fact_async)
+
     async def _run(self, run: WriteRun, *, event_mode: str, prepared: Optional[dict] = None) -> WriteResult:
         """The write pipeline; ``prepared`` is a validated extraction reply given by the caller
         (deterministic writes): no classification or extraction call, the rest is the same."""

@@ -113,3 +113,22 @@ def test_a_deterministic_fact_is_found_by_write_reconciliation_later(km, llm, cl
     llm.route("extract", extract([("Pedro", "person")], [("Pedro", "Pedro likes tea")]))
     r = km.write("a1", "I like tea", "Pedro")
     assert r.facts_added == [] and len(r.facts_unchanged) == 1
+
+
+def test_retract_fact_closes_it_and_the_edges_it_evidences(det, clock):
+    r = det.add_knowledge("a1", facts=[{"subject": "Pedro", "fact": "Pedro works at Talho", "subject_type": "person"}],
+                          relations=[{"source": "Pedro", "target": "Talho", "rel_type": "works at", "target_type": "organization"}])
+    fid = r.facts_added[0]["fact_id"]
+    edge_facts = {f.fact_id for f in det.get_all("a1")} - {fid}
+    clock.advance()
+    assert det.retract_fact("a1", fid) is True
+    assert det.retract_fact("a1", fid) is False and det.retract_fact("a2", fid) is False
+    assert fid not in {f.fact_id for f in det.get_all("a1")}
+    assert [h.fact_id for h in det.history("a1", fid)] == [fid] and det.get("a1", fid).valid_to is not None
+    hits = det.retrieve("a1", "Where does Pedro work?", config_overrides={"min_score": 0.0}).facts
+    assert fid not in {h.fact_id for h in hits}
+    for other in edge_facts:  # the relation's mirror fact evidences the edge; retracting it closes the edge
+        det.retract_fact("a1", other)
+    assert det.relationships("a1") == []
+    with pytest.raises(ValueError):
+        det.retract_fact("a1", "")
