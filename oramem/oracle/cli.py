@@ -211,3 +211,37 @@ def selftest(settings: _Settings, model: Optional[str], as_json: bool) -> None:
         click.echo(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
     if code:
         sys.exit(code)
+
+
+@db.command("load-model")
+@click.argument("file", type=click.Path(dir_okay=True, path_type=str))
+@click.option("--name", required=True, metavar="NAME",
+              help="model name in the database, [schema.]name (e.g. ALL_MINILM_L12_V2)")
+@click.option("--metadata", default=None, metavar="JSON",
+              help='model metadata JSON (default: {"function": "embedding", "embeddingOutput": "embedding", '
+                   '"input": {"input": ["DATA"]}})')
+@click.option("--replace", is_flag=True, help="drop an existing model of that name first")
+@click.pass_obj
+def load_model(settings: _Settings, file: str, name: str, metadata: Optional[str], replace: bool) -> None:
+    """Load an ONNX embedding model FILE with DBMS_VECTOR.LOAD_ONNX_MODEL (needs CREATE MINING
+    MODEL); prints its dimension. Use it with OracleDBEmbedder(pool, NAME) or `selftest --model`."""
+    from . import models
+
+    try:  # everything about the arguments is checked before connecting
+        models.check_model_name(name)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--name")
+    try:
+        models.parse_metadata(metadata)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--metadata")
+    try:
+        models.check_model_file(file)
+    except (FileNotFoundError, ValueError) as e:
+        raise click.BadParameter(str(e), param_hint="FILE")
+    conn = settings.connection()
+    try:
+        dim = models.load_model(conn, file, name, metadata=metadata, replace=replace, echo=click.echo)
+    except Exception as e:
+        raise _fail(e)
+    click.echo(f"model {models.check_model_name(name)} loaded" + (f": {dim}-d embeddings" if dim else ""))
