@@ -620,12 +620,17 @@ class OracleDBMemoryStore(OracleMemoryStore):
     (thin mode). With an async pool the store opens on its first ``*_async`` call and the
     sync methods raise ``TypeError``. ``table_name_prefix`` is the deprecated name of
     ``memory_store_id``.
+
+    Convenience: instead of a pool, ``dsn=``, ``user=`` and ``password=`` (keyword-only)
+    make the store create a small sync pool (``oracledb.create_pool``, thin mode, 1..4
+    connections) that it owns and closes in ``close()``. Give a pool of your own when it is
+    shared (e.g. with :class:`OracleDBEmbedder`) or async.
     """
 
     def __init__(
         self,
         embedder: Any,
-        pool: Any,
+        pool: Any = None,
         schema_policy: Any = SchemaPolicy.REQUIRE_EXISTING,
         vector_dim: Optional[int] = None,
         table_name_prefix: Any = NOT_SET,
@@ -633,9 +638,15 @@ class OracleDBMemoryStore(OracleMemoryStore):
         search_index_sync: Any = NOT_SET,
         memory_retention_config: Any = NOT_SET,
         memory_store_id: Any = NOT_SET,
+        *,
+        dsn: Optional[str] = None,
+        user: Optional[str] = None,
+        password: Optional[str] = None,
     ) -> None:
         from .oracle import OracleEngine
 
+        self._owned_pool: Any = None
+        pool = self._pool_argument(pool, dsn, user, password)
         if table_name_prefix is not NOT_SET:
             if memory_store_id is not NOT_SET:
                 raise ValueError("pass memory_store_id only; table_name_prefix is its deprecated alias (SC-10.1)")
@@ -645,13 +656,53 @@ class OracleDBMemoryStore(OracleMemoryStore):
             memory_store_id = table_name_prefix
         # A HYBRID store embeds queries in the database with the embedder's ONNX model.
         model = getattr(embedder, "model_name", None) if _is_db_embedder(embedder) else None
-        super().__init__(
-            OracleEngine(pool, embedding_model=model),
-            embedder=embedder,
-            schema_policy=schema_policy,
-            vector_dim=vector_dim,
-            memory_store_id=memory_store_id,
-            search_strategy=search_strategy,
-            search_index_sync=search_index_sync,
-            memory_retention_config=memory_retention_config,
-        )
+        try:
+            super().__init__(
+                OracleEngine(pool, embedding_model=model),
+                embedder=embedder,
+                schema_policy=schema_policy,
+                vector_dim=vector_dim,
+                memory_store_id=memory_store_id,
+                search_strategy=search_strategy,
+                search_index_sync=search_index_sync,
+                memory_retention_config=memory_retention_config,
+            )
+        except BaseException:
+            self._close_owned_pool()
+            raise
+
+    def _pool_argument(self, pool: Any, dsn: Any, user: Any, password: Any) -> Any:
+        given = {k: v for k, v in (("dsn", dsn), ("user", user), ("password", password)) if v is not None}
+        if pool is not None:
+            if given:
+                raise ValueError(f"pass either a pool or dsn/user/password, not both (got pool and {', '.join(given)})")
+            if isinstance(pool, str):
+                raise TypeError(
+                    "pool must be a python-oracledb pool or connection, not a string: for a DSN pass "
+                    "OracleDBMemoryStore(embedder, dsn='host:1521/service', user='...', password='...')"
+                )
+            return pool
+        missing = [k for k in ("dsn", "user", "password") if k not in given]
+        if missing:
+            raise TypeError(
+                "OracleDBMemoryStore needs a pool (oracledb.create_pool(...) or create_pool_async(...)) or "
+                f"dsn=, user= and password=; missing {', '.join(missing)}"
+            )
+        for k, v in given.items():
+            if not isinstance(v, str) or not v:
+                raise TypeError(f"{k} must be a non-empty str")
+        import oracledb
+
+        self._owned_pool = oracledb.create_pool(user=user, password=password, dsn=dsn, min=1, max=4, increment=1)
+        return self._owned_pool
+
+    def _close_owned_pool(self) -> None:
+        pool, self._owned_pool = self._owned_pool, None
+        if pool is not None:
+            pool.close()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._close_owned_pool()

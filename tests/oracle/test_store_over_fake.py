@@ -56,3 +56,48 @@ def test_table_name_prefix_is_a_deprecated_alias():
         OracleDBMemoryStore(HashEmbedder(8), FakePool(rec), table_name_prefix="mystore")
     with pytest.raises(ValueError, match="deprecated alias"):
         OracleDBMemoryStore(HashEmbedder(8), FakePool(rec), table_name_prefix="a", memory_store_id="b")
+
+
+class _OwnedPool(FakePool):
+    closed = 0
+
+    def close(self, force=False):
+        type(self).closed += 1
+
+
+def test_dsn_user_password_make_an_owned_pool(monkeypatch):
+    import oracledb
+
+    rec = recorder()
+    seen = {}
+
+    def create_pool(**kw):
+        seen.update(kw)
+        return _OwnedPool(rec)
+
+    monkeypatch.setattr(oracledb, "create_pool", create_pool)
+    _OwnedPool.closed = 0
+    store = OracleDBMemoryStore(HashEmbedder(8), dsn="db:1521/FREEPDB1", user="app", password="pw",
+                                memory_store_id="mystore")
+    assert seen == {"user": "app", "password": "pw", "dsn": "db:1521/FREEPDB1", "min": 1, "max": 4, "increment": 1}
+    assert [c.name for c in rec.plsql] == ["oramem_admin.open_store"]
+    store.close()
+    assert _OwnedPool.closed == 1
+    # a failed open closes the pool it made
+    rec.answers["oramem_admin.open_store"] = ValueError("boom")
+    with pytest.raises(ValueError, match="boom"):
+        OracleDBMemoryStore(HashEmbedder(8), dsn="db:1521/FREEPDB1", user="app", password="pw")
+    assert _OwnedPool.closed == 2
+
+
+def test_pool_argument_errors_say_what_to_pass():
+    rec = recorder()
+    with pytest.raises(TypeError, match="dsn='host:1521/service'"):
+        OracleDBMemoryStore(HashEmbedder(8), "app/pw@db:1521/FREEPDB1")
+    with pytest.raises(TypeError, match="missing password"):
+        OracleDBMemoryStore(HashEmbedder(8), dsn="db:1521/FREEPDB1", user="app")
+    with pytest.raises(TypeError, match="needs a pool"):
+        OracleDBMemoryStore(HashEmbedder(8))
+    with pytest.raises(ValueError, match="not both"):
+        OracleDBMemoryStore(HashEmbedder(8), FakePool(rec), dsn="db:1521/FREEPDB1")
+    assert rec.plsql == []
