@@ -572,6 +572,12 @@ class SQLiteMemoryStore(OracleMemoryStore):
     answer top-k vector searches from an in-process HNSW index once the store holds
     ``min_rows`` vectors (needs ``pip install 'oramem[ann]'``). Candidates come from the
     index, distances are still exact; the default ``None`` is exact search.
+
+    ``vector_sidecar`` (keyword-only, default True): keep a memory-mapped snapshot of the
+    store's vectors next to the database file (``<file>.<store id>.oramem-vectors``), so a
+    fresh process's first search maps it instead of re-reading every vector from SQLite.
+    It is validated against the catalog's change counter on every load and rebuilt when
+    stale or damaged (docs/sqlite-vector-sidecar.md); False never reads or writes it.
     """
 
     def __init__(
@@ -587,6 +593,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         memory_retention_config: Any = NOT_SET,
         clock: Optional[Callable[[], datetime]] = None,
         approximate_search: Any = None,
+        vector_sidecar: bool = True,
     ) -> None:
         import os
 
@@ -596,7 +603,9 @@ class SQLiteMemoryStore(OracleMemoryStore):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a zero-argument callable returning an aware UTC datetime")
-        engine = SQLiteEngine(os.fspath(path), clock=clock, approximate_search=approximate_search)
+        engine = SQLiteEngine(
+            os.fspath(path), clock=clock, approximate_search=approximate_search, vector_sidecar=vector_sidecar
+        )
         try:
             super().__init__(
                 engine,

@@ -14,6 +14,7 @@ import sqlite3
 from typing import Any
 
 from ..errors import StoreError, StoreNotFound
+from . import sidecar
 from .connection import BUSY_TIMEOUT_S
 from .schema import CATALOG, StoreTables
 from .timefmt import iso
@@ -80,4 +81,5 @@ def drop_store(path: str, store_id: str) -> bool:
             raise
     finally:
         conn.close()
+    sidecar.remove(path, tables.store_id)  # its vector snapshot (oramem/sqlite/sidecar.py)
     return bool(found)

@@ -22,7 +22,7 @@ from ..engine import DeletionHook, Engine
 from ..errors import StoreError, StoreNotFound
 from ..requests import AddRequest, DeletionEvent, ListRequest, SearchRequest, StoreSettings, UpdateRequest
 from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
-from . import mutations
+from . import mutations, sidecar
 from .connection import Database
 from .keyword import fts_query, fuse, keyword_distance
 from .mutations import Catalog, WriteTx
@@ -69,6 +69,7 @@ class SQLiteEngine(Engine):
         *,
         clock: Optional[Clock] = None,
         approximate_search: Optional[AnnConfig] = None,
+        vector_sidecar: bool = True,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
@@ -84,7 +85,10 @@ class SQLiteEngine(Engine):
                 raise AnnUnavailable(
                     "approximate_search needs an ANN backend: pip install 'oramem[ann]' (hnswlib), or usearch"
                 )
+        if not isinstance(vector_sidecar, bool):
+            raise TypeError(f"vector_sidecar must be True or False, got {type(vector_sidecar).__name__}")
         self._ann_config = approximate_search
+        self._use_sidecar = vector_sidecar and not _is_memory(os.fspath(path))
         self._path = os.fspath(path)
         self._clock: Clock = clock or _utc_now
         self._db: Optional[Database] = None
@@ -112,8 +116,43 @@ class SQLiteEngine(Engine):
 
     def close(self) -> None:
         if self._db is not None:
+            self._save_sidecar()
             self._db.close()
         self._cache = None
+
+    def _sidecar_stamp(self, conn, t: StoreTables, catalog: Catalog) -> dict:
+        """What a sidecar must match to stand for the store's vectors at this moment (read
+        inside the caller's transaction): the catalog version plus the chunk count and the
+        largest chunk id, which also catch a database file replaced by another copy."""
+        (count,) = conn.execute(f"SELECT count(*) FROM {t.chunks}").fetchone()
+        (largest,) = conn.execute(f"SELECT max(chunk_id) FROM {t.chunks}").fetchone()
+        return {
+            "store_id": t.store_id, "generation": catalog.generation, "change_seq": catalog.change_seq,
+            "chunks": count, "max_chunk_id": largest,
+        }
+
+    def _save_sidecar(self) -> None:
+        """On close: write the cache to the sidecar when it holds a newer version than the
+        file and is still the catalog's current version (this process's own writes patched
+        it); a cache another process's write made stale is not saved."""
+        cache, db, tables = self._cache, self._db, self._tables
+        if not self._use_sidecar or cache is None or db is None or db.closed or tables is None:
+            return
+        if cache.version is None or cache.version == cache.saved_version:
+            return
+        try:
+            with db.transaction(False, "saving the vector sidecar") as conn:
+                catalog = self._catalog(conn, tables)
+                if catalog.version != cache.version or catalog.vector_dim != cache.dim:
+                    return
+                self._write_sidecar(cache, self._sidecar_stamp(conn, tables, catalog))
+        except StoreError:  # dropped or busy: nothing worth saving, the file stays stale
+            return
+
+    def _write_sidecar(self, cache: VectorCache, stamp: dict) -> None:
+        columns, matrix, codes = cache.snapshot()
+        if sidecar.write(sidecar.sidecar_path(self._path, stamp["store_id"]), stamp, columns, matrix, codes, like=self._path):
+            cache.saved_version = cache.version
 
     @property
     def database(self) -> Database:
@@ -345,14 +384,23 @@ class SQLiteEngine(Engine):
             raise StoreError(f"store {t.store_id!r} has no vector_dim, so it holds no searchable vectors")
         if self._cache is None or self._cache.dim != catalog.vector_dim:
             self._cache = VectorCache(catalog.vector_dim, self._ann_config)
-        if self._cache.version != catalog.version:
+        cache = self._cache
+        if cache.version != catalog.version:
             # every retrieval row (an index count: cheap) bounds the rows with a vector
-            (count,) = conn.execute(f"SELECT count(*) FROM {t.chunks}").fetchone()
-            rows = conn.execute(
-                f"{CACHE_ROW_SQL} FROM {t.chunks} c JOIN {t.records} r ON r.seq = c.record_seq WHERE c.vector IS NOT NULL"
-            )
-            self._cache.load(rows, catalog.version, count)
-        return self._cache
+            stamp = self._sidecar_stamp(conn, t, catalog)
+            path = sidecar.sidecar_path(self._path, t.store_id) if self._use_sidecar else None
+            snapshot = sidecar.read(path, stamp, catalog.vector_dim) if path is not None else None
+            if snapshot is not None:
+                cache.load_snapshot(*snapshot, catalog.version)
+            else:
+                rows = conn.execute(
+                    f"{CACHE_ROW_SQL} FROM {t.chunks} c JOIN {t.records} r ON r.seq = c.record_seq "
+                    "WHERE c.vector IS NOT NULL"
+                )
+                cache.load(rows, catalog.version, stamp["chunks"])
+                if path is not None:
+                    self._write_sidecar(cache, stamp)
+        return cache
 
     @staticmethod
     def _keyword(conn, t: StoreTables, where: Where, request: SearchRequest, needed: int) -> list[tuple[int, float]]:

@@ -66,6 +66,8 @@ class VectorCache:
         self.ann: Optional[AnnIndex] = None
         self._codes: dict[str, int] = {}
         self._next_key = 0
+        #: the version the sidecar file holds (loaded from it or written to it), if known
+        self.saved_version: Optional[Version] = None
         self._reset(*self._columns([]))
 
     # -- storage -------------------------------------------------------------------------
@@ -164,6 +166,7 @@ class VectorCache:
     # -- maintenance -------------------------------------------------------------------
     def invalidate(self) -> None:
         self.version = None
+        self.saved_version = None
         self.ann = None
         self._next_key = 0
         self._reset(*self._columns([]))
@@ -174,6 +177,7 @@ class VectorCache:
         row count if known, sizes the arrays up front; otherwise they grow by doubling."""
         self.ann = None
         self._next_key = 0
+        self.saved_version = None
         fetch = getattr(rows, "fetchmany", None)
         if fetch is None:
             iterator = iter(rows)
@@ -199,6 +203,35 @@ class VectorCache:
             size += n
         self._reset(*arrays, size=size)
         self.version = version
+        self._maybe_build_ann()
+
+    def snapshot(self) -> tuple[dict[str, np.ndarray], np.ndarray, list]:
+        """The live rows as sidecar columns, their matrix and the scope code table (code
+        ``i`` is ``codes[i]``); the cache is at :attr:`version`."""
+        n = self.size
+        live = None if self._dead == 0 else np.flatnonzero(self._live[:n])
+
+        def rows(array: np.ndarray) -> np.ndarray:
+            return array[:n] if live is None else array[live]
+
+        columns = {
+            "chunk_ids": rows(self._chunk_ids), "seqs": rows(self._seqs), "types": rows(self._types),
+            "scopes": rows(self._scopes), "expires": rows(self._expires),
+        }
+        codes = [None] * len(self._codes)
+        for value, code in self._codes.items():
+            codes[code] = value
+        return columns, rows(self._matrix), codes
+
+    def load_snapshot(self, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list, version: Version) -> None:
+        """Replace the cache with a sidecar snapshot at ``version``. ``matrix`` may be a
+        read-only memory map: the arrays are installed with no spare capacity, so the
+        first append copies them and nothing ever writes into the map."""
+        self.ann = None
+        self._next_key = 0
+        self._codes = {value: code for code, value in enumerate(codes)}
+        self._reset(columns["chunk_ids"], columns["seqs"], matrix, columns["types"], columns["scopes"], columns["expires"])
+        self.version = self.saved_version = version
         self._maybe_build_ann()
 
     def patch(self, before: Version, after: Version, record_seqs: Sequence[int], rows: Iterable[Sequence]) -> None:

@@ -1,0 +1,183 @@
+"""The vector sidecar: a snapshot of one store's vector cache in a file next to the
+database, memory-mapped read-only by every process that opens the store, so a cold open
+does not re-read and re-normalise every vector blob from SQLite.
+
+The sidecar is a cache, never the source of truth. It is named
+``<database file>.<store id>.oramem-vectors`` and holds, for one catalog version
+``(generation, change_seq)``, the cache's columns (chunk ids, record seqs, type codes,
+scope codes, expiry micros), the scope code table and the unit-length float32 matrix.
+
+Consistency rules (see ``docs/sqlite-vector-sidecar.md``):
+
+- A file is only ever written from a cache whose contents are exactly the catalog version
+  written in its header (a cache just loaded inside a read transaction, or one patched by
+  this process's own writes and re-checked against the catalog before saving).
+- It is written to a temporary file in the same directory, flushed and fsynced, then
+  renamed over the old one (atomic on POSIX): a crash leaves the old file or the new one,
+  never a torn one; readers that mapped the old file keep their consistent mapping.
+- A reader uses it only when, inside its read transaction, the header's store id,
+  dimension, generation and change_seq equal the catalog's, the store's chunk count and
+  largest chunk id equal the header's, the file has exactly the size the header implies,
+  and the checksums (crc32 of the header and small columns, a 64-bit xor fold of the
+  matrix) match. Anything else (missing, stale, truncated, corrupt, another process wrote
+  since) makes it rebuild from SQLite and write a fresh file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import struct
+import tempfile
+import zlib
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["sidecar_path", "read", "write", "remove", "SUFFIX"]
+
+log = logging.getLogger("oramem.sqlite")
+
+SUFFIX = ".oramem-vectors"
+_MAGIC = b"ORAMEMV\x01"
+_FORMAT = 1
+_PREFIX = struct.Struct("<8sQ")  # magic, header length
+_ALIGN = 4096
+#: (name, dtype, columns per row) of the sections after the header, in file order
+_SECTIONS = (
+    ("chunk_ids", "<i8", 1),
+    ("seqs", "<i8", 1),
+    ("types", "i1", 1),
+    ("scopes", "<i8", 3),
+    ("expires", "<i8", 1),
+)
+
+
+def sidecar_path(db_path: str, store_id: str) -> str:
+    return f"{db_path}.{store_id}{SUFFIX}"
+
+
+def remove(db_path: str, store_id: str) -> None:
+    """Delete a store's sidecar (when the store is dropped); absent is fine."""
+    try:
+        os.unlink(sidecar_path(db_path, store_id))
+    except FileNotFoundError:
+        pass
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def _layout(rows: int, dim: int, header_len: int) -> tuple[dict[str, int], int, int]:
+    """Byte offset of each section, of the matrix, and the total file size."""
+    offset = _round_up(_PREFIX.size + header_len, 64)
+    offsets = {}
+    for name, dtype, width in _SECTIONS:
+        offsets[name] = offset
+        offset = _round_up(offset + rows * width * np.dtype(dtype).itemsize, 64)
+    matrix_at = _round_up(offset, _ALIGN)
+    return offsets, matrix_at, matrix_at + rows * dim * 4
+
+
+def _fold(matrix: np.ndarray) -> int:
+    """64-bit xor of the matrix bytes (cheap enough to check on every open)."""
+    flat = np.ascontiguousarray(matrix).reshape(-1).view(np.uint8)
+    whole = flat.size // 8 * 8
+    value = int(np.bitwise_xor.reduce(flat[:whole].view(np.uint64))) if whole else 0
+    for i, byte in enumerate(flat[whole:].tolist()):
+        value ^= byte << (8 * i)
+    return value
+
+
+def write(
+    path: str, stamp: dict, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list, like: str
+) -> bool:
+    """Write a snapshot atomically, with the permission bits of the file ``like`` (the
+    database); False (logged) when the directory is not writable or the rename fails
+    (the store then simply keeps loading from SQLite)."""
+    rows, dim = matrix.shape
+    small = {name: np.ascontiguousarray(columns[name], dtype=dtype) for name, dtype, _ in _SECTIONS}
+    crc = 0
+    for name, _, _ in _SECTIONS:
+        crc = zlib.crc32(small[name].tobytes(), crc)
+    header = dict(stamp, format=_FORMAT, rows=rows, dim=dim, codes=codes, crc=crc, fold=_fold(matrix))
+    body = json.dumps(header, separators=(",", ":")).encode()
+    header_bytes = body + struct.pack("<I", zlib.crc32(body))
+    offsets, matrix_at, total = _layout(rows, dim, len(header_bytes))
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+        os.chmod(tmp, stat.S_IMODE(os.stat(like).st_mode))
+        with os.fdopen(fd, "wb") as out:
+            out.write(_PREFIX.pack(_MAGIC, len(header_bytes)) + header_bytes)
+            for name, _, _ in _SECTIONS:
+                out.seek(offsets[name])
+                out.write(small[name].tobytes())
+            out.seek(matrix_at)
+            out.write(np.ascontiguousarray(matrix, dtype="<f4").tobytes())
+            out.truncate(total)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        tmp = None
+        return True
+    except OSError as exc:
+        log.warning("could not write the vector sidecar %s (%s); cold opens will read SQLite", path, exc)
+        return False
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def read(path: str, stamp: dict, dim: int) -> Optional[tuple[dict[str, np.ndarray], np.ndarray, list]]:
+    """``(columns, read-only memory-mapped matrix, codes)`` when the file is a valid
+    snapshot of exactly ``stamp``, else None (missing, stale, truncated or corrupt)."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            prefix = f.read(_PREFIX.size)
+            if len(prefix) != _PREFIX.size:
+                return None
+            magic, header_len = _PREFIX.unpack(prefix)
+            if magic != _MAGIC or header_len < 4 or header_len > size:
+                return None
+            header_bytes = f.read(header_len)
+            body, (crc,) = header_bytes[:-4], struct.unpack("<I", header_bytes[-4:])
+            if zlib.crc32(body) != crc:
+                return None
+            header = json.loads(body)
+            if header.get("format") != _FORMAT or header.get("dim") != dim:
+                return None
+            if any(header.get(key) != value for key, value in stamp.items()):
+                return None
+            rows = header["rows"]
+            offsets, matrix_at, total = _layout(rows, dim, header_len)
+            if size != total:
+                return None
+            columns = {}
+            crc = 0
+            for name, dtype, width in _SECTIONS:
+                f.seek(offsets[name])
+                count = rows * width
+                raw = f.read(count * np.dtype(dtype).itemsize)
+                crc = zlib.crc32(raw, crc)
+                column = np.frombuffer(raw, dtype=dtype, count=count).astype(dtype.lstrip("<"), copy=True)
+                columns[name] = column.reshape(rows, width) if width > 1 else column
+            if crc != header["crc"]:
+                return None
+        if rows:
+            matrix = np.memmap(path, dtype="<f4", mode="r", offset=matrix_at, shape=(rows, dim))
+        else:
+            matrix = np.empty((0, dim), dtype=np.float32)
+        if _fold(matrix) != header["fold"]:
+            return None
+        return columns, matrix, list(header["codes"])
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return None
