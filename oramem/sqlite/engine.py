@@ -336,7 +336,9 @@ class SQLiteEngine(Engine):
     @staticmethod
     def _nearest(conn, t: StoreTables, where: Where, request: SearchRequest, cache: VectorCache,
                  scopes, now_micros: int, k: int) -> list[tuple[int, float]]:
-        """Vector ranking. The cache masks type, scope and TTL; a metadata filter runs in
+        """Vector ranking. The cache masks type, scope and TTL; a metadata filter on
+        top-level scalar fields becomes a mask over cached typed columns once its keys were
+        asked for before in the same cache state (:mod:`.metamask`); otherwise it runs in
         SQL, first lazily over windows of nearest candidates, and over every record only
         when the filter is so selective that the windows would cover a quarter of the
         rows (SC-6.5 either way: the filter applies before the top-k cut)."""
@@ -349,6 +351,14 @@ class SQLiteEngine(Engine):
             return {seq for (seq,) in rows}
 
         mask = cache.mask(request.record_types, scopes, now_micros, None)
+        column_sql = f"SELECT r.seq, json_type(r.metadata, :path), json_extract(r.metadata, :path) FROM {t.records} r"
+
+        def column(key: str) -> list:
+            return conn.execute(column_sql, {"path": f'$."{key}"'}).fetchall()
+
+        in_memory = cache.metadata_mask(request.metadata_filter, column)
+        if in_memory is not None:  # filter first, then top-k over the passing rows only
+            return cache.nearest(request.query_vector, mask & in_memory, k)
         try:
             return cache.nearest(request.query_vector, mask, k, accept)
         except GaveUp:

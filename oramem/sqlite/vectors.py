@@ -23,6 +23,7 @@ import numpy as np
 from ..ann import AnnConfig, AnnIndex
 from ..requests import Scope, ScopeMatch
 from ..types import RECORD_TYPES
+from .metamask import MetadataColumns, Unsupported, compile_mask, keys_of
 from .timefmt import epoch_micros
 
 __all__ = ["VectorCache", "CACHE_ROW_SQL", "GaveUp"]
@@ -85,6 +86,9 @@ class VectorCache:
         self._live = np.zeros(capacity, dtype=bool)
         self._live[: self.size] = True
         self._dead = 0
+        #: True while the matrix is a read-only map of the sidecar file
+        self.mapped = False
+        self._forget_metadata()
         #: type codes of the rows in use (or a superset), so mask() can skip the type test
         self._type_codes = {int(code) for code in np.unique(types[: self.size])}
 
@@ -126,6 +130,7 @@ class VectorCache:
             self._seqs, self._matrix, self._types = grow(self._seqs), grow(self._matrix), grow(self._types)
             self._scopes, self._expires, self._live = grow(self._scopes), grow(self._expires), grow(self._live)
             self._chunk_ids, self._keys = grow(self._chunk_ids), grow(self._keys)
+            self.mapped = False  # copied out of the map
         end = self.size + n
         keys = np.arange(self._next_key, self._next_key + n, dtype=np.int64)
         self._next_key += n
@@ -230,7 +235,10 @@ class VectorCache:
         self.ann = None
         self._next_key = 0
         self._codes = {value: code for code, value in enumerate(codes)}
-        self._reset(columns["chunk_ids"], columns["seqs"], matrix, columns["types"], columns["scopes"], columns["expires"])
+        # a plain ndarray view of the map (the memmap subclass adds per-index overhead)
+        self._reset(columns["chunk_ids"], columns["seqs"], matrix.view(np.ndarray), columns["types"],
+                    columns["scopes"], columns["expires"])
+        self.mapped = True
         self.version = self.saved_version = version
         self._maybe_build_ann()
 
@@ -253,8 +261,37 @@ class VectorCache:
             self.ann.add(keys, columns[2])
         if self._dead > max(1024, self.size // 4):
             self._compact()
+        self._forget_metadata()
         self.version = after
         self._maybe_build_ann()
+
+    # -- in-memory metadata filters (see .metamask) ---------------------------------------
+    def _forget_metadata(self) -> None:
+        self._metadata: Optional[MetadataColumns] = None
+        self._metadata_asked: set[str] = set()
+
+    def metadata_mask(self, metadata_filter, fetch: Callable[[str], list]) -> Optional[np.ndarray]:
+        """The rows whose record passes ``metadata_filter``, evaluated over cached typed
+        columns of the top-level keys it reads, or None when the SQL path should answer:
+        the filter needs it (see :mod:`.metamask`), or a key is asked for the first time
+        in this cache state (a column costs one scan of every record, ~50 ms per 100k;
+        a one-off search is cheaper through the lazy SQL check). ``fetch(key)`` returns
+        ``(seq, json_type, json_extract)`` of the key for every record."""
+        try:
+            keys = keys_of(metadata_filter)
+        except Unsupported:
+            return None
+        if self._metadata is None:
+            self._metadata = MetadataColumns(self._seqs[: self.size], fetch)
+        known = set(self._metadata.columns) | self._metadata_asked
+        if not keys <= known:
+            self._metadata_asked |= keys
+            return None
+        self._metadata.fetch = fetch  # the caller's connection and transaction
+        try:
+            return compile_mask(metadata_filter, self._metadata)
+        except Unsupported:
+            return None
 
     def _code(self, value: Optional[str]) -> int:
         if value is None:

@@ -22,7 +22,7 @@ def corpus(tmp_path_factory):
         "memory",
         record_ids=[f"r{i:04d}" for i in range(n)],
         embeddings=[v.tolist() for v in vectors],
-        metadata=[{"bucket": b, "even": b % 2 == 0} for b in buckets],
+        metadata=[{"bucket": b, "even": b % 2 == 0, "odd": b % 2 == 1, "b2": b} for b in buckets],
     )
     yield store, vectors, buckets
     store.close()
@@ -59,12 +59,14 @@ def test_filtered_search_equals_filter_then_top_k(corpus, flt, pred):
 
 
 def test_permissive_filter_checks_only_a_window(corpus):
+    """The first search on a key ("odd" is used by no other test of this module) asks SQL
+    about windows of candidates only."""
     store, vectors, _ = corpus
     conn = store._engine._db.conn  # the engine's connection: count the window queries
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     try:
-        store.search(query_vector=vectors[0].tolist(), k=5, metadata_filter={"even": True})
+        store.search(query_vector=vectors[0].tolist(), k=5, metadata_filter={"odd": True})
     finally:
         conn.set_trace_callback(None)
     marker = "r.seq IN (SELECT value FROM json_each("
@@ -72,6 +74,33 @@ def test_permissive_filter_checks_only_a_window(corpus):
     full_scans = [s for s in statements if s.lstrip().startswith("SELECT r.seq FROM") and marker not in s]
     assert window_queries, "the lazy window path was not used"
     assert not full_scans
+
+
+def test_repeated_key_is_filtered_in_memory(corpus):
+    """From the second search on a key ("b2": no other test uses it) the filter is a mask
+    over cached typed columns: one column read per key, then no per-record SQL at all, and
+    the answer is still "filter, then top-k"."""
+    store, vectors, buckets = corpus
+    conn = store._engine._db.conn
+    flt = {"$or": [{"b2": {"$gte": 990}}, {"b2": {"$in": [5, 6]}}], "b2": {"$ne": 999}}
+    keep = [(b >= 990 or b in (5, 6)) and b != 999 for b in buckets]
+    store.search(query_vector=vectors[1].tolist(), k=3, metadata_filter=flt)  # first ask: SQL windows
+    rng = np.random.default_rng(9)
+    for round_ in range(3):
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        try:
+            query = rng.normal(size=vectors.shape[1]).astype(np.float32)
+            got = store.search(query_vector=query.tolist(), k=7, metadata_filter=flt)
+        finally:
+            conn.set_trace_callback(None)
+        ids, dists = brute_force(vectors, keep, query, 7)
+        assert [r.id for r, _ in got] == ids
+        assert np.allclose([d for _, d in got], dists, atol=1e-6)
+        per_record = [s for s in statements if s.lstrip().startswith("SELECT r.seq FROM") and "json_each" in s]
+        columns = [s for s in statements if "json_extract(r.metadata" in s]
+        assert not per_record
+        assert len(columns) == (1 if round_ == 0 else 0)
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,7 @@ def test_first_search_writes_it_and_a_fresh_store_maps_it(make, db_path):
     again = make()
     assert _ids(again, vec(3), k=1, user_id="u1") == ["m3"]
     assert _ids(again, vec(2), k=1, user_id="u2") == ["m2"]
-    assert isinstance(_cache(again).matrix, np.memmap)  # mapped, not re-read
+    assert _cache(again).mapped  # mapped, not re-read
     assert _cache(again).saved_version == _cache(again).version
 
 
@@ -61,10 +61,11 @@ def test_own_writes_are_saved_on_close(make, db_path):
     again = make()
     assert _ids(again, vec(0, 1), k=1) == ["n"]
     assert "m1" not in _ids(again, vec(1), k=10)
-    assert isinstance(_cache(again).matrix, np.memmap)
+    assert _cache(again).mapped
     # writing after mapping copies (the map is read-only) and stays correct
     again.add(["more"], record_type="memory", record_ids="x", embeddings=[vec(5, 6)])
     assert _ids(again, vec(5, 6), k=1) == ["x"]
+    assert not _cache(again).mapped
 
 
 def test_other_process_write_makes_it_stale(make, db_path):
@@ -80,7 +81,7 @@ def test_other_process_write_makes_it_stale(make, db_path):
     again = make()
     assert _ids(again, vec(7, 6), k=1) == ["b"]
     assert "m3" not in _ids(again, vec(3), k=10)
-    assert not isinstance(_cache(again).matrix, np.memmap)  # rebuilt from SQLite
+    assert not _cache(again).mapped  # rebuilt from SQLite
 
 
 def test_a_stale_cache_is_not_saved_over_a_newer_database(make, db_path):
@@ -109,7 +110,7 @@ def test_another_process_reads_the_snapshot(make, db_path):
         import numpy as np
         with SQLiteMemoryStore(path, vector_dim=8) as s:
             assert [r.id for r, _ in s.search(query_vector=vec(4), k=1)] == ["m4"]
-            assert isinstance(s._engine._cache.matrix, np.memmap)
+            assert s._engine._cache.mapped
     """)
 
 
@@ -156,12 +157,12 @@ def test_a_damaged_file_is_rebuilt(make, db_path, how):
     _damage(_path(db_path), how)
     again = make()
     assert {i: _ids(again, vec(i), k=3) for i in range(DIM)} == expected
-    assert not isinstance(_cache(again).matrix, np.memmap)
+    assert not _cache(again).mapped
     again.close()
     # and the rebuild wrote a good file again
     third = make()
     assert {i: _ids(third, vec(i), k=3) for i in range(DIM)} == expected
-    assert isinstance(_cache(third).matrix, np.memmap)
+    assert _cache(third).mapped
 
 
 def test_a_snapshot_of_another_database_is_not_used(make, db_path, tmp_path):

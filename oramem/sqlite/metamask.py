@@ -1,0 +1,231 @@
+"""Metadata filters as numpy masks over the vector cache's rows.
+
+A filtered vector search used to multiply the query with the whole matrix and then check
+the filter in SQL on windows of nearest candidates (``VectorCache.nearest(accept=...)``).
+For the common filters — conditions on top-level scalar fields — this module evaluates the
+filter in memory instead, so the search masks first and multiplies only the rows that pass,
+like brute force over the filtered rows.
+
+Each top-level key a filter uses becomes a typed column aligned with the cache's rows: the
+field's JSON type, its number (float64) and the rank of its text among the column's sorted
+distinct texts. It is read once per key and cache version with ``json_type`` /
+``json_extract`` (the same functions the SQL filter uses, so both see the same values) and
+dropped whenever the cache changes.
+
+Supported, with exactly the semantics of :mod:`.filters_sql` (SC-9): ``$and``, ``$or``,
+equality with a scalar (``null``, booleans, numbers — ``1`` equals ``1.0`` —, strings),
+``$eq``, ``$ne``, ``$gt``/``$gte``/``$lt``/``$lte`` on numbers or strings (strings by code
+point, which is SQLite's BINARY order of UTF-8), ``$in``/``$nin`` of scalars, ``$exists``,
+``$not``; a negated test matches a record whose field is missing. Anything else (nested
+paths, subset matches, containers, array operators, keys the JSON path syntax cannot quote,
+integers beyond 2**53, strings with NUL) returns None and the caller keeps the SQL path.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Any, Callable, Mapping, Optional
+
+import numpy as np
+
+__all__ = ["Unsupported", "compile_mask", "keys_of", "MetadataColumns"]
+
+_PATH_SAFE = re.compile(r'^[^"\\\x00-\x1f]+$')
+_EXACT = 2**53
+# JSON type codes of a column (0: the field is missing)
+_MISSING, _NULL, _TRUE, _FALSE, _NUMBER, _TEXT, _OTHER = range(7)
+_TYPE = {"null": _NULL, "true": _TRUE, "false": _FALSE, "integer": _NUMBER, "real": _NUMBER, "text": _TEXT}
+
+
+class Unsupported(Exception):
+    """The filter needs the SQL path."""
+
+
+class Column:
+    """One top-level field over the cache rows."""
+
+    def __init__(self, types: np.ndarray, numbers: np.ndarray, ranks: np.ndarray, texts: list, exact: bool) -> None:
+        self.types, self.numbers, self.ranks, self.texts, self.exact = types, numbers, ranks, texts, exact
+
+
+class MetadataColumns:
+    """Columns per key for one cache state; ``fetch(key) -> [(seq, json type, value)]``
+    reads a key over every record, ``row_seqs`` are the cache rows' record seqs."""
+
+    def __init__(self, row_seqs: np.ndarray, fetch: Callable[[str], list]) -> None:
+        self.row_seqs = row_seqs
+        self.fetch = fetch
+        self.columns: dict[str, Column] = {}
+
+    def column(self, key: str) -> Column:
+        found = self.columns.get(key)
+        if found is None:
+            found = self.columns[key] = self._load(key)
+        return found
+
+    def _load(self, key: str) -> Column:
+        rows = self.fetch(key)
+        m = len(rows)
+        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=m)
+        types = np.fromiter((_TYPE.get(r[1], _OTHER) if r[1] is not None else _MISSING for r in rows),
+                            dtype=np.int8, count=m)
+        numbers = np.full(m, np.nan)
+        exact = True
+        is_number = np.flatnonzero(types == _NUMBER)
+        if is_number.size:
+            values = [rows[i][2] for i in is_number.tolist()]
+            exact = all(isinstance(v, float) or -_EXACT <= v <= _EXACT for v in values)
+            numbers[is_number] = np.array(values, dtype=np.float64)
+        is_text = np.flatnonzero(types == _TEXT)
+        texts = sorted({rows[i][2] for i in is_text.tolist()})
+        ranks = np.full(m, -1, dtype=np.int64)
+        if is_text.size:
+            rank = {text: r for r, text in enumerate(texts)}
+            ranks[is_text] = np.fromiter((rank[rows[i][2]] for i in is_text.tolist()), dtype=np.int64,
+                                         count=is_text.size)
+        # align with the cache rows (every row's record is among the fetched records)
+        # (rows of deleted records, dead in the cache, get a neighbour's values: the
+        # cache's live mask excludes them)
+        if m == 0:
+            n = self.row_seqs.size
+            return Column(np.zeros(n, dtype=np.int8), np.full(n, np.nan), np.full(n, -1, dtype=np.int64), [], True)
+        order = np.argsort(seqs, kind="stable")
+        at = order[np.minimum(np.searchsorted(seqs[order], self.row_seqs), m - 1)]
+        return Column(types[at], numbers[at], ranks[at], texts, exact)
+
+
+def keys_of(flt: Mapping[str, Any]) -> set[str]:
+    """The top-level keys a filter reads (through ``$and``/``$or``); raises
+    :class:`Unsupported` for a key the in-memory path cannot address."""
+    keys: set[str] = set()
+    for key, condition in flt.items():
+        if key in ("$and", "$or") and isinstance(condition, list):
+            for sub in condition:
+                if not isinstance(sub, Mapping):
+                    raise Unsupported(key)
+                keys |= keys_of(sub)
+        elif not isinstance(key, str) or key.startswith("$") or not _PATH_SAFE.match(key):
+            raise Unsupported(key)
+        else:
+            keys.add(key)
+    return keys
+
+
+def compile_mask(flt: Mapping[str, Any], columns: MetadataColumns) -> np.ndarray:
+    """The rows (of ``columns.row_seqs``) whose record passes ``flt``; raises
+    :class:`Unsupported` for what only the SQL path evaluates."""
+    return _document(flt, columns)
+
+
+def _all(n: int) -> np.ndarray:
+    return np.ones(n, dtype=bool)
+
+
+def _document(flt: Mapping[str, Any], cols: MetadataColumns) -> np.ndarray:
+    mask = _all(cols.row_seqs.size)
+    for key, condition in flt.items():
+        if key in ("$and", "$or"):
+            if not isinstance(condition, list):
+                raise Unsupported(key)
+            parts = [_document(sub, cols) for sub in condition]
+            if key == "$and":
+                for part in parts:
+                    mask &= part
+            else:
+                union = np.zeros(cols.row_seqs.size, dtype=bool)
+                for part in parts:
+                    union |= part
+                mask &= union
+        elif not isinstance(key, str) or key.startswith("$") or not _PATH_SAFE.match(key):
+            raise Unsupported(key)
+        else:
+            mask &= _field(key, condition, cols)
+    return mask
+
+
+def _field(key: str, condition: Any, cols: MetadataColumns) -> np.ndarray:
+    if isinstance(condition, Mapping):
+        if not condition or not all(isinstance(k, str) and k.startswith("$") for k in condition):
+            raise Unsupported("subset match or an empty object")
+        mask = _all(cols.row_seqs.size)
+        for op, arg in condition.items():
+            mask &= _operator(key, op, arg, cols)
+        return mask
+    return _equals(cols.column(key), condition)
+
+
+def _operator(key: str, op: str, arg: Any, cols: MetadataColumns) -> np.ndarray:
+    if op == "$not":
+        return ~_field(key, arg, cols)
+    if op == "$exists":
+        present = cols.column(key).types != _MISSING
+        return present if arg else ~present
+    if op in ("$eq", "$ne"):
+        found = _equals(cols.column(key), arg)
+        return found if op == "$eq" else ~found
+    if op in ("$in", "$nin"):
+        if not isinstance(arg, list):
+            raise Unsupported(op)
+        column = cols.column(key)
+        found = np.zeros(cols.row_seqs.size, dtype=bool)
+        for value in arg:
+            found |= _equals(column, value)
+        return found if op == "$in" else ~found
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        return _compare(cols.column(key), op, arg)
+    raise Unsupported(op)
+
+
+def _scalar(value: Any) -> None:
+    if isinstance(value, (list, tuple, Mapping)):
+        raise Unsupported("container value")
+    if isinstance(value, str) and "\x00" in value:
+        raise Unsupported("NUL in a string")
+    if isinstance(value, int) and not isinstance(value, bool) and not -_EXACT <= value <= _EXACT:
+        raise Unsupported("integer beyond 2**53")
+    if value is not None and not isinstance(value, (bool, int, float, str)):
+        raise Unsupported(type(value).__name__)
+
+
+def _equals(column: Column, value: Any) -> np.ndarray:
+    _scalar(value)
+    if value is None:
+        return column.types == _NULL
+    if isinstance(value, bool):
+        return column.types == (_TRUE if value else _FALSE)
+    if isinstance(value, (int, float)):
+        if not column.exact:
+            raise Unsupported("integers beyond 2**53 in the column")
+        return (column.types == _NUMBER) & (column.numbers == float(value))
+    i = bisect.bisect_left(column.texts, value)
+    if i < len(column.texts) and column.texts[i] == value:
+        return column.ranks == i
+    return np.zeros(column.ranks.size, dtype=bool)
+
+
+def _compare(column: Column, op: str, value: Any) -> np.ndarray:
+    _scalar(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise Unsupported(op)  # the SQL compiler raises the user-facing error
+    if isinstance(value, str):
+        texts, ranks = column.texts, column.ranks
+        if op == "$gt":
+            return ranks >= bisect.bisect_right(texts, value)
+        if op == "$gte":
+            return ranks >= bisect.bisect_left(texts, value)
+        if op == "$lt":
+            return (ranks >= 0) & (ranks < bisect.bisect_left(texts, value))
+        return (ranks >= 0) & (ranks < bisect.bisect_right(texts, value))
+    if not column.exact:
+        raise Unsupported("integers beyond 2**53 in the column")
+    number = column.numbers
+    x = float(value)
+    with np.errstate(invalid="ignore"):  # NaN (not a number) compares false
+        if op == "$gt":
+            return number > x
+        if op == "$gte":
+            return number >= x
+        if op == "$lt":
+            return number < x
+        return number <= x
