@@ -221,3 +221,30 @@ def test_unwritable_directory_falls_back_to_sqlite(make, db_path, monkeypatch):
     _fill(store)
     assert _ids(store, vec(2), k=1) == ["m2"]
     assert not os.path.exists(_path(db_path))
+
+
+def test_a_process_killed_while_writing_leaves_a_usable_store(make, db_path):
+    """The writer dies between writing the temporary file and renaming it: the old
+    sidecar is untouched (and stale, so not used), the answer is right, and the next
+    load writes a good file."""
+    store = make()
+    _fill(store)
+    _ids(store, vec(0))
+    store.close()
+    run_child(db_path, """
+        import os
+        from oramem.sqlite import sidecar
+        with SQLiteMemoryStore(path, vector_dim=8) as s:
+            s.add(["late"], record_type="memory", record_ids="late", embeddings=[vec(6, 7)])
+            sidecar.os.replace = lambda *a: os._exit(0)  # killed right before the rename
+            s.search(query_vector=vec(0), k=1)
+    """)
+    leftovers = [n for n in os.listdir(os.path.dirname(db_path)) if n.endswith(".tmp")]
+    assert leftovers  # the torn temporary file, never read
+    again = make()
+    assert _ids(again, vec(6, 7), k=1) == ["late"]
+    assert not _cache(again).mapped
+    again.close()
+    third = make()
+    assert _ids(third, vec(6, 7), k=1) == ["late"]
+    assert _cache(third).mapped
