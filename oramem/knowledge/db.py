@@ -22,7 +22,7 @@ import threading
 from typing import Any, Iterator
 
 import sqlalchemy as sa
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import NullPool, StaticPool
 
 from ..errors import StoreBusy, StoreError
 
@@ -121,8 +121,17 @@ class OracleBackend(Backend):
 
     def __init__(self, store: Any, agent_table: Any = None) -> None:
         target, kind = store.engine.source, store.engine.source_kind
+        self._handlers: dict[int, Any] = {}
         if kind == "pool":
-            self.sa_engine = sa.create_engine("oracle+oracledb://", creator=target.acquire)
+            # NullPool: every SQLAlchemy checkout acquires from the store's pool and every
+            # checkin releases to it (SQLAlchemy, dialects/oracle/oracledb.py "Using
+            # python-oracledb Connection Pooling"). The default QueuePool would keep up to
+            # 15 of the store's pooled connections checked out and block the store (F5).
+            self.sa_engine = sa.create_engine("oracle+oracledb://", creator=lambda: self._acquire(target),
+                                              poolclass=NullPool)
+            # SQLAlchemy's on_connect sets its outputtypehandler on each connection: the
+            # store's own handler (if any) is put back before the connection goes home.
+            sa.event.listen(self.sa_engine, "checkin", self._restore_handler)
         elif kind == "conn":
             self.sa_engine = sa.create_engine(
                 "oracle+oracledb://", creator=lambda: target, poolclass=StaticPool, pool_reset_on_return=None
@@ -136,6 +145,15 @@ class OracleBackend(Backend):
             raise StoreError("this OracleDBMemoryStore does not expose its connection source to the knowledge layer")
         self.agent_table = agent_table
         self._local = threading.RLock()
+
+    def _acquire(self, pool: Any) -> Any:
+        conn = pool.acquire()
+        self._handlers[id(conn)] = conn.outputtypehandler
+        return conn
+
+    def _restore_handler(self, dbapi_conn: Any, record: Any) -> None:
+        if dbapi_conn is not None and id(dbapi_conn) in self._handlers:
+            dbapi_conn.outputtypehandler = self._handlers.pop(id(dbapi_conn))
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:

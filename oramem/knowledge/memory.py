@@ -158,12 +158,13 @@ class KnowledgeMemory:
         return await asyncio.get_running_loop().run_in_executor(self._executor, ctx.run, call)
 
     async def _search(self, **kwargs):
-        """Store search: on SQLite the sync call on the worker pool; elsewhere the store's
-        async twin (python-oracledb's native asyncio). A vector query is a pure vector
-        search on every store (SC-6.6), also on a hybrid one."""
+        """Store search in the store's colour: a store opened on a sync source (SQLite, a
+        sync python-oracledb pool or connection) runs its sync call on the worker pool; an
+        async-only store (an async pool) its async twin (python-oracledb's native asyncio).
+        A vector query is a pure vector search on every store (SC-6.6), also on a hybrid one."""
         if kwargs.get("query_vector") is not None and kwargs.get("strategy") is None:
             kwargs["strategy"] = "vector"
-        if self._backend.dialect_name == "sqlite":
+        if not getattr(self._store.engine, "async_only", False):
             return await self._in_thread(self._store.search, **kwargs)
         return await self._store.search_async(**kwargs)
 

@@ -225,6 +225,8 @@ class FakeAsyncCursor(_CursorBase):
 
 
 class FakeConnection(oracledb.Connection):
+    outputtypehandler: Any = None  # a plain attribute (the real one is a property over _impl)
+
     def __init__(self, rec: Recorder, pooled: bool = False) -> None:
         self._impl = None
         self.rec = rec
