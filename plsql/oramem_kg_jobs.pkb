@@ -670,5 +670,153 @@ AS
       END IF;
       COMMIT;
    END drop_scheduler;
+   ---------------------------------------------------------------------------------------
+   -- deletion hook (KnowledgeMemory._deletion_hook on SQLite)
+   ---------------------------------------------------------------------------------------
+   PROCEDURE on_store_delete(
+      in_event IN CLOB
+   )
+   IS
+      l_doc     JSON_OBJECT_T;
+      l_arr     JSON_ARRAY_T;
+      l_pair    JSON_ARRAY_T;
+      l_sid     VARCHAR2(128);
+      l_count   PLS_INTEGER;
+      l_facts   vc_tab_t;
+      l_msgs    vc_tab_t;
+      l_tmp     vc_tab_t;
+      l_tmp2    vc_tab_t;
+      TYPE sfx_t IS VARRAY(11) OF VARCHAR2(30);
+      l_sfx     CONSTANT sfx_t := sfx_t('FACT_ENTITY_LINK', 'RELATIONSHIP', 'ENTITY_ALIAS', 'FACT', 'EVENT',
+                                         'ENTITY', 'CLUSTER', 'META_OBSERVATION', 'ATTRIBUTE_REGISTRY',
+                                         'INTENTION', 'SESSION_OBSERVATION');
+      l_owners  word_map_t;         -- agent ids of deleted facts (keys)
+      l_keys    word_map_t;         -- agent_id || CHR(0) || entity_key of touched entities
+      l_gone    word_map_t;         -- deleted fact ids
+      l_obs_ids vc_tab_t;
+      l_obs_sup clob_tab_t;
+      l_sup     JSON_ARRAY_T;
+      l_keep    JSON_ARRAY_T;
+      l_changed BOOLEAN;
+      l_key     VARCHAR2(4000);
+      l_now     TIMESTAMP(6) := oramem_registry.utc_now;
+      l_link    VARCHAR2(300);
+      l_fact    VARCHAR2(300);
+      l_event   VARCHAR2(300);
+      l_obs     VARCHAR2(300);
+      l_ent     VARCHAR2(300);
+      l_rel     VARCHAR2(300);
+   BEGIN
+      IF in_event IS NULL THEN
+         RETURN;
+      END IF;
+      l_doc := JSON_OBJECT_T.parse(in_event);
+      l_sid := store_key(l_doc.get_string('memory_store_id'));
+      SELECT COUNT(*) INTO l_count FROM user_tables WHERE table_name = l_sid || '_KG_FACT';
+      IF l_count = 0 THEN
+         RETURN;   -- no knowledge layer on this store
+      END IF;
+      l_link  := kg_table(l_sid, 'FACT_ENTITY_LINK');
+      l_fact  := kg_table(l_sid, 'FACT');
+      l_event := kg_table(l_sid, 'EVENT');
+      l_obs   := kg_table(l_sid, 'META_OBSERVATION');
+      l_ent   := kg_table(l_sid, 'ENTITY');
+      l_rel   := kg_table(l_sid, 'RELATIONSHIP');
+
+      -- records: [[record_type, record_id], ...]
+      l_arr := l_doc.get_array('records');
+      IF l_arr IS NOT NULL THEN
+         FOR i IN 0 .. l_arr.get_size - 1 LOOP
+            l_pair := TREAT(l_arr.get(i) AS JSON_ARRAY_T);
+            IF l_pair.get_string(0) = 'fact' THEN
+               l_facts(l_facts.COUNT + 1) := l_pair.get_string(1);
+            ELSIF l_pair.get_string(0) = 'message' THEN
+               l_msgs(l_msgs.COUNT + 1) := l_pair.get_string(1);
+            END IF;
+         END LOOP;
+      END IF;
+
+      -- 1. facts (KnowledgeMemory._purge_facts)
+      FOR i IN 1 .. l_facts.COUNT LOOP
+         l_gone(l_facts(i)) := 1;
+         EXECUTE IMMEDIATE 'DELETE FROM ' || l_link || ' WHERE fact_id = :1 RETURNING agent_id, entity_key INTO :2, :3'
+            USING l_facts(i) RETURNING BULK COLLECT INTO l_tmp, l_tmp2;
+         FOR j IN 1 .. l_tmp.COUNT LOOP
+            l_keys(l_tmp(j) || CHR(0) || l_tmp2(j)) := 1;
+         END LOOP;
+         EXECUTE IMMEDIATE 'DELETE FROM ' || l_rel || ' WHERE evidence_fact_id = :1' USING l_facts(i);
+         EXECUTE IMMEDIATE 'UPDATE ' || l_fact || ' SET supersedes_fact_id = NULL WHERE supersedes_fact_id = :1'
+            USING l_facts(i);
+         EXECUTE IMMEDIATE 'DELETE FROM ' || l_fact || ' WHERE id = :1 RETURNING agent_id INTO :2'
+            USING l_facts(i) RETURNING BULK COLLECT INTO l_tmp;
+         FOR j IN 1 .. l_tmp.COUNT LOOP
+            l_owners(l_tmp(j)) := 1;
+         END LOOP;
+      END LOOP;
+      l_key := l_owners.FIRST;
+      WHILE l_key IS NOT NULL LOOP
+         EXECUTE IMMEDIATE 'SELECT id, JSON_SERIALIZE(supporting_fact_ids RETURNING CLOB) FROM ' || l_obs
+                        || ' WHERE agent_id = :1 AND supporting_fact_ids IS NOT NULL'
+            BULK COLLECT INTO l_obs_ids, l_obs_sup USING l_key;
+         FOR j IN 1 .. l_obs_ids.COUNT LOOP
+            l_sup := JSON_ARRAY_T.parse(l_obs_sup(j));
+            l_keep := JSON_ARRAY_T();
+            l_changed := FALSE;
+            FOR k IN 0 .. l_sup.get_size - 1 LOOP
+               IF l_sup.get_string(k) IS NOT NULL AND l_gone.EXISTS(l_sup.get_string(k)) THEN
+                  l_changed := TRUE;
+               ELSE
+                  l_keep.append(l_sup.get(k));
+               END IF;
+            END LOOP;
+            IF l_changed THEN
+               EXECUTE IMMEDIATE 'UPDATE ' || l_obs || ' SET supporting_fact_ids = JSON(:1) WHERE id = :2'
+                  USING l_keep.to_clob, l_obs_ids(j);
+            END IF;
+         END LOOP;
+         l_key := l_owners.NEXT(l_key);
+      END LOOP;
+      -- fact_count = distinct current, unexpired linked facts (commit.recount)
+      l_key := l_keys.FIRST;
+      WHILE l_key IS NOT NULL LOOP
+         EXECUTE IMMEDIATE 'UPDATE ' || l_ent || ' e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM '
+                        || l_link || ' l JOIN ' || l_fact || ' f ON f.id = l.fact_id'
+                        || ' WHERE l.agent_id = e.agent_id AND l.entity_key = e.canonical_key'
+                        || ' AND f.valid_to IS NULL AND f.invalidated_at IS NULL'
+                        || ' AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, ''DAY'') > :1))'
+                        || ' WHERE e.agent_id = :2 AND e.canonical_key = :3'
+            USING l_now, SUBSTR(l_key, 1, INSTR(l_key, CHR(0)) - 1), SUBSTR(l_key, INSTR(l_key, CHR(0)) + 1);
+         l_key := l_keys.NEXT(l_key);
+      END LOOP;
+
+      -- 2. events: deleted messages and the events of deleted threads
+      l_arr := l_doc.get_array('thread_ids');
+      IF l_arr IS NOT NULL THEN
+         FOR i IN 0 .. l_arr.get_size - 1 LOOP
+            EXECUTE IMMEDIATE 'SELECT id FROM ' || l_event || ' WHERE session_id = :1'
+               BULK COLLECT INTO l_tmp USING l_arr.get_string(i);
+            FOR j IN 1 .. l_tmp.COUNT LOOP
+               l_msgs(l_msgs.COUNT + 1) := l_tmp(j);
+            END LOOP;
+         END LOOP;
+      END IF;
+      FOR i IN 1 .. l_msgs.COUNT LOOP
+         EXECUTE IMMEDIATE 'UPDATE ' || l_fact || ' SET source_event_id = NULL WHERE source_event_id = :1'
+            USING l_msgs(i);
+         EXECUTE IMMEDIATE 'DELETE FROM ' || l_event || ' WHERE id = :1' USING l_msgs(i);
+      END LOOP;
+
+      -- 3. deleted agents: every row of the agent (KGTables.all_agent_tables order)
+      l_arr := l_doc.get_array('agent_ids');
+      IF l_arr IS NOT NULL THEN
+         FOR i IN 0 .. l_arr.get_size - 1 LOOP
+            FOR t IN 1 .. l_sfx.COUNT LOOP
+               EXECUTE IMMEDIATE 'DELETE FROM ' || kg_table(l_sid, l_sfx(t)) || ' WHERE agent_id = :1'
+                  USING l_arr.get_string(i);
+            END LOOP;
+         END LOOP;
+      END IF;
+   END on_store_delete;
+
 END oramem_kg_jobs;
 /

@@ -112,5 +112,27 @@ AS
    PROCEDURE drop_scheduler(
       in_store_id IN VARCHAR2
    );
+
+   /*
+    * on_store_delete: the store's deletion hook for the knowledge layer (SC-8.5, KC-3.6),
+    * registered by KnowledgeMemory on Oracle as 'ORAMEM_KG_JOBS.ON_STORE_DELETE'
+    * (oramem_admin.set_deletion_hook). in_event is the DeletionEvent JSON
+    * (plsql/README.md). It does what the SQLite hook (KnowledgeMemory._deletion_hook)
+    * does, in the caller's transaction:
+    *  - records of type 'fact': their entity links, the relationships they evidence and
+    *    the fact rows go; supersedes_fact_id stops naming them; they leave the
+    *    supporting_fact_ids of their agents' meta-observations; fact_count of the linked
+    *    entities is recounted (distinct current, unexpired facts);
+    *  - records of type 'message' and the events of the deleted thread_ids: the events
+    *    go and facts stop naming them as source_event_id;
+    *  - agent_ids: every row of the agent in the 11 knowledge tables goes.
+    * Nothing happens when the store has no knowledge tables (<ID>_KG_FACT missing).
+    * Errors: -20010 bad memory_store_id in the event; any SQL error is raised (and so
+    *  undoes the store's delete, as documented for hooks).
+    * Commit: never (it runs inside the store's delete, cascade or purge transaction).
+    */
+   PROCEDURE on_store_delete(
+      in_event IN CLOB
+   );
 END oramem_kg_jobs;
 /

@@ -59,6 +59,10 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+#: the PL/SQL deletion hook of the knowledge layer on Oracle (plsql/oramem_kg_jobs.pks)
+ORACLE_DELETION_HOOK = "ORAMEM_KG_JOBS.ON_STORE_DELETE"
+
+
 class KnowledgeMemory:
     """Long-term knowledge over an open oramem store (KC-1.2).
 
@@ -122,6 +126,11 @@ class KnowledgeMemory:
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oramem-kg")
         if self._backend.dialect_name == "sqlite":
             store.register_deletion_hook(self._deletion_hook)
+        else:
+            # Oracle: the PL/SQL twin of _deletion_hook runs inside the store's delete,
+            # cascade and purge transactions (SC-8.5, KC-3.6; review F16). It replaces a
+            # hook registered before (one PL/SQL hook per store).
+            store.register_deletion_hook(ORACLE_DELETION_HOOK)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:

@@ -100,11 +100,36 @@ _scripts = click.option("--scripts-dir", type=click.Path(file_okay=False), defau
 
 @db.command()
 @_scripts
+@click.option("--knowledge-store", "knowledge_stores", multiple=True, metavar="STORE_ID",
+              help="also create the knowledge tables <STORE_ID>_KG_* of this store (repeatable; "
+                   "needs --vector-dim)")
+@click.option("--vector-dim", type=int, default=None, help="the stores' vector dimension, for --knowledge-store")
 @click.pass_obj
-def install(settings: _Settings, scripts_dir: Optional[str]) -> None:
-    """Create oramem's tables and packages (idempotent; DDL commits)."""
+def install(settings: _Settings, scripts_dir: Optional[str], knowledge_stores: tuple, vector_dim: Optional[int]) -> None:
+    """Create oramem's tables and packages (idempotent; DDL commits), and with
+    --knowledge-store the knowledge tables of those stores (KnowledgeMemory also creates
+    them on first use with schema_policy=CREATE_IF_NECESSARY)."""
+    if knowledge_stores and vector_dim is None:
+        raise click.UsageError("--knowledge-store needs --vector-dim (the store's vector dimension)")
+    if vector_dim is not None and not knowledge_stores:
+        raise click.UsageError("--vector-dim is only used with --knowledge-store STORE_ID")
+    from ..knowledge.schema import oracle_ddl
+
+    for sid in knowledge_stores:  # bad ids and dimensions are refused before anything runs
+        try:
+            if not 1 <= vector_dim <= 65535:  # type: ignore[operator]
+                raise ValueError(f"--vector-dim must be in 1..65535, got {vector_dim}")
+            oracle_ddl(sid, vector_dim)  # type: ignore[arg-type]
+        except ValueError as e:
+            raise click.UsageError(f"--knowledge-store {sid}: {e}")
     n, root = _run_scripts(settings, scripts_dir, admin.install)
     click.echo(f"oramem installed: {n} statements from {root}")
+    for sid in knowledge_stores:
+        try:
+            k = admin.install_knowledge(settings.connection(), sid, vector_dim, echo=click.echo)  # type: ignore[arg-type]
+        except Exception as e:
+            raise _fail(e)
+        click.echo(f"knowledge tables of {sid.upper()}: {k} statements")
 
 
 @db.command()

@@ -283,3 +283,36 @@ def test_splitter_agrees_with_parseora_on_repository_scripts():
         mine = [(i.kind, i.line) for i in split_script(text)]
         theirs = [(i["kind"], i["line"]) for i in parseora.split(text)]
         assert mine == theirs, f"{path.name}: {mine} != {theirs}"
+
+
+def test_install_knowledge_creates_the_stores_kg_tables_idempotently():
+    # issue 10 item 3: the knowledge DDL through `oramem db install`
+    rec = Recorder()
+    n = admin.install_knowledge(VConn(rec), "mystore", 8, echo=lambda s: None)
+    executed = [c.name for c in rec.of("execute")]
+    assert n == len(executed) > 11
+    assert all(s.startswith(("CREATE TABLE IF NOT EXISTS", "CREATE INDEX IF NOT EXISTS")) for s in executed)
+    assert any('"MYSTORE_KG_FACT"' in s for s in executed) and any("VECTOR(8, FLOAT32)" in s for s in executed)
+    with pytest.raises(ValueError, match="memory_store_id"):
+        admin.install_knowledge(VConn(Recorder()), "bad id;", 8)
+    with pytest.raises(ValueError, match="vector_dim"):
+        admin.install_knowledge(VConn(Recorder()), "mystore", 0)
+
+
+def test_cli_install_with_knowledge_store(tmp_path, fake_connect):
+    root = scripts(tmp_path)
+    rec = fake_connect({"sql:from user_objects": ALL_VALID})
+    env = {"ORAMEM_DSN": "db:1521/FREEPDB1", "ORAMEM_USER": "oramem", "ORAMEM_PASSWORD": "p"}
+    res = CliRunner().invoke(cli.db, ["install", "--scripts-dir", str(root), "--knowledge-store", "kstore",
+                                      "--vector-dim", "16"], env=env)
+    assert res.exit_code == 0, res.output
+    assert "knowledge tables of KSTORE" in res.output
+    assert any('"KSTORE_KG_EVENT"' in c.name for c in rec.of("execute"))
+    # bad input: refused before anything runs
+    for args, msg in ((["--knowledge-store", "kstore"], "needs --vector-dim"),
+                      (["--vector-dim", "16"], "only used with --knowledge-store"),
+                      (["--knowledge-store", "1bad", "--vector-dim", "16"], "memory_store_id")):
+        rec2 = fake_connect({})
+        res = CliRunner().invoke(cli.db, ["install", "--scripts-dir", str(root), *args], env=env)
+        assert res.exit_code == 2 and msg in res.output, res.output
+        assert not rec2.of("execute")

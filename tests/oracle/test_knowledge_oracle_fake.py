@@ -74,3 +74,23 @@ def test_f13_json_columns_are_bound_as_clob_on_oracle():
         assert col.type._unwrapped_dialect_impl(dialect).get_dbapi_type(oracledb) is oracledb.CLOB, col
     # the dialect puts CLOB into setinputsizes (it is in include_set_input_sizes)
     assert oracledb.CLOB in dialect.include_set_input_sizes
+
+
+def test_f16_knowledge_memory_registers_the_plsql_deletion_hook(monkeypatch):
+    import oramem.knowledge.memory as memory_mod
+
+    store, _, rec = store_over_fake()
+    rec.answers["oramem_admin.set_deletion_hook"] = None
+    monkeypatch.setattr(memory_mod, "apply_schema_policy", lambda *a, **k: None)  # no tables to create here
+
+    class LLM:
+        async def complete_async(self, *a, **k):
+            raise AssertionError("not called")
+
+    km = KnowledgeMemory(store, LLM())
+    try:
+        hooks = [c for c in rec.plsql if c.name == "oramem_admin.set_deletion_hook"]
+        assert [c.binds["in_procedure_name"] for c in hooks] == ["ORAMEM_KG_JOBS.ON_STORE_DELETE"]
+        assert hooks[0].binds["in_store_id"] == "MYSTORE"
+    finally:
+        km.close()

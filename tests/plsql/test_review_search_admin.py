@@ -44,3 +44,35 @@ def test_f3_hybrid_index_sync_is_under_manual_maintenance():
     hybrid_ddl = code[code.index("gc_tpl_hybrid, '#HVI#'"):]
     hybrid_ddl = hybrid_ddl[: hybrid_ddl.index(";")]
     assert "hybrid_params(" in hybrid_ddl and "text_params(" not in hybrid_ddl
+
+
+KG_SPEC = (REPO / "plsql" / "oramem_kg_jobs.pks").read_text()
+KG_BODY = (REPO / "plsql" / "oramem_kg_jobs.pkb").read_text()
+
+
+def _procedure(text: str, name: str) -> str:
+    m = re.search(rf"PROCEDURE\s+{name}\s*\(.*?END\s+{name}\s*;", text, re.S | re.I)
+    assert m, f"{name} not found"
+    return m.group(0)
+
+
+def test_f16_knowledge_deletion_hook_mirrors_the_sqlite_hook():
+    assert re.search(r"PROCEDURE\s+on_store_delete\s*\(\s*in_event\s+IN\s+CLOB\s*\)", KG_SPEC, re.I)
+    body = _code(_procedure(KG_BODY, "on_store_delete"))
+    # runs in the store's transaction: never commits or rolls back, no autonomous transaction
+    assert not re.search(r"\b(COMMIT|ROLLBACK|AUTONOMOUS_TRANSACTION)\b", body, re.I)
+    # what KnowledgeMemory._deletion_hook does on SQLite
+    for needle in ("'FACT_ENTITY_LINK'", "WHERE fact_id = :1", "WHERE evidence_fact_id = :1",
+                   "SET supersedes_fact_id = NULL", "supporting_fact_ids = JSON(:1)", "SET fact_count =",
+                   "WHERE session_id = :1", "SET source_event_id = NULL", "get_array('agent_ids')"):
+        assert needle in body, needle
+    # the agent-wide delete covers the 11 tables of KGTables.all_agent_tables, in its order
+    from oramem.knowledge.schema import build_tables
+
+    order = [t.name.split("_KG_", 1)[1] for t in build_tables("S1", 8).all_agent_tables()]
+    listed = re.search(r"sfx_t\((.*?)\);", body, re.S).group(1)
+    assert re.findall(r"'([A-Z_]+)'", listed) == order
+    # and KnowledgeMemory registers it
+    from oramem.knowledge.memory import ORACLE_DELETION_HOOK
+
+    assert ORACLE_DELETION_HOOK == "ORAMEM_KG_JOBS.ON_STORE_DELETE"
