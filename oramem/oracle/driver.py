@@ -112,7 +112,10 @@ def _vector(v: Optional[np.ndarray]) -> Optional[list[float]]:
     arr = np.asarray(v)
     if arr.ndim != 1:
         raise ValueError(f"a vector must be 1-D, got shape {arr.shape}")
-    out = [float(x) for x in arr.astype(np.float32)]
+    # The shortest decimal that reads back as the same float32 (numpy's str of a float32),
+    # not the float32 widened to a double ("0.1", not "0.10000000149011612"): about half
+    # the payload (review F20); TO_VECTOR(..., FLOAT32) rounds it to the same float32.
+    out = [float(str(x)) for x in arr.astype(np.float32)]
     if not all(math.isfinite(x) for x in out):
         raise ValueError("vectors must contain finite numbers only (no NaN or infinity)")
     return out

@@ -224,8 +224,7 @@ def test_add_sends_one_batch_and_commits(kind):
         {"id": "r1", "record_type": "memory", "content": "hello", "thread_id": "t1", "user_id": "u1",
          "agent_id": None, "role": None, "timestamp": "2026-11-30T17:08:00.000000+00:00",
          "metadata": {"topic": "x"}, "ttl": {"days": 30, "anchor": "created_at"},
-         "chunks": [{"text": "hello", "vector": [float(np.float32(0.1)), float(np.float32(0.2)),
-                                                  float(np.float32(0.3))]},
+         "chunks": [{"text": "hello", "vector": [0.1, 0.2, 0.3]},
                     {"text": "more", "vector": None}]},
         {"id": "m1", "record_type": "message", "content": "hello", "thread_id": "t1", "user_id": "u1",
          "agent_id": None, "role": "user", "timestamp": "2026-11-30T17:08:00.000000+00:00",
@@ -453,3 +452,17 @@ def test_sync_registration_on_an_async_engine_is_applied_before_the_next_call():
     rec.calls.clear()
     asyncio.run(engine.get_async("memory", "r1"))
     assert [c.name for c in rec.plsql] == ["oramem_store.get_json"]
+
+
+def test_f20_vectors_are_sent_as_shortest_float32_decimals():
+    from oramem.oracle.driver import _vector
+
+    rng = np.random.default_rng(7)
+    v = np.concatenate([rng.standard_normal(380), [1e-30, -3.4e38, 0.0, 7.0]]).astype(np.float32)
+    sent = _vector(v)
+    # exact float32 round trip (what TO_VECTOR(..., FLOAT32) reads back)
+    assert np.array_equal(np.array(sent, dtype=np.float32), v)
+    text = json.dumps(sent, separators=(",", ":"))
+    widened = json.dumps([float(x) for x in v], separators=(",", ":"))
+    assert len(text) < 0.6 * len(widened), (len(text), len(widened))
+    assert json.dumps(_vector(np.array([0.1, 0.5], dtype=np.float32))) == "[0.1, 0.5]"
