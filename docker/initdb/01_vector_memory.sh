@@ -25,6 +25,9 @@ ALTER SYSTEM SET vector_memory_size = ${SIZE} SCOPE = SPFILE;
 SHUTDOWN IMMEDIATE
 STARTUP
 ALTER PLUGGABLE DATABASE ALL OPEN;
+-- register the services with the listener now, not at the next LREG cycle: 03 connects
+-- through the listener right after this (review F14)
+ALTER SYSTEM REGISTER;
 EXIT
 SQL
 fi

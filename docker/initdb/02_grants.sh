@@ -20,6 +20,18 @@ GRANT EXECUTE ON CTXSYS.CTX_DDL TO ${USER_NAME};
 GRANT EXECUTE ON SYS.DBMS_LOCK TO ${USER_NAME};
 GRANT SELECT ON SYS.V_\$PARAMETER TO ${USER_NAME};
 GRANT SELECT ON SYS.V_\$VECTOR_MEMORY_POOL TO ${USER_NAME};
+-- HYBRID stores: oramem_admin calls DBMS_VECTOR_CHAIN, oramem_search DBMS_HYBRID_VECTOR from
+-- definer's-rights code, so a role (DB_DEVELOPER_ROLE, CTXAPP) is not enough (review F9).
+-- The docs do not name the packages' owner: look it up, grant on what exists.
+BEGIN
+   FOR p IN (SELECT owner, object_name FROM dba_objects
+             WHERE object_type = 'PACKAGE' AND object_name IN ('DBMS_VECTOR_CHAIN', 'DBMS_HYBRID_VECTOR')
+             AND owner IN ('SYS', 'CTXSYS')) LOOP
+      EXECUTE IMMEDIATE 'GRANT EXECUTE ON ' || DBMS_ASSERT.ENQUOTE_NAME(p.owner) || '.'
+                        || DBMS_ASSERT.ENQUOTE_NAME(p.object_name) || ' TO ' || DBMS_ASSERT.ENQUOTE_NAME(UPPER('${USER_NAME}'));
+   END LOOP;
+END;
+/
 EXIT
 SQL
 echo "oramem: direct grants given to ${USER_NAME}"

@@ -361,6 +361,19 @@ def doctor(conn: Any) -> list[Check]:
         "keyword/hybrid index maintenance from PL/SQL",
         "as a DBA: GRANT EXECUTE ON CTXSYS.CTX_DDL TO <user>;", required=False,
     ))
+    # HYBRID stores: definer's-rights calls of DBMS_VECTOR_CHAIN (index preference) and
+    # DBMS_HYBRID_VECTOR (search) need a direct grant (review F9); the owner is looked up
+    # by 02_grants.sh, so any owner counts here.
+    granted_names = {t for _, t in granted}
+    for pkg, why in (("DBMS_VECTOR_CHAIN", "creating HYBRID stores (the vectorizer preference)"),
+                     ("DBMS_HYBRID_VECTOR", "HYBRID search")):
+        checks.append(Check(
+            f"direct grant EXECUTE ON {pkg}", (pkg in granted_names) if tab_privs is not None else None,
+            why if pkg in granted_names else f"missing: needed for {why}",
+            f"as a DBA: GRANT EXECUTE ON <owner>.{pkg} TO <user>; (owner: SELECT owner FROM dba_objects "
+            f"WHERE object_name = '{pkg}' AND object_type = 'PACKAGE'); needed for HYBRID stores only",
+            required=False,
+        ))
     roles = _rows(conn, "select granted_role from user_role_privs")
     checks.append(Check(
         "role CTXAPP", ("CTXAPP",) in {tuple(r) for r in roles or ()} if roles is not None else None,

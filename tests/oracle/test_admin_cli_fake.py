@@ -131,7 +131,8 @@ def test_uninstall_refuses_while_stores_exist(tmp_path):
 def _doctor_rec(**over):
     answers = {
         "sql:from user_sys_privs": [("CREATE TABLE",), ("CREATE SEQUENCE",), ("CREATE PROCEDURE",), ("CREATE JOB",)],
-        "sql:from user_tab_privs": [("SYS", "DBMS_LOCK", "EXECUTE"), ("CTXSYS", "CTX_DDL", "EXECUTE")],
+        "sql:from user_tab_privs": [("SYS", "DBMS_LOCK", "EXECUTE"), ("CTXSYS", "CTX_DDL", "EXECUTE"),
+                                    ("CTXSYS", "DBMS_VECTOR_CHAIN", "EXECUTE"), ("SYS", "DBMS_HYBRID_VECTOR", "EXECUTE")],
         "sql:from all_objects": [(1,)],
         "sql:from user_role_privs": [("CTXAPP",), ("DB_DEVELOPER_ROLE",)],
         "sql:from v$parameter": [(536870912,)],
@@ -166,6 +167,16 @@ def test_doctor_reports_what_to_fix():
     assert checks["oramem packages"].label == "FAIL" and "oramem db install" in checks["oramem packages"].fix
     text = admin.format_checks(checks.values())
     assert "fix: as a DBA: GRANT CREATE PROCEDURE TO <user>;" in text
+
+
+def test_doctor_checks_the_hybrid_packages_grants():
+    # review F9: definer's-rights calls of DBMS_VECTOR_CHAIN / DBMS_HYBRID_VECTOR need direct grants
+    rec = _doctor_rec(**{"sql:from user_tab_privs": [("SYS", "DBMS_LOCK", "EXECUTE")]})
+    checks = {c.name: c for c in admin.doctor(VConn(rec))}
+    for pkg in ("DBMS_VECTOR_CHAIN", "DBMS_HYBRID_VECTOR"):
+        c = checks[f"direct grant EXECUTE ON {pkg}"]
+        assert c.label == "WARN" and f"GRANT EXECUTE ON <owner>.{pkg}" in c.fix and "HYBRID" in c.fix
+
 
 
 # -- the click group ---------------------------------------------------------------------
