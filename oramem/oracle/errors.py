@@ -58,7 +58,13 @@ ERROR_CLASSES: dict[int, tuple[type[Exception], str]] = {
     1031: (CapabilityError, "a privilege is missing; `oramem db doctor` lists the grants oramem needs"),
     27486: (CapabilityError, "CREATE JOB is missing; ask the DBA for a direct GRANT CREATE JOB"),
     # the packages are missing, invalid, or their state was reset by a recompile
-    6550: (SchemaError, "the oramem PL/SQL packages are missing or invalid in this schema; " + _INSTALL_HINT),
+    # ORA-06550 also comes from the packages' own dynamic blocks when the owner lacks a direct
+    # grant (review F10; the PL/SQL side maps those to -20302, oracle-store S19): the advice
+    # covers both, and the message keeps the PLS- line naming the identifier.
+    6550: (SchemaError, "a PL/SQL unit is missing, invalid or not accessible: if the identifier named is an "
+                        "oramem package, " + _INSTALL_HINT + "; if it is CTX_DDL, DBMS_LOCK, DBMS_VECTOR_CHAIN or "
+                        "DBMS_HYBRID_VECTOR, the schema owner needs a direct GRANT EXECUTE on it "
+                        "(`oramem db doctor` lists the grants)"),
     4063: (SchemaError, "an oramem package has compilation errors; " + _INSTALL_HINT),
     4068: (SchemaError, "the oramem packages were recompiled while in use; retry the call"),
     942: (SchemaError, "an oramem table is missing; " + _INSTALL_HINT),

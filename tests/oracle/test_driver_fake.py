@@ -25,6 +25,7 @@ from oramem import (
     SchemaPolicy,
     SearchIndexSyncMode,
     SearchStrategy,
+    SchemaError,
     StoreBusy,
     StoreNotFound,
     StoreSettingsMismatch,
@@ -403,6 +404,16 @@ def test_missing_packages_say_what_to_do():
     engine, _ = make("conn", {"oramem_admin.open_store": db_error(6550, "PLS-00201: identifier must be declared")})
     with pytest.raises(Exception, match="oramem db install"):
         engine.open(settings(), SchemaPolicy.REQUIRE_EXISTING)
+
+
+def test_f10_ora_06550_from_a_missing_grant_names_the_grant():
+    # a dynamic block inside the packages failing on a grant, e.g. CTX_DDL.SYNC_INDEX
+    err = db_error(6550, "line 1, column 7:\nPLS-00201: identifier 'CTX_DDL.SYNC_INDEX' must be declared")
+    engine, _ = opened("conn", {"oramem_store.sync_search_index": err})
+    with pytest.raises(SchemaError) as info:
+        engine.sync_search_index()
+    text = str(info.value)
+    assert "CTX_DDL.SYNC_INDEX" in text and "GRANT EXECUTE" in text and "oramem db doctor" in text
 
 
 # -- deletion hooks and close ------------------------------------------------------------
