@@ -68,6 +68,29 @@ AS
 
    gc_tpl_trend_insert CONSTANT VARCHAR2(800) := q'[INSERT INTO #OBS# (id, agent_id, observation_type, title, text, supporting_event_ids, supporting_fact_ids, confidence, importance, times_reinforced, is_active, embedding_vec, first_detected_at, last_reinforced_at, created_at) VALUES (:1, :2, 'emotional_trend', :3, :4, :5, :6, 0.7, 0.5, 0, TRUE, NULL, :7, :8, :9)]';
 
+   -- deletion hook (on_store_delete); #TAB# is kg_table of a suffix from l_sfx there
+   gc_tpl_hk_del_links CONSTANT VARCHAR2(200) := q'[DELETE FROM #LINK# WHERE fact_id = :1 RETURNING agent_id, entity_key INTO :2, :3]';
+
+   gc_tpl_hk_del_rel CONSTANT VARCHAR2(200) := q'[DELETE FROM #REL# WHERE evidence_fact_id = :1]';
+
+   gc_tpl_hk_unsupersede CONSTANT VARCHAR2(200) := q'[UPDATE #FACT# SET supersedes_fact_id = NULL WHERE supersedes_fact_id = :1]';
+
+   gc_tpl_hk_del_fact CONSTANT VARCHAR2(200) := q'[DELETE FROM #FACT# WHERE id = :1 RETURNING agent_id INTO :2]';
+
+   gc_tpl_hk_obs CONSTANT VARCHAR2(300) := q'[SELECT id, JSON_SERIALIZE(supporting_fact_ids RETURNING CLOB) FROM #OBS# WHERE agent_id = :1 AND supporting_fact_ids IS NOT NULL]';
+
+   gc_tpl_hk_obs_set CONSTANT VARCHAR2(200) := q'[UPDATE #OBS# SET supporting_fact_ids = JSON(:1) WHERE id = :2]';
+
+   gc_tpl_hk_recount CONSTANT VARCHAR2(700) := q'[UPDATE #ENT# e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = e.agent_id AND l.entity_key = e.canonical_key AND f.valid_to IS NULL AND f.invalidated_at IS NULL AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, 'DAY') > :1)) WHERE e.agent_id = :2 AND e.canonical_key = :3]';
+
+   gc_tpl_hk_thread_events CONSTANT VARCHAR2(200) := q'[SELECT id FROM #EVENT# WHERE session_id = :1]';
+
+   gc_tpl_hk_unsource CONSTANT VARCHAR2(200) := q'[UPDATE #FACT# SET source_event_id = NULL WHERE source_event_id = :1]';
+
+   gc_tpl_hk_del_event CONSTANT VARCHAR2(200) := q'[DELETE FROM #EVENT# WHERE id = :1]';
+
+   gc_tpl_hk_del_agent CONSTANT VARCHAR2(200) := q'[DELETE FROM #TAB# WHERE agent_id = :1]';
+
    ---------------------------------------------------------------------------------------
    -- helpers
    ---------------------------------------------------------------------------------------
@@ -97,12 +120,16 @@ AS
 
    -- in_tpl with every knowledge-table placeholder replaced.
    FUNCTION sql_for(
-      in_tpl IN VARCHAR2,
-      in_sid IN VARCHAR2
+      in_tpl    IN VARCHAR2,
+      in_sid    IN VARCHAR2,
+      in_suffix IN VARCHAR2 DEFAULT NULL    -- for #TAB#: a table suffix from this body
    ) RETURN VARCHAR2
    IS
       l_sql VARCHAR2(4000) := in_tpl;
    BEGIN
+      IF in_suffix IS NOT NULL THEN
+         l_sql := REPLACE(l_sql, '#TAB#', kg_table(in_sid, in_suffix));
+      END IF;
       l_sql := REPLACE(l_sql, '#EVENT#', kg_table(in_sid, 'EVENT'));
       l_sql := REPLACE(l_sql, '#ENT#', kg_table(in_sid, 'ENTITY'));
       l_sql := REPLACE(l_sql, '#LINK#', kg_table(in_sid, 'FACT_ENTITY_LINK'));
@@ -700,12 +727,6 @@ AS
       l_changed BOOLEAN;
       l_key     VARCHAR2(4000);
       l_now     TIMESTAMP(6) := oramem_registry.utc_now;
-      l_link    VARCHAR2(300);
-      l_fact    VARCHAR2(300);
-      l_event   VARCHAR2(300);
-      l_obs     VARCHAR2(300);
-      l_ent     VARCHAR2(300);
-      l_rel     VARCHAR2(300);
    BEGIN
       IF in_event IS NULL THEN
          RETURN;
@@ -716,12 +737,6 @@ AS
       IF l_count = 0 THEN
          RETURN;   -- no knowledge layer on this store
       END IF;
-      l_link  := kg_table(l_sid, 'FACT_ENTITY_LINK');
-      l_fact  := kg_table(l_sid, 'FACT');
-      l_event := kg_table(l_sid, 'EVENT');
-      l_obs   := kg_table(l_sid, 'META_OBSERVATION');
-      l_ent   := kg_table(l_sid, 'ENTITY');
-      l_rel   := kg_table(l_sid, 'RELATIONSHIP');
 
       -- records: [[record_type, record_id], ...]
       l_arr := l_doc.get_array('records');
@@ -739,15 +754,15 @@ AS
       -- 1. facts (KnowledgeMemory._purge_facts)
       FOR i IN 1 .. l_facts.COUNT LOOP
          l_gone(l_facts(i)) := 1;
-         EXECUTE IMMEDIATE 'DELETE FROM ' || l_link || ' WHERE fact_id = :1 RETURNING agent_id, entity_key INTO :2, :3'
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_links, l_sid)
             USING l_facts(i) RETURNING BULK COLLECT INTO l_tmp, l_tmp2;
          FOR j IN 1 .. l_tmp.COUNT LOOP
             l_keys(l_tmp(j) || CHR(0) || l_tmp2(j)) := 1;
          END LOOP;
-         EXECUTE IMMEDIATE 'DELETE FROM ' || l_rel || ' WHERE evidence_fact_id = :1' USING l_facts(i);
-         EXECUTE IMMEDIATE 'UPDATE ' || l_fact || ' SET supersedes_fact_id = NULL WHERE supersedes_fact_id = :1'
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_rel, l_sid) USING l_facts(i);
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_unsupersede, l_sid)
             USING l_facts(i);
-         EXECUTE IMMEDIATE 'DELETE FROM ' || l_fact || ' WHERE id = :1 RETURNING agent_id INTO :2'
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_fact, l_sid)
             USING l_facts(i) RETURNING BULK COLLECT INTO l_tmp;
          FOR j IN 1 .. l_tmp.COUNT LOOP
             l_owners(l_tmp(j)) := 1;
@@ -755,8 +770,7 @@ AS
       END LOOP;
       l_key := l_owners.FIRST;
       WHILE l_key IS NOT NULL LOOP
-         EXECUTE IMMEDIATE 'SELECT id, JSON_SERIALIZE(supporting_fact_ids RETURNING CLOB) FROM ' || l_obs
-                        || ' WHERE agent_id = :1 AND supporting_fact_ids IS NOT NULL'
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_obs, l_sid)
             BULK COLLECT INTO l_obs_ids, l_obs_sup USING l_key;
          FOR j IN 1 .. l_obs_ids.COUNT LOOP
             l_sup := JSON_ARRAY_T.parse(l_obs_sup(j));
@@ -770,7 +784,7 @@ AS
                END IF;
             END LOOP;
             IF l_changed THEN
-               EXECUTE IMMEDIATE 'UPDATE ' || l_obs || ' SET supporting_fact_ids = JSON(:1) WHERE id = :2'
+               EXECUTE IMMEDIATE sql_for(gc_tpl_hk_obs_set, l_sid)
                   USING l_keep.to_clob, l_obs_ids(j);
             END IF;
          END LOOP;
@@ -779,12 +793,7 @@ AS
       -- fact_count = distinct current, unexpired linked facts (commit.recount)
       l_key := l_keys.FIRST;
       WHILE l_key IS NOT NULL LOOP
-         EXECUTE IMMEDIATE 'UPDATE ' || l_ent || ' e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM '
-                        || l_link || ' l JOIN ' || l_fact || ' f ON f.id = l.fact_id'
-                        || ' WHERE l.agent_id = e.agent_id AND l.entity_key = e.canonical_key'
-                        || ' AND f.valid_to IS NULL AND f.invalidated_at IS NULL'
-                        || ' AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, ''DAY'') > :1))'
-                        || ' WHERE e.agent_id = :2 AND e.canonical_key = :3'
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_recount, l_sid)
             USING l_now, SUBSTR(l_key, 1, INSTR(l_key, CHR(0)) - 1), SUBSTR(l_key, INSTR(l_key, CHR(0)) + 1);
          l_key := l_keys.NEXT(l_key);
       END LOOP;
@@ -793,7 +802,7 @@ AS
       l_arr := l_doc.get_array('thread_ids');
       IF l_arr IS NOT NULL THEN
          FOR i IN 0 .. l_arr.get_size - 1 LOOP
-            EXECUTE IMMEDIATE 'SELECT id FROM ' || l_event || ' WHERE session_id = :1'
+            EXECUTE IMMEDIATE sql_for(gc_tpl_hk_thread_events, l_sid)
                BULK COLLECT INTO l_tmp USING l_arr.get_string(i);
             FOR j IN 1 .. l_tmp.COUNT LOOP
                l_msgs(l_msgs.COUNT + 1) := l_tmp(j);
@@ -801,9 +810,9 @@ AS
          END LOOP;
       END IF;
       FOR i IN 1 .. l_msgs.COUNT LOOP
-         EXECUTE IMMEDIATE 'UPDATE ' || l_fact || ' SET source_event_id = NULL WHERE source_event_id = :1'
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_unsource, l_sid)
             USING l_msgs(i);
-         EXECUTE IMMEDIATE 'DELETE FROM ' || l_event || ' WHERE id = :1' USING l_msgs(i);
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_event, l_sid) USING l_msgs(i);
       END LOOP;
 
       -- 3. deleted agents: every row of the agent (KGTables.all_agent_tables order)
@@ -811,7 +820,7 @@ AS
       IF l_arr IS NOT NULL THEN
          FOR i IN 0 .. l_arr.get_size - 1 LOOP
             FOR t IN 1 .. l_sfx.COUNT LOOP
-               EXECUTE IMMEDIATE 'DELETE FROM ' || kg_table(l_sid, l_sfx(t)) || ' WHERE agent_id = :1'
+               EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_agent, l_sid, l_sfx(t))
                   USING l_arr.get_string(i);
             END LOOP;
          END LOOP;

@@ -4,6 +4,8 @@ AS
    PRAGMA EXCEPTION_INIT(e_json_syntax, -40441);
    e_text_query  EXCEPTION;                   -- error in ODCIIndexStart (bad Text query)
    PRAGMA EXCEPTION_INIT(e_text_query, -29902);
+   e_plsql_compile EXCEPTION;                 -- a dynamic block failed to compile (missing grant)
+   PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
    PROCEDURE bad_argument(
       in_message IN VARCHAR2
@@ -36,6 +38,7 @@ AS
    ) RETURN VARCHAR2
    IS
       l_tok    VARCHAR2(4000);
+      l_piece  VARCHAR2(4000);
       l_query  VARCHAR2(32767);
       l_count  PLS_INTEGER := 0;
       l_pos    PLS_INTEGER := 1;
@@ -44,15 +47,19 @@ AS
          RETURN NULL;
       END IF;
       LOOP
-         -- tokens = maximal runs of letters and digits (any script); all else separates
-         l_tok := REGEXP_SUBSTR(in_text, '[[:alnum:]]+', 1, l_pos);
+         -- tokens = maximal runs of letters and digits (any script); all else separates.
+         -- Cut to 64 characters in the same expression: a longer run must not reach l_tok.
+         l_tok := SUBSTR(REGEXP_SUBSTR(in_text, '[[:alnum:]]+', 1, l_pos), 1, 64);
          EXIT WHEN l_tok IS NULL OR l_count >= gc_max_keyword_tokens;
          l_pos := l_pos + 1;
-         l_tok := SUBSTR(l_tok, 1, 64);
-         l_count := l_count + 1;
          -- {...} escapes the whole token; inside braces only '}' is special (written '}}')
-         l_query := l_query || CASE WHEN l_count > 1 THEN ' ACCUM ' END
-                    || '{' || REPLACE(l_tok, '}', '}}') || '}';
+         l_piece := CASE WHEN l_count > 0 THEN ' ACCUM ' END || '{' || REPLACE(l_tok, '}', '}}') || '}';
+         -- whole tokens only, and at most gc_max_query_bytes BYTES: the query is bound as a
+         -- VARCHAR2(4000) (byte semantics), so a character cut could overflow it with
+         -- multibyte text or split a {token} (review F11)
+         EXIT WHEN NVL(LENGTHB(l_query), 0) + LENGTHB(l_piece) > gc_max_query_bytes;
+         l_count := l_count + 1;
+         l_query := l_query || l_piece;
       END LOOP;
       RETURN l_query;
    END keyword_query;
@@ -134,6 +141,8 @@ AS
       l_n          NUMBER;
       l_topn       PLS_INTEGER;
       l_hreq       JSON_OBJECT_T;
+      l_hres       CLOB;
+      l_raw        PLS_INTEGER;
       l_sub        JSON_OBJECT_T;
       l_values     JSON_ARRAY_T;
       l_supported  VARCHAR2(100);
@@ -247,16 +256,16 @@ AS
             -- index metric, no aggregate over the distance), best chunk per record outside.
             l_rank := 'SELECT a.record_type, a.record_id, MIN(a.dist) AS dist FROM ('
                    || 'SELECT c.record_type, c.record_id, VECTOR_DISTANCE(c.embedding, '
-                   || 'TO_VECTOR(:qv1, ' || l_dim || ', FLOAT32), COSINE) AS dist FROM '
+                   || 'TO_VECTOR(:qv, ' || l_dim || ', FLOAT32), COSINE) AS dist FROM '
                    || l_chk_tab || ' c WHERE ' || l_candidates
-                   || ' ORDER BY VECTOR_DISTANCE(c.embedding, TO_VECTOR(:qv2, ' || l_dim
+                   || ' ORDER BY VECTOR_DISTANCE(c.embedding, TO_VECTOR(:qv, ' || l_dim
                    || ', FLOAT32), COSINE) FETCH APPROX FIRST :nfetch ROWS ONLY WITH TARGET ACCURACY '
                    || TO_CHAR(gc_target_accuracy) || ') a WHERE a.dist IS NOT NULL'
                    || ' GROUP BY a.record_type, a.record_id'
                    || ' ORDER BY MIN(a.dist), a.record_type, a.record_id FETCH FIRST :k ROWS ONLY';
             l_run_binds := l_binds;
-            add_bind(l_run_binds, 'qv1', 'C', in_clob => l_qv);
-            add_bind(l_run_binds, 'qv2', 'C', in_clob => l_qv);
+            -- one bind name for both occurrences: DBMS_SQL binds by name (review F19)
+            add_bind(l_run_binds, 'qv', 'C', in_clob => l_qv);
             add_bind(l_run_binds, 'nfetch', 'N', in_num => LEAST(l_k * gc_overfetch, gc_max_k * gc_overfetch));
             add_bind(l_run_binds, 'k', 'N', in_num => l_k);
             l_out := oramem_filter.query_clob(result_sql(l_rank, l_rec_tab), l_run_binds);
@@ -292,7 +301,7 @@ AS
                 || ' GROUP BY s.record_type, s.record_id'
                 || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
          l_run_binds := l_binds;
-         add_bind(l_run_binds, 'q', 'S', in_str => SUBSTR(l_query, 1, 4000));
+         add_bind(l_run_binds, 'q', 'S', in_str => l_query);   -- <= gc_max_query_bytes (keyword_query)
          add_bind(l_run_binds, 'k', 'N', in_num => l_k);
          BEGIN
             l_out := oramem_filter.query_clob(result_sql(l_rank, l_rec_tab), l_run_binds);
@@ -338,23 +347,39 @@ AS
             l_sub.put('topN', l_topn);
             l_hreq.put('return', l_sub);
 
+            -- SEARCH runs once per round, its CLOB result (23/arpls DBMS_HYBRID_VECTOR:
+            -- "fused into a unified result set as CLOB") is counted, then joined. Dynamic
+            -- PL/SQL, so the package compiles without DBMS_HYBRID_VECTOR (vector-only DBs).
+            BEGIN
+               EXECUTE IMMEDIATE 'BEGIN :r := DBMS_HYBRID_VECTOR.SEARCH(JSON(:q)); END;'
+                  USING OUT l_hres, IN l_hreq.to_clob;
+            EXCEPTION
+               WHEN e_plsql_compile THEN
+                  oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
+                     'DBMS_HYBRID_VECTOR is not executable by the oramem owner; a DBA must run '
+                     || 'GRANT EXECUTE ON <owner>.DBMS_HYBRID_VECTOR TO <owner> (a direct grant)');
+            END;
+            SELECT COUNT(*) INTO l_raw
+            FROM   JSON_TABLE(l_hres, '$[*]' COLUMNS (rid VARCHAR2(4000) PATH '$.rowid'));
             l_rank := 'SELECT c.record_type, c.record_id,'
                    || ' GREATEST(0, LEAST(1, 1 - MAX(h.score) / 100)) AS dist'
-                   || ' FROM JSON_TABLE(DBMS_HYBRID_VECTOR.SEARCH(JSON(:hreq)), ''$[*]'' COLUMNS ('
+                   || ' FROM JSON_TABLE(:hres, ''$[*]'' COLUMNS ('
                    || 'rid VARCHAR2(4000) PATH ''$.rowid'', score NUMBER PATH ''$.score'')) h'
                    || ' JOIN ' || l_chk_tab || ' c ON (c.rowid = CHARTOROWID(h.rid))'
                    || ' WHERE ' || l_candidates
                    || ' GROUP BY c.record_type, c.record_id'
                    || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
             l_run_binds := l_binds;
-            add_bind(l_run_binds, 'hreq', 'C', in_clob => l_hreq.to_clob);
+            add_bind(l_run_binds, 'hres', 'C', in_clob => l_hres);
             add_bind(l_run_binds, 'k', 'N', in_num => l_k);
             l_out := oramem_filter.query_clob(result_sql(l_rank, l_rec_tab), l_run_binds);
             l_doc := JSON_OBJECT_T.parse(l_out);
             l_n := l_doc.get_number('n');
             -- Hybrid results are filtered after the index's topN: widen until k records
-            -- pass the filters or the cap is reached (documented limitation).
-            EXIT WHEN l_n >= l_k OR l_topn >= gc_max_hybrid_topn;
+            -- pass the filters or the cap is reached (documented limitation), but not when
+            -- the index already returned fewer than topN rows: a wider topN cannot find
+            -- more (review F17).
+            EXIT WHEN l_n >= l_k OR l_topn >= gc_max_hybrid_topn OR l_raw < l_topn;
             l_topn := LEAST(l_topn * 4, gc_max_hybrid_topn);
          END LOOP;
       END IF;

@@ -26,6 +26,7 @@ AS
    gc_max_k              CONSTANT PLS_INTEGER := 10000;
    gc_max_hybrid_topn    CONSTANT PLS_INTEGER := 10000;
    gc_max_keyword_tokens CONSTANT PLS_INTEGER := 64;
+   gc_max_query_bytes    CONSTANT PLS_INTEGER := 4000;   -- keyword_query result, in bytes
 
    /*
     * search_json: run the search request JSON (README "Search request"; maps
@@ -48,7 +49,8 @@ AS
    /*
     * keyword_query: the Oracle Text query compiled from free text (ORACLE_NOTES 4.4):
     * tokens split on non-alphanumerics, each wrapped in {...} with '}' doubled, joined
-    * with ' ACCUM '; at most gc_max_keyword_tokens tokens of <= 64 characters.
+    * with ' ACCUM '; at most gc_max_keyword_tokens tokens of <= 64 characters, and
+    * whole tokens only up to gc_max_query_bytes bytes (later tokens are dropped).
     * Returns NULL when no token remains (the caller then returns no results).
     * Commit: never (pure function).
     */

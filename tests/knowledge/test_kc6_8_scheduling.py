@@ -256,7 +256,7 @@ def test_plsql_builds_table_names_only_through_dbms_assert():
     templates = re.findall(r"gc_tpl_\w+\s+CONSTANT\s+VARCHAR2\(\d+\)\s*:=\s*q'\[(.*?)\]'", body, re.S)
     assert len(templates) >= 15 and not [t for t in templates if "||" in t]
     placeholders = set(re.findall(r"#([A-Z]+)#", " ".join(templates)))
-    assert placeholders == {"EVENT", "ENT", "LINK", "FACT", "REL", "INT", "OBS", "AGENT"}
+    assert placeholders == {"EVENT", "ENT", "LINK", "FACT", "REL", "INT", "OBS", "AGENT", "TAB"}
     for name in placeholders:
         assert f"REPLACE(l_sql, '#{name}#', kg_table(in_sid, " in body
 

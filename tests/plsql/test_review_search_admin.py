@@ -61,11 +61,15 @@ def test_f16_knowledge_deletion_hook_mirrors_the_sqlite_hook():
     body = _code(_procedure(KG_BODY, "on_store_delete"))
     # runs in the store's transaction: never commits or rolls back, no autonomous transaction
     assert not re.search(r"\b(COMMIT|ROLLBACK|AUTONOMOUS_TRANSACTION)\b", body, re.I)
-    # what KnowledgeMemory._deletion_hook does on SQLite
-    for needle in ("'FACT_ENTITY_LINK'", "WHERE fact_id = :1", "WHERE evidence_fact_id = :1",
-                   "SET supersedes_fact_id = NULL", "supporting_fact_ids = JSON(:1)", "SET fact_count =",
-                   "WHERE session_id = :1", "SET source_event_id = NULL", "get_array('agent_ids')"):
-        assert needle in body, needle
+    # what KnowledgeMemory._deletion_hook does on SQLite, through the hook's templates
+    templates = dict(re.findall(r"\b(gc_tpl_hk_\w+)\s+CONSTANT\s+VARCHAR2\(\d+\)\s*:=\s*q'\[(.*?)\]'", KG_BODY, re.S))
+    assert templates and all(f"sql_for({name}, l_sid" in body for name in templates), "every hook template is used"
+    used = " ".join(templates.values()) + body
+    for needle in ("DELETE FROM #LINK# WHERE fact_id = :1", "DELETE FROM #REL# WHERE evidence_fact_id = :1",
+                   "SET supersedes_fact_id = NULL", "SET supporting_fact_ids = JSON(:1)", "SET fact_count =",
+                   "WHERE session_id = :1", "SET source_event_id = NULL", "DELETE FROM #TAB# WHERE agent_id = :1",
+                   "get_array('agent_ids')", "get_array('thread_ids')"):
+        assert needle in used, needle
     # the agent-wide delete covers the 11 tables of KGTables.all_agent_tables, in its order
     from oramem.knowledge.schema import build_tables
 
@@ -76,3 +80,26 @@ def test_f16_knowledge_deletion_hook_mirrors_the_sqlite_hook():
     from oramem.knowledge.memory import ORACLE_DELETION_HOOK
 
     assert ORACLE_DELETION_HOOK == "ORAMEM_KG_JOBS.ON_STORE_DELETE"
+
+
+def test_f11_keyword_query_is_cut_at_whole_tokens_in_bytes():
+    kq = _code(_function(SEARCH, "keyword_query"))
+    assert "LENGTHB(l_piece) > gc_max_query_bytes" in kq
+    # no character cut of the finished query, and long runs never reach l_tok uncut
+    assert "SUBSTR(l_query" not in _code(SEARCH)
+    assert "l_tok := SUBSTR(REGEXP_SUBSTR(" in kq
+    spec = (REPO / "plsql" / "oramem_search.pks").read_text()
+    assert re.search(r"gc_max_query_bytes\s+CONSTANT\s+PLS_INTEGER\s*:=\s*4000;", spec)
+
+
+def test_f17_hybrid_widening_stops_when_the_index_returned_fewer_rows():
+    code = _code(SEARCH)
+    assert "DBMS_HYBRID_VECTOR.SEARCH(JSON(:q))" in code and code.count("DBMS_HYBRID_VECTOR.SEARCH") == 1
+    assert re.search(r"EXIT WHEN l_n >= l_k OR l_topn >= gc_max_hybrid_topn OR l_raw < l_topn;", code)
+
+
+def test_f19_query_vector_is_bound_once_in_the_approximate_query():
+    code = _code(SEARCH)
+    approx = code[code.index("IF NOT l_exact THEN"):code.index("IF l_exact OR l_n < l_k THEN")]
+    assert ":qv1" not in approx and ":qv2" not in approx
+    assert approx.count("TO_VECTOR(:qv, ") == 2 and approx.count("add_bind(l_run_binds, 'qv',") == 1
