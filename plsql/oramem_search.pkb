@@ -4,6 +4,9 @@ AS
    PRAGMA EXCEPTION_INIT(e_json_syntax, -40441);
    e_text_query  EXCEPTION;                   -- error in ODCIIndexStart (bad Text query)
    PRAGMA EXCEPTION_INIT(e_text_query, -29902);
+   -- bytes kept free for the SQL around the candidate filter (rank query + result_sql with
+   -- oramem_registry.record_json_sql: about 2,500 bytes today)
+   gc_sql_reserve  CONSTANT PLS_INTEGER := 6000;
    e_plsql_compile EXCEPTION;                 -- a dynamic block failed to compile (missing grant)
    PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
@@ -237,9 +240,22 @@ AS
             oramem_errors.raise_error(oramem_errors.gc_invalid_filter,
                'metadata_filter must be a JSON object or null');
          END IF;
-         l_rec_where := l_rec_where || ' AND '
-                        || oramem_filter.compile_filter(l_req.get_object('metadata_filter').to_clob,
-                                                        'r.metadata', l_binds);
+         BEGIN
+            l_rec_where := l_rec_where || ' AND '
+                           || oramem_filter.compile_filter(l_req.get_object('metadata_filter').to_clob,
+                                                           'r.metadata', l_binds);
+         EXCEPTION
+            WHEN VALUE_ERROR THEN   -- the statement is assembled in VARCHAR2(32767) (review F12)
+               oramem_errors.raise_error(oramem_errors.gc_invalid_filter,
+                  'metadata_filter is too large: the compiled search statement would exceed 32767 bytes; '
+                  || 'use fewer or shorter conditions');
+         END;
+      END IF;
+      -- the ranking and result wrappers around l_candidates take < gc_sql_reserve bytes
+      IF LENGTHB(l_rec_where) + LENGTHB(l_rec_tab) + 100 > 32767 - gc_sql_reserve THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_filter,
+            'metadata_filter is too large: the compiled search statement would exceed 32767 bytes; '
+            || 'use fewer or shorter conditions');
       END IF;
       l_candidates := '(c.record_type, c.record_id) IN (SELECT r.record_type, r.record_id FROM '
                       || l_rec_tab || ' r WHERE ' || l_rec_where || ')';

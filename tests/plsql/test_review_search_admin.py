@@ -103,3 +103,18 @@ def test_f19_query_vector_is_bound_once_in_the_approximate_query():
     approx = code[code.index("IF NOT l_exact THEN"):code.index("IF l_exact OR l_n < l_k THEN")]
     assert ":qv1" not in approx and ":qv2" not in approx
     assert approx.count("TO_VECTOR(:qv, ") == 2 and approx.count("add_bind(l_run_binds, 'qv',") == 1
+
+
+def test_f12_oversized_filters_raise_the_filter_error_not_ora_06502():
+    code = _code(SEARCH)
+    guard = code[code.index("oramem_filter.compile_filter("):code.index("l_candidates := ")]
+    assert "WHEN VALUE_ERROR THEN" in guard and guard.count("gc_invalid_filter") == 2
+    assert "32767 - gc_sql_reserve" in guard
+    # the reserve covers what is wrapped around l_candidates: result_sql + the longest rank text
+    reserve = int(re.search(r"gc_sql_reserve\s+CONSTANT\s+PLS_INTEGER\s*:=\s*(\d+);", SEARCH).group(1))
+    wrappers = re.findall(r"l_rank := (.*?);\n", code, re.S)
+    longest = max(len(w.encode()) for w in wrappers)
+    result = _function(code, "result_sql")
+    registry = (REPO / "plsql" / "oramem_registry.pkb").read_text()
+    record_sql = _function(_code(registry), "record_json_sql")
+    assert longest + len(result.encode()) + len(record_sql.encode()) < reserve
