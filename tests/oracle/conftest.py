@@ -52,3 +52,14 @@ def store_id(conn):
     yield sid
     with conn.cursor() as cur:
         cur.callproc("oramem_admin.drop_store", keyword_parameters={"in_store_id": sid, "in_if_exists": 1})
+
+
+@pytest.fixture
+def onnx_model(conn):
+    """The first ONNX model loaded in the schema (skips the test when there is none)."""
+    with conn.cursor() as cur:
+        cur.execute("select model_name from user_mining_models where algorithm = 'ONNX' order by model_name")
+        row = cur.fetchone()
+    if row is None:
+        pytest.skip("no ONNX model loaded in this schema (oramem db load-model / DBMS_VECTOR.LOAD_ONNX_MODEL)")
+    return row[0]

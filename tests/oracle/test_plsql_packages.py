@@ -94,15 +94,10 @@ def test_keyword_query_escapes_user_text(conn):
     assert call(conn, "oramem_search.keyword_query", oracledb.DB_TYPE_VARCHAR, in_text="  ,;  ") is None
 
 
-def test_oracledb_embedder_with_a_loaded_model(conn):
-    with conn.cursor() as cur:
-        cur.execute("select model_name from user_mining_models where algorithm = 'ONNX' order by model_name")
-        row = cur.fetchone()
-    if row is None:
-        pytest.skip("no ONNX model loaded in this schema (DBMS_VECTOR.LOAD_ONNX_MODEL)")
+def test_oracledb_embedder_with_a_loaded_model(conn, onnx_model):
     from oramem.oracle import OracleDBEmbedder
 
-    emb = OracleDBEmbedder(conn, row[0])
+    emb = OracleDBEmbedder(conn, onnx_model)
     out = emb.embed(["hello world", "goodbye"])
     assert out.shape == (2, emb.embedding_dimension) and out.dtype.name == "float32"
 

@@ -14,15 +14,6 @@ from oramem.requests import AddRequest, ChunkRow, NewRecord, Scope, SearchReques
 pytestmark = pytest.mark.oracle
 
 
-def _model(conn):
-    with conn.cursor() as cur:
-        cur.execute("select model_name from user_mining_models where algorithm = 'ONNX' order by model_name")
-        row = cur.fetchone()
-    if row is None:
-        pytest.skip("no ONNX model loaded in this schema (oramem db load-model / DBMS_VECTOR.LOAD_ONNX_MODEL)")
-    return row[0]
-
-
 def _records(n, dim, rng, text="note"):
     return tuple(NewRecord(f"r{i}", "memory", f"{text} {i}", None, "u1", None, None, None, None, None,
                            (ChunkRow(f"{text} {i}", rng.standard_normal(dim).astype(np.float32)),))
@@ -45,19 +36,19 @@ def test_f1_sync_add_and_search_with_big_clob_arguments(pool, store_id):
     assert hits[0][0].id == "r0"
 
 
-def test_f4_embedder_batch_over_4000_bytes(conn):
+def test_f4_embedder_batch_over_4000_bytes(conn, onnx_model):
     from oramem.oracle import OracleDBEmbedder
 
-    emb = OracleDBEmbedder(conn, _model(conn))
+    emb = OracleDBEmbedder(conn, onnx_model)
     out = emb.embed(["w" * 600] * 10)
     assert out.shape == (10, emb.embedding_dimension)
 
 
 @pytest.mark.parametrize("sync", ["manual", "on_commit"])
-def test_f2_f3_f8_hybrid_store_sync_modes_and_searches(pool, conn, store_id, sync):
+def test_f2_f3_f8_hybrid_store_sync_modes_and_searches(pool, conn, store_id, onnx_model, sync):
     from oramem.oracle import OracleDBEmbedder, OracleEngine
 
-    model = _model(conn)
+    model = onnx_model
     dim = OracleDBEmbedder(conn, model).embedding_dimension
     engine = OracleEngine(pool, embedding_model=model)
     engine.open(StoreSettings(store_id, dim, SearchStrategy.HYBRID, sync, None), SchemaPolicy.CREATE_IF_NECESSARY)
