@@ -1,0 +1,446 @@
+"""LangGraph long-term memory: ``OramemStore``, a ``langgraph.store.base.BaseStore`` over an oramem store.
+
+Install with ``pip install 'oramem[langgraph]'``. Works on both engines (it calls the public
+store API only); ``batch`` drives the store's sync API, ``abatch`` its native async API.
+
+Mapping (one LangGraph item = one oramem record of ``record_type``, default ``memory``):
+
+==================  =================================================================
+LangGraph           oramem
+==================  =================================================================
+namespace, key      record id ``lg-<sha256>`` of (fixed scope, namespace, key), plus
+                    ``metadata["langgraph"]`` = ``{"namespace": [...], "key": ...,
+                    "prefixes": [...], "updated_at": ..., "expires_at": ...}``
+fixed scope         ``user_id`` / ``agent_id`` / ``thread_id`` given to the constructor:
+                    every record written carries it, every read is limited to it
+namespace → scope   ``scope_from_namespace={"user_id": 1}`` also copies namespace label 1
+                    into the record's ``user_id`` (so ``("memories", "alice")`` items belong
+                    to user ``alice``: oramem's forget-an-actor cascade removes them)
+value               ``metadata["value"]`` (what ``filter`` matches) and, as JSON, the
+                    record's content
+index fields        retrieval text: one caller-owned chunk per extracted field text
+                    (``"$"`` = the whole value as JSON); ``index=False`` = no retrieval rows
+query search        ``store.search`` with the store's strategy (vector / keyword / hybrid);
+                    ``score`` = ``1 - distance``
+filter              oramem metadata filter on the value (``$eq $ne $gt $gte $lt $lte`` as
+                    LangGraph has them, plus oramem's other operators); nested dicts are a
+                    subset match
+TTL (minutes)       precise expiry in ``metadata["langgraph"]["expires_at"]`` (expired
+                    items are never returned), plus an oramem TTL of whole days from the
+                    last write/refresh so the store's purge removes them physically
+==================  =================================================================
+
+Items are always returned with their exact namespace and key; reads never cross the fixed
+scope. ``list_namespaces`` and a search without a query read the matching records' metadata
+(filters run in the database), so they cost one pass over the matching items.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable, Mapping, Optional
+
+from . import require
+from ._colour import call, run_async, run_sync
+
+require("langgraph.store.base", "langgraph")
+
+from langgraph.store.base import (  # noqa: E402
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+from langgraph.store.base.embed import get_text_at_path  # noqa: E402
+
+__all__ = ["OramemStore"]
+
+_SCOPES = ("user_id", "agent_id", "thread_id")
+_TTL_TYPES = {"message", "memory", "guideline", "fact", "preference"}
+_SCOPED_TYPES = _TTL_TYPES
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _iso(moment: datetime) -> str:
+    # fixed width so that ISO strings compare in time order inside metadata filters
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def _prefix_token(labels: Iterable[str]) -> str:
+    return json.dumps(list(labels), ensure_ascii=False)
+
+
+class OramemStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose items live in an oramem store.
+
+    ``store``: an open oramem store (``SQLiteMemoryStore`` or ``OracleDBMemoryStore``).
+    ``user_id`` / ``agent_id`` / ``thread_id``: fixed scope of every item (see module doc).
+    ``scope_from_namespace``: ``{"user_id": i, ...}`` takes that scope from namespace label ``i``.
+    ``index_fields``: default fields to embed (``["$"]``, the whole value); ``None`` disables
+    query search (items are stored without retrieval rows and ``query=`` raises).
+    ``ttl``: LangGraph ``TTLConfig`` (``default_ttl`` minutes, ``refresh_on_read``).
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        user_id: Optional[str] = None,
+        agent_id: Optional[str] = None,
+        thread_id: Optional[str] = None,
+        scope_from_namespace: Optional[Mapping[str, int]] = None,
+        index_fields: Optional[list[str]] = ["$"],  # noqa: B006 - read only
+        record_type: str = "memory",
+        ttl: Optional[TTLConfig] = None,
+    ) -> None:
+        if record_type not in _SCOPED_TYPES:
+            raise ValueError(f"record_type must be one of {sorted(_SCOPED_TYPES)}, got {record_type!r}")
+        fixed = {"user_id": user_id, "agent_id": agent_id, "thread_id": thread_id}
+        for name, value in fixed.items():
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"{name} must be a non-empty str or None, got {value!r}")
+        mapping = dict(scope_from_namespace or {})
+        for name, position in mapping.items():
+            if name not in _SCOPES:
+                raise ValueError(f"scope_from_namespace keys must be among {list(_SCOPES)}, got {name!r}")
+            if not isinstance(position, int) or isinstance(position, bool) or position < 0:
+                raise ValueError(f"scope_from_namespace[{name!r}] must be a namespace position (int >= 0)")
+            if fixed[name] is not None:
+                raise ValueError(f"{name} is both fixed and taken from the namespace; choose one")
+        if index_fields is not None and (
+            not isinstance(index_fields, list) or not all(isinstance(f, str) and f for f in index_fields)
+        ):
+            raise ValueError("index_fields must be a list of field paths (e.g. ['$'] or ['text', 'tags[*]']) or None")
+        ttl = dict(ttl or {})
+        unknown = set(ttl) - {"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"}
+        if unknown:
+            raise ValueError(f"unknown TTLConfig key(s) {sorted(unknown)}")
+        if ttl.get("sweep_interval_minutes") is not None:
+            raise ValueError(
+                "sweep_interval_minutes is not used: expired items are hidden at once and the oramem "
+                "store's purge removes them (Oracle: its scheduler job; SQLite: purge_expired() / on open)"
+            )
+        self._store = store
+        self._fixed = fixed
+        self._from_ns = mapping
+        self._index_fields = index_fields
+        self._record_type = record_type
+        self._default_ttl = ttl.get("default_ttl")
+        self._refresh_default = ttl.get("refresh_on_read", True)
+        if self._default_ttl is not None:
+            self._check_ttl(self._default_ttl)
+        self.ttl_config = ttl or None
+        #: what query search embeds, in LangGraph's ``IndexConfig`` shape (``embed`` only when
+        #: the store was built by :meth:`from_index_config`)
+        self.index_config: Optional[dict[str, Any]] = (
+            None if index_fields is None else {"dims": getattr(store, "vector_dim", None), "fields": list(index_fields)}
+        )
+
+    @classmethod
+    def from_index_config(cls, index: Optional[Mapping[str, Any]] = None, *, path: str = ":memory:", **kwargs: Any):
+        """An ``OramemStore`` on a new or existing SQLite file, configured like LangGraph's stores.
+
+        ``index={"dims": 1536, "embed": embeddings, "fields": ["text"]}`` embeds with the given
+        LangChain ``Embeddings`` (or embedding function, or ``"provider:model"``) in a vector
+        store; without ``index`` the SQLite store searches by keyword (FTS5). Other keyword
+        arguments go to :class:`OramemStore`.
+        """
+        from .. import SQLiteMemoryStore
+        from .lc_embeddings import LangChainEmbedder
+
+        if not index:
+            return cls(SQLiteMemoryStore(path, search_strategy="keyword"), **kwargs)
+        unknown = set(index) - {"dims", "embed", "fields"}
+        if unknown or "dims" not in index or "embed" not in index:
+            raise ValueError(
+                f"index needs 'dims' and 'embed' (and optionally 'fields'); got keys {sorted(index)}"
+            )
+        fields = list(index.get("fields") or ["$"])
+        embedder = LangChainEmbedder(index["embed"], index["dims"])
+        made = cls(SQLiteMemoryStore(path, embedder=embedder, vector_dim=index["dims"]), index_fields=fields, **kwargs)
+        made.index_config = {"dims": index["dims"], "embed": index["embed"], "fields": fields}
+        return made
+
+    # -- colour entry points ------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return run_sync(self._store, self._batch(list(ops)))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await run_async(self._store, self._batch(list(ops)))
+
+    # -- helpers -----------------------------------------------------------------------------
+    @staticmethod
+    def _check_ttl(ttl: Any) -> None:
+        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
+            raise ValueError(f"ttl is in minutes and must be a positive number, got {ttl!r}")
+
+    def _scope(self, namespace: tuple[str, ...]) -> dict[str, Optional[str]]:
+        scope = dict(self._fixed)
+        for name, position in self._from_ns.items():
+            scope[name] = namespace[position] if position < len(namespace) else None
+        return scope
+
+    def _record_id(self, namespace: tuple[str, ...], key: str) -> str:
+        fixed = [self._fixed[s] for s in _SCOPES]
+        digest = hashlib.sha256(json.dumps([fixed, list(namespace), key], ensure_ascii=False).encode()).hexdigest()
+        return f"lg-{digest[:48]}"
+
+    def _scope_filter(self, prefix: tuple[str, ...]) -> dict[str, Any]:
+        """``list`` scope arguments: the fixed scope, where ``None`` means "records without one"
+        (so an unscoped adapter never sees a scoped one's items), and namespace-derived scope
+        only where the prefix reaches that label."""
+        out: dict[str, Any] = {name: self._fixed[name] for name in _SCOPES if name not in self._from_ns}
+        for name, position in self._from_ns.items():
+            if position < len(prefix):
+                out[name] = prefix[position]
+        return out
+
+    @staticmethod
+    def _search_scope(scope: dict[str, Any]) -> dict[str, Any]:
+        out = dict(scope)
+        for name, value in scope.items():
+            if value is None:
+                out[f"exact_{name.split('_')[0]}_match"] = True
+        return out
+
+    def _live_filter(self, prefix: tuple[str, ...], value_filter: Optional[dict]) -> dict[str, Any]:
+        mine: dict[str, Any] = (
+            {"prefixes": {"$array_contains": _prefix_token(prefix)}} if prefix else {"key": {"$exists": True}}
+        )
+        clauses: list[dict] = [
+            {"langgraph": mine},
+            {"$or": [{"langgraph": {"expires_at": {"$exists": False}}}, {"langgraph": {"expires_at": {"$gt": _iso(_now())}}}]},
+        ]
+        if value_filter:
+            if not isinstance(value_filter, Mapping):
+                raise TypeError(f"filter must be a dict, got {type(value_filter).__name__}")
+            clauses.append({"value": dict(value_filter)})
+        return {"$and": clauses}
+
+    def _texts(self, value: Mapping[str, Any], index: Any) -> list[str]:
+        fields = self._index_fields if index is None else index
+        if index is False or fields is None:
+            return []
+        texts: list[str] = []
+        for field in fields:
+            texts.extend(t for t in get_text_at_path(value, field) if t)
+        return texts
+
+    def _item(self, record: Any, score: Optional[float] = None, search: bool = False) -> Item:
+        meta = record.metadata["langgraph"]
+        created = datetime.fromisoformat(record.created_at)
+        updated = max(created, datetime.fromisoformat(meta["updated_at"]))
+        namespace = tuple(meta["namespace"])
+        value = record.metadata.get("value", {})
+        if search:
+            return SearchItem(namespace, meta["key"], value, created, updated, score)
+        return Item(value=value, key=meta["key"], namespace=namespace, created_at=created, updated_at=updated)
+
+    def _expiry_fields(self, ttl: Optional[float], moment: datetime) -> dict[str, Any]:
+        """oramem TTL arguments for a LangGraph TTL in minutes (None = never expires)."""
+        if ttl is None:
+            return {"ttl_days": None, "timestamp": _iso(moment)}
+        days = max(1, math.ceil(ttl / 1440))
+        return {"ttl_days": days, "ttl_anchor": "timestamp", "timestamp": _iso(moment)}
+
+    # -- the plan (one body for both colours) ------------------------------------------------
+    def _batch(self, ops: list[Op]):
+        for op in ops:
+            if isinstance(op, PutOp):
+                self._validate_put(op)
+            elif not isinstance(op, (GetOp, SearchOp, ListNamespacesOp)):
+                raise TypeError(f"unknown LangGraph store operation {type(op).__name__}")
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append((yield from self._get(op)))
+            elif isinstance(op, SearchOp):
+                results.append((yield from self._search(op)))
+            elif isinstance(op, PutOp):
+                results.append((yield from self._put(op)))
+            else:
+                results.append((yield from self._list_namespaces(op)))
+        return results
+
+    def _validate_put(self, op: PutOp) -> None:
+        if not op.namespace:
+            from langgraph.store.base import InvalidNamespaceError
+
+            raise InvalidNamespaceError("Namespace cannot be empty.")
+        if op.value is not None:
+            if not isinstance(op.value, Mapping):
+                raise TypeError(f"value must be a dict (or None to delete), got {type(op.value).__name__}")
+            json.dumps(dict(op.value))  # not JSON-serialisable: TypeError before anything is written
+            if op.index is not None and op.index is not False and not (
+                isinstance(op.index, list) and all(isinstance(f, str) and f for f in op.index)
+            ):
+                raise ValueError("index must be False, None or a list of field paths")
+            if op.ttl is not None:
+                self._check_ttl(op.ttl)
+
+    def _read_one(self, namespace: tuple[str, ...], key: str):
+        record = yield call("get", self._record_type, self._record_id(namespace, key))
+        if record is None or not record.metadata or "langgraph" not in record.metadata:
+            return None
+        meta = record.metadata["langgraph"]
+        if tuple(meta.get("namespace", ())) != tuple(namespace) or meta.get("key") != key:
+            return None
+        expires = meta.get("expires_at")
+        if expires is not None and expires <= _iso(_now()):
+            return None
+        return record
+
+    def _refresh(self, record: Any):
+        meta = record.metadata["langgraph"]
+        ttl = meta.get("ttl")
+        if ttl is None:
+            return
+        moment = _now()
+        metadata = dict(record.metadata)
+        metadata["langgraph"] = {**meta, "expires_at": _iso(moment + timedelta(minutes=ttl))}
+        yield call("update", self._record_type, record.id, metadata=metadata, **self._expiry_fields(ttl, moment))
+
+    def _wants_refresh(self, flag: Optional[bool]) -> bool:
+        return self._refresh_default if flag is None else bool(flag)
+
+    def _get(self, op: GetOp):
+        record = yield from self._read_one(tuple(op.namespace), op.key)
+        if record is None:
+            return None
+        if self._wants_refresh(op.refresh_ttl):
+            yield from self._refresh(record)
+        return self._item(record)
+
+    def _put(self, op: PutOp):
+        namespace = tuple(op.namespace)
+        record_id = self._record_id(namespace, op.key)
+        if op.value is None:
+            yield call("delete", self._record_type, record_id)
+            return None
+        value = dict(op.value)
+        ttl = op.ttl if op.ttl is not None else self._default_ttl
+        moment = _now()
+        meta: dict[str, Any] = {
+            "namespace": list(namespace),
+            "key": op.key,
+            "prefixes": [_prefix_token(namespace[: i + 1]) for i in range(len(namespace))],
+            "updated_at": _iso(moment),
+        }
+        if ttl is not None:
+            meta["ttl"] = ttl
+            meta["expires_at"] = _iso(moment + timedelta(minutes=ttl))
+        metadata = {"langgraph": meta, "value": value}
+        content = json.dumps(value, ensure_ascii=False)
+        texts = self._texts(value, op.index)
+        expiry = self._expiry_fields(ttl, moment)
+        changed = yield call(
+            "update", self._record_type, record_id, text=content, index_text=texts or "", metadata=metadata, **expiry
+        )
+        if changed:
+            return None
+        scope = self._scope(namespace)
+        yield call(
+            "add",
+            [content],
+            self._record_type,
+            record_ids=[record_id],
+            index_texts=[texts],
+            metadata=[metadata],
+            user_ids=scope["user_id"],
+            agent_ids=scope["agent_id"],
+            thread_ids=scope["thread_id"],
+            timestamps=expiry["timestamp"],
+            ttl_days=expiry["ttl_days"],
+            **({"ttl_anchor": "timestamp"} if "ttl_anchor" in expiry else {}),
+        )
+        return None
+
+    def _search(self, op: SearchOp):
+        prefix = tuple(op.namespace_prefix)
+        if op.limit < 0 or op.offset < 0:
+            raise ValueError("search limit and offset must be >= 0")
+        metadata_filter = self._live_filter(prefix, op.filter)
+        scope = self._scope_filter(prefix)
+        if op.query:
+            if self._index_fields is None:
+                raise ValueError(
+                    "this OramemStore was created with index_fields=None, so items have no retrieval text; "
+                    "pass index_fields (e.g. ['$']) to search with query=, or search with filter= only"
+                )
+            if op.limit == 0:
+                return []
+            hits = yield call(
+                "search",
+                op.query,
+                k=op.offset + op.limit,
+                record_types=[self._record_type],
+                metadata_filter=metadata_filter,
+                **self._search_scope(scope),
+            )
+            chosen = [(record, 1.0 - distance) for record, distance in hits][op.offset :]
+            if len(chosen) < op.limit:
+                # like LangGraph's own stores: items without retrieval text follow the scored ones
+                seen = {record.id for record, _ in hits}
+                rest = yield from self._listed(metadata_filter, scope)
+                unscored = [r for r in rest if r.id not in seen]
+                skip = max(0, op.offset - len(hits))
+                chosen.extend((r, None) for r in unscored[skip : skip + op.limit - len(chosen)])
+        else:
+            records = yield from self._listed(metadata_filter, scope)
+            chosen = [(r, None) for r in records[op.offset : op.offset + op.limit]]
+        if self._wants_refresh(op.refresh_ttl):
+            for record, _ in chosen:
+                yield from self._refresh(record)
+        return [self._item(record, score, search=True) for record, score in chosen]
+
+    def _listed(self, metadata_filter: dict, scope: dict):
+        records = yield call("list", self._record_type, limit=None, metadata_filter=metadata_filter, **scope)
+        # newest update first, as LangGraph's database-backed stores order an unranked search
+        return sorted(records, key=lambda r: r.metadata["langgraph"]["updated_at"], reverse=True)
+
+    def _list_namespaces(self, op: ListNamespacesOp):
+        conditions = tuple(op.match_conditions or ())
+        literal_prefix: tuple[str, ...] = ()
+        for condition in conditions:
+            if condition.match_type == "prefix":
+                for label in condition.path:
+                    if label == "*":
+                        break
+                    literal_prefix += (label,)
+                break
+        records = yield from self._listed(self._live_filter(literal_prefix, None), self._scope_filter(literal_prefix))
+        found: set[tuple[str, ...]] = set()
+        for record in records:
+            namespace = tuple(record.metadata["langgraph"]["namespace"])
+            if all(_matches(c, namespace) for c in conditions):
+                found.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
+        ordered = sorted(found)
+        return ordered[op.offset : op.offset + op.limit]
+
+
+def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(path) > len(namespace):
+        return False
+    if condition.match_type == "prefix":
+        part = namespace[: len(path)]
+    elif condition.match_type == "suffix":
+        part = namespace[len(namespace) - len(path) :]
+    else:
+        raise ValueError(f"match_type must be 'prefix' or 'suffix', got {condition.match_type!r}")
+    return all(p == "*" or p == label for p, label in zip(path, part))
