@@ -17,6 +17,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 #: the module whose import proves an extra is installed
 EXTRA_MODULES = {
     "langgraph": "langgraph.store.base",
+    "openai-agents": "agents",
 }
 
 

@@ -1,0 +1,146 @@
+"""OpenAI Agents SDK: ``OramemSession``, a ``Session`` whose items are the messages of an oramem thread.
+
+Install with ``pip install 'oramem[openai-agents]'``. The SDK's session protocol is async
+only; every method calls the store's native async API (both engines).
+
+Mapping: ``session_id`` is the oramem ``thread_id``; each session item is one ``message``
+record of that thread, in insertion order (``seq_no``). The record keeps the item itself,
+unchanged, in ``metadata["openai_agents_item"]`` (what ``get_items`` returns), its ``role``
+(or, for items without one such as tool calls, its ``type``) as the message role, and as
+content the item's text (a message's string content, or its text parts joined by newlines;
+other items: the item as JSON), so oramem search, the knowledge layer and the CLI see the
+conversation as text. Messages written to the thread by other means (``store.add(...,
+"message", thread_ids=...)``) appear as ``{"role": ..., "content": ...}`` items.
+``user_id`` / ``agent_id`` given to the constructor scope every message written.
+
+``clear_session`` is ``delete_thread``: the thread and everything scoped to it go in one
+transaction (SC-8.3). ``pop_item`` removes the newest message. ``get_items(limit)`` returns the
+newest ``limit`` items, oldest first (``limit`` falls back to ``session_settings.limit``;
+``0`` returns nothing; negative is an error).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from . import require
+from ._colour import call, run_async
+
+require("agents", "openai-agents")
+
+from agents.memory import SessionSettings  # noqa: E402
+from agents.memory.session_settings import coerce_session_settings, resolve_session_limit  # noqa: E402
+
+__all__ = ["OramemSession"]
+
+ITEM_KEY = "openai_agents_item"
+
+
+def _text_of(item: Any) -> str:
+    content = item.get("content") if isinstance(item, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        if parts:
+            return "\n".join(parts)
+    return json.dumps(item, ensure_ascii=False, default=str)
+
+
+def _role_of(item: Any) -> str:
+    for key in ("role", "type"):
+        value = item.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return "item"
+
+
+def _item_of(record: Any) -> Any:
+    meta = record.metadata or {}
+    if ITEM_KEY in meta:
+        return meta[ITEM_KEY]
+    return {"role": getattr(record, "role", None) or "user", "content": record.content or ""}
+
+
+class OramemSession:
+    """``OramemSession("conversation-1", store, user_id="alice")``: pass it as ``session=`` to ``Runner.run``."""
+
+    session_settings: Optional[SessionSettings] = None
+
+    def __init__(
+        self,
+        session_id: str,
+        store: Any,
+        *,
+        user_id: Optional[str] = None,
+        agent_id: Optional[str] = None,
+        session_settings: Optional[SessionSettings | dict] = None,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError(f"session_id must be a non-empty str (it is the oramem thread_id), got {session_id!r}")
+        for name, value in (("user_id", user_id), ("agent_id", agent_id)):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"{name} must be a non-empty str or None, got {value!r}")
+        self.session_id = session_id
+        # as the SDK's own sessions: a dict is validated (unknown keys are a TypeError)
+        self.session_settings = (
+            coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
+        )
+        self._store = store
+        self._user_id = user_id
+        self._agent_id = agent_id
+
+    async def get_items(self, limit: Optional[int] = None) -> list[Any]:
+        return await run_async(self._store, self._get(resolve_session_limit(limit, self.session_settings)))
+
+    async def add_items(self, items: list[Any]) -> None:
+        await run_async(self._store, self._add(items))
+
+    async def pop_item(self) -> Optional[Any]:
+        return await run_async(self._store, self._pop())
+
+    async def clear_session(self) -> None:
+        await run_async(self._store, self._clear())
+
+    # one body per operation, driven by the store's async API (see _colour)
+    def _get(self, limit: Optional[int]):
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be None (all items) or an int >= 0, got {limit!r}")
+        if limit == 0:
+            return []
+        records = yield call("list_thread_messages", self.session_id, last_n=limit)
+        return [_item_of(r) for r in records]
+
+    def _add(self, items: list[Any]):
+        items = list(items)
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise TypeError(f"items[{i}] must be a dict (a TResponseInputItem), got {type(item).__name__}")
+            json.dumps(item)  # not JSON-serialisable: TypeError before anything is written
+        if not items:
+            return None
+        yield call(
+            "add",
+            [_text_of(item) for item in items],
+            "message",
+            thread_ids=self.session_id,
+            user_ids=self._user_id,
+            agent_ids=self._agent_id,
+            roles=[_role_of(item) for item in items],
+            metadata=[{ITEM_KEY: item} for item in items],
+        )
+        return None
+
+    def _pop(self):
+        while True:
+            newest = yield call("list_thread_messages", self.session_id, last_n=1)
+            if not newest:
+                return None
+            removed = yield call("delete", "message", newest[0].id)
+            if removed:  # else a concurrent pop took it: look again
+                return _item_of(newest[0])
+
+    def _clear(self):
+        yield call("delete_thread", self.session_id)
+        return None
