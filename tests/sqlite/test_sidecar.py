@@ -37,6 +37,14 @@ def _cache(store):
     return store._engine._cache
 
 
+def _saved(make) -> None:
+    """A filled store whose first search wrote the sidecar, closed."""
+    store = make()
+    _fill(store)
+    _ids(store, vec(0))
+    store.close()
+
+
 def test_first_search_writes_it_and_a_fresh_store_maps_it(make, db_path):
     store = make()
     _fill(store)
@@ -69,10 +77,7 @@ def test_own_writes_are_saved_on_close(make, db_path):
 
 
 def test_other_process_write_makes_it_stale(make, db_path):
-    store = make()
-    _fill(store)
-    _ids(store, vec(0))
-    store.close()
+    _saved(make)
     run_child(db_path, """
         with SQLiteMemoryStore(path, vector_dim=8, vector_sidecar=False) as s:
             s.add(["theirs"], record_type="memory", record_ids="b", embeddings=[vec(7, 6)])
@@ -102,10 +107,7 @@ def test_a_stale_cache_is_not_saved_over_a_newer_database(make, db_path):
 
 
 def test_another_process_reads_the_snapshot(make, db_path):
-    store = make()
-    _fill(store)
-    _ids(store, vec(0))
-    store.close()
+    _saved(make)
     run_child(db_path, """
         import numpy as np
         with SQLiteMemoryStore(path, vector_dim=8) as s:
@@ -166,10 +168,7 @@ def test_a_damaged_file_is_rebuilt(make, db_path, how):
 
 
 def test_a_snapshot_of_another_database_is_not_used(make, db_path, tmp_path):
-    store = make()
-    _fill(store)
-    _ids(store, vec(0))
-    store.close()
+    _saved(make)
     # a different file whose catalog looks the same except for its contents
     other = str(tmp_path / "other.db")
     with SQLiteMemoryStore(other, vector_dim=DIM) as s:
@@ -180,20 +179,14 @@ def test_a_snapshot_of_another_database_is_not_used(make, db_path, tmp_path):
 
 
 def test_recreated_store_does_not_use_the_old_file(make, db_path):
-    store = make()
-    _fill(store)
-    _ids(store, vec(0))
-    store.close()
+    _saved(make)
     with SQLiteMemoryStore(db_path, vector_dim=DIM, schema_policy="recreate") as s:
         s.add(["fresh"], record_type="memory", record_ids="f", embeddings=[vec(3)])
         assert _ids(s, vec(3), k=10) == ["f"]
 
 
 def test_drop_store_removes_it(make, db_path):
-    store = make()
-    _fill(store)
-    _ids(store, vec(0))
-    store.close()
+    _saved(make)
     assert os.path.exists(_path(db_path))
     assert admin.drop_store(db_path, "DEFAULT")
     assert not os.path.exists(_path(db_path))
@@ -227,10 +220,7 @@ def test_a_process_killed_while_writing_leaves_a_usable_store(make, db_path):
     """The writer dies between writing the temporary file and renaming it: the old
     sidecar is untouched (and stale, so not used), the answer is right, and the next
     load writes a good file."""
-    store = make()
-    _fill(store)
-    _ids(store, vec(0))
-    store.close()
+    _saved(make)
     run_child(db_path, """
         import os
         from oramem.sqlite import sidecar
