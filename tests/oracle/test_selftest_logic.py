@@ -228,3 +228,13 @@ def test_cli_json_and_exit_1(cli_env):
 def test_cli_rejects_a_bad_model_name(cli_env):
     res = CliRunner().invoke(dbcli.db, ["--dsn", "h/p", "--user", "u", "selftest", "--model", "a b"])
     assert res.exit_code == 2 and "--model" in res.output
+
+
+def test_a_failing_drop_is_a_failed_check_naming_the_store():
+    a = answers()
+    a["oramem_admin.drop_store"] = db_error(20201, "lock timeout")
+    t, results, _ = run(Recorder(a))
+    drops = [r for r in results if r.name.startswith("cleanup:")]
+    assert [r.status for r in drops] == ["FAIL"] * 3 and all(r.ora == "ORA-20201" for r in drops)
+    assert drops[0].name == f"cleanup: oramem_admin.drop_store {SIDS[0]}" and "retry" in drops[0].fix
+    assert t.created == SIDS and st.exit_code(results) == 1
