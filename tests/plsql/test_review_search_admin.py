@@ -118,3 +118,16 @@ def test_f12_oversized_filters_raise_the_filter_error_not_ora_06502():
     registry = (REPO / "plsql" / "oramem_registry.pkb").read_text()
     record_sql = _function(_code(registry), "record_json_sql")
     assert longest + len(result.encode()) + len(record_sql.encode()) < reserve
+
+
+def test_verify_md_has_one_row_per_finding_f1_to_f21():
+    text = (REPO / "plsql" / "VERIFY.md").read_text()
+    section = text[text.index("## Review findings F1–F21 (oracle-search-admin-driver.md)"):]
+    section = section.split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (F\d+) \|[^|]*\| ([^|]+) \|", section, re.M)
+    assert sorted(r[0] for r in rows) == sorted(f"F{i}" for i in range(1, 22)) and len(rows) == 21
+    # first-call failures first, as the review marks them, then runtime, deviation, performance
+    assert [r[0] for r in rows][:6] == ["F1", "F2", "F4", "F6", "F8", "F9"]
+    for fid, status in rows:
+        assert re.match(r"(fixed|partly fixed|not fixed|not done|not a defect|PL/SQL side|Python side|search side)",
+                        status.strip()), (fid, status)
