@@ -27,6 +27,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 import click
 
 from .embedders import EmbeddingServiceError, HashEmbedder, OpenAICompatibleEmbedder
+from .embedders.identity import decode_identity, describe_identity
 from .errors import StoreError
 from .normalize import DEFAULT_STORE_ID, validate_store_id
 from .knowledge.cli import kg as kg_group, knowledge as knowledge_group
@@ -121,10 +122,27 @@ class State:
     embed_dim: Optional[int]
     store_strategy: str
     db_given: bool
+    embed_onnx: Optional[str] = None
     strategy_given: bool = False
     _store: Any = None
 
     def embedder(self) -> Any:
+        if self.embed_onnx:
+            if self.embed_url or self.embed_model:
+                raise click.UsageError("--embed-onnx and --embed-url/--embed-model are alternatives; give one")
+            from .embedders import ONNXEmbedder
+
+            try:
+                onnx = ONNXEmbedder(self.embed_onnx)
+            except ImportError as exc:
+                raise CLIError(str(exc), 2) from None
+            except RuntimeError as exc:  # ModelNotAvailable
+                raise CLIError(_one_line(exc), 1) from None
+            if self.embed_dim is not None and self.embed_dim != onnx.embedding_dimension:
+                raise click.UsageError(
+                    f"--embed-dim {self.embed_dim} differs from the ONNX model's dimension {onnx.embedding_dimension}; omit it"
+                )
+            return onnx
         if self.embed_url or self.embed_model:
             if not (self.embed_url and self.embed_model):
                 raise click.UsageError("--embed-url and --embed-model go together")
@@ -312,6 +330,12 @@ def records_table(records: Sequence[Record]) -> str:
 @click.option("--embed-model", envvar="ORAMEM_EMBED_MODEL", help="Embedding model name for --embed-url.")
 @click.option("--embed-dim", type=click.IntRange(min=2), envvar="ORAMEM_EMBED_DIM", help="Embedding dimension (default: 256 for the hash embedder, probed for --embed-url).")
 @click.option(
+    "--embed-onnx",
+    envvar="ORAMEM_ONNX_MODEL",
+    show_envvar=True,
+    help="Local ONNX embedding model: a model directory, an .onnx file or a model id (needs oramem[onnx]).",
+)
+@click.option(
     "--store-strategy",
     type=click.Choice(["vector", "keyword", "hybrid"], case_sensitive=False),
     default="hybrid",
@@ -329,6 +353,7 @@ def cli(
     embed_url: Optional[str],
     embed_model: Optional[str],
     embed_dim: Optional[int],
+    embed_onnx: Optional[str],
     store_strategy: str,
 ) -> None:
     """Long-term memory for AI agents: the oramem store on an embedded SQLite file.
@@ -344,6 +369,7 @@ def cli(
         embed_url=embed_url,
         embed_model=embed_model,
         embed_dim=embed_dim,
+        embed_onnx=embed_onnx,
         store_strategy=store_strategy.lower(),
         db_given=source not in (None, click.core.ParameterSource.DEFAULT),
         strategy_given=ctx.get_parameter_source("store_strategy") not in (None, click.core.ParameterSource.DEFAULT),
@@ -944,6 +970,66 @@ def demo(ctx: click.Context, k: int) -> None:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
 
+# ----------------------------------------------------------------------------- reembed
+@cli.command(short_help="Re-embed a store with another embedder (resumable).")
+@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1), help="Texts per embedding batch.")
+@click.option("--restart", is_flag=True, help="Discard an unfinished reembed to a different embedder and start over.")
+@pass_state
+def reembed(state: State, batch_size: int, restart: bool) -> None:
+    """Move the store to the embedder the --embed-* options select, in batches.
+
+    Re-embeds every retrieval row with the new embedder and then swaps all vectors in at
+    once, recording the new embedder (and dimension) in the store. Interrupted (Ctrl-C, a
+    failing service), it keeps what was done: run the same command again to resume. Until
+    it finishes, the store answers with its old vectors and old embedder.
+    """
+    from .sqlite.reembed import reembed_store
+
+    if state.db == ":memory:" or not os.path.exists(state.db):
+        raise CLIError(f"no database at {state.db}")
+    sid = state.store_key()
+    row = read_catalog(state.db).get(sid)
+    if row is None:
+        raise CLIError(f"no store {sid!r} in {state.db}; pick one with --store")
+    embedder = state.embedder()
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if state.json:
+            return
+        if bar is None:
+            bar = click.progressbar(length=max(total, 1), label=f"re-embedding {sid}", file=sys.stderr)
+            bar.__enter__()
+            bar.update(done)
+        else:
+            bar.update(done - bar.pos)
+
+    try:
+        result = reembed_store(state.db, embedder, memory_store_id=sid, batch_size=batch_size, progress=progress, restart=restart)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if state.json:
+        emit_json(
+            {
+                "memory_store_id": result.memory_store_id,
+                "rows": result.rows,
+                "resumed": result.resumed,
+                "total": result.total,
+                "vector_dim": result.vector_dim,
+                "embedder": result.embedder,
+                "previous": result.previous,
+            }
+        )
+        return
+    resumed = f" ({result.resumed} done by an earlier run)" if result.resumed else ""
+    click.echo(
+        f"re-embedded {result.rows} of {result.total} rows{resumed} of store {result.memory_store_id}: "
+        f"{describe_identity(result.previous)} -> {describe_identity(result.embedder)}"
+    )
+
+
 # ----------------------------------------------------------------------------- stores
 @cli.group(short_help="List, describe or drop stores.")
 def stores() -> None:
@@ -964,6 +1050,7 @@ def _store_summary(row: dict[str, Any]) -> dict[str, Any]:
         "search_index_sync": row["search_index_sync"],
         "default_ttl_days": row["default_ttl_days"],
         "max_ttl_days": row["max_ttl_days"],
+        "embedder": decode_identity(row.get("embedder")),
         "schema_version": row["schema_version"],
         "state": row["state"],
         "created_at": row["created_at"],
@@ -1009,6 +1096,8 @@ def stores_describe(state: State, store_id: Optional[str]) -> None:
     for key, value in info.items():
         if key == "records":
             value = ", ".join(f"{t}={n}" for t, n in value.items()) or "none"
+        elif key == "embedder" and value is not None:
+            value = describe_identity(value)
         click.echo(f"{click.style(key.ljust(width), bold=True)}  {'-' if value is None else value}")
 
 

@@ -61,6 +61,10 @@ class StoreSettings:
     search_strategy: SearchStrategy
     search_index_sync: Optional[SearchIndexSyncMode]
     retention: Optional[MemoryRetentionConfig]
+    #: Identity of the embedder (``oramem.embedders.identity``); as a request ``None`` means
+    #: no embedder given (no check); as a result, the persisted identity (``None``: none
+    #: recorded, or an engine that does not persist it).
+    embedder: Optional[dict] = None
 
 
 @dataclass(frozen=True)

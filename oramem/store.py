@@ -14,6 +14,7 @@ import warnings
 from datetime import datetime
 from typing import Any, Callable, Optional
 
+from .embedders.identity import identity_of
 from .engine import DeletionHook, Engine
 from .normalize import (
     DEFAULT_BATCH_SIZE,
@@ -238,7 +239,8 @@ class OracleMemoryStore(IMemoryStore):
                 )
             vector_dim = emb_dim
         store_id = DEFAULT_STORE_ID if memory_store_id is NOT_SET else validate_store_id(memory_store_id)
-        self._requested = StoreSettings(store_id, vector_dim, strategy, sync, retention)
+        identity = identity_of(self._embedder)
+        self._requested = StoreSettings(store_id, vector_dim, strategy, sync, retention, identity)
         self._policy = policy
         self._norm: Optional[Normalizer] = None
         self._open_lock: Optional[asyncio.Lock] = None

@@ -157,6 +157,8 @@ class ONNXEmbedder(IEmbedder):
         self._digest: Optional[str] = None
 
         self.model_path, self.model_id = self._resolve(model, cache_dir, download)
+        #: the local path the caller gave (None for a model id): shown in advice, not compared
+        self.source_path = str(Path(model).expanduser().resolve()) if Path(model).expanduser().exists() else None
         directory = self.model_path.parent
         if self.model_path.parent.name == "onnx" and not (directory / "tokenizer.json").is_file():
             directory = directory.parent
@@ -348,6 +350,7 @@ class ONNXEmbedder(IEmbedder):
         return {
             "kind": "onnx",
             "model": self.model_id,
+            "path": self.source_path,
             "digest": "sha256:" + self.weights_digest[:16],
             "dimension": self.embedding_dimension,
             "normalize": self.normalize,

@@ -1,5 +1,6 @@
 """The embedded SQLite engine of oramem (stdlib ``sqlite3`` + FTS5 + numpy)."""
 
 from .engine import SQLiteEngine
+from .reembed import ReembedResult, reembed_store
 
-__all__ = ["SQLiteEngine"]
+__all__ = ["SQLiteEngine", "reembed_store", "ReembedResult"]

@@ -28,6 +28,15 @@ open must equal the persisted ones (``None`` = not given = adopt). Two exception
 ``CREATE_IF_NECESSARY``: an explicit retention config replaces the stored one (the vendor
 rule; expiries already stored are not recomputed), and a store without a ``vector_dim``
 records the one given.
+
+Embedder identity (``oramem.embedders.identity``): a vector-capable store records, in the
+catalog's ``embedder`` column, the identity of the embedder it was created with, and an open
+with another embedder is a ``StoreSettingsMismatch`` naming both and what to pass (checked
+before ``vector_dim``). Opens without an embedder (vectors given by the caller) are not
+checked. A store without a recorded identity (made before identities existed, or only ever
+opened without an embedder) adopts the identity of the first embedder that opens it, under
+any policy: it is a catalog annotation, not a schema change. ``oramem reembed``
+(:mod:`oramem.sqlite.reembed`) moves a store to another embedder.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Optional
 
+from ..embedders.identity import decode_identity, encode_identity, mismatch_message, same_identity
 from ..errors import SchemaError, StoreNotFound, StoreSettingsMismatch
 from ..requests import StoreSettings
 from ..types import MemoryRetentionConfig, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
@@ -61,8 +71,13 @@ CREATE TABLE IF NOT EXISTS {CATALOG} (
     max_ttl_days      INTEGER,
     generation        TEXT NOT NULL,
     change_seq        INTEGER NOT NULL DEFAULT 0,
-    created_at        TEXT NOT NULL
+    created_at        TEXT NOT NULL,
+    embedder          TEXT,
+    reembed_target    TEXT
 )"""
+#: Catalog columns added after the first release, with their declarations: an older
+#: catalog gains them (nullable, no data change) on the first open by this version.
+_CATALOG_ADDED = {"embedder": "TEXT", "reembed_target": "TEXT"}
 
 
 def has_vector(capability: SearchStrategy) -> bool:
@@ -82,7 +97,7 @@ class StoreTables:
                 f"memory_store_id {store_id!r} must be 1-16 characters matching ^[A-Z][A-Z0-9_]*$ (upper-cased)"
             )
         self.store_id = store_id
-        self.names = {kind: f"om_{store_id}_{kind}" for kind in ("records", "chunks", "fts", "fts_pending")}
+        self.names = {kind: f"om_{store_id}_{kind}" for kind in ("records", "chunks", "fts", "fts_pending", "reembed")}
         self.records = f'"{self.names["records"]}"'
         self.chunks = f'"{self.names["chunks"]}"'
         self.fts = f'"{self.names["fts"]}"'
@@ -135,7 +150,7 @@ class StoreTables:
         return {wanted[name] for (name,) in rows}
 
     def drop(self, conn: sqlite3.Connection) -> None:
-        for kind in ("fts", "fts_pending", "chunks", "records"):
+        for kind in ("reembed", "fts", "fts_pending", "chunks", "records"):
             conn.execute(f'DROP TABLE IF EXISTS "{self.names[kind]}"')
 
 
@@ -160,6 +175,7 @@ def apply_policy(
     if policy == SchemaPolicy.REQUIRE_EXISTING and not catalog_exists:
         raise _not_found(tables.store_id)
     conn.execute(_CATALOG_DDL)
+    upgrade_catalog(conn)
     row = _catalog_row(conn, tables.store_id)
     objects = tables.existing(conn)
 
@@ -200,6 +216,14 @@ def apply_policy(
     return _reconcile(conn, tables, row, capability, requested, policy)
 
 
+def upgrade_catalog(conn: sqlite3.Connection) -> None:
+    """Add the catalog columns an older oramem did not create (see ``_CATALOG_ADDED``)."""
+    present = {r[1] for r in conn.execute(f"PRAGMA table_info({CATALOG})")}
+    for column, declaration in _CATALOG_ADDED.items():
+        if column not in present:
+            conn.execute(f"ALTER TABLE {CATALOG} ADD COLUMN {column} {declaration}")  # fixed names
+
+
 def _reconcile(
     conn: sqlite3.Connection,
     tables: StoreTables,
@@ -226,11 +250,18 @@ def _reconcile(
             f"{requested.retention}; omit memory_retention_config to use the stored one, or open with "
             "CREATE_IF_NECESSARY to replace it"
         )
+    identity = decode_identity(row.get("embedder"))
+    if requested.embedder is not None and identity is not None and not same_identity(identity, requested.embedder):
+        raise StoreSettingsMismatch(mismatch_message(sid, identity, requested.embedder))
     if requested.vector_dim is not None and requested.vector_dim != dim:
         if dim is not None:
+            if requested.embedder is not None and identity is not None:
+                raise StoreSettingsMismatch(mismatch_message(sid, identity, requested.embedder))
             raise StoreSettingsMismatch(
                 f"vector_dim: store {sid!r} holds {dim}-dimensional vectors, the open asked for "
-                f"{requested.vector_dim}; use an embedder/vector_dim of {dim}, or RECREATE the store"
+                f"{requested.vector_dim}; open it with the embedder that built its vectors (a different "
+                "embedder of the same dimension would mix two vector spaces), move it to another embedder "
+                "with `oramem reembed`, or RECREATE the store"
             )
         if may_change:
             dim = requested.vector_dim
@@ -264,6 +295,11 @@ def _reconcile(
         )
     if has_vector(capability) and dim is None:
         raise ValueError(f"store {sid!r} needs vector_dim for {capability.value} search; pass vector_dim or an embedder")
+    if identity is None and requested.embedder is not None and has_vector(capability):
+        # a store made before identities were recorded (or by callers that gave vectors
+        # only) adopts the identity of the first embedder that opens it
+        identity = requested.embedder
+        updates["embedder"] = encode_identity(identity)
 
     change_seq = row["change_seq"]
     if updates:
@@ -271,7 +307,7 @@ def _reconcile(
         updates["change_seq"] = change_seq
         assignments = ", ".join(f"{column} = :{column}" for column in updates)  # fixed column names
         conn.execute(f"UPDATE {CATALOG} SET {assignments} WHERE store_id = :sid", {**updates, "sid": sid})
-    settings = StoreSettings(sid, dim, wanted, sync, retention)
+    settings = StoreSettings(sid, dim, wanted, sync, retention, identity)
     return StoreState(settings, capability, row["generation"], change_seq)
 
 
@@ -297,12 +333,13 @@ def _create(conn: sqlite3.Connection, tables: StoreTables, requested: StoreSetti
         )
     sync = requested.search_index_sync or SearchIndexSyncMode.ON_COMMIT
     retention = requested.retention or MemoryRetentionConfig()
+    identity = requested.embedder if has_vector(capability) else None
     _create_objects(conn, tables, capability)
     generation = uuid.uuid4().hex
     conn.execute(
         f"""INSERT INTO {CATALOG} (store_id, schema_version, state, capability, vector_dim, search_index_sync,
-                                   default_ttl_days, max_ttl_days, generation, change_seq, created_at)
-            VALUES (?, ?, 'ready', ?, ?, ?, ?, ?, ?, 0, ?)""",
+                                   default_ttl_days, max_ttl_days, generation, change_seq, created_at, embedder)
+            VALUES (?, ?, 'ready', ?, ?, ?, ?, ?, ?, 0, ?, ?)""",
         (
             tables.store_id,
             SCHEMA_VERSION,
@@ -313,9 +350,10 @@ def _create(conn: sqlite3.Connection, tables: StoreTables, requested: StoreSetti
             retention.max_ttl_days,
             generation,
             now,
+            encode_identity(identity),
         ),
     )
-    settings = StoreSettings(tables.store_id, requested.vector_dim, capability, sync, retention)
+    settings = StoreSettings(tables.store_id, requested.vector_dim, capability, sync, retention, identity)
     return StoreState(settings, capability, generation, 0)
 
 

@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
+from oramem.embedders.identity import identity_of
+
 from oramem import NOT_SET, MemoryRetentionConfig, OracleMemoryStore, SearchStrategy, TimeToLiveAnchor
 from oramem.engine import Engine
 from oramem.requests import RetrievalChange, ScopeMatch, StoreSettings
@@ -106,9 +108,11 @@ def last(engine, kind):
 
 
 def test_open_passes_requested_settings_with_none_for_omitted():
-    store, engine, _ = make()
+    store, engine, emb = make()
     settings, policy = engine.calls[0][1]
-    assert settings == StoreSettings("DEFAULT", 4, SearchStrategy.VECTOR, None, None)
+    # the embedder's identity goes with the request (checked against the store's record)
+    assert settings == StoreSettings("DEFAULT", 4, SearchStrategy.VECTOR, None, None, identity_of(emb))
+    assert settings.embedder["kind"] == "python" and settings.embedder["dimension"] == 4
     assert policy is SchemaPolicy.CREATE_IF_NECESSARY
 
 

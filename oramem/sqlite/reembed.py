@@ -1,0 +1,203 @@
+"""Move a SQLite store to another embedder: re-embed every retrieval row, in batches,
+resumably (what ``oramem reembed`` runs).
+
+How it works, so that an interruption (Ctrl-C, a crash, a failing embedding service) loses
+at most one batch and never leaves a store with two kinds of vectors:
+
+1. One transaction records the target embedder's identity in the catalog
+   (``reembed_target``) and creates the work table ``om_<ID>_reembed`` (chunk id, the text
+   embedded, the new vector). The store keeps answering with its old vectors meanwhile.
+2. Batches of ``batch_size`` rows, in chunk-id order, are embedded outside any transaction
+   and written to the work table, one short transaction per batch; ``progress(done, total)``
+   is called after each.
+3. One final transaction embeds the rows added or whose text changed since they were
+   copied, swaps all vectors in, records the new identity and ``vector_dim``, bumps the
+   change counter (other processes reload their caches) and drops the work table.
+
+A rerun with the same embedder resumes from the work table; a rerun with a different one is
+refused unless ``restart=True`` (which discards the pending work). Writers that keep using
+the old embedder while a reembed runs are caught at the swap only for the rows they
+add or re-text (those are re-embedded); stop them, then reopen with the new embedder.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..embedders.identity import decode_identity, describe_identity, encode_identity, identity_of, same_identity
+from ..errors import SchemaError, StoreError, StoreNotFound
+from ..normalize import DEFAULT_STORE_ID, validate_store_id
+from ..types import SearchStrategy
+from .connection import Database
+from .schema import CATALOG, StoreTables, has_vector, upgrade_catalog
+
+__all__ = ["reembed_store", "ReembedResult"]
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ReembedResult:
+    """``rows``: retrieval rows embedded by this call; ``resumed``: rows an earlier,
+    interrupted run had already done; ``total``: rows in the store at the swap."""
+
+    memory_store_id: str
+    rows: int
+    resumed: int
+    total: int
+    vector_dim: int
+    embedder: dict
+    previous: Optional[dict]
+
+
+def _embed(embedder: Any, texts: list[str], dim: int) -> list[bytes]:
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float64)
+    if vectors.shape != (len(texts), dim):
+        raise ValueError(f"the embedder returned shape {vectors.shape} for {len(texts)} texts, expected ({len(texts)}, {dim})")
+    if not np.isfinite(vectors).all() or (np.abs(vectors) > np.finfo(np.float32).max).any():
+        raise ValueError("the embedder returned non-finite vector values; nothing was written")
+    return [row.astype("<f4").tobytes() for row in vectors]
+
+
+def reembed_store(
+    path: "str | os.PathLike[str]",
+    embedder: Any,
+    *,
+    memory_store_id: str = DEFAULT_STORE_ID,
+    batch_size: int = 256,
+    progress: Optional[Progress] = None,
+    restart: bool = False,
+) -> ReembedResult:
+    """Re-embed store ``memory_store_id`` of the SQLite file ``path`` with ``embedder``.
+
+    See the module docstring. Raises ``StoreNotFound`` for a missing file or store,
+    ``ValueError`` for a KEYWORD store (no vectors) or bad arguments, ``StoreError`` when
+    another reembed is pending and ``restart`` is false.
+    """
+    path = os.fspath(path)
+    if path == ":memory:" or not os.path.isfile(path):
+        raise StoreNotFound(f"no database file at {path!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be a callable(done, total) or None")
+    target = identity_of(embedder)
+    if target is None:
+        raise ValueError("reembed needs an embedder")
+    dim = int(target.get("dimension") or embedder.embedding_dimension)
+    tables = StoreTables(validate_store_id(memory_store_id))
+    work = f'"{tables.names["reembed"]}"'
+    db = Database(path)
+    try:
+        previous, resumed, total = _begin(db, tables, work, target, restart)
+        done = resumed
+        if progress is not None:
+            progress(done, total)
+        last = _last_done(db, work)
+        embedded = 0
+        while True:
+            with db.transaction(False, "reading rows to re-embed") as conn:
+                rows = conn.execute(
+                    f"SELECT chunk_id, text FROM {tables.chunks} WHERE chunk_id > ? ORDER BY chunk_id LIMIT ?",
+                    (last, batch_size),
+                ).fetchall()
+            if not rows:
+                break
+            blobs = _embed(embedder, [text for _, text in rows], dim)
+            with db.transaction(True, "saving re-embedded rows") as conn:
+                _check_target(conn, tables, target)
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO {work} (chunk_id, text, vector) VALUES (?, ?, ?)",
+                    [(cid, text, blob) for (cid, text), blob in zip(rows, blobs)],
+                )
+            last = rows[-1][0]
+            embedded += len(rows)
+            done += len(rows)
+            if progress is not None:
+                progress(min(done, total), total)
+        with db.transaction(True, "swapping in the new vectors") as conn:
+            _check_target(conn, tables, target)
+            stale = conn.execute(
+                f"SELECT c.chunk_id, c.text FROM {tables.chunks} c LEFT JOIN {work} w ON w.chunk_id = c.chunk_id "
+                "WHERE w.chunk_id IS NULL OR w.text IS NOT c.text ORDER BY c.chunk_id"
+            ).fetchall()
+            for start in range(0, len(stale), batch_size):
+                part = stale[start : start + batch_size]
+                blobs = _embed(embedder, [text for _, text in part], dim)
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO {work} (chunk_id, text, vector) VALUES (?, ?, ?)",
+                    [(cid, text, blob) for (cid, text), blob in zip(part, blobs)],
+                )
+            embedded += len(stale)
+            conn.execute(
+                f"UPDATE {tables.chunks} SET vector = (SELECT w.vector FROM {work} w "
+                f"WHERE w.chunk_id = {tables.chunks}.chunk_id)"
+            )
+            (final_total,) = conn.execute(f"SELECT count(*) FROM {tables.chunks}").fetchone()
+            conn.execute(
+                f"UPDATE {CATALOG} SET vector_dim = ?, embedder = ?, reembed_target = NULL, "
+                "change_seq = change_seq + 1 WHERE store_id = ?",
+                (dim, encode_identity(target), tables.store_id),
+            )
+            conn.execute(f"DROP TABLE {work}")
+        if progress is not None:
+            progress(final_total, final_total)
+    finally:
+        db.close()
+    return ReembedResult(tables.store_id, embedded, resumed, final_total, dim, target, previous)
+
+
+def _begin(db: Database, tables: StoreTables, work: str, target: dict, restart: bool) -> tuple[Optional[dict], int, int]:
+    with db.transaction(True, f"starting the reembed of store {tables.store_id!r}") as conn:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CATALOG,)).fetchone():
+            raise StoreNotFound(f"{db.path} holds no oramem stores")
+        upgrade_catalog(conn)
+        row = conn.execute(
+            f"SELECT state, capability, embedder, reembed_target FROM {CATALOG} WHERE store_id = ?",
+            (tables.store_id,),
+        ).fetchone()
+        if row is None:
+            raise StoreNotFound(f"no store {tables.store_id!r} in {db.path}")
+        state, capability, stored, pending = row
+        if state != "ready":
+            raise SchemaError(f"store {tables.store_id!r} is in state {state!r}; it cannot be re-embedded")
+        if not has_vector(SearchStrategy(capability)):
+            raise ValueError(f"store {tables.store_id!r} is a {capability} store: it holds no vectors to re-embed")
+        pending_identity = decode_identity(pending)
+        if pending_identity is not None and not same_identity(pending_identity, target):
+            if not restart:
+                raise StoreError(
+                    f"store {tables.store_id!r} has an unfinished reembed to {describe_identity(pending_identity)}; "
+                    "rerun it with that embedder to resume, or restart with the new one (CLI: --restart, "
+                    "Python: restart=True), which discards the pending work"
+                )
+            conn.execute(f"DROP TABLE IF EXISTS {work}")
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {work} (chunk_id INTEGER PRIMARY KEY, text TEXT NOT NULL, vector BLOB NOT NULL)"
+        )
+        conn.execute(
+            f"UPDATE {CATALOG} SET reembed_target = ? WHERE store_id = ?", (encode_identity(target), tables.store_id)
+        )
+        (resumed,) = conn.execute(f"SELECT count(*) FROM {work}").fetchone()
+        (total,) = conn.execute(f"SELECT count(*) FROM {tables.chunks}").fetchone()
+    return decode_identity(stored), resumed, total
+
+
+def _last_done(db: Database, work: str) -> int:
+    with db.transaction(False, "reading the reembed position") as conn:
+        (last,) = conn.execute(f"SELECT coalesce(max(chunk_id), 0) FROM {work}").fetchone()
+    return last
+
+
+def _check_target(conn: Any, tables: StoreTables, target: dict) -> None:
+    row = conn.execute(f"SELECT reembed_target FROM {CATALOG} WHERE store_id = ?", (tables.store_id,)).fetchone()
+    pending = decode_identity(row[0]) if row else None
+    if pending is None or not same_identity(pending, target):
+        raise StoreError(
+            f"the reembed of store {tables.store_id!r} was taken over by another run (or the store was dropped); "
+            "stopped without swapping"
+        )

@@ -1,0 +1,72 @@
+"""`oramem reembed`, `--embed-onnx` and the embedder shown by `stores describe`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from oramem.cli import cli
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    for name in ("ORAMEM_DB", "ORAMEM_STORE", "ORAMEM_STRATEGY", "ORAMEM_ONNX_MODEL", "ORAMEM_EMBED_DIM"):
+        monkeypatch.delenv(name, raising=False)
+    db = str(tmp_path / "mem.db")
+    runner = CliRunner()
+
+    def invoke(*args, expect=0):
+        result = runner.invoke(cli, ["--db", db, *args], catch_exceptions=False)
+        assert result.exit_code == expect, (args, result.exit_code, result.output)
+        return result
+
+    return invoke
+
+
+def test_mismatch_advice_and_reembed_round_trip(run):
+    run("add", "My daughter is allergic to peanuts", "I drive a red Prius", "We honeymooned in Lisbon")
+    refused = run("--embed-dim", "384", "add", "x", expect=1)
+    assert "HashEmbedder(dim=256, seed=0)" in refused.output and "the CLI's default embedder" in refused.output
+    assert "oramem reembed" in refused.output
+    out = run("--embed-dim", "64", "reembed", "--batch-size", "2")
+    assert "re-embedded 3 of 3 rows" in out.output and "HashEmbedder(dim=64, seed=0)" in out.output
+    assert "re-embedding DEFAULT" in out.stderr
+    desc = json.loads(run("--json", "stores", "describe").stdout)
+    assert desc["vector_dim"] == 64 and desc["embedder"] == {"kind": "hash", "dimension": 64, "seed": 0}
+    human = run("stores", "describe").output
+    assert "HashEmbedder(dim=64, seed=0)" in human
+    run("add", "y", expect=1)  # the default 256-d embedder is now the wrong one
+    hits = json.loads(run("--embed-dim", "64", "--json", "search", "peanuts", "--strategy", "vector", "-k", "1").stdout)
+    assert "peanuts" in json.dumps(hits)
+    again = json.loads(run("--embed-dim", "64", "--json", "reembed").stdout)
+    assert again["rows"] == 3 and again["previous"] == again["embedder"]
+
+
+def test_reembed_errors(run, tmp_path):
+    run("reembed", expect=1)  # no database
+    run("--store-strategy", "keyword", "add", "hello")
+    out = run("reembed", expect=2)
+    assert "no vectors to re-embed" in out.output
+    out = run("--store", "other", "reembed", expect=1)
+    assert "no store 'OTHER'" in out.output
+
+
+def test_embed_onnx_option(run, tmp_path):
+    for mod in ("onnxruntime", "tokenizers", "onnx"):
+        pytest.importorskip(mod, reason=f"{mod} not installed: pip install 'oramem[onnx]' onnx")
+    from tests.embedders.onnx_models import build_model_dir
+
+    model = build_model_dir(tmp_path / "tiny")
+    run("--embed-onnx", str(model), "add", "peanut allergy", "red car")
+    desc = json.loads(run("--json", "stores", "describe").stdout)
+    assert desc["embedder"]["kind"] == "onnx" and desc["vector_dim"] == 6
+    refused = run("add", "hello", expect=1)
+    assert f"--embed-onnx {model.resolve()}" in refused.output
+    hits = json.loads(run("--embed-onnx", str(model), "--json", "search", "peanut", "--strategy", "vector", "-k", "1").stdout)
+    assert "peanut allergy" in json.dumps(hits)
+    out = run("--embed-onnx", str(tmp_path / "missing"), "add", "x", expect=1)
+    assert "no model file or directory" in out.output
+    out = run("--embed-onnx", str(model), "--embed-url", "http://127.0.0.1:1/v1", "--embed-model", "m", "add", "x", expect=2)
+    assert "alternatives" in out.output
