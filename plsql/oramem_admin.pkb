@@ -1107,6 +1107,22 @@ AS
             'schema_policy must be REQUIRE_EXISTING, CREATE_IF_EMPTY, CREATE_IF_NECESSARY or RECREATE');
       END IF;
       l_set := parse_settings(in_settings);
+      -- Lock-free path (review F21): a READY store at the code's schema version, with all
+      -- its objects and no setting to change, is opened without the exclusive store lock;
+      -- SC-10.3 needs the lock only to create, upgrade or repair. reconcile only reads
+      -- (and raises on a mismatch, as it would under the lock).
+      IF l_policy <> gc_policy_recreate THEN
+         oramem_registry.find_store(l_set.store_id, l_store, l_found);
+         IF l_found AND l_store.state = oramem_registry.gc_state_ready
+            AND l_store.schema_version = oramem_registry.gc_store_schema_version
+            AND NOT reconcile(l_store, l_set, l_policy)
+            AND objects_complete(l_store)
+         THEN
+            RETURN describe_obj(l_set.store_id,
+                                CASE WHEN l_set.has_strategy THEN l_set.strategy END,
+                                FALSE, FALSE).to_clob;
+         END IF;
+      END IF;
       lock_store(l_set.store_id, in_lock_timeout);
 
       oramem_registry.find_store(l_set.store_id, l_store, l_found);

@@ -69,7 +69,9 @@ AS
     *    or crashed store, applies upgrades and capability upgrades (vector -> keyword ->
     *    hybrid; adding vector_dim to a store that had none).
     *  - RECREATE: drops every object and all data of the store, then creates it.
-    * The lock wait is in_lock_timeout seconds.
+    * The lock wait is in_lock_timeout seconds. A READY store at the code's schema
+    * version, complete and with nothing to change, is opened without taking the lock
+    * (no DBMS_LOCK call: concurrent opens do not serialise).
     * Errors: -20001 bad policy/setting value; -20002 bad JSON; -20010 bad store id;
     *  -20101 not found (names CREATE_IF_NECESSARY); -20103 settings mismatch (names the
     *  setting and the persisted value); -20104 outdated; -20105 incomplete/orphaned

@@ -131,3 +131,16 @@ def test_verify_md_has_one_row_per_finding_f1_to_f21():
     for fid, status in rows:
         assert re.match(r"(fixed|partly fixed|not fixed|not done|not a defect|PL/SQL side|Python side|search side)",
                         status.strip()), (fid, status)
+
+
+def test_f21_open_store_validates_a_ready_store_before_taking_the_lock():
+    body = _code(_function(ADMIN, "open_store"))
+    fast, lock = body.index("gc_state_ready"), body.index("lock_store(l_set.store_id, in_lock_timeout)")
+    assert fast < lock
+    path = body[:lock]
+    for cond in ("l_policy <> gc_policy_recreate", "schema_version = oramem_registry.gc_store_schema_version",
+                 "NOT reconcile(l_store, l_set, l_policy)", "objects_complete(l_store)"):
+        assert cond in path, cond
+    # reconcile, used without the lock, changes nothing
+    rec = _code(_function(ADMIN, "reconcile"))
+    assert not re.search(r"\b(INSERT|UPDATE|DELETE|MERGE|exec_ddl|exec_block|save_settings|g_warnings)\b", rec)
