@@ -22,10 +22,11 @@ import time
 import warnings
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import click
 
+from . import jsonl
 from .embedders import EmbeddingServiceError, HashEmbedder, OpenAICompatibleEmbedder
 from .embedders.identity import decode_identity, describe_identity
 from .errors import StoreError
@@ -33,37 +34,14 @@ from .normalize import DEFAULT_STORE_ID, validate_store_id
 from .knowledge.cli import kg as kg_group, knowledge as knowledge_group
 from .oracle.cli import db as oracle_db_group
 from .sqlite import admin as sqlite_admin
-from .types import NOT_SET, PROFILE_TYPES, RECORD_TYPES, MessageRecord, PendingRecordBatch, Record
+from .types import NOT_SET, RECORD_TYPES, MessageRecord, Record
 
 __all__ = ["main", "cli"]
 
 DEFAULT_DB = "./oramem.db"
 #: Dimension of the default HashEmbedder the CLI uses.
 HASH_DIM = 256
-#: Record types ``export`` walks, in this order (threads are implicit, profiles first so
-#: an import recreates actors before their records).
-EXPORT_TYPES = ("user_profile", "agent_profile", "message", "memory", "guideline", "fact", "preference")
-ADDABLE_TYPES = tuple(t for t in RECORD_TYPES if t != "thread")
-#: Fields an import line may carry; ``created_at``/``expires_at``/``seq_no`` (written by
-#: export) are accepted and ignored because the store assigns them.
-IMPORT_FIELDS = frozenset(
-    {
-        "record_type",
-        "content",
-        "id",
-        "thread_id",
-        "user_id",
-        "agent_id",
-        "role",
-        "timestamp",
-        "metadata",
-        "ttl_days",
-        "ttl_anchor",
-        "index_text",
-        "embedding",
-    }
-)
-IMPORT_IGNORED = frozenset({"created_at", "expires_at", "seq_no"})
+ADDABLE_TYPES = jsonl.ADDABLE_TYPES
 
 
 # ----------------------------------------------------------------------------- errors
@@ -226,23 +204,7 @@ def split_types(values: Sequence[str]) -> Optional[list[str]]:
 
 
 # ----------------------------------------------------------------------------- output
-def record_to_dict(record: Record) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": record.id,
-        "record_type": record.record_type,
-        "content": record.content,
-        "timestamp": record.timestamp,
-        "metadata": dict(record.metadata) if record.metadata is not None else None,
-        "thread_id": record.thread_id,
-        "user_id": record.user_id,
-        "agent_id": record.agent_id,
-        "created_at": record.created_at,
-        "expires_at": record.expires_at,
-    }
-    if isinstance(record, MessageRecord):
-        out["role"] = record.role
-        out["seq_no"] = record.seq_no
-    return out
+record_to_dict = jsonl.record_to_dict
 
 
 def scope_text(record: Record) -> str:
@@ -690,176 +652,86 @@ def purge(state: State) -> None:
 
 
 # ----------------------------------------------------------------------------- import / export
-@dataclass
-class ImportLine:
-    lineno: int
-    record_type: str
-    fields: dict[str, Any]
+def _parse_jsonl(lines: Iterable[str], source: str, **kwargs: Any) -> list[jsonl.ImportLine]:
+    try:
+        return jsonl.parse_lines(lines, source, **kwargs)
+    except jsonl.JSONLError as exc:
+        raise CLIError(str(exc), 2) from None
 
 
-def parse_import_lines(lines: Iterable[str], source: str) -> list[ImportLine]:
-    """Parse and validate every line (nothing is written here). Blank lines are skipped."""
-    out: list[ImportLine] = []
-    for lineno, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        where = f"{source}:{lineno}"
-        try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            raise CLIError(f"{where}: not valid JSON ({exc.msg})", 2) from None
-        if not isinstance(obj, dict):
-            raise CLIError(f"{where}: expected a JSON object, got {type(obj).__name__}", 2)
-        if "text" in obj and "content" not in obj:
-            obj["content"] = obj.pop("text")
-        if "type" in obj and "record_type" not in obj:
-            obj["record_type"] = obj.pop("type")
-        unknown = sorted(set(obj) - IMPORT_FIELDS - IMPORT_IGNORED)
-        if unknown:
-            raise CLIError(f"{where}: unknown field(s) {', '.join(unknown)}; accepted: {', '.join(sorted(IMPORT_FIELDS))}", 2)
-        record_type = obj.get("record_type")
-        if record_type not in ADDABLE_TYPES:
-            raise CLIError(f"{where}: record_type must be one of {', '.join(ADDABLE_TYPES)}, got {record_type!r}", 2)
-        fields = {k: v for k, v in obj.items() if k in IMPORT_FIELDS and k != "record_type"}
-        if record_type in PROFILE_TYPES and fields.get("role") is None:
-            fields.pop("role", None)
-        line = ImportLine(lineno, record_type, fields)
-        try:
-            make_batch([line])
-        except (ValueError, TypeError) as exc:
-            raise CLIError(f"{where}: {_one_line(exc)}", 2) from None
-        out.append(line)
-    return out
-
-
-_BATCH_ARGS = (
-    ("content", None),
-    ("id", "record_ids"),
-    ("thread_id", "thread_ids"),
-    ("user_id", "user_ids"),
-    ("agent_id", "agent_ids"),
-    ("role", "roles"),
-    ("timestamp", "timestamps"),
-    ("metadata", "metadata"),
-    ("index_text", "index_texts"),
-    ("embedding", "embeddings"),
-    ("ttl_days", "ttl_days"),
-    ("ttl_anchor", "ttl_anchor"),
-)
-#: Fields whose omission means something different from null; lines are only grouped
-#: into one PendingRecordBatch when they agree on having them.
-_PRESENCE_SENSITIVE = ("ttl_days", "ttl_anchor")
-
-
-def _group_key(line: ImportLine) -> tuple:
-    return (line.record_type,) + tuple(f in line.fields for f in _PRESENCE_SENSITIVE)
-
-
-def make_batch(lines: Sequence[ImportLine]) -> PendingRecordBatch:
-    """One PendingRecordBatch for lines of one record type and one presence pattern."""
-    kwargs: dict[str, Any] = {}
-    for field_name, arg in _BATCH_ARGS:
-        if arg is None:
-            continue
-        if not any(field_name in l.fields for l in lines):
-            continue
-        kwargs[arg] = [l.fields.get(field_name) for l in lines]
-    return PendingRecordBatch(texts=[l.fields.get("content") for l in lines], record_type=lines[0].record_type, **kwargs)
-
-
-def make_batches(lines: Sequence[ImportLine]) -> list[PendingRecordBatch]:
-    batches: list[PendingRecordBatch] = []
-    run: list[ImportLine] = []
-    for line in lines:
-        if run and _group_key(run[-1]) != _group_key(line):
-            batches.append(make_batch(run))
-            run = []
-        run.append(line)
-    if run:
-        batches.append(make_batch(run))
-    return batches
-
-
-def chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(seq), size):
-        yield seq[start : start + size]
-
-
-def import_lines(store: Any, lines: Sequence[ImportLine], batch_size: int, *, progress: bool) -> int:
-    """Write validated lines, ``batch_size`` per transaction; returns records written."""
-    written = 0
+def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int, *, progress: bool, on_conflict: str = "fail") -> jsonl.ImportResult:
+    """Write validated lines, ``batch_size`` per transaction; a failure or Ctrl-C says how
+    far it got (exit 2 for bad input, 1 for store errors, 130 for Ctrl-C)."""
     bar_cm = click.progressbar(length=len(lines), label="importing", file=sys.stderr) if progress else contextlib.nullcontext()
     with bar_cm as bar:
-        for part in chunks(lines, batch_size):
-            try:
-                store.add_batches(make_batches(part))
-            except (ValueError, TypeError, StoreError) as exc:
-                raise CLIError(
-                    f"lines {part[0].lineno}-{part[-1].lineno}: {_one_line(exc)} "
-                    f"({written} record(s) imported before this batch; this batch wrote nothing)",
-                    2 if isinstance(exc, (ValueError, TypeError)) else 1,
-                ) from None
-            written += len(part)
-            if bar is not None:
-                bar.update(len(part))
-    return written
+        try:
+            return jsonl.import_records(
+                store, lines, on_conflict=on_conflict, batch_size=batch_size, progress=bar.update if bar is not None else None
+            )
+        except jsonl.ImportStopped as stop:
+            cause = stop.cause
+            if isinstance(cause, KeyboardInterrupt):
+                raise CLIError(f"interrupted: {stop.summary()}; resume with: oramem import --on-conflict skip FILE", 130) from None
+            code = 2 if isinstance(cause, (ValueError, TypeError)) else 1
+            hint = "; fix it and re-run with --on-conflict skip to resume" if stop.result.imported else ""
+            where = f"lines {stop.lineno}-{stop.last_lineno}" if stop.last_lineno != stop.lineno else f"line {stop.lineno}"
+            raise CLIError(f"{where}: {_one_line(cause)} ({stop.summary()}; this batch wrote nothing{hint})", code) from None
 
 
-@cli.command(name="import", short_help="Import records from JSON Lines.")
-@click.argument("file", type=click.File("r", encoding="utf-8"))
+@cli.command(name="import", short_help="Import (restore) records from JSON Lines.")
+@click.argument("file", type=click.File("r", encoding="utf-8-sig"))
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1), help="Records per transaction.")
+@click.option(
+    "--on-conflict",
+    type=click.Choice(jsonl.ON_CONFLICT),
+    default="fail",
+    show_default=True,
+    help="An id already stored: fail (stop; the batch writes nothing), skip (keep the stored record; resumes an interrupted import) or replace.",
+)
+@click.option("--type", "default_type", type=click.Choice(jsonl.ADDABLE_TYPES), help="Record type of lines without record_type.")
+@click.option("--fresh-times", is_flag=True, help="Ignore created_at/expires_at in the file: set created_at to now and expiry from ttl_days, as add does.")
 @pass_state
-def import_(state: State, file: Any, batch_size: int) -> None:
-    """Import FILE ('-' = stdin): JSON Lines, one record per line with the add fields.
+def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_type: Optional[str], fresh_times: bool) -> None:
+    """Import FILE ('-' = stdin): JSON Lines, one record per line, e.g. a file from
+    `oramem export` (a backup: ids, scope, content, metadata, created_at and expires_at
+    are restored as they were).
 
-    Fields: record_type, content (alias text), id, thread_id, user_id, agent_id, role,
-    timestamp, metadata, ttl_days, ttl_anchor, index_text, embedding. Every line is
-    validated before anything is written; then each batch is one transaction.
+    Fields: record_type (alias type), content (alias text), id, thread_id, user_id,
+    agent_id, role, timestamp, metadata, ttl_days, ttl_anchor, index_text, embedding,
+    created_at, expires_at (seq_no is ignored). Every line is validated, and ids repeated
+    in the file are found, before anything is written; then each batch is one transaction.
+    Ctrl-C or a failing batch prints how many records landed (exit 130 for Ctrl-C).
     """
     source = getattr(file, "name", "<stdin>")
-    lines = parse_import_lines(file, source)
+    lines = _parse_jsonl(file, source, default_type=default_type, keep_times=not fresh_times)
     store = state.open(create=True)
     show = not state.json and len(lines) >= 2000 and sys.stderr.isatty()
     started = time.perf_counter()
-    written = import_lines(store, lines, batch_size, progress=show)
+    result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict)
     elapsed = time.perf_counter() - started
-    counts: dict[str, int] = {}
-    for line in lines:
-        counts[line.record_type] = counts.get(line.record_type, 0) + 1
     if state.json:
-        emit_json({"imported": written, "by_type": counts, "seconds": round(elapsed, 3)})
+        emit_json({"imported": result.imported, "skipped": result.skipped, "by_type": result.by_type, "seconds": round(elapsed, 3)})
     else:
-        detail = ", ".join(f"{n} {t}" for t, n in counts.items())
-        click.echo(f"imported {written} record(s) in {elapsed:.2f}s" + (f" ({detail})" if detail else ""))
+        detail = ", ".join(f"{n} {t}" for t, n in result.by_type.items())
+        skipped = f"; {result.skipped} skipped (already stored)" if result.skipped else ""
+        click.echo(f"imported {result.imported} record(s) in {elapsed:.2f}s" + (f" ({detail})" if detail else "") + skipped)
 
 
-def export_dict(record: Record) -> dict[str, Any]:
-    data = record_to_dict(record)
-    out: dict[str, Any] = {"record_type": data.pop("record_type"), "id": data.pop("id")}
-    out.update({k: v for k, v in data.items() if v is not None or k == "content"})
-    return out
-
-
-@cli.command(short_help="Export records as JSON Lines.")
+@cli.command(short_help="Export (back up) records as JSON Lines.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
-@click.option("--type", "types", multiple=True, type=click.Choice(EXPORT_TYPES), help="Only these record types (repeatable).")
+@click.option("--type", "types", multiple=True, type=click.Choice(jsonl.EXPORT_TYPES), help="Only these record types (repeatable).")
 @pass_state
 def export(state: State, out_path: Optional[str], types: tuple[str, ...]) -> None:
-    """Export records as JSON Lines that `oramem import` reads back.
-
-    Retrieval rows and vectors are not exported (import re-embeds the content);
-    created_at, expires_at and seq_no are written for reference and ignored on import.
+    """Export records as JSON Lines (one JSON object per line) that `oramem import`
+    restores: ids, type, scope, role, content, event timestamp, metadata, created_at and
+    expires_at. Not exported: vectors and caller-given index texts (import re-chunks and
+    re-embeds the content with its own embedder); seq_no is written for reference only.
     """
     store = state.open(create=False)
-    wanted = [t for t in EXPORT_TYPES if not types or t in types]
     handle = open(out_path, "w", encoding="utf-8") if out_path else None
-    count = 0
     try:
         write = handle.write if handle else (lambda s: click.echo(s, nl=False))
-        for record_type in wanted:
-            for record in store.list(record_type, limit=None):
-                write(json.dumps(export_dict(record), ensure_ascii=False) + "\n")
-                count += 1
+        count = jsonl.export_records(store, write, list(types) or None)
     finally:
         if handle:
             handle.close()
@@ -917,9 +789,9 @@ def demo(ctx: click.Context, k: int) -> None:
     state.store_strategy = "hybrid"
     try:
         store = state.open(create=True, path=path, policy=SchemaPolicy.CREATE_IF_EMPTY)
-        lines = parse_import_lines(demo_records(), "oramem/data/demo.jsonl")
+        lines = _parse_jsonl(demo_records(), "oramem/data/demo.jsonl")
         started = time.perf_counter()
-        written = import_lines(store, lines, 500, progress=False)
+        written = import_lines(store, lines, 500, progress=False).imported
         load_s = time.perf_counter() - started
         users = sorted({l.fields["user_id"] for l in lines if l.fields.get("user_id")})
         threads = sorted({l.fields["thread_id"] for l in lines if l.fields.get("thread_id")})

@@ -102,6 +102,9 @@ class NewRecord:
     metadata: Optional[Mapping[str, Any]]
     ttl: Optional[TTLSpec]  # None for types without TTL (profiles, threads)
     chunks: tuple[ChunkRow, ...]
+    #: ``(created_at, expires_at)`` kept from a backup (``restore_batches``); None = the
+    #: engine assigns created_at = now and derives expires_at from ``ttl`` as usual.
+    restored_times: Optional[tuple[str, Optional[str]]] = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,10 @@ class AddRequest:
 
     records: tuple[NewRecord, ...]
     batch_size: int
+    #: What an id already stored does: "fail" (SC-4 default: nothing is written),
+    #: "skip" (that record is left out, the stored one kept) or "replace" (the stored
+    #: record is deleted, with its retrieval rows, in the same transaction).
+    on_conflict: str = "fail"
 
 
 class ScopeMatch(enum.Enum):
@@ -211,4 +218,4 @@ class DeletionEvent:
     thread_ids: tuple[str, ...] = ()
     user_ids: tuple[str, ...] = ()
     agent_ids: tuple[str, ...] = ()
-    reason: str = "delete"  # "delete" | "delete_thread" | "cascade" | "purge"
+    reason: str = "delete"  # "delete" | "delete_thread" | "cascade" | "purge" | "replace"

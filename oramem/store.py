@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import dataclasses
 import warnings
 from datetime import datetime
 from typing import Any, Callable, Optional
@@ -24,12 +25,14 @@ from .normalize import (
     check_id,
     check_record_type,
     draft_records,
+    parse_timestamp,
     validate_store_id,
 )
 from .requests import AddRequest, StoreSettings
 from .types import (
     NOT_SET,
     PROFILE_TYPES,
+    TTL_TYPES,
     MemoryRetentionConfig,
     PendingRecordBatch,
     Record,
@@ -41,6 +44,29 @@ from .types import (
 __all__ = ["IMemoryStore", "OracleMemoryStore", "SQLiteMemoryStore", "OracleDBMemoryStore"]
 
 _STORE_KWARGS = frozenset({"batch_size"})
+#: ``restore_batches(on_conflict=...)`` values.
+ON_CONFLICT = ("fail", "skip", "replace")
+
+
+def _restored_times(times: Any, drafts: list) -> list:
+    """Validated ``(created_at, expires_at)`` per draft (None = assign as ``add`` does)."""
+    if times is None:
+        return [None] * len(drafts)
+    if not isinstance(times, (list, tuple)) or len(times) != len(drafts):
+        raise ValueError(f"times must be a list with one entry per record ({len(drafts)}), or None")
+    out: list = []
+    for i, (entry, draft) in enumerate(zip(times, drafts)):
+        if entry is None:
+            out.append(None)
+            continue
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+            raise ValueError(f"times[{i}] must be a (created_at, expires_at) pair or None")
+        created = parse_timestamp(entry[0], f"times[{i}] created_at")
+        expires = None if entry[1] is None else parse_timestamp(entry[1], f"times[{i}] expires_at")
+        if expires is not None and draft.record_type not in TTL_TYPES:
+            raise ValueError(f"times[{i}]: a {draft.record_type} record never expires; its expires_at must be None")
+        out.append((created, expires))
+    return out
 
 
 class IMemoryStore(abc.ABC):
@@ -378,6 +404,46 @@ class OracleMemoryStore(IMemoryStore):
     async def add_batches_async(self, batches, **store_kwargs) -> list[str]:
         norm = await self._na()
         return await self._write_async(norm, self._batch_drafts(batches), self._batch_size(store_kwargs))
+
+    # -- restore (backups: oramem.jsonl) ------------------------------------------------------
+    def _restore_records(self, norm: Normalizer, batches: Any, times: Any, on_conflict: Any) -> tuple:
+        if on_conflict not in ON_CONFLICT:
+            raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+        drafts = self._batch_drafts(batches)
+        plans, texts = norm.plan_records(drafts)
+        kept = _restored_times(times, drafts)
+        return plans, texts, kept
+
+    @staticmethod
+    def _restored(norm: Normalizer, plans: list, vectors: list, kept: list) -> tuple:
+        records = norm.finish_records(plans, vectors)
+        return tuple(
+            dataclasses.replace(rec, restored_times=t) if t is not None else rec for rec, t in zip(records, kept)
+        )
+
+    def restore_batches(self, batches, *, times=None, on_conflict="fail", **store_kwargs) -> list[str]:
+        """``add_batches`` for backups: ``times`` (one entry per record, in batch order, or
+        None) gives each record's kept ``(created_at, expires_at)`` instead of "now" and the
+        TTL (``expires_at`` None = never expires); ``on_conflict`` says what a stored id does:
+        "fail" (nothing written), "skip" (keep the stored record) or "replace" (delete it,
+        in the same transaction). Returns the ids written, in input order."""
+        norm = self._n()
+        size = self._batch_size(store_kwargs)
+        plans, texts, kept = self._restore_records(norm, batches, times, on_conflict)
+        records = self._restored(norm, plans, norm.embed(texts, is_query=False), kept)
+        if not records:
+            return []
+        return self._engine.add(AddRequest(records, size, on_conflict))
+
+    async def restore_batches_async(self, batches, *, times=None, on_conflict="fail", **store_kwargs) -> list[str]:
+        """Async twin of :meth:`restore_batches`."""
+        norm = await self._na()
+        size = self._batch_size(store_kwargs)
+        plans, texts, kept = self._restore_records(norm, batches, times, on_conflict)
+        records = self._restored(norm, plans, await norm.embed_async(texts, is_query=False), kept)
+        if not records:
+            return []
+        return await self._engine.add_async(AddRequest(records, size, on_conflict))
 
     @staticmethod
     def _profile_drafts(record_type: str, actor_id: Any, information: Any, metadata: Any) -> list:

@@ -37,6 +37,7 @@ import numpy as np
 import oracledb
 
 from ..engine import Engine
+from ..errors import CapabilityError
 from ..requests import (
     AddRequest,
     ChunkRow,
@@ -528,6 +529,13 @@ class OracleEngine(Engine):
             1 <= request.batch_size <= 10000
         ):
             raise ValueError(f"batch_size must be an int in 1..10000, got {request.batch_size!r}")
+        # The oramem_store package assigns created_at and refuses stored ids itself; it has
+        # no entry point for kept times or skip/replace yet, so refuse before any call.
+        if request.on_conflict != "fail" or any(r.restored_times is not None for r in request.records):
+            raise CapabilityError(
+                "restoring a backup with its created_at/expires_at, or on_conflict='skip'/'replace', is not "
+                "supported by the Oracle engine in this version; import into SQLite, or import without them"
+            )
 
     @staticmethod
     def _check_last_n(last_n: Optional[int]) -> None:

@@ -226,6 +226,10 @@ class SQLiteEngine(Engine):
         if not request.records:
             return []
         with self._write("add") as tx:
+            request, replaced = mutations.resolve_conflicts(tx, request)
+            self._run_hooks(tx, replaced)
+            if not request.records:
+                return []
             return mutations.add_records(tx, request)
 
     def update(self, request: UpdateRequest) -> int:

@@ -17,7 +17,7 @@ from .records import dump_metadata
 from .schema import StoreTables, has_keyword
 from .timefmt import expiry
 
-__all__ = ["Catalog", "WriteTx", "add_records", "update_record", "delete_record", "delete_thread", "purge"]
+__all__ = ["Catalog", "WriteTx", "resolve_conflicts", "add_records", "update_record", "delete_record", "delete_thread", "purge"]
 
 _IN_SEQS = "(SELECT value FROM json_each(:seqs))"
 
@@ -93,6 +93,28 @@ class WriteTx:
 
 
 # -- add -----------------------------------------------------------------------------------
+def resolve_conflicts(tx: WriteTx, request: AddRequest) -> tuple[AddRequest, Optional[DeletionEvent]]:
+    """Apply ``request.on_conflict`` to ids already stored: "fail" leaves the request as it
+    is (``add_records`` refuses it), "skip" drops those records, "replace" deletes the
+    stored ones (retrieval rows included) in this transaction and reports them."""
+    if request.on_conflict == "fail":
+        return request, None
+    keys = json.dumps([[r.record_type, r.id] for r in request.records])
+    in_keys = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:keys))"
+    victims = _victims(tx, f"(record_type, id) IN {in_keys}", {"keys": keys})
+    if not victims:
+        return request, None
+    if request.on_conflict == "skip":
+        stored = {(rtype, rid) for _, rtype, rid in victims}
+        kept = tuple(r for r in request.records if (r.record_type, r.id) not in stored)
+        return AddRequest(kept, request.batch_size), None
+    tx.delete_records(victims)
+    event = DeletionEvent(
+        memory_store_id=tx.tables.store_id, records=tuple((rtype, rid) for _, rtype, rid in victims), reason="replace"
+    )
+    return AddRequest(request.records, request.batch_size), event
+
+
 def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
     t, conn = tx.tables, tx.conn
     keys = json.dumps([[r.record_type, r.id] for r in request.records])
@@ -103,7 +125,11 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
 
     rows = []
     for rec in request.records:
-        expires = expiry(rec.ttl, tx.now, rec.timestamp, f"record {rec.id!r}")
+        if rec.restored_times is not None:
+            created, expires = rec.restored_times
+        else:
+            created = tx.now
+            expires = expiry(rec.ttl, tx.now, rec.timestamp, f"record {rec.id!r}")
         thread_id = (rec.thread_id or rec.id) if rec.record_type == "thread" else rec.thread_id
         rows.append(
             (
@@ -116,7 +142,7 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
                 rec.user_id,
                 rec.agent_id,
                 rec.role,
-                tx.now,
+                created,
                 expires,
             )
         )

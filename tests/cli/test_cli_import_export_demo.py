@@ -105,7 +105,8 @@ def test_store_conflict_aborts_only_the_failing_batch(runner, tmp_path):
     rows = [{"record_type": "memory", "id": f"n{i}", "content": f"note {i}"} for i in range(4)]
     rows.append({"record_type": "memory", "id": "dup", "content": "clash"})
     res = invoke(runner, "--db", db, "import", "--batch-size", "3", write_jsonl(tmp_path / "in.jsonl", rows), expect=2)
-    assert "lines 4-5" in res.stderr and "3 record(s) imported before this batch" in res.stderr
+    assert "lines 4-5" in res.stderr and "3 of 5 record(s) imported, stopped at line 4" in res.stderr
+    assert "this batch wrote nothing" in res.stderr and "--on-conflict skip" in res.stderr
     ids = [r["id"] for r in json.loads(invoke(runner, "--db", db, "--json", "list").stdout)]
     assert ids == ["dup", "n0", "n1", "n2"]
 

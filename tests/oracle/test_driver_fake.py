@@ -237,6 +237,19 @@ def test_add_sends_one_batch_and_commits(kind):
     assert committed(rec) and not rec.of("rollback")
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_restore_times_and_conflict_modes_are_refused_before_any_call(kind):
+    import dataclasses
+
+    engine, rec = opened(kind, {"oramem_store.add_json": '["r1"]'})
+    before = len(rec.plsql)
+    kept = dataclasses.replace(record(), restored_times=("2020-01-01T00:00:00.000000+00:00", None))
+    for req in (AddRequest((kept,), batch_size=8), AddRequest((record(),), batch_size=8, on_conflict="skip")):
+        with pytest.raises(CapabilityError, match="not supported by the Oracle engine"):
+            run(engine, "add", req)
+    assert len(rec.plsql) == before
+
+
 @pytest.mark.parametrize("kind", ["pool", "async_pool"])
 def test_big_batches_are_bound_as_clob(kind):
     engine, rec = opened(kind, {"oramem_store.add_json": "[]"})

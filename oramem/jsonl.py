@@ -1,0 +1,347 @@
+"""Backups as JSON Lines: :func:`export_records` writes every record of a store, one JSON
+object per line; :func:`import_records` restores them (``oramem export`` / ``oramem import``
+are thin wrappers around these).
+
+A line carries the fields of ``add`` (``record_type``, ``content``, ``id``, ``thread_id``,
+``user_id``, ``agent_id``, ``role``, ``timestamp``, ``metadata``, ``ttl_days``,
+``ttl_anchor``, ``index_text``, ``embedding``) plus ``created_at`` and ``expires_at``, which
+an import keeps by default (``keep_times=False`` assigns them afresh as ``add`` does).
+``seq_no`` is written for reference and ignored: the store numbers messages itself, in
+import order (export writes them oldest first).
+
+Restoring keeps a record's id, type, scope, role, content, event timestamp, metadata,
+creation and expiry times. Not kept: caller-supplied ``index_text``/chunking (the content
+is re-chunked and re-embedded with the importing store's embedder) and message ``seq_no``.
+
+Every line is parsed and validated, and ids repeated inside the file are found, before
+anything is written; then each batch is one transaction. ``on_conflict`` says what an id
+already in the store does: ``"fail"`` (default; that batch writes nothing and the import
+stops), ``"skip"`` (the stored record is kept) or ``"replace"`` (the stored record is
+deleted and the line's written, in one transaction). ``skip`` makes an interrupted import
+resumable: run it again with ``on_conflict="skip"``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+
+from .errors import StoreError
+from .normalize import parse_timestamp
+from .store import ON_CONFLICT
+from .types import PROFILE_TYPES, RECORD_TYPES, TTL_TYPES, MessageRecord, PendingRecordBatch, Record
+
+__all__ = [
+    "EXPORT_TYPES",
+    "ADDABLE_TYPES",
+    "ON_CONFLICT",
+    "ImportLine",
+    "ImportResult",
+    "ImportStopped",
+    "JSONLError",
+    "record_to_dict",
+    "export_dict",
+    "export_records",
+    "parse_lines",
+    "import_records",
+]
+
+#: Record types an export walks, in this order (threads are implicit; profiles first so an
+#: import recreates actors before their records).
+EXPORT_TYPES = ("user_profile", "agent_profile", "message", "memory", "guideline", "fact", "preference")
+ADDABLE_TYPES = tuple(t for t in RECORD_TYPES if t != "thread")
+#: Fields a line may carry that ``add`` takes.
+ADD_FIELDS = frozenset(
+    {
+        "content",
+        "id",
+        "thread_id",
+        "user_id",
+        "agent_id",
+        "role",
+        "timestamp",
+        "metadata",
+        "ttl_days",
+        "ttl_anchor",
+        "index_text",
+        "embedding",
+    }
+)
+TIME_FIELDS = frozenset({"created_at", "expires_at"})
+#: Written by export for reference, ignored by import.
+IGNORED_FIELDS = frozenset({"seq_no"})
+LINE_FIELDS = ADD_FIELDS | TIME_FIELDS | IGNORED_FIELDS | {"record_type"}
+
+
+class JSONLError(ValueError):
+    """A line that cannot be imported (nothing was written because of it)."""
+
+
+@dataclass
+class ImportLine:
+    lineno: int
+    record_type: str
+    fields: dict[str, Any]
+    #: ``(created_at, expires_at)`` to keep, or None (assign as ``add`` does).
+    times: Optional[tuple[str, Optional[str]]] = None
+
+
+@dataclass
+class ImportResult:
+    total: int
+    imported: int = 0
+    skipped: int = 0
+    by_type: dict[str, int] = field(default_factory=dict)
+
+
+class ImportStopped(Exception):
+    """The import stopped before the end (an error or Ctrl-C). Batches written before stay
+    written; the batch starting at ``lineno`` wrote nothing. ``cause`` is the original
+    exception (``KeyboardInterrupt`` for Ctrl-C)."""
+
+    def __init__(self, result: ImportResult, lineno: int, cause: BaseException, last_lineno: Optional[int] = None) -> None:
+        self.result = result
+        self.lineno = lineno
+        #: last line of the batch that wrote nothing
+        self.last_lineno = lineno if last_lineno is None else last_lineno
+        self.cause = cause
+        super().__init__(self.summary())
+
+    def summary(self) -> str:
+        r = self.result
+        skipped = f", {r.skipped} skipped as already stored" if r.skipped else ""
+        return f"{r.imported} of {r.total} record(s) imported{skipped}, stopped at line {self.lineno}"
+
+
+# ----------------------------------------------------------------------------- export
+def record_to_dict(record: Record) -> dict[str, Any]:
+    """Every field of a record as JSON-compatible values."""
+    out: dict[str, Any] = {
+        "id": record.id,
+        "record_type": record.record_type,
+        "content": record.content,
+        "timestamp": record.timestamp,
+        "metadata": dict(record.metadata) if record.metadata is not None else None,
+        "thread_id": record.thread_id,
+        "user_id": record.user_id,
+        "agent_id": record.agent_id,
+        "created_at": record.created_at,
+        "expires_at": record.expires_at,
+    }
+    if isinstance(record, MessageRecord):
+        out["role"] = record.role
+        out["seq_no"] = record.seq_no
+    return out
+
+
+def export_dict(record: Record) -> dict[str, Any]:
+    """The export line of a record: record_type and id first, null fields left out
+    (``content`` always written)."""
+    data = record_to_dict(record)
+    out: dict[str, Any] = {"record_type": data.pop("record_type"), "id": data.pop("id")}
+    out.update({k: v for k, v in data.items() if v is not None or k == "content"})
+    return out
+
+
+def export_records(store: Any, write: Callable[[str], Any], types: Optional[Sequence[str]] = None) -> int:
+    """Write every live record of ``store`` (of ``types``, default all) as JSON lines
+    through ``write``; returns how many."""
+    unknown = sorted(set(types or ()) - set(EXPORT_TYPES))
+    if unknown:
+        raise ValueError(f"unknown record type(s) {', '.join(unknown)}; export knows {', '.join(EXPORT_TYPES)}")
+    count = 0
+    for record_type in EXPORT_TYPES:
+        if types and record_type not in types:
+            continue
+        for record in store.list(record_type, limit=None):
+            write(json.dumps(export_dict(record), ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+# ----------------------------------------------------------------------------- parse
+def parse_lines(
+    lines: Iterable[str], source: str = "<input>", *, default_type: Optional[str] = None, keep_times: bool = True
+) -> list[ImportLine]:
+    """Parse and validate every line (nothing is written). Blank lines are skipped, a
+    UTF-8 BOM before the first line is accepted, ``text``/``type`` are aliases of
+    ``content``/``record_type``, and ``default_type`` is the type of lines without one.
+    Raises :class:`JSONLError` naming ``source:line``."""
+    if default_type is not None and default_type not in ADDABLE_TYPES:
+        raise JSONLError(f"the default record type must be one of {', '.join(ADDABLE_TYPES)}, got {default_type!r}")
+    now = parse_timestamp(_dt.datetime.now(_dt.timezone.utc), "now")
+    out: list[ImportLine] = []
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, raw in enumerate(lines, 1):
+        if lineno == 1:
+            raw = raw.lstrip("\ufeff")
+        if not raw.strip():
+            continue
+        where = f"{source}:{lineno}"
+        line = _parse_line(raw, where, lineno, default_type, keep_times, now)
+        rid = line.fields.get("id")
+        if rid is not None:
+            key = (line.record_type, rid)
+            if key in seen:
+                raise JSONLError(f"{where}: id {rid!r} ({line.record_type}) already appears on line {seen[key]}")
+            seen[key] = lineno
+        out.append(line)
+    return out
+
+
+def _parse_line(raw: str, where: str, lineno: int, default_type: Optional[str], keep_times: bool, now: str) -> ImportLine:
+    try:
+        obj = json.loads(raw)
+    except ValueError as exc:
+        raise JSONLError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+    if not isinstance(obj, dict):
+        raise JSONLError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    for alias, name in (("text", "content"), ("type", "record_type")):
+        if alias in obj:
+            if name in obj:
+                raise JSONLError(f"{where}: give {name} or its alias {alias}, not both")
+            obj[name] = obj.pop(alias)
+    unknown = sorted(set(obj) - LINE_FIELDS)
+    if unknown:
+        raise JSONLError(f"{where}: unknown field(s) {', '.join(unknown)}; accepted: {', '.join(sorted(LINE_FIELDS))}")
+    record_type = obj.get("record_type", default_type)
+    if record_type not in ADDABLE_TYPES:
+        hint = "" if "record_type" in obj else " (give record_type on the line, or a default type)"
+        raise JSONLError(f"{where}: record_type must be one of {', '.join(ADDABLE_TYPES)}, got {record_type!r}{hint}")
+    fields = {k: v for k, v in obj.items() if k in ADD_FIELDS}
+    if record_type in PROFILE_TYPES and fields.get("role") is None:
+        fields.pop("role", None)
+    times = None
+    if keep_times and ("created_at" in obj or "expires_at" in obj):
+        # kept times replace the TTL (expires_at absent or null = never expires), so a
+        # line with both is ambiguous
+        for name in ("ttl_days", "ttl_anchor"):
+            if name in fields:
+                raise JSONLError(
+                    f"{where}: {name} does not go with created_at/expires_at (kept as they are); "
+                    "drop one, or import with fresh times"
+                )
+        times = _times(obj, record_type, where, now)
+    line = ImportLine(lineno, record_type, fields, times)
+    try:
+        make_batch([line])
+    except (ValueError, TypeError) as exc:
+        raise JSONLError(f"{where}: {_one_line(exc)}") from None
+    return line
+
+
+def _times(obj: dict, record_type: str, where: str, now: str) -> tuple[str, Optional[str]]:
+    try:
+        created = parse_timestamp(obj["created_at"], "created_at") if obj.get("created_at") is not None else now
+        expires = parse_timestamp(obj["expires_at"], "expires_at") if obj.get("expires_at") is not None else None
+    except (ValueError, TypeError) as exc:
+        raise JSONLError(f"{where}: {_one_line(exc)}") from None
+    if expires is not None and record_type not in TTL_TYPES:
+        raise JSONLError(f"{where}: a {record_type} record never expires; drop its expires_at")
+    return created, expires
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join((str(exc).strip() or type(exc).__name__).split())
+
+
+# ----------------------------------------------------------------------------- batches
+_BATCH_ARGS = (
+    ("id", "record_ids"),
+    ("thread_id", "thread_ids"),
+    ("user_id", "user_ids"),
+    ("agent_id", "agent_ids"),
+    ("role", "roles"),
+    ("timestamp", "timestamps"),
+    ("metadata", "metadata"),
+    ("index_text", "index_texts"),
+    ("embedding", "embeddings"),
+    ("ttl_days", "ttl_days"),
+    ("ttl_anchor", "ttl_anchor"),
+)
+#: Fields whose omission means something different from null; lines are only grouped
+#: into one PendingRecordBatch when they agree on having them.
+_PRESENCE_SENSITIVE = ("ttl_days", "ttl_anchor")
+
+
+def _group_key(line: ImportLine) -> tuple:
+    return (line.record_type,) + tuple(f in line.fields for f in _PRESENCE_SENSITIVE)
+
+
+def make_batch(lines: Sequence[ImportLine]) -> PendingRecordBatch:
+    """One PendingRecordBatch for lines of one record type and one presence pattern."""
+    kwargs: dict[str, Any] = {}
+    for field_name, arg in _BATCH_ARGS:
+        if any(field_name in l.fields for l in lines):
+            kwargs[arg] = [l.fields.get(field_name) for l in lines]
+    return PendingRecordBatch(texts=[l.fields.get("content") for l in lines], record_type=lines[0].record_type, **kwargs)
+
+
+def make_batches(lines: Sequence[ImportLine]) -> list[PendingRecordBatch]:
+    batches: list[PendingRecordBatch] = []
+    run: list[ImportLine] = []
+    for line in lines:
+        if run and _group_key(run[-1]) != _group_key(line):
+            batches.append(make_batch(run))
+            run = []
+        run.append(line)
+    if run:
+        batches.append(make_batch(run))
+    return batches
+
+
+def _chunks(lines: Sequence[ImportLine], size: int) -> Iterator[Sequence[ImportLine]]:
+    """Runs of at most ``size`` lines; a run also ends before an id it already holds (one
+    store call takes an id once, even under two record types)."""
+    run: list[ImportLine] = []
+    ids: set = set()
+    for line in lines:
+        rid = line.fields.get("id")
+        if run and (len(run) >= size or (rid is not None and rid in ids)):
+            yield run
+            run, ids = [], set()
+        run.append(line)
+        if rid is not None:
+            ids.add(rid)
+    if run:
+        yield run
+
+
+# ----------------------------------------------------------------------------- import
+def import_records(
+    store: Any,
+    lines: Sequence[ImportLine],
+    *,
+    on_conflict: str = "fail",
+    batch_size: int = 500,
+    progress: Optional[Callable[[int], Any]] = None,
+) -> ImportResult:
+    """Write parsed ``lines`` (from :func:`parse_lines`), ``batch_size`` per transaction.
+
+    Raises :class:`ImportStopped` (with the counts so far and the first line not written)
+    when a batch fails or on Ctrl-C; ``progress`` is called with the lines done per batch."""
+    if on_conflict not in ON_CONFLICT:
+        raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    result = ImportResult(total=len(lines))
+    for part in _chunks(lines, batch_size):
+        try:
+            written = store.restore_batches(
+                make_batches(part), times=[l.times for l in part], on_conflict=on_conflict, batch_size=batch_size
+            )
+        except (ValueError, TypeError, StoreError, KeyboardInterrupt) as exc:
+            raise ImportStopped(result, part[0].lineno, exc, part[-1].lineno) from exc
+        done = set(written)
+        for l in part:
+            # ids are unique per type in the file; a line without an id always lands
+            if l.fields.get("id") is None or l.fields["id"] in done:
+                result.imported += 1
+                result.by_type[l.record_type] = result.by_type.get(l.record_type, 0) + 1
+            else:
+                result.skipped += 1
+        if progress is not None:
+            progress(len(part))
+    return result
