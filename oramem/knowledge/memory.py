@@ -1088,8 +1088,15 @@ class KnowledgeMemory:
                 self._purge_facts(conn, None, fact_ids)
             ev = t.event
             if event.thread_ids:
+                so, it = t.session_observation, t.intention
                 for batch in reads.chunked(list(event.thread_ids)):
                     msg_ids.extend(r[0] for r in conn.execute(sa.select(ev.c.id).where(ev.c.session_id.in_(batch))))
+                    # what was noted in the deleted conversation goes with it: its session
+                    # observations, and the intentions extracted in it (source_context holds
+                    # the session id cut to 32 characters, so longer ids sharing those 32
+                    # characters are matched too: erring on the side of erasure)
+                    conn.execute(sa.delete(so).where(so.c.session_id.in_(batch)))
+                    conn.execute(sa.delete(it).where(it.c.source_context.in_(sorted({b[:32] for b in batch}))))
             for batch in reads.chunked(sorted(set(msg_ids))):
                 conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
                 conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))

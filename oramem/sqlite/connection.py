@@ -67,6 +67,8 @@ class Database:
             if str(mode).lower() != "wal":
                 raise StoreError(f"{self.path!r} could not be put in WAL journal mode (got {mode!r})")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # deleted content is overwritten with zeros, not left in free pages (erasure)
+        conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA foreign_keys=OFF")
 
     @property

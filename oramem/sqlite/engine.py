@@ -200,6 +200,8 @@ class SQLiteEngine(Engine):
                 catalog = self._catalog(conn, tables)
                 tx = WriteTx(conn, tables, catalog, self._now())
                 yield tx
+                if tx.fts_deleted:
+                    mutations.erase_deleted_text(tx)
                 if not tx.touched:
                     return
                 after = (catalog.generation, catalog.change_seq + 1)

@@ -167,6 +167,29 @@ def test_delete_thread_removes_event_and_nulls_source_kc36(km, llm, store):
         assert c.execute(sa.select(sa.func.count()).select_from(t.event)).scalar() == 0
 
 
+def test_delete_thread_removes_session_observations_and_intentions(km, llm, store):
+    """feature-checks row 4: notes from a deleted conversation must not survive it."""
+    llm.route("extract", extract([("Pedro", "person")], [],
+                                 intentions=[{"trigger_type": "event", "trigger_condition": "sees Ana", "intended_action": "ask about Rio"}],
+                                 observations=[{"content": "Pedro talks about home", "topic": "home"}]))
+    km.write("a1", "remind me to ask Ana about Rio; I miss home", "Pedro", session_id="s1")
+    llm.route("extract", extract([("Pedro", "person")], [],
+                                 intentions=[{"trigger_type": "event", "trigger_condition": "sees Bo", "intended_action": "call"}],
+                                 observations=[{"content": "Pedro is busy", "topic": "work"}]))
+    km.write("a1", "remind me to call Bo; busy week", "Pedro", session_id="s2")
+    t = km._tables
+
+    def rows(table, column):
+        with km._backend.read() as c:
+            return sorted(r[0] for r in c.execute(sa.select(table.c[column])))
+
+    assert rows(t.session_observation, "session_id") == ["s1", "s2"]
+    assert rows(t.intention, "source_context") == ["s1", "s2"]
+    store.delete_thread("s1")
+    assert rows(t.session_observation, "session_id") == ["s2"]
+    assert rows(t.intention, "source_context") == ["s2"]
+
+
 def test_ttl_purge_removes_knowledge_fact(km, llm, store, clock):
     llm.route("extract", extract([("Pedro", "person")], [{"subject": "Pedro", "fact": "Pedro is in Lisbon this week", "ttl_days": 2}]))
     fid = km.write("a1", "I'm in Lisbon this week", "Pedro").facts_added[0]["fact_id"]
