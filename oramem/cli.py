@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
@@ -69,6 +70,11 @@ class OramemGroup(click.Group):
             if os.environ.get("ORAMEM_DEBUG"):
                 raise
             raise CLIError(_one_line(exc), 1) from None
+        except sqlite3.Error as exc:  # a damaged, read-only or unreachable database file
+            if os.environ.get("ORAMEM_DEBUG"):
+                raise
+            path = getattr(ctx.obj, "db", None) or "the database"
+            raise CLIError(sqlite_admin.explain_error(path, exc), 1) from None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -102,6 +108,7 @@ class State:
     db_given: bool
     embed_onnx: Optional[str] = None
     strategy_given: bool = False
+    embed_allow_http_key: bool = False
     _store: Any = None
 
     def embedder(self) -> Any:
@@ -124,7 +131,9 @@ class State:
         if self.embed_url or self.embed_model:
             if not (self.embed_url and self.embed_model):
                 raise click.UsageError("--embed-url and --embed-model go together")
-            return OpenAICompatibleEmbedder(self.embed_model, base_url=self.embed_url, dimension=self.embed_dim)
+            return OpenAICompatibleEmbedder(
+                self.embed_model, base_url=self.embed_url, dimension=self.embed_dim, allow_insecure_key=self.embed_allow_http_key
+            )
         return HashEmbedder(self.embed_dim or HASH_DIM)
 
     def store_key(self) -> str:
@@ -153,6 +162,8 @@ class State:
             raise CLIError(
                 f"no database at {path}; add records first (oramem add / oramem import) or point --db / ORAMEM_DB at one"
             )
+        if path != ":memory:":
+            check_db_path(path, exists=exists, create=create)
         catalog = read_catalog(path) if exists else {}
         row = catalog.get(sid)
         if row is None and not create:
@@ -178,6 +189,26 @@ class State:
 
 
 pass_state = click.make_pass_decorator(State)
+
+
+def check_db_path(path: str, *, exists: bool, create: bool) -> None:
+    """One clear error for a --db that cannot work, before SQLite is asked."""
+    if path == "" or os.path.isdir(path):
+        raise CLIError(f"--db {path!r} is {'empty' if not path else 'a directory'}; give a database file path", 2)
+    where = os.path.dirname(os.path.abspath(path))
+    if not exists:
+        if not os.path.isdir(where):
+            raise CLIError(f"cannot create {path}: directory {where} does not exist (create it, or point --db elsewhere)")
+        if create and not os.access(where, os.W_OK | os.X_OK):
+            raise CLIError(f"cannot create {path}: directory {where} is not writable")
+        return
+    if not os.access(path, os.R_OK):
+        raise CLIError(f"cannot read {path}: permission denied")
+    if not os.access(path, os.W_OK) or not os.access(where, os.W_OK | os.X_OK):
+        raise CLIError(
+            f"{path} is read-only here: oramem needs write access to the file and its directory "
+            "(WAL journal, purge of expired records on open); copy it to a writable place to read it"
+        )
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -290,6 +321,11 @@ def records_table(records: Sequence[Record]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.option("--embed-url", envvar="ORAMEM_EMBED_URL", help="OpenAI-compatible API root, e.g. http://localhost:8000/v1.")
 @click.option("--embed-model", envvar="ORAMEM_EMBED_MODEL", help="Embedding model name for --embed-url.")
+@click.option(
+    "--embed-allow-http-key",
+    is_flag=True,
+    help="Allow sending the embedding API key ($ORAMEM_EMBED_API_KEY; $OPENAI_API_KEY only goes to api.openai.com) over plain http to a non-loopback --embed-url.",
+)
 @click.option("--embed-dim", type=click.IntRange(min=2), envvar="ORAMEM_EMBED_DIM", help="Embedding dimension (default: 256 for the hash embedder, probed for --embed-url).")
 @click.option(
     "--embed-onnx",
@@ -314,6 +350,7 @@ def cli(
     as_json: bool,
     embed_url: Optional[str],
     embed_model: Optional[str],
+    embed_allow_http_key: bool,
     embed_dim: Optional[int],
     embed_onnx: Optional[str],
     store_strategy: str,
@@ -332,6 +369,7 @@ def cli(
         embed_model=embed_model,
         embed_dim=embed_dim,
         embed_onnx=embed_onnx,
+        embed_allow_http_key=embed_allow_http_key,
         store_strategy=store_strategy.lower(),
         db_given=source not in (None, click.core.ParameterSource.DEFAULT),
         strategy_given=ctx.get_parameter_source("store_strategy") not in (None, click.core.ParameterSource.DEFAULT),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import email.utils
 import http.client
+import ipaddress
 import json
 import os
 import random
@@ -30,6 +31,7 @@ import socket
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any, Mapping, Optional, Sequence
 
@@ -99,12 +101,46 @@ def _error_detail(body: bytes) -> str:
     return text[:300]
 
 
+OPENAI_HOST = "api.openai.com"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_api_key(base_url: str, api_key: Optional[str], allow_insecure_key: bool = False) -> Optional[str]:
+    """The key to send to ``base_url`` (see :class:`OpenAICompatibleEmbedder`); raises
+    ``ValueError`` rather than send a key in clear text to another machine."""
+    parts = urllib.parse.urlsplit(base_url)
+    host = (parts.hostname or "").lower()
+    source = "api_key"
+    key = api_key
+    if key is None and os.environ.get("ORAMEM_EMBED_API_KEY"):
+        key, source = os.environ["ORAMEM_EMBED_API_KEY"], "ORAMEM_EMBED_API_KEY"
+    if key is None and host == OPENAI_HOST and os.environ.get("OPENAI_API_KEY"):
+        key, source = os.environ["OPENAI_API_KEY"], "OPENAI_API_KEY"
+    if key and parts.scheme == "http" and not _is_loopback(host) and not allow_insecure_key:
+        raise ValueError(
+            f"refusing to send the embedding API key ({source}) in clear text over http to {host!r}: "
+            "use an https:// URL, or opt in with allow_insecure_key=True (CLI: --embed-allow-http-key)"
+        )
+    return key or None
+
+
 class OpenAICompatibleEmbedder(IEmbedder):
     """``OpenAICompatibleEmbedder(model, base_url=..., api_key=None, dimension=None, ...)``.
 
     ``base_url`` is the API root, e.g. ``http://localhost:8000/v1`` or
-    ``https://api.openai.com/v1``. ``api_key`` falls back to ``$OPENAI_API_KEY``; with
-    neither, no ``Authorization`` header is sent (fine for most local servers).
+    ``https://api.openai.com/v1``. The key: ``api_key``, else ``$ORAMEM_EMBED_API_KEY``,
+    else ``$OPENAI_API_KEY`` only when ``base_url`` is OpenAI's own host; with none, no
+    ``Authorization`` header is sent (fine for most local servers). A key is never sent
+    over plain ``http://`` to a host other than this machine (loopback) unless
+    ``allow_insecure_key=True``: the constructor refuses instead.
     ``backoff_base`` is the first retry delay in seconds (doubled per retry, jittered).
     """
 
@@ -120,6 +156,7 @@ class OpenAICompatibleEmbedder(IEmbedder):
         batch_size: int = 128,
         extra_headers: Optional[Mapping[str, str]] = None,
         backoff_base: float = 0.5,
+        allow_insecure_key: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("OpenAICompatibleEmbedder needs a non-empty model name")
@@ -138,7 +175,7 @@ class OpenAICompatibleEmbedder(IEmbedder):
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + "/embeddings"
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self._api_key = resolve_api_key(self.base_url, api_key, allow_insecure_key)
         self._dimension = dimension
         self.timeout = float(timeout)
         self.max_retries = max_retries

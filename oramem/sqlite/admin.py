@@ -9,6 +9,7 @@ never create a file; a drop is one ``BEGIN IMMEDIATE`` transaction.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import pathlib
 import sqlite3
 from typing import Any
@@ -19,7 +20,7 @@ from .connection import BUSY_TIMEOUT_S
 from .schema import CATALOG, StoreTables
 from .timefmt import iso
 
-__all__ = ["list_stores", "count_live_records", "drop_store"]
+__all__ = ["list_stores", "count_live_records", "drop_store", "explain_error"]
 
 
 def _connect_ro(path: str) -> sqlite3.Connection:
@@ -40,9 +41,30 @@ def list_stores(path: str) -> dict[str, dict[str, Any]]:
         names = [d[0] for d in cur.description]
         return {row[0]: dict(zip(names, row)) for row in cur.fetchall()}
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not an oramem SQLite database ({exc})") from None
+        raise StoreError(explain_error(path, exc)) from None
     finally:
         conn.close()
+
+
+def explain_error(path: str, exc: BaseException) -> str:
+    """One line saying what a SQLite error on ``path`` means for the user and what to do."""
+    text = str(exc)
+    low = text.lower()
+    if "malformed" in low:
+        return (
+            f"{path} is damaged ({text}); recover what you can into a new file with: "
+            f"sqlite3 {path} .recover | sqlite3 recovered.db"
+        )
+    if "readonly" in low or "read-only" in low:
+        return (
+            f"{path} is read-only here ({text}): oramem needs write access to the file and its directory "
+            "(WAL journal, purge of expired records on open); copy the file to a writable place to read it"
+        )
+    if "unable to open" in low:
+        where = os.path.dirname(os.path.abspath(path))
+        state = "does not exist" if not os.path.isdir(where) else "is not writable"
+        return f"cannot open or create {path}: the directory {where} {state} ({text})"
+    return f"{path} is not an oramem SQLite database ({text})"
 
 
 def count_live_records(path: str, store_id: str, now: _dt.datetime | None = None) -> dict[str, int]:

@@ -109,12 +109,36 @@ def test_success_sends_model_input_and_auth(server, monkeypatch):
 
 
 def test_api_key_falls_back_to_env_and_is_optional(server, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.delenv("ORAMEM_EMBED_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    make(server).embed(["x"])  # OpenAI's key goes to OpenAI's host only
+    assert "Authorization" not in server.headers[-1]
+    monkeypatch.setenv("ORAMEM_EMBED_API_KEY", "sk-env")
     make(server).embed(["x"])
     assert server.headers[-1]["Authorization"] == "Bearer sk-env"
+    monkeypatch.delenv("ORAMEM_EMBED_API_KEY")
     monkeypatch.delenv("OPENAI_API_KEY")
     make(server).embed(["x"])
     assert "Authorization" not in server.headers[-1]
+
+
+def test_key_scoping_and_clear_text_refusal(monkeypatch):
+    from oramem.embedders.openai_compat import resolve_api_key
+
+    monkeypatch.delenv("ORAMEM_EMBED_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    assert resolve_api_key("https://api.openai.com/v1", None) == "sk-openai"
+    assert resolve_api_key("https://example.com/v1", None) is None
+    assert resolve_api_key("http://10.0.0.5:8000/v1", None) is None  # no key, nothing to protect
+    for loopback in ("http://127.0.0.1:9/v1", "http://localhost:9/v1", "http://[::1]:9/v1"):
+        assert resolve_api_key(loopback, "k") == "k"
+    with pytest.raises(ValueError, match="refusing to send the embedding API key .api_key. in clear text over http to '10.0.0.5'"):
+        resolve_api_key("http://10.0.0.5:8000/v1", "k")
+    monkeypatch.setenv("ORAMEM_EMBED_API_KEY", "sk-mine")
+    with pytest.raises(ValueError, match="ORAMEM_EMBED_API_KEY.*--embed-allow-http-key"):
+        OpenAICompatibleEmbedder("m", base_url="http://embed.example.com/v1")
+    assert resolve_api_key("http://embed.example.com/v1", None, allow_insecure_key=True) == "sk-mine"
+    assert resolve_api_key("https://embed.example.com/v1", None) == "sk-mine"
 
 
 def test_results_are_reordered_by_index(server):

@@ -1,0 +1,68 @@
+"""Opening safely (missing/unwritable directory, read-only or damaged file) and the
+embedding key scoping, through the CLI: one `Error:` line, no traceback."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from oramem.cli import cli
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    for var in ("ORAMEM_DB", "ORAMEM_STORE", "ORAMEM_STRATEGY", "ORAMEM_EMBED_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    return CliRunner()
+
+
+def run(runner: CliRunner, *args: str, expect: int):
+    result = runner.invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == expect, (args, result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    return result
+
+
+def test_missing_directory(runner, tmp_path):
+    res = run(runner, "--db", str(tmp_path / "nope" / "x.db"), "add", "hello", expect=1)
+    assert "directory" in res.stderr and "does not exist" in res.stderr
+    assert res.stderr.count("\n") == 1
+
+
+def test_unwritable_directory_and_read_only_file(runner, tmp_path, monkeypatch):
+    db = str(tmp_path / "r.db")
+    run(runner, "--db", db, "add", "hello", expect=0)
+    real = os.access
+    # root ignores permission bits, so emulate a read-only file and directory
+    monkeypatch.setattr("oramem.cli.os.access", lambda p, mode: False if mode & os.W_OK else real(p, mode))
+    res = run(runner, "--db", db, "search", "hello", expect=1)
+    assert "is read-only here" in res.stderr and "write access to the file and its directory" in res.stderr
+    res = run(runner, "--db", str(tmp_path / "new.db"), "add", "x", expect=1)
+    assert "is not writable" in res.stderr
+
+
+def test_empty_and_directory_db(runner, tmp_path):
+    assert "is empty" in run(runner, "--db", "", "add", "x", expect=2).stderr
+    assert "is a directory" in run(runner, "--db", str(tmp_path), "add", "x", expect=2).stderr
+
+
+def test_damaged_file_says_damaged_and_how_to_recover(runner, tmp_path):
+    db = str(tmp_path / "d.db")
+    for i in range(5):
+        run(runner, "--db", db, "add", f"note number {i} " * 200, expect=0)
+    with open(db, "r+b") as fh:
+        fh.seek(4096 * 2)
+        fh.write(b"\xff" * 8192)
+    for cmd in (["export"], ["search", "note"], ["list"]):
+        res = run(runner, "--db", db, *cmd, expect=1)
+        assert "is damaged" in res.stderr and ".recover" in res.stderr, res.stderr
+
+
+def test_embed_key_not_sent_in_clear_to_remote_host(runner, monkeypatch, tmp_path):
+    monkeypatch.setenv("ORAMEM_EMBED_API_KEY", "sk-secret")
+    res = run(runner, "--db", str(tmp_path / "e.db"), "--embed-url", "http://embed.example.com/v1", "--embed-model", "m",
+              "add", "hi", expect=2)
+    assert "refusing to send the embedding API key" in res.stderr and "--embed-allow-http-key" in res.stderr
+    assert "sk-secret" not in res.output
