@@ -13,6 +13,7 @@ keeps the dimension it was created with, so keep using the same embedder for one
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import shutil
@@ -32,10 +33,8 @@ from .embedders import EmbeddingServiceError, HashEmbedder, OpenAICompatibleEmbe
 from .embedders.identity import decode_identity, describe_identity
 from .errors import StoreError
 from .normalize import DEFAULT_STORE_ID, validate_store_id
-from .knowledge.cli import kg as kg_group, knowledge as knowledge_group
-from .oracle.cli import db as oracle_db_group
 from .sqlite import admin as sqlite_admin
-from .types import NOT_SET, RECORD_TYPES, MessageRecord, Record
+from .types import MAX_LIST_LIMIT, NOT_SET, RECORD_TYPES, MessageRecord, Record
 
 __all__ = ["main", "cli"]
 
@@ -54,14 +53,58 @@ class CLIError(click.ClickException):
         self.exit_code = exit_code
 
 
+#: Command groups imported only when used, so ``oramem --help`` and the SQLite commands
+#: load neither SQLAlchemy (knowledge layer) nor python-oracledb: name -> (module,
+#: attribute, short help).
+LAZY_GROUPS = {
+    "db": ("oramem.oracle.cli", "db", "Install, upgrade, inspect and remove oramem's PL/SQL packages in an Oracle schema."),
+    "knowledge": ("oramem.knowledge.cli", "knowledge", "Knowledge graph over the store: write messages, list facts, entities and history."),
+    "kg": ("oramem.knowledge.cli", "kg", "Knowledge-graph maintenance on a store named by --store-id (Oracle or --sqlite)."),
+}
+#: Global options also accepted after a (non-group) subcommand: name -> takes a value.
+MOVABLE_OPTIONS = {"--json": False, "--db": True, "--store": True}
+
+
 class OramemGroup(click.Group):
-    """Turns argument and store errors raised by commands into ``Error: ...`` lines."""
+    """Turns argument and store errors raised by commands into ``Error: ...`` lines, loads
+    the Oracle and knowledge groups lazily, and accepts ``--json``/``--db``/``--store``
+    after a subcommand too (``oramem search coffee --json``)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_GROUPS))
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        if name in LAZY_GROUPS and name not in self.commands:
+            module, attr, _ = LAZY_GROUPS[name]
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        limit = formatter.width - 6 - max(len(n) for n in self.list_commands(ctx))
+        for name in self.list_commands(ctx):
+            if name in LAZY_GROUPS and name not in self.commands:
+                rows.append((name, click.utils.make_default_short_help(LAZY_GROUPS[name][2], limit)))
+                continue
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(self, args))
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except BrokenPipeError:
+            # the reader closed our stdout (``| head``): stop quietly, successfully
+            _quiet_stdout()
+            raise click.exceptions.Exit(0) from None
         except (ValueError, TypeError) as exc:
             if os.environ.get("ORAMEM_DEBUG"):
                 raise
@@ -75,6 +118,40 @@ class OramemGroup(click.Group):
                 raise
             path = getattr(ctx.obj, "db", None) or "the database"
             raise CLIError(sqlite_admin.explain_error(path, exc), 1) from None
+
+
+def hoist_global_options(group: click.Group, args: list[str]) -> list[str]:
+    """Move ``--json``/``--db X``/``--store X`` found after a plain subcommand in front of
+    it (where the group parses them). Groups with options of their own (``db``, ``kg``,
+    ``knowledge``, ``stores``) and anything after ``--`` are left alone."""
+    args = list(args)
+    valued = {o for p in group.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        name = args[i].split("=", 1)[0]
+        i += 2 if name in valued and "=" not in args[i] else 1
+    if i >= len(args) or args[i] in LAZY_GROUPS or isinstance(group.commands.get(args[i]), click.Group):
+        return args
+    head, sub, rest = args[:i], args[i], args[i + 1 :]
+    moved: list[str] = []
+    kept: list[str] = []
+    j = 0
+    while j < len(rest):
+        token = rest[j]
+        if token == "--":
+            kept.extend(rest[j:])
+            break
+        name = token.split("=", 1)[0]
+        if name in MOVABLE_OPTIONS:
+            if MOVABLE_OPTIONS[name] and "=" not in token and j + 1 < len(rest):
+                moved.extend(rest[j : j + 2])
+                j += 2
+                continue
+            moved.append(token)
+        else:
+            kept.append(token)
+        j += 1
+    return head + moved + [sub] + kept
 
 
 def _one_line(exc: BaseException) -> str:
@@ -319,14 +396,14 @@ def records_table(records: Sequence[Record]) -> str:
 )
 @click.option("--store", "store_id", envvar="ORAMEM_STORE", show_envvar=True, help="memory_store_id (default store when omitted).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
-@click.option("--embed-url", envvar="ORAMEM_EMBED_URL", help="OpenAI-compatible API root, e.g. http://localhost:8000/v1.")
-@click.option("--embed-model", envvar="ORAMEM_EMBED_MODEL", help="Embedding model name for --embed-url.")
+@click.option("--embed-url", envvar="ORAMEM_EMBED_URL", show_envvar=True, help="OpenAI-compatible API root, e.g. http://localhost:8000/v1.")
+@click.option("--embed-model", envvar="ORAMEM_EMBED_MODEL", show_envvar=True, help="Embedding model name for --embed-url.")
 @click.option(
     "--embed-allow-http-key",
     is_flag=True,
     help="Allow sending the embedding API key ($ORAMEM_EMBED_API_KEY; $OPENAI_API_KEY only goes to api.openai.com) over plain http to a non-loopback --embed-url.",
 )
-@click.option("--embed-dim", type=click.IntRange(min=2), envvar="ORAMEM_EMBED_DIM", help="Embedding dimension (default: 256 for the hash embedder, probed for --embed-url).")
+@click.option("--embed-dim", type=click.IntRange(min=2), envvar="ORAMEM_EMBED_DIM", show_envvar=True, help="Embedding dimension (default: 256 for the hash embedder, probed for --embed-url).")
 @click.option(
     "--embed-onnx",
     envvar="ORAMEM_ONNX_MODEL",
@@ -561,15 +638,17 @@ def list_(
             kwargs[name] = value
         elif none_flag:
             kwargs[name] = None
-    if no_limit:
-        kwargs["limit"] = None
-    elif limit is not None:
-        kwargs["limit"] = limit
+    # one row more than shown tells whether the window cut anything off
+    shown = None if no_limit else (limit or MAX_LIST_LIMIT)
+    kwargs["limit"] = None if shown is None else shown + 1
     flt = parse_json_option(metadata_filter, "--filter")
     if flt is not NOT_SET:
         kwargs["metadata_filter"] = flt
     store = state.open(create=False)
     records = store.list(record_type, **kwargs)
+    if shown is not None and len(records) > shown:
+        records = records[1:]  # oldest first: drop the extra (oldest) row
+        click.echo(f"showing the newest {shown:,} {record_type} records; there are more: raise --limit or use --all", err=True)
     if state.json:
         emit_json([record_to_dict(r) for r in records])
     elif not records:
@@ -1030,15 +1109,36 @@ def stores_drop(state: State, store_id: str, yes: bool) -> None:
         click.echo(f"dropped store {sid}")
 
 
-# The Oracle DBA commands: ``oramem db install|upgrade|uninstall|status|doctor``.
-cli.add_command(oracle_db_group)
-cli.add_command(knowledge_group)
-cli.add_command(kg_group)
-
-
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="oramem")
+    """Console-script entry point: click's standalone handling, except that Ctrl-C exits
+    130 without "Aborted!" and a closed stdout (``oramem export | head``) ends quietly with
+    status 0 (the reader stopped reading; nothing failed)."""
+    try:
+        rv = cli.main(prog_name="oramem", standalone_mode=False)
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt) or isinstance(exc.__cause__, KeyboardInterrupt):
+            sys.exit(130)
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        _quiet_stdout()
+        sys.exit(0)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _quiet_stdout() -> None:
+    # Python flushes stdout again at exit; point it at /dev/null so that does not fail.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":  # pragma: no cover

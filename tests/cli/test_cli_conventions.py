@@ -1,0 +1,105 @@
+"""CLI conventions: global options after the subcommand, quiet SIGPIPE, Ctrl-C = 130,
+`list` says when its window cut rows off, lazy imports for --help."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from oramem import SQLiteMemoryStore
+from oramem.cli import cli, hoist_global_options, main
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    for var in ("ORAMEM_DB", "ORAMEM_STORE", "ORAMEM_STRATEGY"):
+        monkeypatch.delenv(var, raising=False)
+    return CliRunner()
+
+
+def run(runner, *args, expect=0):
+    res = runner.invoke(cli, list(args), catch_exceptions=False)
+    assert res.exit_code == expect, (args, res.output)
+    return res
+
+
+def test_json_db_store_after_the_subcommand(runner, tmp_path):
+    db = str(tmp_path / "a.db")
+    run(runner, "add", "dark roast coffee", "--db", db)
+    hits = json.loads(run(runner, "search", "coffee", "--json", "--db", db).stdout)
+    assert hits[0]["record"]["content"] == "dark roast coffee"
+    listed = json.loads(run(runner, "list", f"--db={db}", "--json").stdout)
+    assert len(listed) == 1
+    # text after -- is content, not an option
+    run(runner, "--db", db, "add", "--", "--json")
+    assert [r["content"] for r in json.loads(run(runner, "--db", db, "--json", "list").stdout)] == ["dark roast coffee", "--json"]
+
+
+def test_hoisting_keeps_group_values_and_groups_alone():
+    assert hoist_global_options(cli, ["--embed-url", "http://x", "search", "q", "--json"]) == [
+        "--embed-url", "http://x", "--json", "search", "q"]
+    assert hoist_global_options(cli, ["db", "status", "--json"]) == ["db", "status", "--json"]
+    assert hoist_global_options(cli, ["stores", "list", "--json"]) == ["stores", "list", "--json"]
+
+
+def test_list_says_when_the_window_cuts_rows(runner, tmp_path):
+    db = str(tmp_path / "l.db")
+    s = SQLiteMemoryStore(db, search_strategy="hybrid", embedder=__import__("oramem.embedders", fromlist=["x"]).HashEmbedder(256))
+    s.add([f"n{i}" for i in range(5)], "memory")
+    s.close()
+    res = run(runner, "--db", db, "--json", "list", "--limit", "3")
+    assert [r["content"] for r in json.loads(res.stdout)] == ["n2", "n3", "n4"]
+    assert "showing the newest 3 memory records; there are more" in res.stderr
+    res = run(runner, "--db", db, "list", "--limit", "5")
+    assert "there are more" not in res.stderr
+
+
+def test_ctrl_c_exits_130_quietly(tmp_path, monkeypatch, capsys):
+    db = str(tmp_path / "c.db")
+    CliRunner().invoke(cli, ["--db", db, "add", "x"], catch_exceptions=False)
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SQLiteMemoryStore, "search", interrupted)
+    monkeypatch.setattr(sys, "argv", ["oramem", "--db", db, "search", "x"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 130
+    assert "Aborted" not in capsys.readouterr().err
+
+
+def _env():
+    env = dict(os.environ)
+    env.pop("ORAMEM_DB", None)
+    return env
+
+
+def test_broken_pipe_is_quiet(tmp_path):
+    db = str(tmp_path / "p.db")
+    s = SQLiteMemoryStore(db, search_strategy="hybrid", embedder=__import__("oramem.embedders", fromlist=["x"]).HashEmbedder(256))
+    s.add([f"record number {i} " * 20 for i in range(3000)], "memory")
+    s.close()
+    code = "import sys; from oramem.cli import main; sys.argv = ['oramem', '--db', sys.argv[1], 'export']; main()"
+    proc = subprocess.Popen([sys.executable, "-c", code, db], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    assert proc.stdout.readline().startswith(b"{")
+    proc.stdout.close()  # what `| head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Broken pipe" not in err and "Traceback" not in err
+
+
+def test_help_imports_neither_oracledb_nor_sqlalchemy():
+    code = (
+        "import sys\nfrom oramem.cli import main\nsys.argv = ['oramem', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('HEAVY', sorted(m for m in ('oracledb', 'sqlalchemy') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=60).stdout
+    assert "HEAVY []" in out, out
+    assert "db " in out and "knowledge " in out and "kg " in out  # lazy groups still listed
