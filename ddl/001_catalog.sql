@@ -9,30 +9,30 @@
 -- Terminators: plain SQL statements end with ";" (plsql/README.md).
 
 CREATE TABLE IF NOT EXISTS oramem_schema_version (
-   component    VARCHAR2(30)  NOT NULL,
+   component    VARCHAR2(30 CHAR)  NOT NULL,
    version      NUMBER(5)     NOT NULL,
-   script       VARCHAR2(200),
+   script       VARCHAR2(200 CHAR),
    applied_at   TIMESTAMP(6)  DEFAULT SYS_EXTRACT_UTC(SYSTIMESTAMP) NOT NULL,
    CONSTRAINT oramem_schema_version_pk PRIMARY KEY (component)
 );
 
 CREATE TABLE IF NOT EXISTS oramem_stores (
-   memory_store_id    VARCHAR2(16)   NOT NULL,
+   memory_store_id    VARCHAR2(16 CHAR)   NOT NULL,
    vector_dim         NUMBER(5),
-   search_strategy    VARCHAR2(16)   DEFAULT 'vector'    NOT NULL,
-   search_index_sync  VARCHAR2(16)   DEFAULT 'on_commit' NOT NULL,
+   search_strategy    VARCHAR2(16 CHAR)   DEFAULT 'vector'    NOT NULL,
+   search_index_sync  VARCHAR2(16 CHAR)   DEFAULT 'on_commit' NOT NULL,
    default_ttl_days   NUMBER(10),
    max_ttl_days       NUMBER(10),
-   embedding_model    VARCHAR2(128),
-   deletion_hook      VARCHAR2(400),
+   embedding_model    VARCHAR2(128 CHAR),
+   deletion_hook      VARCHAR2(400 CHAR),
    schema_version     NUMBER(5)      DEFAULT 0 NOT NULL,
-   state              VARCHAR2(16)   DEFAULT 'CREATING' NOT NULL,
-   state_owner        VARCHAR2(64),
+   state              VARCHAR2(16 CHAR)   DEFAULT 'CREATING' NOT NULL,
+   state_owner        VARCHAR2(64 CHAR),
    state_since        TIMESTAMP(6)   DEFAULT SYS_EXTRACT_UTC(SYSTIMESTAMP) NOT NULL,
    has_text_index     NUMBER(1)      DEFAULT 0 NOT NULL,
    has_hybrid_index   NUMBER(1)      DEFAULT 0 NOT NULL,
-   purge_job_name     VARCHAR2(128),
-   last_error         VARCHAR2(2000),
+   purge_job_name     VARCHAR2(128 CHAR),
+   last_error         VARCHAR2(2000 CHAR),
    created_at         TIMESTAMP(6)   DEFAULT SYS_EXTRACT_UTC(SYSTIMESTAMP) NOT NULL,
    updated_at         TIMESTAMP(6)   DEFAULT SYS_EXTRACT_UTC(SYSTIMESTAMP) NOT NULL,
    CONSTRAINT oramem_stores_pk PRIMARY KEY (memory_store_id),
@@ -56,12 +56,12 @@ CREATE TABLE IF NOT EXISTS oramem_stores (
 CREATE TABLE IF NOT EXISTS oramem_error_log (
    log_id          NUMBER GENERATED ALWAYS AS IDENTITY,
    logged_at       TIMESTAMP(6)   DEFAULT SYS_EXTRACT_UTC(SYSTIMESTAMP) NOT NULL,
-   memory_store_id VARCHAR2(16),
-   where_at        VARCHAR2(200),
+   memory_store_id VARCHAR2(16 CHAR),
+   where_at        VARCHAR2(200 CHAR),
    error_code      NUMBER,
-   error_message   VARCHAR2(4000),
-   backtrace       VARCHAR2(4000),
-   session_id      VARCHAR2(64),
+   error_message   VARCHAR2(4000 CHAR),
+   backtrace       VARCHAR2(4000 CHAR),
+   session_id      VARCHAR2(64 CHAR),
    CONSTRAINT oramem_error_log_pk PRIMARY KEY (log_id)
 );
 

@@ -34,8 +34,9 @@ AS
    IS
       PRAGMA AUTONOMOUS_TRANSACTION;
       l_code       NUMBER         := SQLCODE;
-      l_message    VARCHAR2(4000) := SUBSTR(SQLERRM, 1, 4000);
-      l_backtrace  VARCHAR2(4000) := SUBSTR(DBMS_UTILITY.FORMAT_ERROR_BACKTRACE, 1, 4000);
+      -- bytes: the columns hold at most 4000 bytes whatever their semantics, so cut in bytes
+      l_message    VARCHAR2(4000 BYTE) := SUBSTRB(SQLERRM, 1, 4000);  -- bytes: SUBSTRB-bounded
+      l_backtrace  VARCHAR2(4000 BYTE) := SUBSTRB(DBMS_UTILITY.FORMAT_ERROR_BACKTRACE, 1, 4000);  -- bytes: SUBSTRB-bounded
    BEGIN
       INSERT INTO oramem_error_log (memory_store_id, where_at, error_code, error_message,
                                     backtrace, session_id)

@@ -1,7 +1,7 @@
 CREATE OR REPLACE PACKAGE BODY oramem_filter
 AS
    g_nodes   PLS_INTEGER := 0;
-   g_column  VARCHAR2(61);
+   g_column  VARCHAR2(61 CHAR);
 
    e_json_syntax EXCEPTION;
    PRAGMA EXCEPTION_INIT(e_json_syntax, -40441);
@@ -23,19 +23,47 @@ AS
       RETURN SUBSTR(CASE WHEN in_where IS NULL THEN in_key ELSE in_where || '.' || in_key END, 1, 400);
    END where_of;
 
-   PROCEDURE count_node(
-      in_depth IN PLS_INTEGER
-   )
+   -- Every operator, value, object and list element is one node (S4: list elements count).
+   PROCEDURE count_node
    IS
    BEGIN
       g_nodes := g_nodes + 1;
       IF g_nodes > gc_max_nodes THEN
-         fail('filter has more than ' || gc_max_nodes || ' nodes; split or simplify it');
+         fail('filter has more than ' || gc_max_nodes || ' nodes (operators, values and list '
+              || 'elements); split it into several calls or use fewer values');
       END IF;
+   END count_node;
+
+   -- Depth counts object levels once, as oramem.filters (S11): the root object is 0, a
+   -- nested object or an operator dict under $not one more than its parent.
+   PROCEDURE check_depth(
+      in_depth IN PLS_INTEGER
+   )
+   IS
+   BEGIN
       IF in_depth > gc_max_depth THEN
          fail('filter is nested deeper than ' || gc_max_depth || ' levels');
       END IF;
-   END count_node;
+   END check_depth;
+
+   -- in_left || in_sep || in_right, refused with -20004 once the compiled condition would
+   -- pass gc_max_sql_bytes: every piece of filter SQL that grows with the input goes
+   -- through here, so the VARCHAR2(32767) buffers can never overflow (ORA-06502, S4).
+   FUNCTION cat(
+      in_left  IN VARCHAR2,
+      in_sep   IN VARCHAR2,
+      in_right IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      IF NVL(LENGTHB(in_left), 0) + NVL(LENGTHB(in_sep), 0) + NVL(LENGTHB(in_right), 0)
+         > gc_max_sql_bytes
+      THEN
+         fail('filter compiles to more than ' || gc_max_sql_bytes || ' bytes of SQL; use fewer '
+              || 'or shorter keys and values, or split it into several calls');
+      END IF;
+      RETURN in_left || in_sep || in_right;
+   END cat;
 
    -- ."key" path step; the allow-list keeps quotes, backslashes and '$' out of the path
    -- text, which is embedded in a single-quoted SQL literal.
@@ -77,6 +105,11 @@ AS
    ) RETURN VARCHAR2
    IS
    BEGIN
+      -- the path is a SQL text literal: at most 4000 bytes (MAX_STRING_SIZE = STANDARD)
+      IF LENGTHB(in_path) > gc_max_path_bytes THEN
+         fail('a condition''s JSON path is longer than ' || gc_max_path_bytes
+              || ' bytes; use shorter keys or less nesting');
+      END IF;
       RETURN 'JSON_EXISTS(' || g_column || ', ''' || in_path || '''' || in_passing || ')';
    END exists_sql;
 
@@ -153,7 +186,7 @@ AS
       io_binds IN OUT NOCOPY bind_list_t
    ) RETURN VARCHAR2
    IS
-      l_passing VARCHAR2(100);
+      l_passing VARCHAR2(100 CHAR);
       l_cond    VARCHAR2(32767);
    BEGIN
       l_cond := scalar_compare('@' || in_path, in_op, in_elem, in_where, io_binds, l_passing);
@@ -169,7 +202,7 @@ AS
    ) RETURN VARCHAR2
    IS
       l_clob CLOB;
-      l_txt  VARCHAR2(4000);
+      l_txt  VARCHAR2(32767);  -- 4000 characters can be up to 16000 bytes (S12)
       l_n    PLS_INTEGER;
    BEGIN
       l_clob := in_elem.to_clob;
@@ -179,6 +212,10 @@ AS
       l_txt := DBMS_LOB.SUBSTR(l_clob, 4000, 1);
       IF LENGTHB(l_txt) > 4000 THEN
          fail('value of ' || in_where || ' is longer than 4000 bytes');
+      END IF;
+      IF LENGTHB(in_path) + 1 > gc_max_path_bytes THEN
+         fail('the JSON path of ' || in_where || ' is longer than ' || gc_max_path_bytes
+              || ' bytes; use shorter keys or less nesting');
       END IF;
       l_n := add_bind(io_binds, 'J', l_txt, NULL);
       RETURN '(CASE WHEN JSON_EQUAL(JSON_QUERY(' || g_column || ', ''$' || in_path
@@ -193,7 +230,7 @@ AS
       io_binds IN OUT NOCOPY bind_list_t
    ) RETURN VARCHAR2
    IS
-      l_passing VARCHAR2(100);
+      l_passing VARCHAR2(100 CHAR);
       l_cond    VARCHAR2(32767);
    BEGIN
       IF in_elem.is_object OR in_elem.is_array THEN
@@ -248,7 +285,7 @@ AS
       l_sql   VARCHAR2(32767);
       l_bool  JSON_ARRAY_T := JSON_ARRAY_T();
    BEGIN
-      count_node(in_depth);
+      count_node;
       CASE in_op
          WHEN '$eq' THEN
             IF in_arg.is_object OR in_arg.is_array THEN
@@ -268,8 +305,9 @@ AS
          WHEN '$in' THEN
             l_arr := scalar_list(in_arg, in_where, in_op);
             FOR i IN 0 .. l_arr.get_size - 1 LOOP
-               l_sql := l_sql || CASE WHEN i > 0 THEN ' OR ' END
-                        || scalar_leaf(in_path, '==', l_arr.get(i), in_where, io_binds);
+               count_node;
+               l_sql := cat(l_sql, CASE WHEN i > 0 THEN ' OR ' END,
+                            scalar_leaf(in_path, '==', l_arr.get(i), in_where, io_binds));
             END LOOP;
             RETURN '(' || l_sql || ')';
          WHEN '$nin' THEN
@@ -285,8 +323,9 @@ AS
             IF in_arg.is_array THEN
                l_arr := scalar_list(in_arg, in_where, in_op);
                FOR i IN 0 .. l_arr.get_size - 1 LOOP
-                  l_sql := l_sql || CASE WHEN i > 0 THEN ' AND ' END
-                           || contains_one(in_path, l_arr.get(i), in_where, io_binds);
+                  count_node;
+                  l_sql := cat(l_sql, CASE WHEN i > 0 THEN ' AND ' END,
+                               contains_one(in_path, l_arr.get(i), in_where, io_binds));
                END LOOP;
                RETURN '(' || l_sql || ')';
             END IF;
@@ -294,12 +333,14 @@ AS
          WHEN '$array_contains_any' THEN
             l_arr := scalar_list(in_arg, in_where, in_op);
             FOR i IN 0 .. l_arr.get_size - 1 LOOP
-               l_sql := l_sql || CASE WHEN i > 0 THEN ' OR ' END
-                        || contains_one(in_path, l_arr.get(i), in_where, io_binds);
+               count_node;
+               l_sql := cat(l_sql, CASE WHEN i > 0 THEN ' OR ' END,
+                            contains_one(in_path, l_arr.get(i), in_where, io_binds));
             END LOOP;
             RETURN '(' || l_sql || ')';
          WHEN '$not' THEN
             IF in_arg.is_object THEN
+               check_depth(in_depth);  -- as oramem.filters: the $not dict's own level
                RETURN negate(compile_ops(TREAT(in_arg AS JSON_OBJECT_T), in_path, in_where,
                                          in_depth + 1, io_binds));
             ELSIF in_arg.is_array THEN
@@ -330,9 +371,9 @@ AS
          IF SUBSTR(l_keys(i), 1, 1) <> '$' THEN
             fail(in_where || ' mixes operators with the plain key ' || SUBSTR(l_keys(i), 1, 64));
          END IF;
-         l_sql := l_sql || CASE WHEN i > 1 THEN ' AND ' END
-                  || compile_op(l_keys(i), in_obj.get(l_keys(i)), in_path, in_where, in_depth,
-                                io_binds);
+         l_sql := cat(l_sql, CASE WHEN i > 1 THEN ' AND ' END,
+                      compile_op(l_keys(i), in_obj.get(l_keys(i)), in_path, in_where, in_depth,
+                                 io_binds));
       END LOOP;
       RETURN '(' || l_sql || ')';
    END compile_ops;
@@ -357,7 +398,7 @@ AS
       l_keys  JSON_KEY_LIST;
       l_ops   PLS_INTEGER := 0;
    BEGIN
-      count_node(in_depth);
+      count_node;
       IF in_elem.is_object THEN
          l_obj  := TREAT(in_elem AS JSON_OBJECT_T);
          l_keys := l_obj.get_keys;
@@ -370,11 +411,11 @@ AS
             END IF;
          END LOOP;
          IF l_ops = l_keys.COUNT THEN
-            RETURN compile_ops(l_obj, in_path, in_where, in_depth + 1, io_binds);
+            RETURN compile_ops(l_obj, in_path, in_where, in_depth, io_binds);
          ELSIF l_ops > 0 THEN
             fail(in_where || ' mixes operators with plain keys');
          END IF;
-         RETURN compile_object(l_obj, in_path, in_where, in_depth + 1, io_binds);
+         RETURN compile_object(l_obj, in_path, in_where, in_depth, io_binds);
       ELSIF in_elem.is_array THEN
          RETURN nonscalar_equal(in_path, in_elem, in_where, io_binds);
       END IF;
@@ -390,13 +431,14 @@ AS
    ) RETURN VARCHAR2
    IS
       l_keys  JSON_KEY_LIST := in_obj.get_keys;
-      l_key   VARCHAR2(4000);
+      l_key   VARCHAR2(4000 CHAR);
       l_elem  JSON_ELEMENT_T;
       l_arr   JSON_ARRAY_T;
       l_part  VARCHAR2(32767);
       l_sql   VARCHAR2(32767);
    BEGIN
-      count_node(in_depth);
+      count_node;
+      check_depth(in_depth);
       IF l_keys IS NULL OR l_keys.COUNT = 0 THEN
          RETURN '(1 = 1)';
       END IF;
@@ -420,10 +462,10 @@ AS
                IF NOT l_arr.get(j).is_object THEN
                   fail(l_key || '[' || j || '] must be a filter object');
                END IF;
-               l_part := l_part
-                         || CASE WHEN j > 0 THEN CASE l_key WHEN '$and' THEN ' AND ' ELSE ' OR ' END END
-                         || compile_object(TREAT(l_arr.get(j) AS JSON_OBJECT_T), NULL,
-                                           l_key || '[' || j || ']', in_depth + 1, io_binds);
+               l_part := cat(l_part,
+                             CASE WHEN j > 0 THEN CASE l_key WHEN '$and' THEN ' AND ' ELSE ' OR ' END END,
+                             compile_object(TREAT(l_arr.get(j) AS JSON_OBJECT_T), NULL,
+                                            l_key || '[' || j || ']', in_depth + 1, io_binds));
             END LOOP;
             l_part := '(' || l_part || ')';
          ELSIF SUBSTR(l_key, 1, 1) = '$' THEN
@@ -433,7 +475,7 @@ AS
             l_part := compile_value(l_elem, in_path || key_step(l_key, where_of(in_where, l_key)),
                                     where_of(in_where, l_key), in_depth + 1, io_binds);
          END IF;
-         l_sql := l_sql || CASE WHEN i > 1 THEN ' AND ' END || l_part;
+         l_sql := cat(l_sql, CASE WHEN i > 1 THEN ' AND ' END, l_part);
       END LOOP;
       RETURN '(' || l_sql || ')';
    END compile_object;
@@ -497,10 +539,9 @@ AS
       io_binds     IN OUT NOCOPY bind_list_t
    ) RETURN VARCHAR2
    IS
-      l_match   VARCHAR2(16) := LOWER(in_match);
-      l_col     VARCHAR2(40);
-      l_own     VARCHAR2(16);   -- the profile type keyed on this dimension
-      l_other   VARCHAR2(16);   -- the profile type that ignores this dimension
+      l_match   VARCHAR2(16 CHAR) := LOWER(in_match);
+      l_col     VARCHAR2(40 CHAR);
+      l_own     VARCHAR2(16 CHAR);   -- the profile type keyed on this dimension
       l_n       PLS_INTEGER;
       l_m       PLS_INTEGER;
    BEGIN
@@ -519,24 +560,23 @@ AS
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             SUBSTR(in_dimension, 1, 10) || '.value is required when match is equals');
       END IF;
+      -- Effective scope columns, as the SQLite engine (SC-6.2): a thread scope reads the raw
+      -- thread_id (profiles have none, so they never match a thread); a user scope reads the
+      -- record id of a user_profile and user_id of every other record; agent likewise.
       CASE LOWER(in_dimension)
          WHEN 'thread' THEN
             l_col := in_alias || '.thread_id';
             IF l_match = 'equals' THEN
                l_n := add_bind(io_binds, 'S', in_value, NULL);
-               RETURN '(' || l_col || ' = :f' || l_n || ' OR ' || in_alias
-                      || '.record_type IN (''user_profile'', ''agent_profile''))';
+               RETURN '(' || l_col || ' = :f' || l_n || ')';
             END IF;
-            RETURN '(' || l_col || ' IS NULL OR ' || in_alias
-                   || '.record_type IN (''user_profile'', ''agent_profile''))';
+            RETURN '(' || l_col || ' IS NULL)';
          WHEN 'user' THEN
-            l_col   := in_alias || '.user_id';
-            l_own   := 'user_profile';
-            l_other := 'agent_profile';
+            l_col := in_alias || '.user_id';
+            l_own := 'user_profile';
          WHEN 'agent' THEN
-            l_col   := in_alias || '.agent_id';
-            l_own   := 'agent_profile';
-            l_other := 'user_profile';
+            l_col := in_alias || '.agent_id';
+            l_own := 'agent_profile';
          ELSE
             oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
                'oramem_filter.scope_condition: dimension must be thread, user or agent');
@@ -545,14 +585,11 @@ AS
          l_n := add_bind(io_binds, 'S', in_value, NULL);
          l_m := add_bind(io_binds, 'S', in_value, NULL);
          RETURN '((' || in_alias || '.record_type = ''' || l_own || ''' AND ' || in_alias
-                || '.record_id = :f' || l_n || ') OR ' || in_alias || '.record_type = '''
-                || l_other || ''' OR (' || in_alias
-                || '.record_type NOT IN (''user_profile'', ''agent_profile'') AND ' || l_col
-                || ' = :f' || l_m || '))';
+                || '.record_id = :f' || l_n || ') OR (' || in_alias || '.record_type <> '''
+                || l_own || ''' AND ' || l_col || ' = :f' || l_m || '))';
       END IF;
-      RETURN '(' || in_alias || '.record_type = ''' || l_other || ''' OR (' || in_alias
-             || '.record_type NOT IN (''user_profile'', ''agent_profile'') AND ' || l_col
-             || ' IS NULL))';
+      -- a profile's own id is never NULL, so is_null keeps only the other records
+      RETURN '(' || in_alias || '.record_type <> ''' || l_own || ''' AND ' || l_col || ' IS NULL)';
    END scope_condition;
 
    FUNCTION query_clob(

@@ -30,22 +30,31 @@ AS
     *   - $exists: true/false, key presence (JSON null counts as present).
     *   - $array_contains v: field is an array containing v (v a list: all present);
     *     $array_contains_any [..]: non-empty list, at least one present.
-    * Limits: depth 32 (as oramem.filters), 256 nodes, string / list values <= 4000 bytes.
+    * Limits: depth 32 (object levels, as oramem.filters), 256 nodes (operators, values,
+    * objects and list elements), string / list values <= 4000 bytes, a compiled
+    * condition of at most gc_max_sql_bytes and JSON paths of at most gc_max_path_bytes;
+    * past any of them -20004 with a message that says what to shorten.
     * $and / $or are accepted at the root of a filter (also inside $and/$or lists).
     * List elements of $in / $nin / $array_contains(_any) must be scalars.
     */
 
    TYPE bind_t IS RECORD (
-      name     VARCHAR2(30),     -- placeholder without the colon, e.g. 'f3'
-      kind     VARCHAR2(1),      -- 'S' VARCHAR2, 'N' NUMBER, 'J' JSON text (VARCHAR2), 'C' CLOB
-      str_val  VARCHAR2(4000),
+      name     VARCHAR2(30 CHAR),     -- placeholder without the colon, e.g. 'f3'
+      kind     VARCHAR2(1 CHAR),      -- 'S' VARCHAR2, 'N' NUMBER, 'J' JSON text (VARCHAR2), 'C' CLOB
+      str_val  VARCHAR2(4000 CHAR),
       num_val  NUMBER,
       clob_val CLOB              -- kind 'C' only (query vectors, hybrid requests)
    );
    TYPE bind_list_t IS TABLE OF bind_t INDEX BY PLS_INTEGER;
 
-   gc_max_depth  CONSTANT PLS_INTEGER := 32;
-   gc_max_nodes  CONSTANT PLS_INTEGER := 256;
+   gc_max_depth      CONSTANT PLS_INTEGER := 32;
+   gc_max_nodes      CONSTANT PLS_INTEGER := 256;
+   -- Bound of the compiled condition (checked before every concatenation that grows with
+   -- the filter; -20004 past it). Leaves room in a VARCHAR2(32767) statement for the
+   -- SELECT around it, the scope conditions and the nesting wrappers (<= 40 bytes a level).
+   gc_max_sql_bytes  CONSTANT PLS_INTEGER := 16000;
+   -- A JSON path is a SQL text literal: 4000 bytes with MAX_STRING_SIZE = STANDARD.
+   gc_max_path_bytes CONSTANT PLS_INTEGER := 4000;
 
    /*
     * compile_filter: SQL condition text for in_filter applied to column in_column
@@ -78,9 +87,10 @@ AS
     *   in_dimension  'thread' | 'user' | 'agent'
     *   in_match      'any' (returns NULL: no condition) | 'equals' | 'is_null'
     *   in_value      the value for 'equals' (bound, appended to io_binds)
-    * Profiles are matched on their own dimension only: a user_profile satisfies
-    * user = v when its record_id = v (never user IS NULL) and ignores the thread and
-    * agent dimensions; agent_profile likewise.
+    * Effective columns, as the SQLite engine: thread reads thread_id (a profile has
+    * none, so it matches thread is_null and never thread = v); user reads the record_id
+    * of a user_profile (never NULL) and user_id of every other record; agent likewise
+    * with agent_profile.
     * Errors: -20001 bad dimension/match/alias, or 'equals' with a NULL value.
     */
    FUNCTION scope_condition(

@@ -5,13 +5,13 @@ AS
    g_hybrid_checked  BOOLEAN := FALSE;
    g_hybrid_ok       BOOLEAN := FALSE;
 
-   gc_ts_format      CONSTANT VARCHAR2(40) := 'YYYY-MM-DD"T"HH24:MI:SS.FF6';
+   gc_ts_format      CONSTANT VARCHAR2(40 CHAR) := 'YYYY-MM-DD"T"HH24:MI:SS.FF6';
 
    FUNCTION normalize_store_id(
       in_store_id IN VARCHAR2
    ) RETURN VARCHAR2
    IS
-      l_id VARCHAR2(200);
+      l_id VARCHAR2(200 CHAR);
    BEGIN
       IF in_store_id IS NULL THEN
          RETURN gc_default_store_id;
@@ -124,7 +124,7 @@ AS
       in_argument    IN VARCHAR2 DEFAULT 'record_type'
    ) RETURN VARCHAR2
    IS
-      l_type VARCHAR2(64) := LOWER(TRIM(SUBSTR(in_record_type, 1, 64)));
+      l_type VARCHAR2(64 CHAR) := LOWER(TRIM(SUBSTR(in_record_type, 1, 64)));
    BEGIN
       IF l_type IS NULL
          OR l_type NOT IN ('message', 'memory', 'guideline', 'fact', 'preference',
@@ -154,9 +154,9 @@ AS
       in_argument IN VARCHAR2
    ) RETURN TIMESTAMP
    IS
-      l_txt   VARCHAR2(100);
-      l_tz    VARCHAR2(10);
-      l_main  VARCHAR2(100);
+      l_txt   VARCHAR2(100 CHAR);
+      l_tz    VARCHAR2(10 CHAR);
+      l_main  VARCHAR2(100 CHAR);
       l_ts    TIMESTAMP(6);
    BEGIN
       IF in_text IS NULL THEN
@@ -173,14 +173,14 @@ AS
       l_main := SUBSTR(l_txt, 1, LENGTH(l_txt) - NVL(LENGTH(l_tz), 0));
       l_main := REPLACE(l_main, ' ', 'T');
       IF INSTR(l_main, '.') = 0 THEN
-         l_main := l_main || '.0';
+         l_main := l_main || '.0';  -- bounded: regex-checked ISO time, < 40 characters
       END IF;
       IF l_tz IS NULL OR l_tz = 'Z' THEN
          l_tz := '+00:00';
       ELSIF INSTR(l_tz, ':') = 0 THEN
          l_tz := SUBSTR(l_tz, 1, 3) || ':' || SUBSTR(l_tz, 4, 2);
       END IF;
-      l_main := l_main || l_tz;
+      l_main := l_main || l_tz;  -- bounded: regex-checked ISO time, < 40 characters
       -- Dynamic SQL: the DEFAULT ... ON CONVERSION ERROR clause (12.2+) is parsed by the
       -- SQL engine, not by the PL/SQL compiler's static-SQL front end.
       EXECUTE IMMEDIATE
@@ -215,7 +215,7 @@ AS
       in_alias IN VARCHAR2
    ) RETURN VARCHAR2
    IS
-      l_sql VARCHAR2(4000);
+      l_sql VARCHAR2(4000 CHAR);
    BEGIN
       IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,

@@ -16,29 +16,29 @@ AS
    -- Catalog (ORAMEM_* tables) version written by ddl/001_catalog.sql.
    gc_catalog_version        CONSTANT PLS_INTEGER := 1;
    -- Store used when a caller passes a NULL store id (SC-10.1 "omitted = the default store").
-   gc_default_store_id       CONSTANT VARCHAR2(16) := 'ORAMEM_DEFAULT';
+   gc_default_store_id       CONSTANT VARCHAR2(16 CHAR) := 'DEFAULT';  -- oramem.normalize.DEFAULT_STORE_ID
 
    -- Lifecycle states (ORAMEM_STORES.STATE).
-   gc_state_creating         CONSTANT VARCHAR2(16) := 'CREATING';
-   gc_state_ready            CONSTANT VARCHAR2(16) := 'READY';
-   gc_state_upgrading        CONSTANT VARCHAR2(16) := 'UPGRADING';
-   gc_state_dropping         CONSTANT VARCHAR2(16) := 'DROPPING';
-   gc_state_broken           CONSTANT VARCHAR2(16) := 'BROKEN';
+   gc_state_creating         CONSTANT VARCHAR2(16 CHAR) := 'CREATING';
+   gc_state_ready            CONSTANT VARCHAR2(16 CHAR) := 'READY';
+   gc_state_upgrading        CONSTANT VARCHAR2(16 CHAR) := 'UPGRADING';
+   gc_state_dropping         CONSTANT VARCHAR2(16 CHAR) := 'DROPPING';
+   gc_state_broken           CONSTANT VARCHAR2(16 CHAR) := 'BROKEN';
 
    -- Object kinds for object_name.
-   gc_obj_records            CONSTANT VARCHAR2(8) := 'REC';    -- OM_<ID>_REC   record table
-   gc_obj_chunks             CONSTANT VARCHAR2(8) := 'CHK';    -- OM_<ID>_CHK   RECORD_CHUNKS table
-   gc_obj_hnsw               CONSTANT VARCHAR2(8) := 'HNSW';   -- OM_<ID>_HNSW  HNSW vector index
-   gc_obj_text               CONSTANT VARCHAR2(8) := 'TXT';    -- OM_<ID>_TXT   Oracle Text CONTEXT index
-   gc_obj_hybrid             CONSTANT VARCHAR2(8) := 'HVI';    -- OM_<ID>_HVI   hybrid vector index
-   gc_obj_vpref              CONSTANT VARCHAR2(8) := 'VPREF';  -- OM_<ID>_VPREF vectorizer preference
-   gc_obj_job                CONSTANT VARCHAR2(8) := 'JOB';    -- ORAMEM_PURGE_<ID> scheduler job
+   gc_obj_records            CONSTANT VARCHAR2(8 CHAR) := 'REC';    -- OM_<ID>_REC   record table
+   gc_obj_chunks             CONSTANT VARCHAR2(8 CHAR) := 'CHK';    -- OM_<ID>_CHK   RECORD_CHUNKS table
+   gc_obj_hnsw               CONSTANT VARCHAR2(8 CHAR) := 'HNSW';   -- OM_<ID>_HNSW  HNSW vector index
+   gc_obj_text               CONSTANT VARCHAR2(8 CHAR) := 'TXT';    -- OM_<ID>_TXT   Oracle Text CONTEXT index
+   gc_obj_hybrid             CONSTANT VARCHAR2(8 CHAR) := 'HVI';    -- OM_<ID>_HVI   hybrid vector index
+   gc_obj_vpref              CONSTANT VARCHAR2(8 CHAR) := 'VPREF';  -- OM_<ID>_VPREF vectorizer preference
+   gc_obj_job                CONSTANT VARCHAR2(8 CHAR) := 'JOB';    -- ORAMEM_PURGE_<ID> scheduler job
 
-   SUBTYPE store_id_t    IS VARCHAR2(16);
-   SUBTYPE object_name_t IS VARCHAR2(128);
-   SUBTYPE record_type_t IS VARCHAR2(32);
-   SUBTYPE record_id_t   IS VARCHAR2(512);
-   SUBTYPE scope_value_t IS VARCHAR2(512);
+   SUBTYPE store_id_t    IS VARCHAR2(16 CHAR);
+   SUBTYPE object_name_t IS VARCHAR2(128 CHAR);
+   SUBTYPE record_type_t IS VARCHAR2(32 CHAR);
+   SUBTYPE record_id_t   IS VARCHAR2(512 CHAR);
+   SUBTYPE scope_value_t IS VARCHAR2(512 CHAR);
 
    TYPE store_t IS RECORD (
       memory_store_id    oramem_stores.memory_store_id%TYPE,

@@ -1,10 +1,14 @@
 CREATE OR REPLACE PACKAGE BODY oramem_store
 AS
-   TYPE vc_tab_t   IS TABLE OF VARCHAR2(512)  INDEX BY PLS_INTEGER;
+   TYPE vc_tab_t   IS TABLE OF VARCHAR2(512 CHAR)  INDEX BY PLS_INTEGER;
    TYPE clob_tab_t IS TABLE OF CLOB           INDEX BY PLS_INTEGER;
    TYPE ts_tab_t   IS TABLE OF TIMESTAMP(6)   INDEX BY PLS_INTEGER;
    TYPE num_tab_t  IS TABLE OF NUMBER         INDEX BY PLS_INTEGER;
-   TYPE seen_t     IS TABLE OF PLS_INTEGER    INDEX BY VARCHAR2(600);
+   TYPE seen_t     IS TABLE OF PLS_INTEGER    INDEX BY VARCHAR2(600 CHAR);
+
+   -- Ids (record, thread, user, agent) are 1..255 characters, as oramem.normalize.MAX_ID_LENGTH;
+   -- every buffer and column that holds one uses CHAR length semantics (S8).
+   gc_max_id_chars CONSTANT PLS_INTEGER := 255;
 
    e_json_syntax EXCEPTION;
    PRAGMA EXCEPTION_INIT(e_json_syntax, -40441);
@@ -65,7 +69,7 @@ AS
       in_obj     IN JSON_OBJECT_T,
       in_key     IN VARCHAR2,
       in_where   IN VARCHAR2,
-      in_max_len IN PLS_INTEGER DEFAULT 512
+      in_max_len IN PLS_INTEGER DEFAULT gc_max_id_chars
    ) RETURN VARCHAR2
    IS
       l_val VARCHAR2(32767);
@@ -181,7 +185,7 @@ AS
    ) RETURN TIMESTAMP
    IS
       l_days   NUMBER := get_count(in_ttl, 'days', in_where);
-      l_anchor VARCHAR2(32) := LOWER(NVL(get_text(in_ttl, 'anchor', in_where, 32), 'created_at'));
+      l_anchor VARCHAR2(32 CHAR) := LOWER(NVL(get_text(in_ttl, 'anchor', in_where, 32), 'created_at'));
    BEGIN
       IF l_anchor NOT IN ('created_at', 'timestamp') THEN
          bad_argument(in_where || '.anchor must be created_at or timestamp');
@@ -213,7 +217,7 @@ AS
       in_store IN oramem_registry.store_t
    ) RETURN VARCHAR2
    IS
-      l_chk VARCHAR2(200) := oramem_registry.quoted_name(in_store.memory_store_id, oramem_registry.gc_obj_chunks);
+      l_chk VARCHAR2(200 CHAR) := oramem_registry.quoted_name(in_store.memory_store_id, oramem_registry.gc_obj_chunks);
    BEGIN
       IF in_store.vector_dim IS NULL THEN
          RETURN 'INSERT INTO ' || l_chk || ' (record_type, record_id, chunk_no, chunk_text) '
@@ -232,7 +236,7 @@ AS
       in_where       IN VARCHAR2
    )
    IS
-      l_sql   VARCHAR2(1000) := chunk_insert_sql(in_store);
+      l_sql   VARCHAR2(1000 CHAR) := chunk_insert_sql(in_store);
       l_obj   JSON_OBJECT_T;
       l_text  CLOB;
       l_vec   CLOB;
@@ -327,7 +331,7 @@ AS
       in_event IN JSON_OBJECT_T
    )
    IS
-      l_hook  VARCHAR2(400);
+      l_hook  VARCHAR2(400 CHAR);
       l_clob  CLOB;
    BEGIN
       IF in_store.deletion_hook IS NULL THEN
@@ -349,11 +353,11 @@ AS
    ) RETURN CLOB
    IS
       l_store     oramem_registry.store_t;
-      l_rec_tab   VARCHAR2(200);
+      l_rec_tab   VARCHAR2(200 CHAR);
       l_doc       JSON_OBJECT_T;
       l_records   JSON_ARRAY_T;
       l_r         JSON_OBJECT_T;
-      l_where     VARCHAR2(100);
+      l_where     VARCHAR2(100 CHAR);
       l_now       TIMESTAMP(6) := oramem_registry.utc_now;
       l_types     vc_tab_t;
       l_ids       vc_tab_t;
@@ -368,13 +372,13 @@ AS
       l_chunks    JSON_ARRAY_T;
       l_seen      seen_t;
       l_new_thr   seen_t;           -- thread id -> index of the first record naming it
-      l_thr_id    VARCHAR2(600);
-      l_key       VARCHAR2(600);
-      l_dup       VARCHAR2(512);
+      l_thr_id    VARCHAR2(600 CHAR);
+      l_key       VARCHAR2(600 CHAR);
+      l_dup       VARCHAR2(512 CHAR);
       l_n         PLS_INTEGER;
       l_lo        PLS_INTEGER;
       l_hi        PLS_INTEGER;
-      l_ins       VARCHAR2(1000);
+      l_ins       VARCHAR2(1000 CHAR);
       l_result    JSON_ARRAY_T := JSON_ARRAY_T();
    BEGIN
       SAVEPOINT oramem_add;
@@ -451,7 +455,7 @@ AS
       IF l_n > 0 THEN
          EXECUTE IMMEDIATE
             'SELECT MIN(jt.id) FROM JSON_TABLE(:1, ''$.records[*]'' COLUMNS ('
-            || 'rt VARCHAR2(64) PATH ''$.record_type'', id VARCHAR2(512) PATH ''$.id'')) jt '
+            || 'rt VARCHAR2(64 CHAR) PATH ''$.record_type'', id VARCHAR2(512 CHAR) PATH ''$.id'')) jt '
             || 'WHERE EXISTS (SELECT 1 FROM ' || l_rec_tab || ' r '
             || 'WHERE r.record_type = LOWER(TRIM(jt.rt)) AND r.record_id = jt.id)'
             INTO l_dup USING in_batch;
@@ -532,7 +536,7 @@ AS
    ) RETURN CLOB
    IS
       l_store  oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
-      l_type   VARCHAR2(32) := oramem_registry.check_record_type(in_record_type);
+      l_type   VARCHAR2(32 CHAR) := oramem_registry.check_record_type(in_record_type);
       l_out    CLOB;
    BEGIN
       IF in_record_id IS NULL THEN
@@ -557,7 +561,7 @@ AS
    IS
       l_store   oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
       l_req     JSON_OBJECT_T := parse_object(in_request, 'list request');
-      l_type    VARCHAR2(32);
+      l_type    VARCHAR2(32 CHAR);
       l_limit   NUMBER;
       l_binds   oramem_filter.bind_list_t;
       l_where   VARCHAR2(32767);
@@ -583,7 +587,7 @@ AS
       l_where := 'r.record_type = :rt AND (r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))';
       FOR d IN 1 .. 3 LOOP
          DECLARE
-            l_dim VARCHAR2(10) := CASE d WHEN 1 THEN 'thread' WHEN 2 THEN 'user' ELSE 'agent' END;
+            l_dim VARCHAR2(10 CHAR) := CASE d WHEN 1 THEN 'thread' WHEN 2 THEN 'user' ELSE 'agent' END;
          BEGIN
             IF has_value(l_req, l_dim) THEN
                IF NOT l_req.get(l_dim).is_object THEN
@@ -593,6 +597,7 @@ AS
                l_cond := oramem_filter.scope_condition(l_dim, get_text(l_scope, 'match', l_dim, 16),
                                                        get_text(l_scope, 'value', l_dim), 'r', l_binds);
                IF l_cond IS NOT NULL THEN
+                  -- bounded: a scope condition is fixed text (< 200 bytes), its value is bound
                   l_where := l_where || ' AND ' || l_cond;
                END IF;
             END IF;
@@ -600,8 +605,9 @@ AS
       END LOOP;
       IF l_req.has('metadata_filter') THEN
          IF l_req.get('metadata_filter').is_null THEN
-            l_where := l_where || ' AND r.metadata IS NULL';
+            l_where := l_where || ' AND r.metadata IS NULL';  -- bounded: fixed text
          ELSIF l_req.get('metadata_filter').is_object THEN
+            -- bounded: compile_filter output <= oramem_filter.gc_max_sql_bytes + 40 bytes a level
             l_where := l_where || ' AND '
                        || oramem_filter.compile_filter(l_req.get_object('metadata_filter').to_clob,
                                                        'r.metadata', l_binds);
@@ -619,9 +625,9 @@ AS
          l_binds(l_n).name := 'lim';
          l_binds(l_n).kind := 'N';
          l_binds(l_n).num_val := l_limit;
-         l_sql := l_sql || ' FETCH FIRST :lim ROWS ONLY';
+         l_sql := l_sql || ' FETCH FIRST :lim ROWS ONLY';  -- bounded: fixed text
       END IF;
-      l_sql := l_sql || ') x';
+      l_sql := l_sql || ') x';  -- bounded: fixed text
       l_out := oramem_filter.query_clob(l_sql, l_binds);
       RETURN NVL(l_out, TO_CLOB('[]'));
    END list_json;
@@ -633,7 +639,7 @@ AS
    ) RETURN CLOB
    IS
       l_store  oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
-      l_sql    VARCHAR2(4000);
+      l_sql    VARCHAR2(4000 CHAR);
       l_out    CLOB;
    BEGIN
       IF in_thread_id IS NULL THEN
@@ -665,11 +671,11 @@ AS
    ) RETURN PLS_INTEGER
    IS
       l_store      oramem_registry.store_t;
-      l_rec_tab    VARCHAR2(200);
-      l_chk_tab    VARCHAR2(200);
+      l_rec_tab    VARCHAR2(200 CHAR);
+      l_chk_tab    VARCHAR2(200 CHAR);
       l_req        JSON_OBJECT_T;
-      l_type       VARCHAR2(32);
-      l_id         VARCHAR2(512);
+      l_type       VARCHAR2(32 CHAR);
+      l_id         VARCHAR2(512 CHAR);
       l_event_ts   TIMESTAMP(6);
       l_created    TIMESTAMP(6);
       l_set_c      PLS_INTEGER := 0;
@@ -680,7 +686,8 @@ AS
       l_ts         TIMESTAMP(6);
       l_set_e      PLS_INTEGER := 0;
       l_exp        TIMESTAMP(6);
-      l_retrieval  VARCHAR2(32);
+      l_old_exp    TIMESTAMP(6);
+      l_retrieval  VARCHAR2(32 CHAR);
       l_vectors    JSON_ARRAY_T;
       l_rows       PLS_INTEGER;
       l_vec        CLOB;
@@ -708,15 +715,18 @@ AS
 
       BEGIN
          EXECUTE IMMEDIATE
-            'SELECT r.event_ts, r.created_at FROM ' || l_rec_tab || ' r'
+            'SELECT r.event_ts, r.created_at, r.expires_at FROM ' || l_rec_tab || ' r'
             || ' WHERE r.record_type = :1 AND r.record_id = :2'
-            || ' AND (r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))'
             || ' FOR UPDATE'
-            INTO l_event_ts, l_created USING l_type, l_id;
+            INTO l_event_ts, l_created, l_old_exp USING l_type, l_id;
       EXCEPTION
          WHEN NO_DATA_FOUND THEN
             RETURN 0;
       END;
+      -- SC-5.6: an expired, not yet purged record is invisible, and only a new ttl revives it.
+      IF l_old_exp IS NOT NULL AND l_old_exp <= oramem_registry.utc_now AND NOT l_req.has('ttl') THEN
+         RETURN 0;
+      END IF;
 
       IF l_req.has('content') THEN
          l_set_c := 1;
@@ -842,9 +852,9 @@ AS
    ) RETURN CLOB
    IS
       l_store    oramem_registry.store_t;
-      l_rec_tab  VARCHAR2(200);
-      l_type     VARCHAR2(32);
-      l_col      VARCHAR2(16);
+      l_rec_tab  VARCHAR2(200 CHAR);
+      l_type     VARCHAR2(32 CHAR);
+      l_col      VARCHAR2(16 CHAR);
       l_types    vc_tab_t;
       l_ids      vc_tab_t;
       l_threads  vc_tab_t;
@@ -994,7 +1004,7 @@ AS
    ) RETURN CLOB
    IS
       l_store     oramem_registry.store_t;
-      l_rec_tab   VARCHAR2(200);
+      l_rec_tab   VARCHAR2(200 CHAR);
       l_ref       TIMESTAMP(6);
       l_deadline  TIMESTAMP WITH TIME ZONE;
       l_types     vc_tab_t;
@@ -1094,7 +1104,7 @@ AS
    IS
       PRAGMA AUTONOMOUS_TRANSACTION;
       l_store oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
-      l_index VARCHAR2(128);
+      l_index VARCHAR2(128 CHAR);
    BEGIN
       IF l_store.has_hybrid_index = 1 THEN
          l_index := oramem_registry.object_name(l_store.memory_store_id, oramem_registry.gc_obj_hybrid);

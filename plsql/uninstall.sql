@@ -12,8 +12,8 @@ SET DEFINE OFF
 
 PROMPT oramem: dropping every store
 DECLARE
-   -- VARCHAR2(128), not the column type: survives a future wider store id (ORACLE_NOTES 12.2 #6)
-   TYPE id_tab_t IS TABLE OF VARCHAR2(128) INDEX BY PLS_INTEGER;
+   -- VARCHAR2(128 CHAR), not the column type: survives a future wider store id (ORACLE_NOTES 12.2 #6)
+   TYPE id_tab_t IS TABLE OF VARCHAR2(128 CHAR) INDEX BY PLS_INTEGER;
    l_ids    id_tab_t;
    l_tables PLS_INTEGER;
    l_pkgs   PLS_INTEGER;
@@ -53,7 +53,7 @@ END;
 
 PROMPT oramem: dropping packages
 DECLARE
-   TYPE name_tab_t IS TABLE OF VARCHAR2(128) INDEX BY PLS_INTEGER;
+   TYPE name_tab_t IS TABLE OF VARCHAR2(128 CHAR) INDEX BY PLS_INTEGER;
    l_names name_tab_t;
    l_count PLS_INTEGER;
 BEGIN
@@ -77,7 +77,7 @@ END;
 
 PROMPT oramem: dropping catalog tables
 DECLARE
-   TYPE name_tab_t IS TABLE OF VARCHAR2(128) INDEX BY PLS_INTEGER;
+   TYPE name_tab_t IS TABLE OF VARCHAR2(128 CHAR) INDEX BY PLS_INTEGER;
    l_names name_tab_t;
    l_count PLS_INTEGER;
 BEGIN

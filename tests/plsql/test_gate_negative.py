@@ -221,3 +221,51 @@ def test_template_gate_catches_a_broken_template():
     sql = _expand(found["gc_tpl_t"][1], found)
     assert sql == "CREATE TABLE OM_T1_T (a NUMBER, )" and sql.upper().startswith(_STATEMENT_START)
     assert parse_errors(sql + ";\n")
+
+
+# -- source rules (issue 10 item 2) ------------------------------------------------------
+def test_sqlprefix_rule_catches_an_indented_hash_line():
+    from .plsql_gate import sqlprefix_findings
+
+    bad = "BEGIN\n   l := 'CREATE TABLE t (\n      #EMBEDDING#\n   )';\nEND;\n/\n"
+    assert [f.split(":")[0] for f in sqlprefix_findings(bad)] == ["line 3"]
+    assert sqlprefix_findings(bad.replace("      #EMBEDDING#", "      x CLOB, #EMBEDDING#")) == []
+
+
+@pytest.mark.parametrize(
+    "decl,bad",
+    [
+        ("l_id VARCHAR2(512);", True),
+        ("TYPE t IS TABLE OF VARCHAR2(64) INDEX BY PLS_INTEGER;", True),
+        ("l_sql := 'CREATE TABLE x (id VARCHAR2(255) NOT NULL)';", True),  # DDL template text
+        ("flag CHAR(1)", True),
+        ("l_m VARCHAR2(4000 BYTE) := SUBSTRB(x, 1, 4000);", True),  # BYTE without the why
+        ("l_m VARCHAR2(4000 BYTE) := SUBSTRB(x, 1, 4000);  -- bytes: SUBSTRB-bounded", False),
+        ("l_id VARCHAR2(512 CHAR);", False),
+        ("l_sql VARCHAR2(32767);", False),
+        ("l_x NVARCHAR2(10);", False),
+        ("-- a comment about VARCHAR2(10)", False),
+        ("l := TO_CHAR(12);", False),
+    ],
+)
+def test_byte_semantics_rule(decl, bad):
+    from .plsql_gate import byte_semantics_findings
+
+    assert bool(byte_semantics_findings(f"DECLARE\n   {decl}\nBEGIN NULL; END;\n/\n")) is bad
+
+
+@pytest.mark.parametrize(
+    "body,bad",
+    [
+        ("l_sql VARCHAR2(32767);\nBEGIN\n   l_sql := l_sql || ' AND ' || l_cond;", True),
+        ("l_sql VARCHAR2(32767);\nBEGIN\n   l_sql := l_sql\n      || x;", True),
+        ("l_sql VARCHAR2(32767);\nBEGIN\n   -- bounded: fixed text\n   l_sql := l_sql || ')';", False),
+        ("l_sql VARCHAR2(32767);\nBEGIN\n   l_sql := l_sql || ')';  -- bounded: fixed text", False),
+        ("l_sql CLOB;\nBEGIN\n   l_sql := l_sql || l_part;", False),
+        ("l_sql VARCHAR2(32767);\nBEGIN\n   l_sql := cat(l_sql, ' AND ', l_part);", False),
+    ],
+)
+def test_unbounded_sql_rule(body, bad):
+    from .plsql_gate import unbounded_growth_findings
+
+    assert bool(unbounded_growth_findings(f"DECLARE\n   {body}\nEND;\n/\n")) is bad
