@@ -12,6 +12,13 @@ AS
 
    e_json_syntax EXCEPTION;
    PRAGMA EXCEPTION_INIT(e_json_syntax, -40441);
+   -- > 0 while a deletion hook runs (S18): a hook runs inside the caller's transaction,
+   -- so a nested oramem_store write would reuse the fixed savepoint names and break the
+   -- outer call's all-or-nothing rollback; such calls are refused.
+   g_hook_depth PLS_INTEGER := 0;
+
+   e_plsql_compile EXCEPTION;   -- ORA-06550: a dynamic PL/SQL block did not compile
+   PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
    ---------------------------------------------------------------------------------------
    -- small helpers
@@ -186,6 +193,7 @@ AS
    IS
       l_days   NUMBER := get_count(in_ttl, 'days', in_where);
       l_anchor VARCHAR2(32 CHAR) := LOWER(NVL(get_text(in_ttl, 'anchor', in_where, 32), 'created_at'));
+      l_base   TIMESTAMP(6);
    BEGIN
       IF l_anchor NOT IN ('created_at', 'timestamp') THEN
          bad_argument(in_where || '.anchor must be created_at or timestamp');
@@ -199,9 +207,16 @@ AS
                in_where || ': ttl anchor TIMESTAMP needs the record''s timestamp; '
                || 'pass a timestamp or use the CREATED_AT anchor');
          END IF;
-         RETURN in_event_ts + NUMTODSINTERVAL(l_days, 'DAY');
+         l_base := in_event_ts;
+      ELSE
+         l_base := in_created_at;
       END IF;
-      RETURN in_created_at + NUMTODSINTERVAL(l_days, 'DAY');
+      -- S10: past year 9999 the arithmetic raises ORA-01841 / ORA-01873; say so first (-20001).
+      IF l_days > DATE '9999-12-31' - CAST(l_base AS DATE) THEN
+         bad_argument(in_where || '.days = ' || TO_CHAR(l_days) || ' puts the expiry after 9999-12-31; '
+                      || 'use fewer days, or null for a record that never expires');
+      END IF;
+      RETURN l_base + NUMTODSINTERVAL(l_days, 'DAY');
    END ttl_expiry;
 
    FUNCTION dim_text(
@@ -340,8 +355,32 @@ AS
       -- Validated by oramem_admin.set_deletion_hook; re-checked because it enters code text.
       l_hook := DBMS_ASSERT.QUALIFIED_SQL_NAME(in_store.deletion_hook);
       l_clob := in_event.to_clob;
+      g_hook_depth := g_hook_depth + 1;
       EXECUTE IMMEDIATE 'BEGIN ' || l_hook || '(:1); END;' USING l_clob;
+      g_hook_depth := g_hook_depth - 1;
+   EXCEPTION
+      WHEN OTHERS THEN
+         g_hook_depth := GREATEST(g_hook_depth - 1, 0);
+         RAISE;
    END call_hook;
+
+   -- Refuse an oramem_store write made from inside a deletion hook (S18). Called to
+   -- initialise the first declaration of each writing call: an exception raised while a
+   -- declaration is elaborated skips that block's own handler (PL/SQL Language Reference,
+   -- 23, "Propagation of Exceptions Raised in Declarations"), so the refused call rolls
+   -- nothing back and the outer call's savepoint is untouched.
+   FUNCTION not_in_hook(
+      in_what IN VARCHAR2
+   ) RETURN PLS_INTEGER
+   IS
+   BEGIN
+      IF g_hook_depth > 0 THEN
+         bad_argument(in_what || ' was called from a deletion hook: a hook runs inside the '
+                      || 'deleting call''s transaction and must not write through oramem_store '
+                      || 'or commit; queue the work and do it after the call returns');
+      END IF;
+      RETURN 0;
+   END not_in_hook;
 
    ---------------------------------------------------------------------------------------
    -- add
@@ -352,6 +391,7 @@ AS
       in_batch_size IN PLS_INTEGER DEFAULT 256
    ) RETURN CLOB
    IS
+      l_guard     PLS_INTEGER := not_in_hook('oramem_store.add_json');  -- first (S18)
       l_store     oramem_registry.store_t;
       l_rec_tab   VARCHAR2(200 CHAR);
       l_doc       JSON_OBJECT_T;
@@ -372,6 +412,7 @@ AS
       l_chunks    JSON_ARRAY_T;
       l_seen      seen_t;
       l_new_thr   seen_t;           -- thread id -> index of the first record naming it
+      l_thr_order vc_tab_t;         -- the same thread ids in first-use order (S21)
       l_thr_id    VARCHAR2(600 CHAR);
       l_key       VARCHAR2(600 CHAR);
       l_dup       VARCHAR2(512 CHAR);
@@ -448,6 +489,7 @@ AS
             AND l_types(i + 1) <> 'thread'
          THEN
             l_new_thr(l_threads(i + 1)) := i + 1;
+            l_thr_order(l_thr_order.COUNT + 1) := l_threads(i + 1);
          END IF;
       END LOOP;
 
@@ -489,9 +531,10 @@ AS
                        'records[' || i || '].chunks');
       END LOOP;
 
-      -- 5. implicit threads (SC-2.3), owned by the first record naming them
-      l_thr_id := l_new_thr.FIRST;
-      WHILE l_thr_id IS NOT NULL LOOP
+      -- 5. implicit threads (SC-2.3), owned by the first record naming them, in first-use
+      --    order like the SQLite engine (seq_no order = list('thread') order, S21)
+      FOR t IN 1 .. l_thr_order.COUNT LOOP
+         l_thr_id := l_thr_order(t);
          BEGIN
             EXECUTE IMMEDIATE
                'INSERT INTO ' || l_rec_tab
@@ -505,7 +548,6 @@ AS
             WHEN DUP_VAL_ON_INDEX THEN
                NULL;  -- created concurrently by another session: it exists, which is all we need
          END;
-         l_thr_id := l_new_thr.NEXT(l_thr_id);
       END LOOP;
 
       FOR i IN 1 .. l_n LOOP
@@ -670,6 +712,7 @@ AS
       in_request  IN CLOB
    ) RETURN PLS_INTEGER
    IS
+      l_guard     PLS_INTEGER := not_in_hook('oramem_store.update_json');  -- first (S18)
       l_store      oramem_registry.store_t;
       l_rec_tab    VARCHAR2(200 CHAR);
       l_chk_tab    VARCHAR2(200 CHAR);
@@ -790,7 +833,10 @@ AS
                   || l_rows || ' retrieval row(s); pass one vector per row');
             END IF;
             FOR i IN 0 .. l_rows - 1 LOOP
+               -- raises -20006 for a non-null vector on a store without vector_dim
                l_vec := get_vector(l_vectors.get(i), l_store.vector_dim, 'vectors[' || i || ']');
+               -- S17: such a store has no embedding column and all its vectors are null
+               CONTINUE WHEN l_store.vector_dim IS NULL;
                EXECUTE IMMEDIATE
                   'UPDATE ' || l_chk_tab || ' SET embedding = TO_VECTOR(:1, '
                   || dim_text(l_store.vector_dim) || ', FLOAT32)'
@@ -851,6 +897,7 @@ AS
       in_cascade     IN PLS_INTEGER DEFAULT 0
    ) RETURN CLOB
    IS
+      l_guard     PLS_INTEGER := not_in_hook('oramem_store.delete_record_json');  -- first (S18)
       l_store    oramem_registry.store_t;
       l_rec_tab  VARCHAR2(200 CHAR);
       l_type     VARCHAR2(32 CHAR);
@@ -860,6 +907,8 @@ AS
       l_threads  vc_tab_t;
       l_users    vc_tab_t;
       l_agents   vc_tab_t;
+      l_exps     ts_tab_t;
+      l_now      TIMESTAMP(6) := oramem_registry.utc_now;
       l_event    JSON_OBJECT_T;
       l_count    PLS_INTEGER := 0;
       l_result   JSON_OBJECT_T := JSON_OBJECT_T();
@@ -890,31 +939,36 @@ AS
             || ' OR r.' || l_col || ' = :3'
             || ' OR r.thread_id IN (SELECT t.record_id FROM ' || l_rec_tab || ' t'
             || ' WHERE t.record_type = ''thread'' AND t.' || l_col || ' = :4)'
-            || ' RETURNING r.record_type, r.record_id INTO :5, :6'
+            || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :5, :6, :7'
             USING l_type, in_record_id, in_record_id, in_record_id
-            RETURNING BULK COLLECT INTO l_types, l_ids;
+            RETURNING BULK COLLECT INTO l_types, l_ids, l_exps;
          FOR i IN 1 .. l_types.COUNT LOOP
-            IF l_types(i) = l_type AND l_ids(i) = in_record_id THEN
+            -- S15: 1 only for a visible record (an expired, unpurged one is deleted silently)
+            IF l_types(i) = l_type AND l_ids(i) = in_record_id
+               AND (l_exps(i) IS NULL OR l_exps(i) > l_now)
+            THEN
                l_count := 1;
             END IF;
          END LOOP;
-         IF l_types.COUNT > 0 THEN
-            IF l_type = 'user_profile' THEN
-               l_users(1) := in_record_id;
-            ELSE
-               l_agents(1) := in_record_id;
-            END IF;
-            l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
-                                  l_agents, 'cascade');
-            call_hook(l_store, l_event);
+         -- S14: the cascade event names the actor even when no row was left (SC-8.2), so
+         -- the hook can remove what other layers keep for it (as the SQLite engine).
+         IF l_type = 'user_profile' THEN
+            l_users(1) := in_record_id;
+         ELSE
+            l_agents(1) := in_record_id;
          END IF;
+         l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
+                               l_agents, 'cascade');
+         call_hook(l_store, l_event);
       ELSE
          EXECUTE IMMEDIATE
             'DELETE FROM ' || l_rec_tab || ' WHERE record_type = :1 AND record_id = :2'
-            || ' RETURNING record_type, record_id INTO :3, :4'
-            USING l_type, in_record_id RETURNING BULK COLLECT INTO l_types, l_ids;
-         l_count := l_types.COUNT;
-         IF l_count > 0 THEN
+            || ' RETURNING record_type, record_id, expires_at INTO :3, :4, :5'
+            USING l_type, in_record_id RETURNING BULK COLLECT INTO l_types, l_ids, l_exps;
+         IF l_types.COUNT > 0 AND (l_exps(1) IS NULL OR l_exps(1) > l_now) THEN
+            l_count := 1;  -- S15: visible records only
+         END IF;
+         IF l_types.COUNT > 0 THEN
             l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
                                   l_agents, 'delete');
             call_hook(l_store, l_event);
@@ -955,6 +1009,7 @@ AS
       in_thread_id IN VARCHAR2
    ) RETURN CLOB
    IS
+      l_guard     PLS_INTEGER := not_in_hook('oramem_store.delete_thread_json');  -- first (S18)
       l_store   oramem_registry.store_t;
       l_event   JSON_OBJECT_T;
       l_count   PLS_INTEGER;
@@ -996,13 +1051,19 @@ AS
    ---------------------------------------------------------------------------------------
    -- TTL purge
    ---------------------------------------------------------------------------------------
-   FUNCTION purge_expired_json(
+   -- The purge loop. in_collect = FALSE (purge_expired, the scheduler job) keeps no events:
+   -- the hook still gets each batch's event, but nothing grows with the rows removed (S22).
+   PROCEDURE purge_rows(
       in_store_id     IN VARCHAR2,
-      in_batch_rows   IN PLS_INTEGER DEFAULT 1000,
-      in_max_seconds  IN PLS_INTEGER DEFAULT 300,
-      in_commit       IN PLS_INTEGER DEFAULT 0
-   ) RETURN CLOB
+      in_batch_rows   IN PLS_INTEGER,
+      in_max_seconds  IN PLS_INTEGER,
+      in_commit       IN PLS_INTEGER,
+      in_collect      IN BOOLEAN,
+      out_count       OUT PLS_INTEGER,
+      io_events       IN OUT NOCOPY JSON_ARRAY_T
+   )
    IS
+      l_guard     PLS_INTEGER := not_in_hook('oramem_store.purge_expired');  -- first (S18)
       l_store     oramem_registry.store_t;
       l_rec_tab   VARCHAR2(200 CHAR);
       l_ref       TIMESTAMP(6);
@@ -1010,11 +1071,9 @@ AS
       l_types     vc_tab_t;
       l_ids       vc_tab_t;
       l_empty     vc_tab_t;
-      l_total     PLS_INTEGER := 0;
-      l_events    JSON_ARRAY_T := JSON_ARRAY_T();
       l_event     JSON_OBJECT_T;
-      l_result    JSON_OBJECT_T := JSON_OBJECT_T();
    BEGIN
+      out_count := 0;
       SAVEPOINT oramem_purge;
       l_store := oramem_registry.ready_store(in_store_id);
       IF in_batch_rows IS NULL OR in_batch_rows NOT BETWEEN 1 AND 100000 THEN
@@ -1035,12 +1094,14 @@ AS
             'DELETE FROM ' || l_rec_tab || ' WHERE expires_at <= :1 AND ROWNUM <= :2'
             || ' RETURNING record_type, record_id INTO :3, :4'
             USING l_ref, in_batch_rows RETURNING BULK COLLECT INTO l_types, l_ids;
-         l_total := l_total + l_types.COUNT;
-         IF l_types.COUNT > 0 THEN
+         out_count := out_count + l_types.COUNT;
+         IF l_types.COUNT > 0 AND (in_collect OR l_store.deletion_hook IS NOT NULL) THEN
             l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_empty, l_empty,
                                   l_empty, 'purge');
             call_hook(l_store, l_event);
-            l_events.append(l_event);
+            IF in_collect THEN
+               io_events.append(l_event);
+            END IF;
          END IF;
          IF in_commit = 1 THEN
             COMMIT;
@@ -1048,16 +1109,30 @@ AS
          END IF;
          EXIT WHEN l_types.COUNT < in_batch_rows OR SYSTIMESTAMP >= l_deadline;
       END LOOP;
-      l_result.put('count', l_total);
-      l_result.put('events', l_events);
-      RETURN l_result.to_clob;
    EXCEPTION
       WHEN OTHERS THEN
          ROLLBACK TO SAVEPOINT oramem_purge;
          IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
-            oramem_errors.log_error('oramem_store.purge_expired_json', l_store.memory_store_id);
+            oramem_errors.log_error('oramem_store.purge_expired', l_store.memory_store_id);
          END IF;
          RAISE;
+   END purge_rows;
+
+   FUNCTION purge_expired_json(
+      in_store_id     IN VARCHAR2,
+      in_batch_rows   IN PLS_INTEGER DEFAULT 1000,
+      in_max_seconds  IN PLS_INTEGER DEFAULT 300,
+      in_commit       IN PLS_INTEGER DEFAULT 0
+   ) RETURN CLOB
+   IS
+      l_total   PLS_INTEGER;
+      l_events  JSON_ARRAY_T := JSON_ARRAY_T();
+      l_result  JSON_OBJECT_T := JSON_OBJECT_T();
+   BEGIN
+      purge_rows(in_store_id, in_batch_rows, in_max_seconds, in_commit, TRUE, l_total, l_events);
+      l_result.put('count', l_total);
+      l_result.put('events', l_events);
+      RETURN l_result.to_clob;
    END purge_expired_json;
 
    FUNCTION purge_expired(
@@ -1067,11 +1142,11 @@ AS
       in_commit       IN PLS_INTEGER DEFAULT 0
    ) RETURN PLS_INTEGER
    IS
-      l_result JSON_OBJECT_T;
+      l_total   PLS_INTEGER;
+      l_none    JSON_ARRAY_T := JSON_ARRAY_T();
    BEGIN
-      l_result := JSON_OBJECT_T.parse(
-                     purge_expired_json(in_store_id, in_batch_rows, in_max_seconds, in_commit));
-      RETURN l_result.get_number('count');
+      purge_rows(in_store_id, in_batch_rows, in_max_seconds, in_commit, FALSE, l_total, l_none);
+      RETURN l_total;
    END purge_expired;
 
    PROCEDURE run_purge_job(
@@ -1119,7 +1194,17 @@ AS
             'Oracle Text (CTXSYS) is not installed; keyword and hybrid search are unavailable');
       END IF;
       -- Dynamic call: the body compiles where Oracle Text is absent (ORACLE_NOTES 4.5).
-      EXECUTE IMMEDIATE 'BEGIN CTX_DDL.SYNC_INDEX(idx_name => :1); END;' USING l_index;
+      BEGIN
+         EXECUTE IMMEDIATE 'BEGIN CTX_DDL.SYNC_INDEX(idx_name => :1); END;' USING l_index;
+      EXCEPTION
+         WHEN e_plsql_compile THEN
+            -- S19: CTXSYS exists, so the block fails to compile because CTX_DDL is not
+            -- visible to this definer's-rights code (a grant through a role does not count).
+            oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
+               'sync_search_index needs a direct grant: GRANT EXECUTE ON CTXSYS.CTX_DDL TO '
+               || SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')
+               || ' (a grant through CTXAPP or another role is not enough)');
+      END;
       COMMIT;
    EXCEPTION
       WHEN OTHERS THEN

@@ -14,7 +14,10 @@ AS
     * Deletion hook (SC-8.5): delete_record*, delete_thread*, purge_expired call the
     * store's registered procedure (oramem_admin.set_deletion_hook) in the same
     * transaction, before returning, with the DeletionEvent JSON; an exception in the
-    * hook aborts the delete (rolled back to the savepoint) and propagates.
+    * hook aborts the delete (rolled back to the savepoint) and propagates. A hook must
+    * not commit or roll back (the transaction is the caller's) and must not write
+    * through oramem_store: such a nested call is refused with -20001 (the fixed
+    * savepoint names would otherwise break the outer call's rollback).
     *
     * Payload formats: plsql/README.md ("JSON payloads"). Times are ISO-8601 UTC strings
     * 'YYYY-MM-DDTHH24:MI:SS.FF6+00:00'. Vectors are JSON arrays of numbers converted with
@@ -95,8 +98,11 @@ AS
     * delete_record_json: delete one record and its retrieval rows (SC-8.1); with
     * in_cascade = 1 on a user_profile / agent_profile also the actor's threads with all
     * their records and every record scoped to the actor, even when the profile row is
-    * absent (SC-8.2). Returns {"count": 0|1, "event": <DeletionEvent JSON> | null}
-    * ("event" is null when nothing was removed). Calls the deletion hook.
+    * absent (SC-8.2). Returns {"count": 0|1, "event": <DeletionEvent JSON> | null}:
+    * count is 1 only when the record was visible (an expired, unpurged record is deleted
+    * too but counts 0, SC-5.4); "event" is null when nothing was removed, except for a
+    * cascade, whose event always names the actor in user_ids / agent_ids (SC-8.2, as the
+    * SQLite engine). Calls the deletion hook with every non-null event.
     * Errors: -20003; -20001 (null id, in_cascade not 0/1); store errors; hook errors.
     * Commit: never.
     */

@@ -17,6 +17,7 @@ DECLARE
    l_ids    id_tab_t;
    l_tables PLS_INTEGER;
    l_pkgs   PLS_INTEGER;
+   l_stores PLS_INTEGER := 0;
 BEGIN
    SELECT COUNT(*) INTO l_tables FROM user_tables WHERE table_name = 'ORAMEM_STORES';
    SELECT COUNT(*) INTO l_pkgs
@@ -30,17 +31,31 @@ BEGIN
          EXECUTE IMMEDIATE 'BEGIN oramem_admin.drop_store(in_store_id => :1, in_if_exists => 1); END;'
             USING l_ids(i);
       END LOOP;
+   ELSIF l_tables = 1 THEN
+      -- S9: stores are registered but oramem_admin cannot drop them (typically after a
+      -- failed install). Stop before the registry is dropped: going on would orphan every
+      -- OM_<ID>_* table, index and preference and leave purge jobs failing every hour.
+      EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM oramem_stores' INTO l_stores;
+      IF l_stores > 0 THEN
+         RAISE_APPLICATION_ERROR(-20105,
+            'uninstall: ' || l_stores || ' store(s) are registered but package ORAMEM_ADMIN is '
+            || 'missing or invalid, so they cannot be dropped; run plsql/install.sql (or '
+            || 'oramem db install) to repair the packages, then run the uninstall again. '
+            || 'Nothing was dropped.');
+      END IF;
    END IF;
 END;
 /
 
-PROMPT oramem: dropping the knowledge scheduler jobs (oramem_kg_jobs.install_scheduler)
+PROMPT oramem: dropping the scheduler jobs (knowledge jobs, and any purge job left without its store)
 DECLARE
    e_job_missing EXCEPTION;
    PRAGMA EXCEPTION_INIT(e_job_missing, -27475);
 BEGIN
    FOR j IN (SELECT job_name FROM user_scheduler_jobs
-             WHERE job_name LIKE 'ORAMEM\_KG\_%' ESCAPE '\' ORDER BY job_name) LOOP
+             WHERE job_name LIKE 'ORAMEM\_KG\_%' ESCAPE '\'
+                OR job_name LIKE 'ORAMEM\_PURGE\_%' ESCAPE '\'
+             ORDER BY job_name) LOOP
       BEGIN
          DBMS_SCHEDULER.DROP_JOB(job_name => j.job_name, force => TRUE);
       EXCEPTION

@@ -115,3 +115,94 @@ def test_s12_nonscalar_buffer_holds_4000_characters():
     m = re.search(r"l_txt\s+VARCHAR2\((\d+)( CHAR)?\)", body)
     assert m and (int(m.group(1)) >= 16000 or m.group(2))
     assert "LENGTHB(l_txt) > 4000" in body
+
+
+# S9: uninstall must not drop the registry while stores it cannot drop are registered,
+# and always drops orphaned purge jobs.
+def test_s9_uninstall_stops_when_stores_cannot_be_dropped():
+    text = src("uninstall.sql")
+    first = text[text.index("PROMPT oramem: dropping every store"): text.index("\n/\n")]
+    assert "ELSIF l_tables = 1 THEN" in first and "RAISE_APPLICATION_ERROR(" in first
+    assert "ORAMEM\\_PURGE\\_%" in text
+    # the stop comes before the catalog tables are dropped
+    assert text.index("RAISE_APPLICATION_ERROR(") < text.index("DROP TABLE ")
+
+
+# S10: a ttl far in the future is a clear -20001, not ORA-01841/ORA-01873.
+def test_s10_ttl_days_checked_against_year_9999():
+    body = unit(src("oramem_store.pkb"), "ttl_expiry")
+    check = body.index("DATE '9999-12-31' - CAST(l_base AS DATE)")
+    assert "bad_argument(" in body[check: check + 300]
+    assert check < body.index("NUMTODSINTERVAL")
+
+
+# S14: a cascade always emits its event (names the actor) and calls the hook.
+def test_s14_cascade_event_always_built():
+    body = unit(src("oramem_store.pkb"), "delete_record_json")
+    cascade = branch(body, "ELSIF in_cascade = 1", "\n      ELSE\n")
+    assert "IF l_types.COUNT > 0 THEN" not in cascade
+    assert "'cascade');" in cascade and "call_hook(l_store, l_event);" in cascade
+
+
+# S15: delete counts 1 only for a visible record.
+def test_s15_delete_counts_only_visible_records():
+    body = unit(src("oramem_store.pkb"), "delete_record_json")
+    assert body.count("RETURNING BULK COLLECT INTO l_types, l_ids, l_exps") == 2
+    assert body.count("l_exps(") >= 3 and "l_count := l_types.COUNT" not in body
+
+
+# S17: revector on a store without vector_dim never builds TO_VECTOR(:1, , FLOAT32).
+def test_s17_revector_skips_the_update_without_vector_dim():
+    body = unit(src("oramem_store.pkb"), "update_json")
+    rev = branch(body, "WHEN 'revector' THEN", "WHEN 'strip_vectors' THEN")
+    skip = rev.index("CONTINUE WHEN l_store.vector_dim IS NULL;")
+    assert rev.index("get_vector(") < skip < rev.index("TO_VECTOR(")
+
+
+# S19: a missing direct CTX_DDL grant is -20302 naming the grant, not a raw ORA-06550.
+def test_s19_sync_search_index_maps_ora_06550():
+    text = src("oramem_store.pkb")
+    assert re.search(r"PRAGMA EXCEPTION_INIT\(e_plsql_compile, -6550\)", text)
+    body = unit(text, "sync_search_index")
+    handler = body[body.index("WHEN e_plsql_compile THEN"):]
+    assert "gc_privilege_missing" in handler[:400] and "GRANT EXECUTE ON CTXSYS.CTX_DDL" in handler[:400]
+
+
+# S21: implicit threads in first-use order (a dense list), not associative-array key order.
+def test_s21_implicit_threads_in_first_use_order():
+    body = unit(src("oramem_store.pkb"), "add_json")
+    assert "l_new_thr.FIRST" not in body and "l_new_thr.NEXT" not in body
+    assert "l_thr_order(l_thr_order.COUNT + 1) := l_threads(i + 1);" in body
+    assert "FOR t IN 1 .. l_thr_order.COUNT LOOP" in body
+
+
+# S25: ddl/README.md describes how 001_catalog.sql is written (IF NOT EXISTS).
+def test_s25_ddl_readme_matches_the_catalog_script():
+    readme = (REPO / "ddl" / "README.md").read_text()
+    catalog = (REPO / "ddl" / "001_catalog.sql").read_text()
+    assert "IF NOT EXISTS" in catalog and "IF NOT EXISTS" in readme
+    assert "sits in a PL/SQL block that first checks" not in readme
+
+
+# S18: a deletion hook that writes through oramem_store is refused before the nested
+# call's savepoint (a fixed name) could erase the outer one; the check is the first
+# declaration, whose exception skips the nested call's own ROLLBACK TO SAVEPOINT.
+def test_s18_writes_from_a_hook_are_refused_before_any_savepoint():
+    text = src("oramem_store.pkb")
+    hook = unit(text, "call_hook")
+    assert "g_hook_depth := g_hook_depth + 1;" in hook and "g_hook_depth - 1" in hook
+    for name in ("add_json", "update_json", "delete_record_json", "delete_thread_json", "purge_rows"):
+        body = unit(text, name)
+        decl = body[: re.search(r"\n   BEGIN\n", body).start()]
+        first = [ln for ln in decl.splitlines() if re.match(r"\s+l_\w+\s", ln)][0]
+        assert "not_in_hook(" in first, f"{name}: the guard must be the first declaration"
+
+
+# S22: the scheduler path keeps no per-row event DOM and does not re-parse a CLOB.
+def test_s22_purge_expired_keeps_no_events():
+    text = src("oramem_store.pkb")
+    purge = unit(text, "purge_expired")
+    assert "JSON_OBJECT_T.parse" not in purge and "purge_expired_json" not in purge
+    assert re.search(r"purge_rows\([^;]*FALSE", purge)
+    rows = unit(text, "purge_rows")
+    assert "IF in_collect THEN" in rows and "io_events.append(l_event);" in rows
