@@ -162,6 +162,8 @@ AS
          IF LENGTHB(l_str) > 4000 THEN
             fail('value of ' || in_where || ' is longer than 4000 bytes');
          END IF;
+         -- '' is NULL in Oracle; a NULL VARCHAR2 in PASSING binds the empty JSON string ""
+         -- (JSON Developer's Guide 23ai, "PASSING Clause for SQL Functions and Conditions"; S13)
          l_n := add_bind(io_binds, 'S', l_str, NULL);
       ELSIF in_elem.is_number THEN
          l_n := add_bind(io_binds, 'N', NULL, l_arr.get_number(0));
@@ -415,7 +417,12 @@ AS
          ELSIF l_ops > 0 THEN
             fail(in_where || ' mixes operators with plain keys');
          END IF;
-         RETURN compile_object(l_obj, in_path, in_where, in_depth, io_binds);
+         -- S5: a nested subset match needs an object here (as oramem.filters and the SQLite
+         -- engine); without this guard lax mode would unwrap an array at this step and
+         -- negated conditions below would match records that lack the key. type() is not
+         -- unwrapped in lax mode, so an array here reads "array", not "object".
+         RETURN cat('(' || exists_sql('$?(@' || in_path || '.type() == "object")', NULL), ' AND ',
+                    compile_object(l_obj, in_path, in_where, in_depth, io_binds) || ')');
       ELSIF in_elem.is_array THEN
          RETURN nonscalar_equal(in_path, in_elem, in_where, io_binds);
       END IF;

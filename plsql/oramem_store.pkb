@@ -101,6 +101,7 @@ AS
       in_where IN VARCHAR2
    ) RETURN CLOB
    IS
+      l_val CLOB;
    BEGIN
       IF NOT has_value(in_obj, in_key) THEN
          RETURN NULL;
@@ -108,7 +109,14 @@ AS
       IF NOT in_obj.get(in_key).is_string THEN
          bad_payload(in_where || '.' || in_key || ' must be a string or null');
       END IF;
-      RETURN in_obj.get_clob(in_key);
+      l_val := in_obj.get_clob(in_key);
+      IF l_val IS NULL THEN
+         -- S16: the member is a string, so this is "" (kept, SC-4.1), which must not turn
+         -- into NULL under Oracle's '' = NULL rule. An empty LOB is not NULL (SQL Language
+         -- Reference, EMPTY_BLOB/EMPTY_CLOB); it is only bound, never passed to DBMS_LOB.
+         RETURN EMPTY_CLOB();
+      END IF;
+      RETURN l_val;
    END get_long_text;
 
    -- Optional non-negative integer member.

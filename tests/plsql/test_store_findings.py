@@ -206,3 +206,17 @@ def test_s22_purge_expired_keeps_no_events():
     assert re.search(r"purge_rows\([^;]*FALSE", purge)
     rows = unit(text, "purge_rows")
     assert "IF in_collect THEN" in rows and "io_events.append(l_event);" in rows
+
+
+# S5: a nested subset match requires an object at each nested level (outside negation).
+def test_s5_nested_subset_match_requires_an_object():
+    value = unit(src("oramem_filter.pkb"), "compile_value")
+    guard = value.index(""".type() == "object")""")
+    assert guard < value.index("compile_object(l_obj, in_path, in_where, in_depth, io_binds)")
+    assert "negate(" not in value
+
+
+# S16: explicit content "" is kept as an empty (non-NULL) CLOB.
+def test_s16_empty_string_content_is_not_null():
+    body = unit(src("oramem_store.pkb"), "get_long_text")
+    assert "EMPTY_CLOB()" in body and "IF l_val IS NULL THEN" in body
