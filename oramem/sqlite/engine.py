@@ -150,9 +150,15 @@ class SQLiteEngine(Engine):
             return
 
     def _write_sidecar(self, cache: VectorCache, stamp: dict) -> None:
+        path = sidecar.sidecar_path(self._path, stamp["store_id"])
         columns, matrix, codes = cache.snapshot()
-        if sidecar.write(sidecar.sidecar_path(self._path, stamp["store_id"]), stamp, columns, matrix, codes, like=self._path):
+        # the HNSW index is saved too when its labels are the snapshot's row keys
+        ann = sidecar.write_ann(path, cache.ann) if cache.ann is not None and cache.ann_keys_are_rows() else None
+        if sidecar.write(path, stamp, columns, matrix, codes, like=self._path, ann=ann):
             cache.saved_version = cache.version
+            sidecar.forget_other_anns(path, ann)
+        elif ann is not None:
+            sidecar.forget_other_anns(path, None)
 
     @property
     def database(self) -> Database:
@@ -407,7 +413,11 @@ class SQLiteEngine(Engine):
             path = sidecar.sidecar_path(self._path, t.store_id) if self._use_sidecar else None
             snapshot = sidecar.read(path, stamp, catalog.vector_dim) if path is not None else None
             if snapshot is not None:
-                cache.load_snapshot(*snapshot, catalog.version)
+                columns, matrix, codes, ann_entry = snapshot
+                ann = sidecar.read_ann(path, ann_entry, catalog.vector_dim, self._ann_config)
+                cache.load_snapshot(columns, matrix, codes, catalog.version, ann=ann)
+                if ann is None and cache.ann is not None:  # built just now: save it with the snapshot
+                    self._write_sidecar(cache, stamp)
             else:
                 rows = conn.execute(
                     f"{CACHE_ROW_SQL} FROM {t.chunks} c JOIN {t.records} r ON r.seq = c.record_seq "

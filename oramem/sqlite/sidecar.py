@@ -31,6 +31,7 @@ import os
 import stat
 import struct
 import tempfile
+import uuid
 import zlib
 from typing import Optional
 
@@ -60,11 +61,82 @@ def sidecar_path(db_path: str, store_id: str) -> str:
 
 
 def remove(db_path: str, store_id: str) -> None:
-    """Delete a store's sidecar (when the store is dropped); absent is fine."""
+    """Delete a store's sidecar and its ANN index files (when the store is dropped)."""
+    path = sidecar_path(db_path, store_id)
+    for name in [path] + _ann_files(path):
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass
+
+
+def _ann_files(path: str, keep: str = "") -> list[str]:
+    """The ANN index files saved beside the sidecar ``path`` (``<path>.<token>.ann*``),
+    except those of token ``keep``."""
+    directory, base = os.path.split(os.path.abspath(path))
+    prefix = base + "."
+    return [
+        os.path.join(directory, name) for name in os.listdir(directory)
+        if name.startswith(prefix) and ".ann" in name[len(prefix):] and not (keep and name.startswith(prefix + keep + "."))
+    ]
+
+
+def _file_fold(path: str) -> int:
+    return _fold(np.fromfile(path, dtype=np.uint8))
+
+
+def write_ann(path: str, ann) -> Optional[dict]:
+    """Save the ANN index under a fresh token beside the sidecar ``path`` (files nobody
+    reads until a sidecar header names them, so no rename is needed) and return the header
+    entry that names and checksums them; None (logged) on failure."""
+    token = uuid.uuid4().hex
+    base = f"{path}.{token}.ann"
     try:
-        os.unlink(sidecar_path(db_path, store_id))
-    except FileNotFoundError:
-        pass
+        ann.save(base)
+        files = {}
+        for suffix in ("", ".live.npy"):
+            if os.path.exists(base + suffix):
+                with open(base + suffix, "rb") as f:
+                    os.fsync(f.fileno())
+                files[suffix] = _file_fold(base + suffix)
+    except (OSError, RuntimeError) as exc:
+        log.warning("could not save the ANN index beside %s (%s); it is rebuilt on open", path, exc)
+        for name in _ann_files(path):
+            if name.startswith(base):
+                os.unlink(name)
+        return None
+    config = ann.config
+    return {"token": token, "backend": ann.backend, "graph": [config.connectivity, config.expansion_add],
+            "files": files}
+
+
+def forget_other_anns(path: str, entry: Optional[dict]) -> None:
+    """After a new sidecar is in place: delete ANN files of earlier snapshots (a reader
+    still loading one gets an error and rebuilds)."""
+    for name in _ann_files(path, keep=entry["token"] if entry else ""):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+
+
+def read_ann(path: str, entry: Optional[dict], dim: int, config):
+    """The ANN index a valid sidecar names, when it was built with ``config``'s graph
+    parameters and its files are intact; else None (the caller builds a new one)."""
+    if not entry or config is None or entry.get("graph") != [config.connectivity, config.expansion_add]:
+        return None
+    from ..ann import AnnIndex
+
+    base = f"{path}.{entry.get('token')}.ann"
+    try:
+        files = entry["files"]
+        for suffix, fold in files.items():
+            if _file_fold(base + suffix) != fold:
+                return None  # never hand a damaged file to the backend's loader
+        return AnnIndex.load(base, dim, config, entry["backend"])
+    except Exception as exc:  # missing (replaced meanwhile), unreadable, backend gone
+        log.info("ANN index beside %s not loaded (%s); rebuilding", path, exc)
+        return None
 
 
 def _round_up(n: int, to: int) -> int:
@@ -93,7 +165,8 @@ def _fold(matrix: np.ndarray) -> int:
 
 
 def write(
-    path: str, stamp: dict, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list, like: str
+    path: str, stamp: dict, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list, like: str,
+    ann: Optional[dict] = None,
 ) -> bool:
     """Write a snapshot atomically, with the permission bits of the file ``like`` (the
     database); False (logged) when the directory is not writable or the rename fails
@@ -103,7 +176,7 @@ def write(
     crc = 0
     for name, _, _ in _SECTIONS:
         crc = zlib.crc32(small[name].tobytes(), crc)
-    header = dict(stamp, format=_FORMAT, rows=rows, dim=dim, codes=codes, crc=crc, fold=_fold(matrix))
+    header = dict(stamp, format=_FORMAT, rows=rows, dim=dim, codes=codes, crc=crc, fold=_fold(matrix), ann=ann)
     body = json.dumps(header, separators=(",", ":")).encode()
     header_bytes = body + struct.pack("<I", zlib.crc32(body))
     offsets, matrix_at, total = _layout(rows, dim, len(header_bytes))
@@ -136,8 +209,8 @@ def write(
                 pass
 
 
-def read(path: str, stamp: dict, dim: int) -> Optional[tuple[dict[str, np.ndarray], np.ndarray, list]]:
-    """``(columns, read-only memory-mapped matrix, codes)`` when the file is a valid
+def read(path: str, stamp: dict, dim: int) -> Optional[tuple[dict[str, np.ndarray], np.ndarray, list, Optional[dict]]]:
+    """``(columns, read-only memory-mapped matrix, codes, ANN entry)`` when the file is a valid
     snapshot of exactly ``stamp``, else None (missing, stale, truncated or corrupt)."""
     try:
         with open(path, "rb") as f:
@@ -178,6 +251,6 @@ def read(path: str, stamp: dict, dim: int) -> Optional[tuple[dict[str, np.ndarra
             matrix = np.empty((0, dim), dtype=np.float32)
         if _fold(matrix) != header["fold"]:
             return None
-        return columns, matrix, list(header["codes"])
+        return columns, matrix, list(header["codes"]), header.get("ann")
     except (OSError, ValueError, KeyError, TypeError, struct.error):
         return None

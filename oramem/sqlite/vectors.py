@@ -228,10 +228,19 @@ class VectorCache:
             codes[code] = value
         return columns, rows(self._matrix), codes
 
-    def load_snapshot(self, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list, version: Version) -> None:
+    def ann_keys_are_rows(self) -> bool:
+        """Are the live rows' keys 0, 1, ... in order, i.e. the keys a :meth:`load_snapshot`
+        of :meth:`snapshot` gives them (so a saved ANN index fits the snapshot)?"""
+        keys = self._keys[: self.size][self._live[: self.size]]
+        return bool(np.array_equal(keys, np.arange(keys.size)))
+
+    def load_snapshot(
+        self, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list, version: Version, ann=None
+    ) -> None:
         """Replace the cache with a sidecar snapshot at ``version``. ``matrix`` may be a
         read-only memory map: the arrays are installed with no spare capacity, so the
-        first append copies them and nothing ever writes into the map."""
+        first append copies them and nothing ever writes into the map. ``ann``: the saved
+        HNSW index of the snapshot (labels = row keys), or None to build one if enabled."""
         self.ann = None
         self._next_key = 0
         self._codes = {value: code for code, value in enumerate(codes)}
@@ -240,6 +249,8 @@ class VectorCache:
                     columns["scopes"], columns["expires"])
         self.mapped = True
         self.version = self.saved_version = version
+        if self.ann_config is not None and ann is not None and len(ann) == self.size:
+            self.ann = ann
         self._maybe_build_ann()
 
     def patch(self, before: Version, after: Version, record_seqs: Sequence[int], rows: Iterable[Sequence]) -> None:

@@ -238,3 +238,88 @@ def test_a_process_killed_while_writing_leaves_a_usable_store(make, db_path):
     third = make()
     assert _ids(third, vec(6, 7), k=1) == ["late"]
     assert _cache(third).mapped
+
+
+def _approx(db_path):
+    from oramem.ann import AnnConfig
+
+    return SQLiteMemoryStore(db_path, vector_dim=DIM, approximate_search=AnnConfig(min_rows=0))
+
+
+@pytest.fixture
+def ann_backend():
+    from oramem.ann import available_backends
+
+    if not available_backends():
+        pytest.skip("no ANN backend installed (pip install 'oramem[ann]')")
+
+
+def _fill_distinct(store, n=40):
+    """Records without tied distances (ties make an approximate top-k graph-dependent)."""
+    rng = np.random.default_rng(4)
+    store.add([f"t{i}" for i in range(n)], record_type="memory", record_ids=[f"m{i}" for i in range(n)],
+              embeddings=rng.normal(size=(n, DIM)).tolist())
+
+
+def _ann_files(db_path):
+    folder = os.path.dirname(db_path)
+    return sorted(n for n in os.listdir(folder) if ".ann" in n)
+
+
+def test_approximate_store_loads_its_saved_index(db_path, ann_backend, monkeypatch):
+    from oramem.ann import AnnIndex
+
+    with _approx(db_path) as s:
+        _fill_distinct(s)
+        expected = {i: _ids(s, vec(i), k=3) for i in range(DIM)}
+        assert _cache(s).ann is not None
+    assert _ann_files(db_path)
+    built = []
+    real_build = AnnIndex.build
+    monkeypatch.setattr(AnnIndex, "build", lambda self, *a: built.append(1) or real_build(self, *a))
+    with _approx(db_path) as s:
+        assert {i: _ids(s, vec(i), k=3) for i in range(DIM)} == expected
+        assert _cache(s).ann is not None and _cache(s).mapped
+        assert not built  # loaded, not rebuilt
+        s.add(["new"], record_type="memory", record_ids="n", embeddings=[vec(1, 2)])
+        assert _ids(s, vec(1, 2), k=1) == ["n"]
+    # an exact store ignores the index files (and an approximate store opening a snapshot
+    # saved without one builds it once and saves it)
+    with SQLiteMemoryStore(db_path, vector_dim=DIM, schema_policy="require_existing") as s:
+        s.add(["m"], record_type="memory", record_ids="m", embeddings=[vec(3, 4)])
+    with SQLiteMemoryStore(db_path, vector_dim=DIM) as s:
+        _ids(s, vec(0))  # writes a snapshot without an index
+    assert not _ann_files(db_path)
+    with _approx(db_path) as s:
+        assert _ids(s, vec(3, 4), k=1) == ["m"]
+    assert _ann_files(db_path)
+    built.clear()
+    with _approx(db_path) as s:
+        assert _ids(s, vec(3, 4), k=1) == ["m"]
+        assert not built
+    # a dropped store takes them along
+    with SQLiteMemoryStore(db_path, vector_dim=DIM) as s:
+        assert _ids(s, vec(1, 2), k=1) == ["n"]
+        assert _cache(s).ann is None
+    assert admin.drop_store(db_path, "DEFAULT")
+    assert not _ann_files(db_path)
+
+
+def test_a_damaged_index_file_is_rebuilt(db_path, ann_backend, monkeypatch):
+    from oramem.ann import AnnIndex
+
+    with _approx(db_path) as s:
+        _fill_distinct(s)
+        expected = {i: _ids(s, vec(i), k=3) for i in range(DIM)}
+    index = [n for n in _ann_files(db_path) if n.endswith(".ann")][0]
+    with open(os.path.join(os.path.dirname(db_path), index), "r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 0x10]))
+    built = []
+    real_build = AnnIndex.build
+    monkeypatch.setattr(AnnIndex, "build", lambda self, *a: built.append(1) or real_build(self, *a))
+    with _approx(db_path) as s:
+        assert {i: _ids(s, vec(i), k=3) for i in range(DIM)} == expected
+        assert built  # never handed to the backend's loader
