@@ -500,6 +500,11 @@ def add(
         items = [data]
     if ttl_days is not None and no_expiry:
         raise CLIError("--ttl-days and --no-expiry exclude each other", 2)
+    if ttl_days is not None and ttl_days < 1:
+        raise CLIError(f"--ttl-days {ttl_days} would expire the record at once; give 1 or more days, or leave it out", 2)
+    blank = [i for i, text in enumerate(items, 1) if not text.strip()]
+    if blank:
+        raise CLIError(f"text {blank[0]} is empty or blank; give each record some text", 2)
     if record_ids and len(record_ids) != len(items):
         raise CLIError(f"--id was given {len(record_ids)} time(s) for {len(items)} text(s); give one id per text", 2)
     kwargs: dict[str, Any] = {}

@@ -8,25 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from oramem import SQLiteMemoryStore, jsonl
-from oramem.cli import cli
 from oramem.embedders import HashEmbedder
 from oramem.types import PendingRecordBatch
 
-
-@pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for var in ("ORAMEM_DB", "ORAMEM_STORE", "ORAMEM_STRATEGY"):
-        monkeypatch.delenv(var, raising=False)
-    return CliRunner()
-
-
-def invoke(runner: CliRunner, *args: str, expect: int = 0, input: str | None = None):
-    result = runner.invoke(cli, list(args), input=input, catch_exceptions=False)
-    assert result.exit_code == expect, (args, result.exit_code, result.output)
-    return result
+from .test_cli_import_export_demo import invoke, runner  # noqa: F401  (runner is a fixture)
 
 
 def store(path: str) -> SQLiteMemoryStore:
@@ -54,12 +41,18 @@ def all_records(path: str) -> list[dict]:
         s.close()
 
 
-def test_cli_round_trip_keeps_every_field(runner, tmp_path):
+def backup_and_restore(runner, tmp_path, *import_flags: str) -> tuple[str, str]:
+    """Fill a.db, export it, import the file into b.db; returns both paths."""
     a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
     fill(a)
     backup = tmp_path / "backup.jsonl"
     invoke(runner, "--db", a, "export", "--out", str(backup))
-    invoke(runner, "--db", b, "import", str(backup))
+    invoke(runner, "--db", b, "import", *import_flags, str(backup))
+    return a, b
+
+
+def test_cli_round_trip_keeps_every_field(runner, tmp_path):
+    a, b = backup_and_restore(runner, tmp_path)
     before, after = all_records(a), all_records(b)
     assert len(before) == 5
     for row in before + after:
@@ -74,11 +67,7 @@ def test_cli_round_trip_keeps_every_field(runner, tmp_path):
 
 
 def test_fresh_times_reassigns(runner, tmp_path):
-    a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
-    fill(a)
-    backup = tmp_path / "backup.jsonl"
-    invoke(runner, "--db", a, "export", "--out", str(backup))
-    invoke(runner, "--db", b, "import", "--fresh-times", str(backup))
+    a, b = backup_and_restore(runner, tmp_path, "--fresh-times")
     old = {r["id"]: r for r in all_records(a)}
     new = {r["id"]: r for r in all_records(b)}
     assert new["f1"]["created_at"] > old["f1"]["created_at"]

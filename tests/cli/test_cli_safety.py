@@ -66,3 +66,11 @@ def test_embed_key_not_sent_in_clear_to_remote_host(runner, monkeypatch, tmp_pat
               "add", "hi", expect=2)
     assert "refusing to send the embedding API key" in res.stderr and "--embed-allow-http-key" in res.stderr
     assert "sk-secret" not in res.output
+
+
+def test_blank_text_and_zero_ttl_are_refused(runner, tmp_path):
+    db = str(tmp_path / "b.db")
+    assert "text 1 is empty or blank" in run(runner, "--db", db, "add", "", expect=2).stderr
+    assert "text 2 is empty or blank" in run(runner, "--db", db, "add", "ok", "   ", expect=2).stderr
+    assert "would expire the record at once" in run(runner, "--db", db, "add", "--ttl-days", "0", "x", expect=2).stderr
+    assert not os.path.exists(db)
