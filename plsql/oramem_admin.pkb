@@ -12,21 +12,21 @@ AS
     */
 
    TYPE settings_t IS RECORD (
-      store_id       VARCHAR2(16),
+      store_id       VARCHAR2(16 CHAR),
       has_dim        BOOLEAN := FALSE,
       vector_dim     NUMBER,
       has_strategy   BOOLEAN := FALSE,
-      strategy       VARCHAR2(16),
+      strategy       VARCHAR2(16 CHAR),
       has_sync       BOOLEAN := FALSE,
-      sync_mode      VARCHAR2(16),
+      sync_mode      VARCHAR2(16 CHAR),
       has_default    BOOLEAN := FALSE,
       default_ttl    NUMBER,
       has_max        BOOLEAN := FALSE,
       max_ttl        NUMBER,
       has_model      BOOLEAN := FALSE,
-      model          VARCHAR2(128),
+      model          VARCHAR2(128 CHAR),
       has_hook       BOOLEAN := FALSE,
-      hook           VARCHAR2(400)
+      hook           VARCHAR2(400 CHAR)
    );
 
    g_lock_id     NUMBER;                    -- DBMS_LOCK id held by this session, if any
@@ -45,15 +45,15 @@ AS
    e_bad_qualified_name EXCEPTION;          -- DBMS_ASSERT.QUALIFIED_SQL_NAME
    PRAGMA EXCEPTION_INIT(e_bad_qualified_name, -44004);
 
-   gc_tpl_records CONSTANT VARCHAR2(4000) := q'[
+   gc_tpl_records CONSTANT VARCHAR2(4000 CHAR) := q'[
       CREATE TABLE #REC# (
-         record_type  VARCHAR2(32)   NOT NULL,
-         record_id    VARCHAR2(512)  NOT NULL,
+         record_type  VARCHAR2(32 CHAR)   NOT NULL,
+         record_id    VARCHAR2(512 CHAR)  NOT NULL,
          content      CLOB,
-         thread_id    VARCHAR2(512),
-         user_id      VARCHAR2(512),
-         agent_id     VARCHAR2(512),
-         role         VARCHAR2(64),
+         thread_id    VARCHAR2(512 CHAR),
+         user_id      VARCHAR2(512 CHAR),
+         agent_id     VARCHAR2(512 CHAR),
+         role         VARCHAR2(64 CHAR),
          seq_no       NUMBER GENERATED ALWAYS AS IDENTITY,
          event_ts     TIMESTAMP(6),
          metadata     JSON,
@@ -62,32 +62,31 @@ AS
          CONSTRAINT #REC_PK# PRIMARY KEY (record_type, record_id)
       )]';
 
-   gc_tpl_chunks CONSTANT VARCHAR2(4000) := q'[
+   gc_tpl_chunks CONSTANT VARCHAR2(4000 CHAR) := q'[
       CREATE TABLE #CHK# (
-         record_type  VARCHAR2(32)   NOT NULL,
-         record_id    VARCHAR2(512)  NOT NULL,
+         record_type  VARCHAR2(32 CHAR)   NOT NULL,
+         record_id    VARCHAR2(512 CHAR)  NOT NULL,
          chunk_no     NUMBER(6)      NOT NULL,
-         chunk_text   CLOB,
-         #EMBEDDING#
+         chunk_text   CLOB, #EMBEDDING#
          CONSTRAINT #CHK_PK# PRIMARY KEY (record_type, record_id, chunk_no),
          CONSTRAINT #CHK_FK# FOREIGN KEY (record_type, record_id)
             REFERENCES #REC# (record_type, record_id) ON DELETE CASCADE
       )]';
 
-   gc_tpl_embedding CONSTANT VARCHAR2(200) := q'[embedding VECTOR(#DIM#, FLOAT32),]';
+   gc_tpl_embedding CONSTANT VARCHAR2(200 CHAR) := q'[embedding VECTOR(#DIM#, FLOAT32),]';
 
-   gc_tpl_add_embedding CONSTANT VARCHAR2(200) := q'[ALTER TABLE #CHK# ADD (embedding VECTOR(#DIM#, FLOAT32))]';
+   gc_tpl_add_embedding CONSTANT VARCHAR2(200 CHAR) := q'[ALTER TABLE #CHK# ADD (embedding VECTOR(#DIM#, FLOAT32))]';
 
-   gc_tpl_index CONSTANT VARCHAR2(200) := q'[CREATE INDEX #IX# ON #REC# (#COL#)]';
+   gc_tpl_index CONSTANT VARCHAR2(200 CHAR) := q'[CREATE INDEX #IX# ON #REC# (#COL#)]';
 
-   gc_tpl_hnsw CONSTANT VARCHAR2(400) := q'[
+   gc_tpl_hnsw CONSTANT VARCHAR2(400 CHAR) := q'[
       CREATE VECTOR INDEX #HNSW# ON #CHK# (embedding)
       ORGANIZATION INMEMORY NEIGHBOR GRAPH DISTANCE COSINE WITH TARGET ACCURACY 95]';
 
-   gc_tpl_text CONSTANT VARCHAR2(400) := q'[
+   gc_tpl_text CONSTANT VARCHAR2(400 CHAR) := q'[
       CREATE INDEX #TXT# ON #CHK# (chunk_text) INDEXTYPE IS CTXSYS.CONTEXT PARAMETERS ('#PARAMS#')]';
 
-   gc_tpl_hybrid CONSTANT VARCHAR2(400) := q'[
+   gc_tpl_hybrid CONSTANT VARCHAR2(400 CHAR) := q'[
       CREATE HYBRID VECTOR INDEX #HVI# ON #CHK# (chunk_text) PARAMETERS ('#PARAMS#')]';
 
    ---------------------------------------------------------------------------------------
@@ -425,7 +424,7 @@ AS
       in_name IN VARCHAR2
    ) RETURN VARCHAR2
    IS
-      l_name VARCHAR2(400) := UPPER(TRIM(in_name));
+      l_name VARCHAR2(400 CHAR) := UPPER(TRIM(in_name));
    BEGIN
       IF l_name IS NULL THEN
          RETURN NULL;
@@ -445,7 +444,7 @@ AS
       in_name IN VARCHAR2
    ) RETURN VARCHAR2
    IS
-      l_name VARCHAR2(400) := UPPER(TRIM(in_name));
+      l_name VARCHAR2(400 CHAR) := UPPER(TRIM(in_name));
    BEGIN
       IF l_name IS NULL THEN
          RETURN NULL;
@@ -635,7 +634,7 @@ AS
    )
    IS
       PRAGMA AUTONOMOUS_TRANSACTION;
-      l_job VARCHAR2(128) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_job);
+      l_job VARCHAR2(128 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_job);
    BEGIN
       out_job := NULL;
       IF job_exists(l_job) THEN
@@ -669,7 +668,7 @@ AS
    PROCEDURE drop_purge_job(in_store_id IN VARCHAR2)
    IS
       PRAGMA AUTONOMOUS_TRANSACTION;
-      l_job VARCHAR2(128) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_job);
+      l_job VARCHAR2(128 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_job);
    BEGIN
       IF job_exists(l_job) THEN
          BEGIN
@@ -689,17 +688,17 @@ AS
    IS
       l_store   oramem_registry.store_t;
       l_found   BOOLEAN;
-      l_rec     VARCHAR2(130);
-      l_chk     VARCHAR2(130);
-      l_rec_q   VARCHAR2(140);
-      l_chk_q   VARCHAR2(140);
-      l_sql     VARCHAR2(4000);
-      l_dim     VARCHAR2(10);
+      l_rec     VARCHAR2(130 CHAR);
+      l_chk     VARCHAR2(130 CHAR);
+      l_rec_q   VARCHAR2(140 CHAR);
+      l_chk_q   VARCHAR2(140 CHAR);
+      l_sql     VARCHAR2(4000 CHAR);
+      l_dim     VARCHAR2(10 CHAR);
       l_text    NUMBER := 0;
       l_hybrid  NUMBER := 0;
-      l_job     VARCHAR2(128);
+      l_job     VARCHAR2(128 CHAR);
       l_params  JSON_OBJECT_T;
-      l_name    VARCHAR2(130);
+      l_name    VARCHAR2(130 CHAR);
    BEGIN
       oramem_registry.find_store(in_store_id, l_store, l_found);
       l_rec   := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_records);
@@ -814,7 +813,7 @@ AS
       in_store IN oramem_registry.store_t
    ) RETURN BOOLEAN
    IS
-      l_id VARCHAR2(16) := in_store.memory_store_id;
+      l_id VARCHAR2(16 CHAR) := in_store.memory_store_id;
    BEGIN
       IF NOT table_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_records))
          OR NOT table_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_chunks))
@@ -845,9 +844,9 @@ AS
       in_store_id IN VARCHAR2
    )
    IS
-      l_pref VARCHAR2(130) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_vpref);
-      l_chk  VARCHAR2(130) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_chunks);
-      l_rec  VARCHAR2(130) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_records);
+      l_pref VARCHAR2(130 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_vpref);
+      l_chk  VARCHAR2(130 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_chunks);
+      l_rec  VARCHAR2(130 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_records);
    BEGIN
       drop_purge_job(in_store_id);
       drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_hybrid), TRUE);
@@ -964,8 +963,8 @@ AS
       in_set IN settings_t
    )
    IS
-      l_strategy VARCHAR2(16) := CASE WHEN in_set.has_strategy THEN in_set.strategy ELSE 'vector' END;
-      l_sync     VARCHAR2(16) := CASE WHEN in_set.has_sync THEN in_set.sync_mode ELSE 'on_commit' END;
+      l_strategy VARCHAR2(16 CHAR) := CASE WHEN in_set.has_strategy THEN in_set.strategy ELSE 'vector' END;
+      l_sync     VARCHAR2(16 CHAR) := CASE WHEN in_set.has_sync THEN in_set.sync_mode ELSE 'on_commit' END;
    BEGIN
       check_capabilities(l_strategy, l_sync, in_set.model);
       IF l_strategy = 'vector' AND in_set.vector_dim IS NULL THEN
@@ -1000,7 +999,7 @@ AS
    ) RETURN BOOLEAN
    IS
       l_upgrade BOOLEAN := FALSE;
-      l_hint    VARCHAR2(200) := 'open with the persisted value, or use SchemaPolicy.RECREATE '
+      l_hint    VARCHAR2(200 CHAR) := 'open with the persisted value, or use SchemaPolicy.RECREATE '
                                  || '(destroys the data)';
    BEGIN
       IF in_set.has_dim AND NOT same(in_store.vector_dim, in_set.vector_dim) THEN
@@ -1063,8 +1062,8 @@ AS
    )
    IS
       l_dim      NUMBER := in_store.vector_dim;
-      l_strategy VARCHAR2(16) := in_store.search_strategy;
-      l_model    VARCHAR2(128) := in_store.embedding_model;
+      l_strategy VARCHAR2(16 CHAR) := in_store.search_strategy;
+      l_model    VARCHAR2(128 CHAR) := in_store.embedding_model;
    BEGIN
       IF in_set.has_dim AND in_set.vector_dim IS NOT NULL AND l_dim IS NULL THEN
          l_dim := in_set.vector_dim;
@@ -1091,7 +1090,7 @@ AS
       in_lock_timeout  IN PLS_INTEGER DEFAULT 60
    ) RETURN CLOB
    IS
-      l_policy    VARCHAR2(32) := UPPER(TRIM(in_policy));
+      l_policy    VARCHAR2(32 CHAR) := UPPER(TRIM(in_policy));
       l_set       settings_t;
       l_store     oramem_registry.store_t;
       l_found     BOOLEAN;
@@ -1245,7 +1244,7 @@ AS
       in_store_id IN VARCHAR2
    ) RETURN CLOB
    IS
-      l_id    VARCHAR2(16) := oramem_registry.normalize_store_id(in_store_id);
+      l_id    VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
       l_store oramem_registry.store_t;
       l_found BOOLEAN;
    BEGIN
@@ -1275,7 +1274,7 @@ AS
       in_lock_timeout  IN PLS_INTEGER DEFAULT 60
    )
    IS
-      l_id    VARCHAR2(16) := oramem_registry.normalize_store_id(in_store_id);
+      l_id    VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
       l_store oramem_registry.store_t;
       l_found BOOLEAN;
    BEGIN
@@ -1311,7 +1310,7 @@ AS
       in_lock_timeout  IN PLS_INTEGER DEFAULT 60
    ) RETURN CLOB
    IS
-      l_id       VARCHAR2(16) := oramem_registry.normalize_store_id(in_store_id);
+      l_id       VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
       l_store    oramem_registry.store_t;
       l_found    BOOLEAN;
       l_set      settings_t;
@@ -1358,10 +1357,10 @@ AS
       in_procedure_name IN VARCHAR2
    )
    IS
-      l_id    VARCHAR2(16) := oramem_registry.normalize_store_id(in_store_id);
+      l_id    VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
       l_store oramem_registry.store_t;
       l_found BOOLEAN;
-      l_hook  VARCHAR2(400);
+      l_hook  VARCHAR2(400 CHAR);
    BEGIN
       oramem_registry.find_store(l_id, l_store, l_found);
       IF NOT l_found THEN

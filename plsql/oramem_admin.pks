@@ -45,10 +45,10 @@ AS
     *    "last_error": null | "...", "created_at": "...+00:00", "updated_at": "...+00:00"}
     */
 
-   gc_policy_require_existing    CONSTANT VARCHAR2(32) := 'REQUIRE_EXISTING';
-   gc_policy_create_if_empty     CONSTANT VARCHAR2(32) := 'CREATE_IF_EMPTY';
-   gc_policy_create_if_necessary CONSTANT VARCHAR2(32) := 'CREATE_IF_NECESSARY';
-   gc_policy_recreate            CONSTANT VARCHAR2(32) := 'RECREATE';
+   gc_policy_require_existing    CONSTANT VARCHAR2(32 CHAR) := 'REQUIRE_EXISTING';
+   gc_policy_create_if_empty     CONSTANT VARCHAR2(32 CHAR) := 'CREATE_IF_EMPTY';
+   gc_policy_create_if_necessary CONSTANT VARCHAR2(32 CHAR) := 'CREATE_IF_NECESSARY';
+   gc_policy_recreate            CONSTANT VARCHAR2(32 CHAR) := 'RECREATE';
 
    -- Default seconds to wait for a store's DBMS_LOCK. A store found in CREATING /
    -- UPGRADING / DROPPING while WE hold its lock was left by a crashed or failed session;
@@ -56,7 +56,7 @@ AS
    gc_default_lock_timeout       CONSTANT PLS_INTEGER := 60;
 
    -- Repeat interval of the per-store TTL purge job (DBMS_SCHEDULER calendar string).
-   gc_purge_interval             CONSTANT VARCHAR2(64) := 'FREQ=HOURLY;INTERVAL=1';
+   gc_purge_interval             CONSTANT VARCHAR2(64 CHAR) := 'FREQ=HOURLY;INTERVAL=1';
 
    /*
     * open_store: apply schema policy in_policy (REQUIRE_EXISTING | CREATE_IF_EMPTY |

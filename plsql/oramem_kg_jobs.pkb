@@ -10,12 +10,12 @@ AS
     *   literals chosen by a bound 0/1, so no PL/SQL BOOLEAN is bound.
     */
 
-   TYPE vc_tab_t  IS TABLE OF VARCHAR2(1024)  INDEX BY PLS_INTEGER;   -- 256 CHAR agent ids in bytes
+   TYPE vc_tab_t  IS TABLE OF VARCHAR2(1024 CHAR)  INDEX BY PLS_INTEGER;   -- 256 CHAR agent ids in bytes
    TYPE num_tab_t IS TABLE OF NUMBER          INDEX BY PLS_INTEGER;
    TYPE ts_tab_t  IS TABLE OF TIMESTAMP(6)    INDEX BY PLS_INTEGER;
    TYPE clob_tab_t IS TABLE OF CLOB           INDEX BY PLS_INTEGER;
-   TYPE num_map_t IS TABLE OF NUMBER          INDEX BY VARCHAR2(1024);
-   TYPE word_map_t IS TABLE OF PLS_INTEGER    INDEX BY VARCHAR2(4000);
+   TYPE num_map_t IS TABLE OF NUMBER          INDEX BY VARCHAR2(1024 CHAR);
+   TYPE word_map_t IS TABLE OF PLS_INTEGER    INDEX BY VARCHAR2(4000 CHAR);
 
    e_job_missing   EXCEPTION;
    PRAGMA EXCEPTION_INIT(e_job_missing, -27475);
@@ -24,72 +24,72 @@ AS
    gc_ln11         CONSTANT NUMBER := LN(11);
    gc_max_agent    CONSTANT PLS_INTEGER := 256;
    gc_text_chars   CONSTANT PLS_INTEGER := 8000;
-   gc_empty_ids    CONSTANT VARCHAR2(2) := '[]';
+   gc_empty_ids    CONSTANT VARCHAR2(2 CHAR) := '[]';
 
    -- procedural._STOP (a test checks the two lists are equal); one space around each word.
-   gc_stopwords CONSTANT VARCHAR2(2000) := q'[ the and for are but not you your with this that from have has had was were will would can could should about into over than then them they their there what when where which who whom why how all any some just very more most out off our ours she her his him its it's i'm im yes now too also been being because while did does doing done que com para por uma umas uns dos das nos nas pelo pela pelos pelas mas nao sim isso esse essa este esta aqui ali muito muita muitos muitas mais menos como quando onde quem qual quais seu sua seus suas meu minha meus minhas ele ela eles elas voce voces tem ter foi era sao estou estava tudo nada los las del una unos unas pero porque cuando donde quien cual muy esto estos estas ese esa eso tengo tiene fue son estoy estaba todo sin sobre ]';
+   gc_stopwords CONSTANT VARCHAR2(2000 CHAR) := q'[ the and for are but not you your with this that from have has had was were will would can could should about into over than then them they their there what when where which who whom why how all any some just very more most out off our ours she her his him its it's i'm im yes now too also been being because while did does doing done que com para por uma umas uns dos das nos nas pelo pela pelos pelas mas nao sim isso esse essa este esta aqui ali muito muita muitos muitas mais menos como quando onde quem qual quais seu sua seus suas meu minha meus minhas ele ela eles elas voce voces tem ter foi era sao estou estava tudo nada los las del una unos unas pero porque cuando donde quien cual muy esto estos estas ese esa eso tengo tiene fue son estoy estaba todo sin sobre ]';
 
    ---------------------------------------------------------------------------------------
    -- SQL templates (#ENT#, #LINK#, ... are kg_table names)
    ---------------------------------------------------------------------------------------
-   gc_tpl_agents CONSTANT VARCHAR2(300) := q'[SELECT agent_id FROM #EVENT# UNION SELECT agent_id FROM #ENT# ORDER BY 1]';
+   gc_tpl_agents CONSTANT VARCHAR2(300 CHAR) := q'[SELECT agent_id FROM #EVENT# UNION SELECT agent_id FROM #ENT# ORDER BY 1]';
 
-   gc_tpl_agent_ins CONSTANT VARCHAR2(300) := q'[INSERT INTO #AGENT# (agent_id) SELECT :1 FROM dual WHERE NOT EXISTS (SELECT 1 FROM #AGENT# WHERE agent_id = :2)]';
+   gc_tpl_agent_ins CONSTANT VARCHAR2(300 CHAR) := q'[INSERT INTO #AGENT# (agent_id) SELECT :1 FROM dual WHERE NOT EXISTS (SELECT 1 FROM #AGENT# WHERE agent_id = :2)]';
 
-   gc_tpl_agent_lock CONSTANT VARCHAR2(200) := q'[SELECT agent_id FROM #AGENT# WHERE agent_id = :1 FOR UPDATE]';
+   gc_tpl_agent_lock CONSTANT VARCHAR2(200 CHAR) := q'[SELECT agent_id FROM #AGENT# WHERE agent_id = :1 FOR UPDATE]';
 
-   gc_tpl_ents CONSTANT VARCHAR2(300) := q'[SELECT canonical_key, last_seen_at FROM #ENT# WHERE agent_id = :1 AND is_active = TRUE ORDER BY canonical_key]';
+   gc_tpl_ents CONSTANT VARCHAR2(300 CHAR) := q'[SELECT canonical_key, last_seen_at FROM #ENT# WHERE agent_id = :1 AND is_active = TRUE ORDER BY canonical_key]';
 
-   gc_tpl_density CONSTANT VARCHAR2(400) := q'[SELECT l.entity_key, COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = :1 AND f.valid_to IS NULL AND f.invalidated_at IS NULL GROUP BY l.entity_key]';
+   gc_tpl_density CONSTANT VARCHAR2(400 CHAR) := q'[SELECT l.entity_key, COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = :1 AND f.valid_to IS NULL AND f.invalidated_at IS NULL GROUP BY l.entity_key]';
 
-   gc_tpl_retrieved CONSTANT VARCHAR2(400) := q'[SELECT l.entity_key, NVL(SUM(f.times_retrieved), 0) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = :1 GROUP BY l.entity_key]';
+   gc_tpl_retrieved CONSTANT VARCHAR2(400 CHAR) := q'[SELECT l.entity_key, NVL(SUM(f.times_retrieved), 0) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = :1 GROUP BY l.entity_key]';
 
-   gc_tpl_degree CONSTANT VARCHAR2(500) := q'[SELECT k, COUNT(*) FROM (SELECT source_entity_key k FROM #REL# WHERE agent_id = :1 AND valid_to IS NULL AND invalidated_at IS NULL UNION ALL SELECT target_entity_key k FROM #REL# WHERE agent_id = :2 AND valid_to IS NULL AND invalidated_at IS NULL) GROUP BY k]';
+   gc_tpl_degree CONSTANT VARCHAR2(500 CHAR) := q'[SELECT k, COUNT(*) FROM (SELECT source_entity_key k FROM #REL# WHERE agent_id = :1 AND valid_to IS NULL AND invalidated_at IS NULL UNION ALL SELECT target_entity_key k FROM #REL# WHERE agent_id = :2 AND valid_to IS NULL AND invalidated_at IS NULL) GROUP BY k]';
 
-   gc_tpl_set_importance CONSTANT VARCHAR2(300) := q'[UPDATE #ENT# SET importance_score = :1 WHERE agent_id = :2 AND canonical_key = :3]';
+   gc_tpl_set_importance CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #ENT# SET importance_score = :1 WHERE agent_id = :2 AND canonical_key = :3]';
 
-   gc_tpl_facts CONSTANT VARCHAR2(600) := q'[SELECT id, times_retrieved, last_retrieved_at, ingested_at, confidence, reinforcement_count, user_correction_count, importance, CASE WHEN is_sensitive THEN 1 ELSE 0 END, CASE WHEN is_stale THEN 1 ELSE 0 END FROM #FACT# WHERE agent_id = :1 AND valid_to IS NULL AND invalidated_at IS NULL]';
+   gc_tpl_facts CONSTANT VARCHAR2(600 CHAR) := q'[SELECT id, times_retrieved, last_retrieved_at, ingested_at, confidence, reinforcement_count, user_correction_count, importance, CASE WHEN is_sensitive THEN 1 ELSE 0 END, CASE WHEN is_stale THEN 1 ELSE 0 END FROM #FACT# WHERE agent_id = :1 AND valid_to IS NULL AND invalidated_at IS NULL]';
 
-   gc_tpl_set_vitality CONSTANT VARCHAR2(300) := q'[UPDATE #FACT# SET vitality_score = :1, is_stale = CASE WHEN :2 = 1 THEN TRUE ELSE FALSE END WHERE id = :3]';
+   gc_tpl_set_vitality CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #FACT# SET vitality_score = :1, is_stale = CASE WHEN :2 = 1 THEN TRUE ELSE FALSE END WHERE id = :3]';
 
-   gc_tpl_edges_up CONSTANT VARCHAR2(400) := q'[UPDATE #REL# SET strength = LEAST(1, strength + 0.05), updated_at = :1 WHERE agent_id = :2 AND valid_to IS NULL AND invalidated_at IS NULL AND last_used_at IS NOT NULL AND last_used_at > updated_at]';
+   gc_tpl_edges_up CONSTANT VARCHAR2(400 CHAR) := q'[UPDATE #REL# SET strength = LEAST(1, strength + 0.05), updated_at = :1 WHERE agent_id = :2 AND valid_to IS NULL AND invalidated_at IS NULL AND last_used_at IS NOT NULL AND last_used_at > updated_at]';
 
-   gc_tpl_edges_decay CONSTANT VARCHAR2(400) := q'[UPDATE #REL# SET strength = GREATEST(0.1, 0.9 * strength), updated_at = :1 WHERE agent_id = :2 AND valid_to IS NULL AND invalidated_at IS NULL AND GREATEST(NVL(last_used_at, updated_at), updated_at) < :3]';
+   gc_tpl_edges_decay CONSTANT VARCHAR2(400 CHAR) := q'[UPDATE #REL# SET strength = GREATEST(0.1, 0.9 * strength), updated_at = :1 WHERE agent_id = :2 AND valid_to IS NULL AND invalidated_at IS NULL AND GREATEST(NVL(last_used_at, updated_at), updated_at) < :3]';
 
-   gc_tpl_intentions CONSTANT VARCHAR2(300) := q'[UPDATE #INT# SET status = 'expired' WHERE agent_id = :1 AND status IN ('pending', 'triggered') AND due_date IS NOT NULL AND due_date < :2]';
+   gc_tpl_intentions CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #INT# SET status = 'expired' WHERE agent_id = :1 AND status IN ('pending', 'triggered') AND due_date IS NOT NULL AND due_date < :2]';
 
-   gc_tpl_trend_events CONSTANT VARCHAR2(400) := q'[SELECT id, text, emotion_primary, emotion_intensity, energy_level FROM #EVENT# WHERE agent_id = :1 AND emotion_primary IS NOT NULL AND occurred_at >= :2 AND occurred_at <= :3 ORDER BY occurred_at, id]';
+   gc_tpl_trend_events CONSTANT VARCHAR2(400 CHAR) := q'[SELECT id, text, emotion_primary, emotion_intensity, energy_level FROM #EVENT# WHERE agent_id = :1 AND emotion_primary IS NOT NULL AND occurred_at >= :2 AND occurred_at <= :3 ORDER BY occurred_at, id]';
 
-   gc_tpl_trend_recent CONSTANT VARCHAR2(400) := q'[SELECT id FROM #OBS# WHERE agent_id = :1 AND is_active = TRUE AND observation_type = 'emotional_trend' AND last_reinforced_at >= :2 ORDER BY last_reinforced_at DESC, id FETCH FIRST 1 ROWS ONLY]';
+   gc_tpl_trend_recent CONSTANT VARCHAR2(400 CHAR) := q'[SELECT id FROM #OBS# WHERE agent_id = :1 AND is_active = TRUE AND observation_type = 'emotional_trend' AND last_reinforced_at >= :2 ORDER BY last_reinforced_at DESC, id FETCH FIRST 1 ROWS ONLY]';
 
-   gc_tpl_trend_reinforce CONSTANT VARCHAR2(400) := q'[UPDATE #OBS# SET times_reinforced = times_reinforced + 1, last_reinforced_at = :1, title = :2, text = :3, supporting_event_ids = :4 WHERE id = :5]';
+   gc_tpl_trend_reinforce CONSTANT VARCHAR2(400 CHAR) := q'[UPDATE #OBS# SET times_reinforced = times_reinforced + 1, last_reinforced_at = :1, title = :2, text = :3, supporting_event_ids = :4 WHERE id = :5]';
 
-   gc_tpl_trend_retire CONSTANT VARCHAR2(300) := q'[UPDATE #OBS# SET is_active = FALSE WHERE agent_id = :1 AND is_active = TRUE AND observation_type = 'emotional_trend']';
+   gc_tpl_trend_retire CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #OBS# SET is_active = FALSE WHERE agent_id = :1 AND is_active = TRUE AND observation_type = 'emotional_trend']';
 
-   gc_tpl_trend_insert CONSTANT VARCHAR2(800) := q'[INSERT INTO #OBS# (id, agent_id, observation_type, title, text, supporting_event_ids, supporting_fact_ids, confidence, importance, times_reinforced, is_active, embedding_vec, first_detected_at, last_reinforced_at, created_at) VALUES (:1, :2, 'emotional_trend', :3, :4, :5, :6, 0.7, 0.5, 0, TRUE, NULL, :7, :8, :9)]';
+   gc_tpl_trend_insert CONSTANT VARCHAR2(800 CHAR) := q'[INSERT INTO #OBS# (id, agent_id, observation_type, title, text, supporting_event_ids, supporting_fact_ids, confidence, importance, times_reinforced, is_active, embedding_vec, first_detected_at, last_reinforced_at, created_at) VALUES (:1, :2, 'emotional_trend', :3, :4, :5, :6, 0.7, 0.5, 0, TRUE, NULL, :7, :8, :9)]';
 
    -- deletion hook (on_store_delete); #TAB# is kg_table of a suffix from l_sfx there
-   gc_tpl_hk_del_links CONSTANT VARCHAR2(200) := q'[DELETE FROM #LINK# WHERE fact_id = :1 RETURNING agent_id, entity_key INTO :2, :3]';
+   gc_tpl_hk_del_links CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #LINK# WHERE fact_id = :1 RETURNING agent_id, entity_key INTO :2, :3]';
 
-   gc_tpl_hk_del_rel CONSTANT VARCHAR2(200) := q'[DELETE FROM #REL# WHERE evidence_fact_id = :1]';
+   gc_tpl_hk_del_rel CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #REL# WHERE evidence_fact_id = :1]';
 
-   gc_tpl_hk_unsupersede CONSTANT VARCHAR2(200) := q'[UPDATE #FACT# SET supersedes_fact_id = NULL WHERE supersedes_fact_id = :1]';
+   gc_tpl_hk_unsupersede CONSTANT VARCHAR2(200 CHAR) := q'[UPDATE #FACT# SET supersedes_fact_id = NULL WHERE supersedes_fact_id = :1]';
 
-   gc_tpl_hk_del_fact CONSTANT VARCHAR2(200) := q'[DELETE FROM #FACT# WHERE id = :1 RETURNING agent_id INTO :2]';
+   gc_tpl_hk_del_fact CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #FACT# WHERE id = :1 RETURNING agent_id INTO :2]';
 
-   gc_tpl_hk_obs CONSTANT VARCHAR2(300) := q'[SELECT id, JSON_SERIALIZE(supporting_fact_ids RETURNING CLOB) FROM #OBS# WHERE agent_id = :1 AND supporting_fact_ids IS NOT NULL]';
+   gc_tpl_hk_obs CONSTANT VARCHAR2(300 CHAR) := q'[SELECT id, JSON_SERIALIZE(supporting_fact_ids RETURNING CLOB) FROM #OBS# WHERE agent_id = :1 AND supporting_fact_ids IS NOT NULL]';
 
-   gc_tpl_hk_obs_set CONSTANT VARCHAR2(200) := q'[UPDATE #OBS# SET supporting_fact_ids = JSON(:1) WHERE id = :2]';
+   gc_tpl_hk_obs_set CONSTANT VARCHAR2(200 CHAR) := q'[UPDATE #OBS# SET supporting_fact_ids = JSON(:1) WHERE id = :2]';
 
-   gc_tpl_hk_recount CONSTANT VARCHAR2(700) := q'[UPDATE #ENT# e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = e.agent_id AND l.entity_key = e.canonical_key AND f.valid_to IS NULL AND f.invalidated_at IS NULL AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, 'DAY') > :1)) WHERE e.agent_id = :2 AND e.canonical_key = :3]';
+   gc_tpl_hk_recount CONSTANT VARCHAR2(700 CHAR) := q'[UPDATE #ENT# e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = e.agent_id AND l.entity_key = e.canonical_key AND f.valid_to IS NULL AND f.invalidated_at IS NULL AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, 'DAY') > :1)) WHERE e.agent_id = :2 AND e.canonical_key = :3]';
 
-   gc_tpl_hk_thread_events CONSTANT VARCHAR2(200) := q'[SELECT id FROM #EVENT# WHERE session_id = :1]';
+   gc_tpl_hk_thread_events CONSTANT VARCHAR2(200 CHAR) := q'[SELECT id FROM #EVENT# WHERE session_id = :1]';
 
-   gc_tpl_hk_unsource CONSTANT VARCHAR2(200) := q'[UPDATE #FACT# SET source_event_id = NULL WHERE source_event_id = :1]';
+   gc_tpl_hk_unsource CONSTANT VARCHAR2(200 CHAR) := q'[UPDATE #FACT# SET source_event_id = NULL WHERE source_event_id = :1]';
 
-   gc_tpl_hk_del_event CONSTANT VARCHAR2(200) := q'[DELETE FROM #EVENT# WHERE id = :1]';
+   gc_tpl_hk_del_event CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #EVENT# WHERE id = :1]';
 
-   gc_tpl_hk_del_agent CONSTANT VARCHAR2(200) := q'[DELETE FROM #TAB# WHERE agent_id = :1]';
+   gc_tpl_hk_del_agent CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #TAB# WHERE agent_id = :1]';
 
    ---------------------------------------------------------------------------------------
    -- helpers
@@ -125,7 +125,7 @@ AS
       in_suffix IN VARCHAR2 DEFAULT NULL    -- for #TAB#: a table suffix from this body
    ) RETURN VARCHAR2
    IS
-      l_sql VARCHAR2(4000) := in_tpl;
+      l_sql VARCHAR2(4000 CHAR) := in_tpl;
    BEGIN
       IF in_suffix IS NOT NULL THEN
          l_sql := REPLACE(l_sql, '#TAB#', kg_table(in_sid, in_suffix));
@@ -165,7 +165,7 @@ AS
    -- uuid-formatted id (8-4-4-4-12, version nibble 4, variant 8..b) from SYS_GUID.
    FUNCTION new_id RETURN VARCHAR2
    IS
-      l_hex VARCHAR2(32) := LOWER(RAWTOHEX(SYS_GUID()));
+      l_hex VARCHAR2(32 CHAR) := LOWER(RAWTOHEX(SYS_GUID()));
    BEGIN
       RETURN SUBSTR(l_hex, 1, 8) || '-' || SUBSTR(l_hex, 9, 4) || '-4' || SUBSTR(l_hex, 14, 3) || '-'
              || LOWER(TO_CHAR(MOD(TO_NUMBER(SUBSTR(l_hex, 17, 1), 'X'), 4) + 8, 'FMX'))
@@ -178,7 +178,7 @@ AS
       in_agent_id IN VARCHAR2
    )
    IS
-      l_dummy VARCHAR2(1024);
+      l_dummy VARCHAR2(1024 CHAR);
    BEGIN
       BEGIN
          EXECUTE IMMEDIATE sql_for(gc_tpl_agent_ins, in_sid) USING in_agent_id, in_agent_id;
@@ -383,7 +383,7 @@ AS
    )
    IS
       l_text VARCHAR2(32767);
-      l_word VARCHAR2(4000);
+      l_word VARCHAR2(4000 CHAR);
       l_pos  PLS_INTEGER := 1;
    BEGIN
       IF in_text IS NULL THEN
@@ -421,20 +421,20 @@ AS
       l_half     PLS_INTEGER;
       l_first    PLS_INTEGER := 0;
       l_second   PLS_INTEGER := 0;
-      l_dom      VARCHAR2(1024);
-      l_emo      VARCHAR2(1024);
-      l_word     VARCHAR2(4000);
-      l_best     VARCHAR2(4000);
-      l_dir      VARCHAR2(16);
-      l_energy   VARCHAR2(1024) := 'medium';
+      l_dom      VARCHAR2(1024 CHAR);
+      l_emo      VARCHAR2(1024 CHAR);
+      l_word     VARCHAR2(4000 CHAR);
+      l_best     VARCHAR2(4000 CHAR);
+      l_dir      VARCHAR2(16 CHAR);
+      l_energy   VARCHAR2(1024 CHAR) := 'medium';
       l_top      NUMBER;
       l_modes    PLS_INTEGER;
       l_keywords VARCHAR2(32767);
-      l_title    VARCHAR2(1024);
+      l_title    VARCHAR2(1024 CHAR);
       l_text     VARCHAR2(32767);
       l_support  JSON_ARRAY_T := JSON_ARRAY_T();
-      l_recent   VARCHAR2(36);
-      l_id       VARCHAR2(36);
+      l_recent   VARCHAR2(36 CHAR);
+      l_id       VARCHAR2(36 CHAR);
    BEGIN
       EXECUTE IMMEDIATE sql_for(gc_tpl_trend_events, in_sid)
          BULK COLLECT INTO l_ids, l_texts, l_emotions, l_intens, l_energies
@@ -590,7 +590,7 @@ AS
       in_agent_id IN VARCHAR2 DEFAULT NULL
    )
    IS
-      l_sid    VARCHAR2(128) := store_key(in_store_id);
+      l_sid    VARCHAR2(128 CHAR) := store_key(in_store_id);
       l_agents vc_tab_t;
    BEGIN
       IF in_agent_id IS NOT NULL THEN
@@ -639,8 +639,8 @@ AS
    )
    IS
       PRAGMA AUTONOMOUS_TRANSACTION;
-      l_sid   VARCHAR2(128) := store_key(in_store_id);
-      l_job   VARCHAR2(128) := job_name(in_store_id);
+      l_sid   VARCHAR2(128 CHAR) := store_key(in_store_id);
+      l_job   VARCHAR2(128 CHAR) := job_name(in_store_id);
       l_count PLS_INTEGER;
    BEGIN
       IF in_every_hours IS NULL OR in_every_hours < 1 OR in_every_hours > 168 THEN
@@ -685,7 +685,7 @@ AS
    )
    IS
       PRAGMA AUTONOMOUS_TRANSACTION;
-      l_job VARCHAR2(128) := job_name(in_store_id);
+      l_job VARCHAR2(128 CHAR) := job_name(in_store_id);
    BEGIN
       IF job_exists(l_job) THEN
          BEGIN
@@ -707,13 +707,13 @@ AS
       l_doc     JSON_OBJECT_T;
       l_arr     JSON_ARRAY_T;
       l_pair    JSON_ARRAY_T;
-      l_sid     VARCHAR2(128);
+      l_sid     VARCHAR2(128 CHAR);
       l_count   PLS_INTEGER;
       l_facts   vc_tab_t;
       l_msgs    vc_tab_t;
       l_tmp     vc_tab_t;
       l_tmp2    vc_tab_t;
-      TYPE sfx_t IS VARRAY(11) OF VARCHAR2(30);
+      TYPE sfx_t IS VARRAY(11) OF VARCHAR2(30 CHAR);
       l_sfx     CONSTANT sfx_t := sfx_t('FACT_ENTITY_LINK', 'RELATIONSHIP', 'ENTITY_ALIAS', 'FACT', 'EVENT',
                                          'ENTITY', 'CLUSTER', 'META_OBSERVATION', 'ATTRIBUTE_REGISTRY',
                                          'INTENTION', 'SESSION_OBSERVATION');
@@ -725,7 +725,7 @@ AS
       l_sup     JSON_ARRAY_T;
       l_keep    JSON_ARRAY_T;
       l_changed BOOLEAN;
-      l_key     VARCHAR2(4000);
+      l_key     VARCHAR2(4000 CHAR);
       l_now     TIMESTAMP(6) := oramem_registry.utc_now;
    BEGIN
       IF in_event IS NULL THEN

@@ -40,8 +40,8 @@ AS
       in_text IN VARCHAR2
    ) RETURN VARCHAR2
    IS
-      l_tok    VARCHAR2(4000);
-      l_piece  VARCHAR2(4000);
+      l_tok    VARCHAR2(4000 CHAR);
+      l_piece  VARCHAR2(4000 CHAR);
       l_query  VARCHAR2(32767);
       l_count  PLS_INTEGER := 0;
       l_pos    PLS_INTEGER := 1;
@@ -58,7 +58,7 @@ AS
          -- {...} escapes the whole token; inside braces only '}' is special (written '}}')
          l_piece := CASE WHEN l_count > 0 THEN ' ACCUM ' END || '{' || REPLACE(l_tok, '}', '}}') || '}';
          -- whole tokens only, and at most gc_max_query_bytes BYTES: the query is bound as a
-         -- VARCHAR2(4000) (byte semantics), so a character cut could overflow it with
+         -- VARCHAR2(4000 CHAR) (byte semantics), so a character cut could overflow it with
          -- multibyte text or split a {token} (review F11)
          EXIT WHEN NVL(LENGTHB(l_query), 0) + LENGTHB(l_piece) > gc_max_query_bytes;
          l_count := l_count + 1;
@@ -119,15 +119,15 @@ AS
    ) RETURN CLOB
    IS
       l_store      oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
-      l_rec_tab    VARCHAR2(200);
-      l_chk_tab    VARCHAR2(200);
+      l_rec_tab    VARCHAR2(200 CHAR);
+      l_chk_tab    VARCHAR2(200 CHAR);
       l_elem       JSON_ELEMENT_T;
       l_req        JSON_OBJECT_T;
-      l_strategy   VARCHAR2(16);
+      l_strategy   VARCHAR2(16 CHAR);
       l_k          NUMBER;
       l_exact      BOOLEAN := FALSE;
       l_types      JSON_ARRAY_T;
-      l_type_list  VARCHAR2(4000);
+      l_type_list  VARCHAR2(4000 CHAR);
       l_scope      JSON_OBJECT_T;
       l_cond       VARCHAR2(32767);
       l_rec_where  VARCHAR2(32767);
@@ -137,7 +137,7 @@ AS
       l_text       VARCHAR2(32767);
       l_query      VARCHAR2(32767);
       l_qv         CLOB;
-      l_dim        VARCHAR2(10);
+      l_dim        VARCHAR2(10 CHAR);
       l_rank       VARCHAR2(32767);
       l_out        CLOB;
       l_doc        JSON_OBJECT_T;
@@ -148,7 +148,7 @@ AS
       l_raw        PLS_INTEGER;
       l_sub        JSON_OBJECT_T;
       l_values     JSON_ARRAY_T;
-      l_supported  VARCHAR2(100);
+      l_supported  VARCHAR2(100 CHAR);
    BEGIN
       l_rec_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records);
       l_chk_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_chunks);
@@ -218,7 +218,7 @@ AS
       END IF;
       FOR d IN 1 .. 3 LOOP
          DECLARE
-            l_dim_name VARCHAR2(10) := CASE d WHEN 1 THEN 'thread' WHEN 2 THEN 'user' ELSE 'agent' END;
+            l_dim_name VARCHAR2(10 CHAR) := CASE d WHEN 1 THEN 'thread' WHEN 2 THEN 'user' ELSE 'agent' END;
          BEGIN
             IF l_req.has(l_dim_name) AND l_req.get(l_dim_name).is_object THEN
                l_scope := l_req.get_object(l_dim_name);
@@ -376,11 +376,11 @@ AS
                      || 'GRANT EXECUTE ON <owner>.DBMS_HYBRID_VECTOR TO <owner> (a direct grant)');
             END;
             SELECT COUNT(*) INTO l_raw
-            FROM   JSON_TABLE(l_hres, '$[*]' COLUMNS (rid VARCHAR2(4000) PATH '$.rowid'));
+            FROM   JSON_TABLE(l_hres, '$[*]' COLUMNS (rid VARCHAR2(4000 CHAR) PATH '$.rowid'));
             l_rank := 'SELECT c.record_type, c.record_id,'
                    || ' GREATEST(0, LEAST(1, 1 - MAX(h.score) / 100)) AS dist'
                    || ' FROM JSON_TABLE(:hres, ''$[*]'' COLUMNS ('
-                   || 'rid VARCHAR2(4000) PATH ''$.rowid'', score NUMBER PATH ''$.score'')) h'
+                   || 'rid VARCHAR2(4000 CHAR) PATH ''$.rowid'', score NUMBER PATH ''$.score'')) h'
                    || ' JOIN ' || l_chk_tab || ' c ON (c.rowid = CHARTOROWID(h.rid))'
                    || ' WHERE ' || l_candidates
                    || ' GROUP BY c.record_type, c.record_id'

@@ -246,15 +246,9 @@ SQLPREFIX_CHAR = "#"
 
 #: file -> why it may still break rule (a); remove the entry with the fix.
 PENDING_SQLPREFIX: dict[str, str] = {
-    "plsql/oramem_admin.pkb": "gc_tpl_chunks #EMBEDDING# placeholder at line start "
-                              "(oracle-search-admin-driver.md F6 / oracle-store.md S20; ora-driver)",
 }
 #: file -> why it may still break rule (b).
 PENDING_BYTE_SEMANTICS: dict[str, str] = {
-    "plsql/oramem_admin.pkb": "store DDL templates and buffers (oracle-search-admin-driver.md F7; ora-driver)",
-    "plsql/oramem_admin.pks": "F7 (ora-driver)",
-    "plsql/oramem_search.pkb": "F7 (ora-driver)",
-    "plsql/oramem_kg_jobs.pkb": "F7 (ora-driver)",
 }
 #: file -> why it may still break rule (c).
 PENDING_UNBOUNDED_SQL: dict[str, str] = {

@@ -62,7 +62,7 @@ def test_f16_knowledge_deletion_hook_mirrors_the_sqlite_hook():
     # runs in the store's transaction: never commits or rolls back, no autonomous transaction
     assert not re.search(r"\b(COMMIT|ROLLBACK|AUTONOMOUS_TRANSACTION)\b", body, re.I)
     # what KnowledgeMemory._deletion_hook does on SQLite, through the hook's templates
-    templates = dict(re.findall(r"\b(gc_tpl_hk_\w+)\s+CONSTANT\s+VARCHAR2\(\d+\)\s*:=\s*q'\[(.*?)\]'", KG_BODY, re.S))
+    templates = dict(re.findall(r"\b(gc_tpl_hk_\w+)\s+CONSTANT\s+VARCHAR2\(\d+(?: CHAR)?\)\s*:=\s*q'\[(.*?)\]'", KG_BODY, re.S))
     assert templates and all(f"sql_for({name}, l_sid" in body for name in templates), "every hook template is used"
     used = " ".join(templates.values()) + body
     for needle in ("DELETE FROM #LINK# WHERE fact_id = :1", "DELETE FROM #REL# WHERE evidence_fact_id = :1",
