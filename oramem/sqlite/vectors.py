@@ -118,8 +118,10 @@ class VectorCache:
     def _append(self, chunk_ids, seqs, matrix, types, scopes, expires) -> np.ndarray:
         """Append rows; returns their new row keys."""
         n = seqs.shape[0]
+        if n == 0:  # also keeps a read-only mapped snapshot untouched (no write into the map)
+            return np.empty(0, dtype=np.int64)
         need = self.size + n
-        if need > self._seqs.shape[0]:
+        if need > self._seqs.shape[0] or self.mapped:
             capacity = max(need, 2 * self._seqs.shape[0], 64)
 
             def grow(array: np.ndarray) -> np.ndarray:

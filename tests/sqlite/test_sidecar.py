@@ -76,6 +76,30 @@ def test_own_writes_are_saved_on_close(make, db_path):
     assert not _cache(again).mapped
 
 
+@pytest.mark.parametrize("write", ["delete", "update_metadata", "update_embedding", "purge"])
+def test_every_write_on_a_mapped_snapshot_works(make, db_path, write):
+    """A delete (or any write that appends no vector row) on a store opened from the sidecar
+    once wrote into the read-only map: 'assignment destination is read-only'."""
+    _saved(make)
+    store = make()
+    assert _ids(store, vec(1), k=1) == ["m1"] and _cache(store).mapped
+    if write == "delete":
+        assert store.delete("memory", "m1") == 1
+        assert "m1" not in _ids(store, vec(1), k=10)
+    elif write == "update_metadata":
+        assert store.update("memory", "m1", metadata={"k": 1}) == 1
+        assert _ids(store, vec(1), k=1, metadata_filter={"k": 1}) == ["m1"]
+    elif write == "update_embedding":
+        assert store.update("memory", "m1", embedding=vec(4, 5)) == 1
+        assert _ids(store, vec(4, 5), k=1) == ["m1"]
+    else:
+        assert store.purge_expired() == 0
+        assert _ids(store, vec(1), k=1) == ["m1"]
+    store.close()
+    again = make()
+    assert ("m1" in _ids(again, vec(1), k=10)) is (write != "delete")
+
+
 def test_other_process_write_makes_it_stale(make, db_path):
     _saved(make)
     run_child(db_path, """
