@@ -5,9 +5,12 @@ it. Human output is aligned text; ``--json`` prints one JSON document for machin
 arguments print ``Error: ...`` and exit with status 2; store-state and service errors exit
 with status 1; no traceback unless ``ORAMEM_DEBUG=1``.
 
-Embedder: :class:`~oramem.embedders.HashEmbedder` (lexical feature hashing, dimension
-256) unless ``--embed-url``/``--embed-model`` select an OpenAI-compatible service. A store
-keeps the dimension it was created with, so keep using the same embedder for one store.
+Embedder: ``--embed-onnx`` (``$ORAMEM_ONNX_MODEL``) selects a local ONNX model,
+``--embed-url``/``--embed-model`` an OpenAI-compatible service, ``--embed-dim`` alone a
+HashEmbedder of that dimension. With none of them, an existing store uses the embedder its
+recorded identity names when it can be rebuilt here (HashEmbedder, a local ONNX model), and a
+new store the semantic default (``oramem.embedders.defaults``: a local model when available,
+else HashEmbedder(256) with a one-line notice). A store refuses any other embedder.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import click
 
 from . import jsonl
 from .embedders import EmbeddingServiceError, HashEmbedder, OpenAICompatibleEmbedder
-from .embedders.identity import decode_identity, describe_identity
+from .embedders.defaults import default_embedder, embedder_for
+from .embedders.identity import decode_identity, describe_identity, identity_of
 from .errors import StoreError
 from .normalize import DEFAULT_STORE_ID, validate_store_id
 from .sqlite import admin as sqlite_admin
@@ -188,7 +192,10 @@ class State:
     embed_allow_http_key: bool = False
     _store: Any = None
 
-    def embedder(self) -> Any:
+    def embedder(self, row: Optional[dict[str, Any]] = None) -> Any:
+        """The embedder the --embed-* options select; with none of them, the one the existing
+        store's recorded identity names (``row``), else for a new store the semantic default
+        (a local ONNX model when available, else HashEmbedder(256) with a notice)."""
         if self.embed_onnx:
             if self.embed_url or self.embed_model:
                 raise click.UsageError("--embed-onnx and --embed-url/--embed-model are alternatives; give one")
@@ -211,7 +218,19 @@ class State:
             return OpenAICompatibleEmbedder(
                 self.embed_model, base_url=self.embed_url, dimension=self.embed_dim, allow_insecure_key=self.embed_allow_http_key
             )
-        return HashEmbedder(self.embed_dim or HASH_DIM)
+        if self.embed_dim is not None:
+            return HashEmbedder(self.embed_dim)
+        if row is not None:
+            rebuilt = embedder_for(decode_identity(row.get("embedder")))
+            if rebuilt is not None:
+                return rebuilt
+            return HashEmbedder(HASH_DIM)
+        try:
+            return default_embedder()
+        except ImportError as exc:
+            raise CLIError(str(exc), 2) from None
+        except RuntimeError as exc:  # ModelNotAvailable for a bad $ORAMEM_ONNX_MODEL
+            raise CLIError(_one_line(exc), 1) from None
 
     def store_key(self) -> str:
         """The upper-cased memory_store_id this invocation addresses."""
@@ -250,7 +269,7 @@ class State:
         if row is not None and not self.strategy_given:
             strategy = row["capability"]
         kwargs: dict[str, Any] = {
-            "embedder": self.embedder(),
+            "embedder": self.embedder(row),
             "schema_policy": policy or (SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING),
             "search_strategy": strategy,
         }
@@ -434,8 +453,10 @@ def cli(
 ) -> None:
     """Long-term memory for AI agents: the oramem store on an embedded SQLite file.
 
-    The default embedder is HashEmbedder (lexical feature hashing, 256 dimensions): good
-    for demos and tests, not semantic. Use --embed-url/--embed-model for a real model.
+    Embedder: --embed-onnx (or $ORAMEM_ONNX_MODEL) for a local ONNX model, --embed-url and
+    --embed-model for a service. Without them an existing store reuses the embedder it was
+    built with, and a new one uses the local model if one is set up, else the lexical
+    HashEmbedder(256) (not semantic; a notice says so).
     """
     source = ctx.get_parameter_source("db")
     state = State(
@@ -927,6 +948,7 @@ def demo(ctx: click.Context, k: int) -> None:
             emit_json(
                 {
                     "database": path if tmpdir is None else None,
+                    "embedder": identity_of(store.embedder),
                     "loaded": written,
                     "users": users,
                     "threads": threads,
@@ -946,7 +968,8 @@ def demo(ctx: click.Context, k: int) -> None:
             return
         click.echo(
             f"Loaded {written} records ({len(users)} users, {len(threads)} threads) in {load_s:.2f}s "
-            f"into a HYBRID store; embedder: HashEmbedder(dim={HASH_DIM}) (lexical, not semantic)."
+            f"into a HYBRID store; embedder: {describe_identity(identity_of(store.embedder))}"
+            f"{' (lexical, not semantic)' if isinstance(store.embedder, HashEmbedder) else ''}."
         )
         for q, results, secs in runs:
             click.echo()

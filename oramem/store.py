@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 from .embedders.identity import identity_of
 from .engine import DeletionHook, Engine
+from .errors import StoreError
 from .normalize import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_STORE_ID,
@@ -622,6 +623,35 @@ def _check_embedder(embedder: Any) -> Any:
     return embedder
 
 
+def _implicit_embedder(path: str, memory_store_id: Any, search_strategy: Any) -> Any:
+    """The embedder of a SQLite store opened with neither ``embedder`` nor ``vector_dim``:
+    for an existing store, the one its recorded identity names when it can be rebuilt here
+    (else None, as before); for a new vector-capable store, the semantic default
+    (``oramem.embedders.defaults``). Bad arguments are left for the normal checks."""
+    import os
+
+    from .embedders.defaults import default_embedder, embedder_for
+    from .embedders.identity import decode_identity
+    from .sqlite import admin
+
+    try:
+        strategy = SearchStrategy.coerce(search_strategy, "search_strategy")
+        store_id = DEFAULT_STORE_ID if memory_store_id is NOT_SET else validate_store_id(memory_store_id)
+    except (TypeError, ValueError):
+        return None
+    row = None
+    if path != ":memory:" and os.path.isfile(path):
+        try:
+            row = admin.list_stores(path).get(store_id)
+        except StoreError:
+            return None
+    if row is not None:
+        return embedder_for(decode_identity(row.get("embedder")))
+    if strategy is SearchStrategy.KEYWORD:
+        return None
+    return default_embedder()
+
+
 def _is_db_embedder(embedder: Any) -> bool:
     from .oracle.embedder import OracleDBEmbedder
 
@@ -671,6 +701,8 @@ class SQLiteMemoryStore(OracleMemoryStore):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a zero-argument callable returning an aware UTC datetime")
+        if embedder is None and vector_dim is None:
+            embedder = _implicit_embedder(os.fspath(path), memory_store_id, search_strategy)
         engine = SQLiteEngine(
             os.fspath(path), clock=clock, approximate_search=approximate_search, vector_sidecar=vector_sidecar
         )

@@ -184,9 +184,12 @@ def test_bad_input_is_one_clean_error_line(run, args, message):
 
 def test_store_state_error_exits_1(run, db):
     # a store created with another vector dimension: the settings mismatch is a StoreError
+    # (without --embed-* options the CLI would reuse the store's recorded HashEmbedder(16))
     SQLiteMemoryStore(db, embedder=HashEmbedder(16)).close()
-    res = run("--store-strategy", "vector", "add", "x", expect=1)
+    res = run("--store-strategy", "vector", "--embed-dim", "256", "add", "x", expect=1)
     assert res.stderr.startswith("Error:") and "vector_dim" in res.stderr and "Traceback" not in res.output
+    assert "HashEmbedder(dim=16, seed=0)" in res.stderr
+    run("--store-strategy", "vector", "add", "x")
 
 
 def test_cli_sees_records_written_by_the_api_and_vice_versa(run, db):

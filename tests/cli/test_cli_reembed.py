@@ -37,11 +37,12 @@ def test_mismatch_advice_and_reembed_round_trip(run):
     assert desc["vector_dim"] == 64 and desc["embedder"] == {"kind": "hash", "dimension": 64, "seed": 0}
     human = run("stores", "describe").output
     assert "HashEmbedder(dim=64, seed=0)" in human
-    run("add", "y", expect=1)  # the default 256-d embedder is now the wrong one
-    hits = json.loads(run("--embed-dim", "64", "--json", "search", "peanuts", "--strategy", "vector", "-k", "1").stdout)
+    run("--embed-dim", "256", "add", "y", expect=1)  # the old embedder is now the wrong one
+    run("add", "y")  # without --embed-* the CLI reuses the recorded HashEmbedder(64)
+    hits = json.loads(run("--json", "search", "peanuts", "--strategy", "vector", "-k", "1").stdout)
     assert "peanuts" in json.dumps(hits)
     again = json.loads(run("--embed-dim", "64", "--json", "reembed").stdout)
-    assert again["rows"] == 3 and again["previous"] == again["embedder"]
+    assert again["rows"] == 4 and again["previous"] == again["embedder"]
 
 
 def test_reembed_errors(run, tmp_path):
@@ -62,10 +63,13 @@ def test_embed_onnx_option(run, tmp_path):
     run("--embed-onnx", str(model), "add", "peanut allergy", "red car")
     desc = json.loads(run("--json", "stores", "describe").stdout)
     assert desc["embedder"]["kind"] == "onnx" and desc["vector_dim"] == 6
-    refused = run("add", "hello", expect=1)
+    refused = run("--embed-dim", "6", "add", "hello", expect=1)
     assert f"--embed-onnx {model.resolve()}" in refused.output
     hits = json.loads(run("--embed-onnx", str(model), "--json", "search", "peanut", "--strategy", "vector", "-k", "1").stdout)
     assert "peanut allergy" in json.dumps(hits)
+    # no option: the recorded model is found at its path and reused
+    hits = json.loads(run("--json", "search", "red car", "--strategy", "vector", "-k", "1").stdout)
+    assert "red car" in json.dumps(hits)
     out = run("--embed-onnx", str(tmp_path / "missing"), "add", "x", expect=1)
     assert "no model file or directory" in out.output
     out = run("--embed-onnx", str(model), "--embed-url", "http://127.0.0.1:1/v1", "--embed-model", "m", "add", "x", expect=2)
