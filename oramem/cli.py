@@ -1069,6 +1069,7 @@ def _store_summary(row: dict[str, Any]) -> dict[str, Any]:
         "max_ttl_days": row["max_ttl_days"],
         "embedder": decode_identity(row.get("embedder")),
         "schema_version": row["schema_version"],
+        "keyword_language": row.get("keyword_language") or ("legacy" if row["schema_version"] < 2 else None),
         "state": row["state"],
         "created_at": row["created_at"],
     }

@@ -676,6 +676,14 @@ class SQLiteMemoryStore(OracleMemoryStore):
     fresh process's first search maps it instead of re-reading every vector from SQLite.
     It is validated against the catalog's change counter on every load and rebuilt when
     stale or damaged (docs/sqlite-vector-sidecar.md); False never reads or writes it.
+
+    ``keyword_language`` (keyword-only, optional): how KEYWORD/HYBRID stores index text:
+    ``"english"`` (the default for a new store: porter stemming, English stopwords dropped
+    from queries) or ``"none"`` (no stemming, no stopwords). Persisted with the store; an
+    open that names another one is a ``StoreSettingsMismatch``; ``None`` adopts the stored one.
+
+    ``hybrid`` (keyword-only, optional): an :class:`oramem.sqlite.HybridConfig` with the weights,
+    RRF constant and depth of HYBRID fusion for this store object (not persisted).
     """
 
     def __init__(
@@ -692,6 +700,8 @@ class SQLiteMemoryStore(OracleMemoryStore):
         clock: Optional[Callable[[], datetime]] = None,
         approximate_search: Any = None,
         vector_sidecar: bool = True,
+        keyword_language: Optional[str] = None,
+        hybrid: Any = None,
     ) -> None:
         import os
 
@@ -706,6 +716,8 @@ class SQLiteMemoryStore(OracleMemoryStore):
         engine = SQLiteEngine(
             os.fspath(path), clock=clock, approximate_search=approximate_search, vector_sidecar=vector_sidecar
         )
+        engine = SQLiteEngine(os.fspath(path), clock=clock, approximate_search=approximate_search,
+                              keyword_language=keyword_language, hybrid=hybrid)
         try:
             super().__init__(
                 engine,

@@ -24,18 +24,13 @@ from ..requests import AddRequest, DeletionEvent, ListRequest, SearchRequest, St
 from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
 from . import mutations, sidecar
 from .connection import Database
-from .keyword import fts_query, fuse, keyword_distance
+from .keyword import HybridConfig, check_language, fts_query, fuse, keyword_distance
 from .mutations import Catalog, WriteTx
 from .records import RECORD_COLUMNS, Where, to_record
 from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword, has_vector
 from .timefmt import epoch_micros, iso
 from .vectors import CACHE_ROW_SQL, GaveUp, VectorCache
 
-#: HYBRID fuses the best max(k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH) candidates of the
-#: vector ranking and of the keyword ranking (a full ranking of every row would make a
-#: hybrid search cost O(rows)).
-HYBRID_VECTOR_DEPTH = 10
-HYBRID_MIN_DEPTH = 200
 #: A LIMIT that stands for "all rows" (SQLite binds 64-bit integers).
 _SQL_MAX_LIMIT = 2**62
 
@@ -61,7 +56,11 @@ class SQLiteEngine(Engine):
     """One store (``memory_store_id``) in one SQLite file; see the module docstring.
 
     ``approximate_search``: an :class:`oramem.ann.AnnConfig` turns on the process-local
-    HNSW index of the vector cache (not a store setting; nothing is written to disk)."""
+    HNSW index of the vector cache (not a store setting; nothing is written to disk).
+    ``keyword_language``: the FTS tokenizer and query stopwords of a store being created
+    (a persisted store setting; ``None`` = the stored one, ``english`` for a new store).
+    ``hybrid``: a :class:`oramem.sqlite.keyword.HybridConfig` (fusion weights, RRF
+    constant, depth) for HYBRID searches of this engine (not persisted)."""
 
     def __init__(
         self,
@@ -70,6 +69,8 @@ class SQLiteEngine(Engine):
         clock: Optional[Clock] = None,
         approximate_search: Optional[AnnConfig] = None,
         vector_sidecar: bool = True,
+        keyword_language: Optional[str] = None,
+        hybrid: Optional[HybridConfig] = None,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
@@ -87,6 +88,10 @@ class SQLiteEngine(Engine):
                 )
         if not isinstance(vector_sidecar, bool):
             raise TypeError(f"vector_sidecar must be True or False, got {type(vector_sidecar).__name__}")
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise TypeError(f"hybrid must be an oramem.sqlite.HybridConfig or None, got {type(hybrid).__name__}")
+        self._keyword_language = None if keyword_language is None else check_language(keyword_language)
+        self._hybrid = hybrid or HybridConfig()
         self._ann_config = approximate_search
         self._use_sidecar = vector_sidecar and not _is_memory(os.fspath(path))
         self._path = os.fspath(path)
@@ -109,7 +114,7 @@ class SQLiteEngine(Engine):
             self._db = Database(self._path)
         # BEGIN IMMEDIATE serialises concurrent opens of the same file (SC-10.3).
         with self._db.transaction(True, f"opening store {tables.store_id!r}") as conn:
-            state = apply_policy(conn, tables, settings, policy, self._now())
+            state = apply_policy(conn, tables, settings, policy, self._now(), self._keyword_language)
         self._tables, self._state, self._cache = tables, state, None
         self.purge_expired()
         return state.settings
@@ -328,20 +333,20 @@ class SQLiteEngine(Engine):
         with self._read("search") as (conn, t, catalog):
             strategy = self._check_strategy(request, catalog)
             vector_ranking = keyword_ranking = None
+            depth = request.k if strategy != SearchStrategy.HYBRID else self._hybrid.fusion_depth(request.k)
             if strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID):
                 cache = self._vector_cache(conn, t, catalog)
                 scopes = (request.thread, request.user, request.agent)
-                k = request.k if strategy == SearchStrategy.VECTOR else max(request.k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH)
-                vector_ranking = self._nearest(conn, t, where, request, cache, scopes, epoch_micros(now), k)
+                vector_ranking = self._nearest(conn, t, where, request, cache, scopes, epoch_micros(now), depth)
             if strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
-                needed = request.k if strategy == SearchStrategy.KEYWORD else max(request.k * HYBRID_VECTOR_DEPTH, HYBRID_MIN_DEPTH)
-                keyword_ranking = self._keyword(conn, t, where, request, needed)
+                keyword_ranking = self._keyword(conn, t, where, request, depth)
             if strategy == SearchStrategy.VECTOR:
                 ranked = vector_ranking
             elif strategy == SearchStrategy.KEYWORD:
                 ranked = keyword_ranking
             else:
-                ranked = fuse([s for s, _ in vector_ranking], [s for s, _ in keyword_ranking])
+                ranked = fuse([s for s, _ in vector_ranking[:depth]], [s for s, _ in keyword_ranking[:depth]],
+                              self._hybrid)
             return self._results(conn, t, ranked, request.k)
 
     # -- search helpers ------------------------------------------------------------------
@@ -428,54 +433,28 @@ class SQLiteEngine(Engine):
                     self._write_sidecar(cache, stamp)
         return cache
 
-    @staticmethod
-    def _keyword(conn, t: StoreTables, where: Where, request: SearchRequest, needed: int) -> list[tuple[int, float]]:
-        """Per record, the best bm25 of its matching retrieval rows, for at least the
-        ``needed`` best records that pass every filter (plus ties), best first.
+    def _keyword(self, conn, t: StoreTables, where: Where, request: SearchRequest, needed: int) -> list[tuple[int, float]]:
+        """Per record, the best bm25 of its matching retrieval rows, for the ``needed``
+        best records that pass every filter, best first (equal scores by record type and
+        id, as SC-6.1 orders the results).
 
-        FTS5 ranks the matching rows by itself (``ORDER BY bm25 LIMIT n``, no join); the
-        filters (type, visibility, scope, metadata) are then checked in SQL for the rows of
-        that window only, and the window grows until the ``needed`` best passing records
-        are certainly all inside it (every row beyond it ranks strictly lower) or every
-        match was seen. A common word therefore costs one ranking pass, not a filtered
-        join over every matching row (SC-6.5 holds: filters apply before the cut)."""
-        match = fts_query(request.query_text or "")
+        One statement: the FTS5 match (materialised: bm25 can only be computed in the
+        FTS scan itself), then the filters (type, visibility, scope, metadata) and the
+        per-record best inside the same query, cut to ``needed`` by SQLite (no window that
+        has to grow past tied scores; SC-6.5 holds: filters apply before the cut). Its
+        cost follows the number of matching rows of the whole store, not of the scope."""
+        match = fts_query(request.query_text or "", self._state.keyword_language if self._state else "english")
         if match is None:
             return []
-        ranked_sql = (
-            f"SELECT rowid, bm25({t.fts}) FROM {t.fts} WHERE {t.fts} MATCH :match ORDER BY bm25({t.fts}) LIMIT :limit"
+        sql = (
+            f"WITH m AS MATERIALIZED (SELECT rowid AS chunk_id, bm25({t.fts}) AS score FROM {t.fts} "
+            f"WHERE {t.fts} MATCH :oramem_match) "
+            f"SELECT c.record_seq, min(m.score) AS best FROM m "
+            f"JOIN {t.chunks} c ON c.chunk_id = m.chunk_id JOIN {t.records} r ON r.seq = c.record_seq "
+            f"WHERE {where.sql()} GROUP BY c.record_seq ORDER BY best, r.record_type, r.id LIMIT :oramem_limit"
         )
-        check_sql = (
-            f"SELECT c.chunk_id, c.record_seq, r.record_type, r.id FROM {t.chunks} c "
-            f"JOIN {t.records} r ON r.seq = c.record_seq "
-            f"WHERE c.chunk_id IN (SELECT value FROM json_each(:oramem_chunks)) AND {where.sql()}"
-        )
-        verdicts: dict[int, Optional[tuple[int, str, str]]] = {}
-        limit = min(max(needed * 8, 64), _SQL_MAX_LIMIT)
-        while True:
-            rows = conn.execute(ranked_sql, {"match": match, "limit": limit}).fetchall()
-            fresh = [chunk for chunk, _ in rows if chunk not in verdicts]
-            if fresh:
-                passed = {
-                    chunk: (seq, record_type, rid)
-                    for chunk, seq, record_type, rid in conn.execute(
-                        check_sql, {**where.params, "oramem_chunks": json.dumps(fresh)}
-                    )
-                }
-                for chunk in fresh:
-                    verdicts[chunk] = passed.get(chunk)
-            best: dict[int, tuple[float, str, str]] = {}
-            for chunk, score in rows:
-                hit = verdicts[chunk]
-                if hit is not None and (hit[0] not in best or score < best[hit[0]][0]):
-                    best[hit[0]] = (score, hit[1], hit[2])
-            exhausted = len(rows) < limit or limit >= _SQL_MAX_LIMIT
-            edge = rows[-1][1] if rows else 0.0
-            if exhausted or sum(1 for score, _, _ in best.values() if score < edge) >= needed:
-                break
-            limit = min(limit * 4, _SQL_MAX_LIMIT)
-        ranked = sorted(best.items(), key=lambda item: item[1])
-        return [(seq, keyword_distance(score)) for seq, (score, _, _) in ranked]
+        rows = conn.execute(sql, {**where.params, "oramem_match": match, "oramem_limit": min(needed, _SQL_MAX_LIMIT)})
+        return [(seq, keyword_distance(score)) for seq, score in rows]
 
     @staticmethod
     def _results(conn, t: StoreTables, ranked: list[tuple[int, float]], k: int) -> list[tuple[Record, float]]:

@@ -1,34 +1,100 @@
-"""Keyword search over FTS5 (SC-6.4 KEYWORD) and reciprocal-rank fusion (HYBRID).
+"""Keyword search over FTS5 (SC-6.4 KEYWORD) and weighted reciprocal-rank fusion (HYBRID).
 
-The user's text is only ever words: it is split into runs of letters/digits, each run is
+Query text is only ever words: it is split into runs of letters/digits, each run is
 wrapped in double quotes (an FTS5 string, so ``AND``, ``NEAR``, ``*``, ``:``, ``-``,
 parentheses and quotes lose any meaning), and the terms are joined with ``OR``. A record
 matches when any term occurs in one of its retrieval rows; bm25 ranks rows with more and
 rarer terms higher, so partial matches are still found but full matches come first.
 
-Distance = 1 − s / (1 + s) = 1 / (1 + s) with ``s = −bm25`` (≥ 0): an absolute mapping
-into (0, 1], so distances are comparable across queries and a weak match is not promoted
-to 0 just because it is the best one.
+Keyword language (a store setting, :data:`KEYWORD_LANGUAGES`):
+
+- ``english`` (the default): the FTS5 ``porter`` tokenizer over ``unicode61`` (diacritics
+  folded), so "peanut" matches "peanuts" and "running" matches "runs"; English stopwords
+  ("what", "do", "I", ...) are dropped from the query, unless the query has nothing else
+  (then every word is kept, so "AND" still finds "and so on").
+- ``none``: ``unicode61`` with diacritics folded, no stemming, no stopwords; for text
+  that is not English.
+- ``legacy``: stores of schema version 1 that were opened without upgrading them
+  (``unicode61``, no stemming); their queries keep every word.
+
+Distance = 1 / (1 + s) with ``s = −bm25`` (≥ 0): an absolute mapping into (0, 1], so
+distances are comparable across queries and a weak match is not promoted to 0 just
+because it is the best one.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
-__all__ = ["fts_query", "keyword_distance", "fuse", "RRF_K"]
+__all__ = [
+    "DEFAULT_KEYWORD_LANGUAGE",
+    "HybridConfig",
+    "KEYWORD_LANGUAGES",
+    "LEGACY_LANGUAGE",
+    "check_language",
+    "fts_query",
+    "fuse",
+    "keyword_distance",
+    "tokenizer",
+]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-#: The usual reciprocal-rank-fusion constant.
-RRF_K = 60
+
+# Function words of English that carry no topic: pronouns, auxiliaries, articles,
+# prepositions, conjunctions, question words and a few fillers of chat questions.
+_ENGLISH_STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren as at be because been before being below
+    between both but by can cannot could couldn did didn do does doesn doing don down during each few for from
+    further had hadn has hasn have haven having he her here hers herself him himself his how i if in into is
+    isn it its itself just let ll me might more most mustn my myself no nor not now of off on once only or other
+    ought our ours ourselves out over own re s same shan she should shouldn so some such t than that the their
+    theirs them themselves then there these they this those through to too under until up ve very was wasn we
+    were weren what when where which while who whom why will with won would wouldn you your yours yourself
+    yourselves d m o y also ever get got tell told know remember please thing things something anything
+    """.split()
+)
+
+#: keyword language -> (FTS5 tokenizer, query stopwords)
+KEYWORD_LANGUAGES: dict[str, tuple[str, frozenset]] = {
+    "english": ("porter unicode61 remove_diacritics 2", _ENGLISH_STOPWORDS),
+    "none": ("unicode61 remove_diacritics 2", frozenset()),
+}
+LEGACY_LANGUAGE = "legacy"
+_LEGACY = ("unicode61", frozenset())
+DEFAULT_KEYWORD_LANGUAGE = "english"
 
 
-def fts_query(text: str) -> Optional[str]:
+def check_language(language: object, what: str = "keyword_language") -> str:
+    """A valid keyword language name (lower-cased), else a ``ValueError`` naming the choices."""
+    if not isinstance(language, str):
+        raise TypeError(f"{what} must be a str (one of {sorted(KEYWORD_LANGUAGES)}), got {type(language).__name__}")
+    name = language.strip().lower()
+    if name not in KEYWORD_LANGUAGES:
+        raise ValueError(f"{what} {language!r} is not supported; use one of {sorted(KEYWORD_LANGUAGES)}")
+    return name
+
+
+def _spec(language: str) -> tuple[str, frozenset]:
+    return _LEGACY if language == LEGACY_LANGUAGE else KEYWORD_LANGUAGES[language]
+
+
+def tokenizer(language: str) -> str:
+    """The FTS5 ``tokenize`` option of a keyword language (a fixed string, never user text)."""
+    return _spec(language)[0]
+
+
+def fts_query(text: str, language: str = DEFAULT_KEYWORD_LANGUAGE) -> Optional[str]:
     """An FTS5 MATCH expression for plain words, or None when the text has no word."""
     terms = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
     if not terms:
         return None
-    return " OR ".join(f'"{term}"' for term in terms)
+    stopwords = _spec(language)[1]
+    content = [term for term in terms if term not in stopwords]
+    return " OR ".join(f'"{term}"' for term in (content or terms))
 
 
 def keyword_distance(bm25: float) -> float:
@@ -36,17 +102,58 @@ def keyword_distance(bm25: float) -> float:
     return 1.0 / (1.0 + score)
 
 
-def fuse(*rankings: list[int]) -> list[tuple[int, float]]:
-    """Reciprocal-rank fusion of rankings (lists of record keys, best first).
+@dataclass(frozen=True)
+class HybridConfig:
+    """How HYBRID search fuses its VECTOR and KEYWORD rankings (weighted reciprocal-rank
+    fusion): a record's score is ``vector_weight / (rrf_k + vector_rank) + keyword_weight /
+    (rrf_k + keyword_rank)`` (a leg that did not return the record adds nothing).
 
-    Returns ``(key, distance)`` with distance = 1 − rrf / rrf_max in [0, 1], where rrf_max
-    is the score of a key ranked first in every ranking; nearest first (ties in input
-    order; the caller breaks them by record type and id)."""
+    - ``vector_weight`` / ``keyword_weight`` (≥ 0, not both 0): the defaults trust the
+      vector ranking of a semantic embedder more than bm25 over OR'ed words; with a
+      lexical embedder such as ``HashEmbedder`` equal weights are the better choice.
+    - ``rrf_k`` (> 0): smaller values favour the top ranks of each leg more.
+    - ``depth``: how many candidates each leg contributes (≥ k always); ``None`` =
+      ``max(10 * k, 200)``.
+
+    Equal fused distances are ordered by record type, then id (SC-6.1), never by which leg
+    was computed first."""
+
+    vector_weight: float = 1.0
+    keyword_weight: float = 0.5
+    rrf_k: float = 20.0
+    depth: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        for name in ("vector_weight", "keyword_weight", "rrf_k"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"HybridConfig.{name} must be a finite number, got {value!r}")
+        if self.vector_weight < 0 or self.keyword_weight < 0 or self.vector_weight + self.keyword_weight == 0:
+            raise ValueError("HybridConfig weights must be >= 0 and not both 0 (use strategy='vector' or 'keyword')")
+        if self.rrf_k <= 0:
+            raise ValueError(f"HybridConfig.rrf_k must be > 0, got {self.rrf_k!r}")
+        if self.depth is not None and (isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1):
+            raise ValueError(f"HybridConfig.depth must be a positive int or None, got {self.depth!r}")
+
+    def fusion_depth(self, k: int) -> int:
+        return max(k, self.depth) if self.depth is not None else max(10 * k, 200)
+
+
+def fuse(vector: Sequence[int], keyword: Sequence[int], config: HybridConfig = HybridConfig()) -> list[tuple[int, float]]:
+    """Weighted reciprocal-rank fusion of two rankings (record keys, best first).
+
+    Returns ``(key, distance)`` with distance = 1 − score / best in [0, 1], where best is
+    the score of a key ranked first by both legs; nearest first (the caller orders equal
+    distances by record type and id)."""
+    weights = ((config.vector_weight, vector), (config.keyword_weight, keyword))
     scores: dict[int, float] = {}
-    for ranking in rankings:
+    for weight, ranking in weights:
+        if weight == 0:
+            continue
         for rank, key in enumerate(ranking, start=1):
-            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
-    best = len(rankings) / (RRF_K + 1)
-    fused = [(key, min(1.0, max(0.0, 1.0 - score / best))) for key, score in scores.items()]
+            scores[key] = scores.get(key, 0.0) + weight / (config.rrf_k + rank)
+    top = sum(weight for weight, _ in weights) / (config.rrf_k + 1)
+    # rounding would leave a key ranked first by both legs a hair above 0
+    fused = [(key, min(1.0, max(0.0, round(1.0 - score / top, 12)))) for key, score in scores.items()]
     fused.sort(key=lambda item: item[1])
     return fused

@@ -23,6 +23,18 @@ retrieval row already has a vector (else ``StoreSettingsMismatch``, since rows w
 vectors could never be found by vector search). The sync mode of a store that had no
 keyword index is adopted from the request during such an upgrade.
 
+Keyword language (schema version 2): the catalog's ``keyword_language`` fixes the FTS5
+tokenizer and the query stopwords (:mod:`.keyword`; ``english`` = porter stemming +
+English stopwords, the default; ``none`` = no stemming, no stopwords). The open's
+``keyword_language`` (``None`` = adopt) must equal the persisted one. A store of schema
+version 1 (``unicode61``, no stemming) is upgraded by an open under
+``CREATE_IF_NECESSARY``: the catalog gains the column, and a keyword-capable store's FTS
+index is dropped and rebuilt from its retrieval rows with the new tokenizer (rows still
+pending in MANUAL sync stay pending), in the open's transaction, so a failure leaves the
+store as it was. Other policies open a version-1 store as it is (keyword language
+``legacy``: every query word kept, no stemming) and say how to upgrade if a keyword
+language is asked for.
+
 Other settings: ``vector_dim``, ``search_index_sync`` and the retention config given on
 open must equal the persisted ones (``None`` = not given = adopt). Two exceptions under
 ``CREATE_IF_NECESSARY``: an explicit retention config replaces the stored one (the vendor
@@ -52,10 +64,11 @@ from ..embedders.identity import decode_identity, encode_identity, mismatch_mess
 from ..errors import SchemaError, StoreNotFound, StoreSettingsMismatch
 from ..requests import StoreSettings
 from ..types import MemoryRetentionConfig, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
+from .keyword import DEFAULT_KEYWORD_LANGUAGE, LEGACY_LANGUAGE, tokenizer
 
 __all__ = ["SCHEMA_VERSION", "StoreTables", "StoreState", "apply_policy", "has_keyword", "has_vector"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CATALOG = "oramem_stores"
 _STORE_ID = re.compile(r"^[A-Z][A-Z0-9_]{0,15}$")
 
@@ -73,11 +86,12 @@ CREATE TABLE IF NOT EXISTS {CATALOG} (
     change_seq        INTEGER NOT NULL DEFAULT 0,
     created_at        TEXT NOT NULL,
     embedder          TEXT,
-    reembed_target    TEXT
+    reembed_target    TEXT,
+    keyword_language  TEXT
 )"""
 #: Catalog columns added after the first release, with their declarations: an older
 #: catalog gains them (nullable, no data change) on the first open by this version.
-_CATALOG_ADDED = {"embedder": "TEXT", "reembed_target": "TEXT"}
+_CATALOG_ADDED = {"embedder": "TEXT", "reembed_target": "TEXT", "keyword_language": "TEXT"}
 
 
 def has_vector(capability: SearchStrategy) -> bool:
@@ -134,9 +148,9 @@ class StoreTables:
                 UNIQUE (record_seq, chunk_index))""",
         ]
 
-    def keyword_ddl(self) -> list[str]:
+    def keyword_ddl(self, language: str) -> list[str]:
         return [
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self.fts} USING fts5(text, tokenize = 'unicode61')",
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self.fts} USING fts5(text, tokenize = '{tokenizer(language)}')",
             f"CREATE TABLE IF NOT EXISTS {self.pending} (chunk_id INTEGER PRIMARY KEY)",
         ]
 
@@ -163,12 +177,19 @@ class StoreState:
     capability: SearchStrategy
     generation: str
     change_seq: int
+    keyword_language: str = DEFAULT_KEYWORD_LANGUAGE
 
 
 def apply_policy(
-    conn: sqlite3.Connection, tables: StoreTables, requested: StoreSettings, policy: SchemaPolicy, now: str
+    conn: sqlite3.Connection,
+    tables: StoreTables,
+    requested: StoreSettings,
+    policy: SchemaPolicy,
+    now: str,
+    keyword_language: Optional[str] = None,
 ) -> StoreState:
-    """Run inside a write transaction: create, validate or upgrade the store."""
+    """Run inside a write transaction: create, validate or upgrade the store.
+    ``keyword_language``: a checked name (:func:`.keyword.check_language`) or None (adopt)."""
     catalog_exists = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CATALOG,)
     ).fetchone()
@@ -182,7 +203,7 @@ def apply_policy(
     if policy == SchemaPolicy.RECREATE:
         tables.drop(conn)
         conn.execute(f"DELETE FROM {CATALOG} WHERE store_id = ?", (tables.store_id,))
-        return _create(conn, tables, requested, now)
+        return _create(conn, tables, requested, now, keyword_language)
     if row is None:
         if policy == SchemaPolicy.REQUIRE_EXISTING:
             raise _not_found(tables.store_id)
@@ -192,7 +213,7 @@ def apply_policy(
                 "entry), so CREATE_IF_EMPTY will not touch it; open with CREATE_IF_NECESSARY to complete it "
                 "or RECREATE to start over"
             )
-        return _create(conn, tables, requested, now)
+        return _create(conn, tables, requested, now, keyword_language)
 
     if row["state"] != "ready":
         raise SchemaError(
@@ -204,6 +225,7 @@ def apply_policy(
             f"({SCHEMA_VERSION}); upgrade oramem"
         )
     capability = SearchStrategy(row["capability"])
+    language = _language(conn, tables, row, capability, policy, keyword_language)
     needed = {"records", "chunks"} | ({"fts", "fts_pending"} if has_keyword(capability) else set())
     missing = needed - objects
     if missing:
@@ -212,8 +234,67 @@ def apply_policy(
                 f"store {tables.store_id!r} lacks {sorted(missing)}; open it with CREATE_IF_NECESSARY to "
                 "create the missing objects"
             )
-        _create_objects(conn, tables, capability)
-    return _reconcile(conn, tables, row, capability, requested, policy)
+        _create_objects(conn, tables, capability, language)
+    return _reconcile(conn, tables, row, capability, requested, policy, language)
+
+
+def _catalog_columns(conn: sqlite3.Connection) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({CATALOG})")}
+
+
+def _ensure_language_column(conn: sqlite3.Connection) -> None:
+    """A catalog created by schema version 1 lacks ``keyword_language`` (NULL = version 1)."""
+    if "keyword_language" not in _catalog_columns(conn):
+        conn.execute(f"ALTER TABLE {CATALOG} ADD COLUMN keyword_language TEXT")
+
+
+def _language(
+    conn: sqlite3.Connection,
+    tables: StoreTables,
+    row: dict,
+    capability: SearchStrategy,
+    policy: SchemaPolicy,
+    requested: Optional[str],
+) -> str:
+    """The keyword language in force; upgrades a version-1 store under CREATE_IF_NECESSARY."""
+    sid = tables.store_id
+    stored = row.get("keyword_language")
+    if row["schema_version"] >= 2 and stored:
+        if requested is not None and requested != stored:
+            raise StoreSettingsMismatch(
+                f"keyword_language: store {sid!r} indexes text as {stored!r}, the open asked for {requested!r}; "
+                "omit keyword_language to use the stored one, or RECREATE the store"
+            )
+        return stored
+    if policy != SchemaPolicy.CREATE_IF_NECESSARY:
+        if requested is not None:
+            raise StoreSettingsMismatch(
+                f"keyword_language: store {sid!r} has schema version {row['schema_version']} (no stemming, no "
+                "stopwords); open it with CREATE_IF_NECESSARY to upgrade it (its keyword index is rebuilt)"
+            )
+        return LEGACY_LANGUAGE
+    language = requested or DEFAULT_KEYWORD_LANGUAGE
+    _ensure_language_column(conn)
+    if has_keyword(capability):
+        _rebuild_fts(conn, tables, language)
+    conn.execute(
+        f"UPDATE {CATALOG} SET schema_version = ?, keyword_language = ?, change_seq = change_seq + 1 "
+        "WHERE store_id = ?",
+        (SCHEMA_VERSION, language, sid),
+    )
+    row["change_seq"] += 1
+    return language
+
+
+def _rebuild_fts(conn: sqlite3.Connection, tables: StoreTables, language: str) -> None:
+    """Drop the FTS index and build it anew with ``language``'s tokenizer from the
+    retrieval rows (those pending in MANUAL sync stay pending)."""
+    conn.execute(f"DROP TABLE IF EXISTS {tables.fts}")
+    _create_objects(conn, tables, SearchStrategy.KEYWORD, language)
+    conn.execute(
+        f"INSERT INTO {tables.fts} (rowid, text) SELECT chunk_id, text FROM {tables.chunks} "
+        f"WHERE chunk_id NOT IN (SELECT chunk_id FROM {tables.pending})"
+    )
 
 
 def upgrade_catalog(conn: sqlite3.Connection) -> None:
@@ -231,6 +312,7 @@ def _reconcile(
     capability: SearchStrategy,
     requested: StoreSettings,
     policy: SchemaPolicy,
+    language: str,
 ) -> StoreState:
     sid = tables.store_id
     may_change = policy == SchemaPolicy.CREATE_IF_NECESSARY
@@ -281,7 +363,9 @@ def _reconcile(
         capability = SearchStrategy.HYBRID
         updates["capability"] = capability.value
         if gains_keyword:
-            _create_objects(conn, tables, capability)
+            if language == LEGACY_LANGUAGE:  # not reached: a version-1 store is upgraded first
+                raise SchemaError(f"store {sid!r}: upgrade its schema before adding keyword search")
+            _create_objects(conn, tables, capability, language)
             conn.execute(f"DELETE FROM {tables.fts}")
             conn.execute(f"INSERT INTO {tables.fts} (rowid, text) SELECT chunk_id, text FROM {tables.chunks}")
             if requested.search_index_sync is not None:
@@ -308,7 +392,7 @@ def _reconcile(
         assignments = ", ".join(f"{column} = :{column}" for column in updates)  # fixed column names
         conn.execute(f"UPDATE {CATALOG} SET {assignments} WHERE store_id = :sid", {**updates, "sid": sid})
     settings = StoreSettings(sid, dim, wanted, sync, retention, identity)
-    return StoreState(settings, capability, row["generation"], change_seq)
+    return StoreState(settings, capability, row["generation"], change_seq, language)
 
 
 def _check_vector_upgrade(
@@ -325,8 +409,12 @@ def _check_vector_upgrade(
         )
 
 
-def _create(conn: sqlite3.Connection, tables: StoreTables, requested: StoreSettings, now: str) -> StoreState:
+def _create(
+    conn: sqlite3.Connection, tables: StoreTables, requested: StoreSettings, now: str, keyword_language: Optional[str]
+) -> StoreState:
     capability = requested.search_strategy
+    language = keyword_language or DEFAULT_KEYWORD_LANGUAGE
+    _ensure_language_column(conn)
     if has_vector(capability) and requested.vector_dim is None:
         raise ValueError(
             f"creating a {capability.value} store needs vector_dim; pass vector_dim or an embedder that reports it"
@@ -334,12 +422,13 @@ def _create(conn: sqlite3.Connection, tables: StoreTables, requested: StoreSetti
     sync = requested.search_index_sync or SearchIndexSyncMode.ON_COMMIT
     retention = requested.retention or MemoryRetentionConfig()
     identity = requested.embedder if has_vector(capability) else None
-    _create_objects(conn, tables, capability)
+    _create_objects(conn, tables, capability, language)
     generation = uuid.uuid4().hex
     conn.execute(
         f"""INSERT INTO {CATALOG} (store_id, schema_version, state, capability, vector_dim, search_index_sync,
-                                   default_ttl_days, max_ttl_days, generation, change_seq, created_at, embedder)
-            VALUES (?, ?, 'ready', ?, ?, ?, ?, ?, ?, 0, ?, ?)""",
+                                   default_ttl_days, max_ttl_days, generation, change_seq, created_at, embedder,
+                                   keyword_language)
+            VALUES (?, ?, 'ready', ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)""",
         (
             tables.store_id,
             SCHEMA_VERSION,
@@ -351,14 +440,15 @@ def _create(conn: sqlite3.Connection, tables: StoreTables, requested: StoreSetti
             generation,
             now,
             encode_identity(identity),
+            language,
         ),
     )
     settings = StoreSettings(tables.store_id, requested.vector_dim, capability, sync, retention, identity)
-    return StoreState(settings, capability, generation, 0)
+    return StoreState(settings, capability, generation, 0, language)
 
 
-def _create_objects(conn: sqlite3.Connection, tables: StoreTables, capability: SearchStrategy) -> None:
-    for ddl in tables.base_ddl() + (tables.keyword_ddl() if has_keyword(capability) else []):
+def _create_objects(conn: sqlite3.Connection, tables: StoreTables, capability: SearchStrategy, language: str) -> None:
+    for ddl in tables.base_ddl() + (tables.keyword_ddl(language) if has_keyword(capability) else []):
         conn.execute(ddl)
 
 

