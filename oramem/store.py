@@ -714,10 +714,9 @@ class SQLiteMemoryStore(OracleMemoryStore):
         if embedder is None and vector_dim is None:
             embedder = _implicit_embedder(os.fspath(path), memory_store_id, search_strategy)
         engine = SQLiteEngine(
-            os.fspath(path), clock=clock, approximate_search=approximate_search, vector_sidecar=vector_sidecar
+            os.fspath(path), clock=clock, approximate_search=approximate_search, vector_sidecar=vector_sidecar,
+            keyword_language=keyword_language, hybrid=hybrid,
         )
-        engine = SQLiteEngine(os.fspath(path), clock=clock, approximate_search=approximate_search,
-                              keyword_language=keyword_language, hybrid=hybrid)
         try:
             super().__init__(
                 engine,
