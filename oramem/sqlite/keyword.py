@@ -108,10 +108,12 @@ class HybridConfig:
     fusion): a record's score is ``vector_weight / (rrf_k + vector_rank) + keyword_weight /
     (rrf_k + keyword_rank)`` (a leg that did not return the record adds nothing).
 
-    - ``vector_weight`` / ``keyword_weight`` (≥ 0, not both 0): the defaults trust the
-      vector ranking of a semantic embedder more than bm25 over OR'ed words; with a
-      lexical embedder such as ``HashEmbedder`` equal weights are the better choice.
-    - ``rrf_k`` (> 0): smaller values favour the top ranks of each leg more.
+    - ``vector_weight`` / ``keyword_weight`` (≥ 0, not both 0): the defaults (1.0 / 0.7)
+      trust the vector ranking of a semantic embedder somewhat more than bm25 over OR'ed
+      words (tuned with all-MiniLM-L6-v2 in ``bench/quality.py``; see
+      ``bench/results/quality.md``).
+    - ``rrf_k`` (> 0, default 10): smaller values favour the top ranks of each leg more
+      than the usual 60, which let a weak keyword ranking pull strong vector hits down.
     - ``depth``: how many candidates each leg contributes (≥ k always); ``None`` =
       ``max(10 * k, 200)``.
 
@@ -119,8 +121,8 @@ class HybridConfig:
     was computed first."""
 
     vector_weight: float = 1.0
-    keyword_weight: float = 0.5
-    rrf_k: float = 20.0
+    keyword_weight: float = 0.7
+    rrf_k: float = 10.0
     depth: Optional[int] = None
 
     def __post_init__(self) -> None:
