@@ -1138,6 +1138,34 @@ def stores_drop(state: State, store_id: str, yes: bool) -> None:
         click.echo(f"dropped store {sid}")
 
 
+@cli.command(short_help="Serve the store to MCP clients (stdio or streamable HTTP).")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, help="stdio for a client that launches the server; http for streamable HTTP.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address to listen on (loopback unless you choose otherwise).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP port.")
+@click.option("--user", "user_id", help="Fix the user scope of every call (clients never see other users).")
+@click.option("--agent", "agent_id", help="Fix the agent scope of every call.")
+@click.option("--allow-scope-per-call", is_flag=True, help="Let calls pass their own user_id/agent_id (trusted clients only).")
+@pass_state
+def mcp(state: State, transport: str, host: str, port: int, user_id: Optional[str], agent_id: Optional[str], allow_scope_per_call: bool) -> None:
+    """Run an MCP server over the store (needs: pip install 'oramem[mcp]').
+
+    Tools: add_memory, search_memories, get_memory, update_memory, delete_memory,
+    forget_actor. Scope is fixed by --user/--agent (see the README's MCP recipe).
+    """
+    if transport == "stdio" and (host != "127.0.0.1" or port != 8765):
+        raise click.UsageError("--host and --port apply to --transport http only")
+    try:
+        from .integrations.mcp import build_server
+    except ImportError as exc:
+        raise CLIError(str(exc)) from exc
+    store = state.open(create=True)
+    server = build_server(store, user_id=user_id, agent_id=agent_id, allow_scope_per_call=allow_scope_per_call)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)
+
+
 def main() -> None:
     """Console-script entry point: click's standalone handling, except that Ctrl-C exits
     130 without "Aborted!" and a closed stdout (``oramem export | head``) ends quietly with

@@ -7,6 +7,7 @@ module                                    what it provides                extra
 ========================================  ==============================  =====================
 ``oramem.integrations.langgraph``         ``OramemStore`` (``BaseStore``)  ``oramem[langgraph]``
 ``oramem.integrations.openai_agents``     ``OramemSession`` (``Session``)  ``oramem[openai-agents]``
+``oramem.integrations.mcp``               ``build_server`` (``oramem mcp``)  ``oramem[mcp]``
 ``oramem.integrations.lc_embeddings``     ``LangChainEmbedder``            ``oramem[langgraph]``
 ========================================  ==============================  =====================
 

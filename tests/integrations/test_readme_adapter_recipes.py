@@ -18,6 +18,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 EXTRA_MODULES = {
     "langgraph": "langgraph.store.base",
     "openai-agents": "agents",
+    "mcp": "mcp.server.mcpserver",
 }
 
 
