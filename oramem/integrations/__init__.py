@@ -8,6 +8,9 @@ module                                    what it provides                extra
 ``oramem.integrations.langgraph``         ``OramemStore`` (``BaseStore``)  ``oramem[langgraph]``
 ``oramem.integrations.openai_agents``     ``OramemSession`` (``Session``)  ``oramem[openai-agents]``
 ``oramem.integrations.mcp``               ``build_server`` (``oramem mcp``)  ``oramem[mcp]``
+``oramem.integrations.langchain``         ``OramemVectorStore``,           ``oramem[langchain]``
+                                          ``OramemRetriever``,
+                                          ``OramemChatMessageHistory``
 ``oramem.integrations.lc_embeddings``     ``LangChainEmbedder``            ``oramem[langgraph]``
 ========================================  ==============================  =====================
 

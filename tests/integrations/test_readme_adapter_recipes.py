@@ -19,6 +19,7 @@ EXTRA_MODULES = {
     "langgraph": "langgraph.store.base",
     "openai-agents": "agents",
     "mcp": "mcp.server.mcpserver",
+    "langchain": "langchain_core",
 }
 
 

@@ -1,0 +1,283 @@
+"""LangChain: ``OramemVectorStore``, ``OramemRetriever`` and ``OramemChatMessageHistory``.
+
+Install with ``pip install 'oramem[langchain]'``. All three call the public store API only
+(both engines); the async methods use the store's native async API.
+
+- ``OramemVectorStore(store, record_type="memory", user_id=None, agent_id=None,
+  thread_id=None)``: a ``VectorStore``. One ``Document`` = one record: ``page_content`` is the
+  content, ``metadata`` the record's metadata (``filter=`` is an oramem metadata filter),
+  ``id`` the record id (``add_documents`` with an existing id replaces that record). The store's
+  own embedder embeds (wrap a LangChain ``Embeddings`` in ``LangChainEmbedder`` to use one);
+  ``similarity_search(..., strategy="keyword")`` picks a strategy the store supports. Scope
+  given to the constructor is written on every record and limits every read (``None`` means
+  records without one). Relevance score = ``1 - distance``.
+- ``OramemRetriever(store=..., k=4, strategy=None, filter=None, record_types=None, user_id=...,
+  agent_id=..., thread_id=...)``: a ``BaseRetriever`` over ``store.search``; ``invoke(query,
+  k=...)`` overrides ``k`` per call.
+- ``OramemChatMessageHistory(store, thread_id, user_id=None, agent_id=None)``: a
+  ``BaseChatMessageHistory`` over the thread's ``message`` records (the LangChain message
+  kept in ``metadata["langchain_message"]``); ``clear()`` is ``delete_thread``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional, Sequence
+
+from . import require
+from ._colour import call, run_async, run_sync
+
+require("langchain_core", "langchain")
+
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun  # noqa: E402
+from langchain_core.chat_history import BaseChatMessageHistory  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict  # noqa: E402
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+from langchain_core.vectorstores import VectorStore  # noqa: E402
+from pydantic import ConfigDict  # noqa: E402
+
+__all__ = ["OramemVectorStore", "OramemRetriever", "OramemChatMessageHistory"]
+
+MESSAGE_KEY = "langchain_message"
+
+
+def _scope_args(user_id: Optional[str], agent_id: Optional[str], thread_id: Optional[str]) -> dict[str, Any]:
+    return {
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "thread_id": thread_id,
+        "exact_user_match": True,
+        "exact_agent_match": True,
+        "exact_thread_match": True,
+    }
+
+
+def _search_plan(store_query: str, k: int, scope: dict, record_types, metadata_filter, strategy):
+    kwargs: dict[str, Any] = dict(scope)
+    if strategy is not None:
+        kwargs["strategy"] = strategy
+    hits = yield call("search", store_query, k=k, record_types=record_types, metadata_filter=metadata_filter, **kwargs)
+    return [(Document(page_content=r.content or "", metadata=r.metadata or {}, id=r.id), d) for r, d in hits]
+
+
+class OramemVectorStore(VectorStore):
+    def __init__(
+        self,
+        store: Any,
+        *,
+        record_type: str = "memory",
+        user_id: Optional[str] = None,
+        agent_id: Optional[str] = None,
+        thread_id: Optional[str] = None,
+    ) -> None:
+        if record_type not in ("memory", "fact", "preference", "guideline"):
+            raise ValueError(f"record_type must be memory, fact, preference or guideline, got {record_type!r}")
+        self._store = store
+        self._type = record_type
+        self._scope = {"user_id": user_id, "agent_id": agent_id, "thread_id": thread_id}
+
+    @property
+    def embeddings(self) -> Any:
+        embedder = getattr(self._store, "embedder", None)
+        return getattr(embedder, "_embeddings", None)
+
+    @classmethod
+    def from_texts(cls, texts: list[str], embedding: Any, metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any):
+        """A new in-memory SQLite vector store embedding with ``embedding`` (a LangChain ``Embeddings``)."""
+        from .. import SQLiteMemoryStore
+        from .lc_embeddings import LangChainEmbedder
+
+        dims = len(embedding.embed_query("dimension probe"))
+        made = cls(SQLiteMemoryStore(kwargs.pop("path", ":memory:"), embedder=LangChainEmbedder(embedding, dims)), **kwargs)
+        made.add_texts(texts, metadatas, ids=ids)
+        return made
+
+    # -- plans ---------------------------------------------------------------------------------
+    def _add_plan(self, texts: Iterable[str], metadatas: Optional[list[dict]], ids: Optional[Sequence[Optional[str]]]):
+        texts = list(texts)
+        metadatas = list(metadatas) if metadatas is not None else [None] * len(texts)
+        ids = list(ids) if ids is not None else [None] * len(texts)
+        if len(metadatas) != len(texts) or len(ids) != len(texts):
+            raise ValueError("metadatas and ids must have one entry per text")
+        out: list[str] = []
+        new_texts, new_meta, new_ids = [], [], []
+        for text, meta, rid in zip(texts, metadatas, ids):
+            if rid is not None:
+                existing = yield call("get", self._type, rid)
+                if existing is not None:
+                    if (existing.user_id, existing.agent_id, existing.thread_id) != tuple(self._scope.values()):
+                        raise ValueError(f"id {rid!r} is taken by a record of another scope; choose another id")
+                    yield call("update", self._type, rid, text=text, metadata=meta or None)
+                    out.append(rid)
+                    continue
+            new_texts.append(text)
+            new_meta.append(meta or None)
+            new_ids.append(rid)
+        if new_texts:
+            added = yield call(
+                "add",
+                new_texts,
+                self._type,
+                record_ids=new_ids,
+                metadata=new_meta,
+                user_ids=self._scope["user_id"],
+                agent_ids=self._scope["agent_id"],
+                thread_ids=self._scope["thread_id"],
+            )
+            out.extend(added)
+        return out
+
+    def _get_plan(self, ids: Sequence[str]):
+        docs = []
+        for rid in ids:
+            record = yield call("get", self._type, rid)
+            if record is not None and (record.user_id, record.agent_id, record.thread_id) == tuple(self._scope.values()):
+                docs.append(Document(page_content=record.content or "", metadata=record.metadata or {}, id=record.id))
+        return docs
+
+    def _delete_plan(self, ids: Optional[Sequence[str]]):
+        if ids is None:
+            raise ValueError("delete needs ids (deleting everything is not supported here; use store.delete_thread)")
+        docs = yield from self._get_plan(ids)
+        for doc in docs:
+            yield call("delete", self._type, doc.id)
+        return True
+
+    def _search(self, query: str, k: int, filter: Optional[dict], strategy: Optional[str]):
+        if not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        return _search_plan(query, k, _scope_args(**self._scope), [self._type], filter, strategy)
+
+    # -- sync ----------------------------------------------------------------------------------
+    def add_texts(self, texts: Iterable[str], metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any) -> list[str]:
+        return run_sync(self._store, self._add_plan(texts, metadatas, ids))
+
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        ids = kwargs.pop("ids", None) or [d.id for d in documents]
+        return self.add_texts([d.page_content for d in documents], [d.metadata for d in documents], ids=ids)
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return run_sync(self._store, self._get_plan(ids))
+
+    def delete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
+        return run_sync(self._store, self._delete_plan(ids))
+
+    def similarity_search_with_score(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
+        return run_sync(self._store, self._search(query, k, filter, strategy))
+
+    def similarity_search(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, filter, strategy)]
+
+    def _select_relevance_score_fn(self):
+        return lambda distance: 1.0 - distance
+
+    # -- async ---------------------------------------------------------------------------------
+    async def aadd_texts(self, texts: Iterable[str], metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any) -> list[str]:
+        return await run_async(self._store, self._add_plan(texts, metadatas, ids))
+
+    async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        ids = kwargs.pop("ids", None) or [d.id for d in documents]
+        return await self.aadd_texts([d.page_content for d in documents], [d.metadata for d in documents], ids=ids)
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return await run_async(self._store, self._get_plan(ids))
+
+    async def adelete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
+        return await run_async(self._store, self._delete_plan(ids))
+
+    async def asimilarity_search_with_score(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
+        return await run_async(self._store, self._search(query, k, filter, strategy))
+
+    async def asimilarity_search(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
+        return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, filter, strategy)]
+
+
+class OramemRetriever(BaseRetriever):
+    """Documents for a query from ``store.search`` (any strategy, scope and metadata filter)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: Any
+    k: int = 4
+    strategy: Optional[str] = None
+    filter: Optional[dict] = None
+    record_types: Optional[list[str]] = None
+    user_id: Optional[str] = None
+    agent_id: Optional[str] = None
+    thread_id: Optional[str] = None
+
+    def _plan(self, query: str, k: Optional[int]):
+        k = self.k if k is None else k
+        if not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        scope = _scope_args(self.user_id, self.agent_id, self.thread_id)
+        pairs = yield from _search_plan(query, k, scope, self.record_types, self.filter, self.strategy)
+        return [doc for doc, _ in pairs]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: Optional[int] = None) -> list[Document]:
+        return run_sync(self.store, self._plan(query, k))
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: Optional[int] = None) -> list[Document]:
+        return await run_async(self.store, self._plan(query, k))
+
+
+class OramemChatMessageHistory(BaseChatMessageHistory):
+    def __init__(self, store: Any, thread_id: str, *, user_id: Optional[str] = None, agent_id: Optional[str] = None) -> None:
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ValueError(f"thread_id must be a non-empty str, got {thread_id!r}")
+        self._store = store
+        self.thread_id = thread_id
+        self._user_id = user_id
+        self._agent_id = agent_id
+
+    def _messages_plan(self):
+        records = yield call("list_thread_messages", self.thread_id)
+        out = []
+        for r in records:
+            stored = (r.metadata or {}).get(MESSAGE_KEY)
+            if stored is not None:
+                out.extend(messages_from_dict([stored]))
+            else:
+                out.extend(messages_from_dict([{"type": "human" if r.role in (None, "user", "human") else "ai", "data": {"content": r.content or ""}}]))
+        return out
+
+    def _add_plan(self, messages: Sequence[BaseMessage]):
+        messages = list(messages)
+        if not messages:
+            return None
+        for i, m in enumerate(messages):
+            if not isinstance(m, BaseMessage):
+                raise TypeError(f"messages[{i}] must be a LangChain BaseMessage, got {type(m).__name__}")
+        yield call(
+            "add",
+            [m.text if isinstance(m.content, list) else m.content for m in messages],
+            "message",
+            thread_ids=self.thread_id,
+            user_ids=self._user_id,
+            agent_ids=self._agent_id,
+            roles=[m.type for m in messages],
+            metadata=[{MESSAGE_KEY: message_to_dict(m)} for m in messages],
+        )
+        return None
+
+    def _clear_plan(self):
+        yield call("delete_thread", self.thread_id)
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        return run_sync(self._store, self._messages_plan())
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        return await run_async(self._store, self._messages_plan())
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        run_sync(self._store, self._add_plan(messages))
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await run_async(self._store, self._add_plan(messages))
+
+    def clear(self) -> None:
+        run_sync(self._store, self._clear_plan())
+
+    async def aclear(self) -> None:
+        await run_async(self._store, self._clear_plan())
