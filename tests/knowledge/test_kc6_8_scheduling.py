@@ -238,7 +238,7 @@ def test_plsql_stopwords_equal_the_python_list():
     from oramem.knowledge.procedural import _STOP
 
     body = PKB.read_text()
-    m = re.search(r"gc_stopwords\s+CONSTANT\s+VARCHAR2\(\d+\)\s*:=\s*q'\[(.*?)\]'\s*;", body, re.S)
+    m = re.search(r"gc_stopwords\s+CONSTANT\s+VARCHAR2\(\d+(?: CHAR)?\)\s*:=\s*q'\[(.*?)\]'\s*;", body, re.S)
     assert m, "gc_stopwords not declared in the body"
     text = m.group(1)
     assert text.startswith(" ") and text.endswith(" ")  # INSTR(' ' || w || ' ') finds every word
@@ -253,7 +253,7 @@ def test_plsql_builds_table_names_only_through_dbms_assert():
     assert stmts and all(s.startswith(("sql_for(gc_tpl_", "in_sql")) for s in stmts), stmts
     assert re.search(r"in_sql\s+IN VARCHAR2", body) and "key_counts(sql_for(gc_tpl_" in body
     # templates hold no concatenation: values are binds, names are #PLACEHOLDER#s
-    templates = re.findall(r"gc_tpl_\w+\s+CONSTANT\s+VARCHAR2\(\d+\)\s*:=\s*q'\[(.*?)\]'", body, re.S)
+    templates = re.findall(r"gc_tpl_\w+\s+CONSTANT\s+VARCHAR2\(\d+(?: CHAR)?\)\s*:=\s*q'\[(.*?)\]'", body, re.S)
     assert len(templates) >= 15 and not [t for t in templates if "||" in t]
     placeholders = set(re.findall(r"#([A-Z]+)#", " ".join(templates)))
     assert placeholders == {"EVENT", "ENT", "LINK", "FACT", "REL", "INT", "OBS", "AGENT", "TAB"}
