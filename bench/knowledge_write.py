@@ -15,7 +15,6 @@ minus the LLM's and embedder's), which stays meaningful on a loaded machine.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import statistics

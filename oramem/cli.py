@@ -936,8 +936,8 @@ def demo(ctx: click.Context, k: int) -> None:
         started = time.perf_counter()
         written = import_lines(store, lines, 500, progress=False).imported
         load_s = time.perf_counter() - started
-        users = sorted({l.fields["user_id"] for l in lines if l.fields.get("user_id")})
-        threads = sorted({l.fields["thread_id"] for l in lines if l.fields.get("thread_id")})
+        users = sorted({ln.fields["user_id"] for ln in lines if ln.fields.get("user_id")})
+        threads = sorted({ln.fields["thread_id"] for ln in lines if ln.fields.get("thread_id")})
         runs = []
         for q in DEMO_QUERIES:
             kwargs = {key: q[key] for key in ("user_id", "thread_id", "agent_id", "record_types", "metadata_filter") if q.get(key)}

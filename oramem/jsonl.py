@@ -274,9 +274,9 @@ def make_batch(lines: Sequence[ImportLine]) -> PendingRecordBatch:
     """One PendingRecordBatch for lines of one record type and one presence pattern."""
     kwargs: dict[str, Any] = {}
     for field_name, arg in _BATCH_ARGS:
-        if any(field_name in l.fields for l in lines):
-            kwargs[arg] = [l.fields.get(field_name) for l in lines]
-    return PendingRecordBatch(texts=[l.fields.get("content") for l in lines], record_type=lines[0].record_type, **kwargs)
+        if any(field_name in ln.fields for ln in lines):
+            kwargs[arg] = [ln.fields.get(field_name) for ln in lines]
+    return PendingRecordBatch(texts=[ln.fields.get("content") for ln in lines], record_type=lines[0].record_type, **kwargs)
 
 
 def make_batches(lines: Sequence[ImportLine]) -> list[PendingRecordBatch]:
@@ -330,16 +330,16 @@ def import_records(
     for part in _chunks(lines, batch_size):
         try:
             written = store.restore_batches(
-                make_batches(part), times=[l.times for l in part], on_conflict=on_conflict, batch_size=batch_size
+                make_batches(part), times=[ln.times for ln in part], on_conflict=on_conflict, batch_size=batch_size
             )
         except (ValueError, TypeError, StoreError, KeyboardInterrupt) as exc:
             raise ImportStopped(result, part[0].lineno, exc, part[-1].lineno) from exc
         done = set(written)
-        for l in part:
+        for ln in part:
             # ids are unique per type in the file; a line without an id always lands
-            if l.fields.get("id") is None or l.fields["id"] in done:
+            if ln.fields.get("id") is None or ln.fields["id"] in done:
                 result.imported += 1
-                result.by_type[l.record_type] = result.by_type.get(l.record_type, 0) + 1
+                result.by_type[ln.record_type] = result.by_type.get(ln.record_type, 0) + 1
             else:
                 result.skipped += 1
         if progress is not None:

@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..corpus import Corpus, Queries
+from ..corpus import Corpus
 
 __all__ = ["Adapter", "NotMeasured", "Unsupported", "row_of"]
 

@@ -25,7 +25,7 @@ class OramemAnn(Adapter):
 
     def check(self) -> None:
         try:
-            from oramem.ann import AnnIndex, available_backends
+            from oramem.ann import available_backends
         except Exception as exc:
             raise NotMeasured(f"oramem.ann not importable: {exc}") from exc
         if not available_backends():

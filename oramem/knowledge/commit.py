@@ -527,11 +527,13 @@ def recount(conn: sa.Connection, t, agent_id: str, keys: set[str], now: datetime
     """``fact_count`` = the exact number of distinct current facts linked: counted in SQL;
     only facts with a TTL are fetched to apply expiry."""
     lk, f = t.link, t.fact
-    base = (
-        lambda batch: sa.select(lk.c.entity_key)
-        .select_from(lk.join(f, f.c.id == lk.c.fact_id))
-        .where(lk.c.agent_id == agent_id, lk.c.entity_key.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
-    )
+    def base(batch: list) -> sa.Select:
+        return (
+            sa.select(lk.c.entity_key)
+            .select_from(lk.join(f, f.c.id == lk.c.fact_id))
+            .where(lk.c.agent_id == agent_id, lk.c.entity_key.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
+        )
+
     for batch in reads.chunked(sorted(keys)):
         counts = {k: 0 for k in batch}
         q = base(batch).where(f.c.ttl_days.is_(None)).add_columns(sa.func.count(sa.distinct(f.c.id))).group_by(lk.c.entity_key)

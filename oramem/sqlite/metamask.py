@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping
 
 import numpy as np
 

@@ -13,7 +13,7 @@ from oramem import SQLiteMemoryStore, jsonl
 from oramem.embedders import HashEmbedder
 from oramem.types import PendingRecordBatch
 
-from .test_cli_import_export_demo import invoke, runner  # noqa: F401  (runner is a fixture)
+from .test_cli_import_export_demo import invoke
 
 
 def store(path: str) -> SQLiteMemoryStore:

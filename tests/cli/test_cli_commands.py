@@ -178,7 +178,7 @@ def test_bad_input_is_one_clean_error_line(run, args, message):
     run("add", "seed")
     res = run(*args, expect=2)
     assert "Traceback" not in res.output
-    err_lines = [l for l in res.stderr.splitlines() if l.startswith("Error:")]
+    err_lines = [ln for ln in res.stderr.splitlines() if ln.startswith("Error:")]
     assert len(err_lines) == 1 and message in err_lines[0], res.stderr
 
 

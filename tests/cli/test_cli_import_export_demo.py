@@ -12,12 +12,6 @@ from click.testing import CliRunner
 from oramem.cli import cli
 
 
-@pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for var in ("ORAMEM_DB", "ORAMEM_STORE", "ORAMEM_STRATEGY"):
-        monkeypatch.delenv(var, raising=False)
-    return CliRunner()
-
 
 def invoke(runner: CliRunner, *args: str, expect: int = 0, input: str | None = None):
     result = runner.invoke(cli, list(args), input=input, catch_exceptions=False)
@@ -48,7 +42,7 @@ def test_import_export_round_trip(runner, tmp_path):
     assert res["imported"] == len(LINES)
     assert res["by_type"] == {"user_profile": 1, "message": 2, "fact": 1, "memory": 3}
     exported = invoke(runner, "--db", db1, "export").stdout
-    rows = [json.loads(l) for l in exported.splitlines()]
+    rows = [json.loads(ln) for ln in exported.splitlines()]
     assert [r["id"] for r in rows] == ["ann", "m1", "m2", "x1", "x2", "x3", "f1"]
     assert rows[0]["record_type"] == "user_profile"
     x2 = next(r for r in rows if r["id"] == "x2")
@@ -57,7 +51,7 @@ def test_import_export_round_trip(runner, tmp_path):
     invoke(runner, "--db", db1, "export", "--out", str(out))
     assert out.read_text(encoding="utf-8") == exported
     invoke(runner, "--db", db2, "import", str(out))
-    again = [json.loads(l) for l in invoke(runner, "--db", db2, "export").stdout.splitlines()]
+    again = [json.loads(ln) for ln in invoke(runner, "--db", db2, "export").stdout.splitlines()]
     keep = ("record_type", "id", "content", "thread_id", "user_id", "agent_id", "role", "timestamp", "metadata")
     assert [{k: r.get(k) for k in keep} for r in again] == [{k: r.get(k) for k in keep} for r in rows]
     # the index_text="" record stays unsearchable, the others are found
@@ -73,7 +67,7 @@ def test_import_export_round_trip(runner, tmp_path):
 def test_export_type_filter(runner, tmp_path):
     db = str(tmp_path / "d.db")
     invoke(runner, "--db", db, "import", write_jsonl(tmp_path / "in.jsonl", LINES))
-    rows = [json.loads(l) for l in invoke(runner, "--db", db, "export", "--type", "fact").stdout.splitlines()]
+    rows = [json.loads(ln) for ln in invoke(runner, "--db", db, "export", "--type", "fact").stdout.splitlines()]
     assert [r["id"] for r in rows] == ["f1"]
 
 
@@ -126,7 +120,7 @@ def test_demo_prints_all_three_strategies(runner, tmp_path, monkeypatch):
     assert "Loaded" in out and "3 users" in out
     for strategy in ("[VECTOR]", "[KEYWORD]", "[HYBRID]"):
         assert strategy in out
-    tables = [l for l in out.splitlines() if l.startswith("rank")]
+    tables = [ln for ln in out.splitlines() if ln.startswith("rank")]
     assert len(tables) >= 6
     assert "user=alice" in out and "dark roast" in out
     assert list(tmp_path.iterdir()) == []  # nothing left behind, no ./oramem.db created

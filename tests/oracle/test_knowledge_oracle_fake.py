@@ -9,7 +9,6 @@ import json
 import types
 
 import oracledb
-import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects.oracle import oracledb as sa_oracledb
 from sqlalchemy.pool import NullPool
