@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["IEmbedder"]
+__all__ = ["IEmbedder", "texts_argument"]
 
 
 class IEmbedder(abc.ABC):
@@ -32,3 +32,15 @@ class IEmbedder(abc.ABC):
     async def embed_async(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
         """Async twin of :meth:`embed`; by default runs ``embed`` in a worker thread."""
         return await asyncio.to_thread(self.embed, texts, is_query=is_query)
+
+
+def texts_argument(texts: Sequence[str], who: str = "embed") -> list[str]:
+    """The ``texts`` argument of ``embed`` as a list of str, or ``TypeError`` saying what to pass
+    (a bare string is a common slip: it would be embedded character by character)."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{who} takes a sequence of str, not a single string; wrap it in a list")
+    out = list(texts)
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            raise TypeError(f"{who}: texts[{i}] must be a str, got {type(text).__name__}")
+    return out

@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import IEmbedder
+from .base import IEmbedder, texts_argument
 
 __all__ = ["HashEmbedder"]
 
@@ -115,9 +115,7 @@ class HashEmbedder(IEmbedder):
 
     # -- IEmbedder -----------------------------------------------------------------------
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
-        if isinstance(texts, (str, bytes)):
-            raise TypeError("HashEmbedder.embed takes a sequence of str, not a single string; wrap it in a list")
-        texts = list(texts)
+        texts = texts_argument(texts, "HashEmbedder.embed")
         n = len(texts)
         out = np.zeros((n, self._dim), dtype=np.float32)
         if n == 0:

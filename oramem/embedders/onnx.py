@@ -36,7 +36,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .base import IEmbedder
+from .base import IEmbedder, texts_argument
 
 __all__ = ["ONNXEmbedder", "ModelNotAvailable", "default_cache_dir", "POOLING_MODES"]
 
@@ -370,12 +370,7 @@ class ONNXEmbedder(IEmbedder):
         return self._dimension
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
-        if isinstance(texts, (str, bytes)):
-            raise TypeError("embed takes a sequence of str, not a single string; wrap it in a list")
-        texts = list(texts)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"embed: texts[{i}] must be a str, got {type(text).__name__}")
+        texts = texts_argument(texts)
         prefix = self.query_prefix if is_query else self.passage_prefix
         if prefix:
             texts = [prefix + t for t in texts]

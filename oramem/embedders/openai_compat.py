@@ -37,7 +37,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .base import IEmbedder
+from .base import IEmbedder, texts_argument
 
 __all__ = ["OpenAICompatibleEmbedder", "EmbeddingServiceError", "MAX_RETRY_AFTER"]
 
@@ -197,12 +197,7 @@ class OpenAICompatibleEmbedder(IEmbedder):
         return self._dimension
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
-        if isinstance(texts, (str, bytes)):
-            raise TypeError("embed takes a sequence of str, not a single string; wrap it in a list")
-        texts = list(texts)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"embed: texts[{i}] must be a str, got {type(text).__name__}")
+        texts = texts_argument(texts)
         if not texts:
             return np.zeros((0, self.embedding_dimension), dtype=np.float32)
         parts = [

@@ -122,3 +122,15 @@ def test_many_texts_batch_equals_one_by_one():
     together = e.embed(texts)
     alone = np.vstack([e.embed([t]) for t in texts])
     np.testing.assert_allclose(together, alone, atol=1e-6)
+
+
+def test_embed_arguments_are_checked_once_for_every_embedder():
+    import pytest
+
+    from oramem.embedders import HashEmbedder
+
+    emb = HashEmbedder(16)
+    with pytest.raises(TypeError, match="wrap it in a list"):
+        emb.embed("one string")
+    with pytest.raises(TypeError, match=r"texts\[1\] must be a str, got int"):
+        emb.embed(["ok", 3])
