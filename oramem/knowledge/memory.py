@@ -55,6 +55,15 @@ _NO_LLM_CONFIG = {"enable_llm_resolution": False, "enable_emotion_tagging": Fals
 log = logging.getLogger("oramem.knowledge")
 
 
+def _origin(source: Any, session_id: Any, occurred_at: Any) -> Optional[datetime]:
+    """Checks ``source`` and ``session_id`` of a write and parses ``occurred_at``."""
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError("source must be a non-empty string")
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ValueError("session_id must be a non-empty string")
+    return parse_when(occurred_at, "occurred_at")
+
+
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -215,11 +224,7 @@ class KnowledgeMemory:
             raise TypeError(f"speaker_name must be a str, got {type(speaker_name).__name__}")
         if not speaker_name.strip():
             raise ValueError("speaker_name must not be empty")
-        if not isinstance(source, str) or not source.strip():
-            raise ValueError("source must be a non-empty string")
-        if not isinstance(session_id, str) or not session_id.strip():
-            raise ValueError("session_id must be a non-empty string")
-        when = parse_when(occurred_at, "occurred_at")
+        when = _origin(source, session_id, occurred_at)
         if recent_messages is None:
             recent: list[str] = []
         elif isinstance(recent_messages, (list, tuple)) and all(isinstance(m, str) for m in recent_messages):
@@ -298,11 +303,7 @@ class KnowledgeMemory:
         what was given; ``source`` is its source and speaker). Every item is validated before
         anything is stored."""
         validate_agent_id(agent_id)
-        if not isinstance(source, str) or not source.strip():
-            raise ValueError("source must be a non-empty string")
-        if not isinstance(session_id, str) or not session_id.strip():
-            raise ValueError("session_id must be a non-empty string")
-        when = parse_when(occurred_at, "occurred_at")
+        when = _origin(source, session_id, occurred_at)
         reply = build_reply(entities, facts, relations)
         cfg = merge_config(self.config, config_overrides)
         if not self.has_llm:
