@@ -593,6 +593,11 @@ class OracleMemoryStore(IMemoryStore):
         await self._na()
         await self._engine.sync_search_index_async()
 
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` / ``close_async()`` ran; every operation then raises."""
+        return self._closed
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True

@@ -119,6 +119,8 @@ class OramemSession:
                 raise TypeError(f"items[{i}] must be a dict (a TResponseInputItem), got {type(item).__name__}")
             json.dumps(item)  # not JSON-serialisable: TypeError before anything is written
         if not items:
+            if self._store.closed:  # the empty fast path must not hide a closed store
+                raise ValueError("this store is closed; open a new one")
             return None
         yield call(
             "add",

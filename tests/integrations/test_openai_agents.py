@@ -92,3 +92,22 @@ async def test_runner_keeps_history_across_turns(store):
     assert result.final_output == "second"
     assert len(model.calls[-1].input) == 3
     assert [m.content for m in store.list_thread_messages("chat")] == ["one", "first", "two", "second"]
+
+
+async def test_closed_store_is_refused_even_for_an_empty_add():
+    store = SQLiteMemoryStore(search_strategy="keyword")
+    session = OramemSession("s1", store)
+    store.close()
+    for operation in (lambda: session.add_items([]), lambda: session.add_items([USER]), session.get_items,
+                      session.pop_item, session.clear_session):
+        with pytest.raises(ValueError, match="store is closed"):
+            await operation()
+
+
+async def test_unserialisable_item_writes_nothing_and_the_session_stays_usable(store):
+    session = OramemSession("s1", store)
+    with pytest.raises(TypeError):
+        await session.add_items([USER, {"role": "user", "content": object()}])
+    assert await session.get_items() == []
+    await session.add_items([USER])
+    assert await session.get_items() == [USER]
