@@ -1145,25 +1145,38 @@ def stores_drop(state: State, store_id: str, yes: bool) -> None:
 @click.option("--user", "user_id", help="Fix the user scope of every call (clients never see other users).")
 @click.option("--agent", "agent_id", help="Fix the agent scope of every call.")
 @click.option("--allow-scope-per-call", is_flag=True, help="Let calls pass their own user_id/agent_id (trusted clients only).")
+@click.option("--knowledge", is_flag=True, help="Also serve retrieve_knowledge over this database's knowledge layer (needs --agent, or --allow-scope-per-call; no LLM is called).")
 @pass_state
-def mcp(state: State, transport: str, host: str, port: int, user_id: Optional[str], agent_id: Optional[str], allow_scope_per_call: bool) -> None:
+def mcp(state: State, transport: str, host: str, port: int, user_id: Optional[str], agent_id: Optional[str], allow_scope_per_call: bool, knowledge: bool) -> None:
     """Run an MCP server over the store (needs: pip install 'oramem[mcp]').
 
     Tools: add_memory, search_memories, get_memory, update_memory, delete_memory,
-    forget_actor. Scope is fixed by --user/--agent (see the README's MCP recipe).
+    forget_actor, and with --knowledge retrieve_knowledge. Scope is fixed by
+    --user/--agent (see the README's MCP recipe).
     """
     if transport == "stdio" and (host != "127.0.0.1" or port != 8765):
         raise click.UsageError("--host and --port apply to --transport http only")
+    if knowledge and agent_id is None and not allow_scope_per_call:
+        raise click.UsageError("--knowledge needs --agent ID (the knowledge layer is per agent), or --allow-scope-per-call")
     try:
         from .integrations.mcp import build_server
     except ImportError as exc:
         raise CLIError(str(exc)) from exc
     store = state.open(create=True)
-    server = build_server(store, user_id=user_id, agent_id=agent_id, allow_scope_per_call=allow_scope_per_call)
-    if transport == "stdio":
-        server.run("stdio")
-    else:
-        server.run("streamable-http", host=host, port=port)
+    km = None
+    if knowledge:
+        from .knowledge import KnowledgeMemory
+
+        km = KnowledgeMemory(store, None)  # retrieval only: no LLM is configured or called
+    try:
+        server = build_server(store, user_id=user_id, agent_id=agent_id, allow_scope_per_call=allow_scope_per_call, knowledge=km)
+        if transport == "stdio":
+            server.run("stdio")
+        else:
+            server.run("streamable-http", host=host, port=port)
+    finally:
+        if km is not None:
+            km.close()
 
 
 def main() -> None:

@@ -5,8 +5,8 @@ Install with ``pip install 'oramem[mcp]'``; run with ``oramem mcp`` (stdio) or `
 otherwise). In Python: ``build_server(store, ...)`` returns an ``MCPServer``.
 
 Tools: ``add_memory``, ``search_memories``, ``get_memory``, ``update_memory``,
-``delete_memory``, ``forget_actor`` and, when a ``KnowledgeMemory`` is given,
-``retrieve_knowledge``. They call the store's async API (both engines).
+``delete_memory``, ``forget_actor`` and, when a ``KnowledgeMemory`` is given
+(``oramem mcp --knowledge``), ``retrieve_knowledge``. They call the store's async API (both engines).
 
 Scope (who the client is) is fixed by the server's configuration: ``user_id`` /
 ``agent_id`` given to ``build_server`` (``--user`` / ``--agent``). Every record the client

@@ -118,6 +118,24 @@ async def test_stdio_client_adds_and_finds_a_memory(tmp_path):
         assert s.get("memory", added["id"]).user_id == "alice"
 
 
+async def test_stdio_knowledge_tool_from_the_cli(tmp_path):
+    from oramem.knowledge import KnowledgeMemory
+
+    db = tmp_path / "k.db"
+    with SQLiteMemoryStore(str(db), search_strategy="hybrid") as kstore:
+        km = KnowledgeMemory(kstore, None)
+        try:
+            await km.add_fact_async("agent-1", "Ana", "Ana lives in Lisbon")
+        finally:
+            await km.close_async()
+    command = _cli(db, "--agent", "agent-1", "--knowledge")
+    async with Client(StdioServerParameters(command=command[0], args=command[1:])) as client:
+        found = await call(client, "retrieve_knowledge", query="where does Ana live?")
+        assert [f["fact_text"] for f in found["facts"]][:1] == ["Ana lives in Lisbon"]
+    refused = subprocess.run(_cli(db, "--knowledge"), capture_output=True, text=True)
+    assert refused.returncode == 2 and "--knowledge needs --agent" in refused.stderr
+
+
 async def test_streamable_http_on_loopback(tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
