@@ -271,8 +271,8 @@ def run_jobs(km: Any, agent_id: Any, names: list) -> bool:
     failed = False
     try:
         if agent_id is None:
-            t = km._tables
-            with km._backend.read() as conn:
+            t = km.runtime.tables
+            with km.runtime.backend.read() as conn:
                 agents = sorted({r[0] for tab in (t.event, t.entity) for r in conn.execute(sa.select(tab.c.agent_id).distinct())})
         else:
             agents = [agent_id]

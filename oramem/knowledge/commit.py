@@ -64,7 +64,7 @@ def fact_metadata(row: dict, entity_keys: list[str]) -> dict:
     return md
 
 
-def _links_of(conn: sa.Connection, t, agent_id: str, fact_ids: list[str]) -> dict[str, list[str]]:
+def links_of(conn: sa.Connection, t, agent_id: str, fact_ids: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     lk = t.link
     for batch in reads.chunked(sorted(set(fact_ids))):
@@ -88,7 +88,7 @@ def store_fact_metadata_for(conn: sa.Connection, t, agent_id: str, fact_ids: lis
         for r in conn.execute(sa.select(*cols).where(f.c.id.in_(batch))).mappings():
             if r["agent_id"] == agent_id:
                 rows[r["id"]] = dict(r)
-    links = _links_of(conn, t, agent_id, list(rows))
+    links = links_of(conn, t, agent_id, list(rows))
     return {fid: fact_metadata(r, links.get(fid, [r["entity_key"]])) for fid, r in rows.items()}
 
 
@@ -297,7 +297,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
         keys = [row["entity_key"]]
         words = word_tokens(row["fact_text"])
         for k in write_keys:
-            if k not in keys and run._mentions(words, k):
+            if k not in keys and run.mentions(words, k):
                 keys.append(k)
         for k in sorted(rel_ends.get(row["id"], set())):
             if k not in keys:
@@ -312,7 +312,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
     changed = sorted(p.fact_updates)
     if changed:
         before = store_fact_metadata_for(conn, t, ag, changed)
-        old_links = _links_of(conn, t, ag, changed)
+        old_links = links_of(conn, t, ag, changed)
         for fid in changed:
             for k in old_links.get(fid, []):
                 p.recount_keys.add(k)
@@ -368,7 +368,7 @@ def predict_relations(run: WriteRun, conn: sa.Connection, closing: dict) -> list
 # ----------------------------------------------------------------------------- commit
 def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> list:
     """Store records (step 2); returns the compensation log."""
-    store = run.km._store
+    store = run.km.runtime.store
     undo: list = []
     faults.check("store_index")
     batches = []
@@ -418,7 +418,7 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> list:
 
 
 def _compensate(run: WriteRun, undo: list) -> None:
-    store = run.km._store
+    store = run.km.runtime.store
     for item in reversed(undo):
         try:
             if item[0] == "meta":

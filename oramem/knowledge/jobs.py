@@ -67,20 +67,20 @@ def _cap(items: list, cfg: Any, what: str) -> list:
 
 
 async def _read(km, fn):
-    return await km._read(fn)
+    return await km.runtime.read(fn)
 
 
 async def _write(km, agent_id: str, what: str, fn):
     def run():
-        with km._backend.write(what, agent_id) as conn:
+        with km.runtime.backend.write(what, agent_id) as conn:
             return fn(conn)
 
-    return await km._in_thread(run)
+    return await km.runtime.in_thread(run)
 
 
 async def _embed_one(km, text: str) -> Optional[np.ndarray]:
     try:
-        return np.asarray(await km._embed([text], False), dtype=np.float32)[0]
+        return np.asarray(await km.runtime.embed([text], False), dtype=np.float32)[0]
     except Exception as exc:  # noqa: BLE001 - a job item without a vector is skipped, not fatal
         log.warning("job embedding failed (%s)", type(exc).__name__)
         return None
@@ -99,7 +99,7 @@ def _render_fact(row: dict) -> str:
 
 # ----------------------------------------------------------------------------- KC-6.2
 async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime) -> ClusteringResult:
-    t = km._tables
+    t = km.runtime.tables
     f, cl, e = t.fact, t.cluster, t.entity
     res = ClusteringResult()
 
@@ -140,7 +140,7 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime) -> Clusterin
         if existing:
             chosen.add(existing)
         plans.append([existing, key, facts, changed, None, None])
-    call = TaskCall(km._llm)
+    call = TaskCall(km.runtime.llm)
     for p in plans:
         existing, key, facts, changed = p[:4]
         if not changed:
@@ -205,7 +205,7 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime) -> Clusterin
 
 # ----------------------------------------------------------------------------- KC-6.3
 async def detect_communities(km, agent_id: str, cfg: Any, now: datetime) -> CommunityDetectionResult:
-    t = km._tables
+    t = km.runtime.tables
     cl, f, mo = t.cluster, t.fact, t.meta_observation
 
     def load(conn):
@@ -252,7 +252,7 @@ async def detect_communities(km, agent_id: str, cfg: Any, now: datetime) -> Comm
         comps.setdefault(find(i), []).append(i)
     communities = sorted((sorted(v) for v in comps.values() if len(v) >= 2), key=lambda v: cls[v[0]]["id"])
     res = CommunityDetectionResult()
-    call = TaskCall(km._llm)
+    call = TaskCall(km.runtime.llm)
     actions = []
     for comp in communities:
         members = [cls[i] for i in comp]
@@ -325,7 +325,7 @@ def _valid_indices(value: Any, n: int) -> Optional[list[int]]:
 async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> ConsolidationResult:
     from .procedural import check_contradiction
 
-    t = km._tables
+    t = km.runtime.tables
     ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation
     since = now - timedelta(days=cfg.consolidation_lookback_days)
 
@@ -357,7 +357,7 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> Consolidati
     if len(events) < cfg.consolidation_min_events:
         res.skipped, res.skip_reason = True, "insufficient events"
         return res
-    call = TaskCall(km._llm)
+    call = TaskCall(km.runtime.llm)
     # tag up to 20 window events lacking an emotion
     tags = []
     for e in [e for e in events if not e["emotion_primary"]][:20]:
@@ -451,7 +451,7 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> Consolidati
 
 # ----------------------------------------------------------------------------- KC-6.5
 async def memify(km, agent_id: str, cfg: Any, now: datetime) -> MemifyResult:
-    t = km._tables
+    t = km.runtime.tables
     f, r, it = t.fact, t.relationship, t.intention
     res = MemifyResult()
     changed_stale: list[str] = []
@@ -501,27 +501,27 @@ async def memify(km, agent_id: str, cfg: Any, now: datetime) -> MemifyResult:
 
     await _write(km, agent_id, "knowledge memify", steps_1_2_3_5)
     if changed_stale:
-        await km._in_thread(_sync_store_metadata, km, agent_id, changed_stale)
+        await km.runtime.in_thread(_sync_store_metadata, km, agent_id, changed_stale)
     res.merges_executed = await _merges(km, agent_id, cfg, now)
     return res
 
 
 def _sync_store_metadata(km, agent_id: str, fact_ids: list[str]) -> None:
     """Store metadata mirrors the fact rows (KC-3.5): rewritten for facts whose state changed."""
-    t = km._tables
-    with km._backend.read() as conn:
+    t = km.runtime.tables
+    with km.runtime.backend.read() as conn:
         rows = {}
         for batch in reads.chunked(sorted(set(fact_ids))):
             for row in conn.execute(sa.select(*_fact_cols(t)).where(t.fact.c.id.in_(batch))).mappings():
                 if row["agent_id"] == agent_id:
                     rows[row["id"]] = dict(row)
-        links = commit_mod._links_of(conn, t, agent_id, list(rows))
+        links = commit_mod.links_of(conn, t, agent_id, list(rows))
     for fid, row in rows.items():
-        km._store.update("fact", fid, metadata=commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
+        km.runtime.store.update("fact", fid, metadata=commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
 
 
 async def _merges(km, agent_id: str, cfg: Any, now: datetime) -> int:
-    t = km._tables
+    t = km.runtime.tables
     e, f = t.entity, t.fact
 
     def load(conn):
@@ -553,7 +553,7 @@ async def _merges(km, agent_id: str, cfg: Any, now: datetime) -> int:
         group = _cap(group, cfg, f"memify merges ({etype})")
         if len(group) < 2:
             continue
-        dim = km._dim
+        dim = km.runtime.dim
         name_m = np.stack([np.asarray(x["embedding_vec"], dtype=np.float32) if x["embedding_vec"] is not None else np.zeros(dim, np.float32) for x in group])
         cent_m = np.stack([centroids[x["canonical_key"]].astype(np.float32) if x["canonical_key"] in centroids else np.zeros(dim, np.float32) for x in group])
         sims = np.maximum(_unit_rows(name_m) @ _unit_rows(name_m).T, _unit_rows(cent_m) @ _unit_rows(cent_m).T)
@@ -563,7 +563,7 @@ async def _merges(km, agent_id: str, cfg: Any, now: datetime) -> int:
     pairs.sort(key=lambda p: p[:3])
     done: set[str] = set()
     merges = 0
-    call = TaskCall(km._llm)
+    call = TaskCall(km.runtime.llm)
     for _, ka, kb, a, b in pairs:
         if ka in done or kb in done:
             continue
@@ -579,14 +579,14 @@ async def _merges(km, agent_id: str, cfg: Any, now: datetime) -> int:
             continue
         win, lose = sorted([a, b], key=lambda x: (-int(x["fact_count"]), x["first_seen_at"], x["canonical_key"]))
         moved = await _write(km, agent_id, "knowledge entity merge", lambda c: _merge(km, c, agent_id, win, lose, now))
-        await km._in_thread(_sync_store_metadata, km, agent_id, moved)
+        await km.runtime.in_thread(_sync_store_metadata, km, agent_id, moved)
         done.update((ka, kb))
         merges += 1
     return merges
 
 
 def _merge(km, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: datetime) -> list[str]:
-    t = km._tables
+    t = km.runtime.tables
     f, lk, r, al, so, e = t.fact, t.link, t.relationship, t.alias, t.session_observation, t.entity
     W, L = win["canonical_key"], lose["canonical_key"]
     moved = [x[0] for x in conn.execute(sa.select(lk.c.fact_id).where(lk.c.agent_id == agent_id, lk.c.entity_key == L))]
@@ -637,7 +637,7 @@ def _merge(km, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: d
 
 # ----------------------------------------------------------------------------- KC-6.6
 async def score_entity_importance(km, agent_id: str, cfg: Any, now: datetime) -> EntityImportanceResult:
-    t = km._tables
+    t = km.runtime.tables
     e, lk, f, r = t.entity, t.link, t.fact, t.relationship
 
     def run(conn):
@@ -679,7 +679,7 @@ async def score_entity_importance(km, agent_id: str, cfg: Any, now: datetime) ->
 
 # ----------------------------------------------------------------------------- KC-6.7
 async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime) -> SummaryRefreshResult:
-    t = km._tables
+    t = km.runtime.tables
     e, lk, f = t.entity, t.link, t.fact
 
     def load(conn):
@@ -712,7 +712,7 @@ async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime) -> Summa
 
     items = await _read(km, load)
     res = SummaryRefreshResult()
-    call = TaskCall(km._llm)
+    call = TaskCall(km.runtime.llm)
     done = []
     for x, stale, facts in items:
         if not stale:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 from concurrent.futures import ThreadPoolExecutor
 import logging
 import time
@@ -16,6 +14,7 @@ import sqlalchemy as sa
 from .._sync import BackgroundLoop, sync_method
 from .deterministic import build_reply, event_text
 from .providers import NoLLM
+from .runtime import KnowledgeRuntime
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
 from . import commit as commit_mod
 from . import reads
@@ -118,9 +117,6 @@ class KnowledgeMemory:
             )
         policy = store.schema_policy if schema_policy is NOT_SET else schema_policy
         self._store = store
-        self._llm = llm
-        self._embedder = embedder
-        self._dim = dim
         self.config = config
         self._clock = clock or _utc_now
         self._backend = backend_for(store)
@@ -131,8 +127,12 @@ class KnowledgeMemory:
             apply_schema_policy(self._backend.sa_engine, self._tables, SchemaPolicy.coerce(policy, "schema_policy"))
         self._closed = False
         self._loop_runner = BackgroundLoop(f"oramem-kg-{store.memory_store_id}")
-        self._directive_cache: dict = {}  # KC-5.10: per instance, never module-global
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oramem-kg")
+        #: what the other knowledge modules share with this instance (no private reaches)
+        self.runtime = KnowledgeRuntime(
+            store=store, llm=llm, embedder=embedder, dim=dim, backend=self._backend,
+            tables=self._tables, executor=self._executor,
+        )
         if self._backend.dialect_name == "sqlite":
             store.register_deletion_hook(self._deletion_hook)
         else:
@@ -167,37 +167,18 @@ class KnowledgeMemory:
             raise TypeError(f"clock returned {type(moment).__name__}, not a datetime")
         return to_utc(moment)
 
+    # the shared helpers live on the runtime (what the other knowledge modules use)
     async def _in_thread(self, fn, *args, **kwargs):
-        """Run blocking database work on this instance's worker pool (created once, so
-        sync twins, which each run their own event loop, do not start threads per call);
-        the caller's context variables (``fail_at``) go along."""
-        ctx = contextvars.copy_context()
-        call = functools.partial(fn, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._executor, ctx.run, call)
+        return await self.runtime.in_thread(fn, *args, **kwargs)
 
     async def _search(self, **kwargs):
-        """Store search in the store's colour: a store opened on a sync source (SQLite, a
-        sync python-oracledb pool or connection) runs its sync call on the worker pool; an
-        async-only store (an async pool) its async twin (python-oracledb's native asyncio).
-        A vector query is a pure vector search on every store (SC-6.6), also on a hybrid one."""
-        if kwargs.get("query_vector") is not None and kwargs.get("strategy") is None:
-            kwargs["strategy"] = "vector"
-        if not getattr(self._store.engine, "async_only", False):
-            return await self._in_thread(self._store.search, **kwargs)
-        return await self._store.search_async(**kwargs)
+        return await self.runtime.search(**kwargs)
 
     async def _embed(self, texts: list, is_query: bool):
-        emb = self._embedder
-        if hasattr(emb, "embed"):
-            return await self._in_thread(emb.embed, texts, is_query=is_query)
-        return await emb.embed_async(texts, is_query=is_query)
+        return await self.runtime.embed(texts, is_query)
 
     async def _read(self, fn):
-        def run():
-            with self._backend.read() as conn:
-                return fn(conn)
-
-        return await self._in_thread(run)
+        return await self.runtime.read(fn)
 
     # -- write ---------------------------------------------------------------------------------
     async def write_async(
@@ -773,7 +754,7 @@ class KnowledgeMemory:
     def _details(self, conn: sa.Connection, agent_id: str, rows: list[dict], now: datetime) -> list[FactDetail]:
         t = self._tables
         ids = [r["id"] for r in rows]
-        links = commit_mod._links_of(conn, t, agent_id, ids)
+        links = commit_mod.links_of(conn, t, agent_id, ids)
         succ: dict[str, str] = {}
         f = t.fact
         for batch in reads.chunked(ids):

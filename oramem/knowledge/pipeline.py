@@ -164,8 +164,8 @@ class WriteRun:
         event_id: Optional[str] = None,
     ) -> None:
         self.km = km
-        self.t = km._tables
-        self.backend = km._backend
+        self.t = km.runtime.tables
+        self.backend = km.runtime.backend
         self.agent_id = agent_id
         self.message = message
         self.speaker = speaker_name.strip()
@@ -180,7 +180,7 @@ class WriteRun:
         self.now = now
         self.verbose = verbose
         self.tz = zoneinfo.ZoneInfo(cfg.timezone)
-        self.call = TaskCall(km._llm)
+        self.call = TaskCall(km.runtime.llm)
         self.rule_based_reconcile = False  # deterministic writes without an LLM
         self.warnings: list[str] = []
         self.trace = PipelineTrace() if verbose else None
@@ -228,14 +228,14 @@ class WriteRun:
             with self.backend.read() as conn:
                 return fn(conn)
 
-        return await self.km._in_thread(run)
+        return await self.km.runtime.in_thread(run)
 
     async def embed(self, texts: list[str], is_query: bool = False) -> np.ndarray:
         """KC-7.6: an exception, a wrong count or a wrong dimension is ``EmbeddingError``."""
         if not texts:
-            return np.zeros((0, self.km._dim), dtype=np.float32)
+            return np.zeros((0, self.km.runtime.dim), dtype=np.float32)
         try:
-            out = await self.km._embed(list(texts), is_query)
+            out = await self.km.runtime.embed(list(texts), is_query)
             arr = np.asarray(out, dtype=np.float32)
         except EmbeddingError:
             raise
@@ -243,8 +243,8 @@ class WriteRun:
             raise EmbeddingError(f"embedder failed: {type(exc).__name__}: {exc}") from exc
         if arr.ndim != 2 or arr.shape[0] != len(texts):
             raise EmbeddingError(f"embedder returned {arr.shape[0] if arr.ndim else 0} vectors for {len(texts)} texts")
-        if arr.shape[1] != self.km._dim:
-            raise EmbeddingError(f"embedder returned dimension {arr.shape[1]}, the store's vector_dim is {self.km._dim}")
+        if arr.shape[1] != self.km.runtime.dim:
+            raise EmbeddingError(f"embedder returned dimension {arr.shape[1]}, the store's vector_dim is {self.km.runtime.dim}")
         if not np.all(np.isfinite(arr)):
             raise EmbeddingError("embedder returned non-finite values")
         return arr
@@ -294,7 +294,7 @@ class WriteRun:
             e = ents[k]
             item = {"entity_key": k, "display_name": e["display_name"], "summary": e["summary_text"], "facts": []}
             if not e["summary_text"]:
-                hits2 = await self.km._search(
+                hits2 = await self.km.runtime.search(
                     query_vector=self.event_vec,
                     k=per_entity,
                     agent_id=self.agent_id,
@@ -578,7 +578,7 @@ class WriteRun:
         if not hasattr(self, "_known_entities"):
             self._known_entities = {}
         self._known_entities.update(known)
-        vecs = await self.embed(to_embed) if to_embed else np.zeros((0, self.km._dim), np.float32)
+        vecs = await self.embed(to_embed) if to_embed else np.zeros((0, self.km.runtime.dim), np.float32)
         self.name_vecs = {norm(n): vecs[i] for i, n in enumerate(to_embed)}
         for name in names:
             await self.resolve(name)
@@ -830,7 +830,7 @@ class WriteRun:
             sims: dict[str, float] = {}
             per_fact_best: dict[int, float] = {}
             for f in group:
-                hits = await self.km._search(
+                hits = await self.km.runtime.search(
                     query_vector=f.vec,
                     k=cfg.reconcile_candidates,
                     agent_id=self.agent_id,
@@ -964,7 +964,7 @@ class WriteRun:
             names.add(self.speaker)
         return {n for n in names if len(norm(n)) >= 3 or key == self.speaker_key}
 
-    def _mentions(self, words: list[str], key: str) -> bool:
+    def mentions(self, words: list[str], key: str) -> bool:
         return any(contains_words(words, n) for n in self.names_of(key))
 
     def evidence(self) -> list[XRelation]:
@@ -977,7 +977,7 @@ class WriteRun:
             best: Optional[tuple] = None
             for d in usable:
                 w = words[id(d)]
-                has_src, has_tgt = self._mentions(w, r.source_key), self._mentions(w, r.target_key)
+                has_src, has_tgt = self.mentions(w, r.source_key), self.mentions(w, r.target_key)
                 subj = d.fact.subject_key
                 if has_src and has_tgt:
                     rank = 0

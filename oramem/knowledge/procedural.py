@@ -51,8 +51,8 @@ def _unit(v: Any) -> Optional[np.ndarray]:
 async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, now: datetime, call: Optional[TaskCall] = None) -> DirectiveBlock:
     """KC-5.10: active behavioral_preference observations (times_reinforced ≥ 1), ≤10, one
     ``directives`` call (fallback ``"- {title}"`` lines), per-instance cache."""
-    mo = km._tables.meta_observation
-    rows = await km._read(lambda c: [dict(r) for r in c.execute(
+    mo = km.runtime.tables.meta_observation
+    rows = await km.runtime.read(lambda c: [dict(r) for r in c.execute(
         sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.confidence, mo.c.times_reinforced, mo.c.last_reinforced_at)
         .where(mo.c.agent_id == agent_id, mo.c.is_active == True, mo.c.observation_type == "behavioral_preference",  # noqa: E712
                mo.c.times_reinforced >= 1)
@@ -63,7 +63,7 @@ async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, no
         return DirectiveBlock()
     key = (agent_id, tuple(sorted((r["id"], int(r["times_reinforced"])) for r in rows)),
            hashlib.sha256((persona_text or "").encode("utf-8")).hexdigest())
-    cache = km._directive_cache
+    cache = km.runtime.directive_cache
     hit = cache.get(key)
     if hit is not None and hit[0] > now:
         return DirectiveBlock(text=hit[1].text, directive_count=hit[1].directive_count, cache_hit=True)
@@ -72,7 +72,7 @@ async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, no
          "confidence": round(max(0.10, float(r["confidence"]) * 0.95 ** _weeks(r["last_reinforced_at"], now)), 4)}
         for r in rows
     ]
-    call = call or TaskCall(km._llm)
+    call = call or TaskCall(km.runtime.llm)
     try:
         reply = await call("directives", {"persona": persona_text or "", "max_tokens": cfg.directive_max_tokens, "directives": items},
                            cfg.job_llm_timeout_sec)
@@ -94,9 +94,9 @@ async def check_contradiction(km: Any, agent_id: str, new_directive: str, cfg: A
     """KC-5.10: the nearest active behavioral_preference by embedding; below the threshold no
     LLM call; otherwise one ``contradiction`` call. Returns the result and the id of the
     observation it was compared with (when contradicted)."""
-    vec = _unit(np.asarray(await km._embed([new_directive], False), dtype=np.float32)[0])
-    mo = km._tables.meta_observation
-    rows = await km._read(lambda c: [dict(r) for r in c.execute(
+    vec = _unit(np.asarray(await km.runtime.embed([new_directive], False), dtype=np.float32)[0])
+    mo = km.runtime.tables.meta_observation
+    rows = await km.runtime.read(lambda c: [dict(r) for r in c.execute(
         sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.embedding_vec)
         .where(mo.c.agent_id == agent_id, mo.c.is_active == True, mo.c.observation_type == "behavioral_preference")  # noqa: E712
         .order_by(mo.c.id)
@@ -112,7 +112,7 @@ async def check_contradiction(km: Any, agent_id: str, new_directive: str, cfg: A
     if float(sims[best]) < cfg.contradiction_similarity_threshold:
         return ContradictionResult(), None
     target = rows[best]
-    call = call or TaskCall(km._llm)
+    call = call or TaskCall(km.runtime.llm)
     try:
         reply = await call("contradiction", {"new_directive": new_directive, "existing": {"title": target["title"], "text": target["text"]}},
                            cfg.job_llm_timeout_sec)
@@ -129,7 +129,7 @@ async def check_contradiction(km: Any, agent_id: str, new_directive: str, cfg: A
 
 def emotional_trends(km: Any, conn: sa.Connection, agent_id: str, cfg: Any, now: datetime) -> EmotionalTrendsResult:
     """KC-5.13 (deterministic; runs inside a write transaction)."""
-    ev, mo = km._tables.event, km._tables.meta_observation
+    ev, mo = km.runtime.tables.event, km.runtime.tables.meta_observation
     rows = [dict(r) for r in conn.execute(
         sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary, ev.c.emotion_intensity, ev.c.energy_level)
         .where(ev.c.agent_id == agent_id, ev.c.emotion_primary.is_not(None),

@@ -257,7 +257,7 @@ class RetrieveRun:
                  as_of: Optional[datetime], known_at: Optional[datetime], include_directives: bool, cfg: Any,
                  now: datetime, verbose: bool) -> None:
         self.km = km
-        self.t = km._tables
+        self.t = km.runtime.tables
         self.agent_id = agent_id
         self.query = query
         self.session_id = session_id
@@ -266,7 +266,7 @@ class RetrieveRun:
         self.now = now
         self.verbose = verbose
         self.include_directives = include_directives
-        self.call = TaskCall(km._llm)
+        self.call = TaskCall(km.runtime.llm)
         self.warnings: list[str] = []
         self.trace = PipelineTrace() if verbose else None
         self.view = View(now, as_of, known_at, bool(cfg.include_stale_facts), None)
@@ -283,7 +283,7 @@ class RetrieveRun:
             self.trace.steps.append(PipelineStep(name, (time.perf_counter() - started) * 1000.0, data))
 
     async def read(self, fn):
-        return await self.km._read(fn)
+        return await self.km.runtime.read(fn)
 
     def _fact_cols(self) -> list:
         return [c for c in self.t.fact.c if c.name != "embedding_vec"]
@@ -527,10 +527,10 @@ class RetrieveRun:
     # -- signals ------------------------------------------------------------------------------------
     async def _embed_query(self) -> None:
         try:
-            out = await self.km._embed([self.query], True)
+            out = await self.km.runtime.embed([self.query], True)
             arr = np.asarray(out, dtype=np.float32)
-            if arr.ndim != 2 or arr.shape[0] != 1 or arr.shape[1] != self.km._dim or not np.all(np.isfinite(arr)):
-                raise ValueError(f"embedder returned shape {arr.shape} for one query of dimension {self.km._dim}")
+            if arr.ndim != 2 or arr.shape[0] != 1 or arr.shape[1] != self.km.runtime.dim or not np.all(np.isfinite(arr)):
+                raise ValueError(f"embedder returned shape {arr.shape} for one query of dimension {self.km.runtime.dim}")
             self.qvec = arr[0]
         except Exception as exc:  # noqa: BLE001 - KC-7.6: semantic and event signals turn off
             self.qvec = None
@@ -545,7 +545,7 @@ class RetrieveRun:
     async def _semantic(self, pool: int, filter_keys: Optional[list[str]]) -> int:
         if self.qvec is None:
             return 0
-        hits = await self.km._search(
+        hits = await self.km.runtime.search(
             query_vector=self.qvec, k=pool, agent_id=self.agent_id, record_types=["fact"], strategy="vector",
             metadata_filter=store_filter(self.view, min_confidence=self.cfg.min_confidence, entity_keys=filter_keys),
         )
@@ -566,11 +566,11 @@ class RetrieveRun:
         from ..types import SearchStrategy
 
         n = 0
-        if self.km._store.search_strategy is not SearchStrategy.HYBRID:
+        if self.km.runtime.store.search_strategy is not SearchStrategy.HYBRID:
             self.warn("keyword signal unavailable")
         else:
             text = " ".join([self.query] + expanded.expanded_terms)
-            hits = await self.km._search(
+            hits = await self.km.runtime.search(
                 query=text, k=pool, agent_id=self.agent_id, record_types=["fact"], strategy="keyword",
                 metadata_filter=store_filter(self.view, min_confidence=self.cfg.min_confidence, entity_keys=filter_keys),
             )
@@ -712,7 +712,7 @@ class RetrieveRun:
         cfg = self.cfg
         if self.qvec is None:
             return []
-        hits = await self.km._search(
+        hits = await self.km.runtime.search(
             query_vector=self.qvec, k=cfg.event_max_scan, agent_id=self.agent_id, record_types=["message"], strategy="vector",
             metadata_filter={"kg_source": {"$exists": True}},
         )
@@ -809,13 +809,13 @@ class RetrieveRun:
         # the first few per group, cut in SQL with ROW_NUMBER() (SQLite ≥ 3.25 and Oracle)
         rn = sa.func.row_number().over(partition_by=col, order_by=(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id))
         for batch in reads.chunked(sorted(set(values))):
-            inner = sa.select(*self._fact_cols(), rn.label("_rn")).where(
+            inner = sa.select(*self._fact_cols(), rn.label("rank_in_group")).where(
                 f.c.agent_id == self.agent_id, col.in_(batch), *sql_visible(f, self.view))
             if filter_keys is not None:
                 inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(lk.c.agent_id == self.agent_id, lk.c.entity_key.in_(filter_keys))))
             sub = inner.subquery("kg_ranked")
-            stmt = sa.select(*[sub.c[c.name] for c in self._fact_cols()]).where(sub.c._rn <= per * 4).order_by(
-                sub.c[col.name], sub.c._rn)
+            stmt = sa.select(*[sub.c[c.name] for c in self._fact_cols()]).where(sub.c.rank_in_group <= per * 4).order_by(
+                sub.c[col.name], sub.c.rank_in_group)
             for m in conn.execute(stmt).mappings():
                 row = dict(m)
                 if not fact_visible(row, self.view):
@@ -1035,7 +1035,7 @@ class RetrieveRun:
         now = self.now
 
         def run():
-            with self.km._backend.write("knowledge usage tracking", self.agent_id) as conn:
+            with self.km.runtime.backend.write("knowledge usage tracking", self.agent_id) as conn:
                 for batch in reads.chunked(sorted(set(fact_ids))):
                     conn.execute(sa.update(f).where(f.c.agent_id == self.agent_id, f.c.id.in_(batch))
                                  .values(times_retrieved=f.c.times_retrieved + 1, last_retrieved_at=now))
@@ -1048,7 +1048,7 @@ class RetrieveRun:
                     conn.execute(sa.update(so).where(so.c.agent_id == self.agent_id, so.c.id == n["id"])
                                  .values(referenced_at=now, relative_offset=n["relative_offset"][:64]))
 
-        await self.km._in_thread(run)
+        await self.km.runtime.in_thread(run)
 
 
 def _detail(row: dict, now: datetime) -> FactDetail:

@@ -205,7 +205,7 @@ def test_embedder_failure_keeps_keyword_and_graph(km, llm, clock, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("embedder down")
 
-    monkeypatch.setattr(km._embedder, "embed", boom)
+    monkeypatch.setattr(km.runtime.embedder, "embed", boom)
     r = km.retrieve("a1", "Pedro tram")
     assert any(w.startswith("embedding:") for w in r.warnings)
     assert ids["tram"] in ids_of(r) and ids["violin"] in ids_of(r) and r.events == []
@@ -357,7 +357,7 @@ def test_directives_none_and_fallback_and_contradiction_gate(make_km, llm, clock
     km = make_km(contradiction_similarity_threshold=0.5)
     assert km.directives("a1").text == "" and llm.calls_for("directives") == []
     t = km._tables
-    vec = np.asarray(km._embedder.embed(["Prefers short answers"]), dtype=np.float32)[0]
+    vec = np.asarray(km.runtime.embedder.embed(["Prefers short answers"]), dtype=np.float32)[0]
     with km._backend.write("test", "a1") as c:
         c.execute(sa.insert(t.meta_observation).values(
             id=new_id(), agent_id="a1", observation_type="behavioral_preference", title="Prefers short answers", text="brief",

@@ -70,7 +70,7 @@ class _Embedder:
 
 @pytest.mark.parametrize("mode", ["count", "dim", "nan"])
 def test_embedder_failures_raise_and_store_nothing(km, llm, store, mode):
-    km._embedder = _Embedder(mode)
+    km.runtime.embedder = _Embedder(mode)
     llm.route("extract", extract([("Pedro", "person")], [("Pedro", "Pedro likes tea")]))
     with pytest.raises(EmbeddingError):
         km.write("a1", "I like tea", "Pedro")

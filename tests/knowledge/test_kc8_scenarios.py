@@ -293,7 +293,7 @@ def test_s11_failures_are_visible(km, llm, clock, store):
         def embed(self, texts, *, is_query=False):
             raise OSError("embedding service down")
 
-    km._embedder = Broken()
+    km.runtime.embedder = Broken()
     w_lives(llm, "Rio")
     with pytest.raises(EmbeddingError):
         km.write("a1", "I live in Rio", "Pedro")
