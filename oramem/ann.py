@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -86,6 +86,8 @@ class AnnConfig:
 
 
 Accept = Callable[[np.ndarray], np.ndarray]
+#: record keys: a sequence of ints or an integer array
+Keys = Union[Sequence[int], np.ndarray]
 
 
 class AnnIndex:
@@ -121,26 +123,26 @@ class AnnIndex:
             return False
         return bool(self._impl.contains(np.asarray([key], dtype=np.uint64))[0])
 
-    def build(self, keys: Sequence[int], vectors: np.ndarray) -> None:
+    def build(self, keys: Keys, vectors: np.ndarray) -> None:
         """Replace the whole contents (a bulk, multi-threaded insert)."""
-        keys, vectors = self._checked(keys, vectors)
-        self._impl.reset(len(keys))
-        if len(keys):
-            self._impl.upsert(keys, vectors)
+        key_arr, unit = self._checked(keys, vectors)
+        self._impl.reset(len(key_arr))
+        if len(key_arr):
+            self._impl.upsert(key_arr, unit)
 
-    def add(self, keys: Sequence[int], vectors: np.ndarray) -> None:
+    def add(self, keys: Keys, vectors: np.ndarray) -> None:
         """Insert or replace (a key already present gets the new vector)."""
-        keys, vectors = self._checked(keys, vectors)
-        if not len(keys):
+        key_arr, unit = self._checked(keys, vectors)
+        if not len(key_arr):
             return
-        self._impl.upsert(keys, vectors)
+        self._impl.upsert(key_arr, unit)
 
-    def remove(self, keys: Sequence[int]) -> int:
+    def remove(self, keys: Keys) -> int:
         """Remove the keys that are present; returns how many were."""
-        keys = _keys(keys)
-        if not len(keys):
+        key_arr = _keys(keys)
+        if not len(key_arr):
             return 0
-        present = keys[self._impl.contains(keys)]
+        present = key_arr[self._impl.contains(key_arr)]
         if len(present):
             self._impl.remove(present)
         return int(len(present))
@@ -208,10 +210,11 @@ class AnnIndex:
         while True:
             self.expansion_search = ef
             hits = total = 0
-            for q, expected in zip(queries, truth):
-                expected = {int(x) for x in list(expected)[:k]}
-                keys, _ = self.query(q, k)
-                hits += len(expected & set(keys.tolist()))
+            for q, truth_keys in zip(queries, truth):
+                expected = {int(x) for x in list(truth_keys)[:k]}
+                found = self.query(q, k)
+                assert found is not None  # an unfiltered query always answers
+                hits += len(expected & set(found[0].tolist()))
                 total += len(expected)
             recall = hits / total if total else 1.0
             if recall >= target_recall or ef >= max_expansion:
@@ -232,19 +235,19 @@ class AnnIndex:
         return index
 
     # -- helpers -------------------------------------------------------------------------
-    def _checked(self, keys: Sequence[int], vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        keys = _keys(keys)
+    def _checked(self, keys: Keys, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        key_arr = _keys(keys)
         vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim == 1 and len(keys) == 1:
+        if vectors.ndim == 1 and len(key_arr) == 1:
             vectors = vectors.reshape(1, -1)
-        if vectors.ndim != 2 or vectors.shape[0] != len(keys):
-            raise ValueError(f"need one vector per key: {len(keys)} keys, vectors of shape {vectors.shape}")
-        if len(np.unique(keys)) != len(keys):
+        if vectors.ndim != 2 or vectors.shape[0] != len(key_arr):
+            raise ValueError(f"need one vector per key: {len(key_arr)} keys, vectors of shape {vectors.shape}")
+        if len(np.unique(key_arr)) != len(key_arr):
             raise ValueError("keys must be distinct")
-        return keys, _unit_rows(vectors, self.dim)
+        return key_arr, _unit_rows(vectors, self.dim)
 
 
-def _keys(keys: Sequence[int]) -> np.ndarray:
+def _keys(keys: Keys) -> np.ndarray:
     arr = np.asarray(keys)
     if arr.ndim == 0:
         arr = arr.reshape(1)

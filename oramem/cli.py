@@ -54,7 +54,8 @@ class CLIError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        # click declares exit_code a ClassVar, yet reads it per instance; a per-error status is intended
+        self.exit_code = exit_code  # type: ignore[misc]
 
 
 #: Command groups imported only when used, so ``oramem --help`` and the SQLite commands
@@ -88,7 +89,8 @@ class OramemGroup(click.Group):
         limit = formatter.width - 6 - max(len(n) for n in self.list_commands(ctx))
         for name in self.list_commands(ctx):
             if name in LAZY_GROUPS and name not in self.commands:
-                rows.append((name, click.utils.make_default_short_help(LAZY_GROUPS[name][2], limit)))
+                # the short help the group will have, without importing it (click's own shortening)
+                rows.append((name, click.Command(name, help=LAZY_GROUPS[name][2]).get_short_help_str(limit)))
                 continue
             cmd = self.get_command(ctx, name)
             if cmd is not None and not cmd.hidden:
@@ -314,7 +316,7 @@ def parse_json_option(value: Optional[str], option: str, *, want_object: bool = 
         return NOT_SET
     try:
         parsed = json.loads(value)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise CLIError(f"{option} is not valid JSON ({exc.msg} at position {exc.pos}): {value!r}", 2) from None
     if parsed is None and allow_null:
         return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import builtins
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -86,11 +87,11 @@ class Engine(abc.ABC):
         """SC-3.3."""
 
     @abc.abstractmethod
-    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> list[Record]:
+    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
         """SC-3.4."""
 
     @abc.abstractmethod
-    def search(self, request: SearchRequest) -> list[tuple[Record, float]]:
+    def search(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
         """SC-6: filters before the top-k cut, ascending distance, ties by type then id."""
 
     # -- knowledge-layer seam ------------------------------------------------------------
@@ -98,7 +99,7 @@ class Engine(abc.ABC):
     def register_deletion_hook(self, hook: DeletionHook) -> None:
         """SC-8.5: call ``hook`` inside every delete/cascade/purge transaction."""
 
-    def embed_texts(self, texts: list[str], is_query: bool) -> Optional[np.ndarray]:
+    def embed_texts(self, texts: builtins.list[str], is_query: bool) -> Optional[np.ndarray]:
         """Engines with an in-database embedder may embed here; default: not supported."""
         return None
 
@@ -109,7 +110,7 @@ class Engine(abc.ABC):
     async def close_async(self) -> None:
         await asyncio.to_thread(self.close)
 
-    async def add_async(self, request: AddRequest) -> list[str]:
+    async def add_async(self, request: AddRequest) -> builtins.list[str]:
         return await asyncio.to_thread(self.add, request)
 
     async def update_async(self, request: UpdateRequest) -> int:
@@ -130,11 +131,11 @@ class Engine(abc.ABC):
     async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
         return await asyncio.to_thread(self.get, record_type, record_id)
 
-    async def list_async(self, request: ListRequest) -> list[Record]:
+    async def list_async(self, request: ListRequest) -> builtins.list[Record]:
         return await asyncio.to_thread(self.list, request)
 
-    async def list_thread_messages_async(self, thread_id: str, last_n: Optional[int]) -> list[Record]:
+    async def list_thread_messages_async(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
         return await asyncio.to_thread(self.list_thread_messages, thread_id, last_n)
 
-    async def search_async(self, request: SearchRequest) -> list[tuple[Record, float]]:
+    async def search_async(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
         return await asyncio.to_thread(self.search, request)

@@ -345,9 +345,9 @@ def draft_records(
     md_vals = [_check_metadata(m, "metadata") for m in md_vals]
 
     # content fallback (SC-4.1): None -> metadata["content"] when it is a str
-    for i, text in enumerate(texts):
-        if text is None and md_vals[i] is not None and isinstance(md_vals[i].get("content"), str):
-            texts[i] = md_vals[i]["content"]
+    for i, (text, md) in enumerate(zip(texts, md_vals)):
+        if text is None and md is not None and isinstance(md.get("content"), str):
+            texts[i] = md["content"]
     if is_profile and any(t is None for t in texts):
         raise ValueError(f"{record_type} records need text (information)")
 
@@ -614,6 +614,7 @@ class Normalizer:
                 whole = " ".join(c for c in caller_chunks if c) if caller_chunks is not None else text
                 return [(whole, vec)], []
             vecs = [self._check_dim(v, f"embedding of {label}") for v in value]
+            assert caller_chunks is not None, "a vector list is aligned with index chunks"
             return list(zip(caller_chunks, vecs)), []
         chunks = [c for c in caller_chunks if c] if caller_chunks is not None else self.chunk(text)
         if self.needs_vectors:
@@ -685,6 +686,7 @@ class Normalizer:
         ]
         if record_type not in SCOPED_TYPES:
             scopes = [Scope.any()] * 3
+        mf: Any
         if metadata_filter is NOT_SET or metadata_filter is None:
             mf = metadata_filter
         else:
@@ -798,7 +800,7 @@ class Normalizer:
         text = text if text is NOT_SET else _check_text(text, "text")
         if text is None and record_type in PROFILE_TYPES:
             raise ValueError(f"{record_type} records cannot have text=None; pass the new information text")
-        payload = None
+        payload: Optional[tuple[str, Any]] = None
         if embedding is not NOT_SET and embedding is not None:
             payload = _vector_payload(embedding, "embedding")
         non_empty_payload = payload is not None and payload[0] != "empty"
@@ -841,6 +843,7 @@ class Normalizer:
             if embedding is None:
                 fields["retrieval"] = RetrievalChange.STRIP_VECTORS
             else:
+                assert payload is not None  # set above for every embedding but NOT_SET/None
                 kind, value = payload
                 vecs = [] if kind == "empty" else [value] if kind == "one" else value
                 fields["retrieval"] = RetrievalChange.REVECTOR

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import builtins
 import dataclasses
 import warnings
 from datetime import datetime
@@ -102,13 +103,13 @@ class IMemoryStore(abc.ABC):
         """Records of one type, oldest to newest within the window (SC-3.3)."""
 
     @abc.abstractmethod
-    def list_thread_messages(self, thread_id, last_n=None) -> list[Record]:
+    def list_thread_messages(self, thread_id, last_n=None) -> builtins.list[Record]:
         """A thread's messages, oldest first (SC-3.4)."""
 
     @abc.abstractmethod
     def search(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None, agent_id=None,
                exact_user_match=False, exact_agent_match=False, exact_thread_match=False, record_types=None,
-               metadata_filter=None, strategy=None) -> list[tuple[Record, float]]:
+               metadata_filter=None, strategy=None) -> builtins.list[tuple[Record, float]]:
         """At most k ``(record, distance)`` pairs, nearest first (SC-6)."""
 
     @abc.abstractmethod
@@ -141,11 +142,11 @@ class IMemoryStore(abc.ABC):
     async def add_async(self, contents, record_type, *, index_texts=NOT_SET, embeddings=NOT_SET,
                         record_ids=NOT_SET, thread_ids=NOT_SET, user_ids=NOT_SET, agent_ids=NOT_SET,
                         roles=NOT_SET, timestamps=NOT_SET, metadata=NOT_SET, ttl_days=NOT_SET,
-                        ttl_anchor=NOT_SET, **store_kwargs) -> list[str]:
+                        ttl_anchor=NOT_SET, **store_kwargs) -> builtins.list[str]:
         """Async twin of :meth:`add`."""
 
     @abc.abstractmethod
-    async def add_batches_async(self, batches, **store_kwargs) -> list[str]:
+    async def add_batches_async(self, batches, **store_kwargs) -> builtins.list[str]:
         """Async twin of :meth:`add_batches`."""
 
     @abc.abstractmethod
@@ -162,18 +163,18 @@ class IMemoryStore(abc.ABC):
 
     @abc.abstractmethod
     async def list_async(self, record_type, limit=NOT_SET, thread_id=NOT_SET, user_id=NOT_SET,
-                         agent_id=NOT_SET, metadata_filter=NOT_SET) -> list[Record]:
+                         agent_id=NOT_SET, metadata_filter=NOT_SET) -> builtins.list[Record]:
         """Async twin of :meth:`list`."""
 
     @abc.abstractmethod
-    async def list_thread_messages_async(self, thread_id, last_n=None) -> list[Record]:
+    async def list_thread_messages_async(self, thread_id, last_n=None) -> builtins.list[Record]:
         """Async twin of :meth:`list_thread_messages`."""
 
     @abc.abstractmethod
     async def search_async(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None,
                            agent_id=None, exact_user_match=False, exact_agent_match=False,
                            exact_thread_match=False, record_types=None, metadata_filter=None,
-                           strategy=None) -> list[tuple[Record, float]]:
+                           strategy=None) -> builtins.list[tuple[Record, float]]:
         """Async twin of :meth:`search`."""
 
     @abc.abstractmethod
@@ -487,7 +488,7 @@ class OracleMemoryStore(IMemoryStore):
         return self._engine.list(request)
 
     async def list_async(self, record_type, limit=NOT_SET, thread_id=NOT_SET, user_id=NOT_SET,
-                         agent_id=NOT_SET, metadata_filter=NOT_SET) -> list[Record]:
+                         agent_id=NOT_SET, metadata_filter=NOT_SET) -> builtins.list[Record]:
         request = (await self._na()).list_request(record_type, limit, thread_id, user_id, agent_id, metadata_filter)
         return await self._engine.list_async(request)
 
@@ -498,17 +499,17 @@ class OracleMemoryStore(IMemoryStore):
             last_n = _positive_int(last_n, "last_n", "or None for all messages")
         return thread_id, last_n
 
-    def list_thread_messages(self, thread_id, last_n=None) -> list[Record]:
+    def list_thread_messages(self, thread_id, last_n=None) -> builtins.list[Record]:
         self._n()
         return self._engine.list_thread_messages(*self._thread_args(thread_id, last_n))
 
-    async def list_thread_messages_async(self, thread_id, last_n=None) -> list[Record]:
+    async def list_thread_messages_async(self, thread_id, last_n=None) -> builtins.list[Record]:
         await self._na()
         return await self._engine.list_thread_messages_async(*self._thread_args(thread_id, last_n))
 
     def search(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None, agent_id=None,
                exact_user_match=False, exact_agent_match=False, exact_thread_match=False, record_types=None,
-               metadata_filter=None, strategy=None) -> list[tuple[Record, float]]:
+               metadata_filter=None, strategy=None) -> builtins.list[tuple[Record, float]]:
         norm = self._n()
         request, to_embed = norm.search_plan(
             query, k, query_vector, thread_id, user_id, agent_id, exact_user_match, exact_agent_match,
@@ -521,7 +522,7 @@ class OracleMemoryStore(IMemoryStore):
     async def search_async(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None,
                            agent_id=None, exact_user_match=False, exact_agent_match=False,
                            exact_thread_match=False, record_types=None, metadata_filter=None,
-                           strategy=None) -> list[tuple[Record, float]]:
+                           strategy=None) -> builtins.list[tuple[Record, float]]:
         norm = await self._na()
         request, to_embed = norm.search_plan(
             query, k, query_vector, thread_id, user_id, agent_id, exact_user_match, exact_agent_match,

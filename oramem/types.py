@@ -96,7 +96,7 @@ class _StrEnum(str, enum.Enum):
         raise ValueError(f"{argument}={value!r} is not valid; use a {cls.__name__} or one of {accepted}")
 
     def __str__(self) -> str:
-        return self.value
+        return str(self.value)
 
 
 class SchemaPolicy(_StrEnum):
@@ -207,7 +207,7 @@ class PendingRecordBatch:
     fully validated on construction, so a bad batch fails before any store is touched.
     """
 
-    texts: list
+    texts: list[Any]
     record_type: str
     index_texts: Any = NOT_SET
     embeddings: Any = NOT_SET
@@ -272,7 +272,7 @@ class PendingRecordBatch:
         setattr_(self, "_normalised", validate_batch_shape(self))
 
     @property
-    def contents(self) -> list:
+    def contents(self) -> list[Any]:
         """Alias of :attr:`texts`."""
         return self.texts
 

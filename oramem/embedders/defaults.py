@@ -94,6 +94,7 @@ def embedder_for(identity: Optional[Mapping[str, Any]]) -> Optional[Any]:
                 candidate = ONNXEmbedder(source, download=False)
             except (RuntimeError, ValueError, OSError, TypeError):
                 continue
-            if same_identity(identity_of(candidate), identity):
+            found = identity_of(candidate)
+            if found is not None and same_identity(found, identity):
                 return candidate
     return None

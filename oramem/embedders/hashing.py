@@ -139,15 +139,15 @@ class HashEmbedder(IEmbedder):
         c = np.concatenate(cols)
         v = np.concatenate(vals)
         # accumulate in float64 for stable sums, then normalise and cast
-        acc = np.bincount(r * self._dim + c, weights=v, minlength=n * self._dim).reshape(n, self._dim)
+        acc: np.ndarray = np.bincount(r * self._dim + c, weights=v, minlength=n * self._dim).reshape(n, self._dim)
         norms = np.linalg.norm(acc, axis=1)
         zero = norms == 0.0
         if zero.any():
             # Features cancelled out exactly (opposite signs in one bucket): fall back to the
             # empty-text vector so the row is still a unit vector.
             e_idx, e_val = self._empty
-            for i in np.flatnonzero(zero):
-                acc[i, e_idx] = e_val
+            for row in np.flatnonzero(zero):
+                acc[row, e_idx] = e_val
             norms = np.linalg.norm(acc, axis=1)
         acc /= norms[:, None]
         out[:] = acc

@@ -122,9 +122,9 @@ class ONNXEmbedder(IEmbedder):
 
     def __init__(
         self,
-        model: Union[str, os.PathLike],
+        model: Union[str, "os.PathLike[str]"],
         *,
-        cache_dir: Union[str, os.PathLike, None] = None,
+        cache_dir: Union[str, "os.PathLike[str]", None] = None,
         batch_size: int = 32,
         max_length: Optional[int] = None,
         pooling: Optional[str] = None,
@@ -146,9 +146,9 @@ class ONNXEmbedder(IEmbedder):
         for name, value in (("intra_op_threads", intra_op_threads), ("inter_op_threads", inter_op_threads)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise ValueError(f"{name} must be an int >= 0 (0: ONNX Runtime's default) or None, got {value!r}")
-        for name, value in (("query_prefix", query_prefix), ("passage_prefix", passage_prefix)):
-            if not isinstance(value, str):
-                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        for name, prefix in (("query_prefix", query_prefix), ("passage_prefix", passage_prefix)):
+            if not isinstance(prefix, str):
+                raise TypeError(f"{name} must be a str, got {type(prefix).__name__}")
         ort = _import_runtime()
         self.batch_size = batch_size
         self.query_prefix = query_prefix
@@ -183,10 +183,11 @@ class ONNXEmbedder(IEmbedder):
                 )
             if pooling is not None:
                 raise ValueError(f"{self.model_path} pools inside its graph (string input); do not pass pooling")
-            self.tokenizer = None
+            #: the tokenizers.Tokenizer (None for a string-input model)
+            self.tokenizer: Any = None
             self.pooling: Optional[str] = None
             self.normalize = bool(normalize)
-            self.max_length = None
+            self.max_length: Optional[int] = None
         else:
             self.tokenizer = self._load_tokenizer(max_length)
             rank = len(self._output.shape or [])
@@ -308,8 +309,8 @@ class ONNXEmbedder(IEmbedder):
             max_length = value if isinstance(value, int) and value > 0 else None
         if max_length is None and tokenizer.truncation:
             max_length = tokenizer.truncation.get("max_length")
-        self.max_length = int(max_length or _DEFAULT_MAX_LENGTH)
-        tokenizer.enable_truncation(self.max_length)
+        self.max_length = truncate_at = int(max_length or _DEFAULT_MAX_LENGTH)
+        tokenizer.enable_truncation(truncate_at)
         padding = tokenizer.padding or {}
         tokenizer.enable_padding(pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]"))
         return tokenizer

@@ -94,8 +94,9 @@ def _error_detail(body: bytes) -> str:
         return text[:300]
     if isinstance(payload, dict):
         err = payload.get("error", payload)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"][:300]
+        message = err.get("message") if isinstance(err, dict) else None
+        if isinstance(message, str):
+            return message[:300]
         if isinstance(err, str):
             return err[:300]
     return text[:300]

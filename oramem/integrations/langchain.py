@@ -95,13 +95,13 @@ class OramemVectorStore(VectorStore):
     # -- plans ---------------------------------------------------------------------------------
     def _add_plan(self, texts: Iterable[str], metadatas: Optional[list[dict]], ids: Optional[Sequence[Optional[str]]]):
         texts = list(texts)
-        metadatas = list(metadatas) if metadatas is not None else [None] * len(texts)
+        metas: list[Optional[dict]] = list(metadatas) if metadatas is not None else [None] * len(texts)
         ids = list(ids) if ids is not None else [None] * len(texts)
-        if len(metadatas) != len(texts) or len(ids) != len(texts):
+        if len(metas) != len(texts) or len(ids) != len(texts):
             raise ValueError("metadatas and ids must have one entry per text")
         out: list[str] = []
         new_texts, new_meta, new_ids = [], [], []
-        for text, meta, rid in zip(texts, metadatas, ids):
+        for text, meta, rid in zip(texts, metas, ids):
             if rid is not None:
                 existing = yield call("get", self._type, rid)
                 if existing is not None:

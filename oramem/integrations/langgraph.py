@@ -41,7 +41,7 @@ import hashlib
 import json
 import math
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, cast
 
 from . import require
 from ._colour import call, run_async, run_sync
@@ -126,11 +126,11 @@ class OramemStore(BaseStore):
             not isinstance(index_fields, list) or not all(isinstance(f, str) and f for f in index_fields)
         ):
             raise ValueError("index_fields must be a list of field paths (e.g. ['$'] or ['text', 'tags[*]']) or None")
-        ttl = dict(ttl or {})
-        unknown = set(ttl) - {"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"}
+        ttl_keys: dict[str, Any] = dict(ttl or {})
+        unknown = set(ttl_keys) - {"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"}
         if unknown:
             raise ValueError(f"unknown TTLConfig key(s) {sorted(unknown)}")
-        if ttl.get("sweep_interval_minutes") is not None:
+        if ttl_keys.get("sweep_interval_minutes") is not None:
             raise ValueError(
                 "sweep_interval_minutes is not used: expired items are hidden at once and the oramem "
                 "store's purge removes them (Oracle: its scheduler job; SQLite: purge_expired() / on open)"
@@ -140,11 +140,11 @@ class OramemStore(BaseStore):
         self._from_ns = mapping
         self._index_fields = index_fields
         self._record_type = record_type
-        self._default_ttl = ttl.get("default_ttl")
-        self._refresh_default = ttl.get("refresh_on_read", True)
+        self._default_ttl = ttl_keys.get("default_ttl")
+        self._refresh_default = ttl_keys.get("refresh_on_read", True)
         if self._default_ttl is not None:
             self._check_ttl(self._default_ttl)
-        self.ttl_config = ttl or None
+        self.ttl_config = cast(TTLConfig, ttl_keys) if ttl_keys else None
         #: what query search embeds, in LangGraph's ``IndexConfig`` shape (``embed`` only when
         #: the store was built by :meth:`from_index_config`)
         self.index_config: Optional[dict[str, Any]] = (

@@ -42,7 +42,7 @@ def _text_of(item: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        parts = [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
         if parts:
             return "\n".join(parts)
     return json.dumps(item, ensure_ascii=False, default=str)

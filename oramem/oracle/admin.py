@@ -408,8 +408,8 @@ def doctor(conn: Any) -> list[Check]:
     checks.append(Check(
         "oramem packages", not missing and not invalid,
         "installed and VALID" if not (missing or invalid)
-        else "; ".join(filter(None, [missing and f"missing {', '.join(missing)}",
-                                     invalid and f"invalid {', '.join(invalid)}"])),
+        else "; ".join(filter(None, [f"missing {', '.join(missing)}" if missing else None,
+                                     f"invalid {', '.join(invalid)}" if invalid else None])),
         "run `oramem db install` (or `oramem db upgrade`)",
     ))
     return checks

@@ -27,6 +27,7 @@ Static-checked against the package specs, not run against Oracle here.
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import re
@@ -392,6 +393,7 @@ class OracleEngine(Engine):
             binds[n] = conn.createlob(oracledb.DB_TYPE_CLOB, binds[n])
         with conn.cursor() as cur:
             if call.is_function:
+                assert call.returns is not None  # a function's return type is in the call table
                 result = cur.callfunc(call.qualified_name, _RETURN_TYPES[call.returns], keyword_parameters=binds)
             else:
                 cur.callproc(call.qualified_name, keyword_parameters=binds)
@@ -406,6 +408,7 @@ class OracleEngine(Engine):
             binds[n] = await conn.createlob(oracledb.DB_TYPE_CLOB, binds[n])
         with conn.cursor() as cur:
             if call.is_function:
+                assert call.returns is not None  # a function's return type is in the call table
                 rtype = _RETURN_TYPES[call.returns]
                 result = await cur.callfunc(call.qualified_name, rtype, keyword_parameters=binds)
             else:
@@ -568,7 +571,7 @@ class OracleEngine(Engine):
     async def close_async(self) -> None:
         self._closed = True
 
-    def register_deletion_hook(self, hook: Any) -> None:  # type: ignore[override]
+    def register_deletion_hook(self, hook: Any) -> None:
         """Register the PL/SQL procedure ``hook`` (a name) as the store's deletion hook.
 
         Sync engine, store open: registered at once. Before ``open``, or on an async engine
@@ -659,25 +662,25 @@ class OracleEngine(Engine):
     def list(self, request: ListRequest) -> list[Record]:
         return self._records(self._run("list", False, in_store_id=_STORE, in_request=list_json(request)))
 
-    async def list_async(self, request: ListRequest) -> list[Record]:
+    async def list_async(self, request: ListRequest) -> builtins.list[Record]:
         return self._records(await self._run_async("list", False, in_store_id=_STORE,
                                                    in_request=list_json(request)))
 
-    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> list[Record]:
+    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
         _check_id(thread_id, "thread_id")
         self._check_last_n(last_n)
         return self._records(self._run("list_thread_messages", False, in_store_id=_STORE,
                                        in_thread_id=thread_id, in_last_n=last_n))
 
-    async def list_thread_messages_async(self, thread_id: str, last_n: Optional[int]) -> list[Record]:
+    async def list_thread_messages_async(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
         _check_id(thread_id, "thread_id")
         self._check_last_n(last_n)
         return self._records(await self._run_async("list_thread_messages", False, in_store_id=_STORE,
                                                    in_thread_id=thread_id, in_last_n=last_n))
 
-    def search(self, request: SearchRequest) -> list[tuple[Record, float]]:
+    def search(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
         return self._hits(self._run("search", False, in_store_id=_STORE, in_request=search_json(request)))
 
-    async def search_async(self, request: SearchRequest) -> list[tuple[Record, float]]:
+    async def search_async(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
         return self._hits(await self._run_async("search", False, in_store_id=_STORE,
                                                 in_request=search_json(request)))

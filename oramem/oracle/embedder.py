@@ -171,7 +171,7 @@ class OracleDBEmbedder(IEmbedder):
                     await cur.execute(self._dim_sql)
                     self._dim = int((await cur.fetchone())[0])
         self._verified = True
-        return self._dim  # type: ignore[return-value]
+        return self._dim
 
     async def embed_async(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
         if not self._async:  # sync source: the IEmbedder default (a worker thread) is right

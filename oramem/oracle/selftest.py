@@ -24,6 +24,7 @@ contract's. Static-checked, not run against Oracle.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
@@ -228,7 +229,7 @@ class SelfTest:
             for strategy in stores:
                 if strategy is not SearchStrategy.KEYWORD:
                     self.check(f"{strategy.value}: EXPLAIN PLAN uses the HNSW index",
-                               lambda s=strategy: self._plan(s))
+                               functools.partial(self._plan, strategy))
         finally:
             self._cleanup()
         return self.results

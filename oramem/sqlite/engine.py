@@ -9,6 +9,7 @@ transaction, so a write committed by another process is seen by the next search.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import datetime as _dt
 import json
@@ -309,7 +310,7 @@ class SQLiteEngine(Engine):
             ).fetchall()
         return [to_record(row) for row in reversed(rows)]
 
-    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> list[Record]:
+    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
         if last_n is not None and last_n <= 0:
             return []
         last_n = _sql_limit(last_n)
@@ -322,7 +323,7 @@ class SQLiteEngine(Engine):
             ).fetchall()
         return [to_record(row) for row in reversed(rows)]
 
-    def search(self, request: SearchRequest) -> list[tuple[Record, float]]:
+    def search(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
         now = self._now()
         where = Where().add(
             "r.record_type IN (SELECT value FROM json_each(:types))", types=json.dumps(list(request.record_types))
@@ -332,7 +333,8 @@ class SQLiteEngine(Engine):
             where.metadata(request.metadata_filter)
         with self._read("search") as (conn, t, catalog):
             strategy = self._check_strategy(request, catalog)
-            vector_ranking = keyword_ranking = None
+            vector_ranking: builtins.list[tuple[int, float]] = []
+            keyword_ranking: builtins.list[tuple[int, float]] = []
             depth = request.k if strategy != SearchStrategy.HYBRID else self._hybrid.fusion_depth(request.k)
             if strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID):
                 cache = self._vector_cache(conn, t, catalog)
@@ -352,15 +354,17 @@ class SQLiteEngine(Engine):
     # -- search helpers ------------------------------------------------------------------
     @staticmethod
     def _nearest(conn, t: StoreTables, where: Where, request: SearchRequest, cache: VectorCache,
-                 scopes, now_micros: int, k: int) -> list[tuple[int, float]]:
+                 scopes, now_micros: int, k: int) -> builtins.list[tuple[int, float]]:
         """Vector ranking. The cache masks type, scope and TTL; a metadata filter on
         top-level scalar fields becomes a mask over cached typed columns once its keys were
         asked for before in the same cache state (:mod:`.metamask`); otherwise it runs in
         SQL, first lazily over windows of nearest candidates, and over every record only
         when the filter is so selective that the windows would cover a quarter of the
         rows (SC-6.5 either way: the filter applies before the top-k cut)."""
+        query = request.query_vector
+        assert query is not None, "the normaliser embeds the query of a vector search"
         if request.metadata_filter is None:
-            return cache.nearest(request.query_vector, cache.mask(request.record_types, scopes, now_micros, None), k)
+            return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, None), k)
         sql = f"SELECT r.seq FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs)) AND {where.sql()}"
 
         def accept(seqs: list) -> set:
@@ -375,9 +379,9 @@ class SQLiteEngine(Engine):
 
         in_memory = cache.metadata_mask(request.metadata_filter, column)
         if in_memory is not None:  # filter first, then top-k over the passing rows only
-            return cache.nearest(request.query_vector, mask & in_memory, k)
+            return cache.nearest(query, mask & in_memory, k)
         try:
-            return cache.nearest(request.query_vector, mask, k, accept)
+            return cache.nearest(query, mask, k, accept)
         except GaveUp:
             # A selective filter: evaluate it once, on the records the cache's type, scope
             # and TTL mask left (looked up by primary key), or on every record when the
@@ -388,7 +392,7 @@ class SQLiteEngine(Engine):
             else:
                 matching = conn.execute(f"SELECT r.seq FROM {t.records} r WHERE {where.sql()}", where.params)
                 allowed = np.fromiter((seq for (seq,) in matching), dtype=np.int64)
-            return cache.nearest(request.query_vector, cache.mask(request.record_types, scopes, now_micros, allowed), k)
+            return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, allowed), k)
 
     @staticmethod
     def _check_strategy(request: SearchRequest, catalog: Catalog) -> SearchStrategy:
@@ -417,7 +421,7 @@ class SQLiteEngine(Engine):
             stamp = self._sidecar_stamp(conn, t, catalog)
             path = sidecar.sidecar_path(self._path, t.store_id) if self._use_sidecar else None
             snapshot = sidecar.read(path, stamp, catalog.vector_dim) if path is not None else None
-            if snapshot is not None:
+            if snapshot is not None and path is not None:
                 columns, matrix, codes, ann_entry = snapshot
                 ann = sidecar.read_ann(path, ann_entry, catalog.vector_dim, self._ann_config)
                 cache.load_snapshot(columns, matrix, codes, catalog.version, ann=ann)
@@ -433,7 +437,7 @@ class SQLiteEngine(Engine):
                     self._write_sidecar(cache, stamp)
         return cache
 
-    def _keyword(self, conn, t: StoreTables, where: Where, request: SearchRequest, needed: int) -> list[tuple[int, float]]:
+    def _keyword(self, conn, t: StoreTables, where: Where, request: SearchRequest, needed: int) -> builtins.list[tuple[int, float]]:
         """Per record, the best bm25 of its matching retrieval rows, for the ``needed``
         best records that pass every filter, best first (equal scores by record type and
         id, as SC-6.1 orders the results).
@@ -457,7 +461,7 @@ class SQLiteEngine(Engine):
         return [(seq, keyword_distance(score)) for seq, score in rows]
 
     @staticmethod
-    def _results(conn, t: StoreTables, ranked: list[tuple[int, float]], k: int) -> list[tuple[Record, float]]:
+    def _results(conn, t: StoreTables, ranked: builtins.list[tuple[int, float]], k: int) -> builtins.list[tuple[Record, float]]:
         if not ranked:
             return []
         # only the k nearest and whatever ties the k-th can be in the answer

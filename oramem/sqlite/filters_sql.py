@@ -290,6 +290,7 @@ class _Compiler:
         """The test of a container entry's type and size (and, for a long container of
         scalars, of all its elements at once); True when that already covers the elements."""
         json_type = _json_type(value)
+        assert json_type is not None, "shape() is only called for containers"
         contents = self.contents(alias, json_type)
         if json_type == "array":
             size = f"json_array_length({contents}) = {self.bind(len(value))}"

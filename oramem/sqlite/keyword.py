@@ -64,7 +64,7 @@ KEYWORD_LANGUAGES: dict[str, tuple[str, frozenset]] = {
     "none": ("unicode61 remove_diacritics 2", frozenset()),
 }
 LEGACY_LANGUAGE = "legacy"
-_LEGACY = ("unicode61", frozenset())
+_LEGACY: tuple[str, frozenset] = ("unicode61", frozenset())
 DEFAULT_KEYWORD_LANGUAGE = "english"
 
 

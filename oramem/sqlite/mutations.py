@@ -12,7 +12,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from ..requests import AddRequest, DeletionEvent, RetrievalChange, UpdateRequest
-from ..types import NOT_SET, PROFILE_TYPES, SCOPED_TYPES, SearchIndexSyncMode, SearchStrategy
+from ..types import NOT_SET, PROFILE_TYPES, NotSetType, SCOPED_TYPES, SearchIndexSyncMode, SearchStrategy
 from .records import dump_metadata
 from .schema import StoreTables, has_keyword
 from .timefmt import expiry
@@ -237,12 +237,12 @@ def update_record(tx: WriteTx, request: UpdateRequest) -> int:
     sets: dict[str, object] = {}
     if request.content is not NOT_SET:
         sets["content"] = request.content
-    if request.metadata is not NOT_SET:
+    if not isinstance(request.metadata, NotSetType):
         sets["metadata"] = dump_metadata(request.metadata)
     if request.timestamp is not NOT_SET:
         sets["timestamp"] = request.timestamp
-    if request.ttl is not NOT_SET:
-        anchor_time = request.timestamp if request.timestamp is not NOT_SET else stored_timestamp
+    if not isinstance(request.ttl, NotSetType):
+        anchor_time = stored_timestamp if isinstance(request.timestamp, NotSetType) else request.timestamp
         sets["expires_at"] = expiry(request.ttl, created_at, anchor_time, f"{request.record_type} {request.record_id!r}")
 
     _change_retrieval(tx, seq, request)

@@ -7,7 +7,7 @@ import json
 from typing import Any, Mapping, Optional, Union
 
 from ..requests import Scope, ScopeMatch
-from ..types import NOT_SET, MessageRecord, NotSetType, Record
+from ..types import MessageRecord, NotSetType, Record
 from .filters_sql import compile_filter
 
 __all__ = ["RECORD_COLUMNS", "to_record", "Where"]
@@ -71,7 +71,7 @@ class Where:
         return self
 
     def metadata(self, metadata_filter: Union[NotSetType, None, Mapping[str, Any]]) -> "Where":
-        if metadata_filter is NOT_SET:
+        if isinstance(metadata_filter, NotSetType):
             return self
         if metadata_filter is None:
             return self.add("r.metadata IS NULL")

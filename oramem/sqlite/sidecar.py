@@ -245,6 +245,7 @@ def read(path: str, stamp: dict, dim: int) -> Optional[tuple[dict[str, np.ndarra
                 columns[name] = column.reshape(rows, width) if width > 1 else column
             if crc != header["crc"]:
                 return None
+        matrix: np.ndarray
         if rows:
             matrix = np.memmap(path, dtype="<f4", mode="r", offset=matrix_at, shape=(rows, dim))
         else:

@@ -16,7 +16,7 @@ search takes its candidate rows from that index before the same exact float64 re
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -208,7 +208,8 @@ class VectorCache:
             for array, column in zip((chunk_ids, seqs, types, scopes, expires), columns[:2] + columns[3:]):
                 array[size : size + n] = column
             size += n
-        self._reset(*arrays, size=size)
+        chunk_ids, seqs, matrix, types, scopes, expires = arrays
+        self._reset(chunk_ids, seqs, matrix, types, scopes, expires, size=size)
         self.version = version
         self._maybe_build_ann()
 
@@ -225,7 +226,7 @@ class VectorCache:
             "chunk_ids": rows(self._chunk_ids), "seqs": rows(self._seqs), "types": rows(self._types),
             "scopes": rows(self._scopes), "expires": rows(self._expires),
         }
-        codes = [None] * len(self._codes)
+        codes: list[Any] = [None] * len(self._codes)
         for value, code in self._codes.items():
             codes[code] = value
         return columns, rows(self._matrix), codes
