@@ -65,22 +65,51 @@ AS
       RETURN in_left || in_sep || in_right;
    END cat;
 
-   -- ."key" path step; the allow-list keeps quotes, backslashes and '$' out of the path
-   -- text, which is embedded in a single-quoted SQL literal.
-   FUNCTION key_step(
+   -- S6: in_path followed by the ."key" step of in_key. A field name in double quotation marks
+   -- may hold any Unicode character (JSON Developer's Guide, json_field_name: '"' unicode_character
+   -- ... '"'); it is written as the body of a JSON string (RFC 8259): '"' and '\' as \" and \\,
+   -- U+0000-U+001F as \b \f \n \r \t or \u00XX, every other character as itself (what
+   -- json.dumps(key, ensure_ascii=False) writes). A single quote is doubled because the path sits in
+   -- a SQL text literal (SQL Language Reference, Text Literals). The step is appended with a checked
+   -- bound: past gc_max_path_bytes the filter fails with -20004 before the buffer can overflow.
+   FUNCTION path_step(
+      in_path  IN VARCHAR2,
       in_key   IN VARCHAR2,
       in_where IN VARCHAR2
    ) RETURN VARCHAR2
    IS
+      l_out   VARCHAR2(32767) := in_path || '."';
+      l_ch    VARCHAR2(4 CHAR);
+      l_code  PLS_INTEGER;
+      l_piece VARCHAR2(8 CHAR);
    BEGIN
-      IF in_key IS NULL OR LENGTH(in_key) > 128
-         OR NOT REGEXP_LIKE(in_key, '^[[:alnum:]_ .:/@#+-]+$')
-      THEN
-         fail('key ' || NVL(in_where, '(top level)') || ' is not supported by the Oracle engine: '
-              || 'use 1-128 letters, digits, space or _ . : / @ # + - (no quotes, backslash or $)');
+      IF in_key IS NULL THEN
+         fail('empty key at ' || NVL(in_where, 'top level'));
       END IF;
-      RETURN '."' || in_key || '"';
-   END key_step;
+      FOR i IN 1 .. LENGTH(in_key) LOOP
+         l_ch   := SUBSTR(in_key, i, 1);
+         l_code := ASCII(l_ch);   -- below 128 only for a one-byte (ASCII) character
+         l_piece := CASE
+                       WHEN l_ch = '"'     THEN '\"'
+                       WHEN l_ch = '\'     THEN '\\'
+                       WHEN l_ch = ''''    THEN ''''''
+                       WHEN l_code = 8     THEN '\b'
+                       WHEN l_code = 9     THEN '\t'
+                       WHEN l_code = 10    THEN '\n'
+                       WHEN l_code = 12    THEN '\f'
+                       WHEN l_code = 13    THEN '\r'
+                       WHEN l_code < 32    THEN '\u00' || SUBSTR('0123456789ABCDEF', TRUNC(l_code / 16) + 1, 1)
+                                                 || SUBSTR('0123456789ABCDEF', MOD(l_code, 16) + 1, 1)
+                       ELSE l_ch
+                    END;
+         IF LENGTHB(l_out) + LENGTHB(l_piece) + 1 > gc_max_path_bytes THEN
+            fail('the JSON path of ' || NVL(in_where, 'a key') || ' is longer than '
+                 || gc_max_path_bytes || ' bytes; use shorter keys or less nesting');
+         END IF;
+         l_out := l_out || l_piece;  -- bounded: checked against gc_max_path_bytes just above
+      END LOOP;
+      RETURN l_out || '"';
+   END path_step;
 
    FUNCTION add_bind(
       io_binds IN OUT NOCOPY bind_list_t,
@@ -140,6 +169,36 @@ AS
       END IF;
    END type_guard;
 
+   -- S7: TRUE when the JSON number text in_txt is zero or lies inside Oracle NUMBER's range
+   -- with a decade of margin at each end for rounding to 38 digits (NUMBER holds 1E-130 <= |x|
+   -- < 1E126, SQL Language Reference, NUMBER Data Type). Reads the text only (sign, digits,
+   -- exponent), so nothing is converted and no NLS setting matters.
+   FUNCTION fits_number(
+      in_txt IN VARCHAR2
+   ) RETURN BOOLEAN
+   IS
+      l_txt    VARCHAR2(400 CHAR) := LTRIM(TRIM(in_txt), '-');
+      l_e      PLS_INTEGER := INSTR(UPPER(l_txt), 'E');
+      l_mant   VARCHAR2(400 CHAR) := l_txt;
+      l_exp    NUMBER := 0;
+      l_dot    PLS_INTEGER;
+      l_int    PLS_INTEGER;   -- digits before the decimal point
+      l_first  PLS_INTEGER;   -- position of the first non-zero digit
+   BEGIN
+      IF l_e > 0 THEN
+         l_mant := SUBSTR(l_txt, 1, l_e - 1);
+         l_exp  := TO_NUMBER(LTRIM(SUBSTR(l_txt, l_e + 1), '+'));  -- an integer: no NLS
+      END IF;
+      l_dot   := INSTR(l_mant, '.');
+      l_int   := CASE WHEN l_dot > 0 THEN l_dot - 1 ELSE LENGTH(l_mant) END;
+      l_first := REGEXP_INSTR(REPLACE(l_mant, '.'), '[1-9]');
+      IF l_first = 0 THEN
+         RETURN TRUE;   -- 0, -0, 0.0e5: zero
+      END IF;
+      -- the leading digit stands for 10^(l_int - l_first + l_exp)
+      RETURN l_int - l_first + l_exp BETWEEN -129 AND 124;
+   END fits_number;
+
    -- "<item> <op> <value>" for one scalar value; binds strings/numbers, literals for
    -- true/false/null. out_passing receives the PASSING clause (or NULL).
    FUNCTION scalar_compare(
@@ -166,6 +225,23 @@ AS
          -- (JSON Developer's Guide 23ai, "PASSING Clause for SQL Functions and Conditions"; S13)
          l_n := add_bind(io_binds, 'S', l_str, NULL);
       ELSIF in_elem.is_number THEN
+         -- S7: the number as JSON text ('[1e+300]'), never through get_number for a value NUMBER
+         -- cannot hold (1e300 overflows, -1e-300 would become 0)
+         l_str := DBMS_LOB.SUBSTR(l_arr.to_clob, 402, 1);
+         IF LENGTH(l_str) > 400 THEN
+            fail('number of ' || in_where || ' is longer than 400 characters');
+         END IF;
+         IF NOT fits_number(SUBSTR(l_str, 2, LENGTH(l_str) - 2)) THEN
+            -- outside NUMBER's range: bound as its JSON text and read by the SQL engine as a
+            -- BINARY_DOUBLE (PASSING takes a SQL expression; JSON_VALUE RETURNING BINARY_DOUBLE;
+            -- BINARY_DOUBLE is a PASSING type: JSON Developer's Guide 23ai, JSON_EXISTS and
+            -- "PASSING Clause"), compared as a double as the SQLite engine does
+            l_n := add_bind(io_binds, 'S', l_str, NULL);
+            out_passing := ' PASSING JSON_VALUE(:f' || l_n || ', ''$[0]'' RETURNING BINARY_DOUBLE '
+                           || 'ERROR ON ERROR) AS "v' || l_n || '"';
+            RETURN '(' || type_guard(in_item, in_elem) || ' && ' || in_item || ' ' || in_op || ' $v'
+                   || l_n || ')';
+         END IF;
          l_n := add_bind(io_binds, 'N', NULL, l_arr.get_number(0));
       ELSIF in_elem.is_boolean AND in_op IN ('==', '!=') THEN
          RETURN '(' || type_guard(in_item, in_elem) || ' && ' || in_item || ' ' || in_op || ' '
@@ -188,7 +264,7 @@ AS
       io_binds IN OUT NOCOPY bind_list_t
    ) RETURN VARCHAR2
    IS
-      l_passing VARCHAR2(100 CHAR);
+      l_passing VARCHAR2(200 CHAR);
       l_cond    VARCHAR2(32767);
    BEGIN
       l_cond := scalar_compare('@' || in_path, in_op, in_elem, in_where, io_binds, l_passing);
@@ -232,7 +308,7 @@ AS
       io_binds IN OUT NOCOPY bind_list_t
    ) RETURN VARCHAR2
    IS
-      l_passing VARCHAR2(100 CHAR);
+      l_passing VARCHAR2(200 CHAR);
       l_cond    VARCHAR2(32767);
    BEGIN
       IF in_elem.is_object OR in_elem.is_array THEN
@@ -479,7 +555,7 @@ AS
             fail('unknown or misplaced operator ' || SUBSTR(l_key, 1, 40) || ' at '
                  || NVL(in_where, 'top level'));
          ELSE
-            l_part := compile_value(l_elem, in_path || key_step(l_key, where_of(in_where, l_key)),
+            l_part := compile_value(l_elem, path_step(in_path, l_key, where_of(in_where, l_key)),
                                     where_of(in_where, l_key), in_depth + 1, io_binds);
          END IF;
          l_sql := cat(l_sql, CASE WHEN i > 1 THEN ' AND ' END, l_part);

@@ -15,10 +15,11 @@ AS
     *            | key: {key: value, ...}              -- nested subset match (recursive)
     *   op      := $eq $ne $gt $gte $lt $lte $in $nin $exists $not
     *              $array_contains $array_contains_any
-    *   key     := a literal object key (".": part of the key, not a path separator) of
-    *              1..128 characters from [[:alnum:]] _ space . : / @ # + -  (never '"',
-    *              a single quote, '\' or '$': the key is written into the SQL/JSON path
-    *              text as ."key", which sits inside a SQL literal). Other keys: -20004.
+    *   key     := a literal object key (".": part of the key, not a path separator): any
+    *              non-empty string, as in the SQLite engine. It is written into the SQL/JSON
+    *              path as the quoted field name ."key" with JSON string escapes for '"', '\'
+    *              and U+0000-U+001F, and a doubled single quote for the SQL literal (S6);
+    *              a path longer than gc_max_path_bytes fails with -20004.
     * Semantics:
     *   - scalar exact match / $eq: same JSON type and value; a stored array never equals a
     *     scalar; null matches JSON null only (not a missing key).
@@ -27,6 +28,8 @@ AS
     *     MATCH records whose field is missing (SC-9.2).
     *   - $gt..$lte: numbers compare numerically, strings (ISO dates) as strings; a field
     *     of the other type does not match.
+    *   - numbers inside NUMBER's range are bound as NUMBER; others (1e300, -1e-300) as a
+    *     BINARY_DOUBLE, so they compare as doubles instead of overflowing or becoming 0 (S7).
     *   - $exists: true/false, key presence (JSON null counts as present).
     *   - $array_contains v: field is an array containing v (v a list: all present);
     *     $array_contains_any [..]: non-empty list, at least one present.
@@ -40,7 +43,7 @@ AS
 
    TYPE bind_t IS RECORD (
       name     VARCHAR2(30 CHAR),     -- placeholder without the colon, e.g. 'f3'
-      kind     VARCHAR2(1 CHAR),      -- 'S' VARCHAR2, 'N' NUMBER, 'J' JSON text (VARCHAR2), 'C' CLOB
+      kind     VARCHAR2(1 CHAR),      -- 'S' VARCHAR2 (also a double's JSON text), 'N' NUMBER, 'J' JSON text, 'C' CLOB
       str_val  VARCHAR2(4000 CHAR),
       num_val  NUMBER,
       clob_val CLOB              -- kind 'C' only (query vectors, hybrid requests)

@@ -220,3 +220,84 @@ def test_s5_nested_subset_match_requires_an_object():
 def test_s16_empty_string_content_is_not_null():
     body = unit(src("oramem_store.pkb"), "get_long_text")
     assert "EMPTY_CLOB()" in body and "IF l_val IS NULL THEN" in body
+
+
+# S6: every key SQLite accepts is written into the SQL/JSON path, escaped, never refused
+# by an allow-list. The CASE table of path_step is read from the PL/SQL and applied to the
+# fuzz suite's keys: it must give the key as the body of a JSON string (what
+# json.dumps(key, ensure_ascii=False) writes), with single quotes doubled for the SQL literal.
+def _plsql_literal(text: str) -> str:
+    return text[1:-1].replace("''", "'")
+
+
+def _path_step_table(body: str):
+    chars, codes, below_32 = {}, {}, None
+    for m in re.finditer(r"WHEN l_ch = ('(?:[^']|'')*')\s+THEN ('(?:[^']|'')*')", body):
+        chars[_plsql_literal(m.group(1))] = _plsql_literal(m.group(2))
+    for m in re.finditer(r"WHEN l_code = (\d+)\s+THEN ('(?:[^']|'')*')", body):
+        codes[int(m.group(1))] = _plsql_literal(m.group(2))
+    m = re.search(r"WHEN l_code < 32\s+THEN '\\u00' \|\| SUBSTR\('0123456789ABCDEF', TRUNC\(l_code / 16\) \+ 1, 1\)"
+                  r"\s*\|\| SUBSTR\('0123456789ABCDEF', MOD\(l_code, 16\) \+ 1, 1\)", body)
+    if m:
+        below_32 = lambda code: "\\u00" + "0123456789ABCDEF"[code // 16] + "0123456789ABCDEF"[code % 16]  # noqa: E731
+    assert re.search(r"ELSE l_ch\s+END;", body), "every other character must be written as itself"
+    return chars, codes, below_32
+
+
+def _escape_like_path_step(key: str, table) -> str:
+    chars, codes, below_32 = table
+    out = []
+    for ch in key:
+        if ch in chars:
+            out.append(chars[ch])
+        elif ord(ch) in codes:
+            out.append(codes[ord(ch)])
+        elif ord(ch) < 32:
+            assert below_32 is not None, f"no escape for U+{ord(ch):04X}"
+            out.append(below_32(ord(ch)))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def test_s6_filter_keys_are_escaped_in_the_path_not_refused():
+    import json
+
+    body = src("oramem_filter.pkb")
+    assert not re.search(r"FUNCTION\s+key_step\b", body), "the allow-list key_step is gone"
+    step = unit(body, "path_step")
+    assert "REGEXP_LIKE" not in step and "LENGTH(in_key) > 128" not in step
+    assert "gc_max_path_bytes" in step and "fail(" in step, "the path grows with a checked bound"
+    assert "path_step(in_path, l_key, where_of(in_where, l_key))" in unit(body, "compile_object")
+    table = _path_step_table(step)
+    keys = ["a", "a.b", 'q"t', "ap'o", "d$x", "b\\s", "[0]", "s*r", "sp ace", "🙂", "ü", " ", "\t",
+            "a$.b", "x' OR '1'='1", "nul\x00", "bell\x07", "cr\r\nlf", "\x1f", "\x7f", "back\\\"slash"]
+    for key in keys:
+        want = json.dumps(key, ensure_ascii=False)[1:-1]
+        # json.dumps writes \u001f with lower-case hex; JSON accepts either case (RFC 8259 7)
+        got = _escape_like_path_step(key, table)
+        assert got.replace("''", "'").lower() == want.lower(), (key, got, want)
+        # inside the SQL text literal: no lone quote can end it
+        assert "'" not in got.replace("''", ""), key
+    # the package spec documents the rule instead of the old allow-list
+    assert "[[:alnum:]] _ space" not in src("oramem_filter.pks")
+
+
+# S7: numbers NUMBER cannot hold (1e300 overflows, -1e-300 would round to 0) are bound as
+# their JSON text and read as BINARY_DOUBLE by JSON_VALUE in the PASSING clause; only
+# numbers inside NUMBER's range go through get_number.
+def test_s7_out_of_range_numbers_compare_as_binary_double():
+    body = src("oramem_filter.pkb")
+    cmp_ = unit(body, "scalar_compare")
+    number = branch(cmp_, "ELSIF in_elem.is_number THEN", "ELSIF in_elem.is_boolean")
+    assert number.index("fits_number(") < number.index("get_number(0)"), "range check before get_number"
+    assert "JSON_VALUE(:f' || l_n || ', ''$[0]'' RETURNING BINARY_DOUBLE" in number
+    assert "l_arr.to_clob" in number
+    fits = unit(body, "fits_number")
+    assert "BETWEEN -129 AND 124" in fits, "NUMBER holds 1E-130 <= |x| < 1E126 (one decade of margin)"
+    assert "TO_BINARY_DOUBLE" not in fits and "TO_NUMBER(l_txt" not in fits, "no NLS-dependent conversion"
+    # the PASSING buffers hold the longer JSON_VALUE clause
+    for name in ("scalar_leaf", "contains_one"):
+        m = re.search(r"l_passing\s+VARCHAR2\((\d+) CHAR\)", unit(body, name))
+        assert m and int(m.group(1)) >= len(' PASSING JSON_VALUE(:f9999, \'$[0]\' RETURNING BINARY_DOUBLE '
+                                            'ERROR ON ERROR) AS "v9999"'), name
