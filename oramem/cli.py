@@ -796,6 +796,51 @@ def purge(state: State) -> None:
         click.echo(f"purged {count} expired record(s)")
 
 
+@cli.command(short_help="Erase a user or an agent everywhere (store and knowledge).")
+@click.option("--user", "user_id", help="The user to erase (on every agent, shared ones too).")
+@click.option("--agent", "agent_id", help="The agent to erase, with all its knowledge.")
+@click.option("--name", "names", multiple=True, help="With --user: a name she has as a speaker or entity in the knowledge layer (repeatable; default: the user id).")
+@click.option("--yes", is_flag=True, help="Confirm without a prompt (needed when stdin is not a terminal).")
+@pass_state
+def forget(state: State, user_id: Optional[str], agent_id: Optional[str], names: tuple[str, ...], yes: bool) -> None:
+    """Erase everything about a user (--user) or an agent (--agent) in one transaction: the
+    profile, its threads and scoped records, and in the knowledge layer what was derived
+    from them (events, facts from or about the user, her entity, aliases, edges,
+    observations). Prints the rows erased per table. The deleted text then is in no table,
+    index or vector snapshot, and in no byte of the database files (the FTS index is merged
+    and the WAL checkpointed). Irreversible.
+    """
+    if (user_id is None) == (agent_id is None):
+        raise CLIError("give exactly one of --user or --agent", 2)
+    if names and agent_id is not None:
+        raise CLIError("--name goes with --user (an agent is erased with all its knowledge)", 2)
+    who = f"user {user_id}" if user_id is not None else f"agent {agent_id}"
+    store = state.open(create=False)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise CLIError(f"forget erases {who} irreversibly; repeat with --yes to confirm", 2)
+        click.confirm(f"Erase {who} and everything derived from it from {state.db}?", abort=True, err=True)
+    names_arg = list(names) or None
+    if state.db != ":memory:" and sqlite_admin.knowledge_tables_exist(state.db, state.store_key()):
+        from .knowledge import KnowledgeMemory
+
+        with KnowledgeMemory(store, None) as km:
+            counts = km.forget(user_id=user_id, agent_id=agent_id, names=names_arg)
+    else:
+        counts = store.forget(user_id=user_id, agent_id=agent_id, names=names_arg)
+    erased = {table: n for table, n in counts.items() if n}
+    if state.json:
+        emit_json({"user_id": user_id, "agent_id": agent_id, "erased": erased, "total": sum(erased.values())})
+        return
+    if not erased:
+        click.echo(f"nothing stored about {who}")
+        return
+    click.echo(f"erased {who}: {sum(erased.values())} row(s)")
+    width = max(len(t) for t in erased)
+    for table, n in sorted(erased.items()):
+        click.echo(f"  {table.ljust(width)}  {n}")
+
+
 # ----------------------------------------------------------------------------- import / export
 def _parse_jsonl(lines: Iterable[str], source: str, **kwargs: Any) -> list[jsonl.ImportLine]:
     try:
@@ -1153,7 +1198,7 @@ def mcp(state: State, transport: str, host: str, port: int, user_id: Optional[st
     """Run an MCP server over the store (needs: pip install 'oramem[mcp]').
 
     Tools: add_memory, search_memories, get_memory, update_memory, delete_memory,
-    forget_actor, and with --knowledge retrieve_knowledge. Scope is fixed by
+    forget, and with --knowledge retrieve_knowledge. Scope is fixed by
     --user/--agent (see the README's MCP recipe).
     """
     if transport == "stdio" and (host != "127.0.0.1" or port != 8765):

@@ -19,7 +19,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .requests import AddRequest, DeletionEvent, ListRequest, SearchRequest, StoreSettings, UpdateRequest
+from .errors import CapabilityError
+from .requests import AddRequest, DeletionEvent, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest
 from .types import Record, SchemaPolicy
 
 __all__ = ["Engine", "DeletionHook"]
@@ -77,6 +78,14 @@ class Engine(abc.ABC):
     def sync_search_index(self) -> None:
         """Bring keyword/hybrid indexes up to date (SC-10.5)."""
 
+    def forget(self, request: ForgetRequest) -> dict[str, int]:
+        """Erase an actor (SC-8.6) in one transaction, deletion hooks included; rows
+        erased per table. Engines without it raise ``CapabilityError`` before any write."""
+        raise CapabilityError(
+            f"forget (erasing a user or agent everywhere) is not supported by the {type(self).__name__} in this "
+            "version; delete the profile with cascade=True and the knowledge with KnowledgeMemory.delete_all"
+        )
+
     # -- reads ---------------------------------------------------------------------------
     @abc.abstractmethod
     def get(self, record_type: str, record_id: str) -> Optional[Record]:
@@ -127,6 +136,9 @@ class Engine(abc.ABC):
 
     async def sync_search_index_async(self) -> None:
         await asyncio.to_thread(self.sync_search_index)
+
+    async def forget_async(self, request: ForgetRequest) -> dict[str, int]:
+        return await asyncio.to_thread(self.forget, request)
 
     async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
         return await asyncio.to_thread(self.get, record_type, record_id)

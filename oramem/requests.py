@@ -35,6 +35,8 @@ __all__ = [
     "UpdateRequest",
     "TTLSpec",
     "DeletionEvent",
+    "ForgetRequest",
+    "ErasureReport",
 ]
 
 
@@ -218,4 +220,27 @@ class DeletionEvent:
     thread_ids: tuple[str, ...] = ()
     user_ids: tuple[str, ...] = ()
     agent_ids: tuple[str, ...] = ()
-    reason: str = "delete"  # "delete" | "delete_thread" | "cascade" | "purge" | "replace"
+    reason: str = "delete"  # "delete" | "delete_thread" | "cascade" | "purge" | "replace" | "forget"
+    #: ``forget``: the names under which the erased user appears in derived data (the
+    #: knowledge layer's speakers and entities); empty for every other reason.
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ForgetRequest:
+    """Erase one actor (``store.forget``): exactly one of ``user_id`` / ``agent_id``;
+    ``names`` are the user's names in derived data (speaker and entity names)."""
+
+    user_id: Optional[str] = None
+    agent_id: Optional[str] = None
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ErasureReport:
+    """What a deletion hook erased for a ``forget`` event: rows per table, and the store
+    records derived from them (``(record_type, record_id)``) that the engine deletes in the
+    same transaction."""
+
+    tables: Mapping[str, int]
+    records: tuple[tuple[str, str], ...] = ()

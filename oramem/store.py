@@ -30,7 +30,7 @@ from .normalize import (
     parse_timestamp,
     validate_store_id,
 )
-from .requests import AddRequest, StoreSettings
+from .requests import AddRequest, ForgetRequest, StoreSettings
 from .types import (
     NOT_SET,
     PROFILE_TYPES,
@@ -130,6 +130,10 @@ class IMemoryStore(abc.ABC):
         """Physically remove expired records; returns the count (SC-5.5)."""
 
     @abc.abstractmethod
+    def forget(self, *, user_id=None, agent_id=None, names=None) -> dict[str, int]:
+        """Erase a user or an agent everywhere, in one transaction; rows per table (SC-8.6)."""
+
+    @abc.abstractmethod
     def sync_search_index(self) -> None:
         """Refresh keyword/hybrid indexes of a MANUAL-sync store (SC-10.5)."""
 
@@ -194,6 +198,10 @@ class IMemoryStore(abc.ABC):
     @abc.abstractmethod
     async def purge_expired_async(self) -> int:
         """Async twin of :meth:`purge_expired`."""
+
+    @abc.abstractmethod
+    async def forget_async(self, *, user_id=None, agent_id=None, names=None) -> dict[str, int]:
+        """Async twin of :meth:`forget`."""
 
     @abc.abstractmethod
     async def sync_search_index_async(self) -> None:
@@ -585,6 +593,35 @@ class OracleMemoryStore(IMemoryStore):
     async def purge_expired_async(self) -> int:
         await self._na()
         return await self._engine.purge_expired_async()
+
+    @staticmethod
+    def _forget_request(user_id: Any, agent_id: Any, names: Any) -> ForgetRequest:
+        if (user_id is None) == (agent_id is None):
+            raise ValueError("forget needs exactly one of user_id or agent_id")
+        if agent_id is not None:
+            if names is not None:
+                raise ValueError("names apply to forget(user_id=...) only: an agent is erased with all its knowledge")
+            return ForgetRequest(agent_id=check_id(agent_id, "agent_id"))
+        user_id = check_id(user_id, "user_id")
+        if names is None:
+            names = [user_id]
+        if isinstance(names, str) or not isinstance(names, (list, tuple)):
+            raise TypeError("names must be a list of str (the user's names as speaker and entity), or None")
+        for name in names:
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(f"names must be non-empty strings, got {name!r}")
+        return ForgetRequest(user_id=user_id, names=tuple(dict.fromkeys(n.strip() for n in names)))
+
+    def forget(self, *, user_id=None, agent_id=None, names=None) -> dict[str, int]:
+        """SC-8.6: erase a user (``user_id``, with ``names``: her names as a speaker and as an
+        entity in the knowledge layer, default ``[user_id]``) or an agent (``agent_id``)
+        everywhere, in one transaction; returns the rows erased per table."""
+        self._n()
+        return self._engine.forget(self._forget_request(user_id, agent_id, names))
+
+    async def forget_async(self, *, user_id=None, agent_id=None, names=None) -> dict[str, int]:
+        await self._na()
+        return await self._engine.forget_async(self._forget_request(user_id, agent_id, names))
 
     def sync_search_index(self) -> None:
         self._n()

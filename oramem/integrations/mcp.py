@@ -5,7 +5,7 @@ Install with ``pip install 'oramem[mcp]'``; run with ``oramem mcp`` (stdio) or `
 otherwise). In Python: ``build_server(store, ...)`` returns an ``MCPServer``.
 
 Tools: ``add_memory``, ``search_memories``, ``get_memory``, ``update_memory``,
-``delete_memory``, ``forget_actor`` and, when a ``KnowledgeMemory`` is given
+``delete_memory``, ``forget`` and, when a ``KnowledgeMemory`` is given
 (``oramem mcp --knowledge``), ``retrieve_knowledge``. They call the store's async API (both engines).
 
 Scope (who the client is) is fixed by the server's configuration: ``user_id`` /
@@ -16,8 +16,11 @@ writes carries that scope; every read is limited to it, with a missing value mea
 ``allow_scope_per_call=True`` (``--allow-scope-per-call``) may a call pass its own
 ``user_id`` / ``agent_id`` (use it for a trusted orchestrator serving several users); without
 it a call that names a scope other than the configured one is refused. ``thread_id`` is
-always per call (a conversation inside the scope). ``forget_actor`` removes the scope's user
-(or agent) with every record scoped to it (``delete(..., cascade=True)``, SC-8.2).
+always per call (a conversation inside the scope). ``forget`` erases the scope's user
+(or agent) everywhere (``forget``, SC-8.6): every record scoped to it and, with a
+``KnowledgeMemory``, what the knowledge layer derived from it; the names a user has in the
+knowledge layer default to her user id and can be chosen per call only with
+``allow_scope_per_call``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Optional
 
+from ..errors import StoreError
 from . import require
 
 require("mcp.server.mcpserver", "mcp")
@@ -110,7 +114,7 @@ def build_server(
         name,
         instructions=(
             "Long-term memory. add_memory stores a fact about the user or task; search_memories finds "
-            "relevant memories before answering; update/delete keep them correct; forget_actor erases "
+            "relevant memories before answering; update/delete keep them correct; forget erases "
             "everything about the configured user."
         ),
     )
@@ -212,18 +216,30 @@ def build_server(
 
     @server.tool()
     @_client_errors
-    async def forget_actor(
-        actor: str = "user", user_id: Optional[str] = None, agent_id: Optional[str] = None
+    async def forget(
+        actor: str = "user", names: Optional[list[str]] = None, user_id: Optional[str] = None,
+        agent_id: Optional[str] = None,
     ) -> dict[str, Any]:
-        """Erase the scope's user (actor="user") or agent (actor="agent") and every record scoped to it."""
+        """Erase the scope's user (actor="user") or agent (actor="agent") everywhere: its records and
+        what the knowledge layer derived from them (SC-8.6). Irreversible; returns rows erased per table."""
         if actor not in ("user", "agent"):
             raise ValueError('actor must be "user" or "agent"')
         chosen = scope(user_id, agent_id)
         actor_id = chosen[f"{actor}_id"]
         if actor_id is None:
             raise ValueError(f"no {actor} in this server's scope (start it with --{actor} ID)")
-        await store.delete_async(f"{actor}_profile", actor_id, cascade=True)
-        return {"forgotten": actor_id}
+        if names is not None and not allow_scope_per_call:
+            # names reach other people's knowledge (an entity "Bob"): only a trusted caller picks them
+            raise ValueError("names can be given only on a server started with --allow-scope-per-call")
+        target = knowledge if knowledge is not None else store
+        kwargs: dict[str, Any] = {f"{actor}_id": actor_id}
+        if actor == "user" and names is not None:
+            kwargs["names"] = names
+        try:
+            counts = await target.forget_async(**kwargs)
+        except StoreError as exc:
+            raise ToolError(str(exc)) from exc
+        return {"forgotten": actor_id, "actor": actor, "erased": {t: n for t, n in counts.items() if n}}
 
     if knowledge is not None:
 

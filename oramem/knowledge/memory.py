@@ -17,7 +17,7 @@ from .providers import NoLLM
 from .runtime import KnowledgeRuntime
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
 from . import commit as commit_mod
-from . import reads
+from . import erasure, reads
 from .config import KnowledgeConfig, merge_config
 from .db import backend_for
 from .errors import ConflictError, ExtractionError
@@ -1029,6 +1029,19 @@ class KnowledgeMemory:
 
     delete_all = sync_method(delete_all_async)
 
+    async def forget_async(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+                           names: Optional[list] = None) -> dict[str, int]:
+        """Erase a user (on every agent, shared ones too) or an agent from the store and the
+        knowledge tables in one transaction (SC-8.6; what is erased: ``oramem.knowledge.erasure``);
+        ``names``: her names as a speaker and an entity (default ``[user_id]``). Returns the rows
+        erased per table."""
+        self._now()
+        if agent_id is not None:
+            validate_agent_id(agent_id)
+        return await self._in_thread(self._store.forget, user_id=user_id, agent_id=agent_id, names=names)
+
+    forget = sync_method(forget_async)
+
     def _purge_facts(self, conn: sa.Connection, agent_id: Optional[str], ids: list[str]) -> None:
         """Remove facts with their links and evidenced edges; references stop naming them."""
         t = self._tables
@@ -1057,12 +1070,15 @@ class KnowledgeMemory:
         for a, ks in by_agent.items():
             commit_mod.recount(conn, t, a, ks, to_utc(now))
 
-    def _deletion_hook(self, dbapi_conn: Any, event: Any) -> None:
+    def _deletion_hook(self, dbapi_conn: Any, event: Any) -> Any:
         """SC-8.5: store-side deletes, cascades and purges reach the knowledge tables in the
         same transaction (KC-3.6)."""
         if event.memory_store_id.upper() != self._tables.store_id:
             return
         t = self._tables
+        if event.reason == "forget":
+            with self._backend.hook_connection(dbapi_conn) as conn:
+                return erasure.erase(conn, t, event, self._purge_facts)
         fact_ids = [rid for rtype, rid in event.records if rtype == "fact"]
         msg_ids = [rid for rtype, rid in event.records if rtype == "message"]
         with self._backend.hook_connection(dbapi_conn) as conn:

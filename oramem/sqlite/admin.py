@@ -17,10 +17,10 @@ from typing import Any
 from ..errors import StoreError, StoreNotFound
 from . import sidecar
 from .connection import BUSY_TIMEOUT_S
-from .schema import CATALOG, StoreTables
+from .schema import CATALOG, StoreTables, has_knowledge_tables
 from .timefmt import iso
 
-__all__ = ["list_stores", "count_live_records", "drop_store", "explain_error"]
+__all__ = ["list_stores", "count_live_records", "drop_store", "explain_error", "knowledge_tables_exist"]
 
 
 def _connect_ro(path: str) -> sqlite3.Connection:
@@ -65,6 +65,17 @@ def explain_error(path: str, exc: BaseException) -> str:
         state = "does not exist" if not os.path.isdir(where) else "is not writable"
         return f"cannot open or create {path}: the directory {where} {state} ({text})"
     return f"{path} is not an oramem SQLite database ({text})"
+
+
+def knowledge_tables_exist(path: str, store_id: str) -> bool:
+    """Whether the knowledge layer's tables of ``store_id`` are in the file."""
+    conn = _connect_ro(path)
+    try:
+        return has_knowledge_tables(conn, store_id)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(explain_error(path, exc)) from None
+    finally:
+        conn.close()
 
 
 def count_live_records(path: str, store_id: str, now: _dt.datetime | None = None) -> dict[str, int]:

@@ -21,14 +21,16 @@ import numpy as np
 from ..ann import AnnConfig, AnnUnavailable, available_backends
 from ..engine import DeletionHook, Engine
 from ..errors import StoreError, StoreNotFound
-from ..requests import AddRequest, DeletionEvent, ListRequest, SearchRequest, StoreSettings, UpdateRequest
+from ..requests import (
+    AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest,
+)
 from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
 from . import mutations, sidecar
 from .connection import Database
 from .keyword import HybridConfig, check_language, fts_query, fuse, keyword_distance
 from .mutations import Catalog, WriteTx
 from .records import RECORD_COLUMNS, Where, to_record
-from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword, has_vector
+from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword, has_knowledge_tables, has_vector
 from .timefmt import epoch_micros, iso
 from .vectors import CACHE_ROW_SQL, GaveUp, VectorCache
 
@@ -274,6 +276,55 @@ class SQLiteEngine(Engine):
     def sync_search_index(self) -> None:
         with self._write("sync_search_index") as tx:
             mutations.sync_index(tx)
+
+    def forget(self, request: ForgetRequest) -> dict[str, int]:
+        """SC-8.6: the actor's cascade and every hook's erasure in one transaction; then the
+        vector sidecar is removed (it holds the old vectors) and the WAL is checkpointed
+        with TRUNCATE, so the erased pages leave the ``-wal`` file too."""
+        profile = "user_profile" if request.user_id is not None else "agent_profile"
+        actor = request.user_id if request.user_id is not None else request.agent_id
+        assert actor is not None
+        with self._write("forget") as tx:
+            cascade = mutations.forget(tx, profile, actor)
+            event = DeletionEvent(
+                memory_store_id=tx.tables.store_id, records=cascade.records, thread_ids=cascade.thread_ids,
+                user_ids=cascade.user_ids, agent_ids=cascade.agent_ids, reason="forget", names=request.names,
+            )
+            reports = [r for r in (hook(tx.conn, event) for hook in list(self._hooks)) if isinstance(r, ErasureReport)]
+            if not reports and has_knowledge_tables(tx.conn, tx.tables.store_id):
+                raise StoreError(
+                    f"store {tx.tables.store_id!r} has knowledge tables, and nothing erased the actor from them: "
+                    "call KnowledgeMemory(store, llm=None).forget(...) (or run `oramem forget`); nothing was deleted"
+                )
+            mutations.delete_keys(tx, [key for r in reports for key in r.records])
+            counts = dict(tx.erased)
+            for report in reports:
+                for table, n in report.tables.items():
+                    counts[table] = counts.get(table, 0) + int(n)
+        self._after_erasure()
+        return counts
+
+    def _after_erasure(self) -> None:
+        # the cache keeps the erased actor's ids in its code tables: drop it (the next search
+        # reloads from SQLite) and the sidecar snapshot with it
+        with self._db.lock if self._db is not None else contextlib.nullcontext():
+            self._cache = None
+        if self._use_sidecar and self._tables is not None:
+            sidecar.remove(self._path, self._tables.store_id)
+        db = self._db
+        if db is None or db.closed or _is_memory(self._path):
+            return
+        with db.lock:
+            busy, _, _ = db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            import warnings
+
+            warnings.warn(
+                "another connection is reading the database, so the WAL could not be checkpointed: the erased "
+                "pages stay in the -wal file until the next checkpoint (SQLite runs one when the last connection to "
+                "the file closes)",
+                stacklevel=3,
+            )
 
     def register_deletion_hook(self, hook: DeletionHook) -> None:
         if not callable(hook):

@@ -17,7 +17,10 @@ from .records import dump_metadata
 from .schema import StoreTables, has_keyword
 from .timefmt import expiry
 
-__all__ = ["Catalog", "WriteTx", "resolve_conflicts", "add_records", "update_record", "delete_record", "delete_thread", "purge"]
+__all__ = [
+    "Catalog", "WriteTx", "resolve_conflicts", "add_records", "update_record", "delete_record", "delete_thread", "purge",
+    "forget", "delete_keys",
+]
 
 _IN_SEQS = "(SELECT value FROM json_each(:seqs))"
 
@@ -49,6 +52,12 @@ class WriteTx:
     touched: set[int] = field(default_factory=set)
     #: FTS rows were deleted: the transaction ends with :func:`erase_deleted_text`.
     fts_deleted: bool = False
+    #: rows deleted per table name (what ``forget`` reports)
+    erased: dict[str, int] = field(default_factory=dict)
+
+    def count(self, kind: str, cursor: sqlite3.Cursor) -> None:
+        name = self.tables.names[kind]
+        self.erased[name] = self.erased.get(name, 0) + max(cursor.rowcount, 0)
 
     def vector_blob(self, vector: Optional[np.ndarray]) -> Optional[bytes]:
         if vector is None:
@@ -83,16 +92,17 @@ class WriteTx:
         params = {"seqs": json.dumps(list(seqs))}
         of_records = f"(SELECT chunk_id FROM {t.chunks} WHERE record_seq IN {_IN_SEQS})"
         if has_keyword(self.catalog.capability):
-            self.conn.execute(f"DELETE FROM {t.fts} WHERE rowid IN {of_records}", params)
-            self.conn.execute(f"DELETE FROM {t.pending} WHERE chunk_id IN {of_records}", params)
+            self.count("fts", self.conn.execute(f"DELETE FROM {t.fts} WHERE rowid IN {of_records}", params))
+            self.count("fts_pending", self.conn.execute(f"DELETE FROM {t.pending} WHERE chunk_id IN {of_records}", params))
             self.fts_deleted = self.fts_deleted or bool(seqs)
-        self.conn.execute(f"DELETE FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params)
+        self.count("chunks", self.conn.execute(f"DELETE FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params))
         self.touched.update(seqs)
 
     def delete_records(self, victims: Sequence[tuple[int, str, str]]) -> None:
         seqs = [v[0] for v in victims]
         self.delete_chunks(seqs)
-        self.conn.execute(f"DELETE FROM {self.tables.records} WHERE seq IN {_IN_SEQS}", {"seqs": json.dumps(seqs)})
+        cursor = self.conn.execute(f"DELETE FROM {self.tables.records} WHERE seq IN {_IN_SEQS}", {"seqs": json.dumps(seqs)})
+        self.count("records", cursor)
 
 
 # -- add -----------------------------------------------------------------------------------
@@ -352,6 +362,28 @@ def purge(tx: WriteTx) -> tuple[int, Optional[DeletionEvent]]:
     tx.delete_records(victims)
     records = tuple((rtype, rid) for _, rtype, rid in victims)
     return len(victims), DeletionEvent(memory_store_id=tx.tables.store_id, records=records, reason="purge")
+
+
+def delete_keys(tx: WriteTx, keys: Sequence[tuple[str, str]]) -> None:
+    """Delete the records named by ``(record_type, record_id)`` pairs (absent ones are
+    ignored) with their retrieval rows; deletion hooks are not run again."""
+    if not keys:
+        return
+    in_keys = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:keys))"
+    tx.delete_records(_victims(tx, f"(record_type, id) IN {in_keys}", {"keys": json.dumps([list(k) for k in keys])}))
+
+
+def forget(tx: WriteTx, profile_type: str, actor_id: str) -> DeletionEvent:
+    """SC-8.6, store part: the SC-8.2 cascade of the actor's profile (present or not), and
+    the deleted chunks' rows in an unfinished re-embedding's work table (they hold text;
+    chunk ids are never reused, so a work row without its chunk is a deleted one)."""
+    _, event = delete_record(tx, profile_type, actor_id, True)
+    assert event is not None  # a cascade always reports its actor
+    work = tx.tables.names["reembed"]
+    if tx.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (work,)).fetchone():
+        cursor = tx.conn.execute(f'DELETE FROM "{work}" WHERE chunk_id NOT IN (SELECT chunk_id FROM {tx.tables.chunks})')
+        tx.count("reembed", cursor)
+    return event
 
 
 def erase_deleted_text(tx: WriteTx) -> None:

@@ -168,6 +168,14 @@ class StoreTables:
             conn.execute(f'DROP TABLE IF EXISTS "{self.names[kind]}"')
 
 
+def has_knowledge_tables(conn: sqlite3.Connection, store_id: str) -> bool:
+    """Whether the knowledge layer created its tables for ``store_id`` in this file (their
+    names are ``<STORE_ID>_KG_<NAME>``, oramem.knowledge.schema; the event table stands for
+    all eleven)."""
+    name = f"{store_id.upper()}_KG_EVENT"
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
 @dataclass(frozen=True)
 class StoreState:
     """What ``open`` established: the settings in force, the schema capability, and the

@@ -42,7 +42,7 @@ async def refused(client, tool, **arguments) -> str:
 async def test_tools_round_trip_in_process(store):
     async with Client(build_server(store, user_id="alice")) as client:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert names == {"add_memory", "search_memories", "get_memory", "update_memory", "delete_memory", "forget_actor"}
+        assert names == {"add_memory", "search_memories", "get_memory", "update_memory", "delete_memory", "forget"}
         added = await call(client, "add_memory", text="Alice likes dark roast coffee", metadata={"topic": "food"})
         await call(client, "add_memory", text="Alice moved to Lyon", record_type="fact", thread_id="t1")
         hits = await call(client, "search_memories", query="coffee")
@@ -77,15 +77,31 @@ async def test_scope_per_call_only_when_configured(store):
         assert await call(trusted, "search_memories", query="mate") == []  # no user given: unscoped records only
 
 
-async def test_forget_actor_removes_everything_of_the_user(store):
+async def test_forget_removes_everything_of_the_user(store):
     store.add(["other user's note"], "memory", user_ids="bob")
     async with Client(build_server(store, user_id="alice")) as client:
         await call(client, "add_memory", text="note one")
         await call(client, "add_memory", text="note two", thread_id="t1")
-        assert await call(client, "forget_actor") == {"forgotten": "alice"}
+        out = await call(client, "forget")
+        assert out["forgotten"] == "alice" and out["erased"]["om_DEFAULT_records"] == 3  # two notes, thread t1
         assert await call(client, "search_memories", query="note") == []
-        assert "--agent" in await refused(client, "forget_actor", actor="agent")
+        assert "--agent" in await refused(client, "forget", actor="agent")
+        assert "--allow-scope-per-call" in await refused(client, "forget", names=["Bob"])
     assert [r.content for r in store.list("memory")] == ["other user's note"]
+
+
+async def test_forget_with_knowledge_erases_the_users_facts_on_a_shared_agent():
+    from oramem.embedders import HashEmbedder
+    from oramem.knowledge import KnowledgeMemory
+
+    with SQLiteMemoryStore(embedder=HashEmbedder(64), search_strategy="hybrid") as kstore:
+        with KnowledgeMemory(kstore, None) as km:
+            await km.add_fact_async("agent-1", "ana", "ana's locker code is 3141", subject_type="person")
+            await km.add_fact_async("agent-1", "Bo", "Bo's locker code is 2718", subject_type="person")
+            async with Client(build_server(kstore, user_id="ana", agent_id="agent-1", knowledge=km)) as client:
+                out = await call(client, "forget")
+            assert out["erased"]["DEFAULT_KG_FACT"] == 1
+            assert [f.fact_text for f in await km.get_all_async("agent-1")] == ["Bo's locker code is 2718"]
 
 
 async def test_knowledge_retrieval_tool_when_configured(store):

@@ -490,3 +490,16 @@ def test_f20_vectors_are_sent_as_shortest_float32_decimals():
     widened = json.dumps([float(x) for x in v], separators=(",", ":"))
     assert len(text) < 0.6 * len(widened), (len(text), len(widened))
     assert json.dumps(_vector(np.array([0.1, 0.5], dtype=np.float32))) == "[0.1, 0.5]"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_forget_is_refused_before_any_call(kind):
+    """SC-8.6: the Oracle engine has no forget entry point in this version (no PL/SQL that
+    erases an actor from the knowledge tables): CapabilityError, and nothing is sent."""
+    from oramem.requests import ForgetRequest
+
+    engine, rec = opened(kind, {})
+    before = len(rec.plsql)
+    with pytest.raises(CapabilityError, match="forget .* is not supported by the OracleEngine"):
+        run(engine, "forget", ForgetRequest(user_id="u1", names=("u1",)))
+    assert len(rec.plsql) == before

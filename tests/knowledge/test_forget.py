@@ -1,0 +1,167 @@
+"""SC-8.6 forget: one user of an agent shared with another user is erased from the store and
+the knowledge layer in one transaction; her unique token is then in no table (FTS shadow
+tables included), no vector sidecar and no byte of the database files, and the other
+user's data is intact (issue 13, feature-checks row 32)."""
+
+from __future__ import annotations
+
+import glob
+import sqlite3
+
+import pytest
+import sqlalchemy as sa
+
+from oramem import SQLiteMemoryStore
+from oramem.errors import StoreError
+from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
+from oramem.testing import HashEmbedder, ScriptedLLM
+
+from .helpers import Clock, extract
+
+ALICE_TOKEN = "qqalicetokenzz"
+BOB_TOKEN = "wwbobtokenyy"
+#: FTS5 stores terms prefix-compressed, so the bytes check looks for an inner part
+ALICE_INNER = b"alicetoken"
+BOB_INNER = b"bobtoken"
+ALICE = "u-alice"
+
+
+def _llm() -> ScriptedLLM:
+    return ScriptedLLM({"event_emotion": {"emotion": "neutral", "intensity": 0.2, "energy": "medium"}})
+
+
+def _populate(store: SQLiteMemoryStore, km: KnowledgeMemory, llm: ScriptedLLM) -> None:
+    for user, name, token, city in ((ALICE, "Alice", ALICE_TOKEN, "Oporto"), ("u-bob", "Bob", BOB_TOKEN, "Lima")):
+        store.add([f"{name} keeps the word {token}"], "memory", user_ids=user)
+        store.add([f"hello, my word is {token}"], "message", user_ids=user, thread_ids=f"t-{user}", roles="user")
+        km.add_entity("shared", name, type="person")
+        km.add_fact("shared", name, f"{name}'s code word is {token}", subject_type="person")
+        llm.route(
+            "extract",
+            extract(
+                [(name, "person"), (city, "place")],
+                [(name, f"{name} hides {token} in {city}", "hiding_place")],
+                [(name, city, "visits")],
+                intentions=[{"trigger_type": "event", "trigger_condition": f"asks about {token}", "intended_action": "remind"}],
+                observations=[{"content": f"{name} talks about {token}", "topic": "secrets"}],
+            ),
+        )
+        km.write("shared", f"I hide {token} in {city}", name, session_id=f"s-{user}")
+
+
+def _table_hits(path: str, needle: str) -> dict[str, int]:
+    """Rows per table (every table, FTS shadow tables included) whose any column holds needle."""
+    conn = sqlite3.connect(path)
+    try:
+        hits = {}
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for name in names:
+            try:
+                rows = conn.execute(f'SELECT * FROM "{name}"').fetchall()
+            except sqlite3.OperationalError:
+                continue
+            n = 0
+            for row in rows:
+                for v in row:
+                    if isinstance(v, str) and needle in v or isinstance(v, bytes) and needle.encode() in v:
+                        n += 1
+                        break
+            if n:
+                hits[name] = n
+        return hits
+    finally:
+        conn.close()
+
+
+def _file_bytes(path: str) -> bytes:
+    out = b""
+    for name in sorted(glob.glob(path + "*")):
+        with open(name, "rb") as fh:
+            out += fh.read()
+    return out
+
+
+@pytest.fixture
+def setup(tmp_path):
+    path = str(tmp_path / "forget.db")
+    clock = Clock()
+    store = SQLiteMemoryStore(path, embedder=HashEmbedder(384), clock=clock, search_strategy="hybrid")
+    llm = _llm()
+    km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False), clock=clock)
+    _populate(store, km, llm)
+    # the vector sidecar holds the vectors (and scope columns) of every record
+    store.search("word", k=5, strategy="vector")
+    yield path, store, km
+    km.close()
+    store.close()
+
+
+def test_forget_user_on_shared_agent_leaves_no_trace(setup):
+    path, store, km = setup
+    assert _table_hits(path, ALICE_TOKEN) and _table_hits(path, BOB_TOKEN)
+    bob_before = _table_hits(path, BOB_TOKEN)
+    counts = km.forget(user_id=ALICE, names=["Alice"])
+    assert counts["om_DEFAULT_records"] >= 6  # memory, message, thread, 2 facts + event records
+    assert counts["om_DEFAULT_fts"] >= 5
+    for table in ("EVENT", "FACT", "ENTITY", "RELATIONSHIP", "FACT_ENTITY_LINK", "SESSION_OBSERVATION", "INTENTION"):
+        assert counts[f"DEFAULT_KG_{table}"] >= 1, table
+    # the other user's data is intact, in the store and in the knowledge layer
+    assert _table_hits(path, BOB_TOKEN) == bob_before
+    assert [e.canonical_key for e in km.entities("shared")] and "person:alice" not in {e.canonical_key for e in km.entities("shared")}
+    assert "person:bob" in {e.canonical_key for e in km.entities("shared")}
+    assert any(BOB_TOKEN in f.fact_text for f in km.get_all("shared"))
+    assert not any(ALICE_TOKEN in f.fact_text for f in km.get_all("shared"))
+    assert store.search(BOB_TOKEN, k=3, strategy="keyword")
+    assert store.search(ALICE_TOKEN, k=3, strategy="keyword") == []
+    assert _table_hits(path, ALICE_TOKEN) == {}
+    assert _table_hits(path, ALICE) == {}
+    km.close()
+    store.close()
+    data = _file_bytes(path)
+    assert ALICE_INNER not in data and ALICE.encode() not in data
+    assert BOB_INNER in data  # the bytes check does see a token that is there
+
+
+def test_forget_agent_erases_all_its_knowledge(setup):
+    path, store, km = setup
+    counts = km.forget(agent_id="shared")
+    assert counts["DEFAULT_KG_FACT"] >= 4 and counts["DEFAULT_KG_ENTITY"] >= 4
+    assert km.get_all("shared") == [] and km.entities("shared") == []
+    t = km._tables
+    with km._backend.read() as c:
+        for table in t.all_agent_tables() + [t.agent]:
+            assert c.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0, table.name
+    # user-scoped store records without the agent stay
+    assert {r.user_id for r in store.list("memory")} == {ALICE, "u-bob"}
+
+
+def test_store_forget_refuses_when_knowledge_tables_are_not_erased(tmp_path):
+    path = str(tmp_path / "k.db")
+    store = SQLiteMemoryStore(path, embedder=HashEmbedder(384))
+    km = KnowledgeMemory(store, None)
+    km.add_fact("a", "Alice", "Alice likes tea", subject_type="person")
+    km.close()
+    store.close()
+    store = SQLiteMemoryStore(path, embedder=HashEmbedder(384))
+    store.add(["x"], "memory", user_ids="alice")
+    with pytest.raises(StoreError, match="knowledge tables"):
+        store.forget(user_id="alice")
+    assert len(store.list("memory")) == 1  # nothing was deleted
+    km = KnowledgeMemory(store, None)
+    counts = km.forget(user_id="alice")
+    assert counts["om_DEFAULT_records"] >= 1 and counts["DEFAULT_KG_FACT"] == 1
+    km.close()
+    store.close()
+
+
+def test_forget_arguments(tmp_path):
+    with SQLiteMemoryStore(str(tmp_path / "a.db"), embedder=HashEmbedder(16)) as store:
+        with pytest.raises(ValueError, match="exactly one"):
+            store.forget()
+        with pytest.raises(ValueError, match="exactly one"):
+            store.forget(user_id="a", agent_id="b")
+        with pytest.raises(ValueError, match="names apply"):
+            store.forget(agent_id="b", names=["B"])
+        with pytest.raises(TypeError, match="names must be a list"):
+            store.forget(user_id="a", names="A")
+        assert set(store.forget(user_id="nobody").values()) == {0}
