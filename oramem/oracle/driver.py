@@ -646,6 +646,10 @@ class OracleEngine(Engine):
     async def sync_search_index_async(self) -> None:
         await self._run_async("sync_search_index", False, in_store_id=_STORE)
 
+    async def forget_async(self, request: Any) -> dict[str, int]:
+        # SC-8.6 has no PL/SQL entry point yet: the base class's CapabilityError, before any call
+        return Engine.forget(self, request)
+
     # -- reads ---------------------------------------------------------------------------
     def get(self, record_type: str, record_id: str) -> Optional[Record]:
         _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
