@@ -788,6 +788,10 @@ class OracleDBMemoryStore(OracleMemoryStore):
     make the store create a small sync pool (``oracledb.create_pool``, thin mode, 1..4
     connections) that it owns and closes in ``close()``. Give a pool of your own when it is
     shared (e.g. with :class:`OracleDBEmbedder`) or async.
+
+    ``hybrid`` (keyword-only, optional): an :class:`oramem.sqlite.HybridConfig` for HYBRID
+    search, the same weighted reciprocal-rank fusion as :class:`SQLiteMemoryStore` (run in
+    PL/SQL); a ``depth`` over 10,000 is a ``CapabilityError`` (docs/oracle-search.md).
     """
 
     def __init__(
@@ -805,6 +809,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         dsn: Optional[str] = None,
         user: Optional[str] = None,
         password: Optional[str] = None,
+        hybrid: Any = None,
     ) -> None:
         from .oracle import OracleEngine
 
@@ -821,7 +826,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         model = getattr(embedder, "model_name", None) if _is_db_embedder(embedder) else None
         try:
             super().__init__(
-                OracleEngine(pool, embedding_model=model),
+                OracleEngine(pool, embedding_model=model, hybrid=hybrid),
                 embedder=embedder,
                 schema_policy=schema_policy,
                 vector_dim=vector_dim,

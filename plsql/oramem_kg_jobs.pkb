@@ -429,9 +429,11 @@ AS
       l_energy   VARCHAR2(1024 CHAR) := 'medium';
       l_top      NUMBER;
       l_modes    PLS_INTEGER;
-      l_keywords VARCHAR2(32767);
+      -- CLOBs: the three trigger words are unbounded (a word is up to 4000 characters), and
+      -- the observation text they go into is a CLOB column (review F12, no VARCHAR2 growth)
+      l_keywords CLOB;
       l_title    VARCHAR2(1024 CHAR);
-      l_text     VARCHAR2(32767);
+      l_text     CLOB;
       l_support  JSON_ARRAY_T := JSON_ARRAY_T();
       l_recent   VARCHAR2(36 CHAR);
       l_id       VARCHAR2(36 CHAR);

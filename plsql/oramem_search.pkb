@@ -4,9 +4,18 @@ AS
    PRAGMA EXCEPTION_INIT(e_json_syntax, -40441);
    e_text_query  EXCEPTION;                   -- error in ODCIIndexStart (bad Text query)
    PRAGMA EXCEPTION_INIT(e_text_query, -29902);
-   -- bytes kept free for the SQL around the candidate filter (rank query + result_sql with
-   -- oramem_registry.record_json_sql: about 2,500 bytes today)
+   -- bytes kept free for the SQL around the candidate filter (the longest rank query +
+   -- result_sql with oramem_registry.record_json_sql: about 2,500 bytes today); the record
+   -- WHERE grows only through append_where, which raises -20004 past the rest (review F12)
    gc_sql_reserve  CONSTANT PLS_INTEGER := 6000;
+   -- (and 300 for the candidate subquery around it: l_candidates, a quoted table name)
+   gc_max_where_bytes CONSTANT PLS_INTEGER := 32767 - gc_sql_reserve - 300;
+   -- query_text characters kept: at most 4 bytes a character in AL32UTF8, so 8191 characters
+   -- always fit the VARCHAR2(32767) that holds them (a character SUBSTR of 32767 did not)
+   gc_text_chars   CONSTANT PLS_INTEGER := 8191;
+   -- VECTOR_EMBEDDING takes VARCHAR2 (SQL Language Reference 23, VECTOR_EMBEDDING): a bind
+   -- of at most 4000 bytes under MAX_STRING_SIZE = STANDARD
+   gc_embed_bytes  CONSTANT PLS_INTEGER := 4000;
    e_plsql_compile EXCEPTION;                 -- a dynamic block failed to compile (missing grant)
    PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
@@ -62,6 +71,7 @@ AS
          -- multibyte text or split a {token} (review F11)
          EXIT WHEN NVL(LENGTHB(l_query), 0) + LENGTHB(l_piece) > gc_max_query_bytes;
          l_count := l_count + 1;
+         -- bounded: gc_max_query_bytes bytes, checked by the EXIT just above
          l_query := l_query || l_piece;
       END LOOP;
       RETURN l_query;
@@ -113,11 +123,311 @@ AS
           || ' ON (r.record_type = b.record_type AND r.record_id = b.record_id)';
    END result_sql;
 
+   -- The same ranking as keys only: {"n": <rows>, "keys": [[record_type, record_id], ...]}
+   -- in rank order (distance, record_type, record_id); the legs of a HYBRID search.
+   FUNCTION keys_sql(
+      in_rank_sql IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+   BEGIN
+      RETURN 'SELECT JSON_OBJECT(''n'' VALUE COUNT(*), ''keys'' VALUE JSON_ARRAYAGG('
+          || 'JSON_ARRAY(b.record_type, b.record_id)'
+          || ' ORDER BY b.dist, b.record_type, b.record_id RETURNING CLOB) RETURNING CLOB)'
+          || ' FROM (' || in_rank_sql || ') b';
+   END keys_sql;
+
+   -- Run a ranking subquery: the result document (result_sql) or, for a HYBRID leg, the keys.
+   FUNCTION ranked(
+      in_rank_sql  IN VARCHAR2,
+      in_rec_tab   IN VARCHAR2,
+      in_binds     IN oramem_filter.bind_list_t,
+      in_keys_only IN BOOLEAN
+   ) RETURN JSON_OBJECT_T
+   IS
+   BEGIN
+      RETURN JSON_OBJECT_T.parse(oramem_filter.query_clob(
+                CASE WHEN in_keys_only THEN keys_sql(in_rank_sql) ELSE result_sql(in_rank_sql, in_rec_tab) END,
+                in_binds));
+   END ranked;
+
+   -- The record WHERE grows only here: a checked bound that raises the documented filter
+   -- error (-20004) before the VARCHAR2(32767) statement could overflow (review F12).
+   PROCEDURE append_where(
+      io_where IN OUT NOCOPY VARCHAR2,
+      in_piece IN VARCHAR2
+   )
+   IS
+   BEGIN
+      IF NVL(LENGTHB(io_where), 0) + NVL(LENGTHB(in_piece), 0) > gc_max_where_bytes THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_filter,
+            'metadata_filter is too large: the compiled search statement would exceed 32767 bytes; '
+            || 'use fewer or shorter conditions');
+      END IF;
+      -- bounded: gc_max_where_bytes, checked just above
+      io_where := io_where || in_piece;
+   END append_where;
+
+   -- The longest prefix of in_text of at most in_max_bytes bytes, whole characters only.
+   FUNCTION text_prefix(
+      in_text      IN VARCHAR2,
+      in_max_bytes IN PLS_INTEGER
+   ) RETURN VARCHAR2
+   IS
+      l_n PLS_INTEGER := LEAST(NVL(LENGTH(in_text), 0), in_max_bytes);
+   BEGIN
+      WHILE l_n > 0 AND LENGTHB(SUBSTR(in_text, 1, l_n)) > in_max_bytes LOOP
+         -- a character has at most 4 bytes: drop at least the excess / 4 characters
+         l_n := l_n - GREATEST(1, TRUNC((LENGTHB(SUBSTR(in_text, 1, l_n)) - in_max_bytes) / 4));
+      END LOOP;
+      RETURN SUBSTR(in_text, 1, l_n);
+   END text_prefix;
+
+   -- The query vector of a HYBRID search that has no query_vector (a PL/SQL caller): the
+   -- query text embedded with the store's in-database model (the model the hybrid index
+   -- vectorizes with), VECTOR_EMBEDDING(model USING expr AS data) serialized with
+   -- VECTOR_SERIALIZE(... RETURNING CLOB) (SQL Language Reference 23), checked against vector_dim.
+   FUNCTION embed_query(
+      in_store IN oramem_registry.store_t,
+      in_text  IN VARCHAR2
+   ) RETURN CLOB
+   IS
+      l_qv CLOB;
+      l_n  NUMBER;
+   BEGIN
+      IF in_store.embedding_model IS NULL THEN
+         bad_argument('a hybrid search needs query_vector (this store has no embedding_model to embed query_text)');
+      END IF;
+      -- the model is an identifier (oramem_admin accepted it as an unquoted name); the text is bound
+      EXECUTE IMMEDIATE 'SELECT VECTOR_SERIALIZE(e.v RETURNING CLOB), VECTOR_DIMENSION_COUNT(e.v) FROM ('
+                        || 'SELECT VECTOR_EMBEDDING(' || DBMS_ASSERT.SIMPLE_SQL_NAME(in_store.embedding_model)
+                        || ' USING :t AS data) AS v FROM dual) e'
+         INTO l_qv, l_n
+         USING text_prefix(in_text, gc_embed_bytes);
+      IF l_n <> in_store.vector_dim THEN
+         oramem_errors.raise_error(oramem_errors.gc_vector_mismatch,
+            'embedding_model ' || in_store.embedding_model || ' returns ' || l_n
+            || ' dimensions; the store''s vector_dim is ' || in_store.vector_dim);
+      END IF;
+      RETURN l_qv;
+   END embed_query;
+
+   /*
+    * VECTOR ranking of the in_k nearest records (every filter inside the query, SC-6.5).
+    * Approximate first: chunk top-(k * gc_overfetch) by the HNSW index (FETCH APPROX, the
+    * index metric, no aggregate over the distance), best chunk per record outside. An
+    * approximate search may return fewer rows than asked (SQL Language Reference, SELECT,
+    * row_limiting_clause APPROX), and many-chunk records or filters make it return fewer
+    * than k records. Then (review F18) the candidate chunks are counted, bounded: when the
+    * wider round (x gc_overfetch) would fetch about all of them anyway, the exact search
+    * runs at once; otherwise one wider approximate round runs before the exact one. The
+    * exact search scans every candidate chunk and returns k records whenever k match.
+    */
+   FUNCTION vector_ranking(
+      in_chk_tab    IN VARCHAR2,
+      in_rec_tab    IN VARCHAR2,
+      in_candidates IN VARCHAR2,
+      in_binds      IN oramem_filter.bind_list_t,
+      in_qv         IN CLOB,
+      in_dim        IN VARCHAR2,
+      in_k          IN NUMBER,
+      in_exact      IN BOOLEAN,
+      in_keys_only  IN BOOLEAN
+   ) RETURN JSON_OBJECT_T
+   IS
+      l_binds  oramem_filter.bind_list_t;
+      l_doc    JSON_OBJECT_T;
+      l_rank   VARCHAR2(32767);
+      l_nfetch NUMBER := LEAST(in_k * gc_overfetch, gc_max_k * gc_overfetch);
+      l_count  NUMBER;
+   BEGIN
+      IF NOT in_exact THEN
+         l_rank := 'SELECT a.record_type, a.record_id, MIN(a.dist) AS dist FROM ('
+                || 'SELECT c.record_type, c.record_id, VECTOR_DISTANCE(c.embedding, '
+                || 'TO_VECTOR(:qv, ' || in_dim || ', FLOAT32), COSINE) AS dist FROM '
+                || in_chk_tab || ' c WHERE ' || in_candidates
+                || ' ORDER BY VECTOR_DISTANCE(c.embedding, TO_VECTOR(:qv, ' || in_dim
+                || ', FLOAT32), COSINE) FETCH APPROX FIRST :nfetch ROWS ONLY WITH TARGET ACCURACY '
+                || TO_CHAR(gc_target_accuracy) || ') a WHERE a.dist IS NOT NULL'
+                || ' GROUP BY a.record_type, a.record_id'
+                || ' ORDER BY MIN(a.dist), a.record_type, a.record_id FETCH FIRST :k ROWS ONLY';
+         FOR l_round IN 1 .. 2 LOOP
+            l_binds := in_binds;
+            -- one bind name for both occurrences: DBMS_SQL binds by name (review F19)
+            add_bind(l_binds, 'qv', 'C', in_clob => in_qv);
+            add_bind(l_binds, 'nfetch', 'N', in_num => l_nfetch);
+            add_bind(l_binds, 'k', 'N', in_num => in_k);
+            l_doc := ranked(l_rank, in_rec_tab, l_binds, in_keys_only);
+            IF l_doc.get_number('n') >= in_k THEN
+               RETURN l_doc;
+            END IF;
+            EXIT WHEN l_round = 2;
+            -- fewer than k records: count the candidate chunks, at most one more than the
+            -- wider round would fetch (a row-limited count stops there)
+            l_binds := in_binds;
+            add_bind(l_binds, 'lim', 'N', in_num => l_nfetch * gc_overfetch + 1);
+            l_count := JSON_OBJECT_T.parse(oramem_filter.query_clob(
+                          'SELECT JSON_OBJECT(''n'' VALUE COUNT(*) RETURNING CLOB) FROM (SELECT 1 FROM '
+                          || in_chk_tab || ' c WHERE c.embedding IS NOT NULL AND ' || in_candidates
+                          || ' FETCH FIRST :lim ROWS ONLY)', l_binds)).get_number('n');
+            EXIT WHEN l_count <= l_nfetch * gc_overfetch;   -- a wider round would fetch them all: go exact
+            l_nfetch := l_nfetch * gc_overfetch;
+         END LOOP;
+      END IF;
+      -- Exact: every candidate chunk; returns k records whenever k match (SC-6.5).
+      l_rank := 'SELECT c.record_type, c.record_id, MIN(VECTOR_DISTANCE(c.embedding, '
+             || 'TO_VECTOR(:qv1, ' || in_dim || ', FLOAT32), COSINE)) AS dist FROM '
+             || in_chk_tab || ' c WHERE c.embedding IS NOT NULL AND ' || in_candidates
+             || ' GROUP BY c.record_type, c.record_id'
+             || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+      l_binds := in_binds;
+      add_bind(l_binds, 'qv1', 'C', in_clob => in_qv);
+      add_bind(l_binds, 'k', 'N', in_num => in_k);
+      RETURN ranked(l_rank, in_rec_tab, l_binds, in_keys_only);
+   END vector_ranking;
+
+   /*
+    * KEYWORD ranking of the in_k best records. A keyword store's CONTEXT index answers
+    * CONTAINS inside the filtered query (SC-6.5). A hybrid store has no CONTEXT index (one
+    * text index per column), and the documented keyword search over a hybrid vector index
+    * is DBMS_HYBRID_VECTOR.SEARCH in pure keyword mode, the `text` sub-element only
+    * (23/vecse/understand-hybrid-search.html; 23/arpls/dbms_hybrid_vector1.html), not
+    * CONTAINS (review F8). SEARCH returns its topN before our filters, so topN widens (x4,
+    * up to gc_max_hybrid_topn) until k records pass, or the index returned fewer rows than
+    * asked (review F17): a very selective filter can return fewer than k (documented).
+    */
+   FUNCTION keyword_ranking(
+      in_store      IN oramem_registry.store_t,
+      in_chk_tab    IN VARCHAR2,
+      in_rec_tab    IN VARCHAR2,
+      in_candidates IN VARCHAR2,
+      in_binds      IN oramem_filter.bind_list_t,
+      in_query      IN VARCHAR2,
+      in_k          IN NUMBER,
+      in_keys_only  IN BOOLEAN
+   ) RETURN JSON_OBJECT_T
+   IS
+      l_binds  oramem_filter.bind_list_t;
+      l_doc    JSON_OBJECT_T;
+      l_rank   VARCHAR2(32767);
+      l_topn   PLS_INTEGER;
+      l_hreq   JSON_OBJECT_T;
+      l_hres   CLOB;
+      l_raw    PLS_INTEGER;
+      l_sub    JSON_OBJECT_T;
+      l_values JSON_ARRAY_T;
+   BEGIN
+      IF in_store.has_text_index = 1 THEN
+         l_rank := 'SELECT s.record_type, s.record_id,'
+                || ' 1 - LEAST(MAX(s.sc), 100) / 100 AS dist FROM ('
+                || 'SELECT c.record_type, c.record_id, SCORE(1) AS sc FROM ' || in_chk_tab || ' c'
+                || ' WHERE CONTAINS(c.chunk_text, :q, 1) > 0 AND ' || in_candidates || ') s'
+                || ' GROUP BY s.record_type, s.record_id'
+                || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+         l_binds := in_binds;
+         add_bind(l_binds, 'q', 'S', in_str => in_query);   -- <= gc_max_query_bytes (keyword_query)
+         add_bind(l_binds, 'k', 'N', in_num => in_k);
+         BEGIN
+            RETURN ranked(l_rank, in_rec_tab, l_binds, in_keys_only);
+         EXCEPTION
+            WHEN e_text_query THEN
+               oramem_errors.log_error('oramem_search.search_json(keyword)', in_store.memory_store_id);
+               oramem_errors.raise_error(oramem_errors.gc_invalid_keyword_query,
+                  'Oracle Text rejected the keyword query; rephrase it with plain words');
+         END;
+      END IF;
+      l_topn := LEAST(in_k * gc_overfetch, gc_max_hybrid_topn);
+      LOOP
+         -- Built with JSON_OBJECT_T so that user text is JSON-escaped (ORACLE_NOTES 5.2).
+         -- One construct only (23/vecse/search.html, review F2): the text sub-element,
+         -- no top-level search_text and no vector part (no query embedding for keywords).
+         l_hreq := JSON_OBJECT_T();
+         l_hreq.put('hybrid_index_name',
+                    oramem_registry.object_name(in_store.memory_store_id, oramem_registry.gc_obj_hybrid));
+         l_hreq.put('search_fusion', 'TEXT_ONLY');
+         l_sub := JSON_OBJECT_T();
+         l_sub.put('contains', in_query);
+         l_hreq.put('text', l_sub);
+         l_sub := JSON_OBJECT_T();
+         l_values := JSON_ARRAY_T();
+         l_values.append('rowid');
+         l_values.append('score');
+         l_sub.put('values', l_values);
+         l_sub.put('topN', l_topn);
+         l_hreq.put('return', l_sub);
+         -- SEARCH runs once per round, its CLOB result (23/arpls DBMS_HYBRID_VECTOR:
+         -- "fused into a unified result set as CLOB") is counted, then joined. Dynamic
+         -- PL/SQL, so the package compiles without DBMS_HYBRID_VECTOR (vector-only DBs).
+         BEGIN
+            EXECUTE IMMEDIATE 'BEGIN :r := DBMS_HYBRID_VECTOR.SEARCH(JSON(:q)); END;'
+               USING OUT l_hres, IN l_hreq.to_clob;
+         EXCEPTION
+            WHEN e_plsql_compile THEN
+               oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
+                  'DBMS_HYBRID_VECTOR is not executable by the oramem owner; a DBA must run '
+                  || 'GRANT EXECUTE ON <owner>.DBMS_HYBRID_VECTOR TO <owner> (a direct grant)');
+            WHEN e_text_query THEN
+               oramem_errors.log_error('oramem_search.search_json(keyword)', in_store.memory_store_id);
+               oramem_errors.raise_error(oramem_errors.gc_invalid_keyword_query,
+                  'Oracle Text rejected the keyword query; rephrase it with plain words');
+         END;
+         SELECT COUNT(*) INTO l_raw
+         FROM   JSON_TABLE(l_hres, '$[*]' COLUMNS (rid VARCHAR2(4000 CHAR) PATH '$.rowid'));
+         -- scores range from 100 (best) to 0 (23/vecse/search.html, return values)
+         l_rank := 'SELECT c.record_type, c.record_id,'
+                || ' GREATEST(0, LEAST(1, 1 - MAX(h.score) / 100)) AS dist'
+                || ' FROM JSON_TABLE(:hres, ''$[*]'' COLUMNS ('
+                || 'rid VARCHAR2(4000 CHAR) PATH ''$.rowid'', score NUMBER PATH ''$.score'')) h'
+                || ' JOIN ' || in_chk_tab || ' c ON (c.rowid = CHARTOROWID(h.rid))'
+                || ' WHERE ' || in_candidates
+                || ' GROUP BY c.record_type, c.record_id'
+                || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+         l_binds := in_binds;
+         add_bind(l_binds, 'hres', 'C', in_clob => l_hres);
+         add_bind(l_binds, 'k', 'N', in_num => in_k);
+         l_doc := ranked(l_rank, in_rec_tab, l_binds, in_keys_only);
+         -- widen until k records pass the filters or the cap is reached, but not when the
+         -- index already returned fewer than topN rows: a wider topN cannot find more (F17)
+         EXIT WHEN l_doc.get_number('n') >= in_k OR l_topn >= gc_max_hybrid_topn OR l_raw < l_topn;
+         l_topn := LEAST(l_topn * 4, gc_max_hybrid_topn);
+      END LOOP;
+      RETURN l_doc;
+   END keyword_ranking;
+
+   -- A number of the request's "hybrid" object, else in_default; -20001 when not a number.
+   FUNCTION hybrid_number(
+      in_cfg     IN JSON_OBJECT_T,
+      in_key     IN VARCHAR2,
+      in_default IN NUMBER
+   ) RETURN NUMBER
+   IS
+   BEGIN
+      IF in_cfg IS NULL OR NOT in_cfg.has(in_key) OR in_cfg.get(in_key).is_null THEN
+         RETURN in_default;
+      END IF;
+      IF NOT in_cfg.get(in_key).is_number THEN
+         bad_argument('hybrid.' || in_key || ' must be a number');
+      END IF;
+      RETURN in_cfg.get_number(in_key);
+   END hybrid_number;
+
+   -- The keys of a leg's ranking as JSON array text ('[]' for none).
+   FUNCTION leg_keys(
+      in_doc IN JSON_OBJECT_T
+   ) RETURN CLOB
+   IS
+   BEGIN
+      IF in_doc IS NULL OR NOT in_doc.has('keys') OR in_doc.get('keys').is_null THEN
+         RETURN TO_CLOB('[]');
+      END IF;
+      RETURN in_doc.get_array('keys').to_clob;
+   END leg_keys;
+
    FUNCTION search_json(
       in_store_id IN VARCHAR2,
       in_request  IN CLOB
    ) RETURN CLOB
    IS
+      TYPE seen_t IS TABLE OF BOOLEAN INDEX BY VARCHAR2(32 CHAR);
       l_store      oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
       l_rec_tab    VARCHAR2(200 CHAR);
       l_chk_tab    VARCHAR2(200 CHAR);
@@ -127,6 +437,8 @@ AS
       l_k          NUMBER;
       l_exact      BOOLEAN := FALSE;
       l_types      JSON_ARRAY_T;
+      l_type       oramem_registry.record_type_t;
+      l_seen       seen_t;
       l_type_list  VARCHAR2(4000 CHAR);
       l_scope      JSON_OBJECT_T;
       l_cond       VARCHAR2(32767);
@@ -139,15 +451,14 @@ AS
       l_qv         CLOB;
       l_dim        VARCHAR2(10 CHAR);
       l_rank       VARCHAR2(32767);
-      l_out        CLOB;
       l_doc        JSON_OBJECT_T;
-      l_n          NUMBER;
-      l_topn       PLS_INTEGER;
-      l_hreq       JSON_OBJECT_T;
-      l_hres       CLOB;
-      l_raw        PLS_INTEGER;
-      l_sub        JSON_OBJECT_T;
-      l_values     JSON_ARRAY_T;
+      l_cfg        JSON_OBJECT_T;
+      l_wv         NUMBER;
+      l_wk         NUMBER;
+      l_rrf_k      NUMBER;
+      l_depth      NUMBER;
+      l_vkeys      CLOB := TO_CLOB('[]');
+      l_tkeys      CLOB := TO_CLOB('[]');
       l_supported  VARCHAR2(100 CHAR);
    BEGIN
       l_rec_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records);
@@ -169,7 +480,7 @@ AS
       -- strategy (SC-6.4, SC-6.6)
       l_strategy := 'vector';
       IF l_req.has('strategy') AND l_req.get('strategy').is_string THEN
-         l_strategy := LOWER(l_req.get_string('strategy'));
+         l_strategy := LOWER(SUBSTR(l_req.get_string('strategy'), 1, 16));
       END IF;
       l_supported := RTRIM(
             CASE WHEN l_store.vector_dim IS NOT NULL THEN 'vector, ' END
@@ -181,7 +492,7 @@ AS
          OR (l_strategy = 'hybrid' AND l_store.has_hybrid_index = 0)
       THEN
          oramem_errors.raise_error(oramem_errors.gc_strategy_unsupported,
-            'search strategy ' || SUBSTR(l_strategy, 1, 16) || ' is not supported by store '
+            'search strategy ' || l_strategy || ' is not supported by store '
             || l_store.memory_store_id || ' (supported: ' || NVL(l_supported, 'none')
             || '); open the store with that search_strategy under CREATE_IF_NECESSARY to add it');
       END IF;
@@ -208,12 +519,15 @@ AS
                   'record_types must be a list of record type names');
             END IF;
             -- check_record_type returns one of eight fixed names: safe as literals
-            l_type_list := l_type_list || CASE WHEN i > 0 THEN ', ' END || ''''
-                           || oramem_registry.check_record_type(l_types.get_string(i), 'record_types')
-                           || '''';
+            l_type := oramem_registry.check_record_type(l_types.get_string(i), 'record_types');
+            IF NOT l_seen.EXISTS(l_type) THEN
+               l_seen(l_type) := TRUE;
+               -- bounded: each of the eight record type names at most once (l_seen)
+               l_type_list := l_type_list || CASE WHEN l_type_list IS NOT NULL THEN ', ' END || '''' || l_type || '''';
+            END IF;
          END LOOP;
          IF l_type_list IS NOT NULL THEN
-            l_rec_where := l_rec_where || ' AND r.record_type IN (' || l_type_list || ')';
+            append_where(l_rec_where, ' AND r.record_type IN (' || l_type_list || ')');
          END IF;
       END IF;
       FOR d IN 1 .. 3 LOOP
@@ -230,7 +544,7 @@ AS
                                  THEN l_scope.get_string('value') END,
                             'r', l_binds);
                IF l_cond IS NOT NULL THEN
-                  l_rec_where := l_rec_where || ' AND ' || l_cond;
+                  append_where(l_rec_where, ' AND ' || l_cond);
                END IF;
             END IF;
          END;
@@ -240,67 +554,24 @@ AS
             oramem_errors.raise_error(oramem_errors.gc_invalid_filter,
                'metadata_filter must be a JSON object or null');
          END IF;
-         BEGIN
-            l_rec_where := l_rec_where || ' AND '
-                           || oramem_filter.compile_filter(l_req.get_object('metadata_filter').to_clob,
-                                                           'r.metadata', l_binds);
-         EXCEPTION
-            WHEN VALUE_ERROR THEN   -- the statement is assembled in VARCHAR2(32767) (review F12)
-               oramem_errors.raise_error(oramem_errors.gc_invalid_filter,
-                  'metadata_filter is too large: the compiled search statement would exceed 32767 bytes; '
-                  || 'use fewer or shorter conditions');
-         END;
-      END IF;
-      -- the ranking and result wrappers around l_candidates take < gc_sql_reserve bytes
-      IF LENGTHB(l_rec_where) + LENGTHB(l_rec_tab) + 100 > 32767 - gc_sql_reserve THEN
-         oramem_errors.raise_error(oramem_errors.gc_invalid_filter,
-            'metadata_filter is too large: the compiled search statement would exceed 32767 bytes; '
-            || 'use fewer or shorter conditions');
+         -- compile_filter bounds its condition (oramem_filter.gc_max_sql_bytes, -20004)
+         l_cond := oramem_filter.compile_filter(l_req.get_object('metadata_filter').to_clob, 'r.metadata', l_binds);
+         append_where(l_rec_where, ' AND ' || l_cond);
       END IF;
       l_candidates := '(c.record_type, c.record_id) IN (SELECT r.record_type, r.record_id FROM '
                       || l_rec_tab || ' r WHERE ' || l_rec_where || ')';
 
       IF l_req.has('query_text') AND l_req.get('query_text').is_string THEN
-         l_text := SUBSTR(l_req.get_string('query_text'), 1, 32767);
+         -- a character prefix that fits VARCHAR2(32767) in bytes whatever the text (gc_text_chars)
+         l_text := DBMS_LOB.SUBSTR(l_req.get_clob('query_text'), gc_text_chars, 1);
+      END IF;
+      IF l_store.vector_dim IS NOT NULL THEN
+         l_dim := TO_CHAR(TRUNC(l_store.vector_dim), 'FM99990');
       END IF;
 
       IF l_strategy = 'vector' THEN
          l_qv  := query_vector(l_req, l_store.vector_dim);
-         l_dim := TO_CHAR(TRUNC(l_store.vector_dim), 'FM99990');
-         IF NOT l_exact THEN
-            -- Approximate: chunk top-(k * overfetch) by the HNSW index (FETCH APPROX, the
-            -- index metric, no aggregate over the distance), best chunk per record outside.
-            l_rank := 'SELECT a.record_type, a.record_id, MIN(a.dist) AS dist FROM ('
-                   || 'SELECT c.record_type, c.record_id, VECTOR_DISTANCE(c.embedding, '
-                   || 'TO_VECTOR(:qv, ' || l_dim || ', FLOAT32), COSINE) AS dist FROM '
-                   || l_chk_tab || ' c WHERE ' || l_candidates
-                   || ' ORDER BY VECTOR_DISTANCE(c.embedding, TO_VECTOR(:qv, ' || l_dim
-                   || ', FLOAT32), COSINE) FETCH APPROX FIRST :nfetch ROWS ONLY WITH TARGET ACCURACY '
-                   || TO_CHAR(gc_target_accuracy) || ') a WHERE a.dist IS NOT NULL'
-                   || ' GROUP BY a.record_type, a.record_id'
-                   || ' ORDER BY MIN(a.dist), a.record_type, a.record_id FETCH FIRST :k ROWS ONLY';
-            l_run_binds := l_binds;
-            -- one bind name for both occurrences: DBMS_SQL binds by name (review F19)
-            add_bind(l_run_binds, 'qv', 'C', in_clob => l_qv);
-            add_bind(l_run_binds, 'nfetch', 'N', in_num => LEAST(l_k * gc_overfetch, gc_max_k * gc_overfetch));
-            add_bind(l_run_binds, 'k', 'N', in_num => l_k);
-            l_out := oramem_filter.query_clob(result_sql(l_rank, l_rec_tab), l_run_binds);
-            l_doc := JSON_OBJECT_T.parse(l_out);
-            l_n := l_doc.get_number('n');
-         END IF;
-         IF l_exact OR l_n < l_k THEN
-            -- Exact: every candidate chunk; returns k records whenever k match (SC-6.5).
-            l_rank := 'SELECT c.record_type, c.record_id, MIN(VECTOR_DISTANCE(c.embedding, '
-                   || 'TO_VECTOR(:qv1, ' || l_dim || ', FLOAT32), COSINE)) AS dist FROM '
-                   || l_chk_tab || ' c WHERE c.embedding IS NOT NULL AND ' || l_candidates
-                   || ' GROUP BY c.record_type, c.record_id'
-                   || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
-            l_run_binds := l_binds;
-            add_bind(l_run_binds, 'qv1', 'C', in_clob => l_qv);
-            add_bind(l_run_binds, 'k', 'N', in_num => l_k);
-            l_out := oramem_filter.query_clob(result_sql(l_rank, l_rec_tab), l_run_binds);
-            l_doc := JSON_OBJECT_T.parse(l_out);
-         END IF;
+         l_doc := vector_ranking(l_chk_tab, l_rec_tab, l_candidates, l_binds, l_qv, l_dim, l_k, l_exact, FALSE);
 
       ELSIF l_strategy = 'keyword' THEN
          l_query := keyword_query(l_text);
@@ -310,94 +581,78 @@ AS
          IF l_query IS NULL THEN
             RETURN TO_CLOB('[]');   -- no searchable word: never call CONTAINS (ORACLE_NOTES 4.4)
          END IF;
-         l_rank := 'SELECT s.record_type, s.record_id,'
-                || ' 1 - LEAST(MAX(s.sc), 100) / 100 AS dist FROM ('
-                || 'SELECT c.record_type, c.record_id, SCORE(1) AS sc FROM ' || l_chk_tab || ' c'
-                || ' WHERE CONTAINS(c.chunk_text, :q, 1) > 0 AND ' || l_candidates || ') s'
-                || ' GROUP BY s.record_type, s.record_id'
-                || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
-         l_run_binds := l_binds;
-         add_bind(l_run_binds, 'q', 'S', in_str => l_query);   -- <= gc_max_query_bytes (keyword_query)
-         add_bind(l_run_binds, 'k', 'N', in_num => l_k);
-         BEGIN
-            l_out := oramem_filter.query_clob(result_sql(l_rank, l_rec_tab), l_run_binds);
-         EXCEPTION
-            WHEN e_text_query THEN
-               oramem_errors.log_error('oramem_search.search_json(keyword)', l_store.memory_store_id);
-               oramem_errors.raise_error(oramem_errors.gc_invalid_keyword_query,
-                  'Oracle Text rejected the keyword query; rephrase it with plain words');
-         END;
-         l_doc := JSON_OBJECT_T.parse(l_out);
+         l_doc := keyword_ranking(l_store, l_chk_tab, l_rec_tab, l_candidates, l_binds, l_query, l_k, FALSE);
 
-      ELSE  -- hybrid
+      ELSE
+         /*
+          * HYBRID: weighted reciprocal-rank fusion of the VECTOR and the KEYWORD ranking,
+          * each of `depth` records with every filter applied, as the SQLite engine
+          * (oramem.sqlite.keyword.fuse, HybridConfig): score = wv / (rrf_k + vector rank)
+          * + wk / (rrf_k + keyword rank), a leg that did not return a record adds nothing,
+          * a leg of weight 0 is not run; distance = 1 - score / ((wv + wk) / (rrf_k + 1))
+          * rounded to 12 places and clamped to [0, 1]; ties by record_type, then id.
+          */
          IF l_text IS NULL THEN
             bad_argument('a hybrid search needs query_text');
          END IF;
-         l_query := keyword_query(l_text);
-         l_topn := LEAST(l_k * gc_overfetch, gc_max_hybrid_topn);
-         LOOP
-            -- Built with JSON_OBJECT_T so that user text is JSON-escaped (ORACLE_NOTES 5.2).
-            l_hreq := JSON_OBJECT_T();
-            l_hreq.put('hybrid_index_name',
-                       oramem_registry.object_name(l_store.memory_store_id, oramem_registry.gc_obj_hybrid));
-            -- One construct only: the vector/text sub-elements, never a top-level
-            -- search_text as well ("You cannot use both of these search constructs in
-            -- one query", 23/vecse/search.html; review F2).
-            l_hreq.put('search_scorer', 'RSF');
-            IF l_query IS NULL THEN
-               l_hreq.put('search_fusion', 'VECTOR_ONLY');
-            ELSE
-               l_hreq.put('search_fusion', 'UNION');
-               l_sub := JSON_OBJECT_T();
-               l_sub.put('contains', l_query);
-               l_hreq.put('text', l_sub);
+         IF l_req.has('hybrid') AND NOT l_req.get('hybrid').is_null THEN
+            IF NOT l_req.get('hybrid').is_object THEN
+               bad_argument('hybrid must be a JSON object (vector_weight, keyword_weight, rrf_k, depth)');
             END IF;
-            l_sub := JSON_OBJECT_T();
-            l_sub.put('search_text', l_text);
-            l_hreq.put('vector', l_sub);
-            l_sub := JSON_OBJECT_T();
-            l_values := JSON_ARRAY_T();
-            l_values.append('rowid');
-            l_values.append('score');
-            l_sub.put('values', l_values);
-            l_sub.put('topN', l_topn);
-            l_hreq.put('return', l_sub);
-
-            -- SEARCH runs once per round, its CLOB result (23/arpls DBMS_HYBRID_VECTOR:
-            -- "fused into a unified result set as CLOB") is counted, then joined. Dynamic
-            -- PL/SQL, so the package compiles without DBMS_HYBRID_VECTOR (vector-only DBs).
-            BEGIN
-               EXECUTE IMMEDIATE 'BEGIN :r := DBMS_HYBRID_VECTOR.SEARCH(JSON(:q)); END;'
-                  USING OUT l_hres, IN l_hreq.to_clob;
-            EXCEPTION
-               WHEN e_plsql_compile THEN
-                  oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
-                     'DBMS_HYBRID_VECTOR is not executable by the oramem owner; a DBA must run '
-                     || 'GRANT EXECUTE ON <owner>.DBMS_HYBRID_VECTOR TO <owner> (a direct grant)');
-            END;
-            SELECT COUNT(*) INTO l_raw
-            FROM   JSON_TABLE(l_hres, '$[*]' COLUMNS (rid VARCHAR2(4000 CHAR) PATH '$.rowid'));
-            l_rank := 'SELECT c.record_type, c.record_id,'
-                   || ' GREATEST(0, LEAST(1, 1 - MAX(h.score) / 100)) AS dist'
-                   || ' FROM JSON_TABLE(:hres, ''$[*]'' COLUMNS ('
-                   || 'rid VARCHAR2(4000 CHAR) PATH ''$.rowid'', score NUMBER PATH ''$.score'')) h'
-                   || ' JOIN ' || l_chk_tab || ' c ON (c.rowid = CHARTOROWID(h.rid))'
-                   || ' WHERE ' || l_candidates
-                   || ' GROUP BY c.record_type, c.record_id'
-                   || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
-            l_run_binds := l_binds;
-            add_bind(l_run_binds, 'hres', 'C', in_clob => l_hres);
-            add_bind(l_run_binds, 'k', 'N', in_num => l_k);
-            l_out := oramem_filter.query_clob(result_sql(l_rank, l_rec_tab), l_run_binds);
-            l_doc := JSON_OBJECT_T.parse(l_out);
-            l_n := l_doc.get_number('n');
-            -- Hybrid results are filtered after the index's topN: widen until k records
-            -- pass the filters or the cap is reached (documented limitation), but not when
-            -- the index already returned fewer than topN rows: a wider topN cannot find
-            -- more (review F17).
-            EXIT WHEN l_n >= l_k OR l_topn >= gc_max_hybrid_topn OR l_raw < l_topn;
-            l_topn := LEAST(l_topn * 4, gc_max_hybrid_topn);
-         END LOOP;
+            l_cfg := l_req.get_object('hybrid');
+         END IF;
+         l_wv    := hybrid_number(l_cfg, 'vector_weight', gc_vector_weight);
+         l_wk    := hybrid_number(l_cfg, 'keyword_weight', gc_keyword_weight);
+         l_rrf_k := hybrid_number(l_cfg, 'rrf_k', gc_rrf_k);
+         l_depth := hybrid_number(l_cfg, 'depth', NULL);
+         IF l_wv < 0 OR l_wk < 0 OR l_wv + l_wk = 0 THEN
+            bad_argument('hybrid weights must be >= 0 and not both 0 (use strategy vector or keyword)');
+         END IF;
+         IF l_rrf_k <= 0 THEN
+            bad_argument('hybrid.rrf_k must be > 0');
+         END IF;
+         IF l_depth IS NOT NULL AND (l_depth < 1 OR l_depth <> TRUNC(l_depth) OR l_depth > gc_max_fusion_depth) THEN
+            bad_argument('hybrid.depth must be an integer between 1 and ' || gc_max_fusion_depth);
+         END IF;
+         -- how many candidates each leg contributes: never fewer than k; the default
+         -- max(10 k, 200) is capped at gc_max_fusion_depth
+         l_depth := CASE WHEN l_depth IS NULL THEN LEAST(GREATEST(10 * l_k, 200), gc_max_fusion_depth)
+                         ELSE GREATEST(l_k, l_depth) END;
+         IF l_wv > 0 THEN
+            IF l_store.vector_dim IS NULL THEN
+               bad_argument('a hybrid search with vector_weight > 0 needs a store with vector_dim');
+            END IF;
+            IF l_req.has('query_vector') AND NOT l_req.get('query_vector').is_null THEN
+               l_qv := query_vector(l_req, l_store.vector_dim);
+            ELSE
+               l_qv := embed_query(l_store, l_text);
+            END IF;
+            l_vkeys := leg_keys(vector_ranking(l_chk_tab, l_rec_tab, l_candidates, l_binds, l_qv, l_dim,
+                                               l_depth, l_exact, TRUE));
+         END IF;
+         l_query := keyword_query(l_text);
+         IF l_wk > 0 AND l_query IS NOT NULL THEN
+            l_tkeys := leg_keys(keyword_ranking(l_store, l_chk_tab, l_rec_tab, l_candidates, l_binds,
+                                                l_query, l_depth, TRUE));
+         END IF;
+         l_rank := 'SELECT NVL(v.record_type, t.record_type) AS record_type,'
+                || ' NVL(v.record_id, t.record_id) AS record_id,'
+                || ' GREATEST(0, LEAST(1, ROUND(1 - (NVL(:wv / (:rk + v.rn), 0) + NVL(:wk / (:rk + t.rn), 0))'
+                || ' / :top, 12))) AS dist'
+                || ' FROM JSON_TABLE(:vkeys, ''$[*]'' COLUMNS (rn FOR ORDINALITY,'
+                || ' record_type VARCHAR2(32 CHAR) PATH ''$[0]'', record_id VARCHAR2(512 CHAR) PATH ''$[1]'')) v'
+                || ' FULL OUTER JOIN JSON_TABLE(:tkeys, ''$[*]'' COLUMNS (rn FOR ORDINALITY,'
+                || ' record_type VARCHAR2(32 CHAR) PATH ''$[0]'', record_id VARCHAR2(512 CHAR) PATH ''$[1]'')) t'
+                || ' ON (t.record_type = v.record_type AND t.record_id = v.record_id)'
+                || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+         add_bind(l_run_binds, 'wv', 'N', in_num => l_wv);
+         add_bind(l_run_binds, 'wk', 'N', in_num => l_wk);
+         add_bind(l_run_binds, 'rk', 'N', in_num => l_rrf_k);
+         add_bind(l_run_binds, 'top', 'N', in_num => (l_wv + l_wk) / (l_rrf_k + 1));
+         add_bind(l_run_binds, 'vkeys', 'C', in_clob => l_vkeys);
+         add_bind(l_run_binds, 'tkeys', 'C', in_clob => l_tkeys);
+         add_bind(l_run_binds, 'k', 'N', in_num => l_k);
+         l_doc := ranked(l_rank, l_rec_tab, l_run_binds, FALSE);
       END IF;
 
       IF l_doc IS NULL OR NOT l_doc.has('results') OR l_doc.get('results').is_null THEN

@@ -3,14 +3,18 @@ AUTHID DEFINER
 AS
    /*
     * oramem_search: top-k retrieval over one store - VECTOR (HNSW, FETCH APPROX, with an
-    * exact fallback), KEYWORD (Oracle Text CONTAINS over escaped words) and HYBRID
-    * (DBMS_HYBRID_VECTOR.SEARCH over the store's hybrid vector index).
+    * exact fallback), KEYWORD (Oracle Text: CONTAINS over escaped words on a keyword
+    * store's CONTEXT index; DBMS_HYBRID_VECTOR.SEARCH in pure keyword mode on a hybrid
+    * store's hybrid vector index) and HYBRID (weighted reciprocal-rank fusion of the
+    * VECTOR and KEYWORD rankings, the SQLite engine's algorithm and parameters).
     *
     * Scope, record types, expiry and the metadata filter are evaluated in the SAME query
     * as the ranking, before the top-k cut (SC-6.5). VECTOR runs the approximate query
-    * first (chunk top-(k * gc_overfetch) by the HNSW index, best chunk per record) and
-    * re-runs it exactly when it yields fewer than k records. HYBRID over-fetches and
-    * widens topN (x4, up to gc_max_hybrid_topn) until k records pass the filters.
+    * first (chunk top-(k * gc_overfetch) by the HNSW index, best chunk per record); when
+    * it yields fewer than k records it counts the candidate chunks (bounded) and runs one
+    * wider approximate round or, when that round would fetch about all of them, the exact
+    * query. KEYWORD on a hybrid store over-fetches and widens topN (x4, up to
+    * gc_max_hybrid_topn) until k records pass the filters.
     *
     * Results are returned as one JSON CLOB: python-oracledb thin mode reads it in one
     * round trip (callfunc with DB_TYPE_CLOB, or fetch_lobs=False) and PL/SQL callers can
@@ -27,6 +31,11 @@ AS
    gc_max_hybrid_topn    CONSTANT PLS_INTEGER := 10000;
    gc_max_keyword_tokens CONSTANT PLS_INTEGER := 64;
    gc_max_query_bytes    CONSTANT PLS_INTEGER := 4000;   -- keyword_query result, in bytes
+   -- HYBRID fusion defaults (= oramem.sqlite.keyword.HybridConfig) and the depth cap
+   gc_vector_weight      CONSTANT NUMBER      := 1.0;
+   gc_keyword_weight     CONSTANT NUMBER      := 0.7;
+   gc_rrf_k              CONSTANT NUMBER      := 10;
+   gc_max_fusion_depth   CONSTANT PLS_INTEGER := 10000;
 
    /*
     * search_json: run the search request JSON (README "Search request"; maps
@@ -34,8 +43,12 @@ AS
     *   [{"record": <Record object>, "distance": <number>}, ...]
     * with at most k elements, ascending distance, ties by record_type then id, each
     * record once (its best chunk).
+    * HYBRID reads an optional "hybrid" object {"vector_weight": 1.0, "keyword_weight":
+    * 0.7, "rrf_k": 10, "depth": null} (absent keys = these defaults; depth null =
+    * max(10 k, 200) capped at gc_max_fusion_depth, else max(k, depth)) and uses
+    * query_vector when given, else query_text embedded with the store's embedding_model.
     * Errors: -20002 bad JSON; -20001 k < 1 or > gc_max_k, missing query_text /
-    *  query_vector for the strategy; -20003 unknown record type; -20004 bad filter;
+    *  query_vector for the strategy, a bad "hybrid" value; -20003 unknown record type; -20004 bad filter;
     *  -20006 query_vector dimension; -20009 strategy not supported by this store
     *  (SC-6.6); -20012 Oracle Text rejected the query; -20301 Oracle Text / hybrid
     *  missing; store errors (-20101/-20104/-20106).

@@ -39,6 +39,7 @@ import oracledb
 
 from ..engine import Engine
 from ..errors import CapabilityError
+from ..sqlite.keyword import HybridConfig
 from ..requests import (
     AddRequest,
     ChunkRow,
@@ -203,9 +204,29 @@ def list_json(request: ListRequest) -> str:
     return _dumps(out)
 
 
-def search_json(request: SearchRequest) -> str:
-    return _dumps({
-        "strategy": SearchStrategy.coerce(request.strategy, "strategy").value,
+#: the most candidates a HYBRID leg contributes on Oracle (oramem_search.gc_max_fusion_depth)
+MAX_FUSION_DEPTH = 10000
+
+
+def check_hybrid(hybrid: Any) -> HybridConfig:
+    """A :class:`HybridConfig` Oracle can honour: every field reaches ``oramem_search``; a
+    ``depth`` above :data:`MAX_FUSION_DEPTH` cannot, so it is a ``CapabilityError``."""
+    if hybrid is None:
+        return HybridConfig()
+    if not isinstance(hybrid, HybridConfig):
+        raise TypeError(f"hybrid must be an oramem.sqlite.HybridConfig or None, got {type(hybrid).__name__}")
+    if hybrid.depth is not None and hybrid.depth > MAX_FUSION_DEPTH:
+        raise CapabilityError(
+            f"HybridConfig.depth={hybrid.depth}: Oracle fuses at most {MAX_FUSION_DEPTH} candidates a leg "
+            f"(oramem_search.gc_max_fusion_depth); pass depth <= {MAX_FUSION_DEPTH}, or None for max(10 * k, 200)"
+        )
+    return hybrid
+
+
+def search_json(request: SearchRequest, hybrid: Optional[HybridConfig] = None) -> str:
+    strategy = SearchStrategy.coerce(request.strategy, "strategy")
+    out: dict[str, Any] = {
+        "strategy": strategy.value,
         "k": request.k,
         "query_text": request.query_text,
         "query_vector": _vector(request.query_vector),
@@ -214,7 +235,16 @@ def search_json(request: SearchRequest) -> str:
         "agent": _scope(request.agent),
         "record_types": list(request.record_types),
         "metadata_filter": dict(request.metadata_filter) if request.metadata_filter is not None else None,
-    })
+    }
+    if strategy is SearchStrategy.HYBRID:
+        cfg = check_hybrid(hybrid)
+        out["hybrid"] = {
+            "vector_weight": float(cfg.vector_weight),
+            "keyword_weight": float(cfg.keyword_weight),
+            "rrf_k": float(cfg.rrf_k),
+            "depth": cfg.depth,
+        }
+    return _dumps(out)
 
 
 def update_json(request: UpdateRequest) -> str:
@@ -312,9 +342,15 @@ class OracleEngine(Engine):
     ``OracleEngine(connection_or_pool)``: see the module docstring for what it accepts.
     ``embedding_model`` (keyword-only, optional) names the in-database ONNX model of a
     HYBRID store (sent as ``embedding_model`` on open; ``OracleDBEmbedder.model_name``).
+    ``hybrid`` (keyword-only, optional): the :class:`oramem.sqlite.HybridConfig` of HYBRID
+    fusion (weights, RRF constant, depth), sent with every HYBRID search; the same
+    weighted RRF as the SQLite engine runs in ``oramem_search`` (docs/oracle-search.md).
     """
 
-    def __init__(self, connection_or_pool: Any, *, embedding_model: Optional[str] = None) -> None:
+    def __init__(
+        self, connection_or_pool: Any, *, embedding_model: Optional[str] = None, hybrid: Any = None
+    ) -> None:
+        self._hybrid = check_hybrid(hybrid)
         self._kind = _kind(connection_or_pool)
         self._target = connection_or_pool
         if embedding_model is not None:
@@ -683,8 +719,9 @@ class OracleEngine(Engine):
                                                    in_thread_id=thread_id, in_last_n=last_n))
 
     def search(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
-        return self._hits(self._run("search", False, in_store_id=_STORE, in_request=search_json(request)))
+        return self._hits(self._run("search", False, in_store_id=_STORE,
+                                    in_request=search_json(request, self._hybrid)))
 
     async def search_async(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
         return self._hits(await self._run_async("search", False, in_store_id=_STORE,
-                                                in_request=search_json(request)))
+                                                in_request=search_json(request, self._hybrid)))

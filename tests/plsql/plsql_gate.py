@@ -252,9 +252,6 @@ PENDING_BYTE_SEMANTICS: dict[str, str] = {
 }
 #: file -> why it may still break rule (c).
 PENDING_UNBOUNDED_SQL: dict[str, str] = {
-    "plsql/oramem_search.pkb": "keyword query and record WHERE built in VARCHAR2 "
-                               "(oracle-search-admin-driver.md F12; ora-driver)",
-    "plsql/oramem_kg_jobs.pkb": "keyword list built in VARCHAR2 (F12; ora-driver)",
 }
 
 

@@ -14,7 +14,8 @@ ADMIN = (REPO / "plsql" / "oramem_admin.pkb").read_text()
 
 
 def _code(text: str) -> str:
-    """The source without -- comments (so a comment quoting the old code does not count)."""
+    """The source without /* */ and -- comments (so a comment quoting the old code does not count)."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
     return "\n".join(line.split("--", 1)[0] for line in text.splitlines())
 
 
@@ -26,10 +27,29 @@ def _function(text: str, name: str) -> str:
 
 def test_f2_hybrid_request_uses_one_search_construct():
     # 23/vecse/search.html: a top-level search_text and vector/text sub-elements are two
-    # constructs that "cannot [be used] both ... in one query".
+    # constructs that "cannot [be used] both ... in one query". The only SEARCH request left
+    # (keyword search on a hybrid store, F8) has the text sub-element and nothing else.
     code = _code(SEARCH)
-    assert "l_hreq.put('vector', l_sub)" in code
+    assert "l_hreq.put('text', l_sub)" in code
     assert not re.search(r"l_hreq\.put\(\s*'search_text'", code), "top-level search_text next to vector/text"
+    assert "l_hreq.put('vector'" not in code
+
+
+def test_f8_keyword_search_on_a_hybrid_store_uses_the_documented_pure_keyword_mode():
+    # The docs show keyword search over a hybrid vector index only through
+    # DBMS_HYBRID_VECTOR.SEARCH ("pure keyword" mode: the text sub-element); CONTAINS is used
+    # only on a keyword store's CONTEXT index.
+    kr = _code(_function(SEARCH, "keyword_ranking"))
+    contains_branch = kr[kr.index("IF in_store.has_text_index = 1 THEN"):kr.index("l_topn := ")]
+    assert "CONTAINS(c.chunk_text, :q, 1)" in contains_branch
+    assert kr.count("CONTAINS(") == 1, "CONTAINS outside the CONTEXT-index branch"
+    search_branch = kr[kr.index("l_topn := "):]
+    assert "DBMS_HYBRID_VECTOR.SEARCH(JSON(:q))" in search_branch
+    assert "l_hreq.put('search_fusion', 'TEXT_ONLY')" in search_branch
+    assert "l_sub.put('contains', in_query)" in search_branch
+    # the search entry point reaches CONTAINS only through keyword_ranking
+    body = _code(_function(SEARCH, "search_json"))
+    assert "CONTAINS(" not in body and "keyword_ranking(l_store," in body
 
 
 def test_f3_hybrid_index_sync_is_under_manual_maintenance():
@@ -95,21 +115,93 @@ def test_f11_keyword_query_is_cut_at_whole_tokens_in_bytes():
 def test_f17_hybrid_widening_stops_when_the_index_returned_fewer_rows():
     code = _code(SEARCH)
     assert "DBMS_HYBRID_VECTOR.SEARCH(JSON(:q))" in code and code.count("DBMS_HYBRID_VECTOR.SEARCH") == 1
-    assert re.search(r"EXIT WHEN l_n >= l_k OR l_topn >= gc_max_hybrid_topn OR l_raw < l_topn;", code)
+    assert re.search(r"EXIT WHEN l_doc\.get_number\('n'\) >= in_k OR l_topn >= gc_max_hybrid_topn OR l_raw < l_topn;",
+                     code)
 
 
 def test_f19_query_vector_is_bound_once_in_the_approximate_query():
-    code = _code(SEARCH)
-    approx = code[code.index("IF NOT l_exact THEN"):code.index("IF l_exact OR l_n < l_k THEN")]
-    assert ":qv1" not in approx and ":qv2" not in approx
-    assert approx.count("TO_VECTOR(:qv, ") == 2 and approx.count("add_bind(l_run_binds, 'qv',") == 1
+    vr = _code(_function(SEARCH, "vector_ranking"))
+    approx = vr[vr.index("IF NOT in_exact THEN"):vr.index("'TO_VECTOR(:qv1, ")]
+    assert ":qv2" not in approx
+    assert approx.count("TO_VECTOR(:qv, ") == 2 and approx.count("add_bind(l_binds, 'qv',") == 1
+
+
+def test_f18_fewer_than_k_approximate_records_count_before_going_exact():
+    # An approximate search may return fewer than k rows (SQL Language Reference, SELECT,
+    # APPROX). The fix: after a short approximate round, count the candidate chunks (a
+    # row-limited count) and either run one wider approximate round or go exact at once.
+    vr = _code(_function(SEARCH, "vector_ranking"))
+    loop = vr[vr.index("FOR l_round IN 1 .. 2 LOOP"):vr.index("END LOOP;")]
+    assert "IF l_doc.get_number('n') >= in_k THEN" in loop and "RETURN l_doc;" in loop
+    count = loop[loop.index("'lim'"):]
+    assert "FETCH FIRST :lim ROWS ONLY" in count and "l_nfetch * gc_overfetch + 1" in count
+    assert "EXIT WHEN l_count <= l_nfetch * gc_overfetch;" in count
+    assert "l_nfetch := l_nfetch * gc_overfetch;" in count
+    # the count comes after the first round, so a search that finds k records pays nothing more
+    assert loop.index("ranked(l_rank") < loop.index("'lim'")
+    # the exact query still ends every path that did not return k records (SC-6.5)
+    tail = vr[vr.index("END LOOP;"):]
+    assert "c.embedding IS NOT NULL AND ' || in_candidates" in tail and "RETURN ranked(" in tail
+    # and both VECTOR and HYBRID's vector leg go through it
+    body = _code(_function(SEARCH, "search_json"))
+    assert body.count("vector_ranking(l_chk_tab,") == 2
+
+
+def test_query_text_is_copied_byte_safely():
+    # a character SUBSTR(..., 32767) into VARCHAR2(32767) overflows with multibyte text
+    body = _code(_function(SEARCH, "search_json"))
+    assert "SUBSTR(l_req.get_string('query_text'), 1, 32767)" not in body
+    assert "l_text := DBMS_LOB.SUBSTR(l_req.get_clob('query_text'), gc_text_chars, 1);" in body
+    chars = int(re.search(r"gc_text_chars\s+CONSTANT PLS_INTEGER := (\d+);", SEARCH).group(1))
+    assert chars * 4 <= 32767  # AL32UTF8: at most 4 bytes a character
+    # the text handed to VECTOR_EMBEDDING (VARCHAR2 in SQL) is cut to whole characters in bytes
+    assert "USING text_prefix(in_text, gc_embed_bytes)" in _code(_function(SEARCH, "embed_query"))
+    tp = _code(_function(SEARCH, "text_prefix"))
+    assert "LENGTHB(SUBSTR(in_text, 1, l_n)) > in_max_bytes" in tp
+
+
+def test_hybrid_is_the_weighted_rrf_of_the_two_legs():
+    # the SQLite engine's fusion (oramem.sqlite.keyword.fuse): wv/(rrf_k+rank_v) + wk/(rrf_k+rank_k),
+    # distance 1 - score/top, top = (wv+wk)/(rrf_k+1), rounded to 12 places, clamped, ties by type then id
+    body = _code(_function(SEARCH, "search_json"))
+    hybrid = body[body.index("a hybrid search needs query_text"):]
+    assert "NVL(:wv / (:rk + v.rn), 0) + NVL(:wk / (:rk + t.rn), 0)" in hybrid
+    assert "ROUND(1 - (" in hybrid and "/ :top, 12)" in hybrid
+    assert "add_bind(l_run_binds, 'top', 'N', in_num => (l_wv + l_wk) / (l_rrf_k + 1));" in hybrid
+    assert "rn FOR ORDINALITY" in hybrid and "FULL OUTER JOIN JSON_TABLE(:tkeys" in hybrid
+    assert "ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY" in hybrid
+    # a leg of weight 0 is not run (SQLite adds no keys from it)
+    assert "IF l_wv > 0 THEN" in hybrid and "IF l_wk > 0 AND l_query IS NOT NULL THEN" in hybrid
+    # each leg ranks in the order SC-6.1 gives results: distance, record type, id
+    assert "ORDER BY b.dist, b.record_type, b.record_id" in _function(SEARCH, "keys_sql")
+    # the parameters come from the request, with HybridConfig's defaults
+    for key in ("vector_weight", "keyword_weight", "rrf_k", "depth"):
+        assert f"hybrid_number(l_cfg, '{key}'," in hybrid, key
+    spec = (REPO / "plsql" / "oramem_search.pks").read_text()
+    from oramem.sqlite.keyword import HybridConfig
+
+    cfg = HybridConfig()
+    for name, value in (("gc_vector_weight", cfg.vector_weight), ("gc_keyword_weight", cfg.keyword_weight),
+                        ("gc_rrf_k", cfg.rrf_k)):
+        m = re.search(rf"{name}\s+CONSTANT NUMBER\s+:= ([0-9.]+);", spec)
+        assert m and float(m.group(1)) == value, name
+    assert "LEAST(GREATEST(10 * l_k, 200), gc_max_fusion_depth)" in hybrid  # HybridConfig.fusion_depth
+    assert "GREATEST(l_k, l_depth)" in hybrid
 
 
 def test_f12_oversized_filters_raise_the_filter_error_not_ora_06502():
     code = _code(SEARCH)
-    guard = code[code.index("oramem_filter.compile_filter("):code.index("l_candidates := ")]
-    assert "WHEN VALUE_ERROR THEN" in guard and guard.count("gc_invalid_filter") == 2
-    assert "32767 - gc_sql_reserve" in guard
+    body = _code(_function(SEARCH, "search_json"))
+    # the record WHERE grows only through append_where, which checks the bound first
+    aw = _code(re.search(r"PROCEDURE\s+append_where\b.*?END\s+append_where\s*;", SEARCH, re.S).group(0))
+    assert aw.index("> gc_max_where_bytes") < aw.index("io_where := io_where || in_piece;")
+    assert "gc_invalid_filter" in aw
+    assert not re.search(r"l_rec_where\s*:=\s*l_rec_where\s*\|\|", body)
+    assert body.count("append_where(l_rec_where,") == 3
+    # no VALUE_ERROR handler that would pass any overflow off as a filter error
+    assert "WHEN VALUE_ERROR" not in body
+    # record_types: each name once, so the IN list is bounded by the eight names
+    assert "IF NOT l_seen.EXISTS(l_type) THEN" in body
     # the reserve covers what is wrapped around l_candidates: result_sql + the longest rank text
     reserve = int(re.search(r"gc_sql_reserve\s+CONSTANT\s+PLS_INTEGER\s*:=\s*(\d+);", SEARCH).group(1))
     wrappers = re.findall(r"l_rank := (.*?);\n", code, re.S)
@@ -118,6 +210,11 @@ def test_f12_oversized_filters_raise_the_filter_error_not_ora_06502():
     registry = (REPO / "plsql" / "oramem_registry.pkb").read_text()
     record_sql = _function(_code(registry), "record_json_sql")
     assert longest + len(result.encode()) + len(record_sql.encode()) < reserve
+
+
+def test_f12_kg_jobs_trigger_words_are_built_in_a_clob():
+    body = _code(_procedure(KG_BODY, "emotional_trends"))
+    assert re.search(r"\bl_keywords\s+CLOB;", body) and re.search(r"\bl_text\s+CLOB;", body)
 
 
 def test_verify_md_has_one_row_per_finding_f1_to_f21():
