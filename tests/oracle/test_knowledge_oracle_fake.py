@@ -56,9 +56,11 @@ def test_a13_knowledge_search_on_a_sync_oracle_store_uses_the_sync_call():
     async def in_thread(fn, *a, **kw):
         return fn(*a, **kw)
 
-    km = types.SimpleNamespace(_store=store, _in_thread=in_thread,
-                               _backend=types.SimpleNamespace(dialect_name="oracle"))
-    hits = asyncio.run(KnowledgeMemory._search(km, query="x", k=3))
+    # KnowledgeMemory._search delegates to its KnowledgeRuntime (km.runtime.search)
+    from oramem.knowledge.runtime import KnowledgeRuntime
+
+    rt = types.SimpleNamespace(store=store, in_thread=in_thread)
+    hits = asyncio.run(KnowledgeRuntime.search(rt, query="x", k=3))
     assert hits == []
     assert [c.name for c in rec.plsql][-1] == "oramem_search.search_json"
 
