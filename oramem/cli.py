@@ -67,7 +67,7 @@ LAZY_GROUPS = {
     "kg": ("oramem.knowledge.cli", "kg", "Knowledge-graph maintenance on a store named by --store-id (Oracle or --sqlite)."),
 }
 #: Global options also accepted after a (non-group) subcommand: name -> takes a value.
-MOVABLE_OPTIONS = {"--json": False, "--db": True, "--store": True}
+MOVABLE_OPTIONS = {"--json": False, "--db": True, "--store": True, "--read-only": False}
 
 
 class OramemGroup(click.Group):
@@ -192,6 +192,7 @@ class State:
     embed_onnx: Optional[str] = None
     strategy_given: bool = False
     embed_allow_http_key: bool = False
+    read_only: bool = False
     _store: Any = None
 
     def embedder(self, row: Optional[dict[str, Any]] = None) -> Any:
@@ -240,13 +241,15 @@ class State:
             return DEFAULT_STORE_ID
         return validate_store_id(self.store_id)
 
-    def open(self, *, create: bool, path: Optional[str] = None, policy: Any = None) -> Any:
+    def open(self, *, create: bool, path: Optional[str] = None, policy: Any = None, reading: bool = False) -> Any:
         """Open (and remember) the store.
 
         An existing store is opened with the strategy it supports unless --store-strategy
         was given, so the CLI never upgrades a store by accident; a new store is created
-        (only when ``create``) with --store-strategy (default hybrid). Reading commands
-        (``create=False``) refuse a missing file or store instead of creating one.
+        (only when ``create``) with --store-strategy (default hybrid). Commands that need
+        an existing store (``create=False``) refuse a missing file or store instead of
+        creating one. Commands that only read (``reading``) open the file read-only with
+        --read-only, or when the file or its directory is not writable here.
         """
         if self._store is not None:
             return self._store
@@ -260,8 +263,11 @@ class State:
             raise CLIError(
                 f"no database at {path}; add records first (oramem add / oramem import) or point --db / ORAMEM_DB at one"
             )
+        if self.read_only and not reading:
+            raise CLIError("--read-only allows only reading commands (search, get, list, export, check)", 2)
+        read_only = self.read_only
         if path != ":memory:":
-            check_db_path(path, exists=exists, create=create)
+            read_only = check_db_path(path, exists=exists, create=create, reading=reading) or read_only
         catalog = read_catalog(path) if exists else {}
         row = catalog.get(sid)
         if row is None and not create:
@@ -277,6 +283,8 @@ class State:
         }
         if self.store_id:
             kwargs["memory_store_id"] = self.store_id
+        if path != ":memory:":
+            kwargs["read_only"] = read_only
         self._store = SQLiteMemoryStore(path, **kwargs)
         return self._store
 
@@ -289,8 +297,9 @@ class State:
 pass_state = click.make_pass_decorator(State)
 
 
-def check_db_path(path: str, *, exists: bool, create: bool) -> None:
-    """One clear error for a --db that cannot work, before SQLite is asked."""
+def check_db_path(path: str, *, exists: bool, create: bool, reading: bool = False) -> bool:
+    """One clear error for a --db that cannot work, before SQLite is asked; True when an
+    existing file can only be read here and the command only reads (open it read-only)."""
     if path == "" or os.path.isdir(path):
         raise CLIError(f"--db {path!r} is {'empty' if not path else 'a directory'}; give a database file path", 2)
     where = os.path.dirname(os.path.abspath(path))
@@ -299,14 +308,17 @@ def check_db_path(path: str, *, exists: bool, create: bool) -> None:
             raise CLIError(f"cannot create {path}: directory {where} does not exist (create it, or point --db elsewhere)")
         if create and not os.access(where, os.W_OK | os.X_OK):
             raise CLIError(f"cannot create {path}: directory {where} is not writable")
-        return
+        return False
     if not os.access(path, os.R_OK):
         raise CLIError(f"cannot read {path}: permission denied")
     if not os.access(path, os.W_OK) or not os.access(where, os.W_OK | os.X_OK):
+        if reading:
+            return True
         raise CLIError(
-            f"{path} is read-only here: oramem needs write access to the file and its directory "
-            "(WAL journal, purge of expired records on open); copy it to a writable place to read it"
+            f"{path} is read-only here: this command writes, which needs write access to the file and its "
+            "directory (WAL journal); reading commands (search, get, list, export, check) work on it"
         )
+    return False
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -417,6 +429,12 @@ def records_table(records: Sequence[Record]) -> str:
 )
 @click.option("--store", "store_id", envvar="ORAMEM_STORE", show_envvar=True, help="memory_store_id (default store when omitted).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+@click.option(
+    "--read-only",
+    "read_only",
+    is_flag=True,
+    help="Open the database read-only (search, get, list, export, check); automatic when the file or its directory is not writable.",
+)
 @click.option("--embed-url", envvar="ORAMEM_EMBED_URL", show_envvar=True, help="OpenAI-compatible API root, e.g. http://localhost:8000/v1.")
 @click.option("--embed-model", envvar="ORAMEM_EMBED_MODEL", show_envvar=True, help="Embedding model name for --embed-url.")
 @click.option(
@@ -446,6 +464,7 @@ def cli(
     db: str,
     store_id: Optional[str],
     as_json: bool,
+    read_only: bool,
     embed_url: Optional[str],
     embed_model: Optional[str],
     embed_allow_http_key: bool,
@@ -470,6 +489,7 @@ def cli(
         embed_dim=embed_dim,
         embed_onnx=embed_onnx,
         embed_allow_http_key=embed_allow_http_key,
+        read_only=read_only,
         store_strategy=store_strategy.lower(),
         db_given=source not in (None, click.core.ParameterSource.DEFAULT),
         strategy_given=ctx.get_parameter_source("store_strategy") not in (None, click.core.ParameterSource.DEFAULT),
@@ -580,7 +600,7 @@ def search(
 ) -> None:
     """Search the store for QUERY; prints rank, distance, type, scope and content."""
     flt = parse_json_option(metadata_filter, "--filter", allow_null=False)
-    store = state.open(create=False)
+    store = state.open(create=False, reading=True)
     kwargs: dict[str, Any] = dict(
         thread_id=thread_id,
         user_id=user_id,
@@ -618,7 +638,7 @@ def print_record(record: Record) -> None:
 @pass_state
 def get(state: State, record_type: str, record_id: str) -> None:
     """Show one record (exit status 1 when it does not exist or has expired)."""
-    store = state.open(create=False)
+    store = state.open(create=False, reading=True)
     record = store.get(record_type, record_id)
     if record is None:
         raise CLIError(f"no {record_type} record with id {record_id!r}")
@@ -672,7 +692,7 @@ def list_(
     flt = parse_json_option(metadata_filter, "--filter")
     if flt is not NOT_SET:
         kwargs["metadata_filter"] = flt
-    store = state.open(create=False)
+    store = state.open(create=False, reading=True)
     records = store.list(record_type, **kwargs)
     if shown is not None and len(records) > shown:
         records = records[1:]  # oldest first: drop the extra (oldest) row
@@ -917,7 +937,7 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...]) -> Non
     expires_at. Not exported: vectors and caller-given index texts (import re-chunks and
     re-embeds the content with its own embedder); seq_no is written for reference only.
     """
-    store = state.open(create=False)
+    store = state.open(create=False, reading=True)
     handle = open(out_path, "w", encoding="utf-8") if out_path else None
     try:
         write = handle.write if handle else (lambda s: click.echo(s, nl=False))

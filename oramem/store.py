@@ -727,6 +727,13 @@ class SQLiteMemoryStore(OracleMemoryStore):
 
     ``hybrid`` (keyword-only, optional): an :class:`oramem.sqlite.HybridConfig` with the weights,
     RRF constant and depth of HYBRID fusion for this store object (not persisted).
+
+    ``read_only`` (keyword-only): ``True`` opens an existing file read-only (``mode=ro``; reads
+    only, nothing created, upgraded or purged; writes raise ``StoreError``); ``None`` (the
+    default) does so when the existing file or its directory is not writable by this process;
+    ``False`` always opens it writable. A WAL file in a read-only directory is opened
+    ``immutable`` (nobody may write it meanwhile). Expired records are not purged on a
+    read-only open; reads skip them as always.
     """
 
     def __init__(
@@ -745,6 +752,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         vector_sidecar: bool = True,
         keyword_language: Optional[str] = None,
         hybrid: Any = None,
+        read_only: Optional[bool] = None,
     ) -> None:
         import os
 
@@ -758,7 +766,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
             embedder = _implicit_embedder(os.fspath(path), memory_store_id, search_strategy)
         engine = SQLiteEngine(
             os.fspath(path), clock=clock, approximate_search=approximate_search, vector_sidecar=vector_sidecar,
-            keyword_language=keyword_language, hybrid=hybrid,
+            keyword_language=keyword_language, hybrid=hybrid, read_only=read_only,
         )
         try:
             super().__init__(

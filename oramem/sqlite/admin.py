@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import StoreError, StoreNotFound
 from . import sidecar
-from .connection import BUSY_TIMEOUT_S
+from .connection import BUSY_TIMEOUT_S, connect_read_only
 from .schema import CATALOG, StoreTables, has_knowledge_tables
 from .timefmt import iso
 
@@ -26,8 +26,10 @@ __all__ = ["list_stores", "count_live_records", "drop_store", "explain_error", "
 def _connect_ro(path: str) -> sqlite3.Connection:
     if not pathlib.Path(path).is_file():
         raise StoreNotFound(f"no database file at {path!r}")
-    uri = pathlib.Path(path).resolve().as_uri() + "?mode=ro"
-    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        return connect_read_only(path, BUSY_TIMEOUT_S)[0]
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(explain_error(path, exc)) from None
 
 
 def list_stores(path: str) -> dict[str, dict[str, Any]]:
@@ -57,8 +59,8 @@ def explain_error(path: str, exc: BaseException) -> str:
         )
     if "readonly" in low or "read-only" in low:
         return (
-            f"{path} is read-only here ({text}): oramem needs write access to the file and its directory "
-            "(WAL journal, purge of expired records on open); copy the file to a writable place to read it"
+            f"{path} is read-only here ({text}): writing needs write access to the file and its directory "
+            "(WAL journal); reading works read-only (SQLiteMemoryStore(..., read_only=True), oramem --read-only)"
         )
     if "unable to open" in low:
         where = os.path.dirname(os.path.abspath(path))

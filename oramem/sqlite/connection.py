@@ -14,30 +14,67 @@ busy timeout; a lock held longer than the timeout is :class:`oramem.StoreBusy`.
 from __future__ import annotations
 
 import contextlib
+import os
+import pathlib
 import sqlite3
 import threading
 import time
-from typing import Iterator
+from typing import Iterator, Optional
 
 from ..errors import StoreBusy, StoreError
 
-__all__ = ["Database"]
+__all__ = ["Database", "connect_read_only", "is_writable"]
 
 BUSY_TIMEOUT_S = 30.0
 #: Page size of database files this engine creates.
 NEW_FILE_PAGE_SIZE = 16384
 
 
-class Database:
-    """A connection, its lock and transaction helpers."""
+def is_writable(path: str) -> bool:
+    """Whether this process may write ``path`` (an existing file) and create the WAL
+    journal files beside it."""
+    where = os.path.dirname(os.path.abspath(path))
+    return os.access(path, os.W_OK) and os.access(where, os.W_OK | os.X_OK)
 
-    def __init__(self, path: str, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
+
+def connect_read_only(path: str, busy_timeout: float = BUSY_TIMEOUT_S, **kwargs) -> tuple[sqlite3.Connection, bool]:
+    """A read-only connection to an existing file (``mode=ro``), and whether it had to be
+    opened ``immutable``: a WAL database whose ``-shm``/``-wal`` files cannot be created
+    (read-only directory) can only be read that way, on the promise that nobody writes the
+    file meanwhile. Nothing is written, no journal file is created."""
+    uri = pathlib.Path(path).resolve().as_uri() + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, **kwargs)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn, False
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        low = str(exc).lower()
+        where = os.path.dirname(os.path.abspath(path))
+        if ("readonly" not in low and "unable to open" not in low) or os.access(where, os.W_OK | os.X_OK):
+            raise
+    conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=busy_timeout, **kwargs)
+    return conn, True
+
+
+class Database:
+    """A connection, its lock and transaction helpers. ``read_only``: a ``mode=ro``
+    connection (see :func:`connect_read_only`) that refuses write transactions."""
+
+    def __init__(self, path: str, busy_timeout: float = BUSY_TIMEOUT_S, *, read_only: bool = False) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
         self.lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = sqlite3.connect(
-            path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        self.read_only = read_only
+        self.immutable = False
+        self.read_only_reason: Optional[str] = None
+        self._conn: Optional[sqlite3.Connection]
+        if read_only:
+            self._conn, self.immutable = connect_read_only(
+                path, busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        else:
+            self._conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         self._in_transaction = False
         try:
             self._configure()
@@ -47,6 +84,10 @@ class Database:
 
     def _configure(self) -> None:
         conn = self.conn
+        if self.read_only:
+            conn.execute("PRAGMA query_only=ON")
+            conn.execute("PRAGMA foreign_keys=OFF")
+            return
         if self.path != ":memory:" and not self.path.startswith("file::memory:"):
             # A new (empty) file gets larger pages: fewer B-tree pages per 1.5 KB vector
             # row, less WAL and checkpoint work per insert (bench/results/FINDINGS.md §3).
@@ -93,6 +134,12 @@ class Database:
         otherwise. Any exception rolls back; busy/locked errors become ``StoreBusy``."""
         with self.lock:
             conn = self.conn
+            if write and self.read_only:
+                raise StoreError(
+                    f"{what} needs to write, and {self.path} was opened read-only"
+                    f"{' (' + self.read_only_reason + ')' if self.read_only_reason else ''}; "
+                    "open it writable (write access to the file and its directory) to change it"
+                )
             if self._in_transaction:
                 raise StoreError(f"{what} was called from inside another store operation (e.g. a deletion hook)")
             try:

@@ -14,6 +14,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import sqlite3
 from typing import Callable, Iterator, Optional
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..requests import (
 )
 from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
 from . import mutations, sidecar
-from .connection import Database
+from .connection import Database, is_writable
 from .keyword import HybridConfig, check_language, fts_query, fuse, keyword_distance
 from .mutations import Catalog, WriteTx
 from .records import RECORD_COLUMNS, Where, to_record
@@ -74,7 +75,10 @@ class SQLiteEngine(Engine):
         vector_sidecar: bool = True,
         keyword_language: Optional[str] = None,
         hybrid: Optional[HybridConfig] = None,
+        read_only: Optional[bool] = None,
     ) -> None:
+        if read_only is not None and not isinstance(read_only, bool):
+            raise TypeError(f"read_only must be True, False or None, got {type(read_only).__name__}")
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
@@ -104,6 +108,7 @@ class SQLiteEngine(Engine):
         self._state: Optional[StoreState] = None
         self._cache: Optional[VectorCache] = None
         self._hooks: list[DeletionHook] = []
+        self._read_only = read_only
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
@@ -114,13 +119,51 @@ class SQLiteEngine(Engine):
                 raise StoreNotFound(
                     f"no database file at {self._path!r}; open it with schema_policy=CREATE_IF_NECESSARY to create it"
                 )
-            self._db = Database(self._path)
+            self._db = self._connect(policy)
+        if self._db.read_only:
+            # nothing may be created, upgraded or adopted: an existing store as it is
+            with self._db.transaction(False, f"opening store {tables.store_id!r} read-only") as conn:
+                try:
+                    state = apply_policy(conn, tables, settings, SchemaPolicy.REQUIRE_EXISTING, self._now(),
+                                         self._keyword_language)
+                except sqlite3.OperationalError as exc:
+                    if "readonly" not in str(exc).lower():
+                        raise
+                    raise StoreError(
+                        f"store {tables.store_id!r} in {self._path} needs an upgrade or a setting recorded before "
+                        "it can be used, which a read-only open cannot do; open it once with write access"
+                    ) from None
+            self._tables, self._state, self._cache = tables, state, None
+            return state.settings  # expired records stay on disk; every read skips them (SC-5.4)
         # BEGIN IMMEDIATE serialises concurrent opens of the same file (SC-10.3).
         with self._db.transaction(True, f"opening store {tables.store_id!r}") as conn:
             state = apply_policy(conn, tables, settings, policy, self._now(), self._keyword_language)
         self._tables, self._state, self._cache = tables, state, None
         self.purge_expired()
         return state.settings
+
+    def _connect(self, policy: SchemaPolicy) -> Database:
+        """The connection: read-only when asked (``read_only=True``), or by default (None)
+        when the existing file or its directory is not writable by this process."""
+        memory = _is_memory(self._path)
+        exists = not memory and os.path.exists(self._path)
+        if self._read_only and not exists:
+            raise StoreNotFound(f"no database file at {self._path!r}; read_only=True opens an existing file only")
+        reason = None
+        if self._read_only:
+            reason = "read_only=True"
+        elif self._read_only is None and exists and not is_writable(self._path):
+            reason = "the file or its directory is not writable by this process"
+        if reason is None:
+            return Database(self._path)
+        db = Database(self._path, read_only=True)
+        db.read_only_reason = reason + (", opened immutable" if db.immutable else "")
+        return db
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the database was opened read-only (reads only; no purge on open)."""
+        return self._db is not None and self._db.read_only
 
     def close(self) -> None:
         if self._db is not None:
