@@ -937,16 +937,69 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...]) -> Non
     expires_at. Not exported: vectors and caller-given index texts (import re-chunks and
     re-embeds the content with its own embedder); seq_no is written for reference only.
     """
-    store = state.open(create=False, reading=True)
+    from .sqlite.health import is_intact
+
+    # a damaged file is read row by row instead (decided before the first line is written)
+    intact = state.db == ":memory:" or not os.path.exists(state.db) or is_intact(state.db)
+    store = state.open(create=False, reading=True) if intact else None
     handle = open(out_path, "w", encoding="utf-8") if out_path else None
     try:
         write = handle.write if handle else (lambda s: click.echo(s, nl=False))
-        count = jsonl.export_records(store, write, list(types) or None)
+        if store is not None:
+            count = jsonl.export_records(store, write, list(types) or None)
+        else:
+            count = _salvage_export(state, write, set(types) or None)
     finally:
         if handle:
             handle.close()
     if out_path:
         click.echo(f"exported {count} record(s) to {out_path}", err=True)
+
+
+def _salvage_export(state: State, write: Any, types: Optional[set[str]]) -> int:
+    """A damaged file: read what can be read, row range by row range (nothing is written to
+    it), and say what was lost and how to recover the rest; exit 1 when rows were lost."""
+    from .sqlite.health import RECOVER_HINT, SalvageReport, salvage_records
+
+    report = SalvageReport()
+    for record in salvage_records(state.db, state.store_key(), types, report):
+        write(json.dumps(jsonl.export_dict(record), ensure_ascii=False) + "\n")
+    hint = RECOVER_HINT.format(path=state.db)
+    if report.unreadable:
+        raise CLIError(
+            f"{state.db} is damaged: exported the {report.read} readable record(s), {report.unreadable} row(s) could "
+            f"not be read ({'; '.join(report.errors[:2])}); recover the rest with: {hint}"
+        )
+    click.echo(
+        f"Warning: {state.db} is damaged (its indexes or other tables); all {report.read} record(s) were read "
+        f"row by row; repair the file with: {hint}",
+        err=True,
+    )
+    return report.read
+
+
+@cli.command(short_help="Check the database file: integrity, settings, index consistency.")
+@pass_state
+def check(state: State) -> None:
+    """Check --db without writing to it: SQLite's integrity check, then per store (all, or
+    --store) its settings, records against retrieval rows, the keyword index against the
+    retrieval rows, vector lengths, the vector sidecar, and the knowledge tables' facts
+    against their store records. Exit 1 when a check fails."""
+    from .sqlite.health import check_file
+
+    if state.db == ":memory:" or not os.path.exists(state.db):
+        raise CLIError(f"no database at {state.db}")
+    check_db_path(state.db, exists=True, create=False, reading=True)
+    findings = check_file(state.db, state.store_key() if state.store_id else None)
+    failed = [f for f in findings if not f.ok]
+    if state.json:
+        emit_json({"ok": not failed, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail} for f in findings]})
+    else:
+        width = max(len(f.check) for f in findings)
+        for f in findings:
+            click.echo(f"{'ok  ' if f.ok else 'FAIL'}  {f.check.ljust(width)}  {f.detail}")
+    if failed:
+        raise CLIError(f"{len(failed)} check(s) failed: {', '.join(f.check for f in failed)}")
 
 
 # ----------------------------------------------------------------------------- demo

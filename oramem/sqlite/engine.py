@@ -171,16 +171,9 @@ class SQLiteEngine(Engine):
             self._db.close()
         self._cache = None
 
-    def _sidecar_stamp(self, conn, t: StoreTables, catalog: Catalog) -> dict:
-        """What a sidecar must match to stand for the store's vectors at this moment (read
-        inside the caller's transaction): the catalog version plus the chunk count and the
-        largest chunk id, which also catch a database file replaced by another copy."""
-        (count,) = conn.execute(f"SELECT count(*) FROM {t.chunks}").fetchone()
-        (largest,) = conn.execute(f"SELECT max(chunk_id) FROM {t.chunks}").fetchone()
-        return {
-            "store_id": t.store_id, "generation": catalog.generation, "change_seq": catalog.change_seq,
-            "chunks": count, "max_chunk_id": largest,
-        }
+    @staticmethod
+    def _sidecar_stamp(conn, t: StoreTables, catalog: Catalog) -> dict:
+        return sidecar.stamp_of(conn, t, catalog.generation, catalog.change_seq)
 
     def _save_sidecar(self) -> None:
         """On close: write the cache to the sidecar when it holds a newer version than the

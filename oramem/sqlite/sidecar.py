@@ -33,7 +33,7 @@ import struct
 import tempfile
 import uuid
 import zlib
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -54,6 +54,18 @@ _SECTIONS = (
     ("scopes", "<i8", 3),
     ("expires", "<i8", 1),
 )
+
+
+def stamp_of(conn: Any, tables: Any, generation: str, change_seq: int) -> dict:
+    """What a sidecar must match to stand for the store's vectors at this moment (read
+    inside the caller's transaction): the catalog version plus the chunk count and the
+    largest chunk id, which also catch a database file replaced by another copy."""
+    (count,) = conn.execute(f"SELECT count(*) FROM {tables.chunks}").fetchone()
+    (largest,) = conn.execute(f"SELECT max(chunk_id) FROM {tables.chunks}").fetchone()
+    return {
+        "store_id": tables.store_id, "generation": generation, "change_seq": change_seq,
+        "chunks": count, "max_chunk_id": largest,
+    }
 
 
 def sidecar_path(db_path: str, store_id: str) -> str:
