@@ -131,7 +131,9 @@ AS
       SET    state       = in_state,
              state_owner = SYS_CONTEXT('USERENV', 'SID'),
              state_since = SYS_EXTRACT_UTC(SYSTIMESTAMP),
-             last_error  = SUBSTR(in_last_error, 1, 2000),
+             -- VARCHAR2(2000 CHAR) still holds at most 4000 bytes (MAX_STRING_SIZE = STANDARD):
+             -- cut to 2000 characters, then to 4000 bytes
+             last_error  = SUBSTRB(SUBSTR(in_last_error, 1, 2000), 1, 4000),
              updated_at  = SYS_EXTRACT_UTC(SYSTIMESTAMP)
       WHERE  memory_store_id = in_store_id;
       COMMIT;
@@ -715,16 +717,22 @@ AS
                      derived_name(in_store_id, oramem_registry.gc_obj_records, '_PK')), '#REC#', l_rec_q);
          exec_ddl(l_sql);
       END IF;
-      FOR i IN 1 .. 5 LOOP
+      -- 6 and 7 (store schema version 2, review S24): list() filters on record_type and
+      -- takes the top n by seq_no; list_thread_messages() filters on thread_id and
+      -- record_type and orders by seq_no. Created for new stores and, by the upgrade to
+      -- version 2, for existing ones (build_store).
+      FOR i IN 1 .. 7 LOOP
          l_name := l_rec || CASE i WHEN 1 THEN '_THR_IX' WHEN 2 THEN '_USR_IX' WHEN 3 THEN '_AGT_IX'
-                                   WHEN 4 THEN '_EXP_IX' ELSE '_SEQ_IX' END;
+                                   WHEN 4 THEN '_EXP_IX' WHEN 5 THEN '_SEQ_IX' WHEN 6 THEN '_TSQ_IX'
+                                   ELSE '_TTS_IX' END;
          IF NOT index_exists(l_name) THEN
             l_sql := REPLACE(REPLACE(REPLACE(gc_tpl_index, '#IX#',
                         DBMS_ASSERT.ENQUOTE_NAME(DBMS_ASSERT.SIMPLE_SQL_NAME(l_name), TRUE)),
                         '#REC#', l_rec_q),
                         '#COL#', CASE i WHEN 1 THEN 'thread_id' WHEN 2 THEN 'user_id'
                                         WHEN 3 THEN 'agent_id' WHEN 4 THEN 'expires_at'
-                                        ELSE 'seq_no' END);
+                                        WHEN 5 THEN 'seq_no' WHEN 6 THEN 'record_type, seq_no'
+                                        ELSE 'thread_id, record_type, seq_no' END);
             exec_ddl(l_sql);
          END IF;
       END LOOP;
@@ -941,7 +949,9 @@ AS
    BEGIN
       set_state(in_store_id, in_state);
       ensure_objects(in_store_id);
-      -- Upgrades NNN -> MMM of per-store objects go here (ddl/README.md); version 1 has none.
+      -- Upgrades NNN -> MMM of per-store objects go here (ddl/README.md). 1 -> 2 (S24): the
+      -- (record_type, seq_no) and (thread_id, record_type, seq_no) indexes, which
+      -- ensure_objects above creates when they are missing; nothing else to do.
       mark_ready(in_store_id);
    EXCEPTION
       WHEN OTHERS THEN

@@ -181,12 +181,22 @@ AS
          l_tz := SUBSTR(l_tz, 1, 3) || ':' || SUBSTR(l_tz, 4, 2);
       END IF;
       l_main := l_main || l_tz;  -- bounded: regex-checked ISO time, < 40 characters
-      -- Dynamic SQL: the DEFAULT ... ON CONVERSION ERROR clause (12.2+) is parsed by the
-      -- SQL engine, not by the PL/SQL compiler's static-SQL front end.
-      EXECUTE IMMEDIATE
-         q'[SELECT CAST(SYS_EXTRACT_UTC(TO_TIMESTAMP_TZ(:1 DEFAULT NULL ON CONVERSION ERROR,
-                   'YYYY-MM-DD"T"HH24:MI:SS.FFTZH:TZM')) AS TIMESTAMP(6)) FROM dual]'
-         INTO l_ts USING l_main;
+      -- S23: converted in PL/SQL (conversion and datetime functions are valid in procedural
+      -- statements; only SQL-only functions such as DECODE raise PLS-00204), not by one
+      -- dynamic SELECT ... FROM dual per timestamp. Out-of-range fields (month 13, hour 24,
+      -- offset +15:00) raise the datetime errors ORA-01800..ORA-01899, which mean "not a
+      -- valid time" here (-20007 below); anything else is re-raised. Assigning to
+      -- TIMESTAMP(6) rounds the fraction as CAST(... AS TIMESTAMP(6)) did.
+      BEGIN
+         l_ts := SYS_EXTRACT_UTC(TO_TIMESTAMP_TZ(l_main, 'YYYY-MM-DD"T"HH24:MI:SS.FFTZH:TZM'));
+      EXCEPTION
+         WHEN OTHERS THEN
+            IF SQLCODE BETWEEN -1899 AND -1800 THEN
+               l_ts := NULL;
+            ELSE
+               RAISE;
+            END IF;
+      END;
       IF l_ts IS NULL THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_timestamp,
             in_argument || ' is not a valid ISO-8601 time (check month, day and offset)');

@@ -12,7 +12,8 @@ AS
     */
 
    -- Per-store schema version this code creates and reads (see ddl/README.md).
-   gc_store_schema_version   CONSTANT PLS_INTEGER := 1;
+   -- 2: the (record_type, seq_no) and (thread_id, record_type, seq_no) indexes (review S24).
+   gc_store_schema_version   CONSTANT PLS_INTEGER := 2;
    -- Catalog (ORAMEM_* tables) version written by ddl/001_catalog.sql.
    gc_catalog_version        CONSTANT PLS_INTEGER := 1;
    -- Store used when a caller passes a NULL store id (SC-10.1 "omitted = the default store").

@@ -250,19 +250,24 @@ AS
              || 'VALUES (:1, :2, :3, :4, TO_VECTOR(:5, ' || dim_text(in_store.vector_dim) || ', FLOAT32))';
    END chunk_insert_sql;
 
-   -- Insert the retrieval rows of one record from a "chunks" JSON array (chunk_no 1..n).
-   PROCEDURE insert_chunks(
+   -- S23: the retrieval rows of one record from a "chunks" JSON array (chunk_no 1..n),
+   -- validated and appended to the io_* collections (dense, 1..COUNT); flush_chunks inserts
+   -- them with one FORALL, instead of one EXECUTE IMMEDIATE per chunk.
+   PROCEDURE collect_chunks(
       in_store       IN oramem_registry.store_t,
       in_record_type IN VARCHAR2,
       in_record_id   IN VARCHAR2,
       in_chunks      IN JSON_ARRAY_T,
-      in_where       IN VARCHAR2
+      in_where       IN VARCHAR2,
+      io_types       IN OUT NOCOPY vc_tab_t,
+      io_ids         IN OUT NOCOPY vc_tab_t,
+      io_nos         IN OUT NOCOPY num_tab_t,
+      io_texts       IN OUT NOCOPY clob_tab_t,
+      io_vecs        IN OUT NOCOPY clob_tab_t
    )
    IS
-      l_sql   VARCHAR2(1000 CHAR) := chunk_insert_sql(in_store);
-      l_obj   JSON_OBJECT_T;
-      l_text  CLOB;
-      l_vec   CLOB;
+      l_obj JSON_OBJECT_T;
+      l_n   PLS_INTEGER;
    BEGIN
       IF in_chunks IS NULL THEN
          RETURN;
@@ -271,21 +276,49 @@ AS
          IF NOT in_chunks.get(i).is_object THEN
             bad_payload(in_where || '[' || i || '] must be an object {"text", "vector"}');
          END IF;
-         l_obj  := TREAT(in_chunks.get(i) AS JSON_OBJECT_T);
-         l_text := NVL(get_long_text(l_obj, 'text', in_where || '[' || i || ']'), TO_CLOB(''));
+         l_obj := TREAT(in_chunks.get(i) AS JSON_OBJECT_T);
+         l_n   := io_types.COUNT + 1;
+         io_types(l_n) := in_record_type;
+         io_ids(l_n)   := in_record_id;
+         io_nos(l_n)   := i + 1;
+         io_texts(l_n) := NVL(get_long_text(l_obj, 'text', in_where || '[' || i || ']'), TO_CLOB(''));
          IF l_obj.has('vector') THEN
-            l_vec := get_vector(l_obj.get('vector'), in_store.vector_dim,
-                                in_where || '[' || i || '].vector');
+            io_vecs(l_n) := get_vector(l_obj.get('vector'), in_store.vector_dim,
+                                       in_where || '[' || i || '].vector');
          ELSE
-            l_vec := NULL;
-         END IF;
-         IF in_store.vector_dim IS NULL THEN
-            EXECUTE IMMEDIATE l_sql USING in_record_type, in_record_id, i + 1, l_text;
-         ELSE
-            EXECUTE IMMEDIATE l_sql USING in_record_type, in_record_id, i + 1, l_text, l_vec;
+            io_vecs(l_n) := NULL;
          END IF;
       END LOOP;
-   END insert_chunks;
+   END collect_chunks;
+
+   -- S23: insert the collected retrieval rows with one FORALL (PL/SQL Language Reference,
+   -- FORALL: "EXECUTE IMMEDIATE ... USING collection(i)"), then empty the collections.
+   PROCEDURE flush_chunks(
+      in_store IN oramem_registry.store_t,
+      io_types IN OUT NOCOPY vc_tab_t,
+      io_ids   IN OUT NOCOPY vc_tab_t,
+      io_nos   IN OUT NOCOPY num_tab_t,
+      io_texts IN OUT NOCOPY clob_tab_t,
+      io_vecs  IN OUT NOCOPY clob_tab_t
+   )
+   IS
+      l_sql VARCHAR2(1000 CHAR) := chunk_insert_sql(in_store);
+   BEGIN
+      IF io_types.COUNT > 0 THEN
+         IF in_store.vector_dim IS NULL THEN
+            FORALL i IN 1 .. io_types.COUNT
+               EXECUTE IMMEDIATE l_sql USING io_types(i), io_ids(i), io_nos(i), io_texts(i);
+         ELSE
+            FORALL i IN 1 .. io_types.COUNT
+               EXECUTE IMMEDIATE l_sql USING io_types(i), io_ids(i), io_nos(i), io_texts(i), io_vecs(i);
+         END IF;
+      END IF;
+      io_types.DELETE;
+      io_ids.DELETE;
+      io_nos.DELETE;
+      io_texts.DELETE;
+      io_vecs.DELETE;
+   END flush_chunks;
 
    FUNCTION get_chunks(
       in_obj   IN JSON_OBJECT_T,
@@ -429,6 +462,14 @@ AS
       l_hi        PLS_INTEGER;
       l_ins       VARCHAR2(1000 CHAR);
       l_result    JSON_ARRAY_T := JSON_ARRAY_T();
+      l_keys      JSON_ARRAY_T := JSON_ARRAY_T();   -- [[record_type, id], ...] (S23)
+      l_pair      JSON_ARRAY_T;
+      l_key_doc   CLOB;
+      l_c_types   vc_tab_t;                         -- retrieval rows of one slice (S23)
+      l_c_ids     vc_tab_t;
+      l_c_nos     num_tab_t;
+      l_c_texts   clob_tab_t;
+      l_c_vecs    clob_tab_t;
    BEGIN
       SAVEPOINT oramem_add;
       l_store   := oramem_registry.ready_store(in_store_id);
@@ -462,6 +503,10 @@ AS
                'record id ' || l_ids(i + 1) || ' appears twice in this call; nothing was stored');
          END IF;
          l_seen(l_key) := i + 1;
+         l_pair := JSON_ARRAY_T();
+         l_pair.append(l_types(i + 1));
+         l_pair.append(l_ids(i + 1));
+         l_keys.append(l_pair);
          l_contents(i + 1) := get_long_text(l_r, 'content', l_where);
          l_threads(i + 1)  := get_text(l_r, 'thread_id', l_where);
          l_users(i + 1)    := get_text(l_r, 'user_id', l_where);
@@ -503,12 +548,15 @@ AS
 
       -- 2. duplicates against the store (SC-4.3, SC-2.4), one statement for the batch
       IF l_n > 0 THEN
+         -- S23: over the batch's (record_type, id) pairs, not a second parse of the whole
+         -- batch (vectors included): the DOM above is the only parse of in_batch
+         l_key_doc := l_keys.to_clob;
          EXECUTE IMMEDIATE
-            'SELECT MIN(jt.id) FROM JSON_TABLE(:1, ''$.records[*]'' COLUMNS ('
-            || 'rt VARCHAR2(64 CHAR) PATH ''$.record_type'', id VARCHAR2(512 CHAR) PATH ''$.id'')) jt '
+            'SELECT MIN(jt.id) FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
+            || 'rt VARCHAR2(64 CHAR) PATH ''$[0]'', id VARCHAR2(512 CHAR) PATH ''$[1]'')) jt '
             || 'WHERE EXISTS (SELECT 1 FROM ' || l_rec_tab || ' r '
-            || 'WHERE r.record_type = LOWER(TRIM(jt.rt)) AND r.record_id = jt.id)'
-            INTO l_dup USING in_batch;
+            || 'WHERE r.record_type = jt.rt AND r.record_id = jt.id)'
+            INTO l_dup USING l_key_doc;
          IF l_dup IS NOT NULL THEN
             oramem_errors.raise_error(oramem_errors.gc_duplicate_record_id,
                'record id ' || l_dup || ' already exists in store ' || l_store.memory_store_id
@@ -516,7 +564,8 @@ AS
          END IF;
       END IF;
 
-      -- 3. records, in batch order (seq_no is an identity column), in slices of batch_size
+      -- 3. records, in batch order (seq_no is an identity column), in slices of batch_size;
+      --    each slice's retrieval rows follow with one FORALL (S23)
       l_ins := 'INSERT INTO ' || l_rec_tab
             || ' (record_type, record_id, content, thread_id, user_id, agent_id, role, event_ts,'
             || ' metadata, created_at, expires_at) VALUES (:1, :2, :3, :4, :5, :6, :7, :8,'
@@ -528,18 +577,17 @@ AS
             EXECUTE IMMEDIATE l_ins
                USING l_types(i), l_ids(i), l_contents(i), l_threads(i), l_users(i), l_agents(i),
                      l_roles(i), l_ts(i), l_metas(i), l_metas(i), l_now, l_exp(i);
+         FOR i IN l_lo .. l_hi LOOP
+            l_r := TREAT(l_records.get(i - 1) AS JSON_OBJECT_T);
+            l_chunks := get_chunks(l_r, 'chunks', 'records[' || (i - 1) || ']');
+            collect_chunks(l_store, l_types(i), l_ids(i), l_chunks, 'records[' || (i - 1) || '].chunks',
+                           l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
+         END LOOP;
+         flush_chunks(l_store, l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
          l_lo := l_hi + 1;
       END LOOP;
 
-      -- 4. retrieval rows
-      FOR i IN 0 .. l_n - 1 LOOP
-         l_r := TREAT(l_records.get(i) AS JSON_OBJECT_T);
-         l_chunks := get_chunks(l_r, 'chunks', 'records[' || i || ']');
-         insert_chunks(l_store, l_types(i + 1), l_ids(i + 1), l_chunks,
-                       'records[' || i || '].chunks');
-      END LOOP;
-
-      -- 5. implicit threads (SC-2.3), owned by the first record naming them, in first-use
+      -- 4. implicit threads (SC-2.3), owned by the first record naming them, in first-use
       --    order like the SQLite engine (seq_no order = list('thread') order, S21)
       FOR t IN 1 .. l_thr_order.COUNT LOOP
          l_thr_id := l_thr_order(t);
@@ -742,6 +790,12 @@ AS
       l_vectors    JSON_ARRAY_T;
       l_rows       PLS_INTEGER;
       l_vec        CLOB;
+      l_c_types    vc_tab_t;        -- retrieval rows to insert or re-vector (S23)
+      l_c_ids      vc_tab_t;
+      l_c_nos      num_tab_t;
+      l_c_texts    clob_tab_t;
+      l_c_vecs     clob_tab_t;
+      l_upd        VARCHAR2(1000 CHAR);
    BEGIN
       SAVEPOINT oramem_update;
       l_store   := oramem_registry.ready_store(in_store_id);
@@ -826,8 +880,9 @@ AS
          WHEN 'replace' THEN
             EXECUTE IMMEDIATE 'DELETE FROM ' || l_chk_tab || ' WHERE record_type = :1 AND record_id = :2'
                USING l_type, l_id;
-            insert_chunks(l_store, l_type, l_id, get_chunks(l_req, 'chunks', 'update request'),
-                          'update request.chunks');
+            collect_chunks(l_store, l_type, l_id, get_chunks(l_req, 'chunks', 'update request'),
+                           'update request.chunks', l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
+            flush_chunks(l_store, l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
          WHEN 'revector' THEN
             l_vectors := get_chunks(l_req, 'vectors', 'update request');
             EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ' || l_chk_tab || ' WHERE record_type = :1 AND record_id = :2'
@@ -840,17 +895,25 @@ AS
                   'embedding has ' || l_vectors.get_size || ' vector(s) but the record has '
                   || l_rows || ' retrieval row(s); pass one vector per row');
             END IF;
+            -- every vector is validated before the first row is updated
             FOR i IN 0 .. l_rows - 1 LOOP
                -- raises -20006 for a non-null vector on a store without vector_dim
                l_vec := get_vector(l_vectors.get(i), l_store.vector_dim, 'vectors[' || i || ']');
                -- S17: such a store has no embedding column and all its vectors are null
                CONTINUE WHEN l_store.vector_dim IS NULL;
-               EXECUTE IMMEDIATE
-                  'UPDATE ' || l_chk_tab || ' SET embedding = TO_VECTOR(:1, '
-                  || dim_text(l_store.vector_dim) || ', FLOAT32)'
-                  || ' WHERE record_type = :2 AND record_id = :3 AND chunk_no = :4'
-                  USING l_vec, l_type, l_id, i + 1;
+               l_c_types(i + 1) := l_type;
+               l_c_ids(i + 1)   := l_id;
+               l_c_nos(i + 1)   := i + 1;
+               l_c_vecs(i + 1)  := l_vec;
             END LOOP;
+            -- S23: one FORALL for all of the record's rows (none without vector_dim)
+            IF l_c_vecs.COUNT > 0 THEN
+               l_upd := 'UPDATE ' || l_chk_tab || ' SET embedding = TO_VECTOR(:1, '
+                        || dim_text(l_store.vector_dim) || ', FLOAT32)'
+                        || ' WHERE record_type = :2 AND record_id = :3 AND chunk_no = :4';
+               FORALL i IN 1 .. l_c_vecs.COUNT
+                  EXECUTE IMMEDIATE l_upd USING l_c_vecs(i), l_c_types(i), l_c_ids(i), l_c_nos(i);
+            END IF;
          WHEN 'strip_vectors' THEN
             IF l_store.vector_dim IS NOT NULL THEN
                EXECUTE IMMEDIATE 'UPDATE ' || l_chk_tab || ' SET embedding = NULL'

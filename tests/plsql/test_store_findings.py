@@ -9,7 +9,7 @@ import re
 
 from oramem.normalize import DEFAULT_STORE_ID, MAX_ID_LENGTH
 
-from .plsql_gate import REPO
+from .plsql_gate import REPO, _code_without_comments
 
 
 def src(name: str) -> str:
@@ -301,3 +301,93 @@ def test_s7_out_of_range_numbers_compare_as_binary_double():
         m = re.search(r"l_passing\s+VARCHAR2\((\d+) CHAR\)", unit(body, name))
         assert m and int(m.group(1)) >= len(' PASSING JSON_VALUE(:f9999, \'$[0]\' RETURNING BINARY_DOUBLE '
                                             'ERROR ON ERROR) AS "v9999"'), name
+
+
+# S23: retrieval rows are inserted / re-vectored with one FORALL, timestamps are converted
+# in PL/SQL, and the add batch is parsed once (the duplicate check reads a compact key list).
+def _loops(body: str) -> list[str]:
+    """The text of every FOR ... LOOP ... END LOOP of ``body`` (nested loops included)."""
+    out, stack = [], []
+    for m in re.finditer(r"\bFOR\s+\w+\s+IN\b[^;]*?\bLOOP\b|\bEND\s+LOOP\s*;", body):
+        if m.group(0).upper().startswith("FOR"):
+            stack.append(m.start())
+        elif stack:
+            out.append(body[stack.pop(): m.end()])
+    return out
+
+
+def test_s23_chunk_rows_are_inserted_with_one_forall_per_slice():
+    text = src("oramem_store.pkb")
+    assert not re.search(r"PROCEDURE\s+insert_chunks\b", text), "the row-by-row insert_chunks is gone"
+    collect = unit(text, "collect_chunks")
+    assert "EXECUTE IMMEDIATE" not in collect, "collect_chunks only validates and collects"
+    flush = unit(text, "flush_chunks")
+    assert len(re.findall(r"FORALL i IN 1 \.\. io_types\.COUNT\s+EXECUTE IMMEDIATE l_sql USING", flush)) == 2
+    add = unit(text, "add_json")
+    slice_loop = add[add.index("WHILE l_lo <= l_n LOOP"):]
+    slice_loop = slice_loop[: slice_loop.index("l_lo := l_hi + 1;")]
+    assert "collect_chunks(" in slice_loop and "flush_chunks(" in slice_loop
+    for loop in _loops(add):
+        if "EXECUTE IMMEDIATE" in loop:  # only the implicit-thread insert stays per row
+            assert "l_thr_order" in loop, loop[:200]
+
+
+def test_s23_the_add_batch_is_parsed_once():
+    add = _code_without_comments(unit(src("oramem_store.pkb"), "add_json"))
+    uses = re.findall(r"\bin_batch\b", add)
+    assert len(uses) == 2 and "parse_object(in_batch, 'add batch')" in add  # the parameter and one parse
+    assert "USING l_key_doc" in add and "JSON_TABLE(:1, ''$[*]''" in add
+    assert "l_keys.append(l_pair);" in add
+
+
+def test_s23_revector_updates_with_one_forall():
+    body = unit(src("oramem_store.pkb"), "update_json")
+    rev = branch(body, "WHEN 'revector' THEN", "WHEN 'strip_vectors' THEN")
+    for loop in _loops(rev):
+        assert "EXECUTE IMMEDIATE" not in loop, "no UPDATE per re-vectored row"
+    assert re.search(r"FORALL i IN 1 \.\. l_c_vecs\.COUNT\s+EXECUTE IMMEDIATE l_upd\s+USING l_c_vecs\(i\), "
+                     r"l_c_types\(i\), l_c_ids\(i\), l_c_nos\(i\);", rev)
+    rep = branch(body, "WHEN 'replace' THEN", "WHEN 'revector' THEN")
+    assert "collect_chunks(" in rep and "flush_chunks(" in rep
+
+
+def test_s23_timestamps_are_converted_without_dynamic_sql():
+    body = _code_without_comments(unit((REPO / "plsql" / "oramem_registry.pkb").read_text(), "parse_utc"))
+    assert "EXECUTE IMMEDIATE" not in body and "FROM dual" not in body
+    assert "l_ts := SYS_EXTRACT_UTC(TO_TIMESTAMP_TZ(l_main, 'YYYY-MM-DD\"T\"HH24:MI:SS.FFTZH:TZM'));" in body
+    handler = body[body.index("WHEN OTHERS THEN"):]
+    assert re.search(r"IF SQLCODE BETWEEN -1899 AND -1800 THEN\s+l_ts := NULL;\s+ELSE\s+RAISE;", handler), \
+        "only datetime conversion errors mean 'not a valid time'; anything else is re-raised"
+
+
+# S24: the record table has the indexes list() and list_thread_messages() need, and
+# existing stores get them through the store schema version 2 upgrade.
+def test_s24_list_indexes_and_the_schema_version_step():
+    admin = src("oramem_admin.pkb")
+    ensure = unit(admin, "ensure_objects")
+    assert "FOR i IN 1 .. 7 LOOP" in ensure
+    assert "WHEN 6 THEN 'record_type, seq_no'" in ensure
+    assert "ELSE 'thread_id, record_type, seq_no' END" in ensure
+    names = re.findall(r"'(_[A-Z]{3}_IX)'", ensure)
+    assert len(names) == 7 and len(set(names)) == 7 and {"_TSQ_IX", "_TTS_IX"} <= set(names)
+    assert "IF NOT index_exists(l_name) THEN" in ensure, "idempotent: an upgrade creates only what is missing"
+    assert "1 -> 2 (S24)" in unit(admin, "build_store")
+    m = re.search(r"gc_store_schema_version\s+CONSTANT\s+PLS_INTEGER\s*:=\s*(\d+)", src("oramem_registry.pks"))
+    assert m and int(m.group(1)) == 2
+    readme = (REPO / "ddl" / "README.md").read_text()
+    assert "(currently 2)" in readme and "**1 -> 2** (review S24)" in readme
+    # the query shapes the indexes serve
+    store = src("oramem_store.pkb")
+    assert "r.record_type = :rt" in unit(store, "list_json") and "ORDER BY r.seq_no DESC" in unit(store, "list_json")
+    msgs = unit(store, "list_thread_messages_json")
+    assert "r.record_type = ''message'' AND r.thread_id = :1" in msgs and "ORDER BY r.seq_no DESC" in msgs
+
+
+# last_error is VARCHAR2(2000 CHAR), which still holds at most 4000 bytes: the text written
+# into it is cut in characters and then in bytes (SUBSTRB), never in characters only.
+def test_last_error_is_cut_in_bytes():
+    catalog = (REPO / "ddl" / "001_catalog.sql").read_text()
+    assert re.search(r"last_error\s+VARCHAR2\(2000 CHAR\)", catalog)
+    body = unit(src("oramem_admin.pkb"), "set_state")
+    assert "last_error  = SUBSTRB(SUBSTR(in_last_error, 1, 2000), 1, 4000)," in body
+    assert not re.search(r"last_error\s*=\s*SUBSTR\(", body)
