@@ -55,7 +55,7 @@ def _index_columns(conn, store_id):
 def test_s24_list_indexes_and_the_upgrade_of_a_version_1_store(pool, conn, store_id):
     import oracledb
 
-    from oramem import SearchStrategy, StoreError
+    from oramem import SchemaError, SearchStrategy
     from oramem.oracle import OracleEngine
     from oramem.requests import StoreSettings
 
@@ -69,7 +69,7 @@ def test_s24_list_indexes_and_the_upgrade_of_a_version_1_store(pool, conn, store
             cur.execute(f'DROP INDEX "{cols[key]}"')
         cur.execute("UPDATE oramem_stores SET schema_version = 1 WHERE memory_store_id = :s", s=store_id)
         conn.commit()
-    with pytest.raises(StoreError, match="schema version 1"):
+    with pytest.raises(SchemaError, match="schema version 1"):
         OracleEngine(pool).open(StoreSettings(store_id, 8, SearchStrategy.VECTOR, None, None),
                                 SchemaPolicy.REQUIRE_EXISTING)
     with conn.cursor() as cur:
