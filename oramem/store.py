@@ -800,6 +800,10 @@ class OracleDBMemoryStore(OracleMemoryStore):
     ``hybrid`` (keyword-only, optional): an :class:`oramem.sqlite.HybridConfig` for HYBRID
     search, the same weighted reciprocal-rank fusion as :class:`SQLiteMemoryStore` (run in
     PL/SQL); a ``depth`` over 10,000 is a ``CapabilityError`` (docs/oracle-search.md).
+
+    ``keyword_language`` (keyword-only, optional): ``"english"`` (default: English stopwords
+    dropped from queries, Oracle Text stemming of each word) or ``"none"``, as on SQLite;
+    on Oracle it shapes the query only and is not persisted with the store.
     """
 
     def __init__(
@@ -818,6 +822,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         user: Optional[str] = None,
         password: Optional[str] = None,
         hybrid: Any = None,
+        keyword_language: Optional[str] = None,
     ) -> None:
         from .oracle import OracleEngine
 
@@ -834,7 +839,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         model = getattr(embedder, "model_name", None) if _is_db_embedder(embedder) else None
         try:
             super().__init__(
-                OracleEngine(pool, embedding_model=model, hybrid=hybrid),
+                OracleEngine(pool, embedding_model=model, hybrid=hybrid, keyword_language=keyword_language),
                 embedder=embedder,
                 schema_policy=schema_policy,
                 vector_dim=vector_dim,

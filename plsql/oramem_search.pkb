@@ -45,34 +45,71 @@ AS
       io_binds(l_n).clob_val := in_clob;
    END add_bind;
 
+   -- English query stopwords: the SQLite engine's list (oramem.sqlite.keyword, a test keeps
+   -- them equal), blank-delimited for INSTR
+   gc_english_stopwords CONSTANT VARCHAR2(1000 CHAR) := ' a about above after again against all also am an and any anything are aren as at be because been before being below between both but by can cannot could couldn d did didn do does doesn doing don down during each ever few for from further get got had hadn has hasn have haven having he her here hers herself him himself his how i if in into is isn it its itself just know let ll m me might more most mustn my myself no nor not now o of off on once only or other ought our ours ourselves out over own please re remember s same shan she should shouldn so some something such t tell than that the their theirs them themselves then there these they thing things this those through to told too under until up ve very was wasn we were weren what when where which while who whom why will with won would wouldn y you your yours yourself yourselves ';
+   -- Oracle Text reserved words (Oracle Text Reference 23, Reserved Words and Characters):
+   -- never written after the stem operator, always escaped in braces
+   gc_text_reserved CONSTANT VARCHAR2(400 CHAR) := ' about accum and bt btg bti btp equiv fuzzy haspath inpath mdata minus near not nt ntg nti ntp or pattern pt rt sqe syn tr trsyn tt within ';
+
    FUNCTION keyword_query(
-      in_text IN VARCHAR2
+      in_text     IN VARCHAR2,
+      in_language IN VARCHAR2 DEFAULT 'english'
    ) RETURN VARCHAR2
    IS
-      l_tok    VARCHAR2(4000 CHAR);
-      l_piece  VARCHAR2(4000 CHAR);
-      l_query  VARCHAR2(32767);
-      l_count  PLS_INTEGER := 0;
-      l_pos    PLS_INTEGER := 1;
+      TYPE tok_list_t IS TABLE OF VARCHAR2(64 CHAR) INDEX BY PLS_INTEGER;
+      TYPE seen_t IS TABLE OF BOOLEAN INDEX BY VARCHAR2(64 CHAR);
+      l_toks    tok_list_t;
+      l_seen    seen_t;
+      l_tok     VARCHAR2(4000 CHAR);
+      l_piece   VARCHAR2(4000 CHAR);
+      l_query   VARCHAR2(32767);
+      l_count   PLS_INTEGER := 0;
+      l_pos     PLS_INTEGER := 1;
+      l_english BOOLEAN;
+      l_content BOOLEAN := FALSE;
    BEGIN
+      IF in_language IS NULL OR in_language NOT IN ('english', 'none') THEN
+         bad_argument('keyword_language must be english or none');
+      END IF;
+      l_english := in_language = 'english';
       IF in_text IS NULL THEN
          RETURN NULL;
       END IF;
+      -- words = maximal runs of letters and digits (any script); all else separates. Cut to
+      -- 64 characters in the same expression: a longer run must not reach l_tok. Lower-cased
+      -- and each word once (as the SQLite engine), at most gc_max_keyword_tokens words.
       LOOP
-         -- tokens = maximal runs of letters and digits (any script); all else separates.
-         -- Cut to 64 characters in the same expression: a longer run must not reach l_tok.
-         l_tok := SUBSTR(REGEXP_SUBSTR(in_text, '[[:alnum:]]+', 1, l_pos), 1, 64);
-         EXIT WHEN l_tok IS NULL OR l_count >= gc_max_keyword_tokens;
+         l_tok := LOWER(SUBSTR(REGEXP_SUBSTR(in_text, '[[:alnum:]]+', 1, l_pos), 1, 64));
+         EXIT WHEN l_tok IS NULL OR l_toks.COUNT >= gc_max_keyword_tokens;
          l_pos := l_pos + 1;
-         -- {...} escapes the whole token; inside braces only '}' is special (written '}}')
-         l_piece := CASE WHEN l_count > 0 THEN ' ACCUM ' END || '{' || REPLACE(l_tok, '}', '}}') || '}';
-         -- whole tokens only, and at most gc_max_query_bytes BYTES: the query is bound as a
-         -- VARCHAR2(4000 CHAR) (byte semantics), so a character cut could overflow it with
-         -- multibyte text or split a {token} (review F11)
-         EXIT WHEN NVL(LENGTHB(l_query), 0) + LENGTHB(l_piece) > gc_max_query_bytes;
-         l_count := l_count + 1;
-         -- bounded: gc_max_query_bytes bytes, checked by the EXIT just above
-         l_query := l_query || l_piece;
+         IF NOT l_seen.EXISTS(l_tok) THEN
+            l_seen(l_tok) := TRUE;
+            l_toks(l_toks.COUNT + 1) := l_tok;
+            l_content := l_content OR INSTR(gc_english_stopwords, ' ' || l_tok || ' ') = 0;
+         END IF;
+      END LOOP;
+      FOR i IN 1 .. l_toks.COUNT LOOP
+         l_tok := l_toks(i);
+         -- english: stopwords are dropped unless the query has nothing else (so "and" still
+         -- finds "and so on" where the index has it)
+         IF NOT (l_english AND l_content AND INSTR(gc_english_stopwords, ' ' || l_tok || ' ') > 0) THEN
+            -- english: a plain word goes through the stem operator ($word matches the words
+            -- of the same stem, Oracle Text Reference, stem ($)); anything else, and every
+            -- word of 'none', is escaped whole: {...}, inside which only '}' is special ('}}')
+            l_piece := CASE WHEN l_count > 0 THEN ' ACCUM ' END
+                       || CASE WHEN l_english AND REGEXP_LIKE(l_tok, '^[[:alpha:]]+$')
+                                    AND INSTR(gc_text_reserved, ' ' || l_tok || ' ') = 0
+                               THEN '$' || l_tok
+                               ELSE '{' || REPLACE(l_tok, '}', '}}') || '}' END;
+            -- whole words only, and at most gc_max_query_bytes BYTES: the query is bound as a
+            -- VARCHAR2(4000 CHAR) (byte semantics), so a character cut could overflow it with
+            -- multibyte text or split a {word} (review F11)
+            EXIT WHEN NVL(LENGTHB(l_query), 0) + LENGTHB(l_piece) > gc_max_query_bytes;
+            l_count := l_count + 1;
+            -- bounded: gc_max_query_bytes bytes, checked by the EXIT just above
+            l_query := l_query || l_piece;
+         END IF;
       END LOOP;
       RETURN l_query;
    END keyword_query;
@@ -460,6 +497,7 @@ AS
       l_vkeys      CLOB := TO_CLOB('[]');
       l_tkeys      CLOB := TO_CLOB('[]');
       l_supported  VARCHAR2(100 CHAR);
+      l_language   VARCHAR2(16 CHAR) := 'english';
    BEGIN
       l_rec_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records);
       l_chk_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_chunks);
@@ -561,6 +599,13 @@ AS
       l_candidates := '(c.record_type, c.record_id) IN (SELECT r.record_type, r.record_id FROM '
                       || l_rec_tab || ' r WHERE ' || l_rec_where || ')';
 
+      -- keyword_language (the Python store's setting; absent = english, as a new SQLite store)
+      IF l_req.has('keyword_language') AND NOT l_req.get('keyword_language').is_null THEN
+         IF NOT l_req.get('keyword_language').is_string THEN
+            bad_argument('keyword_language must be english or none');
+         END IF;
+         l_language := LOWER(SUBSTR(l_req.get_string('keyword_language'), 1, 16));
+      END IF;
       IF l_req.has('query_text') AND l_req.get('query_text').is_string THEN
          -- a character prefix that fits VARCHAR2(32767) in bytes whatever the text (gc_text_chars)
          l_text := DBMS_LOB.SUBSTR(l_req.get_clob('query_text'), gc_text_chars, 1);
@@ -574,7 +619,7 @@ AS
          l_doc := vector_ranking(l_chk_tab, l_rec_tab, l_candidates, l_binds, l_qv, l_dim, l_k, l_exact, FALSE);
 
       ELSIF l_strategy = 'keyword' THEN
-         l_query := keyword_query(l_text);
+         l_query := keyword_query(l_text, l_language);
          IF l_text IS NULL THEN
             bad_argument('a keyword search needs query_text');
          END IF;
@@ -630,7 +675,7 @@ AS
             l_vkeys := leg_keys(vector_ranking(l_chk_tab, l_rec_tab, l_candidates, l_binds, l_qv, l_dim,
                                                l_depth, l_exact, TRUE));
          END IF;
-         l_query := keyword_query(l_text);
+         l_query := keyword_query(l_text, l_language);
          IF l_wk > 0 AND l_query IS NOT NULL THEN
             l_tkeys := leg_keys(keyword_ranking(l_store, l_chk_tab, l_rec_tab, l_candidates, l_binds,
                                                 l_query, l_depth, TRUE));

@@ -43,7 +43,8 @@ AS
     *   [{"record": <Record object>, "distance": <number>}, ...]
     * with at most k elements, ascending distance, ties by record_type then id, each
     * record once (its best chunk).
-    * HYBRID reads an optional "hybrid" object {"vector_weight": 1.0, "keyword_weight":
+    * KEYWORD and HYBRID read "keyword_language" ("english" default, or "none"; see
+    * keyword_query). HYBRID reads an optional "hybrid" object {"vector_weight": 1.0, "keyword_weight":
     * 0.7, "rrf_k": 10, "depth": null} (absent keys = these defaults; depth null =
     * max(10 k, 200) capped at gc_max_fusion_depth, else max(k, depth)) and uses
     * query_vector when given, else query_text embedded with the store's embedding_model.
@@ -61,14 +62,21 @@ AS
 
    /*
     * keyword_query: the Oracle Text query compiled from free text (ORACLE_NOTES 4.4):
-    * tokens split on non-alphanumerics, each wrapped in {...} with '}' doubled, joined
-    * with ' ACCUM '; at most gc_max_keyword_tokens tokens of <= 64 characters, and
-    * whole tokens only up to gc_max_query_bytes bytes (later tokens are dropped).
-    * Returns NULL when no token remains (the caller then returns no results).
+    * words = runs of letters and digits (any script), lower-cased, each once, at most
+    * gc_max_keyword_tokens of <= 64 characters, joined with ' ACCUM '.
+    *   in_language 'english' (the default, as a new SQLite store): English stopwords (the
+    *     SQLite engine's list) are dropped unless nothing else remains; a word of letters
+    *     only that is not an Oracle Text reserved word goes through the stem operator
+    *     ($word: the words of the same stem); any other word is escaped as {word}.
+    *   in_language 'none': every word, each escaped as {word} ('}' doubled).
+    * Whole words only up to gc_max_query_bytes bytes (later words are dropped). Returns
+    * NULL when no word remains (the caller then returns no results).
+    * Errors: -20001 in_language not english or none.
     * Commit: never (pure function).
     */
    FUNCTION keyword_query(
-      in_text IN VARCHAR2
+      in_text     IN VARCHAR2,
+      in_language IN VARCHAR2 DEFAULT 'english'
    ) RETURN VARCHAR2;
 END oramem_search;
 /

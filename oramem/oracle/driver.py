@@ -39,7 +39,7 @@ import oracledb
 
 from ..engine import Engine
 from ..errors import CapabilityError
-from ..sqlite.keyword import HybridConfig
+from ..sqlite.keyword import DEFAULT_KEYWORD_LANGUAGE, HybridConfig, check_language
 from ..requests import (
     AddRequest,
     ChunkRow,
@@ -223,7 +223,9 @@ def check_hybrid(hybrid: Any) -> HybridConfig:
     return hybrid
 
 
-def search_json(request: SearchRequest, hybrid: Optional[HybridConfig] = None) -> str:
+def search_json(
+    request: SearchRequest, hybrid: Optional[HybridConfig] = None, keyword_language: Optional[str] = None
+) -> str:
     strategy = SearchStrategy.coerce(request.strategy, "strategy")
     out: dict[str, Any] = {
         "strategy": strategy.value,
@@ -236,6 +238,8 @@ def search_json(request: SearchRequest, hybrid: Optional[HybridConfig] = None) -
         "record_types": list(request.record_types),
         "metadata_filter": dict(request.metadata_filter) if request.metadata_filter is not None else None,
     }
+    if strategy is not SearchStrategy.VECTOR:
+        out["keyword_language"] = keyword_language or DEFAULT_KEYWORD_LANGUAGE
     if strategy is SearchStrategy.HYBRID:
         cfg = check_hybrid(hybrid)
         out["hybrid"] = {
@@ -345,12 +349,19 @@ class OracleEngine(Engine):
     ``hybrid`` (keyword-only, optional): the :class:`oramem.sqlite.HybridConfig` of HYBRID
     fusion (weights, RRF constant, depth), sent with every HYBRID search; the same
     weighted RRF as the SQLite engine runs in ``oramem_search`` (docs/oracle-search.md).
+    ``keyword_language`` (keyword-only, optional): ``"english"`` (the default: English
+    stopwords dropped from queries, Oracle Text's stem operator on each word) or ``"none"``
+    (every word as written), sent with every KEYWORD and HYBRID search. Query-side only on
+    Oracle and not persisted with the store (docs/oracle-search.md).
     """
 
     def __init__(
-        self, connection_or_pool: Any, *, embedding_model: Optional[str] = None, hybrid: Any = None
+        self, connection_or_pool: Any, *, embedding_model: Optional[str] = None, hybrid: Any = None,
+        keyword_language: Optional[str] = None,
     ) -> None:
         self._hybrid = check_hybrid(hybrid)
+        self._keyword_language = (DEFAULT_KEYWORD_LANGUAGE if keyword_language is None
+                                  else check_language(keyword_language))
         self._kind = _kind(connection_or_pool)
         self._target = connection_or_pool
         if embedding_model is not None:
@@ -720,8 +731,9 @@ class OracleEngine(Engine):
 
     def search(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
         return self._hits(self._run("search", False, in_store_id=_STORE,
-                                    in_request=search_json(request, self._hybrid)))
+                                    in_request=search_json(request, self._hybrid,
+                                                           self._keyword_language)))
 
     async def search_async(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
         return self._hits(await self._run_async("search", False, in_store_id=_STORE,
-                                                in_request=search_json(request, self._hybrid)))
+                                                in_request=search_json(request, self._hybrid, self._keyword_language)))

@@ -465,9 +465,10 @@ class SelfTest:
             return "cleared"
 
         def kq() -> str:
-            out = _call(conn, c["keyword_query"], in_text="green tea")
-            expect(isinstance(out, str) and "{green}" in out.lower() and "accum" in out.lower(),
-                   f"keyword_query('green tea') = {out!r}, expected {{green}} ACCUM {{tea}}")
+            # english (the default): stopwords dropped, the stem operator on each plain word
+            out = _call(conn, c["keyword_query"], in_text="what about green tea")
+            expect(out == "$green ACCUM $tea",
+                   f"keyword_query('what about green tea') = {out!r}, expected $green ACCUM $tea")
             return out
 
         def counts() -> str:

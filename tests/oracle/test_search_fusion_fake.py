@@ -104,3 +104,41 @@ def test_the_store_passes_its_hybrid_config_to_the_engine():
     rec.calls.clear()
     store.search("peanut allergy", k=3, strategy=SearchStrategy.HYBRID)
     assert _sent(rec)["hybrid"] == {"vector_weight": 0.25, "keyword_weight": 1.5, "rrf_k": 60.0, "depth": 300}
+
+
+@pytest.mark.parametrize("kind", ["pool", "async_pool"])
+@pytest.mark.parametrize("language", [None, "english", "none", "NONE"])
+def test_keyword_language_reaches_keyword_and_hybrid_searches(kind, language):
+    rec = Recorder({"oramem_admin.open_store": json.dumps(OPENED), "oramem_search.search_json": "[]"})
+    engine = OracleEngine((FakePool if kind == "pool" else FakeAsyncPool)(rec), embedding_model="M",
+                          keyword_language=language)
+    _run(engine, "open", StoreSettings("hy", 3, SearchStrategy.HYBRID, SearchIndexSyncMode.ON_COMMIT, None),
+         SchemaPolicy.REQUIRE_EXISTING)
+    expected = (language or "english").lower()
+    for strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID, SearchStrategy.VECTOR):
+        rec.calls.clear()
+        _run(engine, "search", _request(strategy))
+        sent = _sent(rec)
+        if strategy is SearchStrategy.VECTOR:
+            assert "keyword_language" not in sent
+        else:
+            assert sent["keyword_language"] == expected, strategy
+
+
+def test_an_unknown_keyword_language_is_refused_before_any_call():
+    rec = Recorder()
+    with pytest.raises(ValueError, match="keyword_language 'klingon' is not supported"):
+        OracleEngine(FakePool(rec), keyword_language="klingon")
+    assert rec.calls == []
+
+
+def test_the_store_passes_its_keyword_language_to_the_engine():
+    from oramem import OracleDBMemoryStore
+    from oramem.embedders import HashEmbedder
+
+    rec = Recorder({"oramem_admin.open_store": json.dumps(OPENED), "oramem_search.search_json": "[]"})
+    store = OracleDBMemoryStore(HashEmbedder(3), FakePool(rec), memory_store_id="hy",
+                                search_strategy=SearchStrategy.HYBRID, keyword_language="none")
+    rec.calls.clear()
+    store.search("peanut allergy", k=3, strategy=SearchStrategy.KEYWORD)
+    assert _sent(rec)["keyword_language"] == "none"

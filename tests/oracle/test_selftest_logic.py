@@ -37,7 +37,7 @@ def answers(plan=PLAN_OK):
         "oramem_admin.describe_store": describe,
         "oramem_admin.create_store": db_error(20102, "store exists"),
         "oramem_admin.upgrade_store": json.dumps({"upgraded": False}),
-        "oramem_search.keyword_query": "{green} ACCUM {tea}",
+        "oramem_search.keyword_query": "$green ACCUM $tea",
         "oramem_store.delete_record": 0,
         "oramem_store.delete_thread": 0,
         "oramem_store.purge_expired": 0,

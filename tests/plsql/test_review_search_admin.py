@@ -107,7 +107,7 @@ def test_f11_keyword_query_is_cut_at_whole_tokens_in_bytes():
     assert "LENGTHB(l_piece) > gc_max_query_bytes" in kq
     # no character cut of the finished query, and long runs never reach l_tok uncut
     assert "SUBSTR(l_query" not in _code(SEARCH)
-    assert "l_tok := SUBSTR(REGEXP_SUBSTR(" in kq
+    assert "l_tok := LOWER(SUBSTR(REGEXP_SUBSTR(" in kq
     spec = (REPO / "plsql" / "oramem_search.pks").read_text()
     assert re.search(r"gc_max_query_bytes\s+CONSTANT\s+PLS_INTEGER\s*:=\s*4000;", spec)
 
@@ -241,3 +241,29 @@ def test_f21_open_store_validates_a_ready_store_before_taking_the_lock():
     # reconcile, used without the lock, changes nothing
     rec = _code(_function(ADMIN, "reconcile"))
     assert not re.search(r"\b(INSERT|UPDATE|DELETE|MERGE|exec_ddl|exec_block|save_settings|g_warnings)\b", rec)
+
+
+def test_keyword_query_english_drops_the_sqlite_stopwords_and_stems():
+    # issue 11 item 5 on Oracle: the same query stopwords as the SQLite engine, Oracle Text's
+    # stem operator ($word) for plain words, braces for reserved words and anything else
+    from oramem.sqlite.keyword import _ENGLISH_STOPWORDS
+
+    listed = re.search(r"gc_english_stopwords CONSTANT VARCHAR2\(\d+ CHAR\) := '([^']*)';", SEARCH).group(1)
+    assert listed.startswith(" ") and listed.endswith(" ")
+    assert set(listed.split()) == set(_ENGLISH_STOPWORDS)
+    reserved = set(re.search(r"gc_text_reserved CONSTANT VARCHAR2\(\d+ CHAR\) := '([^']*)';", SEARCH).group(1).split())
+    # Oracle Text Reference, Reserved Words and Characters (the word operators)
+    assert {"about", "accum", "and", "equiv", "fuzzy", "minus", "near", "not", "or", "within", "syn", "sqe"} <= reserved
+    kq = _code(_function(SEARCH, "keyword_query"))
+    assert "IF NOT (l_english AND l_content AND INSTR(gc_english_stopwords, ' ' || l_tok || ' ') > 0) THEN" in kq
+    assert "THEN '$' || l_tok" in kq and "REGEXP_LIKE(l_tok, '^[[:alpha:]]+$')" in kq
+    assert "INSTR(gc_text_reserved, ' ' || l_tok || ' ') = 0" in kq
+    assert "ELSE '{' || REPLACE(l_tok, '}', '}}') || '}' END" in kq
+    # lower-cased, each word once (SQLite: dict.fromkeys(word.lower() ...))
+    assert "l_tok := LOWER(SUBSTR(REGEXP_SUBSTR(" in kq and "IF NOT l_seen.EXISTS(l_tok) THEN" in kq
+    # both keyword paths get the request's language
+    body = _code(_function(SEARCH, "search_json"))
+    assert body.count("keyword_query(l_text, l_language)") == 2
+    assert "l_language   VARCHAR2(16 CHAR) := 'english';" in body
+    spec = (REPO / "plsql" / "oramem_search.pks").read_text()
+    assert "in_language IN VARCHAR2 DEFAULT 'english'" in spec
