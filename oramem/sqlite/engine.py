@@ -460,9 +460,12 @@ class SQLiteEngine(Engine):
 
         mask = cache.mask(request.record_types, scopes, now_micros, None)
         column_sql = f"SELECT r.seq, json_type(r.metadata, :path), json_extract(r.metadata, :path) FROM {t.records} r"
+        some_sql = column_sql + " WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs))"
 
-        def column(key: str) -> list:
-            return conn.execute(column_sql, {"path": f'$."{key}"'}).fetchall()
+        def column(key: str, seqs: Optional[list] = None) -> list:
+            if seqs is None:
+                return conn.execute(column_sql, {"path": f'$."{key}"'}).fetchall()
+            return conn.execute(some_sql, {"path": f'$."{key}"', "oramem_seqs": json.dumps(seqs)}).fetchall()
 
         in_memory = cache.metadata_mask(request.metadata_filter, column)
         if in_memory is not None:  # filter first, then top-k over the passing rows only

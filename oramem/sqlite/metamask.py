@@ -8,9 +8,10 @@ like brute force over the filtered rows.
 
 Each top-level key a filter uses becomes a typed column aligned with the cache's rows: the
 field's JSON type, its number (float64) and the rank of its text among the column's sorted
-distinct texts. It is read once per key and cache version with ``json_type`` /
-``json_extract`` (the same functions the SQL filter uses, so both see the same values) and
-dropped whenever the cache changes.
+distinct texts. It is read once per key with ``json_type`` / ``json_extract`` (the same
+functions the SQL filter uses, so both see the same values); a write of this process adds
+the rows of the records it touched to the cache, and the next use of a column reads the key
+of those records only. A reload or compaction of the cache drops the columns.
 
 Supported, with exactly the semantics of :mod:`.filters_sql` (SC-9): ``$and``, ``$or``,
 equality with a scalar (``null``, booleans, numbers — ``1`` equals ``1.0`` —, strings),
@@ -43,56 +44,92 @@ class Unsupported(Exception):
 
 
 class Column:
-    """One top-level field over the cache rows."""
+    """One top-level field over the cache rows; grows with the rows (:meth:`extend`)."""
 
     def __init__(self, types: np.ndarray, numbers: np.ndarray, ranks: np.ndarray, texts: list, exact: bool) -> None:
         self.types, self.numbers, self.ranks, self.texts, self.exact = types, numbers, ranks, texts, exact
 
+    @property
+    def size(self) -> int:
+        return int(self.types.size)
+
+    def extend(self, other: "Column") -> None:
+        """Append the rows of ``other``; a text new to this column is inserted into the sorted
+        distinct texts and the ranks at or after its place move up by one."""
+        ranks = other.ranks.copy()
+        if other.texts:
+            for text in other.texts:  # ascending
+                i = bisect.bisect_left(self.texts, text)
+                if i == len(self.texts) or self.texts[i] != text:
+                    self.ranks[self.ranks >= i] += 1
+                    self.texts.insert(i, text)
+            mapping = np.fromiter((bisect.bisect_left(self.texts, t) for t in other.texts), dtype=np.int64,
+                                  count=len(other.texts))
+            has = ranks >= 0
+            ranks[has] = mapping[ranks[has]]
+        self.types = np.concatenate([self.types, other.types])
+        self.numbers = np.concatenate([self.numbers, other.numbers])
+        self.ranks = np.concatenate([self.ranks, ranks])
+        self.exact = self.exact and other.exact
+
 
 class MetadataColumns:
-    """Columns per key for one cache state; ``fetch(key) -> [(seq, json type, value)]``
-    reads a key over every record, ``row_seqs`` are the cache rows' record seqs."""
+    """Columns per key over the cache rows; ``fetch(key, seqs)`` reads a key over the
+    records ``seqs`` (every record when None) as ``[(seq, json type, value)]``, ``row_seqs``
+    are the cache rows' record seqs. Rows appended to the cache (a write of this process
+    drops the rows of the records it touched and appends their current rows) are read for
+    the columns already built on their next use (:meth:`grow`), so a write costs a read of
+    its own records per key, not a scan of every record."""
 
-    def __init__(self, row_seqs: np.ndarray, fetch: Callable[[str], list]) -> None:
+    def __init__(self, row_seqs: np.ndarray, fetch: Callable[..., list]) -> None:
         self.row_seqs = row_seqs
         self.fetch = fetch
         self.columns: dict[str, Column] = {}
 
+    def grow(self, row_seqs: np.ndarray) -> None:
+        """The cache appended rows (the first ``len(self.row_seqs)`` rows are unchanged)."""
+        self.row_seqs = row_seqs
+
     def column(self, key: str) -> Column:
         found = self.columns.get(key)
         if found is None:
-            found = self.columns[key] = self._load(key)
+            found = self.columns[key] = _decode(self.fetch(key, None), self.row_seqs)
+        elif found.size < self.row_seqs.size:
+            pending = self.row_seqs[found.size:]
+            found.extend(_decode(self.fetch(key, np.unique(pending).tolist()), pending))
         return found
 
-    def _load(self, key: str) -> Column:
-        rows = self.fetch(key)
-        m = len(rows)
-        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=m)
-        types = np.fromiter((_TYPE.get(r[1], _OTHER) if r[1] is not None else _MISSING for r in rows),
-                            dtype=np.int8, count=m)
-        numbers = np.full(m, np.nan)
-        exact = True
-        is_number = np.flatnonzero(types == _NUMBER)
-        if is_number.size:
-            values = [rows[i][2] for i in is_number.tolist()]
-            exact = all(isinstance(v, float) or -_EXACT <= v <= _EXACT for v in values)
-            numbers[is_number] = np.array(values, dtype=np.float64)
-        is_text = np.flatnonzero(types == _TEXT)
-        texts = sorted({rows[i][2] for i in is_text.tolist()})
-        ranks = np.full(m, -1, dtype=np.int64)
-        if is_text.size:
-            rank = {text: r for r, text in enumerate(texts)}
-            ranks[is_text] = np.fromiter((rank[rows[i][2]] for i in is_text.tolist()), dtype=np.int64,
-                                         count=is_text.size)
-        # align with the cache rows (every row's record is among the fetched records)
-        # (rows of deleted records, dead in the cache, get a neighbour's values: the
-        # cache's live mask excludes them)
-        if m == 0:
-            n = self.row_seqs.size
-            return Column(np.zeros(n, dtype=np.int8), np.full(n, np.nan), np.full(n, -1, dtype=np.int64), [], True)
-        order = np.argsort(seqs, kind="stable")
-        at = order[np.minimum(np.searchsorted(seqs[order], self.row_seqs), m - 1)]
-        return Column(types[at], numbers[at], ranks[at], texts, exact)
+
+def _decode(rows: list, row_seqs: np.ndarray) -> Column:
+    """A column aligned with ``row_seqs`` from ``(seq, json type, value)`` rows that cover
+    every seq of ``row_seqs``."""
+    m = len(rows)
+    seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=m)
+    types = np.fromiter((_TYPE.get(r[1], _OTHER) if r[1] is not None else _MISSING for r in rows),
+                        dtype=np.int8, count=m)
+    numbers = np.full(m, np.nan)
+    exact = True
+    is_number = np.flatnonzero(types == _NUMBER)
+    if is_number.size:
+        values = [rows[i][2] for i in is_number.tolist()]
+        exact = all(isinstance(v, float) or -_EXACT <= v <= _EXACT for v in values)
+        numbers[is_number] = np.array(values, dtype=np.float64)
+    is_text = np.flatnonzero(types == _TEXT)
+    texts = sorted({rows[i][2] for i in is_text.tolist()})
+    ranks = np.full(m, -1, dtype=np.int64)
+    if is_text.size:
+        rank = {text: r for r, text in enumerate(texts)}
+        ranks[is_text] = np.fromiter((rank[rows[i][2]] for i in is_text.tolist()), dtype=np.int64,
+                                     count=is_text.size)
+    # align with the cache rows (every row's record is among the fetched records)
+    # (rows of deleted records, dead in the cache, get a neighbour's values: the
+    # cache's live mask excludes them)
+    n = row_seqs.size
+    if m == 0:
+        return Column(np.zeros(n, dtype=np.int8), np.full(n, np.nan), np.full(n, -1, dtype=np.int64), [], True)
+    order = np.argsort(seqs, kind="stable")
+    at = order[np.minimum(np.searchsorted(seqs[order], row_seqs), m - 1)]
+    return Column(types[at], numbers[at], ranks[at], texts, exact)
 
 
 def keys_of(flt: Mapping[str, Any]) -> set[str]:

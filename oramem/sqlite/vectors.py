@@ -274,8 +274,10 @@ class VectorCache:
         if self.ann is not None and keys.size:
             self.ann.add(keys, columns[2])
         if self._dead > max(1024, self.size // 4):
-            self._compact()
-        self._forget_metadata()
+            self._compact()  # rows move: the metadata columns are dropped (_reset)
+        elif self._metadata is not None:
+            # the rows before the appended ones are where they were: the columns only grow
+            self._metadata.grow(self._seqs[: self.size])
         self.version = after
         self._maybe_build_ann()
 

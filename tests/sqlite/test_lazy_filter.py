@@ -160,3 +160,57 @@ def test_selective_filter_inside_a_scope_is_evaluated_on_the_scope_only(tmp_path
     full_scans = [s for s in statements if s.lstrip().startswith("SELECT r.seq FROM") and by_key not in s]
     assert not full_scans
     store.close()
+
+
+def test_columns_follow_this_process_writes_without_a_full_rescan(tmp_path):
+    """After a write the cached columns read only the records the write touched (added,
+    updated, deleted), and masks still equal "filter, then top-k": new texts take their
+    place in the sorted order, changed values replace old ones, deleted records drop out."""
+    rng = np.random.default_rng(21)
+    dim, n = 8, 400
+    store = SQLiteMemoryStore(str(tmp_path / "grow.db"), vector_dim=dim)
+    try:
+        vecs = {f"g{i:04d}": rng.normal(size=dim).astype(np.float32) for i in range(n)}
+        meta = {rid: {"day": f"2025-01-{1 + i % 28:02d}", "n": i % 7} for i, rid in enumerate(vecs)}
+        store.add([rid for rid in vecs], "memory", record_ids=list(vecs), embeddings=[v.tolist() for v in vecs.values()],
+                  metadata=[meta[rid] for rid in vecs])
+        flt = {"day": {"$gte": "2025-01-15"}, "n": {"$ne": 3}}
+
+        conn = store._engine._db.conn
+        for round_ in range(4):
+            if round_:
+                # add records with texts before, between and after the known ones; update one; delete one
+                new = {f"h{round_}{j}": rng.normal(size=dim).astype(np.float32) for j in range(3)}
+                days = ["2024-12-31", f"2025-01-15T{round_:02d}", "2025-02-01"]
+                store.add(list(new), "memory", record_ids=list(new), embeddings=[v.tolist() for v in new.values()],
+                          metadata=[{"day": d, "n": round_} for d in days])
+                vecs.update(new)
+                meta.update({rid: {"day": d, "n": round_} for rid, d in zip(new, days)})
+                victim = sorted(vecs)[round_ * 5]
+                store.update("memory", victim, metadata={"day": "2025-03-01", "n": 1})
+                meta[victim] = {"day": "2025-03-01", "n": 1}
+                gone = sorted(vecs)[round_ * 7 + 1]
+                store.delete("memory", gone)
+                del vecs[gone], meta[gone]
+            statements: list[str] = []
+            conn.set_trace_callback(statements.append)
+            try:
+                for _ in range(2):
+                    query = rng.normal(size=dim).astype(np.float32)
+                    got = store.search(query_vector=query.tolist(), k=15, metadata_filter=flt)
+                    ids = sorted(vecs)
+                    keep = [meta[r]["day"] >= "2025-01-15" and meta[r]["n"] != 3 for r in ids]
+                    unit = np.stack([vecs[r] for r in ids])
+                    unit = unit / np.linalg.norm(unit, axis=1, keepdims=True)
+                    dist = 1.0 - unit.astype(np.float64) @ (query / np.linalg.norm(query)).astype(np.float64)
+                    want = [ids[i] for i in np.argsort(dist, kind="stable") if keep[i]][:15]
+                    assert [r.id for r, _ in got] == want
+            finally:
+                conn.set_trace_callback(None)
+            full = [s for s in statements if "json_extract(r.metadata" in s and "json_each" not in s]
+            some = [s for s in statements if "json_extract(r.metadata" in s and "json_each" in s]
+            if round_ >= 2:  # the columns exist (built in rounds 0-1): only the touched records are read
+                assert not full
+                assert len(some) == 2  # one read per key after the write
+    finally:
+        store.close()
