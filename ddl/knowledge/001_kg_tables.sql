@@ -1,4 +1,5 @@
--- oramem knowledge layer: Oracle DDL of the 11 <STORE_ID>_KG_* tables and the KG_AGENT lock table
+-- oramem knowledge layer: Oracle DDL of the 11 <STORE_ID>_KG_* tables, the KG_AGENT lock table and the
+-- KG_JOB extraction queue (oramem/knowledge/queue.py; claimed with SELECT ... FOR UPDATE SKIP LOCKED)
 -- (KNOWLEDGE_CONTRACT KC-3.1, KC-3.3, KC-3.4), for the default store (memory_store_id DEFAULT)
 -- and vector_dim 384. Idempotent: CREATE ... IF NOT EXISTS (Oracle Database 23ai and later).
 -- Generated from oramem/knowledge/schema.py by oracle_ddl("DEFAULT", 384); a test checks that this
@@ -174,6 +175,32 @@ CREATE TABLE IF NOT EXISTS "DEFAULT_KG_INTENTION" (
 );
 
 CREATE INDEX IF NOT EXISTS "DEFAULT_KG_INTENTION_AGT_ST_IX" ON "DEFAULT_KG_INTENTION" (agent_id, status, due_date);
+
+CREATE TABLE IF NOT EXISTS "DEFAULT_KG_JOB" (
+	id VARCHAR2(36 CHAR) NOT NULL, 
+	agent_id VARCHAR2(256 CHAR) NOT NULL, 
+	event_id VARCHAR2(36 CHAR) NOT NULL, 
+	kind VARCHAR2(16 CHAR) DEFAULT 'write' NOT NULL, 
+	status VARCHAR2(16 CHAR) DEFAULT 'pending' NOT NULL, 
+	session_id VARCHAR2(256 CHAR), 
+	payload_json JSON NOT NULL, 
+	attempts INTEGER DEFAULT 0 NOT NULL, 
+	max_attempts INTEGER DEFAULT 5 NOT NULL, 
+	available_at TIMESTAMP NOT NULL, 
+	lease_until TIMESTAMP, 
+	worker_id VARCHAR2(128 CHAR), 
+	last_error CLOB, 
+	result_json JSON, 
+	created_at TIMESTAMP NOT NULL, 
+	updated_at TIMESTAMP NOT NULL, 
+	finished_at TIMESTAMP, 
+	PRIMARY KEY (id), 
+	CONSTRAINT "DEFAULT_KG_JOB_EVENT_UK" UNIQUE (event_id)
+);
+
+CREATE INDEX IF NOT EXISTS "DEFAULT_KG_JOB_AGT_ST_IX" ON "DEFAULT_KG_JOB" (agent_id, status);
+
+CREATE INDEX IF NOT EXISTS "DEFAULT_KG_JOB_ST_AVAIL_IX" ON "DEFAULT_KG_JOB" (status, available_at);
 
 CREATE TABLE IF NOT EXISTS "DEFAULT_KG_META_OBSERVATION" (
 	id VARCHAR2(36 CHAR) NOT NULL, 

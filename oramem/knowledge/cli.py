@@ -80,15 +80,31 @@ def knowledge() -> None:
 @click.option("--session", "session_id", default="default", show_default=True, help="Session (thread) id.")
 @click.option("--occurred-at", default=None, help="ISO-8601 time the message refers to (default: now).")
 @click.option("--dry-run", is_flag=True, help="Run every step, LLM included, and store nothing.")
+@click.option("--background", is_flag=True, help="Queue the message for `oramem kg worker` and return at once "
+                                                  "(no LLM endpoint needed here).")
 @click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
 @click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
 @click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
 @click.pass_context
-def write_cmd(ctx, agent_id, message, speaker, session_id, occurred_at, dry_run, llm_base_url, llm_model, llm_timeout) -> None:
+def write_cmd(ctx, agent_id, message, speaker, session_id, occurred_at, dry_run, background, llm_base_url, llm_model,
+              llm_timeout) -> None:
     """Extract knowledge from MESSAGE for AGENT_ID."""
+    from . import KnowledgeMemory
     from .providers import OpenAICompatibleProvider
 
     state = _state(ctx)
+    if background:
+        if dry_run:
+            raise click.UsageError("--dry-run runs the extraction now; it does not go with --background")
+        km = KnowledgeMemory(state.open(create=True), None)
+        try:
+            r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, background=True)
+        except (TypeError, ValueError) as exc:
+            raise click.UsageError(str(exc)) from None
+        finally:
+            km.close()
+        _emit(state, r, f"queued    job {r.job_id or '-'}  event {r.event_id or '-'} (run `oramem kg worker` to extract it)")
+        return
     if not llm_base_url or not llm_model:
         raise click.UsageError(NO_LLM)
     llm = OpenAICompatibleProvider(llm_base_url, llm_model, timeout=llm_timeout)
@@ -345,7 +361,14 @@ def _open_sqlite_store(path: str, sid: str, embed_url: Any, embed_model: Any) ->
     row = sqlite_admin.list_stores(path).get(sid)
     if row is None:
         raise click.UsageError(f"--store-id: no store {sid!r} in {path}")
-    return SQLiteMemoryStore(path, embedder=_embedder(embed_url, embed_model, row.get("vector_dim")),
+    embedder = None
+    if not (embed_url or embed_model):
+        # the embedder the store records it was written with (a worker embeds messages)
+        from ..embedders.defaults import embedder_for
+        from ..embedders.identity import decode_identity
+
+        embedder = embedder_for(decode_identity(row.get("embedder")))
+    return SQLiteMemoryStore(path, embedder=embedder or _embedder(embed_url, embed_model, row.get("vector_dim")),
                              schema_policy=SchemaPolicy.REQUIRE_EXISTING, search_strategy=row["capability"],
                              memory_store_id=sid)
 
@@ -500,3 +523,170 @@ def install_scheduler_cmd(ctx, dsn, user, password_stdin, store_id, every_hours)
 def scheduler_job_name(store_id: str) -> str:
     """Name of the store's scheduler job, as oramem_kg_jobs.install_scheduler creates it."""
     return f"ORAMEM_KG_{store_id.upper()}"
+
+
+# ----------------------------------------------------------------------------- the extraction queue
+def _open_target(dsn: Any, user: Any, password_stdin: bool, sqlite_path: Any, store_id: str, embed_url: Any = None,
+                 embed_model: Any = None) -> tuple:
+    """(store, pool or None) of ``--dsn/--user`` or ``--sqlite`` and ``--store-id``."""
+    _check_target(dsn, user, sqlite_path, password_stdin)
+    sid = _check_store_id(store_id)
+    if dsn:
+        pool = _oracle_pool(dsn, user, _password(password_stdin))
+        try:
+            return _open_oracle_store(pool, sid, embed_url, embed_model), pool
+        except BaseException:
+            pool.close()
+            raise
+    return _open_sqlite_store(sqlite_path, sid, embed_url, embed_model), None
+
+
+def _with_km(dsn, user, password_stdin, sqlite_path, store_id, fn, *, llm=None, embed_url=None, embed_model=None):
+    from . import KnowledgeMemory
+
+    store, pool = _open_target(dsn, user, password_stdin, sqlite_path, store_id, embed_url, embed_model)
+    try:
+        km = KnowledgeMemory(store, llm)
+        try:
+            return fn(km)
+        finally:
+            km.close()
+    finally:
+        store.close()
+        if pool is not None:
+            pool.close()
+
+
+_QUEUE_TARGET = [
+    click.option("--sqlite", "sqlite_path", default=None, help="SQLite database file holding the store."),
+    click.option("--store-id", required=True, help="memory_store_id of the store (its queue is <ID>_KG_JOB)."),
+]
+
+
+def _queue_target(fn: Any) -> Any:
+    for opt in reversed(_QUEUE_TARGET):
+        fn = opt(fn)
+    return _target(fn)
+
+
+def _agent_option(agent_id: Any) -> Any:
+    from .text import validate_agent_id
+
+    if agent_id is None:
+        return None
+    try:
+        validate_agent_id(agent_id)
+    except (TypeError, ValueError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--agent-id") from None
+    return agent_id
+
+
+def _job_line(j: Any) -> str:
+    err = f"  error: {j.last_error}" if j.last_error else ""
+    return f"{j.id}  {j.status:7s}  agent={j.agent_id}  attempts={j.attempts}/{j.max_attempts}  created={j.created_at.isoformat()}{err}"
+
+
+@kg.command("worker")
+@_queue_target
+@click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
+@click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
+@click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@click.option("--embed-url", default=None, help="OpenAI-compatible embedding service the store was written with "
+                                                "(default: the embedder the store records).")
+@click.option("--embed-model", default=None, help="Embedding model (with --embed-url).")
+@click.option("--once", is_flag=True, help="Process the jobs that are due, then exit (else run until SIGINT/SIGTERM).")
+@click.option("--max-jobs", type=click.IntRange(min=1), default=None, help="Exit after this many jobs.")
+@click.option("--lease-seconds", type=click.FloatRange(min=1.0), default=300.0, show_default=True,
+              help="A job whose worker stops is taken over by another worker after this long (renewed while it runs).")
+@click.option("--poll-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+              help="Seconds between looks at an empty queue.")
+@click.option("--backoff-base", type=click.FloatRange(min=0.01), default=2.0, show_default=True,
+              help="A failed attempt is retried after min(base * 2^(attempt-1), --backoff-max) seconds.")
+@click.option("--backoff-max", type=click.FloatRange(min=0.01), default=300.0, show_default=True)
+@click.pass_context
+def worker_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, llm_base_url, llm_model, llm_timeout, embed_url,
+               embed_model, once, max_jobs, lease_seconds, poll_interval, backoff_base, backoff_max) -> None:
+    """Extract the messages queued by write(..., background=True) / `oramem knowledge write
+    --background`. Prints one JSON object (what it did) when it stops; exit 0, or 1 when a
+    job failed for good in this run."""
+    import asyncio
+    import signal
+
+    from .providers import OpenAICompatibleProvider
+    from .queue import StopFlag
+
+    if not llm_base_url or not llm_model:
+        raise click.UsageError(NO_LLM)
+    llm = OpenAICompatibleProvider(llm_base_url, llm_model, timeout=llm_timeout)
+    flag = None if once else StopFlag(poll_interval)
+
+    def run(km: Any) -> Any:
+        if flag is not None:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, lambda *_: flag.stopping.set())
+        return asyncio.run(km.process_jobs_async(max_jobs=max_jobs, lease_seconds=lease_seconds, backoff_base=backoff_base,
+                                                 backoff_max=backoff_max, _stop=flag))
+
+    report = _with_km(dsn, user, password_stdin, sqlite_path, store_id, run, llm=llm, embed_url=embed_url,
+                      embed_model=embed_model)
+    click.echo(json.dumps(_jsonable(report), sort_keys=True))
+    if report.failed:
+        ctx.exit(1)
+
+
+@kg.group("jobs")
+def jobs_group() -> None:
+    """The background extraction queue: status, list, retry."""
+
+
+@jobs_group.command("status")
+@_queue_target
+@click.option("--agent-id", default=None, help="Only this agent's jobs.")
+@click.option("--errors", type=click.IntRange(min=0), default=5, show_default=True, help="How many recent errors to show.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+def jobs_status_cmd(dsn, user, password_stdin, sqlite_path, store_id, agent_id, errors, as_json) -> None:
+    """Jobs by state, the oldest pending one, and the last errors."""
+    agent = _agent_option(agent_id)
+    st = _with_km(dsn, user, password_stdin, sqlite_path, store_id, lambda km: km.job_status(agent, errors=errors))
+    if as_json:
+        click.echo(json.dumps(_jsonable(st), sort_keys=True))
+        return
+    lines = ["  ".join(f"{k}={v}" for k, v in st.counts.items())]
+    if st.oldest_pending_at is not None:
+        lines.append(f"oldest pending: {st.oldest_pending_at.isoformat()} ({st.oldest_pending_age_s:.0f} s ago)")
+    for j in st.last_errors:
+        lines.append(_job_line(j))
+    click.echo("\n".join(lines))
+
+
+@jobs_group.command("list")
+@_queue_target
+@click.option("--agent-id", default=None, help="Only this agent's jobs.")
+@click.option("--status", "state", type=click.Choice(["pending", "running", "done", "failed"]), default=None)
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON array.")
+def jobs_list_cmd(dsn, user, password_stdin, sqlite_path, store_id, agent_id, state, limit, as_json) -> None:
+    """Jobs, oldest first (the message text is not shown)."""
+    agent = _agent_option(agent_id)
+    rows = _with_km(dsn, user, password_stdin, sqlite_path, store_id, lambda km: km.jobs(agent, status=state, limit=limit))
+    if as_json:
+        click.echo(json.dumps([_jsonable(j) for j in rows], sort_keys=True))
+        return
+    click.echo("\n".join(_job_line(j) for j in rows) if rows else "no jobs")
+
+
+@jobs_group.command("retry")
+@_queue_target
+@click.option("--job-id", "job_ids", multiple=True, help="A failed job to put back to pending (repeatable).")
+@click.option("--all-failed", is_flag=True, help="Every failed job (of --agent-id, if given).")
+@click.option("--agent-id", default=None, help="With --all-failed: only this agent's jobs.")
+def jobs_retry_cmd(dsn, user, password_stdin, sqlite_path, store_id, job_ids, all_failed, agent_id) -> None:
+    """Put failed jobs back to pending with a fresh set of attempts; prints how many."""
+    if bool(job_ids) == bool(all_failed):
+        raise click.UsageError("pass --job-id ID (repeatable) or --all-failed")
+    if agent_id and not all_failed:
+        raise click.UsageError("--agent-id goes with --all-failed")
+    agent = _agent_option(agent_id)
+    n = _with_km(dsn, user, password_stdin, sqlite_path, store_id,
+                 lambda km: km.retry_jobs(list(job_ids) if job_ids else None, agent_id=agent))
+    click.echo(json.dumps({"retried": n}))

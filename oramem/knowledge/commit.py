@@ -520,6 +520,8 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
     _apply_observations(run, conn)
     # fact_count: the exact number of current facts linked
     recount(conn, t, ag, plan.recount_keys, now)
+    if run.on_commit is not None:  # a background job marks itself done in this transaction
+        run.on_commit(conn)
     return rel_out
 
 

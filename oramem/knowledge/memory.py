@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 import logging
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Optional
 
 import sqlalchemy as sa
@@ -18,6 +19,8 @@ from .runtime import KnowledgeRuntime
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
 from . import commit as commit_mod
 from . import erasure, reads
+from . import queue as queue_mod
+from .observe import finish_span, operation_span, otel_available, stats_of
 from .config import KnowledgeConfig, merge_config
 from .db import backend_for
 from .errors import ConflictError, ExtractionError
@@ -25,7 +28,8 @@ from .model import Decision
 from .classify import Chunk, classify_input, select_strategy
 from .pipeline import WriteRun, detect_corrections
 from .schema import apply_schema_policy, build_tables
-from .text import parse_when, to_utc, validate_agent_id
+from .model import new_id
+from .text import iso, parse_when, to_utc, validate_agent_id
 from .types import (
     BackgroundRunResult,
     ClusteringResult,
@@ -42,7 +46,12 @@ from .types import (
     EntityDetail,
     FactDetail,
     IntentionDetail,
+    JobInfo,
+    JobQueueStatus,
+    OperationStats,
     RelationshipDetail,
+    StepTiming,
+    WorkerReport,
     WriteResult,
 )
 
@@ -87,6 +96,7 @@ class KnowledgeMemory:
         config: Optional[KnowledgeConfig] = None,
         schema_policy: Any = NOT_SET,
         clock: Optional[Callable[[], datetime]] = None,
+        tracer_provider: Any = None,
     ) -> None:
         from ..store import OracleDBMemoryStore, SQLiteMemoryStore
 
@@ -105,6 +115,12 @@ class KnowledgeMemory:
             llm = NoLLM()
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a zero-argument callable returning a datetime")
+        if tracer_provider is not None:
+            if not otel_available():
+                raise ValueError("tracer_provider needs the OpenTelemetry API: pip install 'oramem[otel]'")
+            if not hasattr(tracer_provider, "get_tracer"):
+                raise TypeError("tracer_provider must be an OpenTelemetry TracerProvider (with get_tracer)")
+        self._tracer_provider = tracer_provider
         embedder = embedder if embedder is not None else store.embedder
         if embedder is None:
             raise ValueError("KnowledgeMemory needs an embedder: pass one or open the store with one")
@@ -126,6 +142,7 @@ class KnowledgeMemory:
         with self._backend.lock():
             apply_schema_policy(self._backend.sa_engine, self._tables, SchemaPolicy.coerce(policy, "schema_policy"))
         self._closed = False
+        self._worker: Optional[queue_mod.WorkerThread] = None
         self._loop_runner = BackgroundLoop(f"oramem-kg-{store.memory_store_id}")
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oramem-kg")
         #: what the other knowledge modules share with this instance (no private reaches)
@@ -145,6 +162,8 @@ class KnowledgeMemory:
     def close(self) -> None:
         """Release this layer's connections (the store stays open; close it yourself)."""
         if not self._closed:
+            if self._worker is not None:
+                self.stop_worker()
             self._closed = True
             self._loop_runner.close()
             self._executor.shutdown(wait=True)
@@ -194,9 +213,17 @@ class KnowledgeMemory:
         dry_run: bool = False,
         config_overrides: Optional[dict] = None,
         verbose: bool = False,
+        background: bool = False,
     ) -> WriteResult:
         """Turn one message into knowledge (KC-4). Raises on bad arguments and database
-        errors (nothing stored); reports LLM failures in the result."""
+        errors (nothing stored); reports LLM failures in the result.
+
+        ``background=True``: validate as usual, store the message and every argument as a
+        pending job (``<ID>_KG_JOB``) and return at once, without an LLM call; the result
+        carries ``job_id`` and the ``event_id`` the event will get, and a worker
+        (:meth:`process_jobs`, :meth:`start_worker`, ``oramem kg worker``) extracts it later,
+        exactly once, with retries. ``occurred_at`` defaults to the time of this call.
+        ``dry_run`` and ``verbose`` do not apply to a background write (ValueError)."""
         # KC-4.1 validation, before any LLM call or row
         if not isinstance(message, str):
             raise TypeError(f"message must be a str, got {type(message).__name__}")
@@ -212,10 +239,16 @@ class KnowledgeMemory:
             recent = list(recent_messages)
         else:
             raise TypeError("recent_messages must be a list of str")
-        if not self.has_llm:
+        if not isinstance(background, bool):
+            raise TypeError("background must be a bool")
+        if background and (dry_run or verbose):
+            raise ValueError("dry_run and verbose apply to a write that runs now, not to background=True; "
+                             "inspect the job's result with get_job(job_id)")
+        if not self.has_llm and not background:
             raise ValueError(
                 "write() extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=... to "
-                "KnowledgeMemory, or store structured knowledge with add_fact / add_entity / add_relation / add_knowledge"
+                "KnowledgeMemory, or store structured knowledge with add_fact / add_entity / add_relation / add_knowledge "
+                "(or queue the message with background=True for a worker that has an LLM)"
             )
         cfg = merge_config(self.config, config_overrides)
         if len(message) > cfg.max_input_chars:
@@ -223,12 +256,18 @@ class KnowledgeMemory:
         now = self._now()
         if not message.strip():
             return WriteResult()
+        if background:
+            return await self._submit(agent_id, message, speaker_name, source=source, session_id=session_id,
+                                      occurred_at=when or now, recent=recent, overrides=config_overrides, now=now)
         run = WriteRun(
             self, agent_id=agent_id, message=message, speaker_name=speaker_name, source=source,
             session_id=session_id, occurred_at=when, recent_messages=recent, dry_run=bool(dry_run), cfg=cfg,
             now=now, verbose=bool(verbose),
         )
-        return await self._run(run, event_mode="insert")
+        with operation_span(self._tracer_provider, "write", run, dry_run=bool(dry_run)) as span:
+            result = await self._run(run, event_mode="insert")
+            finish_span(span, result.stats, result.success)
+        return result
 
     write = sync_method(write_async)
 
@@ -259,6 +298,219 @@ class KnowledgeMemory:
         return await self._run(run, event_mode="update")
 
     reprocess_event = sync_method(reprocess_event_async)
+
+    # -- background extraction (queue.py) -----------------------------------------------------
+    async def _submit(self, agent_id: str, message: str, speaker_name: str, *, source: str, session_id: str,
+                      occurred_at: datetime, recent: list, overrides: Optional[dict], now: datetime) -> WriteResult:
+        """``write(..., background=True)``: one job row, nothing else (queue.py)."""
+        job_id, event_id = new_id(), new_id()
+        payload = {"message": message, "speaker_name": speaker_name, "source": source, "session_id": session_id,
+                   "occurred_at": iso(occurred_at), "recent_messages": recent, "config_overrides": overrides or None}
+
+        def run() -> None:
+            with self._backend.write("knowledge background write", agent_id) as conn:
+                queue_mod.insert_job(conn, self._tables, job_id=job_id, agent_id=agent_id, event_id=event_id,
+                                     session_id=session_id, payload=payload, now=now,
+                                     max_attempts=queue_mod.DEFAULT_MAX_ATTEMPTS)
+
+        started = time.perf_counter()
+        await self._in_thread(run)
+        worker = self._worker
+        if worker is not None:
+            worker.wake()
+        ms = (time.perf_counter() - started) * 1000.0
+        return WriteResult(event_id=event_id, job_id=job_id, duration_ms=ms,
+                           stats=OperationStats(steps=(StepTiming("enqueue", ms),), total_ms=ms))
+
+    async def process_jobs_async(
+        self,
+        *,
+        max_jobs: Optional[int] = None,
+        lease_seconds: float = 300.0,
+        backoff_base: float = 2.0,
+        backoff_max: float = 300.0,
+        worker_id: Optional[str] = None,
+        _stop: Any = None,
+    ) -> WorkerReport:
+        """Process queued background writes until none is due (or ``max_jobs`` were taken):
+        claim one, run the write pipeline on it, mark it done in the same transaction as its
+        knowledge rows; a failed attempt is retried after ``min(backoff_base * 2^(n-1),
+        backoff_max)`` seconds, up to the job's ``max_attempts``. The lease on a job
+        (``lease_seconds``) is renewed every third of it while the job runs; a job whose
+        worker died is claimed again once its lease has expired. Several workers (threads or
+        processes) can run at once: no job is taken by two."""
+        if not self.has_llm:
+            raise ValueError("process_jobs extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=...")
+        if max_jobs is not None and (isinstance(max_jobs, bool) or not isinstance(max_jobs, int) or max_jobs < 1):
+            raise ValueError("max_jobs must be an int >= 1 or None")
+        for name, value in (("lease_seconds", lease_seconds), ("backoff_base", backoff_base), ("backoff_max", backoff_max)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a number > 0")
+        if worker_id is not None and (not isinstance(worker_id, str) or not worker_id.strip() or len(worker_id) > 128):
+            raise ValueError("worker_id must be a non-empty string of at most 128 characters")
+        wid = worker_id or queue_mod.new_worker_id()
+        counts = {"done": 0, "retried": 0, "failed": 0, "already_done": 0, "lost": 0}
+        ids: list[str] = []
+        while max_jobs is None or len(ids) < max_jobs:
+            if _stop is not None and _stop.stopping.is_set():
+                break
+            outcome, job_id = await self._process_one(wid, float(lease_seconds), float(backoff_base), float(backoff_max))
+            if outcome is None:
+                if _stop is None:
+                    break
+                await _stop.idle(_stop.poll_interval)
+                continue
+            counts[outcome] += 1
+            ids.append(job_id)
+        return WorkerReport(job_ids=tuple(ids), **counts)
+
+    process_jobs = sync_method(process_jobs_async)
+
+    def start_worker(self, *, poll_interval: float = 1.0, lease_seconds: float = 300.0, backoff_base: float = 2.0,
+                     backoff_max: float = 300.0) -> None:
+        """Run a worker in a daemon thread of this process until :meth:`stop_worker` (or
+        :meth:`close`): it processes due jobs, then waits ``poll_interval`` seconds (a
+        background write of this instance wakes it at once)."""
+        if self._closed:
+            raise ValueError("this KnowledgeMemory is closed")
+        if self._worker is not None:
+            raise ValueError("a worker already runs on this KnowledgeMemory; call stop_worker() first")
+        if not self.has_llm:
+            raise ValueError("start_worker extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=...")
+        if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)) or not poll_interval > 0:
+            raise ValueError("poll_interval must be a number > 0")
+        self._worker = queue_mod.WorkerThread(self, float(poll_interval), dict(
+            lease_seconds=lease_seconds, backoff_base=backoff_base, backoff_max=backoff_max))
+
+    def stop_worker(self, timeout: Optional[float] = None) -> Optional[WorkerReport]:
+        """Stop the in-process worker after its current job; returns what it did (None
+        when no worker runs). Re-raises the error that stopped it, if any."""
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return None
+        try:
+            return worker.stop(timeout)
+        except TimeoutError:
+            self._worker = worker  # still running: keep the handle so stop_worker can be called again
+            raise
+
+    async def _process_one(self, wid: str, lease_s: float, base: float, cap: float) -> tuple:
+        now = self._now()
+        job = await self._in_thread(queue_mod.claim, self.runtime, wid, now, now + timedelta(seconds=lease_s))
+        if job is None:
+            return None, None
+        beat = asyncio.ensure_future(self._heartbeat(job["id"], wid, lease_s))
+        try:
+            outcome = await self._run_job(job, wid, base, cap)
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+        log.info("oramem.knowledge job %s attempt %s: %s", job["id"], job["attempts"], outcome)
+        return outcome, job["id"]
+
+    async def _heartbeat(self, job_id: str, wid: str, lease_s: float) -> None:
+        while True:
+            await asyncio.sleep(lease_s / 3.0)
+            now = self._now()
+            if not await self._in_thread(queue_mod.renew, self.runtime, job_id, wid, now + timedelta(seconds=lease_s), now):
+                return
+
+    async def _run_job(self, job: dict, wid: str, base: float, cap: float) -> str:
+        t = self._tables
+        agent, eid, jid = job["agent_id"], job["event_id"], job["id"]
+        payload = job["payload_json"] or {}
+        now = self._now()
+
+        def already() -> bool:
+            with self._backend.read() as conn:
+                return queue_mod.event_exists(conn, t, agent, eid)
+
+        if await self._in_thread(already):
+            done = await self._in_thread(queue_mod.finish_without_work, self.runtime, jid, wid, now,
+                                         {"event_id": eid, "note": "already processed by an earlier attempt"})
+            return "already_done" if done else "lost"
+        try:
+            # a crashed attempt may have left the event's store record (written before the
+            # knowledge transaction): remove it so this attempt can write it again
+            if await self._in_thread(self._store.get, "message", eid) is not None:
+                await self._in_thread(self._store.delete, "message", eid)
+            cfg = merge_config(merge_config(self.config, payload.get("config_overrides")),
+                               {"on_extraction_failure": "rollback"})  # a failed attempt leaves nothing: it is retried
+            run = WriteRun(
+                self, agent_id=agent, message=payload["message"], speaker_name=payload["speaker_name"],
+                source=payload["source"], session_id=payload["session_id"],
+                occurred_at=parse_when(payload.get("occurred_at"), "occurred_at"),
+                recent_messages=list(payload.get("recent_messages") or []), dry_run=False, cfg=cfg, now=now,
+                verbose=False, event_id=eid,
+            )
+
+            def on_commit(conn: Any) -> None:
+                counts: dict[str, int] = {}
+                for d in run.decisions:
+                    counts[d.action] = counts.get(d.action, 0) + 1
+                queue_mod.mark_done(conn, t, jid, wid, now, {"event_id": eid, "attempt": int(job["attempts"]),
+                                                              "decisions": counts}, payload)
+
+            run.on_commit = on_commit
+            with operation_span(self._tracer_provider, "job", run, job_id=jid, attempt=int(job["attempts"])) as span:
+                result = await self._run(run, event_mode="insert")
+                finish_span(span, result.stats, result.success)
+        except queue_mod.LostClaim:
+            return "lost"
+        except Exception as exc:  # noqa: BLE001 - every failure of an attempt is recorded and retried
+            error = f"{type(exc).__name__}: {exc}"
+        else:
+            if result.success:
+                return "done"
+            error = result.error or "extraction failed"
+        return await self._in_thread(queue_mod.fail_attempt, self.runtime, job, wid, error, self._now(), base, cap)
+
+    async def job_status_async(self, agent_id: Optional[str] = None, *, errors: int = 5) -> JobQueueStatus:
+        """Counts of the extraction queue by state, the oldest pending job, the last errors."""
+        if agent_id is not None:
+            validate_agent_id(agent_id)
+        if isinstance(errors, bool) or not isinstance(errors, int) or errors < 0:
+            raise ValueError("errors must be an int >= 0")
+        now = self._now()
+        return await self._read(lambda c: queue_mod.status(c, self._tables, agent_id, now, errors))
+
+    job_status = sync_method(job_status_async)
+
+    async def jobs_async(self, agent_id: Optional[str] = None, *, status: Optional[str] = None,
+                         limit: int = 100) -> list:
+        """Queued background writes (``JobInfo``), oldest first."""
+        if agent_id is not None:
+            validate_agent_id(agent_id)
+        if status is not None and status not in queue_mod.JOB_STATES:
+            raise ValueError(f"status must be one of {', '.join(queue_mod.JOB_STATES)}, got {status!r}")
+        _check_page(limit, 0)
+        return await self._read(lambda c: queue_mod.list_jobs(c, self._tables, agent_id, status, limit))
+
+    jobs = sync_method(jobs_async)
+
+    async def get_job_async(self, job_id: str) -> Optional[JobInfo]:
+        if not isinstance(job_id, str) or not job_id:
+            raise ValueError("job_id must be a non-empty string")
+        j = self._tables.job
+        row = await self._read(lambda c: c.execute(sa.select(j).where(j.c.id == job_id)).mappings().first())
+        return None if row is None else queue_mod.job_info(row)
+
+    get_job = sync_method(get_job_async)
+
+    async def retry_jobs_async(self, job_ids: Optional[list] = None, *, agent_id: Optional[str] = None) -> int:
+        """Put ``failed`` jobs (these ids, or all of the agent, or all) back to ``pending``
+        with a fresh set of attempts; returns how many."""
+        if job_ids is not None:
+            if isinstance(job_ids, str) or not isinstance(job_ids, (list, tuple)) or not job_ids \
+                    or not all(isinstance(x, str) and x for x in job_ids):
+                raise TypeError("job_ids must be a non-empty list of job id strings, or None for every failed job")
+        if agent_id is not None:
+            validate_agent_id(agent_id)
+        now = self._now()
+        return await self._in_thread(queue_mod.retry, self.runtime, None if job_ids is None else list(job_ids), agent_id, now)
+
+    retry_jobs = sync_method(retry_jobs_async)
 
     # -- deterministic writes (no LLM extraction) -----------------------------------------------
     async def add_knowledge_async(
@@ -400,13 +652,17 @@ class KnowledgeMemory:
         else:
             chunks = await run.classify()
         if run.event_vec is None:
+            t_embed = time.perf_counter()
             run.event_vec = (await run.embed([run.message]))[0]
+            run.step("embed_event", t_embed)
         emotion_task = asyncio.ensure_future(run.emotion_step())
         try:
             if prepared is not None:
                 replies = [(chunks[0], prepared)]
             else:
+                t_informed = time.perf_counter()
                 existing = await run.informed_context()
+                run.step("informed_context", t_informed)
                 replies = await run.extract(chunks, existing)
         except ExtractionError as exc:
             await emotion_task
@@ -421,7 +677,9 @@ class KnowledgeMemory:
         run.step("post_process", t_post, facts=len(run.facts), entities=len(run.entities))
         await run.resolve_all()
         await self._decide(run)
+        t_side = time.perf_counter()
         await self._side_vectors(run)
+        run.step("side_vectors", t_side)
         result = None
         for attempt in (1, 2):
             if run.dry_run:
@@ -445,6 +703,7 @@ class KnowledgeMemory:
             result = self._result(run, rel_out)
             break
         result.duration_ms = (time.perf_counter() - started) * 1000.0
+        result.stats = stats_of(run, result.duration_ms)
         return result
 
     async def _decide(self, run: WriteRun, only: Optional[set] = None) -> None:
@@ -513,6 +772,7 @@ class KnowledgeMemory:
             await self._in_thread(commit_mod.commit_event_only, run, trace=trace, event_mode=event_mode)
             result.event_id = run.event_id
         result.duration_ms = (time.perf_counter() - started) * 1000.0
+        result.stats = stats_of(run, result.duration_ms)
         return result
 
     def _fact_dict(self, d: Decision, fact_id: Optional[str], previous: Optional[str]) -> dict:
@@ -616,7 +876,10 @@ class KnowledgeMemory:
             entity_keys=list(entity_keys) if entity_keys is not None else None, as_of=as_of_dt, known_at=known_dt,
             include_directives=bool(include_directives), cfg=cfg, now=now, verbose=bool(verbose),
         )
-        return await run.run()
+        with operation_span(self._tracer_provider, "retrieve", run) as span:
+            result = await run.run()
+            finish_span(span, result.stats)
+        return result
 
     retrieve = sync_method(retrieve_async)
 
@@ -1019,6 +1282,8 @@ class KnowledgeMemory:
                 with self._backend.write("knowledge delete_all", agent_id) as conn:
                     for table in t.all_agent_tables():
                         conn.execute(sa.delete(table).where(table.c.agent_id == agent_id))
+                    # queued messages of the agent go too (a pending one would bring it back)
+                    conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent_id))
                 for fid in fact_ids:
                     self._store.delete("fact", fid)
                 for eid in event_ids:
@@ -1095,12 +1360,16 @@ class KnowledgeMemory:
                     # characters are matched too: erring on the side of erasure)
                     conn.execute(sa.delete(so).where(so.c.session_id.in_(batch)))
                     conn.execute(sa.delete(it).where(it.c.source_context.in_(sorted({b[:32] for b in batch}))))
+                    # queued jobs of the thread stay: the compensation of a failed write deletes
+                    # the thread it created through this same hook, and must not drop the other
+                    # pending messages of that session (STATUS.md, background extraction)
             for batch in reads.chunked(sorted(set(msg_ids))):
                 conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
                 conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))
             for agent in event.agent_ids:
                 for table in t.all_agent_tables():
                     conn.execute(sa.delete(table).where(table.c.agent_id == agent))
+                conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent))
 
 
 def _check_page(limit: Any, offset: Any) -> None:

@@ -12,7 +12,7 @@ import re
 import time
 import zoneinfo
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -35,7 +35,8 @@ from .text import (
     to_utc,
     word_tokens,
 )
-from .types import CorrectionResult, PipelineStep, PipelineTrace
+from .observe import record_step
+from .types import CorrectionResult, PipelineTrace, StepTiming
 
 __all__ = ["WriteRun", "SELF_REFERENCES", "canonical_attribute_key", "detect_corrections", "is_nickname"]
 
@@ -182,8 +183,12 @@ class WriteRun:
         self.tz = zoneinfo.ZoneInfo(cfg.timezone)
         self.call = TaskCall(km.runtime.llm)
         self.rule_based_reconcile = False  # deterministic writes without an LLM
+        #: called with the connection at the end of the knowledge transaction (queue.py)
+        self.on_commit: Optional[Callable[[Any], None]] = None
+        self.timings: list[StepTiming] = []  # every step's latency (OperationStats)
         self.warnings: list[str] = []
         self.trace = PipelineTrace() if verbose else None
+        self.tracer: Any = None  # an OpenTelemetry tracer while the operation's span records
         self.reprocess_event_id = event_id
         self.event_id = event_id or new_id()
         # products of the steps
@@ -220,8 +225,7 @@ class WriteRun:
         log.warning("oramem.knowledge write %s: %s", self.event_id, text.split(":")[0])
 
     def step(self, name: str, started: float, **data: Any) -> None:
-        if self.trace is not None:
-            self.trace.steps.append(PipelineStep(name, (time.perf_counter() - started) * 1000.0, data))
+        record_step(self, name, started, data)
 
     async def read(self, fn):
         def run():

@@ -27,6 +27,7 @@ from . import reads
 from .context import compress_context
 from .errors import LLMError
 from .scoring import dynamic_importance, plan_retrieval, recency_score
+from .observe import record_step, stats_of
 from .tasks import TaskCall
 from .text import iso, ngrams, norm, slug, to_utc
 from .types import (
@@ -34,12 +35,12 @@ from .types import (
     FactDetail,
     GraphRetrievalResult,
     IntentionDetail,
-    PipelineStep,
     PipelineTrace,
     RetrievalCandidate,
     RetrieveResult,
     ScoredFact,
     SpreadingActivationResult,
+    StepTiming,
 )
 
 __all__ = ["RetrieveRun", "temporal_range", "fact_visible"]
@@ -269,6 +270,8 @@ class RetrieveRun:
         self.call = TaskCall(km.runtime.llm)
         self.warnings: list[str] = []
         self.trace = PipelineTrace() if verbose else None
+        self.timings: list[StepTiming] = []  # every step's latency (OperationStats)
+        self.tracer: Any = None  # an OpenTelemetry tracer while the operation's span records
         self.view = View(now, as_of, known_at, bool(cfg.include_stale_facts), None)
         self.cands: dict[str, Cand] = {}
         self.qvec: Optional[np.ndarray] = None
@@ -279,8 +282,7 @@ class RetrieveRun:
             self.warnings.append(text)
 
     def step(self, name: str, started: float, **data: Any) -> None:
-        if self.trace is not None:
-            self.trace.steps.append(PipelineStep(name, (time.perf_counter() - started) * 1000.0, data))
+        record_step(self, name, started, data)
 
     async def read(self, fn):
         return await self.km.runtime.read(fn)
@@ -320,6 +322,7 @@ class RetrieveRun:
         if plan.strategy == "skip":
             result.warnings = list(self.warnings)
             result.duration_ms = (time.perf_counter() - started) * 1000.0
+            result.stats = stats_of(self, result.duration_ms)
             return result
         self.plan = plan
         self.view.trange = temporal_range(self.query, self.now, cfg.timezone)
@@ -421,6 +424,7 @@ class RetrieveRun:
         result.tokens_used = self.call.usage
         result.warnings = list(self.warnings)
         result.duration_ms = (time.perf_counter() - started) * 1000.0
+        result.stats = stats_of(self, result.duration_ms)
         return result
 
     # -- plan inputs, keys, expansion ------------------------------------------------------------

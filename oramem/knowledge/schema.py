@@ -1,7 +1,8 @@
 """The knowledge tables (KC-3.1, KC-3.3, KC-3.4) as SQLAlchemy 2 Core tables that map onto
 SQLite and Oracle.
 
-Eleven tables ``<STORE_ID>_KG_<NAME>`` plus the ``<STORE_ID>_KG_AGENT`` lock table. Each
+Eleven tables ``<STORE_ID>_KG_<NAME>`` plus the ``<STORE_ID>_KG_AGENT`` lock table and the
+``<STORE_ID>_KG_JOB`` extraction queue (``queue.py``). Each
 has every column of its seed model under the seed's name with the seed's default; the
 Postgres-only ``embedding`` (JSON fallback) and ``search_vector`` (TSVECTOR) columns are
 mapped, not stored: the vector is ``embedding_vec`` on both engines and the keyword index
@@ -218,6 +219,7 @@ class KGTables:
     intention: sa.Table
     session_observation: sa.Table
     agent: sa.Table
+    job: sa.Table
 
     def all_agent_tables(self) -> list[sa.Table]:
         """The 11 knowledge tables (every one has ``agent_id``)."""
@@ -443,9 +445,32 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
         sa.Column("agent_id", sa.String(256), primary_key=True),
         _ts("last_write_at"),
     )
+    # the durable extraction queue (queue.py): one row per background write
+    job = sa.Table(
+        p + "JOB", md,
+        _id(primary_key=True), _agent(),
+        _id("event_id", nullable=False),
+        sa.Column("kind", sa.String(16), nullable=False, server_default="write"),
+        sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
+        sa.Column("session_id", sa.String(256)),
+        sa.Column("payload_json", JSONValue(), nullable=False),
+        sa.Column("attempts", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("max_attempts", sa.Integer, nullable=False, server_default=sa.text("5")),
+        _ts("available_at", False),
+        _ts("lease_until"),
+        sa.Column("worker_id", sa.String(128)),
+        sa.Column("last_error", sa.Text),
+        sa.Column("result_json", JSONValue()),
+        _ts("created_at", False),
+        _ts("updated_at", False),
+        _ts("finished_at"),
+        sa.UniqueConstraint("event_id", name=f"{p}JOB_EVENT_UK"),
+        sa.Index(f"{p}JOB_ST_AVAIL_IX", "status", "available_at"),
+        sa.Index(f"{p}JOB_AGT_ST_IX", "agent_id", "status"),
+    )
     return KGTables(
         md, store_id.upper(), vector_dim, event, fact, entity, alias, relationship, link, cluster,
-        meta_observation, registry, intention, session_observation, agent,
+        meta_observation, registry, intention, session_observation, agent, job,
     )
 
 

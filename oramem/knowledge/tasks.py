@@ -264,9 +264,12 @@ class TaskCall:
     def __init__(self, llm: Any) -> None:
         self.llm = llm
         self.usage = TokenUsage()
+        self.calls = 0  # LLM requests made (failed ones included)
+        self.estimated = False  # some reply carried no provider usage: its tokens are estimated
 
     async def __call__(self, task: str, payload: dict, timeout: float, max_tokens: Optional[int] = None) -> dict:
         messages = build_messages(task, payload)
+        self.calls += 1
         try:
             result = await asyncio.wait_for(
                 self.llm.complete_async(
@@ -283,6 +286,7 @@ class TaskCall:
         text = getattr(result, "text", None)
         usage = getattr(result, "usage", None)
         if usage is None:
+            self.estimated = True
             prompt = sum(len(m["content"]) for m in messages) // 4
             out = estimate_tokens(text if isinstance(text, str) else "")
             usage = TokenUsage(prompt, out, prompt + out)

@@ -41,6 +41,11 @@ __all__ = [
     "RelationshipDetail",
     "IntentionDetail",
     "BackgroundRunResult",
+    "StepTiming",
+    "OperationStats",
+    "JobInfo",
+    "JobQueueStatus",
+    "WorkerReport",
 ]
 
 
@@ -257,6 +262,33 @@ class PipelineTrace:
     steps: list[PipelineStep] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class StepTiming:
+    """Wall-clock time of one pipeline step (steps may overlap: emotion tagging runs alongside
+    extraction)."""
+
+    name: str
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class OperationStats:
+    """What one ``write`` / ``retrieve`` cost: LLM calls, tokens (the provider's ``usage``
+    when it reports one; ``tokens_estimated`` is True when some call had none and its tokens
+    were estimated from the text), and the latency of each step, always collected (the
+    ``verbose`` trace adds each step's data)."""
+
+    llm_calls: int = 0
+    tokens: TokenUsage = field(default_factory=TokenUsage)
+    tokens_estimated: bool = False
+    steps: tuple[StepTiming, ...] = ()
+    total_ms: float = 0.0
+
+    def step_ms(self, name: str) -> float:
+        """Summed duration of the steps called ``name`` (0.0 when it did not run)."""
+        return sum(s.duration_ms for s in self.steps if s.name == name)
+
+
 @dataclass
 class WriteResult:
     event_id: str = ""
@@ -278,6 +310,10 @@ class WriteResult:
     success: bool = True
     error: Optional[str] = None
     warnings: list[str] = field(default_factory=list)
+    stats: OperationStats = field(default_factory=OperationStats)
+    #: set by ``write(..., background=True)``: the message is queued as this job (its facts
+    #: lists stay empty; ``event_id`` is the id the event will have once a worker ran it)
+    job_id: Optional[str] = None
 
 
 @dataclass
@@ -310,6 +346,7 @@ class RetrieveResult:
     tokens_used: TokenUsage = field(default_factory=TokenUsage)
     config_effective: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    stats: OperationStats = field(default_factory=OperationStats)
 
 
 @dataclass
@@ -416,3 +453,53 @@ class BackgroundRunResult:
     results: dict[str, Any] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     duration_ms: float = 0.0
+
+
+# ----------------------------------------------------------------------------- background extraction queue
+@dataclass(frozen=True)
+class JobInfo:
+    """One queued extraction (``write(..., background=True)``). ``status``: ``pending``
+    (waiting, possibly until ``available_at`` after a failed attempt), ``running`` (claimed by
+    ``worker_id`` until ``lease_until``), ``done``, ``failed`` (out of attempts; ``last_error``
+    says why; ``retry_jobs`` puts it back)."""
+
+    id: str
+    agent_id: str
+    event_id: str
+    status: str
+    attempts: int
+    max_attempts: int
+    session_id: Optional[str]
+    created_at: datetime
+    updated_at: datetime
+    available_at: datetime
+    lease_until: Optional[datetime] = None
+    worker_id: Optional[str] = None
+    last_error: Optional[str] = None
+    finished_at: Optional[datetime] = None
+    result: Optional[dict[str, Any]] = None
+
+
+@dataclass(frozen=True)
+class JobQueueStatus:
+    """Counts by state (every state present, 0 included), the oldest pending job's creation
+    time and age, and the most recent errors (failed jobs first, then retrying ones)."""
+
+    counts: dict[str, int]
+    oldest_pending_at: Optional[datetime]
+    oldest_pending_age_s: Optional[float]
+    last_errors: tuple[JobInfo, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    """What one ``process_jobs`` run did: jobs completed, retried later, failed for good,
+    found already processed (an earlier attempt committed), and lost (another worker took
+    the job over after this worker's lease expired; its work was rolled back)."""
+
+    done: int = 0
+    retried: int = 0
+    failed: int = 0
+    already_done: int = 0
+    lost: int = 0
+    job_ids: tuple[str, ...] = ()

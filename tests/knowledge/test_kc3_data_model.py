@@ -103,7 +103,7 @@ def test_oracle_ddl_file_is_generated_and_static_checkable():
     body = "\n".join(line for line in text.splitlines() if not line.startswith("--")).strip() + "\n"
     assert body == oracle_ddl("DEFAULT", 384)
     statements = [s.strip() for s in body.split(";") if s.strip()]
-    assert len(statements) == 12 + sum(1 for s in statements if s.startswith("CREATE INDEX"))
+    assert len(statements) == 13 + sum(1 for s in statements if s.startswith("CREATE INDEX"))
     for s in statements:
         assert re.match(r"^CREATE (TABLE|INDEX) IF NOT EXISTS ", s), s[:60]
     assert "VECTOR(384, FLOAT32)" in body and " JSON" in body and "BOOLEAN DEFAULT TRUE" in body

@@ -507,8 +507,12 @@ def test_verbose_pipeline_trace(km, llm):
     assert km.write("a1", "tea", "Pedro").pipeline is None
     r = km.write("a1", "tea", "Pedro", verbose=True)
     names = [s.name for s in r.pipeline.steps]
-    assert set(names) == {"classify", "extract", "emotion", "post_process", "resolve", "reconcile", "commit"}
+    assert set(names) == {"classify", "embed_event", "informed_context", "extract", "emotion", "post_process", "resolve",
+                          "reconcile", "side_vectors", "commit"}
     assert names[0] == "classify" and names[-1] == "commit" and all(s.duration_ms >= 0 for s in r.pipeline.steps)
+    # the stats carry the same steps, with or without verbose
+    assert [s.name for s in r.stats.steps] == names
+    assert [s.name for s in km.write("a1", "tea", "Pedro").stats.steps] == names
 
 
 # ----------------------------------------------------------------------------- KC-4.20

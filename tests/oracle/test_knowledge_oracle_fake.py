@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import types
+from datetime import datetime, timedelta, timezone
 
 import oracledb
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects.oracle import oracledb as sa_oracledb
 from sqlalchemy.pool import NullPool
@@ -16,10 +18,11 @@ from sqlalchemy.pool import NullPool
 from oramem import OracleDBMemoryStore, SchemaPolicy
 from oramem.embedders import HashEmbedder
 from oramem.knowledge.db import OracleBackend
+from oramem.knowledge import queue as queue_mod
 from oramem.knowledge.memory import KnowledgeMemory
 from oramem.knowledge.schema import build_tables
 
-from .fakes import FakePool, Recorder
+from .fakes import FakeConnection, FakePool, Recorder, db_error
 from .test_driver_fake import SETTINGS_OUT
 
 
@@ -95,3 +98,43 @@ def test_f16_knowledge_memory_registers_the_plsql_deletion_hook(monkeypatch):
         assert hooks[0].binds["in_store_id"] == "MYSTORE"
     finally:
         km.close()
+
+
+# ----------------------------------------------------------------------------- the extraction queue (issue 16)
+def test_oracle_claim_uses_for_update_skip_locked_in_one_transaction():
+    rec = Recorder({"sql:FOR UPDATE SKIP LOCKED": [("job-1", "running")]})
+    conn = FakeConnection(rec)
+    now = datetime(2025, 1, 1, 12, tzinfo=timezone.utc)
+    got = queue_mod.claim_oracle(conn, '"S1_KG_JOB"', "w1", now, now + timedelta(seconds=30))
+    assert got == "job-1"
+    kinds = [(c.kind, c.name.split()[0] if c.name else "") for c in rec.calls]
+    assert kinds == [("execute", "UPDATE"), ("execute", "SELECT"), ("execute", "UPDATE"), ("commit", "")]
+    fail_expired, select, update = (c for c in rec.calls if c.kind == "execute")
+    assert select.name.rstrip().endswith("FOR UPDATE SKIP LOCKED") and "ORDER BY" not in select.name
+    assert "FETCH" not in select.name and '"S1_KG_JOB"' in select.name
+    assert "attempts >= max_attempts" in fail_expired.name
+    assert update.binds == {"worker": "w1", "lease": (now + timedelta(seconds=30)).replace(tzinfo=None),
+                            "now": now.replace(tzinfo=None), "id": "job-1", "lost": queue_mod.LEASE_EXPIRED}
+    assert "last_error = :lost" in update.name and "WHERE id = :id" in update.name
+    # nothing due: commit, no update
+    rec2 = Recorder()
+    assert queue_mod.claim_oracle(FakeConnection(rec2), '"S1_KG_JOB"', "w1", now, now) is None
+    assert [c.kind for c in rec2.calls] == ["execute", "execute", "commit"]
+    # a pending row: last_error is left alone
+    rec3 = Recorder({"sql:FOR UPDATE SKIP LOCKED": [("job-2", "pending")]})
+    queue_mod.claim_oracle(FakeConnection(rec3), '"S1_KG_JOB"', "w1", now, now)
+    assert "last_error" not in [c for c in rec3.calls if c.kind == "execute"][2].name
+    # a database error rolls the claim back
+    rec4 = Recorder({"sql:FOR UPDATE SKIP LOCKED": db_error(54, "resource busy")})
+    with pytest.raises(Exception):
+        queue_mod.claim_oracle(FakeConnection(rec4), '"S1_KG_JOB"', "w1", now, now)
+    assert rec4.calls[-1].kind == "rollback"
+
+
+def test_job_table_is_in_the_knowledge_ddl():
+    from oramem.knowledge.schema import oracle_ddl
+
+    ddl = oracle_ddl("S1", 8)
+    assert 'CREATE TABLE IF NOT EXISTS "S1_KG_JOB"' in ddl
+    assert 'CONSTRAINT "S1_KG_JOB_EVENT_UK" UNIQUE (event_id)' in ddl
+    assert 'CREATE INDEX IF NOT EXISTS "S1_KG_JOB_ST_AVAIL_IX" ON "S1_KG_JOB" (status, available_at)' in ddl
