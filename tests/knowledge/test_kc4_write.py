@@ -512,7 +512,8 @@ def test_verbose_pipeline_trace(km, llm):
     assert names[0] == "classify" and names[-1] == "commit" and all(s.duration_ms >= 0 for s in r.pipeline.steps)
     # the stats carry the same steps, with or without verbose
     assert [s.name for s in r.stats.steps] == names
-    assert [s.name for s in km.write("a1", "tea", "Pedro").stats.steps] == names
+    # (emotion tagging runs alongside memory-aware priming and extraction: their order varies)
+    assert sorted(s.name for s in km.write("a1", "tea", "Pedro").stats.steps) == sorted(names)
 
 
 # ----------------------------------------------------------------------------- KC-4.20
