@@ -6,7 +6,8 @@ SC-8.2 cascade); this module removes what the knowledge layer derived from them 
 back the knowledge store records (fact and event records) the store deletes in the same
 transaction.
 
-An agent is erased wholesale: every row of the agent in the eleven tables and its lock row.
+An agent is erased wholesale: every row of the agent in the eleven tables, its lock row and its
+queued background writes (``<ID>_KG_JOB``); a user's queued writes (her threads, her names) go too.
 
 A user is found on every agent, also on an agent shared by several users, by:
 
@@ -52,7 +53,7 @@ PurgeFacts = Callable[[sa.Connection, Any, list], None]
 
 
 def _counts(conn: sa.Connection, t: KGTables) -> dict[str, int]:
-    tables = t.all_agent_tables() + [t.agent]
+    tables = t.all_agent_tables() + [t.agent, t.job]
     return {tb.name: int(conn.execute(sa.select(sa.func.count()).select_from(tb)).scalar_one()) for tb in tables}
 
 
@@ -62,12 +63,27 @@ def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: P
     before = _counts(conn, t)
     records: list[tuple[str, str]] = []
     for agent in event.agent_ids:
-        for table in t.all_agent_tables() + [t.agent]:
+        for table in t.all_agent_tables() + [t.agent, t.job]:
             conn.execute(sa.delete(table).where(table.c.agent_id == agent))
     if event.user_ids:
         records = _erase_user(conn, t, event, purge_facts)
+        _erase_user_jobs(conn, t, event)
     after = _counts(conn, t)
     return ErasureReport({name: before[name] - after[name] for name in before}, tuple(records))
+
+
+def _erase_user_jobs(conn: sa.Connection, t: KGTables, event: DeletionEvent) -> None:
+    """Queued background writes (``<ID>_KG_JOB``) of her threads or spoken under her names: a
+    pending one would bring her message back when a worker runs it."""
+    names = {norm(n) for n in event.names if norm(n)}
+    threads = set(event.thread_ids)
+    j = t.job
+    gone = [
+        r.id for r in conn.execute(sa.select(j.c.id, j.c.session_id, j.c.payload_json))
+        if r.session_id in threads or norm(str((r.payload_json or {}).get("speaker_name") or "")) in names
+    ]
+    for cond in _in(j.c.id, set(gone)):
+        conn.execute(sa.delete(j).where(cond))
 
 
 def _in(column: Any, values: set) -> list:

@@ -47,6 +47,9 @@ def _populate(store: SQLiteMemoryStore, km: KnowledgeMemory, llm: ScriptedLLM) -
             ),
         )
         km.write("shared", f"I hide {token} in {city}", name, session_id=f"s-{user}")
+        # a queued background write of hers, and one in her thread (issue 16: the job table)
+        km.write("shared", f"later: {token} moved", name, session_id="s-other", background=True)
+        km.write("shared", f"also {token}", "Someone", session_id=f"t-{user}", background=True)
 
 
 def _table_hits(path: str, needle: str) -> dict[str, int]:
@@ -107,6 +110,7 @@ def test_forget_user_on_shared_agent_leaves_no_trace(setup):
         assert counts[f"DEFAULT_KG_{table}"] >= 1, table
     # the other user's data is intact, in the store and in the knowledge layer
     assert _table_hits(path, BOB_TOKEN) == bob_before
+    assert counts["DEFAULT_KG_JOB"] == 2 and len(km.jobs("shared")) == 2  # Bob's two stay
     assert [e.canonical_key for e in km.entities("shared")] and "person:alice" not in {e.canonical_key for e in km.entities("shared")}
     assert "person:bob" in {e.canonical_key for e in km.entities("shared")}
     assert any(BOB_TOKEN in f.fact_text for f in km.get_all("shared"))
@@ -129,7 +133,7 @@ def test_forget_agent_erases_all_its_knowledge(setup):
     assert km.get_all("shared") == [] and km.entities("shared") == []
     t = km._tables
     with km._backend.read() as c:
-        for table in t.all_agent_tables() + [t.agent]:
+        for table in t.all_agent_tables() + [t.agent, t.job]:
             assert c.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0, table.name
     # user-scoped store records without the agent stay
     assert {r.user_id for r in store.list("memory")} == {ALICE, "u-bob"}
