@@ -1002,6 +1002,58 @@ def check(state: State) -> None:
         raise CLIError(f"{len(failed)} check(s) failed: {', '.join(f.check for f in failed)}")
 
 
+@cli.command(short_help="Copy every store and its knowledge to another database (resumable).")
+@click.argument("source")
+@click.argument("target")
+@click.option("--only", "only", multiple=True, help="Copy only this store id (repeatable; default: every store).")
+@click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1), help="Records (or knowledge rows) per transaction.")
+def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int) -> None:
+    """Copy every store of SOURCE, with its knowledge tables, into TARGET, then compare
+    record counts and checksums of both sides. Locations: sqlite:PATH (or a path) and
+    oracle://USER@HOST:PORT/SERVICE. Records keep their ids, scope, metadata, created_at,
+    expires_at, retrieval rows and vectors (nothing is re-embedded). Interrupted, run the
+    same command again: what is already in TARGET is skipped. Exit 1 when the comparison
+    finds a difference. The Oracle side is refused in this version (see oramem/migrate.py).
+    (--db and --store are not used: SOURCE and TARGET name the databases.)"""
+    from . import migrate as migration
+
+    state: State = click.get_current_context().obj
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if state.json or not sys.stderr.isatty():
+            return
+        if bar is None:
+            bar = click.progressbar(length=max(total, 1), label="migrating", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        report = migration.migrate(source, target, stores=list(only) or None, batch_size=batch_size, progress=progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    stores_out = [
+        {"memory_store_id": s.store_id, "records": {"source": s.records[0], "target": s.records[1]},
+         "records_match": s.records_match, "knowledge": {t: {"source": a, "target": b} for t, (a, b) in s.knowledge.items()},
+         "knowledge_match": s.knowledge_match}
+        for s in report.stores
+    ]
+    if state.json:
+        emit_json({"ok": report.ok, "copied_records": report.copied_records, "skipped_records": report.skipped_records,
+                   "copied_knowledge_rows": report.copied_knowledge_rows, "stores": stores_out})
+    else:
+        click.echo(f"copied {report.copied_records} record(s) ({report.skipped_records} already there) and "
+                   f"{report.copied_knowledge_rows} knowledge row(s)")
+        for s in report.stores:
+            kg = sum(a for a, _ in s.knowledge.values())
+            verdict = "match" if s.ok else "DIFFER"
+            click.echo(f"  {s.store_id}: {s.records[0]} -> {s.records[1]} records, {kg} knowledge rows; checksums {verdict}")
+    if not report.ok:
+        raise CLIError("the copy differs from the source: " + ", ".join(s.store_id for s in report.stores if not s.ok))
+
+
 # ----------------------------------------------------------------------------- demo
 DEMO_QUERIES: tuple[dict[str, Any], ...] = (
     {"strategy": "vector", "query": "what coffee does she drink", "user_id": "alice"},

@@ -118,3 +118,44 @@ def drop_store(path: str, store_id: str) -> bool:
         conn.close()
     sidecar.remove(path, tables.store_id)  # its vector snapshot (oramem/sqlite/sidecar.py)
     return bool(found)
+
+
+def read_record_rows(path: str, store_id: str, after_seq: int, limit: int, now: str) -> list[tuple[int, Any, list]]:
+    """Live records of one store with seq above ``after_seq``, oldest first, at most
+    ``limit``: ``(seq, Record, [(chunk text, vector bytes or None), ...])`` in chunk order
+    (what ``oramem migrate`` copies; read-only)."""
+    from .records import RECORD_COLUMNS, to_record
+
+    tables = StoreTables(store_id)
+    conn = _connect_ro(path)
+    try:
+        rows = conn.execute(
+            f"SELECT {RECORD_COLUMNS} FROM {tables.records} r WHERE r.seq > ? AND (r.expires_at IS NULL OR r.expires_at > ?) "
+            "ORDER BY r.seq LIMIT ?",
+            (after_seq, now, limit),
+        ).fetchall()
+        chunks: dict[int, list] = {}
+        if rows:
+            for seq, text, vector in conn.execute(
+                f"SELECT record_seq, text, vector FROM {tables.chunks} WHERE record_seq BETWEEN ? AND ? "
+                "ORDER BY record_seq, chunk_index",
+                (rows[0][0], rows[-1][0]),
+            ):
+                chunks.setdefault(seq, []).append((text, vector))
+        return [(row[0], to_record(row), chunks.get(row[0], [])) for row in rows]
+    finally:
+        conn.close()
+
+
+def record_embedder(path: str, store_id: str, identity: Any) -> None:
+    """Record the embedder identity of a store (a migrated copy keeps its source's)."""
+    from ..embedders.identity import encode_identity
+
+    tables = StoreTables(store_id)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(f"UPDATE {CATALOG} SET embedder = ? WHERE store_id = ?", (encode_identity(identity), tables.store_id))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
