@@ -377,8 +377,9 @@ def snippet(text: Optional[str], width: int) -> str:
     return flat[: max(width - 1, 1)] + "…"
 
 
-def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex: int) -> str:
-    """Aligned columns; column ``flex`` (the text) takes the width that is left."""
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex: int, full: bool = False) -> str:
+    """Aligned columns; column ``flex`` (the text) takes the width that is left (``full``:
+    its whole text, on one line)."""
     term = shutil.get_terminal_size((110, 24)).columns
     widths = [len(h) for h in headers]
     for row in rows:
@@ -392,7 +393,7 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex:
         cells = []
         for i, cell in enumerate(row):
             if i == flex:
-                cell = snippet(cell, widths[i])
+                cell = " ".join(cell.split()) if full else snippet(cell, widths[i])
             cells.append(cell if i == len(headers) - 1 else cell.ljust(widths[i]))
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
@@ -402,19 +403,23 @@ def emit_json(payload: Any) -> None:
     click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
 
 
-def results_table(results: Sequence[tuple[Record, float]], *, with_id: bool = False) -> str:
+def results_table(results: Sequence[tuple[Record, float]], *, with_id: bool = False, full: bool = False) -> str:
     """rank, distance, type, scope, (id,) content; ``with_id`` for follow-up get/update."""
     rows = []
     for rank, (record, distance) in enumerate(results, 1):
         row = [str(rank), f"{distance:.4f}", type_text(record), scope_text(record)]
         rows.append(row + ([record.id] if with_id else []) + [record.content or ""])
     headers = ["rank", "distance", "type", "scope"] + (["id"] if with_id else []) + ["content"]
-    return render_table(headers, rows, flex=len(headers) - 1)
+    return render_table(headers, rows, flex=len(headers) - 1, full=full)
 
 
-def records_table(records: Sequence[Record]) -> str:
+def records_table(records: Sequence[Record], *, full: bool = False) -> str:
     rows = [[r.id, type_text(r), scope_text(r), (r.created_at or "")[:19], r.content or ""] for r in records]
-    return render_table(["id", "type", "scope", "created_at", "content"], rows, flex=4)
+    return render_table(["id", "type", "scope", "created_at", "content"], rows, flex=4, full=full)
+
+
+def full_option(fn: Any) -> Any:
+    return click.option("--full", is_flag=True, help="Show the whole content (default: cut to the terminal width).")(fn)
 
 
 # ----------------------------------------------------------------------------- group
@@ -583,6 +588,7 @@ def add(
 @click.option("--exact-agent", is_flag=True, help="Without --agent: only records with no agent.")
 @click.option("--types", multiple=True, help="Record types to search (comma-separated or repeated).")
 @click.option("--filter", "metadata_filter", help="Metadata filter as a JSON object.")
+@full_option
 @pass_state
 def search(
     state: State,
@@ -597,6 +603,7 @@ def search(
     exact_agent: bool,
     types: tuple[str, ...],
     metadata_filter: Optional[str],
+    full: bool,
 ) -> None:
     """Search the store for QUERY; prints rank, distance, type, scope and content."""
     flt = parse_json_option(metadata_filter, "--filter", allow_null=False)
@@ -619,7 +626,7 @@ def search(
     elif not results:
         click.echo("no results")
     else:
-        click.echo(results_table(results, with_id=True))
+        click.echo(results_table(results, with_id=True, full=full))
 
 
 # ----------------------------------------------------------------------------- get / list
@@ -657,6 +664,7 @@ def get(state: State, record_type: str, record_id: str) -> None:
 @click.option("--no-user", is_flag=True, help="Only records without a user.")
 @click.option("--no-agent", is_flag=True, help="Only records without an agent.")
 @click.option("--filter", "metadata_filter", help="Metadata filter as a JSON object; 'null' = records without metadata.")
+@full_option
 @pass_state
 def list_(
     state: State,
@@ -670,6 +678,7 @@ def list_(
     no_user: bool,
     no_agent: bool,
     metadata_filter: Optional[str],
+    full: bool,
 ) -> None:
     """List records of one type, oldest first."""
     if limit is not None and no_limit:
@@ -702,7 +711,7 @@ def list_(
     elif not records:
         click.echo(f"no {record_type} records")
     else:
-        click.echo(records_table(records))
+        click.echo(records_table(records, full=full))
 
 
 # ----------------------------------------------------------------------------- update / delete

@@ -76,3 +76,12 @@ def test_blank_text_and_zero_ttl_are_refused(runner, tmp_path):
     assert "text 2 is empty or blank" in run(runner, "--db", db, "add", "ok", "   ", expect=2).stderr
     assert "would expire the record at once" in run(runner, "--db", db, "add", "--ttl-days", "0", "x", expect=2).stderr
     assert not os.path.exists(db)
+
+
+def test_full_shows_the_whole_content(runner, tmp_path):
+    db = str(tmp_path / "w.db")
+    text = "a long memory " + "word " * 60 + "THE-END"
+    run(runner, "--db", db, "add", text, expect=0)
+    assert "THE-END" not in run(runner, "--db", db, "list", expect=0).stdout  # cut to the width
+    assert "THE-END" in run(runner, "--db", db, "list", "--full", expect=0).stdout
+    assert "THE-END" in run(runner, "--db", db, "search", "memory", "--full", expect=0).stdout
