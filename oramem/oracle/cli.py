@@ -66,7 +66,40 @@ def _fail(e: BaseException) -> click.ClickException:
     return click.ClickException(str(e))
 
 
-@click.group("db")
+class _DbGroup(click.Group):
+    """``oramem db status --dsn X`` works like ``oramem db --dsn X status``: the group's
+    connection options are moved in front of the subcommand (none of them is also a
+    subcommand option)."""
+
+    MOVABLE = {"--dsn": True, "--user": True, "--password-stdin": False}
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        args = list(args)
+        i = 0
+        while i < len(args) and args[i].startswith("-") and args[i] != "--":
+            name = args[i].split("=", 1)[0]
+            i += 2 if self.MOVABLE.get(name) and "=" not in args[i] else 1
+        if i < len(args) and args[i] in self.commands:
+            head, sub, rest, moved, kept = args[:i], args[i], args[i + 1:], [], []
+            j = 0
+            while j < len(rest):
+                token = rest[j]
+                if token == "--":
+                    kept.extend(rest[j:])
+                    break
+                name = token.split("=", 1)[0]
+                if name in self.MOVABLE:
+                    width = 2 if self.MOVABLE[name] and "=" not in token and j + 1 < len(rest) else 1
+                    moved.extend(rest[j:j + width])
+                    j += width
+                    continue
+                kept.append(token)
+                j += 1
+            args = head + moved + [sub] + kept
+        return super().parse_args(ctx, args)
+
+
+@click.group("db", cls=_DbGroup)
 @click.option("--dsn", envvar="ORAMEM_DSN", help="Oracle DSN, e.g. localhost:1521/FREEPDB1 [env ORAMEM_DSN]")
 @click.option("--user", envvar="ORAMEM_USER", help="schema that owns oramem [env ORAMEM_USER]")
 @click.option("--password-stdin", is_flag=True, help="read the password from the first line of stdin "

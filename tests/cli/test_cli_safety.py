@@ -85,3 +85,13 @@ def test_full_shows_the_whole_content(runner, tmp_path):
     assert "THE-END" not in run(runner, "--db", db, "list", expect=0).stdout  # cut to the width
     assert "THE-END" in run(runner, "--db", db, "list", "--full", expect=0).stdout
     assert "THE-END" in run(runner, "--db", db, "search", "memory", "--full", expect=0).stdout
+
+
+def test_db_connection_options_after_the_subcommand(runner, monkeypatch):
+    """new-user-trial #15: `oramem db status --dsn X` is `oramem db --dsn X status`."""
+    for var in ("ORAMEM_DSN", "ORAMEM_USER", "ORAMEM_PASSWORD"):
+        monkeypatch.delenv(var, raising=False)
+    after = runner.invoke(cli, ["db", "status", "--dsn", "localhost:1/X", "--password-stdin"], input="")
+    before = runner.invoke(cli, ["db", "--dsn", "localhost:1/X", "--password-stdin", "status"], input="")
+    assert "No such option" not in after.output and "no user given" in after.output
+    assert (after.exit_code, after.output.splitlines()[-1]) == (before.exit_code, before.output.splitlines()[-1])
