@@ -237,6 +237,8 @@ class State:
 
     def store_key(self) -> str:
         """The upper-cased memory_store_id this invocation addresses."""
+        if self.store_id == "":
+            raise CLIError("--store is empty; give a store id, or leave it out for the default store", 2)
         if not self.store_id:
             return DEFAULT_STORE_ID
         return validate_store_id(self.store_id)
@@ -341,6 +343,8 @@ def split_types(values: Sequence[str]) -> Optional[list[str]]:
     out: list[str] = []
     for v in values:
         out.extend(p.strip() for p in v.split(",") if p.strip())
+    if values and not out:
+        raise CLIError("--types is empty; name record types (e.g. --types memory,fact) or leave it out for all", 2)
     return out or None
 
 
@@ -640,8 +644,8 @@ def print_record(record: Record) -> None:
 
 
 @cli.command(short_help="Show one record.")
-@click.argument("record_type", type=click.Choice(RECORD_TYPES))
-@click.argument("record_id")
+@click.argument("record_type", metavar="TYPE", type=click.Choice(RECORD_TYPES))
+@click.argument("record_id", metavar="ID")
 @pass_state
 def get(state: State, record_type: str, record_id: str) -> None:
     """Show one record (exit status 1 when it does not exist or has expired)."""

@@ -770,7 +770,7 @@ class Normalizer:
         }[store]
         if chosen not in allowed:
             raise ValueError(
-                f"this store was created for {store.value} search and cannot answer strategy={chosen.value!r}; "
+                f"this store is open for {store.value} search (its search_strategy) and cannot answer strategy={chosen.value!r}; "
                 f"allowed: {', '.join(sorted(s.value for s in allowed))} (open it with search_strategy='hybrid' "
                 "and CREATE_IF_NECESSARY to upgrade)"
             )

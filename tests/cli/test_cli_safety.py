@@ -95,3 +95,10 @@ def test_db_connection_options_after_the_subcommand(runner, monkeypatch):
     before = runner.invoke(cli, ["db", "--dsn", "localhost:1/X", "--password-stdin", "status"], input="")
     assert "No such option" not in after.output and "no user given" in after.output
     assert (after.exit_code, after.output.splitlines()[-1]) == (before.exit_code, before.output.splitlines()[-1])
+
+
+def test_empty_types_and_store_are_refused(runner, tmp_path):
+    db = str(tmp_path / "e.db")
+    run(runner, "--db", db, "add", "hello", expect=0)
+    assert "--types is empty" in run(runner, "--db", db, "search", "hello", "--types", "", expect=2).stderr
+    assert "--store is empty" in run(runner, "--db", db, "--store", "", "search", "hello", expect=2).stderr
