@@ -783,8 +783,8 @@ def update(
 
 
 @cli.command(short_help="Delete one record (--cascade for profiles).")
-@click.argument("record_type", type=click.Choice(RECORD_TYPES))
-@click.argument("record_id")
+@click.argument("record_type", metavar="TYPE", type=click.Choice(RECORD_TYPES))
+@click.argument("record_id", metavar="ID")
 @click.option("--cascade", is_flag=True, help="For profiles: also delete the actor's threads and scoped records.")
 @pass_state
 def delete(state: State, record_type: str, record_id: str, cascade: bool) -> None:
