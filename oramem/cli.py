@@ -464,6 +464,7 @@ def full_option(fn: Any) -> Any:
     default="hybrid",
     show_default=True,
     envvar="ORAMEM_STRATEGY",
+    show_envvar=True,
     help="Search strategy the store is opened (and created) with; hybrid can answer all three.",
 )
 @click.version_option(package_name="oramem")
