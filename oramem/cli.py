@@ -138,6 +138,12 @@ def hoist_global_options(group: click.Group, args: list[str]) -> list[str]:
         i += 2 if name in valued and "=" not in args[i] else 1
     if i >= len(args) or args[i] in LAZY_GROUPS or isinstance(group.commands.get(args[i]), click.Group):
         return args
+    return move_before_subcommand(args, i, MOVABLE_OPTIONS)
+
+
+def move_before_subcommand(args: list[str], i: int, movable: dict[str, bool]) -> list[str]:
+    """``args`` with the options named in ``movable`` (name -> takes a value) that follow the
+    subcommand at index ``i`` moved in front of it; anything after ``--`` stays."""
     head, sub, rest = args[:i], args[i], args[i + 1 :]
     moved: list[str] = []
     kept: list[str] = []
@@ -148,8 +154,8 @@ def hoist_global_options(group: click.Group, args: list[str]) -> list[str]:
             kept.extend(rest[j:])
             break
         name = token.split("=", 1)[0]
-        if name in MOVABLE_OPTIONS:
-            if MOVABLE_OPTIONS[name] and "=" not in token and j + 1 < len(rest):
+        if name in movable:
+            if movable[name] and "=" not in token and j + 1 < len(rest):
                 moved.extend(rest[j : j + 2])
                 j += 2
                 continue

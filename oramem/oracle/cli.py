@@ -80,22 +80,9 @@ class _DbGroup(click.Group):
             name = args[i].split("=", 1)[0]
             i += 2 if self.MOVABLE.get(name) and "=" not in args[i] else 1
         if i < len(args) and args[i] in self.commands:
-            head, sub, rest, moved, kept = args[:i], args[i], args[i + 1:], [], []
-            j = 0
-            while j < len(rest):
-                token = rest[j]
-                if token == "--":
-                    kept.extend(rest[j:])
-                    break
-                name = token.split("=", 1)[0]
-                if name in self.MOVABLE:
-                    width = 2 if self.MOVABLE[name] and "=" not in token and j + 1 < len(rest) else 1
-                    moved.extend(rest[j:j + width])
-                    j += width
-                    continue
-                kept.append(token)
-                j += 1
-            args = head + moved + [sub] + kept
+            from ..cli import move_before_subcommand
+
+            args = move_before_subcommand(args, i, self.MOVABLE)
         return super().parse_args(ctx, args)
 
 
