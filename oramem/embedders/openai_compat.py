@@ -1,17 +1,18 @@
 """Embedder for any server that speaks the OpenAI ``/embeddings`` API.
 
 Works with OpenAI itself and with local servers that copy its API (vLLM, llama.cpp
-server, Ollama's ``/v1``, LM Studio, text-embeddings-inference's OpenAI route, ...). It uses
-only the standard library (``urllib``), so it adds no dependency.
+server, Ollama's ``/v1``, LM Studio, text-embeddings-inference's OpenAI route, ...). HTTP goes
+through :mod:`oramem._http` (httpx, pooled connections), shared with the knowledge layer's
+LLM provider.
 
 Behaviour:
 
 - ``POST {base_url}/embeddings`` with ``{"model": ..., "input": [...]}``, at most
   ``batch_size`` texts per request; results are put back in input order by their ``index``.
-- Retries up to ``max_retries`` times on HTTP 429, HTTP 5xx, timeouts and connection
-  errors, with exponential backoff and jitter; a ``Retry-After`` header (seconds or an
-  HTTP date) is honoured, capped at :data:`MAX_RETRY_AFTER` seconds. Any other 4xx fails at
-  once. Errors are :class:`EmbeddingServiceError` and name the endpoint and the status.
+- Retries up to ``max_retries`` times on HTTP 408, 409, 425, 429 and 5xx, timeouts and
+  connection errors, with exponential backoff and jitter; a ``Retry-After`` header (seconds or
+  an HTTP date) is honoured, capped at :data:`MAX_RETRY_AFTER` seconds. Any other 4xx fails at
+  once (the one policy of :mod:`oramem._http`). Errors are :class:`EmbeddingServiceError` and name the endpoint and the status.
 - ``dimension`` is checked on every response; when omitted it is learned lazily, from the
   first response or by a one-text probe when :attr:`embedding_dimension` is read first.
 - ``is_query`` is accepted and ignored: the OpenAI API has no query/passage flag. Models
@@ -21,29 +22,17 @@ Behaviour:
 
 from __future__ import annotations
 
-import email.utils
-import http.client
-import ipaddress
-import json
-import os
-import random
-import socket
 import threading
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any, Mapping, Optional, Sequence
 
+import httpx
 import numpy as np
 
+from .._http import MAX_RETRY_AFTER, OPENAI_HOST, HTTPFailure, JSONPoster, RetryPolicy
+from .._http import resolve_api_key as _resolve_key
 from .base import IEmbedder, texts_argument
 
-__all__ = ["OpenAICompatibleEmbedder", "EmbeddingServiceError", "MAX_RETRY_AFTER"]
-
-#: Longest wait a server's Retry-After header can impose per retry, in seconds.
-MAX_RETRY_AFTER = 60.0
-_BACKOFF_CAP = 20.0
+__all__ = ["OpenAICompatibleEmbedder", "EmbeddingServiceError", "MAX_RETRY_AFTER", "OPENAI_HOST", "resolve_api_key"]
 
 
 class EmbeddingServiceError(RuntimeError):
@@ -60,77 +49,17 @@ class EmbeddingServiceError(RuntimeError):
         self.attempts = attempts
 
 
-class _Retryable(Exception):
-    def __init__(self, message: str, status: Optional[int], retry_after: Optional[float]) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-
-
-def _parse_retry_after(value: Optional[str]) -> Optional[float]:
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when is None:
-            return None
-        seconds = when.timestamp() - time.time()
-    if seconds != seconds:  # NaN
-        return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
-
-
-def _error_detail(body: bytes) -> str:
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        return text[:300]
-    if isinstance(payload, dict):
-        err = payload.get("error", payload)
-        message = err.get("message") if isinstance(err, dict) else None
-        if isinstance(message, str):
-            return message[:300]
-        if isinstance(err, str):
-            return err[:300]
-    return text[:300]
-
-
-OPENAI_HOST = "api.openai.com"
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def resolve_api_key(base_url: str, api_key: Optional[str], allow_insecure_key: bool = False) -> Optional[str]:
     """The key to send to ``base_url`` (see :class:`OpenAICompatibleEmbedder`); raises
     ``ValueError`` rather than send a key in clear text to another machine."""
-    parts = urllib.parse.urlsplit(base_url)
-    host = (parts.hostname or "").lower()
-    source = "api_key"
-    key = api_key
-    if key is None and os.environ.get("ORAMEM_EMBED_API_KEY"):
-        key, source = os.environ["ORAMEM_EMBED_API_KEY"], "ORAMEM_EMBED_API_KEY"
-    if key is None and host == OPENAI_HOST and os.environ.get("OPENAI_API_KEY"):
-        key, source = os.environ["OPENAI_API_KEY"], "OPENAI_API_KEY"
-    if key and parts.scheme == "http" and not _is_loopback(host) and not allow_insecure_key:
-        raise ValueError(
-            f"refusing to send the embedding API key ({source}) in clear text over http to {host!r}: "
-            "use an https:// URL, or opt in with allow_insecure_key=True (CLI: --embed-allow-http-key)"
-        )
-    return key or None
+    return _resolve_key(
+        base_url,
+        api_key,
+        env="ORAMEM_EMBED_API_KEY",
+        allow_insecure_key=allow_insecure_key,
+        what="embedding API key",
+        opt_in="allow_insecure_key=True (CLI: --embed-allow-http-key)",
+    )
 
 
 class OpenAICompatibleEmbedder(IEmbedder):
@@ -182,7 +111,9 @@ class OpenAICompatibleEmbedder(IEmbedder):
         self.max_retries = max_retries
         self.batch_size = batch_size
         self.backoff_base = float(backoff_base)
-        self._extra_headers = dict(extra_headers or {})
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        headers.update(extra_headers or {})
+        self._poster = JSONPoster(self.url, headers=headers)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -207,72 +138,58 @@ class OpenAICompatibleEmbedder(IEmbedder):
         ]
         return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
 
+    async def embed_async(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
+        """Native async: the requests run on the caller's event loop (cancellable)."""
+        texts = texts_argument(texts)
+        if not texts:
+            if self._dimension is None:
+                await self.embed_async(["dimension probe"])
+            assert self._dimension is not None
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        retry = self._retry()
+        parts = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start : start + self.batch_size]
+            try:
+                response = await self._poster.post_async(self._body(batch), timeout=self.timeout, retry=retry)
+            except HTTPFailure as exc:
+                raise self._service_error(exc) from None
+            parts.append(self._parse_response(response, len(batch)))
+        return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+
+    def close(self) -> None:
+        """Release the pooled HTTP connections (the embedder stays usable: it reconnects)."""
+        self._poster.close()
+
     # -- one request ---------------------------------------------------------------------
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "oramem"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        headers.update(self._extra_headers)
-        return headers
+    def _body(self, texts: list[str]) -> dict[str, Any]:
+        return {"model": self.model, "input": texts}
+
+    def _retry(self) -> RetryPolicy:
+        return RetryPolicy(max_retries=self.max_retries, backoff_base=self.backoff_base)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        body = json.dumps({"model": self.model, "input": texts}).encode("utf-8")
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                payload = self._post(body)
-                break
-            except _Retryable as exc:
-                if attempt > self.max_retries:
-                    raise EmbeddingServiceError(
-                        f"embedding request to {self.url} failed after {attempt} attempt(s): {exc}",
-                        url=self.url,
-                        status=exc.status,
-                        attempts=attempt,
-                    ) from None
-                delay = self.backoff_base * (2 ** (attempt - 1))
-                delay = min(delay, _BACKOFF_CAP) * random.uniform(0.5, 1.0)
-                if exc.retry_after is not None:
-                    delay = max(delay, exc.retry_after)
-                time.sleep(delay)
-            except EmbeddingServiceError as exc:
-                exc.attempts = attempt
-                raise
-        return self._parse(payload, len(texts))
+        try:
+            response = self._poster.post(self._body(texts), timeout=self.timeout, retry=self._retry())
+        except HTTPFailure as exc:
+            raise self._service_error(exc) from None
+        return self._parse_response(response, len(texts))
 
-    def _post(self, body: bytes) -> Any:
-        request = urllib.request.Request(self.url, data=body, headers=self._headers(), method="POST")
+    def _service_error(self, exc: HTTPFailure) -> EmbeddingServiceError:
+        if exc.retried:
+            message = f"embedding request to {self.url} failed after {exc.attempts} attempt(s): {exc.reason}"
+        else:
+            message = f"embedding request to {self.url} was rejected: {exc.reason}"
+        return EmbeddingServiceError(message, url=self.url, status=exc.status, attempts=exc.attempts)
+
+    def _parse_response(self, response: httpx.Response, expected: int) -> np.ndarray:
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            try:
-                detail = _error_detail(exc.read())
-            except Exception:  # a broken error body must not hide the status
-                detail = ""
-            status = exc.code
-            message = f"HTTP {status} {exc.reason}" + (f": {detail}" if detail else "")
-            if status == 429 or 500 <= status < 600:
-                raise _Retryable(message, status, _parse_retry_after(exc.headers.get("Retry-After"))) from None
-            raise EmbeddingServiceError(
-                f"embedding request to {self.url} was rejected: {message}", url=self.url, status=status
-            ) from None
-        except (socket.timeout, TimeoutError) as exc:
-            raise _Retryable(f"timed out after {self.timeout:g}s ({exc})", None, None) from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (socket.timeout, TimeoutError)):
-                raise _Retryable(f"timed out after {self.timeout:g}s", None, None) from None
-            raise _Retryable(f"connection error: {reason}", None, None) from None
-        except (OSError, http.client.HTTPException) as exc:
-            raise _Retryable(f"connection error: {exc}", None, None) from None
-        try:
-            return json.loads(raw)
+            payload = response.json()
         except ValueError:
             raise EmbeddingServiceError(
-                f"embedding response from {self.url} is not JSON: {raw[:200]!r}", url=self.url, status=200
+                f"embedding response from {self.url} is not JSON: {response.content[:200]!r}", url=self.url, status=200
             ) from None
+        return self._parse(payload, expected)
 
     def _parse(self, payload: Any, expected: int) -> np.ndarray:
         data = payload.get("data") if isinstance(payload, dict) else None

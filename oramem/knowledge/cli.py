@@ -7,8 +7,9 @@ store id.
 
 LLM endpoint (``write`` only): ``--llm-base-url``/``--llm-model`` or the environment
 variables ``ORAMEM_LLM_BASE_URL`` and ``ORAMEM_LLM_MODEL``; the key comes from
-``ORAMEM_LLM_API_KEY`` (else ``OPENAI_API_KEY``) and may be absent for local servers. It is
-never accepted on the command line, so it does not land in shell history.
+``ORAMEM_LLM_API_KEY`` (else ``OPENAI_API_KEY``, for ``api.openai.com`` only) and may be absent
+for local servers. It is never accepted on the command line, so it does not land in shell
+history, and never sent over plain http to another machine (use https).
 """
 
 from __future__ import annotations

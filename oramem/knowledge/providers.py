@@ -1,22 +1,18 @@
 """LLM providers (KC-2.1, KC-2.2): the ``LLMProvider`` protocol, ``BaseLLMProvider`` (sync
-``complete()`` derived from the async method) and ``OpenAICompatibleProvider`` (standard
-library HTTP against any ``/chat/completions`` endpoint: OpenAI, vLLM, llama.cpp server,
-Ollama ``/v1``, LM Studio)."""
+``complete()`` derived from the async method) and ``OpenAICompatibleProvider`` (any
+``/chat/completions`` endpoint: OpenAI, vLLM, llama.cpp server, Ollama ``/v1``, LM Studio),
+on the HTTP client and retry policy the embedders use (:mod:`oramem._http`)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
-import os
-import socket
 import threading
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
+import httpx
+
+from .._http import HTTPFailure, JSONPoster, RetryPolicy, resolve_api_key
 from .._sync import run_sync
 from ..embedders import OpenAICompatibleEmbedder
 from .errors import LLMError, LLMTimeout
@@ -26,7 +22,6 @@ __all__ = ["LLMProvider", "BaseLLMProvider", "LLMResult", "TokenUsage", "OpenAIC
 
 log = logging.getLogger("oramem.knowledge")
 
-_RETRY_STATUS = frozenset({408, 409, 425, 429})
 JSON_INSTRUCTION = "Reply with one JSON object only, no prose and no markdown."
 
 
@@ -97,18 +92,17 @@ class NoLLM(BaseLLMProvider):
         raise LLMError("no LLM configured (KnowledgeMemory(llm=None)); pass an LLM provider to use this step")
 
 
-class _Retry(Exception):
-    def __init__(self, message: str, timeout: bool = False) -> None:
-        super().__init__(message)
-        self.timeout = timeout
-
-
 class OpenAICompatibleProvider(BaseLLMProvider):
-    """``POST {base_url}/chat/completions`` with retries (``min(0.5·2^n, 8)`` s) on HTTP
-    408/409/425/429/5xx, connection errors and timeouts. A 400 naming ``response_format``
-    is retried once with the JSON instruction moved into the system prompt, and that mode
-    is remembered. The API key (``api_key``, else ``ORAMEM_LLM_API_KEY``, else
-    ``OPENAI_API_KEY``) is never logged."""
+    """``POST {base_url}/chat/completions`` with the retry policy of :mod:`oramem._http`
+    (HTTP 408/409/425/429/5xx, connection errors and timeouts; exponential backoff from
+    ``backoff_base`` seconds with jitter, ``Retry-After`` honoured). A 400 naming
+    ``response_format`` is retried once with the JSON instruction moved into the system
+    prompt, and that mode is remembered.
+
+    The API key: ``api_key``, else ``$ORAMEM_LLM_API_KEY``, else ``$OPENAI_API_KEY`` only when
+    ``base_url`` is OpenAI's own host (``api.openai.com``). A key is never sent over plain
+    ``http://`` to a host other than this machine unless ``allow_insecure_key=True`` (the
+    constructor refuses instead), and never logged."""
 
     def __init__(
         self,
@@ -119,6 +113,7 @@ class OpenAICompatibleProvider(BaseLLMProvider):
         timeout: float = 30.0,
         max_retries: int = 2,
         headers: Optional[Mapping[str, str]] = None,
+        allow_insecure_key: bool = False,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
@@ -131,10 +126,18 @@ class OpenAICompatibleProvider(BaseLLMProvider):
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + "/chat/completions"
         self.model = model
-        self._api_key = api_key or os.environ.get("ORAMEM_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        key = resolve_api_key(
+            self.base_url,
+            api_key,
+            env="ORAMEM_LLM_API_KEY",
+            allow_insecure_key=allow_insecure_key,
+            what="LLM API key",
+            opt_in="OpenAICompatibleProvider(..., allow_insecure_key=True)",
+        )
         self.timeout = float(timeout)
         self.max_retries = max_retries
-        self._headers = dict(headers or {})
+        auth = {"Authorization": f"Bearer {key}"} if key else {}
+        self._poster = JSONPoster(self.url, headers={**auth, **(headers or {})})
         self._json_in_prompt = False
         self._mode_lock = threading.Lock()
         self.backoff_base = 0.5
@@ -142,16 +145,64 @@ class OpenAICompatibleProvider(BaseLLMProvider):
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider(base_url={self.base_url!r}, model={self.model!r})"
 
-    async def complete_async(self, messages, *, temperature=0.0, response_format=None, max_tokens=None, timeout=None):
-        return await asyncio.to_thread(
-            self._complete, list(messages), temperature, response_format, max_tokens, timeout
-        )
+    async def complete_async(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        temperature: float = 0.0,
+        response_format: Optional[Mapping[str, Any]] = None,
+        max_tokens: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> LLMResult:
+        msgs = list(messages)
+        format_retry_done = False
+        while True:
+            body = self._body(msgs, temperature, response_format, max_tokens)
+            try:
+                response = await self._poster.post_async(body, timeout=self._timeout(timeout), retry=self._retry())
+            except HTTPFailure as exc:
+                if self._format_fallback(exc, response_format, format_retry_done):
+                    format_retry_done = True
+                    continue
+                raise self._llm_error(exc) from None
+            return self._result(response)
 
-    def complete(self, messages, *, temperature=0.0, response_format=None, max_tokens=None, timeout=None):
-        return self._complete(list(messages), temperature, response_format, max_tokens, timeout)
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        temperature: float = 0.0,
+        response_format: Optional[Mapping[str, Any]] = None,
+        max_tokens: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> LLMResult:
+        msgs = list(messages)
+        format_retry_done = False
+        while True:
+            body = self._body(msgs, temperature, response_format, max_tokens)
+            try:
+                response = self._poster.post(body, timeout=self._timeout(timeout), retry=self._retry())
+            except HTTPFailure as exc:
+                if self._format_fallback(exc, response_format, format_retry_done):
+                    format_retry_done = True
+                    continue
+                raise self._llm_error(exc) from None
+            return self._result(response)
+
+    def close(self) -> None:
+        """Release the pooled HTTP connections (the provider stays usable: it reconnects)."""
+        self._poster.close()
 
     # -- internals -----------------------------------------------------------------------
-    def _body(self, messages: list, temperature: float, response_format: Any, max_tokens: Optional[int]) -> dict:
+    def _timeout(self, timeout: Optional[float]) -> float:
+        return float(timeout) if timeout is not None else self.timeout
+
+    def _retry(self) -> RetryPolicy:
+        return RetryPolicy(max_retries=self.max_retries, backoff_base=self.backoff_base)
+
+    def _body(
+        self, messages: list[Mapping[str, str]], temperature: float, response_format: Any, max_tokens: Optional[int]
+    ) -> dict[str, Any]:
         msgs = [dict(m) for m in messages]
         body: dict[str, Any] = {"model": self.model, "messages": msgs, "temperature": temperature}
         if max_tokens is not None:
@@ -166,56 +217,28 @@ class OpenAICompatibleProvider(BaseLLMProvider):
                 body["response_format"] = dict(response_format)
         return body
 
-    def _complete(self, messages, temperature, response_format, max_tokens, timeout) -> LLMResult:
-        deadline_timeout = float(timeout) if timeout is not None else self.timeout
-        attempt = 0
-        format_retry_done = False
-        while True:
-            body = self._body(messages, temperature, response_format, max_tokens)
-            try:
-                return self._post(body, deadline_timeout)
-            except _FormatRejected:
-                if format_retry_done or response_format is None:
-                    raise LLMError(f"{self.url}: the server rejected response_format") from None
-                with self._mode_lock:
-                    self._json_in_prompt = True
-                format_retry_done = True
-                continue
-            except _Retry as exc:
-                if attempt >= self.max_retries:
-                    if exc.timeout:
-                        raise LLMTimeout(f"{self.url}: timed out after {attempt + 1} attempt(s)") from None
-                    raise LLMError(f"{self.url}: {exc} after {attempt + 1} attempt(s)") from None
-                time.sleep(min(self.backoff_base * 2**attempt, 8.0))
-                attempt += 1
+    def _format_fallback(self, exc: HTTPFailure, response_format: Any, done: bool) -> bool:
+        """Whether to retry once with the JSON instruction in the prompt (a 400 that names
+        ``response_format``); raises when the server rejects it again."""
+        if exc.status != 400 or "response_format" not in exc.body:
+            return False
+        if done or response_format is None:
+            raise LLMError(f"{self.url}: the server rejected response_format") from None
+        with self._mode_lock:
+            self._json_in_prompt = True
+        return True
 
-    def _post(self, body: dict, timeout: float) -> LLMResult:
-        data = json.dumps(body).encode("utf-8")
-        headers = {"Content-Type": "application/json", "Accept": "application/json", **self._headers}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+    def _llm_error(self, exc: HTTPFailure) -> LLMError:
+        if exc.retried:
+            if exc.timed_out:
+                return LLMTimeout(f"{self.url}: timed out after {exc.attempts} attempt(s)")
+            return LLMError(f"{self.url}: {exc.reason} after {exc.attempts} attempt(s)")
+        return LLMError(f"{self.url}: {exc.reason}")
+
+    def _result(self, response: httpx.Response) -> LLMResult:
+        raw = response.content
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read()[:200].decode("utf-8", "replace")
-            status = exc.code
-            if status == 400 and "response_format" in detail:
-                raise _FormatRejected() from None
-            if status in _RETRY_STATUS or status >= 500:
-                raise _Retry(f"HTTP {status}: {detail}") from None
-            raise LLMError(f"{self.url}: HTTP {status}: {detail}") from None
-        except (socket.timeout, TimeoutError) as exc:
-            raise _Retry(f"timeout ({exc})", timeout=True) from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (socket.timeout, TimeoutError)):
-                raise _Retry("timeout", timeout=True) from None
-            raise _Retry(f"connection error: {exc.reason}") from None
-        except (ConnectionError, OSError) as exc:
-            raise _Retry(f"connection error: {exc}") from None
-        try:
-            payload = json.loads(raw)
+            payload = response.json()
             text = payload["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             raise LLMError(f"{self.url}: unexpected reply: {raw[:200].decode('utf-8', 'replace')}") from None
@@ -228,7 +251,3 @@ class OpenAICompatibleProvider(BaseLLMProvider):
             pout = int(u.get("completion_tokens") or 0)
             usage = TokenUsage(pin, pout, int(u.get("total_tokens") or (pin + pout)))
         return LLMResult(text, usage)
-
-
-class _FormatRejected(Exception):
-    pass

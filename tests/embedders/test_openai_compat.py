@@ -301,3 +301,24 @@ def test_single_string_is_rejected(server):
     with pytest.raises(TypeError, match="single string"):
         make(server).embed("x")
     assert server.requests == []
+
+
+def test_one_retry_policy_with_the_llm_provider(server):
+    """The embedder and the LLM provider share oramem/_http.py: 408 and 409 are retried here
+    too, and the backoff is capped (a huge backoff_base does not wait minutes)."""
+    from oramem import _http
+
+    server.script = [lambda p: (408, {}, b"{}"), lambda p: (409, {}, b"{}")]
+    make(server, max_retries=2).embed(["ok"])
+    assert len(server.requests) == 3
+    policy = _http.RetryPolicy(max_retries=5, backoff_base=1000.0)
+    assert all(_http.BACKOFF_CAP / 2 <= policy.delay(n, None) <= _http.BACKOFF_CAP for n in range(1, 6))
+    assert policy.delay(1, 30.0) == 30.0  # Retry-After wins when longer
+    assert _http.parse_retry_after("9999") == _http.MAX_RETRY_AFTER
+
+
+def test_close_releases_connections_and_the_embedder_reconnects(server):
+    e = make(server)
+    e.embed(["a"])
+    e.close()
+    np.testing.assert_array_equal(e.embed(["bb"]), expected(["bb"]))

@@ -219,3 +219,49 @@ def test_logger_never_logs_content_at_info(km, llm, caplog):
     with caplog.at_level(logging.DEBUG, logger="oramem.knowledge"):
         km.write("a1", "my secret is PINEAPPLE42", "Pedro")
     assert all("PINEAPPLE42" not in r.getMessage() for r in caplog.records if r.levelno >= logging.INFO)
+
+
+# -- the API key rules the provider shares with the embedders (oramem/_http.py) ------------
+
+
+async def test_provider_sends_openai_key_only_to_openai(server, monkeypatch):
+    """OPENAI_API_KEY is OpenAI's: it is never sent to another host (here a loopback server)."""
+    monkeypatch.delenv("ORAMEM_LLM_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    await OpenAICompatibleProvider(server.base_url, "m").complete_async(msgs())
+    assert "Authorization" not in server.headers[-1]
+    monkeypatch.setenv("ORAMEM_LLM_API_KEY", "sk-llm")
+    await OpenAICompatibleProvider(server.base_url, "m").complete_async(msgs())
+    assert server.headers[-1]["Authorization"] == "Bearer sk-llm"
+    await OpenAICompatibleProvider(server.base_url, "m", api_key="sk-arg").complete_async(msgs())
+    assert server.headers[-1]["Authorization"] == "Bearer sk-arg"
+
+
+def test_provider_refuses_a_key_over_plain_http_to_another_host(monkeypatch):
+    monkeypatch.delenv("ORAMEM_LLM_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match=r"refusing to send the LLM API key \(api_key\) in clear text over http to '10\.0\.0\.5'"):
+        OpenAICompatibleProvider("http://10.0.0.5:8000/v1", "m", api_key="sk-x")
+    monkeypatch.setenv("ORAMEM_LLM_API_KEY", "sk-env")
+    with pytest.raises(ValueError, match="ORAMEM_LLM_API_KEY.*allow_insecure_key=True"):
+        OpenAICompatibleProvider("http://llm.example.com/v1", "m")
+    OpenAICompatibleProvider("http://llm.example.com/v1", "m", allow_insecure_key=True)  # opted in
+    OpenAICompatibleProvider("https://llm.example.com/v1", "m")
+    monkeypatch.delenv("ORAMEM_LLM_API_KEY")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    OpenAICompatibleProvider("http://llm.example.com/v1", "m")  # OpenAI's key is not for this host: nothing to refuse
+
+
+async def test_provider_key_is_never_logged_nor_in_errors(server, monkeypatch, caplog):
+    monkeypatch.setenv("ORAMEM_LLM_API_KEY", "sk-never-logged-42")
+    caplog.set_level(logging.DEBUG)  # every logger, httpx and httpcore included
+    p = OpenAICompatibleProvider(server.base_url, "m", max_retries=1)
+    p.backoff_base = 0.0
+    await p.complete_async(msgs())
+    p.complete(msgs())
+    server.failures = [(500, "boom")] * 2
+    with pytest.raises(LLMError) as info:
+        await p.complete_async(msgs())
+    assert server.headers[0]["Authorization"] == "Bearer sk-never-logged-42"
+    assert "sk-never-logged" not in caplog.text
+    assert "sk-never-logged" not in str(info.value) and "sk-never-logged" not in repr(p)
