@@ -136,8 +136,8 @@ def recheck(run: WriteRun, conn: sa.Connection) -> None:
                     f.c.agent_id == run.agent_id, f.c.entity_key.in_(batch), f.c.valid_to.is_(None),
                     f.c.invalidated_at.is_(None), f.c.fact_text.in_(tbatch),
                 ).order_by(f.c.created_at, f.c.id)
-                for r in conn.execute(q).mappings():
-                    r = dict(r)
+                for m in conn.execute(q).mappings():
+                    r = dict(m)
                     if not reads.is_expired(r, run.now):
                         existing.setdefault((r["entity_key"], r["fact_text"]), r)
         taken = {d.target["id"] for d in run.decisions if d.target is not None}
@@ -184,9 +184,9 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
         )
     summaries: dict[str, str] = {}
     for name, text in run.updated_summaries.items():
-        key = run.resolved.get(norm(name), (None,))[0]
-        if key:
-            summaries.setdefault(key, text)
+        summary_key = run.resolved.get(norm(name), (None,))[0]
+        if summary_key:
+            summaries.setdefault(summary_key, text)
     for ins in p.entity_inserts:
         if ins["summary_text"] is None and ins["canonical_key"] in summaries:
             ins["summary_text"] = summaries[ins["canonical_key"]]
@@ -272,6 +272,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
             p.fact_inserts.append(row)
         elif d.action == "NOOP":
             old = d.target
+            assert old is not None  # a NOOP decision names the fact it confirms
             conf = max(float(old["confidence"]), float(f.confidence))
             upd = {
                 "last_confirmed_at": now,
@@ -283,6 +284,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
                 upd["needs_confirmation"] = False
             p.fact_updates[old["id"]] = upd
         elif d.action == "DELETE":
+            assert d.target is not None  # a DELETE decision names the fact it closes
             p.fact_updates[d.target["id"]] = {"valid_to": run.t_event}
             p.closing[d.target["id"]] = ("valid_to", run.t_event)
     # links (KC-4.12)
@@ -497,15 +499,15 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
                 )
             )
         else:
-            values: dict[str, Any] = {
+            rel_values: dict[str, Any] = {
                 "strength": min(1.0, float(row["strength"]) + float(run.cfg.relation_reinforce_step)),
                 "updated_at": now,
             }
             if ev is not None:
-                values["evidence_fact_id"] = ev
+                rel_values["evidence_fact_id"] = ev
             if action == "reactivated":
-                values.update(valid_to=None, invalidated_at=None, valid_from=run.t_event)
-            conn.execute(sa.update(r_).where(r_.c.id == row["id"]).values(**values))
+                rel_values.update(valid_to=None, invalidated_at=None, valid_from=run.t_event)
+            conn.execute(sa.update(r_).where(r_.c.id == row["id"]).values(**rel_values))
         rel_out.append(
             {"source_entity_key": r.source_key, "target_entity_key": r.target_key, "rel_type": r.rel_type, "action": action}
         )

@@ -82,8 +82,8 @@ class SQLiteBackend(Backend):
         )
         # transactions are the store's (BEGIN IMMEDIATE ... COMMIT / ROLLBACK); SQLAlchemy
         # only builds and runs statements on the shared connection.
-        engine.dialect.do_commit = lambda dbapi_conn: None  # type: ignore[method-assign]
-        engine.dialect.do_rollback = lambda dbapi_conn: None  # type: ignore[method-assign]
+        engine.dialect.do_commit = lambda dbapi_connection: None  # type: ignore[method-assign]
+        engine.dialect.do_rollback = lambda dbapi_connection: None  # type: ignore[method-assign]
         self.sa_engine = engine
 
     @contextlib.contextmanager

@@ -124,7 +124,7 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime) -> Clusterin
     groups: dict[str, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["entity_key"], []).append(r)
-    plans = []  # (cluster_id or None, entity_key, facts, changed)
+    plans: list[list[Any]] = []  # (cluster_id or None, entity_key, facts, changed)
     chosen: set[str] = set()
     for key in sorted(groups):
         facts = groups[key]
@@ -253,7 +253,7 @@ async def detect_communities(km, agent_id: str, cfg: Any, now: datetime) -> Comm
     communities = sorted((sorted(v) for v in comps.values() if len(v) >= 2), key=lambda v: cls[v[0]]["id"])
     res = CommunityDetectionResult()
     call = TaskCall(km.runtime.llm)
-    actions = []
+    actions: list[tuple[Any, ...]] = []
     for comp in communities:
         members = [cls[i] for i in comp]
         res.clusters_in_communities += len(members)
@@ -398,7 +398,7 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> Consolidati
                       "facts": [facts[i - 1]["id"] for i in fi], "confidence": conf})
         if len(items) == 5:
             break
-    actions = []
+    actions: list[tuple[Any, ...]] = []
     for it in items:
         vec = await _embed_one(km, it["title"])
         match = None

@@ -36,7 +36,7 @@ from .text import (
     word_tokens,
 )
 from .observe import record_step
-from .types import CorrectionResult, PipelineTrace, StepTiming
+from .types import CorrectionResult, ExtractionStrategy, InputClassification, PipelineTrace, StepTiming
 
 __all__ = ["WriteRun", "SELF_REFERENCES", "canonical_attribute_key", "detect_corrections", "is_nickname"]
 
@@ -192,8 +192,12 @@ class WriteRun:
         self.reprocess_event_id = event_id
         self.event_id = event_id or new_id()
         # products of the steps
-        self.classification = None
-        self.strategy = None
+        self.classification: Optional[InputClassification] = None
+        self.strategy: Optional[ExtractionStrategy] = None
+        # set by the commit step (commit.py): what it created, and its plan (a commit.Plan)
+        self.intentions_created: list[dict[str, Any]] = []
+        self.observations_created: list[dict[str, Any]] = []
+        self.plan: Any = None
         self.emotion: Optional[dict] = None
         self.event_vec: Optional[np.ndarray] = None
         self.extraction_error: Optional[str] = None
@@ -254,12 +258,17 @@ class WriteRun:
         return arr
 
     # -- steps 1-3 -------------------------------------------------------------------------
+    def chosen_strategy(self) -> ExtractionStrategy:
+        """The strategy :meth:`classify` chose (it runs first)."""
+        assert self.strategy is not None, "classify() runs before extraction"
+        return self.strategy
+
     async def classify(self) -> list[Chunk]:
         t0 = time.perf_counter()
-        self.classification = classify_input(self.message)
-        self.strategy = select_strategy(self.classification)
-        chunks = split_chunks(self.message, self.classification, self.strategy)
-        self.step("classify", t0, input_type=self.classification.input_type.value, chunks=len(chunks))
+        self.classification = classification = classify_input(self.message)
+        self.strategy = strategy = select_strategy(classification)
+        chunks = split_chunks(self.message, classification, strategy)
+        self.step("classify", t0, input_type=classification.input_type.value, chunks=len(chunks))
         return chunks
 
     async def emotion_step(self) -> None:
@@ -336,7 +345,7 @@ class WriteRun:
             "existing_knowledge": existing,
             "chunk": None
             if chunk.count <= 1
-            else {"index": chunk.index, "count": chunk.count, "hint": self.strategy.chunk_context_hint, "heading": chunk.heading},
+            else {"index": chunk.index, "count": chunk.count, "hint": self.chosen_strategy().chunk_context_hint, "heading": chunk.heading},
         }
 
     async def extract(self, chunks: list[Chunk], existing: list[dict]) -> list[tuple[Chunk, dict]]:
@@ -354,7 +363,7 @@ class WriteRun:
                 async with sem:
                     try:
                         return await self.call(
-                            "extract", payload, self.cfg.extraction_timeout_sec, self.strategy.max_tokens_per_call
+                            "extract", payload, self.cfg.extraction_timeout_sec, self.chosen_strategy().max_tokens_per_call
                         )
                     except LLMError as exc:
                         last = exc
@@ -369,7 +378,7 @@ class WriteRun:
                     raise r
             raise failures[0]
         self.step("extract", t0, calls=len(chunks))
-        return list(zip(chunks, results))
+        return list(zip(chunks, [r for r in results if not isinstance(r, BaseException)]))
 
     # -- step 4 ------------------------------------------------------------------------------
     def postprocess(self, replies: list[tuple[Chunk, dict]]) -> None:
@@ -580,7 +589,7 @@ class WriteRun:
         self._prefetched_slugs = set(slugs)
         self._prefetched_norms = set(norms)
         if not hasattr(self, "_known_entities"):
-            self._known_entities = {}
+            self._known_entities: dict[str, dict] = {}
         self._known_entities.update(known)
         vecs = await self.embed(to_embed) if to_embed else np.zeros((0, self.km.runtime.dim), np.float32)
         self.name_vecs = {norm(n): vecs[i] for i, n in enumerate(to_embed)}
@@ -651,7 +660,7 @@ class WriteRun:
         if n in self.resolved:
             return self.resolved[n]
         if not hasattr(self, "_known_entities"):
-            self._known_entities: dict[str, dict] = {}
+            self._known_entities = {}
         t = self.t
         # 0 speaker
         if self.is_self(name):
@@ -929,7 +938,7 @@ class WriteRun:
                 out.append(Decision(f, "ADD"))
                 continue
             used.add(target["id"])
-            kind = "correction" if action == "UPDATE" and d.get("update_kind") == "correction" else "change"
+            kind = "correction" if action == "UPDATE" and d is not None and d.get("update_kind") == "correction" else "change"
             out.append(Decision(f, action, target, kind))
         return out
 

@@ -303,7 +303,7 @@ class RetrieveRun:
     def _add(self, row: dict, signal: str, score: float, edges: tuple = ()) -> bool:
         c = self.cands.get(row["id"])
         new = c is None
-        if new:
+        if c is None:
             c = self.cands[row["id"]] = Cand(row)
         if score > c.scores.get(signal, -1.0):
             c.scores[signal] = float(score)
@@ -509,19 +509,19 @@ class RetrieveRun:
         terms: list[str] = []
         if primed:
             f = t.fact
-            rows = conn.execute(
+            primed_rows = conn.execute(
                 sa.select(f.c.attribute_key, f.c.value_json, f.c.ttl_days, f.c.ingested_at)
                 .where(f.c.agent_id == self.agent_id, f.c.entity_key.in_(primed), f.c.valid_to.is_(None),
                        f.c.invalidated_at.is_(None))
                 .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id)
                 .limit(200)
             ).mappings()
-            for row in rows:
-                if reads.is_expired(dict(row), self.now):
+            for prow in primed_rows:
+                if reads.is_expired(dict(prow), self.now):
                     continue
-                for v in (row["attribute_key"], row["value_json"]):
+                for v in (prow["attribute_key"], prow["value_json"]):
                     if isinstance(v, (str, int, float)) and not isinstance(v, bool):
-                        s = str(v).replace("_", " ") if v is row["attribute_key"] else str(v)
+                        s = str(v).replace("_", " ") if v is prow["attribute_key"] else str(v)
                         if s.strip() and s not in terms:
                             terms.append(s)
                 if len(terms) >= 10:
@@ -691,24 +691,24 @@ class RetrieveRun:
         qwords = " " + " ".join(norm(re.sub(r"[^\w\s]", " ", self.query)).split()) + " "
         taken: dict[str, dict] = {}
         for m in conn.execute(stmt).mappings():
-            row = dict(m)
-            via, hop = row.pop("_via"), int(row.pop("_hop"))
-            if not fact_visible(row, self.view):
+            frow = dict(m)
+            via, hop = frow.pop("_via"), int(frow.pop("_hop"))
+            if not fact_visible(frow, self.view):
                 continue
-            if row["id"] not in taken and len(taken) >= cfg.graph_max_facts:
+            if frow["id"] not in taken and len(taken) >= cfg.graph_max_facts:
                 continue
             _, s, rid = kept[via]
-            fact_age = _days(row["valid_from"], self.now)
+            fact_age = _days(frow["valid_from"], self.now)
             edge_factor = 1.0
             if hop > 0 and rid in edge_rows:
                 edge_factor = max(0.2, 1.0 / (1.0 + _days(edge_rows[rid]["updated_at"], self.now) / 90.0))
             name = norm(names.get(via) or "")
             boost = 1.5 if name and f" {name} " in qwords else 1.0
             score = _clip01(s * max(0.1, 1.0 / (1.0 + fact_age / 30.0)) * edge_factor * boost * cfg.graph_hop_factors[hop])
-            prev = taken.get(row["id"])
+            prev = taken.get(frow["id"])
             if prev is None or score > prev["score"]:
-                taken[row["id"]] = {"fact_id": row["id"], "entity_key": via, "hop": hop, "score": score, "edge_id": rid}
-            self._add(row, "graph", score, (rid,) if rid else ())
+                taken[frow["id"]] = {"fact_id": frow["id"], "entity_key": via, "hop": hop, "score": score, "edge_id": rid}
+            self._add(frow, "graph", score, (rid,) if rid else ())
         res.facts = sorted(taken.values(), key=lambda x: (x["hop"], -x["score"], x["fact_id"]))
         return res
 

@@ -519,7 +519,7 @@ def oracle_ddl(store_id: str, vector_dim: int) -> str:
         ddl = re.sub(r"BOOLEAN DEFAULT 1", "BOOLEAN DEFAULT TRUE", ddl)
         ddl = re.sub(r"BOOLEAN DEFAULT 0", "BOOLEAN DEFAULT FALSE", ddl)
         out.append(ddl + ";")
-        for ix in sorted(t.indexes, key=lambda i: i.name):
+        for ix in sorted(t.indexes, key=lambda i: i.name or ""):
             stmt = str(CreateIndex(ix).compile(dialect=dialect)).strip()
             out.append(stmt.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1) + ";")
     return "\n\n".join(out) + "\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any, Optional, overload
 
 __all__ = [
     "estimate_tokens",
@@ -125,6 +125,10 @@ def iso(value: Optional[datetime]) -> Optional[str]:
     return to_utc(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@overload
+def parse_when(value: None, argument: str) -> None: ...
+@overload
+def parse_when(value: Any, argument: str) -> datetime: ...
 def parse_when(value: Any, argument: str) -> Optional[datetime]:
     """A datetime or an ISO-8601 string (naive = UTC) → aware UTC datetime."""
     if value is None:
