@@ -4,7 +4,7 @@ Everything here takes a **sync** python-oracledb connection to the schema that o
 will own) oramem, and is what ``oramem db …`` (:mod:`oramem.oracle.cli`) runs.
 
 Scripts. ``plsql/install.sql`` / ``plsql/uninstall.sql`` are SQL*Plus scripts; they are run
-statement by statement here (:func:`oramem.oracle.plsql_parse.split_script`), following
+statement by statement here (:func:`oramem.oracle.scripts.split_script`), following
 ``@@file`` includes relative to the including file, echoing ``PROMPT`` lines, ignoring
 ``SET``/``WHENEVER`` (execution always stops at the first error), and turning ``EXEC x``
 into ``BEGIN x; END;``. After every PL/SQL unit, ``USER_ERRORS`` is read and compilation
@@ -32,7 +32,7 @@ import oracledb
 
 from .calls import PlsqlCall
 from .errors import translate
-from .plsql_parse import split_script
+from .scripts import split_script
 
 __all__ = [
     "ADMIN_CALLS",

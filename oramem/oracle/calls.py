@@ -66,7 +66,7 @@ class PlsqlCall:
 
 def check_calls_against(calls: Iterable[PlsqlCall], packages: Mapping[str, Any]) -> list[str]:
     """Problems between ``calls`` and parsed package specs (``{PACKAGE_NAME: PackageUnit}``,
-    upper-case names, from :mod:`oramem.oracle.plsql_parse`). Empty when all agree."""
+    upper-case names, from the static gate's ``tests/plsql/plsql_parse.py``). Empty when all agree."""
     problems: list[str] = []
     for call in calls:
         pkg = packages.get(call.package.upper())

@@ -192,7 +192,9 @@ PKB = REPO / "plsql" / "oramem_kg_jobs.pkb"
 
 def test_kg_job_calls_match_the_package_spec():
     from oramem.oracle.calls import KG_JOB_CALLS, check_calls_against
-    from oramem.oracle.plsql_parse import package_signatures, split_script
+    from plsql.plsql_parse import package_signatures  # tests/ is on sys.path (rootdir-relative imports)
+
+    from oramem.oracle.scripts import split_script
 
     specs = {}
     for item in split_script(PKS.read_text()):

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from oramem.oracle import admin, cli
-from oramem.oracle.plsql_parse import split_script
+from oramem.oracle.scripts import split_script
 
 from .fakes import FakeConnection, Recorder, db_error
 

@@ -3,7 +3,7 @@ false positives on 23ai syntax are masked (ORACLE_NOTES 13.1).
 
 Masking rules are an explicit, reviewed allow-list. Each rule rewrites one construct that
 ParseOra 0.1.x does not model into an equivalent it does, **token by token** with
-:func:`oramem.oracle.plsql_parse.tokenize` (so strings and comments are never touched) and
+:func:`oramem.oracle.scripts.tokenize` (so strings and comments are never touched) and
 with the same length and line breaks (so reported lines and columns stay right). Whole
 files or statements are never skipped.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from oramem.oracle.plsql_parse import significant, tokenize
+from .plsql_parse import significant, tokenize
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE_DIRS = ("ddl", "plsql")

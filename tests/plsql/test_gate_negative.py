@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from oramem.oracle.calls import PlsqlCall, check_calls_against
-from oramem.oracle.plsql_parse import (
+from .plsql_parse import (
     PlsqlSyntaxError,
     check_structure,
     compare_spec_body,

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from oramem.oracle.plsql_parse import significant, split_script, tokenize
+from .plsql_parse import significant, split_script, tokenize
 
 from .plsql_gate import REPO, parse_errors
 from .test_static_gate import _packages

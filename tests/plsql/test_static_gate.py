@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from oramem.oracle.plsql_parse import (
+from .plsql_parse import (
     PlsqlSyntaxError,
     check_structure,
     compare_spec_body,
