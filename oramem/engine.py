@@ -20,15 +20,16 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .errors import CapabilityError
-from .requests import AddRequest, DeletionEvent, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest
+from .requests import AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest
 from .types import Record, SchemaPolicy
 
 __all__ = ["Engine", "DeletionHook"]
 
 #: A deletion hook receives the engine-specific transactional handle (the sqlite3
 #: connection for SQLite) and the event; it runs inside the deleting transaction and may
-#: raise to abort the delete.
-DeletionHook = Callable[[Any, DeletionEvent], None]
+#: raise to abort the delete. For a ``forget`` event it returns an :class:`ErasureReport` of
+#: what it erased (other events: None).
+DeletionHook = Callable[[Any, DeletionEvent], Optional[ErasureReport]]
 
 
 class Engine(abc.ABC):

@@ -21,7 +21,7 @@ import uuid
 import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence, overload
 
 import numpy as np
 
@@ -82,6 +82,10 @@ def check_record_type(record_type: Any, *, allow_thread: bool = True) -> str:
     return record_type
 
 
+@overload
+def check_id(value: Any, argument: str) -> str: ...
+@overload
+def check_id(value: Any, argument: str, *, optional: bool) -> Optional[str]: ...
 def check_id(value: Any, argument: str, *, optional: bool = False) -> Optional[str]:
     """A record/thread/user/agent id: 1..255 characters, no NUL."""
     if value is None and optional:

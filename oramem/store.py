@@ -14,7 +14,7 @@ import builtins
 import dataclasses
 import warnings
 from datetime import datetime
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 from .embedders.identity import identity_of
 from .engine import DeletionHook, Engine
@@ -23,6 +23,7 @@ from .normalize import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_STORE_ID,
     Normalizer,
+    RecordDraft,
     _positive_int,
     check_id,
     check_record_type,
@@ -30,9 +31,10 @@ from .normalize import (
     parse_timestamp,
     validate_store_id,
 )
-from .requests import AddRequest, ForgetRequest, StoreSettings
+from .requests import AddRequest, ForgetRequest, NewRecord, StoreSettings
 from .types import (
     NOT_SET,
+    NotSetType,
     PROFILE_TYPES,
     TTL_TYPES,
     MemoryRetentionConfig,
@@ -43,6 +45,9 @@ from .types import (
     SearchStrategy,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 __all__ = ["IMemoryStore", "OracleMemoryStore", "SQLiteMemoryStore", "OracleDBMemoryStore"]
 
 _STORE_KWARGS = frozenset({"batch_size"})
@@ -50,13 +55,13 @@ _STORE_KWARGS = frozenset({"batch_size"})
 ON_CONFLICT = ("fail", "skip", "replace")
 
 
-def _restored_times(times: Any, drafts: list) -> list:
+def _restored_times(times: Any, drafts: builtins.list[RecordDraft]) -> builtins.list[Optional[tuple[str, Optional[str]]]]:
     """Validated ``(created_at, expires_at)`` per draft (None = assign as ``add`` does)."""
     if times is None:
         return [None] * len(drafts)
     if not isinstance(times, (list, tuple)) or len(times) != len(drafts):
         raise ValueError(f"times must be a list with one entry per record ({len(drafts)}), or None")
-    out: list = []
+    out: builtins.list[Optional[tuple[str, Optional[str]]]] = []
     for i, (entry, draft) in enumerate(zip(times, drafts)):
         if entry is None:
             out.append(None)
@@ -76,53 +81,53 @@ class IMemoryStore(abc.ABC):
     signature and result."""
 
     @abc.abstractmethod
-    def add(self, contents, record_type, *, index_texts=NOT_SET, embeddings=NOT_SET, record_ids=NOT_SET,
-            thread_ids=NOT_SET, user_ids=NOT_SET, agent_ids=NOT_SET, roles=NOT_SET, timestamps=NOT_SET,
-            metadata=NOT_SET, ttl_days=NOT_SET, ttl_anchor=NOT_SET, **store_kwargs) -> list[str]:
+    def add(self, contents: Sequence[Optional[str]], record_type: str, *, index_texts: Any = NOT_SET, embeddings: Any = NOT_SET, record_ids: Any = NOT_SET,
+            thread_ids: Any = NOT_SET, user_ids: Any = NOT_SET, agent_ids: Any = NOT_SET, roles: Any = NOT_SET, timestamps: Any = NOT_SET,
+            metadata: Any = NOT_SET, ttl_days: Any = NOT_SET, ttl_anchor: Any = NOT_SET, **store_kwargs: Any) -> list[str]:
         """Add records (SC-4); returns their ids in input order."""
 
     @abc.abstractmethod
-    def add_batches(self, batches, **store_kwargs) -> list[str]:
+    def add_batches(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
         """Add caller-prepared batches in one transaction (SC-4.10)."""
 
     @abc.abstractmethod
-    def add_user(self, user_id, information, metadata=None) -> str:
+    def add_user(self, user_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         """Add a user profile; returns ``user_id`` (SC-2.4)."""
 
     @abc.abstractmethod
-    def add_agent(self, agent_id, information, metadata=None) -> str:
+    def add_agent(self, agent_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         """Add an agent profile; returns ``agent_id`` (SC-2.4)."""
 
     @abc.abstractmethod
-    def get(self, record_type, record_id) -> Optional[Record]:
+    def get(self, record_type: str, record_id: str) -> Optional[Record]:
         """One record, or None when absent or expired (SC-3.2)."""
 
     @abc.abstractmethod
-    def list(self, record_type, limit=NOT_SET, thread_id=NOT_SET, user_id=NOT_SET, agent_id=NOT_SET,
-             metadata_filter=NOT_SET) -> list[Record]:
+    def list(self, record_type: str, limit: Union[int, None, NotSetType] = NOT_SET, thread_id: Union[str, None, NotSetType] = NOT_SET, user_id: Union[str, None, NotSetType] = NOT_SET, agent_id: Union[str, None, NotSetType] = NOT_SET,
+             metadata_filter: Union[Mapping[str, Any], None, NotSetType] = NOT_SET) -> list[Record]:
         """Records of one type, oldest to newest within the window (SC-3.3)."""
 
     @abc.abstractmethod
-    def list_thread_messages(self, thread_id, last_n=None) -> builtins.list[Record]:
+    def list_thread_messages(self, thread_id: str, last_n: Optional[int] = None) -> builtins.list[Record]:
         """A thread's messages, oldest first (SC-3.4)."""
 
     @abc.abstractmethod
-    def search(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None, agent_id=None,
-               exact_user_match=False, exact_agent_match=False, exact_thread_match=False, record_types=None,
-               metadata_filter=None, strategy=None) -> builtins.list[tuple[Record, float]]:
+    def search(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+               exact_user_match: bool = False, exact_agent_match: bool = False, exact_thread_match: bool = False, record_types: Optional[Sequence[str]] = None,
+               metadata_filter: Optional[Mapping[str, Any]] = None, strategy: Optional[Union[SearchStrategy, str]] = None) -> builtins.list[tuple[Record, float]]:
         """At most k ``(record, distance)`` pairs, nearest first (SC-6)."""
 
     @abc.abstractmethod
-    def update(self, record_type, record_id, *, text=NOT_SET, index_text=NOT_SET, embedding=NOT_SET,
-               metadata=NOT_SET, timestamp=NOT_SET, ttl_days=NOT_SET, ttl_anchor=NOT_SET) -> int:
+    def update(self, record_type: str, record_id: str, *, text: Union[str, None, NotSetType] = NOT_SET, index_text: Union[str, None, NotSetType] = NOT_SET, embedding: Any = NOT_SET,
+               metadata: Union[Mapping[str, Any], None, NotSetType] = NOT_SET, timestamp: Union[Union[str, datetime], None, NotSetType] = NOT_SET, ttl_days: Any = NOT_SET, ttl_anchor: Any = NOT_SET) -> int:
         """Update one record; 1 if updated, 0 if absent or expired (SC-7)."""
 
     @abc.abstractmethod
-    def delete(self, record_type, record_id, cascade=False) -> int:
+    def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         """Delete one record (cascading for profiles and threads); 1 or 0 (SC-8)."""
 
     @abc.abstractmethod
-    def delete_thread(self, thread_id) -> int:
+    def delete_thread(self, thread_id: str) -> int:
         """Delete a thread with everything scoped to it; 1 or 0 (SC-8.3)."""
 
     @abc.abstractmethod
@@ -130,7 +135,7 @@ class IMemoryStore(abc.ABC):
         """Physically remove expired records; returns the count (SC-5.5)."""
 
     @abc.abstractmethod
-    def forget(self, *, user_id=None, agent_id=None, names=None) -> dict[str, int]:
+    def forget(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
         """Erase a user or an agent everywhere, in one transaction; rows per table (SC-8.6)."""
 
     @abc.abstractmethod
@@ -143,56 +148,56 @@ class IMemoryStore(abc.ABC):
 
     # async twins ---------------------------------------------------------------------
     @abc.abstractmethod
-    async def add_async(self, contents, record_type, *, index_texts=NOT_SET, embeddings=NOT_SET,
-                        record_ids=NOT_SET, thread_ids=NOT_SET, user_ids=NOT_SET, agent_ids=NOT_SET,
-                        roles=NOT_SET, timestamps=NOT_SET, metadata=NOT_SET, ttl_days=NOT_SET,
-                        ttl_anchor=NOT_SET, **store_kwargs) -> builtins.list[str]:
+    async def add_async(self, contents: Sequence[Optional[str]], record_type: str, *, index_texts: Any = NOT_SET, embeddings: Any = NOT_SET,
+                        record_ids: Any = NOT_SET, thread_ids: Any = NOT_SET, user_ids: Any = NOT_SET, agent_ids: Any = NOT_SET,
+                        roles: Any = NOT_SET, timestamps: Any = NOT_SET, metadata: Any = NOT_SET, ttl_days: Any = NOT_SET,
+                        ttl_anchor: Any = NOT_SET, **store_kwargs: Any) -> builtins.list[str]:
         """Async twin of :meth:`add`."""
 
     @abc.abstractmethod
-    async def add_batches_async(self, batches, **store_kwargs) -> builtins.list[str]:
+    async def add_batches_async(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> builtins.list[str]:
         """Async twin of :meth:`add_batches`."""
 
     @abc.abstractmethod
-    async def add_user_async(self, user_id, information, metadata=None) -> str:
+    async def add_user_async(self, user_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         """Async twin of :meth:`add_user`."""
 
     @abc.abstractmethod
-    async def add_agent_async(self, agent_id, information, metadata=None) -> str:
+    async def add_agent_async(self, agent_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         """Async twin of :meth:`add_agent`."""
 
     @abc.abstractmethod
-    async def get_async(self, record_type, record_id) -> Optional[Record]:
+    async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
         """Async twin of :meth:`get`."""
 
     @abc.abstractmethod
-    async def list_async(self, record_type, limit=NOT_SET, thread_id=NOT_SET, user_id=NOT_SET,
-                         agent_id=NOT_SET, metadata_filter=NOT_SET) -> builtins.list[Record]:
+    async def list_async(self, record_type: str, limit: Union[int, None, NotSetType] = NOT_SET, thread_id: Union[str, None, NotSetType] = NOT_SET, user_id: Union[str, None, NotSetType] = NOT_SET,
+                         agent_id: Union[str, None, NotSetType] = NOT_SET, metadata_filter: Union[Mapping[str, Any], None, NotSetType] = NOT_SET) -> builtins.list[Record]:
         """Async twin of :meth:`list`."""
 
     @abc.abstractmethod
-    async def list_thread_messages_async(self, thread_id, last_n=None) -> builtins.list[Record]:
+    async def list_thread_messages_async(self, thread_id: str, last_n: Optional[int] = None) -> builtins.list[Record]:
         """Async twin of :meth:`list_thread_messages`."""
 
     @abc.abstractmethod
-    async def search_async(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None,
-                           agent_id=None, exact_user_match=False, exact_agent_match=False,
-                           exact_thread_match=False, record_types=None, metadata_filter=None,
-                           strategy=None) -> builtins.list[tuple[Record, float]]:
+    async def search_async(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None,
+                           agent_id: Optional[str] = None, exact_user_match: bool = False, exact_agent_match: bool = False,
+                           exact_thread_match: bool = False, record_types: Optional[Sequence[str]] = None, metadata_filter: Optional[Mapping[str, Any]] = None,
+                           strategy: Optional[Union[SearchStrategy, str]] = None) -> builtins.list[tuple[Record, float]]:
         """Async twin of :meth:`search`."""
 
     @abc.abstractmethod
-    async def update_async(self, record_type, record_id, *, text=NOT_SET, index_text=NOT_SET,
-                           embedding=NOT_SET, metadata=NOT_SET, timestamp=NOT_SET, ttl_days=NOT_SET,
-                           ttl_anchor=NOT_SET) -> int:
+    async def update_async(self, record_type: str, record_id: str, *, text: Union[str, None, NotSetType] = NOT_SET, index_text: Union[str, None, NotSetType] = NOT_SET,
+                           embedding: Any = NOT_SET, metadata: Union[Mapping[str, Any], None, NotSetType] = NOT_SET, timestamp: Union[Union[str, datetime], None, NotSetType] = NOT_SET, ttl_days: Any = NOT_SET,
+                           ttl_anchor: Any = NOT_SET) -> int:
         """Async twin of :meth:`update`."""
 
     @abc.abstractmethod
-    async def delete_async(self, record_type, record_id, cascade=False) -> int:
+    async def delete_async(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         """Async twin of :meth:`delete`."""
 
     @abc.abstractmethod
-    async def delete_thread_async(self, thread_id) -> int:
+    async def delete_thread_async(self, thread_id: str) -> int:
         """Async twin of :meth:`delete_thread`."""
 
     @abc.abstractmethod
@@ -200,7 +205,7 @@ class IMemoryStore(abc.ABC):
         """Async twin of :meth:`purge_expired`."""
 
     @abc.abstractmethod
-    async def forget_async(self, *, user_id=None, agent_id=None, names=None) -> dict[str, int]:
+    async def forget_async(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
         """Async twin of :meth:`forget`."""
 
     @abc.abstractmethod
@@ -215,16 +220,16 @@ class IMemoryStore(abc.ABC):
         """Alias of :meth:`close_async`."""
         await self.close_async()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close_async()
 
 
@@ -305,6 +310,7 @@ class OracleMemoryStore(IMemoryStore):
             async with self._open_lock:
                 if self._norm is None:
                     self._opened(await self._engine.open_async(self._requested, self._policy))
+        assert self._norm is not None  # set by _opened()
         return self._norm
 
     # -- settings ----------------------------------------------------------------------------
@@ -351,14 +357,14 @@ class OracleMemoryStore(IMemoryStore):
 
     # -- add ---------------------------------------------------------------------------------
     @staticmethod
-    def _batch_size(store_kwargs: dict) -> int:
+    def _batch_size(store_kwargs: dict[str, Any]) -> int:
         unknown = sorted(set(store_kwargs) - _STORE_KWARGS)
         if unknown:
             raise TypeError(f"unknown store option(s) {', '.join(unknown)}; supported: batch_size (SC-4.9)")
         return _positive_int(store_kwargs.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size")
 
     @staticmethod
-    def _batch_drafts(batches: Any) -> list:
+    def _batch_drafts(batches: Any) -> builtins.list[RecordDraft]:
         if isinstance(batches, PendingRecordBatch) or not isinstance(batches, (list, tuple)):
             raise TypeError("batches must be a list of PendingRecordBatch")
         drafts = []
@@ -368,23 +374,23 @@ class OracleMemoryStore(IMemoryStore):
             drafts.extend(batch._normalised)
         return drafts
 
-    def _write(self, norm: Normalizer, drafts: list, batch_size: int) -> list[str]:
+    def _write(self, norm: Normalizer, drafts: builtins.list[RecordDraft], batch_size: int) -> builtins.list[str]:
         plans, texts = norm.plan_records(drafts)
         records = norm.finish_records(plans, norm.embed(texts, is_query=False))
         if not records:
             return []
         return self._engine.add(AddRequest(tuple(records), batch_size))
 
-    async def _write_async(self, norm: Normalizer, drafts: list, batch_size: int) -> list[str]:
+    async def _write_async(self, norm: Normalizer, drafts: builtins.list[RecordDraft], batch_size: int) -> builtins.list[str]:
         plans, texts = norm.plan_records(drafts)
         records = norm.finish_records(plans, await norm.embed_async(texts, is_query=False))
         if not records:
             return []
         return await self._engine.add_async(AddRequest(tuple(records), batch_size))
 
-    def add(self, contents, record_type, *, index_texts=NOT_SET, embeddings=NOT_SET, record_ids=NOT_SET,
-            thread_ids=NOT_SET, user_ids=NOT_SET, agent_ids=NOT_SET, roles=NOT_SET, timestamps=NOT_SET,
-            metadata=NOT_SET, ttl_days=NOT_SET, ttl_anchor=NOT_SET, **store_kwargs) -> list[str]:
+    def add(self, contents: Sequence[Optional[str]], record_type: str, *, index_texts: Any = NOT_SET, embeddings: Any = NOT_SET, record_ids: Any = NOT_SET,
+            thread_ids: Any = NOT_SET, user_ids: Any = NOT_SET, agent_ids: Any = NOT_SET, roles: Any = NOT_SET, timestamps: Any = NOT_SET,
+            metadata: Any = NOT_SET, ttl_days: Any = NOT_SET, ttl_anchor: Any = NOT_SET, **store_kwargs: Any) -> list[str]:
         norm = self._n()
         size = self._batch_size(store_kwargs)
         drafts = draft_records(
@@ -394,10 +400,10 @@ class OracleMemoryStore(IMemoryStore):
         )
         return self._write(norm, drafts, size)
 
-    async def add_async(self, contents, record_type, *, index_texts=NOT_SET, embeddings=NOT_SET,
-                        record_ids=NOT_SET, thread_ids=NOT_SET, user_ids=NOT_SET, agent_ids=NOT_SET,
-                        roles=NOT_SET, timestamps=NOT_SET, metadata=NOT_SET, ttl_days=NOT_SET,
-                        ttl_anchor=NOT_SET, **store_kwargs) -> list[str]:
+    async def add_async(self, contents: Sequence[Optional[str]], record_type: str, *, index_texts: Any = NOT_SET, embeddings: Any = NOT_SET,
+                        record_ids: Any = NOT_SET, thread_ids: Any = NOT_SET, user_ids: Any = NOT_SET, agent_ids: Any = NOT_SET,
+                        roles: Any = NOT_SET, timestamps: Any = NOT_SET, metadata: Any = NOT_SET, ttl_days: Any = NOT_SET,
+                        ttl_anchor: Any = NOT_SET, **store_kwargs: Any) -> list[str]:
         norm = await self._na()
         size = self._batch_size(store_kwargs)
         drafts = draft_records(
@@ -407,16 +413,16 @@ class OracleMemoryStore(IMemoryStore):
         )
         return await self._write_async(norm, drafts, size)
 
-    def add_batches(self, batches, **store_kwargs) -> list[str]:
+    def add_batches(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
         norm = self._n()
         return self._write(norm, self._batch_drafts(batches), self._batch_size(store_kwargs))
 
-    async def add_batches_async(self, batches, **store_kwargs) -> list[str]:
+    async def add_batches_async(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
         norm = await self._na()
         return await self._write_async(norm, self._batch_drafts(batches), self._batch_size(store_kwargs))
 
     # -- restore (backups: oramem.jsonl) ------------------------------------------------------
-    def _restore_records(self, norm: Normalizer, batches: Any, times: Any, on_conflict: Any) -> tuple:
+    def _restore_records(self, norm: Normalizer, batches: Any, times: Any, on_conflict: Any) -> tuple[Any, ...]:
         if on_conflict not in ON_CONFLICT:
             raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
         drafts = self._batch_drafts(batches)
@@ -425,13 +431,13 @@ class OracleMemoryStore(IMemoryStore):
         return plans, texts, kept
 
     @staticmethod
-    def _restored(norm: Normalizer, plans: list, vectors: list, kept: list) -> tuple:
+    def _restored(norm: Normalizer, plans: builtins.list[Any], vectors: Any, kept: builtins.list[Any]) -> tuple[NewRecord, ...]:
         records = norm.finish_records(plans, vectors)
         return tuple(
             dataclasses.replace(rec, restored_times=t) if t is not None else rec for rec, t in zip(records, kept)
         )
 
-    def restore_batches(self, batches, *, times=None, on_conflict="fail", **store_kwargs) -> list[str]:
+    def restore_batches(self, batches: Sequence[PendingRecordBatch], *, times: Any = None, on_conflict: str = "fail", **store_kwargs: Any) -> list[str]:
         """``add_batches`` for backups: ``times`` (one entry per record, in batch order, or
         None) gives each record's kept ``(created_at, expires_at)`` instead of "now" and the
         TTL (``expires_at`` None = never expires); ``on_conflict`` says what a stored id does:
@@ -445,7 +451,7 @@ class OracleMemoryStore(IMemoryStore):
             return []
         return self._engine.add(AddRequest(records, size, on_conflict))
 
-    async def restore_batches_async(self, batches, *, times=None, on_conflict="fail", **store_kwargs) -> list[str]:
+    async def restore_batches_async(self, batches: Sequence[PendingRecordBatch], *, times: Any = None, on_conflict: str = "fail", **store_kwargs: Any) -> list[str]:
         """Async twin of :meth:`restore_batches`."""
         norm = await self._na()
         size = self._batch_size(store_kwargs)
@@ -456,47 +462,47 @@ class OracleMemoryStore(IMemoryStore):
         return await self._engine.add_async(AddRequest(records, size, on_conflict))
 
     @staticmethod
-    def _profile_drafts(record_type: str, actor_id: Any, information: Any, metadata: Any) -> list:
+    def _profile_drafts(record_type: str, actor_id: Any, information: Any, metadata: Any) -> builtins.list[RecordDraft]:
         argument = "user_id" if record_type == "user_profile" else "agent_id"
         actor_id = check_id(actor_id, argument)
         if not isinstance(information, str):
             raise TypeError(f"information must be a str, got {type(information).__name__}")
         return draft_records([information], record_type, record_ids=[actor_id], metadata=[metadata])
 
-    def add_user(self, user_id, information, metadata=None) -> str:
+    def add_user(self, user_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = self._n()
         return self._write(norm, self._profile_drafts("user_profile", user_id, information, metadata), DEFAULT_BATCH_SIZE)[0]
 
-    async def add_user_async(self, user_id, information, metadata=None) -> str:
+    async def add_user_async(self, user_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = await self._na()
         drafts = self._profile_drafts("user_profile", user_id, information, metadata)
         return (await self._write_async(norm, drafts, DEFAULT_BATCH_SIZE))[0]
 
-    def add_agent(self, agent_id, information, metadata=None) -> str:
+    def add_agent(self, agent_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = self._n()
         return self._write(norm, self._profile_drafts("agent_profile", agent_id, information, metadata), DEFAULT_BATCH_SIZE)[0]
 
-    async def add_agent_async(self, agent_id, information, metadata=None) -> str:
+    async def add_agent_async(self, agent_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = await self._na()
         drafts = self._profile_drafts("agent_profile", agent_id, information, metadata)
         return (await self._write_async(norm, drafts, DEFAULT_BATCH_SIZE))[0]
 
     # -- reads -------------------------------------------------------------------------------
-    def get(self, record_type, record_id) -> Optional[Record]:
+    def get(self, record_type: str, record_id: str) -> Optional[Record]:
         self._n()
         return self._engine.get(check_record_type(record_type), check_id(record_id, "record_id"))
 
-    async def get_async(self, record_type, record_id) -> Optional[Record]:
+    async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
         await self._na()
         return await self._engine.get_async(check_record_type(record_type), check_id(record_id, "record_id"))
 
-    def list(self, record_type, limit=NOT_SET, thread_id=NOT_SET, user_id=NOT_SET, agent_id=NOT_SET,
-             metadata_filter=NOT_SET) -> list[Record]:
+    def list(self, record_type: str, limit: Union[int, None, NotSetType] = NOT_SET, thread_id: Union[str, None, NotSetType] = NOT_SET, user_id: Union[str, None, NotSetType] = NOT_SET, agent_id: Union[str, None, NotSetType] = NOT_SET,
+             metadata_filter: Union[Mapping[str, Any], None, NotSetType] = NOT_SET) -> list[Record]:
         request = self._n().list_request(record_type, limit, thread_id, user_id, agent_id, metadata_filter)
         return self._engine.list(request)
 
-    async def list_async(self, record_type, limit=NOT_SET, thread_id=NOT_SET, user_id=NOT_SET,
-                         agent_id=NOT_SET, metadata_filter=NOT_SET) -> builtins.list[Record]:
+    async def list_async(self, record_type: str, limit: Union[int, None, NotSetType] = NOT_SET, thread_id: Union[str, None, NotSetType] = NOT_SET, user_id: Union[str, None, NotSetType] = NOT_SET,
+                         agent_id: Union[str, None, NotSetType] = NOT_SET, metadata_filter: Union[Mapping[str, Any], None, NotSetType] = NOT_SET) -> builtins.list[Record]:
         request = (await self._na()).list_request(record_type, limit, thread_id, user_id, agent_id, metadata_filter)
         return await self._engine.list_async(request)
 
@@ -507,17 +513,17 @@ class OracleMemoryStore(IMemoryStore):
             last_n = _positive_int(last_n, "last_n", "or None for all messages")
         return thread_id, last_n
 
-    def list_thread_messages(self, thread_id, last_n=None) -> builtins.list[Record]:
+    def list_thread_messages(self, thread_id: str, last_n: Optional[int] = None) -> builtins.list[Record]:
         self._n()
         return self._engine.list_thread_messages(*self._thread_args(thread_id, last_n))
 
-    async def list_thread_messages_async(self, thread_id, last_n=None) -> builtins.list[Record]:
+    async def list_thread_messages_async(self, thread_id: str, last_n: Optional[int] = None) -> builtins.list[Record]:
         await self._na()
         return await self._engine.list_thread_messages_async(*self._thread_args(thread_id, last_n))
 
-    def search(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None, agent_id=None,
-               exact_user_match=False, exact_agent_match=False, exact_thread_match=False, record_types=None,
-               metadata_filter=None, strategy=None) -> builtins.list[tuple[Record, float]]:
+    def search(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+               exact_user_match: bool = False, exact_agent_match: bool = False, exact_thread_match: bool = False, record_types: Optional[Sequence[str]] = None,
+               metadata_filter: Optional[Mapping[str, Any]] = None, strategy: Optional[Union[SearchStrategy, str]] = None) -> builtins.list[tuple[Record, float]]:
         norm = self._n()
         request, to_embed = norm.search_plan(
             query, k, query_vector, thread_id, user_id, agent_id, exact_user_match, exact_agent_match,
@@ -527,10 +533,10 @@ class OracleMemoryStore(IMemoryStore):
             request = norm.with_query_vector(request, norm.embed([to_embed], is_query=True)[0])
         return _as_float(self._engine.search(request))
 
-    async def search_async(self, query=None, k=10, *, query_vector=None, thread_id=None, user_id=None,
-                           agent_id=None, exact_user_match=False, exact_agent_match=False,
-                           exact_thread_match=False, record_types=None, metadata_filter=None,
-                           strategy=None) -> builtins.list[tuple[Record, float]]:
+    async def search_async(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None,
+                           agent_id: Optional[str] = None, exact_user_match: bool = False, exact_agent_match: bool = False,
+                           exact_thread_match: bool = False, record_types: Optional[Sequence[str]] = None, metadata_filter: Optional[Mapping[str, Any]] = None,
+                           strategy: Optional[Union[SearchStrategy, str]] = None) -> builtins.list[tuple[Record, float]]:
         norm = await self._na()
         request, to_embed = norm.search_plan(
             query, k, query_vector, thread_id, user_id, agent_id, exact_user_match, exact_agent_match,
@@ -542,16 +548,16 @@ class OracleMemoryStore(IMemoryStore):
         return _as_float(await self._engine.search_async(request))
 
     # -- update / delete ---------------------------------------------------------------------
-    def update(self, record_type, record_id, *, text=NOT_SET, index_text=NOT_SET, embedding=NOT_SET,
-               metadata=NOT_SET, timestamp=NOT_SET, ttl_days=NOT_SET, ttl_anchor=NOT_SET) -> int:
+    def update(self, record_type: str, record_id: str, *, text: Union[str, None, NotSetType] = NOT_SET, index_text: Union[str, None, NotSetType] = NOT_SET, embedding: Any = NOT_SET,
+               metadata: Union[Mapping[str, Any], None, NotSetType] = NOT_SET, timestamp: Union[Union[str, datetime], None, NotSetType] = NOT_SET, ttl_days: Any = NOT_SET, ttl_anchor: Any = NOT_SET) -> int:
         norm = self._n()
         fields, texts = norm.update_plan(record_type, record_id, text, index_text, embedding, metadata,
                                          timestamp, ttl_days, ttl_anchor)
         return self._engine.update(norm.finish_update(fields, norm.embed(texts, is_query=False)))
 
-    async def update_async(self, record_type, record_id, *, text=NOT_SET, index_text=NOT_SET,
-                           embedding=NOT_SET, metadata=NOT_SET, timestamp=NOT_SET, ttl_days=NOT_SET,
-                           ttl_anchor=NOT_SET) -> int:
+    async def update_async(self, record_type: str, record_id: str, *, text: Union[str, None, NotSetType] = NOT_SET, index_text: Union[str, None, NotSetType] = NOT_SET,
+                           embedding: Any = NOT_SET, metadata: Union[Mapping[str, Any], None, NotSetType] = NOT_SET, timestamp: Union[Union[str, datetime], None, NotSetType] = NOT_SET, ttl_days: Any = NOT_SET,
+                           ttl_anchor: Any = NOT_SET) -> int:
         norm = await self._na()
         fields, texts = norm.update_plan(record_type, record_id, text, index_text, embedding, metadata,
                                          timestamp, ttl_days, ttl_anchor)
@@ -570,19 +576,19 @@ class OracleMemoryStore(IMemoryStore):
             )
         return record_type, record_id, cascade
 
-    def delete(self, record_type, record_id, cascade=False) -> int:
+    def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         self._n()
         return self._engine.delete(*self._delete_args(record_type, record_id, cascade))
 
-    async def delete_async(self, record_type, record_id, cascade=False) -> int:
+    async def delete_async(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         await self._na()
         return await self._engine.delete_async(*self._delete_args(record_type, record_id, cascade))
 
-    def delete_thread(self, thread_id) -> int:
+    def delete_thread(self, thread_id: str) -> int:
         self._n()
         return self._engine.delete_thread(check_id(thread_id, "thread_id"))
 
-    async def delete_thread_async(self, thread_id) -> int:
+    async def delete_thread_async(self, thread_id: str) -> int:
         await self._na()
         return await self._engine.delete_thread_async(check_id(thread_id, "thread_id"))
 
@@ -612,14 +618,14 @@ class OracleMemoryStore(IMemoryStore):
                 raise ValueError(f"names must be non-empty strings, got {name!r}")
         return ForgetRequest(user_id=user_id, names=tuple(dict.fromkeys(n.strip() for n in names)))
 
-    def forget(self, *, user_id=None, agent_id=None, names=None) -> dict[str, int]:
+    def forget(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
         """SC-8.6: erase a user (``user_id``, with ``names``: her names as a speaker and as an
         entity in the knowledge layer, default ``[user_id]``) or an agent (``agent_id``)
         everywhere, in one transaction; returns the rows erased per table."""
         self._n()
         return self._engine.forget(self._forget_request(user_id, agent_id, names))
 
-    async def forget_async(self, *, user_id=None, agent_id=None, names=None) -> dict[str, int]:
+    async def forget_async(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
         await self._na()
         return await self._engine.forget_async(self._forget_request(user_id, agent_id, names))
 
@@ -651,7 +657,7 @@ class OracleMemoryStore(IMemoryStore):
         return f"{type(self).__name__}(memory_store_id={s.memory_store_id!r}, search_strategy={s.search_strategy.value!r})"
 
 
-def _as_float(results: list) -> list[tuple[Record, float]]:
+def _as_float(results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:
     return [(record, float(distance)) for record, distance in results]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, TypeVar
 
 __all__ = [
     "NOT_SET",
@@ -69,6 +69,9 @@ TTL_TYPES: frozenset[str] = SCOPED_TYPES
 MAX_LIST_LIMIT = 10_000
 
 
+_E = TypeVar("_E", bound="_StrEnum")
+
+
 class _StrEnum(str, enum.Enum):
     """A str-valued enum that also accepts its value or name, case-insensitively."""
 
@@ -82,7 +85,7 @@ class _StrEnum(str, enum.Enum):
         return None
 
     @classmethod
-    def coerce(cls, value: Any, argument: str) -> Any:
+    def coerce(cls: type[_E], value: Any, argument: str) -> _E:
         if isinstance(value, cls):
             return value
         if isinstance(value, str):

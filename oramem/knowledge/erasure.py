@@ -118,9 +118,9 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     for row in conn.execute(sa.select(e.c.agent_id, e.c.canonical_key)):
         if row.canonical_key.split(":", 1)[-1] in slugs:
             keys.add((row.agent_id, row.canonical_key))
-    for row in conn.execute(sa.select(al.c.agent_id, al.c.alias, al.c.canonical_entity_key)):
-        if norm(row.alias) in names:
-            keys.add((row.agent_id, row.canonical_entity_key))
+    for arow in conn.execute(sa.select(al.c.agent_id, al.c.alias, al.c.canonical_entity_key)):
+        if norm(arow.alias) in names:
+            keys.add((arow.agent_id, arow.canonical_entity_key))
     for row in conn.execute(sa.select(lk.c.agent_id, lk.c.entity_key).distinct()):
         if row.entity_key.split(":", 1)[-1] in slugs:
             keys.add((row.agent_id, row.entity_key))
