@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import builtins
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -23,13 +23,16 @@ from .errors import CapabilityError
 from .requests import AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest
 from .types import Record, SchemaPolicy
 
-__all__ = ["Engine", "DeletionHook"]
+__all__ = ["Engine", "DeletionHook", "DeletionHookSpec"]
 
 #: A deletion hook receives the engine-specific transactional handle (the sqlite3
 #: connection for SQLite) and the event; it runs inside the deleting transaction and may
 #: raise to abort the delete. For a ``forget`` event it returns an :class:`ErasureReport` of
 #: what it erased (other events: None).
 DeletionHook = Callable[[Any, DeletionEvent], Optional[ErasureReport]]
+#: What ``register_deletion_hook`` takes: a :data:`DeletionHook` (SQLite) or the name of a
+#: PL/SQL procedure (Oracle); each engine refuses the other kind.
+DeletionHookSpec = Union[DeletionHook, str]
 
 
 class Engine(abc.ABC):
@@ -106,7 +109,7 @@ class Engine(abc.ABC):
 
     # -- knowledge-layer seam ------------------------------------------------------------
     @abc.abstractmethod
-    def register_deletion_hook(self, hook: DeletionHook) -> None:
+    def register_deletion_hook(self, hook: DeletionHookSpec) -> None:
         """SC-8.5: call ``hook`` inside every delete/cascade/purge transaction."""
 
     def embed_texts(self, texts: builtins.list[str], is_query: bool) -> Optional[np.ndarray]:

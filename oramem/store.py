@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 from .embedders.identity import identity_of
-from .engine import DeletionHook, Engine
+from .engine import DeletionHookSpec, Engine
 from .errors import StoreError
 from .normalize import (
     DEFAULT_BATCH_SIZE,
@@ -347,11 +347,12 @@ class OracleMemoryStore(IMemoryStore):
         application code: everything an application needs is a store method."""
         return self._engine
 
-    def register_deletion_hook(self, hook: DeletionHook) -> None:
-        """SC-8.5: ``hook`` runs inside every delete, cascade and purge transaction."""
+    def register_deletion_hook(self, hook: DeletionHookSpec) -> None:
+        """SC-8.5: ``hook`` runs inside every delete, cascade and purge transaction (SQLite:
+        a callable ``hook(connection, event)``; Oracle: the name of a PL/SQL procedure)."""
         self._engine.register_deletion_hook(hook)
 
-    async def register_deletion_hook_async(self, hook: DeletionHook) -> None:
+    async def register_deletion_hook_async(self, hook: DeletionHookSpec) -> None:
         """Async twin of :meth:`register_deletion_hook` (registration does no I/O)."""
         self._engine.register_deletion_hook(hook)
 

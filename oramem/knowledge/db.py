@@ -51,6 +51,8 @@ def translated(what: str) -> Iterator[None]:
 class Backend:
     dialect_name = ""
     sa_engine: sa.Engine
+    #: the Oracle backend's agent table (set by KnowledgeMemory; unused on SQLite)
+    agent_table: Any = None
 
     def read(self) -> contextlib.AbstractContextManager:
         raise NotImplementedError

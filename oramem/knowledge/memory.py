@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import logging
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 import sqlalchemy as sa
 
@@ -57,6 +57,8 @@ from .types import (
 
 __all__ = ["KnowledgeMemory"]
 
+T = TypeVar("T")
+
 #: What ``KnowledgeMemory(llm=None)`` switches off: the steps only a model can do.
 _NO_LLM_CONFIG = {"enable_llm_resolution": False, "enable_emotion_tagging": False, "enable_reranker": False}
 
@@ -69,7 +71,8 @@ def _origin(source: Any, session_id: Any, occurred_at: Any) -> Optional[datetime
         raise ValueError("source must be a non-empty string")
     if not isinstance(session_id, str) or not session_id.strip():
         raise ValueError("session_id must be a non-empty string")
-    return parse_when(occurred_at, "occurred_at")
+    when: Optional[datetime] = parse_when(occurred_at, "occurred_at")
+    return when
 
 
 def _utc_now() -> datetime:
@@ -187,16 +190,16 @@ class KnowledgeMemory:
         return to_utc(moment)
 
     # the shared helpers live on the runtime (what the other knowledge modules use)
-    async def _in_thread(self, fn, *args, **kwargs):
+    async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await self.runtime.in_thread(fn, *args, **kwargs)
 
-    async def _search(self, **kwargs):
+    async def _search(self, **kwargs: Any) -> Any:
         return await self.runtime.search(**kwargs)
 
-    async def _embed(self, texts: list, is_query: bool):
+    async def _embed(self, texts: list[str], is_query: bool) -> Any:
         return await self.runtime.embed(texts, is_query)
 
-    async def _read(self, fn):
+    async def _read(self, fn: Callable[[Any], T]) -> T:
         return await self.runtime.read(fn)
 
     # -- write ---------------------------------------------------------------------------------
@@ -209,9 +212,9 @@ class KnowledgeMemory:
         source: str = "api",
         session_id: str = "default",
         occurred_at: Any = None,
-        recent_messages: Optional[list] = None,
+        recent_messages: Optional[list[Any]] = None,
         dry_run: bool = False,
-        config_overrides: Optional[dict] = None,
+        config_overrides: Optional[dict[str, Any]] = None,
         verbose: bool = False,
         background: bool = False,
     ) -> WriteResult:
@@ -271,7 +274,7 @@ class KnowledgeMemory:
 
     write = sync_method(write_async)
 
-    async def reprocess_event_async(self, agent_id: str, event_id: str, *, config_overrides: Optional[dict] = None) -> WriteResult:
+    async def reprocess_event_async(self, agent_id: str, event_id: str, *, config_overrides: Optional[dict[str, Any]] = None) -> WriteResult:
         """Complete an event whose extraction failed (KC-7.3)."""
         validate_agent_id(agent_id)
         if not isinstance(event_id, str) or not event_id:
@@ -517,13 +520,13 @@ class KnowledgeMemory:
         self,
         agent_id: str,
         *,
-        entities: Optional[list] = None,
-        facts: Optional[list] = None,
-        relations: Optional[list] = None,
+        entities: Optional[list[Any]] = None,
+        facts: Optional[list[Any]] = None,
+        relations: Optional[list[Any]] = None,
         source: str = "api",
         session_id: str = "default",
         occurred_at: Any = None,
-        config_overrides: Optional[dict] = None,
+        config_overrides: Optional[dict[str, Any]] = None,
     ) -> WriteResult:
         """Store caller-given knowledge without LLM extraction, through the same entity
         resolution, reconciliation, bi-temporal upsert, invalidation cascade and indexing as
@@ -556,7 +559,7 @@ class KnowledgeMemory:
     add_knowledge = sync_method(add_knowledge_async)
 
     async def add_entity_async(
-        self, agent_id: str, name: str, *, type: str = "other", aliases: Optional[list] = None, source: str = "api"
+        self, agent_id: str, name: str, *, type: str = "other", aliases: Optional[list[Any]] = None, source: str = "api"
     ) -> WriteResult:
         """One entity, resolved against the agent's entities like an extracted one (see
         :meth:`add_knowledge_async`)."""
@@ -641,7 +644,7 @@ class KnowledgeMemory:
 
     retract_fact = sync_method(retract_fact_async)
 
-    async def _run(self, run: WriteRun, *, event_mode: str, prepared: Optional[dict] = None) -> WriteResult:
+    async def _run(self, run: WriteRun, *, event_mode: str, prepared: Optional[dict[str, Any]] = None) -> WriteResult:
         """The write pipeline; ``prepared`` is a validated extraction reply given by the caller
         (deterministic writes): no classification or extraction call, the rest is the same."""
         started = time.perf_counter()
@@ -680,7 +683,7 @@ class KnowledgeMemory:
         t_side = time.perf_counter()
         await self._side_vectors(run)
         run.step("side_vectors", t_side)
-        result = None
+        result: Optional[WriteResult] = None
         for attempt in (1, 2):
             if run.dry_run:
                 result = await self._in_thread(self._dry_run_result, run)
@@ -702,11 +705,12 @@ class KnowledgeMemory:
             run.step("commit", t_commit, decisions=trace["decisions"])
             result = self._result(run, rel_out)
             break
+        assert result is not None  # the second attempt either breaks with a result or raises
         result.duration_ms = (time.perf_counter() - started) * 1000.0
         result.stats = stats_of(run, result.duration_ms)
         return result
 
-    async def _decide(self, run: WriteRun, only: Optional[set] = None) -> None:
+    async def _decide(self, run: WriteRun, only: Optional[set[str]] = None) -> None:
         """Step 6 plus relation evidence and mirror facts (which reconcile too)."""
         facts = run.facts if only is None else [f for f in run.facts if f.subject_key in only]
         kept = [] if only is None else [d for d in run.decisions if d.fact.subject_key not in only and not d.fact.mirror]
@@ -722,9 +726,9 @@ class KnowledgeMemory:
             by_fact = {id(d.fact): d for d in mdec}
             run.decisions.extend(mdec)
             for r, f in zip(missing, mirrors):
-                d = by_fact.get(id(f))
-                if d is not None and d.action in ("ADD", "UPDATE", "NOOP"):
-                    r.evidence = d
+                md = by_fact.get(id(f))
+                if md is not None and md.action in ("ADD", "UPDATE", "NOOP"):
+                    r.evidence = md
         run.assign_ids()
 
     async def _side_vectors(self, run: WriteRun) -> None:
@@ -743,7 +747,7 @@ class KnowledgeMemory:
         if speaker is not None and speaker.vec is None:
             speaker.vec = vecs[-1]
 
-    def _trace(self, run: WriteRun, status: str, error: Optional[str] = None) -> dict:
+    def _trace(self, run: WriteRun, status: str, error: Optional[str] = None) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for d in run.decisions:
             counts[d.action] = counts.get(d.action, 0) + 1
@@ -775,7 +779,7 @@ class KnowledgeMemory:
         result.stats = stats_of(run, result.duration_ms)
         return result
 
-    def _fact_dict(self, d: Decision, fact_id: Optional[str], previous: Optional[str]) -> dict:
+    def _fact_dict(self, d: Decision, fact_id: Optional[str], previous: Optional[str]) -> dict[str, Any]:
         f = d.fact
         return {
             "fact_id": fact_id,
@@ -801,7 +805,7 @@ class KnowledgeMemory:
         result.entities_resolved = list(run.resolved_order)
         result.corrections = detect_corrections(run.decisions) if run.decisions else CorrectionResult()
 
-    def _result(self, run: WriteRun, rel_out: list[dict]) -> WriteResult:
+    def _result(self, run: WriteRun, rel_out: list[dict[str, Any]]) -> WriteResult:
         result = WriteResult(
             event_id=run.event_id, classification=run.classification, strategy=run.strategy, emotion=run.emotion,
             relations=rel_out, intentions_created=list(getattr(run, "intentions_created", [])),
@@ -845,11 +849,11 @@ class KnowledgeMemory:
         query: str,
         *,
         session_id: Optional[str] = None,
-        entity_keys: Optional[list] = None,
+        entity_keys: Optional[list[Any]] = None,
         as_of: Any = None,
         known_at: Any = None,
         include_directives: bool = False,
-        config_overrides: Optional[dict] = None,
+        config_overrides: Optional[dict[str, Any]] = None,
         verbose: bool = False,
     ) -> RetrieveResult:
         """Facts, events, intentions and a compressed context for ``query`` (KC-5)."""
@@ -923,50 +927,53 @@ class KnowledgeMemory:
     check_contradiction = sync_method(check_contradiction_async)
 
     # -- background jobs (KC-6) -------------------------------------------------------------------
-    async def _job(self, name: str, agent_id: str):
+    async def _job(self, name: str, agent_id: str, result_type: type[T]) -> T:
         from . import jobs
 
         validate_agent_id(agent_id)
         now = self._now()
-        return await getattr(jobs, name)(self, agent_id, self.config, now)
+        result = await getattr(jobs, name)(self, agent_id, self.config, now)
+        if not isinstance(result, result_type):
+            raise TypeError(f"job {name} returned {type(result).__name__}, not {result_type.__name__}")
+        return result
 
     async def cluster_facts_async(self, agent_id: str) -> ClusteringResult:
         """KC-6.2: one cluster per entity with enough recent current facts."""
-        return await self._job("cluster_facts", agent_id)
+        return await self._job("cluster_facts", agent_id, ClusteringResult)
 
     cluster_facts = sync_method(cluster_facts_async)
 
     async def detect_communities_async(self, agent_id: str) -> CommunityDetectionResult:
         """KC-6.3: similar clusters of different entities become community themes."""
-        return await self._job("detect_communities", agent_id)
+        return await self._job("detect_communities", agent_id, CommunityDetectionResult)
 
     detect_communities = sync_method(detect_communities_async)
 
     async def consolidate_async(self, agent_id: str) -> ConsolidationResult:
         """KC-6.4: recent events and facts become meta-observations."""
-        return await self._job("consolidate", agent_id)
+        return await self._job("consolidate", agent_id, ConsolidationResult)
 
     consolidate = sync_method(consolidate_async)
 
     async def memify_async(self, agent_id: str) -> MemifyResult:
         """KC-6.5: vitality, stale marking, edge reinforcement/decay, entity merges, intention expiry."""
-        return await self._job("memify", agent_id)
+        return await self._job("memify", agent_id, MemifyResult)
 
     memify = sync_method(memify_async)
 
     async def score_entity_importance_async(self, agent_id: str) -> EntityImportanceResult:
         """KC-6.6: importance of every active entity from density, recency, retrievals and degree."""
-        return await self._job("score_entity_importance", agent_id)
+        return await self._job("score_entity_importance", agent_id, EntityImportanceResult)
 
     score_entity_importance = sync_method(score_entity_importance_async)
 
     async def refresh_summaries_async(self, agent_id: str) -> SummaryRefreshResult:
         """KC-6.7: stale summaries of the most important entities are rewritten."""
-        return await self._job("refresh_summaries", agent_id)
+        return await self._job("refresh_summaries", agent_id, SummaryRefreshResult)
 
     refresh_summaries = sync_method(refresh_summaries_async)
 
-    async def run_background_async(self, agent_id: str, jobs: Optional[list] = None) -> BackgroundRunResult:
+    async def run_background_async(self, agent_id: str, jobs: Optional[list[Any]] = None) -> BackgroundRunResult:
         """KC-6.1: entity_importance, summary_refresh, clustering, community_detection,
         consolidation, emotional_trends and memify, in that order (or the named subset);
         a failing job goes to ``errors`` and the rest still run."""
@@ -1009,12 +1016,12 @@ class KnowledgeMemory:
     run_background = sync_method(run_background_async)
 
     # -- reads -----------------------------------------------------------------------------------
-    def _detail(self, row: dict, links: list[str], superseded_by: Optional[str], now: datetime) -> FactDetail:
+    def _detail(self, row: dict[str, Any], links: list[str], superseded_by: Optional[str], now: datetime) -> FactDetail:
         data = {k: v for k, v in row.items() if k != "embedding_vec"}
         data["fact_id"] = data.pop("id")
         return FactDetail(**data, entity_keys=links, status=reads.fact_status(row, now), superseded_by=superseded_by)
 
-    def _details(self, conn: sa.Connection, agent_id: str, rows: list[dict], now: datetime) -> list[FactDetail]:
+    def _details(self, conn: sa.Connection, agent_id: str, rows: list[dict[str, Any]], now: datetime) -> list[FactDetail]:
         t = self._tables
         ids = [r["id"] for r in rows]
         links = commit_mod.links_of(conn, t, agent_id, ids)
@@ -1029,7 +1036,7 @@ class KnowledgeMemory:
                     succ.setdefault(sid, new)
         return [self._detail(r, links.get(r["id"], []), succ.get(r["id"]), now) for r in rows]
 
-    def _fact_cols(self) -> list:
+    def _fact_cols(self) -> list[Any]:
         return [c for c in self._tables.fact.c if c.name != "embedding_vec"]
 
     async def get_async(self, agent_id: str, fact_id: str) -> Optional[FactDetail]:
@@ -1038,7 +1045,7 @@ class KnowledgeMemory:
         now = self._now()
         f = self._tables.fact
 
-        def q(conn):
+        def q(conn: sa.Connection) -> Optional[FactDetail]:
             row = conn.execute(sa.select(*self._fact_cols()).where(f.c.agent_id == agent_id, f.c.id == fact_id)).mappings().first()
             return None if row is None else self._details(conn, agent_id, [dict(row)], now)[0]
 
@@ -1083,7 +1090,7 @@ class KnowledgeMemory:
         now = self._now()
         f = self._tables.fact
 
-        def q(conn):
+        def q(conn: sa.Connection) -> list[FactDetail]:
             ids = self._chain_ids(conn, agent_id, fact_id)
             rows = {
                 r["id"]: dict(r)
@@ -1097,7 +1104,7 @@ class KnowledgeMemory:
     history = sync_method(history_async)
 
     async def get_all_async(
-        self, agent_id: str, *, limit: int = 100, offset: int = 0, entity_keys: Optional[list] = None,
+        self, agent_id: str, *, limit: int = 100, offset: int = 0, entity_keys: Optional[list[Any]] = None,
         include_inactive: bool = False,
     ) -> list[FactDetail]:
         """Current facts incl. stale; ``include_inactive`` adds closed, invalidated and expired
@@ -1108,7 +1115,7 @@ class KnowledgeMemory:
         t = self._tables
         f, lk = t.fact, t.link
 
-        def q(conn):
+        def q(conn: sa.Connection) -> list[FactDetail]:
             stmt = sa.select(*self._fact_cols()).where(f.c.agent_id == agent_id)
             if not include_inactive:
                 stmt = stmt.where(f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
@@ -1131,7 +1138,7 @@ class KnowledgeMemory:
         t = self._tables
         e, a = t.entity, t.alias
 
-        def q(conn):
+        def q(conn: sa.Connection) -> list[EntityDetail]:
             stmt = sa.select(e).where(e.c.agent_id == agent_id)
             if not include_inactive:
                 stmt = stmt.where(e.c.is_active == True)  # noqa: E712
@@ -1162,7 +1169,7 @@ class KnowledgeMemory:
         validate_agent_id(agent_id)
         r_ = self._tables.relationship
 
-        def q(conn):
+        def q(conn: sa.Connection) -> list[RelationshipDetail]:
             stmt = sa.select(r_).where(r_.c.agent_id == agent_id)
             if entity_key is not None:
                 stmt = stmt.where(sa.or_(r_.c.source_entity_key == entity_key, r_.c.target_entity_key == entity_key))
@@ -1184,7 +1191,7 @@ class KnowledgeMemory:
             raise ValueError(f"status must be pending, triggered, fulfilled or expired, got {status!r}")
         it = self._tables.intention
 
-        def q(conn):
+        def q(conn: sa.Connection) -> list[IntentionDetail]:
             cols = [c for c in it.c if c.name != "trigger_embedding_vec"]
             stmt = sa.select(*cols).where(it.c.agent_id == agent_id)
             if status is not None:
@@ -1197,8 +1204,8 @@ class KnowledgeMemory:
     intentions = sync_method(intentions_async)
 
     # -- small writes ------------------------------------------------------------------------------
-    async def _small_write(self, agent_id: str, fn) -> Any:
-        def run():
+    async def _small_write(self, agent_id: str, fn: Callable[[sa.Connection], T]) -> T:
+        def run() -> T:
             with self._backend.write("knowledge update", agent_id) as conn:
                 return fn(conn)
 
@@ -1252,7 +1259,7 @@ class KnowledgeMemory:
         validate_agent_id(agent_id)
         self._now()
 
-        def run():
+        def run() -> bool:
             with self._backend.lock():
                 with self._backend.read() as conn:
                     ids = self._chain_ids(conn, agent_id, fact_id)
@@ -1274,7 +1281,7 @@ class KnowledgeMemory:
         self._now()
         t = self._tables
 
-        def run():
+        def run() -> int:
             with self._backend.lock():
                 with self._backend.read() as conn:
                     fact_ids = [r[0] for r in conn.execute(sa.select(t.fact.c.id).where(t.fact.c.agent_id == agent_id))]
@@ -1295,7 +1302,7 @@ class KnowledgeMemory:
     delete_all = sync_method(delete_all_async)
 
     async def forget_async(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
-                           names: Optional[list] = None) -> dict[str, int]:
+                           names: Optional[list[Any]] = None) -> dict[str, int]:
         """Erase a user (on every agent, shared ones too) or an agent from the store and the
         knowledge tables in one transaction (SC-8.6; what is erased: ``oramem.knowledge.erasure``);
         ``names``: her names as a speaker and an entity (default ``[user_id]``). Returns the rows
@@ -1311,9 +1318,9 @@ class KnowledgeMemory:
         """Remove facts with their links and evidenced edges; references stop naming them."""
         t = self._tables
         f, lk, r_, mo = t.fact, t.link, t.relationship, t.meta_observation
-        keys: set[str] = set()
+        keys: set[tuple[str, str]] = set()
         for batch in reads.chunked(sorted(set(ids))):
-            cond_f = f.c.id.in_(batch)
+            cond_f: sa.ColumnElement[bool] = f.c.id.in_(batch)
             if agent_id is not None:
                 cond_f = sa.and_(cond_f, f.c.agent_id == agent_id)
             owners = [r[0] for r in conn.execute(sa.select(f.c.agent_id).where(cond_f).distinct())]

@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 
 from ..ann import AnnConfig, AnnUnavailable, available_backends
-from ..engine import DeletionHook, Engine
+from ..engine import DeletionHook, DeletionHookSpec, Engine
 from ..errors import StoreError, StoreNotFound
 from ..requests import (
     AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest,
@@ -362,7 +362,7 @@ class SQLiteEngine(Engine):
                 stacklevel=3,
             )
 
-    def register_deletion_hook(self, hook: DeletionHook) -> None:
+    def register_deletion_hook(self, hook: DeletionHookSpec) -> None:
         if not callable(hook):
             raise TypeError(f"a deletion hook must be callable, got {type(hook).__name__}")
         db = self._db
