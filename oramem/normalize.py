@@ -20,11 +20,12 @@ import re
 import uuid
 import warnings
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Iterable, Mapping, Optional, Sequence, overload
 
 import numpy as np
 
+from . import timeutil
 from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, chunk_text
 from .filters import validate_filter
 from .requests import (
@@ -118,11 +119,8 @@ def parse_timestamp(value: Any, argument: str) -> str:
     if isinstance(value, datetime):
         dt = value
     elif isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
         try:
-            dt = datetime.fromisoformat(text)
+            dt = timeutil.parse_iso(value)
         except ValueError:
             raise ValueError(
                 f"{argument}={value!r} is not an ISO-8601 date/time; use e.g. '2026-01-31T12:00:00Z'"
@@ -134,12 +132,7 @@ def parse_timestamp(value: Any, argument: str) -> str:
 
 def format_time(dt: datetime) -> str:
     """Canonical time text: UTC, microseconds, ``+00:00`` (sorts lexically)."""
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    try:
-        return dt.astimezone(timezone.utc).isoformat(timespec="microseconds")
-    except OverflowError:
-        raise ValueError(f"{dt.isoformat()} is outside the years 1-9999 once converted to UTC") from None
+    return timeutil.store_text(dt)
 
 
 def _check_text(value: Any, argument: str) -> Optional[str]:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .. import timeutil
 from . import reads
 from .classify import Chunk, classify_input, select_strategy, split_chunks
 from .config import KnowledgeConfig
@@ -115,16 +116,8 @@ def _parse_dt(value: Any, tz: zoneinfo.ZoneInfo) -> Optional[datetime]:
     """ISO date or datetime from the LLM; naive values are in the configured timezone."""
     if not isinstance(value, str) or not value.strip():
         return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=tz)
-    return to_utc(moment)
+    moment = timeutil.try_parse_iso(value, naive=tz)
+    return None if moment is None else to_utc(moment)
 
 
 def infer_value_type(value: Any) -> str:

@@ -34,6 +34,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.types import TypeDecorator, UserDefinedType
 
+from .. import timeutil
 from ..errors import SchemaError
 from ..types import SchemaPolicy
 from .text import iso, to_utc
@@ -114,8 +115,7 @@ class UTCDateTime(TypeDecorator):
             return None
         if isinstance(value, datetime):
             return to_utc(value)
-        text = value[:-1] + "+00:00" if value.endswith("Z") else value
-        return to_utc(datetime.fromisoformat(text))
+        return to_utc(timeutil.parse_iso(value))
 
 
 class Bool(TypeDecorator):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Optional, overload
+
+from .. import timeutil
 
 __all__ = [
     "estimate_tokens",
@@ -113,16 +115,14 @@ def contains_words(haystack_norm_words: list[str], needle: str) -> bool:
 
 def to_utc(value: datetime) -> datetime:
     """Aware UTC datetime; naive input means UTC (KC-0.2)."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+    return timeutil.to_utc(value)
 
 
 def iso(value: Optional[datetime]) -> Optional[str]:
     """Fixed-format ISO-8601 UTC text (comparable as strings)."""
     if value is None:
         return None
-    return to_utc(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return timeutil.knowledge_text(value)
 
 
 @overload
@@ -136,13 +136,9 @@ def parse_when(value: Any, argument: str) -> Optional[datetime]:
     if isinstance(value, datetime):
         return to_utc(value)
     if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            return to_utc(datetime.fromisoformat(text))
-        except ValueError:
-            pass
+        moment = timeutil.try_parse_iso(value)
+        if moment is not None:
+            return to_utc(moment)
     raise ValueError(f"{argument} must be a datetime or an ISO-8601 string, got {value!r}")
 
 

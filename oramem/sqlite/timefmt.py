@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Optional
 
+from .. import timeutil
 from ..requests import TTLSpec
 from ..types import TimeToLiveAnchor
 
@@ -20,20 +21,17 @@ NEVER_MICROS = 2**62
 
 def iso(moment: _dt.datetime) -> str:
     """The stored text of an aware datetime (naive is taken as UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_UTC)
-    return moment.astimezone(_UTC).isoformat(timespec="microseconds")
+    return timeutil.store_text(moment)
 
 
 def parse_iso(text: str, what: str) -> _dt.datetime:
     """Parse stored or normalised ISO-8601 text; ``ValueError`` naming ``what``."""
     try:
-        moment = _dt.datetime.fromisoformat(text)
-    except (TypeError, ValueError):
+        if not isinstance(text, str):
+            raise ValueError
+        return timeutil.parse_iso(text)
+    except ValueError:
         raise ValueError(f"{what} {text!r} is not an ISO-8601 timestamp") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_UTC)
-    return moment
 
 
 def epoch_micros(text: Optional[str]) -> int:
