@@ -304,7 +304,7 @@ class KnowledgeMemory:
 
     # -- background extraction (queue.py) -----------------------------------------------------
     async def _submit(self, agent_id: str, message: str, speaker_name: str, *, source: str, session_id: str,
-                      occurred_at: datetime, recent: list, overrides: Optional[dict], now: datetime) -> WriteResult:
+                      occurred_at: datetime, recent: list[Any], overrides: Optional[dict[str, Any]], now: datetime) -> WriteResult:
         """``write(..., background=True)``: one job row, nothing else (queue.py)."""
         job_id, event_id = new_id(), new_id()
         payload = {"message": message, "speaker_name": speaker_name, "source": source, "session_id": session_id,
@@ -357,12 +357,13 @@ class KnowledgeMemory:
         while max_jobs is None or len(ids) < max_jobs:
             if _stop is not None and _stop.stopping.is_set():
                 break
-            outcome, job_id = await self._process_one(wid, float(lease_seconds), float(backoff_base), float(backoff_max))
-            if outcome is None:
+            processed = await self._process_one(wid, float(lease_seconds), float(backoff_base), float(backoff_max))
+            if processed is None:
                 if _stop is None:
                     break
                 await _stop.idle(_stop.poll_interval)
                 continue
+            outcome, job_id = processed
             counts[outcome] += 1
             ids.append(job_id)
         return WorkerReport(job_ids=tuple(ids), **counts)
@@ -397,11 +398,12 @@ class KnowledgeMemory:
             self._worker = worker  # still running: keep the handle so stop_worker can be called again
             raise
 
-    async def _process_one(self, wid: str, lease_s: float, base: float, cap: float) -> tuple:
+    async def _process_one(self, wid: str, lease_s: float, base: float, cap: float) -> Optional[tuple[str, str]]:
+        """(outcome, job id) of one claimed job, or None when none is due."""
         now = self._now()
         job = await self._in_thread(queue_mod.claim, self.runtime, wid, now, now + timedelta(seconds=lease_s))
         if job is None:
-            return None, None
+            return None
         beat = asyncio.ensure_future(self._heartbeat(job["id"], wid, lease_s))
         try:
             outcome = await self._run_job(job, wid, base, cap)
@@ -419,7 +421,7 @@ class KnowledgeMemory:
             if not await self._in_thread(queue_mod.renew, self.runtime, job_id, wid, now + timedelta(seconds=lease_s), now):
                 return
 
-    async def _run_job(self, job: dict, wid: str, base: float, cap: float) -> str:
+    async def _run_job(self, job: dict[str, Any], wid: str, base: float, cap: float) -> str:
         t = self._tables
         agent, eid, jid = job["agent_id"], job["event_id"], job["id"]
         payload = job["payload_json"] or {}
@@ -481,7 +483,7 @@ class KnowledgeMemory:
     job_status = sync_method(job_status_async)
 
     async def jobs_async(self, agent_id: Optional[str] = None, *, status: Optional[str] = None,
-                         limit: int = 100) -> list:
+                         limit: int = 100) -> list[JobInfo]:
         """Queued background writes (``JobInfo``), oldest first."""
         if agent_id is not None:
             validate_agent_id(agent_id)
@@ -501,7 +503,7 @@ class KnowledgeMemory:
 
     get_job = sync_method(get_job_async)
 
-    async def retry_jobs_async(self, job_ids: Optional[list] = None, *, agent_id: Optional[str] = None) -> int:
+    async def retry_jobs_async(self, job_ids: Optional[list[str]] = None, *, agent_id: Optional[str] = None) -> int:
         """Put ``failed`` jobs (these ids, or all of the agent, or all) back to ``pending``
         with a fresh set of attempts; returns how many."""
         if job_ids is not None:

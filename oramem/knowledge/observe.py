@@ -23,6 +23,7 @@ from .types import OperationStats, PipelineStep, StepTiming
 
 __all__ = ["record_step", "stats_of", "operation_span", "otel_available"]
 
+_otel_trace: Any
 try:  # optional: the oramem[otel] extra
     from opentelemetry import trace as _otel_trace
 except ImportError:  # pragma: no cover - exercised when the extra is missing
