@@ -144,48 +144,111 @@ AS
       RETURN l_arr.to_clob;
    END query_vector;
 
-   -- Wrap a per-record ranking subquery (record_type, record_id, dist; at most k rows)
-   -- into the result document {"n": <rows>, "results": [{"record", "distance"}...]}.
+   /*
+    * A ranking run (review F19): its row count and its JSON array text - the results
+    * [{"record", "distance"}...] or, for a HYBRID leg, the keys [[record_type, record_id]...]
+    * - as two columns of one row, so PL/SQL reads the count as a NUMBER and passes the
+    * array on as SQL wrote it: no JSON_OBJECT_T parse and to_clob re-serialisation.
+    * doc is NULL when nothing ranked (an aggregate over no rows).
+    */
+   TYPE ranking_t IS RECORD (
+      n   NUMBER,
+      doc CLOB
+   );
+
+   -- A ranking subquery (record_type, record_id, dist; at most k rows) as the result rows:
+   -- COUNT(*) and the results array in rank order (distance, record_type, record_id).
    FUNCTION result_sql(
       in_rank_sql IN VARCHAR2,
       in_rec_tab  IN VARCHAR2
    ) RETURN VARCHAR2
    IS
    BEGIN
-      RETURN 'SELECT JSON_OBJECT(''n'' VALUE COUNT(*), ''results'' VALUE JSON_ARRAYAGG('
+      RETURN 'SELECT COUNT(*), JSON_ARRAYAGG('
           || 'JSON_OBJECT(''record'' VALUE ' || oramem_registry.record_json_sql('r')
           || ' FORMAT JSON, ''distance'' VALUE b.dist RETURNING CLOB)'
-          || ' ORDER BY b.dist, b.record_type, b.record_id RETURNING CLOB) RETURNING CLOB)'
+          || ' ORDER BY b.dist, b.record_type, b.record_id RETURNING CLOB)'
           || ' FROM (' || in_rank_sql || ') b JOIN ' || in_rec_tab || ' r'
           || ' ON (r.record_type = b.record_type AND r.record_id = b.record_id)';
    END result_sql;
 
-   -- The same ranking as keys only: {"n": <rows>, "keys": [[record_type, record_id], ...]}
-   -- in rank order (distance, record_type, record_id); the legs of a HYBRID search.
+   -- The same ranking as keys only: COUNT(*) and [[record_type, record_id], ...] in rank
+   -- order (distance, record_type, record_id); the legs of a HYBRID search.
    FUNCTION keys_sql(
       in_rank_sql IN VARCHAR2
    ) RETURN VARCHAR2
    IS
    BEGIN
-      RETURN 'SELECT JSON_OBJECT(''n'' VALUE COUNT(*), ''keys'' VALUE JSON_ARRAYAGG('
+      RETURN 'SELECT COUNT(*), JSON_ARRAYAGG('
           || 'JSON_ARRAY(b.record_type, b.record_id)'
-          || ' ORDER BY b.dist, b.record_type, b.record_id RETURNING CLOB) RETURNING CLOB)'
+          || ' ORDER BY b.dist, b.record_type, b.record_id RETURNING CLOB)'
           || ' FROM (' || in_rank_sql || ') b';
    END keys_sql;
 
-   -- Run a ranking subquery: the result document (result_sql) or, for a HYBRID leg, the keys.
+   -- Run in_sql (one row: a NUMBER, then, when in_with_doc, a CLOB) with DBMS_SQL, binding
+   -- in_binds by name (oramem_filter.bind_all); DEFINE_COLUMN / COLUMN_VALUE have NUMBER and
+   -- CLOB overloads (Supplied PL/SQL Packages, DBMS_SQL). The cursor is closed on every path.
+   FUNCTION count_and_doc(
+      in_sql      IN VARCHAR2,
+      in_binds    IN oramem_filter.bind_list_t,
+      in_with_doc IN BOOLEAN
+   ) RETURN ranking_t
+   IS
+      l_cursor INTEGER;
+      l_rows   INTEGER;
+      l_out    ranking_t;
+   BEGIN
+      l_cursor := DBMS_SQL.OPEN_CURSOR;
+      DBMS_SQL.PARSE(l_cursor, in_sql, DBMS_SQL.NATIVE);
+      oramem_filter.bind_all(l_cursor, in_binds);
+      DBMS_SQL.DEFINE_COLUMN(l_cursor, 1, l_out.n);
+      IF in_with_doc THEN
+         DBMS_SQL.DEFINE_COLUMN(l_cursor, 2, l_out.doc);
+      END IF;
+      l_rows := DBMS_SQL.EXECUTE_AND_FETCH(l_cursor);
+      IF l_rows > 0 THEN
+         DBMS_SQL.COLUMN_VALUE(l_cursor, 1, l_out.n);
+         IF in_with_doc THEN
+            DBMS_SQL.COLUMN_VALUE(l_cursor, 2, l_out.doc);
+         END IF;
+      END IF;
+      DBMS_SQL.CLOSE_CURSOR(l_cursor);
+      l_out.n := NVL(l_out.n, 0);
+      RETURN l_out;
+   EXCEPTION
+      WHEN OTHERS THEN
+         -- release the cursor, then re-raise unchanged (callers map and log)
+         IF DBMS_SQL.IS_OPEN(l_cursor) THEN
+            DBMS_SQL.CLOSE_CURSOR(l_cursor);
+         END IF;
+         RAISE;
+   END count_and_doc;
+
+   -- Run a ranking subquery: the results (result_sql) or, for a HYBRID leg, the keys.
    FUNCTION ranked(
       in_rank_sql  IN VARCHAR2,
       in_rec_tab   IN VARCHAR2,
       in_binds     IN oramem_filter.bind_list_t,
       in_keys_only IN BOOLEAN
-   ) RETURN JSON_OBJECT_T
+   ) RETURN ranking_t
    IS
    BEGIN
-      RETURN JSON_OBJECT_T.parse(oramem_filter.query_clob(
+      RETURN count_and_doc(
                 CASE WHEN in_keys_only THEN keys_sql(in_rank_sql) ELSE result_sql(in_rank_sql, in_rec_tab) END,
-                in_binds));
+                in_binds, TRUE);
    END ranked;
+
+   -- A ranking's array text as returned ('[]' when nothing ranked).
+   FUNCTION array_or_empty(
+      in_doc IN CLOB
+   ) RETURN CLOB
+   IS
+   BEGIN
+      IF in_doc IS NULL OR DBMS_LOB.GETLENGTH(in_doc) = 0 THEN
+         RETURN TO_CLOB('[]');
+      END IF;
+      RETURN in_doc;
+   END array_or_empty;
 
    -- The record WHERE grows only here: a checked bound that raises the documented filter
    -- error (-20004) before the VARCHAR2(32767) statement could overflow (review F12).
@@ -269,10 +332,10 @@ AS
       in_k          IN NUMBER,
       in_exact      IN BOOLEAN,
       in_keys_only  IN BOOLEAN
-   ) RETURN JSON_OBJECT_T
+   ) RETURN ranking_t
    IS
       l_binds  oramem_filter.bind_list_t;
-      l_doc    JSON_OBJECT_T;
+      l_doc    ranking_t;
       l_rank   VARCHAR2(32767);
       l_nfetch NUMBER := LEAST(in_k * gc_overfetch, gc_max_k * gc_overfetch);
       l_count  NUMBER;
@@ -294,7 +357,7 @@ AS
             add_bind(l_binds, 'nfetch', 'N', in_num => l_nfetch);
             add_bind(l_binds, 'k', 'N', in_num => in_k);
             l_doc := ranked(l_rank, in_rec_tab, l_binds, in_keys_only);
-            IF l_doc.get_number('n') >= in_k THEN
+            IF l_doc.n >= in_k THEN
                RETURN l_doc;
             END IF;
             EXIT WHEN l_round = 2;
@@ -302,10 +365,10 @@ AS
             -- wider round would fetch (a row-limited count stops there)
             l_binds := in_binds;
             add_bind(l_binds, 'lim', 'N', in_num => l_nfetch * gc_overfetch + 1);
-            l_count := JSON_OBJECT_T.parse(oramem_filter.query_clob(
-                          'SELECT JSON_OBJECT(''n'' VALUE COUNT(*) RETURNING CLOB) FROM (SELECT 1 FROM '
+            l_count := count_and_doc(
+                          'SELECT COUNT(*) FROM (SELECT 1 FROM '
                           || in_chk_tab || ' c WHERE c.embedding IS NOT NULL AND ' || in_candidates
-                          || ' FETCH FIRST :lim ROWS ONLY)', l_binds)).get_number('n');
+                          || ' FETCH FIRST :lim ROWS ONLY)', l_binds, FALSE).n;
             EXIT WHEN l_count <= l_nfetch * gc_overfetch;   -- a wider round would fetch them all: go exact
             l_nfetch := l_nfetch * gc_overfetch;
          END LOOP;
@@ -341,10 +404,10 @@ AS
       in_query      IN VARCHAR2,
       in_k          IN NUMBER,
       in_keys_only  IN BOOLEAN
-   ) RETURN JSON_OBJECT_T
+   ) RETURN ranking_t
    IS
       l_binds  oramem_filter.bind_list_t;
-      l_doc    JSON_OBJECT_T;
+      l_doc    ranking_t;
       l_rank   VARCHAR2(32767);
       l_topn   PLS_INTEGER;
       l_hreq   JSON_OBJECT_T;
@@ -424,7 +487,7 @@ AS
          l_doc := ranked(l_rank, in_rec_tab, l_binds, in_keys_only);
          -- widen until k records pass the filters or the cap is reached, but not when the
          -- index already returned fewer than topN rows: a wider topN cannot find more (F17)
-         EXIT WHEN l_doc.get_number('n') >= in_k OR l_topn >= gc_max_hybrid_topn OR l_raw < l_topn;
+         EXIT WHEN l_doc.n >= in_k OR l_topn >= gc_max_hybrid_topn OR l_raw < l_topn;
          l_topn := LEAST(l_topn * 4, gc_max_hybrid_topn);
       END LOOP;
       RETURN l_doc;
@@ -446,18 +509,6 @@ AS
       END IF;
       RETURN in_cfg.get_number(in_key);
    END hybrid_number;
-
-   -- The keys of a leg's ranking as JSON array text ('[]' for none).
-   FUNCTION leg_keys(
-      in_doc IN JSON_OBJECT_T
-   ) RETURN CLOB
-   IS
-   BEGIN
-      IF in_doc IS NULL OR NOT in_doc.has('keys') OR in_doc.get('keys').is_null THEN
-         RETURN TO_CLOB('[]');
-      END IF;
-      RETURN in_doc.get_array('keys').to_clob;
-   END leg_keys;
 
    FUNCTION search_json(
       in_store_id IN VARCHAR2,
@@ -488,7 +539,7 @@ AS
       l_qv         CLOB;
       l_dim        VARCHAR2(10 CHAR);
       l_rank       VARCHAR2(32767);
-      l_doc        JSON_OBJECT_T;
+      l_doc        ranking_t;
       l_cfg        JSON_OBJECT_T;
       l_wv         NUMBER;
       l_wk         NUMBER;
@@ -672,13 +723,13 @@ AS
             ELSE
                l_qv := embed_query(l_store, l_text);
             END IF;
-            l_vkeys := leg_keys(vector_ranking(l_chk_tab, l_rec_tab, l_candidates, l_binds, l_qv, l_dim,
-                                               l_depth, l_exact, TRUE));
+            l_vkeys := array_or_empty(vector_ranking(l_chk_tab, l_rec_tab, l_candidates, l_binds, l_qv, l_dim,
+                                                     l_depth, l_exact, TRUE).doc);
          END IF;
          l_query := keyword_query(l_text, l_language);
          IF l_wk > 0 AND l_query IS NOT NULL THEN
-            l_tkeys := leg_keys(keyword_ranking(l_store, l_chk_tab, l_rec_tab, l_candidates, l_binds,
-                                                l_query, l_depth, TRUE));
+            l_tkeys := array_or_empty(keyword_ranking(l_store, l_chk_tab, l_rec_tab, l_candidates, l_binds,
+                                                      l_query, l_depth, TRUE).doc);
          END IF;
          l_rank := 'SELECT NVL(v.record_type, t.record_type) AS record_type,'
                 || ' NVL(v.record_id, t.record_id) AS record_id,'
@@ -700,10 +751,8 @@ AS
          l_doc := ranked(l_rank, l_rec_tab, l_run_binds, FALSE);
       END IF;
 
-      IF l_doc IS NULL OR NOT l_doc.has('results') OR l_doc.get('results').is_null THEN
-         RETURN TO_CLOB('[]');
-      END IF;
-      RETURN l_doc.get_array('results').to_clob;
+      -- the results array as SQL built it, appended once (F19)
+      RETURN array_or_empty(l_doc.doc);
    EXCEPTION
       WHEN OTHERS THEN
          IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN

@@ -115,7 +115,7 @@ def test_f11_keyword_query_is_cut_at_whole_tokens_in_bytes():
 def test_f17_hybrid_widening_stops_when_the_index_returned_fewer_rows():
     code = _code(SEARCH)
     assert "DBMS_HYBRID_VECTOR.SEARCH(JSON(:q))" in code and code.count("DBMS_HYBRID_VECTOR.SEARCH") == 1
-    assert re.search(r"EXIT WHEN l_doc\.get_number\('n'\) >= in_k OR l_topn >= gc_max_hybrid_topn OR l_raw < l_topn;",
+    assert re.search(r"EXIT WHEN l_doc\.n >= in_k OR l_topn >= gc_max_hybrid_topn OR l_raw < l_topn;",
                      code)
 
 
@@ -126,13 +126,46 @@ def test_f19_query_vector_is_bound_once_in_the_approximate_query():
     assert approx.count("TO_VECTOR(:qv, ") == 2 and approx.count("add_bind(l_binds, 'qv',") == 1
 
 
+def test_f19_results_are_not_parsed_and_reserialised():
+    # Review F19 (second half): the result was built as JSON in SQL ({"n", "results"}),
+    # parsed with JSON_OBJECT_T and written again with to_clob, twice when the exact fallback
+    # ran. Now the count and the array are two columns of one row: the count is read as a
+    # NUMBER, the array goes out as SQL wrote it.
+    code = _code(SEARCH)
+    for name in ("result_sql", "keys_sql"):
+        sql = _function(code, name)
+        assert "RETURN 'SELECT COUNT(*), JSON_ARRAYAGG(" in sql, name
+        assert "''n'' VALUE" not in sql and "''results'' VALUE" not in sql and "''keys'' VALUE" not in sql
+    # no JSON parse of a ranking anywhere: the only parse left is the request's (and no DOM
+    # serialisation of results or keys)
+    assert code.count(".parse(") == 1 and "JSON_ELEMENT_T.parse(in_request)" in code
+    assert "get_array('results')" not in code and "get_array('keys')" not in code
+    assert "get_number('n')" not in code
+    # the two columns are read with DBMS_SQL as NUMBER and CLOB
+    run = _function(code, "count_and_doc")
+    assert "DBMS_SQL.DEFINE_COLUMN(l_cursor, 1, l_out.n);" in run
+    assert "DBMS_SQL.DEFINE_COLUMN(l_cursor, 2, l_out.doc);" in run
+    assert "oramem_filter.bind_all(l_cursor, in_binds);" in run
+    assert "DBMS_SQL.CLOSE_CURSOR(l_cursor);" in run.split("EXCEPTION", 1)[1], "cursor closed on error"
+    assert re.search(r"TYPE ranking_t IS RECORD \(\s*n\s+NUMBER,\s*doc\s+CLOB\s*\);", code)
+    for name in ("vector_ranking", "keyword_ranking", "ranked"):
+        assert re.search(r"\)\s*RETURN ranking_t\b", _function(code, name)), name
+    # the search returns the array once, '[]' when nothing ranked (an aggregate over no rows
+    # is NULL); the HYBRID legs pass their key arrays straight to the fusion query
+    body = _function(code, "search_json")
+    assert body.rstrip().count("RETURN array_or_empty(l_doc.doc);") == 1
+    assert body.count(").doc);") == 2
+    empty = _function(code, "array_or_empty")
+    assert "in_doc IS NULL OR DBMS_LOB.GETLENGTH(in_doc) = 0" in empty and "TO_CLOB('[]')" in empty
+
+
 def test_f18_fewer_than_k_approximate_records_count_before_going_exact():
     # An approximate search may return fewer than k rows (SQL Language Reference, SELECT,
     # APPROX). The fix: after a short approximate round, count the candidate chunks (a
     # row-limited count) and either run one wider approximate round or go exact at once.
     vr = _code(_function(SEARCH, "vector_ranking"))
     loop = vr[vr.index("FOR l_round IN 1 .. 2 LOOP"):vr.index("END LOOP;")]
-    assert "IF l_doc.get_number('n') >= in_k THEN" in loop and "RETURN l_doc;" in loop
+    assert "IF l_doc.n >= in_k THEN" in loop and "RETURN l_doc;" in loop
     count = loop[loop.index("'lim'"):]
     assert "FETCH FIRST :lim ROWS ONLY" in count and "l_nfetch * gc_overfetch + 1" in count
     assert "EXIT WHEN l_count <= l_nfetch * gc_overfetch;" in count
