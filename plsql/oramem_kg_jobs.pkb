@@ -24,6 +24,7 @@ AS
    gc_ln11         CONSTANT NUMBER := LN(11);
    gc_max_agent    CONSTANT PLS_INTEGER := 256;
    gc_text_chars   CONSTANT PLS_INTEGER := 8000;
+   gc_word_piece_chars CONSTANT PLS_INTEGER := 500;   -- count_words: characters decomposed at once
    gc_empty_ids    CONSTANT VARCHAR2(2 CHAR) := '[]';
 
    -- procedural._STOP (a test checks the two lists are equal); one space around each word.
@@ -376,29 +377,55 @@ AS
    ---------------------------------------------------------------------------------------
    -- KC-5.13 emotional trends (procedural.emotional_trends)
    ---------------------------------------------------------------------------------------
-   -- Letter runs of 3+ characters of norm(in_text) that are not stop words, counted.
+   -- Letter runs of 3+ characters of norm(in_text) that are not stop words, counted; the
+   -- first gc_text_chars characters of the event text.
+   -- DECOMPOSE may return "a few times" its input and silently truncates what exceeds the
+   -- VARCHAR2 maximum (SQL Language Reference 23, DECOMPOSE; a CLOB argument is converted
+   -- to VARCHAR2 first). So the text is decomposed in pieces of at most gc_word_piece_chars
+   -- characters, each ending after its last blank when more text follows (a word is never
+   -- split, unless it is longer than a piece): a character decomposes (NFKD) into at most
+   -- 33 UTF-8 bytes (U+FDFA; a test computes the maximum), and LOWER at most adds half
+   -- (2-byte letters with 3-byte lower case), so a piece stays under 32767 bytes.
+   -- Offsets are in the CLOB's characters, UCS-2 code points (a supplementary character
+   -- counts 2), hence LENGTH2 to advance.
    PROCEDURE count_words(
       in_text  IN CLOB,
       io_words IN OUT NOCOPY word_map_t
    )
    IS
-      l_text VARCHAR2(32767);
-      l_word VARCHAR2(4000 CHAR);
-      l_pos  PLS_INTEGER := 1;
+      l_end   INTEGER;
+      l_off   INTEGER := 1;
+      l_piece VARCHAR2(32767);
+      l_cut   PLS_INTEGER;
+      l_word  VARCHAR2(4000 CHAR);
+      l_pos   PLS_INTEGER;
    BEGIN
       IF in_text IS NULL THEN
          RETURN;
       END IF;
-      l_text := DBMS_LOB.SUBSTR(in_text, gc_text_chars, 1);
-      l_text := LOWER(REGEXP_REPLACE(DECOMPOSE(l_text, 'COMPATIBILITY'),
-                                     '[' || UNISTR('\0300') || '-' || UNISTR('\036F') || ']', ''));
-      LOOP
-         l_word := REGEXP_SUBSTR(l_text, '[[:alpha:]]{3,}', 1, l_pos);
-         EXIT WHEN l_word IS NULL;
-         IF INSTR(gc_stopwords, ' ' || l_word || ' ') = 0 THEN
-            io_words(l_word) := CASE WHEN io_words.EXISTS(l_word) THEN io_words(l_word) ELSE 0 END + 1;
+      l_end := LEAST(DBMS_LOB.GETLENGTH(in_text), gc_text_chars);
+      WHILE l_off <= l_end LOOP
+         l_piece := DBMS_LOB.SUBSTR(in_text, LEAST(gc_word_piece_chars, l_end - l_off + 1), l_off);
+         EXIT WHEN l_piece IS NULL;
+         IF l_off + LENGTH2(l_piece) <= l_end THEN
+            -- more text follows: end the piece after its last blank (none: keep it whole)
+            l_cut := REGEXP_INSTR(l_piece, '[[:space:]][^[:space:]]*$');
+            IF l_cut > 0 THEN
+               l_piece := SUBSTR(l_piece, 1, l_cut);
+            END IF;
          END IF;
-         l_pos := l_pos + 1;
+         l_off := l_off + LENGTH2(l_piece);
+         l_piece := LOWER(REGEXP_REPLACE(DECOMPOSE(l_piece, 'COMPATIBILITY'),
+                                         '[' || UNISTR('\0300') || '-' || UNISTR('\036F') || ']', ''));
+         l_pos := 1;
+         LOOP
+            l_word := REGEXP_SUBSTR(l_piece, '[[:alpha:]]{3,}', 1, l_pos);
+            EXIT WHEN l_word IS NULL;
+            IF INSTR(gc_stopwords, ' ' || l_word || ' ') = 0 THEN
+               io_words(l_word) := CASE WHEN io_words.EXISTS(l_word) THEN io_words(l_word) ELSE 0 END + 1;
+            END IF;
+            l_pos := l_pos + 1;
+         END LOOP;
       END LOOP;
    END count_words;
 

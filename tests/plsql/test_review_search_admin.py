@@ -102,6 +102,31 @@ def test_f16_knowledge_deletion_hook_mirrors_the_sqlite_hook():
     assert ORACLE_DELETION_HOOK == "ORAMEM_KG_JOBS.ON_STORE_DELETE"
 
 
+def test_count_words_decomposes_bounded_pieces():
+    # DECOMPOSE "may be a few times longer than string" and silently truncates past the
+    # VARCHAR2 maximum (SQL Language Reference 23, DECOMPOSE): 8,000 characters of Hangul
+    # (3 bytes each, 9 bytes decomposed) did not fit the VARCHAR2(32767). count_words now
+    # decomposes pieces whose worst case fits, computed here from Unicode's own data.
+    import unicodedata
+
+    worst = max(len(unicodedata.normalize("NFKD", chr(cp)).encode("utf-8"))
+                for cp in range(0x110000) if not 0xD800 <= cp < 0xE000)
+    assert worst >= 33  # U+FDFA (33 bytes) as of Unicode 14; the bound in the PL/SQL comment
+    assert len(unicodedata.normalize("NFKD", "\ud55c").encode("utf-8")) == 9  # a Hangul syllable
+    piece = int(re.search(r"gc_word_piece_chars\s+CONSTANT PLS_INTEGER := (\d+);", KG_BODY).group(1))
+    # LOWER adds at most half (a 2-byte letter whose lower case has 3 bytes)
+    assert piece * worst * 3 // 2 <= 32767
+    cw = _code(_procedure(KG_BODY, "count_words"))
+    assert cw.count("DECOMPOSE(") == 1 and "DECOMPOSE(l_piece, 'COMPATIBILITY')" in cw
+    assert "DBMS_LOB.SUBSTR(in_text, LEAST(gc_word_piece_chars, l_end - l_off + 1), l_off)" in cw
+    assert "DBMS_LOB.SUBSTR(in_text, gc_text_chars" not in cw, "the whole text decomposed at once"
+    # a piece ends after its last blank when more text follows, so no word is split; the
+    # offset advances in the CLOB's units (UCS-2 code points)
+    assert "REGEXP_INSTR(l_piece, '[[:space:]][^[:space:]]*$')" in cw
+    assert "l_off := l_off + LENGTH2(l_piece);" in cw
+    assert "l_end := LEAST(DBMS_LOB.GETLENGTH(in_text), gc_text_chars);" in cw
+
+
 def test_f11_keyword_query_is_cut_at_whole_tokens_in_bytes():
     kq = _code(_function(SEARCH, "keyword_query"))
     assert "LENGTHB(l_piece) > gc_max_query_bytes" in kq
