@@ -23,12 +23,13 @@ from ..ann import AnnConfig, AnnUnavailable, available_backends
 from ..engine import DeletionHook, DeletionHookSpec, Engine
 from ..errors import StoreError, StoreNotFound
 from ..requests import (
-    AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest,
+    AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, ScopeMatch, SearchRequest, StoreSettings,
+    UpdateRequest,
 )
 from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
 from . import mutations, sidecar
 from .connection import Database, is_writable
-from .keyword import HybridConfig, check_language, fts_query, fuse, keyword_distance
+from .keyword import LEGACY_LANGUAGE, HybridConfig, check_language, fuse, keyword_distance, match_expression
 from .mutations import Catalog, WriteTx
 from .records import RECORD_COLUMNS, Where, to_record
 from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword, has_knowledge_tables, has_vector
@@ -230,8 +231,8 @@ class SQLiteEngine(Engine):
 
     def _catalog(self, conn, tables: StoreTables) -> Catalog:
         row = conn.execute(
-            f"SELECT generation, change_seq, capability, vector_dim, search_index_sync FROM {CATALOG} "
-            "WHERE store_id = ?",
+            f"SELECT generation, change_seq, capability, vector_dim, search_index_sync, schema_version, "
+            f"keyword_language FROM {CATALOG} WHERE store_id = ?",
             (tables.store_id,),
         ).fetchone()
         if row is None:
@@ -239,7 +240,7 @@ class SQLiteEngine(Engine):
                 f"store {tables.store_id!r} no longer exists (dropped by another connection?); "
                 "open it again with CREATE_IF_NECESSARY"
             )
-        return Catalog(row[0], row[1], SearchStrategy(row[2]), row[3], SearchIndexSyncMode(row[4]))
+        return Catalog(row[0], row[1], SearchStrategy(row[2]), row[3], SearchIndexSyncMode(row[4]), row[5], row[6])
 
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[WriteTx]:
@@ -428,7 +429,7 @@ class SQLiteEngine(Engine):
                 scopes = (request.thread, request.user, request.agent)
                 vector_ranking = self._nearest(conn, t, where, request, cache, scopes, epoch_micros(now), depth)
             if strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
-                keyword_ranking = self._keyword(conn, t, where, request, depth)
+                keyword_ranking = self._keyword(conn, t, where, request, depth, catalog)
             if strategy == SearchStrategy.VECTOR:
                 ranked = vector_ranking
             elif strategy == SearchStrategy.KEYWORD:
@@ -527,28 +528,56 @@ class SQLiteEngine(Engine):
                     self._write_sidecar(cache, stamp)
         return cache
 
-    def _keyword(self, conn, t: StoreTables, where: Where, request: SearchRequest, needed: int) -> builtins.list[tuple[int, float]]:
+    #: first window of bm25-ranked FTS rows a keyword search joins to its records, as a
+    #: multiple of the records it needs (then 16 times that, then every match)
+    _KEYWORD_WINDOW = 2
+    _KEYWORD_WINDOW_MIN = 16
+
+    def _keyword(self, conn, t: StoreTables, where: Where, request: SearchRequest, needed: int,
+                 catalog: Catalog) -> builtins.list[tuple[int, float]]:
         """Per record, the best bm25 of its matching retrieval rows, for the ``needed``
         best records that pass every filter, best first (equal scores by record type and
         id, as SC-6.1 orders the results).
 
-        One statement: the FTS5 match (materialised: bm25 can only be computed in the
-        FTS scan itself), then the filters (type, visibility, scope, metadata) and the
-        per-record best inside the same query, cut to ``needed`` by SQLite (no window that
-        has to grow past tied scores; SC-6.5 holds: filters apply before the cut). Its
-        cost follows the number of matching rows of the whole store, not of the scope."""
-        match = fts_query(request.query_text or "", self._state.keyword_language if self._state else "english")
+        The scope is part of the MATCH (the FTS rows carry scope tokens, schema version
+        3), so FTS5 only visits the scope's rows. FTS5 ranks them once (bm25, in C), and
+        only the rows scoring at most the ``w``-th best row (a window of ``w`` rows plus
+        every row tied with its last one) are joined to the chunks and records, where the
+        remaining filters (type, visibility, metadata, and the scope again) apply, inside
+        the same statement. Every record with a row in that set has all its rows there and
+        scores at least as well as any record outside it, so the answer is exact as soon
+        as ``needed`` records pass the filters (ties included: the whole tie group at the
+        edge is joined, so the tie-break by type and id is exact). Otherwise ``w`` grows,
+        and at last every match is joined (SC-6.5: filters apply before the top-k cut)."""
+        language = catalog.keyword_language or LEGACY_LANGUAGE
+        scopes = [
+            (name, scope.value if scope.match == ScopeMatch.EQUALS else None)
+            for name, scope in (("thread", request.thread), ("user", request.user), ("agent", request.agent))
+            if scope.match != ScopeMatch.ANY
+        ]
+        match = match_expression(request.query_text or "", language, scopes, catalog.scoped_fts)
         if match is None:
             return []
+        rank = f"bm25({t.fts}, 1.0, 0.0)" if catalog.scoped_fts else f"bm25({t.fts})"
+        window = min(max(self._KEYWORD_WINDOW * needed, self._KEYWORD_WINDOW_MIN), _SQL_MAX_LIMIT // 16)
         sql = (
-            f"WITH m AS MATERIALIZED (SELECT rowid AS chunk_id, bm25({t.fts}) AS score FROM {t.fts} "
-            f"WHERE {t.fts} MATCH :oramem_match) "
-            f"SELECT c.record_seq, min(m.score) AS best FROM m "
-            f"JOIN {t.chunks} c ON c.chunk_id = m.chunk_id JOIN {t.records} r ON r.seq = c.record_seq "
-            f"WHERE {where.sql()} GROUP BY c.record_seq ORDER BY best, r.record_type, r.id LIMIT :oramem_limit"
+            f"WITH s AS MATERIALIZED (SELECT rowid AS chunk_id, {rank} AS score FROM {t.fts} "
+            f"WHERE {t.fts} MATCH :oramem_match), "
+            "e AS (SELECT score FROM s ORDER BY score LIMIT 1 OFFSET :oramem_window - 1), "
+            "m AS MATERIALIZED (SELECT * FROM s WHERE NOT EXISTS (SELECT 1 FROM e) OR score <= (SELECT score FROM e)) "
+            "SELECT NULL, count(*), (SELECT count(*) FROM e), NULL, NULL FROM m UNION ALL "
+            "SELECT * FROM (SELECT c.record_seq, min(m.score) AS best, NULL, r.record_type, r.id FROM m "
+            f"CROSS JOIN {t.chunks} c ON c.chunk_id = m.chunk_id CROSS JOIN {t.records} r ON r.seq = c.record_seq "
+            f"WHERE {where.sql()} GROUP BY c.record_seq ORDER BY best, r.record_type, r.id LIMIT :oramem_limit)"
         )
-        rows = conn.execute(sql, {**where.params, "oramem_match": match, "oramem_limit": min(needed, _SQL_MAX_LIMIT)})
-        return [(seq, keyword_distance(score)) for seq, score in rows]
+        params = {**where.params, "oramem_match": match, "oramem_limit": min(needed, _SQL_MAX_LIMIT)}
+        for size in (window, 16 * window, _SQL_MAX_LIMIT):
+            params["oramem_window"] = size
+            (_, _, edge_found, _, _), *hits = conn.execute(sql, params).fetchall()
+            if not edge_found or len(hits) >= needed:
+                break  # every match joined, or needed records that no other record beats or ties
+        hits.sort(key=lambda row: (row[1], row[3], row[4]))
+        return [(seq, keyword_distance(score)) for seq, score, *_ in hits[:needed]]
 
     @staticmethod
     def _results(conn, t: StoreTables, ranked: builtins.list[tuple[int, float]], k: int) -> builtins.list[tuple[Record, float]]:

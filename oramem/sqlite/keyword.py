@@ -20,6 +20,16 @@ Keyword language (a store setting, :data:`KEYWORD_LANGUAGES`):
 Distance = 1 / (1 + s) with ``s = −bm25`` (≥ 0): an absolute mapping into (0, 1], so
 distances are comparable across queries and a weak match is not promoted to 0 just
 because it is the best one.
+
+Scope inside the index (schema version 3): each FTS row also carries a ``scope`` column
+of three tokens, one per scope dimension, ``xt<hex>0`` (thread), ``xu<hex>0`` (user),
+``xa<hex>0`` (agent), where ``<hex>`` is the hex of the UTF-8 bytes of the record's
+effective scope value (a profile is in its own actor's scope, SC-6.2), and ``xtn0`` /
+``xun0`` / ``xan0`` stand for no value. Hex is injective and a token ending in a digit
+passes the porter stemmer unchanged, so a token matches exactly the records of that
+scope value. A scoped search ANDs the scope tokens into the MATCH (``text : (terms) AND
+scope : "xu…0"``), so FTS5 only ever visits and ranks the rows of the scope, and bm25
+gives the scope column weight 0, so the ranking is that of the text alone.
 """
 
 from __future__ import annotations
@@ -38,6 +48,8 @@ __all__ = [
     "fts_query",
     "fuse",
     "keyword_distance",
+    "match_expression",
+    "scope_tokens_sql",
     "tokenizer",
 ]
 
@@ -95,6 +107,46 @@ def fts_query(text: str, language: str = DEFAULT_KEYWORD_LANGUAGE) -> Optional[s
     stopwords = _spec(language)[1]
     content = [term for term in terms if term not in stopwords]
     return " OR ".join(f'"{term}"' for term in (content or terms))
+
+
+#: scope dimension -> token prefix in the FTS ``scope`` column
+_SCOPE_PREFIX = {"thread": "xt", "user": "xu", "agent": "xa"}
+
+
+def scope_tokens_sql(alias: str = "r") -> str:
+    """SQL expression (over the records table aliased ``alias``) of a record's scope
+    tokens; the effective user/agent of a profile is its own id (SC-6.2)."""
+    columns = {
+        "thread": f"{alias}.thread_id",
+        "user": f"CASE WHEN {alias}.record_type = 'user_profile' THEN {alias}.id ELSE {alias}.user_id END",
+        "agent": f"CASE WHEN {alias}.record_type = 'agent_profile' THEN {alias}.id ELSE {alias}.agent_id END",
+    }
+    parts = [
+        f"CASE WHEN ({column}) IS NULL THEN '{prefix}n0' ELSE '{prefix}' || hex({column}) || '0' END"
+        for prefix, column in ((_SCOPE_PREFIX[name], column) for name, column in columns.items())
+    ]
+    return " || ' ' || ".join(parts)
+
+
+def scope_token(dimension: str, value: Optional[str]) -> str:
+    """The token of one scope value (None = no value), as :func:`scope_tokens_sql` writes it."""
+    prefix = _SCOPE_PREFIX[dimension]
+    return f"{prefix}n0" if value is None else f"{prefix}{value.encode('utf-8').hex()}0"
+
+
+def match_expression(
+    text: str, language: str = DEFAULT_KEYWORD_LANGUAGE, scopes: Sequence[tuple[str, Optional[str]]] = (),
+    scoped_index: bool = True,
+) -> Optional[str]:
+    """The MATCH expression of a keyword search: the query words (:func:`fts_query`), and
+    on an index with a ``scope`` column, restricted to that column's text and ANDed with
+    the tokens of ``scopes`` (``(dimension, value or None)`` pairs). None when the text
+    has no word."""
+    terms = fts_query(text, language)
+    if terms is None or not scoped_index:
+        return terms
+    parts = [f"text : ({terms})"] + [f'scope : "{scope_token(d, v)}"' for d, v in scopes]
+    return " AND ".join(parts)
 
 
 def keyword_distance(bm25: float) -> float:

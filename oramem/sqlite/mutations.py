@@ -14,7 +14,7 @@ import numpy as np
 from ..requests import AddRequest, DeletionEvent, RetrievalChange, UpdateRequest
 from ..types import NOT_SET, PROFILE_TYPES, NotSetType, SCOPED_TYPES, SearchIndexSyncMode, SearchStrategy
 from .records import dump_metadata
-from .schema import StoreTables, has_keyword
+from .schema import SCHEMA_VERSION, SCOPED_FTS_VERSION, StoreTables, has_keyword
 from .timefmt import expiry
 
 __all__ = [
@@ -34,10 +34,18 @@ class Catalog:
     capability: SearchStrategy
     vector_dim: Optional[int]
     sync: SearchIndexSyncMode
+    schema_version: int = SCHEMA_VERSION
+    #: None: a schema-1 store (``legacy`` keyword language)
+    keyword_language: Optional[str] = None
 
     @property
     def version(self) -> tuple[str, int]:
         return (self.generation, self.change_seq)
+
+    @property
+    def scoped_fts(self) -> bool:
+        """The FTS rows carry the scope column (schema version 3 and later)."""
+        return self.schema_version >= SCOPED_FTS_VERSION
 
 
 @dataclass
@@ -81,10 +89,7 @@ class WriteTx:
             if self.catalog.sync == SearchIndexSyncMode.MANUAL:
                 sql = f"INSERT INTO {t.pending} (chunk_id) SELECT chunk_id FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}"
             else:
-                sql = (
-                    f"INSERT INTO {t.fts} (rowid, text) SELECT chunk_id, text FROM {t.chunks} "
-                    f"WHERE record_seq IN {_IN_SEQS}"
-                )
+                sql = t.fts_fill(f"c.record_seq IN {_IN_SEQS}", self.catalog.scoped_fts)
             self.conn.execute(sql, {"seqs": json.dumps(seqs)})
 
     def delete_chunks(self, seqs: Sequence[int]) -> None:
@@ -400,10 +405,7 @@ def sync_index(tx: WriteTx) -> None:
     if not has_keyword(tx.catalog.capability):
         return
     t = tx.tables
-    tx.conn.execute(
-        f"INSERT INTO {t.fts} (rowid, text) SELECT c.chunk_id, c.text FROM {t.pending} p "
-        f"JOIN {t.chunks} c ON c.chunk_id = p.chunk_id"
-    )
+    tx.conn.execute(t.fts_fill(f"c.chunk_id IN (SELECT chunk_id FROM {t.pending})", tx.catalog.scoped_fts))
     tx.conn.execute(f"DELETE FROM {t.pending}")
 
 

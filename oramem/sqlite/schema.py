@@ -35,6 +35,15 @@ store as it was. Other policies open a version-1 store as it is (keyword languag
 ``legacy``: every query word kept, no stemming) and say how to upgrade if a keyword
 language is asked for.
 
+Scope in the keyword index (schema version 3): the FTS rows carry a ``scope`` column with
+the record's thread/user/agent tokens (:mod:`.keyword`), so a scoped keyword search only
+visits the rows of its scope. A version-2 store is upgraded by an open under
+``CREATE_IF_NECESSARY`` the same way (FTS index rebuilt in the open's transaction, rows
+pending in MANUAL sync stay pending); other policies open it as it is, and its keyword
+searches apply the scope after the match (same results, cost of the whole store's
+matches). Every write reads the schema version in its own transaction, so a process that
+opened a version-2 store keeps indexing correctly after another process upgraded it.
+
 Other settings: ``vector_dim``, ``search_index_sync`` and the retention config given on
 open must equal the persisted ones (``None`` = not given = adopt). Two exceptions under
 ``CREATE_IF_NECESSARY``: an explicit retention config replaces the stored one (the vendor
@@ -64,11 +73,13 @@ from ..embedders.identity import decode_identity, encode_identity, mismatch_mess
 from ..errors import SchemaError, StoreNotFound, StoreSettingsMismatch
 from ..requests import StoreSettings
 from ..types import MemoryRetentionConfig, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
-from .keyword import DEFAULT_KEYWORD_LANGUAGE, LEGACY_LANGUAGE, tokenizer
+from .keyword import DEFAULT_KEYWORD_LANGUAGE, LEGACY_LANGUAGE, scope_tokens_sql, tokenizer
 
-__all__ = ["SCHEMA_VERSION", "StoreTables", "StoreState", "apply_policy", "has_keyword", "has_vector"]
+__all__ = ["SCHEMA_VERSION", "SCOPED_FTS_VERSION", "StoreTables", "StoreState", "apply_policy", "has_keyword", "has_vector"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: the first schema version whose FTS rows carry the scope column
+SCOPED_FTS_VERSION = 3
 CATALOG = "oramem_stores"
 _STORE_ID = re.compile(r"^[A-Z][A-Z0-9_]{0,15}$")
 
@@ -150,9 +161,21 @@ class StoreTables:
 
     def keyword_ddl(self, language: str) -> list[str]:
         return [
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self.fts} USING fts5(text, tokenize = '{tokenizer(language)}')",
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self.fts} USING fts5(text, scope, tokenize = '{tokenizer(language)}')",
             f"CREATE TABLE IF NOT EXISTS {self.pending} (chunk_id INTEGER PRIMARY KEY)",
         ]
+
+    def fts_fill(self, condition: str, scoped: bool = True) -> str:
+        """``INSERT`` into the FTS index of the retrieval rows (``c``, joined to their
+        record ``r``) that satisfy ``condition``; ``scoped``: the index has the scope
+        column (schema version 3), else only the text is indexed (an older store opened
+        without upgrading)."""
+        if not scoped:
+            return f"INSERT INTO {self.fts} (rowid, text) SELECT c.chunk_id, c.text FROM {self.chunks} c WHERE {condition}"
+        return (
+            f"INSERT INTO {self.fts} (rowid, text, scope) SELECT c.chunk_id, c.text, {scope_tokens_sql('r')} "
+            f"FROM {self.chunks} c JOIN {self.records} r ON r.seq = c.record_seq WHERE {condition}"
+        )
 
     def existing(self, conn: sqlite3.Connection) -> set[str]:
         """Which of this store's tables exist (by kind)."""
@@ -264,7 +287,8 @@ def _language(
     policy: SchemaPolicy,
     requested: Optional[str],
 ) -> str:
-    """The keyword language in force; upgrades a version-1 store under CREATE_IF_NECESSARY."""
+    """The keyword language in force; upgrades an older store under CREATE_IF_NECESSARY
+    (version 1: stemming and stopwords; version 2: the scope column of the FTS rows)."""
     sid = tables.store_id
     stored = row.get("keyword_language")
     if row["schema_version"] >= 2 and stored:
@@ -273,15 +297,18 @@ def _language(
                 f"keyword_language: store {sid!r} indexes text as {stored!r}, the open asked for {requested!r}; "
                 "omit keyword_language to use the stored one, or RECREATE the store"
             )
-        return stored
-    if policy != SchemaPolicy.CREATE_IF_NECESSARY:
-        if requested is not None:
-            raise StoreSettingsMismatch(
-                f"keyword_language: store {sid!r} has schema version {row['schema_version']} (no stemming, no "
-                "stopwords); open it with CREATE_IF_NECESSARY to upgrade it (its keyword index is rebuilt)"
-            )
-        return LEGACY_LANGUAGE
-    language = requested or DEFAULT_KEYWORD_LANGUAGE
+        if row["schema_version"] >= SCHEMA_VERSION or policy != SchemaPolicy.CREATE_IF_NECESSARY:
+            return stored  # a version-2 store opened as it is: keyword search filters scope after the match
+        language = stored
+    else:
+        if policy != SchemaPolicy.CREATE_IF_NECESSARY:
+            if requested is not None:
+                raise StoreSettingsMismatch(
+                    f"keyword_language: store {sid!r} has schema version {row['schema_version']} (no stemming, no "
+                    "stopwords); open it with CREATE_IF_NECESSARY to upgrade it (its keyword index is rebuilt)"
+                )
+            return LEGACY_LANGUAGE
+        language = requested or DEFAULT_KEYWORD_LANGUAGE
     _ensure_language_column(conn)
     if has_keyword(capability):
         _rebuild_fts(conn, tables, language)
@@ -291,18 +318,16 @@ def _language(
         (SCHEMA_VERSION, language, sid),
     )
     row["change_seq"] += 1
+    row["schema_version"] = SCHEMA_VERSION
     return language
 
 
 def _rebuild_fts(conn: sqlite3.Connection, tables: StoreTables, language: str) -> None:
-    """Drop the FTS index and build it anew with ``language``'s tokenizer from the
-    retrieval rows (those pending in MANUAL sync stay pending)."""
+    """Drop the FTS index and build it anew (``language``'s tokenizer, the scope column)
+    from the retrieval rows (those pending in MANUAL sync stay pending)."""
     conn.execute(f"DROP TABLE IF EXISTS {tables.fts}")
     _create_objects(conn, tables, SearchStrategy.KEYWORD, language)
-    conn.execute(
-        f"INSERT INTO {tables.fts} (rowid, text) SELECT chunk_id, text FROM {tables.chunks} "
-        f"WHERE chunk_id NOT IN (SELECT chunk_id FROM {tables.pending})"
-    )
+    conn.execute(tables.fts_fill(f"c.chunk_id NOT IN (SELECT chunk_id FROM {tables.pending})"))
 
 
 def upgrade_catalog(conn: sqlite3.Connection) -> None:
@@ -375,7 +400,7 @@ def _reconcile(
                 raise SchemaError(f"store {sid!r}: upgrade its schema before adding keyword search")
             _create_objects(conn, tables, capability, language)
             conn.execute(f"DELETE FROM {tables.fts}")
-            conn.execute(f"INSERT INTO {tables.fts} (rowid, text) SELECT chunk_id, text FROM {tables.chunks}")
+            conn.execute(tables.fts_fill("1"))
             if requested.search_index_sync is not None:
                 sync = requested.search_index_sync
                 updates["search_index_sync"] = sync.value

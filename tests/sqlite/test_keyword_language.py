@@ -10,6 +10,7 @@ import pytest
 from oramem import SchemaPolicy, StoreSettingsMismatch
 from oramem.sqlite import HybridConfig
 from oramem.sqlite.keyword import fuse
+from oramem.sqlite.schema import SCHEMA_VERSION
 
 from .conftest import vec
 
@@ -91,7 +92,7 @@ def test_version_1_store_is_upgraded_only_under_create_if_necessary(make, db_pat
         version, language = conn.execute(
             "SELECT schema_version, keyword_language FROM oramem_stores WHERE store_id = 'KW'").fetchone()
         (ddl,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'om_KW_fts'").fetchone()
-    assert (version, language) == (2, "english") and "porter" in ddl
+    assert (version, language) == (SCHEMA_VERSION, "english") and "porter" in ddl and "scope" in ddl
 
 
 def test_version_1_vector_store_upgrade_then_keyword(make, db_path):

@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from oramem import SchemaPolicy, SQLiteMemoryStore, StoreSettingsMismatch
+from oramem.sqlite.schema import SCHEMA_VERSION
 
 from .conftest import DIM, RecordingConnection, vec
 
@@ -47,7 +48,7 @@ def test_settings_are_persisted_in_the_catalog(make, db_path):
         row = conn.execute(
             "SELECT capability, vector_dim, search_index_sync, schema_version, state FROM oramem_stores"
         ).fetchone()
-    assert row == ("hybrid", DIM, "manual", 2, "ready")
+    assert row == ("hybrid", DIM, "manual", SCHEMA_VERSION, "ready")
     with pytest.raises(StoreSettingsMismatch, match="vector_dim"):
         make(memory_store_id="S", search_strategy="hybrid", vector_dim=DIM * 2)
 
