@@ -9,7 +9,7 @@ LLM endpoint (``write`` only): ``--llm-base-url``/``--llm-model`` or the environ
 variables ``ORAMEM_LLM_BASE_URL`` and ``ORAMEM_LLM_MODEL``; the key comes from
 ``ORAMEM_LLM_API_KEY`` (else ``OPENAI_API_KEY``, for ``api.openai.com`` only) and may be absent
 for local servers. It is never accepted on the command line, so it does not land in shell
-history, and never sent over plain http to another machine (use https).
+history, and never sent over plain http to another machine unless ``--llm-allow-http-key`` is given.
 """
 
 from __future__ import annotations
@@ -26,6 +26,13 @@ NO_LLM = (
     "no LLM endpoint configured: set ORAMEM_LLM_BASE_URL and ORAMEM_LLM_MODEL "
     "(or pass --llm-base-url and --llm-model); any OpenAI-compatible /chat/completions server works "
     "(OpenAI, vLLM, llama.cpp server, Ollama /v1, LM Studio); the key is read from ORAMEM_LLM_API_KEY"
+)
+
+#: shared by every command that talks to an LLM endpoint
+_LLM_ALLOW_HTTP_KEY = click.option(
+    "--llm-allow-http-key", "llm_allow_http_key", is_flag=True,
+    help="Allow sending the LLM API key ($ORAMEM_LLM_API_KEY; $OPENAI_API_KEY only goes to api.openai.com) "
+         "over plain http to a non-loopback --llm-base-url.",
 )
 
 
@@ -86,12 +93,12 @@ def knowledge() -> None:
 @click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
 @click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
 @click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@_LLM_ALLOW_HTTP_KEY
 @click.pass_context
 def write_cmd(ctx, agent_id, message, speaker, session_id, occurred_at, dry_run, background, llm_base_url, llm_model,
-              llm_timeout) -> None:
+              llm_timeout, llm_allow_http_key) -> None:
     """Extract knowledge from MESSAGE for AGENT_ID."""
     from . import KnowledgeMemory
-    from .providers import OpenAICompatibleProvider
 
     state = _state(ctx)
     if background:
@@ -108,7 +115,7 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, occurred_at, dry_run,
         return
     if not llm_base_url or not llm_model:
         raise click.UsageError(NO_LLM)
-    llm = OpenAICompatibleProvider(llm_base_url, llm_model, timeout=llm_timeout)
+    llm = _llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
     km = _open_km(state, create=True, llm=llm)
     try:
         r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, dry_run=dry_run)
@@ -188,11 +195,19 @@ def history_cmd(ctx, agent_id, fact_id) -> None:
     _emit(state, rows, human)
 
 
-def _optional_llm(llm_base_url: Any, llm_model: Any, timeout: float) -> Any:
+def _llm(llm_base_url: Any, llm_model: Any, timeout: float, allow_http_key: bool) -> Any:
+    """The OpenAI-compatible provider of the --llm-* options; a refused key is a usage error."""
     from .providers import OpenAICompatibleProvider
 
+    try:
+        return OpenAICompatibleProvider(llm_base_url, llm_model, timeout=timeout, allow_insecure_key=allow_http_key)
+    except ValueError as exc:
+        raise click.UsageError(str(exc).replace("allow_insecure_key=True (CLI: --llm-allow-http-key)", "--llm-allow-http-key")) from None
+
+
+def _optional_llm(llm_base_url: Any, llm_model: Any, timeout: float, allow_http_key: bool = False) -> Any:
     if llm_base_url and llm_model:
-        return OpenAICompatibleProvider(llm_base_url, llm_model, timeout=timeout)
+        return _llm(llm_base_url, llm_model, timeout, allow_http_key)
     return None
 
 
@@ -207,13 +222,14 @@ def _optional_llm(llm_base_url: Any, llm_model: Any, timeout: float) -> Any:
 @click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root (reranker).")
 @click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name (reranker).")
 @click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@_LLM_ALLOW_HTTP_KEY
 @click.pass_context
 def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at, include_directives, llm_base_url, llm_model,
-                 llm_timeout) -> None:
+                 llm_timeout, llm_allow_http_key) -> None:
     """Ranked facts and the compressed context for QUERY (KC-5). Without an LLM endpoint the
     reranker is off."""
     state = _state(ctx)
-    llm = _optional_llm(llm_base_url, llm_model, llm_timeout)
+    llm = _optional_llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
     if include_directives and llm is None:
         raise click.UsageError(NO_LLM)
     km = _open_km(state, create=False, llm=llm)
@@ -241,14 +257,15 @@ def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at,
 @click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
 @click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
 @click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@_LLM_ALLOW_HTTP_KEY
 @click.pass_context
-def jobs_cmd(ctx, agent_id, all_agents, job_list, llm_base_url, llm_model, llm_timeout) -> None:
+def jobs_cmd(ctx, agent_id, all_agents, job_list, llm_base_url, llm_model, llm_timeout, llm_allow_http_key) -> None:
     """Run the background jobs (KC-6) for AGENT_ID or --all-agents; one JSON object per agent.
     Exit code 0 when every job succeeded, 1 when some failed, 2 on bad arguments."""
     state = _state(ctx)
     if bool(agent_id) == bool(all_agents):
         raise click.UsageError("pass exactly one of AGENT_ID or --all-agents")
-    llm = _optional_llm(llm_base_url, llm_model, llm_timeout)
+    llm = _optional_llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
     names = job_names(job_list, llm is not None)
     km = _open_km(state, create=False, llm=llm)
     try:
@@ -430,11 +447,12 @@ def _target(fn: Any) -> Any:
 @click.option("--llm-base-url", default=None, help="OpenAI-compatible API root (with --llm-model).")
 @click.option("--llm-model", default=None, help="Chat model name (with --llm-base-url).")
 @click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@_LLM_ALLOW_HTTP_KEY
 @click.option("--embed-url", default=None, help="OpenAI-compatible embedding service the store was written with.")
 @click.option("--embed-model", default=None, help="Embedding model (with --embed-url).")
 @click.pass_context
 def run_jobs_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, agent_id, all_agents, job_list, llm_base_url,
-                 llm_model, llm_timeout, embed_url, embed_model) -> None:
+                 llm_model, llm_timeout, llm_allow_http_key, embed_url, embed_model) -> None:
     """Run the background jobs (KC-6) on one store; one JSON object per agent on stdout.
     Exit code 0 when every job succeeded, 1 when some job failed, 2 on bad arguments."""
     from . import KnowledgeMemory
@@ -445,7 +463,7 @@ def run_jobs_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, agent_id
         raise click.UsageError("pass exactly one of --agent-id A or --all-agents")
     if bool(llm_base_url) != bool(llm_model):
         raise click.UsageError("--llm-base-url and --llm-model go together")
-    llm = _optional_llm(llm_base_url, llm_model, llm_timeout)
+    llm = _optional_llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
     names = job_names(job_list, llm is not None)
     if llm is None:
         needs = [n for n in names if n not in DETERMINISTIC_JOBS]
@@ -592,6 +610,7 @@ def _job_line(j: Any) -> str:
 @click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
 @click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
 @click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@_LLM_ALLOW_HTTP_KEY
 @click.option("--embed-url", default=None, help="OpenAI-compatible embedding service the store was written with "
                                                 "(default: the embedder the store records).")
 @click.option("--embed-model", default=None, help="Embedding model (with --embed-url).")
@@ -605,20 +624,19 @@ def _job_line(j: Any) -> str:
               help="A failed attempt is retried after min(base * 2^(attempt-1), --backoff-max) seconds.")
 @click.option("--backoff-max", type=click.FloatRange(min=0.01), default=300.0, show_default=True)
 @click.pass_context
-def worker_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, llm_base_url, llm_model, llm_timeout, embed_url,
-               embed_model, once, max_jobs, lease_seconds, poll_interval, backoff_base, backoff_max) -> None:
+def worker_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, llm_base_url, llm_model, llm_timeout,
+               llm_allow_http_key, embed_url, embed_model, once, max_jobs, lease_seconds, poll_interval, backoff_base, backoff_max) -> None:
     """Extract the messages queued by write(..., background=True) / `oramem knowledge write
     --background`. Prints one JSON object (what it did) when it stops; exit 0, or 1 when a
     job failed for good in this run."""
     import asyncio
     import signal
 
-    from .providers import OpenAICompatibleProvider
     from .queue import StopFlag
 
     if not llm_base_url or not llm_model:
         raise click.UsageError(NO_LLM)
-    llm = OpenAICompatibleProvider(llm_base_url, llm_model, timeout=llm_timeout)
+    llm = _llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
     flag = None if once else StopFlag(poll_interval)
 
     def run(km: Any) -> Any:

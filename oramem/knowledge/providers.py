@@ -132,7 +132,7 @@ class OpenAICompatibleProvider(BaseLLMProvider):
             env="ORAMEM_LLM_API_KEY",
             allow_insecure_key=allow_insecure_key,
             what="LLM API key",
-            opt_in="OpenAICompatibleProvider(..., allow_insecure_key=True)",
+            opt_in="allow_insecure_key=True (CLI: --llm-allow-http-key)",
         )
         self.timeout = float(timeout)
         self.max_retries = max_retries

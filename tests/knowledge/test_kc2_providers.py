@@ -265,3 +265,18 @@ async def test_provider_key_is_never_logged_nor_in_errors(server, monkeypatch, c
     assert server.headers[0]["Authorization"] == "Bearer sk-never-logged-42"
     assert "sk-never-logged" not in caplog.text
     assert "sk-never-logged" not in str(info.value) and "sk-never-logged" not in repr(p)
+
+
+def test_cli_refuses_a_key_over_plain_http_unless_the_flag_is_given(tmp_path, monkeypatch):
+    from oramem.knowledge.cli import knowledge
+
+    monkeypatch.setenv("ORAMEM_LLM_BASE_URL", "http://10.0.0.5:8000/v1")
+    monkeypatch.setenv("ORAMEM_LLM_MODEL", "m")
+    monkeypatch.setenv("ORAMEM_LLM_API_KEY", "sk-cli-secret")
+    res = CliRunner().invoke(knowledge, ["write", "a1", "I live in Lisbon", "--speaker", "Pedro"], obj=_state(tmp_path))
+    assert res.exit_code == 2, res.output
+    assert "ORAMEM_LLM_API_KEY" in res.output and "--llm-allow-http-key" in res.output
+    assert "sk-cli-secret" not in res.output
+    from oramem.knowledge.cli import _llm
+
+    assert _llm("http://10.0.0.5:8000/v1", "m", 5.0, True).url == "http://10.0.0.5:8000/v1/chat/completions"
