@@ -238,9 +238,10 @@ def _items_of(rows: list, rtype: str) -> list:
 
 # ----------------------------------------------------------------------------- knowledge
 def _kg_names(conn: sqlite3.Connection, store_id: str) -> list[str]:
-    from .knowledge.schema import TABLE_NAMES
+    from .knowledge.schema import build_tables
 
-    names = [f"{store_id}_KG_{n}" for n in TABLE_NAMES] + [f"{store_id}_KG_AGENT"]
+    # every knowledge table of the store (the names do not depend on the vector dimension)
+    names = [t.name for t in build_tables(store_id, 1).metadata.sorted_tables]
     present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     return [n for n in names if n in present]
 

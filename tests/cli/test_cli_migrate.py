@@ -55,6 +55,7 @@ def test_migrate_sqlite_to_sqlite_copies_everything_and_resumes(runner, tmp_path
     by_id = {s["memory_store_id"]: s for s in out["stores"]}
     assert by_id["KW"]["records"] == {"source": 7, "target": 7}
     assert by_id["DEFAULT"]["knowledge"]["DEFAULT_KG_FACT"] == {"source": 1, "target": 1}
+    assert {"DEFAULT_KG_JOB", "DEFAULT_KG_AGENT", "DEFAULT_KG_EVENT"} <= set(by_id["DEFAULT"]["knowledge"])
     from oramem.sqlite import admin
 
     assert admin.list_stores(dst)["DEFAULT"]["capability"] == "hybrid"
