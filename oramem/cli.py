@@ -908,6 +908,23 @@ def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int,
             raise CLIError(f"{where}: {_one_line(cause)} ({stop.summary()}; this batch wrote nothing{hint})", code) from None
 
 
+def _check_vector_source(header: dict[str, Any], store: Any, source: str) -> None:
+    """Vectors in a file go only into a store that embeds with the embedder that made them
+    (a foreign vector space would silently corrupt search, new-user-trial #2)."""
+    from .embedders.identity import same_identity
+
+    theirs, ours = header.get("embedder"), identity_of(store.embedder)
+    if theirs is None:
+        return  # vectors the caller made: the store's dimension check still applies
+    if ours is None or not same_identity(theirs, ours):
+        raise CLIError(
+            f"{source} holds vectors made by {describe_identity(theirs)}; this store embeds with "
+            f"{describe_identity(ours) if ours else 'no embedder'}: import into a store opened with that embedder "
+            "(--embed-*), or pass --no-vectors to re-embed the text",
+            2,
+        )
+
+
 @cli.command(name="import", short_help="Import (restore) records from JSON Lines.")
 @click.argument("file", type=click.File("r", encoding="utf-8-sig"))
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1), help="Records per transaction.")
@@ -920,8 +937,10 @@ def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int,
 )
 @click.option("--type", "default_type", type=click.Choice(jsonl.ADDABLE_TYPES), help="Record type of lines without record_type.")
 @click.option("--fresh-times", is_flag=True, help="Ignore created_at/expires_at in the file: set created_at to now and expiry from ttl_days, as add does.")
+@click.option("--no-vectors", is_flag=True, help="Ignore the vectors in the file (export --with-vectors) and embed with this store's embedder.")
 @pass_state
-def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_type: Optional[str], fresh_times: bool) -> None:
+def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_type: Optional[str], fresh_times: bool,
+            no_vectors: bool) -> None:
     """Import FILE ('-' = stdin): JSON Lines, one record per line, e.g. a file from
     `oramem export` (a backup: ids, scope, content, metadata, created_at and expires_at
     are restored as they were).
@@ -933,8 +952,14 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     Ctrl-C or a failing batch prints how many records landed (exit 130 for Ctrl-C).
     """
     source = getattr(file, "name", "<stdin>")
-    lines = _parse_jsonl(file, source, default_type=default_type, keep_times=not fresh_times)
+    header: dict[str, Any] = {}
+    lines = _parse_jsonl(file, source, default_type=default_type, keep_times=not fresh_times, header=header)
+    if no_vectors:
+        for ln in lines:
+            ln.fields.pop("embedding", None)
     store = state.open(create=True)
+    if any("embedding" in ln.fields for ln in lines):
+        _check_vector_source(header, store, source)
     show = not state.json and len(lines) >= 2000 and sys.stderr.isatty()
     started = time.perf_counter()
     result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict)
@@ -950,12 +975,15 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
 @cli.command(short_help="Export (back up) records as JSON Lines.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
 @click.option("--type", "types", multiple=True, type=click.Choice(jsonl.EXPORT_TYPES), help="Only these record types (repeatable).")
+@click.option("--with-vectors", is_flag=True, help="Also write each record's retrieval rows as they are (chunk texts and vectors) and a header line naming the embedder.")
 @pass_state
-def export(state: State, out_path: Optional[str], types: tuple[str, ...]) -> None:
+def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_vectors: bool) -> None:
     """Export records as JSON Lines (one JSON object per line) that `oramem import`
     restores: ids, type, scope, role, content, event timestamp, metadata, created_at and
-    expires_at. Not exported: vectors and caller-given index texts (import re-chunks and
-    re-embeds the content with its own embedder); seq_no is written for reference only.
+    expires_at. With --with-vectors also each record's retrieval rows as they are (chunk texts
+    and vectors) after a header line naming the embedder; an import writes them back
+    without re-embedding into a store with that embedder. Without it, import re-chunks and
+    re-embeds the content; seq_no is written for reference only.
     """
     from .sqlite.health import is_intact
 
@@ -965,7 +993,9 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...]) -> Non
     handle = open(out_path, "w", encoding="utf-8") if out_path else None
     try:
         write = handle.write if handle else (lambda s: click.echo(s, nl=False))
-        if store is not None:
+        if store is not None and with_vectors:
+            count = _export_with_vectors(state, store, write, set(types) or None)
+        elif store is not None:
             count = jsonl.export_records(store, write, list(types) or None)
         else:
             count = _salvage_export(state, write, set(types) or None)
@@ -974,6 +1004,30 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...]) -> Non
             handle.close()
     if out_path:
         click.echo(f"exported {count} record(s) to {out_path}", err=True)
+
+
+def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[set[str]]) -> int:
+    """``export --with-vectors``: the store's rows as they are, oldest first."""
+    import datetime as _dt
+
+    if state.db == ":memory:":
+        raise CLIError("--with-vectors needs a database file", 2)
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+    header = {"memory_store_id": store.memory_store_id, "embedder": identity_of(store.embedder),
+              "vector_dim": store.vector_dim}
+
+    def rows() -> Iterable[tuple[Any, list]]:
+        after = 0
+        while True:
+            batch = sqlite_admin.read_record_rows(state.db, store.memory_store_id, after, 1000, now)
+            if not batch:
+                return
+            after = batch[-1][0]
+            for _, record, chunks in batch:
+                if record.record_type != "thread" and (types is None or record.record_type in types):
+                    yield record, chunks
+
+    return jsonl.export_with_vectors(write, header, rows())
 
 
 def _salvage_export(state: State, write: Any, types: Optional[set[str]]) -> int:

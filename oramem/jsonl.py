@@ -10,8 +10,10 @@ an import keeps by default (``keep_times=False`` assigns them afresh as ``add`` 
 import order (export writes them oldest first).
 
 Restoring keeps a record's id, type, scope, role, content, event timestamp, metadata,
-creation and expiry times. Not kept: caller-supplied ``index_text``/chunking (the content
-is re-chunked and re-embedded with the importing store's embedder) and message ``seq_no``.
+creation and expiry times. Caller-supplied chunks and vectors are kept only by
+:func:`export_with_vectors` (``oramem export --with-vectors``: a header line names the
+embedder); otherwise the content is re-chunked and re-embedded with the importing store's
+embedder. Message ``seq_no`` is never kept.
 
 Every line is parsed and validated, and ids repeated inside the file are found, before
 anything is written; then each batch is one transaction. ``on_conflict`` says what an id
@@ -145,6 +147,30 @@ def export_dict(record: Record) -> dict[str, Any]:
     return out
 
 
+#: the key of the header line ``export --with-vectors`` writes first (the vectors' embedder)
+EXPORT_HEADER = "oramem_export"
+
+
+def export_with_vectors(write: Callable[[str], Any], header: dict[str, Any], rows: Iterable[tuple[Record, list]]) -> int:
+    """Write a header line ``{"oramem_export": {...}}`` (store id, embedder identity, vector
+    dimension) and then every ``(record, [(chunk text, float32 vector bytes or None), ...])``
+    as its export line plus its retrieval rows as they are: ``index_text`` (the chunk texts,
+    ``""`` for none) and ``embedding`` (one vector per chunk), so an import into a store with
+    the same embedder writes them back without re-chunking or re-embedding."""
+    import numpy as np
+
+    write(json.dumps({EXPORT_HEADER: header}, ensure_ascii=False) + "\n")
+    count = 0
+    for record, chunks in rows:
+        line = export_dict(record)
+        line["index_text"] = [text for text, _ in chunks] if chunks else ""
+        if chunks and all(v is not None for _, v in chunks):
+            line["embedding"] = [np.frombuffer(v, dtype="<f4").tolist() for _, v in chunks]
+        write(json.dumps(line, ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
 def export_records(store: Any, write: Callable[[str], Any], types: Optional[Sequence[str]] = None) -> int:
     """Write every live record of ``store`` (of ``types``, default all) as JSON lines
     through ``write``; returns how many."""
@@ -163,7 +189,8 @@ def export_records(store: Any, write: Callable[[str], Any], types: Optional[Sequ
 
 # ----------------------------------------------------------------------------- parse
 def parse_lines(
-    lines: Iterable[str], source: str = "<input>", *, default_type: Optional[str] = None, keep_times: bool = True
+    lines: Iterable[str], source: str = "<input>", *, default_type: Optional[str] = None, keep_times: bool = True,
+    header: Optional[dict] = None,
 ) -> list[ImportLine]:
     """Parse and validate every line (nothing is written). Blank lines are skipped, a
     UTF-8 BOM before the first line is accepted, ``text``/``type`` are aliases of
@@ -180,6 +207,11 @@ def parse_lines(
         if not raw.strip():
             continue
         where = f"{source}:{lineno}"
+        if not out and raw.lstrip().startswith('{"' + EXPORT_HEADER + '"'):
+            found = _header(raw, where)
+            if header is not None:
+                header.update(found)
+            continue
         line = _parse_line(raw, where, lineno, default_type, keep_times, now)
         rid = line.fields.get("id")
         if rid is not None:
@@ -189,6 +221,16 @@ def parse_lines(
             seen[key] = lineno
         out.append(line)
     return out
+
+
+def _header(raw: str, where: str) -> dict:
+    try:
+        obj = json.loads(raw)
+    except ValueError as exc:
+        raise JSONLError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+    if not isinstance(obj, dict) or set(obj) != {EXPORT_HEADER} or not isinstance(obj[EXPORT_HEADER], dict):
+        raise JSONLError(f"{where}: a header line is {{\"{EXPORT_HEADER}\": {{...}}}} and nothing else")
+    return dict(obj[EXPORT_HEADER])
 
 
 def _parse_line(raw: str, where: str, lineno: int, default_type: Optional[str], keep_times: bool, now: str) -> ImportLine:

@@ -185,3 +185,45 @@ def test_restore_batches_validates_times():
     assert s.get("memory", "a") is None  # nothing written by the refused calls
     s.restore_batches(batch, times=[("2020-05-05T05:05:05Z", None)])
     assert s.get("memory", "a").created_at == "2020-05-05T05:05:05.000000+00:00"
+
+
+def test_export_with_vectors_round_trips_chunks_and_vectors_and_guards_the_embedder(tmp_path):
+    """Issue 13 item 5: vectors and caller chunks travel with the embedder's identity; a
+    store with another embedder refuses them (or re-embeds with --no-vectors)."""
+    import sqlite3
+
+    from click.testing import CliRunner
+
+    from oramem.cli import cli
+
+    src, dst, other = (str(tmp_path / n) for n in ("s.db", "d.db", "o.db"))
+    with SQLiteMemoryStore(src, embedder=HashEmbedder(48), search_strategy="hybrid") as store:
+        store.add(["a long note"], "memory", index_texts=[["first chunk", "second chunk"]], record_ids=["c"])
+        store.add(["plain text"], "memory", record_ids=["p"])
+    runner = CliRunner()
+    out = str(tmp_path / "v.jsonl")
+    res = runner.invoke(cli, ["--db", src, "export", "--with-vectors", "--out", out], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(x) for x in open(out, encoding="utf-8")]
+    assert lines[0]["oramem_export"]["embedder"] == {"kind": "hash", "dimension": 48, "seed": 0}
+    caller = next(x for x in lines[1:] if x["id"] == "c")
+    assert caller["index_text"] == ["first chunk", "second chunk"] and len(caller["embedding"]) == 2
+    res = runner.invoke(cli, ["--db", dst, "--embed-dim", "48", "import", out], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+
+    def chunks(path):
+        conn = sqlite3.connect(path)
+        try:
+            return conn.execute(
+                'SELECT r.id, c.chunk_index, c.text, c.vector FROM "om_DEFAULT_chunks" c '
+                'JOIN "om_DEFAULT_records" r ON r.seq = c.record_seq ORDER BY r.id, c.chunk_index'
+            ).fetchall()
+        finally:
+            conn.close()
+
+    assert chunks(dst) == chunks(src)
+    res = runner.invoke(cli, ["--db", other, "--embed-dim", "32", "import", out], catch_exceptions=False)
+    assert res.exit_code == 2 and "holds vectors made by" in res.stderr and "--no-vectors" in res.stderr
+    res = runner.invoke(cli, ["--db", other, "--embed-dim", "32", "import", "--no-vectors", out], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert [c[2] for c in chunks(other)] == ["first chunk", "second chunk", "plain text"]
