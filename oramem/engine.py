@@ -4,6 +4,9 @@
 exactly one :class:`Engine` method per operation with a request from
 :mod:`oramem.requests`. An engine owns persistence, transactions and everything that
 needs stored state. Each method is one transaction: on any error nothing is written.
+Inside a caller's block (:meth:`Engine.transaction`, ``store.transaction()``, SC-12) each
+method stays atomic but joins the block's transaction: nothing is committed before the
+block ends.
 
 Engines provide sync methods and ``*_async`` twins. The default async twins run the sync
 method in a worker thread (right for SQLite); the Oracle engine overrides them with
@@ -15,15 +18,22 @@ from __future__ import annotations
 import abc
 import asyncio
 import builtins
-from typing import Any, Callable, Optional, Union
+import contextlib
+import contextvars
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable, Iterator, Optional, TypeVar, Union
 
 import numpy as np
 
-from .errors import CapabilityError
+from .errors import CapabilityError, StoreError
 from .requests import AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest
 from .types import Record, SchemaPolicy
 
-__all__ = ["Engine", "DeletionHook", "DeletionHookSpec"]
+__all__ = ["Engine", "DeletionHook", "DeletionHookSpec", "Block"]
+
+R = TypeVar("R")
 
 #: A deletion hook receives the engine-specific transactional handle (the sqlite3
 #: connection for SQLite) and the event; it runs inside the deleting transaction and may
@@ -33,6 +43,25 @@ DeletionHook = Callable[[Any, DeletionEvent], Optional[ErasureReport]]
 #: What ``register_deletion_hook`` takes: a :data:`DeletionHook` (SQLite) or the name of a
 #: PL/SQL procedure (Oracle); each engine refuses the other kind.
 DeletionHookSpec = Union[DeletionHook, str]
+
+
+@dataclass(frozen=True)
+class Block:
+    """An open caller block (``store.transaction()``) of one engine, as seen by the
+    context (thread or task) that opened it and the tasks started inside it."""
+
+    engine: "Engine"
+    #: the thread whose store operations join the block (sync block: the opener; async
+    #: block on a thread-backed engine: the block's own worker thread)
+    thread: int
+    #: async block on a thread-backed engine: the one worker its operations run on
+    executor: Optional[ThreadPoolExecutor] = None
+    #: engine-specific state (Oracle: the connection held for the block)
+    handle: Any = None
+
+
+#: the blocks open in this context, innermost last
+_BLOCKS: contextvars.ContextVar[tuple[Block, ...]] = contextvars.ContextVar("oramem_blocks", default=())
 
 
 class Engine(abc.ABC):
@@ -116,42 +145,134 @@ class Engine(abc.ABC):
         """Engines with an in-database embedder may embed here; default: not supported."""
         return None
 
+    # -- caller blocks (SC-12) -------------------------------------------------------------
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """A block whose operations join one transaction, committed when the outermost
+        block ends and rolled back when an exception leaves it; nested blocks are
+        savepoints (SC-12). Both built-in engines implement it; an engine that does not
+        raises ``CapabilityError``."""
+        raise CapabilityError(f"{type(self).__name__} does not support store.transaction() blocks (SC-12)")
+
+    def _block(self) -> Optional[Block]:
+        """The innermost block of this engine open in the current context, or None."""
+        for block in reversed(_BLOCKS.get()):
+            if block.engine is self:
+                return block
+        return None
+
+    @property
+    def in_transaction(self) -> bool:
+        """True when the current context (thread or task) is inside a block of this engine."""
+        return self._block() is not None
+
+    @contextlib.contextmanager
+    def _entered(self, block: Block) -> Iterator[Block]:
+        token = _BLOCKS.set(_BLOCKS.get() + (block,))
+        try:
+            yield block
+        finally:
+            _BLOCKS.reset(token)
+
+    def _check_block_thread(self, what: str) -> Optional[Block]:
+        """The current block, after checking that this thread may use it: a block belongs
+        to the thread that opened it (an async block on a thread-backed engine: to its
+        worker); a store call from another thread that inherited the block's context
+        (``asyncio.to_thread``, an executor, a sync call inside ``async with``) would wait
+        for the block forever, so it is refused."""
+        block = self._block()
+        if block is not None and block.thread != threading.get_ident():
+            how = (
+                "inside `async with store.transaction_async()` call the *_async methods"
+                if block.executor is not None
+                else "call it on the thread that opened `with store.transaction()`"
+            )
+            raise StoreError(
+                f"{what} would join a store.transaction() block opened on another thread and wait for it "
+                f"forever; {how} (KnowledgeMemory calls cannot join a caller's block)"
+            )
+        return block
+
+    def _refuse_in_block(self, what: str, why: str) -> None:
+        if self._block() is not None:
+            raise StoreError(f"{what} cannot run inside store.transaction(): {why}; call it outside the block")
+
+    @contextlib.asynccontextmanager
+    async def transaction_async(self) -> AsyncIterator[None]:
+        """Async twin of :meth:`transaction` for engines whose async methods run the sync
+        ones in worker threads (SQLite): the block gets one worker thread of its own, and
+        every ``*_async`` operation inside it runs there (sync methods called inside the
+        block are refused: they would run on the event loop's thread)."""
+        loop = asyncio.get_running_loop()
+        outer = self._block()
+        executor = outer.executor if outer is not None and outer.executor is not None else None
+        own = executor is None
+        if executor is None:
+            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oramem-transaction")
+        try:
+            thread = await loop.run_in_executor(executor, threading.get_ident)
+            block = Block(self, thread, executor)
+            manager = self.transaction()
+            # the worker opens the sync block with the block already in its context
+            ctx = contextvars.copy_context()
+            ctx.run(_BLOCKS.set, _BLOCKS.get() + (block,))
+            await loop.run_in_executor(executor, ctx.run, manager.__enter__)
+            with self._entered(block):
+                try:
+                    yield
+                except BaseException as exc:
+                    await loop.run_in_executor(executor, ctx.run, manager.__exit__, type(exc), exc, exc.__traceback__)
+                    raise
+                else:
+                    await loop.run_in_executor(executor, ctx.run, manager.__exit__, None, None, None)
+        finally:
+            if own:
+                executor.shutdown(wait=False)
+
+    async def _off_loop(self, fn: Callable[..., R], *args: Any) -> R:
+        """Run a sync method off the event loop: in the current async block's worker when
+        inside one, else in a worker thread (``asyncio.to_thread``)."""
+        block = self._block()
+        if block is not None and block.executor is not None:
+            ctx = contextvars.copy_context()
+            return await asyncio.get_running_loop().run_in_executor(block.executor, ctx.run, fn, *args)
+        return await asyncio.to_thread(fn, *args)
+
     # -- async twins ---------------------------------------------------------------------
     async def open_async(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
-        return await asyncio.to_thread(self.open, settings, policy)
+        return await self._off_loop(self.open, settings, policy)
 
     async def close_async(self) -> None:
-        await asyncio.to_thread(self.close)
+        await self._off_loop(self.close)
 
     async def add_async(self, request: AddRequest) -> builtins.list[str]:
-        return await asyncio.to_thread(self.add, request)
+        return await self._off_loop(self.add, request)
 
     async def update_async(self, request: UpdateRequest) -> int:
-        return await asyncio.to_thread(self.update, request)
+        return await self._off_loop(self.update, request)
 
     async def delete_async(self, record_type: str, record_id: str, cascade: bool) -> int:
-        return await asyncio.to_thread(self.delete, record_type, record_id, cascade)
+        return await self._off_loop(self.delete, record_type, record_id, cascade)
 
     async def delete_thread_async(self, thread_id: str) -> int:
-        return await asyncio.to_thread(self.delete_thread, thread_id)
+        return await self._off_loop(self.delete_thread, thread_id)
 
     async def purge_expired_async(self) -> int:
-        return await asyncio.to_thread(self.purge_expired)
+        return await self._off_loop(self.purge_expired)
 
     async def sync_search_index_async(self) -> None:
-        await asyncio.to_thread(self.sync_search_index)
+        await self._off_loop(self.sync_search_index)
 
     async def forget_async(self, request: ForgetRequest) -> dict[str, int]:
-        return await asyncio.to_thread(self.forget, request)
+        return await self._off_loop(self.forget, request)
 
     async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
-        return await asyncio.to_thread(self.get, record_type, record_id)
+        return await self._off_loop(self.get, record_type, record_id)
 
     async def list_async(self, request: ListRequest) -> builtins.list[Record]:
-        return await asyncio.to_thread(self.list, request)
+        return await self._off_loop(self.list, request)
 
     async def list_thread_messages_async(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
-        return await asyncio.to_thread(self.list_thread_messages, thread_id, last_n)
+        return await self._off_loop(self.list_thread_messages, thread_id, last_n)
 
     async def search_async(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
-        return await asyncio.to_thread(self.search, request)
+        return await self._off_loop(self.search, request)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import abc
 import asyncio
 import builtins
+import contextlib
 import dataclasses
 import warnings
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 from .embedders.identity import identity_of
 from .engine import DeletionHookSpec, Engine
@@ -143,6 +144,14 @@ class IMemoryStore(abc.ABC):
         """Refresh keyword/hybrid indexes of a MANUAL-sync store (SC-10.5)."""
 
     @abc.abstractmethod
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``with store.transaction():`` the store operations inside join one transaction,
+        committed when the block ends, rolled back when an exception leaves it; nested
+        blocks are savepoints (SC-12)."""
+        yield  # abstract: the generator shape is what the async-parity check compares
+
+    @abc.abstractmethod
     def close(self) -> None:
         """Release the store's resources. Idempotent."""
 
@@ -211,6 +220,12 @@ class IMemoryStore(abc.ABC):
     @abc.abstractmethod
     async def sync_search_index_async(self) -> None:
         """Async twin of :meth:`sync_search_index`."""
+
+    @abc.abstractmethod
+    @contextlib.asynccontextmanager
+    async def transaction_async(self) -> AsyncIterator[None]:
+        """``async with store.transaction_async():`` async twin of :meth:`transaction`."""
+        yield  # abstract: the generator shape is what the async-parity check compares
 
     @abc.abstractmethod
     async def close_async(self) -> None:
@@ -643,15 +658,27 @@ class OracleMemoryStore(IMemoryStore):
         """True once ``close()`` / ``close_async()`` ran; every operation then raises."""
         return self._closed
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        self._n()
+        with self._engine.transaction():
+            yield
+
+    @contextlib.asynccontextmanager
+    async def transaction_async(self) -> AsyncIterator[None]:
+        await self._na()
+        async with self._engine.transaction_async():
+            yield
+
     def close(self) -> None:
         if not self._closed:
-            self._closed = True
             self._engine.close()
+            self._closed = True
 
     async def close_async(self) -> None:
         if not self._closed:
-            self._closed = True
             await self._engine.close_async()
+            self._closed = True
 
     def __repr__(self) -> str:
         s = self._requested
@@ -890,6 +917,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
             pool.close()
 
     def close(self) -> None:
+        if self._engine.in_transaction:
+            raise StoreError("close() inside store.transaction(): leave the block first (it commits or rolls back)")
         try:
             super().close()
         finally:

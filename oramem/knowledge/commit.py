@@ -1,26 +1,23 @@
 """The commit phase of a write (KC-4.2 step 7, KC-4.11 to KC-4.19, KC-7.4, KC-7.5).
 
-Order, all while holding the store's lock (SQLite: the engine's re-entrant lock, so no
-other thread of this process sees a half-applied write):
+One transaction: the store's block (``store.transaction()``, SC-12; SQLite ``BEGIN
+IMMEDIATE`` on the store's connection, Oracle the connection the block holds), in order:
 
 1. re-check every decision against the current rows (a stale target raises
    :class:`StaleDecisions`; the caller reconciles once more, then gives up with
    ``ConflictError``); racing inserts of the same entity reuse the winner's row;
 2. store records: new fact and event records with explicit vectors, metadata of changed
-   facts (each a store transaction);
-3. the knowledge transaction (``BEGIN IMMEDIATE``): event, entities and aliases, fact
-   upserts and cascades, links, relations, registry, intentions, session observations,
-   ``fact_count``, ``trace_json``.
+   facts (store operations joining the block);
+3. the knowledge rows: event, entities and aliases, fact upserts and cascades, links,
+   relations, registry, intentions, session observations, ``fact_count``, ``trace_json``.
 
-If step 3 fails, step 2 is compensated before the error propagates: added store records
-are deleted (and an implicitly created thread), changed metadata is restored. The store
-API offers no way to join its transaction, so this is a compensated two-phase write; see
-STATUS.md (KC-7.4) for what that means after a process crash.
+Any error, and a process crash at any point before the block's COMMIT, leaves nothing of
+the write: store records, knowledge rows and keyword-index rows commit together
+(``tests/knowledge/test_crash_atomicity.py`` kills a process at every step).
 """
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 from typing import Any, Optional
 
@@ -36,7 +33,6 @@ from .text import iso, norm
 
 __all__ = ["StaleDecisions", "commit_write", "fact_metadata", "predict_relations", "store_fact_metadata_for"]
 
-log = logging.getLogger("oramem.knowledge")
 
 
 class StaleDecisions(KnowledgeError):
@@ -105,7 +101,6 @@ class Plan:
         self.new_links: dict[str, list[str]] = {}
         self.store_new: list[dict] = []
         self.store_meta: dict[str, dict] = {}
-        self.old_meta: dict[str, dict] = {}
         self.recount_keys: set[str] = set()
 
 
@@ -320,7 +315,6 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
                 p.recount_keys.add(k)
             if fid not in before:
                 continue
-            p.old_meta[fid] = before[fid]
             target = next(d.target for d in run.decisions if d.target is not None and d.target["id"] == fid)
             merged = {**target, **p.fact_updates[fid]}
             p.store_meta[fid] = fact_metadata(merged, old_links.get(fid, [target["entity_key"]]))
@@ -368,14 +362,12 @@ def predict_relations(run: WriteRun, conn: sa.Connection, closing: dict) -> list
 
 
 # ----------------------------------------------------------------------------- commit
-def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> list:
-    """Store records (step 2); returns the compensation log."""
+def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
+    """Store records (step 2), inside the write's block."""
     store = run.km.runtime.store
-    undo: list = []
     faults.check("store_index")
     batches = []
     if with_event:
-        thread_existed = store.get("thread", run.session_id) is not None
         batches.append(
             PendingRecordBatch(
                 [run.message],
@@ -389,8 +381,6 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> list:
                 metadata=[{"kg_speaker": run.speaker, "kg_source": run.source}],
             )
         )
-        if not thread_existed:
-            undo.append(("thread", run.session_id))
     if plan.store_new:
         rows = plan.store_new
         batches.append(
@@ -410,27 +400,9 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> list:
         )
     if batches:
         store.add_batches(batches)
-        if with_event:
-            undo.append(("message", run.event_id))
-        undo.extend(("fact", r["id"]) for r in plan.store_new)
     for fid, md in sorted(plan.store_meta.items()):
-        if store.update("fact", fid, metadata=md):
-            undo.append(("meta", fid, plan.old_meta.get(fid)))
-    return undo
-
-
-def _compensate(run: WriteRun, undo: list) -> None:
-    store = run.km.runtime.store
-    for item in reversed(undo):
-        try:
-            if item[0] == "meta":
-                store.update("fact", item[1], metadata=item[2])
-            elif item[0] == "thread":
-                store.delete_thread(item[1])
-            else:
-                store.delete(item[0], item[1])
-        except Exception:  # noqa: BLE001 - keep compensating; the original error propagates
-            log.exception("oramem.knowledge: compensation of a failed write could not undo a store change")
+        store.update("fact", fid, metadata=md)
+    faults.check("store_records")
 
 
 def _insert(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
@@ -654,19 +626,17 @@ def _apply_observations(run: WriteRun, conn: sa.Connection) -> None:
 
 
 def commit_write(run: WriteRun, *, event_mode: str, trace: dict, with_event_record: bool) -> list[dict]:
-    """Run the commit phase (sync; called in a worker thread). Returns the relation actions."""
+    """Run the commit phase (sync; called in a worker thread) in one transaction. Returns
+    the relation actions."""
     backend = run.backend
     with backend.lock():
-        with backend.read() as conn:
+        with backend.write("knowledge write", run.agent_id) as conn:
             recheck(run, conn)
             plan = build_plan(run, conn)
-        undo = _store_apply(run, plan, with_event_record)
-        try:
-            with backend.write("knowledge write", run.agent_id) as conn:
-                rel_out = _knowledge_tx(run, conn, plan, event_mode, trace)
-        except BaseException:
-            _compensate(run, undo)
-            raise
+            _store_apply(run, plan, with_event_record)
+            rel_out = _knowledge_tx(run, conn, plan, event_mode, trace)
+            faults.check("commit")
+        faults.check("committed")
     run.plan = plan
     return rel_out
 
@@ -680,10 +650,6 @@ def commit_event_only(run: WriteRun, *, trace: dict, event_mode: str) -> None:
     run.intentions = []
     run.observations = []
     with backend.lock():
-        undo = _store_apply(run, plan, event_mode == "insert")
-        try:
-            with backend.write("knowledge write (event only)", run.agent_id) as conn:
-                _knowledge_tx(run, conn, plan, event_mode, trace)
-        except BaseException:
-            _compensate(run, undo)
-            raise
+        with backend.write("knowledge write (event only)", run.agent_id) as conn:
+            _store_apply(run, plan, event_mode == "insert")
+            _knowledge_tx(run, conn, plan, event_mode, trace)

@@ -1,14 +1,22 @@
 """Database access of the knowledge layer: one seam per engine.
 
+Every knowledge write runs inside the store's own transaction block
+(``store.transaction()``, SC-12): the store records it adds or changes and the knowledge
+rows commit together or not at all (KC-7.4), on both engines.
+
 SQLite — the knowledge tables live in the store's file and use **the store's own
 connection** (``store.engine.database``: a ``sqlite3`` connection plus a re-entrant lock). That
 is required for ``":memory:"`` stores (each connection would be another database) and it
 makes the store's lock the knowledge layer's lock too: every knowledge read or write runs
-holding it, writes in ``BEGIN IMMEDIATE`` (KC-7.5), and deletion hooks run on the very
-connection and transaction that deletes store records (SC-8.5). SQLAlchemy is used as a
-statement builder and type mapper over that connection: its own commit/rollback are
-disabled, transactions are the store's ``Database.transaction``. Oracle: SQLAlchemy over
-``store.engine.source`` (the store's python-oracledb pool or connection).
+holding it, writes in the store's ``BEGIN IMMEDIATE`` block (KC-7.5), and deletion hooks run on
+the very connection and transaction that deletes store records (SC-8.5). Oracle: SQLAlchemy
+over the connection the store's block holds (``store.engine.sql_connection()``) for writes,
+over a connection of the store's pool (or its connection) for reads.
+
+SQLAlchemy builds and runs statements; it never ends a transaction it does not own. The
+DBAPI connection it is given for a store block (:class:`SharedConnection`, through the
+documented ``creator`` hook) ignores ``commit()``/``rollback()``/``close()``: the block
+commits or rolls back. No SQLAlchemy internals are patched.
 
 Each concurrent task opens its own SQLAlchemy ``Connection`` object; on SQLite they share
 one DBAPI connection under the lock (the store's threading model), so nothing is used by
@@ -48,6 +56,40 @@ def translated(what: str) -> Iterator[None]:
         ) from exc
 
 
+class SharedConnection:
+    """A DBAPI connection lent to SQLAlchemy by its owner (the store).
+
+    ``owns_transaction=False`` (a store block's connection, or the SQLite store connection):
+    ``commit()`` and ``rollback()`` do nothing, the owner ends the transaction.
+    ``owns_transaction=True`` (a python-oracledb connection given to the store, used
+    outside a block): they are the connection's own. ``close()`` never closes it (the owner
+    does). An ``outputtypehandler`` SQLAlchemy sets (its Oracle dialect does on connect) is
+    kept here and given to the cursors it opens, so the owner's own calls never see it."""
+
+    def __init__(self, conn: Any, *, owns_transaction: bool = False) -> None:
+        self.__dict__.update(_conn=conn, _owns=owns_transaction, outputtypehandler=None)
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        cur = self._conn.cursor(*args, **kwargs)
+        if self.outputtypehandler is not None:
+            cur.outputtypehandler = self.outputtypehandler
+        return cur
+
+    def commit(self) -> None:
+        if self._owns:
+            self._conn.commit()
+
+    def rollback(self) -> None:
+        if self._owns:
+            self._conn.rollback()
+
+    def close(self) -> None:
+        """The owner closes the connection."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
 class Backend:
     dialect_name = ""
     sa_engine: sa.Engine
@@ -79,14 +121,13 @@ class SQLiteBackend(Backend):
         except StoreError as exc:
             raise StoreError(f"open the store before KnowledgeMemory: {exc}") from None
         self.db = db
-        engine = sa.create_engine(
-            "sqlite://", creator=lambda: db.conn, poolclass=StaticPool, pool_reset_on_return=None
+        self.store = store
+        # transactions are the store's (store.transaction(): BEGIN IMMEDIATE ... COMMIT /
+        # ROLLBACK); SQLAlchemy only builds and runs statements on the shared connection.
+        shared = SharedConnection(db.conn)
+        self.sa_engine = sa.create_engine(
+            "sqlite://", creator=lambda: shared, poolclass=StaticPool, pool_reset_on_return=None
         )
-        # transactions are the store's (BEGIN IMMEDIATE ... COMMIT / ROLLBACK); SQLAlchemy
-        # only builds and runs statements on the shared connection.
-        engine.dialect.do_commit = lambda dbapi_connection: None  # type: ignore[method-assign]
-        engine.dialect.do_rollback = lambda dbapi_connection: None  # type: ignore[method-assign]
-        self.sa_engine = engine
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -101,10 +142,11 @@ class SQLiteBackend(Backend):
 
     @contextlib.contextmanager
     def write(self, what: str, agent_id: str) -> Iterator[sa.Connection]:
-        with self.db.lock:
-            with translated(what), self.db.transaction(True, what):
-                with self.sa_engine.connect() as conn:
-                    yield conn
+        """One knowledge write: the store's block (joined when one is open), so store
+        operations called inside commit with these rows."""
+        with translated(what), self.store.transaction():
+            with self.sa_engine.connect() as conn:
+                yield conn
 
     @contextlib.contextmanager
     def hook_connection(self, dbapi_conn: Any) -> Iterator[sa.Connection]:
@@ -123,21 +165,18 @@ class OracleBackend(Backend):
 
     def __init__(self, store: Any, agent_table: Any = None) -> None:
         target, kind = store.engine.source, store.engine.source_kind
+        self.store = store
         self._handlers: dict[int, Any] = {}
-        if kind == "pool":
-            # NullPool: every SQLAlchemy checkout acquires from the store's pool and every
-            # checkin releases to it (SQLAlchemy, dialects/oracle/oracledb.py "Using
+        if kind in ("pool", "conn"):
+            # NullPool: every SQLAlchemy checkout asks _connect for a DBAPI connection and
+            # every checkin gives it back (SQLAlchemy, dialects/oracle/oracledb.py "Using
             # python-oracledb Connection Pooling"). The default QueuePool would keep up to
             # 15 of the store's pooled connections checked out and block the store (F5).
-            self.sa_engine = sa.create_engine("oracle+oracledb://", creator=lambda: self._acquire(target),
+            self.sa_engine = sa.create_engine("oracle+oracledb://", creator=lambda: self._connect(target, kind),
                                               poolclass=NullPool)
             # SQLAlchemy's on_connect sets its outputtypehandler on each connection: the
             # store's own handler (if any) is put back before the connection goes home.
             sa.event.listen(self.sa_engine, "checkin", self._restore_handler)
-        elif kind == "conn":
-            self.sa_engine = sa.create_engine(
-                "oracle+oracledb://", creator=lambda: target, poolclass=StaticPool, pool_reset_on_return=None
-            )
         elif kind in ("async_pool", "async_conn"):
             raise StoreError(
                 "KnowledgeMemory on Oracle needs a synchronous python-oracledb pool or connection in this version; "
@@ -147,6 +186,16 @@ class OracleBackend(Backend):
             raise StoreError("this OracleDBMemoryStore does not expose its connection source to the knowledge layer")
         self.agent_table = agent_table
         self._local = threading.RLock()
+
+    def _connect(self, target: Any, kind: str) -> Any:
+        """Inside a store block: its connection (the block commits); outside: a connection
+        of the store's pool, or the store's connection (SQLAlchemy's transaction)."""
+        engine = self.store.engine
+        if engine.in_transaction:
+            return SharedConnection(engine.sql_connection())
+        if kind == "conn":
+            return SharedConnection(target, owns_transaction=True)
+        return self._acquire(target)
 
     def _acquire(self, pool: Any) -> Any:
         conn = pool.acquire()
@@ -169,7 +218,9 @@ class OracleBackend(Backend):
 
     @contextlib.contextmanager
     def write(self, what: str, agent_id: str) -> Iterator[sa.Connection]:
-        with translated(what), self.sa_engine.begin() as conn:
+        """One knowledge write in the store's block (joined when one is open): the block's
+        connection, committed by the block together with the store calls made inside it."""
+        with translated(what), self.store.transaction(), self.sa_engine.connect() as conn:
             if self.agent_table is not None:
                 t = self.agent_table
                 exists = conn.execute(sa.select(t.c.agent_id).where(t.c.agent_id == agent_id)).first()

@@ -1,14 +1,19 @@
 """Failure injection points of the commit phase (KC-7.4); driven by
-``oramem.testing.fail_at``. A context variable, so concurrent tests do not interfere and
-worker threads started with ``asyncio.to_thread`` inherit it."""
+``oramem.testing.fail_at`` (an injected database error) and :func:`kill_at` (the process
+is killed with SIGKILL there: the crash test). Context variables, so concurrent tests do
+not interfere and worker threads started with ``asyncio.to_thread`` inherit them."""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import os
+import signal
+from typing import Iterator
 
 from ..errors import StoreError
 
-__all__ = ["COMMIT_STEPS", "FAIL_AT", "check"]
+__all__ = ["COMMIT_STEPS", "FAIL_AT", "KILL_STEPS", "check", "kill_at"]
 
 COMMIT_STEPS = (
     "event",
@@ -21,13 +26,33 @@ COMMIT_STEPS = (
     "observations",
     "store_index",
 )
+#: where :func:`kill_at` can stop a process: every commit step, after the store records
+#: were written, just before the block's COMMIT, and just after it
+KILL_STEPS = COMMIT_STEPS + ("store_records", "commit", "committed")
 FAIL_AT: contextvars.ContextVar[frozenset] = contextvars.ContextVar("oramem_kg_fail_at", default=frozenset())
+KILL_AT: contextvars.ContextVar[frozenset] = contextvars.ContextVar("oramem_kg_kill_at", default=frozenset())
 
 
 class InjectedDatabaseError(StoreError):
     """A database error injected by ``oramem.testing.fail_at``."""
 
 
+@contextlib.contextmanager
+def kill_at(*steps: str) -> Iterator[None]:
+    """Kill this process (SIGKILL: no cleanup, no atexit, like a power cut for the
+    database) when a write reaches one of ``steps`` (names in :data:`KILL_STEPS`)."""
+    unknown = sorted(set(steps) - set(KILL_STEPS))
+    if unknown:
+        raise ValueError(f"unknown kill step(s) {', '.join(unknown)}; known: {', '.join(KILL_STEPS)}")
+    token = KILL_AT.set(KILL_AT.get() | frozenset(steps))
+    try:
+        yield
+    finally:
+        KILL_AT.reset(token)
+
+
 def check(step: str) -> None:
+    if step in KILL_AT.get():
+        os.kill(os.getpid(), signal.SIGKILL)
     if step in FAIL_AT.get():
         raise InjectedDatabaseError(f"injected database error at commit step {step!r}")

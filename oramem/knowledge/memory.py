@@ -636,10 +636,9 @@ class KnowledgeMemory:
                         .values(valid_to=now, updated_at=now)
                     )
                     meta = commit_mod.store_fact_metadata_for(conn, t, agent_id, [fact_id])
-                # the knowledge row decides what is current; the store record follows (a crash in
-                # between leaves a record that readers drop because its fact row is closed)
-                for fid, md in meta.items():
-                    self._store.update("fact", fid, metadata=md)
+                    # the store record's metadata changes in the same transaction
+                    for fid, md in meta.items():
+                        self._store.update("fact", fid, metadata=md)
                 return True
 
         return await self._in_thread(run)
@@ -1269,8 +1268,8 @@ class KnowledgeMemory:
                     return False
                 with self._backend.write("knowledge delete", agent_id) as conn:
                     self._purge_facts(conn, agent_id, ids)
-                for fid in ids:
-                    self._store.delete("fact", fid)
+                    for fid in ids:  # same transaction (the deletion hook finds nothing left)
+                        self._store.delete("fact", fid)
                 return True
 
         return await self._in_thread(run)
@@ -1293,10 +1292,10 @@ class KnowledgeMemory:
                         conn.execute(sa.delete(table).where(table.c.agent_id == agent_id))
                     # queued messages of the agent go too (a pending one would bring it back)
                     conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent_id))
-                for fid in fact_ids:
-                    self._store.delete("fact", fid)
-                for eid in event_ids:
-                    self._store.delete("message", eid)
+                    for fid in fact_ids:  # same transaction
+                        self._store.delete("fact", fid)
+                    for eid in event_ids:
+                        self._store.delete("message", eid)
                 return len(fact_ids)
 
         return await self._in_thread(run)

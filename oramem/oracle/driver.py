@@ -15,7 +15,16 @@ after every successful write (each method is one transaction) and rolls back on 
 Calling the sync methods on an async pool (or the reverse) is a ``TypeError`` saying which
 to use. The engine never closes what it was given: ``close()`` only stops the engine.
 With a single connection the engine commits on that connection after each write, so give
-it a connection that does not carry other uncommitted work.
+it a connection that does not carry other uncommitted work; calls from several threads (or
+tasks) on one connection take turns.
+
+Caller blocks (SC-12, ``store.transaction()`` / ``transaction_async()``): the block holds
+one connection (acquired from the pool, or the given connection, which other threads then
+wait for) until it ends; operations inside it run on that connection and do not commit;
+the block commits once at its end, or rolls back when an exception leaves it. Each
+write subprogram sets a savepoint and rolls back to it on error (``oramem_store.pkb``), so a
+failed operation inside a block undoes only itself. Nested blocks are ``SAVEPOINT`` /
+``ROLLBACK TO SAVEPOINT``.
 
 Deletion hooks (SC-8.5) on Oracle are PL/SQL procedures:
 ``register_deletion_hook("APP.ON_ORAMEM_DELETE")`` registers a procedure taking one
@@ -27,18 +36,22 @@ Static-checked against the package specs, not run against Oracle here.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import contextlib
 import json
+import logging
 import math
 import re
+import threading
 import warnings
-from typing import Any, Mapping, Optional
+from typing import Any, AsyncIterator, Iterator, Mapping, Optional
 
 import numpy as np
 import oracledb
 
-from ..engine import Engine
-from ..errors import CapabilityError
+from ..engine import Block, Engine
+from ..errors import CapabilityError, StoreError
 from ..sqlite.keyword import DEFAULT_KEYWORD_LANGUAGE, HybridConfig, check_language
 from ..requests import (
     AddRequest,
@@ -102,6 +115,7 @@ _MAX_STRING_BIND = 32767
 _LOCK_TIMEOUT_SECONDS = 60
 #: stands for "the opened store's id" in call arguments; resolved after the colour check
 _STORE: Any = type("_OpenedStore", (), {"__repr__": lambda self: "<opened store id>"})()
+log = logging.getLogger("oramem.oracle")
 _HOOK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_$#]{0,127}(\.[A-Za-z][A-Za-z0-9_$#]{0,127}){0,2}$")
 
 
@@ -340,6 +354,16 @@ def _check_id(value: Any, name: str) -> str:
     return value
 
 
+class _Held:
+    """The connection a caller block holds, its nesting depth, and (async) the lock that
+    makes the block's tasks take turns on it."""
+
+    def __init__(self, conn: Any, lock: Optional[asyncio.Lock] = None) -> None:
+        self.conn = conn
+        self.depth = 1
+        self.lock = lock
+
+
 class OracleEngine(Engine):
     """Persistence for one store in Oracle AI Database through the oramem packages.
 
@@ -372,6 +396,9 @@ class OracleEngine(Engine):
         self._store_id: Optional[str] = None
         self._closed = False
         self._pending_hook: Optional[str] = None
+        #: one given connection: calls and blocks take turns on it
+        self._conn_lock = threading.RLock()
+        self._async_conn_lock: Optional[asyncio.Lock] = None
 
     # -- plumbing ----------------------------------------------------------------------
     @property
@@ -470,12 +497,16 @@ class OracleEngine(Engine):
 
     def _run(self, op: str, commit: bool, **values: Any) -> Any:
         self._require_sync(op)
+        block = self._check_block_thread(f"{op}()")
         call = CALLS[op]
         binds = call.bind(**self._resolve(values))
+        if block is not None:  # the block commits
+            return self._run_on(block.handle.conn, call, binds, False)
         if self._kind == "pool":
             with self._target.acquire() as conn:
                 return self._run_on(conn, call, binds, commit)
-        return self._run_on(self._target, call, binds, commit)
+        with self._conn_lock:
+            return self._run_on(self._target, call, binds, commit)
 
     def _run_on(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool) -> Any:
         try:
@@ -499,12 +530,134 @@ class OracleEngine(Engine):
         if self._pending_hook is not None and self._store_id is not None and op not in ("open", "set_deletion_hook"):
             hook, self._pending_hook = self._pending_hook, None
             await self._run_async("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=hook)
+        block = self._check_block_thread(f"{op}_async()")
         call = CALLS[op]
         binds = call.bind(**self._resolve(values))
+        if block is not None:  # the block commits; its tasks take turns on its connection
+            async with block.handle.lock:
+                return await self._run_on_async(block.handle.conn, call, binds, False)
         if self._kind == "async_pool":
             async with self._target.acquire() as conn:
                 return await self._run_on_async(conn, call, binds, commit)
-        return await self._run_on_async(self._target, call, binds, commit)
+        async with self._conn_lock_async():
+            return await self._run_on_async(self._target, call, binds, commit)
+
+    def _conn_lock_async(self) -> asyncio.Lock:
+        if self._async_conn_lock is None:
+            self._async_conn_lock = asyncio.Lock()
+        return self._async_conn_lock
+
+    # -- caller blocks (SC-12) ---------------------------------------------------------
+    @staticmethod
+    def _savepoint(depth: int) -> str:
+        return f"oramem_block_{depth}"  # a fixed prefix and a number: no caller text
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """SC-12: see the module docstring. Static-checked, not run against Oracle."""
+        self._require_sync("transaction")
+        outer = self._check_block_thread("store.transaction()")
+        if outer is not None:
+            held = outer.handle
+            name = self._savepoint(held.depth)
+            with held.conn.cursor() as cur:
+                cur.execute(f"SAVEPOINT {name}")
+            held.depth += 1
+            try:
+                yield
+            except BaseException:
+                with held.conn.cursor() as cur:
+                    cur.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                raise
+            finally:
+                held.depth -= 1
+            return
+        with contextlib.ExitStack() as stack:
+            if self._kind == "pool":
+                # leaving acquire()'s context releases the connection (rolling back what
+                # is uncommitted: python-oracledb connection.py Connection.__exit__)
+                conn = stack.enter_context(self._target.acquire())
+            else:
+                stack.enter_context(self._conn_lock)
+                conn = self._target
+            with self._entered(Block(self, threading.get_ident(), handle=_Held(conn))):
+                try:
+                    yield
+                except BaseException:
+                    self._rollback_block(conn)
+                    raise
+                try:
+                    conn.commit()
+                except oracledb.DatabaseError as e:
+                    self._rollback_block(conn)
+                    raise self._translated(e) from e
+
+    @contextlib.asynccontextmanager
+    async def transaction_async(self) -> AsyncIterator[None]:
+        """Async twin of :meth:`transaction` (python-oracledb's native asyncio)."""
+        self._require_async("transaction")
+        outer = self._check_block_thread("store.transaction_async()")
+        if outer is not None:
+            held = outer.handle
+            name = self._savepoint(held.depth)
+            async with held.lock:
+                with held.conn.cursor() as cur:
+                    await cur.execute(f"SAVEPOINT {name}")
+            held.depth += 1
+            try:
+                yield
+            except BaseException:
+                async with held.lock:
+                    with held.conn.cursor() as cur:
+                        await cur.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                raise
+            finally:
+                held.depth -= 1
+            return
+        async with contextlib.AsyncExitStack() as stack:
+            if self._kind == "async_pool":
+                conn = await stack.enter_async_context(self._target.acquire())
+            else:
+                await stack.enter_async_context(self._conn_lock_async())
+                conn = self._target
+            with self._entered(Block(self, threading.get_ident(), handle=_Held(conn, asyncio.Lock()))):
+                try:
+                    yield
+                except BaseException:
+                    try:
+                        await conn.rollback()
+                    except oracledb.Error:
+                        log.exception("oramem: rolling back a store.transaction_async() block failed")
+                    raise
+                try:
+                    await conn.commit()
+                except oracledb.DatabaseError as e:
+                    try:
+                        await conn.rollback()
+                    except oracledb.Error:
+                        log.exception("oramem: rolling back a store.transaction_async() block failed")
+                    raise self._translated(e) from e
+
+    @staticmethod
+    def _rollback_block(conn: Any) -> None:
+        try:
+            conn.rollback()
+        except oracledb.Error:  # the original error propagates; a pooled connection is released rolled back
+            log.exception("oramem: rolling back a store.transaction() block failed")
+
+    @staticmethod
+    def _translated(e: BaseException) -> BaseException:
+        mapped = translate(e)
+        return e if mapped is e else mapped
+
+    def sql_connection(self) -> Any:
+        """The python-oracledb connection the current block holds, for layers above the
+        store that write their own tables in it (the knowledge layer). Its transaction
+        belongs to the block: never commit or roll it back. Outside a block: ``StoreError``."""
+        block = self._check_block_thread("sql_connection()")
+        if block is None:
+            raise StoreError("sql_connection() is only available inside store.transaction()")
+        return block.handle.conn
 
     async def _run_on_async(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool) -> Any:
         try:
@@ -613,9 +766,11 @@ class OracleEngine(Engine):
 
     def close(self) -> None:
         """Stop using the connection or pool (which stays open: its owner closes it)."""
+        self._refuse_in_block("close()", "the block still holds a connection")
         self._closed = True
 
     async def close_async(self) -> None:
+        self._refuse_in_block("close_async()", "the block still holds a connection")
         self._closed = True
 
     def register_deletion_hook(self, hook: Any) -> None:
@@ -628,6 +783,7 @@ class OracleEngine(Engine):
         if self._store_id is None or self.is_async:
             self._pending_hook = name
             return
+        self._refuse_in_block("register_deletion_hook()", "registration is not transactional")
         self._run("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=name)
 
     async def register_deletion_hook_async(self, hook: Any) -> None:
@@ -636,6 +792,7 @@ class OracleEngine(Engine):
         if self._store_id is None:
             self._pending_hook = name
             return
+        self._refuse_in_block("register_deletion_hook_async()", "registration is not transactional")
         await self._run_async("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=name)
 
     # -- writes --------------------------------------------------------------------------
@@ -687,10 +844,15 @@ class OracleEngine(Engine):
     async def purge_expired_async(self) -> int:
         return self._count(await self._run_async("purge_expired", True, in_store_id=_STORE, in_commit=0))
 
+    _SYNC_IN_BLOCK = ("Oracle Text synchronises in an autonomous transaction (oramem_store.sync_search_index), "
+                      "which cannot see the block's rows")
+
     def sync_search_index(self) -> None:
+        self._refuse_in_block("sync_search_index()", self._SYNC_IN_BLOCK)
         self._run("sync_search_index", False, in_store_id=_STORE)
 
     async def sync_search_index_async(self) -> None:
+        self._refuse_in_block("sync_search_index_async()", self._SYNC_IN_BLOCK)
         await self._run_async("sync_search_index", False, in_store_id=_STORE)
 
     async def forget_async(self, request: Any) -> dict[str, int]:

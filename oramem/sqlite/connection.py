@@ -19,7 +19,7 @@ import pathlib
 import sqlite3
 import threading
 import time
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from ..errors import StoreBusy, StoreError
 
@@ -75,7 +75,14 @@ class Database:
             )
         else:
             self._conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
-        self._in_transaction = False
+        #: a store operation is running (its deletion hooks must not start another)
+        self._op = False
+        #: nesting depth of caller blocks (store.transaction()); 0 = none
+        self._depth = 0
+        #: SQLite ended the block's transaction by itself after an error
+        self._broken = False
+        self._before_commit: list[Callable[[], None]] = []
+        self._after_rollback: list[Callable[[], None]] = []
         try:
             self._configure()
         except BaseException:
@@ -128,25 +135,135 @@ class Database:
                 self._conn.close()
                 self._conn = None
 
+    # -- transactions ------------------------------------------------------------------
+    @property
+    def in_block(self) -> bool:
+        """True while a :meth:`block` (``store.transaction()``) is open on this connection."""
+        return self._depth > 0
+
+    def on_block_end(self, before_commit: Callable[[], None] | None = None,
+                     after_rollback: Callable[[], None] | None = None) -> None:
+        """Inside a block: run ``before_commit`` once, just before the outermost COMMIT
+        (inside the transaction), and ``after_rollback`` after any rollback of the block
+        or of one of its nested levels. Callbacks are keyed by identity (registered once)."""
+        if before_commit is not None and before_commit not in self._before_commit:
+            self._before_commit.append(before_commit)
+        if after_rollback is not None and after_rollback not in self._after_rollback:
+            self._after_rollback.append(after_rollback)
+
+    def _rolled_back(self) -> None:
+        for callback in list(self._after_rollback):
+            callback()
+
+    def _refuse_read_only(self, what: str) -> None:
+        if self.read_only:
+            raise StoreError(
+                f"{what} needs to write, and {self.path} was opened read-only"
+                f"{' (' + self.read_only_reason + ')' if self.read_only_reason else ''}; "
+                "open it writable (write access to the file and its directory) to change it"
+            )
+
     @contextlib.contextmanager
-    def transaction(self, write: bool, what: str) -> Iterator[sqlite3.Connection]:
-        """One transaction: ``BEGIN IMMEDIATE`` for writes, a deferred read snapshot
-        otherwise. Any exception rolls back; busy/locked errors become ``StoreBusy``."""
+    def block(self) -> Iterator[sqlite3.Connection]:
+        """A caller's transaction (SC-12): ``BEGIN IMMEDIATE`` at the outermost level, a
+        SAVEPOINT at each nested one; store operations run inside it join it (see
+        :meth:`transaction`). Holds the lock for the whole block, so other threads of this
+        process wait until it ends. An exception rolls back the level it leaves."""
         with self.lock:
             conn = self.conn
-            if write and self.read_only:
-                raise StoreError(
-                    f"{what} needs to write, and {self.path} was opened read-only"
-                    f"{' (' + self.read_only_reason + ')' if self.read_only_reason else ''}; "
-                    "open it writable (write access to the file and its directory) to change it"
-                )
-            if self._in_transaction:
+            self._refuse_read_only("store.transaction()")
+            if self._op:
+                raise StoreError("store.transaction() was opened from inside a store operation (e.g. a deletion hook)")
+            if self._depth == 0:
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    raise _translate(exc, "store.transaction()") from exc
+                self._depth, self._broken = 1, False
+                try:
+                    yield conn
+                    self._check_intact()
+                    for callback in list(self._before_commit):
+                        callback()
+                    conn.execute("COMMIT")
+                except BaseException as exc:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    self._rolled_back()
+                    if isinstance(exc, sqlite3.OperationalError):
+                        raise _translate(exc, "store.transaction()") from exc
+                    raise
+                finally:
+                    self._depth = 0
+                    self._before_commit.clear()
+                    self._after_rollback.clear()
+                return
+            self._check_intact()
+            name = f"oramem_block_{self._depth}"
+            conn.execute(f"SAVEPOINT {name}")  # name: a fixed prefix and a number
+            self._depth += 1
+            try:
+                yield conn
+                self._check_intact()
+                conn.execute(f"RELEASE {name}")
+            except BaseException:
+                if conn.in_transaction and not self._broken:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+                self._rolled_back()
+                raise
+            finally:
+                self._depth -= 1
+
+    def _check_intact(self) -> None:
+        if self._broken or not self.conn.in_transaction:
+            self._broken = True
+            raise StoreError(
+                "SQLite rolled the whole store.transaction() back after an error inside it; nothing of the "
+                "block is stored: leave the block and run it again"
+            )
+
+    @contextlib.contextmanager
+    def transaction(self, write: bool, what: str) -> Iterator[sqlite3.Connection]:
+        """One store operation. Outside a :meth:`block`: one transaction, ``BEGIN
+        IMMEDIATE`` for writes, a deferred read snapshot otherwise; inside a block: a
+        SAVEPOINT for writes (the operation stays atomic, its changes commit with the
+        block), nothing for reads (they see the block's writes). Any exception rolls the
+        operation back; busy/locked errors become ``StoreBusy``."""
+        with self.lock:
+            conn = self.conn
+            if write:
+                self._refuse_read_only(what)
+            if self._op:
                 raise StoreError(f"{what} was called from inside another store operation (e.g. a deletion hook)")
+            if self._depth:
+                self._check_intact()
+                self._op = True
+                try:
+                    if not write:
+                        yield conn
+                        return
+                    conn.execute("SAVEPOINT oramem_op")
+                    try:
+                        yield conn
+                        conn.execute("RELEASE oramem_op")
+                    except BaseException as exc:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK TO oramem_op")
+                            conn.execute("RELEASE oramem_op")
+                        else:
+                            self._broken = True
+                        if isinstance(exc, sqlite3.OperationalError):
+                            raise _translate(exc, what) from exc
+                        raise
+                finally:
+                    self._op = False
+                return
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.OperationalError as exc:
                 raise _translate(exc, what) from exc
-            self._in_transaction = True
+            self._op = True
             try:
                 yield conn
                 conn.execute("COMMIT")
@@ -157,7 +274,7 @@ class Database:
                     raise _translate(exc, what) from exc
                 raise
             finally:
-                self._in_transaction = False
+                self._op = False
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

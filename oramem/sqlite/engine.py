@@ -15,12 +15,13 @@ import datetime as _dt
 import json
 import os
 import sqlite3
+import threading
 from typing import Callable, Iterator, Optional
 
 import numpy as np
 
 from ..ann import AnnConfig, AnnUnavailable, available_backends
-from ..engine import DeletionHook, DeletionHookSpec, Engine
+from ..engine import Block, DeletionHook, DeletionHookSpec, Engine
 from ..errors import StoreError, StoreNotFound
 from ..requests import (
     AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, ScopeMatch, SearchRequest, StoreSettings,
@@ -168,9 +169,43 @@ class SQLiteEngine(Engine):
 
     def close(self) -> None:
         if self._db is not None:
-            self._save_sidecar()
-            self._db.close()
+            with self._db.lock:  # another thread's block ends first
+                if self._db.in_block:
+                    raise StoreError("close() inside store.transaction(): leave the block first (it commits or rolls back)")
+                self._save_sidecar()
+                self._db.close()
         self._cache = None
+
+    # -- caller blocks (SC-12) -------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """SC-12 on SQLite: ``BEGIN IMMEDIATE`` on the engine's connection (SAVEPOINTs when
+        nested), the connection's lock held for the whole block. Inside it the vector cache
+        follows the block's writes (a rollback drops it, the next search reloads it), no
+        vector sidecar is written, and the FTS5 'optimize' that erases deleted words runs
+        once, just before the outermost COMMIT."""
+        db, _ = self._open_parts()
+        outer = self._check_block_thread("store.transaction()")
+        with db.block():
+            db.on_block_end(after_rollback=self._drop_cache)
+            if outer is not None:
+                yield
+                return
+            with self._entered(Block(self, threading.get_ident())):
+                yield
+
+    def _drop_cache(self) -> None:
+        if self._cache is not None:
+            self._cache.invalidate()
+
+    def sql_connection(self) -> sqlite3.Connection:
+        """The ``sqlite3`` connection of the current block, for layers above the store that
+        write their own tables in it (the knowledge layer). Its transaction belongs to the
+        block: never commit or roll it back. Outside a block: ``StoreError``."""
+        db, _ = self._open_parts()
+        if self._check_block_thread("sql_connection()") is None or not db.in_block:
+            raise StoreError("sql_connection() is only available inside store.transaction()")
+        return db.conn
 
     @staticmethod
     def _sidecar_stamp(conn, t: StoreTables, catalog: Catalog) -> dict:
@@ -245,6 +280,7 @@ class SQLiteEngine(Engine):
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[WriteTx]:
         db, tables = self._open_parts()
+        self._check_block_thread(what)
         # the lock spans commit and cache patch, so no other thread sees the cache between
         with db.lock:
             with db.transaction(True, what) as conn:
@@ -252,7 +288,10 @@ class SQLiteEngine(Engine):
                 tx = WriteTx(conn, tables, catalog, self._now())
                 yield tx
                 if tx.fts_deleted:
-                    mutations.erase_deleted_text(tx)
+                    if db.in_block:  # once, before the block's COMMIT
+                        db.on_block_end(before_commit=self._erase_deleted_text)
+                    else:
+                        mutations.erase_deleted_text(tx)
                 if not tx.touched:
                     return
                 after = (catalog.generation, catalog.change_seq + 1)
@@ -267,6 +306,12 @@ class SQLiteEngine(Engine):
                     cache.invalidate()
                 else:
                     cache.patch(catalog.version, after, sorted(tx.touched), patch)
+
+    def _erase_deleted_text(self) -> None:
+        db, tables = self._open_parts()
+        with db.transaction(True, "erasing deleted words from the keyword index") as conn:
+            catalog = self._catalog(conn, tables)
+            mutations.erase_deleted_text(WriteTx(conn, tables, catalog, self._now()))
 
     def _run_hooks(self, tx: WriteTx, event: Optional[DeletionEvent]) -> None:
         if event is None:
@@ -311,6 +356,8 @@ class SQLiteEngine(Engine):
             return count
 
     def sync_search_index(self) -> None:
+        self._refuse_in_block("sync_search_index()", "an index refresh is not part of a block on every engine "
+                              "(Oracle Text synchronises in its own transaction)")
         with self._write("sync_search_index") as tx:
             mutations.sync_index(tx)
 
@@ -318,6 +365,8 @@ class SQLiteEngine(Engine):
         """SC-8.6: the actor's cascade and every hook's erasure in one transaction; then the
         vector sidecar is removed (it holds the old vectors) and the WAL is checkpointed
         with TRUNCATE, so the erased pages leave the ``-wal`` file too."""
+        self._refuse_in_block("forget()", "an erasure commits, drops the vector sidecar and checkpoints the WAL "
+                              "at once, so that nothing of the actor stays on disk")
         profile = "user_profile" if request.user_id is not None else "agent_profile"
         actor = request.user_id if request.user_id is not None else request.agent_id
         assert actor is not None
@@ -366,6 +415,7 @@ class SQLiteEngine(Engine):
     def register_deletion_hook(self, hook: DeletionHookSpec) -> None:
         if not callable(hook):
             raise TypeError(f"a deletion hook must be callable, got {type(hook).__name__}")
+        self._refuse_in_block("register_deletion_hook()", "registration is not transactional")
         db = self._db
         with db.lock if db is not None else contextlib.nullcontext():
             self._hooks.append(hook)
@@ -374,6 +424,7 @@ class SQLiteEngine(Engine):
     @contextlib.contextmanager
     def _read(self, what: str) -> Iterator[tuple]:
         db, tables = self._open_parts()
+        self._check_block_thread(what)
         with db.transaction(False, what) as conn:
             yield conn, tables, self._catalog(conn, tables)
 
@@ -512,11 +563,13 @@ class SQLiteEngine(Engine):
             stamp = self._sidecar_stamp(conn, t, catalog)
             path = sidecar.sidecar_path(self._path, t.store_id) if self._use_sidecar else None
             snapshot = sidecar.read(path, stamp, catalog.vector_dim) if path is not None else None
+            # inside a block the state read may never be committed: no sidecar is written
+            writable = path is not None and not (self._db is not None and self._db.in_block)
             if snapshot is not None and path is not None:
                 columns, matrix, codes, ann_entry = snapshot
                 ann = sidecar.read_ann(path, ann_entry, catalog.vector_dim, self._ann_config)
                 cache.load_snapshot(columns, matrix, codes, catalog.version, ann=ann)
-                if ann is None and cache.ann is not None:  # built just now: save it with the snapshot
+                if ann is None and cache.ann is not None and writable:  # built just now: save it with the snapshot
                     self._write_sidecar(cache, stamp)
             else:
                 rows = conn.execute(
@@ -524,7 +577,7 @@ class SQLiteEngine(Engine):
                     "WHERE c.vector IS NOT NULL"
                 )
                 cache.load(rows, catalog.version, stamp["chunks"])
-                if path is not None:
+                if writable:
                     self._write_sidecar(cache, stamp)
         return cache
 

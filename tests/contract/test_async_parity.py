@@ -15,8 +15,10 @@ from ._support import hit_ids, ids, vec
 CLASSES = ["IMemoryStore", "OracleMemoryStore", "SQLiteMemoryStore", "OracleDBMemoryStore"]
 #: the contract names the async twin of close() ``aclose`` (STORE_CONTRACT §1)
 ALIASES = {"close": ("close_async", "aclose")}
+#: context-manager methods: the twin returns an async context manager (SC-12)
+CONTEXT_MANAGERS = {"transaction"}
 EXPECTED = ["add", "add_batches", "add_user", "add_agent", "get", "list", "list_thread_messages", "search",
-            "update", "delete", "delete_thread", "purge_expired", "sync_search_index", "close"]
+            "update", "delete", "delete_thread", "purge_expired", "sync_search_index", "close", "transaction"]
 
 
 def _public_sync_methods(cls):
@@ -56,7 +58,10 @@ def test_every_sync_method_has_async_twin_with_same_signature(cls_name):
         if twin is None:
             problems.append(f"{name}: no async twin ({' or '.join(candidates)})")
             continue
-        if not inspect.iscoroutinefunction(twin):
+        if name in CONTEXT_MANAGERS:
+            if not inspect.isasyncgenfunction(inspect.unwrap(twin)):
+                problems.append(f"{name}: twin is not an async context manager")
+        elif not inspect.iscoroutinefunction(twin):
             problems.append(f"{name}: twin is not a coroutine function")
         if _shape(twin) != _shape(getattr(cls, name)):
             problems.append(f"{name}: {inspect.signature(getattr(cls, name))} != {inspect.signature(twin)}")

@@ -43,12 +43,19 @@ class Call:
     return_type: Any = None
     binds: dict = field(default_factory=dict)
     input_sizes: dict = field(default_factory=dict)
+    #: serial number of the fake connection the call ran on (0: none)
+    conn: int = 0
 
 
 class Recorder:
     def __init__(self, answers: Optional[dict[str, Any]] = None) -> None:
         self.calls: list[Call] = []
         self.answers: dict[str, Any] = dict(answers or {})
+        self.connections = 0
+
+    def new_connection(self) -> int:
+        self.connections += 1
+        return self.connections
 
     def answer(self, key: str, call: Call) -> Any:
         for k, v in self.answers.items():
@@ -108,8 +115,9 @@ MAX_PLSQL_STRING_BIND = 32767
 
 
 class _CursorBase:
-    def __init__(self, rec: Recorder, lob_cls: type) -> None:
+    def __init__(self, rec: Recorder, lob_cls: type, conn: int = 0) -> None:
         self.rec = rec
+        self.conn = conn
         self.sizes: dict = {}
         self.bind_style: Optional[type] = None
         self.rows: list = []
@@ -150,7 +158,7 @@ class _CursorBase:
             self.bind_style, self.sizes = None, {}  # input sizes apply to one execute
 
     def _func(self, name, return_type, keyword_parameters, parameters=None):
-        call = Call("callfunc", name, return_type, dict(keyword_parameters or {}), dict(self.sizes))
+        call = Call("callfunc", name, return_type, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
         self.rec.calls.append(call)
         value = self.rec.answer(name, call)
@@ -165,7 +173,7 @@ class _CursorBase:
         self._check_binds(values, True, name)
 
     def _proc(self, name, keyword_parameters, parameters=None):
-        call = Call("callproc", name, None, dict(keyword_parameters or {}), dict(self.sizes))
+        call = Call("callproc", name, None, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
         self.rec.calls.append(call)
         self.rec.answer(name, call)
@@ -174,7 +182,7 @@ class _CursorBase:
     def _exec(self, sql, parameters=None, **kw):
         binds = dict(parameters or {}) if isinstance(parameters, dict) else {}
         binds.update(kw)
-        call = Call("execute", sql, None, binds, dict(self.sizes))
+        call = Call("execute", sql, None, binds, dict(self.sizes), self.conn)
         head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
         self._check_binds(kw or parameters, head in ("begin", "declare", "call"), "SQL")
         self.rec.calls.append(call)
@@ -183,8 +191,8 @@ class _CursorBase:
 
 
 class FakeCursor(_CursorBase):
-    def __init__(self, rec: Recorder) -> None:
-        super().__init__(rec, FakeLOB)
+    def __init__(self, rec: Recorder, conn: int = 0) -> None:
+        super().__init__(rec, FakeLOB, conn)
 
     def callfunc(self, name, return_type, parameters=None, keyword_parameters=None):
         return self._func(name, return_type, keyword_parameters, parameters)
@@ -204,8 +212,8 @@ class FakeCursor(_CursorBase):
 
 
 class FakeAsyncCursor(_CursorBase):
-    def __init__(self, rec: Recorder) -> None:
-        super().__init__(rec, FakeAsyncLOB)
+    def __init__(self, rec: Recorder, conn: int = 0) -> None:
+        super().__init__(rec, FakeAsyncLOB, conn)
 
     async def callfunc(self, name, return_type, parameters=None, keyword_parameters=None):
         return self._func(name, return_type, keyword_parameters, parameters)
@@ -231,15 +239,16 @@ class FakeConnection(oracledb.Connection):
         self._impl = None
         self.rec = rec
         self.pooled = pooled
+        self.serial = rec.new_connection()
 
     def cursor(self, scrollable: bool = False):
-        return FakeCursor(self.rec)
+        return FakeCursor(self.rec, self.serial)
 
     def commit(self):
-        self.rec.calls.append(Call("commit"))
+        self.rec.calls.append(Call("commit", conn=self.serial))
 
     def rollback(self):
-        self.rec.calls.append(Call("rollback"))
+        self.rec.calls.append(Call("rollback", conn=self.serial))
 
     def createlob(self, lob_type, data=None):
         self.rec.calls.append(Call("createlob", binds={"data": data}))
@@ -253,7 +262,7 @@ class FakeConnection(oracledb.Connection):
 
     def __exit__(self, *exc):
         if self.pooled:
-            self.rec.calls.append(Call("release"))
+            self.rec.calls.append(Call("release", conn=self.serial))
 
     def __del__(self):
         pass
@@ -264,15 +273,16 @@ class FakeAsyncConnection(oracledb.AsyncConnection):
         self._impl = None
         self.rec = rec
         self.pooled = pooled
+        self.serial = rec.new_connection()
 
     def cursor(self, scrollable: bool = False):
-        return FakeAsyncCursor(self.rec)
+        return FakeAsyncCursor(self.rec, self.serial)
 
     async def commit(self):
-        self.rec.calls.append(Call("commit"))
+        self.rec.calls.append(Call("commit", conn=self.serial))
 
     async def rollback(self):
-        self.rec.calls.append(Call("rollback"))
+        self.rec.calls.append(Call("rollback", conn=self.serial))
 
     async def createlob(self, lob_type, data=None):
         self.rec.calls.append(Call("createlob", binds={"data": data}))
@@ -286,7 +296,7 @@ class FakeAsyncConnection(oracledb.AsyncConnection):
 
     async def __aexit__(self, *exc):
         if self.pooled:
-            self.rec.calls.append(Call("release"))
+            self.rec.calls.append(Call("release", conn=self.serial))
 
     def __del__(self):
         pass

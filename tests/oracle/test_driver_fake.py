@@ -132,7 +132,10 @@ def test_every_async_twin_is_native():
     assert names
     for n in names:
         assert getattr(OracleEngine, n) is not getattr(Engine, n), f"{n} falls back to a worker thread"
-        assert inspect.iscoroutinefunction(getattr(OracleEngine, n))
+        if n == "transaction_async":  # an async context manager (SC-12)
+            assert inspect.isasyncgenfunction(inspect.unwrap(getattr(OracleEngine, n)))
+        else:
+            assert inspect.iscoroutinefunction(getattr(OracleEngine, n))
     src = inspect.getsource(OracleEngine)
     assert "to_thread" not in src
 

@@ -1,0 +1,159 @@
+"""SC-12 on Oracle over the recording fake: a block holds one connection, its operations run
+on it without committing, one COMMIT at the end, ROLLBACK on an exception, SAVEPOINTs when
+nested; the knowledge layer's writes run on the block's connection. Static-checked, not run
+against Oracle."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from oramem import OracleDBMemoryStore, SchemaPolicy, StoreError
+from oramem.embedders import HashEmbedder
+from oramem.knowledge.db import OracleBackend, SharedConnection
+
+from .fakes import FakeAsyncPool, FakeConnection, FakePool, Recorder
+from .test_driver_fake import SETTINGS_OUT
+
+
+class Boom(Exception):
+    pass
+
+
+def recorder() -> Recorder:
+    return Recorder({
+        "oramem_admin.open_store": json.dumps(dict(SETTINGS_OUT, vector_dim=8)),
+        "oramem_store.add_json": json.dumps(["a"]),
+        "oramem_store.update_json": 1,
+        "oramem_store.delete_record_json": json.dumps({"count": 1}),
+        "oramem_store.get_json": None,
+    })
+
+
+def sync_store(rec: Recorder, target=None) -> OracleDBMemoryStore:
+    return OracleDBMemoryStore(HashEmbedder(8), target or FakePool(rec),
+                               schema_policy=SchemaPolicy.CREATE_IF_NECESSARY, memory_store_id="mystore")
+
+
+def after(rec: Recorder, mark: int) -> list:
+    return rec.calls[mark:]
+
+
+def test_a_block_is_one_connection_and_one_commit():
+    rec = recorder()
+    store = sync_store(rec)
+    mark = len(rec.calls)
+    with store.transaction():
+        store.add(["hello"], "memory", record_ids="a")
+        store.update("memory", "a", text="changed")
+        store.get("memory", "a")
+        store.delete("memory", "a")
+    calls = after(rec, mark)
+    assert [c.kind for c in calls] == ["acquire", "callfunc", "callfunc", "callfunc", "callfunc", "commit", "release"]
+    assert len({c.conn for c in calls if c.kind != "acquire"}) == 1
+    # outside a block every write commits on its own pooled connection
+    mark = len(rec.calls)
+    store.add(["x"], "memory", record_ids="a")
+    store.delete("memory", "a")
+    assert [c.kind for c in after(rec, mark)] == ["acquire", "callfunc", "commit", "release"] * 2
+
+
+def test_an_exception_rolls_the_block_back_and_nothing_commits():
+    rec = recorder()
+    store = sync_store(rec)
+    mark = len(rec.calls)
+    with pytest.raises(Boom):
+        with store.transaction():
+            store.add(["hello"], "memory", record_ids="a")
+            raise Boom
+    assert [c.kind for c in after(rec, mark)] == ["acquire", "callfunc", "rollback", "release"]
+
+
+def test_nested_blocks_are_savepoints_on_the_same_connection():
+    rec = recorder()
+    store = sync_store(rec)
+    mark = len(rec.calls)
+    with store.transaction():
+        store.add(["a"], "memory", record_ids="a")
+        with pytest.raises(Boom):
+            with store.transaction():
+                store.add(["b"], "memory", record_ids="a")
+                raise Boom
+        with store.transaction():
+            store.add(["c"], "memory", record_ids="a")
+    calls = after(rec, mark)
+    assert [(c.kind, c.name) for c in calls if c.kind == "execute"] == [
+        ("execute", "SAVEPOINT oramem_block_1"), ("execute", "ROLLBACK TO SAVEPOINT oramem_block_1"),
+        ("execute", "SAVEPOINT oramem_block_1"),
+    ]
+    assert [c.kind for c in calls].count("commit") == 1 and [c.kind for c in calls].count("rollback") == 0
+    assert len({c.conn for c in calls if c.kind != "acquire"}) == 1
+
+
+def test_a_given_connection_is_used_and_committed_once():
+    rec = recorder()
+    conn = FakeConnection(rec)
+    store = sync_store(rec, conn)
+    mark = len(rec.calls)
+    with store.transaction():
+        store.add(["hello"], "memory", record_ids="a")
+        store.delete("memory", "a")
+    assert [c.kind for c in after(rec, mark)] == ["callfunc", "callfunc", "commit"]
+
+
+def test_not_transactional_calls_are_refused_inside_a_block():
+    rec = recorder()
+    store = sync_store(rec)
+    with store.transaction():
+        mark = len(rec.calls)
+        for call in (store.sync_search_index, store.close, lambda: store.register_deletion_hook("APP.ON_DELETE")):
+            with pytest.raises(StoreError, match="inside store.transaction"):
+                call()
+        assert after(rec, mark) == []
+
+
+def test_async_pool_block_is_one_connection_and_one_commit():
+    rec = recorder()
+    store = OracleDBMemoryStore(HashEmbedder(8), FakeAsyncPool(rec), memory_store_id="mystore")
+
+    async def go():
+        await store.get_async("memory", "a")  # opens the store
+        mark = len(rec.calls)
+        async with store.transaction_async():
+            await asyncio.gather(store.add_async(["a"], "memory", record_ids="a"),
+                                 store.update_async("memory", "a", text="b"))
+            with pytest.raises(Boom):
+                async with store.transaction_async():
+                    await store.delete_async("memory", "a")
+                    raise Boom
+        return after(rec, mark)
+
+    calls = asyncio.run(go())
+    kinds = [c.kind for c in calls]
+    assert kinds[0] == "acquire" and kinds[-2:] == ["commit", "release"]
+    assert kinds.count("commit") == 1 and kinds.count("rollback") == 0 and kinds.count("acquire") == 1
+    assert [c.name for c in calls if c.kind == "execute"] == [
+        "SAVEPOINT oramem_block_1", "ROLLBACK TO SAVEPOINT oramem_block_1"]
+    assert len({c.conn for c in calls if c.kind != "acquire"}) == 1
+
+
+def test_knowledge_writes_run_on_the_blocks_connection():
+    rec = recorder()
+    store = sync_store(rec)
+    backend = OracleBackend(store)
+    try:
+        with store.transaction():
+            held = store.engine.sql_connection()
+            shared = backend._connect(store.engine.source, "pool")
+            assert isinstance(shared, SharedConnection) and shared._conn is held
+            mark = len(rec.calls)
+            shared.commit()
+            shared.rollback()
+            shared.close()
+            assert after(rec, mark) == []  # the block ends the transaction, not SQLAlchemy
+        with pytest.raises(StoreError, match="only available inside"):
+            store.engine.sql_connection()
+    finally:
+        backend.close()
