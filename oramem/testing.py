@@ -20,7 +20,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from .embedders import HashEmbedder
 from .knowledge.errors import LLMError
-from .knowledge.faults import COMMIT_STEPS, FAIL_AT
+from .knowledge.faults import COMMIT_STEPS, FAIL_AT, armed
 from .knowledge.providers import BaseLLMProvider, LLMResult
 from .knowledge.text import estimate_tokens
 from .knowledge.types import TokenUsage
@@ -121,11 +121,5 @@ class ScriptedLLM(BaseLLMProvider):
 def fail_at(*steps: str) -> Iterator[None]:
     """Inject a database error at commit step(s) of ``KnowledgeMemory.write`` (KC-7.4):
     event, entities, facts, links, relations, registry, intentions, observations, store_index."""
-    unknown = [s for s in steps if s not in COMMIT_STEPS]
-    if unknown or not steps:
-        raise ValueError(f"fail_at takes steps among {', '.join(COMMIT_STEPS)}; got {list(steps)!r}")
-    token = FAIL_AT.set(FAIL_AT.get() | frozenset(steps))
-    try:
+    with armed(FAIL_AT, steps, COMMIT_STEPS, "fail_at"):
         yield
-    finally:
-        FAIL_AT.reset(token)

@@ -38,17 +38,23 @@ class InjectedDatabaseError(StoreError):
 
 
 @contextlib.contextmanager
-def kill_at(*steps: str) -> Iterator[None]:
-    """Kill this process (SIGKILL: no cleanup, no atexit, like a power cut for the
-    database) when a write reaches one of ``steps`` (names in :data:`KILL_STEPS`)."""
-    unknown = sorted(set(steps) - set(KILL_STEPS))
-    if unknown:
-        raise ValueError(f"unknown kill step(s) {', '.join(unknown)}; known: {', '.join(KILL_STEPS)}")
-    token = KILL_AT.set(KILL_AT.get() | frozenset(steps))
+def armed(var: contextvars.ContextVar[frozenset], steps: tuple[str, ...], known: tuple[str, ...],
+          name: str) -> Iterator[None]:
+    """Add ``steps`` (each among ``known``) to ``var`` for the block (``fail_at``, ``kill_at``)."""
+    unknown = [s for s in steps if s not in known]
+    if unknown or not steps:
+        raise ValueError(f"{name} takes steps among {', '.join(known)}; got {list(steps)!r}")
+    token = var.set(var.get() | frozenset(steps))
     try:
         yield
     finally:
-        KILL_AT.reset(token)
+        var.reset(token)
+
+
+def kill_at(*steps: str) -> contextlib.AbstractContextManager[None]:
+    """Kill this process (SIGKILL: no cleanup, no atexit, like a power cut for the
+    database) when a write reaches one of ``steps`` (names in :data:`KILL_STEPS`)."""
+    return armed(KILL_AT, steps, KILL_STEPS, "kill_at")
 
 
 def check(step: str) -> None:

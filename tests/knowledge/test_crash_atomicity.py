@@ -25,6 +25,7 @@ from oramem.testing import HashEmbedder
 
 DIM = 64
 CHILD = r"""
+import contextlib
 import sys
 from oramem import SQLiteMemoryStore
 from oramem.knowledge import KnowledgeMemory
@@ -34,7 +35,7 @@ from oramem.testing import HashEmbedder
 path, steps = sys.argv[1], [s for s in sys.argv[2:] if s]
 store = SQLiteMemoryStore(path, embedder=HashEmbedder(%(dim)d), search_strategy="hybrid")
 km = KnowledgeMemory(store, None)
-with kill_at(*steps):
+with kill_at(*steps) if steps else contextlib.nullcontext():
     km.add_knowledge(
         "a1",
         entities=[{"name": "Pedro", "type": "person"}, {"name": "Porto", "type": "place"}],
