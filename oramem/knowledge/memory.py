@@ -1368,9 +1368,8 @@ class KnowledgeMemory:
                     # characters are matched too: erring on the side of erasure)
                     conn.execute(sa.delete(so).where(so.c.session_id.in_(batch)))
                     conn.execute(sa.delete(it).where(it.c.source_context.in_(sorted({b[:32] for b in batch}))))
-                    # queued jobs of the thread stay: the compensation of a failed write deletes
-                    # the thread it created through this same hook, and must not drop the other
-                    # pending messages of that session (STATUS.md, background extraction)
+                    # queued jobs of the thread stay: a queued message of a deleted thread is
+                    # processed into a new thread (STATUS.md, background extraction)
             for batch in reads.chunked(sorted(set(msg_ids))):
                 conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
                 conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))

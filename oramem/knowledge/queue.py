@@ -17,17 +17,15 @@ Exactly once per message:
 
 - the job is marked ``done`` inside the knowledge transaction that commits its event,
   facts and entities, and only while this worker still holds it (``status = 'running'
-  AND worker_id = me``); otherwise the transaction rolls back (:class:`LostClaim`) and the
-  store records of the attempt are compensated — so a job's knowledge rows exist if and only
-  if it is ``done``;
+  AND worker_id = me``); otherwise the transaction — the store's block, with the attempt's
+  store records (SC-12) — rolls back (:class:`LostClaim`), so a job's knowledge rows and
+  store records exist if and only if it is ``done``;
 - a worker that dies (SIGKILL, power loss) leaves its job ``running``; once the lease
   expires any worker claims it again (a live worker renews its lease while it works);
 - before running, a claimed job whose event row exists is marked ``done`` without work
-  (belt and braces for the rule above), and a store message record left by a crashed
-  attempt between the store write and the knowledge commit (the compensated two-phase
-  commit of KC-7.4) is deleted so the retry can write it again. Fact store records of such a
-  crashed attempt have no knowledge rows and stay invisible to every reader (STATUS.md,
-  KC-7.4).
+  (belt and braces for the rule above), and a store message record without its event row
+  (left by versions whose commit was two-phase, before SC-12) is deleted so the retry can
+  write it again.
 
 Claiming: SQLite runs ``UPDATE … WHERE id = (SELECT … LIMIT 1) RETURNING …`` inside a
 ``BEGIN IMMEDIATE`` transaction, so two workers (threads or processes) never take the same
