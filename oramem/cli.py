@@ -19,6 +19,7 @@ import contextlib
 import importlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import sys
@@ -114,7 +115,7 @@ class OramemGroup(click.Group):
         except (ValueError, TypeError) as exc:
             if os.environ.get("ORAMEM_DEBUG"):
                 raise
-            raise CLIError(_one_line(exc), 2) from None
+            raise CLIError(in_cli_words(_one_line(exc), self._flags_of(ctx)), 2) from None
         except (StoreError, EmbeddingServiceError, OSError) as exc:
             if os.environ.get("ORAMEM_DEBUG"):
                 raise
@@ -124,6 +125,51 @@ class OramemGroup(click.Group):
                 raise
             path = getattr(ctx.obj, "db", None) or "the database"
             raise CLIError(sqlite_admin.explain_error(path, exc), 1) from None
+
+
+    def _flags_of(self, ctx: click.Context) -> dict[str, str]:
+        """Python parameter name -> first long flag, over the group's options and every
+        option of the invoked subcommand (and its own subcommands)."""
+        flags: dict[str, str] = {}
+
+        def add(command: Optional[click.Command]) -> None:
+            if command is None:
+                return
+            for param in command.params:
+                longs = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+                if isinstance(param, click.Option) and longs and param.name:
+                    flags.setdefault(param.name, longs[0])
+            if isinstance(command, click.Group):
+                for sub in command.commands.values():
+                    add(sub)
+
+        add(self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None)
+        add(self)
+        return flags
+
+
+#: store API argument -> the CLI option (python name) that feeds it, where the names differ
+_API_TO_OPTION = {
+    "user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "thread_id", "record_ids": "record_ids",
+    "record_types": "types", "metadata_filter": "metadata_filter", "ttl_days": "ttl_days",
+    "memory_store_id": "store_id", "index_texts": "index_text", "metadatas": "metadata",
+}
+
+
+def in_cli_words(message: str, flags: dict[str, str]) -> str:
+    """An error raised below the CLI, in the CLI's words: store API argument names become the
+    flags that feed them (``user_ids must not be empty`` -> ``--user must not be empty``) and
+    Python advice ("pass None ...") becomes "leave the flag out"."""
+    def flag(match: "re.Match[str]") -> str:
+        name = match.group(0)
+        option = _API_TO_OPTION.get(name, name)
+        return flags.get(option, name)
+
+    names = sorted({*(n for n in flags if "_" in n), *(a for a, o in _API_TO_OPTION.items() if o in flags)}, key=len, reverse=True)
+    if names:
+        message = re.sub(r"(?<![-\w])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])", flag, message)
+    message = message.replace("(pass None for no value)", "(leave the flag out for no value)")
+    return re.sub(r"; pass None to (\w+)", r"; leave the flag out to \1", message)
 
 
 def hoist_global_options(group: click.Group, args: list[str]) -> list[str]:

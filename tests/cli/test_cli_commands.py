@@ -171,7 +171,7 @@ def test_reading_commands_do_not_create_a_database(run, db):
         (["search", "x", "-k", "0"], "k"),
         (["search", "x", "--filter", '{"$bogus": 1}'], "$bogus"),
         (["search", "x", "--types", "nonsense"], "nonsense"),
-        (["--store", "9bad", "add", "x"], "memory_store_id"),
+        (["--store", "9bad", "add", "x"], "--store '9bad' is invalid"),
     ],
 )
 def test_bad_input_is_one_clean_error_line(run, args, message):

@@ -103,3 +103,22 @@ def test_help_imports_neither_oracledb_nor_sqlalchemy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=60).stdout
     assert "HEAVY []" in out, out
     assert "db " in out and "knowledge " in out and "kg " in out  # lazy groups still listed
+
+
+def test_errors_from_below_the_cli_name_flags_not_python_arguments(tmp_path):
+    from click.testing import CliRunner
+
+    from oramem.cli import cli, in_cli_words
+
+    db = str(tmp_path / "w.db")
+    for args, flag in ((["add", "hello", "--user", ""], "--user"), (["add", "hello", "--thread", ""], "--thread")):
+        result = CliRunner().invoke(cli, ["--db", db, *args], catch_exceptions=False)
+        assert result.exit_code == 2, result.output
+        assert f"Error: {flag} must not be empty (leave the flag out for no value)" in result.stderr
+        assert "_ids" not in result.stderr and "None" not in result.stderr
+    flags = {"user_id": "--user", "metadata_filter": "--filter", "types": "--types"}
+    assert in_cli_words("record_types is empty; pass None to search every type", flags) == (
+        "--types is empty; leave the flag out to search every type")
+    assert in_cli_words("bad metadata_filter key", flags) == "bad --filter key"
+    # only whole names are replaced; names without a matching flag stay as they are
+    assert in_cli_words("user_idsx and agent_ids", flags) == "user_idsx and agent_ids"
