@@ -773,8 +773,9 @@ AS
          END IF;
          l_text := 1;
       ELSIF l_store.search_strategy = 'hybrid' THEN
-         -- the hybrid index is an Oracle Text search index and also answers CONTAINS, so a
-         -- CONTEXT index of an earlier keyword stage is dropped first (one text index per column)
+         -- the hybrid index is an Oracle Text SEARCH INDEX type (one text index per column), so
+         -- a CONTEXT index of an earlier keyword stage is dropped first; keyword search on it
+         -- goes through DBMS_HYBRID_VECTOR.SEARCH, not CONTAINS (oramem_search, review F8)
          drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_text), TRUE);
          l_name := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_hybrid);
          IF index_broken(l_name) THEN
