@@ -1,16 +1,24 @@
 """Retrieval quality of oramem's VECTOR / KEYWORD / HYBRID search, against BM25 and exact
 cosine, in one run.
 
-    python -m bench.quality                      # dev set + paraphrase set, writes bench/results/quality.md
+    python -m bench.quality --out bench/results/quality.md   # paraphrase, dev, dev-full-lexical
     python -m bench.quality --sets paraphrase    # only the committed paraphrase set
-    python -m bench.quality --embed-only         # fill the embedding cache, measure nothing
+    python -m bench.quality --sets dev-full --embed-only       # fill the embedding cache
+    python -m bench.quality --sets paraphrase,dev,dev-full,dev-full-lexical --cached-only
 
 Data sets:
 
 - ``dev``: the LongMemEval-S development subset in ``../shared/data/longmemeval-dev/``
-  (``--dev PATH``; never committed, nor anything derived from it row by row). Each question's
-  haystack (~500 chat turns) is loaded into its own store, one record per turn; the
-  question is asked and the ranks of its ``evidence_turn_ids`` are scored.
+  (``--dev PATH``; never committed, nor anything derived from it row by row), each
+  question's haystack reduced to its evidence sessions plus seeded random others
+  (``--sessions``, default 6). Each haystack is loaded into its own store, one record per
+  turn; the question is asked and the ranks of its ``evidence_turn_ids`` are scored.
+- ``dev-full``: the same questions over their whole haystacks (~500 turns, ~48 sessions);
+  every system. Embedding all of them (~51k texts) takes hours on a loaded 2-core machine:
+  ``--embed-only`` fills the cache haystack by haystack (question types interleaved), and
+  ``--cached-only`` scores the questions whose haystack is embedded so far.
+- ``dev-full-lexical``: the whole haystacks of every question for the systems that need no
+  vectors (``oramem-keyword``, ``bm25s``).
 - ``paraphrase``: ``bench/paraphrase.jsonl`` (written for this bench, committed): personal
   memories and questions that use different words from the memory they should find.
 
@@ -55,6 +63,10 @@ if not DEFAULT_DEV.exists():
 PARAPHRASE = HERE / "paraphrase.jsonl"
 CACHE_DIR = Path(os.environ.get("ORAMEM_BENCH_CACHE", Path.home() / ".cache" / "oramem-bench"))
 KS = (1, 5, 10)
+#: data sets: the paraphrase set, the dev set with reduced haystacks (``--sessions``), the
+#: dev set with whole haystacks (every system; ``--cached-only`` keeps the questions whose
+#: haystack is embedded), and the whole haystacks for the lexical systems only (no vectors)
+SETS = ("paraphrase", "dev", "dev-full", "dev-full-lexical")
 DEPTH = max(KS)
 STRATEGIES = ("vector", "keyword", "hybrid")
 
@@ -190,7 +202,8 @@ def _record_id(doc_id: str) -> str:
 
 
 class OramemSystem:
-    """One in-memory HYBRID store per haystack, through the public API."""
+    """One in-memory HYBRID store per haystack, through the public API (a KEYWORD store
+    without an embedder when ``embedder`` is None)."""
 
     def __init__(self, embedder, search_options: Optional[dict] = None) -> None:
         self.embedder = embedder
@@ -206,8 +219,12 @@ class OramemSystem:
 
         if self._store is not None:
             self._store.close()
-        self._store = SQLiteMemoryStore(":memory:", embedder=self.embedder, search_strategy="hybrid",
-                                        memory_store_id="QUALITY")
+        if self.embedder is None:
+            self._store = SQLiteMemoryStore(":memory:", search_strategy="keyword", vector_dim=None,
+                                            memory_store_id="QUALITY")
+        else:
+            self._store = SQLiteMemoryStore(":memory:", embedder=self.embedder, search_strategy="hybrid",
+                                            memory_store_id="QUALITY")
         ids = [_record_id(d) for d, _ in docs]
         self._ids = dict(zip(ids, (d for d, _ in docs)))
         self._store.add([t for _, t in docs], "message", record_ids=ids, thread_ids=["t"] * len(docs))
@@ -241,6 +258,9 @@ class Baselines:
         texts = [t for _, t in docs]
         self._bm25 = bm25s.BM25()
         self._bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+        self._haystack = haystack_key
+        if self.embedder is None:
+            return
         owners, chunks = [], []
         for i, text in enumerate(texts):
             for piece in chunk_text(text):
@@ -248,7 +268,6 @@ class Baselines:
                 chunks.append(piece)
         self._owners = np.array(owners, dtype=np.int64)
         self._matrix = self.embedder.embed(chunks)
-        self._haystack = haystack_key
 
     def bm25(self, question: str) -> tuple[list[str], float]:
         import bm25s
@@ -289,12 +308,19 @@ def score(ranked: list[str], evidence: list[str]) -> dict:
     return out
 
 
+SYSTEMS = tuple(f"oramem-{s}" for s in STRATEGIES) + ("bm25s", "numpy-cosine")
+LEXICAL = ("oramem-keyword", "bm25s")
+
+
 def evaluate(questions: list[Question], embedder, search_options: Optional[dict] = None,
-             progress: bool = True) -> dict:
-    """Per system: per-question metric dicts (with the question type) and latencies."""
-    oramem = OramemSystem(embedder, search_options)
-    base = Baselines(embedder)
-    systems = [f"oramem-{s}" for s in STRATEGIES] + ["bm25s", "numpy-cosine"]
+             progress: bool = True, systems: Sequence[str] = SYSTEMS) -> dict:
+    """Per system: per-question metric dicts (with the question type) and latencies.
+    With only lexical ``systems`` nothing is embedded (``embedder`` may be None)."""
+    if embedder is None and set(systems) - set(LEXICAL):
+        raise ValueError(f"systems {sorted(set(systems) - set(LEXICAL))} need an embedder")
+    lexical = set(systems) <= set(LEXICAL)
+    oramem = OramemSystem(None if lexical else embedder, search_options)
+    base = Baselines(None if lexical else embedder)
     rows: dict[str, list[tuple[str, dict]]] = {s: [] for s in systems}
     latency: dict[str, list[float]] = {s: [] for s in systems}
     t_start = time.time()
@@ -302,19 +328,22 @@ def evaluate(questions: list[Question], embedder, search_options: Optional[dict]
         key = q.qid if not q.qid.startswith("p") else "paraphrase"
         oramem.load(key, q.docs)
         base.load(key, q.docs)
-        embedder.embed([q.question], is_query=True)  # warm the query vector: latency is search alone
+        if not lexical:
+            embedder.embed([q.question], is_query=True)  # warm the query vector: latency is search alone
         for strategy in STRATEGIES:
-            ranked, dt = oramem.search(q.question, strategy)
-            rows[f"oramem-{strategy}"].append((q.qtype, score(ranked, q.evidence)))
-            latency[f"oramem-{strategy}"].append(dt)
+            if f"oramem-{strategy}" in rows:
+                ranked, dt = oramem.search(q.question, strategy)
+                rows[f"oramem-{strategy}"].append((q.qtype, score(ranked, q.evidence)))
+                latency[f"oramem-{strategy}"].append(dt)
         for name, fn in (("bm25s", base.bm25), ("numpy-cosine", base.cosine)):
-            ranked, dt = fn(q.question)
-            rows[name].append((q.qtype, score(ranked, q.evidence)))
-            latency[name].append(dt)
+            if name in rows:
+                ranked, dt = fn(q.question)
+                rows[name].append((q.qtype, score(ranked, q.evidence)))
+                latency[name].append(dt)
         if progress and (n % 10 == 0 or n == len(questions)):
             print(f"  {n}/{len(questions)} questions, {time.time() - t_start:.0f} s", file=sys.stderr, flush=True)
     oramem.close()
-    if hasattr(embedder, "flush"):
+    if embedder is not None and hasattr(embedder, "flush"):
         embedder.flush()
     return {"rows": rows, "latency": latency}
 
@@ -360,11 +389,14 @@ def table(summary: dict) -> str:
 
 def main(argv: Optional[Iterable[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.quality", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="dev,paraphrase", help="comma list of: dev, paraphrase")
+    parser.add_argument("--sets", default="paraphrase,dev,dev-full-lexical",
+                        help="comma list of: " + ", ".join(SETS))
     parser.add_argument("--dev", type=Path, default=DEFAULT_DEV, help="path of the LongMemEval dev.jsonl.gz")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N dev questions")
     parser.add_argument("--sessions", type=int, default=6,
-                        help="dev haystack size in sessions (evidence sessions + seeded random others); 0 = whole haystack")
+                        help="haystack size of the dev set in sessions (evidence sessions + seeded random others)")
+    parser.add_argument("--cached-only", action="store_true",
+                        help="dev-full: only the questions whose whole haystack is already in the embedding cache")
     parser.add_argument("--max-seq-length", type=int, default=128,
                         help="embedder input length in tokens (all-MiniLM-L6-v2 was trained on 128)")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown tables here (e.g. bench/results/quality.md)")
@@ -372,38 +404,81 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     parser.add_argument("--embed-only", action="store_true", help="only fill the embedding cache")
     args = parser.parse_args(list(argv) if argv is not None else None)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
-    unknown = set(sets) - {"dev", "paraphrase"}
+    unknown = set(sets) - set(SETS)
     if unknown:
-        parser.error(f"--sets: unknown set(s) {sorted(unknown)}; use dev and/or paraphrase")
-    embedder = CachedEmbedder(max_seq_length=args.max_seq_length)
-    data = {}
-    if "paraphrase" in sets:
-        data["paraphrase"] = load_paraphrase()
-    if "dev" in sets:
-        if not args.dev.exists():
-            parser.error(f"--dev: no file at {args.dev}; pass the path of LongMemEval's dev.jsonl.gz")
-        data["dev"] = load_dev(args.dev, args.limit, args.sessions)
+        parser.error(f"--sets: unknown set(s) {sorted(unknown)}; use any of {', '.join(SETS)}")
+    if args.sessions < 1:
+        parser.error("--sessions must be >= 1 (the whole haystacks are the dev-full sets)")
+    if any(name.startswith("dev") for name in sets) and not args.dev.exists():
+        parser.error(f"--dev: no file at {args.dev}; pass the path of LongMemEval's dev.jsonl.gz")
+    lexical_only = all(name == "dev-full-lexical" for name in sets) and not args.embed_only
+    embedder = None if lexical_only else CachedEmbedder(max_seq_length=args.max_seq_length)
+    data: dict[str, list[Question]] = {}
+    whole = None
+    for name in sets:
+        if name == "paraphrase":
+            data[name] = load_paraphrase()
+        elif name == "dev":
+            data[name] = load_dev(args.dev, args.limit, args.sessions)
+        else:
+            whole = whole if whole is not None else load_dev(args.dev, args.limit, 0)
+            data[name] = whole
     if args.embed_only:
-        from oramem.chunking import chunk_text
-
-        texts = list(dict.fromkeys(p for qs in data.values() for q in qs for _, t in q.docs for p in chunk_text(t)))
-        texts += [q.question for qs in data.values() for q in qs]
-        print(f"embedding {len(texts)} texts ({len(embedder._mem)} cached)", file=sys.stderr)
-        for start in range(0, len(texts), 512):
-            embedder.embed(texts[start:start + 512])
-            embedder.flush()
-            print(f"  {min(start + 512, len(texts))}/{len(texts)} {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
+        embed_all(embedder, {k: v for k, v in data.items() if k != "dev-full-lexical"})
         return 0
+    if "dev-full" in data and args.cached_only:
+        data["dev-full"] = [q for q in data["dev-full"]
+                            if all(embedder._key(t) in embedder._mem for t in haystack_texts(q))]
     summaries = {}
     for name, questions in data.items():
+        if not questions:
+            print(f"{name}: no question left (--cached-only: embed first with --embed-only)", file=sys.stderr)
+            continue
         print(f"{name}: {len(questions)} questions", file=sys.stderr)
-        summaries[name] = summarise(evaluate(questions, embedder))
+        systems = LEXICAL if name == "dev-full-lexical" else SYSTEMS
+        summaries[name] = summarise(evaluate(questions, embedder, systems=systems))
         print(f"\n## {name}\n\n{table(summaries[name])}\n")
     if args.json:
         args.json.write_text(json.dumps(summaries, indent=1), encoding="utf-8")
     if args.out:
         write_markdown(args.out, summaries, data)
     return 0
+
+
+def interleave_types(questions: list[Question]) -> list[Question]:
+    """Questions in round-robin order over their types (file order within a type), so that
+    any prefix covers every type about evenly."""
+    by_type: dict[str, list[Question]] = defaultdict(list)
+    for q in questions:
+        by_type[q.qtype].append(q)
+    queues = [by_type[t] for t in sorted(by_type)]
+    out = []
+    while any(queues):
+        for queue in queues:
+            if queue:
+                out.append(queue.pop(0))
+    return out
+
+
+def haystack_texts(q: Question) -> list[str]:
+    from oramem.chunking import chunk_text
+
+    return [piece for _, text in q.docs for piece in chunk_text(text)] + [q.question]
+
+
+def embed_all(embedder: "CachedEmbedder", data: dict) -> None:
+    """Fill the cache haystack by haystack (questions interleaved by type), so that an
+    interrupted run leaves whole haystacks embedded (see ``--cached-only``)."""
+    order = [q for qs in data.values() for q in (interleave_types(qs) if len(qs) > 1 else qs)]
+    done = 0
+    for n, q in enumerate(order, start=1):
+        missing = [t for t in dict.fromkeys(haystack_texts(q)) if embedder._key(t) not in embedder._mem]
+        for start in range(0, len(missing), 512):
+            embedder.embed(sorted(missing[start:start + 512], key=len))
+            embedder.flush()
+        done += len(missing)
+        print(f"  {n}/{len(order)} haystacks, {done} texts embedded, {time.strftime('%H:%M:%S')}",
+              file=sys.stderr, flush=True)
 
 
 def write_markdown(path: Path, summaries: dict, data: dict) -> None:
@@ -414,7 +489,9 @@ def write_markdown(path: Path, summaries: dict, data: dict) -> None:
              f"{os.cpu_count()} cores, Python {platform.python_version()}. Latency: one search call, "
              "query vector already embedded (cached), store in memory.", ""]
     titles = {
-        "dev": "LongMemEval-S dev subset (tuned on this set; figures are development figures, not a held-out result)",
+        "dev": "LongMemEval-S dev subset, reduced haystacks (tuned on this set; development figures, not a held-out result)",
+        "dev-full": "LongMemEval-S dev subset, whole haystacks, every system (development figures)",
+        "dev-full-lexical": "LongMemEval-S dev subset, whole haystacks, lexical systems (development figures)",
         "paraphrase": "Paraphrase set (`bench/paraphrase.jsonl`, one shared haystack of every memory)",
     }
     for name, summary in summaries.items():

@@ -245,6 +245,8 @@ class State:
     strategy_given: bool = False
     embed_allow_http_key: bool = False
     read_only: bool = False
+    keyword_language: Optional[str] = None
+    hybrid: Any = None
     _store: Any = None
 
     def embedder(self, row: Optional[dict[str, Any]] = None) -> Any:
@@ -335,6 +337,17 @@ class State:
             "schema_policy": policy or (SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING),
             "search_strategy": strategy,
         }
+        if self.keyword_language is not None:
+            stored = None if row is None else (row.get("keyword_language") or "legacy")
+            if stored is not None and stored != self.keyword_language:
+                raise CLIError(
+                    f"--keyword-language {self.keyword_language}: store {sid!r} indexes text as {stored!r} "
+                    "(a store setting fixed at creation); omit --keyword-language, or use another --store", 2
+                )
+            if stored is None:
+                kwargs["keyword_language"] = self.keyword_language
+        if self.hybrid is not None:
+            kwargs["hybrid"] = self.hybrid
         if self.store_id:
             kwargs["memory_store_id"] = self.store_id
         if path != ":memory:":
@@ -511,6 +524,14 @@ def full_option(fn: Any) -> Any:
     help="Local ONNX embedding model: a model directory, an .onnx file or a model id (needs oramem[onnx]).",
 )
 @click.option(
+    "--keyword-language",
+    type=click.Choice(["english", "none"], case_sensitive=False),
+    envvar="ORAMEM_KEYWORD_LANGUAGE",
+    show_envvar=True,
+    help="How a new store's keyword index reads text: english (stemming, English stopwords; the default) or "
+    "none (no stemming, no stopwords). An existing store keeps its own; giving another is an error.",
+)
+@click.option(
     "--store-strategy",
     type=click.Choice(["vector", "keyword", "hybrid"], case_sensitive=False),
     default="hybrid",
@@ -532,6 +553,7 @@ def cli(
     embed_allow_http_key: bool,
     embed_dim: Optional[int],
     embed_onnx: Optional[str],
+    keyword_language: Optional[str],
     store_strategy: str,
 ) -> None:
     """Long-term memory for AI agents: the oramem store on an embedded SQLite file.
@@ -552,6 +574,7 @@ def cli(
         embed_onnx=embed_onnx,
         embed_allow_http_key=embed_allow_http_key,
         read_only=read_only,
+        keyword_language=None if keyword_language is None else keyword_language.lower(),
         store_strategy=store_strategy.lower(),
         db_given=source not in (None, click.core.ParameterSource.DEFAULT),
         strategy_given=ctx.get_parameter_source("store_strategy") not in (None, click.core.ParameterSource.DEFAULT),
@@ -646,6 +669,10 @@ def add(
 @click.option("--types", multiple=True, help="Record types to search (comma-separated or repeated).")
 @click.option("--filter", "metadata_filter", help="Metadata filter as a JSON object.")
 @full_option
+@click.option("--vector-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the vector ranking (default 1.0).")
+@click.option("--keyword-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the keyword ranking (default 0.7).")
+@click.option("--rrf-k", type=click.FloatRange(min=0, min_open=True), help="Hybrid fusion: reciprocal-rank constant (default 10; larger flattens the ranks).")
+@click.option("--fusion-depth", type=click.IntRange(min=1), help="Hybrid fusion: candidates per ranking (default max(10*k, 200)).")
 @pass_state
 def search(
     state: State,
@@ -661,10 +688,32 @@ def search(
     types: tuple[str, ...],
     metadata_filter: Optional[str],
     full: bool,
+    vector_weight: Optional[float],
+    keyword_weight: Optional[float],
+    rrf_k: Optional[float],
+    fusion_depth: Optional[int],
 ) -> None:
-    """Search the store for QUERY; prints rank, distance, type, scope and content."""
+    """Search the store for QUERY; prints rank, distance, type, scope and content.
+
+    Hybrid search fuses the vector and keyword rankings by weighted reciprocal-rank fusion:
+    score = vector-weight / (rrf-k + vector rank) + keyword-weight / (rrf-k + keyword rank),
+    over the best fusion-depth candidates of each ranking."""
     flt = parse_json_option(metadata_filter, "--filter", allow_null=False)
+    fusion = {"vector_weight": vector_weight, "keyword_weight": keyword_weight, "rrf_k": rrf_k, "depth": fusion_depth}
+    given = {name: value for name, value in fusion.items() if value is not None}
+    if given:
+        from .sqlite import HybridConfig
+
+        if given.get("vector_weight", 1.0) == 0 and given.get("keyword_weight", 0.7) == 0:
+            raise CLIError("--vector-weight and --keyword-weight are both 0; use --strategy vector or keyword instead", 2)
+        state.hybrid = HybridConfig(**given)
     store = state.open(create=False, reading=True)
+    if given:
+        effective = (strategy or store.search_strategy.value).lower()
+        if effective != "hybrid":
+            flags = ", ".join("--fusion-depth" if name == "depth" else f"--{name.replace('_', '-')}" for name in given)
+            raise CLIError(f"{flags} only apply to hybrid search, and this search is {effective}; "
+                           "add --strategy hybrid or drop them", 2)
     kwargs: dict[str, Any] = dict(
         thread_id=thread_id,
         user_id=user_id,

@@ -259,3 +259,27 @@ def test_a_file_that_is_not_a_database_is_a_clean_error(run, tmp_path):
         res = run(*args, expect=1, db_path=str(notes))
         assert "is not an oramem SQLite database" in res.stderr and "Traceback" not in res.output
     assert notes.read_text(encoding="utf-8").startswith("just some text")
+
+
+def test_search_fusion_flags_reach_hybrid_and_are_never_ignored(run):
+    run("add", "--id", "z", "zebra crossing at the corner")
+    run("add", "--id", "o", "an otter by the river")
+    keyword_only = jrun(run, "search", "zebra crossing", "--strategy", "hybrid", "--vector-weight", "0")
+    assert keyword_only[0]["record"]["id"] == "z" and keyword_only[0]["distance"] == 0.0
+    jrun(run, "search", "zebra", "--rrf-k", "60", "--keyword-weight", "1", "--fusion-depth", "5")
+    refused = run("search", "zebra", "--strategy", "keyword", "--rrf-k", "5", "--fusion-depth", "3", expect=2)
+    assert "--rrf-k, --fusion-depth only apply to hybrid search" in refused.output
+    both_zero = run("search", "zebra", "--vector-weight", "0", "--keyword-weight", "0", expect=2)
+    assert "--vector-weight and --keyword-weight are both 0" in both_zero.output
+    assert "not in the range x>0" in run("search", "zebra", "--rrf-k", "0", expect=2).output
+
+
+def test_keyword_language_flag_creates_and_is_checked(run):
+    run("--keyword-language", "none", "--store", "plain", "add", "--id", "p", "she peels the peanuts")
+    assert jrun(run, "--store", "plain", "search", "peanut", "--strategy", "keyword") == []  # no stemming
+    assert [h["record"]["id"] for h in jrun(run, "--store", "plain", "search", "peanuts", "--strategy", "keyword")] == ["p"]
+    refused = run("--keyword-language", "english", "--store", "plain", "search", "peanuts", expect=2)
+    assert "--keyword-language english: store 'PLAIN' indexes text as 'none'" in refused.output
+    run("--keyword-language", "NONE", "--store", "plain", "search", "peanuts")  # the same language: fine
+    run("add", "--id", "s", "she peels the peanuts")  # default store, default language
+    assert [h["record"]["id"] for h in jrun(run, "search", "peanut", "--strategy", "keyword")] == ["s"]
