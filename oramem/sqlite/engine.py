@@ -626,7 +626,10 @@ class SQLiteEngine(Engine):
         params = {**where.params, "oramem_match": match, "oramem_limit": min(needed, _SQL_MAX_LIMIT)}
         for size in (window, 16 * window, _SQL_MAX_LIMIT):
             params["oramem_window"] = size
-            (_, _, edge_found, _, _), *hits = conn.execute(sql, params).fetchall()
+            rows = conn.execute(sql, params).fetchall()
+            # the one row with a NULL record seq is the window's summary, wherever UNION ALL puts it
+            edge_found = next(row[2] for row in rows if row[0] is None)
+            hits = [row for row in rows if row[0] is not None]
             if not edge_found or len(hits) >= needed:
                 break  # every match joined, or needed records that no other record beats or ties
         hits.sort(key=lambda row: (row[1], row[3], row[4]))
