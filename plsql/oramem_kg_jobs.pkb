@@ -847,11 +847,18 @@ AS
       -- 3. deleted agents: every row of the agent (KGTables.all_agent_tables order)
       l_arr := l_doc.get_array('agent_ids');
       IF l_arr IS NOT NULL THEN
+         -- the queued background writes (<ID>_KG_JOB, oramem/knowledge/queue.py) go too, on
+         -- stores that have the queue table (created with the knowledge tables since issue 16)
+         SELECT COUNT(*) INTO l_count FROM user_tables WHERE table_name = l_sid || '_KG_JOB';
          FOR i IN 0 .. l_arr.get_size - 1 LOOP
             FOR t IN 1 .. l_sfx.COUNT LOOP
                EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_agent, l_sid, l_sfx(t))
                   USING l_arr.get_string(i);
             END LOOP;
+            IF l_count > 0 THEN
+               EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_agent, l_sid, 'JOB')
+                  USING l_arr.get_string(i);
+            END IF;
          END LOOP;
       END IF;
    END on_store_delete;

@@ -464,3 +464,14 @@ def test_cli_write_background_status_list_retry_and_worker(tmp_path, monkeypatch
         server.close()
     res = _invoke(base + ["--json", "knowledge", "facts", "a1"])
     assert "Ana keeps bees" in res.output
+
+
+def test_oracle_deletion_hook_deletes_a_deleted_agents_jobs():
+    """Static check of plsql/oramem_kg_jobs.pkb (not run against Oracle): the profile cascade
+    of on_store_delete deletes the agent's KG_JOB rows when the store has the queue table."""
+    from pathlib import Path
+
+    body = (Path(__file__).resolve().parents[2] / "plsql" / "oramem_kg_jobs.pkb").read_text()
+    hook = body[body.index("PROCEDURE on_store_delete"):body.index("END on_store_delete;")]
+    assert "table_name = l_sid || '_KG_JOB'" in hook
+    assert "sql_for(gc_tpl_hk_del_agent, l_sid, 'JOB')" in hook
