@@ -455,8 +455,6 @@ def run_jobs_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, agent_id
                  llm_model, llm_timeout, llm_allow_http_key, embed_url, embed_model) -> None:
     """Run the background jobs (KC-6) on one store; one JSON object per agent on stdout.
     Exit code 0 when every job succeeded, 1 when some job failed, 2 on bad arguments."""
-    from . import KnowledgeMemory
-
     _check_target(dsn, user, sqlite_path, password_stdin)
     sid = _check_store_id(store_id)
     if bool(agent_id) == bool(all_agents):
@@ -469,23 +467,9 @@ def run_jobs_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, agent_id
         needs = [n for n in names if n not in DETERMINISTIC_JOBS]
         if needs:
             raise click.UsageError(f"job(s) {', '.join(needs)} call an LLM: pass --llm-base-url and --llm-model")
-    pool = None
-    if dsn:
-        password = _password(password_stdin)
-        pool = _oracle_pool(dsn, user, password)
-        store = _open_oracle_store(pool, sid, embed_url, embed_model)
-    else:
-        store = _open_sqlite_store(sqlite_path, sid, embed_url, embed_model)
-    try:
-        km = KnowledgeMemory(store, llm or _open_km_nollm())
-        try:
-            failed = run_jobs(km, None if all_agents else agent_id, names)
-        finally:
-            km.close()
-    finally:
-        store.close()
-        if pool is not None:
-            pool.close()
+    failed = _with_km(dsn, user, password_stdin, sqlite_path, sid,
+                      lambda km: run_jobs(km, None if all_agents else agent_id, names),
+                      llm=llm or _open_km_nollm(), embed_url=embed_url, embed_model=embed_model)
     if failed:
         ctx.exit(1)
 
