@@ -521,7 +521,7 @@ class SQLiteEngine(Engine):
 
         in_memory = cache.metadata_mask(request.metadata_filter, column)
         if in_memory is not None:  # filter first, then top-k over the passing rows only
-            return cache.nearest(query, mask & in_memory, k)
+            return cache.nearest(query, cache.restrict(mask, in_memory), k)
         try:
             return cache.nearest(query, mask, k, accept)
         except GaveUp:

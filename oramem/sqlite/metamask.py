@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any, Callable, Mapping
+from collections import OrderedDict
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-__all__ = ["Unsupported", "compile_mask", "keys_of", "MetadataColumns"]
+__all__ = ["Unsupported", "compile_mask", "keys_of", "filter_key", "MetadataColumns", "MaskCache"]
 
 _PATH_SAFE = re.compile(r'^[^"\\\x00-\x1f]+$')
 _EXACT = 2**53
@@ -41,6 +42,72 @@ _TYPE = {"null": _NULL, "true": _TRUE, "false": _FALSE, "integer": _NUMBER, "rea
 
 class Unsupported(Exception):
     """The filter needs the SQL path."""
+
+
+_KEY_SCALARS = (str, int, float, bool, type(None))
+
+
+def filter_key(value: Any) -> Optional[tuple]:
+    """A hashable key that equals another filter's key only when both filters are the same
+    JSON document (same keys in the same order, same values of the same JSON types: ``1``,
+    ``1.0`` and ``True`` differ), or None when the filter holds anything but plain
+    dict/list/str/int/float/bool/None (subclasses included), which is then never cached."""
+    kind = type(value)
+    if kind is dict:
+        items = []
+        for k, v in value.items():
+            if type(k) is not str:
+                return None
+            sub = filter_key(v)
+            if sub is None:
+                return None
+            items.append((k, sub))
+        return ("d", tuple(items))
+    if kind is list:
+        subs = []
+        for v in value:
+            sub = filter_key(v)
+            if sub is None:
+                return None
+            subs.append(sub)
+        return ("l", tuple(subs))
+    if kind in _KEY_SCALARS:
+        # the type name keeps 1, 1.0 and True apart (they are equal and hash alike)
+        return (kind.__name__, value)
+    return None
+
+
+class MaskCache:
+    """Compiled filter masks of one cache state, least recently used first out, stored as
+    the passing row positions (int32) when they are few, else as a boolean mask; bounded
+    in entries and bytes. Its owner drops it whenever the rows or their metadata change."""
+
+    def __init__(self, max_entries: int = 256, max_bytes: int = 64 * 2**20) -> None:
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self._entries: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+        self._bytes = 0
+
+    def get(self, key: tuple) -> Optional[np.ndarray]:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: tuple, mask: np.ndarray) -> np.ndarray:
+        """Store ``mask`` (boolean over the rows); returns what :meth:`get` will return."""
+        rows = np.flatnonzero(mask)
+        stored = rows.astype(np.int32) if rows.size * 4 < mask.size and mask.size < 2**31 else mask
+        stored.flags.writeable = False
+        if stored.nbytes <= self.max_bytes:
+            self._entries[key] = stored
+            self._bytes += stored.nbytes
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                _, old = self._entries.popitem(last=False)
+                self._bytes -= old.nbytes
+        return stored
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 class Column:

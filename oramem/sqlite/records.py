@@ -4,11 +4,14 @@ predicates every read path shares (visibility under TTL, scope, metadata filter)
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from typing import Any, Mapping, Optional, Union
 
 from ..requests import Scope, ScopeMatch
 from ..types import MessageRecord, NotSetType, Record
 from .filters_sql import compile_filter
+from .metamask import filter_key
 
 __all__ = ["RECORD_COLUMNS", "to_record", "Where"]
 
@@ -75,11 +78,37 @@ class Where:
             return self
         if metadata_filter is None:
             return self.add("r.metadata IS NULL")
-        sql, params = compile_filter(metadata_filter)
+        sql, params = compiled_filter(metadata_filter)
         return self.add(sql, **params)
 
     def sql(self) -> str:
         return " AND ".join(self.parts) if self.parts else "1"
+
+
+#: compile_filter answers by filter document (:func:`.metamask.filter_key`), most recent last
+_COMPILED: "OrderedDict[tuple, tuple[str, dict[str, Any]]]" = OrderedDict()
+_COMPILED_MAX = 256
+_COMPILED_LOCK = threading.Lock()
+
+
+def compiled_filter(metadata_filter: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """:func:`.filters_sql.compile_filter` of a validated filter, remembered for the last
+    ``_COMPILED_MAX`` distinct filter documents (the SQL depends on the document alone; a
+    filter that raises is never remembered). The params are a fresh dict each time."""
+    key = filter_key(metadata_filter)
+    if key is None:
+        return compile_filter(metadata_filter)
+    with _COMPILED_LOCK:
+        found = _COMPILED.get(key)
+        if found is not None:
+            _COMPILED.move_to_end(key)
+    if found is None:
+        found = compile_filter(metadata_filter)
+        with _COMPILED_LOCK:
+            _COMPILED[key] = found
+            while len(_COMPILED) > _COMPILED_MAX:
+                _COMPILED.popitem(last=False)
+    return found[0], dict(found[1])
 
 
 def dump_metadata(metadata: Optional[Mapping[str, Any]]) -> Optional[str]:

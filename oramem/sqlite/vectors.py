@@ -23,7 +23,7 @@ import numpy as np
 from ..ann import AnnConfig, AnnIndex
 from ..requests import Scope, ScopeMatch
 from ..types import RECORD_TYPES
-from .metamask import MetadataColumns, Unsupported, compile_mask, keys_of
+from .metamask import MaskCache, MetadataColumns, Unsupported, compile_mask, filter_key, keys_of
 from .timefmt import epoch_micros
 
 __all__ = ["VectorCache", "CACHE_ROW_SQL", "GaveUp"]
@@ -275,16 +275,23 @@ class VectorCache:
             self.ann.add(keys, columns[2])
         if self._dead > max(1024, self.size // 4):
             self._compact()  # rows move: the metadata columns are dropped (_reset)
-        elif self._metadata is not None:
-            # the rows before the appended ones are where they were: the columns only grow
-            self._metadata.grow(self._seqs[: self.size])
+        else:
+            # compiled masks are per row set: never reuse one across a write
+            self._masks = MaskCache()
+            if self._metadata is not None:
+                # the rows before the appended ones are where they were: the columns only grow
+                self._metadata.grow(self._seqs[: self.size])
         self.version = after
         self._maybe_build_ann()
 
     # -- in-memory metadata filters (see .metamask) ---------------------------------------
     def _forget_metadata(self) -> None:
+        """Drop the metadata columns and compiled masks: called when the rows are replaced
+        or moved (a reload, a compaction, an invalidation); a patch by this process's write
+        drops the masks and lets the columns grow."""
         self._metadata: Optional[MetadataColumns] = None
         self._metadata_asked: set[str] = set()
+        self._masks = MaskCache()
 
     def metadata_mask(self, metadata_filter, fetch: Callable[[str], list]) -> Optional[np.ndarray]:
         """The rows whose record passes ``metadata_filter``, evaluated over cached typed
@@ -292,7 +299,17 @@ class VectorCache:
         the filter needs it (see :mod:`.metamask`), or a key is asked for the first time
         in this cache state (a column costs one scan of every record, ~50 ms per 100k;
         a one-off search is cheaper through the lazy SQL check). ``fetch(key)`` returns
-        ``(seq, json_type, json_extract)`` of the key for every record."""
+        ``(seq, json_type, json_extract)`` of the key for every record.
+
+        The answer is a boolean mask over the rows in use, or (for a selective filter)
+        the sorted positions of the passing rows as int32, read-only; either form goes to
+        :meth:`restrict`. It is kept per filter document (:func:`.metamask.filter_key`)
+        until the rows change, so a repeated filter costs a dictionary lookup."""
+        key = filter_key(metadata_filter)
+        if key is not None:
+            found = self._masks.get(key)
+            if found is not None:
+                return found
         try:
             keys = keys_of(metadata_filter)
         except Unsupported:
@@ -305,9 +322,18 @@ class VectorCache:
             return None
         self._metadata.fetch = fetch  # the caller's connection and transaction
         try:
-            return compile_mask(metadata_filter, self._metadata)
+            mask = compile_mask(metadata_filter, self._metadata)
         except Unsupported:
             return None
+        return mask if key is None else self._masks.put(key, mask)
+
+    @staticmethod
+    def restrict(mask: np.ndarray, selected: np.ndarray) -> np.ndarray:
+        """Sorted positions of the rows in both ``mask`` (boolean, from :meth:`mask`) and
+        ``selected`` (a :meth:`metadata_mask` answer)."""
+        if selected.dtype == np.bool_:
+            return np.flatnonzero(mask & selected)
+        return selected[mask[selected]]
 
     def _code(self, value: Optional[str]) -> int:
         if value is None:
@@ -392,8 +418,8 @@ class VectorCache:
         k: Optional[int],
         accept: Optional[Accept] = None,
     ) -> list[tuple[int, float]]:
-        """``(record_seq, cosine distance)`` of the best row per record among ``mask``,
-        nearest first; the ``k`` nearest records plus every record tied with the k-th
+        """``(record_seq, cosine distance)`` of the best row per record among ``mask``
+        (a boolean mask over the rows in use, or sorted row positions), nearest first; the ``k`` nearest records plus every record tied with the k-th
         (the caller orders ties), or all of them when ``k`` is None (costly on large
         stores: every row is rescored exactly).
 
@@ -403,7 +429,13 @@ class VectorCache:
         exactly "filter first, then top-k" (SC-6.5). ``accept`` returns ``None`` when it
         prefers to be given up (the window grew past a quarter of the rows): the caller
         then filters every record in one SQL statement and calls again with a mask."""
-        rows = np.flatnonzero(mask)
+        if mask.dtype == np.bool_:
+            rows = np.flatnonzero(mask)
+        else:  # sorted row positions (see restrict)
+            rows = mask
+            if self.ann is not None and k is not None:
+                mask = np.zeros(self.size, dtype=bool)
+                mask[rows] = True
         if rows.size == 0:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
