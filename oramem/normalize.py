@@ -19,9 +19,10 @@ import json
 import re
 import uuid
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Optional, Sequence, overload
+from typing import Any, Iterable, Optional, Sequence, overload
 
 import numpy as np
 
@@ -142,8 +143,14 @@ def _check_text(value: Any, argument: str) -> Optional[str]:
 
 
 def _check_metadata(value: Any, argument: str) -> Optional[dict]:
+    return _checked_metadata(value, argument)[0]
+
+
+def _checked_metadata(value: Any, argument: str) -> tuple[Optional[dict], Optional[str]]:
+    """``(a detached JSON copy, its JSON text)`` of one metadata mapping, or (None, None).
+    The text is what engines store (``ensure_ascii=False``), so it is serialised once."""
     if value is None:
-        return None
+        return None, None
     if not isinstance(value, Mapping):
         raise TypeError(f"{argument} must be a dict or None, got {type(value).__name__}")
     try:
@@ -158,7 +165,7 @@ def _check_metadata(value: Any, argument: str) -> Optional[dict]:
     if "\\u0000" in text and _has_nul(copy):
         # SQLite's JSON functions cut strings at an escaped NUL, so "a\x00b" would match "a"
         raise ValueError(f"{argument} keys and string values must not contain NUL characters")
-    return copy
+    return copy, text
 
 
 def _has_nul(value: Any) -> bool:
@@ -266,6 +273,8 @@ class RecordDraft:
     ttl_anchor: Optional[TimeToLiveAnchor]
     index: Any
     payload: Optional[tuple[str, Any]]
+    #: the JSON text of ``metadata`` as checked (None when metadata is None)
+    metadata_json: Optional[str] = None
 
 
 def draft_records(
@@ -339,7 +348,8 @@ def draft_records(
     ts_vals = [None] * n if timestamps is NOT_SET else _aligned(timestamps, n, "timestamps")
     ts_vals = [None if t is None else parse_timestamp(t, "timestamps") for t in ts_vals]
     md_vals = [None] * n if metadata is NOT_SET else _aligned_metadata(metadata, n)
-    md_vals = [_check_metadata(m, "metadata") for m in md_vals]
+    checked = [_checked_metadata(m, "metadata") for m in md_vals]
+    md_vals = [copy for copy, _ in checked]
 
     # content fallback (SC-4.1): None -> metadata["content"] when it is a str
     for i, (text, md) in enumerate(zip(texts, md_vals)):
@@ -408,6 +418,7 @@ def draft_records(
             role=role_vals[i],
             timestamp=ts_vals[i],
             metadata=md_vals[i],
+            metadata_json=checked[i][1],
             ttl_days=ttl_vals[i],
             ttl_anchor=anchors[i],
             index=idx_vals[i],
@@ -644,6 +655,7 @@ class Normalizer:
                     role=d.role,
                     timestamp=d.timestamp,
                     metadata=d.metadata,
+                    metadata_json=d.metadata_json,
                     ttl=plan["ttl"],
                     chunks=tuple(rows),
                 )

@@ -107,6 +107,9 @@ class NewRecord:
     #: ``(created_at, expires_at)`` kept from a backup (``restore_batches``); None = the
     #: engine assigns created_at = now and derives expires_at from ``ttl`` as usual.
     restored_times: Optional[tuple[str, Optional[str]]] = None
+    #: the JSON text of ``metadata`` when the caller already serialised it (normalize
+    #: does, once, while checking it); None = engines serialise ``metadata`` themselves
+    metadata_json: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import warnings
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mapping, Optional, Sequence, Union
 
+from . import gcpause
 from .embedders.identity import identity_of
 from .engine import DeletionHookSpec, Engine
 from .errors import StoreError
@@ -391,11 +392,15 @@ class OracleMemoryStore(IMemoryStore):
         return drafts
 
     def _write(self, norm: Normalizer, drafts: builtins.list[RecordDraft], batch_size: int) -> builtins.list[str]:
-        plans, texts = norm.plan_records(drafts)
-        records = norm.finish_records(plans, norm.embed(texts, is_query=False))
-        if not records:
-            return []
-        return self._engine.add(AddRequest(tuple(records), batch_size))
+        # the collector is paused for the bulk bookkeeping, not for the embedder's call
+        with gcpause.paused(len(drafts)):
+            plans, texts = norm.plan_records(drafts)
+        vectors = norm.embed(texts, is_query=False)
+        with gcpause.paused(len(drafts)):
+            records = norm.finish_records(plans, vectors)
+            if not records:
+                return []
+            return self._engine.add(AddRequest(tuple(records), batch_size))
 
     async def _write_async(self, norm: Normalizer, drafts: builtins.list[RecordDraft], batch_size: int) -> builtins.list[str]:
         plans, texts = norm.plan_records(drafts)
@@ -409,11 +414,12 @@ class OracleMemoryStore(IMemoryStore):
             metadata: Any = NOT_SET, ttl_days: Any = NOT_SET, ttl_anchor: Any = NOT_SET, **store_kwargs: Any) -> list[str]:
         norm = self._n()
         size = self._batch_size(store_kwargs)
-        drafts = draft_records(
-            contents, record_type, index_texts=index_texts, embeddings=embeddings, record_ids=record_ids,
-            thread_ids=thread_ids, user_ids=user_ids, agent_ids=agent_ids, roles=roles, timestamps=timestamps,
-            metadata=metadata, ttl_days=ttl_days, ttl_anchor=ttl_anchor,
-        )
+        with gcpause.paused(len(contents) if isinstance(contents, list) else 0):
+            drafts = draft_records(
+                contents, record_type, index_texts=index_texts, embeddings=embeddings, record_ids=record_ids,
+                thread_ids=thread_ids, user_ids=user_ids, agent_ids=agent_ids, roles=roles, timestamps=timestamps,
+                metadata=metadata, ttl_days=ttl_days, ttl_anchor=ttl_anchor,
+            )
         return self._write(norm, drafts, size)
 
     async def add_async(self, contents: Sequence[Optional[str]], record_type: str, *, index_texts: Any = NOT_SET, embeddings: Any = NOT_SET,

@@ -155,7 +155,7 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
                 rec.id,
                 rec.content,
                 rec.timestamp,
-                dump_metadata(rec.metadata),
+                rec.metadata_json if rec.metadata_json is not None else dump_metadata(rec.metadata),
                 thread_id,
                 rec.user_id,
                 rec.agent_id,
@@ -193,11 +193,12 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
 
     # SC-2.3: the first scoped write naming a thread creates it; that write's user and
     # agent own the thread (what a profile cascade removes, SC-8.2).
-    threads = [
-        ("thread", rec.thread_id, rec.thread_id, rec.user_id, rec.agent_id, tx.now)
-        for rec in request.records
-        if rec.record_type in SCOPED_TYPES and rec.thread_id is not None
-    ]
+    # (one row per thread: a later record naming the same thread would be DO NOTHING)
+    first_naming: dict[str, tuple] = {}
+    for rec in request.records:
+        if rec.record_type in SCOPED_TYPES and rec.thread_id is not None and rec.thread_id not in first_naming:
+            first_naming[rec.thread_id] = ("thread", rec.thread_id, rec.thread_id, rec.user_id, rec.agent_id, tx.now)
+    threads = list(first_naming.values())
     for start in range(0, len(threads), size):
         conn.executemany(
             f"""INSERT INTO {t.records} (record_type, id, thread_id, user_id, agent_id, created_at)

@@ -316,3 +316,25 @@ def test_two_dimensional_embeddings_block():
         store.add(["a", "b"], "memory", embeddings=block)
     with pytest.raises(ValueError, match="3 rows but contents has 2"):
         store.add(["a", "b"], "memory", embeddings=np.ones((3, 4)))
+
+
+def test_metadata_is_serialised_once_and_stored_as_checked():
+    """The JSON text made while checking metadata is what the engine stores (not a second
+    serialisation), and it reads back as the same document."""
+    import json
+
+    from oramem import SQLiteMemoryStore
+    from oramem.normalize import draft_records
+
+    md = {"b": 1, "a": [1.5, "x", None, True], "é": {"n": 10**15}}
+    draft = draft_records(["t"], "memory", metadata=[md])[0]
+    assert draft.metadata == md and draft.metadata is not md
+    assert draft.metadata_json == json.dumps(md, ensure_ascii=False, allow_nan=False)
+    assert draft_records(["t"], "memory")[0].metadata_json is None
+    store = SQLiteMemoryStore(":memory:", search_strategy="keyword")
+    store.add(["t", "u"], "memory", record_ids=["r1", "r2"], metadata=[md, None])
+    conn = store._engine._db.conn
+    stored = dict(conn.execute('SELECT id, metadata FROM "om_DEFAULT_records" WHERE record_type = \'memory\''))
+    assert stored == {"r1": draft.metadata_json, "r2": None}
+    assert store.get("memory", "r1").metadata == md
+    store.close()
