@@ -92,6 +92,8 @@ AS
 
    gc_tpl_hk_del_agent CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #TAB# WHERE agent_id = :1]';
 
+   gc_tpl_hk_del_session CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #TAB# WHERE session_id = :1]';
+
    ---------------------------------------------------------------------------------------
    -- helpers
    ---------------------------------------------------------------------------------------
@@ -827,7 +829,12 @@ AS
          l_key := l_keys.NEXT(l_key);
       END LOOP;
 
-      -- 2. events: deleted messages and the events of deleted threads
+      -- the queued background writes (<ID>_KG_JOB, oramem/knowledge/queue.py) exist on stores
+      -- whose knowledge tables were created since issue 16
+      SELECT COUNT(*) INTO l_count FROM user_tables WHERE table_name = l_sid || '_KG_JOB';
+
+      -- 2. events: deleted messages and the events of deleted threads; a deleted thread's
+      -- queued background writes go too (processed later they would bring it back)
       l_arr := l_doc.get_array('thread_ids');
       IF l_arr IS NOT NULL THEN
          FOR i IN 0 .. l_arr.get_size - 1 LOOP
@@ -836,6 +843,10 @@ AS
             FOR j IN 1 .. l_tmp.COUNT LOOP
                l_msgs(l_msgs.COUNT + 1) := l_tmp(j);
             END LOOP;
+            IF l_count > 0 THEN
+               EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_session, l_sid, 'JOB')
+                  USING l_arr.get_string(i);
+            END IF;
          END LOOP;
       END IF;
       FOR i IN 1 .. l_msgs.COUNT LOOP
@@ -847,9 +858,7 @@ AS
       -- 3. deleted agents: every row of the agent (KGTables.all_agent_tables order)
       l_arr := l_doc.get_array('agent_ids');
       IF l_arr IS NOT NULL THEN
-         -- the queued background writes (<ID>_KG_JOB, oramem/knowledge/queue.py) go too, on
-         -- stores that have the queue table (created with the knowledge tables since issue 16)
-         SELECT COUNT(*) INTO l_count FROM user_tables WHERE table_name = l_sid || '_KG_JOB';
+         -- the agent's queued background writes go too (l_count: the queue table exists)
          FOR i IN 0 .. l_arr.get_size - 1 LOOP
             FOR t IN 1 .. l_sfx.COUNT LOOP
                EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_agent, l_sid, l_sfx(t))

@@ -1368,8 +1368,10 @@ class KnowledgeMemory:
                     # characters are matched too: erring on the side of erasure)
                     conn.execute(sa.delete(so).where(so.c.session_id.in_(batch)))
                     conn.execute(sa.delete(it).where(it.c.source_context.in_(sorted({b[:32] for b in batch}))))
-                    # queued jobs of the thread stay: a queued message of a deleted thread is
-                    # processed into a new thread (STATUS.md, background extraction)
+                    # the thread's queued background writes go too: processed later, they
+                    # would bring the deleted conversation back (a worker holding one of them
+                    # loses its lease check and rolls back)
+                    conn.execute(sa.delete(t.job).where(t.job.c.session_id.in_(batch)))
             for batch in reads.chunked(sorted(set(msg_ids))):
                 conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
                 conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))

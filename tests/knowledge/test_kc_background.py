@@ -475,3 +475,26 @@ def test_oracle_deletion_hook_deletes_a_deleted_agents_jobs():
     hook = body[body.index("PROCEDURE on_store_delete"):body.index("END on_store_delete;")]
     assert "table_name = l_sid || '_KG_JOB'" in hook
     assert "sql_for(gc_tpl_hk_del_agent, l_sid, 'JOB')" in hook
+
+
+def test_deleting_a_thread_removes_its_queued_messages(bkm, store):
+    bkm.write("a1", "Ana keeps bees", "Pedro", session_id="s1")  # the thread exists in the store
+    bkm.write("a1", "Rui sails boats", "Pedro", session_id="s1", background=True)
+    bkm.write("a1", "Eva paints walls", "Pedro", session_id="s2", background=True)
+    store.delete_thread("s1")
+    assert count(bkm, "job", session_id="s1") == 0 and count(bkm, "job", session_id="s2") == 1
+    bkm.process_jobs()
+    assert store.list_thread_messages("s1") == []  # nothing of the deleted thread comes back
+
+
+def test_oracle_deletion_hook_deletes_a_deleted_threads_jobs():
+    """Static check of plsql/oramem_kg_jobs.pkb (not run against Oracle): a deleted thread's
+    queued background writes are deleted by session id, as the SQLite hook does."""
+    from pathlib import Path
+
+    body = (Path(__file__).resolve().parents[2] / "plsql" / "oramem_kg_jobs.pkb").read_text()
+    hook = body[body.index("PROCEDURE on_store_delete"):body.index("END on_store_delete;")]
+    threads = hook[hook.index("get_array('thread_ids')"):hook.index("get_array('agent_ids')")]
+    assert "sql_for(gc_tpl_hk_del_session, l_sid, 'JOB')" in threads
+    assert hook.index("table_name = l_sid || '_KG_JOB'") < hook.index("get_array('thread_ids')")
+    assert "q'[DELETE FROM #TAB# WHERE session_id = :1]'" in body
