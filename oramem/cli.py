@@ -699,7 +699,7 @@ def search(
     score = vector-weight / (rrf-k + vector rank) + keyword-weight / (rrf-k + keyword rank),
     over the best fusion-depth candidates of each ranking."""
     flt = parse_json_option(metadata_filter, "--filter", allow_null=False)
-    fusion = {"vector_weight": vector_weight, "keyword_weight": keyword_weight, "rrf_k": rrf_k, "depth": fusion_depth}
+    fusion: dict[str, Any] = {"vector_weight": vector_weight, "keyword_weight": keyword_weight, "rrf_k": rrf_k, "depth": fusion_depth}
     given = {name: value for name, value in fusion.items() if value is not None}
     if given:
         from .sqlite import HybridConfig
