@@ -765,6 +765,7 @@ def get(state: State, record_type: str, record_id: str) -> None:
 @click.option("--type", "record_type", default="memory", show_default=True, type=click.Choice(RECORD_TYPES))
 @click.option("--limit", type=click.IntRange(min=1), help="Keep the newest N (default 10,000).")
 @click.option("--all", "no_limit", is_flag=True, help="No limit.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="Skip the newest N first (page back with --offset/--limit).")
 @scope_options
 @click.option("--no-thread", is_flag=True, help="Only records without a thread.")
 @click.option("--no-user", is_flag=True, help="Only records without a user.")
@@ -777,6 +778,7 @@ def list_(
     record_type: str,
     limit: Optional[int],
     no_limit: bool,
+    offset: int,
     thread_id: Optional[str],
     user_id: Optional[str],
     agent_id: Optional[str],
@@ -786,9 +788,12 @@ def list_(
     metadata_filter: Optional[str],
     full: bool,
 ) -> None:
-    """List records of one type, oldest first."""
+    """List records of one type, oldest first: the newest --limit of them, after skipping the
+    newest --offset (so --offset 100 --limit 100 is the second page counted from the newest)."""
     if limit is not None and no_limit:
         raise CLIError("--limit and --all exclude each other", 2)
+    if offset and no_limit:
+        raise CLIError("--offset pages with --limit; it cannot be combined with --all", 2)
     kwargs: dict[str, Any] = {}
     for name, value, none_flag, flag_name in (
         ("thread_id", thread_id, no_thread, "--no-thread"),
@@ -803,15 +808,23 @@ def list_(
             kwargs[name] = None
     # one row more than shown tells whether the window cut anything off
     shown = None if no_limit else (limit or MAX_LIST_LIMIT)
-    kwargs["limit"] = None if shown is None else shown + 1
+    kwargs["limit"] = None if shown is None else offset + shown + 1
     flt = parse_json_option(metadata_filter, "--filter")
     if flt is not NOT_SET:
         kwargs["metadata_filter"] = flt
     store = state.open(create=False, reading=True)
     records = store.list(record_type, **kwargs)
+    if offset:
+        records = records[: max(len(records) - offset, 0)]  # oldest first: the newest `offset` go
     if shown is not None and len(records) > shown:
         records = records[1:]  # oldest first: drop the extra (oldest) row
-        click.echo(f"showing the newest {shown:,} {record_type} records; there are more: raise --limit or use --all", err=True)
+        first, last = offset + 1, offset + shown
+        window = f"the newest {shown:,}" if not offset else f"{first:,}-{last:,} counted from the newest of the"
+        click.echo(
+            f"showing {window} {record_type} records; there are more: --offset {last} for the next page, "
+            "raise --limit, or use --all", err=True)
+    elif offset and not records:
+        click.echo(f"--offset {offset} skips every {record_type} record", err=True)
     if state.json:
         emit_json([record_to_dict(r) for r in records])
     elif not records:

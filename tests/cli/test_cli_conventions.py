@@ -57,6 +57,16 @@ def test_list_says_when_the_window_cuts_rows(runner, tmp_path):
     assert "showing the newest 3 memory records; there are more" in res.stderr
     res = run(runner, "--db", db, "list", "--limit", "5")
     assert "there are more" not in res.stderr
+    # paging back from the newest: --offset skips the newest N
+    res = run(runner, "--db", db, "--json", "list", "--limit", "2", "--offset", "1")
+    assert [r["content"] for r in json.loads(res.stdout)] == ["n2", "n3"]
+    assert "showing 2-3 counted from the newest of the memory records; there are more: --offset 3" in res.stderr
+    res = run(runner, "--db", db, "--json", "list", "--limit", "2", "--offset", "3")
+    assert [r["content"] for r in json.loads(res.stdout)] == ["n0", "n1"] and "there are more" not in res.stderr
+    res = run(runner, "--db", db, "--json", "list", "--offset", "5")
+    assert json.loads(res.stdout) == [] and "--offset 5 skips every memory record" in res.stderr
+    res = runner.invoke(cli, ["--db", db, "list", "--offset", "1", "--all"])
+    assert res.exit_code == 2 and "--offset pages with --limit" in res.output
 
 
 def test_ctrl_c_exits_130_quietly(tmp_path, monkeypatch, capsys):
