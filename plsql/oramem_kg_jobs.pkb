@@ -94,6 +94,9 @@ AS
 
    gc_tpl_hk_del_session CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #TAB# WHERE session_id = :1]';
 
+   -- intentions extracted in a session keep its id cut to 32 characters (source_context)
+   gc_tpl_hk_del_session_int CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #INT# WHERE source_context = SUBSTR(:1, 1, 32)]';
+
    ---------------------------------------------------------------------------------------
    -- helpers
    ---------------------------------------------------------------------------------------
@@ -843,6 +846,12 @@ AS
             FOR j IN 1 .. l_tmp.COUNT LOOP
                l_msgs(l_msgs.COUNT + 1) := l_tmp(j);
             END LOOP;
+            -- what was noted in the deleted conversation goes with it (the SQLite hook's
+            -- rule): its session observations and the intentions extracted in it
+            EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_session, l_sid, 'SESSION_OBSERVATION')
+               USING l_arr.get_string(i);
+            EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_session_int, l_sid)
+               USING l_arr.get_string(i);
             IF l_count > 0 THEN
                EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_session, l_sid, 'JOB')
                   USING l_arr.get_string(i);
