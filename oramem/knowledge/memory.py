@@ -189,19 +189,6 @@ class KnowledgeMemory:
             raise TypeError(f"clock returned {type(moment).__name__}, not a datetime")
         return to_utc(moment)
 
-    # the shared helpers live on the runtime (what the other knowledge modules use)
-    async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await self.runtime.in_thread(fn, *args, **kwargs)
-
-    async def _search(self, **kwargs: Any) -> Any:
-        return await self.runtime.search(**kwargs)
-
-    async def _embed(self, texts: list[str], is_query: bool) -> Any:
-        return await self.runtime.embed(texts, is_query)
-
-    async def _read(self, fn: Callable[[Any], T]) -> T:
-        return await self.runtime.read(fn)
-
     # -- write ---------------------------------------------------------------------------------
     async def write_async(
         self,
@@ -282,7 +269,7 @@ class KnowledgeMemory:
         cfg = merge_config(self.config, config_overrides)
         now = self._now()
         t = self._tables
-        row = await self._read(
+        row = await self.runtime.read(
             lambda c: c.execute(sa.select(t.event).where(t.event.c.agent_id == agent_id, t.event.c.id == event_id)).mappings().first()
         )
         if row is None:
@@ -317,7 +304,7 @@ class KnowledgeMemory:
                                      max_attempts=queue_mod.DEFAULT_MAX_ATTEMPTS)
 
         started = time.perf_counter()
-        await self._in_thread(run)
+        await self.runtime.in_thread(run)
         worker = self._worker
         if worker is not None:
             worker.wake()
@@ -401,7 +388,7 @@ class KnowledgeMemory:
     async def _process_one(self, wid: str, lease_s: float, base: float, cap: float) -> Optional[tuple[str, str]]:
         """(outcome, job id) of one claimed job, or None when none is due."""
         now = self._now()
-        job = await self._in_thread(queue_mod.claim, self.runtime, wid, now, now + timedelta(seconds=lease_s))
+        job = await self.runtime.in_thread(queue_mod.claim, self.runtime, wid, now, now + timedelta(seconds=lease_s))
         if job is None:
             return None
         beat = asyncio.ensure_future(self._heartbeat(job["id"], wid, lease_s))
@@ -418,7 +405,7 @@ class KnowledgeMemory:
         while True:
             await asyncio.sleep(lease_s / 3.0)
             now = self._now()
-            if not await self._in_thread(queue_mod.renew, self.runtime, job_id, wid, now + timedelta(seconds=lease_s), now):
+            if not await self.runtime.in_thread(queue_mod.renew, self.runtime, job_id, wid, now + timedelta(seconds=lease_s), now):
                 return
 
     async def _run_job(self, job: dict[str, Any], wid: str, base: float, cap: float) -> str:
@@ -431,15 +418,15 @@ class KnowledgeMemory:
             with self._backend.read() as conn:
                 return queue_mod.event_exists(conn, t, agent, eid)
 
-        if await self._in_thread(already):
-            done = await self._in_thread(queue_mod.finish_without_work, self.runtime, jid, wid, now,
+        if await self.runtime.in_thread(already):
+            done = await self.runtime.in_thread(queue_mod.finish_without_work, self.runtime, jid, wid, now,
                                          {"event_id": eid, "note": "already processed by an earlier attempt"})
             return "already_done" if done else "lost"
         try:
             # a crashed attempt may have left the event's store record (written before the
             # knowledge transaction): remove it so this attempt can write it again
-            if await self._in_thread(self._store.get, "message", eid) is not None:
-                await self._in_thread(self._store.delete, "message", eid)
+            if await self.runtime.in_thread(self._store.get, "message", eid) is not None:
+                await self.runtime.in_thread(self._store.delete, "message", eid)
             cfg = merge_config(merge_config(self.config, payload.get("config_overrides")),
                                {"on_extraction_failure": "rollback"})  # a failed attempt leaves nothing: it is retried
             run = WriteRun(
@@ -469,7 +456,7 @@ class KnowledgeMemory:
             if result.success:
                 return "done"
             error = result.error or "extraction failed"
-        return await self._in_thread(queue_mod.fail_attempt, self.runtime, job, wid, error, self._now(), base, cap)
+        return await self.runtime.in_thread(queue_mod.fail_attempt, self.runtime, job, wid, error, self._now(), base, cap)
 
     async def job_status_async(self, agent_id: Optional[str] = None, *, errors: int = 5) -> JobQueueStatus:
         """Counts of the extraction queue by state, the oldest pending job, the last errors."""
@@ -478,7 +465,7 @@ class KnowledgeMemory:
         if isinstance(errors, bool) or not isinstance(errors, int) or errors < 0:
             raise ValueError("errors must be an int >= 0")
         now = self._now()
-        return await self._read(lambda c: queue_mod.status(c, self._tables, agent_id, now, errors))
+        return await self.runtime.read(lambda c: queue_mod.status(c, self._tables, agent_id, now, errors))
 
     job_status = sync_method(job_status_async)
 
@@ -490,7 +477,7 @@ class KnowledgeMemory:
         if status is not None and status not in queue_mod.JOB_STATES:
             raise ValueError(f"status must be one of {', '.join(queue_mod.JOB_STATES)}, got {status!r}")
         _check_page(limit, 0)
-        return await self._read(lambda c: queue_mod.list_jobs(c, self._tables, agent_id, status, limit))
+        return await self.runtime.read(lambda c: queue_mod.list_jobs(c, self._tables, agent_id, status, limit))
 
     jobs = sync_method(jobs_async)
 
@@ -498,7 +485,7 @@ class KnowledgeMemory:
         if not isinstance(job_id, str) or not job_id:
             raise ValueError("job_id must be a non-empty string")
         j = self._tables.job
-        row = await self._read(lambda c: c.execute(sa.select(j).where(j.c.id == job_id)).mappings().first())
+        row = await self.runtime.read(lambda c: c.execute(sa.select(j).where(j.c.id == job_id)).mappings().first())
         return None if row is None else queue_mod.job_info(row)
 
     get_job = sync_method(get_job_async)
@@ -513,7 +500,7 @@ class KnowledgeMemory:
         if agent_id is not None:
             validate_agent_id(agent_id)
         now = self._now()
-        return await self._in_thread(queue_mod.retry, self.runtime, None if job_ids is None else list(job_ids), agent_id, now)
+        return await self.runtime.in_thread(queue_mod.retry, self.runtime, None if job_ids is None else list(job_ids), agent_id, now)
 
     retry_jobs = sync_method(retry_jobs_async)
 
@@ -641,7 +628,7 @@ class KnowledgeMemory:
                         self._store.update("fact", fid, metadata=md)
                 return True
 
-        return await self._in_thread(run)
+        return await self.runtime.in_thread(run)
 
     retract_fact = sync_method(retract_fact_async)
 
@@ -687,12 +674,12 @@ class KnowledgeMemory:
         result: Optional[WriteResult] = None
         for attempt in (1, 2):
             if run.dry_run:
-                result = await self._in_thread(self._dry_run_result, run)
+                result = await self.runtime.in_thread(self._dry_run_result, run)
                 break
             trace = self._trace(run, "ok")
             t_commit = time.perf_counter()
             try:
-                rel_out = await self._in_thread(
+                rel_out = await self.runtime.in_thread(
                     commit_mod.commit_write, run, event_mode=event_mode, trace=trace,
                     with_event_record=event_mode == "insert",
                 )
@@ -774,7 +761,7 @@ class KnowledgeMemory:
         keep = run.cfg.on_extraction_failure == "keep_event" and not run.dry_run
         if keep:
             trace = self._trace(run, "extraction_failed", error)
-            await self._in_thread(commit_mod.commit_event_only, run, trace=trace, event_mode=event_mode)
+            await self.runtime.in_thread(commit_mod.commit_event_only, run, trace=trace, event_mode=event_mode)
             result.event_id = run.event_id
         result.duration_ms = (time.perf_counter() - started) * 1000.0
         result.stats = stats_of(run, result.duration_ms)
@@ -1050,7 +1037,7 @@ class KnowledgeMemory:
             row = conn.execute(sa.select(*self._fact_cols()).where(f.c.agent_id == agent_id, f.c.id == fact_id)).mappings().first()
             return None if row is None else self._details(conn, agent_id, [dict(row)], now)[0]
 
-        return await self._read(q)
+        return await self.runtime.read(q)
 
     get = sync_method(get_async)
 
@@ -1100,7 +1087,7 @@ class KnowledgeMemory:
             }
             return self._details(conn, agent_id, [rows[i] for i in ids if i in rows], now)
 
-        return await self._read(q)
+        return await self.runtime.read(q)
 
     history = sync_method(history_async)
 
@@ -1129,7 +1116,7 @@ class KnowledgeMemory:
                 rows = [r for r in rows if not reads.is_expired(r, now)]
             return self._details(conn, agent_id, rows[offset : offset + limit], now)
 
-        return await self._read(q)
+        return await self.runtime.read(q)
 
     get_all = sync_method(get_all_async)
 
@@ -1162,7 +1149,7 @@ class KnowledgeMemory:
                 for r in rows
             ]
 
-        return await self._read(q)
+        return await self.runtime.read(q)
 
     entities = sync_method(entities_async)
 
@@ -1182,7 +1169,7 @@ class KnowledgeMemory:
                 for r in conn.execute(stmt).mappings()
             ]
 
-        return await self._read(q)
+        return await self.runtime.read(q)
 
     relationships = sync_method(relationships_async)
 
@@ -1200,7 +1187,7 @@ class KnowledgeMemory:
             stmt = stmt.order_by(it.c.created_at, it.c.id)
             return [IntentionDetail(**dict(r)) for r in conn.execute(stmt).mappings()]
 
-        return await self._read(q)
+        return await self.runtime.read(q)
 
     intentions = sync_method(intentions_async)
 
@@ -1210,7 +1197,7 @@ class KnowledgeMemory:
             with self._backend.write("knowledge update", agent_id) as conn:
                 return fn(conn)
 
-        return await self._in_thread(run)
+        return await self.runtime.in_thread(run)
 
     async def fulfill_intention_async(self, agent_id: str, intention_id: str, outcome_note: Optional[str] = None) -> bool:
         validate_agent_id(agent_id)
@@ -1272,7 +1259,7 @@ class KnowledgeMemory:
                         self._store.delete("fact", fid)
                 return True
 
-        return await self._in_thread(run)
+        return await self.runtime.in_thread(run)
 
     delete = sync_method(delete_async)
 
@@ -1298,7 +1285,7 @@ class KnowledgeMemory:
                         self._store.delete("message", eid)
                 return len(fact_ids)
 
-        return await self._in_thread(run)
+        return await self.runtime.in_thread(run)
 
     delete_all = sync_method(delete_all_async)
 
@@ -1311,7 +1298,7 @@ class KnowledgeMemory:
         self._now()
         if agent_id is not None:
             validate_agent_id(agent_id)
-        return await self._in_thread(self._store.forget, user_id=user_id, agent_id=agent_id, names=names)
+        return await self.runtime.in_thread(self._store.forget, user_id=user_id, agent_id=agent_id, names=names)
 
     forget = sync_method(forget_async)
 
