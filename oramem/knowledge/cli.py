@@ -1,6 +1,6 @@
 """``oramem knowledge …``: the knowledge layer on the embedded SQLite store.
 
-A click group meant to be registered on the top-level ``oramem`` group (``oramem/cli.py``),
+A click group meant to be registered on the top-level ``oramem`` group (``oramem/cli/app.py``),
 whose context object (``State``) carries ``--db``, ``--store``, ``--json`` and the embedder
 options; the store is opened through it, so the knowledge tables live in the same file and
 store id.

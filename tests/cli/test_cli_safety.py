@@ -36,7 +36,7 @@ def test_unwritable_directory_and_read_only_file(runner, tmp_path, monkeypatch):
     run(runner, "--db", db, "add", "hello", expect=0)
     real = os.access
     # root ignores permission bits, so emulate a read-only file and directory
-    monkeypatch.setattr("oramem.cli.os.access", lambda p, mode: False if mode & os.W_OK else real(p, mode))
+    monkeypatch.setattr("oramem.cli.state.os.access", lambda p, mode: False if mode & os.W_OK else real(p, mode))
     # reading commands open it read-only (tests/sqlite/test_read_only.py checks real permissions)
     assert "hello" in run(runner, "--db", db, "search", "hello", expect=0).stdout
     res = run(runner, "--db", db, "add", "more", expect=1)

@@ -1,0 +1,5 @@
+"""``python -m oramem.cli``: the ``oramem`` command."""
+
+from . import main
+
+main()

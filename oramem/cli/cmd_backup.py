@@ -1,0 +1,244 @@
+"""Backup and transfer: import, export (with salvage of a damaged file), migrate."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from typing import Any, Iterable, Optional, Sequence
+
+import click
+
+from .. import jsonl
+from ..embedders.identity import describe_identity, identity_of
+from ..sqlite import admin as sqlite_admin
+
+from .app import cli
+from .group import CLIError, one_line
+from .output import emit_json
+from .state import State, pass_state
+
+
+# ----------------------------------------------------------------------------- import / export
+def parse_jsonl(lines: Iterable[str], source: str, **kwargs: Any) -> list[jsonl.ImportLine]:
+    try:
+        return jsonl.parse_lines(lines, source, **kwargs)
+    except jsonl.JSONLError as exc:
+        raise CLIError(str(exc), 2) from None
+
+
+def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int, *, progress: bool, on_conflict: str = "fail") -> jsonl.ImportResult:
+    """Write validated lines, ``batch_size`` per transaction; a failure or Ctrl-C says how
+    far it got (exit 2 for bad input, 1 for store errors, 130 for Ctrl-C)."""
+    bar_cm = click.progressbar(length=len(lines), label="importing", file=sys.stderr) if progress else contextlib.nullcontext()
+    with bar_cm as bar:
+        try:
+            return jsonl.import_records(
+                store, lines, on_conflict=on_conflict, batch_size=batch_size, progress=bar.update if bar is not None else None
+            )
+        except jsonl.ImportStopped as stop:
+            cause = stop.cause
+            if isinstance(cause, KeyboardInterrupt):
+                raise CLIError(f"interrupted: {stop.summary()}; resume with: oramem import --on-conflict skip FILE", 130) from None
+            code = 2 if isinstance(cause, (ValueError, TypeError)) else 1
+            hint = "; fix it and re-run with --on-conflict skip to resume" if stop.result.imported else ""
+            where = f"lines {stop.lineno}-{stop.last_lineno}" if stop.last_lineno != stop.lineno else f"line {stop.lineno}"
+            raise CLIError(f"{where}: {one_line(cause)} ({stop.summary()}; this batch wrote nothing{hint})", code) from None
+
+
+def _check_vector_source(header: dict[str, Any], store: Any, source: str) -> None:
+    """Vectors in a file go only into a store that embeds with the embedder that made them
+    (a foreign vector space would silently corrupt search, new-user-trial #2)."""
+    from ..embedders.identity import same_identity
+
+    theirs, ours = header.get("embedder"), identity_of(store.embedder)
+    if theirs is None:
+        return  # vectors the caller made: the store's dimension check still applies
+    if ours is None or not same_identity(theirs, ours):
+        raise CLIError(
+            f"{source} holds vectors made by {describe_identity(theirs)}; this store embeds with "
+            f"{describe_identity(ours) if ours else 'no embedder'}: import into a store opened with that embedder "
+            "(--embed-*), or pass --no-vectors to re-embed the text",
+            2,
+        )
+
+
+@cli.command(name="import", short_help="Import (restore) records from JSON Lines.")
+@click.argument("file", type=click.File("r", encoding="utf-8-sig"))
+@click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1), help="Records per transaction.")
+@click.option(
+    "--on-conflict",
+    type=click.Choice(jsonl.ON_CONFLICT),
+    default="fail",
+    show_default=True,
+    help="An id already stored: fail (stop; the batch writes nothing), skip (keep the stored record; resumes an interrupted import) or replace.",
+)
+@click.option("--type", "default_type", type=click.Choice(jsonl.ADDABLE_TYPES), help="Record type of lines without record_type.")
+@click.option("--fresh-times", is_flag=True, help="Ignore created_at/expires_at in the file: set created_at to now and expiry from ttl_days, as add does.")
+@click.option("--no-vectors", is_flag=True, help="Ignore the vectors in the file (export --with-vectors) and embed with this store's embedder.")
+@pass_state
+def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_type: Optional[str], fresh_times: bool,
+            no_vectors: bool) -> None:
+    """Import FILE ('-' = stdin): JSON Lines, one record per line, e.g. a file from
+    `oramem export` (a backup: ids, scope, content, metadata, created_at and expires_at
+    are restored as they were).
+
+    Fields: record_type (alias type), content (alias text), id, thread_id, user_id,
+    agent_id, role, timestamp, metadata, ttl_days, ttl_anchor, index_text, embedding,
+    created_at, expires_at (seq_no is ignored). Every line is validated, and ids repeated
+    in the file are found, before anything is written; then each batch is one transaction.
+    Ctrl-C or a failing batch prints how many records landed (exit 130 for Ctrl-C).
+    """
+    source = getattr(file, "name", "<stdin>")
+    header: dict[str, Any] = {}
+    lines = parse_jsonl(file, source, default_type=default_type, keep_times=not fresh_times, header=header)
+    if no_vectors:
+        for ln in lines:
+            ln.fields.pop("embedding", None)
+    store = state.open(create=True)
+    if any("embedding" in ln.fields for ln in lines):
+        _check_vector_source(header, store, source)
+    show = not state.json and len(lines) >= 2000 and sys.stderr.isatty()
+    started = time.perf_counter()
+    result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict)
+    elapsed = time.perf_counter() - started
+    if state.json:
+        emit_json({"imported": result.imported, "skipped": result.skipped, "by_type": result.by_type, "seconds": round(elapsed, 3)})
+    else:
+        detail = ", ".join(f"{n} {t}" for t, n in result.by_type.items())
+        skipped = f"; {result.skipped} skipped (already stored)" if result.skipped else ""
+        click.echo(f"imported {result.imported} record(s) in {elapsed:.2f}s" + (f" ({detail})" if detail else "") + skipped)
+
+
+@cli.command(short_help="Export (back up) records as JSON Lines.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
+@click.option("--type", "types", multiple=True, type=click.Choice(jsonl.EXPORT_TYPES), help="Only these record types (repeatable).")
+@click.option("--with-vectors", is_flag=True, help="Also write each record's retrieval rows as they are (chunk texts and vectors) and a header line naming the embedder.")
+@pass_state
+def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_vectors: bool) -> None:
+    """Export records as JSON Lines (one JSON object per line) that `oramem import`
+    restores: ids, type, scope, role, content, event timestamp, metadata, created_at and
+    expires_at. With --with-vectors also each record's retrieval rows as they are (chunk texts
+    and vectors) after a header line naming the embedder; an import writes them back
+    without re-embedding into a store with that embedder. Without it, import re-chunks and
+    re-embeds the content; seq_no is written for reference only.
+    """
+    from ..sqlite.health import is_intact
+
+    # a damaged file is read row by row instead (decided before the first line is written)
+    intact = state.db == ":memory:" or not os.path.exists(state.db) or is_intact(state.db)
+    store = state.open(create=False, reading=True) if intact else None
+    handle = open(out_path, "w", encoding="utf-8") if out_path else None
+    try:
+        write = handle.write if handle else (lambda s: click.echo(s, nl=False))
+        if store is not None and with_vectors:
+            count = _export_with_vectors(state, store, write, set(types) or None)
+        elif store is not None:
+            count = jsonl.export_records(store, write, list(types) or None)
+        else:
+            count = _salvage_export(state, write, set(types) or None)
+    finally:
+        if handle:
+            handle.close()
+    if out_path:
+        click.echo(f"exported {count} record(s) to {out_path}", err=True)
+
+
+def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[set[str]]) -> int:
+    """``export --with-vectors``: the store's rows as they are, oldest first."""
+    import datetime as _dt
+
+    if state.db == ":memory:":
+        raise CLIError("--with-vectors needs a database file", 2)
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+    header = {"memory_store_id": store.memory_store_id, "embedder": identity_of(store.embedder),
+              "vector_dim": store.vector_dim}
+
+    def rows() -> Iterable[tuple[Any, list]]:
+        after = 0
+        while True:
+            batch = sqlite_admin.read_record_rows(state.db, store.memory_store_id, after, 1000, now)
+            if not batch:
+                return
+            after = batch[-1][0]
+            for _, record, chunks in batch:
+                if record.record_type != "thread" and (types is None or record.record_type in types):
+                    yield record, chunks
+
+    return jsonl.export_with_vectors(write, header, rows())
+
+
+def _salvage_export(state: State, write: Any, types: Optional[set[str]]) -> int:
+    """A damaged file: read what can be read, row range by row range (nothing is written to
+    it), and say what was lost and how to recover the rest; exit 1 when rows were lost."""
+    from ..sqlite.health import RECOVER_HINT, SalvageReport, salvage_records
+
+    report = SalvageReport()
+    for record in salvage_records(state.db, state.store_key(), types, report):
+        write(json.dumps(jsonl.export_dict(record), ensure_ascii=False) + "\n")
+    hint = RECOVER_HINT.format(path=state.db)
+    if report.unreadable:
+        raise CLIError(
+            f"{state.db} is damaged: exported the {report.read} readable record(s), {report.unreadable} row(s) could "
+            f"not be read ({'; '.join(report.errors[:2])}); recover the rest with: {hint}"
+        )
+    click.echo(
+        f"Warning: {state.db} is damaged (its indexes or other tables); all {report.read} record(s) were read "
+        f"row by row; repair the file with: {hint}",
+        err=True,
+    )
+    return report.read
+
+
+@cli.command(short_help="Copy every store and its knowledge to another database (resumable).")
+@click.argument("source")
+@click.argument("target")
+@click.option("--only", "only", multiple=True, help="Copy only this store id (repeatable; default: every store).")
+@click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1), help="Records (or knowledge rows) per transaction.")
+def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int) -> None:
+    """Copy every store of SOURCE, with its knowledge tables, into TARGET, then compare
+    record counts and checksums of both sides. Locations: sqlite:PATH (or a path) and
+    oracle://USER@HOST:PORT/SERVICE. Records keep their ids, scope, metadata, created_at,
+    expires_at, retrieval rows and vectors (nothing is re-embedded). Interrupted, run the
+    same command again: what is already in TARGET is skipped. Exit 1 when the comparison
+    finds a difference. The Oracle side is refused in this version (see oramem/migrate.py).
+    (--db and --store are not used: SOURCE and TARGET name the databases.)"""
+    from .. import migrate as migration
+
+    state: State = click.get_current_context().obj
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if state.json or not sys.stderr.isatty():
+            return
+        if bar is None:
+            bar = click.progressbar(length=max(total, 1), label="migrating", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        report = migration.migrate(source, target, stores=list(only) or None, batch_size=batch_size, progress=progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    stores_out = [
+        {"memory_store_id": s.store_id, "records": {"source": s.records[0], "target": s.records[1]},
+         "records_match": s.records_match, "knowledge": {t: {"source": a, "target": b} for t, (a, b) in s.knowledge.items()},
+         "knowledge_match": s.knowledge_match}
+        for s in report.stores
+    ]
+    if state.json:
+        emit_json({"ok": report.ok, "copied_records": report.copied_records, "skipped_records": report.skipped_records,
+                   "copied_knowledge_rows": report.copied_knowledge_rows, "stores": stores_out})
+    else:
+        click.echo(f"copied {report.copied_records} record(s) ({report.skipped_records} already there) and "
+                   f"{report.copied_knowledge_rows} knowledge row(s)")
+        for s in report.stores:
+            kg = sum(a for a, _ in s.knowledge.values())
+            verdict = "match" if s.ok else "DIFFER"
+            click.echo(f"  {s.store_id}: {s.records[0]} -> {s.records[1]} records, {kg} knowledge rows; checksums {verdict}")
+    if not report.ok:
+        raise CLIError("the copy differs from the source: " + ", ".join(s.store_id for s in report.stores if not s.ok))

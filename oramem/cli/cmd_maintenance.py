@@ -1,0 +1,112 @@
+"""Maintenance: purge, check, reembed."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from ..embedders.identity import describe_identity
+
+from .app import cli
+from .group import CLIError
+from .output import emit_json
+from .state import State, pass_state, check_db_path, read_catalog
+
+
+@cli.command(short_help="Remove expired records.")
+@pass_state
+def purge(state: State) -> None:
+    """Physically remove expired records; prints how many."""
+    store = state.open(create=False)
+    count = store.purge_expired()
+    if state.json:
+        emit_json({"purged": count})
+    else:
+        click.echo(f"purged {count} expired record(s)")
+
+
+@cli.command(short_help="Check the database file: integrity, settings, index consistency.")
+@pass_state
+def check(state: State) -> None:
+    """Check --db without writing to it: SQLite's integrity check, then per store (all, or
+    --store) its settings, records against retrieval rows, the keyword index against the
+    retrieval rows, vector lengths, the vector sidecar, and the knowledge tables' facts
+    against their store records. Exit 1 when a check fails."""
+    from ..sqlite.health import check_file
+
+    if state.db == ":memory:" or not os.path.exists(state.db):
+        raise CLIError(f"no database at {state.db}")
+    check_db_path(state.db, exists=True, create=False, reading=True)
+    findings = check_file(state.db, state.store_key() if state.store_id else None)
+    failed = [f for f in findings if not f.ok]
+    if state.json:
+        emit_json({"ok": not failed, "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail} for f in findings]})
+    else:
+        width = max(len(f.check) for f in findings)
+        for f in findings:
+            click.echo(f"{'ok  ' if f.ok else 'FAIL'}  {f.check.ljust(width)}  {f.detail}")
+    if failed:
+        raise CLIError(f"{len(failed)} check(s) failed: {', '.join(f.check for f in failed)}")
+
+
+# ----------------------------------------------------------------------------- reembed
+@cli.command(short_help="Re-embed a store with another embedder (resumable).")
+@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1), help="Texts per embedding batch.")
+@click.option("--restart", is_flag=True, help="Discard an unfinished reembed to a different embedder and start over.")
+@pass_state
+def reembed(state: State, batch_size: int, restart: bool) -> None:
+    """Move the store to the embedder the --embed-* options select, in batches.
+
+    Re-embeds every retrieval row with the new embedder and then swaps all vectors in at
+    once, recording the new embedder (and dimension) in the store. Interrupted (Ctrl-C, a
+    failing service), it keeps what was done: run the same command again to resume. Until
+    it finishes, the store answers with its old vectors and old embedder.
+    """
+    from ..sqlite.reembed import reembed_store
+
+    if state.db == ":memory:" or not os.path.exists(state.db):
+        raise CLIError(f"no database at {state.db}")
+    sid = state.store_key()
+    row = read_catalog(state.db).get(sid)
+    if row is None:
+        raise CLIError(f"no store {sid!r} in {state.db}; pick one with --store")
+    embedder = state.embedder()
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if state.json:
+            return
+        if bar is None:
+            bar = click.progressbar(length=max(total, 1), label=f"re-embedding {sid}", file=sys.stderr)
+            bar.__enter__()
+            bar.update(done)
+        else:
+            bar.update(done - bar.pos)
+
+    try:
+        result = reembed_store(state.db, embedder, memory_store_id=sid, batch_size=batch_size, progress=progress, restart=restart)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if state.json:
+        emit_json(
+            {
+                "memory_store_id": result.memory_store_id,
+                "rows": result.rows,
+                "resumed": result.resumed,
+                "total": result.total,
+                "vector_dim": result.vector_dim,
+                "embedder": result.embedder,
+                "previous": result.previous,
+            }
+        )
+        return
+    resumed = f" ({result.resumed} done by an earlier run)" if result.resumed else ""
+    click.echo(
+        f"re-embedded {result.rows} of {result.total} rows{resumed} of store {result.memory_store_id}: "
+        f"{describe_identity(result.previous)} -> {describe_identity(result.embedder)}"
+    )

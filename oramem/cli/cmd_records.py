@@ -1,0 +1,329 @@
+"""Record commands: add, get, list, update, delete, delete-thread, forget."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional
+
+import click
+
+from .. import jsonl
+from ..sqlite import admin as sqlite_admin
+from ..types import MAX_LIST_LIMIT, NOT_SET, RECORD_TYPES, Record
+
+from .app import cli
+from .group import CLIError
+from .output import parse_json_option, record_to_dict, emit_json, records_table, full_option, scope_options
+from .state import State, pass_state
+
+
+ADDABLE_TYPES = jsonl.ADDABLE_TYPES
+
+
+# ----------------------------------------------------------------------------- add
+@cli.command(short_help="Add records from TEXT arguments or stdin.")
+@click.argument("texts", nargs=-1)
+@click.option("--type", "record_type", default="memory", show_default=True, type=click.Choice(ADDABLE_TYPES), help="Record type.")
+@scope_options
+@click.option("--role", help="Speaker role (message records only).")
+@click.option("--metadata", help="Metadata as a JSON object.")
+@click.option("--timestamp", help="ISO-8601 event time.")
+@click.option("--ttl-days", type=int, help="Days until the record expires.")
+@click.option("--no-expiry", is_flag=True, help="Never expire (ttl_days=None; capped by the store's max_ttl_days).")
+@click.option("--id", "record_ids", multiple=True, help="Record id (repeat once per text); required for profiles.")
+@pass_state
+def add(
+    state: State,
+    texts: tuple[str, ...],
+    record_type: str,
+    thread_id: Optional[str],
+    user_id: Optional[str],
+    agent_id: Optional[str],
+    role: Optional[str],
+    metadata: Optional[str],
+    timestamp: Optional[str],
+    ttl_days: Optional[int],
+    no_expiry: bool,
+    record_ids: tuple[str, ...],
+) -> None:
+    """Add records: one per TEXT argument, or the whole of stdin as one record ('-' or no TEXT)."""
+    items = list(texts)
+    if not items or items == ["-"]:
+        if sys.stdin is None or (sys.stdin.isatty() and not items):
+            raise CLIError("give the text as arguments or pipe it on stdin", 2)
+        data = sys.stdin.read()
+        if data.endswith("\n"):
+            data = data[:-1]
+        items = [data]
+    if ttl_days is not None and no_expiry:
+        raise CLIError("--ttl-days and --no-expiry exclude each other", 2)
+    if ttl_days is not None and ttl_days < 1:
+        raise CLIError(f"--ttl-days {ttl_days} would expire the record at once; give 1 or more days, or leave it out", 2)
+    blank = [i for i, text in enumerate(items, 1) if not text.strip()]
+    if blank:
+        raise CLIError(f"text {blank[0]} is empty or blank; give each record some text", 2)
+    if record_ids and len(record_ids) != len(items):
+        raise CLIError(f"--id was given {len(record_ids)} time(s) for {len(items)} text(s); give one id per text", 2)
+    kwargs: dict[str, Any] = {}
+    for name, value in (("thread_ids", thread_id), ("user_ids", user_id), ("agent_ids", agent_id), ("roles", role), ("timestamps", timestamp)):
+        if value is not None:
+            kwargs[name] = value
+    md = parse_json_option(metadata, "--metadata")
+    if md is not NOT_SET:
+        kwargs["metadata"] = md
+    if ttl_days is not None:
+        kwargs["ttl_days"] = ttl_days
+    elif no_expiry:
+        kwargs["ttl_days"] = None
+    if record_ids:
+        kwargs["record_ids"] = list(record_ids)
+    store = state.open(create=True)
+    ids = store.add(items, record_type, **kwargs)
+    if state.json:
+        emit_json({"ids": ids})
+    else:
+        for rid in ids:
+            click.echo(rid)
+
+
+# ----------------------------------------------------------------------------- get / list
+def print_record(record: Record) -> None:
+    data = record_to_dict(record)
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        if key == "metadata" and value is not None:
+            value = json.dumps(value, ensure_ascii=False)
+        click.echo(f"{click.style(key.ljust(width), bold=True)}  {'-' if value is None else value}")
+
+
+@cli.command(short_help="Show one record.")
+@click.argument("record_type", metavar="TYPE", type=click.Choice(RECORD_TYPES))
+@click.argument("record_id", metavar="ID")
+@pass_state
+def get(state: State, record_type: str, record_id: str) -> None:
+    """Show one record (exit status 1 when it does not exist or has expired)."""
+    store = state.open(create=False, reading=True)
+    record = store.get(record_type, record_id)
+    if record is None:
+        raise CLIError(f"no {record_type} record with id {record_id!r}")
+    if state.json:
+        emit_json(record_to_dict(record))
+    else:
+        print_record(record)
+
+
+@cli.command(name="list", short_help="List records of one type.")
+@click.option("--type", "record_type", default="memory", show_default=True, type=click.Choice(RECORD_TYPES))
+@click.option("--limit", type=click.IntRange(min=1), help="Keep the newest N (default 10,000).")
+@click.option("--all", "no_limit", is_flag=True, help="No limit.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="Skip the newest N first (page back with --offset/--limit).")
+@scope_options
+@click.option("--no-thread", is_flag=True, help="Only records without a thread.")
+@click.option("--no-user", is_flag=True, help="Only records without a user.")
+@click.option("--no-agent", is_flag=True, help="Only records without an agent.")
+@click.option("--filter", "metadata_filter", help="Metadata filter as a JSON object; 'null' = records without metadata.")
+@full_option
+@pass_state
+def list_(
+    state: State,
+    record_type: str,
+    limit: Optional[int],
+    no_limit: bool,
+    offset: int,
+    thread_id: Optional[str],
+    user_id: Optional[str],
+    agent_id: Optional[str],
+    no_thread: bool,
+    no_user: bool,
+    no_agent: bool,
+    metadata_filter: Optional[str],
+    full: bool,
+) -> None:
+    """List records of one type, oldest first: the newest --limit of them, after skipping the
+    newest --offset (so --offset 100 --limit 100 is the second page counted from the newest)."""
+    if limit is not None and no_limit:
+        raise CLIError("--limit and --all exclude each other", 2)
+    if offset and no_limit:
+        raise CLIError("--offset pages with --limit; it cannot be combined with --all", 2)
+    kwargs: dict[str, Any] = {}
+    for name, value, none_flag, flag_name in (
+        ("thread_id", thread_id, no_thread, "--no-thread"),
+        ("user_id", user_id, no_user, "--no-user"),
+        ("agent_id", agent_id, no_agent, "--no-agent"),
+    ):
+        if value is not None and none_flag:
+            raise CLIError(f"--{name.split('_')[0]} and {flag_name} exclude each other", 2)
+        if value is not None:
+            kwargs[name] = value
+        elif none_flag:
+            kwargs[name] = None
+    # one row more than shown tells whether the window cut anything off
+    shown = None if no_limit else (limit or MAX_LIST_LIMIT)
+    kwargs["limit"] = None if shown is None else offset + shown + 1
+    flt = parse_json_option(metadata_filter, "--filter")
+    if flt is not NOT_SET:
+        kwargs["metadata_filter"] = flt
+    store = state.open(create=False, reading=True)
+    records = store.list(record_type, **kwargs)
+    if offset:
+        records = records[: max(len(records) - offset, 0)]  # oldest first: the newest `offset` go
+    if shown is not None and len(records) > shown:
+        records = records[1:]  # oldest first: drop the extra (oldest) row
+        first, last = offset + 1, offset + shown
+        window = f"the newest {shown:,}" if not offset else f"{first:,}-{last:,} counted from the newest of the"
+        click.echo(
+            f"showing {window} {record_type} records; there are more: --offset {last} for the next page, "
+            "raise --limit, or use --all", err=True)
+    elif offset and not records:
+        click.echo(f"--offset {offset} skips every {record_type} record", err=True)
+    if state.json:
+        emit_json([record_to_dict(r) for r in records])
+    elif not records:
+        click.echo(f"no {record_type} records")
+    else:
+        click.echo(records_table(records, full=full))
+
+
+# ----------------------------------------------------------------------------- update / delete
+@cli.command(short_help="Update one record.")
+@click.argument("record_type", type=click.Choice(ADDABLE_TYPES))
+@click.argument("record_id")
+@click.option("--text", help="New stored text (also re-indexed).")
+@click.option("--clear-text", is_flag=True, help="Clear the stored text and its retrieval rows.")
+@click.option("--index-text", help="New retrieval text (what search sees); '' = not searchable.")
+@click.option("--metadata", help="Replace metadata with this JSON object; 'null' clears it.")
+@click.option("--timestamp", help="New ISO-8601 event time.")
+@click.option("--clear-timestamp", is_flag=True, help="Clear the event time.")
+@click.option("--ttl-days", type=int, help="New time to live in days.")
+@click.option("--no-expiry", is_flag=True, help="Never expire (ttl_days=None).")
+@pass_state
+def update(
+    state: State,
+    record_type: str,
+    record_id: str,
+    text: Optional[str],
+    clear_text: bool,
+    index_text: Optional[str],
+    metadata: Optional[str],
+    timestamp: Optional[str],
+    clear_timestamp: bool,
+    ttl_days: Optional[int],
+    no_expiry: bool,
+) -> None:
+    """Update one record; omitted options keep their value (exit 1 when it does not exist)."""
+    kwargs: dict[str, Any] = {}
+    for a, b, names in (
+        (text is not None, clear_text, "--text and --clear-text"),
+        (timestamp is not None, clear_timestamp, "--timestamp and --clear-timestamp"),
+        (ttl_days is not None, no_expiry, "--ttl-days and --no-expiry"),
+    ):
+        if a and b:
+            raise CLIError(f"{names} exclude each other", 2)
+    if text is not None:
+        kwargs["text"] = text
+    elif clear_text:
+        kwargs["text"] = None
+    if index_text is not None:
+        kwargs["index_text"] = index_text
+    md = parse_json_option(metadata, "--metadata")
+    if md is not NOT_SET:
+        kwargs["metadata"] = md
+    if timestamp is not None:
+        kwargs["timestamp"] = timestamp
+    elif clear_timestamp:
+        kwargs["timestamp"] = None
+    if ttl_days is not None:
+        kwargs["ttl_days"] = ttl_days
+    elif no_expiry:
+        kwargs["ttl_days"] = None
+    if not kwargs:
+        raise CLIError("nothing to update: give at least one of --text, --clear-text, --index-text, --metadata, --timestamp, --clear-timestamp, --ttl-days, --no-expiry", 2)
+    store = state.open(create=False)
+    count = store.update(record_type, record_id, **kwargs)
+    if state.json:
+        emit_json({"updated": count})
+    if count == 0:
+        raise CLIError(f"no {record_type} record with id {record_id!r}")
+    if not state.json:
+        click.echo(f"updated {record_type} {record_id}")
+
+
+@cli.command(short_help="Delete one record (--cascade for profiles).")
+@click.argument("record_type", metavar="TYPE", type=click.Choice(RECORD_TYPES))
+@click.argument("record_id", metavar="ID")
+@click.option("--cascade", is_flag=True, help="For profiles: also delete the actor's threads and scoped records.")
+@pass_state
+def delete(state: State, record_type: str, record_id: str, cascade: bool) -> None:
+    """Delete one record (exit 1 when nothing was deleted, except cascades)."""
+    store = state.open(create=False)
+    if record_type == "thread":
+        count = store.delete_thread(record_id)
+    else:
+        count = store.delete(record_type, record_id, cascade=cascade)
+    if state.json:
+        emit_json({"deleted": count})
+    if count == 0 and not cascade:
+        raise CLIError(f"no {record_type} record with id {record_id!r}")
+    if not state.json:
+        click.echo(f"deleted {count} {record_type} record(s)" + (" (cascade)" if cascade else ""))
+
+
+@cli.command(name="delete-thread", short_help="Delete a thread and everything in it.")
+@click.argument("thread_id")
+@pass_state
+def delete_thread(state: State, thread_id: str) -> None:
+    """Delete a thread with its messages and every record scoped to it."""
+    store = state.open(create=False)
+    count = store.delete_thread(thread_id)
+    if state.json:
+        emit_json({"deleted": count})
+    if count == 0:
+        raise CLIError(f"no thread with id {thread_id!r}")
+    if not state.json:
+        click.echo(f"deleted thread {thread_id}")
+
+
+@cli.command(short_help="Erase a user or an agent everywhere (store and knowledge).")
+@click.option("--user", "user_id", help="The user to erase (on every agent, shared ones too).")
+@click.option("--agent", "agent_id", help="The agent to erase, with all its knowledge.")
+@click.option("--name", "names", multiple=True, help="With --user: a name she has as a speaker or entity in the knowledge layer (repeatable; default: the user id).")
+@click.option("--yes", is_flag=True, help="Confirm without a prompt (needed when stdin is not a terminal).")
+@pass_state
+def forget(state: State, user_id: Optional[str], agent_id: Optional[str], names: tuple[str, ...], yes: bool) -> None:
+    """Erase everything about a user (--user) or an agent (--agent) in one transaction: the
+    profile, its threads and scoped records, and in the knowledge layer what was derived
+    from them (events, facts from or about the user, her entity, aliases, edges,
+    observations). Prints the rows erased per table. The deleted text then is in no table,
+    index or vector snapshot, and in no byte of the database files (the FTS index is merged
+    and the WAL checkpointed). Irreversible.
+    """
+    if (user_id is None) == (agent_id is None):
+        raise CLIError("give exactly one of --user or --agent", 2)
+    if names and agent_id is not None:
+        raise CLIError("--name goes with --user (an agent is erased with all its knowledge)", 2)
+    who = f"user {user_id}" if user_id is not None else f"agent {agent_id}"
+    store = state.open(create=False)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise CLIError(f"forget erases {who} irreversibly; repeat with --yes to confirm", 2)
+        click.confirm(f"Erase {who} and everything derived from it from {state.db}?", abort=True, err=True)
+    names_arg = list(names) or None
+    if state.db != ":memory:" and sqlite_admin.knowledge_tables_exist(state.db, state.store_key()):
+        from ..knowledge import KnowledgeMemory
+
+        with KnowledgeMemory(store, None) as km:
+            counts = km.forget(user_id=user_id, agent_id=agent_id, names=names_arg)
+    else:
+        counts = store.forget(user_id=user_id, agent_id=agent_id, names=names_arg)
+    erased = {table: n for table, n in counts.items() if n}
+    if state.json:
+        emit_json({"user_id": user_id, "agent_id": agent_id, "erased": erased, "total": sum(erased.values())})
+        return
+    if not erased:
+        click.echo(f"nothing stored about {who}")
+        return
+    click.echo(f"erased {who}: {sum(erased.values())} row(s)")
+    width = max(len(t) for t in erased)
+    for table, n in sorted(erased.items()):
+        click.echo(f"  {table.ljust(width)}  {n}")

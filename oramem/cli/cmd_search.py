@@ -1,0 +1,92 @@
+"""The ``search`` command."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import click
+
+from ..types import NOT_SET
+
+from .app import cli
+from .group import CLIError
+from .output import parse_json_option, split_types, record_to_dict, emit_json, results_table, full_option, scope_options
+from .state import State, pass_state
+
+
+# ----------------------------------------------------------------------------- search
+@cli.command(short_help="Search (vector, keyword or hybrid).")
+@click.argument("query")
+@click.option("-k", "k", default=10, show_default=True, type=int, help="Number of results.")
+@click.option("--strategy", type=click.Choice(["vector", "keyword", "hybrid"], case_sensitive=False), help="Per-call strategy (default: the store's).")
+@scope_options
+@click.option("--exact-thread", is_flag=True, help="Without --thread: only records with no thread.")
+@click.option("--exact-user", is_flag=True, help="Without --user: only records with no user.")
+@click.option("--exact-agent", is_flag=True, help="Without --agent: only records with no agent.")
+@click.option("--types", multiple=True, help="Record types to search (comma-separated or repeated).")
+@click.option("--filter", "metadata_filter", help="Metadata filter as a JSON object.")
+@full_option
+@click.option("--vector-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the vector ranking (default 1.0).")
+@click.option("--keyword-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the keyword ranking (default 0.7).")
+@click.option("--rrf-k", type=click.FloatRange(min=0, min_open=True), help="Hybrid fusion: reciprocal-rank constant (default 10; larger flattens the ranks).")
+@click.option("--fusion-depth", type=click.IntRange(min=1), help="Hybrid fusion: candidates per ranking (default max(10*k, 200)).")
+@pass_state
+def search(
+    state: State,
+    query: str,
+    k: int,
+    strategy: Optional[str],
+    thread_id: Optional[str],
+    user_id: Optional[str],
+    agent_id: Optional[str],
+    exact_thread: bool,
+    exact_user: bool,
+    exact_agent: bool,
+    types: tuple[str, ...],
+    metadata_filter: Optional[str],
+    full: bool,
+    vector_weight: Optional[float],
+    keyword_weight: Optional[float],
+    rrf_k: Optional[float],
+    fusion_depth: Optional[int],
+) -> None:
+    """Search the store for QUERY; prints rank, distance, type, scope and content.
+
+    Hybrid search fuses the vector and keyword rankings by weighted reciprocal-rank fusion:
+    score = vector-weight / (rrf-k + vector rank) + keyword-weight / (rrf-k + keyword rank),
+    over the best fusion-depth candidates of each ranking."""
+    flt = parse_json_option(metadata_filter, "--filter", allow_null=False)
+    fusion: dict[str, Any] = {"vector_weight": vector_weight, "keyword_weight": keyword_weight, "rrf_k": rrf_k, "depth": fusion_depth}
+    given = {name: value for name, value in fusion.items() if value is not None}
+    if given:
+        from ..sqlite import HybridConfig
+
+        if given.get("vector_weight", 1.0) == 0 and given.get("keyword_weight", 0.7) == 0:
+            raise CLIError("--vector-weight and --keyword-weight are both 0; use --strategy vector or keyword instead", 2)
+        state.hybrid = HybridConfig(**given)
+    store = state.open(create=False, reading=True)
+    if given:
+        effective = (strategy or store.search_strategy.value).lower()
+        if effective != "hybrid":
+            flags = ", ".join("--fusion-depth" if name == "depth" else f"--{name.replace('_', '-')}" for name in given)
+            raise CLIError(f"{flags} only apply to hybrid search, and this search is {effective}; "
+                           "add --strategy hybrid or drop them", 2)
+    kwargs: dict[str, Any] = dict(
+        thread_id=thread_id,
+        user_id=user_id,
+        agent_id=agent_id,
+        exact_thread_match=exact_thread,
+        exact_user_match=exact_user,
+        exact_agent_match=exact_agent,
+        record_types=split_types(types),
+        metadata_filter=None if flt is NOT_SET else flt,
+    )
+    if strategy:
+        kwargs["strategy"] = strategy.lower()
+    results = store.search(query, k, **kwargs)
+    if state.json:
+        emit_json([{"rank": i, "distance": d, "record": record_to_dict(r)} for i, (r, d) in enumerate(results, 1)])
+    elif not results:
+        click.echo("no results")
+    else:
+        click.echo(results_table(results, with_id=True, full=full))

@@ -1,0 +1,197 @@
+"""The root group's machinery: clean ``Error:`` lines, lazily loaded groups, global options
+accepted after a subcommand, and API argument names rewritten as the flags that feed them."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sqlite3
+import sys
+from typing import Any, Optional
+
+import click
+
+from ..embedders import EmbeddingServiceError
+from ..errors import StoreError
+from ..sqlite import admin as sqlite_admin
+
+
+
+# ----------------------------------------------------------------------------- errors
+class CLIError(click.ClickException):
+    """A clean one-line error with a chosen exit status."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        # click declares exit_code a ClassVar, yet reads it per instance; a per-error status is intended
+        self.exit_code = exit_code  # type: ignore[misc]
+
+
+#: Command groups imported only when used, so ``oramem --help`` and the SQLite commands
+#: load neither SQLAlchemy (knowledge layer) nor python-oracledb: name -> (module,
+#: attribute, short help).
+LAZY_GROUPS = {
+    "db": ("oramem.oracle.cli", "db", "Install, upgrade, inspect and remove oramem's PL/SQL packages in an Oracle schema."),
+    "knowledge": ("oramem.knowledge.cli", "knowledge", "Knowledge graph over the store: write messages, list facts, entities and history."),
+    "kg": ("oramem.knowledge.cli", "kg", "Knowledge-graph maintenance on a store named by --store-id (Oracle or --sqlite)."),
+}
+#: Global options also accepted after a (non-group) subcommand: name -> takes a value.
+MOVABLE_OPTIONS = {"--json": False, "--db": True, "--store": True, "--read-only": False}
+
+
+class OramemGroup(click.Group):
+    """Turns argument and store errors raised by commands into ``Error: ...`` lines, loads
+    the Oracle and knowledge groups lazily, and accepts ``--json``/``--db``/``--store``
+    after a subcommand too (``oramem search coffee --json``)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_GROUPS))
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        if name in LAZY_GROUPS and name not in self.commands:
+            module, attr, _ = LAZY_GROUPS[name]
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        limit = formatter.width - 6 - max(len(n) for n in self.list_commands(ctx))
+        for name in self.list_commands(ctx):
+            if name in LAZY_GROUPS and name not in self.commands:
+                # the short help the group will have, without importing it (click's own shortening)
+                rows.append((name, click.Command(name, help=LAZY_GROUPS[name][2]).get_short_help_str(limit)))
+                continue
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(self, args))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except BrokenPipeError:
+            # the reader closed our stdout (``| head``): stop quietly, successfully
+            quiet_stdout()
+            raise click.exceptions.Exit(0) from None
+        except (ValueError, TypeError) as exc:
+            if os.environ.get("ORAMEM_DEBUG"):
+                raise
+            raise CLIError(in_cli_words(one_line(exc), self._flags_of(ctx)), 2) from None
+        except (StoreError, EmbeddingServiceError, OSError) as exc:
+            if os.environ.get("ORAMEM_DEBUG"):
+                raise
+            raise CLIError(one_line(exc), 1) from None
+        except sqlite3.Error as exc:  # a damaged, read-only or unreachable database file
+            if os.environ.get("ORAMEM_DEBUG"):
+                raise
+            path = getattr(ctx.obj, "db", None) or "the database"
+            raise CLIError(sqlite_admin.explain_error(path, exc), 1) from None
+
+
+    def _flags_of(self, ctx: click.Context) -> dict[str, str]:
+        """Python parameter name -> first long flag, over the group's options and every
+        option of the invoked subcommand (and its own subcommands)."""
+        flags: dict[str, str] = {}
+
+        def add(command: Optional[click.Command]) -> None:
+            if command is None:
+                return
+            for param in command.params:
+                longs = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+                if isinstance(param, click.Option) and longs and param.name:
+                    flags.setdefault(param.name, longs[0])
+            if isinstance(command, click.Group):
+                for sub in command.commands.values():
+                    add(sub)
+
+        add(self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None)
+        add(self)
+        return flags
+
+
+#: store API argument -> the CLI option (python name) that feeds it, where the names differ
+_API_TO_OPTION = {
+    "user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "thread_id", "record_ids": "record_ids",
+    "record_types": "types", "metadata_filter": "metadata_filter", "ttl_days": "ttl_days",
+    "memory_store_id": "store_id", "index_texts": "index_text", "metadatas": "metadata",
+}
+
+
+def in_cli_words(message: str, flags: dict[str, str]) -> str:
+    """An error raised below the CLI, in the CLI's words: store API argument names become the
+    flags that feed them (``user_ids must not be empty`` -> ``--user must not be empty``) and
+    Python advice ("pass None ...") becomes "leave the flag out"."""
+    def flag(match: "re.Match[str]") -> str:
+        name = match.group(0)
+        option = _API_TO_OPTION.get(name, name)
+        return flags.get(option, name)
+
+    names = sorted({*(n for n in flags if "_" in n), *(a for a, o in _API_TO_OPTION.items() if o in flags)}, key=len, reverse=True)
+    if names:
+        message = re.sub(r"(?<![-\w])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])", flag, message)
+    message = message.replace("(pass None for no value)", "(leave the flag out for no value)")
+    return re.sub(r"; pass None to (\w+)", r"; leave the flag out to \1", message)
+
+
+def hoist_global_options(group: click.Group, args: list[str]) -> list[str]:
+    """Move ``--json``/``--db X``/``--store X`` found after a plain subcommand in front of
+    it (where the group parses them). Groups with options of their own (``db``, ``kg``,
+    ``knowledge``, ``stores``) and anything after ``--`` are left alone."""
+    args = list(args)
+    valued = {o for p in group.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        name = args[i].split("=", 1)[0]
+        i += 2 if name in valued and "=" not in args[i] else 1
+    if i >= len(args) or args[i] in LAZY_GROUPS or isinstance(group.commands.get(args[i]), click.Group):
+        return args
+    return move_before_subcommand(args, i, MOVABLE_OPTIONS)
+
+
+def move_before_subcommand(args: list[str], i: int, movable: dict[str, bool]) -> list[str]:
+    """``args`` with the options named in ``movable`` (name -> takes a value) that follow the
+    subcommand at index ``i`` moved in front of it; anything after ``--`` stays."""
+    head, sub, rest = args[:i], args[i], args[i + 1 :]
+    moved: list[str] = []
+    kept: list[str] = []
+    j = 0
+    while j < len(rest):
+        token = rest[j]
+        if token == "--":
+            kept.extend(rest[j:])
+            break
+        name = token.split("=", 1)[0]
+        if name in movable:
+            if movable[name] and "=" not in token and j + 1 < len(rest):
+                moved.extend(rest[j : j + 2])
+                j += 2
+                continue
+            moved.append(token)
+        else:
+            kept.append(token)
+        j += 1
+    return head + moved + [sub] + kept
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split())
+
+
+def show_warning(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None) -> None:
+    click.echo(f"Warning: {message}", err=True)
+
+
+
+def quiet_stdout() -> None:
+    # Python flushes stdout again at exit; point it at /dev/null so that does not fail.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

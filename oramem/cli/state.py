@@ -1,0 +1,191 @@
+"""Per-invocation state (``State``, passed to every command) and the checks on ``--db``
+before SQLite is asked."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import click
+
+from ..embedders import HashEmbedder, OpenAICompatibleEmbedder
+from ..embedders.defaults import default_embedder, embedder_for
+from ..embedders.identity import decode_identity
+from ..errors import StoreError
+from ..normalize import DEFAULT_STORE_ID, validate_store_id
+from ..sqlite import admin as sqlite_admin
+
+from .group import CLIError, one_line
+
+
+DEFAULT_DB = "./oramem.db"
+#: Dimension of the default HashEmbedder the CLI uses.
+HASH_DIM = 256
+
+
+# ----------------------------------------------------------------------------- catalog
+def read_catalog(path: str) -> dict[str, dict[str, Any]]:
+    """Catalog rows of an existing database file, by store id ({} for a non-oramem file)."""
+    try:
+        return sqlite_admin.list_stores(path)
+    except StoreError as exc:
+        raise CLIError(str(exc)) from None
+
+
+# ----------------------------------------------------------------------------- state
+@dataclass
+class State:
+    db: str
+    store_id: Optional[str]
+    json: bool
+    embed_url: Optional[str]
+    embed_model: Optional[str]
+    embed_dim: Optional[int]
+    store_strategy: str
+    db_given: bool
+    embed_onnx: Optional[str] = None
+    strategy_given: bool = False
+    embed_allow_http_key: bool = False
+    read_only: bool = False
+    keyword_language: Optional[str] = None
+    hybrid: Any = None
+    _store: Any = None
+
+    def embedder(self, row: Optional[dict[str, Any]] = None) -> Any:
+        """The embedder the --embed-* options select; with none of them, the one the existing
+        store's recorded identity names (``row``), else for a new store the semantic default
+        (a local ONNX model when available, else HashEmbedder(256) with a notice)."""
+        if self.embed_onnx:
+            if self.embed_url or self.embed_model:
+                raise click.UsageError("--embed-onnx and --embed-url/--embed-model are alternatives; give one")
+            from ..embedders import ONNXEmbedder
+
+            try:
+                onnx = ONNXEmbedder(self.embed_onnx)
+            except ImportError as exc:
+                raise CLIError(str(exc), 2) from None
+            except RuntimeError as exc:  # ModelNotAvailable
+                raise CLIError(one_line(exc), 1) from None
+            if self.embed_dim is not None and self.embed_dim != onnx.embedding_dimension:
+                raise click.UsageError(
+                    f"--embed-dim {self.embed_dim} differs from the ONNX model's dimension {onnx.embedding_dimension}; omit it"
+                )
+            return onnx
+        if self.embed_url or self.embed_model:
+            if not (self.embed_url and self.embed_model):
+                raise click.UsageError("--embed-url and --embed-model go together")
+            return OpenAICompatibleEmbedder(
+                self.embed_model, base_url=self.embed_url, dimension=self.embed_dim, allow_insecure_key=self.embed_allow_http_key
+            )
+        if self.embed_dim is not None:
+            return HashEmbedder(self.embed_dim)
+        if row is not None:
+            rebuilt = embedder_for(decode_identity(row.get("embedder")))
+            if rebuilt is not None:
+                return rebuilt
+            return HashEmbedder(HASH_DIM)
+        try:
+            return default_embedder()
+        except ImportError as exc:
+            raise CLIError(str(exc), 2) from None
+        except RuntimeError as exc:  # ModelNotAvailable for a bad $ORAMEM_ONNX_MODEL
+            raise CLIError(one_line(exc), 1) from None
+
+    def store_key(self) -> str:
+        """The upper-cased memory_store_id this invocation addresses."""
+        if self.store_id == "":
+            raise CLIError("--store is empty; give a store id, or leave it out for the default store", 2)
+        if not self.store_id:
+            return DEFAULT_STORE_ID
+        return validate_store_id(self.store_id)
+
+    def open(self, *, create: bool, path: Optional[str] = None, policy: Any = None, reading: bool = False) -> Any:
+        """Open (and remember) the store.
+
+        An existing store is opened with the strategy it supports unless --store-strategy
+        was given, so the CLI never upgrades a store by accident; a new store is created
+        (only when ``create``) with --store-strategy (default hybrid). Commands that need
+        an existing store (``create=False``) refuse a missing file or store instead of
+        creating one. Commands that only read (``reading``) open the file read-only with
+        --read-only, or when the file or its directory is not writable here.
+        """
+        if self._store is not None:
+            return self._store
+        from .. import SQLiteMemoryStore
+        from ..types import SchemaPolicy
+
+        path = path or self.db
+        sid = self.store_key()
+        exists = path != ":memory:" and os.path.exists(path)
+        if not create and path != ":memory:" and not exists:
+            raise CLIError(
+                f"no database at {path}; add records first (oramem add / oramem import) or point --db / ORAMEM_DB at one"
+            )
+        if self.read_only and not reading:
+            raise CLIError("--read-only allows only reading commands (search, get, list, export, check)", 2)
+        read_only = self.read_only
+        if path != ":memory:":
+            read_only = check_db_path(path, exists=exists, create=create, reading=reading) or read_only
+        catalog = read_catalog(path) if exists else {}
+        row = catalog.get(sid)
+        if row is None and not create:
+            known = ", ".join(sorted(catalog)) or "none"
+            raise CLIError(f"no store {sid!r} in {path} (stores there: {known}); pick one with --store")
+        strategy = self.store_strategy
+        if row is not None and not self.strategy_given:
+            strategy = row["capability"]
+        kwargs: dict[str, Any] = {
+            "embedder": self.embedder(row),
+            "schema_policy": policy or (SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING),
+            "search_strategy": strategy,
+        }
+        if self.keyword_language is not None:
+            stored = None if row is None else (row.get("keyword_language") or "legacy")
+            if stored is not None and stored != self.keyword_language:
+                raise CLIError(
+                    f"--keyword-language {self.keyword_language}: store {sid!r} indexes text as {stored!r} "
+                    "(a store setting fixed at creation); omit --keyword-language, or use another --store", 2
+                )
+            if stored is None:
+                kwargs["keyword_language"] = self.keyword_language
+        if self.hybrid is not None:
+            kwargs["hybrid"] = self.hybrid
+        if self.store_id:
+            kwargs["memory_store_id"] = self.store_id
+        if path != ":memory:":
+            kwargs["read_only"] = read_only
+        self._store = SQLiteMemoryStore(path, **kwargs)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            store, self._store = self._store, None
+            store.close()
+
+
+pass_state = click.make_pass_decorator(State)
+
+
+def check_db_path(path: str, *, exists: bool, create: bool, reading: bool = False) -> bool:
+    """One clear error for a --db that cannot work, before SQLite is asked; True when an
+    existing file can only be read here and the command only reads (open it read-only)."""
+    if path == "" or os.path.isdir(path):
+        raise CLIError(f"--db {path!r} is {'empty' if not path else 'a directory'}; give a database file path", 2)
+    where = os.path.dirname(os.path.abspath(path))
+    if not exists:
+        if not os.path.isdir(where):
+            raise CLIError(f"cannot create {path}: directory {where} does not exist (create it, or point --db elsewhere)")
+        if create and not os.access(where, os.W_OK | os.X_OK):
+            raise CLIError(f"cannot create {path}: directory {where} is not writable")
+        return False
+    if not os.access(path, os.R_OK):
+        raise CLIError(f"cannot read {path}: permission denied")
+    if not os.access(path, os.W_OK) or not os.access(where, os.W_OK | os.X_OK):
+        if reading:
+            return True
+        raise CLIError(
+            f"{path} is read-only here: this command writes, which needs write access to the file and its "
+            "directory (WAL journal); reading commands (search, get, list, export, check) work on it"
+        )
+    return False
