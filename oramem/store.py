@@ -841,9 +841,11 @@ class OracleDBMemoryStore(OracleMemoryStore):
     search, the same weighted reciprocal-rank fusion as :class:`SQLiteMemoryStore` (run in
     PL/SQL); a ``depth`` over 10,000 is a ``CapabilityError`` (docs/oracle-search.md).
 
-    ``keyword_language`` (keyword-only, optional): ``"english"`` (default: English stopwords
-    dropped from queries, Oracle Text stemming of each word) or ``"none"``, as on SQLite;
-    on Oracle it shapes the query only and is not persisted with the store.
+    ``keyword_language`` (keyword-only, optional): ``"english"`` (the default for a new store:
+    English stemming, English stopwords dropped from queries) or ``"none"``, as on SQLite:
+    persisted with the store (its Oracle Text index is built for it); an open that names
+    another one is a ``StoreSettingsMismatch``; ``None`` adopts the stored one
+    (docs/oracle-search.md).
     """
 
     def __init__(

@@ -26,7 +26,9 @@ AS
       has_model      BOOLEAN := FALSE,
       model          VARCHAR2(128 CHAR),
       has_hook       BOOLEAN := FALSE,
-      hook           VARCHAR2(400 CHAR)
+      hook           VARCHAR2(400 CHAR),
+      has_language   BOOLEAN := FALSE,
+      language       VARCHAR2(16 CHAR)
    );
 
    g_lock_id     NUMBER;                    -- DBMS_LOCK id held by this session, if any
@@ -184,6 +186,7 @@ AS
       in_max      IN NUMBER,
       in_model    IN VARCHAR2,
       in_hook     IN VARCHAR2,
+      in_language IN VARCHAR2,
       in_state    IN VARCHAR2
    )
    IS
@@ -200,16 +203,18 @@ AS
          s.max_ttl_days      = in_max,
          s.embedding_model   = in_model,
          s.deletion_hook     = in_hook,
+         s.keyword_language  = in_language,
          s.state             = in_state,
          s.state_owner       = SYS_CONTEXT('USERENV', 'SID'),
          s.state_since       = SYS_EXTRACT_UTC(SYSTIMESTAMP),
          s.updated_at        = SYS_EXTRACT_UTC(SYSTIMESTAMP)
       WHEN NOT MATCHED THEN INSERT
          (memory_store_id, vector_dim, search_strategy, search_index_sync, default_ttl_days,
-          max_ttl_days, embedding_model, deletion_hook, schema_version, state, state_owner)
+          max_ttl_days, embedding_model, deletion_hook, keyword_language, schema_version, state,
+          state_owner)
       VALUES
          (in_store_id, in_dim, in_strategy, in_sync, in_default, in_max, in_model, in_hook,
-          0, in_state, SYS_CONTEXT('USERENV', 'SID'));
+          in_language, 0, in_state, SYS_CONTEXT('USERENV', 'SID'));
       COMMIT;
    END save_settings;
 
@@ -360,6 +365,19 @@ AS
          INTO l_count USING in_name;
       RETURN l_count > 0;
    END vpref_exists;
+
+   FUNCTION stoplist_exists(in_name IN VARCHAR2) RETURN BOOLEAN
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      IF NOT oramem_registry.text_available THEN
+         RETURN FALSE;
+      END IF;
+      -- Dynamic, as vpref_exists: CTX views are absent where Oracle Text is not installed.
+      EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ctx_user_stoplists WHERE spl_name = :1'
+         INTO l_count USING in_name;
+      RETURN l_count > 0;
+   END stoplist_exists;
 
    -- Derived name with a suffix (constraint / index names), validated and quoted.
    FUNCTION derived_name(
@@ -533,6 +551,13 @@ AS
          l_set.has_hook := TRUE;
          l_set.hook := check_hook_name(opt_word(l_obj, 'deletion_hook'));
       END IF;
+      -- keyword_language (issue 11 item 5): null/absent = adopt the persisted one (a new store:
+      -- english), as the SQLite engine's keyword_language=None
+      IF l_obj.has('keyword_language') AND NOT l_obj.get('keyword_language').is_null THEN
+         l_set.has_language := TRUE;
+         l_set.language := oramem_registry.check_language(opt_word(l_obj, 'keyword_language'),
+                                                          'settings: keyword_language');
+      END IF;
       RETURN l_set;
    END parse_settings;
 
@@ -609,6 +634,17 @@ AS
                           ELSE 'SYNC (ON COMMIT)' END;
    END text_params;
 
+   -- The Oracle Text preferences of the store's text index (keyword and hybrid stores; issue
+   -- 11 item 5), as CREATE INDEX / CREATE HYBRID VECTOR INDEX parameters. Names from
+   -- oramem_registry.object_name (DBMS_ASSERT-validated, no quotes).
+   FUNCTION text_prefs(in_store_id IN VARCHAR2) RETURN VARCHAR2
+   IS
+   BEGIN
+      RETURN 'LEXER ' || oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_lexer)
+          || ' WORDLIST ' || oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_wordlist)
+          || ' STOPLIST ' || oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_stoplist);
+   END text_prefs;
+
    FUNCTION hybrid_params(in_sync IN VARCHAR2) RETURN VARCHAR2
    IS
    BEGIN
@@ -629,6 +665,61 @@ AS
                   || CASE WHEN in_force THEN ' FORCE' END);
       END IF;
    END drop_index_if_exists;
+
+   -- Drop the store's lexer, wordlist and stoplist preferences when they exist. Dropping a
+   -- preference does not affect an index created with it (Oracle Text Reference, DROP_PREFERENCE).
+   PROCEDURE drop_text_prefs(in_store_id IN VARCHAR2)
+   IS
+      l_lex  VARCHAR2(130 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_lexer);
+      l_wl   VARCHAR2(130 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_wordlist);
+      l_stop VARCHAR2(130 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_stoplist);
+   BEGIN
+      IF vpref_exists(l_lex) THEN
+         exec_block('BEGIN CTX_DDL.DROP_PREFERENCE(:1); END;', l_lex);
+      END IF;
+      IF vpref_exists(l_wl) THEN
+         exec_block('BEGIN CTX_DDL.DROP_PREFERENCE(:1); END;', l_wl);
+      END IF;
+      IF stoplist_exists(l_stop) THEN
+         exec_block('BEGIN CTX_DDL.DROP_STOPLIST(:1); END;', l_stop);
+      END IF;
+   END drop_text_prefs;
+
+   -- (Re)create the text index preferences of a keyword language, just before the index is
+   -- created (docs/oracle-search.md, "keyword_language"; plsql/VERIFY.md, row K1):
+   --  - lexer OM_<ID>_LEX, BASIC_LEXER: BASE_LETTER YES (diacritics folded, as SQLite's
+   --    remove_diacritics 2; Oracle Text is case-insensitive by default, MIXED_CASE NO);
+   --    INDEX_STEMS ENGLISH for english (stems indexed: faster $word queries), NONE for none;
+   --  - wordlist OM_<ID>_WL, BASIC_WORDLIST: STEMMER ENGLISH for english (the stem operator's
+   --    language, independent of the database language), NULL (no stemming) for none;
+   --  - stoplist OM_<ID>_STOP: an empty BASIC_STOPLIST for both languages (CREATE_STOPLIST
+   --    creates "a new, empty stoplist"): every word is indexed, as in SQLite's FTS5 index;
+   --    english drops its stopwords from the query only (oramem_search.keyword_query).
+   -- Existing ones are dropped first, so a preference half made by an interrupted run is
+   -- never used. Attribute values are fixed literals chosen by the checked language.
+   PROCEDURE create_text_prefs(
+      in_store_id IN VARCHAR2,
+      in_language IN VARCHAR2
+   )
+   IS
+      l_english BOOLEAN := NVL(in_language, oramem_registry.gc_default_language)
+                           = oramem_registry.gc_language_english;
+   BEGIN
+      drop_text_prefs(in_store_id);
+      exec_block('DECLARE l_name VARCHAR2(130 CHAR) := :1; BEGIN '
+                 || 'CTX_DDL.CREATE_PREFERENCE(l_name, ''BASIC_LEXER''); '
+                 || 'CTX_DDL.SET_ATTRIBUTE(l_name, ''BASE_LETTER'', ''YES''); '
+                 || 'CTX_DDL.SET_ATTRIBUTE(l_name, ''INDEX_STEMS'', '
+                 || CASE WHEN l_english THEN '''ENGLISH''' ELSE '''NONE''' END || '); END;',
+                 oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_lexer));
+      exec_block('DECLARE l_name VARCHAR2(130 CHAR) := :1; BEGIN '
+                 || 'CTX_DDL.CREATE_PREFERENCE(l_name, ''BASIC_WORDLIST''); '
+                 || 'CTX_DDL.SET_ATTRIBUTE(l_name, ''STEMMER'', '
+                 || CASE WHEN l_english THEN '''ENGLISH''' ELSE '''NULL''' END || '); END;',
+                 oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_wordlist));
+      exec_block('BEGIN CTX_DDL.CREATE_STOPLIST(:1, ''BASIC_STOPLIST''); END;',
+                 oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_stoplist));
+   END create_text_prefs;
 
    PROCEDURE ensure_purge_job(
       in_store_id IN VARCHAR2,
@@ -767,9 +858,12 @@ AS
             drop_index_if_exists(l_name, TRUE);
          END IF;
          IF NOT index_exists(l_name) THEN
+            create_text_prefs(in_store_id, l_store.keyword_language);
             exec_ddl(REPLACE(REPLACE(REPLACE(gc_tpl_text, '#TXT#',
                         oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_text)),
-                        '#CHK#', l_chk_q), '#PARAMS#', text_params(l_store.search_index_sync)));
+                        '#CHK#', l_chk_q), '#PARAMS#',
+                        text_prefs(in_store_id) || CASE WHEN text_params(l_store.search_index_sync) IS NOT NULL
+                                                        THEN ' ' || text_params(l_store.search_index_sync) END));
          END IF;
          l_text := 1;
       ELSIF l_store.search_strategy = 'hybrid' THEN
@@ -796,11 +890,15 @@ AS
                           oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_vpref),
                           l_params.to_clob);
             END IF;
+            -- the text part of a hybrid vector index takes Oracle Text preferences too ("Text
+            -- search preferences for the text index part", CREATE HYBRID VECTOR INDEX)
+            create_text_prefs(in_store_id, l_store.keyword_language);
             exec_ddl(REPLACE(REPLACE(REPLACE(gc_tpl_hybrid, '#HVI#',
                         oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_hybrid)),
                         '#CHK#', l_chk_q),
                         '#PARAMS#', 'VECTORIZER '
                                     || oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_vpref)
+                                    || ' ' || text_prefs(in_store_id)
                                     || CASE WHEN hybrid_params(l_store.search_index_sync) IS NOT NULL
                                             THEN ' ' || hybrid_params(l_store.search_index_sync) END));
          END IF;
@@ -872,6 +970,7 @@ AS
       IF vpref_exists(l_pref) THEN
          exec_block('BEGIN DBMS_VECTOR_CHAIN.DROP_PREFERENCE(:1); END;', l_pref);
       END IF;
+      drop_text_prefs(in_store_id);
    END drop_objects;
 
    ---------------------------------------------------------------------------------------
@@ -911,6 +1010,7 @@ AS
       l_obj.put('retention', l_ret);
       l_obj.put('embedding_model', l_row.embedding_model);
       l_obj.put('deletion_hook', l_row.deletion_hook);
+      l_obj.put('keyword_language', l_row.keyword_language);   -- null: schema version < 3
       IF l_row.vector_dim IS NOT NULL THEN
          l_sup.append('vector');
       END IF;
@@ -946,13 +1046,26 @@ AS
       in_state    IN VARCHAR2
    )
    IS
-      l_code PLS_INTEGER;
+      l_code  PLS_INTEGER;
+      l_store oramem_registry.store_t;
+      l_found BOOLEAN;
    BEGIN
+      oramem_registry.find_store(in_store_id, l_store, l_found);
       set_state(in_store_id, in_state);
+      -- Upgrades NNN -> MMM of per-store objects go here (ddl/README.md).
+      -- 2 -> 3 (issue 11 item 5): a text or hybrid index built before version 3 has Oracle
+      -- Text's default lexer, wordlist and stoplist (those of the database language): it is
+      -- dropped, and ensure_objects below builds it again with the preferences of the store's
+      -- keyword_language (recorded by upgrade_to). schema_version stays < 3 until mark_ready,
+      -- so a rerun after a failure drops and rebuilds again (resumable). A hybrid index is
+      -- re-vectorized by its rebuild (docs/oracle-search.md).
+      IF l_found AND l_store.schema_version < 3 THEN
+         drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_text), TRUE);
+         drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_hybrid), TRUE);
+      END IF;
       ensure_objects(in_store_id);
-      -- Upgrades NNN -> MMM of per-store objects go here (ddl/README.md). 1 -> 2 (S24): the
-      -- (record_type, seq_no) and (thread_id, record_type, seq_no) indexes, which
-      -- ensure_objects above creates when they are missing; nothing else to do.
+      -- 1 -> 2 (S24): the (record_type, seq_no) and (thread_id, record_type, seq_no) indexes,
+      -- which ensure_objects above creates when they are missing; nothing else to do.
       mark_ready(in_store_id);
    EXCEPTION
       WHEN OTHERS THEN
@@ -976,6 +1089,8 @@ AS
    IS
       l_strategy VARCHAR2(16 CHAR) := CASE WHEN in_set.has_strategy THEN in_set.strategy ELSE 'vector' END;
       l_sync     VARCHAR2(16 CHAR) := CASE WHEN in_set.has_sync THEN in_set.sync_mode ELSE 'on_commit' END;
+      l_language VARCHAR2(16 CHAR) := CASE WHEN in_set.has_language THEN in_set.language
+                                           ELSE oramem_registry.gc_default_language END;
    BEGIN
       check_capabilities(l_strategy, l_sync, in_set.model);
       IF l_strategy = 'vector' AND in_set.vector_dim IS NULL THEN
@@ -983,7 +1098,8 @@ AS
       END IF;
       -- Claim: the CREATING row is committed before any DDL (ORACLE_NOTES 9.2).
       save_settings(in_set.store_id, in_set.vector_dim, l_strategy, l_sync, in_set.default_ttl,
-                    in_set.max_ttl, in_set.model, in_set.hook, oramem_registry.gc_state_creating);
+                    in_set.max_ttl, in_set.model, in_set.hook, l_language,
+                    oramem_registry.gc_state_creating);
       build_store(in_set.store_id, oramem_registry.gc_state_creating);
    END create_new;
 
@@ -1062,6 +1178,17 @@ AS
          mismatch(in_store.memory_store_id, 'embedding_model', in_store.embedding_model,
                   in_set.model, l_hint);
       END IF;
+      -- keyword_language is fixed when the store is created (its text index is built for it):
+      -- another one is a mismatch under every policy but RECREATE, as on SQLite. A store of
+      -- schema version < 3 has none recorded yet; its upgrade records the requested one.
+      IF in_set.has_language AND in_store.keyword_language IS NOT NULL
+         AND in_set.language <> in_store.keyword_language
+      THEN
+         mismatch(in_store.memory_store_id, 'keyword_language', in_store.keyword_language,
+                  in_set.language, 'omit keyword_language (or pass keyword_language='
+                  || in_store.keyword_language || ') to use the stored one, or use '
+                  || 'SchemaPolicy.RECREATE (destroys the data)');
+      END IF;
       RETURN l_upgrade;
    END reconcile;
 
@@ -1075,6 +1202,11 @@ AS
       l_dim      NUMBER := in_store.vector_dim;
       l_strategy VARCHAR2(16 CHAR) := in_store.search_strategy;
       l_model    VARCHAR2(128 CHAR) := in_store.embedding_model;
+      -- recorded language; a store of schema version < 3 gets the requested one (reconcile
+      -- refused a different one for a store that has one), else the default
+      l_language VARCHAR2(16 CHAR) := COALESCE(in_store.keyword_language,
+                                               CASE WHEN in_set.has_language THEN in_set.language END,
+                                               oramem_registry.gc_default_language);
    BEGIN
       IF in_set.has_dim AND in_set.vector_dim IS NOT NULL AND l_dim IS NULL THEN
          l_dim := in_set.vector_dim;
@@ -1088,7 +1220,7 @@ AS
       check_capabilities(l_strategy, in_store.search_index_sync, l_model);
       save_settings(in_store.memory_store_id, l_dim, l_strategy, in_store.search_index_sync,
                     in_store.default_ttl_days, in_store.max_ttl_days, l_model,
-                    in_store.deletion_hook, oramem_registry.gc_state_upgrading);
+                    in_store.deletion_hook, l_language, oramem_registry.gc_state_upgrading);
       build_store(in_store.memory_store_id, oramem_registry.gc_state_upgrading);
    END upgrade_to;
 
@@ -1139,7 +1271,7 @@ AS
       IF l_policy = gc_policy_recreate THEN
          IF l_found OR store_objects_exist(l_set.store_id) THEN
             IF NOT l_found THEN
-               save_settings(l_set.store_id, NULL, 'vector', 'on_commit', NULL, NULL, NULL, NULL,
+               save_settings(l_set.store_id, NULL, 'vector', 'on_commit', NULL, NULL, NULL, NULL, NULL,
                              oramem_registry.gc_state_dropping);
             END IF;
             remove_store(l_set.store_id);
@@ -1301,7 +1433,7 @@ AS
          END IF;
       ELSE
          IF NOT l_found THEN
-            save_settings(l_id, NULL, 'vector', 'on_commit', NULL, NULL, NULL, NULL,
+            save_settings(l_id, NULL, 'vector', 'on_commit', NULL, NULL, NULL, NULL, NULL,
                           oramem_registry.gc_state_dropping);
          END IF;
          remove_store(l_id);

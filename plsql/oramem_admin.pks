@@ -27,8 +27,11 @@ AS
     *    "search_index_sync": "on_commit",          -- on_commit | manual | auto (auto: hybrid only)
     *    "retention": {"default_ttl_days": 30, "max_ttl_days": 365},   -- ints >= 0 or null
     *    "embedding_model": "ORAMEM_EMBED",         -- in-DB ONNX model; required for hybrid
-    *    "deletion_hook": "APP.ON_ORAMEM_DELETE"}   -- optional; applied when the store is
+    *    "deletion_hook": "APP.ON_ORAMEM_DELETE",   -- optional; applied when the store is
     *                                               -- created (later: set_deletion_hook)
+    *    "keyword_language": "english"}             -- english | none | null (= adopt; a new
+    *                                               -- store: english). Fixed at creation: it
+    *                                               -- shapes the text index and the queries
     *
     * Settings-in-force JSON (result of open_store, create_store, describe_store,
     * upgrade_store; one element of list_stores):
@@ -36,6 +39,7 @@ AS
     *    "search_index_sync": "on_commit",
     *    "retention": {"default_ttl_days": null, "max_ttl_days": null},
     *    "embedding_model": null, "deletion_hook": null,
+    *    "keyword_language": "english",    -- null only for a store of schema version < 3
     *    "supported_strategies": ["vector", "keyword", "hybrid"],
     *    "schema_version": 1, "code_schema_version": 1, "state": "READY",
     *    "purge_job": "ORAMEM_PURGE_MYSTORE" | null,
@@ -74,7 +78,8 @@ AS
     * (no DBMS_LOCK call: concurrent opens do not serialise).
     * Errors: -20001 bad policy/setting value; -20002 bad JSON; -20010 bad store id;
     *  -20101 not found (names CREATE_IF_NECESSARY); -20103 settings mismatch (names the
-    *  setting and the persisted value); -20104 outdated; -20105 incomplete/orphaned
+    *  setting, the persisted and the requested value; keyword_language included, under every
+    *  policy but RECREATE, before anything is written); -20104 outdated; -20105 incomplete/orphaned
     *  objects; -20106 store DROPPING or BROKEN under REQUIRE_EXISTING; -20107 too new;
     *  -20201 lock timeout; -20301 Oracle Text / hybrid / model missing; -20302 grant
     *  missing (EXECUTE ON DBMS_LOCK, CREATE TABLE...). Any ORA- error from DDL is logged,

@@ -46,6 +46,9 @@ AS
             WHEN gc_obj_hybrid  THEN 'OM_' || l_id || '_HVI'
             WHEN gc_obj_vpref   THEN 'OM_' || l_id || '_VPREF'
             WHEN gc_obj_job     THEN 'ORAMEM_PURGE_' || l_id
+            WHEN gc_obj_lexer   THEN 'OM_' || l_id || '_LEX'
+            WHEN gc_obj_wordlist THEN 'OM_' || l_id || '_WL'
+            WHEN gc_obj_stoplist THEN 'OM_' || l_id || '_STOP'
          END;
       IF l_name IS NULL THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
@@ -76,7 +79,7 @@ AS
       SELECT s.memory_store_id, s.vector_dim, s.search_strategy, s.search_index_sync,
              s.default_ttl_days, s.max_ttl_days, s.embedding_model, s.deletion_hook,
              s.schema_version, s.state, s.has_text_index, s.has_hybrid_index,
-             s.purge_job_name
+             s.purge_job_name, s.keyword_language
       INTO   out_store
       FROM   oramem_stores s
       WHERE  s.memory_store_id = l_id;
@@ -247,6 +250,20 @@ AS
             NULL ON NULL RETURNING CLOB)]';
       RETURN REPLACE(l_sql, '#A', in_alias);
    END record_json_sql;
+
+   FUNCTION check_language(
+      in_language IN VARCHAR2,
+      in_argument IN VARCHAR2 DEFAULT 'keyword_language'
+   ) RETURN VARCHAR2
+   IS
+      l_language VARCHAR2(64 CHAR) := LOWER(TRIM(SUBSTR(in_language, 1, 64)));
+   BEGIN
+      IF l_language IS NULL OR l_language NOT IN (gc_language_english, gc_language_none) THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            in_argument || ' must be ' || gc_language_english || ' or ' || gc_language_none);
+      END IF;
+      RETURN l_language;
+   END check_language;
 
    FUNCTION text_available RETURN BOOLEAN
    IS

@@ -13,9 +13,12 @@ AS
 
    -- Per-store schema version this code creates and reads (see ddl/README.md).
    -- 2: the (record_type, seq_no) and (thread_id, record_type, seq_no) indexes (review S24).
-   gc_store_schema_version   CONSTANT PLS_INTEGER := 2;
-   -- Catalog (ORAMEM_* tables) version written by ddl/001_catalog.sql.
-   gc_catalog_version        CONSTANT PLS_INTEGER := 1;
+   -- 3: keyword_language recorded; the text index built with the language's lexer, wordlist
+   --    and stoplist preferences (issue 11 item 5).
+   gc_store_schema_version   CONSTANT PLS_INTEGER := 3;
+   -- Catalog (ORAMEM_* tables) version: ddl/001_catalog.sql (1), ddl/upgrades/001_to_002.sql
+   -- (2: ORAMEM_STORES.KEYWORD_LANGUAGE).
+   gc_catalog_version        CONSTANT PLS_INTEGER := 2;
    -- Store used when a caller passes a NULL store id (SC-10.1 "omitted = the default store").
    gc_default_store_id       CONSTANT VARCHAR2(16 CHAR) := 'DEFAULT';  -- oramem.normalize.DEFAULT_STORE_ID
 
@@ -34,6 +37,15 @@ AS
    gc_obj_hybrid             CONSTANT VARCHAR2(8 CHAR) := 'HVI';    -- OM_<ID>_HVI   hybrid vector index
    gc_obj_vpref              CONSTANT VARCHAR2(8 CHAR) := 'VPREF';  -- OM_<ID>_VPREF vectorizer preference
    gc_obj_job                CONSTANT VARCHAR2(8 CHAR) := 'JOB';    -- ORAMEM_PURGE_<ID> scheduler job
+   gc_obj_lexer              CONSTANT VARCHAR2(8 CHAR) := 'LEX';    -- OM_<ID>_LEX   BASIC_LEXER preference
+   gc_obj_wordlist           CONSTANT VARCHAR2(8 CHAR) := 'WL';     -- OM_<ID>_WL    BASIC_WORDLIST preference
+   gc_obj_stoplist           CONSTANT VARCHAR2(8 CHAR) := 'STOP';   -- OM_<ID>_STOP  BASIC_STOPLIST (empty)
+
+   -- Keyword languages (ORAMEM_STORES.KEYWORD_LANGUAGE; the names of oramem.sqlite.keyword
+   -- KEYWORD_LANGUAGES). english: English stemming, English query stopwords; none: neither.
+   gc_language_english       CONSTANT VARCHAR2(16 CHAR) := 'english';
+   gc_language_none          CONSTANT VARCHAR2(16 CHAR) := 'none';
+   gc_default_language       CONSTANT VARCHAR2(16 CHAR) := 'english';  -- a new store, as on SQLite
 
    SUBTYPE store_id_t    IS VARCHAR2(16 CHAR);
    SUBTYPE object_name_t IS VARCHAR2(128 CHAR);
@@ -54,7 +66,8 @@ AS
       state              oramem_stores.state%TYPE,
       has_text_index     oramem_stores.has_text_index%TYPE,
       has_hybrid_index   oramem_stores.has_hybrid_index%TYPE,
-      purge_job_name     oramem_stores.purge_job_name%TYPE
+      purge_job_name     oramem_stores.purge_job_name%TYPE,
+      keyword_language   oramem_stores.keyword_language%TYPE  -- NULL: schema version < 3
    );
 
    /*
@@ -149,6 +162,16 @@ AS
     */
    FUNCTION record_json_sql(
       in_alias IN VARCHAR2
+   ) RETURN VARCHAR2;
+
+   /*
+    * check_language: LOWER(TRIM(in_language)) when it is one of gc_language_english,
+    * gc_language_none; in_argument names the setting in the error message.
+    * Errors: -20001 (names the accepted values).
+    */
+   FUNCTION check_language(
+      in_language IN VARCHAR2,
+      in_argument IN VARCHAR2 DEFAULT 'keyword_language'
    ) RETURN VARCHAR2;
 
    /*

@@ -548,7 +548,8 @@ AS
       l_vkeys      CLOB := TO_CLOB('[]');
       l_tkeys      CLOB := TO_CLOB('[]');
       l_supported  VARCHAR2(100 CHAR);
-      l_language   VARCHAR2(16 CHAR) := 'english';
+      -- the store's persisted keyword_language (schema version 3; ready_store refuses older)
+      l_language   VARCHAR2(16 CHAR) := NVL(l_store.keyword_language, oramem_registry.gc_default_language);
    BEGIN
       l_rec_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records);
       l_chk_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_chunks);
@@ -650,12 +651,19 @@ AS
       l_candidates := '(c.record_type, c.record_id) IN (SELECT r.record_type, r.record_id FROM '
                       || l_rec_tab || ' r WHERE ' || l_rec_where || ')';
 
-      -- keyword_language (the Python store's setting; absent = english, as a new SQLite store)
+      -- keyword_language is the store's (its text index was built for it, issue 11 item 5); a
+      -- request may repeat it (the Python driver sends the one open returned), never change it
       IF l_req.has('keyword_language') AND NOT l_req.get('keyword_language').is_null THEN
          IF NOT l_req.get('keyword_language').is_string THEN
             bad_argument('keyword_language must be english or none');
          END IF;
-         l_language := LOWER(SUBSTR(l_req.get_string('keyword_language'), 1, 16));
+         IF oramem_registry.check_language(SUBSTR(l_req.get_string('keyword_language'), 1, 64))
+            <> l_language
+         THEN
+            bad_argument('keyword_language ' || LOWER(SUBSTR(l_req.get_string('keyword_language'), 1, 16))
+                         || ' differs from store ' || l_store.memory_store_id || '''s ' || l_language
+                         || ' (fixed when the store was created); leave keyword_language out of the request');
+         END IF;
       END IF;
       IF l_req.has('query_text') AND l_req.get('query_text').is_string THEN
          -- a character prefix that fits VARCHAR2(32767) in bytes whatever the text (gc_text_chars)

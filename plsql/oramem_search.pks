@@ -43,8 +43,8 @@ AS
     *   [{"record": <Record object>, "distance": <number>}, ...]
     * with at most k elements, ascending distance, ties by record_type then id, each
     * record once (its best chunk).
-    * KEYWORD and HYBRID read "keyword_language" ("english" default, or "none"; see
-    * keyword_query). HYBRID reads an optional "hybrid" object {"vector_weight": 1.0, "keyword_weight":
+    * KEYWORD and HYBRID compile the query with the store's keyword_language (ORAMEM_STORES;
+    * see keyword_query); an optional request "keyword_language" must equal it (-20001 else). HYBRID reads an optional "hybrid" object {"vector_weight": 1.0, "keyword_weight":
     * 0.7, "rrf_k": 10, "depth": null} (absent keys = these defaults; depth null =
     * max(10 k, 200) capped at gc_max_fusion_depth, else max(k, depth)) and uses
     * query_vector when given, else query_text embedded with the store's embedding_model.

@@ -206,10 +206,11 @@ def status(settings: _Settings, as_json: bool) -> None:
             caps = st["capabilities"]
             click.echo("capabilities: " + ", ".join(f"{k}={v}" for k, v in sorted(caps.items())))
         if st["stores"]:
-            click.echo(f"{'store':<17}{'state':<18}{'strategy':<10}{'dim':>6}  schema")
+            click.echo(f"{'store':<17}{'state':<18}{'strategy':<10}{'dim':>6}  {'language':<9}schema")
             for s in st["stores"]:
                 click.echo(f"{s.get('memory_store_id', '?'):<17}{str(s.get('state')):<18}"
                            f"{str(s.get('search_strategy')):<10}{str(s.get('vector_dim')):>6}  "
+                           f"{str(s.get('keyword_language') or '-'):<9}"
                            f"{s.get('schema_version')}/{s.get('code_schema_version')}")
         elif st["installed"]:
             click.echo("no stores")

@@ -179,9 +179,11 @@ def _dumps(payload: Any) -> str:
         raise TypeError(f"the request cannot be sent as JSON: {e}") from None
 
 
-def settings_json(settings: StoreSettings, embedding_model: Optional[str]) -> str:
+def settings_json(
+    settings: StoreSettings, embedding_model: Optional[str], keyword_language: Optional[str] = None
+) -> str:
     """The open_store settings JSON: a ``None`` adoptable setting is left out (absent =
-    accept the persisted value)."""
+    accept the persisted value; ``keyword_language`` too: a new store then gets ``english``)."""
     out: dict[str, Any] = {
         "memory_store_id": settings.memory_store_id,
         "search_strategy": SearchStrategy.coerce(settings.search_strategy, "search_strategy").value,
@@ -197,6 +199,8 @@ def settings_json(settings: StoreSettings, embedding_model: Optional[str]) -> st
         }
     if embedding_model is not None:
         out["embedding_model"] = embedding_model
+    if keyword_language is not None:
+        out["keyword_language"] = keyword_language
     return _dumps(out)
 
 
@@ -373,10 +377,13 @@ class OracleEngine(Engine):
     ``hybrid`` (keyword-only, optional): the :class:`oramem.sqlite.HybridConfig` of HYBRID
     fusion (weights, RRF constant, depth), sent with every HYBRID search; the same
     weighted RRF as the SQLite engine runs in ``oramem_search`` (docs/oracle-search.md).
-    ``keyword_language`` (keyword-only, optional): ``"english"`` (the default: English
-    stopwords dropped from queries, Oracle Text's stem operator on each word) or ``"none"``
-    (every word as written), sent with every KEYWORD and HYBRID search. Query-side only on
-    Oracle and not persisted with the store (docs/oracle-search.md).
+    ``keyword_language`` (keyword-only, optional): ``"english"`` (English stemming, English
+    stopwords dropped from queries) or ``"none"`` (every word as written), a store setting as
+    on SQLite: sent on open (``None``: adopt the stored one; a new store gets ``"english"``),
+    persisted with the store (it shapes its Oracle Text index), and another one than the
+    stored one is a ``StoreSettingsMismatch`` raised by ``oramem_admin.open_store`` before
+    anything is written. The one in force (:attr:`keyword_language`) goes with every KEYWORD
+    and HYBRID search (docs/oracle-search.md).
     """
 
     def __init__(
@@ -384,8 +391,9 @@ class OracleEngine(Engine):
         keyword_language: Optional[str] = None,
     ) -> None:
         self._hybrid = check_hybrid(hybrid)
-        self._keyword_language = (DEFAULT_KEYWORD_LANGUAGE if keyword_language is None
-                                  else check_language(keyword_language))
+        #: the open's request (None = adopt the stored one) and the language in force
+        self._requested_language = None if keyword_language is None else check_language(keyword_language)
+        self._keyword_language = self._requested_language or DEFAULT_KEYWORD_LANGUAGE
         self._kind = _kind(connection_or_pool)
         self._target = connection_or_pool
         if embedding_model is not None:
@@ -420,6 +428,12 @@ class OracleEngine(Engine):
     def async_only(self) -> bool:  # type: ignore[override]
         """Engine seam: an async source can only be driven by the ``*_async`` methods."""
         return self.is_async
+
+    @property
+    def keyword_language(self) -> str:
+        """The keyword language in force: the store's, after :meth:`open` (else the requested
+        one, or ``"english"``)."""
+        return self._keyword_language
 
     @property
     def memory_store_id(self) -> Optional[str]:
@@ -682,7 +696,7 @@ class OracleEngine(Engine):
             raise TypeError(f"settings must be a StoreSettings, got {type(settings).__name__}")
         policy = SchemaPolicy.coerce(policy, "schema_policy")
         return dict(
-            in_settings=settings_json(settings, self._embedding_model),
+            in_settings=settings_json(settings, self._embedding_model, self._requested_language),
             in_policy=policy.value.upper(),
             in_lock_timeout=_LOCK_TIMEOUT_SECONDS,
         )
@@ -693,6 +707,11 @@ class OracleEngine(Engine):
             raise RuntimeError("oramem_admin.open_store returned no settings; check `oramem db status`")
         result = settings_from_json(obj)
         self._store_id = result.memory_store_id
+        # the store's persisted language (packages older than store schema version 3 do not
+        # report one: the requested one, or english, stays in force)
+        language = obj.get("keyword_language")
+        if language is not None:
+            self._keyword_language = check_language(language)
         return result
 
     @staticmethod

@@ -7,6 +7,8 @@ against Oracle."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from oramem import OracleDBMemoryStore, SchemaPolicy, SQLiteMemoryStore
@@ -74,8 +76,9 @@ def test_s24_list_indexes_and_the_upgrade_of_a_version_1_store(pool, conn, store
                                 SchemaPolicy.REQUIRE_EXISTING)
     with conn.cursor() as cur:
         cur.callfunc("oramem_admin.upgrade_store", oracledb.DB_TYPE_CLOB, [store_id])
+        caps = json.loads(cur.callfunc("oramem_admin.capabilities", oracledb.DB_TYPE_CLOB).read())
         cur.execute("SELECT schema_version FROM oramem_stores WHERE memory_store_id = :s", s=store_id)
-        assert cur.fetchone()[0] == 2
+        assert cur.fetchone()[0] == caps["code_schema_version"]  # 3 since issue 11 item 5
     cols = _index_columns(conn, store_id)
     assert "RECORD_TYPE,SEQ_NO" in cols and "THREAD_ID,RECORD_TYPE,SEQ_NO" in cols
 

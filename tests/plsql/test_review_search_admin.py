@@ -319,9 +319,11 @@ def test_keyword_query_english_drops_the_sqlite_stopwords_and_stems():
     assert "ELSE '{' || REPLACE(l_tok, '}', '}}') || '}' END" in kq
     # lower-cased, each word once (SQLite: dict.fromkeys(word.lower() ...))
     assert "l_tok := LOWER(SUBSTR(REGEXP_SUBSTR(" in kq and "IF NOT l_seen.EXISTS(l_tok) THEN" in kq
-    # both keyword paths get the request's language
+    # both keyword paths get the store's persisted language (a request may only repeat it)
     body = _code(_function(SEARCH, "search_json"))
     assert body.count("keyword_query(l_text, l_language)") == 2
-    assert "l_language   VARCHAR2(16 CHAR) := 'english';" in body
+    assert "l_language   VARCHAR2(16 CHAR) := NVL(l_store.keyword_language, oramem_registry.gc_default_language);" in body
+    assert "<> l_language" in body and "leave keyword_language out of the request" in body
+    assert not re.search(r"l_language\s*:=\s*LOWER", body), "the request must not replace the store's language"
     spec = (REPO / "plsql" / "oramem_search.pks").read_text()
     assert "in_language IN VARCHAR2 DEFAULT 'english'" in spec
