@@ -46,6 +46,7 @@ SELFTEST_CALLS: dict[str, PlsqlCall] = {
     "list_stores": PlsqlCall("oramem_admin", "list_stores", (), _C),
     "describe_store": PlsqlCall("oramem_admin", "describe_store", (("in_store_id", _V),), _C),
     "create_store": PlsqlCall("oramem_admin", "create_store", (("in_settings", _C),), _C),
+    "open_store": PlsqlCall("oramem_admin", "open_store", (("in_settings", _C), ("in_policy", _V)), _C),
     "upgrade_store": PlsqlCall("oramem_admin", "upgrade_store", (("in_store_id", _V),), _C),
     "set_deletion_hook": PlsqlCall("oramem_admin", "set_deletion_hook",
                                    (("in_store_id", _V), ("in_procedure_name", _V))),
@@ -387,7 +388,18 @@ class SelfTest:
             expect(not leaked, f"expired records returned by search: {sorted(leaked)} (SC-5.4)")
             return "expired records invisible"
 
-        for label, fn in (("scope", scope), ("metadata filter", metadata), ("TTL", expired)):
+        def stemming() -> str:
+            # keyword_language english (a new store's default on both engines): "peanut"
+            # finds "peanuts" (porter on SQLite, Oracle Text's English stems on Oracle)
+            hits = s.search("peanut", k=5, strategy=st)
+            expect("st-f1" in _hit_ids(hits), f"'peanut' found {_hit_ids(hits)}, expected st-f1 ('... peanuts')")
+            return "peanut -> peanuts"
+
+        checks: list[tuple[str, Callable[[], str]]] = [("scope", scope), ("metadata filter", metadata),
+                                                       ("TTL", expired)]
+        if st is SearchStrategy.KEYWORD:
+            checks.append(("stemming", stemming))
+        for label, fn in checks:
             self.check(f"{q} ({label})", fn)
 
     def _delete_checks(self, p: str, s: Any) -> None:
@@ -443,7 +455,19 @@ class SelfTest:
         def describe() -> str:
             d = json.loads(_call(conn, c["describe_store"], in_store_id=sid) or "null")
             expect(isinstance(d, dict) and str(d.get("memory_store_id", "")).upper() == sid, f"describe_store: {d!r}")
-            return f"state={d.get('state')}"
+            expect(d.get("keyword_language") == "english",
+                   f"describe_store keyword_language={d.get('keyword_language')!r}, expected 'english' (a new store)")
+            return f"state={d.get('state')}, keyword_language={d.get('keyword_language')}"
+
+        def language_mismatch() -> str:
+            try:
+                _call(conn, c["open_store"], in_settings=json.dumps({"memory_store_id": sid, "keyword_language": "none"}),
+                      in_policy="REQUIRE_EXISTING")
+            except Exception as e:
+                if ora_code(e) == 20103:
+                    return "ORA-20103 as documented"
+                raise
+            raise ContractMismatch("open_store with another keyword_language did not raise ORA-20103")
 
         def create_existing() -> str:
             try:
@@ -487,6 +511,7 @@ class SelfTest:
 
         for label, fn in (("oramem_admin.list_stores", list_stores), ("oramem_admin.describe_store", describe),
                           ("oramem_admin.create_store (existing store)", create_existing),
+                          ("oramem_admin.open_store (another keyword_language)", language_mismatch),
                           ("oramem_admin.upgrade_store", upgrade), ("oramem_admin.set_deletion_hook", hook),
                           ("oramem_search.keyword_query", kq),
                           ("oramem_store.delete_record / delete_thread / purge_expired", counts),

@@ -28,7 +28,8 @@ PLAN_FULL = [("| Id | Operation | Name |",), ("|  0 | SELECT STATEMENT |  |",),
 
 def answers(plan=PLAN_OK):
     def describe(call):
-        return json.dumps({"memory_store_id": call.binds["in_store_id"], "state": "READY", "vector_dim": 64})
+        return json.dumps({"memory_store_id": call.binds["in_store_id"], "state": "READY", "vector_dim": 64,
+                           "keyword_language": "english"})
 
     return {
         "oramem_admin.capabilities": json.dumps({"oracle_text": True, "hybrid_vector": True,
@@ -36,6 +37,8 @@ def answers(plan=PLAN_OK):
         "oramem_admin.list_stores": json.dumps([{"memory_store_id": s} for s in SIDS]),
         "oramem_admin.describe_store": describe,
         "oramem_admin.create_store": db_error(20102, "store exists"),
+        "oramem_admin.open_store": db_error(20103, "store X was created with keyword_language=english but "
+                                                   "keyword_language=none was requested"),
         "oramem_admin.upgrade_store": json.dumps({"upgraded": False}),
         "oramem_search.keyword_query": "$green ACCUM $tea",
         "oramem_store.delete_record": 0,
@@ -75,6 +78,8 @@ def test_every_check_passes_on_the_reference_engine():
             assert f"{strategy}: {op}" in names
     for s in ("vector", "keyword", "hybrid"):
         assert f"hybrid: search {s} (scope)" in names
+    assert "keyword: search keyword (stemming)" in names and "hybrid: search keyword (stemming)" in names
+    assert "oramem_admin.open_store (another keyword_language)" in names
     assert "vector: EXPLAIN PLAN uses the HNSW index" in names
     assert "keyword: EXPLAIN PLAN uses the HNSW index" not in names
     assert st.exit_code(results) == 0
