@@ -70,6 +70,8 @@ class Engine(abc.ABC):
     #: True for engines that can only be driven through the ``*_async`` methods (an
     #: async Oracle pool); the store then opens on its first async call.
     async_only: bool = False
+    #: the engine's name in messages (an engine family's colour classes share one)
+    engine_name: str = ""
 
     # -- lifecycle ---------------------------------------------------------------------
     @abc.abstractmethod
@@ -115,7 +117,7 @@ class Engine(abc.ABC):
         """Erase an actor (SC-8.6) in one transaction, deletion hooks included; rows
         erased per table. Engines without it raise ``CapabilityError`` before any write."""
         raise CapabilityError(
-            f"forget (erasing a user or agent everywhere) is not supported by the {type(self).__name__} in this "
+            f"forget (erasing a user or agent everywhere) is not supported by the {self.engine_name or type(self).__name__} in this "
             "version; delete the profile with cascade=True and the knowledge with KnowledgeMemory.delete_all"
         )
 
@@ -151,7 +153,7 @@ class Engine(abc.ABC):
         block ends and rolled back when an exception leaves it; nested blocks are
         savepoints (SC-12). Both built-in engines implement it; an engine that does not
         raises ``CapabilityError``."""
-        raise CapabilityError(f"{type(self).__name__} does not support store.transaction() blocks (SC-12)")
+        raise CapabilityError(f"{self.engine_name or type(self).__name__} does not support store.transaction() blocks (SC-12)")
 
     def _block(self) -> Optional[Block]:
         """The innermost block of this engine open in the current context, or None."""

@@ -39,13 +39,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import dataclasses
 import json
 import logging
 import math
 import re
 import threading
 import warnings
-from typing import Any, AsyncIterator, Iterator, Mapping, Optional
+from typing import Any, AsyncIterator, Callable, Iterator, Mapping, Optional, cast
 
 import numpy as np
 import oracledb
@@ -76,7 +77,7 @@ from ..types import (
 from .calls import PlsqlCall
 from .errors import translate
 
-__all__ = ["OracleEngine", "ALL_CALLS", "CALLS"]
+__all__ = ["OracleEngine", "SyncOracleEngine", "AsyncOracleEngine", "ALL_CALLS", "CALLS"]
 
 _V, _C, _I = "VARCHAR2", "CLOB", "PLS_INTEGER"
 
@@ -368,10 +369,32 @@ class _Held:
         self.lock = lock
 
 
+@dataclasses.dataclass(frozen=True)
+class _Prepared:
+    """One operation, ready to run: the :data:`CALLS` entry, whether it commits, its
+    argument values (``_STORE`` resolved at run time) and how the reply becomes the result.
+    Built once by the shared ``OracleEngine._prepare_*`` methods; each colour class only
+    runs it (``SyncOracleEngine._do`` / ``AsyncOracleEngine._do``)."""
+
+    op: str
+    commit: bool
+    values: dict[str, Any]
+    decode: Callable[[Any], Any]
+
+
 class OracleEngine(Engine):
     """Persistence for one store in Oracle AI Database through the oramem packages.
 
-    ``OracleEngine(connection_or_pool)``: see the module docstring for what it accepts.
+    ``OracleEngine(connection_or_pool)`` returns a :class:`SyncOracleEngine` for an
+    ``oracledb.ConnectionPool`` / ``Connection`` and an :class:`AsyncOracleEngine` for an
+    ``AsyncConnectionPool`` / ``AsyncConnection`` (both are ``OracleEngine`` instances). This
+    class holds everything colour-free: argument checks, request payloads, reply decoding,
+    error translation and the engine's state; the two colour classes hold only the I/O
+    (acquire, call, commit/rollback, caller blocks) and are thin twins over
+    ``_prepare_*`` (the python-oracledb shape: ``Connection`` / ``AsyncConnection`` over one
+    implementation). A method of the other colour raises a ``TypeError`` that names the
+    right one. ``tests/unit/test_colour_parity.py`` checks the twins' signatures.
+
     ``embedding_model`` (keyword-only, optional) names the in-database ONNX model of a
     HYBRID store (sent as ``embedding_model`` on open; ``OracleDBEmbedder.model_name``).
     ``hybrid`` (keyword-only, optional): the :class:`oramem.sqlite.HybridConfig` of HYBRID
@@ -386,6 +409,14 @@ class OracleEngine(Engine):
     and HYBRID search (docs/oracle-search.md).
     """
 
+    engine_name = "OracleEngine"
+
+    def __new__(cls, connection_or_pool: Any, *args: Any, **kwargs: Any) -> "OracleEngine":
+        if cls is OracleEngine:
+            kind = _kind(connection_or_pool)
+            cls = AsyncOracleEngine if kind in ("async_pool", "async_conn") else SyncOracleEngine
+        return super().__new__(cls)
+
     def __init__(
         self, connection_or_pool: Any, *, embedding_model: Optional[str] = None, hybrid: Any = None,
         keyword_language: Optional[str] = None,
@@ -395,6 +426,12 @@ class OracleEngine(Engine):
         self._requested_language = None if keyword_language is None else check_language(keyword_language)
         self._keyword_language = self._requested_language or DEFAULT_KEYWORD_LANGUAGE
         self._kind = _kind(connection_or_pool)
+        if self.is_async != isinstance(self, AsyncOracleEngine):
+            right = "AsyncOracleEngine" if self.is_async else "SyncOracleEngine"
+            raise TypeError(
+                f"{type(self).__name__} was given an {type(connection_or_pool).__name__}; use {right} "
+                "(or OracleEngine, which picks the colour from the connection or pool)"
+            )
         self._target = connection_or_pool
         if embedding_model is not None:
             from .embedder import validate_model_name
@@ -440,25 +477,26 @@ class OracleEngine(Engine):
         """The store id in force after :meth:`open` (upper-cased by the database)."""
         return self._store_id
 
-    def _require_sync(self, method: str) -> None:
+    def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this OracleEngine is closed; open a new store")
-        if self.is_async:
-            raise TypeError(
-                f"OracleEngine.{method}() is synchronous but the engine was given an "
-                f"{type(self._target).__name__}; call {method}_async() instead, or pass an "
-                "oracledb.ConnectionPool / Connection for synchronous use"
-            )
 
-    def _require_async(self, method: str) -> None:
-        if self._closed:
-            raise RuntimeError("this OracleEngine is closed; open a new store")
-        if not self.is_async:
-            raise TypeError(
-                f"OracleEngine.{method}_async() needs an async pool or connection but the engine was given an "
-                f"{type(self._target).__name__}; call {method}() instead, or create the pool with "
+    def _wrong_colour(self, method: str) -> TypeError:
+        """The error of a method of the other colour (``method`` is its name); a closed
+        engine says it is closed first."""
+        self._check_open()
+        if method.endswith("_async"):
+            base = method[: -len("_async")]
+            return TypeError(
+                f"OracleEngine.{method}() needs an async pool or connection but the engine was given an "
+                f"{type(self._target).__name__}; call {base}() instead, or create the pool with "
                 "oracledb.create_pool_async()"
             )
+        return TypeError(
+            f"OracleEngine.{method}() is synchronous but the engine was given an "
+            f"{type(self._target).__name__}; call {method}_async() instead, or pass an "
+            "oracledb.ConnectionPool / Connection for synchronous use"
+        )
 
     def _sid(self) -> str:
         if self._store_id is None:
@@ -472,192 +510,12 @@ class OracleEngine(Engine):
             if t == "CLOB" and isinstance(binds[n], str) and len(binds[n].encode("utf-8")) > _MAX_STRING_BIND
         ]
 
-    def _call_on(self, conn: Any, call: PlsqlCall, binds: dict[str, Any]) -> Any:
-        # Big text goes as a temporary CLOB, as on the async path. Not setinputsizes(name=...):
-        # callfunc/callproc turn keyword_parameters into positional binds, and named input
-        # sizes with positional binds is DPY-2006 (python-oracledb cursor.py
-        # _call_get_execute_args, impl/base/cursor.pyx setinputsizes; review F1).
-        for n in self._big(binds, call):
-            binds[n] = conn.createlob(oracledb.DB_TYPE_CLOB, binds[n])
-        with conn.cursor() as cur:
-            if call.is_function:
-                assert call.returns is not None  # a function's return type is in the call table
-                result = cur.callfunc(call.qualified_name, _RETURN_TYPES[call.returns], keyword_parameters=binds)
-            else:
-                cur.callproc(call.qualified_name, keyword_parameters=binds)
-                result = None
-            if isinstance(result, oracledb.LOB):
-                result = result.read()
-            return result
-
-    async def _call_on_async(self, conn: Any, call: PlsqlCall, binds: dict[str, Any]) -> Any:
-        big = self._big(binds, call)
-        for n in big:  # AsyncCursor: bind big text as a temporary CLOB
-            binds[n] = await conn.createlob(oracledb.DB_TYPE_CLOB, binds[n])
-        with conn.cursor() as cur:
-            if call.is_function:
-                assert call.returns is not None  # a function's return type is in the call table
-                rtype = _RETURN_TYPES[call.returns]
-                result = await cur.callfunc(call.qualified_name, rtype, keyword_parameters=binds)
-            else:
-                await cur.callproc(call.qualified_name, keyword_parameters=binds)
-                result = None
-            if isinstance(result, oracledb.AsyncLOB):
-                result = await result.read()
-            return result
-
     def _resolve(self, values: dict[str, Any]) -> dict[str, Any]:
         return {k: (self._sid() if v is _STORE else v) for k, v in values.items()}
 
-    def _run(self, op: str, commit: bool, **values: Any) -> Any:
-        self._require_sync(op)
-        block = self._check_block_thread(f"{op}()")
-        call = CALLS[op]
-        binds = call.bind(**self._resolve(values))
-        if block is not None:  # the block commits
-            return self._run_on(block.handle.conn, call, binds, False)
-        if self._kind == "pool":
-            with self._target.acquire() as conn:
-                return self._run_on(conn, call, binds, commit)
-        with self._conn_lock:
-            return self._run_on(self._target, call, binds, commit)
-
-    def _run_on(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool) -> Any:
-        try:
-            result = self._call_on(conn, call, binds)
-            if commit:
-                conn.commit()
-            return result
-        except oracledb.DatabaseError as e:
-            if commit:
-                try:
-                    conn.rollback()
-                except oracledb.Error:
-                    pass
-            mapped = translate(e)
-            if mapped is e:
-                raise
-            raise mapped from e
-
-    async def _run_async(self, op: str, commit: bool, **values: Any) -> Any:
-        self._require_async(op)
-        if self._pending_hook is not None and self._store_id is not None and op not in ("open", "set_deletion_hook"):
-            hook, self._pending_hook = self._pending_hook, None
-            await self._run_async("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=hook)
-        block = self._check_block_thread(f"{op}_async()")
-        call = CALLS[op]
-        binds = call.bind(**self._resolve(values))
-        if block is not None:  # the block commits; its tasks take turns on its connection
-            async with block.handle.lock:
-                return await self._run_on_async(block.handle.conn, call, binds, False)
-        if self._kind == "async_pool":
-            async with self._target.acquire() as conn:
-                return await self._run_on_async(conn, call, binds, commit)
-        async with self._conn_lock_async():
-            return await self._run_on_async(self._target, call, binds, commit)
-
-    def _conn_lock_async(self) -> asyncio.Lock:
-        if self._async_conn_lock is None:
-            self._async_conn_lock = asyncio.Lock()
-        return self._async_conn_lock
-
-    # -- caller blocks (SC-12) ---------------------------------------------------------
     @staticmethod
     def _savepoint(depth: int) -> str:
         return f"oramem_block_{depth}"  # a fixed prefix and a number: no caller text
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """SC-12: see the module docstring. Static-checked, not run against Oracle."""
-        self._require_sync("transaction")
-        outer = self._check_block_thread("store.transaction()")
-        if outer is not None:
-            held = outer.handle
-            name = self._savepoint(held.depth)
-            with held.conn.cursor() as cur:
-                cur.execute(f"SAVEPOINT {name}")
-            held.depth += 1
-            try:
-                yield
-            except BaseException:
-                with held.conn.cursor() as cur:
-                    cur.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                raise
-            finally:
-                held.depth -= 1
-            return
-        with contextlib.ExitStack() as stack:
-            if self._kind == "pool":
-                # leaving acquire()'s context releases the connection (rolling back what
-                # is uncommitted: python-oracledb connection.py Connection.__exit__)
-                conn = stack.enter_context(self._target.acquire())
-            else:
-                stack.enter_context(self._conn_lock)
-                conn = self._target
-            with self._entered(Block(self, threading.get_ident(), handle=_Held(conn))):
-                try:
-                    yield
-                except BaseException:
-                    self._rollback_block(conn)
-                    raise
-                try:
-                    conn.commit()
-                except oracledb.DatabaseError as e:
-                    self._rollback_block(conn)
-                    raise self._translated(e) from e
-
-    @contextlib.asynccontextmanager
-    async def transaction_async(self) -> AsyncIterator[None]:
-        """Async twin of :meth:`transaction` (python-oracledb's native asyncio)."""
-        self._require_async("transaction")
-        outer = self._check_block_thread("store.transaction_async()")
-        if outer is not None:
-            held = outer.handle
-            name = self._savepoint(held.depth)
-            async with held.lock:
-                with held.conn.cursor() as cur:
-                    await cur.execute(f"SAVEPOINT {name}")
-            held.depth += 1
-            try:
-                yield
-            except BaseException:
-                async with held.lock:
-                    with held.conn.cursor() as cur:
-                        await cur.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                raise
-            finally:
-                held.depth -= 1
-            return
-        async with contextlib.AsyncExitStack() as stack:
-            if self._kind == "async_pool":
-                conn = await stack.enter_async_context(self._target.acquire())
-            else:
-                await stack.enter_async_context(self._conn_lock_async())
-                conn = self._target
-            with self._entered(Block(self, threading.get_ident(), handle=_Held(conn, asyncio.Lock()))):
-                try:
-                    yield
-                except BaseException:
-                    try:
-                        await conn.rollback()
-                    except oracledb.Error:
-                        log.exception("oramem: rolling back a store.transaction_async() block failed")
-                    raise
-                try:
-                    await conn.commit()
-                except oracledb.DatabaseError as e:
-                    try:
-                        await conn.rollback()
-                    except oracledb.Error:
-                        log.exception("oramem: rolling back a store.transaction_async() block failed")
-                    raise self._translated(e) from e
-
-    @staticmethod
-    def _rollback_block(conn: Any) -> None:
-        try:
-            conn.rollback()
-        except oracledb.Error:  # the original error propagates; a pooled connection is released rolled back
-            log.exception("oramem: rolling back a store.transaction() block failed")
 
     @staticmethod
     def _translated(e: BaseException) -> BaseException:
@@ -673,24 +531,7 @@ class OracleEngine(Engine):
             raise StoreError("sql_connection() is only available inside store.transaction()")
         return block.handle.conn
 
-    async def _run_on_async(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool) -> Any:
-        try:
-            result = await self._call_on_async(conn, call, binds)
-            if commit:
-                await conn.commit()
-            return result
-        except oracledb.DatabaseError as e:
-            if commit:
-                try:
-                    await conn.rollback()
-                except oracledb.Error:
-                    pass
-            mapped = translate(e)
-            if mapped is e:
-                raise
-            raise mapped from e
-
-    # -- argument preparation shared by both colours ------------------------------------
+    # -- argument preparation and reply decoding, shared by both colours ----------------
     def _open_args(self, settings: StoreSettings, policy: SchemaPolicy) -> dict[str, Any]:
         if not isinstance(settings, StoreSettings):
             raise TypeError(f"settings must be a StoreSettings, got {type(settings).__name__}")
@@ -730,6 +571,17 @@ class OracleEngine(Engine):
             )
         return hook
 
+    def _take_pending_hook(self) -> Optional[_Prepared]:
+        """The remembered deletion hook's registration, once the store is open."""
+        if self._pending_hook is None or self._store_id is None:
+            return None
+        hook, self._pending_hook = self._pending_hook, None
+        return self._prepare_set_hook(hook)
+
+    @staticmethod
+    def _prepare_set_hook(name: str) -> _Prepared:
+        return _Prepared("set_deletion_hook", False, dict(in_store_id=_STORE, in_procedure_name=name), _none)
+
     @staticmethod
     def _count(text: Optional[str]) -> int:
         obj = _loads(text)
@@ -764,25 +616,57 @@ class OracleEngine(Engine):
         if last_n is not None and (isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 1):
             raise ValueError(f"last_n must be None or an int >= 1, got {last_n!r}")
 
-    # -- lifecycle -----------------------------------------------------------------------
-    def open(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
-        self._require_sync("open")
-        result = self._opened(self._run("open", False, **self._open_args(settings, policy)))
-        if self._pending_hook is not None:
-            self._run("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=self._pending_hook)
-            self._pending_hook = None
-        return result
+    def _prepare_add(self, request: AddRequest) -> _Prepared:
+        self._check_batch(request)
+        values = dict(in_store_id=_STORE, in_batch=add_json(request), in_batch_size=request.batch_size)
+        return _Prepared("add", True, values, lambda text: list(_loads(text) or []))
 
-    async def open_async(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
-        self._require_async("open")
-        result = self._opened(await self._run_async("open", False, **self._open_args(settings, policy)))
-        if self._pending_hook is not None:
-            await self._run_async(
-                "set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=self._pending_hook
-            )
-            self._pending_hook = None
-        return result
+    @staticmethod
+    def _prepare_update(request: UpdateRequest) -> _Prepared:
+        if not isinstance(request, UpdateRequest):
+            raise TypeError(f"request must be an UpdateRequest, got {type(request).__name__}")
+        return _Prepared("update", True, dict(in_store_id=_STORE, in_request=update_json(request)), int)
 
+    def _prepare_delete(self, record_type: str, record_id: str, cascade: bool) -> _Prepared:
+        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
+        values = dict(in_store_id=_STORE, in_record_type=record_type, in_record_id=record_id,
+                      in_cascade=1 if cascade else 0)
+        return _Prepared("delete", True, values, self._count)
+
+    def _prepare_delete_thread(self, thread_id: str) -> _Prepared:
+        _check_id(thread_id, "thread_id")
+        return _Prepared("delete_thread", True, dict(in_store_id=_STORE, in_thread_id=thread_id), self._count)
+
+    def _prepare_purge_expired(self) -> _Prepared:
+        return _Prepared("purge_expired", True, dict(in_store_id=_STORE, in_commit=0), self._count)
+
+    _SYNC_IN_BLOCK = ("Oracle Text synchronises in an autonomous transaction (oramem_store.sync_search_index), "
+                      "which cannot see the block's rows")
+
+    def _prepare_sync_search_index(self, method: str) -> _Prepared:
+        self._refuse_in_block(f"{method}()", self._SYNC_IN_BLOCK)
+        return _Prepared("sync_search_index", False, dict(in_store_id=_STORE), _none)
+
+    @staticmethod
+    def _prepare_get(record_type: str, record_id: str) -> _Prepared:
+        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
+        values = dict(in_store_id=_STORE, in_record_type=record_type, in_record_id=record_id)
+        return _Prepared("get", False, values, _record_or_none)
+
+    def _prepare_list(self, request: ListRequest) -> _Prepared:
+        return _Prepared("list", False, dict(in_store_id=_STORE, in_request=list_json(request)), self._records)
+
+    def _prepare_list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> _Prepared:
+        _check_id(thread_id, "thread_id")
+        self._check_last_n(last_n)
+        values = dict(in_store_id=_STORE, in_thread_id=thread_id, in_last_n=last_n)
+        return _Prepared("list_thread_messages", False, values, self._records)
+
+    def _prepare_search(self, request: SearchRequest) -> _Prepared:
+        payload = search_json(request, self._hybrid, self._keyword_language)
+        return _Prepared("search", False, dict(in_store_id=_STORE, in_request=payload), self._hits)
+
+    # -- lifecycle without I/O (both colours) -------------------------------------------
     def close(self) -> None:
         """Stop using the connection or pool (which stays open: its owner closes it)."""
         self._refuse_in_block("close()", "the block still holds a connection")
@@ -792,129 +676,430 @@ class OracleEngine(Engine):
         self._refuse_in_block("close_async()", "the block still holds a connection")
         self._closed = True
 
-    def register_deletion_hook(self, hook: Any) -> None:
-        """Register the PL/SQL procedure ``hook`` (a name) as the store's deletion hook.
 
-        Sync engine, store open: registered at once. Before ``open``, or on an async engine
-        (this method does no I/O there), it is remembered and registered by the next call
-        (``open``/``open_async`` or the next ``*_async`` operation), before that call."""
+    # -- the other colour's methods: each raises the TypeError that names the right one ----
+    # (SyncOracleEngine overrides the sync ones, AsyncOracleEngine the *_async ones; both
+    # colours' signatures stay visible on OracleEngine for type checkers.)
+
+    def open(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
+        raise self._wrong_colour("open")
+
+    async def open_async(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
+        raise self._wrong_colour("open_async")
+
+    def add(self, request: AddRequest) -> builtins.list[str]:
+        raise self._wrong_colour("add")
+
+    async def add_async(self, request: AddRequest) -> builtins.list[str]:
+        raise self._wrong_colour("add_async")
+
+    def update(self, request: UpdateRequest) -> int:
+        raise self._wrong_colour("update")
+
+    async def update_async(self, request: UpdateRequest) -> int:
+        raise self._wrong_colour("update_async")
+
+    def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
+        raise self._wrong_colour("delete")
+
+    async def delete_async(self, record_type: str, record_id: str, cascade: bool) -> int:
+        raise self._wrong_colour("delete_async")
+
+    def delete_thread(self, thread_id: str) -> int:
+        raise self._wrong_colour("delete_thread")
+
+    async def delete_thread_async(self, thread_id: str) -> int:
+        raise self._wrong_colour("delete_thread_async")
+
+    def purge_expired(self) -> int:
+        raise self._wrong_colour("purge_expired")
+
+    async def purge_expired_async(self) -> int:
+        raise self._wrong_colour("purge_expired_async")
+
+    def sync_search_index(self) -> None:
+        raise self._wrong_colour("sync_search_index")
+
+    async def sync_search_index_async(self) -> None:
+        raise self._wrong_colour("sync_search_index_async")
+
+    def get(self, record_type: str, record_id: str) -> Optional[Record]:
+        raise self._wrong_colour("get")
+
+    async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
+        raise self._wrong_colour("get_async")
+
+    def list(self, request: ListRequest) -> builtins.list[Record]:
+        raise self._wrong_colour("list")
+
+    async def list_async(self, request: ListRequest) -> builtins.list[Record]:
+        raise self._wrong_colour("list_async")
+
+    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
+        raise self._wrong_colour("list_thread_messages")
+
+    async def list_thread_messages_async(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
+        raise self._wrong_colour("list_thread_messages_async")
+
+    def search(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
+        raise self._wrong_colour("search")
+
+    async def search_async(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
+        raise self._wrong_colour("search_async")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        raise self._wrong_colour("transaction")
+        yield  # a generator: the error is raised on entering the block
+
+    @contextlib.asynccontextmanager
+    async def transaction_async(self) -> AsyncIterator[None]:
+        raise self._wrong_colour("transaction_async")
+        yield  # an async generator: the error is raised on entering the block
+
+    def register_deletion_hook(self, hook: Any) -> None:
+        """Remember the PL/SQL procedure ``hook`` (a name) as the store's deletion hook; it is
+        registered by the next call that does I/O (``open`` / ``open_async`` included), before
+        that call. :class:`SyncOracleEngine` registers at once when the store is open."""
+        self._pending_hook = self._hook_name(hook)
+
+    async def register_deletion_hook_async(self, hook: Any) -> None:
+        raise self._wrong_colour("register_deletion_hook_async")
+
+    async def forget_async(self, request: Any) -> dict[str, int]:
+        raise self._wrong_colour("forget_async")
+
+
+def _none(_reply: Any) -> None:
+    return None
+
+
+def _record_or_none(text: Any) -> Optional[Record]:
+    obj = _loads(text)
+    return record_from_json(obj) if obj else None
+
+
+class SyncOracleEngine(OracleEngine):
+    """The synchronous colour: an ``oracledb.ConnectionPool`` (a connection acquired per
+    call) or one ``oracledb.Connection`` (calls take turns on it). Each method checks and
+    prepares through :class:`OracleEngine` and runs the one PL/SQL call here."""
+
+    # -- I/O -----------------------------------------------------------------------------
+    def _call_on(self, conn: Any, call: PlsqlCall, binds: dict[str, Any]) -> Any:
+        # Big text goes as a temporary CLOB, as on the async path. Not setinputsizes(name=...):
+        # callfunc/callproc turn keyword_parameters into positional binds, and named input
+        # sizes with positional binds is DPY-2006 (python-oracledb cursor.py
+        # _call_get_execute_args, impl/base/cursor.pyx setinputsizes; review F1).
+        for n in self._big(binds, call):
+            binds[n] = conn.createlob(oracledb.DB_TYPE_CLOB, binds[n])
+        with conn.cursor() as cur:
+            if call.is_function:
+                assert call.returns is not None  # a function's return type is in the call table
+                result = cur.callfunc(call.qualified_name, _RETURN_TYPES[call.returns], keyword_parameters=binds)
+            else:
+                cur.callproc(call.qualified_name, keyword_parameters=binds)
+                result = None
+            if isinstance(result, oracledb.LOB):
+                result = result.read()
+            return result
+
+    def _run(self, op: str, commit: bool, **values: Any) -> Any:
+        self._check_open()
+        block = self._check_block_thread(f"{op}()")
+        call = CALLS[op]
+        binds = call.bind(**self._resolve(values))
+        if block is not None:  # the block commits
+            return self._run_on(block.handle.conn, call, binds, False)
+        if self._kind == "pool":
+            with self._target.acquire() as conn:
+                return self._run_on(conn, call, binds, commit)
+        with self._conn_lock:
+            return self._run_on(self._target, call, binds, commit)
+
+    def _run_on(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool) -> Any:
+        try:
+            result = self._call_on(conn, call, binds)
+            if commit:
+                conn.commit()
+            return result
+        except oracledb.DatabaseError as e:
+            if commit:
+                try:
+                    conn.rollback()
+                except oracledb.Error:
+                    pass
+            mapped = translate(e)
+            if mapped is e:
+                raise
+            raise mapped from e
+
+    def _do(self, prepared: _Prepared) -> Any:
+        return prepared.decode(self._run(prepared.op, prepared.commit, **prepared.values))
+
+    # -- caller blocks (SC-12) ---------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """SC-12: see the module docstring. Static-checked, not run against Oracle."""
+        self._check_open()
+        outer = self._check_block_thread("store.transaction()")
+        if outer is not None:
+            held = outer.handle
+            name = self._savepoint(held.depth)
+            with held.conn.cursor() as cur:
+                cur.execute(f"SAVEPOINT {name}")
+            held.depth += 1
+            try:
+                yield
+            except BaseException:
+                with held.conn.cursor() as cur:
+                    cur.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                raise
+            finally:
+                held.depth -= 1
+            return
+        with contextlib.ExitStack() as stack:
+            if self._kind == "pool":
+                # leaving acquire()'s context releases the connection (rolling back what
+                # is uncommitted: python-oracledb connection.py Connection.__exit__)
+                conn = stack.enter_context(self._target.acquire())
+            else:
+                stack.enter_context(self._conn_lock)
+                conn = self._target
+            with self._entered(Block(self, threading.get_ident(), handle=_Held(conn))):
+                try:
+                    yield
+                except BaseException:
+                    self._rollback_block(conn)
+                    raise
+                try:
+                    conn.commit()
+                except oracledb.DatabaseError as e:
+                    self._rollback_block(conn)
+                    raise self._translated(e) from e
+
+    @staticmethod
+    def _rollback_block(conn: Any) -> None:
+        try:
+            conn.rollback()
+        except oracledb.Error:  # the original error propagates; a pooled connection is released rolled back
+            log.exception("oramem: rolling back a store.transaction() block failed")
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def open(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
+        self._check_open()
+        result = self._opened(self._run("open", False, **self._open_args(settings, policy)))
+        hook = self._take_pending_hook()
+        if hook is not None:
+            self._do(hook)
+        return result
+
+    def register_deletion_hook(self, hook: Any) -> None:
+        """Register the PL/SQL procedure ``hook`` (a name) as the store's deletion hook: at
+        once when the store is open, else remembered and registered by :meth:`open`."""
         name = self._hook_name(hook)
-        if self._store_id is None or self.is_async:
+        if self._store_id is None:
             self._pending_hook = name
             return
         self._refuse_in_block("register_deletion_hook()", "registration is not transactional")
-        self._run("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=name)
+        self._do(self._prepare_set_hook(name))
+
+    # -- writes --------------------------------------------------------------------------
+    def add(self, request: AddRequest) -> list[str]:
+        return cast("list[str]", self._do(self._prepare_add(request)))
+
+    def update(self, request: UpdateRequest) -> int:
+        return cast(int, self._do(self._prepare_update(request)))
+
+    def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
+        return cast(int, self._do(self._prepare_delete(record_type, record_id, cascade)))
+
+    def delete_thread(self, thread_id: str) -> int:
+        return cast(int, self._do(self._prepare_delete_thread(thread_id)))
+
+    def purge_expired(self) -> int:
+        return cast(int, self._do(self._prepare_purge_expired()))
+
+    def sync_search_index(self) -> None:
+        self._do(self._prepare_sync_search_index("sync_search_index"))
+
+    # -- reads ---------------------------------------------------------------------------
+    def get(self, record_type: str, record_id: str) -> Optional[Record]:
+        return cast(Optional[Record], self._do(self._prepare_get(record_type, record_id)))
+
+    def list(self, request: ListRequest) -> list[Record]:
+        return cast("list[Record]", self._do(self._prepare_list(request)))
+
+    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
+        return cast("builtins.list[Record]", self._do(self._prepare_list_thread_messages(thread_id, last_n)))
+
+    def search(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
+        return cast("builtins.list[tuple[Record, float]]", self._do(self._prepare_search(request)))
+
+
+class AsyncOracleEngine(OracleEngine):
+    """The asynchronous colour: an ``oracledb.AsyncConnectionPool`` or one
+    ``oracledb.AsyncConnection``, python-oracledb's native asyncio (thin mode), never
+    threads. The twin of :class:`SyncOracleEngine` over the same ``_prepare_*`` methods."""
+
+    # -- I/O -----------------------------------------------------------------------------
+    async def _call_on_async(self, conn: Any, call: PlsqlCall, binds: dict[str, Any]) -> Any:
+        for n in self._big(binds, call):  # AsyncCursor: bind big text as a temporary CLOB
+            binds[n] = await conn.createlob(oracledb.DB_TYPE_CLOB, binds[n])
+        with conn.cursor() as cur:
+            if call.is_function:
+                assert call.returns is not None  # a function's return type is in the call table
+                rtype = _RETURN_TYPES[call.returns]
+                result = await cur.callfunc(call.qualified_name, rtype, keyword_parameters=binds)
+            else:
+                await cur.callproc(call.qualified_name, keyword_parameters=binds)
+                result = None
+            if isinstance(result, oracledb.AsyncLOB):
+                result = await result.read()
+            return result
+
+    async def _run_async(self, op: str, commit: bool, **values: Any) -> Any:
+        self._check_open()
+        if op not in ("open", "set_deletion_hook"):
+            hook = self._take_pending_hook()
+            if hook is not None:
+                await self._do(hook)
+        block = self._check_block_thread(f"{op}_async()")
+        call = CALLS[op]
+        binds = call.bind(**self._resolve(values))
+        if block is not None:  # the block commits; its tasks take turns on its connection
+            async with block.handle.lock:
+                return await self._run_on_async(block.handle.conn, call, binds, False)
+        if self._kind == "async_pool":
+            async with self._target.acquire() as conn:
+                return await self._run_on_async(conn, call, binds, commit)
+        async with self._conn_lock_async():
+            return await self._run_on_async(self._target, call, binds, commit)
+
+    async def _run_on_async(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool) -> Any:
+        try:
+            result = await self._call_on_async(conn, call, binds)
+            if commit:
+                await conn.commit()
+            return result
+        except oracledb.DatabaseError as e:
+            if commit:
+                try:
+                    await conn.rollback()
+                except oracledb.Error:
+                    pass
+            mapped = translate(e)
+            if mapped is e:
+                raise
+            raise mapped from e
+
+    def _conn_lock_async(self) -> asyncio.Lock:
+        if self._async_conn_lock is None:
+            self._async_conn_lock = asyncio.Lock()
+        return self._async_conn_lock
+
+    async def _do(self, prepared: _Prepared) -> Any:
+        return prepared.decode(await self._run_async(prepared.op, prepared.commit, **prepared.values))
+
+    # -- caller blocks (SC-12) ---------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def transaction_async(self) -> AsyncIterator[None]:
+        """Async twin of :meth:`SyncOracleEngine.transaction` (python-oracledb's native asyncio)."""
+        self._check_open()
+        outer = self._check_block_thread("store.transaction_async()")
+        if outer is not None:
+            held = outer.handle
+            name = self._savepoint(held.depth)
+            async with held.lock:
+                with held.conn.cursor() as cur:
+                    await cur.execute(f"SAVEPOINT {name}")
+            held.depth += 1
+            try:
+                yield
+            except BaseException:
+                async with held.lock:
+                    with held.conn.cursor() as cur:
+                        await cur.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                raise
+            finally:
+                held.depth -= 1
+            return
+        async with contextlib.AsyncExitStack() as stack:
+            if self._kind == "async_pool":
+                conn = await stack.enter_async_context(self._target.acquire())
+            else:
+                await stack.enter_async_context(self._conn_lock_async())
+                conn = self._target
+            with self._entered(Block(self, threading.get_ident(), handle=_Held(conn, asyncio.Lock()))):
+                try:
+                    yield
+                except BaseException:
+                    await self._rollback_block_async(conn)
+                    raise
+                try:
+                    await conn.commit()
+                except oracledb.DatabaseError as e:
+                    await self._rollback_block_async(conn)
+                    raise self._translated(e) from e
+
+    @staticmethod
+    async def _rollback_block_async(conn: Any) -> None:
+        try:
+            await conn.rollback()
+        except oracledb.Error:
+            log.exception("oramem: rolling back a store.transaction_async() block failed")
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def open_async(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
+        self._check_open()
+        result = self._opened(await self._run_async("open", False, **self._open_args(settings, policy)))
+        hook = self._take_pending_hook()
+        if hook is not None:
+            await self._do(hook)
+        return result
 
     async def register_deletion_hook_async(self, hook: Any) -> None:
-        """Async twin of :meth:`register_deletion_hook`."""
+        """Register the PL/SQL procedure ``hook`` (a name) as the store's deletion hook: at
+        once when the store is open, else remembered and registered by :meth:`open_async`."""
         name = self._hook_name(hook)
         if self._store_id is None:
             self._pending_hook = name
             return
         self._refuse_in_block("register_deletion_hook_async()", "registration is not transactional")
-        await self._run_async("set_deletion_hook", False, in_store_id=_STORE, in_procedure_name=name)
+        await self._do(self._prepare_set_hook(name))
 
     # -- writes --------------------------------------------------------------------------
-    def add(self, request: AddRequest) -> list[str]:
-        self._check_batch(request)
-        payload = add_json(request)
-        return list(_loads(self._run("add", True, in_store_id=_STORE, in_batch=payload,
-                                     in_batch_size=request.batch_size)) or [])
-
-    async def add_async(self, request: AddRequest) -> list[str]:
-        self._check_batch(request)
-        payload = add_json(request)
-        return list(_loads(await self._run_async("add", True, in_store_id=_STORE, in_batch=payload,
-                                                 in_batch_size=request.batch_size)) or [])
-
-    def update(self, request: UpdateRequest) -> int:
-        if not isinstance(request, UpdateRequest):
-            raise TypeError(f"request must be an UpdateRequest, got {type(request).__name__}")
-        return int(self._run("update", True, in_store_id=_STORE, in_request=update_json(request)))
+    async def add_async(self, request: AddRequest) -> builtins.list[str]:
+        return cast("builtins.list[str]", await self._do(self._prepare_add(request)))
 
     async def update_async(self, request: UpdateRequest) -> int:
-        if not isinstance(request, UpdateRequest):
-            raise TypeError(f"request must be an UpdateRequest, got {type(request).__name__}")
-        return int(await self._run_async("update", True, in_store_id=_STORE, in_request=update_json(request)))
-
-    def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
-        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
-        return self._count(self._run("delete", True, in_store_id=_STORE, in_record_type=record_type,
-                                     in_record_id=record_id, in_cascade=1 if cascade else 0))
+        return cast(int, await self._do(self._prepare_update(request)))
 
     async def delete_async(self, record_type: str, record_id: str, cascade: bool) -> int:
-        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
-        return self._count(await self._run_async("delete", True, in_store_id=_STORE,
-                                                 in_record_type=record_type, in_record_id=record_id,
-                                                 in_cascade=1 if cascade else 0))
-
-    def delete_thread(self, thread_id: str) -> int:
-        _check_id(thread_id, "thread_id")
-        return self._count(self._run("delete_thread", True, in_store_id=_STORE, in_thread_id=thread_id))
+        return cast(int, await self._do(self._prepare_delete(record_type, record_id, cascade)))
 
     async def delete_thread_async(self, thread_id: str) -> int:
-        _check_id(thread_id, "thread_id")
-        return self._count(await self._run_async("delete_thread", True, in_store_id=_STORE,
-                                                 in_thread_id=thread_id))
-
-    def purge_expired(self) -> int:
-        return self._count(self._run("purge_expired", True, in_store_id=_STORE, in_commit=0))
+        return cast(int, await self._do(self._prepare_delete_thread(thread_id)))
 
     async def purge_expired_async(self) -> int:
-        return self._count(await self._run_async("purge_expired", True, in_store_id=_STORE, in_commit=0))
-
-    _SYNC_IN_BLOCK = ("Oracle Text synchronises in an autonomous transaction (oramem_store.sync_search_index), "
-                      "which cannot see the block's rows")
-
-    def sync_search_index(self) -> None:
-        self._refuse_in_block("sync_search_index()", self._SYNC_IN_BLOCK)
-        self._run("sync_search_index", False, in_store_id=_STORE)
+        return cast(int, await self._do(self._prepare_purge_expired()))
 
     async def sync_search_index_async(self) -> None:
-        self._refuse_in_block("sync_search_index_async()", self._SYNC_IN_BLOCK)
-        await self._run_async("sync_search_index", False, in_store_id=_STORE)
+        await self._do(self._prepare_sync_search_index("sync_search_index_async"))
 
     async def forget_async(self, request: Any) -> dict[str, int]:
         # SC-8.6 has no PL/SQL entry point yet: the base class's CapabilityError, before any call
         return Engine.forget(self, request)
 
     # -- reads ---------------------------------------------------------------------------
-    def get(self, record_type: str, record_id: str) -> Optional[Record]:
-        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
-        obj = _loads(self._run("get", False, in_store_id=_STORE, in_record_type=record_type,
-                               in_record_id=record_id))
-        return record_from_json(obj) if obj else None
-
     async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
-        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
-        obj = _loads(await self._run_async("get", False, in_store_id=_STORE, in_record_type=record_type,
-                                           in_record_id=record_id))
-        return record_from_json(obj) if obj else None
-
-    def list(self, request: ListRequest) -> list[Record]:
-        return self._records(self._run("list", False, in_store_id=_STORE, in_request=list_json(request)))
+        return cast(Optional[Record], await self._do(self._prepare_get(record_type, record_id)))
 
     async def list_async(self, request: ListRequest) -> builtins.list[Record]:
-        return self._records(await self._run_async("list", False, in_store_id=_STORE,
-                                                   in_request=list_json(request)))
-
-    def list_thread_messages(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
-        _check_id(thread_id, "thread_id")
-        self._check_last_n(last_n)
-        return self._records(self._run("list_thread_messages", False, in_store_id=_STORE,
-                                       in_thread_id=thread_id, in_last_n=last_n))
+        return cast("builtins.list[Record]", await self._do(self._prepare_list(request)))
 
     async def list_thread_messages_async(self, thread_id: str, last_n: Optional[int]) -> builtins.list[Record]:
-        _check_id(thread_id, "thread_id")
-        self._check_last_n(last_n)
-        return self._records(await self._run_async("list_thread_messages", False, in_store_id=_STORE,
-                                                   in_thread_id=thread_id, in_last_n=last_n))
-
-    def search(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
-        return self._hits(self._run("search", False, in_store_id=_STORE,
-                                    in_request=search_json(request, self._hybrid,
-                                                           self._keyword_language)))
+        return cast("builtins.list[Record]",
+                    await self._do(self._prepare_list_thread_messages(thread_id, last_n)))
 
     async def search_async(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
-        return self._hits(await self._run_async("search", False, in_store_id=_STORE,
-                                                in_request=search_json(request, self._hybrid, self._keyword_language)))
+        return cast("builtins.list[tuple[Record, float]]", await self._do(self._prepare_search(request)))
