@@ -12,6 +12,18 @@ after every successful write (each method is one transaction) and rolls back on 
 - ``oracledb.AsyncConnectionPool`` or ``oracledb.AsyncConnection`` - ``*_async`` methods,
   with python-oracledb's native asyncio (thin mode), never threads.
 
+Colours (issue 12): ``OracleEngine(source)`` returns a :class:`SyncOracleEngine` or an
+:class:`AsyncOracleEngine`. Everything colour-free (argument checks, JSON payloads, reply
+decoding, error translation, state) is written once in :class:`OracleEngine` as
+``_prepare_*`` methods that return a ``_Prepared`` call; each colour class only does the
+I/O (acquire, call, commit/rollback, caller blocks) and each public method is a one-line
+twin over the same ``_prepare_*``. We chose thin twins over one implementation (the
+python-oracledb ``Connection`` / ``AsyncConnection`` shape) rather than generating the sync
+class from the async one (psycopg): what differs between the colours here is a dozen lines
+of I/O, so a generator and its ``--check`` step would cost more than they save.
+``tests/unit/test_colour_parity.py`` checks the twins' signatures (and ``Engine``'s, and
+``KnowledgeMemory``'s).
+
 Calling the sync methods on an async pool (or the reverse) is a ``TypeError`` saying which
 to use. The engine never closes what it was given: ``close()`` only stops the engine.
 With a single connection the engine commits on that connection after each write, so give
