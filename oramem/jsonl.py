@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from .errors import StoreError
 from .normalize import parse_timestamp
-from .store import ON_CONFLICT
+from .requests import ON_CONFLICT
 from .types import PROFILE_TYPES, RECORD_TYPES, TTL_TYPES, MessageRecord, PendingRecordBatch, Record
 
 __all__ = [

@@ -27,6 +27,7 @@ __all__ = [
     "ChunkRow",
     "NewRecord",
     "AddRequest",
+    "ON_CONFLICT",
     "ScopeMatch",
     "Scope",
     "ListRequest",
@@ -110,6 +111,10 @@ class NewRecord:
     #: the JSON text of ``metadata`` when the caller already serialised it (normalize
     #: does, once, while checking it); None = engines serialise ``metadata`` themselves
     metadata_json: Optional[str] = None
+
+
+#: ``AddRequest.on_conflict`` values (``restore_batches(on_conflict=...)``).
+ON_CONFLICT = ("fail", "skip", "replace")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from .normalize import (
     parse_timestamp,
     validate_store_id,
 )
-from .requests import AddRequest, ForgetRequest, NewRecord, StoreSettings
+from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, StoreSettings
 from .types import (
     NOT_SET,
     NotSetType,
@@ -53,8 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["IMemoryStore", "OracleMemoryStore", "SQLiteMemoryStore", "OracleDBMemoryStore"]
 
 _STORE_KWARGS = frozenset({"batch_size"})
-#: ``restore_batches(on_conflict=...)`` values.
-ON_CONFLICT = ("fail", "skip", "replace")
 
 
 def _restored_times(times: Any, drafts: builtins.list[RecordDraft]) -> builtins.list[Optional[tuple[str, Optional[str]]]]:

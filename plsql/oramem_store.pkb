@@ -470,6 +470,16 @@ AS
       l_c_nos     num_tab_t;
       l_c_texts   clob_tab_t;
       l_c_vecs    clob_tab_t;
+      l_mode      VARCHAR2(16 CHAR);                -- on_conflict: fail | skip | replace
+      l_created   ts_tab_t;
+      l_pos       num_tab_t;                        -- record i's position in l_records
+      l_kept      JSON_OBJECT_T;
+      l_st_types  vc_tab_t;                         -- (record_type, id) already stored
+      l_st_ids    vc_tab_t;
+      l_skip      seen_t;
+      l_j         PLS_INTEGER;
+      l_empty     vc_tab_t;
+      l_event     JSON_OBJECT_T;
    BEGIN
       SAVEPOINT oramem_add;
       l_store   := oramem_registry.ready_store(in_store_id);
@@ -483,6 +493,10 @@ AS
       END IF;
       l_records := l_doc.get_array('records');
       l_n := l_records.get_size;
+      l_mode := LOWER(NVL(get_text(l_doc, 'on_conflict', 'add batch', 16), 'fail'));
+      IF l_mode NOT IN ('fail', 'skip', 'replace') THEN
+         bad_argument('add batch.on_conflict must be fail, skip or replace');
+      END IF;
 
       -- 1. validate every record and compute its stored values
       FOR i IN 0 .. l_n - 1 LOOP
@@ -524,8 +538,31 @@ AS
          l_ts(i + 1)    := oramem_registry.parse_utc(get_text(l_r, 'timestamp', l_where, 64),
                                                      l_where || '.timestamp');
          l_metas(i + 1) := get_metadata(l_r, l_where);
-         l_exp(i + 1)   := NULL;
-         IF has_value(l_r, 'ttl') THEN
+         l_pos(i + 1)     := i;
+         l_created(i + 1) := l_now;
+         l_exp(i + 1)     := NULL;
+         IF has_value(l_r, 'restored_times') THEN
+            -- a backup's kept times (restore_batches): created_at as stored, expires_at as stored
+            -- (null = never expires), instead of this call's time and the ttl
+            IF has_value(l_r, 'ttl') THEN
+               bad_argument(l_where || ': give restored_times or ttl, not both');
+            END IF;
+            IF NOT l_r.get('restored_times').is_object THEN
+               bad_payload(l_where || '.restored_times must be {"created_at": "...", "expires_at": "..." | null}');
+            END IF;
+            l_kept := l_r.get_object('restored_times');
+            l_created(i + 1) := oramem_registry.parse_utc(
+               get_text(l_kept, 'created_at', l_where || '.restored_times', 64), l_where || '.restored_times.created_at');
+            IF l_created(i + 1) IS NULL THEN
+               bad_argument(l_where || '.restored_times.created_at is required');
+            END IF;
+            l_exp(i + 1) := oramem_registry.parse_utc(
+               get_text(l_kept, 'expires_at', l_where || '.restored_times', 64), l_where || '.restored_times.expires_at');
+            IF l_exp(i + 1) IS NOT NULL AND NOT oramem_registry.is_scoped_type(l_types(i + 1)) THEN
+               bad_argument(l_where || ': a ' || l_types(i + 1) || ' record never expires; '
+                            || 'its restored_times.expires_at must be null');
+            END IF;
+         ELSIF has_value(l_r, 'ttl') THEN
             IF NOT oramem_registry.is_scoped_type(l_types(i + 1)) THEN
                bad_argument(l_where || ': ttl applies only to message, memory, guideline, fact '
                             || 'and preference records');
@@ -538,31 +575,74 @@ AS
          IF l_types(i + 1) = 'thread' THEN
             l_threads(i + 1) := l_ids(i + 1);
          END IF;
-         IF l_threads(i + 1) IS NOT NULL AND NOT l_new_thr.EXISTS(l_threads(i + 1))
-            AND l_types(i + 1) <> 'thread'
-         THEN
-            l_new_thr(l_threads(i + 1)) := i + 1;
-            l_thr_order(l_thr_order.COUNT + 1) := l_threads(i + 1);
-         END IF;
       END LOOP;
 
-      -- 2. duplicates against the store (SC-4.3, SC-2.4), one statement for the batch
+      -- 2. ids already stored (SC-4.3, SC-2.4), one statement for the batch, then
+      --    on_conflict: fail = refuse the call; skip = leave those records out (the stored
+      --    ones stay); replace = delete the stored ones (their retrieval rows go by FK
+      --    ON DELETE CASCADE) in this transaction, through the deletion hook (reason
+      --    "replace", as the SQLite engine)
       IF l_n > 0 THEN
          -- S23: over the batch's (record_type, id) pairs, not a second parse of the whole
          -- batch (vectors included): the DOM above is the only parse of in_batch
          l_key_doc := l_keys.to_clob;
          EXECUTE IMMEDIATE
-            'SELECT MIN(jt.id) FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
+            'SELECT r.record_type, r.record_id FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
             || 'rt VARCHAR2(64 CHAR) PATH ''$[0]'', id VARCHAR2(512 CHAR) PATH ''$[1]'')) jt '
-            || 'WHERE EXISTS (SELECT 1 FROM ' || l_rec_tab || ' r '
-            || 'WHERE r.record_type = jt.rt AND r.record_id = jt.id)'
-            INTO l_dup USING l_key_doc;
-         IF l_dup IS NOT NULL THEN
+            || 'JOIN ' || l_rec_tab || ' r ON r.record_type = jt.rt AND r.record_id = jt.id '
+            || 'ORDER BY r.record_id, r.record_type'
+            BULK COLLECT INTO l_st_types, l_st_ids USING l_key_doc;
+         IF l_st_ids.COUNT > 0 AND l_mode = 'fail' THEN
+            l_dup := l_st_ids(1);
             oramem_errors.raise_error(oramem_errors.gc_duplicate_record_id,
                'record id ' || l_dup || ' already exists in store ' || l_store.memory_store_id
                || '; nothing of this call was stored');
+         ELSIF l_st_ids.COUNT > 0 AND l_mode = 'skip' THEN
+            FOR s IN 1 .. l_st_ids.COUNT LOOP
+               l_skip(l_st_types(s) || '|' || l_st_ids(s)) := 1;
+            END LOOP;
+            -- keep the other records, in batch order, at 1 .. l_j
+            l_j := 0;
+            FOR i IN 1 .. l_n LOOP
+               IF NOT l_skip.EXISTS(l_types(i) || '|' || l_ids(i)) THEN
+                  l_j := l_j + 1;
+                  IF l_j < i THEN
+                     l_types(l_j)    := l_types(i);
+                     l_ids(l_j)      := l_ids(i);
+                     l_contents(l_j) := l_contents(i);
+                     l_threads(l_j)  := l_threads(i);
+                     l_users(l_j)    := l_users(i);
+                     l_agents(l_j)   := l_agents(i);
+                     l_roles(l_j)    := l_roles(i);
+                     l_ts(l_j)       := l_ts(i);
+                     l_metas(l_j)    := l_metas(i);
+                     l_created(l_j)  := l_created(i);
+                     l_exp(l_j)      := l_exp(i);
+                     l_pos(l_j)      := l_pos(i);
+                  END IF;
+               END IF;
+            END LOOP;
+            l_n := l_j;
+         ELSIF l_st_ids.COUNT > 0 THEN
+            EXECUTE IMMEDIATE
+               'DELETE FROM ' || l_rec_tab || ' r WHERE (r.record_type, r.record_id) IN ('
+               || 'SELECT jt.rt, jt.id FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
+               || 'rt VARCHAR2(64 CHAR) PATH ''$[0]'', id VARCHAR2(512 CHAR) PATH ''$[1]'')) jt) '
+               || 'RETURNING r.record_type, r.record_id INTO :2, :3'
+               USING l_key_doc RETURNING BULK COLLECT INTO l_st_types, l_st_ids;
+            l_event := make_event(l_store.memory_store_id, l_st_types, l_st_ids, l_empty, l_empty,
+                                  l_empty, 'replace');
+            call_hook(l_store, l_event);
          END IF;
       END IF;
+
+      -- implicit threads of the records that are written, in first-use order (S21)
+      FOR i IN 1 .. l_n LOOP
+         IF l_threads(i) IS NOT NULL AND NOT l_new_thr.EXISTS(l_threads(i)) AND l_types(i) <> 'thread' THEN
+            l_new_thr(l_threads(i)) := i;
+            l_thr_order(l_thr_order.COUNT + 1) := l_threads(i);
+         END IF;
+      END LOOP;
 
       -- 3. records, in batch order (seq_no is an identity column), in slices of batch_size;
       --    each slice's retrieval rows follow with one FORALL (S23)
@@ -576,11 +656,11 @@ AS
          FORALL i IN l_lo .. l_hi
             EXECUTE IMMEDIATE l_ins
                USING l_types(i), l_ids(i), l_contents(i), l_threads(i), l_users(i), l_agents(i),
-                     l_roles(i), l_ts(i), l_metas(i), l_metas(i), l_now, l_exp(i);
+                     l_roles(i), l_ts(i), l_metas(i), l_metas(i), l_created(i), l_exp(i);
          FOR i IN l_lo .. l_hi LOOP
-            l_r := TREAT(l_records.get(i - 1) AS JSON_OBJECT_T);
-            l_chunks := get_chunks(l_r, 'chunks', 'records[' || (i - 1) || ']');
-            collect_chunks(l_store, l_types(i), l_ids(i), l_chunks, 'records[' || (i - 1) || '].chunks',
+            l_r := TREAT(l_records.get(l_pos(i)) AS JSON_OBJECT_T);
+            l_chunks := get_chunks(l_r, 'chunks', 'records[' || l_pos(i) || ']');
+            collect_chunks(l_store, l_types(i), l_ids(i), l_chunks, 'records[' || l_pos(i) || '].chunks',
                            l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
          END LOOP;
          flush_chunks(l_store, l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);

@@ -32,9 +32,14 @@ AS
    /*
     * add_json: insert every record of in_batch (add-batch JSON, README) and its retrieval
     * rows in one unit; create threads implicitly (SC-2.3); return a JSON array of the ids
-    * in batch order. in_batch_size (1..10000) bounds the rows per internal INSERT slice.
+    * written, in batch order. in_batch_size (1..10000) bounds the rows per internal INSERT
+    * slice. A record with "restored_times" keeps that created_at/expires_at (a backup's
+    * restore) instead of this call's time and its ttl. The batch's "on_conflict" says what
+    * an id already stored does: "fail" (default: -20005, nothing stored), "skip" (that
+    * record is left out and its id is not returned) or "replace" (the stored record and its
+    * retrieval rows are deleted in this call, the deletion hook runs with reason "replace").
     * Errors: -20002 bad JSON/missing key; -20001 bad field (names it); -20003 bad type;
-    *  -20005 duplicate id (in the batch, or already stored; names the id);
+    *  -20005 duplicate id (in the batch, or already stored with on_conflict "fail"; names the id);
     *  -20006 vector dimension differs from the store's vector_dim, or a vector on a store
     *  without vector_dim; -20007 bad timestamp; -20008 ttl anchor "timestamp" without a
     *  timestamp; -20101/-20106/-20104 store unusable.

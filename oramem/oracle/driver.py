@@ -67,6 +67,7 @@ from ..engine import Block, Engine
 from ..errors import CapabilityError, StoreError
 from ..sqlite.keyword import DEFAULT_KEYWORD_LANGUAGE, HybridConfig, check_language
 from ..requests import (
+    ON_CONFLICT,
     AddRequest,
     ChunkRow,
     ListRequest,
@@ -162,7 +163,7 @@ def _ttl(ttl: Optional[TTLSpec]) -> Optional[dict[str, Any]]:
 
 
 def _record(r: NewRecord) -> dict[str, Any]:
-    return {
+    out = {
         "id": r.id,
         "record_type": r.record_type,
         "content": r.content,
@@ -175,6 +176,12 @@ def _record(r: NewRecord) -> dict[str, Any]:
         "ttl": _ttl(r.ttl),
         "chunks": _chunks(r.chunks),
     }
+    if r.restored_times is not None:
+        # a backup's kept times replace this call's time and the ttl (oramem_store.add_json)
+        created, expires = r.restored_times
+        out["ttl"] = None
+        out["restored_times"] = {"created_at": created, "expires_at": expires}
+    return out
 
 
 def _scope(s: Scope) -> dict[str, Any]:
@@ -218,7 +225,10 @@ def settings_json(
 
 
 def add_json(request: AddRequest) -> str:
-    return _dumps({"records": [_record(r) for r in request.records]})
+    out: dict[str, Any] = {"records": [_record(r) for r in request.records]}
+    if request.on_conflict != "fail":
+        out["on_conflict"] = request.on_conflict
+    return _dumps(out)
 
 
 def list_json(request: ListRequest) -> str:
@@ -615,12 +625,9 @@ class OracleEngine(Engine):
             1 <= request.batch_size <= 10000
         ):
             raise ValueError(f"batch_size must be an int in 1..10000, got {request.batch_size!r}")
-        # The oramem_store package assigns created_at and refuses stored ids itself; it has
-        # no entry point for kept times or skip/replace yet, so refuse before any call.
-        if request.on_conflict != "fail" or any(r.restored_times is not None for r in request.records):
-            raise CapabilityError(
-                "restoring a backup with its created_at/expires_at, or on_conflict='skip'/'replace', is not "
-                "supported by the Oracle engine in this version; import into SQLite, or import without them"
+        if request.on_conflict not in ON_CONFLICT:
+            raise ValueError(
+                f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {request.on_conflict!r}"
             )
 
     @staticmethod

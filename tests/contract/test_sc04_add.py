@@ -9,7 +9,7 @@ import pytest
 
 from oramem import PendingRecordBatch, TimeToLiveAnchor
 
-from ._support import UTC, CountingEmbedder, hit_ids, ids, parse_ts, snapshot, vec
+from ._support import UTC, CountingEmbedder, close_to, hit_ids, ids, parse_ts, snapshot, vec
 
 
 # ---------------------------------------------------------------- SC-4.1 contents
@@ -457,3 +457,49 @@ def test_sc_11_bad_argument_types_write_nothing(store, kwargs):
     with pytest.raises((TypeError, ValueError)):
         store.add(contents, record_type="memory", **kwargs)
     assert snapshot(store) == before
+
+
+# ---------------------------------------------------------------- restore_batches (backups)
+# Both engines: the embedded one and Oracle's oramem_store.add_json ("restored_times",
+# "on_conflict"), so a backup or a migration into either keeps what it restores.
+KEPT = ("2020-05-01T10:00:00.000000+00:00", "2999-01-01T00:00:00.000000+00:00")
+
+
+def test_restore_keeps_created_at_and_expires_at(store):
+    batch = PendingRecordBatch(["kept", "gone", "forever"], "memory", record_ids=["k1", "k2", "k3"], thread_ids="t9")
+    times = [KEPT, ("2020-05-01T10:00:00+00:00", "2021-01-01T00:00:00+00:00"), ("2019-01-01T00:00:00Z", None)]
+    assert store.restore_batches([batch], times=times) == ["k1", "k2", "k3"]
+    k1 = store.get("memory", "k1")
+    assert parse_ts(k1.created_at) == parse_ts(KEPT[0]) and parse_ts(k1.expires_at) == parse_ts(KEPT[1])
+    assert store.get("memory", "k2") is None  # restored already expired: stored, never visible
+    k3 = store.get("memory", "k3")
+    assert parse_ts(k3.created_at) == datetime(2019, 1, 1, tzinfo=UTC) and k3.expires_at is None
+    assert ids(store.list("thread")) == ["t9"]
+
+
+def test_restore_skip_keeps_the_stored_record_and_returns_only_the_ids_written(store):
+    store.add(["stored"], record_type="memory", record_ids="s1", thread_ids="t1")
+    before = store.get("memory", "s1")
+    batch = PendingRecordBatch(["new one", "other", "third"], "memory", record_ids=["s1", "s2", "s3"],
+                               thread_ids=["t1", "t2", "t2"])
+    with pytest.raises(ValueError, match="s1"):
+        store.restore_batches([batch])  # on_conflict="fail" is the default: nothing written
+    assert store.get("memory", "s2") is None
+    assert store.restore_batches([batch], times=[KEPT, KEPT, None], on_conflict="skip") == ["s2", "s3"]
+    assert store.get("memory", "s1") == before
+    assert parse_ts(store.get("memory", "s2").created_at) == parse_ts(KEPT[0])
+    assert close_to(parse_ts(store.get("memory", "s3").created_at), datetime.now(UTC), seconds=60)  # no kept times: now
+    assert ids(store.list("thread")) == ["t1", "t2"]
+    assert store.restore_batches([batch], on_conflict="skip") == []  # a rerun writes nothing
+
+
+def test_restore_replace_swaps_the_record_and_its_retrieval_rows(store):
+    store.add(["alpha text"], record_type="memory", record_ids="r1", embeddings=[vec(1)])
+    batch = PendingRecordBatch(["beta text"], "memory", record_ids=["r1"], embeddings=[vec(2)])
+    assert store.restore_batches([batch], times=[KEPT], on_conflict="replace") == ["r1"]
+    r1 = store.get("memory", "r1")
+    assert r1.content == "beta text" and parse_ts(r1.created_at) == parse_ts(KEPT[0])
+    hits = store.search(query_vector=vec(2), record_types=["memory"], k=5)
+    assert hit_ids(hits) == ["r1"] and hits[0][1] == pytest.approx(0.0, abs=1e-5)
+    with pytest.raises(ValueError, match="on_conflict must be one of"):
+        store.restore_batches([batch], on_conflict="merge")

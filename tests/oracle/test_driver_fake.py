@@ -242,15 +242,37 @@ def test_add_sends_one_batch_and_commits(kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_restore_times_and_conflict_modes_are_refused_before_any_call(kind):
+def test_restored_times_and_conflict_modes_reach_add_json(kind):
+    """A backup's kept times go as "restored_times" (the ttl is not sent with them: the
+    package refuses both) and on_conflict as the batch's "on_conflict"; "fail" is the
+    package's default and is not sent; the reply is the ids written."""
     import dataclasses
 
+    engine, rec = opened(kind, {"oramem_store.add_json": '["r2"]'})
+    kept = dataclasses.replace(
+        record(), restored_times=("2020-01-01T00:00:00.000000+00:00", "2030-01-01T00:00:00.000000+00:00")
+    )
+    other = dataclasses.replace(record(), id="r2")
+    assert run(engine, "add", AddRequest((kept, other), batch_size=8, on_conflict="skip")) == ["r2"]
+    batch = json.loads(the_call(rec, "add").binds["in_batch"])
+    assert batch["on_conflict"] == "skip"
+    first, second = batch["records"]
+    assert first["restored_times"] == {"created_at": "2020-01-01T00:00:00.000000+00:00",
+                                       "expires_at": "2030-01-01T00:00:00.000000+00:00"}
+    assert first["ttl"] is None
+    assert "restored_times" not in second and second["ttl"] == {"days": 30, "anchor": "created_at"}
+    run(engine, "add", AddRequest((record(),), batch_size=8, on_conflict="replace"))
+    assert json.loads(rec.plsql[-1].binds["in_batch"])["on_conflict"] == "replace"
+    run(engine, "add", AddRequest((record(),), batch_size=8))
+    assert "on_conflict" not in json.loads(rec.plsql[-1].binds["in_batch"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unknown_conflict_mode_is_refused_before_any_call(kind):
     engine, rec = opened(kind, {"oramem_store.add_json": '["r1"]'})
     before = len(rec.plsql)
-    kept = dataclasses.replace(record(), restored_times=("2020-01-01T00:00:00.000000+00:00", None))
-    for req in (AddRequest((kept,), batch_size=8), AddRequest((record(),), batch_size=8, on_conflict="skip")):
-        with pytest.raises(CapabilityError, match="not supported by the Oracle engine"):
-            run(engine, "add", req)
+    with pytest.raises(ValueError, match="on_conflict must be one of fail, skip, replace"):
+        run(engine, "add", AddRequest((record(),), batch_size=8, on_conflict="merge"))
     assert len(rec.plsql) == before
 
 

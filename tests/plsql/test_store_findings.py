@@ -172,7 +172,7 @@ def test_s19_sync_search_index_maps_ora_06550():
 def test_s21_implicit_threads_in_first_use_order():
     body = unit(src("oramem_store.pkb"), "add_json")
     assert "l_new_thr.FIRST" not in body and "l_new_thr.NEXT" not in body
-    assert "l_thr_order(l_thr_order.COUNT + 1) := l_threads(i + 1);" in body
+    assert "l_thr_order(l_thr_order.COUNT + 1) := l_threads(i);" in body
     assert "FOR t IN 1 .. l_thr_order.COUNT LOOP" in body
 
 
