@@ -843,6 +843,48 @@ AS
    ---------------------------------------------------------------------------------------
    -- update
    ---------------------------------------------------------------------------------------
+   -- export_json: one page of the store's live records with their retrieval rows, for
+   -- oramem migrate (Oracle as the source) and its checksum comparison.
+   FUNCTION export_json(
+      in_store_id  IN VARCHAR2,
+      in_after_seq IN NUMBER DEFAULT 0,
+      in_limit     IN PLS_INTEGER DEFAULT 500
+   ) RETURN CLOB
+   IS
+      l_store  oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
+      l_vector VARCHAR2(200 CHAR);
+      l_sql    VARCHAR2(32767);
+      l_out    CLOB;
+   BEGIN
+      IF in_after_seq IS NULL OR in_after_seq < 0 OR in_after_seq <> TRUNC(in_after_seq) THEN
+         bad_argument('after_seq must be an integer >= 0 (0 = from the first record)');
+      END IF;
+      IF in_limit IS NULL OR in_limit NOT BETWEEN 1 AND 10000 THEN
+         bad_argument('limit must be between 1 and 10000');
+      END IF;
+      -- FROM_VECTOR in SQL (its output format cannot be chosen in PL/SQL): the dense text
+      -- form, a JSON array of numbers; a store without vector_dim has no embedding column
+      IF l_store.vector_dim IS NULL THEN
+         l_vector := 'NULL';
+      ELSE
+         l_vector := 'FROM_VECTOR(c.embedding RETURNING CLOB) FORMAT JSON';
+      END IF;
+      -- bounded: fixed text, two quoted object names (< 100 bytes each) and record_json_sql (< 1,000 bytes)
+      l_sql := 'SELECT JSON_ARRAYAGG(x.j FORMAT JSON ORDER BY x.seq_no RETURNING CLOB) FROM ('
+            || 'SELECT JSON_OBJECT(''record'' VALUE ' || oramem_registry.record_json_sql('r') || ' FORMAT JSON, '
+            || '''chunks'' VALUE (SELECT JSON_ARRAYAGG(JSON_OBJECT(''text'' VALUE c.chunk_text, '
+            || '''vector'' VALUE ' || l_vector || ' NULL ON NULL RETURNING CLOB) FORMAT JSON '
+            || 'ORDER BY c.chunk_no RETURNING CLOB) FROM '
+            || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_chunks)
+            || ' c WHERE c.record_type = r.record_type AND c.record_id = r.record_id) FORMAT JSON '
+            || 'NULL ON NULL RETURNING CLOB) AS j, r.seq_no FROM '
+            || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records)
+            || ' r WHERE r.seq_no > :1 AND (r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))'
+            || ' ORDER BY r.seq_no FETCH FIRST :2 ROWS ONLY) x';
+      EXECUTE IMMEDIATE l_sql INTO l_out USING in_after_seq, in_limit;
+      RETURN NVL(l_out, TO_CLOB('[]'));
+   END export_json;
+
    FUNCTION update_json(
       in_store_id IN VARCHAR2,
       in_request  IN CLOB

@@ -87,6 +87,21 @@ AS
    ) RETURN CLOB;
 
    /*
+    * export_json: JSON array of the store's unexpired records (threads included) with
+    * seq_no > in_after_seq, oldest first, at most in_limit (1..10000), each
+    * {"record": <Record object>, "chunks": [{"text": ..., "vector": [...] | null}, ...] | null}
+    * with its retrieval rows in chunk order (vectors as FROM_VECTOR's dense text, float32).
+    * The next page starts after the last record's seq_no. Used by oramem migrate. Read-only.
+    * Errors: -20001 bad after_seq / limit; store errors as add_json.
+    * Commit: never.
+    */
+   FUNCTION export_json(
+      in_store_id  IN VARCHAR2,
+      in_after_seq IN NUMBER DEFAULT 0,
+      in_limit     IN PLS_INTEGER DEFAULT 500
+   ) RETURN CLOB;
+
+   /*
     * update_json: apply the update request JSON (README; maps UpdateRequest) and return
     * 1 when an unexpired record was updated, 0 when none exists (SC-7.1).
     * Errors: -20002; -20001 (nothing to update, text=null on a profile, ...); -20003;

@@ -58,6 +58,8 @@ SELFTEST_CALLS: dict[str, PlsqlCall] = {
     "purge_expired": PlsqlCall("oramem_store", "purge_expired", (("in_store_id", _V),), _I),
     "run_purge_job": PlsqlCall("oramem_store", "run_purge_job", (("in_store_id", _V),)),
     "keyword_query": PlsqlCall("oramem_search", "keyword_query", (("in_text", _V),), _V),
+    "export": PlsqlCall("oramem_store", "export_json",
+                        (("in_store_id", _V), ("in_after_seq", "NUMBER"), ("in_limit", _I)), _C),
 }
 
 SCRATCH_PREFIX = "OMST"
@@ -509,13 +511,30 @@ class SelfTest:
             _call(conn, c["run_purge_job"], in_store_id=sid)
             return "ran"
 
+        def export() -> str:
+            # what oramem migrate reads: pages of {"record", "chunks"} in seq order
+            page = json.loads(_call(conn, c["export"], in_store_id=sid, in_after_seq=0, in_limit=2) or "null")
+            expect(isinstance(page, list) and len(page) <= 2, f"export_json(limit 2) returned {page!r}")
+            seqs = [p["record"]["seq_no"] for p in page]
+            expect(seqs == sorted(seqs), f"export_json pages are not in seq order: {seqs}")
+            for p in page:
+                chunks = p.get("chunks") or []
+                expect(all(isinstance(ch.get("text"), str) for ch in chunks), f"export_json chunks: {chunks!r}")
+            try:
+                _call(conn, c["export"], in_store_id=sid, in_after_seq=0, in_limit=0)
+            except Exception as e:
+                if ora_code(e) == 20001:
+                    return f"{len(page)} record(s) in a page of 2; limit 0 -> ORA-20001"
+                raise
+            raise ContractMismatch("export_json with limit 0 did not raise ORA-20001")
+
         for label, fn in (("oramem_admin.list_stores", list_stores), ("oramem_admin.describe_store", describe),
                           ("oramem_admin.create_store (existing store)", create_existing),
                           ("oramem_admin.open_store (another keyword_language)", language_mismatch),
                           ("oramem_admin.upgrade_store", upgrade), ("oramem_admin.set_deletion_hook", hook),
                           ("oramem_search.keyword_query", kq),
                           ("oramem_store.delete_record / delete_thread / purge_expired", counts),
-                          ("oramem_store.run_purge_job", purge_job)):
+                          ("oramem_store.run_purge_job", purge_job), ("oramem_store.export_json", export)):
             self.check(label, fn)
 
     # -- EXPLAIN PLAN ----------------------------------------------------------------------

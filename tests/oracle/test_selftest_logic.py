@@ -31,7 +31,16 @@ def answers(plan=PLAN_OK):
         return json.dumps({"memory_store_id": call.binds["in_store_id"], "state": "READY", "vector_dim": 64,
                            "keyword_language": "english"})
 
+    def export(call):
+        if call.binds["in_limit"] < 1:
+            raise db_error(20001, "limit must be between 1 and 10000")
+        rec = {"id": "st-t1", "record_type": "thread", "seq_no": 4}
+        return json.dumps([{"record": rec, "chunks": None},
+                           {"record": dict(rec, id="st-m1", record_type="message", seq_no=5),
+                            "chunks": [{"text": "I drink green tea", "vector": [0.5] * 64}]}])
+
     return {
+        "oramem_store.export_json": export,
         "oramem_admin.capabilities": json.dumps({"oracle_text": True, "hybrid_vector": True,
                                                  "code_schema_version": 1}),
         "oramem_admin.list_stores": json.dumps([{"memory_store_id": s} for s in SIDS]),
