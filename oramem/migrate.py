@@ -2,24 +2,38 @@
 layer's tables, to another database, batched and resumable, then compare counts and
 checksums of both sides.
 
-Locations: ``sqlite:PATH`` (or a plain path) and ``oracle://USER@HOST:PORT/SERVICE``.
+Locations: ``sqlite:PATH`` (or a plain path) and ``oracle://USER@HOST:PORT/SERVICE``, on
+either side (SQLite -> SQLite, SQLite -> Oracle, Oracle -> SQLite, Oracle -> Oracle). The
+Oracle password comes from ``oracle_password``, else ``ORAMEM_PASSWORD``; or pass
+``oracle_connect(user, dsn)`` returning a python-oracledb connection (a wallet, a proxy
+user): it is asked once per Oracle side.
 
-What is copied, per store: the store's settings (strategy, vector_dim, embedder identity,
-keyword language, retention, index sync), every live record with its ids, scope, role,
-content, event time, metadata, ``created_at`` and ``expires_at``, and its retrieval rows as
-they are (caller chunks and their vectors: nothing is re-chunked or re-embedded); threads are
-re-created by their records (same ids and owners; their own ``created_at`` is the copy's);
-then every row of the store's knowledge tables. A rerun after an interruption skips what
-is already there (records by id, knowledge rows by primary key), so it resumes.
+What is copied, per store: the store's settings (strategy, vector_dim, keyword language,
+retention, index sync; on SQLite the embedder identity), every live record with its ids,
+scope, role, content, event time, metadata, ``created_at`` and ``expires_at``, and its
+retrieval rows as they are (caller chunks and their vectors: nothing is re-chunked or
+re-embedded); threads are re-created by their records (same ids and owners; their own
+``created_at`` is the copy's); then every row of the store's knowledge tables. A rerun after
+an interruption skips what is already there (records by id, knowledge rows by primary
+key), so it resumes. Records go through the store API's ``restore_batches`` (on Oracle:
+``oramem_store.add_json`` with ``restored_times`` and ``on_conflict`` "skip"); Oracle
+records are read with ``oramem_store.export_json``; knowledge rows move through the
+knowledge layer's SQLAlchemy mapping (``oramem.knowledge.schema``), so each side converts
+its own types.
+
+Embedders: an Oracle HYBRID store embeds queries in the database, so a HYBRID store copied
+into Oracle needs ``oracle_model`` (the in-database ONNX model loaded with ``oramem db
+load-model``, which must be the source store's embedder); without it the copy is refused
+before anything is written. A SQLite copy of an Oracle store records no embedder (the
+in-database model cannot run there): open it with the same model's local embedder.
 
 The comparison: per store, the number of live records and a SHA-256 over every record's
 fields, chunk texts and vector bytes (threads by id and owners), and per knowledge table
-the row count and a SHA-256 over its rows; any difference is reported.
+the row count and a SHA-256 over its rows as the mapping reads them (times in UTC, JSON
+canonical, vectors as float32 bytes); any difference is reported.
 
-Oracle: migrating to or from an Oracle database is refused with ``CapabilityError`` before
-anything is read or written. The Oracle engine's add entry point assigns ``created_at`` and
-cannot keep a record's times or skip stored ids (``oramem_store.add_json``), so a copy would
-not be faithful, and there is no catalog listing of its stores for a source side yet.
+Static-checked, not run against Oracle: the Oracle sides are tested over the recording
+fake of python-oracledb only (``tests/oracle/test_migrate_oracle_fake.py``).
 """
 
 from __future__ import annotations
@@ -30,14 +44,19 @@ import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
-from .errors import CapabilityError, StoreError
-from .types import PendingRecordBatch
+from .errors import StoreError
+from .types import PendingRecordBatch, Record
 
 __all__ = ["Location", "parse_location", "migrate", "MigrationReport", "StoreComparison"]
 
-Progress = Callable[[int, int], None]
+#: ``progress(done, total)``; total is None when the source cannot count cheaply (Oracle)
+Progress = Callable[[int, Optional[int]], None]
+#: ``oracle_connect(user, dsn)`` -> a python-oracledb connection
+OracleConnect = Callable[[str, str], Any]
+#: (seq, record, [(chunk text, float32 little-endian vector bytes or None), ...])
+Row = tuple[int, Record, list[tuple[str, Optional[bytes]]]]
 
 
 @dataclass(frozen=True)
@@ -51,7 +70,7 @@ def parse_location(text: str, argument: str) -> Location:
         raise ValueError(f"{argument} is empty; give sqlite:PATH or oracle://USER@HOST:PORT/SERVICE")
     if text.startswith("oracle://"):
         rest = text[len("oracle://"):]
-        if "@" not in rest or "/" not in rest.split("@", 1)[1]:
+        if "@" not in rest or not rest.split("@", 1)[0] or "/" not in rest.split("@", 1)[1]:
             raise ValueError(f"{argument} {text!r}: an Oracle location is oracle://USER@HOST:PORT/SERVICE")
         return Location("oracle", rest)
     if text.startswith("sqlite:"):
@@ -88,137 +107,327 @@ class MigrationReport:
         return all(s.ok for s in self.stores)
 
 
-def _refuse_oracle(source: Location, target: Location) -> None:
-    if target.kind == "oracle":
-        raise CapabilityError(
-            "migrating into Oracle is not supported in this version: the Oracle engine's add entry point assigns "
-            "created_at and cannot keep a record's created_at/expires_at or skip ids already stored, so the copy "
-            "would not be faithful (export/import without kept times is the way today)"
-        )
-    if source.kind == "oracle":
-        raise CapabilityError(
-            "migrating out of Oracle is not supported in this version (no catalog listing of the stores and their "
-            "retrieval rows on the Oracle side yet); export each store with the Python API instead"
-        )
+@dataclass(frozen=True)
+class StoreInfo:
+    """One store's settings, as both kinds of database describe them."""
+
+    store_id: str
+    strategy: str
+    vector_dim: Optional[int]
+    default_ttl_days: Optional[int]
+    max_ttl_days: Optional[int]
+    search_index_sync: Optional[str]
+    keyword_language: Optional[str]
+    embedder: Optional[str] = None  # SQLite: the recorded embedder identity (JSON text)
 
 
+# ----------------------------------------------------------------------------- sides
+class _SQLiteSide:
+    kind = "sqlite"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.name = path
+
+    def stores(self) -> dict[str, StoreInfo]:
+        from .sqlite import admin
+
+        out = {}
+        for sid, row in admin.list_stores(self.path).items():
+            language = row.get("keyword_language") if row.get("schema_version", 0) >= 2 else None
+            out[sid] = StoreInfo(sid, row["capability"], row.get("vector_dim"), row.get("default_ttl_days"),
+                                 row.get("max_ttl_days"), row.get("search_index_sync"), language, row.get("embedder"))
+        return out
+
+    def rows(self, store_id: str, after: int, limit: int, now: str) -> list[Row]:
+        from .sqlite import admin
+
+        return admin.read_record_rows(self.path, store_id, after, limit, now)
+
+    def live_count(self, store_id: str, now: str) -> Optional[int]:
+        from .sqlite.schema import StoreTables
+
+        t = StoreTables(store_id)
+        conn = self._ro()
+        try:
+            return int(conn.execute(
+                f"SELECT count(*) FROM {t.records} WHERE record_type != 'thread' AND (expires_at IS NULL OR expires_at > ?)",
+                (now,),
+            ).fetchone()[0])
+        finally:
+            conn.close()
+
+    def _ro(self) -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{os.path.abspath(self.path)}?mode=ro", uri=True)
+
+    def open_store(self, info: StoreInfo, oracle_model: Optional[str]) -> Any:
+        from . import SQLiteMemoryStore
+        from .types import MemoryRetentionConfig, SchemaPolicy
+
+        kwargs: dict[str, Any] = dict(
+            memory_store_id=info.store_id, search_strategy=info.strategy, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+            memory_retention_config=MemoryRetentionConfig(info.default_ttl_days, info.max_ttl_days),
+            search_index_sync=info.search_index_sync, vector_sidecar=False, read_only=False,
+        )
+        if info.vector_dim:
+            kwargs["vector_dim"] = info.vector_dim
+        if info.keyword_language:
+            kwargs["keyword_language"] = info.keyword_language
+        return SQLiteMemoryStore(self.path, **kwargs)
+
+    def keep_embedder(self, info: StoreInfo) -> None:
+        if info.embedder:
+            from .embedders.identity import decode_identity
+            from .sqlite import admin
+
+            admin.record_embedder(self.path, info.store_id, decode_identity(info.embedder))
+
+    def sa_engine(self, read_only: bool) -> Any:
+        import sqlalchemy as sa
+
+        if read_only:
+            uri = f"file:{os.path.abspath(self.path)}?mode=ro"
+            return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True))
+        return sa.create_engine(f"sqlite:///{os.path.abspath(self.path)}")
+
+    def knowledge_tables(self) -> set[str]:
+        conn = self._ro()
+        try:
+            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+
+    def ensure_knowledge(self, engine: Any, store_id: str, vector_dim: int) -> None:
+        from .knowledge.schema import apply_schema_policy, build_tables
+        from .types import SchemaPolicy
+
+        apply_schema_policy(engine, build_tables(store_id, vector_dim), SchemaPolicy.CREATE_IF_NECESSARY)
+
+    def close(self) -> None:
+        pass
+
+
+class _OracleSide:
+    """An Oracle database through one python-oracledb connection (thin mode)."""
+
+    kind = "oracle"
+
+    def __init__(self, location: Location, connect: OracleConnect) -> None:
+        user, dsn = location.target.split("@", 1)
+        self.name = f"oracle://{location.target}"
+        self.conn = connect(user, dsn)
+
+    def stores(self) -> dict[str, StoreInfo]:
+        from .oracle import admin
+
+        out = {}
+        for d in admin.list_stores(self.conn):
+            ret = d.get("retention") or {}
+            sid = str(d["memory_store_id"]).upper()
+            out[sid] = StoreInfo(sid, d["search_strategy"], d.get("vector_dim"), ret.get("default_ttl_days"),
+                                 ret.get("max_ttl_days"), d.get("search_index_sync"), d.get("keyword_language"))
+        return out
+
+    def rows(self, store_id: str, after: int, limit: int, now: str) -> list[Row]:
+        # export_json filters expiry with the database clock, at the moment of the call
+        import numpy as np
+
+        from .oracle import admin
+        from .oracle.driver import record_from_json
+
+        out: list[Row] = []
+        for item in admin.export_page(self.conn, store_id, after, limit):
+            record = record_from_json(item["record"])
+            chunks = [
+                (ch.get("text") or "", None if ch.get("vector") is None else np.asarray(ch["vector"], dtype="<f4").tobytes())
+                for ch in (item.get("chunks") or ())
+            ]
+            out.append((int(item["record"]["seq_no"]), record, chunks))
+        return out
+
+    def live_count(self, store_id: str, now: str) -> Optional[int]:
+        return None  # no count entry point: the progress has no total
+
+    def open_store(self, info: StoreInfo, oracle_model: Optional[str]) -> Any:
+        from .oracle.embedder import OracleDBEmbedder
+        from .store import OracleDBMemoryStore
+        from .types import MemoryRetentionConfig, SchemaPolicy
+
+        embedder = None
+        if info.strategy == "hybrid":
+            if not oracle_model:
+                raise ValueError(
+                    f"store {info.store_id} is HYBRID: an Oracle HYBRID store embeds queries in the database, so "
+                    "name the in-database model of the source's embedder (--oracle-model NAME, loaded with "
+                    "`oramem db load-model`)"
+                )
+            embedder = OracleDBEmbedder(self.conn, oracle_model, embedding_dimension=info.vector_dim)
+        kwargs: dict[str, Any] = dict(
+            memory_store_id=info.store_id, search_strategy=info.strategy, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+            memory_retention_config=MemoryRetentionConfig(info.default_ttl_days, info.max_ttl_days),
+            keyword_language=info.keyword_language,
+        )
+        if info.search_index_sync:
+            kwargs["search_index_sync"] = info.search_index_sync
+        if info.vector_dim:
+            kwargs["vector_dim"] = info.vector_dim
+        return OracleDBMemoryStore(embedder, self.conn, **kwargs)
+
+    def keep_embedder(self, info: StoreInfo) -> None:
+        pass  # the Oracle store names its in-database model itself (embedding_model)
+
+    def sa_engine(self, read_only: bool) -> Any:
+        import sqlalchemy as sa
+        from sqlalchemy.pool import StaticPool
+
+        from .knowledge.db import SharedConnection
+
+        shared = SharedConnection(self.conn, owns_transaction=True)
+        return sa.create_engine("oracle+oracledb://", creator=lambda: shared, poolclass=StaticPool)
+
+    def knowledge_tables(self) -> set[str]:
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT table_name FROM user_tables WHERE table_name LIKE :pattern ESCAPE '\\'",
+                        pattern="%\\_KG\\_%")
+            return {r[0] for r in cur.fetchall()}
+
+    def ensure_knowledge(self, engine: Any, store_id: str, vector_dim: int) -> None:
+        from .oracle import admin
+
+        admin.install_knowledge(self.conn, store_id, vector_dim, echo=lambda _line: None)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _default_connect(password: Optional[str]) -> OracleConnect:
+    def connect(user: str, dsn: str) -> Any:
+        secret = password if password is not None else os.environ.get("ORAMEM_PASSWORD")
+        if secret is None:
+            raise ValueError(
+                f"no password for Oracle user {user}: set ORAMEM_PASSWORD (or pass oracle_password / oracle_connect)"
+            )
+        import oracledb
+
+        return oracledb.connect(user=user, password=secret, dsn=dsn)
+
+    return connect
+
+
+def _side(location: Location, connect: OracleConnect) -> Any:
+    return _OracleSide(location, connect) if location.kind == "oracle" else _SQLiteSide(location.target)
+
+
+# ----------------------------------------------------------------------------- migrate
 def migrate(source_text: str, target_text: str, *, stores: Optional[list[str]] = None, batch_size: int = 500,
-            progress: Optional[Progress] = None) -> MigrationReport:
+            progress: Optional[Progress] = None, oracle_password: Optional[str] = None,
+            oracle_connect: Optional[OracleConnect] = None, oracle_model: Optional[str] = None) -> MigrationReport:
     """Copy ``stores`` (default: all) from SOURCE to TARGET and compare both sides."""
     from .normalize import validate_store_id
-    from .sqlite import admin
 
     source = parse_location(source_text, "SOURCE")
     target = parse_location(target_text, "TARGET")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-    _refuse_oracle(source, target)
-    if not os.path.isfile(source.target):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10000:
+        raise ValueError(f"batch_size must be an int in 1..10000, got {batch_size!r}")
+    if source.kind == "sqlite" and not os.path.isfile(source.target):
         raise StoreError(f"no database file at {source.target!r} (SOURCE)")
-    if os.path.exists(target.target) and os.path.samefile(source.target, target.target):
+    if source.kind == target.kind == "sqlite" and os.path.exists(target.target) and os.path.samefile(source.target, target.target):
         raise ValueError("SOURCE and TARGET are the same file")
-    catalog = admin.list_stores(source.target)
-    wanted = [validate_store_id(s) for s in stores] if stores else sorted(catalog)
-    missing = [s for s in wanted if s not in catalog]
-    if missing:
-        raise ValueError(f"no store {', '.join(missing)} in {source.target} (stores there: {', '.join(catalog) or 'none'})")
-    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
-    totals = {sid: _live_count(source.target, sid, now) + _knowledge_rows(source.target, sid) for sid in wanted}
-    total, done = sum(totals.values()), 0
-    report = MigrationReport()
+    if source.kind == target.kind == "oracle" and source.target.split("@", 1)[1] == target.target.split("@", 1)[1]:
+        raise ValueError("SOURCE and TARGET are the same Oracle database: a store cannot be copied onto itself")
+    connect = oracle_connect or _default_connect(oracle_password)
+    src = _side(source, connect)
+    dst: Any = None
+    try:
+        catalog = src.stores()
+        wanted = [validate_store_id(s) for s in stores] if stores else sorted(catalog)
+        missing = [s for s in wanted if s not in catalog]
+        if missing:
+            raise ValueError(f"no store {', '.join(missing)} in {src.name} (stores there: {', '.join(catalog) or 'none'})")
+        if target.kind == "oracle" and not oracle_model:
+            hybrid = [s for s in wanted if catalog[s].strategy == "hybrid"]
+            if hybrid:
+                raise ValueError(
+                    f"store {', '.join(hybrid)} is HYBRID: an Oracle HYBRID store embeds queries in the database, so "
+                    "name the in-database model of the source's embedder (--oracle-model NAME, loaded with "
+                    "`oramem db load-model`); nothing was written"
+                )
+        dst = _side(target, connect)
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+        counts = [src.live_count(sid, now) for sid in wanted]
+        total = None if any(c is None for c in counts) else sum(c or 0 for c in counts)
+        done = 0
+        report = MigrationReport()
 
-    def step(n: int) -> None:
-        nonlocal done
-        done += n
-        if progress is not None:
-            progress(done, total)
+        def step(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress is not None:
+                progress(done, total)
 
-    for sid in wanted:
-        _copy_records(source.target, target.target, catalog[sid], now, batch_size, report, step)
-        _copy_knowledge(source.target, target.target, catalog[sid], batch_size, report, step)
-        report.stores.append(_compare(source.target, target.target, sid, now))
-    return report
+        for sid in wanted:
+            info = catalog[sid]
+            _copy_records(src, dst, info, now, batch_size, report, step, oracle_model)
+            _copy_knowledge(src, dst, info, batch_size, report, step)
+            report.stores.append(_compare(src, dst, info, now))
+        return report
+    finally:
+        src.close()
+        if dst is not None:
+            dst.close()
 
 
 # ----------------------------------------------------------------------------- records
-def _live_count(path: str, store_id: str, now: str) -> int:
-    from .sqlite.schema import StoreTables
-
-    t = StoreTables(store_id)
-    conn = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
-    try:
-        return int(conn.execute(
-            f"SELECT count(*) FROM {t.records} WHERE record_type != 'thread' AND (expires_at IS NULL OR expires_at > ?)",
-            (now,),
-        ).fetchone()[0])
-    finally:
-        conn.close()
+def _pages(side: Any, store_id: str, now: str, size: int) -> Iterator[list[Row]]:
+    after = 0
+    while True:
+        rows = side.rows(store_id, after, size, now)
+        if not rows:
+            return
+        after = rows[-1][0]
+        yield rows
 
 
-def _open_target(path: str, row: dict) -> Any:
-    from . import SQLiteMemoryStore
-    from .types import MemoryRetentionConfig, SchemaPolicy
-
-    kwargs: dict[str, Any] = dict(
-        memory_store_id=row["store_id"], search_strategy=row["capability"], schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
-        memory_retention_config=MemoryRetentionConfig(row["default_ttl_days"], row["max_ttl_days"]),
-        search_index_sync=row["search_index_sync"], vector_sidecar=False, read_only=False,
-    )
-    if row.get("vector_dim"):
-        kwargs["vector_dim"] = row["vector_dim"]
-    if row.get("keyword_language") and row["schema_version"] >= 2:
-        kwargs["keyword_language"] = row["keyword_language"]
-    return SQLiteMemoryStore(path, **kwargs)
-
-
-def _batch(rows: list, dim: Optional[int]) -> list[PendingRecordBatch]:
+def _batch(items: list[tuple[Record, list]], dim: Optional[int]) -> list[PendingRecordBatch]:
     """One restore batch per record type (the API's unit), in seq order within each."""
     import numpy as np
 
     by_type: dict[str, list] = {}
-    for _, record, chunks in rows:
-        if record.record_type != "thread":
-            by_type.setdefault(record.record_type, []).append((record, chunks))
+    for record, chunks in items:
+        by_type.setdefault(record.record_type, []).append((record, chunks))
     out = []
-    for rtype, items in by_type.items():
+    for rtype, group in by_type.items():
         index_texts, embeddings = [], []
-        vectors_known = all(all(v is not None for _, v in ch) for _, ch in items)
-        for record, chunks in items:
+        vectors_known = all(all(v is not None for _, v in ch) for _, ch in group)
+        for record, chunks in group:
             index_texts.append([text for text, _ in chunks] if chunks else "")
             if chunks:
                 embeddings.append([np.frombuffer(v, dtype="<f4") for _, v in chunks] if vectors_known else None)
             else:
                 embeddings.append([])
         kwargs: dict[str, Any] = dict(
-            record_ids=[r.id for r, _ in items], thread_ids=[r.thread_id for r, _ in items],
-            user_ids=[None if rtype == "user_profile" else r.user_id for r, _ in items],
-            agent_ids=[None if rtype == "agent_profile" else r.agent_id for r, _ in items],
-            timestamps=[r.timestamp for r, _ in items], metadata=[r.metadata for r, _ in items],
+            record_ids=[r.id for r, _ in group], thread_ids=[r.thread_id for r, _ in group],
+            user_ids=[None if rtype == "user_profile" else r.user_id for r, _ in group],
+            agent_ids=[None if rtype == "agent_profile" else r.agent_id for r, _ in group],
+            timestamps=[r.timestamp for r, _ in group], metadata=[r.metadata for r, _ in group],
             index_texts=index_texts,
         )
         if rtype == "message":
-            kwargs["roles"] = [getattr(r, "role", None) for r, _ in items]
+            kwargs["roles"] = [getattr(r, "role", None) for r, _ in group]
         if dim is not None and vectors_known:
             kwargs["embeddings"] = embeddings
-        out.append(PendingRecordBatch([r.content for r, _ in items], rtype, **kwargs))
+        out.append(PendingRecordBatch([r.content for r, _ in group], rtype, **kwargs))
     return out
 
 
-def _copy_records(source: str, target: str, row: dict, now: str, batch_size: int, report: MigrationReport,
-                  step: Callable[[int], None]) -> None:
-    from .sqlite import admin
-
-    sid = row["store_id"]
-    store = _open_target(target, row)
+def _copy_records(src: Any, dst: Any, info: StoreInfo, now: str, batch_size: int, report: MigrationReport,
+                  step: Callable[[int], None], oracle_model: Optional[str]) -> None:
+    store = dst.open_store(info, oracle_model)
     try:
-        after = 0
-        while True:
-            rows = admin.read_record_rows(source, sid, after, batch_size, now)
-            if not rows:
-                break
-            after = rows[-1][0]
-            batches = _batch(rows, row.get("vector_dim"))
-            times = [(r.created_at, r.expires_at) for b in batches for r, _ in _items_of(rows, b.record_type)]
+        for rows in _pages(src, info.store_id, now, batch_size):
+            items = [(r, ch) for _, r, ch in rows if r.record_type != "thread"]
+            batches = _batch(items, info.vector_dim)
+            times = [(r.created_at, r.expires_at) for b in batches for r, _ in items if r.record_type == b.record_type]
             if batches:
                 written = store.restore_batches(batches, times=times, on_conflict="skip", batch_size=batch_size)
                 report.copied_records += len(written)
@@ -226,85 +435,66 @@ def _copy_records(source: str, target: str, row: dict, now: str, batch_size: int
             step(len(times))
     finally:
         store.close()
-    if row.get("embedder"):
-        from .embedders.identity import decode_identity
-
-        admin.record_embedder(target, sid, decode_identity(row["embedder"]))
-
-
-def _items_of(rows: list, rtype: str) -> list:
-    return [(r, ch) for _, r, ch in rows if r.record_type == rtype]
+    dst.keep_embedder(info)
 
 
 # ----------------------------------------------------------------------------- knowledge
-def _kg_names(conn: sqlite3.Connection, store_id: str) -> list[str]:
+def _kg_tables(side: Any, store_id: str, vector_dim: int) -> list[Any]:
+    """The store's knowledge tables present on this side, parents first."""
     from .knowledge.schema import build_tables
 
-    # every knowledge table of the store (the names do not depend on the vector dimension)
-    names = [t.name for t in build_tables(store_id, 1).metadata.sorted_tables]
-    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    return [n for n in names if n in present]
+    present = side.knowledge_tables()
+    return [t for t in build_tables(store_id, vector_dim).metadata.sorted_tables if t.name in present]
 
 
-def _knowledge_rows(path: str, store_id: str) -> int:
-    conn = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
-    try:
-        return sum(int(conn.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0]) for n in _kg_names(conn, store_id))
-    finally:
-        conn.close()
-
-
-def _copy_knowledge(source: str, target: str, row: dict, batch_size: int, report: MigrationReport,
+def _copy_knowledge(src: Any, dst: Any, info: StoreInfo, batch_size: int, report: MigrationReport,
                     step: Callable[[int], None]) -> None:
-    sid = row["store_id"]
-    src = sqlite3.connect(f"file:{os.path.abspath(source)}?mode=ro", uri=True)
+    """Rows the target lacks (by primary key), in batches of one transaction each."""
+    dim = int(info.vector_dim or 1)  # the table names do not depend on the dimension
+    tables = _kg_tables(src, info.store_id, dim)
+    if not tables:
+        return
+    source = src.sa_engine(read_only=True)
     try:
-        names = _kg_names(src, sid)
-        if not names:
-            return
-        import sqlalchemy as sa
-
-        from .knowledge.schema import apply_schema_policy, build_tables
-        from .types import SchemaPolicy
-
-        engine = sa.create_engine(f"sqlite:///{os.path.abspath(target)}")
+        target = dst.sa_engine(read_only=False)
         try:
-            apply_schema_policy(engine, build_tables(sid, int(row["vector_dim"])), SchemaPolicy.CREATE_IF_NECESSARY)
+            dst.ensure_knowledge(target, info.store_id, dim)
+            with source.connect() as rconn:
+                for table in tables:
+                    pk = list(table.primary_key.columns)
+                    result = rconn.execution_options(stream_results=True).execute(table.select().order_by(*pk))
+                    while True:
+                        chunk = [dict(r._mapping) for r in result.fetchmany(batch_size)]
+                        if not chunk:
+                            break
+                        with target.begin() as wconn:
+                            report.copied_knowledge_rows += _insert_missing(wconn, table, pk, chunk)
+                        step(len(chunk))
         finally:
-            engine.dispose()
-        dst = sqlite3.connect(target, isolation_level=None)
-        try:
-            for name in names:  # fixed names built from a validated store id
-                columns = [r[1] for r in src.execute(f'PRAGMA table_info("{name}")')]
-                cols = ", ".join(f'"{c}"' for c in columns)
-                marks = ", ".join("?" for _ in columns)
-                cursor = src.execute(f'SELECT {cols} FROM "{name}" ORDER BY rowid')
-                while True:
-                    chunk = cursor.fetchmany(batch_size)
-                    if not chunk:
-                        break
-                    dst.execute("BEGIN IMMEDIATE")
-                    before = dst.total_changes
-                    dst.executemany(f'INSERT OR IGNORE INTO "{name}" ({cols}) VALUES ({marks})', chunk)
-                    report.copied_knowledge_rows += dst.total_changes - before
-                    dst.execute("COMMIT")
-                    step(len(chunk))
-        finally:
-            dst.close()
+            target.dispose()
     finally:
-        src.close()
+        source.dispose()
+
+
+def _insert_missing(conn: Any, table: Any, pk: list, rows: list[dict]) -> int:
+    import sqlalchemy as sa
+
+    keys = [tuple(r[c.name] for c in pk) for r in rows]
+    if len(pk) == 1:
+        cond = pk[0].in_([k[0] for k in keys])
+    else:
+        cond = sa.tuple_(*pk).in_(keys)
+    present = {tuple(r) for r in conn.execute(sa.select(*pk).where(cond))}
+    fresh = [r for r, k in zip(rows, keys) if k not in present]
+    if fresh:
+        conn.execute(table.insert(), fresh)
+    return len(fresh)
 
 
 # ----------------------------------------------------------------------------- comparison
-def _records_digest(path: str, store_id: str, now: str) -> tuple[int, str]:
-    from .sqlite import admin
-
-    lines, after = [], 0
-    while True:
-        rows = admin.read_record_rows(path, store_id, after, 2000, now)
-        if not rows:
-            break
-        after = rows[-1][0]
+def _records_digest(side: Any, store_id: str, now: str) -> tuple[int, str]:
+    lines = []
+    for rows in _pages(side, store_id, now, 2000):
         for _, r, chunks in rows:
             if r.record_type == "thread":
                 lines.append(json.dumps(["thread", r.id, r.user_id, r.agent_id]))
@@ -320,24 +510,47 @@ def _records_digest(path: str, store_id: str, now: str) -> tuple[int, str]:
     return count, hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
-def _knowledge_digest(path: str, store_id: str) -> dict[str, tuple[int, str]]:
-    conn = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
+def _canonical(value: Any) -> Any:
+    """A knowledge value as both engines' mappings read it, in one spelling."""
+    import numpy as np
+
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return value.isoformat(timespec="microseconds")
+    if isinstance(value, np.ndarray):
+        return value.astype("<f4").tobytes().hex()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
+
+
+def _knowledge_digest(side: Any, store_id: str, vector_dim: int) -> dict[str, tuple[int, str]]:
+    tables = _kg_tables(side, store_id, vector_dim)
+    if not tables:
+        return {}
+    engine = side.sa_engine(read_only=True)
     try:
         out = {}
-        for name in _kg_names(conn, store_id):
-            columns = sorted(r[1] for r in conn.execute(f'PRAGMA table_info("{name}")'))
-            cols = ", ".join(f'"{c}"' for c in columns)
-            rows = sorted(repr(r) for r in conn.execute(f'SELECT {cols} FROM "{name}"'))
-            out[name] = (len(rows), hashlib.sha256("\n".join(rows).encode()).hexdigest())
+        with engine.connect() as conn:
+            for table in tables:
+                names = sorted(c.name for c in table.columns)
+                rows = sorted(
+                    json.dumps([_canonical(r._mapping[n]) for n in names], default=str) for r in conn.execute(table.select())
+                )
+                out[table.name] = (len(rows), hashlib.sha256("\n".join(rows).encode()).hexdigest())
         return out
     finally:
-        conn.close()
+        engine.dispose()
 
 
-def _compare(source: str, target: str, store_id: str, now: str) -> StoreComparison:
-    (n_src, h_src), (n_dst, h_dst) = _records_digest(source, store_id, now), _records_digest(target, store_id, now)
-    comparison = StoreComparison(store_id, (n_src, n_dst), h_src == h_dst)
-    k_src, k_dst = _knowledge_digest(source, store_id), _knowledge_digest(target, store_id)
+def _compare(src: Any, dst: Any, info: StoreInfo, now: str) -> StoreComparison:
+    sid, dim = info.store_id, int(info.vector_dim or 1)
+    (n_src, h_src), (n_dst, h_dst) = _records_digest(src, sid, now), _records_digest(dst, sid, now)
+    comparison = StoreComparison(sid, (n_src, n_dst), h_src == h_dst)
+    k_src, k_dst = _knowledge_digest(src, sid, dim), _knowledge_digest(dst, sid, dim)
     for name in sorted(set(k_src) | set(k_dst)):
         a, b = k_src.get(name, (0, "")), k_dst.get(name, (0, ""))
         comparison.knowledge[name] = (a[0], b[0])

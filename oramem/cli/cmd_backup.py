@@ -13,6 +13,7 @@ import click
 
 from .. import jsonl
 from ..embedders.identity import describe_identity, identity_of
+from ..errors import StoreError
 from ..sqlite import admin as sqlite_admin
 
 from .app import cli
@@ -196,31 +197,49 @@ def _salvage_export(state: State, write: Any, types: Optional[set[str]]) -> int:
 @click.argument("source")
 @click.argument("target")
 @click.option("--only", "only", multiple=True, help="Copy only this store id (repeatable; default: every store).")
-@click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1), help="Records (or knowledge rows) per transaction.")
-def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int) -> None:
+@click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1, max=10000), help="Records (or knowledge rows) per transaction.")
+@click.option("--oracle-model", default=None, metavar="NAME",
+              help="Into Oracle: the in-database ONNX model (oramem db load-model) a HYBRID store embeds queries "
+                   "with; it must be the source store's embedder.")
+def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, oracle_model: Optional[str]) -> None:
     """Copy every store of SOURCE, with its knowledge tables, into TARGET, then compare
     record counts and checksums of both sides. Locations: sqlite:PATH (or a path) and
-    oracle://USER@HOST:PORT/SERVICE. Records keep their ids, scope, metadata, created_at,
-    expires_at, retrieval rows and vectors (nothing is re-embedded). Interrupted, run the
-    same command again: what is already in TARGET is skipped. Exit 1 when the comparison
-    finds a difference. The Oracle side is refused in this version (see oramem/migrate.py).
-    (--db and --store are not used: SOURCE and TARGET name the databases.)"""
+    oracle://USER@HOST:PORT/SERVICE, on either side. Records keep their ids, scope,
+    metadata, created_at, expires_at, retrieval rows and vectors (nothing is re-embedded).
+    Interrupted, run the same command again: what is already in TARGET is skipped. Exit 1
+    when the comparison finds a difference. The Oracle password comes from ORAMEM_PASSWORD,
+    else a prompt. (--db and --store are not used: SOURCE and TARGET name the databases.)"""
     from .. import migrate as migration
 
     state: State = click.get_current_context().obj
     bar: Any = None
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: int, total: Optional[int]) -> None:
         nonlocal bar
         if state.json or not sys.stderr.isatty():
+            return
+        if total is None:  # an Oracle source does not count ahead: a running count
+            click.echo(f"\rmigrating: {done} row(s)", nl=False, err=True)
             return
         if bar is None:
             bar = click.progressbar(length=max(total, 1), label="migrating", file=sys.stderr)
             bar.__enter__()
         bar.update(done - bar.pos)
 
+    def connect(user: str, dsn: str) -> Any:
+        import oracledb
+
+        password = os.environ.get("ORAMEM_PASSWORD")
+        if password is None:
+            password = click.prompt(f"password for Oracle user {user} at {dsn}", hide_input=True, err=True)
+        try:
+            return oracledb.connect(user=user, password=password, dsn=dsn)
+        except oracledb.Error as exc:
+            raise StoreError(f"cannot connect to Oracle as {user} at {dsn}: {one_line(exc)}") from None
+
     try:
-        report = migration.migrate(source, target, stores=list(only) or None, batch_size=batch_size, progress=progress)
+        report = migration.migrate(source, target, stores=list(only) or None, batch_size=batch_size, progress=progress,
+                                   oracle_connect=connect, oracle_model=oracle_model)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

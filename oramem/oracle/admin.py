@@ -57,6 +57,8 @@ ADMIN_CALLS: dict[str, PlsqlCall] = {
     "capabilities": PlsqlCall("oramem_admin", "capabilities", (), _C),
     "upgrade_store": PlsqlCall("oramem_admin", "upgrade_store", (("in_store_id", _V),), _C),
     "drop_store": PlsqlCall("oramem_admin", "drop_store", (("in_store_id", _V), ("in_if_exists", _I))),
+    "export": PlsqlCall("oramem_store", "export_json",
+                        (("in_store_id", _V), ("in_after_seq", "NUMBER"), ("in_limit", _I)), _C),
 }
 
 #: oramem's package names (for status: installed and VALID?).
@@ -203,6 +205,14 @@ def _installed(conn: Any) -> dict[str, str]:
 
 def list_stores(conn: Any) -> list[dict]:
     return json.loads(_call(conn, ADMIN_CALLS["list_stores"]) or "[]")
+
+
+def export_page(conn: Any, store_id: str, after_seq: int, limit: int) -> list[dict]:
+    """``oramem_store.export_json``: up to ``limit`` live records of a store with seq_no above
+    ``after_seq``, each ``{"record": ..., "chunks": [...] | None}`` (what ``oramem migrate``
+    reads from an Oracle source). Static-checked, not run against Oracle."""
+    return json.loads(_call(conn, ADMIN_CALLS["export"], in_store_id=store_id, in_after_seq=after_seq,
+                            in_limit=limit) or "[]")
 
 
 def install(conn: Any, scripts_dir: Optional[str] = None, echo: Callable[[str], None] = print) -> int:

@@ -1,5 +1,6 @@
 """`oramem migrate SOURCE TARGET` (issue 13 item 4): every store with its knowledge tables,
-batched and resumable, with counts and checksums compared; the Oracle side is refused."""
+batched and resumable, with counts and checksums compared (the Oracle sides over the recording
+fake: tests/oracle/test_migrate_oracle_fake.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from click.testing import CliRunner
 
 from oramem import SQLiteMemoryStore
 from oramem.cli import cli
-from oramem.errors import CapabilityError
 from oramem.knowledge import KnowledgeMemory
 from oramem.migrate import migrate
 from oramem.testing import HashEmbedder
@@ -89,15 +89,39 @@ def test_migrate_reports_a_difference(runner, tmp_path):
     assert "the copy differs from the source: DEFAULT" in res.stderr
 
 
-def test_migrate_oracle_side_and_bad_locations_are_refused_before_anything(runner, tmp_path):
+def test_migrate_refusals_come_before_anything_is_written(runner, tmp_path, monkeypatch):
     src = str(tmp_path / "s.db")
     _source(src)
-    with pytest.raises(CapabilityError, match="into Oracle is not supported"):
-        migrate(src, "oracle://oramem@localhost:1521/FREEPDB1")
-    with pytest.raises(CapabilityError, match="out of Oracle is not supported"):
+    asked = []
+
+    def connect(user, dsn):
+        asked.append((user, dsn))
+        raise AssertionError("no Oracle connection may be made")
+
+    # a HYBRID store into Oracle needs the in-database model that embeds its queries
+    with pytest.raises(ValueError, match="DEFAULT is HYBRID.*--oracle-model NAME"):
+        migrate(src, "oracle://oramem@localhost:1521/FREEPDB1", stores=["DEFAULT"], oracle_connect=connect)
+    assert asked == []
+    # no password for an Oracle side: said before any connection
+    monkeypatch.delenv("ORAMEM_PASSWORD", raising=False)
+    with pytest.raises(ValueError, match="no password for Oracle user oramem: set ORAMEM_PASSWORD"):
         migrate("oracle://oramem@localhost:1521/FREEPDB1", str(tmp_path / "x.db"))
     assert not (tmp_path / "x.db").exists()
+    with pytest.raises(ValueError, match="same Oracle database"):
+        migrate("oracle://a@h:1521/S", "oracle://b@h:1521/S", oracle_connect=connect)
+    with pytest.raises(ValueError, match="batch_size must be an int in 1..10000"):
+        migrate(src, str(tmp_path / "y.db"), batch_size=0)
     assert "same file" in run(runner, "migrate", src, f"sqlite:{src}", expect=2).stderr
     assert "oracle://USER@HOST" in run(runner, "migrate", src, "oracle://nohost", expect=2).stderr
     assert "no database file" in run(runner, "migrate", str(tmp_path / "none.db"), str(tmp_path / "y.db"), expect=1).stderr
-    assert "into Oracle" in run(runner, "migrate", src, "oracle://u@h:1521/S", expect=1).stderr
+    assert "--oracle-model NAME" in run(runner, "migrate", src, "oracle://u@h:1521/S", expect=2).stderr
+
+
+def test_an_unreachable_oracle_side_is_one_error_line(runner, tmp_path, monkeypatch):
+    src = str(tmp_path / "s.db")
+    with SQLiteMemoryStore(src, vector_dim=3, search_strategy="vector"):
+        pass
+    monkeypatch.setenv("ORAMEM_PASSWORD", "not-sent-anywhere-else")
+    res = run(runner, "migrate", src, "oracle://u@127.0.0.1:1/FREEPDB1", expect=1)
+    assert res.stderr.startswith("Error: cannot connect to Oracle as u at 127.0.0.1:1/FREEPDB1: DPY-")
+    assert "not-sent-anywhere-else" not in res.stderr
