@@ -91,16 +91,18 @@ def stores_describe(state: State, store_id: Optional[str]) -> None:
 
 @stores.command(name="drop")
 @click.argument("store_id")
-@click.option("--yes", is_flag=True, help="Confirm: the store and all its records are deleted.")
+@click.option("--yes", is_flag=True, help="Confirm: the store, all its records and its knowledge tables are deleted.")
 @pass_state
 def stores_drop(state: State, store_id: str, yes: bool) -> None:
-    """Delete STORE_ID with all its records (needs --yes)."""
+    """Delete STORE_ID with all its records and its knowledge layer's tables (entities,
+    facts, events, ...; needs --yes)."""
     sid = validate_store_id(store_id)
     catalog = _catalog_or_fail(state)
     if sid not in catalog:
         raise CLIError(f"no store {sid!r} in {state.db} (stores there: {', '.join(catalog) or 'none'})")
     if not yes:
-        raise CLIError(f"dropping store {sid!r} deletes all its records; repeat with --yes to confirm", 2)
+        what = "all its records and its knowledge tables" if sqlite_admin.knowledge_tables_exist(state.db, sid) else "all its records"
+        raise CLIError(f"dropping store {sid!r} deletes {what}; repeat with --yes to confirm", 2)
     sqlite_admin.drop_store(state.db, sid)
     if state.json:
         emit_json({"dropped": sid})

@@ -96,9 +96,17 @@ def count_live_records(path: str, store_id: str, now: _dt.datetime | None = None
     return {t: n for t, n in rows}
 
 
+def knowledge_table_names(store_id: str) -> list[str]:
+    """The knowledge layer's table names of a store, children before parents."""
+    from ..knowledge.schema import build_tables
+
+    return [t.name for t in reversed(build_tables(store_id, 1).metadata.sorted_tables)]
+
+
 def drop_store(path: str, store_id: str) -> bool:
-    """Delete a store's tables and catalog row in one transaction; False when absent.
-    Engines that have the store open see ``StoreNotFound`` on their next call."""
+    """Delete a store's tables, its knowledge layer's tables (``<ID>_KG_*``, when there) and
+    its catalog row in one transaction; False when absent. Engines that have the store open
+    see ``StoreNotFound`` on their next call."""
     tables = StoreTables(store_id)
     if not pathlib.Path(path).is_file():
         raise StoreNotFound(f"no database file at {path!r}")
@@ -109,6 +117,9 @@ def drop_store(path: str, store_id: str) -> bool:
             found = conn.execute(f"SELECT 1 FROM {CATALOG} WHERE store_id = ?", (tables.store_id,)).fetchone()
             if found:
                 tables.drop(conn)
+                if has_knowledge_tables(conn, tables.store_id):
+                    for name in knowledge_table_names(tables.store_id):  # fixed names of a validated id
+                        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
                 conn.execute(f"DELETE FROM {CATALOG} WHERE store_id = ?", (tables.store_id,))
             conn.execute("COMMIT")
         except BaseException:

@@ -283,3 +283,32 @@ def test_keyword_language_flag_creates_and_is_checked(run):
     run("--keyword-language", "NONE", "--store", "plain", "search", "peanuts")  # the same language: fine
     run("add", "--id", "s", "she peels the peanuts")  # default store, default language
     assert [h["record"]["id"] for h in jrun(run, "search", "peanut", "--strategy", "keyword")] == ["s"]
+
+
+def test_stores_drop_removes_the_knowledge_tables_too_and_leaves_other_stores_alone(run, db):
+    import sqlite3
+
+    from oramem.knowledge import KnowledgeMemory
+
+    for sid in ("GONE", "GONE_KG"):  # a store whose id extends the other's table prefix
+        with SQLiteMemoryStore(db, embedder=HashEmbedder(16), memory_store_id=sid, search_strategy="hybrid") as store:
+            with KnowledgeMemory(store, None) as km:
+                km.add_fact("helper", "Ana", f"Ana lives in Porto ({sid})", subject_type="person")
+
+    def tables():
+        conn = sqlite3.connect(db)
+        try:
+            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+
+    assert {"GONE_KG_FACT", "GONE_KG_JOB", "GONE_KG_AGENT", "GONE_KG_KG_FACT"} <= tables()
+    res = run("stores", "drop", "gone", expect=2)
+    assert "deletes all its records and its knowledge tables; repeat with --yes" in res.stderr
+    run("stores", "drop", "gone", "--yes")
+    left = tables()
+    assert not {n for n in left if n.startswith("GONE_KG_") and not n.startswith("GONE_KG_KG_")}
+    assert "om_GONE_records" not in left and "om_GONE_KG_records" in left and "GONE_KG_KG_FACT" in left
+    with SQLiteMemoryStore(db, embedder=HashEmbedder(16), memory_store_id="GONE_KG", search_strategy="hybrid") as store:
+        with KnowledgeMemory(store, None) as km:
+            assert [f.fact_text for f in km.get_all("helper")] == ["Ana lives in Porto (GONE_KG)"]
