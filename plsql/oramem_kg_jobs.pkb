@@ -649,6 +649,16 @@ AS
       run_deterministic(in_store_id => in_store_id, in_agent_id => NULL);
    END run_job;
 
+   FUNCTION has_knowledge(
+      in_store_id IN VARCHAR2
+   ) RETURN PLS_INTEGER
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      SELECT COUNT(*) INTO l_count FROM user_tables WHERE table_name = store_key(in_store_id) || '_KG_EVENT';
+      RETURN LEAST(l_count, 1);
+   END has_knowledge;
+
    FUNCTION job_name(
       in_store_id IN VARCHAR2
    ) RETURN VARCHAR2

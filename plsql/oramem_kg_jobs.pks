@@ -77,6 +77,17 @@ AS
    );
 
    /*
+    * has_knowledge: 1 when the knowledge tables of store in_store_id exist in this schema
+    * (<STORE_ID>_KG_EVENT stands for all of them, as in on_store_delete), else 0. Read-only.
+    * Used by the driver's forget, which refuses to erase the store part alone.
+    * Errors: -20010 in_store_id NULL or invalid.
+    * Commit: never.
+    */
+   FUNCTION has_knowledge(
+      in_store_id IN VARCHAR2
+   ) RETURN PLS_INTEGER;
+
+   /*
     * job_name: the scheduler job name of store in_store_id, 'ORAMEM_KG_<STORE_ID>'
     * (validated with DBMS_ASSERT.SIMPLE_SQL_NAME).
     * Errors: -20010 in_store_id NULL or invalid.

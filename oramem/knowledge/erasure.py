@@ -47,7 +47,7 @@ from . import reads
 from .schema import KGTables
 from .text import norm, slug
 
-__all__ = ["erase"]
+__all__ = ["erase", "OracleEraser"]
 
 PurgeFacts = Callable[[sa.Connection, Any, list], None]
 
@@ -57,10 +57,12 @@ def _counts(conn: sa.Connection, t: KGTables) -> dict[str, int]:
     return {tb.name: int(conn.execute(sa.select(sa.func.count()).select_from(tb)).scalar_one()) for tb in tables}
 
 
-def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts) -> ErasureReport:
+def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts,
+          before: Any = None) -> ErasureReport:
     """Erase the actor of a ``forget`` event; rows deleted per table and the store records
-    to delete with them."""
-    before = _counts(conn, t)
+    to delete with them. ``before``: the row counts taken before the store's cascade, when
+    a deletion hook of the cascade already removed some of the rows (Oracle)."""
+    before = _counts(conn, t) if before is None else before
     records: list[tuple[str, str]] = []
     for agent in event.agent_ids:
         for table in t.all_agent_tables() + [t.agent, t.job]:
@@ -218,3 +220,28 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
         + [("message", eid) for eid in sorted(events)]
         + [("thread", sid) for sid in sorted(sessions - threads)]
     )
+
+
+class OracleEraser:
+    """``forget`` on Oracle (``SyncOracleEngine.register_erasure``): the engine takes
+    :meth:`snapshot` before the actor's cascade (whose PL/SQL deletion hook,
+    ``oramem_kg_jobs.on_store_delete``, already removes the agent's rows and the facts and
+    events of her records) and calls :meth:`erase` after it, both inside its transaction:
+    SQLAlchemy reaches the transaction's connection through the knowledge layer's Oracle
+    backend (``OracleBackend._connect``). The counts are the rows gone in both steps.
+    Static-checked, not run against Oracle."""
+
+    def __init__(self, sa_engine: sa.Engine, tables: KGTables, purge_facts: PurgeFacts) -> None:
+        self._engine, self._tables, self._purge_facts = sa_engine, tables, purge_facts
+        #: one eraser per store's knowledge tables: a newer one replaces an older one
+        self.key = ("knowledge", tables.store_id)
+
+    def snapshot(self) -> dict[str, int]:
+        with self._engine.connect() as conn:
+            return _counts(conn, self._tables)
+
+    def erase(self, event: DeletionEvent, before: dict[str, int]) -> "ErasureReport | None":
+        if event.memory_store_id.upper() != self._tables.store_id:
+            return None
+        with self._engine.connect() as conn:
+            return erase(conn, self._tables, event, self._purge_facts, before)

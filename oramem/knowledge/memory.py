@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import logging
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar, cast
 
 import sqlalchemy as sa
 
@@ -160,6 +160,10 @@ class KnowledgeMemory:
             # cascade and purge transactions (SC-8.5, KC-3.6; review F16). It replaces a
             # hook registered before (one PL/SQL hook per store).
             store.register_deletion_hook(ORACLE_DELETION_HOOK)
+            # forget (SC-8.6): the whole erasure of oramem.knowledge.erasure runs in the
+            # store's forget transaction, through SQLAlchemy on its connection
+            eraser = erasure.OracleEraser(self._backend.sa_engine, self._tables, self._purge_facts)
+            cast(Any, store.engine).register_erasure(eraser)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:

@@ -70,6 +70,9 @@ from ..requests import (
     ON_CONFLICT,
     AddRequest,
     ChunkRow,
+    DeletionEvent,
+    ErasureReport,
+    ForgetRequest,
     ListRequest,
     NewRecord,
     Scope,
@@ -117,6 +120,7 @@ CALLS: dict[str, PlsqlCall] = {
                                (("in_store_id", _V), ("in_commit", _I)), _C),
     "sync_search_index": PlsqlCall("oramem_store", "sync_search_index", (("in_store_id", _V),)),
     "search": PlsqlCall("oramem_search", "search_json", (("in_store_id", _V), ("in_request", _C)), _C),
+    "has_knowledge": PlsqlCall("oramem_kg_jobs", "has_knowledge", (("in_store_id", _V),), _I),
 }
 
 #: Flat tuple for the static gate (tests/plsql) and the DBA tooling.
@@ -463,6 +467,8 @@ class OracleEngine(Engine):
         self._store_id: Optional[str] = None
         self._closed = False
         self._pending_hook: Optional[str] = None
+        #: forget()'s erasure of derived data (the knowledge layer registers one)
+        self._erasers: dict[Any, Any] = {}
         #: one given connection: calls and blocks take turns on it
         self._conn_lock = threading.RLock()
         self._async_conn_lock: Optional[asyncio.Lock] = None
@@ -659,6 +665,65 @@ class OracleEngine(Engine):
     def _prepare_purge_expired(self) -> _Prepared:
         return _Prepared("purge_expired", True, dict(in_store_id=_STORE, in_commit=0), self._count)
 
+    # -- forget (SC-8.6) ---------------------------------------------------------------
+    def register_erasure(self, eraser: Any) -> None:
+        """Add what ``forget`` also erases, in its transaction on its connection: an object
+        with ``snapshot()`` (taken before the actor's cascade; e.g. row counts) and
+        ``erase(event, snapshot)`` returning an :class:`ErasureReport` (rows per table, and
+        store records derived from the actor, which ``forget`` deletes too). The knowledge
+        layer registers its erasure here on Oracle (``oramem.knowledge.erasure``). An eraser
+        with the ``key`` of one registered before replaces it (a new KnowledgeMemory over
+        the same store replaces the previous one, as its PL/SQL deletion hook does)."""
+        if not (callable(getattr(eraser, "snapshot", None)) and callable(getattr(eraser, "erase", None))):
+            raise TypeError("an eraser has snapshot() and erase(event, snapshot) methods")
+        self._erasers[getattr(eraser, "key", id(eraser))] = eraser
+
+    def _prepare_forget(self, request: ForgetRequest) -> tuple[_Prepared, str]:
+        """The actor's SC-8.2 cascade through ``delete_record_json`` (its reply keeps the
+        event) and the actor's profile type."""
+        if not isinstance(request, ForgetRequest):
+            raise TypeError(f"request must be a ForgetRequest, got {type(request).__name__}")
+        if (request.user_id is None) == (request.agent_id is None):
+            raise ValueError("forget erases one actor: pass exactly one of user_id and agent_id")
+        profile = "user_profile" if request.user_id is not None else "agent_profile"
+        actor = request.user_id if request.user_id is not None else request.agent_id
+        _check_id(actor, "user_id" if request.user_id is not None else "agent_id")
+        values = dict(in_store_id=_STORE, in_record_type=profile, in_record_id=actor, in_cascade=1)
+        return _Prepared("delete", False, values, _loads), profile
+
+    @staticmethod
+    def _prepare_has_knowledge() -> _Prepared:
+        return _Prepared("has_knowledge", False, dict(in_store_id=_STORE), int)
+
+    def _no_eraser_error(self) -> StoreError:
+        return StoreError(
+            f"store {self._store_id!r} has knowledge tables, and nothing erased the actor from them: call "
+            "KnowledgeMemory(store, llm=None).forget(...) (or run `oramem forget`); nothing was deleted"
+        )
+
+    @staticmethod
+    def _forget_event(reply: Any, request: ForgetRequest, store_id: str) -> DeletionEvent:
+        event = (reply or {}).get("event") or {}
+        return DeletionEvent(
+            memory_store_id=store_id,
+            records=tuple((str(t), str(i)) for t, i in event.get("records") or ()),
+            thread_ids=tuple(event.get("thread_ids") or ()),
+            user_ids=tuple(event.get("user_ids") or ()),
+            agent_ids=tuple(event.get("agent_ids") or ()),
+            reason="forget",
+            names=request.names,
+        )
+
+    @staticmethod
+    def _forget_counts(event: DeletionEvent, reports: builtins.list[ErasureReport], derived: int) -> dict[str, int]:
+        # rows per table by table name, as on SQLite: the store's record table OM_<ID>_REC
+        # (oramem_registry.object_name); its retrieval rows go by ON DELETE CASCADE, uncounted
+        counts = {f"OM_{event.memory_store_id}_REC": len(event.records) + derived}
+        for report in reports:
+            for table, n in report.tables.items():
+                counts[table] = counts.get(table, 0) + int(n)
+        return counts
+
     _SYNC_IN_BLOCK = ("Oracle Text synchronises in an autonomous transaction (oramem_store.sync_search_index), "
                       "which cannot see the block's rows")
 
@@ -735,6 +800,9 @@ class OracleEngine(Engine):
 
     async def purge_expired_async(self) -> int:
         raise self._wrong_colour("purge_expired_async")
+
+    def forget(self, request: ForgetRequest) -> dict[str, int]:
+        raise self._wrong_colour("forget")
 
     def sync_search_index(self) -> None:
         raise self._wrong_colour("sync_search_index")
@@ -938,6 +1006,26 @@ class SyncOracleEngine(OracleEngine):
     def purge_expired(self) -> int:
         return cast(int, self._do(self._prepare_purge_expired()))
 
+    def forget(self, request: ForgetRequest) -> dict[str, int]:
+        """SC-8.6 in one transaction: the actor's cascade (``delete_record_json``, whose
+        PL/SQL deletion hook runs as for any cascade), every registered eraser, and the
+        store records the erasers name. With knowledge tables and no eraser it refuses
+        before anything is deleted. Static-checked, not run against Oracle."""
+        self._refuse_in_block("forget()", "an erasure is one transaction of its own")
+        cascade, _ = self._prepare_forget(request)
+        with self.transaction():
+            if not self._erasers and self._do(self._prepare_has_knowledge()):
+                raise self._no_eraser_error()
+            erasers = list(self._erasers.values())
+            snapshots = [e.snapshot() for e in erasers]
+            event = self._forget_event(self._do(cascade), request, str(self._store_id))
+            reports = [r for r in (e.erase(event, snap) for e, snap in zip(erasers, snapshots))
+                       if isinstance(r, ErasureReport)]
+            keys = sorted({key for r in reports for key in r.records})
+            for rtype, rid in keys:
+                self._do(self._prepare_delete(rtype, rid, False))
+        return self._forget_counts(event, reports, len(keys))
+
     def sync_search_index(self) -> None:
         self._do(self._prepare_sync_search_index("sync_search_index"))
 
@@ -1106,8 +1194,12 @@ class AsyncOracleEngine(OracleEngine):
         await self._do(self._prepare_sync_search_index("sync_search_index_async"))
 
     async def forget_async(self, request: Any) -> dict[str, int]:
-        # SC-8.6 has no PL/SQL entry point yet: the base class's CapabilityError, before any call
-        return Engine.forget(self, request)
+        # The knowledge layer's erasure runs on Oracle through SQLAlchemy, which needs a
+        # synchronous connection (KnowledgeMemory refuses an async pool): refused before any call.
+        raise CapabilityError(
+            "forget_async on an asynchronous Oracle pool is not supported in this version: open the store with a "
+            "synchronous pool (oracledb.create_pool) and call forget(), or forget_async() through KnowledgeMemory there"
+        )
 
     # -- reads ---------------------------------------------------------------------------
     async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:

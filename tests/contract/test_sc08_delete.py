@@ -287,3 +287,23 @@ def test_sc_8_4_hybrid_delete_cleans_both_sides(make_store, hybrid_capable):
     s.delete("user_profile", "u1", cascade=True)
     for strategy in ("keyword", "vector", "hybrid"):
         assert hit_ids(s.search("zebra", k=5, strategy=strategy)) == ["b"], strategy
+
+
+# ---------------------------------------------------------------- SC-8.6 forget (store part)
+def test_sc_8_6_forget_erases_the_actor_and_nothing_else(store):
+    store.add_user("u1", "Ana, a gardener")
+    store.add(["mine", "also mine"], record_type="memory", record_ids=["m1", "m2"], user_ids="u1")
+    store.add(["hello"], record_type="message", record_ids=["g1"], thread_ids="t1", user_ids="u1", roles="user")
+    store.add(["in her thread"], record_type="memory", record_ids=["m3"], thread_ids="t1")
+    store.add(["someone else"], record_type="memory", record_ids=["o1"], user_ids="u2", thread_ids="t2")
+    counts = store.forget(user_id="u1")
+    # profile, m1, m2, g1, m3 (in her thread) and the thread t1 itself, counted under the
+    # record table's name (om_<ID>_records on SQLite, OM_<ID>_REC on Oracle)
+    assert [n for t, n in counts.items() if t.lower().endswith(("_records", "_rec"))] == [6]
+    assert store.get("user_profile", "u1") is None
+    assert all(store.get("memory", rid) is None for rid in ("m1", "m2", "m3"))
+    assert store.get("message", "g1") is None and ids(store.list("thread")) == ["t2"]
+    assert ids(store.list("memory")) == ["o1"]
+    assert hit_ids(store.search(query_vector=vec(1), record_types=["memory"], k=10)) == ["o1"]
+    with pytest.raises(ValueError, match="exactly one"):
+        store.forget(user_id="u2", agent_id="a1")

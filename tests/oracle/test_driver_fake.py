@@ -27,6 +27,7 @@ from oramem import (
     SearchStrategy,
     SchemaError,
     StoreBusy,
+    StoreError,
     StoreNotFound,
     StoreSettingsMismatch,
     TimeToLiveAnchor,
@@ -518,14 +519,79 @@ def test_f20_vectors_are_sent_as_shortest_float32_decimals():
     assert json.dumps(_vector(np.array([0.1, 0.5], dtype=np.float32))) == "[0.1, 0.5]"
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_forget_is_refused_before_any_call(kind):
-    """SC-8.6: the Oracle engine has no forget entry point in this version (no PL/SQL that
-    erases an actor from the knowledge tables): CapabilityError, and nothing is sent."""
+@pytest.mark.parametrize("kind", ["async_pool", "async_conn"])
+def test_forget_on_an_async_pool_is_refused_before_any_call(kind):
+    """The knowledge layer's erasure needs a synchronous connection on Oracle."""
     from oramem.requests import ForgetRequest
 
     engine, rec = opened(kind, {})
-    before = len(rec.plsql)
-    with pytest.raises(CapabilityError, match="forget .* is not supported by the OracleEngine"):
+    with pytest.raises(CapabilityError, match="forget_async on an asynchronous Oracle pool is not supported"):
         run(engine, "forget", ForgetRequest(user_id="u1", names=("u1",)))
-    assert len(rec.plsql) == before
+    assert rec.plsql == []
+
+
+CASCADE_REPLY = json.dumps({"count": 1, "event": {
+    "memory_store_id": "MYSTORE", "records": [["user_profile", "u1"], ["message", "m1"], ["thread", "t1"]],
+    "thread_ids": ["t1"], "user_ids": ["u1"], "agent_ids": [], "reason": "cascade"}})
+
+
+@pytest.mark.parametrize("kind", ["pool", "conn"])
+def test_forget_without_an_eraser_on_a_store_with_knowledge_refuses_before_deleting(kind):
+    from oramem.requests import ForgetRequest
+
+    engine, rec = opened(kind, {"oramem_kg_jobs.has_knowledge": 1, "oramem_store.delete_record_json": CASCADE_REPLY})
+    with pytest.raises(StoreError, match="has knowledge tables, and nothing erased the actor"):
+        engine.forget(ForgetRequest(user_id="u1", names=("u1",)))
+    assert [c.name for c in rec.plsql] == ["oramem_kg_jobs.has_knowledge"]
+    assert rec.of("rollback") and not committed(rec)
+
+
+@pytest.mark.parametrize("kind", ["pool", "conn"])
+def test_forget_without_knowledge_tables_is_the_cascade(kind):
+    from oramem.requests import ForgetRequest
+
+    engine, rec = opened(kind, {"oramem_kg_jobs.has_knowledge": 0, "oramem_store.delete_record_json": CASCADE_REPLY})
+    assert engine.forget(ForgetRequest(user_id="u1", names=("u1",))) == {"OM_MYSTORE_REC": 3}
+    assert [c.name for c in rec.plsql] == ["oramem_kg_jobs.has_knowledge", "oramem_store.delete_record_json"]
+    assert rec.plsql[1].binds["in_cascade"] == 1 and len(rec.of("commit")) == 1
+
+
+@pytest.mark.parametrize("kind", ["pool", "conn"])
+def test_forget_runs_cascade_and_erasers_in_one_transaction(kind):
+    """SC-8.6 on Oracle: snapshot, the actor's cascade (delete_record_json, cascade 1), the
+    eraser with the "forget" event and the names, then the store records the eraser names,
+    all on one connection, committed once."""
+    from oramem.requests import ErasureReport, ForgetRequest
+
+    engine, rec = opened(kind, {"oramem_store.delete_record_json": CASCADE_REPLY})
+    seen = []
+
+    class Eraser:
+        key = ("knowledge", "MYSTORE")
+
+        def snapshot(self):
+            seen.append(("snapshot", [c.name for c in rec.plsql]))
+            return {"MYSTORE_KG_FACT": 3}
+
+        def erase(self, event, before):
+            seen.append(("erase", event, before))
+            return ErasureReport({"MYSTORE_KG_FACT": 2, "MYSTORE_KG_EVENT": 1}, (("fact", "f9"), ("message", "e4")))
+
+    engine.register_erasure(Eraser())
+    engine.register_erasure(Eraser())  # same key: replaces, not doubles
+    counts = engine.forget(ForgetRequest(user_id="u1", names=("u1", "Ana")))
+    assert counts == {"OM_MYSTORE_REC": 5, "MYSTORE_KG_FACT": 2, "MYSTORE_KG_EVENT": 1}
+    assert seen[0] == ("snapshot", [])  # before any store call
+    _, event, before = seen[1]
+    assert (event.reason, event.names, event.user_ids, event.thread_ids) == ("forget", ("u1", "Ana"), ("u1",), ("t1",))
+    assert ("message", "m1") in event.records and before == {"MYSTORE_KG_FACT": 3}
+    calls = [(c.name, c.binds.get("in_record_type"), c.binds.get("in_record_id"), c.binds.get("in_cascade"))
+             for c in rec.plsql]
+    assert calls == [("oramem_store.delete_record_json", "user_profile", "u1", 1),
+                     ("oramem_store.delete_record_json", "fact", "f9", 0),
+                     ("oramem_store.delete_record_json", "message", "e4", 0)]
+    assert len({c.conn for c in rec.plsql}) == 1 and len(rec.of("commit")) == 1
+    with pytest.raises(ValueError, match="exactly one of user_id and agent_id"):
+        engine.forget(ForgetRequest())
+    with pytest.raises(TypeError, match=r"snapshot\(\) and erase"):
+        engine.register_erasure(object())
