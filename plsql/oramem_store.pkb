@@ -840,9 +840,6 @@ AS
       RETURN NVL(l_out, TO_CLOB('[]'));
    END list_thread_messages_json;
 
-   ---------------------------------------------------------------------------------------
-   -- update
-   ---------------------------------------------------------------------------------------
    -- export_json: one page of the store's live records with their retrieval rows, for
    -- oramem migrate (Oracle as the source) and its checksum comparison.
    FUNCTION export_json(
@@ -885,6 +882,9 @@ AS
       RETURN NVL(l_out, TO_CLOB('[]'));
    END export_json;
 
+   ---------------------------------------------------------------------------------------
+   -- update
+   ---------------------------------------------------------------------------------------
    FUNCTION update_json(
       in_store_id IN VARCHAR2,
       in_request  IN CLOB
