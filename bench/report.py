@@ -76,6 +76,23 @@ def targets(doc: dict) -> list[tuple[str, str, Optional[float], Optional[bool]]]
     def row(name, how, value, ok):
         rows.append((name, how, value, None if value is None else ok(value)))
 
+    # issue 14's goals (embedded engine against the best SQLite peer and numpy, one run)
+    sv = _sys(doc, "sqlite-vec")
+
+    def cold(s: Optional[dict]) -> Optional[float]:
+        return s["open"].get("open_plus_first_query_s") if s and s.get("status") == "ok" and "open" in s else None
+
+    row("(issue 14) open + first query ≤ 2× sqlite-vec", "oramem open + 1st query s ÷ sqlite-vec's",
+        _ratio(cold(o), cold(sv)), lambda v: v <= 2)
+    row("(issue 14) keyword p50 ≤ 1.5× sqlite-vec FTS5", "oramem keyword p50 ÷ sqlite-vec keyword p50",
+        _ratio(_q(o, "keyword"), _q(sv, "keyword")), lambda v: v <= 1.5)
+    row("(issue 14) metadata-filtered p50 ≤ 2× numpy over the same rows", "oramem p50 ÷ numpy p50 (metadata filter), paired",
+        _ratio(_q(o, "search_meta"), _paired(o, "search_meta")), lambda v: v <= 2)
+    row("(issue 14) insert ≥ 1× sqlite-vec", "oramem rec/s ÷ sqlite-vec rec/s", _ratio(_ins(o), _ins(sv)),
+        lambda v: v >= 1)
+    row("(issue 14) exact search p50 ≤ 1.2× numpy", "oramem p50 ÷ numpy p50, paired",
+        _ratio(_q(o, "search"), _paired(o, "search")), lambda v: v <= 1.2)
+
     for mode, name in (("search", "exact search p50 ≤ 1.3× numpy"),
                        ("search_user", "10 % scope filter p50 ≤ 1.3× numpy over the filtered rows")):
         row(name, "oramem p50 ÷ numpy p50, paired (same process, queries interleaved)",
