@@ -32,9 +32,10 @@ import time
 import urllib.parse
 import weakref
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
-import httpx
+if TYPE_CHECKING:  # httpx is imported on first use: `oramem --help` and the SQLite commands never need it
+    import httpx
 
 __all__ = [
     "BACKOFF_CAP",
@@ -219,6 +220,8 @@ class JSONPoster:
     def _sync_client(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
+                import httpx
+
                 self._client = httpx.Client(headers=self._headers, follow_redirects=False)
             return self._client
 
@@ -227,6 +230,8 @@ class JSONPoster:
         with self._lock:
             client = self._async_clients.get(loop)
             if client is None:
+                import httpx
+
                 client = httpx.AsyncClient(headers=self._headers, follow_redirects=False)
                 self._async_clients[loop] = client
             return client
@@ -265,12 +270,16 @@ class JSONPoster:
                 await asyncio.sleep(retry.delay(attempt, exc.retry_after))
 
     def _send(self, data: bytes, timeout: float) -> httpx.Response:
+        import httpx
+
         try:
             return self._sync_client().post(self.url, content=data, timeout=httpx.Timeout(timeout))
         except httpx.TransportError as exc:
             raise _network_failure(exc, timeout) from None
 
     async def _send_async(self, data: bytes, timeout: float) -> httpx.Response:
+        import httpx
+
         try:
             return await self._async_client().post(self.url, content=data, timeout=httpx.Timeout(timeout))
         except httpx.TransportError as exc:
@@ -298,6 +307,8 @@ class JSONPoster:
 
 
 def _network_failure(exc: httpx.TransportError, timeout: float) -> _Attempt:
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         return _Attempt(HTTPFailure(f"timed out after {timeout:g}s", timed_out=True), True)
     return _Attempt(HTTPFailure(f"connection error: {exc}"), True)

@@ -23,14 +23,16 @@ Behaviour:
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-import httpx
 import numpy as np
 
 from .._http import MAX_RETRY_AFTER, OPENAI_HOST, HTTPFailure, JSONPoster, RetryPolicy
 from .._http import resolve_api_key as _resolve_key
 from .base import IEmbedder, texts_argument
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["OpenAICompatibleEmbedder", "EmbeddingServiceError", "MAX_RETRY_AFTER", "OPENAI_HOST", "resolve_api_key"]
 

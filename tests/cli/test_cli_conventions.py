@@ -104,11 +104,11 @@ def test_broken_pipe_is_quiet(tmp_path):
     assert "Broken pipe" not in err and "Traceback" not in err
 
 
-def test_help_imports_neither_oracledb_nor_sqlalchemy():
+def test_help_imports_neither_oracledb_nor_sqlalchemy_nor_httpx():
     code = (
         "import sys\nfrom oramem.cli import main\nsys.argv = ['oramem', '--help']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('HEAVY', sorted(m for m in ('oracledb', 'sqlalchemy') if m in sys.modules))\n"
+        "print('HEAVY', sorted(m for m in ('oracledb', 'sqlalchemy', 'httpx') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=60).stdout
     assert "HEAVY []" in out, out
