@@ -40,6 +40,7 @@ from .requests import (
     StoreSettings,
     TTLSpec,
     UpdateRequest,
+    frozen_from_fields,
 )
 from .types import (
     MAX_LIST_LIMIT,
@@ -146,6 +147,10 @@ def _check_metadata(value: Any, argument: str) -> Optional[dict]:
     return _checked_metadata(value, argument)[0]
 
 
+#: ``json.dumps(value, allow_nan=False, ensure_ascii=False)`` without building an encoder per call
+_METADATA_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
+
+
 def _checked_metadata(value: Any, argument: str) -> tuple[Optional[dict], Optional[str]]:
     """``(a detached JSON copy, its JSON text)`` of one metadata mapping, or (None, None).
     The text is what engines store (``ensure_ascii=False``), so it is serialised once."""
@@ -154,13 +159,15 @@ def _checked_metadata(value: Any, argument: str) -> tuple[Optional[dict], Option
     if not isinstance(value, Mapping):
         raise TypeError(f"{argument} must be a dict or None, got {type(value).__name__}")
     try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        text = _METADATA_ENCODER.encode(value)
         copy = json.loads(text)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{argument} must be JSON-serialisable with string keys and finite numbers: {exc}") from None
     except RecursionError:
         raise ValueError(f"{argument} nests too deeply to be stored as JSON") from None
-    if any(not isinstance(k, str) for k in value.keys()):
+    # json.dumps turns int/float/bool/None keys into strings; the copy's keys equal the
+    # mapping's exactly when every key already was a string (the per-key check is the slow path)
+    if copy.keys() != value.keys() and any(not isinstance(k, str) for k in value.keys()):
         raise TypeError(f"{argument} keys must be strings")
     if "\\u0000" in text and _has_nul(copy):
         # SQLite's JSON functions cut strings at an escaped NUL, so "a\x00b" would match "a"
@@ -407,23 +414,24 @@ def draft_records(
     for i, (idx, payload) in enumerate(zip(idx_vals, payloads)):
         _check_payload_alignment(i, texts[i], idx, payload)
 
+    threads, users, agents = scopes["thread_ids"], scopes["user_ids"], scopes["agent_ids"]
     return [
-        RecordDraft(
-            id=ids[i],
-            record_type=record_type,
-            content=texts[i],
-            thread_id=scopes["thread_ids"][i],
-            user_id=scopes["user_ids"][i],
-            agent_id=scopes["agent_ids"][i],
-            role=role_vals[i],
-            timestamp=ts_vals[i],
-            metadata=md_vals[i],
-            metadata_json=checked[i][1],
-            ttl_days=ttl_vals[i],
-            ttl_anchor=anchors[i],
-            index=idx_vals[i],
-            payload=payloads[i],
-        )
+        frozen_from_fields(RecordDraft, {
+            "id": ids[i],
+            "record_type": record_type,
+            "content": texts[i],
+            "thread_id": threads[i],
+            "user_id": users[i],
+            "agent_id": agents[i],
+            "role": role_vals[i],
+            "timestamp": ts_vals[i],
+            "metadata": md_vals[i],
+            "metadata_json": checked[i][1],
+            "ttl_days": ttl_vals[i],
+            "ttl_anchor": anchors[i],
+            "index": idx_vals[i],
+            "payload": payloads[i],
+        })
         for i in range(n)
     ]
 
@@ -589,6 +597,7 @@ class Normalizer:
         plans: list[dict] = []
         to_embed: list[str] = []
         seen: set[str] = set()
+        ttl_specs: dict[tuple, TTLSpec] = {}  # TTLSpec is immutable: one per (days, anchor)
         for i, d in enumerate(drafts):
             rid = d.id if d.id is not None else str(uuid.uuid4())
             if rid in seen:
@@ -597,7 +606,10 @@ class Normalizer:
             ttl: Optional[TTLSpec] = None
             if d.record_type in TTL_TYPES:
                 days = self.resolve_ttl_days(d.ttl_days)
-                ttl = TTLSpec(days=days, anchor=d.ttl_anchor or TimeToLiveAnchor.CREATED_AT)
+                key = (days, d.ttl_anchor or TimeToLiveAnchor.CREATED_AT)
+                ttl = ttl_specs.get(key)
+                if ttl is None:
+                    ttl = ttl_specs[key] = TTLSpec(days=key[0], anchor=key[1])
                 if days is not None and ttl.anchor is TimeToLiveAnchor.TIMESTAMP and d.timestamp is None:
                     raise ValueError(
                         f"record {rid!r}: ttl_anchor=TIMESTAMP needs an ISO-8601 timestamp for every record that expires (SC-5.3)"
@@ -645,20 +657,21 @@ class Normalizer:
                     k += 1
                 rows.append(ChunkRow(text=text, vector=vec))
             out.append(
-                NewRecord(
-                    id=plan["id"],
-                    record_type=d.record_type,
-                    content=d.content,
-                    thread_id=d.thread_id,
-                    user_id=d.user_id,
-                    agent_id=d.agent_id,
-                    role=d.role,
-                    timestamp=d.timestamp,
-                    metadata=d.metadata,
-                    metadata_json=d.metadata_json,
-                    ttl=plan["ttl"],
-                    chunks=tuple(rows),
-                )
+                frozen_from_fields(NewRecord, {
+                    "id": plan["id"],
+                    "record_type": d.record_type,
+                    "content": d.content,
+                    "thread_id": d.thread_id,
+                    "user_id": d.user_id,
+                    "agent_id": d.agent_id,
+                    "role": d.role,
+                    "timestamp": d.timestamp,
+                    "metadata": d.metadata,
+                    "metadata_json": d.metadata_json,
+                    "ttl": plan["ttl"],
+                    "chunks": tuple(rows),
+                    "restored_times": None,
+                })
             )
         return out
 
