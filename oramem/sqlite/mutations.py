@@ -135,9 +135,19 @@ def resolve_conflicts(tx: WriteTx, request: AddRequest) -> tuple[AddRequest, Opt
 
 def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
     t, conn = tx.tables, tx.conn
-    keys = json.dumps([[r.record_type, r.id] for r in request.records])
     in_keys = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
-    clashes = conn.execute(f"SELECT record_type, id FROM {t.records} WHERE (record_type, id) IN {in_keys}", (keys,)).fetchall()
+
+    def keys() -> str:
+        return json.dumps([[r.record_type, r.id] for r in request.records])
+
+    types = {r.record_type for r in request.records}
+    if len(types) == 1:  # one add: one type, so only the ids are looked up (half the cost)
+        clashes = conn.execute(
+            f"SELECT record_type, id FROM {t.records} WHERE record_type = ? AND id IN (SELECT value FROM json_each(?))",
+            (next(iter(types)), json.dumps([r.id for r in request.records])),
+        ).fetchall()
+    else:
+        clashes = conn.execute(f"SELECT record_type, id FROM {t.records} WHERE (record_type, id) IN {in_keys}", (keys(),)).fetchall()
     if clashes:
         raise ValueError(_duplicate_message(clashes))
 
@@ -180,7 +190,7 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
         seq_of = {
             (rtype, rid): seq
             for seq, rtype, rid in conn.execute(
-                f"SELECT seq, record_type, id FROM {t.records} WHERE (record_type, id) IN {in_keys}", (keys,)
+                f"SELECT seq, record_type, id FROM {t.records} WHERE (record_type, id) IN {in_keys}", (keys(),)
             )
         }
         seqs = [seq_of[(rec.record_type, rec.id)] for rec in request.records]
