@@ -678,9 +678,8 @@ class OracleEngine(Engine):
             raise TypeError("an eraser has snapshot() and erase(event, snapshot) methods")
         self._erasers[getattr(eraser, "key", id(eraser))] = eraser
 
-    def _prepare_forget(self, request: ForgetRequest) -> tuple[_Prepared, str]:
-        """The actor's SC-8.2 cascade through ``delete_record_json`` (its reply keeps the
-        event) and the actor's profile type."""
+    def _prepare_forget(self, request: ForgetRequest) -> _Prepared:
+        """The actor's SC-8.2 cascade through ``delete_record_json`` (its reply keeps the event)."""
         if not isinstance(request, ForgetRequest):
             raise TypeError(f"request must be a ForgetRequest, got {type(request).__name__}")
         if (request.user_id is None) == (request.agent_id is None):
@@ -689,7 +688,7 @@ class OracleEngine(Engine):
         actor = request.user_id if request.user_id is not None else request.agent_id
         _check_id(actor, "user_id" if request.user_id is not None else "agent_id")
         values = dict(in_store_id=_STORE, in_record_type=profile, in_record_id=actor, in_cascade=1)
-        return _Prepared("delete", False, values, _loads), profile
+        return _Prepared("delete", False, values, _loads)
 
     @staticmethod
     def _prepare_has_knowledge() -> _Prepared:
@@ -1012,7 +1011,7 @@ class SyncOracleEngine(OracleEngine):
         store records the erasers name. With knowledge tables and no eraser it refuses
         before anything is deleted. Static-checked, not run against Oracle."""
         self._refuse_in_block("forget()", "an erasure is one transaction of its own")
-        cascade, _ = self._prepare_forget(request)
+        cascade = self._prepare_forget(request)
         with self.transaction():
             if not self._erasers and self._do(self._prepare_has_knowledge()):
                 raise self._no_eraser_error()
