@@ -143,6 +143,26 @@ class SyncOracleEngine(OracleEngine):
                     self._rollback_block(conn)
                     raise self._translated(e) from e
 
+    @contextlib.contextmanager
+    def connection_turn(self) -> Iterator[Any]:
+        """A python-oracledb connection of this engine's source for a layer above the store (the
+        knowledge layer) to run its own SQL on, outside a block, and to end its own transaction
+        on: from a pool, one acquired for the duration (released rolled back if left open); a
+        single given connection, held for the duration: other threads' store calls and blocks
+        wait for it, and it waits for theirs, so the borrower's commit or rollback never ends
+        another thread's transaction (review D3). On a single connection inside a block:
+        ``StoreError`` (that connection's transaction belongs to the block: use
+        :meth:`sql_connection`)."""
+        self._check_open()
+        if self._kind == "pool":
+            with self._target.acquire() as conn:
+                yield conn
+            return
+        self._refuse_in_block("connection_turn()", "the store's single connection carries the block's "
+                              "transaction; use sql_connection()")
+        with self._conn_lock:
+            yield self._target
+
     @staticmethod
     def _rollback_block(conn: Any) -> None:
         try:
