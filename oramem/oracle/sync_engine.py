@@ -92,8 +92,8 @@ class SyncOracleEngine(OracleEngine):
             if commit:
                 try:
                     conn.rollback()
-                except oracledb.Error:
-                    pass
+                except oracledb.Error:  # the call's error propagates; this one is logged, not lost
+                    log.warning("oramem: rolling back after a failed %s failed", call.qualified_name, exc_info=True)
             mapped = translate(e)
             if mapped is e:
                 raise
