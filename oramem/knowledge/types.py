@@ -357,6 +357,8 @@ class FactDetail:
 
     fact_id: str = ""
     agent_id: str = ""
+    #: KC-3.7: the user the row belongs to (None: the agent's shared knowledge)
+    user_id: Optional[str] = None
     entity_type: str = ""
     entity_key: str = ""
     entity_name: Optional[str] = None
@@ -411,12 +413,16 @@ class EntityDetail:
     last_seen_at: Optional[datetime] = None
     summary_refreshed_at: Optional[datetime] = None
     aliases: list[str] = field(default_factory=list)
+    #: KC-3.7: the user the entity belongs to (None: the agent's shared knowledge)
+    user_id: Optional[str] = None
 
 
 @dataclass
 class RelationshipDetail:
     id: str = ""
     agent_id: str = ""
+    #: KC-3.7: the user the row belongs to (None: the agent's shared knowledge)
+    user_id: Optional[str] = None
     source_entity_key: str = ""
     target_entity_key: str = ""
     rel_type: str = ""
@@ -436,6 +442,8 @@ class RelationshipDetail:
 class IntentionDetail:
     id: str = ""
     agent_id: str = ""
+    #: KC-3.7: the user the row belongs to (None: the agent's shared knowledge)
+    user_id: Optional[str] = None
     trigger_type: str = ""
     trigger_condition: str = ""
     intended_action: str = ""
