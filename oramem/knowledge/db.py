@@ -157,9 +157,9 @@ class SQLiteBackend(Backend):
     @contextlib.contextmanager
     def try_write(self, what: str, agent_id: str) -> Iterator[Optional[sa.Connection]]:
         db = self.db
-        if not db.lock.acquire(blocking=False):  # another thread of this process writes
-            yield None
-            return
+        # the in-process lock is the one every read of this store takes too (the store's
+        # threading model); what a read must never wait for is another process's write lock
+        db.lock.acquire()
         try:
             conn = db.conn
             if conn.in_transaction:

@@ -69,8 +69,6 @@ def _any_in(column: Any, values: set) -> Any:
 
 
 def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts) -> list[tuple[str, str]]:
-    from .memory import default_session_id
-
     ev, f, e, al, rel, lk = t.event, t.fact, t.entity, t.alias, t.relationship, t.link
     so, it, mo, cl = t.session_observation, t.intention, t.meta_observation, t.cluster
     users = set(event.user_ids)
@@ -83,7 +81,6 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     events = {r.id for r in event_rows}
     facts = {r[0] for r in conn.execute(sa.select(f.c.id).where(
         sa.or_(mine(f), _any_in(f.c.id, erased), _any_in(f.c.source_event_id, events))))}
-    default_threads = {default_session_id(r.agent_id, r.user_id) for r in event_rows if r.user_id in users}
 
     # derived rows of any scope that cite her rows (found before her facts go)
     clusters = {r[0] for r in conn.execute(sa.select(f.c.cluster_id).where(_any_in(f.c.id, facts))) if r[0]}
@@ -109,12 +106,9 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     # the rest of her scope: entities, aliases, relationships, links, intentions, queued writes
     for table in (rel, lk, al, e, it, t.job):
         conn.execute(sa.delete(table).where(mine(table)))
-    # the store threads the knowledge layer opened as her default sessions (only her events live there)
-    return (
-        [("fact", fid) for fid in sorted(facts)]
-        + [("message", eid) for eid in sorted(events)]
-        + [("thread", sid) for sid in sorted(default_threads)]
-    )
+    # her knowledge store records; threads are the store's (a thread is a conversation, not
+    # a grant: its row and other users' records in it are never erased from here)
+    return [("fact", fid) for fid in sorted(facts)] + [("message", eid) for eid in sorted(events)]
 
 
 class OracleEraser:

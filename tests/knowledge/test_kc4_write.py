@@ -470,7 +470,7 @@ def test_intentions_types_and_dedup(km, llm):
     r = km.write("a1", "x", "Pedro", session_id="s" * 40)
     assert len(r.intentions_created) == 2
     got = km.intentions("a1")
-    assert [(i.trigger_type, i.status, i.source_context) for i in got] == [("event", "pending", "s" * 32)] * 2
+    assert [(i.trigger_type, i.status, i.source_context) for i in got] == [("event", "pending", "s" * 40)] * 2  # the whole session id (KC-3.7, finding 14)
     r = km.write("a1", "x", "Pedro")
     assert r.intentions_created == [] and len(km.intentions("a1")) == 2
     assert rows(km, "intention")[0]["trigger_embedding_vec"].shape == (384,)
