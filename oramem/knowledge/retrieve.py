@@ -788,7 +788,7 @@ class RetrieveRun:
         row = c.row
         return ScoredFact(fact_id=row["id"], entity_key=row["entity_key"], entity_name=row["entity_name"],
                           attribute_key=row["attribute_key"], fact_text=row["fact_text"], score=c.final, scores=s,
-                          speaker=row.get("speaker"))
+                          speaker=row.get("speaker"), user_id=row.get("user_id"))
 
     # -- spreading activation ---------------------------------------------------------------------------
     def _neighbours(self, conn: sa.Connection, keys: list[str], limit: int) -> dict[str, list[tuple[str, float, str]]]:

@@ -326,6 +326,8 @@ class ScoredFact:
     score: float = 0.0
     scores: dict[str, float] = field(default_factory=dict)
     speaker: Optional[str] = None
+    #: KC-3.7: whose fact (None: the agent's shared knowledge)
+    user_id: Optional[str] = None
 
 
 @dataclass
