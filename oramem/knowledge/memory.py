@@ -69,7 +69,7 @@ log = logging.getLogger("oramem.knowledge")
 
 
 def default_session_id(agent_id: str, user_id: Optional[str] = None) -> str:
-    """KC-4.20: the thread of a write that names no ``session_id``: one per (agent, user), so
+    """KC-4.21: the thread of a write that names no ``session_id``: one per (agent, user), so
     no two agents or users share a default conversation (review finding 4)."""
     digest = hashlib.sha256(json.dumps([agent_id, user_id]).encode("utf-8")).hexdigest()[:32]
     return f"kg-default-{digest}"

@@ -1,5 +1,5 @@
-"""Issue 22 item 2: the user dimension of the knowledge layer (KC-3.7 to KC-3.10, KC-2.6,
-KC-4.20, KC-5.14, KC-6.0), one test per finding of
+"""Issue 22 item 2: the user dimension of the knowledge layer (KC-3.7 to KC-3.10, KC-2.5,
+KC-4.21, KC-5.14, KC-6.0), one test per finding of
 ``reviews/round3/reliability-security.md`` (2, 4, 5, 13, 14, 15, 16) and of
 ``feature-checks.md`` (defects 3 and 4). Every test acts as user B on user A's data."""
 
