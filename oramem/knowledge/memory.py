@@ -299,19 +299,22 @@ class KnowledgeMemory:
 
     write = sync_method(write_async)
 
-    async def reprocess_event_async(self, agent_id: str, event_id: str, *, config_overrides: Optional[dict[str, Any]] = None) -> WriteResult:
-        """Complete an event whose extraction failed (KC-7.3)."""
+    async def reprocess_event_async(self, agent_id: str, event_id: str, *, config_overrides: Optional[dict[str, Any]] = None,
+                                    user_id: Optional[str] = None) -> WriteResult:
+        """Complete an event whose extraction failed (KC-7.3); only an event of the scope
+        ``user_id`` (KC-3.7: the result quotes the message)."""
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         if not isinstance(event_id, str) or not event_id:
             raise ValueError("event_id must be a non-empty string")
         cfg = merge_config(self.config, config_overrides)
         now = self._now()
         t = self._tables
         row = await self.runtime.read(
-            lambda c: c.execute(sa.select(t.event).where(t.event.c.agent_id == agent_id, t.event.c.id == event_id)).mappings().first()
+            lambda c: c.execute(sa.select(t.event).where(reads.owned(t.event, agent_id, user_id), t.event.c.id == event_id)).mappings().first()
         )
         if row is None:
-            raise ValueError(f"no event {event_id!r} for agent {agent_id!r}")
+            raise ValueError(f"no event {event_id!r} for agent {agent_id!r}" + (f" and user {user_id!r}" if user_id else ""))
         status = (row["trace_json"] or {}).get("status")
         if status != "extraction_failed":
             raise ValueError(f"event {event_id!r} has status {status!r}; only extraction_failed events are reprocessed")

@@ -357,3 +357,17 @@ def test_oracle_ddl_and_upgrade_script_carry_the_user_dimension():
     body = "\n".join(line for line in text.splitlines() if not line.startswith("--")).strip() + "\n"
     assert body == oracle_upgrade_ddl("DEFAULT")
     assert "source_context VARCHAR2(256 CHAR)" in body and "DROP INDEX" in body
+
+
+def test_reprocess_event_stays_in_the_events_scope(env):
+    _, _, km, llm, _ = env
+    llm.route("extract", "this is not JSON")  # extraction fails; the event is kept (KC-7.3)
+    r = km.write("concierge", "my pin is 4321", "Alice", user_id="alice")
+    assert not r.success and r.event_id
+    with pytest.raises(ValueError, match="no event"):
+        km.reprocess_event("concierge", r.event_id, user_id="bob")
+    with pytest.raises(ValueError, match="no event"):
+        km.reprocess_event("concierge", r.event_id)
+    llm.route("extract", extract([("Alice", "person")], [("Alice", "Alice has a pin")]))
+    assert km.reprocess_event("concierge", r.event_id, user_id="alice").success
+    assert _texts(km.get_all("concierge", user_id="alice")) == {"Alice has a pin"}
