@@ -131,6 +131,8 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at,
             lines.append(f"{label:9s} {f['fact_id'] or '(dry run)'}  {f['entity_key']}  {f['fact_text']}")
     for rel in r.relations:
         lines.append(f"relation  {rel['source_entity_key']} -{rel['rel_type']}-> {rel['target_entity_key']} ({rel['action']})")
+    if r.degraded:
+        lines.append(f"degraded  {', '.join(r.degraded)} fell back to deterministic rules (the LLM failed; see warnings)")
     for w in r.warnings:
         lines.append(f"warning   {w}")
     lines.append(f"tokens    {r.tokens_used.total_tokens}")

@@ -850,7 +850,7 @@ class KnowledgeMemory:
             event_id=run.event_id, classification=run.classification, strategy=run.strategy, emotion=run.emotion,
             relations=rel_out, intentions_created=list(getattr(run, "intentions_created", [])),
             observations_created=list(getattr(run, "observations_created", [])), pipeline=run.trace,
-            tokens_used=run.call.usage, warnings=list(run.warnings),
+            tokens_used=run.call.usage, warnings=list(run.warnings), degraded=list(run.degraded),
         )
         self._fill(run, result, dry=False)
         return result
@@ -877,7 +877,7 @@ class KnowledgeMemory:
                 {"observation_id": None, "content": o.content, "topic": o.topic, "entities_mentioned": list(o.entity_keys)}
                 for o in run.observations
             ],
-            pipeline=run.trace, tokens_used=run.call.usage, warnings=list(run.warnings),
+            pipeline=run.trace, tokens_used=run.call.usage, warnings=list(run.warnings), degraded=list(run.degraded),
         )
         self._fill(run, result, dry=True)
         return result

@@ -179,6 +179,7 @@ class WriteRun:
         self.tz = zoneinfo.ZoneInfo(cfg.timezone)
         self.call = TaskCall(km.runtime.llm)
         self.rule_based_reconcile = False  # deterministic writes without an LLM
+        self.degraded: list[str] = []  # KC-4.22: LLM steps that fell back to rules
         #: called with the connection at the end of the knowledge transaction (queue.py)
         self.on_commit: Optional[Callable[[Any], None]] = None
         self.timings: list[StepTiming] = []  # every step's latency (OperationStats)
@@ -903,8 +904,12 @@ class WriteRun:
         try:
             reply = await self.call("reconcile", payload, self.cfg.reconcile_timeout_sec)
         except LLMError as exc:
-            self.warn(f"reconcile: {exc}")
-            return [Decision(f, "ADD") for f in needs]
+            # KC-4.22: the deterministic rules decide (same text confirms, same attribute under a
+            # supersede policy replaces), and the result says the write degraded
+            self.warn(f"reconcile degraded to rules ({type(exc).__name__}: {exc})")
+            if "reconcile" not in self.degraded:
+                self.degraded.append("reconcile")
+            return self._reconcile_by_rules(needs, existing)
         by_new: dict[int, dict] = {}
         for d in reply["decisions"]:
             idx = d.get("new_fact_index")

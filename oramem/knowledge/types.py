@@ -314,6 +314,9 @@ class WriteResult:
     #: set by ``write(..., background=True)``: the message is queued as this job (its facts
     #: lists stay empty; ``event_id`` is the id the event will have once a worker ran it)
     job_id: Optional[str] = None
+    #: KC-4.22: the steps that fell back to deterministic rules because the LLM failed (e.g.
+    #: ``["reconcile"]``); empty when every LLM step answered
+    degraded: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -371,3 +371,33 @@ def test_reprocess_event_stays_in_the_events_scope(env):
     llm.route("extract", extract([("Alice", "person")], [("Alice", "Alice has a pin")]))
     assert km.reprocess_event("concierge", r.event_id, user_id="alice").success
     assert _texts(km.get_all("concierge", user_id="alice")) == {"Alice has a pin"}
+
+
+# ----------------------------------------------------------------------------- issue 23 item 4
+def test_reconcile_failure_degrades_to_rules_and_says_so(env):
+    _, _, km, llm, _ = env
+    llm.route("extract", extract([("Ana", "person")], [("Ana", "Ana lives in Lisbon", "home_city")]))
+    first = km.write("concierge", "I live in Lisbon", "Ana", user_id="ana")
+    old = first.facts_added[0]["fact_id"]
+    llm.route("extract", extract([("Ana", "person")], [("Ana", "Ana lives in Porto", "home_city")]))
+    llm.route("reconcile", "not JSON at all")  # an unparsable reply
+    r = km.write("concierge", "I moved to Porto", "Ana", user_id="ana")
+    assert r.degraded == ["reconcile"] and any("degraded" in w for w in r.warnings)
+    assert [u["previous_fact_id"] for u in r.facts_updated] == [old]  # same attribute, supersede: replaced
+    assert _texts(km.get_all("concierge", user_id="ana")) == {"Ana lives in Porto"}
+    assert first.degraded == []
+
+
+def test_d2_tier_ratios_that_break_the_budget_are_refused():
+    with pytest.raises(ValueError, match="add up to at most 1"):
+        KnowledgeConfig(hot_tier_ratio=0.9, warm_tier_ratio=0.5)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        KnowledgeConfig(hot_tier_ratio=1.5, warm_tier_ratio=0.0)
+    with pytest.raises(ValueError, match="cold_overflow_tokens"):
+        KnowledgeConfig(cold_overflow_tokens=-1)
+    from oramem.knowledge import compress_context
+
+    facts = [{"fact_text": f"fact {i} " + "word " * 20} for i in range(100)]
+    for hot, warm in ((1.0, 0.0), (0.5, 0.5), (0.0, 1.0), (0.5, 0.3)):
+        cfg = KnowledgeConfig(context_max_tokens=200, cold_overflow_tokens=0, hot_tier_ratio=hot, warm_tier_ratio=warm)
+        assert compress_context(facts, config=cfg).total_tokens <= 200
