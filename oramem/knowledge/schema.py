@@ -528,7 +528,11 @@ def apply_schema_policy(engine: sa.Engine, tables: KGTables, policy: SchemaPolic
                 f"(policy in force: {policy.value})"
             )
         if upgrade is None:
-            raise SchemaError(f"the knowledge tables of store {tables.store_id} need the user-dimension upgrade")
+            raise SchemaError(
+                f"the knowledge tables of store {tables.store_id} predate the user dimension (no {USER_COLUMN} column): "
+                "open the store once with KnowledgeMemory(store, None) under schema_policy=CREATE_IF_NECESSARY to "
+                "upgrade them in place, then retry"
+            )
         upgrade(sorted(lacking_of))
         lacking_of = _lacking_columns(sa.inspect(engine), wanted)
     for name, lacking in lacking_of.items():
