@@ -85,6 +85,34 @@ class JSONLError(ValueError):
     """A line that cannot be imported (nothing was written because of it)."""
 
 
+#: Longest line an import reads, in characters (finding 18: ``import /dev/zero`` must not
+#: read forever). A record's text, metadata and vectors fit far below it; a longer line is
+#: refused with FILE:LINE before anything is written.
+MAX_LINE_CHARS = 64 * 1024 * 1024
+#: Deepest nesting of objects and arrays in a line (metadata included).
+MAX_DEPTH = 100
+
+
+def bounded_lines(handle: Any, source: str, limit: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """The lines of a text ``handle``, each read with at most ``limit + 1`` characters, so a
+    file without line ends (``/dev/zero``) or with one huge line stops at once with a
+    :class:`JSONLError` naming ``source:line``; undecodable bytes likewise."""
+    lineno = 0
+    while True:
+        lineno += 1
+        try:
+            raw = handle.readline(limit + 1)
+        except UnicodeDecodeError as exc:
+            raise JSONLError(f"{source}:{lineno}: not UTF-8 text ({exc.reason} at byte {exc.start} of a read block); "
+                             "save the file as UTF-8") from None
+        if not raw:
+            return
+        if len(raw) > limit:
+            raise JSONLError(f"{source}:{lineno}: the line is longer than {limit:,} characters (or has no line end); "
+                             "one record per line, each shorter than that; nothing was written")
+        yield raw
+
+
 @dataclass
 class ImportLine:
     lineno: int
@@ -213,7 +241,11 @@ def parse_lines(
     now = parse_timestamp(_dt.datetime.now(_dt.timezone.utc), "now")
     out: list[ImportLine] = []
     seen: dict[tuple[str, str], int] = {}
+    if hasattr(lines, "readline"):
+        lines = bounded_lines(lines, source)
     for lineno, raw in enumerate(lines, 1):
+        if len(raw) > MAX_LINE_CHARS:
+            raise JSONLError(f"{source}:{lineno}: the line is longer than {MAX_LINE_CHARS:,} characters; nothing was written")
         if lineno == 1:
             raw = raw.lstrip("\ufeff")
         if not raw.strip():
@@ -235,21 +267,52 @@ def parse_lines(
     return out
 
 
-def _header(raw: str, where: str) -> dict:
+def _loads(raw: str, where: str) -> Any:
+    """One line's JSON, with its nesting and its strings checked (finding 18): deeper than
+    :data:`MAX_DEPTH`, or a lone surrogate escape (``"\\ud800"``: not Unicode text, which no
+    store can hold), is a :class:`JSONLError` naming the line."""
     try:
         obj = json.loads(raw)
+    except RecursionError:
+        raise JSONLError(f"{where}: nested more than {MAX_DEPTH} levels deep; flatten the metadata") from None
     except ValueError as exc:
         raise JSONLError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+    deep = raw.count("[") + raw.count("{") > MAX_DEPTH
+    escaped = "\\ud" in raw or "\\uD" in raw
+    if deep or escaped:
+        _walk(obj, where)
+    return obj
+
+
+def _walk(obj: Any, where: str) -> None:
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise JSONLError(f"{where}: a string holds a lone surrogate (\\u{ord(value[exc.start]):04x}), which is "
+                                 "not Unicode text; fix the line's encoding; nothing was written") from None
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise JSONLError(f"{where}: nested more than {MAX_DEPTH} levels deep; flatten the metadata")
+            items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
+            for key, item in items:
+                if key is not None:
+                    stack.append((key, depth))
+                stack.append((item, depth + 1))
+
+
+def _header(raw: str, where: str) -> dict:
+    obj = _loads(raw, where)
     if not isinstance(obj, dict) or set(obj) != {EXPORT_HEADER} or not isinstance(obj[EXPORT_HEADER], dict):
         raise JSONLError(f"{where}: a header line is {{\"{EXPORT_HEADER}\": {{...}}}} and nothing else")
     return dict(obj[EXPORT_HEADER])
 
 
 def _parse_line(raw: str, where: str, lineno: int, default_type: Optional[str], keep_times: bool, now: str) -> ImportLine:
-    try:
-        obj = json.loads(raw)
-    except ValueError as exc:
-        raise JSONLError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+    obj = _loads(raw, where)
     if not isinstance(obj, dict):
         raise JSONLError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     for alias, name in (("text", "content"), ("type", "record_type")):
@@ -404,27 +467,27 @@ def import_records(
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
     result = ImportResult(total=len(lines))
     threads = [ln for ln in lines if ln.record_type == "thread"]
-    lines = [ln for ln in lines if ln.record_type != "thread"]
+    records = [ln for ln in lines if ln.record_type != "thread"]
     # SC-13.6: the thread rows first, as the file has them, so the records naming them do
     # not create them with their own scope; a thread that exists keeps its row (unless
     # on_conflict is "replace")
     for start in range(0, len(threads), batch_size):
-        part = threads[start:start + batch_size]
+        block = threads[start:start + batch_size]
         rows = [(ln.fields["id"], ln.fields["user_id"], ln.fields["agent_id"], ln.times[0] if ln.times else None)
-                for ln in part]
+                for ln in block]
         try:
             written = set(store.restore_threads(rows, on_conflict="replace" if on_conflict == "replace" else "skip"))
         except (ValueError, TypeError, StoreError, KeyboardInterrupt) as exc:
-            raise ImportStopped(result, part[0].lineno, exc, part[-1].lineno) from exc
-        for ln in part:
+            raise ImportStopped(result, block[0].lineno, exc, block[-1].lineno) from exc
+        for ln in block:
             if ln.fields["id"] in written:
                 result.imported += 1
                 result.by_type["thread"] = result.by_type.get("thread", 0) + 1
             else:
                 result.skipped += 1
         if progress is not None:
-            progress(len(part))
-    for part in _chunks(lines, batch_size):
+            progress(len(block))
+    for part in _chunks(records, batch_size):
         try:
             written = store.restore_batches(
                 make_batches(part), times=[ln.times for ln in part], on_conflict=on_conflict, batch_size=batch_size

@@ -94,6 +94,7 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     """
     source = getattr(file, "name", "<stdin>")
     header: dict[str, Any] = {}
+    # read line by line with a bounded length (jsonl.bounded_lines, finding 18)
     lines = parse_jsonl(file, source, default_type=default_type, keep_times=not fresh_times, header=header)
     if no_vectors:
         for ln in lines:

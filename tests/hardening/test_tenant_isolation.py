@@ -482,3 +482,100 @@ def test_f3_plsql_cascade_erases_by_record_scope_not_by_thread_owner():
     assert "'o.user_id <> :a'" in cascade and "'(o.agent_id IS NULL OR o.agent_id <> :a)'" in cascade
     update = cascade[cascade.index("'UPDATE '"):cascade.index("'DELETE FROM '")]
     assert "' = NULL'" in update and "t.record_type = ''thread''" in update
+
+
+# -- findings 18-21: bad input refused before anything is written ---------------------------
+def _import(tmp_path, content, name="in.jsonl", timeout=30):
+    """``oramem import FILE`` in a child (a hang or a crash must fail the test, not the run)."""
+    import subprocess
+    import sys
+
+    import oramem
+
+    db = tmp_path / "imp.db"
+    path = content if isinstance(content, str) and content.startswith("/dev/") else str(tmp_path / name)
+    if path != content:
+        (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(oramem.__file__)))
+    result = subprocess.run([sys.executable, "-m", "oramem.cli", "--db", str(db), "import", path],
+                            capture_output=True, text=True, env=env, timeout=timeout)
+    return result, db
+
+
+@pytest.mark.parametrize("case", ["dev-zero", "deep-array", "deep-object", "surrogate", "long-line"])
+def test_f18_import_refuses_hostile_lines_with_file_line_and_exit_2_before_creating_anything(tmp_path, case):
+    good = '{"record_type": "memory", "content": "fine"}\n'
+    content = {
+        "dev-zero": "/dev/zero",
+        "deep-array": good + '{"record_type": "memory", "content": "x", "metadata": {"a": ' + "[" * 100000
+                      + "]" * 100000 + "}}\n",
+        "deep-object": good + '{"record_type": "memory", "content": "x", "metadata": ' + '{"a": ' * 150 + "1"
+                       + "}" * 150 + "}\n",
+        "surrogate": good + '{"record_type": "memory", "content": "a\\ud800b"}\n',
+        "long-line": good + '{"record_type": "memory", "content": "' + "x" * (64 * 1024 * 1024 + 10) + '"}\n',
+    }[case]
+    result, db = _import(tmp_path, content)
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    assert "Traceback" not in result.stderr
+    where = "/dev/zero:1:" if case == "dev-zero" else "in.jsonl:2:"
+    assert where in result.stderr, result.stderr
+    assert not db.exists(), "the database was created although the file was refused"
+
+
+def test_f19_zero_vectors_are_refused_like_nan_and_complex_arrays_are_not_cast(make_store, engine):
+    import numpy as np
+
+    store = make_store(embedder=None, vector_dim=4)
+    store.add(["base"], "memory", record_ids="base", embeddings=[[1.0, 0, 0, 0]])
+    zero = [0.0, 0.0, 0.0, 0.0]
+    for call in (lambda: store.add(["z"], "memory", record_ids="z", embeddings=[zero]),
+                 lambda: store.add(["z"], "memory", record_ids="z", embeddings=np.zeros((1, 4))),
+                 lambda: store.update("memory", "base", embedding=zero),
+                 lambda: store.search(query_vector=zero, k=1)):
+        with pytest.raises(ValueError, match="all zeros"):
+            call()
+    for call in (lambda: store.add(["c"], "memory", record_ids="c", embeddings=[np.array([1 + 1j, 0, 0, 1])]),
+                 lambda: store.add(["c"], "memory", record_ids="c", embeddings=np.array([[1 + 1j, 0, 0, 1]])),
+                 lambda: store.search(query_vector=np.array([1 + 1j, 0, 0, 1]), k=1)):
+        with pytest.raises(ValueError, match="complex"):
+            call()
+    assert [r.id for r in store.list("memory", limit=None)] == ["base"]
+
+
+def test_f20_a_lone_surrogate_in_add_is_refused_naming_the_argument(make_store, engine):
+    store = make_store()
+    with pytest.raises(ValueError, match=r"contents\[1\] contains a lone surrogate"):
+        store.add(["fine", "bad \ud800 text"], "memory", user_ids="alice")
+    with pytest.raises(ValueError, match=r"metadata\S* contains a lone surrogate"):
+        store.add(["fine"], "memory", metadata=[{"k": "\udc80"}])
+    with pytest.raises(ValueError, match="user_ids.* contains a lone surrogate"):
+        store.add(["fine"], "memory", user_ids="al\ud800ice")
+    store.add(["kept"], "memory", record_ids="k")
+    with pytest.raises(ValueError, match="text contains a lone surrogate"):
+        store.update("memory", "k", text="x\udfffy")
+    assert [(r.id, r.content) for r in store.list("memory", limit=None)] == [("k", "kept")]
+
+
+def test_f21_forget_on_a_full_disk_says_that_free_space_is_needed(tmp_path, monkeypatch):
+    """SQLite's "database or disk is full" during the erasure (the index rewrite needs room):
+    the message says to free space, and nothing was erased (the review saw it on a tmpfs)."""
+    import sqlite3
+
+    from oramem import SQLiteMemoryStore, StoreError
+    from oramem.sqlite import mutations
+
+    db = str(tmp_path / "full.db")
+    store = SQLiteMemoryStore(db, search_strategy="keyword")
+    store.add(["alice text"], "memory", user_ids="alice")
+
+    def full(tx):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(mutations, "erase_deleted_text", full)
+    with pytest.raises(StoreError, match="disk holding the database is full.*free some disk space") as err:
+        store.forget(user_id="alice")
+    assert "an erasure writes before it frees" in str(err.value)
+    assert len(store.list("memory", user_id="alice", limit=None)) == 1
+    result = CliRunner().invoke(cli, ["--db", db, "forget", "--user", "alice", "--yes"])
+    assert result.exit_code == 1 and "free some disk space" in result.output, result.output
+    store.close()
