@@ -125,13 +125,13 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
 
 
 def _sa_engine(path: str, read_only: bool) -> Any:
-    import sqlite3
-
     import sqlalchemy as sa
 
+    from ..sqlite.connection import connect_read_only
+
     target = os.path.abspath(path)
-    if read_only:
-        return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(f"file:{target}?mode=ro", uri=True))
+    if read_only:  # as the store reads it: mode=ro, immutable in a read-only directory
+        return sa.create_engine("sqlite://", creator=lambda: connect_read_only(target)[0])
     return sa.create_engine(f"sqlite:///{target}")
 
 
@@ -199,14 +199,16 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
 
 def _check_out_path(out_path: str, db: str) -> str:
     """``export --out``: never a file the export reads (finding 9): the database, its
-    ``-wal`` / ``-shm`` / ``-journal``, its vector sidecars and ANN files (``DB.*``).
+    ``-wal`` / ``-shm`` / ``-journal`` (present or not: SQLite may create them meanwhile),
+    its vector sidecars and ANN files (existing ``DB.*`` files).
     Returns the target path; raises exit 2 before anything is opened."""
     if db == ":memory:":
         return out_path
     real_out = os.path.realpath(out_path)
     real_db = os.path.realpath(db)
     inputs = [real_db + suffix for suffix in ("", "-wal", "-shm", "-journal")]
-    same = real_out in inputs or real_out.startswith(real_db + ".")
+    # DB.<store>.oramem-vectors, DB.<token>.ann...: the sidecars the store reads, when they exist
+    same = real_out in inputs or (real_out.startswith(real_db + ".") and os.path.exists(real_out))
     if not same and os.path.exists(out_path):
         for path in inputs:
             with contextlib.suppress(OSError):

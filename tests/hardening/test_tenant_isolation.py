@@ -403,16 +403,19 @@ def test_f11_export_import_keeps_thread_rows_and_erases_alike(tmp_path):
 def _export_db(tmp_path):
     from oramem import SQLiteMemoryStore
 
+    from oramem.testing import HashEmbedder
+
     db = str(tmp_path / "e.db")
-    with SQLiteMemoryStore(db, search_strategy="keyword") as s:
+    with SQLiteMemoryStore(db, embedder=HashEmbedder(8)) as s:  # a vector store: it keeps a sidecar
         s.add([f"precious {i}" for i in range(203)], "memory", user_ids="alice", thread_ids="t")
+        s.search("precious", k=1)
     return db
 
 
 def _live(db) -> int:
     from oramem import SQLiteMemoryStore
 
-    with SQLiteMemoryStore(db, search_strategy="keyword") as s:
+    with SQLiteMemoryStore(db) as s:
         return len(s.list("memory", limit=None))
 
 
@@ -420,12 +423,14 @@ def _live(db) -> int:
 def test_f9_export_refuses_to_write_over_the_database_or_its_files(tmp_path, target):
     db = _export_db(tmp_path)
     path = {"db": db, "db-wal": db + "-wal", "db-shm": db + "-shm", "db-journal": db + "-journal",
-            "sidecar": db + ".DEFAULT.vectors", "symlink": str(tmp_path / "link.jsonl"),
+            "sidecar": db + ".DEFAULT.oramem-vectors", "symlink": str(tmp_path / "link.jsonl"),
             "hardlink": str(tmp_path / "hard.jsonl")}[target]
     if target == "symlink":
         os.symlink(db, path)
     if target == "hardlink":
         os.link(db, path)
+    if target == "sidecar":
+        assert os.path.exists(path)
     size = os.path.getsize(db)
     # in a child process: on main the truncated, memory-mapped database kills the process
     # with SIGBUS
@@ -458,11 +463,13 @@ def test_f9_an_export_that_fails_midway_leaves_the_target_as_it_was(tmp_path, mo
     result = CliRunner().invoke(cli, ["--db", db, "export", "--out", str(out)])
     assert result.exit_code != 0
     assert out.read_text() == "the previous backup\n"
-    assert sorted(os.listdir(tmp_path)) == ["backup.jsonl", "e.db"] or not [
-        n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")], "the temporary file was left behind"
     monkeypatch.undo()
     result = CliRunner().invoke(cli, ["--db", db, "export", "--out", str(out)], catch_exceptions=False)
     assert result.exit_code == 0 and len(out.read_text().splitlines()) == 204  # 203 records + thread t
+    # a name that merely starts like the database's is not one of its files
+    result = CliRunner().invoke(cli, ["--db", db, "export", "--out", db + ".backup.jsonl"], catch_exceptions=False)
+    assert result.exit_code == 0 and os.path.getsize(db + ".backup.jsonl") > 0
 
 
 # -- PL/SQL (static-checked, not run against Oracle) -----------------------------------------
