@@ -379,7 +379,8 @@ def test_f11_migrate_to_oracle_sends_thread_rows_before_their_records(tmp_path):
     assert stored == {"t1": "alice", "t2": "bob"}
 
 
-def test_f11_export_import_keeps_thread_rows_and_erases_alike(tmp_path):
+@pytest.mark.parametrize("flags", [[], ["--with-vectors"]])
+def test_f11_export_import_keeps_thread_rows_and_erases_alike(tmp_path, flags):
     """Finding 11 for the JSONL backup: thread lines restore who opened each thread."""
     from oramem import SQLiteMemoryStore
 
@@ -388,8 +389,8 @@ def test_f11_export_import_keeps_thread_rows_and_erases_alike(tmp_path):
         _scenario(s)
         _fill(s, _mixed_lines(1500, seed=3))
     runner = CliRunner()
-    for args in (["--db", a_db, "export", "--out", backup], ["--db", b_db, "--store-strategy", "keyword", "import",
-                                                              "--batch-size", "7", backup]):
+    for args in (["--db", a_db, "export", *flags, "--out", backup],
+                 ["--db", b_db, "--store-strategy", "keyword", "import", "--batch-size", "7", backup]):
         result = runner.invoke(cli, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
     with SQLiteMemoryStore(a_db, search_strategy="keyword") as a, SQLiteMemoryStore(b_db, search_strategy="keyword") as b:
