@@ -88,8 +88,13 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
 
     Fields: record_type (alias type), content (alias text), id, thread_id, user_id,
     agent_id, role, timestamp, metadata, ttl_days, ttl_anchor, index_text, embedding,
-    created_at, expires_at (seq_no is ignored). Every line is validated, and ids repeated
-    in the file are found, before anything is written; then each batch is one transaction.
+    created_at, expires_at (seq_no is ignored). A thread line (record_type thread: id,
+    user_id, agent_id, created_at) restores who opened the thread, before the records (a
+    thread that exists keeps its row unless --on-conflict replace); knowledge lines
+    ({"kg_table": NAME, "row": {...}}) go into the knowledge tables after the records.
+    Every line is validated (at most 64 Mi characters, 100 levels of nesting, Unicode text),
+    and ids repeated in the file are found, before anything is written; then each batch is
+    one transaction.
     Ctrl-C or a failing batch prints how many records landed (exit 130 for Ctrl-C).
     """
     source = getattr(file, "name", "<stdin>")
