@@ -252,7 +252,7 @@ def update(
 @cli.command(short_help="Delete one record (--cascade for profiles).")
 @click.argument("record_type", metavar="TYPE", type=click.Choice(RECORD_TYPES))
 @click.argument("record_id", metavar="ID")
-@click.option("--cascade", is_flag=True, help="For profiles: also delete the actor's threads and scoped records.")
+@click.option("--cascade", is_flag=True, help="For profiles: also erase the actor (SC-13): its own records and the threads that are its alone, never another user's records.")
 @pass_state
 def delete(state: State, record_type: str, record_id: str, cascade: bool) -> None:
     """Delete one record (exit 1 when nothing was deleted, except cascades)."""
@@ -273,7 +273,8 @@ def delete(state: State, record_type: str, record_id: str, cascade: bool) -> Non
 @click.argument("thread_id")
 @pass_state
 def delete_thread(state: State, thread_id: str) -> None:
-    """Delete a thread with its messages and every record scoped to it."""
+    """Delete a thread with its messages and every record scoped to it, whoever wrote them
+    (SC-13.5: the one operation that removes other users' records of a thread)."""
     store = state.open(create=False)
     count = store.delete_thread(thread_id)
     if state.json:
@@ -292,7 +293,8 @@ def delete_thread(state: State, thread_id: str) -> None:
 @pass_state
 def forget(state: State, user_id: Optional[str], agent_id: Optional[str], names: tuple[str, ...], yes: bool) -> None:
     """Erase everything about a user (--user) or an agent (--agent) in one transaction: the
-    profile, its threads and scoped records, and in the knowledge layer what was derived
+    profile, its own records and the threads that are its alone (never a record of another
+    user, even in a thread it opened: SC-13), and in the knowledge layer what was derived
     from them (events, facts from or about the user, her entity, aliases, edges,
     observations). Prints the rows erased per table. The deleted text then is in no table,
     index or vector snapshot, and in no byte of the database files (the FTS index is merged
