@@ -60,6 +60,7 @@ from mcp.server.mcpserver import MCPServer  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 from mcp.server.transport_security import TransportSecuritySettings  # noqa: E402
 from mcp.types import CallToolResult, TextContent  # noqa: E402
+from pydantic import AnyHttpUrl  # noqa: E402  (installed with mcp)
 
 __all__ = ["build_server", "http_security", "check_token", "MIN_TOKEN_LENGTH"]
 
@@ -240,7 +241,7 @@ def build_server(
             "token_verifier": _StaticTokenVerifier(check_token(token)),
             # the SDK's bearer middleware needs AuthSettings; no OAuth server or metadata route is
             # served (resource_server_url=None), so the issuer URL is never used or shown
-            "auth": AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None),
+            "auth": AuthSettings(issuer_url=AnyHttpUrl("http://127.0.0.1"), resource_server_url=None),
         }
 
     def scope(call_user: Optional[str], call_agent: Optional[str]) -> dict[str, Optional[str]]:
