@@ -17,9 +17,13 @@ A call with an argument the tool does not define is refused (nothing is silently
   "records without one"; ``get``/``update``/``delete`` of a record outside it answer "not found".
 - ``add_memory`` with a ``thread_id`` writes into that thread only if no other user has records
   there (a thread id is a conversation name, not a grant: a client cannot plant text in
-  another user's conversation). A thread that holds only the client's own records, or records
-  without a user, is open to it. On SQLite the check and the write are one ``BEGIN IMMEDIATE``
-  transaction; on Oracle another session can still write between them (read committed).
+  another user's conversation). A new thread, or one holding the client's own records (and
+  perhaps records without a user, such as an assistant's replies), is open to it. A thread that
+  holds only records without a user is not open to a client of one user: erasing her would
+  take such a thread whole (SC-13.3), shared records included. A server without a user may
+  write only where no user has records. On SQLite the check and the write are one ``BEGIN
+  IMMEDIATE`` transaction; on Oracle another session can still write between them (read
+  committed).
 - ``forget`` erases the configured **user** and nothing else: her records on every agent and,
   with a ``KnowledgeMemory``, what the knowledge layer derived from them (SC-8.6). It never
   erases an agent (run ``oramem forget --agent ID`` for that) and takes no argument that widens
@@ -269,14 +273,24 @@ def build_server(
             return None
         return record
 
-    async def thread_is_open_to(thread_id: str, user: Optional[str]) -> bool:
-        """No user other than ``user`` has a record in the thread (records without a user are
-        nobody's); inside the caller's transaction."""
+    async def thread_refusal(thread_id: str, user: Optional[str]) -> Optional[str]:
+        """Why ``user`` may not write into the thread (None: it may); inside the caller's block."""
+        mine = nobodys = False
         for record_type in _THREAD_TYPES:
             for record in await store.list_async(record_type, limit=None, thread_id=thread_id):
-                if record.user_id is not None and record.user_id != user:
-                    return False
-        return True
+                if record.user_id is None:
+                    nobodys = True
+                elif record.user_id == user:
+                    mine = True
+                else:
+                    return f"thread {thread_id!r} holds another user's records: this client cannot write into it"
+        if user is not None and nobodys and not mine:
+            # erasing her would then take the thread whole, the records of nobody in it too (SC-13.3)
+            return (
+                f"thread {thread_id!r} holds only records of no user (shared records): a client of one user "
+                "cannot write into it"
+            )
+        return None
 
     refuse_unknown = _RefuseUnknownArguments()
     server = MCPServer(
@@ -303,7 +317,8 @@ def build_server(
         agent_id: Optional[str] = None,
     ) -> dict[str, Any]:
         """Store one memory (types: memory, fact, preference, guideline, message); returns its id.
-        A thread_id is accepted only for a thread where no other user has records."""
+        A thread_id is accepted only for a new thread or one of this client's own conversations
+        (no other user's records in it)."""
         chosen = scope(user_id, agent_id)
         kwargs: dict[str, Any] = {}
         if ttl_days is not None:
@@ -325,11 +340,9 @@ def build_server(
             ids = await write()
         else:
             async with store.transaction_async():  # the check and the write commit together
-                if not await thread_is_open_to(thread_id, chosen["user_id"]):
-                    raise ValueError(
-                        f"thread {thread_id!r} holds another user's records: this client cannot write into it "
-                        "(use a thread id of your own)"
-                    )
+                refusal = await thread_refusal(thread_id, chosen["user_id"])
+                if refusal is not None:
+                    raise ValueError(refusal + " (use a thread id of your own)")
                 ids = await write()
         return {"id": ids[0], "record_type": record_type}
 

@@ -115,11 +115,13 @@ async def test_add_memory_never_writes_into_another_users_conversation(store):
             assert "another user's records" in message
         # reads stay within her scope too
         assert await call(mallory, "search_memories", query="bob", record_types=["message", "memory"], thread_id="bob-chat") == []
-        # her own threads, and a thread with only records of nobody, are open to her
+        # a new thread, and then her own conversation (with the assistant's unscoped replies), are open to her
         await call(mallory, "add_memory", text="mine", record_type="message", thread_id="mallory-chat")
+        store.add(["assistant reply"], "message", thread_ids="mallory-chat", agent_ids="concierge", roles="assistant")
         await call(mallory, "add_memory", text="mine again", record_type="message", thread_id="mallory-chat")
+        # a thread of shared records only is not: erasing her would take it whole (SC-13.3)
         store.add(["agent notice"], "message", thread_ids="lobby", agent_ids="concierge")
-        await call(mallory, "add_memory", text="hello lobby", record_type="message", thread_id="lobby")
+        assert "no user" in await refused(mallory, "add_memory", text="hello lobby", record_type="message", thread_id="lobby")
     async with Client(build_server(store, agent_id="concierge")) as agent_level, \
             Client(build_server(store, allow_scope_per_call=True)) as trusted:
         assert "another user's records" in await refused(agent_level, "add_memory", text=injection, thread_id="bob-chat")
