@@ -50,9 +50,10 @@ __all__ = [
     "import_records",
 ]
 
-#: Record types an export walks, in this order (threads are implicit; profiles first so an
-#: import recreates actors before their records).
-EXPORT_TYPES = ("user_profile", "agent_profile", "message", "memory", "guideline", "fact", "preference")
+#: Record types an export walks, in this order: profiles first so an import recreates actors
+#: before their records, then the thread rows (who opened each thread, SC-13.6) before the
+#: records that name them.
+EXPORT_TYPES = ("user_profile", "agent_profile", "thread", "message", "memory", "guideline", "fact", "preference")
 ADDABLE_TYPES = tuple(t for t in RECORD_TYPES if t != "thread")
 #: Fields a line may carry that ``add`` takes.
 ADD_FIELDS = frozenset(
@@ -75,6 +76,9 @@ TIME_FIELDS = frozenset({"created_at", "expires_at"})
 #: Written by export for reference, ignored by import.
 IGNORED_FIELDS = frozenset({"seq_no"})
 LINE_FIELDS = ADD_FIELDS | TIME_FIELDS | IGNORED_FIELDS | {"record_type"}
+#: Fields of a ``thread`` line (SC-13.6): the thread row as it was (``content`` null and
+#: ``thread_id`` equal to ``id`` are accepted, as ``export_dict`` of a thread writes them).
+THREAD_FIELDS = frozenset({"record_type", "id", "user_id", "agent_id", "created_at", "content", "thread_id"})
 
 
 class JSONLError(ValueError):
@@ -140,7 +144,11 @@ def record_to_dict(record: Record) -> dict[str, Any]:
 
 def export_dict(record: Record) -> dict[str, Any]:
     """The export line of a record: record_type and id first, null fields left out
-    (``content`` always written)."""
+    (``content`` always written). A thread row is its id, who opened it and when."""
+    if record.record_type == "thread":
+        line = {"record_type": "thread", "id": record.id, "user_id": record.user_id, "agent_id": record.agent_id,
+                "created_at": record.created_at}
+        return {k: v for k, v in line.items() if v is not None}
     data = record_to_dict(record)
     out: dict[str, Any] = {"record_type": data.pop("record_type"), "id": data.pop("id")}
     out.update({k: v for k, v in data.items() if v is not None or k == "content"})
@@ -163,6 +171,10 @@ def export_with_vectors(write: Callable[[str], Any], header: dict[str, Any], row
     count = 0
     for record, chunks in rows:
         line = export_dict(record)
+        if record.record_type == "thread":  # a thread row has no retrieval rows
+            write(json.dumps(line, ensure_ascii=False) + "\n")
+            count += 1
+            continue
         line["index_text"] = [text for text, _ in chunks] if chunks else ""
         if chunks and all(v is not None for _, v in chunks):
             line["embedding"] = [np.frombuffer(v, dtype="<f4").tolist() for _, v in chunks]
@@ -248,6 +260,8 @@ def _parse_line(raw: str, where: str, lineno: int, default_type: Optional[str], 
     unknown = sorted(set(obj) - LINE_FIELDS)
     if unknown:
         raise JSONLError(f"{where}: unknown field(s) {', '.join(unknown)}; accepted: {', '.join(sorted(LINE_FIELDS))}")
+    if obj.get("record_type") == "thread":
+        return _thread_line(obj, where, lineno, keep_times, now)
     record_type = obj.get("record_type", default_type)
     if record_type not in ADDABLE_TYPES:
         hint = "" if "record_type" in obj else " (give record_type on the line, or a default type)"
@@ -272,6 +286,26 @@ def _parse_line(raw: str, where: str, lineno: int, default_type: Optional[str], 
     except (ValueError, TypeError) as exc:
         raise JSONLError(f"{where}: {_one_line(exc)}") from None
     return line
+
+
+def _thread_line(obj: dict, where: str, lineno: int, keep_times: bool, now: str) -> ImportLine:
+    """A ``thread`` line: the thread row as the export wrote it (SC-13.6)."""
+    from .normalize import check_id
+
+    unknown = sorted(set(obj) - THREAD_FIELDS)
+    if unknown:
+        raise JSONLError(f"{where}: a thread line takes id, user_id, agent_id and created_at; unknown here: "
+                         f"{', '.join(unknown)}")
+    try:
+        tid = check_id(obj.get("id"), "id")
+        fields = {"id": tid, "user_id": check_id(obj.get("user_id"), "user_id", optional=True),
+                  "agent_id": check_id(obj.get("agent_id"), "agent_id", optional=True)}
+    except (ValueError, TypeError) as exc:
+        raise JSONLError(f"{where}: {_one_line(exc)}") from None
+    if obj.get("content") is not None or obj.get("thread_id") not in (None, tid):
+        raise JSONLError(f"{where}: a thread line has no content, and its thread_id (if given) is its id")
+    times = _times(obj, "thread", where, now) if keep_times and obj.get("created_at") is not None else None
+    return ImportLine(lineno, "thread", fields, times)
 
 
 def _times(obj: dict, record_type: str, where: str, now: str) -> tuple[str, Optional[str]]:
@@ -369,6 +403,27 @@ def import_records(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
     result = ImportResult(total=len(lines))
+    threads = [ln for ln in lines if ln.record_type == "thread"]
+    lines = [ln for ln in lines if ln.record_type != "thread"]
+    # SC-13.6: the thread rows first, as the file has them, so the records naming them do
+    # not create them with their own scope; a thread that exists keeps its row (unless
+    # on_conflict is "replace")
+    for start in range(0, len(threads), batch_size):
+        part = threads[start:start + batch_size]
+        rows = [(ln.fields["id"], ln.fields["user_id"], ln.fields["agent_id"], ln.times[0] if ln.times else None)
+                for ln in part]
+        try:
+            written = set(store.restore_threads(rows, on_conflict="replace" if on_conflict == "replace" else "skip"))
+        except (ValueError, TypeError, StoreError, KeyboardInterrupt) as exc:
+            raise ImportStopped(result, part[0].lineno, exc, part[-1].lineno) from exc
+        for ln in part:
+            if ln.fields["id"] in written:
+                result.imported += 1
+                result.by_type["thread"] = result.by_type.get("thread", 0) + 1
+            else:
+                result.skipped += 1
+        if progress is not None:
+            progress(len(part))
     for part in _chunks(lines, batch_size):
         try:
             written = store.restore_batches(

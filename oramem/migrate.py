@@ -12,8 +12,9 @@ What is copied, per store: the store's settings (strategy, vector_dim, keyword l
 retention, index sync; on SQLite the embedder identity), every live record with its ids,
 scope, role, content, event time, metadata, ``created_at`` and ``expires_at``, and its
 retrieval rows as they are (caller chunks and their vectors: nothing is re-chunked or
-re-embedded); threads are re-created by their records (same ids and owners; their own
-``created_at`` is the copy's); then every row of the store's knowledge tables. A rerun after
+re-embedded); the thread rows first, exactly as they are (id, who opened the thread,
+``created_at``: SC-13.6), so the records that name them do not re-create them; then every
+row of the store's knowledge tables. A rerun after
 an interruption skips what is already there (records by id, knowledge rows by primary
 key), so it resumes. Records go through the store API's ``restore_batches`` (on Oracle:
 ``oramem_store.add_json`` with ``restored_times`` and ``on_conflict`` "skip"); Oracle
@@ -28,7 +29,7 @@ before anything is written. A SQLite copy of an Oracle store records no embedder
 in-database model cannot run there): open it with the same model's local embedder.
 
 The comparison: per store, the number of live records and a SHA-256 over every record's
-fields, chunk texts and vector bytes (threads by id and owners), and per knowledge table
+fields, chunk texts and vector bytes (threads by id, opener and created_at), and per knowledge table
 the row count and a SHA-256 over its rows as the mapping reads them (times in UTC, JSON
 canonical, vectors as float32 bytes); any difference is reported.
 
@@ -144,6 +145,11 @@ class _SQLiteSide:
 
         return admin.read_record_rows(self.path, store_id, after, limit, now)
 
+    def threads(self, store_id: str, now: str) -> list[tuple[str, Any, Any, str]]:
+        from .sqlite import admin
+
+        return admin.read_thread_rows(self.path, store_id)
+
     def live_count(self, store_id: str, now: str) -> Optional[int]:
         from .sqlite.schema import StoreTables
 
@@ -244,6 +250,12 @@ class _OracleSide:
             ]
             out.append((int(item["record"]["seq_no"]), record, chunks))
         return out
+
+    def threads(self, store_id: str, now: str) -> list[tuple[str, Any, Any, str]]:
+        # export_json is the one Oracle entry point that returns thread rows with their
+        # times: one pass over the store, keeping the thread rows
+        return [(r.id, r.user_id, r.agent_id, r.created_at)
+                for rows in _pages(self, store_id, now, 2000) for _, r, _ in rows if r.record_type == "thread"]
 
     def live_count(self, store_id: str, now: str) -> Optional[int]:
         return None  # no count entry point: the progress has no total
@@ -424,6 +436,11 @@ def _copy_records(src: Any, dst: Any, info: StoreInfo, now: str, batch_size: int
                   step: Callable[[int], None], oracle_model: Optional[str]) -> None:
     store = dst.open_store(info, oracle_model)
     try:
+        # SC-13.6: the thread rows as they are, before any record that names them (a record
+        # would create its thread row implicitly, with its own scope as the opener)
+        threads = src.threads(info.store_id, now)
+        for start in range(0, len(threads), batch_size):
+            store.restore_threads(threads[start:start + batch_size], on_conflict="skip")
         for rows in _pages(src, info.store_id, now, batch_size):
             items = [(r, ch) for _, r, ch in rows if r.record_type != "thread"]
             batches = _batch(items, info.vector_dim)
@@ -497,7 +514,7 @@ def _records_digest(side: Any, store_id: str, now: str) -> tuple[int, str]:
     for rows in _pages(side, store_id, now, 2000):
         for _, r, chunks in rows:
             if r.record_type == "thread":
-                lines.append(json.dumps(["thread", r.id, r.user_id, r.agent_id]))
+                lines.append(json.dumps(["thread", r.id, r.user_id, r.agent_id, _instant(r.created_at)]))
                 continue
             lines.append(json.dumps(
                 [r.record_type, r.id, r.content, r.timestamp, r.metadata, r.thread_id, r.user_id, r.agent_id,
@@ -508,6 +525,16 @@ def _records_digest(side: Any, store_id: str, now: str) -> tuple[int, str]:
     lines.sort()
     count = sum(1 for ln in lines if not ln.startswith('["thread"'))
     return count, hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _instant(text: Optional[str]) -> Optional[str]:
+    """An ISO-8601 time in one spelling (UTC, microseconds), whichever engine wrote it."""
+    if text is None:
+        return None
+    value = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.timezone.utc)
+    return value.astimezone(_dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 def _canonical(value: Any) -> Any:

@@ -1095,6 +1095,7 @@ AS
       l_rec_tab  VARCHAR2(200 CHAR);
       l_type     VARCHAR2(32 CHAR);
       l_col      VARCHAR2(16 CHAR);
+      l_other    VARCHAR2(64 CHAR);
       l_types    vc_tab_t;
       l_ids      vc_tab_t;
       l_threads  vc_tab_t;
@@ -1120,20 +1121,43 @@ AS
       IF l_type = 'thread' THEN
          l_count := LEAST(remove_thread(l_store, in_record_id, 'delete', l_event), 1);
       ELSIF in_cascade = 1 AND oramem_registry.is_profile_type(l_type) THEN
-         -- SC-8.2: the actor's threads with all their records, every record scoped to the
-         -- actor, and the profile itself (even when the profile row is absent).
+         -- SC-8.2, SC-13: the actor's own records, the threads that are the actor's alone,
+         -- and the profile itself (even when the profile row is absent). A record carrying
+         -- another user (user erasure) or another agent (agent erasure) is never removed,
+         -- whoever opened its thread. l_col is one of two fixed names.
          l_col := CASE l_type WHEN 'user_profile' THEN 'user_id' ELSE 'agent_id' END;
+         -- "another value of l_col" in a thread: a user's thread stays when another user
+         -- writes in it (SC-13.3); an agent's when any record has no agent or another one
+         -- (SC-13.4). A NULL compares unknown, so o.user_id <> :x skips unscoped records.
+         l_other := CASE l_type
+                       WHEN 'user_profile' THEN 'o.user_id <> :a'
+                       ELSE '(o.agent_id IS NULL OR o.agent_id <> :a)'
+                    END;
+         -- the threads removed whole (the event's thread_ids)
          EXECUTE IMMEDIATE
-            'SELECT t.record_id FROM ' || l_rec_tab || ' t WHERE t.record_type = ''thread'''
-            || ' AND t.' || l_col || ' = :1'
-            BULK COLLECT INTO l_threads USING in_record_id;
+            'SELECT DISTINCT p.thread_id FROM ' || l_rec_tab || ' p'
+            || ' WHERE p.' || l_col || ' = :1 AND p.thread_id IS NOT NULL'
+            || ' AND NOT EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
+            || ' WHERE o.thread_id = p.thread_id AND ' || l_other || ')'
+            BULK COLLECT INTO l_threads USING in_record_id, in_record_id;
+         -- SC-13.2: a thread row naming the actor (it opened the thread) in a thread that
+         -- stays keeps existing, without the actor's id
+         EXECUTE IMMEDIATE
+            'UPDATE ' || l_rec_tab || ' t SET t.' || l_col || ' = NULL'
+            || ' WHERE t.record_type = ''thread'' AND t.' || l_col || ' = :1'
+            || ' AND EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
+            || ' WHERE o.thread_id = t.record_id AND ' || l_other || ')'
+            USING in_record_id, in_record_id;
          EXECUTE IMMEDIATE
             'DELETE FROM ' || l_rec_tab || ' r WHERE (r.record_type = :1 AND r.record_id = :2)'
-            || ' OR r.' || l_col || ' = :3'
-            || ' OR r.thread_id IN (SELECT t.record_id FROM ' || l_rec_tab || ' t'
-            || ' WHERE t.record_type = ''thread'' AND t.' || l_col || ' = :4)'
-            || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :5, :6, :7'
-            USING l_type, in_record_id, in_record_id, in_record_id
+            || ' OR (r.record_type NOT IN (''user_profile'', ''agent_profile'')'
+            || ' AND (r.' || l_col || ' = :3'
+            || ' OR r.thread_id IN (SELECT p.thread_id FROM ' || l_rec_tab || ' p'
+            || ' WHERE p.' || l_col || ' = :4 AND p.thread_id IS NOT NULL'
+            || ' AND NOT EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
+            || ' WHERE o.thread_id = p.thread_id AND ' || l_other || '))))'
+            || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :6, :7, :8'
+            USING l_type, in_record_id, in_record_id, in_record_id, in_record_id
             RETURNING BULK COLLECT INTO l_types, l_ids, l_exps;
          FOR i IN 1 .. l_types.COUNT LOOP
             -- S15: 1 only for a visible record (an expired, unpurged one is deleted silently)

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import click
 
@@ -114,7 +114,7 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
 
 
 @cli.command(short_help="Export (back up) records as JSON Lines.")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write to this file instead of stdout (written to a temporary file next to it, mode 0600, and renamed at the end; never the database or its files).")
 @click.option("--type", "types", multiple=True, type=click.Choice(jsonl.EXPORT_TYPES), help="Only these record types (repeatable).")
 @click.option("--with-vectors", is_flag=True, help="Also write each record's retrieval rows as they are (chunk texts and vectors) and a header line naming the embedder.")
 @pass_state
@@ -128,11 +128,11 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
     """
     from ..sqlite.health import is_intact
 
+    target = _check_out_path(out_path, state.db) if out_path else None
     # a damaged file is read row by row instead (decided before the first line is written)
     intact = state.db == ":memory:" or not os.path.exists(state.db) or is_intact(state.db)
     store = state.open(create=False, reading=True) if intact else None
-    handle = open(out_path, "w", encoding="utf-8") if out_path else None
-    try:
+    with _replacing(target) as handle:
         write = handle.write if handle else (lambda s: click.echo(s, nl=False))
         if store is not None and with_vectors:
             count = _export_with_vectors(state, store, write, set(types) or None)
@@ -140,11 +140,60 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
             count = jsonl.export_records(store, write, list(types) or None)
         else:
             count = _salvage_export(state, write, set(types) or None)
-    finally:
-        if handle:
-            handle.close()
     if out_path:
         click.echo(f"exported {count} record(s) to {out_path}", err=True)
+
+
+def _check_out_path(out_path: str, db: str) -> str:
+    """``export --out``: never a file the export reads (finding 9): the database, its
+    ``-wal`` / ``-shm`` / ``-journal``, its vector sidecars and ANN files (``DB.*``).
+    Returns the target path; raises exit 2 before anything is opened."""
+    if db == ":memory:":
+        return out_path
+    real_out = os.path.realpath(out_path)
+    real_db = os.path.realpath(db)
+    inputs = [real_db + suffix for suffix in ("", "-wal", "-shm", "-journal")]
+    same = real_out in inputs or real_out.startswith(real_db + ".")
+    if not same and os.path.exists(out_path):
+        for path in inputs:
+            with contextlib.suppress(OSError):
+                same = same or os.path.samefile(out_path, path)
+    if same:
+        raise CLIError(
+            f"--out {out_path} is the database this export reads (or one of its files); write the export "
+            "to another file, e.g. --out backup.jsonl; nothing was written",
+            2,
+        )
+    if os.path.isdir(out_path):
+        raise CLIError(f"--out {out_path} is a directory; give a file name; nothing was written", 2)
+    return out_path
+
+
+@contextlib.contextmanager
+def _replacing(target: Optional[str]) -> Iterator[Optional[Any]]:
+    """A handle on a new temporary file next to ``target`` (mode 0600), renamed over
+    ``target`` only when the block ends normally: an export that fails or is interrupted
+    leaves ``target`` as it was. ``None`` target: no file (stdout)."""
+    if target is None:
+        yield None
+        return
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(target))
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise CLIError(f"cannot write next to --out {target}: {one_line(exc)}; nothing was written", 1) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[set[str]]) -> int:
@@ -165,7 +214,7 @@ def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[s
                 return
             after = batch[-1][0]
             for _, record, chunks in batch:
-                if record.record_type != "thread" and (types is None or record.record_type in types):
+                if types is None or record.record_type in types:
                     yield record, chunks
 
     return jsonl.export_with_vectors(write, header, rows())
