@@ -126,8 +126,8 @@ def http_security(
     """The SDK's DNS-rebinding protection for a server listening on ``host:port``; always on.
 
     On a loopback ``host`` the ``Host`` header must name loopback (``127.0.0.1``, ``localhost``,
-    ``[::1]``, any port) and a browser ``Origin`` must be a loopback ``http://`` origin, as the
-    SDK does by default. On any other address only the address itself (``HOST:PORT``, not for
+    ``[::1]`` or ``host`` itself, any port) and a browser ``Origin`` must be such an ``http://``
+    origin, as the SDK does by default. On any other address only the address itself (``HOST:PORT``, not for
     ``0.0.0.0`` / ``::``) and the names given in ``allow_hosts`` are accepted, and only the
     origins in ``allow_origins``. A listed host without a port is accepted on ``port``; ``NAME:*``
     accepts any port. A request without an ``Origin`` (not a browser) passes the origin check.
@@ -149,6 +149,9 @@ def http_security(
     if is_loopback(host.strip("[]")):
         hosts += _LOOPBACK_HOSTS
         origins += _LOOPBACK_ORIGINS
+        literal = _host_header(host, port).rsplit(":", 1)[0]  # e.g. 127.0.0.2, or a *.localhost name
+        hosts.append(f"{literal}:*")
+        origins.append(f"http://{literal}:*")
     elif _is_wildcard(host):
         if not hosts:
             raise ValueError(

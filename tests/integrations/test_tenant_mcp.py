@@ -314,7 +314,8 @@ def test_http_security_allow_lists():
 
     loopback = http_security("127.0.0.1", 8765)
     assert loopback.enable_dns_rebinding_protection and "localhost:*" in loopback.allowed_hosts
-    assert http_security("::1", 9000).allowed_hosts[:3] == ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    assert http_security("::1", 9000).allowed_hosts == ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    assert http_security("127.0.0.2", 9000).allowed_hosts[-1] == "127.0.0.2:*"
     direct = http_security("10.1.2.3", 8765, allow_hosts=["mcp.internal", "proxy:443", "[fe80::1]", "any.example:*"])
     assert direct.enable_dns_rebinding_protection
     assert direct.allowed_hosts == ["mcp.internal:8765", "proxy:443", "[fe80::1]:8765", "any.example:*", "10.1.2.3:8765"]
