@@ -82,7 +82,9 @@ AS
 
    gc_tpl_hk_obs_set CONSTANT VARCHAR2(200 CHAR) := q'[UPDATE #OBS# SET supporting_fact_ids = JSON(:1) WHERE id = :2]';
 
-   gc_tpl_hk_recount CONSTANT VARCHAR2(700 CHAR) := q'[UPDATE #ENT# e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = e.agent_id AND l.entity_key = e.canonical_key AND f.valid_to IS NULL AND f.invalidated_at IS NULL AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, 'DAY') > :1)) WHERE e.agent_id = :2 AND e.canonical_key = :3]';
+   -- KC-3.7: counted within the entity's own scope (DECODE treats two NULLs as equal, SQL
+   -- Language Reference, DECODE: a shared entity counts shared links only)
+   gc_tpl_hk_recount CONSTANT VARCHAR2(800 CHAR) := q'[UPDATE #ENT# e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = e.agent_id AND DECODE(l.user_id, e.user_id, 1, 0) = 1 AND l.entity_key = e.canonical_key AND f.valid_to IS NULL AND f.invalidated_at IS NULL AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, 'DAY') > :1)) WHERE e.agent_id = :2 AND e.canonical_key = :3]';
 
    gc_tpl_hk_thread_events CONSTANT VARCHAR2(200 CHAR) := q'[SELECT id FROM #EVENT# WHERE session_id = :1]';
 
@@ -94,8 +96,9 @@ AS
 
    gc_tpl_hk_del_session CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #TAB# WHERE session_id = :1]';
 
-   -- intentions extracted in a session keep its id cut to 32 characters (source_context)
-   gc_tpl_hk_del_session_int CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #INT# WHERE source_context = SUBSTR(:1, 1, 32)]';
+   -- intentions extracted in a session keep its whole id (source_context, KC-3.7; review
+   -- finding 14: a 32-character prefix matched other users' sessions)
+   gc_tpl_hk_del_session_int CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #INT# WHERE source_context = :1]';
 
    ---------------------------------------------------------------------------------------
    -- helpers

@@ -441,13 +441,16 @@ def build_server(
         @server.tool()
         @_client_errors
         async def retrieve_knowledge(
-            query: str, session_id: Optional[str] = None, agent_id: Optional[str] = None
+            query: str, session_id: Optional[str] = None, agent_id: Optional[str] = None,
+            user_id: Optional[str] = None,
         ) -> dict[str, Any]:
-            """Facts from the knowledge layer relevant to query, with a ready-to-use context text."""
-            chosen = scope(None, agent_id)
+            """Facts from the knowledge layer relevant to query, with a ready-to-use context text:
+            the scope's user's knowledge plus the agent's shared knowledge (KC-3.8)."""
+            chosen = scope(user_id, agent_id)
             if chosen["agent_id"] is None:
                 raise ValueError("the knowledge layer is per agent: start the server with --agent ID")
-            result = await knowledge.retrieve_async(chosen["agent_id"], query, session_id=session_id)
+            result = await knowledge.retrieve_async(chosen["agent_id"], query, session_id=session_id,
+                                                    user_id=chosen["user_id"])
             return {
                 "context": result.context,
                 "facts": [{"fact_text": f.fact_text, "score": getattr(f, "score", None)} for f in result.facts],

@@ -96,9 +96,9 @@ def job_info(row: Any) -> JobInfo:
 
 # ----------------------------------------------------------------------------- submit
 def insert_job(conn: sa.Connection, t: Any, *, job_id: str, agent_id: str, event_id: str, session_id: str,
-               payload: dict, now: datetime, max_attempts: int) -> None:
+               payload: dict, now: datetime, max_attempts: int, user_id: Optional[str] = None) -> None:
     conn.execute(sa.insert(t.job).values(
-        id=job_id, agent_id=agent_id, event_id=event_id, kind="write", status="pending", session_id=session_id,
+        id=job_id, agent_id=agent_id, user_id=user_id, event_id=event_id, kind="write", status="pending", session_id=session_id,
         payload_json=payload, attempts=0, max_attempts=max_attempts, available_at=now, created_at=now, updated_at=now,
     ))
 

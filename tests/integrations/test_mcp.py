@@ -100,12 +100,12 @@ async def test_forget_with_knowledge_erases_the_users_facts_on_a_shared_agent():
 
     with SQLiteMemoryStore(embedder=HashEmbedder(64), search_strategy="hybrid") as kstore:
         with KnowledgeMemory(kstore, None) as km:
-            await km.add_fact_async("agent-1", "ana", "ana's locker code is 3141", subject_type="person")
-            await km.add_fact_async("agent-1", "Bo", "Bo's locker code is 2718", subject_type="person")
+            await km.add_fact_async("agent-1", "ana", "ana's locker code is 3141", subject_type="person", user_id="ana")
+            await km.add_fact_async("agent-1", "Bo", "Bo's locker code is 2718", subject_type="person", user_id="bo")
             async with Client(build_server(kstore, user_id="ana", agent_id="agent-1", knowledge=km)) as client:
                 out = await call(client, "forget")
             assert out["erased"]["DEFAULT_KG_FACT"] == 1
-            assert [f.fact_text for f in await km.get_all_async("agent-1")] == ["Bo's locker code is 2718"]
+            assert [f.fact_text for f in await km.get_all_async("agent-1", user_id="bo")] == ["Bo's locker code is 2718"]
 
 
 async def test_knowledge_retrieval_tool_when_configured(store):
