@@ -120,6 +120,13 @@ async def test_knowledge_events_of_the_session_thread_are_not_session_items():
             assert [m.content for m in kstore.list_thread_messages("sid-1")] == ["Ana: I live in Lisbon"]
             assert [f.fact_text for f in await km.get_all_async("concierge")] == ["Ana lives in Lisbon"]
             assert await session.pop_item() is None
+            # a user's events (KC-3.9: user_id and kg_event on the record) are not her session's items either
+            ana = OramemSession("sid-2", kstore, user_id="ana", agent_id="concierge")
+            await ana.add_items([{"role": "user", "content": "hello"}])
+            await km.write_async("concierge", "Ana: I moved to Porto", "Ana", session_id="sid-2", user_id="ana")
+            assert {m.user_id for m in kstore.list_thread_messages("sid-2")} == {"ana"}
+            assert await ana.get_items() == [{"role": "user", "content": "hello"}]
+            assert [m.content for m in OramemChatMessageHistory(kstore, "sid-2", user_id="ana", agent_id="concierge").messages] == ["hello"]
         finally:
             await km.close_async()
 
