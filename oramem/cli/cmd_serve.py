@@ -24,7 +24,7 @@ TOKEN_ENV = "ORAMEM_MCP_TOKEN"
 @click.option("--token", help=f"HTTP bearer token clients must send (Authorization: Bearer TOKEN). Prefer ${TOKEN_ENV}: a command line is visible to other local users. Without either, a loopback server generates one and prints it once on stderr.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME[:PORT]", help="HTTP: also accept requests whose Host header is NAME (repeatable; for a server reached by name, e.g. behind a proxy).")
 @click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN", help="HTTP: also accept browser requests from ORIGIN, e.g. https://app.example.com (repeatable).")
-@click.option("--user", "user_id", help="Fix the user of every call: clients read and write only this user's records and forget erases only her.")
+@click.option("--user", "user_id", help="Fix the user of every call: clients read and write only this user's records, and forget erases only this user.")
 @click.option("--agent", "agent_id", help="Fix the agent scope of every call.")
 @click.option("--allow-scope-per-call", is_flag=True, help="Let calls pass their own user_id/agent_id (trusted clients only).")
 @click.option("--knowledge", is_flag=True, help="Also serve retrieve_knowledge over this database's knowledge layer (needs --agent, or --allow-scope-per-call; no LLM is called).")

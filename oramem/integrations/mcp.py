@@ -36,9 +36,9 @@ A call with an argument the tool does not define is refused (nothing is silently
   then apply to the scope the call names); without it a call naming another scope is refused.
 
 Over HTTP the server requires a bearer token (``build_server(..., token=...)``; ``oramem mcp``
-always sets one, see ``docs`` in the README's "Several users" section) checked in constant
-time by the SDK's bearer-auth middleware, and keeps the SDK's DNS-rebinding protection (Host
-and Origin allow-lists, :func:`http_security`). stdio needs neither: the client launched the
+always sets one, see the README's "Several users"), checked in constant time through the SDK's
+bearer-auth middleware, and keeps the SDK's DNS-rebinding protection (Host and Origin
+allow-lists, :func:`http_security`). stdio needs neither: the client launched the
 process and owns its pipes.
 """
 
@@ -127,9 +127,9 @@ def http_security(
 
     On a loopback ``host`` the ``Host`` header must name loopback (``127.0.0.1``, ``localhost``,
     ``[::1]`` or ``host`` itself, any port) and a browser ``Origin`` must be such an ``http://``
-    origin, as the SDK does by default. On any other address only the address itself (``HOST:PORT``, not for
-    ``0.0.0.0`` / ``::``) and the names given in ``allow_hosts`` are accepted, and only the
-    origins in ``allow_origins``. A listed host without a port is accepted on ``port``; ``NAME:*``
+    origin, as the SDK does by default. On any other address only the address itself
+    (``HOST:PORT``, not for ``0.0.0.0`` / ``::``) and the names given in ``allow_hosts`` are
+    accepted, and only the origins in ``allow_origins``. A listed host without a port is accepted on ``port``; ``NAME:*``
     accepts any port. A request without an ``Origin`` (not a browser) passes the origin check.
     Raises ``ValueError`` for a wildcard address with no ``allow_hosts`` (nothing could be
     served) and for a malformed entry."""
