@@ -25,17 +25,17 @@ def test_forget_user_and_agent_through_the_cli(runner, tmp_path):
     run(runner, "--db", db, "add", "--user", "bo", "Bo likes plums")
     with SQLiteMemoryStore(db) as store:  # the embedder the CLI recorded
         with KnowledgeMemory(store, None) as km:
-            km.add_fact("helper", "Ana", "Ana's pin is 4417", subject_type="person")
-            km.add_fact("helper", "Bo", "Bo's pin is 9902", subject_type="person")
+            km.add_fact("helper", "Ana", "Ana's pin is 4417", subject_type="person", user_id="ana")
+            km.add_fact("helper", "Bo", "Bo's pin is 9902", subject_type="person", user_id="bo")
     assert "--yes" in run(runner, "--db", db, "forget", "--user", "ana", expect=2).stderr
-    res = run(runner, "--db", db, "--json", "forget", "--user", "ana", "--name", "Ana", "--yes")
+    res = run(runner, "--db", db, "--json", "forget", "--user", "ana", "--yes")  # KC-3.10: by id, no names
     out = json.loads(res.stdout)
     assert out["user_id"] == "ana" and out["erased"]["DEFAULT_KG_FACT"] == 1 and out["erased"]["om_DEFAULT_records"] >= 3
     listed = run(runner, "--db", db, "--json", "list", "--all").stdout
     assert "figs" not in listed and "plums" in listed
     with SQLiteMemoryStore(db) as store:
         with KnowledgeMemory(store, None) as km:
-            assert [f.fact_text for f in km.get_all("helper")] == ["Bo's pin is 9902"]
+            assert [f.fact_text for f in km.get_all("helper", user_id="bo")] == ["Bo's pin is 9902"]
     res = run(runner, "--db", db, "forget", "--agent", "helper", "--yes")
     assert res.stdout.startswith("erased agent helper:") and "DEFAULT_KG_FACT" in res.stdout
     assert run(runner, "--db", db, "forget", "--agent", "helper", "--yes").stdout.strip() == "nothing stored about agent helper"
