@@ -145,7 +145,7 @@ class _SQLiteSide:
 
         return admin.read_record_rows(self.path, store_id, after, limit, now)
 
-    def threads(self, store_id: str, now: str) -> list[tuple[str, Any, Any, str]]:
+    def threads(self, store_id: str, now: str) -> list[tuple[str, Any, Any, Any]]:
         from .sqlite import admin
 
         return admin.read_thread_rows(self.path, store_id)
@@ -251,7 +251,7 @@ class _OracleSide:
             out.append((int(item["record"]["seq_no"]), record, chunks))
         return out
 
-    def threads(self, store_id: str, now: str) -> list[tuple[str, Any, Any, str]]:
+    def threads(self, store_id: str, now: str) -> list[tuple[str, Any, Any, Any]]:
         # export_json is the one Oracle entry point that returns thread rows with their
         # times: one pass over the store, keeping the thread rows
         return [(r.id, r.user_id, r.agent_id, r.created_at)

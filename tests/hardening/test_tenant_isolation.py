@@ -403,16 +403,19 @@ def test_f11_export_import_keeps_thread_rows_and_erases_alike(tmp_path):
 def _export_db(tmp_path):
     from oramem import SQLiteMemoryStore
 
+    from oramem.testing import HashEmbedder
+
     db = str(tmp_path / "e.db")
-    with SQLiteMemoryStore(db, search_strategy="keyword") as s:
+    with SQLiteMemoryStore(db, embedder=HashEmbedder(8)) as s:  # a vector store: it keeps a sidecar
         s.add([f"precious {i}" for i in range(203)], "memory", user_ids="alice", thread_ids="t")
+        s.search("precious", k=1)
     return db
 
 
 def _live(db) -> int:
     from oramem import SQLiteMemoryStore
 
-    with SQLiteMemoryStore(db, search_strategy="keyword") as s:
+    with SQLiteMemoryStore(db) as s:
         return len(s.list("memory", limit=None))
 
 
@@ -420,12 +423,14 @@ def _live(db) -> int:
 def test_f9_export_refuses_to_write_over_the_database_or_its_files(tmp_path, target):
     db = _export_db(tmp_path)
     path = {"db": db, "db-wal": db + "-wal", "db-shm": db + "-shm", "db-journal": db + "-journal",
-            "sidecar": db + ".DEFAULT.vectors", "symlink": str(tmp_path / "link.jsonl"),
+            "sidecar": db + ".DEFAULT.oramem-vectors", "symlink": str(tmp_path / "link.jsonl"),
             "hardlink": str(tmp_path / "hard.jsonl")}[target]
     if target == "symlink":
         os.symlink(db, path)
     if target == "hardlink":
         os.link(db, path)
+    if target == "sidecar":
+        assert os.path.exists(path)
     size = os.path.getsize(db)
     # in a child process: on main the truncated, memory-mapped database kills the process
     # with SIGBUS
@@ -458,11 +463,13 @@ def test_f9_an_export_that_fails_midway_leaves_the_target_as_it_was(tmp_path, mo
     result = CliRunner().invoke(cli, ["--db", db, "export", "--out", str(out)])
     assert result.exit_code != 0
     assert out.read_text() == "the previous backup\n"
-    assert sorted(os.listdir(tmp_path)) == ["backup.jsonl", "e.db"] or not [
-        n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")], "the temporary file was left behind"
     monkeypatch.undo()
     result = CliRunner().invoke(cli, ["--db", db, "export", "--out", str(out)], catch_exceptions=False)
     assert result.exit_code == 0 and len(out.read_text().splitlines()) == 204  # 203 records + thread t
+    # a name that merely starts like the database's is not one of its files
+    result = CliRunner().invoke(cli, ["--db", db, "export", "--out", db + ".backup.jsonl"], catch_exceptions=False)
+    assert result.exit_code == 0 and os.path.getsize(db + ".backup.jsonl") > 0
 
 
 # -- PL/SQL (static-checked, not run against Oracle) -----------------------------------------
@@ -482,3 +489,151 @@ def test_f3_plsql_cascade_erases_by_record_scope_not_by_thread_owner():
     assert "'o.user_id <> :a'" in cascade and "'(o.agent_id IS NULL OR o.agent_id <> :a)'" in cascade
     update = cascade[cascade.index("'UPDATE '"):cascade.index("'DELETE FROM '")]
     assert "' = NULL'" in update and "t.record_type = ''thread''" in update
+
+
+# -- findings 18-21: bad input refused before anything is written ---------------------------
+def _import(tmp_path, content, name="in.jsonl", timeout=30):
+    """``oramem import FILE`` in a child (a hang or a crash must fail the test, not the run)."""
+    import subprocess
+    import sys
+
+    import oramem
+
+    db = tmp_path / "imp.db"
+    path = content if isinstance(content, str) and content.startswith("/dev/") else str(tmp_path / name)
+    if path != content:
+        (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(oramem.__file__)))
+    result = subprocess.run([sys.executable, "-m", "oramem.cli", "--db", str(db), "import", path],
+                            capture_output=True, text=True, env=env, timeout=timeout)
+    return result, db
+
+
+@pytest.mark.parametrize("case", ["dev-zero", "deep-array", "deep-object", "surrogate", "long-line"])
+def test_f18_import_refuses_hostile_lines_with_file_line_and_exit_2_before_creating_anything(tmp_path, case):
+    good = '{"record_type": "memory", "content": "fine"}\n'
+    content = {
+        "dev-zero": "/dev/zero",
+        "deep-array": good + '{"record_type": "memory", "content": "x", "metadata": {"a": ' + "[" * 100000
+                      + "]" * 100000 + "}}\n",
+        "deep-object": good + '{"record_type": "memory", "content": "x", "metadata": ' + '{"a": ' * 150 + "1"
+                       + "}" * 150 + "}\n",
+        "surrogate": good + '{"record_type": "memory", "content": "a\\ud800b"}\n',
+        "long-line": good + '{"record_type": "memory", "content": "' + "x" * (64 * 1024 * 1024 + 10) + '"}\n',
+    }[case]
+    result, db = _import(tmp_path, content)
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    assert "Traceback" not in result.stderr
+    where = "/dev/zero:1:" if case == "dev-zero" else "in.jsonl:2:"
+    assert where in result.stderr, result.stderr
+    assert not db.exists(), "the database was created although the file was refused"
+
+
+def test_f19_zero_vectors_are_refused_like_nan_and_complex_arrays_are_not_cast(make_store, engine):
+    import numpy as np
+
+    store = make_store(embedder=None, vector_dim=4)
+    store.add(["base"], "memory", record_ids="base", embeddings=[[1.0, 0, 0, 0]])
+    zero = [0.0, 0.0, 0.0, 0.0]
+    for call in (lambda: store.add(["z"], "memory", record_ids="z", embeddings=[zero]),
+                 lambda: store.add(["z"], "memory", record_ids="z", embeddings=np.zeros((1, 4))),
+                 lambda: store.update("memory", "base", embedding=zero),
+                 lambda: store.search(query_vector=zero, k=1)):
+        with pytest.raises(ValueError, match="all zeros"):
+            call()
+    for call in (lambda: store.add(["c"], "memory", record_ids="c", embeddings=[np.array([1 + 1j, 0, 0, 1])]),
+                 lambda: store.add(["c"], "memory", record_ids="c", embeddings=np.array([[1 + 1j, 0, 0, 1]])),
+                 lambda: store.search(query_vector=np.array([1 + 1j, 0, 0, 1]), k=1)):
+        with pytest.raises(ValueError, match="complex"):
+            call()
+    assert [r.id for r in store.list("memory", limit=None)] == ["base"]
+
+
+def test_f20_a_lone_surrogate_in_add_is_refused_naming_the_argument(make_store, engine):
+    store = make_store()
+    with pytest.raises(ValueError, match=r"contents\[1\] contains a lone surrogate"):
+        store.add(["fine", "bad \ud800 text"], "memory", user_ids="alice")
+    with pytest.raises(ValueError, match=r"metadata\S* contains a lone surrogate"):
+        store.add(["fine"], "memory", metadata=[{"k": "\udc80"}])
+    with pytest.raises(ValueError, match="user_ids.* contains a lone surrogate"):
+        store.add(["fine"], "memory", user_ids="al\ud800ice")
+    store.add(["kept"], "memory", record_ids="k")
+    with pytest.raises(ValueError, match="text contains a lone surrogate"):
+        store.update("memory", "k", text="x\udfffy")
+    assert [(r.id, r.content) for r in store.list("memory", limit=None)] == [("k", "kept")]
+
+
+def test_f21_forget_on_a_full_disk_says_that_free_space_is_needed(tmp_path, monkeypatch):
+    """SQLite's "database or disk is full" during the erasure (the index rewrite needs room):
+    the message says to free space, and nothing was erased (the review saw it on a tmpfs)."""
+    import sqlite3
+
+    from oramem import SQLiteMemoryStore, StoreError
+    from oramem.sqlite import mutations
+
+    db = str(tmp_path / "full.db")
+    store = SQLiteMemoryStore(db, search_strategy="keyword")
+    store.add(["alice text"], "memory", user_ids="alice")
+
+    def full(tx):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(mutations, "erase_deleted_text", full)
+    with pytest.raises(StoreError, match="disk holding the database is full.*free some disk space") as err:
+        store.forget(user_id="alice")
+    assert "an erasure writes before it frees" in str(err.value)
+    assert len(store.list("memory", user_id="alice", limit=None)) == 1
+    result = CliRunner().invoke(cli, ["--db", db, "forget", "--user", "alice", "--yes"])
+    assert result.exit_code == 1 and "free some disk space" in result.output, result.output
+    store.close()
+
+
+# -- finding 10: a backup carries the knowledge layer ----------------------------------------
+def test_f10_export_import_carries_the_knowledge_rows(tmp_path):
+    """export -> import of a store with knowledge: the same facts, retrievable, and every
+    <ID>_KG_* table row-for-row equal (migrate's digest); on main: 0 facts and 5 orphan
+    fact records after the restore."""
+    from oramem import SQLiteMemoryStore
+    from oramem.knowledge import KnowledgeMemory
+    from oramem.migrate import _knowledge_digest, _SQLiteSide
+    from oramem.testing import HashEmbedder
+
+    a_db, b_db, backup = str(tmp_path / "a.db"), str(tmp_path / "b.db"), str(tmp_path / "backup.jsonl")
+    with SQLiteMemoryStore(a_db, embedder=HashEmbedder(256)) as s:
+        km = KnowledgeMemory(s, None)
+        for i in range(5):
+            km.add_fact("agent", "Ana", f"Ana keeps bees number {i}")
+        km.add_fact("agent", "Bob", "Bob rides a tandem")
+        km.close()
+    runner = CliRunner()
+    out = runner.invoke(cli, ["--db", a_db, "export", "--out", backup], catch_exceptions=False)
+    assert out.exit_code == 0 and "knowledge row(s)" in out.output, out.output
+    assert any('"kg_table"' in line for line in open(backup))
+    res = runner.invoke(cli, ["--db", b_db, "import", backup], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    digest = _knowledge_digest(_SQLiteSide(a_db), "DEFAULT", 1)
+    assert digest and _knowledge_digest(_SQLiteSide(b_db), "DEFAULT", 1) == digest
+    with SQLiteMemoryStore(b_db) as s:  # the embedder the import recorded
+        km = KnowledgeMemory(s, None)
+        assert sorted(f.fact_text for f in km.get_all("agent")) == sorted(
+            [f"Ana keeps bees number {i}" for i in range(5)] + ["Bob rides a tandem"])
+        assert "tandem" in km.retrieve("agent", "who rides a tandem").context
+        km.close()
+    # a rerun is a resume, not a duplicate (retrieve above counted its usage: compare with that)
+    digest = _knowledge_digest(_SQLiteSide(b_db), "DEFAULT", 1)
+    res = runner.invoke(cli, ["--db", b_db, "import", "--on-conflict", "skip", backup], catch_exceptions=False)
+    assert res.exit_code == 0 and "already stored" in res.output
+    assert _knowledge_digest(_SQLiteSide(b_db), "DEFAULT", 1) == digest
+    # --type or --no-knowledge: the export says what it leaves out
+    res = runner.invoke(cli, ["--db", a_db, "export", "--no-knowledge", "--out", str(tmp_path / "x.jsonl")])
+    assert res.exit_code == 0 and "knowledge rows left out" in res.output
+
+
+def test_f10_a_bad_knowledge_line_is_refused_before_anything_is_written(tmp_path):
+    db = tmp_path / "k.db"
+    src = tmp_path / "k.jsonl"
+    src.write_text('{"record_type": "memory", "content": "fine"}\n'
+                   '{"kg_table": "NO_SUCH_TABLE", "row": {"id": "x"}}\n')
+    res = CliRunner().invoke(cli, ["--db", str(db), "import", str(src)])
+    assert res.exit_code == 2 and "k.jsonl:2: unknown knowledge table" in res.output, res.output
+    assert not db.exists()
