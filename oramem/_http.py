@@ -283,7 +283,9 @@ class JSONPoster:
             import base64
 
             user, password = self._basic
-            secrets.update({user, password, base64.b64encode(f"{user}:{password}".encode()).decode()})
+            secrets.update({password, base64.b64encode(f"{user}:{password}".encode()).decode()})
+            if not password or len(user) >= 8:  # a token given as the user name; not a short "admin"
+                secrets.add(user)
             parts = urllib.parse.urlsplit(url)
             url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
         # longest first, so a secret that contains another is replaced whole

@@ -86,6 +86,12 @@ def test_userinfo_is_never_shown_in_a_repr_or_a_message_and_goes_as_basic_auth(s
     # the credentials still reach the server, as HTTP Basic auth, and not in the request line
     assert [(path, headers["Authorization"]) for path, headers in server.seen] == [
         ("/v1/embeddings", f"Basic {basic}"), ("/v1/chat/completions", f"Basic {basic}")]
+    # a token given as the user name (https://TOKEN@host) is a secret too
+    token_user = OpenAICompatibleEmbedder("m", base_url=f"http://{KEY}@127.0.0.1:{server.port}/v1", max_retries=0, dimension=4)
+    with pytest.raises(EmbeddingServiceError) as token_rejected:
+        token_user.embed(["x"])
+    assert KEY not in f"{token_rejected.value} {token_user!r}"
+    assert base64.b64encode(f"{KEY}:".encode()).decode() not in str(token_rejected.value)
     # a connection failure names the URL without them
     down = OpenAICompatibleEmbedder("m", base_url=f"http://user:{SECRET}@127.0.0.1:{closed_port()}/v1",
                                     max_retries=0, timeout=5, dimension=4)
