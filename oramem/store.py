@@ -670,24 +670,21 @@ class OracleMemoryStore(IMemoryStore):
     def _forget_request(user_id: Any, agent_id: Any, names: Any) -> ForgetRequest:
         if (user_id is None) == (agent_id is None):
             raise ValueError("forget needs exactly one of user_id or agent_id")
+        if names is not None:
+            # SC-13.3 / KC-3.10: an actor is erased by its id, never by a name (a name may be
+            # another person's or another tenant's); refused rather than silently ignored.
+            raise ValueError(
+                "forget no longer matches names: a user or agent is erased by its id only (SC-13.3, "
+                "KC-3.10: a name may belong to another person or tenant); drop names=")
         if agent_id is not None:
-            if names is not None:
-                raise ValueError("names apply to forget(user_id=...) only: an agent is erased with all its knowledge")
             return ForgetRequest(agent_id=check_id(agent_id, "agent_id"))
         user_id = check_id(user_id, "user_id")
-        if names is None:
-            names = [user_id]
-        if isinstance(names, str) or not isinstance(names, (list, tuple)):
-            raise TypeError("names must be a list of str (the user's names as speaker and entity), or None")
-        for name in names:
-            if not isinstance(name, str) or not name.strip():
-                raise ValueError(f"names must be non-empty strings, got {name!r}")
-        return ForgetRequest(user_id=user_id, names=tuple(dict.fromkeys(n.strip() for n in names)))
+        return ForgetRequest(user_id=user_id, names=(user_id,))
 
     def forget(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
-        """SC-8.6: erase a user (``user_id``, with ``names``: her names as a speaker and as an
-        entity in the knowledge layer, default ``[user_id]``) or an agent (``agent_id``)
-        everywhere, in one transaction; returns the rows erased per table."""
+        """SC-8.6: erase a user (``user_id``) or an agent (``agent_id``) everywhere, in one
+        transaction, by its id only (SC-13); returns the rows erased per table. ``names`` is
+        refused (``ValueError``): names are no longer matched."""
         self._n()
         return self._engine.forget(self._forget_request(user_id, agent_id, names))
 
