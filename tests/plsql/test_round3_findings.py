@@ -1,0 +1,38 @@
+"""PL/SQL text tests for the third review (reviews/round3/oracle-store.md N1-N13 and
+oracle-search-admin-driver.md D1-D15, plus the reopened S4, S22, F10, F16): each fails on the
+code the review read (commit dad5b46) and passes on the fix. They read the PL/SQL; what only a
+database can show is in the `oracle`-marked tests. Static-checked, not run against Oracle."""
+
+from __future__ import annotations
+
+import re
+
+import sqlalchemy as sa
+
+from .plsql_gate import REPO, _code_without_comments
+from .test_store_findings import branch, src, unit
+
+
+def code(name: str) -> str:
+    return _code_without_comments(src(name))
+
+
+# N1: drop_store / RECREATE / uninstall drop the knowledge layer's <ID>_KG_* tables and job.
+def test_n1_drop_objects_drops_exactly_the_knowledge_tables():
+    from oramem.knowledge.schema import build_tables
+
+    body = unit(code("oramem_admin.pkb"), "drop_knowledge")
+    listed = re.search(r"suffix_tab_t\((.*?)\);", body, re.S).group(1)
+    suffixes = re.findall(r"'([A-Z_]+)'", listed)
+    tables = build_tables("S1", 8)
+    names = sorted(t.name for t in vars(tables).values() if isinstance(t, sa.Table))
+    assert sorted("S1_KG_" + s for s in suffixes) == names, "the PL/SQL list is the knowledge schema's"
+    assert "LIKE" not in body.upper(), "exact names only: another store's tables must stay"
+    assert "'ORAMEM_KG_' || in_store_id" in body, "the store's knowledge job goes too"
+    assert "drop_knowledge(in_store_id)" in unit(code("oramem_admin.pkb"), "drop_objects")
+    # drop_objects is what remove_store (drop_store, RECREATE) runs, and uninstall.sql drops
+    # every registered store through drop_store
+    assert "drop_objects(in_store_id)" in unit(code("oramem_admin.pkb"), "remove_store")
+    assert "oramem_admin.drop_store" in _code_without_comments((REPO / "plsql" / "uninstall.sql").read_text())
+    # an id with only knowledge tables left (dropped before this fix) can be dropped
+    assert "_KG_EVENT'" in unit(code("oramem_admin.pkb"), "drop_store")
