@@ -1056,7 +1056,10 @@ AS
    ---------------------------------------------------------------------------------------
    -- deletes
    ---------------------------------------------------------------------------------------
-   -- Delete a thread and everything scoped to it; returns rows deleted, fills the event.
+   -- Delete a thread and everything scoped to it, fill the event and run the hook; returns 1
+   -- when the thread row existed, else 0 (N3: as oramem/sqlite/mutations.py delete_thread,
+   -- whose event always names the thread, so the hook runs even when no row was left: the
+   -- knowledge layer then still removes the thread's session observations and queued jobs).
    FUNCTION remove_thread(
       in_store     IN oramem_registry.store_t,
       in_thread_id IN VARCHAR2,
@@ -1068,19 +1071,23 @@ AS
       l_ids     vc_tab_t;
       l_threads vc_tab_t;
       l_empty   vc_tab_t;
+      l_existed PLS_INTEGER := 0;
    BEGIN
       EXECUTE IMMEDIATE
          'DELETE FROM ' || oramem_registry.quoted_name(in_store.memory_store_id, oramem_registry.gc_obj_records)
          || ' WHERE thread_id = :1 OR (record_type = ''thread'' AND record_id = :2)'
          || ' RETURNING record_type, record_id INTO :3, :4'
          USING in_thread_id, in_thread_id RETURNING BULK COLLECT INTO l_types, l_ids;
-      IF l_types.COUNT > 0 THEN
-         l_threads(1) := in_thread_id;
-         out_event := make_event(in_store.memory_store_id, l_types, l_ids, l_threads, l_empty,
-                                 l_empty, in_reason);
-         call_hook(in_store, out_event);
-      END IF;
-      RETURN l_types.COUNT;
+      l_threads(1) := in_thread_id;
+      out_event := make_event(in_store.memory_store_id, l_types, l_ids, l_threads, l_empty,
+                              l_empty, in_reason);
+      call_hook(in_store, out_event);
+      FOR i IN 1 .. l_types.COUNT LOOP
+         IF l_types(i) = 'thread' THEN
+            l_existed := 1;
+         END IF;
+      END LOOP;
+      RETURN l_existed;
    END remove_thread;
 
    FUNCTION delete_record_json(
@@ -1118,7 +1125,8 @@ AS
       END IF;
 
       IF l_type = 'thread' THEN
-         l_count := LEAST(remove_thread(l_store, in_record_id, 'delete', l_event), 1);
+         -- N3: a thread is a container; deleting it is delete_thread (oramem/sqlite/engine.py delete)
+         l_count := remove_thread(l_store, in_record_id, 'delete_thread', l_event);
       ELSIF in_cascade = 1 AND oramem_registry.is_profile_type(l_type) THEN
          -- SC-8.2: the actor's threads with all their records, every record scoped to the
          -- actor, and the profile itself (even when the profile row is absent).
@@ -1213,7 +1221,7 @@ AS
       IF in_thread_id IS NULL THEN
          bad_argument('thread_id is required');
       END IF;
-      l_count := LEAST(remove_thread(l_store, in_thread_id, 'delete_thread', l_event), 1);
+      l_count := remove_thread(l_store, in_thread_id, 'delete_thread', l_event);
       l_result.put('count', l_count);
       IF l_event IS NULL THEN
          l_result.put_null('event');

@@ -36,3 +36,17 @@ def test_n1_drop_objects_drops_exactly_the_knowledge_tables():
     assert "oramem_admin.drop_store" in _code_without_comments((REPO / "plsql" / "uninstall.sql").read_text())
     # an id with only knowledge tables left (dropped before this fix) can be dropped
     assert "_KG_EVENT'" in unit(code("oramem_admin.pkb"), "drop_store")
+
+
+# N3: thread deletes as SQLite's delete_thread: the hook always runs with the thread named,
+# count = the thread row existed, reason delete_thread also through delete('thread', id).
+def test_n3_thread_delete_always_runs_the_hook_and_counts_the_thread_row():
+    body = unit(code("oramem_store.pkb"), "remove_thread")
+    assert not re.search(r"IF\s+l_types\.COUNT\s*>\s*0\s+THEN[^;]*call_hook", body, re.S), \
+        "the hook must run when no row was left (SQLite always runs it)"
+    assert "call_hook(in_store, out_event)" in body and "l_threads(1) := in_thread_id" in body
+    assert re.search(r"IF\s+l_types\(i\)\s*=\s*'thread'\s+THEN\s+l_existed\s*:=\s*1", body)
+    assert "RETURN l_existed" in body
+    delete = unit(code("oramem_store.pkb"), "delete_record_json")
+    assert "remove_thread(l_store, in_record_id, 'delete_thread', l_event)" in delete
+    assert "LEAST(remove_thread" not in code("oramem_store.pkb")
