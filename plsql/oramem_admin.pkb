@@ -628,10 +628,15 @@ AS
    FUNCTION text_params(in_sync IN VARCHAR2) RETURN VARCHAR2
    IS
    BEGIN
-      -- fixed allow-list (ORACLE_NOTES 4.1); auto = 23ai automatic maintenance
-      RETURN CASE in_sync WHEN 'manual' THEN 'SYNC (MANUAL)'
+      -- fixed allow-list (ORACLE_NOTES 4.1); auto = 23ai automatic maintenance. D4: a CONTEXT
+      -- index created on 23ai defaults to automatic maintenance, "configured with the
+      -- combination of automatic maintenance and SYNC (MANUAL). No other SYNC settings are
+      -- compatible" (Oracle Text Application Developer's Guide 23, Using Automatic Maintenance
+      -- for Indexes, cd/G11854_01/ccapp/using-automatic-maintenance-index.html), so on_commit
+      -- and manual name MAINTENANCE MANUAL explicitly, as hybrid_params does (F3).
+      RETURN CASE in_sync WHEN 'manual' THEN 'MAINTENANCE MANUAL SYNC (MANUAL)'
                           WHEN 'auto'   THEN ''
-                          ELSE 'SYNC (ON COMMIT)' END;
+                          ELSE 'MAINTENANCE MANUAL SYNC (ON COMMIT)' END;
    END text_params;
 
    -- The Oracle Text preferences of the store's text index (keyword and hybrid stores; issue

@@ -50,3 +50,13 @@ def test_n3_thread_delete_always_runs_the_hook_and_counts_the_thread_row():
     delete = unit(code("oramem_store.pkb"), "delete_record_json")
     assert "remove_thread(l_store, in_record_id, 'delete_thread', l_event)" in delete
     assert "LEAST(remove_thread" not in code("oramem_store.pkb")
+
+
+# D4: the keyword store's CONTEXT index: SYNC settings only under MAINTENANCE MANUAL (23ai
+# makes automatic maintenance the default and takes no other SYNC setting with it).
+def test_d4_context_index_sync_is_under_manual_maintenance():
+    body = unit(code("oramem_admin.pkb"), "text_params")
+    assert "'MAINTENANCE MANUAL SYNC (MANUAL)'" in body
+    assert "'MAINTENANCE MANUAL SYNC (ON COMMIT)'" in body
+    assert re.search(r"WHEN\s+'auto'\s+THEN\s+''", body)
+    assert not re.search(r"'SYNC \(", body), "no SYNC setting without MAINTENANCE MANUAL"
