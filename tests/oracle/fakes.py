@@ -158,8 +158,8 @@ class _CursorBase:
         while self.rows:
             yield self.rows.pop(0)
 
-    def _lob_as_string(self, name: str) -> bool:
-        """Does the output type handler fetch this CLOB column as a string (a LONG/str var)?
+    def _fetch_var(self, name: str, db_type: Any) -> Optional["_Var"]:
+        """The var the output type handler asks for, for one fetched column, or None.
         python-oracledb asks the cursor's handler, else the connection's
         (``impl/base/cursor.pyx``, ``_init_fetch_vars``), with ``(cursor, metadata)`` or the
         six-argument form (``_get_output_type_handler``)."""
@@ -167,18 +167,14 @@ class _CursorBase:
 
         handler = self.outputtypehandler or getattr(self.connection, "outputtypehandler", None)
         if handler is None:
-            return False
+            return None
         try:
             n = len(inspect.signature(handler).parameters)
         except (TypeError, ValueError):
             n = 6
         if n == 2:
-            var = handler(self, _FetchInfo(name, oracledb.DB_TYPE_CLOB))
-        else:
-            var = handler(self, name, oracledb.DB_TYPE_CLOB, 0, 0, 0)
-        return var is not None and var.type in (str, oracledb.DB_TYPE_LONG, oracledb.DB_TYPE_VARCHAR,
-                                                oracledb.DB_TYPE_NVARCHAR, oracledb.DB_TYPE_LONG_NVARCHAR,
-                                                oracledb.STRING)
+            return handler(self, _FetchInfo(name, db_type))
+        return handler(self, name, db_type, 0, 0, 0)
 
     def __enter__(self):
         return self
@@ -187,7 +183,10 @@ class _CursorBase:
         return None
 
     def setinputsizes(self, *args, **kwargs):
-        # impl/base/cursor.pyx setinputsizes: kwargs -> bind_style dict, args -> list
+        # impl/base/cursor.pyx setinputsizes: kwargs -> bind_style dict, args -> list; with
+        # neither, cursor.py setinputsizes returns [] and changes nothing
+        if not args and not kwargs:
+            return []
         self.bind_style = dict if kwargs else list
         self.sizes = dict(kwargs) if kwargs else dict(enumerate(args))
         return kwargs
@@ -453,6 +452,30 @@ class _FetchInfo:
         self.vector_dimensions = self.vector_format = None
 
 
+_STRING_TYPES = (str, oracledb.DB_TYPE_LONG, oracledb.DB_TYPE_VARCHAR, oracledb.DB_TYPE_NVARCHAR,
+                 oracledb.DB_TYPE_LONG_NVARCHAR, oracledb.DB_TYPE_CHAR, oracledb.STRING)
+
+
+def _shape(value: Any, kind: Optional[str], var: Optional[_Var], lob_cls: type) -> Any:
+    """A fetched value as the driver hands it over: through the output type handler's var
+    (type and ``outconverter``), else a CLOB column as a LOB object."""
+    from decimal import Decimal
+
+    if var is None:
+        return lob_cls(value) if kind == "clob" else value
+    if var.type in _STRING_TYPES:
+        value = str(value)
+    elif var.type in (oracledb.NATIVE_FLOAT, oracledb.DB_TYPE_BINARY_DOUBLE, float):
+        value = float(value)
+    elif var.type in (Decimal,):
+        value = Decimal(str(value))
+    elif kind == "clob":
+        value = lob_cls(value)
+    if var.outconverter is not None:
+        value = var.outconverter(value)
+    return value
+
+
 def _decimal_json(text: str) -> Any:
     """A JSON column's value as python-oracledb returns it: the server sends the JSON type as
     OSON and ``impl/base/oson.pyx`` (``OsonDecoder._decode_node``) turns it into Python objects:
@@ -528,6 +551,7 @@ class SQLBackend:
         s = _re.sub(r"\bFETCH\s+FIRST\s+(\S+)\s+ROWS\s+ONLY", r"LIMIT \1", s, flags=_re.I)
         s = _re.sub(r"\bOFFSET\s+(\S+)\s+ROWS\b", r"LIMIT -1 OFFSET \1", s, flags=_re.I)
         s = _re.sub(r"\s+FROM\s+DUAL\b", "", s, flags=_re.I)
+        s = _re.sub(r"\b(N?VARCHAR2?|N?CHAR)\s*\(\s*(\d+)\s+(CHAR|BYTE)\s*\)", r"VARCHAR(\2)", s, flags=_re.I)
         s = _re.sub(r"\s+FOR\s+UPDATE(\s+OF\s+[^\s]+)?(\s+(SKIP\s+LOCKED|NOWAIT|WAIT\s+\d+))?\s*$", "", s, flags=_re.I)
         return s
 
@@ -611,16 +635,23 @@ class SQLBackend:
             return
         names = [d[0] for d in cur.description]
         kinds = [self.kinds.get(n.lower()) for n in names]
-        cursor.description = [(n.upper(), self.KIND_TYPES.get(k or "", oracledb.DB_TYPE_VARCHAR)) + (None,) * 5
-                              for n, k in zip(names, kinds)]
-        as_str = [k == "clob" and cursor._lob_as_string(n) for n, k in zip(names, kinds)]
+        raw_rows = cur.fetchall()
+        types = []
+        for pos, (n, k) in enumerate(zip(names, kinds)):
+            if k is not None:
+                types.append(self.KIND_TYPES[k])
+                continue
+            sample = next((r[pos] for r in raw_rows if r[pos] is not None), None)
+            types.append(oracledb.DB_TYPE_NUMBER if isinstance(sample, (int, float)) else oracledb.DB_TYPE_VARCHAR)
+        cursor.description = [(n.upper(), t) + (None,) * 5 for n, t in zip(names, types)]
+        fetch_vars = [cursor._fetch_var(n, t) for n, t in zip(names, types)]
         rows = []
-        for raw in cur.fetchall():
+        for raw in raw_rows:
             row = []
-            for v, k, s in zip(raw, kinds, as_str):
+            for v, k, var in zip(raw, kinds, fetch_vars):
                 v = self.from_sqlite(k, v)
-                if k == "clob" and v is not None and not s:
-                    v = cursor.lob_cls(v)
+                if v is not None:
+                    v = _shape(v, k, var, cursor.lob_cls)
                 row.append(v)
             rows.append(tuple(row))
         cursor.rows = rows
