@@ -623,8 +623,10 @@ class SQLBackend:
             return
         text = self.translate(sql)
         self.statements.append(text)
-        conv = (lambda p: {k: self.to_sqlite(v) for k, v in p.items()} if isinstance(p, dict)
-                else [self.to_sqlite(v) for v in (p or ())])
+        def conv(p: Any) -> Any:
+            if isinstance(p, dict):
+                return {k: self.to_sqlite(v) for k, v in p.items()}
+            return [self.to_sqlite(v) for v in (p or ())]
         if many:
             cur = self.db.executemany(text, [conv(p) for p in params])
         else:

@@ -10,7 +10,7 @@ import re
 import sqlalchemy as sa
 
 from .plsql_gate import REPO, _code_without_comments
-from .test_store_findings import branch, src, unit
+from .test_store_findings import src, unit
 
 
 def code(name: str) -> str:
