@@ -1323,16 +1323,24 @@ AS
       in_store_id     IN VARCHAR2,
       in_batch_rows   IN PLS_INTEGER DEFAULT 1000,
       in_max_seconds  IN PLS_INTEGER DEFAULT 300,
-      in_commit       IN PLS_INTEGER DEFAULT 0
+      in_commit       IN PLS_INTEGER DEFAULT 0,
+      in_with_events  IN PLS_INTEGER DEFAULT 0
    ) RETURN CLOB
    IS
       l_total   PLS_INTEGER;
       l_events  JSON_ARRAY_T := JSON_ARRAY_T();
       l_result  JSON_OBJECT_T := JSON_OBJECT_T();
    BEGIN
-      purge_rows(in_store_id, in_batch_rows, in_max_seconds, in_commit, TRUE, l_total, l_events);
+      IF in_with_events IS NULL OR in_with_events NOT IN (0, 1) THEN
+         bad_argument('with_events must be 0 or 1');
+      END IF;
+      -- N2: events are kept (a DOM growing with the batches) only when the caller asks
+      purge_rows(in_store_id, in_batch_rows, in_max_seconds, in_commit, in_with_events = 1,
+                 l_total, l_events);
       l_result.put('count', l_total);
-      l_result.put('events', l_events);
+      IF in_with_events = 1 THEN
+         l_result.put('events', l_events);
+      END IF;
       RETURN l_result.to_clob;
    END purge_expired_json;
 

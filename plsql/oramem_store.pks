@@ -168,7 +168,9 @@ AS
     * purge_expired_json: physically remove records whose expires_at <= one reference
     * time taken at the start, with their retrieval rows, in batches of in_batch_rows
     * (1..100000), stopping after in_max_seconds (SC-5.5). The deletion hook runs once
-    * per batch (reason "purge"). Returns {"count": n, "events": [DeletionEvent...]}.
+    * per batch (reason "purge"). Returns {"count": n}; with in_with_events = 1 also
+    * "events": [DeletionEvent...] (one per batch, kept in memory until the end: N2, for
+    * callers that need them; the python driver reads only the count).
     * in_commit = 1 commits after every batch (scheduler use); 0 never commits.
     * Errors: -20001 bad argument; store errors; hook errors.
     * Commit: only when in_commit = 1.
@@ -177,7 +179,8 @@ AS
       in_store_id     IN VARCHAR2,
       in_batch_rows   IN PLS_INTEGER DEFAULT 1000,
       in_max_seconds  IN PLS_INTEGER DEFAULT 300,
-      in_commit       IN PLS_INTEGER DEFAULT 0
+      in_commit       IN PLS_INTEGER DEFAULT 0,
+      in_with_events  IN PLS_INTEGER DEFAULT 0
    ) RETURN CLOB;
 
    /*

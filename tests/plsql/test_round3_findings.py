@@ -60,3 +60,12 @@ def test_d4_context_index_sync_is_under_manual_maintenance():
     assert "'MAINTENANCE MANUAL SYNC (ON COMMIT)'" in body
     assert re.search(r"WHEN\s+'auto'\s+THEN\s+''", body)
     assert not re.search(r"'SYNC \(", body), "no SYNC setting without MAINTENANCE MANUAL"
+
+
+# N2 / S22 (reopened): the python driver's purge (purge_expired_json) keeps no events unless asked.
+def test_n2_purge_expired_json_collects_events_only_when_asked():
+    body = unit(code("oramem_store.pkb"), "purge_expired_json")
+    call = re.search(r"purge_rows\((.*?)\);", body, re.S).group(1)
+    assert "TRUE" not in call, "events must not be collected unconditionally (N2)"
+    assert "in_with_events = 1" in call
+    assert re.search(r"in_with_events\s+IN\s+PLS_INTEGER\s+DEFAULT\s+0", code("oramem_store.pks"))
