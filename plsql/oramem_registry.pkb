@@ -6,6 +6,8 @@ AS
    g_hybrid_ok       BOOLEAN := FALSE;
 
    gc_ts_format      CONSTANT VARCHAR2(40 CHAR) := 'YYYY-MM-DD"T"HH24:MI:SS.FF6';
+   e_plsql_compile   EXCEPTION;   -- ORA-06550: a dynamic block did not compile
+   PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
    FUNCTION normalize_store_id(
       in_store_id IN VARCHAR2
@@ -279,15 +281,21 @@ AS
 
    FUNCTION hybrid_available RETURN BOOLEAN
    IS
-      l_count PLS_INTEGER;
    BEGIN
       IF NOT g_hybrid_checked THEN
-         SELECT COUNT(*)
-         INTO   l_count
-         FROM   all_objects
-         WHERE  object_name = 'DBMS_HYBRID_VECTOR'
-         AND    object_type IN ('PACKAGE', 'SYNONYM');
-         g_hybrid_ok := l_count > 0 AND text_available;
+         -- N12: probe the privilege, not the name (ALL_OBJECTS also lists the PUBLIC synonym
+         -- when the owner has no direct EXECUTE): compile a block that references
+         -- DBMS_HYBRID_VECTOR.SEARCH and never runs it. Dynamic SQL in this definer's-rights
+         -- package compiles with the owner's direct grants, as the real call in oramem_search
+         -- does; ORA-06550 (PLS-00201/PLS-00904) = not usable.
+         BEGIN
+            EXECUTE IMMEDIATE
+               'DECLARE l_r CLOB; BEGIN IF 1 = 0 THEN l_r := DBMS_HYBRID_VECTOR.SEARCH(JSON(''{}'')); END IF; END;';
+            g_hybrid_ok := text_available;
+         EXCEPTION
+            WHEN e_plsql_compile THEN
+               g_hybrid_ok := FALSE;
+         END;
          g_hybrid_checked := TRUE;
       END IF;
       RETURN g_hybrid_ok;

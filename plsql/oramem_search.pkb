@@ -19,6 +19,18 @@ AS
    e_plsql_compile EXCEPTION;                 -- a dynamic block failed to compile (missing grant)
    PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
+   -- F10: ORA-06550 from a dynamic block means a missing grant only when the compile error
+   -- is PLS-00201 ("identifier must be declared": an object the definer cannot see, also
+   -- for a grant through a role, docs.oracle.com/error-help/db/pls-00201) or PLS-00904
+   -- (insufficient privilege to access object); any other PLS- error (a signature or type
+   -- change) is re-raised as it is, not reported as a grant problem.
+   FUNCTION missing_grant RETURN BOOLEAN
+   IS
+      l_stack VARCHAR2(4000 CHAR) := DBMS_UTILITY.FORMAT_ERROR_STACK;
+   BEGIN
+      RETURN INSTR(l_stack, 'PLS-00201') > 0 OR INSTR(l_stack, 'PLS-00904') > 0;
+   END missing_grant;
+
    PROCEDURE bad_argument(
       in_message IN VARCHAR2
    )
@@ -462,6 +474,9 @@ AS
                USING OUT l_hres, IN l_hreq.to_clob;
          EXCEPTION
             WHEN e_plsql_compile THEN
+               IF NOT missing_grant THEN
+                  RAISE;
+               END IF;
                oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
                   'DBMS_HYBRID_VECTOR is not executable by the oramem owner; a DBA must run '
                   || 'GRANT EXECUTE ON <owner>.DBMS_HYBRID_VECTOR TO <owner> (a direct grant)');

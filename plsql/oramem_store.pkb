@@ -20,6 +20,18 @@ AS
    e_plsql_compile EXCEPTION;   -- ORA-06550: a dynamic PL/SQL block did not compile
    PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
+   -- F10: ORA-06550 from a dynamic block means a missing grant only when the compile error
+   -- is PLS-00201 ("identifier must be declared": an object the definer cannot see, also
+   -- for a grant through a role, docs.oracle.com/error-help/db/pls-00201) or PLS-00904
+   -- (insufficient privilege to access object); any other PLS- error (a signature or type
+   -- change) is re-raised as it is, not reported as a grant problem.
+   FUNCTION missing_grant RETURN BOOLEAN
+   IS
+      l_stack VARCHAR2(4000 CHAR) := DBMS_UTILITY.FORMAT_ERROR_STACK;
+   BEGIN
+      RETURN INSTR(l_stack, 'PLS-00201') > 0 OR INSTR(l_stack, 'PLS-00904') > 0;
+   END missing_grant;
+
    ---------------------------------------------------------------------------------------
    -- small helpers
    ---------------------------------------------------------------------------------------
@@ -1407,6 +1419,9 @@ AS
          EXECUTE IMMEDIATE 'BEGIN CTX_DDL.SYNC_INDEX(idx_name => :1); END;' USING l_index;
       EXCEPTION
          WHEN e_plsql_compile THEN
+            IF NOT missing_grant THEN
+               RAISE;
+            END IF;
             -- S19: CTXSYS exists, so the block fails to compile because CTX_DDL is not
             -- visible to this definer's-rights code (a grant through a role does not count).
             oramem_errors.raise_error(oramem_errors.gc_privilege_missing,

@@ -69,3 +69,24 @@ def test_n2_purge_expired_json_collects_events_only_when_asked():
     assert "TRUE" not in call, "events must not be collected unconditionally (N2)"
     assert "in_with_events = 1" in call
     assert re.search(r"in_with_events\s+IN\s+PLS_INTEGER\s+DEFAULT\s+0", code("oramem_store.pks"))
+
+
+# F10 (reopened): only PLS-00201/PLS-00904 under ORA-06550 are reported as a missing grant.
+def test_f10_only_an_invisible_object_is_reported_as_a_missing_grant():
+    for name in ("oramem_search.pkb", "oramem_store.pkb"):
+        text = code(name)
+        helper = re.search(r"FUNCTION\s+missing_grant\s+RETURN\s+BOOLEAN(.*?)END\s+missing_grant;", text, re.S).group(1)
+        assert "'PLS-00201'" in helper and "'PLS-00904'" in helper and "FORMAT_ERROR_STACK" in helper
+        for m in re.finditer(r"WHEN\s+e_plsql_compile\s+THEN(.*?)(?:WHEN\s+\w+\s+THEN|END;)", text, re.S):
+            handler = m.group(1)
+            assert re.match(r"\s*IF\s+NOT\s+missing_grant\s+THEN\s+RAISE;\s+END\s+IF;", handler), (name, handler[:200])
+
+
+# N12: hybrid_available probes the privilege (a compiled reference), not the object's name.
+def test_n12_hybrid_available_compiles_a_reference():
+    body = re.search(r"FUNCTION\s+hybrid_available\s+RETURN\s+BOOLEAN(.*?)END\s+hybrid_available;",
+                     code("oramem_registry.pkb"), re.S).group(1)
+    assert "all_objects" not in body.lower()
+    assert "DBMS_HYBRID_VECTOR.SEARCH" in body and "EXECUTE IMMEDIATE" in body
+    assert re.search(r"IF\s+1\s*=\s*0\s+THEN", body), "the probe never runs SEARCH"
+    assert re.search(r"WHEN\s+e_plsql_compile\s+THEN\s+g_hybrid_ok\s*:=\s*FALSE", body)
