@@ -116,10 +116,9 @@ def test_not_transactional_calls_are_refused_inside_a_block():
 
 def test_async_pool_block_is_one_connection_and_one_commit():
     rec = recorder()
-    store = OracleDBMemoryStore(HashEmbedder(8), FakeAsyncPool(rec), memory_store_id="mystore")
 
     async def go():
-        await store.get_async("memory", "a")  # opens the store
+        store = await OracleDBMemoryStore.connect_async(HashEmbedder(8), FakeAsyncPool(rec), memory_store_id="mystore")
         mark = len(rec.calls)
         async with store.transaction_async():
             await asyncio.gather(store.add_async(["a"], "memory", record_ids="a"),
