@@ -19,9 +19,9 @@ pytestmark = pytest.mark.oracle
 def test_d4_keyword_store_sync_modes(pool, store_id, sync):
     """D4: a keyword store's CONTEXT index honours on_commit (found at once after the commit)
     and manual (found only after sync_search_index)."""
-    from oramem.oracle import OracleEngine
+    from oramem.oracle import SyncOracleEngine
 
-    engine = OracleEngine(pool)
+    engine = SyncOracleEngine(pool)
     engine.open(StoreSettings(store_id, 8, SearchStrategy.KEYWORD, sync, None), SchemaPolicy.CREATE_IF_NECESSARY)
     engine.add(AddRequest(_records(3, 8, np.random.default_rng(2), text="zebra crossing"), 256))
     keyword = _search(SearchStrategy.KEYWORD, 3, text="zebra")
