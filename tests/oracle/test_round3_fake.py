@@ -1,0 +1,54 @@
+"""Fake-driver tests for the third review's driver-side findings (reviews/round3/*.md):
+each fails on the code the review read. Static-checked, not run against Oracle."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oramem.errors import SchemaError
+
+from .fakes import db_error
+from .test_driver_fake import KINDS, REC, opened, run
+
+
+def _once(error_code: int, then):
+    state = {"n": 0}
+
+    def answer(call):
+        state["n"] += 1
+        if state["n"] == 1:
+            raise db_error(error_code, "existing state of packages has been discarded")
+        return then
+
+    return answer, state
+
+
+# D11 / N8: after a reinstall every pooled session fails its next call once with ORA-04068;
+# outside a block the engines retry that call once.
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("code", [4068, 4061, 4065])
+def test_d11_package_state_reset_is_retried_once_outside_a_block(kind, code):
+    answer, state = _once(code, json.dumps(REC))
+    engine, rec = opened(kind, {"oramem_store.get_json": answer})
+    got = run(engine, "get", "memory", "r1")
+    assert got is not None and got.id == "r1" and state["n"] == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_d11_a_second_reset_or_another_error_is_not_retried(kind):
+    engine, rec = opened(kind, {"oramem_store.get_json": db_error(4068, "discarded")})
+    with pytest.raises(SchemaError, match="ORA-04068"):
+        run(engine, "get", "memory", "r1")
+    assert len([c for c in rec.plsql if c.name == "oramem_store.get_json"]) == 2
+
+
+def test_d11_inside_a_block_the_reset_is_raised():
+    """In a store.transaction() block the earlier statements' state is the caller's: no retry."""
+    answer, state = _once(4068, json.dumps(REC))
+    engine, rec = opened("pool", {"oramem_store.get_json": answer})
+    with pytest.raises(SchemaError, match="ORA-04068"):
+        with engine.transaction():
+            engine.get("memory", "r1")
+    assert state["n"] == 1
