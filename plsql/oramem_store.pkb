@@ -1106,7 +1106,9 @@ AS
       in_store_id    IN VARCHAR2,
       in_record_type IN VARCHAR2,
       in_record_id   IN VARCHAR2,
-      in_cascade     IN PLS_INTEGER DEFAULT 0
+      in_cascade     IN PLS_INTEGER DEFAULT 0,
+      in_reason      IN VARCHAR2 DEFAULT NULL,
+      in_names       IN CLOB DEFAULT NULL
    ) RETURN CLOB
    IS
       l_guard     PLS_INTEGER := not_in_hook('oramem_store.delete_record_json');  -- first (S18)
@@ -1134,6 +1136,10 @@ AS
       END IF;
       IF in_cascade IS NULL OR in_cascade NOT IN (0, 1) THEN
          bad_argument('cascade must be 0 or 1');
+      END IF;
+      IF in_reason IS NOT NULL AND (in_reason <> 'forget' OR in_cascade <> 1
+                                    OR NOT oramem_registry.is_profile_type(l_type)) THEN
+         bad_argument('reason must be NULL, or ''forget'' for the cascade of a user_profile or agent_profile');
       END IF;
 
       IF l_type = 'thread' THEN
@@ -1171,7 +1177,10 @@ AS
             l_agents(1) := in_record_id;
          END IF;
          l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
-                               l_agents, 'cascade');
+                               l_agents, CASE WHEN in_reason = 'forget' THEN 'forget' ELSE 'cascade' END);
+         IF in_reason = 'forget' AND in_names IS NOT NULL THEN
+            l_event.put('names', JSON_ARRAY_T.parse(in_names));   -- N4: the hook sees the names
+         END IF;
          call_hook(l_store, l_event);
       ELSE
          EXECUTE IMMEDIATE
@@ -1203,6 +1212,43 @@ AS
          END IF;
          RAISE;
    END delete_record_json;
+
+   FUNCTION delete_keys_json(
+      in_store_id IN VARCHAR2,
+      in_keys     IN CLOB
+   ) RETURN CLOB
+   IS
+      l_guard    PLS_INTEGER := not_in_hook('oramem_store.delete_keys_json');  -- first (S18)
+      l_store    oramem_registry.store_t;
+      l_keys     JSON_ELEMENT_T;
+      l_result   JSON_OBJECT_T := JSON_OBJECT_T();
+   BEGIN
+      SAVEPOINT oramem_delete_keys;
+      l_store := oramem_registry.ready_store(in_store_id);
+      IF in_keys IS NULL THEN
+         bad_argument('keys is required (a JSON array of [record_type, record_id] pairs)');
+      END IF;
+      l_keys := JSON_ELEMENT_T.parse(in_keys);
+      IF NOT l_keys.is_array THEN
+         bad_argument('keys must be a JSON array of [record_type, record_id] pairs');
+      END IF;
+      -- N4: one statement, as add_json's replace path; retrieval rows by ON DELETE CASCADE
+      EXECUTE IMMEDIATE
+         'DELETE FROM ' || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records)
+         || ' r WHERE (r.record_type, r.record_id) IN ('
+         || 'SELECT jt.rt, jt.id FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
+         || 'rt VARCHAR2(64 CHAR) PATH ''$[0]'', id VARCHAR2(512 CHAR) PATH ''$[1]'')) jt)'
+         USING in_keys;
+      l_result.put('count', SQL%ROWCOUNT);
+      RETURN l_result.to_clob;
+   EXCEPTION
+      WHEN OTHERS THEN
+         ROLLBACK TO SAVEPOINT oramem_delete_keys;
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_store.delete_keys_json', l_store.memory_store_id);
+         END IF;
+         RAISE;
+   END delete_keys_json;
 
    FUNCTION delete_record(
       in_store_id    IN VARCHAR2,

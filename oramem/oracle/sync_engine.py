@@ -204,9 +204,8 @@ class SyncOracleEngine(OracleEngine):
             reports = [r for r in (e.erase(event, snap) for e, snap in zip(erasers, snapshots))
                        if isinstance(r, ErasureReport)]
             keys = sorted({key for r in reports for key in r.records})
-            for rtype, rid in keys:
-                self._do(self._prepare_delete(rtype, rid, False))
-        return self._forget_counts(event, reports, len(keys))
+            derived = self._do(self._prepare_delete_keys(keys)) if keys else 0
+        return self._forget_counts(event, reports, derived)
 
     def sync_search_index(self) -> None:
         self._do(self._prepare_sync_search_index("sync_search_index"))

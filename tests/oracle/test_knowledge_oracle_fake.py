@@ -202,7 +202,8 @@ def test_d1_knowledge_layer_runs_over_a_driver_shaped_fake(monkeypatch):
         assert set(erased) >= {t.name for t in km._tables.metadata.sorted_tables}
         cascade = [c.binds for c in rec.plsql if c.name == "oramem_store.delete_record_json"
                    and c.binds["in_record_type"] == "user_profile"]
-        assert cascade == [dict(in_store_id="MYSTORE", in_record_type="user_profile", in_record_id="Pedro", in_cascade=1)]
+        assert cascade == [dict(in_store_id="MYSTORE", in_record_type="user_profile", in_record_id="Pedro", in_cascade=1,
+                                in_reason="forget", in_names='["Pedro"]')]
     finally:
         km.close()
 

@@ -90,3 +90,15 @@ def test_n12_hybrid_available_compiles_a_reference():
     assert "DBMS_HYBRID_VECTOR.SEARCH" in body and "EXECUTE IMMEDIATE" in body
     assert re.search(r"IF\s+1\s*=\s*0\s+THEN", body), "the probe never runs SEARCH"
     assert re.search(r"WHEN\s+e_plsql_compile\s+THEN\s+g_hybrid_ok\s*:=\s*FALSE", body)
+
+
+# N4: an erasure's cascade says reason "forget" (and the names) to the PL/SQL hook; what the
+# erasers name is deleted in one statement without the hook.
+def test_n4_forget_cascade_reason_and_one_delete_keys_statement():
+    body = unit(code("oramem_store.pkb"), "delete_record_json")
+    assert "CASE WHEN in_reason = 'forget' THEN 'forget' ELSE 'cascade' END" in body
+    assert "l_event.put('names', JSON_ARRAY_T.parse(in_names))" in body
+    keys = re.search(r"FUNCTION\s+delete_keys_json(.*?)END\s+delete_keys_json;", code("oramem_store.pkb"), re.S).group(1)
+    assert "call_hook" not in keys, "the named records are deleted without the hook (SQLite delete_keys)"
+    assert keys.count("EXECUTE IMMEDIATE") == 1 and "(r.record_type, r.record_id) IN (" in keys
+    assert "FUNCTION delete_keys_json" in code("oramem_store.pks")
