@@ -488,12 +488,15 @@ def _copy_knowledge(src: Any, dst: Any, info: StoreInfo, batch_size: int, report
 def _insert_missing(conn: Any, table: Any, pk: list, rows: list[dict]) -> int:
     import sqlalchemy as sa
 
+    from .knowledge.reads import chunked
+
     keys = [tuple(r[c.name] for c in pk) for r in rows]
-    if len(pk) == 1:
-        cond = pk[0].in_([k[0] for k in keys])
-    else:
-        cond = sa.tuple_(*pk).in_(keys)
-    present = {tuple(r) for r in conn.execute(sa.select(*pk).where(cond))}
+    present: set = set()
+    # D7: Oracle allows at most 1000 expressions in a list (ORA-01795) and --batch-size goes
+    # to 10,000: look the keys up in chunks of reads.IN_BATCH (500)
+    for part in chunked(keys):
+        cond = pk[0].in_([k[0] for k in part]) if len(pk) == 1 else sa.tuple_(*pk).in_(part)
+        present.update(tuple(r) for r in conn.execute(sa.select(*pk).where(cond)))
     fresh = [r for r, k in zip(rows, keys) if k not in present]
     if fresh:
         conn.execute(table.insert(), fresh)

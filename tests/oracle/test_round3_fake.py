@@ -52,3 +52,31 @@ def test_d11_inside_a_block_the_reset_is_raised():
         with engine.transaction():
             engine.get("memory", "r1")
     assert state["n"] == 1
+
+
+# D7: migrate's knowledge copy looks up existing keys in IN lists of at most 1000 (ORA-01795).
+def test_d7_insert_missing_keeps_in_lists_under_1000():
+    import sqlalchemy as sa
+    from sqlalchemy.dialects import oracle
+
+    from oramem.migrate import _insert_missing
+
+    md = sa.MetaData()
+    t = sa.Table("T", md, sa.Column("id", sa.String(36), primary_key=True), sa.Column("v", sa.Integer))
+    engine = sa.create_engine("sqlite://")
+    md.create_all(engine)
+    sizes: list[int] = []
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def count(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("SELECT"):
+            compiled = context.compiled
+            sizes.append(1)
+            sql = str(compiled.statement.compile(dialect=oracle.dialect(), compile_kwargs={"literal_binds": True}))
+            assert sql.count(",") < 1000, "an IN list over 1000 expressions is ORA-01795 on Oracle"
+
+    rows = [{"id": f"k{i}", "v": i} for i in range(1500)]
+    with engine.begin() as conn:
+        conn.execute(t.insert(), rows[:10])
+        assert _insert_missing(conn, t, [t.c.id], rows) == 1490
+    assert len(sizes) == 3
