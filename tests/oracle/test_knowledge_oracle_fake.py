@@ -116,6 +116,10 @@ def test_oracle_claim_uses_for_update_skip_locked_in_one_transaction():
     assert update.binds == {"worker": "w1", "lease": (now + timedelta(seconds=30)).replace(tzinfo=None),
                             "now": now.replace(tzinfo=None), "id": "job-1", "lost": queue_mod.LEASE_EXPIRED}
     assert "last_error = :lost" in update.name and "WHERE id = :id" in update.name
+    # D12: the datetimes are bound as TIMESTAMP, not as the driver's default DATE (no fractions)
+    assert fail_expired.input_sizes == {"now": oracledb.DB_TYPE_TIMESTAMP}
+    assert select.input_sizes == {"now": oracledb.DB_TYPE_TIMESTAMP}
+    assert update.input_sizes == {"now": oracledb.DB_TYPE_TIMESTAMP, "lease": oracledb.DB_TYPE_TIMESTAMP}
     # nothing due: commit, no update
     rec2 = Recorder()
     assert queue_mod.claim_oracle(FakeConnection(rec2), '"S1_KG_JOB"', "w1", now, now) is None
