@@ -57,6 +57,8 @@ ERROR_CLASSES: dict[int, tuple[type[Exception], str]] = {
     29902: (ValueError, "Oracle Text rejected the query; rephrase it with plain words"),
     1031: (CapabilityError, "a privilege is missing; `oramem db doctor` lists the grants oramem needs"),
     27486: (CapabilityError, "CREATE JOB is missing; ask the DBA for a direct GRANT CREATE JOB"),
+    1950: (CapabilityError, "the schema has no quota on its tablespace; ask the DBA for "
+                            "ALTER USER <user> QUOTA UNLIMITED ON <tablespace> (`oramem db doctor` checks it)"),
     # the packages are missing, invalid, or their state was reset by a recompile
     # ORA-06550 also comes from the packages' own dynamic blocks when the owner lacks a direct
     # grant (review F10; the PL/SQL side maps those to -20302, oracle-store S19): the advice
