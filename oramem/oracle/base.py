@@ -41,7 +41,7 @@ from ..requests import (
     ON_CONFLICT,
 )
 from ..sqlite.keyword import DEFAULT_KEYWORD_LANGUAGE, check_language
-from ..types import Record, SchemaPolicy
+from ..types import Record, SchemaPolicy, SearchStrategy
 from .calls import PlsqlCall
 from .codec import (
     _loads,
@@ -317,8 +317,20 @@ class OracleEngine(Engine):
         if not isinstance(settings, StoreSettings):
             raise TypeError(f"settings must be a StoreSettings, got {type(settings).__name__}")
         policy = SchemaPolicy.coerce(policy, "schema_policy")
+        # D8: only a HYBRID store uses an in-database model (its vectorizer); the packages
+        # take a model of their own schema (USER_MINING_MODELS), so an OWNER.MODEL name is
+        # refused here, before any call, instead of failing every store with -20011.
+        model = None
+        if SearchStrategy.coerce(settings.search_strategy, "search_strategy") is SearchStrategy.HYBRID:
+            model = self._embedding_model
+            if model is not None and "." in model:
+                raise ValueError(
+                    f"embedding model {model!r}: a HYBRID store's model must be loaded in the schema that owns "
+                    "the oramem packages; load it there (DBMS_VECTOR.LOAD_ONNX_MODEL) and pass its name without "
+                    "the schema. VECTOR and KEYWORD stores can embed with OracleDBEmbedder('OWNER.MODEL')"
+                )
         return dict(
-            in_settings=settings_json(settings, self._embedding_model, self._requested_language),
+            in_settings=settings_json(settings, model, self._requested_language),
             in_policy=policy.value.upper(),
             in_lock_timeout=_LOCK_TIMEOUT_SECONDS,
         )

@@ -80,3 +80,22 @@ def test_d7_insert_missing_keeps_in_lists_under_1000():
         conn.execute(t.insert(), rows[:10])
         assert _insert_missing(conn, t, [t.c.id], rows) == 1490
     assert len(sizes) == 3
+
+
+# D8: only HYBRID sends embedding_model; a schema-qualified model on HYBRID is refused before any call.
+def test_d8_model_only_for_hybrid_and_no_owner_prefix():
+    from oramem import SchemaPolicy, SearchStrategy
+    from oramem.oracle import SyncOracleEngine
+
+    from .fakes import FakePool, Recorder
+    from .test_driver_fake import SETTINGS_OUT, settings
+
+    rec = Recorder({"oramem_admin.open_store": json.dumps(SETTINGS_OUT)})
+    SyncOracleEngine(FakePool(rec), embedding_model="models.minilm").open(
+        settings(search_strategy=SearchStrategy.VECTOR), SchemaPolicy.CREATE_IF_NECESSARY)
+    assert "embedding_model" not in json.loads(rec.plsql[0].binds["in_settings"])
+    rec = Recorder({"oramem_admin.open_store": json.dumps(SETTINGS_OUT)})
+    with pytest.raises(ValueError, match="must be loaded in the schema that owns the oramem packages"):
+        SyncOracleEngine(FakePool(rec), embedding_model="models.minilm").open(
+            settings(search_strategy=SearchStrategy.HYBRID), SchemaPolicy.CREATE_IF_NECESSARY)
+    assert rec.plsql == []
