@@ -102,3 +102,13 @@ def test_n4_forget_cascade_reason_and_one_delete_keys_statement():
     assert "call_hook" not in keys, "the named records are deleted without the hook (SQLite delete_keys)"
     assert keys.count("EXECUTE IMMEDIATE") == 1 and "(r.record_type, r.record_id) IN (" in keys
     assert "FUNCTION delete_keys_json" in code("oramem_store.pks")
+
+
+# D15: the contract text says what Oracle does (RRF in PL/SQL, the F15 exception to SC-6.5).
+def test_d15_spec_names_the_rrf_fusion_and_the_f15_exception():
+    spec = (REPO / "docs" / "spec" / "store.md").read_text()
+    sc64 = spec[spec.index("- SC-6.4"):spec.index("- SC-6.5")]
+    sc65 = spec[spec.index("- SC-6.5"):spec.index("- SC-6.6")]
+    assert "reciprocal-rank fusion on both" in sc64 and "hybrid vector index and" not in sc64
+    assert "F15" in sc65 and "fewer than k" in sc65
+    assert "HYBRID = 1 - score/100" not in src("oramem_search.pks")
