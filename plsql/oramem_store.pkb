@@ -906,6 +906,7 @@ AS
       l_store      oramem_registry.store_t;
       l_rec_tab    VARCHAR2(200 CHAR);
       l_chk_tab    VARCHAR2(200 CHAR);
+      l_rec_upd    VARCHAR2(1000 CHAR);   -- N11: the UPDATE of the set columns
       l_req        JSON_OBJECT_T;
       l_type       VARCHAR2(32 CHAR);
       l_id         VARCHAR2(512 CHAR);
@@ -994,16 +995,27 @@ AS
          l_exp := ttl_expiry(l_req.get_object('ttl'), l_created, l_event_ts, 'ttl');
       END IF;
 
-      EXECUTE IMMEDIATE
-         'UPDATE ' || l_rec_tab || ' r SET'
-         || ' r.content    = CASE WHEN :1 = 1 THEN :2 ELSE r.content END,'
-         || ' r.metadata   = CASE WHEN :3 = 1 THEN (CASE WHEN :4 IS NULL THEN NULL ELSE JSON(:5) END)'
-         || ' ELSE r.metadata END,'
-         || ' r.event_ts   = CASE WHEN :6 = 1 THEN :7 ELSE r.event_ts END,'
-         || ' r.expires_at = CASE WHEN :8 = 1 THEN :9 ELSE r.expires_at END'
-         || ' WHERE r.record_type = :10 AND r.record_id = :11'
-         USING l_set_c, l_content, l_set_m, l_meta, l_meta, l_set_t, l_ts, l_set_e, l_exp,
-               l_type, l_id;
+      -- N11: the CLOB content and the JSON metadata are assigned only when the request sets
+      -- them (a ttl- or timestamp-only update must not rewrite a large LOB onto itself; the
+      -- docs found do not say a self-assignment is skipped). The SET list comes from the flags
+      -- (fixed column names, no caller text); positional binds follow the text, hence one
+      -- USING list per shape. The two TIMESTAMP columns keep the CASE form (cheap).
+      l_rec_upd := 'UPDATE ' || l_rec_tab || ' r SET'
+         || CASE WHEN l_set_c = 1 THEN ' r.content = :c,' END
+         || CASE WHEN l_set_m = 1 THEN ' r.metadata = CASE WHEN :m IS NULL THEN NULL ELSE JSON(:mj) END,' END
+         || ' r.event_ts   = CASE WHEN :st = 1 THEN :ts ELSE r.event_ts END,'
+         || ' r.expires_at = CASE WHEN :se = 1 THEN :ex ELSE r.expires_at END'
+         || ' WHERE r.record_type = :rt AND r.record_id = :ri';
+      IF l_set_c = 1 AND l_set_m = 1 THEN
+         EXECUTE IMMEDIATE l_rec_upd
+            USING l_content, l_meta, l_meta, l_set_t, l_ts, l_set_e, l_exp, l_type, l_id;
+      ELSIF l_set_c = 1 THEN
+         EXECUTE IMMEDIATE l_rec_upd USING l_content, l_set_t, l_ts, l_set_e, l_exp, l_type, l_id;
+      ELSIF l_set_m = 1 THEN
+         EXECUTE IMMEDIATE l_rec_upd USING l_meta, l_meta, l_set_t, l_ts, l_set_e, l_exp, l_type, l_id;
+      ELSE
+         EXECUTE IMMEDIATE l_rec_upd USING l_set_t, l_ts, l_set_e, l_exp, l_type, l_id;
+      END IF;
 
       CASE l_retrieval
          WHEN 'keep' THEN

@@ -112,3 +112,15 @@ def test_d15_spec_names_the_rrf_fusion_and_the_f15_exception():
     assert "reciprocal-rank fusion on both" in sc64 and "hybrid vector index and" not in sc64
     assert "F15" in sc65 and "fewer than k" in sc65
     assert "HYBRID = 1 - score/100" not in src("oramem_search.pks")
+
+
+# N11: a ttl/timestamp-only update does not assign the CLOB content and JSON metadata to themselves.
+def test_n11_update_sets_content_and_metadata_only_when_asked():
+    body = unit(code("oramem_store.pkb"), "update_json")
+    assert "ELSE r.content END" not in body and "ELSE r.metadata END" not in body
+    assert "CASE WHEN l_set_c = 1 THEN ' r.content = :c,' END" in body
+    assert "CASE WHEN l_set_m = 1 THEN ' r.metadata = CASE WHEN :m IS NULL THEN NULL ELSE JSON(:mj) END,' END" in body
+    # one USING list per shape, each with as many binds as its statement has placeholders
+    placeholders = {(True, True): 9, (True, False): 7, (False, True): 8, (False, False): 6}
+    usings = re.findall(r"EXECUTE IMMEDIATE l_rec_upd\s+USING ([^;]*);", body)
+    assert sorted(len(u.split(",")) for u in usings) == sorted(placeholders.values())
