@@ -619,7 +619,8 @@ AS
       in_match     IN VARCHAR2,
       in_value     IN VARCHAR2,
       in_alias     IN VARCHAR2,
-      io_binds     IN OUT NOCOPY bind_list_t
+      io_binds     IN OUT NOCOPY bind_list_t,
+      in_raw       IN PLS_INTEGER DEFAULT 0
    ) RETURN VARCHAR2
    IS
       l_match   VARCHAR2(16 CHAR) := LOWER(in_match);
@@ -664,6 +665,14 @@ AS
             oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
                'oramem_filter.scope_condition: dimension must be thread, user or agent');
       END CASE;
+      IF in_raw = 1 THEN
+         -- N6: the raw column (list): an index range scan on the scope index, no OR branch
+         IF l_match = 'equals' THEN
+            l_n := add_bind(io_binds, 'S', in_value, NULL);
+            RETURN '(' || l_col || ' = :f' || l_n || ')';
+         END IF;
+         RETURN '(' || l_col || ' IS NULL)';
+      END IF;
       IF l_match = 'equals' THEN
          l_n := add_bind(io_binds, 'S', in_value, NULL);
          l_m := add_bind(io_binds, 'S', in_value, NULL);

@@ -784,8 +784,10 @@ AS
                   bad_payload(l_dim || ' must be {"match": ..., "value": ...}');
                END IF;
                l_scope := l_req.get_object(l_dim);
+               -- N6: list reads the raw scope columns, as the SQLite engine's list
                l_cond := oramem_filter.scope_condition(l_dim, get_text(l_scope, 'match', l_dim, 16),
-                                                       get_text(l_scope, 'value', l_dim), 'r', l_binds);
+                                                       get_text(l_scope, 'value', l_dim, 255), 'r', l_binds,
+                                                       in_raw => 1);
                IF l_cond IS NOT NULL THEN
                   -- bounded: a scope condition is fixed text (< 200 bytes), its value is bound
                   l_where := l_where || ' AND ' || l_cond;

@@ -124,3 +124,16 @@ def test_n11_update_sets_content_and_metadata_only_when_asked():
     placeholders = {(True, True): 9, (True, False): 7, (False, True): 8, (False, False): 6}
     usings = re.findall(r"EXECUTE IMMEDIATE l_rec_upd\s+USING ([^;]*);", body)
     assert sorted(len(u.split(",")) for u in usings) == sorted(placeholders.values())
+
+
+# N6: list reads the raw scope column (SQLite's list, profiles=False), not the search's
+# effective-column OR form that keeps the scope index out of the plan.
+def test_n6_list_uses_the_raw_scope_column():
+    body = unit(code("oramem_store.pkb"), "list_json")
+    assert re.search(r"oramem_filter\.scope_condition\([^;]*in_raw\s*=>\s*1\)", body, re.S)
+    scope = unit(code("oramem_filter.pkb"), "scope_condition")
+    raw = scope[scope.index("IF in_raw = 1 THEN"):]
+    raw = raw[:raw.index("END IF;\n      IF l_match = 'equals' THEN")]
+    assert "record_type" not in raw and "RETURN '(' || l_col || ' = :f' || l_n || ')';" in raw
+    # search keeps the effective columns (SC-6.2)
+    assert "in_raw" not in code("oramem_search.pkb")
