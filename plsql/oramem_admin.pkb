@@ -449,7 +449,7 @@ AS
       IF l_name IS NULL THEN
          RETURN NULL;
       END IF;
-      IF NOT REGEXP_LIKE(l_name, '^[A-Z][A-Z0-9_$#]{0,127}([.][A-Z][A-Z0-9_$#]{0,127}){0,2}$') THEN
+      IF NOT REGEXP_LIKE(l_name, '^[A-Z][A-Z0-9_$#]{0,127}([.][A-Z][A-Z0-9_$#]{0,127}){0,2}$', 'c') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_identifier,
             'deletion hook must be [schema.][package.]procedure made of unquoted identifiers');
       END IF;
@@ -469,7 +469,7 @@ AS
       IF l_name IS NULL THEN
          RETURN NULL;
       END IF;
-      IF NOT REGEXP_LIKE(l_name, '^[A-Z][A-Z0-9_$#]{0,127}$') THEN
+      IF NOT REGEXP_LIKE(l_name, '^[A-Z][A-Z0-9_$#]{0,127}$', 'c') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_identifier,
             'embedding_model must be an unquoted model name ([A-Za-z][A-Za-z0-9_$#]*)');
       END IF;

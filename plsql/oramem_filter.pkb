@@ -572,7 +572,7 @@ AS
       l_elem JSON_ELEMENT_T;
    BEGIN
       IF in_column IS NULL
-         OR NOT REGEXP_LIKE(in_column, '^[a-z][a-z0-9_]{0,29}\.[a-z][a-z0-9_]{0,29}$')
+         OR NOT REGEXP_LIKE(in_column, '^[a-z][a-z0-9_]{0,29}\.[a-z][a-z0-9_]{0,29}$', 'c')
       THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             'oramem_filter.compile_filter: invalid column reference');
@@ -629,7 +629,7 @@ AS
       l_n       PLS_INTEGER;
       l_m       PLS_INTEGER;
    BEGIN
-      IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$') THEN
+      IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$', 'c') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             'oramem_filter.scope_condition: invalid alias');
       END IF;

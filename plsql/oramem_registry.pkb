@@ -23,7 +23,7 @@ AS
             'memory_store_id is too long: use 1 to 16 characters [A-Za-z][A-Za-z0-9_]*');
       END IF;
       l_id := UPPER(TRIM(in_store_id));
-      IF NOT REGEXP_LIKE(l_id, '^[A-Z][A-Z0-9_]{0,15}$') THEN
+      IF NOT REGEXP_LIKE(l_id, '^[A-Z][A-Z0-9_]{0,15}$', 'c') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_store_id,
             'memory_store_id must be 1 to 16 characters matching ^[A-Za-z][A-Za-z0-9_]*$');
       END IF;
@@ -169,7 +169,7 @@ AS
       END IF;
       l_txt := TRIM(SUBSTR(in_text, 1, 100));
       IF NOT REGEXP_LIKE(l_txt,
-            '^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-][0-9]{2}:?[0-9]{2})?$')
+            '^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-][0-9]{2}:?[0-9]{2})?$', 'c')
       THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_timestamp,
             in_argument || ' is not an ISO-8601 time (YYYY-MM-DDTHH:MM:SS[.ffffff][+HH:MM])');
@@ -232,7 +232,7 @@ AS
    IS
       l_sql VARCHAR2(4000 CHAR);
    BEGIN
-      IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$') THEN
+      IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$', 'c') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             'oramem_registry.record_json_sql: invalid alias');
       END IF;

@@ -110,7 +110,7 @@ AS
             -- of the same stem, Oracle Text Reference, stem ($)); anything else, and every
             -- word of 'none', is escaped whole: {...}, inside which only '}' is special ('}}')
             l_piece := CASE WHEN l_count > 0 THEN ' ACCUM ' END
-                       || CASE WHEN l_english AND REGEXP_LIKE(l_tok, '^[[:alpha:]]+$')
+                       || CASE WHEN l_english AND REGEXP_LIKE(l_tok, '^[[:alpha:]]+$', 'c')
                                     AND INSTR(gc_text_reserved, ' ' || l_tok || ' ') = 0
                                THEN '$' || l_tok
                                ELSE '{' || REPLACE(l_tok, '}', '}}') || '}' END;
@@ -170,6 +170,8 @@ AS
 
    -- A ranking subquery (record_type, record_id, dist; at most k rows) as the result rows:
    -- COUNT(*) and the results array in rank order (distance, record_type, record_id).
+   -- N7: ties compare the ids byte-wise (NLSSORT ... BINARY: the value itself as RAW, SQL
+   -- Language Reference 23, NLSSORT), not by the session's NLS_SORT, as SQLite does (SC-6.1).
    FUNCTION result_sql(
       in_rank_sql IN VARCHAR2,
       in_rec_tab  IN VARCHAR2
@@ -179,7 +181,7 @@ AS
       RETURN 'SELECT COUNT(*), JSON_ARRAYAGG('
           || 'JSON_OBJECT(''record'' VALUE ' || oramem_registry.record_json_sql('r')
           || ' FORMAT JSON, ''distance'' VALUE b.dist RETURNING CLOB)'
-          || ' ORDER BY b.dist, b.record_type, b.record_id RETURNING CLOB)'
+          || ' ORDER BY b.dist, NLSSORT(b.record_type, ''NLS_SORT=BINARY''), NLSSORT(b.record_id, ''NLS_SORT=BINARY'') RETURNING CLOB)'
           || ' FROM (' || in_rank_sql || ') b JOIN ' || in_rec_tab || ' r'
           || ' ON (r.record_type = b.record_type AND r.record_id = b.record_id)';
    END result_sql;
@@ -361,7 +363,7 @@ AS
                 || ', FLOAT32), COSINE) FETCH APPROX FIRST :nfetch ROWS ONLY WITH TARGET ACCURACY '
                 || TO_CHAR(gc_target_accuracy) || ') a WHERE a.dist IS NOT NULL'
                 || ' GROUP BY a.record_type, a.record_id'
-                || ' ORDER BY MIN(a.dist), a.record_type, a.record_id FETCH FIRST :k ROWS ONLY';
+                || ' ORDER BY MIN(a.dist), NLSSORT(a.record_type, ''NLS_SORT=BINARY''), NLSSORT(a.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
          FOR l_round IN 1 .. 2 LOOP
             l_binds := in_binds;
             -- one bind name for both occurrences: DBMS_SQL binds by name (review F19)
@@ -390,7 +392,7 @@ AS
              || 'TO_VECTOR(:qv1, ' || in_dim || ', FLOAT32), COSINE)) AS dist FROM '
              || in_chk_tab || ' c WHERE c.embedding IS NOT NULL AND ' || in_candidates
              || ' GROUP BY c.record_type, c.record_id'
-             || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+             || ' ORDER BY 3, NLSSORT(c.record_type, ''NLS_SORT=BINARY''), NLSSORT(c.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
       l_binds := in_binds;
       add_bind(l_binds, 'qv1', 'C', in_clob => in_qv);
       add_bind(l_binds, 'k', 'N', in_num => in_k);
@@ -434,7 +436,7 @@ AS
                 || 'SELECT c.record_type, c.record_id, SCORE(1) AS sc FROM ' || in_chk_tab || ' c'
                 || ' WHERE CONTAINS(c.chunk_text, :q, 1) > 0 AND ' || in_candidates || ') s'
                 || ' GROUP BY s.record_type, s.record_id'
-                || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+                || ' ORDER BY 3, NLSSORT(s.record_type, ''NLS_SORT=BINARY''), NLSSORT(s.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
          l_binds := in_binds;
          add_bind(l_binds, 'q', 'S', in_str => in_query);   -- <= gc_max_query_bytes (keyword_query)
          add_bind(l_binds, 'k', 'N', in_num => in_k);
@@ -495,7 +497,7 @@ AS
                 || ' JOIN ' || in_chk_tab || ' c ON (c.rowid = CHARTOROWID(h.rid))'
                 || ' WHERE ' || in_candidates
                 || ' GROUP BY c.record_type, c.record_id'
-                || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+                || ' ORDER BY 3, NLSSORT(c.record_type, ''NLS_SORT=BINARY''), NLSSORT(c.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
          l_binds := in_binds;
          add_bind(l_binds, 'hres', 'C', in_clob => l_hres);
          add_bind(l_binds, 'k', 'N', in_num => in_k);
