@@ -394,6 +394,12 @@ AS
    END make_event;
 
    -- Call the store's deletion hook (SC-8.5) in the current transaction.
+   -- D5/F16: the knowledge layer's deletion hook (oramem_kg_jobs, compiled after this package,
+   -- hence a dynamic call). It runs for every store that has knowledge tables, next to the
+   -- store's registered hook, as the SQLite engine runs every registered hook: the one
+   -- registration slot stays the application's, and neither displaces the other.
+   gc_kg_hook CONSTANT VARCHAR2(64 CHAR) := 'ORAMEM_KG_JOBS.ON_STORE_DELETE';
+
    PROCEDURE call_hook(
       in_store IN oramem_registry.store_t,
       in_event IN JSON_OBJECT_T
@@ -401,15 +407,24 @@ AS
    IS
       l_hook  VARCHAR2(400 CHAR);
       l_clob  CLOB;
+      l_kg    PLS_INTEGER;
    BEGIN
-      IF in_store.deletion_hook IS NULL THEN
+      SELECT COUNT(*) INTO l_kg FROM user_tables
+      WHERE  table_name = in_store.memory_store_id || '_KG_EVENT';
+      IF in_store.deletion_hook IS NULL AND l_kg = 0 THEN
          RETURN;
       END IF;
-      -- Validated by oramem_admin.set_deletion_hook; re-checked because it enters code text.
-      l_hook := DBMS_ASSERT.QUALIFIED_SQL_NAME(in_store.deletion_hook);
       l_clob := in_event.to_clob;
       g_hook_depth := g_hook_depth + 1;
-      EXECUTE IMMEDIATE 'BEGIN ' || l_hook || '(:1); END;' USING l_clob;
+      IF l_kg > 0 THEN
+         EXECUTE IMMEDIATE 'BEGIN ' || gc_kg_hook || '(:1); END;' USING l_clob;
+      END IF;
+      -- a store registered with the knowledge hook itself (before D5) runs it once
+      IF in_store.deletion_hook IS NOT NULL AND UPPER(in_store.deletion_hook) <> gc_kg_hook THEN
+         -- Validated by oramem_admin.set_deletion_hook; re-checked because it enters code text.
+         l_hook := DBMS_ASSERT.QUALIFIED_SQL_NAME(in_store.deletion_hook);
+         EXECUTE IMMEDIATE 'BEGIN ' || l_hook || '(:1); END;' USING l_clob;
+      END IF;
       g_hook_depth := g_hook_depth - 1;
    EXCEPTION
       WHEN OTHERS THEN

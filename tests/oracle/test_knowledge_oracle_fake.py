@@ -80,7 +80,10 @@ def test_f13_json_columns_are_bound_as_clob_on_oracle():
     assert oracledb.CLOB in dialect.include_set_input_sizes
 
 
-def test_f16_knowledge_memory_registers_the_plsql_deletion_hook(monkeypatch):
+def test_d5_knowledge_memory_leaves_the_stores_hook_slot_alone(monkeypatch):
+    """D5 (F16 reopened): on Oracle the store's packages run the knowledge hook for every store
+    with knowledge tables (oramem_store.call_hook), so KnowledgeMemory registers nothing and an
+    application's PL/SQL hook stays registered (it replaced it before)."""
     import oramem.knowledge.memory as memory_mod
 
     store, _, rec = store_over_fake()
@@ -91,11 +94,11 @@ def test_f16_knowledge_memory_registers_the_plsql_deletion_hook(monkeypatch):
         async def complete_async(self, *a, **k):
             raise AssertionError("not called")
 
+    store.register_deletion_hook("APP.AUDIT_DELETE")
     km = KnowledgeMemory(store, LLM())
     try:
         hooks = [c for c in rec.plsql if c.name == "oramem_admin.set_deletion_hook"]
-        assert [c.binds["in_procedure_name"] for c in hooks] == ["ORAMEM_KG_JOBS.ON_STORE_DELETE"]
-        assert hooks[0].binds["in_store_id"] == "MYSTORE"
+        assert [c.binds["in_procedure_name"] for c in hooks] == ["APP.AUDIT_DELETE"]
     finally:
         km.close()
 

@@ -158,3 +158,17 @@ def test_n7_rank_ties_and_regexps_do_not_follow_nls_sort():
     for name in ("oramem_registry.pkb", "oramem_filter.pkb", "oramem_admin.pkb", "oramem_search.pkb"):
         for m in re.finditer(r"REGEXP_LIKE\((.*?)\)\s*(?:THEN|OR|AND|\n)", code(name), re.S):
             assert m.group(1).rstrip().endswith("'c'"), (name, m.group(0)[:120])
+
+
+# D5 / F16 (reopened): the knowledge hook runs next to the registered one, never instead of it.
+def test_d5_call_hook_runs_the_knowledge_hook_and_the_registered_one():
+    text = code("oramem_store.pkb")
+    body = re.search(r"PROCEDURE\s+call_hook\((.*?)END\s+call_hook;", text, re.S).group(1)
+    assert "gc_kg_hook CONSTANT VARCHAR2(64 CHAR) := 'ORAMEM_KG_JOBS.ON_STORE_DELETE'" in text
+    assert "|| '_KG_EVENT'" in body, "the knowledge hook runs only for stores with knowledge tables"
+    kg = body.index("'BEGIN ' || gc_kg_hook || '(:1); END;'")
+    app = body.index("'BEGIN ' || l_hook || '(:1); END;'")
+    assert kg < app and "UPPER(in_store.deletion_hook) <> gc_kg_hook" in body, "both run, the KG hook once"
+    # and KnowledgeMemory no longer takes the store's one registration slot
+    memory = (REPO / "oramem" / "knowledge" / "memory.py").read_text()
+    assert "store.register_deletion_hook(ORACLE_DELETION_HOOK)" not in memory
