@@ -217,6 +217,11 @@ AS
       out_passing := NULL;
       l_arr.append(in_elem);
       IF in_elem.is_string THEN
+         -- N9: over 4000 characters it is over 4000 bytes; checked on the CLOB form before
+         -- get_string, whose VARCHAR2 would fail with a raw error past 32,767 bytes
+         IF DBMS_LOB.GETLENGTH(l_arr.get_clob(0)) > 4000 THEN
+            fail('value of ' || in_where || ' is longer than 4000 bytes');
+         END IF;
          l_str := l_arr.get_string(0);
          IF LENGTHB(l_str) > 4000 THEN
             fail('value of ' || in_where || ' is longer than 4000 bytes');

@@ -643,6 +643,13 @@ AS
          BEGIN
             IF l_req.has(l_dim_name) AND l_req.get(l_dim_name).is_object THEN
                l_scope := l_req.get_object(l_dim_name);
+               -- N9: an id is at most 255 characters (as list_json's get_text), checked before
+               -- the value is copied into a VARCHAR2 bind
+               IF l_scope.has('value') AND l_scope.get('value').is_string
+                  AND DBMS_LOB.GETLENGTH(l_scope.get_clob('value')) > 255
+               THEN
+                  bad_argument(l_dim_name || '.value is longer than 255 characters');
+               END IF;
                l_cond := oramem_filter.scope_condition(
                             l_dim_name,
                             CASE WHEN l_scope.has('match') AND l_scope.get('match').is_string

@@ -99,6 +99,11 @@ AS
       IF NOT in_obj.get(in_key).is_string THEN
          bad_payload(in_where || '.' || in_key || ' must be a string or null');
       END IF;
+      -- N9: measured on the CLOB form first: get_string returns a VARCHAR2, and a value over
+      -- 32,767 bytes would fail there with a raw ORA-06502 instead of this error
+      IF DBMS_LOB.GETLENGTH(in_obj.get_clob(in_key)) > in_max_len THEN
+         bad_argument(in_where || '.' || in_key || ' is longer than ' || in_max_len || ' characters');
+      END IF;
       l_val := in_obj.get_string(in_key);
       IF LENGTH(l_val) > in_max_len THEN
          bad_argument(in_where || '.' || in_key || ' is longer than ' || in_max_len || ' characters');

@@ -172,3 +172,15 @@ def test_d5_call_hook_runs_the_knowledge_hook_and_the_registered_one():
     # and KnowledgeMemory no longer takes the store's one registration slot
     memory = (REPO / "oramem" / "knowledge" / "memory.py").read_text()
     assert "store.register_deletion_hook(ORACLE_DELETION_HOOK)" not in memory
+
+
+# N9: long strings fail with the documented error, measured on the CLOB form before get_string.
+def test_n9_string_lengths_are_checked_before_get_string():
+    get_text = unit(code("oramem_store.pkb"), "get_text")
+    assert get_text.index("DBMS_LOB.GETLENGTH(in_obj.get_clob(in_key)) > in_max_len") < get_text.index("get_string")
+    flt = code("oramem_filter.pkb")
+    i = flt.index("l_str := l_arr.get_string(0);")
+    assert "DBMS_LOB.GETLENGTH(l_arr.get_clob(0)) > 4000" in flt[i - 400:i]
+    search = code("oramem_search.pkb")
+    j = search.index("l_cond := oramem_filter.scope_condition(")
+    assert "DBMS_LOB.GETLENGTH(l_scope.get_clob('value')) > 255" in search[j - 500:j]
