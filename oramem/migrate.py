@@ -535,7 +535,20 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, default=str)
+        return json.dumps(_same_numbers(value), sort_keys=True, default=str)
+    return _same_numbers(value)
+
+
+def _same_numbers(value: Any) -> Any:
+    """D1: an Oracle JSON column keeps numbers as NUMBER, so 1.0 written comes back as 1
+    (python-oracledb: Decimal('1'), oramem.knowledge.schema: int); SQLite's text keeps 1.0. The
+    digest spells an integral float as the int on both sides (equal values compare equal)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _same_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_same_numbers(v) for v in value]
     return value
 
 

@@ -99,3 +99,17 @@ def test_d8_model_only_for_hybrid_and_no_owner_prefix():
         SyncOracleEngine(FakePool(rec), embedding_model="models.minilm").open(
             settings(search_strategy=SearchStrategy.HYBRID), SchemaPolicy.CREATE_IF_NECESSARY)
     assert rec.plsql == []
+
+
+# D1 (migrate verification): the digest compares what both engines read back as equal values:
+# an Oracle JSON column returns 1.0 as 1 (NUMBER), SQLite's text keeps 1.0.
+def test_d1_knowledge_digest_spells_integral_floats_as_on_oracle():
+    from decimal import Decimal
+
+    from oramem.knowledge.schema import _plain_json
+    from oramem.migrate import _canonical
+
+    sqlite_side = {"score": 1.0, "items": [2.0, 0.5, "x"], "n": 3}
+    oracle_side = _plain_json({"score": Decimal("1"), "items": [Decimal("2"), Decimal("0.5"), "x"], "n": Decimal("3")})
+    assert _canonical(sqlite_side) == _canonical(oracle_side)
+    assert _canonical(1.0) == _canonical(1) and _canonical(0.5) != _canonical(1)
