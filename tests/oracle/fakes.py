@@ -158,7 +158,7 @@ class _CursorBase:
         while self.rows:
             yield self.rows.pop(0)
 
-    def _fetch_var(self, name: str, db_type: Any) -> Optional["_Var"]:
+    def _fetch_var(self, name: str, db_type: Any, precision: int = 0, scale: int = 0) -> Optional["_Var"]:
         """The var the output type handler asks for, for one fetched column, or None.
         python-oracledb asks the cursor's handler, else the connection's
         (``impl/base/cursor.pyx``, ``_init_fetch_vars``), with ``(cursor, metadata)`` or the
@@ -173,8 +173,10 @@ class _CursorBase:
         except (TypeError, ValueError):
             n = 6
         if n == 2:
-            return handler(self, _FetchInfo(name, db_type))
-        return handler(self, name, db_type, 0, 0, 0)
+            info = _FetchInfo(name, db_type)
+            info.precision, info.scale = precision, scale
+            return handler(self, info)
+        return handler(self, name, db_type, 0, precision, scale)
 
     def __enter__(self):
         return self
@@ -469,6 +471,8 @@ def _shape(value: Any, kind: Optional[str], var: Optional[_Var], lob_cls: type) 
         value = float(value)
     elif var.type in (Decimal,):
         value = Decimal(str(value))
+    elif var.type is int:
+        value = int(value)
     elif kind == "clob":
         value = lob_cls(value)
     if var.outconverter is not None:
@@ -510,7 +514,10 @@ class SQLBackend:
 
     KIND_TYPES = {"json": oracledb.DB_TYPE_JSON, "vector": oracledb.DB_TYPE_VECTOR,
                   "datetime": oracledb.DB_TYPE_TIMESTAMP, "bool": oracledb.DB_TYPE_BOOLEAN,
-                  "clob": oracledb.DB_TYPE_CLOB}
+                  "clob": oracledb.DB_TYPE_CLOB, "float": oracledb.DB_TYPE_NUMBER, "int": oracledb.DB_TYPE_NUMBER}
+    #: (precision, scale) the server describes for a NUMBER column (FLOAT: 126 binary digits,
+    #: scale -127; INTEGER: NUMBER(38, 0)); an expression's NUMBER is (0, -127)
+    NUMBER_SHAPES = {"float": (126, -127), "int": (38, 0), None: (0, -127)}
 
     def __init__(self, kinds: Optional[dict[str, str]] = None) -> None:
         import sqlite3
@@ -532,6 +539,10 @@ class SQLBackend:
                         "Bool": "bool"}.get(tname)
                 if kind is None and isinstance(col.type, sa.Text):
                     kind = "clob"
+                if kind is None and isinstance(col.type, sa.Float):
+                    kind = "float"   # Oracle FLOAT: NUMBER with binary precision 126
+                if kind is None and isinstance(col.type, sa.Integer):
+                    kind = "int"     # Oracle INTEGER: NUMBER(38)
                 if kind is None:
                     continue
                 old = kinds.setdefault(col.name.lower(), kind)
@@ -611,6 +622,9 @@ class SQLBackend:
                     if isinstance(v, _Var):
                         v.value = "1.2.3"
             return
+        if head == "set":  # SET TRANSACTION READ ONLY: one SQLite connection reads consistently anyway
+            cursor.rows = []
+            return
         if head == "alter" or _re.search(r"\bv\$transaction\b", sql, _re.I):
             cursor.rows = [("READ COMMITTED",)] if head != "alter" else []
             cursor.description = [("ISOLATION_LEVEL", oracledb.DB_TYPE_VARCHAR) + (None,) * 5]
@@ -646,7 +660,9 @@ class SQLBackend:
             sample = next((r[pos] for r in raw_rows if r[pos] is not None), None)
             types.append(oracledb.DB_TYPE_NUMBER if isinstance(sample, (int, float)) else oracledb.DB_TYPE_VARCHAR)
         cursor.description = [(n.upper(), t) + (None,) * 5 for n, t in zip(names, types)]
-        fetch_vars = [cursor._fetch_var(n, t) for n, t in zip(names, types)]
+        fetch_vars = [cursor._fetch_var(n, t, *(self.NUMBER_SHAPES.get(k, (0, 0)) if t is oracledb.DB_TYPE_NUMBER
+                                                  else (0, 0)))
+                      for n, t, k in zip(names, types, kinds)]
         rows = []
         for raw in raw_rows:
             row = []

@@ -227,3 +227,33 @@ def test_d1_json_result_processor_takes_the_drivers_objects():
     assert proc(Decimal("42")) == 42 and type(proc(Decimal("42"))) is int
     assert proc(Decimal("0.5")) == 0.5 and type(proc(Decimal("0.5"))) is float
     assert proc({"n": Decimal("3"), "l": [Decimal("1.25"), "x"]}) == {"n": 3, "l": [1.25, "x"]}
+
+
+def test_d1_migrate_oracle_knowledge_to_sqlite_verifies(monkeypatch, tmp_path):
+    """D1: `oramem migrate` from Oracle (the driver-shaped fake) copies the knowledge tables and
+    its verification compares them equal (it read Decimals and text-decoded them before)."""
+    from oramem.migrate import migrate
+
+    from .test_migrate_oracle_fake import ORACLE, OracleModel, fake_oracle
+
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    try:
+        km.add_fact("a1", "Pedro", "Pedro works at Talho", subject_type="person", attribute_key="employer",
+                    value="Talho")
+        clock.advance()
+        km.add_fact("a1", "Pedro", "Pedro works at Talho", attribute_key="employer", value="Talho")
+        km.add_fact("a1", "Pedro", "Pedro is 42", attribute_key="age", value=42)
+        km.add_fact("a1", "Pedro", "Pedro owns half", attribute_key="share", value=0.5)
+        km.run_background("a1")
+    finally:
+        km.close()
+    backend = rec.backend
+    backend.db.execute("CREATE VIEW user_tables AS SELECT name AS table_name FROM sqlite_master WHERE type = 'table'")
+    src_rec, connect = fake_oracle(OracleModel([]), settings={"memory_store_id": "MYSTORE", "vector_dim": 8})
+    del src_rec.answers["sql:user_tables"]
+    src_rec.backend = backend
+    report = migrate(ORACLE, str(tmp_path / "copy.db"), batch_size=50, oracle_connect=connect)
+    assert report.ok, report.stores
+    (comparison,) = report.stores
+    assert comparison.knowledge_match is True, comparison
+    assert comparison.knowledge["MYSTORE_KG_FACT"][0] >= 3 and report.copied_knowledge_rows > 0
