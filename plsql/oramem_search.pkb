@@ -19,6 +19,25 @@ AS
    e_plsql_compile EXCEPTION;                 -- a dynamic block failed to compile (missing grant)
    PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
+   -- English query stopwords: the SQLite engine's list (oramem.sqlite.keyword, a test keeps
+   -- them equal), blank-delimited for INSTR
+   gc_english_stopwords CONSTANT VARCHAR2(1000 CHAR) := ' a about above after again against all also am an and any anything are aren as at be because been before being below between both but by can cannot could couldn d did didn do does doesn doing don down during each ever few for from further get got had hadn has hasn have haven having he her here hers herself him himself his how i if in into is isn it its itself just know let ll m me might more most mustn my myself no nor not now o of off on once only or other ought our ours ourselves out over own please re remember s same shan she should shouldn so some something such t tell than that the their theirs them themselves then there these they thing things this those through to told too under until up ve very was wasn we were weren what when where which while who whom why will with won would wouldn y you your yours yourself yourselves ';
+   -- Oracle Text reserved words (Oracle Text Reference 23, Reserved Words and Characters):
+   -- never written after the stem operator, always escaped in braces
+   gc_text_reserved CONSTANT VARCHAR2(400 CHAR) := ' about accum and bt btg bti btp equiv fuzzy haspath inpath mdata minus near not nt ntg nti ntp or pattern pt rt sqe syn tr trsyn tt within ';
+
+   /*
+    * A ranking run (review F19): its row count and its JSON array text - the results
+    * [{"record", "distance"}...] or, for a HYBRID leg, the keys [[record_type, record_id]...]
+    * - as two columns of one row, so PL/SQL reads the count as a NUMBER and passes the
+    * array on as SQL wrote it: no JSON_OBJECT_T parse and to_clob re-serialisation.
+    * doc is NULL when nothing ranked (an aggregate over no rows).
+    */
+   TYPE ranking_t IS RECORD (
+      n   NUMBER,
+      doc CLOB
+   );
+
    -- F10: ORA-06550 from a dynamic block means a missing grant only when the compile error
    -- is PLS-00201 ("identifier must be declared": an object the definer cannot see, also
    -- for a grant through a role, docs.oracle.com/error-help/db/pls-00201) or PLS-00904
@@ -56,13 +75,6 @@ AS
       io_binds(l_n).num_val  := in_num;
       io_binds(l_n).clob_val := in_clob;
    END add_bind;
-
-   -- English query stopwords: the SQLite engine's list (oramem.sqlite.keyword, a test keeps
-   -- them equal), blank-delimited for INSTR
-   gc_english_stopwords CONSTANT VARCHAR2(1000 CHAR) := ' a about above after again against all also am an and any anything are aren as at be because been before being below between both but by can cannot could couldn d did didn do does doesn doing don down during each ever few for from further get got had hadn has hasn have haven having he her here hers herself him himself his how i if in into is isn it its itself just know let ll m me might more most mustn my myself no nor not now o of off on once only or other ought our ours ourselves out over own please re remember s same shan she should shouldn so some something such t tell than that the their theirs them themselves then there these they thing things this those through to told too under until up ve very was wasn we were weren what when where which while who whom why will with won would wouldn y you your yours yourself yourselves ';
-   -- Oracle Text reserved words (Oracle Text Reference 23, Reserved Words and Characters):
-   -- never written after the stem operator, always escaped in braces
-   gc_text_reserved CONSTANT VARCHAR2(400 CHAR) := ' about accum and bt btg bti btp equiv fuzzy haspath inpath mdata minus near not nt ntg nti ntp or pattern pt rt sqe syn tr trsyn tt within ';
 
    FUNCTION keyword_query(
       in_text     IN VARCHAR2,
@@ -155,18 +167,6 @@ AS
       END LOOP;
       RETURN l_arr.to_clob;
    END query_vector;
-
-   /*
-    * A ranking run (review F19): its row count and its JSON array text - the results
-    * [{"record", "distance"}...] or, for a HYBRID leg, the keys [[record_type, record_id]...]
-    * - as two columns of one row, so PL/SQL reads the count as a NUMBER and passes the
-    * array on as SQL wrote it: no JSON_OBJECT_T parse and to_clob re-serialisation.
-    * doc is NULL when nothing ranked (an aggregate over no rows).
-    */
-   TYPE ranking_t IS RECORD (
-      n   NUMBER,
-      doc CLOB
-   );
 
    -- A ranking subquery (record_type, record_id, dist; at most k rows) as the result rows:
    -- COUNT(*) and the results array in rank order (distance, record_type, record_id).

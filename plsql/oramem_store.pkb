@@ -19,6 +19,11 @@ AS
 
    e_plsql_compile EXCEPTION;   -- ORA-06550: a dynamic PL/SQL block did not compile
    PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
+   -- D5/F16: the knowledge layer's deletion hook (oramem_kg_jobs, compiled after this package,
+   -- hence a dynamic call). It runs for every store that has knowledge tables, next to the
+   -- store's registered hook, as the SQLite engine runs every registered hook: the one
+   -- registration slot stays the application's, and neither displaces the other.
+   gc_kg_hook CONSTANT VARCHAR2(64 CHAR) := 'ORAMEM_KG_JOBS.ON_STORE_DELETE';
 
    -- F10: ORA-06550 from a dynamic block means a missing grant only when the compile error
    -- is PLS-00201 ("identifier must be declared": an object the definer cannot see, also
@@ -399,12 +404,6 @@ AS
    END make_event;
 
    -- Call the store's deletion hook (SC-8.5) in the current transaction.
-   -- D5/F16: the knowledge layer's deletion hook (oramem_kg_jobs, compiled after this package,
-   -- hence a dynamic call). It runs for every store that has knowledge tables, next to the
-   -- store's registered hook, as the SQLite engine runs every registered hook: the one
-   -- registration slot stays the application's, and neither displaces the other.
-   gc_kg_hook CONSTANT VARCHAR2(64 CHAR) := 'ORAMEM_KG_JOBS.ON_STORE_DELETE';
-
    PROCEDURE call_hook(
       in_store IN oramem_registry.store_t,
       in_event IN JSON_OBJECT_T

@@ -184,3 +184,20 @@ def test_n9_string_lengths_are_checked_before_get_string():
     search = code("oramem_search.pkb")
     j = search.index("l_cond := oramem_filter.scope_condition(")
     assert "DBMS_LOB.GETLENGTH(l_scope.get_clob('value')) > 255" in search[j - 500:j]
+
+
+# (found in this round, not in the reviews) a package body declaring items after a subprogram
+# body does not compile (PLS-00103): main's oramem_search.pkb declared gc_english_stopwords,
+# gc_text_reserved and TYPE ranking_t after its first subprograms. Rule (d) of the gate.
+def test_declaration_order_rule_catches_an_item_after_a_subprogram():
+    from .plsql_gate import declaration_order_findings
+
+    bad = ("CREATE OR REPLACE PACKAGE BODY p\nAS\n   g_a PLS_INTEGER := 1;\n   PROCEDURE x\n   IS\n   BEGIN\n"
+           "      NULL;\n   END x;\n   gc_b CONSTANT VARCHAR2(10 CHAR) := 'b';\n   TYPE t IS RECORD (n NUMBER);\n"
+           "   FUNCTION y RETURN NUMBER\n   IS\n      l_v NUMBER;\n   BEGIN\n      RETURN 1;\n   END y;\nEND p;\n/\n")
+    found = declaration_order_findings(bad)
+    assert [f.split(":")[0] for f in found] == ["line 9", "line 10"], found
+    good = bad.replace("   gc_b CONSTANT VARCHAR2(10 CHAR) := 'b';\n   TYPE t IS RECORD (n NUMBER);\n", "")
+    assert declaration_order_findings(good) == []
+    for name in ("oramem_search.pkb", "oramem_store.pkb"):
+        assert declaration_order_findings(src(name)) == []
