@@ -201,3 +201,19 @@ def test_declaration_order_rule_catches_an_item_after_a_subprogram():
     assert declaration_order_findings(good) == []
     for name in ("oramem_search.pkb", "oramem_store.pkb"):
         assert declaration_order_findings(src(name)) == []
+
+
+def test_verify_md_has_one_row_per_round3_id():
+    text = (REPO / "plsql" / "VERIFY.md").read_text()
+    section = text[text.index("## Review round 3"):].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| ([^|]+?) \| [^|]+ \| ([^|]+) \|", section, re.M)
+    ids = [r[0] for r in rows if r[0] not in ("id", "---")]
+    expected = ([f"N{i}" for i in range(1, 14)] + ["S22", "S4", "F10", "F16 / D5", "(decl-order)"]
+                + [f"D{i}" for i in (1, 4, 6, 7, 8, 9, 11, 12, 13, 14, 15)])
+    assert sorted(ids) == sorted(expected)
+    for rid, status in rows:
+        if rid in ("id", "---"):
+            continue
+        assert re.match(r"(fixed|open|not a defect)", status.strip()), (rid, status)
+        if status.strip().startswith("fixed"):
+            assert re.search(r"[0-9a-f]{7}", status), (rid, status)  # the commit
