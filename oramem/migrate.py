@@ -241,6 +241,15 @@ class _OracleSide:
         from .oracle import admin
         from .oracle.codec import record_from_json
 
+        if after == 0:
+            # N5: seq_no (an identity) is drawn at INSERT, not at COMMIT, so pages read in
+            # separate transactions can skip a row committed late below the last seq read. All
+            # pages of a store (and its knowledge copy and comparison) read one snapshot: "All
+            # subsequent queries in that transaction see only changes that were committed
+            # before the transaction began" (SQL Language Reference, SET TRANSACTION READ ONLY).
+            self.conn.rollback()
+            with self.conn.cursor() as cur:
+                cur.execute("SET TRANSACTION READ ONLY")
         out: list[Row] = []
         for item in admin.export_page(self.conn, store_id, after, limit):
             record = record_from_json(item["record"])
@@ -496,12 +505,15 @@ def _copy_knowledge(src: Any, dst: Any, info: StoreInfo, batch_size: int, report
 def _insert_missing(conn: Any, table: Any, pk: list, rows: list[dict]) -> int:
     import sqlalchemy as sa
 
+    from .knowledge.reads import chunked
+
     keys = [tuple(r[c.name] for c in pk) for r in rows]
-    if len(pk) == 1:
-        cond = pk[0].in_([k[0] for k in keys])
-    else:
-        cond = sa.tuple_(*pk).in_(keys)
-    present = {tuple(r) for r in conn.execute(sa.select(*pk).where(cond))}
+    present: set = set()
+    # D7: Oracle allows at most 1000 expressions in a list (ORA-01795) and --batch-size goes
+    # to 10,000: look the keys up in chunks of reads.IN_BATCH (500)
+    for part in chunked(keys):
+        cond = pk[0].in_([k[0] for k in part]) if len(pk) == 1 else sa.tuple_(*pk).in_(part)
+        present.update(tuple(r) for r in conn.execute(sa.select(*pk).where(cond)))
     fresh = [r for r, k in zip(rows, keys) if k not in present]
     if fresh:
         conn.execute(table.insert(), fresh)
@@ -550,7 +562,20 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, default=str)
+        return json.dumps(_same_numbers(value), sort_keys=True, default=str)
+    return _same_numbers(value)
+
+
+def _same_numbers(value: Any) -> Any:
+    """D1: an Oracle JSON column keeps numbers as NUMBER, so 1.0 written comes back as 1
+    (python-oracledb: Decimal('1'), oramem.knowledge.schema: int); SQLite's text keeps 1.0. The
+    digest spells an integral float as the int on both sides (equal values compare equal)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _same_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_same_numbers(v) for v in value]
     return value
 
 
