@@ -241,15 +241,17 @@ class _OracleSide:
         from .oracle import admin
         from .oracle.codec import record_from_json
 
-        if after == 0:
+        if after == 0 and getattr(self, "_snapshot_of", None) != store_id:
             # N5: seq_no (an identity) is drawn at INSERT, not at COMMIT, so pages read in
             # separate transactions can skip a row committed late below the last seq read. All
             # pages of a store (and its knowledge copy and comparison) read one snapshot: "All
             # subsequent queries in that transaction see only changes that were committed
             # before the transaction began" (SQL Language Reference, SET TRANSACTION READ ONLY).
+            # The thread pre-pass (threads) and the record pass share it: one snapshot per store.
             self.conn.rollback()
             with self.conn.cursor() as cur:
                 cur.execute("SET TRANSACTION READ ONLY")
+            self._snapshot_of = store_id
         out: list[Row] = []
         for item in admin.export_page(self.conn, store_id, after, limit):
             record = record_from_json(item["record"])

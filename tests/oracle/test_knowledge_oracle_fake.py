@@ -205,7 +205,7 @@ def test_d1_knowledge_layer_runs_over_a_driver_shaped_fake(monkeypatch):
         json.dumps([h.scores for h in km.retrieve("a1", "Pedro").facts])  # no Decimal anywhere
         # forget: the store's cascade (delete_record_json; its PL/SQL hook is not emulated here)
         # and the knowledge erasure's reads and deletes as real SQL on the same connection
-        erased = km.forget(user_id="Pedro", names=["Pedro"])
+        erased = km.forget(user_id="Pedro")
         assert set(erased) >= {t.name for t in km._tables.metadata.sorted_tables}
         cascade = [c.binds for c in rec.plsql if c.name == "oramem_store.delete_record_json"
                    and c.binds["in_record_type"] == "user_profile"]
