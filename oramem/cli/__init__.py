@@ -17,7 +17,7 @@ option hoisting), ``state`` (``State``: the per-invocation options and the store
 ``output`` (option parsing, tables, ``--json``), ``app`` (the root ``cli`` group and ``main``),
 and the commands by group: ``cmd_records`` (add, get, list, update, delete, delete-thread,
 forget), ``cmd_search``, ``cmd_backup`` (import, export, migrate), ``cmd_maintenance``
-(purge, check, reembed), ``cmd_stores``, ``cmd_demo``, ``cmd_serve`` (mcp). The Oracle
+(purge, check, reembed), ``cmd_stores``, ``cmd_models`` (models pull, list), ``cmd_demo``, ``cmd_serve`` (mcp). The Oracle
 (``db``) and knowledge (``knowledge``, ``kg``) groups live in ``oramem.oracle.cli`` and
 ``oramem.knowledge.cli`` and are imported only when used.
 """
@@ -29,6 +29,7 @@ from __future__ import annotations
 from . import cmd_backup as cmd_backup
 from . import cmd_demo as cmd_demo
 from . import cmd_maintenance as cmd_maintenance
+from . import cmd_models as cmd_models
 from . import cmd_records as cmd_records
 from . import cmd_search as cmd_search
 from . import cmd_serve as cmd_serve
