@@ -13,6 +13,7 @@ import asyncio
 import builtins
 import contextlib
 import dataclasses
+import sqlite3
 import warnings
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mapping, Optional, Sequence, Union
@@ -704,30 +705,44 @@ def _check_embedder(embedder: Any) -> Any:
     return embedder
 
 
-def _implicit_embedder(path: str, memory_store_id: Any, search_strategy: Any) -> Any:
-    """The embedder of a SQLite store opened with neither ``embedder`` nor ``vector_dim``:
-    for an existing store, the one its recorded identity names when it can be rebuilt here
-    (else None, as before); for a new vector-capable store, the semantic default
-    (``oramem.embedders.defaults``). Bad arguments are left for the normal checks."""
+#: the catalog of an existing file could not be read (not a database, damaged, no access)
+_UNREADABLE: dict[str, Any] = {}
+
+
+def _catalog_row(path: str, memory_store_id: Any) -> Optional[dict[str, Any]]:
+    """The catalog row of an existing SQLite store (None: new or in memory; ``_UNREADABLE``:
+    the engine's open reports why; a bad store id is left for the normal checks)."""
     import os
 
-    from .embedders.defaults import default_embedder, embedder_for
-    from .embedders.identity import decode_identity
     from .sqlite import admin
 
+    if path == ":memory:" or not os.path.isfile(path):
+        return None
     try:
-        strategy = SearchStrategy.coerce(search_strategy, "search_strategy")
         store_id = DEFAULT_STORE_ID if memory_store_id is NOT_SET else validate_store_id(memory_store_id)
     except (TypeError, ValueError):
         return None
-    row = None
-    if path != ":memory:" and os.path.isfile(path):
-        try:
-            row = admin.list_stores(path).get(store_id)
-        except StoreError:
-            return None
+    try:
+        return admin.list_stores(path).get(store_id)
+    except StoreError:
+        return _UNREADABLE
+
+
+def _implicit_embedder(row: Optional[dict[str, Any]], search_strategy: Any) -> Any:
+    """The embedder of a SQLite store opened with neither ``embedder`` nor ``vector_dim``:
+    for an existing store (``row``), the one its recorded identity names when it can be
+    rebuilt here (else None: keyword search and reads need none); for a new vector-capable
+    store, the semantic default (``oramem.embedders.defaults``). Bad arguments are left for
+    the normal checks."""
+    from .embedders.defaults import default_embedder, embedder_for
+    from .embedders.identity import decode_identity
+
     if row is not None:
         return embedder_for(decode_identity(row.get("embedder")))
+    try:
+        strategy = SearchStrategy.coerce(search_strategy, "search_strategy")
+    except (TypeError, ValueError):
+        return None
     if strategy is SearchStrategy.KEYWORD:
         return None
     return default_embedder()
@@ -758,6 +773,15 @@ class SQLiteMemoryStore(OracleMemoryStore):
     It is validated against the catalog's change counter on every load and rebuilt when
     stale or damaged (docs/sqlite-vector-sidecar.md); False never reads or writes it.
 
+    ``search_strategy``: what the store is opened (and, when new, created) for: ``"vector"``,
+    ``"keyword"`` or ``"hybrid"``. Omitted, an existing store opens with the strategy it was
+    created with (as the CLI opens it) and a new one is VECTOR.
+
+    With neither ``embedder`` nor ``vector_dim``, an existing store reuses the embedder its
+    catalog records when it can be rebuilt here (else none: keyword search and reads need
+    none), and a new vector store gets the semantic default (docs/embeddings.md). A file that
+    is not a SQLite database raises ``StoreError`` saying so.
+
     ``keyword_language`` (keyword-only, optional): how KEYWORD/HYBRID stores index text:
     ``"english"`` (the default for a new store: porter stemming, English stopwords dropped
     from queries) or ``"none"`` (no stemming, no stopwords). Persisted with the store; an
@@ -782,7 +806,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         schema_policy: Any = SchemaPolicy.CREATE_IF_NECESSARY,
         vector_dim: Optional[int] = None,
         memory_store_id: Any = NOT_SET,
-        search_strategy: Any = SearchStrategy.VECTOR,
+        search_strategy: Any = NOT_SET,
         search_index_sync: Any = NOT_SET,
         memory_retention_config: Any = NOT_SET,
         clock: Optional[Callable[[], datetime]] = None,
@@ -800,8 +824,11 @@ class SQLiteMemoryStore(OracleMemoryStore):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a zero-argument callable returning an aware UTC datetime")
-        if embedder is None and vector_dim is None:
-            embedder = _implicit_embedder(os.fspath(path), memory_store_id, search_strategy)
+        row = _catalog_row(os.fspath(path), memory_store_id)
+        if search_strategy is NOT_SET:  # an existing store opens as it is (the CLI does the same)
+            search_strategy = SearchStrategy(row["capability"]) if row else SearchStrategy.VECTOR
+        if embedder is None and vector_dim is None and row is not _UNREADABLE:
+            embedder = _implicit_embedder(row, search_strategy)
         engine = SQLiteEngine(
             os.fspath(path), clock=clock, approximate_search=approximate_search, vector_sidecar=vector_sidecar,
             keyword_language=keyword_language, hybrid=hybrid, read_only=read_only,
@@ -817,6 +844,14 @@ class SQLiteMemoryStore(OracleMemoryStore):
                 search_index_sync=search_index_sync,
                 memory_retention_config=memory_retention_config,
             )
+        except sqlite3.DatabaseError as exc:
+            engine.close()
+            low = str(exc).lower()
+            if "not a database" not in low and "malformed" not in low:
+                raise
+            from .sqlite.admin import explain_error
+
+            raise StoreError(explain_error(os.fspath(path), exc)) from None
         except BaseException:
             engine.close()
             raise

@@ -102,11 +102,14 @@ def default_embedder(*, notify: bool = True) -> Any:
         if _failed is None:
             try:
                 hub.pull(hub.DEFAULT_MODEL, progress=sys.stderr)
+            except hub.ModelOffline:
+                _failed = "HF_HUB_OFFLINE is set"
             except ModelNotAvailable as exc:
                 _failed = " ".join(str(exc).split())
         if _failed is not None:
             if notify:
-                _warn(f"the default model {DEFAULT_MODEL_ID} is not in the model cache and could not be fetched ({_failed})")
+                _warn(f"the default model {DEFAULT_MODEL_ID} is not in the model cache ({hub.model_dir(hub.DEFAULT_MODEL).parent}) "
+                      f"and could not be fetched ({_failed})")
             return HashEmbedder(HASH_DIM)
     return ONNXEmbedder(DEFAULT_MODEL_ID, download=False)
 
