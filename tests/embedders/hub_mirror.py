@@ -35,6 +35,7 @@ def model_files(root: Path) -> dict[str, bytes]:
         "1_Pooling/config.json": (src / "1_Pooling" / "config.json").read_bytes(),
         "modules.json": (src / "modules.json").read_bytes(),
         "sentence_bert_config.json": json.dumps({"max_seq_length": 128, "do_lower_case": False}).encode(),
+        "config.json": json.dumps({"model_type": "bert", "hidden_size": 6}).encode(),
     }
 
 

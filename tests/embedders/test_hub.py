@@ -69,18 +69,35 @@ def test_pull_checks_every_file_and_records_its_digest(online, mirror, files, ti
     assert out.getvalue().count("\n") == 1 and out.getvalue().startswith(f"oramem: downloading {REPO}@1110a243fdf4")
     manifest = json.loads((path / hub.MANIFEST).read_text())
     assert manifest["revision"] == COMMIT and manifest["commit"] == COMMIT and manifest["endpoint"] == mirror.url
-    assert set(manifest["files"]) == set(files)  # config.json is optional and the mirror has none
+    assert set(manifest["files"]) == set(files)
     for name, data in files.items():
         assert (path / name).read_bytes() == data
         assert manifest["files"][name]["sha256"] == sha256(data)
-    assert manifest["files"]["onnx/model.onnx"]["checked"] == "published"
-    assert manifest["files"]["modules.json"]["checked"] == "recorded"
+    assert {f["checked"] for f in manifest["files"].values()} == {"published"}
     # the LFS graph came through the Location redirect, from the pinned revision's URL
     assert ("HEAD", f"/{REPO}/resolve/{COMMIT}/onnx/model.onnx", None) in mirror.requests
     assert mirror.gets("onnx/model.onnx") == [None]
     assert not (online / ".partial" / f"sentence-transformers--all-MiniLM-L6-v2@{COMMIT}").exists()
     before = len(mirror.requests)
     assert hub.pull() == path and len(mirror.requests) == before  # cached: no network
+
+
+def test_an_unpinned_repository_is_fetched_at_main_and_its_digests_recorded(online, files, monkeypatch):
+    other = dict(files)
+    del other["config.json"]  # optional for a repository oramem does not pin
+    acme = Mirror("acme/tiny-embed", other, revision="main")
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", acme.url)
+        path = hub.pull("acme/tiny-embed")
+        manifest = json.loads((path / hub.MANIFEST).read_text())
+        assert manifest["revision"] == "main" and manifest["commit"] == "main"
+        checked = {name: f["checked"] for name, f in manifest["files"].items()}
+        assert checked.pop("onnx/model.onnx") == "lfs-etag"  # the server's LFS SHA-256
+        assert set(checked.values()) == {"recorded"} and "config.json" not in checked
+        emb = ONNXEmbedder("acme/tiny-embed")
+        assert emb.model_dir == path.resolve() and emb.embedder_identity["files"]["model.onnx"] == sha256(files["onnx/model.onnx"])
+    finally:
+        acme.close()
 
 
 def test_published_digest_mismatch_installs_nothing(online, mirror):
@@ -208,7 +225,7 @@ def test_cli_models_pull_and_list(online, mirror):
     assert empty.exit_code == 0 and "no models in" in empty.output
     out = runner.invoke(cli, ["models", "pull"], catch_exceptions=False)
     assert out.exit_code == 0, out.output
-    assert f"{REPO}@1110a243fdf4 pulled" in out.stdout and "2 published" in out.stdout and "3 recorded" in out.stdout
+    assert f"{REPO}@1110a243fdf4 pulled" in out.stdout and "6 published" in out.stdout
     again = runner.invoke(cli, ["--json", "models", "pull", "all-MiniLM-L6-v2"], catch_exceptions=False)
     data = json.loads(again.stdout)
     assert data["already_cached"] is True and data["revision"] == COMMIT
