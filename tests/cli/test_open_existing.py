@@ -31,7 +31,7 @@ def run(*args: str, env: dict | None = None):
 def tiny_model(tmp_path):
     for mod in ("onnx", "onnxruntime", "tokenizers"):
         pytest.importorskip(mod, reason=f"{mod} not installed: pip install '.[test]'")
-    from tests.embedders.onnx_models import build_model_dir
+    from embedders.onnx_models import build_model_dir  # tests/ is on sys.path (rootdir-relative imports)
 
     return build_model_dir(tmp_path / "tiny")
 
