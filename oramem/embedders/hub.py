@@ -332,7 +332,6 @@ def _fetch(client: Any, base: str, spec: HubModel, item: HubFile, staging: Path,
     dest = staging / item.name
     part = dest.with_name(dest.name + ".part")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    reporter.start(base)
     try:
         head = client.head(url, follow_redirects=False)
     except httpx.HTTPError as exc:
@@ -365,6 +364,7 @@ def _fetch(client: Any, base: str, spec: HubModel, item: HubFile, staging: Path,
             f"nothing was installed (is HF_ENDPOINT={base} a faithful mirror?)"
         )
     commit = head.headers.get("x-repo-commit")
+    reporter.start(base)  # said once the server answers, so an unreachable one gives only the caller's line
 
     if dest.is_file():  # an earlier, interrupted pull finished this one: keep it when it still checks out
         digest = _sha256_of(dest)

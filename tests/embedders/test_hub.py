@@ -186,6 +186,14 @@ def test_a_fresh_store_with_no_embedder_becomes_semantic(online, mirror, files, 
     assert len(mirror.requests) == before
     listed = CliRunner().invoke(cli, ["models", "list"], catch_exceptions=False)
     assert listed.exit_code == 0 and REPO in listed.output and "ready" in listed.output
+    # the cache cleared: the pinned model is fetched again (same pins) and the store reopens with it
+    import shutil
+
+    shutil.rmtree(online / "sentence-transformers--all-MiniLM-L6-v2")
+    with SQLiteMemoryStore(db) as third:
+        assert isinstance(third.embedder, ONNXEmbedder)
+        assert third.search("red car", k=1)[0][0].content == "red car"
+    assert len(mirror.requests) > before
 
 
 def test_offline_falls_back_with_one_line(online, mirror, tmp_path, monkeypatch):
