@@ -13,6 +13,7 @@ import asyncio
 import builtins
 import contextlib
 import dataclasses
+import functools
 import inspect
 import sqlite3
 import types
@@ -361,13 +362,15 @@ class OracleMemoryStore(IMemoryStore):
         """Give each subclass its own copies of the inherited public methods, named after it:
         Python names a function's ``__qualname__`` in the errors it raises for a call's
         arguments, so ``SQLiteMemoryStore.add() missing ... 'record_type'`` names the class the
-        user constructed, not ``OracleMemoryStore`` (new-user trial F-6)."""
+        user constructed, not ``OracleMemoryStore`` (new-user trial F-6). ``search`` and
+        ``list`` (and twins) also add a hint to such an error for names other libraries use
+        (``user_ids=``, ``limit=``)."""
         super().__init_subclass__(**kwargs)
         for name, original in OracleMemoryStore.__dict__.items():
             if name.startswith("_") or not isinstance(original, types.FunctionType) or hasattr(original, "__wrapped__"):
                 continue
             current = inspect.getattr_static(cls, name)
-            if getattr(current, "__code__", None) is not original.__code__:
+            if getattr(getattr(current, "_oramem_original", current), "__code__", None) is not original.__code__:
                 continue  # overridden on the way down: keep the override
             copy = types.FunctionType(original.__code__, original.__globals__, original.__name__,
                                       original.__defaults__, original.__closure__)
@@ -376,7 +379,9 @@ class OracleMemoryStore(IMemoryStore):
             copy.__module__ = original.__module__
             copy.__doc__ = inspect.getdoc(original)
             copy.__qualname__ = f"{cls.__name__}.{name}"
-            setattr(cls, name, copy)
+            method: Any = _with_call_hints(copy, _CALL_HINTS[name]) if name in _CALL_HINTS else copy
+            method._oramem_original = original
+            setattr(cls, name, method)
 
     def __init__(
         self,
@@ -814,6 +819,51 @@ class OracleMemoryStore(IMemoryStore):
     def __repr__(self) -> str:
         s = self._requested
         return f"{type(self).__name__}(memory_store_id={s.memory_store_id!r}, search_strategy={s.search_strategy.value!r})"
+
+
+_READ_HINTS = {"user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "thread_id", "filters": "metadata_filter",
+               "filter": "metadata_filter", "where": "metadata_filter", "metadata": "metadata_filter"}
+_SEARCH_HINTS = {**_READ_HINTS, "limit": "k", "top_k": "k", "n_results": "k", "record_type": "record_types",
+                 "text": "query", "query_text": "query"}
+_LIST_HINTS = {**_READ_HINTS, "k": "limit", "top_k": "limit"}
+#: per method: argument names other memory libraries use -> this API's name (for the hint)
+_CALL_HINTS = {"search": _SEARCH_HINTS, "search_async": _SEARCH_HINTS, "list": _LIST_HINTS, "list_async": _LIST_HINTS}
+
+
+def _hinted(exc: TypeError, kwargs: Mapping[str, Any], hints: Mapping[str, str]) -> Optional[TypeError]:
+    """``exc`` (raised by Python binding a call's arguments) with "did you mean" for the names
+    in ``hints``; None when no name applies."""
+    meant = [f"{hints[n]}=" for n in kwargs if n in hints and f"'{n}'" in str(exc)]
+    if not meant:
+        return None
+    return TypeError(f"{exc} (did you mean {', '.join(meant)}?)")
+
+
+def _with_call_hints(function: Any, hints: Mapping[str, str]) -> Any:
+    """``function`` with a hint added to its argument-binding TypeErrors (not to TypeErrors from
+    inside it: those have a deeper traceback)."""
+    if inspect.iscoroutinefunction(function):
+        @functools.wraps(function)
+        async def hinted_async(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await function(*args, **kwargs)
+            except TypeError as exc:
+                better = _hinted(exc, kwargs, hints) if exc.__traceback__ is not None and exc.__traceback__.tb_next is None else None
+                if better is None:
+                    raise
+                raise better from None
+        return hinted_async
+
+    @functools.wraps(function)
+    def hinted(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except TypeError as exc:
+            better = _hinted(exc, kwargs, hints) if exc.__traceback__ is not None and exc.__traceback__.tb_next is None else None
+            if better is None:
+                raise
+            raise better from None
+    return hinted
 
 
 def _as_float(results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:

@@ -4,6 +4,7 @@ the user constructed, and argument docs on every public method."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 
 import pytest
@@ -32,10 +33,10 @@ def test_add_with_user_id_hints_user_ids(store):
 def test_errors_name_the_class_constructed(store):
     with pytest.raises(TypeError, match=r"^SQLiteMemoryStore\.add\(\) missing 1 required positional argument: 'record_type'"):
         store.add(["I like tea"])
-    with pytest.raises(TypeError, match=r"^SQLiteMemoryStore\.search\(\) got an unexpected keyword argument 'limit'"):
-        store.search("tea", limit=3)
-    with pytest.raises(TypeError, match=r"^SQLiteMemoryStore\.search_async\(\)"):
-        store.search_async("tea", nope=1)
+    with pytest.raises(TypeError, match=r"^SQLiteMemoryStore\.search\(\) got an unexpected keyword argument 'nope'$"):
+        store.search("tea", nope=3)
+    with pytest.raises(TypeError, match=r"^SQLiteMemoryStore\.search_async\(\) got an unexpected keyword argument 'nope'$"):
+        asyncio.run(store.search_async("tea", nope=1))
     assert OracleDBMemoryStore.update.__qualname__ == "OracleDBMemoryStore.update"
 
     class Mine(SQLiteMemoryStore):
@@ -44,6 +45,23 @@ def test_errors_name_the_class_constructed(store):
 
     assert Mine.search.__qualname__ == "Mine.search" and Mine.get(None, "memory", "x") == "mine"
     assert SQLiteMemoryStore.search.__qualname__ == "SQLiteMemoryStore.search"
+
+
+def test_search_and_list_hint_the_names_other_libraries_use(store):
+    store.add(["I like tea"], "memory", user_ids="alice")
+    with pytest.raises(TypeError, match=r"^SQLiteMemoryStore\.search\(\) got an unexpected keyword argument 'limit' \(did you mean k=\?\)$"):
+        store.search("tea", limit=3)
+    with pytest.raises(TypeError, match=r"'user_ids' \(did you mean user_id=\?\)$"):
+        store.search("tea", user_ids="alice")
+    with pytest.raises(TypeError, match=r"^SQLiteMemoryStore\.list\(\) got an unexpected keyword argument 'user_ids' \(did you mean user_id=\?\)$"):
+        store.list("memory", user_ids="alice")
+    with pytest.raises(TypeError, match=r"search_async\(\) got an unexpected keyword argument 'limit' \(did you mean k=\?\)$"):
+        asyncio.run(store.search_async("tea", limit=3))
+    # a TypeError from inside the call is not rewritten
+    with pytest.raises(TypeError) as info:
+        store.search("tea", metadata_filter="not a mapping")
+    assert "did you mean" not in str(info.value)
+    assert store.search("tea", k=1, user_id="alice")[0][0].content == "I like tea"
 
 
 def test_public_methods_document_their_arguments():
