@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 for _mod, _why in (("onnxruntime", "ONNX Runtime"), ("tokenizers", "tokenizers"), ("onnx", "the onnx builder")):
-    pytest.importorskip(_mod, reason=f"{_why} not installed: pip install 'oramem[onnx]' onnx (CI installs it via [test])")
+    pytest.importorskip(_mod, reason=f"{_why} not installed: pip install '.[test]'")
 
 from oramem.embedders import ModelNotAvailable, ONNXEmbedder  # noqa: E402
 
