@@ -1000,10 +1000,11 @@ class SQLiteMemoryStore(OracleMemoryStore):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a zero-argument callable returning an aware UTC datetime")
-        row = _catalog_row(os.fspath(path), memory_store_id)
+        implicit = embedder is None and vector_dim is None
+        row = _catalog_row(os.fspath(path), memory_store_id) if (implicit or search_strategy is NOT_SET) else None
         if search_strategy is NOT_SET:  # an existing store opens as it is (the CLI does the same)
             search_strategy = SearchStrategy(row["capability"]) if row else SearchStrategy.VECTOR
-        if embedder is None and vector_dim is None and row is not _UNREADABLE:
+        if implicit and row is not _UNREADABLE:
             embedder = _implicit_embedder(row, search_strategy)
         engine = SQLiteEngine(
             os.fspath(path), clock=clock, approximate_search=approximate_search, vector_sidecar=vector_sidecar,
