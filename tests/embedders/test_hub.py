@@ -243,3 +243,17 @@ def test_cli_models_pull_and_list(online, mirror):
     assert bad.exit_code == 2 and "owner/name" in bad.output
     missing = runner.invoke(cli, ["models", "pull", "acme/nothing"])
     assert missing.exit_code == 1 and "HTTP 404" in missing.output
+
+
+def test_a_terminal_gets_a_progress_bar(online, files):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    hub.pull(progress=out)
+    text = out.getvalue()
+    assert text.startswith(f"oramem: downloading {REPO}@1110a243fdf4")
+    bars = [line for line in text.split("\n") if "\r" in line]
+    assert len(bars) == len(files)  # one finished bar per file
+    assert all("100.0%" in bar.rsplit("\r", 1)[1] for bar in bars)
