@@ -257,3 +257,14 @@ def test_a_terminal_gets_a_progress_bar(online, files):
     bars = [line for line in text.split("\n") if "\r" in line]
     assert len(bars) == len(files)  # one finished bar per file
     assert all("100.0%" in bar.rsplit("\r", 1)[1] for bar in bars)
+
+
+def test_identity_files_are_compared_when_both_sides_record_them():
+    from oramem.embedders.identity import same_identity
+
+    base = {"kind": "onnx", "model": REPO, "digest": "sha256:abc", "dimension": 384, "normalize": True,
+            "pooling": "mean", "prefixes": None, "path": None}
+    new = {**base, "files": {"model.onnx": "a" * 64, "tokenizer.json": "b" * 64}}
+    assert same_identity(base, new) and same_identity(new, base)  # a store built before files were recorded
+    assert same_identity(new, {**new, "model": "elsewhere"})
+    assert not same_identity(new, {**new, "files": {"model.onnx": "a" * 64, "tokenizer.json": "c" * 64}})
