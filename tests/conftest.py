@@ -1,22 +1,13 @@
 """Session-wide wiring shared by every test folder; kept minimal on purpose.
 
-Besides the no-network model cache set below, only the Oracle database source lives here, because several folders (tests/contract,
+Only the Oracle database source lives here, because several folders (tests/contract,
 tests/oracle) need the same one: see ``tests/oracle/oracle_env.py``. The header and the
 terminal summary print why Oracle tests are skipped when they are.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 from oracle import oracle_env
-
-# No test reaches the Hugging Face Hub: a store opened with no embedder falls back to the
-# lexical HashEmbedder at once (the tests of the download use their own loopback server and
-# lift this), and a model cached on the developer's machine never changes what a test sees.
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["ORAMEM_MODEL_CACHE"] = tempfile.mkdtemp(prefix="oramem-test-models-")
 
 
 def pytest_configure(config):
@@ -40,3 +31,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 def pytest_sessionfinish(session, exitstatus):
     oracle_env.shutdown()
+
+
+def _no_hub() -> None:
+    """No test reaches the Hugging Face Hub: a store opened with no embedder falls back to the
+    lexical HashEmbedder at once (the download tests lift this for their own loopback mirror),
+    and a model cached on the developer's machine never changes what a test sees."""
+    import os
+    import tempfile
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["ORAMEM_MODEL_CACHE"] = tempfile.mkdtemp(prefix="oramem-test-models-")
+
+
+_no_hub()

@@ -63,12 +63,14 @@ def identity_of(embedder: Any) -> Optional[dict[str, Any]]:
 def same_identity(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     if a.get("kind") != b.get("kind"):
         return False
-    skip = set(_INFORMATIONAL.get(str(a.get("kind")), set()))
-    for key in _WHEN_BOTH.get(str(a.get("kind")), set()):
-        if a.get(key) is None or b.get(key) is None:
-            skip.add(key)  # recorded by a newer oramem only: compared when both sides have it
+    skip = _INFORMATIONAL.get(str(a.get("kind")), set())
     keys = (set(a) | set(b)) - skip
-    return all(a.get(k) == b.get(k) for k in keys)
+    return all(a.get(k) == b.get(k) for k in keys if not _recorded_on_one_side(a, b, k))
+
+
+def _recorded_on_one_side(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> bool:
+    """A key of ``_WHEN_BOTH`` that one identity lacks (recorded by a newer oramem only)."""
+    return key in _WHEN_BOTH.get(str(a.get("kind")), set()) and (a.get(key) is None or b.get(key) is None)
 
 
 def describe_identity(ident: Optional[Mapping[str, Any]]) -> str:

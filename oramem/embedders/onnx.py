@@ -149,7 +149,6 @@ class ONNXEmbedder(IEmbedder):
         self.passage_prefix = passage_prefix
         self._lock = threading.Lock()
         self._digest: Optional[str] = None
-        self._files: Optional[dict[str, str]] = None
 
         self.model_path, self.model_id = self._resolve(model, cache_dir, download)
         #: the local path the caller gave (None for a model id): shown in advice, not compared
@@ -165,6 +164,7 @@ class ONNXEmbedder(IEmbedder):
         if inter_op_threads is not None:
             options.inter_op_num_threads = inter_op_threads
         self._session = self._new_session(ort, options)
+        self._files: Optional[dict[str, str]] = None
         inputs = self._session.get_inputs()
         self.augmented = any(i.type == "tensor(string)" for i in inputs)
         self._input_names = [i.name for i in inputs]
