@@ -822,8 +822,8 @@ class Normalizer:
         if chosen not in allowed:
             raise ValueError(
                 f"this store is open for {store.value} search (its search_strategy) and cannot answer strategy={chosen.value!r}; "
-                f"allowed: {', '.join(sorted(s.value for s in allowed))} (open it with search_strategy='hybrid' "
-                "and CREATE_IF_NECESSARY to upgrade)"
+                f"allowed: {', '.join(sorted(s.value for s in allowed))} (open the store with search_strategy='hybrid'; "
+                "a store created for less is upgraded by that open under CREATE_IF_NECESSARY)"
             )
         return chosen
 

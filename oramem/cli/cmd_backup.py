@@ -104,6 +104,8 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     if no_vectors:
         for ln in lines:
             ln.fields.pop("embedding", None)
+    if any("embedding" in ln.fields for ln in lines):
+        state.adopt_for_new_store(header.get("embedder"))  # a fresh file takes the backup's embedder
     store = state.open(create=True)
     if any("embedding" in ln.fields for ln in lines):
         _check_vector_source(header, store, source)
