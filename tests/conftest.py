@@ -47,3 +47,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 def pytest_sessionfinish(session, exitstatus):
     oracle_env.shutdown()
+
+
+def _no_hub() -> None:
+    """No test reaches the Hugging Face Hub: a store opened with no embedder falls back to the
+    lexical HashEmbedder at once (the download tests lift this for their own loopback mirror),
+    and a model cached on the developer's machine never changes what a test sees."""
+    import os
+    import tempfile
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["ORAMEM_MODEL_CACHE"] = tempfile.mkdtemp(prefix="oramem-test-models-")
+
+
+_no_hub()

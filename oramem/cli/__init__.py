@@ -5,19 +5,21 @@ it. Human output is aligned text; ``--json`` prints one JSON document for machin
 arguments print ``Error: ...`` and exit with status 2; store-state and service errors exit
 with status 1; no traceback unless ``ORAMEM_DEBUG=1``.
 
-Embedder: ``--embed-onnx`` (``$ORAMEM_ONNX_MODEL``) selects a local ONNX model,
-``--embed-url``/``--embed-model`` an OpenAI-compatible service, ``--embed-dim`` alone a
-HashEmbedder of that dimension. With none of them, an existing store uses the embedder its
-recorded identity names when it can be rebuilt here (HashEmbedder, a local ONNX model), and a
-new store the semantic default (``oramem.embedders.defaults``: a local model when available,
-else HashEmbedder(256) with a one-line notice). A store refuses any other embedder.
+Embedder: ``--embed-onnx`` selects a local ONNX model, ``--embed-url``/``--embed-model`` an
+OpenAI-compatible service, ``--embed-dim`` alone a HashEmbedder of that dimension. With none
+of them, an existing store uses the embedder its recorded identity names when it can be
+rebuilt here (HashEmbedder, a local ONNX model; else none: reads, exports and keyword search
+need none), and a new store the semantic default (``oramem.embedders.defaults``:
+``$ORAMEM_ONNX_MODEL``, else the default model fetched once, else offline HashEmbedder(256)
+with a one-line notice). A store refuses any other embedder. ``models`` (``cmd_models``)
+pulls and lists the model cache.
 
 Layout (one concern a module): ``group`` (the root group's error handling, lazy groups and
 option hoisting), ``state`` (``State``: the per-invocation options and the store it opens),
 ``output`` (option parsing, tables, ``--json``), ``app`` (the root ``cli`` group and ``main``),
 and the commands by group: ``cmd_records`` (add, get, list, update, delete, delete-thread,
 forget), ``cmd_search``, ``cmd_backup`` (import, export, migrate), ``cmd_maintenance``
-(purge, check, reembed), ``cmd_stores``, ``cmd_demo``, ``cmd_serve`` (mcp). The Oracle
+(purge, check, reembed), ``cmd_stores``, ``cmd_models`` (models pull, list), ``cmd_demo``, ``cmd_serve`` (mcp). The Oracle
 (``db``) and knowledge (``knowledge``, ``kg``) groups live in ``oramem.oracle.cli`` and
 ``oramem.knowledge.cli`` and are imported only when used.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 from . import cmd_backup as cmd_backup
 from . import cmd_demo as cmd_demo
 from . import cmd_maintenance as cmd_maintenance
+from . import cmd_models as cmd_models
 from . import cmd_records as cmd_records
 from . import cmd_search as cmd_search
 from . import cmd_serve as cmd_serve

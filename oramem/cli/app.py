@@ -41,9 +41,8 @@ from .state import DEFAULT_DB, State
 @click.option("--embed-dim", type=click.IntRange(min=2), envvar="ORAMEM_EMBED_DIM", show_envvar=True, help="Embedding dimension (default: 256 for the hash embedder, probed for --embed-url).")
 @click.option(
     "--embed-onnx",
-    envvar="ORAMEM_ONNX_MODEL",
-    show_envvar=True,
-    help="Local ONNX embedding model: a model directory, an .onnx file or a model id (needs oramem[onnx]).",
+    help="Local ONNX embedding model: a model directory, an .onnx file or a model id. ($ORAMEM_ONNX_MODEL names "
+    "the model for new stores only; an existing store keeps the embedder it was built with.)",
 )
 @click.option(
     "--keyword-language",
@@ -80,10 +79,11 @@ def cli(
 ) -> None:
     """Long-term memory for AI agents: the oramem store on an embedded SQLite file.
 
-    Embedder: --embed-onnx (or $ORAMEM_ONNX_MODEL) for a local ONNX model, --embed-url and
-    --embed-model for a service. Without them an existing store reuses the embedder it was
-    built with, and a new one uses the local model if one is set up, else the lexical
-    HashEmbedder(256) (not semantic; a notice says so).
+    Embedder: --embed-onnx for a local ONNX model, --embed-url and --embed-model for a
+    service. Without them an existing store reuses the embedder it was built with (listing,
+    reading, exporting and keyword search need none), and a new one uses $ORAMEM_ONNX_MODEL,
+    else the default model all-MiniLM-L6-v2 (fetched once: `oramem models pull`), else the
+    lexical HashEmbedder(256) with a one-line notice (offline).
     """
     source = ctx.get_parameter_source("db")
     state = State(

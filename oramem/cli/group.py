@@ -84,6 +84,9 @@ class OramemGroup(click.Group):
         except (ValueError, TypeError) as exc:
             if os.environ.get("ORAMEM_DEBUG"):
                 raise
+            hint = getattr(ctx.obj, "embedder_hint", None)
+            if hint and "has no embedder" in str(exc):  # the store's embedder could not be rebuilt here
+                raise CLIError(hint, 2) from None
             raise CLIError(in_cli_words(one_line(exc), self._flags_of(ctx)), 2) from None
         except (StoreError, EmbeddingServiceError, OSError) as exc:
             if os.environ.get("ORAMEM_DEBUG"):

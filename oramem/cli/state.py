@@ -11,7 +11,7 @@ import click
 
 from ..embedders import HashEmbedder, OpenAICompatibleEmbedder
 from ..embedders.defaults import default_embedder, embedder_for
-from ..embedders.identity import decode_identity
+from ..embedders.identity import decode_identity, describe_identity
 from ..errors import StoreError
 from ..normalize import DEFAULT_STORE_ID, validate_store_id
 from ..sqlite import admin as sqlite_admin
@@ -50,12 +50,24 @@ class State:
     read_only: bool = False
     keyword_language: Optional[str] = None
     hybrid: Any = None
+    #: the embedder a NEW store gets instead of the default (import of a with-vectors backup)
+    new_store_embedder: Any = None
+    #: what to say when the opened store needs its embedder and it could not be rebuilt here
+    embedder_hint: Optional[str] = None
     _store: Any = None
+
+    def adopt_for_new_store(self, identity: Optional[dict[str, Any]]) -> None:
+        """A new store (only; and only without --embed-* options) takes the embedder ``identity``
+        names when it can be rebuilt here: a with-vectors backup restores into a fresh file as is."""
+        if identity and not (self.embed_onnx or self.embed_url or self.embed_model or self.embed_dim is not None):
+            self.new_store_embedder = embedder_for(identity)
 
     def embedder(self, row: Optional[dict[str, Any]] = None) -> Any:
         """The embedder the --embed-* options select; with none of them, the one the existing
-        store's recorded identity names (``row``), else for a new store the semantic default
-        (a local ONNX model when available, else HashEmbedder(256) with a notice)."""
+        store's recorded identity names (``row``; None when it cannot be rebuilt here: the
+        store then serves everything but text-to-vector work), else for a new store the
+        semantic default (``$ORAMEM_ONNX_MODEL``, the default model, else HashEmbedder(256)
+        with a notice)."""
         if self.embed_onnx:
             if self.embed_url or self.embed_model:
                 raise click.UsageError("--embed-onnx and --embed-url/--embed-model are alternatives; give one")
@@ -81,10 +93,15 @@ class State:
         if self.embed_dim is not None:
             return HashEmbedder(self.embed_dim)
         if row is not None:
-            rebuilt = embedder_for(decode_identity(row.get("embedder")))
+            identity = decode_identity(row.get("embedder"))
+            rebuilt = embedder_for(identity)
             if rebuilt is not None:
                 return rebuilt
-            return HashEmbedder(HASH_DIM)
+            if identity is None and row.get("vector_dim") == HASH_DIM and row.get("capability") != "keyword":
+                return HashEmbedder(HASH_DIM)  # a store the CLI built before identities were recorded
+            return None  # reads, exports and keyword search need no embedder; the store says when one is needed
+        if self.new_store_embedder is not None:
+            return self.new_store_embedder
         try:
             return default_embedder()
         except ImportError as exc:
@@ -156,6 +173,13 @@ class State:
         if path != ":memory:":
             kwargs["read_only"] = read_only
         self._store = SQLiteMemoryStore(path, **kwargs)
+        identity = None if row is None else decode_identity(row.get("embedder"))
+        if self._store.embedder is None and identity is not None:
+            self.embedder_hint = (
+                f"store {sid!r} was built with {describe_identity(identity)}, which cannot be loaded here: give it "
+                f"with {_cli_embedder_options(identity)}; listing, reading, exporting and --strategy keyword "
+                "searches work without it"
+            )
         return self._store
 
     def close(self) -> None:
@@ -165,6 +189,17 @@ class State:
 
 
 pass_state = click.make_pass_decorator(State)
+
+
+def _cli_embedder_options(identity: dict[str, Any]) -> str:
+    kind = identity.get("kind")
+    if kind == "onnx":
+        return f"--embed-onnx {identity.get('path') or identity.get('model')} (the same weights)"
+    if kind == "openai-compatible":
+        return f"--embed-url URL --embed-model {identity.get('model')}"
+    if kind == "hash":
+        return f"--embed-dim {identity.get('dimension')}"
+    return "the Python API and the embedder that built it"
 
 
 def check_db_path(path: str, *, exists: bool, create: bool, reading: bool = False) -> bool:

@@ -5,7 +5,8 @@
 - :class:`OpenAICompatibleEmbedder` — any server speaking the OpenAI ``/embeddings`` API
   (standard library HTTP only).
 - :class:`ONNXEmbedder` — a local sentence-embedding model on ONNX Runtime (the
-  ``oramem[onnx]`` extra; imported lazily so ``import oramem`` stays light).
+  default model's runtime; a core dependency, no torch). :mod:`oramem.embedders.hub` fetches
+  the default model once into the model cache.
 """
 
 from .base import IEmbedder

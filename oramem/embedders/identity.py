@@ -8,7 +8,8 @@ one (``StoreSettingsMismatch``). An identity is a small JSON object:
 - ``OpenAICompatibleEmbedder``: ``{"kind": "openai-compatible", "model": ..., "dimension": ...}``
   (the server URL is not part of it: the same model behind another server is the same space)
 - ``ONNXEmbedder``: ``{"kind": "onnx", "model": ..., "digest": "sha256:...", "dimension": ...,
-  "normalize": ..., "pooling": ..., "prefixes": ..., "path": ...}``; ``model`` (a directory
+  "normalize": ..., "pooling": ..., "prefixes": ..., "path": ..., "files": {name: sha256}}``
+  (``files``: every file that decides the vectors, compared when both sides record it); ``model`` (a directory
   name or a model id) and ``path`` (where it was loaded from) are informational: two ONNX
   identities are the same when everything else is (the weights digest decides)
 - ``OracleDBEmbedder``: ``{"kind": "oracle-db", "model": ..., "dimension": ...}``
@@ -27,6 +28,8 @@ __all__ = ["identity_of", "same_identity", "describe_identity", "how_to_open", "
 
 #: Keys that name an identity without deciding it (per kind).
 _INFORMATIONAL = {"onnx": {"model", "path"}}
+#: Keys compared only when both identities have them (stores built before they were recorded).
+_WHEN_BOTH = {"onnx": {"files"}}
 
 
 def identity_of(embedder: Any) -> Optional[dict[str, Any]]:
@@ -62,7 +65,12 @@ def same_identity(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
         return False
     skip = _INFORMATIONAL.get(str(a.get("kind")), set())
     keys = (set(a) | set(b)) - skip
-    return all(a.get(k) == b.get(k) for k in keys)
+    return all(a.get(k) == b.get(k) for k in keys if not _recorded_on_one_side(a, b, k))
+
+
+def _recorded_on_one_side(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> bool:
+    """A key of ``_WHEN_BOTH`` that one identity lacks (recorded by a newer oramem only)."""
+    return key in _WHEN_BOTH.get(str(a.get("kind")), set()) and (a.get(key) is None or b.get(key) is None)
 
 
 def describe_identity(ident: Optional[Mapping[str, Any]]) -> str:

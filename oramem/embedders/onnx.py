@@ -1,4 +1,4 @@
-"""Local sentence embeddings on ONNX Runtime (the ``oramem[onnx]`` extra).
+"""Local sentence embeddings on ONNX Runtime (a dependency of oramem, no torch).
 
 :class:`ONNXEmbedder` runs a sentence-embedding model in process, with no service:
 
@@ -8,8 +8,9 @@
   unit vectors) and ``sentence_bert_config.json`` (``max_seq_length``).
 - **A model id** (``"sentence-transformers/all-MiniLM-L6-v2"``): looked up in the cache
   directory (``cache_dir``, else ``$ORAMEM_MODEL_CACHE``, else ``~/.cache/oramem/models``)
-  and, when missing, downloaded there once with ``huggingface_hub`` (if installed). With no
-  network, or without ``huggingface_hub``, the error says where to put the files by hand.
+  and, when missing, downloaded there once from the Hugging Face Hub layout
+  (:mod:`oramem.embedders.hub`: ``$HF_ENDPOINT``, pinned revision and digests for the
+  models oramem knows, atomic, resumable). Offline, the error says where to put the files.
 - **An "augmented" ONNX file** (tokenizer, pooling and normalisation inside the graph, a
   string input), as Oracle's ``DBMS_VECTOR.LOAD_ONNX_MODEL`` takes it: detected from the
   graph's input type and run with the custom operators of ``onnxruntime-extensions`` when
@@ -30,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -44,17 +46,9 @@ __all__ = ["ONNXEmbedder", "ModelNotAvailable", "default_cache_dir", "POOLING_MO
 POOLING_MODES = ("mean", "cls", "max")
 _DEFAULT_MAX_LENGTH = 512
 _MODEL_FILES = ("model.onnx", "onnx/model.onnx")
-#: Files fetched for a model id (the rest of a repository, e.g. PyTorch weights, is skipped).
-_DOWNLOAD_PATTERNS = [
-    "onnx/model.onnx",
-    "model.onnx",
-    "tokenizer.json",
-    "1_Pooling/config.json",
-    "modules.json",
-    "sentence_bert_config.json",
-    "config.json",
-]
-_INSTALL_HINT = "pip install 'oramem[onnx]'"
+#: Files besides the graph whose content changes the vectors (recorded in the identity).
+_CONFIG_FILES = ("tokenizer.json", "1_Pooling/config.json", "modules.json", "sentence_bert_config.json")
+_INSTALL_HINT = "pip install onnxruntime tokenizers (dependencies of oramem)"
 
 
 class ModelNotAvailable(RuntimeError):
@@ -170,6 +164,7 @@ class ONNXEmbedder(IEmbedder):
         if inter_op_threads is not None:
             options.inter_op_num_threads = inter_op_threads
         self._session = self._new_session(ort, options)
+        self._files: Optional[dict[str, str]] = None
         inputs = self._session.get_inputs()
         self.augmented = any(i.type == "tensor(string)" for i in inputs)
         self._input_names = [i.name for i in inputs]
@@ -226,7 +221,7 @@ class ONNXEmbedder(IEmbedder):
         if found is None:
             if not download:
                 raise ModelNotAvailable(f"model {text!r} is not in the cache {target} and download=False")
-            self._download(text, target)
+            target = self._download(text, target)
             found = _find_model_file(target)
             if found is None:
                 raise ModelNotAvailable(
@@ -236,25 +231,20 @@ class ONNXEmbedder(IEmbedder):
         return found.resolve(), text
 
     @staticmethod
-    def _download(model_id: str, target: Path) -> None:
-        manual = (
-            f"put model.onnx and tokenizer.json (and 1_Pooling/config.json, modules.json) of {model_id} into "
-            f"{target}, or pass a local model directory"
-        )
-        try:
-            import huggingface_hub
-        except ImportError:
+    def _download(model_id: str, target: Path) -> Path:
+        """Fetch a model id into ``target`` (its cache directory) with :func:`oramem.embedders.hub.pull`."""
+        from . import hub
+
+        if target.exists() and not hub.is_complete(target):
             raise ModelNotAvailable(
-                f"model {model_id!r} is not cached and huggingface_hub is not installed to download it: "
-                f"pip install huggingface_hub, or {manual}"
-            ) from None
+                f"{target} exists but holds no model.onnx; put model.onnx and tokenizer.json of {model_id} there, "
+                "or remove it and let oramem download the model"
+            )
         try:
-            huggingface_hub.snapshot_download(repo_id=model_id, allow_patterns=_DOWNLOAD_PATTERNS, local_dir=str(target))
-        except Exception as exc:  # network errors, unknown repository, offline mode
-            detail = " ".join(str(exc).split())[:300] or type(exc).__name__
-            raise ModelNotAvailable(
-                f"could not download model {model_id!r} (offline or unknown model?): {detail}; {manual}"
-            ) from None
+            spec = hub.resolve(model_id)
+        except ValueError as exc:
+            raise ModelNotAvailable(str(exc)) from None
+        return hub.pull(spec, cache_dir=target.parent, progress=sys.stderr)
 
     def _new_session(self, ort: Any, options: Any) -> Any:
         try:
@@ -357,7 +347,22 @@ class ONNXEmbedder(IEmbedder):
             "normalize": self.normalize,
             "pooling": self.pooling or "in-graph",
             "prefixes": [self.query_prefix, self.passage_prefix] if (self.query_prefix or self.passage_prefix) else None,
+            "files": self.file_digests,
         }
+
+    @property
+    def file_digests(self) -> dict[str, str]:
+        """SHA-256 of every file that decides the vectors: the graph (as ``model.onnx``), the
+        tokenizer and the sentence-transformers configuration files present (computed once)."""
+        if self._files is None:
+            files = {"model.onnx": self.weights_digest}
+            if not self.augmented:
+                for name in _CONFIG_FILES:
+                    path = self.model_dir / name
+                    if path.is_file():
+                        files[name] = _file_digest(path)
+            self._files = files
+        return dict(self._files)
 
     def __repr__(self) -> str:
         return f"ONNXEmbedder(model={self.model_id!r}, dimension={self._dimension}, pooling={self.pooling!r}, normalize={self.normalize})"

@@ -169,10 +169,10 @@ class KnowledgeMemory:
         if self._backend.dialect_name == "sqlite":
             store.register_deletion_hook(self._deletion_hook)
         else:
-            # Oracle: the PL/SQL twin of _deletion_hook runs inside the store's delete,
-            # cascade and purge transactions (SC-8.5, KC-3.6; review F16). It replaces a
-            # hook registered before (one PL/SQL hook per store).
-            store.register_deletion_hook(ORACLE_DELETION_HOOK)
+            # Oracle: the PL/SQL twin of _deletion_hook (ORACLE_DELETION_HOOK) runs inside the
+            # store's delete, cascade and purge transactions for every store with knowledge
+            # tables (oramem_store.call_hook; SC-8.5, KC-3.6; reviews F16, D5): nothing is
+            # registered, so the store's one PL/SQL hook slot stays the application's.
             # forget (SC-8.6): the whole erasure of oramem.knowledge.erasure runs in the
             # store's forget transaction, through SQLAlchemy on its connection
             eraser = erasure.OracleEraser(self._backend.sa_engine, self._tables, self._purge_facts)

@@ -153,9 +153,27 @@ class JSONValue(TypeDecorator):
     def process_result_value(self, value, dialect):
         if value is None:
             return None
+        if dialect.name == "oracle":
+            # D1: python-oracledb decodes a JSON column itself (impl/base/oson.pyx,
+            # _decode_node: str, bool, None, dict, list, every number a Decimal); decoding
+            # again would fail on "Talho" or Decimal('42'). Numbers become int/float as on SQLite.
+            return _plain_json(value)
         if isinstance(value, (dict, list)):
             return value
         return json.loads(value)
+
+
+def _plain_json(value: Any) -> Any:
+    """A driver-decoded JSON value with its Decimal numbers as int (integral) or float."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_json(v) for v in value]
+    return value
 
 
 class Vector(TypeDecorator):

@@ -45,7 +45,8 @@ def test_forget_arguments_are_flags(runner, tmp_path):
     db = str(tmp_path / "g.db")
     run(runner, "--db", db, "add", "x")
     assert "exactly one of --user or --agent" in run(runner, "--db", db, "forget", "--yes", expect=2).stderr
-    assert "--name goes with --user" in run(runner, "--db", db, "forget", "--agent", "a", "--name", "A", "--yes", expect=2).stderr
+    # names are never matched (SC-13.3): the flag is gone, and using it is an error that writes nothing
+    assert "No such option '--name'" in run(runner, "--db", db, "forget", "--user", "u1", "--name", "A", "--yes", expect=2).stderr
     # CliRunner's stdin is not a terminal: no prompt, the confirmation flag is asked for
     assert "repeat with --yes" in run(runner, "--db", db, "forget", "--user", "u1", input="y\n", expect=2).stderr
     assert run(runner, "--db", db, "list").stdout.count("\n") == 2  # nothing was erased

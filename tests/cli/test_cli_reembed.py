@@ -56,7 +56,7 @@ def test_reembed_errors(run, tmp_path):
 
 def test_embed_onnx_option(run, tmp_path):
     for mod in ("onnxruntime", "tokenizers", "onnx"):
-        pytest.importorskip(mod, reason=f"{mod} not installed: pip install 'oramem[onnx]' onnx")
+        pytest.importorskip(mod, reason=f"{mod} not installed: pip install '.[test]'")
     from embedders.onnx_models import build_model_dir  # tests/ is on sys.path (rootdir-relative imports)
 
     model = build_model_dir(tmp_path / "tiny")

@@ -12,7 +12,13 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def test_readme_starts_with_the_two_commands():
     head = README.read_text(encoding="utf-8").splitlines()[:4]
-    assert head == ["```", "pip install . && oramem demo", "pip install '.[test]' && pytest", "```"]
+    assert head == [
+        "```",
+        # a virtualenv first: a Debian/Ubuntu system Python refuses pip install (PEP 668, new-user trial F-7)
+        "python3 -m venv .venv && . .venv/bin/activate && pip install . && oramem demo",
+        "pip install '.[test]' && pytest",
+        "```",
+    ]
 
 
 ORACLE_BLOCKS = re.compile(r"```python oracle\n(.*?)```", flags=re.S)

@@ -50,7 +50,7 @@ def test_sc_1_constructor_defaults():
     sq = inspect.signature(oramem.SQLiteMemoryStore).parameters
     assert sq["path"].default == ":memory:"
     assert sq["schema_policy"].default == SchemaPolicy.CREATE_IF_NECESSARY
-    assert sq["search_strategy"].default == SearchStrategy.VECTOR
+    assert sq["search_strategy"].default is NOT_SET  # an existing store's own strategy, else VECTOR
     assert sq["memory_store_id"].default is NOT_SET
     assert sq["memory_retention_config"].default is NOT_SET
     od = inspect.signature(oramem.OracleDBMemoryStore).parameters

@@ -49,7 +49,7 @@ def test_recorded_embedder_is_rebuilt(tmp_path):
 
 def test_env_model_is_the_default_and_demo_names_it(tmp_path, monkeypatch):
     for mod in ("onnxruntime", "tokenizers", "onnx"):
-        pytest.importorskip(mod, reason=f"{mod} not installed: pip install 'oramem[onnx]' onnx")
+        pytest.importorskip(mod, reason=f"{mod} not installed: pip install '.[test]'")
     from oramem.embedders import ONNXEmbedder
 
     from .onnx_models import build_model_dir

@@ -165,8 +165,8 @@ def test_forget_arguments(tmp_path):
             store.forget()
         with pytest.raises(ValueError, match="exactly one"):
             store.forget(user_id="a", agent_id="b")
-        with pytest.raises(ValueError, match="names apply"):
-            store.forget(agent_id="b", names=["B"])
-        with pytest.raises(TypeError, match="names must be a list"):
-            store.forget(user_id="a", names="A")
+        # names are never matched (SC-13.3): refused, not silently ignored
+        for kwargs in ({"agent_id": "b", "names": ["B"]}, {"user_id": "a", "names": ["A"]}, {"user_id": "a", "names": []}):
+            with pytest.raises(ValueError, match="no longer matches names"):
+                store.forget(**kwargs)
         assert set(store.forget(user_id="nobody").values()) == {0}
