@@ -17,6 +17,7 @@ does not survive a fork).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import os
 import threading
@@ -79,6 +80,16 @@ class BackgroundLoop:
             coro.close()
             raise
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def submit(self, coro: Coroutine[Any, Any, R]) -> concurrent.futures.Future[R]:
+        """Schedule ``coro`` on the background loop without waiting for it (a long-running
+        task of the owner, e.g. the knowledge layer's in-process worker)."""
+        try:
+            loop = self._ensure()
+        except BaseException:
+            coro.close()
+            raise
+        return asyncio.run_coroutine_threadsafe(coro, loop)
 
     def close(self) -> None:
         """Stop the loop and join its thread (idempotent); later calls raise ``RuntimeError``."""

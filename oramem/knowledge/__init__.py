@@ -19,7 +19,7 @@ from .classify import classify_input, select_strategy
 from .config import KnowledgeConfig
 from .context import compress_context
 from .emotion import tag_event_emotion, tag_event_emotion_sync
-from .errors import ConflictError, EmbeddingError, ExtractionError, KnowledgeError, LLMError, LLMTimeout
+from .errors import ConflictError, EmbeddingError, ExtractionError, KnowledgeError, LLMError, LLMReplyError, LLMTimeout
 from .memory import KnowledgeMemory
 from .pipeline import detect_corrections
 from .providers import BaseLLMProvider, LLMProvider, LLMResult, OpenAICompatibleEmbedder, OpenAICompatibleProvider
@@ -35,6 +35,7 @@ __all__ = [
     "KnowledgeError",
     "LLMError",
     "LLMTimeout",
+    "LLMReplyError",
     "EmbeddingError",
     "ExtractionError",
     "ConflictError",

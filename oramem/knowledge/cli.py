@@ -626,7 +626,6 @@ def worker_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, llm_base_u
     """Extract the messages queued by write(..., background=True) / `oramem knowledge write
     --background`. Prints one JSON object (what it did) when it stops; exit 0, or 1 when a
     job failed for good in this run."""
-    import asyncio
     import signal
 
     from .queue import StopFlag
@@ -640,8 +639,9 @@ def worker_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, llm_base_u
         if flag is not None:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: flag.stopping.set())
-        return asyncio.run(km.process_jobs_async(max_jobs=max_jobs, lease_seconds=lease_seconds, backoff_base=backoff_base,
-                                                 backoff_max=backoff_max, _stop=flag))
+        # the sync twin: the jobs run on the instance's own loop (no loop of the command's own)
+        return km.process_jobs(max_jobs=max_jobs, lease_seconds=lease_seconds, backoff_base=backoff_base,
+                               backoff_max=backoff_max, _stop=flag)
 
     report = _with_km(dsn, user, password_stdin, sqlite_path, store_id, run, llm=llm, embed_url=embed_url,
                       embed_model=embed_model)

@@ -1,5 +1,10 @@
 """``KnowledgeConfig`` (KC-1.7): one frozen dataclass; ``config_overrides`` merge per call.
 
+The field types are checked by a pydantic model built from the dataclass's own fields
+(``_Model``), so the declaration is written once; the dataclass stays the public type (same
+constructor, attributes, ``dataclasses.replace``, and mypy sees a plain frozen dataclass). The
+rules that relate fields (tier ratios, the timezone) stay in ``__post_init__``.
+
 Which fields are read by what is listed in ``STATUS.md``; a field belonging to a part of
 the layer that is not built yet (retrieval, jobs) is listed there as not yet read.
 """
@@ -8,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Annotated, Any, Mapping, Optional, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Strict, ValidationError, create_model
 
 __all__ = ["KnowledgeConfig", "merge_config"]
 
@@ -33,9 +40,9 @@ class KnowledgeConfig:
     llm_concurrency: int = 4
     timezone: str = "UTC"
     # -- fact scoring
-    confidence_level_map: dict = _d(explicit_statement=0.95, strong_inference=0.80, weak_inference=0.60, speculation=0.40)
+    confidence_level_map: dict[str, float] = _d(explicit_statement=0.95, strong_inference=0.80, weak_inference=0.60, speculation=0.40)
     confidence_default: float = 0.60
-    importance_category_map: dict = _d(
+    importance_category_map: dict[str, float] = _d(
         biographical_milestone=0.90,
         relationship_change=0.85,
         stable_preference=0.80,
@@ -49,7 +56,7 @@ class KnowledgeConfig:
     llm_resolution_min_similarity: float = 0.50
     enable_llm_resolution: bool = True
     resolution_timeout_sec: float = 5
-    extra_self_references: frozenset = frozenset()
+    extra_self_references: frozenset[str] = frozenset()
     reconcile_similarity_gate: float = 0.50
     reconcile_candidates: int = 3
     reconcile_timeout_sec: float = 15
@@ -57,8 +64,8 @@ class KnowledgeConfig:
     relation_reinforce_step: float = 0.1
     mirror_fact_confidence: float = 0.60
     attribute_promotion_threshold: int = 3
-    extra_attribute_keys: frozenset = frozenset()
-    attribute_aliases: dict = field(default_factory=dict)
+    extra_attribute_keys: frozenset[str] = frozenset()
+    attribute_aliases: dict[str, Any] = field(default_factory=dict)
     # -- retrieval
     topk_facts: int = 20
     topk_events: int = 8
@@ -67,11 +74,11 @@ class KnowledgeConfig:
     min_confidence: float = 0.55
     min_score: float = 0.15
     recency_half_life_days: float = 14
-    score_weights: dict = _d(semantic=0.70, recency=0.20, importance=0.10)
-    signal_factors: dict = _d(semantic=1.0, keyword=0.8, graph=0.8, spreading=1.0)
+    score_weights: dict[str, float] = _d(semantic=0.70, recency=0.20, importance=0.10)
+    signal_factors: dict[str, float] = _d(semantic=1.0, keyword=0.8, graph=0.8, spreading=1.0)
     # KC-5.5: weight of the context signals (graph, spreading) next to the direct ones
     context_signal_weight: float = 0.5
-    event_score_weights: tuple = (0.6, 0.3, 0.1)
+    event_score_weights: tuple[float, ...] = (0.6, 0.3, 0.1)
     include_stale_facts: bool = False
     track_usage: bool = True
     enable_reranker: bool = True
@@ -82,7 +89,7 @@ class KnowledgeConfig:
     graph_min_confidence: float = 0.30
     graph_max_facts: int = 30
     graph_hop2_min_strength: float = 0.5
-    graph_hop_factors: tuple = (0.5, 1.0, 0.5)
+    graph_hop_factors: tuple[float, ...] = (0.5, 1.0, 0.5)
     spreading_activation_hops: int = 2
     spreading_decay_factor: float = 0.5
     spreading_max_related_entities: int = 5
@@ -117,8 +124,7 @@ class KnowledgeConfig:
     max_pairwise_items: int = 2000
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            _check(f.name, getattr(self, f.name), _TYPES[f.name])
+        _check_types(self.as_dict())
         if self.on_extraction_failure not in ("keep_event", "rollback"):
             raise ValueError(
                 f"on_extraction_failure must be 'keep_event' or 'rollback', got {self.on_extraction_failure!r}"
@@ -150,30 +156,55 @@ class KnowledgeConfig:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
-_TYPES: dict[str, type] = {}
+_NAMES: dict[str, type] = {"float": float, "int": int, "bool": bool, "str": str, "dict": dict, "frozenset": frozenset, "tuple": tuple}
 
 
-def _resolve_types() -> None:
-    names = {"float": float, "int": int, "bool": bool, "str": str, "dict": dict, "frozenset": frozenset, "tuple": tuple}
-    for f in dataclasses.fields(KnowledgeConfig):
-        ann = f.type if isinstance(f.type, str) else f.type.__name__
-        _TYPES[f.name] = names[ann]
+def _is_number(value: Any) -> Any:
+    # an int is accepted for a float (KC-1.7); bool is an int subclass and is refused
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("not a number")
+    return value
 
 
-def _check(name: str, value: Any, want: type) -> None:
-    if want is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    elif want is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif want is frozenset:
-        ok = isinstance(value, (frozenset, set))
-    else:
-        ok = isinstance(value, want)
-    if not ok:
-        raise ValueError(f"config field {name} must be {want.__name__}, got {type(value).__name__} ({value!r})")
+def _instance(value: Any, kinds: Union[type, tuple[type, ...]]) -> Any:
+    if not isinstance(value, kinds):
+        raise ValueError("wrong type")
+    return value
 
 
-_resolve_types()
+#: the pydantic type that checks a field of each declared type: exact types, no coercion
+#: ("1" is not an int, 2.5 is not an int, True is not a float); a set is accepted for a frozenset
+_CHECKS: dict[type, Any] = {
+    float: Annotated[Any, BeforeValidator(_is_number)],
+    int: Annotated[int, Strict()],
+    bool: Annotated[bool, Strict()],
+    str: Annotated[str, Strict()],
+    dict: Annotated[Any, BeforeValidator(lambda v: _instance(v, dict))],
+    frozenset: Annotated[Any, BeforeValidator(lambda v: _instance(v, (frozenset, set)))],
+    tuple: Annotated[Any, BeforeValidator(lambda v: _instance(v, tuple))],
+}
+
+#: declared type of every field, by name (also the list of valid config_overrides keys)
+_TYPES: dict[str, type] = {
+    f.name: _NAMES[(f.type if isinstance(f.type, str) else f.type.__name__).split("[")[0]] for f in dataclasses.fields(KnowledgeConfig)
+}
+
+#: the field types of KnowledgeConfig as one pydantic model (the dataclass stays the public type:
+#: its constructor, attributes and ``frozen`` semantics are unchanged, and mypy reads it as a
+#: plain dataclass)
+_FIELDS: dict[str, Any] = {name: (_CHECKS[want], ...) for name, want in _TYPES.items()}
+_Model: type[BaseModel] = create_model(
+    "KnowledgeConfigTypes", __config__=ConfigDict(extra="forbid"), **_FIELDS
+)
+
+
+def _check_types(values: dict[str, Any]) -> None:
+    try:
+        _Model.model_validate(values)
+    except ValidationError as exc:
+        name = str(exc.errors(include_url=False)[0]["loc"][0])
+        value = values[name]
+        raise ValueError(f"config field {name} must be {_TYPES[name].__name__}, got {type(value).__name__} ({value!r})") from None
 
 
 def merge_config(base: KnowledgeConfig, overrides: Optional[Mapping[str, Any]]) -> KnowledgeConfig:
@@ -190,7 +221,7 @@ def merge_config(base: KnowledgeConfig, overrides: Optional[Mapping[str, Any]]) 
         return base
     values = dict(overrides)
     for k, v in values.items():
-        _check(k, v, _TYPES[k])
-        if _TYPES[k] is frozenset:
+        if _TYPES[k] is frozenset and isinstance(v, set):
             values[k] = frozenset(v)
+    # the types are checked by the replaced config's __post_init__ (same message as the constructor)
     return dataclasses.replace(base, **values)

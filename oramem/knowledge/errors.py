@@ -7,7 +7,7 @@ problems raise the store's ``StoreError`` family. Everything else the layer repo
 
 from __future__ import annotations
 
-__all__ = ["KnowledgeError", "LLMError", "LLMTimeout", "EmbeddingError", "ExtractionError", "ConflictError"]
+__all__ = ["KnowledgeError", "LLMError", "LLMTimeout", "LLMReplyError", "EmbeddingError", "ExtractionError", "ConflictError"]
 
 
 class KnowledgeError(Exception):
@@ -20,6 +20,19 @@ class LLMError(KnowledgeError):
 
 class LLMTimeout(LLMError):
     """An LLM call exceeded its step timeout (KC-7.2)."""
+
+
+class LLMReplyError(LLMError):
+    """An LLM reply that cannot be parsed or does not match its task's schema (KC-2.4).
+
+    ``task`` is the task (``"extract"``), ``field`` the first offending field as a path
+    (``"facts[2].subject"``; ``None`` when the reply is not a JSON object at all)."""
+
+    def __init__(self, task: str, field: str | None, problem: str) -> None:
+        self.task = task
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{task}: reply field {field}: {problem}" if field else f"{task}: {problem}")
 
 
 class EmbeddingError(KnowledgeError):

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from . import commit as commit_mod
 from . import reads
 from .emotion import tag_emotion_detailed
+from .errors import LLMError
 from .model import new_id
 from .scoring import compute_vitality
 from .tasks import TaskCall
@@ -151,7 +152,7 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime, user_id: Opt
             p[4] = reply["summary"].strip()
             res.summaries_generated += 1
             p[5] = await _embed_one(km, p[4])
-        except Exception as exc:  # noqa: BLE001 - the cluster is kept, with the mean vector
+        except LLMError as exc:  # the cluster is kept, with the mean vector
             log.warning("cluster_summary failed (%s)", type(exc).__name__)
         if p[5] is None:
             vecs = [np.asarray(r["embedding_vec"], dtype=np.float32) for r in facts if r["embedding_vec"] is not None]
@@ -269,7 +270,7 @@ async def detect_communities(km, agent_id: str, cfg: Any, now: datetime, user_id
             try:
                 reply = await call("community", {"clusters": [{"label": c["label"], "summary": c["summary_text"] or ""} for c in members]},
                                    cfg.job_llm_timeout_sec)
-            except Exception as exc:  # noqa: BLE001 - the community is skipped
+            except LLMError as exc:  # the community is skipped
                 log.warning("community failed (%s)", type(exc).__name__)
                 continue
             title, summary = reply["title"].strip()[:80], reply["summary"].strip()
@@ -380,7 +381,7 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime, user_id: Optio
     }
     try:
         reply = await call("consolidate", payload, cfg.job_llm_timeout_sec)
-    except Exception as exc:  # noqa: BLE001 - KC-6.4: an LLM failure skips the job
+    except LLMError as exc:  # KC-6.4: an LLM failure skips the job
         res.skipped, res.skip_reason = True, f"llm: {exc}"
         return res
     items = []
@@ -572,7 +573,7 @@ async def _merges(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[
                 "a": {"key": ka, "name": a["display_name"], "facts": texts.get(ka, [])},
                 "b": {"key": kb, "name": b["display_name"], "facts": texts.get(kb, [])},
             }, cfg.job_llm_timeout_sec)
-        except Exception as exc:  # noqa: BLE001 - the pair is skipped
+        except LLMError as exc:  # the pair is skipped
             log.warning("entity_merge failed (%s)", type(exc).__name__)
             continue
         if not reply["should_merge"]:
@@ -721,7 +722,7 @@ async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime, user_id:
         try:
             reply = await call("entity_summary", {"entity_key": x["canonical_key"], "display_name": x["display_name"], "facts": facts},
                                cfg.job_llm_timeout_sec)
-        except Exception as exc:  # noqa: BLE001 - the entity is skipped
+        except LLMError as exc:  # the entity is skipped
             log.warning("entity_summary failed (%s)", type(exc).__name__)
             continue
         done.append((x["canonical_key"], reply["summary"].strip()))

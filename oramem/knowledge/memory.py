@@ -158,7 +158,7 @@ class KnowledgeMemory:
             apply_schema_policy(self._backend.sa_engine, self._tables, SchemaPolicy.coerce(policy, "schema_policy"),
                                 upgrade=self._upgrade_schema)
         self._closed = False
-        self._worker: Optional[queue_mod.WorkerThread] = None
+        self._worker: Optional[queue_mod.BackgroundWorker] = None
         self._loop_runner = BackgroundLoop(f"oramem-kg-{store.memory_store_id}")
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oramem-kg")
         #: what the other knowledge modules share with this instance (no private reaches)
@@ -202,7 +202,10 @@ class KnowledgeMemory:
             self._backend.close()
 
     async def close_async(self) -> None:
-        self.close()
+        """:meth:`close` in a worker thread: stopping the in-process worker and joining this
+        instance's loop and executor can take a while, and the caller's loop keeps running."""
+        if not self._closed:
+            await asyncio.to_thread(self.close)
 
     def __enter__(self) -> "KnowledgeMemory":
         return self
@@ -402,7 +405,7 @@ class KnowledgeMemory:
 
     def start_worker(self, *, poll_interval: float = 1.0, lease_seconds: float = 300.0, backoff_base: float = 2.0,
                      backoff_max: float = 300.0) -> None:
-        """Run a worker in a daemon thread of this process until :meth:`stop_worker` (or
+        """Run a worker on this instance's event loop until :meth:`stop_worker` (or
         :meth:`close`): it processes due jobs, then waits ``poll_interval`` seconds (a
         background write of this instance wakes it at once)."""
         if self._closed:
@@ -413,7 +416,7 @@ class KnowledgeMemory:
             raise ValueError("start_worker extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=...")
         if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)) or not poll_interval > 0:
             raise ValueError("poll_interval must be a number > 0")
-        self._worker = queue_mod.WorkerThread(self, float(poll_interval), dict(
+        self._worker = queue_mod.BackgroundWorker(self, self._loop_runner, float(poll_interval), dict(
             lease_seconds=lease_seconds, backoff_base=backoff_base, backoff_max=backoff_max))
 
     def stop_worker(self, timeout: Optional[float] = None) -> Optional[WorkerReport]:

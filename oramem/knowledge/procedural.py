@@ -14,6 +14,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from . import reads
+from .errors import LLMError
 from .model import new_id
 from .tasks import TaskCall
 from .text import norm
@@ -81,7 +82,7 @@ async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, no
         used = reply.get("directives_used", len(items))
         count = len(used) if isinstance(used, list) else int(used)
         block = DirectiveBlock(text=reply["directives_block"].strip(), directive_count=max(0, min(count, len(items))))
-    except Exception as exc:  # noqa: BLE001 - KC-7.3: directives degrade to the fallback text
+    except LLMError as exc:  # KC-7.3: directives degrade to the fallback text
         log.warning("directives: LLM failed (%s); fallback text used", type(exc).__name__)
         return DirectiveBlock(text="\n".join(f"- {i['title']}" for i in items), directive_count=len(items))
     # drop expired entries of this agent, then store
@@ -119,7 +120,7 @@ async def check_contradiction(km: Any, agent_id: str, new_directive: str, cfg: A
     try:
         reply = await call("contradiction", {"new_directive": new_directive, "existing": {"title": target["title"], "text": target["text"]}},
                            cfg.job_llm_timeout_sec)
-    except Exception as exc:  # noqa: BLE001 - KC-5.10: a failure gives ContradictionResult() plus a log warning
+    except LLMError as exc:  # KC-5.10: a failure gives ContradictionResult() plus a log warning
         log.warning("contradiction check failed (%s)", type(exc).__name__)
         return ContradictionResult(), None
     if not reply["has_contradiction"]:

@@ -38,6 +38,7 @@ limit, so on Oracle jobs are claimed in no guaranteed order.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -341,32 +342,26 @@ class StopFlag:
         self.woken.clear()
 
 
-class WorkerThread(StopFlag):
-    """``KnowledgeMemory.start_worker``: a daemon thread running ``process_jobs_async`` in
-    its own event loop until :meth:`stop`; background writes of the same instance
-    :meth:`wake` it."""
+class BackgroundWorker(StopFlag):
+    """``KnowledgeMemory.start_worker``: ``process_jobs_async`` as a task on the instance's own
+    event loop (the loop its sync twins run on; no loop of its own) until :meth:`stop`;
+    background writes of the same instance :meth:`wake` it."""
 
-    def __init__(self, km: Any, poll_interval: float, kwargs: dict) -> None:
+    def __init__(self, km: Any, loop: Any, poll_interval: float, kwargs: dict) -> None:
         super().__init__(poll_interval)
-        self.km = km
-        self.kwargs = kwargs
-        self.report: Optional[WorkerReport] = None
-        self.error: Optional[BaseException] = None
-        self.thread = threading.Thread(target=self._main, name="oramem-kg-worker", daemon=True)
-        self.thread.start()
+        self.future: concurrent.futures.Future[WorkerReport] = loop.submit(km.process_jobs_async(_stop=self, **kwargs))
+        self.future.add_done_callback(self._log_error)
 
-    def _main(self) -> None:
-        try:
-            self.report = asyncio.run(self.km.process_jobs_async(_stop=self, **self.kwargs))
-        except BaseException as exc:  # noqa: BLE001 - kept for stop() to re-raise
-            self.error = exc
-            log.exception("oramem.knowledge: the background worker stopped on an error")
+    @staticmethod
+    def _log_error(future: concurrent.futures.Future[WorkerReport]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            log.error("oramem.knowledge: the background worker stopped on an error", exc_info=future.exception())
 
     def stop(self, timeout: Optional[float] = None) -> Optional[WorkerReport]:
+        """Stop after the current job and return the report; re-raises the error that stopped
+        the worker, if any; ``TimeoutError`` when the current job outlasts ``timeout``."""
         self.stopping.set()
-        self.thread.join(timeout)
-        if self.thread.is_alive():
-            raise TimeoutError("the background worker did not finish its current job in time")
-        if self.error is not None:
-            raise self.error
-        return self.report
+        try:
+            return self.future.result(timeout)
+        except concurrent.futures.TimeoutError:  # an alias of TimeoutError from Python 3.11
+            raise TimeoutError("the background worker did not finish its current job in time") from None

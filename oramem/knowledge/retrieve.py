@@ -946,7 +946,7 @@ class RetrieveRun:
             scores = reply["scores"]
             if len(scores) != len(head):
                 raise LLMError(f"{len(scores)} scores for {len(head)} candidates")
-        except Exception as exc:  # noqa: BLE001 - KC-5.7: keep the order, warn
+        except LLMError as exc:  # KC-5.7: keep the order, warn
             self.warn(f"reranker: {exc}")
             return ranked
         w = float(cfg.reranker_weight)

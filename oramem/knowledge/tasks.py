@@ -2,8 +2,9 @@
 
 Every prompt starts its system message with ``[oramem-task:<task>]`` and ends its last user
 message with ``<oramem-input>{json}</oramem-input>``; the payload and the reply schema are
-contract, the prose is not. A reply that cannot be parsed or does not conform is a failure
-of that step (:class:`LLMError`); a step timeout is :class:`LLMTimeout`.
+contract, the prose is not. A reply that cannot be parsed or does not conform to its task's
+pydantic model (``replies.py``) is a failure of that step (:class:`LLMReplyError`, an
+:class:`LLMError` naming the task and the field); a step timeout is :class:`LLMTimeout`.
 """
 
 from __future__ import annotations
@@ -11,17 +12,16 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
-from .errors import LLMError, LLMTimeout
+from .errors import LLMError, LLMReplyError, LLMTimeout
+from .replies import EMOTIONS, ENERGIES, validate_reply
 from .text import estimate_tokens
 from .types import TokenUsage
 
 __all__ = ["TASK_PREFIX", "build_messages", "parse_reply", "call_task", "EMOTIONS", "ENERGIES", "TaskCall"]
 
 TASK_PREFIX = "[oramem-task:"
-EMOTIONS = ("joy", "sadness", "anger", "fear", "surprise", "disgust", "trust", "anticipation", "neutral")
-ENERGIES = ("low", "medium", "high")
 
 _PROSE = {
     "event_emotion": (
@@ -146,131 +146,6 @@ def parse_reply(text: Any) -> dict:
     raise LLMError(f"unparsable reply: {text[:120]!r}")
 
 
-# ----------------------------------------------------------------------------- validators
-def _list_of_dicts(reply: dict, key: str, required: bool) -> list[dict]:
-    value = reply.get(key)
-    if value is None:
-        if required:
-            raise LLMError(f"reply lacks {key!r}")
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise LLMError(f"reply field {key!r} must be a list of objects")
-    return value
-
-
-def _need_str(item: dict, key: str, where: str) -> None:
-    if not isinstance(item.get(key), str) or not item[key].strip():
-        raise LLMError(f"{where}: {key!r} must be a non-empty string")
-
-
-def _v_extract(reply: dict) -> dict:
-    entities = _list_of_dicts(reply, "entities", True)
-    facts = _list_of_dicts(reply, "facts", True)
-    for e in entities:
-        _need_str(e, "name", "entities[]")
-    for f in facts:
-        _need_str(f, "subject", "facts[]")
-        _need_str(f, "fact", "facts[]")
-    for r in _list_of_dicts(reply, "relations", False):
-        for k in ("source", "target"):
-            _need_str(r, k, "relations[]")
-    for i in _list_of_dicts(reply, "intentions", False):
-        for k in ("trigger_condition", "intended_action"):
-            _need_str(i, k, "intentions[]")
-    for o in _list_of_dicts(reply, "observations", False):
-        _need_str(o, "content", "observations[]")
-    us = reply.get("updated_summaries")
-    if us is not None and not isinstance(us, dict):
-        raise LLMError("updated_summaries must be an object")
-    return reply
-
-
-def _v_emotion(reply: dict) -> dict:
-    if reply.get("emotion") not in EMOTIONS:
-        raise LLMError(f"unknown emotion {reply.get('emotion')!r}")
-    intensity = reply.get("intensity")
-    if isinstance(intensity, bool) or not isinstance(intensity, (int, float)) or not 0.0 <= float(intensity) <= 1.0:
-        raise LLMError(f"intensity out of range: {intensity!r}")
-    if reply.get("energy") not in ENERGIES:
-        raise LLMError(f"unknown energy {reply.get('energy')!r}")
-    return reply
-
-
-def _v_resolve(reply: dict) -> dict:
-    idx = reply.get("match_index")
-    if isinstance(idx, bool) or not isinstance(idx, int):
-        raise LLMError(f"match_index must be an integer, got {idx!r}")
-    return reply
-
-
-def _v_reconcile(reply: dict) -> dict:
-    _list_of_dicts(reply, "decisions", True)
-    return reply
-
-
-def _v_rerank(reply: dict) -> dict:
-    scores = reply.get("scores")
-    if not isinstance(scores, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in scores):
-        raise LLMError("scores must be a list of numbers")
-    return reply
-
-
-def _v_summary(reply: dict) -> dict:
-    _need_str(reply, "summary", "reply")
-    return reply
-
-
-def _v_community(reply: dict) -> dict:
-    _need_str(reply, "title", "reply")
-    _need_str(reply, "summary", "reply")
-    return reply
-
-
-def _v_consolidate(reply: dict) -> dict:
-    _list_of_dicts(reply, "observations", True)
-    return reply
-
-
-def _v_merge(reply: dict) -> dict:
-    if not isinstance(reply.get("should_merge"), bool):
-        raise LLMError("should_merge must be a boolean")
-    return reply
-
-
-def _v_directives(reply: dict) -> dict:
-    if not isinstance(reply.get("directives_block"), str):
-        raise LLMError("directives_block must be a string")
-    used = reply.get("directives_used", 0)
-    if isinstance(used, bool) or not isinstance(used, (int, list)):
-        raise LLMError("directives_used must be an integer or a list")
-    return reply
-
-
-def _v_contradiction(reply: dict) -> dict:
-    if not isinstance(reply.get("has_contradiction"), bool):
-        raise LLMError("has_contradiction must be a boolean")
-    for k in ("conflicting_directive", "resolution"):
-        if reply.get(k) is not None and not isinstance(reply[k], str):
-            raise LLMError(f"{k} must be a string or null")
-    return reply
-
-
-VALIDATORS: dict[str, Callable[[dict], dict]] = {
-    "extract": _v_extract,
-    "event_emotion": _v_emotion,
-    "resolve_entity": _v_resolve,
-    "reconcile": _v_reconcile,
-    "rerank": _v_rerank,
-    "cluster_summary": _v_summary,
-    "entity_summary": _v_summary,
-    "community": _v_community,
-    "consolidate": _v_consolidate,
-    "entity_merge": _v_merge,
-    "directives": _v_directives,
-    "contradiction": _v_contradiction,
-}
-
-
 class TaskCall:
     """Sums token usage over the LLM calls of one operation."""
 
@@ -298,18 +173,19 @@ class TaskCall:
             raise LLMError(f"{task}: {type(exc).__name__}: {exc}") from exc
         text = getattr(result, "text", None)
         usage = getattr(result, "usage", None)
+        if usage is not None and not isinstance(usage, TokenUsage):
+            raise LLMError(f"{task}: the provider's usage is a {type(usage).__name__}, not a TokenUsage")
         if usage is None:
             self.estimated = True
             prompt = sum(len(m["content"]) for m in messages) // 4
             out = estimate_tokens(text if isinstance(text, str) else "")
             usage = TokenUsage(prompt, out, prompt + out)
         self.usage = self.usage + usage
-        reply = parse_reply(text)
-        validator = VALIDATORS.get(task)
         try:
-            return validator(reply) if validator else reply
+            reply = parse_reply(text)
         except LLMError as exc:
-            raise LLMError(f"{task}: {exc}") from None
+            raise LLMReplyError(task, None, str(exc)) from None
+        return validate_reply(task, reply)
 
 
 async def call_task(llm: Any, task: str, payload: dict, timeout: float) -> tuple[dict, TokenUsage]:
