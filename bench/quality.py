@@ -61,12 +61,13 @@ DEFAULT_DEV = HERE.parent.parent / "shared" / "data" / "longmemeval-dev" / "dev.
 if not DEFAULT_DEV.exists():
     DEFAULT_DEV = Path("/work/shared/data/longmemeval-dev/dev.jsonl.gz")
 PARAPHRASE = HERE / "paraphrase.jsonl"
+MEMORIES = HERE / "memories.jsonl"
 CACHE_DIR = Path(os.environ.get("ORAMEM_BENCH_CACHE", Path.home() / ".cache" / "oramem-bench"))
 KS = (1, 5, 10)
 #: data sets: the paraphrase set, the dev set with reduced haystacks (``--sessions``), the
 #: dev set with whole haystacks (every system; ``--cached-only`` keeps the questions whose
 #: haystack is embedded), and the whole haystacks for the lexical systems only (no vectors)
-SETS = ("paraphrase", "dev", "dev-full", "dev-full-lexical")
+SETS = ("paraphrase", "memories", "dev", "dev-full", "dev-full-lexical")
 DEPTH = max(KS)
 STRATEGIES = ("vector", "keyword", "hybrid")
 
@@ -197,6 +198,15 @@ def load_paraphrase(path: Path = PARAPHRASE) -> list[Question]:
     return [Question(f"p{i}", row.get("type", "paraphrase"), row["question"], docs, [f"m{i}"]) for i, row in enumerate(rows)]
 
 
+def load_memories(path: Path = MEMORIES) -> list[Question]:
+    """``bench/memories.jsonl``: one shared haystack of every memory (lines without a
+    question are distractors), one question per line that has one."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    docs = [(f"mem{i}", row["memory"]) for i, row in enumerate(rows)]
+    return [Question(f"pm{i}", row.get("type", "memory"), row["question"], docs, [f"mem{i}"])
+            for i, row in enumerate(rows) if row.get("question")]
+
+
 # -- systems --------------------------------------------------------------------------------
 _ID_OK = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -323,7 +333,7 @@ def evaluate(questions: list[Question], embedder, search_options: Optional[dict]
     latency: dict[str, list[float]] = {s: [] for s in systems}
     t_start = time.time()
     for n, q in enumerate(questions, start=1):
-        key = q.qid if not q.qid.startswith("p") else "paraphrase"
+        key = "memories" if q.qid.startswith("pm") else "paraphrase" if q.qid.startswith("p") else q.qid
         oramem.load(key, q.docs)
         base.load(key, q.docs)
         if not lexical:
@@ -421,6 +431,8 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     for name in sets:
         if name == "paraphrase":
             data[name] = load_paraphrase()
+        elif name == "memories":
+            data[name] = load_memories()
         elif name == "dev":
             data[name] = load_dev(args.dev, args.limit, args.sessions)
         else:
@@ -477,9 +489,10 @@ def embed_all(embedder: "CachedEmbedder", data: dict) -> None:
     order = [q for qs in data.values() for q in (interleave_types(qs) if len(qs) > 1 else qs)]
     done = 0
     for n, q in enumerate(order, start=1):
-        missing = [t for t in dict.fromkeys(haystack_texts(q, embedder)) if embedder._key(t) not in embedder._mem]
+        missing = sorted((t for t in dict.fromkeys(haystack_texts(q, embedder)) if embedder._key(t) not in embedder._mem),
+                         key=len)
         for start in range(0, len(missing), 512):
-            embedder.embed(sorted(missing[start:start + 512], key=len))
+            embedder.embed(missing[start:start + 512])
             embedder.flush()
         done += len(missing)
         print(f"  {n}/{len(order)} haystacks, {done} texts embedded, {time.strftime('%H:%M:%S')}",

@@ -6,7 +6,7 @@ the same way:
 
 - ``unit="tokens"``: for an embedder that says how many of its own tokens it reads per
   input (:attr:`oramem.embedders.base.InputWindow.max_tokens`, e.g. 256 − 2 special tokens
-  for all-MiniLM-L6-v2): a text of at most ``size`` tokens (and at most ``max_chars``
+  for all-MiniLM-L6-v2; at most :data:`MAX_CHUNK_TOKENS`): a text of at most ``size`` tokens (and at most ``max_chars``
   characters) is one chunk, kept verbatim; a longer one is cut into windows of at most
   ``size`` tokens and ``max_chars`` characters, each window starting ``overlap`` tokens
   before the end of the previous one. Every chunk is re-tokenized and shrunk until it fits,
@@ -34,12 +34,19 @@ __all__ = [
     "ChunkPolicy",
     "chunk_text",
     "chunk_tokens",
+    "chunking_identity",
     "policy_for",
+    "policy_of_identity",
+    "store_chunker",
 ]
 
 DEFAULT_CHUNK_CHARS = 2000
 DEFAULT_CHUNK_OVERLAP = 200
-#: overlap of token windows, as a share of the window (32 tokens of MiniLM's 254)
+#: the largest chunk in tokens, whatever the window: a long window (MiniLM reads 254 word
+#: pieces, others 512) diluted by unrelated text ranks a one-sentence fact lower than a
+#: short chunk does (all-MiniLM-L6-v2 was trained on 128-token inputs)
+MAX_CHUNK_TOKENS = 128
+#: overlap of token windows, as a share of the chunk (16 of 128 tokens)
 TOKEN_OVERLAP_SHARE = 8
 
 _BOUNDARIES = ("\n\n", ". ", "! ", "? ", "\n", " ")
@@ -192,9 +199,53 @@ def policy_for(window: Any) -> ChunkPolicy:
     if window is None:
         return ChunkPolicy()
     if window.max_tokens is not None and window.spans is not None:
-        size = int(window.max_tokens)
+        size = min(int(window.max_tokens), MAX_CHUNK_TOKENS)
         return ChunkPolicy("tokens", size, max(0, size // TOKEN_OVERLAP_SHARE), DEFAULT_CHUNK_CHARS, window.tokenizer)
     if window.max_chars is not None:
         size = min(int(window.max_chars), DEFAULT_CHUNK_CHARS)
         return ChunkPolicy("chars", size, min(DEFAULT_CHUNK_OVERLAP, size // 10), DEFAULT_CHUNK_CHARS)
     return ChunkPolicy()
+
+
+def policy_of_identity(identity: Any) -> Optional[ChunkPolicy]:
+    """The chunk policy recorded in a store's embedder identity (key ``chunking``), or None
+    (a store from before issue 28, or one without an embedder: the legacy policy)."""
+    if not isinstance(identity, dict) or not isinstance(identity.get("chunking"), dict):
+        return None
+    data = identity["chunking"]
+    return ChunkPolicy(unit=data["unit"], size=int(data["size"]), overlap=int(data["overlap"]),
+                       max_chars=int(data.get("max_chars", DEFAULT_CHUNK_CHARS)), tokenizer=data.get("tokenizer"))
+
+
+def store_chunker(identity: Any, embedder: Any, legacy_chars: int = DEFAULT_CHUNK_CHARS,
+                  legacy_overlap: int = DEFAULT_CHUNK_OVERLAP) -> Callable[[str], list[str]]:
+    """How a store with this recorded ``identity`` chunks: its recorded policy, counted with
+    the embedder's tokenizer; a ``tokens`` policy with no tokenizer at hand (no embedder:
+    keyword rows only) falls back to one character per token, a bound no chunk's token
+    count can exceed; no recorded policy: the legacy character chunks (existing stores keep
+    chunking as they did until ``oramem reembed`` adopts the new policy)."""
+    policy = policy_of_identity(identity)
+    if policy is None:
+        return lambda text: chunk_text(text, legacy_chars, legacy_overlap)
+    if policy.unit == "tokens":
+        from .embedders.base import input_window
+
+        window = input_window(embedder)
+        if window is None or window.spans is None:
+            size = min(policy.size, policy.max_chars)
+            fallback = ChunkPolicy("chars", size, min(policy.overlap, size - 1), policy.max_chars)
+            return fallback.split
+        spans = window.spans
+        return lambda text: policy.split(text, spans)
+    return policy.split
+
+
+def chunking_identity(embedder: Any) -> Optional[dict]:
+    """The ``chunking`` entry of an embedder's identity: the policy that fits its input
+    window, or None when it reads any length (the default policy applies)."""
+    from .embedders.base import input_window
+
+    window = input_window(embedder)
+    if window is None:
+        return None
+    return json.loads(policy_for(window).to_json())
