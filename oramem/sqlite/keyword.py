@@ -165,6 +165,7 @@ def keyword_distance(bm25: float) -> float:
 FUSION_MODES = ("score", "rrf")
 #: default keyword weight per fusion rule (tuned in bench/quality.py, bench/results/quality.md)
 _DEFAULT_KEYWORD_WEIGHT = {"score": KEYWORD_WEIGHT_SCORE, "rrf": 0.7}
+_DEFAULT_RRF_K = 10.0
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,8 @@ class HybridConfig:
             raise ValueError("HybridConfig weights must be >= 0 and not both 0 (use strategy='vector' or 'keyword')")
         if self.rrf_k <= 0:
             raise ValueError(f"HybridConfig.rrf_k must be > 0, got {self.rrf_k!r}")
+        if self.fusion != "rrf" and self.rrf_k != _DEFAULT_RRF_K:
+            raise ValueError(f"HybridConfig.rrf_k={self.rrf_k!r} applies to fusion='rrf' only; pass fusion='rrf' or drop rrf_k")
         if self.depth is not None and (isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1):
             raise ValueError(f"HybridConfig.depth must be a positive int or None, got {self.depth!r}")
 
