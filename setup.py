@@ -1,6 +1,8 @@
 """Build hook: ship the database scripts (``ddl/``, ``plsql/``) inside the wheel as
 ``oramem/oracle/sql/`` so that ``oramem db install`` works from an installed package.
-All other metadata lives in pyproject.toml."""
+``MANIFEST.in`` puts them in the sdist, so a wheel built from the sdist has them too; a build
+without them fails instead of producing a package whose ``oramem db install`` cannot work
+(review D2; tests/packaging/test_sdist_wheel.py). All other metadata lives in pyproject.toml."""
 
 import shutil
 from pathlib import Path
@@ -18,8 +20,12 @@ class BuildWithSQL(build_py):
         target = Path(self.build_lib) / "oramem" / "oracle" / "sql"
         for name in SQL_DIRS:
             source = ROOT / name
-            if source.is_dir():
-                shutil.copytree(source, target / name, dirs_exist_ok=True)
+            if not any(source.glob("*.sql")):
+                raise SystemExit(
+                    f"oramem build: {source} holds no SQL scripts; build from a source checkout or from an sdist "
+                    "that carries ddl/ and plsql/ (MANIFEST.in grafts them)"
+                )
+            shutil.copytree(source, target / name, dirs_exist_ok=True)
 
 
 setup(cmdclass={"build_py": BuildWithSQL})

@@ -233,7 +233,7 @@ class _OracleSide:
         import numpy as np
 
         from .oracle import admin
-        from .oracle.driver import record_from_json
+        from .oracle.codec import record_from_json
 
         out: list[Row] = []
         for item in admin.export_page(self.conn, store_id, after, limit):

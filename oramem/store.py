@@ -825,15 +825,24 @@ class SQLiteMemoryStore(OracleMemoryStore):
 class OracleDBMemoryStore(OracleMemoryStore):
     """The Oracle engine: a thin driver over the ``oramem_*`` PL/SQL packages.
 
-    ``pool`` is a python-oracledb connection, ``ConnectionPool`` or ``AsyncConnectionPool``
-    (thin mode). With an async pool the store opens on its first ``*_async`` call and the
-    sync methods raise ``TypeError``. ``table_name_prefix`` is the deprecated name of
-    ``memory_store_id``.
+    Two colours, picked by the factory you call, as in python-oracledb (``oracledb.connect`` /
+    ``connect_async``, ``create_pool`` / ``create_pool_async``):
 
-    Convenience: instead of a pool, ``dsn=``, ``user=`` and ``password=`` (keyword-only)
-    make the store create a small sync pool (``oracledb.create_pool``, thin mode, 1..4
-    connections) that it owns and closes in ``close()``. Give a pool of your own when it is
-    shared (e.g. with :class:`OracleDBEmbedder`) or async.
+    - ``OracleDBMemoryStore(embedder, pool, ...)`` (or its alias ``OracleDBMemoryStore.connect``)
+      takes a pool or connection from ``oracledb.create_pool()`` / ``oracledb.connect()``, opens
+      the store at once and serves the sync methods;
+    - ``store = await OracleDBMemoryStore.connect_async(embedder, pool, ...)`` takes one from
+      ``oracledb.create_pool_async()`` / ``oracledb.connect_async()``, opens the store before it
+      returns and serves the ``*_async`` methods (native asyncio, no threads).
+
+    A pool of the other colour is a ``TypeError`` naming the factory to call.
+    ``table_name_prefix`` is the deprecated name of ``memory_store_id``.
+
+    Convenience: instead of a pool, ``dsn=``, ``user=`` and ``password=`` (keyword-only) make
+    the store create a small pool (thin mode, 1..4 connections: ``oracledb.create_pool``, or
+    ``create_pool_async`` for ``connect_async``) that it owns and closes in ``close()`` /
+    ``close_async()`` (an owned async pool only in ``close_async()``). Give a pool of your own
+    when it is shared (e.g. with :class:`OracleDBEmbedder`).
 
     ``hybrid`` (keyword-only, optional): an :class:`oramem.sqlite.HybridConfig` for HYBRID
     search, the same weighted reciprocal-rank fusion as :class:`SQLiteMemoryStore` (run in
@@ -864,22 +873,104 @@ class OracleDBMemoryStore(OracleMemoryStore):
         hybrid: Any = None,
         keyword_language: Optional[str] = None,
     ) -> None:
-        from .oracle import OracleEngine
+        self._setup(
+            False, embedder, pool, schema_policy, vector_dim, table_name_prefix, search_strategy, search_index_sync,
+            memory_retention_config, memory_store_id, dsn, user, password, hybrid, keyword_language,
+        )
+
+    @classmethod
+    def connect(
+        cls,
+        embedder: Any,
+        pool: Any = None,
+        schema_policy: Any = SchemaPolicy.REQUIRE_EXISTING,
+        vector_dim: Optional[int] = None,
+        table_name_prefix: Any = NOT_SET,
+        search_strategy: Any = SearchStrategy.VECTOR,
+        search_index_sync: Any = NOT_SET,
+        memory_retention_config: Any = NOT_SET,
+        memory_store_id: Any = NOT_SET,
+        *,
+        dsn: Optional[str] = None,
+        user: Optional[str] = None,
+        password: Optional[str] = None,
+        hybrid: Any = None,
+        keyword_language: Optional[str] = None,
+    ) -> "OracleDBMemoryStore":
+        """The sync store over a pool or connection from ``oracledb.create_pool()`` /
+        ``oracledb.connect()`` (or one it creates from ``dsn=``): the constructor, named as
+        the twin of :meth:`connect_async`."""
+        return cls(
+            embedder, pool, schema_policy, vector_dim, table_name_prefix, search_strategy, search_index_sync,
+            memory_retention_config, memory_store_id, dsn=dsn, user=user, password=password, hybrid=hybrid,
+            keyword_language=keyword_language,
+        )
+
+    @classmethod
+    async def connect_async(
+        cls,
+        embedder: Any,
+        pool: Any = None,
+        schema_policy: Any = SchemaPolicy.REQUIRE_EXISTING,
+        vector_dim: Optional[int] = None,
+        table_name_prefix: Any = NOT_SET,
+        search_strategy: Any = SearchStrategy.VECTOR,
+        search_index_sync: Any = NOT_SET,
+        memory_retention_config: Any = NOT_SET,
+        memory_store_id: Any = NOT_SET,
+        *,
+        dsn: Optional[str] = None,
+        user: Optional[str] = None,
+        password: Optional[str] = None,
+        hybrid: Any = None,
+        keyword_language: Optional[str] = None,
+    ) -> "OracleDBMemoryStore":
+        """The async store over a pool or connection from ``oracledb.create_pool_async()`` /
+        ``oracledb.connect_async()`` (or an async pool it creates from ``dsn=`` and closes in
+        ``close_async()``), opened before it returns: ``store = await
+        OracleDBMemoryStore.connect_async(embedder, pool, ...)``."""
+        store = cls.__new__(cls)
+        store._owned_pool = None
+        try:
+            store._setup(
+                True, embedder, pool, schema_policy, vector_dim, table_name_prefix, search_strategy,
+                search_index_sync, memory_retention_config, memory_store_id, dsn, user, password, hybrid,
+                keyword_language,
+            )
+        except BaseException:
+            await store._close_owned_pool_async()
+            raise
+        try:
+            await store._na()
+        except BaseException:
+            await store.close_async()
+            raise
+        return store
+
+    def _setup(
+        self, is_async: bool, embedder: Any, pool: Any, schema_policy: Any, vector_dim: Optional[int],
+        table_name_prefix: Any, search_strategy: Any, search_index_sync: Any, memory_retention_config: Any,
+        memory_store_id: Any, dsn: Optional[str], user: Optional[str], password: Optional[str], hybrid: Any,
+        keyword_language: Optional[str],
+    ) -> None:
+        from .oracle import AsyncOracleEngine, SyncOracleEngine
 
         self._owned_pool: Any = None
-        pool = self._pool_argument(pool, dsn, user, password)
+        self._owned_pool_async: bool = is_async
+        pool = self._pool_argument(pool, dsn, user, password, is_async)
         if table_name_prefix is not NOT_SET:
             if memory_store_id is not NOT_SET:
                 raise ValueError("pass memory_store_id only; table_name_prefix is its deprecated alias (SC-10.1)")
             warnings.warn(
-                "table_name_prefix is deprecated; use memory_store_id", DeprecationWarning, stacklevel=2
+                "table_name_prefix is deprecated; use memory_store_id", DeprecationWarning, stacklevel=3
             )
             memory_store_id = table_name_prefix
         # A HYBRID store embeds queries in the database with the embedder's ONNX model.
         model = getattr(embedder, "model_name", None) if _is_db_embedder(embedder) else None
+        engine_cls = AsyncOracleEngine if is_async else SyncOracleEngine
         try:
             super().__init__(
-                OracleEngine(pool, embedding_model=model, hybrid=hybrid, keyword_language=keyword_language),
+                engine_cls(pool, embedding_model=model, hybrid=hybrid, keyword_language=keyword_language),
                 embedder=embedder,
                 schema_policy=schema_policy,
                 vector_dim=vector_dim,
@@ -889,32 +980,49 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 memory_retention_config=memory_retention_config,
             )
         except BaseException:
-            self._close_owned_pool()
+            if not is_async:  # an owned async pool is closed by connect_async's close_async()
+                self._close_owned_pool()
             raise
 
-    def _pool_argument(self, pool: Any, dsn: Any, user: Any, password: Any) -> Any:
+    def _pool_argument(self, pool: Any, dsn: Any, user: Any, password: Any, is_async: bool) -> Any:
+        import oracledb
+
         given = {k: v for k, v in (("dsn", dsn), ("user", user), ("password", password)) if v is not None}
+        factory = "OracleDBMemoryStore.connect_async" if is_async else "OracleDBMemoryStore"
         if pool is not None:
             if given:
                 raise ValueError(f"pass either a pool or dsn/user/password, not both (got pool and {', '.join(given)})")
             if isinstance(pool, str):
                 raise TypeError(
                     "pool must be a python-oracledb pool or connection, not a string: for a DSN pass "
-                    "OracleDBMemoryStore(embedder, dsn='host:1521/service', user='...', password='...')"
+                    f"{factory}(embedder, dsn='host:1521/service', user='...', password='...')"
+                )
+            async_source = isinstance(pool, (oracledb.AsyncConnectionPool, oracledb.AsyncConnection))
+            sync_source = isinstance(pool, (oracledb.ConnectionPool, oracledb.Connection))
+            if async_source and not is_async:
+                raise TypeError(
+                    f"OracleDBMemoryStore(...) was given an {type(pool).__name__} (python-oracledb's async colour, "
+                    "from create_pool_async() / connect_async()): open the store with "
+                    "`store = await OracleDBMemoryStore.connect_async(embedder, pool, ...)`"
+                )
+            if sync_source and is_async:
+                raise TypeError(
+                    f"OracleDBMemoryStore.connect_async(...) was given an {type(pool).__name__} (python-oracledb's "
+                    "sync colour, from create_pool() / connect()): open the store with "
+                    "`OracleDBMemoryStore(embedder, pool, ...)`, or pass a pool from oracledb.create_pool_async()"
                 )
             return pool
         missing = [k for k in ("dsn", "user", "password") if k not in given]
         if missing:
             raise TypeError(
-                "OracleDBMemoryStore needs a pool (oracledb.create_pool(...) or create_pool_async(...)) or "
+                f"{factory} needs a pool (oracledb.{'create_pool_async' if is_async else 'create_pool'}(...)) or "
                 f"dsn=, user= and password=; missing {', '.join(missing)}"
             )
         for k, v in given.items():
             if not isinstance(v, str) or not v:
                 raise TypeError(f"{k} must be a non-empty str")
-        import oracledb
-
-        self._owned_pool = oracledb.create_pool(user=user, password=password, dsn=dsn, min=1, max=4, increment=1)
+        create = oracledb.create_pool_async if is_async else oracledb.create_pool
+        self._owned_pool = create(user=user, password=password, dsn=dsn, min=1, max=4, increment=1)
         return self._owned_pool
 
     def _close_owned_pool(self) -> None:
@@ -925,7 +1033,30 @@ class OracleDBMemoryStore(OracleMemoryStore):
     def close(self) -> None:
         if self._engine.in_transaction:
             raise StoreError("close() inside store.transaction(): leave the block first (it commits or rolls back)")
+        if self._owned_pool is not None and self._owned_pool_async:
+            raise TypeError(
+                "this store created its own async pool (connect_async with dsn=): close it with "
+                "`await store.close_async()`; nothing was closed"
+            )
         try:
             super().close()
         finally:
             self._close_owned_pool()
+
+    async def close_async(self) -> None:
+        if self._engine.in_transaction:
+            raise StoreError(
+                "close_async() inside store.transaction_async(): leave the block first (it commits or rolls back)"
+            )
+        try:
+            await super().close_async()
+        finally:
+            await self._close_owned_pool_async()
+
+    async def _close_owned_pool_async(self) -> None:
+        pool, self._owned_pool = self._owned_pool, None
+        if pool is not None:
+            if self._owned_pool_async:
+                await pool.close()
+            else:  # a sync pool's close() does network I/O: off the event loop
+                await asyncio.to_thread(pool.close)

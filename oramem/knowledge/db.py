@@ -62,12 +62,14 @@ class SharedConnection:
     ``owns_transaction=False`` (a store block's connection, or the SQLite store connection):
     ``commit()`` and ``rollback()`` do nothing, the owner ends the transaction.
     ``owns_transaction=True`` (a python-oracledb connection given to the store, used
-    outside a block): they are the connection's own. ``close()`` never closes it (the owner
-    does). An ``outputtypehandler`` SQLAlchemy sets (its Oracle dialect does on connect) is
-    kept here and given to the cursors it opens, so the owner's own calls never see it."""
+    outside a block, while the store's engine lends it: ``turn``): they are the connection's
+    own. ``close()`` never closes it (the owner does); it ends the ``turn`` (a context manager
+    entered by the lender), so the store's other threads may use the connection again. An
+    ``outputtypehandler`` SQLAlchemy sets (its Oracle dialect does on connect) is kept here
+    and given to the cursors it opens, so the owner's own calls never see it."""
 
-    def __init__(self, conn: Any, *, owns_transaction: bool = False) -> None:
-        self.__dict__.update(_conn=conn, _owns=owns_transaction, outputtypehandler=None)
+    def __init__(self, conn: Any, *, owns_transaction: bool = False, turn: Any = None) -> None:
+        self.__dict__.update(_conn=conn, _owns=owns_transaction, outputtypehandler=None, _turn=turn)
 
     def cursor(self, *args: Any, **kwargs: Any) -> Any:
         cur = self._conn.cursor(*args, **kwargs)
@@ -84,7 +86,10 @@ class SharedConnection:
             self._conn.rollback()
 
     def close(self) -> None:
-        """The owner closes the connection."""
+        """The owner closes the connection; a lent one goes back to the owner."""
+        turn, self.__dict__["_turn"] = self._turn, None
+        if turn is not None:
+            turn.__exit__(None, None, None)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
@@ -189,12 +194,16 @@ class OracleBackend(Backend):
 
     def _connect(self, target: Any, kind: str) -> Any:
         """Inside a store block: its connection (the block commits); outside: a connection
-        of the store's pool, or the store's connection (SQLAlchemy's transaction)."""
+        of the store's pool, or the store's single connection, held from SQLAlchemy's checkout
+        to its checkin (``connection_turn``), so SQLAlchemy's rollback on checkin (and on first
+        connect) ends only its own work, never another thread's store block (review D3)."""
         engine = self.store.engine
         if engine.in_transaction:
             return SharedConnection(engine.sql_connection())
         if kind == "conn":
-            return SharedConnection(target, owns_transaction=True)
+            turn = engine.connection_turn()
+            conn = turn.__enter__()
+            return SharedConnection(conn, owns_transaction=True, turn=turn)
         return self._acquire(target)
 
     def _acquire(self, pool: Any) -> Any:

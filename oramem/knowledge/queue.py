@@ -180,12 +180,10 @@ def _claim_on(dbapi_conn: Any, cur: Any, table: str, worker_id: str, n: datetime
 
 @contextlib.contextmanager
 def _oracle_dbapi(rt: Any) -> Iterator[Any]:
-    source, kind = rt.store.engine.source, rt.store.engine.source_kind
-    if kind == "pool":
-        with source.acquire() as conn:
-            yield conn
-    else:
-        yield source
+    """A connection ``claim_oracle`` may commit and roll back: a pooled one, or the store's single
+    connection held for the claim (other threads' store blocks wait, review D3)."""
+    with rt.store.engine.connection_turn() as conn:
+        yield conn
 
 
 def claim(rt: Any, worker_id: str, now: datetime, lease_until: datetime) -> Optional[dict]:

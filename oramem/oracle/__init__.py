@@ -1,7 +1,12 @@
 """The Oracle engine of oramem.
 
-- :class:`OracleEngine` (:mod:`oramem.oracle.driver`): ``OracleEngine(connection_or_pool)``,
-  a thin python-oracledb driver making one named-parameter PL/SQL call per operation;
+- the engine, one class per colour as in python-oracledb (``connect`` / ``connect_async``):
+  :class:`SyncOracleEngine` (:mod:`oramem.oracle.sync_engine`) for a pool or connection from
+  ``oracledb.create_pool()`` / ``oracledb.connect()``, :class:`AsyncOracleEngine`
+  (:mod:`oramem.oracle.async_engine`) for one from ``create_pool_async()`` / ``connect_async()``;
+  both over the colour-free :class:`OracleEngine` (:mod:`oramem.oracle.base`) and the
+  JSON codec (:mod:`oramem.oracle.codec`): a thin python-oracledb driver making one
+  named-parameter PL/SQL call per operation;
 - :class:`OracleDBEmbedder` (:mod:`oramem.oracle.embedder`): in-database ONNX embeddings;
 - :mod:`oramem.oracle.calls`: the one table of PL/SQL calls, checked against ``plsql/*.pks``
   by ``tests/plsql``; :mod:`oramem.oracle.errors`: Oracle error code -> oramem exception;
@@ -10,7 +15,9 @@
   uninstall|status|doctor`` for DBAs.
 """
 
-from .driver import OracleEngine
+from .async_engine import AsyncOracleEngine
+from .base import OracleEngine
 from .embedder import OracleDBEmbedder
+from .sync_engine import SyncOracleEngine
 
-__all__ = ["OracleEngine", "OracleDBEmbedder"]
+__all__ = ["OracleEngine", "SyncOracleEngine", "AsyncOracleEngine", "OracleDBEmbedder"]

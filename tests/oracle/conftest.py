@@ -1,5 +1,7 @@
 """Fixtures of the Oracle-only tests: a database from ORACLE_DSN or Docker (see
-oracle_env.py), else every test using them is skipped with the printed reason.
+oracle_env.py), else every test using them is skipped with the printed reason (no Docker
+engine), or fails with the error and the container log's tail (Docker answered and the
+database did not come up: ``oracle_target()`` raises pytest's failure, review D10).
 
 The fake-driver tests in this folder use none of these fixtures and always run.
 """

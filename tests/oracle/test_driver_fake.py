@@ -33,8 +33,7 @@ from oramem import (
     TimeToLiveAnchor,
 )
 from oramem.engine import Engine
-from oramem.oracle import OracleEngine
-from oramem.oracle.driver import AsyncOracleEngine
+from oramem.oracle import AsyncOracleEngine, OracleEngine, SyncOracleEngine
 from oramem.oracle.driver import CALLS
 from oramem.requests import (
     AddRequest,
@@ -66,6 +65,9 @@ REC = {"id": "r1", "record_type": "memory", "content": "hello", "timestamp": Non
 MSG = dict(REC, id="m1", record_type="message", role="user", seq_no=8)
 
 KINDS = ["pool", "conn", "async_pool", "async_conn"]
+#: the colour is the caller's choice of class (python-oracledb's connect / connect_async)
+ENGINE_OF = {"pool": SyncOracleEngine, "conn": SyncOracleEngine, "async_pool": AsyncOracleEngine,
+             "async_conn": AsyncOracleEngine}
 
 
 def make(kind: str, answers=None):
@@ -73,7 +75,7 @@ def make(kind: str, answers=None):
     rec.answers.setdefault("oramem_admin.open_store", json.dumps(SETTINGS_OUT))
     target = {"pool": FakePool, "conn": FakeConnection, "async_pool": FakeAsyncPool,
               "async_conn": FakeAsyncConnection}[kind](rec)
-    return OracleEngine(target), rec
+    return ENGINE_OF[kind](target), rec
 
 
 def run(engine: OracleEngine, method: str, *args):
@@ -126,7 +128,25 @@ def record(i="r1", rtype="memory", **kw):
 
 def test_rejects_non_oracledb_objects():
     with pytest.raises(TypeError, match="python-oracledb connection or pool"):
-        OracleEngine(object())
+        SyncOracleEngine(object())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_colour_is_the_class_the_caller_picks(kind):
+    """Issue 24 / architecture review refactor 2: as python-oracledb's connect / connect_async,
+    the caller picks the colour by the class; the base is not a factory, and a source of the
+    other colour is a TypeError naming the right class, before any call."""
+    rec = Recorder()
+    target = {"pool": FakePool, "conn": FakeConnection, "async_pool": FakeAsyncPool,
+              "async_conn": FakeAsyncConnection}[kind](rec)
+    with pytest.raises(TypeError, match=r"SyncOracleEngine\(pool\).*AsyncOracleEngine\(pool\)"):
+        OracleEngine(target)
+    right, wrong = (SyncOracleEngine, AsyncOracleEngine) if kind in ("pool", "conn") else (
+        AsyncOracleEngine, SyncOracleEngine)
+    with pytest.raises(TypeError, match=f"other colour: use {right.__name__}"):
+        wrong(target)
+    assert type(right(target)) is right
+    assert rec.calls == []
 
 
 def test_every_async_twin_is_native():
@@ -138,7 +158,7 @@ def test_every_async_twin_is_native():
             assert inspect.isasyncgenfunction(inspect.unwrap(getattr(AsyncOracleEngine, n)))
         else:
             assert inspect.iscoroutinefunction(getattr(AsyncOracleEngine, n))
-    src = inspect.getsource(inspect.getmodule(OracleEngine))
+    src = inspect.getsource(inspect.getmodule(AsyncOracleEngine))
     assert "to_thread" not in src
 
 
@@ -208,11 +228,11 @@ def test_open_rejects_bad_policy_before_any_call():
 
 def test_embedding_model_is_sent_for_hybrid():
     rec = Recorder({"oramem_admin.open_store": json.dumps(SETTINGS_OUT)})
-    engine = OracleEngine(FakePool(rec), embedding_model="oramem_embed")
+    engine = SyncOracleEngine(FakePool(rec), embedding_model="oramem_embed")
     engine.open(settings(search_strategy=SearchStrategy.HYBRID), SchemaPolicy.CREATE_IF_NECESSARY)
     assert json.loads(rec.plsql[0].binds["in_settings"])["embedding_model"] == "ORAMEM_EMBED"
     with pytest.raises(ValueError, match="model_name"):
-        OracleEngine(FakePool(rec), embedding_model="x; drop table t")
+        SyncOracleEngine(FakePool(rec), embedding_model="x; drop table t")
 
 
 # -- writes ----------------------------------------------------------------------------
@@ -506,7 +526,7 @@ def test_sync_registration_on_an_async_engine_is_applied_before_the_next_call():
 
 
 def test_f20_vectors_are_sent_as_shortest_float32_decimals():
-    from oramem.oracle.driver import _vector
+    from oramem.oracle.codec import _vector
 
     rng = np.random.default_rng(7)
     v = np.concatenate([rng.standard_normal(380), [1e-30, -3.4e38, 0.0, 7.0]]).astype(np.float32)

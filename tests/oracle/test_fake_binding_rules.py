@@ -16,7 +16,7 @@ import oracledb
 import pytest
 
 from oramem import SchemaPolicy, SearchStrategy
-from oramem.oracle import OracleDBEmbedder, OracleEngine
+from oramem.oracle import OracleDBEmbedder, SyncOracleEngine
 from oramem.requests import AddRequest, ChunkRow, NewRecord, StoreSettings
 
 from .fakes import FakeConnection, FakePool, Recorder
@@ -69,7 +69,7 @@ def test_sql_string_bind_over_4000_bytes_is_a_long_unless_typed_clob():
 
 
 def _store(rec):
-    engine = OracleEngine(FakePool(rec))
+    engine = SyncOracleEngine(FakePool(rec))
     engine.open(StoreSettings("S1", 384, SearchStrategy.VECTOR, None, None), SchemaPolicy.CREATE_IF_NECESSARY)
     return engine
 

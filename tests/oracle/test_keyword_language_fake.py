@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from oramem import SchemaPolicy, SearchIndexSyncMode, SearchStrategy, StoreSettingsMismatch
-from oramem.oracle import OracleEngine
+from oramem.oracle import AsyncOracleEngine, SyncOracleEngine
 from oramem.requests import Scope, SearchRequest, StoreSettings
 
 from .fakes import FakeAsyncPool, FakePool, Recorder, db_error
@@ -42,7 +42,8 @@ def _run(engine, method, *args):
 def _engine(kind, language, opened=OPENED, answers=None):
     rec = Recorder({"oramem_admin.open_store": json.dumps(opened), "oramem_search.search_json": "[]",
                     **(answers or {})})
-    return OracleEngine((FakePool if kind == "pool" else FakeAsyncPool)(rec), keyword_language=language), rec
+    colour = SyncOracleEngine if kind == "pool" else AsyncOracleEngine
+    return colour((FakePool if kind == "pool" else FakeAsyncPool)(rec), keyword_language=language), rec
 
 
 def _sent_settings(rec):
@@ -144,7 +145,7 @@ def test_the_store_refuses_a_mismatching_language_before_any_write():
 def test_a_bad_language_is_refused_before_any_call():
     rec = Recorder()
     with pytest.raises(ValueError, match="keyword_language 'german' is not supported"):
-        OracleEngine(FakePool(rec), keyword_language="german")
+        SyncOracleEngine(FakePool(rec), keyword_language="german")
     with pytest.raises(TypeError, match="keyword_language must be a str"):
-        OracleEngine(FakePool(rec), keyword_language=1)  # type: ignore[arg-type]
+        SyncOracleEngine(FakePool(rec), keyword_language=1)  # type: ignore[arg-type]
     assert rec.calls == []

@@ -106,10 +106,10 @@ def test_engine_round_trip_through_a_pool(pool, store_id):
     import numpy as np
 
     from oramem import SchemaPolicy, SearchStrategy
-    from oramem.oracle import OracleEngine
+    from oramem.oracle import SyncOracleEngine
     from oramem.requests import AddRequest, ChunkRow, NewRecord, Scope, SearchRequest, StoreSettings
 
-    engine = OracleEngine(pool)
+    engine = SyncOracleEngine(pool)
     got = engine.open(StoreSettings(store_id, 3, SearchStrategy.VECTOR, None, None), SchemaPolicy.CREATE_IF_NECESSARY)
     assert got.memory_store_id == store_id.upper() and got.vector_dim == 3
     rec_ = NewRecord("a", "memory", "hello", None, "u1", None, None, None, {"k": 1}, None,

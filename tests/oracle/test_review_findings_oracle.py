@@ -25,9 +25,9 @@ def _search(strategy, k, text=None, vector=None):
 
 
 def test_f1_sync_add_and_search_with_big_clob_arguments(pool, store_id):
-    from oramem.oracle import OracleEngine
+    from oramem.oracle import SyncOracleEngine
 
-    engine = OracleEngine(pool)
+    engine = SyncOracleEngine(pool)
     engine.open(StoreSettings(store_id, 1536, SearchStrategy.VECTOR, None, None), SchemaPolicy.CREATE_IF_NECESSARY)
     rng = np.random.default_rng(0)
     recs = _records(8, 1536, rng)  # well over 32767 bytes of JSON
@@ -46,11 +46,11 @@ def test_f4_embedder_batch_over_4000_bytes(conn, onnx_model):
 
 @pytest.mark.parametrize("sync", ["manual", "on_commit"])
 def test_f2_f3_f8_hybrid_store_sync_modes_and_searches(pool, conn, store_id, onnx_model, sync):
-    from oramem.oracle import OracleDBEmbedder, OracleEngine
+    from oramem.oracle import OracleDBEmbedder, SyncOracleEngine
 
     model = onnx_model
     dim = OracleDBEmbedder(conn, model).embedding_dimension
-    engine = OracleEngine(pool, embedding_model=model)
+    engine = SyncOracleEngine(pool, embedding_model=model)
     engine.open(StoreSettings(store_id, dim, SearchStrategy.HYBRID, sync, None), SchemaPolicy.CREATE_IF_NECESSARY)
     rng = np.random.default_rng(1)
     engine.add(AddRequest(_records(3, dim, rng, text="zebra crossing"), 256))
@@ -80,10 +80,10 @@ def _clustered(n, chunks, dim, rng, owner=lambda i: "u1"):
 def test_f18_many_chunk_records_and_filters_still_return_k(pool, store_id):
     """F18: the approximate round returns fewer than k records (8 chunks a record); the
     counted second round or the exact search still returns the k nearest (SC-6.5)."""
-    from oramem.oracle import OracleEngine
+    from oramem.oracle import SyncOracleEngine
 
     dim = 16
-    engine = OracleEngine(pool)
+    engine = SyncOracleEngine(pool)
     engine.open(StoreSettings(store_id, dim, SearchStrategy.VECTOR, None, None), SchemaPolicy.CREATE_IF_NECESSARY)
     rng = np.random.default_rng(7)
     recs = _clustered(60, 8, dim, rng, owner=lambda i: "even" if i % 2 == 0 else "odd")

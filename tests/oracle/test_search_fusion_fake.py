@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from oramem import CapabilityError, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
-from oramem.oracle import OracleEngine
+from oramem.oracle import AsyncOracleEngine, SyncOracleEngine
 from oramem.oracle.driver import MAX_FUSION_DEPTH
 from oramem.requests import Scope, SearchRequest, StoreSettings
 from oramem.sqlite import HybridConfig
@@ -33,7 +33,7 @@ OPENED = {
 def _engine(kind, hybrid):
     rec = Recorder({"oramem_admin.open_store": json.dumps(OPENED), "oramem_search.search_json": "[]"})
     target = (FakePool if kind == "pool" else FakeAsyncPool)(rec)
-    engine = OracleEngine(target, embedding_model="M", hybrid=hybrid)
+    engine = (SyncOracleEngine if kind == "pool" else AsyncOracleEngine)(target, embedding_model="M", hybrid=hybrid)
     settings = StoreSettings("hy", 3, SearchStrategy.HYBRID, SearchIndexSyncMode.ON_COMMIT, None)
     _run(engine, "open", settings, SchemaPolicy.REQUIRE_EXISTING)
     rec.calls.clear()
@@ -84,13 +84,13 @@ def test_other_strategies_carry_no_fusion_parameters(strategy):
 
 def test_a_depth_oracle_cannot_honour_is_refused_before_any_call():
     with pytest.raises(CapabilityError, match=f"at most {MAX_FUSION_DEPTH} candidates"):
-        OracleEngine(FakePool(Recorder()), hybrid=HybridConfig(depth=MAX_FUSION_DEPTH + 1))
-    OracleEngine(FakePool(Recorder()), hybrid=HybridConfig(depth=MAX_FUSION_DEPTH))  # the cap itself is fine
+        SyncOracleEngine(FakePool(Recorder()), hybrid=HybridConfig(depth=MAX_FUSION_DEPTH + 1))
+    SyncOracleEngine(FakePool(Recorder()), hybrid=HybridConfig(depth=MAX_FUSION_DEPTH))  # the cap itself is fine
 
 
 def test_hybrid_must_be_a_hybrid_config():
     with pytest.raises(TypeError, match="HybridConfig"):
-        OracleEngine(FakePool(Recorder()), hybrid={"rrf_k": 10})
+        SyncOracleEngine(FakePool(Recorder()), hybrid={"rrf_k": 10})
 
 
 def test_the_store_passes_its_hybrid_config_to_the_engine():
@@ -110,7 +110,7 @@ def test_the_store_passes_its_hybrid_config_to_the_engine():
 @pytest.mark.parametrize("language", [None, "english", "none", "NONE"])
 def test_keyword_language_reaches_keyword_and_hybrid_searches(kind, language):
     rec = Recorder({"oramem_admin.open_store": json.dumps(OPENED), "oramem_search.search_json": "[]"})
-    engine = OracleEngine((FakePool if kind == "pool" else FakeAsyncPool)(rec), embedding_model="M",
+    engine = (SyncOracleEngine if kind == "pool" else AsyncOracleEngine)((FakePool if kind == "pool" else FakeAsyncPool)(rec), embedding_model="M",
                           keyword_language=language)
     _run(engine, "open", StoreSettings("hy", 3, SearchStrategy.HYBRID, SearchIndexSyncMode.ON_COMMIT, None),
          SchemaPolicy.REQUIRE_EXISTING)
@@ -128,7 +128,7 @@ def test_keyword_language_reaches_keyword_and_hybrid_searches(kind, language):
 def test_an_unknown_keyword_language_is_refused_before_any_call():
     rec = Recorder()
     with pytest.raises(ValueError, match="keyword_language 'klingon' is not supported"):
-        OracleEngine(FakePool(rec), keyword_language="klingon")
+        SyncOracleEngine(FakePool(rec), keyword_language="klingon")
     assert rec.calls == []
 
 

@@ -58,10 +58,10 @@ def test_s24_list_indexes_and_the_upgrade_of_a_version_1_store(pool, conn, store
     import oracledb
 
     from oramem import SchemaError, SearchStrategy
-    from oramem.oracle import OracleEngine
+    from oramem.oracle import SyncOracleEngine
     from oramem.requests import StoreSettings
 
-    engine = OracleEngine(pool)
+    engine = SyncOracleEngine(pool)
     engine.open(StoreSettings(store_id, 8, SearchStrategy.VECTOR, None, None), SchemaPolicy.CREATE_IF_NECESSARY)
     cols = _index_columns(conn, store_id)
     assert "RECORD_TYPE,SEQ_NO" in cols and "THREAD_ID,RECORD_TYPE,SEQ_NO" in cols
@@ -72,7 +72,7 @@ def test_s24_list_indexes_and_the_upgrade_of_a_version_1_store(pool, conn, store
         cur.execute("UPDATE oramem_stores SET schema_version = 1 WHERE memory_store_id = :s", s=store_id)
         conn.commit()
     with pytest.raises(SchemaError, match="schema version 1"):
-        OracleEngine(pool).open(StoreSettings(store_id, 8, SearchStrategy.VECTOR, None, None),
+        SyncOracleEngine(pool).open(StoreSettings(store_id, 8, SearchStrategy.VECTOR, None, None),
                                 SchemaPolicy.REQUIRE_EXISTING)
     with conn.cursor() as cur:
         cur.callfunc("oramem_admin.upgrade_store", oracledb.DB_TYPE_CLOB, [store_id])

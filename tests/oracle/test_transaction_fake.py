@@ -116,10 +116,9 @@ def test_not_transactional_calls_are_refused_inside_a_block():
 
 def test_async_pool_block_is_one_connection_and_one_commit():
     rec = recorder()
-    store = OracleDBMemoryStore(HashEmbedder(8), FakeAsyncPool(rec), memory_store_id="mystore")
 
     async def go():
-        await store.get_async("memory", "a")  # opens the store
+        store = await OracleDBMemoryStore.connect_async(HashEmbedder(8), FakeAsyncPool(rec), memory_store_id="mystore")
         mark = len(rec.calls)
         async with store.transaction_async():
             await asyncio.gather(store.add_async(["a"], "memory", record_ids="a"),
@@ -157,3 +156,92 @@ def test_knowledge_writes_run_on_the_blocks_connection():
             store.engine.sql_connection()
     finally:
         backend.close()
+
+
+# -- D3: one python-oracledb connection as the store's source ------------------------------
+
+def _block_in_thread(store, started, release, finished):
+    """Thread A: a store block with an uncommitted write, held until ``release`` is set."""
+    def run():
+        with store.transaction():
+            store.add(["a's row"], "memory", record_ids="a")
+            started.set()
+            release.wait(10)
+        finished.set()
+    import threading
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("path", ["knowledge read (SQLAlchemy checkout/checkin)", "job claim"])
+def test_a_single_connection_is_lent_to_the_knowledge_layer_only_between_blocks(path):
+    """Review D3: with one oracledb.Connection as the source, a knowledge read (SQLAlchemy
+    rolls back on checkin and after its first connect) or a job claim (commits) in thread B
+    ran on the connection while thread A's block was open and ended A's transaction. Now B
+    waits for A's block: no commit or rollback reaches the connection before A's commit."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from oramem.knowledge import queue as queue_mod
+
+    rec = recorder()
+    conn = FakeConnection(rec)
+    store = sync_store(rec, conn)
+    backend = OracleBackend(store)
+    started, release, finished, b_done = (threading.Event() for _ in range(4))
+
+    def knowledge_side():
+        if path == "job claim":
+            with queue_mod._oracle_dbapi(SimpleNamespace(store=store)) as c:
+                c.commit()  # claim_oracle's commit
+        else:
+            shared = backend._connect(store.engine.source, "conn")  # SQLAlchemy's checkout
+            shared.rollback()  # reset-on-return / first-connect rollback
+            shared.close()  # checkin
+        b_done.set()
+
+    try:
+        a = _block_in_thread(store, started, release, finished)
+        assert started.wait(10)
+        mark = len(rec.calls)
+        b = threading.Thread(target=knowledge_side)
+        b.start()
+        time.sleep(0.3)  # room for B to run on the connection if nothing stops it
+        assert not b_done.is_set(), "the knowledge layer used the connection inside another thread's block"
+        assert [c.kind for c in after(rec, mark)] == []
+        release.set()
+        a.join(10)
+        b.join(10)
+        kinds = [c.kind for c in after(rec, mark)]
+        assert kinds == ["commit", "rollback" if path != "job claim" else "commit"], kinds
+        assert b_done.is_set() and finished.is_set()
+        # the same thread may read between its own calls: the turn is reentrant, and lent back
+        shared = backend._connect(store.engine.source, "conn")
+        shared.close()
+        with store.transaction():
+            store.get("memory", "a")
+    finally:
+        release.set()
+        backend.close()
+
+
+def test_the_single_connection_cannot_be_lent_inside_a_block():
+    """Inside a block on one connection, ending a transaction on it would end the block's:
+    the engine refuses before anything runs (the knowledge layer uses sql_connection() there)."""
+    rec = recorder()
+    store = sync_store(rec, FakeConnection(rec))
+    with store.transaction():
+        mark = len(rec.calls)
+        with pytest.raises(StoreError, match="sql_connection"):
+            with store.engine.connection_turn():
+                pass
+        assert after(rec, mark) == []
+    # from a pool a separate connection is lent, inside a block too (its own transaction)
+    rec2 = recorder()
+    pooled = sync_store(rec2)
+    with pooled.transaction():
+        with pooled.engine.connection_turn() as c:
+            assert c is not pooled.engine.sql_connection()
