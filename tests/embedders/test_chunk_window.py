@@ -162,3 +162,31 @@ def test_long_record_found_wherever_its_fact_is_real_model(where):
     store.add(notes + [long], "message", record_ids=[f"n{i}" for i in range(30)] + ["long"])
     hits = store.search("where is my passport kept?", k=5, strategy="vector")
     assert "long" in [r.id for r, _ in hits]
+
+
+def test_reembed_adopts_the_new_chunking(tiny, tmp_path):
+    from oramem.sqlite import reembed_store
+
+    path = tmp_path / "old.db"
+    store = SQLiteMemoryStore(path, embedder=tiny, search_strategy="hybrid")
+    store.close()
+    # a store built before issue 28: its identity records no chunking (2,000-character chunks)
+    with sqlite3.connect(path) as conn:
+        (raw,) = conn.execute("SELECT embedder FROM oramem_stores").fetchone()
+        import json
+
+        legacy = {k: v for k, v in json.loads(raw).items() if k != "chunking"}
+        conn.execute("UPDATE oramem_stores SET embedder = ?", (json.dumps(legacy),))
+    store = SQLiteMemoryStore(path, embedder=tiny, search_strategy="hybrid")
+    assert "chunking" not in store.settings.embedder
+    store.add([_long("end", "peanut allergy"), "red drive", "i"], "memory", record_ids=["long", "a", "b"])
+    store.add(["own"], "memory", record_ids=["own"], index_texts=[["peanut " + FILLER]])
+    assert [r.id for r, _ in store.search("peanut allergy", k=1, strategy="vector")] != ["long"]  # legacy chunks
+    store.close()
+    result = reembed_store(path, tiny)
+    assert result.rechunked == 1 and result.embedder["chunking"]["unit"] == "tokens"
+    assert result.kept == 1  # the caller's own chunk is never re-split
+    again = SQLiteMemoryStore(path, embedder=tiny, search_strategy="hybrid")
+    assert [r.id for r, _ in again.search("peanut allergy", k=1, strategy="vector")] == ["long"]
+    assert [r.id for r, _ in again.search("allergy", k=1, strategy="keyword")] == ["long"]
+    assert again.get("memory", "long").content == _long("end", "peanut allergy")
