@@ -546,6 +546,7 @@ AS
       l_wk         NUMBER;
       l_rrf_k      NUMBER;
       l_fusion     VARCHAR2(8 CHAR);
+      l_gate       NUMBER;
       l_depth      NUMBER;
       l_vkeys      CLOB := TO_CLOB('[]');
       l_tkeys      CLOB := TO_CLOB('[]');
@@ -696,8 +697,10 @@ AS
           * fusion 'score' (default; relative score fusion, issue 23): each leg on [0, 1] for
           * the query - vector: (sim - sim_ref) / (sim_top - sim_ref) clamped, sim = 1 -
           * cosine distance, sim_ref the similarity at rank gc_vector_ref_rank (or the last);
-          * keyword: s / s_top, s = 1 - distance (the text score / 100) - score = wv * v +
-          * wk * t (a leg that did not return a record adds 0), distance = 1 - score / (wv + wk).
+          * keyword: s / s_top, s = 1 - distance (the text score / 100); the keyword weight
+          * times the leg's strength gate g (z of its best score, see l_gate) - score = wv * v
+          * + g * wk * t (a leg that did not return a record adds 0), distance = 1 - score /
+          * (wv + g * wk); with wv = 0, g = 1.
           * fusion 'rrf': score = wv / (rrf_k + vector rank) + wk / (rrf_k + keyword rank),
           * distance = 1 - score / ((wv + wk) / (rrf_k + 1)).
           * Both rounded to 12 places and clamped to [0, 1]; ties by record_type, then id.
@@ -795,9 +798,22 @@ AS
                    || ' dist NUMBER PATH ''$[2]'')) j)) t'
                    || ' ON (t.record_type = v.record_type AND t.record_id = v.record_id)'
                    || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+            -- the keyword leg's strength gate: how far its best score stands out from its
+            -- scores, z = (max - mean) / population standard deviation, mapped to [0, 1]
+            -- by gc_keyword_z_floor and gc_keyword_z_span; fewer than two matches: 0
+            l_gate := 0;
+            IF l_wv = 0 THEN
+               l_gate := 1;
+            ELSIF l_wk > 0 THEN
+               SELECT NVL(LEAST(1, GREATEST(0,
+                         ((MAX(s) - AVG(s)) / NULLIF(STDDEV_POP(s), 0) - gc_keyword_z_floor) / gc_keyword_z_span)), 0)
+               INTO   l_gate
+               FROM   (SELECT GREATEST(0, 1 - j.dist) AS s
+                       FROM   JSON_TABLE(l_tkeys, '$[*]' COLUMNS (dist NUMBER PATH '$[2]')) j);
+            END IF;
             add_bind(l_run_binds, 'wv', 'N', in_num => l_wv);
-            add_bind(l_run_binds, 'wk', 'N', in_num => l_wk);
-            add_bind(l_run_binds, 'wsum', 'N', in_num => l_wv + l_wk);
+            add_bind(l_run_binds, 'wk', 'N', in_num => l_wk * l_gate);
+            add_bind(l_run_binds, 'wsum', 'N', in_num => l_wv + l_wk * l_gate);
             add_bind(l_run_binds, 'vref', 'N', in_num => gc_vector_ref_rank);
          END IF;
          add_bind(l_run_binds, 'vkeys', 'C', in_clob => l_vkeys);

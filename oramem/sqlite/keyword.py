@@ -151,9 +151,13 @@ def match_expression(
 
 
 #: score fusion: the vector leg's reference rank (its similarity there maps to 0)
-VECTOR_REFERENCE_RANK = 10
-#: score fusion: the default keyword weight (vector weight 1.0)
-KEYWORD_WEIGHT_SCORE = 0.5
+VECTOR_REFERENCE_RANK = 20
+#: score fusion: the default keyword weight (vector weight 1.0), at full strength
+KEYWORD_WEIGHT_SCORE = 3.0
+#: score fusion: the keyword leg counts from a best match this many standard deviations
+#: above the leg's mean score, fully from KEYWORD_Z_FLOOR + KEYWORD_Z_SPAN
+KEYWORD_Z_FLOOR = 1.5
+KEYWORD_Z_SPAN = 2.0
 
 
 def keyword_distance(bm25: float) -> float:
@@ -177,11 +181,16 @@ class HybridConfig:
     one scale for the query: the vector leg's cosine similarity relative to its best
     candidate and its ``VECTOR_REFERENCE_RANK``-th (``(cos - cos_ref) / (cos_top - cos_ref)``,
     clamped to [0, 1]), the keyword leg's bm25 relative to its best match (``bm25 /
-    bm25_top``). A record's score is ``vector_weight * v + keyword_weight * k`` (a leg that
-    did not return it adds 0) and its distance ``1 - score / (vector_weight +
-    keyword_weight)``. So a record that only one everyday word links to the query cannot
-    overtake the vector leg's clear winner (F-3), and a strong keyword match that the
-    vector leg also ranks well comes first.
+    bm25_top``). The keyword weight adapts to the query: it counts in full only when the
+    keyword leg's best match stands out from its other matches (``z = (bm25_top - mean) /
+    std`` at least ``KEYWORD_Z_FLOOR + KEYWORD_Z_SPAN``), not at all below
+    ``KEYWORD_Z_FLOOR``, linearly between (:func:`keyword_scores`): matches on one
+    everyday word that many records share are weak evidence, matches on several rare
+    words strong. A record's score is ``vector_weight * v + gate * keyword_weight * k``
+    (a leg that did not return it adds 0), its distance ``1 - score / (vector_weight +
+    gate * keyword_weight)``. So a record that one everyday word links to the query does
+    not overtake the vector leg's clear winner (F-3), while a distinctive keyword match
+    comes first.
 
     ``fusion="rrf"``: weighted reciprocal-rank fusion, the rule before issue 23: score
     ``vector_weight / (rrf_k + vector_rank) + keyword_weight / (rrf_k + keyword_rank)``.
@@ -265,21 +274,35 @@ def vector_scores(leg: Sequence[tuple[int, Optional[float]]]) -> dict[int, float
     return {key: min(1.0, max(0.0, (sim - ref) / span)) for (key, _), sim in zip(leg, sims)}
 
 
-def keyword_scores(leg: Sequence[tuple[int, Optional[float]]]) -> dict[int, float]:
-    """The keyword leg on [0, 1]: bm25 relative to the best match (``s / s_top`` with
-    ``s = 1 / distance - 1``, the inverse of :func:`keyword_distance`)."""
+def keyword_scores(leg: Sequence[tuple[int, Optional[float]]]) -> tuple[dict[int, float], float]:
+    """The keyword leg on [0, 1] (bm25 relative to the best match: ``s / s_top`` with ``s =
+    1 / distance - 1``, the inverse of :func:`keyword_distance`) and its strength gate in
+    [0, 1]: ``(z - KEYWORD_Z_FLOOR) / KEYWORD_Z_SPAN`` clamped, where ``z`` is how far the
+    best match stands out from all the leg's matches (``(s_top - mean) / std``). A match
+    on one everyday word, which many records share about equally, has a small ``z``; a
+    match on several rare words has a large one. Fewer than two matches: gate 0."""
     raw = [(key, max(0.0, 1.0 / max(float(d or 1.0), 1e-12) - 1.0)) for key, d in leg]
     top = max((s for _, s in raw), default=0.0)
     if top <= 0.0:
-        return {}
-    return {key: s / top for key, s in raw}
+        return {}, 0.0
+    values = [s for _, s in raw]
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    z = (top - mean) / std if std > 0 else 0.0
+    gate = min(1.0, max(0.0, (z - KEYWORD_Z_FLOOR) / KEYWORD_Z_SPAN))
+    return {key: s / top for key, s in raw}, gate
 
 
 def _fuse_scores(vector: list, keyword: list, config: HybridConfig) -> list[tuple[int, float]]:
     wv, wk = float(config.vector_weight), float(config.keyword_weight or 0.0)
     nv = vector_scores(vector) if wv > 0 else {}
-    nk = keyword_scores(keyword) if wk > 0 else {}
+    nk, gate = keyword_scores(keyword) if wk > 0 else ({}, 0.0)
+    if wv == 0:
+        gate = 1.0  # keyword only: the keyword ranking as it is
+    wk *= gate
     total = wv + wk
+    if total <= 0:
+        return [(key, 1.0) for key, _ in vector]
     fused = []
     for key in dict.fromkeys([k for k, _ in vector] + [k for k, _ in keyword]):
         score = wv * nv.get(key, 0.0) + wk * nk.get(key, 0.0)

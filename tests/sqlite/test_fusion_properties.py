@@ -10,7 +10,7 @@ import pytest
 
 from oramem.requests import Scope, SearchRequest
 from oramem.sqlite import HybridConfig
-from oramem.sqlite.keyword import fuse, keyword_distance
+from oramem.sqlite.keyword import fuse, keyword_distance, keyword_scores
 from oramem.types import SearchStrategy
 
 from .conftest import vec
@@ -33,7 +33,7 @@ def order(fused):
 
 
 def test_default_is_score_fusion():
-    assert DEFAULT.fusion == "score" and DEFAULT.vector_weight == 1.0 and DEFAULT.keyword_weight == 0.5
+    assert DEFAULT.fusion == "score" and DEFAULT.vector_weight == 1.0 and DEFAULT.keyword_weight == 3.0
     assert HybridConfig(fusion="rrf").keyword_weight == 0.7
 
 
@@ -57,10 +57,25 @@ def test_a_record_both_legs_rank_first_wins_with_distance_zero():
 
 
 def test_agreement_beats_either_leg_alone():
-    # 2 is second in both legs, 1 is only the vector leg's best, 3 only the keyword leg's
+    # 2 is second in both legs, 1 is only the vector leg's best, 3 only the keyword leg's;
+    # the keyword leg's two best stand out from its many weak matches (a strong leg)
     vector = vl((1, 0.70), (2, 0.69), (4, 0.40), (5, 0.39))
-    keyword = kw((3, 8.0), (2, 7.9))
+    keyword = kw((3, 8.0), (2, 7.9), *[(10 + i, 1.0) for i in range(20)])
+    assert keyword_scores(keyword)[1] > 0.5
     assert order(fuse(vector, keyword))[0] == 2
+
+
+def test_a_weak_keyword_leg_does_not_count():
+    # one everyday word that many records share about equally: the best keyword match does
+    # not stand out, so the keyword leg adds nothing and the vector order stands
+    vector = vl((1, 0.62), (2, 0.40), (3, 0.39), (4, 0.38), (5, 0.37))
+    weak = kw(*[(k, 2.0 + 0.01 * k) for k in (5, 4, 3, 2)])
+    assert keyword_scores(weak)[1] == 0.0
+    assert order(fuse(vector, weak)) == [1, 2, 3, 4, 5]
+    # the same records with one distinctive match: that record comes first
+    strong = kw((4, 12.0), *[(k, 2.0) for k in (6, 7, 8, 9, 10, 11, 12, 13, 14, 15)])
+    assert keyword_scores(strong)[1] > 0.5
+    assert order(fuse(vector, strong))[0] == 4
 
 
 @pytest.mark.parametrize("fusion", ["score", "rrf"])
@@ -88,19 +103,27 @@ def test_vector_shift_does_not_matter_only_the_spread():
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_a_better_score_in_one_leg_never_lowers_a_record(seed):
+def test_a_better_vector_score_never_lowers_a_record(seed):
     rng = np.random.default_rng(seed)
     sims = sorted(rng.uniform(0.1, 0.9, 30), reverse=True)
-    vector = vl(*enumerate(sims))
-    scores = sorted(rng.uniform(0.1, 8.0, 12), reverse=True)
-    keyword = kw(*zip(rng.permutation(30)[:12].tolist(), scores))
-    fused = order(fuse(vector, keyword))
-    target = fused[min(len(fused) - 1, 7)]
-    boosted = [(k, s * 1.5 if k == target else s) for k, s in zip([k for k, _ in keyword], scores)]
-    if target not in dict(boosted):
-        boosted.append((target, scores[-1]))
-    boosted.sort(key=lambda pair: -pair[1])
-    assert order(fuse(vector, kw(*boosted))).index(target) <= fused.index(target)
+    keyword = kw(*zip(rng.permutation(30)[:12].tolist(), sorted(rng.uniform(0.1, 8.0, 12), reverse=True)))
+    fused = order(fuse(vl(*enumerate(sims)), keyword))
+    target = fused[7]
+    boosted = sorted(((k, min(0.99, s + 0.05) if k == target else s) for k, s in enumerate(sims)), key=lambda p: -p[1])
+    assert order(fuse(vl(*boosted), keyword)).index(target) <= fused.index(target)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_better_keyword_score_never_lowers_a_record_of_a_strong_leg(seed):
+    rng = np.random.default_rng(seed)
+    vector = vl(*enumerate(sorted(rng.uniform(0.1, 0.9, 30), reverse=True)))
+    # a strong leg: one standout match and many weak ones; the target is a weak one
+    keys = rng.permutation(30).tolist()
+    pairs = [(keys[0], 20.0)] + [(k, float(s)) for k, s in zip(keys[1:25], sorted(rng.uniform(0.5, 2.0, 24), reverse=True))]
+    target = pairs[10][0]
+    boosted = sorted(((k, s + 0.5 if k == target else s) for k, s in pairs), key=lambda p: -p[1])
+    assert keyword_scores(kw(*pairs))[1] == 1.0 and keyword_scores(kw(*boosted))[1] == 1.0
+    assert order(fuse(vector, kw(*boosted))).index(target) <= order(fuse(vector, kw(*pairs))).index(target)
 
 
 @pytest.mark.parametrize("fusion", ["score", "rrf"])
