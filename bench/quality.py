@@ -275,7 +275,6 @@ class Baselines:
         if self._haystack == haystack_key:
             return
         import bm25s
-        from oramem.chunking import chunk_text
 
         self._doc_ids = [d for d, _ in docs]
         texts = [t for _, t in docs]
