@@ -16,7 +16,13 @@ both follow the same rules:
 - **One secret rule** (:func:`resolve_api_key`): a key comes from the explicit argument, the
   service's own environment variable, or ``OPENAI_API_KEY`` only for OpenAI's host; it is
   never sent over plain ``http://`` to a host other than this machine unless the caller opts
-  in, and never logged or put in an error message.
+  in, and never logged or put in an error message. Credentials in the URL's userinfo
+  (``http://user:secret@host/v1``) are a secret too: refused over plain ``http://`` to
+  another machine like a key, sent as HTTP Basic auth, and shown as ``***@`` in every URL
+  oramem prints (:func:`redact_url`); a key, a userinfo secret or a secret header that an
+  error body echoes back is replaced by ``***`` in the message (:meth:`JSONPoster.redact`).
+- **This machine** (:func:`is_loopback`) is a loopback IP address, ``localhost``, or a
+  ``*.localhost`` name only when it resolves to loopback addresses and nothing else.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import ipaddress
 import json
 import os
 import random
+import socket
 import threading
 import time
 import urllib.parse
@@ -47,6 +54,7 @@ __all__ = [
     "RetryPolicy",
     "error_detail",
     "is_loopback",
+    "redact_url",
     "resolve_api_key",
 ]
 
@@ -157,12 +165,51 @@ def error_detail(body: bytes) -> str:
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
+    """Whether ``host`` (a URL's host name, without brackets) is this machine.
+
+    A loopback IP literal or ``localhost`` is. A ``*.localhost`` name is only when it resolves,
+    here and now, to loopback addresses and nothing else: RFC 6761 asks resolvers to keep such
+    names on loopback, but a resolver that sends them to DNS can answer any address. Any
+    other name is not (a name's address can change after this check)."""
+    host = host.lower().rstrip(".")
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
+        pass
+    if not host.endswith(".localhost"):
         return False
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError):
+        return False
+    addresses = {info[4][0] for info in infos}
+    try:
+        return bool(addresses) and all(ipaddress.ip_address(str(a).split("%", 1)[0]).is_loopback for a in addresses)
+    except ValueError:
+        return False
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any userinfo (``user:password@``) replaced by ``***@``: safe to print."""
+    if not isinstance(url, str):
+        return url
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>" if "@" in url else url
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
+def _userinfo(url: str) -> Optional[tuple[str, str]]:
+    """The (user, password) of ``url``'s userinfo, percent-decoded; None without userinfo."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return None
+    return urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or "")
 
 
 def resolve_api_key(
@@ -179,9 +226,15 @@ def resolve_api_key(
 
     Raises ``ValueError`` (before anything is sent) rather than send a key in clear text
     over ``http://`` to a host other than this machine, unless ``allow_insecure_key``.
-    ``what`` names the key and ``opt_in`` the way to opt in, in that message."""
+    ``what`` names the key and ``opt_in`` the way to opt in, in that message. Credentials in
+    ``base_url``'s userinfo follow the same rule (they are sent as HTTP Basic auth)."""
     parts = urllib.parse.urlsplit(base_url)
     host = (parts.hostname or "").lower()
+    if _userinfo(base_url) is not None and parts.scheme == "http" and not allow_insecure_key and not is_loopback(host):
+        raise ValueError(
+            f"refusing to send the credentials in the URL ({redact_url(base_url)}) in clear text over http to "
+            f"{host!r}: use an https:// URL, or opt in with {opt_in}"
+        )
     source = "api_key"
     key = api_key
     if key is None and os.environ.get(env):
@@ -196,17 +249,48 @@ def resolve_api_key(
     return key or None
 
 
+_SECRET_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie", "password")
+
+
 class JSONPoster:
     """``POST`` JSON bodies to one ``url`` with the module's retry policy.
 
     ``headers`` are sent with every request (an ``Authorization`` header among them is
-    never logged or shown: error messages name only the URL and the status). Calls return
-    the successful :class:`httpx.Response`; failures raise :class:`HTTPFailure`."""
+    never logged or shown: error messages name only the URL and the status). Userinfo in
+    ``url`` is taken out of it and sent as HTTP Basic auth: :attr:`url` is the URL without it,
+    safe to print. The secrets (userinfo, the values of headers whose name mentions auth, key,
+    token, secret, cookie or password) are replaced by ``***`` in every failure's text
+    (:meth:`redact`), so a server that echoes them in an error body does not get them printed.
+    Calls return the successful :class:`httpx.Response`; failures raise :class:`HTTPFailure`."""
 
     def __init__(self, url: str, *, headers: Mapping[str, str]) -> None:
-        self.url = url
         self._headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": USER_AGENT}
         self._headers.update(headers)
+        secrets: set[str] = set()
+        for name, value in headers.items():
+            if any(word in name.lower() for word in _SECRET_HEADER_WORDS) and value:
+                secrets.add(value)
+                scheme, _, credential = value.partition(" ")
+                if credential and scheme.lower() in ("bearer", "basic", "token"):
+                    secrets.add(credential.strip())
+        self._basic: Optional[tuple[str, str]] = _userinfo(url)
+        if self._basic is not None:
+            if any(name.lower() == "authorization" for name in headers):
+                raise ValueError(
+                    f"{redact_url(url)}: give the credentials either in the URL (user:password@) or as an API key "
+                    "/ Authorization header, not both (the URL's would replace the header)"
+                )
+            import base64
+
+            user, password = self._basic
+            secrets.update({password, base64.b64encode(f"{user}:{password}".encode()).decode()})
+            if not password or len(user) >= 8:  # a token given as the user name; not a short "admin"
+                secrets.add(user)
+            parts = urllib.parse.urlsplit(url)
+            url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        # longest first, so a secret that contains another is replaced whole
+        self._secrets = sorted((x for x in secrets if len(x) >= 4), key=len, reverse=True)
+        self.url = url
         self._lock = threading.Lock()
         self._client: Optional[httpx.Client] = None
         self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
@@ -216,13 +300,26 @@ class JSONPoster:
     def __repr__(self) -> str:  # never the headers: they may hold a key
         return f"JSONPoster({self.url!r})"
 
+    def redact(self, text: str) -> str:
+        """``text`` with this poster's secrets (see the class doc) replaced by ``***``."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _auth(self) -> Any:
+        if self._basic is None:
+            return None
+        import httpx
+
+        return httpx.BasicAuth(*self._basic)
+
     # -- clients ---------------------------------------------------------------------------
     def _sync_client(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
                 import httpx
 
-                self._client = httpx.Client(headers=self._headers, follow_redirects=False)
+                self._client = httpx.Client(headers=self._headers, auth=self._auth(), follow_redirects=False)
             return self._client
 
     def _async_client(self) -> httpx.AsyncClient:
@@ -232,7 +329,7 @@ class JSONPoster:
             if client is None:
                 import httpx
 
-                client = httpx.AsyncClient(headers=self._headers, follow_redirects=False)
+                client = httpx.AsyncClient(headers=self._headers, auth=self._auth(), follow_redirects=False)
                 self._async_clients[loop] = client
             return client
 
@@ -275,7 +372,7 @@ class JSONPoster:
         try:
             return self._sync_client().post(self.url, content=data, timeout=httpx.Timeout(timeout))
         except httpx.TransportError as exc:
-            raise _network_failure(exc, timeout) from None
+            raise _network_failure(exc, timeout, self.redact) from None
 
     async def _send_async(self, data: bytes, timeout: float) -> httpx.Response:
         import httpx
@@ -283,16 +380,17 @@ class JSONPoster:
         try:
             return await self._async_client().post(self.url, content=data, timeout=httpx.Timeout(timeout))
         except httpx.TransportError as exc:
-            raise _network_failure(exc, timeout) from None
+            raise _network_failure(exc, timeout, self.redact) from None
 
-    @staticmethod
-    def _check(response: httpx.Response, attempt: int) -> httpx.Response:
+    def _check(self, response: httpx.Response, attempt: int) -> httpx.Response:
         status = response.status_code
         if 200 <= status < 300:
             return response
-        detail = error_detail(response.content)
-        reason = f"HTTP {status} {response.reason_phrase}".rstrip() + (f": {detail}" if detail else "")
-        body = response.content[:1000].decode("utf-8", "replace")
+        # the key is replaced in the whole body before it is cut, so a cut cannot leave half of it
+        text = self.redact(response.content.decode("utf-8", "replace"))
+        detail = error_detail(text.encode("utf-8"))
+        reason = self.redact(f"HTTP {status} {response.reason_phrase}".rstrip()) + (f": {detail}" if detail else "")
+        body = text[:1000]
         failure = HTTPFailure(reason, status=status, detail=detail, body=body, attempts=attempt)
         if retryable_status(status):
             raise _Attempt(failure, True, parse_retry_after(response.headers.get("Retry-After")))
@@ -306,9 +404,9 @@ class JSONPoster:
         return failure
 
 
-def _network_failure(exc: httpx.TransportError, timeout: float) -> _Attempt:
+def _network_failure(exc: httpx.TransportError, timeout: float, redact: Any) -> _Attempt:
     import httpx
 
     if isinstance(exc, httpx.TimeoutException):
         return _Attempt(HTTPFailure(f"timed out after {timeout:g}s", timed_out=True), True)
-    return _Attempt(HTTPFailure(f"connection error: {exc}"), True)
+    return _Attempt(HTTPFailure(redact(f"connection error: {exc}")), True)

@@ -9,6 +9,16 @@ an import keeps by default (``keep_times=False`` assigns them afresh as ``add`` 
 ``seq_no`` is written for reference and ignored: the store numbers messages itself, in
 import order (export writes them oldest first).
 
+A ``thread`` line keeps a thread row as it was (id, who opened it, ``created_at``; SC-13.6):
+an import writes the thread lines before the records, so the records do not re-create their
+threads with another opener. A knowledge line ``{"kg_table": NAME, "row": {...}}`` carries
+one row of the store's knowledge tables (:func:`export_knowledge` / :func:`import_knowledge`,
+table-agnostic: the columns come from ``oramem.knowledge.schema``).
+
+Limits (finding 18): a line is at most :data:`MAX_LINE_CHARS` characters and nests at most
+:data:`MAX_DEPTH` levels, and its strings are Unicode text (no lone surrogate escapes);
+anything else is refused with ``FILE:LINE`` before anything is written.
+
 Restoring keeps a record's id, type, scope, role, content, event timestamp, metadata,
 creation and expiry times. Caller-supplied chunks and vectors are kept only by
 :func:`export_with_vectors` (``oramem export --with-vectors``: a header line names the
@@ -50,9 +60,10 @@ __all__ = [
     "import_records",
 ]
 
-#: Record types an export walks, in this order (threads are implicit; profiles first so an
-#: import recreates actors before their records).
-EXPORT_TYPES = ("user_profile", "agent_profile", "message", "memory", "guideline", "fact", "preference")
+#: Record types an export walks, in this order: profiles first so an import recreates actors
+#: before their records, then the thread rows (who opened each thread, SC-13.6) before the
+#: records that name them.
+EXPORT_TYPES = ("user_profile", "agent_profile", "thread", "message", "memory", "guideline", "fact", "preference")
 ADDABLE_TYPES = tuple(t for t in RECORD_TYPES if t != "thread")
 #: Fields a line may carry that ``add`` takes.
 ADD_FIELDS = frozenset(
@@ -75,10 +86,41 @@ TIME_FIELDS = frozenset({"created_at", "expires_at"})
 #: Written by export for reference, ignored by import.
 IGNORED_FIELDS = frozenset({"seq_no"})
 LINE_FIELDS = ADD_FIELDS | TIME_FIELDS | IGNORED_FIELDS | {"record_type"}
+#: Fields of a ``thread`` line (SC-13.6): the thread row as it was (``content`` null and
+#: ``thread_id`` equal to ``id`` are accepted, as ``export_dict`` of a thread writes them).
+THREAD_FIELDS = frozenset({"record_type", "id", "user_id", "agent_id", "created_at", "content", "thread_id"})
 
 
 class JSONLError(ValueError):
     """A line that cannot be imported (nothing was written because of it)."""
+
+
+#: Longest line an import reads, in characters (finding 18: ``import /dev/zero`` must not
+#: read forever). A record's text, metadata and vectors fit far below it; a longer line is
+#: refused with FILE:LINE before anything is written.
+MAX_LINE_CHARS = 64 * 1024 * 1024
+#: Deepest nesting of objects and arrays in a line (metadata included).
+MAX_DEPTH = 100
+
+
+def bounded_lines(handle: Any, source: str, limit: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """The lines of a text ``handle``, each read with at most ``limit + 1`` characters, so a
+    file without line ends (``/dev/zero``) or with one huge line stops at once with a
+    :class:`JSONLError` naming ``source:line``; undecodable bytes likewise."""
+    lineno = 0
+    while True:
+        lineno += 1
+        try:
+            raw = handle.readline(limit + 1)
+        except UnicodeDecodeError as exc:
+            raise JSONLError(f"{source}:{lineno}: not UTF-8 text ({exc.reason} at byte {exc.start} of a read block); "
+                             "save the file as UTF-8") from None
+        if not raw:
+            return
+        if len(raw) > limit:
+            raise JSONLError(f"{source}:{lineno}: the line is longer than {limit:,} characters (or has no line end); "
+                             "one record per line, each shorter than that; nothing was written")
+        yield raw
 
 
 @dataclass
@@ -140,7 +182,11 @@ def record_to_dict(record: Record) -> dict[str, Any]:
 
 def export_dict(record: Record) -> dict[str, Any]:
     """The export line of a record: record_type and id first, null fields left out
-    (``content`` always written)."""
+    (``content`` always written). A thread row is its id, who opened it and when."""
+    if record.record_type == "thread":
+        line = {"record_type": "thread", "id": record.id, "user_id": record.user_id, "agent_id": record.agent_id,
+                "created_at": record.created_at}
+        return {k: v for k, v in line.items() if v is not None}
     data = record_to_dict(record)
     out: dict[str, Any] = {"record_type": data.pop("record_type"), "id": data.pop("id")}
     out.update({k: v for k, v in data.items() if v is not None or k == "content"})
@@ -163,6 +209,10 @@ def export_with_vectors(write: Callable[[str], Any], header: dict[str, Any], row
     count = 0
     for record, chunks in rows:
         line = export_dict(record)
+        if record.record_type == "thread":  # a thread row has no retrieval rows
+            write(json.dumps(line, ensure_ascii=False) + "\n")
+            count += 1
+            continue
         line["index_text"] = [text for text, _ in chunks] if chunks else ""
         if chunks and all(v is not None for _, v in chunks):
             line["embedding"] = [np.frombuffer(v, dtype="<f4").tolist() for _, v in chunks]
@@ -201,7 +251,11 @@ def parse_lines(
     now = parse_timestamp(_dt.datetime.now(_dt.timezone.utc), "now")
     out: list[ImportLine] = []
     seen: dict[tuple[str, str], int] = {}
+    if hasattr(lines, "readline"):
+        lines = bounded_lines(lines, source)
     for lineno, raw in enumerate(lines, 1):
+        if len(raw) > MAX_LINE_CHARS:
+            raise JSONLError(f"{source}:{lineno}: the line is longer than {MAX_LINE_CHARS:,} characters; nothing was written")
         if lineno == 1:
             raw = raw.lstrip("\ufeff")
         if not raw.strip():
@@ -223,23 +277,56 @@ def parse_lines(
     return out
 
 
-def _header(raw: str, where: str) -> dict:
+def _loads(raw: str, where: str) -> Any:
+    """One line's JSON, with its nesting and its strings checked (finding 18): deeper than
+    :data:`MAX_DEPTH`, or a lone surrogate escape (``"\\ud800"``: not Unicode text, which no
+    store can hold), is a :class:`JSONLError` naming the line."""
     try:
         obj = json.loads(raw)
+    except RecursionError:
+        raise JSONLError(f"{where}: nested more than {MAX_DEPTH} levels deep; flatten the metadata") from None
     except ValueError as exc:
         raise JSONLError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+    deep = raw.count("[") + raw.count("{") > MAX_DEPTH
+    escaped = "\\ud" in raw or "\\uD" in raw
+    if deep or escaped:
+        _walk(obj, where)
+    return obj
+
+
+def _walk(obj: Any, where: str) -> None:
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise JSONLError(f"{where}: a string holds a lone surrogate (\\u{ord(value[exc.start]):04x}), which is "
+                                 "not Unicode text; fix the line's encoding; nothing was written") from None
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise JSONLError(f"{where}: nested more than {MAX_DEPTH} levels deep; flatten the metadata")
+            items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
+            for key, item in items:
+                if key is not None:
+                    stack.append((key, depth))
+                stack.append((item, depth + 1))
+
+
+def _header(raw: str, where: str) -> dict:
+    obj = _loads(raw, where)
     if not isinstance(obj, dict) or set(obj) != {EXPORT_HEADER} or not isinstance(obj[EXPORT_HEADER], dict):
         raise JSONLError(f"{where}: a header line is {{\"{EXPORT_HEADER}\": {{...}}}} and nothing else")
     return dict(obj[EXPORT_HEADER])
 
 
 def _parse_line(raw: str, where: str, lineno: int, default_type: Optional[str], keep_times: bool, now: str) -> ImportLine:
-    try:
-        obj = json.loads(raw)
-    except ValueError as exc:
-        raise JSONLError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+    obj = _loads(raw, where)
     if not isinstance(obj, dict):
         raise JSONLError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    if KG_KEY in obj:
+        return _kg_line(obj, where, lineno)
     for alias, name in (("text", "content"), ("type", "record_type")):
         if alias in obj:
             if name in obj:
@@ -248,6 +335,8 @@ def _parse_line(raw: str, where: str, lineno: int, default_type: Optional[str], 
     unknown = sorted(set(obj) - LINE_FIELDS)
     if unknown:
         raise JSONLError(f"{where}: unknown field(s) {', '.join(unknown)}; accepted: {', '.join(sorted(LINE_FIELDS))}")
+    if obj.get("record_type") == "thread":
+        return _thread_line(obj, where, lineno, keep_times, now)
     record_type = obj.get("record_type", default_type)
     if record_type not in ADDABLE_TYPES:
         hint = "" if "record_type" in obj else " (give record_type on the line, or a default type)"
@@ -272,6 +361,26 @@ def _parse_line(raw: str, where: str, lineno: int, default_type: Optional[str], 
     except (ValueError, TypeError) as exc:
         raise JSONLError(f"{where}: {_one_line(exc)}") from None
     return line
+
+
+def _thread_line(obj: dict, where: str, lineno: int, keep_times: bool, now: str) -> ImportLine:
+    """A ``thread`` line: the thread row as the export wrote it (SC-13.6)."""
+    from .normalize import check_id
+
+    unknown = sorted(set(obj) - THREAD_FIELDS)
+    if unknown:
+        raise JSONLError(f"{where}: a thread line takes id, user_id, agent_id and created_at; unknown here: "
+                         f"{', '.join(unknown)}")
+    try:
+        tid = check_id(obj.get("id"), "id")
+        fields = {"id": tid, "user_id": check_id(obj.get("user_id"), "user_id", optional=True),
+                  "agent_id": check_id(obj.get("agent_id"), "agent_id", optional=True)}
+    except (ValueError, TypeError) as exc:
+        raise JSONLError(f"{where}: {_one_line(exc)}") from None
+    if obj.get("content") is not None or obj.get("thread_id") not in (None, tid):
+        raise JSONLError(f"{where}: a thread line has no content, and its thread_id (if given) is its id")
+    times = _times(obj, "thread", where, now) if keep_times and obj.get("created_at") is not None else None
+    return ImportLine(lineno, "thread", fields, times)
 
 
 def _times(obj: dict, record_type: str, where: str, now: str) -> tuple[str, Optional[str]]:
@@ -368,8 +477,29 @@ def import_records(
         raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-    result = ImportResult(total=len(lines))
-    for part in _chunks(lines, batch_size):
+    result = ImportResult(total=sum(1 for ln in lines if ln.record_type != "kg_row"))
+    threads = [ln for ln in lines if ln.record_type == "thread"]
+    records = [ln for ln in lines if ln.record_type not in ("thread", "kg_row")]  # kg rows: import_knowledge
+    # SC-13.6: the thread rows first, as the file has them, so the records naming them do
+    # not create them with their own scope; a thread that exists keeps its row (unless
+    # on_conflict is "replace")
+    for start in range(0, len(threads), batch_size):
+        block = threads[start:start + batch_size]
+        rows = [(ln.fields["id"], ln.fields["user_id"], ln.fields["agent_id"], ln.times[0] if ln.times else None)
+                for ln in block]
+        try:
+            written = set(store.restore_threads(rows, on_conflict="replace" if on_conflict == "replace" else "skip"))
+        except (ValueError, TypeError, StoreError, KeyboardInterrupt) as exc:
+            raise ImportStopped(result, block[0].lineno, exc, block[-1].lineno) from exc
+        for ln in block:
+            if ln.fields["id"] in written:
+                result.imported += 1
+                result.by_type["thread"] = result.by_type.get("thread", 0) + 1
+            else:
+                result.skipped += 1
+        if progress is not None:
+            progress(len(block))
+    for part in _chunks(records, batch_size):
         try:
             written = store.restore_batches(
                 make_batches(part), times=[ln.times for ln in part], on_conflict=on_conflict, batch_size=batch_size
@@ -387,3 +517,162 @@ def import_records(
         if progress is not None:
             progress(len(part))
     return result
+
+
+# ----------------------------------------------------------------------------- knowledge rows
+#: The key of a knowledge-layer line: ``{"kg_table": "FACT", "row": {...}}`` (finding 10: a
+#: backup carries the store's ``<ID>_KG_*`` rows). The table is named without the store
+#: prefix, so a backup imports into a store of another id.
+KG_KEY = "kg_table"
+
+
+def _kg_mapping(store_id: str, vector_dim: Optional[int]) -> Any:
+    """The knowledge layer's table objects (``oramem.knowledge.schema``), parents first: the
+    columns and their types come from that mapping, so a table or a column it adds is
+    carried without a change here."""
+    from .knowledge.schema import build_tables
+
+    return build_tables(store_id, int(vector_dim or 1))
+
+
+def _kg_suffix(name: str, store_id: str) -> str:
+    return name[len(f"{store_id.upper()}_KG_"):]
+
+
+def kg_table_names() -> frozenset[str]:
+    """The knowledge tables a line may name (without the store prefix)."""
+    return frozenset(_kg_suffix(t.name, "X") for t in _kg_mapping("X", 1).metadata.sorted_tables)
+
+
+def _kg_encode(value: Any) -> Any:
+    """A value as the mapping reads it -> JSON (times as ISO-8601 UTC, vectors as lists)."""
+    import numpy as np
+
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return value.astimezone(_dt.timezone.utc).isoformat(timespec="microseconds")
+    if isinstance(value, np.ndarray):
+        return [float(x) for x in value.astype(np.float32)]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        import base64
+
+        return {"$base64": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _kg_decode(value: Any, column: Any) -> Any:
+    """A JSON value back to what the column's type binds (the inverse of :func:`_kg_encode`)."""
+    from . import timeutil
+    from .knowledge.schema import UTCDateTime, Vector
+
+    if value is None:
+        return None
+    kind = column.type
+    if isinstance(kind, UTCDateTime) and isinstance(value, str):
+        return timeutil.parse_iso(value)
+    if isinstance(kind, Vector) and isinstance(value, list):
+        import numpy as np
+
+        return np.asarray(value, dtype=np.float32)
+    if isinstance(value, dict) and set(value) == {"$base64"}:
+        import base64
+
+        return base64.b64decode(value["$base64"])
+    return value
+
+
+def _kg_line(obj: dict, where: str, lineno: int) -> ImportLine:
+    if set(obj) != {KG_KEY, "row"} or not isinstance(obj.get("row"), dict):
+        raise JSONLError(f"{where}: a knowledge line is {{\"{KG_KEY}\": NAME, \"row\": {{...}}}} and nothing else")
+    name = obj[KG_KEY]
+    tables = {_kg_suffix(t.name, "X"): t for t in _kg_mapping("X", 1).metadata.sorted_tables}
+    if not isinstance(name, str) or name not in tables:
+        raise JSONLError(f"{where}: unknown knowledge table {name!r}; known: {', '.join(sorted(tables))}")
+    unknown = sorted(set(obj["row"]) - {c.name for c in tables[name].columns})
+    if unknown:
+        raise JSONLError(f"{where}: knowledge table {name} has no column(s) {', '.join(unknown)}")
+    return ImportLine(lineno, "kg_row", {"table": name, "row": obj["row"]})
+
+
+def export_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], write: Callable[[str], Any]) -> int:
+    """Write every row of the store's knowledge tables present in ``engine``'s database as
+    knowledge lines, parents first; returns how many. Only the columns both the mapping
+    and the table have are read (a store from before a column was added exports without it)."""
+    import sqlalchemy as sa
+
+    insp = sa.inspect(engine)
+    count = 0
+    with engine.connect() as conn:
+        for table in _kg_mapping(store_id, vector_dim).metadata.sorted_tables:
+            if not insp.has_table(table.name):
+                continue
+            have = {c["name"].lower() for c in insp.get_columns(table.name)}
+            columns = [c for c in table.columns if c.name.lower() in have]
+            pk = [c for c in table.primary_key.columns if c.name.lower() in have]
+            suffix = _kg_suffix(table.name, store_id)
+            for row in conn.execute(sa.select(*columns).order_by(*pk)):
+                data = {c.name: _kg_encode(row._mapping[c.name]) for c in columns}
+                write(json.dumps({KG_KEY: suffix, "row": data}, ensure_ascii=False, allow_nan=False) + "\n")
+                count += 1
+    return count
+
+
+def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], lines: Sequence[ImportLine], *,
+                     on_conflict: str = "fail", batch_size: int = 500) -> tuple[int, int]:
+    """Write knowledge lines into the store's knowledge tables (created when missing, as
+    ``KnowledgeMemory`` does), parents first, ``batch_size`` rows per transaction. A row
+    whose primary key is stored: "fail" stops before anything of the knowledge rows is
+    written, "skip" keeps the stored row, "replace" replaces it. Returns (written, skipped)."""
+    import sqlalchemy as sa
+
+    from .knowledge.schema import apply_schema_policy
+    from .types import SchemaPolicy
+
+    if not lines:
+        return 0, 0
+    tables = _kg_mapping(store_id, vector_dim)
+    apply_schema_policy(engine, tables, SchemaPolicy.CREATE_IF_NECESSARY)
+    by_table: dict[str, list[ImportLine]] = {}
+    for ln in lines:
+        by_table.setdefault(ln.fields["table"], []).append(ln)
+    plan = []
+    with engine.connect() as conn:
+        for table in tables.metadata.sorted_tables:
+            group = by_table.get(_kg_suffix(table.name, store_id))
+            if not group:
+                continue
+            pk = list(table.primary_key.columns)
+            rows = []
+            for ln in group:
+                missing = [c.name for c in pk if ln.fields["row"].get(c.name) is None]
+                if missing:
+                    raise JSONLError(f"line {ln.lineno}: knowledge row of {ln.fields['table']} lacks {', '.join(missing)}")
+                rows.append((ln, {k: _kg_decode(v, table.c[k]) for k, v in ln.fields["row"].items()}))
+            keys = [tuple(r[c.name] for c in pk) for _, r in rows]
+            present: set = set()
+            for start in range(0, len(keys), 500):
+                part = keys[start:start + 500]
+                cond = pk[0].in_([k[0] for k in part]) if len(pk) == 1 else sa.tuple_(*pk).in_(part)
+                present |= {tuple(r) for r in conn.execute(sa.select(*pk).where(cond))}
+            conflicts = [(ln, k) for (ln, _), k in zip(rows, keys) if k in present]
+            if conflicts and on_conflict == "fail":
+                ln, key = conflicts[0]
+                raise JSONLError(f"line {ln.lineno}: knowledge row {list(key)} of {ln.fields['table']} is already "
+                                 "stored; import with --on-conflict skip or replace; no knowledge row was written")
+            plan.append((table, pk, rows, keys, present))
+    written = skipped = 0
+    for table, pk, rows, keys, present in plan:
+        fresh = [r for (_, r), k in zip(rows, keys) if k not in present or on_conflict == "replace"]
+        skipped += len(rows) - len(fresh)
+        for start in range(0, len(fresh), batch_size):
+            slice_ = fresh[start:start + batch_size]
+            with engine.begin() as conn:
+                if on_conflict == "replace":
+                    for r in slice_:
+                        conn.execute(sa.delete(table).where(*[c == r[c.name] for c in pk]))
+                conn.execute(table.insert(), slice_)
+            written += len(slice_)
+    return written, skipped

@@ -12,8 +12,9 @@ What is copied, per store: the store's settings (strategy, vector_dim, keyword l
 retention, index sync; on SQLite the embedder identity), every live record with its ids,
 scope, role, content, event time, metadata, ``created_at`` and ``expires_at``, and its
 retrieval rows as they are (caller chunks and their vectors: nothing is re-chunked or
-re-embedded); threads are re-created by their records (same ids and owners; their own
-``created_at`` is the copy's); then every row of the store's knowledge tables. A rerun after
+re-embedded); the thread rows first, exactly as they are (id, who opened the thread,
+``created_at``: SC-13.6), so the records that name them do not re-create them; then every
+row of the store's knowledge tables. A rerun after
 an interruption skips what is already there (records by id, knowledge rows by primary
 key), so it resumes. Records go through the store API's ``restore_batches`` (on Oracle:
 ``oramem_store.add_json`` with ``restored_times`` and ``on_conflict`` "skip"); Oracle
@@ -28,7 +29,7 @@ before anything is written. A SQLite copy of an Oracle store records no embedder
 in-database model cannot run there): open it with the same model's local embedder.
 
 The comparison: per store, the number of live records and a SHA-256 over every record's
-fields, chunk texts and vector bytes (threads by id and owners), and per knowledge table
+fields, chunk texts and vector bytes (threads by id, opener and created_at), and per knowledge table
 the row count and a SHA-256 over its rows as the mapping reads them (times in UTC, JSON
 canonical, vectors as float32 bytes); any difference is reported.
 
@@ -144,6 +145,11 @@ class _SQLiteSide:
 
         return admin.read_record_rows(self.path, store_id, after, limit, now)
 
+    def threads(self, store_id: str, now: str) -> list[tuple[str, Any, Any, Any]]:
+        from .sqlite import admin
+
+        return admin.read_thread_rows(self.path, store_id)
+
     def live_count(self, store_id: str, now: str) -> Optional[int]:
         from .sqlite.schema import StoreTables
 
@@ -235,6 +241,15 @@ class _OracleSide:
         from .oracle import admin
         from .oracle.codec import record_from_json
 
+        if after == 0:
+            # N5: seq_no (an identity) is drawn at INSERT, not at COMMIT, so pages read in
+            # separate transactions can skip a row committed late below the last seq read. All
+            # pages of a store (and its knowledge copy and comparison) read one snapshot: "All
+            # subsequent queries in that transaction see only changes that were committed
+            # before the transaction began" (SQL Language Reference, SET TRANSACTION READ ONLY).
+            self.conn.rollback()
+            with self.conn.cursor() as cur:
+                cur.execute("SET TRANSACTION READ ONLY")
         out: list[Row] = []
         for item in admin.export_page(self.conn, store_id, after, limit):
             record = record_from_json(item["record"])
@@ -244,6 +259,12 @@ class _OracleSide:
             ]
             out.append((int(item["record"]["seq_no"]), record, chunks))
         return out
+
+    def threads(self, store_id: str, now: str) -> list[tuple[str, Any, Any, Any]]:
+        # export_json is the one Oracle entry point that returns thread rows with their
+        # times: one pass over the store, keeping the thread rows
+        return [(r.id, r.user_id, r.agent_id, r.created_at)
+                for rows in _pages(self, store_id, now, 2000) for _, r, _ in rows if r.record_type == "thread"]
 
     def live_count(self, store_id: str, now: str) -> Optional[int]:
         return None  # no count entry point: the progress has no total
@@ -424,6 +445,11 @@ def _copy_records(src: Any, dst: Any, info: StoreInfo, now: str, batch_size: int
                   step: Callable[[int], None], oracle_model: Optional[str]) -> None:
     store = dst.open_store(info, oracle_model)
     try:
+        # SC-13.6: the thread rows as they are, before any record that names them (a record
+        # would create its thread row implicitly, with its own scope as the opener)
+        threads = src.threads(info.store_id, now)
+        for start in range(0, len(threads), batch_size):
+            store.restore_threads(threads[start:start + batch_size], on_conflict="skip")
         for rows in _pages(src, info.store_id, now, batch_size):
             items = [(r, ch) for _, r, ch in rows if r.record_type != "thread"]
             batches = _batch(items, info.vector_dim)
@@ -479,12 +505,15 @@ def _copy_knowledge(src: Any, dst: Any, info: StoreInfo, batch_size: int, report
 def _insert_missing(conn: Any, table: Any, pk: list, rows: list[dict]) -> int:
     import sqlalchemy as sa
 
+    from .knowledge.reads import chunked
+
     keys = [tuple(r[c.name] for c in pk) for r in rows]
-    if len(pk) == 1:
-        cond = pk[0].in_([k[0] for k in keys])
-    else:
-        cond = sa.tuple_(*pk).in_(keys)
-    present = {tuple(r) for r in conn.execute(sa.select(*pk).where(cond))}
+    present: set = set()
+    # D7: Oracle allows at most 1000 expressions in a list (ORA-01795) and --batch-size goes
+    # to 10,000: look the keys up in chunks of reads.IN_BATCH (500)
+    for part in chunked(keys):
+        cond = pk[0].in_([k[0] for k in part]) if len(pk) == 1 else sa.tuple_(*pk).in_(part)
+        present.update(tuple(r) for r in conn.execute(sa.select(*pk).where(cond)))
     fresh = [r for r, k in zip(rows, keys) if k not in present]
     if fresh:
         conn.execute(table.insert(), fresh)
@@ -497,7 +526,7 @@ def _records_digest(side: Any, store_id: str, now: str) -> tuple[int, str]:
     for rows in _pages(side, store_id, now, 2000):
         for _, r, chunks in rows:
             if r.record_type == "thread":
-                lines.append(json.dumps(["thread", r.id, r.user_id, r.agent_id]))
+                lines.append(json.dumps(["thread", r.id, r.user_id, r.agent_id, _instant(r.created_at)]))
                 continue
             lines.append(json.dumps(
                 [r.record_type, r.id, r.content, r.timestamp, r.metadata, r.thread_id, r.user_id, r.agent_id,
@@ -508,6 +537,16 @@ def _records_digest(side: Any, store_id: str, now: str) -> tuple[int, str]:
     lines.sort()
     count = sum(1 for ln in lines if not ln.startswith('["thread"'))
     return count, hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _instant(text: Optional[str]) -> Optional[str]:
+    """An ISO-8601 time in one spelling (UTC, microseconds), whichever engine wrote it."""
+    if text is None:
+        return None
+    value = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.timezone.utc)
+    return value.astimezone(_dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 def _canonical(value: Any) -> Any:
@@ -523,7 +562,20 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, default=str)
+        return json.dumps(_same_numbers(value), sort_keys=True, default=str)
+    return _same_numbers(value)
+
+
+def _same_numbers(value: Any) -> Any:
+    """D1: an Oracle JSON column keeps numbers as NUMBER, so 1.0 written comes back as 1
+    (python-oracledb: Decimal('1'), oramem.knowledge.schema: int); SQLite's text keeps 1.0. The
+    digest spells an integral float as the int on both sides (equal values compare equal)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _same_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_same_numbers(v) for v in value]
     return value
 
 

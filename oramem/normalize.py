@@ -101,7 +101,7 @@ def check_id(value: Any, argument: str, *, optional: bool = False) -> Optional[s
         raise ValueError(f"{argument} is {len(value)} characters; the limit is {MAX_ID_LENGTH}")
     if "\x00" in value:
         raise ValueError(f"{argument} must not contain NUL characters")
-    return value
+    return check_unicode(value, argument)
 
 
 def validate_store_id(memory_store_id: Any) -> str:
@@ -137,9 +137,25 @@ def format_time(dt: datetime) -> str:
     return timeutil.store_text(dt)
 
 
+def check_unicode(value: str, argument: str) -> str:
+    """``value`` when it is valid Unicode text; a lone surrogate (``"\\ud800"``, what a
+    bad decoder or ``surrogateescape`` leaves) is a ``ValueError`` naming the argument
+    (finding 20: no database driver error later)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{argument} contains a lone surrogate (U+{ord(value[exc.start]):04X} at position {exc.start}), which is "
+            "not valid Unicode text; decode its source correctly (or with errors='replace') and pass the text again"
+        ) from None
+    return value
+
+
 def _check_text(value: Any, argument: str) -> Optional[str]:
-    if value is None or isinstance(value, str):
+    if value is None:
         return value
+    if isinstance(value, str):
+        return check_unicode(value, argument)
     raise TypeError(f"{argument} must be a str or None, got {type(value).__name__}")
 
 
@@ -169,6 +185,7 @@ def _checked_metadata(value: Any, argument: str) -> tuple[Optional[dict], Option
     # mapping's exactly when every key already was a string (the per-key check is the slow path)
     if copy.keys() != value.keys() and any(not isinstance(k, str) for k in value.keys()):
         raise TypeError(f"{argument} keys must be strings")
+    check_unicode(text, argument)
     if "\\u0000" in text and _has_nul(copy):
         # SQLite's JSON functions cut strings at an escaped NUL, so "a\x00b" would match "a"
         raise ValueError(f"{argument} keys and string values must not contain NUL characters")
@@ -196,7 +213,9 @@ def _check_ttl_days(value: Any, argument: str) -> Optional[int]:
 
 
 def _check_vector(value: Any, argument: str) -> np.ndarray:
-    """One vector -> finite 1-D float32 array (may be empty: an empty payload)."""
+    """One vector -> finite, non-zero 1-D float32 array (may be empty: an empty payload)."""
+    if isinstance(value, np.ndarray) and np.iscomplexobj(value):
+        raise ValueError(f"{argument} is a complex array; pass real numbers (float32)")
     try:
         with np.errstate(over="ignore"):  # beyond float32 range becomes inf, rejected below
             arr = np.asarray(value, dtype=np.float32)
@@ -206,6 +225,9 @@ def _check_vector(value: Any, argument: str) -> np.ndarray:
         raise ValueError(f"{argument} must be one vector (1-D), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{argument} contains NaN or infinite values")
+    if arr.size and not arr.any():
+        raise ValueError(f"{argument} is all zeros: cosine distance is undefined for a zero vector; pass the "
+                         "embedding of the text (at least one non-zero value)")
     return arr
 
 
@@ -390,6 +412,8 @@ def draft_records(
         # one vector per record as a 2-D block: checked once, rows are views of one copy
         if embeddings.shape[0] != n:
             raise ValueError(f"embeddings has {embeddings.shape[0]} rows but contents has {n}")
+        if np.iscomplexobj(embeddings):
+            raise ValueError("embeddings is a complex array; pass real numbers (float32)")
         try:
             with np.errstate(over="ignore"):  # beyond float32 range becomes inf, rejected below
                 block = np.ascontiguousarray(embeddings, dtype=np.float32)
@@ -398,6 +422,10 @@ def draft_records(
         finite = np.isfinite(block).all(axis=1)
         if not finite.all():
             raise ValueError(f"embeddings[{int(np.flatnonzero(~finite)[0])}] contains NaN or infinite values")
+        nonzero = block.any(axis=1)
+        if not nonzero.all():
+            raise ValueError(f"embeddings[{int(np.flatnonzero(~nonzero)[0])}] is all zeros: cosine distance is "
+                             "undefined for a zero vector; pass the embedding of the text")
         payloads = [("one", row) for row in block]
     else:
         payloads = [
@@ -447,11 +475,12 @@ def _index_entry(value: Any, argument: str) -> Any:
     if value is None:
         return NOT_SET
     if isinstance(value, str):
-        return value
+        return check_unicode(value, argument)
     if _is_list(value):
         for j, chunk in enumerate(value):
             if not isinstance(chunk, str):
                 raise TypeError(f"{argument}[{j}] must be a str, got {type(chunk).__name__}")
+            check_unicode(chunk, f"{argument}[{j}]")
         return tuple(value)
     raise TypeError(f"{argument} must be a str, a list of str chunks, or None, got {type(value).__name__}")
 
@@ -747,7 +776,7 @@ class Normalizer:
                 raise TypeError(f"query must be a str, got {type(query).__name__}")
             if not query.strip():
                 raise ValueError("query is blank; pass some words to search for")
-            text = query
+            text = check_unicode(query, "query")
         else:
             vector = self._check_dim(_check_vector(query_vector, "query_vector"), "query_vector")
             if chosen is not SearchStrategy.VECTOR:

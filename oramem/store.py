@@ -14,7 +14,7 @@ import builtins
 import contextlib
 import dataclasses
 import warnings
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import gcpause
@@ -482,6 +482,52 @@ class OracleMemoryStore(IMemoryStore):
         return await self._engine.add_async(AddRequest(records, size, on_conflict))
 
     @staticmethod
+    def _thread_rows(threads: Any, on_conflict: Any) -> tuple[NewRecord, ...]:
+        """Validated thread rows for :meth:`restore_threads` (SC-13.6)."""
+        if on_conflict not in ON_CONFLICT:
+            raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+        if isinstance(threads, (str, bytes)) or not isinstance(threads, (list, tuple)):
+            raise TypeError("threads must be a list of (thread_id, user_id, agent_id, created_at) tuples")
+        now = parse_timestamp(datetime.now(tz=timezone.utc), "now")
+        rows: builtins.list[NewRecord] = []
+        seen: set[str] = set()
+        for i, entry in enumerate(threads):
+            if not isinstance(entry, (list, tuple)) or len(entry) != 4:
+                raise ValueError(f"threads[{i}] must be a (thread_id, user_id, agent_id, created_at) tuple")
+            tid = check_id(entry[0], f"threads[{i}] thread_id")
+            if tid in seen:
+                raise ValueError(f"thread {tid!r} appears twice in threads; nothing was written")
+            seen.add(tid)
+            user = check_id(entry[1], f"threads[{i}] user_id", optional=True)
+            agent = check_id(entry[2], f"threads[{i}] agent_id", optional=True)
+            created = now if entry[3] is None else parse_timestamp(entry[3], f"threads[{i}] created_at")
+            rows.append(NewRecord(id=tid, record_type="thread", content=None, thread_id=tid, user_id=user,
+                                  agent_id=agent, role=None, timestamp=None, metadata=None, ttl=None, chunks=(),
+                                  restored_times=(created, None)))
+        return tuple(rows)
+
+    def restore_threads(self, threads: Sequence[Any], *, on_conflict: str = "skip") -> builtins.list[str]:
+        """SC-13.6: write ``thread`` rows as a backup or a source store has them: one
+        ``(thread_id, user_id, agent_id, created_at)`` per thread (who opened it, SC-13.2;
+        ``created_at`` None = now). ``on_conflict``: "skip" (default: a thread that exists
+        keeps its row), "fail" or "replace". Call it before restoring the records that name
+        the threads (records create missing thread rows implicitly, SC-2.3). Returns the
+        thread ids written."""
+        self._n()
+        rows = self._thread_rows(threads, on_conflict)
+        if not rows:
+            return []
+        return self._engine.add(AddRequest(rows, DEFAULT_BATCH_SIZE, on_conflict))
+
+    async def restore_threads_async(self, threads: Sequence[Any], *, on_conflict: str = "skip") -> builtins.list[str]:
+        """Async twin of :meth:`restore_threads`."""
+        await self._na()
+        rows = self._thread_rows(threads, on_conflict)
+        if not rows:
+            return []
+        return await self._engine.add_async(AddRequest(rows, DEFAULT_BATCH_SIZE, on_conflict))
+
+    @staticmethod
     def _profile_drafts(record_type: str, actor_id: Any, information: Any, metadata: Any) -> builtins.list[RecordDraft]:
         argument = "user_id" if record_type == "user_profile" else "agent_id"
         actor_id = check_id(actor_id, argument)
@@ -624,24 +670,21 @@ class OracleMemoryStore(IMemoryStore):
     def _forget_request(user_id: Any, agent_id: Any, names: Any) -> ForgetRequest:
         if (user_id is None) == (agent_id is None):
             raise ValueError("forget needs exactly one of user_id or agent_id")
+        if names is not None:
+            # SC-13.3 / KC-3.10: an actor is erased by its id, never by a name (a name may be
+            # another person's or another tenant's); refused rather than silently ignored.
+            raise ValueError(
+                "forget no longer matches names: a user or agent is erased by its id only (SC-13.3, "
+                "KC-3.10: a name may belong to another person or tenant); drop names=")
         if agent_id is not None:
-            if names is not None:
-                raise ValueError("names apply to forget(user_id=...) only: an agent is erased with all its knowledge")
             return ForgetRequest(agent_id=check_id(agent_id, "agent_id"))
         user_id = check_id(user_id, "user_id")
-        if names is None:
-            names = [user_id]
-        if isinstance(names, str) or not isinstance(names, (list, tuple)):
-            raise TypeError("names must be a list of str (the user's names as speaker and entity), or None")
-        for name in names:
-            if not isinstance(name, str) or not name.strip():
-                raise ValueError(f"names must be non-empty strings, got {name!r}")
-        return ForgetRequest(user_id=user_id, names=tuple(dict.fromkeys(n.strip() for n in names)))
+        return ForgetRequest(user_id=user_id, names=(user_id,))
 
     def forget(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
-        """SC-8.6: erase a user (``user_id``, with ``names``: her names as a speaker and as an
-        entity in the knowledge layer, default ``[user_id]``) or an agent (``agent_id``)
-        everywhere, in one transaction; returns the rows erased per table."""
+        """SC-8.6: erase a user (``user_id``) or an agent (``agent_id``) everywhere, in one
+        transaction, by its id only (SC-13); returns the rows erased per table. ``names`` is
+        refused (``ValueError``): names are no longer matched."""
         self._n()
         return self._engine.forget(self._forget_request(user_id, agent_id, names))
 

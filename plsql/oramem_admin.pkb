@@ -449,7 +449,7 @@ AS
       IF l_name IS NULL THEN
          RETURN NULL;
       END IF;
-      IF NOT REGEXP_LIKE(l_name, '^[A-Z][A-Z0-9_$#]{0,127}([.][A-Z][A-Z0-9_$#]{0,127}){0,2}$') THEN
+      IF NOT REGEXP_LIKE(l_name, '^[A-Z][A-Z0-9_$#]{0,127}([.][A-Z][A-Z0-9_$#]{0,127}){0,2}$', 'c') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_identifier,
             'deletion hook must be [schema.][package.]procedure made of unquoted identifiers');
       END IF;
@@ -469,7 +469,7 @@ AS
       IF l_name IS NULL THEN
          RETURN NULL;
       END IF;
-      IF NOT REGEXP_LIKE(l_name, '^[A-Z][A-Z0-9_$#]{0,127}$') THEN
+      IF NOT REGEXP_LIKE(l_name, '^[A-Z][A-Z0-9_$#]{0,127}$', 'c') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_identifier,
             'embedding_model must be an unquoted model name ([A-Za-z][A-Za-z0-9_$#]*)');
       END IF;
@@ -628,10 +628,15 @@ AS
    FUNCTION text_params(in_sync IN VARCHAR2) RETURN VARCHAR2
    IS
    BEGIN
-      -- fixed allow-list (ORACLE_NOTES 4.1); auto = 23ai automatic maintenance
-      RETURN CASE in_sync WHEN 'manual' THEN 'SYNC (MANUAL)'
+      -- fixed allow-list (ORACLE_NOTES 4.1); auto = 23ai automatic maintenance. D4: a CONTEXT
+      -- index created on 23ai defaults to automatic maintenance, "configured with the
+      -- combination of automatic maintenance and SYNC (MANUAL). No other SYNC settings are
+      -- compatible" (Oracle Text Application Developer's Guide 23, Using Automatic Maintenance
+      -- for Indexes, cd/G11854_01/ccapp/using-automatic-maintenance-index.html), so on_commit
+      -- and manual name MAINTENANCE MANUAL explicitly, as hybrid_params does (F3).
+      RETURN CASE in_sync WHEN 'manual' THEN 'MAINTENANCE MANUAL SYNC (MANUAL)'
                           WHEN 'auto'   THEN ''
-                          ELSE 'SYNC (ON COMMIT)' END;
+                          ELSE 'MAINTENANCE MANUAL SYNC (ON COMMIT)' END;
    END text_params;
 
    -- The Oracle Text preferences of the store's text index (keyword and hybrid stores; issue
@@ -758,21 +763,53 @@ AS
          out_job := NULL;
    END ensure_purge_job;
 
-   PROCEDURE drop_purge_job(in_store_id IN VARCHAR2)
+   PROCEDURE drop_job(in_job IN VARCHAR2)
    IS
       PRAGMA AUTONOMOUS_TRANSACTION;
-      l_job VARCHAR2(128 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_job);
    BEGIN
-      IF job_exists(l_job) THEN
+      IF job_exists(in_job) THEN
          BEGIN
-            DBMS_SCHEDULER.DROP_JOB(job_name => l_job, force => TRUE);
+            DBMS_SCHEDULER.DROP_JOB(job_name => in_job, force => TRUE);
          EXCEPTION
             WHEN e_job_missing THEN
                NULL;   -- dropped concurrently
          END;
       END IF;
       COMMIT;
+   END drop_job;
+
+   PROCEDURE drop_purge_job(in_store_id IN VARCHAR2)
+   IS
+   BEGIN
+      drop_job(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_job));
    END drop_purge_job;
+
+   -- N1: the knowledge layer's tables and scheduler job belong to the store: they hold text,
+   -- facts and vectors derived from its records (SC-8.4), so drop_store, RECREATE and the
+   -- uninstall (through drop_store) drop them too. The exact names of
+   -- oramem/knowledge/schema.py (TABLE_NAMES, KG_AGENT, KG_JOB; a test compares the lists),
+   -- no LIKE pattern: the tables of a store whose id starts with this one stay. Children
+   -- first; CASCADE CONSTRAINTS covers a table added later with a foreign key to these.
+   -- The job name is oramem_kg_jobs.job_name's ('ORAMEM_KG_' || id), spelled here because
+   -- oramem_kg_jobs is compiled after this package.
+   PROCEDURE drop_knowledge(in_store_id IN VARCHAR2)
+   IS
+      TYPE suffix_tab_t IS VARRAY(13) OF VARCHAR2(32 CHAR);
+      l_suffixes CONSTANT suffix_tab_t := suffix_tab_t(
+         'FACT_ENTITY_LINK', 'RELATIONSHIP', 'ENTITY_ALIAS', 'META_OBSERVATION', 'CLUSTER',
+         'ATTRIBUTE_REGISTRY', 'INTENTION', 'SESSION_OBSERVATION', 'FACT', 'ENTITY', 'EVENT',
+         'AGENT', 'JOB');
+      l_name VARCHAR2(128 CHAR);
+   BEGIN
+      drop_job(DBMS_ASSERT.SIMPLE_SQL_NAME('ORAMEM_KG_' || in_store_id));
+      FOR i IN 1 .. l_suffixes.COUNT LOOP
+         l_name := in_store_id || '_KG_' || l_suffixes(i);
+         IF table_exists(l_name) THEN
+            exec_ddl('DROP TABLE ' || DBMS_ASSERT.ENQUOTE_NAME(DBMS_ASSERT.SIMPLE_SQL_NAME(l_name), TRUE)
+                     || ' CASCADE CONSTRAINTS PURGE');
+         END IF;
+      END LOOP;
+   END drop_knowledge;
 
    -- Create whatever of the store's objects is missing for the persisted settings.
    PROCEDURE ensure_objects(
@@ -971,6 +1008,7 @@ AS
          exec_block('BEGIN DBMS_VECTOR_CHAIN.DROP_PREFERENCE(:1); END;', l_pref);
       END IF;
       drop_text_prefs(in_store_id);
+      drop_knowledge(in_store_id);   -- N1
    END drop_objects;
 
    ---------------------------------------------------------------------------------------
@@ -1426,7 +1464,8 @@ AS
       END IF;
       lock_store(l_id, in_lock_timeout);
       oramem_registry.find_store(l_id, l_store, l_found);
-      IF NOT l_found AND NOT store_objects_exist(l_id) THEN
+      -- N1: also a store dropped before its knowledge tables went with it (only those left)
+      IF NOT l_found AND NOT store_objects_exist(l_id) AND NOT table_exists(l_id || '_KG_EVENT') THEN
          IF in_if_exists = 0 THEN
             oramem_errors.raise_error(oramem_errors.gc_store_not_found,
                'store ' || l_id || ' does not exist');

@@ -123,9 +123,11 @@ AS
    FUNCTION list_stores RETURN CLOB;
 
    /*
-    * drop_store: drop the purge job, indexes, vectorizer preference, tables and the
-    * registry row of a store (state DROPPING is committed first, so a crash can be
-    * resumed by calling drop_store again). in_if_exists = 1: an unknown store is a no-op.
+    * drop_store: drop the purge job, indexes, vectorizer preference, tables, the
+    * knowledge layer's <ID>_KG_* tables and ORAMEM_KG_<ID> job, and the registry row of
+    * a store (state DROPPING is committed first, so a crash can be resumed by calling
+    * drop_store again). An id with only <ID>_KG_* tables left is dropped too.
+    * in_if_exists = 1: an unknown store is a no-op.
     * Errors: -20010; -20101 (only when in_if_exists = 0); -20201 lock timeout.
     * Commit: autonomous DDL (see package header).
     */

@@ -217,6 +217,11 @@ AS
       out_passing := NULL;
       l_arr.append(in_elem);
       IF in_elem.is_string THEN
+         -- N9: over 4000 characters it is over 4000 bytes; checked on the CLOB form before
+         -- get_string, whose VARCHAR2 would fail with a raw error past 32,767 bytes
+         IF DBMS_LOB.GETLENGTH(l_arr.get_clob(0)) > 4000 THEN
+            fail('value of ' || in_where || ' is longer than 4000 bytes');
+         END IF;
          l_str := l_arr.get_string(0);
          IF LENGTHB(l_str) > 4000 THEN
             fail('value of ' || in_where || ' is longer than 4000 bytes');
@@ -572,7 +577,7 @@ AS
       l_elem JSON_ELEMENT_T;
    BEGIN
       IF in_column IS NULL
-         OR NOT REGEXP_LIKE(in_column, '^[a-z][a-z0-9_]{0,29}\.[a-z][a-z0-9_]{0,29}$')
+         OR NOT REGEXP_LIKE(in_column, '^[a-z][a-z0-9_]{0,29}\.[a-z][a-z0-9_]{0,29}$', 'c')
       THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             'oramem_filter.compile_filter: invalid column reference');
@@ -619,7 +624,8 @@ AS
       in_match     IN VARCHAR2,
       in_value     IN VARCHAR2,
       in_alias     IN VARCHAR2,
-      io_binds     IN OUT NOCOPY bind_list_t
+      io_binds     IN OUT NOCOPY bind_list_t,
+      in_raw       IN PLS_INTEGER DEFAULT 0
    ) RETURN VARCHAR2
    IS
       l_match   VARCHAR2(16 CHAR) := LOWER(in_match);
@@ -628,7 +634,7 @@ AS
       l_n       PLS_INTEGER;
       l_m       PLS_INTEGER;
    BEGIN
-      IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$') THEN
+      IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$', 'c') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             'oramem_filter.scope_condition: invalid alias');
       END IF;
@@ -664,6 +670,14 @@ AS
             oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
                'oramem_filter.scope_condition: dimension must be thread, user or agent');
       END CASE;
+      IF in_raw = 1 THEN
+         -- N6: the raw column (list): an index range scan on the scope index, no OR branch
+         IF l_match = 'equals' THEN
+            l_n := add_bind(io_binds, 'S', in_value, NULL);
+            RETURN '(' || l_col || ' = :f' || l_n || ')';
+         END IF;
+         RETURN '(' || l_col || ' IS NULL)';
+      END IF;
       IF l_match = 'equals' THEN
          l_n := add_bind(io_binds, 'S', in_value, NULL);
          l_m := add_bind(io_binds, 'S', in_value, NULL);

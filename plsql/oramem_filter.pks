@@ -93,7 +93,8 @@ AS
     * Effective columns, as the SQLite engine: thread reads thread_id (a profile has
     * none, so it matches thread is_null and never thread = v); user reads the record_id
     * of a user_profile (never NULL) and user_id of every other record; agent likewise
-    * with agent_profile.
+    * with agent_profile. in_raw = 1 (list_json, N6): the raw user_id / agent_id column,
+    * as the SQLite engine's list (records.py, profiles=False), so the scope indexes apply.
     * Errors: -20001 bad dimension/match/alias, or 'equals' with a NULL value.
     */
    FUNCTION scope_condition(
@@ -101,7 +102,8 @@ AS
       in_match     IN VARCHAR2,
       in_value     IN VARCHAR2,
       in_alias     IN VARCHAR2,
-      io_binds     IN OUT NOCOPY bind_list_t
+      io_binds     IN OUT NOCOPY bind_list_t,
+      in_raw       IN PLS_INTEGER DEFAULT 0
    ) RETURN VARCHAR2;
 
    /*

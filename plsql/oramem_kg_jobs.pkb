@@ -39,15 +39,18 @@ AS
 
    gc_tpl_agent_lock CONSTANT VARCHAR2(200 CHAR) := q'[SELECT agent_id FROM #AGENT# WHERE agent_id = :1 FOR UPDATE]';
 
-   gc_tpl_ents CONSTANT VARCHAR2(300 CHAR) := q'[SELECT canonical_key, last_seen_at FROM #ENT# WHERE agent_id = :1 AND is_active = TRUE ORDER BY canonical_key]';
+   -- KC-6.0: the jobs run per scope (agent, user); DECODE matches a NULL user (the shared
+   -- knowledge) to a NULL bind (SQL Language Reference, DECODE: two nulls are equivalent)
+   gc_tpl_scopes CONSTANT VARCHAR2(300 CHAR) := q'[SELECT user_id FROM #ENT# WHERE agent_id = :1 UNION SELECT user_id FROM #EVENT# WHERE agent_id = :2]';
+   gc_tpl_ents CONSTANT VARCHAR2(300 CHAR) := q'[SELECT canonical_key, last_seen_at FROM #ENT# WHERE agent_id = :1 AND DECODE(user_id, :2, 1, 0) = 1 AND is_active = TRUE ORDER BY canonical_key]';
 
-   gc_tpl_density CONSTANT VARCHAR2(400 CHAR) := q'[SELECT l.entity_key, COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = :1 AND f.valid_to IS NULL AND f.invalidated_at IS NULL GROUP BY l.entity_key]';
+   gc_tpl_density CONSTANT VARCHAR2(400 CHAR) := q'[SELECT l.entity_key, COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = :1 AND DECODE(l.user_id, :2, 1, 0) = 1 AND f.valid_to IS NULL AND f.invalidated_at IS NULL GROUP BY l.entity_key]';
 
-   gc_tpl_retrieved CONSTANT VARCHAR2(400 CHAR) := q'[SELECT l.entity_key, NVL(SUM(f.times_retrieved), 0) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = :1 GROUP BY l.entity_key]';
+   gc_tpl_retrieved CONSTANT VARCHAR2(400 CHAR) := q'[SELECT l.entity_key, NVL(SUM(f.times_retrieved), 0) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = :1 AND DECODE(l.user_id, :2, 1, 0) = 1 GROUP BY l.entity_key]';
 
-   gc_tpl_degree CONSTANT VARCHAR2(500 CHAR) := q'[SELECT k, COUNT(*) FROM (SELECT source_entity_key k FROM #REL# WHERE agent_id = :1 AND valid_to IS NULL AND invalidated_at IS NULL UNION ALL SELECT target_entity_key k FROM #REL# WHERE agent_id = :2 AND valid_to IS NULL AND invalidated_at IS NULL) GROUP BY k]';
+   gc_tpl_degree CONSTANT VARCHAR2(600 CHAR) := q'[SELECT k, COUNT(*) FROM (SELECT source_entity_key k FROM #REL# WHERE agent_id = :1 AND DECODE(user_id, :2, 1, 0) = 1 AND valid_to IS NULL AND invalidated_at IS NULL UNION ALL SELECT target_entity_key k FROM #REL# WHERE agent_id = :3 AND DECODE(user_id, :4, 1, 0) = 1 AND valid_to IS NULL AND invalidated_at IS NULL) GROUP BY k]';
 
-   gc_tpl_set_importance CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #ENT# SET importance_score = :1 WHERE agent_id = :2 AND canonical_key = :3]';
+   gc_tpl_set_importance CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #ENT# SET importance_score = :1 WHERE agent_id = :2 AND DECODE(user_id, :3, 1, 0) = 1 AND canonical_key = :4]';
 
    gc_tpl_facts CONSTANT VARCHAR2(600 CHAR) := q'[SELECT id, times_retrieved, last_retrieved_at, ingested_at, confidence, reinforcement_count, user_correction_count, importance, CASE WHEN is_sensitive THEN 1 ELSE 0 END, CASE WHEN is_stale THEN 1 ELSE 0 END FROM #FACT# WHERE agent_id = :1 AND valid_to IS NULL AND invalidated_at IS NULL]';
 
@@ -59,15 +62,15 @@ AS
 
    gc_tpl_intentions CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #INT# SET status = 'expired' WHERE agent_id = :1 AND status IN ('pending', 'triggered') AND due_date IS NOT NULL AND due_date < :2]';
 
-   gc_tpl_trend_events CONSTANT VARCHAR2(400 CHAR) := q'[SELECT id, text, emotion_primary, emotion_intensity, energy_level FROM #EVENT# WHERE agent_id = :1 AND emotion_primary IS NOT NULL AND occurred_at >= :2 AND occurred_at <= :3 ORDER BY occurred_at, id]';
+   gc_tpl_trend_events CONSTANT VARCHAR2(400 CHAR) := q'[SELECT id, text, emotion_primary, emotion_intensity, energy_level FROM #EVENT# WHERE agent_id = :1 AND DECODE(user_id, :2, 1, 0) = 1 AND emotion_primary IS NOT NULL AND occurred_at >= :3 AND occurred_at <= :4 ORDER BY occurred_at, id]';
 
-   gc_tpl_trend_recent CONSTANT VARCHAR2(400 CHAR) := q'[SELECT id FROM #OBS# WHERE agent_id = :1 AND is_active = TRUE AND observation_type = 'emotional_trend' AND last_reinforced_at >= :2 ORDER BY last_reinforced_at DESC, id FETCH FIRST 1 ROWS ONLY]';
+   gc_tpl_trend_recent CONSTANT VARCHAR2(400 CHAR) := q'[SELECT id FROM #OBS# WHERE agent_id = :1 AND DECODE(user_id, :2, 1, 0) = 1 AND is_active = TRUE AND observation_type = 'emotional_trend' AND last_reinforced_at >= :3 ORDER BY last_reinforced_at DESC, id FETCH FIRST 1 ROWS ONLY]';
 
    gc_tpl_trend_reinforce CONSTANT VARCHAR2(400 CHAR) := q'[UPDATE #OBS# SET times_reinforced = times_reinforced + 1, last_reinforced_at = :1, title = :2, text = :3, supporting_event_ids = :4 WHERE id = :5]';
 
-   gc_tpl_trend_retire CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #OBS# SET is_active = FALSE WHERE agent_id = :1 AND is_active = TRUE AND observation_type = 'emotional_trend']';
+   gc_tpl_trend_retire CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #OBS# SET is_active = FALSE WHERE agent_id = :1 AND DECODE(user_id, :2, 1, 0) = 1 AND is_active = TRUE AND observation_type = 'emotional_trend']';
 
-   gc_tpl_trend_insert CONSTANT VARCHAR2(800 CHAR) := q'[INSERT INTO #OBS# (id, agent_id, observation_type, title, text, supporting_event_ids, supporting_fact_ids, confidence, importance, times_reinforced, is_active, embedding_vec, first_detected_at, last_reinforced_at, created_at) VALUES (:1, :2, 'emotional_trend', :3, :4, :5, :6, 0.7, 0.5, 0, TRUE, NULL, :7, :8, :9)]';
+   gc_tpl_trend_insert CONSTANT VARCHAR2(800 CHAR) := q'[INSERT INTO #OBS# (id, agent_id, user_id, observation_type, title, text, supporting_event_ids, supporting_fact_ids, confidence, importance, times_reinforced, is_active, embedding_vec, first_detected_at, last_reinforced_at, created_at) VALUES (:1, :2, :3, 'emotional_trend', :4, :5, :6, :7, 0.7, 0.5, 0, TRUE, NULL, :8, :9, :10)]';
 
    -- deletion hook (on_store_delete); #TAB# is kg_table of a suffix from l_sfx there
    gc_tpl_hk_del_links CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #LINK# WHERE fact_id = :1 RETURNING agent_id, entity_key INTO :2, :3]';
@@ -82,7 +85,9 @@ AS
 
    gc_tpl_hk_obs_set CONSTANT VARCHAR2(200 CHAR) := q'[UPDATE #OBS# SET supporting_fact_ids = JSON(:1) WHERE id = :2]';
 
-   gc_tpl_hk_recount CONSTANT VARCHAR2(700 CHAR) := q'[UPDATE #ENT# e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = e.agent_id AND l.entity_key = e.canonical_key AND f.valid_to IS NULL AND f.invalidated_at IS NULL AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, 'DAY') > :1)) WHERE e.agent_id = :2 AND e.canonical_key = :3]';
+   -- KC-3.7: counted within the entity's own scope (DECODE treats two NULLs as equal, SQL
+   -- Language Reference, DECODE: a shared entity counts shared links only)
+   gc_tpl_hk_recount CONSTANT VARCHAR2(800 CHAR) := q'[UPDATE #ENT# e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = e.agent_id AND DECODE(l.user_id, e.user_id, 1, 0) = 1 AND l.entity_key = e.canonical_key AND f.valid_to IS NULL AND f.invalidated_at IS NULL AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, 'DAY') > :1)) WHERE e.agent_id = :2 AND e.canonical_key = :3]';
 
    gc_tpl_hk_thread_events CONSTANT VARCHAR2(200 CHAR) := q'[SELECT id FROM #EVENT# WHERE session_id = :1]';
 
@@ -94,8 +99,9 @@ AS
 
    gc_tpl_hk_del_session CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #TAB# WHERE session_id = :1]';
 
-   -- intentions extracted in a session keep its id cut to 32 characters (source_context)
-   gc_tpl_hk_del_session_int CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #INT# WHERE source_context = SUBSTR(:1, 1, 32)]';
+   -- intentions extracted in a session keep its whole id (source_context, KC-3.7; review
+   -- finding 14: a 32-character prefix matched other users' sessions)
+   gc_tpl_hk_del_session_int CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #INT# WHERE source_context = :1]';
 
    ---------------------------------------------------------------------------------------
    -- helpers
@@ -222,6 +228,7 @@ AS
    FUNCTION key_counts(
       in_sql   IN VARCHAR2,
       in_agent IN VARCHAR2,
+      in_user  IN VARCHAR2,
       in_binds IN PLS_INTEGER
    ) RETURN num_map_t
    IS
@@ -230,9 +237,9 @@ AS
       l_out  num_map_t;
    BEGIN
       IF in_binds = 2 THEN
-         EXECUTE IMMEDIATE in_sql BULK COLLECT INTO l_keys, l_vals USING in_agent, in_agent;
+         EXECUTE IMMEDIATE in_sql BULK COLLECT INTO l_keys, l_vals USING in_agent, in_user, in_agent, in_user;
       ELSE
-         EXECUTE IMMEDIATE in_sql BULK COLLECT INTO l_keys, l_vals USING in_agent;
+         EXECUTE IMMEDIATE in_sql BULK COLLECT INTO l_keys, l_vals USING in_agent, in_user;
       END IF;
       FOR i IN 1 .. l_keys.COUNT LOOP
          IF l_keys(i) IS NOT NULL THEN
@@ -248,6 +255,7 @@ AS
    PROCEDURE entity_importance(
       in_sid   IN VARCHAR2,
       in_agent IN VARCHAR2,
+      in_user  IN VARCHAR2,
       in_now   IN TIMESTAMP
    )
    IS
@@ -255,30 +263,32 @@ AS
       l_seen   ts_tab_t;
       l_scores num_tab_t;
       l_agents vc_tab_t;
+      l_users  vc_tab_t;
       l_rec    num_map_t;
       l_nd     num_map_t;
       l_nr     num_map_t;
       l_nf     num_map_t;
       l_ng     num_map_t;
    BEGIN
-      EXECUTE IMMEDIATE sql_for(gc_tpl_ents, in_sid) BULK COLLECT INTO l_keys, l_seen USING in_agent;
+      EXECUTE IMMEDIATE sql_for(gc_tpl_ents, in_sid) BULK COLLECT INTO l_keys, l_seen USING in_agent, in_user;
       IF l_keys.COUNT = 0 THEN
          RETURN;
       END IF;
       FOR i IN 1 .. l_keys.COUNT LOOP
          l_rec(l_keys(i)) := EXP(-gc_ln2 * days_between(l_seen(i), in_now) / gc_importance_halflife_days);
       END LOOP;
-      l_nd := min_max(l_keys, key_counts(sql_for(gc_tpl_density, in_sid), in_agent, 1));
+      l_nd := min_max(l_keys, key_counts(sql_for(gc_tpl_density, in_sid), in_agent, in_user, 1));
       l_nr := min_max(l_keys, l_rec);
-      l_nf := min_max(l_keys, key_counts(sql_for(gc_tpl_retrieved, in_sid), in_agent, 1));
-      l_ng := min_max(l_keys, key_counts(sql_for(gc_tpl_degree, in_sid), in_agent, 2));
+      l_nf := min_max(l_keys, key_counts(sql_for(gc_tpl_retrieved, in_sid), in_agent, in_user, 1));
+      l_ng := min_max(l_keys, key_counts(sql_for(gc_tpl_degree, in_sid), in_agent, in_user, 2));
       FOR i IN 1 .. l_keys.COUNT LOOP
          l_scores(i) := clip01(0.30 * l_nd(l_keys(i)) + 0.25 * l_nr(l_keys(i))
                                + 0.25 * l_nf(l_keys(i)) + 0.20 * l_ng(l_keys(i)));
          l_agents(i) := in_agent;
+         l_users(i) := in_user;
       END LOOP;
       FORALL i IN 1 .. l_keys.COUNT
-         EXECUTE IMMEDIATE sql_for(gc_tpl_set_importance, in_sid) USING l_scores(i), l_agents(i), l_keys(i);
+         EXECUTE IMMEDIATE sql_for(gc_tpl_set_importance, in_sid) USING l_scores(i), l_agents(i), l_users(i), l_keys(i);
    END entity_importance;
 
    ---------------------------------------------------------------------------------------
@@ -437,6 +447,7 @@ AS
    PROCEDURE emotional_trends(
       in_sid   IN VARCHAR2,
       in_agent IN VARCHAR2,
+      in_user  IN VARCHAR2,
       in_now   IN TIMESTAMP
    )
    IS
@@ -472,7 +483,7 @@ AS
    BEGIN
       EXECUTE IMMEDIATE sql_for(gc_tpl_trend_events, in_sid)
          BULK COLLECT INTO l_ids, l_texts, l_emotions, l_intens, l_energies
-         USING in_agent, in_now - NUMTODSINTERVAL(gc_trend_window_days, 'DAY'), in_now;
+         USING in_agent, in_user, in_now - NUMTODSINTERVAL(gc_trend_window_days, 'DAY'), in_now;
       l_n := l_ids.COUNT;
       IF l_n = 0 OR l_n < gc_trend_min_events THEN
          RETURN;   -- nothing is written below the minimum (Python returns the counts only)
@@ -562,7 +573,7 @@ AS
       END LOOP;
       BEGIN
          EXECUTE IMMEDIATE sql_for(gc_tpl_trend_recent, in_sid) INTO l_recent
-            USING in_agent, in_now - NUMTODSINTERVAL(24, 'HOUR');
+            USING in_agent, in_user, in_now - NUMTODSINTERVAL(24, 'HOUR');
       EXCEPTION
          WHEN NO_DATA_FOUND THEN
             l_recent := NULL;
@@ -572,10 +583,10 @@ AS
             USING in_now, l_title, l_text, l_support.to_clob(), l_recent;
          RETURN;
       END IF;
-      EXECUTE IMMEDIATE sql_for(gc_tpl_trend_retire, in_sid) USING in_agent;
+      EXECUTE IMMEDIATE sql_for(gc_tpl_trend_retire, in_sid) USING in_agent, in_user;
       l_id := new_id;
       EXECUTE IMMEDIATE sql_for(gc_tpl_trend_insert, in_sid)
-         USING l_id, in_agent, l_title, l_text, l_support.to_clob(), gc_empty_ids, in_now, in_now, in_now;
+         USING l_id, in_agent, in_user, l_title, l_text, l_support.to_clob(), gc_empty_ids, in_now, in_now, in_now;
    END emotional_trends;
 
    ---------------------------------------------------------------------------------------
@@ -586,25 +597,31 @@ AS
       in_agent IN VARCHAR2
    )
    IS
-      l_now TIMESTAMP(6) := oramem_registry.utc_now;
+      l_now   TIMESTAMP(6) := oramem_registry.utc_now;
+      l_users vc_tab_t;
    BEGIN
       lock_agent(in_sid, in_agent);
-      SAVEPOINT kg_job_importance;
-      BEGIN
-         entity_importance(in_sid, in_agent, l_now);
-      EXCEPTION
-         WHEN OTHERS THEN
-            oramem_errors.log_error('oramem_kg_jobs.entity_importance', in_sid);
-            ROLLBACK TO kg_job_importance;
-      END;
-      SAVEPOINT kg_job_trends;
-      BEGIN
-         emotional_trends(in_sid, in_agent, l_now);
-      EXCEPTION
-         WHEN OTHERS THEN
-            oramem_errors.log_error('oramem_kg_jobs.emotional_trends', in_sid);
-            ROLLBACK TO kg_job_trends;
-      END;
+      -- KC-6.0: importance and trends per scope (the shared knowledge and each user's), so
+      -- no score or trend text of one scope is built from another scope's rows
+      EXECUTE IMMEDIATE sql_for(gc_tpl_scopes, in_sid) BULK COLLECT INTO l_users USING in_agent, in_agent;
+      FOR u IN 1 .. l_users.COUNT LOOP
+         SAVEPOINT kg_job_importance;
+         BEGIN
+            entity_importance(in_sid, in_agent, l_users(u), l_now);
+         EXCEPTION
+            WHEN OTHERS THEN
+               oramem_errors.log_error('oramem_kg_jobs.entity_importance', in_sid);
+               ROLLBACK TO kg_job_importance;
+         END;
+         SAVEPOINT kg_job_trends;
+         BEGIN
+            emotional_trends(in_sid, in_agent, l_users(u), l_now);
+         EXCEPTION
+            WHEN OTHERS THEN
+               oramem_errors.log_error('oramem_kg_jobs.emotional_trends', in_sid);
+               ROLLBACK TO kg_job_trends;
+         END;
+      END LOOP;
       SAVEPOINT kg_job_memify;
       BEGIN
          memify(in_sid, in_agent, l_now);

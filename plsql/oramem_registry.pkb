@@ -6,6 +6,8 @@ AS
    g_hybrid_ok       BOOLEAN := FALSE;
 
    gc_ts_format      CONSTANT VARCHAR2(40 CHAR) := 'YYYY-MM-DD"T"HH24:MI:SS.FF6';
+   e_plsql_compile   EXCEPTION;   -- ORA-06550: a dynamic block did not compile
+   PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
    FUNCTION normalize_store_id(
       in_store_id IN VARCHAR2
@@ -21,7 +23,7 @@ AS
             'memory_store_id is too long: use 1 to 16 characters [A-Za-z][A-Za-z0-9_]*');
       END IF;
       l_id := UPPER(TRIM(in_store_id));
-      IF NOT REGEXP_LIKE(l_id, '^[A-Z][A-Z0-9_]{0,15}$') THEN
+      IF NOT REGEXP_LIKE(l_id, '^[A-Z][A-Z0-9_]{0,15}$', 'c') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_store_id,
             'memory_store_id must be 1 to 16 characters matching ^[A-Za-z][A-Za-z0-9_]*$');
       END IF;
@@ -167,7 +169,7 @@ AS
       END IF;
       l_txt := TRIM(SUBSTR(in_text, 1, 100));
       IF NOT REGEXP_LIKE(l_txt,
-            '^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-][0-9]{2}:?[0-9]{2})?$')
+            '^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-][0-9]{2}:?[0-9]{2})?$', 'c')
       THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_timestamp,
             in_argument || ' is not an ISO-8601 time (YYYY-MM-DDTHH:MM:SS[.ffffff][+HH:MM])');
@@ -230,7 +232,7 @@ AS
    IS
       l_sql VARCHAR2(4000 CHAR);
    BEGIN
-      IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$') THEN
+      IF in_alias IS NULL OR NOT REGEXP_LIKE(in_alias, '^[a-z][a-z0-9_]{0,29}$', 'c') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             'oramem_registry.record_json_sql: invalid alias');
       END IF;
@@ -279,15 +281,21 @@ AS
 
    FUNCTION hybrid_available RETURN BOOLEAN
    IS
-      l_count PLS_INTEGER;
    BEGIN
       IF NOT g_hybrid_checked THEN
-         SELECT COUNT(*)
-         INTO   l_count
-         FROM   all_objects
-         WHERE  object_name = 'DBMS_HYBRID_VECTOR'
-         AND    object_type IN ('PACKAGE', 'SYNONYM');
-         g_hybrid_ok := l_count > 0 AND text_available;
+         -- N12: probe the privilege, not the name (ALL_OBJECTS also lists the PUBLIC synonym
+         -- when the owner has no direct EXECUTE): compile a block that references
+         -- DBMS_HYBRID_VECTOR.SEARCH and never runs it. Dynamic SQL in this definer's-rights
+         -- package compiles with the owner's direct grants, as the real call in oramem_search
+         -- does; ORA-06550 (PLS-00201/PLS-00904) = not usable.
+         BEGIN
+            EXECUTE IMMEDIATE
+               'DECLARE l_r CLOB; BEGIN IF 1 = 0 THEN l_r := DBMS_HYBRID_VECTOR.SEARCH(JSON(''{}'')); END IF; END;';
+            g_hybrid_ok := text_available;
+         EXCEPTION
+            WHEN e_plsql_compile THEN
+               g_hybrid_ok := FALSE;
+         END;
          g_hybrid_checked := TRUE;
       END IF;
       RETURN g_hybrid_ok;

@@ -19,6 +19,37 @@ AS
    e_plsql_compile EXCEPTION;                 -- a dynamic block failed to compile (missing grant)
    PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
+   -- English query stopwords: the SQLite engine's list (oramem.sqlite.keyword, a test keeps
+   -- them equal), blank-delimited for INSTR
+   gc_english_stopwords CONSTANT VARCHAR2(1000 CHAR) := ' a about above after again against all also am an and any anything are aren as at be because been before being below between both but by can cannot could couldn d did didn do does doesn doing don down during each ever few for from further get got had hadn has hasn have haven having he her here hers herself him himself his how i if in into is isn it its itself just know let ll m me might more most mustn my myself no nor not now o of off on once only or other ought our ours ourselves out over own please re remember s same shan she should shouldn so some something such t tell than that the their theirs them themselves then there these they thing things this those through to told too under until up ve very was wasn we were weren what when where which while who whom why will with won would wouldn y you your yours yourself yourselves ';
+   -- Oracle Text reserved words (Oracle Text Reference 23, Reserved Words and Characters):
+   -- never written after the stem operator, always escaped in braces
+   gc_text_reserved CONSTANT VARCHAR2(400 CHAR) := ' about accum and bt btg bti btp equiv fuzzy haspath inpath mdata minus near not nt ntg nti ntp or pattern pt rt sqe syn tr trsyn tt within ';
+
+   /*
+    * A ranking run (review F19): its row count and its JSON array text - the results
+    * [{"record", "distance"}...] or, for a HYBRID leg, the keys [[record_type, record_id]...]
+    * - as two columns of one row, so PL/SQL reads the count as a NUMBER and passes the
+    * array on as SQL wrote it: no JSON_OBJECT_T parse and to_clob re-serialisation.
+    * doc is NULL when nothing ranked (an aggregate over no rows).
+    */
+   TYPE ranking_t IS RECORD (
+      n   NUMBER,
+      doc CLOB
+   );
+
+   -- F10: ORA-06550 from a dynamic block means a missing grant only when the compile error
+   -- is PLS-00201 ("identifier must be declared": an object the definer cannot see, also
+   -- for a grant through a role, docs.oracle.com/error-help/db/pls-00201) or PLS-00904
+   -- (insufficient privilege to access object); any other PLS- error (a signature or type
+   -- change) is re-raised as it is, not reported as a grant problem.
+   FUNCTION missing_grant RETURN BOOLEAN
+   IS
+      l_stack VARCHAR2(4000 CHAR) := DBMS_UTILITY.FORMAT_ERROR_STACK;
+   BEGIN
+      RETURN INSTR(l_stack, 'PLS-00201') > 0 OR INSTR(l_stack, 'PLS-00904') > 0;
+   END missing_grant;
+
    PROCEDURE bad_argument(
       in_message IN VARCHAR2
    )
@@ -44,13 +75,6 @@ AS
       io_binds(l_n).num_val  := in_num;
       io_binds(l_n).clob_val := in_clob;
    END add_bind;
-
-   -- English query stopwords: the SQLite engine's list (oramem.sqlite.keyword, a test keeps
-   -- them equal), blank-delimited for INSTR
-   gc_english_stopwords CONSTANT VARCHAR2(1000 CHAR) := ' a about above after again against all also am an and any anything are aren as at be because been before being below between both but by can cannot could couldn d did didn do does doesn doing don down during each ever few for from further get got had hadn has hasn have haven having he her here hers herself him himself his how i if in into is isn it its itself just know let ll m me might more most mustn my myself no nor not now o of off on once only or other ought our ours ourselves out over own please re remember s same shan she should shouldn so some something such t tell than that the their theirs them themselves then there these they thing things this those through to told too under until up ve very was wasn we were weren what when where which while who whom why will with won would wouldn y you your yours yourself yourselves ';
-   -- Oracle Text reserved words (Oracle Text Reference 23, Reserved Words and Characters):
-   -- never written after the stem operator, always escaped in braces
-   gc_text_reserved CONSTANT VARCHAR2(400 CHAR) := ' about accum and bt btg bti btp equiv fuzzy haspath inpath mdata minus near not nt ntg nti ntp or pattern pt rt sqe syn tr trsyn tt within ';
 
    FUNCTION keyword_query(
       in_text     IN VARCHAR2,
@@ -98,7 +122,7 @@ AS
             -- of the same stem, Oracle Text Reference, stem ($)); anything else, and every
             -- word of 'none', is escaped whole: {...}, inside which only '}' is special ('}}')
             l_piece := CASE WHEN l_count > 0 THEN ' ACCUM ' END
-                       || CASE WHEN l_english AND REGEXP_LIKE(l_tok, '^[[:alpha:]]+$')
+                       || CASE WHEN l_english AND REGEXP_LIKE(l_tok, '^[[:alpha:]]+$', 'c')
                                     AND INSTR(gc_text_reserved, ' ' || l_tok || ' ') = 0
                                THEN '$' || l_tok
                                ELSE '{' || REPLACE(l_tok, '}', '}}') || '}' END;
@@ -144,20 +168,10 @@ AS
       RETURN l_arr.to_clob;
    END query_vector;
 
-   /*
-    * A ranking run (review F19): its row count and its JSON array text - the results
-    * [{"record", "distance"}...] or, for a HYBRID leg, the keys [[record_type, record_id]...]
-    * - as two columns of one row, so PL/SQL reads the count as a NUMBER and passes the
-    * array on as SQL wrote it: no JSON_OBJECT_T parse and to_clob re-serialisation.
-    * doc is NULL when nothing ranked (an aggregate over no rows).
-    */
-   TYPE ranking_t IS RECORD (
-      n   NUMBER,
-      doc CLOB
-   );
-
    -- A ranking subquery (record_type, record_id, dist; at most k rows) as the result rows:
    -- COUNT(*) and the results array in rank order (distance, record_type, record_id).
+   -- N7: ties compare the ids byte-wise (NLSSORT ... BINARY: the value itself as RAW, SQL
+   -- Language Reference 23, NLSSORT), not by the session's NLS_SORT, as SQLite does (SC-6.1).
    FUNCTION result_sql(
       in_rank_sql IN VARCHAR2,
       in_rec_tab  IN VARCHAR2
@@ -167,7 +181,7 @@ AS
       RETURN 'SELECT COUNT(*), JSON_ARRAYAGG('
           || 'JSON_OBJECT(''record'' VALUE ' || oramem_registry.record_json_sql('r')
           || ' FORMAT JSON, ''distance'' VALUE b.dist RETURNING CLOB)'
-          || ' ORDER BY b.dist, b.record_type, b.record_id RETURNING CLOB)'
+          || ' ORDER BY b.dist, NLSSORT(b.record_type, ''NLS_SORT=BINARY''), NLSSORT(b.record_id, ''NLS_SORT=BINARY'') RETURNING CLOB)'
           || ' FROM (' || in_rank_sql || ') b JOIN ' || in_rec_tab || ' r'
           || ' ON (r.record_type = b.record_type AND r.record_id = b.record_id)';
    END result_sql;
@@ -350,7 +364,7 @@ AS
                 || ', FLOAT32), COSINE) FETCH APPROX FIRST :nfetch ROWS ONLY WITH TARGET ACCURACY '
                 || TO_CHAR(gc_target_accuracy) || ') a WHERE a.dist IS NOT NULL'
                 || ' GROUP BY a.record_type, a.record_id'
-                || ' ORDER BY MIN(a.dist), a.record_type, a.record_id FETCH FIRST :k ROWS ONLY';
+                || ' ORDER BY MIN(a.dist), NLSSORT(a.record_type, ''NLS_SORT=BINARY''), NLSSORT(a.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
          FOR l_round IN 1 .. 2 LOOP
             l_binds := in_binds;
             -- one bind name for both occurrences: DBMS_SQL binds by name (review F19)
@@ -379,7 +393,7 @@ AS
              || 'TO_VECTOR(:qv1, ' || in_dim || ', FLOAT32), COSINE)) AS dist FROM '
              || in_chk_tab || ' c WHERE c.embedding IS NOT NULL AND ' || in_candidates
              || ' GROUP BY c.record_type, c.record_id'
-             || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+             || ' ORDER BY 3, NLSSORT(c.record_type, ''NLS_SORT=BINARY''), NLSSORT(c.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
       l_binds := in_binds;
       add_bind(l_binds, 'qv1', 'C', in_clob => in_qv);
       add_bind(l_binds, 'k', 'N', in_num => in_k);
@@ -423,7 +437,7 @@ AS
                 || 'SELECT c.record_type, c.record_id, SCORE(1) AS sc FROM ' || in_chk_tab || ' c'
                 || ' WHERE CONTAINS(c.chunk_text, :q, 1) > 0 AND ' || in_candidates || ') s'
                 || ' GROUP BY s.record_type, s.record_id'
-                || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+                || ' ORDER BY 3, NLSSORT(s.record_type, ''NLS_SORT=BINARY''), NLSSORT(s.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
          l_binds := in_binds;
          add_bind(l_binds, 'q', 'S', in_str => in_query);   -- <= gc_max_query_bytes (keyword_query)
          add_bind(l_binds, 'k', 'N', in_num => in_k);
@@ -463,6 +477,9 @@ AS
                USING OUT l_hres, IN l_hreq.to_clob;
          EXCEPTION
             WHEN e_plsql_compile THEN
+               IF NOT missing_grant THEN
+                  RAISE;
+               END IF;
                oramem_errors.raise_error(oramem_errors.gc_privilege_missing,
                   'DBMS_HYBRID_VECTOR is not executable by the oramem owner; a DBA must run '
                   || 'GRANT EXECUTE ON <owner>.DBMS_HYBRID_VECTOR TO <owner> (a direct grant)');
@@ -481,7 +498,7 @@ AS
                 || ' JOIN ' || in_chk_tab || ' c ON (c.rowid = CHARTOROWID(h.rid))'
                 || ' WHERE ' || in_candidates
                 || ' GROUP BY c.record_type, c.record_id'
-                || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+                || ' ORDER BY 3, NLSSORT(c.record_type, ''NLS_SORT=BINARY''), NLSSORT(c.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
          l_binds := in_binds;
          add_bind(l_binds, 'hres', 'C', in_clob => l_hres);
          add_bind(l_binds, 'k', 'N', in_num => in_k);
@@ -629,6 +646,13 @@ AS
          BEGIN
             IF l_req.has(l_dim_name) AND l_req.get(l_dim_name).is_object THEN
                l_scope := l_req.get_object(l_dim_name);
+               -- N9: an id is at most 255 characters (as list_json's get_text), checked before
+               -- the value is copied into a VARCHAR2 bind
+               IF l_scope.has('value') AND l_scope.get('value').is_string
+                  AND DBMS_LOB.GETLENGTH(l_scope.get_clob('value')) > 255
+               THEN
+                  bad_argument(l_dim_name || '.value is longer than 255 characters');
+               END IF;
                l_cond := oramem_filter.scope_condition(
                             l_dim_name,
                             CASE WHEN l_scope.has('match') AND l_scope.get('match').is_string

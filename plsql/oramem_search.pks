@@ -22,7 +22,8 @@ AS
     * JSON_TABLE it; a SYS_REFCURSOR would need a fetch round trip plus LOB reads.
     *
     * Distances: VECTOR = cosine distance (0..2, ascending); KEYWORD = 1 - score/100;
-    * HYBRID = 1 - fused score / its best possible value, clamped to [0, 1]. Ties by record_type, then id.
+    * HYBRID = 1 - fused score / its best possible value (score fusion by default, reciprocal-rank
+    * fusion on request; docs/oracle-search.md), clamped to [0, 1]. Ties by record_type, then id.
     * Commit: never; read-only.
     */
 

@@ -19,6 +19,23 @@ AS
 
    e_plsql_compile EXCEPTION;   -- ORA-06550: a dynamic PL/SQL block did not compile
    PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
+   -- D5/F16: the knowledge layer's deletion hook (oramem_kg_jobs, compiled after this package,
+   -- hence a dynamic call). It runs for every store that has knowledge tables, next to the
+   -- store's registered hook, as the SQLite engine runs every registered hook: the one
+   -- registration slot stays the application's, and neither displaces the other.
+   gc_kg_hook CONSTANT VARCHAR2(64 CHAR) := 'ORAMEM_KG_JOBS.ON_STORE_DELETE';
+
+   -- F10: ORA-06550 from a dynamic block means a missing grant only when the compile error
+   -- is PLS-00201 ("identifier must be declared": an object the definer cannot see, also
+   -- for a grant through a role, docs.oracle.com/error-help/db/pls-00201) or PLS-00904
+   -- (insufficient privilege to access object); any other PLS- error (a signature or type
+   -- change) is re-raised as it is, not reported as a grant problem.
+   FUNCTION missing_grant RETURN BOOLEAN
+   IS
+      l_stack VARCHAR2(4000 CHAR) := DBMS_UTILITY.FORMAT_ERROR_STACK;
+   BEGIN
+      RETURN INSTR(l_stack, 'PLS-00201') > 0 OR INSTR(l_stack, 'PLS-00904') > 0;
+   END missing_grant;
 
    ---------------------------------------------------------------------------------------
    -- small helpers
@@ -86,6 +103,11 @@ AS
       END IF;
       IF NOT in_obj.get(in_key).is_string THEN
          bad_payload(in_where || '.' || in_key || ' must be a string or null');
+      END IF;
+      -- N9: measured on the CLOB form first: get_string returns a VARCHAR2, and a value over
+      -- 32,767 bytes would fail there with a raw ORA-06502 instead of this error
+      IF DBMS_LOB.GETLENGTH(in_obj.get_clob(in_key)) > in_max_len THEN
+         bad_argument(in_where || '.' || in_key || ' is longer than ' || in_max_len || ' characters');
       END IF;
       l_val := in_obj.get_string(in_key);
       IF LENGTH(l_val) > in_max_len THEN
@@ -389,15 +411,24 @@ AS
    IS
       l_hook  VARCHAR2(400 CHAR);
       l_clob  CLOB;
+      l_kg    PLS_INTEGER;
    BEGIN
-      IF in_store.deletion_hook IS NULL THEN
+      SELECT COUNT(*) INTO l_kg FROM user_tables
+      WHERE  table_name = in_store.memory_store_id || '_KG_EVENT';
+      IF in_store.deletion_hook IS NULL AND l_kg = 0 THEN
          RETURN;
       END IF;
-      -- Validated by oramem_admin.set_deletion_hook; re-checked because it enters code text.
-      l_hook := DBMS_ASSERT.QUALIFIED_SQL_NAME(in_store.deletion_hook);
       l_clob := in_event.to_clob;
       g_hook_depth := g_hook_depth + 1;
-      EXECUTE IMMEDIATE 'BEGIN ' || l_hook || '(:1); END;' USING l_clob;
+      IF l_kg > 0 THEN
+         EXECUTE IMMEDIATE 'BEGIN ' || gc_kg_hook || '(:1); END;' USING l_clob;
+      END IF;
+      -- a store registered with the knowledge hook itself (before D5) runs it once
+      IF in_store.deletion_hook IS NOT NULL AND UPPER(in_store.deletion_hook) <> gc_kg_hook THEN
+         -- Validated by oramem_admin.set_deletion_hook; re-checked because it enters code text.
+         l_hook := DBMS_ASSERT.QUALIFIED_SQL_NAME(in_store.deletion_hook);
+         EXECUTE IMMEDIATE 'BEGIN ' || l_hook || '(:1); END;' USING l_clob;
+      END IF;
       g_hook_depth := g_hook_depth - 1;
    EXCEPTION
       WHEN OTHERS THEN
@@ -772,8 +803,10 @@ AS
                   bad_payload(l_dim || ' must be {"match": ..., "value": ...}');
                END IF;
                l_scope := l_req.get_object(l_dim);
+               -- N6: list reads the raw scope columns, as the SQLite engine's list
                l_cond := oramem_filter.scope_condition(l_dim, get_text(l_scope, 'match', l_dim, 16),
-                                                       get_text(l_scope, 'value', l_dim), 'r', l_binds);
+                                                       get_text(l_scope, 'value', l_dim, 255), 'r', l_binds,
+                                                       in_raw => 1);
                IF l_cond IS NOT NULL THEN
                   -- bounded: a scope condition is fixed text (< 200 bytes), its value is bound
                   l_where := l_where || ' AND ' || l_cond;
@@ -894,6 +927,7 @@ AS
       l_store      oramem_registry.store_t;
       l_rec_tab    VARCHAR2(200 CHAR);
       l_chk_tab    VARCHAR2(200 CHAR);
+      l_rec_upd    VARCHAR2(1000 CHAR);   -- N11: the UPDATE of the set columns
       l_req        JSON_OBJECT_T;
       l_type       VARCHAR2(32 CHAR);
       l_id         VARCHAR2(512 CHAR);
@@ -982,16 +1016,27 @@ AS
          l_exp := ttl_expiry(l_req.get_object('ttl'), l_created, l_event_ts, 'ttl');
       END IF;
 
-      EXECUTE IMMEDIATE
-         'UPDATE ' || l_rec_tab || ' r SET'
-         || ' r.content    = CASE WHEN :1 = 1 THEN :2 ELSE r.content END,'
-         || ' r.metadata   = CASE WHEN :3 = 1 THEN (CASE WHEN :4 IS NULL THEN NULL ELSE JSON(:5) END)'
-         || ' ELSE r.metadata END,'
-         || ' r.event_ts   = CASE WHEN :6 = 1 THEN :7 ELSE r.event_ts END,'
-         || ' r.expires_at = CASE WHEN :8 = 1 THEN :9 ELSE r.expires_at END'
-         || ' WHERE r.record_type = :10 AND r.record_id = :11'
-         USING l_set_c, l_content, l_set_m, l_meta, l_meta, l_set_t, l_ts, l_set_e, l_exp,
-               l_type, l_id;
+      -- N11: the CLOB content and the JSON metadata are assigned only when the request sets
+      -- them (a ttl- or timestamp-only update must not rewrite a large LOB onto itself; the
+      -- docs found do not say a self-assignment is skipped). The SET list comes from the flags
+      -- (fixed column names, no caller text); positional binds follow the text, hence one
+      -- USING list per shape. The two TIMESTAMP columns keep the CASE form (cheap).
+      l_rec_upd := 'UPDATE ' || l_rec_tab || ' r SET'
+         || CASE WHEN l_set_c = 1 THEN ' r.content = :c,' END
+         || CASE WHEN l_set_m = 1 THEN ' r.metadata = CASE WHEN :m IS NULL THEN NULL ELSE JSON(:mj) END,' END
+         || ' r.event_ts   = CASE WHEN :st = 1 THEN :ts ELSE r.event_ts END,'
+         || ' r.expires_at = CASE WHEN :se = 1 THEN :ex ELSE r.expires_at END'
+         || ' WHERE r.record_type = :rt AND r.record_id = :ri';
+      IF l_set_c = 1 AND l_set_m = 1 THEN
+         EXECUTE IMMEDIATE l_rec_upd
+            USING l_content, l_meta, l_meta, l_set_t, l_ts, l_set_e, l_exp, l_type, l_id;
+      ELSIF l_set_c = 1 THEN
+         EXECUTE IMMEDIATE l_rec_upd USING l_content, l_set_t, l_ts, l_set_e, l_exp, l_type, l_id;
+      ELSIF l_set_m = 1 THEN
+         EXECUTE IMMEDIATE l_rec_upd USING l_meta, l_meta, l_set_t, l_ts, l_set_e, l_exp, l_type, l_id;
+      ELSE
+         EXECUTE IMMEDIATE l_rec_upd USING l_set_t, l_ts, l_set_e, l_exp, l_type, l_id;
+      END IF;
 
       CASE l_retrieval
          WHEN 'keep' THEN
@@ -1056,7 +1101,10 @@ AS
    ---------------------------------------------------------------------------------------
    -- deletes
    ---------------------------------------------------------------------------------------
-   -- Delete a thread and everything scoped to it; returns rows deleted, fills the event.
+   -- Delete a thread and everything scoped to it, fill the event and run the hook; returns 1
+   -- when the thread row existed, else 0 (N3: as oramem/sqlite/mutations.py delete_thread,
+   -- whose event always names the thread, so the hook runs even when no row was left: the
+   -- knowledge layer then still removes the thread's session observations and queued jobs).
    FUNCTION remove_thread(
       in_store     IN oramem_registry.store_t,
       in_thread_id IN VARCHAR2,
@@ -1068,26 +1116,32 @@ AS
       l_ids     vc_tab_t;
       l_threads vc_tab_t;
       l_empty   vc_tab_t;
+      l_existed PLS_INTEGER := 0;
    BEGIN
       EXECUTE IMMEDIATE
          'DELETE FROM ' || oramem_registry.quoted_name(in_store.memory_store_id, oramem_registry.gc_obj_records)
          || ' WHERE thread_id = :1 OR (record_type = ''thread'' AND record_id = :2)'
          || ' RETURNING record_type, record_id INTO :3, :4'
          USING in_thread_id, in_thread_id RETURNING BULK COLLECT INTO l_types, l_ids;
-      IF l_types.COUNT > 0 THEN
-         l_threads(1) := in_thread_id;
-         out_event := make_event(in_store.memory_store_id, l_types, l_ids, l_threads, l_empty,
-                                 l_empty, in_reason);
-         call_hook(in_store, out_event);
-      END IF;
-      RETURN l_types.COUNT;
+      l_threads(1) := in_thread_id;
+      out_event := make_event(in_store.memory_store_id, l_types, l_ids, l_threads, l_empty,
+                              l_empty, in_reason);
+      call_hook(in_store, out_event);
+      FOR i IN 1 .. l_types.COUNT LOOP
+         IF l_types(i) = 'thread' THEN
+            l_existed := 1;
+         END IF;
+      END LOOP;
+      RETURN l_existed;
    END remove_thread;
 
    FUNCTION delete_record_json(
       in_store_id    IN VARCHAR2,
       in_record_type IN VARCHAR2,
       in_record_id   IN VARCHAR2,
-      in_cascade     IN PLS_INTEGER DEFAULT 0
+      in_cascade     IN PLS_INTEGER DEFAULT 0,
+      in_reason      IN VARCHAR2 DEFAULT NULL,
+      in_names       IN CLOB DEFAULT NULL
    ) RETURN CLOB
    IS
       l_guard     PLS_INTEGER := not_in_hook('oramem_store.delete_record_json');  -- first (S18)
@@ -1095,6 +1149,7 @@ AS
       l_rec_tab  VARCHAR2(200 CHAR);
       l_type     VARCHAR2(32 CHAR);
       l_col      VARCHAR2(16 CHAR);
+      l_other    VARCHAR2(64 CHAR);
       l_types    vc_tab_t;
       l_ids      vc_tab_t;
       l_threads  vc_tab_t;
@@ -1116,24 +1171,52 @@ AS
       IF in_cascade IS NULL OR in_cascade NOT IN (0, 1) THEN
          bad_argument('cascade must be 0 or 1');
       END IF;
+      IF in_reason IS NOT NULL AND (in_reason <> 'forget' OR in_cascade <> 1
+                                    OR NOT oramem_registry.is_profile_type(l_type)) THEN
+         bad_argument('reason must be NULL, or ''forget'' for the cascade of a user_profile or agent_profile');
+      END IF;
 
       IF l_type = 'thread' THEN
-         l_count := LEAST(remove_thread(l_store, in_record_id, 'delete', l_event), 1);
+         -- N3: a thread is a container; deleting it is delete_thread (oramem/sqlite/engine.py delete)
+         l_count := remove_thread(l_store, in_record_id, 'delete_thread', l_event);
       ELSIF in_cascade = 1 AND oramem_registry.is_profile_type(l_type) THEN
-         -- SC-8.2: the actor's threads with all their records, every record scoped to the
-         -- actor, and the profile itself (even when the profile row is absent).
+         -- SC-8.2, SC-13: the actor's own records, the threads that are the actor's alone,
+         -- and the profile itself (even when the profile row is absent). A record carrying
+         -- another user (user erasure) or another agent (agent erasure) is never removed,
+         -- whoever opened its thread. l_col is one of two fixed names.
          l_col := CASE l_type WHEN 'user_profile' THEN 'user_id' ELSE 'agent_id' END;
+         -- "another value of l_col" in a thread: a user's thread stays when another user
+         -- writes in it (SC-13.3); an agent's when any record has no agent or another one
+         -- (SC-13.4). A NULL compares unknown, so o.user_id <> :x skips unscoped records.
+         l_other := CASE l_type
+                       WHEN 'user_profile' THEN 'o.user_id <> :a'
+                       ELSE '(o.agent_id IS NULL OR o.agent_id <> :a)'
+                    END;
+         -- the threads removed whole (the event's thread_ids)
          EXECUTE IMMEDIATE
-            'SELECT t.record_id FROM ' || l_rec_tab || ' t WHERE t.record_type = ''thread'''
-            || ' AND t.' || l_col || ' = :1'
-            BULK COLLECT INTO l_threads USING in_record_id;
+            'SELECT DISTINCT p.thread_id FROM ' || l_rec_tab || ' p'
+            || ' WHERE p.' || l_col || ' = :1 AND p.thread_id IS NOT NULL'
+            || ' AND NOT EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
+            || ' WHERE o.thread_id = p.thread_id AND ' || l_other || ')'
+            BULK COLLECT INTO l_threads USING in_record_id, in_record_id;
+         -- SC-13.2: a thread row naming the actor (it opened the thread) in a thread that
+         -- stays keeps existing, without the actor's id
+         EXECUTE IMMEDIATE
+            'UPDATE ' || l_rec_tab || ' t SET t.' || l_col || ' = NULL'
+            || ' WHERE t.record_type = ''thread'' AND t.' || l_col || ' = :1'
+            || ' AND EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
+            || ' WHERE o.thread_id = t.record_id AND ' || l_other || ')'
+            USING in_record_id, in_record_id;
          EXECUTE IMMEDIATE
             'DELETE FROM ' || l_rec_tab || ' r WHERE (r.record_type = :1 AND r.record_id = :2)'
-            || ' OR r.' || l_col || ' = :3'
-            || ' OR r.thread_id IN (SELECT t.record_id FROM ' || l_rec_tab || ' t'
-            || ' WHERE t.record_type = ''thread'' AND t.' || l_col || ' = :4)'
-            || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :5, :6, :7'
-            USING l_type, in_record_id, in_record_id, in_record_id
+            || ' OR (r.record_type NOT IN (''user_profile'', ''agent_profile'')'
+            || ' AND (r.' || l_col || ' = :3'
+            || ' OR r.thread_id IN (SELECT p.thread_id FROM ' || l_rec_tab || ' p'
+            || ' WHERE p.' || l_col || ' = :4 AND p.thread_id IS NOT NULL'
+            || ' AND NOT EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
+            || ' WHERE o.thread_id = p.thread_id AND ' || l_other || '))))'
+            || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :6, :7, :8'
+            USING l_type, in_record_id, in_record_id, in_record_id, in_record_id
             RETURNING BULK COLLECT INTO l_types, l_ids, l_exps;
          FOR i IN 1 .. l_types.COUNT LOOP
             -- S15: 1 only for a visible record (an expired, unpurged one is deleted silently)
@@ -1151,7 +1234,10 @@ AS
             l_agents(1) := in_record_id;
          END IF;
          l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
-                               l_agents, 'cascade');
+                               l_agents, CASE WHEN in_reason = 'forget' THEN 'forget' ELSE 'cascade' END);
+         IF in_reason = 'forget' AND in_names IS NOT NULL THEN
+            l_event.put('names', JSON_ARRAY_T.parse(in_names));   -- N4: the hook sees the names
+         END IF;
          call_hook(l_store, l_event);
       ELSE
          EXECUTE IMMEDIATE
@@ -1184,6 +1270,43 @@ AS
          RAISE;
    END delete_record_json;
 
+   FUNCTION delete_keys_json(
+      in_store_id IN VARCHAR2,
+      in_keys     IN CLOB
+   ) RETURN CLOB
+   IS
+      l_guard    PLS_INTEGER := not_in_hook('oramem_store.delete_keys_json');  -- first (S18)
+      l_store    oramem_registry.store_t;
+      l_keys     JSON_ELEMENT_T;
+      l_result   JSON_OBJECT_T := JSON_OBJECT_T();
+   BEGIN
+      SAVEPOINT oramem_delete_keys;
+      l_store := oramem_registry.ready_store(in_store_id);
+      IF in_keys IS NULL THEN
+         bad_argument('keys is required (a JSON array of [record_type, record_id] pairs)');
+      END IF;
+      l_keys := JSON_ELEMENT_T.parse(in_keys);
+      IF NOT l_keys.is_array THEN
+         bad_argument('keys must be a JSON array of [record_type, record_id] pairs');
+      END IF;
+      -- N4: one statement, as add_json's replace path; retrieval rows by ON DELETE CASCADE
+      EXECUTE IMMEDIATE
+         'DELETE FROM ' || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records)
+         || ' r WHERE (r.record_type, r.record_id) IN ('
+         || 'SELECT jt.rt, jt.id FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
+         || 'rt VARCHAR2(64 CHAR) PATH ''$[0]'', id VARCHAR2(512 CHAR) PATH ''$[1]'')) jt)'
+         USING in_keys;
+      l_result.put('count', SQL%ROWCOUNT);
+      RETURN l_result.to_clob;
+   EXCEPTION
+      WHEN OTHERS THEN
+         ROLLBACK TO SAVEPOINT oramem_delete_keys;
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_store.delete_keys_json', l_store.memory_store_id);
+         END IF;
+         RAISE;
+   END delete_keys_json;
+
    FUNCTION delete_record(
       in_store_id    IN VARCHAR2,
       in_record_type IN VARCHAR2,
@@ -1213,7 +1336,7 @@ AS
       IF in_thread_id IS NULL THEN
          bad_argument('thread_id is required');
       END IF;
-      l_count := LEAST(remove_thread(l_store, in_thread_id, 'delete_thread', l_event), 1);
+      l_count := remove_thread(l_store, in_thread_id, 'delete_thread', l_event);
       l_result.put('count', l_count);
       IF l_event IS NULL THEN
          l_result.put_null('event');
@@ -1315,16 +1438,24 @@ AS
       in_store_id     IN VARCHAR2,
       in_batch_rows   IN PLS_INTEGER DEFAULT 1000,
       in_max_seconds  IN PLS_INTEGER DEFAULT 300,
-      in_commit       IN PLS_INTEGER DEFAULT 0
+      in_commit       IN PLS_INTEGER DEFAULT 0,
+      in_with_events  IN PLS_INTEGER DEFAULT 0
    ) RETURN CLOB
    IS
       l_total   PLS_INTEGER;
       l_events  JSON_ARRAY_T := JSON_ARRAY_T();
       l_result  JSON_OBJECT_T := JSON_OBJECT_T();
    BEGIN
-      purge_rows(in_store_id, in_batch_rows, in_max_seconds, in_commit, TRUE, l_total, l_events);
+      IF in_with_events IS NULL OR in_with_events NOT IN (0, 1) THEN
+         bad_argument('with_events must be 0 or 1');
+      END IF;
+      -- N2: events are kept (a DOM growing with the batches) only when the caller asks
+      purge_rows(in_store_id, in_batch_rows, in_max_seconds, in_commit, in_with_events = 1,
+                 l_total, l_events);
       l_result.put('count', l_total);
-      l_result.put('events', l_events);
+      IF in_with_events = 1 THEN
+         l_result.put('events', l_events);
+      END IF;
       RETURN l_result.to_clob;
    END purge_expired_json;
 
@@ -1391,6 +1522,9 @@ AS
          EXECUTE IMMEDIATE 'BEGIN CTX_DDL.SYNC_INDEX(idx_name => :1); END;' USING l_index;
       EXCEPTION
          WHEN e_plsql_compile THEN
+            IF NOT missing_grant THEN
+               RAISE;
+            END IF;
             -- S19: CTXSYS exists, so the block fails to compile because CTX_DDL is not
             -- visible to this definer's-rights code (a grant through a role does not count).
             oramem_errors.raise_error(oramem_errors.gc_privilege_missing,

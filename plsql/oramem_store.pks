@@ -116,9 +116,12 @@ AS
 
    /*
     * delete_record_json: delete one record and its retrieval rows (SC-8.1); with
-    * in_cascade = 1 on a user_profile / agent_profile also the actor's threads with all
-    * their records and every record scoped to the actor, even when the profile row is
-    * absent (SC-8.2). Returns {"count": 0|1, "event": <DeletionEvent JSON> | null}:
+    * in_cascade = 1 on a user_profile / agent_profile also erase the actor as SC-13 says,
+    * even when the profile row is absent (SC-8.2): every record scoped to the actor and
+    * the threads that are the actor's alone (a user's: no record of another user in them;
+    * an agent's: nothing but its records), never a record of another user; a thread row
+    * naming the actor in a thread that stays loses the actor's id. The event's thread_ids
+    * are the threads removed whole (SC-13.7). Returns {"count": 0|1, "event": <DeletionEvent JSON> | null}:
     * count is 1 only when the record was visible (an expired, unpurged record is deleted
     * too but counts 0, SC-5.4); "event" is null when nothing was removed, except for a
     * cascade, whose event always names the actor in user_ids / agent_ids (SC-8.2, as the
@@ -126,11 +129,31 @@ AS
     * Errors: -20003; -20001 (null id, in_cascade not 0/1); store errors; hook errors.
     * Commit: never.
     */
+   /*
+    * (N4) in_reason = 'forget' (with in_cascade = 1 on a profile type): the cascade of an
+    * erasure (SC-8.6): the hook's event has reason "forget" and, when in_names is a JSON
+    * array of strings, "names" (the actor's names, as the SQLite engine's DeletionEvent).
+    * Any other in_reason is -20001.
+    */
    FUNCTION delete_record_json(
       in_store_id    IN VARCHAR2,
       in_record_type IN VARCHAR2,
       in_record_id   IN VARCHAR2,
-      in_cascade     IN PLS_INTEGER DEFAULT 0
+      in_cascade     IN PLS_INTEGER DEFAULT 0,
+      in_reason      IN VARCHAR2 DEFAULT NULL,
+      in_names       IN CLOB DEFAULT NULL
+   ) RETURN CLOB;
+
+   /*
+    * delete_keys_json: delete the records named by in_keys, a JSON array of
+    * [record_type, record_id] pairs (absent ones are ignored), with their retrieval rows,
+    * in one statement; the deletion hook is NOT run (what an erasure's layers named,
+    * after the actor's cascade: N4, as oramem/sqlite/mutations.py delete_keys).
+    * Returns {"count": n}. Errors: -20001; store errors. Commit: never.
+    */
+   FUNCTION delete_keys_json(
+      in_store_id IN VARCHAR2,
+      in_keys     IN CLOB
    ) RETURN CLOB;
 
    /*
@@ -168,7 +191,9 @@ AS
     * purge_expired_json: physically remove records whose expires_at <= one reference
     * time taken at the start, with their retrieval rows, in batches of in_batch_rows
     * (1..100000), stopping after in_max_seconds (SC-5.5). The deletion hook runs once
-    * per batch (reason "purge"). Returns {"count": n, "events": [DeletionEvent...]}.
+    * per batch (reason "purge"). Returns {"count": n}; with in_with_events = 1 also
+    * "events": [DeletionEvent...] (one per batch, kept in memory until the end: N2, for
+    * callers that need them; the python driver reads only the count).
     * in_commit = 1 commits after every batch (scheduler use); 0 never commits.
     * Errors: -20001 bad argument; store errors; hook errors.
     * Commit: only when in_commit = 1.
@@ -177,7 +202,8 @@ AS
       in_store_id     IN VARCHAR2,
       in_batch_rows   IN PLS_INTEGER DEFAULT 1000,
       in_max_seconds  IN PLS_INTEGER DEFAULT 300,
-      in_commit       IN PLS_INTEGER DEFAULT 0
+      in_commit       IN PLS_INTEGER DEFAULT 0,
+      in_with_events  IN PLS_INTEGER DEFAULT 0
    ) RETURN CLOB;
 
    /*

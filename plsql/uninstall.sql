@@ -1,5 +1,6 @@
 -- plsql/uninstall.sql - remove oramem from the current schema, INCLUDING EVERY STORE AND
--- ITS DATA (purge jobs, indexes, vectorizer preferences, tables, registry).
+-- ITS DATA (purge jobs, indexes, vectorizer preferences, tables, the knowledge layer's
+-- <ID>_KG_* tables and jobs, registry).
 --
 --   sqlplus user/pw@//host:1521/FREEPDB1 @plsql/uninstall.sql
 --   oramem db uninstall --purge --yes     (python)

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import click
 
@@ -88,12 +88,18 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
 
     Fields: record_type (alias type), content (alias text), id, thread_id, user_id,
     agent_id, role, timestamp, metadata, ttl_days, ttl_anchor, index_text, embedding,
-    created_at, expires_at (seq_no is ignored). Every line is validated, and ids repeated
-    in the file are found, before anything is written; then each batch is one transaction.
+    created_at, expires_at (seq_no is ignored). A thread line (record_type thread: id,
+    user_id, agent_id, created_at) restores who opened the thread, before the records (a
+    thread that exists keeps its row unless --on-conflict replace); knowledge lines
+    ({"kg_table": NAME, "row": {...}}) go into the knowledge tables after the records.
+    Every line is validated (at most 64 Mi characters, 100 levels of nesting, Unicode text),
+    and ids repeated in the file are found, before anything is written; then each batch is
+    one transaction.
     Ctrl-C or a failing batch prints how many records landed (exit 130 for Ctrl-C).
     """
     source = getattr(file, "name", "<stdin>")
     header: dict[str, Any] = {}
+    # read line by line with a bounded length (jsonl.bounded_lines, finding 18)
     lines = parse_jsonl(file, source, default_type=default_type, keep_times=not fresh_times, header=header)
     if no_vectors:
         for ln in lines:
@@ -101,38 +107,77 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     store = state.open(create=True)
     if any("embedding" in ln.fields for ln in lines):
         _check_vector_source(header, store, source)
+    kg_lines = [ln for ln in lines if ln.record_type == "kg_row"]
+    lines = [ln for ln in lines if ln.record_type != "kg_row"]
+    if kg_lines and state.db == ":memory:":
+        raise CLIError("the file holds knowledge rows, which go into a database file: give --db FILE", 2)
     show = not state.json and len(lines) >= 2000 and sys.stderr.isatty()
     started = time.perf_counter()
     result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict)
+    kg_written, kg_skipped = _import_knowledge(state, store, kg_lines, on_conflict, batch_size)
     elapsed = time.perf_counter() - started
     if state.json:
-        emit_json({"imported": result.imported, "skipped": result.skipped, "by_type": result.by_type, "seconds": round(elapsed, 3)})
+        emit_json({"imported": result.imported, "skipped": result.skipped, "by_type": result.by_type,
+                   "knowledge_rows": kg_written, "knowledge_rows_skipped": kg_skipped, "seconds": round(elapsed, 3)})
     else:
         detail = ", ".join(f"{n} {t}" for t, n in result.by_type.items())
         skipped = f"; {result.skipped} skipped (already stored)" if result.skipped else ""
-        click.echo(f"imported {result.imported} record(s) in {elapsed:.2f}s" + (f" ({detail})" if detail else "") + skipped)
+        knowledge = ""
+        if kg_lines:
+            knowledge = f"; {kg_written} knowledge row(s)" + (f" ({kg_skipped} already stored)" if kg_skipped else "")
+        click.echo(f"imported {result.imported} record(s) in {elapsed:.2f}s" + (f" ({detail})" if detail else "") + skipped
+                   + knowledge)
+
+
+def _sa_engine(path: str, read_only: bool) -> Any:
+    import sqlalchemy as sa
+
+    from ..sqlite.connection import connect_read_only
+
+    target = os.path.abspath(path)
+    if read_only:  # as the store reads it: mode=ro, immutable in a read-only directory
+        return sa.create_engine("sqlite://", creator=lambda: connect_read_only(target)[0])
+    return sa.create_engine(f"sqlite:///{target}")
+
+
+def _import_knowledge(state: State, store: Any, lines: list, on_conflict: str, batch_size: int) -> tuple[int, int]:
+    """The knowledge rows of a backup (finding 10), after its records, into the store's
+    ``<ID>_KG_*`` tables; a bad or conflicting row stops before any knowledge row is written."""
+    if not lines:
+        return 0, 0
+    engine = _sa_engine(state.db, read_only=False)
+    try:
+        return jsonl.import_knowledge(engine, store.memory_store_id, store.vector_dim, lines, on_conflict=on_conflict,
+                                      batch_size=batch_size)
+    except jsonl.JSONLError as exc:
+        raise CLIError(f"{exc} (the records were imported)", 2) from None
+    finally:
+        engine.dispose()
 
 
 @cli.command(short_help="Export (back up) records as JSON Lines.")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write to this file instead of stdout (written to a temporary file next to it, mode 0600, and renamed at the end; never the database or its files).")
 @click.option("--type", "types", multiple=True, type=click.Choice(jsonl.EXPORT_TYPES), help="Only these record types (repeatable).")
 @click.option("--with-vectors", is_flag=True, help="Also write each record's retrieval rows as they are (chunk texts and vectors) and a header line naming the embedder.")
+@click.option("--no-knowledge", is_flag=True, help="Leave out the knowledge layer's rows (facts, entities, events...); --type leaves them out too.")
 @pass_state
-def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_vectors: bool) -> None:
+def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_vectors: bool, no_knowledge: bool) -> None:
     """Export records as JSON Lines (one JSON object per line) that `oramem import`
     restores: ids, type, scope, role, content, event timestamp, metadata, created_at and
-    expires_at. With --with-vectors also each record's retrieval rows as they are (chunk texts
+    expires_at, one line per thread (who opened it), and the rows of the store's knowledge
+    tables ({"kg_table": NAME, "row": {...}}) unless --type or --no-knowledge is given. With --with-vectors also each record's retrieval rows as they are (chunk texts
     and vectors) after a header line naming the embedder; an import writes them back
     without re-embedding into a store with that embedder. Without it, import re-chunks and
     re-embeds the content; seq_no is written for reference only.
     """
     from ..sqlite.health import is_intact
 
+    target = _check_out_path(out_path, state.db) if out_path else None
     # a damaged file is read row by row instead (decided before the first line is written)
     intact = state.db == ":memory:" or not os.path.exists(state.db) or is_intact(state.db)
     store = state.open(create=False, reading=True) if intact else None
-    handle = open(out_path, "w", encoding="utf-8") if out_path else None
-    try:
+    kg_count: Optional[int] = None
+    with _replacing(target) as handle:
         write = handle.write if handle else (lambda s: click.echo(s, nl=False))
         if store is not None and with_vectors:
             count = _export_with_vectors(state, store, write, set(types) or None)
@@ -140,11 +185,75 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
             count = jsonl.export_records(store, write, list(types) or None)
         else:
             count = _salvage_export(state, write, set(types) or None)
-    finally:
-        if handle:
-            handle.close()
+        if store is not None and not types and not no_knowledge and state.db != ":memory:":
+            engine = _sa_engine(state.db, read_only=True)
+            try:
+                kg_count = jsonl.export_knowledge(engine, store.memory_store_id, store.vector_dim, write)
+            finally:
+                engine.dispose()
     if out_path:
-        click.echo(f"exported {count} record(s) to {out_path}", err=True)
+        if kg_count is not None:
+            left = ""
+        elif store is None:
+            left = " (knowledge rows left out: the file is damaged)"
+        else:
+            left = " (knowledge rows left out: --type or --no-knowledge)"
+        knowledge = f" and {kg_count} knowledge row(s)" if kg_count else ""
+        click.echo(f"exported {count} record(s){knowledge} to {out_path}{left}", err=True)
+
+
+def _check_out_path(out_path: str, db: str) -> str:
+    """``export --out``: never a file the export reads (finding 9): the database, its
+    ``-wal`` / ``-shm`` / ``-journal`` (present or not: SQLite may create them meanwhile),
+    its vector sidecars and ANN files (existing ``DB.*`` files).
+    Returns the target path; raises exit 2 before anything is opened."""
+    if db == ":memory:":
+        return out_path
+    real_out = os.path.realpath(out_path)
+    real_db = os.path.realpath(db)
+    inputs = [real_db + suffix for suffix in ("", "-wal", "-shm", "-journal")]
+    # DB.<store>.oramem-vectors, DB.<token>.ann...: the sidecars the store reads, when they exist
+    same = real_out in inputs or (real_out.startswith(real_db + ".") and os.path.exists(real_out))
+    if not same and os.path.exists(out_path):
+        for path in inputs:
+            with contextlib.suppress(OSError):
+                same = same or os.path.samefile(out_path, path)
+    if same:
+        raise CLIError(
+            f"--out {out_path} is the database this export reads (or one of its files); write the export "
+            "to another file, e.g. --out backup.jsonl; nothing was written",
+            2,
+        )
+    if os.path.isdir(out_path):
+        raise CLIError(f"--out {out_path} is a directory; give a file name; nothing was written", 2)
+    return out_path
+
+
+@contextlib.contextmanager
+def _replacing(target: Optional[str]) -> Iterator[Optional[Any]]:
+    """A handle on a new temporary file next to ``target`` (mode 0600), renamed over
+    ``target`` only when the block ends normally: an export that fails or is interrupted
+    leaves ``target`` as it was. ``None`` target: no file (stdout)."""
+    if target is None:
+        yield None
+        return
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(target))
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise CLIError(f"cannot write next to --out {target}: {one_line(exc)}; nothing was written", 1) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[set[str]]) -> int:
@@ -165,7 +274,7 @@ def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[s
                 return
             after = batch[-1][0]
             for _, record, chunks in batch:
-                if record.record_type != "thread" and (types is None or record.record_type in types):
+                if types is None or record.record_type in types:
                     yield record, chunks
 
     return jsonl.export_with_vectors(write, header, rows())

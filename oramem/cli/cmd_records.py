@@ -252,7 +252,7 @@ def update(
 @cli.command(short_help="Delete one record (--cascade for profiles).")
 @click.argument("record_type", metavar="TYPE", type=click.Choice(RECORD_TYPES))
 @click.argument("record_id", metavar="ID")
-@click.option("--cascade", is_flag=True, help="For profiles: also delete the actor's threads and scoped records.")
+@click.option("--cascade", is_flag=True, help="For profiles: also erase the actor (SC-13): its own records and the threads that are its alone, never another user's records.")
 @pass_state
 def delete(state: State, record_type: str, record_id: str, cascade: bool) -> None:
     """Delete one record (exit 1 when nothing was deleted, except cascades)."""
@@ -273,7 +273,8 @@ def delete(state: State, record_type: str, record_id: str, cascade: bool) -> Non
 @click.argument("thread_id")
 @pass_state
 def delete_thread(state: State, thread_id: str) -> None:
-    """Delete a thread with its messages and every record scoped to it."""
+    """Delete a thread with its messages and every record scoped to it, whoever wrote them
+    (SC-13.5: the one operation that removes other users' records of a thread)."""
     store = state.open(create=False)
     count = store.delete_thread(thread_id)
     if state.json:
@@ -287,12 +288,12 @@ def delete_thread(state: State, thread_id: str) -> None:
 @cli.command(short_help="Erase a user or an agent everywhere (store and knowledge).")
 @click.option("--user", "user_id", help="The user to erase (on every agent, shared ones too).")
 @click.option("--agent", "agent_id", help="The agent to erase, with all its knowledge.")
-@click.option("--name", "names", multiple=True, help="With --user: a name she has as a speaker or entity in the knowledge layer (repeatable; default: the user id).")
 @click.option("--yes", is_flag=True, help="Confirm without a prompt (needed when stdin is not a terminal).")
 @pass_state
-def forget(state: State, user_id: Optional[str], agent_id: Optional[str], names: tuple[str, ...], yes: bool) -> None:
+def forget(state: State, user_id: Optional[str], agent_id: Optional[str], yes: bool) -> None:
     """Erase everything about a user (--user) or an agent (--agent) in one transaction: the
-    profile, its threads and scoped records, and in the knowledge layer what was derived
+    profile, its own records and the threads that are its alone (never a record of another
+    user, even in a thread it opened: SC-13), and in the knowledge layer what was derived
     from them (events, facts from or about the user, her entity, aliases, edges,
     observations). Prints the rows erased per table. The deleted text then is in no table,
     index or vector snapshot, and in no byte of the database files (the FTS index is merged
@@ -300,22 +301,19 @@ def forget(state: State, user_id: Optional[str], agent_id: Optional[str], names:
     """
     if (user_id is None) == (agent_id is None):
         raise CLIError("give exactly one of --user or --agent", 2)
-    if names and agent_id is not None:
-        raise CLIError("--name goes with --user (an agent is erased with all its knowledge)", 2)
     who = f"user {user_id}" if user_id is not None else f"agent {agent_id}"
     store = state.open(create=False)
     if not yes:
         if not sys.stdin.isatty():
             raise CLIError(f"forget erases {who} irreversibly; repeat with --yes to confirm", 2)
         click.confirm(f"Erase {who} and everything derived from it from {state.db}?", abort=True, err=True)
-    names_arg = list(names) or None
     if state.db != ":memory:" and sqlite_admin.knowledge_tables_exist(state.db, state.store_key()):
         from ..knowledge import KnowledgeMemory
 
         with KnowledgeMemory(store, None) as km:
-            counts = km.forget(user_id=user_id, agent_id=agent_id, names=names_arg)
+            counts = km.forget(user_id=user_id, agent_id=agent_id)
     else:
-        counts = store.forget(user_id=user_id, agent_id=agent_id, names=names_arg)
+        counts = store.forget(user_id=user_id, agent_id=agent_id)
     erased = {table: n for table, n in counts.items() if n}
     if state.json:
         emit_json({"user_id": user_id, "agent_id": agent_id, "erased": erased, "total": sum(erased.values())})

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .._http import MAX_RETRY_AFTER, OPENAI_HOST, HTTPFailure, JSONPoster, RetryPolicy
+from .._http import MAX_RETRY_AFTER, OPENAI_HOST, HTTPFailure, JSONPoster, RetryPolicy, redact_url
 from .._http import resolve_api_key as _resolve_key
 from .base import IEmbedder, texts_argument
 
@@ -74,6 +74,10 @@ class OpenAICompatibleEmbedder(IEmbedder):
     over plain ``http://`` to a host other than this machine (loopback) unless
     ``allow_insecure_key=True``: the constructor refuses instead.
     ``backoff_base`` is the first retry delay in seconds (doubled per retry, jittered).
+    Credentials in ``base_url`` (``https://user:secret@host/v1``) are sent as HTTP Basic auth,
+    follow the same clear-text rule as a key, and never appear in :attr:`base_url`,
+    :attr:`url`, the ``repr`` or an error message (shown as ``***@``); a key or credential
+    that the server echoes in an error body is shown as ``***``.
     """
 
     def __init__(
@@ -93,7 +97,7 @@ class OpenAICompatibleEmbedder(IEmbedder):
         if not isinstance(model, str) or not model.strip():
             raise ValueError("OpenAICompatibleEmbedder needs a non-empty model name")
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+            raise ValueError(f"base_url must start with http:// or https://, got {redact_url(base_url)!r}")
         if dimension is not None and (isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1):
             raise ValueError(f"dimension must be a positive int or None, got {dimension!r}")
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
@@ -105,9 +109,10 @@ class OpenAICompatibleEmbedder(IEmbedder):
         if not isinstance(backoff_base, (int, float)) or backoff_base < 0:
             raise ValueError(f"backoff_base must be a number >= 0, got {backoff_base!r}")
         self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.url = self.base_url + "/embeddings"
-        self._api_key = resolve_api_key(self.base_url, api_key, allow_insecure_key)
+        real_base = base_url.rstrip("/")
+        # the printable forms: without userinfo (the poster sends it as Basic auth)
+        self.base_url = redact_url(real_base)
+        self._api_key = resolve_api_key(real_base, api_key, allow_insecure_key)
         self._dimension = dimension
         self.timeout = float(timeout)
         self.max_retries = max_retries
@@ -115,7 +120,8 @@ class OpenAICompatibleEmbedder(IEmbedder):
         self.backoff_base = float(backoff_base)
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         headers.update(extra_headers or {})
-        self._poster = JSONPoster(self.url, headers=headers)
+        self._poster = JSONPoster(real_base + "/embeddings", headers=headers)
+        self.url = redact_url(self.base_url + "/embeddings")
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -189,7 +195,9 @@ class OpenAICompatibleEmbedder(IEmbedder):
             payload = response.json()
         except ValueError:
             raise EmbeddingServiceError(
-                f"embedding response from {self.url} is not JSON: {response.content[:200]!r}", url=self.url, status=200
+                f"embedding response from {self.url} is not JSON: {self._poster.redact(repr(response.content[:200]))}",
+                url=self.url,
+                status=200,
             ) from None
         return self._parse(payload, expected)
 

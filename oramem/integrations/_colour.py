@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Generator
 
+__all__ = ["call", "run_sync", "run_async", "run_sync_in_transaction", "run_async_in_transaction"]
+
 StoreCall = tuple[str, tuple, dict]
 Plan = Generator[StoreCall, Any, Any]
 
@@ -47,3 +49,16 @@ async def run_async(store: Any, plan: Plan) -> Any:
                 request = plan.send(result)
     except StopIteration as done:
         return done.value
+
+
+def run_sync_in_transaction(store: Any, plan: Plan) -> Any:
+    """``run_sync`` inside one ``store.transaction()`` block (SC-12): the plan's reads and writes
+    commit together, and on SQLite no other writer runs between them (``BEGIN IMMEDIATE``)."""
+    with store.transaction():
+        return run_sync(store, plan)
+
+
+async def run_async_in_transaction(store: Any, plan: Plan) -> Any:
+    """Async twin of :func:`run_sync_in_transaction`."""
+    async with store.transaction_async():
+        return await run_async(store, plan)

@@ -15,8 +15,17 @@ Install with ``pip install 'oramem[langchain]'``. All three call the public stor
   agent_id=..., thread_id=...)``: a ``BaseRetriever`` over ``store.search``; ``invoke(query,
   k=...)`` overrides ``k`` per call.
 - ``OramemChatMessageHistory(store, thread_id, user_id=None, agent_id=None)``: a
-  ``BaseChatMessageHistory`` over the thread's ``message`` records (the LangChain message
-  kept in ``metadata["langchain_message"]``); ``clear()`` is ``delete_thread``.
+  ``BaseChatMessageHistory`` over the ``message`` records of the thread *in its scope*: the
+  scope is written on every message and limits every read and ``clear()``, matched exactly
+  (``None`` = messages without one), so two users with the same ``thread_id`` never see or
+  clear each other's messages (the LangChain message is kept in
+  ``metadata["langchain_message"]``; knowledge-layer event records are not messages).
+  ``clear()`` deletes, in one transaction, every record of the scope in the thread; other
+  users' and agents' records stay (``store.delete_thread`` removes a whole thread).
+
+``OramemVectorStore.delete(ids)`` deletes the records of its scope among ``ids`` and returns
+``True`` only when every id named a record of its scope (all deleted), else ``False`` (ids of
+another scope, or unknown, are left alone).
 """
 
 from __future__ import annotations
@@ -24,7 +33,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional, Sequence
 
 from . import require
-from ._colour import call, run_async, run_sync
+from ._colour import call, run_async, run_async_in_transaction, run_sync, run_sync_in_transaction
+from ._threads import ThreadScope
 
 require("langchain_core", "langchain")
 
@@ -138,10 +148,14 @@ class OramemVectorStore(VectorStore):
     def _delete_plan(self, ids: Optional[Sequence[str]]):
         if ids is None:
             raise ValueError("delete needs ids (deleting everything is not supported here; use store.delete_thread)")
+        ids = list(dict.fromkeys(ids))  # each id once: a repeat is not a second failure
         docs = yield from self._get_plan(ids)
+        deleted = 0
         for doc in docs:
-            yield call("delete", self._type, doc.id)
-        return True
+            deleted += yield call("delete", self._type, doc.id)
+        # True only when every id named a record of this scope and it is gone (LangChain: "True if
+        # deletion is successful"); ids of another scope are never touched and make it False
+        return bool(ids) and deleted == len(ids)
 
     def _search(self, query: str, k: int, filter: Optional[dict], strategy: Optional[str]):
         if not isinstance(k, int) or k < 1:
@@ -225,13 +239,17 @@ class OramemChatMessageHistory(BaseChatMessageHistory):
     def __init__(self, store: Any, thread_id: str, *, user_id: Optional[str] = None, agent_id: Optional[str] = None) -> None:
         if not isinstance(thread_id, str) or not thread_id:
             raise ValueError(f"thread_id must be a non-empty str, got {thread_id!r}")
+        for name, value in (("user_id", user_id), ("agent_id", agent_id)):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"{name} must be a non-empty str or None, got {value!r}")
         self._store = store
         self.thread_id = thread_id
         self._user_id = user_id
         self._agent_id = agent_id
+        self._scope = ThreadScope(thread_id, user_id, agent_id)
 
     def _messages_plan(self):
-        records = yield call("list_thread_messages", self.thread_id)
+        records = yield from self._scope.messages()
         out = []
         for r in records:
             stored = (r.metadata or {}).get(MESSAGE_KEY)
@@ -260,9 +278,6 @@ class OramemChatMessageHistory(BaseChatMessageHistory):
         )
         return None
 
-    def _clear_plan(self):
-        yield call("delete_thread", self.thread_id)
-
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         return run_sync(self._store, self._messages_plan())
@@ -277,7 +292,7 @@ class OramemChatMessageHistory(BaseChatMessageHistory):
         await run_async(self._store, self._add_plan(messages))
 
     def clear(self) -> None:
-        run_sync(self._store, self._clear_plan())
+        run_sync_in_transaction(self._store, self._scope.clear())
 
     async def aclear(self) -> None:
-        await run_async(self._store, self._clear_plan())
+        await run_async_in_transaction(self._store, self._scope.clear())

@@ -7,38 +7,191 @@ otherwise). In Python: ``build_server(store, ...)`` returns an ``MCPServer``.
 Tools: ``add_memory``, ``search_memories``, ``get_memory``, ``update_memory``,
 ``delete_memory``, ``forget`` and, when a ``KnowledgeMemory`` is given
 (``oramem mcp --knowledge``), ``retrieve_knowledge``. They call the store's async API (both engines).
+A call with an argument the tool does not define is refused (nothing is silently ignored).
 
-Scope (who the client is) is fixed by the server's configuration: ``user_id`` /
-``agent_id`` given to ``build_server`` (``--user`` / ``--agent``). Every record the client
-writes carries that scope; every read is limited to it, with a missing value meaning
-"records without one" (so a server without ``--user`` sees only records that have no user).
-``get``/``update``/``delete`` of a record outside the scope answer "not found". Only with
-``allow_scope_per_call=True`` (``--allow-scope-per-call``) may a call pass its own
-``user_id`` / ``agent_id`` (use it for a trusted orchestrator serving several users); without
-it a call that names a scope other than the configured one is refused. ``thread_id`` is
-always per call (a conversation inside the scope). ``forget`` erases the scope's user
-(or agent) everywhere (``forget``, SC-8.6): every record scoped to it and, with a
-``KnowledgeMemory``, what the knowledge layer derived from it; the names a user has in the
-knowledge layer default to her user id and can be chosen per call only with
-``allow_scope_per_call``.
+**Who the client is** is fixed by the server's configuration, never by the client: ``user_id``
+/ ``agent_id`` given to ``build_server`` (``--user`` / ``--agent``).
+
+- Every record the client writes carries that scope; every read (``search_memories``,
+  ``get_memory``) is limited to records of exactly that scope, with a missing value meaning
+  "records without one"; ``get``/``update``/``delete`` of a record outside it answer "not found".
+- ``add_memory`` with a ``thread_id`` writes into that thread only if no other user has records
+  there (a thread id is a conversation name, not a grant: a client cannot plant text in
+  another user's conversation). A new thread, or one holding the client's own records (and
+  perhaps records without a user, such as an assistant's replies), is open to it. A thread that
+  holds only records without a user is not open to a client of one user: erasing her would
+  take such a thread whole (SC-13.3), shared records included. A server without a user may
+  write only where no user has records. On SQLite the check and the write are one ``BEGIN
+  IMMEDIATE`` transaction; on Oracle another session can still write between them (read
+  committed).
+- ``forget`` erases the configured **user** and nothing else: her records on every agent and,
+  with a ``KnowledgeMemory``, what the knowledge layer derived from them (SC-8.6). It never
+  erases an agent (run ``oramem forget --agent ID`` for that) and takes no argument that widens
+  it. A server without a user (no ``--user``) has no ``forget``-able user: ``forget`` is refused.
+- A server **without** ``--user`` acts as "no user": it reads and writes only records that have
+  no user (the agent's shared records, with ``--agent``), cannot write into a thread where any
+  user has records, and cannot erase anything.
+- Only with ``allow_scope_per_call=True`` (``--allow-scope-per-call``) may a call pass its own
+  ``user_id`` / ``agent_id`` (a trusted orchestrator serving several users: the rules above
+  then apply to the scope the call names); without it a call naming another scope is refused.
+
+Over HTTP the server requires a bearer token (``build_server(..., token=...)``; ``oramem mcp``
+always sets one, see the README's "Several users"), checked in constant time through the SDK's
+bearer-auth middleware, and keeps the SDK's DNS-rebinding protection (Host and Origin
+allow-lists, :func:`http_security`). stdio needs neither: the client launched the
+process and owns its pipes.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Optional
+import hashlib
+import hmac
+import ipaddress
+import re
+import urllib.parse
+from typing import Any, Iterable, Optional
 
+from .._http import is_loopback
 from ..errors import StoreError
 from . import require
 
 require("mcp.server.mcpserver", "mcp")
 
+from mcp.server.auth.provider import AccessToken  # noqa: E402
+from mcp.server.auth.settings import AuthSettings  # noqa: E402
 from mcp.server.mcpserver import MCPServer  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+from mcp.server.transport_security import TransportSecuritySettings  # noqa: E402
+from mcp.types import CallToolResult, TextContent  # noqa: E402
+from pydantic import AnyHttpUrl  # noqa: E402  (installed with mcp)
 
-__all__ = ["build_server"]
+__all__ = ["build_server", "http_security", "check_token", "MIN_TOKEN_LENGTH"]
 
 _MEMORY_TYPES = ("memory", "fact", "preference", "guideline", "message")
+# the record types that carry a thread_id (SC-2.1): what "has records in a thread" looks at
+_THREAD_TYPES = ("message", "memory", "fact", "preference", "guideline")
+
+#: Shortest bearer token accepted (``secrets.token_urlsafe(32)``, what ``oramem mcp`` generates, has 43).
+MIN_TOKEN_LENGTH = 16
+# RFC 6750 b64token characters: what fits in "Authorization: Bearer <token>" unchanged
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def check_token(token: Any) -> str:
+    """``token`` if it can be a bearer token (see :data:`MIN_TOKEN_LENGTH`), else ``ValueError``."""
+    if not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH or not _TOKEN_CHARS.fullmatch(token):
+        raise ValueError(
+            f"the MCP bearer token must be at least {MIN_TOKEN_LENGTH} characters of A-Z a-z 0-9 - . _ ~ + / "
+            "(generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    return token
+
+
+class _StaticTokenVerifier:
+    """The SDK's ``TokenVerifier`` for one shared secret: constant-time comparison of digests
+    (equal length whatever the candidate, so the comparison time says nothing about the token)."""
+
+    def __init__(self, token: str) -> None:
+        self._digest = hashlib.sha256(token.encode("utf-8")).digest()
+
+    async def verify_token(self, token: str) -> Optional[AccessToken]:
+        candidate = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        if hmac.compare_digest(candidate, self._digest):
+            return AccessToken(token=token, client_id="oramem-mcp-client", scopes=[])
+        return None
+
+
+def _is_wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return host in ("", "*")
+
+
+def _host_header(host: str, port: int) -> str:
+    try:
+        if ipaddress.ip_address(host.strip("[]")).version == 6:
+            return f"[{host.strip('[]')}]:{port}"
+    except ValueError:
+        pass
+    return f"{host}:{port}"
+
+
+def http_security(
+    host: str, port: int, *, allow_hosts: Iterable[str] = (), allow_origins: Iterable[str] = ()
+) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection for a server listening on ``host:port``; always on.
+
+    On a loopback ``host`` the ``Host`` header must name loopback (``127.0.0.1``, ``localhost``,
+    ``[::1]`` or ``host`` itself, any port) and a browser ``Origin`` must be such an ``http://``
+    origin, as the SDK does by default. On any other address only the address itself
+    (``HOST:PORT``, not for ``0.0.0.0`` / ``::``) and the names given in ``allow_hosts`` are
+    accepted, and only the origins in ``allow_origins``. A listed host without a port is accepted on ``port``; ``NAME:*``
+    accepts any port. A request without an ``Origin`` (not a browser) passes the origin check.
+    Raises ``ValueError`` for a wildcard address with no ``allow_hosts`` (nothing could be
+    served) and for a malformed entry."""
+    hosts: list[str] = []
+    for entry in allow_hosts:
+        if not isinstance(entry, str) or not entry or any(c in entry for c in "/@ ,") or entry.startswith(":"):
+            raise ValueError(f"--allow-host takes a host name or address, optionally with :PORT or :*, got {entry!r}")
+        has_port = "]:" in entry if entry.startswith("[") else entry.count(":") == 1
+        hosts.append(entry if has_port else _host_header(entry, port))
+    origins: list[str] = []
+    for entry in allow_origins:
+        parts = urllib.parse.urlsplit(entry) if isinstance(entry, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("",) \
+                or parts.query or parts.fragment or "@" in parts.netloc:
+            raise ValueError(f"--allow-origin takes an origin like https://app.example.com[:PORT], got {entry!r}")
+        origins.append(entry)
+    if is_loopback(host.strip("[]")):
+        hosts += _LOOPBACK_HOSTS
+        origins += _LOOPBACK_ORIGINS
+        literal = _host_header(host, port).rsplit(":", 1)[0]  # e.g. 127.0.0.2, or a *.localhost name
+        hosts.append(f"{literal}:*")
+        origins.append(f"http://{literal}:*")
+    elif _is_wildcard(host):
+        if not hosts:
+            raise ValueError(
+                f"--host {host} listens on every interface: name the host names clients will use with "
+                "--allow-host NAME[:PORT] (one per name); requests naming any other Host are refused (DNS rebinding)"
+            )
+    else:
+        hosts.append(_host_header(host, port))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=list(dict.fromkeys(hosts)), allowed_origins=list(dict.fromkeys(origins))
+    )
+
+
+class _RefuseUnknownArguments:
+    """Server middleware: a ``tools/call`` naming an argument the tool does not define is a tool
+    error listing the accepted ones (the SDK would drop it silently: ``forget(actor="agent")``
+    must not quietly become ``forget()``)."""
+
+    def __init__(self) -> None:
+        self.server: Any = None
+        self._accepted: dict[str, frozenset[str]] = {}
+
+    async def _accepted_for(self, name: str) -> Optional[frozenset[str]]:
+        if name not in self._accepted:
+            for tool in await self.server.list_tools():
+                self._accepted[tool.name] = frozenset((tool.input_schema or {}).get("properties", {}))
+        return self._accepted.get(name)
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        params = ctx.params if isinstance(ctx.params, dict) else None
+        if ctx.method == "tools/call" and params is not None and isinstance(params.get("arguments"), dict):
+            accepted = await self._accepted_for(str(params.get("name")))
+            unknown = sorted(set(params["arguments"]) - accepted) if accepted is not None else []
+            if unknown:
+                text = (
+                    f"{params.get('name')} has no argument {', '.join(map(repr, unknown))}; it accepts: "
+                    f"{', '.join(sorted(accepted or ())) or 'no arguments'}"
+                )
+                return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        return await call_next(ctx)
 
 
 def _record_dict(record: Any, distance: Optional[float] = None) -> dict[str, Any]:
@@ -79,11 +232,24 @@ def build_server(
     allow_scope_per_call: bool = False,
     knowledge: Any = None,
     name: str = "oramem",
+    token: Optional[str] = None,
 ) -> MCPServer:
-    """An ``MCPServer`` exposing ``store`` within the configured scope (see the module doc)."""
+    """An ``MCPServer`` exposing ``store`` within the configured scope (see the module doc).
+
+    ``token``: the bearer token every HTTP request must carry (``Authorization: Bearer
+    <token>``; else 401). Without it the server has no HTTP authentication: serve it over
+    stdio or in-process only (``oramem mcp --transport http`` always sets one)."""
     for label, value in (("user_id", user_id), ("agent_id", agent_id)):
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f"{label} must be a non-empty str or None, got {value!r}")
+    auth: dict[str, Any] = {}
+    if token is not None:
+        auth = {
+            "token_verifier": _StaticTokenVerifier(check_token(token)),
+            # the SDK's bearer middleware needs AuthSettings; no OAuth server or metadata route is
+            # served (resource_server_url=None), so the issuer URL is never used or shown
+            "auth": AuthSettings(issuer_url=AnyHttpUrl("http://127.0.0.1"), resource_server_url=None),
+        }
 
     def scope(call_user: Optional[str], call_agent: Optional[str]) -> dict[str, Optional[str]]:
         chosen = {"user_id": user_id, "agent_id": agent_id}
@@ -110,6 +276,26 @@ def build_server(
             return None
         return record
 
+    async def thread_refusal(thread_id: str, user: Optional[str]) -> Optional[str]:
+        """Why ``user`` may not write into the thread (None: it may); inside the caller's block."""
+        mine = nobodys = False
+        for record_type in _THREAD_TYPES:
+            for record in await store.list_async(record_type, limit=None, thread_id=thread_id):
+                if record.user_id is None:
+                    nobodys = True
+                elif record.user_id == user:
+                    mine = True
+                else:
+                    return f"thread {thread_id!r} holds another user's records: this client cannot write into it"
+        if user is not None and nobodys and not mine:
+            # erasing her would then take the thread whole, the records of nobody in it too (SC-13.3)
+            return (
+                f"thread {thread_id!r} holds only records of no user (shared records): a client of one user "
+                "cannot write into it"
+            )
+        return None
+
+    refuse_unknown = _RefuseUnknownArguments()
     server = MCPServer(
         name,
         instructions=(
@@ -117,7 +303,10 @@ def build_server(
             "relevant memories before answering; update/delete keep them correct; forget erases "
             "everything about the configured user."
         ),
+        middleware=[refuse_unknown],
+        **auth,
     )
+    refuse_unknown.server = server
 
     @server.tool()
     @_client_errors
@@ -130,20 +319,34 @@ def build_server(
         user_id: Optional[str] = None,
         agent_id: Optional[str] = None,
     ) -> dict[str, Any]:
-        """Store one memory (types: memory, fact, preference, guideline, message); returns its id."""
+        """Store one memory (types: memory, fact, preference, guideline, message); returns its id.
+        A thread_id is accepted only for a new thread or one of this client's own conversations
+        (no other user's records in it)."""
         chosen = scope(user_id, agent_id)
         kwargs: dict[str, Any] = {}
         if ttl_days is not None:
             kwargs["ttl_days"] = ttl_days
-        ids = await store.add_async(
-            [text],
-            record_type_of(record_type),
-            metadata=metadata,
-            thread_ids=thread_id,
-            user_ids=chosen["user_id"],
-            agent_ids=chosen["agent_id"],
-            **kwargs,
-        )
+        record_type = record_type_of(record_type)
+
+        async def write() -> list[str]:
+            return await store.add_async(
+                [text],
+                record_type,
+                metadata=metadata,
+                thread_ids=thread_id,
+                user_ids=chosen["user_id"],
+                agent_ids=chosen["agent_id"],
+                **kwargs,
+            )
+
+        if thread_id is None:
+            ids = await write()
+        else:
+            async with store.transaction_async():  # the check and the write commit together
+                refusal = await thread_refusal(thread_id, chosen["user_id"])
+                if refusal is not None:
+                    raise ValueError(refusal + " (use a thread id of your own)")
+                ids = await write()
         return {"id": ids[0], "record_type": record_type}
 
     @server.tool()
@@ -216,43 +419,38 @@ def build_server(
 
     @server.tool()
     @_client_errors
-    async def forget(
-        actor: str = "user", names: Optional[list[str]] = None, user_id: Optional[str] = None,
-        agent_id: Optional[str] = None,
-    ) -> dict[str, Any]:
-        """Erase the scope's user (actor="user") or agent (actor="agent") everywhere: its records and
-        what the knowledge layer derived from them (SC-8.6). Irreversible; returns rows erased per table."""
-        if actor not in ("user", "agent"):
-            raise ValueError('actor must be "user" or "agent"')
-        chosen = scope(user_id, agent_id)
-        actor_id = chosen[f"{actor}_id"]
-        if actor_id is None:
-            raise ValueError(f"no {actor} in this server's scope (start it with --{actor} ID)")
-        if names is not None and not allow_scope_per_call:
-            # names reach other people's knowledge (an entity "Bob"): only a trusted caller picks them
-            raise ValueError("names can be given only on a server started with --allow-scope-per-call")
+    async def forget(user_id: Optional[str] = None) -> dict[str, Any]:
+        """Erase this server's user everywhere: her records on every agent and what the knowledge
+        layer derived from them (SC-8.6). Never another user, never the agent. Irreversible;
+        returns rows erased per table."""
+        target_user = scope(user_id, None)["user_id"]
+        if target_user is None:
+            raise ValueError(
+                "forget erases the server's user, and this server has none (start it with --user ID); "
+                "to erase a user or an agent as the operator, run: oramem --db PATH forget --user ID | --agent ID"
+            )
         target = knowledge if knowledge is not None else store
-        kwargs: dict[str, Any] = {f"{actor}_id": actor_id}
-        if actor == "user" and names is not None:
-            kwargs["names"] = names
         try:
-            counts = await target.forget_async(**kwargs)
+            counts = await target.forget_async(user_id=target_user)
         except StoreError as exc:
             raise ToolError(str(exc)) from exc
-        return {"forgotten": actor_id, "actor": actor, "erased": {t: n for t, n in counts.items() if n}}
+        return {"forgotten": target_user, "erased": {t: n for t, n in counts.items() if n}}
 
     if knowledge is not None:
 
         @server.tool()
         @_client_errors
         async def retrieve_knowledge(
-            query: str, session_id: Optional[str] = None, agent_id: Optional[str] = None
+            query: str, session_id: Optional[str] = None, agent_id: Optional[str] = None,
+            user_id: Optional[str] = None,
         ) -> dict[str, Any]:
-            """Facts from the knowledge layer relevant to query, with a ready-to-use context text."""
-            chosen = scope(None, agent_id)
+            """Facts from the knowledge layer relevant to query, with a ready-to-use context text:
+            the scope's user's knowledge plus the agent's shared knowledge (KC-3.8)."""
+            chosen = scope(user_id, agent_id)
             if chosen["agent_id"] is None:
                 raise ValueError("the knowledge layer is per agent: start the server with --agent ID")
-            result = await knowledge.retrieve_async(chosen["agent_id"], query, session_id=session_id)
+            result = await knowledge.retrieve_async(chosen["agent_id"], query, session_id=session_id,
+                                                    user_id=chosen["user_id"])
             return {
                 "context": result.context,
                 "facts": [{"fact_text": f.fact_text, "score": getattr(f, "score", None)} for f in result.facts],

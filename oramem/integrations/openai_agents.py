@@ -9,14 +9,22 @@ unchanged, in ``metadata["openai_agents_item"]`` (what ``get_items`` returns), i
 (or, for items without one such as tool calls, its ``type``) as the message role, and as
 content the item's text (a message's string content, or its text parts joined by newlines;
 other items: the item as JSON), so oramem search, the knowledge layer and the CLI see the
-conversation as text. Messages written to the thread by other means (``store.add(...,
-"message", thread_ids=...)``) appear as ``{"role": ..., "content": ...}`` items.
-``user_id`` / ``agent_id`` given to the constructor scope every message written.
+conversation as text.
 
-``clear_session`` is ``delete_thread``: the thread and everything scoped to it go in one
-transaction (SC-8.3). ``pop_item`` removes the newest message. ``get_items(limit)`` returns the
-newest ``limit`` items, oldest first (``limit`` falls back to ``session_settings.limit``;
-``0`` returns nothing; negative is an error).
+Scope: ``user_id`` / ``agent_id`` given to the constructor are written on every message and
+limit every read, pop and clear, matched exactly (``None`` = messages without one). A session id
+is a conversation name, not a grant: Bob's ``OramemSession("conversation-1", user_id="bob")``
+never reads, pops or clears Alice's messages in a thread of the same id. Messages written to
+the thread by other means (``store.add(..., "message", thread_ids=..., user_ids=...)``) with the
+same scope appear as ``{"role": ..., "content": ...}`` items; knowledge-layer event records
+(``KnowledgeMemory.write(..., session_id=...)``) are not items.
+
+``clear_session`` deletes, in one transaction, every record of the session's scope in the
+thread (its messages and any memory / fact / preference / guideline records bound to it);
+other users' and other agents' records stay (``store.delete_thread`` removes a whole thread).
+``pop_item`` removes the scope's newest message. ``get_items(limit)`` returns the newest
+``limit`` items, oldest first (``limit`` falls back to ``session_settings.limit``; ``0`` returns
+nothing; negative is an error).
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ import json
 from typing import Any, Optional
 
 from . import require
-from ._colour import call, run_async
+from ._colour import call, run_async, run_async_in_transaction
+from ._threads import ThreadScope
 
 require("agents", "openai-agents")
 
@@ -90,6 +99,7 @@ class OramemSession:
         self._store = store
         self._user_id = user_id
         self._agent_id = agent_id
+        self._scope = ThreadScope(session_id, user_id, agent_id)
 
     async def get_items(self, limit: Optional[int] = None) -> list[Any]:
         return await run_async(self._store, self._get(resolve_session_limit(limit, self.session_settings)))
@@ -101,7 +111,7 @@ class OramemSession:
         return await run_async(self._store, self._pop())
 
     async def clear_session(self) -> None:
-        await run_async(self._store, self._clear())
+        await run_async_in_transaction(self._store, self._scope.clear())
 
     # one body per operation, driven by the store's async API (see _colour)
     def _get(self, limit: Optional[int]):
@@ -109,7 +119,7 @@ class OramemSession:
             raise ValueError(f"limit must be None (all items) or an int >= 0, got {limit!r}")
         if limit == 0:
             return []
-        records = yield call("list_thread_messages", self.session_id, last_n=limit)
+        records = yield from self._scope.messages(limit)
         return [_item_of(r) for r in records]
 
     def _add(self, items: list[Any]):
@@ -135,14 +145,5 @@ class OramemSession:
         return None
 
     def _pop(self):
-        while True:
-            newest = yield call("list_thread_messages", self.session_id, last_n=1)
-            if not newest:
-                return None
-            removed = yield call("delete", "message", newest[0].id)
-            if removed:  # else a concurrent pop took it: look again
-                return _item_of(newest[0])
-
-    def _clear(self):
-        yield call("delete_thread", self.session_id)
-        return None
+        record = yield from self._scope.pop()
+        return None if record is None else _item_of(record)

@@ -85,7 +85,8 @@ def knowledge() -> None:
 @click.argument("agent_id")
 @click.argument("message")
 @click.option("--speaker", required=True, help="Who said the message (first person means this speaker).")
-@click.option("--session", "session_id", default="default", show_default=True, help="Session (thread) id.")
+@click.option("--session", "session_id", default=None, help="Session (thread) id (default: the thread of the agent and user).")
+@click.option("--user", "user_id", default=None, help="The user whose knowledge this is (KC-3.7); default: the agent's shared knowledge.")
 @click.option("--occurred-at", default=None, help="ISO-8601 time the message refers to (default: now).")
 @click.option("--dry-run", is_flag=True, help="Run every step, LLM included, and store nothing.")
 @click.option("--background", is_flag=True, help="Queue the message for `oramem kg worker` and return at once "
@@ -95,7 +96,7 @@ def knowledge() -> None:
 @click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
 @_LLM_ALLOW_HTTP_KEY
 @click.pass_context
-def write_cmd(ctx, agent_id, message, speaker, session_id, occurred_at, dry_run, background, llm_base_url, llm_model,
+def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at, dry_run, background, llm_base_url, llm_model,
               llm_timeout, llm_allow_http_key) -> None:
     """Extract knowledge from MESSAGE for AGENT_ID."""
     from . import KnowledgeMemory
@@ -106,7 +107,8 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, occurred_at, dry_run,
             raise click.UsageError("--dry-run runs the extraction now; it does not go with --background")
         km = KnowledgeMemory(state.open(create=True), None)
         try:
-            r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, background=True)
+            r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, background=True,
+                         user_id=user_id)
         except (TypeError, ValueError) as exc:
             raise click.UsageError(str(exc)) from None
         finally:
@@ -118,7 +120,8 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, occurred_at, dry_run,
     llm = _llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
     km = _open_km(state, create=True, llm=llm)
     try:
-        r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, dry_run=dry_run)
+        r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, dry_run=dry_run,
+                     user_id=user_id)
     finally:
         km.close()
     lines = [f"event {r.event_id or '-'}  success={r.success}" + (f"  error={r.error}" if r.error else "")]
@@ -128,6 +131,8 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, occurred_at, dry_run,
             lines.append(f"{label:9s} {f['fact_id'] or '(dry run)'}  {f['entity_key']}  {f['fact_text']}")
     for rel in r.relations:
         lines.append(f"relation  {rel['source_entity_key']} -{rel['rel_type']}-> {rel['target_entity_key']} ({rel['action']})")
+    if r.degraded:
+        lines.append(f"degraded  {', '.join(r.degraded)} fell back to deterministic rules (the LLM failed; see warnings)")
     for w in r.warnings:
         lines.append(f"warning   {w}")
     lines.append(f"tokens    {r.tokens_used.total_tokens}")
@@ -141,13 +146,15 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, occurred_at, dry_run,
 @click.option("--entity", "entity_keys", multiple=True, help="Only facts linked to this entity key (repeatable).")
 @click.option("--all", "include_inactive", is_flag=True, help="Include closed, invalidated and expired facts.")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--user", "user_id", default=None, help="Read as this user: her knowledge plus the agent's shared knowledge (KC-3.8); default: shared only.")
 @click.pass_context
-def facts_cmd(ctx, agent_id, entity_keys, include_inactive, limit) -> None:
+def facts_cmd(ctx, agent_id, entity_keys, include_inactive, limit, user_id) -> None:
     """List the agent's current facts (newest first)."""
     state = _state(ctx)
     km = _open_km(state, create=False)
     try:
-        rows = km.get_all(agent_id, limit=limit, entity_keys=list(entity_keys) or None, include_inactive=include_inactive)
+        rows = km.get_all(agent_id, limit=limit, entity_keys=list(entity_keys) or None, include_inactive=include_inactive,
+                          user_id=user_id)
     finally:
         km.close()
     human = "\n".join(f"{f.fact_id}  {f.status:11s} {f.entity_key}  {f.fact_text}" for f in rows) or "(no facts)"
@@ -158,13 +165,14 @@ def facts_cmd(ctx, agent_id, entity_keys, include_inactive, limit) -> None:
 @click.argument("agent_id")
 @click.option("--all", "include_inactive", is_flag=True, help="Include inactive (merged) entities.")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--user", "user_id", default=None, help="Read as this user: her knowledge plus the agent's shared knowledge (KC-3.8); default: shared only.")
 @click.pass_context
-def entities_cmd(ctx, agent_id, include_inactive, limit) -> None:
+def entities_cmd(ctx, agent_id, include_inactive, limit, user_id) -> None:
     """List the agent's entities (most recently seen first)."""
     state = _state(ctx)
     km = _open_km(state, create=False)
     try:
-        rows = km.entities(agent_id, limit=limit, include_inactive=include_inactive)
+        rows = km.entities(agent_id, limit=limit, include_inactive=include_inactive, user_id=user_id)
     finally:
         km.close()
     human = "\n".join(
@@ -177,13 +185,14 @@ def entities_cmd(ctx, agent_id, include_inactive, limit) -> None:
 @knowledge.command("history")
 @click.argument("agent_id")
 @click.argument("fact_id")
+@click.option("--user", "user_id", default=None, help="Read as this user: her knowledge plus the agent's shared knowledge (KC-3.8); default: shared only.")
 @click.pass_context
-def history_cmd(ctx, agent_id, fact_id) -> None:
+def history_cmd(ctx, agent_id, fact_id, user_id) -> None:
     """The version chain of FACT_ID, oldest first."""
     state = _state(ctx)
     km = _open_km(state, create=False)
     try:
-        rows = km.history(agent_id, fact_id)
+        rows = km.history(agent_id, fact_id, user_id=user_id)
     finally:
         km.close()
     if not rows:
@@ -219,12 +228,13 @@ def _optional_llm(llm_base_url: Any, llm_model: Any, timeout: float, allow_http_
 @click.option("--as-of", default=None, help="ISO-8601: what was valid at this time.")
 @click.option("--known-at", default=None, help="ISO-8601: what was known (ingested, not invalidated) at this time.")
 @click.option("--directives", "include_directives", is_flag=True, help="Add the behavioural directives block (LLM).")
+@click.option("--user", "user_id", default=None, help="Read as this user: her knowledge plus the agent's shared knowledge (KC-3.8); default: shared only.")
 @click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root (reranker).")
 @click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name (reranker).")
 @click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
 @_LLM_ALLOW_HTTP_KEY
 @click.pass_context
-def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at, include_directives, llm_base_url, llm_model,
+def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at, include_directives, user_id, llm_base_url, llm_model,
                  llm_timeout, llm_allow_http_key) -> None:
     """Ranked facts and the compressed context for QUERY (KC-5). Without an LLM endpoint the
     reranker is off."""
@@ -236,7 +246,7 @@ def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at,
     try:
         r = km.retrieve(agent_id, query, session_id=session_id, entity_keys=list(entity_keys) or None, as_of=as_of,
                         known_at=known_at, include_directives=include_directives,
-                        config_overrides=None if llm is not None else {"enable_reranker": False})
+                        config_overrides=None if llm is not None else {"enable_reranker": False}, user_id=user_id)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     finally:
@@ -298,7 +308,8 @@ def job_names(job_list: Any, have_llm: bool) -> list:
 
 def run_jobs(km: Any, agent_id: Any, names: list) -> bool:
     """Run ``names`` through ``km.run_background`` for ``agent_id`` (None: every agent with
-    an event or entity row, sorted) and print one JSON object per agent. True when some job
+    an event or entity row, sorted), once per scope of the agent (KC-6.0), and print one JSON
+    object per agent and scope. True when some job
     failed. Shared by ``oramem knowledge jobs`` and ``oramem kg run-jobs``."""
     import sqlalchemy as sa
 
@@ -311,9 +322,11 @@ def run_jobs(km: Any, agent_id: Any, names: list) -> bool:
         else:
             agents = [agent_id]
         for a in agents:
-            r = km.run_background(a, jobs=names)
-            failed = failed or bool(r.errors)
-            click.echo(json.dumps({"agent_id": a, **_jsonable(r)}, ensure_ascii=False, sort_keys=True))
+            # KC-6.0: once per scope (the shared knowledge, then each user's)
+            for u in km.scopes(a):
+                r = km.run_background(a, jobs=names, user_id=u)
+                failed = failed or bool(r.errors)
+                click.echo(json.dumps({"agent_id": a, "user_id": u, **_jsonable(r)}, ensure_ascii=False, sort_keys=True))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     return failed

@@ -57,6 +57,17 @@ def fact_metadata(row: dict, entity_keys: list[str]) -> dict:
         md["kg_invalidated_at"] = iso(row["invalidated_at"])
     if row.get("attribute_key"):
         md["kg_attribute_key"] = row["attribute_key"]
+    if row.get("user_id") is not None:
+        md["kg_user"] = row["user_id"]  # KC-3.7: the scope, for store searches (reads.store_scope)
+    return md
+
+
+def event_metadata(run: WriteRun) -> dict:
+    """Metadata of an event's store ``message`` record: ``kg_event`` marks it as a knowledge
+    event (KC-3.9: not a chat item of the thread), ``kg_user`` carries its scope."""
+    md: dict[str, Any] = {"kg_event": True, "kg_speaker": run.speaker, "kg_source": run.source}
+    if run.user_id is not None:
+        md["kg_user"] = run.user_id
     return md
 
 
@@ -108,7 +119,7 @@ def recheck(run: WriteRun, conn: sa.Connection) -> None:
     """KC-7.5: every decision is re-checked under the lock."""
     t = run.t
     targets = [d.target["id"] for d in run.decisions if d.target is not None]
-    current = reads.current_facts_by_ids(conn, t, run.agent_id, targets, run.now) if targets else {}
+    current = reads.current_facts_by_ids(conn, t, run.agent_id, targets, run.now, run.user_id) if targets else {}
     stale = {d.fact.subject_key for d in run.decisions if d.target is not None and d.target["id"] not in current}
     if stale:
         raise StaleDecisions(stale)
@@ -128,7 +139,7 @@ def recheck(run: WriteRun, conn: sa.Connection) -> None:
         for batch in reads.chunked(keys):
             for tbatch in reads.chunked(texts):
                 q = sa.select(*cols).where(
-                    f.c.agent_id == run.agent_id, f.c.entity_key.in_(batch), f.c.valid_to.is_(None),
+                    reads.owned(f, run.agent_id, run.user_id), f.c.entity_key.in_(batch), f.c.valid_to.is_(None),
                     f.c.invalidated_at.is_(None), f.c.fact_text.in_(tbatch),
                 ).order_by(f.c.created_at, f.c.id)
                 for m in conn.execute(q).mappings():
@@ -153,9 +164,9 @@ def _ttl_for(run: WriteRun, attribute_key: Optional[str], fact_ttl: Optional[int
 def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
     t = run.t
     p = Plan()
-    now, ag = run.now, run.agent_id
+    now, ag, user = run.now, run.agent_id, run.user_id
     # entities: racing inserts of the same key reuse the winner's row
-    existing = reads.load_entities(conn, t, ag, set(run.created) | run.touched_keys)
+    existing = reads.load_entities(conn, t, ag, set(run.created) | run.touched_keys, user)
     for key, ne in sorted(run.created.items()):
         if key in existing:
             continue
@@ -163,6 +174,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
             {
                 "id": new_id(),
                 "agent_id": ag,
+                "user_id": user,
                 "canonical_key": key,
                 "display_name": ne.display_name[:256],
                 "entity_type": ne.entity_type,
@@ -194,14 +206,14 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
                 upd["summary_text"] = summaries[key]
             p.entity_updates[key] = upd
     # aliases: never rebound
-    bound = reads.lookup_aliases(conn, t, ag, list(run.alias_regs))
+    bound = reads.lookup_aliases(conn, t, ag, list(run.alias_regs), user)
     for alias, (key, etype) in sorted(run.alias_regs.items()):
         if alias in bound:
             if bound[alias][0] != key:
                 run.warn(f"alias conflict: {alias!r} is bound to {bound[alias][0]}, not rebound to {key}")
             continue
         p.alias_inserts.append(
-            {"id": new_id(), "agent_id": ag, "alias": alias[:256], "canonical_entity_key": key,
+            {"id": new_id(), "agent_id": ag, "user_id": user, "alias": alias[:256], "canonical_entity_key": key,
              "canonical_entity_type": etype, "created_at": now}
         )
     # facts
@@ -232,6 +244,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
             row = {
                 "id": f.new_id,
                 "agent_id": ag,
+                "user_id": user,
                 "entity_type": f.subject_type,
                 "entity_key": f.subject_key,
                 "entity_name": f.subject_name[:256],
@@ -301,7 +314,8 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
                 keys.append(k)
         p.new_links[row["id"]] = keys
         for i, k in enumerate(keys):
-            p.links.append({"id": new_id(), "fact_id": row["id"], "entity_key": k, "is_primary": i == 0, "agent_id": ag})
+            p.links.append({"id": new_id(), "fact_id": row["id"], "entity_key": k, "is_primary": i == 0, "agent_id": ag,
+                            "user_id": user})
         p.recount_keys.update(keys)
     # store payloads
     for row in p.fact_inserts:
@@ -349,7 +363,7 @@ def predict_relations(run: WriteRun, conn: sa.Connection, closing: dict) -> list
         seen.add(key)
         row = conn.execute(
             sa.select(r_).where(
-                r_.c.agent_id == run.agent_id,
+                reads.owned(r_, run.agent_id, run.user_id),
                 r_.c.source_entity_key == r.source_key,
                 r_.c.target_entity_key == r.target_key,
                 r_.c.rel_type == r.rel_type,
@@ -376,9 +390,10 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
                 embeddings=[run.event_vec],
                 thread_ids=run.session_id,
                 agent_ids=run.agent_id,
+                user_ids=run.user_id,
                 roles="user",
                 timestamps=[iso(run.t_event)],
-                metadata=[{"kg_speaker": run.speaker, "kg_source": run.source}],
+                metadata=[event_metadata(run)],
             )
         )
     if plan.store_new:
@@ -392,7 +407,7 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
                 record_ids=[r["id"] for r in rows],
                 agent_ids=run.agent_id,
                 thread_ids=None,
-                user_ids=None,
+                user_ids=run.user_id,
                 timestamps=[iso(r["valid_from"]) for r in rows],
                 metadata=[fact_metadata(r, plan.new_links[r["id"]]) for r in rows],
                 ttl_days=[r["ttl_days"] for r in rows],
@@ -422,7 +437,7 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
     if event_mode == "insert":
         conn.execute(
             sa.insert(t.event).values(
-                id=run.event_id, agent_id=ag, occurred_at=run.t_event, text=run.message, source=run.source,
+                id=run.event_id, agent_id=ag, user_id=run.user_id, occurred_at=run.t_event, text=run.message, source=run.source,
                 importance=importance, embedding_vec=run.event_vec, trace_json=trace, created_at=now,
                 emotion_primary=emotion.get("emotion"), emotion_intensity=emotion.get("intensity"),
                 energy_level=emotion.get("energy"), session_id=run.session_id, speaker=run.speaker,
@@ -433,23 +448,24 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
         if run.emotion:
             values.update(emotion_primary=emotion.get("emotion"), emotion_intensity=emotion.get("intensity"),
                           energy_level=emotion.get("energy"))
-        conn.execute(sa.update(t.event).where(t.event.c.agent_id == ag, t.event.c.id == run.event_id).values(**values))
+        conn.execute(sa.update(t.event).where(reads.owned(t.event, ag, run.user_id), t.event.c.id == run.event_id).values(**values))
     # entities and aliases
     faults.check("entities")
     _insert(conn, t.entity, plan.entity_inserts)
     for key, upd in plan.entity_updates.items():
-        conn.execute(sa.update(t.entity).where(t.entity.c.agent_id == ag, t.entity.c.canonical_key == key).values(**upd))
+        conn.execute(sa.update(t.entity).where(reads.owned(t.entity, ag, run.user_id), t.entity.c.canonical_key == key).values(**upd))
     _insert(conn, t.alias, plan.alias_inserts)
     # facts and cascades
     faults.check("facts")
     _insert(conn, t.fact, plan.fact_inserts)
     for fid, upd in plan.fact_updates.items():
-        conn.execute(sa.update(t.fact).where(t.fact.c.agent_id == ag, t.fact.c.id == fid).values(**upd))
+        conn.execute(sa.update(t.fact).where(reads.owned(t.fact, ag, run.user_id), t.fact.c.id == fid).values(**upd))
     r_ = t.relationship
     for fid, (col, when) in plan.closing.items():
         conn.execute(
             sa.update(r_)
-            .where(r_.c.agent_id == ag, r_.c.evidence_fact_id == fid, r_.c.valid_to.is_(None), r_.c.invalidated_at.is_(None))
+            .where(reads.owned(r_, ag, run.user_id), r_.c.evidence_fact_id == fid, r_.c.valid_to.is_(None),
+                   r_.c.invalidated_at.is_(None))
             .values(**{col: when, "updated_at": now})
         )
     # links
@@ -464,7 +480,7 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
         if row is None:
             conn.execute(
                 sa.insert(r_).values(
-                    id=new_id(), agent_id=ag, source_entity_key=r.source_key, target_entity_key=r.target_key,
+                    id=new_id(), agent_id=ag, user_id=run.user_id, source_entity_key=r.source_key, target_entity_key=r.target_key,
                     rel_type=r.rel_type, strength=float(run.cfg.initial_relation_strength), evidence_fact_id=ev,
                     provenance="llm", valid_from=run.t_event, valid_to=None, created_at=now, updated_at=now,
                     last_used_at=None, invalidated_at=None,
@@ -493,21 +509,23 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
     faults.check("observations")
     _apply_observations(run, conn)
     # fact_count: the exact number of current facts linked
-    recount(conn, t, ag, plan.recount_keys, now)
+    recount(conn, t, ag, plan.recount_keys, now, run.user_id)
     if run.on_commit is not None:  # a background job marks itself done in this transaction
         run.on_commit(conn)
     return rel_out
 
 
-def recount(conn: sa.Connection, t, agent_id: str, keys: set[str], now: datetime) -> None:
-    """``fact_count`` = the exact number of distinct current facts linked: counted in SQL;
-    only facts with a TTL are fetched to apply expiry."""
+def recount(conn: sa.Connection, t, agent_id: str, keys: set[str], now: datetime, user_id: Optional[str]) -> None:
+    """``fact_count`` = the exact number of distinct current facts linked in the scope
+    ``(agent_id, user_id)`` (KC-3.7): counted in SQL; only facts with a TTL are fetched to
+    apply expiry."""
     lk, f = t.link, t.fact
     def base(batch: list) -> sa.Select:
         return (
             sa.select(lk.c.entity_key)
             .select_from(lk.join(f, f.c.id == lk.c.fact_id))
-            .where(lk.c.agent_id == agent_id, lk.c.entity_key.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
+            .where(reads.owned(lk, agent_id, user_id), lk.c.entity_key.in_(batch), f.c.valid_to.is_(None),
+                   f.c.invalidated_at.is_(None))
         )
 
     for batch in reads.chunked(sorted(keys)):
@@ -524,9 +542,9 @@ def recount(conn: sa.Connection, t, agent_id: str, keys: set[str], now: datetime
         e = t.entity
         conn.execute(
             sa.update(e)
-            .where(e.c.agent_id == sa.bindparam("b_agent"), e.c.canonical_key == sa.bindparam("b_key"))
+            .where(reads.owned(e, agent_id, user_id), e.c.canonical_key == sa.bindparam("b_key"))
             .values(fact_count=sa.bindparam("b_n")),
-            [{"b_agent": agent_id, "b_key": k, "b_n": n} for k, n in counts.items()],
+            [{"b_key": k, "b_n": n} for k, n in counts.items()],
         )
 
 
@@ -570,7 +588,8 @@ def _apply_intentions(run: WriteRun, conn: sa.Connection) -> None:
     if not run.intentions:
         return
     pending = conn.execute(
-        sa.select(it.c.trigger_condition, it.c.intended_action).where(it.c.agent_id == run.agent_id, it.c.status == "pending")
+        sa.select(it.c.trigger_condition, it.c.intended_action).where(reads.owned(it, run.agent_id, run.user_id),
+                                                                      it.c.status == "pending")
     ).all()
     seen = {(norm(c), norm(a)) for c, a in pending}
     for x in run.intentions:
@@ -581,9 +600,9 @@ def _apply_intentions(run: WriteRun, conn: sa.Connection) -> None:
         iid = new_id()
         conn.execute(
             sa.insert(it).values(
-                id=iid, agent_id=run.agent_id, trigger_type=x.trigger_type, trigger_condition=x.trigger_condition,
+                id=iid, agent_id=run.agent_id, user_id=run.user_id, trigger_type=x.trigger_type, trigger_condition=x.trigger_condition,
                 intended_action=x.intended_action, due_date=x.due_date, status="pending", trigger_embedding_vec=x.vec,
-                source_context=run.session_id[:32], outcome_note=None, created_at=run.now, triggered_at=None,
+                source_context=run.session_id, outcome_note=None, created_at=run.now, triggered_at=None,
                 fulfilled_at=None,
             )
         )
@@ -603,7 +622,8 @@ def _apply_observations(run: WriteRun, conn: sa.Connection) -> None:
         if x.topic:
             older = conn.execute(
                 sa.select(so.c.id, so.c.topic, so.c.source_message_ids).where(
-                    so.c.agent_id == run.agent_id, so.c.session_id == run.session_id, so.c.is_active == True  # noqa: E712
+                    reads.owned(so, run.agent_id, run.user_id), so.c.session_id == run.session_id,
+                    so.c.is_active == True  # noqa: E712
                 ).order_by(so.c.created_at, so.c.id)
             ).mappings().all()
             for o in older:
@@ -614,7 +634,7 @@ def _apply_observations(run: WriteRun, conn: sa.Connection) -> None:
                     conn.execute(sa.update(so).where(so.c.id == o["id"]).values(is_active=False, merged_into_id=oid))
         conn.execute(
             sa.insert(so).values(
-                id=oid, agent_id=run.agent_id, content=x.content, topic=x.topic, entities_mentioned=x.entity_keys,
+                id=oid, agent_id=run.agent_id, user_id=run.user_id, content=x.content, topic=x.topic, entities_mentioned=x.entity_keys,
                 created_at=run.now, referenced_at=None, relative_offset=None, source_message_ids=sources,
                 is_active=True, merged_into_id=None, emotion_label=(run.emotion or {}).get("emotion"),
                 embedding_vec=x.vec, session_id=run.session_id,

@@ -129,6 +129,16 @@ class KnowledgeConfig:
             raise ValueError("llm_concurrency must be >= 1")
         if self.max_facts_per_event < 0 or self.max_input_chars < 1:
             raise ValueError("max_facts_per_event must be >= 0 and max_input_chars >= 1")
+        # KC-5.9: the context stays within context_max_tokens + cold_overflow_tokens only when the
+        # hot and warm tiers share at most the whole budget (feature-check defect 2)
+        hot, warm = float(self.hot_tier_ratio), float(self.warm_tier_ratio)
+        if not (0.0 <= hot <= 1.0 and 0.0 <= warm <= 1.0 and hot + warm <= 1.0):
+            raise ValueError(
+                f"hot_tier_ratio ({self.hot_tier_ratio!r}) and warm_tier_ratio ({self.warm_tier_ratio!r}) must each be "
+                "between 0 and 1 and add up to at most 1 (they are shares of context_max_tokens)"
+            )
+        if self.context_max_tokens < 1 or self.cold_overflow_tokens < 0:
+            raise ValueError("context_max_tokens must be >= 1 and cold_overflow_tokens >= 0")
         try:
             import zoneinfo
 

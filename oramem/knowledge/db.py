@@ -26,8 +26,9 @@ two tasks at once.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool, StaticPool
@@ -110,6 +111,11 @@ class Backend:
     def lock(self) -> contextlib.AbstractContextManager:
         raise NotImplementedError
 
+    def try_write(self, what: str, agent_id: str) -> contextlib.AbstractContextManager:
+        """Like :meth:`write`, but never waits for another writer: yields ``None`` at once
+        when the write lock is taken (KC-5.14: usage tracking of a read, review finding 16)."""
+        raise NotImplementedError
+
     def hook_connection(self, dbapi_conn: Any) -> contextlib.AbstractContextManager:
         raise NotImplementedError
 
@@ -152,6 +158,44 @@ class SQLiteBackend(Backend):
         with translated(what), self.store.transaction():
             with self.sa_engine.connect() as conn:
                 yield conn
+
+    @contextlib.contextmanager
+    def try_write(self, what: str, agent_id: str) -> Iterator[Optional[sa.Connection]]:
+        db = self.db
+        # the in-process lock is the one every read of this store takes too (the store's
+        # threading model); what a read must never wait for is another process's write lock
+        db.lock.acquire()
+        try:
+            conn = db.conn
+            if conn.in_transaction:
+                # this thread is inside a store block: join it (no wait, the lock is ours)
+                with self.write(what, agent_id) as joined:
+                    yield joined
+                return
+            (old,) = conn.execute("PRAGMA busy_timeout").fetchone()
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                began = True
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
+                    raise
+                began = False  # another process holds the write lock
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(old)}")
+            if not began:
+                yield None
+                return
+            try:
+                with translated(what), self.sa_engine.connect() as c:
+                    yield c
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        finally:
+            db.lock.release()
 
     @contextlib.contextmanager
     def hook_connection(self, dbapi_conn: Any) -> Iterator[sa.Connection]:
@@ -240,6 +284,23 @@ class OracleBackend(Backend):
                     except sa.exc.IntegrityError:
                         pass
                 conn.execute(sa.select(t.c.agent_id).where(t.c.agent_id == agent_id).with_for_update())
+            yield conn
+
+    @contextlib.contextmanager
+    def try_write(self, what: str, agent_id: str) -> Iterator[Optional[sa.Connection]]:
+        """The agent's lock row with ``FOR UPDATE NOWAIT``: ORA-00054 (row locked by another
+        writer) yields ``None`` at once. Static-checked, not run against Oracle."""
+        with translated(what), self.store.transaction(), self.sa_engine.connect() as conn:
+            t = self.agent_table
+            if t is not None:
+                try:
+                    with conn.begin_nested():
+                        conn.execute(sa.select(t.c.agent_id).where(t.c.agent_id == agent_id).with_for_update(nowait=True))
+                except sa.exc.DBAPIError as exc:
+                    if "ORA-00054" not in str(exc):
+                        raise
+                    yield None
+                    return
             yield conn
 
     @contextlib.contextmanager

@@ -98,7 +98,7 @@ def _render_fact(row: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- KC-6.2
-async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime) -> ClusteringResult:
+async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> ClusteringResult:
     t = km.runtime.tables
     f, cl, e = t.fact, t.cluster, t.entity
     res = ClusteringResult()
@@ -107,17 +107,17 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime) -> Clusterin
         rows = [dict(r) for r in conn.execute(
             sa.select(f.c.id, f.c.entity_key, f.c.fact_text, f.c.attribute_key, f.c.value_json, f.c.importance, f.c.cluster_id,
                       f.c.embedding_vec, f.c.ttl_days, f.c.ingested_at)
-            .where(f.c.agent_id == agent_id, *_current(f), f.c.valid_from >= now - timedelta(days=cfg.cluster_max_age_days))
+            .where(reads.owned(f, agent_id, user_id), *_current(f), f.c.valid_from >= now - timedelta(days=cfg.cluster_max_age_days))
             .order_by(f.c.entity_key, f.c.valid_from, f.c.id)
         ).mappings()]
         rows = [r for r in rows if not reads.is_expired(r, now)]
         clusters = {r["id"]: dict(r) for r in conn.execute(
-            sa.select(cl.c.id, cl.c.created_at, cl.c.is_active).where(cl.c.agent_id == agent_id, cl.c.is_active == True)  # noqa: E712
+            sa.select(cl.c.id, cl.c.created_at, cl.c.is_active).where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True)  # noqa: E712
         ).mappings()}
         members: dict[str, set] = {}
-        for cid, fid in conn.execute(sa.select(f.c.cluster_id, f.c.id).where(f.c.agent_id == agent_id, f.c.cluster_id.is_not(None))):
+        for cid, fid in conn.execute(sa.select(f.c.cluster_id, f.c.id).where(reads.owned(f, agent_id, user_id), f.c.cluster_id.is_not(None))):
             members.setdefault(cid, set()).add(fid)
-        names = {k: n for k, n in conn.execute(sa.select(e.c.canonical_key, e.c.display_name).where(e.c.agent_id == agent_id))}
+        names = {k: n for k, n in conn.execute(sa.select(e.c.canonical_key, e.c.display_name).where(reads.owned(e, agent_id, user_id)))}
         return rows, clusters, members, names
 
     rows, clusters, members, names = await _read(km, load)
@@ -168,7 +168,7 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime) -> Clusterin
             if existing is None:
                 cid = new_id()
                 conn.execute(sa.insert(cl).values(
-                    id=cid, agent_id=agent_id, label=(names.get(key) or key)[:128], summary_text=summary, cluster_type="entity",
+                    id=cid, agent_id=agent_id, user_id=user_id, label=(names.get(key) or key)[:128], summary_text=summary, cluster_type="entity",
                     fact_count=len(ids), importance=imp, embedding_vec=vec, is_active=True, last_updated_at=now, created_at=now))
                 res.clusters_created += 1
             else:
@@ -185,18 +185,18 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime) -> Clusterin
             if changed:
                 moving = [r["id"] for r in facts if r["cluster_id"] != cid]
                 for batch in reads.chunked(moving):
-                    conn.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.id.in_(batch)).values(cluster_id=cid))
+                    conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch)).values(cluster_id=cid))
                 res.facts_assigned += len(moving)
                 leaving = sorted(members.get(cid, set()) - set(ids))
                 for batch in reads.chunked(leaving):
-                    conn.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.id.in_(batch)).values(cluster_id=None))
+                    conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch)).values(cluster_id=None))
                 res.facts_assigned += len(leaving)
         # clusters below the minimum (or no longer any entity's cluster) are deactivated
         for cid in sorted(set(clusters) - keep):
             conn.execute(sa.update(cl).where(cl.c.id == cid).values(is_active=False, last_updated_at=now))
             gone = sorted(members.get(cid, set()))
             for batch in reads.chunked(gone):
-                conn.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.id.in_(batch), f.c.cluster_id == cid).values(cluster_id=None))
+                conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch), f.c.cluster_id == cid).values(cluster_id=None))
             res.facts_assigned += len(gone)
 
     await _write(km, agent_id, "knowledge clustering", write)
@@ -204,26 +204,26 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime) -> Clusterin
 
 
 # ----------------------------------------------------------------------------- KC-6.3
-async def detect_communities(km, agent_id: str, cfg: Any, now: datetime) -> CommunityDetectionResult:
+async def detect_communities(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> CommunityDetectionResult:
     t = km.runtime.tables
     cl, f, mo = t.cluster, t.fact, t.meta_observation
 
     def load(conn):
         cls = [dict(r) for r in conn.execute(
             sa.select(cl.c.id, cl.c.label, cl.c.summary_text, cl.c.embedding_vec, cl.c.importance)
-            .where(cl.c.agent_id == agent_id, cl.c.is_active == True, cl.c.embedding_vec.is_not(None))  # noqa: E712
+            .where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True, cl.c.embedding_vec.is_not(None))  # noqa: E712
             .order_by(sa.desc(cl.c.importance), cl.c.id)
         ).mappings()]
         facts: dict[str, list[tuple[str, str]]] = {}
         ids = [c["id"] for c in cls]
         for batch in reads.chunked(ids):
             for cid, fid, key in conn.execute(
-                sa.select(f.c.cluster_id, f.c.id, f.c.entity_key).where(f.c.agent_id == agent_id, f.c.cluster_id.in_(batch)).order_by(f.c.id)
+                sa.select(f.c.cluster_id, f.c.id, f.c.entity_key).where(reads.owned(f, agent_id, user_id), f.c.cluster_id.in_(batch)).order_by(f.c.id)
             ):
                 facts.setdefault(cid, []).append((fid, key))
         themes = [dict(r) for r in conn.execute(
             sa.select(mo.c.id, mo.c.title, mo.c.supporting_fact_ids, mo.c.embedding_vec)
-            .where(mo.c.agent_id == agent_id, mo.c.is_active == True, mo.c.observation_type == "community_theme")  # noqa: E712
+            .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True, mo.c.observation_type == "community_theme")  # noqa: E712
             .order_by(mo.c.id)
         ).mappings()]
         return cls, facts, themes
@@ -295,7 +295,7 @@ async def detect_communities(km, agent_id: str, cfg: Any, now: datetime) -> Comm
             if a[0] == "create":
                 _, title, summary, fids, vec = a
                 conn.execute(sa.insert(mo).values(
-                    id=new_id(), agent_id=agent_id, observation_type="community_theme", title=title, text=summary,
+                    id=new_id(), agent_id=agent_id, user_id=user_id, observation_type="community_theme", title=title, text=summary,
                     supporting_event_ids=[], supporting_fact_ids=fids, confidence=0.7, importance=0.8, times_reinforced=0,
                     is_active=True, embedding_vec=vec, first_detected_at=now, last_reinforced_at=now, created_at=now))
                 res.communities_created += 1
@@ -322,7 +322,7 @@ def _valid_indices(value: Any, n: int) -> Optional[list[int]]:
     return out
 
 
-async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> ConsolidationResult:
+async def consolidate(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> ConsolidationResult:
     from .procedural import check_contradiction
 
     t = km.runtime.tables
@@ -332,22 +332,22 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> Consolidati
     def load(conn):
         events = [dict(r) for r in conn.execute(
             sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary)
-            .where(ev.c.agent_id == agent_id, ev.c.occurred_at >= since, ev.c.occurred_at <= now)
+            .where(reads.owned(ev, agent_id, user_id), ev.c.occurred_at >= since, ev.c.occurred_at <= now)
             .order_by(sa.desc(ev.c.occurred_at), sa.desc(ev.c.id))
         ).mappings()]
         notes = [r[0] for r in conn.execute(
-            sa.select(so.c.content).where(so.c.agent_id == agent_id, so.c.is_active == True, so.c.created_at >= since)  # noqa: E712
+            sa.select(so.c.content).where(reads.owned(so, agent_id, user_id), so.c.is_active == True, so.c.created_at >= since)  # noqa: E712
             .order_by(so.c.created_at, so.c.id)
         )]
         facts = [dict(r) for r in conn.execute(
-            sa.select(f.c.id, f.c.fact_text, f.c.ttl_days, f.c.ingested_at).where(f.c.agent_id == agent_id, *_current(f))
+            sa.select(f.c.id, f.c.fact_text, f.c.ttl_days, f.c.ingested_at).where(reads.owned(f, agent_id, user_id), *_current(f))
             .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(80)
         ).mappings()]
         facts = [r for r in facts if not reads.is_expired(r, now)][:40]
         obs = [dict(r) for r in conn.execute(
             sa.select(mo.c.id, mo.c.observation_type, mo.c.title, mo.c.supporting_event_ids, mo.c.supporting_fact_ids,
                       mo.c.confidence, mo.c.embedding_vec)
-            .where(mo.c.agent_id == agent_id, mo.c.is_active == True)  # noqa: E712
+            .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True)  # noqa: E712
             .order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id)
         ).mappings()]
         return events, notes, facts, obs
@@ -367,7 +367,7 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> Consolidati
     if tags:
         def tag(conn):
             for eid, out in tags:
-                conn.execute(sa.update(ev).where(ev.c.id == eid, ev.c.agent_id == agent_id).values(
+                conn.execute(sa.update(ev).where(ev.c.id == eid, reads.owned(ev, agent_id, user_id)).values(
                     emotion_primary=out["emotion"], emotion_intensity=out["intensity"], energy_level=out["energy"]))
 
         await _write(km, agent_id, "knowledge consolidation emotions", tag)
@@ -419,7 +419,7 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> Consolidati
             continue
         contradicted = None
         if it["type"] == "behavioral_preference":
-            verdict, other = await check_contradiction(km, agent_id, it["title"], cfg, call=call)
+            verdict, other = await check_contradiction(km, agent_id, it["title"], cfg, call=call, user_id=user_id)
             if verdict.has_contradiction:
                 contradicted = other
         actions.append(("create", it, vec, contradicted))
@@ -437,12 +437,12 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> Consolidati
             else:
                 _, it, vec, contradicted = a
                 conn.execute(sa.insert(mo).values(
-                    id=new_id(), agent_id=agent_id, observation_type=it["type"], title=it["title"], text=it["text"],
+                    id=new_id(), agent_id=agent_id, user_id=user_id, observation_type=it["type"], title=it["title"], text=it["text"],
                     supporting_event_ids=it["events"], supporting_fact_ids=it["facts"], confidence=it["confidence"], importance=0.5,
                     times_reinforced=0, is_active=True, embedding_vec=vec, first_detected_at=now, last_reinforced_at=now, created_at=now))
                 res.observations_created += 1
                 if contradicted:
-                    conn.execute(sa.update(mo).where(mo.c.id == contradicted, mo.c.agent_id == agent_id).values(is_active=False))
+                    conn.execute(sa.update(mo).where(mo.c.id == contradicted, reads.owned(mo, agent_id, user_id)).values(is_active=False))
 
     if actions:
         await _write(km, agent_id, "knowledge consolidation", write)
@@ -450,7 +450,7 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime) -> Consolidati
 
 
 # ----------------------------------------------------------------------------- KC-6.5
-async def memify(km, agent_id: str, cfg: Any, now: datetime) -> MemifyResult:
+async def memify(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> MemifyResult:
     t = km.runtime.tables
     f, r, it = t.fact, t.relationship, t.intention
     res = MemifyResult()
@@ -460,7 +460,7 @@ async def memify(km, agent_id: str, cfg: Any, now: datetime) -> MemifyResult:
         rows = conn.execute(
             sa.select(f.c.id, f.c.times_retrieved, f.c.last_retrieved_at, f.c.ingested_at, f.c.confidence, f.c.reinforcement_count,
                       f.c.user_correction_count, f.c.importance, f.c.is_sensitive, f.c.is_stale)
-            .where(f.c.agent_id == agent_id, *_current(f))
+            .where(reads.owned(f, agent_id, user_id), *_current(f))
         ).mappings().all()
         updates = []
         for row in rows:
@@ -485,7 +485,7 @@ async def memify(km, agent_id: str, cfg: Any, now: datetime) -> MemifyResult:
         # edges: updated_at is the watermark
         edges = conn.execute(
             sa.select(r.c.id, r.c.strength, r.c.updated_at, r.c.last_used_at)
-            .where(r.c.agent_id == agent_id, r.c.valid_to.is_(None), r.c.invalidated_at.is_(None))
+            .where(reads.owned(r, agent_id, user_id), r.c.valid_to.is_(None), r.c.invalidated_at.is_(None))
         ).mappings().all()
         for e in edges:
             s = float(e["strength"])
@@ -496,13 +496,13 @@ async def memify(km, agent_id: str, cfg: Any, now: datetime) -> MemifyResult:
                 conn.execute(sa.update(r).where(r.c.id == e["id"]).values(strength=max(0.1, 0.9 * s), updated_at=now))
         # intentions past due + expiry
         conn.execute(sa.update(it).where(
-            it.c.agent_id == agent_id, it.c.status.in_(("pending", "triggered")), it.c.due_date.is_not(None),
+            reads.owned(it, agent_id, user_id), it.c.status.in_(("pending", "triggered")), it.c.due_date.is_not(None),
             it.c.due_date < now - timedelta(days=cfg.intention_expiry_days)).values(status="expired"))
 
     await _write(km, agent_id, "knowledge memify", steps_1_2_3_5)
     if changed_stale:
         await km.runtime.in_thread(_sync_store_metadata, km, agent_id, changed_stale)
-    res.merges_executed = await _merges(km, agent_id, cfg, now)
+    res.merges_executed = await _merges(km, agent_id, cfg, now, user_id)
     return res
 
 
@@ -520,19 +520,19 @@ def _sync_store_metadata(km, agent_id: str, fact_ids: list[str]) -> None:
         km.runtime.store.update("fact", fid, metadata=commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
 
 
-async def _merges(km, agent_id: str, cfg: Any, now: datetime) -> int:
+async def _merges(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> int:
     t = km.runtime.tables
     e, f = t.entity, t.fact
 
     def load(conn):
         ents = [dict(x) for x in conn.execute(
             sa.select(e.c.canonical_key, e.c.display_name, e.c.entity_type, e.c.embedding_vec, e.c.fact_count, e.c.first_seen_at)
-            .where(e.c.agent_id == agent_id, e.c.is_active == True).order_by(e.c.canonical_key)  # noqa: E712
+            .where(reads.owned(e, agent_id, user_id), e.c.is_active == True).order_by(e.c.canonical_key)  # noqa: E712
         ).mappings()]
         sums: dict[str, list] = {}
         texts: dict[str, list[str]] = {}
         for key, vec, text in conn.execute(
-            sa.select(f.c.entity_key, f.c.embedding_vec, f.c.fact_text).where(f.c.agent_id == agent_id, *_current(f))
+            sa.select(f.c.entity_key, f.c.embedding_vec, f.c.fact_text).where(reads.owned(f, agent_id, user_id), *_current(f))
             .order_by(f.c.entity_key, sa.desc(f.c.importance), f.c.id)
         ):
             if vec is not None:
@@ -578,23 +578,24 @@ async def _merges(km, agent_id: str, cfg: Any, now: datetime) -> int:
         if not reply["should_merge"]:
             continue
         win, lose = sorted([a, b], key=lambda x: (-int(x["fact_count"]), x["first_seen_at"], x["canonical_key"]))
-        moved = await _write(km, agent_id, "knowledge entity merge", lambda c: _merge(km, c, agent_id, win, lose, now))
+        moved = await _write(km, agent_id, "knowledge entity merge", lambda c: _merge(km, c, agent_id, win, lose, now, user_id))
         await km.runtime.in_thread(_sync_store_metadata, km, agent_id, moved)
         done.update((ka, kb))
         merges += 1
     return merges
 
 
-def _merge(km, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: datetime) -> list[str]:
+def _merge(km, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: datetime,
+           user_id: Optional[str]) -> list[str]:
     t = km.runtime.tables
     f, lk, r, al, so, e = t.fact, t.link, t.relationship, t.alias, t.session_observation, t.entity
     W, L = win["canonical_key"], lose["canonical_key"]
-    moved = [x[0] for x in conn.execute(sa.select(lk.c.fact_id).where(lk.c.agent_id == agent_id, lk.c.entity_key == L))]
-    moved += [x[0] for x in conn.execute(sa.select(f.c.id).where(f.c.agent_id == agent_id, f.c.entity_key == L))]
-    conn.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.entity_key == L).values(
+    moved = [x[0] for x in conn.execute(sa.select(lk.c.fact_id).where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == L))]
+    moved += [x[0] for x in conn.execute(sa.select(f.c.id).where(reads.owned(f, agent_id, user_id), f.c.entity_key == L))]
+    conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.entity_key == L).values(
         entity_key=W, entity_type=win["entity_type"], entity_name=(win["display_name"] or W)[:256]))
     # links
-    for lid, fid, prim in conn.execute(sa.select(lk.c.id, lk.c.fact_id, lk.c.is_primary).where(lk.c.agent_id == agent_id, lk.c.entity_key == L)).all():
+    for lid, fid, prim in conn.execute(sa.select(lk.c.id, lk.c.fact_id, lk.c.is_primary).where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == L)).all():
         other = conn.execute(sa.select(lk.c.id).where(lk.c.fact_id == fid, lk.c.entity_key == W)).first()
         if other is None:
             conn.execute(sa.update(lk).where(lk.c.id == lid).values(entity_key=W))
@@ -603,14 +604,14 @@ def _merge(km, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: d
             if prim:
                 conn.execute(sa.update(lk).where(lk.c.id == other[0]).values(is_primary=True))
     # edges: rewritten, self-loops dropped, duplicates keep the higher strength
-    for row in conn.execute(sa.select(r).where(r.c.agent_id == agent_id, sa.or_(r.c.source_entity_key == L, r.c.target_entity_key == L))).mappings().all():
+    for row in conn.execute(sa.select(r).where(reads.owned(r, agent_id, user_id), sa.or_(r.c.source_entity_key == L, r.c.target_entity_key == L))).mappings().all():
         src = W if row["source_entity_key"] == L else row["source_entity_key"]
         tgt = W if row["target_entity_key"] == L else row["target_entity_key"]
         if src == tgt:
             conn.execute(sa.delete(r).where(r.c.id == row["id"]))
             continue
         dup = conn.execute(sa.select(r.c.id, r.c.strength).where(
-            r.c.agent_id == agent_id, r.c.source_entity_key == src, r.c.target_entity_key == tgt, r.c.rel_type == row["rel_type"])).first()
+            reads.owned(r, agent_id, user_id), r.c.source_entity_key == src, r.c.target_entity_key == tgt, r.c.rel_type == row["rel_type"])).first()
         if dup is not None:
             if float(row["strength"]) > float(dup[1]):
                 conn.execute(sa.update(r).where(r.c.id == dup[0]).values(strength=float(row["strength"]), updated_at=now))
@@ -618,45 +619,45 @@ def _merge(km, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: d
         else:
             conn.execute(sa.update(r).where(r.c.id == row["id"]).values(source_entity_key=src, target_entity_key=tgt, updated_at=now))
     # aliases, plus the loser's name and key slug
-    conn.execute(sa.update(al).where(al.c.agent_id == agent_id, al.c.canonical_entity_key == L).values(
+    conn.execute(sa.update(al).where(reads.owned(al, agent_id, user_id), al.c.canonical_entity_key == L).values(
         canonical_entity_key=W, canonical_entity_type=win["entity_type"]))
     part = L.split(":", 1)[-1]
     for name in dict.fromkeys(x for x in (norm(lose["display_name"] or ""), part, norm(part.replace("_", " ")), L) if x):
-        exists = conn.execute(sa.select(al.c.id).where(al.c.agent_id == agent_id, al.c.alias == name)).first()
+        exists = conn.execute(sa.select(al.c.id).where(reads.owned(al, agent_id, user_id), al.c.alias == name)).first()
         if exists is None:
-            conn.execute(sa.insert(al).values(id=new_id(), agent_id=agent_id, alias=name[:256], canonical_entity_key=W,
+            conn.execute(sa.insert(al).values(id=new_id(), agent_id=agent_id, user_id=user_id, alias=name[:256], canonical_entity_key=W,
                                               canonical_entity_type=win["entity_type"], created_at=now))
     # session observations' entities_mentioned
-    for oid, ents in conn.execute(sa.select(so.c.id, so.c.entities_mentioned).where(so.c.agent_id == agent_id)).all():
+    for oid, ents in conn.execute(sa.select(so.c.id, so.c.entities_mentioned).where(reads.owned(so, agent_id, user_id))).all():
         if ents and L in ents:
             conn.execute(sa.update(so).where(so.c.id == oid).values(entities_mentioned=list(dict.fromkeys(W if x == L else x for x in ents))))
-    conn.execute(sa.update(e).where(e.c.agent_id == agent_id, e.c.canonical_key == L).values(is_active=False))
-    commit_mod.recount(conn, t, agent_id, {W, L}, now)
+    conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == L).values(is_active=False))
+    commit_mod.recount(conn, t, agent_id, {W, L}, now, user_id)
     return sorted(set(moved))
 
 
 # ----------------------------------------------------------------------------- KC-6.6
-async def score_entity_importance(km, agent_id: str, cfg: Any, now: datetime) -> EntityImportanceResult:
+async def score_entity_importance(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> EntityImportanceResult:
     t = km.runtime.tables
     e, lk, f, r = t.entity, t.link, t.fact, t.relationship
 
     def run(conn):
         ents = [dict(x) for x in conn.execute(
-            sa.select(e.c.canonical_key, e.c.last_seen_at).where(e.c.agent_id == agent_id, e.c.is_active == True)  # noqa: E712
+            sa.select(e.c.canonical_key, e.c.last_seen_at).where(reads.owned(e, agent_id, user_id), e.c.is_active == True)  # noqa: E712
             .order_by(e.c.canonical_key)
         ).mappings()]
         if not ents:
             return EntityImportanceResult()
         density = {k: int(n) for k, n in conn.execute(
             sa.select(lk.c.entity_key, sa.func.count(sa.distinct(f.c.id))).select_from(lk.join(f, f.c.id == lk.c.fact_id))
-            .where(lk.c.agent_id == agent_id, *_current(f)).group_by(lk.c.entity_key))}
+            .where(reads.owned(lk, agent_id, user_id), *_current(f)).group_by(lk.c.entity_key))}
         retr = {k: int(n or 0) for k, n in conn.execute(
             sa.select(lk.c.entity_key, sa.func.sum(f.c.times_retrieved)).select_from(lk.join(f, f.c.id == lk.c.fact_id))
-            .where(lk.c.agent_id == agent_id).group_by(lk.c.entity_key))}
+            .where(reads.owned(lk, agent_id, user_id)).group_by(lk.c.entity_key))}
         degree: dict[str, int] = {}
         for col in (r.c.source_entity_key, r.c.target_entity_key):
             for k, n in conn.execute(sa.select(col, sa.func.count()).where(
-                    r.c.agent_id == agent_id, r.c.valid_to.is_(None), r.c.invalidated_at.is_(None)).group_by(col)):
+                    reads.owned(r, agent_id, user_id), r.c.valid_to.is_(None), r.c.invalidated_at.is_(None)).group_by(col)):
                 degree[k] = degree.get(k, 0) + int(n)
         keys = [x["canonical_key"] for x in ents]
         rec = {x["canonical_key"]: math.exp(-_LN2 * max(0.0, (now - x["last_seen_at"]).total_seconds() / 86400.0)
@@ -669,7 +670,7 @@ async def score_entity_importance(km, agent_id: str, cfg: Any, now: datetime) ->
 
         nd, nr, nf, ng = mm(density), mm(rec), mm(retr), mm(degree)
         scores = {k: min(1.0, max(0.0, 0.30 * nd[k] + 0.25 * nr[k] + 0.25 * nf[k] + 0.20 * ng[k])) for k in keys}
-        conn.execute(sa.update(e).where(e.c.agent_id == agent_id, e.c.canonical_key == sa.bindparam("b_k")).values(
+        conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == sa.bindparam("b_k")).values(
             importance_score=sa.bindparam("b_s")), [{"b_k": k, "b_s": s} for k, s in scores.items()])
         top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
         return EntityImportanceResult(entities_scored=len(keys), top_entities=[(k, float(s)) for k, s in top])
@@ -678,14 +679,14 @@ async def score_entity_importance(km, agent_id: str, cfg: Any, now: datetime) ->
 
 
 # ----------------------------------------------------------------------------- KC-6.7
-async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime) -> SummaryRefreshResult:
+async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> SummaryRefreshResult:
     t = km.runtime.tables
     e, lk, f = t.entity, t.link, t.fact
 
     def load(conn):
         ents = [dict(x) for x in conn.execute(
             sa.select(e.c.canonical_key, e.c.display_name, e.c.summary_text, e.c.summary_refreshed_at)
-            .where(e.c.agent_id == agent_id, e.c.is_active == True)  # noqa: E712
+            .where(reads.owned(e, agent_id, user_id), e.c.is_active == True)  # noqa: E712
             .order_by(sa.case((e.c.importance_score.is_(None), 1), else_=0), sa.desc(e.c.importance_score), e.c.canonical_key)
             .limit(cfg.summary_refresh_max_entities)
         ).mappings()]
@@ -697,14 +698,14 @@ async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime) -> Summa
             if not stale:
                 newer = conn.execute(
                     sa.select(f.c.id).select_from(lk.join(f, f.c.id == lk.c.fact_id))
-                    .where(lk.c.agent_id == agent_id, lk.c.entity_key == x["canonical_key"], f.c.ingested_at > x["summary_refreshed_at"])
+                    .where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == x["canonical_key"], f.c.ingested_at > x["summary_refreshed_at"])
                     .limit(1)).first()
                 stale = newer is not None
             facts = []
             if stale:
                 rows = conn.execute(
                     sa.select(f.c.fact_text, f.c.ttl_days, f.c.ingested_at).select_from(lk.join(f, f.c.id == lk.c.fact_id))
-                    .where(lk.c.agent_id == agent_id, lk.c.entity_key == x["canonical_key"], *_current(f))
+                    .where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == x["canonical_key"], *_current(f))
                     .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(60)).mappings()
                 facts = [r["fact_text"] for r in rows if not reads.is_expired(dict(r), now)][:30]
             out.append((x, stale, facts))
@@ -727,7 +728,7 @@ async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime) -> Summa
     if done:
         def write(conn):
             for key, text in done:
-                conn.execute(sa.update(e).where(e.c.agent_id == agent_id, e.c.canonical_key == key).values(
+                conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == key).values(
                     summary_text=text, summary_refreshed_at=now))
 
         await _write(km, agent_id, "knowledge summary refresh", write)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 from concurrent.futures import ThreadPoolExecutor
 import logging
 import time
@@ -27,9 +29,10 @@ from .errors import ConflictError, ExtractionError
 from .model import Decision
 from .classify import Chunk, classify_input, select_strategy
 from .pipeline import WriteRun, detect_corrections
-from .schema import apply_schema_policy, build_tables
+from .schema import apply_schema_policy, build_tables, oracle_upgrade_ddl, upgrade_sqlite
 from .model import new_id
 from .text import iso, parse_when, to_utc, validate_agent_id
+from .reads import check_user_id
 from .types import (
     BackgroundRunResult,
     ClusteringResult,
@@ -65,12 +68,20 @@ _NO_LLM_CONFIG = {"enable_llm_resolution": False, "enable_emotion_tagging": Fals
 log = logging.getLogger("oramem.knowledge")
 
 
+def default_session_id(agent_id: str, user_id: Optional[str] = None) -> str:
+    """KC-4.21: the thread of a write that names no ``session_id``: one per (agent, user), so
+    no two agents or users share a default conversation (review finding 4)."""
+    digest = hashlib.sha256(json.dumps([agent_id, user_id]).encode("utf-8")).hexdigest()[:32]
+    return f"kg-default-{digest}"
+
+
 def _origin(source: Any, session_id: Any, occurred_at: Any) -> Optional[datetime]:
     """Checks ``source`` and ``session_id`` of a write and parses ``occurred_at``."""
     if not isinstance(source, str) or not source.strip():
         raise ValueError("source must be a non-empty string")
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise ValueError("session_id must be a non-empty string")
+    if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 255:
+        raise ValueError("session_id must be a non-empty string of at most 255 characters (it is a store thread id), "
+                         "or None for the (agent, user) default thread")
     when: Optional[datetime] = parse_when(occurred_at, "occurred_at")
     return when
 
@@ -134,6 +145,7 @@ class KnowledgeMemory:
             raise ValueError(
                 f"embedder dimension {dim} differs from the store's vector_dim {store.vector_dim}; use one embedder for both"
             )
+        _check_embedder_identity(store, embedder)
         policy = store.schema_policy if schema_policy is NOT_SET else schema_policy
         self._store = store
         self.config = config
@@ -143,7 +155,8 @@ class KnowledgeMemory:
         if self._backend.dialect_name == "oracle":
             self._backend.agent_table = self._tables.agent
         with self._backend.lock():
-            apply_schema_policy(self._backend.sa_engine, self._tables, SchemaPolicy.coerce(policy, "schema_policy"))
+            apply_schema_policy(self._backend.sa_engine, self._tables, SchemaPolicy.coerce(policy, "schema_policy"),
+                                upgrade=self._upgrade_schema)
         self._closed = False
         self._worker: Optional[queue_mod.WorkerThread] = None
         self._loop_runner = BackgroundLoop(f"oramem-kg-{store.memory_store_id}")
@@ -156,14 +169,26 @@ class KnowledgeMemory:
         if self._backend.dialect_name == "sqlite":
             store.register_deletion_hook(self._deletion_hook)
         else:
-            # Oracle: the PL/SQL twin of _deletion_hook runs inside the store's delete,
-            # cascade and purge transactions (SC-8.5, KC-3.6; review F16). It replaces a
-            # hook registered before (one PL/SQL hook per store).
-            store.register_deletion_hook(ORACLE_DELETION_HOOK)
+            # Oracle: the PL/SQL twin of _deletion_hook (ORACLE_DELETION_HOOK) runs inside the
+            # store's delete, cascade and purge transactions for every store with knowledge
+            # tables (oramem_store.call_hook; SC-8.5, KC-3.6; reviews F16, D5): nothing is
+            # registered, so the store's one PL/SQL hook slot stays the application's.
             # forget (SC-8.6): the whole erasure of oramem.knowledge.erasure runs in the
             # store's forget transaction, through SQLAlchemy on its connection
             eraser = erasure.OracleEraser(self._backend.sa_engine, self._tables, self._purge_facts)
             cast(Any, store.engine).register_erasure(eraser)
+
+    def _upgrade_schema(self, names: list[str]) -> None:
+        """KC-3.7: add the user dimension to knowledge tables of an older store, in one
+        transaction (SQLite: table rebuilds; Oracle: the block of ``oracle_upgrade_ddl``)."""
+        if self._backend.dialect_name == "sqlite":
+            with self._backend.write("knowledge schema upgrade", "") as conn:
+                upgrade_sqlite(conn, self._tables, names)
+            log.warning("oramem.knowledge: upgraded %d knowledge table(s) of store %s to the user dimension "
+                        "(existing knowledge is the agent's shared knowledge)", len(names), self._tables.store_id)
+        else:
+            with self._backend.sa_engine.connect() as conn:
+                conn.exec_driver_sql(oracle_upgrade_ddl(self._tables.store_id).rstrip().rstrip("/").rstrip())
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -200,8 +225,9 @@ class KnowledgeMemory:
         message: str,
         speaker_name: str,
         *,
+        user_id: Optional[str] = None,
         source: str = "api",
-        session_id: str = "default",
+        session_id: Optional[str] = None,
         occurred_at: Any = None,
         recent_messages: Optional[list[Any]] = None,
         dry_run: bool = False,
@@ -217,11 +243,18 @@ class KnowledgeMemory:
         carries ``job_id`` and the ``event_id`` the event will get, and a worker
         (:meth:`process_jobs`, :meth:`start_worker`, ``oramem kg worker``) extracts it later,
         exactly once, with retries. ``occurred_at`` defaults to the time of this call.
-        ``dry_run`` and ``verbose`` do not apply to a background write (ValueError)."""
+        ``dry_run`` and ``verbose`` do not apply to a background write (ValueError).
+
+        ``user_id`` (KC-3.7): the user whose message this is; what it teaches is hers (only her
+        reads see it, only her writes change it). ``None``: the agent's shared knowledge.
+        ``session_id`` defaults to the (agent, user) thread :func:`default_session_id`."""
         # KC-4.1 validation, before any LLM call or row
         if not isinstance(message, str):
             raise TypeError(f"message must be a str, got {type(message).__name__}")
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
+        if session_id is None:
+            session_id = default_session_id(agent_id, user_id)
         if not isinstance(speaker_name, str):
             raise TypeError(f"speaker_name must be a str, got {type(speaker_name).__name__}")
         if not speaker_name.strip():
@@ -252,11 +285,12 @@ class KnowledgeMemory:
             return WriteResult()
         if background:
             return await self._submit(agent_id, message, speaker_name, source=source, session_id=session_id,
-                                      occurred_at=when or now, recent=recent, overrides=config_overrides, now=now)
+                                      occurred_at=when or now, recent=recent, overrides=config_overrides, now=now,
+                                      user_id=user_id)
         run = WriteRun(
             self, agent_id=agent_id, message=message, speaker_name=speaker_name, source=source,
             session_id=session_id, occurred_at=when, recent_messages=recent, dry_run=bool(dry_run), cfg=cfg,
-            now=now, verbose=bool(verbose),
+            now=now, verbose=bool(verbose), user_id=user_id,
         )
         with operation_span(self._tracer_provider, "write", run, dry_run=bool(dry_run)) as span:
             result = await self._run(run, event_mode="insert")
@@ -265,26 +299,29 @@ class KnowledgeMemory:
 
     write = sync_method(write_async)
 
-    async def reprocess_event_async(self, agent_id: str, event_id: str, *, config_overrides: Optional[dict[str, Any]] = None) -> WriteResult:
-        """Complete an event whose extraction failed (KC-7.3)."""
+    async def reprocess_event_async(self, agent_id: str, event_id: str, *, config_overrides: Optional[dict[str, Any]] = None,
+                                    user_id: Optional[str] = None) -> WriteResult:
+        """Complete an event whose extraction failed (KC-7.3); only an event of the scope
+        ``user_id`` (KC-3.7: the result quotes the message)."""
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         if not isinstance(event_id, str) or not event_id:
             raise ValueError("event_id must be a non-empty string")
         cfg = merge_config(self.config, config_overrides)
         now = self._now()
         t = self._tables
         row = await self.runtime.read(
-            lambda c: c.execute(sa.select(t.event).where(t.event.c.agent_id == agent_id, t.event.c.id == event_id)).mappings().first()
+            lambda c: c.execute(sa.select(t.event).where(reads.owned(t.event, agent_id, user_id), t.event.c.id == event_id)).mappings().first()
         )
         if row is None:
-            raise ValueError(f"no event {event_id!r} for agent {agent_id!r}")
+            raise ValueError(f"no event {event_id!r} for agent {agent_id!r}" + (f" and user {user_id!r}" if user_id else ""))
         status = (row["trace_json"] or {}).get("status")
         if status != "extraction_failed":
             raise ValueError(f"event {event_id!r} has status {status!r}; only extraction_failed events are reprocessed")
         run = WriteRun(
             self, agent_id=agent_id, message=row["text"], speaker_name=row["speaker"] or "user", source=row["source"],
-            session_id=row["session_id"] or "default", occurred_at=row["occurred_at"], recent_messages=[],
-            dry_run=False, cfg=cfg, now=now, verbose=False, event_id=event_id,
+            session_id=row["session_id"] or default_session_id(agent_id, row["user_id"]), occurred_at=row["occurred_at"],
+            recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, event_id=event_id, user_id=row["user_id"],
         )
         run.event_vec = row["embedding_vec"]
         if row["emotion_primary"]:
@@ -295,17 +332,19 @@ class KnowledgeMemory:
 
     # -- background extraction (queue.py) -----------------------------------------------------
     async def _submit(self, agent_id: str, message: str, speaker_name: str, *, source: str, session_id: str,
-                      occurred_at: datetime, recent: list[Any], overrides: Optional[dict[str, Any]], now: datetime) -> WriteResult:
+                      occurred_at: datetime, recent: list[Any], overrides: Optional[dict[str, Any]], now: datetime,
+                      user_id: Optional[str]) -> WriteResult:
         """``write(..., background=True)``: one job row, nothing else (queue.py)."""
         job_id, event_id = new_id(), new_id()
         payload = {"message": message, "speaker_name": speaker_name, "source": source, "session_id": session_id,
-                   "occurred_at": iso(occurred_at), "recent_messages": recent, "config_overrides": overrides or None}
+                   "occurred_at": iso(occurred_at), "recent_messages": recent, "config_overrides": overrides or None,
+                   "user_id": user_id}
 
         def run() -> None:
             with self._backend.write("knowledge background write", agent_id) as conn:
                 queue_mod.insert_job(conn, self._tables, job_id=job_id, agent_id=agent_id, event_id=event_id,
                                      session_id=session_id, payload=payload, now=now,
-                                     max_attempts=queue_mod.DEFAULT_MAX_ATTEMPTS)
+                                     max_attempts=queue_mod.DEFAULT_MAX_ATTEMPTS, user_id=user_id)
 
         started = time.perf_counter()
         await self.runtime.in_thread(run)
@@ -438,7 +477,7 @@ class KnowledgeMemory:
                 source=payload["source"], session_id=payload["session_id"],
                 occurred_at=parse_when(payload.get("occurred_at"), "occurred_at"),
                 recent_messages=list(payload.get("recent_messages") or []), dry_run=False, cfg=cfg, now=now,
-                verbose=False, event_id=eid,
+                verbose=False, event_id=eid, user_id=job.get("user_id"),
             )
 
             def on_commit(conn: Any) -> None:
@@ -516,8 +555,9 @@ class KnowledgeMemory:
         entities: Optional[list[Any]] = None,
         facts: Optional[list[Any]] = None,
         relations: Optional[list[Any]] = None,
+        user_id: Optional[str] = None,
         source: str = "api",
-        session_id: str = "default",
+        session_id: Optional[str] = None,
         occurred_at: Any = None,
         config_overrides: Optional[dict[str, Any]] = None,
     ) -> WriteResult:
@@ -530,8 +570,12 @@ class KnowledgeMemory:
         text on the subject confirms the current fact, the same ``attribute_key`` (supersede
         policy) replaces it, anything else is added. One event records the call (its text lists
         what was given; ``source`` is its source and speaker). Every item is validated before
-        anything is stored."""
+        anything is stored. ``user_id``: whose knowledge it is (KC-3.7; None: the agent's shared
+        knowledge)."""
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
+        if session_id is None:
+            session_id = default_session_id(agent_id, user_id)
         when = _origin(source, session_id, occurred_at)
         reply = build_reply(entities, facts, relations)
         cfg = merge_config(self.config, config_overrides)
@@ -544,7 +588,7 @@ class KnowledgeMemory:
         now = self._now()
         run = WriteRun(
             self, agent_id=agent_id, message=text, speaker_name=source, source=source, session_id=session_id,
-            occurred_at=when, recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False,
+            occurred_at=when, recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, user_id=user_id,
         )
         run.rule_based_reconcile = not self.has_llm
         return await self._run(run, event_mode="insert", prepared=reply)
@@ -552,14 +596,15 @@ class KnowledgeMemory:
     add_knowledge = sync_method(add_knowledge_async)
 
     async def add_entity_async(
-        self, agent_id: str, name: str, *, type: str = "other", aliases: Optional[list[Any]] = None, source: str = "api"
+        self, agent_id: str, name: str, *, type: str = "other", aliases: Optional[list[Any]] = None, source: str = "api",
+        user_id: Optional[str] = None,
     ) -> WriteResult:
         """One entity, resolved against the agent's entities like an extracted one (see
         :meth:`add_knowledge_async`)."""
         entity: dict[str, Any] = {"name": name, "type": type}
         if aliases is not None:
             entity["aliases"] = aliases
-        return await self.add_knowledge_async(agent_id, entities=[entity], source=source)
+        return await self.add_knowledge_async(agent_id, entities=[entity], source=source, user_id=user_id)
 
     add_entity = sync_method(add_entity_async)
 
@@ -575,6 +620,7 @@ class KnowledgeMemory:
         valid_from: Any = None,
         confidence: Optional[float] = None,
         source: str = "api",
+        user_id: Optional[str] = None,
     ) -> WriteResult:
         """One fact about ``subject`` (see :meth:`add_knowledge_async`)."""
         item: dict[str, Any] = {"subject": subject, "fact": fact}
@@ -582,13 +628,13 @@ class KnowledgeMemory:
                          ("valid_from", valid_from), ("confidence", confidence)):
             if val is not None:
                 item[key] = val
-        return await self.add_knowledge_async(agent_id, facts=[item], source=source)
+        return await self.add_knowledge_async(agent_id, facts=[item], source=source, user_id=user_id)
 
     add_fact = sync_method(add_fact_async)
 
     async def add_relation_async(
         self, agent_id: str, source: str, target: str, rel_type: str, *, source_type: Optional[str] = None,
-        target_type: Optional[str] = None, origin: str = "api",
+        target_type: Optional[str] = None, origin: str = "api", user_id: Optional[str] = None,
     ) -> WriteResult:
         """One relationship ``source —rel_type→ target`` (see :meth:`add_knowledge_async`);
         ``origin`` is the event's source."""
@@ -597,16 +643,18 @@ class KnowledgeMemory:
             item["source_type"] = source_type
         if target_type is not None:
             item["target_type"] = target_type
-        return await self.add_knowledge_async(agent_id, relations=[item], source=origin)
+        return await self.add_knowledge_async(agent_id, relations=[item], source=origin, user_id=user_id)
 
     add_relation = sync_method(add_relation_async)
 
-    async def retract_fact_async(self, agent_id: str, fact_id: str) -> bool:
+    async def retract_fact_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> bool:
         """Retract a current fact now: its ``valid_to`` becomes now, so it stays in
         :meth:`history` but leaves current reads and retrieval, and the relationships it
         evidences are closed with it (the invalidation cascade). ``False`` when the agent has no
-        current fact with that id. For erasure use :meth:`delete`."""
+        current fact with that id in the scope ``user_id`` (KC-3.7: a user retracts only her own
+        facts; ``None``: the agent's shared facts). For erasure use :meth:`delete`."""
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         if not isinstance(fact_id, str) or not fact_id:
             raise ValueError("fact_id must be a non-empty string")
         now = self._now()
@@ -615,14 +663,14 @@ class KnowledgeMemory:
         def run() -> bool:
             with self._backend.lock():
                 with self._backend.write("knowledge retract", agent_id) as conn:
-                    if fact_id not in reads.current_facts_by_ids(conn, t, agent_id, [fact_id], now):
+                    if fact_id not in reads.current_facts_by_ids(conn, t, agent_id, [fact_id], now, user_id):
                         return False
-                    conn.execute(sa.update(t.fact).where(t.fact.c.agent_id == agent_id, t.fact.c.id == fact_id)
+                    conn.execute(sa.update(t.fact).where(reads.owned(t.fact, agent_id, user_id), t.fact.c.id == fact_id)
                                  .values(valid_to=now))
                     r = t.relationship
                     conn.execute(
                         sa.update(r)
-                        .where(r.c.agent_id == agent_id, r.c.evidence_fact_id == fact_id, r.c.valid_to.is_(None),
+                        .where(reads.owned(r, agent_id, user_id), r.c.evidence_fact_id == fact_id, r.c.valid_to.is_(None),
                                r.c.invalidated_at.is_(None))
                         .values(valid_to=now, updated_at=now)
                     )
@@ -802,7 +850,7 @@ class KnowledgeMemory:
             event_id=run.event_id, classification=run.classification, strategy=run.strategy, emotion=run.emotion,
             relations=rel_out, intentions_created=list(getattr(run, "intentions_created", [])),
             observations_created=list(getattr(run, "observations_created", [])), pipeline=run.trace,
-            tokens_used=run.call.usage, warnings=list(run.warnings),
+            tokens_used=run.call.usage, warnings=list(run.warnings), degraded=list(run.degraded),
         )
         self._fill(run, result, dry=False)
         return result
@@ -829,7 +877,7 @@ class KnowledgeMemory:
                 {"observation_id": None, "content": o.content, "topic": o.topic, "entities_mentioned": list(o.entity_keys)}
                 for o in run.observations
             ],
-            pipeline=run.trace, tokens_used=run.call.usage, warnings=list(run.warnings),
+            pipeline=run.trace, tokens_used=run.call.usage, warnings=list(run.warnings), degraded=list(run.degraded),
         )
         self._fill(run, result, dry=True)
         return result
@@ -847,11 +895,15 @@ class KnowledgeMemory:
         include_directives: bool = False,
         config_overrides: Optional[dict[str, Any]] = None,
         verbose: bool = False,
+        user_id: Optional[str] = None,
     ) -> RetrieveResult:
-        """Facts, events, intentions and a compressed context for ``query`` (KC-5)."""
+        """Facts, events, intentions and a compressed context for ``query`` (KC-5). KC-3.8:
+        ``user_id``'s knowledge plus the agent's shared knowledge, never another user's;
+        ``None``: the shared knowledge only."""
         from .retrieve import RetrieveRun
 
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, got {type(query).__name__}")
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
@@ -870,7 +922,7 @@ class KnowledgeMemory:
         run = RetrieveRun(
             self, agent_id=agent_id, query=query, session_id=session_id,
             entity_keys=list(entity_keys) if entity_keys is not None else None, as_of=as_of_dt, known_at=known_dt,
-            include_directives=bool(include_directives), cfg=cfg, now=now, verbose=bool(verbose),
+            include_directives=bool(include_directives), cfg=cfg, now=now, verbose=bool(verbose), user_id=user_id,
         )
         with operation_span(self._tracer_provider, "retrieve", run) as span:
             result = await run.run()
@@ -879,31 +931,34 @@ class KnowledgeMemory:
 
     retrieve = sync_method(retrieve_async)
 
-    async def emotional_trends_async(self, agent_id: str) -> EmotionalTrendsResult:
+    async def emotional_trends_async(self, agent_id: str, *, user_id: Optional[str] = None) -> EmotionalTrendsResult:
         """KC-5.13: deterministic emotion statistics over the trend window; upserts an
         ``emotional_trend`` meta-observation."""
         from .procedural import emotional_trends
 
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         now = self._now()
         cfg = self.config
-        return await self._small_write(agent_id, lambda c: emotional_trends(self, c, agent_id, cfg, now))
+        return await self._small_write(agent_id, lambda c: emotional_trends(self, c, agent_id, cfg, now, user_id))
 
     emotional_trends = sync_method(emotional_trends_async)
 
-    async def directives_async(self, agent_id: str, *, persona_text: str = "") -> DirectiveBlock:
+    async def directives_async(self, agent_id: str, *, persona_text: str = "", user_id: Optional[str] = None) -> DirectiveBlock:
         """KC-5.10: the behavioural directives block (one LLM call; cached per instance)."""
         from .procedural import directives_for
 
         validate_agent_id(agent_id)
         if not isinstance(persona_text, str):
             raise TypeError("persona_text must be a str")
+        user_id = check_user_id(user_id)
         now = self._now()
-        return await directives_for(self, agent_id, persona_text, self.config, now)
+        return await directives_for(self, agent_id, persona_text, self.config, now, user_id=user_id)
 
     directives = sync_method(directives_async)
 
-    async def check_contradiction_async(self, agent_id: str, new_directive: str) -> ContradictionResult:
+    async def check_contradiction_async(self, agent_id: str, new_directive: str, *,
+                                        user_id: Optional[str] = None) -> ContradictionResult:
         """KC-5.10: does ``new_directive`` contradict the nearest active behavioural preference?"""
         from .procedural import check_contradiction
 
@@ -913,66 +968,72 @@ class KnowledgeMemory:
         if not new_directive.strip():
             raise ValueError("new_directive must not be empty")
         self._now()
-        result, _ = await check_contradiction(self, agent_id, new_directive, self.config)
+        result, _ = await check_contradiction(self, agent_id, new_directive, self.config, user_id=check_user_id(user_id))
         return result
 
     check_contradiction = sync_method(check_contradiction_async)
 
     # -- background jobs (KC-6) -------------------------------------------------------------------
-    async def _job(self, name: str, agent_id: str, result_type: type[T]) -> T:
+    async def _job(self, name: str, agent_id: str, result_type: type[T], user_id: Optional[str]) -> T:
         from . import jobs
 
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         now = self._now()
-        result = await getattr(jobs, name)(self, agent_id, self.config, now)
+        # KC-6.0: a job works in one scope (the user's rows, or the shared rows): what it
+        # writes (clusters, observations, summaries) cites that scope's rows only
+        result = await getattr(jobs, name)(self, agent_id, self.config, now, user_id)
         if not isinstance(result, result_type):
             raise TypeError(f"job {name} returned {type(result).__name__}, not {result_type.__name__}")
         return result
 
-    async def cluster_facts_async(self, agent_id: str) -> ClusteringResult:
+    async def cluster_facts_async(self, agent_id: str, *, user_id: Optional[str] = None) -> ClusteringResult:
         """KC-6.2: one cluster per entity with enough recent current facts."""
-        return await self._job("cluster_facts", agent_id, ClusteringResult)
+        return await self._job("cluster_facts", agent_id, ClusteringResult, user_id)
 
     cluster_facts = sync_method(cluster_facts_async)
 
-    async def detect_communities_async(self, agent_id: str) -> CommunityDetectionResult:
+    async def detect_communities_async(self, agent_id: str, *, user_id: Optional[str] = None) -> CommunityDetectionResult:
         """KC-6.3: similar clusters of different entities become community themes."""
-        return await self._job("detect_communities", agent_id, CommunityDetectionResult)
+        return await self._job("detect_communities", agent_id, CommunityDetectionResult, user_id)
 
     detect_communities = sync_method(detect_communities_async)
 
-    async def consolidate_async(self, agent_id: str) -> ConsolidationResult:
+    async def consolidate_async(self, agent_id: str, *, user_id: Optional[str] = None) -> ConsolidationResult:
         """KC-6.4: recent events and facts become meta-observations."""
-        return await self._job("consolidate", agent_id, ConsolidationResult)
+        return await self._job("consolidate", agent_id, ConsolidationResult, user_id)
 
     consolidate = sync_method(consolidate_async)
 
-    async def memify_async(self, agent_id: str) -> MemifyResult:
+    async def memify_async(self, agent_id: str, *, user_id: Optional[str] = None) -> MemifyResult:
         """KC-6.5: vitality, stale marking, edge reinforcement/decay, entity merges, intention expiry."""
-        return await self._job("memify", agent_id, MemifyResult)
+        return await self._job("memify", agent_id, MemifyResult, user_id)
 
     memify = sync_method(memify_async)
 
-    async def score_entity_importance_async(self, agent_id: str) -> EntityImportanceResult:
+    async def score_entity_importance_async(self, agent_id: str, *, user_id: Optional[str] = None) -> EntityImportanceResult:
         """KC-6.6: importance of every active entity from density, recency, retrievals and degree."""
-        return await self._job("score_entity_importance", agent_id, EntityImportanceResult)
+        return await self._job("score_entity_importance", agent_id, EntityImportanceResult, user_id)
 
     score_entity_importance = sync_method(score_entity_importance_async)
 
-    async def refresh_summaries_async(self, agent_id: str) -> SummaryRefreshResult:
+    async def refresh_summaries_async(self, agent_id: str, *, user_id: Optional[str] = None) -> SummaryRefreshResult:
         """KC-6.7: stale summaries of the most important entities are rewritten."""
-        return await self._job("refresh_summaries", agent_id, SummaryRefreshResult)
+        return await self._job("refresh_summaries", agent_id, SummaryRefreshResult, user_id)
 
     refresh_summaries = sync_method(refresh_summaries_async)
 
-    async def run_background_async(self, agent_id: str, jobs: Optional[list[Any]] = None) -> BackgroundRunResult:
+    async def run_background_async(self, agent_id: str, jobs: Optional[list[Any]] = None, *,
+                                   user_id: Optional[str] = None) -> BackgroundRunResult:
         """KC-6.1: entity_importance, summary_refresh, clustering, community_detection,
         consolidation, emotional_trends and memify, in that order (or the named subset);
-        a failing job goes to ``errors`` and the rest still run."""
+        a failing job goes to ``errors`` and the rest still run. KC-6.0: in the scope
+        ``user_id`` (None: the agent's shared knowledge); :meth:`scopes` lists the scopes."""
         from . import jobs as jobs_mod
         from .procedural import emotional_trends
 
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         names = list(jobs_mod.JOB_ORDER)
         if jobs is not None:
             if isinstance(jobs, str) or not all(isinstance(j, str) for j in jobs):
@@ -996,9 +1057,10 @@ class KnowledgeMemory:
         for name in names:
             try:
                 if name == "emotional_trends":
-                    out.results[name] = await self._small_write(agent_id, lambda c: emotional_trends(self, c, agent_id, cfg, now))
+                    out.results[name] = await self._small_write(
+                        agent_id, lambda c: emotional_trends(self, c, agent_id, cfg, now, user_id))
                 else:
-                    out.results[name] = await fns[name](self, agent_id, cfg, now)
+                    out.results[name] = await fns[name](self, agent_id, cfg, now, user_id)
             except Exception as exc:  # noqa: BLE001 - KC-6.1: the rest still run
                 log.warning("background job %s failed (%s)", name, type(exc).__name__)
                 out.errors[name] = f"{type(exc).__name__}: {exc}"
@@ -1006,6 +1068,23 @@ class KnowledgeMemory:
         return out
 
     run_background = sync_method(run_background_async)
+
+    async def scopes_async(self, agent_id: str) -> list[Optional[str]]:
+        """KC-6.0: the scopes of the agent that hold knowledge: ``None`` (shared) first, then
+        every user id with rows, sorted: run background jobs once per scope."""
+        validate_agent_id(agent_id)
+        t = self._tables
+
+        def q(conn: sa.Connection) -> list[Optional[str]]:
+            users: set[str] = set()
+            for table in (t.event, t.fact, t.entity):
+                users.update(r[0] for r in conn.execute(
+                    sa.select(table.c.user_id).where(table.c.agent_id == agent_id, table.c.user_id.is_not(None)).distinct()))
+            return [None, *sorted(users)]
+
+        return await self.runtime.read(q)
+
+    scopes = sync_method(scopes_async)
 
     # -- reads -----------------------------------------------------------------------------------
     def _detail(self, row: dict[str, Any], links: list[str], superseded_by: Optional[str], now: datetime) -> FactDetail:
@@ -1016,45 +1095,52 @@ class KnowledgeMemory:
     def _details(self, conn: sa.Connection, agent_id: str, rows: list[dict[str, Any]], now: datetime) -> list[FactDetail]:
         t = self._tables
         ids = [r["id"] for r in rows]
+        scoped = {(r["id"], r.get("user_id")) for r in rows}  # a successor is of the fact's own scope
         links = commit_mod.links_of(conn, t, agent_id, ids)
         succ: dict[str, str] = {}
         f = t.fact
         for batch in reads.chunked(ids):
-            for sid, new, owner in conn.execute(
-                sa.select(f.c.supersedes_fact_id, f.c.id, f.c.agent_id).where(f.c.supersedes_fact_id.in_(batch))
+            for sid, new, owner, owner_user in conn.execute(
+                sa.select(f.c.supersedes_fact_id, f.c.id, f.c.agent_id, f.c.user_id).where(f.c.supersedes_fact_id.in_(batch))
                 .order_by(f.c.created_at, f.c.id)
             ):
-                if owner == agent_id:
+                if owner == agent_id and (sid, owner_user) in scoped:
                     succ.setdefault(sid, new)
         return [self._detail(r, links.get(r["id"], []), succ.get(r["id"]), now) for r in rows]
 
     def _fact_cols(self) -> list[Any]:
         return [c for c in self._tables.fact.c if c.name != "embedding_vec"]
 
-    async def get_async(self, agent_id: str, fact_id: str) -> Optional[FactDetail]:
-        """A fact in any version or state; ``None`` for another agent's fact (KC-0.1)."""
+    async def get_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> Optional[FactDetail]:
+        """A fact in any version or state; ``None`` for another agent's fact (KC-0.1) or another
+        user's (KC-3.8)."""
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         now = self._now()
         f = self._tables.fact
 
         def q(conn: sa.Connection) -> Optional[FactDetail]:
-            row = conn.execute(sa.select(*self._fact_cols()).where(f.c.agent_id == agent_id, f.c.id == fact_id)).mappings().first()
+            row = conn.execute(sa.select(*self._fact_cols()).where(reads.visible(f, agent_id, user_id), f.c.id == fact_id)).mappings().first()
             return None if row is None else self._details(conn, agent_id, [dict(row)], now)[0]
 
         return await self.runtime.read(q)
 
     get = sync_method(get_async)
 
-    def _chain_ids(self, conn: sa.Connection, agent_id: str, fact_id: str) -> list[str]:
+    def _chain_ids(self, conn: sa.Connection, agent_id: str, fact_id: str, user_id: Optional[str],
+                   *, own: bool = False) -> list[str]:
+        """The version chain of a fact, within one scope: a chain never crosses users."""
         f = self._tables.fact
-        start = conn.execute(sa.select(f.c.id, f.c.supersedes_fact_id).where(f.c.agent_id == agent_id, f.c.id == fact_id)).first()
+        start = conn.execute(sa.select(f.c.id, f.c.supersedes_fact_id, f.c.user_id).where(
+            (reads.owned if own else reads.visible)(f, agent_id, user_id), f.c.id == fact_id)).first()
         if start is None:
             return []
         back: list[str] = [start[0]]
         prev = start[1]
         seen = {start[0]}
+        scope = reads.owned(f, agent_id, start[2])
         while prev and prev not in seen:
-            row = conn.execute(sa.select(f.c.id, f.c.supersedes_fact_id).where(f.c.agent_id == agent_id, f.c.id == prev)).first()
+            row = conn.execute(sa.select(f.c.id, f.c.supersedes_fact_id).where(scope, f.c.id == prev)).first()
             if row is None:
                 break
             seen.add(row[0])
@@ -1066,28 +1152,30 @@ class KnowledgeMemory:
             nxt = [
                 r[0]
                 for r in conn.execute(
-                    sa.select(f.c.id, f.c.agent_id).where(f.c.supersedes_fact_id.in_(frontier))
+                    sa.select(f.c.id, f.c.agent_id, f.c.user_id).where(f.c.supersedes_fact_id.in_(frontier))
                     .order_by(f.c.valid_from, f.c.created_at, f.c.id)
                 )
-                if r[0] not in seen and r[1] == agent_id
+                if r[0] not in seen and r[1] == agent_id and r[2] == start[2]
             ]
             seen.update(nxt)
             chain.extend(nxt)
             frontier = nxt
         return chain
 
-    async def history_async(self, agent_id: str, fact_id: str) -> list[FactDetail]:
-        """The whole ``supersedes_fact_id`` chain through ``fact_id``, oldest first."""
+    async def history_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> list[FactDetail]:
+        """The whole ``supersedes_fact_id`` chain through ``fact_id``, oldest first; empty for a
+        fact ``user_id`` may not read (KC-3.8)."""
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         now = self._now()
         f = self._tables.fact
 
         def q(conn: sa.Connection) -> list[FactDetail]:
-            ids = self._chain_ids(conn, agent_id, fact_id)
+            ids = self._chain_ids(conn, agent_id, fact_id, user_id)
             rows = {
                 r["id"]: dict(r)
                 for r in conn.execute(sa.select(*self._fact_cols()).where(f.c.id.in_(ids))).mappings()
-                if r["agent_id"] == agent_id
+                if reads.row_visible(r, agent_id, user_id)
             }
             return self._details(conn, agent_id, [rows[i] for i in ids if i in rows], now)
 
@@ -1097,22 +1185,24 @@ class KnowledgeMemory:
 
     async def get_all_async(
         self, agent_id: str, *, limit: int = 100, offset: int = 0, entity_keys: Optional[list[Any]] = None,
-        include_inactive: bool = False,
+        include_inactive: bool = False, user_id: Optional[str] = None,
     ) -> list[FactDetail]:
         """Current facts incl. stale; ``include_inactive`` adds closed, invalidated and expired
-        (``created_at DESC, id``)."""
+        (``created_at DESC, id``). KC-3.8: ``user_id``'s facts plus the agent's shared facts;
+        ``None``: the shared facts only."""
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         _check_page(limit, offset)
         now = self._now()
         t = self._tables
         f, lk = t.fact, t.link
 
         def q(conn: sa.Connection) -> list[FactDetail]:
-            stmt = sa.select(*self._fact_cols()).where(f.c.agent_id == agent_id)
+            stmt = sa.select(*self._fact_cols()).where(reads.visible(f, agent_id, user_id))
             if not include_inactive:
                 stmt = stmt.where(f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
             if entity_keys:
-                sub = sa.select(lk.c.fact_id).where(lk.c.agent_id == agent_id, lk.c.entity_key.in_(list(entity_keys)))
+                sub = sa.select(lk.c.fact_id).where(reads.visible(lk, agent_id, user_id), lk.c.entity_key.in_(list(entity_keys)))
                 stmt = stmt.where(f.c.id.in_(sub))
             stmt = stmt.order_by(sa.desc(f.c.created_at), f.c.id)
             rows = [dict(r) for r in conn.execute(stmt).mappings()]
@@ -1124,31 +1214,35 @@ class KnowledgeMemory:
 
     get_all = sync_method(get_all_async)
 
-    async def entities_async(self, agent_id: str, *, limit: int = 100, offset: int = 0, include_inactive: bool = False) -> list[EntityDetail]:
+    async def entities_async(self, agent_id: str, *, limit: int = 100, offset: int = 0, include_inactive: bool = False,
+                             user_id: Optional[str] = None) -> list[EntityDetail]:
+        """Entities of the agent (KC-3.8: ``user_id``'s plus the shared ones; ``None``: shared only)."""
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         _check_page(limit, offset)
         t = self._tables
         e, a = t.entity, t.alias
 
         def q(conn: sa.Connection) -> list[EntityDetail]:
-            stmt = sa.select(e).where(e.c.agent_id == agent_id)
+            stmt = sa.select(e).where(reads.visible(e, agent_id, user_id))
             if not include_inactive:
                 stmt = stmt.where(e.c.is_active == True)  # noqa: E712
             rows = [dict(r) for r in conn.execute(stmt.order_by(sa.desc(e.c.last_seen_at), e.c.id).limit(limit).offset(offset)).mappings()]
-            keys = [r["canonical_key"] for r in rows]
-            aliases: dict[str, list[str]] = {}
+            keys = sorted({r["canonical_key"] for r in rows})
+            aliases: dict[tuple[Optional[str], str], list[str]] = {}
             for batch in reads.chunked(keys):
-                for alias, key in conn.execute(
-                    sa.select(a.c.alias, a.c.canonical_entity_key).where(a.c.agent_id == agent_id, a.c.canonical_entity_key.in_(batch)).order_by(a.c.alias)
+                for alias, key, owner in conn.execute(
+                    sa.select(a.c.alias, a.c.canonical_entity_key, a.c.user_id)
+                    .where(reads.visible(a, agent_id, user_id), a.c.canonical_entity_key.in_(batch)).order_by(a.c.alias)
                 ):
-                    aliases.setdefault(key, []).append(alias)
+                    aliases.setdefault((owner, key), []).append(alias)
             return [
                 EntityDetail(
                     entity_id=r["id"], canonical_key=r["canonical_key"], display_name=r["display_name"],
                     entity_type=r["entity_type"], summary_text=r["summary_text"], fact_count=r["fact_count"],
                     importance_score=r["importance_score"], is_active=r["is_active"], first_seen_at=r["first_seen_at"],
                     last_seen_at=r["last_seen_at"], summary_refreshed_at=r["summary_refreshed_at"],
-                    aliases=aliases.get(r["canonical_key"], []),
+                    aliases=aliases.get((r["user_id"], r["canonical_key"]), []), user_id=r["user_id"],
                 )
                 for r in rows
             ]
@@ -1157,12 +1251,14 @@ class KnowledgeMemory:
 
     entities = sync_method(entities_async)
 
-    async def relationships_async(self, agent_id: str, *, entity_key: Optional[str] = None, include_inactive: bool = False) -> list[RelationshipDetail]:
+    async def relationships_async(self, agent_id: str, *, entity_key: Optional[str] = None, include_inactive: bool = False,
+                                  user_id: Optional[str] = None) -> list[RelationshipDetail]:
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         r_ = self._tables.relationship
 
         def q(conn: sa.Connection) -> list[RelationshipDetail]:
-            stmt = sa.select(r_).where(r_.c.agent_id == agent_id)
+            stmt = sa.select(r_).where(reads.visible(r_, agent_id, user_id))
             if entity_key is not None:
                 stmt = stmt.where(sa.or_(r_.c.source_entity_key == entity_key, r_.c.target_entity_key == entity_key))
             if not include_inactive:
@@ -1177,15 +1273,18 @@ class KnowledgeMemory:
 
     relationships = sync_method(relationships_async)
 
-    async def intentions_async(self, agent_id: str, *, status: Optional[str] = None) -> list[IntentionDetail]:
+    async def intentions_async(self, agent_id: str, *, status: Optional[str] = None,
+                               user_id: Optional[str] = None) -> list[IntentionDetail]:
+        """Intentions (KC-3.8: ``user_id``'s plus the shared ones; ``None``: shared only)."""
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         if status is not None and status not in ("pending", "triggered", "fulfilled", "expired"):
             raise ValueError(f"status must be pending, triggered, fulfilled or expired, got {status!r}")
         it = self._tables.intention
 
         def q(conn: sa.Connection) -> list[IntentionDetail]:
             cols = [c for c in it.c if c.name != "trigger_embedding_vec"]
-            stmt = sa.select(*cols).where(it.c.agent_id == agent_id)
+            stmt = sa.select(*cols).where(reads.visible(it, agent_id, user_id))
             if status is not None:
                 stmt = stmt.where(it.c.status == status)
             stmt = stmt.order_by(it.c.created_at, it.c.id)
@@ -1203,8 +1302,10 @@ class KnowledgeMemory:
 
         return await self.runtime.in_thread(run)
 
-    async def fulfill_intention_async(self, agent_id: str, intention_id: str, outcome_note: Optional[str] = None) -> bool:
+    async def fulfill_intention_async(self, agent_id: str, intention_id: str, outcome_note: Optional[str] = None, *,
+                                      user_id: Optional[str] = None) -> bool:
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         if outcome_note is not None and not isinstance(outcome_note, str):
             raise TypeError("outcome_note must be a str or None")
         now = self._now()
@@ -1212,49 +1313,56 @@ class KnowledgeMemory:
         return await self._small_write(
             agent_id,
             lambda c: c.execute(
-                sa.update(it).where(it.c.agent_id == agent_id, it.c.id == intention_id, it.c.status.in_(("pending", "triggered")))
+                sa.update(it).where(reads.owned(it, agent_id, user_id), it.c.id == intention_id,
+                                    it.c.status.in_(("pending", "triggered")))
                 .values(status="fulfilled", fulfilled_at=now, outcome_note=outcome_note)
             ).rowcount == 1,
         )
 
     fulfill_intention = sync_method(fulfill_intention_async)
 
-    async def confirm_fact_async(self, agent_id: str, fact_id: str) -> bool:
+    async def confirm_fact_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> bool:
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         now = self._now()
         f = self._tables.fact
         return await self._small_write(
             agent_id,
             lambda c: c.execute(
-                sa.update(f).where(f.c.agent_id == agent_id, f.c.id == fact_id).values(needs_confirmation=False, last_confirmed_at=now)
+                sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id == fact_id)
+                .values(needs_confirmation=False, last_confirmed_at=now)
             ).rowcount == 1,
         )
 
     confirm_fact = sync_method(confirm_fact_async)
 
-    async def annotate_fact_async(self, agent_id: str, fact_id: str, text: str) -> bool:
+    async def annotate_fact_async(self, agent_id: str, fact_id: str, text: str, *, user_id: Optional[str] = None) -> bool:
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         if not isinstance(text, str):
             raise TypeError("text must be a str")
         f = self._tables.fact
         return await self._small_write(
             agent_id,
-            lambda c: c.execute(sa.update(f).where(f.c.agent_id == agent_id, f.c.id == fact_id).values(agent_annotation=text)).rowcount == 1,
+            lambda c: c.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id == fact_id)
+                                .values(agent_annotation=text)).rowcount == 1,
         )
 
     annotate_fact = sync_method(annotate_fact_async)
 
     # -- deletes (KC-3.6) ----------------------------------------------------------------------------
-    async def delete_async(self, agent_id: str, fact_id: str) -> bool:
+    async def delete_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> bool:
         """Hard delete of the fact and its whole version chain, their links, store records
-        and every relationship evidenced by any of them."""
+        and every relationship evidenced by any of them; only a fact of the scope ``user_id``
+        (KC-3.7)."""
         validate_agent_id(agent_id)
+        user_id = check_user_id(user_id)
         self._now()
 
         def run() -> bool:
             with self._backend.lock():
                 with self._backend.read() as conn:
-                    ids = self._chain_ids(conn, agent_id, fact_id)
+                    ids = self._chain_ids(conn, agent_id, fact_id, user_id, own=True)
                 if not ids:
                     return False
                 with self._backend.write("knowledge delete", agent_id) as conn:
@@ -1295,14 +1403,22 @@ class KnowledgeMemory:
 
     async def forget_async(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                            names: Optional[list[Any]] = None) -> dict[str, int]:
-        """Erase a user (on every agent, shared ones too) or an agent from the store and the
-        knowledge tables in one transaction (SC-8.6; what is erased: ``oramem.knowledge.erasure``);
-        ``names``: her names as a speaker and an entity (default ``[user_id]``). Returns the rows
+        """Erase a user (her scope on every agent) or an agent from the store and the knowledge
+        tables in one transaction (SC-8.6; what is erased: ``oramem.knowledge.erasure``, KC-3.10).
+        A user is found by her id only, never by a name: ``names`` is no longer accepted (review
+        finding 5: matching names erased other people and other tenants). Returns the rows
         erased per table."""
         self._now()
+        if names is not None:
+            raise ValueError(
+                "forget no longer matches names (KC-3.10: a name may belong to another person or tenant); "
+                "knowledge is erased by its user_id: write a user's messages with write(..., user_id=...) "
+                "and call forget(user_id=...)"
+            )
         if agent_id is not None:
             validate_agent_id(agent_id)
-        return await self.runtime.in_thread(self._store.forget, user_id=user_id, agent_id=agent_id, names=names)
+        user_id = check_user_id(user_id)
+        return await self.runtime.in_thread(self._store.forget, user_id=user_id, agent_id=agent_id)
 
     forget = sync_method(forget_async)
 
@@ -1310,13 +1426,14 @@ class KnowledgeMemory:
         """Remove facts with their links and evidenced edges; references stop naming them."""
         t = self._tables
         f, lk, r_, mo = t.fact, t.link, t.relationship, t.meta_observation
-        keys: set[tuple[str, str]] = set()
+        keys: set[tuple[str, Optional[str], str]] = set()
         for batch in reads.chunked(sorted(set(ids))):
             cond_f: sa.ColumnElement[bool] = f.c.id.in_(batch)
             if agent_id is not None:
                 cond_f = sa.and_(cond_f, f.c.agent_id == agent_id)
             owners = [r[0] for r in conn.execute(sa.select(f.c.agent_id).where(cond_f).distinct())]
-            keys.update((a, k) for a, k in conn.execute(sa.select(lk.c.agent_id, lk.c.entity_key).where(lk.c.fact_id.in_(batch))))
+            keys.update((a, u, k) for a, u, k in conn.execute(
+                sa.select(lk.c.agent_id, lk.c.user_id, lk.c.entity_key).where(lk.c.fact_id.in_(batch))))
             conn.execute(sa.delete(lk).where(lk.c.fact_id.in_(batch)))
             conn.execute(sa.delete(r_).where(r_.c.evidence_fact_id.in_(batch)))
             conn.execute(sa.update(f).where(f.c.supersedes_fact_id.in_(batch)).values(supersedes_fact_id=None))
@@ -1328,11 +1445,11 @@ class KnowledgeMemory:
                     if sup and gone.intersection(sup):
                         conn.execute(sa.update(mo).where(mo.c.id == oid).values(supporting_fact_ids=[x for x in sup if x not in gone]))
         now = self._clock()
-        by_agent: dict[str, set[str]] = {}
-        for a, k in keys:
-            by_agent.setdefault(a, set()).add(k)
-        for a, ks in by_agent.items():
-            commit_mod.recount(conn, t, a, ks, to_utc(now))
+        by_scope: dict[tuple[str, Optional[str]], set[str]] = {}
+        for a, u, k in keys:
+            by_scope.setdefault((a, u), set()).add(k)
+        for (a, u), ks in by_scope.items():
+            commit_mod.recount(conn, t, a, ks, to_utc(now), u)
 
     def _deletion_hook(self, dbapi_conn: Any, event: Any) -> Any:
         """SC-8.5: store-side deletes, cascades and purges reach the knowledge tables in the
@@ -1354,11 +1471,10 @@ class KnowledgeMemory:
                 for batch in reads.chunked(list(event.thread_ids)):
                     msg_ids.extend(r[0] for r in conn.execute(sa.select(ev.c.id).where(ev.c.session_id.in_(batch))))
                     # what was noted in the deleted conversation goes with it: its session
-                    # observations, and the intentions extracted in it (source_context holds
-                    # the session id cut to 32 characters, so longer ids sharing those 32
-                    # characters are matched too: erring on the side of erasure)
+                    # observations, and the intentions extracted in it (source_context holds the
+                    # whole session id, KC-3.7: another session sharing a prefix is not touched)
                     conn.execute(sa.delete(so).where(so.c.session_id.in_(batch)))
-                    conn.execute(sa.delete(it).where(it.c.source_context.in_(sorted({b[:32] for b in batch}))))
+                    conn.execute(sa.delete(it).where(it.c.source_context.in_(batch)))
                     # the thread's queued background writes go too: processed later, they
                     # would bring the deleted conversation back (a worker holding one of them
                     # loses its lease check and rolls back)
@@ -1370,6 +1486,27 @@ class KnowledgeMemory:
                 for table in t.all_agent_tables():
                     conn.execute(sa.delete(table).where(table.c.agent_id == agent))
                 conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent))
+
+
+def _check_embedder_identity(store: Any, embedder: Any) -> None:
+    """Defect 4 (KC-1.2): the knowledge layer writes explicit vectors into the store, so its
+    embedder must be the one that built the store's vectors, not only of the same dimension."""
+    from ..embedders.identity import describe_identity, how_to_open, identity_of, same_identity
+
+    if embedder is store.embedder:
+        return
+    stored = getattr(store.settings, "embedder", None)
+    if stored is None:
+        stored = identity_of(store.embedder)
+    if stored is None:
+        return
+    mine = identity_of(embedder)
+    if mine is not None and not same_identity(stored, mine):
+        raise ValueError(
+            f"KnowledgeMemory embedder {describe_identity(mine)} differs from the embedder that built store "
+            f"{store.memory_store_id!r} ({describe_identity(stored)}): its vectors would be written into another "
+            f"vector space. Pass embedder=None to use the store's own embedder, or {how_to_open(stored)}"
+        )
 
 
 def _check_page(limit: Any, offset: Any) -> None:

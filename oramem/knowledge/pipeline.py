@@ -156,8 +156,11 @@ class WriteRun:
         now: datetime,
         verbose: bool,
         event_id: Optional[str] = None,
+        user_id: Optional[str] = None,
     ) -> None:
         self.km = km
+        #: KC-3.7: the scope of this write: the user's rows, or (None) the agent's shared rows
+        self.user_id = user_id
         self.t = km.runtime.tables
         self.backend = km.runtime.backend
         self.agent_id = agent_id
@@ -176,6 +179,7 @@ class WriteRun:
         self.tz = zoneinfo.ZoneInfo(cfg.timezone)
         self.call = TaskCall(km.runtime.llm)
         self.rule_based_reconcile = False  # deterministic writes without an LLM
+        self.degraded: list[str] = []  # KC-4.22: LLM steps that fell back to rules
         #: called with the connection at the end of the knowledge transaction (queue.py)
         self.on_commit: Optional[Callable[[Any], None]] = None
         self.timings: list[StepTiming] = []  # every step's latency (OperationStats)
@@ -282,12 +286,12 @@ class WriteRun:
         grams = [g for g in ngrams(self.message, 4) if len(g) >= 3]
         t = self.t
         def primed(conn):
-            hits = reads.lookup_aliases(conn, t, self.agent_id, grams)
+            hits = reads.lookup_aliases(conn, t, self.agent_id, grams, self.user_id)
             keys: list[str] = []
             for g in grams:
                 if g in hits and hits[g][0] not in keys:
                     keys.append(hits[g][0])
-            return keys, (reads.load_entities(conn, t, self.agent_id, keys) if keys else {})
+            return keys, (reads.load_entities(conn, t, self.agent_id, keys, self.user_id) if keys else {})
 
         keys, ents = await self.read(primed)
         if not keys:
@@ -305,10 +309,10 @@ class WriteRun:
                     k=per_entity,
                     agent_id=self.agent_id,
                     record_types=["fact"],
-                    metadata_filter={"kg_primary": k, **_CURRENT_FILTER},
+                    metadata_filter=reads.with_scope({"kg_primary": k, **_CURRENT_FILTER}, self.user_id),
                 )
                 ids = [r.id for r, d in hits2 if 1.0 - d >= cfg.informed_min_similarity]
-                rows = await self.read(lambda c: reads.current_facts_by_ids(c, t, self.agent_id, ids, self.now))
+                rows = await self.read(lambda c: reads.current_facts_by_ids(c, t, self.agent_id, ids, self.now, self.user_id))
                 for fid in ids:
                     if fid in rows:
                         r = rows[fid]
@@ -572,11 +576,11 @@ class WriteRun:
         slugs = [slug(n) for n in to_embed]
 
         def prefetch(conn):
-            aliases = reads.lookup_aliases(conn, t, self.agent_id, norms)
-            by_slug = reads.entities_by_slugs(conn, t, self.agent_id, slugs)
+            aliases = reads.lookup_aliases(conn, t, self.agent_id, norms, self.user_id)
+            by_slug = reads.entities_by_slugs(conn, t, self.agent_id, slugs, self.user_id)
             keys = {k for k, _ in aliases.values()} | {r["canonical_key"] for rs in by_slug.values() for r in rs}
             keys.add(self.speaker_key)
-            return aliases, by_slug, reads.load_entities(conn, t, self.agent_id, keys)
+            return aliases, by_slug, reads.load_entities(conn, t, self.agent_id, keys, self.user_id)
 
         self._alias_cache, self._slug_cache, known = await self.read(prefetch)
         self._prefetched_slugs = set(slugs)
@@ -658,7 +662,7 @@ class WriteRun:
         # 0 speaker
         if self.is_self(name):
             if self.speaker_key not in self.created and self.speaker_key not in self._known_entities:
-                rows = await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [self.speaker_key]))
+                rows = await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [self.speaker_key], self.user_id))
                 if rows:
                     self._known_entities.update(rows)
                 else:
@@ -675,23 +679,23 @@ class WriteRun:
         if n in getattr(self, "_prefetched_norms", ()):
             hit = self._alias_cache  # prefetched in resolve_all (a miss there is a miss here)
         else:
-            hit = await self.read(lambda c: reads.lookup_aliases(c, t, self.agent_id, [n]))
+            hit = await self.read(lambda c: reads.lookup_aliases(c, t, self.agent_id, [n], self.user_id))
         if n in hit:
             key = hit[n][0]
             if key not in self._known_entities:
-                self._known_entities.update(await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [key])))
+                self._known_entities.update(await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [key], self.user_id)))
             if key in self._known_entities and self._known_entities[key]["is_active"]:
                 return self._record(name, key, "exact")
         if s:
             if s in getattr(self, "_prefetched_slugs", ()):
                 by_slug = self._slug_cache.get(s, [])
             else:
-                by_slug = await self.read(lambda c: reads.entities_by_slug(c, t, self.agent_id, s))
+                by_slug = await self.read(lambda c: reads.entities_by_slug(c, t, self.agent_id, s, self.user_id))
             if by_slug:
                 pick = next((r for r in by_slug if r["entity_type"] == mention_type), by_slug[0])
                 if pick["canonical_key"] not in self._known_entities:
                     self._known_entities.update(
-                        await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [pick["canonical_key"]]))
+                        await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [pick["canonical_key"]], self.user_id))
                     )
                 return self._record(name, pick["canonical_key"], "exact")
         vec = self.name_vecs.get(n)
@@ -760,7 +764,7 @@ class WriteRun:
         if self._persons_cache is None:
             t = self.t
             self._persons_cache = await self.read(
-                lambda c: reads.active_entities_of_type(c, t, self.agent_id, "person", with_vec=False)
+                lambda c: reads.active_entities_of_type(c, t, self.agent_id, "person", with_vec=False, user_id=self.user_id)
             )
         extra = [
             {"canonical_key": k, "display_name": e.display_name, "entity_type": e.entity_type}
@@ -772,7 +776,7 @@ class WriteRun:
     async def _of_type(self, etype: str) -> list[dict]:
         if etype not in self._type_cache:
             t = self.t
-            rows = await self.read(lambda c: reads.active_entities_of_type(c, t, self.agent_id, etype, with_vec=True))
+            rows = await self.read(lambda c: reads.active_entities_of_type(c, t, self.agent_id, etype, with_vec=True, user_id=self.user_id))
             self._type_cache[etype] = [r for r in rows if r["embedding_vec"] is not None]
         extra = [
             {"canonical_key": k, "display_name": e.display_name, "entity_type": e.entity_type, "embedding_vec": e.vec}
@@ -789,7 +793,7 @@ class WriteRun:
                 self.created[key].display_name = name
             return
         t = self.t
-        rows = await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [key]))
+        rows = await self.read(lambda c: reads.load_entities(c, t, self.agent_id, [key], self.user_id))
         self._known_entities.update(rows)
         old = (rows.get(key) or {}).get("display_name") or ""
         current = self.display_updates.get(key, old)
@@ -841,7 +845,7 @@ class WriteRun:
                     k=cfg.reconcile_candidates,
                     agent_id=self.agent_id,
                     record_types=["fact"],
-                    metadata_filter={"kg_primary": key, **_CURRENT_FILTER},
+                    metadata_filter=reads.with_scope({"kg_primary": key, **_CURRENT_FILTER}, self.user_id),
                 )
                 best = 0.0
                 for rec, dist in hits:
@@ -852,8 +856,8 @@ class WriteRun:
             same_keys = [f.attribute_key for f in group if f.attribute_key and self.policy(f.attribute_key) == "supersede"]
             same, rows = await self.read(
                 lambda c: (
-                    reads.current_same_key_facts(c, t, self.agent_id, key, same_keys, self.now),
-                    reads.current_facts_by_ids(c, t, self.agent_id, list(sims), self.now),
+                    reads.current_same_key_facts(c, t, self.agent_id, key, same_keys, self.now, self.user_id),
+                    reads.current_facts_by_ids(c, t, self.agent_id, list(sims), self.now, self.user_id),
                 )
             )
             for r in same:
@@ -900,8 +904,12 @@ class WriteRun:
         try:
             reply = await self.call("reconcile", payload, self.cfg.reconcile_timeout_sec)
         except LLMError as exc:
-            self.warn(f"reconcile: {exc}")
-            return [Decision(f, "ADD") for f in needs]
+            # KC-4.22: the deterministic rules decide (same text confirms, same attribute under a
+            # supersede policy replaces), and the result says the write degraded
+            self.warn(f"reconcile degraded to rules ({type(exc).__name__}: {exc})")
+            if "reconcile" not in self.degraded:
+                self.degraded.append("reconcile")
+            return self._reconcile_by_rules(needs, existing)
         by_new: dict[int, dict] = {}
         for d in reply["decisions"]:
             idx = d.get("new_fact_index")

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import numpy as np
 import sqlalchemy as sa
 
+from . import reads
 from .model import new_id
 from .tasks import TaskCall
 from .text import norm
@@ -48,20 +49,21 @@ def _unit(v: Any) -> Optional[np.ndarray]:
     return a / n if n > 0 else None
 
 
-async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, now: datetime, call: Optional[TaskCall] = None) -> DirectiveBlock:
+async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, now: datetime, call: Optional[TaskCall] = None,
+                         *, user_id: Optional[str] = None) -> DirectiveBlock:
     """KC-5.10: active behavioral_preference observations (times_reinforced ≥ 1), ≤10, one
     ``directives`` call (fallback ``"- {title}"`` lines), per-instance cache."""
     mo = km.runtime.tables.meta_observation
     rows = await km.runtime.read(lambda c: [dict(r) for r in c.execute(
         sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.confidence, mo.c.times_reinforced, mo.c.last_reinforced_at)
-        .where(mo.c.agent_id == agent_id, mo.c.is_active == True, mo.c.observation_type == "behavioral_preference",  # noqa: E712
-               mo.c.times_reinforced >= 1)
+        .where(reads.visible(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
+               mo.c.observation_type == "behavioral_preference", mo.c.times_reinforced >= 1)
         .order_by(sa.desc(mo.c.times_reinforced), sa.desc(mo.c.last_reinforced_at), mo.c.id)
         .limit(10)
     ).mappings()])
     if not rows:
         return DirectiveBlock()
-    key = (agent_id, tuple(sorted((r["id"], int(r["times_reinforced"])) for r in rows)),
+    key = (agent_id, user_id, tuple(sorted((r["id"], int(r["times_reinforced"])) for r in rows)),
            hashlib.sha256((persona_text or "").encode("utf-8")).hexdigest())
     cache = km.runtime.directive_cache
     hit = cache.get(key)
@@ -90,7 +92,7 @@ async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, no
 
 
 async def check_contradiction(km: Any, agent_id: str, new_directive: str, cfg: Any, *, exclude_id: Optional[str] = None,
-                              call: Optional[TaskCall] = None) -> tuple[ContradictionResult, Optional[str]]:
+                              call: Optional[TaskCall] = None, user_id: Optional[str] = None) -> tuple[ContradictionResult, Optional[str]]:
     """KC-5.10: the nearest active behavioral_preference by embedding; below the threshold no
     LLM call; otherwise one ``contradiction`` call. Returns the result and the id of the
     observation it was compared with (when contradicted)."""
@@ -98,7 +100,8 @@ async def check_contradiction(km: Any, agent_id: str, new_directive: str, cfg: A
     mo = km.runtime.tables.meta_observation
     rows = await km.runtime.read(lambda c: [dict(r) for r in c.execute(
         sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.embedding_vec)
-        .where(mo.c.agent_id == agent_id, mo.c.is_active == True, mo.c.observation_type == "behavioral_preference")  # noqa: E712
+        .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
+               mo.c.observation_type == "behavioral_preference")
         .order_by(mo.c.id)
     ).mappings()])
     rows = [r for r in rows if r["id"] != exclude_id and r["embedding_vec"] is not None]
@@ -127,12 +130,13 @@ async def check_contradiction(km: Any, agent_id: str, new_directive: str, cfg: A
     ), target["id"]
 
 
-def emotional_trends(km: Any, conn: sa.Connection, agent_id: str, cfg: Any, now: datetime) -> EmotionalTrendsResult:
+def emotional_trends(km: Any, conn: sa.Connection, agent_id: str, cfg: Any, now: datetime,
+                     user_id: Optional[str] = None) -> EmotionalTrendsResult:
     """KC-5.13 (deterministic; runs inside a write transaction)."""
     ev, mo = km.runtime.tables.event, km.runtime.tables.meta_observation
     rows = [dict(r) for r in conn.execute(
         sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary, ev.c.emotion_intensity, ev.c.energy_level)
-        .where(ev.c.agent_id == agent_id, ev.c.emotion_primary.is_not(None),
+        .where(reads.owned(ev, agent_id, user_id), ev.c.emotion_primary.is_not(None),
                ev.c.occurred_at >= now - timedelta(days=cfg.emotional_trend_window_days), ev.c.occurred_at <= now)
         .order_by(ev.c.occurred_at, ev.c.id)
     ).mappings()]
@@ -174,7 +178,7 @@ def emotional_trends(km: Any, conn: sa.Connection, agent_id: str, cfg: Any, now:
             + (f"; triggers: {', '.join(keywords)}" if keywords else ""))
     recent = conn.execute(
         sa.select(mo.c.id, mo.c.supporting_event_ids).where(
-            mo.c.agent_id == agent_id, mo.c.is_active == True, mo.c.observation_type == "emotional_trend",  # noqa: E712
+            reads.owned(mo, agent_id, user_id), mo.c.is_active == True, mo.c.observation_type == "emotional_trend",  # noqa: E712
             mo.c.last_reinforced_at >= now - timedelta(hours=24),
         ).order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id).limit(1)
     ).first()
@@ -185,11 +189,11 @@ def emotional_trends(km: Any, conn: sa.Connection, agent_id: str, cfg: Any, now:
             supporting_event_ids=support))
         res.observation_id = recent[0]
         return res
-    conn.execute(sa.update(mo).where(mo.c.agent_id == agent_id, mo.c.is_active == True,  # noqa: E712
+    conn.execute(sa.update(mo).where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
                                      mo.c.observation_type == "emotional_trend").values(is_active=False))
     oid = new_id()
     conn.execute(sa.insert(mo).values(
-        id=oid, agent_id=agent_id, observation_type="emotional_trend", title=title[:256], text=text,
+        id=oid, agent_id=agent_id, user_id=user_id, observation_type="emotional_trend", title=title[:256], text=text,
         supporting_event_ids=support, supporting_fact_ids=[], confidence=0.7, importance=0.5, times_reinforced=0,
         is_active=True, embedding_vec=None, first_detected_at=now, last_reinforced_at=now, created_at=now,
     ))

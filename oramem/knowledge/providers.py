@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
 import httpx
 
-from .._http import HTTPFailure, JSONPoster, RetryPolicy, resolve_api_key
+from .._http import HTTPFailure, JSONPoster, RetryPolicy, redact_url, resolve_api_key
 from .._sync import run_sync
 from ..embedders import OpenAICompatibleEmbedder
 from .errors import LLMError, LLMTimeout
@@ -116,7 +116,7 @@ class OpenAICompatibleProvider(BaseLLMProvider):
         allow_insecure_key: bool = False,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+            raise ValueError(f"base_url must start with http:// or https://, got {redact_url(base_url)!r}")
         if not isinstance(model, str) or not model.strip():
             raise ValueError("model must be a non-empty string")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -138,6 +138,8 @@ class OpenAICompatibleProvider(BaseLLMProvider):
         self.max_retries = max_retries
         auth = {"Authorization": f"Bearer {key}"} if key else {}
         self._poster = JSONPoster(self.url, headers={**auth, **(headers or {})})
+        # printable forms: userinfo credentials are sent as Basic auth, never shown (oramem._http)
+        self.base_url, self.url = redact_url(self.base_url), redact_url(self.url)
         self._json_in_prompt = False
         self._mode_lock = threading.Lock()
         self.backoff_base = 0.5
@@ -241,7 +243,7 @@ class OpenAICompatibleProvider(BaseLLMProvider):
             payload = response.json()
             text = payload["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise LLMError(f"{self.url}: unexpected reply: {raw[:200].decode('utf-8', 'replace')}") from None
+            raise LLMError(f"{self.url}: unexpected reply: {self._poster.redact(raw[:200].decode('utf-8', 'replace'))}") from None
         if not isinstance(text, str):
             raise LLMError(f"{self.url}: reply content is not text")
         usage = None

@@ -96,9 +96,9 @@ def job_info(row: Any) -> JobInfo:
 
 # ----------------------------------------------------------------------------- submit
 def insert_job(conn: sa.Connection, t: Any, *, job_id: str, agent_id: str, event_id: str, session_id: str,
-               payload: dict, now: datetime, max_attempts: int) -> None:
+               payload: dict, now: datetime, max_attempts: int, user_id: Optional[str] = None) -> None:
     conn.execute(sa.insert(t.job).values(
-        id=job_id, agent_id=agent_id, event_id=event_id, kind="write", status="pending", session_id=session_id,
+        id=job_id, agent_id=agent_id, user_id=user_id, event_id=event_id, kind="write", status="pending", session_id=session_id,
         payload_json=payload, attempts=0, max_attempts=max_attempts, available_at=now, created_at=now, updated_at=now,
     ))
 
@@ -147,7 +147,16 @@ def claim_oracle(dbapi_conn: Any, table: str, worker_id: str, now: datetime, lea
         raise
 
 
+def _timestamps(cur: Any, *names: str) -> None:
+    """D12: python-oracledb binds a datetime as DATE (impl/base/metadata.pyx, from_value), which
+    drops the fractional seconds; the columns are TIMESTAMP, so the binds are typed so too."""
+    import oracledb
+
+    cur.setinputsizes(**{n: oracledb.DB_TYPE_TIMESTAMP for n in names})
+
+
 def _claim_on(dbapi_conn: Any, cur: Any, table: str, worker_id: str, n: datetime, lease: datetime) -> Optional[str]:
+    _timestamps(cur, "now")
     cur.execute(
         f"UPDATE {table} SET status = 'failed', last_error = :lost, updated_at = :now, finished_at = :now, "
         "lease_until = NULL WHERE status = 'running' AND lease_until < :now AND attempts >= max_attempts",
@@ -155,6 +164,7 @@ def _claim_on(dbapi_conn: Any, cur: Any, table: str, worker_id: str, n: datetime
     )
     cur.arraysize = 1
     cur.prefetchrows = 1
+    _timestamps(cur, "now")
     cur.execute(
         f"SELECT id, status FROM {table} WHERE (status = 'pending' AND available_at <= :now) "
         "OR (status = 'running' AND lease_until < :now) FOR UPDATE SKIP LOCKED",
@@ -169,6 +179,7 @@ def _claim_on(dbapi_conn: Any, cur: Any, table: str, worker_id: str, n: datetime
     binds = {"worker": worker_id, "lease": lease, "now": n, "id": job_id}
     if note:
         binds["lost"] = LEASE_EXPIRED
+    _timestamps(cur, "now", "lease")
     cur.execute(
         f"UPDATE {table} SET status = 'running', worker_id = :worker, lease_until = :lease, "
         f"attempts = attempts + 1, updated_at = :now{note} WHERE id = :id",

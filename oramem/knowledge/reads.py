@@ -4,7 +4,7 @@ thread under the backend's read context)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Iterable
+from typing import Any, Iterable, Optional
 
 import sqlalchemy as sa
 
@@ -25,43 +25,102 @@ __all__ = [
 IN_BATCH = 500
 
 
+def owned(table: sa.Table, agent_id: str, user_id: Optional[str]) -> sa.ColumnElement[bool]:
+    """KC-3.7: the rows a write in scope ``(agent_id, user_id)`` may see and change: the
+    user's own rows, or (``user_id=None``) the agent's shared rows."""
+    u = table.c.user_id
+    return sa.and_(table.c.agent_id == agent_id, u.is_(None) if user_id is None else u == user_id)
+
+
+def visible(table: sa.Table, agent_id: str, user_id: Optional[str]) -> sa.ColumnElement[bool]:
+    """KC-3.8: the rows a read for ``user_id`` sees: hers plus the agent's shared rows;
+    ``user_id=None``: the shared rows only."""
+    u = table.c.user_id
+    return sa.and_(table.c.agent_id == agent_id, u.is_(None) if user_id is None else sa.or_(u.is_(None), u == user_id))
+
+
+def store_scope(user_id: Optional[str], *, read: bool = False) -> dict:
+    """The scope of :func:`owned` / :func:`visible` as a store metadata filter over the
+    ``kg_user`` key of knowledge store records (absent on shared records), so a store search
+    applies it before its top-k cut (SC-6.5)."""
+    shared = {"kg_user": {"$exists": False}}
+    if user_id is None:
+        return shared
+    if read:
+        return {"$or": [shared, {"kg_user": user_id}]}
+    return {"kg_user": user_id}
+
+
+def with_scope(metadata_filter: dict, user_id: Optional[str], *, read: bool = False) -> dict:
+    return {"$and": [metadata_filter, store_scope(user_id, read=read)]}
+
+
+def shared_last(table: sa.Table) -> sa.ColumnElement[int]:
+    """An ORDER BY key that puts the user's own rows before the shared ones (portable CASE)."""
+    return sa.case((table.c.user_id.is_(None), 1), else_=0)
+
+
+def row_owned(row: Any, agent_id: str, user_id: Optional[str]) -> bool:
+    return row.get("agent_id") == agent_id and row.get("user_id") == user_id
+
+
+def row_visible(row: Any, agent_id: str, user_id: Optional[str]) -> bool:
+    return row.get("agent_id") == agent_id and row.get("user_id") in (None, user_id)
+
+
+def check_user_id(user_id: object) -> Optional[str]:
+    """KC-0.1: ``user_id`` is None (the agent's shared knowledge) or a store user id."""
+    if user_id is None:
+        return None
+    if not isinstance(user_id, str):
+        raise TypeError(f"user_id must be a str or None, got {type(user_id).__name__}")
+    if not user_id.strip() or len(user_id) > 255 or "\x00" in user_id:
+        raise ValueError("user_id must be a non-empty string of at most 255 characters without NUL, or None "
+                         "for the agent's shared knowledge")
+    return user_id
+
+
 def chunked(values: list, size: int = IN_BATCH) -> Iterable[list]:
     for i in range(0, len(values), size):
         yield values[i : i + size]
 
 
-def lookup_aliases(conn: sa.Connection, t: KGTables, agent_id: str, norms: list[str]) -> dict[str, tuple[str, str]]:
+def lookup_aliases(conn: sa.Connection, t: KGTables, agent_id: str, norms: list[str], user_id: Optional[str] = None,
+                   *, read: bool = False) -> dict[str, tuple[str, str]]:
     """Indexed lookup of ``norm``-ed alias texts (unique ``(agent_id, alias)``)."""
     out: dict[str, tuple[str, str]] = {}
     a = t.alias
     for batch in chunked(sorted(set(norms))):
         rows = conn.execute(
             sa.select(a.c.alias, a.c.canonical_entity_key, a.c.canonical_entity_type).where(
-                a.c.agent_id == agent_id, a.c.alias.in_(batch)
-            )
+                (visible if read else owned)(a, agent_id, user_id), a.c.alias.in_(batch)
+            ).order_by(shared_last(a))  # her own binding first, then the shared one
         )
         for alias, key, etype in rows:
-            out[alias] = (key, etype)
+            out.setdefault(alias, (key, etype))
     return out
 
 
-def load_entities(conn: sa.Connection, t: KGTables, agent_id: str, keys: Iterable[str]) -> dict[str, dict]:
+def load_entities(conn: sa.Connection, t: KGTables, agent_id: str, keys: Iterable[str], user_id: Optional[str] = None,
+                  *, read: bool = False) -> dict[str, dict]:
     e = t.entity
     out: dict[str, dict] = {}
     for batch in chunked(sorted(set(keys))):
-        for row in conn.execute(sa.select(e).where(e.c.agent_id == agent_id, e.c.canonical_key.in_(batch))).mappings():
-            out[row["canonical_key"]] = dict(row)
+        stmt = sa.select(e).where((visible if read else owned)(e, agent_id, user_id), e.c.canonical_key.in_(batch))
+        for row in conn.execute(stmt.order_by(shared_last(e))).mappings():
+            out.setdefault(row["canonical_key"], dict(row))
     return out
 
 
-def entities_by_slug(conn: sa.Connection, t: KGTables, agent_id: str, slug_value: str) -> list[dict]:
+def entities_by_slug(conn: sa.Connection, t: KGTables, agent_id: str, slug_value: str, user_id: Optional[str] = None,
+                     *, read: bool = False) -> list[dict]:
     """Active entities whose key's slug part equals ``slug_value`` (any type), by key."""
     e = t.entity
     key = e.c.canonical_key
     rows = conn.execute(
         sa.select(e.c.canonical_key, e.c.entity_type, e.c.display_name)
         .where(
-            e.c.agent_id == agent_id,
+            (visible if read else owned)(e, agent_id, user_id),
             e.c.is_active == True,  # noqa: E712
             sa.func.substr(key, sa.func.instr(key, ":") + 1) == slug_value,
         )
@@ -70,7 +129,8 @@ def entities_by_slug(conn: sa.Connection, t: KGTables, agent_id: str, slug_value
     return [dict(r) for r in rows]
 
 
-def entities_by_slugs(conn: sa.Connection, t: KGTables, agent_id: str, slugs: list[str]) -> dict[str, list[dict]]:
+def entities_by_slugs(conn: sa.Connection, t: KGTables, agent_id: str, slugs: list[str], user_id: Optional[str] = None,
+                      *, read: bool = False) -> dict[str, list[dict]]:
     """Batched :func:`entities_by_slug`: slug → active entities whose key's slug part equals it."""
     e = t.entity
     key = e.c.canonical_key
@@ -79,7 +139,7 @@ def entities_by_slugs(conn: sa.Connection, t: KGTables, agent_id: str, slugs: li
     for batch in chunked(sorted(set(s for s in slugs if s))):
         rows = conn.execute(
             sa.select(e.c.canonical_key, e.c.entity_type, e.c.display_name, part.label("slug_part"))
-            .where(e.c.agent_id == agent_id, e.c.is_active == True, part.in_(batch))  # noqa: E712
+            .where((visible if read else owned)(e, agent_id, user_id), e.c.is_active == True, part.in_(batch))  # noqa: E712
             .order_by(key)
         ).mappings()
         for r in rows:
@@ -87,14 +147,15 @@ def entities_by_slugs(conn: sa.Connection, t: KGTables, agent_id: str, slugs: li
     return out
 
 
-def active_entities_of_type(conn: sa.Connection, t: KGTables, agent_id: str, entity_type: str, with_vec: bool) -> list[dict]:
+def active_entities_of_type(conn: sa.Connection, t: KGTables, agent_id: str, entity_type: str, with_vec: bool,
+                            user_id: Optional[str] = None) -> list[dict]:
     e = t.entity
     cols = [e.c.canonical_key, e.c.display_name, e.c.entity_type]
     if with_vec:
         cols.append(e.c.embedding_vec)
     rows = conn.execute(
         sa.select(*cols)
-        .where(e.c.agent_id == agent_id, e.c.entity_type == entity_type, e.c.is_active == True)  # noqa: E712
+        .where(owned(e, agent_id, user_id), e.c.entity_type == entity_type, e.c.is_active == True)  # noqa: E712
         .order_by(e.c.canonical_key)
     ).mappings()
     return [dict(r) for r in rows]
@@ -122,7 +183,8 @@ def _fact_cols(t: KGTables) -> list:
     return [c for c in t.fact.c if c.name != "embedding_vec"]
 
 
-def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: list[str], now: datetime) -> dict[str, dict]:
+def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: list[str], now: datetime,
+                         user_id: Optional[str] = None) -> dict[str, dict]:
     f = t.fact
     out: dict[str, dict] = {}
     for batch in chunked(sorted(set(ids))):
@@ -133,13 +195,14 @@ def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: l
         ).mappings()
         for r in rows:
             d = dict(r)
-            if d["agent_id"] == agent_id and not is_expired(d, now):
+            if row_owned(d, agent_id, user_id) and not is_expired(d, now):
                 out[d["id"]] = d
     return out
 
 
 def current_same_key_facts(
-    conn: sa.Connection, t: KGTables, agent_id: str, entity_key: str, attribute_keys: list[str], now: datetime
+    conn: sa.Connection, t: KGTables, agent_id: str, entity_key: str, attribute_keys: list[str], now: datetime,
+    user_id: Optional[str] = None,
 ) -> list[dict]:
     if not attribute_keys:
         return []
@@ -147,7 +210,7 @@ def current_same_key_facts(
     rows = conn.execute(
         sa.select(*_fact_cols(t))
         .where(
-            f.c.agent_id == agent_id,
+            owned(f, agent_id, user_id),
             f.c.entity_key == entity_key,
             f.c.valid_to.is_(None),
             f.c.invalidated_at.is_(None),

@@ -256,10 +256,12 @@ class Cand:
 class RetrieveRun:
     def __init__(self, km: Any, *, agent_id: str, query: str, session_id: Optional[str], entity_keys: Optional[list],
                  as_of: Optional[datetime], known_at: Optional[datetime], include_directives: bool, cfg: Any,
-                 now: datetime, verbose: bool) -> None:
+                 now: datetime, verbose: bool, user_id: Optional[str] = None) -> None:
         self.km = km
         self.t = km.runtime.tables
         self.agent_id = agent_id
+        #: KC-3.8: the reader; she sees her rows plus the agent's shared rows (None: shared only)
+        self.user_id = user_id
         self.query = query
         self.session_id = session_id
         self.entity_keys_in = entity_keys
@@ -296,7 +298,7 @@ class RetrieveRun:
         for batch in reads.chunked(sorted(set(ids))):
             for r in conn.execute(sa.select(*self._fact_cols()).where(f.c.id.in_(batch))).mappings():
                 d = dict(r)
-                if d["agent_id"] == self.agent_id:
+                if reads.row_visible(d, self.agent_id, self.user_id):
                     out[d["id"]] = d
         return out
 
@@ -431,7 +433,7 @@ class RetrieveRun:
     def _plan_inputs(self, conn: sa.Connection) -> tuple[list[str], list[str]]:
         e, rg = self.t.entity, self.t.registry
         types = [r[0] for r in conn.execute(
-            sa.select(e.c.entity_type).where(e.c.agent_id == self.agent_id, e.c.is_active == True).distinct()  # noqa: E712
+            sa.select(e.c.entity_type).where(reads.visible(e, self.agent_id, self.user_id), e.c.is_active == True).distinct()  # noqa: E712
         )]
         keys = [r[0] for r in conn.execute(
             sa.select(rg.c.key).where(rg.c.agent_id == self.agent_id, rg.c.status == "active").order_by(rg.c.key)
@@ -447,22 +449,22 @@ class RetrieveRun:
         for raw in self.entity_keys_in:
             key = str(raw)
             hit = conn.execute(
-                sa.select(e.c.canonical_key).where(e.c.agent_id == self.agent_id, e.c.canonical_key == key, e.c.is_active == True)  # noqa: E712
+                sa.select(e.c.canonical_key).where(reads.visible(e, self.agent_id, self.user_id), e.c.canonical_key == key, e.c.is_active == True)  # noqa: E712
             ).first()
             found = hit[0] if hit else None
             if found is None:
-                al = reads.lookup_aliases(conn, self.t, self.agent_id, [norm(key)])
+                al = reads.lookup_aliases(conn, self.t, self.agent_id, [norm(key)], self.user_id, read=True)
                 if norm(key) in al:
                     found = al[norm(key)][0]
             if found is None:
                 part = key.split(":", 1)[1] if ":" in key else key
-                al = reads.lookup_aliases(conn, self.t, self.agent_id, [norm(part), norm(part.replace("_", " "))])
+                al = reads.lookup_aliases(conn, self.t, self.agent_id, [norm(part), norm(part.replace("_", " "))], self.user_id, read=True)
                 for a in (norm(part), norm(part.replace("_", " "))):
                     if a in al:
                         found = al[a][0]
                         break
             if found is None:
-                cands = reads.entities_by_slug(conn, self.t, self.agent_id, slug(key.split(":", 1)[-1]))
+                cands = reads.entities_by_slug(conn, self.t, self.agent_id, slug(key.split(":", 1)[-1]), self.user_id, read=True)
                 if cands:
                     found = cands[0]["canonical_key"]
             if found is None:
@@ -475,12 +477,12 @@ class RetrieveRun:
         """Returns the expansion and the directly primed keys (aliases, names, entity_keys)."""
         t = self.t
         grams = [g for g in ngrams(self.query, 4) if len(g) >= 3]
-        hits = reads.lookup_aliases(conn, t, self.agent_id, grams)
+        hits = reads.lookup_aliases(conn, t, self.agent_id, grams, self.user_id, read=True)
         primed: list[str] = []
         for k in resolved:
             if k not in primed:
                 primed.append(k)
-        by_slug = reads.entities_by_slugs(conn, t, self.agent_id, [slug(g) for g in grams])
+        by_slug = reads.entities_by_slugs(conn, t, self.agent_id, [slug(g) for g in grams], self.user_id, read=True)
         for g in grams:
             if g in hits and hits[g][0] not in primed:
                 primed.append(hits[g][0])
@@ -488,14 +490,14 @@ class RetrieveRun:
                 if e["canonical_key"] not in primed:
                     primed.append(e["canonical_key"])
         if primed:
-            ents = reads.load_entities(conn, t, self.agent_id, primed)
+            ents = reads.load_entities(conn, t, self.agent_id, primed, self.user_id, read=True)
             primed = [k for k in primed if k in ents and ents[k]["is_active"]][:10]
         neighbours: list[str] = []
         if primed:
             r = t.relationship
             rows = conn.execute(
                 sa.select(r.c.source_entity_key, r.c.target_entity_key, r.c.strength, r.c.id)
-                .where(r.c.agent_id == self.agent_id, sa.or_(r.c.source_entity_key.in_(primed), r.c.target_entity_key.in_(primed)),
+                .where(reads.visible(r, self.agent_id, self.user_id), sa.or_(r.c.source_entity_key.in_(primed), r.c.target_entity_key.in_(primed)),
                        *edge_visible(r, self.view))
                 .order_by(sa.desc(r.c.strength), r.c.id)
             ).all()
@@ -511,7 +513,7 @@ class RetrieveRun:
             f = t.fact
             primed_rows = conn.execute(
                 sa.select(f.c.attribute_key, f.c.value_json, f.c.ttl_days, f.c.ingested_at)
-                .where(f.c.agent_id == self.agent_id, f.c.entity_key.in_(primed), f.c.valid_to.is_(None),
+                .where(reads.visible(f, self.agent_id, self.user_id), f.c.entity_key.in_(primed), f.c.valid_to.is_(None),
                        f.c.invalidated_at.is_(None))
                 .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id)
                 .limit(200)
@@ -551,7 +553,8 @@ class RetrieveRun:
             return 0
         hits = await self.km.runtime.search(
             query_vector=self.qvec, k=pool, agent_id=self.agent_id, record_types=["fact"], strategy="vector",
-            metadata_filter=store_filter(self.view, min_confidence=self.cfg.min_confidence, entity_keys=filter_keys),
+            metadata_filter=reads.with_scope(store_filter(self.view, min_confidence=self.cfg.min_confidence, entity_keys=filter_keys),
+                                             self.user_id, read=True),
         )
         rows = await self._hits_to_rows(hits)
         n = 0
@@ -576,7 +579,8 @@ class RetrieveRun:
             text = " ".join([self.query] + expanded.expanded_terms)
             hits = await self.km.runtime.search(
                 query=text, k=pool, agent_id=self.agent_id, record_types=["fact"], strategy="keyword",
-                metadata_filter=store_filter(self.view, min_confidence=self.cfg.min_confidence, entity_keys=filter_keys),
+                metadata_filter=reads.with_scope(store_filter(self.view, min_confidence=self.cfg.min_confidence, entity_keys=filter_keys),
+                                             self.user_id, read=True),
             )
             rows = await self._hits_to_rows(hits)
             for rec, dist in hits:
@@ -597,12 +601,12 @@ class RetrieveRun:
         out: dict[str, dict] = {}
         for pq in plan.pattern_queries:
             stmt = sa.select(*self._fact_cols()).where(
-                f.c.agent_id == self.agent_id, f.c.entity_key.like(pq.entity_pattern), *sql_visible(f, self.view)
+                reads.visible(f, self.agent_id, self.user_id), f.c.entity_key.like(pq.entity_pattern), *sql_visible(f, self.view)
             )
             if pq.attribute_filter:
                 stmt = stmt.where(f.c.attribute_key == pq.attribute_filter)
             if filter_keys is not None:
-                stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(lk.c.agent_id == self.agent_id, lk.c.entity_key.in_(filter_keys))))
+                stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.visible(lk, self.agent_id, self.user_id), lk.c.entity_key.in_(filter_keys))))
             for r in conn.execute(stmt.order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(pool)).mappings():
                 d = dict(r)
                 if fact_visible(d, self.view):
@@ -620,15 +624,15 @@ class RetrieveRun:
         r, e = t.relationship, t.entity
         vis = edge_visible(r, self.view)
         fwd = sa.select(r.c.id.label("rid"), r.c.source_entity_key.label("a"), r.c.target_entity_key.label("b"),
-                        r.c.strength.label("s")).where(r.c.agent_id == self.agent_id, *vis)
+                        r.c.strength.label("s")).where(reads.visible(r, self.agent_id, self.user_id), *vis)
         bwd = sa.select(r.c.id.label("rid"), r.c.target_entity_key.label("a"), r.c.source_entity_key.label("b"),
-                        r.c.strength.label("s")).where(r.c.agent_id == self.agent_id, *vis)
+                        r.c.strength.label("s")).where(reads.visible(r, self.agent_id, self.user_id), *vis)
         und = sa.union_all(fwd, bwd).cte("kg_und")
         max_hop = min(2, len(cfg.graph_hop_factors) - 1)
         walk = (
             sa.select(e.c.canonical_key.label("k"), sa.literal(0, sa.Integer).label("hop"),
                       sa.literal(1.0, sa.Float).label("s"), sa.cast(sa.null(), sa.String(36)).label("rid"))
-            .where(e.c.agent_id == self.agent_id, e.c.canonical_key.in_(seeds))
+            .where(reads.visible(e, self.agent_id, self.user_id), e.c.canonical_key.in_(seeds))
             .cte("kg_walk", recursive=True)
         )
         step = (
@@ -648,7 +652,7 @@ class RetrieveRun:
         for batch in reads.chunked(rids):
             for row in conn.execute(sa.select(r).where(r.c.id.in_(batch))).mappings():
                 edge_rows[row["id"]] = dict(row)
-        ents = reads.load_entities(conn, t, self.agent_id, list(best))
+        ents = reads.load_entities(conn, t, self.agent_id, list(best), self.user_id, read=True)
         best = {k: v for k, v in best.items() if k in ents and ents[k]["is_active"]}
         # neighbour cut per hop: importance, then strength
         kept: dict[str, tuple[int, float, Optional[str]]] = {k: v for k, v in best.items() if v[0] == 0}
@@ -681,13 +685,13 @@ class RetrieveRun:
         stmt = (
             sa.select(*self._fact_cols(), lk.c.entity_key.label("_via"), hop_of.label("_hop"))
             .select_from(f.join(lk, lk.c.fact_id == f.c.id))
-            .where(lk.c.agent_id == self.agent_id, lk.c.entity_key.in_(list(kept)), f.c.agent_id == self.agent_id,
+            .where(reads.visible(lk, self.agent_id, self.user_id), lk.c.entity_key.in_(list(kept)), reads.visible(f, self.agent_id, self.user_id),
                    f.c.confidence >= cfg.graph_min_confidence, *sql_visible(f, self.view))
             .order_by(hop_of, sa.desc(f.c.valid_from), f.c.id)
             .limit(cfg.graph_max_facts * 3)
         )
         if filter_keys is not None:
-            stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(lk.c.agent_id == self.agent_id, lk.c.entity_key.in_(filter_keys))))
+            stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.visible(lk, self.agent_id, self.user_id), lk.c.entity_key.in_(filter_keys))))
         qwords = " " + " ".join(norm(re.sub(r"[^\w\s]", " ", self.query)).split()) + " "
         taken: dict[str, dict] = {}
         for m in conn.execute(stmt).mappings():
@@ -718,7 +722,7 @@ class RetrieveRun:
             return []
         hits = await self.km.runtime.search(
             query_vector=self.qvec, k=cfg.event_max_scan, agent_id=self.agent_id, record_types=["message"], strategy="vector",
-            metadata_filter={"kg_source": {"$exists": True}},
+            metadata_filter=reads.with_scope({"kg_source": {"$exists": True}}, self.user_id, read=True),
         )
         hits = [(rec, 1.0 - float(d)) for rec, d in hits if 1.0 - float(d) >= cfg.min_similarity]
         if not hits:
@@ -730,7 +734,7 @@ class RetrieveRun:
             for batch in reads.chunked([r.id for r, _ in hits]):
                 for row in conn.execute(
                     sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.importance, ev.c.created_at)
-                    .where(ev.c.id.in_(batch), ev.c.agent_id == self.agent_id)
+                    .where(ev.c.id.in_(batch), reads.visible(ev, self.agent_id, self.user_id))
                 ).mappings():
                     out[row["id"]] = dict(row)
             return out
@@ -784,7 +788,7 @@ class RetrieveRun:
         row = c.row
         return ScoredFact(fact_id=row["id"], entity_key=row["entity_key"], entity_name=row["entity_name"],
                           attribute_key=row["attribute_key"], fact_text=row["fact_text"], score=c.final, scores=s,
-                          speaker=row.get("speaker"))
+                          speaker=row.get("speaker"), user_id=row.get("user_id"))
 
     # -- spreading activation ---------------------------------------------------------------------------
     def _neighbours(self, conn: sa.Connection, keys: list[str], limit: int) -> dict[str, list[tuple[str, float, str]]]:
@@ -795,7 +799,7 @@ class RetrieveRun:
         for batch in reads.chunked(sorted(set(keys))):
             rows = conn.execute(
                 sa.select(r.c.id, r.c.source_entity_key, r.c.target_entity_key, r.c.strength)
-                .where(r.c.agent_id == self.agent_id, sa.or_(r.c.source_entity_key.in_(batch), r.c.target_entity_key.in_(batch)),
+                .where(reads.visible(r, self.agent_id, self.user_id), sa.or_(r.c.source_entity_key.in_(batch), r.c.target_entity_key.in_(batch)),
                        *edge_visible(r, self.view))
                 .order_by(sa.desc(r.c.strength), r.c.id)
             ).all()
@@ -814,9 +818,9 @@ class RetrieveRun:
         rn = sa.func.row_number().over(partition_by=col, order_by=(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id))
         for batch in reads.chunked(sorted(set(values))):
             inner = sa.select(*self._fact_cols(), rn.label("rank_in_group")).where(
-                f.c.agent_id == self.agent_id, col.in_(batch), *sql_visible(f, self.view))
+                reads.visible(f, self.agent_id, self.user_id), col.in_(batch), *sql_visible(f, self.view))
             if filter_keys is not None:
-                inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(lk.c.agent_id == self.agent_id, lk.c.entity_key.in_(filter_keys))))
+                inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.visible(lk, self.agent_id, self.user_id), lk.c.entity_key.in_(filter_keys))))
             sub = inner.subquery("kg_ranked")
             stmt = sa.select(*[sub.c[c.name] for c in self._fact_cols()]).where(sub.c.rank_in_group <= per * 4).order_by(
                 sub.c[col.name], sub.c.rank_in_group)
@@ -842,7 +846,7 @@ class RetrieveRun:
         mo = self.t.meta_observation
         obs = [dict(r) for r in conn.execute(
             sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.observation_type, mo.c.supporting_fact_ids, mo.c.last_reinforced_at)
-            .where(mo.c.agent_id == self.agent_id, mo.c.is_active == True)  # noqa: E712
+            .where(reads.visible(mo, self.agent_id, self.user_id), mo.c.is_active == True)  # noqa: E712
             .order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id)
         ).mappings()]
         cited: set[str] = set()
@@ -958,14 +962,14 @@ class RetrieveRun:
         t = self.t
         it, so, ev, mo, cl = t.intention, t.session_observation, t.event, t.meta_observation, t.cluster
         rows = [dict(r) for r in conn.execute(
-            sa.select(it).where(it.c.agent_id == self.agent_id, it.c.status.in_(("pending", "triggered")))
+            sa.select(it).where(reads.visible(it, self.agent_id, self.user_id), it.c.status.in_(("pending", "triggered")))
             .order_by(it.c.created_at, it.c.id)
         ).mappings()]
         notes: list[dict] = []
         if self.session_id:
             obs = [dict(r) for r in conn.execute(
                 sa.select(so.c.id, so.c.content, so.c.source_message_ids, so.c.created_at)
-                .where(so.c.agent_id == self.agent_id, so.c.session_id == self.session_id, so.c.is_active == True)  # noqa: E712
+                .where(reads.visible(so, self.agent_id, self.user_id), so.c.session_id == self.session_id, so.c.is_active == True)  # noqa: E712
                 .order_by(so.c.created_at, so.c.id)
             ).mappings()]
             for o in obs:
@@ -973,10 +977,10 @@ class RetrieveRun:
                 newest = None
                 if src:
                     newest = conn.execute(
-                        sa.select(ev.c.occurred_at, ev.c.id).where(ev.c.id.in_(src), ev.c.agent_id == self.agent_id)
+                        sa.select(ev.c.occurred_at, ev.c.id).where(ev.c.id.in_(src), reads.visible(ev, self.agent_id, self.user_id))
                         .order_by(sa.desc(ev.c.occurred_at), sa.desc(ev.c.id)).limit(1)
                     ).first()
-                q = sa.select(sa.func.count()).select_from(ev).where(ev.c.agent_id == self.agent_id, ev.c.session_id == self.session_id)
+                q = sa.select(sa.func.count()).select_from(ev).where(reads.visible(ev, self.agent_id, self.user_id), ev.c.session_id == self.session_id)
                 if newest is not None:
                     q = q.where(sa.or_(ev.c.occurred_at > newest[0], sa.and_(ev.c.occurred_at == newest[0], ev.c.id > newest[1])))
                 n = int(conn.execute(q).scalar() or 0)
@@ -984,7 +988,7 @@ class RetrieveRun:
                 notes.append(o)
         emotion = conn.execute(
             sa.select(mo.c.title, mo.c.text).where(
-                mo.c.agent_id == self.agent_id, mo.c.is_active == True, mo.c.observation_type == "emotional_trend",  # noqa: E712
+                reads.visible(mo, self.agent_id, self.user_id), mo.c.is_active == True, mo.c.observation_type == "emotional_trend",  # noqa: E712
                 mo.c.last_reinforced_at >= self.now - timedelta(days=7),
             ).order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id).limit(1)
         ).first()
@@ -1000,7 +1004,7 @@ class RetrieveRun:
 
         if self.plan.broad_query:
             for cid, text in conn.execute(
-                sa.select(cl.c.id, cl.c.summary_text).where(cl.c.agent_id == self.agent_id, cl.c.is_active == True)  # noqa: E712
+                sa.select(cl.c.id, cl.c.summary_text).where(reads.visible(cl, self.agent_id, self.user_id), cl.c.is_active == True)  # noqa: E712
             ):
                 summaries[cid] = text
         return {
@@ -1038,21 +1042,27 @@ class RetrieveRun:
         f, r, it, so = t.fact, t.relationship, t.intention, t.session_observation
         now = self.now
 
-        def run():
-            with self.km.runtime.backend.write("knowledge usage tracking", self.agent_id) as conn:
+        def run() -> bool:
+            # KC-5.14: a read never waits for the write lock (review finding 16): when another
+            # writer holds it, this retrieval's usage is not recorded (a warning says so)
+            with self.km.runtime.backend.try_write("knowledge usage tracking", self.agent_id) as conn:
+                if conn is None:
+                    return False
                 for batch in reads.chunked(sorted(set(fact_ids))):
-                    conn.execute(sa.update(f).where(f.c.agent_id == self.agent_id, f.c.id.in_(batch))
+                    conn.execute(sa.update(f).where(reads.visible(f, self.agent_id, self.user_id), f.c.id.in_(batch))
                                  .values(times_retrieved=f.c.times_retrieved + 1, last_retrieved_at=now))
                 for batch in reads.chunked(sorted(set(edge_ids))):
-                    conn.execute(sa.update(r).where(r.c.agent_id == self.agent_id, r.c.id.in_(batch)).values(last_used_at=now))
+                    conn.execute(sa.update(r).where(reads.visible(r, self.agent_id, self.user_id), r.c.id.in_(batch)).values(last_used_at=now))
                 for batch in reads.chunked(sorted(set(triggered))):
-                    conn.execute(sa.update(it).where(it.c.agent_id == self.agent_id, it.c.id.in_(batch), it.c.status == "pending")
+                    conn.execute(sa.update(it).where(reads.owned(it, self.agent_id, self.user_id), it.c.id.in_(batch), it.c.status == "pending")
                                  .values(status="triggered", triggered_at=now))
                 for n in notes:
-                    conn.execute(sa.update(so).where(so.c.agent_id == self.agent_id, so.c.id == n["id"])
+                    conn.execute(sa.update(so).where(reads.owned(so, self.agent_id, self.user_id), so.c.id == n["id"])
                                  .values(referenced_at=now, relative_offset=n["relative_offset"][:64]))
+            return True
 
-        await self.km.runtime.in_thread(run)
+        if not await self.km.runtime.in_thread(run):
+            self.warn("usage tracking skipped: another writer holds the store's write lock (the read did not wait)")
 
 
 def _detail(row: dict, now: datetime) -> FactDetail:

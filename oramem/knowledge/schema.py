@@ -28,7 +28,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 import sqlalchemy as sa
@@ -153,9 +153,27 @@ class JSONValue(TypeDecorator):
     def process_result_value(self, value, dialect):
         if value is None:
             return None
+        if dialect.name == "oracle":
+            # D1: python-oracledb decodes a JSON column itself (impl/base/oson.pyx,
+            # _decode_node: str, bool, None, dict, list, every number a Decimal); decoding
+            # again would fail on "Talho" or Decimal('42'). Numbers become int/float as on SQLite.
+            return _plain_json(value)
         if isinstance(value, (dict, list)):
             return value
         return json.loads(value)
+
+
+def _plain_json(value: Any) -> Any:
+    """A driver-decoded JSON value with its Decimal numbers as int (integral) or float."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_json(v) for v in value]
+    return value
 
 
 class Vector(TypeDecorator):
@@ -200,6 +218,14 @@ def _ts(name: str, nullable: bool = True) -> sa.Column:
 
 def _agent() -> sa.Column:
     return sa.Column("agent_id", sa.String(256), nullable=False)
+
+
+#: KC-3.7: the user a row belongs to; NULL is the agent's shared knowledge
+USER_COLUMN = "user_id"
+
+
+def _user() -> sa.Column:
+    return sa.Column(USER_COLUMN, sa.String(255), nullable=True)
 
 
 @dataclass
@@ -248,7 +274,7 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
 
     event = sa.Table(
         p + "EVENT", md,
-        _id(primary_key=True), _agent(),
+        _id(primary_key=True), _agent(), _user(),
         _ts("occurred_at", False),
         sa.Column("text", sa.Text, nullable=False),
         sa.Column("source", sa.String(64), nullable=False, server_default="api"),
@@ -265,7 +291,7 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
     )
     fact = sa.Table(
         p + "FACT", md,
-        _id(primary_key=True), _agent(),
+        _id(primary_key=True), _agent(), _user(),
         sa.Column("entity_type", sa.String(32), nullable=False),
         sa.Column("entity_key", sa.String(128), nullable=False),
         sa.Column("entity_name", sa.String(256)),
@@ -303,7 +329,7 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
     )
     entity = sa.Table(
         p + "ENTITY", md,
-        _id(primary_key=True), _agent(),
+        _id(primary_key=True), _agent(), _user(),
         sa.Column("canonical_key", sa.String(128), nullable=False),
         sa.Column("display_name", sa.String(256)),
         sa.Column("entity_type", sa.String(32), nullable=False),
@@ -316,22 +342,22 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
         _ts("last_seen_at", False),
         _ts("summary_refreshed_at"),
         _ts("created_at", False),
-        sa.UniqueConstraint("agent_id", "canonical_key", name=f"{p}ENTITY_UK"),
+        sa.UniqueConstraint("agent_id", "user_id", "canonical_key", name=f"{p}ENTITY_UK"),
         sa.Index(f"{p}ENTITY_AGT_TYPE_IX", "agent_id", "entity_type"),
     )
     alias = sa.Table(
         p + "ENTITY_ALIAS", md,
-        _id(primary_key=True), _agent(),
+        _id(primary_key=True), _agent(), _user(),
         sa.Column("alias", sa.String(256), nullable=False),
         sa.Column("canonical_entity_key", sa.String(128), nullable=False),
         sa.Column("canonical_entity_type", sa.String(32), nullable=False),
         _ts("created_at", False),
-        sa.UniqueConstraint("agent_id", "alias", name=f"{p}ALIAS_UK"),
+        sa.UniqueConstraint("agent_id", "user_id", "alias", name=f"{p}ALIAS_UK"),
         sa.Index(f"{p}ALIAS_KEY_IX", "agent_id", "canonical_entity_key"),
     )
     relationship = sa.Table(
         p + "RELATIONSHIP", md,
-        _id(primary_key=True), _agent(),
+        _id(primary_key=True), _agent(), _user(),
         sa.Column("source_entity_key", sa.String(128), nullable=False),
         sa.Column("target_entity_key", sa.String(128), nullable=False),
         sa.Column("rel_type", sa.String(64), nullable=False),
@@ -344,7 +370,7 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
         _ts("updated_at", False),
         _ts("last_used_at"),
         _ts("invalidated_at"),
-        sa.UniqueConstraint("agent_id", "source_entity_key", "target_entity_key", "rel_type", name=f"{p}REL_UK"),
+        sa.UniqueConstraint("agent_id", "user_id", "source_entity_key", "target_entity_key", "rel_type", name=f"{p}REL_UK"),
         sa.Index(f"{p}REL_AGT_TGT_IX", "agent_id", "target_entity_key"),
         sa.Index(f"{p}REL_EVIDENCE_IX", "evidence_fact_id"),
     )
@@ -354,14 +380,14 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
         _id("fact_id", nullable=False),
         sa.Column("entity_key", sa.String(128), nullable=False),
         sa.Column("is_primary", Bool(), nullable=False, server_default=sa.text("0")),
-        _agent(),
+        _agent(), _user(),
         sa.UniqueConstraint("fact_id", "entity_key", name=f"{p}LINK_UK"),
         sa.Index(f"{p}LINK_AGT_ENT_IX", "agent_id", "entity_key"),
         sa.Index(f"{p}LINK_FACT_IX", "fact_id"),
     )
     cluster = sa.Table(
         p + "CLUSTER", md,
-        _id(primary_key=True), _agent(),
+        _id(primary_key=True), _agent(), _user(),
         sa.Column("label", sa.String(128), nullable=False),
         sa.Column("summary_text", sa.Text),
         sa.Column("cluster_type", sa.String(32), nullable=False, server_default="auto"),
@@ -374,7 +400,7 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
     )
     meta_observation = sa.Table(
         p + "META_OBSERVATION", md,
-        _id(primary_key=True), _agent(),
+        _id(primary_key=True), _agent(), _user(),
         sa.Column("observation_type", sa.String(32), nullable=False),
         sa.Column("title", sa.String(256), nullable=False),
         sa.Column("text", sa.Text, nullable=False),
@@ -409,14 +435,14 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
     )
     intention = sa.Table(
         p + "INTENTION", md,
-        _id(primary_key=True), _agent(),
+        _id(primary_key=True), _agent(), _user(),
         sa.Column("trigger_type", sa.String(16), nullable=False),
         sa.Column("trigger_condition", sa.Text, nullable=False),
         sa.Column("intended_action", sa.Text, nullable=False),
         _ts("due_date"),
         sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
         V("trigger_embedding_vec"),
-        sa.Column("source_context", sa.String(32)),
+        sa.Column("source_context", sa.String(256)),
         sa.Column("outcome_note", sa.Text),
         _ts("created_at", False),
         _ts("triggered_at"),
@@ -425,7 +451,7 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
     )
     session_observation = sa.Table(
         p + "SESSION_OBSERVATION", md,
-        _id(primary_key=True), _agent(),
+        _id(primary_key=True), _agent(), _user(),
         sa.Column("content", sa.Text, nullable=False),
         sa.Column("topic", sa.String(64)),
         sa.Column("entities_mentioned", JSONValue(), nullable=False, server_default="[]"),
@@ -448,7 +474,7 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
     # the durable extraction queue (queue.py): one row per background write
     job = sa.Table(
         p + "JOB", md,
-        _id(primary_key=True), _agent(),
+        _id(primary_key=True), _agent(), _user(),
         _id("event_id", nullable=False),
         sa.Column("kind", sa.String(16), nullable=False, server_default="write"),
         sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
@@ -468,6 +494,18 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
         sa.Index(f"{p}JOB_ST_AVAIL_IX", "status", "available_at"),
         sa.Index(f"{p}JOB_AGT_ST_IX", "agent_id", "status"),
     )
+    # KC-3.7: shared rows (user_id NULL) are unique per agent too. Oracle's composite UNIQUE
+    # constraint already treats rows whose non-null keys are equal and whose user_id is NULL as
+    # duplicates; SQLite treats NULLs as distinct, so it gets partial unique indexes (SQLite only).
+    for table, cols, name in (
+        (entity, ("agent_id", "canonical_key"), "ENTITY_SHR_UK"),
+        (alias, ("agent_id", "alias"), "ALIAS_SHR_UK"),
+        (relationship, ("agent_id", "source_entity_key", "target_entity_key", "rel_type"), "REL_SHR_UK"),
+    ):
+        sa.Index(
+            p + name, *(table.c[c] for c in cols), unique=True, sqlite_where=table.c.user_id.is_(None),
+            info={"sqlite_only": True},
+        ).ddl_if(dialect="sqlite")
     return KGTables(
         md, store_id.upper(), vector_dim, event, fact, entity, alias, relationship, link, cluster,
         meta_observation, registry, intention, session_observation, agent, job,
@@ -475,7 +513,8 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
 
 
 # ----------------------------------------------------------------------------- policies
-def apply_schema_policy(engine: sa.Engine, tables: KGTables, policy: SchemaPolicy) -> None:
+def apply_schema_policy(engine: sa.Engine, tables: KGTables, policy: SchemaPolicy,
+                        upgrade: Optional[Callable[[list[str]], None]] = None) -> None:
     """Create, validate or recreate the knowledge tables under the store's policy (SC-10.2)."""
     policy = SchemaPolicy.coerce(policy, "schema_policy")
     insp = sa.inspect(engine)
@@ -495,14 +534,65 @@ def apply_schema_policy(engine: sa.Engine, tables: KGTables, policy: SchemaPolic
             f"knowledge tables missing for store {tables.store_id}: {', '.join(missing)}; "
             f"open with schema_policy=CREATE_IF_NECESSARY to create them (policy in force: {policy.value})"
         )
+    lacking_of = _lacking_columns(insp, wanted)
+    if lacking_of and all(set(cols) <= UPGRADABLE for cols in lacking_of.values()):
+        # KC-3.7: a store made before the user dimension; upgraded in place on open under
+        # CREATE_IF_NECESSARY (existing rows become the agent's shared knowledge), refused otherwise
+        if policy is not SchemaPolicy.CREATE_IF_NECESSARY:
+            raise SchemaError(
+                f"the knowledge tables of store {tables.store_id} predate the user dimension (no {USER_COLUMN} column); "
+                "open once with schema_policy=CREATE_IF_NECESSARY to upgrade them in place (existing knowledge becomes "
+                "the agent's shared knowledge), or on Oracle run ddl/knowledge/002_user_scope.sql "
+                f"(policy in force: {policy.value})"
+            )
+        if upgrade is None:
+            raise SchemaError(
+                f"the knowledge tables of store {tables.store_id} predate the user dimension (no {USER_COLUMN} column): "
+                "open the store once with KnowledgeMemory(store, None) under schema_policy=CREATE_IF_NECESSARY to "
+                "upgrade them in place, then retry"
+            )
+        upgrade(sorted(lacking_of))
+        lacking_of = _lacking_columns(sa.inspect(engine), wanted)
+    for name, lacking in lacking_of.items():
+        raise SchemaError(
+            f"knowledge table {name} lacks column(s) {', '.join(lacking)}; "
+            "upgrade with schema_policy=CREATE_IF_NECESSARY is not supported for these columns: use RECREATE (destructive)"
+        )
+
+
+#: columns an older store may lack that :func:`upgrade_sqlite` / ``002_user_scope.sql`` add
+UPGRADABLE = frozenset({USER_COLUMN})
+
+
+def _lacking_columns(insp: Any, wanted: list[sa.Table]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
     for t in wanted:
         have = {c["name"].lower() for c in insp.get_columns(t.name)}
         lacking = [c.name for c in t.columns if c.name.lower() not in have]
         if lacking:
-            raise SchemaError(
-                f"knowledge table {t.name} lacks column(s) {', '.join(lacking)}; "
-                "upgrade with schema_policy=CREATE_IF_NECESSARY is not supported for columns: use RECREATE (destructive)"
-            )
+            out[t.name] = lacking
+    return out
+
+
+def upgrade_sqlite(conn: sa.Connection, tables: KGTables, names: list[str]) -> None:
+    """KC-3.7 upgrade of SQLite knowledge tables made before the user dimension, inside the
+    caller's transaction: each table is rebuilt (SQLite cannot change a UNIQUE constraint in
+    place): renamed aside, created anew with its indexes, its rows copied (``user_id`` NULL:
+    the agent's shared knowledge), the old table dropped."""
+    by_name = {t.name: t for t in tables.metadata.sorted_tables}
+    for name in names:
+        t = by_name[name]
+        old = f"{name}__PRE_USER"
+        cols = [r[1] for r in conn.exec_driver_sql(f'PRAGMA table_info("{name}")')]
+        for (ix_name,) in conn.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", (name,)
+        ).all():
+            conn.exec_driver_sql(f'DROP INDEX "{ix_name}"')
+        conn.exec_driver_sql(f'ALTER TABLE "{name}" RENAME TO "{old}"')
+        t.create(conn)
+        common = ", ".join(f'"{c}"' for c in cols if c in t.c)
+        conn.exec_driver_sql(f'INSERT INTO "{name}" ({common}) SELECT {common} FROM "{old}"')
+        conn.exec_driver_sql(f'DROP TABLE "{old}"')
 
 
 def oracle_ddl(store_id: str, vector_dim: int) -> str:
@@ -520,6 +610,65 @@ def oracle_ddl(store_id: str, vector_dim: int) -> str:
         ddl = re.sub(r"BOOLEAN DEFAULT 0", "BOOLEAN DEFAULT FALSE", ddl)
         out.append(ddl + ";")
         for ix in sorted(t.indexes, key=lambda i: i.name or ""):
+            if ix.info.get("sqlite_only"):
+                continue
             stmt = str(CreateIndex(ix).compile(dialect=dialect)).strip()
             out.append(stmt.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1) + ";")
     return "\n\n".join(out) + "\n"
+
+
+#: KC-3.7: the UNIQUE constraints that gain ``user_id`` (suffix -> columns)
+_USER_UNIQUES = (
+    ("ENTITY", "ENTITY_UK", "agent_id, user_id, canonical_key"),
+    ("ENTITY_ALIAS", "ALIAS_UK", "agent_id, user_id, alias"),
+    ("RELATIONSHIP", "REL_UK", "agent_id, user_id, source_entity_key, target_entity_key, rel_type"),
+)
+
+
+def oracle_upgrade_ddl(store_id: str) -> str:
+    """KC-3.7: the Oracle upgrade of one store's knowledge tables made before the user
+    dimension, as one idempotent PL/SQL block: ``user_id`` added where missing (existing
+    rows become the agent's shared knowledge), the three UNIQUE constraints rebuilt with it,
+    ``INTENTION.source_context`` widened to a whole session id. Static-checked, not run
+    against Oracle."""
+    tables = build_tables(store_id, 1)
+    sid = tables.store_id
+    scoped = sorted(t.name for t in tables.metadata.sorted_tables if USER_COLUMN in t.c)
+    lines = [
+        "DECLARE",
+        "   l_count PLS_INTEGER;",
+        "   PROCEDURE add_user_column(in_table IN VARCHAR2) IS",
+        "   BEGIN",
+        "      SELECT COUNT(*) INTO l_count FROM user_tab_columns",
+        "       WHERE table_name = in_table AND column_name = 'USER_ID';",
+        "      IF l_count = 0 THEN",
+        "         EXECUTE IMMEDIATE 'ALTER TABLE ' || DBMS_ASSERT.ENQUOTE_NAME(in_table, FALSE)",
+        "            || ' ADD (user_id VARCHAR2(255 CHAR))';",
+        "      END IF;",
+        "   END add_user_column;",
+        "   PROCEDURE rebuild_unique(in_table IN VARCHAR2, in_constraint IN VARCHAR2, in_columns IN VARCHAR2) IS",
+        "   BEGIN",
+        "      SELECT COUNT(*) INTO l_count FROM user_cons_columns",
+        "       WHERE table_name = in_table AND constraint_name = in_constraint AND column_name = 'USER_ID';",
+        "      IF l_count = 0 THEN",
+        "         SELECT COUNT(*) INTO l_count FROM user_constraints",
+        "          WHERE table_name = in_table AND constraint_name = in_constraint;",
+        "         IF l_count > 0 THEN",
+        "            EXECUTE IMMEDIATE 'ALTER TABLE ' || DBMS_ASSERT.ENQUOTE_NAME(in_table, FALSE)",
+        "               || ' DROP CONSTRAINT ' || DBMS_ASSERT.ENQUOTE_NAME(in_constraint, FALSE) || ' DROP INDEX';",
+        "         END IF;",
+        "         EXECUTE IMMEDIATE 'ALTER TABLE ' || DBMS_ASSERT.ENQUOTE_NAME(in_table, FALSE)",
+        "            || ' ADD CONSTRAINT ' || DBMS_ASSERT.ENQUOTE_NAME(in_constraint, FALSE)",
+        "            || ' UNIQUE (' || in_columns || ')';",
+        "      END IF;",
+        "   END rebuild_unique;",
+        "BEGIN",
+    ]
+    lines += [f"   add_user_column('{name}');" for name in scoped]
+    lines += [f"   rebuild_unique('{sid}_KG_{tab}', '{sid}_KG_{uk}', '{cols}');" for tab, uk, cols in _USER_UNIQUES]
+    lines += [
+        f"   EXECUTE IMMEDIATE 'ALTER TABLE \"{sid}_KG_INTENTION\" MODIFY (source_context VARCHAR2(256 CHAR))';",
+        "END;",
+        "/",
+    ]
+    return "\n".join(lines) + "\n"

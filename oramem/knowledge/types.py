@@ -314,6 +314,9 @@ class WriteResult:
     #: set by ``write(..., background=True)``: the message is queued as this job (its facts
     #: lists stay empty; ``event_id`` is the id the event will have once a worker ran it)
     job_id: Optional[str] = None
+    #: KC-4.22: the steps that fell back to deterministic rules because the LLM failed (e.g.
+    #: ``["reconcile"]``); empty when every LLM step answered
+    degraded: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -326,6 +329,8 @@ class ScoredFact:
     score: float = 0.0
     scores: dict[str, float] = field(default_factory=dict)
     speaker: Optional[str] = None
+    #: KC-3.7: whose fact (None: the agent's shared knowledge)
+    user_id: Optional[str] = None
 
 
 @dataclass
@@ -357,6 +362,8 @@ class FactDetail:
 
     fact_id: str = ""
     agent_id: str = ""
+    #: KC-3.7: the user the row belongs to (None: the agent's shared knowledge)
+    user_id: Optional[str] = None
     entity_type: str = ""
     entity_key: str = ""
     entity_name: Optional[str] = None
@@ -411,12 +418,16 @@ class EntityDetail:
     last_seen_at: Optional[datetime] = None
     summary_refreshed_at: Optional[datetime] = None
     aliases: list[str] = field(default_factory=list)
+    #: KC-3.7: the user the entity belongs to (None: the agent's shared knowledge)
+    user_id: Optional[str] = None
 
 
 @dataclass
 class RelationshipDetail:
     id: str = ""
     agent_id: str = ""
+    #: KC-3.7: the user the row belongs to (None: the agent's shared knowledge)
+    user_id: Optional[str] = None
     source_entity_key: str = ""
     target_entity_key: str = ""
     rel_type: str = ""
@@ -436,6 +447,8 @@ class RelationshipDetail:
 class IntentionDetail:
     id: str = ""
     agent_id: str = ""
+    #: KC-3.7: the user the row belongs to (None: the agent's shared knowledge)
+    user_id: Optional[str] = None
     trigger_type: str = ""
     trigger_condition: str = ""
     intended_action: str = ""

@@ -348,8 +348,29 @@ def doctor(conn: Any) -> list[Check]:
             required,
         ))
 
+    # D14: the default tablespace needs a quota (or UNLIMITED TABLESPACE), else every store is
+    # created and its first add fails with ORA-01950. USER_TS_QUOTAS: MAX_BYTES -1 = unlimited.
+    ts = _rows(conn, "select default_tablespace from user_users")
+    quota = _rows(conn, "select max_bytes from user_ts_quotas where tablespace_name = :ts",
+                  ts=ts[0][0]) if ts else None
+    unlimited = "UNLIMITED TABLESPACE" in have
+    has_quota = unlimited or bool(quota and quota[0][0] is not None and (quota[0][0] == -1 or quota[0][0] > 0))
+    checks.append(Check(
+        "tablespace quota", True if unlimited else (has_quota if quota is not None else None),
+        ("UNLIMITED TABLESPACE" if unlimited else f"quota on {ts[0][0]}" if has_quota and ts
+         else f"no quota on {ts[0][0] if ts else 'the default tablespace'}"),
+        "as a DBA: ALTER USER <user> QUOTA UNLIMITED ON <default tablespace>; (without it the first add fails "
+        "with ORA-01950)",
+    ))
+
     tab_privs = _rows(conn, "select owner, table_name, privilege from user_tab_privs where privilege = 'EXECUTE'")
     granted = {(o, t) for o, t, _ in tab_privs or ()}
+    # D14: a grant to PUBLIC also counts in definer's-rights code ("no roles enabled except
+    # PUBLIC", docs.oracle.com/error-help/db/pls-00201); USER_TAB_PRIVS does not list it
+    public = _rows(conn, "select table_schema, table_name from all_tab_privs where grantee = 'PUBLIC' "
+                         "and privilege = 'EXECUTE' and table_name in "
+                         "('DBMS_LOCK', 'CTX_DDL', 'DBMS_VECTOR_CHAIN', 'DBMS_HYBRID_VECTOR')")
+    granted |= {(o, t) for o, t in public or ()}
     checks.append(Check(
         "EXECUTE ON SYS.DBMS_LOCK", ("SYS", "DBMS_LOCK") in granted if tab_privs is not None else None,
         "store locks (open/drop serialisation)",

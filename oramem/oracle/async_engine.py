@@ -26,7 +26,7 @@ from ..requests import AddRequest, ForgetRequest, ListRequest, SearchRequest, St
 from ..types import Record, SchemaPolicy
 from .base import _RETURN_TYPES, ASYNC_SOURCES, CALLS, SYNC_SOURCES, OracleEngine, T, _Held, _Prepared, log
 from .calls import PlsqlCall
-from .errors import translate
+from .errors import package_state_reset, translate
 
 __all__ = ["AsyncOracleEngine"]
 
@@ -73,11 +73,12 @@ class AsyncOracleEngine(OracleEngine):
                 return await self._run_on_async(block.handle.conn, call, binds, False)
         if self._kind == "async_pool":
             async with self._target.acquire() as conn:
-                return await self._run_on_async(conn, call, binds, commit)
+                return await self._run_on_async(conn, call, binds, commit, retry=True)
         async with self._conn_lock_async():
-            return await self._run_on_async(self._target, call, binds, commit)
+            return await self._run_on_async(self._target, call, binds, commit, retry=True)
 
-    async def _run_on_async(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool) -> Any:
+    async def _run_on_async(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool,
+                            retry: bool = False) -> Any:
         try:
             result = await self._call_on_async(conn, call, binds)
             if commit:
@@ -87,8 +88,11 @@ class AsyncOracleEngine(OracleEngine):
             if commit:
                 try:
                     await conn.rollback()
-                except oracledb.Error:
-                    pass
+                except oracledb.Error:  # the call's error propagates; this one is logged, not lost
+                    log.warning("oramem: rolling back after a failed %s failed", call.qualified_name, exc_info=True)
+            if retry and package_state_reset(e):
+                # D11: outside a block the call did not run and nothing else is undone
+                return await self._run_on_async(conn, call, binds, commit)
             mapped = translate(e)
             if mapped is e:
                 raise

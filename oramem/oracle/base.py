@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import json
 import dataclasses
 import logging
 import re
@@ -40,7 +41,7 @@ from ..requests import (
     ON_CONFLICT,
 )
 from ..sqlite.keyword import DEFAULT_KEYWORD_LANGUAGE, check_language
-from ..types import Record, SchemaPolicy
+from ..types import Record, SchemaPolicy, SearchStrategy
 from .calls import PlsqlCall
 from .codec import (
     _loads,
@@ -79,6 +80,12 @@ CALLS: dict[str, PlsqlCall] = {
     "delete": PlsqlCall("oramem_store", "delete_record_json",
                         (("in_store_id", _V), ("in_record_type", _V), ("in_record_id", _V),
                          ("in_cascade", _I)), _C),
+    # N4: the cascade of an erasure (the hook's event says reason "forget" and has the names),
+    # and the records the erasers name, in one statement without the hook
+    "forget_cascade": PlsqlCall("oramem_store", "delete_record_json",
+                                (("in_store_id", _V), ("in_record_type", _V), ("in_record_id", _V),
+                                 ("in_cascade", _I), ("in_reason", _V), ("in_names", _C)), _C),
+    "delete_keys": PlsqlCall("oramem_store", "delete_keys_json", (("in_store_id", _V), ("in_keys", _C)), _C),
     "delete_thread": PlsqlCall("oramem_store", "delete_thread_json",
                                (("in_store_id", _V), ("in_thread_id", _V)), _C),
     "purge_expired": PlsqlCall("oramem_store", "purge_expired_json",
@@ -310,8 +317,20 @@ class OracleEngine(Engine):
         if not isinstance(settings, StoreSettings):
             raise TypeError(f"settings must be a StoreSettings, got {type(settings).__name__}")
         policy = SchemaPolicy.coerce(policy, "schema_policy")
+        # D8: only a HYBRID store uses an in-database model (its vectorizer); the packages
+        # take a model of their own schema (USER_MINING_MODELS), so an OWNER.MODEL name is
+        # refused here, before any call, instead of failing every store with -20011.
+        model = None
+        if SearchStrategy.coerce(settings.search_strategy, "search_strategy") is SearchStrategy.HYBRID:
+            model = self._embedding_model
+            if model is not None and "." in model:
+                raise ValueError(
+                    f"embedding model {model!r}: a HYBRID store's model must be loaded in the schema that owns "
+                    "the oramem packages; load it there (DBMS_VECTOR.LOAD_ONNX_MODEL) and pass its name without "
+                    "the schema. VECTOR and KEYWORD stores can embed with OracleDBEmbedder('OWNER.MODEL')"
+                )
         return dict(
-            in_settings=settings_json(settings, self._embedding_model, self._requested_language),
+            in_settings=settings_json(settings, model, self._requested_language),
             in_policy=policy.value.upper(),
             in_lock_timeout=_LOCK_TIMEOUT_SECONDS,
         )
@@ -433,8 +452,16 @@ class OracleEngine(Engine):
         profile = "user_profile" if request.user_id is not None else "agent_profile"
         actor = request.user_id if request.user_id is not None else request.agent_id
         _check_id(actor, "user_id" if request.user_id is not None else "agent_id")
-        values = dict(in_store_id=_STORE, in_record_type=profile, in_record_id=actor, in_cascade=1)
-        return _Prepared("delete", False, values, _loads)
+        names = None if request.names is None else json.dumps(list(request.names))
+        values = dict(in_store_id=_STORE, in_record_type=profile, in_record_id=actor, in_cascade=1,
+                      in_reason="forget", in_names=names)
+        return _Prepared("forget_cascade", False, values, _loads)
+
+    @staticmethod
+    def _prepare_delete_keys(keys: builtins.list[tuple[str, str]]) -> _Prepared[int]:
+        """N4: the records the erasers named, one call, no deletion hook (SQLite delete_keys)."""
+        return _Prepared("delete_keys", False, dict(in_store_id=_STORE, in_keys=json.dumps([list(k) for k in keys])),
+                         lambda reply: int((_loads(reply) or {}).get("count") or 0))
 
     @staticmethod
     def _prepare_has_knowledge() -> _Prepared[int]:

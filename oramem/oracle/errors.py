@@ -57,6 +57,8 @@ ERROR_CLASSES: dict[int, tuple[type[Exception], str]] = {
     29902: (ValueError, "Oracle Text rejected the query; rephrase it with plain words"),
     1031: (CapabilityError, "a privilege is missing; `oramem db doctor` lists the grants oramem needs"),
     27486: (CapabilityError, "CREATE JOB is missing; ask the DBA for a direct GRANT CREATE JOB"),
+    1950: (CapabilityError, "the schema has no quota on its tablespace; ask the DBA for "
+                            "ALTER USER <user> QUOTA UNLIMITED ON <tablespace> (`oramem db doctor` checks it)"),
     # the packages are missing, invalid, or their state was reset by a recompile
     # ORA-06550 also comes from the packages' own dynamic blocks when the owner lacks a direct
     # grant (review F10; the PL/SQL side maps those to -20302, oracle-store S19): the advice
@@ -67,11 +69,26 @@ ERROR_CLASSES: dict[int, tuple[type[Exception], str]] = {
                         "(`oramem db doctor` lists the grants)"),
     4063: (SchemaError, "an oramem package has compilation errors; " + _INSTALL_HINT),
     4068: (SchemaError, "the oramem packages were recompiled while in use; retry the call"),
+    4061: (SchemaError, "the oramem packages were recompiled while in use; retry the call"),
+    4065: (SchemaError, "the oramem packages were recompiled while in use; retry the call"),
     942: (SchemaError, "an oramem table is missing; " + _INSTALL_HINT),
 }
 
 _STACK_LINE = re.compile(r"^(ORA-06512|ORA-04088|ORA-06550: line)", re.MULTILINE)
 _PREFIX = re.compile(r"^ORA-\d{5}:\s*")
+
+
+#: D11/N8: "If the body of an instantiated, stateful package is recompiled ..., the next
+#: invocation of a subprogram in the package causes Oracle Database to discard the existing
+#: package state and raise the exception ORA-04068" (PL/SQL Language Reference 23, Package
+#: State); ORA-04061/04065 are the same reset seen through a dependent unit. The call did not
+#: run, and the next one finds fresh state, so the engines retry it once outside a block.
+PACKAGE_STATE_RESET = frozenset({4068, 4061, 4065})
+
+
+def package_state_reset(exc: BaseException) -> bool:
+    """Is ``exc`` the one-time error of a session whose package state was discarded?"""
+    return error_code(exc) in PACKAGE_STATE_RESET
 
 
 def error_code(exc: BaseException) -> int | None:

@@ -33,7 +33,7 @@ from ..requests import AddRequest, ErasureReport, ForgetRequest, ListRequest, Se
 from ..types import Record, SchemaPolicy
 from .base import _RETURN_TYPES, CALLS, SYNC_SOURCES, ASYNC_SOURCES, OracleEngine, T, _Held, _Prepared, log
 from .calls import PlsqlCall
-from .errors import translate
+from .errors import package_state_reset, translate
 
 __all__ = ["SyncOracleEngine"]
 
@@ -78,11 +78,11 @@ class SyncOracleEngine(OracleEngine):
             return self._run_on(block.handle.conn, call, binds, False)
         if self._kind == "pool":
             with self._target.acquire() as conn:
-                return self._run_on(conn, call, binds, commit)
+                return self._run_on(conn, call, binds, commit, retry=True)
         with self._conn_lock:
-            return self._run_on(self._target, call, binds, commit)
+            return self._run_on(self._target, call, binds, commit, retry=True)
 
-    def _run_on(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool) -> Any:
+    def _run_on(self, conn: Any, call: PlsqlCall, binds: dict[str, Any], commit: bool, retry: bool = False) -> Any:
         try:
             result = self._call_on(conn, call, binds)
             if commit:
@@ -92,8 +92,11 @@ class SyncOracleEngine(OracleEngine):
             if commit:
                 try:
                     conn.rollback()
-                except oracledb.Error:
-                    pass
+                except oracledb.Error:  # the call's error propagates; this one is logged, not lost
+                    log.warning("oramem: rolling back after a failed %s failed", call.qualified_name, exc_info=True)
+            if retry and package_state_reset(e):
+                # D11: outside a block the call did not run and nothing else is undone
+                return self._run_on(conn, call, binds, commit)
             mapped = translate(e)
             if mapped is e:
                 raise
@@ -221,9 +224,8 @@ class SyncOracleEngine(OracleEngine):
             reports = [r for r in (e.erase(event, snap) for e, snap in zip(erasers, snapshots))
                        if isinstance(r, ErasureReport)]
             keys = sorted({key for r in reports for key in r.records})
-            for rtype, rid in keys:
-                self._do(self._prepare_delete(rtype, rid, False))
-        return self._forget_counts(event, reports, len(keys))
+            derived = self._do(self._prepare_delete_keys(keys)) if keys else 0
+        return self._forget_counts(event, reports, derived)
 
     def sync_search_index(self) -> None:
         self._do(self._prepare_sync_search_index("sync_search_index"))

@@ -20,7 +20,10 @@ from .connection import BUSY_TIMEOUT_S, connect_read_only
 from .schema import CATALOG, StoreTables, has_knowledge_tables
 from .timefmt import iso
 
-__all__ = ["list_stores", "count_live_records", "drop_store", "explain_error", "knowledge_tables_exist"]
+__all__ = [
+    "list_stores", "count_live_records", "drop_store", "explain_error", "knowledge_tables_exist", "read_record_rows",
+    "read_thread_rows",
+]
 
 
 def _connect_ro(path: str) -> sqlite3.Connection:
@@ -154,6 +157,22 @@ def read_record_rows(path: str, store_id: str, after_seq: int, limit: int, now: 
             ):
                 chunks.setdefault(seq, []).append((text, vector))
         return [(row[0], to_record(row), chunks.get(row[0], [])) for row in rows]
+    finally:
+        conn.close()
+
+
+def read_thread_rows(path: str, store_id: str) -> list[tuple[str, Any, Any, str]]:
+    """Every ``thread`` row of one store, oldest first: ``(thread_id, user_id, agent_id,
+    created_at)`` (what ``restore_threads`` takes, SC-13.6; read-only)."""
+    tables = StoreTables(store_id)
+    conn = _connect_ro(path)
+    try:
+        return [
+            (tid, user, agent, created)
+            for tid, user, agent, created in conn.execute(
+                f"SELECT id, user_id, agent_id, created_at FROM {tables.records} WHERE record_type = 'thread' ORDER BY seq"
+            )
+        ]
     finally:
         conn.close()
 

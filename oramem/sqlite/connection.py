@@ -296,4 +296,12 @@ def _translate(exc: sqlite3.OperationalError, what: str) -> Exception:
             f"{what}: another connection held the database lock for more than "
             f"{BUSY_TIMEOUT_S:g}s ({exc}); retry, or find the long-running writer"
         )
+    if "database or disk is full" in str(exc):
+        # finding 21: say that space is what is missing, and for an erasure why it needs any
+        why = (" (an erasure writes before it frees: it rewrites the keyword index without the erased words, so it "
+               "needs free space about the size of that index)") if what == "forget" else ""
+        return StoreError(
+            f"{what} failed: the disk holding the database is full{why}; nothing was changed; free some disk space "
+            f"there (or raise the quota) and run it again ({exc})"
+        )
     return StoreError(f"{what} failed in SQLite: {exc}")

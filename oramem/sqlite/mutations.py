@@ -19,7 +19,7 @@ from .timefmt import expiry
 
 __all__ = [
     "Catalog", "WriteTx", "resolve_conflicts", "add_records", "update_record", "delete_record", "delete_thread", "purge",
-    "forget", "delete_keys",
+    "forget", "delete_keys", "release_actor",
 ]
 
 _IN_SEQS = "(SELECT value FROM json_each(:seqs))"
@@ -202,7 +202,8 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
     tx.insert_chunks(chunk_rows, size)
 
     # SC-2.3: the first scoped write naming a thread creates it; that write's user and
-    # agent own the thread (what a profile cascade removes, SC-8.2).
+    # agent are recorded on the thread row as the ones who opened it (SC-13.2: a record of
+    # who opened it, not a grant over other records in it).
     # (one row per thread: a later record naming the same thread would be DO NOTHING)
     first_naming: dict[str, tuple] = {}
     for rec in request.records:
@@ -315,9 +316,45 @@ def _victims(tx: WriteTx, where: str, params: dict) -> list[tuple[int, str, str]
     return tx.conn.execute(f"SELECT seq, record_type, id FROM {tx.tables.records} r WHERE {where}", params).fetchall()
 
 
+def release_actor(tx: WriteTx, column: str, actor: str) -> list[str]:
+    """SC-13, before an actor's erasure: the threads removed whole, and the thread rows
+    that stay lose the actor's id.
+
+    ``column`` is ``user_id`` (a user) or ``agent_id`` (an agent), a fixed name. A thread
+    is removed whole when the actor writes in it and no record of it carries another value
+    of ``column`` (SC-13.3: a user's private conversation, her unscoped assistant replies
+    included; SC-13.4: for an agent, also no record without an agent, so the thread holds
+    nothing but the agent's own records). Every other thread row naming the actor (it
+    opened the thread) stays, without the actor's id (SC-13.2). Nothing carrying another
+    value of ``column`` is touched. Returns the ids of the threads removed whole."""
+    assert column in ("user_id", "agent_id")
+    r = tx.tables.records
+    if column == "user_id":
+        other = f"o.{column} <> :actor"
+    else:
+        other = f"(o.{column} IS NULL OR o.{column} <> :actor)"
+    private = [
+        tid
+        for (tid,) in tx.conn.execute(
+            f"""SELECT DISTINCT p.thread_id FROM {r} p
+                WHERE p.{column} = :actor AND p.thread_id IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM {r} o WHERE o.thread_id = p.thread_id AND {other})""",
+            {"actor": actor},
+        )
+    ]
+    tx.conn.execute(
+        f"""UPDATE {r} SET {column} = NULL
+            WHERE record_type = 'thread' AND {column} = :actor
+              AND EXISTS (SELECT 1 FROM {r} o WHERE o.thread_id = {r}.id AND {other})""",
+        {"actor": actor},
+    )
+    return sorted(private)
+
+
 def delete_record(tx: WriteTx, record_type: str, record_id: str, cascade: bool) -> tuple[int, Optional[DeletionEvent]]:
-    """Delete one record (a profile with ``cascade`` also its actor's threads and scoped
-    records, SC-8.2). Returns the count (1 only for a visible record) and the event."""
+    """Delete one record (a profile with ``cascade`` also the actor's own records and its
+    private threads, SC-8.2, SC-13). Returns the count (1 only for a visible record) and
+    the event; the event's ``thread_ids`` are the threads removed whole."""
     target = _victims(tx, "record_type = :type AND id = :id", {"type": record_type, "id": record_id})
     visible = tx.conn.execute(
         f"SELECT 1 FROM {tx.tables.records} WHERE record_type = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)",
@@ -329,12 +366,7 @@ def delete_record(tx: WriteTx, record_type: str, record_id: str, cascade: bool) 
     agents: tuple[str, ...] = ()
     if cascade and record_type in PROFILE_TYPES:
         column = "user_id" if record_type == "user_profile" else "agent_id"  # one of two fixed names
-        thread_ids = [
-            tid
-            for (tid,) in tx.conn.execute(
-                f"SELECT id FROM {tx.tables.records} WHERE record_type = 'thread' AND {column} = ?", (record_id,)
-            )
-        ]
+        thread_ids = release_actor(tx, column, record_id)
         victims += _victims(
             tx,
             f"record_type NOT IN ('user_profile', 'agent_profile') AND "

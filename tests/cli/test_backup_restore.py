@@ -54,7 +54,7 @@ def backup_and_restore(runner, tmp_path, *import_flags: str) -> tuple[str, str]:
 def test_cli_round_trip_keeps_every_field(runner, tmp_path):
     a, b = backup_and_restore(runner, tmp_path)
     before, after = all_records(a), all_records(b)
-    assert len(before) == 5
+    assert len(before) == 6  # 5 records and the row of thread t1 (SC-13.6)
     for row in before + after:
         row.pop("seq_no", None)  # store-assigned numbering (documented)
     assert after == before  # created_at, expires_at, metadata, scope, role, timestamp: all equal
@@ -156,17 +156,17 @@ def test_python_api_round_trip_and_errors(tmp_path):
     fill(a)
     buf = io.StringIO()
     s = store(a)
-    assert jsonl.export_records(s, buf.write) == 5
+    assert jsonl.export_records(s, buf.write) == 6  # with the thread row (SC-13.6)
     s.close()
     lines = jsonl.parse_lines(io.StringIO(buf.getvalue()), "buf")
     target = SQLiteMemoryStore(":memory:", embedder=HashEmbedder(256))
     result = jsonl.import_records(target, lines, batch_size=2)
-    assert (result.imported, result.skipped, result.total) == (5, 0, 5)
+    assert (result.imported, result.skipped, result.total) == (6, 0, 6)
     assert target.get("memory", "x1").expires_at == next(r for r in all_records(a) if r["id"] == "x1")["expires_at"]
     with pytest.raises(jsonl.ImportStopped) as stopped:
         jsonl.import_records(target, lines)
     assert stopped.value.result.imported == 0 and stopped.value.lineno == 1
-    assert jsonl.import_records(target, lines, on_conflict="skip").skipped == 5
+    assert jsonl.import_records(target, lines, on_conflict="skip").skipped == 6
     with pytest.raises(ValueError, match="on_conflict must be one of fail, skip, replace"):
         jsonl.import_records(target, lines, on_conflict="upsert")
     with pytest.raises(jsonl.JSONLError, match="ttl_days does not go with created_at"):

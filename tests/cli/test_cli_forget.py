@@ -25,17 +25,17 @@ def test_forget_user_and_agent_through_the_cli(runner, tmp_path):
     run(runner, "--db", db, "add", "--user", "bo", "Bo likes plums")
     with SQLiteMemoryStore(db) as store:  # the embedder the CLI recorded
         with KnowledgeMemory(store, None) as km:
-            km.add_fact("helper", "Ana", "Ana's pin is 4417", subject_type="person")
-            km.add_fact("helper", "Bo", "Bo's pin is 9902", subject_type="person")
+            km.add_fact("helper", "Ana", "Ana's pin is 4417", subject_type="person", user_id="ana")
+            km.add_fact("helper", "Bo", "Bo's pin is 9902", subject_type="person", user_id="bo")
     assert "--yes" in run(runner, "--db", db, "forget", "--user", "ana", expect=2).stderr
-    res = run(runner, "--db", db, "--json", "forget", "--user", "ana", "--name", "Ana", "--yes")
+    res = run(runner, "--db", db, "--json", "forget", "--user", "ana", "--yes")  # KC-3.10: by id, no names
     out = json.loads(res.stdout)
     assert out["user_id"] == "ana" and out["erased"]["DEFAULT_KG_FACT"] == 1 and out["erased"]["om_DEFAULT_records"] >= 3
     listed = run(runner, "--db", db, "--json", "list", "--all").stdout
     assert "figs" not in listed and "plums" in listed
     with SQLiteMemoryStore(db) as store:
         with KnowledgeMemory(store, None) as km:
-            assert [f.fact_text for f in km.get_all("helper")] == ["Bo's pin is 9902"]
+            assert [f.fact_text for f in km.get_all("helper", user_id="bo")] == ["Bo's pin is 9902"]
     res = run(runner, "--db", db, "forget", "--agent", "helper", "--yes")
     assert res.stdout.startswith("erased agent helper:") and "DEFAULT_KG_FACT" in res.stdout
     assert run(runner, "--db", db, "forget", "--agent", "helper", "--yes").stdout.strip() == "nothing stored about agent helper"
@@ -45,7 +45,8 @@ def test_forget_arguments_are_flags(runner, tmp_path):
     db = str(tmp_path / "g.db")
     run(runner, "--db", db, "add", "x")
     assert "exactly one of --user or --agent" in run(runner, "--db", db, "forget", "--yes", expect=2).stderr
-    assert "--name goes with --user" in run(runner, "--db", db, "forget", "--agent", "a", "--name", "A", "--yes", expect=2).stderr
+    # names are never matched (SC-13.3): the flag is gone, and using it is an error that writes nothing
+    assert "No such option '--name'" in run(runner, "--db", db, "forget", "--user", "u1", "--name", "A", "--yes", expect=2).stderr
     # CliRunner's stdin is not a terminal: no prompt, the confirmation flag is asked for
     assert "repeat with --yes" in run(runner, "--db", db, "forget", "--user", "u1", input="y\n", expect=2).stderr
     assert run(runner, "--db", db, "list").stdout.count("\n") == 2  # nothing was erased

@@ -43,7 +43,7 @@ def test_import_export_round_trip(runner, tmp_path):
     assert res["by_type"] == {"user_profile": 1, "message": 2, "fact": 1, "memory": 3}
     exported = invoke(runner, "--db", db1, "export").stdout
     rows = [json.loads(ln) for ln in exported.splitlines()]
-    assert [r["id"] for r in rows] == ["ann", "m1", "m2", "x1", "x2", "x3", "f1"]
+    assert [r["id"] for r in rows] == ["ann", "t1", "m1", "m2", "x1", "x2", "x3", "f1"]  # t1: its thread row
     assert rows[0]["record_type"] == "user_profile"
     x2 = next(r for r in rows if r["id"] == "x2")
     assert x2["expires_at"] is not None

@@ -62,8 +62,10 @@ def test_migrate_sqlite_to_sqlite_copies_everything_and_resumes(runner, tmp_path
     with SQLiteMemoryStore(dst, search_strategy="hybrid") as copy:  # the recorded embedder is rebuilt
         assert isinstance(copy.embedder, HashEmbedder) and copy.embedder.embedding_dimension == 32
         with SQLiteMemoryStore(src, search_strategy="hybrid") as orig:
-            for rtype in ("memory", "message", "user_profile"):
-                assert [r.__dict__ for r in copy.list(rtype)] == [r.__dict__ for r in orig.list(rtype)]
+            for rtype in ("memory", "message", "user_profile", "thread"):
+                # seq_no is store-assigned (the thread rows are copied first, SC-13.6): the order is kept
+                assert [dict(r.__dict__, seq_no=None) for r in copy.list(rtype)] == [
+                    dict(r.__dict__, seq_no=None) for r in orig.list(rtype)]
         assert copy.search("figs", k=1, strategy="keyword")[0][0].content == "Ana grows figs"
         assert copy.search("chunk two", k=1, strategy="keyword")[0][0].id == "caller"
         assert copy.get("memory", "caller").expires_at is None

@@ -24,7 +24,7 @@ THREADS = ["t1", "t2", "t3", "t4"]
 
 
 class World:
-    """Reference model: records with scope, and who owns each thread (first writer)."""
+    """Reference model: records with scope, and who opened each thread (first writer)."""
 
     def __init__(self) -> None:
         self.records: dict[tuple[str, str], dict] = {}
@@ -37,16 +37,25 @@ class World:
             self.records[("thread", thread)] = dict(user=user, agent=agent, thread=thread)
 
     def victims_delete(self, rtype, rid, cascade) -> set:
+        """SC-13: a cascade removes the actor's own records and the threads that are its
+        alone (a user's: no other user in them; an agent's: nothing but its records); a
+        thread row naming the actor in a thread that stays loses the actor's id (applied
+        to the model here)."""
         out = {(rtype, rid)} & set(self.records)
         if cascade and rtype in ("user_profile", "agent_profile"):
             col = "user" if rtype == "user_profile" else "agent"
-            owned = {t for t, owner in self.thread_owner.items()
-                     if owner[0 if col == "user" else 1] == rid and ("thread", t) in self.records}
-            for key, r in self.records.items():
-                if key[0] in ("user_profile", "agent_profile"):
-                    continue
-                if r[col] == rid or r["thread"] in owned:
+
+            def other(r) -> bool:
+                return r[col] != rid and (col == "agent" or r[col] is not None)
+
+            scoped = {k: r for k, r in self.records.items() if k[0] not in ("user_profile", "agent_profile")}
+            mine = {r["thread"] for r in scoped.values() if r[col] == rid and r["thread"] is not None}
+            private = {t for t in mine if not any(other(r) for r in scoped.values() if r["thread"] == t)}
+            for key, r in scoped.items():
+                if r["thread"] in private or (r[col] == rid and key[0] != "thread"):
                     out.add(key)
+                elif key[0] == "thread" and r[col] == rid:
+                    r[col] = None  # SC-13.2: the row stays, without the erased actor
         return out
 
     def victims_thread(self, thread) -> set:

@@ -221,7 +221,13 @@ def test_bad_vectors_rejected(guarded, vector):
 
 
 def test_zero_and_tiny_query_vectors(guarded):
-    for v in ([0.0] * DIM, [1e-45] * DIM, [3e38] * DIM):
+    # an all-zero vector has no cosine distance: refused like NaN (finding 19, round 3)
+    store = guarded.store
+    for call in (lambda: store.search(query_vector=[0.0] * DIM, k=3, strategy="vector"),
+                 lambda: store.add(["x"], "memory", record_ids="z", embeddings=[[0.0] * DIM]),
+                 lambda: store.update("memory", "base", embedding=[0.0] * DIM)):
+        assert "all zeros" in str(guarded.call(call, must_fail=True))
+    for v in ([1e-45] * DIM, [3e38] * DIM):
         hits = guarded.call(lambda: guarded.store.search(query_vector=v, k=3, strategy="vector"))
         assert [r.id for r, _ in hits] == ["base"]
         assert all(np.isfinite(d) for _, d in hits)

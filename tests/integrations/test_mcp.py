@@ -3,6 +3,7 @@ in-process, over stdio and over streamable HTTP on loopback; scope isolation."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -14,7 +15,9 @@ from integrations.extras import require_extra
 
 require_extra("mcp.server.mcpserver", "mcp")
 
+import httpx2  # noqa: E402  (the mcp SDK's HTTP client: how it takes headers)
 from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from oramem import SQLiteMemoryStore  # noqa: E402
 from oramem.integrations.mcp import build_server  # noqa: E402
@@ -85,8 +88,9 @@ async def test_forget_removes_everything_of_the_user(store):
         out = await call(client, "forget")
         assert out["forgotten"] == "alice" and out["erased"]["om_DEFAULT_records"] == 3  # two notes, thread t1
         assert await call(client, "search_memories", query="note") == []
-        assert "--agent" in await refused(client, "forget", actor="agent")
-        assert "--allow-scope-per-call" in await refused(client, "forget", names=["Bob"])
+        # forget has no actor (never the agent) and no names: such arguments are refused, not ignored
+        assert "no argument 'actor'" in await refused(client, "forget", actor="agent")
+        assert "no argument 'names'" in await refused(client, "forget", names=["Bob"])
     assert [r.content for r in store.list("memory")] == ["other user's note"]
 
 
@@ -96,12 +100,12 @@ async def test_forget_with_knowledge_erases_the_users_facts_on_a_shared_agent():
 
     with SQLiteMemoryStore(embedder=HashEmbedder(64), search_strategy="hybrid") as kstore:
         with KnowledgeMemory(kstore, None) as km:
-            await km.add_fact_async("agent-1", "ana", "ana's locker code is 3141", subject_type="person")
-            await km.add_fact_async("agent-1", "Bo", "Bo's locker code is 2718", subject_type="person")
+            await km.add_fact_async("agent-1", "ana", "ana's locker code is 3141", subject_type="person", user_id="ana")
+            await km.add_fact_async("agent-1", "Bo", "Bo's locker code is 2718", subject_type="person", user_id="bo")
             async with Client(build_server(kstore, user_id="ana", agent_id="agent-1", knowledge=km)) as client:
                 out = await call(client, "forget")
             assert out["erased"]["DEFAULT_KG_FACT"] == 1
-            assert [f.fact_text for f in await km.get_all_async("agent-1")] == ["Bo's locker code is 2718"]
+            assert [f.fact_text for f in await km.get_all_async("agent-1", user_id="bo")] == ["Bo's locker code is 2718"]
 
 
 async def test_knowledge_retrieval_tool_when_configured(store):
@@ -156,7 +160,9 @@ async def test_streamable_http_on_loopback(tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = subprocess.Popen(_cli(tmp_path / "h.db", "--transport", "http", "--port", str(port), "--user", "u"), stderr=subprocess.DEVNULL)
+    token = "loopback-test-token-0123456789"
+    env = {**os.environ, "ORAMEM_MCP_TOKEN": token}
+    server = subprocess.Popen(_cli(tmp_path / "h.db", "--transport", "http", "--port", str(port), "--user", "u"), stderr=subprocess.DEVNULL, env=env)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -166,7 +172,8 @@ async def test_streamable_http_on_loopback(tmp_path):
             except OSError:
                 assert server.poll() is None and time.monotonic() < deadline, "HTTP server did not start"
                 time.sleep(0.2)
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
             added = await call(client, "add_memory", text="over http")
             assert [h["id"] for h in await call(client, "search_memories", query="http")] == [added["id"]]
     finally:

@@ -34,8 +34,8 @@ def _populate(store: SQLiteMemoryStore, km: KnowledgeMemory, llm: ScriptedLLM) -
     for user, name, token, city in ((ALICE, "Alice", ALICE_TOKEN, "Oporto"), ("u-bob", "Bob", BOB_TOKEN, "Lima")):
         store.add([f"{name} keeps the word {token}"], "memory", user_ids=user)
         store.add([f"hello, my word is {token}"], "message", user_ids=user, thread_ids=f"t-{user}", roles="user")
-        km.add_entity("shared", name, type="person")
-        km.add_fact("shared", name, f"{name}'s code word is {token}", subject_type="person")
+        km.add_entity("shared", name, type="person", user_id=user)
+        km.add_fact("shared", name, f"{name}'s code word is {token}", subject_type="person", user_id=user)
         llm.route(
             "extract",
             extract(
@@ -46,10 +46,10 @@ def _populate(store: SQLiteMemoryStore, km: KnowledgeMemory, llm: ScriptedLLM) -
                 observations=[{"content": f"{name} talks about {token}", "topic": "secrets"}],
             ),
         )
-        km.write("shared", f"I hide {token} in {city}", name, session_id=f"s-{user}")
-        # a queued background write of hers, and one in her thread (issue 16: the job table)
-        km.write("shared", f"later: {token} moved", name, session_id="s-other", background=True)
-        km.write("shared", f"also {token}", "Someone", session_id=f"t-{user}", background=True)
+        km.write("shared", f"I hide {token} in {city}", name, session_id=f"s-{user}", user_id=user)
+        # two queued background writes of hers (issue 16: the job table; KC-3.10: found by user_id)
+        km.write("shared", f"later: {token} moved", name, session_id="s-other", background=True, user_id=user)
+        km.write("shared", f"also {token}", "Someone", session_id=f"t-{user}", background=True, user_id=user)
 
 
 def _table_hits(path: str, needle: str) -> dict[str, int]:
@@ -103,7 +103,7 @@ def test_forget_user_on_shared_agent_leaves_no_trace(setup):
     path, store, km = setup
     assert _table_hits(path, ALICE_TOKEN) and _table_hits(path, BOB_TOKEN)
     bob_before = _table_hits(path, BOB_TOKEN)
-    counts = km.forget(user_id=ALICE, names=["Alice"])
+    counts = km.forget(user_id=ALICE)
     assert counts["om_DEFAULT_records"] >= 6  # memory, message, thread, 2 facts + event records
     assert counts["om_DEFAULT_fts"] >= 5
     for table in ("EVENT", "FACT", "ENTITY", "RELATIONSHIP", "FACT_ENTITY_LINK", "SESSION_OBSERVATION", "INTENTION"):
@@ -111,10 +111,11 @@ def test_forget_user_on_shared_agent_leaves_no_trace(setup):
     # the other user's data is intact, in the store and in the knowledge layer
     assert _table_hits(path, BOB_TOKEN) == bob_before
     assert counts["DEFAULT_KG_JOB"] == 2 and len(km.jobs("shared")) == 2  # Bob's two stay
-    assert [e.canonical_key for e in km.entities("shared")] and "person:alice" not in {e.canonical_key for e in km.entities("shared")}
-    assert "person:bob" in {e.canonical_key for e in km.entities("shared")}
-    assert any(BOB_TOKEN in f.fact_text for f in km.get_all("shared"))
-    assert not any(ALICE_TOKEN in f.fact_text for f in km.get_all("shared"))
+    assert [e.canonical_key for e in km.entities("shared", user_id="u-bob")]
+    assert "person:alice" not in {e.canonical_key for e in km.entities("shared", user_id=ALICE)}
+    assert "person:bob" in {e.canonical_key for e in km.entities("shared", user_id="u-bob")}
+    assert any(BOB_TOKEN in f.fact_text for f in km.get_all("shared", user_id="u-bob"))
+    assert not any(ALICE_TOKEN in f.fact_text for f in km.get_all("shared", user_id=ALICE))
     assert store.search(BOB_TOKEN, k=3, strategy="keyword")
     assert store.search(ALICE_TOKEN, k=3, strategy="keyword") == []
     assert _table_hits(path, ALICE_TOKEN) == {}
@@ -143,7 +144,7 @@ def test_store_forget_refuses_when_knowledge_tables_are_not_erased(tmp_path):
     path = str(tmp_path / "k.db")
     store = SQLiteMemoryStore(path, embedder=HashEmbedder(384))
     km = KnowledgeMemory(store, None)
-    km.add_fact("a", "Alice", "Alice likes tea", subject_type="person")
+    km.add_fact("a", "Alice", "Alice likes tea", subject_type="person", user_id="alice")
     km.close()
     store.close()
     store = SQLiteMemoryStore(path, embedder=HashEmbedder(384))
@@ -164,8 +165,8 @@ def test_forget_arguments(tmp_path):
             store.forget()
         with pytest.raises(ValueError, match="exactly one"):
             store.forget(user_id="a", agent_id="b")
-        with pytest.raises(ValueError, match="names apply"):
-            store.forget(agent_id="b", names=["B"])
-        with pytest.raises(TypeError, match="names must be a list"):
-            store.forget(user_id="a", names="A")
+        # names are never matched (SC-13.3): refused, not silently ignored
+        for kwargs in ({"agent_id": "b", "names": ["B"]}, {"user_id": "a", "names": ["A"]}, {"user_id": "a", "names": []}):
+            with pytest.raises(ValueError, match="no longer matches names"):
+                store.forget(**kwargs)
         assert set(store.forget(user_id="nobody").values()) == {0}

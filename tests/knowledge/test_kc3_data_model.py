@@ -48,7 +48,9 @@ def test_eleven_tables_with_seed_columns(km):
     assert len(TABLE_NAMES) == 11
     for name in TABLE_NAMES:
         cols = {c["name"] for c in insp.get_columns(f"DEFAULT_KG_{name}")}
-        assert cols == set(SEED_COLUMNS[name].split()), name
+        # KC-3.7: every table but the attribute registry adds the user dimension to the seed's columns
+        extra = set() if name == "ATTRIBUTE_REGISTRY" else {"user_id"}
+        assert cols == set(SEED_COLUMNS[name].split()) | extra, name
     assert insp.has_table("DEFAULT_KG_AGENT")
 
 
@@ -84,9 +86,10 @@ def test_constraints_and_indexes_kc33(km):
     insp = sa.inspect(km._backend.sa_engine)
     uniques = {n: {tuple(u["column_names"]) for u in insp.get_unique_constraints(f"DEFAULT_KG_{n}")}
                for n in ("ENTITY", "ENTITY_ALIAS", "RELATIONSHIP", "FACT_ENTITY_LINK", "ATTRIBUTE_REGISTRY")}
-    assert ("agent_id", "canonical_key") in uniques["ENTITY"]
-    assert ("agent_id", "alias") in uniques["ENTITY_ALIAS"]
-    assert ("agent_id", "source_entity_key", "target_entity_key", "rel_type") in uniques["RELATIONSHIP"]
+    # KC-3.7: unique per (agent, user); shared rows (user_id NULL) unique per agent (SQLite: partial indexes)
+    assert ("agent_id", "user_id", "canonical_key") in uniques["ENTITY"]
+    assert ("agent_id", "user_id", "alias") in uniques["ENTITY_ALIAS"]
+    assert ("agent_id", "user_id", "source_entity_key", "target_entity_key", "rel_type") in uniques["RELATIONSHIP"]
     assert ("fact_id", "entity_key") in uniques["FACT_ENTITY_LINK"]
     assert ("agent_id", "key") in uniques["ATTRIBUTE_REGISTRY"]
     idx = lambda n: {tuple(i["column_names"]) for i in insp.get_indexes(f"DEFAULT_KG_{n}")}  # noqa: E731
@@ -136,7 +139,7 @@ def test_store_indexing_kc35(km, llm, store):
                             "kg_is_stale": False, "kg_confidence": 0.6, "kg_attribute_key": "residence"}
     ev = store.get("message", r.event_id)
     assert ev.role == "user" and ev.thread_id == "s9" and ev.agent_id == "a1"
-    assert ev.metadata == {"kg_speaker": "Pedro", "kg_source": "chat"}
+    assert ev.metadata == {"kg_event": True, "kg_speaker": "Pedro", "kg_source": "chat"}  # KC-3.9 marker
     hits = store.search("where does Pedro live Rio", agent_id="a1", record_types=["fact"],
                         metadata_filter={"kg_entity_keys": {"$array_contains": "place:rio"}})
     assert [h[0].id for h in hits] == [fid]

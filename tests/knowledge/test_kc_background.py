@@ -501,4 +501,4 @@ def test_oracle_deletion_hook_deletes_a_deleted_threads_jobs():
     # and, as the SQLite hook does, the thread's session observations and its intentions
     assert "sql_for(gc_tpl_hk_del_session, l_sid, 'SESSION_OBSERVATION')" in threads
     assert "sql_for(gc_tpl_hk_del_session_int, l_sid)" in threads
-    assert "q'[DELETE FROM #INT# WHERE source_context = SUBSTR(:1, 1, 32)]'" in body
+    assert "q'[DELETE FROM #INT# WHERE source_context = :1]'" in body

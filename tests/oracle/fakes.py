@@ -23,8 +23,21 @@ or the server would (issue 10, item 2):
   bytes unless the server runs with MAX_STRING_SIZE=EXTENDED (``impl/thin/capabilities.pyx``,
   ``_adjust_for_server_runtime_caps``: 32767 vs 4000). So a SQL (non-PL/SQL) ``str`` bind over
   4000 UTF-8 bytes must be typed CLOB (``setinputsizes(name=DB_TYPE_CLOB)``) or be a LOB; the fake
-  raises an ORA-01461-shaped error otherwise. A PL/SQL ``str`` bind is limited to 32767 bytes
-  (ORACLE_NOTES 11.2); over that it must be a LOB (the fake raises an ORA-06502-shaped error).
+  raises an ORA-01461-shaped error otherwise. (The driver computes the bind's buffer as the
+  UTF-8 length times 4, ``impl/base/metadata.pyx`` ``_finalize_init`` with ``DB_TYPE_VARCHAR``'s
+  ``buffer_size_factor=4``, so it *sends* a str over 1000 bytes as LONG; the server accepts such a
+  bind wherever the value fits a VARCHAR2, which is what the 4000-byte rule models. Whether a
+  1000-4000-byte LONG bind into an expression such as ``JSON_TABLE(:x ...)`` is refused needs a
+  live run: review D9(b), open in plsql/VERIFY.md.)
+- **PL/SQL str binds over 32,767 bytes** become temporary CLOBs in thin mode
+  (``impl/thin/var.pyx``, ``ThinVarImpl._bind``: "for PL/SQL blocks, if the size of a string ...
+  exceeds 32,767 bytes it must be converted to a BLOB/CLOB", then ``conn.createlob``); the fake
+  accepts them and records the ``createlob`` (review D9(a); it used to refuse them).
+- **JSON columns** come back as Python objects with ``Decimal`` numbers, VECTOR columns as
+  ``array.array('f')``, CLOB columns as LOBs unless an output type handler asks for strings:
+  :class:`SQLBackend`, which runs the SQL our code and SQLAlchemy's Oracle dialect send on an
+  in-memory SQLite database (``Recorder.backend``) and shapes the rows as the driver does
+  (review D9(c); the rules and their driver sources are in its docstring).
 """
 
 from __future__ import annotations
@@ -52,10 +65,15 @@ class Recorder:
         self.calls: list[Call] = []
         self.answers: dict[str, Any] = dict(answers or {})
         self.connections = 0
+        #: real SQL for statements no answer matches (:class:`SQLBackend`), or None
+        self.backend: Optional["SQLBackend"] = None
 
     def new_connection(self) -> int:
         self.connections += 1
         return self.connections
+
+    def has_answer(self, key: str) -> bool:
+        return any(k == key or (k.startswith("sql:") and k[4:].lower() in key.lower()) for k in self.answers)
 
     def answer(self, key: str, call: Call) -> Any:
         for k, v in self.answers.items():
@@ -115,13 +133,50 @@ MAX_PLSQL_STRING_BIND = 32767
 
 
 class _CursorBase:
-    def __init__(self, rec: Recorder, lob_cls: type, conn: int = 0) -> None:
+    def __init__(self, rec: Recorder, lob_cls: type, conn: int = 0, connection: Any = None) -> None:
         self.rec = rec
         self.conn = conn
+        self.connection = connection
         self.sizes: dict = {}
         self.bind_style: Optional[type] = None
         self.rows: list = []
         self.lob_cls = lob_cls
+        self.description: Any = None
+        self.rowcount = 0
+        self.arraysize = 100
+        self.prefetchrows = 2
+        self.outputtypehandler: Any = None
+        self.inputtypehandler: Any = None
+
+    def var(self, typ, size=0, arraysize=1, inconverter=None, outconverter=None, **kw):
+        return _Var(typ, size, arraysize, inconverter, outconverter, **kw)
+
+    def close(self):
+        return None
+
+    def __iter__(self):
+        while self.rows:
+            yield self.rows.pop(0)
+
+    def _fetch_var(self, name: str, db_type: Any, precision: int = 0, scale: int = 0) -> Optional["_Var"]:
+        """The var the output type handler asks for, for one fetched column, or None.
+        python-oracledb asks the cursor's handler, else the connection's
+        (``impl/base/cursor.pyx``, ``_init_fetch_vars``), with ``(cursor, metadata)`` or the
+        six-argument form (``_get_output_type_handler``)."""
+        import inspect
+
+        handler = self.outputtypehandler or getattr(self.connection, "outputtypehandler", None)
+        if handler is None:
+            return None
+        try:
+            n = len(inspect.signature(handler).parameters)
+        except (TypeError, ValueError):
+            n = 6
+        if n == 2:
+            info = _FetchInfo(name, db_type)
+            info.precision, info.scale = precision, scale
+            return handler(self, info)
+        return handler(self, name, db_type, 0, precision, scale)
 
     def __enter__(self):
         return self
@@ -130,7 +185,10 @@ class _CursorBase:
         return None
 
     def setinputsizes(self, *args, **kwargs):
-        # impl/base/cursor.pyx setinputsizes: kwargs -> bind_style dict, args -> list
+        # impl/base/cursor.pyx setinputsizes: kwargs -> bind_style dict, args -> list; with
+        # neither, cursor.py setinputsizes returns [] and changes nothing
+        if not args and not kwargs:
+            return []
         self.bind_style = dict if kwargs else list
         self.sizes = dict(kwargs) if kwargs else dict(enumerate(args))
         return kwargs
@@ -152,8 +210,10 @@ class _CursorBase:
                     raise db_error(1461, f"can bind a LONG value only for insert into a LONG column "
                                          f"(bind {key!r} of {size} bytes in {what})")
                 if is_plsql and size > MAX_PLSQL_STRING_BIND:
-                    raise db_error(6502, f"PL/SQL: numeric or value error: character string buffer too "
-                                         f"small (bind {key!r} of {size} bytes in {what})")
+                    # D9: thin mode binds it as a temporary CLOB (impl/thin/var.pyx,
+                    # ThinVarImpl._bind: "for PL/SQL blocks, if the size of a string ... exceeds
+                    # 32,767 bytes it must be converted to a BLOB/CLOB", then conn.createlob)
+                    self.rec.calls.append(Call("createlob", binds={"data": value}, conn=self.conn))
         finally:
             self.bind_style, self.sizes = None, {}  # input sizes apply to one execute
 
@@ -186,13 +246,28 @@ class _CursorBase:
         head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
         self._check_binds(kw or parameters, head in ("begin", "declare", "call"), "SQL")
         self.rec.calls.append(call)
+        if self.rec.backend is not None and not self.rec.has_answer(sql):
+            self.rec.backend.run(self, sql, dict(binds) if (kw or isinstance(parameters, dict)) else parameters)
+            return
         value = self.rec.answer(sql, call)
         self.rows = list(value) if value is not None else []
 
+    def _exec_many(self, sql, seq):
+        seq = list(seq)
+        for params in seq:
+            sizes, style = dict(self.sizes), self.bind_style
+            head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
+            self._check_binds(params, head in ("begin", "declare", "call"), "SQL")
+            self.sizes, self.bind_style = sizes, style
+        self.bind_style, self.sizes = None, {}
+        self.rec.calls.append(Call("executemany", sql, None, {"rows": len(seq)}, {}, self.conn))
+        if self.rec.backend is not None and not self.rec.has_answer(sql):
+            self.rec.backend.run(self, sql, seq, many=True)
+
 
 class FakeCursor(_CursorBase):
-    def __init__(self, rec: Recorder, conn: int = 0) -> None:
-        super().__init__(rec, FakeLOB, conn)
+    def __init__(self, rec: Recorder, conn: int = 0, connection: Any = None) -> None:
+        super().__init__(rec, FakeLOB, conn, connection)
 
     def callfunc(self, name, return_type, parameters=None, keyword_parameters=None):
         return self._func(name, return_type, keyword_parameters, parameters)
@@ -203,8 +278,16 @@ class FakeCursor(_CursorBase):
     def execute(self, sql, parameters=None, **kw):
         self._exec(sql, parameters, **kw)
 
+    def executemany(self, sql, seq_of_parameters, **kw):
+        self._exec_many(sql, seq_of_parameters)
+
     def fetchone(self):
         return self.rows.pop(0) if self.rows else None
+
+    def fetchmany(self, size=None):
+        size = self.arraysize if size is None else size
+        rows, self.rows = self.rows[:size], self.rows[size:]
+        return rows
 
     def fetchall(self):
         rows, self.rows = self.rows, []
@@ -212,8 +295,8 @@ class FakeCursor(_CursorBase):
 
 
 class FakeAsyncCursor(_CursorBase):
-    def __init__(self, rec: Recorder, conn: int = 0) -> None:
-        super().__init__(rec, FakeAsyncLOB, conn)
+    def __init__(self, rec: Recorder, conn: int = 0, connection: Any = None) -> None:
+        super().__init__(rec, FakeAsyncLOB, conn, connection)
 
     async def callfunc(self, name, return_type, parameters=None, keyword_parameters=None):
         return self._func(name, return_type, keyword_parameters, parameters)
@@ -234,6 +317,13 @@ class FakeAsyncCursor(_CursorBase):
 
 class FakeConnection(oracledb.Connection):
     outputtypehandler: Any = None  # a plain attribute (the real one is a property over _impl)
+    inputtypehandler: Any = None
+    autocommit: bool = False
+    #: what SQLAlchemy's dialect reads when it connects (plain attributes here)
+    version = "23.4.0.25.4"
+    max_identifier_length = 128
+    thin = True
+    stmtcachesize = 20
 
     def __init__(self, rec: Recorder, pooled: bool = False) -> None:
         self._impl = None
@@ -242,13 +332,20 @@ class FakeConnection(oracledb.Connection):
         self.serial = rec.new_connection()
 
     def cursor(self, scrollable: bool = False):
-        return FakeCursor(self.rec, self.serial)
+        return FakeCursor(self.rec, self.serial, self)
+
+    def ping(self):
+        return None
 
     def commit(self):
         self.rec.calls.append(Call("commit", conn=self.serial))
+        if self.rec.backend is not None:
+            self.rec.backend.commit()
 
     def rollback(self):
         self.rec.calls.append(Call("rollback", conn=self.serial))
+        if self.rec.backend is not None:
+            self.rec.backend.rollback()
 
     def createlob(self, lob_type, data=None):
         self.rec.calls.append(Call("createlob", binds={"data": data}))
@@ -276,7 +373,7 @@ class FakeAsyncConnection(oracledb.AsyncConnection):
         self.serial = rec.new_connection()
 
     def cursor(self, scrollable: bool = False):
-        return FakeAsyncCursor(self.rec, self.serial)
+        return FakeAsyncCursor(self.rec, self.serial, self)
 
     async def commit(self):
         self.rec.calls.append(Call("commit", conn=self.serial))
@@ -329,3 +426,256 @@ class FakeAsyncPool(oracledb.AsyncConnectionPool):
 
 
 Answer = Callable[[Call], Any]
+
+
+# ----------------------------------------------------------------------------- a SQL backend
+class _Var:
+    """What ``cursor.var()`` returns, as far as our code and SQLAlchemy's handlers use it."""
+
+    def __init__(self, typ: Any, size: int = 0, arraysize: int = 1, inconverter: Any = None,
+                 outconverter: Any = None, **_: Any) -> None:
+        self.type, self.size, self.outconverter = typ, size, outconverter
+        self.value: Any = None
+
+    def getvalue(self, pos: int = 0) -> Any:
+        return self.value
+
+    def setvalue(self, pos: int, value: Any) -> None:
+        self.value = value
+
+
+class _FetchInfo:
+    def __init__(self, name: str, type_code: Any) -> None:
+        self.name, self.type_code, self.type = name, type_code, type_code
+        self.display_size = self.internal_size = None
+        self.precision, self.scale, self.null_ok = 0, 0, True
+        self.is_json = type_code is oracledb.DB_TYPE_JSON
+        self.is_oson = False
+        self.vector_dimensions = self.vector_format = None
+
+
+_STRING_TYPES = (str, oracledb.DB_TYPE_LONG, oracledb.DB_TYPE_VARCHAR, oracledb.DB_TYPE_NVARCHAR,
+                 oracledb.DB_TYPE_LONG_NVARCHAR, oracledb.DB_TYPE_CHAR, oracledb.STRING)
+
+
+def _shape(value: Any, kind: Optional[str], var: Optional[_Var], lob_cls: type) -> Any:
+    """A fetched value as the driver hands it over: through the output type handler's var
+    (type and ``outconverter``), else a CLOB column as a LOB object."""
+    from decimal import Decimal
+
+    if var is None:
+        return lob_cls(value) if kind == "clob" else value
+    if var.type in _STRING_TYPES:
+        value = str(value)
+    elif var.type in (oracledb.NATIVE_FLOAT, oracledb.DB_TYPE_BINARY_DOUBLE, float):
+        value = float(value)
+    elif var.type in (Decimal,):
+        value = Decimal(str(value))
+    elif var.type is int:
+        value = int(value)
+    elif kind == "clob":
+        value = lob_cls(value)
+    if var.outconverter is not None:
+        value = var.outconverter(value)
+    return value
+
+
+def _decimal_json(text: str) -> Any:
+    """A JSON column's value as python-oracledb returns it: the server sends the JSON type as
+    OSON and ``impl/base/oson.pyx`` (``OsonDecoder._decode_node``) turns it into Python objects:
+    objects -> dict, arrays -> list, strings -> str, true/false -> bool, null -> None, and every
+    JSON number -> ``decimal.Decimal`` (``convert_number_to_python_decimal``; the JSON constructor
+    stores numbers as NUMBER). Scalars at the top are returned as such (``"Talho"`` -> ``'Talho'``)."""
+    from decimal import Decimal
+    import json as _json
+
+    return _json.loads(text, parse_float=Decimal, parse_int=Decimal)
+
+
+class SQLBackend:
+    """Real SQL for the fake: the statements SQLAlchemy's Oracle dialect (and our raw SQL) sends
+    run on an in-memory SQLite database after a few spelling changes (``FETCH FIRST`` ->
+    ``LIMIT``, ``FROM DUAL``, ``FOR UPDATE ...``); rows come back **shaped as python-oracledb
+    returns them**, per column kind (``kinds``: lower-case column name -> kind):
+
+    - ``json``: Python objects with Decimal numbers (:func:`_decimal_json`, OSON decoding);
+    - ``vector``: ``array.array('f')`` (``impl/base/vector.pyx``, ``VectorDecoder.decode``:
+      FLOAT32 vectors are returned as ``array.array`` of typecode ``'f'``);
+    - ``datetime``: naive ``datetime`` (TIMESTAMP columns, ``convert_date_to_python``);
+    - ``bool``: ``bool`` (23ai BOOLEAN, ``DB_TYPE_BOOLEAN``);
+    - ``clob``: a LOB object unless the output type handler (the cursor's, else the
+      connection's) asks for a string/LONG var, which is what SQLAlchemy's handler does
+      (``dialects/oracle/cx_oracle.py``, ``_generate_connection_outputtype_handler``); python-
+      oracledb calls the handler per column (``impl/base/cursor.pyx``, ``_init_fetch_var``).
+
+    Transactions: one SQLite connection shared by every fake connection (commit/rollback act on
+    it); enough for the single-threaded runs that use it.
+    """
+
+    KIND_TYPES = {"json": oracledb.DB_TYPE_JSON, "vector": oracledb.DB_TYPE_VECTOR,
+                  "datetime": oracledb.DB_TYPE_TIMESTAMP, "bool": oracledb.DB_TYPE_BOOLEAN,
+                  "clob": oracledb.DB_TYPE_CLOB, "float": oracledb.DB_TYPE_NUMBER, "int": oracledb.DB_TYPE_NUMBER}
+    #: (precision, scale) the server describes for a NUMBER column (FLOAT: 126 binary digits,
+    #: scale -127; INTEGER: NUMBER(38, 0)); an expression's NUMBER is (0, -127)
+    NUMBER_SHAPES = {"float": (126, -127), "int": (38, 0), None: (0, -127)}
+
+    def __init__(self, kinds: Optional[dict[str, str]] = None) -> None:
+        import sqlite3
+
+        self.db = sqlite3.connect(":memory:", check_same_thread=False)
+        self.kinds: dict[str, str] = dict(kinds or {})
+        self.statements: list[str] = []
+
+    @classmethod
+    def for_tables(cls, metadata: Any) -> "SQLBackend":
+        """A backend with ``metadata``'s tables created (SQLite spelling) and its column kinds."""
+        import sqlalchemy as sa
+
+        kinds: dict[str, str] = {}
+        for table in metadata.sorted_tables:
+            for col in table.columns:
+                tname = type(col.type).__name__
+                kind = {"JSONValue": "json", "Vector": "vector", "UTCDateTime": "datetime",
+                        "Bool": "bool"}.get(tname)
+                if kind is None and isinstance(col.type, sa.Text):
+                    kind = "clob"
+                if kind is None and isinstance(col.type, sa.Float):
+                    kind = "float"   # Oracle FLOAT: NUMBER with binary precision 126
+                if kind is None and isinstance(col.type, sa.Integer):
+                    kind = "int"     # Oracle INTEGER: NUMBER(38)
+                if kind is None:
+                    continue
+                old = kinds.setdefault(col.name.lower(), kind)
+                assert old == kind, f"column name {col.name} has two kinds ({old}, {kind})"
+        backend = cls(kinds)
+        engine = sa.create_engine("sqlite://", creator=lambda: backend.db, poolclass=sa.pool.StaticPool)
+        metadata.create_all(engine)
+        return backend
+
+    # spelling -------------------------------------------------------------------------------
+    @staticmethod
+    def translate(sql: str) -> str:
+        import re as _re
+
+        s = sql
+        s = _re.sub(r"\bOFFSET\s+(\S+)\s+ROWS\s+FETCH\s+FIRST\s+(\S+)\s+ROWS\s+ONLY", r"LIMIT \2 OFFSET \1", s, flags=_re.I)
+        s = _re.sub(r"\bFETCH\s+FIRST\s+(\S+)\s+ROWS\s+ONLY", r"LIMIT \1", s, flags=_re.I)
+        s = _re.sub(r"\bOFFSET\s+(\S+)\s+ROWS\b", r"LIMIT -1 OFFSET \1", s, flags=_re.I)
+        s = _re.sub(r"\s+FROM\s+DUAL\b", "", s, flags=_re.I)
+        s = _re.sub(r"\b(N?VARCHAR2?|N?CHAR)\s*\(\s*(\d+)\s+(CHAR|BYTE)\s*\)", r"VARCHAR(\2)", s, flags=_re.I)
+        s = _re.sub(r"\s+FOR\s+UPDATE(\s+OF\s+[^\s]+)?(\s+(SKIP\s+LOCKED|NOWAIT|WAIT\s+\d+))?\s*$", "", s, flags=_re.I)
+        return s
+
+    @staticmethod
+    def to_sqlite(value: Any) -> Any:
+        import array as _array
+        import datetime as _dt
+        import json as _json
+        from decimal import Decimal
+
+        if isinstance(value, _Var):
+            value = value.value
+        if isinstance(value, (FakeLOB, FakeAsyncLOB)):
+            value = value.data
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, _dt.datetime):
+            return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+        if isinstance(value, Decimal):
+            return float(value)
+        if isinstance(value, _array.array):
+            return _json.dumps(list(value))
+        if isinstance(value, (dict, list)):
+            return _json.dumps(value)
+        return value
+
+    def from_sqlite(self, kind: Optional[str], value: Any) -> Any:
+        import array as _array
+        import datetime as _dt
+        import json as _json
+
+        if value is None or kind is None:
+            return value
+        if kind == "json":
+            return _decimal_json(value)
+        if kind == "vector":
+            if isinstance(value, (bytes, memoryview)):
+                return _array.array("f", bytes(value))
+            return _array.array("f", _json.loads(value))
+        if kind == "datetime":
+            return _dt.datetime.fromisoformat(value) if isinstance(value, str) else value
+        if kind == "bool":
+            return bool(value)
+        return value
+
+    # running ----------------------------------------------------------------------------------
+    def run(self, cursor: "_CursorBase", sql: str, params: Any, many: bool = False) -> None:
+        import re as _re
+
+        head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
+        cursor.description = None
+        cursor.rowcount = 0
+        if head in ("begin", "declare"):
+            # SQLAlchemy's get_isolation_level asks for the local transaction id
+            if isinstance(params, dict):
+                for v in params.values():
+                    if isinstance(v, _Var):
+                        v.value = "1.2.3"
+            return
+        if head == "set":  # SET TRANSACTION READ ONLY: one SQLite connection reads consistently anyway
+            cursor.rows = []
+            return
+        if head == "alter" or _re.search(r"\bv\$transaction\b", sql, _re.I):
+            cursor.rows = [("READ COMMITTED",)] if head != "alter" else []
+            cursor.description = [("ISOLATION_LEVEL", oracledb.DB_TYPE_VARCHAR) + (None,) * 5]
+            return
+        if _re.search(r"\bv\$parameter\b", sql, _re.I):
+            cursor.rows, cursor.description = [("23.0.0",)], [("VALUE", oracledb.DB_TYPE_VARCHAR) + (None,) * 5]
+            return
+        if "sys_context" in sql.lower():
+            cursor.rows, cursor.description = [("ORAMEM",)], [("SC", oracledb.DB_TYPE_VARCHAR) + (None,) * 5]
+            return
+        text = self.translate(sql)
+        self.statements.append(text)
+        def conv(p: Any) -> Any:
+            if isinstance(p, dict):
+                return {k: self.to_sqlite(v) for k, v in p.items()}
+            return [self.to_sqlite(v) for v in (p or ())]
+        if many:
+            cur = self.db.executemany(text, [conv(p) for p in params])
+        else:
+            cur = self.db.execute(text, conv(params))
+        cursor.rowcount = cur.rowcount
+        if cur.description is None:
+            cursor.rows = []
+            return
+        names = [d[0] for d in cur.description]
+        kinds = [self.kinds.get(n.lower()) for n in names]
+        raw_rows = cur.fetchall()
+        types = []
+        for pos, (n, k) in enumerate(zip(names, kinds)):
+            if k is not None:
+                types.append(self.KIND_TYPES[k])
+                continue
+            sample = next((r[pos] for r in raw_rows if r[pos] is not None), None)
+            types.append(oracledb.DB_TYPE_NUMBER if isinstance(sample, (int, float)) else oracledb.DB_TYPE_VARCHAR)
+        cursor.description = [(n.upper(), t) + (None,) * 5 for n, t in zip(names, types)]
+        fetch_vars = [cursor._fetch_var(n, t, *(self.NUMBER_SHAPES.get(k, (0, 0)) if t is oracledb.DB_TYPE_NUMBER
+                                                  else (0, 0)))
+                      for n, t, k in zip(names, types, kinds)]
+        rows = []
+        for raw in raw_rows:
+            row = []
+            for v, k, var in zip(raw, kinds, fetch_vars):
+                v = self.from_sqlite(k, v)
+                if v is not None:
+                    v = _shape(v, k, var, cursor.lob_cls)
+                row.append(v)
+            rows.append(tuple(row))
+        cursor.rows = rows
+
+    def commit(self) -> None:
+        self.db.commit()
+
+    def rollback(self) -> None:
+        self.db.rollback()

@@ -138,6 +138,9 @@ def _doctor_rec(**over):
         "sql:from v$parameter": [(536870912,)],
         "sql:from user_mining_models": [("ORAMEM_EMBED",)],
         "sql:from user_objects": ALL_VALID,
+        "sql:from user_users": [("USERS",)],
+        "sql:from user_ts_quotas": [(-1,)],
+        "sql:from all_tab_privs": [],
     }
     answers.update(over)
     return Recorder(answers)
@@ -167,6 +170,30 @@ def test_doctor_reports_what_to_fix():
     assert checks["oramem packages"].label == "FAIL" and "oramem db install" in checks["oramem packages"].fix
     text = admin.format_checks(checks.values())
     assert "fix: as a DBA: GRANT CREATE PROCEDURE TO <user>;" in text
+
+
+def test_d14_doctor_checks_the_quota_and_counts_public_grants():
+    checks = {c.name: c for c in admin.doctor(VConn(_doctor_rec(**{"sql:from user_ts_quotas": []})))}
+    q = checks["tablespace quota"]
+    assert q.label == "FAIL" and "no quota on USERS" in q.detail and "QUOTA UNLIMITED ON" in q.fix
+    rec = _doctor_rec(**{"sql:from user_ts_quotas": [],
+                         "sql:from user_sys_privs": [("CREATE TABLE",), ("CREATE SEQUENCE",), ("CREATE PROCEDURE",),
+                                                     ("CREATE JOB",), ("UNLIMITED TABLESPACE",)]})
+    assert {c.name: c for c in admin.doctor(VConn(rec))}["tablespace quota"].label == "OK"
+    # EXECUTE granted to PUBLIC works in definer's-rights code: no WARN
+    rec = _doctor_rec(**{"sql:from user_tab_privs": [("SYS", "DBMS_LOCK", "EXECUTE")],
+                         "sql:from all_tab_privs": [("CTXSYS", "CTX_DDL"), ("CTXSYS", "DBMS_VECTOR_CHAIN"),
+                                                    ("SYS", "DBMS_HYBRID_VECTOR")]})
+    checks = {c.name: c for c in admin.doctor(VConn(rec))}
+    for pkg in ("DBMS_VECTOR_CHAIN", "DBMS_HYBRID_VECTOR"):
+        assert checks[f"direct grant EXECUTE ON {pkg}"].label == "OK"
+    assert checks["direct grant EXECUTE ON CTXSYS.CTX_DDL"].label == "OK"
+    # ORA-01950 is a CapabilityError naming the fix
+    from oramem.errors import CapabilityError
+    from oramem.oracle.errors import translate
+
+    from .fakes import db_error as _err
+    assert isinstance(translate(_err(1950, "no privileges on tablespace 'USERS'")), CapabilityError)
 
 
 def test_doctor_checks_the_hybrid_packages_grants():

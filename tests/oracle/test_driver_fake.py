@@ -583,7 +583,8 @@ def test_forget_runs_cascade_and_erasers_in_one_transaction(kind):
     all on one connection, committed once."""
     from oramem.requests import ErasureReport, ForgetRequest
 
-    engine, rec = opened(kind, {"oramem_store.delete_record_json": CASCADE_REPLY})
+    engine, rec = opened(kind, {"oramem_store.delete_record_json": CASCADE_REPLY,
+                                "oramem_store.delete_keys_json": '{"count": 2}'})
     seen = []
 
     class Eraser:
@@ -607,9 +608,12 @@ def test_forget_runs_cascade_and_erasers_in_one_transaction(kind):
     assert ("message", "m1") in event.records and before == {"MYSTORE_KG_FACT": 3}
     calls = [(c.name, c.binds.get("in_record_type"), c.binds.get("in_record_id"), c.binds.get("in_cascade"))
              for c in rec.plsql]
+    # N4: the cascade tells the PL/SQL hook it is an erasure (reason, names); the records the
+    # erasers name go in one delete_keys_json call, without the hook (SQLite delete_keys)
     assert calls == [("oramem_store.delete_record_json", "user_profile", "u1", 1),
-                     ("oramem_store.delete_record_json", "fact", "f9", 0),
-                     ("oramem_store.delete_record_json", "message", "e4", 0)]
+                     ("oramem_store.delete_keys_json", None, None, None)]
+    assert (rec.plsql[0].binds["in_reason"], json.loads(rec.plsql[0].binds["in_names"])) == ("forget", ["u1", "Ana"])
+    assert json.loads(rec.plsql[1].binds["in_keys"]) == [["fact", "f9"], ["message", "e4"]]
     assert len({c.conn for c in rec.plsql}) == 1 and len(rec.of("commit")) == 1
     with pytest.raises(ValueError, match="exactly one of user_id and agent_id"):
         engine.forget(ForgetRequest())

@@ -40,15 +40,20 @@ def test_positional_input_sizes_with_named_execute_binds_is_dpy_2006():
         cur.execute("select 1 from dual where :a is not null", a="x")
 
 
-def test_plsql_string_bind_over_32767_bytes_must_be_a_lob():
-    conn = FakeConnection(Recorder())
-    with pytest.raises(oracledb.DatabaseError, match="ORA-06502"):
-        conn.cursor().callfunc("oramem_store.add_json", oracledb.DB_TYPE_CLOB,
-                               keyword_parameters={"in_store_id": "S", "in_batch": BIG, "in_batch_size": 1})
-    # the fix: a temporary CLOB
+def test_d9_plsql_string_bind_over_32767_bytes_becomes_a_temporary_clob():
+    """D9: thin mode turns a PL/SQL str bind over 32,767 bytes into a temporary CLOB
+    (impl/thin/var.pyx ThinVarImpl._bind; python-oracledb's tests/test_4100_cursor_callproc.py
+    "calling a procedure with a string > 32767 characters"); the fake no longer refuses it
+    (it raised ORA-06502, a rule the driver does not have) and records the temporary LOB."""
+    rec = Recorder()
+    conn = FakeConnection(rec)
     conn.cursor().callfunc("oramem_store.add_json", oracledb.DB_TYPE_CLOB,
-                           keyword_parameters={"in_store_id": "S", "in_batch_size": 1,
-                                               "in_batch": conn.createlob(oracledb.DB_TYPE_CLOB, BIG)})
+                           keyword_parameters={"in_store_id": "S", "in_batch": BIG, "in_batch_size": 1})
+    assert [c.binds["data"] for c in rec.of("createlob")] == [BIG]
+    # 32,767 bytes exactly stays a string bind
+    conn.cursor().callfunc("oramem_store.add_json", oracledb.DB_TYPE_CLOB,
+                           keyword_parameters={"in_store_id": "S", "in_batch": "x" * 32767, "in_batch_size": 1})
+    assert len(rec.of("createlob")) == 1
 
 
 def test_sql_string_bind_over_4000_bytes_is_a_long_unless_typed_clob():

@@ -80,7 +80,10 @@ def test_f13_json_columns_are_bound_as_clob_on_oracle():
     assert oracledb.CLOB in dialect.include_set_input_sizes
 
 
-def test_f16_knowledge_memory_registers_the_plsql_deletion_hook(monkeypatch):
+def test_d5_knowledge_memory_leaves_the_stores_hook_slot_alone(monkeypatch):
+    """D5 (F16 reopened): on Oracle the store's packages run the knowledge hook for every store
+    with knowledge tables (oramem_store.call_hook), so KnowledgeMemory registers nothing and an
+    application's PL/SQL hook stays registered (it replaced it before)."""
     import oramem.knowledge.memory as memory_mod
 
     store, _, rec = store_over_fake()
@@ -91,11 +94,11 @@ def test_f16_knowledge_memory_registers_the_plsql_deletion_hook(monkeypatch):
         async def complete_async(self, *a, **k):
             raise AssertionError("not called")
 
+    store.register_deletion_hook("APP.AUDIT_DELETE")
     km = KnowledgeMemory(store, LLM())
     try:
         hooks = [c for c in rec.plsql if c.name == "oramem_admin.set_deletion_hook"]
-        assert [c.binds["in_procedure_name"] for c in hooks] == ["ORAMEM_KG_JOBS.ON_STORE_DELETE"]
-        assert hooks[0].binds["in_store_id"] == "MYSTORE"
+        assert [c.binds["in_procedure_name"] for c in hooks] == ["APP.AUDIT_DELETE"]
     finally:
         km.close()
 
@@ -116,6 +119,10 @@ def test_oracle_claim_uses_for_update_skip_locked_in_one_transaction():
     assert update.binds == {"worker": "w1", "lease": (now + timedelta(seconds=30)).replace(tzinfo=None),
                             "now": now.replace(tzinfo=None), "id": "job-1", "lost": queue_mod.LEASE_EXPIRED}
     assert "last_error = :lost" in update.name and "WHERE id = :id" in update.name
+    # D12: the datetimes are bound as TIMESTAMP, not as the driver's default DATE (no fractions)
+    assert fail_expired.input_sizes == {"now": oracledb.DB_TYPE_TIMESTAMP}
+    assert select.input_sizes == {"now": oracledb.DB_TYPE_TIMESTAMP}
+    assert update.input_sizes == {"now": oracledb.DB_TYPE_TIMESTAMP, "lease": oracledb.DB_TYPE_TIMESTAMP}
     # nothing due: commit, no update
     rec2 = Recorder()
     assert queue_mod.claim_oracle(FakeConnection(rec2), '"S1_KG_JOB"', "w1", now, now) is None
@@ -138,3 +145,115 @@ def test_job_table_is_in_the_knowledge_ddl():
     assert 'CREATE TABLE IF NOT EXISTS "S1_KG_JOB"' in ddl
     assert 'CONSTRAINT "S1_KG_JOB_EVENT_UK" UNIQUE (event_id)' in ddl
     assert 'CREATE INDEX IF NOT EXISTS "S1_KG_JOB_ST_AVAIL_IX" ON "S1_KG_JOB" (status, available_at)' in ddl
+
+
+# ----------------------------------------------------------------------------- the whole layer (D1, D9)
+def knowledge_over_fake(monkeypatch):
+    """KnowledgeMemory on an Oracle store over the fake: the knowledge SQL runs for real
+    (fakes.SQLBackend, rows shaped as python-oracledb returns them: JSON columns as objects
+    with Decimal numbers), the store's PL/SQL calls are answered by plsql_standin."""
+    import oramem.knowledge.memory as memory_mod
+    from oramem.knowledge import KnowledgeConfig
+
+    from tests.knowledge.helpers import Clock
+    from .fakes import SQLBackend
+    from .plsql_standin import StoreStandIn
+
+    rec = Recorder()
+    rec.backend = SQLBackend.for_tables(build_tables("MYSTORE", 8).metadata)
+    rec.answers["oramem_admin.set_deletion_hook"] = None
+    StoreStandIn().install(rec.answers)
+    store, _, rec = store_over_fake(rec)
+    monkeypatch.setattr(memory_mod, "apply_schema_policy", lambda *a, **k: None)  # created above
+    clock = Clock()
+    return KnowledgeMemory(store, None, config=KnowledgeConfig(), clock=clock), store, rec, clock
+
+
+def test_d1_knowledge_layer_runs_over_a_driver_shaped_fake(monkeypatch):
+    """D1: JSON columns come back decoded (a scalar "Talho", Decimal numbers); the second
+    related write, retrieve, every background job, reads, delete and forget run. Fails
+    without the fix in JSONValue.process_result_value (JSONDecodeError on the second write)."""
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    try:
+        r1 = km.add_fact("a1", "Pedro", "Pedro works at Talho", subject_type="person",
+                         attribute_key="employer", value="Talho")
+        first = r1.facts_added[0]["fact_id"]
+        clock.advance()
+        # the second related write reads the existing fact's value_json back
+        r2 = km.add_fact("a1", "Pedro", "Pedro works at Talho", attribute_key="employer", value="Talho")
+        assert len(r2.facts_unchanged) == 1 and km.get("a1", first).reinforcement_count == 1
+        clock.advance()
+        r3 = km.add_fact("a1", "Pedro", "Pedro works at Vertix", attribute_key="employer", value="Vertix")
+        assert r3.facts_updated[0]["previous_fact_id"] == first
+        age = km.add_fact("a1", "Pedro", "Pedro is 42", attribute_key="age", value=42).facts_added[0]["fact_id"]
+        share = km.add_fact("a1", "Pedro", "Pedro owns half", attribute_key="share", value=0.5).facts_added[0]["fact_id"]
+        flag = km.add_fact("a1", "Pedro", "Pedro is vegan", attribute_key="vegan", value=True).facts_added[0]["fact_id"]
+        # values as SQLite returns them: int, float, bool, str (no Decimal leaks out)
+        values = {f: km.get("a1", f).value_json for f in (age, share, flag, first)}
+        assert values == {age: 42, share: 0.5, flag: True, first: "Talho"}
+        assert [type(values[f]) for f in (age, share, flag)] == [int, float, bool]
+        km.add_relation("a1", "Pedro", "Vertix", "works_at", source_type="person", target_type="organization")
+        hits = km.retrieve("a1", "Where does Pedro work?").facts
+        assert "Pedro works at Vertix" in {h.fact_text for h in hits}
+        assert all(not isinstance(v, __import__("decimal").Decimal) for h in hits for v in h.scores.values())
+        assert {f.fact_text for f in km.get_all("a1")} >= {"Pedro works at Vertix", "Pedro is 42"}
+        assert [d.fact_text for d in km.history("a1", first)]
+        assert km.entities("a1") and km.relationships("a1")
+        out = km.run_background("a1")
+        assert not out.errors, out.errors
+        assert km.delete("a1", share) is True and km.get("a1", share) is None
+        json.dumps([h.scores for h in km.retrieve("a1", "Pedro").facts])  # no Decimal anywhere
+        # forget: the store's cascade (delete_record_json; its PL/SQL hook is not emulated here)
+        # and the knowledge erasure's reads and deletes as real SQL on the same connection
+        erased = km.forget(user_id="Pedro", names=["Pedro"])
+        assert set(erased) >= {t.name for t in km._tables.metadata.sorted_tables}
+        cascade = [c.binds for c in rec.plsql if c.name == "oramem_store.delete_record_json"
+                   and c.binds["in_record_type"] == "user_profile"]
+        assert cascade == [dict(in_store_id="MYSTORE", in_record_type="user_profile", in_record_id="Pedro", in_cascade=1,
+                                in_reason="forget", in_names='["Pedro"]')]
+    finally:
+        km.close()
+
+
+def test_d1_json_result_processor_takes_the_drivers_objects():
+    """D1: under the Oracle dialect the JSON column's value is already decoded by the driver."""
+    from decimal import Decimal
+
+    from oramem.knowledge.schema import JSONValue
+
+    proc = JSONValue().result_processor(sa_oracledb.dialect(dbapi=oracledb), oracledb.DB_TYPE_JSON)
+    assert proc("Talho") == "Talho" and proc("42") == "42"
+    assert proc(True) is True and proc(None) is None
+    assert proc(Decimal("42")) == 42 and type(proc(Decimal("42"))) is int
+    assert proc(Decimal("0.5")) == 0.5 and type(proc(Decimal("0.5"))) is float
+    assert proc({"n": Decimal("3"), "l": [Decimal("1.25"), "x"]}) == {"n": 3, "l": [1.25, "x"]}
+
+
+def test_d1_migrate_oracle_knowledge_to_sqlite_verifies(monkeypatch, tmp_path):
+    """D1: `oramem migrate` from Oracle (the driver-shaped fake) copies the knowledge tables and
+    its verification compares them equal (it read Decimals and text-decoded them before)."""
+    from oramem.migrate import migrate
+
+    from .test_migrate_oracle_fake import ORACLE, OracleModel, fake_oracle
+
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    try:
+        km.add_fact("a1", "Pedro", "Pedro works at Talho", subject_type="person", attribute_key="employer",
+                    value="Talho")
+        clock.advance()
+        km.add_fact("a1", "Pedro", "Pedro works at Talho", attribute_key="employer", value="Talho")
+        km.add_fact("a1", "Pedro", "Pedro is 42", attribute_key="age", value=42)
+        km.add_fact("a1", "Pedro", "Pedro owns half", attribute_key="share", value=0.5)
+        km.run_background("a1")
+    finally:
+        km.close()
+    backend = rec.backend
+    backend.db.execute("CREATE VIEW user_tables AS SELECT name AS table_name FROM sqlite_master WHERE type = 'table'")
+    src_rec, connect = fake_oracle(OracleModel([]), settings={"memory_store_id": "MYSTORE", "vector_dim": 8})
+    del src_rec.answers["sql:user_tables"]
+    src_rec.backend = backend
+    report = migrate(ORACLE, str(tmp_path / "copy.db"), batch_size=50, oracle_connect=connect)
+    assert report.ok, report.stores
+    (comparison,) = report.stores
+    assert comparison.knowledge_match is True, comparison
+    assert comparison.knowledge["MYSTORE_KG_FACT"][0] >= 3 and report.copied_knowledge_rows > 0

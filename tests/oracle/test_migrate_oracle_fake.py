@@ -174,3 +174,23 @@ def test_oracle_to_sqlite_pages_through_export_and_keeps_everything(tmp_path):
         assert copy.get("message", "g1").role == "user"
         assert [t.id for t in copy.list("thread")] == ["t1"]
         assert copy.get("user_profile", "ana").content == "Ana, a gardener"
+
+
+def test_n5_oracle_source_pages_read_one_read_only_snapshot(tmp_path):
+    """N5: every export page of a store is read in one SET TRANSACTION READ ONLY transaction
+    (identity values are drawn at insert, not commit: separate transactions could skip a row
+    committed late); nothing ends that transaction between pages."""
+    base = dict(content="x", timestamp=None, metadata=None, thread_id=None, user_id=None, agent_id=None, role=None,
+                created_at="2024-03-01T08:00:00.000000+00:00", expires_at=None)
+    rows = [{"record": dict(base, id=f"m{i}", record_type="memory", seq_no=i), "chunks": None} for i in (1, 2, 3)]
+    rec, connect = fake_oracle(OracleModel(rows))
+    report = migrate(ORACLE, str(tmp_path / "copy.db"), batch_size=2, oracle_connect=connect)
+    assert report.ok and report.copied_records == 3
+    seq = [(c.kind, c.name) for c in rec.calls if c.kind in ("execute", "commit", "rollback")
+           or c.name == "oramem_store.export_json"]
+    starts = [i for i, s in enumerate(seq) if s == ("execute", "SET TRANSACTION READ ONLY")]
+    assert starts and all(seq[i - 1][0] == "rollback" for i in starts), "READ ONLY must start the transaction"
+    first = seq[starts[0] + 1:]
+    run = first[:next((i for i, s in enumerate(first) if s[1] != "oramem_store.export_json"), len(first))]
+    assert len(run) == 3, seq  # pages after 0 and 2, then the empty page: one snapshot, no commit between
+    assert seq.index(("callfunc", "oramem_store.export_json")) > starts[0], "no page before the snapshot"

@@ -105,10 +105,29 @@ def test_plan_without_hnsw_fails_with_the_fix():
 
 def test_explain_statement_shape():
     t = st.SelfTest(FakeConnection(Recorder()), run_id=RUN)
-    stmt, sql = t.plan_sql(SearchStrategy.VECTOR, 3)
+    stmt, sql, vec = t.plan_sql(SearchStrategy.VECTOR, 3)
     assert stmt == f"ORAMEM_ST_OMST{RUN}V"
     assert f'FROM "OM_OMST{RUN}V_CHK" c' in sql and "FETCH APPROX FIRST 10 ROWS ONLY" in sql
-    assert "TO_VECTOR('[0.1,0.1,0.1]', 3, FLOAT32), COSINE)" in sql
+    assert "TO_VECTOR(:v, 3, FLOAT32), COSINE)" in sql and vec == "[0.1,0.1,0.1]"
+
+
+def test_d6_explain_binds_the_vector_and_hints_the_index():
+    """D6: a 1024-d model's vector is a bind (no literal over 4000 characters, ORA-01704) typed
+    CLOB, and the statement asks for the vector index (VECTOR_INDEX_SCAN)."""
+    import re
+
+    import oracledb
+
+    t = st.SelfTest(FakeConnection(Recorder()), run_id=RUN)
+    _, sql, vec = t.plan_sql(SearchStrategy.VECTOR, 1024)
+    assert len(vec) > 4000 and vec not in sql
+    assert max((len(m) for m in re.findall(r"'[^']*'", sql)), default=0) <= 4000
+    assert "/*+ VECTOR_INDEX_SCAN(c) */" in sql
+    rec = Recorder(answers())
+    run(rec)
+    explain = [c for c in rec.calls if c.kind == "execute" and c.name.startswith("EXPLAIN PLAN")]
+    assert explain and all(c.input_sizes == {"v": oracledb.DB_TYPE_CLOB} and c.binds["v"].startswith("[")
+                           for c in explain)
 
 
 class _Broken:

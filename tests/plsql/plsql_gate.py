@@ -324,7 +324,38 @@ def unbounded_growth_findings(text: str) -> list[str]:
     return out
 
 
+#: file -> why it may still break rule (d).
+PENDING_DECLARATION_ORDER: dict[str, str] = {
+}
+
+_TOP_END_RE = re.compile(r"^   END\s+\w+\s*;", re.MULTILINE)
+_TOP_ITEM_RE = re.compile(
+    r"^   (?!(?:PROCEDURE|FUNCTION|CURSOR|END|BEGIN|IS|AS|EXCEPTION|RETURN|WHEN)\b)"
+    r"(?:(?:TYPE|SUBTYPE|PRAGMA)\b|[A-Za-z_]\w*[ \t]+(?:CONSTANT\b|EXCEPTION\b|[A-Za-z_]))",
+    re.MULTILINE | re.IGNORECASE)
+
+
+def declaration_order_findings(text: str) -> list[str]:
+    """Rule (d): in a package body, a type, variable, constant, exception or pragma declared
+    after a subprogram body. The declare section is ``item_list_1 [item_list_2]`` and
+    item_list_2 holds only cursor, function and procedure declarations and definitions
+    (PL/SQL Language Reference, block / declare_section, item_list_2): Oracle refuses it with
+    PLS-00103, and the parser used by this gate accepts it. Top level (three-space indent)."""
+    if not re.search(r"\bCREATE\s+OR\s+REPLACE\s+PACKAGE\s+BODY\b", text, re.IGNORECASE):
+        return []
+    code = _code_without_comments(text)
+    first = _TOP_END_RE.search(code)
+    if first is None:
+        return []
+    return [
+        f"line {_line_of(code, m.start())}: {code[m.start():code.index(chr(10), m.start())].strip()[:60]!r} is "
+        "declared after a subprogram body (PLS-00103): move it above the package body's first subprogram"
+        for m in _TOP_ITEM_RE.finditer(code, first.end())
+    ]
+
+
 SOURCE_RULES = {
+    "declaration_order": (declaration_order_findings, PENDING_DECLARATION_ORDER),
     "sqlprefix": (sqlprefix_findings, PENDING_SQLPREFIX),
     "byte_semantics": (byte_semantics_findings, PENDING_BYTE_SEMANTICS),
     "unbounded_sql": (unbounded_growth_findings, PENDING_UNBOUNDED_SQL),

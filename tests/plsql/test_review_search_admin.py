@@ -314,7 +314,7 @@ def test_keyword_query_english_drops_the_sqlite_stopwords_and_stems():
     assert {"about", "accum", "and", "equiv", "fuzzy", "minus", "near", "not", "or", "within", "syn", "sqe"} <= reserved
     kq = _code(_function(SEARCH, "keyword_query"))
     assert "IF NOT (l_english AND l_content AND INSTR(gc_english_stopwords, ' ' || l_tok || ' ') > 0) THEN" in kq
-    assert "THEN '$' || l_tok" in kq and "REGEXP_LIKE(l_tok, '^[[:alpha:]]+$')" in kq
+    assert "THEN '$' || l_tok" in kq and "REGEXP_LIKE(l_tok, '^[[:alpha:]]+$', 'c')" in kq
     assert "INSTR(gc_text_reserved, ' ' || l_tok || ' ') = 0" in kq
     assert "ELSE '{' || REPLACE(l_tok, '}', '}}') || '}' END" in kq
     # lower-cased, each word once (SQLite: dict.fromkeys(word.lower() ...))

@@ -1,0 +1,67 @@
+"""A conversation seen from one scope: what the session adapters read, pop and clear.
+
+A thread id is a conversation name, not a grant: several users (or one user with several
+agents) may write messages under the same id, and knowledge-layer events live there too. The
+OpenAI Agents session and the LangChain chat history therefore never act on the thread as a
+whole. Each works on the records of *its own scope* in the thread — ``thread_id`` plus the
+``user_id`` / ``agent_id`` given to its constructor, matched exactly (``None`` = records without
+one) — and ignores knowledge-layer event records, which are not conversation items:
+
+- reads list the scope's ``message`` records of the thread, oldest first;
+- ``pop`` deletes the newest of them;
+- ``clear`` deletes, in one transaction, every record of the scope in the thread (messages and
+  memory / fact / preference / guideline records bound to it). Other users' records in a thread
+  with the same id, other agents' records and knowledge events stay; so does the empty thread
+  container (``store.delete_thread`` removes a thread with everything in it, whoever wrote it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ._colour import call
+
+# Knowledge-layer event records are `message` records of the write's session thread. They carry
+# `kg_event: true` (stores written by this version) or `kg_source` (older stores); neither key is
+# written by the adapters, whose metadata is one key of their own.
+NOT_KNOWLEDGE_EVENT: dict[str, Any] = {"kg_event": {"$exists": False}, "kg_source": {"$exists": False}}
+
+# the record types that carry a thread_id (SC-2.1)
+THREAD_SCOPED_TYPES = ("message", "memory", "fact", "preference", "guideline")
+
+
+class ThreadScope:
+    """One (thread, user, agent) scope; plan builders for the session adapters (see module doc)."""
+
+    def __init__(self, thread_id: str, user_id: Optional[str], agent_id: Optional[str]) -> None:
+        self.thread_id = thread_id
+        self.user_id = user_id
+        self.agent_id = agent_id
+
+    def _filter(self) -> dict[str, Any]:
+        return {"thread_id": self.thread_id, "user_id": self.user_id, "agent_id": self.agent_id}
+
+    def messages(self, last_n: Optional[int] = None):
+        """The scope's conversation messages, oldest first; ``last_n`` keeps the newest n."""
+        records = yield call("list", "message", limit=last_n, metadata_filter=NOT_KNOWLEDGE_EVENT, **self._filter())
+        return records
+
+    def pop(self):
+        """Delete and return the scope's newest conversation message (None when there is none)."""
+        while True:
+            newest = yield from self.messages(1)
+            if not newest:
+                return None
+            removed = yield call("delete", "message", newest[0].id)
+            if removed:  # else a concurrent pop took it: look again
+                return newest[0]
+
+    def clear(self):
+        """Delete every record of the scope in the thread; run it in one transaction."""
+        removed = 0
+        for record_type in THREAD_SCOPED_TYPES:
+            extra = {"metadata_filter": NOT_KNOWLEDGE_EVENT} if record_type == "message" else {}
+            records = yield call("list", record_type, limit=None, **self._filter(), **extra)
+            for record in records:
+                removed += yield call("delete", record_type, record.id)
+        return removed

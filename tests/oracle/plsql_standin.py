@@ -1,0 +1,86 @@
+"""A stand-in for the store packages' JSON calls (``oramem_store.*_json``, ``oramem_search``),
+kept in a dict, for runs over the recording fake that need the store to remember what was
+written (the knowledge layer's write / retrieve / jobs / forget). It answers in the formats of
+plsql/README.md ("JSON payloads"); it is not the PL/SQL: what the packages do is checked by the
+text tests in tests/plsql and, on a live database, by tests/contract. Search returns no hits
+(the knowledge layer's own reads run as real SQL in :class:`fakes.SQLBackend`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .fakes import Call, FakeLOB
+
+
+def _text(v: Any) -> Any:
+    return v.data if isinstance(v, FakeLOB) else v
+
+
+class StoreStandIn:
+    FIELDS = ("id", "record_type", "content", "timestamp", "metadata", "thread_id", "user_id", "agent_id",
+              "role", "created_at", "expires_at")
+
+    def __init__(self) -> None:
+        self.records: dict[tuple[str, str], dict] = {}
+        self.seq = 0
+
+    def install(self, answers: dict) -> None:
+        answers.update({
+            "oramem_store.add_json": self.add, "oramem_store.get_json": self.get,
+            "oramem_store.update_json": self.update, "oramem_store.delete_record_json": self.delete,
+            "oramem_store.list_json": self.list, "oramem_search.search_json": lambda c: "[]",
+            "oramem_store.delete_thread_json": self.delete_thread,
+        })
+
+    def add(self, call: Call) -> str:
+        batch = json.loads(_text(call.binds["in_batch"]))
+        ids = []
+        for r in batch["records"]:
+            self.seq += 1
+            rec = {k: r.get(k) for k in self.FIELDS}
+            rec["seq_no"] = self.seq
+            rec["created_at"] = rec["created_at"] or "2025-01-01T12:00:00.000000Z"
+            self.records[(rec["record_type"], rec["id"])] = rec
+            ids.append(rec["id"])
+        return json.dumps(ids)
+
+    def get(self, call: Call) -> Any:
+        rec = self.records.get((call.binds["in_record_type"], call.binds["in_record_id"]))
+        return json.dumps(rec) if rec else None
+
+    def update(self, call: Call) -> int:
+        req = json.loads(_text(call.binds["in_request"]))
+        rec = self.records.get((req["record_type"], req["record_id"]))
+        if rec is None:
+            return 0
+        for k in ("content", "metadata", "timestamp"):
+            if k in req:
+                rec[k] = req[k]
+        return 1
+
+    def _event(self, keys: list, reason: str, threads: tuple = ()) -> dict:
+        return {"memory_store_id": "MYSTORE", "records": [list(k) for k in keys], "thread_ids": list(threads),
+                "user_ids": [], "agent_ids": [], "reason": reason}
+
+    def delete(self, call: Call) -> str:
+        key = (call.binds["in_record_type"], call.binds["in_record_id"])
+        if key[0] == "thread":
+            return self._delete_thread(key[1])
+        rec = self.records.pop(key, None)
+        return json.dumps({"count": int(rec is not None), "event": self._event([key], "delete") if rec else None})
+
+    def _delete_thread(self, tid: str) -> str:
+        keys = [k for k, r in self.records.items() if r.get("thread_id") == tid or k == ("thread", tid)]
+        for k in keys:
+            del self.records[k]
+        return json.dumps({"count": int(("thread", tid) in keys), "event": self._event(keys, "delete_thread", (tid,))})
+
+    def delete_thread(self, call: Call) -> str:
+        return self._delete_thread(call.binds["in_thread_id"])
+
+    def list(self, call: Call) -> str:
+        req = json.loads(_text(call.binds["in_request"]))
+        rows = [r for r in self.records.values() if r["record_type"] == req["record_type"]]
+        rows.sort(key=lambda r: r["seq_no"])
+        return json.dumps(rows[-int(req.get("limit") or len(rows) or 1):])
