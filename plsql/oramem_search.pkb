@@ -187,8 +187,8 @@ AS
    END result_sql;
 
    -- The same ranking as keys only: COUNT(*) and [[record_type, record_id, distance], ...] in
-   -- rank order (distance, record_type, record_id); the legs of a HYBRID search (score fusion
-   -- reads the distances, rank fusion the order).
+   -- rank order (distance, then the ids byte-wise, N7); the legs of a HYBRID search (score
+   -- fusion reads the distances, rank fusion the order).
    FUNCTION keys_sql(
       in_rank_sql IN VARCHAR2
    ) RETURN VARCHAR2
@@ -196,7 +196,8 @@ AS
    BEGIN
       RETURN 'SELECT COUNT(*), JSON_ARRAYAGG('
           || 'JSON_ARRAY(b.record_type, b.record_id, b.dist)'
-          || ' ORDER BY b.dist, b.record_type, b.record_id RETURNING CLOB)'
+          || ' ORDER BY b.dist, NLSSORT(b.record_type, ''NLS_SORT=BINARY''), NLSSORT(b.record_id, ''NLS_SORT=BINARY'')'
+          || ' RETURNING CLOB)'
           || ' FROM (' || in_rank_sql || ') b';
    END keys_sql;
 
@@ -727,7 +728,8 @@ AS
           * (wv + g * wk); with wv = 0, g = 1.
           * fusion 'rrf': score = wv / (rrf_k + vector rank) + wk / (rrf_k + keyword rank),
           * distance = 1 - score / ((wv + wk) / (rrf_k + 1)).
-          * Both rounded to 12 places and clamped to [0, 1]; ties by record_type, then id.
+          * Both rounded to 12 places and clamped to [0, 1]; ties by record_type, then id,
+          * byte-wise (NLSSORT ... BINARY, N7).
           */
          IF l_text IS NULL THEN
             bad_argument('a hybrid search needs query_text');
@@ -793,7 +795,8 @@ AS
                    || ' FULL OUTER JOIN JSON_TABLE(:tkeys, ''$[*]'' COLUMNS (rn FOR ORDINALITY,'
                    || ' record_type VARCHAR2(32 CHAR) PATH ''$[0]'', record_id VARCHAR2(512 CHAR) PATH ''$[1]'')) t'
                    || ' ON (t.record_type = v.record_type AND t.record_id = v.record_id)'
-                   || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+                   || ' ORDER BY 3, NLSSORT(NVL(v.record_type, t.record_type), ''NLS_SORT=BINARY''),'
+                   || ' NLSSORT(NVL(v.record_id, t.record_id), ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
             add_bind(l_run_binds, 'wv', 'N', in_num => l_wv);
             add_bind(l_run_binds, 'wk', 'N', in_num => l_wk);
             add_bind(l_run_binds, 'rk', 'N', in_num => l_rrf_k);
@@ -821,7 +824,8 @@ AS
                    || ' record_type VARCHAR2(32 CHAR) PATH ''$[0]'', record_id VARCHAR2(512 CHAR) PATH ''$[1]'','
                    || ' dist NUMBER PATH ''$[2]'')) j)) t'
                    || ' ON (t.record_type = v.record_type AND t.record_id = v.record_id)'
-                   || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
+                   || ' ORDER BY 3, NLSSORT(NVL(v.record_type, t.record_type), ''NLS_SORT=BINARY''),'
+                   || ' NLSSORT(NVL(v.record_id, t.record_id), ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
             -- the keyword leg's strength gate: how far its best score stands out from its
             -- scores, z = (max - mean) / population standard deviation, mapped to [0, 1]
             -- by gc_keyword_z_floor and gc_keyword_z_span; fewer than two matches: 0

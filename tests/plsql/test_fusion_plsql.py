@@ -51,4 +51,4 @@ def test_score_fusion_is_the_sqlite_rule():
     assert "ROUND(1 - (:wv * NVL(v.nv, 0) + :wk * NVL(t.nk, 0)) / :wsum, 12)" in hybrid
     # keyword only (vector weight 0): the keyword order as it is
     assert "IF l_wv = 0 THEN\n               l_gate := 1;" in hybrid
-    assert hybrid.count("ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY") == 2
+    assert hybrid.count("ORDER BY 3, NLSSORT(NVL(v.record_type, t.record_type), ''NLS_SORT=BINARY'')") == 2
