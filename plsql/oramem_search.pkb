@@ -186,16 +186,18 @@ AS
           || ' ON (r.record_type = b.record_type AND r.record_id = b.record_id)';
    END result_sql;
 
-   -- The same ranking as keys only: COUNT(*) and [[record_type, record_id], ...] in rank
-   -- order (distance, record_type, record_id); the legs of a HYBRID search.
+   -- The same ranking as keys only: COUNT(*) and [[record_type, record_id, distance], ...] in
+   -- rank order (distance, then the ids byte-wise, N7); the legs of a HYBRID search (score
+   -- fusion reads the distances, rank fusion the order).
    FUNCTION keys_sql(
       in_rank_sql IN VARCHAR2
    ) RETURN VARCHAR2
    IS
    BEGIN
       RETURN 'SELECT COUNT(*), JSON_ARRAYAGG('
-          || 'JSON_ARRAY(b.record_type, b.record_id)'
-          || ' ORDER BY b.dist, b.record_type, b.record_id RETURNING CLOB)'
+          || 'JSON_ARRAY(b.record_type, b.record_id, b.dist)'
+          || ' ORDER BY b.dist, NLSSORT(b.record_type, ''NLS_SORT=BINARY''), NLSSORT(b.record_id, ''NLS_SORT=BINARY'')'
+          || ' RETURNING CLOB)'
           || ' FROM (' || in_rank_sql || ') b';
    END keys_sql;
 
@@ -561,6 +563,8 @@ AS
       l_wv         NUMBER;
       l_wk         NUMBER;
       l_rrf_k      NUMBER;
+      l_fusion     VARCHAR2(8 CHAR);
+      l_gate       NUMBER;
       l_depth      NUMBER;
       l_vkeys      CLOB := TO_CLOB('[]');
       l_tkeys      CLOB := TO_CLOB('[]');
@@ -713,24 +717,42 @@ AS
 
       ELSE
          /*
-          * HYBRID: weighted reciprocal-rank fusion of the VECTOR and the KEYWORD ranking,
-          * each of `depth` records with every filter applied, as the SQLite engine
-          * (oramem.sqlite.keyword.fuse, HybridConfig): score = wv / (rrf_k + vector rank)
-          * + wk / (rrf_k + keyword rank), a leg that did not return a record adds nothing,
-          * a leg of weight 0 is not run; distance = 1 - score / ((wv + wk) / (rrf_k + 1))
-          * rounded to 12 places and clamped to [0, 1]; ties by record_type, then id.
+          * HYBRID, as the SQLite engine fuses (oramem.sqlite.keyword.fuse, HybridConfig), each
+          * leg of `depth` records with every filter applied; a leg of weight 0 is not run.
+          * fusion 'score' (default; relative score fusion, issue 23): each leg on [0, 1] for
+          * the query - vector: (sim - sim_ref) / (sim_top - sim_ref) clamped, sim = 1 -
+          * cosine distance, sim_ref the similarity at rank gc_vector_ref_rank (or the last);
+          * keyword: s / s_top, s = 1 - distance (the text score / 100); the keyword weight
+          * times the leg's strength gate g (z of its best score, see l_gate) - score = wv * v
+          * + g * wk * t (a leg that did not return a record adds 0), distance = 1 - score /
+          * (wv + g * wk); with wv = 0, g = 1.
+          * fusion 'rrf': score = wv / (rrf_k + vector rank) + wk / (rrf_k + keyword rank),
+          * distance = 1 - score / ((wv + wk) / (rrf_k + 1)).
+          * Both rounded to 12 places and clamped to [0, 1]; ties by record_type, then id,
+          * byte-wise (NLSSORT ... BINARY, N7).
           */
          IF l_text IS NULL THEN
             bad_argument('a hybrid search needs query_text');
          END IF;
          IF l_req.has('hybrid') AND NOT l_req.get('hybrid').is_null THEN
             IF NOT l_req.get('hybrid').is_object THEN
-               bad_argument('hybrid must be a JSON object (vector_weight, keyword_weight, rrf_k, depth)');
+               bad_argument('hybrid must be a JSON object (fusion, vector_weight, keyword_weight, rrf_k, depth)');
             END IF;
             l_cfg := l_req.get_object('hybrid');
          END IF;
+         l_fusion := gc_fusion;
+         IF l_cfg IS NOT NULL AND l_cfg.has('fusion') AND NOT l_cfg.get('fusion').is_null THEN
+            IF NOT l_cfg.get('fusion').is_string THEN
+               bad_argument('hybrid.fusion must be score or rrf');
+            END IF;
+            l_fusion := LOWER(SUBSTR(l_cfg.get_string('fusion'), 1, 8));
+            IF l_fusion NOT IN ('score', 'rrf') THEN
+               bad_argument('hybrid.fusion must be score or rrf');
+            END IF;
+         END IF;
          l_wv    := hybrid_number(l_cfg, 'vector_weight', gc_vector_weight);
-         l_wk    := hybrid_number(l_cfg, 'keyword_weight', gc_keyword_weight);
+         l_wk    := hybrid_number(l_cfg, 'keyword_weight',
+                                  CASE l_fusion WHEN 'rrf' THEN gc_keyword_weight_rrf ELSE gc_keyword_weight END);
          l_rrf_k := hybrid_number(l_cfg, 'rrf_k', gc_rrf_k);
          l_depth := hybrid_number(l_cfg, 'depth', NULL);
          IF l_wv < 0 OR l_wk < 0 OR l_wv + l_wk = 0 THEN
@@ -763,20 +785,65 @@ AS
             l_tkeys := array_or_empty(keyword_ranking(l_store, l_chk_tab, l_rec_tab, l_candidates, l_binds,
                                                       l_query, l_depth, TRUE).doc);
          END IF;
-         l_rank := 'SELECT NVL(v.record_type, t.record_type) AS record_type,'
-                || ' NVL(v.record_id, t.record_id) AS record_id,'
-                || ' GREATEST(0, LEAST(1, ROUND(1 - (NVL(:wv / (:rk + v.rn), 0) + NVL(:wk / (:rk + t.rn), 0))'
-                || ' / :top, 12))) AS dist'
-                || ' FROM JSON_TABLE(:vkeys, ''$[*]'' COLUMNS (rn FOR ORDINALITY,'
-                || ' record_type VARCHAR2(32 CHAR) PATH ''$[0]'', record_id VARCHAR2(512 CHAR) PATH ''$[1]'')) v'
-                || ' FULL OUTER JOIN JSON_TABLE(:tkeys, ''$[*]'' COLUMNS (rn FOR ORDINALITY,'
-                || ' record_type VARCHAR2(32 CHAR) PATH ''$[0]'', record_id VARCHAR2(512 CHAR) PATH ''$[1]'')) t'
-                || ' ON (t.record_type = v.record_type AND t.record_id = v.record_id)'
-                || ' ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY';
-         add_bind(l_run_binds, 'wv', 'N', in_num => l_wv);
-         add_bind(l_run_binds, 'wk', 'N', in_num => l_wk);
-         add_bind(l_run_binds, 'rk', 'N', in_num => l_rrf_k);
-         add_bind(l_run_binds, 'top', 'N', in_num => (l_wv + l_wk) / (l_rrf_k + 1));
+         IF l_fusion = 'rrf' THEN
+            l_rank := 'SELECT NVL(v.record_type, t.record_type) AS record_type,'
+                   || ' NVL(v.record_id, t.record_id) AS record_id,'
+                   || ' GREATEST(0, LEAST(1, ROUND(1 - (NVL(:wv / (:rk + v.rn), 0) + NVL(:wk / (:rk + t.rn), 0))'
+                   || ' / :top, 12))) AS dist'
+                   || ' FROM JSON_TABLE(:vkeys, ''$[*]'' COLUMNS (rn FOR ORDINALITY,'
+                   || ' record_type VARCHAR2(32 CHAR) PATH ''$[0]'', record_id VARCHAR2(512 CHAR) PATH ''$[1]'')) v'
+                   || ' FULL OUTER JOIN JSON_TABLE(:tkeys, ''$[*]'' COLUMNS (rn FOR ORDINALITY,'
+                   || ' record_type VARCHAR2(32 CHAR) PATH ''$[0]'', record_id VARCHAR2(512 CHAR) PATH ''$[1]'')) t'
+                   || ' ON (t.record_type = v.record_type AND t.record_id = v.record_id)'
+                   || ' ORDER BY 3, NLSSORT(NVL(v.record_type, t.record_type), ''NLS_SORT=BINARY''),'
+                   || ' NLSSORT(NVL(v.record_id, t.record_id), ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
+            add_bind(l_run_binds, 'wv', 'N', in_num => l_wv);
+            add_bind(l_run_binds, 'wk', 'N', in_num => l_wk);
+            add_bind(l_run_binds, 'rk', 'N', in_num => l_rrf_k);
+            add_bind(l_run_binds, 'top', 'N', in_num => (l_wv + l_wk) / (l_rrf_k + 1));
+         ELSE
+            -- each leg's scores on [0, 1] with analytic functions over the leg (vs: the
+            -- vector leg with its best and reference similarity; ts: the keyword leg with
+            -- its best score), then the weighted sum over the FULL OUTER JOIN of the legs
+            l_rank := 'SELECT NVL(v.record_type, t.record_type) AS record_type,'
+                   || ' NVL(v.record_id, t.record_id) AS record_id,'
+                   || ' GREATEST(0, LEAST(1, ROUND(1 - (:wv * NVL(v.nv, 0) + :wk * NVL(t.nk, 0)) / :wsum, 12))) AS dist'
+                   || ' FROM (SELECT record_type, record_id,'
+                   || ' CASE WHEN top - ref <= 1E-9 THEN CASE WHEN sim >= top - 1E-12 THEN 1 ELSE 0 END'
+                   || ' ELSE GREATEST(0, LEAST(1, (sim - ref) / (top - ref))) END AS nv'
+                   || ' FROM (SELECT record_type, record_id, sim, MAX(sim) OVER () AS top,'
+                   || ' MAX(CASE WHEN rn = LEAST(:vref, cnt) THEN sim END) OVER () AS ref'
+                   || ' FROM (SELECT j.record_type, j.record_id, j.rn, 1 - j.dist AS sim, COUNT(*) OVER () AS cnt'
+                   || ' FROM JSON_TABLE(:vkeys, ''$[*]'' COLUMNS (rn FOR ORDINALITY,'
+                   || ' record_type VARCHAR2(32 CHAR) PATH ''$[0]'', record_id VARCHAR2(512 CHAR) PATH ''$[1]'','
+                   || ' dist NUMBER PATH ''$[2]'')) j))) v'
+                   || ' FULL OUTER JOIN (SELECT record_type, record_id,'
+                   || ' CASE WHEN MAX(s) OVER () > 0 THEN s / MAX(s) OVER () ELSE 0 END AS nk'
+                   || ' FROM (SELECT j.record_type, j.record_id, GREATEST(0, 1 - j.dist) AS s'
+                   || ' FROM JSON_TABLE(:tkeys, ''$[*]'' COLUMNS (rn FOR ORDINALITY,'
+                   || ' record_type VARCHAR2(32 CHAR) PATH ''$[0]'', record_id VARCHAR2(512 CHAR) PATH ''$[1]'','
+                   || ' dist NUMBER PATH ''$[2]'')) j)) t'
+                   || ' ON (t.record_type = v.record_type AND t.record_id = v.record_id)'
+                   || ' ORDER BY 3, NLSSORT(NVL(v.record_type, t.record_type), ''NLS_SORT=BINARY''),'
+                   || ' NLSSORT(NVL(v.record_id, t.record_id), ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
+            -- the keyword leg's strength gate: how far its best score stands out from its
+            -- scores, z = (max - mean) / population standard deviation, mapped to [0, 1]
+            -- by gc_keyword_z_floor and gc_keyword_z_span; fewer than two matches: 0
+            l_gate := 0;
+            IF l_wv = 0 THEN
+               l_gate := 1;
+            ELSIF l_wk > 0 THEN
+               SELECT NVL(LEAST(1, GREATEST(0,
+                         ((MAX(s) - AVG(s)) / NULLIF(STDDEV_POP(s), 0) - gc_keyword_z_floor) / gc_keyword_z_span)), 0)
+               INTO   l_gate
+               FROM   (SELECT GREATEST(0, 1 - j.dist) AS s
+                       FROM   JSON_TABLE(l_tkeys, '$[*]' COLUMNS (dist NUMBER PATH '$[2]')) j);
+            END IF;
+            add_bind(l_run_binds, 'wv', 'N', in_num => l_wv);
+            add_bind(l_run_binds, 'wk', 'N', in_num => l_wk * l_gate);
+            add_bind(l_run_binds, 'wsum', 'N', in_num => l_wv + l_wk * l_gate);
+            add_bind(l_run_binds, 'vref', 'N', in_num => gc_vector_ref_rank);
+         END IF;
          add_bind(l_run_binds, 'vkeys', 'C', in_clob => l_vkeys);
          add_bind(l_run_binds, 'tkeys', 'C', in_clob => l_tkeys);
          add_bind(l_run_binds, 'k', 'N', in_num => l_k);

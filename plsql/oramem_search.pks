@@ -5,8 +5,9 @@ AS
     * oramem_search: top-k retrieval over one store - VECTOR (HNSW, FETCH APPROX, with an
     * exact fallback), KEYWORD (Oracle Text: CONTAINS over escaped words on a keyword
     * store's CONTEXT index; DBMS_HYBRID_VECTOR.SEARCH in pure keyword mode on a hybrid
-    * store's hybrid vector index) and HYBRID (weighted reciprocal-rank fusion of the
-    * VECTOR and KEYWORD rankings, the SQLite engine's algorithm and parameters).
+    * store's hybrid vector index) and HYBRID (relative score fusion - or, on request,
+    * weighted reciprocal-rank fusion - of the VECTOR and KEYWORD legs, the SQLite engine's
+    * algorithm and parameters).
     *
     * Scope, record types, expiry and the metadata filter are evaluated in the SAME query
     * as the ranking, before the top-k cut (SC-6.5). VECTOR runs the approximate query
@@ -21,8 +22,8 @@ AS
     * JSON_TABLE it; a SYS_REFCURSOR would need a fetch round trip plus LOB reads.
     *
     * Distances: VECTOR = cosine distance (0..2, ascending); KEYWORD = 1 - score/100;
-    * HYBRID = weighted reciprocal-rank fusion of a vector and a keyword leg,
-    * 1 - score / top, clamped to [0, 1] (docs/oracle-search.md). Ties by record_type, then id.
+    * HYBRID = 1 - fused score / its best possible value (score fusion by default, reciprocal-rank
+    * fusion on request; docs/oracle-search.md), clamped to [0, 1]. Ties by record_type, then id.
     * Commit: never; read-only.
     */
 
@@ -33,9 +34,14 @@ AS
    gc_max_keyword_tokens CONSTANT PLS_INTEGER := 64;
    gc_max_query_bytes    CONSTANT PLS_INTEGER := 4000;   -- keyword_query result, in bytes
    -- HYBRID fusion defaults (= oramem.sqlite.keyword.HybridConfig) and the depth cap
+   gc_fusion             CONSTANT VARCHAR2(8 CHAR) := 'score';
    gc_vector_weight      CONSTANT NUMBER      := 1.0;
-   gc_keyword_weight     CONSTANT NUMBER      := 0.7;
+   gc_keyword_weight     CONSTANT NUMBER      := 3.0;    -- fusion 'score', at full strength
+   gc_keyword_weight_rrf CONSTANT NUMBER      := 0.7;    -- fusion 'rrf'
    gc_rrf_k              CONSTANT NUMBER      := 10;
+   gc_vector_ref_rank    CONSTANT PLS_INTEGER := 20;     -- score fusion: sim there maps to 0
+   gc_keyword_z_floor    CONSTANT NUMBER      := 1.5;    -- score fusion: keyword strength gate
+   gc_keyword_z_span     CONSTANT NUMBER      := 2.0;
    gc_max_fusion_depth   CONSTANT PLS_INTEGER := 10000;
 
    /*
@@ -45,8 +51,8 @@ AS
     * with at most k elements, ascending distance, ties by record_type then id, each
     * record once (its best chunk).
     * KEYWORD and HYBRID compile the query with the store's keyword_language (ORAMEM_STORES;
-    * see keyword_query); an optional request "keyword_language" must equal it (-20001 else). HYBRID reads an optional "hybrid" object {"vector_weight": 1.0, "keyword_weight":
-    * 0.7, "rrf_k": 10, "depth": null} (absent keys = these defaults; depth null =
+    * see keyword_query); an optional request "keyword_language" must equal it (-20001 else). HYBRID reads an optional "hybrid" object {"fusion": "score", "vector_weight": 1.0,
+    * "keyword_weight": 3.0 (0.7 for fusion "rrf"), "rrf_k": 10, "depth": null} (absent keys = these defaults; depth null =
     * max(10 k, 200) capped at gc_max_fusion_depth, else max(k, depth)) and uses
     * query_vector when given, else query_text embedded with the store's embedding_model.
     * Errors: -20002 bad JSON; -20001 k < 1 or > gc_max_k, missing query_text /

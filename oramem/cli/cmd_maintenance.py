@@ -102,6 +102,8 @@ def reembed(state: State, batch_size: int, restart: bool) -> None:
                 "vector_dim": result.vector_dim,
                 "embedder": result.embedder,
                 "previous": result.previous,
+                "rechunked": result.rechunked,
+                "kept": result.kept,
             }
         )
         return
@@ -110,3 +112,6 @@ def reembed(state: State, batch_size: int, restart: bool) -> None:
         f"re-embedded {result.rows} of {result.total} rows{resumed} of store {result.memory_store_id}: "
         f"{describe_identity(result.previous)} -> {describe_identity(result.embedder)}"
     )
+    if result.rechunked or result.kept:
+        click.echo(f"re-chunked {result.rechunked} record(s) to the embedder's window; kept the rows of "
+                   f"{result.kept} record(s) whose rows the store did not chunk from their content")

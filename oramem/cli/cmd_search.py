@@ -26,9 +26,11 @@ from .state import State, pass_state
 @click.option("--types", multiple=True, help="Record types to search (comma-separated or repeated).")
 @click.option("--filter", "metadata_filter", help="Metadata filter as a JSON object.")
 @full_option
-@click.option("--vector-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the vector ranking (default 1.0).")
-@click.option("--keyword-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the keyword ranking (default 0.7).")
-@click.option("--rrf-k", type=click.FloatRange(min=0, min_open=True), help="Hybrid fusion: reciprocal-rank constant (default 10; larger flattens the ranks).")
+@click.option("--fusion", type=click.Choice(["score", "rrf"], case_sensitive=False),
+              help="Hybrid fusion rule: score (default; relative score fusion) or rrf (reciprocal-rank fusion).")
+@click.option("--vector-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the vector leg (default 1.0).")
+@click.option("--keyword-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the keyword leg (default 0.5 for score, 0.7 for rrf).")
+@click.option("--rrf-k", type=click.FloatRange(min=0, min_open=True), help="Hybrid fusion rrf: reciprocal-rank constant (default 10; larger flattens the ranks).")
 @click.option("--fusion-depth", type=click.IntRange(min=1), help="Hybrid fusion: candidates per ranking (default max(10*k, 200)).")
 @pass_state
 def search(
@@ -45,6 +47,7 @@ def search(
     types: tuple[str, ...],
     metadata_filter: Optional[str],
     full: bool,
+    fusion: Optional[str],
     vector_weight: Optional[float],
     keyword_weight: Optional[float],
     rrf_k: Optional[float],
@@ -52,16 +55,21 @@ def search(
 ) -> None:
     """Search the store for QUERY; prints rank, distance, type, scope and content.
 
-    Hybrid search fuses the vector and keyword rankings by weighted reciprocal-rank fusion:
-    score = vector-weight / (rrf-k + vector rank) + keyword-weight / (rrf-k + keyword rank),
-    over the best fusion-depth candidates of each ranking."""
+    Hybrid search fuses the best fusion-depth candidates of the vector and keyword legs. By
+    default (--fusion score) each leg's scores are put on [0, 1] for the query (vector
+    similarity relative to its best and 10th candidate, keyword score relative to its best)
+    and summed with the weights; --fusion rrf sums vector-weight / (rrf-k + vector rank) +
+    keyword-weight / (rrf-k + keyword rank)."""
     flt = parse_json_option(metadata_filter, "--filter", allow_null=False)
-    fusion: dict[str, Any] = {"vector_weight": vector_weight, "keyword_weight": keyword_weight, "rrf_k": rrf_k, "depth": fusion_depth}
-    given = {name: value for name, value in fusion.items() if value is not None}
+    options: dict[str, Any] = {"fusion": fusion.lower() if fusion else None, "vector_weight": vector_weight,
+                               "keyword_weight": keyword_weight, "rrf_k": rrf_k, "depth": fusion_depth}
+    given = {name: value for name, value in options.items() if value is not None}
+    if rrf_k is not None and (fusion or "score").lower() != "rrf":
+        raise CLIError("--rrf-k applies to --fusion rrf only; add --fusion rrf or drop --rrf-k", 2)
     if given:
         from ..sqlite import HybridConfig
 
-        if given.get("vector_weight", 1.0) == 0 and given.get("keyword_weight", 0.7) == 0:
+        if given.get("vector_weight", 1.0) == 0 and given.get("keyword_weight", 0.5) == 0:
             raise CLIError("--vector-weight and --keyword-weight are both 0; use --strategy vector or keyword instead", 2)
         state.hybrid = HybridConfig(**given)
     store = state.open(create=False, reading=True)

@@ -4,11 +4,39 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["IEmbedder", "texts_argument"]
+__all__ = ["IEmbedder", "InputWindow", "input_window", "texts_argument"]
+
+
+@dataclass(frozen=True)
+class InputWindow:
+    """How much text an embedder reads per input (issue 28); the store sizes its chunks to it.
+
+    - ``max_tokens``: tokens of text read per input, the model's special tokens excluded;
+      with ``spans`` (the model's own tokenizer: ``spans(text)`` gives each token's
+      ``(start, end)`` character offsets) the store counts chunks in these tokens.
+    - ``max_chars``: a safe character bound when the tokenizer is not available here (a
+      service's documented or configured token limit, derived conservatively).
+    - ``tokenizer``: an identity of the tokenizer (a digest of its file), recorded with the
+      store's chunking.
+
+    An embedder exposes it as the optional attribute ``input_window``; an embedder without
+    one (or with ``None``, as ``HashEmbedder``) reads any length."""
+
+    max_tokens: Optional[int] = None
+    max_chars: Optional[int] = None
+    tokenizer: Optional[str] = None
+    spans: Optional[Callable[[str], Sequence[tuple[int, int]]]] = field(default=None, compare=False, repr=False)
+
+
+def input_window(embedder: Any) -> Optional[InputWindow]:
+    """The embedder's :class:`InputWindow`, or None (reads any length, or does not say)."""
+    window = getattr(embedder, "input_window", None) if embedder is not None else None
+    return window if isinstance(window, InputWindow) else None
 
 
 class IEmbedder(abc.ABC):

@@ -13,6 +13,8 @@ one (``StoreSettingsMismatch``). An identity is a small JSON object:
   name or a model id) and ``path`` (where it was loaded from) are informational: two ONNX
   identities are the same when everything else is (the weights digest decides)
 - ``OracleDBEmbedder``: ``{"kind": "oracle-db", "model": ..., "dimension": ...}``
+- every kind: ``chunking``, the chunk policy that fits the embedder's input window
+  (:mod:`oramem.chunking`, issue 28), when it has one; informational for the comparison
 - any embedder with an ``embedder_identity`` attribute (a dict of JSON values with a
   ``kind``): that dict; any other embedder: ``{"kind": "python", "class": "module.Class",
   "dimension": ...}``.
@@ -33,7 +35,19 @@ _WHEN_BOTH = {"onnx": {"files"}}
 
 
 def identity_of(embedder: Any) -> Optional[dict[str, Any]]:
-    """The identity of ``embedder`` (None for no embedder)."""
+    """The identity of ``embedder`` (None for no embedder), with the chunking that fits its
+    input window (``chunking``, issue 28) when it has one."""
+    ident = _identity_of(embedder)
+    if ident is not None and "chunking" not in ident:
+        from ..chunking import chunking_identity
+
+        chunking = chunking_identity(embedder)
+        if chunking is not None:
+            ident["chunking"] = chunking
+    return ident
+
+
+def _identity_of(embedder: Any) -> Optional[dict[str, Any]]:
     if embedder is None:
         return None
     own = getattr(embedder, "embedder_identity", None)
@@ -61,9 +75,11 @@ def identity_of(embedder: Any) -> Optional[dict[str, Any]]:
 
 
 def same_identity(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Same vector space. ``chunking`` does not decide it: a store keeps the chunking it
+    recorded (or the legacy one) until ``oramem reembed`` adopts the embedder's."""
     if a.get("kind") != b.get("kind"):
         return False
-    skip = _INFORMATIONAL.get(str(a.get("kind")), set())
+    skip = _INFORMATIONAL.get(str(a.get("kind")), set()) | {"chunking"}
     keys = (set(a) | set(b)) - skip
     return all(a.get(k) == b.get(k) for k in keys if not _recorded_on_one_side(a, b, k))
 

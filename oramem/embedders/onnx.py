@@ -38,7 +38,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .base import IEmbedder, texts_argument
+from .base import IEmbedder, InputWindow, texts_argument
 
 __all__ = ["ONNXEmbedder", "ModelNotAvailable", "default_cache_dir", "POOLING_MODES"]
 
@@ -149,6 +149,7 @@ class ONNXEmbedder(IEmbedder):
         self.passage_prefix = passage_prefix
         self._lock = threading.Lock()
         self._digest: Optional[str] = None
+        self._window: Optional[InputWindow] = None
 
         self.model_path, self.model_id = self._resolve(model, cache_dir, download)
         #: the local path the caller gave (None for a model id): shown in advice, not compared
@@ -366,6 +367,30 @@ class ONNXEmbedder(IEmbedder):
 
     def __repr__(self) -> str:
         return f"ONNXEmbedder(model={self.model_id!r}, dimension={self._dimension}, pooling={self.pooling!r}, normalize={self.normalize})"
+
+    @property
+    def input_window(self) -> Optional[InputWindow]:
+        """What the model reads per text (issue 28): ``max_length`` tokens less the special
+        tokens the tokenizer adds, counted with the model's own tokenizer; None for a model
+        that tokenizes inside its graph (its window is not known here)."""
+        if self.tokenizer is None:
+            return None
+        if self._window is None:
+            from tokenizers import Tokenizer
+
+            counter = Tokenizer.from_str(self.tokenizer.to_str())
+            counter.no_truncation()
+            counter.no_padding()
+            special = len(counter.encode("").ids)
+            assert self.max_length is not None
+            tokens = max(1, self.max_length - special)
+
+            def spans(text: str) -> list[tuple[int, int]]:
+                return list(counter.encode(text, add_special_tokens=False).offsets)
+
+            digest = "sha256:" + _file_digest(self.model_dir / "tokenizer.json")[:16]
+            self._window = InputWindow(max_tokens=tokens, tokenizer=digest, spans=spans)
+        return self._window
 
     # -- IEmbedder ---------------------------------------------------------------------------
     @property

@@ -194,7 +194,8 @@ def search_json(
         cfg = check_hybrid(hybrid)
         out["hybrid"] = {
             "vector_weight": float(cfg.vector_weight),
-            "keyword_weight": float(cfg.keyword_weight),
+            "fusion": cfg.fusion,
+            "keyword_weight": float(cfg.keyword_weight or 0.0),
             "rrf_k": float(cfg.rrf_k),
             "depth": cfg.depth,
         }

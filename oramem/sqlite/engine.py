@@ -486,8 +486,7 @@ class SQLiteEngine(Engine):
             elif strategy == SearchStrategy.KEYWORD:
                 ranked = keyword_ranking
             else:
-                ranked = fuse([s for s, _ in vector_ranking[:depth]], [s for s, _ in keyword_ranking[:depth]],
-                              self._hybrid)
+                ranked = fuse(vector_ranking[:depth], keyword_ranking[:depth], self._hybrid)
             return self._results(conn, t, ranked, request.k)
 
     # -- search helpers ------------------------------------------------------------------

@@ -37,10 +37,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 __all__ = [
     "DEFAULT_KEYWORD_LANGUAGE",
+    "FUSION_MODES",
     "HybridConfig",
     "KEYWORD_LANGUAGES",
     "LEGACY_LANGUAGE",
@@ -149,23 +150,54 @@ def match_expression(
     return " AND ".join(parts)
 
 
+#: score fusion: the vector leg's reference rank (its similarity there maps to 0)
+VECTOR_REFERENCE_RANK = 20
+#: score fusion: the default keyword weight (vector weight 1.0), at full strength
+KEYWORD_WEIGHT_SCORE = 3.0
+#: score fusion: the keyword leg counts from a best match this many standard deviations
+#: above the leg's mean score, fully from KEYWORD_Z_FLOOR + KEYWORD_Z_SPAN
+KEYWORD_Z_FLOOR = 1.5
+KEYWORD_Z_SPAN = 2.0
+
+
 def keyword_distance(bm25: float) -> float:
     score = max(0.0, -float(bm25))
     return 1.0 / (1.0 + score)
 
 
+#: fusion rules of :class:`HybridConfig`
+FUSION_MODES = ("score", "rrf")
+#: default keyword weight per fusion rule (tuned in bench/quality.py, bench/results/quality.md)
+_DEFAULT_KEYWORD_WEIGHT = {"score": KEYWORD_WEIGHT_SCORE, "rrf": 0.7}
+_DEFAULT_RRF_K = 10.0
+
+
 @dataclass(frozen=True)
 class HybridConfig:
-    """How HYBRID search fuses its VECTOR and KEYWORD rankings (weighted reciprocal-rank
-    fusion): a record's score is ``vector_weight / (rrf_k + vector_rank) + keyword_weight /
-    (rrf_k + keyword_rank)`` (a leg that did not return the record adds nothing).
+    """How HYBRID search fuses its VECTOR and KEYWORD legs.
 
-    - ``vector_weight`` / ``keyword_weight`` (≥ 0, not both 0): the defaults (1.0 / 0.7)
-      trust the vector ranking of a semantic embedder somewhat more than bm25 over OR'ed
-      words (tuned with all-MiniLM-L6-v2 in ``bench/quality.py``; see
-      ``bench/results/quality.md``).
-    - ``rrf_k`` (> 0, default 10): smaller values favour the top ranks of each leg more
-      than the usual 60, which let a weak keyword ranking pull strong vector hits down.
+    ``fusion="score"`` (the default): relative score fusion, as Oracle's
+    DBMS_HYBRID_VECTOR ``RSF`` fuses scores rather than ranks. Each leg's scores are put on
+    one scale for the query: the vector leg's cosine similarity relative to its best
+    candidate and its ``VECTOR_REFERENCE_RANK``-th (``(cos - cos_ref) / (cos_top - cos_ref)``,
+    clamped to [0, 1]), the keyword leg's bm25 relative to its best match (``bm25 /
+    bm25_top``). The keyword weight adapts to the query: it counts in full only when the
+    keyword leg's best match stands out from its other matches (``z = (bm25_top - mean) /
+    std`` at least ``KEYWORD_Z_FLOOR + KEYWORD_Z_SPAN``), not at all below
+    ``KEYWORD_Z_FLOOR``, linearly between (:func:`keyword_scores`): matches on one
+    everyday word that many records share are weak evidence, matches on several rare
+    words strong. A record's score is ``vector_weight * v + gate * keyword_weight * k``
+    (a leg that did not return it adds 0), its distance ``1 - score / (vector_weight +
+    gate * keyword_weight)``. So a record that one everyday word links to the query does
+    not overtake the vector leg's clear winner (F-3), while a distinctive keyword match
+    comes first.
+
+    ``fusion="rrf"``: weighted reciprocal-rank fusion, the rule before issue 23: score
+    ``vector_weight / (rrf_k + vector_rank) + keyword_weight / (rrf_k + keyword_rank)``.
+
+    - ``vector_weight`` / ``keyword_weight`` (≥ 0, not both 0); ``keyword_weight=None``
+      takes the rule's default (score: ``KEYWORD_WEIGHT_SCORE``, rrf: 0.7).
+    - ``rrf_k`` (> 0, default 10): only for ``rrf``.
     - ``depth``: how many candidates each leg contributes (≥ k always); ``None`` =
       ``max(10 * k, 200)``.
 
@@ -173,19 +205,27 @@ class HybridConfig:
     was computed first."""
 
     vector_weight: float = 1.0
-    keyword_weight: float = 0.7
+    keyword_weight: Optional[float] = None
     rrf_k: float = 10.0
     depth: Optional[int] = None
+    fusion: str = "score"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.fusion, str) or self.fusion not in FUSION_MODES:
+            raise ValueError(f"HybridConfig.fusion must be one of {', '.join(FUSION_MODES)}, got {self.fusion!r}")
+        if self.keyword_weight is None:
+            object.__setattr__(self, "keyword_weight", _DEFAULT_KEYWORD_WEIGHT[self.fusion])
         for name in ("vector_weight", "keyword_weight", "rrf_k"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"HybridConfig.{name} must be a finite number, got {value!r}")
+        assert self.keyword_weight is not None
         if self.vector_weight < 0 or self.keyword_weight < 0 or self.vector_weight + self.keyword_weight == 0:
             raise ValueError("HybridConfig weights must be >= 0 and not both 0 (use strategy='vector' or 'keyword')")
         if self.rrf_k <= 0:
             raise ValueError(f"HybridConfig.rrf_k must be > 0, got {self.rrf_k!r}")
+        if self.fusion != "rrf" and self.rrf_k != _DEFAULT_RRF_K:
+            raise ValueError(f"HybridConfig.rrf_k={self.rrf_k!r} applies to fusion='rrf' only; pass fusion='rrf' or drop rrf_k")
         if self.depth is not None and (isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1):
             raise ValueError(f"HybridConfig.depth must be a positive int or None, got {self.depth!r}")
 
@@ -193,12 +233,88 @@ class HybridConfig:
         return max(k, self.depth) if self.depth is not None else max(10 * k, 200)
 
 
-def fuse(vector: Sequence[int], keyword: Sequence[int], config: HybridConfig = HybridConfig()) -> list[tuple[int, float]]:
-    """Weighted reciprocal-rank fusion of two rankings (record keys, best first).
+Leg = Sequence[Union[int, tuple[int, float]]]
 
-    Returns ``(key, distance)`` with distance = 1 − score / best in [0, 1], where best is
-    the score of a key ranked first by both legs; nearest first (the caller orders equal
-    distances by record type and id)."""
+
+def _pairs(leg: Leg, what: str, need_distance: bool) -> list[tuple[int, Optional[float]]]:
+    out: list[tuple[int, Optional[float]]] = []
+    for item in leg:
+        if isinstance(item, tuple):
+            out.append((item[0], float(item[1])))
+        elif need_distance:
+            raise TypeError(f"score fusion needs ({what} key, distance) pairs, got a bare key {item!r}")
+        else:
+            out.append((item, None))
+    return out
+
+
+def fuse(vector: Leg, keyword: Leg, config: HybridConfig = HybridConfig()) -> list[tuple[int, float]]:
+    """Fuse two legs, each best first: ``(key, distance)`` pairs (the vector leg's cosine
+    distances, the keyword leg's :func:`keyword_distance`), or bare keys for ``rrf``.
+
+    Returns ``(key, distance)`` with distance in [0, 1], nearest first (the caller orders
+    equal distances by record type and id); see :class:`HybridConfig` for the rules."""
+    if config.fusion == "rrf":
+        return _fuse_rrf([k for k, _ in _pairs(vector, "vector", False)], [k for k, _ in _pairs(keyword, "keyword", False)],
+                         config)
+    return _fuse_scores(_pairs(vector, "vector", True), _pairs(keyword, "keyword", True), config)
+
+
+def vector_scores(leg: Sequence[tuple[int, Optional[float]]]) -> dict[int, float]:
+    """The vector leg on [0, 1]: ``(cos - cos_ref) / (cos_top - cos_ref)`` clamped, where
+    ``cos_ref`` is the similarity at rank :data:`VECTOR_REFERENCE_RANK` (or the last)."""
+    if not leg:
+        return {}
+    sims = [1.0 - float(d or 0.0) for _, d in leg]
+    top = sims[0]
+    ref = sims[min(VECTOR_REFERENCE_RANK, len(sims)) - 1]
+    span = top - ref
+    if span <= 1e-9:
+        return {key: 1.0 if sim >= top - 1e-12 else 0.0 for (key, _), sim in zip(leg, sims)}
+    return {key: min(1.0, max(0.0, (sim - ref) / span)) for (key, _), sim in zip(leg, sims)}
+
+
+def keyword_scores(leg: Sequence[tuple[int, Optional[float]]]) -> tuple[dict[int, float], float]:
+    """The keyword leg on [0, 1] (bm25 relative to the best match: ``s / s_top`` with ``s =
+    1 / distance - 1``, the inverse of :func:`keyword_distance`) and its strength gate in
+    [0, 1]: ``(z - KEYWORD_Z_FLOOR) / KEYWORD_Z_SPAN`` clamped, where ``z`` is how far the
+    best match stands out from all the leg's matches (``(s_top - mean) / std``). A match
+    on one everyday word, which many records share about equally, has a small ``z``; a
+    match on several rare words has a large one. Fewer than two matches: gate 0."""
+    raw = [(key, max(0.0, 1.0 / max(float(d or 1.0), 1e-12) - 1.0)) for key, d in leg]
+    top = max((s for _, s in raw), default=0.0)
+    if top <= 0.0:
+        return {}, 0.0
+    values = [s for _, s in raw]
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    z = (top - mean) / std if std > 0 else 0.0
+    gate = min(1.0, max(0.0, (z - KEYWORD_Z_FLOOR) / KEYWORD_Z_SPAN))
+    return {key: s / top for key, s in raw}, gate
+
+
+def _fuse_scores(vector: list, keyword: list, config: HybridConfig) -> list[tuple[int, float]]:
+    wv, wk = float(config.vector_weight), float(config.keyword_weight or 0.0)
+    nv = vector_scores(vector) if wv > 0 else {}
+    nk, gate = keyword_scores(keyword) if wk > 0 else ({}, 0.0)
+    if wv == 0:
+        gate = 1.0  # keyword only: the keyword ranking as it is
+    wk *= gate
+    total = wv + wk
+    if total <= 0:
+        return [(key, 1.0) for key, _ in vector]
+    fused = []
+    for key in dict.fromkeys([k for k, _ in vector] + [k for k, _ in keyword]):
+        score = wv * nv.get(key, 0.0) + wk * nk.get(key, 0.0)
+        fused.append((key, min(1.0, max(0.0, round(1.0 - score / total, 12)))))
+    fused.sort(key=lambda item: item[1])
+    return fused
+
+
+def _fuse_rrf(vector: Sequence[int], keyword: Sequence[int], config: HybridConfig) -> list[tuple[int, float]]:
+    """Weighted reciprocal-rank fusion; distance = 1 − score / best, where best is the
+    score of a key ranked first by both legs."""
+    assert config.keyword_weight is not None
     weights = ((config.vector_weight, vector), (config.keyword_weight, keyword))
     scores: dict[int, float] = {}
     for weight, ranking in weights:

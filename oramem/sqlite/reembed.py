@@ -13,6 +13,9 @@ at most one batch and never leaves a store with two kinds of vectors:
 3. One final transaction embeds the rows added or whose text changed since they were
    copied, swaps all vectors in, records the new identity and ``vector_dim``, bumps the
    change counter (other processes reload their caches) and drops the work table.
+4. The store adopts the chunking of the new identity (issue 28): each record whose rows are
+   exactly the previous chunking of its content is re-chunked and re-embedded
+   (:func:`rechunk_store`); rows of any other origin are kept.
 
 A rerun with the same embedder resumes from the work table; a rerun with a different one is
 refused unless ``restart=True`` (which discards the pending work). Writers that keep using
@@ -52,6 +55,10 @@ class ReembedResult:
     vector_dim: int
     embedder: dict
     previous: Optional[dict]
+    #: records re-chunked to the new identity's chunking (issue 28), and records whose rows
+    #: were kept as they were (caller chunks, another index text)
+    rechunked: int = 0
+    kept: int = 0
 
 
 def _embed(embedder: Any, texts: list[str], dim: int) -> list[bytes]:
@@ -148,7 +155,57 @@ def reembed_store(
             progress(final_total, final_total)
     finally:
         db.close()
-    return ReembedResult(tables.store_id, embedded, resumed, final_total, dim, target, previous)
+    rechunked, kept = rechunk_store(path, embedder, tables.store_id, previous, batch_size)
+    return ReembedResult(tables.store_id, embedded, resumed, final_total, dim, target, previous, rechunked, kept)
+
+
+def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[dict],
+                  batch_size: int = 256) -> tuple[int, int]:
+    """After a reembed: re-chunk, with the chunking the new identity records (issue 28), every
+    record whose retrieval rows are exactly what the previous chunking made of its content;
+    returns ``(rechunked, kept)``. Rows of any other origin (caller-owned chunks, a separate
+    ``index_text``, or a previous chunking this embedder cannot reproduce) are kept as they
+    are (re-embedded, not re-split). Each record is updated with ``index_text`` = its
+    content, through the store, so keyword rows follow."""
+    import sqlite3
+
+    from ..chunking import store_chunker
+    from ..store import SQLiteMemoryStore
+
+    old_chunker = store_chunker(previous, embedder)
+    tables = StoreTables(store_id)
+    store = SQLiteMemoryStore(path, embedder=embedder, memory_store_id=store_id)
+    try:
+        new_chunker = store._n().chunk
+        if store.settings.embedder == previous:
+            return 0, 0
+        todo: list[tuple[str, str, str]] = []
+        kept = 0
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            rows = conn.execute(
+                f"SELECT r.seq, r.record_type, r.id, r.content, c.text FROM {tables.records} r "
+                f"JOIN {tables.chunks} c ON c.record_seq = r.seq ORDER BY r.seq, c.chunk_index"
+            )
+            current: list[Any] = []
+            for row in list(rows) + [(None, None, None, None, None)]:
+                if current and row[0] != current[0][0]:
+                    _, rtype, rid, content, _ = current[0]
+                    chunks = [c[4] for c in current]
+                    if isinstance(content, str) and chunks == old_chunker(content):
+                        if chunks != new_chunker(content):
+                            todo.append((rtype, rid, content))
+                    else:
+                        kept += 1
+                    current = []
+                if row[0] is not None:
+                    current.append(row)
+        for start in range(0, len(todo), batch_size):
+            with store.transaction():
+                for rtype, rid, content in todo[start:start + batch_size]:
+                    store.update(rtype, rid, index_text=content)
+        return len(todo), kept
+    finally:
+        store.close()
 
 
 def _begin(db: Database, tables: StoreTables, work: str, target: dict, restart: bool) -> tuple[Optional[dict], int, int]:

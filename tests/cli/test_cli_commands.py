@@ -266,9 +266,12 @@ def test_search_fusion_flags_reach_hybrid_and_are_never_ignored(run):
     run("add", "--id", "o", "an otter by the river")
     keyword_only = jrun(run, "search", "zebra crossing", "--strategy", "hybrid", "--vector-weight", "0")
     assert keyword_only[0]["record"]["id"] == "z" and keyword_only[0]["distance"] == 0.0
-    jrun(run, "search", "zebra", "--rrf-k", "60", "--keyword-weight", "1", "--fusion-depth", "5")
-    refused = run("search", "zebra", "--strategy", "keyword", "--rrf-k", "5", "--fusion-depth", "3", expect=2)
-    assert "--rrf-k, --fusion-depth only apply to hybrid search" in refused.output
+    jrun(run, "search", "zebra", "--fusion", "rrf", "--rrf-k", "60", "--keyword-weight", "1", "--fusion-depth", "5")
+    jrun(run, "search", "zebra", "--fusion", "score", "--keyword-weight", "0.2")
+    assert "--rrf-k applies to --fusion rrf only" in run("search", "zebra", "--rrf-k", "60", expect=2).output
+    refused = run("search", "zebra", "--strategy", "keyword", "--fusion", "rrf", "--rrf-k", "5", "--fusion-depth", "3",
+                  expect=2)
+    assert "--fusion, --rrf-k, --fusion-depth only apply to hybrid search" in refused.output
     both_zero = run("search", "zebra", "--vector-weight", "0", "--keyword-weight", "0", expect=2)
     assert "--vector-weight and --keyword-weight are both 0" in both_zero.output
     assert "not in the range x>0" in run("search", "zebra", "--rrf-k", "0", expect=2).output

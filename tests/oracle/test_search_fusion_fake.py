@@ -60,9 +60,10 @@ def _sent(rec):
 
 @pytest.mark.parametrize("kind", ["pool", "async_pool"])
 def test_every_hybrid_config_field_reaches_the_search_call(kind):
-    engine, rec = _engine(kind, HybridConfig(vector_weight=0.5, keyword_weight=2.0, rrf_k=3, depth=77))
+    engine, rec = _engine(kind, HybridConfig(vector_weight=0.5, keyword_weight=2.0, rrf_k=3, depth=77, fusion="rrf"))
     _run(engine, "search", _request(SearchStrategy.HYBRID))
-    assert _sent(rec)["hybrid"] == {"vector_weight": 0.5, "keyword_weight": 2.0, "rrf_k": 3.0, "depth": 77}
+    assert _sent(rec)["hybrid"] == {"fusion": "rrf", "vector_weight": 0.5, "keyword_weight": 2.0, "rrf_k": 3.0,
+                                    "depth": 77}
 
 
 @pytest.mark.parametrize("kind", ["pool", "async_pool"])
@@ -71,8 +72,8 @@ def test_the_default_config_is_sent_explicitly(kind):
     engine, rec = _engine(kind, None)
     _run(engine, "search", _request(SearchStrategy.HYBRID))
     d = HybridConfig()
-    assert _sent(rec)["hybrid"] == {"vector_weight": d.vector_weight, "keyword_weight": d.keyword_weight,
-                                    "rrf_k": d.rrf_k, "depth": None}
+    assert _sent(rec)["hybrid"] == {"fusion": "score", "vector_weight": d.vector_weight,
+                                    "keyword_weight": d.keyword_weight, "rrf_k": d.rrf_k, "depth": None}
 
 
 @pytest.mark.parametrize("strategy", [SearchStrategy.VECTOR, SearchStrategy.KEYWORD])
@@ -98,12 +99,13 @@ def test_the_store_passes_its_hybrid_config_to_the_engine():
     from oramem.embedders import HashEmbedder
 
     rec = Recorder({"oramem_admin.open_store": json.dumps(OPENED), "oramem_search.search_json": "[]"})
-    cfg = HybridConfig(vector_weight=0.25, keyword_weight=1.5, rrf_k=60, depth=300)
+    cfg = HybridConfig(vector_weight=0.25, keyword_weight=1.5, rrf_k=60, depth=300, fusion="rrf")
     store = OracleDBMemoryStore(HashEmbedder(3), FakePool(rec), memory_store_id="hy",
                                 search_strategy=SearchStrategy.HYBRID, hybrid=cfg)
     rec.calls.clear()
     store.search("peanut allergy", k=3, strategy=SearchStrategy.HYBRID)
-    assert _sent(rec)["hybrid"] == {"vector_weight": 0.25, "keyword_weight": 1.5, "rrf_k": 60.0, "depth": 300}
+    assert _sent(rec)["hybrid"] == {"fusion": "rrf", "vector_weight": 0.25, "keyword_weight": 1.5, "rrf_k": 60.0,
+                                    "depth": 300}
 
 
 @pytest.mark.parametrize("kind", ["pool", "async_pool"])

@@ -227,11 +227,12 @@ def test_hybrid_is_the_weighted_rrf_of_the_two_legs():
     assert "ROUND(1 - (" in hybrid and "/ :top, 12)" in hybrid
     assert "add_bind(l_run_binds, 'top', 'N', in_num => (l_wv + l_wk) / (l_rrf_k + 1));" in hybrid
     assert "rn FOR ORDINALITY" in hybrid and "FULL OUTER JOIN JSON_TABLE(:tkeys" in hybrid
-    assert "ORDER BY 3, 1, 2 FETCH FIRST :k ROWS ONLY" in hybrid
+    assert "NLSSORT(NVL(v.record_id, t.record_id), ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY" in hybrid
     # a leg of weight 0 is not run (SQLite adds no keys from it)
     assert "IF l_wv > 0 THEN" in hybrid and "IF l_wk > 0 AND l_query IS NOT NULL THEN" in hybrid
     # each leg ranks in the order SC-6.1 gives results: distance, record type, id
-    assert "ORDER BY b.dist, b.record_type, b.record_id" in _function(SEARCH, "keys_sql")
+    assert ("ORDER BY b.dist, NLSSORT(b.record_type, ''NLS_SORT=BINARY''), NLSSORT(b.record_id, ''NLS_SORT=BINARY'')"
+            in _function(SEARCH, "keys_sql"))
     # the parameters come from the request, with HybridConfig's defaults
     for key in ("vector_weight", "keyword_weight", "rrf_k", "depth"):
         assert f"hybrid_number(l_cfg, '{key}'," in hybrid, key

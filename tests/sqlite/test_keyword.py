@@ -7,6 +7,7 @@ import sqlite3
 
 import pytest
 
+from oramem.sqlite import HybridConfig
 from oramem.sqlite.keyword import fts_query, fuse
 
 from .conftest import vec
@@ -83,10 +84,14 @@ def test_update_in_manual_mode_removes_old_text_at_once(make):
 
 
 def test_fuse_distances_in_unit_interval():
-    fused = dict(fuse([1, 2, 3], [3, 1]))
+    rrf = HybridConfig(fusion="rrf")
+    fused = dict(fuse([1, 2, 3], [3, 1], rrf))
     assert fused[1] == min(fused.values())
     assert all(0.0 <= d <= 1.0 for d in fused.values())
-    assert dict(fuse([7], [7]))[7] == 0.0
+    assert dict(fuse([7], [7], rrf))[7] == 0.0
+    scored = dict(fuse([(1, 0.1), (2, 0.3), (3, 0.5)], [(3, 0.2), (1, 0.4)]))
+    assert all(0.0 <= d <= 1.0 for d in scored.values())
+    assert dict(fuse([(7, 0.2)], [(7, 0.5)]))[7] == 0.0
 
 
 def test_hybrid_fuses_both_rankings(make):

@@ -108,7 +108,8 @@ def test_version_1_vector_store_upgrade_then_keyword(make, db_path):
 
 @pytest.mark.parametrize("bad", [
     {"vector_weight": -1}, {"vector_weight": 0, "keyword_weight": 0}, {"rrf_k": 0}, {"rrf_k": float("nan")},
-    {"depth": 0}, {"depth": 2.5}, {"keyword_weight": "1"}, {"vector_weight": True},
+    {"depth": 0}, {"depth": 2.5}, {"keyword_weight": "1"}, {"vector_weight": True}, {"fusion": "rsf"},
+    {"fusion": None},
 ])
 def test_hybrid_config_is_validated(bad):
     with pytest.raises(ValueError):
@@ -121,11 +122,12 @@ def test_hybrid_config_type_is_checked(make):
 
 
 def test_weighted_fusion_follows_the_weights():
-    vector, keyword = [1, 2, 3], [3, 2, 1]
-    assert [key for key, _ in fuse(vector, keyword, HybridConfig(1.0, 0.0))] == [1, 2, 3]
-    assert [key for key, _ in fuse(vector, keyword, HybridConfig(0.0, 1.0))] == [3, 2, 1]
-    assert fuse(vector, keyword, HybridConfig(1.0, 0.5))[0][0] == 1
-    assert dict(fuse([7], [7], HybridConfig(1.0, 0.3)))[7] == 0.0
+    for fusion, vector, keyword in (("rrf", [1, 2, 3], [3, 2, 1]),
+                                    ("score", [(1, 0.1), (2, 0.2), (3, 0.3)], [(3, 0.1), (2, 0.2), (1, 0.3)])):
+        assert [key for key, _ in fuse(vector, keyword, HybridConfig(1.0, 0.0, fusion=fusion))] == [1, 2, 3]
+        assert [key for key, _ in fuse(vector, keyword, HybridConfig(0.0, 1.0, fusion=fusion))] == [3, 2, 1]
+        assert fuse(vector, keyword, HybridConfig(1.0, 0.5, fusion=fusion))[0][0] == 1
+        assert dict(fuse(vector[:1], vector[:1], HybridConfig(1.0, 0.3, fusion=fusion)))[1] == 0.0
 
 
 def test_hybrid_depth_and_weights_reach_the_search(make):

@@ -1,0 +1,64 @@
+"""Dev tool (not run in CI): collect each question's VECTOR and KEYWORD legs (ids with
+distances, ``--depth`` deep) through the store, so fusion rules can be compared offline
+over several sets at once (``bench/fusion_tune.py``). Uses the embedding cache of
+``bench.quality``; writes a pickle outside the repository.
+
+    python -m bench.fusion_legs --sets paraphrase,memories,dev --out /tmp/legs.pkl [--cached-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+from pathlib import Path
+
+from . import quality as Q
+
+
+def collect(questions, embedder, depth: int = 200) -> list[dict]:
+    system = Q.OramemSystem(embedder)
+    out = []
+    for q in questions:
+        key = "memories" if q.qid.startswith("pm") else "paraphrase" if q.qid.startswith("p") else q.qid
+        system.load(key, q.docs)
+        legs = {}
+        for strategy in ("vector", "keyword"):
+            results = system._store.search(q.question, k=depth, strategy=strategy)
+            legs[strategy] = [(system._ids[r.id], float(d)) for r, d in results]
+        out.append({"qid": q.qid, "qtype": q.qtype, "question": q.question, "evidence": q.evidence,
+                    "n_docs": len(q.docs), **legs})
+    system.close()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sets", default="paraphrase,memories,dev")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--depth", type=int, default=200)
+    parser.add_argument("--cached-only", action="store_true")
+    parser.add_argument("--model", default=Q.DEFAULT_MODEL)
+    args = parser.parse_args()
+    embedder = Q.CachedEmbedder(args.model)
+    data = {}
+    for name in args.sets.split(","):
+        if name == "paraphrase":
+            qs = Q.load_paraphrase()
+        elif name == "memories":
+            qs = Q.load_memories()
+        elif name == "dev":
+            qs = Q.load_dev(Q.DEFAULT_DEV, None, 6)
+        else:
+            qs = Q.load_dev(Q.DEFAULT_DEV, None, 0)
+        if args.cached_only:
+            qs = [q for q in qs if all(embedder._key(t) in embedder._mem for t in Q.haystack_texts(q, embedder))]
+        print(f"{name}: {len(qs)} questions", file=sys.stderr)
+        data[name] = collect(qs, embedder, args.depth)
+    embedder.flush()
+    args.out.write_bytes(pickle.dumps(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

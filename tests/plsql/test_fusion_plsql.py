@@ -1,0 +1,54 @@
+"""Issue 23: Oracle's HYBRID fuses as the SQLite engine does (static checks of
+plsql/oramem_search.pkb/.pks; static-checked, not run against Oracle)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from oramem.sqlite import keyword as K
+
+REPO = Path(__file__).resolve().parents[2]
+BODY = (REPO / "plsql" / "oramem_search.pkb").read_text()
+SPEC = (REPO / "plsql" / "oramem_search.pks").read_text()
+
+
+def _constant(name: str) -> str:
+    m = re.search(rf"{name}\s+CONSTANT\s+[A-Z_0-9() ]+:=\s*([^;]+);", SPEC)
+    assert m, name
+    return m.group(1).strip()
+
+
+def test_defaults_match_hybrid_config():
+    cfg = K.HybridConfig()
+    assert _constant("gc_fusion") == f"'{cfg.fusion}'"
+    assert float(_constant("gc_vector_weight")) == cfg.vector_weight
+    assert float(_constant("gc_keyword_weight")) == cfg.keyword_weight == K.KEYWORD_WEIGHT_SCORE
+    assert float(_constant("gc_keyword_weight_rrf")) == K.HybridConfig(fusion="rrf").keyword_weight
+    assert int(_constant("gc_vector_ref_rank")) == K.VECTOR_REFERENCE_RANK
+    assert float(_constant("gc_keyword_z_floor")) == K.KEYWORD_Z_FLOOR
+    assert float(_constant("gc_keyword_z_span")) == K.KEYWORD_Z_SPAN
+
+
+def test_legs_carry_their_distances():
+    keys = BODY[BODY.index("FUNCTION keys_sql"):BODY.index("END keys_sql")]
+    assert "JSON_ARRAY(b.record_type, b.record_id, b.dist)" in keys
+
+
+def test_score_fusion_is_the_sqlite_rule():
+    hybrid = BODY[BODY.index("a hybrid search needs query_text"):]
+    # the fusion rule is validated, never silently replaced
+    assert "IF l_fusion NOT IN ('score', 'rrf') THEN" in hybrid
+    # vector leg: (sim - ref) / (top - ref) clamped, ref at gc_vector_ref_rank or the last
+    assert "GREATEST(0, LEAST(1, (sim - ref) / (top - ref)))" in hybrid
+    assert "MAX(CASE WHEN rn = LEAST(:vref, cnt) THEN sim END) OVER () AS ref" in hybrid
+    assert "add_bind(l_run_binds, 'vref', 'N', in_num => gc_vector_ref_rank);" in hybrid
+    # keyword leg: s / s_top, and the strength gate from z = (max - mean) / stddev_pop
+    assert "s / MAX(s) OVER ()" in hybrid
+    assert "(MAX(s) - AVG(s)) / NULLIF(STDDEV_POP(s), 0) - gc_keyword_z_floor) / gc_keyword_z_span" in hybrid
+    assert "add_bind(l_run_binds, 'wk', 'N', in_num => l_wk * l_gate);" in hybrid
+    assert "add_bind(l_run_binds, 'wsum', 'N', in_num => l_wv + l_wk * l_gate);" in hybrid
+    assert "ROUND(1 - (:wv * NVL(v.nv, 0) + :wk * NVL(t.nk, 0)) / :wsum, 12)" in hybrid
+    # keyword only (vector weight 0): the keyword order as it is
+    assert "IF l_wv = 0 THEN\n               l_gate := 1;" in hybrid
+    assert hybrid.count("ORDER BY 3, NLSSORT(NVL(v.record_type, t.record_type), ''NLS_SORT=BINARY'')") == 2
