@@ -155,7 +155,7 @@ def knowledge_over_fake(monkeypatch):
     import oramem.knowledge.memory as memory_mod
     from oramem.knowledge import KnowledgeConfig
 
-    from tests.knowledge.helpers import Clock
+    from knowledge.helpers import Clock  # tests/ is on sys.path (rootdir conftest), as in tests/cli
     from .fakes import SQLBackend
     from .plsql_standin import StoreStandIn
 
