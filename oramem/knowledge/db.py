@@ -26,7 +26,7 @@ two tasks at once.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import threading
 from typing import Any, Iterator, Optional
 

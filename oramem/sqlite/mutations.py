@@ -5,7 +5,7 @@ transaction) opened by :class:`oramem.sqlite.SQLiteEngine`."""
 from __future__ import annotations
 
 import json
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
@@ -58,8 +58,6 @@ class WriteTx:
     catalog: Catalog
     now: str
     touched: set[int] = field(default_factory=set)
-    #: FTS rows were deleted: the transaction ends with :func:`erase_deleted_text`.
-    fts_deleted: bool = False
     #: rows deleted per table name (what ``forget`` reports)
     erased: dict[str, int] = field(default_factory=dict)
 
@@ -99,7 +97,6 @@ class WriteTx:
         if has_keyword(self.catalog.capability):
             self.count("fts", self.conn.execute(f"DELETE FROM {t.fts} WHERE rowid IN {of_records}", params))
             self.count("fts_pending", self.conn.execute(f"DELETE FROM {t.pending} WHERE chunk_id IN {of_records}", params))
-            self.fts_deleted = self.fts_deleted or bool(seqs)
         self.count("chunks", self.conn.execute(f"DELETE FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params))
         self.touched.update(seqs)
 
@@ -432,20 +429,6 @@ def forget(tx: WriteTx, profile_type: str, actor_id: str) -> DeletionEvent:
         cursor = tx.conn.execute(f'DELETE FROM "{work}" WHERE chunk_id NOT IN (SELECT chunk_id FROM {tx.tables.chunks})')
         tx.count("reembed", cursor)
     return event
-
-
-def erase_deleted_text(tx: WriteTx) -> None:
-    """Rebuild the FTS5 index from its content so deleted rows' words leave the index
-    blobs (an FTS5 delete only adds a tombstone; the words stay in ``*_fts_data`` until
-    their segment is merged, and VACUUM does not merge). With ``secure_delete`` on, the
-    freed pages are zeroed. Cost: it re-tokenizes the whole index (0.1 s per 50k chunks
-    here, per deleting transaction). FTS5 ``'optimize'``, the merge used before (0.02 s),
-    corrupted the index on SQLite 3.40.1 after many updates and deletes ("database disk
-    image is malformed" on the next read; the same workload on 3.51.1 did not, nor with
-    ``'rebuild'``: tests/hardening/test_concurrency.py::test_concurrency_slow and
-    tests/hardening/test_fts_rebuild.py)."""
-    fts = tx.tables.fts
-    tx.conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
 
 
 def sync_index(tx: WriteTx) -> None:
