@@ -182,8 +182,8 @@ class SQLiteEngine(Engine):
         """SC-12 on SQLite: ``BEGIN IMMEDIATE`` on the engine's connection (SAVEPOINTs when
         nested), the connection's lock held for the whole block. Inside it the vector cache
         follows the block's writes (a rollback drops it, the next search reloads it), no
-        vector sidecar is written (deleted words leave the keyword index with each delete:
-        FTS5 ``secure-delete``, schema.py)."""
+        vector sidecar is written, and a keyword index without FTS5 secure-delete (an older
+        file opened without upgrading it) is rebuilt once, just before the outermost COMMIT."""
         db, _ = self._open_parts()
         outer = self._check_block_thread("store.transaction()")
         with db.block():
@@ -287,6 +287,11 @@ class SQLiteEngine(Engine):
                 catalog = self._catalog(conn, tables)
                 tx = WriteTx(conn, tables, catalog, self._now())
                 yield tx
+                if tx.fts_deleted:
+                    if db.in_block:  # once, before the block's COMMIT
+                        db.on_block_end(before_commit=self._erase_deleted_text)
+                    else:
+                        mutations.erase_deleted_text(tx)
                 if not tx.touched:
                     return
                 after = (catalog.generation, catalog.change_seq + 1)
@@ -301,6 +306,12 @@ class SQLiteEngine(Engine):
                     cache.invalidate()
                 else:
                     cache.patch(catalog.version, after, sorted(tx.touched), patch)
+
+    def _erase_deleted_text(self) -> None:
+        db, tables = self._open_parts()
+        with db.transaction(True, "erasing deleted words from the keyword index") as conn:
+            catalog = self._catalog(conn, tables)
+            mutations.erase_deleted_text(WriteTx(conn, tables, catalog, self._now()))
 
     def _run_hooks(self, tx: WriteTx, event: Optional[DeletionEvent]) -> None:
         if event is None:

@@ -63,6 +63,7 @@ any policy: it is a catalog annotation, not a schema change. ``oramem reembed``
 from __future__ import annotations
 
 import json
+import logging
 import re
 from oramem.sqlite._sqlite import sqlite3
 import uuid
@@ -76,6 +77,8 @@ from ..types import MemoryRetentionConfig, SchemaPolicy, SearchIndexSyncMode, Se
 from .keyword import DEFAULT_KEYWORD_LANGUAGE, LEGACY_LANGUAGE, scope_tokens_sql, tokenizer
 
 __all__ = ["SCHEMA_VERSION", "SCOPED_FTS_VERSION", "StoreTables", "StoreState", "apply_policy", "has_keyword", "has_vector"]
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 3
 #: the first schema version whose FTS rows carry the scope column
@@ -288,15 +291,16 @@ def apply_policy(
 
 
 def _secure_delete(conn: sqlite3.Connection, tables: StoreTables, policy: SchemaPolicy) -> None:
-    """A keyword index written by an oramem before 0.x (no FTS5 ``secure-delete``; every
-    deleting transaction rebuilt the index instead) is switched to secure-delete, and
-    rebuilt once so no entry of a row deleted before is left in it."""
+    """A keyword index written by an earlier oramem (no FTS5 ``secure-delete``; every
+    deleting transaction rebuilt the whole index instead) is switched to secure-delete under
+    CREATE_IF_NECESSARY, and rebuilt once so no entry of a row deleted before stays in it.
+    Under the other policies it is used as it is: its deletes keep rebuilding the index
+    (correct erasure, a cost that grows with the store; mutations.erase_deleted_text)."""
     if policy != SchemaPolicy.CREATE_IF_NECESSARY:
-        raise SchemaError(
-            f"store {tables.store_id!r} has a keyword index from an older oramem (without FTS5 secure-delete); "
-            "open it once with schema_policy=CREATE_IF_NECESSARY to upgrade it (one rebuild of the keyword "
-            "index; after that, older oramem versions on SQLite < 3.42 cannot run keyword searches on it)"
-        )
+        log.warning(
+            "store %r has a keyword index from an older oramem (no FTS5 secure-delete): each delete rebuilds "
+            "it; open the store once with schema_policy=CREATE_IF_NECESSARY to upgrade it", tables.store_id)
+        return
     conn.execute(tables.secure_delete_sql)
     conn.execute(f"INSERT INTO {tables.fts}({tables.fts}) VALUES ('rebuild')")
 
