@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 import signal
-from oramem.sqlite._sqlite import sqlite3
+import sqlite3
 import subprocess
 import sys
 

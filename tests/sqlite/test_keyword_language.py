@@ -3,7 +3,7 @@ index, and the HYBRID fusion settings."""
 
 from __future__ import annotations
 
-from oramem.sqlite._sqlite import sqlite3
+import sqlite3
 
 import pytest
 
