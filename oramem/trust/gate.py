@@ -125,3 +125,14 @@ def screen_update(policy: FirewallPolicy, current: Optional[Record], text: Any, 
     new_text = next(it) if text is not NOT_SET else NOT_SET
     new_index = next(it) if index_text is not NOT_SET else NOT_SET
     return UpdateFields(new_text, new_index, md)
+
+
+def screen_message(policy: FirewallPolicy, text: str, source: str) -> Screened:
+    """A knowledge-layer message under the store's policy (SC-15.6): the screened text and
+    its verdict (``Screened.metadata[VERDICT_KEY]``); :class:`FirewallRejected` when a
+    rejected category matched. ``source`` is the write's source label."""
+    detectors = policy.active_detectors()
+    s = screen_record(policy, detectors, [text], {"source": source}, None)
+    if s.rejected:
+        raise _reject([(0, name) for name in s.rejected], "message", {d.name: d.category for d in detectors})
+    return s
