@@ -496,6 +496,8 @@ class OracleMemoryStore(IMemoryStore):
     # -- options and the write-time firewall (SC-15) ------------------------------------------
     def _loaded_options(self) -> dict[str, Any]:
         self._n()
+        if self._engine.async_only:  # as every other sync call of an async store, cached or not
+            raise TypeError("this store uses an async connection pool: use the *_async methods")
         if self._options is None:
             self._options = self._engine.get_options()
         return self._options

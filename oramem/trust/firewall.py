@@ -209,8 +209,10 @@ _BUILTIN: tuple[PatternDetector, ...] = (
         r"<\|(?:im_start|im_end|system|endoftext)\|>|\[/?INST\]|<</?SYS>>")),
     # -- personal data --------------------------------------------------------------------
     PatternDetector("pii.email", "pii", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")),
+    # international (+CC ...) or North American ((415) 555-0132, 415-555-0132, 415.555.0132)
     PatternDetector("pii.phone", "pii", re.compile(
-        r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)\s?|\d{2,4}[ .-])\d{3,4}[ .-]\d{3,4}(?![\w-])")),
+        r"(?<![\w+.-])(?:\+\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?|\d{1,4}[ .-])\d{2,4}[ .-]?\d{2,4}(?:[ .-]?\d{2,4})?"
+        r"|\(\d{3}\)\s?\d{3}[ .-]\d{4}|\d{3}[.-]\d{3}[.-]\d{4})(?![\w-])(?! \d)")),
     PatternDetector("pii.us_ssn", "pii", re.compile(r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b")),
     PatternDetector("pii.iban", "pii", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"), _iban),
 )
