@@ -159,6 +159,37 @@ def _iban(text: str) -> bool:
     return int(number) % 97 == 1
 
 
+_PLACEHOLDER = ("your", "my_", "example", "xxx", "***", "placeholder", "changeme", "redacted", "dummy", "secret")
+
+
+def _secret_value(text: str) -> bool:
+    """The value of a ``password=``-style assignment looks like a secret, not a placeholder
+    (``<PASSWORD>``, ``your_password``, ``${DB_PASS}``) or an expression (``req.body.token``):
+    it has letters and digits, or is 10+ characters with a symbol or with the scattered
+    capitals of a random string."""
+    if text[0] in "<{$[(" or text.startswith(("%(", "%s")) or text.lower().startswith(_PLACEHOLDER) or text.endswith(">"):
+        return False
+    if "." in text.strip(".") and all(part.isidentifier() for part in text.split(".")):
+        return False  # an attribute path
+    has_symbol = any(not c.isalnum() for c in text)
+    upper = sum(c.isupper() for c in text)
+    lower = sum(c.islower() for c in text)
+    random_case = upper >= 4 and lower >= 4  # not camelCase (a variable name has few capitals)
+    return _mixed(text) or (len(text) >= 10 and (has_symbol or random_case))
+
+
+def _key_block(text: str) -> bool:
+    """A private key block has a base64 body, not a sentence between its markers."""
+    lines = text.splitlines()
+    body = "".join(line.strip() for line in lines[1:-1] if ":" not in line)
+    if not lines[0].rstrip().endswith("-----") or len(lines) < 2:
+        body = text.split("-----", 4)[-1]
+    body = body.replace("-----", "")
+    clean = [c for c in body if not c.isspace()]
+    b64 = sum(1 for c in clean if c.isalnum() or c in "+/=")
+    return len(clean) >= 40 and b64 >= 0.95 * len(clean)
+
+
 def _mixed(text: str) -> bool:
     """A token, not a word: it has a digit and a letter."""
     return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
@@ -168,7 +199,8 @@ _I = re.IGNORECASE
 _BUILTIN: tuple[PatternDetector, ...] = (
     # -- secrets ----------------------------------------------------------------------
     PatternDetector("secret.private_key", "secret", re.compile(
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)")),
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"),
+        _key_block),
     PatternDetector("secret.anthropic_key", "secret", re.compile(r"\bsk-ant-[A-Za-z0-9]{2,8}-[A-Za-z0-9_-]{20,}")),
     PatternDetector("secret.openai_key", "secret",
                     re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), _mixed),
@@ -184,7 +216,7 @@ _BUILTIN: tuple[PatternDetector, ...] = (
                     re.compile(r"\bbearer\s+([A-Za-z0-9._~+/-]{20,}=*)", _I), _mixed, group=1),
     PatternDetector("secret.assignment", "secret", re.compile(
         r"\b(?:password|passwd|passphrase|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)"
-        r"\s*[:=]\s*[\"']?([^\s\"',;]{6,})", _I), group=1),
+        r"\s*[:=]\s*[\"']?([^\s\"',;]{6,})", _I), _secret_value, group=1),
     PatternDetector("secret.card_number", "secret", re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), _card),
     # -- instructions aimed at the agent -------------------------------------------------
     PatternDetector("instruction.override", "instruction", re.compile(
