@@ -43,6 +43,7 @@ __all__ = [
     "find_erased",
     "refuse_erased",
     "merge_log",
+    "check_entry",
     "verify_receipts",
     "verify_receipts_async",
 ]
@@ -342,12 +343,12 @@ def merge_log(store: Any, entries: Sequence[Mapping[str, Any]]) -> int:
     have = {e["receipt_id"] for e in ops.read_log()}
     new = [dict(e) for e in entries if e.get("receipt_id") not in have]
     for e in new:
-        _check_entry(e)
+        check_entry(e)
     ops.write_log(new)
     return len(new)
 
 
-def _check_entry(entry: Mapping[str, Any]) -> None:
+def check_entry(entry: Mapping[str, Any]) -> None:
     for key in ("receipt_id", "erased_at", "subject", "subject_hash", "salt"):
         if not isinstance(entry.get(key), str):
             raise ValueError(f"an erasure-log receipt needs a string {key!r}")
