@@ -334,14 +334,19 @@ def _salvage_export(state: State, write: Any, types: Optional[set[str]]) -> int:
 @click.option("--oracle-model", default=None, metavar="NAME",
               help="Into Oracle: the in-database ONNX model (oramem db load-model) a HYBRID store embeds queries "
                    "with; it must be the source store's embedder.")
-def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, oracle_model: Optional[str]) -> None:
+@click.option("--allow-erased", is_flag=True, help="Copy records of users or agents erased with `oramem forget` (named in an erasure log), which are refused otherwise.")
+def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, oracle_model: Optional[str],
+            allow_erased: bool) -> None:
     """Copy every store of SOURCE, with its knowledge tables, into TARGET, then compare
     record counts and checksums of both sides. Locations: sqlite:PATH (or a path) and
     oracle://USER@HOST:PORT/SERVICE, on either side. Records keep their ids, scope,
     metadata, created_at, expires_at, retrieval rows and vectors (nothing is re-embedded).
     Interrupted, run the same command again: what is already in TARGET is skipped. Exit 1
     when the comparison finds a difference. The Oracle password comes from ORAMEM_PASSWORD,
-    else a prompt. (--db and --store are not used: SOURCE and TARGET name the databases.)"""
+    else a prompt. (--db and --store are not used: SOURCE and TARGET name the databases.)
+    A store with records of a user or agent erased with `oramem forget` (named in its own or
+    the target's erasure log) is refused before anything is written unless --allow-erased;
+    the erasure log is copied along (SC-14.4)."""
     from .. import migrate as migration
 
     state: State = click.get_current_context().obj
@@ -372,7 +377,7 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
 
     try:
         report = migration.migrate(source, target, stores=list(only) or None, batch_size=batch_size, progress=progress,
-                                   oracle_connect=connect, oracle_model=oracle_model)
+                                   oracle_connect=connect, oracle_model=oracle_model, allow_erased=allow_erased)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
