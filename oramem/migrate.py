@@ -45,7 +45,7 @@ import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .errors import StoreError
 from .types import PendingRecordBatch, Record

@@ -921,8 +921,8 @@ class OracleMemoryStore(IMemoryStore):
 
         request = self._forget_request(user_id, agent_id, names)
         plan = erasure.prepare(self, *self._forget_subject(request))
-        counts = self._engine.forget(dataclasses.replace(request, tombstone=plan and plan.tombstone()))
-        return erasure.finish(self, plan, counts)  # type: ignore[return-value]
+        counts = self._engine.forget(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
+        return erasure.finish(self, plan, counts)
 
     async def forget_async(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
         await self._na()
@@ -930,8 +930,8 @@ class OracleMemoryStore(IMemoryStore):
 
         request = self._forget_request(user_id, agent_id, names)
         plan = await asyncio.to_thread(erasure.prepare, self, *self._forget_subject(request))
-        counts = await self._engine.forget_async(dataclasses.replace(request, tombstone=plan and plan.tombstone()))
-        return await asyncio.to_thread(erasure.finish, self, plan, counts)  # type: ignore[return-value]
+        counts = await self._engine.forget_async(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
+        return await asyncio.to_thread(erasure.finish, self, plan, counts)
 
     @staticmethod
     def _forget_subject(request: ForgetRequest) -> tuple[str, str]:

@@ -105,7 +105,7 @@ def subject_tokens(texts: Iterable[str], subject_id: str) -> dict[str, set[bytes
     return out
 
 
-class ErasureReceipt(dict):  # type: ignore[type-arg]
+class ErasureReceipt(dict[str, int]):
     """Rows erased per table (a ``dict``, what ``forget`` always returned) plus the receipt's
     attributes (SC-14.1). ``to_json()`` is the receipt as the log keeps it (no salt)."""
 
@@ -259,7 +259,7 @@ def prepare(store: Any, kind: str, subject_id: str) -> Optional[Plan]:
     return Plan(kind, salt, subject_hash(salt, kind, subject_id), uuid.uuid4().hex, _now(), needles)
 
 
-def finish(store: Any, plan: Optional[Plan], counts: Mapping[str, int]) -> Mapping[str, int]:
+def finish(store: Any, plan: Optional[Plan], counts: dict[str, int]) -> dict[str, int]:
     """After the erasure committed: the verification scan, the receipt, its log row."""
     if plan is None:
         return counts
