@@ -18,6 +18,7 @@ is *residue*.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import unicodedata
@@ -70,10 +71,24 @@ def subject_texts(conn: sqlite3.Connection, tables: StoreTables, kind: str, subj
     where = f"(r.{column} = :id OR (r.record_type = '{profile}' AND r.id = :id))"
     out: list[str] = []
     for content, metadata in conn.execute(f"SELECT r.content, r.metadata FROM {r} r WHERE {where}", {"id": subject_id}):
-        out.extend(t for t in (content, metadata) if t)
+        if content:
+            out.append(content)
+        if metadata:  # the values she wrote, not the keys (field names are everybody's)
+            out.extend(_strings(json.loads(metadata)))
     out.extend(row[0] for row in conn.execute(
         f"SELECT c.text FROM {c} c JOIN {r} r ON r.seq = c.record_seq WHERE {where}", {"id": subject_id}) if row[0])
     return out
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def store_files(path: str) -> list[str]:
@@ -122,6 +137,7 @@ def _source_tables(conn: sqlite3.Connection) -> list[tuple[str, list[str]]]:
             continue
         cols = [row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')]
         out.append((name, cols))
+    out.append(("sqlite_master", ["sql"]))  # the schema's own words (table and column names)
     return out
 
 
@@ -129,7 +145,7 @@ def _live_contains(conn: sqlite3.Connection, tables: list[tuple[str, list[str]]]
     for name, cols in tables:
         if not cols:
             continue
-        cond = " OR ".join(f'instr(lower(CAST("{col}" AS TEXT)), :n) > 0' for col in cols)
+        cond = " OR ".join(f'(typeof("{col}") = \'text\' AND instr(lower("{col}"), :n) > 0)' for col in cols)
         if conn.execute(f'SELECT 1 FROM "{name}" WHERE {cond} LIMIT 1', {"n": needle}).fetchone():
             return True
     return False
@@ -168,8 +184,6 @@ def scan(conn: sqlite3.Connection, path: str, needles: dict[str, set[bytes]]) ->
 
 
 def _json_list(values: Iterable[str]) -> str:
-    import json
-
     return json.dumps(sorted(values), ensure_ascii=False)
 
 
@@ -179,10 +193,10 @@ def live_words(conn: sqlite3.Connection, split: Any) -> set[str]:
     for name, cols in _source_tables(conn):
         if not cols:
             continue
-        sel = ", ".join(f'CAST("{col}" AS TEXT)' for col in cols)
+        sel = ", ".join(f'"{col}"' for col in cols)
         for row in conn.execute(f'SELECT {sel} FROM "{name}"'):
             for value in row:
-                if value:
+                if isinstance(value, str):
                     out.update(split(value))
     return out
 
@@ -221,7 +235,5 @@ def subject_in_scope(conn: sqlite3.Connection, tables: StoreTables, kind: str) -
 
 def write_tombstone(conn: sqlite3.Connection, store_id: str, entry: str) -> None:
     """Inside the ``forget`` transaction: the receipt's first log row (SC-14.3)."""
-    import json
-
     obj = json.loads(entry)
     write_log(conn, store_id, [(obj["receipt_id"], obj["erased_at"], obj["subject_hash"], entry)])
