@@ -291,3 +291,34 @@ async def test_a_user_scoped_mcp_server_returns_only_its_own_users_receipt(tmp_p
         assert out["forgotten"] == "bob" and out["receipt"]["subject_hash"] == bob_hash
         assert [e["subject_hash"] for e in erasure_log(store)] == [bob_hash]
         assert store.get("user_profile", ALICE) is not None
+
+
+def test_the_tombstones_outlive_a_dropped_store(runner, tmp_path):
+    from oramem.sqlite import admin
+
+    db, backup = str(tmp_path / "d.db"), str(tmp_path / "d.jsonl")
+    with open_store(db) as store:
+        seed(store)
+    run(runner, "--db", db, "export", "--out", backup)
+    run(runner, "--db", db, "forget", "--user", ALICE, "--yes")
+    assert admin.drop_store(db, "DEFAULT")
+    res = run(runner, "--db", db, "import", backup, expect=2)
+    assert "1 erased user(s)" in res.stderr
+
+
+def test_the_tombstone_commits_with_the_erasure(tmp_path, monkeypatch):
+    """A failure after the erasure's transaction (the scan) leaves the tombstone in the log."""
+    from oramem.trust import erasure
+
+    with open_store(tmp_path / "t.db") as store:
+        seed(store)
+
+        def boom(self, needles):
+            raise OSError("disk went away")
+
+        monkeypatch.setattr(erasure._SQLiteOps, "scan", boom)
+        with pytest.raises(OSError):
+            store.forget(user_id=ALICE)
+        [entry] = erasure_log(store)
+        assert entry["verification"] == {"status": "pending"} and ALICE not in json.dumps(entry)
+        assert store.get("user_profile", ALICE) is None
