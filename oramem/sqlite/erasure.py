@@ -101,6 +101,24 @@ def store_files(path: str) -> list[str]:
                   if n.startswith(base) and os.path.isfile(os.path.join(folder, n)))
 
 
+#: bytes read at a time by the scans (a block overlaps the previous one by the longest needle)
+BLOCK = 32 << 20
+
+
+def _blocks(path: str, overlap: int) -> Iterator[bytes]:
+    """The file's bytes, ASCII-lower-cased, in blocks of :data:`BLOCK` that overlap by
+    ``overlap`` bytes, so a needle across a block boundary is still found."""
+    tail = b""
+    with open(path, "rb") as handle:
+        while True:
+            block = handle.read(BLOCK)
+            if not block:
+                return
+            data = tail + block.lower()
+            yield data
+            tail = data[-overlap:] if overlap else b""
+
+
 def _label(path: str, db_path: str) -> str:
     base = os.path.basename(os.path.abspath(db_path))
     name = os.path.basename(path)
@@ -158,15 +176,15 @@ def scan(conn: sqlite3.Connection, path: str, needles: dict[str, set[bytes]]) ->
     a live row still contains."""
     found: dict[str, list[str]] = {}
     scanned: list[str] = []
+    longest = max((len(f) for forms in needles.values() for f in forms), default=1)
     for file in store_files(path):
         label = _label(file, path)
         scanned.append(label)
-        with open(file, "rb") as handle:
-            data = handle.read().lower()
-        for token, forms in needles.items():
-            if any(form in data for form in forms):
+        left = dict(needles)
+        for data in _blocks(file, longest):
+            for token in [t for t, forms in left.items() if any(form in data for form in forms)]:
                 found.setdefault(token, []).append(label)
-        del data
+                del left[token]
     folded = {_fold(t): t for t in needles}
     for fts in _fts_tables(conn):
         scanned.append(f"fts-index:{fts}")
@@ -209,10 +227,9 @@ def file_words(conn: sqlite3.Connection, path: str, split: Any) -> tuple[list[st
     for file in store_files(path):
         label = _label(file, path)
         scanned.append(label)
-        with open(file, "rb") as handle:
-            text = handle.read().decode("utf-8", errors="replace")
-        for token in split(text):
-            where.setdefault(token, set()).add(label)
+        for data in _blocks(file, 256):
+            for token in split(data.decode("utf-8", errors="replace")):
+                where.setdefault(token, set()).add(label)
     for fts in _fts_tables(conn):
         scanned.append(f"fts-index:{fts}")
         with _vocab(conn, fts) as vocab:

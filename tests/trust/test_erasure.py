@@ -322,3 +322,14 @@ def test_the_tombstone_commits_with_the_erasure(tmp_path, monkeypatch):
         [entry] = erasure_log(store)
         assert entry["verification"] == {"status": "pending"} and ALICE not in json.dumps(entry)
         assert store.get("user_profile", ALICE) is None
+
+
+def test_the_scan_finds_a_token_across_a_block_boundary(tmp_path, monkeypatch):
+    from oramem.sqlite import erasure as sq
+
+    monkeypatch.setattr(sq, "BLOCK", 7)  # "quokkafish" always straddles blocks of 7 bytes
+    with open_store(tmp_path / "blk.db") as store:
+        seed(store)
+        (tmp_path / "blk.db.copy").write_bytes(b"xx QUOKKAFISH xx")
+        receipt = store.forget(user_id=ALICE)
+        assert {w for r in receipt.verification["residue"] for w in r["where"]} == {"file:copy"}
