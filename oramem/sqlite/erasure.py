@@ -159,16 +159,6 @@ def _source_tables(conn: sqlite3.Connection) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _live_contains(conn: sqlite3.Connection, tables: list[tuple[str, list[str]]], needle: str) -> bool:
-    for name, cols in tables:
-        if not cols:
-            continue
-        cond = " OR ".join(f'(typeof("{col}") = \'text\' AND instr(lower("{col}"), :n) > 0)' for col in cols)
-        if conn.execute(f'SELECT 1 FROM "{name}" WHERE {cond} LIMIT 1', {"n": needle}).fetchone():
-            return True
-    return False
-
-
 def scan(conn: sqlite3.Connection, path: str, needles: dict[str, set[bytes]]) -> dict[str, Any]:
     """SC-14.2: ``needles`` maps each token (lower case) to the byte forms searched (its
     ASCII-lower-cased UTF-8 surface forms). Returns ``{"scanned": [...], "found": {token:
@@ -193,12 +183,44 @@ def scan(conn: sqlite3.Connection, path: str, needles: dict[str, set[bytes]]) ->
                                         (_json_list(folded),)):
                 found.setdefault(folded[term], []).append(f"fts-index:{fts}")
     tables = _source_tables(conn)
-    scanned.extend(f"table:{name}" for name, _ in tables)
-    for token in sorted(needles):
-        if token not in found and _live_contains(conn, tables, token):
+    if not store_files(path):  # an in-memory database: its tables are what there is to read
+        scanned.extend(f"table:{name}" for name, _ in tables)
+        for token in _live_tokens(conn, tables, set(needles) - set(found)):
             found.setdefault(token, []).append("table")
-    shared = {t for t in found if _live_contains(conn, tables, t)}
+    shared = _live_tokens(conn, tables, set(found))
     return {"scanned": scanned, "found": found, "shared": shared}
+
+
+def _live_tokens(conn: sqlite3.Connection, tables: list[tuple[str, list[str]]], tokens: set[str]) -> set[str]:
+    """Which of ``tokens`` a live row's text contains (as a substring, lower-cased: as the
+    byte scan matches), in one pass over the tables' text in blocks."""
+    left = set(tokens)
+    hit: set[str] = set()
+    for name, cols in tables:
+        if not left:
+            break
+        sel = ", ".join(f'"{col}"' for col in cols)
+        block: list[str] = []
+        size = 0
+        for row in conn.execute(f'SELECT {sel} FROM "{name}"'):
+            for value in row:
+                if isinstance(value, str):
+                    block.append(value)
+                    size += len(value)
+            if size >= BLOCK:
+                _match_block(block, left, hit)
+                block, size = [], 0
+        _match_block(block, left, hit)
+    return hit
+
+
+def _match_block(block: list[str], left: set[str], hit: set[str]) -> None:
+    if not block or not left:
+        return
+    text = "\n".join(block).lower()
+    for token in [t for t in left if t in text]:
+        hit.add(token)
+        left.discard(token)
 
 
 def _json_list(values: Iterable[str]) -> str:

@@ -86,13 +86,21 @@ def test_forget_returns_a_receipt_with_rows_salted_hash_and_a_clean_scan(tmp_pat
         assert check["status"] == "clean" and receipt.verified and check["residue"] == []
         assert check["tokens_checked"] >= 5  # her distinctive words and her id
         assert check["tokens_shared"] >= 1  # "zanzibar" is Bob's too: found, but not hers alone
-        assert {"db", "fts-index:om_DEFAULT_fts", "table:om_DEFAULT_records"} <= set(check["scanned"])
+        assert {"db", "file:wal", "fts-index:om_DEFAULT_fts"} <= set(check["scanned"])
         printed = json.dumps(receipt.to_json())
         assert ALICE not in printed and "quokkafish" not in printed and salt not in printed
         assert receipt.erased_at.endswith("+00:00") and len(receipt.receipt_id) == 32
         # the salt is created once per store: a second erasure uses it again
         assert store.forget(agent_id="concierge").salt == salt
         assert store.get_option(SALT_OPTION) == salt
+
+
+def test_an_in_memory_store_is_scanned_table_by_table():
+    with SQLiteMemoryStore(":memory:", search_strategy="keyword") as store:
+        seed(store)
+        receipt = store.forget(user_id=ALICE)
+        assert receipt.verified and "table:om_DEFAULT_records" in receipt.verification["scanned"]
+        assert receipt.verification["tokens_shared"] >= 1  # zanzibar: Bob's too
 
 
 def test_the_log_keeps_salted_hashes_only_no_id_and_no_text(tmp_path):
