@@ -212,11 +212,73 @@ class _SQLiteOps:
             return scanned, where, sq.live_words(conn, _split)
 
 
-def _ops(store: Any) -> Optional[_SQLiteOps]:
+class _OracleOps:
+    """The Oracle half (synchronous pool): the log and the scan through oramem_admin
+    (log_erasure, get_erasure_log_json, erasure_scan_json), the texts through the store's
+    own reads. Static-checked, not run against Oracle."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.engine = store._engine
+
+    def ensure_salt(self) -> str:
+        salt = self.store.get_option(SALT_OPTION)
+        if not isinstance(salt, str):
+            salt = secrets.token_hex(16)
+            self.store.set_option(SALT_OPTION, salt)
+        return str(salt)
+
+    def _records(self, **scope: Any) -> list[Any]:
+        from ..types import PROFILE_TYPES, RECORD_TYPES
+
+        return [r for t in RECORD_TYPES if t not in PROFILE_TYPES and t != "thread"
+                for r in self.store.list(t, limit=None, **scope)]
+
+    def texts(self, kind: str, subject_id: str) -> list[str]:
+        from ..sqlite.erasure import _strings
+
+        records = self._records(**{"user_id" if kind == "user" else "agent_id": subject_id})
+        profile = self.store.get("user_profile" if kind == "user" else "agent_profile", subject_id)
+        out: list[str] = []
+        for r in records + ([profile] if profile is not None else []):
+            out.extend([r.content] if r.content else [])
+            out.extend(_strings(r.metadata or {}))
+        return out
+
+    def scan(self, needles: dict[str, set[bytes]]) -> dict[str, Any]:
+        result = self.engine._do(self.engine._prepare_erasure_scan(sorted(needles)))
+        found = {str(t): list(w) for t, w in dict(result.get("found") or {}).items() if t in needles}
+        return {"scanned": list(result.get("scanned") or []), "found": found,
+                "shared": {str(t) for t in result.get("shared") or ()}}
+
+    def read_log(self) -> list[dict[str, Any]]:
+        return [dict(e) for e in self.engine._do(self.engine._prepare_erasure_log())]
+
+    def write_log(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        for e in entries:
+            self.engine._do(self.engine._prepare_log_erasure(json.dumps(e, sort_keys=True), True))
+
+    def live_actors(self, kind: str) -> list[str]:
+        profile = "user_profile" if kind == "user" else "agent_profile"
+        ids = {r.id for r in self.store.list(profile, limit=None)}
+        ids.update(getattr(r, f"{kind}_id") for r in self._records() if getattr(r, f"{kind}_id"))
+        return sorted(ids)
+
+    def words(self) -> tuple[list[str], dict[str, set[str]], set[str]]:
+        # the Oracle log keeps token hashes only and the database offers no byte view: the
+        # re-verification checks that the subject is not back (SC-14.5), not her words
+        return [], {}, set()
+
+
+def _ops(store: Any) -> Optional[Any]:
     engine = getattr(store, "_engine", None)
     from ..sqlite.engine import SQLiteEngine
 
-    return _SQLiteOps(engine) if isinstance(engine, SQLiteEngine) else None
+    if isinstance(engine, SQLiteEngine):
+        return _SQLiteOps(engine)
+    if type(engine).__name__ == "SyncOracleEngine":  # no import: the engines do not import each other
+        return _OracleOps(store)
+    return None
 
 
 def _unsupported(store: Any) -> NotImplementedError:
