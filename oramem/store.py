@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mappin
 from . import gcpause
 from .embedders.identity import identity_of
 from .engine import DeletionHookSpec, Engine
-from .errors import StoreError
+from .errors import CapabilityError, StoreError
 from .normalize import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_STORE_ID,
@@ -499,13 +499,19 @@ class OracleMemoryStore(IMemoryStore):
         if self._engine.async_only:  # as every other sync call of an async store, cached or not
             raise TypeError("this store uses an async connection pool: use the *_async methods")
         if self._options is None:
-            self._options = self._engine.get_options()
+            try:
+                self._options = self._engine.get_options()
+            except CapabilityError:  # an engine without options has no firewall policy
+                self._options = {}
         return self._options
 
     async def _loaded_options_async(self) -> dict[str, Any]:
         await self._na()
         if self._options is None:
-            self._options = await self._engine.get_options_async()
+            try:
+                self._options = await self._engine.get_options_async()
+            except CapabilityError:
+                self._options = {}
         return self._options
 
     def get_option(self, name: str) -> Any:

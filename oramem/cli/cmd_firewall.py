@@ -129,7 +129,7 @@ def firewall_scan(state: State, texts: tuple[str, ...], source: str) -> None:
     policy = (store.get_firewall() if store is not None else None) or FirewallPolicy()
     detectors = policy.active_detectors()
     category = {d.name: d.category for d in detectors}
-    results = []
+    results: list[dict[str, Any]] = []
     for text in items:
         s = screen_record(policy, detectors, [text], {"source": source}, None)
         results.append({

@@ -99,8 +99,11 @@ class Detector(Protocol):
     ``category`` (one of :data:`CATEGORIES`) and ``spans(text)``, the ``(start, end)``
     offsets it finds in ``text``."""
 
-    name: str
-    category: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def category(self) -> str: ...
 
     def spans(self, text: str) -> Iterable[tuple[int, int]]: ...
 
@@ -333,8 +336,14 @@ class FirewallPolicy:
     def from_json(cls, value: Any) -> "FirewallPolicy":
         if not isinstance(value, Mapping) or value.get("version") != 1:
             raise ValueError(f"not a firewall policy this version of oramem reads: {value!r}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: (tuple(v) if k == "detectors" else v) for k, v in value.items() if k in known})
+        unknown = set(value) - {f.name for f in dataclasses.fields(cls)} - {"version"}
+        if unknown:
+            raise ValueError(f"firewall policy has unknown fields {sorted(unknown)}: written by a newer oramem?")
+        return cls(
+            secret=value.get("secret", "redact"), instruction=value.get("instruction", "flag"),
+            pii=value.get("pii", "allow"), detectors=tuple(value.get("detectors", ())),
+            trust=dict(value.get("trust", {})), default_trust=value.get("default_trust", "unrated"),
+        )
 
     def active_detectors(self) -> list[Detector]:
         """The detectors that run under this policy; a named detector this process has not
@@ -346,7 +355,7 @@ class FirewallPolicy:
                 f"the store's firewall policy uses detector(s) {', '.join(missing)}, not registered in this process; "
                 "call oramem.trust.register_detector(...) before writing, or remove them from the policy"
             )
-        chosen: list[Detector] = [d for d in _BUILTIN]
+        chosen: list[Detector] = list(_BUILTIN)
         chosen.extend(registered[d] for d in self.detectors)
         return [d for d in chosen if self.action(d.category) != "allow"]
 

@@ -36,7 +36,8 @@ SLACK = "xo" + "xb-" + "1234567890-" + ALNUM[:12]
 GOOGLE = "AI" + "za" + (ALNUM + "0123")[:35]
 STRIPE = "sk" + "_live_" + ALNUM[:24]
 JWT = "ey" + "JhbGciOiJIUzI1NiJ9" + ".ey" + "JzdWIiOiIxMjM0NTY3ODkwIn0" + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
-PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----"
+PEM = ("-----BEGIN " + "RSA PRIVATE KEY-----\n" + ALNUM + ALNUM + "\n" + ALNUM + "==\n"
+       "-----END RSA PRIVATE KEY-----")
 CARD = "4111 1111 1111 1111"  # the well-known Visa test number (Luhn-valid)
 
 
