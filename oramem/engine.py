@@ -121,6 +121,17 @@ class Engine(abc.ABC):
             "version; delete the profile with cascade=True and the knowledge with KnowledgeMemory.delete_all"
         )
 
+    # -- options (oramem.options) -------------------------------------------------------
+    def get_options(self) -> dict[str, Any]:
+        """Every option of the store, ``{name: value}`` (SC-15.1). Engines without them
+        raise ``CapabilityError``."""
+        raise CapabilityError(f"store options are not supported by the {self.engine_name or type(self).__name__}")
+
+    def set_option(self, name: str, text: Optional[str]) -> None:
+        """Set option ``name`` to the encoded JSON ``text`` (None removes it), in one
+        transaction (SC-15.1)."""
+        raise CapabilityError(f"store options are not supported by the {self.engine_name or type(self).__name__}")
+
     # -- reads ---------------------------------------------------------------------------
     @abc.abstractmethod
     def get(self, record_type: str, record_id: str) -> Optional[Record]:
@@ -266,6 +277,12 @@ class Engine(abc.ABC):
 
     async def forget_async(self, request: ForgetRequest) -> dict[str, int]:
         return await self._off_loop(self.forget, request)
+
+    async def get_options_async(self) -> dict[str, Any]:
+        return await self._off_loop(self.get_options)
+
+    async def set_option_async(self, name: str, text: Optional[str]) -> None:
+        await self._off_loop(self.set_option, name, text)
 
     async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
         return await self._off_loop(self.get, record_type, record_id)

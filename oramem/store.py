@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mappin
 from . import gcpause
 from .embedders.identity import identity_of
 from .engine import DeletionHookSpec, Engine
-from .errors import StoreError
+from .errors import CapabilityError, StoreError
 from .normalize import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_STORE_ID,
@@ -37,7 +37,11 @@ from .normalize import (
     parse_timestamp,
     validate_store_id,
 )
+from .options import check_option_name, encode_option
 from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, StoreSettings
+from .trust.firewall import OPTION_NAME as FIREWALL_OPTION
+from .trust.firewall import FirewallPolicy
+from .trust.gate import check_reserved, screen_drafts, screen_update
 from .types import (
     NOT_SET,
     NotSetType,
@@ -426,6 +430,7 @@ class OracleMemoryStore(IMemoryStore):
         self._policy = policy
         self._norm: Optional[Normalizer] = None
         self._open_lock: Optional[asyncio.Lock] = None
+        self._options: Optional[dict[str, Any]] = None
         if not engine.async_only:
             self._opened(engine.open(self._requested, policy))
 
@@ -487,6 +492,91 @@ class OracleMemoryStore(IMemoryStore):
         knowledge layer keeps its tables in the same database and transaction). Not for
         application code: everything an application needs is a store method."""
         return self._engine
+
+    # -- options and the write-time firewall (SC-15) ------------------------------------------
+    def _loaded_options(self) -> dict[str, Any]:
+        self._n()
+        if self._engine.async_only:  # as every other sync call of an async store, cached or not
+            raise TypeError("this store uses an async connection pool: use the *_async methods")
+        if self._options is None:
+            try:
+                self._options = self._engine.get_options()
+            except CapabilityError:  # an engine without options has no firewall policy
+                self._options = {}
+        return self._options
+
+    async def _loaded_options_async(self) -> dict[str, Any]:
+        await self._na()
+        if self._options is None:
+            try:
+                self._options = await self._engine.get_options_async()
+            except CapabilityError:
+                self._options = {}
+        return self._options
+
+    def get_option(self, name: str) -> Any:
+        """The value of store option ``name`` (:mod:`oramem.options`), or None. Options are
+        read once per store object and kept: a change made through another store object
+        applies to objects opened after it (SC-15.1)."""
+        return self._loaded_options().get(check_option_name(name))
+
+    async def get_option_async(self, name: str) -> Any:
+        """Async twin of :meth:`get_option`."""
+        return (await self._loaded_options_async()).get(check_option_name(name))
+
+    def set_option(self, name: str, value: Any) -> None:
+        """Persist store option ``name`` (a JSON value; None removes it), in one transaction."""
+        name = check_option_name(name)
+        text = encode_option(name, value)
+        self._n()
+        self._engine.set_option(name, text)
+        self._options = None
+
+    async def set_option_async(self, name: str, value: Any) -> None:
+        """Async twin of :meth:`set_option`."""
+        name = check_option_name(name)
+        text = encode_option(name, value)
+        await self._na()
+        await self._engine.set_option_async(name, text)
+        self._options = None
+
+    @staticmethod
+    def _policy_of(options: dict[str, Any]) -> Optional[FirewallPolicy]:
+        value = options.get(FIREWALL_OPTION)
+        return None if value is None else FirewallPolicy.from_json(value)
+
+    def get_firewall(self) -> Optional[FirewallPolicy]:
+        """The store's write-time firewall policy (SC-15), or None when it has none."""
+        return self._policy_of(self._loaded_options())
+
+    async def get_firewall_async(self) -> Optional[FirewallPolicy]:
+        """Async twin of :meth:`get_firewall`."""
+        return self._policy_of(await self._loaded_options_async())
+
+    def set_firewall(self, policy: Optional[FirewallPolicy]) -> None:
+        """Store ``policy`` with the store (None: no firewall). Records written before keep
+        their text and verdict; every later write by a store object opened after (or by this
+        one) is screened (SC-15.1)."""
+        if policy is not None and not isinstance(policy, FirewallPolicy):
+            raise TypeError(f"policy must be an oramem.trust.FirewallPolicy or None, got {type(policy).__name__}")
+        if policy is not None:
+            policy.active_detectors()  # its custom detectors exist here
+        self.set_option(FIREWALL_OPTION, None if policy is None else policy.to_json())
+
+    async def set_firewall_async(self, policy: Optional[FirewallPolicy]) -> None:
+        """Async twin of :meth:`set_firewall`."""
+        if policy is not None and not isinstance(policy, FirewallPolicy):
+            raise TypeError(f"policy must be an oramem.trust.FirewallPolicy or None, got {type(policy).__name__}")
+        if policy is not None:
+            policy.active_detectors()
+        await self.set_option_async(FIREWALL_OPTION, None if policy is None else policy.to_json())
+
+    def _screened(self, drafts: builtins.list[RecordDraft], policy: Optional[FirewallPolicy], restoring: bool = False,
+                  what: str = "contents") -> builtins.list[RecordDraft]:
+        if not restoring:
+            for d in drafts:
+                check_reserved(d.metadata)
+        return drafts if policy is None else screen_drafts(policy, drafts, restoring=restoring, what=what)
 
     def register_deletion_hook(self, hook: DeletionHookSpec) -> None:
         """SC-8.5: ``hook`` runs inside every delete, cascade and purge transaction (SQLite:
@@ -550,7 +640,7 @@ class OracleMemoryStore(IMemoryStore):
                 thread_ids=thread_ids, user_ids=user_ids, agent_ids=agent_ids, roles=roles, timestamps=timestamps,
                 metadata=metadata, ttl_days=ttl_days, ttl_anchor=ttl_anchor,
             )
-        return self._write(norm, drafts, size)
+        return self._write(norm, self._screened(drafts, self.get_firewall()), size)
 
     async def add_async(self, contents: Sequence[Optional[str]], record_type: str, *, index_texts: Any = NOT_SET, embeddings: Any = NOT_SET,
                         record_ids: Any = NOT_SET, thread_ids: Any = NOT_SET, user_ids: Any = NOT_SET, agent_ids: Any = NOT_SET,
@@ -563,21 +653,24 @@ class OracleMemoryStore(IMemoryStore):
             thread_ids=thread_ids, user_ids=user_ids, agent_ids=agent_ids, roles=roles, timestamps=timestamps,
             metadata=metadata, ttl_days=ttl_days, ttl_anchor=ttl_anchor,
         )
-        return await self._write_async(norm, drafts, size)
+        return await self._write_async(norm, self._screened(drafts, await self.get_firewall_async()), size)
 
     def add_batches(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
         norm = self._n()
-        return self._write(norm, self._batch_drafts(batches), self._batch_size(store_kwargs))
+        drafts = self._screened(self._batch_drafts(batches), self.get_firewall(), what="batches")
+        return self._write(norm, drafts, self._batch_size(store_kwargs))
 
     async def add_batches_async(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
         norm = await self._na()
-        return await self._write_async(norm, self._batch_drafts(batches), self._batch_size(store_kwargs))
+        drafts = self._screened(self._batch_drafts(batches), await self.get_firewall_async(), what="batches")
+        return await self._write_async(norm, drafts, self._batch_size(store_kwargs))
 
     # -- restore (backups: oramem.jsonl) ------------------------------------------------------
-    def _restore_records(self, norm: Normalizer, batches: Any, times: Any, on_conflict: Any) -> tuple[Any, ...]:
+    def _restore_records(self, norm: Normalizer, batches: Any, times: Any, on_conflict: Any,
+                         policy: Optional[FirewallPolicy]) -> tuple[Any, ...]:
         if on_conflict not in ON_CONFLICT:
             raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
-        drafts = self._batch_drafts(batches)
+        drafts = self._screened(self._batch_drafts(batches), policy, restoring=True, what="batches")
         plans, texts = norm.plan_records(drafts)
         kept = _restored_times(times, drafts)
         return plans, texts, kept
@@ -597,7 +690,7 @@ class OracleMemoryStore(IMemoryStore):
         in the same transaction). Returns the ids written, in input order."""
         norm = self._n()
         size = self._batch_size(store_kwargs)
-        plans, texts, kept = self._restore_records(norm, batches, times, on_conflict)
+        plans, texts, kept = self._restore_records(norm, batches, times, on_conflict, self.get_firewall())
         records = self._restored(norm, plans, norm.embed(texts, is_query=False), kept)
         if not records:
             return []
@@ -607,7 +700,7 @@ class OracleMemoryStore(IMemoryStore):
         """Async twin of :meth:`restore_batches`."""
         norm = await self._na()
         size = self._batch_size(store_kwargs)
-        plans, texts, kept = self._restore_records(norm, batches, times, on_conflict)
+        plans, texts, kept = self._restore_records(norm, batches, times, on_conflict, await self.get_firewall_async())
         records = self._restored(norm, plans, await norm.embed_async(texts, is_query=False), kept)
         if not records:
             return []
@@ -749,6 +842,12 @@ class OracleMemoryStore(IMemoryStore):
     def update(self, record_type: str, record_id: str, *, text: Union[str, None, NotSetType] = NOT_SET, index_text: Union[str, None, NotSetType] = NOT_SET, embedding: Any = NOT_SET,
                metadata: Union[Mapping[str, Any], None, NotSetType] = NOT_SET, timestamp: Union[Union[str, datetime], None, NotSetType] = NOT_SET, ttl_days: Any = NOT_SET, ttl_anchor: Any = NOT_SET) -> int:
         norm = self._n()
+        check_reserved(metadata)
+        policy = self.get_firewall()
+        if policy is not None and (text is not NOT_SET or index_text is not NOT_SET or metadata is not NOT_SET):
+            norm.update_plan(record_type, record_id, text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor)
+            screened = screen_update(policy, self.get(record_type, record_id), text, index_text, metadata)
+            text, index_text, metadata = screened.text, screened.index_text, screened.metadata
         fields, texts = norm.update_plan(record_type, record_id, text, index_text, embedding, metadata,
                                          timestamp, ttl_days, ttl_anchor)
         return self._engine.update(norm.finish_update(fields, norm.embed(texts, is_query=False)))
@@ -757,6 +856,12 @@ class OracleMemoryStore(IMemoryStore):
                            embedding: Any = NOT_SET, metadata: Union[Mapping[str, Any], None, NotSetType] = NOT_SET, timestamp: Union[Union[str, datetime], None, NotSetType] = NOT_SET, ttl_days: Any = NOT_SET,
                            ttl_anchor: Any = NOT_SET) -> int:
         norm = await self._na()
+        check_reserved(metadata)
+        policy = await self.get_firewall_async()
+        if policy is not None and (text is not NOT_SET or index_text is not NOT_SET or metadata is not NOT_SET):
+            norm.update_plan(record_type, record_id, text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor)
+            screened = screen_update(policy, await self.get_async(record_type, record_id), text, index_text, metadata)
+            text, index_text, metadata = screened.text, screened.index_text, screened.metadata
         fields, texts = norm.update_plan(record_type, record_id, text, index_text, embedding, metadata,
                                          timestamp, ttl_days, ttl_anchor)
         vectors = await norm.embed_async(texts, is_query=False)

@@ -14,6 +14,7 @@ SET DEFINE OFF
 PROMPT oramem: catalog (ddl/)
 @@../ddl/001_catalog.sql
 @@../ddl/upgrades/001_to_002.sql
+@@../ddl/upgrades/002_to_003.sql
 
 PROMPT oramem: package specs
 @@oramem_errors.pks

@@ -1552,6 +1552,73 @@ AS
       save_hook(l_id, l_hook);
    END set_deletion_hook;
 
+   FUNCTION get_options_json(
+      in_store_id IN VARCHAR2
+   ) RETURN CLOB
+   IS
+      l_id    VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
+      l_store oramem_registry.store_t;
+      l_found BOOLEAN;
+      l_out   CLOB;
+      l_first BOOLEAN := TRUE;
+   BEGIN
+      oramem_registry.find_store(l_id, l_store, l_found);
+      IF NOT l_found THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_not_found, 'store ' || l_id || ' does not exist');
+      END IF;
+      l_out := '{';
+      -- names are checked (^[a-z][a-z0-9_.]*$, the table's constraint): no escaping needed
+      FOR l_row IN (
+         SELECT name, value
+         FROM   oramem_store_options
+         WHERE  memory_store_id = l_id
+         ORDER  BY NLSSORT(name, 'NLS_SORT=BINARY')
+      ) LOOP
+         IF NOT l_first THEN
+            l_out := l_out || ',';
+         END IF;
+         l_out := l_out || '"' || l_row.name || '":' || l_row.value;
+         l_first := FALSE;
+      END LOOP;
+      RETURN l_out || '}';
+   END get_options_json;
+
+   PROCEDURE set_option(
+      in_store_id IN VARCHAR2,
+      in_name     IN VARCHAR2,
+      in_value    IN CLOB
+   )
+   IS
+      l_id    VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
+      l_store oramem_registry.store_t;
+      l_found BOOLEAN;
+      l_json  PLS_INTEGER;
+   BEGIN
+      oramem_registry.find_store(l_id, l_store, l_found);
+      IF NOT l_found THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_not_found, 'store ' || l_id || ' does not exist');
+      END IF;
+      IF in_name IS NULL OR NOT REGEXP_LIKE(in_name, '^[a-z][a-z0-9_.]{0,63}$', 'c') THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'option name must match ^[a-z][a-z0-9_.]{0,63}$');
+      END IF;
+      IF in_value IS NULL THEN
+         DELETE FROM oramem_store_options WHERE memory_store_id = l_id AND name = in_name;
+         RETURN;
+      END IF;
+      SELECT COUNT(*) INTO l_json FROM dual WHERE in_value IS JSON;
+      IF l_json = 0 THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_payload, 'option ' || in_name || ': the value is not JSON');
+      END IF;
+      MERGE INTO oramem_store_options o
+      USING (SELECT l_id AS memory_store_id, in_name AS name FROM dual) s
+      ON (o.memory_store_id = s.memory_store_id AND o.name = s.name)
+      WHEN MATCHED THEN
+         UPDATE SET o.value = in_value, o.updated_at = SYS_EXTRACT_UTC(SYSTIMESTAMP)
+      WHEN NOT MATCHED THEN
+         INSERT (memory_store_id, name, value) VALUES (s.memory_store_id, s.name, in_value);
+   END set_option;
+
    FUNCTION capabilities RETURN CLOB
    IS
       l_obj   JSON_OBJECT_T := JSON_OBJECT_T();

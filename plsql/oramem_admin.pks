@@ -165,6 +165,28 @@ AS
    );
 
    /*
+    * get_options_json: the store's options (ORAMEM_STORE_OPTIONS; oramem.options, SC-15.1)
+    * as one JSON object {name: value, ...}, '{}' when it has none.
+    * Errors: -20010 bad id; -20101 not found.
+    * Commit: never.
+    */
+   FUNCTION get_options_json(
+      in_store_id IN VARCHAR2
+   ) RETURN CLOB;
+
+   /*
+    * set_option: set option in_name (^[a-z][a-z0-9_.]{0,63}$) of a store to the JSON text
+    * in_value, or remove it when in_value is NULL.
+    * Errors: -20010 bad id; -20101 not found; -20001 bad name; -20002 value not JSON.
+    * Commit: never (the caller commits).
+    */
+   PROCEDURE set_option(
+      in_store_id IN VARCHAR2,
+      in_name     IN VARCHAR2,
+      in_value    IN CLOB
+   );
+
+   /*
     * capabilities: JSON describing what this database offers oramem:
     *   {"oracle_text": bool, "hybrid_vector": bool, "dbms_lock": bool, "create_job": bool,
     *    "db_version": "23.x...", "code_schema_version": 1, "catalog_version": 1}

@@ -30,6 +30,7 @@ from __future__ import annotations
 # re-exported (``X as X``) so the import paths of the single-module CLI keep working
 from . import cmd_backup as cmd_backup
 from . import cmd_demo as cmd_demo
+from . import cmd_firewall as cmd_firewall
 from . import cmd_maintenance as cmd_maintenance
 from . import cmd_models as cmd_models
 from . import cmd_records as cmd_records

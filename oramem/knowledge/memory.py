@@ -18,6 +18,8 @@ from .._sync import BackgroundLoop, sync_method
 from .deterministic import build_reply, event_text
 from .providers import NoLLM
 from .runtime import KnowledgeRuntime
+from ..trust.firewall import VERDICT_KEY
+from ..trust.gate import screen_message
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
 from . import commit as commit_mod
 from . import erasure, reads
@@ -286,10 +288,22 @@ class KnowledgeMemory:
         now = self._now()
         if not message.strip():
             return WriteResult()
+        verdict = None
+        policy = await self.runtime.in_thread(self._store.get_firewall)
+        if policy is not None:  # SC-15.6: before the LLM, the embedder or any row sees it
+            screened = screen_message(policy, message, source if isinstance(source, str) else "api")
+            message = screened.texts[0] or ""
+            verdict = (screened.metadata or {})[VERDICT_KEY]
+            if screened.verdict == "flagged":
+                return WriteResult(firewall=verdict, warnings=[
+                    "the store's firewall flagged this message (" + ", ".join(screened.findings)
+                    + "): it was not extracted into knowledge"])
         if background:
-            return await self._submit(agent_id, message, speaker_name, source=source, session_id=session_id,
-                                      occurred_at=when or now, recent=recent, overrides=config_overrides, now=now,
-                                      user_id=user_id)
+            queued = await self._submit(agent_id, message, speaker_name, source=source, session_id=session_id,
+                                        occurred_at=when or now, recent=recent, overrides=config_overrides, now=now,
+                                        user_id=user_id)
+            queued.firewall = verdict
+            return queued
         run = WriteRun(
             self, agent_id=agent_id, message=message, speaker_name=speaker_name, source=source,
             session_id=session_id, occurred_at=when, recent_messages=recent, dry_run=bool(dry_run), cfg=cfg,
@@ -298,6 +312,7 @@ class KnowledgeMemory:
         with operation_span(self._tracer_provider, "write", run, dry_run=bool(dry_run)) as span:
             result = await self._run(run, event_mode="insert")
             finish_span(span, result.stats, result.success)
+        result.firewall = verdict
         return result
 
     write = sync_method(write_async)

@@ -317,6 +317,10 @@ class WriteResult:
     #: KC-4.22: the steps that fell back to deterministic rules because the LLM failed (e.g.
     #: ``["reconcile"]``); empty when every LLM step answered
     degraded: list[str] = field(default_factory=list)
+    #: SC-15.6: the store's write-time firewall verdict on the message (``verdict``,
+    #: ``findings``, ``source``, ``trust``); None when the store has no firewall policy. A
+    #: ``flagged`` message is not extracted (nothing is stored) and ``success`` stays True.
+    firewall: Optional[dict[str, Any]] = None
 
 
 @dataclass

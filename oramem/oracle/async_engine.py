@@ -192,6 +192,12 @@ class AsyncOracleEngine(OracleEngine):
     async def sync_search_index_async(self) -> None:
         await self._do(self._prepare_sync_search_index("sync_search_index_async"))
 
+    async def get_options_async(self) -> dict[str, Any]:
+        return await self._do(self._prepare_get_options())
+
+    async def set_option_async(self, name: str, text: Optional[str]) -> None:
+        await self._do(self._prepare_set_option(name, text))
+
     async def forget_async(self, request: ForgetRequest) -> dict[str, int]:
         # The knowledge layer's erasure runs on Oracle through SQLAlchemy, which needs a
         # synchronous connection (KnowledgeMemory refuses an async pool): refused before any call.
@@ -237,6 +243,12 @@ class AsyncOracleEngine(OracleEngine):
 
     def sync_search_index(self) -> NoReturn:
         raise self._wrong_colour("sync_search_index")
+
+    def get_options(self) -> NoReturn:
+        raise self._wrong_colour("get_options")
+
+    def set_option(self, name: str, text: Optional[str]) -> NoReturn:
+        raise self._wrong_colour("set_option")
 
     def get(self, record_type: str, record_id: str) -> NoReturn:
         raise self._wrong_colour("get")

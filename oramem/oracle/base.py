@@ -93,6 +93,8 @@ CALLS: dict[str, PlsqlCall] = {
     "sync_search_index": PlsqlCall("oramem_store", "sync_search_index", (("in_store_id", _V),)),
     "search": PlsqlCall("oramem_search", "search_json", (("in_store_id", _V), ("in_request", _C)), _C),
     "has_knowledge": PlsqlCall("oramem_kg_jobs", "has_knowledge", (("in_store_id", _V),), _I),
+    "get_options": PlsqlCall("oramem_admin", "get_options_json", (("in_store_id", _V),), _C),
+    "set_option": PlsqlCall("oramem_admin", "set_option", (("in_store_id", _V), ("in_name", _V), ("in_value", _C))),
 }
 
 #: Flat tuple for the static gate (tests/plsql) and the DBA tooling.
@@ -462,6 +464,14 @@ class OracleEngine(Engine):
         """N4: the records the erasers named, one call, no deletion hook (SQLite delete_keys)."""
         return _Prepared("delete_keys", False, dict(in_store_id=_STORE, in_keys=json.dumps([list(k) for k in keys])),
                          lambda reply: int((_loads(reply) or {}).get("count") or 0))
+
+    @staticmethod
+    def _prepare_get_options() -> _Prepared[dict[str, Any]]:
+        return _Prepared("get_options", False, dict(in_store_id=_STORE), lambda text: dict(_loads(text) or {}))
+
+    @staticmethod
+    def _prepare_set_option(name: str, text: Optional[str]) -> _Prepared[None]:
+        return _Prepared("set_option", True, dict(in_store_id=_STORE, in_name=name, in_value=text), _none)
 
     @staticmethod
     def _prepare_has_knowledge() -> _Prepared[int]:

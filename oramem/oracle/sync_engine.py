@@ -230,6 +230,12 @@ class SyncOracleEngine(OracleEngine):
     def sync_search_index(self) -> None:
         self._do(self._prepare_sync_search_index("sync_search_index"))
 
+    def get_options(self) -> dict[str, Any]:
+        return self._do(self._prepare_get_options())
+
+    def set_option(self, name: str, text: Optional[str]) -> None:
+        self._do(self._prepare_set_option(name, text))
+
     # -- reads ---------------------------------------------------------------------------
     def get(self, record_type: str, record_id: str) -> Optional[Record]:
         return self._do(self._prepare_get(record_type, record_id))
@@ -267,6 +273,12 @@ class SyncOracleEngine(OracleEngine):
 
     async def sync_search_index_async(self) -> NoReturn:
         raise self._wrong_colour("sync_search_index_async")
+
+    async def get_options_async(self) -> NoReturn:
+        raise self._wrong_colour("get_options_async")
+
+    async def set_option_async(self, name: str, text: Optional[str]) -> NoReturn:
+        raise self._wrong_colour("set_option_async")
 
     async def get_async(self, record_type: str, record_id: str) -> NoReturn:
         raise self._wrong_colour("get_async")

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import StoreError, StoreNotFound
 from . import sidecar
 from .connection import BUSY_TIMEOUT_S, connect_read_only
+from .options import drop_options
 from .schema import CATALOG, StoreTables, has_knowledge_tables
 from .timefmt import iso
 
@@ -124,6 +125,7 @@ def drop_store(path: str, store_id: str) -> bool:
                     for name in knowledge_table_names(tables.store_id):  # fixed names of a validated id
                         conn.execute(f'DROP TABLE IF EXISTS "{name}"')
                 conn.execute(f"DELETE FROM {CATALOG} WHERE store_id = ?", (tables.store_id,))
+                drop_options(conn, tables.store_id)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

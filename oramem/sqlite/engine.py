@@ -29,6 +29,7 @@ from ..requests import (
 )
 from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
 from . import mutations, sidecar
+from .options import read_options, write_option
 from .connection import Database, is_writable
 from .keyword import LEGACY_LANGUAGE, HybridConfig, check_language, fuse, keyword_distance, match_expression
 from .mutations import Catalog, WriteTx
@@ -419,6 +420,15 @@ class SQLiteEngine(Engine):
         db = self._db
         with db.lock if db is not None else contextlib.nullcontext():
             self._hooks.append(hook)
+
+    # -- options -------------------------------------------------------------------------
+    def get_options(self) -> dict:
+        with self._read("get_options") as (conn, t, _):
+            return read_options(conn, t.store_id)
+
+    def set_option(self, name: str, text: Optional[str]) -> None:
+        with self._write("set_option") as tx:
+            write_option(tx.conn, tx.tables.store_id, name, text)
 
     # -- reads ---------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -74,6 +74,7 @@ from ..errors import SchemaError, StoreNotFound, StoreSettingsMismatch
 from ..requests import StoreSettings
 from ..types import MemoryRetentionConfig, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
 from .keyword import DEFAULT_KEYWORD_LANGUAGE, LEGACY_LANGUAGE, scope_tokens_sql, tokenizer
+from .options import drop_options
 
 __all__ = ["SCHEMA_VERSION", "SCOPED_FTS_VERSION", "StoreTables", "StoreState", "apply_policy", "has_keyword", "has_vector"]
 
@@ -234,6 +235,7 @@ def apply_policy(
     if policy == SchemaPolicy.RECREATE:
         tables.drop(conn)
         conn.execute(f"DELETE FROM {CATALOG} WHERE store_id = ?", (tables.store_id,))
+        drop_options(conn, tables.store_id)
         return _create(conn, tables, requested, now, keyword_language)
     if row is None:
         if policy == SchemaPolicy.REQUIRE_EXISTING:

@@ -116,7 +116,8 @@ def test_write_result_fields():
     assert [f.name for f in dataclasses.fields(K.WriteResult)] == [
         "event_id", "facts_added", "facts_updated", "facts_unchanged", "facts_deleted", "entities_resolved", "relations",
         "corrections", "classification", "strategy", "emotion", "intentions_created", "observations_created",
-        "duration_ms", "pipeline", "tokens_used", "success", "error", "warnings", "stats", "job_id", "degraded"]
+        "duration_ms", "pipeline", "tokens_used", "success", "error", "warnings", "stats", "job_id", "degraded",
+        "firewall"]
     r = K.WriteResult()
     assert r.success is True and r.error is None and r.corrections == K.CorrectionResult() and r.tokens_used == K.TokenUsage()
 

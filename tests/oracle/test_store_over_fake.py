@@ -32,10 +32,11 @@ def test_sync_pool_opens_on_construction_and_adds_in_one_call():
     opened = json.loads(rec.plsql[0].binds["in_settings"])
     assert opened["memory_store_id"] == "MYSTORE" and opened["vector_dim"] == 8
     assert store.add(["hello"], "memory", record_ids="a") == ["a"]
-    assert [c.name for c in rec.plsql][1:] == ["oramem_store.add_json"]
+    # the first write reads the store's options once (the firewall policy, SC-15.1)
+    assert [c.name for c in rec.plsql][1:] == ["oramem_admin.get_options_json", "oramem_store.add_json"]
     with pytest.raises(TypeError):  # validation happens before any call
         store.add("not a list", "memory")  # type: ignore[arg-type]
-    assert len(rec.plsql) == 2
+    assert len(rec.plsql) == 3
 
 
 def test_connect_async_opens_the_store_and_rejects_sync_calls():
@@ -49,7 +50,8 @@ def test_connect_async_opens_the_store_and_rejects_sync_calls():
         return await store.add_async(["hello"], "memory", record_ids="a")
 
     assert asyncio.run(go()) == ["a"]
-    assert [c.name for c in rec.plsql] == ["oramem_admin.open_store", "oramem_store.add_json"]
+    assert [c.name for c in rec.plsql] == ["oramem_admin.open_store", "oramem_admin.get_options_json",
+                                           "oramem_store.add_json"]
 
 
 def test_the_colour_is_the_factory_and_the_wrong_pool_names_the_right_one():

@@ -1,0 +1,138 @@
+"""The firewall's place in the store's write path: screening checked record drafts (add,
+restore) and update fields before the embedder or the engine sees them (SC-15)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Optional, Sequence
+
+from ..normalize import NOT_SET, RecordDraft, _checked_metadata
+from ..types import Record
+from .firewall import VERDICT_KEY, FirewallPolicy, FirewallRejected, Screened, screen_record
+
+__all__ = ["check_reserved", "screen_drafts", "screen_update"]
+
+
+def check_reserved(metadata: Any, argument: str = "metadata") -> None:
+    """A caller may not write the verdict key: the firewall alone sets it (SC-15.4)."""
+    items = metadata if isinstance(metadata, (list, tuple)) else [metadata]
+    for i, md in enumerate(items):
+        if isinstance(md, Mapping) and VERDICT_KEY in md:
+            where = f"{argument}[{i}]" if isinstance(metadata, (list, tuple)) else argument
+            raise ValueError(
+                f"{where} has the key {VERDICT_KEY!r}, which is reserved for the write-time firewall's verdict; "
+                "rename it (the firewall sets it on every record written under a policy)"
+            )
+
+
+def _reject(rejected: Sequence[tuple[int, str]], what: str, category_of: Mapping[str, str]) -> FirewallRejected:
+    names = sorted({name for _, name in rejected})
+    categories = sorted({category_of[name] for name in names})
+    where = ", ".join(f"{what}[{i}]: {name}" for i, name in rejected[:10])
+    more = f" and {len(rejected) - 10} more" if len(rejected) > 10 else ""
+    return FirewallRejected(
+        f"the store's firewall rejects {', '.join(categories)} content and found {', '.join(names)} "
+        f"({where}{more}); nothing was written. Remove it from the text, or change the policy "
+        f"(e.g. `oramem firewall set --{categories[0]} redact`, or store.set_firewall(...))",
+        rejected,
+    )
+
+
+def _without_verdict(md: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
+    if md is None:
+        return None
+    return {k: v for k, v in md.items() if k != VERDICT_KEY}
+
+
+def _draft_texts(d: RecordDraft) -> tuple[list[Optional[str]], str]:
+    """The draft's texts in a fixed order: content, then the index text or caller chunks."""
+    if d.index is NOT_SET or d.index is None:
+        return [d.content], "none"
+    if isinstance(d.index, str):
+        return [d.content, d.index], "str"
+    return [d.content, *d.index], "chunks"
+
+
+def screen_drafts(policy: FirewallPolicy, drafts: Sequence[RecordDraft], *, restoring: bool = False,
+                  what: str = "contents") -> list[RecordDraft]:
+    """The drafts as the policy lets them be stored (redacted, stamped with the verdict), or
+    :class:`FirewallRejected` for the whole call when any record has a rejected finding.
+    ``restoring``: records from a backup may carry an old verdict, which is replaced."""
+    detectors = policy.active_detectors()
+    category_of = {d.name: d.category for d in detectors}
+    out: list[RecordDraft] = []
+    rejected: list[tuple[int, str]] = []
+    for i, d in enumerate(drafts):
+        md = _without_verdict(d.metadata) if restoring else d.metadata
+        texts, shape = _draft_texts(d)
+        s: Screened = screen_record(policy, detectors, texts, md, d.role)
+        rejected.extend((i, name) for name in s.rejected)
+        if rejected:
+            continue
+        content = s.texts[0]
+        index: Any = d.index
+        if shape == "str":
+            index = s.texts[1]
+        elif shape == "chunks":
+            index = tuple(s.texts[1:])
+        stamped, text = _checked_metadata(s.metadata, "metadata")
+        out.append(dataclasses.replace(d, content=content, index=index, metadata=stamped, metadata_json=text))
+    if rejected:
+        raise _reject(rejected, what, category_of)
+    return out
+
+
+@dataclasses.dataclass
+class UpdateFields:
+    text: Any
+    index_text: Any
+    metadata: Any
+
+
+def screen_update(policy: FirewallPolicy, current: Optional[Record], text: Any, index_text: Any,
+                  metadata: Any) -> UpdateFields:
+    """An update's ``text`` / ``index_text`` / ``metadata`` as the policy lets them be
+    written, with the record's verdict recomputed over what it will hold (SC-15.5).
+    ``current`` is the stored record (None: not found; the update then changes nothing and
+    the fields go through unscreened-but-checked). Fields not given (``NOT_SET``) stay."""
+    if current is None:
+        return UpdateFields(text, index_text, metadata)
+    detectors = policy.active_detectors()
+    category_of = {d.name: d.category for d in detectors}
+    new_texts: list[Optional[str]] = []
+    if text is not NOT_SET:
+        new_texts.append(text)
+    if index_text is not NOT_SET:
+        new_texts.append(index_text)
+    base_md = _without_verdict(current.metadata) if metadata is NOT_SET else metadata
+    role = getattr(current, "role", None)  # MessageRecord has one
+    s = screen_record(policy, detectors, new_texts, base_md, role)
+    if s.rejected:
+        raise _reject([(0, name) for name in s.rejected], "update", category_of)
+    # what stays as stored counts towards the verdict too (a flag sticks; it is not rewritten)
+    kept = [] if text is not NOT_SET else [current.content]
+    kept_screen = screen_record(policy, detectors, kept, None, role) if kept else None
+    md = dict(s.metadata or {})
+    verdict = md[VERDICT_KEY]
+    if kept_screen is not None:
+        extra = set(kept_screen.findings)
+        if extra:
+            verdict["findings"] = sorted(set(verdict["findings"]) | extra)
+            flagged_kept = any(policy.action(category_of[n]) == "flag" for n in extra)
+            if flagged_kept:
+                verdict["verdict"], verdict["trust"] = "flagged", "untrusted"
+    it = iter(s.texts)
+    new_text = next(it) if text is not NOT_SET else NOT_SET
+    new_index = next(it) if index_text is not NOT_SET else NOT_SET
+    return UpdateFields(new_text, new_index, md)
+
+
+def screen_message(policy: FirewallPolicy, text: str, source: str) -> Screened:
+    """A knowledge-layer message under the store's policy (SC-15.6): the screened text and
+    its verdict (``Screened.metadata[VERDICT_KEY]``); :class:`FirewallRejected` when a
+    rejected category matched. ``source`` is the write's source label."""
+    detectors = policy.active_detectors()
+    s = screen_record(policy, detectors, [text], {"source": source}, None)
+    if s.rejected:
+        raise _reject([(0, name) for name in s.rejected], "message", {d.name: d.category for d in detectors})
+    return s
