@@ -411,12 +411,16 @@ def migrate(source_text: str, target_text: str, *, stores: Optional[list[str]] =
 
 # ----------------------------------------------------------------------------- erasure log (SC-14)
 def _erasure_entries(side: Any, store_id: str) -> list[dict]:
-    """The receipts of a store's erasure log (SQLite; the Oracle engine keeps none in this version)."""
+    """The receipts of a store's erasure log (none when the database or its log does not exist)."""
     import json
 
     from .sqlite.erasure import LOG_TABLE
 
-    if side.kind != "sqlite" or not os.path.isfile(side.path):
+    if side.kind == "oracle":
+        from .oracle import admin
+
+        return admin.erasure_log(side.conn, store_id)
+    if not os.path.isfile(side.path):
         return []
     conn = side._ro()
     try:
@@ -447,11 +451,6 @@ def _scopes(side: Any, store_id: str, now: str) -> tuple[set[str], set[str]]:
 
 
 def _refuse_erased(src: Any, dst: Any, store_id: str, receipts: list[dict], now: str, allow_erased: bool) -> None:
-    if dst.kind == "oracle" and receipts:
-        raise ValueError(
-            f"store {store_id} has an erasure log ({len(receipts)} receipt(s)), which the Oracle engine does not keep in "
-            "this version (SC-14): the copy could not refuse the erased users and agents; nothing was written"
-        )
     entries = receipts + _erasure_entries(dst, store_id)
     if allow_erased or not entries:
         return

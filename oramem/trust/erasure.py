@@ -286,7 +286,7 @@ def _unsupported(store: Any) -> NotImplementedError:
 
     return CapabilityError(  # type: ignore[return-value]
         f"erasure receipts and the erasure log are not supported by the {type(getattr(store, '_engine', store)).__name__} "
-        "in this version (SQLite only; Oracle: not done, issue 27)")
+        "(SQLite, and Oracle through a synchronous pool: an asynchronous Oracle pool has no forget either)")
 
 
 # ---------------------------------------------------------------------------- forget

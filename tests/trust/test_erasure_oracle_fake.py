@@ -21,8 +21,9 @@ SALT = "00112233445566778899aabbccddeeff"
 CASCADE = json.dumps({"count": 1, "event": {
     "memory_store_id": "MYSTORE", "records": [["user_profile", "ana-9"], ["memory", "m1"]],
     "thread_ids": [], "user_ids": ["ana-9"], "agent_ids": [], "reason": "forget"}})
-MEMORY = {"record_type": "memory", "record_id": "m1", "content": "Ana hides gold under the quokkafish bridge",
-          "user_id": "ana-9", "created_at": "2026-12-05T00:00:00+00:00", "metadata": {"city": "Vilnius"}}
+MEMORY = {"id": "m1", "record_type": "memory", "content": "Ana hides gold under the quokkafish bridge",
+          "timestamp": None, "metadata": {"city": "Vilnius"}, "thread_id": None, "user_id": "ana-9", "agent_id": None,
+          "created_at": "2026-12-05T00:00:00.000000+00:00", "expires_at": None, "role": None, "seq_no": 1}
 
 
 def _list(call):
@@ -95,13 +96,69 @@ def test_the_salt_is_created_once_through_the_options():
     assert set_salt.binds["in_name"] == SALT_OPTION and len(json.loads(set_salt.binds["in_value"])) == 32
 
 
-def test_migrate_into_oracle_refuses_to_drop_the_log(tmp_path):
+def _migration_source(path):
+    from oramem import SQLiteMemoryStore
+
+    with SQLiteMemoryStore(str(path), embedder=HashEmbedder(3), search_strategy="vector") as s:
+        s.add(["Ana grows figs"], "memory", user_ids="ana")
+        s.add(["Bob grows plums"], "memory", user_ids="bob")
+        return s
+
+
+def test_migrate_into_oracle_carries_the_receipts(tmp_path):
+    from oracle.test_migrate_oracle_fake import ORACLE, OracleModel, fake_oracle
     from oramem import SQLiteMemoryStore
     from oramem.migrate import migrate
 
-    db = tmp_path / "src.db"
-    with SQLiteMemoryStore(str(db), search_strategy="keyword") as s:
-        s.add(["x"], "memory", user_ids="bob")
-        s.forget(user_id="ana")
-    with pytest.raises(ValueError, match="erasure log"):
-        migrate(str(db), "oracle://u@h:1521/s", oracle_connect=lambda user, dsn: (_ for _ in ()).throw(AssertionError))
+    src = tmp_path / "src.db"
+    _migration_source(src)
+    with SQLiteMemoryStore(str(src)) as s:
+        receipt = s.forget(user_id="ana")
+    rec, connect = fake_oracle(OracleModel())
+    report = migrate(str(src), ORACLE, oracle_connect=connect)
+    assert report.copied_records == 1
+    [logged] = [json.loads(c.binds["in_receipt"]) for c in rec.plsql if c.name == "oramem_admin.log_erasure"]
+    assert logged["receipt_id"] == receipt.receipt_id and "ana" not in json.dumps(logged).replace(logged["salt"], "")
+
+
+def test_migrate_refuses_a_subject_erased_in_the_oracle_target(tmp_path):
+    from oracle.test_migrate_oracle_fake import ORACLE, OracleModel, fake_oracle
+    from oramem.migrate import migrate
+    from oramem.trust.erasure import ErasedSubjectError, subject_hash
+
+    src = tmp_path / "src.db"
+    _migration_source(src)
+    tomb = {"receipt_id": "r" * 32, "erased_at": "2026-12-05T00:00:00+00:00", "subject": "user", "salt": SALT,
+            "subject_hash": subject_hash(SALT, "user", "ana"), "rows": {}, "total": 0, "token_hashes": [],
+            "verification": {"status": "clean"}}
+    model = OracleModel()
+    rec, connect = fake_oracle(model)
+    rec.answers["oramem_admin.get_erasure_log_json"] = json.dumps([tomb])
+    with pytest.raises(ErasedSubjectError, match="1 erased user"):
+        migrate(str(src), ORACLE, oracle_connect=connect)
+    assert model.batches == [] and "oramem_store.add_json" not in [c.name for c in rec.plsql]
+    report = migrate(str(src), ORACLE, oracle_connect=connect, allow_erased=True)
+    assert report.copied_records == 2
+
+
+def test_the_plsql_side_static():
+    """The PL/SQL half, read as source (the static gate in tests/plsql parses it): the log
+    table has no foreign key (it outlives a dropped store), the upgrade runs after 002_to_003,
+    log_erasure never commits (forget's transaction does), and the scan puts identifiers
+    into dynamic SQL only through quoted_name / ENQUOTE_NAME and values only as binds."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    ddl = (root / "ddl" / "upgrades" / "003_to_004.sql").read_text()
+    assert "oramem_erasure_log" in ddl and "REFERENCES" not in ddl.upper() and "4 AS version" in ddl
+    install = (root / "plsql" / "install.sql").read_text()
+    assert install.index("002_to_003.sql") < install.index("003_to_004.sql") < install.index("@@oramem_errors.pks")
+    assert "'ORAMEM_ERASURE_LOG'" in (root / "plsql" / "uninstall.sql").read_text()
+    body = (root / "plsql" / "oramem_admin.pkb").read_text()
+    log = body[body.index("PROCEDURE log_erasure("):body.index("END log_erasure;")]
+    assert "COMMIT" not in log.upper()
+    scan = body[body.index("FUNCTION erasure_scan_json("):body.index("END erasure_scan_json;")]
+    for stmt in re.findall(r"EXECUTE IMMEDIATE(.*?)INTO", scan, re.S):
+        assert "l_token" not in stmt and ":t" in stmt
+    assert "quoted_name(l_id, oramem_registry.gc_obj_records)" in scan and "DBMS_ASSERT.ENQUOTE_NAME" in scan
