@@ -327,6 +327,8 @@ def _parse_line(raw: str, where: str, lineno: int, default_type: Optional[str], 
         raise JSONLError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     if KG_KEY in obj:
         return _kg_line(obj, where, lineno)
+    if ERASURE_KEY in obj:
+        return _erasure_line(obj, where, lineno)
     for alias, name in (("text", "content"), ("type", "record_type")):
         if alias in obj:
             if name in obj:
@@ -468,8 +470,14 @@ def import_records(
     on_conflict: str = "fail",
     batch_size: int = 500,
     progress: Optional[Callable[[int], Any]] = None,
+    allow_erased: bool = False,
 ) -> ImportResult:
     """Write parsed ``lines`` (from :func:`parse_lines`), ``batch_size`` per transaction.
+
+    SC-14.4: before anything is written, records (and thread and knowledge lines) of a
+    subject erased in ``store`` or in the file's own erasure log are refused
+    (:class:`oramem.trust.erasure.ErasedSubjectError`) unless ``allow_erased``; then the
+    file's erasure-log lines join the store's log.
 
     Raises :class:`ImportStopped` (with the counts so far and the first line not written)
     when a batch fails or on Ctrl-C; ``progress`` is called with the lines done per batch."""
@@ -477,6 +485,9 @@ def import_records(
         raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    check_erased(store, lines, allow_erased=allow_erased)
+    merge_erasure_log(store, lines)
+    lines = [ln for ln in lines if ln.record_type != "erasure_log"]
     result = ImportResult(total=sum(1 for ln in lines if ln.record_type != "kg_row"))
     threads = [ln for ln in lines if ln.record_type == "thread"]
     records = [ln for ln in lines if ln.record_type not in ("thread", "kg_row")]  # kg rows: import_knowledge
@@ -676,3 +687,82 @@ def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], line
                 conn.execute(table.insert(), slice_)
             written += len(slice_)
     return written, skipped
+
+
+# ----------------------------------------------------------------------------- erasure log (SC-14)
+#: The key of an erasure-log line: ``{"erasure_log": {receipt}}`` (a receipt with salted
+#: hashes only, as :func:`oramem.trust.erasure.erasure_log` returns it).
+ERASURE_KEY = "erasure_log"
+
+
+def _erasure_line(obj: dict, where: str, lineno: int) -> ImportLine:
+    from .trust.erasure import check_entry
+
+    if set(obj) != {ERASURE_KEY} or not isinstance(obj[ERASURE_KEY], dict):
+        raise JSONLError(f"{where}: an erasure-log line is {{\"{ERASURE_KEY}\": {{receipt}}}} and nothing else")
+    try:
+        check_entry(obj[ERASURE_KEY])
+    except (ValueError, TypeError) as exc:
+        raise JSONLError(f"{where}: {_one_line(exc)}") from None
+    return ImportLine(lineno, "erasure_log", {"entry": obj[ERASURE_KEY]})
+
+
+def export_erasure_log(store: Any, write: Callable[[str], Any]) -> int:
+    """Write the store's erasure log (SC-14.3) as lines; returns how many (0 on an engine
+    without one)."""
+    from .errors import CapabilityError
+    from .trust.erasure import erasure_log
+
+    try:
+        entries = erasure_log(store)
+    except CapabilityError:
+        return 0
+    for entry in entries:
+        write(json.dumps({ERASURE_KEY: entry}, ensure_ascii=False, sort_keys=True) + "\n")
+    return len(entries)
+
+
+def line_scopes(lines: Sequence[ImportLine]) -> tuple[set[str], set[str]]:
+    """The user and agent ids the lines would write (records, profiles, threads, knowledge rows)."""
+    users: set[str] = set()
+    agents: set[str] = set()
+    for ln in lines:
+        f = ln.fields.get("row") if ln.record_type == "kg_row" else ln.fields
+        if not isinstance(f, dict):
+            continue
+        for key, bucket in (("user_id", users), ("agent_id", agents)):
+            if isinstance(f.get(key), str):
+                bucket.add(f[key])
+        if ln.record_type == "user_profile" and isinstance(f.get("id"), str):
+            users.add(f["id"])
+        elif ln.record_type == "agent_profile" and isinstance(f.get("id"), str):
+            agents.add(f["id"])
+    return users, agents
+
+
+def check_erased(store: Any, lines: Sequence[ImportLine], *, allow_erased: bool = False, what: str = "the import",
+                 store_log: bool = True) -> None:
+    """SC-14.4: refuse lines of a subject erased in ``store`` (its log) or in the lines' own
+    erasure log, before anything is written."""
+    if allow_erased:
+        return
+    from .errors import CapabilityError
+    from .trust.erasure import erasure_log, refuse_erased
+
+    entries = [ln.fields["entry"] for ln in lines if ln.record_type == "erasure_log"]
+    if store_log and store is not None:
+        try:
+            entries += erasure_log(store)
+        except CapabilityError:
+            pass
+    if entries:
+        users, agents = line_scopes(lines)
+        refuse_erased(entries, users, agents, what=what)
+
+
+def merge_erasure_log(store: Any, lines: Sequence[ImportLine]) -> int:
+    """Add the lines' erasure-log receipts to the store's log (those it already has are kept)."""
+    from .trust.erasure import merge_log
+
+    entries = [ln.fields["entry"] for ln in lines if ln.record_type == "erasure_log"]
+    return merge_log(store, entries) if entries else 0

@@ -45,7 +45,7 @@ import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .errors import StoreError
 from .types import PendingRecordBatch, Record
@@ -344,8 +344,14 @@ def _side(location: Location, connect: OracleConnect) -> Any:
 # ----------------------------------------------------------------------------- migrate
 def migrate(source_text: str, target_text: str, *, stores: Optional[list[str]] = None, batch_size: int = 500,
             progress: Optional[Progress] = None, oracle_password: Optional[str] = None,
-            oracle_connect: Optional[OracleConnect] = None, oracle_model: Optional[str] = None) -> MigrationReport:
-    """Copy ``stores`` (default: all) from SOURCE to TARGET and compare both sides."""
+            oracle_connect: Optional[OracleConnect] = None, oracle_model: Optional[str] = None,
+            allow_erased: bool = False) -> MigrationReport:
+    """Copy ``stores`` (default: all) from SOURCE to TARGET and compare both sides.
+
+    SC-14.4: a store holding records of a user or agent named by an erasure receipt of the
+    source's or the target's store is refused (:class:`oramem.trust.erasure.ErasedSubjectError`,
+    before anything is written) unless ``allow_erased``; the source's receipts are copied
+    into the target's erasure log."""
     from .normalize import validate_store_id
 
     source = parse_location(source_text, "SOURCE")
@@ -377,6 +383,9 @@ def migrate(source_text: str, target_text: str, *, stores: Optional[list[str]] =
                 )
         dst = _side(target, connect)
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+        receipts = {sid: _erasure_entries(src, sid) for sid in wanted}
+        for sid in wanted:
+            _refuse_erased(src, dst, sid, receipts[sid], now, allow_erased)
         counts = [src.live_count(sid, now) for sid in wanted]
         total = None if any(c is None for c in counts) else sum(c or 0 for c in counts)
         done = 0
@@ -390,7 +399,7 @@ def migrate(source_text: str, target_text: str, *, stores: Optional[list[str]] =
 
         for sid in wanted:
             info = catalog[sid]
-            _copy_records(src, dst, info, now, batch_size, report, step, oracle_model)
+            _copy_records(src, dst, info, now, batch_size, report, step, oracle_model, receipts[sid])
             _copy_knowledge(src, dst, info, batch_size, report, step)
             report.stores.append(_compare(src, dst, info, now))
         return report
@@ -398,6 +407,57 @@ def migrate(source_text: str, target_text: str, *, stores: Optional[list[str]] =
         src.close()
         if dst is not None:
             dst.close()
+
+
+# ----------------------------------------------------------------------------- erasure log (SC-14)
+def _erasure_entries(side: Any, store_id: str) -> list[dict]:
+    """The receipts of a store's erasure log (none when the database or its log does not exist)."""
+    import json
+
+    from .sqlite.erasure import LOG_TABLE
+
+    if side.kind == "oracle":
+        from .oracle import admin
+
+        return admin.erasure_log(side.conn, store_id)
+    if not os.path.isfile(side.path):
+        return []
+    conn = side._ro()
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (LOG_TABLE,)).fetchone():
+            return []
+        return [json.loads(row[0]) for row in conn.execute(
+            f"SELECT receipt FROM {LOG_TABLE} WHERE store_id = ? ORDER BY erased_at, receipt_id", (store_id,))]
+    finally:
+        conn.close()
+
+
+def _scopes(side: Any, store_id: str, now: str) -> tuple[set[str], set[str]]:
+    """Every user and agent id a store's records and thread rows name (profiles included)."""
+    users: set[str] = set()
+    agents: set[str] = set()
+    for _, user, agent, _c in side.threads(store_id, now):
+        users.update([user] if user else [])
+        agents.update([agent] if agent else [])
+    for rows in _pages(side, store_id, now, 2000):
+        for _, record, _ch in rows:
+            if record.record_type == "user_profile":
+                users.add(record.id)
+            elif record.record_type == "agent_profile":
+                agents.add(record.id)
+            users.update([record.user_id] if record.user_id else [])
+            agents.update([record.agent_id] if record.agent_id else [])
+    return users, agents
+
+
+def _refuse_erased(src: Any, dst: Any, store_id: str, receipts: list[dict], now: str, allow_erased: bool) -> None:
+    entries = receipts + _erasure_entries(dst, store_id)
+    if allow_erased or not entries:
+        return
+    from .trust.erasure import refuse_erased
+
+    users, agents = _scopes(src, store_id, now)
+    refuse_erased(entries, users, agents, what=f"store {store_id} of {src.name}")
 
 
 # ----------------------------------------------------------------------------- records
@@ -444,9 +504,13 @@ def _batch(items: list[tuple[Record, list]], dim: Optional[int]) -> list[Pending
 
 
 def _copy_records(src: Any, dst: Any, info: StoreInfo, now: str, batch_size: int, report: MigrationReport,
-                  step: Callable[[int], None], oracle_model: Optional[str]) -> None:
+                  step: Callable[[int], None], oracle_model: Optional[str], receipts: Sequence[Any] = ()) -> None:
     store = dst.open_store(info, oracle_model)
     try:
+        if receipts:
+            from .trust.erasure import merge_log
+
+            merge_log(store, receipts)
         # SC-13.6: the thread rows as they are, before any record that names them (a record
         # would create its thread row implicitly, with its own scope as the opener)
         threads = src.threads(info.store_id, now)

@@ -268,6 +268,8 @@ class ForgetRequest:
     user_id: Optional[str] = None
     agent_id: Optional[str] = None
     names: tuple[str, ...] = ()
+    #: the erasure-log row (JSON) the engine writes in the erasure's own transaction (SC-14.3)
+    tombstone: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -923,11 +923,25 @@ class OracleMemoryStore(IMemoryStore):
         transaction, by its id only (SC-13); returns the rows erased per table. ``names`` is
         refused (``ValueError``): names are no longer matched."""
         self._n()
-        return self._engine.forget(self._forget_request(user_id, agent_id, names))
+        from .trust import erasure  # SC-14: the receipt (salted subject hash, verification scan, log row)
+
+        request = self._forget_request(user_id, agent_id, names)
+        plan = erasure.prepare(self, *self._forget_subject(request))
+        counts = self._engine.forget(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
+        return erasure.finish(self, plan, counts)
 
     async def forget_async(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
         await self._na()
-        return await self._engine.forget_async(self._forget_request(user_id, agent_id, names))
+        from .trust import erasure
+
+        request = self._forget_request(user_id, agent_id, names)
+        plan = await asyncio.to_thread(erasure.prepare, self, *self._forget_subject(request))
+        counts = await self._engine.forget_async(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
+        return await asyncio.to_thread(erasure.finish, self, plan, counts)
+
+    @staticmethod
+    def _forget_subject(request: ForgetRequest) -> tuple[str, str]:
+        return ("user", request.user_id) if request.user_id is not None else ("agent", str(request.agent_id))
 
     def sync_search_index(self) -> None:
         self._n()

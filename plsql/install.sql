@@ -15,6 +15,7 @@ PROMPT oramem: catalog (ddl/)
 @@../ddl/001_catalog.sql
 @@../ddl/upgrades/001_to_002.sql
 @@../ddl/upgrades/002_to_003.sql
+@@../ddl/upgrades/003_to_004.sql
 
 PROMPT oramem: package specs
 @@oramem_errors.pks

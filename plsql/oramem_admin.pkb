@@ -1637,5 +1637,160 @@ AS
       l_obj.put('catalog_version', oramem_registry.gc_catalog_version);
       RETURN l_obj.to_clob;
    END capabilities;
+   PROCEDURE log_erasure(
+      in_store_id IN VARCHAR2,
+      in_receipt  IN CLOB
+   )
+   IS
+      l_id      VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
+      l_elem    JSON_ELEMENT_T;
+      l_obj     JSON_OBJECT_T;
+      l_receipt VARCHAR2(64 CHAR);
+      l_at      VARCHAR2(64 CHAR);
+      l_hash    VARCHAR2(64 CHAR);
+   BEGIN
+      IF in_receipt IS NULL THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_payload, 'erasure receipt: missing');
+      END IF;
+      l_elem := JSON_ELEMENT_T.parse(in_receipt);
+      IF NOT l_elem.is_object THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_payload, 'erasure receipt: not a JSON object');
+      END IF;
+      l_obj := TREAT(l_elem AS JSON_OBJECT_T);
+      l_receipt := l_obj.get_string('receipt_id');
+      l_at := l_obj.get_string('erased_at');
+      l_hash := l_obj.get_string('subject_hash');
+      IF l_receipt IS NULL OR l_at IS NULL OR l_hash IS NULL THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+            'erasure receipt: receipt_id, erased_at and subject_hash are required');
+      END IF;
+      MERGE INTO oramem_erasure_log l
+      USING (SELECT l_id AS memory_store_id, l_receipt AS receipt_id FROM dual) s
+      ON (l.memory_store_id = s.memory_store_id AND l.receipt_id = s.receipt_id)
+      WHEN MATCHED THEN
+         UPDATE SET l.receipt = in_receipt
+      WHEN NOT MATCHED THEN
+         INSERT (memory_store_id, receipt_id, erased_at, subject_hash, receipt)
+         VALUES (s.memory_store_id, s.receipt_id, l_at, l_hash, in_receipt);
+   END log_erasure;
+
+   FUNCTION get_erasure_log_json(
+      in_store_id IN VARCHAR2
+   ) RETURN CLOB
+   IS
+      l_id    VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
+      l_out   CLOB;
+      l_first BOOLEAN := TRUE;
+   BEGIN
+      l_out := '[';
+      FOR l_row IN (
+         SELECT receipt
+         FROM   oramem_erasure_log
+         WHERE  memory_store_id = l_id
+         ORDER  BY erased_at, receipt_id
+      ) LOOP
+         IF NOT l_first THEN
+            l_out := l_out || ',';
+         END IF;
+         l_out := l_out || l_row.receipt;
+         l_first := FALSE;
+      END LOOP;
+      RETURN l_out || ']';
+   END get_erasure_log_json;
+
+   FUNCTION erasure_scan_json(
+      in_store_id IN VARCHAR2,
+      in_tokens   IN CLOB
+   ) RETURN CLOB
+   IS
+      l_id      VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
+      l_store   oramem_registry.store_t;
+      l_found   BOOLEAN;
+      l_elem    JSON_ELEMENT_T;
+      l_tokens  JSON_ARRAY_T;
+      l_token   VARCHAR2(256 CHAR);
+      l_where   JSON_ARRAY_T;
+      l_hits    JSON_OBJECT_T := JSON_OBJECT_T();
+      l_shared  JSON_ARRAY_T := JSON_ARRAY_T();
+      l_scanned JSON_ARRAY_T := JSON_ARRAY_T();
+      l_out     JSON_OBJECT_T := JSON_OBJECT_T();
+      l_rec     VARCHAR2(200 CHAR);
+      l_chk     VARCHAR2(200 CHAR);
+      l_count   PLS_INTEGER;
+      l_live    BOOLEAN;
+      TYPE name_tab_t IS TABLE OF VARCHAR2(200 CHAR) INDEX BY PLS_INTEGER;
+      l_itabs   name_tab_t;
+      l_ilabels name_tab_t;
+      l_kinds   name_tab_t;
+   BEGIN
+      oramem_registry.find_store(l_id, l_store, l_found);
+      IF NOT l_found THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_not_found, 'store ' || l_id || ' does not exist');
+      END IF;
+      IF in_tokens IS NULL THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_payload, 'in_tokens: a JSON array of strings is required');
+      END IF;
+      l_elem := JSON_ELEMENT_T.parse(in_tokens);
+      IF NOT l_elem.is_array THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_payload, 'in_tokens: a JSON array of strings is required');
+      END IF;
+      l_tokens := TREAT(l_elem AS JSON_ARRAY_T);
+      l_rec := oramem_registry.quoted_name(l_id, oramem_registry.gc_obj_records);
+      l_chk := oramem_registry.quoted_name(l_id, oramem_registry.gc_obj_chunks);
+      l_scanned.append('table:' || oramem_registry.object_name(l_id, oramem_registry.gc_obj_records));
+      l_scanned.append('table:' || oramem_registry.object_name(l_id, oramem_registry.gc_obj_chunks));
+      -- the token tables of the store's text indexes: DR$<index>$I (Oracle Text)
+      l_kinds(1) := oramem_registry.gc_obj_text;
+      l_kinds(2) := oramem_registry.gc_obj_hybrid;
+      FOR k IN 1 .. l_kinds.COUNT LOOP
+         IF table_exists('DR$' || oramem_registry.object_name(l_id, l_kinds(k)) || '$I') THEN
+            l_itabs(l_itabs.COUNT + 1) := DBMS_ASSERT.ENQUOTE_NAME(
+               'DR$' || oramem_registry.object_name(l_id, l_kinds(k)) || '$I', FALSE);
+            l_ilabels(l_ilabels.COUNT + 1) := 'text-index:' || oramem_registry.object_name(l_id, l_kinds(k));
+            l_scanned.append(l_ilabels(l_ilabels.COUNT));
+         END IF;
+      END LOOP;
+      FOR i IN 0 .. l_tokens.get_size - 1 LOOP
+         IF NOT l_tokens.get(i).is_string THEN
+            oramem_errors.raise_error(oramem_errors.gc_invalid_payload, 'in_tokens: a JSON array of strings is required');
+         END IF;
+         l_token := SUBSTR(LOWER(l_tokens.get_string(i)), 1, 255);
+         l_where := JSON_ARRAY_T();
+         l_live := FALSE;
+         EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ' || l_rec
+            || ' WHERE DBMS_LOB.INSTR(LOWER(content), :t) > 0'
+            || ' OR DBMS_LOB.INSTR(LOWER(JSON_SERIALIZE(metadata RETURNING CLOB)), :t) > 0'
+            INTO l_count USING l_token, l_token;
+         IF l_count > 0 THEN
+            l_where.append('table:' || oramem_registry.object_name(l_id, oramem_registry.gc_obj_records));
+            l_live := TRUE;
+         END IF;
+         EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ' || l_chk || ' WHERE DBMS_LOB.INSTR(LOWER(chunk_text), :t) > 0'
+            INTO l_count USING l_token;
+         IF l_count > 0 THEN
+            l_where.append('table:' || oramem_registry.object_name(l_id, oramem_registry.gc_obj_chunks));
+            l_live := TRUE;
+         END IF;
+         FOR j IN 1 .. l_itabs.COUNT LOOP
+            EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ' || l_itabs(j)
+               || ' WHERE token_text IN (UPPER(:t), :t)'
+               INTO l_count USING l_token, l_token;
+            IF l_count > 0 THEN
+               l_where.append(l_ilabels(j));
+            END IF;
+         END LOOP;
+         IF l_where.get_size > 0 THEN
+            l_hits.put(l_token, l_where);
+            IF l_live THEN
+               l_shared.append(l_token);
+            END IF;
+         END IF;
+      END LOOP;
+      l_out.put('scanned', l_scanned);
+      l_out.put('found', l_hits);
+      l_out.put('shared', l_shared);
+      RETURN l_out.to_clob;
+   END erasure_scan_json;
+
 END oramem_admin;
 /

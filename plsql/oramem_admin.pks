@@ -193,5 +193,42 @@ AS
     * Read-only. Commit: never.
     */
    FUNCTION capabilities RETURN CLOB;
+   /*
+    * log_erasure: insert, or replace by receipt id, one receipt of the store's erasure log
+    * (ORAMEM_ERASURE_LOG; SC-14.3). in_receipt is the receipt as a JSON object (salted
+    * hashes only: no id, no text) with string members receipt_id, erased_at, subject_hash.
+    * The row is not tied to the registry row: it outlives a dropped store.
+    * Errors: -20010 bad id; -20002 not a JSON object or a member missing.
+    * Commit: never (forget writes it in the erasure's own transaction).
+    */
+   PROCEDURE log_erasure(
+      in_store_id IN VARCHAR2,
+      in_receipt  IN CLOB
+   );
+
+   /*
+    * get_erasure_log_json: the store's receipts as a JSON array, oldest first ('[]' when
+    * none). Read-only. Errors: -20010 bad id. Commit: never.
+    */
+   FUNCTION get_erasure_log_json(
+      in_store_id IN VARCHAR2
+   ) RETURN CLOB;
+
+   /*
+    * erasure_scan_json: the verification scan of SC-14.2 on Oracle. in_tokens is a JSON
+    * array of lower-case tokens. Each is looked for in the store's record table (content,
+    * metadata), its chunk table (chunk_text) and the token table ($I) of its Oracle Text or
+    * hybrid index when that table exists. Returns {"scanned": [where...], "found": {token:
+    * [where...]}, "shared": [token...]}: a token a live row contains is shared; one found
+    * only in an index token table is residue (a deleted document's tokens stay in $I until
+    * the index is optimized).
+    * Errors: -20010 bad id; -20101 not found; -20002 in_tokens not a JSON array of strings.
+    * Commit: never.
+    */
+   FUNCTION erasure_scan_json(
+      in_store_id IN VARCHAR2,
+      in_tokens   IN CLOB
+   ) RETURN CLOB;
+
 END oramem_admin;
 /

@@ -99,8 +99,9 @@ DECLARE
 BEGIN
    l_names(1) := 'ORAMEM_ERROR_LOG';
    l_names(2) := 'ORAMEM_STORE_OPTIONS';  -- references ORAMEM_STORES: dropped first
-   l_names(3) := 'ORAMEM_STORES';
-   l_names(4) := 'ORAMEM_SCHEMA_VERSION';
+   l_names(3) := 'ORAMEM_ERASURE_LOG';
+   l_names(4) := 'ORAMEM_STORES';
+   l_names(5) := 'ORAMEM_SCHEMA_VERSION';
    FOR i IN 1 .. l_names.COUNT LOOP
       SELECT COUNT(*) INTO l_count FROM user_tables WHERE table_name = l_names(i);
       IF l_count > 0 THEN

@@ -30,14 +30,16 @@ def parse_jsonl(lines: Iterable[str], source: str, **kwargs: Any) -> list[jsonl.
         raise CLIError(str(exc), 2) from None
 
 
-def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int, *, progress: bool, on_conflict: str = "fail") -> jsonl.ImportResult:
+def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int, *, progress: bool, on_conflict: str = "fail",
+                 allow_erased: bool = False) -> jsonl.ImportResult:
     """Write validated lines, ``batch_size`` per transaction; a failure or Ctrl-C says how
     far it got (exit 2 for bad input, 1 for store errors, 130 for Ctrl-C)."""
     bar_cm = click.progressbar(length=len(lines), label="importing", file=sys.stderr) if progress else contextlib.nullcontext()
     with bar_cm as bar:
         try:
             return jsonl.import_records(
-                store, lines, on_conflict=on_conflict, batch_size=batch_size, progress=bar.update if bar is not None else None
+                store, lines, on_conflict=on_conflict, batch_size=batch_size, progress=bar.update if bar is not None else None,
+                allow_erased=allow_erased,
             )
         except jsonl.ImportStopped as stop:
             cause = stop.cause
@@ -79,9 +81,10 @@ def _check_vector_source(header: dict[str, Any], store: Any, source: str) -> Non
 @click.option("--type", "default_type", type=click.Choice(jsonl.ADDABLE_TYPES), help="Record type of lines without record_type.")
 @click.option("--fresh-times", is_flag=True, help="Ignore created_at/expires_at in the file: set created_at to now and expiry from ttl_days, as add does.")
 @click.option("--no-vectors", is_flag=True, help="Ignore the vectors in the file (export --with-vectors) and embed with this store's embedder.")
+@click.option("--allow-erased", is_flag=True, help="Import records of users or agents erased with `oramem forget` (named in the store's or the file's erasure log), which are refused otherwise.")
 @pass_state
 def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_type: Optional[str], fresh_times: bool,
-            no_vectors: bool) -> None:
+            no_vectors: bool, allow_erased: bool) -> None:
     """Import FILE ('-' = stdin): JSON Lines, one record per line, e.g. a file from
     `oramem export` (a backup: ids, scope, content, metadata, created_at and expires_at
     are restored as they were).
@@ -96,6 +99,10 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     and ids repeated in the file are found, before anything is written; then each batch is
     one transaction.
     Ctrl-C or a failing batch prints how many records landed (exit 130 for Ctrl-C).
+    Records (and thread and knowledge lines) of a user or agent erased with `oramem forget`
+    — named in this store's erasure log or in the file's erasure-log lines — are refused
+    before anything is written (exit 2) unless --allow-erased; the file's erasure-log lines
+    join the store's log (SC-14.4).
     """
     source = getattr(file, "name", "<stdin>")
     header: dict[str, Any] = {}
@@ -104,9 +111,11 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     if no_vectors:
         for ln in lines:
             ln.fields.pop("embedding", None)
+    _refuse_erased(None, lines, allow_erased, source)  # the file's own erasure log, before the store is opened
     if any("embedding" in ln.fields for ln in lines):
         state.adopt_for_new_store(header.get("embedder"))  # a fresh file takes the backup's embedder
     store = state.open(create=True)
+    _refuse_erased(store, lines, allow_erased, source)
     if any("embedding" in ln.fields for ln in lines):
         _check_vector_source(header, store, source)
     kg_lines = [ln for ln in lines if ln.record_type == "kg_row"]
@@ -115,7 +124,7 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
         raise CLIError("the file holds knowledge rows, which go into a database file: give --db FILE", 2)
     show = not state.json and len(lines) >= 2000 and sys.stderr.isatty()
     started = time.perf_counter()
-    result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict)
+    result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict, allow_erased=allow_erased)
     kg_written, kg_skipped = _import_knowledge(state, store, kg_lines, on_conflict, batch_size)
     elapsed = time.perf_counter() - started
     if state.json:
@@ -129,6 +138,15 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
             knowledge = f"; {kg_written} knowledge row(s)" + (f" ({kg_skipped} already stored)" if kg_skipped else "")
         click.echo(f"imported {result.imported} record(s) in {elapsed:.2f}s" + (f" ({detail})" if detail else "") + skipped
                    + knowledge)
+
+
+def _refuse_erased(store: Any, lines: Sequence[jsonl.ImportLine], allow_erased: bool, source: str) -> None:
+    from ..trust.erasure import ErasedSubjectError
+
+    try:
+        jsonl.check_erased(store, lines, allow_erased=allow_erased, what=source, store_log=store is not None)
+    except ErasedSubjectError as exc:
+        raise CLIError(str(exc), 2) from None
 
 
 def _sa_engine(path: str, read_only: bool) -> Any:
@@ -170,7 +188,9 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
     tables ({"kg_table": NAME, "row": {...}}) unless --type or --no-knowledge is given. With --with-vectors also each record's retrieval rows as they are (chunk texts
     and vectors) after a header line naming the embedder; an import writes them back
     without re-embedding into a store with that embedder. Without it, import re-chunks and
-    re-embeds the content; seq_no is written for reference only.
+    re-embeds the content; seq_no is written for reference only. The store's erasure log
+    ({"erasure_log": {receipt}}, salted hashes only) is written too, so an import of the file
+    refuses the erased users and agents as this store does (SC-14.4).
     """
     from ..sqlite.health import is_intact
 
@@ -193,6 +213,7 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
                 kg_count = jsonl.export_knowledge(engine, store.memory_store_id, store.vector_dim, write)
             finally:
                 engine.dispose()
+        receipts = jsonl.export_erasure_log(store, write) if store is not None else 0
     if out_path:
         if kg_count is not None:
             left = ""
@@ -201,7 +222,8 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
         else:
             left = " (knowledge rows left out: --type or --no-knowledge)"
         knowledge = f" and {kg_count} knowledge row(s)" if kg_count else ""
-        click.echo(f"exported {count} record(s){knowledge} to {out_path}{left}", err=True)
+        erasure = f" and {receipts} erasure receipt(s)" if receipts else ""
+        click.echo(f"exported {count} record(s){knowledge}{erasure} to {out_path}{left}", err=True)
 
 
 def _check_out_path(out_path: str, db: str) -> str:
@@ -312,14 +334,19 @@ def _salvage_export(state: State, write: Any, types: Optional[set[str]]) -> int:
 @click.option("--oracle-model", default=None, metavar="NAME",
               help="Into Oracle: the in-database ONNX model (oramem db load-model) a HYBRID store embeds queries "
                    "with; it must be the source store's embedder.")
-def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, oracle_model: Optional[str]) -> None:
+@click.option("--allow-erased", is_flag=True, help="Copy records of users or agents erased with `oramem forget` (named in an erasure log), which are refused otherwise.")
+def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, oracle_model: Optional[str],
+            allow_erased: bool) -> None:
     """Copy every store of SOURCE, with its knowledge tables, into TARGET, then compare
     record counts and checksums of both sides. Locations: sqlite:PATH (or a path) and
     oracle://USER@HOST:PORT/SERVICE, on either side. Records keep their ids, scope,
     metadata, created_at, expires_at, retrieval rows and vectors (nothing is re-embedded).
     Interrupted, run the same command again: what is already in TARGET is skipped. Exit 1
     when the comparison finds a difference. The Oracle password comes from ORAMEM_PASSWORD,
-    else a prompt. (--db and --store are not used: SOURCE and TARGET name the databases.)"""
+    else a prompt. (--db and --store are not used: SOURCE and TARGET name the databases.)
+    A store with records of a user or agent erased with `oramem forget` (named in its own or
+    the target's erasure log) is refused before anything is written unless --allow-erased;
+    the erasure log is copied along (SC-14.4)."""
     from .. import migrate as migration
 
     state: State = click.get_current_context().obj
@@ -350,7 +377,7 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
 
     try:
         report = migration.migrate(source, target, stores=list(only) or None, batch_size=batch_size, progress=progress,
-                                   oracle_connect=connect, oracle_model=oracle_model)
+                                   oracle_connect=connect, oracle_model=oracle_model, allow_erased=allow_erased)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -295,9 +295,13 @@ def forget(state: State, user_id: Optional[str], agent_id: Optional[str], yes: b
     profile, its own records and the threads that are its alone (never a record of another
     user, even in a thread it opened: SC-13), and in the knowledge layer what was derived
     from them (events, facts from or about the user, her entity, aliases, edges,
-    observations). Prints the rows erased per table. The deleted text then is in no table,
-    index or vector snapshot, and in no byte of the database files (the FTS index is merged
-    and the WAL checkpointed). Irreversible.
+    observations). Prints the rows erased per table and a receipt (SC-14): its id and time, a
+    salted hash of the subject (never the id), and the result of a scan for the subject's
+    own words in every file, index and table of the database; the receipt is kept in the
+    store's erasure log, and import and migrate then refuse her records (--allow-erased).
+    The deleted text is in no table, index or vector snapshot, and in no byte of the
+    database files (the FTS index is merged and the WAL checkpointed). Irreversible; exit 1
+    when the scan finds a trace.
     """
     if (user_id is None) == (agent_id is None):
         raise CLIError("give exactly one of --user or --agent", 2)
@@ -315,13 +319,24 @@ def forget(state: State, user_id: Optional[str], agent_id: Optional[str], yes: b
     else:
         counts = store.forget(user_id=user_id, agent_id=agent_id)
     erased = {table: n for table, n in counts.items() if n}
+    receipt = counts.to_json() if hasattr(counts, "to_json") else None  # SC-14.1
     if state.json:
-        emit_json({"user_id": user_id, "agent_id": agent_id, "erased": erased, "total": sum(erased.values())})
+        emit_json({"user_id": user_id, "agent_id": agent_id, "erased": erased, "total": sum(erased.values()),
+                   "receipt": receipt})
         return
     if not erased:
         click.echo(f"nothing stored about {who}")
-        return
-    click.echo(f"erased {who}: {sum(erased.values())} row(s)")
-    width = max(len(t) for t in erased)
-    for table, n in sorted(erased.items()):
-        click.echo(f"  {table.ljust(width)}  {n}")
+    else:
+        click.echo(f"erased {who}: {sum(erased.values())} row(s)")
+        width = max(len(t) for t in erased)
+        for table, n in sorted(erased.items()):
+            click.echo(f"  {table.ljust(width)}  {n}")
+    if receipt is not None:
+        check = receipt["verification"]
+        click.echo(f"receipt {receipt['receipt_id']} at {receipt['erased_at']}, subject hash {receipt['subject_hash'][:16]}...")
+        state_line = ("no trace found" if check["status"] == "clean"
+                      else f"RESIDUE: {len(check['residue'])} token(s) still in {sorted({w for r in check['residue'] for w in r['where']})}")
+        click.echo(f"verification: {check['tokens_checked']} token(s) looked for in {len(check['scanned'])} file(s), "
+                   f"index(es) and table(s): {state_line}")
+        if check["status"] != "clean":
+            raise CLIError("the verification scan found the erased subject's tokens (see above)", 1)

@@ -422,7 +422,7 @@ def build_server(
     async def forget(user_id: Optional[str] = None) -> dict[str, Any]:
         """Erase this server's user everywhere: her records on every agent and what the knowledge
         layer derived from them (SC-8.6). Never another user, never the agent. Irreversible;
-        returns rows erased per table."""
+        returns rows erased per table and the erasure receipt (SC-14)."""
         target_user = scope(user_id, None)["user_id"]
         if target_user is None:
             raise ValueError(
@@ -434,7 +434,10 @@ def build_server(
             counts = await target.forget_async(user_id=target_user)
         except StoreError as exc:
             raise ToolError(str(exc)) from exc
-        return {"forgotten": target_user, "erased": {t: n for t, n in counts.items() if n}}
+        out: dict[str, Any] = {"forgotten": target_user, "erased": {t: n for t, n in counts.items() if n}}
+        if hasattr(counts, "to_json"):  # SC-14.1: the erasure receipt (salted hash, verification scan)
+            out["receipt"] = counts.to_json()
+        return out
 
     if knowledge is not None:
 

@@ -54,6 +54,7 @@ MIN_VERSION = (23, 4)
 _C, _V, _I = "CLOB", "VARCHAR2", "PLS_INTEGER"
 ADMIN_CALLS: dict[str, PlsqlCall] = {
     "list_stores": PlsqlCall("oramem_admin", "list_stores", (), _C),
+    "erasure_log": PlsqlCall("oramem_admin", "get_erasure_log_json", (("in_store_id", _V),), _C),
     "capabilities": PlsqlCall("oramem_admin", "capabilities", (), _C),
     "upgrade_store": PlsqlCall("oramem_admin", "upgrade_store", (("in_store_id", _V),), _C),
     "drop_store": PlsqlCall("oramem_admin", "drop_store", (("in_store_id", _V), ("in_if_exists", _I))),
@@ -205,6 +206,19 @@ def _installed(conn: Any) -> dict[str, str]:
 
 def list_stores(conn: Any) -> list[dict]:
     return json.loads(_call(conn, ADMIN_CALLS["list_stores"]) or "[]")
+
+
+def erasure_log(conn: Any, store_id: str) -> list[dict]:
+    """``oramem_admin.get_erasure_log_json``: a store's erasure receipts (SC-14.3; what
+    ``oramem migrate`` carries and checks). A schema installed before the erasure log
+    (catalog version 3 or older: no such function or table) has none. Static-checked, not
+    run against Oracle."""
+    try:
+        return list(json.loads(_call(conn, ADMIN_CALLS["erasure_log"], in_store_id=store_id) or "[]"))
+    except Exception as exc:  # python-oracledb's DatabaseError; the driver is imported lazily
+        if any(code in str(exc) for code in ("PLS-00302", "ORA-00942", "PLS-00201")):
+            return []
+        raise
 
 
 def export_page(conn: Any, store_id: str, after_seq: int, limit: int) -> list[dict]:

@@ -95,6 +95,10 @@ CALLS: dict[str, PlsqlCall] = {
     "has_knowledge": PlsqlCall("oramem_kg_jobs", "has_knowledge", (("in_store_id", _V),), _I),
     "get_options": PlsqlCall("oramem_admin", "get_options_json", (("in_store_id", _V),), _C),
     "set_option": PlsqlCall("oramem_admin", "set_option", (("in_store_id", _V), ("in_name", _V), ("in_value", _C))),
+    # SC-14: the erasure log (a receipt per forget, salted hashes only) and the verification scan
+    "log_erasure": PlsqlCall("oramem_admin", "log_erasure", (("in_store_id", _V), ("in_receipt", _C))),
+    "erasure_log": PlsqlCall("oramem_admin", "get_erasure_log_json", (("in_store_id", _V),), _C),
+    "erasure_scan": PlsqlCall("oramem_admin", "erasure_scan_json", (("in_store_id", _V), ("in_tokens", _C)), _C),
 }
 
 #: Flat tuple for the static gate (tests/plsql) and the DBA tooling.
@@ -472,6 +476,20 @@ class OracleEngine(Engine):
     @staticmethod
     def _prepare_set_option(name: str, text: Optional[str]) -> _Prepared[None]:
         return _Prepared("set_option", True, dict(in_store_id=_STORE, in_name=name, in_value=text), _none)
+
+    @staticmethod
+    def _prepare_log_erasure(receipt: str, commit: bool) -> _Prepared[None]:
+        """SC-14.3: one receipt of the erasure log (in forget's transaction: commit False)."""
+        return _Prepared("log_erasure", commit, dict(in_store_id=_STORE, in_receipt=receipt), _none)
+
+    @staticmethod
+    def _prepare_erasure_log() -> _Prepared[builtins.list[dict[str, Any]]]:
+        return _Prepared("erasure_log", False, dict(in_store_id=_STORE), lambda text: list(_loads(text) or []))
+
+    @staticmethod
+    def _prepare_erasure_scan(tokens: builtins.list[str]) -> _Prepared[dict[str, Any]]:
+        return _Prepared("erasure_scan", False, dict(in_store_id=_STORE, in_tokens=json.dumps(tokens)),
+                         lambda text: dict(_loads(text) or {}))
 
     @staticmethod
     def _prepare_has_knowledge() -> _Prepared[int]:

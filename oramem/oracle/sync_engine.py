@@ -225,6 +225,8 @@ class SyncOracleEngine(OracleEngine):
                        if isinstance(r, ErasureReport)]
             keys = sorted({key for r in reports for key in r.records})
             derived = self._do(self._prepare_delete_keys(keys)) if keys else 0
+            if request.tombstone is not None:  # SC-14.3: the tombstone commits with the erasure
+                self._do(self._prepare_log_erasure(request.tombstone, False))
         return self._forget_counts(event, reports, derived)
 
     def sync_search_index(self) -> None:

@@ -28,6 +28,7 @@ from ..requests import (
     UpdateRequest,
 )
 from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
+from . import erasure as erasure_log
 from . import mutations, sidecar
 from .options import read_options, write_option
 from .connection import Database, is_writable
@@ -384,6 +385,8 @@ class SQLiteEngine(Engine):
                     "call KnowledgeMemory(store, llm=None).forget(...) (or run `oramem forget`); nothing was deleted"
                 )
             mutations.delete_keys(tx, [key for r in reports for key in r.records])
+            if request.tombstone is not None:  # SC-14.3: the tombstone commits with the erasure
+                erasure_log.write_tombstone(tx.conn, tx.tables.store_id, request.tombstone)
             counts = dict(tx.erased)
             for report in reports:
                 for table, n in report.tables.items():

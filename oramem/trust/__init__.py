@@ -1,4 +1,6 @@
-"""Trust features (issue 27): the write-time memory firewall (SC-15)."""
+"""Trust features (issue 27): verifiable erasure (SC-14), the write-time memory firewall (SC-15)."""
+
+from .erasure import ErasedSubjectError, ErasureReceipt, ReceiptCheck, erasure_log, verify_receipts, verify_receipts_async
 
 from .firewall import (
     ACTIONS,
@@ -16,6 +18,12 @@ from .firewall import (
 )
 
 __all__ = [
+    "ErasedSubjectError",
+    "ErasureReceipt",
+    "ReceiptCheck",
+    "erasure_log",
+    "verify_receipts",
+    "verify_receipts_async",
     "ACTIONS",
     "CATEGORIES",
     "VERDICT_KEY",
