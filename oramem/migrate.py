@@ -43,7 +43,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Sequence
 

@@ -12,7 +12,7 @@ removes them with a cascading profile delete afterwards.
 from __future__ import annotations
 
 import itertools
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -3,7 +3,7 @@ index, and the HYBRID fusion settings."""
 
 from __future__ import annotations
 
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import pytest
 

@@ -5,7 +5,7 @@ metadata filters, TTL and ties), and the upgrade of version-2 stores."""
 from __future__ import annotations
 
 import random
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import pytest
 
