@@ -13,6 +13,9 @@ current amalgamation, and ships no stubs of its own.
 
 from __future__ import annotations
 
+import json
+import math
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,4 +32,29 @@ if tuple(int(p) for p in sqlite3.sqlite_version.split(".")[:3]) < MIN_SQLITE:  #
         f"the sqlean.py package loaded links {sqlite3.sqlite_version}: pip install -U 'sqlean.py>=3.45'"
     )
 
-__all__ = ["sqlite3", "MIN_SQLITE"]
+_parser_lock = threading.Lock()
+_parser: "sqlite3.Connection | None" = None
+
+
+def sqlite_double(value: "int | float") -> float:
+    """``value`` as this SQLite build reads it back from JSON text.
+
+    Metadata is stored as JSON text (Python's shortest round-trip spelling) and a filter
+    compares what SQLite's own text-to-double conversion makes of it. That conversion is
+    not correctly rounded in every build: SQLite 3.50.4 reads ``-1e-300`` as
+    ``-9.999999999999999e-301`` (one ulp off; 3.40.1 and 3.53 read it exactly). Comparing
+    that with the bound Python double would miss an equal value, so a filter's number goes
+    through the same parser as the stored one: equal JSON spellings give equal doubles on
+    any SQLite version (docs/sqlite-build.md)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return value
+    global _parser
+    with _parser_lock:
+        if _parser is None:
+            _parser = sqlite3.connect(":memory:", check_same_thread=False)
+        row = _parser.execute("SELECT json_extract(?, '$')", (json.dumps(value),)).fetchone()
+    parsed = row[0]
+    return float(parsed) if isinstance(parsed, (int, float)) else float(value)
+
+
+__all__ = ["sqlite3", "MIN_SQLITE", "sqlite_double"]
