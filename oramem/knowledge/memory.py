@@ -946,7 +946,7 @@ class KnowledgeMemory:
         with operation_span(self._tracer_provider, "retrieve", run) as span:
             result = await run.run()
             finish_span(span, result.stats)
-        await audit.after_retrieve_async(self, agent_id, user_id, session_id, query, as_of_dt, known_dt, result)  # SC-16.2
+        result.audit_request_id = await audit.after_retrieve_async(self, agent_id, user_id, session_id, query, as_of_dt, known_dt, result)  # SC-16.2
         return result
 
     retrieve = sync_method(retrieve_async)

@@ -12,7 +12,9 @@ Decisions (SC-16):
   entry keeps ``HMAC-SHA256(store salt, normalised query)`` — whoever can read the store can
   ask "was this exact query asked" (``find(..., query=)``), nobody can read queries back;
 - the caller learns the request id from :func:`last_request_id` (a context variable: per thread
-  and per asyncio task, so concurrent callers never see each other's id);
+  and per asyncio task, so concurrent callers never see each other's id) after a store search
+  or an async retrieve; a knowledge ``retrieve`` also returns it as
+  ``RetrieveResult.audit_request_id`` (the sync twin runs on the layer's own loop thread);
 - the entry is written after the read, in its own transaction; if it cannot be written (a store
   opened read-only, a full disk) the search fails: an audit that silently skips is no audit;
 - the store searches that the knowledge layer runs for itself (a retrieve's candidates, the write
@@ -280,14 +282,17 @@ def _retrieve_entry(km: Any, rid: str, agent_id: str, user_id: Optional[str], se
 
 
 async def after_retrieve_async(km: Any, agent_id: str, user_id: Optional[str], session_id: Optional[str], query: str,
-                               as_of: Any, known_at: Any, result: Any) -> None:
-    """Knowledge hook (SC-16.2): one entry per ``retrieve`` with the facts served and their times."""
+                               as_of: Any, known_at: Any, result: Any) -> Optional[str]:
+    """Knowledge hook (SC-16.2): one entry per ``retrieve`` with the facts served and their
+    times; returns its request id (also ``RetrieveResult.audit_request_id``: the sync twin runs
+    on another thread, where :func:`last_request_id` does not reach the caller)."""
     store = km._store
     if _INTERNAL.get() or not settings_of(await km.runtime.in_thread(store.get_option, AUDIT_OPTION)).enabled:
-        return
+        return None
     rid = begin()
     entry = await km.runtime.in_thread(_retrieve_entry, km, rid, agent_id, user_id, session_id, query, as_of, known_at, result)
     await km.runtime.in_thread(_write, store, entry)
+    return rid
 
 
 # ---------------------------------------------------------------------------- reading, retention, erasure
