@@ -127,6 +127,8 @@ def set_audit(store: Any, enabled: bool = True, *, ttl_days: Optional[int] = Non
         _engine(store)
     settings = AuditSettings(enabled, ttl if enabled else None)
     store.set_option(AUDIT_OPTION, settings.to_json() if enabled else None)
+    if enabled:
+        _salt(store)  # the query-hash key exists before the first (possibly read-only) search
     return settings
 
 
@@ -139,6 +141,10 @@ async def set_audit_async(store: Any, enabled: bool = True, *, ttl_days: Optiona
         _engine(store)
     settings = AuditSettings(enabled, ttl if enabled else None)
     await store.set_option_async(AUDIT_OPTION, settings.to_json() if enabled else None)
+    if enabled:
+        import asyncio
+
+        await asyncio.to_thread(_salt, store)
     return settings
 
 
@@ -206,7 +212,7 @@ def begin() -> str:
 def _write(store: Any, entry: AuditEntry) -> None:
     engine = _engine(store)
     qhash = entry.query_hash
-    with engine._write("audit") as tx:
+    with engine._write("the retrieval audit (on for this store, SC-16.4)") as tx:
         for ddl in AUDIT_DDL:
             tx.conn.execute(ddl)
         tx.conn.execute(
