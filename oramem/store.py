@@ -823,9 +823,10 @@ class OracleMemoryStore(IMemoryStore):
         if to_embed is not None:
             request = norm.with_query_vector(request, norm.embed([to_embed], is_query=True)[0])
         results = _as_float(self._engine.search(request))
-        if self._loaded_options().get("audit"):  # SC-16.1: the retrieval audit's entry
-            from .trust.audit import after_search
-            after_search(self, request, query, results)
+        from .trust import audit  # SC-16.1: the retrieval audit's entry
+
+        if audit.wanted(self):
+            audit.after_search(self, request, query, results)
         return results
 
     async def search_async(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None,
@@ -841,9 +842,10 @@ class OracleMemoryStore(IMemoryStore):
             vec = (await norm.embed_async([to_embed], is_query=True))[0]
             request = norm.with_query_vector(request, vec)
         results = _as_float(await self._engine.search_async(request))
-        if (await self._loaded_options_async()).get("audit"):  # SC-16.1
-            from .trust.audit import after_search_async
-            await after_search_async(self, request, query, results)
+        from .trust import audit  # SC-16.1
+
+        if await audit.wanted_async(self):
+            await audit.after_search_async(self, request, query, results)
         return results
 
     # -- update / delete ---------------------------------------------------------------------
@@ -906,17 +908,19 @@ class OracleMemoryStore(IMemoryStore):
     def purge_expired(self) -> int:
         self._n()
         purged = self._engine.purge_expired()
-        if self._loaded_options().get("audit"):  # SC-16.5: the audit's own retention
-            from .trust.audit import purge
-            purge(self)
+        from .trust import audit  # SC-16.5: the audit's own retention
+
+        if audit.wanted(self):
+            audit.purge(self)
         return purged
 
     async def purge_expired_async(self) -> int:
         await self._na()
         purged = await self._engine.purge_expired_async()
-        if (await self._loaded_options_async()).get("audit"):  # SC-16.5
-            from .trust.audit import purge
-            await asyncio.to_thread(purge, self)
+        from .trust import audit  # SC-16.5
+
+        if await audit.wanted_async(self):
+            await asyncio.to_thread(audit.purge, self)
         return purged
 
     @staticmethod

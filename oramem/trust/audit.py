@@ -103,6 +103,28 @@ def audit_settings(store: Any) -> AuditSettings:
     return settings_of(store.get_option(AUDIT_OPTION))
 
 
+def _is_sqlite(store: Any) -> bool:
+    from ..sqlite.engine import SQLiteEngine
+
+    return isinstance(getattr(store, "_engine", None), SQLiteEngine)
+
+
+def wanted(store: Any) -> bool:
+    """Is the audit option set? On SQLite the store's options are read (once per store object);
+    on another engine (where it cannot be enabled, SC-16.7) only options already read count, so
+    its reads make no extra round trip; a set option there makes the read raise."""
+    if _is_sqlite(store):
+        return bool(store._loaded_options().get(AUDIT_OPTION))
+    return bool((getattr(store, "_options", None) or {}).get(AUDIT_OPTION))
+
+
+async def wanted_async(store: Any) -> bool:
+    """Async twin of :func:`wanted`."""
+    if _is_sqlite(store):
+        return bool((await store._loaded_options_async()).get(AUDIT_OPTION))
+    return bool((getattr(store, "_options", None) or {}).get(AUDIT_OPTION))
+
+
 def _engine(store: Any) -> Any:
     from ..sqlite.engine import SQLiteEngine
 
