@@ -285,3 +285,22 @@ def test_check_fails_on_an_erasure_receipt_that_no_longer_verifies(tmp_path):
         store.add(["Alice drinks green tea every morning"], "memory", user_ids=ALICE)  # she is back
         report = self_check(store)
     assert [c.name for c in report.failures] == ["erasure.receipts"]
+
+
+def test_check_catches_a_search_that_serves_a_stale_scope(tmp_path):
+    # found by the check itself: the vector sidecar keeps each row's scope, and a change made
+    # behind the engine (raw SQL here) does not move its stamp, so a vector search as the old
+    # owner still returns the record; the probe reads what the surface serves, not the table
+    db = str(tmp_path / "a.db")
+    with open_store(db) as store:
+        seed(store)
+        store.add(["she keeps a diary"], "memory", user_ids=ALICE, agent_ids="concierge")
+        store.search("tea", user_id=BOB)  # the sidecar is written
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE om_DEFAULT_records SET user_id = ? WHERE content = ?", (BOB, "Alice drinks green tea every morning"))
+    conn.commit()
+    conn.close()
+    with open_store(db) as store:
+        report = self_check(store)
+    scope = next(c for c in report.checks if c.name == "cross_user.scope")
+    assert not scope.ok and f"as user '{ALICE}'" in scope.problems[0] and f"of user '{BOB}'" in scope.problems[0]
