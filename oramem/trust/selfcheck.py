@@ -5,7 +5,8 @@ Read-only: no probe record is written, and the probes' own searches are not audi
 Checks (each a :class:`CheckResult`; the report fails when one of them fails):
 
 - ``cross_user.scope``: for every user B present in the store, every read surface scoped to B
-  (``list`` of every record type with ``user_id=B``; ``search`` with ``user_id=B``, queried with
+  (``list`` of every scoped record type with ``user_id=B`` — threads and profiles ignore
+  scope filters, SC-3.3; ``search`` with ``user_id=B``, queried with
   up to 5 record texts of every other user; over the first 50 users, sorted) returns no
   record of another user;
 - ``cross_user.placement``: no record in B's scope carries another present user's id — as a
@@ -97,7 +98,7 @@ def _users(store: Any) -> list[str]:
 
 
 def _check_scope(store: Any, users: list[str]) -> CheckResult:
-    from ..types import RECORD_TYPES
+    from ..types import SCOPED_TYPES
 
     problems: list[str] = []
     probes = 0
@@ -106,7 +107,7 @@ def _check_scope(store: Any, users: list[str]) -> CheckResult:
                                        "AND record_type <> 'thread' ORDER BY seq LIMIT ?", (u, _QUERIES_PER_USER))]
                for u in probed}
     for b in users:
-        for record_type in RECORD_TYPES:
+        for record_type in sorted(SCOPED_TYPES):  # threads and profiles ignore scope filters (SC-3.3)
             probes += 1
             for rec in store.list(record_type, limit=None, user_id=b):
                 if rec.user_id is not None and rec.user_id != b:

@@ -43,6 +43,14 @@ def audit_rows(path) -> list[tuple]:
         conn.close()
 
 
+def dump(path) -> list[str]:
+    conn = sqlite3.connect(str(path))
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
 def run(*args, expect=0):
     result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
     assert result.exit_code == expect, result.output
@@ -227,18 +235,24 @@ def test_check_passes_on_a_clean_store_and_writes_nothing(tmp_path):
     db = str(tmp_path / "a.db")
     with open_store(db) as store:
         seed(store)
+        # threads and profiles of both users (list ignores scope filters on them, SC-3.3)
+        store.add(["hi"], "message", thread_ids="t-alice", user_ids=ALICE, agent_ids="concierge", roles="user")
+        store.add(["yo"], "message", thread_ids="t-bob", user_ids=BOB, agent_ids="concierge", roles="user")
+        store.add_user(ALICE, "Alice, violinist")
         audit.set_audit(store, True)
         with KnowledgeMemory(store, None) as km:
             km.add_fact("concierge", "Alice", "Alice drinks green tea", subject_type="person", user_id=ALICE)
             km.add_fact("concierge", "Bob", "Bob drinks coffee", subject_type="person", user_id=BOB)
         store.forget(user_id=BOB)
     before = audit_rows(db)
+    before_dump = dump(db)
     out = json.loads(run("--db", db, "--json", "audit", "check"))
     assert out["ok"] is True
     names = {c["name"] for c in out["checks"]}
     assert {"cross_user.scope", "cross_user.placement", "cross_user.knowledge", "stale.records",
             "knowledge.superseded", "erasure.receipts"} <= names
     assert audit_rows(db) == before  # the probes' searches are not audit entries
+    assert dump(db) == before_dump  # read-only: nothing written at all
     assert "self-check passed" in run("--db", db, "audit", "--check")
 
 
