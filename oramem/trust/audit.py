@@ -346,7 +346,13 @@ def find(store: Any, *, request_id: Optional[str] = None, user_id: Optional[str]
     lo, hi = _bound(since, "since"), _bound(until, "until")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive whole number, got {limit!r}")
-    qhash = query_hash(store, query) if query is not None else None
+    qhash = None
+    if query is not None:
+        from .erasure import SALT_OPTION
+
+        if not isinstance(store.get_option(SALT_OPTION), str):
+            return []  # no key yet: no entry was ever written (and a read never writes one)
+        qhash = query_hash(store, query)
     with engine._read("audit") as (conn, tables, _):
         if not _exists(conn):
             return []
