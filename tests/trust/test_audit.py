@@ -318,3 +318,29 @@ def test_check_catches_a_search_that_serves_a_stale_scope(tmp_path):
         report = self_check(store)
     scope = next(c for c in report.checks if c.name == "cross_user.scope")
     assert not scope.ok and f"as user '{ALICE}'" in scope.problems[0] and f"of user '{BOB}'" in scope.problems[0]
+
+
+def test_recipe_what_did_the_agent_know_and_use_at_t(tmp_path):
+    """SC-16.2 recipe: the entry names the facts used (with their versions); retrieve with
+    ``as_of=entry.at, known_at=entry.at`` replays what the agent knew then, after the fact has
+    been retracted and replaced."""
+    with open_store(tmp_path / "t.db") as store:
+        audit.set_audit(store, True)
+        with KnowledgeMemory(store, None) as km:
+            km.add_fact("concierge", "Alice", "Alice drinks green tea", subject_type="person", user_id=ALICE)
+            answered = km.retrieve("concierge", "what does Alice drink", user_id=ALICE)
+            rid = answered.audit_request_id
+            [old] = [f.fact_id for f in answered.facts]
+            assert km.retract_fact("concierge", old, user_id=ALICE)
+            km.add_fact("concierge", "Alice", "Alice drinks black coffee", subject_type="person", user_id=ALICE)
+            now = km.retrieve("concierge", "what does Alice drink", user_id=ALICE)
+            assert old not in [f.fact_id for f in now.facts]
+            # the recipe
+            [entry] = audit.find(store, request_id=rid)
+            used = {s["id"]: s for s in entry.served if s["type"] == "fact"}
+            knew = km.retrieve(entry.agent_id, "what does Alice drink", user_id=entry.user_id,
+                               as_of=entry.at, known_at=entry.at)
+            [version] = [v for v in km.history("concierge", old, user_id=ALICE) if v.fact_id == old]
+    assert list(used) == [old] and used[old]["valid_to"] is None  # it was current when served
+    assert [f.fact_id for f in knew.facts] == [old]  # the coffee fact was not known at T
+    assert version.valid_to is not None and used[old]["valid_from"]  # retracted since; history keeps it
