@@ -20,8 +20,11 @@ Checks (each a :class:`CheckResult`; the report fails when one of them fails):
 - ``knowledge.superseded``: no fact that a later fact of its own scope supersedes is still
   current (no ``valid_to``, not invalidated);
 - ``erasure.receipts``: every erasure receipt re-verifies (:func:`verify_receipts`).
-Not checked (said, not hidden): unresolved contradictions between current facts (the layer has
-no cheap, reliable signal for them), and ``get`` by id (it is not scoped by user: SC-3.1).
+- ``knowledge.contradictions``: no active ``contradiction`` observation (found by the
+  knowledge layer's consolidation, KC-6) still stands between two or more current facts
+  (neither retracted, superseded nor expired): an unresolved contradiction;
+Not checked (said, not hidden): contradictions the layer never recorded (finding them needs a
+model call), and ``get`` by id (it is not scoped by user: SC-3.1).
 SQLite only; another engine raises ``CapabilityError``.
 """
 
@@ -215,6 +218,36 @@ def _check_superseded(store: Any, now: datetime) -> Optional[CheckResult]:
     return _result("knowledge.superseded", len(rows), problems)
 
 
+def _check_contradictions(store: Any, now: datetime) -> Optional[CheckResult]:
+    fact, obs = _kg_table(store, "FACT"), _kg_table(store, "META_OBSERVATION")
+    if fact is None or obs is None:
+        return None
+    rows = _rows(store, f'SELECT id, agent_id, user_id, supporting_fact_ids FROM "{obs}" '
+                 "WHERE observation_type = 'contradiction' AND is_active = 1")
+    problems = []
+    for obs_id, agent_id, user_id, fact_ids in rows:
+        try:
+            ids = [i for i in json.loads(fact_ids or "[]") if isinstance(i, str)]
+        except ValueError:
+            ids = []
+        current = []
+        for fid in dict.fromkeys(ids):
+            found = _rows(store, f'SELECT valid_to, invalidated_at, ingested_at, ttl_days FROM "{fact}" '
+                          "WHERE id = ? AND agent_id = ?", (fid, agent_id))
+            if not found:
+                continue
+            valid_to, invalidated_at, ingested_at, ttl_days = found[0]
+            ends = [_parse(valid_to), _parse(invalidated_at)]
+            if ttl_days is not None and (ingested := _parse(ingested_at)) is not None:
+                ends.append(ingested + timedelta(days=int(ttl_days)))
+            if all(end is None or end > now for end in ends):
+                current.append(fid)
+        if len(current) >= 2:
+            problems.append(f"contradiction {obs_id} (agent {agent_id!r}, user {user_id!r}) between current facts "
+                            f"{', '.join(current)} is unresolved")
+    return _result("knowledge.contradictions", len(rows), problems)
+
+
 def _check_receipts(store: Any) -> CheckResult:
     from .erasure import verify_receipts
 
@@ -237,5 +270,8 @@ def self_check(store: Any, *, now: Optional[datetime] = None) -> SelfCheckReport
         superseded = _check_superseded(store, now)
         if superseded is not None:
             checks.append(superseded)
+        contradictions = _check_contradictions(store, now)
+        if contradictions is not None:
+            checks.append(contradictions)
         checks.append(_check_receipts(store))
     return SelfCheckReport(checks)

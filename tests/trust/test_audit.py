@@ -344,3 +344,29 @@ def test_recipe_what_did_the_agent_know_and_use_at_t(tmp_path):
     assert list(used) == [old] and used[old]["valid_to"] is None  # it was current when served
     assert [f.fact_id for f in knew.facts] == [old]  # the coffee fact was not known at T
     assert version.valid_to is not None and used[old]["valid_from"]  # retracted since; history keeps it
+
+
+def test_check_fails_on_an_unresolved_contradiction_and_passes_once_resolved(tmp_path):
+    db = str(tmp_path / "c.db")
+    with open_store(db) as store:
+        with KnowledgeMemory(store, None) as km:
+            km.add_fact("concierge", "Alice", "Alice lives in Lyon", subject_type="person", user_id=ALICE)
+            km.add_fact("concierge", "Alice", "Alice lives in Porto", subject_type="person", user_id=ALICE)
+        conn = sqlite3.connect(db)
+        ids = dict(conn.execute('SELECT fact_text, id FROM "DEFAULT_KG_FACT"').fetchall())
+        lyon, porto = ids["Alice lives in Lyon"], ids["Alice lives in Porto"]
+        # what consolidation records when it finds two facts at odds (KC-6 observation type 'contradiction')
+        now = datetime.now(timezone.utc).isoformat()
+        conn.execute('INSERT INTO "DEFAULT_KG_META_OBSERVATION" (id, agent_id, user_id, observation_type, title, text, '
+                     "supporting_event_ids, supporting_fact_ids, is_active, first_detected_at, last_reinforced_at, created_at) "
+                     "VALUES ('obs-1', 'concierge', ?, 'contradiction', 'where Alice lives', 'Lyon or Porto', '[]', ?, 1, ?, ?, ?)",
+                     (ALICE, json.dumps([lyon, porto]), now, now, now))
+        conn.commit()
+        conn.close()
+        report = self_check(store)
+        [failed] = report.failures
+        assert failed.name == "knowledge.contradictions" and lyon in failed.problems[0] and porto in failed.problems[0]
+        assert json.loads(run("--db", db, "--json", "audit", "check", expect=1))["ok"] is False
+        with KnowledgeMemory(store, None) as km:
+            assert km.retract_fact("concierge", lyon, user_id=ALICE)
+        assert self_check(store).ok
