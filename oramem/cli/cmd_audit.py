@@ -42,7 +42,8 @@ def _describe(settings: audit_mod.AuditSettings) -> dict[str, Any]:
 
 def _print_settings(settings: audit_mod.AuditSettings) -> None:
     if not settings.enabled:
-        click.echo("retrieval audit: off (`oramem audit enable` turns it on)")
+        kept = "" if settings.ttl_days is None else f"; entries written are kept {settings.ttl_days} days"
+        click.echo(f"retrieval audit: off (`oramem audit enable` turns it on){kept}")
         return
     keep = "until forget" if settings.ttl_days is None else f"{settings.ttl_days} days"
     click.echo(f"retrieval audit: on (entries kept {keep})")
@@ -74,10 +75,11 @@ def audit_enable(state: State, ttl_days: Optional[int]) -> None:
 
 
 @audit.command(name="disable")
+@click.option("--ttl-days", type=int, default=None, help="Retention of the entries already written (default: the TTL set on enable).")
 @pass_state
-def audit_disable(state: State) -> None:
+def audit_disable(state: State, ttl_days: Optional[int]) -> None:
     """Turn the retrieval audit off (entries already written stay until their TTL, forget or drop)."""
-    settings = _set(state.open(create=False), False, None)
+    settings = _set(state.open(create=False), False, ttl_days)
     _show(state, settings)
 
 

@@ -92,10 +92,10 @@ def _check_ttl(ttl_days: Any) -> Optional[int]:
 
 
 def settings_of(value: Any) -> AuditSettings:
-    if not isinstance(value, dict) or not value.get("enabled"):
+    if not isinstance(value, dict):
         return AuditSettings()
-    ttl = value.get("ttl_days")
-    return AuditSettings(True, ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else None)
+    ttl = value.get("ttl_days")  # kept when the audit is turned off: the entries written keep their retention
+    return AuditSettings(bool(value.get("enabled")), ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else None)
 
 
 def audit_settings(store: Any) -> AuditSettings:
@@ -147,8 +147,10 @@ def set_audit(store: Any, enabled: bool = True, *, ttl_days: Optional[int] = Non
     ttl = _check_ttl(ttl_days)
     if enabled:
         _engine(store)
-    settings = AuditSettings(enabled, ttl if enabled else None)
-    store.set_option(AUDIT_OPTION, settings.to_json() if enabled else None)
+    if not enabled and ttl is None:  # turning it off keeps the retention of the entries already written
+        ttl = audit_settings(store).ttl_days
+    settings = AuditSettings(enabled, ttl)
+    store.set_option(AUDIT_OPTION, settings.to_json() if enabled or ttl else None)
     if enabled:
         _salt(store)  # the query-hash key exists before the first (possibly read-only) search
     return settings
@@ -161,8 +163,10 @@ async def set_audit_async(store: Any, enabled: bool = True, *, ttl_days: Optiona
     ttl = _check_ttl(ttl_days)
     if enabled:
         _engine(store)
-    settings = AuditSettings(enabled, ttl if enabled else None)
-    await store.set_option_async(AUDIT_OPTION, settings.to_json() if enabled else None)
+    if not enabled and ttl is None:
+        ttl = settings_of(await store.get_option_async(AUDIT_OPTION)).ttl_days
+    settings = AuditSettings(enabled, ttl)
+    await store.set_option_async(AUDIT_OPTION, settings.to_json() if enabled or ttl else None)
     if enabled:
         import asyncio
 

@@ -163,6 +163,27 @@ def test_purge_expired_deletes_entries_past_the_audit_ttl(tmp_path):
         assert self_check(store).ok
 
 
+def test_turning_the_audit_off_keeps_the_retention_of_entries_written(tmp_path):
+    db = tmp_path / "a.db"
+    with open_store(db) as store:
+        seed(store)
+        audit.set_audit(store, True, ttl_days=7)
+        store.search("tea", user_id=ALICE)
+        old = audit.last_request_id()
+        off = audit.set_audit(store, False)
+        assert (off.enabled, off.ttl_days) == (False, 7)
+        store.search("coffee", user_id=BOB)
+        assert [e.request_id for e in audit.find(store)] == [old]  # off: no new entry
+        conn = sqlite3.connect(str(db))
+        conn.execute("UPDATE oramem_audit_log SET at = ? WHERE request_id = ?",
+                     ((datetime.now(timezone.utc) - timedelta(days=8)).isoformat(), old))
+        conn.commit()
+        conn.close()
+        store.purge_expired()
+        assert audit.find(store) == []
+    assert "kept 7 days" in run("--db", str(db), "audit", "status")
+
+
 def test_forget_erases_the_subjects_entries_and_the_receipt_stays_clean(tmp_path):
     db = tmp_path / "a.db"
     with open_store(db) as store:
