@@ -391,3 +391,18 @@ def test_check_fails_on_an_unresolved_contradiction_and_passes_once_resolved(tmp
         with KnowledgeMemory(store, None) as km:
             assert km.retract_fact("concierge", lyon, user_id=ALICE)
         assert self_check(store).ok
+
+
+async def test_langchain_retriever_sync_and_async_write_entries(tmp_path):
+    pytest.importorskip("langchain_core")
+    from oramem.integrations.langchain import OramemRetriever
+
+    with open_store(tmp_path / "lc.db") as store:
+        seed(store)
+        audit.set_audit(store, True)
+        retriever = OramemRetriever(store=store, user_id=BOB, agent_id="concierge", k=2, record_types=["memory"])
+        assert retriever.invoke("chess")
+        assert await retriever.ainvoke("coffee")
+        entries = audit.find(store)
+    assert [(e.surface, e.user_id) for e in entries] == [("search", BOB), ("search", BOB)]
+    assert all(e.served for e in entries)
