@@ -918,6 +918,7 @@ class KnowledgeMemory:
         """Facts, events, intentions and a compressed context for ``query`` (KC-5). KC-3.8:
         ``user_id``'s knowledge plus the agent's shared knowledge, never another user's;
         ``None``: the shared knowledge only."""
+        from ..trust import audit
         from .retrieve import RetrieveRun
 
         validate_agent_id(agent_id)
@@ -945,6 +946,7 @@ class KnowledgeMemory:
         with operation_span(self._tracer_provider, "retrieve", run) as span:
             result = await run.run()
             finish_span(span, result.stats)
+        result.audit_request_id = await audit.after_retrieve_async(self, agent_id, user_id, session_id, query, as_of_dt, known_dt, result)  # SC-16.2
         return result
 
     retrieve = sync_method(retrieve_async)

@@ -45,11 +45,14 @@ class KnowledgeRuntime:
         sync python-oracledb pool or connection) runs its sync call on the worker pool; an
         async-only store (an async pool) its async twin (python-oracledb's native asyncio).
         A vector query is a pure vector search on every store (SC-6.6), also on a hybrid one."""
+        from ..trust.audit import internal  # SC-16.3: the layer's own searches are not audit entries
+
         if kwargs.get("query_vector") is not None and kwargs.get("strategy") is None:
             kwargs["strategy"] = "vector"
-        if not getattr(self.store.engine, "async_only", False):
-            return await self.in_thread(self.store.search, **kwargs)
-        return await self.store.search_async(**kwargs)
+        with internal():
+            if not getattr(self.store.engine, "async_only", False):
+                return await self.in_thread(self.store.search, **kwargs)
+            return await self.store.search_async(**kwargs)
 
     async def embed(self, texts: list, is_query: bool) -> Any:
         emb = self.embedder
