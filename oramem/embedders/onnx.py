@@ -78,9 +78,9 @@ def physical_cores() -> int:
     """Physical cores this process may run on (what ``intra_op_threads`` defaults to)."""
     logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
-        import psutil
+        import psutil  # type: ignore[import-untyped]
 
-        physical = psutil.cpu_count(logical=False)
+        physical: Optional[int] = psutil.cpu_count(logical=False)
     except Exception:  # psutil missing or unable to tell
         physical = None
     total = os.cpu_count() or logical
