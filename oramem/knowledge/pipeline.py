@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .runtime import KnowledgeRuntime
 from .. import timeutil
 from . import reads
 from .classify import Chunk, classify_input, select_strategy, split_chunks
@@ -142,7 +143,7 @@ class WriteRun:
 
     def __init__(
         self,
-        km: Any,
+        rt: KnowledgeRuntime,
         *,
         agent_id: str,
         message: str,
@@ -158,11 +159,11 @@ class WriteRun:
         event_id: Optional[str] = None,
         user_id: Optional[str] = None,
     ) -> None:
-        self.km = km
+        self.rt = rt
         #: KC-3.7: the scope of this write: the user's rows, or (None) the agent's shared rows
         self.user_id = user_id
-        self.t = km.runtime.tables
-        self.backend = km.runtime.backend
+        self.t = rt.tables
+        self.backend = rt.backend
         self.agent_id = agent_id
         self.message = message
         self.speaker = speaker_name.strip()
@@ -177,7 +178,7 @@ class WriteRun:
         self.now = now
         self.verbose = verbose
         self.tz = zoneinfo.ZoneInfo(cfg.timezone)
-        self.call = TaskCall(km.runtime.llm)
+        self.call = TaskCall(rt.llm)
         self.rule_based_reconcile = False  # deterministic writes without an LLM
         self.degraded: list[str] = []  # KC-4.22: LLM steps that fell back to rules
         #: called with the connection at the end of the knowledge transaction (queue.py)
@@ -233,14 +234,14 @@ class WriteRun:
             with self.backend.read() as conn:
                 return fn(conn)
 
-        return await self.km.runtime.in_thread(run)
+        return await self.rt.in_thread(run)
 
     async def embed(self, texts: list[str], is_query: bool = False) -> np.ndarray:
         """KC-7.6: an exception, a wrong count or a wrong dimension is ``EmbeddingError``."""
         if not texts:
-            return np.zeros((0, self.km.runtime.dim), dtype=np.float32)
+            return np.zeros((0, self.rt.dim), dtype=np.float32)
         try:
-            out = await self.km.runtime.embed(list(texts), is_query)
+            out = await self.rt.embed(list(texts), is_query)
             arr = np.asarray(out, dtype=np.float32)
         except EmbeddingError:
             raise
@@ -248,8 +249,8 @@ class WriteRun:
             raise EmbeddingError(f"embedder failed: {type(exc).__name__}: {exc}") from exc
         if arr.ndim != 2 or arr.shape[0] != len(texts):
             raise EmbeddingError(f"embedder returned {arr.shape[0] if arr.ndim else 0} vectors for {len(texts)} texts")
-        if arr.shape[1] != self.km.runtime.dim:
-            raise EmbeddingError(f"embedder returned dimension {arr.shape[1]}, the store's vector_dim is {self.km.runtime.dim}")
+        if arr.shape[1] != self.rt.dim:
+            raise EmbeddingError(f"embedder returned dimension {arr.shape[1]}, the store's vector_dim is {self.rt.dim}")
         if not np.all(np.isfinite(arr)):
             raise EmbeddingError("embedder returned non-finite values")
         return arr
@@ -304,7 +305,7 @@ class WriteRun:
             e = ents[k]
             item = {"entity_key": k, "display_name": e["display_name"], "summary": e["summary_text"], "facts": []}
             if not e["summary_text"]:
-                hits2 = await self.km.runtime.search(
+                hits2 = await self.rt.search(
                     query_vector=self.event_vec,
                     k=per_entity,
                     agent_id=self.agent_id,
@@ -588,7 +589,7 @@ class WriteRun:
         if not hasattr(self, "_known_entities"):
             self._known_entities: dict[str, dict] = {}
         self._known_entities.update(known)
-        vecs = await self.embed(to_embed) if to_embed else np.zeros((0, self.km.runtime.dim), np.float32)
+        vecs = await self.embed(to_embed) if to_embed else np.zeros((0, self.rt.dim), np.float32)
         self.name_vecs = {norm(n): vecs[i] for i, n in enumerate(to_embed)}
         for name in names:
             await self.resolve(name)
@@ -840,7 +841,7 @@ class WriteRun:
             sims: dict[str, float] = {}
             per_fact_best: dict[int, float] = {}
             for f in group:
-                hits = await self.km.runtime.search(
+                hits = await self.rt.search(
                     query_vector=f.vec,
                     k=cfg.reconcile_candidates,
                     agent_id=self.agent_id,
