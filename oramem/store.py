@@ -822,7 +822,12 @@ class OracleMemoryStore(IMemoryStore):
         )
         if to_embed is not None:
             request = norm.with_query_vector(request, norm.embed([to_embed], is_query=True)[0])
-        return _as_float(self._engine.search(request))
+        results = _as_float(self._engine.search(request))
+        from .trust import audit  # SC-16.1: the retrieval audit's entry
+
+        if audit.wanted(self):
+            audit.after_search(self, request, query, results)
+        return results
 
     async def search_async(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None,
                            agent_id: Optional[str] = None, exact_user_match: bool = False, exact_agent_match: bool = False,
@@ -836,7 +841,12 @@ class OracleMemoryStore(IMemoryStore):
         if to_embed is not None:
             vec = (await norm.embed_async([to_embed], is_query=True))[0]
             request = norm.with_query_vector(request, vec)
-        return _as_float(await self._engine.search_async(request))
+        results = _as_float(await self._engine.search_async(request))
+        from .trust import audit  # SC-16.1
+
+        if await audit.wanted_async(self):
+            await audit.after_search_async(self, request, query, results)
+        return results
 
     # -- update / delete ---------------------------------------------------------------------
     def update(self, record_type: str, record_id: str, *, text: Union[str, None, NotSetType] = NOT_SET, index_text: Union[str, None, NotSetType] = NOT_SET, embedding: Any = NOT_SET,
@@ -897,11 +907,21 @@ class OracleMemoryStore(IMemoryStore):
 
     def purge_expired(self) -> int:
         self._n()
-        return self._engine.purge_expired()
+        purged = self._engine.purge_expired()
+        from .trust import audit  # SC-16.5: the audit's own retention
+
+        if audit.wanted(self):
+            audit.purge(self)
+        return purged
 
     async def purge_expired_async(self) -> int:
         await self._na()
-        return await self._engine.purge_expired_async()
+        purged = await self._engine.purge_expired_async()
+        from .trust import audit  # SC-16.5
+
+        if await audit.wanted_async(self):
+            await asyncio.to_thread(audit.purge, self)
+        return purged
 
     @staticmethod
     def _forget_request(user_id: Any, agent_id: Any, names: Any) -> ForgetRequest:
@@ -927,8 +947,9 @@ class OracleMemoryStore(IMemoryStore):
 
         request = self._forget_request(user_id, agent_id, names)
         plan = erasure.prepare(self, *self._forget_subject(request))
+        audited = _audit_forgotten(self, request)  # SC-16.6: before the erasure's checkpoint and scan
         counts = self._engine.forget(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
-        return erasure.finish(self, plan, counts)
+        return erasure.finish(self, plan, {**counts, **audited})
 
     async def forget_async(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
         await self._na()
@@ -936,8 +957,9 @@ class OracleMemoryStore(IMemoryStore):
 
         request = self._forget_request(user_id, agent_id, names)
         plan = await asyncio.to_thread(erasure.prepare, self, *self._forget_subject(request))
+        audited = await asyncio.to_thread(_audit_forgotten, self, request)
         counts = await self._engine.forget_async(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
-        return await asyncio.to_thread(erasure.finish, self, plan, counts)
+        return await asyncio.to_thread(erasure.finish, self, plan, {**counts, **audited})
 
     @staticmethod
     def _forget_subject(request: ForgetRequest) -> tuple[str, str]:
@@ -1026,6 +1048,14 @@ def _with_call_hints(function: Any, hints: Mapping[str, str]) -> Any:
                 raise
             raise better from None
     return hinted
+
+
+def _audit_forgotten(store: Any, request: ForgetRequest) -> dict[str, int]:
+    """SC-16.6: the forgotten subject's retrieval-audit entries go too (counted in the receipt)."""
+    from .trust.audit import forget_entries
+
+    erased = forget_entries(store, *OracleMemoryStore._forget_subject(request))
+    return {"oramem_audit_log": erased} if erased else {}
 
 
 def _as_float(results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:

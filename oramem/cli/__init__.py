@@ -31,6 +31,7 @@ from __future__ import annotations
 from . import cmd_backup as cmd_backup
 from . import cmd_demo as cmd_demo
 from . import cmd_firewall as cmd_firewall
+from . import cmd_audit as cmd_audit
 from . import cmd_maintenance as cmd_maintenance
 from . import cmd_models as cmd_models
 from . import cmd_records as cmd_records

@@ -38,6 +38,13 @@ from .state import DEFAULT_DB, State
     is_flag=True,
     help="Allow sending the embedding API key ($ORAMEM_EMBED_API_KEY; $OPENAI_API_KEY only goes to api.openai.com) over plain http to a non-loopback --embed-url.",
 )
+@click.option(
+    "--embed-max-tokens",
+    type=click.IntRange(min=8),
+    envvar="ORAMEM_EMBED_MAX_TOKENS",
+    show_envvar=True,
+    help="Tokens the --embed-url model reads per input (OpenAI's models: 8192, known); the store chunks text to fit it.",
+)
 @click.option("--embed-dim", type=click.IntRange(min=2), envvar="ORAMEM_EMBED_DIM", show_envvar=True, help="Embedding dimension (default: 256 for the hash embedder, probed for --embed-url).")
 @click.option(
     "--embed-onnx",
@@ -72,6 +79,7 @@ def cli(
     embed_url: Optional[str],
     embed_model: Optional[str],
     embed_allow_http_key: bool,
+    embed_max_tokens: Optional[int],
     embed_dim: Optional[int],
     embed_onnx: Optional[str],
     keyword_language: Optional[str],
@@ -95,6 +103,7 @@ def cli(
         embed_dim=embed_dim,
         embed_onnx=embed_onnx,
         embed_allow_http_key=embed_allow_http_key,
+        embed_max_tokens=embed_max_tokens,
         read_only=read_only,
         keyword_language=None if keyword_language is None else keyword_language.lower(),
         store_strategy=store_strategy.lower(),

@@ -47,6 +47,7 @@ class State:
     embed_onnx: Optional[str] = None
     strategy_given: bool = False
     embed_allow_http_key: bool = False
+    embed_max_tokens: Optional[int] = None
     read_only: bool = False
     keyword_language: Optional[str] = None
     hybrid: Any = None
@@ -68,6 +69,8 @@ class State:
         store then serves everything but text-to-vector work), else for a new store the
         semantic default (``$ORAMEM_ONNX_MODEL``, the default model, else HashEmbedder(256)
         with a notice)."""
+        if self.embed_max_tokens is not None and not self.embed_url:
+            raise click.UsageError("--embed-max-tokens applies to an --embed-url model; give --embed-url and --embed-model")
         if self.embed_onnx:
             if self.embed_url or self.embed_model:
                 raise click.UsageError("--embed-onnx and --embed-url/--embed-model are alternatives; give one")
@@ -88,7 +91,8 @@ class State:
             if not (self.embed_url and self.embed_model):
                 raise click.UsageError("--embed-url and --embed-model go together")
             return OpenAICompatibleEmbedder(
-                self.embed_model, base_url=self.embed_url, dimension=self.embed_dim, allow_insecure_key=self.embed_allow_http_key
+                self.embed_model, base_url=self.embed_url, dimension=self.embed_dim, allow_insecure_key=self.embed_allow_http_key,
+                max_input_tokens=self.embed_max_tokens,
             )
         if self.embed_dim is not None:
             return HashEmbedder(self.embed_dim)

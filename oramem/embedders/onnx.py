@@ -19,8 +19,17 @@
 Pooling is the model's (mean, CLS or max token pooling from ``1_Pooling/config.json``;
 mean when there is no such file; none when the graph already outputs one vector per
 text). Normalisation is the model's too (the ``Normalize`` module), unless ``normalize``
-is given. Texts are embedded ``batch_size`` at a time; ``intra_op_threads`` /
-``inter_op_threads`` set ONNX Runtime's thread pools (default: its own choice).
+is given.
+
+Speed (issue 26 item 3; ``bench/semantic.py``): one session per embedder, built once. A call's
+texts are tokenized together, sorted by token count and embedded ``batch_size`` at a time,
+each batch padded only to its own longest text (vectors come back in the caller's order).
+``intra_op_threads`` sets ONNX Runtime's intra-op pool: default the machine's physical cores
+(``$ORAMEM_ONNX_THREADS`` overrides; ``0`` means ONNX Runtime's own choice);
+``inter_op_threads`` defaults to 1 (the graph runs sequentially). Query texts
+(``is_query=True``) are cached: the last ``query_cache_size`` (default 256; 0 turns the cache
+off) query texts map to their vector, per embedder instance, so a cache is never shared between
+models; a hit returns a copy.
 ``query_prefix`` / ``passage_prefix`` are prepended for models trained with
 instructions (e5: ``"query: "`` / ``"passage: "``).
 """
@@ -33,6 +42,7 @@ import os
 import re
 import sys
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -40,7 +50,7 @@ import numpy as np
 
 from .base import IEmbedder, InputWindow, texts_argument
 
-__all__ = ["ONNXEmbedder", "ModelNotAvailable", "default_cache_dir", "POOLING_MODES"]
+__all__ = ["ONNXEmbedder", "ModelNotAvailable", "default_cache_dir", "physical_cores", "POOLING_MODES"]
 
 #: Pooling modes understood (sentence-transformers' names without the ``pooling_mode_`` prefix).
 POOLING_MODES = ("mean", "cls", "max")
@@ -62,6 +72,31 @@ def default_cache_dir() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "oramem" / "models"
+
+
+def physical_cores() -> int:
+    """Physical cores this process may run on (what ``intra_op_threads`` defaults to)."""
+    logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        import psutil  # type: ignore[import-untyped]
+
+        physical: Optional[int] = psutil.cpu_count(logical=False)
+    except Exception:  # psutil missing or unable to tell
+        physical = None
+    total = os.cpu_count() or logical
+    if physical and total and physical < total:
+        # hyper-threads: scale the allowed logical CPUs by cores per logical CPU
+        return max(1, (logical * physical) // total)
+    return max(1, logical)
+
+
+def _default_threads() -> int:
+    env = os.environ.get("ORAMEM_ONNX_THREADS", "").strip()
+    if env:
+        if not env.isdigit():
+            raise ValueError(f"ORAMEM_ONNX_THREADS must be an int >= 0 (0: ONNX Runtime's default), got {env!r}")
+        return int(env)
+    return physical_cores()
 
 
 def _import_runtime() -> Any:
@@ -128,6 +163,7 @@ class ONNXEmbedder(IEmbedder):
         query_prefix: str = "",
         passage_prefix: str = "",
         download: bool = True,
+        query_cache_size: int = 256,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
@@ -143,7 +179,11 @@ class ONNXEmbedder(IEmbedder):
         for name, prefix in (("query_prefix", query_prefix), ("passage_prefix", passage_prefix)):
             if not isinstance(prefix, str):
                 raise TypeError(f"{name} must be a str, got {type(prefix).__name__}")
+        if isinstance(query_cache_size, bool) or not isinstance(query_cache_size, int) or query_cache_size < 0:
+            raise ValueError(f"query_cache_size must be an int >= 0 (0: no cache), got {query_cache_size!r}")
         ort = _import_runtime()
+        self.query_cache_size = query_cache_size
+        self._query_cache: "OrderedDict[str, np.ndarray]" = OrderedDict()
         self.batch_size = batch_size
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
@@ -160,10 +200,12 @@ class ONNXEmbedder(IEmbedder):
         self.model_dir = directory
 
         options = ort.SessionOptions()
-        if intra_op_threads is not None:
-            options.intra_op_num_threads = intra_op_threads
-        if inter_op_threads is not None:
-            options.inter_op_num_threads = inter_op_threads
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        #: the intra-op thread count asked of ONNX Runtime (0: its own choice)
+        self.intra_op_threads = _default_threads() if intra_op_threads is None else intra_op_threads
+        options.intra_op_num_threads = self.intra_op_threads
+        options.inter_op_num_threads = 1 if inter_op_threads is None else inter_op_threads
         self._session = self._new_session(ort, options)
         self._files: Optional[dict[str, str]] = None
         inputs = self._session.get_inputs()
@@ -186,6 +228,14 @@ class ONNXEmbedder(IEmbedder):
             self.max_length: Optional[int] = None
         else:
             self.tokenizer = self._load_tokenizer(max_length)
+            # the same tokenizer without padding: embed() pads each length-sorted batch itself
+            from tokenizers import Tokenizer
+
+            self._encoder: Any = Tokenizer.from_str(self.tokenizer.to_str())
+            self._encoder.no_padding()
+            padding = self.tokenizer.padding or {}
+            self._pad_id = int(padding.get("pad_id", 0))
+            self._pad_type_id = int(padding.get("pad_type_id", 0))
             rank = len(self._output.shape or [])
             self.pooling = None if rank == 2 else (pooling or self._config_pooling())
             if rank == 2 and pooling is not None:
@@ -407,42 +457,97 @@ class ONNXEmbedder(IEmbedder):
             texts = [prefix + t for t in texts]
         if not texts:
             return np.zeros((0, self.embedding_dimension), dtype=np.float32)
-        parts = [self._embed_batch(texts[s : s + self.batch_size]) for s in range(0, len(texts), self.batch_size)]
-        out = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+        cached: dict[int, np.ndarray] = {}
+        if is_query and self.query_cache_size:
+            with self._lock:
+                for i, text in enumerate(texts):
+                    hit = self._query_cache.get(text)
+                    if hit is not None:
+                        self._query_cache.move_to_end(text)
+                        cached[i] = hit
+        todo = [i for i in range(len(texts)) if i not in cached]
+        fresh = self._embed_all([texts[i] for i in todo]) if todo else None
+        if fresh is not None and not cached:
+            out = fresh
+        else:
+            first = fresh if fresh is not None else next(iter(cached.values()))[None, :]
+            out = np.empty((len(texts), first.shape[1]), dtype=np.float32)
+            for i, vector in cached.items():
+                out[i] = vector
+            if fresh is not None:
+                out[todo] = fresh
         with self._lock:
             if self._dimension is None:
                 self._dimension = int(out.shape[1])
+            if is_query and self.query_cache_size and fresh is not None:
+                for row, i in enumerate(todo):
+                    self._query_cache[texts[i]] = fresh[row].copy()
+                    self._query_cache.move_to_end(texts[i])
+                while len(self._query_cache) > self.query_cache_size:
+                    self._query_cache.popitem(last=False)
         return out
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def clear_query_cache(self) -> None:
+        """Forget every cached query vector."""
+        with self._lock:
+            self._query_cache.clear()
+
+    def _embed_all(self, texts: list[str]) -> np.ndarray:
+        """Vectors for ``texts`` in order: tokenized once, sorted by length, batched."""
         if self.augmented:
-            (result,) = self._session.run([self._output.name], {self._input_names[0]: np.array(texts, dtype=object)})
-            vectors = np.asarray(result, dtype=np.float64)
-            if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-                raise ValueError(
-                    f"{self.model_path}: output {self._output.name!r} has shape {vectors.shape} for {len(texts)} texts"
-                )
+            parts = [self._embed_strings(texts[s : s + self.batch_size]) for s in range(0, len(texts), self.batch_size)]
+            return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+        encodings = self._encoder.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out: Optional[np.ndarray] = None
+        for start in range(0, len(order), self.batch_size):
+            chosen = order[start : start + self.batch_size]
+            vectors = self._embed_encoded([encodings[i] for i in chosen])
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[chosen] = vectors
+        assert out is not None
+        return out
+
+    def _embed_encoded(self, encodings: list[Any]) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        types = np.full((len(encodings), width), self._pad_type_id, dtype=np.int64)
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[row, :n] = e.ids
+            mask[row, :n] = e.attention_mask
+            types[row, :n] = e.type_ids
+        feed = {"input_ids": ids}
+        if "attention_mask" in self._input_names:
+            feed["attention_mask"] = mask
+        if "token_type_ids" in self._input_names:
+            feed["token_type_ids"] = types
+        (result,) = self._session.run([self._output.name], feed)
+        hidden = np.asarray(result, dtype=np.float64)
+        if self.pooling is None:
+            vectors = hidden
+        elif self.pooling == "cls":
+            vectors = hidden[:, 0, :]
+        elif self.pooling == "max":
+            masked = np.where(mask[:, :, None] > 0, hidden, -np.inf)
+            vectors = masked.max(axis=1)
         else:
-            encodings = self.tokenizer.encode_batch(texts)
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            feed = {"input_ids": ids}
-            if "attention_mask" in self._input_names:
-                feed["attention_mask"] = mask
-            if "token_type_ids" in self._input_names:
-                feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
-            (result,) = self._session.run([self._output.name], feed)
-            hidden = np.asarray(result, dtype=np.float64)
-            if self.pooling is None:
-                vectors = hidden
-            elif self.pooling == "cls":
-                vectors = hidden[:, 0, :]
-            elif self.pooling == "max":
-                masked = np.where(mask[:, :, None] > 0, hidden, -np.inf)
-                vectors = masked.max(axis=1)
-            else:
-                weights = mask[:, :, None].astype(np.float64)
-                vectors = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            weights = mask[:, :, None].astype(np.float64)
+            vectors = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return self._finish(vectors)
+
+    def _embed_strings(self, texts: list[str]) -> np.ndarray:
+        (result,) = self._session.run([self._output.name], {self._input_names[0]: np.array(texts, dtype=object)})
+        vectors = np.asarray(result, dtype=np.float64)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise ValueError(
+                f"{self.model_path}: output {self._output.name!r} has shape {vectors.shape} for {len(texts)} texts"
+            )
+        return self._finish(vectors)
+
+    def _finish(self, vectors: np.ndarray) -> np.ndarray:
         if self.normalize:
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = vectors / np.clip(norms, 1e-12, None)

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._http import MAX_RETRY_AFTER, OPENAI_HOST, HTTPFailure, JSONPoster, RetryPolicy, redact_url
 from .._http import resolve_api_key as _resolve_key
-from .base import IEmbedder, texts_argument
+from .base import IEmbedder, InputWindow, texts_argument
 
 if TYPE_CHECKING:
     import httpx
@@ -64,6 +64,17 @@ def resolve_api_key(base_url: str, api_key: Optional[str], allow_insecure_key: b
     )
 
 
+#: Documented per-input token limits of OpenAI's embedding models (API reference, "Create
+#: embeddings": "The input must not exceed the max input tokens for the model (8192 tokens for
+#: all embedding models)"). Other models: pass ``max_input_tokens``.
+KNOWN_INPUT_TOKENS = {"text-embedding-3-small": 8192, "text-embedding-3-large": 8192, "text-embedding-ada-002": 8192}
+#: The character bound per token the store assumes for a service whose tokenizer it does not
+#: have: English and other Latin-script text averages about 4 characters per BPE or WordPiece
+#: token, so 2 leaves a margin; text in scripts with fewer characters per token (CJK) needs a
+#: lower ``max_input_tokens``.
+CHARS_PER_TOKEN = 2
+
+
 class OpenAICompatibleEmbedder(IEmbedder):
     """``OpenAICompatibleEmbedder(model, base_url=..., api_key=None, dimension=None, ...)``.
 
@@ -74,6 +85,10 @@ class OpenAICompatibleEmbedder(IEmbedder):
     over plain ``http://`` to a host other than this machine (loopback) unless
     ``allow_insecure_key=True``: the constructor refuses instead.
     ``backoff_base`` is the first retry delay in seconds (doubled per retry, jittered).
+    ``max_input_tokens``: how many tokens the model reads per input (issue 28); the store
+    chunks texts so none passes it (:attr:`input_window`). Known OpenAI models have it by
+    default; give it for any other model (a local server's model has its own window, e.g.
+    512 tokens), or text past the window is never embedded.
     Credentials in ``base_url`` (``https://user:secret@host/v1``) are sent as HTTP Basic auth,
     follow the same clear-text rule as a key, and never appear in :attr:`base_url`,
     :attr:`url`, the ``repr`` or an error message (shown as ``***@``); a key or credential
@@ -93,6 +108,7 @@ class OpenAICompatibleEmbedder(IEmbedder):
         extra_headers: Optional[Mapping[str, str]] = None,
         backoff_base: float = 0.5,
         allow_insecure_key: bool = False,
+        max_input_tokens: Optional[int] = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("OpenAICompatibleEmbedder needs a non-empty model name")
@@ -108,6 +124,10 @@ class OpenAICompatibleEmbedder(IEmbedder):
             raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
         if not isinstance(backoff_base, (int, float)) or backoff_base < 0:
             raise ValueError(f"backoff_base must be a number >= 0, got {backoff_base!r}")
+        if max_input_tokens is not None and (
+            isinstance(max_input_tokens, bool) or not isinstance(max_input_tokens, int) or max_input_tokens < 8
+        ):
+            raise ValueError(f"max_input_tokens must be an int >= 8 or None, got {max_input_tokens!r}")
         self.model = model
         real_base = base_url.rstrip("/")
         # the printable forms: without userinfo (the poster sends it as Basic auth)
@@ -123,6 +143,20 @@ class OpenAICompatibleEmbedder(IEmbedder):
         self._poster = JSONPoster(real_base + "/embeddings", headers=headers)
         self.url = redact_url(self.base_url + "/embeddings")
         self._lock = threading.Lock()
+        if max_input_tokens is None:
+            max_input_tokens = KNOWN_INPUT_TOKENS.get(model)
+        self.max_input_tokens = max_input_tokens
+
+    @property
+    def input_window(self) -> Optional[InputWindow]:
+        """What the service reads per input (issue 28): ``max_input_tokens`` as given, else
+        the documented limit of a known OpenAI model (:data:`KNOWN_INPUT_TOKENS`), else
+        None (not known: the store keeps its default 2,000-character chunks). The service's
+        tokenizer is not available here, so the store sizes chunks by a safe character bound
+        of :data:`CHARS_PER_TOKEN` characters per token."""
+        if self.max_input_tokens is None:
+            return None
+        return InputWindow(max_tokens=self.max_input_tokens, max_chars=self.max_input_tokens * CHARS_PER_TOKEN)
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleEmbedder(model={self.model!r}, base_url={self.base_url!r}, dimension={self._dimension})"

@@ -378,7 +378,7 @@ def predict_relations(run: WriteRun, conn: sa.Connection, closing: dict) -> list
 # ----------------------------------------------------------------------------- commit
 def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
     """Store records (step 2), inside the write's block."""
-    store = run.km.runtime.store
+    store = run.rt.store
     faults.check("store_index")
     batches = []
     if with_event:

@@ -18,6 +18,7 @@ from typing import Any, Optional
 import numpy as np
 import sqlalchemy as sa
 
+from .runtime import KnowledgeRuntime
 from . import commit as commit_mod
 from . import reads
 from .emotion import tag_emotion_detailed
@@ -67,21 +68,21 @@ def _cap(items: list, cfg: Any, what: str) -> list:
     return items
 
 
-async def _read(km, fn):
-    return await km.runtime.read(fn)
+async def _read(rt: KnowledgeRuntime, fn):
+    return await rt.read(fn)
 
 
-async def _write(km, agent_id: str, what: str, fn):
+async def _write(rt: KnowledgeRuntime, agent_id: str, what: str, fn):
     def run():
-        with km.runtime.backend.write(what, agent_id) as conn:
+        with rt.backend.write(what, agent_id) as conn:
             return fn(conn)
 
-    return await km.runtime.in_thread(run)
+    return await rt.in_thread(run)
 
 
-async def _embed_one(km, text: str) -> Optional[np.ndarray]:
+async def _embed_one(rt: KnowledgeRuntime, text: str) -> Optional[np.ndarray]:
     try:
-        return np.asarray(await km.runtime.embed([text], False), dtype=np.float32)[0]
+        return np.asarray(await rt.embed([text], False), dtype=np.float32)[0]
     except Exception as exc:  # noqa: BLE001 - a job item without a vector is skipped, not fatal
         log.warning("job embedding failed (%s)", type(exc).__name__)
         return None
@@ -99,8 +100,8 @@ def _render_fact(row: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- KC-6.2
-async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> ClusteringResult:
-    t = km.runtime.tables
+async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> ClusteringResult:
+    t = rt.tables
     f, cl, e = t.fact, t.cluster, t.entity
     res = ClusteringResult()
 
@@ -121,7 +122,7 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime, user_id: Opt
         names = {k: n for k, n in conn.execute(sa.select(e.c.canonical_key, e.c.display_name).where(reads.owned(e, agent_id, user_id)))}
         return rows, clusters, members, names
 
-    rows, clusters, members, names = await _read(km, load)
+    rows, clusters, members, names = await _read(rt, load)
     groups: dict[str, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["entity_key"], []).append(r)
@@ -141,7 +142,7 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime, user_id: Opt
         if existing:
             chosen.add(existing)
         plans.append([existing, key, facts, changed, None, None])
-    call = TaskCall(km.runtime.llm)
+    call = TaskCall(rt.llm)
     for p in plans:
         existing, key, facts, changed = p[:4]
         if not changed:
@@ -151,7 +152,7 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime, user_id: Opt
             reply = await call("cluster_summary", {"label": label, "facts": [_render_fact(r) for r in facts]}, cfg.job_llm_timeout_sec)
             p[4] = reply["summary"].strip()
             res.summaries_generated += 1
-            p[5] = await _embed_one(km, p[4])
+            p[5] = await _embed_one(rt, p[4])
         except LLMError as exc:  # the cluster is kept, with the mean vector
             log.warning("cluster_summary failed (%s)", type(exc).__name__)
         if p[5] is None:
@@ -200,13 +201,13 @@ async def cluster_facts(km, agent_id: str, cfg: Any, now: datetime, user_id: Opt
                 conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch), f.c.cluster_id == cid).values(cluster_id=None))
             res.facts_assigned += len(gone)
 
-    await _write(km, agent_id, "knowledge clustering", write)
+    await _write(rt, agent_id, "knowledge clustering", write)
     return res
 
 
 # ----------------------------------------------------------------------------- KC-6.3
-async def detect_communities(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> CommunityDetectionResult:
-    t = km.runtime.tables
+async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> CommunityDetectionResult:
+    t = rt.tables
     cl, f, mo = t.cluster, t.fact, t.meta_observation
 
     def load(conn):
@@ -229,7 +230,7 @@ async def detect_communities(km, agent_id: str, cfg: Any, now: datetime, user_id
         ).mappings()]
         return cls, facts, themes
 
-    cls, facts, themes = await _read(km, load)
+    cls, facts, themes = await _read(rt, load)
     if len(cls) < cfg.community_min_clusters:
         return CommunityDetectionResult(skipped=True, skip_reason="insufficient clusters")
     cls = _cap(cls, cfg, "detect_communities")
@@ -253,7 +254,7 @@ async def detect_communities(km, agent_id: str, cfg: Any, now: datetime, user_id
         comps.setdefault(find(i), []).append(i)
     communities = sorted((sorted(v) for v in comps.values() if len(v) >= 2), key=lambda v: cls[v[0]]["id"])
     res = CommunityDetectionResult()
-    call = TaskCall(km.runtime.llm)
+    call = TaskCall(rt.llm)
     actions: list[tuple[Any, ...]] = []
     for comp in communities:
         members = [cls[i] for i in comp]
@@ -274,19 +275,19 @@ async def detect_communities(km, agent_id: str, cfg: Any, now: datetime, user_id
                 log.warning("community failed (%s)", type(exc).__name__)
                 continue
             title, summary = reply["title"].strip()[:80], reply["summary"].strip()
-            tvec = await _embed_one(km, title)
+            tvec = await _embed_one(rt, title)
             if tvec is not None:
                 tv = tvec / (np.linalg.norm(tvec) or 1.0)
                 for th in themes:
                     if th["embedding_vec"] is None:
                         continue
                     # the stored embedding is of title plus summary; compare titles by embedding them
-                    other = await _embed_one(km, th["title"])
+                    other = await _embed_one(rt, th["title"])
                     if other is not None and float(np.dot(tv, other / (np.linalg.norm(other) or 1.0))) >= 0.90:
                         match = th["id"]
                         break
             if match is None:
-                vec = await _embed_one(km, f"{title}\n{summary}")
+                vec = await _embed_one(rt, f"{title}\n{summary}")
                 actions.append(("create", title, summary, fids, vec))
                 continue
         actions.append(("reinforce", match, fids))
@@ -305,7 +306,7 @@ async def detect_communities(km, agent_id: str, cfg: Any, now: datetime, user_id
                 res.communities_reinforced += 1
 
     if actions:
-        await _write(km, agent_id, "knowledge communities", write)
+        await _write(rt, agent_id, "knowledge communities", write)
     return res
 
 
@@ -323,10 +324,10 @@ def _valid_indices(value: Any, n: int) -> Optional[list[int]]:
     return out
 
 
-async def consolidate(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> ConsolidationResult:
+async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> ConsolidationResult:
     from .procedural import check_contradiction
 
-    t = km.runtime.tables
+    t = rt.tables
     ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation
     since = now - timedelta(days=cfg.consolidation_lookback_days)
 
@@ -353,12 +354,12 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime, user_id: Optio
         ).mappings()]
         return events, notes, facts, obs
 
-    events, notes, facts, obs = await _read(km, load)
+    events, notes, facts, obs = await _read(rt, load)
     res = ConsolidationResult(events_processed=len(events))
     if len(events) < cfg.consolidation_min_events:
         res.skipped, res.skip_reason = True, "insufficient events"
         return res
-    call = TaskCall(km.runtime.llm)
+    call = TaskCall(rt.llm)
     # tag up to 20 window events lacking an emotion
     tags = []
     for e in [e for e in events if not e["emotion_primary"]][:20]:
@@ -371,7 +372,7 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime, user_id: Optio
                 conn.execute(sa.update(ev).where(ev.c.id == eid, reads.owned(ev, agent_id, user_id)).values(
                     emotion_primary=out["emotion"], emotion_intensity=out["intensity"], energy_level=out["energy"]))
 
-        await _write(km, agent_id, "knowledge consolidation emotions", tag)
+        await _write(rt, agent_id, "knowledge consolidation emotions", tag)
     shown = events[:50]
     payload = {
         "events": [{"index": i + 1, "text": (e["text"] or "")[:300], "occurred_at": e["occurred_at"].isoformat()} for i, e in enumerate(shown)],
@@ -401,7 +402,7 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime, user_id: Optio
             break
     actions: list[tuple[Any, ...]] = []
     for it in items:
-        vec = await _embed_one(km, it["title"])
+        vec = await _embed_one(rt, it["title"])
         match = None
         for o in obs:
             if o["observation_type"] != it["type"]:
@@ -420,7 +421,7 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime, user_id: Optio
             continue
         contradicted = None
         if it["type"] == "behavioral_preference":
-            verdict, other = await check_contradiction(km, agent_id, it["title"], cfg, call=call, user_id=user_id)
+            verdict, other = await check_contradiction(rt, agent_id, it["title"], cfg, call=call, user_id=user_id)
             if verdict.has_contradiction:
                 contradicted = other
         actions.append(("create", it, vec, contradicted))
@@ -446,13 +447,13 @@ async def consolidate(km, agent_id: str, cfg: Any, now: datetime, user_id: Optio
                     conn.execute(sa.update(mo).where(mo.c.id == contradicted, reads.owned(mo, agent_id, user_id)).values(is_active=False))
 
     if actions:
-        await _write(km, agent_id, "knowledge consolidation", write)
+        await _write(rt, agent_id, "knowledge consolidation", write)
     return res
 
 
 # ----------------------------------------------------------------------------- KC-6.5
-async def memify(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> MemifyResult:
-    t = km.runtime.tables
+async def memify(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> MemifyResult:
+    t = rt.tables
     f, r, it = t.fact, t.relationship, t.intention
     res = MemifyResult()
     changed_stale: list[str] = []
@@ -500,17 +501,17 @@ async def memify(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[s
             reads.owned(it, agent_id, user_id), it.c.status.in_(("pending", "triggered")), it.c.due_date.is_not(None),
             it.c.due_date < now - timedelta(days=cfg.intention_expiry_days)).values(status="expired"))
 
-    await _write(km, agent_id, "knowledge memify", steps_1_2_3_5)
+    await _write(rt, agent_id, "knowledge memify", steps_1_2_3_5)
     if changed_stale:
-        await km.runtime.in_thread(_sync_store_metadata, km, agent_id, changed_stale)
-    res.merges_executed = await _merges(km, agent_id, cfg, now, user_id)
+        await rt.in_thread(_sync_store_metadata, rt, agent_id, changed_stale)
+    res.merges_executed = await _merges(rt, agent_id, cfg, now, user_id)
     return res
 
 
-def _sync_store_metadata(km, agent_id: str, fact_ids: list[str]) -> None:
+def _sync_store_metadata(rt: KnowledgeRuntime, agent_id: str, fact_ids: list[str]) -> None:
     """Store metadata mirrors the fact rows (KC-3.5): rewritten for facts whose state changed."""
-    t = km.runtime.tables
-    with km.runtime.backend.read() as conn:
+    t = rt.tables
+    with rt.backend.read() as conn:
         rows = {}
         for batch in reads.chunked(sorted(set(fact_ids))):
             for row in conn.execute(sa.select(*_fact_cols(t)).where(t.fact.c.id.in_(batch))).mappings():
@@ -518,11 +519,11 @@ def _sync_store_metadata(km, agent_id: str, fact_ids: list[str]) -> None:
                     rows[row["id"]] = dict(row)
         links = commit_mod.links_of(conn, t, agent_id, list(rows))
     for fid, row in rows.items():
-        km.runtime.store.update("fact", fid, metadata=commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
+        rt.store.update("fact", fid, metadata=commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
 
 
-async def _merges(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> int:
-    t = km.runtime.tables
+async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> int:
+    t = rt.tables
     e, f = t.entity, t.fact
 
     def load(conn):
@@ -545,7 +546,7 @@ async def _merges(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[
                 lst.append(text)
         return ents, {k: (v[0] / v[1]) for k, v in sums.items() if v[1]}, texts
 
-    ents, centroids, texts = await _read(km, load)
+    ents, centroids, texts = await _read(rt, load)
     pairs = []
     by_type: dict[str, list[dict]] = {}
     for x in ents:
@@ -554,7 +555,7 @@ async def _merges(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[
         group = _cap(group, cfg, f"memify merges ({etype})")
         if len(group) < 2:
             continue
-        dim = km.runtime.dim
+        dim = rt.dim
         name_m = np.stack([np.asarray(x["embedding_vec"], dtype=np.float32) if x["embedding_vec"] is not None else np.zeros(dim, np.float32) for x in group])
         cent_m = np.stack([centroids[x["canonical_key"]].astype(np.float32) if x["canonical_key"] in centroids else np.zeros(dim, np.float32) for x in group])
         sims = np.maximum(_unit_rows(name_m) @ _unit_rows(name_m).T, _unit_rows(cent_m) @ _unit_rows(cent_m).T)
@@ -564,7 +565,7 @@ async def _merges(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[
     pairs.sort(key=lambda p: p[:3])
     done: set[str] = set()
     merges = 0
-    call = TaskCall(km.runtime.llm)
+    call = TaskCall(rt.llm)
     for _, ka, kb, a, b in pairs:
         if ka in done or kb in done:
             continue
@@ -579,16 +580,16 @@ async def _merges(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[
         if not reply["should_merge"]:
             continue
         win, lose = sorted([a, b], key=lambda x: (-int(x["fact_count"]), x["first_seen_at"], x["canonical_key"]))
-        moved = await _write(km, agent_id, "knowledge entity merge", lambda c: _merge(km, c, agent_id, win, lose, now, user_id))
-        await km.runtime.in_thread(_sync_store_metadata, km, agent_id, moved)
+        moved = await _write(rt, agent_id, "knowledge entity merge", lambda c: _merge(rt, c, agent_id, win, lose, now, user_id))
+        await rt.in_thread(_sync_store_metadata, rt, agent_id, moved)
         done.update((ka, kb))
         merges += 1
     return merges
 
 
-def _merge(km, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: datetime,
+def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: datetime,
            user_id: Optional[str]) -> list[str]:
-    t = km.runtime.tables
+    t = rt.tables
     f, lk, r, al, so, e = t.fact, t.link, t.relationship, t.alias, t.session_observation, t.entity
     W, L = win["canonical_key"], lose["canonical_key"]
     moved = [x[0] for x in conn.execute(sa.select(lk.c.fact_id).where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == L))]
@@ -638,8 +639,8 @@ def _merge(km, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: d
 
 
 # ----------------------------------------------------------------------------- KC-6.6
-async def score_entity_importance(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> EntityImportanceResult:
-    t = km.runtime.tables
+async def score_entity_importance(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> EntityImportanceResult:
+    t = rt.tables
     e, lk, f, r = t.entity, t.link, t.fact, t.relationship
 
     def run(conn):
@@ -676,12 +677,12 @@ async def score_entity_importance(km, agent_id: str, cfg: Any, now: datetime, us
         top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
         return EntityImportanceResult(entities_scored=len(keys), top_entities=[(k, float(s)) for k, s in top])
 
-    return await _write(km, agent_id, "knowledge entity importance", run)
+    return await _write(rt, agent_id, "knowledge entity importance", run)
 
 
 # ----------------------------------------------------------------------------- KC-6.7
-async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> SummaryRefreshResult:
-    t = km.runtime.tables
+async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> SummaryRefreshResult:
+    t = rt.tables
     e, lk, f = t.entity, t.link, t.fact
 
     def load(conn):
@@ -712,9 +713,9 @@ async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime, user_id:
             out.append((x, stale, facts))
         return out
 
-    items = await _read(km, load)
+    items = await _read(rt, load)
     res = SummaryRefreshResult()
-    call = TaskCall(km.runtime.llm)
+    call = TaskCall(rt.llm)
     done = []
     for x, stale, facts in items:
         if not stale:
@@ -732,7 +733,7 @@ async def refresh_summaries(km, agent_id: str, cfg: Any, now: datetime, user_id:
                 conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == key).values(
                     summary_text=text, summary_refreshed_at=now))
 
-        await _write(km, agent_id, "knowledge summary refresh", write)
+        await _write(rt, agent_id, "knowledge summary refresh", write)
     res.summaries_refreshed = len(done)
     res.summaries_skipped = len(items) - len(done)
     return res

@@ -166,7 +166,7 @@ class KnowledgeMemory:
         #: what the other knowledge modules share with this instance (no private reaches)
         self.runtime = KnowledgeRuntime(
             store=store, llm=llm, embedder=embedder, dim=dim, backend=self._backend,
-            tables=self._tables, executor=self._executor,
+            tables=self._tables, executor=self._executor, clock=self._clock, log=log,
         )
         if self._backend.dialect_name == "sqlite":
             store.register_deletion_hook(self._deletion_hook)
@@ -305,7 +305,7 @@ class KnowledgeMemory:
             queued.firewall = verdict
             return queued
         run = WriteRun(
-            self, agent_id=agent_id, message=message, speaker_name=speaker_name, source=source,
+            self.runtime, agent_id=agent_id, message=message, speaker_name=speaker_name, source=source,
             session_id=session_id, occurred_at=when, recent_messages=recent, dry_run=bool(dry_run), cfg=cfg,
             now=now, verbose=bool(verbose), user_id=user_id,
         )
@@ -337,7 +337,7 @@ class KnowledgeMemory:
         if status != "extraction_failed":
             raise ValueError(f"event {event_id!r} has status {status!r}; only extraction_failed events are reprocessed")
         run = WriteRun(
-            self, agent_id=agent_id, message=row["text"], speaker_name=row["speaker"] or "user", source=row["source"],
+            self.runtime, agent_id=agent_id, message=row["text"], speaker_name=row["speaker"] or "user", source=row["source"],
             session_id=row["session_id"] or default_session_id(agent_id, row["user_id"]), occurred_at=row["occurred_at"],
             recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, event_id=event_id, user_id=row["user_id"],
         )
@@ -431,8 +431,10 @@ class KnowledgeMemory:
             raise ValueError("start_worker extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=...")
         if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)) or not poll_interval > 0:
             raise ValueError("poll_interval must be a number > 0")
-        self._worker = queue_mod.BackgroundWorker(self, self._loop_runner, float(poll_interval), dict(
-            lease_seconds=lease_seconds, backoff_base=backoff_base, backoff_max=backoff_max))
+        self._worker = queue_mod.BackgroundWorker(
+            self._loop_runner, float(poll_interval),
+            lambda stop: self.process_jobs_async(_stop=stop, lease_seconds=lease_seconds,
+                                                 backoff_base=backoff_base, backoff_max=backoff_max))
 
     def stop_worker(self, timeout: Optional[float] = None) -> Optional[WorkerReport]:
         """Stop the in-process worker after its current job; returns what it did (None
@@ -491,7 +493,7 @@ class KnowledgeMemory:
             cfg = merge_config(merge_config(self.config, payload.get("config_overrides")),
                                {"on_extraction_failure": "rollback"})  # a failed attempt leaves nothing: it is retried
             run = WriteRun(
-                self, agent_id=agent, message=payload["message"], speaker_name=payload["speaker_name"],
+                self.runtime, agent_id=agent, message=payload["message"], speaker_name=payload["speaker_name"],
                 source=payload["source"], session_id=payload["session_id"],
                 occurred_at=parse_when(payload.get("occurred_at"), "occurred_at"),
                 recent_messages=list(payload.get("recent_messages") or []), dry_run=False, cfg=cfg, now=now,
@@ -605,7 +607,7 @@ class KnowledgeMemory:
             raise ValueError(f"the call describes {len(text)} chars, over max_input_chars={cfg.max_input_chars}; split it")
         now = self._now()
         run = WriteRun(
-            self, agent_id=agent_id, message=text, speaker_name=source, source=source, session_id=session_id,
+            self.runtime, agent_id=agent_id, message=text, speaker_name=source, source=source, session_id=session_id,
             occurred_at=when, recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, user_id=user_id,
         )
         run.rule_based_reconcile = not self.has_llm
@@ -918,6 +920,7 @@ class KnowledgeMemory:
         """Facts, events, intentions and a compressed context for ``query`` (KC-5). KC-3.8:
         ``user_id``'s knowledge plus the agent's shared knowledge, never another user's;
         ``None``: the shared knowledge only."""
+        from ..trust import audit
         from .retrieve import RetrieveRun
 
         validate_agent_id(agent_id)
@@ -938,13 +941,14 @@ class KnowledgeMemory:
         if not query.strip():
             return RetrieveResult(warnings=["empty query"], config_effective=cfg.as_dict())
         run = RetrieveRun(
-            self, agent_id=agent_id, query=query, session_id=session_id,
+            self.runtime, agent_id=agent_id, query=query, session_id=session_id,
             entity_keys=list(entity_keys) if entity_keys is not None else None, as_of=as_of_dt, known_at=known_dt,
             include_directives=bool(include_directives), cfg=cfg, now=now, verbose=bool(verbose), user_id=user_id,
         )
         with operation_span(self._tracer_provider, "retrieve", run) as span:
             result = await run.run()
             finish_span(span, result.stats)
+        result.audit_request_id = await audit.after_retrieve_async(self, agent_id, user_id, session_id, query, as_of_dt, known_dt, result)  # SC-16.2
         return result
 
     retrieve = sync_method(retrieve_async)
@@ -958,7 +962,7 @@ class KnowledgeMemory:
         user_id = check_user_id(user_id)
         now = self._now()
         cfg = self.config
-        return await self._small_write(agent_id, lambda c: emotional_trends(self, c, agent_id, cfg, now, user_id))
+        return await self._small_write(agent_id, lambda c: emotional_trends(self.runtime, c, agent_id, cfg, now, user_id))
 
     emotional_trends = sync_method(emotional_trends_async)
 
@@ -971,7 +975,7 @@ class KnowledgeMemory:
             raise TypeError("persona_text must be a str")
         user_id = check_user_id(user_id)
         now = self._now()
-        return await directives_for(self, agent_id, persona_text, self.config, now, user_id=user_id)
+        return await directives_for(self.runtime, agent_id, persona_text, self.config, now, user_id=user_id)
 
     directives = sync_method(directives_async)
 
@@ -986,7 +990,7 @@ class KnowledgeMemory:
         if not new_directive.strip():
             raise ValueError("new_directive must not be empty")
         self._now()
-        result, _ = await check_contradiction(self, agent_id, new_directive, self.config, user_id=check_user_id(user_id))
+        result, _ = await check_contradiction(self.runtime, agent_id, new_directive, self.config, user_id=check_user_id(user_id))
         return result
 
     check_contradiction = sync_method(check_contradiction_async)
@@ -1000,7 +1004,7 @@ class KnowledgeMemory:
         now = self._now()
         # KC-6.0: a job works in one scope (the user's rows, or the shared rows): what it
         # writes (clusters, observations, summaries) cites that scope's rows only
-        result = await getattr(jobs, name)(self, agent_id, self.config, now, user_id)
+        result = await getattr(jobs, name)(self.runtime, agent_id, self.config, now, user_id)
         if not isinstance(result, result_type):
             raise TypeError(f"job {name} returned {type(result).__name__}, not {result_type.__name__}")
         return result
@@ -1076,9 +1080,9 @@ class KnowledgeMemory:
             try:
                 if name == "emotional_trends":
                     out.results[name] = await self._small_write(
-                        agent_id, lambda c: emotional_trends(self, c, agent_id, cfg, now, user_id))
+                        agent_id, lambda c: emotional_trends(self.runtime, c, agent_id, cfg, now, user_id))
                 else:
-                    out.results[name] = await fns[name](self, agent_id, cfg, now, user_id)
+                    out.results[name] = await fns[name](self.runtime, agent_id, cfg, now, user_id)
             except Exception as exc:  # noqa: BLE001 - KC-6.1: the rest still run
                 log.warning("background job %s failed (%s)", name, type(exc).__name__)
                 out.errors[name] = f"{type(exc).__name__}: {exc}"

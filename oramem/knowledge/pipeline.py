@@ -11,11 +11,13 @@ import math
 import re
 import time
 import zoneinfo
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
+from .runtime import KnowledgeRuntime
 from .. import timeutil
 from . import reads
 from .classify import Chunk, classify_input, select_strategy, split_chunks
@@ -40,6 +42,10 @@ from .observe import record_step
 from .types import CorrectionResult, ExtractionStrategy, InputClassification, PipelineTrace, StepTiming
 
 __all__ = ["WriteRun", "SELF_REFERENCES", "canonical_attribute_key", "detect_corrections", "is_nickname"]
+
+if TYPE_CHECKING:
+    from .db import Backend
+    from .schema import KGTables
 
 log = logging.getLogger("oramem.knowledge")
 
@@ -137,12 +143,92 @@ def infer_value_type(value: Any) -> str:
 
 
 # ----------------------------------------------------------------------------- the run
-class WriteRun:
-    """State of one ``write`` (or ``reprocess_event``) call."""
+@dataclass(eq=False, slots=True)
+class WriteState:
+    """Everything one ``write`` (or ``reprocess_event``) carries between its steps, declared
+    in one place (issue 25 item 1): the inputs, then each step's products. The steps and the
+    commit step (commit.py) read and set these fields only: the class has slots, so setting
+    an undeclared attribute is an ``AttributeError``, not a new hidden field."""
+
+    rt: KnowledgeRuntime
+    #: KC-3.7: the scope of this write: the user's rows, or (None) the agent's shared rows
+    user_id: Optional[str]
+    t: KGTables
+    backend: Backend
+    agent_id: str
+    message: str
+    speaker: str
+    speaker_key: str
+    source: str
+    session_id: str
+    occurred_at: Optional[datetime]
+    t_event: datetime
+    recent_messages: list[str]
+    dry_run: bool
+    cfg: KnowledgeConfig
+    now: datetime
+    verbose: bool
+    tz: zoneinfo.ZoneInfo
+    call: TaskCall
+    reprocess_event_id: Optional[str]
+    event_id: str
+    trace: Optional[PipelineTrace]
+    rule_based_reconcile: bool = False  # deterministic writes without an LLM
+    degraded: list[str] = field(default_factory=list)  # KC-4.22: LLM steps that fell back to rules
+    #: called with the connection at the end of the knowledge transaction (queue.py)
+    on_commit: Optional[Callable[[Any], None]] = None
+    timings: list[StepTiming] = field(default_factory=list)  # every step's latency (OperationStats)
+    warnings: list[str] = field(default_factory=list)
+    tracer: Any = None  # an OpenTelemetry tracer while the operation's span records
+    # products of the steps
+    classification: Optional[InputClassification] = None
+    strategy: Optional[ExtractionStrategy] = None
+    # set by the commit step (commit.py): what it created, and its plan (a commit.Plan)
+    intentions_created: list[dict[str, Any]] = field(default_factory=list)
+    observations_created: list[dict[str, Any]] = field(default_factory=list)
+    plan: Any = None
+    emotion: Optional[dict[str, Any]] = None
+    event_vec: Optional[np.ndarray] = None
+    extraction_error: Optional[str] = None
+    entities: list[XEntity] = field(default_factory=list)
+    facts: list[XFact] = field(default_factory=list)
+    relations: list[XRelation] = field(default_factory=list)
+    intentions: list[XIntention] = field(default_factory=list)
+    observations: list[XObservation] = field(default_factory=list)
+    updated_summaries: dict[str, str] = field(default_factory=dict)
+    identity_aliases: list[tuple[str, str]] = field(default_factory=list)  # (alias name, canonical name)
+    _alias_to_name: dict[str, str] = field(default_factory=dict)  # postprocess: norm(alias) -> name
+    # resolution
+    resolved: dict[str, tuple[str, str]] = field(default_factory=dict)  # norm(name) -> (key, method)
+    resolved_order: list[dict[str, Any]] = field(default_factory=list)
+    created: dict[str, NewEntity] = field(default_factory=dict)
+    touched_keys: set[str] = field(default_factory=set)
+    key_names: dict[str, set[str]] = field(default_factory=dict)  # entity key -> names/aliases used in this write
+    alias_regs: dict[str, tuple[str, str]] = field(default_factory=dict)  # norm(alias) -> (key, type)
+    name_vecs: dict[str, np.ndarray] = field(default_factory=dict)
+    _persons_cache: Optional[list[dict[str, Any]]] = None
+    _type_cache: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # resolve_all's prefetch (one read for every name of the write)
+    _alias_cache: Any = None
+    _slug_cache: Any = None
+    _prefetched_slugs: set[str] = field(default_factory=set)
+    _prefetched_norms: set[str] = field(default_factory=set)
+    _known_entities: dict[str, dict[str, Any]] = field(default_factory=dict)
+    display_updates: dict[str, str] = field(default_factory=dict)
+    # reconciliation
+    decisions: list[Decision] = field(default_factory=list)
+    registry: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class WriteRun(WriteState):
+    """One ``write`` (or ``reprocess_event``) call: its :class:`WriteState` and the steps
+    over it."""
+
+    __slots__ = ()
 
     def __init__(
         self,
-        km: Any,
+        rt: KnowledgeRuntime,
         *,
         agent_id: str,
         message: str,
@@ -158,67 +244,15 @@ class WriteRun:
         event_id: Optional[str] = None,
         user_id: Optional[str] = None,
     ) -> None:
-        self.km = km
-        #: KC-3.7: the scope of this write: the user's rows, or (None) the agent's shared rows
-        self.user_id = user_id
-        self.t = km.runtime.tables
-        self.backend = km.runtime.backend
-        self.agent_id = agent_id
-        self.message = message
-        self.speaker = speaker_name.strip()
-        self.speaker_key = entity_key("person", self.speaker)
-        self.source = source
-        self.session_id = session_id
-        self.occurred_at = occurred_at
-        self.t_event = occurred_at or now
-        self.recent_messages = recent_messages
-        self.dry_run = dry_run
-        self.cfg = cfg
-        self.now = now
-        self.verbose = verbose
-        self.tz = zoneinfo.ZoneInfo(cfg.timezone)
-        self.call = TaskCall(km.runtime.llm)
-        self.rule_based_reconcile = False  # deterministic writes without an LLM
-        self.degraded: list[str] = []  # KC-4.22: LLM steps that fell back to rules
-        #: called with the connection at the end of the knowledge transaction (queue.py)
-        self.on_commit: Optional[Callable[[Any], None]] = None
-        self.timings: list[StepTiming] = []  # every step's latency (OperationStats)
-        self.warnings: list[str] = []
-        self.trace = PipelineTrace() if verbose else None
-        self.tracer: Any = None  # an OpenTelemetry tracer while the operation's span records
-        self.reprocess_event_id = event_id
-        self.event_id = event_id or new_id()
-        # products of the steps
-        self.classification: Optional[InputClassification] = None
-        self.strategy: Optional[ExtractionStrategy] = None
-        # set by the commit step (commit.py): what it created, and its plan (a commit.Plan)
-        self.intentions_created: list[dict[str, Any]] = []
-        self.observations_created: list[dict[str, Any]] = []
-        self.plan: Any = None
-        self.emotion: Optional[dict] = None
-        self.event_vec: Optional[np.ndarray] = None
-        self.extraction_error: Optional[str] = None
-        self.entities: list[XEntity] = []
-        self.facts: list[XFact] = []
-        self.relations: list[XRelation] = []
-        self.intentions: list[XIntention] = []
-        self.observations: list[XObservation] = []
-        self.updated_summaries: dict[str, str] = {}
-        self.identity_aliases: list[tuple[str, str]] = []  # (alias name, canonical name)
-        # resolution
-        self.resolved: dict[str, tuple[str, str]] = {}  # norm(name) -> (key, method)
-        self.resolved_order: list[dict] = []
-        self.created: dict[str, NewEntity] = {}
-        self.touched_keys: set[str] = set()
-        self.key_names: dict[str, set[str]] = {}  # entity key -> names/aliases used in this write
-        self.alias_regs: dict[str, tuple[str, str]] = {}  # norm(alias) -> (key, type)
-        self.name_vecs: dict[str, np.ndarray] = {}
-        self._persons_cache: Optional[list[dict]] = None
-        self._type_cache: dict[str, list[dict]] = {}
-        self.display_updates: dict[str, str] = {}
-        # reconciliation
-        self.decisions: list[Decision] = []
-        self.registry: dict[str, dict] = {}
+        speaker = speaker_name.strip()
+        WriteState.__init__(
+            self, rt=rt, user_id=user_id, t=rt.tables, backend=rt.backend, agent_id=agent_id,
+            message=message, speaker=speaker, speaker_key=entity_key("person", speaker), source=source,
+            session_id=session_id, occurred_at=occurred_at, t_event=occurred_at or now,
+            recent_messages=recent_messages, dry_run=dry_run, cfg=cfg, now=now, verbose=verbose,
+            tz=zoneinfo.ZoneInfo(cfg.timezone), call=TaskCall(rt.llm), reprocess_event_id=event_id,
+            event_id=event_id or new_id(), trace=PipelineTrace() if verbose else None,
+        )
 
     # -- plumbing ------------------------------------------------------------------------
     def warn(self, text: str) -> None:
@@ -233,14 +267,14 @@ class WriteRun:
             with self.backend.read() as conn:
                 return fn(conn)
 
-        return await self.km.runtime.in_thread(run)
+        return await self.rt.in_thread(run)
 
     async def embed(self, texts: list[str], is_query: bool = False) -> np.ndarray:
         """KC-7.6: an exception, a wrong count or a wrong dimension is ``EmbeddingError``."""
         if not texts:
-            return np.zeros((0, self.km.runtime.dim), dtype=np.float32)
+            return np.zeros((0, self.rt.dim), dtype=np.float32)
         try:
-            out = await self.km.runtime.embed(list(texts), is_query)
+            out = await self.rt.embed(list(texts), is_query)
             arr = np.asarray(out, dtype=np.float32)
         except EmbeddingError:
             raise
@@ -248,8 +282,8 @@ class WriteRun:
             raise EmbeddingError(f"embedder failed: {type(exc).__name__}: {exc}") from exc
         if arr.ndim != 2 or arr.shape[0] != len(texts):
             raise EmbeddingError(f"embedder returned {arr.shape[0] if arr.ndim else 0} vectors for {len(texts)} texts")
-        if arr.shape[1] != self.km.runtime.dim:
-            raise EmbeddingError(f"embedder returned dimension {arr.shape[1]}, the store's vector_dim is {self.km.runtime.dim}")
+        if arr.shape[1] != self.rt.dim:
+            raise EmbeddingError(f"embedder returned dimension {arr.shape[1]}, the store's vector_dim is {self.rt.dim}")
         if not np.all(np.isfinite(arr)):
             raise EmbeddingError("embedder returned non-finite values")
         return arr
@@ -304,7 +338,7 @@ class WriteRun:
             e = ents[k]
             item = {"entity_key": k, "display_name": e["display_name"], "summary": e["summary_text"], "facts": []}
             if not e["summary_text"]:
-                hits2 = await self.km.runtime.search(
+                hits2 = await self.rt.search(
                     query_vector=self.event_vec,
                     k=per_entity,
                     agent_id=self.agent_id,
@@ -585,10 +619,8 @@ class WriteRun:
         self._alias_cache, self._slug_cache, known = await self.read(prefetch)
         self._prefetched_slugs = set(slugs)
         self._prefetched_norms = set(norms)
-        if not hasattr(self, "_known_entities"):
-            self._known_entities: dict[str, dict] = {}
         self._known_entities.update(known)
-        vecs = await self.embed(to_embed) if to_embed else np.zeros((0, self.km.runtime.dim), np.float32)
+        vecs = await self.embed(to_embed) if to_embed else np.zeros((0, self.rt.dim), np.float32)
         self.name_vecs = {norm(n): vecs[i] for i, n in enumerate(to_embed)}
         for name in names:
             await self.resolve(name)
@@ -625,7 +657,7 @@ class WriteRun:
             return self.created[key].display_name
         if key in self.display_updates:
             return self.display_updates[key]
-        row = self._known_entities.get(key) if hasattr(self, "_known_entities") else None
+        row = self._known_entities.get(key)
         if row and row.get("display_name"):
             return row["display_name"]
         return fallback
@@ -656,8 +688,6 @@ class WriteRun:
         n = norm(name)
         if n in self.resolved:
             return self.resolved[n]
-        if not hasattr(self, "_known_entities"):
-            self._known_entities = {}
         t = self.t
         # 0 speaker
         if self.is_self(name):
@@ -840,7 +870,7 @@ class WriteRun:
             sims: dict[str, float] = {}
             per_fact_best: dict[int, float] = {}
             for f in group:
-                hits = await self.km.runtime.search(
+                hits = await self.rt.search(
                     query_vector=f.vec,
                     k=cfg.reconcile_candidates,
                     agent_id=self.agent_id,

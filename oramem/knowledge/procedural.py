@@ -13,6 +13,7 @@ from typing import Any, Optional
 import numpy as np
 import sqlalchemy as sa
 
+from .runtime import KnowledgeRuntime
 from . import reads
 from .errors import LLMError
 from .model import new_id
@@ -50,12 +51,12 @@ def _unit(v: Any) -> Optional[np.ndarray]:
     return a / n if n > 0 else None
 
 
-async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, now: datetime, call: Optional[TaskCall] = None,
+async def directives_for(rt: KnowledgeRuntime, agent_id: str, persona_text: str, cfg: Any, now: datetime, call: Optional[TaskCall] = None,
                          *, user_id: Optional[str] = None) -> DirectiveBlock:
     """KC-5.10: active behavioral_preference observations (times_reinforced ≥ 1), ≤10, one
     ``directives`` call (fallback ``"- {title}"`` lines), per-instance cache."""
-    mo = km.runtime.tables.meta_observation
-    rows = await km.runtime.read(lambda c: [dict(r) for r in c.execute(
+    mo = rt.tables.meta_observation
+    rows = await rt.read(lambda c: [dict(r) for r in c.execute(
         sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.confidence, mo.c.times_reinforced, mo.c.last_reinforced_at)
         .where(reads.visible(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
                mo.c.observation_type == "behavioral_preference", mo.c.times_reinforced >= 1)
@@ -66,7 +67,7 @@ async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, no
         return DirectiveBlock()
     key = (agent_id, user_id, tuple(sorted((r["id"], int(r["times_reinforced"])) for r in rows)),
            hashlib.sha256((persona_text or "").encode("utf-8")).hexdigest())
-    cache = km.runtime.directive_cache
+    cache = rt.directive_cache
     hit = cache.get(key)
     if hit is not None and hit[0] > now:
         return DirectiveBlock(text=hit[1].text, directive_count=hit[1].directive_count, cache_hit=True)
@@ -75,7 +76,7 @@ async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, no
          "confidence": round(max(0.10, float(r["confidence"]) * 0.95 ** _weeks(r["last_reinforced_at"], now)), 4)}
         for r in rows
     ]
-    call = call or TaskCall(km.runtime.llm)
+    call = call or TaskCall(rt.llm)
     try:
         reply = await call("directives", {"persona": persona_text or "", "max_tokens": cfg.directive_max_tokens, "directives": items},
                            cfg.job_llm_timeout_sec)
@@ -92,14 +93,14 @@ async def directives_for(km: Any, agent_id: str, persona_text: str, cfg: Any, no
     return block
 
 
-async def check_contradiction(km: Any, agent_id: str, new_directive: str, cfg: Any, *, exclude_id: Optional[str] = None,
+async def check_contradiction(rt: KnowledgeRuntime, agent_id: str, new_directive: str, cfg: Any, *, exclude_id: Optional[str] = None,
                               call: Optional[TaskCall] = None, user_id: Optional[str] = None) -> tuple[ContradictionResult, Optional[str]]:
     """KC-5.10: the nearest active behavioral_preference by embedding; below the threshold no
     LLM call; otherwise one ``contradiction`` call. Returns the result and the id of the
     observation it was compared with (when contradicted)."""
-    vec = _unit(np.asarray(await km.runtime.embed([new_directive], False), dtype=np.float32)[0])
-    mo = km.runtime.tables.meta_observation
-    rows = await km.runtime.read(lambda c: [dict(r) for r in c.execute(
+    vec = _unit(np.asarray(await rt.embed([new_directive], False), dtype=np.float32)[0])
+    mo = rt.tables.meta_observation
+    rows = await rt.read(lambda c: [dict(r) for r in c.execute(
         sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.embedding_vec)
         .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
                mo.c.observation_type == "behavioral_preference")
@@ -116,7 +117,7 @@ async def check_contradiction(km: Any, agent_id: str, new_directive: str, cfg: A
     if float(sims[best]) < cfg.contradiction_similarity_threshold:
         return ContradictionResult(), None
     target = rows[best]
-    call = call or TaskCall(km.runtime.llm)
+    call = call or TaskCall(rt.llm)
     try:
         reply = await call("contradiction", {"new_directive": new_directive, "existing": {"title": target["title"], "text": target["text"]}},
                            cfg.job_llm_timeout_sec)
@@ -131,10 +132,10 @@ async def check_contradiction(km: Any, agent_id: str, new_directive: str, cfg: A
     ), target["id"]
 
 
-def emotional_trends(km: Any, conn: sa.Connection, agent_id: str, cfg: Any, now: datetime,
+def emotional_trends(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, cfg: Any, now: datetime,
                      user_id: Optional[str] = None) -> EmotionalTrendsResult:
     """KC-5.13 (deterministic; runs inside a write transaction)."""
-    ev, mo = km.runtime.tables.event, km.runtime.tables.meta_observation
+    ev, mo = rt.tables.event, rt.tables.meta_observation
     rows = [dict(r) for r in conn.execute(
         sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary, ev.c.emotion_intensity, ev.c.energy_level)
         .where(reads.owned(ev, agent_id, user_id), ev.c.emotion_primary.is_not(None),

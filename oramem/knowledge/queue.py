@@ -47,10 +47,11 @@ import threading
 import time
 import uuid
 from datetime import datetime, timedelta
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Coroutine, Iterator, Optional
 
 import sqlalchemy as sa
 
+from .._sync import BackgroundLoop
 from .errors import KnowledgeError
 from .types import JobInfo, JobQueueStatus, WorkerReport
 
@@ -347,9 +348,11 @@ class BackgroundWorker(StopFlag):
     event loop (the loop its sync twins run on; no loop of its own) until :meth:`stop`;
     background writes of the same instance :meth:`wake` it."""
 
-    def __init__(self, km: Any, loop: Any, poll_interval: float, kwargs: dict) -> None:
+    def __init__(self, loop: BackgroundLoop, poll_interval: float,
+                 work: Callable[[StopFlag], Coroutine[Any, Any, WorkerReport]]) -> None:
         super().__init__(poll_interval)
-        self.future: concurrent.futures.Future[WorkerReport] = loop.submit(km.process_jobs_async(_stop=self, **kwargs))
+        #: ``work(self)`` is the instance's ``process_jobs_async`` bound to this stop flag
+        self.future: concurrent.futures.Future[WorkerReport] = loop.submit(work(self))
         self.future.add_done_callback(self._log_error)
 
     @staticmethod

@@ -23,6 +23,7 @@ from typing import Any, Optional
 import numpy as np
 import sqlalchemy as sa
 
+from .runtime import KnowledgeRuntime
 from . import reads
 from .context import compress_context
 from .errors import LLMError
@@ -254,11 +255,11 @@ class Cand:
 
 
 class RetrieveRun:
-    def __init__(self, km: Any, *, agent_id: str, query: str, session_id: Optional[str], entity_keys: Optional[list],
+    def __init__(self, rt: KnowledgeRuntime, *, agent_id: str, query: str, session_id: Optional[str], entity_keys: Optional[list],
                  as_of: Optional[datetime], known_at: Optional[datetime], include_directives: bool, cfg: Any,
                  now: datetime, verbose: bool, user_id: Optional[str] = None) -> None:
-        self.km = km
-        self.t = km.runtime.tables
+        self.rt = rt
+        self.t = rt.tables
         self.agent_id = agent_id
         #: KC-3.8: the reader; she sees her rows plus the agent's shared rows (None: shared only)
         self.user_id = user_id
@@ -269,7 +270,7 @@ class RetrieveRun:
         self.now = now
         self.verbose = verbose
         self.include_directives = include_directives
-        self.call = TaskCall(km.runtime.llm)
+        self.call = TaskCall(rt.llm)
         self.warnings: list[str] = []
         self.trace = PipelineTrace() if verbose else None
         self.timings: list[StepTiming] = []  # every step's latency (OperationStats)
@@ -287,7 +288,7 @@ class RetrieveRun:
         record_step(self, name, started, data)
 
     async def read(self, fn):
-        return await self.km.runtime.read(fn)
+        return await self.rt.read(fn)
 
     def _fact_cols(self) -> list:
         return [c for c in self.t.fact.c if c.name != "embedding_vec"]
@@ -380,7 +381,7 @@ class RetrieveRun:
         if self.include_directives:
             from .procedural import directives_for
 
-            directive_block = await directives_for(self.km, self.agent_id, "", cfg, self.now, self.call)
+            directive_block = await directives_for(self.rt, self.agent_id, "", cfg, self.now, self.call)
         # context
         graph_ids = {f["fact_id"] for f in graph.facts}
         facts_out = [self._scored(c) for c in kept]
@@ -533,10 +534,10 @@ class RetrieveRun:
     # -- signals ------------------------------------------------------------------------------------
     async def _embed_query(self) -> None:
         try:
-            out = await self.km.runtime.embed([self.query], True)
+            out = await self.rt.embed([self.query], True)
             arr = np.asarray(out, dtype=np.float32)
-            if arr.ndim != 2 or arr.shape[0] != 1 or arr.shape[1] != self.km.runtime.dim or not np.all(np.isfinite(arr)):
-                raise ValueError(f"embedder returned shape {arr.shape} for one query of dimension {self.km.runtime.dim}")
+            if arr.ndim != 2 or arr.shape[0] != 1 or arr.shape[1] != self.rt.dim or not np.all(np.isfinite(arr)):
+                raise ValueError(f"embedder returned shape {arr.shape} for one query of dimension {self.rt.dim}")
             self.qvec = arr[0]
         except Exception as exc:  # noqa: BLE001 - KC-7.6: semantic and event signals turn off
             self.qvec = None
@@ -551,7 +552,7 @@ class RetrieveRun:
     async def _semantic(self, pool: int, filter_keys: Optional[list[str]]) -> int:
         if self.qvec is None:
             return 0
-        hits = await self.km.runtime.search(
+        hits = await self.rt.search(
             query_vector=self.qvec, k=pool, agent_id=self.agent_id, record_types=["fact"], strategy="vector",
             metadata_filter=reads.with_scope(store_filter(self.view, min_confidence=self.cfg.min_confidence, entity_keys=filter_keys),
                                              self.user_id, read=True),
@@ -573,11 +574,11 @@ class RetrieveRun:
         from ..types import SearchStrategy
 
         n = 0
-        if self.km.runtime.store.search_strategy is not SearchStrategy.HYBRID:
+        if self.rt.store.search_strategy is not SearchStrategy.HYBRID:
             self.warn("keyword signal unavailable")
         else:
             text = " ".join([self.query] + expanded.expanded_terms)
-            hits = await self.km.runtime.search(
+            hits = await self.rt.search(
                 query=text, k=pool, agent_id=self.agent_id, record_types=["fact"], strategy="keyword",
                 metadata_filter=reads.with_scope(store_filter(self.view, min_confidence=self.cfg.min_confidence, entity_keys=filter_keys),
                                              self.user_id, read=True),
@@ -720,7 +721,7 @@ class RetrieveRun:
         cfg = self.cfg
         if self.qvec is None:
             return []
-        hits = await self.km.runtime.search(
+        hits = await self.rt.search(
             query_vector=self.qvec, k=cfg.event_max_scan, agent_id=self.agent_id, record_types=["message"], strategy="vector",
             metadata_filter=reads.with_scope({"kg_source": {"$exists": True}}, self.user_id, read=True),
         )
@@ -1045,7 +1046,7 @@ class RetrieveRun:
         def run() -> bool:
             # KC-5.14: a read never waits for the write lock (review finding 16): when another
             # writer holds it, this retrieval's usage is not recorded (a warning says so)
-            with self.km.runtime.backend.try_write("knowledge usage tracking", self.agent_id) as conn:
+            with self.rt.backend.try_write("knowledge usage tracking", self.agent_id) as conn:
                 if conn is None:
                     return False
                 for batch in reads.chunked(sorted(set(fact_ids))):
@@ -1061,7 +1062,7 @@ class RetrieveRun:
                                  .values(referenced_at=now, relative_offset=n["relative_offset"][:64]))
             return True
 
-        if not await self.km.runtime.in_thread(run):
+        if not await self.rt.in_thread(run):
             self.warn("usage tracking skipped: another writer holds the store's write lock (the read did not wait)")
 
 

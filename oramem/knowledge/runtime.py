@@ -12,9 +12,20 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+import numpy as np
+
+if TYPE_CHECKING:  # typing only: runtime.py imports no knowledge module (no import cycles)
+    from ..embedders.base import IEmbedder
+    from ..store import OracleMemoryStore
+    from .db import Backend
+    from .providers import LLMProvider
+    from .schema import KGTables
 
 __all__ = ["KnowledgeRuntime"]
 
@@ -23,14 +34,17 @@ T = TypeVar("T")
 
 @dataclass(eq=False)
 class KnowledgeRuntime:
-    store: Any  # OracleMemoryStore (SQLite or Oracle engine)
-    llm: Any  # LLMProvider (NoLLM when the layer runs without one)
-    embedder: Any  # the store's embedder unless one was given
+    store: OracleMemoryStore  # SQLite or Oracle engine
+    llm: LLMProvider  # NoLLM when the layer runs without one
+    embedder: IEmbedder  # the store's embedder unless one was given
     dim: int  # embedder dimension == store.vector_dim
-    backend: Any  # oramem.knowledge.db.Backend over the store's database
-    tables: Any  # oramem.knowledge.schema.Tables of this store
+    backend: Backend  # the knowledge tables' database (the store's)
+    tables: KGTables  # the knowledge tables of this store
     executor: ThreadPoolExecutor
-    directive_cache: dict = field(default_factory=dict)  # KC-5.10: per instance, never module-global
+    #: the instance's clock (``KnowledgeMemory(clock=...)``), unchecked; ``KnowledgeMemory._now`` checks it
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("oramem.knowledge"))
+    directive_cache: dict[Any, Any] = field(default_factory=dict)  # KC-5.10: per instance, never module-global
 
     async def in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking database work on the worker pool (created once per instance, so sync
@@ -45,13 +59,16 @@ class KnowledgeRuntime:
         sync python-oracledb pool or connection) runs its sync call on the worker pool; an
         async-only store (an async pool) its async twin (python-oracledb's native asyncio).
         A vector query is a pure vector search on every store (SC-6.6), also on a hybrid one."""
+        from ..trust.audit import internal  # SC-16.3: the layer's own searches are not audit entries
+
         if kwargs.get("query_vector") is not None and kwargs.get("strategy") is None:
             kwargs["strategy"] = "vector"
-        if not getattr(self.store.engine, "async_only", False):
-            return await self.in_thread(self.store.search, **kwargs)
-        return await self.store.search_async(**kwargs)
+        with internal():
+            if not getattr(self.store.engine, "async_only", False):
+                return await self.in_thread(self.store.search, **kwargs)
+            return await self.store.search_async(**kwargs)
 
-    async def embed(self, texts: list, is_query: bool) -> Any:
+    async def embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         emb = self.embedder
         if hasattr(emb, "embed"):
             return await self.in_thread(emb.embed, texts, is_query=is_query)

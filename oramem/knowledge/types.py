@@ -356,6 +356,8 @@ class RetrieveResult:
     config_effective: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     stats: OperationStats = field(default_factory=OperationStats)
+    #: SC-16.2: the retrieval audit's request id of this retrieve (None when the audit is off)
+    audit_request_id: Optional[str] = None
 
 
 @dataclass

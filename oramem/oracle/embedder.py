@@ -29,13 +29,17 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import oracledb
 
-from ..embedders.base import IEmbedder
+from ..embedders.base import IEmbedder, InputWindow
 
 __all__ = ["OracleDBEmbedder", "validate_model_name"]
 
 _IDENT = r"[A-Za-z][A-Za-z0-9_$#]{0,127}"
 _MODEL_RE = re.compile(rf"^({_IDENT})(?:\.({_IDENT}))?$")
 _MAX_TEXT_BYTES = 4000
+#: characters that always fit _MAX_TEXT_BYTES (UTF-8 takes at most 4 bytes per character)
+_MAX_TEXT_CHARS = _MAX_TEXT_BYTES // 4
+#: characters per model token assumed without the model's tokenizer (as for services)
+_CHARS_PER_TOKEN = 2
 
 _EXISTS_SQL = (
     "select count(*) from all_mining_models "
@@ -73,8 +77,14 @@ def _clip(text: str) -> str:
 class OracleDBEmbedder(IEmbedder):
     """In-database ONNX embedder: ``OracleDBEmbedder(conn_or_pool, "ORAMEM_EMBED")``."""
 
-    def __init__(self, conn_or_pool: Any, model_name: str, *, embedding_dimension: Optional[int] = None) -> None:
+    def __init__(self, conn_or_pool: Any, model_name: str, *, embedding_dimension: Optional[int] = None,
+                 max_input_tokens: Optional[int] = None) -> None:
         self.model_name = validate_model_name(model_name)
+        if max_input_tokens is not None and (
+            isinstance(max_input_tokens, bool) or not isinstance(max_input_tokens, int) or max_input_tokens < 8
+        ):
+            raise ValueError(f"max_input_tokens must be an int >= 8 or None, got {max_input_tokens!r}")
+        self.max_input_tokens = max_input_tokens
         if isinstance(conn_or_pool, (oracledb.AsyncConnectionPool, oracledb.AsyncConnection)):
             self._async = True
         elif isinstance(conn_or_pool, (oracledb.ConnectionPool, oracledb.Connection)):
@@ -105,6 +115,19 @@ class OracleDBEmbedder(IEmbedder):
             "order by jt.i"
         )
         self._dim_sql = f"select vector_dimension_count(vector_embedding({quoted} using 'oramem' as data)) from dual"
+
+    @property
+    def input_window(self) -> InputWindow:
+        """What one VECTOR_EMBEDDING call here reads (issue 28): the text goes through a
+        ``VARCHAR2(4000)`` column, so at most 1,000 characters are sure to arrive whole (4
+        bytes per character at worst; longer text is clipped); with ``max_input_tokens`` (the
+        model's token window, which Oracle's model metadata does not expose) also at most 2
+        characters per token. The store chunks to it, so no indexed text is clipped or lies
+        past the model's window."""
+        chars = _MAX_TEXT_CHARS
+        if self.max_input_tokens is not None:
+            chars = min(chars, self.max_input_tokens * _CHARS_PER_TOKEN)
+        return InputWindow(max_tokens=self.max_input_tokens, max_chars=chars)
 
     # -- sync ---------------------------------------------------------------------------
     def _conn(self):

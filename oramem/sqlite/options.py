@@ -51,3 +51,6 @@ def drop_options(conn: sqlite3.Connection, store_id: str) -> None:
     """Inside the transaction that drops (or recreates) the store."""
     if _exists(conn):
         conn.execute(f"DELETE FROM {OPTIONS_TABLE} WHERE store_id = ?", (store_id,))
+    from .audit import drop_entries  # SC-16.7: the store's retrieval-audit entries go with it
+
+    drop_entries(conn, store_id)

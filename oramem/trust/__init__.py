@@ -1,5 +1,6 @@
-"""Trust features (issue 27): verifiable erasure (SC-14), the write-time memory firewall (SC-15)."""
+"""Trust features (issue 27): verifiable erasure (SC-14), the retrieval audit and self-check (SC-16), the write-time memory firewall (SC-15)."""
 
+from .audit import AuditEntry, AuditSettings, audit_settings, last_request_id, set_audit, set_audit_async
 from .erasure import ErasedSubjectError, ErasureReceipt, ReceiptCheck, erasure_log, verify_receipts, verify_receipts_async
 
 from .firewall import (
@@ -18,6 +19,12 @@ from .firewall import (
 )
 
 __all__ = [
+    "AuditEntry",
+    "AuditSettings",
+    "audit_settings",
+    "last_request_id",
+    "set_audit",
+    "set_audit_async",
     "ErasedSubjectError",
     "ErasureReceipt",
     "ReceiptCheck",
