@@ -31,9 +31,11 @@ version 1 (``unicode61``, no stemming) is upgraded by an open under
 ``CREATE_IF_NECESSARY``: the catalog gains the column, and a keyword-capable store's FTS
 index is dropped and rebuilt from its retrieval rows with the new tokenizer (rows still
 pending in MANUAL sync stay pending), in the open's transaction, so a failure leaves the
-store as it was. Other policies open a version-1 store as it is (keyword language
+store as it was. Other policies would open a version-1 store as it is (keyword language
 ``legacy``: every query word kept, no stemming) and say how to upgrade if a keyword
-language is asked for.
+language is asked for; but a version-1 or -2 keyword index also lacks FTS5 secure-delete,
+which a writable open under them refuses (``_secure_delete``), so in practice only
+``CREATE_IF_NECESSARY`` (upgrade) or ``read_only`` opens them.
 
 Scope in the keyword index (schema version 3): the FTS rows carry a ``scope`` column with
 the record's thread/user/agent tokens (:mod:`.keyword`), so a scoped keyword search only
@@ -296,13 +298,17 @@ def _secure_delete(conn: sqlite3.Connection, tables: StoreTables, policy: Schema
     """A keyword index written by an earlier oramem (no FTS5 ``secure-delete``; every
     deleting transaction rebuilt the whole index instead) is switched to secure-delete under
     CREATE_IF_NECESSARY, and rebuilt once so no entry of a row deleted before stays in it.
-    Under the other policies it is used as it is: its deletes keep rebuilding the index
-    (correct erasure, a cost that grows with the store; mutations.erase_deleted_text)."""
+    The other policies change nothing (SC-10.2: they validate a *current* store), so a
+    writable open under them is refused with the policy that upgrades it: used as it is,
+    each of its deletes would rebuild the whole index (a cost that grows with the store).
+    Read-only opens never get here (they cannot delete)."""
     if policy != SchemaPolicy.CREATE_IF_NECESSARY:
-        log.warning(
-            "store %r has a keyword index from an older oramem (no FTS5 secure-delete): each delete rebuilds "
-            "it; open the store once with schema_policy=CREATE_IF_NECESSARY to upgrade it", tables.store_id)
-        return
+        raise SchemaError(
+            f"store {tables.store_id!r} has a keyword index from an older oramem (no FTS5 secure-delete, so each "
+            f"delete would rebuild the whole index); {policy.name} does not upgrade a store: open it once with "
+            "schema_policy=CREATE_IF_NECESSARY (it switches the index to secure-delete and rebuilds it once), "
+            "or open it with read_only=True to read it as it is"
+        )
     conn.execute(tables.secure_delete_sql)
     conn.execute(f"INSERT INTO {tables.fts}({tables.fts}) VALUES ('rebuild')")
 

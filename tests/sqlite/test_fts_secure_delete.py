@@ -3,13 +3,14 @@ FTS5 ``secure-delete``, so a deleting transaction erases its rows' words in the 
 itself and never runs FTS5 ``'rebuild'`` over the whole index (counted with the
 connection's trace callback, not timed; the timing is bench/delete_cost.py). A keyword
 index written by an earlier oramem (no secure-delete) is upgraded once under
-CREATE_IF_NECESSARY and used as it is (deletes rebuild, erasure kept) otherwise."""
+CREATE_IF_NECESSARY, refused with that advice under REQUIRE_EXISTING / CREATE_IF_EMPTY, and
+read as it is by a read-only open."""
 
 from __future__ import annotations
 
 import pytest
 
-from oramem import SQLiteMemoryStore
+from oramem import SchemaError, SQLiteMemoryStore
 from oramem.embedders import HashEmbedder
 from oramem.sqlite._sqlite import sqlite3
 from oramem.types import SchemaPolicy
@@ -100,22 +101,24 @@ def test_old_file_is_upgraded_under_create_if_necessary(tmp_path):
 
 
 @pytest.mark.parametrize("policy", [SchemaPolicy.REQUIRE_EXISTING, SchemaPolicy.CREATE_IF_EMPTY])
-def test_old_file_opened_without_upgrade_still_erases(tmp_path, policy, caplog):
+def test_old_file_is_refused_without_upgrade_with_advice(tmp_path, policy):
+    """SC-10.2: these policies change nothing, and used as it is the old index would rebuild
+    itself on every delete; the open is refused, names the policy that upgrades it, and
+    leaves the file as it was."""
     path = str(tmp_path / "old.db")
-    ids = _old_file(path)
-    s = _open(path, schema_policy=policy)
+    _old_file(path)
+    with pytest.raises(SchemaError, match="CREATE_IF_NECESSARY") as err:
+        _open(path, schema_policy=policy)
+    assert "read_only=True" in str(err.value) and policy.name in str(err.value)
+    assert _secure_delete(path) is None  # nothing upgraded
+    assert _file_has(path, NEEDLE)  # nor rebuilt or deleted
+    s = _open(path)  # the advice works
     try:
-        assert "CREATE_IF_NECESSARY" in caplog.text  # the advice
-        assert _secure_delete(path) is None  # nothing upgraded
-        seen = _statements(s)
-        for rid in ids:
-            s.delete("memory", rid)
-        s.engine._db.conn.set_trace_callback(None)
-        assert [q for q in seen if "rebuild" in q.lower()]  # the old way, still erasing
-        assert s.search(NEEDLE, k=5, strategy="keyword") == []
+        assert _secure_delete(path) == 1
+        assert len(s.search(NEEDLE, k=5, strategy="keyword")) == 3
     finally:
         s.close()
-    assert not _file_has(path, NEEDLE)
+    _open(path, schema_policy=policy).close()  # and the upgraded file opens under the policy
 
 
 def test_old_file_opens_read_only(tmp_path):
