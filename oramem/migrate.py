@@ -43,11 +43,11 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .errors import StoreError
+from .sqlite._sqlite import sqlite3
 from .types import PendingRecordBatch, Record
 
 __all__ = ["Location", "parse_location", "migrate", "MigrationReport", "StoreComparison"]
@@ -193,8 +193,10 @@ class _SQLiteSide:
 
         if read_only:
             uri = f"file:{os.path.abspath(self.path)}?mode=ro"
-            return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True))
-        return sa.create_engine(f"sqlite:///{os.path.abspath(self.path)}")
+            return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True), module=sqlite3)
+        # module=: the engine's SQLite build (see oramem/sqlite/_sqlite.py), never a second
+        # library on the same file in one process
+        return sa.create_engine(f"sqlite:///{os.path.abspath(self.path)}", module=sqlite3)
 
     def knowledge_tables(self) -> set[str]:
         conn = self._ro()

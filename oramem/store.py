@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import types
 import warnings
 from datetime import datetime, timezone

@@ -152,12 +152,16 @@ def _refuse_erased(store: Any, lines: Sequence[jsonl.ImportLine], allow_erased: 
 def _sa_engine(path: str, read_only: bool) -> Any:
     import sqlalchemy as sa
 
+    from ..sqlite._sqlite import sqlite3
     from ..sqlite.connection import connect_read_only
 
+    # module=: the engine's SQLite build, never the interpreter's: two SQLite libraries in one
+    # process lose each other's POSIX locks on the same file (SQLite's "How To Corrupt",
+    # 2.2.1), and SQLAlchemy wraps only its module's exceptions
     target = os.path.abspath(path)
     if read_only:  # as the store reads it: mode=ro, immutable in a read-only directory
-        return sa.create_engine("sqlite://", creator=lambda: connect_read_only(target)[0])
-    return sa.create_engine(f"sqlite:///{target}")
+        return sa.create_engine("sqlite://", creator=lambda: connect_read_only(target)[0], module=sqlite3)
+    return sa.create_engine(f"sqlite:///{target}", module=sqlite3)
 
 
 def _import_knowledge(state: State, store: Any, lines: list, on_conflict: str, batch_size: int) -> tuple[int, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import sys
 from typing import Any, Optional
 

@@ -26,7 +26,7 @@ two tasks at once.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import threading
 from typing import Any, Iterator, Optional
 
@@ -137,7 +137,8 @@ class SQLiteBackend(Backend):
         # ROLLBACK); SQLAlchemy only builds and runs statements on the shared connection.
         shared = SharedConnection(db.conn)
         self.sa_engine = sa.create_engine(
-            "sqlite://", creator=lambda: shared, poolclass=StaticPool, pool_reset_on_return=None
+            "sqlite://", creator=lambda: shared, poolclass=StaticPool, pool_reset_on_return=None,
+            module=sqlite3,  # the engine's DB-API module, so SQLAlchemy wraps its exceptions
         )
 
     @contextlib.contextmanager

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import pathlib
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 from typing import Any
 
 from ..errors import StoreError, StoreNotFound

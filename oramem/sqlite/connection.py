@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import threading
 import time
 from typing import Callable, Iterator, Optional

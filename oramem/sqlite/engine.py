@@ -14,7 +14,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import threading
 from typing import Callable, Iterator, Optional
 
@@ -129,7 +129,7 @@ class SQLiteEngine(Engine):
             with self._db.transaction(False, f"opening store {tables.store_id!r} read-only") as conn:
                 try:
                     state = apply_policy(conn, tables, settings, SchemaPolicy.REQUIRE_EXISTING, self._now(),
-                                         self._keyword_language)
+                                         self._keyword_language, read_only=True)
                 except sqlite3.OperationalError as exc:
                     if "readonly" not in str(exc).lower():
                         raise
@@ -184,8 +184,8 @@ class SQLiteEngine(Engine):
         """SC-12 on SQLite: ``BEGIN IMMEDIATE`` on the engine's connection (SAVEPOINTs when
         nested), the connection's lock held for the whole block. Inside it the vector cache
         follows the block's writes (a rollback drops it, the next search reloads it), no
-        vector sidecar is written, and the FTS5 'optimize' that erases deleted words runs
-        once, just before the outermost COMMIT."""
+        vector sidecar is written, and a keyword index without FTS5 secure-delete (an older
+        file opened without upgrading it) is rebuilt once, just before the outermost COMMIT."""
         db, _ = self._open_parts()
         outer = self._check_block_thread("store.transaction()")
         with db.block():

@@ -35,6 +35,8 @@ import json
 import re
 from typing import Any, Callable, Mapping, Optional
 
+from ._sqlite import sqlite_double
+
 __all__ = ["compile_filter"]
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -349,5 +351,7 @@ class _Compiler:
 def _number(value: Any) -> Any:
     """SQLite binds 64-bit integers; larger ones compare as the REAL SQLite parsed."""
     if isinstance(value, int) and not (_INT64[0] <= value <= _INT64[1]):
-        return float(value)
+        return sqlite_double(value)  # SQLite reads the stored digits as a REAL
+    if isinstance(value, float):
+        return sqlite_double(value)  # the stored side is SQLite's parse of the JSON text too
     return value

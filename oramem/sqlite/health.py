@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 

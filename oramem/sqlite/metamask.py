@@ -31,6 +31,8 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
+from ._sqlite import sqlite_double
+
 __all__ = ["Unsupported", "compile_mask", "keys_of", "filter_key", "MetadataColumns", "MaskCache"]
 
 _PATH_SAFE = re.compile(r'^[^"\\\x00-\x1f]+$')
@@ -292,6 +294,11 @@ def _scalar(value: Any) -> None:
         raise Unsupported(type(value).__name__)
 
 
+def _as_stored(value: float) -> float:
+    """The number as the column holds it: SQLite's parse of its JSON text (see sqlite_double)."""
+    return sqlite_double(value) if isinstance(value, float) else float(value)
+
+
 def _equals(column: Column, value: Any) -> np.ndarray:
     _scalar(value)
     if value is None:
@@ -301,7 +308,7 @@ def _equals(column: Column, value: Any) -> np.ndarray:
     if isinstance(value, (int, float)):
         if not column.exact:
             raise Unsupported("integers beyond 2**53 in the column")
-        return (column.types == _NUMBER) & (column.numbers == float(value))
+        return (column.types == _NUMBER) & (column.numbers == _as_stored(value))
     i = bisect.bisect_left(column.texts, value)
     if i < len(column.texts) and column.texts[i] == value:
         return column.ranks == i
@@ -324,7 +331,7 @@ def _compare(column: Column, op: str, value: Any) -> np.ndarray:
     if not column.exact:
         raise Unsupported("integers beyond 2**53 in the column")
     number = column.numbers
-    x = float(value)
+    x = _as_stored(value)
     with np.errstate(invalid="ignore"):  # NaN (not a number) compares false
         if op == "$gt":
             return number > x

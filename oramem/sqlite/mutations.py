@@ -5,7 +5,7 @@ transaction) opened by :class:`oramem.sqlite.SQLiteEngine`."""
 from __future__ import annotations
 
 import json
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
@@ -435,15 +435,16 @@ def forget(tx: WriteTx, profile_type: str, actor_id: str) -> DeletionEvent:
 
 
 def erase_deleted_text(tx: WriteTx) -> None:
-    """Rebuild the FTS5 index from its content so deleted rows' words leave the index
-    blobs (an FTS5 delete only adds a tombstone; the words stay in ``*_fts_data`` until
-    their segment is merged, and VACUUM does not merge). With ``secure_delete`` on, the
-    freed pages are zeroed. Cost: it re-tokenizes the whole index (0.1 s per 50k chunks
-    here, per deleting transaction). FTS5 ``'optimize'``, the merge used before (0.02 s),
-    corrupted the index on SQLite 3.40.1 after many updates and deletes ("database disk
-    image is malformed" on the next read; the same workload on 3.51.1 did not, nor with
-    ``'rebuild'``: tests/hardening/test_concurrency.py::test_concurrency_slow and
-    tests/hardening/test_fts_rebuild.py)."""
+    """Erase deleted rows' words from a keyword index WITHOUT FTS5 ``secure-delete``: an
+    older file opened without upgrading it (schema.py, ``_secure_delete``). An index with
+    secure-delete (every index created or upgraded by this oramem) already lost them in
+    the delete itself, and nothing runs here. Otherwise an FTS5 delete only adds a
+    tombstone (the words stay in ``*_fts_data`` until their segment is merged, and VACUUM
+    does not merge), so the index is rebuilt from its content: it re-tokenizes the whole
+    index (0.1 s per 50k chunks). FTS5 ``'optimize'`` corrupted the index on SQLite 3.40.1
+    after many updates and deletes (tests/hardening/test_fts_rebuild.py)."""
+    if tx.tables.has_secure_delete(tx.conn):
+        return
     fts = tx.tables.fts
     tx.conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
 

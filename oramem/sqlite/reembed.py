@@ -167,7 +167,7 @@ def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[di
     ``index_text``, or a previous chunking this embedder cannot reproduce) are kept as they
     are (re-embedded, not re-split). Each record is updated with ``index_text`` = its
     content, through the store, so keyword rows follow."""
-    import sqlite3
+    from ._sqlite import sqlite3
 
     from ..chunking import store_chunker
     from ..store import SQLiteMemoryStore

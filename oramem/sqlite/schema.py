@@ -31,9 +31,11 @@ version 1 (``unicode61``, no stemming) is upgraded by an open under
 ``CREATE_IF_NECESSARY``: the catalog gains the column, and a keyword-capable store's FTS
 index is dropped and rebuilt from its retrieval rows with the new tokenizer (rows still
 pending in MANUAL sync stay pending), in the open's transaction, so a failure leaves the
-store as it was. Other policies open a version-1 store as it is (keyword language
+store as it was. Other policies would open a version-1 store as it is (keyword language
 ``legacy``: every query word kept, no stemming) and say how to upgrade if a keyword
-language is asked for.
+language is asked for; but a version-1 or -2 keyword index also lacks FTS5 secure-delete,
+which a writable open under them refuses (``_secure_delete``), so in practice only
+``CREATE_IF_NECESSARY`` (upgrade) or ``read_only`` opens them.
 
 Scope in the keyword index (schema version 3): the FTS rows carry a ``scope`` column with
 the record's thread/user/agent tokens (:mod:`.keyword`), so a scoped keyword search only
@@ -63,8 +65,9 @@ any policy: it is a catalog annotation, not a schema change. ``oramem reembed``
 from __future__ import annotations
 
 import json
+import logging
 import re
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import uuid
 from dataclasses import dataclass
 from typing import Optional
@@ -77,6 +80,8 @@ from .keyword import DEFAULT_KEYWORD_LANGUAGE, LEGACY_LANGUAGE, scope_tokens_sql
 from .options import drop_options
 
 __all__ = ["SCHEMA_VERSION", "SCOPED_FTS_VERSION", "StoreTables", "StoreState", "apply_policy", "has_keyword", "has_vector"]
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 3
 #: the first schema version whose FTS rows carry the scope column
@@ -164,7 +169,20 @@ class StoreTables:
         return [
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {self.fts} USING fts5(text, scope, tokenize = '{tokenizer(language)}')",
             f"CREATE TABLE IF NOT EXISTS {self.pending} (chunk_id INTEGER PRIMARY KEY)",
+            self.secure_delete_sql,
         ]
+
+    @property
+    def secure_delete_sql(self) -> str:
+        """FTS5 ``secure-delete`` (persistent, in ``*_fts_config``): a deleted row's entries
+        leave the index blobs in the delete itself, not at a later merge
+        (docs/store-decisions.md, "Which SQLite the engine runs on")."""
+        return f"INSERT INTO {self.fts}({self.fts}, rank) VALUES ('secure-delete', 1)"
+
+    def has_secure_delete(self, conn: sqlite3.Connection) -> bool:
+        config = f'"{self.names["fts"]}_config"'
+        row = conn.execute(f"SELECT v FROM {config} WHERE k = 'secure-delete'").fetchone()
+        return row is not None and row[0] == 1
 
     def fts_fill(self, condition: str, scoped: bool = True) -> str:
         """``INSERT`` into the FTS index of the retrieval rows (``c``, joined to their
@@ -219,9 +237,12 @@ def apply_policy(
     policy: SchemaPolicy,
     now: str,
     keyword_language: Optional[str] = None,
+    read_only: bool = False,
 ) -> StoreState:
     """Run inside a write transaction: create, validate or upgrade the store.
-    ``keyword_language``: a checked name (:func:`.keyword.check_language`) or None (adopt)."""
+    ``keyword_language``: a checked name (:func:`.keyword.check_language`) or None (adopt);
+    ``read_only``: the connection cannot write (a store without FTS5 secure-delete is
+    read as it is: it cannot delete either)."""
     catalog_exists = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CATALOG,)
     ).fetchone()
@@ -268,7 +289,28 @@ def apply_policy(
                 "create the missing objects"
             )
         _create_objects(conn, tables, capability, language)
+    if has_keyword(capability) and not read_only and not tables.has_secure_delete(conn):
+        _secure_delete(conn, tables, policy)
     return _reconcile(conn, tables, row, capability, requested, policy, language)
+
+
+def _secure_delete(conn: sqlite3.Connection, tables: StoreTables, policy: SchemaPolicy) -> None:
+    """A keyword index written by an earlier oramem (no FTS5 ``secure-delete``; every
+    deleting transaction rebuilt the whole index instead) is switched to secure-delete under
+    CREATE_IF_NECESSARY, and rebuilt once so no entry of a row deleted before stays in it.
+    The other policies change nothing (SC-10.2: they validate a *current* store), so a
+    writable open under them is refused with the policy that upgrades it: used as it is,
+    each of its deletes would rebuild the whole index (a cost that grows with the store).
+    Read-only opens never get here (they cannot delete)."""
+    if policy != SchemaPolicy.CREATE_IF_NECESSARY:
+        raise SchemaError(
+            f"store {tables.store_id!r} has a keyword index from an older oramem (no FTS5 secure-delete, so each "
+            f"delete would rebuild the whole index); {policy.name} does not upgrade a store: open it once with "
+            "schema_policy=CREATE_IF_NECESSARY (it switches the index to secure-delete and rebuilds it once), "
+            "or open it with read_only=True to read it as it is"
+        )
+    conn.execute(tables.secure_delete_sql)
+    conn.execute(f"INSERT INTO {tables.fts}({tables.fts}) VALUES ('rebuild')")
 
 
 def _catalog_columns(conn: sqlite3.Connection) -> set[str]:

@@ -190,7 +190,7 @@ def test_restore_batches_validates_times():
 def test_export_with_vectors_round_trips_chunks_and_vectors_and_guards_the_embedder(tmp_path):
     """Issue 13 item 5: vectors and caller chunks travel with the embedder's identity; a
     store with another embedder refuses them (or re-embeds with --no-vectors)."""
-    import sqlite3
+    from oramem.sqlite._sqlite import sqlite3
 
     from click.testing import CliRunner
 

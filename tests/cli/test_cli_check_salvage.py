@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 from click.testing import CliRunner
 

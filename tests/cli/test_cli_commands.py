@@ -289,7 +289,7 @@ def test_keyword_language_flag_creates_and_is_checked(run):
 
 
 def test_stores_drop_removes_the_knowledge_tables_too_and_leaves_other_stores_alone(run, db):
-    import sqlite3
+    from oramem.sqlite._sqlite import sqlite3
 
     from oramem.knowledge import KnowledgeMemory
 

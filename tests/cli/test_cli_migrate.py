@@ -5,7 +5,7 @@ fake: tests/oracle/test_migrate_oracle_fake.py)."""
 from __future__ import annotations
 
 import json
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 from click.testing import CliRunner
 

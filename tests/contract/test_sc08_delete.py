@@ -244,7 +244,7 @@ def test_sc_8_5_several_hooks_all_called(store):
 def test_sc_8_5_sqlite_hook_runs_in_same_transaction(store, sqlite_only):
     """On SQLite the hook gets the sqlite3 connection, inside the open delete transaction;
     raising rolls the delete back."""
-    import sqlite3
+    from oramem.sqlite._sqlite import sqlite3
 
     seen = {}
 

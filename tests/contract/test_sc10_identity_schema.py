@@ -394,7 +394,7 @@ def test_sc_10_2_create_if_empty_for_new_id_in_used_file(make_store):
 
 def _break_store(path: str, store_id: str) -> str:
     """Drop one of the store's own tables behind its back (found by name, not hard-coded)."""
-    import sqlite3
+    from oramem.sqlite._sqlite import sqlite3
 
     conn = sqlite3.connect(path)
     try:

@@ -4,7 +4,7 @@ read-only views of an SQLite store's tables, and full dumps for "nothing changed
 from __future__ import annotations
 
 import json
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 from typing import Any, Iterable, Optional
 
 from oramem.sqlite.schema import CATALOG, StoreTables

@@ -67,11 +67,18 @@ def _run_child_once(path: str, ledger: CrashLedger, rng: random.Random) -> None:
                 ledger.durations[op].append(seconds)
                 (ledger.deleted if op == "delete_thread" else ledger.added).add(batch)
                 in_flight = None
-        # drain: END lines written before the kill landed still count as finished calls
+        # drain: END lines written before the kill landed still count as finished calls, and a
+        # BEGIN of an add there may have committed too: the next child must not reuse its batch
+        # number (a kill aimed at a slow delete_thread can land after the child finished the
+        # delete and a whole add behind it; reusing the number wrote that batch twice, 800 of 400)
         rest, _ = proc.communicate(timeout=60)
         for raw in rest.splitlines():
             parts = raw.split()
-            if parts and parts[0] == "END":
+            if parts and parts[0] == "BEGIN":
+                in_flight = (parts[1], int(parts[2]))
+                if parts[1] != "delete_thread":
+                    ledger.next_batch = max(ledger.next_batch, int(parts[2]) + 1)
+            elif parts and parts[0] == "END":
                 (ledger.deleted if parts[1] == "delete_thread" else ledger.added).add(int(parts[2]))
                 in_flight = None
         assert proc.returncode == -signal.SIGKILL

@@ -12,7 +12,7 @@ removes them with a cascading profile delete afterwards.
 from __future__ import annotations
 
 import itertools
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -351,3 +351,18 @@ def test_nul_in_metadata_is_never_confused(make_store, engine):
     assert [r.id for r in store.list("memory", metadata_filter={"k": "a"})] == []
     assert [r.id for r in store.list("memory", metadata_filter={"x": 1})] == []
     assert [r.id for r in store.list("memory", metadata_filter={"k": "a\x00b"})] == ["nul"]
+
+
+def test_numbers_the_sqlite_build_parses_off_by_an_ulp(make_store, engine):
+    """The slow fuzz found it: SQLite 3.50.4 reads the stored JSON text ``-1e-300`` as
+    ``-9.999999999999999e-301``. A filter on the same number must still match it, on the SQL
+    path (list) and the mask path (search), for equality and for the inclusive bounds."""
+    store = make_store()
+    values = [-1e-300, 1e-300, 2.2250738585072014e-308, 5e-324, 1.7976931348623157e308, 0.1, 10**25]
+    ids = [f"n{i}" for i in range(len(values))]
+    store.add(["common words"] * len(values), "memory", record_ids=ids, metadata=[{"x": v} for v in values])
+    for rid, v in zip(ids, values):
+        for flt in ({"x": v}, {"x": {"$eq": v}}, {"x": {"$gte": v, "$lte": v}}, {"x": {"$in": [v]}}):
+            assert [r.id for r in store.list("memory", metadata_filter=flt)] == [rid], (flt, v)
+            found = store.search("common", k=20, metadata_filter=flt)
+            assert [r.id for r, _ in found] == [rid], (flt, v)

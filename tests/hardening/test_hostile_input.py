@@ -10,7 +10,7 @@ on any engine, plus every raw table row on SQLite)."""
 
 from __future__ import annotations
 
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import numpy as np
 import pytest

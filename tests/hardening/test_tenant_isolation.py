@@ -567,7 +567,7 @@ def test_f20_a_lone_surrogate_in_add_is_refused_naming_the_argument(make_store, 
 def test_f21_forget_on_a_full_disk_says_that_free_space_is_needed(tmp_path, monkeypatch):
     """SQLite's "database or disk is full" during the erasure (the index rewrite needs room):
     the message says to free space, and nothing was erased (the review saw it on a tmpfs)."""
-    import sqlite3
+    from oramem.sqlite._sqlite import sqlite3
 
     from oramem import SQLiteMemoryStore, StoreError
     from oramem.sqlite import mutations

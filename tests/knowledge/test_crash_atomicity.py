@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 import signal
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import subprocess
 import sys
 

@@ -6,7 +6,7 @@ user's data is intact (issue 13, feature-checks row 32)."""
 from __future__ import annotations
 
 import glob
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import pytest
 import sqlalchemy as sa

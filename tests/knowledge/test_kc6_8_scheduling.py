@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 

@@ -6,7 +6,7 @@ KC-4.21, KC-5.14, KC-6.0), one test per finding of
 from __future__ import annotations
 
 import glob
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import time
 from pathlib import Path
 

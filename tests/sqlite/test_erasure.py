@@ -3,7 +3,7 @@ no byte of the database file (after a WAL checkpoint); secure_delete is on."""
 
 from __future__ import annotations
 
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import pytest
 

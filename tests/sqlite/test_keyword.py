@@ -3,7 +3,7 @@ ranked by bm25, distances in (0, 1], MANUAL sync, hybrid fusion."""
 
 from __future__ import annotations
 
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import pytest
 

@@ -3,11 +3,11 @@ index, and the HYBRID fusion settings."""
 
 from __future__ import annotations
 
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import pytest
 
-from oramem import SchemaPolicy, StoreSettingsMismatch
+from oramem import SchemaError, SchemaPolicy, StoreSettingsMismatch
 from oramem.sqlite import HybridConfig
 from oramem.sqlite.keyword import fuse
 from oramem.sqlite.schema import SCHEMA_VERSION
@@ -57,12 +57,16 @@ def test_language_is_persisted_and_checked(make, db_path):
 
 
 def _downgrade_to_v1(db_path: str, store_id: str) -> None:
-    """Rewrite a store as schema version 1 wrote it: unicode61 FTS, no catalog column."""
+    """Rewrite a store as schema version 1 wrote it: unicode61 FTS, no catalog column. The
+    index keeps FTS5 secure-delete (version 1 never set it, and a writable open that may
+    not upgrade refuses such an index; the test removes it after checking the version-1
+    reads): the schema version and the delete setting are independent checks."""
     with sqlite3.connect(db_path) as conn:
         conn.execute("ALTER TABLE oramem_stores DROP COLUMN keyword_language")
         conn.execute("UPDATE oramem_stores SET schema_version = 1 WHERE store_id = ?", (store_id,))
         conn.execute(f'DROP TABLE "om_{store_id}_fts"')
         conn.execute(f"CREATE VIRTUAL TABLE \"om_{store_id}_fts\" USING fts5(text, tokenize = 'unicode61')")
+        conn.execute(f'INSERT INTO "om_{store_id}_fts"("om_{store_id}_fts", rank) VALUES (\'secure-delete\', 1)')
         conn.execute(
             f'INSERT INTO "om_{store_id}_fts" (rowid, text) SELECT chunk_id, text FROM "om_{store_id}_chunks" '
             f'WHERE chunk_id NOT IN (SELECT chunk_id FROM "om_{store_id}_fts_pending")'
@@ -83,6 +87,11 @@ def test_version_1_store_is_upgraded_only_under_create_if_necessary(make, db_pat
     old.close()
     with pytest.raises(StoreSettingsMismatch, match="CREATE_IF_NECESSARY"):
         _kw(make, schema_policy=SchemaPolicy.REQUIRE_EXISTING, keyword_language="english")
+    # as version 1 really left it: no FTS5 secure-delete either, which only an upgrade fixes
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("DELETE FROM om_KW_fts_config WHERE k = 'secure-delete'")
+    with pytest.raises(SchemaError, match="CREATE_IF_NECESSARY"):
+        _kw(make, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
 
     new = _kw(make)
     assert [r.id for r, _ in new.search("peanut", k=3)] == ["p"]  # rebuilt with porter; q still pending
@@ -92,7 +101,9 @@ def test_version_1_store_is_upgraded_only_under_create_if_necessary(make, db_pat
         version, language = conn.execute(
             "SELECT schema_version, keyword_language FROM oramem_stores WHERE store_id = 'KW'").fetchone()
         (ddl,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'om_KW_fts'").fetchone()
+        secure = conn.execute("SELECT v FROM om_KW_fts_config WHERE k = 'secure-delete'").fetchone()
     assert (version, language) == (SCHEMA_VERSION, "english") and "porter" in ddl and "scope" in ddl
+    assert secure == (1,)
 
 
 def test_version_1_vector_store_upgrade_then_keyword(make, db_path):

@@ -5,7 +5,7 @@ metadata filters, TTL and ties), and the upgrade of version-2 stores."""
 from __future__ import annotations
 
 import random
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import pytest
 
@@ -128,13 +128,18 @@ def test_match_expression_quotes_scope_values():
     assert match_expression("otter", "english", [("user", "u")], scoped_index=False) == '"otter"'
 
 
-def _downgrade_to_v2(db_path: str, store_id: str) -> None:
-    """Rewrite a store as schema version 2 wrote it: an FTS index of the text alone."""
+def _downgrade_to_v2(db_path: str, store_id: str, secure_delete: bool = True) -> None:
+    """Rewrite a store as schema version 2 wrote it: an FTS index of the text alone.
+    ``secure_delete``: keep FTS5 secure-delete on the index (version 2 never set it; such an
+    index is refused by writable opens that may not upgrade, so the tests of a version-2
+    *writer* set it: the schema version and the delete setting are independent checks)."""
     with sqlite3.connect(db_path) as conn:
         conn.execute("UPDATE oramem_stores SET schema_version = 2 WHERE store_id = ?", (store_id,))
         conn.execute(f'DROP TABLE "om_{store_id}_fts"')
         conn.execute(f"CREATE VIRTUAL TABLE \"om_{store_id}_fts\" USING fts5(text, tokenize = "
                      "'porter unicode61 remove_diacritics 2')")
+        if secure_delete:
+            conn.execute(f'INSERT INTO "om_{store_id}_fts"("om_{store_id}_fts", rank) VALUES (\'secure-delete\', 1)')
         conn.execute(
             f'INSERT INTO "om_{store_id}_fts" (rowid, text) SELECT chunk_id, text FROM "om_{store_id}_chunks" '
             f'WHERE chunk_id NOT IN (SELECT chunk_id FROM "om_{store_id}_fts_pending")'

@@ -8,7 +8,7 @@ import datetime as dt
 import json
 import os
 import shutil
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import subprocess
 import sys
 import tempfile

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 import threading
 
 import pytest

@@ -3,7 +3,7 @@ capability upgrades of CREATE_IF_NECESSARY."""
 
 from __future__ import annotations
 
-import sqlite3
+from oramem.sqlite._sqlite import sqlite3
 
 import pytest
 

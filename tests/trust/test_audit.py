@@ -5,13 +5,13 @@ self-check passing on a clean store and failing on seeded problems."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from click.testing import CliRunner
 
 from oramem import SQLiteMemoryStore
+from oramem.sqlite._sqlite import sqlite3  # the engine's SQLite build (FTS5 secure-delete files read as version 5)
 from oramem.cli import cli
 from oramem.errors import CapabilityError
 from oramem.knowledge import KnowledgeMemory
@@ -44,9 +44,15 @@ def audit_rows(path) -> list[tuple]:
 
 
 def dump(path) -> list[str]:
+    # every table's rows through the engine's SQLite build (sqlean has no iterdump, and the
+    # interpreter's 3.40 cannot read an FTS5 index after a secure delete: format version 5)
     conn = sqlite3.connect(str(path))
     try:
-        return list(conn.iterdump())
+        out: list[str] = []
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall():
+            out.append(name)
+            out.extend(repr(row) for row in conn.execute(f'SELECT * FROM "{name}" ORDER BY 1'))
+        return out
     finally:
         conn.close()
 
