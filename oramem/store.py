@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mappin
 from . import gcpause
 from .embedders.identity import identity_of
 from .engine import DeletionHookSpec, Engine
-from .errors import CapabilityError, StoreError
+from .errors import CapabilityError, StoreClosed, StoreError
 from .normalize import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_STORE_ID,
@@ -442,14 +442,14 @@ class OracleMemoryStore(IMemoryStore):
 
     def _n(self) -> Normalizer:
         if self._closed:
-            raise ValueError("this store is closed; open a new one")
+            raise StoreClosed("this store is closed; open a new one")
         if self._norm is None:
             raise TypeError("this store uses an async connection pool: use the *_async methods")
         return self._norm
 
     async def _na(self) -> Normalizer:
         if self._closed:
-            raise ValueError("this store is closed; open a new one")
+            raise StoreClosed("this store is closed; open a new one")
         if self._norm is None:
             if self._open_lock is None:
                 self._open_lock = asyncio.Lock()

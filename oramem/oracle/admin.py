@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import oracledb
 
+from ..errors import Error
 from .calls import PlsqlCall
 from .errors import translate
 from .scripts import split_script
@@ -69,7 +70,7 @@ PACKAGES = (
 )
 
 
-class ScriptError(RuntimeError):
+class ScriptError(Error, RuntimeError):
     """A script statement failed; says which file and line."""
 
 
