@@ -5,7 +5,8 @@ catches them all (as ``psycopg.Error`` and ``oracledb.Error`` do for those drive
 
     Error
     ├── ArgumentError (also ValueError)       a bad argument; nothing was written
-    │   └── ArgumentTypeError (also TypeError) an argument of the wrong type
+    │   └── NoEmbedder                         texts to embed and no embedder
+    ├── ArgumentTypeError (also TypeError)     an argument of the wrong type
     ├── StoreError                             the state of a store
     │   ├── SchemaError ── StoreNotFound, StoreSettingsMismatch
     │   ├── StoreBusy                          a lock held longer than the wait allowed
@@ -41,6 +42,7 @@ __all__ = [
     "Error",
     "ArgumentError",
     "ArgumentTypeError",
+    "NoEmbedder",
     "StoreError",
     "SchemaError",
     "StoreNotFound",
@@ -61,9 +63,15 @@ class ArgumentError(Error, ValueError):
     before anything is written. Also a ``ValueError``."""
 
 
-class ArgumentTypeError(ArgumentError, TypeError):
-    """An argument of the wrong type. Also a ``TypeError`` (and a ``ValueError``, through
-    :class:`ArgumentError`)."""
+class ArgumentTypeError(Error, TypeError):
+    """An argument of the wrong type; raised before anything is written. Also a
+    ``TypeError`` (not a ``ValueError``: ``except ValueError`` blocks keep letting type
+    errors through, as before)."""
+
+
+class NoEmbedder(ArgumentError):
+    """The call needs vectors (a text to embed) and the store has no embedder: pass one to
+    the store, or give the vectors yourself."""
 
 
 class StoreError(Error):

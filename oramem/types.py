@@ -7,6 +7,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, TypeVar
 
+from .errors import ArgumentError, ArgumentTypeError
+
 __all__ = [
     "NOT_SET",
     "NotSetType",
@@ -95,8 +97,8 @@ class _StrEnum(str, enum.Enum):
                 pass
         accepted = ", ".join(repr(m.value) for m in cls)
         if not isinstance(value, str):
-            raise TypeError(f"{argument} must be a {cls.__name__} or one of {accepted}, got {type(value).__name__}")
-        raise ValueError(f"{argument}={value!r} is not valid; use a {cls.__name__} or one of {accepted}")
+            raise ArgumentTypeError(f"{argument} must be a {cls.__name__} or one of {accepted}, got {type(value).__name__}")
+        raise ArgumentError(f"{argument}={value!r} is not valid; use a {cls.__name__} or one of {accepted}")
 
     def __str__(self) -> str:
         return str(self.value)
@@ -148,15 +150,15 @@ class MemoryRetentionConfig:
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"MemoryRetentionConfig.{name} must be an int >= 0 or None, got {value!r}")
+                raise ArgumentTypeError(f"MemoryRetentionConfig.{name} must be an int >= 0 or None, got {value!r}")
             if value < 0:
-                raise ValueError(f"MemoryRetentionConfig.{name} must be >= 0, got {value}")
+                raise ArgumentError(f"MemoryRetentionConfig.{name} must be >= 0, got {value}")
         if (
             self.default_ttl_days is not None
             and self.max_ttl_days is not None
             and self.default_ttl_days > self.max_ttl_days
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"MemoryRetentionConfig.default_ttl_days ({self.default_ttl_days}) exceeds "
                 f"max_ttl_days ({self.max_ttl_days}); lower the default or raise the maximum"
             )
@@ -245,13 +247,13 @@ class PendingRecordBatch:
         ttl_anchor: Any = NOT_SET,
     ) -> None:
         if texts is not NOT_SET and contents is not NOT_SET:
-            raise ValueError("PendingRecordBatch takes texts or its alias contents, not both")
+            raise ArgumentError("PendingRecordBatch takes texts or its alias contents, not both")
         if texts is NOT_SET:
             texts = contents
         if texts is NOT_SET:
-            raise TypeError("PendingRecordBatch needs texts (a list of str or None)")
+            raise ArgumentTypeError("PendingRecordBatch needs texts (a list of str or None)")
         if record_type is NOT_SET:
-            raise TypeError("PendingRecordBatch needs record_type")
+            raise ArgumentTypeError("PendingRecordBatch needs record_type")
         setattr_ = object.__setattr__
         setattr_(self, "texts", texts)
         setattr_(self, "record_type", record_type)

@@ -3,7 +3,8 @@
 Every command opens one store (``--db`` file, ``--store`` id), does one thing and closes
 it. Human output is aligned text; ``--json`` prints one JSON document for machines. Bad
 arguments print ``Error: ...`` and exit with status 2; store-state and service errors exit
-with status 1; no traceback unless ``ORAMEM_DEBUG=1``.
+with status 1; a database locked longer than the wait exits 3; no traceback unless
+``ORAMEM_DEBUG=1``. The status is chosen by the error's class (``group.EXIT_CODES``).
 
 Embedder: ``--embed-onnx`` selects a local ONNX model, ``--embed-url``/``--embed-model`` an
 OpenAI-compatible service, ``--embed-dim`` alone a HashEmbedder of that dimension. With none

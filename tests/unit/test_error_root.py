@@ -31,7 +31,7 @@ def _classes() -> list[tuple[type, tuple[type, ...]]]:
     from oramem.trust.firewall import FirewallRejected
 
     return [
-        (ArgumentError, (ValueError,)), (ArgumentTypeError, (TypeError, ValueError)),
+        (ArgumentError, (ValueError,)), (ArgumentTypeError, (TypeError,)), (oramem.errors.NoEmbedder, (ValueError, ArgumentError)),
         (oramem.StoreError, ()), (oramem.SchemaError, ()), (oramem.StoreNotFound, ()),
         (oramem.StoreSettingsMismatch, ()), (oramem.StoreBusy, ()), (oramem.CapabilityError, ()),
         (StoreClosed, (ValueError, RuntimeError)),
