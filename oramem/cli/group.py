@@ -66,9 +66,9 @@ def exit_code_for(exc: BaseException) -> Optional[int]:
 #: load neither SQLAlchemy (knowledge layer) nor python-oracledb: name -> (module,
 #: attribute, short help).
 LAZY_GROUPS = {
-    "db": ("oramem.oracle.cli", "db", "Install, upgrade, inspect and remove oramem's PL/SQL packages in an Oracle schema."),
-    "knowledge": ("oramem.knowledge.cli", "knowledge", "Knowledge graph over the store: write messages, list facts, entities and history."),
-    "kg": ("oramem.knowledge.cli", "kg", "Knowledge-graph maintenance on a store named by --store-id (Oracle or --sqlite)."),
+    "db": ("oramem.cli.cmd_db", "db", "Install, upgrade, inspect and remove oramem's PL/SQL packages in an Oracle schema."),
+    "knowledge": ("oramem.cli.cmd_knowledge", "knowledge", "Knowledge graph over the store: write messages, list facts, entities and history."),
+    "kg": ("oramem.cli.cmd_knowledge", "kg", "Knowledge-graph maintenance on a store named by --store-id (Oracle or --sqlite)."),
 }
 #: Global options also accepted after a (non-group) subcommand: name -> takes a value.
 MOVABLE_OPTIONS = {"--json": False, "--db": True, "--store": True, "--read-only": False}

@@ -1,7 +1,7 @@
 """DBA tooling: install, upgrade, uninstall, status and doctor for oramem in one schema.
 
 Everything here takes a **sync** python-oracledb connection to the schema that owns (or
-will own) oramem, and is what ``oramem db …`` (:mod:`oramem.oracle.cli`) runs.
+will own) oramem, and is what ``oramem db …`` (:mod:`oramem.cli.cmd_db`) runs.
 
 Scripts. ``plsql/install.sql`` / ``plsql/uninstall.sql`` are SQL*Plus scripts; they are run
 statement by statement here (:func:`oramem.oracle.scripts.split_script`), following

@@ -7,7 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from oramem.oracle import admin, cli
+from oramem.cli import cmd_db as cli
+from oramem.oracle import admin
 from oramem.oracle.scripts import split_script
 
 from .fakes import FakeConnection, Recorder, db_error

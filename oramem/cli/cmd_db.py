@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import click
 
-from . import admin
+from ..oracle import admin
 
 __all__ = ["db", "connect"]
 
@@ -80,7 +80,7 @@ class _DbGroup(click.Group):
             name = args[i].split("=", 1)[0]
             i += 2 if self.MOVABLE.get(name) and "=" not in args[i] else 1
         if i < len(args) and args[i] in self.commands:
-            from ..cli import move_before_subcommand
+            from .group import move_before_subcommand
 
             args = move_before_subcommand(args, i, self.MOVABLE)
         return super().parse_args(ctx, args)
@@ -271,7 +271,7 @@ def selftest(settings: _Settings, model: Optional[str], as_json: bool) -> None:
 def load_model(settings: _Settings, file: str, name: str, metadata: Optional[str], replace: bool) -> None:
     """Load an ONNX embedding model FILE with DBMS_VECTOR.LOAD_ONNX_MODEL (needs CREATE MINING
     MODEL); prints its dimension. Use it with OracleDBEmbedder(pool, NAME) or `selftest --model`."""
-    from . import models
+    from ..oracle import models
 
     try:  # everything about the arguments is checked before connecting
         models.check_model_name(name)
