@@ -18,12 +18,12 @@ from .errors import (
     StoreSettingsMismatch,
 )
 from .store import IMemoryStore, OracleDBMemoryStore, OracleMemoryStore, SQLiteMemoryStore
+from .batches import PendingRecordBatch
 from .types import (
     MAX_LIST_LIMIT,
     NOT_SET,
     MemoryRetentionConfig,
     MessageRecord,
-    PendingRecordBatch,
     Record,
     SchemaPolicy,
     SearchIndexSyncMode,

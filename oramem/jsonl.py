@@ -43,7 +43,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 from .errors import Error, StoreError
 from .normalize import parse_timestamp
 from .requests import ON_CONFLICT
-from .types import PROFILE_TYPES, RECORD_TYPES, TTL_TYPES, MessageRecord, PendingRecordBatch, Record
+from .batches import PendingRecordBatch
+from .types import PROFILE_TYPES, RECORD_TYPES, TTL_TYPES, MessageRecord, Record
 
 __all__ = [
     "EXPORT_TYPES",

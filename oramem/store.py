@@ -42,13 +42,13 @@ from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, StoreSe
 from .trust.firewall import OPTION_NAME as FIREWALL_OPTION
 from .trust.firewall import FirewallPolicy
 from .trust.gate import check_reserved, screen_drafts, screen_update
+from .batches import PendingRecordBatch
 from .types import (
     NOT_SET,
     NotSetType,
     PROFILE_TYPES,
     TTL_TYPES,
     MemoryRetentionConfig,
-    PendingRecordBatch,
     Record,
     SchemaPolicy,
     SearchIndexSyncMode,

@@ -133,6 +133,7 @@ def install(settings: _Settings, scripts_dir: Optional[str], knowledge_stores: t
         raise click.UsageError("--knowledge-store needs --vector-dim (the store's vector dimension)")
     if vector_dim is not None and not knowledge_stores:
         raise click.UsageError("--vector-dim is only used with --knowledge-store STORE_ID")
+    from ..knowledge.install import install_oracle
     from ..knowledge.schema import oracle_ddl
 
     for sid in knowledge_stores:  # bad ids and dimensions are refused before anything runs
@@ -146,7 +147,7 @@ def install(settings: _Settings, scripts_dir: Optional[str], knowledge_stores: t
     click.echo(f"oramem installed: {n} statements from {root}")
     for sid in knowledge_stores:
         try:
-            k = admin.install_knowledge(settings.connection(), sid, vector_dim, echo=click.echo)  # type: ignore[arg-type]
+            k = install_oracle(settings.connection(), sid, vector_dim, echo=click.echo)  # type: ignore[arg-type]
         except Exception as e:
             raise _fail(e)
         click.echo(f"knowledge tables of {sid.upper()}: {k} statements")

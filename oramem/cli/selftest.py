@@ -33,7 +33,8 @@ from typing import Any, Callable, Optional
 
 import oracledb
 
-from ..types import PendingRecordBatch, SearchStrategy
+from ..batches import PendingRecordBatch
+from ..types import SearchStrategy
 from ..oracle.calls import PlsqlCall
 from ..oracle.errors import ERROR_CLASSES, error_code
 

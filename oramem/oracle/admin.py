@@ -242,23 +242,15 @@ def install(conn: Any, scripts_dir: Optional[str] = None, echo: Callable[[str], 
     return n
 
 
-def install_knowledge(conn: Any, store_id: str, vector_dim: int, echo: Callable[[str], None] = print) -> int:
-    """Create the knowledge tables ``<STORE_ID>_KG_*`` of one store (idempotent: ``CREATE ...
-    IF NOT EXISTS``, the DDL of ``oramem.knowledge.schema.oracle_ddl``; ddl/knowledge/ holds
-    the same for store DEFAULT at 384 dimensions). The PL/SQL side of the knowledge layer
-    (``oramem_kg_jobs``, its deletion hook included) comes with :func:`install`. Returns the
-    number of statements. Static-checked, not run against Oracle."""
-    from ..knowledge.schema import oracle_ddl
-
-    if isinstance(vector_dim, bool) or not isinstance(vector_dim, int) or not 1 <= vector_dim <= 65535:
-        raise ValueError(f"vector_dim must be an int in 1..65535 (the store's dimension), got {vector_dim!r}")
-    text = oracle_ddl(store_id, vector_dim)  # validates the store id before anything runs
-    echo(f"knowledge tables of store {store_id.upper()} ({vector_dim} dimensions)")
+def run_ddl(conn: Any, text: str, label: str) -> int:
+    """Run a DDL script given as text (SQL and PL/SQL blocks, split as SQL*Plus would) on
+    ``conn``; ``label`` names it in errors. Returns the number of statements. Layers above the
+    engine install their own tables with it (``oramem.knowledge.install.install_oracle``).
+    Static-checked, not run against Oracle."""
     count = 0
     for item in split_script(text):
         if item.kind == "sql" or item.kind == "plsql":
-            count += _execute(conn, item.text, Path(f"knowledge DDL of {store_id.upper()}"), item.line,
-                              plsql=item.kind == "plsql")
+            count += _execute(conn, item.text, Path(label), item.line, plsql=item.kind == "plsql")
     return count
 
 
