@@ -412,7 +412,8 @@ def _oracle_pool(dsn: str, user: str, password: str) -> Any:
 
 
 def _open_oracle_store(pool: Any, sid: str, embed_url: Any, embed_model: Any) -> Any:
-    from ..oracle.admin import ADMIN_CALLS, _call
+    from ..oracle.admin import ADMIN_CALLS
+    from ..oracle.admin import call_plsql as _call
     from ..store import OracleDBMemoryStore
     from ..types import SchemaPolicy
 
@@ -513,7 +514,7 @@ def install_scheduler_cmd(ctx, dsn, user, password_stdin, store_id, every_hours)
     store. Oracle only. Without the CREATE JOB privilege it warns and exits 0 (SC-5.5)."""
     import oracledb
 
-    from ..oracle.admin import _call
+    from ..oracle.admin import call_plsql as _call
     from ..oracle.calls import KG_JOB_CALLS
 
     if not dsn or not user:

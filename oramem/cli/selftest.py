@@ -138,7 +138,7 @@ def _first_line(exc: BaseException) -> str:
 def _call(conn: Any, call: PlsqlCall, **values: Any) -> Any:
     """One direct PL/SQL call with named parameters (the DBA tooling's call path; an
     oramem error keeps its ORA- code as ``oracle_code``)."""
-    from ..oracle.admin import _call as admin_call
+    from ..oracle.admin import call_plsql as admin_call
 
     return admin_call(conn, call, **values)
 

@@ -195,6 +195,13 @@ def _call(conn: Any, call: PlsqlCall, **values: Any) -> Any:
         return out
 
 
+
+def call_plsql(conn: Any, call: PlsqlCall, **values: Any) -> Any:
+    """Run one declared PL/SQL call (``ADMIN_CALLS``, ``oramem.oracle.calls``) on ``conn``:
+    values bound by name, database errors translated to oramem's classes. The public door for
+    the command line (``oramem db``, ``oramem kg``, ``selftest``) into the admin calls."""
+    return _call(conn, call, **values)
+
 def _installed(conn: Any) -> dict[str, str]:
     """{object_type object_name: status} of oramem's packages in this schema."""
     with conn.cursor() as cur:

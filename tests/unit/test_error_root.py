@@ -1,7 +1,7 @@
 """Issue 25 item 4: one error root. Every error class oramem raises on purpose is an
 ``oramem.Error`` and keeps the built-in base it had before (``except ValueError`` callers
 keep working); a closed store, engine or KnowledgeMemory raises ``StoreClosed`` in both
-colours; a busy SQLite database is recognised by its error code, not its message."""
+colours (SC-11.1); a busy SQLite database is recognised by its error code, not its message (SC-11.2)."""
 
 from __future__ import annotations
 
