@@ -8,11 +8,13 @@ KEYWORD) over sets × (recall@1, recall@5, recall@10, MRR).
 from __future__ import annotations
 
 import argparse
+import itertools
 import pickle
 import sys
 from pathlib import Path
 from typing import Callable
 
+from oramem.sqlite import keyword as K
 from oramem.sqlite.keyword import HybridConfig, fuse
 
 METRICS = ("recall@1", "recall@5", "recall@10", "mrr")
@@ -82,12 +84,35 @@ def load(paths: list[Path]) -> dict:
     return data
 
 
+def grid(data: dict, base: dict) -> list[tuple[float, float, tuple]]:
+    """gated-rrf over rrf_k x keyword weight x gate floor x gate span: (worst margin, mean
+    margin, constants), best first."""
+    floor, span = K.KEYWORD_Z_FLOOR, K.KEYWORD_Z_SPAN
+    out = []
+    try:
+        for rrf_k, wk, z_floor, z_span in itertools.product((0.5, 1, 2, 3, 5, 10), (1, 1.5, 2, 3, 4, 5, 8),
+                                                            (1, 1.5, 2, 2.5, 3), (0.5, 1, 2, 4)):
+            K.KEYWORD_Z_FLOOR, K.KEYWORD_Z_SPAN = z_floor, z_span
+            result = run(data, config_rule(HybridConfig(keyword_weight=wk, rrf_k=rrf_k)))
+            worst, each = margins(data, result, base)
+            out.append((round(worst, 4), round(sum(each.values()) / len(each), 4), (rrf_k, wk, z_floor, z_span)))
+    finally:
+        K.KEYWORD_Z_FLOOR, K.KEYWORD_Z_SPAN = floor, span
+    return sorted(out, reverse=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("legs", nargs="+", type=Path)
+    parser.add_argument("--grid", action="store_true", help="also the gated-rrf grid (worst, mean margin, constants)")
     args = parser.parse_args()
     data = load(args.legs)
     base = legs(data)
+    if args.grid:
+        ranked = grid(data, base)
+        print(f"{sum(1 for r in ranked if r[0] >= 0)} of {len(ranked)} configurations have worst margin >= 0")
+        for row in ranked[:20]:
+            print(row)
     rows = {"rrf (before issue 23)": run(data, config_rule(HybridConfig(fusion="rrf"))),
             "score (old default)": run(data, config_rule(HybridConfig(fusion="score"))),
             "gated-rrf (new default)": run(data, config_rule(HybridConfig()))}
