@@ -223,3 +223,31 @@ def test_store_hybrid_keeps_the_vector_winner_against_one_shared_word(make):
     request = SearchRequest(SearchStrategy.HYBRID, 3, "where does my sibling live", query, Scope.any(), Scope.any(),
                             Scope.any(), ("memory",), None)
     assert [r.id for r, _ in s._engine.search(request)][0] == "a"
+
+
+@pytest.mark.parametrize("fusion", ["gated-rrf", "score", "rrf"])
+def test_store_hybrid_never_leaves_the_scope(make, fusion):
+    # multi-user: user A's records match the query best on both legs (a distinctive keyword
+    # match among many weak ones, the nearest vector); user B's search, or a search in
+    # B's thread, returns B's records only, whatever the fusion rule
+    s = make(memory_store_id="SCOPE", search_strategy="hybrid", hybrid=HybridConfig(fusion=fusion))
+    texts = ["the zebra code QX-4471 is alice's locker"] + [f"alice note {i} about the zebra" for i in range(12)]
+    s.add(texts, record_type="memory", record_ids=[f"a{i}" for i in range(13)], user_ids="alice", thread_ids="ta",
+          embeddings=[vec(1, 2)] * 13)
+    s.add(["bob's zebra sticker", "bob likes tea"], record_type="memory", record_ids=["b0", "b1"], user_ids="bob",
+          thread_ids="tb", embeddings=[vec(1, 3), vec(5)])
+    from oramem.requests import ScopeMatch
+
+    query = np.asarray(vec(1, 2), dtype=np.float32)
+    bob, any_ = Scope(ScopeMatch.EQUALS, "bob"), Scope.any()
+
+    def search(thread, user, k=10):
+        request = SearchRequest(SearchStrategy.HYBRID, k, "zebra code QX-4471", query, thread, user, any_, ("memory",),
+                                None)
+        return s._engine.search(request)
+
+    for thread, user in ((any_, bob), (Scope(ScopeMatch.EQUALS, "tb"), any_)):
+        hits = search(thread, user)
+        assert {r.id for r, _ in hits} == {"b0", "b1"} and all(r.user_id == "bob" for r, _ in hits)
+    # unscoped, the distinctive match leads (the rule is live in this store)
+    assert search(any_, any_, k=1)[0][0].id == "a0"
