@@ -16,11 +16,40 @@ from pathlib import Path
 from . import quality as Q
 
 
-def collect(questions, embedder, depth: int = 200) -> list[dict]:
+#: the set written for issue 23 item 2 before any tuning of the fusion rule: short personal
+#: memories whose questions hinge on a rare name, code, number or product name, mixed with
+#: questions worded differently from their memory, plus distractors sharing everyday words
+KEYED = Q.HERE / "keyed.jsonl"
+
+
+def load_keyed(path: Path = KEYED) -> list:
+    """``bench/keyed.jsonl`` (same layout as ``bench/memories.jsonl``): one shared haystack."""
+    out = Q.load_memories(path)
+    for q in out:
+        q.qid = "k" + q.qid
+    return out
+
+
+def load_set(name: str) -> list:
+    if name == "paraphrase":
+        return Q.load_paraphrase()
+    if name == "memories":
+        return Q.load_memories()
+    if name == "keyed":
+        return load_keyed()
+    if name == "dev":
+        return Q.load_dev(Q.DEFAULT_DEV, None, 6)
+    if name == "dev-full":
+        return Q.load_dev(Q.DEFAULT_DEV, None, 0)
+    raise SystemExit(f"--sets: unknown set {name!r} (paraphrase, memories, keyed, dev, dev-full)")
+
+
+def collect(questions, embedder, depth: int = 200, shared: bool = False) -> list[dict]:
+    """Each question's legs; ``shared``: every question searches one haystack (the set's)."""
     system = Q.OramemSystem(embedder)
     out = []
     for q in questions:
-        key = "memories" if q.qid.startswith("pm") else "paraphrase" if q.qid.startswith("p") else q.qid
+        key = "shared" if shared else q.qid
         system.load(key, q.docs)
         legs = {}
         for strategy in ("vector", "keyword"):
@@ -43,18 +72,11 @@ def main() -> int:
     embedder = Q.CachedEmbedder(args.model)
     data = {}
     for name in args.sets.split(","):
-        if name == "paraphrase":
-            qs = Q.load_paraphrase()
-        elif name == "memories":
-            qs = Q.load_memories()
-        elif name == "dev":
-            qs = Q.load_dev(Q.DEFAULT_DEV, None, 6)
-        else:
-            qs = Q.load_dev(Q.DEFAULT_DEV, None, 0)
+        qs = load_set(name)
         if args.cached_only:
             qs = [q for q in qs if all(embedder._key(t) in embedder._mem for t in Q.haystack_texts(q, embedder))]
         print(f"{name}: {len(qs)} questions", file=sys.stderr)
-        data[name] = collect(qs, embedder, args.depth)
+        data[name] = collect(qs, embedder, args.depth, shared=name in ("paraphrase", "memories", "keyed"))
     embedder.flush()
     args.out.write_bytes(pickle.dumps(data))
     return 0

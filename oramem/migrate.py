@@ -308,8 +308,10 @@ class _OracleSide:
 
         from .knowledge.db import SharedConnection
 
+        from .knowledge.schema import bind_json_as_oson
+
         shared = SharedConnection(self.conn, owns_transaction=True)
-        return sa.create_engine("oracle+oracledb://", creator=lambda: shared, poolclass=StaticPool)
+        return bind_json_as_oson(sa.create_engine("oracle+oracledb://", creator=lambda: shared, poolclass=StaticPool))
 
     def knowledge_tables(self) -> set[str]:
         with self.conn.cursor() as cur:

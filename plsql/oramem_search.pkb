@@ -563,8 +563,9 @@ AS
       l_wv         NUMBER;
       l_wk         NUMBER;
       l_rrf_k      NUMBER;
-      l_fusion     VARCHAR2(8 CHAR);
+      l_fusion     VARCHAR2(16 CHAR);
       l_gate       NUMBER;
+      l_vcount     PLS_INTEGER;
       l_depth      NUMBER;
       l_vkeys      CLOB := TO_CLOB('[]');
       l_tkeys      CLOB := TO_CLOB('[]');
@@ -719,7 +720,10 @@ AS
          /*
           * HYBRID, as the SQLite engine fuses (oramem.sqlite.keyword.fuse, HybridConfig), each
           * leg of `depth` records with every filter applied; a leg of weight 0 is not run.
-          * fusion 'score' (default; relative score fusion, issue 23): each leg on [0, 1] for
+          * fusion 'gated-rrf' (default, issue 23): as 'rrf' below with the keyword weight times
+          * the keyword leg's strength gate g (see l_gate); g = 1 when wv = 0 or the vector leg
+          * returned nothing.
+          * fusion 'score' (relative score fusion, issue 23): each leg on [0, 1] for
           * the query - vector: (sim - sim_ref) / (sim_top - sim_ref) clamped, sim = 1 -
           * cosine distance, sim_ref the similarity at rank gc_vector_ref_rank (or the last);
           * keyword: s / s_top, s = 1 - distance (the text score / 100); the keyword weight
@@ -743,17 +747,19 @@ AS
          l_fusion := gc_fusion;
          IF l_cfg IS NOT NULL AND l_cfg.has('fusion') AND NOT l_cfg.get('fusion').is_null THEN
             IF NOT l_cfg.get('fusion').is_string THEN
-               bad_argument('hybrid.fusion must be score or rrf');
+               bad_argument('hybrid.fusion must be gated-rrf, score or rrf');
             END IF;
-            l_fusion := LOWER(SUBSTR(l_cfg.get_string('fusion'), 1, 8));
-            IF l_fusion NOT IN ('score', 'rrf') THEN
-               bad_argument('hybrid.fusion must be score or rrf');
+            l_fusion := LOWER(SUBSTR(l_cfg.get_string('fusion'), 1, 16));
+            IF l_fusion NOT IN ('gated-rrf', 'score', 'rrf') THEN
+               bad_argument('hybrid.fusion must be gated-rrf, score or rrf');
             END IF;
          END IF;
          l_wv    := hybrid_number(l_cfg, 'vector_weight', gc_vector_weight);
          l_wk    := hybrid_number(l_cfg, 'keyword_weight',
-                                  CASE l_fusion WHEN 'rrf' THEN gc_keyword_weight_rrf ELSE gc_keyword_weight END);
-         l_rrf_k := hybrid_number(l_cfg, 'rrf_k', gc_rrf_k);
+                                  CASE l_fusion WHEN 'rrf' THEN gc_keyword_weight_rrf
+                                                WHEN 'gated-rrf' THEN gc_keyword_weight_gated
+                                                ELSE gc_keyword_weight END);
+         l_rrf_k := hybrid_number(l_cfg, 'rrf_k', CASE l_fusion WHEN 'gated-rrf' THEN gc_rrf_k_gated ELSE gc_rrf_k END);
          l_depth := hybrid_number(l_cfg, 'depth', NULL);
          IF l_wv < 0 OR l_wk < 0 OR l_wv + l_wk = 0 THEN
             bad_argument('hybrid weights must be >= 0 and not both 0 (use strategy vector or keyword)');
@@ -785,7 +791,26 @@ AS
             l_tkeys := array_or_empty(keyword_ranking(l_store, l_chk_tab, l_rec_tab, l_candidates, l_binds,
                                                       l_query, l_depth, TRUE).doc);
          END IF;
-         IF l_fusion = 'rrf' THEN
+         -- the keyword leg's strength gate (fusion 'score' and 'gated-rrf'): how far its best
+         -- score stands out from its scores, z = (max - mean) / population standard
+         -- deviation, mapped to [0, 1] by gc_keyword_z_floor and gc_keyword_z_span; fewer
+         -- than two matches: 0. 'gated-rrf' only: a vector leg that returned nothing gives 1
+         l_gate := 1;
+         IF l_fusion <> 'rrf' THEN
+            SELECT COUNT(*) INTO l_vcount
+            FROM   JSON_TABLE(l_vkeys, '$[*]' COLUMNS (record_id VARCHAR2(512 CHAR) PATH '$[1]')) j;
+            l_gate := 0;
+            IF l_wv = 0 OR (l_fusion = 'gated-rrf' AND l_vcount = 0) THEN
+               l_gate := 1;
+            ELSIF l_wk > 0 THEN
+               SELECT NVL(LEAST(1, GREATEST(0,
+                         ((MAX(s) - AVG(s)) / NULLIF(STDDEV_POP(s), 0) - gc_keyword_z_floor) / gc_keyword_z_span)), 0)
+               INTO   l_gate
+               FROM   (SELECT GREATEST(0, 1 - j.dist) AS s
+                       FROM   JSON_TABLE(l_tkeys, '$[*]' COLUMNS (dist NUMBER PATH '$[2]')) j);
+            END IF;
+         END IF;
+         IF l_fusion IN ('rrf', 'gated-rrf') THEN
             l_rank := 'SELECT NVL(v.record_type, t.record_type) AS record_type,'
                    || ' NVL(v.record_id, t.record_id) AS record_id,'
                    || ' GREATEST(0, LEAST(1, ROUND(1 - (NVL(:wv / (:rk + v.rn), 0) + NVL(:wk / (:rk + t.rn), 0))'
@@ -798,9 +823,14 @@ AS
                    || ' ORDER BY 3, NLSSORT(NVL(v.record_type, t.record_type), ''NLS_SORT=BINARY''),'
                    || ' NLSSORT(NVL(v.record_id, t.record_id), ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
             add_bind(l_run_binds, 'wv', 'N', in_num => l_wv);
-            add_bind(l_run_binds, 'wk', 'N', in_num => l_wk);
             add_bind(l_run_binds, 'rk', 'N', in_num => l_rrf_k);
-            add_bind(l_run_binds, 'top', 'N', in_num => (l_wv + l_wk) / (l_rrf_k + 1));
+            IF l_fusion = 'rrf' THEN
+               add_bind(l_run_binds, 'wk', 'N', in_num => l_wk);
+               add_bind(l_run_binds, 'top', 'N', in_num => (l_wv + l_wk) / (l_rrf_k + 1));
+            ELSE
+               add_bind(l_run_binds, 'wk', 'N', in_num => l_wk * l_gate);
+               add_bind(l_run_binds, 'top', 'N', in_num => (l_wv + l_wk * l_gate) / (l_rrf_k + 1));
+            END IF;
          ELSE
             -- each leg's scores on [0, 1] with analytic functions over the leg (vs: the
             -- vector leg with its best and reference similarity; ts: the keyword leg with
@@ -826,19 +856,6 @@ AS
                    || ' ON (t.record_type = v.record_type AND t.record_id = v.record_id)'
                    || ' ORDER BY 3, NLSSORT(NVL(v.record_type, t.record_type), ''NLS_SORT=BINARY''),'
                    || ' NLSSORT(NVL(v.record_id, t.record_id), ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
-            -- the keyword leg's strength gate: how far its best score stands out from its
-            -- scores, z = (max - mean) / population standard deviation, mapped to [0, 1]
-            -- by gc_keyword_z_floor and gc_keyword_z_span; fewer than two matches: 0
-            l_gate := 0;
-            IF l_wv = 0 THEN
-               l_gate := 1;
-            ELSIF l_wk > 0 THEN
-               SELECT NVL(LEAST(1, GREATEST(0,
-                         ((MAX(s) - AVG(s)) / NULLIF(STDDEV_POP(s), 0) - gc_keyword_z_floor) / gc_keyword_z_span)), 0)
-               INTO   l_gate
-               FROM   (SELECT GREATEST(0, 1 - j.dist) AS s
-                       FROM   JSON_TABLE(l_tkeys, '$[*]' COLUMNS (dist NUMBER PATH '$[2]')) j);
-            END IF;
             add_bind(l_run_binds, 'wv', 'N', in_num => l_wv);
             add_bind(l_run_binds, 'wk', 'N', in_num => l_wk * l_gate);
             add_bind(l_run_binds, 'wsum', 'N', in_num => l_wv + l_wk * l_gate);

@@ -34,13 +34,15 @@ AS
    gc_max_keyword_tokens CONSTANT PLS_INTEGER := 64;
    gc_max_query_bytes    CONSTANT PLS_INTEGER := 4000;   -- keyword_query result, in bytes
    -- HYBRID fusion defaults (= oramem.sqlite.keyword.HybridConfig) and the depth cap
-   gc_fusion             CONSTANT VARCHAR2(8 CHAR) := 'score';
+   gc_fusion             CONSTANT VARCHAR2(16 CHAR) := 'gated-rrf';
    gc_vector_weight      CONSTANT NUMBER      := 1.0;
    gc_keyword_weight     CONSTANT NUMBER      := 3.0;    -- fusion 'score', at full strength
+   gc_keyword_weight_gated CONSTANT NUMBER    := 3.0;    -- fusion 'gated-rrf', at full strength
    gc_keyword_weight_rrf CONSTANT NUMBER      := 0.7;    -- fusion 'rrf'
-   gc_rrf_k              CONSTANT NUMBER      := 10;
+   gc_rrf_k              CONSTANT NUMBER      := 10;     -- fusion 'rrf'
+   gc_rrf_k_gated        CONSTANT NUMBER      := 1;      -- fusion 'gated-rrf'
    gc_vector_ref_rank    CONSTANT PLS_INTEGER := 20;     -- score fusion: sim there maps to 0
-   gc_keyword_z_floor    CONSTANT NUMBER      := 1.5;    -- score fusion: keyword strength gate
+   gc_keyword_z_floor    CONSTANT NUMBER      := 1.5;    -- score and gated-rrf: keyword strength gate
    gc_keyword_z_span     CONSTANT NUMBER      := 2.0;
    gc_max_fusion_depth   CONSTANT PLS_INTEGER := 10000;
 
@@ -51,8 +53,8 @@ AS
     * with at most k elements, ascending distance, ties by record_type then id, each
     * record once (its best chunk).
     * KEYWORD and HYBRID compile the query with the store's keyword_language (ORAMEM_STORES;
-    * see keyword_query); an optional request "keyword_language" must equal it (-20001 else). HYBRID reads an optional "hybrid" object {"fusion": "score", "vector_weight": 1.0,
-    * "keyword_weight": 3.0 (0.7 for fusion "rrf"), "rrf_k": 10, "depth": null} (absent keys = these defaults; depth null =
+    * see keyword_query); an optional request "keyword_language" must equal it (-20001 else). HYBRID reads an optional "hybrid" object {"fusion": "gated-rrf" (or "score", "rrf"),
+    * "vector_weight": 1.0, "keyword_weight": 3.0 (0.7 for fusion "rrf"), "rrf_k": 1 (10 for "rrf"), "depth": null} (absent keys = these defaults; depth null =
     * max(10 k, 200) capped at gc_max_fusion_depth, else max(k, depth)) and uses
     * query_vector when given, else query_text embedded with the store's embedding_model.
     * Errors: -20002 bad JSON; -20001 k < 1 or > gc_max_k, missing query_text /

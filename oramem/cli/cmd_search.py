@@ -26,11 +26,13 @@ from .state import State, pass_state
 @click.option("--types", multiple=True, help="Record types to search (comma-separated or repeated).")
 @click.option("--filter", "metadata_filter", help="Metadata filter as a JSON object.")
 @full_option
-@click.option("--fusion", type=click.Choice(["score", "rrf"], case_sensitive=False),
-              help="Hybrid fusion rule: score (default; relative score fusion) or rrf (reciprocal-rank fusion).")
+@click.option("--fusion", type=click.Choice(["gated-rrf", "score", "rrf"], case_sensitive=False),
+              help="Hybrid fusion rule: gated-rrf (default; reciprocal-rank fusion whose keyword weight counts only "
+                   "when the keyword leg's best match stands out), score (relative score fusion) or rrf "
+                   "(reciprocal-rank fusion without the gate).")
 @click.option("--vector-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the vector leg (default 1.0).")
-@click.option("--keyword-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the keyword leg (default 0.5 for score, 0.7 for rrf).")
-@click.option("--rrf-k", type=click.FloatRange(min=0, min_open=True), help="Hybrid fusion rrf: reciprocal-rank constant (default 10; larger flattens the ranks).")
+@click.option("--keyword-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the keyword leg (default 3.0 for gated-rrf and score, 0.7 for rrf).")
+@click.option("--rrf-k", type=click.FloatRange(min=0, min_open=True), help="Hybrid fusion gated-rrf or rrf: reciprocal-rank constant (default 1 for gated-rrf, 10 for rrf; larger flattens the ranks).")
 @click.option("--fusion-depth", type=click.IntRange(min=1), help="Hybrid fusion: candidates per ranking (default max(10*k, 200)).")
 @pass_state
 def search(
@@ -56,16 +58,19 @@ def search(
     """Search the store for QUERY; prints rank, distance, type, scope and content.
 
     Hybrid search fuses the best fusion-depth candidates of the vector and keyword legs. By
-    default (--fusion score) each leg's scores are put on [0, 1] for the query (vector
-    similarity relative to its best and 10th candidate, keyword score relative to its best)
-    and summed with the weights; --fusion rrf sums vector-weight / (rrf-k + vector rank) +
-    keyword-weight / (rrf-k + keyword rank)."""
+    default (--fusion gated-rrf) it sums vector-weight / (rrf-k + vector rank) + gate *
+    keyword-weight / (rrf-k + keyword rank), the gate in [0, 1] growing with how far the
+    keyword leg's best match stands out from its other matches (0: the vector order as it
+    is). --fusion score puts each leg's scores on [0, 1] for the query (vector similarity
+    relative to its best and 20th candidate, keyword score relative to its best) and sums
+    them with the weights (the keyword one gated the same way); --fusion rrf is the ungated
+    reciprocal-rank sum."""
     flt = parse_json_option(metadata_filter, "--filter", allow_null=False)
     options: dict[str, Any] = {"fusion": fusion.lower() if fusion else None, "vector_weight": vector_weight,
                                "keyword_weight": keyword_weight, "rrf_k": rrf_k, "depth": fusion_depth}
     given = {name: value for name, value in options.items() if value is not None}
-    if rrf_k is not None and (fusion or "score").lower() != "rrf":
-        raise CLIError("--rrf-k applies to --fusion rrf only; add --fusion rrf or drop --rrf-k", 2)
+    if rrf_k is not None and (fusion or "gated-rrf").lower() == "score":
+        raise CLIError("--rrf-k applies to --fusion gated-rrf or rrf only; use one of those or drop --rrf-k", 2)
     if given:
         from ..sqlite import HybridConfig
 

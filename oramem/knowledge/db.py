@@ -34,6 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool, StaticPool
 
 from ..errors import StoreBusy, StoreError, is_sqlite_busy
+from .schema import bind_json_as_oson
 
 __all__ = ["Backend", "SQLiteBackend", "OracleBackend", "backend_for"]
 
@@ -222,8 +223,8 @@ class OracleBackend(Backend):
             # every checkin gives it back (SQLAlchemy, dialects/oracle/oracledb.py "Using
             # python-oracledb Connection Pooling"). The default QueuePool would keep up to
             # 15 of the store's pooled connections checked out and block the store (F5).
-            self.sa_engine = sa.create_engine("oracle+oracledb://", creator=lambda: self._connect(target, kind),
-                                              poolclass=NullPool)
+            self.sa_engine = bind_json_as_oson(sa.create_engine(
+                "oracle+oracledb://", creator=lambda: self._connect(target, kind), poolclass=NullPool))
             # SQLAlchemy's on_connect sets its outputtypehandler on each connection: the
             # store's own handler (if any) is put back before the connection goes home.
             sa.event.listen(self.sa_engine, "checkin", self._restore_handler)

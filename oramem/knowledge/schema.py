@@ -65,10 +65,13 @@ class _OracleBoolean(UserDefinedType):
 
 
 class _OracleJSON(UserDefinedType):
-    """Oracle ``JSON`` column, bound as a CLOB: SQLAlchemy's oracledb dialect then calls
-    ``setinputsizes(name=CLOB)`` (CLOB is in its ``include_set_input_sizes``), so JSON text
-    over 4000 bytes is not sent as a LONG bind (python-oracledb thin mode, review F13/F4);
-    a CLOB is a documented input of a JSON column. Static-checked, not run against Oracle."""
+    """Oracle ``JSON`` column, bound as ``DB_TYPE_JSON`` (OSON): python-oracledb encodes the
+    Python value itself (``impl/base/oson.pyx`` ``encode_node``), so no temporary LOB is
+    created per value as a CLOB bind does (``impl/thin/var.pyx``, ``conn.createlob``; review
+    D13). SQLAlchemy's oracledb dialect leaves ``DB_TYPE_JSON`` out of its
+    ``include_set_input_sizes``, so :func:`bind_json_as_oson` puts it into each statement's
+    input sizes on the engines the knowledge layer creates. Static-checked, not run against
+    Oracle."""
 
     cache_ok = True
 
@@ -76,7 +79,28 @@ class _OracleJSON(UserDefinedType):
         return "JSON"
 
     def get_dbapi_type(self, dbapi: Any) -> Any:
-        return dbapi.CLOB
+        return dbapi.DB_TYPE_JSON
+
+
+def _json_input_sizes(inputsizes: dict, cursor: Any, statement: Any, parameters: Any, context: Any) -> None:
+    """``do_setinputsizes`` listener: every bind of a :class:`JSONValue` column goes as
+    ``DB_TYPE_JSON``. The driver cannot infer it: an untyped dict raises DPY-3002
+    (``impl/base/metadata.pyx`` ``from_value``) and an untyped list is bound as a PL/SQL array
+    (``impl/base/bind_var.pyx`` ``_create_var_from_value``; ORA-01484 in SQL), and a scalar
+    would arrive as text for the column to parse."""
+    dbtype = context.dialect.dbapi.DB_TYPE_JSON
+    for bindparam in inputsizes:
+        if isinstance(bindparam.type, JSONValue):
+            inputsizes[bindparam] = dbtype
+
+
+def bind_json_as_oson(engine: Any) -> Any:
+    """Make ``engine`` (an ``oracle+oracledb`` SQLAlchemy engine) bind the knowledge tables'
+    JSON columns as ``DB_TYPE_JSON`` (the documented way to send a Python value to a JSON
+    column: python-oracledb user guide, "Using the Oracle Database 21c JSON Type"). Returns
+    the engine."""
+    sa.event.listen(engine, "do_setinputsizes", _json_input_sizes)
+    return engine
 
 
 class _OracleVector(UserDefinedType):
@@ -148,7 +172,13 @@ class JSONValue(TypeDecorator):
     def process_bind_param(self, value, dialect):
         if value is None:
             return None
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        if dialect.name == "oracle":
+            # D13: the value itself, bound as DB_TYPE_JSON (bind_json_as_oson), in the plain
+            # JSON types SQLite stores (what json.dumps(default=str) makes of a date, a set...),
+            # so both engines keep the same value; no temporary LOB
+            return json.loads(text)
+        return text
 
     def process_result_value(self, value, dialect):
         if value is None:

@@ -196,7 +196,7 @@ def search_json(
             "vector_weight": float(cfg.vector_weight),
             "fusion": cfg.fusion,
             "keyword_weight": float(cfg.keyword_weight or 0.0),
-            "rrf_k": float(cfg.rrf_k),
+            "rrf_k": float(cfg.rrf_k or 0.0),
             "depth": cfg.depth,
         }
     return _dumps(out)

@@ -1,4 +1,4 @@
-"""Keyword search over FTS5 (SC-6.4 KEYWORD) and weighted reciprocal-rank fusion (HYBRID).
+"""Keyword search over FTS5 (SC-6.4 KEYWORD) and the fusion of HYBRID (:class:`HybridConfig`).
 
 Query text is only ever words: it is split into runs of letters/digits, each run is
 wrapped in double quotes (an FTS5 string, so ``AND``, ``NEAR``, ``*``, ``:``, ``-``,
@@ -42,6 +42,7 @@ from typing import Optional, Sequence, Union
 __all__ = [
     "DEFAULT_KEYWORD_LANGUAGE",
     "FUSION_MODES",
+    "DEFAULT_FUSION",
     "HybridConfig",
     "KEYWORD_LANGUAGES",
     "LEGACY_LANGUAGE",
@@ -165,39 +166,55 @@ def keyword_distance(bm25: float) -> float:
     return 1.0 / (1.0 + score)
 
 
-#: fusion rules of :class:`HybridConfig`
-FUSION_MODES = ("score", "rrf")
-#: default keyword weight per fusion rule (tuned in bench/quality.py, bench/results/quality.md)
-_DEFAULT_KEYWORD_WEIGHT = {"score": KEYWORD_WEIGHT_SCORE, "rrf": 0.7}
-_DEFAULT_RRF_K = 10.0
+#: fusion rules of :class:`HybridConfig` (the first is the default)
+FUSION_MODES = ("gated-rrf", "score", "rrf")
+DEFAULT_FUSION = FUSION_MODES[0]
+#: gated-rrf: the default keyword weight (vector weight 1.0) at full strength, and rrf_k
+KEYWORD_WEIGHT_GATED = 3.0
+RRF_K_GATED = 1.0
+#: default keyword weight per fusion rule (chosen in bench/fusion_tune.py, bench/results/fusion.md)
+_DEFAULT_KEYWORD_WEIGHT = {"gated-rrf": KEYWORD_WEIGHT_GATED, "score": KEYWORD_WEIGHT_SCORE, "rrf": 0.7}
+_DEFAULT_RRF_K = {"gated-rrf": RRF_K_GATED, "score": 10.0, "rrf": 10.0}
 
 
 @dataclass(frozen=True)
 class HybridConfig:
     """How HYBRID search fuses its VECTOR and KEYWORD legs.
 
-    ``fusion="score"`` (the default): relative score fusion, as Oracle's
-    DBMS_HYBRID_VECTOR ``RSF`` fuses scores rather than ranks. Each leg's scores are put on
-    one scale for the query: the vector leg's cosine similarity relative to its best
-    candidate and its ``VECTOR_REFERENCE_RANK``-th (``(cos - cos_ref) / (cos_top - cos_ref)``,
-    clamped to [0, 1]), the keyword leg's bm25 relative to its best match (``bm25 /
-    bm25_top``). The keyword weight adapts to the query: it counts in full only when the
-    keyword leg's best match stands out from its other matches (``z = (bm25_top - mean) /
-    std`` at least ``KEYWORD_Z_FLOOR + KEYWORD_Z_SPAN``), not at all below
-    ``KEYWORD_Z_FLOOR``, linearly between (:func:`keyword_scores`): matches on one
-    everyday word that many records share are weak evidence, matches on several rare
-    words strong. A record's score is ``vector_weight * v + gate * keyword_weight * k``
-    (a leg that did not return it adds 0), its distance ``1 - score / (vector_weight +
-    gate * keyword_weight)``. So a record that one everyday word links to the query does
-    not overtake the vector leg's clear winner (F-3), while a distinctive keyword match
-    comes first.
+    ``fusion="gated-rrf"`` (the default, issue 23): weighted reciprocal-rank fusion whose
+    keyword weight is gated by how strongly the keyword leg's best match stands out. Score
+    ``vector_weight / (rrf_k + vector rank) + gate * keyword_weight / (rrf_k + keyword
+    rank)`` (a leg that did not return a record adds 0), distance ``1 - score / ((vector_weight
+    + gate * keyword_weight) / (rrf_k + 1))``; defaults keyword weight
+    ``KEYWORD_WEIGHT_GATED`` (3.0), ``rrf_k`` ``RRF_K_GATED`` (1). The gate in [0, 1] is
+    :func:`keyword_scores`' strength gate: ``(z - KEYWORD_Z_FLOOR) / KEYWORD_Z_SPAN``
+    clamped, ``z = (s_top - mean) / std`` over the keyword leg's bm25 scores; fewer than
+    two keyword matches, or matches that share one everyday word about equally, give a gate
+    near 0 and the vector ranking as it is (the guard for a keyword leg that found nothing
+    distinctive, F-3); a best match that stands far out gives gate 1, and the keyword
+    ranking leads with the vector leg's ranks breaking its near-ties and lifting records
+    both legs found. With ``vector_weight=0``, or a vector leg that returned nothing, the
+    gate is 1 (the keyword ranking as it is). Chosen
+    over the score rule by the worst margin over four sets at once
+    (``bench/results/fusion.md``).
 
-    ``fusion="rrf"``: weighted reciprocal-rank fusion, the rule before issue 23: score
-    ``vector_weight / (rrf_k + vector_rank) + keyword_weight / (rrf_k + keyword_rank)``.
+    ``fusion="score"``: relative score fusion (the default of issue 23's first round), as
+    Oracle's DBMS_HYBRID_VECTOR ``RSF`` fuses scores rather than ranks. Each leg's scores
+    are put on one scale for the query: the vector leg's cosine similarity relative to its
+    best candidate and its ``VECTOR_REFERENCE_RANK``-th (``(cos - cos_ref) / (cos_top -
+    cos_ref)``, clamped to [0, 1]), the keyword leg's bm25 relative to its best match
+    (``bm25 / bm25_top``). The keyword weight times the same strength gate. A record's
+    score is ``vector_weight * v + gate * keyword_weight * k`` (a leg that did not return it
+    adds 0), its distance ``1 - score / (vector_weight + gate * keyword_weight)``.
+
+    ``fusion="rrf"``: weighted reciprocal-rank fusion without a gate, the rule before issue
+    23: score ``vector_weight / (rrf_k + vector_rank) + keyword_weight / (rrf_k +
+    keyword_rank)``.
 
     - ``vector_weight`` / ``keyword_weight`` (≥ 0, not both 0); ``keyword_weight=None``
-      takes the rule's default (score: ``KEYWORD_WEIGHT_SCORE``, rrf: 0.7).
-    - ``rrf_k`` (> 0, default 10): only for ``rrf``.
+      takes the rule's default (gated-rrf 3.0, score ``KEYWORD_WEIGHT_SCORE`` 3.0, rrf 0.7).
+    - ``rrf_k`` (> 0): for ``gated-rrf`` (default 1) and ``rrf`` (default 10); ``None`` =
+      the rule's default; ``score`` refuses any other value than its placeholder 10.
     - ``depth``: how many candidates each leg contributes (≥ k always); ``None`` =
       ``max(10 * k, 200)``.
 
@@ -206,26 +223,30 @@ class HybridConfig:
 
     vector_weight: float = 1.0
     keyword_weight: Optional[float] = None
-    rrf_k: float = 10.0
+    rrf_k: Optional[float] = None
     depth: Optional[int] = None
-    fusion: str = "score"
+    fusion: str = DEFAULT_FUSION
 
     def __post_init__(self) -> None:
         if not isinstance(self.fusion, str) or self.fusion not in FUSION_MODES:
             raise ValueError(f"HybridConfig.fusion must be one of {', '.join(FUSION_MODES)}, got {self.fusion!r}")
         if self.keyword_weight is None:
             object.__setattr__(self, "keyword_weight", _DEFAULT_KEYWORD_WEIGHT[self.fusion])
+        given_rrf_k = self.rrf_k
+        if self.rrf_k is None:
+            object.__setattr__(self, "rrf_k", _DEFAULT_RRF_K[self.fusion])
         for name in ("vector_weight", "keyword_weight", "rrf_k"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"HybridConfig.{name} must be a finite number, got {value!r}")
-        assert self.keyword_weight is not None
+        assert self.keyword_weight is not None and self.rrf_k is not None
         if self.vector_weight < 0 or self.keyword_weight < 0 or self.vector_weight + self.keyword_weight == 0:
             raise ValueError("HybridConfig weights must be >= 0 and not both 0 (use strategy='vector' or 'keyword')")
         if self.rrf_k <= 0:
             raise ValueError(f"HybridConfig.rrf_k must be > 0, got {self.rrf_k!r}")
-        if self.fusion != "rrf" and self.rrf_k != _DEFAULT_RRF_K:
-            raise ValueError(f"HybridConfig.rrf_k={self.rrf_k!r} applies to fusion='rrf' only; pass fusion='rrf' or drop rrf_k")
+        if self.fusion == "score" and given_rrf_k is not None and given_rrf_k != _DEFAULT_RRF_K["score"]:
+            raise ValueError(f"HybridConfig.rrf_k={given_rrf_k!r} applies to fusion='gated-rrf' or 'rrf' only; "
+                             "pass one of those or drop rrf_k")
         if self.depth is not None and (isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1):
             raise ValueError(f"HybridConfig.depth must be a positive int or None, got {self.depth!r}")
 
@@ -257,6 +278,13 @@ def fuse(vector: Leg, keyword: Leg, config: HybridConfig = HybridConfig()) -> li
     if config.fusion == "rrf":
         return _fuse_rrf([k for k, _ in _pairs(vector, "vector", False)], [k for k, _ in _pairs(keyword, "keyword", False)],
                          config)
+    if config.fusion == "gated-rrf":
+        keyword_pairs = _pairs(keyword, "keyword", True)
+        # the guard: with no vector weight, or a vector leg that returned nothing, the
+        # keyword ranking is all there is and counts in full
+        vector_keys = [k for k, _ in _pairs(vector, "vector", False)]
+        gate = 1.0 if config.vector_weight == 0 or not vector_keys else keyword_scores(keyword_pairs)[1]
+        return _fuse_rrf(vector_keys, [k for k, _ in keyword_pairs], config, gate)
     return _fuse_scores(_pairs(vector, "vector", True), _pairs(keyword, "keyword", True), config)
 
 
@@ -311,18 +339,23 @@ def _fuse_scores(vector: list, keyword: list, config: HybridConfig) -> list[tupl
     return fused
 
 
-def _fuse_rrf(vector: Sequence[int], keyword: Sequence[int], config: HybridConfig) -> list[tuple[int, float]]:
+def _fuse_rrf(vector: Sequence[int], keyword: Sequence[int], config: HybridConfig,
+              gate: Optional[float] = None) -> list[tuple[int, float]]:
     """Weighted reciprocal-rank fusion; distance = 1 − score / best, where best is the
-    score of a key ranked first by both legs."""
-    assert config.keyword_weight is not None
-    weights = ((config.vector_weight, vector), (config.keyword_weight, keyword))
+    score of a key ranked first by both legs. ``gate`` (gated-rrf) scales the keyword
+    weight; the keyword leg's records stay candidates (score 0 from it) when it is 0, as
+    they are in the FULL OUTER JOIN of the PL/SQL twin."""
+    assert config.keyword_weight is not None and config.rrf_k is not None
+    rrf_k = float(config.rrf_k)
+    keyword_weight = config.keyword_weight if gate is None else config.keyword_weight * gate
+    weights = ((config.vector_weight, vector), (keyword_weight, keyword))
     scores: dict[int, float] = {}
     for weight, ranking in weights:
-        if weight == 0:
+        if weight == 0 and gate is None:
             continue
         for rank, key in enumerate(ranking, start=1):
-            scores[key] = scores.get(key, 0.0) + weight / (config.rrf_k + rank)
-    top = sum(weight for weight, _ in weights) / (config.rrf_k + 1)
+            scores[key] = scores.get(key, 0.0) + weight / (rrf_k + rank)
+    top = sum(weight for weight, _ in weights) / (rrf_k + 1)
     # rounding would leave a key ranked first by both legs a hair above 0
     fused = [(key, min(1.0, max(0.0, round(1.0 - score / top, 12)))) for key, score in scores.items()]
     fused.sort(key=lambda item: item[1])

@@ -268,7 +268,10 @@ def test_search_fusion_flags_reach_hybrid_and_are_never_ignored(run):
     assert keyword_only[0]["record"]["id"] == "z" and keyword_only[0]["distance"] == 0.0
     jrun(run, "search", "zebra", "--fusion", "rrf", "--rrf-k", "60", "--keyword-weight", "1", "--fusion-depth", "5")
     jrun(run, "search", "zebra", "--fusion", "score", "--keyword-weight", "0.2")
-    assert "--rrf-k applies to --fusion rrf only" in run("search", "zebra", "--rrf-k", "60", expect=2).output
+    jrun(run, "search", "zebra", "--fusion", "gated-rrf", "--rrf-k", "2", "--keyword-weight", "1")
+    jrun(run, "search", "zebra", "--rrf-k", "2")  # the default gated-rrf takes it
+    refused_k = run("search", "zebra", "--fusion", "score", "--rrf-k", "60", expect=2).output
+    assert "--rrf-k applies to --fusion gated-rrf or rrf only" in refused_k
     refused = run("search", "zebra", "--strategy", "keyword", "--fusion", "rrf", "--rrf-k", "5", "--fusion-depth", "3",
                   expect=2)
     assert "--fusion, --rrf-k, --fusion-depth only apply to hybrid search" in refused.output

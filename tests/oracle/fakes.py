@@ -132,6 +132,66 @@ MAX_SQL_STRING_BIND = 4000
 MAX_PLSQL_STRING_BIND = 32767
 
 
+def _check_untyped(value: Any, key: Any, is_plsql: bool) -> None:
+    """A bind with no input size takes its type from the value (impl/base/metadata.pyx
+    ``OracleMetadata.from_value``): None, bool, str, bytes, int, float, Decimal, date/datetime,
+    timedelta, LOBs, cursors, DB objects, ``array.array`` (VECTOR) and IntervalYM; anything
+    else (a dict, a set, an object) raises DPY-3002. A list is an array bind
+    (impl/base/bind_var.pyx ``_create_var_from_value``: ``is_array = True``), which the server
+    refuses outside PL/SQL (ORA-01484 "arrays can only be bound to PL/SQL statements")."""
+    import array as _array
+    import datetime as _dt
+    from decimal import Decimal
+
+    if isinstance(value, list):
+        if not is_plsql:
+            raise db_error(1484, f"arrays can only be bound to PL/SQL statements (bind {key!r})")
+        return
+    if value is None or isinstance(value, (bool, str, bytes, int, float, Decimal, _dt.date, _dt.timedelta,
+                                           _array.array, oracledb.LOB, oracledb.AsyncLOB, oracledb.Cursor,
+                                           oracledb.AsyncCursor, oracledb.DbObject, oracledb.IntervalYM)):
+        return
+    _driver_errors._raise_err(_driver_errors.ERR_PYTHON_VALUE_NOT_SUPPORTED, type_name=type(value).__name__)
+
+
+def _check_oson(value: Any, key: Any) -> None:
+    """A ``DB_TYPE_JSON`` bind goes through the OSON encoder (impl/base/oson.pyx ``encode_node``):
+    None, bool, int/float/Decimal, bytes, datetime/date, timedelta, str, list/tuple, dict,
+    ``array.array``; any other type raises DPY-3003 (ERR_PYTHON_TYPE_NOT_SUPPORTED)."""
+    import array as _array
+    import datetime as _dt
+    from decimal import Decimal
+
+    if value is None or isinstance(value, (bool, int, float, Decimal, bytes, _dt.date, _dt.timedelta, str,
+                                           _array.array)):
+        return
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_oson(item, key)
+        return
+    if isinstance(value, dict):
+        for item in value.values():
+            _check_oson(item, key)
+        return
+    _driver_errors._raise_err(_driver_errors.ERR_PYTHON_TYPE_NOT_SUPPORTED, typ=type(value))
+
+
+class _JSONBind:
+    """A value the cursor bound as ``DB_TYPE_JSON`` (for :class:`SQLBackend`: stored as JSON text)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _json_binds(params: Any, sizes: dict) -> Any:
+    json_keys = {k for k, t in sizes.items() if t is oracledb.DB_TYPE_JSON}
+    if not json_keys:
+        return params
+    if isinstance(params, dict):
+        return {k: _JSONBind(v) if k in json_keys and v is not None else v for k, v in params.items()}
+    return [_JSONBind(v) if i in json_keys and v is not None else v for i, v in enumerate(params or ())]
+
+
 class _CursorBase:
     def __init__(self, rec: Recorder, lob_cls: type, conn: int = 0, connection: Any = None) -> None:
         self.rec = rec
@@ -203,7 +263,17 @@ class _CursorBase:
                 _driver_errors._raise_err(_driver_errors.ERR_MIXED_POSITIONAL_AND_NAMED_BINDS)
             items = values.items() if isinstance(values, dict) else enumerate(values or ())
             for key, value in items:
-                if not isinstance(value, str) or self.sizes.get(key) in (oracledb.DB_TYPE_CLOB, oracledb.CLOB):
+                size = self.sizes.get(key)
+                if size is oracledb.DB_TYPE_JSON:
+                    _check_oson(value, key)
+                    continue
+                if size is None and not isinstance(value, _Var):
+                    _check_untyped(value, key, is_plsql)
+                if isinstance(value, str) and size in (oracledb.DB_TYPE_CLOB, oracledb.CLOB) and not is_plsql:
+                    # impl/thin/var.pyx ThinVarImpl._bind ("for variables containing LOBs, create
+                    # temporary LOBs, if needed"): conn.createlob per value (review D13)
+                    self.rec.calls.append(Call("createlob", binds={"data": value}, conn=self.conn))
+                if not isinstance(value, str) or size in (oracledb.DB_TYPE_CLOB, oracledb.CLOB):
                     continue
                 size = len(value.encode("utf-8"))
                 if not is_plsql and size > MAX_SQL_STRING_BIND:
@@ -247,22 +317,24 @@ class _CursorBase:
         self._check_binds(kw or parameters, head in ("begin", "declare", "call"), "SQL")
         self.rec.calls.append(call)
         if self.rec.backend is not None and not self.rec.has_answer(sql):
-            self.rec.backend.run(self, sql, dict(binds) if (kw or isinstance(parameters, dict)) else parameters)
+            params = dict(binds) if (kw or isinstance(parameters, dict)) else parameters
+            self.rec.backend.run(self, sql, _json_binds(params, call.input_sizes))
             return
         value = self.rec.answer(sql, call)
         self.rows = list(value) if value is not None else []
 
     def _exec_many(self, sql, seq):
         seq = list(seq)
+        sizes = dict(self.sizes)
         for params in seq:
-            sizes, style = dict(self.sizes), self.bind_style
+            style = self.bind_style
             head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
             self._check_binds(params, head in ("begin", "declare", "call"), "SQL")
-            self.sizes, self.bind_style = sizes, style
+            self.sizes, self.bind_style = dict(sizes), style
         self.bind_style, self.sizes = None, {}
-        self.rec.calls.append(Call("executemany", sql, None, {"rows": len(seq)}, {}, self.conn))
+        self.rec.calls.append(Call("executemany", sql, None, {"rows": len(seq)}, sizes, self.conn))
         if self.rec.backend is not None and not self.rec.has_answer(sql):
-            self.rec.backend.run(self, sql, seq, many=True)
+            self.rec.backend.run(self, sql, [_json_binds(p, sizes) for p in seq], many=True)
 
 
 class FakeCursor(_CursorBase):
@@ -573,6 +645,8 @@ class SQLBackend:
         import json as _json
         from decimal import Decimal
 
+        if isinstance(value, _JSONBind):
+            return _json.dumps(value.value, default=lambda d: float(d) if isinstance(d, Decimal) else str(d))
         if isinstance(value, _Var):
             value = value.value
         if isinstance(value, (FakeLOB, FakeAsyncLOB)):

@@ -68,16 +68,38 @@ def test_a13_knowledge_search_on_a_sync_oracle_store_uses_the_sync_call():
     assert [c.name for c in rec.plsql][-1] == "oramem_search.search_json"
 
 
-def test_f13_json_columns_are_bound_as_clob_on_oracle():
+def test_d13_json_columns_are_typed_db_type_json_on_oracle():
+    """D13 (replaces F13's CLOB binding): the JSON columns' DB-API type is DB_TYPE_JSON, which
+    SQLAlchemy's dialect leaves out of setinputsizes, so bind_json_as_oson adds it."""
     dialect = sa_oracledb.dialect(dbapi=oracledb)
     tables = build_tables("S1", 8)
     json_cols = [c for t in tables.__dict__.values() if isinstance(t, sa.Table) for c in t.columns
                  if type(c.type).__name__ == "JSONValue"]
     assert json_cols, "the knowledge tables have JSON columns"
     for col in json_cols:
-        assert col.type._unwrapped_dialect_impl(dialect).get_dbapi_type(oracledb) is oracledb.CLOB, col
-    # the dialect puts CLOB into setinputsizes (it is in include_set_input_sizes)
-    assert oracledb.CLOB in dialect.include_set_input_sizes
+        assert col.type._unwrapped_dialect_impl(dialect).get_dbapi_type(oracledb) is oracledb.DB_TYPE_JSON, col
+    assert oracledb.DB_TYPE_JSON not in dialect.include_set_input_sizes  # hence the listener
+
+
+def test_fake_types_binds_as_the_driver_does():
+    """The fake refuses what python-oracledb refuses (fakes._check_untyped / _check_oson): an
+    untyped dict (DPY-3002), a list in SQL (an array bind: ORA-01484), a set as JSON (DPY-3003);
+    a DB_TYPE_JSON bind takes any JSON-shaped value."""
+    cur = FakeConnection(Recorder()).cursor()
+    with pytest.raises(oracledb.NotSupportedError, match="DPY-3002"):
+        cur.execute("INSERT INTO t (j) VALUES (:j)", j={"a": 1})
+    with pytest.raises(oracledb.DatabaseError, match="ORA-01484"):
+        cur.execute("INSERT INTO t (j) VALUES (:j)", j=[1, 2])
+    cur.setinputsizes(j=oracledb.DB_TYPE_JSON)
+    with pytest.raises(oracledb.NotSupportedError, match="DPY-3003"):
+        cur.execute("INSERT INTO t (j) VALUES (:j)", j={"a": {1, 2}})
+    for value in ({"a": [1, 2.5, None, True]}, [1, "x"], "Talho", 42, None):
+        cur.setinputsizes(j=oracledb.DB_TYPE_JSON)
+        cur.execute("INSERT INTO t (j) VALUES (:j)", j=value)
+    # a CLOB-typed SQL bind costs a temporary LOB, as in thin mode (impl/thin/var.pyx)
+    cur.setinputsizes(c=oracledb.DB_TYPE_CLOB)
+    cur.execute("INSERT INTO t (c) VALUES (:c)", c="text")
+    assert [c.kind for c in cur.rec.calls].count("createlob") == 1
 
 
 def test_d5_knowledge_memory_leaves_the_stores_hook_slot_alone(monkeypatch):
@@ -211,6 +233,26 @@ def test_d1_knowledge_layer_runs_over_a_driver_shaped_fake(monkeypatch):
                    and c.binds["in_record_type"] == "user_profile"]
         assert cascade == [dict(in_store_id="MYSTORE", in_record_type="user_profile", in_record_id="Pedro", in_cascade=1,
                                 in_reason="forget", in_names='["Pedro"]')]
+    finally:
+        km.close()
+
+
+def test_d13_knowledge_writes_bind_json_as_oson_without_temporary_lobs(monkeypatch):
+    """D13: every JSON value of a knowledge write is bound as DB_TYPE_JSON (no temporary LOB
+    per value, as the CLOB binding cost: one ``createlob`` each on main), and reads back equal."""
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    try:
+        before = len(rec.calls)
+        for i in range(20):
+            km.add_fact("a1", "Pedro", f"Pedro note {i}", attribute_key=f"k{i}", value={"n": i, "l": [i, "x"]})
+            clock.advance()
+        km.run_background("a1")
+        calls = rec.calls[before:]
+        assert [c for c in calls if c.kind == "createlob"] == []
+        fact_inserts = [c for c in calls if c.kind in ("execute", "executemany")
+                        and c.name.lstrip().upper().startswith('INSERT INTO "MYSTORE_KG_FACT"')]
+        assert fact_inserts and all(c.input_sizes.get("value_json") is oracledb.DB_TYPE_JSON for c in fact_inserts)
+        assert {f.value_json["n"] for f in km.get_all("a1")} == set(range(20))
     finally:
         km.close()
 

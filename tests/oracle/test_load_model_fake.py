@@ -16,9 +16,16 @@ from oramem.oracle import models
 from .fakes import Call, FakeConnection, Recorder
 
 
-class _Lob:
+class _Lob(oracledb.LOB):
+    """A temporary BLOB as ``createlob`` returns it (a real ``oracledb.LOB``: the fake, as the
+    driver, types an untyped bind from its value and refuses other objects, DPY-3002)."""
+
     def __init__(self):
+        self._impl = None
         self.pieces = []
+
+    def __del__(self):
+        pass
 
     def write(self, data, offset=1):
         self.pieces.append((offset, bytes(data)))

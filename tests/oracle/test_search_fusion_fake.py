@@ -72,7 +72,8 @@ def test_the_default_config_is_sent_explicitly(kind):
     engine, rec = _engine(kind, None)
     _run(engine, "search", _request(SearchStrategy.HYBRID))
     d = HybridConfig()
-    assert _sent(rec)["hybrid"] == {"fusion": "score", "vector_weight": d.vector_weight,
+    assert d.fusion == "gated-rrf" and d.rrf_k == 1.0
+    assert _sent(rec)["hybrid"] == {"fusion": "gated-rrf", "vector_weight": d.vector_weight,
                                     "keyword_weight": d.keyword_weight, "rrf_k": d.rrf_k, "depth": None}
 
 

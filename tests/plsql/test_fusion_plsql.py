@@ -23,7 +23,10 @@ def test_defaults_match_hybrid_config():
     cfg = K.HybridConfig()
     assert _constant("gc_fusion") == f"'{cfg.fusion}'"
     assert float(_constant("gc_vector_weight")) == cfg.vector_weight
-    assert float(_constant("gc_keyword_weight")) == cfg.keyword_weight == K.KEYWORD_WEIGHT_SCORE
+    assert float(_constant("gc_keyword_weight_gated")) == cfg.keyword_weight == K.KEYWORD_WEIGHT_GATED
+    assert float(_constant("gc_rrf_k_gated")) == cfg.rrf_k == K.RRF_K_GATED
+    assert float(_constant("gc_keyword_weight")) == K.HybridConfig(fusion="score").keyword_weight == K.KEYWORD_WEIGHT_SCORE
+    assert float(_constant("gc_rrf_k")) == K.HybridConfig(fusion="rrf").rrf_k
     assert float(_constant("gc_keyword_weight_rrf")) == K.HybridConfig(fusion="rrf").keyword_weight
     assert int(_constant("gc_vector_ref_rank")) == K.VECTOR_REFERENCE_RANK
     assert float(_constant("gc_keyword_z_floor")) == K.KEYWORD_Z_FLOOR
@@ -38,7 +41,7 @@ def test_legs_carry_their_distances():
 def test_score_fusion_is_the_sqlite_rule():
     hybrid = BODY[BODY.index("a hybrid search needs query_text"):]
     # the fusion rule is validated, never silently replaced
-    assert "IF l_fusion NOT IN ('score', 'rrf') THEN" in hybrid
+    assert "IF l_fusion NOT IN ('gated-rrf', 'score', 'rrf') THEN" in hybrid
     # vector leg: (sim - ref) / (top - ref) clamped, ref at gc_vector_ref_rank or the last
     assert "GREATEST(0, LEAST(1, (sim - ref) / (top - ref)))" in hybrid
     assert "MAX(CASE WHEN rn = LEAST(:vref, cnt) THEN sim END) OVER () AS ref" in hybrid
@@ -50,5 +53,20 @@ def test_score_fusion_is_the_sqlite_rule():
     assert "add_bind(l_run_binds, 'wsum', 'N', in_num => l_wv + l_wk * l_gate);" in hybrid
     assert "ROUND(1 - (:wv * NVL(v.nv, 0) + :wk * NVL(t.nk, 0)) / :wsum, 12)" in hybrid
     # keyword only (vector weight 0): the keyword order as it is
-    assert "IF l_wv = 0 THEN\n               l_gate := 1;" in hybrid
+    assert "IF l_wv = 0 OR (l_fusion = 'gated-rrf' AND l_vcount = 0) THEN\n               l_gate := 1;" in hybrid
     assert hybrid.count("ORDER BY 3, NLSSORT(NVL(v.record_type, t.record_type), ''NLS_SORT=BINARY'')") == 2
+
+
+def test_gated_rrf_is_the_sqlite_rule():
+    # issue 23: the default 'gated-rrf' = the rrf SQL with the keyword weight times the
+    # strength gate, which is 1 with no vector weight or an empty vector leg (the guard)
+    hybrid = BODY[BODY.index("a hybrid search needs query_text"):]
+    assert "l_fusion     VARCHAR2(16 CHAR);" in BODY and "LOWER(SUBSTR(l_cfg.get_string('fusion'), 1, 16))" in hybrid
+    assert "WHEN 'gated-rrf' THEN gc_keyword_weight_gated" in hybrid
+    assert "hybrid_number(l_cfg, 'rrf_k', CASE l_fusion WHEN 'gated-rrf' THEN gc_rrf_k_gated ELSE gc_rrf_k END)" in hybrid
+    gate = hybrid[hybrid.index("l_gate := 1;\n         IF l_fusion <> 'rrf' THEN"):hybrid.index("IF l_fusion IN ('rrf', 'gated-rrf') THEN")]
+    assert "SELECT COUNT(*) INTO l_vcount" in gate and "JSON_TABLE(l_vkeys, '$[*]'" in gate
+    rrf = hybrid[hybrid.index("IF l_fusion IN ('rrf', 'gated-rrf') THEN"):]
+    assert "add_bind(l_run_binds, 'wk', 'N', in_num => l_wk * l_gate);" in rrf.split("ELSE\n            -- each leg")[0]
+    assert ("add_bind(l_run_binds, 'top', 'N', in_num => (l_wv + l_wk * l_gate) / (l_rrf_k + 1));"
+            in rrf.split("ELSE\n            -- each leg")[0])

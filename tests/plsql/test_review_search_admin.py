@@ -240,8 +240,8 @@ def test_hybrid_is_the_weighted_rrf_of_the_two_legs():
     from oramem.sqlite.keyword import HybridConfig
 
     cfg = HybridConfig()
-    for name, value in (("gc_vector_weight", cfg.vector_weight), ("gc_keyword_weight", cfg.keyword_weight),
-                        ("gc_rrf_k", cfg.rrf_k)):
+    for name, value in (("gc_vector_weight", cfg.vector_weight), ("gc_keyword_weight_gated", cfg.keyword_weight),
+                        ("gc_rrf_k_gated", cfg.rrf_k), ("gc_rrf_k", HybridConfig(fusion="rrf").rrf_k)):
         m = re.search(rf"{name}\s+CONSTANT NUMBER\s+:= ([0-9.]+);", spec)
         assert m and float(m.group(1)) == value, name
     assert "LEAST(GREATEST(10 * l_k, 200), gc_max_fusion_depth)" in hybrid  # HybridConfig.fusion_depth

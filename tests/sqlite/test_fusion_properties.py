@@ -1,4 +1,4 @@
-"""Issue 23: properties of HYBRID's default score fusion (HybridConfig(fusion="score")),
+"""Issue 23: properties of HYBRID's fusion rules (the default gated-rrf, and score),
 independent of any data set: a clear vector winner is not overtaken by a record that one
 everyday keyword links to the query (new-user trial F-3); agreement of both legs wins; a
 leg that found nothing leaves the other's order; weights, scale and monotonicity."""
@@ -32,9 +32,63 @@ def order(fused):
     return [key for key, _ in fused]
 
 
-def test_default_is_score_fusion():
-    assert DEFAULT.fusion == "score" and DEFAULT.vector_weight == 1.0 and DEFAULT.keyword_weight == 3.0
-    assert HybridConfig(fusion="rrf").keyword_weight == 0.7
+SCORE = HybridConfig(fusion="score")
+
+
+def test_default_is_gated_rrf():
+    assert DEFAULT.fusion == "gated-rrf" and DEFAULT.vector_weight == 1.0 and DEFAULT.keyword_weight == 3.0
+    assert DEFAULT.rrf_k == 1.0
+    assert SCORE.keyword_weight == 3.0 and SCORE.rrf_k == 10.0
+    assert HybridConfig(fusion="rrf").keyword_weight == 0.7 and HybridConfig(fusion="rrf").rrf_k == 10.0
+
+
+def test_gated_rrf_with_a_weak_keyword_leg_is_the_vector_ranking():
+    # gate 0 (the best keyword match does not stand out): the vector order and distances
+    # of plain rrf over the vector leg alone; keyword-only records stay, last, at distance 1
+    vector = vl((1, 0.62), (2, 0.40), (3, 0.39))
+    weak = kw(*[(k, 2.0 + 0.01 * k) for k in (9, 3, 2)])
+    assert keyword_scores(weak)[1] == 0.0
+    fused = fuse(vector, weak)
+    assert order(fused) == [1, 2, 3, 9]
+    assert [d for _, d in fused] == [0.0, round(1 - 2 / 3, 12), 0.5, 1.0]
+
+
+def test_gated_rrf_with_a_strong_keyword_leg_follows_the_keyword_ranking_and_agreement():
+    # a strong gate: the keyword leader comes first, a record both legs rank second beats
+    # the vector leg's lone leader
+    vector = vl((1, 0.70), (2, 0.69), (4, 0.40), (5, 0.39))
+    keyword = kw((3, 8.0), (2, 7.9), *[(10 + i, 1.0) for i in range(20)])
+    assert keyword_scores(keyword)[1] > 0.8
+    fused = order(fuse(vector, keyword))
+    assert fused[:2] == [3, 2] and fused.index(2) < fused.index(1)
+    # score = 1 / (1 + 1) + 3 / (1 + 1) = 2 for a record first in both legs: distance 0
+    assert fuse(vector, kw((1, 8.0), *[(10 + i, 1.0) for i in range(20)]))[0] == (1, 0.0)
+
+
+def test_gated_rrf_gate_scales_between():
+    # a middling z gives a gate strictly between 0 and 1, and the keyword weight with it
+    vector = vl((1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6))
+    keyword = kw((4, 6.0), (3, 3.0), (2, 2.5), (1, 2.0), (5, 2.0), (6, 1.5), (7, 1.5), (8, 1.0))
+    gate = keyword_scores(keyword)[1]
+    assert 0.0 < gate < 1.0
+    fused = dict(fuse(vector, keyword))
+    top = (1.0 + 3.0 * gate) / 2
+    assert fused[4] == round(1 - (1 / 5 + 3.0 * gate / 2) / top, 12)
+
+
+def test_gated_rrf_equal_scores_tie_for_the_caller():
+    # symmetric legs with equal weights: equal distances (the store then orders by type, id)
+    vector = vl((1, 0.9), (2, 0.8))
+    keyword = kw((2, 20.0), (1, 10.0), *[(10 + i, 1.0) for i in range(20)])
+    fused = dict(fuse(vector, keyword, HybridConfig(1.0, 1.0)))
+    assert fused[1] == fused[2]
+
+
+def test_gated_rrf_needs_keyword_distances_for_its_gate():
+    with pytest.raises(TypeError, match="keyword key, distance"):
+        fuse([1, 2], [2, 1])
+    # the vector leg may be bare keys (rank fusion reads its order only)
+    assert order(fuse([1, 2], [(2, 0.5)])) == [1, 2]
 
 
 def test_one_shared_everyday_word_does_not_beat_a_clear_vector_winner():
@@ -62,7 +116,7 @@ def test_agreement_beats_either_leg_alone():
     vector = vl((1, 0.70), (2, 0.69), (4, 0.40), (5, 0.39))
     keyword = kw((3, 8.0), (2, 7.9), *[(10 + i, 1.0) for i in range(20)])
     assert keyword_scores(keyword)[1] > 0.5
-    assert order(fuse(vector, keyword))[0] == 2
+    assert order(fuse(vector, keyword, SCORE))[0] == 2
 
 
 def test_a_weak_keyword_leg_does_not_count():
@@ -78,13 +132,23 @@ def test_a_weak_keyword_leg_does_not_count():
     assert order(fuse(vector, strong))[0] == 4
 
 
-@pytest.mark.parametrize("fusion", ["score", "rrf"])
+@pytest.mark.parametrize("fusion", ["gated-rrf", "score", "rrf"])
 def test_an_empty_leg_leaves_the_other_legs_order(fusion):
     vector = vl((1, 0.9), (2, 0.7), (3, 0.6), (4, 0.2))
     keyword = kw((5, 3.0), (6, 1.0), (7, 0.5))
     cfg = HybridConfig(fusion=fusion)
     assert order(fuse(vector, [], cfg)) == [1, 2, 3, 4]
     assert order(fuse([], keyword, cfg)) == [5, 6, 7]
+
+
+def test_gated_rrf_an_empty_vector_leg_keeps_the_keyword_distances_apart():
+    # the guard: a weak keyword leg (gate 0) is still all there is when the vector leg is
+    # empty, so its order is kept in the distances (the store orders ties by type and id,
+    # which would lose it)
+    keyword = kw((5, 3.0), (6, 1.0), (7, 0.5))
+    assert keyword_scores(keyword)[1] == 0.0
+    distances = [d for _, d in fuse([], keyword)]
+    assert distances == sorted(distances) and len(set(distances)) == 3 and distances[-1] < 1.0
 
 
 def test_keyword_scale_does_not_matter_only_relative_strength():
@@ -126,7 +190,7 @@ def test_a_better_keyword_score_never_lowers_a_record_of_a_strong_leg(seed):
     assert order(fuse(vector, kw(*boosted))).index(target) <= order(fuse(vector, kw(*pairs))).index(target)
 
 
-@pytest.mark.parametrize("fusion", ["score", "rrf"])
+@pytest.mark.parametrize("fusion", ["gated-rrf", "score", "rrf"])
 def test_a_zero_weight_leg_is_ignored(fusion):
     vector = vl((1, 0.9), (2, 0.7), (3, 0.6))
     keyword = kw((3, 5.0), (2, 1.0))
@@ -138,13 +202,16 @@ def test_a_zero_weight_leg_is_ignored(fusion):
 
 def test_score_fusion_needs_distances_and_says_so():
     with pytest.raises(TypeError, match="distance"):
-        fuse([1, 2], [(2, 0.5)])
+        fuse([1, 2], [(2, 0.5)], SCORE)
 
 
-def test_rrf_k_only_with_rrf():
-    with pytest.raises(ValueError, match="fusion='rrf'"):
-        HybridConfig(rrf_k=60)
+def test_rrf_k_only_with_rank_fusion():
+    with pytest.raises(ValueError, match="fusion='gated-rrf' or 'rrf'"):
+        HybridConfig(rrf_k=60, fusion="score")
     assert HybridConfig(rrf_k=60, fusion="rrf").rrf_k == 60
+    assert HybridConfig(rrf_k=60).rrf_k == 60
+    # a resolved config round-trips (score's placeholder rrf_k is accepted back)
+    assert HybridConfig(**{**SCORE.__dict__}) == SCORE
 
 
 def test_store_hybrid_keeps_the_vector_winner_against_one_shared_word(make):
@@ -156,3 +223,31 @@ def test_store_hybrid_keeps_the_vector_winner_against_one_shared_word(make):
     request = SearchRequest(SearchStrategy.HYBRID, 3, "where does my sibling live", query, Scope.any(), Scope.any(),
                             Scope.any(), ("memory",), None)
     assert [r.id for r, _ in s._engine.search(request)][0] == "a"
+
+
+@pytest.mark.parametrize("fusion", ["gated-rrf", "score", "rrf"])
+def test_store_hybrid_never_leaves_the_scope(make, fusion):
+    # multi-user: user A's records match the query best on both legs (a distinctive keyword
+    # match among many weak ones, the nearest vector); user B's search, or a search in
+    # B's thread, returns B's records only, whatever the fusion rule
+    s = make(memory_store_id="SCOPE", search_strategy="hybrid", hybrid=HybridConfig(fusion=fusion))
+    texts = ["the zebra code QX-4471 is alice's locker"] + [f"alice note {i} about the zebra" for i in range(12)]
+    s.add(texts, record_type="memory", record_ids=[f"a{i}" for i in range(13)], user_ids="alice", thread_ids="ta",
+          embeddings=[vec(1, 2)] * 13)
+    s.add(["bob's zebra sticker", "bob likes tea"], record_type="memory", record_ids=["b0", "b1"], user_ids="bob",
+          thread_ids="tb", embeddings=[vec(1, 3), vec(5)])
+    from oramem.requests import ScopeMatch
+
+    query = np.asarray(vec(1, 2), dtype=np.float32)
+    bob, any_ = Scope(ScopeMatch.EQUALS, "bob"), Scope.any()
+
+    def search(thread, user, k=10):
+        request = SearchRequest(SearchStrategy.HYBRID, k, "zebra code QX-4471", query, thread, user, any_, ("memory",),
+                                None)
+        return s._engine.search(request)
+
+    for thread, user in ((any_, bob), (Scope(ScopeMatch.EQUALS, "tb"), any_)):
+        hits = search(thread, user)
+        assert {r.id for r, _ in hits} == {"b0", "b1"} and all(r.user_id == "bob" for r, _ in hits)
+    # unscoped, the distinctive match leads (the rule is live in this store)
+    assert search(any_, any_, k=1)[0][0].id == "a0"
