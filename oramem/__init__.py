@@ -5,14 +5,25 @@ zero-setup engine; ``OracleDBMemoryStore`` drives the ``oramem_*`` PL/SQL packag
 """
 
 from .embedders.base import IEmbedder
-from .errors import CapabilityError, SchemaError, StoreBusy, StoreError, StoreNotFound, StoreSettingsMismatch
+from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    CapabilityError,
+    Error,
+    SchemaError,
+    StoreBusy,
+    StoreClosed,
+    StoreError,
+    StoreNotFound,
+    StoreSettingsMismatch,
+)
 from .store import IMemoryStore, OracleDBMemoryStore, OracleMemoryStore, SQLiteMemoryStore
+from .batches import PendingRecordBatch
 from .types import (
     MAX_LIST_LIMIT,
     NOT_SET,
     MemoryRetentionConfig,
     MessageRecord,
-    PendingRecordBatch,
     Record,
     SchemaPolicy,
     SearchIndexSyncMode,
@@ -39,7 +50,11 @@ __all__ = [
     "OracleDBEmbedder",
     "NOT_SET",
     "MAX_LIST_LIMIT",
+    "Error",
+    "ArgumentError",
+    "ArgumentTypeError",
     "StoreError",
+    "StoreClosed",
     "SchemaError",
     "StoreNotFound",
     "StoreSettingsMismatch",

@@ -41,6 +41,8 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
+from .errors import Error
+
 if TYPE_CHECKING:  # httpx is imported on first use: `oramem --help` and the SQLite commands never need it
     import httpx
 
@@ -85,7 +87,7 @@ def retryable_status(status: int) -> bool:
     return status in RETRY_STATUSES or 500 <= status < 600
 
 
-class HTTPFailure(Exception):
+class HTTPFailure(Error):
     """A request that failed for good.
 
     ``reason`` says what happened (``HTTP 500 Internal Server Error: boom``, ``timed out

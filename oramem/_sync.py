@@ -24,6 +24,8 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from .errors import StoreClosed
+
 __all__ = ["BackgroundLoop", "HasBackgroundLoop", "run_sync", "sync_method"]
 
 P = ParamSpec("P")
@@ -44,7 +46,7 @@ class BackgroundLoop:
     def _ensure(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._closed:
-                raise RuntimeError(f"{self._name}: this object is closed")
+                raise StoreClosed(f"{self._name}: this object is closed")
             if self._loop is None or self._pid != os.getpid():
                 loop = asyncio.new_event_loop()
                 ready = threading.Event()

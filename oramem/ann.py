@@ -27,13 +27,15 @@ from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
+from .errors import Error
+
 __all__ = ["AnnConfig", "AnnIndex", "AnnUnavailable", "available_backends"]
 
 #: preferred first
 _BACKENDS = ("hnswlib", "usearch")
 
 
-class AnnUnavailable(ImportError):
+class AnnUnavailable(Error, ImportError):
     """No ANN backend is installed; the message says how to get one."""
 
 

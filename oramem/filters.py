@@ -37,6 +37,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from .errors import ArgumentError, ArgumentTypeError
+
 __all__ = ["validate_filter", "FIELD_OPERATORS", "LOGICAL_OPERATORS", "MAX_FILTER_DEPTH"]
 
 FIELD_OPERATORS = frozenset(
@@ -63,7 +65,7 @@ MAX_FILTER_DEPTH = 32
 def validate_filter(metadata_filter: Any) -> dict[str, Any]:
     """Validate an SC-9 filter and return a normalised deep copy."""
     if not isinstance(metadata_filter, Mapping):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"metadata_filter must be a dict (a JSON object), got {type(metadata_filter).__name__}"
         )
     return _filter(metadata_filter, path="", depth=0)
@@ -75,33 +77,33 @@ def _where(path: str, key: str) -> str:
 
 def _filter(obj: Mapping[str, Any], path: str, depth: int) -> dict[str, Any]:
     if depth > MAX_FILTER_DEPTH:
-        raise ValueError(f"metadata_filter nests deeper than {MAX_FILTER_DEPTH} levels at {path!r}")
+        raise ArgumentError(f"metadata_filter nests deeper than {MAX_FILTER_DEPTH} levels at {path!r}")
     out: dict[str, Any] = {}
     for key, value in obj.items():
         if not isinstance(key, str):
-            raise TypeError(f"metadata_filter keys must be strings, got {key!r} at {path or 'top level'}")
+            raise ArgumentTypeError(f"metadata_filter keys must be strings, got {key!r} at {path or 'top level'}")
         where = _where(path, key)
         if key in LOGICAL_OPERATORS:
             if path:
-                raise ValueError(
+                raise ArgumentError(
                     f"metadata_filter: {key!r} is allowed only at the top level of a filter (found at {path!r})"
                 )
             if not isinstance(value, (list, tuple)) or not value:
-                raise ValueError(f"metadata_filter: {key!r} takes a non-empty list of filters")
+                raise ArgumentError(f"metadata_filter: {key!r} takes a non-empty list of filters")
             items = []
             for i, sub in enumerate(value):
                 if not isinstance(sub, Mapping):
-                    raise TypeError(f"metadata_filter: {key}[{i}] must be a dict filter, got {type(sub).__name__}")
+                    raise ArgumentTypeError(f"metadata_filter: {key}[{i}] must be a dict filter, got {type(sub).__name__}")
                 items.append(_filter(sub, path="", depth=depth + 1))
             out[key] = items
         elif key.startswith("$"):
-            raise ValueError(
+            raise ArgumentError(
                 f"metadata_filter: unknown or misplaced operator {key!r}"
                 + (f" at {path!r}" if path else "")
                 + "; top-level operators are $and/$or, field operators go inside a field's dict"
             )
         elif key == "":
-            raise ValueError("metadata_filter: empty field key")
+            raise ArgumentError("metadata_filter: empty field key")
         else:
             out[key] = _field_value(value, where, depth + 1)
     return out
@@ -111,13 +113,13 @@ def _field_value(value: Any, where: str, depth: int) -> Any:
     if isinstance(value, Mapping):
         keys = list(value.keys())
         if not keys:
-            raise ValueError(
+            raise ArgumentError(
                 f"metadata_filter: empty dict for {where!r}; use {{'$exists': True}} to test presence"
             )
         ops = [k for k in keys if isinstance(k, str) and k.startswith("$")]
         if ops and len(ops) != len(keys):
             plain = next(k for k in keys if not (isinstance(k, str) and k.startswith("$")))
-            raise ValueError(
+            raise ArgumentError(
                 f"metadata_filter: {where!r} mixes operators ({ops[0]!r}) with plain key {plain!r}; "
                 "split them into separate conditions"
             )
@@ -132,7 +134,7 @@ def _operators(ops: Mapping[str, Any], where: str, depth: int) -> dict[str, Any]
     for op, arg in ops.items():
         if op not in FIELD_OPERATORS:
             hint = " ($and/$or belong at the top level)" if op in LOGICAL_OPERATORS else ""
-            raise ValueError(f"metadata_filter: unknown operator {op!r} for {where!r}{hint}")
+            raise ArgumentError(f"metadata_filter: unknown operator {op!r} for {where!r}{hint}")
         label = f"{where}.{op}"
         if op in ("$eq", "$ne"):
             out[op] = _exact(arg, label)
@@ -144,18 +146,18 @@ def _operators(ops: Mapping[str, Any], where: str, depth: int) -> dict[str, Any]
             out[op] = _scalar_list(arg, label) if isinstance(arg, (list, tuple)) else _scalar(arg, label)
         elif op == "$exists":
             if not isinstance(arg, bool):
-                raise TypeError(f"metadata_filter: {label} takes True or False, got {arg!r}")
+                raise ArgumentTypeError(f"metadata_filter: {label} takes True or False, got {arg!r}")
             out[op] = arg
         else:  # $not
             if isinstance(arg, Mapping):
                 keys = list(arg.keys())
                 if not keys or not all(isinstance(k, str) and k.startswith("$") for k in keys):
-                    raise ValueError(
+                    raise ArgumentError(
                         f"metadata_filter: {label} takes an operator dict (e.g. {{'$in': [...]}}) "
                         "or a raw value (scalar or list)"
                     )
                 if depth > MAX_FILTER_DEPTH:
-                    raise ValueError(f"metadata_filter nests deeper than {MAX_FILTER_DEPTH} levels at {label!r}")
+                    raise ArgumentError(f"metadata_filter nests deeper than {MAX_FILTER_DEPTH} levels at {label!r}")
                 out[op] = _operators(arg, where, depth + 1)
             else:
                 out[op] = _exact(arg, label)
@@ -167,30 +169,30 @@ def _scalar(value: Any, where: str) -> Any:
         try:
             float(value)
         except OverflowError:
-            raise ValueError(f"metadata_filter: {where!r} has a number beyond the float range") from None
+            raise ArgumentError(f"metadata_filter: {where!r} has a number beyond the float range") from None
         return value
     if value is None or isinstance(value, (str, bool)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"metadata_filter: {where!r} has a non-finite number {value!r}")
+            raise ArgumentError(f"metadata_filter: {where!r} has a non-finite number {value!r}")
         return value
-    raise TypeError(
+    raise ArgumentTypeError(
         f"metadata_filter: {where!r} takes a JSON scalar (str, int, float, bool, None), got {type(value).__name__}"
     )
 
 
 def _comparable(value: Any, where: str) -> Any:
     if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
-        raise TypeError(f"metadata_filter: {where!r} compares numbers or strings only, got {value!r}")
+        raise ArgumentTypeError(f"metadata_filter: {where!r} compares numbers or strings only, got {value!r}")
     return _scalar(value, where)
 
 
 def _scalar_list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, (list, tuple)):
-        raise TypeError(f"metadata_filter: {where!r} takes a list, got {type(value).__name__}")
+        raise ArgumentTypeError(f"metadata_filter: {where!r} takes a list, got {type(value).__name__}")
     if not value:
-        raise ValueError(f"metadata_filter: {where!r} takes a non-empty list")
+        raise ArgumentError(f"metadata_filter: {where!r} takes a non-empty list")
     return [_scalar(v, f"{where}[{i}]") for i, v in enumerate(value)]
 
 
@@ -203,14 +205,14 @@ def _exact(value: Any, where: str) -> Any:
 
 def _json_value(value: Any, where: str, depth: int) -> Any:
     if isinstance(value, (list, tuple, Mapping)) and depth >= MAX_FILTER_DEPTH:
-        raise ValueError(f"metadata_filter: the value at {where!r} nests deeper than {MAX_FILTER_DEPTH} levels")
+        raise ArgumentError(f"metadata_filter: the value at {where!r} nests deeper than {MAX_FILTER_DEPTH} levels")
     if isinstance(value, (list, tuple)):
         return [_json_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                raise TypeError(f"metadata_filter: {where!r} has a non-string key {k!r}")
+                raise ArgumentTypeError(f"metadata_filter: {where!r} has a non-string key {k!r}")
             out[k] = _json_value(v, f"{where}.{k}", depth + 1)
         return out
     return _scalar(value, where)

@@ -40,10 +40,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
-from .errors import StoreError
+from .errors import Error, StoreError
 from .normalize import parse_timestamp
 from .requests import ON_CONFLICT
-from .types import PROFILE_TYPES, RECORD_TYPES, TTL_TYPES, MessageRecord, PendingRecordBatch, Record
+from .batches import PendingRecordBatch
+from .types import PROFILE_TYPES, RECORD_TYPES, TTL_TYPES, MessageRecord, Record
 
 __all__ = [
     "EXPORT_TYPES",
@@ -91,7 +92,7 @@ LINE_FIELDS = ADD_FIELDS | TIME_FIELDS | IGNORED_FIELDS | {"record_type"}
 THREAD_FIELDS = frozenset({"record_type", "id", "user_id", "agent_id", "created_at", "content", "thread_id"})
 
 
-class JSONLError(ValueError):
+class JSONLError(Error, ValueError):
     """A line that cannot be imported (nothing was written because of it)."""
 
 

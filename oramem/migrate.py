@@ -48,7 +48,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .errors import StoreError
 from .sqlite._sqlite import sqlite3
-from .types import PendingRecordBatch, Record
+from .batches import PendingRecordBatch
+from .types import Record
 
 __all__ = ["Location", "parse_location", "migrate", "MigrationReport", "StoreComparison"]
 
@@ -319,9 +320,9 @@ class _OracleSide:
             return {r[0] for r in cur.fetchall()}
 
     def ensure_knowledge(self, engine: Any, store_id: str, vector_dim: int) -> None:
-        from .oracle import admin
+        from .knowledge.install import install_oracle
 
-        admin.install_knowledge(self.conn, store_id, vector_dim, echo=lambda _line: None)
+        install_oracle(self.conn, store_id, vector_dim, echo=lambda _line: None)
 
     def close(self) -> None:
         self.conn.close()

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, overload
 
 import numpy as np
 
+from .errors import ArgumentError, ArgumentTypeError, NoEmbedder
 from . import timeutil
 from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, store_chunker
 from .filters import validate_filter
@@ -78,10 +79,10 @@ _SEARCHABLE_TYPES = tuple(t for t in RECORD_TYPES if t != "thread")
 # ---------------------------------------------------------------------------- scalars
 def check_record_type(record_type: Any, *, allow_thread: bool = True) -> str:
     if not isinstance(record_type, str):
-        raise TypeError(f"record_type must be a str, got {type(record_type).__name__}")
+        raise ArgumentTypeError(f"record_type must be a str, got {type(record_type).__name__}")
     accepted = RECORD_TYPES if allow_thread else _SEARCHABLE_TYPES
     if record_type not in accepted:
-        raise ValueError(f"unknown record_type {record_type!r}; accepted types: {', '.join(accepted)}")
+        raise ArgumentError(f"unknown record_type {record_type!r}; accepted types: {', '.join(accepted)}")
     return record_type
 
 
@@ -94,22 +95,22 @@ def check_id(value: Any, argument: str, *, optional: bool = False) -> Optional[s
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise TypeError(f"{argument} must be a str{' or None' if optional else ''}, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{argument} must be a str{' or None' if optional else ''}, got {type(value).__name__}")
     if not value:
-        raise ValueError(f"{argument} must not be empty" + (" (pass None for no value)" if optional else ""))
+        raise ArgumentError(f"{argument} must not be empty" + (" (pass None for no value)" if optional else ""))
     if len(value) > MAX_ID_LENGTH:
-        raise ValueError(f"{argument} is {len(value)} characters; the limit is {MAX_ID_LENGTH}")
+        raise ArgumentError(f"{argument} is {len(value)} characters; the limit is {MAX_ID_LENGTH}")
     if "\x00" in value:
-        raise ValueError(f"{argument} must not contain NUL characters")
+        raise ArgumentError(f"{argument} must not contain NUL characters")
     return check_unicode(value, argument)
 
 
 def validate_store_id(memory_store_id: Any) -> str:
     """SC-10.1: 1-16 characters, a letter then letters/digits/underscores; upper-cased."""
     if not isinstance(memory_store_id, str):
-        raise TypeError(f"memory_store_id must be a str, got {type(memory_store_id).__name__}")
+        raise ArgumentTypeError(f"memory_store_id must be a str, got {type(memory_store_id).__name__}")
     if not 1 <= len(memory_store_id) <= 16 or not _STORE_ID_RE.match(memory_store_id):
-        raise ValueError(
+        raise ArgumentError(
             f"memory_store_id {memory_store_id!r} is invalid: use 1-16 characters, a letter first, "
             "then letters, digits or underscores (e.g. 'agent_prod')"
         )
@@ -124,11 +125,11 @@ def parse_timestamp(value: Any, argument: str) -> str:
         try:
             dt = timeutil.parse_iso(value)
         except ValueError:
-            raise ValueError(
+            raise ArgumentError(
                 f"{argument}={value!r} is not an ISO-8601 date/time; use e.g. '2026-01-31T12:00:00Z'"
             ) from None
     else:
-        raise TypeError(f"{argument} must be an ISO-8601 str or a datetime, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{argument} must be an ISO-8601 str or a datetime, got {type(value).__name__}")
     return format_time(dt)
 
 
@@ -144,7 +145,7 @@ def check_unicode(value: str, argument: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(
+        raise ArgumentError(
             f"{argument} contains a lone surrogate (U+{ord(value[exc.start]):04X} at position {exc.start}), which is "
             "not valid Unicode text; decode its source correctly (or with errors='replace') and pass the text again"
         ) from None
@@ -156,7 +157,7 @@ def _check_text(value: Any, argument: str) -> Optional[str]:
         return value
     if isinstance(value, str):
         return check_unicode(value, argument)
-    raise TypeError(f"{argument} must be a str or None, got {type(value).__name__}")
+    raise ArgumentTypeError(f"{argument} must be a str or None, got {type(value).__name__}")
 
 
 def _check_metadata(value: Any, argument: str) -> Optional[dict]:
@@ -173,22 +174,22 @@ def _checked_metadata(value: Any, argument: str) -> tuple[Optional[dict], Option
     if value is None:
         return None, None
     if not isinstance(value, Mapping):
-        raise TypeError(f"{argument} must be a dict or None, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{argument} must be a dict or None, got {type(value).__name__}")
     try:
         text = _METADATA_ENCODER.encode(value)
         copy = json.loads(text)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{argument} must be JSON-serialisable with string keys and finite numbers: {exc}") from None
+        raise ArgumentError(f"{argument} must be JSON-serialisable with string keys and finite numbers: {exc}") from None
     except RecursionError:
-        raise ValueError(f"{argument} nests too deeply to be stored as JSON") from None
+        raise ArgumentError(f"{argument} nests too deeply to be stored as JSON") from None
     # json.dumps turns int/float/bool/None keys into strings; the copy's keys equal the
     # mapping's exactly when every key already was a string (the per-key check is the slow path)
     if copy.keys() != value.keys() and any(not isinstance(k, str) for k in value.keys()):
-        raise TypeError(f"{argument} keys must be strings")
+        raise ArgumentTypeError(f"{argument} keys must be strings")
     check_unicode(text, argument)
     if "\\u0000" in text and _has_nul(copy):
         # SQLite's JSON functions cut strings at an escaped NUL, so "a\x00b" would match "a"
-        raise ValueError(f"{argument} keys and string values must not contain NUL characters")
+        raise ArgumentError(f"{argument} keys and string values must not contain NUL characters")
     return copy, text
 
 
@@ -206,27 +207,27 @@ def _check_ttl_days(value: Any, argument: str) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{argument} must be a whole number of days >= 0 or None, got {value!r}")
+        raise ArgumentError(f"{argument} must be a whole number of days >= 0 or None, got {value!r}")
     if value < 0:
-        raise ValueError(f"{argument} must be >= 0, got {value}")
+        raise ArgumentError(f"{argument} must be >= 0, got {value}")
     return int(value)
 
 
 def _check_vector(value: Any, argument: str) -> np.ndarray:
     """One vector -> finite, non-zero 1-D float32 array (may be empty: an empty payload)."""
     if isinstance(value, np.ndarray) and np.iscomplexobj(value):
-        raise ValueError(f"{argument} is a complex array; pass real numbers (float32)")
+        raise ArgumentError(f"{argument} is a complex array; pass real numbers (float32)")
     try:
         with np.errstate(over="ignore"):  # beyond float32 range becomes inf, rejected below
             arr = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError):
-        raise ValueError(f"{argument} must be a sequence of numbers") from None
+        raise ArgumentError(f"{argument} must be a sequence of numbers") from None
     if arr.ndim != 1:
-        raise ValueError(f"{argument} must be one vector (1-D), got shape {arr.shape}")
+        raise ArgumentError(f"{argument} must be one vector (1-D), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{argument} contains NaN or infinite values")
+        raise ArgumentError(f"{argument} contains NaN or infinite values")
     if arr.size and not arr.any():
-        raise ValueError(f"{argument} is all zeros: cosine distance is undefined for a zero vector; pass the "
+        raise ArgumentError(f"{argument} is all zeros: cosine distance is undefined for a zero vector; pass the "
                          "embedding of the text (at least one non-zero value)")
     return arr
 
@@ -243,9 +244,9 @@ def _vector_payload(value: Any, argument: str) -> Optional[tuple[str, Any]]:
             return ("one", _check_vector(value, argument))
         if value.ndim == 2:
             return ("many", [_check_vector(row, f"{argument}[{j}]") for j, row in enumerate(value)])
-        raise ValueError(f"{argument} must be a vector or a list of vectors, got shape {value.shape}")
+        raise ArgumentError(f"{argument} must be a vector or a list of vectors, got shape {value.shape}")
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise TypeError(f"{argument} must be a vector or a list of vectors, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{argument} must be a vector or a list of vectors, got {type(value).__name__}")
     if len(value) == 0:
         return ("empty", None)
     first = value[0]
@@ -263,7 +264,7 @@ def _aligned(value: Any, n: int, argument: str) -> list:
     """SC-4.2: a scalar is broadcast, a list must have ``n`` entries."""
     if _is_list(value):
         if len(value) != n:
-            raise ValueError(f"{argument} has {len(value)} entries but contents has {n}; pass one per record or a scalar")
+            raise ArgumentError(f"{argument} has {len(value)} entries but contents has {n}; pass one per record or a scalar")
         return list(value)
     return [value] * n
 
@@ -273,12 +274,12 @@ def _aligned_list_only(value: Any, n: int, argument: str) -> list:
     entries may themselves be lists, so a scalar cannot be broadcast)."""
     if isinstance(value, np.ndarray):
         if value.ndim < 1 or value.shape[0] != n:
-            raise ValueError(f"{argument} has {value.shape[0] if value.ndim else 0} rows but contents has {n}")
+            raise ArgumentError(f"{argument} has {value.shape[0] if value.ndim else 0} rows but contents has {n}")
         return list(value)
     if not _is_list(value):
-        raise TypeError(f"{argument} must be a list aligned with contents, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{argument} must be a list aligned with contents, got {type(value).__name__}")
     if len(value) != n:
-        raise ValueError(f"{argument} has {len(value)} entries but contents has {n}; pass one per record")
+        raise ArgumentError(f"{argument} has {len(value)} entries but contents has {n}; pass one per record")
     return list(value)
 
 
@@ -325,14 +326,14 @@ def draft_records(
 ) -> list[RecordDraft]:
     """Stage 1 of ``add`` (see the module docstring)."""
     if isinstance(contents, (str, bytes)) or not _is_list(contents):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{contents_name} must be a list of str or None (wrap a single text: [{contents_name[:-1]}])"
             if isinstance(contents, str)
             else f"{contents_name} must be a list of str or None, got {type(contents).__name__}"
         )
     record_type = check_record_type(record_type)
     if record_type == "thread":
-        raise ValueError("threads are created implicitly by the first record that names a thread_id (SC-2.3)")
+        raise ArgumentError("threads are created implicitly by the first record that names a thread_id (SC-2.3)")
     n = len(contents)
     texts = [_check_text(c, f"{contents_name}[{i}]") for i, c in enumerate(contents)]
     is_profile = record_type in PROFILE_TYPES
@@ -342,20 +343,20 @@ def draft_records(
         ids: list[Optional[str]] = [None] * n
     elif isinstance(record_ids, str):
         if n != 1:
-            raise ValueError(f"record_ids is a single str but contents has {n} records; pass a list of ids")
+            raise ArgumentError(f"record_ids is a single str but contents has {n} records; pass a list of ids")
         ids = [check_id(record_ids, "record_ids")]
     elif _is_list(record_ids):
         ids = [check_id(v, f"record_ids[{i}]", optional=True) for i, v in enumerate(_aligned(record_ids, n, "record_ids"))]
     else:
-        raise TypeError(f"record_ids must be a str, a list of str/None, or None, got {type(record_ids).__name__}")
+        raise ArgumentTypeError(f"record_ids must be a str, a list of str/None, or None, got {type(record_ids).__name__}")
     seen: set[str] = set()
     for rid in ids:
         if rid is not None:
             if rid in seen:
-                raise ValueError(f"duplicate record id {rid!r} in one call; record ids must be unique")
+                raise ArgumentError(f"duplicate record id {rid!r} in one call; record ids must be unique")
             seen.add(rid)
     if is_profile and any(rid is None for rid in ids):
-        raise ValueError(f"{record_type} records need record_ids: a profile's id is the user/agent id (SC-2.4)")
+        raise ArgumentError(f"{record_type} records need record_ids: a profile's id is the user/agent id (SC-2.4)")
 
     # scope and role
     scopes = {}
@@ -363,15 +364,15 @@ def draft_records(
         vals = [None] * n if value is NOT_SET else _aligned(value, n, name)
         vals = [check_id(v, f"{name}[{i}]" if _is_list(value) else name, optional=True) for i, v in enumerate(vals)]
         if is_profile and any(v is not None for v in vals):
-            raise ValueError(f"{record_type} records are unscoped; remove {name} (SC-2.4)")
+            raise ArgumentError(f"{record_type} records are unscoped; remove {name} (SC-2.4)")
         scopes[name] = vals
     role_vals = [None] * n if roles is NOT_SET else _aligned(roles, n, "roles")
     role_vals = [_check_text(r, "roles") for r in role_vals]
     if record_type != "message" and any(r is not None for r in role_vals):
-        raise ValueError(f"roles apply only to message records, not {record_type!r} (SC-2.2)")
+        raise ArgumentError(f"roles apply only to message records, not {record_type!r} (SC-2.2)")
     for r in role_vals:
         if r is not None and not r:
-            raise ValueError("roles entries must be non-empty strings or None")
+            raise ArgumentError("roles entries must be non-empty strings or None")
 
     # times and metadata
     ts_vals = [None] * n if timestamps is NOT_SET else _aligned(timestamps, n, "timestamps")
@@ -385,11 +386,11 @@ def draft_records(
         if text is None and md is not None and isinstance(md.get("content"), str):
             texts[i] = md["content"]
     if is_profile and any(t is None for t in texts):
-        raise ValueError(f"{record_type} records need text (information)")
+        raise ArgumentError(f"{record_type} records need text (information)")
 
     # TTL
     if record_type not in TTL_TYPES and (ttl_days is not NOT_SET or ttl_anchor is not NOT_SET):
-        raise ValueError(
+        raise ArgumentError(
             f"ttl_days/ttl_anchor apply to message, memory, guideline, fact and preference records, not {record_type!r} (SC-5.1)"
         )
     if ttl_days is NOT_SET:
@@ -411,20 +412,20 @@ def draft_records(
     elif isinstance(embeddings, np.ndarray) and embeddings.ndim == 2 and embeddings.shape[1] > 0:
         # one vector per record as a 2-D block: checked once, rows are views of one copy
         if embeddings.shape[0] != n:
-            raise ValueError(f"embeddings has {embeddings.shape[0]} rows but contents has {n}")
+            raise ArgumentError(f"embeddings has {embeddings.shape[0]} rows but contents has {n}")
         if np.iscomplexobj(embeddings):
-            raise ValueError("embeddings is a complex array; pass real numbers (float32)")
+            raise ArgumentError("embeddings is a complex array; pass real numbers (float32)")
         try:
             with np.errstate(over="ignore"):  # beyond float32 range becomes inf, rejected below
                 block = np.ascontiguousarray(embeddings, dtype=np.float32)
         except (TypeError, ValueError):
-            raise ValueError("embeddings must hold numbers") from None
+            raise ArgumentError("embeddings must hold numbers") from None
         finite = np.isfinite(block).all(axis=1)
         if not finite.all():
-            raise ValueError(f"embeddings[{int(np.flatnonzero(~finite)[0])}] contains NaN or infinite values")
+            raise ArgumentError(f"embeddings[{int(np.flatnonzero(~finite)[0])}] contains NaN or infinite values")
         nonzero = block.any(axis=1)
         if not nonzero.all():
-            raise ValueError(f"embeddings[{int(np.flatnonzero(~nonzero)[0])}] is all zeros: cosine distance is "
+            raise ArgumentError(f"embeddings[{int(np.flatnonzero(~nonzero)[0])}] is all zeros: cosine distance is "
                              "undefined for a zero vector; pass the embedding of the text")
         payloads = [("one", row) for row in block]
     else:
@@ -438,7 +439,7 @@ def draft_records(
         for v in (p[1] if p[0] == "many" else [p[1]])
     }
     if len(dims) > 1:
-        raise ValueError(f"all explicit embeddings of one call must have one dimension, got {sorted(dims)} (SC-4.6)")
+        raise ArgumentError(f"all explicit embeddings of one call must have one dimension, got {sorted(dims)} (SC-4.6)")
     for i, (idx, payload) in enumerate(zip(idx_vals, payloads)):
         _check_payload_alignment(i, texts[i], idx, payload)
 
@@ -479,10 +480,10 @@ def _index_entry(value: Any, argument: str) -> Any:
     if _is_list(value):
         for j, chunk in enumerate(value):
             if not isinstance(chunk, str):
-                raise TypeError(f"{argument}[{j}] must be a str, got {type(chunk).__name__}")
+                raise ArgumentTypeError(f"{argument}[{j}] must be a str, got {type(chunk).__name__}")
             check_unicode(chunk, f"{argument}[{j}]")
         return tuple(value)
-    raise TypeError(f"{argument} must be a str, a list of str chunks, or None, got {type(value).__name__}")
+    raise ArgumentTypeError(f"{argument} must be a str, a list of str chunks, or None, got {type(value).__name__}")
 
 
 def _retrieval_texts(content: Optional[str], index: Any) -> tuple[str, Optional[tuple[str, ...]]]:
@@ -503,27 +504,27 @@ def _check_payload_alignment(i: int, content: Optional[str], index: Any, payload
     has_rows = (caller_chunks is not None and any(caller_chunks)) or (caller_chunks is None and bool(text.strip()))
     if kind == "empty":
         if has_rows:
-            raise ValueError(
+            raise ArgumentError(
                 f"embeddings[{i}] is empty but record {i} has retrieval text; an empty vector payload "
                 "is allowed only where there are no retrieval rows (SC-4.6)"
             )
         return
     if kind == "one":
         if caller_chunks is not None and len([c for c in caller_chunks if c]) > 1:
-            raise ValueError(
+            raise ArgumentError(
                 f"embeddings[{i}] is one vector but index_texts[{i}] has {len(caller_chunks)} chunks; "
                 "pass one vector per chunk (SC-4.6)"
             )
         return
     if caller_chunks is None:
-        raise ValueError(
+        raise ArgumentError(
             f"embeddings[{i}] has {len(value)} vectors; several vectors need a list index_texts[{i}] "
             "of the same length (caller-owned chunks, SC-4.6)"
         )
     if any(not c for c in caller_chunks):
-        raise ValueError(f"index_texts[{i}] has empty chunks; with explicit vectors every chunk must be non-empty")
+        raise ArgumentError(f"index_texts[{i}] has empty chunks; with explicit vectors every chunk must be non-empty")
     if len(caller_chunks) != len(value):
-        raise ValueError(
+        raise ArgumentError(
             f"embeddings[{i}] has {len(value)} vectors but index_texts[{i}] has {len(caller_chunks)} chunks (SC-4.6)"
         )
 
@@ -582,19 +583,19 @@ class Normalizer:
     def _check_dim(self, vec: np.ndarray, argument: str) -> np.ndarray:
         dim = self.settings.vector_dim
         if dim is None:
-            raise ValueError(
+            raise ArgumentError(
                 f"{argument}: this store has no vector column (a KEYWORD store created without vector_dim); "
                 "open it with vector_dim/an embedder and CREATE_IF_NECESSARY to add vectors"
             )
         if vec.shape[0] != dim:
-            raise ValueError(f"{argument} has dimension {vec.shape[0]} but the store's vector_dim is {dim} (SC-4.6)")
+            raise ArgumentError(f"{argument} has dimension {vec.shape[0]} but the store's vector_dim is {dim} (SC-4.6)")
         return vec
 
     def embed(self, texts: list[str], *, is_query: bool) -> list[np.ndarray]:
         if not texts:
             return []
         if self.embedder is None:
-            raise ValueError(
+            raise NoEmbedder(
                 "this store needs vectors but has no embedder: pass embedder=... to the store, "
                 "or explicit embeddings/query_vector (SC-4.7)"
             )
@@ -615,9 +616,9 @@ class Normalizer:
 
     def _embedded(self, out: np.ndarray, n: int) -> list[np.ndarray]:
         if out.ndim != 2 or out.shape[0] != n:
-            raise ValueError(f"the embedder returned shape {out.shape} for {n} texts; expected ({n}, dim)")
+            raise ArgumentError(f"the embedder returned shape {out.shape} for {n} texts; expected ({n}, dim)")
         if not np.all(np.isfinite(out)):
-            raise ValueError("the embedder returned NaN or infinite values")
+            raise ArgumentError("the embedder returned NaN or infinite values")
         return [self._check_dim(row, "embedder output") for row in out]
 
     # -- add
@@ -631,7 +632,7 @@ class Normalizer:
         for i, d in enumerate(drafts):
             rid = d.id if d.id is not None else str(uuid.uuid4())
             if rid in seen:
-                raise ValueError(f"duplicate record id {rid!r} in one call; record ids must be unique")
+                raise ArgumentError(f"duplicate record id {rid!r} in one call; record ids must be unique")
             seen.add(rid)
             ttl: Optional[TTLSpec] = None
             if d.record_type in TTL_TYPES:
@@ -641,7 +642,7 @@ class Normalizer:
                 if ttl is None:
                     ttl = ttl_specs[key] = TTLSpec(days=key[0], anchor=key[1])
                 if days is not None and ttl.anchor is TimeToLiveAnchor.TIMESTAMP and d.timestamp is None:
-                    raise ValueError(
+                    raise ArgumentError(
                         f"record {rid!r}: ttl_anchor=TIMESTAMP needs an ISO-8601 timestamp for every record that expires (SC-5.3)"
                     )
             rows, pending = self._plan_rows(d.content, d.index, d.payload, f"record {rid!r}")
@@ -722,7 +723,7 @@ class Normalizer:
     def search_scope(value: Any, exact: Any, argument: str) -> Scope:
         """SC-6.2: a value filters by equality; None with exact=True -> IS NULL."""
         if not isinstance(exact, bool):
-            raise TypeError(f"exact_{argument[:-3]}_match must be a bool, got {exact!r}")
+            raise ArgumentTypeError(f"exact_{argument[:-3]}_match must be a bool, got {exact!r}")
         if value is None:
             return Scope(ScopeMatch.IS_NULL) if exact else Scope.any()
         return Scope(ScopeMatch.EQUALS, check_id(value, argument))
@@ -766,31 +767,31 @@ class Normalizer:
         """A search request, and the query text to embed (None when no embedding is
         needed); :meth:`with_query_vector` completes it."""
         if (query is None) == (query_vector is None):
-            raise ValueError("pass exactly one of query (text) or query_vector (SC-6.1)")
+            raise ArgumentError("pass exactly one of query (text) or query_vector (SC-6.1)")
         k = _positive_int(k, "k")
         chosen = self._strategy(strategy)
         text = None
         vector = None
         if query is not None:
             if not isinstance(query, str):
-                raise TypeError(f"query must be a str, got {type(query).__name__}")
+                raise ArgumentTypeError(f"query must be a str, got {type(query).__name__}")
             if not query.strip():
-                raise ValueError("query is blank; pass some words to search for")
+                raise ArgumentError("query is blank; pass some words to search for")
             text = check_unicode(query, "query")
         else:
             vector = self._check_dim(_check_vector(query_vector, "query_vector"), "query_vector")
             if chosen is not SearchStrategy.VECTOR:
-                raise ValueError(
+                raise ArgumentError(
                     f"{chosen.value} search needs a text query; pass query='...' or strategy='vector' with query_vector"
                 )
         if record_types is None:
             types = _SEARCHABLE_TYPES
         else:
             if isinstance(record_types, (str, bytes)) or not isinstance(record_types, Iterable):
-                raise TypeError("record_types must be a set or list of record types, e.g. {'memory', 'fact'}")
+                raise ArgumentTypeError("record_types must be a set or list of record types, e.g. {'memory', 'fact'}")
             types = tuple(sorted({check_record_type(t, allow_thread=False) for t in record_types}))
             if not types:
-                raise ValueError("record_types is empty; pass None to search every type")
+                raise ArgumentError("record_types is empty; pass None to search every type")
         mf = None if metadata_filter is None else validate_filter(metadata_filter)
         request = SearchRequest(
             strategy=chosen,
@@ -824,7 +825,7 @@ class Normalizer:
             SearchStrategy.KEYWORD: {SearchStrategy.KEYWORD},
         }[store]
         if chosen not in allowed:
-            raise ValueError(
+            raise ArgumentError(
                 f"this store is open for {store.value} search (its search_strategy) and cannot answer strategy={chosen.value!r}; "
                 f"allowed: {', '.join(sorted(s.value for s in allowed))} (open the store with search_strategy='hybrid'; "
                 "a store created for less is upgraded by that open under CREATE_IF_NECESSARY)"
@@ -849,20 +850,20 @@ class Normalizer:
         record_type = check_record_type(record_type)
         record_id = check_id(record_id, "record_id")
         if all(v is NOT_SET for v in (text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor)):
-            raise ValueError("update needs at least one of text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor")
+            raise ArgumentError("update needs at least one of text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor")
         if record_type == "thread":
-            raise ValueError("thread records are containers and cannot be updated; update their records instead")
+            raise ArgumentError("thread records are containers and cannot be updated; update their records instead")
         text = text if text is NOT_SET else _check_text(text, "text")
         if text is None and record_type in PROFILE_TYPES:
-            raise ValueError(f"{record_type} records cannot have text=None; pass the new information text")
+            raise ArgumentError(f"{record_type} records cannot have text=None; pass the new information text")
         payload: Optional[tuple[str, Any]] = None
         if embedding is not NOT_SET and embedding is not None:
             payload = _vector_payload(embedding, "embedding")
         non_empty_payload = payload is not None and payload[0] != "empty"
         if text is None and ((index_text is not NOT_SET and index_text is not None) or non_empty_payload):
-            raise ValueError("text=None clears the text and retrieval rows; it cannot be combined with index_text or embedding (SC-7.2)")
+            raise ArgumentError("text=None clears the text and retrieval rows; it cannot be combined with index_text or embedding (SC-7.2)")
         if index_text is None and non_empty_payload:
-            raise ValueError("index_text=None clears retrieval rows; it cannot be combined with a non-empty embedding (SC-7.3)")
+            raise ArgumentError("index_text=None clears retrieval rows; it cannot be combined with a non-empty embedding (SC-7.3)")
         index = NOT_SET if index_text is NOT_SET else _index_entry(index_text, "index_text") if index_text is not None else None
 
         fields: dict[str, Any] = {"record_type": record_type, "record_id": record_id}
@@ -874,11 +875,11 @@ class Normalizer:
             fields["timestamp"] = None if timestamp is None else parse_timestamp(timestamp, "timestamp")
         if ttl_days is not NOT_SET or ttl_anchor is not NOT_SET:
             if record_type not in TTL_TYPES:
-                raise ValueError(f"ttl_days/ttl_anchor do not apply to {record_type!r} records (SC-5.1)")
+                raise ArgumentError(f"ttl_days/ttl_anchor do not apply to {record_type!r} records (SC-5.1)")
             days = self.resolve_ttl_days(NOT_SET if ttl_days is NOT_SET else _check_ttl_days(ttl_days, "ttl_days"))
             anchor = TimeToLiveAnchor.CREATED_AT if ttl_anchor is NOT_SET else TimeToLiveAnchor.coerce(ttl_anchor, "ttl_anchor")
             if days is not None and anchor is TimeToLiveAnchor.TIMESTAMP and fields.get("timestamp", NOT_SET) is None:
-                raise ValueError("ttl_anchor=TIMESTAMP needs an event timestamp, but this update clears it (SC-7.6)")
+                raise ArgumentError("ttl_anchor=TIMESTAMP needs an event timestamp, but this update clears it (SC-7.6)")
             fields["ttl"] = TTLSpec(days=days, anchor=anchor)
 
         to_embed: list[str] = []
@@ -921,8 +922,8 @@ class Normalizer:
 
 def _positive_int(value: Any, argument: str, extra: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{argument} must be an int >= 1{' ' + extra if extra else ''}, got {value!r}")
+        raise ArgumentTypeError(f"{argument} must be an int >= 1{' ' + extra if extra else ''}, got {value!r}")
     if value < 1:
-        raise ValueError(f"{argument} must be >= 1{' ' + extra if extra else ''}, got {value}")
+        raise ArgumentError(f"{argument} must be >= 1{' ' + extra if extra else ''}, got {value}")
     return int(value)
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mappin
 from . import gcpause
 from .embedders.identity import identity_of
 from .engine import DeletionHookSpec, Engine
-from .errors import CapabilityError, StoreError
+from .errors import ArgumentError, ArgumentTypeError, CapabilityError, StoreClosed, StoreError
 from .normalize import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_STORE_ID,
@@ -42,13 +42,13 @@ from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, StoreSe
 from .trust.firewall import OPTION_NAME as FIREWALL_OPTION
 from .trust.firewall import FirewallPolicy
 from .trust.gate import check_reserved, screen_drafts, screen_update
+from .batches import PendingRecordBatch
 from .types import (
     NOT_SET,
     NotSetType,
     PROFILE_TYPES,
     TTL_TYPES,
     MemoryRetentionConfig,
-    PendingRecordBatch,
     Record,
     SchemaPolicy,
     SearchIndexSyncMode,
@@ -75,18 +75,18 @@ def _restored_times(times: Any, drafts: builtins.list[RecordDraft]) -> builtins.
     if times is None:
         return [None] * len(drafts)
     if not isinstance(times, (list, tuple)) or len(times) != len(drafts):
-        raise ValueError(f"times must be a list with one entry per record ({len(drafts)}), or None")
+        raise ArgumentError(f"times must be a list with one entry per record ({len(drafts)}), or None")
     out: builtins.list[Optional[tuple[str, Optional[str]]]] = []
     for i, (entry, draft) in enumerate(zip(times, drafts)):
         if entry is None:
             out.append(None)
             continue
         if not isinstance(entry, (list, tuple)) or len(entry) != 2:
-            raise ValueError(f"times[{i}] must be a (created_at, expires_at) pair or None")
+            raise ArgumentError(f"times[{i}] must be a (created_at, expires_at) pair or None")
         created = parse_timestamp(entry[0], f"times[{i}] created_at")
         expires = None if entry[1] is None else parse_timestamp(entry[1], f"times[{i}] expires_at")
         if expires is not None and draft.record_type not in TTL_TYPES:
-            raise ValueError(f"times[{i}]: a {draft.record_type} record never expires; its expires_at must be None")
+            raise ArgumentError(f"times[{i}]: a {draft.record_type} record never expires; its expires_at must be None")
         out.append((created, expires))
     return out
 
@@ -406,13 +406,13 @@ class OracleMemoryStore(IMemoryStore):
         strategy = SearchStrategy.coerce(search_strategy, "search_strategy")
         sync = None if search_index_sync is NOT_SET else SearchIndexSyncMode.coerce(search_index_sync, "search_index_sync")
         if sync is SearchIndexSyncMode.AUTO and strategy is not SearchStrategy.HYBRID:
-            raise ValueError("search_index_sync=AUTO is supported only with search_strategy=HYBRID (SC-10.5)")
+            raise ArgumentError("search_index_sync=AUTO is supported only with search_strategy=HYBRID (SC-10.5)")
         if memory_retention_config is NOT_SET or memory_retention_config is None:
             retention = None
         elif isinstance(memory_retention_config, MemoryRetentionConfig):
             retention = memory_retention_config
         else:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"memory_retention_config must be a MemoryRetentionConfig, got {type(memory_retention_config).__name__}"
             )
         if vector_dim is not None:
@@ -420,7 +420,7 @@ class OracleMemoryStore(IMemoryStore):
         if self._embedder is not None:
             emb_dim = _positive_int(self._embedder.embedding_dimension, "embedder.embedding_dimension")
             if vector_dim is not None and vector_dim != emb_dim:
-                raise ValueError(
+                raise ArgumentError(
                     f"vector_dim={vector_dim} differs from the embedder's dimension {emb_dim}; omit vector_dim or fix it"
                 )
             vector_dim = emb_dim
@@ -437,19 +437,19 @@ class OracleMemoryStore(IMemoryStore):
     # -- opening ---------------------------------------------------------------------------
     def _opened(self, settings: StoreSettings) -> None:
         if settings.search_strategy is not SearchStrategy.KEYWORD and settings.vector_dim is None:
-            raise ValueError(f"{settings.search_strategy.value} store without vector_dim; pass vector_dim or an embedder")
+            raise ArgumentError(f"{settings.search_strategy.value} store without vector_dim; pass vector_dim or an embedder")
         self._norm = Normalizer(settings, self._embedder)
 
     def _n(self) -> Normalizer:
         if self._closed:
-            raise ValueError("this store is closed; open a new one")
+            raise StoreClosed("this store is closed; open a new one")
         if self._norm is None:
-            raise TypeError("this store uses an async connection pool: use the *_async methods")
+            raise ArgumentTypeError("this store uses an async connection pool: use the *_async methods")
         return self._norm
 
     async def _na(self) -> Normalizer:
         if self._closed:
-            raise ValueError("this store is closed; open a new one")
+            raise StoreClosed("this store is closed; open a new one")
         if self._norm is None:
             if self._open_lock is None:
                 self._open_lock = asyncio.Lock()
@@ -497,7 +497,7 @@ class OracleMemoryStore(IMemoryStore):
     def _loaded_options(self) -> dict[str, Any]:
         self._n()
         if self._engine.async_only:  # as every other sync call of an async store, cached or not
-            raise TypeError("this store uses an async connection pool: use the *_async methods")
+            raise ArgumentTypeError("this store uses an async connection pool: use the *_async methods")
         if self._options is None:
             try:
                 self._options = self._engine.get_options()
@@ -558,7 +558,7 @@ class OracleMemoryStore(IMemoryStore):
         their text and verdict; every later write by a store object opened after (or by this
         one) is screened (SC-15.1)."""
         if policy is not None and not isinstance(policy, FirewallPolicy):
-            raise TypeError(f"policy must be an oramem.trust.FirewallPolicy or None, got {type(policy).__name__}")
+            raise ArgumentTypeError(f"policy must be an oramem.trust.FirewallPolicy or None, got {type(policy).__name__}")
         if policy is not None:
             policy.active_detectors()  # its custom detectors exist here
         self.set_option(FIREWALL_OPTION, None if policy is None else policy.to_json())
@@ -566,7 +566,7 @@ class OracleMemoryStore(IMemoryStore):
     async def set_firewall_async(self, policy: Optional[FirewallPolicy]) -> None:
         """Async twin of :meth:`set_firewall`."""
         if policy is not None and not isinstance(policy, FirewallPolicy):
-            raise TypeError(f"policy must be an oramem.trust.FirewallPolicy or None, got {type(policy).__name__}")
+            raise ArgumentTypeError(f"policy must be an oramem.trust.FirewallPolicy or None, got {type(policy).__name__}")
         if policy is not None:
             policy.active_detectors()
         await self.set_option_async(FIREWALL_OPTION, None if policy is None else policy.to_json())
@@ -597,17 +597,17 @@ class OracleMemoryStore(IMemoryStore):
                 f" (did you mean {', '.join(hints)}? add takes each record's scope, one value for all or a list: "
                 "user_ids='alice')" if hints else ""
             )
-            raise TypeError(f"unknown store option(s) {', '.join(unknown)}{hint}; supported: batch_size (SC-4.9)")
+            raise ArgumentTypeError(f"unknown store option(s) {', '.join(unknown)}{hint}; supported: batch_size (SC-4.9)")
         return _positive_int(store_kwargs.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size")
 
     @staticmethod
     def _batch_drafts(batches: Any) -> builtins.list[RecordDraft]:
         if isinstance(batches, PendingRecordBatch) or not isinstance(batches, (list, tuple)):
-            raise TypeError("batches must be a list of PendingRecordBatch")
+            raise ArgumentTypeError("batches must be a list of PendingRecordBatch")
         drafts = []
         for i, batch in enumerate(batches):
             if not isinstance(batch, PendingRecordBatch):
-                raise TypeError(f"batches[{i}] must be a PendingRecordBatch, got {type(batch).__name__}")
+                raise ArgumentTypeError(f"batches[{i}] must be a PendingRecordBatch, got {type(batch).__name__}")
             drafts.extend(batch._normalised)
         return drafts
 
@@ -669,7 +669,7 @@ class OracleMemoryStore(IMemoryStore):
     def _restore_records(self, norm: Normalizer, batches: Any, times: Any, on_conflict: Any,
                          policy: Optional[FirewallPolicy]) -> tuple[Any, ...]:
         if on_conflict not in ON_CONFLICT:
-            raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+            raise ArgumentError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
         drafts = self._screened(self._batch_drafts(batches), policy, restoring=True, what="batches")
         plans, texts = norm.plan_records(drafts)
         kept = _restored_times(times, drafts)
@@ -710,18 +710,18 @@ class OracleMemoryStore(IMemoryStore):
     def _thread_rows(threads: Any, on_conflict: Any) -> tuple[NewRecord, ...]:
         """Validated thread rows for :meth:`restore_threads` (SC-13.6)."""
         if on_conflict not in ON_CONFLICT:
-            raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+            raise ArgumentError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
         if isinstance(threads, (str, bytes)) or not isinstance(threads, (list, tuple)):
-            raise TypeError("threads must be a list of (thread_id, user_id, agent_id, created_at) tuples")
+            raise ArgumentTypeError("threads must be a list of (thread_id, user_id, agent_id, created_at) tuples")
         now = parse_timestamp(datetime.now(tz=timezone.utc), "now")
         rows: builtins.list[NewRecord] = []
         seen: set[str] = set()
         for i, entry in enumerate(threads):
             if not isinstance(entry, (list, tuple)) or len(entry) != 4:
-                raise ValueError(f"threads[{i}] must be a (thread_id, user_id, agent_id, created_at) tuple")
+                raise ArgumentError(f"threads[{i}] must be a (thread_id, user_id, agent_id, created_at) tuple")
             tid = check_id(entry[0], f"threads[{i}] thread_id")
             if tid in seen:
-                raise ValueError(f"thread {tid!r} appears twice in threads; nothing was written")
+                raise ArgumentError(f"thread {tid!r} appears twice in threads; nothing was written")
             seen.add(tid)
             user = check_id(entry[1], f"threads[{i}] user_id", optional=True)
             agent = check_id(entry[2], f"threads[{i}] agent_id", optional=True)
@@ -757,7 +757,7 @@ class OracleMemoryStore(IMemoryStore):
         argument = "user_id" if record_type == "user_profile" else "agent_id"
         actor_id = check_id(actor_id, argument)
         if not isinstance(information, str):
-            raise TypeError(f"information must be a str, got {type(information).__name__}")
+            raise ArgumentTypeError(f"information must be a str, got {type(information).__name__}")
         return draft_records([information], record_type, record_ids=[actor_id], metadata=[metadata])
 
     def add_user(self, user_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
@@ -882,9 +882,9 @@ class OracleMemoryStore(IMemoryStore):
         record_type = check_record_type(record_type)
         record_id = check_id(record_id, "record_id")
         if not isinstance(cascade, bool):
-            raise TypeError(f"cascade must be a bool, got {cascade!r}")
+            raise ArgumentTypeError(f"cascade must be a bool, got {cascade!r}")
         if cascade and record_type not in PROFILE_TYPES and record_type != "thread":
-            raise ValueError(
+            raise ArgumentError(
                 f"cascade=True applies to user_profile, agent_profile and thread records, not {record_type!r} (SC-8.2)"
             )
         return record_type, record_id, cascade
@@ -926,11 +926,11 @@ class OracleMemoryStore(IMemoryStore):
     @staticmethod
     def _forget_request(user_id: Any, agent_id: Any, names: Any) -> ForgetRequest:
         if (user_id is None) == (agent_id is None):
-            raise ValueError("forget needs exactly one of user_id or agent_id")
+            raise ArgumentError("forget needs exactly one of user_id or agent_id")
         if names is not None:
             # SC-13.3 / KC-3.10: an actor is erased by its id, never by a name (a name may be
             # another person's or another tenant's); refused rather than silently ignored.
-            raise ValueError(
+            raise ArgumentError(
                 "forget no longer matches names: a user or agent is erased by its id only (SC-13.3, "
                 "KC-3.10: a name may belong to another person or tenant); drop names=")
         if agent_id is not None:
@@ -1067,7 +1067,7 @@ def _check_embedder(embedder: Any) -> Any:
         return None
     missing = [name for name in ("embed", "embedding_dimension") if not hasattr(embedder, name)]
     if missing:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"embedder must implement IEmbedder (embed, embedding_dimension); {type(embedder).__name__} lacks {', '.join(missing)}"
         )
     return embedder
@@ -1189,9 +1189,9 @@ class SQLiteMemoryStore(OracleMemoryStore):
         from .sqlite import SQLiteEngine
 
         if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+            raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
-            raise TypeError("clock must be a zero-argument callable returning an aware UTC datetime")
+            raise ArgumentTypeError("clock must be a zero-argument callable returning an aware UTC datetime")
         implicit = embedder is None and vector_dim is None
         row = _catalog_row(os.fspath(path), memory_store_id) if (implicit or search_strategy is NOT_SET) else None
         if search_strategy is NOT_SET:  # an existing store opens as it is (the CLI does the same)
@@ -1364,7 +1364,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         pool = self._pool_argument(pool, dsn, user, password, is_async)
         if table_name_prefix is not NOT_SET:
             if memory_store_id is not NOT_SET:
-                raise ValueError("pass memory_store_id only; table_name_prefix is its deprecated alias (SC-10.1)")
+                raise ArgumentError("pass memory_store_id only; table_name_prefix is its deprecated alias (SC-10.1)")
             warnings.warn(
                 "table_name_prefix is deprecated; use memory_store_id", DeprecationWarning, stacklevel=3
             )
@@ -1395,22 +1395,22 @@ class OracleDBMemoryStore(OracleMemoryStore):
         factory = "OracleDBMemoryStore.connect_async" if is_async else "OracleDBMemoryStore"
         if pool is not None:
             if given:
-                raise ValueError(f"pass either a pool or dsn/user/password, not both (got pool and {', '.join(given)})")
+                raise ArgumentError(f"pass either a pool or dsn/user/password, not both (got pool and {', '.join(given)})")
             if isinstance(pool, str):
-                raise TypeError(
+                raise ArgumentTypeError(
                     "pool must be a python-oracledb pool or connection, not a string: for a DSN pass "
                     f"{factory}(embedder, dsn='host:1521/service', user='...', password='...')"
                 )
             async_source = isinstance(pool, (oracledb.AsyncConnectionPool, oracledb.AsyncConnection))
             sync_source = isinstance(pool, (oracledb.ConnectionPool, oracledb.Connection))
             if async_source and not is_async:
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"OracleDBMemoryStore(...) was given an {type(pool).__name__} (python-oracledb's async colour, "
                     "from create_pool_async() / connect_async()): open the store with "
                     "`store = await OracleDBMemoryStore.connect_async(embedder, pool, ...)`"
                 )
             if sync_source and is_async:
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"OracleDBMemoryStore.connect_async(...) was given an {type(pool).__name__} (python-oracledb's "
                     "sync colour, from create_pool() / connect()): open the store with "
                     "`OracleDBMemoryStore(embedder, pool, ...)`, or pass a pool from oracledb.create_pool_async()"
@@ -1418,13 +1418,13 @@ class OracleDBMemoryStore(OracleMemoryStore):
             return pool
         missing = [k for k in ("dsn", "user", "password") if k not in given]
         if missing:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{factory} needs a pool (oracledb.{'create_pool_async' if is_async else 'create_pool'}(...)) or "
                 f"dsn=, user= and password=; missing {', '.join(missing)}"
             )
         for k, v in given.items():
             if not isinstance(v, str) or not v:
-                raise TypeError(f"{k} must be a non-empty str")
+                raise ArgumentTypeError(f"{k} must be a non-empty str")
         create = oracledb.create_pool_async if is_async else oracledb.create_pool
         self._owned_pool = create(user=user, password=password, dsn=dsn, min=1, max=4, increment=1)
         return self._owned_pool
@@ -1438,7 +1438,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         if self._engine.in_transaction:
             raise StoreError("close() inside store.transaction(): leave the block first (it commits or rolls back)")
         if self._owned_pool is not None and self._owned_pool_async:
-            raise TypeError(
+            raise ArgumentTypeError(
                 "this store created its own async pool (connect_async with dsn=): close it with "
                 "`await store.close_async()`; nothing was closed"
             )

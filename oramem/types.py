@@ -4,8 +4,10 @@ retention settings and caller-prepared batches (STORE_CONTRACT §1, §3, §4.10)
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, TypeVar
+
+from .errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
     "NOT_SET",
@@ -22,7 +24,6 @@ __all__ = [
     "MemoryRetentionConfig",
     "Record",
     "MessageRecord",
-    "PendingRecordBatch",
 ]
 
 
@@ -95,8 +96,8 @@ class _StrEnum(str, enum.Enum):
                 pass
         accepted = ", ".join(repr(m.value) for m in cls)
         if not isinstance(value, str):
-            raise TypeError(f"{argument} must be a {cls.__name__} or one of {accepted}, got {type(value).__name__}")
-        raise ValueError(f"{argument}={value!r} is not valid; use a {cls.__name__} or one of {accepted}")
+            raise ArgumentTypeError(f"{argument} must be a {cls.__name__} or one of {accepted}, got {type(value).__name__}")
+        raise ArgumentError(f"{argument}={value!r} is not valid; use a {cls.__name__} or one of {accepted}")
 
     def __str__(self) -> str:
         return str(self.value)
@@ -148,15 +149,15 @@ class MemoryRetentionConfig:
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"MemoryRetentionConfig.{name} must be an int >= 0 or None, got {value!r}")
+                raise ArgumentTypeError(f"MemoryRetentionConfig.{name} must be an int >= 0 or None, got {value!r}")
             if value < 0:
-                raise ValueError(f"MemoryRetentionConfig.{name} must be >= 0, got {value}")
+                raise ArgumentError(f"MemoryRetentionConfig.{name} must be >= 0, got {value}")
         if (
             self.default_ttl_days is not None
             and self.max_ttl_days is not None
             and self.default_ttl_days > self.max_ttl_days
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"MemoryRetentionConfig.default_ttl_days ({self.default_ttl_days}) exceeds "
                 f"max_ttl_days ({self.max_ttl_days}); lower the default or raise the maximum"
             )
@@ -184,106 +185,3 @@ class MessageRecord(Record):
 
     role: Optional[str] = None
     seq_no: Optional[int] = None
-
-
-_BATCH_FIELDS = (
-    "index_texts",
-    "embeddings",
-    "record_ids",
-    "thread_ids",
-    "user_ids",
-    "agent_ids",
-    "roles",
-    "timestamps",
-    "metadata",
-    "ttl_days",
-    "ttl_anchor",
-)
-
-
-@dataclass(frozen=True, init=False)
-class PendingRecordBatch:
-    """A caller-prepared batch for ``add_batches`` (SC-4.10).
-
-    Holds the per-record arguments of ``add`` for one record type. ``texts`` is the name
-    the vendor examples use; ``contents`` is accepted as an alias (not both). The batch is
-    fully validated on construction, so a bad batch fails before any store is touched.
-    """
-
-    texts: list[Any]
-    record_type: str
-    index_texts: Any = NOT_SET
-    embeddings: Any = NOT_SET
-    record_ids: Any = NOT_SET
-    thread_ids: Any = NOT_SET
-    user_ids: Any = NOT_SET
-    agent_ids: Any = NOT_SET
-    roles: Any = NOT_SET
-    timestamps: Any = NOT_SET
-    metadata: Any = NOT_SET
-    ttl_days: Any = NOT_SET
-    ttl_anchor: Any = NOT_SET
-    # normalised form, filled by validation; excluded from equality and repr
-    _normalised: Any = field(default=None, compare=False, repr=False)
-
-    def __init__(
-        self,
-        texts: Any = NOT_SET,
-        record_type: Any = NOT_SET,
-        *,
-        contents: Any = NOT_SET,
-        index_texts: Any = NOT_SET,
-        embeddings: Any = NOT_SET,
-        record_ids: Any = NOT_SET,
-        thread_ids: Any = NOT_SET,
-        user_ids: Any = NOT_SET,
-        agent_ids: Any = NOT_SET,
-        roles: Any = NOT_SET,
-        timestamps: Any = NOT_SET,
-        metadata: Any = NOT_SET,
-        ttl_days: Any = NOT_SET,
-        ttl_anchor: Any = NOT_SET,
-    ) -> None:
-        if texts is not NOT_SET and contents is not NOT_SET:
-            raise ValueError("PendingRecordBatch takes texts or its alias contents, not both")
-        if texts is NOT_SET:
-            texts = contents
-        if texts is NOT_SET:
-            raise TypeError("PendingRecordBatch needs texts (a list of str or None)")
-        if record_type is NOT_SET:
-            raise TypeError("PendingRecordBatch needs record_type")
-        setattr_ = object.__setattr__
-        setattr_(self, "texts", texts)
-        setattr_(self, "record_type", record_type)
-        for name, value in (
-            ("index_texts", index_texts),
-            ("embeddings", embeddings),
-            ("record_ids", record_ids),
-            ("thread_ids", thread_ids),
-            ("user_ids", user_ids),
-            ("agent_ids", agent_ids),
-            ("roles", roles),
-            ("timestamps", timestamps),
-            ("metadata", metadata),
-            ("ttl_days", ttl_days),
-            ("ttl_anchor", ttl_anchor),
-        ):
-            setattr_(self, name, value)
-        # Validation needs the normaliser; imported here to keep this module dependency-free.
-        from .normalize import validate_batch_shape
-
-        setattr_(self, "_normalised", validate_batch_shape(self))
-
-    @property
-    def contents(self) -> list[Any]:
-        """Alias of :attr:`texts`."""
-        return self.texts
-
-    def add_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of ``add`` this batch stands for (omitted ones left out)."""
-        out: dict[str, Any] = {}
-        for name in _BATCH_FIELDS:
-            value = getattr(self, name)
-            if value is not NOT_SET:
-                out[name] = value
-        return out

@@ -3,7 +3,8 @@
 Every command opens one store (``--db`` file, ``--store`` id), does one thing and closes
 it. Human output is aligned text; ``--json`` prints one JSON document for machines. Bad
 arguments print ``Error: ...`` and exit with status 2; store-state and service errors exit
-with status 1; no traceback unless ``ORAMEM_DEBUG=1``.
+with status 1; a database locked longer than the wait exits 3; no traceback unless
+``ORAMEM_DEBUG=1``. The status is chosen by the error's class (``group.EXIT_CODES``).
 
 Embedder: ``--embed-onnx`` selects a local ONNX model, ``--embed-url``/``--embed-model`` an
 OpenAI-compatible service, ``--embed-dim`` alone a HashEmbedder of that dimension. With none
@@ -20,8 +21,9 @@ option hoisting), ``state`` (``State``: the per-invocation options and the store
 and the commands by group: ``cmd_records`` (add, get, list, update, delete, delete-thread,
 forget), ``cmd_search``, ``cmd_backup`` (import, export, migrate), ``cmd_maintenance``
 (purge, check, reembed), ``cmd_stores``, ``cmd_models`` (models pull, list), ``cmd_demo``, ``cmd_serve`` (mcp). The Oracle
-(``db``) and knowledge (``knowledge``, ``kg``) groups live in ``oramem.oracle.cli`` and
-``oramem.knowledge.cli`` and are imported only when used.
+(``db``: ``cmd_db``, ``selftest``) and knowledge (``knowledge``, ``kg``: ``cmd_knowledge``) groups
+are imported only when used. All command-line code lives in this package (a layer rule that
+``lint-imports`` checks, see pyproject.toml ``[tool.importlinter]``).
 """
 
 from __future__ import annotations

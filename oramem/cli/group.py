@@ -6,14 +6,16 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from oramem.sqlite._sqlite import sqlite3
 import sys
 from typing import Any, Optional
 
 import click
 
-from ..embedders import EmbeddingServiceError
-from ..errors import StoreError
+from ..sqlite._sqlite import sqlite3
+from ..errors import ArgumentError, ArgumentTypeError, Error, NoEmbedder, StoreBusy
+from ..jsonl import JSONLError
+from ..trust.erasure import ErasedSubjectError
+from ..trust.firewall import FirewallRejected
 from ..sqlite import admin as sqlite_admin
 
 
@@ -28,13 +30,45 @@ class CLIError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]
 
 
+#: Exit statuses (documented in the README, after the command-line examples)
+EXIT_ERROR = 1  # the store's state, a service, the database file, the file system
+EXIT_USAGE = 2  # a bad flag or argument (click's own usage errors exit 2 too); nothing was written
+EXIT_BUSY = 3  # another process held the database lock longer than the wait: retry later
+
+#: Exception class -> exit status. The most specific class of an error's MRO that is listed
+#: wins (FirewallRejected is a StoreError and a ValueError: the table says 2). Errors not
+#: listed (a bug: KeyError, AttributeError...) keep their traceback. ValueError and TypeError
+#: stay listed for the parts of the library that predate ArgumentError.
+EXIT_CODES: dict[type[BaseException], int] = {
+    ArgumentError: EXIT_USAGE,
+    ArgumentTypeError: EXIT_USAGE,
+    FirewallRejected: EXIT_USAGE,  # the content given was refused by the store's policy
+    ErasedSubjectError: EXIT_USAGE,  # the --user/--agent given was erased
+    JSONLError: EXIT_USAGE,  # the input file given is not valid oramem JSONL
+    ValueError: EXIT_USAGE,
+    TypeError: EXIT_USAGE,
+    StoreBusy: EXIT_BUSY,
+    Error: EXIT_ERROR,
+    OSError: EXIT_ERROR,
+    sqlite3.Error: EXIT_ERROR,
+}
+
+
+def exit_code_for(exc: BaseException) -> Optional[int]:
+    """The exit status of ``exc`` by its class (``EXIT_CODES``), or None for a bug."""
+    for cls in type(exc).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]
+    return None
+
+
 #: Command groups imported only when used, so ``oramem --help`` and the SQLite commands
 #: load neither SQLAlchemy (knowledge layer) nor python-oracledb: name -> (module,
 #: attribute, short help).
 LAZY_GROUPS = {
-    "db": ("oramem.oracle.cli", "db", "Install, upgrade, inspect and remove oramem's PL/SQL packages in an Oracle schema."),
-    "knowledge": ("oramem.knowledge.cli", "knowledge", "Knowledge graph over the store: write messages, list facts, entities and history."),
-    "kg": ("oramem.knowledge.cli", "kg", "Knowledge-graph maintenance on a store named by --store-id (Oracle or --sqlite)."),
+    "db": ("oramem.cli.cmd_db", "db", "Install, upgrade, inspect and remove oramem's PL/SQL packages in an Oracle schema."),
+    "knowledge": ("oramem.cli.cmd_knowledge", "knowledge", "Knowledge graph over the store: write messages, list facts, entities and history."),
+    "kg": ("oramem.cli.cmd_knowledge", "kg", "Knowledge-graph maintenance on a store named by --store-id (Oracle or --sqlite)."),
 }
 #: Global options also accepted after a (non-group) subcommand: name -> takes a value.
 MOVABLE_OPTIONS = {"--json": False, "--db": True, "--store": True, "--read-only": False}
@@ -81,23 +115,23 @@ class OramemGroup(click.Group):
             # the reader closed our stdout (``| head``): stop quietly, successfully
             quiet_stdout()
             raise click.exceptions.Exit(0) from None
-        except (ValueError, TypeError) as exc:
-            if os.environ.get("ORAMEM_DEBUG"):
-                raise
-            hint = getattr(ctx.obj, "embedder_hint", None)
-            if hint and "has no embedder" in str(exc):  # the store's embedder could not be rebuilt here
-                raise CLIError(hint, 2) from None
-            raise CLIError(in_cli_words(one_line(exc), self._flags_of(ctx)), 2) from None
-        except (StoreError, EmbeddingServiceError, OSError) as exc:
-            if os.environ.get("ORAMEM_DEBUG"):
-                raise
-            raise CLIError(one_line(exc), 1) from None
-        except sqlite3.Error as exc:  # a damaged, read-only or unreachable database file
-            if os.environ.get("ORAMEM_DEBUG"):
-                raise
-            path = getattr(ctx.obj, "db", None) or "the database"
-            raise CLIError(sqlite_admin.explain_error(path, exc), 1) from None
+        except Exception as exc:
+            code = exit_code_for(exc)
+            if code is None or os.environ.get("ORAMEM_DEBUG"):
+                raise  # not an error oramem reports: a bug, shown with its traceback
+            raise CLIError(self._message(ctx, exc, code), code) from None
 
+    def _message(self, ctx: click.Context, exc: Exception, code: int) -> str:
+        if isinstance(exc, NoEmbedder):
+            hint = getattr(ctx.obj, "embedder_hint", None)
+            if hint:  # the store's embedder could not be rebuilt here: say which flag gives one
+                return str(hint)
+        if isinstance(exc, sqlite3.Error):  # a damaged, read-only or unreachable database file
+            path = getattr(ctx.obj, "db", None) or "the database"
+            return sqlite_admin.explain_error(path, exc)
+        if code == EXIT_USAGE:
+            return in_cli_words(one_line(exc), self._flags_of(ctx))
+        return one_line(exc)
 
     def _flags_of(self, ctx: click.Context) -> dict[str, str]:
         """Python parameter name -> first long flag, over the group's options and every

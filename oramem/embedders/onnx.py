@@ -48,6 +48,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from ..errors import Error
 from .base import IEmbedder, InputWindow, texts_argument
 
 __all__ = ["ONNXEmbedder", "ModelNotAvailable", "default_cache_dir", "physical_cores", "POOLING_MODES"]
@@ -61,7 +62,7 @@ _CONFIG_FILES = ("tokenizer.json", "1_Pooling/config.json", "modules.json", "sen
 _INSTALL_HINT = "pip install onnxruntime tokenizers (dependencies of oramem)"
 
 
-class ModelNotAvailable(RuntimeError):
+class ModelNotAvailable(Error, RuntimeError):
     """The model could not be found or fetched; the message says what to do."""
 
 

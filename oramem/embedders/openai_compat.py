@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..errors import Error
 from .._http import MAX_RETRY_AFTER, OPENAI_HOST, HTTPFailure, JSONPoster, RetryPolicy, redact_url
 from .._http import resolve_api_key as _resolve_key
 from .base import IEmbedder, InputWindow, texts_argument
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["OpenAICompatibleEmbedder", "EmbeddingServiceError", "MAX_RETRY_AFTER", "OPENAI_HOST", "resolve_api_key"]
 
 
-class EmbeddingServiceError(RuntimeError):
+class EmbeddingServiceError(Error, RuntimeError):
     """The embedding service failed or answered something unusable.
 
     ``url`` is the endpoint, ``status`` the HTTP status (None for network errors and

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
+from ..errors import StoreClosed
 from . import require
 from ._colour import call, run_async, run_async_in_transaction
 from ._threads import ThreadScope
@@ -130,7 +131,7 @@ class OramemSession:
             json.dumps(item)  # not JSON-serialisable: TypeError before anything is written
         if not items:
             if self._store.closed:  # the empty fast path must not hide a closed store
-                raise ValueError("this store is closed; open a new one")
+                raise StoreClosed("this store is closed; open a new one")
             return None
         yield call(
             "add",

@@ -19,6 +19,7 @@ from .classify import classify_input, select_strategy
 from .config import KnowledgeConfig
 from .context import compress_context
 from .emotion import tag_event_emotion, tag_event_emotion_sync
+from . import install as install  # registers the knowledge tables with sqlite.admin.drop_store
 from .errors import ConflictError, EmbeddingError, ExtractionError, KnowledgeError, LLMError, LLMReplyError, LLMTimeout
 from .memory import KnowledgeMemory
 from .pipeline import detect_corrections

@@ -24,7 +24,7 @@ from typing import Any, Optional
 import numpy as np
 import sqlalchemy as sa
 
-from ..types import PendingRecordBatch
+from ..batches import PendingRecordBatch
 from . import faults, reads
 from .errors import KnowledgeError
 from .model import new_id

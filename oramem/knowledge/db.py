@@ -33,7 +33,7 @@ from typing import Any, Iterator, Optional
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool, StaticPool
 
-from ..errors import StoreBusy, StoreError
+from ..errors import StoreBusy, StoreError, is_sqlite_busy
 from .schema import bind_json_as_oson
 
 __all__ = ["Backend", "SQLiteBackend", "OracleBackend", "backend_for"]
@@ -48,7 +48,7 @@ def translated(what: str) -> Iterator[None]:
     except sa.exc.SQLAlchemyError as exc:
         orig = getattr(exc, "orig", None) or exc
         text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-        if "locked" in text.lower() or "busy" in text.lower():
+        if is_sqlite_busy(exc):  # by the error code (SQLITE_BUSY/LOCKED), not the message
             raise StoreBusy(f"{what}: the database stayed locked by another writer ({text}); retry") from exc
         if isinstance(exc, sa.exc.IntegrityError):
             raise StoreError(f"{what}: a constraint of the knowledge tables was violated ({text}); nothing was stored") from exc
@@ -180,7 +180,7 @@ class SQLiteBackend(Backend):
                 conn.execute("BEGIN IMMEDIATE")
                 began = True
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
+                if not is_sqlite_busy(exc):
                     raise
                 began = False  # another process holds the write lock
             finally:

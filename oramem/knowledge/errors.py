@@ -7,10 +7,12 @@ problems raise the store's ``StoreError`` family. Everything else the layer repo
 
 from __future__ import annotations
 
+from ..errors import Error
+
 __all__ = ["KnowledgeError", "LLMError", "LLMTimeout", "LLMReplyError", "EmbeddingError", "ExtractionError", "ConflictError"]
 
 
-class KnowledgeError(Exception):
+class KnowledgeError(Error):
     """Base of the knowledge layer's domain errors."""
 
 

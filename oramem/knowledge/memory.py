@@ -27,6 +27,7 @@ from . import queue as queue_mod
 from .observe import finish_span, operation_span, otel_available, stats_of
 from .config import KnowledgeConfig, merge_config
 from .db import backend_for
+from ..errors import StoreClosed
 from .errors import ConflictError, ExtractionError
 from .model import Decision
 from .classify import Chunk, classify_input, select_strategy
@@ -217,7 +218,9 @@ class KnowledgeMemory:
 
     def _now(self) -> datetime:
         if self._closed:
-            raise ValueError("this KnowledgeMemory is closed")
+            raise StoreClosed("this KnowledgeMemory is closed; open a new one")
+        if self._store.closed:
+            raise StoreClosed("the store of this KnowledgeMemory is closed; open a new store and KnowledgeMemory")
         moment = self._clock()
         if not isinstance(moment, datetime):
             raise TypeError(f"clock returned {type(moment).__name__}, not a datetime")
@@ -424,7 +427,7 @@ class KnowledgeMemory:
         :meth:`close`): it processes due jobs, then waits ``poll_interval`` seconds (a
         background write of this instance wakes it at once)."""
         if self._closed:
-            raise ValueError("this KnowledgeMemory is closed")
+            raise StoreClosed("this KnowledgeMemory is closed; open a new one")
         if self._worker is not None:
             raise ValueError("a worker already runs on this KnowledgeMemory; call stop_worker() first")
         if not self.has_llm:

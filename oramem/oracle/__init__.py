@@ -10,8 +10,8 @@
 - :class:`OracleDBEmbedder` (:mod:`oramem.oracle.embedder`): in-database ONNX embeddings;
 - :mod:`oramem.oracle.calls`: the one table of PL/SQL calls, checked against ``plsql/*.pks``
   by ``tests/plsql``; :mod:`oramem.oracle.errors`: Oracle error code -> oramem exception;
-- :mod:`oramem.oracle.selftest`: ``oramem db selftest``; :mod:`oramem.oracle.models`: ``oramem db load-model``;
-- :mod:`oramem.oracle.admin` / :mod:`oramem.oracle.cli`: ``oramem db install|upgrade|
+- :mod:`oramem.cli.selftest`: ``oramem db selftest``; :mod:`oramem.oracle.models`: ``oramem db load-model``;
+- :mod:`oramem.oracle.admin` / :mod:`oramem.cli.cmd_db`: ``oramem db install|upgrade|
   uninstall|status|doctor`` for DBAs.
 """
 

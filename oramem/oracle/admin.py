@@ -1,7 +1,7 @@
 """DBA tooling: install, upgrade, uninstall, status and doctor for oramem in one schema.
 
 Everything here takes a **sync** python-oracledb connection to the schema that owns (or
-will own) oramem, and is what ``oramem db …`` (:mod:`oramem.oracle.cli`) runs.
+will own) oramem, and is what ``oramem db …`` (:mod:`oramem.cli.cmd_db`) runs.
 
 Scripts. ``plsql/install.sql`` / ``plsql/uninstall.sql`` are SQL*Plus scripts; they are run
 statement by statement here (:func:`oramem.oracle.scripts.split_script`), following
@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import oracledb
 
+from ..errors import Error
 from .calls import PlsqlCall
 from .errors import translate
 from .scripts import split_script
@@ -69,7 +70,7 @@ PACKAGES = (
 )
 
 
-class ScriptError(RuntimeError):
+class ScriptError(Error, RuntimeError):
     """A script statement failed; says which file and line."""
 
 
@@ -194,6 +195,13 @@ def _call(conn: Any, call: PlsqlCall, **values: Any) -> Any:
         return out
 
 
+
+def call_plsql(conn: Any, call: PlsqlCall, **values: Any) -> Any:
+    """Run one declared PL/SQL call (``ADMIN_CALLS``, ``oramem.oracle.calls``) on ``conn``:
+    values bound by name, database errors translated to oramem's classes. The public door for
+    the command line (``oramem db``, ``oramem kg``, ``selftest``) into the admin calls."""
+    return _call(conn, call, **values)
+
 def _installed(conn: Any) -> dict[str, str]:
     """{object_type object_name: status} of oramem's packages in this schema."""
     with conn.cursor() as cur:
@@ -241,23 +249,15 @@ def install(conn: Any, scripts_dir: Optional[str] = None, echo: Callable[[str], 
     return n
 
 
-def install_knowledge(conn: Any, store_id: str, vector_dim: int, echo: Callable[[str], None] = print) -> int:
-    """Create the knowledge tables ``<STORE_ID>_KG_*`` of one store (idempotent: ``CREATE ...
-    IF NOT EXISTS``, the DDL of ``oramem.knowledge.schema.oracle_ddl``; ddl/knowledge/ holds
-    the same for store DEFAULT at 384 dimensions). The PL/SQL side of the knowledge layer
-    (``oramem_kg_jobs``, its deletion hook included) comes with :func:`install`. Returns the
-    number of statements. Static-checked, not run against Oracle."""
-    from ..knowledge.schema import oracle_ddl
-
-    if isinstance(vector_dim, bool) or not isinstance(vector_dim, int) or not 1 <= vector_dim <= 65535:
-        raise ValueError(f"vector_dim must be an int in 1..65535 (the store's dimension), got {vector_dim!r}")
-    text = oracle_ddl(store_id, vector_dim)  # validates the store id before anything runs
-    echo(f"knowledge tables of store {store_id.upper()} ({vector_dim} dimensions)")
+def run_ddl(conn: Any, text: str, label: str) -> int:
+    """Run a DDL script given as text (SQL and PL/SQL blocks, split as SQL*Plus would) on
+    ``conn``; ``label`` names it in errors. Returns the number of statements. Layers above the
+    engine install their own tables with it (``oramem.knowledge.install.install_oracle``).
+    Static-checked, not run against Oracle."""
     count = 0
     for item in split_script(text):
         if item.kind == "sql" or item.kind == "plsql":
-            count += _execute(conn, item.text, Path(f"knowledge DDL of {store_id.upper()}"), item.line,
-                              plsql=item.kind == "plsql")
+            count += _execute(conn, item.text, Path(label), item.line, plsql=item.kind == "plsql")
     return count
 
 

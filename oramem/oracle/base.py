@@ -28,7 +28,7 @@ from typing import Any, Callable, ClassVar, Generic, Mapping, Optional, TypeVar
 import oracledb
 
 from ..engine import Engine
-from ..errors import StoreError
+from ..errors import StoreClosed, StoreError
 from ..requests import (
     AddRequest,
     DeletionEvent,
@@ -266,7 +266,7 @@ class OracleEngine(Engine):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError("this OracleEngine is closed; open a new store")
+            raise StoreClosed("this OracleEngine is closed; open a new store")
 
     def _wrong_colour(self, method: str) -> TypeError:
         """The error of a method of the other colour (``method`` is its name); a closed

@@ -18,10 +18,12 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from ..errors import Error
+
 __all__ = ["Token", "ScriptItem", "PlsqlSyntaxError", "tokenize", "significant", "split_script"]
 
 
-class PlsqlSyntaxError(ValueError):
+class PlsqlSyntaxError(Error, ValueError):
     """A lexical or structural problem, with the 1-based line it was found on."""
 
     def __init__(self, message: str, line: int) -> None:

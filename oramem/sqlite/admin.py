@@ -12,7 +12,7 @@ import datetime as _dt
 import os
 import pathlib
 from oramem.sqlite._sqlite import sqlite3
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from ..errors import StoreError, StoreNotFound
 from . import sidecar
@@ -22,7 +22,7 @@ from .schema import CATALOG, StoreTables, has_knowledge_tables
 from .timefmt import iso
 
 __all__ = [
-    "list_stores", "count_live_records", "drop_store", "explain_error", "knowledge_tables_exist", "read_record_rows",
+    "list_stores", "count_live_records", "drop_store", "register_dependent_tables", "explain_error", "knowledge_tables_exist", "read_record_rows",
     "read_thread_rows",
 ]
 
@@ -100,11 +100,22 @@ def count_live_records(path: str, store_id: str, now: _dt.datetime | None = None
     return {t: n for t, n in rows}
 
 
-def knowledge_table_names(store_id: str) -> list[str]:
-    """The knowledge layer's table names of a store, children before parents."""
-    from ..knowledge.schema import build_tables
+#: Providers of the tables a layer above the engine keeps per store (the knowledge layer's
+#: ``<ID>_KG_*``, registered by ``oramem.knowledge.install``): store id -> table names,
+#: children before parents. :func:`drop_store` drops them with the store. The engine does
+#: not import the layers above it (layer rule, pyproject.toml [tool.importlinter]).
+_DEPENDENT_TABLES: list[Callable[[str], Sequence[str]]] = []
 
-    return [t.name for t in reversed(build_tables(store_id, 1).metadata.sorted_tables)]
+
+def register_dependent_tables(provider: Callable[[str], Sequence[str]]) -> None:
+    """Have :func:`drop_store` also drop the tables ``provider(store_id)`` names (idempotent)."""
+    if provider not in _DEPENDENT_TABLES:
+        _DEPENDENT_TABLES.append(provider)
+
+
+def knowledge_table_names(store_id: str) -> list[str]:
+    """The registered dependent tables of a store (the knowledge layer's), children first."""
+    return [name for provider in _DEPENDENT_TABLES for name in provider(store_id)]
 
 
 def drop_store(path: str, store_id: str) -> bool:
@@ -122,7 +133,14 @@ def drop_store(path: str, store_id: str) -> bool:
             if found:
                 tables.drop(conn)
                 if has_knowledge_tables(conn, tables.store_id):
-                    for name in knowledge_table_names(tables.store_id):  # fixed names of a validated id
+                    names = knowledge_table_names(tables.store_id)
+                    if not names:
+                        raise StoreError(
+                            f"store {tables.store_id} has knowledge tables and the knowledge layer is not loaded: "
+                            "import oramem.knowledge before drop_store (it registers its tables), or run "
+                            "`oramem stores drop`; nothing was dropped"
+                        )
+                    for name in names:  # fixed names of a validated id
                         conn.execute(f'DROP TABLE IF EXISTS "{name}"')
                 conn.execute(f"DELETE FROM {CATALOG} WHERE store_id = ?", (tables.store_id,))
                 drop_options(conn, tables.store_id)

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Callable, Iterator, Optional
 
-from ..errors import StoreBusy, StoreError
+from ..errors import StoreBusy, StoreClosed, StoreError, is_sqlite_busy
 
 __all__ = ["Database", "connect_read_only", "is_writable"]
 
@@ -130,7 +130,7 @@ class Database:
     @property
     def conn(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise StoreError("the store is closed; open a new store object")
+            raise StoreClosed("the store is closed; open a new store object")
         return self._conn
 
     @property
@@ -286,8 +286,7 @@ class Database:
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
+    return is_sqlite_busy(exc)  # by the error code (SQLITE_BUSY/LOCKED), not the message
 
 
 def _translate(exc: sqlite3.OperationalError, what: str) -> Exception:

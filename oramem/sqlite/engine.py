@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ann import AnnConfig, AnnUnavailable, available_backends
 from ..engine import Block, DeletionHook, DeletionHookSpec, Engine
-from ..errors import StoreError, StoreNotFound
+from ..errors import StoreClosed, StoreError, StoreNotFound
 from ..requests import (
     AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, ScopeMatch, SearchRequest, StoreSettings,
     UpdateRequest,
@@ -262,8 +262,10 @@ class SQLiteEngine(Engine):
         return iso(moment)
 
     def _open_parts(self) -> tuple[Database, StoreTables]:
-        if self._db is None or self._db.closed or self._tables is None:
-            raise StoreError("the store is not open; call open() (or use a new store object after close())")
+        if self._db is not None and self._db.closed:
+            raise StoreClosed("the store is closed; open a new store object")
+        if self._db is None or self._tables is None:
+            raise StoreError("the store is not open; call open() first")
         return self._db, self._tables
 
     def _catalog(self, conn, tables: StoreTables) -> Catalog:

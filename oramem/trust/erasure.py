@@ -29,6 +29,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+from ..errors import Error
+
 __all__ = [
     "SALT_OPTION",
     "LOG_LINE_KEY",
@@ -66,7 +68,7 @@ today yesterday tomorrow thanks thank please okay sure yeah role content text me
 """.split())
 
 
-class ErasedSubjectError(ValueError):
+class ErasedSubjectError(Error, ValueError):
     """Records of an erased user or agent were about to be written (SC-14.4)."""
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from oramem import SQLiteMemoryStore, jsonl
 from oramem.embedders import HashEmbedder
-from oramem.types import PendingRecordBatch
+from oramem import PendingRecordBatch
 
 from .test_cli_import_export_demo import invoke
 

@@ -245,7 +245,7 @@ def test_cli_keeps_a_stores_retention_and_settings(run, db):
 
 
 def test_oracle_db_group_is_registered(run):
-    from oramem.oracle.cli import db
+    from oramem.cli.cmd_db import db
 
     assert cli.get_command(None, "db") is db  # loaded on first use (lazy group)
     out = run("db", "--help", db_path=None).stdout

@@ -170,7 +170,7 @@ def _state(tmp_path, as_json=False):
 
 
 def test_cli_without_llm_endpoint_is_a_clear_usage_error(tmp_path, monkeypatch):
-    from oramem.knowledge.cli import knowledge
+    from oramem.cli.cmd_knowledge import knowledge
 
     monkeypatch.delenv("ORAMEM_LLM_BASE_URL", raising=False)
     monkeypatch.delenv("ORAMEM_LLM_MODEL", raising=False)
@@ -179,7 +179,7 @@ def test_cli_without_llm_endpoint_is_a_clear_usage_error(tmp_path, monkeypatch):
 
 
 def test_cli_write_facts_entities_history(tmp_path, monkeypatch):
-    from oramem.knowledge.cli import knowledge
+    from oramem.cli.cmd_knowledge import knowledge
 
     scripted = ScriptedLLM({
         "event_emotion": {"emotion": "neutral", "intensity": 0.1, "energy": "low"},
@@ -268,7 +268,7 @@ async def test_provider_key_is_never_logged_nor_in_errors(server, monkeypatch, c
 
 
 def test_cli_refuses_a_key_over_plain_http_unless_the_flag_is_given(tmp_path, monkeypatch):
-    from oramem.knowledge.cli import knowledge
+    from oramem.cli.cmd_knowledge import knowledge
 
     monkeypatch.setenv("ORAMEM_LLM_BASE_URL", "http://10.0.0.5:8000/v1")
     monkeypatch.setenv("ORAMEM_LLM_MODEL", "m")
@@ -277,6 +277,6 @@ def test_cli_refuses_a_key_over_plain_http_unless_the_flag_is_given(tmp_path, mo
     assert res.exit_code == 2, res.output
     assert "ORAMEM_LLM_API_KEY" in res.output and "--llm-allow-http-key" in res.output
     assert "sk-cli-secret" not in res.output
-    from oramem.knowledge.cli import _llm
+    from oramem.cli.cmd_knowledge import _llm
 
     assert _llm("http://10.0.0.5:8000/v1", "m", 5.0, True).url == "http://10.0.0.5:8000/v1/chat/completions"

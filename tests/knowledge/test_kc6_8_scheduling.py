@@ -279,7 +279,7 @@ def test_plsql_and_python_deterministic_jobs_agree(oracle_engine):  # pragma: no
 
     import oracledb
 
-    from oramem.knowledge.cli import DETERMINISTIC_JOBS
+    from oramem.cli.cmd_knowledge import DETERMINISTIC_JOBS
     from oramem.oracle.admin import _call
     from oramem.oracle.calls import KG_JOB_CALLS
     from oramem.store import OracleDBMemoryStore

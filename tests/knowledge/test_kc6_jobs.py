@@ -220,7 +220,7 @@ def _state(tmp_path, as_json=False):
 
 def test_cli_retrieve_and_jobs(tmp_path, monkeypatch, engine):
     from oramem.knowledge import KnowledgeMemory
-    from oramem.knowledge.cli import knowledge
+    from oramem.cli.cmd_knowledge import knowledge
 
     monkeypatch.delenv("ORAMEM_LLM_BASE_URL", raising=False)
     monkeypatch.delenv("ORAMEM_LLM_MODEL", raising=False)

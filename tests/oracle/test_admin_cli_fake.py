@@ -7,7 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from oramem.oracle import admin, cli
+from oramem.cli import cmd_db as cli
+from oramem.knowledge.install import install_oracle
+from oramem.oracle import admin
 from oramem.oracle.scripts import split_script
 
 from .fakes import FakeConnection, Recorder, db_error
@@ -326,15 +328,15 @@ def test_splitter_agrees_with_parseora_on_repository_scripts():
 def test_install_knowledge_creates_the_stores_kg_tables_idempotently():
     # issue 10 item 3: the knowledge DDL through `oramem db install`
     rec = Recorder()
-    n = admin.install_knowledge(VConn(rec), "mystore", 8, echo=lambda s: None)
+    n = install_oracle(VConn(rec), "mystore", 8, echo=lambda s: None)
     executed = [c.name for c in rec.of("execute")]
     assert n == len(executed) > 11
     assert all(s.startswith(("CREATE TABLE IF NOT EXISTS", "CREATE INDEX IF NOT EXISTS")) for s in executed)
     assert any('"MYSTORE_KG_FACT"' in s for s in executed) and any("VECTOR(8, FLOAT32)" in s for s in executed)
     with pytest.raises(ValueError, match="memory_store_id"):
-        admin.install_knowledge(VConn(Recorder()), "bad id;", 8)
+        install_oracle(VConn(Recorder()), "bad id;", 8)
     with pytest.raises(ValueError, match="vector_dim"):
-        admin.install_knowledge(VConn(Recorder()), "mystore", 0)
+        install_oracle(VConn(Recorder()), "mystore", 0)
 
 
 def test_cli_install_with_knowledge_store(tmp_path, fake_connect):

@@ -10,7 +10,7 @@ import oracledb
 import pytest
 from click.testing import CliRunner
 
-from oramem.oracle import cli as dbcli
+from oramem.cli import cmd_db as dbcli
 from oramem.oracle import models
 
 from .fakes import Call, FakeConnection, Recorder

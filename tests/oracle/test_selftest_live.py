@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from oramem.oracle import selftest as st
+from oramem.cli import selftest as st
 
 pytestmark = pytest.mark.oracle
 

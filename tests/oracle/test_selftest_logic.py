@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from oramem import SQLiteMemoryStore
 from oramem.embedders import HashEmbedder
-from oramem.oracle import cli as dbcli
-from oramem.oracle import selftest as st
+from oramem.cli import cmd_db as dbcli
+from oramem.cli import selftest as st
 from oramem.types import SearchStrategy
 
 from .fakes import FakeConnection, Recorder, db_error

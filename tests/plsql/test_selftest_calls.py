@@ -1,10 +1,10 @@
-"""The PL/SQL calls of ``oramem db selftest`` (oramem.oracle.selftest.SELFTEST_CALLS) name
+"""The PL/SQL calls of ``oramem db selftest`` (oramem.cli.selftest.SELFTEST_CALLS) name
 real package subprograms with real parameter names and types, like the driver's calls."""
 
 from __future__ import annotations
 
 from oramem.oracle.calls import check_calls_against
-from oramem.oracle.selftest import SELFTEST_CALLS
+from oramem.cli.selftest import SELFTEST_CALLS
 
 from .test_static_gate import _packages
 

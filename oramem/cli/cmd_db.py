@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import click
 
-from . import admin
+from ..oracle import admin
 
 __all__ = ["db", "connect"]
 
@@ -80,7 +80,7 @@ class _DbGroup(click.Group):
             name = args[i].split("=", 1)[0]
             i += 2 if self.MOVABLE.get(name) and "=" not in args[i] else 1
         if i < len(args) and args[i] in self.commands:
-            from ..cli import move_before_subcommand
+            from .group import move_before_subcommand
 
             args = move_before_subcommand(args, i, self.MOVABLE)
         return super().parse_args(ctx, args)
@@ -133,6 +133,7 @@ def install(settings: _Settings, scripts_dir: Optional[str], knowledge_stores: t
         raise click.UsageError("--knowledge-store needs --vector-dim (the store's vector dimension)")
     if vector_dim is not None and not knowledge_stores:
         raise click.UsageError("--vector-dim is only used with --knowledge-store STORE_ID")
+    from ..knowledge.install import install_oracle
     from ..knowledge.schema import oracle_ddl
 
     for sid in knowledge_stores:  # bad ids and dimensions are refused before anything runs
@@ -146,7 +147,7 @@ def install(settings: _Settings, scripts_dir: Optional[str], knowledge_stores: t
     click.echo(f"oramem installed: {n} statements from {root}")
     for sid in knowledge_stores:
         try:
-            k = admin.install_knowledge(settings.connection(), sid, vector_dim, echo=click.echo)  # type: ignore[arg-type]
+            k = install_oracle(settings.connection(), sid, vector_dim, echo=click.echo)  # type: ignore[arg-type]
         except Exception as e:
             raise _fail(e)
         click.echo(f"knowledge tables of {sid.upper()}: {k} statements")
@@ -271,7 +272,7 @@ def selftest(settings: _Settings, model: Optional[str], as_json: bool) -> None:
 def load_model(settings: _Settings, file: str, name: str, metadata: Optional[str], replace: bool) -> None:
     """Load an ONNX embedding model FILE with DBMS_VECTOR.LOAD_ONNX_MODEL (needs CREATE MINING
     MODEL); prints its dimension. Use it with OracleDBEmbedder(pool, NAME) or `selftest --model`."""
-    from . import models
+    from ..oracle import models
 
     try:  # everything about the arguments is checked before connecting
         models.check_model_name(name)

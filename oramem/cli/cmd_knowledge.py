@@ -58,8 +58,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _open_km(state: Any, *, create: bool, llm: Any = None) -> Any:
-    from . import KnowledgeMemory
-    from .providers import BaseLLMProvider
+    from ..knowledge import KnowledgeMemory
+    from ..knowledge import BaseLLMProvider
 
     class _NoLLM(BaseLLMProvider):
         async def complete_async(self, messages, **kw):  # pragma: no cover - read commands never call it
@@ -99,7 +99,7 @@ def knowledge() -> None:
 def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at, dry_run, background, llm_base_url, llm_model,
               llm_timeout, llm_allow_http_key) -> None:
     """Extract knowledge from MESSAGE for AGENT_ID."""
-    from . import KnowledgeMemory
+    from ..knowledge import KnowledgeMemory
 
     state = _state(ctx)
     if background:
@@ -206,7 +206,7 @@ def history_cmd(ctx, agent_id, fact_id, user_id) -> None:
 
 def _llm(llm_base_url: Any, llm_model: Any, timeout: float, allow_http_key: bool) -> Any:
     """The OpenAI-compatible provider of the --llm-* options; a refused key is a usage error."""
-    from .providers import OpenAICompatibleProvider
+    from ..knowledge import OpenAICompatibleProvider
 
     try:
         return OpenAICompatibleProvider(llm_base_url, llm_model, timeout=timeout, allow_insecure_key=allow_http_key)
@@ -295,7 +295,7 @@ def job_names(job_list: Any, have_llm: bool) -> list:
     """The jobs to run: the comma-separated ``job_list`` checked against ``JOB_ORDER``
     (unknown name -> ``click.UsageError``, exit 2), else every job with an LLM endpoint and
     the deterministic ones without."""
-    from .jobs import JOB_ORDER
+    from ..knowledge.jobs import JOB_ORDER
 
     if job_list:
         names = [j.strip() for j in job_list.split(",") if j.strip()]
@@ -412,7 +412,8 @@ def _oracle_pool(dsn: str, user: str, password: str) -> Any:
 
 
 def _open_oracle_store(pool: Any, sid: str, embed_url: Any, embed_model: Any) -> Any:
-    from ..oracle.admin import ADMIN_CALLS, _call
+    from ..oracle.admin import ADMIN_CALLS
+    from ..oracle.admin import call_plsql as _call
     from ..store import OracleDBMemoryStore
     from ..types import SchemaPolicy
 
@@ -488,7 +489,7 @@ def run_jobs_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, agent_id
 
 
 def _open_km_nollm() -> Any:
-    from .providers import BaseLLMProvider
+    from ..knowledge import BaseLLMProvider
 
     class _NoLLM(BaseLLMProvider):
         async def complete_async(self, messages, **kw):  # pragma: no cover - deterministic jobs never call it
@@ -513,7 +514,7 @@ def install_scheduler_cmd(ctx, dsn, user, password_stdin, store_id, every_hours)
     store. Oracle only. Without the CREATE JOB privilege it warns and exits 0 (SC-5.5)."""
     import oracledb
 
-    from ..oracle.admin import _call
+    from ..oracle.admin import call_plsql as _call
     from ..oracle.calls import KG_JOB_CALLS
 
     if not dsn or not user:
@@ -558,7 +559,7 @@ def _open_target(dsn: Any, user: Any, password_stdin: bool, sqlite_path: Any, st
 
 
 def _with_km(dsn, user, password_stdin, sqlite_path, store_id, fn, *, llm=None, embed_url=None, embed_model=None):
-    from . import KnowledgeMemory
+    from ..knowledge import KnowledgeMemory
 
     store, pool = _open_target(dsn, user, password_stdin, sqlite_path, store_id, embed_url, embed_model)
     try:
@@ -586,7 +587,7 @@ def _queue_target(fn: Any) -> Any:
 
 
 def _agent_option(agent_id: Any) -> Any:
-    from .text import validate_agent_id
+    from ..knowledge.text import validate_agent_id
 
     if agent_id is None:
         return None
@@ -628,7 +629,7 @@ def worker_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, llm_base_u
     job failed for good in this run."""
     import signal
 
-    from .queue import StopFlag
+    from ..knowledge.queue import StopFlag
 
     if not llm_base_url or not llm_model:
         raise click.UsageError(NO_LLM)

@@ -33,9 +33,10 @@ from typing import Any, Callable, Optional
 
 import oracledb
 
-from ..types import PendingRecordBatch, SearchStrategy
-from .calls import PlsqlCall
-from .errors import ERROR_CLASSES, error_code
+from ..batches import PendingRecordBatch
+from ..types import SearchStrategy
+from ..oracle.calls import PlsqlCall
+from ..oracle.errors import ERROR_CLASSES, error_code
 
 __all__ = ["CheckResult", "SelfTest", "SELFTEST_CALLS", "run_selftest", "format_results", "exit_code"]
 
@@ -137,7 +138,7 @@ def _first_line(exc: BaseException) -> str:
 def _call(conn: Any, call: PlsqlCall, **values: Any) -> Any:
     """One direct PL/SQL call with named parameters (the DBA tooling's call path; an
     oramem error keeps its ORA- code as ``oracle_code``)."""
-    from .admin import _call as admin_call
+    from ..oracle.admin import call_plsql as admin_call
 
     return admin_call(conn, call, **values)
 
@@ -166,7 +167,7 @@ class SelfTest:
                  store_factory: Optional[Callable[[SearchStrategy, str], Any]] = None,
                  echo: Optional[Callable[[CheckResult], None]] = None, run_id: Optional[str] = None) -> None:
         if model is not None:
-            from .embedder import validate_model_name
+            from ..oracle.embedder import validate_model_name
 
             model = validate_model_name(model)
         self.conn, self.model, self.dim = conn, model, dim
@@ -186,7 +187,7 @@ class SelfTest:
     def _oracle_store(self, strategy: SearchStrategy, store_id: str) -> Any:
         from ..embedders import HashEmbedder
         from ..store import OracleDBMemoryStore
-        from .embedder import OracleDBEmbedder
+        from ..oracle.embedder import OracleDBEmbedder
 
         if self.model is not None:
             embedder: Any = OracleDBEmbedder(self.conn, self.model)
