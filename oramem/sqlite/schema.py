@@ -184,6 +184,12 @@ class StoreTables:
         row = conn.execute(f"SELECT v FROM {config} WHERE k = 'secure-delete'").fetchone()
         return row is not None and row[0] == 1
 
+    def fts_row_count(self, conn: sqlite3.Connection) -> int:
+        """Rows in the keyword index, read from FTS5's averages record (``*_fts_data`` id 1,
+        whose first varint is the row count) instead of a ``count(*)`` over the index."""
+        row = conn.execute(f'SELECT block FROM "{self.names["fts"]}_data" WHERE id = 1').fetchone()
+        return _varint(row[0]) if row is not None and row[0] else 0
+
     def fts_fill(self, condition: str, scoped: bool = True) -> str:
         """``INSERT`` into the FTS index of the retrieval rows (``c``, joined to their
         record ``r``) that satisfy ``condition``; ``scoped``: the index has the scope
@@ -208,6 +214,18 @@ class StoreTables:
     def drop(self, conn: sqlite3.Connection) -> None:
         for kind in ("reembed", "fts", "fts_pending", "chunks", "records"):
             conn.execute(f'DROP TABLE IF EXISTS "{self.names[kind]}"')
+
+
+def _varint(data: bytes) -> int:
+    """The SQLite varint at the start of ``data`` (big-endian 7-bit groups, a 9th byte of 8)."""
+    value = 0
+    for i, byte in enumerate(data[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value
+    return value
 
 
 def has_knowledge_tables(conn: sqlite3.Connection, store_id: str) -> bool:
