@@ -133,8 +133,9 @@ def test_old_file_opens_read_only(tmp_path):
 
 
 def test_bulk_delete_merges_once_and_erases(tmp_path):
-    """A delete of at least sqrt(index rows) keyword rows (and MERGE_MIN_ROWS) erases them by
-    one merge of the index instead of per-row secure-delete (bench/results/delete_cost.md):
+    """A delete of D keyword tokens with D² >= MERGE_FACTOR x the index's tokens (and at least
+    MERGE_MIN_ROWS rows) erases them by one merge of the index instead of per-row
+    secure-delete (bench/results/delete_cost.md):
     the words are gone from the file, the index is consistent, the setting is back on, and
     a later small delete is a secure one again."""
     path = str(tmp_path / "bulk.db")
@@ -165,14 +166,14 @@ def test_bulk_delete_merges_once_and_erases(tmp_path):
 
 
 def test_small_deletes_stay_secure_in_a_large_index(tmp_path):
-    """Below sqrt(index rows) the delete is a secure one, whatever MERGE_MIN_ROWS says."""
+    """Below the token rule the delete is a secure one, whatever MERGE_MIN_ROWS says."""
     path = str(tmp_path / "big.db")
     s = _open(path)
     try:
         s.add([f"note {i} about gardening" for i in range(5000)], "memory", user_ids="bob")
         ids = s.add([f"secret {NEEDLE} {i}" for i in range(65)], "memory", user_ids="alice", thread_ids="t1")
         seen = _statements(s)
-        s.delete_thread("t1")  # 65 rows: at MERGE_MIN_ROWS, but 65 * 65 < 5,065
+        s.delete_thread("t1")  # 65 rows of 6 tokens: at MERGE_MIN_ROWS, but 390² < 23 x ~35,400
         s.engine._db.conn.set_trace_callback(None)
         assert ids and not [q for q in seen if "'optimize'" in q]
         assert s.search(NEEDLE, k=5, strategy="keyword") == []
