@@ -24,6 +24,11 @@ __all__ = [
 
 _IN_SEQS = "(SELECT value FROM json_each(:seqs))"
 
+#: a delete of fewer keyword rows always uses FTS5 secure-delete (WriteTx._merge_instead)
+MERGE_MIN_ROWS = 64
+#: a delete of D keyword tokens from an index of T merges it when D² ≥ MERGE_FACTOR · T
+MERGE_FACTOR = 23
+
 
 @dataclass(frozen=True)
 class Catalog:
@@ -97,11 +102,37 @@ class WriteTx:
         params = {"seqs": json.dumps(list(seqs))}
         of_records = f"(SELECT chunk_id FROM {t.chunks} WHERE record_seq IN {_IN_SEQS})"
         if has_keyword(self.catalog.capability):
+            merge = self._merge_instead(params)
+            if merge:
+                self.conn.execute(f"INSERT INTO {t.fts}({t.fts}, rank) VALUES ('secure-delete', 0)")
             self.count("fts", self.conn.execute(f"DELETE FROM {t.fts} WHERE rowid IN {of_records}", params))
+            if merge:
+                # one merge of every segment drops the deleted rows' entries (and the delete
+                # markers) from the index blobs; the freed pages are zeroed (secure_delete pragma)
+                self.conn.execute(f"INSERT INTO {t.fts}({t.fts}) VALUES ('optimize')")
+                self.conn.execute(t.secure_delete_sql)
             self.count("fts_pending", self.conn.execute(f"DELETE FROM {t.pending} WHERE chunk_id IN {of_records}", params))
             self.fts_deleted = self.fts_deleted or bool(seqs)
         self.count("chunks", self.conn.execute(f"DELETE FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params))
         self.touched.update(seqs)
+
+    def _merge_instead(self, params: dict) -> bool:
+        """Whether this delete erases its keyword rows by one merge of the whole index
+        instead of FTS5 secure-delete. Secure-delete costs per deleted row and term (each
+        term is sought in every segment and its page rewritten: a 23-token row ~0.12 ms at
+        10k rows, ~0.5 ms at 100k, ~1.6 ms at 1M); the merge (``'optimize'``) costs per
+        token of the index (~0.07 µs). For 23-token rows they cross near sqrt(rows) deleted
+        rows (~125, 300 and 940 measured at 10k, 100k and 1M), i.e. where the deleted tokens
+        D and the index's tokens T satisfy D² ≈ 23·T: a delete with D² ≥ MERGE_FACTOR·T (and
+        at least MERGE_MIN_ROWS rows) merges (``delete_thread``, a cascade, a TTL purge;
+        bench/results/delete_cost.md). Only an index with secure-delete (an older one
+        rebuilds anyway, :func:`erase_deleted_text`)."""
+        t = self.tables
+        (rows,) = self.conn.execute(f"SELECT count(*) FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params).fetchone()
+        if rows < MERGE_MIN_ROWS or not t.has_secure_delete(self.conn):
+            return False
+        deleted = t.fts_tokens_of(self.conn, _IN_SEQS, params)
+        return deleted * deleted >= MERGE_FACTOR * t.fts_token_count(self.conn)
 
     def delete_records(self, victims: Sequence[tuple[int, str, str]]) -> None:
         seqs = [v[0] for v in victims]

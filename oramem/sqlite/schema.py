@@ -184,6 +184,21 @@ class StoreTables:
         row = conn.execute(f"SELECT v FROM {config} WHERE k = 'secure-delete'").fetchone()
         return row is not None and row[0] == 1
 
+    def fts_token_count(self, conn: sqlite3.Connection) -> int:
+        """Tokens in the keyword index (all columns), read from FTS5's averages record
+        (``*_fts_data`` id 1: the row count, then one token total per column, as varints)
+        instead of a scan of the index."""
+        row = conn.execute(f'SELECT block FROM "{self.names["fts"]}_data" WHERE id = 1').fetchone()
+        return sum(_varints(row[0])[1:]) if row is not None and row[0] else 0
+
+    def fts_tokens_of(self, conn: sqlite3.Connection, seqs_sql: str, params: dict) -> int:
+        """Tokens of the indexed rows of the records ``seqs_sql`` selects, from FTS5's
+        per-row sizes (``*_fts_docsize``: one varint per column)."""
+        rows = conn.execute(
+            f'SELECT sz FROM "{self.names["fts"]}_docsize" WHERE id IN '
+            f"(SELECT chunk_id FROM {self.chunks} WHERE record_seq IN {seqs_sql})", params)
+        return sum(sum(_varints(sz)) for (sz,) in rows if sz)
+
     def fts_fill(self, condition: str, scoped: bool = True) -> str:
         """``INSERT`` into the FTS index of the retrieval rows (``c``, joined to their
         record ``r``) that satisfy ``condition``; ``scoped``: the index has the scope
@@ -208,6 +223,23 @@ class StoreTables:
     def drop(self, conn: sqlite3.Connection) -> None:
         for kind in ("reembed", "fts", "fts_pending", "chunks", "records"):
             conn.execute(f'DROP TABLE IF EXISTS "{self.names[kind]}"')
+
+
+def _varints(data: bytes) -> list[int]:
+    """The SQLite varints ``data`` holds (big-endian 7-bit groups, a 9th byte of 8 bits)."""
+    out: list[int] = []
+    value = length = 0
+    for byte in data:
+        length += 1
+        if length == 9:
+            out.append((value << 8) | byte)
+            value = length = 0
+            continue
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            out.append(value)
+            value = length = 0
+    return out
 
 
 def has_knowledge_tables(conn: sqlite3.Connection, store_id: str) -> bool:
