@@ -23,7 +23,8 @@ AS
       RETURN SUBSTR(CASE WHEN in_where IS NULL THEN in_key ELSE in_where || '.' || in_key END, 1, 400);
    END where_of;
 
-   -- Every operator, value, object and list element is one node (S4: list elements count).
+   -- Every operator, value, object and list element is one node (S4: list elements count;
+   -- the bound is on binds, not on SQL bytes).
    PROCEDURE count_node
    IS
    BEGIN
@@ -46,22 +47,17 @@ AS
       END IF;
    END check_depth;
 
-   -- in_left || in_sep || in_right, refused with -20004 once the compiled condition would
-   -- pass gc_max_sql_bytes: every piece of filter SQL that grows with the input goes
-   -- through here, so the VARCHAR2(32767) buffers can never overflow (ORA-06502, S4).
+   -- in_left || in_sep || in_right as a CLOB (review S4): the compiled condition has no byte
+   -- cap of its own (it used to be refused past 16,000 bytes, filters SQLite accepts); the
+   -- statements around it are CLOBs too (DBMS_SQL.PARSE takes a CLOB statement), and a
+   -- filter is bounded by gc_max_nodes (one bind per value).
    FUNCTION cat(
-      in_left  IN VARCHAR2,
+      in_left  IN CLOB,
       in_sep   IN VARCHAR2,
-      in_right IN VARCHAR2
-   ) RETURN VARCHAR2
+      in_right IN CLOB
+   ) RETURN CLOB
    IS
    BEGIN
-      IF NVL(LENGTHB(in_left), 0) + NVL(LENGTHB(in_sep), 0) + NVL(LENGTHB(in_right), 0)
-         > gc_max_sql_bytes
-      THEN
-         fail('filter compiles to more than ' || gc_max_sql_bytes || ' bytes of SQL; use fewer '
-              || 'or shorter keys and values, or split it into several calls');
-      END IF;
       RETURN in_left || in_sep || in_right;
    END cat;
 
@@ -144,8 +140,8 @@ AS
 
    -- Two-valued negation: NULL/UNKNOWN inner results count as "does not match".
    FUNCTION negate(
-      in_cond IN VARCHAR2
-   ) RETURN VARCHAR2
+      in_cond IN CLOB
+   ) RETURN CLOB
    IS
    BEGIN
       RETURN '(CASE WHEN ' || in_cond || ' THEN 0 ELSE 1 END = 1)';
@@ -353,7 +349,7 @@ AS
       in_where IN VARCHAR2,
       in_depth IN PLS_INTEGER,
       io_binds IN OUT NOCOPY bind_list_t
-   ) RETURN VARCHAR2;
+   ) RETURN CLOB;
 
    FUNCTION compile_op(
       in_op    IN VARCHAR2,
@@ -362,10 +358,10 @@ AS
       in_where IN VARCHAR2,
       in_depth IN PLS_INTEGER,
       io_binds IN OUT NOCOPY bind_list_t
-   ) RETURN VARCHAR2
+   ) RETURN CLOB
    IS
       l_arr   JSON_ARRAY_T;
-      l_sql   VARCHAR2(32767);
+      l_sql   CLOB;
       l_bool  JSON_ARRAY_T := JSON_ARRAY_T();
    BEGIN
       count_node;
@@ -442,10 +438,10 @@ AS
       in_where IN VARCHAR2,
       in_depth IN PLS_INTEGER,
       io_binds IN OUT NOCOPY bind_list_t
-   ) RETURN VARCHAR2
+   ) RETURN CLOB
    IS
       l_keys JSON_KEY_LIST := in_obj.get_keys;
-      l_sql  VARCHAR2(32767);
+      l_sql  CLOB;
    BEGIN
       IF l_keys IS NULL OR l_keys.COUNT = 0 THEN
          fail(in_where || ': empty operator dict');
@@ -467,7 +463,7 @@ AS
       in_where IN VARCHAR2,
       in_depth IN PLS_INTEGER,
       io_binds IN OUT NOCOPY bind_list_t
-   ) RETURN VARCHAR2;
+   ) RETURN CLOB;
 
    FUNCTION compile_value(
       in_elem  IN JSON_ELEMENT_T,
@@ -475,7 +471,7 @@ AS
       in_where IN VARCHAR2,
       in_depth IN PLS_INTEGER,
       io_binds IN OUT NOCOPY bind_list_t
-   ) RETURN VARCHAR2
+   ) RETURN CLOB
    IS
       l_obj   JSON_OBJECT_T;
       l_keys  JSON_KEY_LIST;
@@ -516,14 +512,14 @@ AS
       in_where IN VARCHAR2,
       in_depth IN PLS_INTEGER,
       io_binds IN OUT NOCOPY bind_list_t
-   ) RETURN VARCHAR2
+   ) RETURN CLOB
    IS
       l_keys  JSON_KEY_LIST := in_obj.get_keys;
       l_key   VARCHAR2(4000 CHAR);
       l_elem  JSON_ELEMENT_T;
       l_arr   JSON_ARRAY_T;
-      l_part  VARCHAR2(32767);
-      l_sql   VARCHAR2(32767);
+      l_part  CLOB;
+      l_sql   CLOB;
    BEGIN
       count_node;
       check_depth(in_depth);
@@ -572,7 +568,7 @@ AS
       in_filter  IN CLOB,
       in_column  IN VARCHAR2,
       io_binds   IN OUT NOCOPY bind_list_t
-   ) RETURN VARCHAR2
+   ) RETURN CLOB
    IS
       l_elem JSON_ELEMENT_T;
    BEGIN
@@ -690,7 +686,7 @@ AS
    END scope_condition;
 
    FUNCTION query_clob(
-      in_sql   IN VARCHAR2,
+      in_sql   IN CLOB,
       in_binds IN bind_list_t
    ) RETURN CLOB
    IS
@@ -722,7 +718,7 @@ AS
    )
    IS
       l_binds bind_list_t;
-      l_sql   VARCHAR2(32767);
+      l_sql   CLOB;
    BEGIN
       l_sql := compile_filter(in_filter, 'r.metadata', l_binds);
    END validate_filter;

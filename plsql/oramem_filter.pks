@@ -33,10 +33,12 @@ AS
     *   - $exists: true/false, key presence (JSON null counts as present).
     *   - $array_contains v: field is an array containing v (v a list: all present);
     *     $array_contains_any [..]: non-empty list, at least one present.
-    * Limits: depth 32 (object levels, as oramem.filters), 256 nodes (operators, values,
-    * objects and list elements), string / list values <= 4000 bytes, a compiled
-    * condition of at most gc_max_sql_bytes and JSON paths of at most gc_max_path_bytes;
-    * past any of them -20004 with a message that says what to shorten.
+    * Limits: depth 32 (object levels, as oramem.filters), gc_max_nodes nodes (operators,
+    * values, objects and list elements: at most one bind each), string / list values
+    * <= 4000 bytes and JSON paths of at most gc_max_path_bytes; past any of them -20004
+    * with a message that says what to shorten. The compiled condition is a CLOB with no byte
+    * cap of its own (review S4: a 16,000-byte cap refused filters SQLite accepts); callers
+    * build their statements in CLOBs and parse them with DBMS_SQL (PARSE takes a CLOB).
     * $and / $or are accepted at the root of a filter (also inside $and/$or lists).
     * List elements of $in / $nin / $array_contains(_any) must be scalars.
     */
@@ -51,16 +53,14 @@ AS
    TYPE bind_list_t IS TABLE OF bind_t INDEX BY PLS_INTEGER;
 
    gc_max_depth      CONSTANT PLS_INTEGER := 32;
-   gc_max_nodes      CONSTANT PLS_INTEGER := 256;
-   -- Bound of the compiled condition (checked before every concatenation that grows with
-   -- the filter; -20004 past it). Leaves room in a VARCHAR2(32767) statement for the
-   -- SELECT around it, the scope conditions and the nesting wrappers (<= 40 bytes a level).
-   gc_max_sql_bytes  CONSTANT PLS_INTEGER := 16000;
+   -- One bind per value at most: a bound on the binds of one statement and on its parse,
+   -- far above what the SQLite engine's callers send (S4: 256 refused a 152-value $in).
+   gc_max_nodes      CONSTANT PLS_INTEGER := 65535;
    -- A JSON path is a SQL text literal: 4000 bytes with MAX_STRING_SIZE = STANDARD.
    gc_max_path_bytes CONSTANT PLS_INTEGER := 4000;
 
    /*
-    * compile_filter: SQL condition text for in_filter applied to column in_column
+    * compile_filter: SQL condition text (a CLOB) for in_filter applied to column in_column
     * (e.g. 'r.metadata'; must match ^[a-z][a-z0-9_]{0,29}\.[a-z][a-z0-9_]{0,29}$).
     * Appends its binds to io_binds, named 'f<n>' with n continuing io_binds.COUNT, and
     * returns '(1 = 1)' for NULL or an empty object.
@@ -72,7 +72,7 @@ AS
       in_filter  IN CLOB,
       in_column  IN VARCHAR2,
       io_binds   IN OUT NOCOPY bind_list_t
-   ) RETURN VARCHAR2;
+   ) RETURN CLOB;
 
    /*
     * bind_all: DBMS_SQL.BIND_VARIABLE of every element of in_binds on the parsed
@@ -114,7 +114,7 @@ AS
     * Errors: whatever the statement raises (re-raised unchanged).
     */
    FUNCTION query_clob(
-      in_sql   IN VARCHAR2,
+      in_sql   IN CLOB,
       in_binds IN bind_list_t
    ) RETURN CLOB;
 

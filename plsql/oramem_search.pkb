@@ -4,12 +4,10 @@ AS
    PRAGMA EXCEPTION_INIT(e_json_syntax, -40441);
    e_text_query  EXCEPTION;                   -- error in ODCIIndexStart (bad Text query)
    PRAGMA EXCEPTION_INIT(e_text_query, -29902);
-   -- bytes kept free for the SQL around the candidate filter (the longest rank query +
-   -- result_sql with oramem_registry.record_json_sql: about 2,500 bytes today); the record
-   -- WHERE grows only through append_where, which raises -20004 past the rest (review F12)
-   gc_sql_reserve  CONSTANT PLS_INTEGER := 6000;
-   -- (and 300 for the candidate subquery around it: l_candidates, a quoted table name)
-   gc_max_where_bytes CONSTANT PLS_INTEGER := 32767 - gc_sql_reserve - 300;
+   -- The record WHERE, the candidate subquery and every ranking statement around them are
+   -- CLOBs, parsed by DBMS_SQL.PARSE's CLOB overload (review S4; F12's 32,767-byte bound on
+   -- a VARCHAR2 statement refused filters SQLite accepts); a filter is bounded by
+   -- oramem_filter.gc_max_nodes.
    -- query_text characters kept: at most 4 bytes a character in AL32UTF8, so 8191 characters
    -- always fit the VARCHAR2(32767) that holds them (a character SUBSTR of 32767 did not)
    gc_text_chars   CONSTANT PLS_INTEGER := 8191;
@@ -173,9 +171,9 @@ AS
    -- N7: ties compare the ids byte-wise (NLSSORT ... BINARY: the value itself as RAW, SQL
    -- Language Reference 23, NLSSORT), not by the session's NLS_SORT, as SQLite does (SC-6.1).
    FUNCTION result_sql(
-      in_rank_sql IN VARCHAR2,
+      in_rank_sql IN CLOB,
       in_rec_tab  IN VARCHAR2
-   ) RETURN VARCHAR2
+   ) RETURN CLOB
    IS
    BEGIN
       RETURN 'SELECT COUNT(*), JSON_ARRAYAGG('
@@ -190,8 +188,8 @@ AS
    -- rank order (distance, then the ids byte-wise, N7); the legs of a HYBRID search (score
    -- fusion reads the distances, rank fusion the order).
    FUNCTION keys_sql(
-      in_rank_sql IN VARCHAR2
-   ) RETURN VARCHAR2
+      in_rank_sql IN CLOB
+   ) RETURN CLOB
    IS
    BEGIN
       RETURN 'SELECT COUNT(*), JSON_ARRAYAGG('
@@ -205,7 +203,7 @@ AS
    -- in_binds by name (oramem_filter.bind_all); DEFINE_COLUMN / COLUMN_VALUE have NUMBER and
    -- CLOB overloads (Supplied PL/SQL Packages, DBMS_SQL). The cursor is closed on every path.
    FUNCTION count_and_doc(
-      in_sql      IN VARCHAR2,
+      in_sql      IN CLOB,
       in_binds    IN oramem_filter.bind_list_t,
       in_with_doc IN BOOLEAN
    ) RETURN ranking_t
@@ -242,7 +240,7 @@ AS
 
    -- Run a ranking subquery: the results (result_sql) or, for a HYBRID leg, the keys.
    FUNCTION ranked(
-      in_rank_sql  IN VARCHAR2,
+      in_rank_sql  IN CLOB,
       in_rec_tab   IN VARCHAR2,
       in_binds     IN oramem_filter.bind_list_t,
       in_keys_only IN BOOLEAN
@@ -266,20 +264,14 @@ AS
       RETURN in_doc;
    END array_or_empty;
 
-   -- The record WHERE grows only here: a checked bound that raises the documented filter
-   -- error (-20004) before the VARCHAR2(32767) statement could overflow (review F12).
+   -- The record WHERE grows only here, as a CLOB (review S4: no byte cap; F12's
+   -- ORA-06502 cannot happen on a CLOB).
    PROCEDURE append_where(
-      io_where IN OUT NOCOPY VARCHAR2,
-      in_piece IN VARCHAR2
+      io_where IN OUT NOCOPY CLOB,
+      in_piece IN CLOB
    )
    IS
    BEGIN
-      IF NVL(LENGTHB(io_where), 0) + NVL(LENGTHB(in_piece), 0) > gc_max_where_bytes THEN
-         oramem_errors.raise_error(oramem_errors.gc_invalid_filter,
-            'metadata_filter is too large: the compiled search statement would exceed 32767 bytes; '
-            || 'use fewer or shorter conditions');
-      END IF;
-      -- bounded: gc_max_where_bytes, checked just above
       io_where := io_where || in_piece;
    END append_where;
 
@@ -341,7 +333,7 @@ AS
    FUNCTION vector_ranking(
       in_chk_tab    IN VARCHAR2,
       in_rec_tab    IN VARCHAR2,
-      in_candidates IN VARCHAR2,
+      in_candidates IN CLOB,
       in_binds      IN oramem_filter.bind_list_t,
       in_qv         IN CLOB,
       in_dim        IN VARCHAR2,
@@ -352,7 +344,7 @@ AS
    IS
       l_binds  oramem_filter.bind_list_t;
       l_doc    ranking_t;
-      l_rank   VARCHAR2(32767);
+      l_rank   CLOB;
       l_nfetch NUMBER := LEAST(in_k * gc_overfetch, gc_max_k * gc_overfetch);
       l_count  NUMBER;
    BEGIN
@@ -415,7 +407,7 @@ AS
       in_store      IN oramem_registry.store_t,
       in_chk_tab    IN VARCHAR2,
       in_rec_tab    IN VARCHAR2,
-      in_candidates IN VARCHAR2,
+      in_candidates IN CLOB,
       in_binds      IN oramem_filter.bind_list_t,
       in_query      IN VARCHAR2,
       in_k          IN NUMBER,
@@ -424,7 +416,7 @@ AS
    IS
       l_binds  oramem_filter.bind_list_t;
       l_doc    ranking_t;
-      l_rank   VARCHAR2(32767);
+      l_rank   CLOB;
       l_topn   PLS_INTEGER;
       l_hreq   JSON_OBJECT_T;
       l_hres   CLOB;
@@ -549,15 +541,16 @@ AS
       l_type_list  VARCHAR2(4000 CHAR);
       l_scope      JSON_OBJECT_T;
       l_cond       VARCHAR2(32767);
-      l_rec_where  VARCHAR2(32767);
-      l_candidates VARCHAR2(32767);
+      l_filter     CLOB;
+      l_rec_where  CLOB;
+      l_candidates CLOB;
       l_binds      oramem_filter.bind_list_t;
       l_run_binds  oramem_filter.bind_list_t;
       l_text       VARCHAR2(32767);
       l_query      VARCHAR2(32767);
       l_qv         CLOB;
       l_dim        VARCHAR2(10 CHAR);
-      l_rank       VARCHAR2(32767);
+      l_rank       CLOB;
       l_doc        ranking_t;
       l_cfg        JSON_OBJECT_T;
       l_wv         NUMBER;
@@ -673,9 +666,9 @@ AS
             oramem_errors.raise_error(oramem_errors.gc_invalid_filter,
                'metadata_filter must be a JSON object or null');
          END IF;
-         -- compile_filter bounds its condition (oramem_filter.gc_max_sql_bytes, -20004)
-         l_cond := oramem_filter.compile_filter(l_req.get_object('metadata_filter').to_clob, 'r.metadata', l_binds);
-         append_where(l_rec_where, ' AND ' || l_cond);
+         -- a CLOB condition (S4): no byte cap; bounded by oramem_filter.gc_max_nodes
+         l_filter := oramem_filter.compile_filter(l_req.get_object('metadata_filter').to_clob, 'r.metadata', l_binds);
+         append_where(l_rec_where, ' AND ' || l_filter);
       END IF;
       l_candidates := '(c.record_type, c.record_id) IN (SELECT r.record_type, r.record_id FROM '
                       || l_rec_tab || ' r WHERE ' || l_rec_where || ')';

@@ -773,10 +773,10 @@ AS
       l_type    VARCHAR2(32 CHAR);
       l_limit   NUMBER;
       l_binds   oramem_filter.bind_list_t;
-      l_where   VARCHAR2(32767);
+      l_rwhere  CLOB;           -- S4: the statement is a CLOB (DBMS_SQL.PARSE takes one)
       l_cond    VARCHAR2(32767);
       l_scope   JSON_OBJECT_T;
-      l_sql     VARCHAR2(32767);
+      l_sql     CLOB;
       l_out     CLOB;
       l_n       PLS_INTEGER;
    BEGIN
@@ -793,7 +793,7 @@ AS
       l_binds(l_n).name := 'rt';
       l_binds(l_n).kind := 'S';
       l_binds(l_n).str_val := l_type;
-      l_where := 'r.record_type = :rt AND (r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))';
+      l_rwhere := 'r.record_type = :rt AND (r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))';
       FOR d IN 1 .. 3 LOOP
          DECLARE
             l_dim VARCHAR2(10 CHAR) := CASE d WHEN 1 THEN 'thread' WHEN 2 THEN 'user' ELSE 'agent' END;
@@ -809,17 +809,17 @@ AS
                                                        in_raw => 1);
                IF l_cond IS NOT NULL THEN
                   -- bounded: a scope condition is fixed text (< 200 bytes), its value is bound
-                  l_where := l_where || ' AND ' || l_cond;
+                  l_rwhere := l_rwhere || ' AND ' || l_cond;
                END IF;
             END IF;
          END;
       END LOOP;
       IF l_req.has('metadata_filter') THEN
          IF l_req.get('metadata_filter').is_null THEN
-            l_where := l_where || ' AND r.metadata IS NULL';  -- bounded: fixed text
+            l_rwhere := l_rwhere || ' AND r.metadata IS NULL';  -- bounded: fixed text
          ELSIF l_req.get('metadata_filter').is_object THEN
-            -- bounded: compile_filter output <= oramem_filter.gc_max_sql_bytes + 40 bytes a level
-            l_where := l_where || ' AND '
+            -- l_rwhere is a CLOB (S4): the compiled filter has no byte cap
+            l_rwhere := l_rwhere || ' AND '
                        || oramem_filter.compile_filter(l_req.get_object('metadata_filter').to_clob,
                                                        'r.metadata', l_binds);
          ELSE
@@ -830,7 +830,7 @@ AS
       l_sql := 'SELECT JSON_ARRAYAGG(x.j FORMAT JSON ORDER BY x.seq_no RETURNING CLOB) FROM ('
             || 'SELECT ' || oramem_registry.record_json_sql('r') || ' AS j, r.seq_no FROM '
             || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records)
-            || ' r WHERE ' || l_where || ' ORDER BY r.seq_no DESC';
+            || ' r WHERE ' || l_rwhere || ' ORDER BY r.seq_no DESC';
       IF l_limit IS NOT NULL THEN
          l_n := l_binds.COUNT + 1;
          l_binds(l_n).name := 'lim';

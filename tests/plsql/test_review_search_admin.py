@@ -248,27 +248,27 @@ def test_hybrid_is_the_weighted_rrf_of_the_two_legs():
     assert "GREATEST(l_k, l_depth)" in hybrid
 
 
-def test_f12_oversized_filters_raise_the_filter_error_not_ora_06502():
-    code = _code(SEARCH)
+def test_f12_s4_search_statements_are_clobs_so_no_filter_overflows():
+    """F12 (ORA-06502 on an oversized filter) and S4 (round 3: its 32,767-byte bound refused
+    filters SQLite accepts): the record WHERE, the candidate subquery and every ranking
+    statement are CLOBs, parsed by DBMS_SQL.PARSE's CLOB overload."""
     body = _code(_function(SEARCH, "search_json"))
-    # the record WHERE grows only through append_where, which checks the bound first
     aw = _code(re.search(r"PROCEDURE\s+append_where\b.*?END\s+append_where\s*;", SEARCH, re.S).group(0))
-    assert aw.index("> gc_max_where_bytes") < aw.index("io_where := io_where || in_piece;")
-    assert "gc_invalid_filter" in aw
-    assert not re.search(r"l_rec_where\s*:=\s*l_rec_where\s*\|\|", body)
+    assert re.search(r"io_where IN OUT NOCOPY CLOB", aw) and "gc_max_where_bytes" not in SEARCH
+    for var in ("l_filter", "l_rec_where", "l_candidates", "l_rank"):
+        assert re.search(rf"\b{var}\s+CLOB;", body), var
+    assert "l_filter := oramem_filter.compile_filter(" in body
     assert body.count("append_where(l_rec_where,") == 3
-    # no VALUE_ERROR handler that would pass any overflow off as a filter error
     assert "WHEN VALUE_ERROR" not in body
-    # record_types: each name once, so the IN list is bounded by the eight names
     assert "IF NOT l_seen.EXISTS(l_type) THEN" in body
-    # the reserve covers what is wrapped around l_candidates: result_sql + the longest rank text
-    reserve = int(re.search(r"gc_sql_reserve\s+CONSTANT\s+PLS_INTEGER\s*:=\s*(\d+);", SEARCH).group(1))
-    wrappers = re.findall(r"l_rank := (.*?);\n", code, re.S)
-    longest = max(len(w.encode()) for w in wrappers)
-    result = _function(code, "result_sql")
-    registry = (REPO / "plsql" / "oramem_registry.pkb").read_text()
-    record_sql = _function(_code(registry), "record_json_sql")
-    assert longest + len(result.encode()) + len(record_sql.encode()) < reserve
+    for fn, param in (("vector_ranking", "in_candidates"), ("keyword_ranking", "in_candidates"),
+                      ("count_and_doc", "in_sql"), ("ranked", "in_rank_sql"), ("result_sql", "in_rank_sql"),
+                      ("keys_sql", "in_rank_sql")):
+        assert re.search(rf"{param}\s+IN CLOB", _function(SEARCH, fn)), fn
+    for fn in ("vector_ranking", "keyword_ranking"):
+        assert re.search(r"\bl_rank\s+CLOB;", _function(SEARCH, fn)), fn
+    for fn in ("result_sql", "keys_sql"):
+        assert re.search(r"\)\s*RETURN CLOB", _function(SEARCH, fn)), fn
 
 
 def test_f12_kg_jobs_trigger_words_are_built_in_a_clob():
