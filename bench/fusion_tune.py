@@ -87,17 +87,17 @@ def load(paths: list[Path]) -> dict:
 def grid(data: dict, base: dict) -> list[tuple[float, float, tuple]]:
     """gated-rrf over rrf_k x keyword weight x gate floor x gate span: (worst margin, mean
     margin, constants), best first."""
-    floor, span = K.KEYWORD_Z_FLOOR, K.KEYWORD_Z_SPAN
+    floor, span = K.GATED_Z_FLOOR, K.GATED_Z_SPAN
     out = []
     try:
         for rrf_k, wk, z_floor, z_span in itertools.product((0.5, 1, 2, 3, 5, 10), (1, 1.5, 2, 3, 4, 5, 8),
                                                             (1, 1.5, 2, 2.5, 3), (0.5, 1, 2, 4)):
-            K.KEYWORD_Z_FLOOR, K.KEYWORD_Z_SPAN = z_floor, z_span
+            K.GATED_Z_FLOOR, K.GATED_Z_SPAN = z_floor, z_span
             result = run(data, config_rule(HybridConfig(keyword_weight=wk, rrf_k=rrf_k)))
             worst, each = margins(data, result, base)
             out.append((round(worst, 4), round(sum(each.values()) / len(each), 4), (rrf_k, wk, z_floor, z_span)))
     finally:
-        K.KEYWORD_Z_FLOOR, K.KEYWORD_Z_SPAN = floor, span
+        K.GATED_Z_FLOOR, K.GATED_Z_SPAN = floor, span
     return sorted(out, reverse=True)
 
 

@@ -559,6 +559,8 @@ AS
       l_fusion     VARCHAR2(16 CHAR);
       l_gate       NUMBER;
       l_vcount     PLS_INTEGER;
+      l_zfloor     NUMBER;
+      l_zspan      NUMBER;
       l_depth      NUMBER;
       l_vkeys      CLOB := TO_CLOB('[]');
       l_tkeys      CLOB := TO_CLOB('[]');
@@ -714,8 +716,8 @@ AS
           * HYBRID, as the SQLite engine fuses (oramem.sqlite.keyword.fuse, HybridConfig), each
           * leg of `depth` records with every filter applied; a leg of weight 0 is not run.
           * fusion 'gated-rrf' (default, issue 23): as 'rrf' below with the keyword weight times
-          * the keyword leg's strength gate g (see l_gate); g = 1 when wv = 0 or the vector leg
-          * returned nothing.
+          * the keyword leg's strength gate g (see l_gate; its own constants gc_gated_z_floor,
+          * gc_gated_z_span); g = 1 when wv = 0 or the vector leg returned nothing.
           * fusion 'score' (relative score fusion, issue 23): each leg on [0, 1] for
           * the query - vector: (sim - sim_ref) / (sim_top - sim_ref) clamped, sim = 1 -
           * cosine distance, sim_ref the similarity at rank gc_vector_ref_rank (or the last);
@@ -786,9 +788,12 @@ AS
          END IF;
          -- the keyword leg's strength gate (fusion 'score' and 'gated-rrf'): how far its best
          -- score stands out from its scores, z = (max - mean) / population standard
-         -- deviation, mapped to [0, 1] by gc_keyword_z_floor and gc_keyword_z_span; fewer
-         -- than two matches: 0. 'gated-rrf' only: a vector leg that returned nothing gives 1
+         -- deviation, mapped to [0, 1] from l_zfloor over l_zspan (gc_keyword_z_* for
+         -- 'score', gc_gated_z_* for 'gated-rrf'); fewer than two matches: 0.
+         -- 'gated-rrf' only: a vector leg that returned nothing gives 1
          l_gate := 1;
+         l_zfloor := CASE l_fusion WHEN 'gated-rrf' THEN gc_gated_z_floor ELSE gc_keyword_z_floor END;
+         l_zspan  := CASE l_fusion WHEN 'gated-rrf' THEN gc_gated_z_span ELSE gc_keyword_z_span END;
          IF l_fusion <> 'rrf' THEN
             SELECT COUNT(*) INTO l_vcount
             FROM   JSON_TABLE(l_vkeys, '$[*]' COLUMNS (record_id VARCHAR2(512 CHAR) PATH '$[1]')) j;
@@ -797,7 +802,7 @@ AS
                l_gate := 1;
             ELSIF l_wk > 0 THEN
                SELECT NVL(LEAST(1, GREATEST(0,
-                         ((MAX(s) - AVG(s)) / NULLIF(STDDEV_POP(s), 0) - gc_keyword_z_floor) / gc_keyword_z_span)), 0)
+                         ((MAX(s) - AVG(s)) / NULLIF(STDDEV_POP(s), 0) - l_zfloor) / l_zspan)), 0)
                INTO   l_gate
                FROM   (SELECT GREATEST(0, 1 - j.dist) AS s
                        FROM   JSON_TABLE(l_tkeys, '$[*]' COLUMNS (dist NUMBER PATH '$[2]')) j);

@@ -42,8 +42,10 @@ AS
    gc_rrf_k              CONSTANT NUMBER      := 10;     -- fusion 'rrf'
    gc_rrf_k_gated        CONSTANT NUMBER      := 1;      -- fusion 'gated-rrf'
    gc_vector_ref_rank    CONSTANT PLS_INTEGER := 20;     -- score fusion: sim there maps to 0
-   gc_keyword_z_floor    CONSTANT NUMBER      := 1.5;    -- score and gated-rrf: keyword strength gate
+   gc_keyword_z_floor    CONSTANT NUMBER      := 1.5;    -- score fusion: keyword strength gate
    gc_keyword_z_span     CONSTANT NUMBER      := 2.0;
+   gc_gated_z_floor      CONSTANT NUMBER      := 1.5;    -- gated-rrf: its keyword strength gate
+   gc_gated_z_span       CONSTANT NUMBER      := 4.0;
    gc_max_fusion_depth   CONSTANT PLS_INTEGER := 10000;
 
    /*

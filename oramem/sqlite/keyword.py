@@ -172,6 +172,10 @@ DEFAULT_FUSION = FUSION_MODES[0]
 #: gated-rrf: the default keyword weight (vector weight 1.0) at full strength, and rrf_k
 KEYWORD_WEIGHT_GATED = 3.0
 RRF_K_GATED = 1.0
+#: gated-rrf: its keyword strength gate opens from z = GATED_Z_FLOOR, fully at
+#: GATED_Z_FLOOR + GATED_Z_SPAN (a softer gate than the score rule's)
+GATED_Z_FLOOR = 1.5
+GATED_Z_SPAN = 4.0
 #: default keyword weight per fusion rule (chosen in bench/fusion_tune.py, bench/results/fusion.md)
 _DEFAULT_KEYWORD_WEIGHT = {"gated-rrf": KEYWORD_WEIGHT_GATED, "score": KEYWORD_WEIGHT_SCORE, "rrf": 0.7}
 _DEFAULT_RRF_K = {"gated-rrf": RRF_K_GATED, "score": 10.0, "rrf": 10.0}
@@ -187,8 +191,9 @@ class HybridConfig:
     rank)`` (a leg that did not return a record adds 0), distance ``1 - score / ((vector_weight
     + gate * keyword_weight) / (rrf_k + 1))``; defaults keyword weight
     ``KEYWORD_WEIGHT_GATED`` (3.0), ``rrf_k`` ``RRF_K_GATED`` (1). The gate in [0, 1] is
-    :func:`keyword_scores`' strength gate: ``(z - KEYWORD_Z_FLOOR) / KEYWORD_Z_SPAN``
-    clamped, ``z = (s_top - mean) / std`` over the keyword leg's bm25 scores; fewer than
+    :func:`keyword_scores`' strength gate with its own constants: ``(z - GATED_Z_FLOOR) /
+    GATED_Z_SPAN`` clamped (1.5, 4.0), ``z = (s_top - mean) / std`` over the keyword leg's
+    bm25 scores; fewer than
     two keyword matches, or matches that share one everyday word about equally, give a gate
     near 0 and the vector ranking as it is (the guard for a keyword leg that found nothing
     distinctive, F-3); a best match that stands far out gives gate 1, and the keyword
@@ -283,7 +288,8 @@ def fuse(vector: Leg, keyword: Leg, config: HybridConfig = HybridConfig()) -> li
         # the guard: with no vector weight, or a vector leg that returned nothing, the
         # keyword ranking is all there is and counts in full
         vector_keys = [k for k, _ in _pairs(vector, "vector", False)]
-        gate = 1.0 if config.vector_weight == 0 or not vector_keys else keyword_scores(keyword_pairs)[1]
+        gate = (1.0 if config.vector_weight == 0 or not vector_keys
+                else keyword_scores(keyword_pairs, GATED_Z_FLOOR, GATED_Z_SPAN)[1])
         return _fuse_rrf(vector_keys, [k for k, _ in keyword_pairs], config, gate)
     return _fuse_scores(_pairs(vector, "vector", True), _pairs(keyword, "keyword", True), config)
 
@@ -302,13 +308,15 @@ def vector_scores(leg: Sequence[tuple[int, Optional[float]]]) -> dict[int, float
     return {key: min(1.0, max(0.0, (sim - ref) / span)) for (key, _), sim in zip(leg, sims)}
 
 
-def keyword_scores(leg: Sequence[tuple[int, Optional[float]]]) -> tuple[dict[int, float], float]:
+def keyword_scores(leg: Sequence[tuple[int, Optional[float]]], z_floor: Optional[float] = None,
+                   z_span: Optional[float] = None) -> tuple[dict[int, float], float]:
     """The keyword leg on [0, 1] (bm25 relative to the best match: ``s / s_top`` with ``s =
     1 / distance - 1``, the inverse of :func:`keyword_distance`) and its strength gate in
     [0, 1]: ``(z - KEYWORD_Z_FLOOR) / KEYWORD_Z_SPAN`` clamped, where ``z`` is how far the
     best match stands out from all the leg's matches (``(s_top - mean) / std``). A match
     on one everyday word, which many records share about equally, has a small ``z``; a
-    match on several rare words has a large one. Fewer than two matches: gate 0."""
+    match on several rare words has a large one. Fewer than two matches: gate 0.
+    ``z_floor`` / ``z_span``: other gate constants (gated-rrf passes its own)."""
     raw = [(key, max(0.0, 1.0 / max(float(d or 1.0), 1e-12) - 1.0)) for key, d in leg]
     top = max((s for _, s in raw), default=0.0)
     if top <= 0.0:
@@ -317,7 +325,9 @@ def keyword_scores(leg: Sequence[tuple[int, Optional[float]]]) -> tuple[dict[int
     mean = sum(values) / len(values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
     z = (top - mean) / std if std > 0 else 0.0
-    gate = min(1.0, max(0.0, (z - KEYWORD_Z_FLOOR) / KEYWORD_Z_SPAN))
+    floor = KEYWORD_Z_FLOOR if z_floor is None else z_floor
+    span = KEYWORD_Z_SPAN if z_span is None else z_span
+    gate = min(1.0, max(0.0, (z - floor) / span))
     return {key: s / top for key, s in raw}, gate
 
 

@@ -31,6 +31,8 @@ def test_defaults_match_hybrid_config():
     assert int(_constant("gc_vector_ref_rank")) == K.VECTOR_REFERENCE_RANK
     assert float(_constant("gc_keyword_z_floor")) == K.KEYWORD_Z_FLOOR
     assert float(_constant("gc_keyword_z_span")) == K.KEYWORD_Z_SPAN
+    assert float(_constant("gc_gated_z_floor")) == K.GATED_Z_FLOOR
+    assert float(_constant("gc_gated_z_span")) == K.GATED_Z_SPAN
 
 
 def test_legs_carry_their_distances():
@@ -48,7 +50,9 @@ def test_score_fusion_is_the_sqlite_rule():
     assert "add_bind(l_run_binds, 'vref', 'N', in_num => gc_vector_ref_rank);" in hybrid
     # keyword leg: s / s_top, and the strength gate from z = (max - mean) / stddev_pop
     assert "s / MAX(s) OVER ()" in hybrid
-    assert "(MAX(s) - AVG(s)) / NULLIF(STDDEV_POP(s), 0) - gc_keyword_z_floor) / gc_keyword_z_span" in hybrid
+    assert "(MAX(s) - AVG(s)) / NULLIF(STDDEV_POP(s), 0) - l_zfloor) / l_zspan" in hybrid
+    assert "l_zfloor := CASE l_fusion WHEN 'gated-rrf' THEN gc_gated_z_floor ELSE gc_keyword_z_floor END;" in hybrid
+    assert "l_zspan  := CASE l_fusion WHEN 'gated-rrf' THEN gc_gated_z_span ELSE gc_keyword_z_span END;" in hybrid
     assert "add_bind(l_run_binds, 'wk', 'N', in_num => l_wk * l_gate);" in hybrid
     assert "add_bind(l_run_binds, 'wsum', 'N', in_num => l_wv + l_wk * l_gate);" in hybrid
     assert "ROUND(1 - (:wv * NVL(v.nv, 0) + :wk * NVL(t.nk, 0)) / :wsum, 12)" in hybrid
@@ -64,7 +68,7 @@ def test_gated_rrf_is_the_sqlite_rule():
     assert "l_fusion     VARCHAR2(16 CHAR);" in BODY and "LOWER(SUBSTR(l_cfg.get_string('fusion'), 1, 16))" in hybrid
     assert "WHEN 'gated-rrf' THEN gc_keyword_weight_gated" in hybrid
     assert "hybrid_number(l_cfg, 'rrf_k', CASE l_fusion WHEN 'gated-rrf' THEN gc_rrf_k_gated ELSE gc_rrf_k END)" in hybrid
-    gate = hybrid[hybrid.index("l_gate := 1;\n         IF l_fusion <> 'rrf' THEN"):hybrid.index("IF l_fusion IN ('rrf', 'gated-rrf') THEN")]
+    gate = hybrid[hybrid.index("l_gate := 1;\n         l_zfloor"):hybrid.index("IF l_fusion IN ('rrf', 'gated-rrf') THEN")]
     assert "SELECT COUNT(*) INTO l_vcount" in gate and "JSON_TABLE(l_vkeys, '$[*]'" in gate
     rrf = hybrid[hybrid.index("IF l_fusion IN ('rrf', 'gated-rrf') THEN"):]
     assert "add_bind(l_run_binds, 'wk', 'N', in_num => l_wk * l_gate);" in rrf.split("ELSE\n            -- each leg")[0]

@@ -10,7 +10,7 @@ import pytest
 
 from oramem.requests import Scope, SearchRequest
 from oramem.sqlite import HybridConfig
-from oramem.sqlite.keyword import fuse, keyword_distance, keyword_scores
+from oramem.sqlite.keyword import GATED_Z_FLOOR, GATED_Z_SPAN, fuse, keyword_distance, keyword_scores
 from oramem.types import SearchStrategy
 
 from .conftest import vec
@@ -57,19 +57,19 @@ def test_gated_rrf_with_a_strong_keyword_leg_follows_the_keyword_ranking_and_agr
     # a strong gate: the keyword leader comes first, a record both legs rank second beats
     # the vector leg's lone leader
     vector = vl((1, 0.70), (2, 0.69), (4, 0.40), (5, 0.39))
-    keyword = kw((3, 8.0), (2, 7.9), *[(10 + i, 1.0) for i in range(20)])
-    assert keyword_scores(keyword)[1] > 0.8
+    keyword = kw((3, 8.0), (2, 7.9), *[(10 + i, 1.0) for i in range(60)])
+    assert keyword_scores(keyword, GATED_Z_FLOOR, GATED_Z_SPAN)[1] == 1.0
     fused = order(fuse(vector, keyword))
     assert fused[:2] == [3, 2] and fused.index(2) < fused.index(1)
     # score = 1 / (1 + 1) + 3 / (1 + 1) = 2 for a record first in both legs: distance 0
-    assert fuse(vector, kw((1, 8.0), *[(10 + i, 1.0) for i in range(20)]))[0] == (1, 0.0)
+    assert fuse(vector, kw((1, 8.0), *[(10 + i, 1.0) for i in range(60)]))[0] == (1, 0.0)
 
 
 def test_gated_rrf_gate_scales_between():
     # a middling z gives a gate strictly between 0 and 1, and the keyword weight with it
     vector = vl((1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6))
     keyword = kw((4, 6.0), (3, 3.0), (2, 2.5), (1, 2.0), (5, 2.0), (6, 1.5), (7, 1.5), (8, 1.0))
-    gate = keyword_scores(keyword)[1]
+    gate = keyword_scores(keyword, GATED_Z_FLOOR, GATED_Z_SPAN)[1]
     assert 0.0 < gate < 1.0
     fused = dict(fuse(vector, keyword))
     top = (1.0 + 3.0 * gate) / 2
@@ -79,7 +79,8 @@ def test_gated_rrf_gate_scales_between():
 def test_gated_rrf_equal_scores_tie_for_the_caller():
     # symmetric legs with equal weights: equal distances (the store then orders by type, id)
     vector = vl((1, 0.9), (2, 0.8))
-    keyword = kw((2, 20.0), (1, 10.0), *[(10 + i, 1.0) for i in range(20)])
+    keyword = kw((2, 20.0), (1, 19.0), *[(10 + i, 1.0) for i in range(80)])
+    assert keyword_scores(keyword, GATED_Z_FLOOR, GATED_Z_SPAN)[1] == 1.0
     fused = dict(fuse(vector, keyword, HybridConfig(1.0, 1.0)))
     assert fused[1] == fused[2]
 
