@@ -788,7 +788,8 @@ AS
          END IF;
          -- the keyword leg's strength gate (fusion 'score' and 'gated-rrf'): how far its best
          -- score stands out from its scores, z = (max - mean) / population standard
-         -- deviation, mapped to [0, 1] from l_zfloor over l_zspan (gc_keyword_z_* for
+         -- deviation, over the leg's first gc_gate_sample matches (best first: the gate does
+         -- not change with k), mapped to [0, 1] from l_zfloor over l_zspan (gc_keyword_z_* for
          -- 'score', gc_gated_z_* for 'gated-rrf'); fewer than two matches: 0.
          -- 'gated-rrf' only: a vector leg that returned nothing gives 1
          l_gate := 1;
@@ -805,7 +806,8 @@ AS
                          ((MAX(s) - AVG(s)) / NULLIF(STDDEV_POP(s), 0) - l_zfloor) / l_zspan)), 0)
                INTO   l_gate
                FROM   (SELECT GREATEST(0, 1 - j.dist) AS s
-                       FROM   JSON_TABLE(l_tkeys, '$[*]' COLUMNS (dist NUMBER PATH '$[2]')) j);
+                       FROM   JSON_TABLE(l_tkeys, '$[*]' COLUMNS (rn FOR ORDINALITY, dist NUMBER PATH '$[2]')) j
+                       WHERE  j.rn <= gc_gate_sample);
             END IF;
          END IF;
          IF l_fusion IN ('rrf', 'gated-rrf') THEN

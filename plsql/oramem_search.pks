@@ -46,6 +46,7 @@ AS
    gc_keyword_z_span     CONSTANT NUMBER      := 2.0;
    gc_gated_z_floor      CONSTANT NUMBER      := 1.5;    -- gated-rrf: its keyword strength gate
    gc_gated_z_span       CONSTANT NUMBER      := 4.0;
+   gc_gate_sample        CONSTANT PLS_INTEGER := 200;    -- the gate reads the keyword leg's first 200 matches
    gc_max_fusion_depth   CONSTANT PLS_INTEGER := 10000;
 
    /*

@@ -176,6 +176,11 @@ RRF_K_GATED = 1.0
 #: GATED_Z_FLOOR + GATED_Z_SPAN (a softer gate than the score rule's)
 GATED_Z_FLOOR = 1.5
 GATED_Z_SPAN = 4.0
+#: the strength gate reads the keyword leg's first this many matches (best first): the leg
+#: is max(10 k, 200) deep, so a z over the whole leg made the gate, and with it a search's
+#: top ranks, depend on k; 200 is the depth of a search for k <= 20 (the rule was tuned on
+#: 200-deep legs, bench/fusion_tune.py)
+GATE_SAMPLE = 200
 #: default keyword weight per fusion rule (chosen in bench/fusion_tune.py, bench/results/fusion.md)
 _DEFAULT_KEYWORD_WEIGHT = {"gated-rrf": KEYWORD_WEIGHT_GATED, "score": KEYWORD_WEIGHT_SCORE, "rrf": 0.7}
 _DEFAULT_RRF_K = {"gated-rrf": RRF_K_GATED, "score": 10.0, "rrf": 10.0}
@@ -313,7 +318,8 @@ def keyword_scores(leg: Sequence[tuple[int, Optional[float]]], z_floor: Optional
     """The keyword leg on [0, 1] (bm25 relative to the best match: ``s / s_top`` with ``s =
     1 / distance - 1``, the inverse of :func:`keyword_distance`) and its strength gate in
     [0, 1]: ``(z - KEYWORD_Z_FLOOR) / KEYWORD_Z_SPAN`` clamped, where ``z`` is how far the
-    best match stands out from all the leg's matches (``(s_top - mean) / std``). A match
+    best match stands out from the leg's first :data:`GATE_SAMPLE` matches (``(s_top - mean) /
+    std``; the sample does not grow with k, so neither does the gate). A match
     on one everyday word, which many records share about equally, has a small ``z``; a
     match on several rare words has a large one. Fewer than two matches: gate 0.
     ``z_floor`` / ``z_span``: other gate constants (gated-rrf passes its own)."""
@@ -321,7 +327,7 @@ def keyword_scores(leg: Sequence[tuple[int, Optional[float]]], z_floor: Optional
     top = max((s for _, s in raw), default=0.0)
     if top <= 0.0:
         return {}, 0.0
-    values = [s for _, s in raw]
+    values = [s for _, s in raw[:GATE_SAMPLE]]  # best first: the same sample whatever the leg's depth
     mean = sum(values) / len(values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
     z = (top - mean) / std if std > 0 else 0.0

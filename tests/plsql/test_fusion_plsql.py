@@ -33,6 +33,7 @@ def test_defaults_match_hybrid_config():
     assert float(_constant("gc_keyword_z_span")) == K.KEYWORD_Z_SPAN
     assert float(_constant("gc_gated_z_floor")) == K.GATED_Z_FLOOR
     assert float(_constant("gc_gated_z_span")) == K.GATED_Z_SPAN
+    assert int(_constant("gc_gate_sample")) == K.GATE_SAMPLE
 
 
 def test_legs_carry_their_distances():
@@ -74,3 +75,12 @@ def test_gated_rrf_is_the_sqlite_rule():
     assert "add_bind(l_run_binds, 'wk', 'N', in_num => l_wk * l_gate);" in rrf.split("ELSE\n            -- each leg")[0]
     assert ("add_bind(l_run_binds, 'top', 'N', in_num => (l_wv + l_wk * l_gate) / (l_rrf_k + 1));"
             in rrf.split("ELSE\n            -- each leg")[0])
+
+
+def test_the_gate_reads_a_fixed_sample_of_the_keyword_leg():
+    """The strength gate's z comes from the keyword leg's first gc_gate_sample matches (best
+    first), as GATE_SAMPLE on SQLite: the leg is max(10 k, 200) deep, so a z over all of it
+    changed the top ranks with k."""
+    hybrid = BODY[BODY.index("a hybrid search needs query_text"):]
+    assert "JSON_TABLE(l_tkeys, '$[*]' COLUMNS (rn FOR ORDINALITY, dist NUMBER PATH '$[2]')) j" in hybrid
+    assert "WHERE  j.rn <= gc_gate_sample" in hybrid

@@ -190,7 +190,7 @@ def test_merge_path_survives_many_interleaved_writers(tmp_path, monkeypatch):
 
     from oramem.sqlite import mutations
 
-    from tests.hardening._workers import Ledger, open_store, step
+    from hardening._workers import Ledger, open_store, step  # tests/ is on sys.path (rootdir conftest)
 
     monkeypatch.setattr(mutations, "MERGE_MIN_ROWS", 1)
     monkeypatch.setattr(mutations.WriteTx, "_merge_instead",

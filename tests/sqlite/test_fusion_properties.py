@@ -10,7 +10,7 @@ import pytest
 
 from oramem.requests import Scope, SearchRequest
 from oramem.sqlite import HybridConfig
-from oramem.sqlite.keyword import GATED_Z_FLOOR, GATED_Z_SPAN, fuse, keyword_distance, keyword_scores
+from oramem.sqlite.keyword import GATE_SAMPLE, GATED_Z_FLOOR, GATED_Z_SPAN, fuse, keyword_distance, keyword_scores
 from oramem.types import SearchStrategy
 
 from .conftest import vec
@@ -252,3 +252,20 @@ def test_store_hybrid_never_leaves_the_scope(make, fusion):
         assert {r.id for r, _ in hits} == {"b0", "b1"} and all(r.user_id == "bob" for r, _ in hits)
     # unscoped, the distinctive match leads (the rule is live in this store)
     assert search(any_, any_, k=1)[0][0].id == "a0"
+
+
+def test_the_gate_and_the_top_ranks_do_not_depend_on_the_legs_depth():
+    """A search for k = 50 reads 500-deep legs, one for k = 5 200-deep ones: the gate reads the
+    keyword leg's first GATE_SAMPLE matches only, so the fused top ranks are the same. (Over
+    the whole leg, a long tail of weak matches lowered the mean and the spread and opened the
+    gate wider for the deeper search.)"""
+    keyword = kw(*[(i, 9.0 - 0.01 * i) for i in range(20)], *[(i, 2.0) for i in range(20, 500)])
+    vector = vl(*[(1000 + i, 0.9 - 0.001 * i) for i in range(500)])
+    assert GATE_SAMPLE == 200
+    deep = keyword_scores(keyword, GATED_Z_FLOOR, GATED_Z_SPAN)[1]
+    shallow = keyword_scores(keyword[:GATE_SAMPLE], GATED_Z_FLOOR, GATED_Z_SPAN)[1]
+    assert deep == shallow
+    assert 0.0 < shallow < 1.0  # a gate partly open: the case where the sample decides the order
+    top_deep = [key for key, _ in fuse(vector, keyword, DEFAULT)[:10]]
+    top_shallow = [key for key, _ in fuse(vector[:GATE_SAMPLE], keyword[:GATE_SAMPLE], DEFAULT)[:10]]
+    assert top_deep == top_shallow
