@@ -33,6 +33,10 @@ class CrashLedger:
         self.next_batch = 0
         self.added: set[int] = set()  # finished adds
         self.deleted: set[int] = set()  # finished delete_thread
+        #: delete_thread calls killed in flight: they may have committed before the kill (the
+        #: END line was never printed), so their batch may be present or gone; the next check
+        #: settles which (a committed delete joins ``deleted``)
+        self.uncertain: set[int] = set()
         self.durations: dict[str, list[float]] = defaultdict(list)
         self.kills = 0
         self.mid_call = Counter()  # op in flight when killed
@@ -85,6 +89,8 @@ def _run_child_once(path: str, ledger: CrashLedger, rng: random.Random) -> None:
         ledger.kills += 1
         if in_flight is not None:
             ledger.mid_call[in_flight[0]] += 1
+            if in_flight[0] == "delete_thread":
+                ledger.uncertain.add(in_flight[1])
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -114,6 +120,10 @@ def _check(path: str, ledger: CrashLedger) -> None:
         for th in threads:
             if th.startswith("th"):
                 assert int(th[2:]) in present, f"thread row {th} survived without its records"
+        # a delete killed in flight may have committed: its batch is gone (all of it, checked
+        # above) or whole; either settles it
+        ledger.deleted |= {b for b in ledger.uncertain if b not in present}
+        ledger.uncertain.clear()
         lost = (ledger.added - ledger.deleted) - present
         assert not lost, f"acknowledged adds lost: {sorted(lost)}"
         resurrected = ledger.deleted & present
