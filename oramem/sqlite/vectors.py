@@ -212,7 +212,8 @@ class VectorCache:
             for array, column in zip((chunk_ids, seqs, types, scopes, expires, later), columns[:2] + columns[3:]):
                 array[size : size + n] = column
             size += n
-        self._reset(*arrays, size=size)
+        chunk_ids, seqs, matrix, types, scopes, expires, later = arrays
+        self._reset(chunk_ids, seqs, matrix, types, scopes, expires, later, size=size)
         self.version = version
         self._maybe_build_ann()
 
