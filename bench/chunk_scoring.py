@@ -30,7 +30,7 @@ EXACT_LEAD = __import__("os").environ.get("EXACT_LEAD") == "1"
 
 def rules() -> dict[str, Callable[[float, float], float]]:
     out: dict[str, Callable[[float, float], float]] = {"max": lambda lead, tail: max(lead, tail)}
-    for d in (0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.14):
+    for d in (0.04, 0.08, 0.10, 0.12, 0.14, 0.16, 0.20, 0.25):
         out[f"lead-{d:.2f}"] = lambda lead, tail, d=d: max(lead, tail - d)
     for g in (0.03, 0.05, 0.08, 0.10, 0.12, 0.15, 0.20):
         out[f"gate-{g:.2f}"] = lambda lead, tail, g=g: tail if tail - lead > g else lead

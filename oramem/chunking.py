@@ -60,7 +60,7 @@ TOKEN_OVERLAP_SHARE = 8
 #: draws at a chance match, and long distractors crowd out whole short answers (issue 28:
 #: best-chunk ranking fell below whole-text cosine on the LongMemEval dev set); the facts
 #: past the first row stay reachable when they match clearly (bench/results/quality.md)
-TAIL_HANDICAP = 0.08
+TAIL_HANDICAP = 0.10
 
 _BOUNDARIES = ("\n\n", ". ", "! ", "? ", "\n", " ")
 

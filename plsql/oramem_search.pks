@@ -52,7 +52,7 @@ AS
    -- chunk_no > 1; a record ranks by its first chunk, or a later chunk plus it, whichever is
    -- nearer; SC-6.4, issue 28) that Python sends for a store whose chunk policy has tail
    -- windows (= oramem.chunking.TAIL_HANDICAP); a request without it ranks by the best chunk
-   gc_tail_handicap      CONSTANT NUMBER      := 0.08;
+   gc_tail_handicap      CONSTANT NUMBER      := 0.10;
 
    /*
     * search_json: run the search request JSON (README "Search request"; maps

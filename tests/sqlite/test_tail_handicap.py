@@ -144,3 +144,11 @@ def test_stores_without_tail_windows_rank_by_the_best_chunk(tmp_path):
     request, _ = store._n().search_plan("x", 5, None, None, None, None, False, False, False, None, None, None)
     assert request.tail_handicap == 0.0
     store.close()
+
+
+def test_plsql_names_the_same_handicap():
+    from pathlib import Path
+
+    spec = (Path(__file__).resolve().parents[2] / "plsql" / "oramem_search.pks").read_text()
+    m = re.search(r"gc_tail_handicap\s+CONSTANT NUMBER\s+:=\s*([0-9.]+);", spec)
+    assert m and float(m.group(1)) == TAIL_HANDICAP
