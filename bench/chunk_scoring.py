@@ -25,7 +25,9 @@ import numpy as np
 
 from . import quality as Q
 
-EXACT_LEAD = __import__("os").environ.get("EXACT_LEAD") == "1"
+#: ``--lead whole``: the lead is the whole text as the model reads it (its first window)
+#: and every chunk counts as a tail; default: the store's first chunk is the lead
+EXACT_LEAD = False
 
 
 def rules() -> dict[str, Callable[[float, float], float]]:
@@ -100,7 +102,11 @@ def main(argv=None) -> int:
     parser.add_argument("--sets", default="paraphrase,memories,longtext,dev-full")
     parser.add_argument("--model", default=Q.DEFAULT_MODEL)
     parser.add_argument("--types", action="store_true", help="also print per question type")
+    parser.add_argument("--lead", choices=("first-chunk", "whole"), default="first-chunk",
+                        help="what the lead of a record is (see EXACT_LEAD)")
     args = parser.parse_args(argv)
+    global EXACT_LEAD
+    EXACT_LEAD = args.lead == "whole"
     embedder = Q.CachedEmbedder(args.model)
     loaders = {"paraphrase": Q.load_paraphrase, "memories": Q.load_memories, "longtext": Q.load_longtext,
                "dev-full": lambda: Q.load_dev(Q.DEFAULT_DEV, None, 0)}
