@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional, Sequence
 __all__ = [
     "DEFAULT_CHUNK_CHARS",
     "DEFAULT_CHUNK_OVERLAP",
+    "TAIL_HANDICAP",
     "ChunkPolicy",
     "chunk_text",
     "chunk_tokens",
@@ -38,6 +39,7 @@ __all__ = [
     "policy_for",
     "policy_of_identity",
     "store_chunker",
+    "tail_handicap",
 ]
 
 DEFAULT_CHUNK_CHARS = 2000
@@ -46,8 +48,19 @@ DEFAULT_CHUNK_OVERLAP = 200
 #: pieces, others 512) diluted by unrelated text ranks a one-sentence fact lower than a
 #: short chunk does (all-MiniLM-L6-v2 was trained on 128-token inputs)
 MAX_CHUNK_TOKENS = 128
-#: overlap of token windows, as a share of the chunk (16 of 128 tokens)
+#: the chunks after a long text's first: shorter windows, so a one-sentence fact deep in a
+#: long text is a larger share of its chunk (issue 28's test: the passport sentence in the
+#: middle of chatter scores 0.25 in a 64-token window, 0.14 in a 128-token one)
+TAIL_CHUNK_TOKENS = 64
+#: overlap of token windows, as a share of the tail window (8 of 64 tokens)
 TOKEN_OVERLAP_SHARE = 8
+#: cosine distance added to a record's later retrieval rows (chunk index > 0) when vector
+#: search ranks records (SC-6.4): a record counts its first row, or a later row less this
+#: handicap, whichever is nearer. Without it a long record's many short chunks are many
+#: draws at a chance match, and long distractors crowd out whole short answers (issue 28:
+#: best-chunk ranking fell below whole-text cosine on the LongMemEval dev set); the facts
+#: past the first row stay reachable when they match clearly (bench/results/quality.md)
+TAIL_HANDICAP = 0.10
 
 _BOUNDARIES = ("\n\n", ". ", "! ", "? ", "\n", " ")
 
@@ -83,14 +96,18 @@ def chunk_text(text: str, max_chars: int = DEFAULT_CHUNK_CHARS, overlap: int = D
 
 
 def chunk_tokens(text: str, spans: Spans, max_tokens: int, overlap: int,
-                 max_chars: int = DEFAULT_CHUNK_CHARS) -> list[str]:
+                 max_chars: int = DEFAULT_CHUNK_CHARS, tail_tokens: Optional[int] = None) -> list[str]:
     """Split ``text`` into chunks of at most ``max_tokens`` tokens (as ``spans`` counts them)
     and at most ``max_chars`` characters, consecutive chunks overlapping by about ``overlap``
-    tokens (see the module docstring)."""
-    if max_tokens < 1 or not 0 <= overlap < max_tokens or max_chars < 1:
+    tokens (see the module docstring). ``tail_tokens`` (default ``max_tokens``) bounds the
+    chunks after the first: a text of at most ``max_tokens`` tokens stays whole, a longer
+    one keeps its first ``max_tokens`` tokens as its first chunk and is cut into
+    ``tail_tokens`` windows after it."""
+    tail = max_tokens if tail_tokens is None else tail_tokens
+    if max_tokens < 1 or not 1 <= tail <= max_tokens or not 0 <= overlap < tail or max_chars < 1:
         raise ValueError(
-            f"chunking needs max_tokens >= 1, 0 <= overlap < max_tokens and max_chars >= 1, got "
-            f"{max_tokens}, {overlap}, {max_chars}"
+            f"chunking needs max_tokens >= 1, 1 <= tail_tokens <= max_tokens, 0 <= overlap < tail_tokens "
+            f"and max_chars >= 1, got {max_tokens}, {tail_tokens}, {overlap}, {max_chars}"
         )
     if not text.strip():
         return []
@@ -104,14 +121,15 @@ def chunk_tokens(text: str, spans: Spans, max_tokens: int, overlap: int,
     chunks: list[str] = []
     i, n = 0, len(offsets)
     while i < n:
+        size = max_tokens if not chunks else tail
         begin = starts[i]
-        j = min(i + max_tokens, n)
+        j = min(i + size, n)
         hard = starts[j] if j < n else len(text)
         hard = min(hard, begin + max_chars)
         end = hard if hard >= len(text) else _cut(text, begin, hard)
         piece = text[begin:end].strip()
         # the tokenizer may split a text's end differently on its own: shrink until it fits
-        while piece and (len(spans(piece)) > max_tokens or len(piece) > max_chars):
+        while piece and (len(spans(piece)) > size or len(piece) > max_chars):
             end = begin + max(1, (len(piece) * 9) // 10)
             end = _cut(text, begin, end) if end < len(text) else end
             piece = text[begin:end].strip()
@@ -153,16 +171,26 @@ class ChunkPolicy:
     overlap: int = DEFAULT_CHUNK_OVERLAP
     max_chars: int = DEFAULT_CHUNK_CHARS
     tokenizer: Optional[str] = None
+    #: size of the chunks after a text's first (``tokens`` policies; None: ``size``, the
+    #: policy of stores built before the tail windows)
+    tail_size: Optional[int] = None
 
     def __post_init__(self) -> None:
         if self.unit not in ("chars", "tokens"):
             raise ValueError(f"chunk unit must be 'chars' or 'tokens', got {self.unit!r}")
-        for name in ("size", "overlap", "max_chars"):
+        for name in ("size", "overlap", "max_chars", "tail_size"):
             value = getattr(self, name)
+            if name == "tail_size" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"chunk {name} must be an int, got {value!r}")
-        if self.size < 1 or not 0 <= self.overlap < self.size or self.max_chars < 1:
-            raise ValueError(f"chunking needs size >= 1, 0 <= overlap < size, max_chars >= 1; got {self}")
+        tail = self.size if self.tail_size is None else self.tail_size
+        if self.size < 1 or not 1 <= tail <= self.size or not 0 <= self.overlap < tail or self.max_chars < 1:
+            raise ValueError(
+                f"chunking needs size >= 1, 1 <= tail_size <= size, 0 <= overlap < tail_size, max_chars >= 1; got {self}"
+            )
+        if self.tail_size is not None and self.unit != "tokens":
+            raise ValueError(f"tail_size applies to a 'tokens' chunk policy only; got {self}")
 
     def split(self, text: str, spans: Optional[Spans] = None) -> list[str]:
         """The chunks of ``text``; a ``tokens`` policy needs the embedder's ``spans``."""
@@ -170,12 +198,14 @@ class ChunkPolicy:
             return chunk_text(text, min(self.size, self.max_chars), min(self.overlap, min(self.size, self.max_chars) - 1))
         if spans is None:
             raise ValueError("a token chunk policy needs the embedder's tokenizer (InputWindow.spans)")
-        return chunk_tokens(text, spans, self.size, self.overlap, self.max_chars)
+        return chunk_tokens(text, spans, self.size, self.overlap, self.max_chars, self.tail_size)
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"unit": self.unit, "size": self.size, "overlap": self.overlap, "max_chars": self.max_chars}
         if self.tokenizer:
             data["tokenizer"] = self.tokenizer
+        if self.tail_size is not None:
+            data["tail_size"] = self.tail_size
         return json.dumps(data, sort_keys=True)
 
     @classmethod
@@ -183,14 +213,13 @@ class ChunkPolicy:
         """The recorded policy; None (a store from before issue 28) is the old default."""
         if not text:
             return cls()
-        data = json.loads(text)
-        return cls(unit=data["unit"], size=int(data["size"]), overlap=int(data["overlap"]),
-                   max_chars=int(data.get("max_chars", DEFAULT_CHUNK_CHARS)), tokenizer=data.get("tokenizer"))
+        return _policy_of(json.loads(text))
 
     def describe(self) -> str:
         if self.unit == "chars":
             return f"{min(self.size, self.max_chars)} characters, overlap {self.overlap}"
-        return f"{self.size} tokens (and <= {self.max_chars} characters), overlap {self.overlap} tokens"
+        tail = "" if self.tail_size is None else f", then windows of {self.tail_size} tokens"
+        return f"{self.size} tokens (and <= {self.max_chars} characters){tail}, overlap {self.overlap} tokens"
 
 
 def policy_for(window: Any) -> ChunkPolicy:
@@ -200,11 +229,22 @@ def policy_for(window: Any) -> ChunkPolicy:
         return ChunkPolicy()
     if window.max_tokens is not None and window.spans is not None:
         size = min(int(window.max_tokens), MAX_CHUNK_TOKENS)
-        return ChunkPolicy("tokens", size, max(0, size // TOKEN_OVERLAP_SHARE), DEFAULT_CHUNK_CHARS, window.tokenizer)
+        tail = min(size, TAIL_CHUNK_TOKENS)
+        return ChunkPolicy("tokens", size, max(0, tail // TOKEN_OVERLAP_SHARE), DEFAULT_CHUNK_CHARS, window.tokenizer,
+                           tail_size=tail)
     if window.max_chars is not None:
         size = min(int(window.max_chars), DEFAULT_CHUNK_CHARS)
         return ChunkPolicy("chars", size, min(DEFAULT_CHUNK_OVERLAP, size // 10), DEFAULT_CHUNK_CHARS)
     return ChunkPolicy()
+
+
+def tail_handicap(identity: Any) -> float:
+    """The cosine distance a store with this recorded ``identity`` adds to a record's later
+    retrieval rows in vector ranking (SC-6.4): :data:`TAIL_HANDICAP` under a policy with
+    tail windows, else 0 (legacy and character policies, stores without an embedder: a
+    record counts its best row)."""
+    policy = policy_of_identity(identity)
+    return TAIL_HANDICAP if policy is not None and policy.tail_size is not None else 0.0
 
 
 def policy_of_identity(identity: Any) -> Optional[ChunkPolicy]:
@@ -212,9 +252,14 @@ def policy_of_identity(identity: Any) -> Optional[ChunkPolicy]:
     (a store from before issue 28, or one without an embedder: the legacy policy)."""
     if not isinstance(identity, dict) or not isinstance(identity.get("chunking"), dict):
         return None
-    data = identity["chunking"]
+    return _policy_of(identity["chunking"])
+
+
+def _policy_of(data: dict) -> ChunkPolicy:
+    tail = data.get("tail_size")
     return ChunkPolicy(unit=data["unit"], size=int(data["size"]), overlap=int(data["overlap"]),
-                       max_chars=int(data.get("max_chars", DEFAULT_CHUNK_CHARS)), tokenizer=data.get("tokenizer"))
+                       max_chars=int(data.get("max_chars", DEFAULT_CHUNK_CHARS)), tokenizer=data.get("tokenizer"),
+                       tail_size=None if tail is None else int(tail))
 
 
 def store_chunker(identity: Any, embedder: Any, legacy_chars: int = DEFAULT_CHUNK_CHARS,

@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import ArgumentError, ArgumentTypeError, NoEmbedder
 from . import timeutil
-from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, store_chunker
+from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, store_chunker, tail_handicap
 from .filters import validate_filter
 from .requests import (
     ChunkRow,
@@ -803,6 +803,7 @@ class Normalizer:
             agent=self.search_scope(agent_id, exact_agent_match, "agent_id"),
             record_types=types,
             metadata_filter=mf,
+            tail_handicap=tail_handicap(self.settings.embedder),
         )
         needs_embedding = text is not None and chosen in (SearchStrategy.VECTOR, SearchStrategy.HYBRID)
         return request, text if needs_embedding else None

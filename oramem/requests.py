@@ -206,6 +206,9 @@ class SearchRequest:
     agent: Scope
     record_types: tuple[str, ...]
     metadata_filter: Optional[Mapping[str, Any]]
+    #: VECTOR: cosine distance added to a record's later retrieval rows (SC-6.4): the
+    #: store's chunk policy decides it (``oramem.chunking.tail_handicap``), 0 = best row
+    tail_handicap: float = 0.0
 
 
 class RetrievalChange(enum.Enum):

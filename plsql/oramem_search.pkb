@@ -329,6 +329,10 @@ AS
     * wider round (x gc_overfetch) would fetch about all of them anyway, the exact search
     * runs at once; otherwise one wider approximate round runs before the exact one. The
     * exact search scans every candidate chunk and returns k records whenever k match.
+    * A record's distance is its first chunk's, or a later chunk's plus in_handicap (the
+    * request's tail_handicap), whichever is smaller, capped at 2 (the cosine distance's
+    * upper bound; SC-6.4): the approximate round fetches chunks by their own distance and
+    * adds the handicap outside.
     */
    FUNCTION vector_ranking(
       in_chk_tab    IN VARCHAR2,
@@ -339,7 +343,8 @@ AS
       in_dim        IN VARCHAR2,
       in_k          IN NUMBER,
       in_exact      IN BOOLEAN,
-      in_keys_only  IN BOOLEAN
+      in_keys_only  IN BOOLEAN,
+      in_handicap   IN NUMBER
    ) RETURN ranking_t
    IS
       l_binds  oramem_filter.bind_list_t;
@@ -349,20 +354,22 @@ AS
       l_count  NUMBER;
    BEGIN
       IF NOT in_exact THEN
-         l_rank := 'SELECT a.record_type, a.record_id, MIN(a.dist) AS dist FROM ('
-                || 'SELECT c.record_type, c.record_id, VECTOR_DISTANCE(c.embedding, '
+         l_rank := 'SELECT a.record_type, a.record_id, '
+                || 'MIN(LEAST(2, a.dist + CASE WHEN a.chunk_no > 1 THEN :h ELSE 0 END)) AS dist FROM ('
+                || 'SELECT c.record_type, c.record_id, c.chunk_no, VECTOR_DISTANCE(c.embedding, '
                 || 'TO_VECTOR(:qv, ' || in_dim || ', FLOAT32), COSINE) AS dist FROM '
                 || in_chk_tab || ' c WHERE ' || in_candidates
                 || ' ORDER BY VECTOR_DISTANCE(c.embedding, TO_VECTOR(:qv, ' || in_dim
                 || ', FLOAT32), COSINE) FETCH APPROX FIRST :nfetch ROWS ONLY WITH TARGET ACCURACY '
                 || TO_CHAR(gc_target_accuracy) || ') a WHERE a.dist IS NOT NULL'
                 || ' GROUP BY a.record_type, a.record_id'
-                || ' ORDER BY MIN(a.dist), NLSSORT(a.record_type, ''NLS_SORT=BINARY''), NLSSORT(a.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
+                || ' ORDER BY 3, NLSSORT(a.record_type, ''NLS_SORT=BINARY''), NLSSORT(a.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
          FOR l_round IN 1 .. 2 LOOP
             l_binds := in_binds;
             -- one bind name for both occurrences: DBMS_SQL binds by name (review F19)
             add_bind(l_binds, 'qv', 'C', in_clob => in_qv);
             add_bind(l_binds, 'nfetch', 'N', in_num => l_nfetch);
+            add_bind(l_binds, 'h', 'N', in_num => in_handicap);
             add_bind(l_binds, 'k', 'N', in_num => in_k);
             l_doc := ranked(l_rank, in_rec_tab, l_binds, in_keys_only);
             IF l_doc.n >= in_k THEN
@@ -382,13 +389,15 @@ AS
          END LOOP;
       END IF;
       -- Exact: every candidate chunk; returns k records whenever k match (SC-6.5).
-      l_rank := 'SELECT c.record_type, c.record_id, MIN(VECTOR_DISTANCE(c.embedding, '
-             || 'TO_VECTOR(:qv1, ' || in_dim || ', FLOAT32), COSINE)) AS dist FROM '
+      l_rank := 'SELECT c.record_type, c.record_id, MIN(LEAST(2, VECTOR_DISTANCE(c.embedding, '
+             || 'TO_VECTOR(:qv1, ' || in_dim || ', FLOAT32), COSINE)'
+             || ' + CASE WHEN c.chunk_no > 1 THEN :h ELSE 0 END)) AS dist FROM '
              || in_chk_tab || ' c WHERE c.embedding IS NOT NULL AND ' || in_candidates
              || ' GROUP BY c.record_type, c.record_id'
              || ' ORDER BY 3, NLSSORT(c.record_type, ''NLS_SORT=BINARY''), NLSSORT(c.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
       l_binds := in_binds;
       add_bind(l_binds, 'qv1', 'C', in_clob => in_qv);
+      add_bind(l_binds, 'h', 'N', in_num => in_handicap);
       add_bind(l_binds, 'k', 'N', in_num => in_k);
       RETURN ranked(l_rank, in_rec_tab, l_binds, in_keys_only);
    END vector_ranking;
@@ -535,6 +544,7 @@ AS
       l_strategy   VARCHAR2(16 CHAR);
       l_k          NUMBER;
       l_exact      BOOLEAN := FALSE;
+      l_handicap   NUMBER := 0;
       l_types      JSON_ARRAY_T;
       l_type       oramem_registry.record_type_t;
       l_seen       seen_t;
@@ -614,6 +624,17 @@ AS
       END IF;
       IF l_req.has('exact') AND l_req.get('exact').is_boolean THEN
          l_exact := l_req.get_boolean('exact');
+      END IF;
+      -- VECTOR: distance added to a record's later chunks (SC-6.4; Python sends its chunk
+      -- policy's value, gc_tail_handicap for tail-window stores; absent: 0, best chunk)
+      IF l_req.has('tail_handicap') THEN
+         IF NOT l_req.get('tail_handicap').is_number THEN
+            bad_argument('tail_handicap must be a number between 0 and 2');
+         END IF;
+         l_handicap := l_req.get_number('tail_handicap');
+         IF l_handicap < 0 OR l_handicap > 2 THEN
+            bad_argument('tail_handicap must be a number between 0 and 2');
+         END IF;
       END IF;
 
       -- candidate records: types, expiry, scope, metadata filter (before the top-k cut)
@@ -699,7 +720,8 @@ AS
 
       IF l_strategy = 'vector' THEN
          l_qv  := query_vector(l_req, l_store.vector_dim);
-         l_doc := vector_ranking(l_chk_tab, l_rec_tab, l_candidates, l_binds, l_qv, l_dim, l_k, l_exact, FALSE);
+         l_doc := vector_ranking(l_chk_tab, l_rec_tab, l_candidates, l_binds, l_qv, l_dim, l_k, l_exact, FALSE,
+                                 l_handicap);
 
       ELSIF l_strategy = 'keyword' THEN
          l_query := keyword_query(l_text, l_language);
@@ -779,7 +801,7 @@ AS
                l_qv := embed_query(l_store, l_text);
             END IF;
             l_vkeys := array_or_empty(vector_ranking(l_chk_tab, l_rec_tab, l_candidates, l_binds, l_qv, l_dim,
-                                                     l_depth, l_exact, TRUE).doc);
+                                                     l_depth, l_exact, TRUE, l_handicap).doc);
          END IF;
          l_query := keyword_query(l_text, l_language);
          IF l_wk > 0 AND l_query IS NOT NULL THEN

@@ -48,6 +48,11 @@ AS
    gc_gated_z_span       CONSTANT NUMBER      := 4.0;
    gc_gate_sample        CONSTANT PLS_INTEGER := 200;    -- the gate reads the keyword leg's first 200 matches
    gc_max_fusion_depth   CONSTANT PLS_INTEGER := 10000;
+   -- VECTOR: the request's tail_handicap (cosine distance added to a record's later chunks,
+   -- chunk_no > 1; a record ranks by its first chunk, or a later chunk plus it, whichever is
+   -- nearer; SC-6.4, issue 28) that Python sends for a store whose chunk policy has tail
+   -- windows (= oramem.chunking.TAIL_HANDICAP); a request without it ranks by the best chunk
+   gc_tail_handicap      CONSTANT NUMBER      := 0.10;
 
    /*
     * search_json: run the search request JSON (README "Search request"; maps

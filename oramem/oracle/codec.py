@@ -188,6 +188,9 @@ def search_json(
         "record_types": list(request.record_types),
         "metadata_filter": dict(request.metadata_filter) if request.metadata_filter is not None else None,
     }
+    if strategy is not SearchStrategy.KEYWORD and request.tail_handicap:
+        # absent = 0 in PL/SQL (a record ranks by its best chunk)
+        out["tail_handicap"] = float(request.tail_handicap)
     if strategy is not SearchStrategy.VECTOR:
         out["keyword_language"] = keyword_language or DEFAULT_KEYWORD_LANGUAGE
     if strategy is SearchStrategy.HYBRID:

@@ -516,8 +516,9 @@ class SQLiteEngine(Engine):
         rows (SC-6.5 either way: the filter applies before the top-k cut)."""
         query = request.query_vector
         assert query is not None, "the normaliser embeds the query of a vector search"
+        handicap = request.tail_handicap
         if request.metadata_filter is None:
-            return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, None), k)
+            return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, None), k, handicap=handicap)
         sql = f"SELECT r.seq FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs)) AND {where.sql()}"
 
         def accept(seqs: list) -> set:
@@ -535,9 +536,9 @@ class SQLiteEngine(Engine):
 
         in_memory = cache.metadata_mask(request.metadata_filter, column)
         if in_memory is not None:  # filter first, then top-k over the passing rows only
-            return cache.nearest(query, cache.restrict(mask, in_memory), k)
+            return cache.nearest(query, cache.restrict(mask, in_memory), k, handicap=handicap)
         try:
-            return cache.nearest(query, mask, k, accept)
+            return cache.nearest(query, mask, k, accept, handicap=handicap)
         except GaveUp:
             # A selective filter: evaluate it once, on the records the cache's type, scope
             # and TTL mask left (looked up by primary key), or on every record when the
@@ -548,7 +549,7 @@ class SQLiteEngine(Engine):
             else:
                 matching = conn.execute(f"SELECT r.seq FROM {t.records} r WHERE {where.sql()}", where.params)
                 allowed = np.fromiter((seq for (seq,) in matching), dtype=np.int64)
-            return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, allowed), k)
+            return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, allowed), k, handicap=handicap)
 
     @staticmethod
     def _check_strategy(request: SearchRequest, catalog: Catalog) -> SearchStrategy:

@@ -5,7 +5,7 @@ does not re-read and re-normalise every vector blob from SQLite.
 The sidecar is a cache, never the source of truth. It is named
 ``<database file>.<store id>.oramem-vectors`` and holds, for one catalog version
 ``(generation, change_seq)``, the cache's columns (chunk ids, record seqs, type codes,
-scope codes, expiry micros), the scope code table and the unit-length float32 matrix.
+scope codes, expiry micros, later-row flags), the scope code table and the unit-length float32 matrix.
 
 Consistency rules (see ``docs/sqlite-vector-sidecar.md``):
 
@@ -43,7 +43,8 @@ log = logging.getLogger("oramem.sqlite")
 
 SUFFIX = ".oramem-vectors"
 _MAGIC = b"ORAMEMV\x01"
-_FORMAT = 1
+#: 2: the later-row flags (issue 28's tail handicap); a format-1 file is rebuilt on open
+_FORMAT = 2
 _PREFIX = struct.Struct("<8sQ")  # magic, header length
 _ALIGN = 4096
 #: (name, dtype, columns per row) of the sections after the header, in file order
@@ -53,6 +54,7 @@ _SECTIONS = (
     ("types", "i1", 1),
     ("scopes", "<i8", 3),
     ("expires", "<i8", 1),
+    ("later", "i1", 1),
 )
 
 

@@ -31,7 +31,7 @@ __all__ = ["VectorCache", "CACHE_ROW_SQL", "GaveUp"]
 #: Columns of one cached row, in order; the engine appends its FROM/WHERE clause.
 CACHE_ROW_SQL = (
     "SELECT c.chunk_id, c.record_seq, c.vector, r.record_type, r.id, "
-    "r.thread_id, r.user_id, r.agent_id, r.expires_at"
+    "r.thread_id, r.user_id, r.agent_id, r.expires_at, c.chunk_index"
 )
 _TYPE_CODE = {name: code for code, name in enumerate(RECORD_TYPES)}
 _NULL = -1  # scope code of SQL NULL
@@ -72,7 +72,7 @@ class VectorCache:
         self._reset(*self._columns([]))
 
     # -- storage -------------------------------------------------------------------------
-    def _reset(self, chunk_ids, seqs, matrix, types, scopes, expires, keys=None, size=None) -> None:
+    def _reset(self, chunk_ids, seqs, matrix, types, scopes, expires, later, keys=None, size=None) -> None:
         """Install column arrays; ``size`` rows are in use (default: all of them), the
         rest of each array is spare capacity."""
         self.size = seqs.shape[0] if size is None else size
@@ -83,6 +83,9 @@ class VectorCache:
             self._next_key += self.size
         self._chunk_ids, self._keys = chunk_ids, keys
         self._seqs, self._matrix, self._types, self._scopes, self._expires = seqs, matrix, types, scopes, expires
+        #: 1 for a record's later retrieval rows (chunk index > 0), which rank with the
+        #: tail handicap (oramem.chunking.TAIL_HANDICAP), 0 for its first row
+        self._later = later
         self._live = np.zeros(capacity, dtype=bool)
         self._live[: self.size] = True
         self._dead = 0
@@ -115,7 +118,7 @@ class VectorCache:
         """Row positions of row keys (keys increase along the rows)."""
         return np.searchsorted(self._keys[: self.size], np.asarray(keys, dtype=np.int64))
 
-    def _append(self, chunk_ids, seqs, matrix, types, scopes, expires) -> np.ndarray:
+    def _append(self, chunk_ids, seqs, matrix, types, scopes, expires, later) -> np.ndarray:
         """Append rows; returns their new row keys."""
         n = seqs.shape[0]
         if n == 0:  # also keeps a read-only mapped snapshot untouched (no write into the map)
@@ -131,7 +134,7 @@ class VectorCache:
 
             self._seqs, self._matrix, self._types = grow(self._seqs), grow(self._matrix), grow(self._types)
             self._scopes, self._expires, self._live = grow(self._scopes), grow(self._expires), grow(self._live)
-            self._chunk_ids, self._keys = grow(self._chunk_ids), grow(self._keys)
+            self._chunk_ids, self._keys, self._later = grow(self._chunk_ids), grow(self._keys), grow(self._later)
             self.mapped = False  # copied out of the map
         end = self.size + n
         keys = np.arange(self._next_key, self._next_key + n, dtype=np.int64)
@@ -144,6 +147,7 @@ class VectorCache:
         self._type_codes.update(int(code) for code in np.unique(types))
         self._scopes[self.size : end] = scopes
         self._expires[self.size : end] = expires
+        self._later[self.size : end] = later
         self._live[self.size : end] = True
         self.size = end
         return keys
@@ -152,7 +156,7 @@ class VectorCache:
         keep = np.flatnonzero(self._live[: self.size])
         self._reset(
             self._chunk_ids[keep], self._seqs[keep], self._matrix[keep], self._types[keep],
-            self._scopes[keep], self._expires[keep], keys=self._keys[keep],
+            self._scopes[keep], self._expires[keep], self._later[keep], keys=self._keys[keep],
         )
 
     @property
@@ -203,13 +207,13 @@ class VectorCache:
             if size + n > capacity:
                 capacity = max(size + n, 2 * capacity)
                 arrays = tuple(_grown(array, size, capacity) for array in arrays)
-            chunk_ids, seqs, matrix, types, scopes, expires = arrays
+            chunk_ids, seqs, matrix, types, scopes, expires, later = arrays
             columns = self._columns(block, out=matrix[size : size + n])
-            for array, column in zip((chunk_ids, seqs, types, scopes, expires), columns[:2] + columns[3:]):
+            for array, column in zip((chunk_ids, seqs, types, scopes, expires, later), columns[:2] + columns[3:]):
                 array[size : size + n] = column
             size += n
-        chunk_ids, seqs, matrix, types, scopes, expires = arrays
-        self._reset(chunk_ids, seqs, matrix, types, scopes, expires, size=size)
+        chunk_ids, seqs, matrix, types, scopes, expires, later = arrays
+        self._reset(chunk_ids, seqs, matrix, types, scopes, expires, later, size=size)
         self.version = version
         self._maybe_build_ann()
 
@@ -224,7 +228,7 @@ class VectorCache:
 
         columns = {
             "chunk_ids": rows(self._chunk_ids), "seqs": rows(self._seqs), "types": rows(self._types),
-            "scopes": rows(self._scopes), "expires": rows(self._expires),
+            "scopes": rows(self._scopes), "expires": rows(self._expires), "later": rows(self._later),
         }
         codes: list[Any] = [None] * len(self._codes)
         for value, code in self._codes.items():
@@ -249,7 +253,7 @@ class VectorCache:
         self._codes = {value: code for code, value in enumerate(codes)}
         # a plain ndarray view of the map (the memmap subclass adds per-index overhead)
         self._reset(columns["chunk_ids"], columns["seqs"], matrix.view(np.ndarray), columns["types"],
-                    columns["scopes"], columns["expires"])
+                    columns["scopes"], columns["expires"], columns["later"])
         self.mapped = True
         self.version = self.saved_version = version
         if self.ann_config is not None and ann is not None and len(ann) == self.size:
@@ -341,14 +345,16 @@ class VectorCache:
         return self._codes.setdefault(value, len(self._codes))
 
     def _columns(self, rows: list, out: Optional[np.ndarray] = None) -> tuple[np.ndarray, ...]:
-        """(chunk ids, seqs, unit vectors, type codes, scope codes, expiry micros) of cache
-        rows; the unit vectors are written to ``out`` (shape ``(len(rows), dim)``) if given."""
+        """(chunk ids, seqs, unit vectors, type codes, scope codes, expiry micros, later-row
+        flags) of cache rows; the unit vectors are written to ``out`` (shape
+        ``(len(rows), dim)``) if given."""
         n = len(rows)
         matrix = np.empty((n, self.dim), dtype=np.float32) if out is None else out
         if n == 0:
             empty = np.empty(0, dtype=np.int64)
-            return empty, empty.copy(), matrix, np.empty(0, dtype=np.int8), np.empty((0, 3), dtype=np.int64), empty.copy()
-        chunk_col, seq_col, blobs, type_col, id_col, thread_col, user_col, agent_col, expiry_col = zip(*rows)
+            return (empty, empty.copy(), matrix, np.empty(0, dtype=np.int8), np.empty((0, 3), dtype=np.int64),
+                    empty.copy(), np.empty(0, dtype=np.int8))
+        chunk_col, seq_col, blobs, type_col, id_col, thread_col, user_col, agent_col, expiry_col, index_col = zip(*rows)
         chunk_ids = np.fromiter(chunk_col, dtype=np.int64, count=n)
         seqs = np.fromiter(seq_col, dtype=np.int64, count=n)
         width = 4 * self.dim
@@ -381,7 +387,8 @@ class VectorCache:
             scopes[:, column] = np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=n)
         micros = {text: epoch_micros(text) for text in dict.fromkeys(expiry_col)}
         expires = np.fromiter(map(micros.__getitem__, expiry_col), dtype=np.int64, count=n)
-        return chunk_ids, seqs, matrix, types, scopes, expires
+        later = np.fromiter((index > 0 for index in index_col), dtype=np.int8, count=n)
+        return chunk_ids, seqs, matrix, types, scopes, expires, later
 
     # -- queries -------------------------------------------------------------------------
     def mask(
@@ -417,6 +424,7 @@ class VectorCache:
         mask: np.ndarray,
         k: Optional[int],
         accept: Optional[Accept] = None,
+        handicap: float = 0.0,
     ) -> list[tuple[int, float]]:
         """``(record_seq, cosine distance)`` of the best row per record among ``mask``
         (a boolean mask over the rows in use, or sorted row positions), nearest first; the ``k`` nearest records plus every record tied with the k-th
@@ -428,7 +436,11 @@ class VectorCache:
         filtered search costs about what an unfiltered one does while the result stays
         exactly "filter first, then top-k" (SC-6.5). ``accept`` returns ``None`` when it
         prefers to be given up (the window grew past a quarter of the rows): the caller
-        then filters every record in one SQL statement and calls again with a mask."""
+        then filters every record in one SQL statement and calls again with a mask.
+
+        ``handicap`` is added to the distance of a record's later rows (chunk index > 0):
+        a record ranks by its first row, or a later row plus the handicap, whichever is
+        nearer (SC-6.4)."""
         if mask.dtype == np.bool_:
             rows = np.flatnonzero(mask)
         else:  # sorted row positions (see restrict)
@@ -446,11 +458,12 @@ class VectorCache:
         if self.ann is not None and k is not None:
             found = self._ann_candidates(q, mask, rows.size, k, accept)
             if found is not None:
-                return self._rescored(q, found, self._seqs[found], k)
+                return self._rescored(q, found, self._seqs[found], k, handicap)
         if rows.size == self.size:
             # every row passes: no gathers
             sims = self.matrix @ q
             seqs = self._seqs[: self.size]
+            later = self._later[: self.size]
         else:
             if rows.size * 4 > self.size:
                 # most rows pass: one product over the whole matrix beats gathering a copy
@@ -458,7 +471,8 @@ class VectorCache:
             else:
                 sims = self.matrix[rows] @ q
             seqs = self._seqs[rows]  # rows index the rows in use (< size)
-        distances = np.clip(1.0 - sims.astype(np.float64), 0.0, 2.0)
+            later = self._later[rows]
+        distances = _ranked_distance(1.0 - sims.astype(np.float64), later, handicap)
         # BLAS results depend on a row's position in the matrix (last-bit noise), so
         # identical vectors could get different distances: select generously, then
         # rescore the candidates with a position-independent float64 reduction so that
@@ -473,13 +487,15 @@ class VectorCache:
             candidates = candidates[
                 _top_with_ties(distances[candidates], np.arange(candidates.size), seqs[candidates], k, slack=_NOISE_SLACK)
             ]
-        return self._rescored(q, rows[candidates], seqs[candidates], k)
+        return self._rescored(q, rows[candidates], seqs[candidates], k, handicap)
 
-    def _rescored(self, q: np.ndarray, cand_rows: np.ndarray, seqs: np.ndarray, k: Optional[int]) -> list[tuple[int, float]]:
-        """Exact float64 distances of candidate rows, best row per record, the k nearest
-        records plus ties with the k-th, nearest first."""
+    def _rescored(
+        self, q: np.ndarray, cand_rows: np.ndarray, seqs: np.ndarray, k: Optional[int], handicap: float
+    ) -> list[tuple[int, float]]:
+        """Exact float64 distances of candidate rows (a later row with the tail handicap),
+        best row per record, the k nearest records plus ties with the k-th, nearest first."""
         exact = 1.0 - (self.matrix[cand_rows].astype(np.float64) * q.astype(np.float64)).sum(axis=1)
-        distances = np.clip(exact, 0.0, 2.0)
+        distances = _ranked_distance(exact, self._later[cand_rows], handicap)
         if k is not None and k < distances.size:
             keep = _top_with_ties(distances, np.arange(distances.size), seqs, k, slack=0.0)
             distances, seqs = distances[keep], seqs[keep]
@@ -541,7 +557,8 @@ class VectorCache:
 
 
 def _empty_columns(capacity: int, dim: int) -> tuple[np.ndarray, ...]:
-    """Uninitialised (chunk ids, seqs, matrix, types, scopes, expiries) of ``capacity`` rows."""
+    """Uninitialised (chunk ids, seqs, matrix, types, scopes, expiries, later-row flags) of
+    ``capacity`` rows."""
     return (
         np.empty(capacity, dtype=np.int64),
         np.empty(capacity, dtype=np.int64),
@@ -549,6 +566,7 @@ def _empty_columns(capacity: int, dim: int) -> tuple[np.ndarray, ...]:
         np.empty(capacity, dtype=np.int8),
         np.empty((capacity, 3), dtype=np.int64),
         np.empty(capacity, dtype=np.int64),
+        np.empty(capacity, dtype=np.int8),
     )
 
 
@@ -556,6 +574,15 @@ def _grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
     out = np.empty((capacity,) + array.shape[1:], dtype=array.dtype)
     out[:size] = array[:size]
     return out
+
+
+def _ranked_distance(cosine_distance: np.ndarray, later: np.ndarray, handicap: float) -> np.ndarray:
+    """The distance a row ranks its record by: the cosine distance, plus ``handicap`` for
+    a record's later rows (a record counts its first row, or a later one plus the handicap,
+    whichever is nearer: SC-6.4), within [0, 2]."""
+    if not handicap:
+        return np.clip(cosine_distance, 0.0, 2.0)
+    return np.clip(cosine_distance + handicap * later, 0.0, 2.0)
 
 
 class GaveUp(Exception):

@@ -190,3 +190,25 @@ def test_reembed_adopts_the_new_chunking(tiny, tmp_path):
     assert [r.id for r, _ in again.search("peanut allergy", k=1, strategy="vector")] == ["long"]
     assert [r.id for r, _ in again.search("allergy", k=1, strategy="keyword")] == ["long"]
     assert again.get("memory", "long").content == _long("end", "peanut allergy")
+
+
+def test_tail_windows_rank_with_the_handicap_within_each_users_scope(tiny, tmp_path):
+    """A tail-window store (the tiny model's policy) ranks later rows with the handicap, on
+    a fresh cache and on one loaded from the vector sidecar, and user B never sees user A's
+    long record however well its tail matches."""
+    from oramem.chunking import TAIL_HANDICAP
+
+    path = tmp_path / "t.db"
+    store = SQLiteMemoryStore(path, embedder=tiny, search_strategy="vector")
+    store.add([_long("end", "peanut allergy")], "memory", record_ids=["long"], user_ids="A")
+    store.add(["red drive", "i"], "memory", record_ids=["b1", "b2"], user_ids="B")
+    mine = store.search("peanut allergy", k=5, user_id="A", strategy="vector")
+    theirs = store.search("peanut allergy", k=5, user_id="B", strategy="vector")
+    assert [r.id for r, _ in mine] == ["long"] and {r.id for r, _ in theirs} == {"b1", "b2"}
+    # the fact is in a later row: its distance carries the handicap (the first row is filler)
+    assert mine[0][1] >= TAIL_HANDICAP
+    store.close()
+    again = SQLiteMemoryStore(path, embedder=tiny, search_strategy="vector")
+    assert again.search("peanut allergy", k=5, user_id="A", strategy="vector") == mine
+    assert again.search("peanut allergy", k=5, user_id="B", strategy="vector") == theirs
+    again.close()

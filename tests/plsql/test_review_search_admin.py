@@ -328,3 +328,23 @@ def test_keyword_query_english_drops_the_sqlite_stopwords_and_stems():
     assert not re.search(r"l_language\s*:=\s*LOWER", body), "the request must not replace the store's language"
     spec = (REPO / "plsql" / "oramem_search.pks").read_text()
     assert "in_language IN VARCHAR2 DEFAULT 'english'" in spec
+
+
+def test_issue28_vector_ranking_adds_the_requests_tail_handicap_to_later_chunks():
+    """Both the approximate and the exact statement rank a record by its first chunk, or a
+    later chunk (chunk_no > 1) plus the request's tail_handicap, capped at 2; the handicap is
+    a bind (no number formatted into SQL text, whatever the NLS settings), read from the
+    request and checked to lie in [0, 2]; absent, 0 (best chunk, as SQLite without tail
+    windows). Static-checked, not run against Oracle."""
+    vr = _code(_function(SEARCH, "vector_ranking"))
+    approx = vr[vr.index("IF NOT in_exact THEN"):vr.index("'TO_VECTOR(:qv1, ")]
+    exact = vr[vr.rindex("l_rank := "):]
+    term = "CASE WHEN {}.chunk_no > 1 THEN :h ELSE 0 END"
+    assert "MIN(LEAST(2, a.dist + " + term.format("a") in approx and "c.chunk_no, VECTOR_DISTANCE" in approx
+    assert term.format("c") in exact and "MIN(LEAST(2, VECTOR_DISTANCE(" in exact
+    assert approx.count("add_bind(l_binds, 'h', 'N', in_num => in_handicap)") == 1
+    assert exact.count("add_bind(l_binds, 'h', 'N', in_num => in_handicap)") == 1
+    body = _code(_function(SEARCH, "search_json"))
+    assert "l_handicap := l_req.get_number('tail_handicap')" in body
+    assert "IF l_handicap < 0 OR l_handicap > 2 THEN" in body
+    assert body.count("l_handicap)") == 2 and "l_exact, TRUE, l_handicap).doc" in body  # vector and hybrid
