@@ -599,6 +599,9 @@ class SQLiteEngine(Engine):
     #: multiple of the records it needs (then 16 times that, then every match)
     _KEYWORD_WINDOW = 2
     _KEYWORD_WINDOW_MIN = 16
+    #: matching rows a keyword search reads of its window, as a multiple of the records it
+    #: needs (a record with several matching rows takes several; when they fill it, all are read)
+    _KEYWORD_ROWS = 2
 
     def _keyword(self, conn, t: StoreTables, where: Where, request: SearchRequest, needed: int,
                  catalog: Catalog) -> builtins.list[tuple[int, float]]:
@@ -633,20 +636,29 @@ class SQLiteEngine(Engine):
             "e AS (SELECT score FROM s ORDER BY score LIMIT 1 OFFSET :oramem_window - 1), "
             "m AS MATERIALIZED (SELECT * FROM s WHERE NOT EXISTS (SELECT 1 FROM e) OR score <= (SELECT score FROM e)) "
             "SELECT NULL, count(*), (SELECT count(*) FROM e), NULL, NULL FROM m UNION ALL "
-            "SELECT * FROM (SELECT c.record_seq, min(m.score) AS best, NULL, r.record_type, r.id FROM m "
+            "SELECT * FROM (SELECT c.record_seq, m.score, NULL, r.record_type, r.id FROM m "
             f"CROSS JOIN {t.chunks} c ON c.chunk_id = m.chunk_id CROSS JOIN {t.records} r ON r.seq = c.record_seq "
-            f"WHERE {where.sql()} GROUP BY c.record_seq ORDER BY best, r.record_type, r.id LIMIT :oramem_limit)"
+            f"WHERE {where.sql()} ORDER BY m.score, r.record_type, r.id LIMIT :oramem_limit)"
         )
-        params = {**where.params, "oramem_match": match, "oramem_limit": min(needed, _SQL_MAX_LIMIT)}
+        params = {**where.params, "oramem_match": match}
+        limit = min(self._KEYWORD_ROWS * needed, _SQL_MAX_LIMIT)
         for size in (window, 16 * window, _SQL_MAX_LIMIT):
             params["oramem_window"] = size
-            rows = conn.execute(sql, params).fetchall()
-            # the one row with a NULL record seq is the window's summary, wherever UNION ALL puts it
-            edge_found = next(row[2] for row in rows if row[0] is None)
-            hits = [row for row in rows if row[0] is not None]
+            while True:
+                params["oramem_limit"] = limit
+                rows = conn.execute(sql, params).fetchall()
+                # the one row with a NULL record seq is the window's summary, wherever UNION ALL puts it
+                edge_found = next(row[2] for row in rows if row[0] is None)
+                joined = sorted((row for row in rows if row[0] is not None), key=lambda row: (row[1], row[3], row[4]))
+                # a record's first row in (score, type, id) order carries its best score, so
+                # the records in order of first rows are the records in SC-6.1 order
+                seen: set = set()
+                hits = [row for row in joined if not (row[0] in seen or seen.add(row[0]))]
+                if len(joined) < limit or len(hits) >= needed or limit >= _SQL_MAX_LIMIT:
+                    break  # every passing row of the window read, or needed records among the first rows
+                limit = _SQL_MAX_LIMIT  # records with several matching rows filled the limit: read them all
             if not edge_found or len(hits) >= needed:
                 break  # every match joined, or needed records that no other record beats or ties
-        hits.sort(key=lambda row: (row[1], row[3], row[4]))
         return [(seq, keyword_distance(score)) for seq, score, *_ in hits[:needed]]
 
     @staticmethod
