@@ -653,7 +653,11 @@ class SQLiteEngine(Engine):
                 # a record's first row in (score, type, id) order carries its best score, so
                 # the records in order of first rows are the records in SC-6.1 order
                 seen: set = set()
-                hits = [row for row in joined if not (row[0] in seen or seen.add(row[0]))]
+                hits = []
+                for row in joined:
+                    if row[0] not in seen:
+                        seen.add(row[0])
+                        hits.append(row)
                 if len(joined) < limit or len(hits) >= needed or limit >= _SQL_MAX_LIMIT:
                     break  # every passing row of the window read, or needed records among the first rows
                 limit = _SQL_MAX_LIMIT  # records with several matching rows filled the limit: read them all
