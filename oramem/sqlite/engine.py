@@ -614,7 +614,10 @@ class SQLiteEngine(Engine):
         only the rows scoring at most the ``w``-th best row (a window of ``w`` rows plus
         every row tied with its last one) are joined to the chunks and records, where the
         remaining filters (type, visibility, metadata, and the scope again) apply, inside
-        the same statement. Every record with a row in that set has all its rows there and
+        the same statement, which orders the passing rows by (score, type, id) and returns
+        the first ``_KEYWORD_ROWS`` × ``needed`` (a record's first row carries its best
+        score; no GROUP BY over the window, which on tie-heavy texts is ~170 rows at 100k,
+        ``bench/results/keyword_cost.md``). Every record with a row in that set has all its rows there and
         scores at least as well as any record outside it, so the answer is exact as soon
         as ``needed`` records pass the filters (ties included: the whole tie group at the
         edge is joined, so the tie-break by type and id is exact). Otherwise ``w`` grows,

@@ -22,7 +22,7 @@ AGENTS = ["a1", None]
 
 
 def _old_keyword(self, conn, t, where, request, needed, catalog):
-    """The keyword query of main before issue 26 (26922d8), verbatim: the reference order."""
+    """The keyword query of main before this change (cd97b2c), verbatim: the reference order."""
     language = catalog.keyword_language or LEGACY_LANGUAGE
     scopes = [
         (name, scope.value if scope.match == ScopeMatch.EQUALS else None)
