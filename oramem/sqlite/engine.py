@@ -600,6 +600,9 @@ class SQLiteEngine(Engine):
     #: multiple of the records it needs (then 16 times that, then every match)
     _KEYWORD_WINDOW = 2
     _KEYWORD_WINDOW_MIN = 16
+    #: matching rows a keyword search reads of its window, as a multiple of the records it
+    #: needs (a record with several matching rows takes several; when they fill it, all are read)
+    _KEYWORD_ROWS = 2
 
     def _keyword(self, conn, t: StoreTables, where: Where, request: SearchRequest, needed: int,
                  catalog: Catalog) -> builtins.list[tuple[int, float]]:
@@ -612,7 +615,10 @@ class SQLiteEngine(Engine):
         only the rows scoring at most the ``w``-th best row (a window of ``w`` rows plus
         every row tied with its last one) are joined to the chunks and records, where the
         remaining filters (type, visibility, metadata, and the scope again) apply, inside
-        the same statement. Every record with a row in that set has all its rows there and
+        the same statement, which orders the passing rows by (score, type, id) and returns
+        the first ``_KEYWORD_ROWS`` × ``needed`` (a record's first row carries its best
+        score; no GROUP BY over the window, which on tie-heavy texts is ~170 rows at 100k,
+        ``bench/results/keyword_cost.md``). Every record with a row in that set has all its rows there and
         scores at least as well as any record outside it, so the answer is exact as soon
         as ``needed`` records pass the filters (ties included: the whole tie group at the
         edge is joined, so the tie-break by type and id is exact). Otherwise ``w`` grows,
@@ -634,20 +640,33 @@ class SQLiteEngine(Engine):
             "e AS (SELECT score FROM s ORDER BY score LIMIT 1 OFFSET :oramem_window - 1), "
             "m AS MATERIALIZED (SELECT * FROM s WHERE NOT EXISTS (SELECT 1 FROM e) OR score <= (SELECT score FROM e)) "
             "SELECT NULL, count(*), (SELECT count(*) FROM e), NULL, NULL FROM m UNION ALL "
-            "SELECT * FROM (SELECT c.record_seq, min(m.score) AS best, NULL, r.record_type, r.id FROM m "
+            "SELECT * FROM (SELECT c.record_seq, m.score, NULL, r.record_type, r.id FROM m "
             f"CROSS JOIN {t.chunks} c ON c.chunk_id = m.chunk_id CROSS JOIN {t.records} r ON r.seq = c.record_seq "
-            f"WHERE {where.sql()} GROUP BY c.record_seq ORDER BY best, r.record_type, r.id LIMIT :oramem_limit)"
+            f"WHERE {where.sql()} ORDER BY m.score, r.record_type, r.id LIMIT :oramem_limit)"
         )
-        params = {**where.params, "oramem_match": match, "oramem_limit": min(needed, _SQL_MAX_LIMIT)}
+        params = {**where.params, "oramem_match": match}
+        limit = min(self._KEYWORD_ROWS * needed, _SQL_MAX_LIMIT)
         for size in (window, 16 * window, _SQL_MAX_LIMIT):
             params["oramem_window"] = size
-            rows = conn.execute(sql, params).fetchall()
-            # the one row with a NULL record seq is the window's summary, wherever UNION ALL puts it
-            edge_found = next(row[2] for row in rows if row[0] is None)
-            hits = [row for row in rows if row[0] is not None]
+            while True:
+                params["oramem_limit"] = limit
+                rows = conn.execute(sql, params).fetchall()
+                # the one row with a NULL record seq is the window's summary, wherever UNION ALL puts it
+                edge_found = next(row[2] for row in rows if row[0] is None)
+                joined = sorted((row for row in rows if row[0] is not None), key=lambda row: (row[1], row[3], row[4]))
+                # a record's first row in (score, type, id) order carries its best score, so
+                # the records in order of first rows are the records in SC-6.1 order
+                seen: set = set()
+                hits = []
+                for row in joined:
+                    if row[0] not in seen:
+                        seen.add(row[0])
+                        hits.append(row)
+                if len(joined) < limit or len(hits) >= needed or limit >= _SQL_MAX_LIMIT:
+                    break  # every passing row of the window read, or needed records among the first rows
+                limit = _SQL_MAX_LIMIT  # records with several matching rows filled the limit: read them all
             if not edge_found or len(hits) >= needed:
                 break  # every match joined, or needed records that no other record beats or ties
-        hits.sort(key=lambda row: (row[1], row[3], row[4]))
         return [(seq, keyword_distance(score)) for seq, score, *_ in hits[:needed]]
 
     @staticmethod
