@@ -47,11 +47,11 @@ OBS_TYPES = ("pattern", "insight", "trend", "contradiction", "cross_entity_theme
 _LN2 = math.log(2.0)
 
 
-def _fact_cols(t) -> list:
+def _fact_cols(t) -> list[Any]:
     return [c for c in t.fact.c if c.name != "embedding_vec"]
 
 
-def _current(f) -> list:
+def _current(f) -> list[Any]:
     return [f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)]
 
 
@@ -61,7 +61,7 @@ def _unit_rows(mat: np.ndarray) -> np.ndarray:
     return mat / n
 
 
-def _cap(items: list, cfg: Any, what: str) -> list:
+def _cap(items: list[Any], cfg: Any, what: str) -> list[Any]:
     if len(items) > cfg.max_pairwise_items:
         log.warning("%s: %d items over max_pairwise_items=%d; only the first are compared", what, len(items), cfg.max_pairwise_items)
         return items[: cfg.max_pairwise_items]
@@ -88,7 +88,7 @@ async def _embed_one(rt: KnowledgeRuntime, text: str) -> Optional[np.ndarray]:
         return None
 
 
-def _render_fact(row: dict) -> str:
+def _render_fact(row: dict[str, Any]) -> str:
     """``fact_text [attribute_key = value]`` (KC-6.2; no "unknown = None")."""
     text = row["fact_text"]
     attr, value = row.get("attribute_key"), row.get("value_json")
@@ -116,14 +116,14 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: date
         clusters = {r["id"]: dict(r) for r in conn.execute(
             sa.select(cl.c.id, cl.c.created_at, cl.c.is_active).where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True)  # noqa: E712
         ).mappings()}
-        members: dict[str, set] = {}
+        members: dict[str, set[Any]] = {}
         for cid, fid in conn.execute(sa.select(f.c.cluster_id, f.c.id).where(reads.owned(f, agent_id, user_id), f.c.cluster_id.is_not(None))):
             members.setdefault(cid, set()).add(fid)
         names = {k: n for k, n in conn.execute(sa.select(e.c.canonical_key, e.c.display_name).where(reads.owned(e, agent_id, user_id)))}
         return rows, clusters, members, names
 
     rows, clusters, members, names = await _read(rt, load)
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(r["entity_key"], []).append(r)
     plans: list[list[Any]] = []  # (cluster_id or None, entity_key, facts, changed)
@@ -531,7 +531,7 @@ async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, 
             sa.select(e.c.canonical_key, e.c.display_name, e.c.entity_type, e.c.embedding_vec, e.c.fact_count, e.c.first_seen_at)
             .where(reads.owned(e, agent_id, user_id), e.c.is_active == True).order_by(e.c.canonical_key)  # noqa: E712
         ).mappings()]
-        sums: dict[str, list] = {}
+        sums: dict[str, list[Any]] = {}
         texts: dict[str, list[str]] = {}
         for key, vec, text in conn.execute(
             sa.select(f.c.entity_key, f.c.embedding_vec, f.c.fact_text).where(reads.owned(f, agent_id, user_id), *_current(f))
@@ -548,7 +548,7 @@ async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, 
 
     ents, centroids, texts = await _read(rt, load)
     pairs = []
-    by_type: dict[str, list[dict]] = {}
+    by_type: dict[str, list[dict[str, Any]]] = {}
     for x in ents:
         by_type.setdefault(x["entity_type"], []).append(x)
     for etype, group in sorted(by_type.items()):
@@ -587,7 +587,7 @@ async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, 
     return merges
 
 
-def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: datetime,
+def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[str, Any], lose: dict[str, Any], now: datetime,
            user_id: Optional[str]) -> list[str]:
     t = rt.tables
     f, lk, r, al, so, e = t.fact, t.link, t.relationship, t.alias, t.session_observation, t.entity
@@ -665,7 +665,7 @@ async def score_entity_importance(rt: KnowledgeRuntime, agent_id: str, cfg: Any,
         rec = {x["canonical_key"]: math.exp(-_LN2 * max(0.0, (now - x["last_seen_at"]).total_seconds() / 86400.0)
                                             / float(cfg.importance_recency_halflife_days)) for x in ents}
 
-        def mm(values: dict) -> dict:
+        def mm(values: dict[str, Any]) -> dict[str, Any]:
             vals = [float(values.get(k, 0)) for k in keys]
             lo, hi = min(vals), max(vals)
             return {k: (0.5 if hi == lo else (float(values.get(k, 0)) - lo) / (hi - lo)) for k in keys}
