@@ -13,9 +13,10 @@ import time
 import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import numpy as np
+import sqlalchemy as sa
 
 from .runtime import KnowledgeRuntime
 from .. import timeutil
@@ -40,6 +41,8 @@ from .text import (
 )
 from .observe import record_step
 from .types import CorrectionResult, ExtractionStrategy, InputClassification, PipelineTrace, StepTiming
+
+T = TypeVar("T")
 
 __all__ = ["WriteRun", "SELF_REFERENCES", "canonical_attribute_key", "detect_corrections", "is_nickname"]
 
@@ -262,8 +265,8 @@ class WriteRun(WriteState):
     def step(self, name: str, started: float, **data: Any) -> None:
         record_step(self, name, started, data)
 
-    async def read(self, fn):
-        def run():
+    async def read(self, fn: Callable[[sa.Connection], T]) -> T:
+        def run() -> T:
             with self.backend.read() as conn:
                 return fn(conn)
 
@@ -319,7 +322,7 @@ class WriteRun(WriteState):
             return []
         grams = [g for g in ngrams(self.message, 4) if len(g) >= 3]
         t = self.t
-        def primed(conn):
+        def primed(conn: sa.Connection) -> tuple[list[str], dict[str, dict[str, Any]]]:
             hits = reads.lookup_aliases(conn, t, self.agent_id, grams, self.user_id)
             keys: list[str] = []
             for g in grams:
@@ -609,7 +612,9 @@ class WriteRun(WriteState):
         norms = [norm(n) for n in to_embed]
         slugs = [slug(n) for n in to_embed]
 
-        def prefetch(conn):
+        def prefetch(
+            conn: sa.Connection,
+        ) -> tuple[dict[str, tuple[str, str]], dict[str, list[dict[str, Any]]], dict[str, dict[str, Any]]]:
             aliases = reads.lookup_aliases(conn, t, self.agent_id, norms, self.user_id)
             by_slug = reads.entities_by_slugs(conn, t, self.agent_id, slugs, self.user_id)
             keys = {k for k, _ in aliases.values()} | {r["canonical_key"] for rs in by_slug.values() for r in rs}
@@ -659,7 +664,7 @@ class WriteRun(WriteState):
             return self.display_updates[key]
         row = self._known_entities.get(key)
         if row and row.get("display_name"):
-            return row["display_name"]
+            return str(row["display_name"])
         return fallback
 
     def _register_alias(self, name: str, key: str) -> None:
@@ -791,17 +796,21 @@ class WriteRun(WriteState):
         return self._record(name, key, "created")
 
     async def _persons(self) -> list[dict[str, Any]]:
-        if self._persons_cache is None:
+        persons = self._persons_cache
+        if persons is None:
             t = self.t
-            self._persons_cache = await self.read(
-                lambda c: reads.active_entities_of_type(c, t, self.agent_id, "person", with_vec=False, user_id=self.user_id)
-            )
+
+            def load(c: sa.Connection) -> list[dict[str, Any]]:
+                return reads.active_entities_of_type(c, t, self.agent_id, "person", with_vec=False, user_id=self.user_id)
+
+            loaded = await self.read(load)
+            self._persons_cache = persons = loaded
         extra = [
             {"canonical_key": k, "display_name": e.display_name, "entity_type": e.entity_type}
             for k, e in sorted(self.created.items())
             if e.entity_type == "person" and k != self.speaker_key
         ]
-        return sorted(self._persons_cache + extra, key=lambda p: p["canonical_key"])
+        return sorted(persons + extra, key=lambda p: p["canonical_key"])
 
     async def _of_type(self, etype: str) -> list[dict[str, Any]]:
         if etype not in self._type_cache:
