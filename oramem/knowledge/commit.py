@@ -29,6 +29,7 @@ from . import faults, reads
 from .errors import KnowledgeError
 from .model import new_id
 from .pipeline import WriteRun, infer_value_type
+from .schema import KGTables
 from .text import iso, norm
 
 __all__ = ["StaleDecisions", "commit_write", "fact_metadata", "predict_relations", "store_fact_metadata_for"]
@@ -41,7 +42,7 @@ class StaleDecisions(KnowledgeError):
         self.subject_keys = subject_keys
 
 
-def fact_metadata(row: dict, entity_keys: list[str]) -> dict:
+def fact_metadata(row: dict[str, Any], entity_keys: list[str]) -> dict[str, Any]:
     """KC-3.5 flat store metadata of a fact (ISO UTC strings; NULLs omitted)."""
     md: dict[str, Any] = {
         "kg_entity_keys": list(entity_keys),
@@ -62,7 +63,7 @@ def fact_metadata(row: dict, entity_keys: list[str]) -> dict:
     return md
 
 
-def event_metadata(run: WriteRun) -> dict:
+def event_metadata(run: WriteRun) -> dict[str, Any]:
     """Metadata of an event's store ``message`` record: ``kg_event`` marks it as a knowledge
     event (KC-3.9: not a chat item of the thread), ``kg_user`` carries its scope."""
     md: dict[str, Any] = {"kg_event": True, "kg_speaker": run.speaker, "kg_source": run.source}
@@ -71,7 +72,7 @@ def event_metadata(run: WriteRun) -> dict:
     return md
 
 
-def links_of(conn: sa.Connection, t, agent_id: str, fact_ids: list[str]) -> dict[str, list[str]]:
+def links_of(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     lk = t.link
     for batch in reads.chunked(sorted(set(fact_ids))):
@@ -86,11 +87,11 @@ def links_of(conn: sa.Connection, t, agent_id: str, fact_ids: list[str]) -> dict
     return out
 
 
-def store_fact_metadata_for(conn: sa.Connection, t, agent_id: str, fact_ids: list[str]) -> dict[str, dict]:
+def store_fact_metadata_for(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Current store metadata of facts, rebuilt from their rows and links."""
     f = t.fact
     cols = [c for c in f.c if c.name != "embedding_vec"]
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, Any]] = {}
     for batch in reads.chunked(sorted(set(fact_ids))):
         for r in conn.execute(sa.select(*cols).where(f.c.id.in_(batch))).mappings():
             if r["agent_id"] == agent_id:
@@ -102,16 +103,16 @@ def store_fact_metadata_for(conn: sa.Connection, t, agent_id: str, fact_ids: lis
 # ----------------------------------------------------------------------------- planning
 class Plan:
     def __init__(self) -> None:
-        self.entity_inserts: list[dict] = []
-        self.entity_updates: dict[str, dict] = {}
-        self.alias_inserts: list[dict] = []
-        self.fact_inserts: list[dict] = []
-        self.fact_updates: dict[str, dict] = {}
+        self.entity_inserts: list[dict[str, Any]] = []
+        self.entity_updates: dict[str, dict[str, Any]] = {}
+        self.alias_inserts: list[dict[str, Any]] = []
+        self.fact_inserts: list[dict[str, Any]] = []
+        self.fact_updates: dict[str, dict[str, Any]] = {}
         self.closing: dict[str, tuple[str, datetime]] = {}  # old fact id -> ("valid_to"|"invalidated_at", when)
-        self.links: list[dict] = []
+        self.links: list[dict[str, Any]] = []
         self.new_links: dict[str, list[str]] = {}
-        self.store_new: list[dict] = []
-        self.store_meta: dict[str, dict] = {}
+        self.store_new: list[dict[str, Any]] = []
+        self.store_meta: dict[str, dict[str, Any]] = {}
         self.recount_keys: set[str] = set()
 
 
@@ -135,7 +136,7 @@ def recheck(run: WriteRun, conn: sa.Connection) -> None:
         keys = sorted({d.fact.subject_key for d in adds})
         texts = sorted({d.fact.fact for d in adds})
         cols = [c for c in f.c if c.name != "embedding_vec"]
-        existing: dict[tuple[str, str], dict] = {}
+        existing: dict[tuple[str, str], dict[str, Any]] = {}
         for batch in reads.chunked(keys):
             for tbatch in reads.chunked(texts):
                 q = sa.select(*cols).where(
@@ -338,7 +339,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
 
 
 # ----------------------------------------------------------------------------- relations
-def _edge_state(row: Optional[dict], closing: dict[str, tuple[str, datetime]]) -> str:
+def _edge_state(row: Optional[dict[str, Any]], closing: dict[str, tuple[str, datetime]]) -> str:
     if row is None:
         return "none"
     active = row["valid_to"] is None and row["invalidated_at"] is None
@@ -347,12 +348,12 @@ def _edge_state(row: Optional[dict], closing: dict[str, tuple[str, datetime]]) -
     return "active" if active else "closed"
 
 
-def predict_relations(run: WriteRun, conn: sa.Connection, closing: dict) -> list[dict]:
+def predict_relations(run: WriteRun, conn: sa.Connection, closing: dict[str, Any]) -> list[dict[str, Any]]:
     """Relation actions without writing (dry run, and the commit's own planning)."""
     t = run.t
     r_ = t.relationship
-    out: list[dict] = []
-    seen: set[tuple] = set()
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
     for r in run.relations:
         key = (r.source_key, r.target_key, r.rel_type)
         if key in seen:
@@ -420,12 +421,12 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
     faults.check("store_records")
 
 
-def _insert(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
+def _insert(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
     if rows:
         conn.execute(sa.insert(table), rows)
 
 
-def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: str, trace: dict) -> list[dict]:
+def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: str, trace: dict[str, Any]) -> list[dict[str, Any]]:
     t = run.t
     ag, now = run.agent_id, run.now
     # event
@@ -473,7 +474,7 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
     _insert(conn, t.link, plan.links)
     # relations (after facts, so an edge re-asserted in the write that cascaded it ends up active)
     faults.check("relations")
-    rel_out: list[dict] = []
+    rel_out: list[dict[str, Any]] = []
     for item in predict_relations(run, conn, {}):
         r, row, action = item["rel"], item["row"], item["action"]
         ev = r.evidence.evidence_id if r.evidence is not None else None
@@ -515,12 +516,12 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
     return rel_out
 
 
-def recount(conn: sa.Connection, t, agent_id: str, keys: set[str], now: datetime, user_id: Optional[str]) -> None:
+def recount(conn: sa.Connection, t: KGTables, agent_id: str, keys: set[str], now: datetime, user_id: Optional[str]) -> None:
     """``fact_count`` = the exact number of distinct current facts linked in the scope
     ``(agent_id, user_id)`` (KC-3.7): counted in SQL; only facts with a TTL are fetched to
     apply expiry."""
     lk, f = t.link, t.fact
-    def base(batch: list) -> sa.Select:
+    def base(batch: list[Any]) -> sa.Select[Any]:
         return (
             sa.select(lk.c.entity_key)
             .select_from(lk.join(f, f.c.id == lk.c.fact_id))
@@ -645,7 +646,7 @@ def _apply_observations(run: WriteRun, conn: sa.Connection) -> None:
         )
 
 
-def commit_write(run: WriteRun, *, event_mode: str, trace: dict, with_event_record: bool) -> list[dict]:
+def commit_write(run: WriteRun, *, event_mode: str, trace: dict[str, Any], with_event_record: bool) -> list[dict[str, Any]]:
     """Run the commit phase (sync; called in a worker thread) in one transaction. Returns
     the relation actions."""
     backend = run.backend
@@ -661,7 +662,7 @@ def commit_write(run: WriteRun, *, event_mode: str, trace: dict, with_event_reco
     return rel_out
 
 
-def commit_event_only(run: WriteRun, *, trace: dict, event_mode: str) -> None:
+def commit_event_only(run: WriteRun, *, trace: dict[str, Any], event_mode: str) -> None:
     """KC-7.3 keep_event: the event (and its store record) with ``trace_json.status``."""
     backend = run.backend
     plan = Plan()

@@ -43,7 +43,9 @@ def _event_line(e: Any, snippet: int) -> Optional[str]:
 
 
 def _intention_line(i: Any) -> str:
-    get = (lambda k: i.get(k)) if isinstance(i, dict) else (lambda k: getattr(i, k, None))
+    def get(key: str) -> Any:
+        return i.get(key) if isinstance(i, dict) else getattr(i, key, None)
+
     return f"{get('intended_action')} (when: {get('trigger_condition')})"
 
 

@@ -103,21 +103,21 @@ class Backend:
     #: the Oracle backend's agent table (set by KnowledgeMemory; unused on SQLite)
     agent_table: Any = None
 
-    def read(self) -> contextlib.AbstractContextManager:
+    def read(self) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def write(self, what: str, agent_id: str) -> contextlib.AbstractContextManager:
+    def write(self, what: str, agent_id: str) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def lock(self) -> contextlib.AbstractContextManager:
+    def lock(self) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def try_write(self, what: str, agent_id: str) -> contextlib.AbstractContextManager:
+    def try_write(self, what: str, agent_id: str) -> contextlib.AbstractContextManager[Any]:
         """Like :meth:`write`, but never waits for another writer: yields ``None`` at once
         when the write lock is taken (KC-5.14: usage tracking of a read, review finding 16)."""
         raise NotImplementedError
 
-    def hook_connection(self, dbapi_conn: Any) -> contextlib.AbstractContextManager:
+    def hook_connection(self, dbapi_conn: Any) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
 
     def close(self) -> None:

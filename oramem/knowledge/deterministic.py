@@ -17,7 +17,7 @@ _RELATION_KEYS = {"source", "target", "rel_type", "source_type", "target_type"}
 _SELF = {"user", "me", "i", "myself", "eu", "mim", "yo", "mi", "je", "moi", "ich"}
 
 
-def _items(value: Optional[list], what: str, allowed: set[str]) -> list[Mapping[str, Any]]:
+def _items(value: Optional[list[Any]], what: str, allowed: set[str]) -> list[Mapping[str, Any]]:
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
@@ -51,12 +51,12 @@ def _optional_str(item: Mapping[str, Any], key: str, where: str) -> Optional[str
     return value.strip()
 
 
-def build_reply(entities: Optional[list], facts: Optional[list], relations: Optional[list]) -> dict[str, Any]:
+def build_reply(entities: Optional[list[Any]], facts: Optional[list[Any]], relations: Optional[list[Any]]) -> dict[str, Any]:
     """Validate the items (every error before anything is stored) and return an extraction
     reply: ``{"entities": [...], "facts": [...], "relations": [...]}``."""
     ents: dict[str, dict[str, Any]] = {}
 
-    def entity(name: str, etype: Optional[str], aliases: Optional[list] = None) -> None:
+    def entity(name: str, etype: Optional[str], aliases: Optional[list[Any]] = None) -> None:
         entry = ents.setdefault(name.lower(), {"name": name})
         if etype is not None:
             if entry.get("type") not in (None, etype):

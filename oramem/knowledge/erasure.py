@@ -34,7 +34,7 @@ from .schema import KGTables
 
 __all__ = ["erase", "OracleEraser"]
 
-PurgeFacts = Callable[[sa.Connection, Any, list], None]
+PurgeFacts = Callable[[sa.Connection, Any, list[str]], None]
 
 
 def _counts(conn: sa.Connection, t: KGTables) -> dict[str, int]:
@@ -58,12 +58,12 @@ def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: P
     return ErasureReport({name: before[name] - after[name] for name in before}, tuple(records))
 
 
-def _in(column: Any, values: set) -> list:
+def _in(column: Any, values: set[str]) -> list[Any]:
     """``column IN (...)`` conditions over batches of ``values``."""
     return [column.in_(batch) for batch in reads.chunked(sorted(values))]
 
 
-def _any_in(column: Any, values: set) -> Any:
+def _any_in(column: Any, values: set[str]) -> Any:
     conds = _in(column, values)
     return sa.or_(*conds) if conds else sa.false()
 
@@ -72,7 +72,10 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     ev, f, e, al, rel, lk = t.event, t.fact, t.entity, t.alias, t.relationship, t.link
     so, it, mo, cl = t.session_observation, t.intention, t.meta_observation, t.cluster
     users = set(event.user_ids)
-    mine = lambda table: _any_in(table.c.user_id, users)  # noqa: E731
+
+    def mine(table: Any) -> Any:
+        return _any_in(table.c.user_id, users)
+
     erased = {rid for rtype, rid in event.records if rtype in ("message", "fact")}
 
     # her events and facts: her scope, plus knowledge rows whose store record was hers

@@ -29,8 +29,8 @@ COMMIT_STEPS = (
 #: where :func:`kill_at` can stop a process: every commit step, after the store records
 #: were written, just before the block's COMMIT, and just after it
 KILL_STEPS = COMMIT_STEPS + ("store_records", "commit", "committed")
-FAIL_AT: contextvars.ContextVar[frozenset] = contextvars.ContextVar("oramem_kg_fail_at", default=frozenset())
-KILL_AT: contextvars.ContextVar[frozenset] = contextvars.ContextVar("oramem_kg_kill_at", default=frozenset())
+FAIL_AT: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("oramem_kg_fail_at", default=frozenset())
+KILL_AT: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("oramem_kg_kill_at", default=frozenset())
 
 
 class InjectedDatabaseError(StoreError):
@@ -38,7 +38,7 @@ class InjectedDatabaseError(StoreError):
 
 
 @contextlib.contextmanager
-def armed(var: contextvars.ContextVar[frozenset], steps: tuple[str, ...], known: tuple[str, ...],
+def armed(var: contextvars.ContextVar[frozenset[str]], steps: tuple[str, ...], known: tuple[str, ...],
           name: str) -> Iterator[None]:
     """Add ``steps`` (each among ``known``) to ``var`` for the block (``fail_at``, ``kill_at``)."""
     unknown = [s for s in steps if s not in known]

@@ -13,12 +13,13 @@ from __future__ import annotations
 import logging
 import math
 from datetime import datetime, timedelta
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
 import sqlalchemy as sa
 
 from .runtime import KnowledgeRuntime
+from .schema import KGTables
 from . import commit as commit_mod
 from . import reads
 from .emotion import tag_emotion_detailed
@@ -41,39 +42,44 @@ __all__ = ["JOB_ORDER", "cluster_facts", "detect_communities", "consolidate", "m
 
 log = logging.getLogger("oramem.knowledge")
 
+T = TypeVar("T")
+#: a row read as a dict of its columns
+Row = dict[str, Any]
+
 JOB_ORDER = ("entity_importance", "summary_refresh", "clustering", "community_detection", "consolidation",
              "emotional_trends", "memify")
 OBS_TYPES = ("pattern", "insight", "trend", "contradiction", "cross_entity_theme", "behavioral_preference")
 _LN2 = math.log(2.0)
 
 
-def _fact_cols(t) -> list:
+def _fact_cols(t: KGTables) -> list[Any]:
     return [c for c in t.fact.c if c.name != "embedding_vec"]
 
 
-def _current(f) -> list:
+def _current(f: sa.Table) -> list[Any]:
     return [f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)]
 
 
 def _unit_rows(mat: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(mat, axis=1, keepdims=True)
     n[n == 0] = 1.0
-    return mat / n
+    out: np.ndarray = mat / n
+    return out
 
 
-def _cap(items: list, cfg: Any, what: str) -> list:
+def _cap(items: list[Any], cfg: Any, what: str) -> list[Any]:
     if len(items) > cfg.max_pairwise_items:
         log.warning("%s: %d items over max_pairwise_items=%d; only the first are compared", what, len(items), cfg.max_pairwise_items)
         return items[: cfg.max_pairwise_items]
     return items
 
 
-async def _read(rt: KnowledgeRuntime, fn):
+async def _read(rt: KnowledgeRuntime, fn: Callable[[sa.Connection], T]) -> T:
     return await rt.read(fn)
 
 
-async def _write(rt: KnowledgeRuntime, agent_id: str, what: str, fn):
-    def run():
+async def _write(rt: KnowledgeRuntime, agent_id: str, what: str, fn: Callable[[sa.Connection], T]) -> T:
+    def run() -> T:
         with rt.backend.write(what, agent_id) as conn:
             return fn(conn)
 
@@ -82,15 +88,16 @@ async def _write(rt: KnowledgeRuntime, agent_id: str, what: str, fn):
 
 async def _embed_one(rt: KnowledgeRuntime, text: str) -> Optional[np.ndarray]:
     try:
-        return np.asarray(await rt.embed([text], False), dtype=np.float32)[0]
+        vec: np.ndarray = np.asarray(await rt.embed([text], False), dtype=np.float32)[0]
+        return vec
     except Exception as exc:  # noqa: BLE001 - a job item without a vector is skipped, not fatal
         log.warning("job embedding failed (%s)", type(exc).__name__)
         return None
 
 
-def _render_fact(row: dict) -> str:
+def _render_fact(row: dict[str, Any]) -> str:
     """``fact_text [attribute_key = value]`` (KC-6.2; no "unknown = None")."""
-    text = row["fact_text"]
+    text: str = row["fact_text"]
     attr, value = row.get("attribute_key"), row.get("value_json")
     if attr and value is not None and not isinstance(value, (dict, list)):
         return f"{text} [{attr} = {value}]"
@@ -105,7 +112,7 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: date
     f, cl, e = t.fact, t.cluster, t.entity
     res = ClusteringResult()
 
-    def load(conn):
+    def load(conn: sa.Connection) -> tuple[list[Row], dict[str, Row], dict[str, set[Any]], dict[str, str]]:
         rows = [dict(r) for r in conn.execute(
             sa.select(f.c.id, f.c.entity_key, f.c.fact_text, f.c.attribute_key, f.c.value_json, f.c.importance, f.c.cluster_id,
                       f.c.embedding_vec, f.c.ttl_days, f.c.ingested_at)
@@ -116,14 +123,14 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: date
         clusters = {r["id"]: dict(r) for r in conn.execute(
             sa.select(cl.c.id, cl.c.created_at, cl.c.is_active).where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True)  # noqa: E712
         ).mappings()}
-        members: dict[str, set] = {}
+        members: dict[str, set[Any]] = {}
         for cid, fid in conn.execute(sa.select(f.c.cluster_id, f.c.id).where(reads.owned(f, agent_id, user_id), f.c.cluster_id.is_not(None))):
             members.setdefault(cid, set()).add(fid)
         names = {k: n for k, n in conn.execute(sa.select(e.c.canonical_key, e.c.display_name).where(reads.owned(e, agent_id, user_id)))}
         return rows, clusters, members, names
 
     rows, clusters, members, names = await _read(rt, load)
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(r["entity_key"], []).append(r)
     plans: list[list[Any]] = []  # (cluster_id or None, entity_key, facts, changed)
@@ -162,7 +169,7 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: date
                 n = float(np.linalg.norm(m))
                 p[5] = m / n if n > 0 else m
 
-    def write(conn):
+    def write(conn: sa.Connection) -> None:
         keep: set[str] = set()
         for existing, key, facts, changed, summary, vec in plans:
             ids = sorted(r["id"] for r in facts)
@@ -210,7 +217,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now:
     t = rt.tables
     cl, f, mo = t.cluster, t.fact, t.meta_observation
 
-    def load(conn):
+    def load(conn: sa.Connection) -> tuple[list[Row], dict[str, list[tuple[str, str]]], list[Row]]:
         cls = [dict(r) for r in conn.execute(
             sa.select(cl.c.id, cl.c.label, cl.c.summary_text, cl.c.embedding_vec, cl.c.importance)
             .where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True, cl.c.embedding_vec.is_not(None))  # noqa: E712
@@ -234,7 +241,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now:
     if len(cls) < cfg.community_min_clusters:
         return CommunityDetectionResult(skipped=True, skip_reason="insufficient clusters")
     cls = _cap(cls, cfg, "detect_communities")
-    owner = {c["id"]: (facts.get(c["id"]) or [(None, c["label"])])[0][1] for c in cls}
+    owner = {c["id"]: (facts.get(c["id"]) or [("", c["label"])])[0][1] for c in cls}
     mat = _unit_rows(np.stack([np.asarray(c["embedding_vec"], dtype=np.float32) for c in cls]))
     sims = mat @ mat.T
     parent = list(range(len(cls)))
@@ -292,7 +299,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now:
                 continue
         actions.append(("reinforce", match, fids))
 
-    def write(conn):
+    def write(conn: sa.Connection) -> None:
         for a in actions:
             if a[0] == "create":
                 _, title, summary, fids, vec = a
@@ -331,7 +338,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: dateti
     ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation
     since = now - timedelta(days=cfg.consolidation_lookback_days)
 
-    def load(conn):
+    def load(conn: sa.Connection) -> tuple[list[Row], list[str], list[Row], list[Row]]:
         events = [dict(r) for r in conn.execute(
             sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary)
             .where(reads.owned(ev, agent_id, user_id), ev.c.occurred_at >= since, ev.c.occurred_at <= now)
@@ -367,7 +374,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: dateti
         if out is not None:
             tags.append((e["id"], out))
     if tags:
-        def tag(conn):
+        def tag(conn: sa.Connection) -> None:
             for eid, out in tags:
                 conn.execute(sa.update(ev).where(ev.c.id == eid, reads.owned(ev, agent_id, user_id)).values(
                     emotion_primary=out["emotion"], emotion_intensity=out["intensity"], energy_level=out["energy"]))
@@ -426,7 +433,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: dateti
                 contradicted = other
         actions.append(("create", it, vec, contradicted))
 
-    def write(conn):
+    def write(conn: sa.Connection) -> None:
         for a in actions:
             if a[0] == "reinforce":
                 o, it = a[1], a[2]
@@ -458,7 +465,7 @@ async def memify(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, u
     res = MemifyResult()
     changed_stale: list[str] = []
 
-    def steps_1_2_3_5(conn):
+    def steps_1_2_3_5(conn: sa.Connection) -> None:
         rows = conn.execute(
             sa.select(f.c.id, f.c.times_retrieved, f.c.last_retrieved_at, f.c.ingested_at, f.c.confidence, f.c.reinforcement_count,
                       f.c.user_correction_count, f.c.importance, f.c.is_sensitive, f.c.is_stale)
@@ -526,12 +533,12 @@ async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, 
     t = rt.tables
     e, f = t.entity, t.fact
 
-    def load(conn):
+    def load(conn: sa.Connection) -> tuple[list[Row], dict[str, np.ndarray], dict[str, list[str]]]:
         ents = [dict(x) for x in conn.execute(
             sa.select(e.c.canonical_key, e.c.display_name, e.c.entity_type, e.c.embedding_vec, e.c.fact_count, e.c.first_seen_at)
             .where(reads.owned(e, agent_id, user_id), e.c.is_active == True).order_by(e.c.canonical_key)  # noqa: E712
         ).mappings()]
-        sums: dict[str, list] = {}
+        sums: dict[str, list[Any]] = {}
         texts: dict[str, list[str]] = {}
         for key, vec, text in conn.execute(
             sa.select(f.c.entity_key, f.c.embedding_vec, f.c.fact_text).where(reads.owned(f, agent_id, user_id), *_current(f))
@@ -548,7 +555,7 @@ async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, 
 
     ents, centroids, texts = await _read(rt, load)
     pairs = []
-    by_type: dict[str, list[dict]] = {}
+    by_type: dict[str, list[dict[str, Any]]] = {}
     for x in ents:
         by_type.setdefault(x["entity_type"], []).append(x)
     for etype, group in sorted(by_type.items()):
@@ -587,7 +594,7 @@ async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, 
     return merges
 
 
-def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict, lose: dict, now: datetime,
+def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[str, Any], lose: dict[str, Any], now: datetime,
            user_id: Optional[str]) -> list[str]:
     t = rt.tables
     f, lk, r, al, so, e = t.fact, t.link, t.relationship, t.alias, t.session_observation, t.entity
@@ -643,7 +650,7 @@ async def score_entity_importance(rt: KnowledgeRuntime, agent_id: str, cfg: Any,
     t = rt.tables
     e, lk, f, r = t.entity, t.link, t.fact, t.relationship
 
-    def run(conn):
+    def run(conn: sa.Connection) -> EntityImportanceResult:
         ents = [dict(x) for x in conn.execute(
             sa.select(e.c.canonical_key, e.c.last_seen_at).where(reads.owned(e, agent_id, user_id), e.c.is_active == True)  # noqa: E712
             .order_by(e.c.canonical_key)
@@ -665,7 +672,7 @@ async def score_entity_importance(rt: KnowledgeRuntime, agent_id: str, cfg: Any,
         rec = {x["canonical_key"]: math.exp(-_LN2 * max(0.0, (now - x["last_seen_at"]).total_seconds() / 86400.0)
                                             / float(cfg.importance_recency_halflife_days)) for x in ents}
 
-        def mm(values: dict) -> dict:
+        def mm(values: dict[str, Any]) -> dict[str, Any]:
             vals = [float(values.get(k, 0)) for k in keys]
             lo, hi = min(vals), max(vals)
             return {k: (0.5 if hi == lo else (float(values.get(k, 0)) - lo) / (hi - lo)) for k in keys}
@@ -685,7 +692,7 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: 
     t = rt.tables
     e, lk, f = t.entity, t.link, t.fact
 
-    def load(conn):
+    def load(conn: sa.Connection) -> list[tuple[Row, bool, list[str]]]:
         ents = [dict(x) for x in conn.execute(
             sa.select(e.c.canonical_key, e.c.display_name, e.c.summary_text, e.c.summary_refreshed_at)
             .where(reads.owned(e, agent_id, user_id), e.c.is_active == True)  # noqa: E712
@@ -728,7 +735,7 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: 
             continue
         done.append((x["canonical_key"], reply["summary"].strip()))
     if done:
-        def write(conn):
+        def write(conn: sa.Connection) -> None:
             for key, text in done:
                 conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == key).values(
                     summary_text=text, summary_refreshed_at=now))

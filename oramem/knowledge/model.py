@@ -64,7 +64,7 @@ class XRelation:
 class Decision:
     fact: XFact
     action: str  # ADD | UPDATE | NOOP | DELETE
-    target: Optional[dict] = None  # existing fact row (dict of columns)
+    target: Optional[dict[str, Any]] = None  # existing fact row (dict of columns)
     kind: str = "change"  # change | correction (UPDATE only)
     late: bool = False
 
@@ -73,7 +73,7 @@ class Decision:
         if self.action in ("ADD", "UPDATE"):
             return self.fact.new_id
         if self.action == "NOOP" and self.target is not None:
-            return self.target["id"]
+            return str(self.target["id"])
         return None
 
 

@@ -34,7 +34,7 @@ def otel_available() -> bool:
     return _otel_trace is not None
 
 
-def record_step(run: Any, name: str, started: float, data: dict) -> None:
+def record_step(run: Any, name: str, started: float, data: dict[str, Any]) -> None:
     """One finished step of ``run`` (a WriteRun or RetrieveRun): its timing always, its data
     in the verbose trace, and a child span when a span of the operation is recording."""
     end = time.perf_counter()
@@ -50,7 +50,7 @@ def record_step(run: Any, name: str, started: float, data: dict) -> None:
         span.end(end_time=now_ns)
 
 
-def _attributes(data: dict) -> dict:
+def _attributes(data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, bool) or isinstance(value, (int, float)):

@@ -13,9 +13,10 @@ import time
 import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import numpy as np
+import sqlalchemy as sa
 
 from .runtime import KnowledgeRuntime
 from .. import timeutil
@@ -41,6 +42,8 @@ from .text import (
 from .observe import record_step
 from .types import CorrectionResult, ExtractionStrategy, InputClassification, PipelineTrace, StepTiming
 
+T = TypeVar("T")
+
 __all__ = ["WriteRun", "SELF_REFERENCES", "canonical_attribute_key", "detect_corrections", "is_nickname"]
 
 if TYPE_CHECKING:
@@ -55,7 +58,7 @@ MAX_FACT_CHARS = 2000
 
 
 # ----------------------------------------------------------------------------- pure helpers
-def canonical_attribute_key(raw: Any, aliases: dict) -> Optional[str]:
+def canonical_attribute_key(raw: Any, aliases: dict[str, Any]) -> Optional[str]:
     """KC-4.16: ``attribute_aliases`` first, then ``norm`` with spaces and ``-`` → ``_``;
     must match ``^[a-z][a-z0-9_.]*[a-z0-9]$`` and be at most 64 chars, else None."""
     if not isinstance(raw, str) or not raw.strip():
@@ -79,7 +82,7 @@ def is_nickname(a: str, b: str) -> bool:
     return len(short) == 1 and len(short[0]) >= 3 and long_[0].startswith(short[0]) and long_[0] != short[0]
 
 
-def detect_corrections(decisions: list) -> CorrectionResult:
+def detect_corrections(decisions: list[Any]) -> CorrectionResult:
     """KC-4.13: applied UPDATEs of kind ``correction`` → ``CorrectionResult``.
 
     Accepts pipeline decisions or plain dicts with ``action``, ``update_kind``,
@@ -262,8 +265,8 @@ class WriteRun(WriteState):
     def step(self, name: str, started: float, **data: Any) -> None:
         record_step(self, name, started, data)
 
-    async def read(self, fn):
-        def run():
+    async def read(self, fn: Callable[[sa.Connection], T]) -> T:
+        def run() -> T:
             with self.backend.read() as conn:
                 return fn(conn)
 
@@ -312,14 +315,14 @@ class WriteRun(WriteState):
         self.emotion = result
         self.step("emotion", t0, emotion=result)
 
-    async def informed_context(self) -> list[dict]:
+    async def informed_context(self) -> list[dict[str, Any]]:
         """KC-4.6: alias n-gram priming (indexed), then summaries or similar current facts."""
         cfg = self.cfg
         if not cfg.enable_informed_extraction:
             return []
         grams = [g for g in ngrams(self.message, 4) if len(g) >= 3]
         t = self.t
-        def primed(conn):
+        def primed(conn: sa.Connection) -> tuple[list[str], dict[str, dict[str, Any]]]:
             hits = reads.lookup_aliases(conn, t, self.agent_id, grams, self.user_id)
             keys: list[str] = []
             for g in grams:
@@ -333,7 +336,7 @@ class WriteRun(WriteState):
         keys = [k for k in keys if k in ents and ents[k]["is_active"]]
         n = len(keys)
         per_entity = cfg.informed_extraction_topk if n <= 2 else max(3, cfg.informed_extraction_context_budget_tokens // n // 20)
-        block: list[dict] = []
+        block: list[dict[str, Any]] = []
         for k in keys:
             e = ents[k]
             item = {"entity_key": k, "display_name": e["display_name"], "summary": e["summary_text"], "facts": []}
@@ -365,7 +368,7 @@ class WriteRun(WriteState):
                 block.pop()
         return block
 
-    def _extract_payload(self, chunk: Chunk, existing: list[dict]) -> dict:
+    def _extract_payload(self, chunk: Chunk, existing: list[dict[str, Any]]) -> dict[str, Any]:
         recent = [m[:300] for m in self.recent_messages[-5:]]
         return {
             "message": chunk.text,
@@ -379,14 +382,14 @@ class WriteRun(WriteState):
             else {"index": chunk.index, "count": chunk.count, "hint": self.chosen_strategy().chunk_context_hint, "heading": chunk.heading},
         }
 
-    async def extract(self, chunks: list[Chunk], existing: list[dict]) -> list[tuple[Chunk, dict]]:
+    async def extract(self, chunks: list[Chunk], existing: list[dict[str, Any]]) -> list[tuple[Chunk, dict[str, Any]]]:
         """KC-4.5: one ``extract`` call per piece, at most ``llm_concurrency`` at once; a
         failed piece is retried once; a second failure fails the extraction."""
         t0 = time.perf_counter()
         sem = asyncio.Semaphore(self.cfg.llm_concurrency)
         chunked_mode = len(chunks) > 1
 
-        async def one(chunk: Chunk) -> dict:
+        async def one(chunk: Chunk) -> dict[str, Any]:
             payload = self._extract_payload(chunk, existing)
             attempts = 2 if chunked_mode else 1
             last: Optional[Exception] = None
@@ -412,13 +415,13 @@ class WriteRun(WriteState):
         return list(zip(chunks, [r for r in results if not isinstance(r, BaseException)]))
 
     # -- step 4 ------------------------------------------------------------------------------
-    def postprocess(self, replies: list[tuple[Chunk, dict]]) -> None:
+    def postprocess(self, replies: list[tuple[Chunk, dict[str, Any]]]) -> None:
         """KC-4.8: alias rewriting (keeping every other field), identity relations,
         normalised confidence/importance, exact dedup; semantic dedup runs in ``dedup``."""
         cfg = self.cfg
         by_norm: dict[str, XEntity] = {}
-        raw_facts: list[tuple[dict, str]] = []
-        raw_rels: list[dict] = []
+        raw_facts: list[tuple[dict[str, Any], str]] = []
+        raw_rels: list[dict[str, Any]] = []
         for chunk, reply in replies:
             ctx = "conversation" if chunk.count <= 1 else f"chunk {chunk.index}/{chunk.count}"
             for e in reply.get("entities", []):
@@ -528,7 +531,7 @@ class WriteRun(WriteState):
             return float(self.cfg.confidence_level_map[raw])
         return float(self.cfg.confidence_default)
 
-    def _intention(self, raw: dict) -> None:
+    def _intention(self, raw: dict[str, Any]) -> None:
         due = _parse_dt(raw.get("due_date"), self.tz)
         tt = raw.get("trigger_type")
         trigger_type = "time" if tt == "time" and due is not None else "event"
@@ -609,7 +612,9 @@ class WriteRun(WriteState):
         norms = [norm(n) for n in to_embed]
         slugs = [slug(n) for n in to_embed]
 
-        def prefetch(conn):
+        def prefetch(
+            conn: sa.Connection,
+        ) -> tuple[dict[str, tuple[str, str]], dict[str, list[dict[str, Any]]], dict[str, dict[str, Any]]]:
             aliases = reads.lookup_aliases(conn, t, self.agent_id, norms, self.user_id)
             by_slug = reads.entities_by_slugs(conn, t, self.agent_id, slugs, self.user_id)
             keys = {k for k, _ in aliases.values()} | {r["canonical_key"] for rs in by_slug.values() for r in rs}
@@ -659,7 +664,7 @@ class WriteRun(WriteState):
             return self.display_updates[key]
         row = self._known_entities.get(key)
         if row and row.get("display_name"):
-            return row["display_name"]
+            return str(row["display_name"])
         return fallback
 
     def _register_alias(self, name: str, key: str) -> None:
@@ -729,7 +734,7 @@ class WriteRun(WriteState):
                     )
                 return self._record(name, pick["canonical_key"], "exact")
         vec = self.name_vecs.get(n)
-        llm_candidates: list[dict] = []
+        llm_candidates: list[dict[str, Any]] = []
         # 1.5 nickname (mention and candidate both person)
         if mention_type == "person":
             persons = await self._persons()
@@ -790,20 +795,24 @@ class WriteRun(WriteState):
             self.created[key] = NewEntity(key, name, etype, vec)
         return self._record(name, key, "created")
 
-    async def _persons(self) -> list[dict]:
-        if self._persons_cache is None:
+    async def _persons(self) -> list[dict[str, Any]]:
+        persons = self._persons_cache
+        if persons is None:
             t = self.t
-            self._persons_cache = await self.read(
-                lambda c: reads.active_entities_of_type(c, t, self.agent_id, "person", with_vec=False, user_id=self.user_id)
-            )
+
+            def load(c: sa.Connection) -> list[dict[str, Any]]:
+                return reads.active_entities_of_type(c, t, self.agent_id, "person", with_vec=False, user_id=self.user_id)
+
+            loaded = await self.read(load)
+            self._persons_cache = persons = loaded
         extra = [
             {"canonical_key": k, "display_name": e.display_name, "entity_type": e.entity_type}
             for k, e in sorted(self.created.items())
             if e.entity_type == "person" and k != self.speaker_key
         ]
-        return sorted(self._persons_cache + extra, key=lambda p: p["canonical_key"])
+        return sorted(persons + extra, key=lambda p: p["canonical_key"])
 
-    async def _of_type(self, etype: str) -> list[dict]:
+    async def _of_type(self, etype: str) -> list[dict[str, Any]]:
         if etype not in self._type_cache:
             t = self.t
             rows = await self.read(lambda c: reads.active_entities_of_type(c, t, self.agent_id, etype, with_vec=True, user_id=self.user_id))
@@ -911,7 +920,7 @@ class WriteRun(WriteState):
         self.step("reconcile", t0, facts=len(facts), calls=calls)
         return out
 
-    async def _reconcile_call(self, key: str, needs: list[XFact], existing: list[dict]) -> list[Decision]:
+    async def _reconcile_call(self, key: str, needs: list[XFact], existing: list[dict[str, Any]]) -> list[Decision]:
         payload = {
             "subject_key": key,
             "subject_name": needs[0].subject_name,
@@ -940,7 +949,7 @@ class WriteRun(WriteState):
             if "reconcile" not in self.degraded:
                 self.degraded.append("reconcile")
             return self._reconcile_by_rules(needs, existing)
-        by_new: dict[int, dict] = {}
+        by_new: dict[int, dict[str, Any]] = {}
         for d in reply["decisions"]:
             idx = d.get("new_fact_index")
             if isinstance(idx, int) and not isinstance(idx, bool) and 1 <= idx <= len(needs) and idx not in by_new:
@@ -973,7 +982,7 @@ class WriteRun(WriteState):
             out.append(Decision(f, action, target, kind))
         return out
 
-    def _reconcile_by_rules(self, needs: list[XFact], existing: list[dict]) -> list[Decision]:
+    def _reconcile_by_rules(self, needs: list[XFact], existing: list[dict[str, Any]]) -> list[Decision]:
         """Reconciliation without an LLM: the same text confirms (NOOP), the same attribute key
         under the supersede policy replaces (UPDATE), anything else is new (ADD)."""
         used: set[str] = set()
@@ -1018,7 +1027,7 @@ class WriteRun(WriteState):
         words = {id(d): word_tokens(d.fact.fact) for d in usable}
         missing: list[XRelation] = []
         for r in self.relations:
-            best: Optional[tuple] = None
+            best: Optional[tuple[Any, ...]] = None
             for d in usable:
                 w = words[id(d)]
                 has_src, has_tgt = self.mentions(w, r.source_key), self.mentions(w, r.target_key)

@@ -147,14 +147,16 @@ def emotional_trends(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, c
     res = EmotionalTrendsResult(emotion_counts=dict(sorted(counts.items())), events_analyzed=n)
     if n < cfg.emotional_trend_min_events or n == 0:
         return res
-    inten = lambda r: float(r["emotion_intensity"] or 0.0)  # noqa: E731
+    def inten(r: Any) -> float:
+        return float(r["emotion_intensity"] or 0.0)
+
     mean_int = {e: sum(inten(r) for r in rows if r["emotion_primary"] == e) / c for e, c in counts.items()}
     dominant = sorted(counts, key=lambda e: (-counts[e], -mean_int[e], e))[0]
     half = n // 2
     first = sum(1 for r in rows[:half] if r["emotion_primary"] == dominant)
     second = sum(1 for r in rows[n - half:] if r["emotion_primary"] == dominant) if half else 0
     direction = "increasing" if second > first else "decreasing" if second < first else "stable"
-    words: Counter = Counter()
+    words: Counter[str] = Counter()
     for r in rows:
         if inten(r) >= 0.7:
             for w in re.findall(r"[^\W\d_]{3,}", norm(r["text"] or "")):

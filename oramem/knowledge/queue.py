@@ -98,7 +98,7 @@ def job_info(row: Any) -> JobInfo:
 
 # ----------------------------------------------------------------------------- submit
 def insert_job(conn: sa.Connection, t: Any, *, job_id: str, agent_id: str, event_id: str, session_id: str,
-               payload: dict, now: datetime, max_attempts: int, user_id: Optional[str] = None) -> None:
+               payload: dict[str, Any], now: datetime, max_attempts: int, user_id: Optional[str] = None) -> None:
     conn.execute(sa.insert(t.job).values(
         id=job_id, agent_id=agent_id, user_id=user_id, event_id=event_id, kind="write", status="pending", session_id=session_id,
         payload_json=payload, attempts=0, max_attempts=max_attempts, available_at=now, created_at=now, updated_at=now,
@@ -106,7 +106,7 @@ def insert_job(conn: sa.Connection, t: Any, *, job_id: str, agent_id: str, event
 
 
 # ----------------------------------------------------------------------------- claim
-def claim_sqlite(rt: Any, worker_id: str, now: datetime, lease_until: datetime) -> Optional[dict]:
+def claim_sqlite(rt: Any, worker_id: str, now: datetime, lease_until: datetime) -> Optional[dict[str, Any]]:
     """Claim the next due job in one ``BEGIN IMMEDIATE`` transaction (SQLite)."""
     j = rt.tables.job
     with rt.backend.write("knowledge job claim", "") as conn:
@@ -128,7 +128,8 @@ def claim_sqlite(rt: Any, worker_id: str, now: datetime, lease_until: datetime) 
 
 def _oracle_table(rt: Any) -> str:
     # the name comes from the validated store id (build_tables), never from user text
-    return '"' + rt.tables.job.name + '"'
+    name: str = rt.tables.job.name
+    return '"' + name + '"'
 
 
 def claim_oracle(dbapi_conn: Any, table: str, worker_id: str, now: datetime, lease_until: datetime) -> Optional[str]:
@@ -176,7 +177,8 @@ def _claim_on(dbapi_conn: Any, cur: Any, table: str, worker_id: str, n: datetime
     if row is None:
         dbapi_conn.commit()
         return None
-    job_id, status = row[0], row[1]
+    job_id: str = row[0]
+    status = row[1]
     note = ", last_error = :lost" if status == "running" else ""
     binds = {"worker": worker_id, "lease": lease, "now": n, "id": job_id}
     if note:
@@ -199,7 +201,7 @@ def _oracle_dbapi(rt: Any) -> Iterator[Any]:
         yield conn
 
 
-def claim(rt: Any, worker_id: str, now: datetime, lease_until: datetime) -> Optional[dict]:
+def claim(rt: Any, worker_id: str, now: datetime, lease_until: datetime) -> Optional[dict[str, Any]]:
     """Claim the next due job for ``worker_id`` (``rt``: the KnowledgeRuntime)."""
     if rt.backend.dialect_name == "sqlite":
         return claim_sqlite(rt, worker_id, now, lease_until)
@@ -224,8 +226,8 @@ def renew(rt: Any, job_id: str, worker_id: str, lease_until: datetime, now: date
         return bool(res.rowcount)
 
 
-def mark_done(conn: sa.Connection, t: Any, job_id: str, worker_id: str, now: datetime, result: dict,
-              payload: Optional[dict] = None) -> None:
+def mark_done(conn: sa.Connection, t: Any, job_id: str, worker_id: str, now: datetime, result: dict[str, Any],
+              payload: Optional[dict[str, Any]] = None) -> None:
     """Inside the knowledge transaction of the job's write: ``done`` only while this worker
     still holds the job; else :class:`LostClaim` rolls the whole write back. The message
     text leaves the job row (the event holds it now; the queue keeps no second copy)."""
@@ -241,7 +243,7 @@ def mark_done(conn: sa.Connection, t: Any, job_id: str, worker_id: str, now: dat
         raise LostClaim(f"job {job_id}: another worker holds it now (this worker's lease expired); attempt rolled back")
 
 
-def finish_without_work(rt: Any, job_id: str, worker_id: str, now: datetime, result: dict) -> bool:
+def finish_without_work(rt: Any, job_id: str, worker_id: str, now: datetime, result: dict[str, Any]) -> bool:
     with rt.backend.write("knowledge job done", "") as conn:
         try:
             mark_done(conn, rt.tables, job_id, worker_id, now, result)
@@ -250,7 +252,7 @@ def finish_without_work(rt: Any, job_id: str, worker_id: str, now: datetime, res
     return True
 
 
-def fail_attempt(rt: Any, job: dict, worker_id: str, error: str, now: datetime, base: float, cap: float) -> str:
+def fail_attempt(rt: Any, job: dict[str, Any], worker_id: str, error: str, now: datetime, base: float, cap: float) -> str:
     """Record a failed attempt: back to ``pending`` after the backoff, or ``failed`` when
     out of attempts. Returns the new state (``lost`` when another worker holds the job)."""
     j = rt.tables.job
@@ -270,7 +272,7 @@ def fail_attempt(rt: Any, job: dict, worker_id: str, error: str, now: datetime, 
     return "failed" if final else "retried"
 
 
-def retry(rt: Any, job_ids: Optional[list], agent_id: Optional[str], now: datetime) -> int:
+def retry(rt: Any, job_ids: Optional[list[str]], agent_id: Optional[str], now: datetime) -> int:
     """Failed jobs back to ``pending`` with a fresh set of attempts."""
     j = rt.tables.job
     cond = [j.c.status == "failed"]

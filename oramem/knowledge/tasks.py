@@ -92,7 +92,7 @@ DATA_RULE = (
 )
 
 
-def build_messages(task: str, payload: dict) -> list[dict[str, str]]:
+def build_messages(task: str, payload: dict[str, Any]) -> list[dict[str, str]]:
     prose = _PROSE.get(task, f"Perform the task {task}. Reply with one JSON object.")
     body = json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
     # the JSON encoding escapes quotes, and no '<' survives literally, so the input cannot
@@ -107,7 +107,7 @@ def build_messages(task: str, payload: dict) -> list[dict[str, str]]:
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*|\s*```$")
 
 
-def parse_reply(text: Any) -> dict:
+def parse_reply(text: Any) -> dict[str, Any]:
     """Markdown fences stripped, then the first balanced ``{…}`` object (KC-2.1)."""
     if isinstance(text, dict):
         return text
@@ -155,7 +155,7 @@ class TaskCall:
         self.calls = 0  # LLM requests made (failed ones included)
         self.estimated = False  # some reply carried no provider usage: its tokens are estimated
 
-    async def __call__(self, task: str, payload: dict, timeout: float, max_tokens: Optional[int] = None) -> dict:
+    async def __call__(self, task: str, payload: dict[str, Any], timeout: float, max_tokens: Optional[int] = None) -> dict[str, Any]:
         messages = build_messages(task, payload)
         self.calls += 1
         try:
@@ -188,7 +188,7 @@ class TaskCall:
         return validate_reply(task, reply)
 
 
-async def call_task(llm: Any, task: str, payload: dict, timeout: float) -> tuple[dict, TokenUsage]:
+async def call_task(llm: Any, task: str, payload: dict[str, Any], timeout: float) -> tuple[dict[str, Any], TokenUsage]:
     tc = TaskCall(llm)
     reply = await tc(task, payload, timeout)
     return reply, tc.usage
