@@ -32,7 +32,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy.types import TypeDecorator, UserDefinedType
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine, UserDefinedType
 
 from .. import timeutil
 from ..errors import SchemaError
@@ -57,14 +58,14 @@ TABLE_NAMES = (
 
 
 # ----------------------------------------------------------------------------- Oracle types
-class _OracleBoolean(UserDefinedType):
+class _OracleBoolean(UserDefinedType[bool]):
     cache_ok = True
 
     def get_col_spec(self, **kw: Any) -> str:
         return "BOOLEAN"
 
 
-class _OracleJSON(UserDefinedType):
+class _OracleJSON(UserDefinedType[Any]):
     """Oracle ``JSON`` column, bound as ``DB_TYPE_JSON`` (OSON): python-oracledb encodes the
     Python value itself (``impl/base/oson.pyx`` ``encode_node``), so no temporary LOB is
     created per value as a CLOB bind does (``impl/thin/var.pyx``, ``conn.createlob``; review
@@ -82,7 +83,7 @@ class _OracleJSON(UserDefinedType):
         return dbapi.DB_TYPE_JSON
 
 
-def _json_input_sizes(inputsizes: dict, cursor: Any, statement: Any, parameters: Any, context: Any) -> None:
+def _json_input_sizes(inputsizes: dict[Any, Any], cursor: Any, statement: Any, parameters: Any, context: Any) -> None:
     """``do_setinputsizes`` listener: every bind of a :class:`JSONValue` column goes as
     ``DB_TYPE_JSON``. The driver cannot infer it: an untyped dict raises DPY-3002
     (``impl/base/metadata.pyx`` ``from_value``) and an untyped list is bound as a PL/SQL array
@@ -103,7 +104,7 @@ def bind_json_as_oson(engine: Any) -> Any:
     return engine
 
 
-class _OracleVector(UserDefinedType):
+class _OracleVector(UserDefinedType[Any]):
     cache_ok = True
 
     def __init__(self, dim: int) -> None:
@@ -114,18 +115,18 @@ class _OracleVector(UserDefinedType):
 
 
 # ----------------------------------------------------------------------------- decorators
-class UTCDateTime(TypeDecorator):
+class UTCDateTime(TypeDecorator[datetime]):
     """Aware UTC datetimes; fixed-format ISO text on SQLite, TIMESTAMP on Oracle."""
 
     impl = sa.String(32)
     cache_ok = True
 
-    def load_dialect_impl(self, dialect):
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "oracle":
             return dialect.type_descriptor(sa.TIMESTAMP())
         return dialect.type_descriptor(sa.String(32))
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: Optional[datetime | str], dialect: Dialect) -> Optional[datetime | str]:
         if value is None:
             return None
         if isinstance(value, str):
@@ -134,7 +135,7 @@ class UTCDateTime(TypeDecorator):
             return to_utc(value).replace(tzinfo=None)
         return iso(value)
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: Optional[Any], dialect: Dialect) -> Optional[datetime]:
         if value is None:
             return None
         if isinstance(value, datetime):
@@ -142,34 +143,34 @@ class UTCDateTime(TypeDecorator):
         return to_utc(timeutil.parse_iso(value))
 
 
-class Bool(TypeDecorator):
+class Bool(TypeDecorator[bool]):
     impl = sa.Boolean(create_constraint=False)
     cache_ok = True
 
-    def load_dialect_impl(self, dialect):
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "oracle":
             return dialect.type_descriptor(_OracleBoolean())
         return dialect.type_descriptor(sa.Boolean(create_constraint=False))
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: Optional[Any], dialect: Dialect) -> Optional[bool | int]:
         if value is None:
             return None
         return bool(value) if dialect.name == "oracle" else int(bool(value))
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: Optional[Any], dialect: Dialect) -> Optional[bool]:
         return None if value is None else bool(value)
 
 
-class JSONValue(TypeDecorator):
+class JSONValue(TypeDecorator[Any]):
     impl = sa.Text
     cache_ok = True
 
-    def load_dialect_impl(self, dialect):
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "oracle":
             return dialect.type_descriptor(_OracleJSON())
         return dialect.type_descriptor(sa.Text())
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: Optional[Any], dialect: Dialect) -> Any:
         if value is None:
             return None
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
@@ -180,7 +181,7 @@ class JSONValue(TypeDecorator):
             return json.loads(text)
         return text
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: Optional[Any], dialect: Dialect) -> Any:
         if value is None:
             return None
         if dialect.name == "oracle":
@@ -206,7 +207,7 @@ def _plain_json(value: Any) -> Any:
     return value
 
 
-class Vector(TypeDecorator):
+class Vector(TypeDecorator[np.ndarray]):
     """float32 vectors: BLOB on SQLite, ``VECTOR(dim, FLOAT32)`` on Oracle."""
 
     impl = sa.LargeBinary
@@ -216,12 +217,12 @@ class Vector(TypeDecorator):
         super().__init__()
         self.dim = dim
 
-    def load_dialect_impl(self, dialect):
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "oracle":
             return dialect.type_descriptor(_OracleVector(self.dim))
         return dialect.type_descriptor(sa.LargeBinary())
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: Optional[Any], dialect: Dialect) -> Optional[array.array[float] | bytes]:
         if value is None:
             return None
         vec = np.asarray(value, dtype=np.float32).reshape(-1)
@@ -229,7 +230,7 @@ class Vector(TypeDecorator):
             return array.array("f", vec.tolist())
         return vec.tobytes()
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: Optional[Any], dialect: Dialect) -> Optional[np.ndarray]:
         if value is None:
             return None
         if isinstance(value, (bytes, bytearray, memoryview)):
@@ -238,15 +239,15 @@ class Vector(TypeDecorator):
 
 
 # ----------------------------------------------------------------------------- tables
-def _id(name: str = "id", **kw: Any) -> sa.Column:
+def _id(name: str = "id", **kw: Any) -> sa.Column[Any]:
     return sa.Column(name, sa.String(36), **kw)
 
 
-def _ts(name: str, nullable: bool = True) -> sa.Column:
+def _ts(name: str, nullable: bool = True) -> sa.Column[Any]:
     return sa.Column(name, UTCDateTime(), nullable=nullable)
 
 
-def _agent() -> sa.Column:
+def _agent() -> sa.Column[Any]:
     return sa.Column("agent_id", sa.String(256), nullable=False)
 
 
@@ -254,7 +255,7 @@ def _agent() -> sa.Column:
 USER_COLUMN = "user_id"
 
 
-def _user() -> sa.Column:
+def _user() -> sa.Column[Any]:
     return sa.Column(USER_COLUMN, sa.String(255), nullable=True)
 
 
@@ -300,7 +301,8 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
         raise ValueError(f"invalid memory_store_id {store_id!r}")
     p = f"{store_id.upper()}_KG_"
     md = sa.MetaData()
-    V = lambda name: sa.Column(name, Vector(vector_dim))  # noqa: E731
+    def V(name: str) -> sa.Column[Any]:
+        return sa.Column(name, Vector(vector_dim))
 
     event = sa.Table(
         p + "EVENT", md,
@@ -631,7 +633,7 @@ def oracle_ddl(store_id: str, vector_dim: int) -> str:
     from sqlalchemy.dialects import oracle
     from sqlalchemy.schema import CreateIndex, CreateTable
 
-    dialect = oracle.dialect()
+    dialect = oracle.dialect()  # type: ignore[no-untyped-call]  # SQLAlchemy leaves the dialect constructor untyped
     tables = build_tables(store_id, vector_dim)
     out: list[str] = []
     for t in tables.metadata.sorted_tables:
