@@ -212,3 +212,40 @@ def test_tail_windows_rank_with_the_handicap_within_each_users_scope(tiny, tmp_p
     assert again.search("peanut allergy", k=5, user_id="A", strategy="vector") == mine
     assert again.search("peanut allergy", k=5, user_id="B", strategy="vector") == theirs
     again.close()
+
+
+def test_a_store_recorded_before_tail_windows_keeps_its_chunking_until_reembed(tiny, tmp_path):
+    """A store whose recorded token policy has no tail windows (built before them) chunks
+    and ranks as it did (same-size windows, best chunk, no handicap); ``oramem reembed``
+    adopts the tail windows and the handicap."""
+    import json
+
+    from oramem.chunking import TAIL_HANDICAP
+    from oramem.sqlite import reembed_store
+
+    path = tmp_path / "pre_tail.db"
+    SQLiteMemoryStore(path, embedder=tiny, search_strategy="vector").close()
+    with sqlite3.connect(path) as conn:
+        (raw,) = conn.execute("SELECT embedder FROM oramem_stores").fetchone()
+        ident = json.loads(raw)
+        assert "tail_size" in ident["chunking"]  # a new store records its tail windows
+        ident["chunking"].pop("tail_size")
+        conn.execute("UPDATE oramem_stores SET embedder = ?", (json.dumps(ident),))
+    store = SQLiteMemoryStore(path, embedder=tiny, search_strategy="vector")
+    assert "tail_size" not in store.settings.embedder["chunking"]
+    request, _ = store._n().search_plan("x", 1, None, None, None, None, False, False, False, None, None, None)
+    assert request.tail_handicap == 0.0
+    store.add([_long("end", "peanut allergy")], "memory", record_ids=["long"])
+    (hit,) = store.search("peanut allergy", k=1, strategy="vector")
+    store.close()
+    result = reembed_store(path, tiny)
+    # the tiny model's window (7 tokens) is below the tail size, so its chunks stay as they
+    # were; the recorded policy now has tail windows, and ranking adds the handicap
+    assert result.embedder["chunking"]["tail_size"] == result.embedder["chunking"]["size"] == WINDOW - 1
+    again = SQLiteMemoryStore(path, embedder=tiny, search_strategy="vector")
+    request, _ = again._n().search_plan("x", 1, None, None, None, None, False, False, False, None, None, None)
+    assert request.tail_handicap == TAIL_HANDICAP
+    (moved,) = again.search("peanut allergy", k=1, strategy="vector")
+    # the fact sits in a later row (the text starts with filler): the same row, now handicapped
+    assert moved[0].id == "long" and moved[1] == pytest.approx(hit[1] + TAIL_HANDICAP, abs=1e-6)
+    again.close()
