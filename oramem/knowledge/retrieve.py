@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import calendar
 import re
+import threading
 import time
+import weakref
 import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
 import sqlalchemy as sa
@@ -45,6 +47,8 @@ from .types import (
 )
 
 __all__ = ["RetrieveRun", "temporal_range", "fact_visible"]
+
+_S = TypeVar("_S")
 
 MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, then strength
 
@@ -209,6 +213,69 @@ def edge_visible(r: sa.Table, v: View) -> list:
     ]
 
 
+# ----------------------------------------------------------------------------- cached statements
+# The hot read statements are built once per table set and shape, with every value a bound
+# parameter (``p_*``), not once per retrieve: building a SELECT of the fact table's columns,
+# its subquery proxies and its cache key cost more CPU than running it. A cached statement
+# holds table structure only; the agent, the user and the view are bound per execution, so
+# nothing one user reads is kept for another (tests/knowledge/test_retrieve_stmt_cache.py).
+_STMTS: "weakref.WeakKeyDictionary[sa.Table, dict[tuple[Any, ...], Any]]" = weakref.WeakKeyDictionary()
+_STMTS_LOCK = threading.Lock()
+
+
+def cached_stmt(table: sa.Table, key: tuple[Any, ...], build: Callable[[], _S]) -> _S:
+    """The statement ``build()`` made once for ``table`` (a store's own table object) and the
+    structural ``key``; it must bind every value (``sa.bindparam``)."""
+    with _STMTS_LOCK:
+        per = _STMTS.get(table)
+        if per is None:
+            per = _STMTS[table] = {}
+        stmt = per.get(key)
+    if stmt is None:
+        stmt = build()
+        with _STMTS_LOCK:
+            stmt = per.setdefault(key, stmt)
+    return stmt  # type: ignore[no-any-return]
+
+
+def p_visible(table: sa.Table, shared_only: bool) -> sa.ColumnElement[bool]:
+    """:func:`reads.visible` with the agent (``p_agent``) and the user (``p_user``) bound."""
+    u = table.c.user_id
+    return sa.and_(table.c.agent_id == sa.bindparam("p_agent"),
+                   u.is_(None) if shared_only else sa.or_(u.is_(None), u == sa.bindparam("p_user")))
+
+
+def p_sql_visible(f: sa.Table, has_trange: bool, hide_stale: bool) -> list[sa.ColumnElement[bool]]:
+    """:func:`sql_visible` with ``p_known``, ``p_at`` (or ``p_start``/``p_end``) bound."""
+    known = sa.bindparam("p_known")
+    conds = [f.c.ingested_at <= known, sa.or_(f.c.invalidated_at.is_(None), f.c.invalidated_at > known)]
+    if has_trange:
+        conds += [f.c.valid_from < sa.bindparam("p_end"), sa.or_(f.c.valid_to.is_(None), f.c.valid_to > sa.bindparam("p_start"))]
+    else:
+        at = sa.bindparam("p_at")
+        conds += [f.c.valid_from <= at, sa.or_(f.c.valid_to.is_(None), f.c.valid_to > at)]
+    if hide_stale:
+        conds.append(f.c.is_stale == False)  # noqa: E712
+    return conds
+
+
+def p_edge_visible(r: sa.Table, current: bool) -> list[sa.ColumnElement[bool]]:
+    """:func:`edge_visible` with ``p_known`` and ``p_at`` bound (``current``: no as_of/known_at)."""
+    if current:
+        return [r.c.valid_to.is_(None), r.c.invalidated_at.is_(None)]
+    known, at = sa.bindparam("p_known"), sa.bindparam("p_at")
+    return [
+        r.c.created_at <= known,
+        sa.or_(r.c.invalidated_at.is_(None), r.c.invalidated_at > known),
+        r.c.valid_from <= at,
+        sa.or_(r.c.valid_to.is_(None), r.c.valid_to > at),
+    ]
+
+
+def expanding(name: str) -> sa.BindParameter[Any]:
+    return sa.bindparam(name, expanding=True)
+
+
 DIRECT_SIGNALS = ("semantic", "keyword")
 CONTEXT_SIGNALS = ("graph", "spreading")
 
@@ -293,11 +360,26 @@ class RetrieveRun:
     def _fact_cols(self) -> list:
         return [c for c in self.t.fact.c if c.name != "embedding_vec"]
 
+    def _shape(self) -> tuple[bool, bool, bool, bool]:
+        """What the cached statements' structure depends on (never a value)."""
+        v = self.view
+        return (self.user_id is None, v.trange is not None, v.hide_stale, v.as_of is None and v.known_at is None)
+
+    def _params(self, **more: Any) -> dict[str, Any]:
+        """The bound values of the cached statements for this call."""
+        v = self.view
+        out: dict[str, Any] = {"p_agent": self.agent_id, "p_user": self.user_id, "p_known": v.known, "p_at": v.at}
+        if v.trange is not None:
+            out["p_start"], out["p_end"] = v.trange
+        out.update(more)
+        return out
+
     def _facts_by_ids(self, conn: sa.Connection, ids: list[str]) -> dict[str, dict]:
         f = self.t.fact
         out: dict[str, dict] = {}
+        stmt = cached_stmt(f, ("facts_by_ids",), lambda: sa.select(*self._fact_cols()).where(f.c.id.in_(expanding("p_ids"))))
         for batch in reads.chunked(sorted(set(ids))):
-            for r in conn.execute(sa.select(*self._fact_cols()).where(f.c.id.in_(batch))).mappings():
+            for r in conn.execute(stmt, {"p_ids": batch}).mappings():
                 d = dict(r)
                 if reads.row_visible(d, self.agent_id, self.user_id):
                     out[d["id"]] = d
@@ -623,26 +705,34 @@ class RetrieveRun:
             return res
         t = self.t
         r, e = t.relationship, t.entity
-        vis = edge_visible(r, self.view)
-        fwd = sa.select(r.c.id.label("rid"), r.c.source_entity_key.label("a"), r.c.target_entity_key.label("b"),
-                        r.c.strength.label("s")).where(reads.visible(r, self.agent_id, self.user_id), *vis)
-        bwd = sa.select(r.c.id.label("rid"), r.c.target_entity_key.label("a"), r.c.source_entity_key.label("b"),
-                        r.c.strength.label("s")).where(reads.visible(r, self.agent_id, self.user_id), *vis)
-        und = sa.union_all(fwd, bwd).cte("kg_und")
+        shared_only, has_trange, hide_stale, current = self._shape()
         max_hop = min(2, len(cfg.graph_hop_factors) - 1)
-        walk = (
-            sa.select(e.c.canonical_key.label("k"), sa.literal(0, sa.Integer).label("hop"),
-                      sa.literal(1.0, sa.Float).label("s"), sa.cast(sa.null(), sa.String(36)).label("rid"))
-            .where(reads.visible(e, self.agent_id, self.user_id), e.c.canonical_key.in_(seeds))
-            .cte("kg_walk", recursive=True)
-        )
-        step = (
-            sa.select(und.c.b, (walk.c.hop + 1).label("hop"), und.c.s, und.c.rid)
-            .select_from(walk.join(und, und.c.a == walk.c.k))
-            .where(walk.c.hop < max_hop, sa.or_(walk.c.hop == 0, und.c.s >= cfg.graph_hop2_min_strength))
-        )
-        walk = walk.union_all(step)
-        rows = conn.execute(sa.select(walk.c.k, walk.c.hop, walk.c.s, walk.c.rid)).all()
+
+        def build_walk() -> sa.Select[Any]:
+            vis = p_edge_visible(r, current)
+            fwd = sa.select(r.c.id.label("rid"), r.c.source_entity_key.label("a"), r.c.target_entity_key.label("b"),
+                            r.c.strength.label("s")).where(p_visible(r, shared_only), *vis)
+            bwd = sa.select(r.c.id.label("rid"), r.c.target_entity_key.label("a"), r.c.source_entity_key.label("b"),
+                            r.c.strength.label("s")).where(p_visible(r, shared_only), *vis)
+            und = sa.union_all(fwd, bwd).cte("kg_und")
+            walk = (
+                sa.select(e.c.canonical_key.label("k"), sa.literal(0, sa.Integer).label("hop"),
+                          sa.literal(1.0, sa.Float).label("s"), sa.cast(sa.null(), sa.String(36)).label("rid"))
+                .where(p_visible(e, shared_only), e.c.canonical_key.in_(expanding("p_seeds")))
+                .cte("kg_walk", recursive=True)
+            )
+            step = (
+                sa.select(und.c.b, (walk.c.hop + 1).label("hop"), und.c.s, und.c.rid)
+                .select_from(walk.join(und, und.c.a == walk.c.k))
+                .where(walk.c.hop < sa.bindparam("p_max_hop", type_=sa.Integer),
+                       sa.or_(walk.c.hop == 0, und.c.s >= sa.bindparam("p_min_strength", type_=sa.Float)))
+            )
+            walk = walk.union_all(step)
+            return sa.select(walk.c.k, walk.c.hop, walk.c.s, walk.c.rid)
+
+        walk_stmt = cached_stmt(r, ("graph_walk", shared_only, current), build_walk)
+        rows = conn.execute(walk_stmt, self._params(p_seeds=list(seeds), p_max_hop=max_hop,
+                                                    p_min_strength=cfg.graph_hop2_min_strength)).all()
         best: dict[str, tuple[int, float, Optional[str]]] = {}
         for k, hop, s, rid in rows:
             cur = best.get(k)
@@ -650,8 +740,9 @@ class RetrieveRun:
                 best[k] = (int(hop), float(s), rid)
         rids = sorted({rid for _, _, _, rid in rows if rid})
         edge_rows: dict[str, dict] = {}
+        edges_stmt = cached_stmt(r, ("edges_by_ids",), lambda: sa.select(r).where(r.c.id.in_(expanding("p_ids"))))
         for batch in reads.chunked(rids):
-            for row in conn.execute(sa.select(r).where(r.c.id.in_(batch))).mappings():
+            for row in conn.execute(edges_stmt, {"p_ids": batch}).mappings():
                 edge_rows[row["id"]] = dict(row)
         ents = reads.load_entities(conn, t, self.agent_id, list(best), self.user_id, read=True)
         best = {k: v for k, v in best.items() if k in ents and ents[k]["is_active"]}
@@ -682,20 +773,29 @@ class RetrieveRun:
         res.edges_traversed = len(seen_edges)
         # facts of the seeds and the neighbours, by hop then recency
         f, lk = t.fact, t.link
-        hop_of = sa.case({k: v[0] for k, v in kept.items()}, value=lk.c.entity_key, else_=9)
-        stmt = (
-            sa.select(*self._fact_cols(), lk.c.entity_key.label("_via"), hop_of.label("_hop"))
-            .select_from(f.join(lk, lk.c.fact_id == f.c.id))
-            .where(reads.visible(lk, self.agent_id, self.user_id), lk.c.entity_key.in_(list(kept)), reads.visible(f, self.agent_id, self.user_id),
-                   f.c.confidence >= cfg.graph_min_confidence, *sql_visible(f, self.view))
-            .order_by(hop_of, sa.desc(f.c.valid_from), f.c.id)
-            .limit(cfg.graph_max_facts * 3)
-        )
+        def build_facts() -> sa.Select[Any]:
+            # a key's hop (kept's keys are unique, so the hop lists are disjoint)
+            hop_of = sa.case(*[(lk.c.entity_key.in_(expanding(f"p_hop{h}")), h) for h in range(max_hop + 1)], else_=9)
+            stmt = (
+                sa.select(*self._fact_cols(), lk.c.entity_key.label("_via"), hop_of.label("_hop"))
+                .select_from(f.join(lk, lk.c.fact_id == f.c.id))
+                .where(p_visible(lk, shared_only), lk.c.entity_key.in_(expanding("p_kept")), p_visible(f, shared_only),
+                       f.c.confidence >= sa.bindparam("p_min_conf", type_=sa.Float), *p_sql_visible(f, has_trange, hide_stale))
+                .order_by(hop_of, sa.desc(f.c.valid_from), f.c.id)
+                .limit(sa.bindparam("p_limit", type_=sa.Integer))
+            )
+            if filter_keys is not None:
+                stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(p_visible(lk, shared_only), lk.c.entity_key.in_(expanding("p_fk")))))
+            return stmt
+
+        stmt = cached_stmt(f, ("graph_facts", max_hop, shared_only, has_trange, hide_stale, filter_keys is not None), build_facts)
+        gparams = self._params(p_kept=list(kept), p_min_conf=cfg.graph_min_confidence, p_limit=cfg.graph_max_facts * 3,
+                               **{f"p_hop{h}": [k for k, v in kept.items() if v[0] == h] for h in range(max_hop + 1)})
         if filter_keys is not None:
-            stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.visible(lk, self.agent_id, self.user_id), lk.c.entity_key.in_(filter_keys))))
+            gparams["p_fk"] = list(filter_keys)
         qwords = " " + " ".join(norm(re.sub(r"[^\w\s]", " ", self.query)).split()) + " "
         taken: dict[str, dict] = {}
-        for m in conn.execute(stmt).mappings():
+        for m in conn.execute(stmt, gparams).mappings():
             frow = dict(m)
             via, hop = frow.pop("_via"), int(frow.pop("_hop"))
             if not fact_visible(frow, self.view):
@@ -797,13 +897,14 @@ class RetrieveRun:
         out: dict[str, list[tuple[str, float, str]]] = {}
         if not keys:
             return out
+        shared_only, _, _, current = self._shape()
+        stmt = cached_stmt(r, ("neighbours", shared_only, current), lambda: (
+            sa.select(r.c.id, r.c.source_entity_key, r.c.target_entity_key, r.c.strength)
+            .where(p_visible(r, shared_only), sa.or_(r.c.source_entity_key.in_(expanding("p_keys")), r.c.target_entity_key.in_(expanding("p_keys"))),
+                   *p_edge_visible(r, current))
+            .order_by(sa.desc(r.c.strength), r.c.id)))
         for batch in reads.chunked(sorted(set(keys))):
-            rows = conn.execute(
-                sa.select(r.c.id, r.c.source_entity_key, r.c.target_entity_key, r.c.strength)
-                .where(reads.visible(r, self.agent_id, self.user_id), sa.or_(r.c.source_entity_key.in_(batch), r.c.target_entity_key.in_(batch)),
-                       *edge_visible(r, self.view))
-                .order_by(sa.desc(r.c.strength), r.c.id)
-            ).all()
+            rows = conn.execute(stmt, self._params(p_keys=batch)).all()
             for rid, s_, t_, st in rows:
                 for a, b in ((s_, t_), (t_, s_)):
                     if a in batch and a != b:
@@ -815,17 +916,25 @@ class RetrieveRun:
     def _facts_of(self, conn: sa.Connection, col, values: list[str], per: int, filter_keys) -> dict[str, list[dict]]:
         f, lk = self.t.fact, self.t.link
         out: dict[str, list[dict]] = {}
-        # the first few per group, cut in SQL with ROW_NUMBER() (SQLite ≥ 3.25 and Oracle)
-        rn = sa.func.row_number().over(partition_by=col, order_by=(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id))
-        for batch in reads.chunked(sorted(set(values))):
+        shared_only, has_trange, hide_stale, _ = self._shape()
+
+        def build() -> sa.Select[Any]:
+            # the first few per group, cut in SQL with ROW_NUMBER() (SQLite ≥ 3.25 and Oracle)
+            rn = sa.func.row_number().over(partition_by=col, order_by=(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id))
             inner = sa.select(*self._fact_cols(), rn.label("rank_in_group")).where(
-                reads.visible(f, self.agent_id, self.user_id), col.in_(batch), *sql_visible(f, self.view))
+                p_visible(f, shared_only), col.in_(expanding("p_values")), *p_sql_visible(f, has_trange, hide_stale))
             if filter_keys is not None:
-                inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.visible(lk, self.agent_id, self.user_id), lk.c.entity_key.in_(filter_keys))))
+                inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(p_visible(lk, shared_only), lk.c.entity_key.in_(expanding("p_fk")))))
             sub = inner.subquery("kg_ranked")
-            stmt = sa.select(*[sub.c[c.name] for c in self._fact_cols()]).where(sub.c.rank_in_group <= per * 4).order_by(
+            return sa.select(*[sub.c[c.name] for c in self._fact_cols()]).where(sub.c.rank_in_group <= sa.bindparam("p_cut")).order_by(
                 sub.c[col.name], sub.c.rank_in_group)
-            for m in conn.execute(stmt).mappings():
+
+        stmt = cached_stmt(f, ("facts_of", col.name, shared_only, has_trange, hide_stale, filter_keys is not None), build)
+        for batch in reads.chunked(sorted(set(values))):
+            params = self._params(p_values=batch, p_cut=per * 4)
+            if filter_keys is not None:
+                params["p_fk"] = list(filter_keys)
+            for m in conn.execute(stmt, params).mappings():
                 row = dict(m)
                 if not fact_visible(row, self.view):
                     continue
