@@ -4,7 +4,9 @@ thread under the backend's read context)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Optional
+import threading
+import weakref
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 import sqlalchemy as sa
 
@@ -23,6 +25,7 @@ __all__ = [
 ]
 
 IN_BATCH = 500
+_S = TypeVar("_S")
 
 
 def owned(table: sa.Table, agent_id: str, user_id: Optional[str]) -> sa.ColumnElement[bool]:
@@ -53,6 +56,53 @@ def store_scope(user_id: Optional[str], *, read: bool = False) -> dict:
 
 def with_scope(metadata_filter: dict, user_id: Optional[str], *, read: bool = False) -> dict:
     return {"$and": [metadata_filter, store_scope(user_id, read=read)]}
+
+
+# -- cached statements (issue 25 item 6)
+# The hot read statements are built once per table set and shape, with every value a bound
+# parameter (``p_*``), not once per retrieve: building a SELECT of the fact table's columns,
+# its subquery proxies and its cache key cost more CPU than running it. A cached statement
+# holds table structure only; the agent, the user and the view are bound per execution, so
+# nothing one user reads is kept for another (tests/knowledge/test_retrieve_stmt_cache.py).
+_STMTS: "weakref.WeakKeyDictionary[sa.Table, dict[tuple[Any, ...], Any]]" = weakref.WeakKeyDictionary()
+_STMTS_LOCK = threading.Lock()
+
+
+def cached_stmt(table: sa.Table, key: tuple[Any, ...], build: Callable[[], _S]) -> _S:
+    """The statement ``build()`` made once for ``table`` (a store's own table object) and the
+    structural ``key``; it must bind every value (``sa.bindparam``)."""
+    with _STMTS_LOCK:
+        per = _STMTS.get(table)
+        if per is None:
+            per = _STMTS[table] = {}
+        stmt = per.get(key)
+    if stmt is None:
+        stmt = build()
+        with _STMTS_LOCK:
+            stmt = per.setdefault(key, stmt)
+    return stmt  # type: ignore[no-any-return]
+
+
+def p_visible(table: sa.Table, shared_only: bool) -> sa.ColumnElement[bool]:
+    """:func:`reads.visible` with the agent (``p_agent``) and the user (``p_user``) bound."""
+    u = table.c.user_id
+    return sa.and_(table.c.agent_id == sa.bindparam("p_agent"),
+                   u.is_(None) if shared_only else sa.or_(u.is_(None), u == sa.bindparam("p_user")))
+
+
+def p_owned(table: sa.Table, no_user: bool) -> sa.ColumnElement[bool]:
+    """:func:`owned` with the agent (``p_agent``) and the user (``p_user``) bound."""
+    u = table.c.user_id
+    return sa.and_(table.c.agent_id == sa.bindparam("p_agent"), u.is_(None) if no_user else u == sa.bindparam("p_user"))
+
+
+def p_scope(table: sa.Table, user_id: Optional[str], read: bool) -> sa.ColumnElement[bool]:
+    """:func:`visible` (``read``) or :func:`owned`, with the values bound."""
+    return p_visible(table, user_id is None) if read else p_owned(table, user_id is None)
+
+
+def expanding(name: str) -> sa.BindParameter[Any]:
+    return sa.bindparam(name, expanding=True)
 
 
 def shared_last(table: sa.Table) -> sa.ColumnElement[int]:
@@ -90,12 +140,12 @@ def lookup_aliases(conn: sa.Connection, t: KGTables, agent_id: str, norms: list[
     """Indexed lookup of ``norm``-ed alias texts (unique ``(agent_id, alias)``)."""
     out: dict[str, tuple[str, str]] = {}
     a = t.alias
+    stmt = cached_stmt(a, ("lookup_aliases", read, user_id is None), lambda: (
+        sa.select(a.c.alias, a.c.canonical_entity_key, a.c.canonical_entity_type).where(
+            p_scope(a, user_id, read), a.c.alias.in_(expanding("p_batch"))
+        ).order_by(shared_last(a))))  # her own binding first, then the shared one
     for batch in chunked(sorted(set(norms))):
-        rows = conn.execute(
-            sa.select(a.c.alias, a.c.canonical_entity_key, a.c.canonical_entity_type).where(
-                (visible if read else owned)(a, agent_id, user_id), a.c.alias.in_(batch)
-            ).order_by(shared_last(a))  # her own binding first, then the shared one
-        )
+        rows = conn.execute(stmt, {"p_agent": agent_id, "p_user": user_id, "p_batch": batch})
         for alias, key, etype in rows:
             out.setdefault(alias, (key, etype))
     return out
@@ -105,9 +155,10 @@ def load_entities(conn: sa.Connection, t: KGTables, agent_id: str, keys: Iterabl
                   *, read: bool = False) -> dict[str, dict]:
     e = t.entity
     out: dict[str, dict] = {}
+    stmt = cached_stmt(e, ("load_entities", read, user_id is None), lambda: (
+        sa.select(e).where(p_scope(e, user_id, read), e.c.canonical_key.in_(expanding("p_batch"))).order_by(shared_last(e))))
     for batch in chunked(sorted(set(keys))):
-        stmt = sa.select(e).where((visible if read else owned)(e, agent_id, user_id), e.c.canonical_key.in_(batch))
-        for row in conn.execute(stmt.order_by(shared_last(e))).mappings():
+        for row in conn.execute(stmt, {"p_agent": agent_id, "p_user": user_id, "p_batch": batch}).mappings():
             out.setdefault(row["canonical_key"], dict(row))
     return out
 
@@ -134,14 +185,17 @@ def entities_by_slugs(conn: sa.Connection, t: KGTables, agent_id: str, slugs: li
     """Batched :func:`entities_by_slug`: slug → active entities whose key's slug part equals it."""
     e = t.entity
     key = e.c.canonical_key
-    part = sa.func.substr(key, sa.func.instr(key, ":") + 1)
     out: dict[str, list[dict]] = {}
+
+    def build() -> sa.Select[Any]:
+        part = sa.func.substr(key, sa.func.instr(key, ":") + 1)
+        return (sa.select(e.c.canonical_key, e.c.entity_type, e.c.display_name, part.label("slug_part"))
+                .where(p_scope(e, user_id, read), e.c.is_active == True, part.in_(expanding("p_batch")))  # noqa: E712
+                .order_by(key))
+
+    stmt = cached_stmt(e, ("entities_by_slugs", read, user_id is None), build)
     for batch in chunked(sorted(set(s for s in slugs if s))):
-        rows = conn.execute(
-            sa.select(e.c.canonical_key, e.c.entity_type, e.c.display_name, part.label("slug_part"))
-            .where((visible if read else owned)(e, agent_id, user_id), e.c.is_active == True, part.in_(batch))  # noqa: E712
-            .order_by(key)
-        ).mappings()
+        rows = conn.execute(stmt, {"p_agent": agent_id, "p_user": user_id, "p_batch": batch}).mappings()
         for r in rows:
             out.setdefault(r["slug_part"], []).append(dict(r))
     return out

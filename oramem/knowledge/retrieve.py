@@ -13,14 +13,12 @@ from __future__ import annotations
 import asyncio
 import calendar
 import re
-import threading
 import time
-import weakref
 import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from collections.abc import Mapping
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Optional
 
 import numpy as np
 import sqlalchemy as sa
@@ -47,8 +45,6 @@ from .types import (
 )
 
 __all__ = ["RetrieveRun", "temporal_range", "fact_visible"]
-
-_S = TypeVar("_S")
 
 MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, then strength
 
@@ -213,38 +209,6 @@ def edge_visible(r: sa.Table, v: View) -> list:
     ]
 
 
-# ----------------------------------------------------------------------------- cached statements
-# The hot read statements are built once per table set and shape, with every value a bound
-# parameter (``p_*``), not once per retrieve: building a SELECT of the fact table's columns,
-# its subquery proxies and its cache key cost more CPU than running it. A cached statement
-# holds table structure only; the agent, the user and the view are bound per execution, so
-# nothing one user reads is kept for another (tests/knowledge/test_retrieve_stmt_cache.py).
-_STMTS: "weakref.WeakKeyDictionary[sa.Table, dict[tuple[Any, ...], Any]]" = weakref.WeakKeyDictionary()
-_STMTS_LOCK = threading.Lock()
-
-
-def cached_stmt(table: sa.Table, key: tuple[Any, ...], build: Callable[[], _S]) -> _S:
-    """The statement ``build()`` made once for ``table`` (a store's own table object) and the
-    structural ``key``; it must bind every value (``sa.bindparam``)."""
-    with _STMTS_LOCK:
-        per = _STMTS.get(table)
-        if per is None:
-            per = _STMTS[table] = {}
-        stmt = per.get(key)
-    if stmt is None:
-        stmt = build()
-        with _STMTS_LOCK:
-            stmt = per.setdefault(key, stmt)
-    return stmt  # type: ignore[no-any-return]
-
-
-def p_visible(table: sa.Table, shared_only: bool) -> sa.ColumnElement[bool]:
-    """:func:`reads.visible` with the agent (``p_agent``) and the user (``p_user``) bound."""
-    u = table.c.user_id
-    return sa.and_(table.c.agent_id == sa.bindparam("p_agent"),
-                   u.is_(None) if shared_only else sa.or_(u.is_(None), u == sa.bindparam("p_user")))
-
-
 def p_sql_visible(f: sa.Table, has_trange: bool, hide_stale: bool) -> list[sa.ColumnElement[bool]]:
     """:func:`sql_visible` with ``p_known``, ``p_at`` (or ``p_start``/``p_end``) bound."""
     known = sa.bindparam("p_known")
@@ -270,10 +234,6 @@ def p_edge_visible(r: sa.Table, current: bool) -> list[sa.ColumnElement[bool]]:
         r.c.valid_from <= at,
         sa.or_(r.c.valid_to.is_(None), r.c.valid_to > at),
     ]
-
-
-def expanding(name: str) -> sa.BindParameter[Any]:
-    return sa.bindparam(name, expanding=True)
 
 
 DIRECT_SIGNALS = ("semantic", "keyword")
@@ -377,7 +337,7 @@ class RetrieveRun:
     def _facts_by_ids(self, conn: sa.Connection, ids: list[str]) -> dict[str, dict]:
         f = self.t.fact
         out: dict[str, dict] = {}
-        stmt = cached_stmt(f, ("facts_by_ids",), lambda: sa.select(*self._fact_cols()).where(f.c.id.in_(expanding("p_ids"))))
+        stmt = reads.cached_stmt(f, ("facts_by_ids",), lambda: sa.select(*self._fact_cols()).where(f.c.id.in_(reads.expanding("p_ids"))))
         for batch in reads.chunked(sorted(set(ids))):
             for r in conn.execute(stmt, {"p_ids": batch}).mappings():
                 d = dict(r)
@@ -711,14 +671,14 @@ class RetrieveRun:
         def build_walk() -> sa.Select[Any]:
             vis = p_edge_visible(r, current)
             fwd = sa.select(r.c.id.label("rid"), r.c.source_entity_key.label("a"), r.c.target_entity_key.label("b"),
-                            r.c.strength.label("s")).where(p_visible(r, shared_only), *vis)
+                            r.c.strength.label("s")).where(reads.p_visible(r, shared_only), *vis)
             bwd = sa.select(r.c.id.label("rid"), r.c.target_entity_key.label("a"), r.c.source_entity_key.label("b"),
-                            r.c.strength.label("s")).where(p_visible(r, shared_only), *vis)
+                            r.c.strength.label("s")).where(reads.p_visible(r, shared_only), *vis)
             und = sa.union_all(fwd, bwd).cte("kg_und")
             walk = (
                 sa.select(e.c.canonical_key.label("k"), sa.literal(0, sa.Integer).label("hop"),
                           sa.literal(1.0, sa.Float).label("s"), sa.cast(sa.null(), sa.String(36)).label("rid"))
-                .where(p_visible(e, shared_only), e.c.canonical_key.in_(expanding("p_seeds")))
+                .where(reads.p_visible(e, shared_only), e.c.canonical_key.in_(reads.expanding("p_seeds")))
                 .cte("kg_walk", recursive=True)
             )
             step = (
@@ -730,7 +690,7 @@ class RetrieveRun:
             walk = walk.union_all(step)
             return sa.select(walk.c.k, walk.c.hop, walk.c.s, walk.c.rid)
 
-        walk_stmt = cached_stmt(r, ("graph_walk", shared_only, current), build_walk)
+        walk_stmt = reads.cached_stmt(r, ("graph_walk", shared_only, current), build_walk)
         rows = conn.execute(walk_stmt, self._params(p_seeds=list(seeds), p_max_hop=max_hop,
                                                     p_min_strength=cfg.graph_hop2_min_strength)).all()
         best: dict[str, tuple[int, float, Optional[str]]] = {}
@@ -740,7 +700,7 @@ class RetrieveRun:
                 best[k] = (int(hop), float(s), rid)
         rids = sorted({rid for _, _, _, rid in rows if rid})
         edge_rows: dict[str, dict] = {}
-        edges_stmt = cached_stmt(r, ("edges_by_ids",), lambda: sa.select(r).where(r.c.id.in_(expanding("p_ids"))))
+        edges_stmt = reads.cached_stmt(r, ("edges_by_ids",), lambda: sa.select(r).where(r.c.id.in_(reads.expanding("p_ids"))))
         for batch in reads.chunked(rids):
             for row in conn.execute(edges_stmt, {"p_ids": batch}).mappings():
                 edge_rows[row["id"]] = dict(row)
@@ -775,20 +735,20 @@ class RetrieveRun:
         f, lk = t.fact, t.link
         def build_facts() -> sa.Select[Any]:
             # a key's hop (kept's keys are unique, so the hop lists are disjoint)
-            hop_of = sa.case(*[(lk.c.entity_key.in_(expanding(f"p_hop{h}")), h) for h in range(max_hop + 1)], else_=9)
+            hop_of = sa.case(*[(lk.c.entity_key.in_(reads.expanding(f"p_hop{h}")), h) for h in range(max_hop + 1)], else_=9)
             stmt = (
                 sa.select(*self._fact_cols(), lk.c.entity_key.label("_via"), hop_of.label("_hop"))
                 .select_from(f.join(lk, lk.c.fact_id == f.c.id))
-                .where(p_visible(lk, shared_only), lk.c.entity_key.in_(expanding("p_kept")), p_visible(f, shared_only),
+                .where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_kept")), reads.p_visible(f, shared_only),
                        f.c.confidence >= sa.bindparam("p_min_conf", type_=sa.Float), *p_sql_visible(f, has_trange, hide_stale))
                 .order_by(hop_of, sa.desc(f.c.valid_from), f.c.id)
                 .limit(sa.bindparam("p_limit", type_=sa.Integer))
             )
             if filter_keys is not None:
-                stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(p_visible(lk, shared_only), lk.c.entity_key.in_(expanding("p_fk")))))
+                stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
             return stmt
 
-        stmt = cached_stmt(f, ("graph_facts", max_hop, shared_only, has_trange, hide_stale, filter_keys is not None), build_facts)
+        stmt = reads.cached_stmt(f, ("graph_facts", max_hop, shared_only, has_trange, hide_stale, filter_keys is not None), build_facts)
         gparams = self._params(p_kept=list(kept), p_min_conf=cfg.graph_min_confidence, p_limit=cfg.graph_max_facts * 3,
                                **{f"p_hop{h}": [k for k, v in kept.items() if v[0] == h] for h in range(max_hop + 1)})
         if filter_keys is not None:
@@ -898,9 +858,9 @@ class RetrieveRun:
         if not keys:
             return out
         shared_only, _, _, current = self._shape()
-        stmt = cached_stmt(r, ("neighbours", shared_only, current), lambda: (
+        stmt = reads.cached_stmt(r, ("neighbours", shared_only, current), lambda: (
             sa.select(r.c.id, r.c.source_entity_key, r.c.target_entity_key, r.c.strength)
-            .where(p_visible(r, shared_only), sa.or_(r.c.source_entity_key.in_(expanding("p_keys")), r.c.target_entity_key.in_(expanding("p_keys"))),
+            .where(reads.p_visible(r, shared_only), sa.or_(r.c.source_entity_key.in_(reads.expanding("p_keys")), r.c.target_entity_key.in_(reads.expanding("p_keys"))),
                    *p_edge_visible(r, current))
             .order_by(sa.desc(r.c.strength), r.c.id)))
         for batch in reads.chunked(sorted(set(keys))):
@@ -922,14 +882,14 @@ class RetrieveRun:
             # the first few per group, cut in SQL with ROW_NUMBER() (SQLite ≥ 3.25 and Oracle)
             rn = sa.func.row_number().over(partition_by=col, order_by=(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id))
             inner = sa.select(*self._fact_cols(), rn.label("rank_in_group")).where(
-                p_visible(f, shared_only), col.in_(expanding("p_values")), *p_sql_visible(f, has_trange, hide_stale))
+                reads.p_visible(f, shared_only), col.in_(reads.expanding("p_values")), *p_sql_visible(f, has_trange, hide_stale))
             if filter_keys is not None:
-                inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(p_visible(lk, shared_only), lk.c.entity_key.in_(expanding("p_fk")))))
+                inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
             sub = inner.subquery("kg_ranked")
             return sa.select(*[sub.c[c.name] for c in self._fact_cols()]).where(sub.c.rank_in_group <= sa.bindparam("p_cut")).order_by(
                 sub.c[col.name], sub.c.rank_in_group)
 
-        stmt = cached_stmt(f, ("facts_of", col.name, shared_only, has_trange, hide_stale, filter_keys is not None), build)
+        stmt = reads.cached_stmt(f, ("facts_of", col.name, shared_only, has_trange, hide_stale, filter_keys is not None), build)
         for batch in reads.chunked(sorted(set(values))):
             params = self._params(p_values=batch, p_cut=per * 4)
             if filter_keys is not None:
