@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 import threading
 import weakref
-from typing import Any, Callable, Iterable, Optional, TypeVar
+from typing import Any, Callable, Iterable, Optional, TypeVar, cast
 
 import sqlalchemy as sa
 
@@ -42,7 +42,7 @@ def visible(table: sa.Table, agent_id: str, user_id: Optional[str]) -> sa.Column
     return sa.and_(table.c.agent_id == agent_id, u.is_(None) if user_id is None else sa.or_(u.is_(None), u == user_id))
 
 
-def store_scope(user_id: Optional[str], *, read: bool = False) -> dict:
+def store_scope(user_id: Optional[str], *, read: bool = False) -> dict[str, Any]:
     """The scope of :func:`owned` / :func:`visible` as a store metadata filter over the
     ``kg_user`` key of knowledge store records (absent on shared records), so a store search
     applies it before its top-k cut (SC-6.5)."""
@@ -54,7 +54,7 @@ def store_scope(user_id: Optional[str], *, read: bool = False) -> dict:
     return {"kg_user": user_id}
 
 
-def with_scope(metadata_filter: dict, user_id: Optional[str], *, read: bool = False) -> dict:
+def with_scope(metadata_filter: dict[str, Any], user_id: Optional[str], *, read: bool = False) -> dict[str, Any]:
     return {"$and": [metadata_filter, store_scope(user_id, read=read)]}
 
 
@@ -80,7 +80,7 @@ def cached_stmt(table: sa.Table, key: tuple[Any, ...], build: Callable[[], _S]) 
         stmt = build()
         with _STMTS_LOCK:
             stmt = per.setdefault(key, stmt)
-    return stmt  # type: ignore[no-any-return]
+    return cast(_S, stmt)
 
 
 def p_visible(table: sa.Table, shared_only: bool) -> sa.ColumnElement[bool]:
@@ -111,7 +111,7 @@ def shared_last(table: sa.Table) -> sa.ColumnElement[int]:
 
 
 def row_owned(row: Any, agent_id: str, user_id: Optional[str]) -> bool:
-    return row.get("agent_id") == agent_id and row.get("user_id") == user_id
+    return bool(row.get("agent_id") == agent_id and row.get("user_id") == user_id)
 
 
 def row_visible(row: Any, agent_id: str, user_id: Optional[str]) -> bool:
@@ -130,7 +130,7 @@ def check_user_id(user_id: object) -> Optional[str]:
     return user_id
 
 
-def chunked(values: list, size: int = IN_BATCH) -> Iterable[list]:
+def chunked(values: list[Any], size: int = IN_BATCH) -> Iterable[list[Any]]:
     for i in range(0, len(values), size):
         yield values[i : i + size]
 
@@ -152,9 +152,9 @@ def lookup_aliases(conn: sa.Connection, t: KGTables, agent_id: str, norms: list[
 
 
 def load_entities(conn: sa.Connection, t: KGTables, agent_id: str, keys: Iterable[str], user_id: Optional[str] = None,
-                  *, read: bool = False) -> dict[str, dict]:
+                  *, read: bool = False) -> dict[str, dict[str, Any]]:
     e = t.entity
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     stmt = cached_stmt(e, ("load_entities", read, user_id is None), lambda: (
         sa.select(e).where(p_scope(e, user_id, read), e.c.canonical_key.in_(expanding("p_batch"))).order_by(shared_last(e))))
     for batch in chunked(sorted(set(keys))):
@@ -164,7 +164,7 @@ def load_entities(conn: sa.Connection, t: KGTables, agent_id: str, keys: Iterabl
 
 
 def entities_by_slug(conn: sa.Connection, t: KGTables, agent_id: str, slug_value: str, user_id: Optional[str] = None,
-                     *, read: bool = False) -> list[dict]:
+                     *, read: bool = False) -> list[dict[str, Any]]:
     """Active entities whose key's slug part equals ``slug_value`` (any type), by key."""
     e = t.entity
     key = e.c.canonical_key
@@ -181,11 +181,11 @@ def entities_by_slug(conn: sa.Connection, t: KGTables, agent_id: str, slug_value
 
 
 def entities_by_slugs(conn: sa.Connection, t: KGTables, agent_id: str, slugs: list[str], user_id: Optional[str] = None,
-                      *, read: bool = False) -> dict[str, list[dict]]:
+                      *, read: bool = False) -> dict[str, list[dict[str, Any]]]:
     """Batched :func:`entities_by_slug`: slug → active entities whose key's slug part equals it."""
     e = t.entity
     key = e.c.canonical_key
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
 
     def build() -> sa.Select[Any]:
         part = sa.func.substr(key, sa.func.instr(key, ":") + 1)
@@ -202,7 +202,7 @@ def entities_by_slugs(conn: sa.Connection, t: KGTables, agent_id: str, slugs: li
 
 
 def active_entities_of_type(conn: sa.Connection, t: KGTables, agent_id: str, entity_type: str, with_vec: bool,
-                            user_id: Optional[str] = None) -> list[dict]:
+                            user_id: Optional[str] = None) -> list[dict[str, Any]]:
     e = t.entity
     cols = [e.c.canonical_key, e.c.display_name, e.c.entity_type]
     if with_vec:
@@ -215,12 +215,12 @@ def active_entities_of_type(conn: sa.Connection, t: KGTables, agent_id: str, ent
     return [dict(r) for r in rows]
 
 
-def is_expired(row: dict, now: datetime) -> bool:
+def is_expired(row: dict[str, Any], now: datetime) -> bool:
     ttl = row.get("ttl_days")
     return ttl is not None and row["ingested_at"] + timedelta(days=int(ttl)) <= now
 
 
-def fact_status(row: dict, now: datetime) -> str:
+def fact_status(row: dict[str, Any], now: datetime) -> str:
     """KC-0.3: the first that applies of invalidated, closed, expired, stale, active."""
     if row.get("invalidated_at") is not None:
         return "invalidated"
@@ -233,14 +233,14 @@ def fact_status(row: dict, now: datetime) -> str:
     return "active"
 
 
-def _fact_cols(t: KGTables) -> list:
+def _fact_cols(t: KGTables) -> list[Any]:
     return [c for c in t.fact.c if c.name != "embedding_vec"]
 
 
 def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: list[str], now: datetime,
-                         user_id: Optional[str] = None) -> dict[str, dict]:
+                         user_id: Optional[str] = None) -> dict[str, dict[str, Any]]:
     f = t.fact
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for batch in chunked(sorted(set(ids))):
         # looked up by primary key only (with agent_id in the WHERE clause SQLite picks the
         # (agent_id, ...) index and scans the agent's facts); the agent is checked here
@@ -257,7 +257,7 @@ def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: l
 def current_same_key_facts(
     conn: sa.Connection, t: KGTables, agent_id: str, entity_key: str, attribute_keys: list[str], now: datetime,
     user_id: Optional[str] = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     if not attribute_keys:
         return []
     f = t.fact
@@ -275,9 +275,9 @@ def current_same_key_facts(
     return [d for d in (dict(r) for r in rows) if not is_expired(d, now)]
 
 
-def registry_rows(conn: sa.Connection, t: KGTables, agent_id: str, keys: list[str]) -> dict[str, dict]:
+def registry_rows(conn: sa.Connection, t: KGTables, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
     r = t.registry
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for batch in chunked(sorted(set(keys))):
         for row in conn.execute(sa.select(r).where(r.c.agent_id == agent_id, r.c.key.in_(batch))).mappings():
             out[row["key"]] = dict(row)

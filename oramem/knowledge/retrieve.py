@@ -16,9 +16,9 @@ import re
 import time
 import zoneinfo
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
 import sqlalchemy as sa
@@ -38,6 +38,7 @@ from .types import (
     IntentionDetail,
     PipelineTrace,
     RetrievalCandidate,
+    RetrievalPlan,
     RetrieveResult,
     ScoredFact,
     SpreadingActivationResult,
@@ -45,6 +46,8 @@ from .types import (
 )
 
 __all__ = ["RetrieveRun", "temporal_range", "fact_visible"]
+
+_T = TypeVar("_T")
 
 MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, then strength
 
@@ -58,7 +61,7 @@ _MONTHS = {
 }
 
 
-def _month_start(y: int, m: int, tz) -> datetime:
+def _month_start(y: int, m: int, tz: tzinfo) -> datetime:
     return datetime(y, m, 1, tzinfo=tz)
 
 
@@ -75,7 +78,10 @@ def temporal_range(query: str, now: datetime, tz_name: str = "UTC") -> Optional[
     local = to_utc(now).astimezone(tz)
     today = datetime(local.year, local.month, local.day, tzinfo=tz)
     q = norm(query)
-    utc = lambda a, b: (to_utc(a), to_utc(b))  # noqa: E731
+
+    def utc(a: datetime, b: datetime) -> tuple[datetime, datetime]:
+        return to_utc(a), to_utc(b)
+
     m = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", q)
     if m:
         try:
@@ -140,7 +146,7 @@ class View:
         return self.as_of is None and not self.include_stale
 
 
-def fact_visible(row: dict, v: View) -> bool:
+def fact_visible(row: dict[str, Any], v: View) -> bool:
     if row["ingested_at"] > v.known:
         return False
     if row.get("invalidated_at") is not None and row["invalidated_at"] <= v.known:
@@ -158,9 +164,9 @@ def fact_visible(row: dict, v: View) -> bool:
     return True
 
 
-def store_filter(v: View, *, min_confidence: Optional[float], entity_keys: Optional[list[str]]) -> dict:
+def store_filter(v: View, *, min_confidence: Optional[float], entity_keys: Optional[list[str]]) -> dict[str, Any]:
     """The same visibility as store metadata filters (SC-9.3), so it applies before top-k."""
-    conds: list[dict] = [{"kg_ingested_at": {"$lte": iso(v.known)}}]
+    conds: list[dict[str, Any]] = [{"kg_ingested_at": {"$lte": iso(v.known)}}]
     if v.known_at is None:
         conds.append({"kg_invalidated_at": {"$exists": False}})
     else:
@@ -184,7 +190,7 @@ def store_filter(v: View, *, min_confidence: Optional[float], entity_keys: Optio
     return {"$and": conds}
 
 
-def sql_visible(f: sa.Table, v: View) -> list:
+def sql_visible(f: sa.Table, v: View) -> list[Any]:
     """KC-0.3 visibility as SQL conditions on the fact table (expiry is checked on rows)."""
     conds = [f.c.ingested_at <= v.known, sa.or_(f.c.invalidated_at.is_(None), f.c.invalidated_at > v.known)]
     if v.trange is not None:
@@ -197,7 +203,7 @@ def sql_visible(f: sa.Table, v: View) -> list:
     return conds
 
 
-def edge_visible(r: sa.Table, v: View) -> list:
+def edge_visible(r: sa.Table, v: View) -> list[Any]:
     """KC-5.8: edges are filtered by their current single interval."""
     if v.as_of is None and v.known_at is None:
         return [r.c.valid_to.is_(None), r.c.invalidated_at.is_(None)]
@@ -211,12 +217,12 @@ def edge_visible(r: sa.Table, v: View) -> list:
 
 def p_sql_visible(f: sa.Table, has_trange: bool, hide_stale: bool) -> list[sa.ColumnElement[bool]]:
     """:func:`sql_visible` with ``p_known``, ``p_at`` (or ``p_start``/``p_end``) bound."""
-    known = sa.bindparam("p_known")
+    known: sa.BindParameter[Any] = sa.bindparam("p_known")
     conds = [f.c.ingested_at <= known, sa.or_(f.c.invalidated_at.is_(None), f.c.invalidated_at > known)]
     if has_trange:
         conds += [f.c.valid_from < sa.bindparam("p_end"), sa.or_(f.c.valid_to.is_(None), f.c.valid_to > sa.bindparam("p_start"))]
     else:
-        at = sa.bindparam("p_at")
+        at: sa.BindParameter[Any] = sa.bindparam("p_at")
         conds += [f.c.valid_from <= at, sa.or_(f.c.valid_to.is_(None), f.c.valid_to > at)]
     if hide_stale:
         conds.append(f.c.is_stale == False)  # noqa: E712
@@ -227,7 +233,8 @@ def p_edge_visible(r: sa.Table, current: bool) -> list[sa.ColumnElement[bool]]:
     """:func:`edge_visible` with ``p_known`` and ``p_at`` bound (``current``: no as_of/known_at)."""
     if current:
         return [r.c.valid_to.is_(None), r.c.invalidated_at.is_(None)]
-    known, at = sa.bindparam("p_known"), sa.bindparam("p_at")
+    known: sa.BindParameter[Any] = sa.bindparam("p_known")
+    at: sa.BindParameter[Any] = sa.bindparam("p_at")
     return [
         r.c.created_at <= known,
         sa.or_(r.c.invalidated_at.is_(None), r.c.invalidated_at > known),
@@ -271,9 +278,9 @@ def _clip01(x: float) -> float:
 # ----------------------------------------------------------------------------- the run
 @dataclass
 class Cand:
-    row: dict
-    scores: dict = field(default_factory=dict)  # raw signal scores
-    edges: set = field(default_factory=set)  # relationship ids that yielded it
+    row: dict[str, Any]
+    scores: dict[str, Any] = field(default_factory=dict)  # raw signal scores
+    edges: set[Any] = field(default_factory=set)  # relationship ids that yielded it
     final: float = 0.0
     formula: float = 0.0
     relevance: float = 0.0
@@ -282,7 +289,7 @@ class Cand:
 
 
 class RetrieveRun:
-    def __init__(self, rt: KnowledgeRuntime, *, agent_id: str, query: str, session_id: Optional[str], entity_keys: Optional[list],
+    def __init__(self, rt: KnowledgeRuntime, *, agent_id: str, query: str, session_id: Optional[str], entity_keys: Optional[list[Any]],
                  as_of: Optional[datetime], known_at: Optional[datetime], include_directives: bool, cfg: Any,
                  now: datetime, verbose: bool, user_id: Optional[str] = None) -> None:
         self.rt = rt
@@ -314,10 +321,10 @@ class RetrieveRun:
     def step(self, name: str, started: float, **data: Any) -> None:
         record_step(self, name, started, data)
 
-    async def read(self, fn):
+    async def read(self, fn: Callable[[sa.Connection], _T]) -> _T:
         return await self.rt.read(fn)
 
-    def _fact_cols(self) -> list:
+    def _fact_cols(self) -> list[Any]:
         return [c for c in self.t.fact.c if c.name != "embedding_vec"]
 
     def _shape(self) -> tuple[bool, bool, bool, bool]:
@@ -334,9 +341,9 @@ class RetrieveRun:
         out.update(more)
         return out
 
-    def _facts_by_ids(self, conn: sa.Connection, ids: list[str]) -> dict[str, dict]:
+    def _facts_by_ids(self, conn: sa.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
         f = self.t.fact
-        out: dict[str, dict] = {}
+        out: dict[str, dict[str, Any]] = {}
         stmt = reads.cached_stmt(f, ("facts_by_ids",), lambda: sa.select(*self._fact_cols()).where(f.c.id.in_(reads.expanding("p_ids"))))
         for batch in reads.chunked(sorted(set(ids))):
             for r in conn.execute(stmt, {"p_ids": batch}).mappings():
@@ -345,7 +352,7 @@ class RetrieveRun:
                     out[d["id"]] = d
         return out
 
-    def _add(self, row: dict, signal: str, score: float, edges: tuple = ()) -> bool:
+    def _add(self, row: dict[str, Any], signal: str, score: float, edges: tuple[Any, ...] = ()) -> bool:
         c = self.cands.get(row["id"])
         new = c is None
         if c is None:
@@ -384,7 +391,7 @@ class RetrieveRun:
         filter_keys = resolved if self.entity_keys_in else None
         # signals
         graph = GraphRetrievalResult()
-        events: list[dict] = []
+        events: list[dict[str, Any]] = []
         if not no_facts:
             t0 = time.perf_counter()
             sem, kw = await asyncio.gather(self._semantic(pool, filter_keys), self._keyword(pool, filter_keys, expanded, plan))
@@ -585,7 +592,7 @@ class RetrieveRun:
             self.qvec = None
             self.warn(f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off")
 
-    async def _hits_to_rows(self, hits: list) -> dict[str, dict]:
+    async def _hits_to_rows(self, hits: list[Any]) -> dict[str, dict[str, Any]]:
         ids = [r.id for r, _ in hits]
         if not ids:
             return {}
@@ -612,7 +619,7 @@ class RetrieveRun:
             n += 1
         return n
 
-    async def _keyword(self, pool: int, filter_keys, expanded: ExpandedQuery, plan) -> int:
+    async def _keyword(self, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery, plan: RetrievalPlan) -> int:
         from ..types import SearchStrategy
 
         n = 0
@@ -633,15 +640,15 @@ class RetrieveRun:
                 self._add(row, "keyword", _clip01(1.0 - float(dist)))
                 n += 1
         if plan.pattern_queries:
-            rows = await self.read(lambda c: self._pattern_rows(c, plan, pool, filter_keys))
-            for row in rows:
-                self._add(row, "keyword", 1.0)
+            pattern_rows = await self.read(lambda c: self._pattern_rows(c, plan, pool, filter_keys))
+            for prow in pattern_rows:
+                self._add(prow, "keyword", 1.0)
                 n += 1
         return n
 
-    def _pattern_rows(self, conn: sa.Connection, plan, pool: int, filter_keys) -> list[dict]:
+    def _pattern_rows(self, conn: sa.Connection, plan: RetrievalPlan, pool: int, filter_keys: Optional[list[str]]) -> list[dict[str, Any]]:
         f, lk = self.t.fact, self.t.link
-        out: dict[str, dict] = {}
+        out: dict[str, dict[str, Any]] = {}
         for pq in plan.pattern_queries:
             stmt = sa.select(*self._fact_cols()).where(
                 reads.visible(f, self.agent_id, self.user_id), f.c.entity_key.like(pq.entity_pattern), *sql_visible(f, self.view)
@@ -656,7 +663,7 @@ class RetrieveRun:
                     out.setdefault(d["id"], d)
         return list(out.values())
 
-    def _graph(self, conn: sa.Connection, seeds: list[str], filter_keys) -> GraphRetrievalResult:
+    def _graph(self, conn: sa.Connection, seeds: list[str], filter_keys: Optional[list[str]]) -> GraphRetrievalResult:
         """KC-5.4 graph signal: BFS from the primed entities over active edges, both directions,
         as one recursive CTE (SQLite and Oracle through SQLAlchemy)."""
         cfg = self.cfg
@@ -699,7 +706,7 @@ class RetrieveRun:
             if cur is None or hop < cur[0] or (hop == cur[0] and float(s) > cur[1]):
                 best[k] = (int(hop), float(s), rid)
         rids = sorted({rid for _, _, _, rid in rows if rid})
-        edge_rows: dict[str, dict] = {}
+        edge_rows: dict[str, dict[str, Any]] = {}
         edges_stmt = reads.cached_stmt(r, ("edges_by_ids",), lambda: sa.select(r).where(r.c.id.in_(reads.expanding("p_ids"))))
         for batch in reads.chunked(rids):
             for row in conn.execute(edges_stmt, {"p_ids": batch}).mappings():
@@ -754,7 +761,7 @@ class RetrieveRun:
         if filter_keys is not None:
             gparams["p_fk"] = list(filter_keys)
         qwords = " " + " ".join(norm(re.sub(r"[^\w\s]", " ", self.query)).split()) + " "
-        taken: dict[str, dict] = {}
+        taken: dict[str, dict[str, Any]] = {}
         for m in conn.execute(stmt, gparams).mappings():
             frow = dict(m)
             via, hop = frow.pop("_via"), int(frow.pop("_hop"))
@@ -777,7 +784,7 @@ class RetrieveRun:
         res.facts = sorted(taken.values(), key=lambda x: (x["hop"], -x["score"], x["fact_id"]))
         return res
 
-    async def _events(self) -> list[dict]:
+    async def _events(self) -> list[dict[str, Any]]:
         cfg = self.cfg
         if self.qvec is None:
             return []
@@ -790,7 +797,7 @@ class RetrieveRun:
             return []
         ev = self.t.event
 
-        def load(conn):
+        def load(conn: sa.Connection) -> dict[str, dict[str, Any]]:
             out = {}
             for batch in reads.chunked([r.id for r, _ in hits]):
                 for row in conn.execute(
@@ -835,10 +842,10 @@ class RetrieveRun:
     def _ranked(self) -> list[Cand]:
         return sorted(self.cands.values(), key=lambda c: (-c.final, c.row["id"]))
 
-    def _confidence_info(self, row: dict) -> float:
+    def _confidence_info(self, row: dict[str, Any]) -> float:
         since = row.get("last_confirmed_at") or row.get("ingested_at")
         weeks = _days(since, self.now) / 7.0 if since else 0.0
-        return max(0.10, float(row["confidence"]) * 0.95 ** weeks)
+        return max(0.10, float(row["confidence"]) * float(0.95 ** weeks))
 
     def _scored(self, c: Cand) -> ScoredFact:
         s = {k: float(c.scores.get(k, 0.0)) for k in ("semantic", "keyword", "graph", "spreading")}
@@ -873,9 +880,9 @@ class RetrieveRun:
                             lst.append((b, float(st), rid))
         return out
 
-    def _facts_of(self, conn: sa.Connection, col, values: list[str], per: int, filter_keys) -> dict[str, list[dict]]:
+    def _facts_of(self, conn: sa.Connection, col: sa.Column[Any], values: list[str], per: int, filter_keys: Optional[list[str]]) -> dict[str, list[dict[str, Any]]]:
         f, lk = self.t.fact, self.t.link
-        out: dict[str, list[dict]] = {}
+        out: dict[str, list[dict[str, Any]]] = {}
         shared_only, has_trange, hide_stale, _ = self._shape()
 
         def build() -> sa.Select[Any]:
@@ -904,7 +911,7 @@ class RetrieveRun:
                     lst.append(row)
         return out
 
-    def _spread(self, conn: sa.Connection, seeds: list[Cand], filter_keys) -> SpreadingActivationResult:
+    def _spread(self, conn: sa.Connection, seeds: list[Cand], filter_keys: Optional[list[str]]) -> SpreadingActivationResult:
         """KC-5.6: hop 1 from each seed's entity, cluster and neighbours; hop 2 from the
         entities first reached in hop 1."""
         cfg = self.cfg
@@ -924,12 +931,12 @@ class RetrieveRun:
             cited.update(o["supporting_fact_ids"] or [])
         res.meta_observations = [o for o in obs if seed_ids.intersection(o["supporting_fact_ids"] or [])][:3]
 
-        def dyn(row: dict) -> float:
+        def dyn(row: dict[str, Any]) -> float:
             d = _days(row["last_retrieved_at"], self.now) if row.get("last_retrieved_at") else None
             return dynamic_importance(float(row["importance"]), int(row["times_retrieved"] or 0), d,
                                       int(row["user_correction_count"] or 0), row["id"] in cited)
 
-        def offer(row: dict, hop: int, strength: float, rid: Optional[str]) -> bool:
+        def offer(row: dict[str, Any], hop: int, strength: float, rid: Optional[str]) -> bool:
             if row["id"] in self.cands:
                 return False
             score = decay ** hop * mean_final * min(1.0, dyn(row)) * strength
@@ -1028,14 +1035,14 @@ class RetrieveRun:
         return head + ranked[len(head):]
 
     # -- intentions, session notes, emotional state ---------------------------------------------------
-    def _side_reads(self, conn: sa.Connection) -> dict:
+    def _side_reads(self, conn: sa.Connection) -> dict[str, Any]:
         t = self.t
         it, so, ev, mo, cl = t.intention, t.session_observation, t.event, t.meta_observation, t.cluster
         rows = [dict(r) for r in conn.execute(
             sa.select(it).where(reads.visible(it, self.agent_id, self.user_id), it.c.status.in_(("pending", "triggered")))
             .order_by(it.c.created_at, it.c.id)
         ).mappings()]
-        notes: list[dict] = []
+        notes: list[dict[str, Any]] = []
         if self.session_id:
             obs = [dict(r) for r in conn.execute(
                 sa.select(so.c.id, so.c.content, so.c.source_message_ids, so.c.created_at)
@@ -1085,7 +1092,7 @@ class RetrieveRun:
             "cluster_summaries": cluster_summaries,
         }
 
-    def _trigger(self, pending: list[dict]) -> list[dict]:
+    def _trigger(self, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """KC-5.11: time intentions due, or event intentions whose trigger is close to the query."""
         out = []
         q = None
@@ -1105,7 +1112,7 @@ class RetrieveRun:
         return out
 
     # -- usage tracking ----------------------------------------------------------------------------------
-    async def _track(self, fact_ids: list[str], edge_ids: list[str], triggered: list[str], notes: list[dict]) -> None:
+    async def _track(self, fact_ids: list[str], edge_ids: list[str], triggered: list[str], notes: list[dict[str, Any]]) -> None:
         if not (fact_ids or edge_ids or triggered or notes):
             return
         t = self.t
@@ -1135,7 +1142,7 @@ class RetrieveRun:
             self.warn("usage tracking skipped: another writer holds the store's write lock (the read did not wait)")
 
 
-def _detail(row: dict, now: datetime) -> FactDetail:
+def _detail(row: dict[str, Any], now: datetime) -> FactDetail:
     data = {k: v for k, v in row.items() if k in FactDetail.__dataclass_fields__ or k == "id"}
     data["fact_id"] = data.pop("id")
     data.pop("entity_keys", None)
