@@ -545,12 +545,14 @@ class RetrieveRun:
         neighbours: list[str] = []
         if primed:
             r = t.relationship
-            rows = conn.execute(
+            shared_only, _, _, current = self._shape()
+            rel_stmt = reads.cached_stmt(r, ("expand_edges", shared_only, current), lambda: (
                 sa.select(r.c.source_entity_key, r.c.target_entity_key, r.c.strength, r.c.id)
-                .where(reads.visible(r, self.agent_id, self.user_id), sa.or_(r.c.source_entity_key.in_(primed), r.c.target_entity_key.in_(primed)),
-                       *edge_visible(r, self.view))
-                .order_by(sa.desc(r.c.strength), r.c.id)
-            ).all()
+                .where(reads.p_visible(r, shared_only),
+                       sa.or_(r.c.source_entity_key.in_(reads.expanding("p_keys")), r.c.target_entity_key.in_(reads.expanding("p_keys"))),
+                       *p_edge_visible(r, current))
+                .order_by(sa.desc(r.c.strength), r.c.id)))
+            rows = conn.execute(rel_stmt, self._params(p_keys=list(primed))).all()
             for s, tg, _, _ in rows:
                 other = tg if s in primed else s
                 if other not in primed and other not in neighbours:
@@ -561,13 +563,14 @@ class RetrieveRun:
         terms: list[str] = []
         if primed:
             f = t.fact
-            primed_rows = conn.execute(
+            shared_only = self.user_id is None
+            terms_stmt = reads.cached_stmt(f, ("expand_terms", shared_only), lambda: (
                 sa.select(f.c.attribute_key, f.c.value_json, f.c.ttl_days, f.c.ingested_at)
-                .where(reads.visible(f, self.agent_id, self.user_id), f.c.entity_key.in_(primed), f.c.valid_to.is_(None),
+                .where(reads.p_visible(f, shared_only), f.c.entity_key.in_(reads.expanding("p_keys")), f.c.valid_to.is_(None),
                        f.c.invalidated_at.is_(None))
                 .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id)
-                .limit(200)
-            ).mappings()
+                .limit(200)))
+            primed_rows = conn.execute(terms_stmt, {"p_agent": self.agent_id, "p_user": self.user_id, "p_keys": list(primed)}).mappings()
             for prow in primed_rows:
                 if reads.is_expired(dict(prow), self.now):
                     continue

@@ -84,7 +84,7 @@ def test_cached_statements_never_carry_one_users_rows_to_another(tmp_path, order
 def test_no_cached_statement_holds_a_value(tmp_path):
     """A cached statement keeps structure only: every bound value is None or a constant of
     the SQL itself (the walk's hop 0 and start strength, the graph's hop numbers 0-2 and 9,
-    the ':' of an entity key), never an agent, a user, a time or a threshold."""
+    the ':' of an entity key, the expansion's LIMIT 200), never an agent, a user, a time or a threshold."""
     clock = Clock()
     store, km, llm = _km(str(tmp_path / "t.db"), clock)
     try:
@@ -99,6 +99,6 @@ def test_no_cached_statement_holds_a_value(tmp_path):
         for stmt in per.values():
             seen += 1
             for name, value in stmt.compile().params.items():
-                assert value is None or value == ":" or (not isinstance(value, (str, datetime)) and value in (0, 1, 2, 9, 1.0)), \
+                assert value is None or value == ":" or (not isinstance(value, (str, datetime)) and value in (0, 1, 2, 9, 1.0, 200)), \
                     (name, value)
     assert seen
