@@ -752,7 +752,7 @@ class RetrieveRun:
                 .where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_kept")), reads.p_visible(f, shared_only),
                        f.c.confidence >= sa.bindparam("p_min_conf", type_=sa.Float), *p_sql_visible(f, has_trange, hide_stale))
                 .order_by(hop_of, sa.desc(f.c.valid_from), f.c.id)
-                .limit(sa.bindparam("p_limit", type_=sa.Integer))
+                .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))  # rendered as on main
             )
             if filter_keys is not None:
                 stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
