@@ -726,11 +726,15 @@ class RetrieveRun:
         res.neighbor_keys = sorted(k for k, v in kept.items() if v[0] > 0)
         names = {k: ents[k]["display_name"] for k in ents}
         seen_edges = set()
+        hop_of_edge: dict[str, int] = {}  # an edge's lowest hop among the kept keys it reached
+        for v in kept.values():
+            if v[2] is not None and (v[2] not in hop_of_edge or v[0] < hop_of_edge[v[2]]):
+                hop_of_edge[v[2]] = v[0]
         for rid in rids:
             er = edge_rows.get(rid)
             if er is None:
                 continue
-            hop = min((v[0] for k, v in kept.items() if v[2] == rid), default=None)
+            hop = hop_of_edge.get(rid)
             if hop is None:
                 continue
             seen_edges.add(rid)
