@@ -38,12 +38,37 @@ def pct(values, p):
     return s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
 
 
+def profile(km, entities, n: int) -> None:
+    import yappi  # not a project dependency (see --profile)
+
+    yappi.set_clock_type("cpu")
+    yappi.start(builtins=False, profile_threads=True)
+    for q in range(n):
+        km.retrieve("bench", f"what does {entities[(q * 17) % 100]} do with item{q % 100}?")
+    yappi.stop()
+    stats = yappi.get_func_stats()
+    stats.sort("ttot", "desc")
+    print(f"# yappi, CPU ms per retrieve (inclusive / own), {n} retrieves", file=sys.stderr)
+    for st in list(stats)[:60]:
+        print(f"{st.ttot * 1000 / n:8.2f} {st.tsub * 1000 / n:8.2f} {st.ncall / n:8.1f}  {st.module.split('site-packages/')[-1]}:{st.lineno} {st.name}",
+              file=sys.stderr)
+    stats.sort("tsub", "desc")
+    print("# by own time", file=sys.stderr)
+    for st in list(stats)[:40]:
+        print(f"{st.ttot * 1000 / n:8.2f} {st.tsub * 1000 / n:8.2f} {st.ncall / n:8.1f}  {st.module.split('site-packages/')[-1]}:{st.lineno} {st.name}",
+              file=sys.stderr)
+    yappi.clear_stats()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--facts", type=int, default=10_000)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--db", default=None)
     ap.add_argument("--vector-only", action="store_true", help="a vector store (keyword signal off)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after the timed queries, profile N more retrieves with yappi (every thread, CPU clock; "
+                         "yappi is not a project dependency: pip install yappi) and print the top functions to stderr")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="oramem-kg-rbench-")
     path = args.db or os.path.join(tmp, "bench.db")
@@ -98,6 +123,8 @@ def main() -> None:
         searches.append((search_t.seconds - s0) * 1000.0)
         nfacts.append(len(r.facts))
         now[0] += timedelta(seconds=10)
+    if args.profile:
+        profile(km, entities, args.profile)
     km.close()
     store.close()
     print(json.dumps({

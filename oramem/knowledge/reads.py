@@ -4,7 +4,9 @@ thread under the backend's read context)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Optional
+import threading
+import weakref
+from typing import Any, Callable, Iterable, Optional, TypeVar, cast
 
 import sqlalchemy as sa
 
@@ -23,6 +25,7 @@ __all__ = [
 ]
 
 IN_BATCH = 500
+_S = TypeVar("_S")
 
 
 def owned(table: sa.Table, agent_id: str, user_id: Optional[str]) -> sa.ColumnElement[bool]:
@@ -39,7 +42,7 @@ def visible(table: sa.Table, agent_id: str, user_id: Optional[str]) -> sa.Column
     return sa.and_(table.c.agent_id == agent_id, u.is_(None) if user_id is None else sa.or_(u.is_(None), u == user_id))
 
 
-def store_scope(user_id: Optional[str], *, read: bool = False) -> dict:
+def store_scope(user_id: Optional[str], *, read: bool = False) -> dict[str, Any]:
     """The scope of :func:`owned` / :func:`visible` as a store metadata filter over the
     ``kg_user`` key of knowledge store records (absent on shared records), so a store search
     applies it before its top-k cut (SC-6.5)."""
@@ -51,8 +54,55 @@ def store_scope(user_id: Optional[str], *, read: bool = False) -> dict:
     return {"kg_user": user_id}
 
 
-def with_scope(metadata_filter: dict, user_id: Optional[str], *, read: bool = False) -> dict:
+def with_scope(metadata_filter: dict[str, Any], user_id: Optional[str], *, read: bool = False) -> dict[str, Any]:
     return {"$and": [metadata_filter, store_scope(user_id, read=read)]}
+
+
+# -- cached statements (issue 25 item 6)
+# The hot read statements are built once per table set and shape, with every value a bound
+# parameter (``p_*``), not once per retrieve: building a SELECT of the fact table's columns,
+# its subquery proxies and its cache key cost more CPU than running it. A cached statement
+# holds table structure only; the agent, the user and the view are bound per execution, so
+# nothing one user reads is kept for another (tests/knowledge/test_retrieve_stmt_cache.py).
+_STMTS: "weakref.WeakKeyDictionary[sa.Table, dict[tuple[Any, ...], Any]]" = weakref.WeakKeyDictionary()
+_STMTS_LOCK = threading.Lock()
+
+
+def cached_stmt(table: sa.Table, key: tuple[Any, ...], build: Callable[[], _S]) -> _S:
+    """The statement ``build()`` made once for ``table`` (a store's own table object) and the
+    structural ``key``; it must bind every value (``sa.bindparam``)."""
+    with _STMTS_LOCK:
+        per = _STMTS.get(table)
+        if per is None:
+            per = _STMTS[table] = {}
+        stmt = per.get(key)
+    if stmt is None:
+        stmt = build()
+        with _STMTS_LOCK:
+            stmt = per.setdefault(key, stmt)
+    return cast(_S, stmt)
+
+
+def p_visible(table: sa.Table, shared_only: bool) -> sa.ColumnElement[bool]:
+    """:func:`reads.visible` with the agent (``p_agent``) and the user (``p_user``) bound."""
+    u = table.c.user_id
+    return sa.and_(table.c.agent_id == sa.bindparam("p_agent"),
+                   u.is_(None) if shared_only else sa.or_(u.is_(None), u == sa.bindparam("p_user")))
+
+
+def p_owned(table: sa.Table, no_user: bool) -> sa.ColumnElement[bool]:
+    """:func:`owned` with the agent (``p_agent``) and the user (``p_user``) bound."""
+    u = table.c.user_id
+    return sa.and_(table.c.agent_id == sa.bindparam("p_agent"), u.is_(None) if no_user else u == sa.bindparam("p_user"))
+
+
+def p_scope(table: sa.Table, user_id: Optional[str], read: bool) -> sa.ColumnElement[bool]:
+    """:func:`visible` (``read``) or :func:`owned`, with the values bound."""
+    return p_visible(table, user_id is None) if read else p_owned(table, user_id is None)
+
+
+def expanding(name: str) -> sa.BindParameter[Any]:
+    return sa.bindparam(name, expanding=True)
 
 
 def shared_last(table: sa.Table) -> sa.ColumnElement[int]:
@@ -61,7 +111,7 @@ def shared_last(table: sa.Table) -> sa.ColumnElement[int]:
 
 
 def row_owned(row: Any, agent_id: str, user_id: Optional[str]) -> bool:
-    return row.get("agent_id") == agent_id and row.get("user_id") == user_id
+    return bool(row.get("agent_id") == agent_id and row.get("user_id") == user_id)
 
 
 def row_visible(row: Any, agent_id: str, user_id: Optional[str]) -> bool:
@@ -80,7 +130,7 @@ def check_user_id(user_id: object) -> Optional[str]:
     return user_id
 
 
-def chunked(values: list, size: int = IN_BATCH) -> Iterable[list]:
+def chunked(values: list[Any], size: int = IN_BATCH) -> Iterable[list[Any]]:
     for i in range(0, len(values), size):
         yield values[i : i + size]
 
@@ -90,30 +140,31 @@ def lookup_aliases(conn: sa.Connection, t: KGTables, agent_id: str, norms: list[
     """Indexed lookup of ``norm``-ed alias texts (unique ``(agent_id, alias)``)."""
     out: dict[str, tuple[str, str]] = {}
     a = t.alias
+    stmt = cached_stmt(a, ("lookup_aliases", read, user_id is None), lambda: (
+        sa.select(a.c.alias, a.c.canonical_entity_key, a.c.canonical_entity_type).where(
+            p_scope(a, user_id, read), a.c.alias.in_(expanding("p_batch"))
+        ).order_by(shared_last(a))))  # her own binding first, then the shared one
     for batch in chunked(sorted(set(norms))):
-        rows = conn.execute(
-            sa.select(a.c.alias, a.c.canonical_entity_key, a.c.canonical_entity_type).where(
-                (visible if read else owned)(a, agent_id, user_id), a.c.alias.in_(batch)
-            ).order_by(shared_last(a))  # her own binding first, then the shared one
-        )
+        rows = conn.execute(stmt, {"p_agent": agent_id, "p_user": user_id, "p_batch": batch})
         for alias, key, etype in rows:
             out.setdefault(alias, (key, etype))
     return out
 
 
 def load_entities(conn: sa.Connection, t: KGTables, agent_id: str, keys: Iterable[str], user_id: Optional[str] = None,
-                  *, read: bool = False) -> dict[str, dict]:
+                  *, read: bool = False) -> dict[str, dict[str, Any]]:
     e = t.entity
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
+    stmt = cached_stmt(e, ("load_entities", read, user_id is None), lambda: (
+        sa.select(e).where(p_scope(e, user_id, read), e.c.canonical_key.in_(expanding("p_batch"))).order_by(shared_last(e))))
     for batch in chunked(sorted(set(keys))):
-        stmt = sa.select(e).where((visible if read else owned)(e, agent_id, user_id), e.c.canonical_key.in_(batch))
-        for row in conn.execute(stmt.order_by(shared_last(e))).mappings():
+        for row in conn.execute(stmt, {"p_agent": agent_id, "p_user": user_id, "p_batch": batch}).mappings():
             out.setdefault(row["canonical_key"], dict(row))
     return out
 
 
 def entities_by_slug(conn: sa.Connection, t: KGTables, agent_id: str, slug_value: str, user_id: Optional[str] = None,
-                     *, read: bool = False) -> list[dict]:
+                     *, read: bool = False) -> list[dict[str, Any]]:
     """Active entities whose key's slug part equals ``slug_value`` (any type), by key."""
     e = t.entity
     key = e.c.canonical_key
@@ -130,25 +181,28 @@ def entities_by_slug(conn: sa.Connection, t: KGTables, agent_id: str, slug_value
 
 
 def entities_by_slugs(conn: sa.Connection, t: KGTables, agent_id: str, slugs: list[str], user_id: Optional[str] = None,
-                      *, read: bool = False) -> dict[str, list[dict]]:
+                      *, read: bool = False) -> dict[str, list[dict[str, Any]]]:
     """Batched :func:`entities_by_slug`: slug → active entities whose key's slug part equals it."""
     e = t.entity
     key = e.c.canonical_key
-    part = sa.func.substr(key, sa.func.instr(key, ":") + 1)
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
+
+    def build() -> sa.Select[Any]:
+        part = sa.func.substr(key, sa.func.instr(key, ":") + 1)
+        return (sa.select(e.c.canonical_key, e.c.entity_type, e.c.display_name, part.label("slug_part"))
+                .where(p_scope(e, user_id, read), e.c.is_active == True, part.in_(expanding("p_batch")))  # noqa: E712
+                .order_by(key))
+
+    stmt = cached_stmt(e, ("entities_by_slugs", read, user_id is None), build)
     for batch in chunked(sorted(set(s for s in slugs if s))):
-        rows = conn.execute(
-            sa.select(e.c.canonical_key, e.c.entity_type, e.c.display_name, part.label("slug_part"))
-            .where((visible if read else owned)(e, agent_id, user_id), e.c.is_active == True, part.in_(batch))  # noqa: E712
-            .order_by(key)
-        ).mappings()
+        rows = conn.execute(stmt, {"p_agent": agent_id, "p_user": user_id, "p_batch": batch}).mappings()
         for r in rows:
             out.setdefault(r["slug_part"], []).append(dict(r))
     return out
 
 
 def active_entities_of_type(conn: sa.Connection, t: KGTables, agent_id: str, entity_type: str, with_vec: bool,
-                            user_id: Optional[str] = None) -> list[dict]:
+                            user_id: Optional[str] = None) -> list[dict[str, Any]]:
     e = t.entity
     cols = [e.c.canonical_key, e.c.display_name, e.c.entity_type]
     if with_vec:
@@ -161,12 +215,12 @@ def active_entities_of_type(conn: sa.Connection, t: KGTables, agent_id: str, ent
     return [dict(r) for r in rows]
 
 
-def is_expired(row: dict, now: datetime) -> bool:
+def is_expired(row: dict[str, Any], now: datetime) -> bool:
     ttl = row.get("ttl_days")
     return ttl is not None and row["ingested_at"] + timedelta(days=int(ttl)) <= now
 
 
-def fact_status(row: dict, now: datetime) -> str:
+def fact_status(row: dict[str, Any], now: datetime) -> str:
     """KC-0.3: the first that applies of invalidated, closed, expired, stale, active."""
     if row.get("invalidated_at") is not None:
         return "invalidated"
@@ -179,14 +233,14 @@ def fact_status(row: dict, now: datetime) -> str:
     return "active"
 
 
-def _fact_cols(t: KGTables) -> list:
+def _fact_cols(t: KGTables) -> list[Any]:
     return [c for c in t.fact.c if c.name != "embedding_vec"]
 
 
 def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: list[str], now: datetime,
-                         user_id: Optional[str] = None) -> dict[str, dict]:
+                         user_id: Optional[str] = None) -> dict[str, dict[str, Any]]:
     f = t.fact
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for batch in chunked(sorted(set(ids))):
         # looked up by primary key only (with agent_id in the WHERE clause SQLite picks the
         # (agent_id, ...) index and scans the agent's facts); the agent is checked here
@@ -203,7 +257,7 @@ def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: l
 def current_same_key_facts(
     conn: sa.Connection, t: KGTables, agent_id: str, entity_key: str, attribute_keys: list[str], now: datetime,
     user_id: Optional[str] = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     if not attribute_keys:
         return []
     f = t.fact
@@ -221,9 +275,9 @@ def current_same_key_facts(
     return [d for d in (dict(r) for r in rows) if not is_expired(d, now)]
 
 
-def registry_rows(conn: sa.Connection, t: KGTables, agent_id: str, keys: list[str]) -> dict[str, dict]:
+def registry_rows(conn: sa.Connection, t: KGTables, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
     r = t.registry
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for batch in chunked(sorted(set(keys))):
         for row in conn.execute(sa.select(r).where(r.c.agent_id == agent_id, r.c.key.in_(batch))).mappings():
             out[row["key"]] = dict(row)

@@ -16,9 +16,9 @@ import re
 import time
 import zoneinfo
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
 import sqlalchemy as sa
@@ -38,6 +38,7 @@ from .types import (
     IntentionDetail,
     PipelineTrace,
     RetrievalCandidate,
+    RetrievalPlan,
     RetrieveResult,
     ScoredFact,
     SpreadingActivationResult,
@@ -45,6 +46,8 @@ from .types import (
 )
 
 __all__ = ["RetrieveRun", "temporal_range", "fact_visible"]
+
+_T = TypeVar("_T")
 
 MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, then strength
 
@@ -58,7 +61,7 @@ _MONTHS = {
 }
 
 
-def _month_start(y: int, m: int, tz) -> datetime:
+def _month_start(y: int, m: int, tz: tzinfo) -> datetime:
     return datetime(y, m, 1, tzinfo=tz)
 
 
@@ -75,7 +78,10 @@ def temporal_range(query: str, now: datetime, tz_name: str = "UTC") -> Optional[
     local = to_utc(now).astimezone(tz)
     today = datetime(local.year, local.month, local.day, tzinfo=tz)
     q = norm(query)
-    utc = lambda a, b: (to_utc(a), to_utc(b))  # noqa: E731
+
+    def utc(a: datetime, b: datetime) -> tuple[datetime, datetime]:
+        return to_utc(a), to_utc(b)
+
     m = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", q)
     if m:
         try:
@@ -140,7 +146,7 @@ class View:
         return self.as_of is None and not self.include_stale
 
 
-def fact_visible(row: dict, v: View) -> bool:
+def fact_visible(row: dict[str, Any], v: View) -> bool:
     if row["ingested_at"] > v.known:
         return False
     if row.get("invalidated_at") is not None and row["invalidated_at"] <= v.known:
@@ -158,9 +164,9 @@ def fact_visible(row: dict, v: View) -> bool:
     return True
 
 
-def store_filter(v: View, *, min_confidence: Optional[float], entity_keys: Optional[list[str]]) -> dict:
+def store_filter(v: View, *, min_confidence: Optional[float], entity_keys: Optional[list[str]]) -> dict[str, Any]:
     """The same visibility as store metadata filters (SC-9.3), so it applies before top-k."""
-    conds: list[dict] = [{"kg_ingested_at": {"$lte": iso(v.known)}}]
+    conds: list[dict[str, Any]] = [{"kg_ingested_at": {"$lte": iso(v.known)}}]
     if v.known_at is None:
         conds.append({"kg_invalidated_at": {"$exists": False}})
     else:
@@ -184,7 +190,7 @@ def store_filter(v: View, *, min_confidence: Optional[float], entity_keys: Optio
     return {"$and": conds}
 
 
-def sql_visible(f: sa.Table, v: View) -> list:
+def sql_visible(f: sa.Table, v: View) -> list[Any]:
     """KC-0.3 visibility as SQL conditions on the fact table (expiry is checked on rows)."""
     conds = [f.c.ingested_at <= v.known, sa.or_(f.c.invalidated_at.is_(None), f.c.invalidated_at > v.known)]
     if v.trange is not None:
@@ -197,7 +203,7 @@ def sql_visible(f: sa.Table, v: View) -> list:
     return conds
 
 
-def edge_visible(r: sa.Table, v: View) -> list:
+def edge_visible(r: sa.Table, v: View) -> list[Any]:
     """KC-5.8: edges are filtered by their current single interval."""
     if v.as_of is None and v.known_at is None:
         return [r.c.valid_to.is_(None), r.c.invalidated_at.is_(None)]
@@ -206,6 +212,34 @@ def edge_visible(r: sa.Table, v: View) -> list:
         sa.or_(r.c.invalidated_at.is_(None), r.c.invalidated_at > v.known),
         r.c.valid_from <= v.at,
         sa.or_(r.c.valid_to.is_(None), r.c.valid_to > v.at),
+    ]
+
+
+def p_sql_visible(f: sa.Table, has_trange: bool, hide_stale: bool) -> list[sa.ColumnElement[bool]]:
+    """:func:`sql_visible` with ``p_known``, ``p_at`` (or ``p_start``/``p_end``) bound."""
+    known: sa.BindParameter[Any] = sa.bindparam("p_known")
+    conds = [f.c.ingested_at <= known, sa.or_(f.c.invalidated_at.is_(None), f.c.invalidated_at > known)]
+    if has_trange:
+        conds += [f.c.valid_from < sa.bindparam("p_end"), sa.or_(f.c.valid_to.is_(None), f.c.valid_to > sa.bindparam("p_start"))]
+    else:
+        at: sa.BindParameter[Any] = sa.bindparam("p_at")
+        conds += [f.c.valid_from <= at, sa.or_(f.c.valid_to.is_(None), f.c.valid_to > at)]
+    if hide_stale:
+        conds.append(f.c.is_stale == False)  # noqa: E712
+    return conds
+
+
+def p_edge_visible(r: sa.Table, current: bool) -> list[sa.ColumnElement[bool]]:
+    """:func:`edge_visible` with ``p_known`` and ``p_at`` bound (``current``: no as_of/known_at)."""
+    if current:
+        return [r.c.valid_to.is_(None), r.c.invalidated_at.is_(None)]
+    known: sa.BindParameter[Any] = sa.bindparam("p_known")
+    at: sa.BindParameter[Any] = sa.bindparam("p_at")
+    return [
+        r.c.created_at <= known,
+        sa.or_(r.c.invalidated_at.is_(None), r.c.invalidated_at > known),
+        r.c.valid_from <= at,
+        sa.or_(r.c.valid_to.is_(None), r.c.valid_to > at),
     ]
 
 
@@ -244,9 +278,9 @@ def _clip01(x: float) -> float:
 # ----------------------------------------------------------------------------- the run
 @dataclass
 class Cand:
-    row: dict
-    scores: dict = field(default_factory=dict)  # raw signal scores
-    edges: set = field(default_factory=set)  # relationship ids that yielded it
+    row: dict[str, Any]
+    scores: dict[str, Any] = field(default_factory=dict)  # raw signal scores
+    edges: set[Any] = field(default_factory=set)  # relationship ids that yielded it
     final: float = 0.0
     formula: float = 0.0
     relevance: float = 0.0
@@ -255,7 +289,7 @@ class Cand:
 
 
 class RetrieveRun:
-    def __init__(self, rt: KnowledgeRuntime, *, agent_id: str, query: str, session_id: Optional[str], entity_keys: Optional[list],
+    def __init__(self, rt: KnowledgeRuntime, *, agent_id: str, query: str, session_id: Optional[str], entity_keys: Optional[list[Any]],
                  as_of: Optional[datetime], known_at: Optional[datetime], include_directives: bool, cfg: Any,
                  now: datetime, verbose: bool, user_id: Optional[str] = None) -> None:
         self.rt = rt
@@ -287,23 +321,38 @@ class RetrieveRun:
     def step(self, name: str, started: float, **data: Any) -> None:
         record_step(self, name, started, data)
 
-    async def read(self, fn):
+    async def read(self, fn: Callable[[sa.Connection], _T]) -> _T:
         return await self.rt.read(fn)
 
-    def _fact_cols(self) -> list:
+    def _fact_cols(self) -> list[Any]:
         return [c for c in self.t.fact.c if c.name != "embedding_vec"]
 
-    def _facts_by_ids(self, conn: sa.Connection, ids: list[str]) -> dict[str, dict]:
+    def _shape(self) -> tuple[bool, bool, bool, bool]:
+        """What the cached statements' structure depends on (never a value)."""
+        v = self.view
+        return (self.user_id is None, v.trange is not None, v.hide_stale, v.as_of is None and v.known_at is None)
+
+    def _params(self, **more: Any) -> dict[str, Any]:
+        """The bound values of the cached statements for this call."""
+        v = self.view
+        out: dict[str, Any] = {"p_agent": self.agent_id, "p_user": self.user_id, "p_known": v.known, "p_at": v.at}
+        if v.trange is not None:
+            out["p_start"], out["p_end"] = v.trange
+        out.update(more)
+        return out
+
+    def _facts_by_ids(self, conn: sa.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
         f = self.t.fact
-        out: dict[str, dict] = {}
+        out: dict[str, dict[str, Any]] = {}
+        stmt = reads.cached_stmt(f, ("facts_by_ids",), lambda: sa.select(*self._fact_cols()).where(f.c.id.in_(reads.expanding("p_ids"))))
         for batch in reads.chunked(sorted(set(ids))):
-            for r in conn.execute(sa.select(*self._fact_cols()).where(f.c.id.in_(batch))).mappings():
+            for r in conn.execute(stmt, {"p_ids": batch}).mappings():
                 d = dict(r)
                 if reads.row_visible(d, self.agent_id, self.user_id):
                     out[d["id"]] = d
         return out
 
-    def _add(self, row: dict, signal: str, score: float, edges: tuple = ()) -> bool:
+    def _add(self, row: dict[str, Any], signal: str, score: float, edges: tuple[Any, ...] = ()) -> bool:
         c = self.cands.get(row["id"])
         new = c is None
         if c is None:
@@ -342,7 +391,7 @@ class RetrieveRun:
         filter_keys = resolved if self.entity_keys_in else None
         # signals
         graph = GraphRetrievalResult()
-        events: list[dict] = []
+        events: list[dict[str, Any]] = []
         if not no_facts:
             t0 = time.perf_counter()
             sem, kw = await asyncio.gather(self._semantic(pool, filter_keys), self._keyword(pool, filter_keys, expanded, plan))
@@ -496,12 +545,14 @@ class RetrieveRun:
         neighbours: list[str] = []
         if primed:
             r = t.relationship
-            rows = conn.execute(
+            shared_only, _, _, current = self._shape()
+            rel_stmt = reads.cached_stmt(r, ("expand_edges", shared_only, current), lambda: (
                 sa.select(r.c.source_entity_key, r.c.target_entity_key, r.c.strength, r.c.id)
-                .where(reads.visible(r, self.agent_id, self.user_id), sa.or_(r.c.source_entity_key.in_(primed), r.c.target_entity_key.in_(primed)),
-                       *edge_visible(r, self.view))
-                .order_by(sa.desc(r.c.strength), r.c.id)
-            ).all()
+                .where(reads.p_visible(r, shared_only),
+                       sa.or_(r.c.source_entity_key.in_(reads.expanding("p_keys")), r.c.target_entity_key.in_(reads.expanding("p_keys"))),
+                       *p_edge_visible(r, current))
+                .order_by(sa.desc(r.c.strength), r.c.id)))
+            rows = conn.execute(rel_stmt, self._params(p_keys=list(primed))).all()
             for s, tg, _, _ in rows:
                 other = tg if s in primed else s
                 if other not in primed and other not in neighbours:
@@ -512,13 +563,14 @@ class RetrieveRun:
         terms: list[str] = []
         if primed:
             f = t.fact
-            primed_rows = conn.execute(
+            shared_only = self.user_id is None
+            terms_stmt = reads.cached_stmt(f, ("expand_terms", shared_only), lambda: (
                 sa.select(f.c.attribute_key, f.c.value_json, f.c.ttl_days, f.c.ingested_at)
-                .where(reads.visible(f, self.agent_id, self.user_id), f.c.entity_key.in_(primed), f.c.valid_to.is_(None),
+                .where(reads.p_visible(f, shared_only), f.c.entity_key.in_(reads.expanding("p_keys")), f.c.valid_to.is_(None),
                        f.c.invalidated_at.is_(None))
                 .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id)
-                .limit(200)
-            ).mappings()
+                .limit(200)))
+            primed_rows = conn.execute(terms_stmt, {"p_agent": self.agent_id, "p_user": self.user_id, "p_keys": list(primed)}).mappings()
             for prow in primed_rows:
                 if reads.is_expired(dict(prow), self.now):
                     continue
@@ -543,7 +595,7 @@ class RetrieveRun:
             self.qvec = None
             self.warn(f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off")
 
-    async def _hits_to_rows(self, hits: list) -> dict[str, dict]:
+    async def _hits_to_rows(self, hits: list[Any]) -> dict[str, dict[str, Any]]:
         ids = [r.id for r, _ in hits]
         if not ids:
             return {}
@@ -570,7 +622,7 @@ class RetrieveRun:
             n += 1
         return n
 
-    async def _keyword(self, pool: int, filter_keys, expanded: ExpandedQuery, plan) -> int:
+    async def _keyword(self, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery, plan: RetrievalPlan) -> int:
         from ..types import SearchStrategy
 
         n = 0
@@ -591,15 +643,15 @@ class RetrieveRun:
                 self._add(row, "keyword", _clip01(1.0 - float(dist)))
                 n += 1
         if plan.pattern_queries:
-            rows = await self.read(lambda c: self._pattern_rows(c, plan, pool, filter_keys))
-            for row in rows:
-                self._add(row, "keyword", 1.0)
+            pattern_rows = await self.read(lambda c: self._pattern_rows(c, plan, pool, filter_keys))
+            for prow in pattern_rows:
+                self._add(prow, "keyword", 1.0)
                 n += 1
         return n
 
-    def _pattern_rows(self, conn: sa.Connection, plan, pool: int, filter_keys) -> list[dict]:
+    def _pattern_rows(self, conn: sa.Connection, plan: RetrievalPlan, pool: int, filter_keys: Optional[list[str]]) -> list[dict[str, Any]]:
         f, lk = self.t.fact, self.t.link
-        out: dict[str, dict] = {}
+        out: dict[str, dict[str, Any]] = {}
         for pq in plan.pattern_queries:
             stmt = sa.select(*self._fact_cols()).where(
                 reads.visible(f, self.agent_id, self.user_id), f.c.entity_key.like(pq.entity_pattern), *sql_visible(f, self.view)
@@ -614,7 +666,7 @@ class RetrieveRun:
                     out.setdefault(d["id"], d)
         return list(out.values())
 
-    def _graph(self, conn: sa.Connection, seeds: list[str], filter_keys) -> GraphRetrievalResult:
+    def _graph(self, conn: sa.Connection, seeds: list[str], filter_keys: Optional[list[str]]) -> GraphRetrievalResult:
         """KC-5.4 graph signal: BFS from the primed entities over active edges, both directions,
         as one recursive CTE (SQLite and Oracle through SQLAlchemy)."""
         cfg = self.cfg
@@ -623,35 +675,44 @@ class RetrieveRun:
             return res
         t = self.t
         r, e = t.relationship, t.entity
-        vis = edge_visible(r, self.view)
-        fwd = sa.select(r.c.id.label("rid"), r.c.source_entity_key.label("a"), r.c.target_entity_key.label("b"),
-                        r.c.strength.label("s")).where(reads.visible(r, self.agent_id, self.user_id), *vis)
-        bwd = sa.select(r.c.id.label("rid"), r.c.target_entity_key.label("a"), r.c.source_entity_key.label("b"),
-                        r.c.strength.label("s")).where(reads.visible(r, self.agent_id, self.user_id), *vis)
-        und = sa.union_all(fwd, bwd).cte("kg_und")
+        shared_only, has_trange, hide_stale, current = self._shape()
         max_hop = min(2, len(cfg.graph_hop_factors) - 1)
-        walk = (
-            sa.select(e.c.canonical_key.label("k"), sa.literal(0, sa.Integer).label("hop"),
-                      sa.literal(1.0, sa.Float).label("s"), sa.cast(sa.null(), sa.String(36)).label("rid"))
-            .where(reads.visible(e, self.agent_id, self.user_id), e.c.canonical_key.in_(seeds))
-            .cte("kg_walk", recursive=True)
-        )
-        step = (
-            sa.select(und.c.b, (walk.c.hop + 1).label("hop"), und.c.s, und.c.rid)
-            .select_from(walk.join(und, und.c.a == walk.c.k))
-            .where(walk.c.hop < max_hop, sa.or_(walk.c.hop == 0, und.c.s >= cfg.graph_hop2_min_strength))
-        )
-        walk = walk.union_all(step)
-        rows = conn.execute(sa.select(walk.c.k, walk.c.hop, walk.c.s, walk.c.rid)).all()
+
+        def build_walk() -> sa.Select[Any]:
+            vis = p_edge_visible(r, current)
+            fwd = sa.select(r.c.id.label("rid"), r.c.source_entity_key.label("a"), r.c.target_entity_key.label("b"),
+                            r.c.strength.label("s")).where(reads.p_visible(r, shared_only), *vis)
+            bwd = sa.select(r.c.id.label("rid"), r.c.target_entity_key.label("a"), r.c.source_entity_key.label("b"),
+                            r.c.strength.label("s")).where(reads.p_visible(r, shared_only), *vis)
+            und = sa.union_all(fwd, bwd).cte("kg_und")
+            walk = (
+                sa.select(e.c.canonical_key.label("k"), sa.literal(0, sa.Integer).label("hop"),
+                          sa.literal(1.0, sa.Float).label("s"), sa.cast(sa.null(), sa.String(36)).label("rid"))
+                .where(reads.p_visible(e, shared_only), e.c.canonical_key.in_(reads.expanding("p_seeds")))
+                .cte("kg_walk", recursive=True)
+            )
+            step = (
+                sa.select(und.c.b, (walk.c.hop + 1).label("hop"), und.c.s, und.c.rid)
+                .select_from(walk.join(und, und.c.a == walk.c.k))
+                .where(walk.c.hop < sa.bindparam("p_max_hop", type_=sa.Integer),
+                       sa.or_(walk.c.hop == 0, und.c.s >= sa.bindparam("p_min_strength", type_=sa.Float)))
+            )
+            walk = walk.union_all(step)
+            return sa.select(walk.c.k, walk.c.hop, walk.c.s, walk.c.rid)
+
+        walk_stmt = reads.cached_stmt(r, ("graph_walk", shared_only, current), build_walk)
+        rows = conn.execute(walk_stmt, self._params(p_seeds=list(seeds), p_max_hop=max_hop,
+                                                    p_min_strength=cfg.graph_hop2_min_strength)).all()
         best: dict[str, tuple[int, float, Optional[str]]] = {}
         for k, hop, s, rid in rows:
             cur = best.get(k)
             if cur is None or hop < cur[0] or (hop == cur[0] and float(s) > cur[1]):
                 best[k] = (int(hop), float(s), rid)
         rids = sorted({rid for _, _, _, rid in rows if rid})
-        edge_rows: dict[str, dict] = {}
+        edge_rows: dict[str, dict[str, Any]] = {}
+        edges_stmt = reads.cached_stmt(r, ("edges_by_ids",), lambda: sa.select(r).where(r.c.id.in_(reads.expanding("p_ids"))))
         for batch in reads.chunked(rids):
-            for row in conn.execute(sa.select(r).where(r.c.id.in_(batch))).mappings():
+            for row in conn.execute(edges_stmt, {"p_ids": batch}).mappings():
                 edge_rows[row["id"]] = dict(row)
         ents = reads.load_entities(conn, t, self.agent_id, list(best), self.user_id, read=True)
         best = {k: v for k, v in best.items() if k in ents and ents[k]["is_active"]}
@@ -665,11 +726,15 @@ class RetrieveRun:
         res.neighbor_keys = sorted(k for k, v in kept.items() if v[0] > 0)
         names = {k: ents[k]["display_name"] for k in ents}
         seen_edges = set()
+        hop_of_edge: dict[str, int] = {}  # an edge's lowest hop among the kept keys it reached
+        for v in kept.values():
+            if v[2] is not None and (v[2] not in hop_of_edge or v[0] < hop_of_edge[v[2]]):
+                hop_of_edge[v[2]] = v[0]
         for rid in rids:
             er = edge_rows.get(rid)
             if er is None:
                 continue
-            hop = min((v[0] for k, v in kept.items() if v[2] == rid), default=None)
+            hop = hop_of_edge.get(rid)
             if hop is None:
                 continue
             seen_edges.add(rid)
@@ -682,20 +747,29 @@ class RetrieveRun:
         res.edges_traversed = len(seen_edges)
         # facts of the seeds and the neighbours, by hop then recency
         f, lk = t.fact, t.link
-        hop_of = sa.case({k: v[0] for k, v in kept.items()}, value=lk.c.entity_key, else_=9)
-        stmt = (
-            sa.select(*self._fact_cols(), lk.c.entity_key.label("_via"), hop_of.label("_hop"))
-            .select_from(f.join(lk, lk.c.fact_id == f.c.id))
-            .where(reads.visible(lk, self.agent_id, self.user_id), lk.c.entity_key.in_(list(kept)), reads.visible(f, self.agent_id, self.user_id),
-                   f.c.confidence >= cfg.graph_min_confidence, *sql_visible(f, self.view))
-            .order_by(hop_of, sa.desc(f.c.valid_from), f.c.id)
-            .limit(cfg.graph_max_facts * 3)
-        )
+        def build_facts() -> sa.Select[Any]:
+            # a key's hop (kept's keys are unique, so the hop lists are disjoint)
+            hop_of = sa.case(*[(lk.c.entity_key.in_(reads.expanding(f"p_hop{h}")), h) for h in range(max_hop + 1)], else_=9)
+            stmt = (
+                sa.select(*self._fact_cols(), lk.c.entity_key.label("_via"), hop_of.label("_hop"))
+                .select_from(f.join(lk, lk.c.fact_id == f.c.id))
+                .where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_kept")), reads.p_visible(f, shared_only),
+                       f.c.confidence >= sa.bindparam("p_min_conf", type_=sa.Float), *p_sql_visible(f, has_trange, hide_stale))
+                .order_by(hop_of, sa.desc(f.c.valid_from), f.c.id)
+                .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))  # rendered as on main
+            )
+            if filter_keys is not None:
+                stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
+            return stmt
+
+        stmt = reads.cached_stmt(f, ("graph_facts", max_hop, shared_only, has_trange, hide_stale, filter_keys is not None), build_facts)
+        gparams = self._params(p_kept=list(kept), p_min_conf=cfg.graph_min_confidence, p_limit=cfg.graph_max_facts * 3,
+                               **{f"p_hop{h}": [k for k, v in kept.items() if v[0] == h] for h in range(max_hop + 1)})
         if filter_keys is not None:
-            stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.visible(lk, self.agent_id, self.user_id), lk.c.entity_key.in_(filter_keys))))
+            gparams["p_fk"] = list(filter_keys)
         qwords = " " + " ".join(norm(re.sub(r"[^\w\s]", " ", self.query)).split()) + " "
-        taken: dict[str, dict] = {}
-        for m in conn.execute(stmt).mappings():
+        taken: dict[str, dict[str, Any]] = {}
+        for m in conn.execute(stmt, gparams).mappings():
             frow = dict(m)
             via, hop = frow.pop("_via"), int(frow.pop("_hop"))
             if not fact_visible(frow, self.view):
@@ -717,7 +791,7 @@ class RetrieveRun:
         res.facts = sorted(taken.values(), key=lambda x: (x["hop"], -x["score"], x["fact_id"]))
         return res
 
-    async def _events(self) -> list[dict]:
+    async def _events(self) -> list[dict[str, Any]]:
         cfg = self.cfg
         if self.qvec is None:
             return []
@@ -730,7 +804,7 @@ class RetrieveRun:
             return []
         ev = self.t.event
 
-        def load(conn):
+        def load(conn: sa.Connection) -> dict[str, dict[str, Any]]:
             out = {}
             for batch in reads.chunked([r.id for r, _ in hits]):
                 for row in conn.execute(
@@ -775,10 +849,10 @@ class RetrieveRun:
     def _ranked(self) -> list[Cand]:
         return sorted(self.cands.values(), key=lambda c: (-c.final, c.row["id"]))
 
-    def _confidence_info(self, row: dict) -> float:
+    def _confidence_info(self, row: dict[str, Any]) -> float:
         since = row.get("last_confirmed_at") or row.get("ingested_at")
         weeks = _days(since, self.now) / 7.0 if since else 0.0
-        return max(0.10, float(row["confidence"]) * 0.95 ** weeks)
+        return max(0.10, float(row["confidence"]) * float(0.95 ** weeks))
 
     def _scored(self, c: Cand) -> ScoredFact:
         s = {k: float(c.scores.get(k, 0.0)) for k in ("semantic", "keyword", "graph", "spreading")}
@@ -797,13 +871,14 @@ class RetrieveRun:
         out: dict[str, list[tuple[str, float, str]]] = {}
         if not keys:
             return out
+        shared_only, _, _, current = self._shape()
+        stmt = reads.cached_stmt(r, ("neighbours", shared_only, current), lambda: (
+            sa.select(r.c.id, r.c.source_entity_key, r.c.target_entity_key, r.c.strength)
+            .where(reads.p_visible(r, shared_only), sa.or_(r.c.source_entity_key.in_(reads.expanding("p_keys")), r.c.target_entity_key.in_(reads.expanding("p_keys"))),
+                   *p_edge_visible(r, current))
+            .order_by(sa.desc(r.c.strength), r.c.id)))
         for batch in reads.chunked(sorted(set(keys))):
-            rows = conn.execute(
-                sa.select(r.c.id, r.c.source_entity_key, r.c.target_entity_key, r.c.strength)
-                .where(reads.visible(r, self.agent_id, self.user_id), sa.or_(r.c.source_entity_key.in_(batch), r.c.target_entity_key.in_(batch)),
-                       *edge_visible(r, self.view))
-                .order_by(sa.desc(r.c.strength), r.c.id)
-            ).all()
+            rows = conn.execute(stmt, self._params(p_keys=batch)).all()
             for rid, s_, t_, st in rows:
                 for a, b in ((s_, t_), (t_, s_)):
                     if a in batch and a != b:
@@ -812,20 +887,28 @@ class RetrieveRun:
                             lst.append((b, float(st), rid))
         return out
 
-    def _facts_of(self, conn: sa.Connection, col, values: list[str], per: int, filter_keys) -> dict[str, list[dict]]:
+    def _facts_of(self, conn: sa.Connection, col: sa.Column[Any], values: list[str], per: int, filter_keys: Optional[list[str]]) -> dict[str, list[dict[str, Any]]]:
         f, lk = self.t.fact, self.t.link
-        out: dict[str, list[dict]] = {}
-        # the first few per group, cut in SQL with ROW_NUMBER() (SQLite ≥ 3.25 and Oracle)
-        rn = sa.func.row_number().over(partition_by=col, order_by=(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id))
-        for batch in reads.chunked(sorted(set(values))):
+        out: dict[str, list[dict[str, Any]]] = {}
+        shared_only, has_trange, hide_stale, _ = self._shape()
+
+        def build() -> sa.Select[Any]:
+            # the first few per group, cut in SQL with ROW_NUMBER() (SQLite ≥ 3.25 and Oracle)
+            rn = sa.func.row_number().over(partition_by=col, order_by=(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id))
             inner = sa.select(*self._fact_cols(), rn.label("rank_in_group")).where(
-                reads.visible(f, self.agent_id, self.user_id), col.in_(batch), *sql_visible(f, self.view))
+                reads.p_visible(f, shared_only), col.in_(reads.expanding("p_values")), *p_sql_visible(f, has_trange, hide_stale))
             if filter_keys is not None:
-                inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.visible(lk, self.agent_id, self.user_id), lk.c.entity_key.in_(filter_keys))))
+                inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
             sub = inner.subquery("kg_ranked")
-            stmt = sa.select(*[sub.c[c.name] for c in self._fact_cols()]).where(sub.c.rank_in_group <= per * 4).order_by(
+            return sa.select(*[sub.c[c.name] for c in self._fact_cols()]).where(sub.c.rank_in_group <= sa.bindparam("p_cut")).order_by(
                 sub.c[col.name], sub.c.rank_in_group)
-            for m in conn.execute(stmt).mappings():
+
+        stmt = reads.cached_stmt(f, ("facts_of", col.name, shared_only, has_trange, hide_stale, filter_keys is not None), build)
+        for batch in reads.chunked(sorted(set(values))):
+            params = self._params(p_values=batch, p_cut=per * 4)
+            if filter_keys is not None:
+                params["p_fk"] = list(filter_keys)
+            for m in conn.execute(stmt, params).mappings():
                 row = dict(m)
                 if not fact_visible(row, self.view):
                     continue
@@ -835,7 +918,7 @@ class RetrieveRun:
                     lst.append(row)
         return out
 
-    def _spread(self, conn: sa.Connection, seeds: list[Cand], filter_keys) -> SpreadingActivationResult:
+    def _spread(self, conn: sa.Connection, seeds: list[Cand], filter_keys: Optional[list[str]]) -> SpreadingActivationResult:
         """KC-5.6: hop 1 from each seed's entity, cluster and neighbours; hop 2 from the
         entities first reached in hop 1."""
         cfg = self.cfg
@@ -855,12 +938,12 @@ class RetrieveRun:
             cited.update(o["supporting_fact_ids"] or [])
         res.meta_observations = [o for o in obs if seed_ids.intersection(o["supporting_fact_ids"] or [])][:3]
 
-        def dyn(row: dict) -> float:
+        def dyn(row: dict[str, Any]) -> float:
             d = _days(row["last_retrieved_at"], self.now) if row.get("last_retrieved_at") else None
             return dynamic_importance(float(row["importance"]), int(row["times_retrieved"] or 0), d,
                                       int(row["user_correction_count"] or 0), row["id"] in cited)
 
-        def offer(row: dict, hop: int, strength: float, rid: Optional[str]) -> bool:
+        def offer(row: dict[str, Any], hop: int, strength: float, rid: Optional[str]) -> bool:
             if row["id"] in self.cands:
                 return False
             score = decay ** hop * mean_final * min(1.0, dyn(row)) * strength
@@ -959,14 +1042,14 @@ class RetrieveRun:
         return head + ranked[len(head):]
 
     # -- intentions, session notes, emotional state ---------------------------------------------------
-    def _side_reads(self, conn: sa.Connection) -> dict:
+    def _side_reads(self, conn: sa.Connection) -> dict[str, Any]:
         t = self.t
         it, so, ev, mo, cl = t.intention, t.session_observation, t.event, t.meta_observation, t.cluster
         rows = [dict(r) for r in conn.execute(
             sa.select(it).where(reads.visible(it, self.agent_id, self.user_id), it.c.status.in_(("pending", "triggered")))
             .order_by(it.c.created_at, it.c.id)
         ).mappings()]
-        notes: list[dict] = []
+        notes: list[dict[str, Any]] = []
         if self.session_id:
             obs = [dict(r) for r in conn.execute(
                 sa.select(so.c.id, so.c.content, so.c.source_message_ids, so.c.created_at)
@@ -1016,7 +1099,7 @@ class RetrieveRun:
             "cluster_summaries": cluster_summaries,
         }
 
-    def _trigger(self, pending: list[dict]) -> list[dict]:
+    def _trigger(self, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """KC-5.11: time intentions due, or event intentions whose trigger is close to the query."""
         out = []
         q = None
@@ -1036,7 +1119,7 @@ class RetrieveRun:
         return out
 
     # -- usage tracking ----------------------------------------------------------------------------------
-    async def _track(self, fact_ids: list[str], edge_ids: list[str], triggered: list[str], notes: list[dict]) -> None:
+    async def _track(self, fact_ids: list[str], edge_ids: list[str], triggered: list[str], notes: list[dict[str, Any]]) -> None:
         if not (fact_ids or edge_ids or triggered or notes):
             return
         t = self.t
@@ -1066,7 +1149,7 @@ class RetrieveRun:
             self.warn("usage tracking skipped: another writer holds the store's write lock (the read did not wait)")
 
 
-def _detail(row: dict, now: datetime) -> FactDetail:
+def _detail(row: dict[str, Any], now: datetime) -> FactDetail:
     data = {k: v for k, v in row.items() if k in FactDetail.__dataclass_fields__ or k == "id"}
     data["fact_id"] = data.pop("id")
     data.pop("entity_keys", None)

@@ -24,6 +24,7 @@ Boolean    INTEGER 0/1                    BOOLEAN
 from __future__ import annotations
 
 import array
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -140,7 +141,15 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         if isinstance(value, datetime):
             return to_utc(value)
-        return to_utc(timeutil.parse_iso(value))
+        return _utc_of_text(value)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _utc_of_text(value: str) -> datetime:
+    """A stored timestamp's text as an aware UTC datetime, memoised: a retrieve decodes the
+    same rows' timestamps again and again (datetimes are immutable, the result depends on the
+    text only, so sharing it across stores and users shows nobody anything)."""
+    return to_utc(timeutil.parse_iso(value))
 
 
 class Bool(TypeDecorator[bool]):
