@@ -230,7 +230,7 @@ class OracleDBEmbedder(IEmbedder):
             return None
         return json.dumps([_clip(t) for t in texts], ensure_ascii=False)
 
-    def _matrix(self, rows: list, expected: int) -> np.ndarray:
+    def _matrix(self, rows: list[Any], expected: int) -> np.ndarray:
         if len(rows) != expected:
             raise RuntimeError(f"VECTOR_EMBEDDING returned {len(rows)} vectors for {expected} texts")
         out = np.asarray([np.asarray(r[0], dtype=np.float32) for r in rows], dtype=np.float32)

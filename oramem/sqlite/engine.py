@@ -16,7 +16,7 @@ import json
 import os
 from oramem.sqlite._sqlite import sqlite3
 import threading
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
@@ -210,7 +210,7 @@ class SQLiteEngine(Engine):
         return db.conn
 
     @staticmethod
-    def _sidecar_stamp(conn, t: StoreTables, catalog: Catalog) -> dict:
+    def _sidecar_stamp(conn, t: StoreTables, catalog: Catalog) -> dict[str, Any]:
         return sidecar.stamp_of(conn, t, catalog.generation, catalog.change_seq)
 
     def _save_sidecar(self) -> None:
@@ -231,7 +231,7 @@ class SQLiteEngine(Engine):
         except StoreError:  # dropped or busy: nothing worth saving, the file stays stale
             return
 
-    def _write_sidecar(self, cache: VectorCache, stamp: dict) -> None:
+    def _write_sidecar(self, cache: VectorCache, stamp: dict[str, Any]) -> None:
         path = sidecar.sidecar_path(self._path, stamp["store_id"])
         columns, matrix, codes = cache.snapshot()
         # the HNSW index is saved too when its labels are the snapshot's row keys
@@ -427,7 +427,7 @@ class SQLiteEngine(Engine):
             self._hooks.append(hook)
 
     # -- options -------------------------------------------------------------------------
-    def get_options(self) -> dict:
+    def get_options(self) -> dict[str, Any]:
         with self._read("get_options") as (conn, t, _):
             return read_options(conn, t.store_id)
 
@@ -437,7 +437,7 @@ class SQLiteEngine(Engine):
 
     # -- reads ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _read(self, what: str) -> Iterator[tuple]:
+    def _read(self, what: str) -> Iterator[tuple[Any, ...]]:
         db, tables = self._open_parts()
         self._check_block_thread(what)
         with db.transaction(False, what) as conn:
@@ -521,7 +521,7 @@ class SQLiteEngine(Engine):
             return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, None), k, handicap=handicap)
         sql = f"SELECT r.seq FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs)) AND {where.sql()}"
 
-        def accept(seqs: list) -> set:
+        def accept(seqs: list[Any]) -> set[Any]:
             rows = conn.execute(sql, {**where.params, "oramem_seqs": json.dumps(seqs)})
             return {seq for (seq,) in rows}
 
@@ -529,7 +529,7 @@ class SQLiteEngine(Engine):
         column_sql = f"SELECT r.seq, json_type(r.metadata, :path), json_extract(r.metadata, :path) FROM {t.records} r"
         some_sql = column_sql + " WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs))"
 
-        def column(key: str, seqs: Optional[list] = None) -> list:
+        def column(key: str, seqs: Optional[list[Any]] = None) -> list[Any]:
             if seqs is None:
                 return conn.execute(column_sql, {"path": f'$."{key}"'}).fetchall()
             return conn.execute(some_sql, {"path": f'$."{key}"', "oramem_seqs": json.dumps(seqs)}).fetchall()
@@ -656,7 +656,7 @@ class SQLiteEngine(Engine):
                 joined = sorted((row for row in rows if row[0] is not None), key=lambda row: (row[1], row[3], row[4]))
                 # a record's first row in (score, type, id) order carries its best score, so
                 # the records in order of first rows are the records in SC-6.1 order
-                seen: set = set()
+                seen: set[Any] = set()
                 hits = []
                 for row in joined:
                     if row[0] not in seen:

@@ -49,7 +49,7 @@ class Unsupported(Exception):
 _KEY_SCALARS = (str, int, float, bool, type(None))
 
 
-def filter_key(value: Any) -> Optional[tuple]:
+def filter_key(value: Any) -> Optional[tuple[Any, ...]]:
     """A hashable key that equals another filter's key only when both filters are the same
     JSON document (same keys in the same order, same values of the same JSON types: ``1``,
     ``1.0`` and ``True`` differ), or None when the filter holds anything but plain
@@ -86,16 +86,16 @@ class MaskCache:
 
     def __init__(self, max_entries: int = 256, max_bytes: int = 64 * 2**20) -> None:
         self.max_entries, self.max_bytes = max_entries, max_bytes
-        self._entries: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+        self._entries: "OrderedDict[tuple[Any, ...], np.ndarray]" = OrderedDict()
         self._bytes = 0
 
-    def get(self, key: tuple) -> Optional[np.ndarray]:
+    def get(self, key: tuple[Any, ...]) -> Optional[np.ndarray]:
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
         return found
 
-    def put(self, key: tuple, mask: np.ndarray) -> np.ndarray:
+    def put(self, key: tuple[Any, ...], mask: np.ndarray) -> np.ndarray:
         """Store ``mask`` (boolean over the rows); returns what :meth:`get` will return."""
         rows = np.flatnonzero(mask)
         stored = rows.astype(np.int32) if rows.size * 4 < mask.size and mask.size < 2**31 else mask
@@ -115,7 +115,7 @@ class MaskCache:
 class Column:
     """One top-level field over the cache rows; grows with the rows (:meth:`extend`)."""
 
-    def __init__(self, types: np.ndarray, numbers: np.ndarray, ranks: np.ndarray, texts: list, exact: bool) -> None:
+    def __init__(self, types: np.ndarray, numbers: np.ndarray, ranks: np.ndarray, texts: list[Any], exact: bool) -> None:
         self.types, self.numbers, self.ranks, self.texts, self.exact = types, numbers, ranks, texts, exact
 
     @property
@@ -150,7 +150,7 @@ class MetadataColumns:
     the columns already built on their next use (:meth:`grow`), so a write costs a read of
     its own records per key, not a scan of every record."""
 
-    def __init__(self, row_seqs: np.ndarray, fetch: Callable[..., list]) -> None:
+    def __init__(self, row_seqs: np.ndarray, fetch: Callable[..., list[Any]]) -> None:
         self.row_seqs = row_seqs
         self.fetch = fetch
         self.columns: dict[str, Column] = {}
@@ -169,7 +169,7 @@ class MetadataColumns:
         return found
 
 
-def _decode(rows: list, row_seqs: np.ndarray) -> Column:
+def _decode(rows: list[Any], row_seqs: np.ndarray) -> Column:
     """A column aligned with ``row_seqs`` from ``(seq, json type, value)`` rows that cover
     every seq of ``row_seqs``."""
     m = len(rows)

@@ -41,7 +41,7 @@ LOAD_BLOCK = 8192
 _NOISE_SLACK = 1e-5
 Version = tuple[str, int]
 #: ``accept(record_seqs) -> set of the seqs that pass`` (see :meth:`VectorCache.nearest`).
-Accept = Callable[[list], set]
+Accept = Callable[[list[Any]], set[Any]]
 
 
 class VectorCache:
@@ -193,7 +193,7 @@ class VectorCache:
         if fetch is None:
             iterator = iter(rows)
 
-            def fetch(n: int) -> list:
+            def fetch(n: int) -> list[Any]:
                 return list(itertools.islice(iterator, n))
 
         capacity = max(int(count or 0), 1)
@@ -217,7 +217,7 @@ class VectorCache:
         self.version = version
         self._maybe_build_ann()
 
-    def snapshot(self) -> tuple[dict[str, np.ndarray], np.ndarray, list]:
+    def snapshot(self) -> tuple[dict[str, np.ndarray], np.ndarray, list[Any]]:
         """The live rows as sidecar columns, their matrix and the scope code table (code
         ``i`` is ``codes[i]``); the cache is at :attr:`version`."""
         n = self.size
@@ -242,7 +242,7 @@ class VectorCache:
         return bool(np.array_equal(keys, np.arange(keys.size)))
 
     def load_snapshot(
-        self, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list, version: Version, ann=None
+        self, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list[Any], version: Version, ann=None
     ) -> None:
         """Replace the cache with a sidecar snapshot at ``version``. ``matrix`` may be a
         read-only memory map: the arrays are installed with no spare capacity, so the
@@ -297,7 +297,7 @@ class VectorCache:
         self._metadata_asked: set[str] = set()
         self._masks = MaskCache()
 
-    def metadata_mask(self, metadata_filter, fetch: Callable[[str], list]) -> Optional[np.ndarray]:
+    def metadata_mask(self, metadata_filter, fetch: Callable[[str], list[Any]]) -> Optional[np.ndarray]:
         """The rows whose record passes ``metadata_filter``, evaluated over cached typed
         columns of the top-level keys it reads, or None when the SQL path should answer:
         the filter needs it (see :mod:`.metamask`), or a key is asked for the first time
@@ -344,7 +344,7 @@ class VectorCache:
             return _NULL
         return self._codes.setdefault(value, len(self._codes))
 
-    def _columns(self, rows: list, out: Optional[np.ndarray] = None) -> tuple[np.ndarray, ...]:
+    def _columns(self, rows: list[Any], out: Optional[np.ndarray] = None) -> tuple[np.ndarray, ...]:
         """(chunk ids, seqs, unit vectors, type codes, scope codes, expiry micros, later-row
         flags) of cache rows; the unit vectors are written to ``out`` (shape
         ``(len(rows), dim)``) if given."""
