@@ -293,4 +293,5 @@ def chunking_identity(embedder: Any) -> Optional[dict[str, Any]]:
     window = input_window(embedder)
     if window is None:
         return None
-    return json.loads(policy_for(window).to_json())
+    result: Optional[dict[str, Any]] = json.loads(policy_for(window).to_json())
+    return result

@@ -577,7 +577,8 @@ class Normalizer:
                 stacklevel=4,
             )
             return cfg.max_ttl_days
-        return days
+        result: Optional[int] = days
+        return result
 
     # -- vectors
     def _check_dim(self, vec: np.ndarray, argument: str) -> np.ndarray:

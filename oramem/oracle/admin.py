@@ -74,7 +74,7 @@ class ScriptError(Error, RuntimeError):
     """A script statement failed; says which file and line."""
 
 
-def scripts_root(scripts_dir: Optional[str | os.PathLike] = None) -> Path:
+def scripts_root(scripts_dir: Optional[str | os.PathLike[str]] = None) -> Path:
     """The directory holding ``plsql/install.sql`` and ``ddl/`` (see module docstring)."""
     candidates: list[Path] = []
     if scripts_dir is not None:
@@ -213,7 +213,8 @@ def _installed(conn: Any) -> dict[str, str]:
 
 
 def list_stores(conn: Any) -> list[dict[str, Any]]:
-    return json.loads(_call(conn, ADMIN_CALLS["list_stores"]) or "[]")
+    result: list[dict[str, Any]] = json.loads(_call(conn, ADMIN_CALLS["list_stores"]) or "[]")
+    return result
 
 
 def erasure_log(conn: Any, store_id: str) -> list[dict[str, Any]]:
@@ -233,8 +234,9 @@ def export_page(conn: Any, store_id: str, after_seq: int, limit: int) -> list[di
     """``oramem_store.export_json``: up to ``limit`` live records of a store with seq_no above
     ``after_seq``, each ``{"record": ..., "chunks": [...] | None}`` (what ``oramem migrate``
     reads from an Oracle source). Static-checked, not run against Oracle."""
-    return json.loads(_call(conn, ADMIN_CALLS["export"], in_store_id=store_id, in_after_seq=after_seq,
-                            in_limit=limit) or "[]")
+    page: list[dict[str, Any]] = json.loads(
+        _call(conn, ADMIN_CALLS["export"], in_store_id=store_id, in_after_seq=after_seq, in_limit=limit) or "[]")
+    return page
 
 
 def install(conn: Any, scripts_dir: Optional[str] = None, echo: Callable[[str], None] = print) -> int:
@@ -326,7 +328,8 @@ def _rows(conn: Any, sql: str, **binds: Any) -> Optional[list[Any]]:
     with conn.cursor() as cur:
         try:
             cur.execute(sql, **binds)
-            return cur.fetchall()
+            result: Optional[list[Any]] = cur.fetchall()
+            return result
         except oracledb.DatabaseError:
             return None
 

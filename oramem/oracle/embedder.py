@@ -130,7 +130,7 @@ class OracleDBEmbedder(IEmbedder):
         return InputWindow(max_tokens=self.max_input_tokens, max_chars=chars)
 
     # -- sync ---------------------------------------------------------------------------
-    def _conn(self):
+    def _conn(self) -> Any:
         if self._async:
             raise TypeError(
                 "this OracleDBEmbedder was given an async pool/connection: use embed_async() and "
@@ -176,7 +176,7 @@ class OracleDBEmbedder(IEmbedder):
         return self._matrix(rows, len(texts))
 
     # -- async --------------------------------------------------------------------------
-    def _aconn(self):
+    def _aconn(self) -> Any:
         if not self._async:
             raise TypeError("this OracleDBEmbedder was given a sync pool/connection")
         if isinstance(self._source, oracledb.AsyncConnectionPool):

@@ -266,7 +266,8 @@ def _operator(key: str, op: str, arg: Any, cols: MetadataColumns) -> np.ndarray:
         return ~_field(key, arg, cols)
     if op == "$exists":
         present = cols.column(key).types != _MISSING
-        return present if arg else ~present
+        result: np.ndarray = present if arg else ~present
+        return result
     if op in ("$eq", "$ne"):
         found = _equals(cols.column(key), arg)
         return found if op == "$eq" else ~found
@@ -302,16 +303,20 @@ def _as_stored(value: float) -> float:
 def _equals(column: Column, value: Any) -> np.ndarray:
     _scalar(value)
     if value is None:
-        return column.types == _NULL
+        result: np.ndarray = column.types == _NULL
+        return result
     if isinstance(value, bool):
-        return column.types == (_TRUE if value else _FALSE)
+        result = column.types == (_TRUE if value else _FALSE)
+        return result
     if isinstance(value, (int, float)):
         if not column.exact:
             raise Unsupported("integers beyond 2**53 in the column")
-        return (column.types == _NUMBER) & (column.numbers == _as_stored(value))
+        result = (column.types == _NUMBER) & (column.numbers == _as_stored(value))
+        return result
     i = bisect.bisect_left(column.texts, value)
     if i < len(column.texts) and column.texts[i] == value:
-        return column.ranks == i
+        result = column.ranks == i
+        return result
     return np.zeros(column.ranks.size, dtype=bool)
 
 

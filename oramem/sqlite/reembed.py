@@ -247,7 +247,8 @@ def _begin(db: Database, tables: StoreTables, work: str, target: dict[str, Any],
 def _last_done(db: Database, work: str) -> int:
     with db.transaction(False, "reading the reembed position") as conn:
         (last,) = conn.execute(f"SELECT coalesce(max(chunk_id), 0) FROM {work}").fetchone()
-    return last
+    result: int = last
+    return result
 
 
 def _check_target(conn: Any, tables: StoreTables, target: dict[str, Any]) -> None:

@@ -366,7 +366,7 @@ def _language(
     """The keyword language in force; upgrades an older store under CREATE_IF_NECESSARY
     (version 1: stemming and stopwords; version 2: the scope column of the FTS rows)."""
     sid = tables.store_id
-    stored = row.get("keyword_language")
+    stored: Optional[str] = row.get("keyword_language")
     if row["schema_version"] >= 2 and stored:
         if requested is not None and requested != stored:
             raise StoreSettingsMismatch(
@@ -395,7 +395,8 @@ def _language(
     )
     row["change_seq"] += 1
     row["schema_version"] = SCHEMA_VERSION
-    return language
+    result: str = language
+    return result
 
 
 def _rebuild_fts(conn: sqlite3.Connection, tables: StoreTables, language: str) -> None:

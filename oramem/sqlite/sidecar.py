@@ -99,7 +99,7 @@ def _file_fold(path: str) -> int:
     return _fold(np.fromfile(path, dtype=np.uint8))
 
 
-def write_ann(path: str, ann) -> Optional[dict[str, Any]]:
+def write_ann(path: str, ann: Any) -> Optional[dict[str, Any]]:
     """Save the ANN index under a fresh token beside the sidecar ``path`` (files nobody
     reads until a sidecar header names them, so no rename is needed) and return the header
     entry that names and checksums them; None (logged) on failure."""
@@ -134,7 +134,7 @@ def forget_other_anns(path: str, entry: Optional[dict[str, Any]]) -> None:
             pass
 
 
-def read_ann(path: str, entry: Optional[dict[str, Any]], dim: int, config):
+def read_ann(path: str, entry: Optional[dict[str, Any]], dim: int, config: Any) -> Any:
     """The ANN index a valid sidecar names, when it was built with ``config``'s graph
     parameters and its files are intact; else None (the caller builds a new one)."""
     if not entry or config is None or entry.get("graph") != [config.connectivity, config.expansion_add]:
