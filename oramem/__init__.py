@@ -4,6 +4,8 @@ The record store API (STORE_CONTRACT §1): ``SQLiteMemoryStore`` is the embedded
 zero-setup engine; ``OracleDBMemoryStore`` drives the ``oramem_*`` PL/SQL packages.
 """
 
+from typing import Any as _Any
+
 from .embedders.base import IEmbedder
 from .errors import (
     ArgumentError,
@@ -63,7 +65,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> _Any:
     # OracleDBEmbedder lives with the Oracle driver; imported on first use so that
     # `import oramem` stays light for embedded users.
     if name == "OracleDBEmbedder":

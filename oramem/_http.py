@@ -80,7 +80,8 @@ class RetryPolicy:
     def delay(self, retry: int, retry_after: Optional[float]) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first retry)."""
         delay = min(self.backoff_base * (2 ** (retry - 1)), BACKOFF_CAP) * random.uniform(0.5, 1.0)
-        return max(delay, retry_after) if retry_after is not None else delay
+        result: float = max(delay, retry_after) if retry_after is not None else delay
+        return result
 
 
 def retryable_status(status: int) -> bool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -273,7 +273,7 @@ class _Usearch:
         self.config = config
         self.index = self._new()
 
-    def _new(self):
+    def _new(self) -> Any:
         from usearch.index import Index
 
         return Index(

@@ -255,7 +255,7 @@ def policy_of_identity(identity: Any) -> Optional[ChunkPolicy]:
     return _policy_of(identity["chunking"])
 
 
-def _policy_of(data: dict) -> ChunkPolicy:
+def _policy_of(data: dict[str, Any]) -> ChunkPolicy:
     tail = data.get("tail_size")
     return ChunkPolicy(unit=data["unit"], size=int(data["size"]), overlap=int(data["overlap"]),
                        max_chars=int(data.get("max_chars", DEFAULT_CHUNK_CHARS)), tokenizer=data.get("tokenizer"),
@@ -285,7 +285,7 @@ def store_chunker(identity: Any, embedder: Any, legacy_chars: int = DEFAULT_CHUN
     return policy.split
 
 
-def chunking_identity(embedder: Any) -> Optional[dict]:
+def chunking_identity(embedder: Any) -> Optional[dict[str, Any]]:
     """The ``chunking`` entry of an embedder's identity: the policy that fits its input
     window, or None when it reads any length (the default policy applies)."""
     from .embedders.base import input_window
@@ -293,4 +293,5 @@ def chunking_identity(embedder: Any) -> Optional[dict]:
     window = input_window(embedder)
     if window is None:
         return None
-    return json.loads(policy_for(window).to_json())
+    result: Optional[dict[str, Any]] = json.loads(policy_for(window).to_json())
+    return result

@@ -160,7 +160,7 @@ def _check_text(value: Any, argument: str) -> Optional[str]:
     raise ArgumentTypeError(f"{argument} must be a str or None, got {type(value).__name__}")
 
 
-def _check_metadata(value: Any, argument: str) -> Optional[dict]:
+def _check_metadata(value: Any, argument: str) -> Optional[dict[str, Any]]:
     return _checked_metadata(value, argument)[0]
 
 
@@ -168,7 +168,7 @@ def _check_metadata(value: Any, argument: str) -> Optional[dict]:
 _METADATA_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
 
 
-def _checked_metadata(value: Any, argument: str) -> tuple[Optional[dict], Optional[str]]:
+def _checked_metadata(value: Any, argument: str) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     """``(a detached JSON copy, its JSON text)`` of one metadata mapping, or (None, None).
     The text is what engines store (``ensure_ascii=False``), so it is serialised once."""
     if value is None:
@@ -260,7 +260,7 @@ def _is_list(value: Any) -> bool:
     return isinstance(value, (list, tuple))
 
 
-def _aligned(value: Any, n: int, argument: str) -> list:
+def _aligned(value: Any, n: int, argument: str) -> list[Any]:
     """SC-4.2: a scalar is broadcast, a list must have ``n`` entries."""
     if _is_list(value):
         if len(value) != n:
@@ -269,7 +269,7 @@ def _aligned(value: Any, n: int, argument: str) -> list:
     return [value] * n
 
 
-def _aligned_list_only(value: Any, n: int, argument: str) -> list:
+def _aligned_list_only(value: Any, n: int, argument: str) -> list[Any]:
     """``index_texts``/``embeddings``: the outer list must align with contents (its
     entries may themselves be lists, so a scalar cannot be broadcast)."""
     if isinstance(value, np.ndarray):
@@ -298,7 +298,7 @@ class RecordDraft:
     agent_id: Optional[str]
     role: Optional[str]
     timestamp: Optional[str]
-    metadata: Optional[dict]
+    metadata: Optional[dict[str, Any]]
     ttl_days: Any
     ttl_anchor: Optional[TimeToLiveAnchor]
     index: Any
@@ -394,21 +394,21 @@ def draft_records(
             f"ttl_days/ttl_anchor apply to message, memory, guideline, fact and preference records, not {record_type!r} (SC-5.1)"
         )
     if ttl_days is NOT_SET:
-        ttl_vals: list = [NOT_SET] * n
+        ttl_vals: list[Any] = [NOT_SET] * n
     else:
         ttl_vals = [_check_ttl_days(v, "ttl_days") for v in _aligned(ttl_days, n, "ttl_days")]
     if ttl_anchor is NOT_SET:
-        anchors: list = [TimeToLiveAnchor.CREATED_AT if record_type in TTL_TYPES else None] * n
+        anchors: list[Any] = [TimeToLiveAnchor.CREATED_AT if record_type in TTL_TYPES else None] * n
     else:
         anchors = [TimeToLiveAnchor.coerce(a, "ttl_anchor") for a in _aligned(ttl_anchor, n, "ttl_anchor")]
 
     # retrieval payloads
     if index_texts is NOT_SET or index_texts is None:
-        idx_vals: list = [NOT_SET] * n
+        idx_vals: list[Any] = [NOT_SET] * n
     else:
         idx_vals = [_index_entry(v, f"index_texts[{i}]") for i, v in enumerate(_aligned_list_only(index_texts, n, "index_texts"))]
     if embeddings is NOT_SET or embeddings is None:
-        payloads: list = [None] * n
+        payloads: list[Any] = [None] * n
     elif isinstance(embeddings, np.ndarray) and embeddings.ndim == 2 and embeddings.shape[1] > 0:
         # one vector per record as a 2-D block: checked once, rows are views of one copy
         if embeddings.shape[0] != n:
@@ -465,7 +465,7 @@ def draft_records(
     ]
 
 
-def _aligned_metadata(value: Any, n: int) -> list:
+def _aligned_metadata(value: Any, n: int) -> list[Any]:
     # A dict is broadcast (each record gets its own copy); a list aligns.
     if isinstance(value, Mapping) or value is None:
         return [value] * n
@@ -577,7 +577,8 @@ class Normalizer:
                 stacklevel=4,
             )
             return cfg.max_ttl_days
-        return days
+        result: Optional[int] = days
+        return result
 
     # -- vectors
     def _check_dim(self, vec: np.ndarray, argument: str) -> np.ndarray:
@@ -622,13 +623,13 @@ class Normalizer:
         return [self._check_dim(row, "embedder output") for row in out]
 
     # -- add
-    def plan_records(self, drafts: Sequence[RecordDraft]) -> tuple[list[dict], list[str]]:
+    def plan_records(self, drafts: Sequence[RecordDraft]) -> tuple[list[dict[str, Any]], list[str]]:
         """Resolve everything but the embedder call: returns per-record plans and the
         texts to embed (in order); :meth:`finish_records` fills the vectors in."""
-        plans: list[dict] = []
+        plans: list[dict[str, Any]] = []
         to_embed: list[str] = []
         seen: set[str] = set()
-        ttl_specs: dict[tuple, TTLSpec] = {}  # TTLSpec is immutable: one per (days, anchor)
+        ttl_specs: dict[tuple[Any, ...], TTLSpec] = {}  # TTLSpec is immutable: one per (days, anchor)
         for i, d in enumerate(drafts):
             rid = d.id if d.id is not None else str(uuid.uuid4())
             if rid in seen:
@@ -679,7 +680,7 @@ class Normalizer:
         return self._chunker(text)
 
     @staticmethod
-    def finish_records(plans: list[dict], vectors: list[np.ndarray]) -> list[NewRecord]:
+    def finish_records(plans: list[dict[str, Any]], vectors: list[np.ndarray]) -> list[NewRecord]:
         out = []
         for plan in plans:
             d: RecordDraft = plan["draft"]
@@ -845,7 +846,7 @@ class Normalizer:
         timestamp: Any,
         ttl_days: Any,
         ttl_anchor: Any,
-    ) -> tuple[dict, list[str]]:
+    ) -> tuple[dict[str, Any], list[str]]:
         """SC-7: validated update fields and the texts to embed;
         :meth:`finish_update` builds the request."""
         record_type = check_record_type(record_type)
@@ -912,7 +913,7 @@ class Normalizer:
         return [c for c in caller if c] if caller is not None else self.chunk(text)
 
     @staticmethod
-    def finish_update(fields: dict, vectors: list[np.ndarray]) -> UpdateRequest:
+    def finish_update(fields: dict[str, Any], vectors: list[np.ndarray]) -> UpdateRequest:
         fields = dict(fields)
         rows = fields.pop("rows", None)
         if rows is not None:

@@ -68,13 +68,13 @@ class StoreSettings:
     #: Identity of the embedder (``oramem.embedders.identity``); as a request ``None`` means
     #: no embedder given (no check); as a result, the persisted identity (``None``: none
     #: recorded, or an engine that does not persist it).
-    embedder: Optional[dict] = None
+    embedder: Optional[dict[str, Any]] = None
 
 
-_FIELD_NAMES: dict[type, frozenset] = {}
+_FIELD_NAMES: dict[type, frozenset[Any]] = {}
 
 
-def frozen_from_fields(cls: type, values: dict) -> Any:
+def frozen_from_fields(cls: type, values: dict[str, Any]) -> Any:
     """An instance of the frozen dataclass ``cls`` holding ``values`` (every field, by
     name), built without its generated ``__init__``: a frozen ``__init__`` sets each field
     through ``object.__setattr__``, which made building the per-record objects of a bulk

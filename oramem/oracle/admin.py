@@ -74,7 +74,7 @@ class ScriptError(Error, RuntimeError):
     """A script statement failed; says which file and line."""
 
 
-def scripts_root(scripts_dir: Optional[str | os.PathLike] = None) -> Path:
+def scripts_root(scripts_dir: Optional[str | os.PathLike[str]] = None) -> Path:
     """The directory holding ``plsql/install.sql`` and ``ddl/`` (see module docstring)."""
     candidates: list[Path] = []
     if scripts_dir is not None:
@@ -123,7 +123,7 @@ def run_script(
     path: Path,
     root: Path,
     echo: Callable[[str], None] = lambda s: None,
-    _seen: Optional[set] = None,
+    _seen: Optional[set[Any]] = None,
 ) -> int:
     """Run one SQL*Plus script (and its ``@@`` includes) statement by statement.
     Returns the number of statements executed. Stops at the first error."""
@@ -212,11 +212,12 @@ def _installed(conn: Any) -> dict[str, str]:
         return {f"{t} {n}": s for t, n, s in cur.fetchall()}
 
 
-def list_stores(conn: Any) -> list[dict]:
-    return json.loads(_call(conn, ADMIN_CALLS["list_stores"]) or "[]")
+def list_stores(conn: Any) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = json.loads(_call(conn, ADMIN_CALLS["list_stores"]) or "[]")
+    return result
 
 
-def erasure_log(conn: Any, store_id: str) -> list[dict]:
+def erasure_log(conn: Any, store_id: str) -> list[dict[str, Any]]:
     """``oramem_admin.get_erasure_log_json``: a store's erasure receipts (SC-14.3; what
     ``oramem migrate`` carries and checks). A schema installed before the erasure log
     (catalog version 3 or older: no such function or table) has none. Static-checked, not
@@ -229,12 +230,13 @@ def erasure_log(conn: Any, store_id: str) -> list[dict]:
         raise
 
 
-def export_page(conn: Any, store_id: str, after_seq: int, limit: int) -> list[dict]:
+def export_page(conn: Any, store_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
     """``oramem_store.export_json``: up to ``limit`` live records of a store with seq_no above
     ``after_seq``, each ``{"record": ..., "chunks": [...] | None}`` (what ``oramem migrate``
     reads from an Oracle source). Static-checked, not run against Oracle."""
-    return json.loads(_call(conn, ADMIN_CALLS["export"], in_store_id=store_id, in_after_seq=after_seq,
-                            in_limit=limit) or "[]")
+    page: list[dict[str, Any]] = json.loads(
+        _call(conn, ADMIN_CALLS["export"], in_store_id=store_id, in_after_seq=after_seq, in_limit=limit) or "[]")
+    return page
 
 
 def install(conn: Any, scripts_dir: Optional[str] = None, echo: Callable[[str], None] = print) -> int:
@@ -321,12 +323,13 @@ class Check:
         return "FAIL"
 
 
-def _rows(conn: Any, sql: str, **binds: Any) -> Optional[list]:
+def _rows(conn: Any, sql: str, **binds: Any) -> Optional[list[Any]]:
     """Rows of a dictionary query, or None when the view is not readable."""
     with conn.cursor() as cur:
         try:
             cur.execute(sql, **binds)
-            return cur.fetchall()
+            result: Optional[list[Any]] = cur.fetchall()
+            return result
         except oracledb.DatabaseError:
             return None
 

@@ -130,7 +130,7 @@ class OracleDBEmbedder(IEmbedder):
         return InputWindow(max_tokens=self.max_input_tokens, max_chars=chars)
 
     # -- sync ---------------------------------------------------------------------------
-    def _conn(self):
+    def _conn(self) -> Any:
         if self._async:
             raise TypeError(
                 "this OracleDBEmbedder was given an async pool/connection: use embed_async() and "
@@ -176,7 +176,7 @@ class OracleDBEmbedder(IEmbedder):
         return self._matrix(rows, len(texts))
 
     # -- async --------------------------------------------------------------------------
-    def _aconn(self):
+    def _aconn(self) -> Any:
         if not self._async:
             raise TypeError("this OracleDBEmbedder was given a sync pool/connection")
         if isinstance(self._source, oracledb.AsyncConnectionPool):
@@ -230,7 +230,7 @@ class OracleDBEmbedder(IEmbedder):
             return None
         return json.dumps([_clip(t) for t in texts], ensure_ascii=False)
 
-    def _matrix(self, rows: list, expected: int) -> np.ndarray:
+    def _matrix(self, rows: list[Any], expected: int) -> np.ndarray:
         if len(rows) != expected:
             raise RuntimeError(f"VECTOR_EMBEDDING returned {len(rows)} vectors for {expected} texts")
         out = np.asarray([np.asarray(r[0], dtype=np.float32) for r in rows], dtype=np.float32)

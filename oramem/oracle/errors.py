@@ -122,4 +122,5 @@ def translate(exc: BaseException) -> BaseException:
     full = getattr(exc.args[0], "full_code", None) or f"ORA-{code:05d}"
     new: Any = cls(f"{text} ({full}; {advice})")
     new.oracle_code = code
-    return new
+    result: BaseException = new
+    return result

@@ -154,7 +154,7 @@ def drop_store(path: str, store_id: str) -> bool:
     return bool(found)
 
 
-def read_record_rows(path: str, store_id: str, after_seq: int, limit: int, now: str) -> list[tuple[int, Any, list]]:
+def read_record_rows(path: str, store_id: str, after_seq: int, limit: int, now: str) -> list[tuple[int, Any, list[Any]]]:
     """Live records of one store with seq above ``after_seq``, oldest first, at most
     ``limit``: ``(seq, Record, [(chunk text, vector bytes or None), ...])`` in chunk order
     (what ``oramem migrate`` copies; read-only)."""
@@ -168,7 +168,7 @@ def read_record_rows(path: str, store_id: str, after_seq: int, limit: int, now: 
             "ORDER BY r.seq LIMIT ?",
             (after_seq, now, limit),
         ).fetchall()
-        chunks: dict[int, list] = {}
+        chunks: dict[int, list[Any]] = {}
         if rows:
             for seq, text, vector in conn.execute(
                 f"SELECT record_seq, text, vector FROM {tables.chunks} WHERE record_seq BETWEEN ? AND ? "

@@ -19,7 +19,7 @@ import pathlib
 from oramem.sqlite._sqlite import sqlite3
 import threading
 import time
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from ..errors import StoreBusy, StoreClosed, StoreError, is_sqlite_busy
 
@@ -44,7 +44,7 @@ def is_writable(path: str) -> bool:
     return os.access(path, os.W_OK) and os.access(where, os.W_OK | os.X_OK)
 
 
-def connect_read_only(path: str, busy_timeout: float = BUSY_TIMEOUT_S, **kwargs) -> tuple[sqlite3.Connection, bool]:
+def connect_read_only(path: str, busy_timeout: float = BUSY_TIMEOUT_S, **kwargs: Any) -> tuple[sqlite3.Connection, bool]:
     """A read-only connection to an existing file (``mode=ro``), and whether it had to be
     opened ``immutable``: a WAL database whose ``-shm``/``-wal`` files cannot be created
     (read-only directory) can only be read that way, on the promise that nobody writes the

@@ -16,7 +16,7 @@ import json
 import os
 from oramem.sqlite._sqlite import sqlite3
 import threading
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ..ann import AnnConfig, AnnUnavailable, available_backends
 from ..engine import Block, DeletionHook, DeletionHookSpec, Engine
 from ..errors import StoreClosed, StoreError, StoreNotFound
 from ..requests import (
-    AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, ScopeMatch, SearchRequest, StoreSettings,
+    AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, Scope, ScopeMatch, SearchRequest, StoreSettings,
     UpdateRequest,
 )
 from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
@@ -210,7 +210,7 @@ class SQLiteEngine(Engine):
         return db.conn
 
     @staticmethod
-    def _sidecar_stamp(conn, t: StoreTables, catalog: Catalog) -> dict:
+    def _sidecar_stamp(conn: sqlite3.Connection, t: StoreTables, catalog: Catalog) -> dict[str, Any]:
         return sidecar.stamp_of(conn, t, catalog.generation, catalog.change_seq)
 
     def _save_sidecar(self) -> None:
@@ -231,7 +231,7 @@ class SQLiteEngine(Engine):
         except StoreError:  # dropped or busy: nothing worth saving, the file stays stale
             return
 
-    def _write_sidecar(self, cache: VectorCache, stamp: dict) -> None:
+    def _write_sidecar(self, cache: VectorCache, stamp: dict[str, Any]) -> None:
         path = sidecar.sidecar_path(self._path, stamp["store_id"])
         columns, matrix, codes = cache.snapshot()
         # the HNSW index is saved too when its labels are the snapshot's row keys
@@ -268,7 +268,7 @@ class SQLiteEngine(Engine):
             raise StoreError("the store is not open; call open() first")
         return self._db, self._tables
 
-    def _catalog(self, conn, tables: StoreTables) -> Catalog:
+    def _catalog(self, conn: sqlite3.Connection, tables: StoreTables) -> Catalog:
         row = conn.execute(
             f"SELECT generation, change_seq, capability, vector_dim, search_index_sync, schema_version, "
             f"keyword_language FROM {CATALOG} WHERE store_id = ?",
@@ -427,7 +427,7 @@ class SQLiteEngine(Engine):
             self._hooks.append(hook)
 
     # -- options -------------------------------------------------------------------------
-    def get_options(self) -> dict:
+    def get_options(self) -> dict[str, Any]:
         with self._read("get_options") as (conn, t, _):
             return read_options(conn, t.store_id)
 
@@ -437,7 +437,7 @@ class SQLiteEngine(Engine):
 
     # -- reads ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _read(self, what: str) -> Iterator[tuple]:
+    def _read(self, what: str) -> Iterator[tuple[Any, ...]]:
         db, tables = self._open_parts()
         self._check_block_thread(what)
         with db.transaction(False, what) as conn:
@@ -506,8 +506,8 @@ class SQLiteEngine(Engine):
 
     # -- search helpers ------------------------------------------------------------------
     @staticmethod
-    def _nearest(conn, t: StoreTables, where: Where, request: SearchRequest, cache: VectorCache,
-                 scopes, now_micros: int, k: int) -> builtins.list[tuple[int, float]]:
+    def _nearest(conn: sqlite3.Connection, t: StoreTables, where: Where, request: SearchRequest, cache: VectorCache,
+                 scopes: tuple[Scope, Scope, Scope], now_micros: int, k: int) -> builtins.list[tuple[int, float]]:
         """Vector ranking. The cache masks type, scope and TTL; a metadata filter on
         top-level scalar fields becomes a mask over cached typed columns once its keys were
         asked for before in the same cache state (:mod:`.metamask`); otherwise it runs in
@@ -521,7 +521,7 @@ class SQLiteEngine(Engine):
             return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, None), k, handicap=handicap)
         sql = f"SELECT r.seq FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs)) AND {where.sql()}"
 
-        def accept(seqs: list) -> set:
+        def accept(seqs: list[Any]) -> set[Any]:
             rows = conn.execute(sql, {**where.params, "oramem_seqs": json.dumps(seqs)})
             return {seq for (seq,) in rows}
 
@@ -529,10 +529,12 @@ class SQLiteEngine(Engine):
         column_sql = f"SELECT r.seq, json_type(r.metadata, :path), json_extract(r.metadata, :path) FROM {t.records} r"
         some_sql = column_sql + " WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs))"
 
-        def column(key: str, seqs: Optional[list] = None) -> list:
+        def column(key: str, seqs: Optional[list[Any]] = None) -> list[Any]:
             if seqs is None:
-                return conn.execute(column_sql, {"path": f'$."{key}"'}).fetchall()
-            return conn.execute(some_sql, {"path": f'$."{key}"', "oramem_seqs": json.dumps(seqs)}).fetchall()
+                result: list[Any] = conn.execute(column_sql, {"path": f'$."{key}"'}).fetchall()
+                return result
+            result = conn.execute(some_sql, {"path": f'$."{key}"', "oramem_seqs": json.dumps(seqs)}).fetchall()
+            return result
 
         in_memory = cache.metadata_mask(request.metadata_filter, column)
         if in_memory is not None:  # filter first, then top-k over the passing rows only
@@ -567,7 +569,7 @@ class SQLiteEngine(Engine):
             raise ValueError(f"{strategy.value} search needs a query text")
         return strategy
 
-    def _vector_cache(self, conn, t: StoreTables, catalog: Catalog) -> VectorCache:
+    def _vector_cache(self, conn: sqlite3.Connection, t: StoreTables, catalog: Catalog) -> VectorCache:
         if catalog.vector_dim is None:
             raise StoreError(f"store {t.store_id!r} has no vector_dim, so it holds no searchable vectors")
         if self._cache is None or self._cache.dim != catalog.vector_dim:
@@ -604,7 +606,7 @@ class SQLiteEngine(Engine):
     #: needs (a record with several matching rows takes several; when they fill it, all are read)
     _KEYWORD_ROWS = 2
 
-    def _keyword(self, conn, t: StoreTables, where: Where, request: SearchRequest, needed: int,
+    def _keyword(self, conn: sqlite3.Connection, t: StoreTables, where: Where, request: SearchRequest, needed: int,
                  catalog: Catalog) -> builtins.list[tuple[int, float]]:
         """Per record, the best bm25 of its matching retrieval rows, for the ``needed``
         best records that pass every filter, best first (equal scores by record type and
@@ -656,7 +658,7 @@ class SQLiteEngine(Engine):
                 joined = sorted((row for row in rows if row[0] is not None), key=lambda row: (row[1], row[3], row[4]))
                 # a record's first row in (score, type, id) order carries its best score, so
                 # the records in order of first rows are the records in SC-6.1 order
-                seen: set = set()
+                seen: set[Any] = set()
                 hits = []
                 for row in joined:
                     if row[0] not in seen:
@@ -670,7 +672,7 @@ class SQLiteEngine(Engine):
         return [(seq, keyword_distance(score)) for seq, score, *_ in hits[:needed]]
 
     @staticmethod
-    def _results(conn, t: StoreTables, ranked: builtins.list[tuple[int, float]], k: int) -> builtins.list[tuple[Record, float]]:
+    def _results(conn: sqlite3.Connection, t: StoreTables, ranked: builtins.list[tuple[int, float]], k: int) -> builtins.list[tuple[Record, float]]:
         if not ranked:
             return []
         # only the k nearest and whatever ties the k-th can be in the answer

@@ -230,7 +230,7 @@ class _Compiler:
         raise ValueError(f"metadata_filter: unknown operator {op!r} on {key!r}")
 
     # -- value predicates on one json_each entry ----------------------------------------
-    def element(self, alias: str, values: list) -> str:
+    def element(self, alias: str, values: list[Any]) -> str:
         """Some element of the array entry ``alias`` equals one of ``values``."""
         inner = self.alias()
         return (
@@ -238,7 +238,7 @@ class _Compiler:
             f"WHERE {self.any_equals(inner, values)})"
         )
 
-    def contains_all(self, alias: str, values: list) -> str:
+    def contains_all(self, alias: str, values: list[Any]) -> str:
         """Every one of ``values`` equals some element of the array entry ``alias``."""
         if len(values) > _WIDE and _bindable_json(values):
             wanted, inner = self.alias(), self.alias()
@@ -249,7 +249,7 @@ class _Compiler:
             )
         return _join([self.element(alias, [v]) for v in values], "AND")
 
-    def any_equals(self, alias: str, values: list) -> str:
+    def any_equals(self, alias: str, values: list[Any]) -> str:
         if not values:
             return "0"
         if len(values) > _WIDE and _bindable_json(values):

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 __all__ = [
     "DEFAULT_KEYWORD_LANGUAGE",
@@ -73,12 +73,12 @@ _ENGLISH_STOPWORDS = frozenset(
 )
 
 #: keyword language -> (FTS5 tokenizer, query stopwords)
-KEYWORD_LANGUAGES: dict[str, tuple[str, frozenset]] = {
+KEYWORD_LANGUAGES: dict[str, tuple[str, frozenset[Any]]] = {
     "english": ("porter unicode61 remove_diacritics 2", _ENGLISH_STOPWORDS),
     "none": ("unicode61 remove_diacritics 2", frozenset()),
 }
 LEGACY_LANGUAGE = "legacy"
-_LEGACY: tuple[str, frozenset] = ("unicode61", frozenset())
+_LEGACY: tuple[str, frozenset[Any]] = ("unicode61", frozenset())
 DEFAULT_KEYWORD_LANGUAGE = "english"
 
 
@@ -92,7 +92,7 @@ def check_language(language: object, what: str = "keyword_language") -> str:
     return name
 
 
-def _spec(language: str) -> tuple[str, frozenset]:
+def _spec(language: str) -> tuple[str, frozenset[Any]]:
     return _LEGACY if language == LEGACY_LANGUAGE else KEYWORD_LANGUAGES[language]
 
 
@@ -337,7 +337,7 @@ def keyword_scores(leg: Sequence[tuple[int, Optional[float]]], z_floor: Optional
     return {key: s / top for key, s in raw}, gate
 
 
-def _fuse_scores(vector: list, keyword: list, config: HybridConfig) -> list[tuple[int, float]]:
+def _fuse_scores(vector: list[Any], keyword: list[Any], config: HybridConfig) -> list[tuple[int, float]]:
     wv, wk = float(config.vector_weight), float(config.keyword_weight or 0.0)
     nv = vector_scores(vector) if wv > 0 else {}
     nk, gate = keyword_scores(keyword) if wk > 0 else ({}, 0.0)

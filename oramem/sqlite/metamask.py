@@ -49,7 +49,7 @@ class Unsupported(Exception):
 _KEY_SCALARS = (str, int, float, bool, type(None))
 
 
-def filter_key(value: Any) -> Optional[tuple]:
+def filter_key(value: Any) -> Optional[tuple[Any, ...]]:
     """A hashable key that equals another filter's key only when both filters are the same
     JSON document (same keys in the same order, same values of the same JSON types: ``1``,
     ``1.0`` and ``True`` differ), or None when the filter holds anything but plain
@@ -86,16 +86,16 @@ class MaskCache:
 
     def __init__(self, max_entries: int = 256, max_bytes: int = 64 * 2**20) -> None:
         self.max_entries, self.max_bytes = max_entries, max_bytes
-        self._entries: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+        self._entries: "OrderedDict[tuple[Any, ...], np.ndarray]" = OrderedDict()
         self._bytes = 0
 
-    def get(self, key: tuple) -> Optional[np.ndarray]:
+    def get(self, key: tuple[Any, ...]) -> Optional[np.ndarray]:
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
         return found
 
-    def put(self, key: tuple, mask: np.ndarray) -> np.ndarray:
+    def put(self, key: tuple[Any, ...], mask: np.ndarray) -> np.ndarray:
         """Store ``mask`` (boolean over the rows); returns what :meth:`get` will return."""
         rows = np.flatnonzero(mask)
         stored = rows.astype(np.int32) if rows.size * 4 < mask.size and mask.size < 2**31 else mask
@@ -115,7 +115,7 @@ class MaskCache:
 class Column:
     """One top-level field over the cache rows; grows with the rows (:meth:`extend`)."""
 
-    def __init__(self, types: np.ndarray, numbers: np.ndarray, ranks: np.ndarray, texts: list, exact: bool) -> None:
+    def __init__(self, types: np.ndarray, numbers: np.ndarray, ranks: np.ndarray, texts: list[Any], exact: bool) -> None:
         self.types, self.numbers, self.ranks, self.texts, self.exact = types, numbers, ranks, texts, exact
 
     @property
@@ -150,7 +150,7 @@ class MetadataColumns:
     the columns already built on their next use (:meth:`grow`), so a write costs a read of
     its own records per key, not a scan of every record."""
 
-    def __init__(self, row_seqs: np.ndarray, fetch: Callable[..., list]) -> None:
+    def __init__(self, row_seqs: np.ndarray, fetch: Callable[..., list[Any]]) -> None:
         self.row_seqs = row_seqs
         self.fetch = fetch
         self.columns: dict[str, Column] = {}
@@ -169,7 +169,7 @@ class MetadataColumns:
         return found
 
 
-def _decode(rows: list, row_seqs: np.ndarray) -> Column:
+def _decode(rows: list[Any], row_seqs: np.ndarray) -> Column:
     """A column aligned with ``row_seqs`` from ``(seq, json type, value)`` rows that cover
     every seq of ``row_seqs``."""
     m = len(rows)
@@ -266,7 +266,8 @@ def _operator(key: str, op: str, arg: Any, cols: MetadataColumns) -> np.ndarray:
         return ~_field(key, arg, cols)
     if op == "$exists":
         present = cols.column(key).types != _MISSING
-        return present if arg else ~present
+        result: np.ndarray = present if arg else ~present
+        return result
     if op in ("$eq", "$ne"):
         found = _equals(cols.column(key), arg)
         return found if op == "$eq" else ~found
@@ -302,16 +303,20 @@ def _as_stored(value: float) -> float:
 def _equals(column: Column, value: Any) -> np.ndarray:
     _scalar(value)
     if value is None:
-        return column.types == _NULL
+        result: np.ndarray = column.types == _NULL
+        return result
     if isinstance(value, bool):
-        return column.types == (_TRUE if value else _FALSE)
+        result = column.types == (_TRUE if value else _FALSE)
+        return result
     if isinstance(value, (int, float)):
         if not column.exact:
             raise Unsupported("integers beyond 2**53 in the column")
-        return (column.types == _NUMBER) & (column.numbers == _as_stored(value))
+        result = (column.types == _NUMBER) & (column.numbers == _as_stored(value))
+        return result
     i = bisect.bisect_left(column.texts, value)
     if i < len(column.texts) and column.texts[i] == value:
-        return column.ranks == i
+        result = column.ranks == i
+        return result
     return np.zeros(column.ranks.size, dtype=bool)
 
 

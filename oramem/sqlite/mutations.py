@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from oramem.sqlite._sqlite import sqlite3
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -116,7 +116,7 @@ class WriteTx:
         self.count("chunks", self.conn.execute(f"DELETE FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params))
         self.touched.update(seqs)
 
-    def _merge_instead(self, params: dict) -> bool:
+    def _merge_instead(self, params: dict[str, Any]) -> bool:
         """Whether this delete erases its keyword rows by one merge of the whole index
         instead of FTS5 secure-delete. Secure-delete costs per deleted row and term (each
         term is sought in every segment and its page rewritten: a 23-token row ~0.12 ms at
@@ -236,7 +236,7 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
     # agent are recorded on the thread row as the ones who opened it (SC-13.2: a record of
     # who opened it, not a grant over other records in it).
     # (one row per thread: a later record naming the same thread would be DO NOTHING)
-    first_naming: dict[str, tuple] = {}
+    first_naming: dict[str, tuple[Any, ...]] = {}
     for rec in request.records:
         if rec.record_type in SCOPED_TYPES and rec.thread_id is not None and rec.thread_id not in first_naming:
             first_naming[rec.thread_id] = ("thread", rec.thread_id, rec.thread_id, rec.user_id, rec.agent_id, tx.now)
@@ -252,7 +252,7 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
     return [rec.id for rec in request.records]
 
 
-def _batch_seqs(tx: WriteTx, batch: list[tuple], seqs: list[int]) -> Optional[list[int]]:
+def _batch_seqs(tx: WriteTx, batch: list[tuple[Any, ...]], seqs: list[int]) -> Optional[list[int]]:
     """``seqs`` extended by the seqs of the just-inserted ``batch`` (rows in insertion
     order, record_type and id first), or None when they cannot be derived.
 
@@ -343,7 +343,7 @@ def _change_retrieval(tx: WriteTx, seq: int, request: UpdateRequest) -> None:
 
 
 # -- delete, cascade, purge ----------------------------------------------------------------
-def _victims(tx: WriteTx, where: str, params: dict) -> list[tuple[int, str, str]]:
+def _victims(tx: WriteTx, where: str, params: dict[str, Any]) -> list[tuple[int, str, str]]:
     return tx.conn.execute(f"SELECT seq, record_type, id FROM {tx.tables.records} r WHERE {where}", params).fetchall()
 
 
@@ -489,7 +489,7 @@ def sync_index(tx: WriteTx) -> None:
     tx.conn.execute(f"DELETE FROM {t.pending}")
 
 
-def cache_rows(tx: WriteTx, seqs: Iterable[int], row_sql: str) -> list:
+def cache_rows(tx: WriteTx, seqs: Iterable[int], row_sql: str) -> list[Any]:
     """Current cacheable rows (with vectors) of ``seqs`` inside the transaction."""
     t = tx.tables
     return tx.conn.execute(

@@ -29,7 +29,7 @@ _SCOPE_COLUMNS = {
 }
 
 
-def to_record(row: tuple) -> Record:
+def to_record(row: tuple[Any, ...]) -> Record:
     seq, record_type, rid, content, timestamp, metadata, thread_id, user_id, agent_id, role, created, expires = row
     fields: dict[str, Any] = dict(
         id=rid,
@@ -86,7 +86,7 @@ class Where:
 
 
 #: compile_filter answers by filter document (:func:`.metamask.filter_key`), most recent last
-_COMPILED: "OrderedDict[tuple, tuple[str, dict[str, Any]]]" = OrderedDict()
+_COMPILED: "OrderedDict[tuple[Any, ...], tuple[str, dict[str, Any]]]" = OrderedDict()
 _COMPILED_MAX = 256
 _COMPILED_LOCK = threading.Lock()
 

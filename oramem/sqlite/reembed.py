@@ -53,8 +53,8 @@ class ReembedResult:
     resumed: int
     total: int
     vector_dim: int
-    embedder: dict
-    previous: Optional[dict]
+    embedder: dict[str, Any]
+    previous: Optional[dict[str, Any]]
     #: records re-chunked to the new identity's chunking (issue 28), and records whose rows
     #: were kept as they were (caller chunks, another index text)
     rechunked: int = 0
@@ -159,7 +159,7 @@ def reembed_store(
     return ReembedResult(tables.store_id, embedded, resumed, final_total, dim, target, previous, rechunked, kept)
 
 
-def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[dict],
+def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[dict[str, Any]],
                   batch_size: int = 256) -> tuple[int, int]:
     """After a reembed: re-chunk, with the chunking the new identity records (issue 28), every
     record whose retrieval rows are exactly what the previous chunking made of its content;
@@ -208,7 +208,7 @@ def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[di
         store.close()
 
 
-def _begin(db: Database, tables: StoreTables, work: str, target: dict, restart: bool) -> tuple[Optional[dict], int, int]:
+def _begin(db: Database, tables: StoreTables, work: str, target: dict[str, Any], restart: bool) -> tuple[Optional[dict[str, Any]], int, int]:
     with db.transaction(True, f"starting the reembed of store {tables.store_id!r}") as conn:
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CATALOG,)).fetchone():
             raise StoreNotFound(f"{db.path} holds no oramem stores")
@@ -247,10 +247,11 @@ def _begin(db: Database, tables: StoreTables, work: str, target: dict, restart: 
 def _last_done(db: Database, work: str) -> int:
     with db.transaction(False, "reading the reembed position") as conn:
         (last,) = conn.execute(f"SELECT coalesce(max(chunk_id), 0) FROM {work}").fetchone()
-    return last
+    result: int = last
+    return result
 
 
-def _check_target(conn: Any, tables: StoreTables, target: dict) -> None:
+def _check_target(conn: Any, tables: StoreTables, target: dict[str, Any]) -> None:
     row = conn.execute(f"SELECT reembed_target FROM {CATALOG} WHERE store_id = ?", (tables.store_id,)).fetchone()
     pending = decode_identity(row[0]) if row else None
     if pending is None or not same_identity(pending, target):

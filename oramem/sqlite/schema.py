@@ -70,7 +70,7 @@ import re
 from oramem.sqlite._sqlite import sqlite3
 import uuid
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from ..embedders.identity import decode_identity, encode_identity, mismatch_message, same_identity
 from ..errors import SchemaError, StoreNotFound, StoreSettingsMismatch
@@ -191,7 +191,7 @@ class StoreTables:
         row = conn.execute(f'SELECT block FROM "{self.names["fts"]}_data" WHERE id = 1').fetchone()
         return sum(_varints(row[0])[1:]) if row is not None and row[0] else 0
 
-    def fts_tokens_of(self, conn: sqlite3.Connection, seqs_sql: str, params: dict) -> int:
+    def fts_tokens_of(self, conn: sqlite3.Connection, seqs_sql: str, params: dict[str, Any]) -> int:
         """Tokens of the indexed rows of the records ``seqs_sql`` selects, from FTS5's
         per-row sizes (``*_fts_docsize``: one varint per column)."""
         rows = conn.execute(
@@ -358,7 +358,7 @@ def _ensure_language_column(conn: sqlite3.Connection) -> None:
 def _language(
     conn: sqlite3.Connection,
     tables: StoreTables,
-    row: dict,
+    row: dict[str, Any],
     capability: SearchStrategy,
     policy: SchemaPolicy,
     requested: Optional[str],
@@ -366,7 +366,7 @@ def _language(
     """The keyword language in force; upgrades an older store under CREATE_IF_NECESSARY
     (version 1: stemming and stopwords; version 2: the scope column of the FTS rows)."""
     sid = tables.store_id
-    stored = row.get("keyword_language")
+    stored: Optional[str] = row.get("keyword_language")
     if row["schema_version"] >= 2 and stored:
         if requested is not None and requested != stored:
             raise StoreSettingsMismatch(
@@ -395,7 +395,8 @@ def _language(
     )
     row["change_seq"] += 1
     row["schema_version"] = SCHEMA_VERSION
-    return language
+    result: str = language
+    return result
 
 
 def _rebuild_fts(conn: sqlite3.Connection, tables: StoreTables, language: str) -> None:
@@ -417,7 +418,7 @@ def upgrade_catalog(conn: sqlite3.Connection) -> None:
 def _reconcile(
     conn: sqlite3.Connection,
     tables: StoreTables,
-    row: dict,
+    row: dict[str, Any],
     capability: SearchStrategy,
     requested: StoreSettings,
     policy: SchemaPolicy,
@@ -561,7 +562,7 @@ def _create_objects(conn: sqlite3.Connection, tables: StoreTables, capability: S
         conn.execute(ddl)
 
 
-def _catalog_row(conn: sqlite3.Connection, store_id: str) -> Optional[dict]:
+def _catalog_row(conn: sqlite3.Connection, store_id: str) -> Optional[dict[str, Any]]:
     cur = conn.execute(f"SELECT * FROM {CATALOG} WHERE store_id = ?", (store_id,))
     names = [d[0] for d in cur.description]
     raw = cur.fetchone()

@@ -58,7 +58,7 @@ _SECTIONS = (
 )
 
 
-def stamp_of(conn: Any, tables: Any, generation: str, change_seq: int) -> dict:
+def stamp_of(conn: Any, tables: Any, generation: str, change_seq: int) -> dict[str, Any]:
     """What a sidecar must match to stand for the store's vectors at this moment (read
     inside the caller's transaction): the catalog version plus the chunk count and the
     largest chunk id, which also catch a database file replaced by another copy."""
@@ -99,7 +99,7 @@ def _file_fold(path: str) -> int:
     return _fold(np.fromfile(path, dtype=np.uint8))
 
 
-def write_ann(path: str, ann) -> Optional[dict]:
+def write_ann(path: str, ann: Any) -> Optional[dict[str, Any]]:
     """Save the ANN index under a fresh token beside the sidecar ``path`` (files nobody
     reads until a sidecar header names them, so no rename is needed) and return the header
     entry that names and checksums them; None (logged) on failure."""
@@ -124,7 +124,7 @@ def write_ann(path: str, ann) -> Optional[dict]:
             "files": files}
 
 
-def forget_other_anns(path: str, entry: Optional[dict]) -> None:
+def forget_other_anns(path: str, entry: Optional[dict[str, Any]]) -> None:
     """After a new sidecar is in place: delete ANN files of earlier snapshots (a reader
     still loading one gets an error and rebuilds)."""
     for name in _ann_files(path, keep=entry["token"] if entry else ""):
@@ -134,7 +134,7 @@ def forget_other_anns(path: str, entry: Optional[dict]) -> None:
             pass
 
 
-def read_ann(path: str, entry: Optional[dict], dim: int, config):
+def read_ann(path: str, entry: Optional[dict[str, Any]], dim: int, config: Any) -> Any:
     """The ANN index a valid sidecar names, when it was built with ``config``'s graph
     parameters and its files are intact; else None (the caller builds a new one)."""
     if not entry or config is None or entry.get("graph") != [config.connectivity, config.expansion_add]:
@@ -179,8 +179,8 @@ def _fold(matrix: np.ndarray) -> int:
 
 
 def write(
-    path: str, stamp: dict, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list, like: str,
-    ann: Optional[dict] = None,
+    path: str, stamp: dict[str, Any], columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list[Any], like: str,
+    ann: Optional[dict[str, Any]] = None,
 ) -> bool:
     """Write a snapshot atomically, with the permission bits of the file ``like`` (the
     database); False (logged) when the directory is not writable or the rename fails
@@ -223,7 +223,7 @@ def write(
                 pass
 
 
-def read(path: str, stamp: dict, dim: int) -> Optional[tuple[dict[str, np.ndarray], np.ndarray, list, Optional[dict]]]:
+def read(path: str, stamp: dict[str, Any], dim: int) -> Optional[tuple[dict[str, np.ndarray], np.ndarray, list[Any], Optional[dict[str, Any]]]]:
     """``(columns, read-only memory-mapped matrix, codes, ANN entry)`` when the file is a valid
     snapshot of exactly ``stamp``, else None (missing, stale, truncated or corrupt)."""
     try:

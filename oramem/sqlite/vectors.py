@@ -16,7 +16,7 @@ search takes its candidate rows from that index before the same exact float64 re
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -40,8 +40,10 @@ LOAD_BLOCK = 8192
 #: Bound on float32 matrix-product noise between identical rows (a few ulps of 1.0).
 _NOISE_SLACK = 1e-5
 Version = tuple[str, int]
+#: (chunk ids, seqs, unit vectors, type codes, scope codes, expiry micros, later-row flags)
+Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 #: ``accept(record_seqs) -> set of the seqs that pass`` (see :meth:`VectorCache.nearest`).
-Accept = Callable[[list], set]
+Accept = Callable[[list[Any]], set[Any]]
 
 
 class VectorCache:
@@ -72,7 +74,10 @@ class VectorCache:
         self._reset(*self._columns([]))
 
     # -- storage -------------------------------------------------------------------------
-    def _reset(self, chunk_ids, seqs, matrix, types, scopes, expires, later, keys=None, size=None) -> None:
+    def _reset(
+        self, chunk_ids: np.ndarray, seqs: np.ndarray, matrix: np.ndarray, types: np.ndarray, scopes: np.ndarray,
+        expires: np.ndarray, later: np.ndarray, keys: Optional[np.ndarray] = None, size: Optional[int] = None,
+    ) -> None:
         """Install column arrays; ``size`` rows are in use (default: all of them), the
         rest of each array is spare capacity."""
         self.size = seqs.shape[0] if size is None else size
@@ -112,13 +117,15 @@ class VectorCache:
 
     def seqs_of(self, mask: np.ndarray) -> np.ndarray:
         """Record seqs of the rows selected by a :meth:`mask`."""
-        return self._seqs[: self.size][mask]
+        result: np.ndarray = self._seqs[: self.size][mask]
+        return result
 
     def rows_of_keys(self, keys: np.ndarray) -> np.ndarray:
         """Row positions of row keys (keys increase along the rows)."""
         return np.searchsorted(self._keys[: self.size], np.asarray(keys, dtype=np.int64))
 
-    def _append(self, chunk_ids, seqs, matrix, types, scopes, expires, later) -> np.ndarray:
+    def _append(self, chunk_ids: np.ndarray, seqs: np.ndarray, matrix: np.ndarray, types: np.ndarray,
+                scopes: np.ndarray, expires: np.ndarray, later: np.ndarray) -> np.ndarray:
         """Append rows; returns their new row keys."""
         n = seqs.shape[0]
         if n == 0:  # also keeps a read-only mapped snapshot untouched (no write into the map)
@@ -182,7 +189,7 @@ class VectorCache:
         self._next_key = 0
         self._reset(*self._columns([]))
 
-    def load(self, rows: Iterable[Sequence], version: Version, count: Optional[int] = None) -> None:
+    def load(self, rows: Iterable[Sequence[Any]], version: Version, count: Optional[int] = None) -> None:
         """Replace the cache with ``rows`` (a cursor is read with ``fetchmany`` in blocks
         of ``LOAD_BLOCK`` rows, straight into the matrix). ``count``, an upper bound of the
         row count if known, sizes the arrays up front; otherwise they grow by doubling."""
@@ -193,7 +200,7 @@ class VectorCache:
         if fetch is None:
             iterator = iter(rows)
 
-            def fetch(n: int) -> list:
+            def fetch(n: int) -> list[Any]:
                 return list(itertools.islice(iterator, n))
 
         capacity = max(int(count or 0), 1)
@@ -206,7 +213,9 @@ class VectorCache:
             n = len(block)
             if size + n > capacity:
                 capacity = max(size + n, 2 * capacity)
-                arrays = tuple(_grown(array, size, capacity) for array in arrays)
+                c_ids, c_seqs, c_matrix, c_types, c_scopes, c_expires, c_later = (
+                    _grown(array, size, capacity) for array in arrays)
+                arrays = (c_ids, c_seqs, c_matrix, c_types, c_scopes, c_expires, c_later)
             chunk_ids, seqs, matrix, types, scopes, expires, later = arrays
             columns = self._columns(block, out=matrix[size : size + n])
             for array, column in zip((chunk_ids, seqs, types, scopes, expires, later), columns[:2] + columns[3:]):
@@ -217,7 +226,7 @@ class VectorCache:
         self.version = version
         self._maybe_build_ann()
 
-    def snapshot(self) -> tuple[dict[str, np.ndarray], np.ndarray, list]:
+    def snapshot(self) -> tuple[dict[str, np.ndarray], np.ndarray, list[Any]]:
         """The live rows as sidecar columns, their matrix and the scope code table (code
         ``i`` is ``codes[i]``); the cache is at :attr:`version`."""
         n = self.size
@@ -242,7 +251,7 @@ class VectorCache:
         return bool(np.array_equal(keys, np.arange(keys.size)))
 
     def load_snapshot(
-        self, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list, version: Version, ann=None
+        self, columns: dict[str, np.ndarray], matrix: np.ndarray, codes: list[Any], version: Version, ann: Optional[AnnIndex] = None
     ) -> None:
         """Replace the cache with a sidecar snapshot at ``version``. ``matrix`` may be a
         read-only memory map: the arrays are installed with no spare capacity, so the
@@ -260,7 +269,7 @@ class VectorCache:
             self.ann = ann
         self._maybe_build_ann()
 
-    def patch(self, before: Version, after: Version, record_seqs: Sequence[int], rows: Iterable[Sequence]) -> None:
+    def patch(self, before: Version, after: Version, record_seqs: Sequence[int], rows: Iterable[Sequence[Any]]) -> None:
         """Apply this process's own write: drop the rows of ``record_seqs`` and add
         ``rows`` (their current rows). Only valid when the cache was at ``before``."""
         if self.version != before:
@@ -297,7 +306,7 @@ class VectorCache:
         self._metadata_asked: set[str] = set()
         self._masks = MaskCache()
 
-    def metadata_mask(self, metadata_filter, fetch: Callable[[str], list]) -> Optional[np.ndarray]:
+    def metadata_mask(self, metadata_filter: Mapping[str, Any], fetch: Callable[[str], list[Any]]) -> Optional[np.ndarray]:
         """The rows whose record passes ``metadata_filter``, evaluated over cached typed
         columns of the top-level keys it reads, or None when the SQL path should answer:
         the filter needs it (see :mod:`.metamask`), or a key is asked for the first time
@@ -337,14 +346,15 @@ class VectorCache:
         ``selected`` (a :meth:`metadata_mask` answer)."""
         if selected.dtype == np.bool_:
             return np.flatnonzero(mask & selected)
-        return selected[mask[selected]]
+        result: np.ndarray = selected[mask[selected]]
+        return result
 
     def _code(self, value: Optional[str]) -> int:
         if value is None:
             return _NULL
         return self._codes.setdefault(value, len(self._codes))
 
-    def _columns(self, rows: list, out: Optional[np.ndarray] = None) -> tuple[np.ndarray, ...]:
+    def _columns(self, rows: list[Any], out: Optional[np.ndarray] = None) -> Columns:
         """(chunk ids, seqs, unit vectors, type codes, scope codes, expiry micros, later-row
         flags) of cache rows; the unit vectors are written to ``out`` (shape
         ``(len(rows), dim)``) if given."""
@@ -534,7 +544,8 @@ class VectorCache:
                     for s in fresh:
                         verdicts[s] = s in passed
                 ok &= np.fromiter((verdicts.get(int(s), False) for s in seqs), dtype=bool, count=seqs.size)
-            return ok
+            result: np.ndarray = ok
+            return result
 
         unfiltered = accept is None and passing == live
         limit = ann.config.max_fetch
@@ -556,7 +567,7 @@ class VectorCache:
             fetch = min(fetch * 4, limit)
 
 
-def _empty_columns(capacity: int, dim: int) -> tuple[np.ndarray, ...]:
+def _empty_columns(capacity: int, dim: int) -> Columns:
     """Uninitialised (chunk ids, seqs, matrix, types, scopes, expiries, later-row flags) of
     ``capacity`` rows."""
     return (
@@ -581,7 +592,8 @@ def _ranked_distance(cosine_distance: np.ndarray, later: np.ndarray, handicap: f
     a record's later rows (a record counts its first row, or a later one plus the handicap,
     whichever is nearer: SC-6.4), within [0, 2]."""
     if not handicap:
-        return np.clip(cosine_distance, 0.0, 2.0)
+        result: np.ndarray = np.clip(cosine_distance, 0.0, 2.0)
+        return result
     return np.clip(cosine_distance + handicap * later, 0.0, 2.0)
 
 
@@ -607,7 +619,7 @@ def _accepted_window(distances: np.ndarray, seqs: np.ndarray, k: Optional[int], 
             for seq in fresh:
                 verdicts[seq] = seq in passed
         ok = np.fromiter((verdicts[int(x)] for x in seqs[window]), dtype=bool, count=window.size)
-        hits = window[ok]
+        hits: np.ndarray = window[ok]
         if m >= n:
             return hits
         edge = float(distances[window].max())

@@ -224,7 +224,8 @@ def _iso(value: Any) -> Optional[str]:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+        result: Optional[str] = value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+        return result
     return str(value)
 
 

@@ -353,7 +353,8 @@ def erasure_log(store: Any) -> list[dict[str, Any]]:
     ops = _ops(store)
     if ops is None:
         raise _unsupported(store)
-    return ops.read_log()
+    result: list[dict[str, Any]] = ops.read_log()
+    return result
 
 
 def erased_subjects(entries: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, str]]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional, Sequence
 
-from ..normalize import NOT_SET, RecordDraft, _checked_metadata
+from ..normalize import RecordDraft, _checked_metadata
+from ..types import NOT_SET
 from ..types import Record
 from .firewall import VERDICT_KEY, FirewallPolicy, FirewallRejected, Screened, screen_record
 
