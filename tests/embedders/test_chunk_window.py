@@ -200,11 +200,17 @@ def test_tail_windows_rank_with_the_handicap_within_each_users_scope(tiny, tmp_p
 
     path = tmp_path / "t.db"
     store = SQLiteMemoryStore(path, embedder=tiny, search_strategy="vector")
-    store.add([_long("end", "peanut allergy")], "memory", record_ids=["long"], user_ids="A")
-    store.add(["red drive", "i"], "memory", record_ids=["b1", "b2"], user_ids="B")
+    # one shared thread and one shared agent: only the user scope keeps them apart
+    store.add([_long("end", "peanut allergy")], "message", record_ids=["long"], user_ids="A", thread_ids="t",
+              agent_ids="g")
+    store.add(["red drive", "i"], "message", record_ids=["b1", "b2"], user_ids="B", thread_ids="t", agent_ids="g")
     mine = store.search("peanut allergy", k=5, user_id="A", strategy="vector")
     theirs = store.search("peanut allergy", k=5, user_id="B", strategy="vector")
     assert [r.id for r, _ in mine] == ["long"] and {r.id for r, _ in theirs} == {"b1", "b2"}
+    shared = store.search("peanut allergy", k=5, user_id="B", thread_id="t", agent_id="g", strategy="vector")
+    assert {r.id for r, _ in shared} == {"b1", "b2"}
+    # without a user scope the shared thread holds both users' records, and A's long one ranks first
+    assert store.search("peanut allergy", k=1, thread_id="t", strategy="vector")[0][0].id == "long"
     # the fact is in a later row: its distance carries the handicap (the first row is filler)
     assert mine[0][1] >= TAIL_HANDICAP
     store.close()
