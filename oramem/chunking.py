@@ -7,9 +7,12 @@ the same way:
 - ``unit="tokens"``: for an embedder that says how many of its own tokens it reads per
   input (:attr:`oramem.embedders.base.InputWindow.max_tokens`, e.g. 256 − 2 special tokens
   for all-MiniLM-L6-v2; at most :data:`MAX_CHUNK_TOKENS`): a text of at most ``size`` tokens (and at most ``max_chars``
-  characters) is one chunk, kept verbatim; a longer one is cut into windows of at most
-  ``size`` tokens and ``max_chars`` characters, each window starting ``overlap`` tokens
-  before the end of the previous one. Every chunk is re-tokenized and shrunk until it fits,
+  characters) is one chunk, kept verbatim; a longer one keeps its first ``size`` tokens as
+  its first chunk and is cut into *tail windows* of at most ``tail_size`` tokens (64;
+  stores recorded before tail windows: ``size``) and ``max_chars`` characters after it,
+  each window starting ``overlap`` tokens before the end of the previous one. Vector
+  ranking adds :data:`TAIL_HANDICAP` to the distance of a record's later rows in such a
+  store (:func:`tail_handicap`, SC-6.4). Every chunk is re-tokenized and shrunk until it fits,
   so no indexed text lies past the model's window.
 - ``unit="chars"``: for an embedder with no tokenizer here (a service with a documented or
   configured limit: a safe character bound derived from its token limit) or none at all
@@ -55,8 +58,8 @@ TAIL_CHUNK_TOKENS = 64
 #: overlap of token windows, as a share of the tail window (8 of 64 tokens)
 TOKEN_OVERLAP_SHARE = 8
 #: cosine distance added to a record's later retrieval rows (chunk index > 0) when vector
-#: search ranks records (SC-6.4): a record counts its first row, or a later row less this
-#: handicap, whichever is nearer. Without it a long record's many short chunks are many
+#: search ranks records (SC-6.4): a record counts its first row's distance, or a later
+#: row's plus this handicap, whichever is smaller. Without it a long record's many short chunks are many
 #: draws at a chance match, and long distractors crowd out whole short answers (issue 28:
 #: best-chunk ranking fell below whole-text cosine on the LongMemEval dev set); the facts
 #: past the first row stay reachable when they match clearly (bench/results/quality.md)

@@ -551,6 +551,8 @@ class Normalizer:
         self.chunk_chars = chunk_chars
         self.chunk_overlap = chunk_overlap
         self._chunker: Optional[Callable[[str], list[str]]] = None
+        # the recorded chunk policy's tail handicap (SC-6.4), read once like the chunker
+        self._tail_handicap: Optional[float] = None
 
     # -- properties of the store
     @property
@@ -672,6 +674,13 @@ class Normalizer:
         if self.needs_vectors:
             return [(c, "EMBED") for c in chunks], list(chunks)
         return [(c, None) for c in chunks], []
+
+    @property
+    def tail_handicap(self) -> float:
+        """What vector ranking adds to a record's later rows in this store (SC-6.4)."""
+        if self._tail_handicap is None:
+            self._tail_handicap = tail_handicap(self.settings.embedder)
+        return self._tail_handicap
 
     def chunk(self, text: str) -> list[str]:
         # the chunking the store recorded, sized to the embedder's window (issue 28)
@@ -804,7 +813,7 @@ class Normalizer:
             agent=self.search_scope(agent_id, exact_agent_match, "agent_id"),
             record_types=types,
             metadata_filter=mf,
-            tail_handicap=tail_handicap(self.settings.embedder),
+            tail_handicap=self.tail_handicap,
         )
         needs_embedding = text is not None and chosen in (SearchStrategy.VECTOR, SearchStrategy.HYBRID)
         return request, text if needs_embedding else None
