@@ -397,7 +397,7 @@ class VectorCache:
             scopes[:, column] = np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=n)
         micros = {text: epoch_micros(text) for text in dict.fromkeys(expiry_col)}
         expires = np.fromiter(map(micros.__getitem__, expiry_col), dtype=np.int64, count=n)
-        later = np.fromiter((index > 0 for index in index_col), dtype=np.int8, count=n)
+        later = (np.fromiter(index_col, dtype=np.int64, count=n) > 0).astype(np.int8)
         return chunk_ids, seqs, matrix, types, scopes, expires, later
 
     # -- queries -------------------------------------------------------------------------
@@ -473,7 +473,7 @@ class VectorCache:
             # every row passes: no gathers
             sims = self.matrix @ q
             seqs = self._seqs[: self.size]
-            later = self._later[: self.size]
+            later = self._later[: self.size] if handicap else None
         else:
             if rows.size * 4 > self.size:
                 # most rows pass: one product over the whole matrix beats gathering a copy
@@ -481,7 +481,7 @@ class VectorCache:
             else:
                 sims = self.matrix[rows] @ q
             seqs = self._seqs[rows]  # rows index the rows in use (< size)
-            later = self._later[rows]
+            later = self._later[rows] if handicap else None
         distances = _ranked_distance(1.0 - sims.astype(np.float64), later, handicap)
         # BLAS results depend on a row's position in the matrix (last-bit noise), so
         # identical vectors could get different distances: select generously, then
@@ -505,7 +505,7 @@ class VectorCache:
         """Exact float64 distances of candidate rows (a later row with the tail handicap),
         best row per record, the k nearest records plus ties with the k-th, nearest first."""
         exact = 1.0 - (self.matrix[cand_rows].astype(np.float64) * q.astype(np.float64)).sum(axis=1)
-        distances = _ranked_distance(exact, self._later[cand_rows], handicap)
+        distances = _ranked_distance(exact, self._later[cand_rows] if handicap else None, handicap)
         if k is not None and k < distances.size:
             keep = _top_with_ties(distances, np.arange(distances.size), seqs, k, slack=0.0)
             distances, seqs = distances[keep], seqs[keep]
@@ -587,14 +587,14 @@ def _grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
     return out
 
 
-def _ranked_distance(cosine_distance: np.ndarray, later: np.ndarray, handicap: float) -> np.ndarray:
+def _ranked_distance(cosine_distance: np.ndarray, later: Optional[np.ndarray], handicap: float) -> np.ndarray:
     """The distance a row ranks its record by: the cosine distance, plus ``handicap`` for
     a record's later rows (a record counts its first row, or a later one plus the handicap,
-    whichever is nearer: SC-6.4), within [0, 2]."""
-    if not handicap:
-        result: np.ndarray = np.clip(cosine_distance, 0.0, 2.0)
-        return result
-    return np.clip(cosine_distance + handicap * later, 0.0, 2.0)
+    whichever is nearer: SC-6.4), within [0, 2]. ``later`` is read only with a handicap
+    (None otherwise: no gather of the flags on the search path)."""
+    shifted = cosine_distance if not handicap or later is None else cosine_distance + handicap * later
+    result: np.ndarray = np.clip(shifted, 0.0, 2.0)
+    return result
 
 
 class GaveUp(Exception):
