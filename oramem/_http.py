@@ -1,7 +1,7 @@
 """The one HTTP client of oramem: JSON ``POST`` to OpenAI-compatible services, on httpx.
 
 Used by :class:`~oramem.embedders.OpenAICompatibleEmbedder` (``/embeddings``) and
-:class:`~oramem.knowledge.providers.OpenAICompatibleProvider` (``/chat/completions``), so
+:class:`~oramem.knowledge.llm.providers.OpenAICompatibleProvider` (``/chat/completions``), so
 both follow the same rules:
 
 - **One retry policy** (:class:`RetryPolicy`): a request is retried on HTTP 408, 409, 425,

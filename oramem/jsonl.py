@@ -13,7 +13,7 @@ A ``thread`` line keeps a thread row as it was (id, who opened it, ``created_at`
 an import writes the thread lines before the records, so the records do not re-create their
 threads with another opener. A knowledge line ``{"kg_table": NAME, "row": {...}}`` carries
 one row of the store's knowledge tables (:func:`export_knowledge` / :func:`import_knowledge`,
-table-agnostic: the columns come from ``oramem.knowledge.schema``).
+table-agnostic: the columns come from ``oramem.knowledge.db.schema``).
 
 Limits (finding 18): a line is at most :data:`MAX_LINE_CHARS` characters and nests at most
 :data:`MAX_DEPTH` levels, and its strings are Unicode text (no lone surrogate escapes);
@@ -539,10 +539,10 @@ KG_KEY = "kg_table"
 
 
 def _kg_mapping(store_id: str, vector_dim: Optional[int]) -> Any:
-    """The knowledge layer's table objects (``oramem.knowledge.schema``), parents first: the
+    """The knowledge layer's table objects (``oramem.knowledge.db.schema``), parents first: the
     columns and their types come from that mapping, so a table or a column it adds is
     carried without a change here."""
-    from .knowledge.schema import build_tables
+    from .knowledge.db.schema import build_tables
 
     return build_tables(store_id, int(vector_dim or 1))
 
@@ -578,7 +578,7 @@ def _kg_encode(value: Any) -> Any:
 def _kg_decode(value: Any, column: Any) -> Any:
     """A JSON value back to what the column's type binds (the inverse of :func:`_kg_encode`)."""
     from . import timeutil
-    from .knowledge.schema import UTCDateTime, Vector
+    from .knowledge.db.schema import UTCDateTime, Vector
 
     if value is None:
         return None
@@ -640,7 +640,7 @@ def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], line
     written, "skip" keeps the stored row, "replace" replaces it. Returns (written, skipped)."""
     import sqlalchemy as sa
 
-    from .knowledge.schema import apply_schema_policy
+    from .knowledge.db.schema import apply_schema_policy
     from .types import SchemaPolicy
 
     if not lines:

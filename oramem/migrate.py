@@ -19,7 +19,7 @@ an interruption skips what is already there (records by id, knowledge rows by pr
 key), so it resumes. Records go through the store API's ``restore_batches`` (on Oracle:
 ``oramem_store.add_json`` with ``restored_times`` and ``on_conflict`` "skip"); Oracle
 records are read with ``oramem_store.export_json``; knowledge rows move through the
-knowledge layer's SQLAlchemy mapping (``oramem.knowledge.schema``), so each side converts
+knowledge layer's SQLAlchemy mapping (``oramem.knowledge.db.schema``), so each side converts
 its own types.
 
 Embedders: an Oracle HYBRID store embeds queries in the database, so a HYBRID store copied
@@ -207,7 +207,7 @@ class _SQLiteSide:
             conn.close()
 
     def ensure_knowledge(self, engine: Any, store_id: str, vector_dim: int) -> None:
-        from .knowledge.schema import apply_schema_policy, build_tables
+        from .knowledge.db.schema import apply_schema_policy, build_tables
         from .types import SchemaPolicy
 
         apply_schema_policy(engine, build_tables(store_id, vector_dim), SchemaPolicy.CREATE_IF_NECESSARY)
@@ -306,9 +306,9 @@ class _OracleSide:
         import sqlalchemy as sa
         from sqlalchemy.pool import StaticPool
 
-        from .knowledge.db import SharedConnection
+        from .knowledge.db.backend import SharedConnection
 
-        from .knowledge.schema import bind_json_as_oson
+        from .knowledge.db.schema import bind_json_as_oson
 
         shared = SharedConnection(self.conn, owns_transaction=True)
         return bind_json_as_oson(sa.create_engine("oracle+oracledb://", creator=lambda: shared, poolclass=StaticPool))
@@ -320,7 +320,7 @@ class _OracleSide:
             return {r[0] for r in cur.fetchall()}
 
     def ensure_knowledge(self, engine: Any, store_id: str, vector_dim: int) -> None:
-        from .knowledge.install import install_oracle
+        from .knowledge.db.install import install_oracle
 
         install_oracle(self.conn, store_id, vector_dim, echo=lambda _line: None)
 
@@ -538,7 +538,7 @@ def _copy_records(src: Any, dst: Any, info: StoreInfo, now: str, batch_size: int
 # ----------------------------------------------------------------------------- knowledge
 def _kg_tables(side: Any, store_id: str, vector_dim: int) -> list[Any]:
     """The store's knowledge tables present on this side, parents first."""
-    from .knowledge.schema import build_tables
+    from .knowledge.db.schema import build_tables
 
     present = side.knowledge_tables()
     return [t for t in build_tables(store_id, vector_dim).metadata.sorted_tables if t.name in present]
@@ -576,7 +576,7 @@ def _copy_knowledge(src: Any, dst: Any, info: StoreInfo, batch_size: int, report
 def _insert_missing(conn: Any, table: Any, pk: list, rows: list[dict]) -> int:
     import sqlalchemy as sa
 
-    from .knowledge.reads import chunked
+    from .knowledge.db.queries import chunked
 
     keys = [tuple(r[c.name] for c in pk) for r in rows]
     present: set = set()
@@ -639,7 +639,7 @@ def _canonical(value: Any) -> Any:
 
 def _same_numbers(value: Any) -> Any:
     """D1: an Oracle JSON column keeps numbers as NUMBER, so 1.0 written comes back as 1
-    (python-oracledb: Decimal('1'), oramem.knowledge.schema: int); SQLite's text keeps 1.0. The
+    (python-oracledb: Decimal('1'), oramem.knowledge.db.schema: int); SQLite's text keeps 1.0. The
     digest spells an integral float as the int on both sides (equal values compare equal)."""
     if isinstance(value, float) and value.is_integer():
         return int(value)

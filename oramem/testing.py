@@ -21,7 +21,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 from .embedders import HashEmbedder
 from .knowledge.errors import LLMError
 from .knowledge.faults import COMMIT_STEPS, FAIL_AT, armed
-from .knowledge.providers import BaseLLMProvider, LLMResult
+from .knowledge.llm.providers import BaseLLMProvider, LLMResult
 from .knowledge.text import estimate_tokens
 from .knowledge.types import TokenUsage
 

@@ -1,9 +1,9 @@
 -- oramem knowledge layer: Oracle DDL of the 11 <STORE_ID>_KG_* tables, the KG_AGENT lock table and the
--- KG_JOB extraction queue (oramem/knowledge/queue.py; claimed with SELECT ... FOR UPDATE SKIP LOCKED)
+-- KG_JOB extraction queue (oramem/knowledge/jobs/queue.py; claimed with SELECT ... FOR UPDATE SKIP LOCKED)
 -- (KNOWLEDGE_CONTRACT KC-3.1, KC-3.3, KC-3.4), for the default store (memory_store_id DEFAULT)
 -- and vector_dim 384. Idempotent: CREATE ... IF NOT EXISTS (Oracle Database 23ai and later).
--- Generated from oramem/knowledge/schema.py by oracle_ddl("DEFAULT", 384); a test checks that this
--- file equals the generator's output. Other stores/dimensions: oramem.knowledge.schema.oracle_ddl(id, dim).
+-- Generated from oramem/knowledge/db/schema.py by oracle_ddl("DEFAULT", 384); a test checks that this
+-- file equals the generator's output. Other stores/dimensions: oramem.knowledge.db.schema.oracle_ddl(id, dim).
 
 CREATE TABLE IF NOT EXISTS "DEFAULT_KG_AGENT" (
 	agent_id VARCHAR2(256 CHAR) NOT NULL, 

@@ -133,8 +133,8 @@ def install(settings: _Settings, scripts_dir: Optional[str], knowledge_stores: t
         raise click.UsageError("--knowledge-store needs --vector-dim (the store's vector dimension)")
     if vector_dim is not None and not knowledge_stores:
         raise click.UsageError("--vector-dim is only used with --knowledge-store STORE_ID")
-    from ..knowledge.install import install_oracle
-    from ..knowledge.schema import oracle_ddl
+    from ..knowledge.db.install import install_oracle
+    from ..knowledge.db.schema import oracle_ddl
 
     for sid in knowledge_stores:  # bad ids and dimensions are refused before anything runs
         try:

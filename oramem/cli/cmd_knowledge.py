@@ -295,7 +295,7 @@ def job_names(job_list: Any, have_llm: bool) -> list:
     """The jobs to run: the comma-separated ``job_list`` checked against ``JOB_ORDER``
     (unknown name -> ``click.UsageError``, exit 2), else every job with an LLM endpoint and
     the deterministic ones without."""
-    from ..knowledge.jobs import JOB_ORDER
+    from ..knowledge.jobs.run import JOB_ORDER
 
     if job_list:
         names = [j.strip() for j in job_list.split(",") if j.strip()]
@@ -629,7 +629,7 @@ def worker_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, llm_base_u
     job failed for good in this run."""
     import signal
 
-    from ..knowledge.queue import StopFlag
+    from ..knowledge.jobs.queue import StopFlag
 
     if not llm_base_url or not llm_model:
         raise click.UsageError(NO_LLM)

@@ -104,7 +104,7 @@ def stores_drop(state: State, store_id: str, yes: bool) -> None:
         what = "all its records and its knowledge tables" if sqlite_admin.knowledge_tables_exist(state.db, sid) else "all its records"
         raise CLIError(f"dropping store {sid!r} deletes {what}; repeat with --yes to confirm", 2)
     if sqlite_admin.knowledge_tables_exist(state.db, sid):
-        from ..knowledge.install import table_names  # the knowledge layer names its own tables
+        from ..knowledge.db.install import table_names  # the knowledge layer names its own tables
 
         sqlite_admin.register_dependent_tables(table_names)
     sqlite_admin.drop_store(state.db, sid)

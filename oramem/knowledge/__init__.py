@@ -15,17 +15,17 @@ store records. What is built and what is not: ``STATUS.md`` in this folder.
         print(f.status, f.entity_key, f.fact_text)
 """
 
-from .classify import classify_input, select_strategy
+from .write.classify import classify_input, select_strategy
 from .config import KnowledgeConfig
-from .context import compress_context
-from .emotion import tag_event_emotion, tag_event_emotion_sync
-from . import install as install  # registers the knowledge tables with sqlite.admin.drop_store
+from .read.context import compress_context
+from .llm.emotion import tag_event_emotion, tag_event_emotion_sync
+from .db import install as install  # registers the knowledge tables with sqlite.admin.drop_store
 from .errors import ConflictError, EmbeddingError, ExtractionError, KnowledgeError, LLMError, LLMReplyError, LLMTimeout
 from .memory import KnowledgeMemory
-from .pipeline import detect_corrections
-from .providers import BaseLLMProvider, LLMProvider, LLMResult, OpenAICompatibleEmbedder, OpenAICompatibleProvider
-from .relations import normalize_rel_type
-from .scoring import compute_vitality, dynamic_importance, plan_retrieval, recency_score
+from .write.pipeline import detect_corrections
+from .llm.providers import BaseLLMProvider, LLMProvider, LLMResult, OpenAICompatibleEmbedder, OpenAICompatibleProvider
+from .write.relations import normalize_rel_type
+from .read.scoring import compute_vitality, dynamic_importance, plan_retrieval, recency_score
 from .text import estimate_tokens
 from .types import *  # noqa: F401,F403
 from .types import __all__ as _types_all

@@ -15,27 +15,28 @@ from typing import Any, Callable, Optional, TypeVar, cast
 import sqlalchemy as sa
 
 from .._sync import BackgroundLoop, sync_method
-from .deterministic import build_reply, event_text
-from .providers import NoLLM
+from .write.deterministic import build_reply, event_text
+from .llm.providers import NoLLM
 from .runtime import KnowledgeRuntime
 from ..trust.firewall import VERDICT_KEY
 from ..trust.gate import screen_message
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
-from . import commit as commit_mod
-from . import erasure, reads
-from . import queue as queue_mod
+from .write import commit as commit_mod
+from . import deletes as erasure
+from .db import queries as reads
+from .jobs import queue as queue_mod
 from .observe import finish_span, operation_span, otel_available, stats_of
 from .config import KnowledgeConfig, merge_config
-from .db import backend_for
+from .db.backend import backend_for
 from ..errors import StoreClosed
 from .errors import ConflictError, ExtractionError
 from .model import Decision
-from .classify import Chunk, classify_input, select_strategy
-from .pipeline import WriteRun, detect_corrections
-from .schema import apply_schema_policy, build_tables, oracle_upgrade_ddl, upgrade_sqlite
+from .write.classify import Chunk, classify_input, select_strategy
+from .write.pipeline import WriteRun, detect_corrections
+from .db.schema import apply_schema_policy, build_tables, oracle_upgrade_ddl, upgrade_sqlite
 from .model import new_id
 from .text import iso, parse_when, to_utc, validate_agent_id
-from .reads import check_user_id
+from .db.queries import check_user_id
 from .types import (
     BackgroundRunResult,
     ClusteringResult,
@@ -176,7 +177,7 @@ class KnowledgeMemory:
             # store's delete, cascade and purge transactions for every store with knowledge
             # tables (oramem_store.call_hook; SC-8.5, KC-3.6; reviews F16, D5): nothing is
             # registered, so the store's one PL/SQL hook slot stays the application's.
-            # forget (SC-8.6): the whole erasure of oramem.knowledge.erasure runs in the
+            # forget (SC-8.6): the whole erasure of oramem.knowledge.deletes runs in the
             # store's forget transaction, through SQLAlchemy on its connection
             eraser = erasure.OracleEraser(self._backend.sa_engine, self._tables, self._purge_facts)
             cast(Any, store.engine).register_erasure(eraser)
@@ -924,7 +925,7 @@ class KnowledgeMemory:
         ``user_id``'s knowledge plus the agent's shared knowledge, never another user's;
         ``None``: the shared knowledge only."""
         from ..trust import audit
-        from .retrieve import RetrieveRun
+        from .read.retrieve import RetrieveRun
 
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
@@ -959,7 +960,7 @@ class KnowledgeMemory:
     async def emotional_trends_async(self, agent_id: str, *, user_id: Optional[str] = None) -> EmotionalTrendsResult:
         """KC-5.13: deterministic emotion statistics over the trend window; upserts an
         ``emotional_trend`` meta-observation."""
-        from .procedural import emotional_trends
+        from .read.procedural import emotional_trends
 
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
@@ -971,7 +972,7 @@ class KnowledgeMemory:
 
     async def directives_async(self, agent_id: str, *, persona_text: str = "", user_id: Optional[str] = None) -> DirectiveBlock:
         """KC-5.10: the behavioural directives block (one LLM call; cached per instance)."""
-        from .procedural import directives_for
+        from .read.procedural import directives_for
 
         validate_agent_id(agent_id)
         if not isinstance(persona_text, str):
@@ -985,7 +986,7 @@ class KnowledgeMemory:
     async def check_contradiction_async(self, agent_id: str, new_directive: str, *,
                                         user_id: Optional[str] = None) -> ContradictionResult:
         """KC-5.10: does ``new_directive`` contradict the nearest active behavioural preference?"""
-        from .procedural import check_contradiction
+        from .read.procedural import check_contradiction
 
         validate_agent_id(agent_id)
         if not isinstance(new_directive, str):
@@ -1000,7 +1001,7 @@ class KnowledgeMemory:
 
     # -- background jobs (KC-6) -------------------------------------------------------------------
     async def _job(self, name: str, agent_id: str, result_type: type[T], user_id: Optional[str]) -> T:
-        from . import jobs
+        from .jobs import run as jobs
 
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
@@ -1054,8 +1055,8 @@ class KnowledgeMemory:
         consolidation, emotional_trends and memify, in that order (or the named subset);
         a failing job goes to ``errors`` and the rest still run. KC-6.0: in the scope
         ``user_id`` (None: the agent's shared knowledge); :meth:`scopes` lists the scopes."""
-        from . import jobs as jobs_mod
-        from .procedural import emotional_trends
+        from .jobs import run as jobs_mod
+        from .read.procedural import emotional_trends
 
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
@@ -1429,7 +1430,7 @@ class KnowledgeMemory:
     async def forget_async(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                            names: Optional[list[Any]] = None) -> dict[str, int]:
         """Erase a user (her scope on every agent) or an agent from the store and the knowledge
-        tables in one transaction (SC-8.6; what is erased: ``oramem.knowledge.erasure``, KC-3.10).
+        tables in one transaction (SC-8.6; what is erased: ``oramem.knowledge.deletes``, KC-3.10).
         A user is found by her id only, never by a name: ``names`` is no longer accepted (review
         finding 5: matching names erased other people and other tenants). Returns the rows
         erased per table."""

@@ -6,7 +6,7 @@ estimate, flagged by ``tokens_estimated``) and the wall-clock time of each step.
 
 OpenTelemetry: when the ``opentelemetry-api`` package is importable (``pip install
 'oramem[otel]'``), each operation is a span (``oramem.knowledge.write``,
-``oramem.knowledge.retrieve``, ``oramem.knowledge.job``) with one child span per step,
+``oramem.knowledge.read.retrieve``, ``oramem.knowledge.job``) with one child span per step,
 created through the global tracer provider or the ``tracer_provider`` given to
 ``KnowledgeMemory``. oramem configures no SDK and no exporter: without an SDK set up by the
 application the API's tracer is a no-op, and nothing ever leaves the process because of

@@ -23,9 +23,9 @@ import numpy as np
 if TYPE_CHECKING:  # typing only: runtime.py imports no knowledge module (no import cycles)
     from ..embedders.base import IEmbedder
     from ..store import OracleMemoryStore
-    from .db import Backend
-    from .providers import LLMProvider
-    from .schema import KGTables
+    from .db.backend import Backend
+    from .llm.providers import LLMProvider
+    from .db.schema import KGTables
 
 __all__ = ["KnowledgeRuntime"]
 

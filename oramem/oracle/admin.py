@@ -254,7 +254,7 @@ def install(conn: Any, scripts_dir: Optional[str] = None, echo: Callable[[str], 
 def run_ddl(conn: Any, text: str, label: str) -> int:
     """Run a DDL script given as text (SQL and PL/SQL blocks, split as SQL*Plus would) on
     ``conn``; ``label`` names it in errors. Returns the number of statements. Layers above the
-    engine install their own tables with it (``oramem.knowledge.install.install_oracle``).
+    engine install their own tables with it (``oramem.knowledge.db.install.install_oracle``).
     Static-checked, not run against Oracle."""
     count = 0
     for item in split_script(text):

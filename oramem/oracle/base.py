@@ -442,7 +442,7 @@ class OracleEngine(Engine):
         with ``snapshot()`` (taken before the actor's cascade; e.g. row counts) and
         ``erase(event, snapshot)`` returning an :class:`ErasureReport` (rows per table, and
         store records derived from the actor, which ``forget`` deletes too). The knowledge
-        layer registers its erasure here on Oracle (``oramem.knowledge.erasure``). An eraser
+        layer registers its erasure here on Oracle (``oramem.knowledge.deletes``). An eraser
         with the ``key`` of one registered before replaces it (a new KnowledgeMemory over
         the same store replaces the previous one, as its PL/SQL deletion hook does)."""
         if not (callable(getattr(eraser, "snapshot", None)) and callable(getattr(eraser, "erase", None))):

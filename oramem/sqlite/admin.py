@@ -101,7 +101,7 @@ def count_live_records(path: str, store_id: str, now: _dt.datetime | None = None
 
 
 #: Providers of the tables a layer above the engine keeps per store (the knowledge layer's
-#: ``<ID>_KG_*``, registered by ``oramem.knowledge.install``): store id -> table names,
+#: ``<ID>_KG_*``, registered by ``oramem.knowledge.db.install``): store id -> table names,
 #: children before parents. :func:`drop_store` drops them with the store. The engine does
 #: not import the layers above it (layer rule, pyproject.toml [tool.importlinter]).
 _DEPENDENT_TABLES: list[Callable[[str], Sequence[str]]] = []

@@ -244,7 +244,7 @@ def _varints(data: bytes) -> list[int]:
 
 def has_knowledge_tables(conn: sqlite3.Connection, store_id: str) -> bool:
     """Whether the knowledge layer created its tables for ``store_id`` in this file (their
-    names are ``<STORE_ID>_KG_<NAME>``, oramem.knowledge.schema; the event table stands for
+    names are ``<STORE_ID>_KG_<NAME>``, oramem.knowledge.db.schema; the event table stands for
     all eleven)."""
     name = f"{store_id.upper()}_KG_EVENT"
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None

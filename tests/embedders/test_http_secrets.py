@@ -16,7 +16,7 @@ import pytest
 
 from oramem import _http
 from oramem.embedders import EmbeddingServiceError, OpenAICompatibleEmbedder
-from oramem.knowledge.providers import OpenAICompatibleProvider
+from oramem.knowledge.llm.providers import OpenAICompatibleProvider
 from oramem.knowledge.errors import LLMError
 
 SECRET = "s3cr3t-Pa55word"

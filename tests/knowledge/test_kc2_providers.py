@@ -18,7 +18,7 @@ from oramem.knowledge import (
     OpenAICompatibleProvider,
     TokenUsage,
 )
-from oramem.knowledge.tasks import build_messages, call_task, parse_reply
+from oramem.knowledge.llm.tasks import build_messages, call_task, parse_reply
 from oramem.testing import Delay, HashEmbedder, ScriptedLLM
 
 from .helpers import extract

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from oramem import SchemaError, SQLiteMemoryStore
 from oramem.knowledge import KnowledgeMemory
-from oramem.knowledge.schema import TABLE_NAMES, oracle_ddl
+from oramem.knowledge.db.schema import TABLE_NAMES, oracle_ddl
 from oramem.testing import HashEmbedder
 
 from .helpers import T0, extract
@@ -225,7 +225,7 @@ def test_memory_store_shares_connection(llm):
 
 def test_oracle_backend_refuses_async_sources_and_unknown_stores():
     from oramem import StoreError
-    from oramem.knowledge.db import OracleBackend
+    from oramem.knowledge.db.backend import OracleBackend
 
     class Engine:
         source_kind, source = "async_pool", object()

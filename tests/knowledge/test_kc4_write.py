@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from oramem.knowledge import ExtractionMode, InputType, classify_input, detect_corrections, normalize_rel_type, select_strategy
-from oramem.knowledge.classify import split_chunks
+from oramem.knowledge.write.classify import split_chunks
 
 from .helpers import T0, extract, reconcile
 
@@ -580,7 +580,7 @@ def test_informed_topk_and_llm_concurrency_are_read(km, llm, clock):
 
 
 def test_nickname_and_attribute_key_rules():
-    from oramem.knowledge.pipeline import canonical_attribute_key, is_nickname
+    from oramem.knowledge.write.pipeline import canonical_attribute_key, is_nickname
 
     assert is_nickname("Ana", "Ana Souza") and is_nickname("Ana Souza", "Ana")
     assert is_nickname("Rob", "Robert") and is_nickname("Rob", "Robert Smith")

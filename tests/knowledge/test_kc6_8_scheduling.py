@@ -237,7 +237,7 @@ def test_plsql_constants_equal_the_python_config_defaults():
 
 
 def test_plsql_stopwords_equal_the_python_list():
-    from oramem.knowledge.procedural import _STOP
+    from oramem.knowledge.read.procedural import _STOP
 
     body = PKB.read_text()
     m = re.search(r"gc_stopwords\s+CONSTANT\s+VARCHAR2\(\d+(?: CHAR)?\)\s*:=\s*q'\[(.*?)\]'\s*;", body, re.S)

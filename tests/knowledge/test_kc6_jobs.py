@@ -193,7 +193,7 @@ def test_entity_importance_all_equal_is_half(km, llm, clock):
 
 # ----------------------------------------------------------------------------- KC-6.1
 def test_run_background_isolates_failures(km, llm, clock, monkeypatch):
-    from oramem.knowledge import jobs
+    from oramem.knowledge.jobs import run as jobs
 
     _two_entities(km, llm, clock)
 

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from oramem.knowledge import ConflictError, EmbeddingError
-from oramem.knowledge import commit as commit_mod
+from oramem.knowledge.write import commit as commit_mod
 from oramem.testing import Delay, fail_at
 
 from .helpers import extract, reconcile

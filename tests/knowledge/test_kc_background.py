@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from oramem import SQLiteMemoryStore
 from oramem.cli import cli
 from oramem.knowledge import KnowledgeConfig, KnowledgeMemory, LLMError
-from oramem.knowledge import queue as queue_mod
+from oramem.knowledge.jobs import queue as queue_mod
 from oramem.testing import HashEmbedder, ScriptedLLM
 
 from .helpers import extract
@@ -265,7 +265,7 @@ def test_operation_stats_on_write_and_retrieve(bkm, bg_llm):
 
 def test_tokens_estimated_when_the_provider_reports_no_usage(engine, store, clock):
     from oramem.knowledge import LLMResult
-    from oramem.knowledge.providers import BaseLLMProvider
+    from oramem.knowledge.llm.providers import BaseLLMProvider
 
     class NoUsage(BaseLLMProvider):
         async def complete_async(self, messages, **kw):
@@ -287,7 +287,7 @@ WORKER = textwrap.dedent('''
     import sys, time
     from oramem import SQLiteMemoryStore
     from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
-    from oramem.knowledge import commit as commit_mod
+    from oramem.knowledge.write import commit as commit_mod
     from oramem.testing import HashEmbedder, ScriptedLLM
 
     db, pause_at, marker, lease, delay = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])

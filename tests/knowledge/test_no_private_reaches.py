@@ -34,8 +34,8 @@ def test_the_checker_finds_a_reach():
 
 def test_no_knowledge_module_reaches_into_private_attributes():
     offenders = {
-        path.name: reaches
-        for path in sorted(PACKAGE.glob("*.py"))
+        str(path.relative_to(PACKAGE)): reaches
+        for path in sorted(PACKAGE.rglob("*.py"))
         if (reaches := private_reaches(path.read_text(encoding="utf-8")))
     }
     assert offenders == {}

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from oramem.knowledge import KnowledgeConfig, LLMError, LLMReplyError
-from oramem.knowledge.replies import REPLY_MODELS, validate_reply
-from oramem.knowledge.tasks import call_task
+from oramem.knowledge.llm.replies import REPLY_MODELS, validate_reply
+from oramem.knowledge.llm.tasks import call_task
 from oramem.testing import ScriptedLLM
 
 from .helpers import extract, reconcile

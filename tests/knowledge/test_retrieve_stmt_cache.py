@@ -11,7 +11,8 @@ from datetime import datetime
 import pytest
 
 from oramem import SQLiteMemoryStore
-from oramem.knowledge import KnowledgeConfig, KnowledgeMemory, reads
+from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
+from oramem.knowledge.db import queries as reads
 from oramem.testing import HashEmbedder, ScriptedLLM
 
 from .helpers import Clock, extract

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from oramem import SQLiteMemoryStore
 from oramem.errors import SchemaError
 from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
-from oramem.knowledge.schema import build_tables, oracle_ddl
-from oramem.knowledge.tasks import build_messages
+from oramem.knowledge.db.schema import build_tables, oracle_ddl
+from oramem.knowledge.llm.tasks import build_messages
 from oramem.testing import HashEmbedder, ScriptedLLM
 
 from .helpers import Clock, extract
@@ -346,7 +346,7 @@ def test_existing_store_is_upgraded_on_open_and_refused_without_create(tmp_path)
 
 
 def test_oracle_ddl_and_upgrade_script_carry_the_user_dimension():
-    from oramem.knowledge.schema import oracle_upgrade_ddl
+    from oramem.knowledge.db.schema import oracle_upgrade_ddl
 
     ddl = oracle_ddl("DEFAULT", 384)
     assert ddl.count("user_id VARCHAR2(255 CHAR)") == 11

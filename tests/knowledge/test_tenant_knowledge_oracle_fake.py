@@ -13,9 +13,9 @@ from sqlalchemy.dialects import oracle
 
 from oramem import OracleDBMemoryStore, SchemaPolicy
 from oramem.embedders import HashEmbedder
-from oramem.knowledge import reads
-from oramem.knowledge.db import OracleBackend
-from oramem.knowledge.schema import build_tables
+from oramem.knowledge.db import queries as reads
+from oramem.knowledge.db.backend import OracleBackend
+from oramem.knowledge.db.schema import build_tables
 
 fakes = pytest.importorskip("oracle.fakes")
 driver_fake = pytest.importorskip("oracle.test_driver_fake")

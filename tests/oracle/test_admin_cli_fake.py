@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from oramem.cli import cmd_db as cli
-from oramem.knowledge.install import install_oracle
+from oramem.knowledge.db.install import install_oracle
 from oramem.oracle import admin
 from oramem.oracle.scripts import split_script
 

@@ -17,10 +17,10 @@ from sqlalchemy.pool import NullPool
 
 from oramem import OracleDBMemoryStore, SchemaPolicy
 from oramem.embedders import HashEmbedder
-from oramem.knowledge.db import OracleBackend
-from oramem.knowledge import queue as queue_mod
+from oramem.knowledge.db.backend import OracleBackend
+from oramem.knowledge.jobs import queue as queue_mod
 from oramem.knowledge.memory import KnowledgeMemory
-from oramem.knowledge.schema import build_tables
+from oramem.knowledge.db.schema import build_tables
 
 from .fakes import FakeConnection, FakePool, Recorder, db_error
 from .test_driver_fake import SETTINGS_OUT
@@ -161,7 +161,7 @@ def test_oracle_claim_uses_for_update_skip_locked_in_one_transaction():
 
 
 def test_job_table_is_in_the_knowledge_ddl():
-    from oramem.knowledge.schema import oracle_ddl
+    from oramem.knowledge.db.schema import oracle_ddl
 
     ddl = oracle_ddl("S1", 8)
     assert 'CREATE TABLE IF NOT EXISTS "S1_KG_JOB"' in ddl
@@ -261,7 +261,7 @@ def test_d1_json_result_processor_takes_the_drivers_objects():
     """D1: under the Oracle dialect the JSON column's value is already decoded by the driver."""
     from decimal import Decimal
 
-    from oramem.knowledge.schema import JSONValue
+    from oramem.knowledge.db.schema import JSONValue
 
     proc = JSONValue().result_processor(sa_oracledb.dialect(dbapi=oracledb), oracledb.DB_TYPE_JSON)
     assert proc("Talho") == "Talho" and proc("42") == "42"

@@ -106,7 +106,7 @@ def test_d8_model_only_for_hybrid_and_no_owner_prefix():
 def test_d1_knowledge_digest_spells_integral_floats_as_on_oracle():
     from decimal import Decimal
 
-    from oramem.knowledge.schema import _plain_json
+    from oramem.knowledge.db.schema import _plain_json
     from oramem.migrate import _canonical
 
     sqlite_side = {"score": 1.0, "items": [2.0, 0.5, "x"], "n": 3}

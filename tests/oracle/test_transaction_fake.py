@@ -12,7 +12,7 @@ import pytest
 
 from oramem import OracleDBMemoryStore, SchemaPolicy, StoreError
 from oramem.embedders import HashEmbedder
-from oramem.knowledge.db import OracleBackend, SharedConnection
+from oramem.knowledge.db.backend import OracleBackend, SharedConnection
 
 from .fakes import FakeAsyncPool, FakeConnection, FakePool, Recorder
 from .test_driver_fake import SETTINGS_OUT
@@ -187,7 +187,7 @@ def test_a_single_connection_is_lent_to_the_knowledge_layer_only_between_blocks(
     import time
     from types import SimpleNamespace
 
-    from oramem.knowledge import queue as queue_mod
+    from oramem.knowledge.jobs import queue as queue_mod
 
     rec = recorder()
     conn = FakeConnection(rec)

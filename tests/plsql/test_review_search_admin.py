@@ -91,7 +91,7 @@ def test_f16_knowledge_deletion_hook_mirrors_the_sqlite_hook():
                    "get_array('agent_ids')", "get_array('thread_ids')"):
         assert needle in used, needle
     # the agent-wide delete covers the 11 tables of KGTables.all_agent_tables, in its order
-    from oramem.knowledge.schema import build_tables
+    from oramem.knowledge.db.schema import build_tables
 
     order = [t.name.split("_KG_", 1)[1] for t in build_tables("S1", 8).all_agent_tables()]
     listed = re.search(r"sfx_t\((.*?)\);", body, re.S).group(1)

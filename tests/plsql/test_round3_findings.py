@@ -19,7 +19,7 @@ def code(name: str) -> str:
 
 # N1: drop_store / RECREATE / uninstall drop the knowledge layer's <ID>_KG_* tables and job.
 def test_n1_drop_objects_drops_exactly_the_knowledge_tables():
-    from oramem.knowledge.schema import build_tables
+    from oramem.knowledge.db.schema import build_tables
 
     body = unit(code("oramem_admin.pkb"), "drop_knowledge")
     listed = re.search(r"suffix_tab_t\((.*?)\);", body, re.S).group(1)

@@ -55,7 +55,7 @@ def test_each_contract_reports_a_breaking_import(tmp_path, module, line, contrac
 
 def test_drop_store_drops_the_knowledge_tables_the_layer_registered(tmp_path, monkeypatch):
     """sqlite.admin no longer imports the knowledge layer: the layer registers its tables
-    (oramem.knowledge.install); without a registration a store with knowledge tables is
+    (oramem.knowledge.db.install); without a registration a store with knowledge tables is
     refused, nothing dropped; `oramem stores drop` registers them itself."""
     from click.testing import CliRunner
 

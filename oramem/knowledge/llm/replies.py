@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
-from .errors import LLMReplyError
+from ..errors import LLMReplyError
 
 __all__ = ["REPLY_MODELS", "validate_reply", "EMOTIONS", "ENERGIES"]
 

@@ -33,7 +33,7 @@ from typing import Any, Iterator, Optional
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool, StaticPool
 
-from ..errors import StoreBusy, StoreError, is_sqlite_busy
+from ...errors import StoreBusy, StoreError, is_sqlite_busy
 from .schema import bind_json_as_oson
 
 __all__ = ["Backend", "SQLiteBackend", "OracleBackend", "backend_for"]
@@ -316,7 +316,7 @@ class OracleBackend(Backend):
 
 
 def backend_for(store: Any) -> Backend:
-    from ..store import OracleDBMemoryStore, SQLiteMemoryStore
+    from ...store import OracleDBMemoryStore, SQLiteMemoryStore
 
     if isinstance(store, SQLiteMemoryStore):
         return SQLiteBackend(store)

@@ -16,9 +16,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable, Optional, Sequence
 
-from .config import KnowledgeConfig
-from .text import estimate_tokens
-from .types import CompressedContext
+from ..config import KnowledgeConfig
+from ..text import estimate_tokens
+from ..types import CompressedContext
 
 __all__ = ["compress_context"]
 

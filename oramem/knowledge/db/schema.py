@@ -36,10 +36,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine, UserDefinedType
 
-from .. import timeutil
-from ..errors import SchemaError
-from ..types import SchemaPolicy
-from .text import iso, to_utc
+from ... import timeutil
+from ...errors import SchemaError
+from ...types import SchemaPolicy
+from ..text import iso, to_utc
 
 __all__ = ["KGTables", "build_tables", "TABLE_NAMES", "apply_schema_policy", "oracle_ddl"]
 

@@ -29,8 +29,8 @@ from typing import Any, Callable
 import sqlalchemy as sa
 
 from ..requests import DeletionEvent, ErasureReport
-from . import reads
-from .schema import KGTables
+from .db import queries as reads
+from .db.schema import KGTables
 
 __all__ = ["erase", "OracleEraser"]
 

@@ -12,11 +12,11 @@ from typing import Any, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
 import httpx
 
-from .._http import HTTPFailure, JSONPoster, RetryPolicy, redact_url, resolve_api_key
-from .._sync import run_sync
-from ..embedders import OpenAICompatibleEmbedder
-from .errors import LLMError, LLMTimeout
-from .types import TokenUsage
+from ..._http import HTTPFailure, JSONPoster, RetryPolicy, redact_url, resolve_api_key
+from ..._sync import run_sync
+from ...embedders import OpenAICompatibleEmbedder
+from ..errors import LLMError, LLMTimeout
+from ..types import TokenUsage
 
 __all__ = ["LLMProvider", "BaseLLMProvider", "LLMResult", "TokenUsage", "OpenAICompatibleProvider", "OpenAICompatibleEmbedder"]
 

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 import numpy as np
 import sqlalchemy as sa
 
-from .runtime import KnowledgeRuntime
-from .. import timeutil
-from . import reads
+from ..runtime import KnowledgeRuntime
+from ... import timeutil
+from ..db import queries as reads
 from .classify import Chunk, classify_input, select_strategy, split_chunks
-from .config import KnowledgeConfig
-from .emotion import tag_emotion_detailed
-from .errors import EmbeddingError, ExtractionError, LLMError
-from .model import Decision, NewEntity, XEntity, XFact, XIntention, XObservation, XRelation, new_id
+from ..config import KnowledgeConfig
+from ..llm.emotion import tag_emotion_detailed
+from ..errors import EmbeddingError, ExtractionError, LLMError
+from ..model import Decision, NewEntity, XEntity, XFact, XIntention, XObservation, XRelation, new_id
 from .relations import IDENTITY_REL_TYPES, normalize_rel_type, rel_words
-from .tasks import TaskCall
-from .text import (
+from ..llm.tasks import TaskCall
+from ..text import (
     canonical_entity_type,
     contains_words,
     entity_key,
@@ -39,16 +39,16 @@ from .text import (
     to_utc,
     word_tokens,
 )
-from .observe import record_step
-from .types import CorrectionResult, ExtractionStrategy, InputClassification, PipelineTrace, StepTiming
+from ..observe import record_step
+from ..types import CorrectionResult, ExtractionStrategy, InputClassification, PipelineTrace, StepTiming
 
 T = TypeVar("T")
 
 __all__ = ["WriteRun", "SELF_REFERENCES", "canonical_attribute_key", "detect_corrections", "is_nickname"]
 
 if TYPE_CHECKING:
-    from .db import Backend
-    from .schema import KGTables
+    from ..db.backend import Backend
+    from ..db.schema import KGTables
 
 log = logging.getLogger("oramem.knowledge")
 

@@ -23,15 +23,15 @@ from typing import Any, Callable, Optional, TypeVar
 import numpy as np
 import sqlalchemy as sa
 
-from .runtime import KnowledgeRuntime
-from . import reads
+from ..runtime import KnowledgeRuntime
+from ..db import queries as reads
 from .context import compress_context
-from .errors import LLMError
+from ..errors import LLMError
 from .scoring import dynamic_importance, plan_retrieval, recency_score
-from .observe import record_step, stats_of
-from .tasks import TaskCall
-from .text import iso, ngrams, norm, slug, to_utc
-from .types import (
+from ..observe import record_step, stats_of
+from ..llm.tasks import TaskCall
+from ..text import iso, ngrams, norm, slug, to_utc
+from ..types import (
     ExpandedQuery,
     FactDetail,
     GraphRetrievalResult,
@@ -623,7 +623,7 @@ class RetrieveRun:
         return n
 
     async def _keyword(self, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery, plan: RetrievalPlan) -> int:
-        from ..types import SearchStrategy
+        from ...types import SearchStrategy
 
         n = 0
         if self.rt.store.search_strategy is not SearchStrategy.HYBRID:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..sqlite import admin as sqlite_admin
+from ...sqlite import admin as sqlite_admin
 from .schema import build_tables, oracle_ddl
 
 __all__ = ["install_oracle", "table_names"]
@@ -24,7 +24,7 @@ def table_names(store_id: str) -> list[str]:
 
 def install_oracle(conn: Any, store_id: str, vector_dim: int, echo: Callable[[str], None] = print) -> int:
     """Create the knowledge tables ``<STORE_ID>_KG_*`` of one store (idempotent: ``CREATE ...
-    IF NOT EXISTS``, the DDL of :func:`oramem.knowledge.schema.oracle_ddl`; ddl/knowledge/ holds
+    IF NOT EXISTS``, the DDL of :func:`oramem.knowledge.db.schema.oracle_ddl`; ddl/knowledge/ holds
     the same for store DEFAULT at 384 dimensions). The PL/SQL side of the knowledge layer
     (``oramem_kg_jobs``, its deletion hook included) comes with ``oramem.oracle.admin.install``.
     Returns the number of statements. Static-checked, not run against Oracle."""
@@ -32,7 +32,7 @@ def install_oracle(conn: Any, store_id: str, vector_dim: int, echo: Callable[[st
         raise ValueError(f"vector_dim must be an int in 1..65535 (the store's dimension), got {vector_dim!r}")
     text = oracle_ddl(store_id, vector_dim)  # validates the store id before anything runs
     echo(f"knowledge tables of store {store_id.upper()} ({vector_dim} dimensions)")
-    from ..oracle import admin as oracle_admin  # python-oracledb only when installing on Oracle
+    from ...oracle import admin as oracle_admin  # python-oracledb only when installing on Oracle
 
     return oracle_admin.run_ddl(conn, text, f"knowledge DDL of {store_id.upper()}")
 

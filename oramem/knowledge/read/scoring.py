@@ -11,8 +11,8 @@ import time
 from datetime import datetime
 from typing import Iterable, Optional
 
-from .text import norm, to_utc
-from .types import PatternQuery, RetrievalPlan
+from ..text import norm, to_utc
+from ..types import PatternQuery, RetrievalPlan
 
 __all__ = ["recency_score", "dynamic_importance", "compute_vitality", "plan_retrieval"]
 

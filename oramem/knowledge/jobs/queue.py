@@ -51,9 +51,9 @@ from typing import Any, Callable, Coroutine, Iterator, Optional
 
 import sqlalchemy as sa
 
-from .._sync import BackgroundLoop
-from .errors import KnowledgeError
-from .types import JobInfo, JobQueueStatus, WorkerReport
+from ..._sync import BackgroundLoop
+from ..errors import KnowledgeError
+from ..types import JobInfo, JobQueueStatus, WorkerReport
 
 __all__ = [
     "JOB_STATES",

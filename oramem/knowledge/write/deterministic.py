@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from .text import parse_when
+from ..text import parse_when
 
 __all__ = ["build_reply", "event_text"]
 

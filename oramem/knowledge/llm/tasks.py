@@ -14,10 +14,10 @@ import json
 import re
 from typing import Any, Optional
 
-from .errors import LLMError, LLMReplyError, LLMTimeout
+from ..errors import LLMError, LLMReplyError, LLMTimeout
 from .replies import EMOTIONS, ENERGIES, validate_reply
-from .text import estimate_tokens
-from .types import TokenUsage
+from ..text import estimate_tokens
+from ..types import TokenUsage
 
 __all__ = ["TASK_PREFIX", "build_messages", "parse_reply", "call_task", "EMOTIONS", "ENERGIES", "TaskCall"]
 

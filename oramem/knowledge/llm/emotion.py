@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .._sync import run_sync
-from .errors import LLMError
+from ..._sync import run_sync
+from ..errors import LLMError
 from .tasks import TaskCall
 
 __all__ = ["tag_event_emotion", "tag_event_emotion_sync", "tag_emotion_detailed"]

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .types import ExtractionMode, ExtractionStrategy, InputClassification, InputType
+from ..types import ExtractionMode, ExtractionStrategy, InputClassification, InputType
 
 __all__ = ["classify_input", "select_strategy", "split_chunks", "Chunk"]
 

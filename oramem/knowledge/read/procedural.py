@@ -13,13 +13,13 @@ from typing import Any, Optional
 import numpy as np
 import sqlalchemy as sa
 
-from .runtime import KnowledgeRuntime
-from . import reads
-from .errors import LLMError
-from .model import new_id
-from .tasks import TaskCall
-from .text import norm
-from .types import ContradictionResult, DirectiveBlock, EmotionalTrendsResult
+from ..runtime import KnowledgeRuntime
+from ..db import queries as reads
+from ..errors import LLMError
+from ..model import new_id
+from ..llm.tasks import TaskCall
+from ..text import norm
+from ..types import ContradictionResult, DirectiveBlock, EmotionalTrendsResult
 
 __all__ = ["directives_for", "check_contradiction", "emotional_trends"]
 

@@ -18,17 +18,17 @@ from typing import Any, Callable, Optional, TypeVar
 import numpy as np
 import sqlalchemy as sa
 
-from .runtime import KnowledgeRuntime
-from .schema import KGTables
-from . import commit as commit_mod
-from . import reads
-from .emotion import tag_emotion_detailed
-from .errors import LLMError
-from .model import new_id
-from .scoring import compute_vitality
-from .tasks import TaskCall
-from .text import norm
-from .types import (
+from ..runtime import KnowledgeRuntime
+from ..db.schema import KGTables
+from ..write import commit as commit_mod
+from ..db import queries as reads
+from ..llm.emotion import tag_emotion_detailed
+from ..errors import LLMError
+from ..model import new_id
+from ..read.scoring import compute_vitality
+from ..llm.tasks import TaskCall
+from ..text import norm
+from ..types import (
     ClusteringResult,
     CommunityDetectionResult,
     ConsolidationResult,
@@ -332,7 +332,7 @@ def _valid_indices(value: Any, n: int) -> Optional[list[int]]:
 
 
 async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> ConsolidationResult:
-    from .procedural import check_contradiction
+    from ..read.procedural import check_contradiction
 
     t = rt.tables
     ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation

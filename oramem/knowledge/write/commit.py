@@ -24,13 +24,14 @@ from typing import Any, Optional
 import numpy as np
 import sqlalchemy as sa
 
-from ..batches import PendingRecordBatch
-from . import faults, reads
-from .errors import KnowledgeError
-from .model import new_id
+from ...batches import PendingRecordBatch
+from .. import faults
+from ..db import queries as reads
+from ..errors import KnowledgeError
+from ..model import new_id
 from .pipeline import WriteRun, infer_value_type
-from .schema import KGTables
-from .text import iso, norm
+from ..db.schema import KGTables
+from ..text import iso, norm
 
 __all__ = ["StaleDecisions", "commit_write", "fact_metadata", "predict_relations", "store_fact_metadata_for"]
 
@@ -301,7 +302,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
     for r in run.relations:
         if r.evidence is not None and r.evidence.evidence_id:
             rel_ends.setdefault(r.evidence.evidence_id, set()).update({r.source_key, r.target_key})
-    from .text import word_tokens
+    from ..text import word_tokens
 
     write_keys = sorted(run.touched_keys | set(run.created))
     for row in p.fact_inserts:

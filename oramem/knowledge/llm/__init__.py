@@ -1,0 +1,1 @@
+"""The LLM boundary: providers, task prompts, reply models and emotion tagging."""

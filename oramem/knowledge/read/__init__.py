@@ -1,0 +1,1 @@
+"""Retrieval (KC §5): planning, the signals, scoring, context compression and the procedural reads."""
