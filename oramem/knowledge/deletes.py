@@ -1,6 +1,8 @@
-"""Erasing an actor from the knowledge tables (``forget``, SC-8.6, KC-3.6, KC-3.10).
+"""Deletes in the knowledge layer (KC-3.6): ``delete`` of a fact's chain, ``delete_all`` of an
+agent, the deletion hook through which store-side deletes reach the knowledge tables (SC-8.5),
+and erasing an actor (``forget``, SC-8.6, KC-3.10).
 
-Runs inside the store's ``forget`` transaction, from the knowledge layer's deletion hook,
+Erasure runs inside the store's ``forget`` transaction, from the knowledge layer's deletion hook,
 on the store's own connection. The store has already removed the actor's records (the
 SC-8.2 cascade); this module removes what the knowledge layer holds for the actor and hands
 back the knowledge store records (fact and event records) the store deletes in the same
@@ -24,15 +26,20 @@ never matched by name or by thread.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import functools
+from typing import Any, Callable, Optional
 
 import sqlalchemy as sa
 
 from ..requests import DeletionEvent, ErasureReport
 from .db import queries as reads
 from .db.schema import KGTables
+from .read.facts import chain_ids
+from .runtime import KnowledgeRuntime
+from .text import to_utc
+from .write import commit as commit_mod
 
-__all__ = ["erase", "OracleEraser"]
+__all__ = ["erase", "OracleEraser", "purge_facts", "purger", "delete_chain", "delete_agent", "deletion_hook"]
 
 PurgeFacts = Callable[[sa.Connection, Any, list[str]], None]
 
@@ -137,3 +144,111 @@ class OracleEraser:
             return None
         with self._engine.connect() as conn:
             return erase(conn, self._tables, event, self._purge_facts, before)
+
+
+def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[str], ids: list[str]) -> None:
+    """Remove facts with their links and evidenced edges; references stop naming them."""
+    t = rt.tables
+    f, lk, r_, mo = t.fact, t.link, t.relationship, t.meta_observation
+    keys: set[tuple[str, Optional[str], str]] = set()
+    for batch in reads.chunked(sorted(set(ids))):
+        cond_f: sa.ColumnElement[bool] = f.c.id.in_(batch)
+        if agent_id is not None:
+            cond_f = sa.and_(cond_f, f.c.agent_id == agent_id)
+        owners = [r[0] for r in conn.execute(sa.select(f.c.agent_id).where(cond_f).distinct())]
+        keys.update((a, u, k) for a, u, k in conn.execute(
+            sa.select(lk.c.agent_id, lk.c.user_id, lk.c.entity_key).where(lk.c.fact_id.in_(batch))))
+        conn.execute(sa.delete(lk).where(lk.c.fact_id.in_(batch)))
+        conn.execute(sa.delete(r_).where(r_.c.evidence_fact_id.in_(batch)))
+        conn.execute(sa.update(f).where(f.c.supersedes_fact_id.in_(batch)).values(supersedes_fact_id=None))
+        conn.execute(sa.delete(f).where(cond_f))
+        for owner in owners:
+            rows = conn.execute(sa.select(mo.c.id, mo.c.supporting_fact_ids).where(mo.c.agent_id == owner)).all()
+            gone = set(batch)
+            for oid, sup in rows:
+                if sup and gone.intersection(sup):
+                    conn.execute(sa.update(mo).where(mo.c.id == oid).values(supporting_fact_ids=[x for x in sup if x not in gone]))
+    now = to_utc(rt.clock())
+    by_scope: dict[tuple[str, Optional[str]], set[str]] = {}
+    for a, u, k in keys:
+        by_scope.setdefault((a, u), set()).add(k)
+    for (a, u), ks in by_scope.items():
+        commit_mod.recount(conn, t, a, ks, now, u)
+
+
+def purger(rt: KnowledgeRuntime) -> PurgeFacts:
+    """:func:`purge_facts` bound to ``rt``, as :func:`erase` and :class:`OracleEraser` call it."""
+    return functools.partial(purge_facts, rt)
+
+
+def delete_chain(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Optional[str]) -> bool:
+    """``KnowledgeMemory.delete``: the fact's whole version chain of the scope ``user_id``
+    (KC-3.7), with its links, evidenced edges and store records, in one transaction."""
+    with rt.backend.lock():
+        with rt.backend.read() as conn:
+            ids = chain_ids(conn, rt.tables, agent_id, fact_id, user_id, own=True)
+        if not ids:
+            return False
+        with rt.backend.write("knowledge delete", agent_id) as conn:
+            purge_facts(rt, conn, agent_id, ids)
+            for fid in ids:  # same transaction (the deletion hook finds nothing left)
+                rt.store.delete("fact", fid)
+        return True
+
+
+def delete_agent(rt: KnowledgeRuntime, agent_id: str) -> int:
+    """``KnowledgeMemory.delete_all``: every row of the agent in the knowledge tables, its
+    queued writes and its knowledge store records, in one transaction; returns the facts."""
+    t = rt.tables
+    with rt.backend.lock():
+        with rt.backend.read() as conn:
+            fact_ids = [r[0] for r in conn.execute(sa.select(t.fact.c.id).where(t.fact.c.agent_id == agent_id))]
+            event_ids = [r[0] for r in conn.execute(sa.select(t.event.c.id).where(t.event.c.agent_id == agent_id))]
+        with rt.backend.write("knowledge delete_all", agent_id) as conn:
+            for table in t.all_agent_tables():
+                conn.execute(sa.delete(table).where(table.c.agent_id == agent_id))
+            # queued messages of the agent go too (a pending one would bring it back)
+            conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent_id))
+            for fid in fact_ids:  # same transaction
+                rt.store.delete("fact", fid)
+            for eid in event_ids:
+                rt.store.delete("message", eid)
+        return len(fact_ids)
+
+
+def deletion_hook(rt: KnowledgeRuntime, dbapi_conn: Any, event: Any) -> Any:
+    """SC-8.5: store-side deletes, cascades and purges reach the knowledge tables in the
+    same transaction (KC-3.6). SQLite only: on Oracle the PL/SQL twin runs."""
+    t = rt.tables
+    if event.memory_store_id.upper() != t.store_id:
+        return
+    if event.reason == "forget":
+        with rt.backend.hook_connection(dbapi_conn) as conn:
+            return erase(conn, t, event, purger(rt))
+    fact_ids = [rid for rtype, rid in event.records if rtype == "fact"]
+    msg_ids = [rid for rtype, rid in event.records if rtype == "message"]
+    with rt.backend.hook_connection(dbapi_conn) as conn:
+        if fact_ids:
+            purge_facts(rt, conn, None, fact_ids)
+        ev = t.event
+        if event.thread_ids:
+            so, it = t.session_observation, t.intention
+            for batch in reads.chunked(list(event.thread_ids)):
+                msg_ids.extend(r[0] for r in conn.execute(sa.select(ev.c.id).where(ev.c.session_id.in_(batch))))
+                # what was noted in the deleted conversation goes with it: its session
+                # observations, and the intentions extracted in it (source_context holds the
+                # whole session id, KC-3.7: another session sharing a prefix is not touched)
+                conn.execute(sa.delete(so).where(so.c.session_id.in_(batch)))
+                conn.execute(sa.delete(it).where(it.c.source_context.in_(batch)))
+                # the thread's queued background writes go too: processed later, they
+                # would bring the deleted conversation back (a worker holding one of them
+                # loses its lease check and rolls back)
+                conn.execute(sa.delete(t.job).where(t.job.c.session_id.in_(batch)))
+        for batch in reads.chunked(sorted(set(msg_ids))):
+            conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
+            conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))
+        for agent in event.agent_ids:
+            for table in t.all_agent_tables():
+                conn.execute(sa.delete(table).where(table.c.agent_id == agent))
+            conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent))
+    return None

@@ -3,40 +3,39 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
 import logging
-import time
-from datetime import datetime, timedelta, timezone
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from typing import Any, Callable, Optional, TypeVar, cast
 
 import sqlalchemy as sa
 
 from .._sync import BackgroundLoop, sync_method
-from .write.deterministic import build_reply, event_text
-from .llm.providers import NoLLM
-from .runtime import KnowledgeRuntime
+from ..errors import StoreClosed
 from ..trust.firewall import VERDICT_KEY
 from ..trust.gate import screen_message
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
-from .write import commit as commit_mod
-from . import deletes as erasure
-from .db import queries as reads
-from .jobs import queue as queue_mod
-from .observe import finish_span, operation_span, otel_available, stats_of
+from . import deletes
 from .config import KnowledgeConfig, merge_config
+from .db import queries as reads
 from .db.backend import backend_for
-from ..errors import StoreClosed
-from .errors import ConflictError, ExtractionError
-from .model import Decision
-from .write.classify import Chunk, classify_input, select_strategy
-from .write.pipeline import WriteRun, detect_corrections
-from .db.schema import apply_schema_policy, build_tables, oracle_upgrade_ddl, upgrade_sqlite
-from .model import new_id
-from .text import iso, parse_when, to_utc, validate_agent_id
 from .db.queries import check_user_id
+from .db.schema import apply_schema_policy, build_tables, oracle_upgrade_ddl, upgrade_sqlite
+from .jobs import queue as queue_mod
+from .jobs import run as jobs_mod
+from .jobs import worker as worker_mod
+from .llm.providers import NoLLM
+from .observe import finish_span, operation_span, otel_available
+from .read import facts
+from .runtime import KnowledgeRuntime
+from .text import parse_when, validate_agent_id
+from .write import commit as commit_mod
+from .write.deterministic import build_reply, event_text
+from .write.pipeline import WriteRun
+from .write.run import run_write
 from .types import (
     BackgroundRunResult,
     ClusteringResult,
@@ -46,7 +45,6 @@ from .types import (
     MemifyResult,
     SummaryRefreshResult,
     ContradictionResult,
-    CorrectionResult,
     DirectiveBlock,
     EmotionalTrendsResult,
     RetrieveResult,
@@ -55,9 +53,7 @@ from .types import (
     IntentionDetail,
     JobInfo,
     JobQueueStatus,
-    OperationStats,
     RelationshipDetail,
-    StepTiming,
     WorkerReport,
     WriteResult,
 )
@@ -168,10 +164,10 @@ class KnowledgeMemory:
         #: what the other knowledge modules share with this instance (no private reaches)
         self.runtime = KnowledgeRuntime(
             store=store, llm=llm, embedder=embedder, dim=dim, backend=self._backend,
-            tables=self._tables, executor=self._executor, clock=self._clock, log=log,
+            tables=self._tables, executor=self._executor, clock=self._clock, log=log, tracer_provider=tracer_provider,
         )
         if self._backend.dialect_name == "sqlite":
-            store.register_deletion_hook(self._deletion_hook)
+            store.register_deletion_hook(functools.partial(deletes.deletion_hook, self.runtime))
         else:
             # Oracle: the PL/SQL twin of _deletion_hook (ORACLE_DELETION_HOOK) runs inside the
             # store's delete, cascade and purge transactions for every store with knowledge
@@ -179,7 +175,7 @@ class KnowledgeMemory:
             # registered, so the store's one PL/SQL hook slot stays the application's.
             # forget (SC-8.6): the whole erasure of oramem.knowledge.deletes runs in the
             # store's forget transaction, through SQLAlchemy on its connection
-            eraser = erasure.OracleEraser(self._backend.sa_engine, self._tables, self._purge_facts)
+            eraser = deletes.OracleEraser(self._backend.sa_engine, self._tables, deletes.purger(self.runtime))
             cast(Any, store.engine).register_erasure(eraser)
 
     def _upgrade_schema(self, names: list[str]) -> None:
@@ -200,7 +196,7 @@ class KnowledgeMemory:
         if not self._closed:
             if self._worker is not None:
                 self.stop_worker()
-            self._closed = True
+            self._closed = self.runtime.closed = True
             self._loop_runner.close()
             self._executor.shutdown(wait=True)
             self._backend.close()
@@ -218,14 +214,7 @@ class KnowledgeMemory:
         self.close()
 
     def _now(self) -> datetime:
-        if self._closed:
-            raise StoreClosed("this KnowledgeMemory is closed; open a new one")
-        if self._store.closed:
-            raise StoreClosed("the store of this KnowledgeMemory is closed; open a new store and KnowledgeMemory")
-        moment = self._clock()
-        if not isinstance(moment, datetime):
-            raise TypeError(f"clock returned {type(moment).__name__}, not a datetime")
-        return to_utc(moment)
+        return self.runtime.now()
 
     # -- write ---------------------------------------------------------------------------------
     async def write_async(
@@ -303,9 +292,11 @@ class KnowledgeMemory:
                     "the store's firewall flagged this message (" + ", ".join(screened.findings)
                     + "): it was not extracted into knowledge"])
         if background:
-            queued = await self._submit(agent_id, message, speaker_name, source=source, session_id=session_id,
-                                        occurred_at=when or now, recent=recent, overrides=config_overrides, now=now,
-                                        user_id=user_id)
+            queued = await worker_mod.submit(self.runtime, agent_id, message, speaker_name, source=source,
+                                             session_id=session_id, occurred_at=when or now, recent=recent,
+                                             overrides=config_overrides, now=now, user_id=user_id)
+            if self._worker is not None:
+                self._worker.wake()
             queued.firewall = verdict
             return queued
         run = WriteRun(
@@ -353,29 +344,6 @@ class KnowledgeMemory:
     reprocess_event = sync_method(reprocess_event_async)
 
     # -- background extraction (queue.py) -----------------------------------------------------
-    async def _submit(self, agent_id: str, message: str, speaker_name: str, *, source: str, session_id: str,
-                      occurred_at: datetime, recent: list[Any], overrides: Optional[dict[str, Any]], now: datetime,
-                      user_id: Optional[str]) -> WriteResult:
-        """``write(..., background=True)``: one job row, nothing else (queue.py)."""
-        job_id, event_id = new_id(), new_id()
-        payload = {"message": message, "speaker_name": speaker_name, "source": source, "session_id": session_id,
-                   "occurred_at": iso(occurred_at), "recent_messages": recent, "config_overrides": overrides or None,
-                   "user_id": user_id}
-
-        def run() -> None:
-            with self._backend.write("knowledge background write", agent_id) as conn:
-                queue_mod.insert_job(conn, self._tables, job_id=job_id, agent_id=agent_id, event_id=event_id,
-                                     session_id=session_id, payload=payload, now=now,
-                                     max_attempts=queue_mod.DEFAULT_MAX_ATTEMPTS, user_id=user_id)
-
-        started = time.perf_counter()
-        await self.runtime.in_thread(run)
-        worker = self._worker
-        if worker is not None:
-            worker.wake()
-        ms = (time.perf_counter() - started) * 1000.0
-        return WriteResult(event_id=event_id, job_id=job_id, duration_ms=ms,
-                           stats=OperationStats(steps=(StepTiming("enqueue", ms),), total_ms=ms))
 
     async def process_jobs_async(
         self,
@@ -396,29 +364,9 @@ class KnowledgeMemory:
         processes) can run at once: no job is taken by two."""
         if not self.has_llm:
             raise ValueError("process_jobs extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=...")
-        if max_jobs is not None and (isinstance(max_jobs, bool) or not isinstance(max_jobs, int) or max_jobs < 1):
-            raise ValueError("max_jobs must be an int >= 1 or None")
-        for name, value in (("lease_seconds", lease_seconds), ("backoff_base", backoff_base), ("backoff_max", backoff_max)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"{name} must be a number > 0")
-        if worker_id is not None and (not isinstance(worker_id, str) or not worker_id.strip() or len(worker_id) > 128):
-            raise ValueError("worker_id must be a non-empty string of at most 128 characters")
-        wid = worker_id or queue_mod.new_worker_id()
-        counts = {"done": 0, "retried": 0, "failed": 0, "already_done": 0, "lost": 0}
-        ids: list[str] = []
-        while max_jobs is None or len(ids) < max_jobs:
-            if _stop is not None and _stop.stopping.is_set():
-                break
-            processed = await self._process_one(wid, float(lease_seconds), float(backoff_base), float(backoff_max))
-            if processed is None:
-                if _stop is None:
-                    break
-                await _stop.idle(_stop.poll_interval)
-                continue
-            outcome, job_id = processed
-            counts[outcome] += 1
-            ids.append(job_id)
-        return WorkerReport(job_ids=tuple(ids), **counts)
+        return await worker_mod.process_jobs(
+            self.runtime, self.config, max_jobs=max_jobs, lease_seconds=lease_seconds, backoff_base=backoff_base,
+            backoff_max=backoff_max, worker_id=worker_id, stop=_stop)
 
     process_jobs = sync_method(process_jobs_async)
 
@@ -452,78 +400,8 @@ class KnowledgeMemory:
             self._worker = worker  # still running: keep the handle so stop_worker can be called again
             raise
 
-    async def _process_one(self, wid: str, lease_s: float, base: float, cap: float) -> Optional[tuple[str, str]]:
-        """(outcome, job id) of one claimed job, or None when none is due."""
-        now = self._now()
-        job = await self.runtime.in_thread(queue_mod.claim, self.runtime, wid, now, now + timedelta(seconds=lease_s))
-        if job is None:
-            return None
-        beat = asyncio.ensure_future(self._heartbeat(job["id"], wid, lease_s))
-        try:
-            outcome = await self._run_job(job, wid, base, cap)
-        finally:
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
-        log.info("oramem.knowledge job %s attempt %s: %s", job["id"], job["attempts"], outcome)
-        return outcome, job["id"]
 
-    async def _heartbeat(self, job_id: str, wid: str, lease_s: float) -> None:
-        while True:
-            await asyncio.sleep(lease_s / 3.0)
-            now = self._now()
-            if not await self.runtime.in_thread(queue_mod.renew, self.runtime, job_id, wid, now + timedelta(seconds=lease_s), now):
-                return
 
-    async def _run_job(self, job: dict[str, Any], wid: str, base: float, cap: float) -> str:
-        t = self._tables
-        agent, eid, jid = job["agent_id"], job["event_id"], job["id"]
-        payload = job["payload_json"] or {}
-        now = self._now()
-
-        def already() -> bool:
-            with self._backend.read() as conn:
-                return queue_mod.event_exists(conn, t, agent, eid)
-
-        if await self.runtime.in_thread(already):
-            done = await self.runtime.in_thread(queue_mod.finish_without_work, self.runtime, jid, wid, now,
-                                         {"event_id": eid, "note": "already processed by an earlier attempt"})
-            return "already_done" if done else "lost"
-        try:
-            # a crashed attempt may have left the event's store record (written before the
-            # knowledge transaction): remove it so this attempt can write it again
-            if await self.runtime.in_thread(self._store.get, "message", eid) is not None:
-                await self.runtime.in_thread(self._store.delete, "message", eid)
-            cfg = merge_config(merge_config(self.config, payload.get("config_overrides")),
-                               {"on_extraction_failure": "rollback"})  # a failed attempt leaves nothing: it is retried
-            run = WriteRun(
-                self.runtime, agent_id=agent, message=payload["message"], speaker_name=payload["speaker_name"],
-                source=payload["source"], session_id=payload["session_id"],
-                occurred_at=parse_when(payload.get("occurred_at"), "occurred_at"),
-                recent_messages=list(payload.get("recent_messages") or []), dry_run=False, cfg=cfg, now=now,
-                verbose=False, event_id=eid, user_id=job.get("user_id"),
-            )
-
-            def on_commit(conn: Any) -> None:
-                counts: dict[str, int] = {}
-                for d in run.decisions:
-                    counts[d.action] = counts.get(d.action, 0) + 1
-                queue_mod.mark_done(conn, t, jid, wid, now, {"event_id": eid, "attempt": int(job["attempts"]),
-                                                              "decisions": counts}, payload)
-
-            run.on_commit = on_commit
-            with operation_span(self._tracer_provider, "job", run, job_id=jid, attempt=int(job["attempts"])) as span:
-                result = await self._run(run, event_mode="insert")
-                finish_span(span, result.stats, result.success)
-        except queue_mod.LostClaim:
-            return "lost"
-        except Exception as exc:  # noqa: BLE001 - every failure of an attempt is recorded and retried
-            error = f"{type(exc).__name__}: {exc}"
-        else:
-            if result.success:
-                return "done"
-            error = result.error or "extraction failed"
-        return await self.runtime.in_thread(queue_mod.fail_attempt, self.runtime, job, wid, error, self._now(), base, cap)
 
     async def job_status_async(self, agent_id: Optional[str] = None, *, errors: int = 5) -> JobQueueStatus:
         """Counts of the extraction queue by state, the oldest pending job, the last errors."""
@@ -709,202 +587,15 @@ class KnowledgeMemory:
     retract_fact = sync_method(retract_fact_async)
 
     async def _run(self, run: WriteRun, *, event_mode: str, prepared: Optional[dict[str, Any]] = None) -> WriteResult:
-        """The write pipeline; ``prepared`` is a validated extraction reply given by the caller
-        (deterministic writes): no classification or extraction call, the rest is the same."""
-        started = time.perf_counter()
-        if prepared is not None:
-            run.classification = classify_input(run.message)
-            run.strategy = select_strategy(run.classification)
-            chunks = [Chunk(1, 1, run.message, None)]
-        else:
-            chunks = await run.classify()
-        if run.event_vec is None:
-            t_embed = time.perf_counter()
-            run.event_vec = (await run.embed([run.message]))[0]
-            run.step("embed_event", t_embed)
-        emotion_task = asyncio.ensure_future(run.emotion_step())
-        try:
-            if prepared is not None:
-                replies = [(chunks[0], prepared)]
-            else:
-                t_informed = time.perf_counter()
-                existing = await run.informed_context()
-                run.step("informed_context", t_informed)
-                replies = await run.extract(chunks, existing)
-        except ExtractionError as exc:
-            await emotion_task
-            return await self._extraction_failed(run, exc, event_mode, started)
-        except BaseException:
-            emotion_task.cancel()
-            raise
-        await emotion_task
-        t_post = time.perf_counter()
-        run.postprocess(replies)
-        await run.dedup()
-        run.step("post_process", t_post, facts=len(run.facts), entities=len(run.entities))
-        await run.resolve_all()
-        await self._decide(run)
-        t_side = time.perf_counter()
-        await self._side_vectors(run)
-        run.step("side_vectors", t_side)
-        result: Optional[WriteResult] = None
-        for attempt in (1, 2):
-            if run.dry_run:
-                result = await self.runtime.in_thread(self._dry_run_result, run)
-                break
-            trace = self._trace(run, "ok")
-            t_commit = time.perf_counter()
-            try:
-                rel_out = await self.runtime.in_thread(
-                    commit_mod.commit_write, run, event_mode=event_mode, trace=trace,
-                    with_event_record=event_mode == "insert",
-                )
-            except commit_mod.StaleDecisions as stale:
-                if attempt == 2:
-                    raise ConflictError(
-                        f"write conflicted with a concurrent write on {len(stale.subject_keys)} subject(s); nothing stored"
-                    ) from None
-                await self._decide(run, only=stale.subject_keys)
-                continue
-            run.step("commit", t_commit, decisions=trace["decisions"])
-            result = self._result(run, rel_out)
-            break
-        assert result is not None  # the second attempt either breaks with a result or raises
-        result.duration_ms = (time.perf_counter() - started) * 1000.0
-        result.stats = stats_of(run, result.duration_ms)
-        return result
+        return await run_write(self.runtime, run, event_mode=event_mode, prepared=prepared)
 
-    async def _decide(self, run: WriteRun, only: Optional[set[str]] = None) -> None:
-        """Step 6 plus relation evidence and mirror facts (which reconcile too)."""
-        facts = run.facts if only is None else [f for f in run.facts if f.subject_key in only]
-        kept = [] if only is None else [d for d in run.decisions if d.fact.subject_key not in only and not d.fact.mirror]
-        for d in run.decisions:
-            d.fact.new_id = None
-        run.decisions = kept + await run.reconcile(facts)
-        for r in run.relations:
-            r.evidence = None
-        missing = run.evidence()
-        if missing:
-            mirrors = run.mirror_facts(missing)
-            mdec = await run.reconcile(mirrors)
-            by_fact = {id(d.fact): d for d in mdec}
-            run.decisions.extend(mdec)
-            for r, f in zip(missing, mirrors):
-                md = by_fact.get(id(f))
-                if md is not None and md.action in ("ADD", "UPDATE", "NOOP"):
-                    r.evidence = md
-        run.assign_ids()
 
-    async def _side_vectors(self, run: WriteRun) -> None:
-        texts = [i.trigger_condition for i in run.intentions] + [o.content for o in run.observations]
-        speaker = run.created.get(run.speaker_key)
-        if speaker is not None and speaker.vec is None:
-            texts.append(run.speaker)
-        if not texts:
-            return
-        vecs = await run.embed(texts)
-        n = len(run.intentions)
-        for i, x in enumerate(run.intentions):
-            x.vec = vecs[i]
-        for j, o in enumerate(run.observations):
-            o.vec = vecs[n + j]
-        if speaker is not None and speaker.vec is None:
-            speaker.vec = vecs[-1]
 
-    def _trace(self, run: WriteRun, status: str, error: Optional[str] = None) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for d in run.decisions:
-            counts[d.action] = counts.get(d.action, 0) + 1
-        c, s = run.classification, run.strategy
-        u = run.call.usage
-        return {
-            "status": status,
-            "error": error,
-            "classification": None if c is None else {"input_type": c.input_type.value, "char_count": c.char_count,
-                                                      "section_count": c.section_count},
-            "strategy": None if s is None else {"mode": s.mode.value, "estimated_chunks": s.estimated_chunks},
-            "decisions": counts,
-            "tokens": {"input": u.input_tokens, "output": u.output_tokens, "total": u.total_tokens},
-            "warnings": list(run.warnings),
-        }
 
-    async def _extraction_failed(self, run: WriteRun, exc: ExtractionError, event_mode: str, started: float) -> WriteResult:
-        error = f"ExtractionError: {exc}"
-        result = WriteResult(
-            classification=run.classification, strategy=run.strategy, emotion=run.emotion, success=False, error=error,
-            warnings=list(run.warnings), tokens_used=run.call.usage, pipeline=run.trace,
-        )
-        keep = run.cfg.on_extraction_failure == "keep_event" and not run.dry_run
-        if keep:
-            trace = self._trace(run, "extraction_failed", error)
-            await self.runtime.in_thread(commit_mod.commit_event_only, run, trace=trace, event_mode=event_mode)
-            result.event_id = run.event_id
-        result.duration_ms = (time.perf_counter() - started) * 1000.0
-        result.stats = stats_of(run, result.duration_ms)
-        return result
 
-    def _fact_dict(self, d: Decision, fact_id: Optional[str], previous: Optional[str]) -> dict[str, Any]:
-        f = d.fact
-        return {
-            "fact_id": fact_id,
-            "entity_key": f.subject_key,
-            "fact_text": f.fact,
-            "attribute_key": f.attribute_key,
-            "category": f.category,
-            "previous_fact_id": previous,
-        }
 
-    def _fill(self, run: WriteRun, result: WriteResult, dry: bool) -> None:
-        for d in run.decisions:
-            new = None if dry else d.fact.new_id
-            old = d.target["id"] if d.target is not None else None
-            if d.action == "ADD" or (d.action == "UPDATE" and d.late):
-                result.facts_added.append(self._fact_dict(d, new, None))
-            elif d.action == "UPDATE":
-                result.facts_updated.append(self._fact_dict(d, new, old))
-            elif d.action == "NOOP":
-                result.facts_unchanged.append(self._fact_dict(d, old, None))
-            elif d.action == "DELETE":
-                result.facts_deleted.append(self._fact_dict(d, old, None))
-        result.entities_resolved = list(run.resolved_order)
-        result.corrections = detect_corrections(run.decisions) if run.decisions else CorrectionResult()
 
-    def _result(self, run: WriteRun, rel_out: list[dict[str, Any]]) -> WriteResult:
-        result = WriteResult(
-            event_id=run.event_id, classification=run.classification, strategy=run.strategy, emotion=run.emotion,
-            relations=rel_out, intentions_created=list(getattr(run, "intentions_created", [])),
-            observations_created=list(getattr(run, "observations_created", [])), pipeline=run.trace,
-            tokens_used=run.call.usage, warnings=list(run.warnings), degraded=list(run.degraded),
-        )
-        self._fill(run, result, dry=False)
-        return result
 
-    def _dry_run_result(self, run: WriteRun) -> WriteResult:
-        with self._backend.lock():
-            with self._backend.read() as conn:
-                commit_mod.recheck(run, conn)
-                plan = commit_mod.build_plan(run, conn)
-                rels = commit_mod.predict_relations(run, conn, plan.closing)
-        result = WriteResult(
-            event_id="", classification=run.classification, strategy=run.strategy, emotion=run.emotion,
-            relations=[
-                {"source_entity_key": x["rel"].source_key, "target_entity_key": x["rel"].target_key,
-                 "rel_type": x["rel"].rel_type, "action": x["action"]}
-                for x in rels
-            ],
-            intentions_created=[
-                {"intention_id": None, "trigger_type": i.trigger_type, "trigger_condition": i.trigger_condition,
-                 "intended_action": i.intended_action, "due_date": i.due_date}
-                for i in run.intentions
-            ],
-            observations_created=[
-                {"observation_id": None, "content": o.content, "topic": o.topic, "entities_mentioned": list(o.entity_keys)}
-                for o in run.observations
-            ],
-            pipeline=run.trace, tokens_used=run.call.usage, warnings=list(run.warnings), degraded=list(run.degraded),
-        )
-        self._fill(run, result, dry=True)
-        return result
 
     # -- retrieve (KC-5) ------------------------------------------------------------------------
     async def retrieve_async(
@@ -1001,14 +692,12 @@ class KnowledgeMemory:
 
     # -- background jobs (KC-6) -------------------------------------------------------------------
     async def _job(self, name: str, agent_id: str, result_type: type[T], user_id: Optional[str]) -> T:
-        from .jobs import run as jobs
-
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
         now = self._now()
         # KC-6.0: a job works in one scope (the user's rows, or the shared rows): what it
         # writes (clusters, observations, summaries) cites that scope's rows only
-        result = await getattr(jobs, name)(self.runtime, agent_id, self.config, now, user_id)
+        result = await getattr(jobs_mod, name)(self.runtime, agent_id, self.config, now, user_id)
         if not isinstance(result, result_type):
             raise TypeError(f"job {name} returned {type(result).__name__}, not {result_type.__name__}")
         return result
@@ -1055,43 +744,11 @@ class KnowledgeMemory:
         consolidation, emotional_trends and memify, in that order (or the named subset);
         a failing job goes to ``errors`` and the rest still run. KC-6.0: in the scope
         ``user_id`` (None: the agent's shared knowledge); :meth:`scopes` lists the scopes."""
-        from .jobs import run as jobs_mod
-        from .read.procedural import emotional_trends
-
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
-        names = list(jobs_mod.JOB_ORDER)
-        if jobs is not None:
-            if isinstance(jobs, str) or not all(isinstance(j, str) for j in jobs):
-                raise TypeError("jobs must be a list of job names")
-            unknown = sorted(set(jobs) - set(names))
-            if unknown:
-                raise ValueError(f"unknown job(s): {', '.join(unknown)}; known: {', '.join(names)}")
-            names = [n for n in names if n in set(jobs)]
+        names = jobs_mod.job_names(jobs)
         now = self._now()
-        cfg = self.config
-        started = time.perf_counter()
-        fns = {
-            "entity_importance": jobs_mod.score_entity_importance,
-            "summary_refresh": jobs_mod.refresh_summaries,
-            "clustering": jobs_mod.cluster_facts,
-            "community_detection": jobs_mod.detect_communities,
-            "consolidation": jobs_mod.consolidate,
-            "memify": jobs_mod.memify,
-        }
-        out = BackgroundRunResult()
-        for name in names:
-            try:
-                if name == "emotional_trends":
-                    out.results[name] = await self._small_write(
-                        agent_id, lambda c: emotional_trends(self.runtime, c, agent_id, cfg, now, user_id))
-                else:
-                    out.results[name] = await fns[name](self.runtime, agent_id, cfg, now, user_id)
-            except Exception as exc:  # noqa: BLE001 - KC-6.1: the rest still run
-                log.warning("background job %s failed (%s)", name, type(exc).__name__)
-                out.errors[name] = f"{type(exc).__name__}: {exc}"
-        out.duration_ms = (time.perf_counter() - started) * 1000.0
-        return out
+        return await jobs_mod.run_background(self.runtime, agent_id, names, self.config, now, user_id)
 
     run_background = sync_method(run_background_async)
 
@@ -1099,43 +756,13 @@ class KnowledgeMemory:
         """KC-6.0: the scopes of the agent that hold knowledge: ``None`` (shared) first, then
         every user id with rows, sorted: run background jobs once per scope."""
         validate_agent_id(agent_id)
-        t = self._tables
-
-        def q(conn: sa.Connection) -> list[Optional[str]]:
-            users: set[str] = set()
-            for table in (t.event, t.fact, t.entity):
-                users.update(r[0] for r in conn.execute(
-                    sa.select(table.c.user_id).where(table.c.agent_id == agent_id, table.c.user_id.is_not(None)).distinct()))
-            return [None, *sorted(users)]
-
-        return await self.runtime.read(q)
+        return await self.runtime.read(lambda c: facts.scopes(c, self._tables, agent_id))
 
     scopes = sync_method(scopes_async)
 
     # -- reads -----------------------------------------------------------------------------------
-    def _detail(self, row: dict[str, Any], links: list[str], superseded_by: Optional[str], now: datetime) -> FactDetail:
-        data = {k: v for k, v in row.items() if k != "embedding_vec"}
-        data["fact_id"] = data.pop("id")
-        return FactDetail(**data, entity_keys=links, status=reads.fact_status(row, now), superseded_by=superseded_by)
 
-    def _details(self, conn: sa.Connection, agent_id: str, rows: list[dict[str, Any]], now: datetime) -> list[FactDetail]:
-        t = self._tables
-        ids = [r["id"] for r in rows]
-        scoped = {(r["id"], r.get("user_id")) for r in rows}  # a successor is of the fact's own scope
-        links = commit_mod.links_of(conn, t, agent_id, ids)
-        succ: dict[str, str] = {}
-        f = t.fact
-        for batch in reads.chunked(ids):
-            for sid, new, owner, owner_user in conn.execute(
-                sa.select(f.c.supersedes_fact_id, f.c.id, f.c.agent_id, f.c.user_id).where(f.c.supersedes_fact_id.in_(batch))
-                .order_by(f.c.created_at, f.c.id)
-            ):
-                if owner == agent_id and (sid, owner_user) in scoped:
-                    succ.setdefault(sid, new)
-        return [self._detail(r, links.get(r["id"], []), succ.get(r["id"]), now) for r in rows]
 
-    def _fact_cols(self) -> list[Any]:
-        return [c for c in self._tables.fact.c if c.name != "embedding_vec"]
 
     async def get_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> Optional[FactDetail]:
         """A fact in any version or state; ``None`` for another agent's fact (KC-0.1) or another
@@ -1143,50 +770,10 @@ class KnowledgeMemory:
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
         now = self._now()
-        f = self._tables.fact
-
-        def q(conn: sa.Connection) -> Optional[FactDetail]:
-            row = conn.execute(sa.select(*self._fact_cols()).where(reads.visible(f, agent_id, user_id), f.c.id == fact_id)).mappings().first()
-            return None if row is None else self._details(conn, agent_id, [dict(row)], now)[0]
-
-        return await self.runtime.read(q)
+        return await self.runtime.read(lambda c: facts.get_fact(c, self._tables, agent_id, fact_id, user_id, now))
 
     get = sync_method(get_async)
 
-    def _chain_ids(self, conn: sa.Connection, agent_id: str, fact_id: str, user_id: Optional[str],
-                   *, own: bool = False) -> list[str]:
-        """The version chain of a fact, within one scope: a chain never crosses users."""
-        f = self._tables.fact
-        start = conn.execute(sa.select(f.c.id, f.c.supersedes_fact_id, f.c.user_id).where(
-            (reads.owned if own else reads.visible)(f, agent_id, user_id), f.c.id == fact_id)).first()
-        if start is None:
-            return []
-        back: list[str] = [start[0]]
-        prev = start[1]
-        seen = {start[0]}
-        scope = reads.owned(f, agent_id, start[2])
-        while prev and prev not in seen:
-            row = conn.execute(sa.select(f.c.id, f.c.supersedes_fact_id).where(scope, f.c.id == prev)).first()
-            if row is None:
-                break
-            seen.add(row[0])
-            back.append(row[0])
-            prev = row[1]
-        chain = list(reversed(back))
-        frontier = [fact_id]
-        while frontier:
-            nxt = [
-                r[0]
-                for r in conn.execute(
-                    sa.select(f.c.id, f.c.agent_id, f.c.user_id).where(f.c.supersedes_fact_id.in_(frontier))
-                    .order_by(f.c.valid_from, f.c.created_at, f.c.id)
-                )
-                if r[0] not in seen and r[1] == agent_id and r[2] == start[2]
-            ]
-            seen.update(nxt)
-            chain.extend(nxt)
-            frontier = nxt
-        return chain
 
     async def history_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> list[FactDetail]:
         """The whole ``supersedes_fact_id`` chain through ``fact_id``, oldest first; empty for a
@@ -1194,18 +781,7 @@ class KnowledgeMemory:
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
         now = self._now()
-        f = self._tables.fact
-
-        def q(conn: sa.Connection) -> list[FactDetail]:
-            ids = self._chain_ids(conn, agent_id, fact_id, user_id)
-            rows = {
-                r["id"]: dict(r)
-                for r in conn.execute(sa.select(*self._fact_cols()).where(f.c.id.in_(ids))).mappings()
-                if reads.row_visible(r, agent_id, user_id)
-            }
-            return self._details(conn, agent_id, [rows[i] for i in ids if i in rows], now)
-
-        return await self.runtime.read(q)
+        return await self.runtime.read(lambda c: facts.history(c, self._tables, agent_id, fact_id, user_id, now))
 
     history = sync_method(history_async)
 
@@ -1220,23 +796,9 @@ class KnowledgeMemory:
         user_id = check_user_id(user_id)
         _check_page(limit, offset)
         now = self._now()
-        t = self._tables
-        f, lk = t.fact, t.link
-
-        def q(conn: sa.Connection) -> list[FactDetail]:
-            stmt = sa.select(*self._fact_cols()).where(reads.visible(f, agent_id, user_id))
-            if not include_inactive:
-                stmt = stmt.where(f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
-            if entity_keys:
-                sub = sa.select(lk.c.fact_id).where(reads.visible(lk, agent_id, user_id), lk.c.entity_key.in_(list(entity_keys)))
-                stmt = stmt.where(f.c.id.in_(sub))
-            stmt = stmt.order_by(sa.desc(f.c.created_at), f.c.id)
-            rows = [dict(r) for r in conn.execute(stmt).mappings()]
-            if not include_inactive:
-                rows = [r for r in rows if not reads.is_expired(r, now)]
-            return self._details(conn, agent_id, rows[offset : offset + limit], now)
-
-        return await self.runtime.read(q)
+        return await self.runtime.read(lambda c: facts.all_facts(
+            c, self._tables, agent_id, limit=limit, offset=offset, entity_keys=entity_keys,
+            include_inactive=include_inactive, user_id=user_id, now=now))
 
     get_all = sync_method(get_all_async)
 
@@ -1246,34 +808,8 @@ class KnowledgeMemory:
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
         _check_page(limit, offset)
-        t = self._tables
-        e, a = t.entity, t.alias
-
-        def q(conn: sa.Connection) -> list[EntityDetail]:
-            stmt = sa.select(e).where(reads.visible(e, agent_id, user_id))
-            if not include_inactive:
-                stmt = stmt.where(e.c.is_active == True)  # noqa: E712
-            rows = [dict(r) for r in conn.execute(stmt.order_by(sa.desc(e.c.last_seen_at), e.c.id).limit(limit).offset(offset)).mappings()]
-            keys = sorted({r["canonical_key"] for r in rows})
-            aliases: dict[tuple[Optional[str], str], list[str]] = {}
-            for batch in reads.chunked(keys):
-                for alias, key, owner in conn.execute(
-                    sa.select(a.c.alias, a.c.canonical_entity_key, a.c.user_id)
-                    .where(reads.visible(a, agent_id, user_id), a.c.canonical_entity_key.in_(batch)).order_by(a.c.alias)
-                ):
-                    aliases.setdefault((owner, key), []).append(alias)
-            return [
-                EntityDetail(
-                    entity_id=r["id"], canonical_key=r["canonical_key"], display_name=r["display_name"],
-                    entity_type=r["entity_type"], summary_text=r["summary_text"], fact_count=r["fact_count"],
-                    importance_score=r["importance_score"], is_active=r["is_active"], first_seen_at=r["first_seen_at"],
-                    last_seen_at=r["last_seen_at"], summary_refreshed_at=r["summary_refreshed_at"],
-                    aliases=aliases.get((r["user_id"], r["canonical_key"]), []), user_id=r["user_id"],
-                )
-                for r in rows
-            ]
-
-        return await self.runtime.read(q)
+        return await self.runtime.read(lambda c: facts.entities(
+            c, self._tables, agent_id, limit=limit, offset=offset, include_inactive=include_inactive, user_id=user_id))
 
     entities = sync_method(entities_async)
 
@@ -1281,21 +817,8 @@ class KnowledgeMemory:
                                   user_id: Optional[str] = None) -> list[RelationshipDetail]:
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
-        r_ = self._tables.relationship
-
-        def q(conn: sa.Connection) -> list[RelationshipDetail]:
-            stmt = sa.select(r_).where(reads.visible(r_, agent_id, user_id))
-            if entity_key is not None:
-                stmt = stmt.where(sa.or_(r_.c.source_entity_key == entity_key, r_.c.target_entity_key == entity_key))
-            if not include_inactive:
-                stmt = stmt.where(r_.c.valid_to.is_(None), r_.c.invalidated_at.is_(None))
-            stmt = stmt.order_by(r_.c.source_entity_key, r_.c.rel_type, r_.c.target_entity_key, r_.c.id)
-            return [
-                RelationshipDetail(**dict(r), is_active=r["valid_to"] is None and r["invalidated_at"] is None)
-                for r in conn.execute(stmt).mappings()
-            ]
-
-        return await self.runtime.read(q)
+        return await self.runtime.read(lambda c: facts.relationships(
+            c, self._tables, agent_id, entity_key=entity_key, include_inactive=include_inactive, user_id=user_id))
 
     relationships = sync_method(relationships_async)
 
@@ -1306,17 +829,7 @@ class KnowledgeMemory:
         user_id = check_user_id(user_id)
         if status is not None and status not in ("pending", "triggered", "fulfilled", "expired"):
             raise ValueError(f"status must be pending, triggered, fulfilled or expired, got {status!r}")
-        it = self._tables.intention
-
-        def q(conn: sa.Connection) -> list[IntentionDetail]:
-            cols = [c for c in it.c if c.name != "trigger_embedding_vec"]
-            stmt = sa.select(*cols).where(reads.visible(it, agent_id, user_id))
-            if status is not None:
-                stmt = stmt.where(it.c.status == status)
-            stmt = stmt.order_by(it.c.created_at, it.c.id)
-            return [IntentionDetail(**dict(r)) for r in conn.execute(stmt).mappings()]
-
-        return await self.runtime.read(q)
+        return await self.runtime.read(lambda c: facts.intentions(c, self._tables, agent_id, status=status, user_id=user_id))
 
     intentions = sync_method(intentions_async)
 
@@ -1385,19 +898,7 @@ class KnowledgeMemory:
         user_id = check_user_id(user_id)
         self._now()
 
-        def run() -> bool:
-            with self._backend.lock():
-                with self._backend.read() as conn:
-                    ids = self._chain_ids(conn, agent_id, fact_id, user_id, own=True)
-                if not ids:
-                    return False
-                with self._backend.write("knowledge delete", agent_id) as conn:
-                    self._purge_facts(conn, agent_id, ids)
-                    for fid in ids:  # same transaction (the deletion hook finds nothing left)
-                        self._store.delete("fact", fid)
-                return True
-
-        return await self.runtime.in_thread(run)
+        return await self.runtime.in_thread(deletes.delete_chain, self.runtime, agent_id, fact_id, user_id)
 
     delete = sync_method(delete_async)
 
@@ -1405,25 +906,7 @@ class KnowledgeMemory:
         """Every row of the agent in all 11 tables plus its knowledge store records."""
         validate_agent_id(agent_id)
         self._now()
-        t = self._tables
-
-        def run() -> int:
-            with self._backend.lock():
-                with self._backend.read() as conn:
-                    fact_ids = [r[0] for r in conn.execute(sa.select(t.fact.c.id).where(t.fact.c.agent_id == agent_id))]
-                    event_ids = [r[0] for r in conn.execute(sa.select(t.event.c.id).where(t.event.c.agent_id == agent_id))]
-                with self._backend.write("knowledge delete_all", agent_id) as conn:
-                    for table in t.all_agent_tables():
-                        conn.execute(sa.delete(table).where(table.c.agent_id == agent_id))
-                    # queued messages of the agent go too (a pending one would bring it back)
-                    conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent_id))
-                    for fid in fact_ids:  # same transaction
-                        self._store.delete("fact", fid)
-                    for eid in event_ids:
-                        self._store.delete("message", eid)
-                return len(fact_ids)
-
-        return await self.runtime.in_thread(run)
+        return await self.runtime.in_thread(deletes.delete_agent, self.runtime, agent_id)
 
     delete_all = sync_method(delete_all_async)
 
@@ -1448,70 +931,6 @@ class KnowledgeMemory:
 
     forget = sync_method(forget_async)
 
-    def _purge_facts(self, conn: sa.Connection, agent_id: Optional[str], ids: list[str]) -> None:
-        """Remove facts with their links and evidenced edges; references stop naming them."""
-        t = self._tables
-        f, lk, r_, mo = t.fact, t.link, t.relationship, t.meta_observation
-        keys: set[tuple[str, Optional[str], str]] = set()
-        for batch in reads.chunked(sorted(set(ids))):
-            cond_f: sa.ColumnElement[bool] = f.c.id.in_(batch)
-            if agent_id is not None:
-                cond_f = sa.and_(cond_f, f.c.agent_id == agent_id)
-            owners = [r[0] for r in conn.execute(sa.select(f.c.agent_id).where(cond_f).distinct())]
-            keys.update((a, u, k) for a, u, k in conn.execute(
-                sa.select(lk.c.agent_id, lk.c.user_id, lk.c.entity_key).where(lk.c.fact_id.in_(batch))))
-            conn.execute(sa.delete(lk).where(lk.c.fact_id.in_(batch)))
-            conn.execute(sa.delete(r_).where(r_.c.evidence_fact_id.in_(batch)))
-            conn.execute(sa.update(f).where(f.c.supersedes_fact_id.in_(batch)).values(supersedes_fact_id=None))
-            conn.execute(sa.delete(f).where(cond_f))
-            for owner in owners:
-                rows = conn.execute(sa.select(mo.c.id, mo.c.supporting_fact_ids).where(mo.c.agent_id == owner)).all()
-                gone = set(batch)
-                for oid, sup in rows:
-                    if sup and gone.intersection(sup):
-                        conn.execute(sa.update(mo).where(mo.c.id == oid).values(supporting_fact_ids=[x for x in sup if x not in gone]))
-        now = self._clock()
-        by_scope: dict[tuple[str, Optional[str]], set[str]] = {}
-        for a, u, k in keys:
-            by_scope.setdefault((a, u), set()).add(k)
-        for (a, u), ks in by_scope.items():
-            commit_mod.recount(conn, t, a, ks, to_utc(now), u)
-
-    def _deletion_hook(self, dbapi_conn: Any, event: Any) -> Any:
-        """SC-8.5: store-side deletes, cascades and purges reach the knowledge tables in the
-        same transaction (KC-3.6)."""
-        if event.memory_store_id.upper() != self._tables.store_id:
-            return
-        t = self._tables
-        if event.reason == "forget":
-            with self._backend.hook_connection(dbapi_conn) as conn:
-                return erasure.erase(conn, t, event, self._purge_facts)
-        fact_ids = [rid for rtype, rid in event.records if rtype == "fact"]
-        msg_ids = [rid for rtype, rid in event.records if rtype == "message"]
-        with self._backend.hook_connection(dbapi_conn) as conn:
-            if fact_ids:
-                self._purge_facts(conn, None, fact_ids)
-            ev = t.event
-            if event.thread_ids:
-                so, it = t.session_observation, t.intention
-                for batch in reads.chunked(list(event.thread_ids)):
-                    msg_ids.extend(r[0] for r in conn.execute(sa.select(ev.c.id).where(ev.c.session_id.in_(batch))))
-                    # what was noted in the deleted conversation goes with it: its session
-                    # observations, and the intentions extracted in it (source_context holds the
-                    # whole session id, KC-3.7: another session sharing a prefix is not touched)
-                    conn.execute(sa.delete(so).where(so.c.session_id.in_(batch)))
-                    conn.execute(sa.delete(it).where(it.c.source_context.in_(batch)))
-                    # the thread's queued background writes go too: processed later, they
-                    # would bring the deleted conversation back (a worker holding one of them
-                    # loses its lease check and rolls back)
-                    conn.execute(sa.delete(t.job).where(t.job.c.session_id.in_(batch)))
-            for batch in reads.chunked(sorted(set(msg_ids))):
-                conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
-                conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))
-            for agent in event.agent_ids:
-                for table in t.all_agent_tables():
-                    conn.execute(sa.delete(table).where(table.c.agent_id == agent))
-                conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent))
 
 
 def _check_embedder_identity(store: Any, embedder: Any) -> None:

@@ -20,7 +20,10 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 
-if TYPE_CHECKING:  # typing only: runtime.py imports no knowledge module (no import cycles)
+from ..errors import StoreClosed
+from .text import to_utc
+
+if TYPE_CHECKING:  # typing only: runtime.py imports no knowledge module but the leaf text.py (no import cycles)
     from ..embedders.base import IEmbedder
     from ..store import OracleMemoryStore
     from .db.backend import Backend
@@ -41,10 +44,26 @@ class KnowledgeRuntime:
     backend: Backend  # the knowledge tables' database (the store's)
     tables: KGTables  # the knowledge tables of this store
     executor: ThreadPoolExecutor
-    #: the instance's clock (``KnowledgeMemory(clock=...)``), unchecked; ``KnowledgeMemory._now`` checks it
+    #: the instance's clock (``KnowledgeMemory(clock=...)``), unchecked; :meth:`now` checks what it returns
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("oramem.knowledge"))
     directive_cache: dict[Any, Any] = field(default_factory=dict)  # KC-5.10: per instance, never module-global
+    #: OpenTelemetry ``TracerProvider`` of ``KnowledgeMemory(tracer_provider=...)``, or None (observe.py)
+    tracer_provider: Any = None
+    #: set by ``KnowledgeMemory.close``: :meth:`now` refuses work from then on
+    closed: bool = False
+
+    def now(self) -> datetime:
+        """KC-0.2: the instance's clock, read once per public call, as an aware UTC datetime;
+        ``StoreClosed`` once this instance or its store is closed."""
+        if self.closed:
+            raise StoreClosed("this KnowledgeMemory is closed; open a new one")
+        if self.store.closed:
+            raise StoreClosed("the store of this KnowledgeMemory is closed; open a new store and KnowledgeMemory")
+        moment = self.clock()
+        if not isinstance(moment, datetime):
+            raise TypeError(f"clock returned {type(moment).__name__}, not a datetime")
+        return to_utc(moment)
 
     async def in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking database work on the worker pool (created once per instance, so sync

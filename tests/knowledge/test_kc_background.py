@@ -22,6 +22,7 @@ from oramem import SQLiteMemoryStore
 from oramem.cli import cli
 from oramem.knowledge import KnowledgeConfig, KnowledgeMemory, LLMError
 from oramem.knowledge.jobs import queue as queue_mod
+from oramem.knowledge.jobs import worker as worker_mod
 from oramem.testing import HashEmbedder, ScriptedLLM
 
 from .helpers import extract
@@ -181,12 +182,12 @@ def test_a_worker_whose_lease_was_taken_over_rolls_back(bkm, store, clock):
     records_before = store.count() if hasattr(store, "count") else None
     import asyncio
 
-    assert asyncio.run(bkm._run_job(job, "worker-A", 2.0, 300.0)) == "lost"
+    assert asyncio.run(worker_mod.run_job(bkm.runtime, bkm.config, job, "worker-A", 2.0, 300.0)) == "lost"
     assert count(bkm, "event") == 0 and count(bkm, "fact") == 0
     assert store.get("message", r.event_id) is None  # compensated
     if records_before is not None:
         assert store.count() == records_before
-    assert asyncio.run(bkm._run_job(job_b, "worker-B", 2.0, 300.0)) == "done"
+    assert asyncio.run(worker_mod.run_job(bkm.runtime, bkm.config, job_b, "worker-B", 2.0, 300.0)) == "done"
     assert count(bkm, "event") == 1 and count(bkm, "fact") == 1
 
 

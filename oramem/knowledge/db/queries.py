@@ -283,3 +283,17 @@ def registry_rows(conn: sa.Connection, t: KGTables, agent_id: str, keys: list[st
             out[row["key"]] = dict(row)
     return out
 
+
+def links_of(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    lk = t.link
+    for batch in chunked(sorted(set(fact_ids))):
+        rows = conn.execute(
+            sa.select(lk.c.fact_id, lk.c.entity_key, lk.c.is_primary, lk.c.agent_id)
+            .where(lk.c.fact_id.in_(batch))  # by the fact_id index; the agent is checked below
+            .order_by(lk.c.fact_id, sa.desc(lk.c.is_primary), lk.c.entity_key)
+        )
+        for fid, key, _, owner in rows:
+            if owner == agent_id:
+                out.setdefault(fid, []).append(key)
+    return out

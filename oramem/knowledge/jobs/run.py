@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from datetime import datetime, timedelta
 from typing import Any, Callable, Optional, TypeVar
 
@@ -29,6 +30,7 @@ from ..read.scoring import compute_vitality
 from ..llm.tasks import TaskCall
 from ..text import norm
 from ..types import (
+    BackgroundRunResult,
     ClusteringResult,
     CommunityDetectionResult,
     ConsolidationResult,
@@ -38,7 +40,7 @@ from ..types import (
 )
 
 __all__ = ["JOB_ORDER", "cluster_facts", "detect_communities", "consolidate", "memify", "score_entity_importance",
-           "refresh_summaries"]
+           "refresh_summaries", "job_names", "run_background"]
 
 log = logging.getLogger("oramem.knowledge")
 
@@ -524,7 +526,7 @@ def _sync_store_metadata(rt: KnowledgeRuntime, agent_id: str, fact_ids: list[str
             for row in conn.execute(sa.select(*_fact_cols(t)).where(t.fact.c.id.in_(batch))).mappings():
                 if row["agent_id"] == agent_id:
                     rows[row["id"]] = dict(row)
-        links = commit_mod.links_of(conn, t, agent_id, list(rows))
+        links = reads.links_of(conn, t, agent_id, list(rows))
     for fid, row in rows.items():
         rt.store.update("fact", fid, metadata=commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
 
@@ -745,3 +747,46 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: 
     res.summaries_skipped = len(items) - len(done)
     return res
 
+
+
+def job_names(jobs: Optional[list[Any]]) -> list[str]:
+    """The jobs ``run_background`` runs, in :data:`JOB_ORDER`: all, or the named subset."""
+    names = list(JOB_ORDER)
+    if jobs is None:
+        return names
+    if isinstance(jobs, str) or not all(isinstance(j, str) for j in jobs):
+        raise TypeError("jobs must be a list of job names")
+    unknown = sorted(set(jobs) - set(names))
+    if unknown:
+        raise ValueError(f"unknown job(s): {', '.join(unknown)}; known: {', '.join(names)}")
+    return [n for n in names if n in set(jobs)]
+
+
+async def run_background(rt: KnowledgeRuntime, agent_id: str, names: list[str], cfg: Any, now: datetime,
+                         user_id: Optional[str]) -> BackgroundRunResult:
+    """KC-6.1: the jobs ``names`` in order; a failing job goes to ``errors`` and the rest still
+    run. KC-6.0: every job works in the one scope ``user_id``."""
+    from ..read.procedural import emotional_trends
+
+    started = time.perf_counter()
+    fns: dict[str, Callable[..., Any]] = {  # looked up per call (tests replace a job function)
+        "entity_importance": score_entity_importance,
+        "summary_refresh": refresh_summaries,
+        "clustering": cluster_facts,
+        "community_detection": detect_communities,
+        "consolidation": consolidate,
+        "memify": memify,
+    }
+    out = BackgroundRunResult()
+    for name in names:
+        try:
+            if name == "emotional_trends":
+                out.results[name] = await _write(
+                    rt, agent_id, "knowledge update", lambda c: emotional_trends(rt, c, agent_id, cfg, now, user_id))
+            else:
+                out.results[name] = await fns[name](rt, agent_id, cfg, now, user_id)
+        except Exception as exc:  # noqa: BLE001 - KC-6.1: the rest still run
+            log.warning("background job %s failed (%s)", name, type(exc).__name__)
+            out.errors[name] = f"{type(exc).__name__}: {exc}"
+    out.duration_ms = (time.perf_counter() - started) * 1000.0
+    return out

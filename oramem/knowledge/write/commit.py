@@ -73,21 +73,6 @@ def event_metadata(run: WriteRun) -> dict[str, Any]:
     return md
 
 
-def links_of(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    lk = t.link
-    for batch in reads.chunked(sorted(set(fact_ids))):
-        rows = conn.execute(
-            sa.select(lk.c.fact_id, lk.c.entity_key, lk.c.is_primary, lk.c.agent_id)
-            .where(lk.c.fact_id.in_(batch))  # by the fact_id index; the agent is checked below
-            .order_by(lk.c.fact_id, sa.desc(lk.c.is_primary), lk.c.entity_key)
-        )
-        for fid, key, _, owner in rows:
-            if owner == agent_id:
-                out.setdefault(fid, []).append(key)
-    return out
-
-
 def store_fact_metadata_for(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Current store metadata of facts, rebuilt from their rows and links."""
     f = t.fact
@@ -97,7 +82,7 @@ def store_fact_metadata_for(conn: sa.Connection, t: KGTables, agent_id: str, fac
         for r in conn.execute(sa.select(*cols).where(f.c.id.in_(batch))).mappings():
             if r["agent_id"] == agent_id:
                 rows[r["id"]] = dict(r)
-    links = links_of(conn, t, agent_id, list(rows))
+    links = reads.links_of(conn, t, agent_id, list(rows))
     return {fid: fact_metadata(r, links.get(fid, [r["entity_key"]])) for fid, r in rows.items()}
 
 
@@ -325,7 +310,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
     changed = sorted(p.fact_updates)
     if changed:
         before = store_fact_metadata_for(conn, t, ag, changed)
-        old_links = links_of(conn, t, ag, changed)
+        old_links = reads.links_of(conn, t, ag, changed)
         for fid in changed:
             for k in old_links.get(fid, []):
                 p.recount_keys.add(k)
