@@ -3,38 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-import functools
-import hashlib
-import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
-from typing import Any, Callable, Optional, TypeVar, cast
+from datetime import datetime
+from typing import Any, Callable, Optional, TypeVar
 
 import sqlalchemy as sa
 
 from .._sync import BackgroundLoop, sync_method
 from ..errors import StoreClosed
-from ..trust.firewall import VERDICT_KEY
-from ..trust.gate import screen_message
-from ..types import NOT_SET, SchemaPolicy, SearchStrategy
+from ..types import NOT_SET
 from . import deletes
 from .config import KnowledgeConfig, merge_config
-from .db import queries as reads
-from .db.backend import backend_for
 from .db.queries import check_user_id
-from .db.schema import apply_schema_policy, build_tables, oracle_upgrade_ddl, upgrade_sqlite
 from .jobs import queue as queue_mod
 from .jobs import run as jobs_mod
 from .jobs import worker as worker_mod
-from .llm.providers import NoLLM
-from .observe import finish_span, operation_span, otel_available
+from .observe import finish_span, operation_span
+from .opening import NO_LLM_CONFIG, open_runtime
 from .read import facts
-from .runtime import KnowledgeRuntime
 from .text import parse_when, validate_agent_id
-from .write import commit as commit_mod
-from .write.deterministic import build_reply, event_text
 from .write.pipeline import WriteRun
+from .write import edits
+from .write.entry import check_write, manual_run, reprocess_run, screen
 from .write.run import run_write
 from .types import (
     BackgroundRunResult,
@@ -62,36 +52,7 @@ __all__ = ["KnowledgeMemory"]
 
 T = TypeVar("T")
 
-#: What ``KnowledgeMemory(llm=None)`` switches off: the steps only a model can do.
-_NO_LLM_CONFIG = {"enable_llm_resolution": False, "enable_emotion_tagging": False, "enable_reranker": False}
-
 log = logging.getLogger("oramem.knowledge")
-
-
-def default_session_id(agent_id: str, user_id: Optional[str] = None) -> str:
-    """KC-4.21: the thread of a write that names no ``session_id``: one per (agent, user), so
-    no two agents or users share a default conversation (review finding 4)."""
-    digest = hashlib.sha256(json.dumps([agent_id, user_id]).encode("utf-8")).hexdigest()[:32]
-    return f"kg-default-{digest}"
-
-
-def _origin(source: Any, session_id: Any, occurred_at: Any) -> Optional[datetime]:
-    """Checks ``source`` and ``session_id`` of a write and parses ``occurred_at``."""
-    if not isinstance(source, str) or not source.strip():
-        raise ValueError("source must be a non-empty string")
-    if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 255:
-        raise ValueError("session_id must be a non-empty string of at most 255 characters (it is a store thread id), "
-                         "or None for the (agent, user) default thread")
-    when: Optional[datetime] = parse_when(occurred_at, "occurred_at")
-    return when
-
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-#: the PL/SQL deletion hook of the knowledge layer on Oracle (plsql/oramem_kg_jobs.pks)
-ORACLE_DELETION_HOOK = "ORAMEM_KG_JOBS.ON_STORE_DELETE"
 
 
 class KnowledgeMemory:
@@ -112,83 +73,16 @@ class KnowledgeMemory:
         clock: Optional[Callable[[], datetime]] = None,
         tracer_provider: Any = None,
     ) -> None:
-        from ..store import OracleDBMemoryStore, SQLiteMemoryStore
-
-        if not isinstance(store, (SQLiteMemoryStore, OracleDBMemoryStore)):
-            raise TypeError(f"store must be an open SQLiteMemoryStore or OracleDBMemoryStore, got {type(store).__name__}")
-        if llm is not None and not hasattr(llm, "complete_async"):
-            raise TypeError("llm must implement LLMProvider (async complete_async), or be None for deterministic use")
-        if config is None:
-            config = KnowledgeConfig()
-        if not isinstance(config, KnowledgeConfig):
-            raise TypeError(f"config must be a KnowledgeConfig, got {type(config).__name__}")
+        self.runtime, self.config = open_runtime(store, llm, embedder, config=config, schema_policy=schema_policy,
+                                                 clock=clock, tracer_provider=tracer_provider)
+        #: what the other knowledge modules share with this instance (no private reaches)
+        rt = self.runtime
         self.has_llm = llm is not None
-        if llm is None:
-            # deterministic use (add_fact & co., reads, deterministic jobs): the LLM-only steps are off
-            config = merge_config(config, _NO_LLM_CONFIG)
-            llm = NoLLM()
-        if clock is not None and not callable(clock):
-            raise TypeError("clock must be a zero-argument callable returning a datetime")
-        if tracer_provider is not None:
-            if not otel_available():
-                raise ValueError("tracer_provider needs the OpenTelemetry API: pip install 'oramem[otel]'")
-            if not hasattr(tracer_provider, "get_tracer"):
-                raise TypeError("tracer_provider must be an OpenTelemetry TracerProvider (with get_tracer)")
+        self._store, self._backend, self._tables, self._clock = rt.store, rt.backend, rt.tables, rt.clock
         self._tracer_provider = tracer_provider
-        embedder = embedder if embedder is not None else store.embedder
-        if embedder is None:
-            raise ValueError("KnowledgeMemory needs an embedder: pass one or open the store with one")
-        if store.search_strategy is SearchStrategy.KEYWORD or store.vector_dim is None:
-            raise ValueError("KnowledgeMemory needs a store with vector search (search_strategy vector or hybrid)")
-        dim = int(embedder.embedding_dimension)
-        if dim != store.vector_dim:
-            raise ValueError(
-                f"embedder dimension {dim} differs from the store's vector_dim {store.vector_dim}; use one embedder for both"
-            )
-        _check_embedder_identity(store, embedder)
-        policy = store.schema_policy if schema_policy is NOT_SET else schema_policy
-        self._store = store
-        self.config = config
-        self._clock = clock or _utc_now
-        self._backend = backend_for(store)
-        self._tables = build_tables(store.memory_store_id, dim)
-        if self._backend.dialect_name == "oracle":
-            self._backend.agent_table = self._tables.agent
-        with self._backend.lock():
-            apply_schema_policy(self._backend.sa_engine, self._tables, SchemaPolicy.coerce(policy, "schema_policy"),
-                                upgrade=self._upgrade_schema)
         self._closed = False
         self._worker: Optional[queue_mod.BackgroundWorker] = None
         self._loop_runner = BackgroundLoop(f"oramem-kg-{store.memory_store_id}")
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oramem-kg")
-        #: what the other knowledge modules share with this instance (no private reaches)
-        self.runtime = KnowledgeRuntime(
-            store=store, llm=llm, embedder=embedder, dim=dim, backend=self._backend,
-            tables=self._tables, executor=self._executor, clock=self._clock, log=log, tracer_provider=tracer_provider,
-        )
-        if self._backend.dialect_name == "sqlite":
-            store.register_deletion_hook(functools.partial(deletes.deletion_hook, self.runtime))
-        else:
-            # Oracle: the PL/SQL twin of _deletion_hook (ORACLE_DELETION_HOOK) runs inside the
-            # store's delete, cascade and purge transactions for every store with knowledge
-            # tables (oramem_store.call_hook; SC-8.5, KC-3.6; reviews F16, D5): nothing is
-            # registered, so the store's one PL/SQL hook slot stays the application's.
-            # forget (SC-8.6): the whole erasure of oramem.knowledge.deletes runs in the
-            # store's forget transaction, through SQLAlchemy on its connection
-            eraser = deletes.OracleEraser(self._backend.sa_engine, self._tables, deletes.purger(self.runtime))
-            cast(Any, store.engine).register_erasure(eraser)
-
-    def _upgrade_schema(self, names: list[str]) -> None:
-        """KC-3.7: add the user dimension to knowledge tables of an older store, in one
-        transaction (SQLite: table rebuilds; Oracle: the block of ``oracle_upgrade_ddl``)."""
-        if self._backend.dialect_name == "sqlite":
-            with self._backend.write("knowledge schema upgrade", "") as conn:
-                upgrade_sqlite(conn, self._tables, names)
-            log.warning("oramem.knowledge: upgraded %d knowledge table(s) of store %s to the user dimension "
-                        "(existing knowledge is the agent's shared knowledge)", len(names), self._tables.store_id)
-        else:
-            with self._backend.sa_engine.connect() as conn:
-                conn.exec_driver_sql(oracle_upgrade_ddl(self._tables.store_id).rstrip().rstrip("/").rstrip())
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -198,7 +92,7 @@ class KnowledgeMemory:
                 self.stop_worker()
             self._closed = self.runtime.closed = True
             self._loop_runner.close()
-            self._executor.shutdown(wait=True)
+            self.runtime.executor.shutdown(wait=True)
             self._backend.close()
 
     async def close_async(self) -> None:
@@ -246,51 +140,17 @@ class KnowledgeMemory:
         ``user_id`` (KC-3.7): the user whose message this is; what it teaches is hers (only her
         reads see it, only her writes change it). ``None``: the agent's shared knowledge.
         ``session_id`` defaults to the (agent, user) thread :func:`default_session_id`."""
-        # KC-4.1 validation, before any LLM call or row
-        if not isinstance(message, str):
-            raise TypeError(f"message must be a str, got {type(message).__name__}")
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        if session_id is None:
-            session_id = default_session_id(agent_id, user_id)
-        if not isinstance(speaker_name, str):
-            raise TypeError(f"speaker_name must be a str, got {type(speaker_name).__name__}")
-        if not speaker_name.strip():
-            raise ValueError("speaker_name must not be empty")
-        when = _origin(source, session_id, occurred_at)
-        if recent_messages is None:
-            recent: list[str] = []
-        elif isinstance(recent_messages, (list, tuple)) and all(isinstance(m, str) for m in recent_messages):
-            recent = list(recent_messages)
-        else:
-            raise TypeError("recent_messages must be a list of str")
-        if not isinstance(background, bool):
-            raise TypeError("background must be a bool")
-        if background and (dry_run or verbose):
-            raise ValueError("dry_run and verbose apply to a write that runs now, not to background=True; "
-                             "inspect the job's result with get_job(job_id)")
-        if not self.has_llm and not background:
-            raise ValueError(
-                "write() extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=... to "
-                "KnowledgeMemory, or store structured knowledge with add_fact / add_entity / add_relation / add_knowledge "
-                "(or queue the message with background=True for a worker that has an LLM)"
-            )
         cfg = merge_config(self.config, config_overrides)
-        if len(message) > cfg.max_input_chars:
-            raise ValueError(f"message has {len(message)} chars, over max_input_chars={cfg.max_input_chars}")
+        user_id, session_id, when, recent = check_write(
+            agent_id, message, speaker_name, user_id=user_id, source=source, session_id=session_id,
+            occurred_at=occurred_at, recent_messages=recent_messages, background=background, dry_run=dry_run,
+            verbose=verbose, has_llm=self.has_llm, cfg=cfg)
         now = self._now()
         if not message.strip():
             return WriteResult()
-        verdict = None
-        policy = await self.runtime.in_thread(self._store.get_firewall)
-        if policy is not None:  # SC-15.6: before the LLM, the embedder or any row sees it
-            screened = screen_message(policy, message, source if isinstance(source, str) else "api")
-            message = screened.texts[0] or ""
-            verdict = (screened.metadata or {})[VERDICT_KEY]
-            if screened.verdict == "flagged":
-                return WriteResult(firewall=verdict, warnings=[
-                    "the store's firewall flagged this message (" + ", ".join(screened.findings)
-                    + "): it was not extracted into knowledge"])
+        message, verdict, flagged = await screen(self.runtime, message, source)
+        if flagged is not None:
+            return flagged
         if background:
             queued = await worker_mod.submit(self.runtime, agent_id, message, speaker_name, source=source,
                                              session_id=session_id, occurred_at=when or now, recent=recent,
@@ -305,7 +165,7 @@ class KnowledgeMemory:
             now=now, verbose=bool(verbose), user_id=user_id,
         )
         with operation_span(self._tracer_provider, "write", run, dry_run=bool(dry_run)) as span:
-            result = await self._run(run, event_mode="insert")
+            result = await run_write(self.runtime, run, event_mode="insert")
             finish_span(span, result.stats, result.success)
         result.firewall = verdict
         return result
@@ -316,30 +176,8 @@ class KnowledgeMemory:
                                     user_id: Optional[str] = None) -> WriteResult:
         """Complete an event whose extraction failed (KC-7.3); only an event of the scope
         ``user_id`` (KC-3.7: the result quotes the message)."""
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        if not isinstance(event_id, str) or not event_id:
-            raise ValueError("event_id must be a non-empty string")
-        cfg = merge_config(self.config, config_overrides)
-        now = self._now()
-        t = self._tables
-        row = await self.runtime.read(
-            lambda c: c.execute(sa.select(t.event).where(reads.owned(t.event, agent_id, user_id), t.event.c.id == event_id)).mappings().first()
-        )
-        if row is None:
-            raise ValueError(f"no event {event_id!r} for agent {agent_id!r}" + (f" and user {user_id!r}" if user_id else ""))
-        status = (row["trace_json"] or {}).get("status")
-        if status != "extraction_failed":
-            raise ValueError(f"event {event_id!r} has status {status!r}; only extraction_failed events are reprocessed")
-        run = WriteRun(
-            self.runtime, agent_id=agent_id, message=row["text"], speaker_name=row["speaker"] or "user", source=row["source"],
-            session_id=row["session_id"] or default_session_id(agent_id, row["user_id"]), occurred_at=row["occurred_at"],
-            recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, event_id=event_id, user_id=row["user_id"],
-        )
-        run.event_vec = row["embedding_vec"]
-        if row["emotion_primary"]:
-            run.cfg = merge_config(cfg, {"enable_emotion_tagging": False})
-        return await self._run(run, event_mode="update")
+        run = await reprocess_run(self.runtime, self.config, agent_id, event_id, config_overrides, user_id)
+        return await run_write(self.runtime, run, event_mode="update")
 
     reprocess_event = sync_method(reprocess_event_async)
 
@@ -399,8 +237,6 @@ class KnowledgeMemory:
         except TimeoutError:
             self._worker = worker  # still running: keep the handle so stop_worker can be called again
             raise
-
-
 
 
     async def job_status_async(self, agent_id: Optional[str] = None, *, errors: int = 5) -> JobQueueStatus:
@@ -474,26 +310,11 @@ class KnowledgeMemory:
         what was given; ``source`` is its source and speaker). Every item is validated before
         anything is stored. ``user_id``: whose knowledge it is (KC-3.7; None: the agent's shared
         knowledge)."""
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        if session_id is None:
-            session_id = default_session_id(agent_id, user_id)
-        when = _origin(source, session_id, occurred_at)
-        reply = build_reply(entities, facts, relations)
-        cfg = merge_config(self.config, config_overrides)
-        if not self.has_llm:
-            cfg = merge_config(cfg, _NO_LLM_CONFIG)
-        cfg = merge_config(cfg, {"enable_emotion_tagging": False})
-        text = event_text(reply)
-        if len(text) > cfg.max_input_chars:
-            raise ValueError(f"the call describes {len(text)} chars, over max_input_chars={cfg.max_input_chars}; split it")
-        now = self._now()
-        run = WriteRun(
-            self.runtime, agent_id=agent_id, message=text, speaker_name=source, source=source, session_id=session_id,
-            occurred_at=when, recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, user_id=user_id,
-        )
-        run.rule_based_reconcile = not self.has_llm
-        return await self._run(run, event_mode="insert", prepared=reply)
+        run, reply = manual_run(
+            self.runtime, self.config, self.has_llm, NO_LLM_CONFIG, agent_id, entities=entities, facts=facts,
+            relations=relations, user_id=user_id, source=source, session_id=session_id, occurred_at=occurred_at,
+            config_overrides=config_overrides)
+        return await run_write(self.runtime, run, event_mode="insert", prepared=reply)
 
     add_knowledge = sync_method(add_knowledge_async)
 
@@ -560,42 +381,9 @@ class KnowledgeMemory:
         if not isinstance(fact_id, str) or not fact_id:
             raise ValueError("fact_id must be a non-empty string")
         now = self._now()
-        t = self._tables
-
-        def run() -> bool:
-            with self._backend.lock():
-                with self._backend.write("knowledge retract", agent_id) as conn:
-                    if fact_id not in reads.current_facts_by_ids(conn, t, agent_id, [fact_id], now, user_id):
-                        return False
-                    conn.execute(sa.update(t.fact).where(reads.owned(t.fact, agent_id, user_id), t.fact.c.id == fact_id)
-                                 .values(valid_to=now))
-                    r = t.relationship
-                    conn.execute(
-                        sa.update(r)
-                        .where(reads.owned(r, agent_id, user_id), r.c.evidence_fact_id == fact_id, r.c.valid_to.is_(None),
-                               r.c.invalidated_at.is_(None))
-                        .values(valid_to=now, updated_at=now)
-                    )
-                    meta = commit_mod.store_fact_metadata_for(conn, t, agent_id, [fact_id])
-                    # the store record's metadata changes in the same transaction
-                    for fid, md in meta.items():
-                        self._store.update("fact", fid, metadata=md)
-                return True
-
-        return await self.runtime.in_thread(run)
+        return await self.runtime.in_thread(edits.retract_fact, self.runtime, agent_id, fact_id, user_id, now)
 
     retract_fact = sync_method(retract_fact_async)
-
-    async def _run(self, run: WriteRun, *, event_mode: str, prepared: Optional[dict[str, Any]] = None) -> WriteResult:
-        return await run_write(self.runtime, run, event_mode=event_mode, prepared=prepared)
-
-
-
-
-
-
-
-
 
     # -- retrieve (KC-5) ------------------------------------------------------------------------
     async def retrieve_async(
@@ -657,7 +445,7 @@ class KnowledgeMemory:
         user_id = check_user_id(user_id)
         now = self._now()
         cfg = self.config
-        return await self._small_write(agent_id, lambda c: emotional_trends(self.runtime, c, agent_id, cfg, now, user_id))
+        return await edits.small_write(self.runtime, agent_id, lambda c: emotional_trends(self.runtime, c, agent_id, cfg, now, user_id))
 
     emotional_trends = sync_method(emotional_trends_async)
 
@@ -763,7 +551,6 @@ class KnowledgeMemory:
     # -- reads -----------------------------------------------------------------------------------
 
 
-
     async def get_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> Optional[FactDetail]:
         """A fact in any version or state; ``None`` for another agent's fact (KC-0.1) or another
         user's (KC-3.8)."""
@@ -773,7 +560,6 @@ class KnowledgeMemory:
         return await self.runtime.read(lambda c: facts.get_fact(c, self._tables, agent_id, fact_id, user_id, now))
 
     get = sync_method(get_async)
-
 
     async def history_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> list[FactDetail]:
         """The whole ``supersedes_fact_id`` chain through ``fact_id``, oldest first; empty for a
@@ -834,12 +620,6 @@ class KnowledgeMemory:
     intentions = sync_method(intentions_async)
 
     # -- small writes ------------------------------------------------------------------------------
-    async def _small_write(self, agent_id: str, fn: Callable[[sa.Connection], T]) -> T:
-        def run() -> T:
-            with self._backend.write("knowledge update", agent_id) as conn:
-                return fn(conn)
-
-        return await self.runtime.in_thread(run)
 
     async def fulfill_intention_async(self, agent_id: str, intention_id: str, outcome_note: Optional[str] = None, *,
                                       user_id: Optional[str] = None) -> bool:
@@ -848,15 +628,7 @@ class KnowledgeMemory:
         if outcome_note is not None and not isinstance(outcome_note, str):
             raise TypeError("outcome_note must be a str or None")
         now = self._now()
-        it = self._tables.intention
-        return await self._small_write(
-            agent_id,
-            lambda c: c.execute(
-                sa.update(it).where(reads.owned(it, agent_id, user_id), it.c.id == intention_id,
-                                    it.c.status.in_(("pending", "triggered")))
-                .values(status="fulfilled", fulfilled_at=now, outcome_note=outcome_note)
-            ).rowcount == 1,
-        )
+        return await edits.fulfill_intention(self.runtime, agent_id, intention_id, outcome_note, user_id, now)
 
     fulfill_intention = sync_method(fulfill_intention_async)
 
@@ -864,14 +636,7 @@ class KnowledgeMemory:
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
         now = self._now()
-        f = self._tables.fact
-        return await self._small_write(
-            agent_id,
-            lambda c: c.execute(
-                sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id == fact_id)
-                .values(needs_confirmation=False, last_confirmed_at=now)
-            ).rowcount == 1,
-        )
+        return await edits.confirm_fact(self.runtime, agent_id, fact_id, user_id, now)
 
     confirm_fact = sync_method(confirm_fact_async)
 
@@ -880,12 +645,7 @@ class KnowledgeMemory:
         user_id = check_user_id(user_id)
         if not isinstance(text, str):
             raise TypeError("text must be a str")
-        f = self._tables.fact
-        return await self._small_write(
-            agent_id,
-            lambda c: c.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id == fact_id)
-                                .values(agent_annotation=text)).rowcount == 1,
-        )
+        return await edits.annotate_fact(self.runtime, agent_id, fact_id, text, user_id)
 
     annotate_fact = sync_method(annotate_fact_async)
 
@@ -930,28 +690,6 @@ class KnowledgeMemory:
         return await self.runtime.in_thread(self._store.forget, user_id=user_id, agent_id=agent_id)
 
     forget = sync_method(forget_async)
-
-
-
-def _check_embedder_identity(store: Any, embedder: Any) -> None:
-    """Defect 4 (KC-1.2): the knowledge layer writes explicit vectors into the store, so its
-    embedder must be the one that built the store's vectors, not only of the same dimension."""
-    from ..embedders.identity import describe_identity, how_to_open, identity_of, same_identity
-
-    if embedder is store.embedder:
-        return
-    stored = getattr(store.settings, "embedder", None)
-    if stored is None:
-        stored = identity_of(store.embedder)
-    if stored is None:
-        return
-    mine = identity_of(embedder)
-    if mine is not None and not same_identity(stored, mine):
-        raise ValueError(
-            f"KnowledgeMemory embedder {describe_identity(mine)} differs from the embedder that built store "
-            f"{store.memory_store_id!r} ({describe_identity(stored)}): its vectors would be written into another "
-            f"vector space. Pass embedder=None to use the store's own embedder, or {how_to_open(stored)}"
-        )
 
 
 def _check_page(limit: Any, offset: Any) -> None:

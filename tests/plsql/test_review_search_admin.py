@@ -97,7 +97,7 @@ def test_f16_knowledge_deletion_hook_mirrors_the_sqlite_hook():
     listed = re.search(r"sfx_t\((.*?)\);", body, re.S).group(1)
     assert re.findall(r"'([A-Z_]+)'", listed) == order
     # and KnowledgeMemory registers it
-    from oramem.knowledge.memory import ORACLE_DELETION_HOOK
+    from oramem.knowledge.opening import ORACLE_DELETION_HOOK
 
     assert ORACLE_DELETION_HOOK == "ORAMEM_KG_JOBS.ON_STORE_DELETE"
 

@@ -172,8 +172,9 @@ def test_d5_call_hook_runs_the_knowledge_hook_and_the_registered_one():
     app = body.index("'BEGIN ' || l_hook || '(:1); END;'")
     assert kg < app and "UPPER(in_store.deletion_hook) <> gc_kg_hook" in body, "both run, the KG hook once"
     # and KnowledgeMemory no longer takes the store's one registration slot
-    memory = (REPO / "oramem" / "knowledge" / "memory.py").read_text()
-    assert "store.register_deletion_hook(ORACLE_DELETION_HOOK)" not in memory
+    layer = [p.read_text() for p in (REPO / "oramem" / "knowledge").rglob("*.py")]
+    assert any("register_deletion_hook(" in text for text in layer)  # the SQLite hook is registered
+    assert not any("register_deletion_hook(ORACLE_DELETION_HOOK)" in text for text in layer)
 
 
 # N9: long strings fail with the documented error, measured on the CLOB form before get_string.

@@ -1,0 +1,156 @@
+"""What the public write calls do before the pipeline runs (KC-4.1): their argument checks
+(before any LLM call or row), the store firewall's screening of the message (SC-15.6), the
+default thread of a write, and the :class:`WriteRun` of ``write``, ``add_knowledge`` and
+``reprocess_event``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any, Optional
+
+import sqlalchemy as sa
+
+from ...trust.firewall import VERDICT_KEY
+from ...trust.gate import screen_message
+from ..config import KnowledgeConfig, merge_config
+from ..db import queries as reads
+from ..db.queries import check_user_id
+from ..runtime import KnowledgeRuntime
+from ..text import parse_when, validate_agent_id
+from ..types import WriteResult
+from .deterministic import build_reply, event_text
+from .pipeline import WriteRun
+
+__all__ = ["default_session_id", "check_write", "screen", "manual_run", "reprocess_run"]
+
+#: what a write without an LLM switches off (``KnowledgeMemory(llm=None)``, opening.py)
+_NO_EMOTION = {"enable_emotion_tagging": False}
+
+
+def default_session_id(agent_id: str, user_id: Optional[str] = None) -> str:
+    """KC-4.21: the thread of a write that names no ``session_id``: one per (agent, user), so
+    no two agents or users share a default conversation (review finding 4)."""
+    digest = hashlib.sha256(json.dumps([agent_id, user_id]).encode("utf-8")).hexdigest()[:32]
+    return f"kg-default-{digest}"
+
+
+def _origin(source: Any, session_id: Any, occurred_at: Any) -> Optional[datetime]:
+    """Checks ``source`` and ``session_id`` of a write and parses ``occurred_at``."""
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError("source must be a non-empty string")
+    if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 255:
+        raise ValueError("session_id must be a non-empty string of at most 255 characters (it is a store thread id), "
+                         "or None for the (agent, user) default thread")
+    when: Optional[datetime] = parse_when(occurred_at, "occurred_at")
+    return when
+
+
+def check_write(agent_id: Any, message: Any, speaker_name: Any, *, user_id: Any, source: Any, session_id: Any,
+                occurred_at: Any, recent_messages: Any, background: Any, dry_run: Any, verbose: Any, has_llm: bool,
+                cfg: KnowledgeConfig) -> tuple[Optional[str], str, Optional[datetime], list[str]]:
+    """KC-4.1: ``write``'s arguments; returns (user_id, session_id, occurred_at, recent messages)."""
+    if not isinstance(message, str):
+        raise TypeError(f"message must be a str, got {type(message).__name__}")
+    validate_agent_id(agent_id)
+    user_id = check_user_id(user_id)
+    if session_id is None:
+        session_id = default_session_id(agent_id, user_id)
+    if not isinstance(speaker_name, str):
+        raise TypeError(f"speaker_name must be a str, got {type(speaker_name).__name__}")
+    if not speaker_name.strip():
+        raise ValueError("speaker_name must not be empty")
+    when = _origin(source, session_id, occurred_at)
+    if recent_messages is None:
+        recent: list[str] = []
+    elif isinstance(recent_messages, (list, tuple)) and all(isinstance(m, str) for m in recent_messages):
+        recent = list(recent_messages)
+    else:
+        raise TypeError("recent_messages must be a list of str")
+    if not isinstance(background, bool):
+        raise TypeError("background must be a bool")
+    if background and (dry_run or verbose):
+        raise ValueError("dry_run and verbose apply to a write that runs now, not to background=True; "
+                         "inspect the job's result with get_job(job_id)")
+    if not has_llm and not background:
+        raise ValueError(
+            "write() extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=... to "
+            "KnowledgeMemory, or store structured knowledge with add_fact / add_entity / add_relation / add_knowledge "
+            "(or queue the message with background=True for a worker that has an LLM)"
+        )
+    if len(message) > cfg.max_input_chars:
+        raise ValueError(f"message has {len(message)} chars, over max_input_chars={cfg.max_input_chars}")
+    return user_id, session_id, when, recent
+
+
+async def screen(rt: KnowledgeRuntime, message: str, source: str) -> tuple[str, Any, Optional[WriteResult]]:
+    """SC-15.6: the store firewall sees the message before the LLM, the embedder or any row:
+    (the message to use, the verdict to report, the result to return at once when flagged)."""
+    policy = await rt.in_thread(rt.store.get_firewall)
+    if policy is None:
+        return message, None, None
+    screened = screen_message(policy, message, source)
+    verdict = (screened.metadata or {})[VERDICT_KEY]
+    if screened.verdict == "flagged":
+        return message, verdict, WriteResult(firewall=verdict, warnings=[
+            "the store's firewall flagged this message (" + ", ".join(screened.findings)
+            + "): it was not extracted into knowledge"])
+    return screened.texts[0] or "", verdict, None
+
+
+def manual_run(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, no_llm_config: dict[str, Any],
+               agent_id: Any, *, entities: Any, facts: Any, relations: Any, user_id: Any, source: Any, session_id: Any,
+               occurred_at: Any, config_overrides: Optional[dict[str, Any]],
+               ) -> tuple[WriteRun, dict[str, Any]]:
+    """``add_knowledge``: the checked items as an extraction reply, and the run that writes
+    them (rule-based reconciliation without an LLM; no emotion tagging)."""
+    validate_agent_id(agent_id)
+    user_id = check_user_id(user_id)
+    if session_id is None:
+        session_id = default_session_id(agent_id, user_id)
+    when = _origin(source, session_id, occurred_at)
+    reply = build_reply(entities, facts, relations)
+    cfg = merge_config(config, config_overrides)
+    if not has_llm:
+        cfg = merge_config(cfg, no_llm_config)
+    cfg = merge_config(cfg, _NO_EMOTION)
+    text = event_text(reply)
+    if len(text) > cfg.max_input_chars:
+        raise ValueError(f"the call describes {len(text)} chars, over max_input_chars={cfg.max_input_chars}; split it")
+    now = rt.now()
+    run = WriteRun(
+        rt, agent_id=agent_id, message=text, speaker_name=source, source=source, session_id=session_id,
+        occurred_at=when, recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, user_id=user_id,
+    )
+    run.rule_based_reconcile = not has_llm
+    return run, reply
+
+
+async def reprocess_run(rt: KnowledgeRuntime, config: KnowledgeConfig, agent_id: Any, event_id: Any,
+                        config_overrides: Optional[dict[str, Any]], user_id: Any) -> WriteRun:
+    """KC-7.3: the run that completes an ``extraction_failed`` event of the scope ``user_id``."""
+    validate_agent_id(agent_id)
+    user_id = check_user_id(user_id)
+    if not isinstance(event_id, str) or not event_id:
+        raise ValueError("event_id must be a non-empty string")
+    cfg = merge_config(config, config_overrides)
+    now = rt.now()
+    t = rt.tables
+    row = await rt.read(
+        lambda c: c.execute(sa.select(t.event).where(reads.owned(t.event, agent_id, user_id), t.event.c.id == event_id)).mappings().first()
+    )
+    if row is None:
+        raise ValueError(f"no event {event_id!r} for agent {agent_id!r}" + (f" and user {user_id!r}" if user_id else ""))
+    status = (row["trace_json"] or {}).get("status")
+    if status != "extraction_failed":
+        raise ValueError(f"event {event_id!r} has status {status!r}; only extraction_failed events are reprocessed")
+    run = WriteRun(
+        rt, agent_id=agent_id, message=row["text"], speaker_name=row["speaker"] or "user", source=row["source"],
+        session_id=row["session_id"] or default_session_id(agent_id, row["user_id"]), occurred_at=row["occurred_at"],
+        recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, event_id=event_id, user_id=row["user_id"],
+    )
+    run.event_vec = row["embedding_vec"]
+    if row["emotion_primary"]:
+        run.cfg = merge_config(cfg, _NO_EMOTION)
+    return run
