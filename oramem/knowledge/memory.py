@@ -404,7 +404,8 @@ class KnowledgeMemory:
         ``user_id``'s knowledge plus the agent's shared knowledge, never another user's;
         ``None``: the shared knowledge only."""
         from ..trust import audit
-        from .read.retrieve import RetrieveRun
+        from .read.run import run_retrieve
+        from .read.state import RetrieveState
 
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
@@ -423,13 +424,13 @@ class KnowledgeMemory:
         now = self._now()
         if not query.strip():
             return RetrieveResult(warnings=["empty query"], config_effective=cfg.as_dict())
-        run = RetrieveRun(
+        run = RetrieveState.start(
             self.runtime, agent_id=agent_id, query=query, session_id=session_id,
             entity_keys=list(entity_keys) if entity_keys is not None else None, as_of=as_of_dt, known_at=known_dt,
             include_directives=bool(include_directives), cfg=cfg, now=now, verbose=bool(verbose), user_id=user_id,
         )
         with operation_span(self._tracer_provider, "retrieve", run) as span:
-            result = await run.run()
+            result = await run_retrieve(run)
             finish_span(span, result.stats)
         result.audit_request_id = await audit.after_retrieve_async(self, agent_id, user_id, session_id, query, as_of_dt, known_dt, result)  # SC-16.2
         return result

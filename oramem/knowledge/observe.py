@@ -6,7 +6,7 @@ estimate, flagged by ``tokens_estimated``) and the wall-clock time of each step.
 
 OpenTelemetry: when the ``opentelemetry-api`` package is importable (``pip install
 'oramem[otel]'``), each operation is a span (``oramem.knowledge.write``,
-``oramem.knowledge.read.retrieve``, ``oramem.knowledge.job``) with one child span per step,
+``oramem.knowledge.retrieve``, ``oramem.knowledge.job``) with one child span per step,
 created through the global tracer provider or the ``tracer_provider`` given to
 ``KnowledgeMemory``. oramem configures no SDK and no exporter: without an SDK set up by the
 application the API's tracer is a no-op, and nothing ever leaves the process because of
@@ -35,7 +35,7 @@ def otel_available() -> bool:
 
 
 def record_step(run: Any, name: str, started: float, data: dict[str, Any]) -> None:
-    """One finished step of ``run`` (a WriteRun or RetrieveRun): its timing always, its data
+    """One finished step of ``run`` (a WriteRun or RetrieveState): its timing always, its data
     in the verbose trace, and a child span when a span of the operation is recording."""
     end = time.perf_counter()
     ms = (end - started) * 1000.0

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from oramem import SQLiteMemoryStore
 from oramem.knowledge import CompressedContext, KnowledgeConfig, KnowledgeMemory, ScoredFact, compress_context
-from oramem.knowledge.read.retrieve import temporal_range
+from oramem.knowledge.read.temporal import temporal_range
 from oramem.knowledge.text import estimate_tokens
 from oramem.testing import HashEmbedder
 
@@ -257,7 +257,7 @@ def test_the_answer_outranks_graph_only_neighbours_without_the_reranker(km, llm,
 
 
 def test_relevance_rule_edges():
-    from oramem.knowledge.read.retrieve import relevance
+    from oramem.knowledge.read.scoring import relevance
 
     f = {"semantic": 1.0, "keyword": 0.8, "graph": 0.8, "spreading": 1.0}
     assert relevance({}, f, 0.5) == 0.0
@@ -395,12 +395,12 @@ def test_usage_tracking_off_and_failure_warns(km, llm, clock, monkeypatch):
     ids = _world(km, llm, clock)
     km.retrieve("a1", "violin", config_overrides={"track_usage": False})
     assert km.get("a1", ids["violin"]).times_retrieved == 0
-    from oramem.knowledge.read import retrieve as rmod
+    from oramem.knowledge.read import run as rmod
 
     async def broken(self, *a, **k):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(rmod.RetrieveRun, "_track", broken)
+    monkeypatch.setattr(rmod, "track_usage", broken)
     r = km.retrieve("a1", "violin")
     assert ids["violin"] in ids_of(r) and any(w.startswith("usage tracking:") for w in r.warnings)
     assert km.get("a1", ids["violin"]).times_retrieved == 0

@@ -106,11 +106,11 @@ def test_d5_knowledge_memory_leaves_the_stores_hook_slot_alone(monkeypatch):
     """D5 (F16 reopened): on Oracle the store's packages run the knowledge hook for every store
     with knowledge tables (oramem_store.call_hook), so KnowledgeMemory registers nothing and an
     application's PL/SQL hook stays registered (it replaced it before)."""
-    import oramem.knowledge.memory as memory_mod
+    import oramem.knowledge.opening as opening_mod
 
     store, _, rec = store_over_fake()
     rec.answers["oramem_admin.set_deletion_hook"] = None
-    monkeypatch.setattr(memory_mod, "apply_schema_policy", lambda *a, **k: None)  # no tables to create here
+    monkeypatch.setattr(opening_mod, "apply_schema_policy", lambda *a, **k: None)  # no tables to create here
 
     class LLM:
         async def complete_async(self, *a, **k):
@@ -174,7 +174,7 @@ def knowledge_over_fake(monkeypatch):
     """KnowledgeMemory on an Oracle store over the fake: the knowledge SQL runs for real
     (fakes.SQLBackend, rows shaped as python-oracledb returns them: JSON columns as objects
     with Decimal numbers), the store's PL/SQL calls are answered by plsql_standin."""
-    import oramem.knowledge.memory as memory_mod
+    import oramem.knowledge.opening as opening_mod
     from oramem.knowledge import KnowledgeConfig
 
     from knowledge.helpers import Clock  # tests/ is on sys.path (rootdir conftest), as in tests/cli
@@ -186,7 +186,7 @@ def knowledge_over_fake(monkeypatch):
     rec.answers["oramem_admin.set_deletion_hook"] = None
     StoreStandIn().install(rec.answers)
     store, _, rec = store_over_fake(rec)
-    monkeypatch.setattr(memory_mod, "apply_schema_policy", lambda *a, **k: None)  # created above
+    monkeypatch.setattr(opening_mod, "apply_schema_policy", lambda *a, **k: None)  # created above
     clock = Clock()
     return KnowledgeMemory(store, None, config=KnowledgeConfig(), clock=clock), store, rec, clock
 

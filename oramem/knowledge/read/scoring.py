@@ -9,10 +9,14 @@ import math
 import re
 import time
 from datetime import datetime
-from typing import Iterable, Optional
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from ..text import norm, to_utc
-from ..types import PatternQuery, RetrievalPlan
+from ..types import PatternQuery, RetrievalPlan, ScoredFact
+
+if TYPE_CHECKING:  # the candidate scores below take the retrieve state; state.py does not import this module
+    from .state import Cand, RetrieveState
 
 __all__ = ["recency_score", "dynamic_importance", "compute_vitality", "plan_retrieval"]
 
@@ -142,3 +146,74 @@ def plan_retrieval(
         as_of_range=(to_utc(as_of), to_utc(as_of)) if as_of is not None else None,
         broad_query=broad,
     )
+
+
+# ----------------------------------------------------------------------------- candidate scores (KC-5.5)
+DIRECT_SIGNALS = ("semantic", "keyword")
+CONTEXT_SIGNALS = ("graph", "spreading")
+
+
+def relevance(scores: Mapping[str, float], factors: Mapping[str, float], context_weight: float) -> float:
+    """KC-5.5 relevance of a candidate fact from its signal scores.
+
+    The direct signals (semantic, keyword) say the fact answers the query; the context signals
+    (graph, spreading) say it sits near something that does. ``direct = max(factor·score)`` over
+    the direct signals and ``context`` likewise over the context ones; a fact with direct evidence
+    scores ``direct + (1 − direct)·w·context`` (context raises it, never above 1), a fact found
+    only through context scores ``w·context``. So a neighbour reached only through the graph
+    cannot tie or outrank a fact that matches the query and is reached through the graph too.
+    """
+
+    def best(names: tuple[str, ...]) -> float:
+        return max((float(factors.get(n, 1.0)) * float(scores[n]) for n in names if n in scores), default=0.0)
+
+    direct, context = min(1.0, best(DIRECT_SIGNALS)), best(CONTEXT_SIGNALS)
+    if direct > 0.0:
+        return direct + (1.0 - direct) * context_weight * context
+    return context_weight * context
+
+
+def days(a: datetime, b: datetime) -> float:
+    return max(0.0, (to_utc(b) - to_utc(a)).total_seconds() / 86400.0)
+
+
+def clip01(x: float) -> float:
+    return 0.0 if x < 0 else 1.0 if x > 1 else x
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def score_cand(st: RetrieveState, c: Cand) -> None:
+    """KC-5.5: relevance from the direct signals, raised by the context signals;
+    formula = w·(relevance, recency, importance)."""
+    cfg = st.cfg
+    rel = relevance(c.scores, cfg.signal_factors, float(cfg.context_signal_weight))
+    rec = recency_score(c.row["valid_from"], st.now, cfg.recency_half_life_days)
+    imp = float(c.row["importance"])
+    w = cfg.score_weights
+    c.formula = float(w.get("semantic", 0.0)) * rel + float(w.get("recency", 0.0)) * rec + float(w.get("importance", 0.0)) * imp
+    c.final = c.formula
+    c.relevance, c.recency, c.importance = rel, rec, imp
+
+
+def ranked_cands(st: RetrieveState) -> list[Cand]:
+    return sorted(st.cands.values(), key=lambda c: (-c.final, c.row["id"]))
+
+
+def confidence_info(st: RetrieveState, row: dict[str, Any]) -> float:
+    since = row.get("last_confirmed_at") or row.get("ingested_at")
+    weeks = days(since, st.now) / 7.0 if since else 0.0
+    return max(0.10, float(row["confidence"]) * float(0.95 ** weeks))
+
+
+def scored_fact(st: RetrieveState, c: Cand) -> ScoredFact:
+    s = {k: float(c.scores.get(k, 0.0)) for k in ("semantic", "keyword", "graph", "spreading")}
+    s.update(relevance=c.relevance, recency=c.recency, importance=c.importance,
+             confidence=confidence_info(st, c.row), formula=c.formula)
+    if "reranker" in c.scores:
+        s["reranker"] = float(c.scores["reranker"])
+    row = c.row
+    return ScoredFact(fact_id=row["id"], entity_key=row["entity_key"], entity_name=row["entity_name"],
+                      attribute_key=row["attribute_key"], fact_text=row["fact_text"], score=c.final, scores=s,
+                      speaker=row.get("speaker"), user_id=row.get("user_id"))

@@ -1,0 +1,385 @@
+"""The retrieve signals (KC-5.1, KC-5.3, KC-5.4): the caller's entity keys resolved, the query
+expanded, then semantic and keyword search through the store's indexes, pattern rows, the
+graph walk (one recursive SQL query over the relationship table) and the events."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+import numpy as np
+import sqlalchemy as sa
+
+from ..db import queries as reads
+from ..text import ngrams, norm, slug
+from ..types import ExpandedQuery, GraphRetrievalResult, RetrievalPlan
+from .scoring import clip01, days, recency_score
+from .state import RetrieveState
+from .visibility import fact_visible, p_edge_visible, p_sql_visible, sql_visible, store_filter
+
+__all__ = ["plan_inputs", "resolve_keys", "expand_query", "embed_query", "semantic_signal", "keyword_signal",
+           "pattern_facts", "graph_signal", "event_signal"]
+
+MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, then strength
+
+
+def plan_inputs(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], list[str]]:
+    e, rg = st.t.entity, st.t.registry
+    types = [r[0] for r in conn.execute(
+        sa.select(e.c.entity_type).where(reads.visible(e, st.agent_id, st.user_id), e.c.is_active == True).distinct()  # noqa: E712
+    )]
+    keys = [r[0] for r in conn.execute(
+        sa.select(rg.c.key).where(rg.c.agent_id == st.agent_id, rg.c.status == "active").order_by(rg.c.key)
+    )]
+    return sorted(types), keys
+
+
+def resolve_keys(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], bool]:
+    """KC-5.1: canonical key, then alias, then slug; unknown keys warn."""
+    if not st.entity_keys_in:
+        return [], False
+    e = st.t.entity
+    out: list[str] = []
+    for raw in st.entity_keys_in:
+        key = str(raw)
+        hit = conn.execute(
+            sa.select(e.c.canonical_key).where(reads.visible(e, st.agent_id, st.user_id), e.c.canonical_key == key, e.c.is_active == True)  # noqa: E712
+        ).first()
+        found = hit[0] if hit else None
+        if found is None:
+            al = reads.lookup_aliases(conn, st.t, st.agent_id, [norm(key)], st.user_id, read=True)
+            if norm(key) in al:
+                found = al[norm(key)][0]
+        if found is None:
+            part = key.split(":", 1)[1] if ":" in key else key
+            al = reads.lookup_aliases(conn, st.t, st.agent_id, [norm(part), norm(part.replace("_", " "))], st.user_id, read=True)
+            for a in (norm(part), norm(part.replace("_", " "))):
+                if a in al:
+                    found = al[a][0]
+                    break
+        if found is None:
+            cands = reads.entities_by_slug(conn, st.t, st.agent_id, slug(key.split(":", 1)[-1]), st.user_id, read=True)
+            if cands:
+                found = cands[0]["canonical_key"]
+        if found is None:
+            st.warn(f"unknown entity key: {key}")
+        elif found not in out:
+            out.append(found)
+    return out, not out
+
+
+def expand_query(st: RetrieveState, conn: sa.Connection, resolved: list[str]) -> tuple[ExpandedQuery, list[str]]:
+    """Returns the expansion and the directly primed keys (aliases, names, entity_keys)."""
+    t = st.t
+    grams = [g for g in ngrams(st.query, 4) if len(g) >= 3]
+    hits = reads.lookup_aliases(conn, t, st.agent_id, grams, st.user_id, read=True)
+    primed: list[str] = []
+    for k in resolved:
+        if k not in primed:
+            primed.append(k)
+    by_slug = reads.entities_by_slugs(conn, t, st.agent_id, [slug(g) for g in grams], st.user_id, read=True)
+    for g in grams:
+        if g in hits and hits[g][0] not in primed:
+            primed.append(hits[g][0])
+        for e in by_slug.get(slug(g), []):  # display names (the speaker has no alias row)
+            if e["canonical_key"] not in primed:
+                primed.append(e["canonical_key"])
+    if primed:
+        ents = reads.load_entities(conn, t, st.agent_id, primed, st.user_id, read=True)
+        primed = [k for k in primed if k in ents and ents[k]["is_active"]][:10]
+    neighbours: list[str] = []
+    if primed:
+        r = t.relationship
+        shared_only, _, _, current = st.shape()
+        rel_stmt = reads.cached_stmt(r, ("expand_edges", shared_only, current), lambda: (
+            sa.select(r.c.source_entity_key, r.c.target_entity_key, r.c.strength, r.c.id)
+            .where(reads.p_visible(r, shared_only),
+                   sa.or_(r.c.source_entity_key.in_(reads.expanding("p_keys")), r.c.target_entity_key.in_(reads.expanding("p_keys"))),
+                   *p_edge_visible(r, current))
+            .order_by(sa.desc(r.c.strength), r.c.id)))
+        rows = conn.execute(rel_stmt, st.params(p_keys=list(primed))).all()
+        for s, tg, _, _ in rows:
+            other = tg if s in primed else s
+            if other not in primed and other not in neighbours:
+                neighbours.append(other)
+            if len(neighbours) >= 5:
+                break
+    primed_all = primed + neighbours
+    terms: list[str] = []
+    if primed:
+        f = t.fact
+        shared_only = st.user_id is None
+        terms_stmt = reads.cached_stmt(f, ("expand_terms", shared_only), lambda: (
+            sa.select(f.c.attribute_key, f.c.value_json, f.c.ttl_days, f.c.ingested_at)
+            .where(reads.p_visible(f, shared_only), f.c.entity_key.in_(reads.expanding("p_keys")), f.c.valid_to.is_(None),
+                   f.c.invalidated_at.is_(None))
+            .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id)
+            .limit(200)))
+        primed_rows = conn.execute(terms_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_keys": list(primed)}).mappings()
+        for prow in primed_rows:
+            if reads.is_expired(dict(prow), st.now):
+                continue
+            for v in (prow["attribute_key"], prow["value_json"]):
+                if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                    s = str(v).replace("_", " ") if v is prow["attribute_key"] else str(v)
+                    if s.strip() and s not in terms:
+                        terms.append(s)
+            if len(terms) >= 10:
+                break
+    return ExpandedQuery(primed_entities=primed_all, temporal_range=st.view.trange, expanded_terms=terms[:10]), primed
+
+
+async def embed_query(st: RetrieveState) -> None:
+    try:
+        out = await st.rt.embed([st.query], True)
+        arr = np.asarray(out, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[0] != 1 or arr.shape[1] != st.rt.dim or not np.all(np.isfinite(arr)):
+            raise ValueError(f"embedder returned shape {arr.shape} for one query of dimension {st.rt.dim}")
+        st.qvec = arr[0]
+    except Exception as exc:  # noqa: BLE001 - KC-7.6: semantic and event signals turn off
+        st.qvec = None
+        st.warn(f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off")
+
+
+async def hits_to_rows(st: RetrieveState, hits: list[Any]) -> dict[str, dict[str, Any]]:
+    ids = [r.id for r, _ in hits]
+    if not ids:
+        return {}
+    return await st.read(lambda c: st.facts_by_ids(c, ids))
+
+
+async def semantic_signal(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> int:
+    if st.qvec is None:
+        return 0
+    hits = await st.rt.search(
+        query_vector=st.qvec, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="vector",
+        metadata_filter=reads.with_scope(store_filter(st.view, min_confidence=st.cfg.min_confidence, entity_keys=filter_keys),
+                                         st.user_id, read=True),
+    )
+    rows = await hits_to_rows(st, hits)
+    n = 0
+    for rec, dist in hits:
+        sim = 1.0 - float(dist)
+        row = rows.get(rec.id)
+        if row is None or sim < st.cfg.min_similarity or not fact_visible(row, st.view):
+            continue
+        if float(row["confidence"]) < st.cfg.min_confidence:
+            continue
+        st.add(row, "semantic", sim)
+        n += 1
+    return n
+
+
+async def keyword_signal(st: RetrieveState, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery, plan: RetrievalPlan) -> int:
+    from ...types import SearchStrategy
+
+    n = 0
+    if st.rt.store.search_strategy is not SearchStrategy.HYBRID:
+        st.warn("keyword signal unavailable")
+    else:
+        text = " ".join([st.query] + expanded.expanded_terms)
+        hits = await st.rt.search(
+            query=text, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="keyword",
+            metadata_filter=reads.with_scope(store_filter(st.view, min_confidence=st.cfg.min_confidence, entity_keys=filter_keys),
+                                         st.user_id, read=True),
+        )
+        rows = await hits_to_rows(st, hits)
+        for rec, dist in hits:
+            row = rows.get(rec.id)
+            if row is None or not fact_visible(row, st.view) or float(row["confidence"]) < st.cfg.min_confidence:
+                continue
+            st.add(row, "keyword", clip01(1.0 - float(dist)))
+            n += 1
+    if plan.pattern_queries:
+        pattern_rows = await st.read(lambda c: pattern_facts(st, c, plan, pool, filter_keys))
+        for prow in pattern_rows:
+            st.add(prow, "keyword", 1.0)
+            n += 1
+    return n
+
+
+def pattern_facts(st: RetrieveState, conn: sa.Connection, plan: RetrievalPlan, pool: int, filter_keys: Optional[list[str]]) -> list[dict[str, Any]]:
+    f, lk = st.t.fact, st.t.link
+    out: dict[str, dict[str, Any]] = {}
+    for pq in plan.pattern_queries:
+        stmt = sa.select(*st.fact_cols()).where(
+            reads.visible(f, st.agent_id, st.user_id), f.c.entity_key.like(pq.entity_pattern), *sql_visible(f, st.view)
+        )
+        if pq.attribute_filter:
+            stmt = stmt.where(f.c.attribute_key == pq.attribute_filter)
+        if filter_keys is not None:
+            stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.visible(lk, st.agent_id, st.user_id), lk.c.entity_key.in_(filter_keys))))
+        for r in conn.execute(stmt.order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(pool)).mappings():
+            d = dict(r)
+            if fact_visible(d, st.view):
+                out.setdefault(d["id"], d)
+    return list(out.values())
+
+
+def graph_signal(st: RetrieveState, conn: sa.Connection, seeds: list[str], filter_keys: Optional[list[str]]) -> GraphRetrievalResult:
+    """KC-5.4 graph signal: BFS from the primed entities over active edges, both directions,
+    as one recursive CTE (SQLite and Oracle through SQLAlchemy)."""
+    cfg = st.cfg
+    res = GraphRetrievalResult()
+    if not seeds:
+        return res
+    t = st.t
+    r, e = t.relationship, t.entity
+    shared_only, has_trange, hide_stale, current = st.shape()
+    max_hop = min(2, len(cfg.graph_hop_factors) - 1)
+
+    def build_walk() -> sa.Select[Any]:
+        vis = p_edge_visible(r, current)
+        fwd = sa.select(r.c.id.label("rid"), r.c.source_entity_key.label("a"), r.c.target_entity_key.label("b"),
+                        r.c.strength.label("s")).where(reads.p_visible(r, shared_only), *vis)
+        bwd = sa.select(r.c.id.label("rid"), r.c.target_entity_key.label("a"), r.c.source_entity_key.label("b"),
+                        r.c.strength.label("s")).where(reads.p_visible(r, shared_only), *vis)
+        und = sa.union_all(fwd, bwd).cte("kg_und")
+        walk = (
+            sa.select(e.c.canonical_key.label("k"), sa.literal(0, sa.Integer).label("hop"),
+                      sa.literal(1.0, sa.Float).label("s"), sa.cast(sa.null(), sa.String(36)).label("rid"))
+            .where(reads.p_visible(e, shared_only), e.c.canonical_key.in_(reads.expanding("p_seeds")))
+            .cte("kg_walk", recursive=True)
+        )
+        step = (
+            sa.select(und.c.b, (walk.c.hop + 1).label("hop"), und.c.s, und.c.rid)
+            .select_from(walk.join(und, und.c.a == walk.c.k))
+            .where(walk.c.hop < sa.bindparam("p_max_hop", type_=sa.Integer),
+                   sa.or_(walk.c.hop == 0, und.c.s >= sa.bindparam("p_min_strength", type_=sa.Float)))
+        )
+        walk = walk.union_all(step)
+        return sa.select(walk.c.k, walk.c.hop, walk.c.s, walk.c.rid)
+
+    walk_stmt = reads.cached_stmt(r, ("graph_walk", shared_only, current), build_walk)
+    rows = conn.execute(walk_stmt, st.params(p_seeds=list(seeds), p_max_hop=max_hop,
+                                                p_min_strength=cfg.graph_hop2_min_strength)).all()
+    best: dict[str, tuple[int, float, Optional[str]]] = {}
+    for k, hop, s, rid in rows:
+        cur = best.get(k)
+        if cur is None or hop < cur[0] or (hop == cur[0] and float(s) > cur[1]):
+            best[k] = (int(hop), float(s), rid)
+    rids = sorted({rid for _, _, _, rid in rows if rid})
+    edge_rows: dict[str, dict[str, Any]] = {}
+    edges_stmt = reads.cached_stmt(r, ("edges_by_ids",), lambda: sa.select(r).where(r.c.id.in_(reads.expanding("p_ids"))))
+    for batch in reads.chunked(rids):
+        for row in conn.execute(edges_stmt, {"p_ids": batch}).mappings():
+            edge_rows[row["id"]] = dict(row)
+    ents = reads.load_entities(conn, t, st.agent_id, list(best), st.user_id, read=True)
+    best = {k: v for k, v in best.items() if k in ents and ents[k]["is_active"]}
+    # neighbour cut per hop: importance, then strength
+    kept: dict[str, tuple[int, float, Optional[str]]] = {k: v for k, v in best.items() if v[0] == 0}
+    for hop in range(1, max_hop + 1):
+        layer = [k for k, v in best.items() if v[0] == hop]
+        layer.sort(key=lambda k: (-(ents[k]["importance_score"] or 0.0), -best[k][1], k))
+        for k in layer[:MAX_NEIGHBOURS_PER_HOP]:
+            kept[k] = best[k]
+    res.neighbor_keys = sorted(k for k, v in kept.items() if v[0] > 0)
+    names = {k: ents[k]["display_name"] for k in ents}
+    seen_edges = set()
+    hop_of_edge: dict[str, int] = {}  # an edge's lowest hop among the kept keys it reached
+    for v in kept.values():
+        if v[2] is not None and (v[2] not in hop_of_edge or v[0] < hop_of_edge[v[2]]):
+            hop_of_edge[v[2]] = v[0]
+    for rid in rids:
+        er = edge_rows.get(rid)
+        if er is None:
+            continue
+        hop = hop_of_edge.get(rid)
+        if hop is None:
+            continue
+        seen_edges.add(rid)
+        res.edges.append({
+            "source_key": er["source_entity_key"], "source_name": names.get(er["source_entity_key"]),
+            "target_key": er["target_entity_key"], "target_name": names.get(er["target_entity_key"]),
+            "rel_type": er["rel_type"], "strength": float(er["strength"]), "hop": hop,
+        })
+    res.edges.sort(key=lambda x: (x["hop"], -x["strength"], x["source_key"], x["rel_type"], x["target_key"]))
+    res.edges_traversed = len(seen_edges)
+    # facts of the seeds and the neighbours, by hop then recency
+    f, lk = t.fact, t.link
+    def build_facts() -> sa.Select[Any]:
+        # a key's hop (kept's keys are unique, so the hop lists are disjoint)
+        hop_of = sa.case(*[(lk.c.entity_key.in_(reads.expanding(f"p_hop{h}")), h) for h in range(max_hop + 1)], else_=9)
+        stmt = (
+            sa.select(*st.fact_cols(), lk.c.entity_key.label("_via"), hop_of.label("_hop"))
+            .select_from(f.join(lk, lk.c.fact_id == f.c.id))
+            .where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_kept")), reads.p_visible(f, shared_only),
+                   f.c.confidence >= sa.bindparam("p_min_conf", type_=sa.Float), *p_sql_visible(f, has_trange, hide_stale))
+            .order_by(hop_of, sa.desc(f.c.valid_from), f.c.id)
+            .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))  # rendered as on main
+        )
+        if filter_keys is not None:
+            stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
+        return stmt
+
+    stmt = reads.cached_stmt(f, ("graph_facts", max_hop, shared_only, has_trange, hide_stale, filter_keys is not None), build_facts)
+    gparams = st.params(p_kept=list(kept), p_min_conf=cfg.graph_min_confidence, p_limit=cfg.graph_max_facts * 3,
+                           **{f"p_hop{h}": [k for k, v in kept.items() if v[0] == h] for h in range(max_hop + 1)})
+    if filter_keys is not None:
+        gparams["p_fk"] = list(filter_keys)
+    qwords = " " + " ".join(norm(re.sub(r"[^\w\s]", " ", st.query)).split()) + " "
+    taken: dict[str, dict[str, Any]] = {}
+    for m in conn.execute(stmt, gparams).mappings():
+        frow = dict(m)
+        via, hop = frow.pop("_via"), int(frow.pop("_hop"))
+        if not fact_visible(frow, st.view):
+            continue
+        if frow["id"] not in taken and len(taken) >= cfg.graph_max_facts:
+            continue
+        _, s, rid = kept[via]
+        fact_age = days(frow["valid_from"], st.now)
+        edge_factor = 1.0
+        if hop > 0 and rid in edge_rows:
+            edge_factor = max(0.2, 1.0 / (1.0 + days(edge_rows[rid]["updated_at"], st.now) / 90.0))
+        name = norm(names.get(via) or "")
+        boost = 1.5 if name and f" {name} " in qwords else 1.0
+        score = clip01(s * max(0.1, 1.0 / (1.0 + fact_age / 30.0)) * edge_factor * boost * cfg.graph_hop_factors[hop])
+        prev = taken.get(frow["id"])
+        if prev is None or score > prev["score"]:
+            taken[frow["id"]] = {"fact_id": frow["id"], "entity_key": via, "hop": hop, "score": score, "edge_id": rid}
+        st.add(frow, "graph", score, (rid,) if rid else ())
+    res.facts = sorted(taken.values(), key=lambda x: (x["hop"], -x["score"], x["fact_id"]))
+    return res
+
+
+async def event_signal(st: RetrieveState) -> list[dict[str, Any]]:
+    cfg = st.cfg
+    if st.qvec is None:
+        return []
+    hits = await st.rt.search(
+        query_vector=st.qvec, k=cfg.event_max_scan, agent_id=st.agent_id, record_types=["message"], strategy="vector",
+        metadata_filter=reads.with_scope({"kg_source": {"$exists": True}}, st.user_id, read=True),
+    )
+    hits = [(rec, 1.0 - float(d)) for rec, d in hits if 1.0 - float(d) >= cfg.min_similarity]
+    if not hits:
+        return []
+    ev = st.t.event
+
+    def load(conn: sa.Connection) -> dict[str, dict[str, Any]]:
+        out = {}
+        for batch in reads.chunked([r.id for r, _ in hits]):
+            for row in conn.execute(
+                sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.importance, ev.c.created_at)
+                .where(ev.c.id.in_(batch), reads.visible(ev, st.agent_id, st.user_id))
+            ).mappings():
+                out[row["id"]] = dict(row)
+        return out
+
+    rows = await st.read(load)
+    w_sim, w_rec, w_imp = cfg.event_score_weights
+    out = []
+    for rec, sim in hits:
+        row = rows.get(rec.id)
+        if row is None:
+            continue
+        if st.view.trange is not None and not (st.view.trange[0] <= row["occurred_at"] < st.view.trange[1]):
+            continue
+        if st.view.as_of is not None and row["occurred_at"] > st.view.as_of:
+            continue
+        if row["created_at"] > st.view.known:
+            continue
+        rec_s = recency_score(row["occurred_at"], st.now, cfg.recency_half_life_days)
+        score = w_sim * sim + w_rec * rec_s + w_imp * float(row["importance"])
+        out.append({"event_id": row["id"], "text": row["text"], "occurred_at": row["occurred_at"], "score": score})
+    out.sort(key=lambda x: (-x["score"], x["event_id"]))
+    return out[: cfg.topk_events]
