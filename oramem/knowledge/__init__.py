@@ -22,7 +22,7 @@ from .llm.emotion import tag_event_emotion, tag_event_emotion_sync
 from .db import install as install  # registers the knowledge tables with sqlite.admin.drop_store
 from .errors import ConflictError, EmbeddingError, ExtractionError, KnowledgeError, LLMError, LLMReplyError, LLMTimeout
 from .memory import KnowledgeMemory
-from .write.pipeline import detect_corrections
+from .write.run import detect_corrections
 from .llm.providers import BaseLLMProvider, LLMProvider, LLMResult, OpenAICompatibleEmbedder, OpenAICompatibleProvider
 from .write.relations import normalize_rel_type
 from .read.scoring import compute_vitality, dynamic_importance, plan_retrieval, recency_score

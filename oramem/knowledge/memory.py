@@ -22,7 +22,7 @@ from .observe import finish_span, operation_span
 from .opening import NO_LLM_CONFIG, open_runtime
 from .read import facts
 from .text import parse_when, validate_agent_id
-from .write.pipeline import WriteRun
+from .write.state import WriteRun
 from .write import edits
 from .write.entry import check_write, manual_run, reprocess_run, screen
 from .write.run import run_write

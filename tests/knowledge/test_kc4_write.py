@@ -580,7 +580,8 @@ def test_informed_topk_and_llm_concurrency_are_read(km, llm, clock):
 
 
 def test_nickname_and_attribute_key_rules():
-    from oramem.knowledge.write.pipeline import canonical_attribute_key, is_nickname
+    from oramem.knowledge.write.extract import canonical_attribute_key
+    from oramem.knowledge.write.resolve import is_nickname
 
     assert is_nickname("Ana", "Ana Souza") and is_nickname("Ana Souza", "Ana")
     assert is_nickname("Rob", "Robert") and is_nickname("Rob", "Robert Smith")

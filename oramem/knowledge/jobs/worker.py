@@ -16,7 +16,7 @@ from ..observe import finish_span, operation_span
 from ..runtime import KnowledgeRuntime
 from ..text import iso, parse_when
 from ..types import OperationStats, StepTiming, WorkerReport, WriteResult
-from ..write.pipeline import WriteRun
+from ..write.state import WriteRun
 from ..write.run import run_write
 from . import queue as queue_mod
 

@@ -29,7 +29,9 @@ from .. import faults
 from ..db import queries as reads
 from ..errors import KnowledgeError
 from ..model import new_id
-from .pipeline import WriteRun, infer_value_type
+from .extract import infer_value_type
+from .reconcile import mentions
+from .state import WriteRun
 from ..db.schema import KGTables
 from ..text import iso, norm
 
@@ -294,7 +296,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
         keys = [row["entity_key"]]
         words = word_tokens(row["fact_text"])
         for k in write_keys:
-            if k not in keys and run.mentions(words, k):
+            if k not in keys and mentions(run, words, k):
                 keys.append(k)
         for k in sorted(rel_ends.get(row["id"], set())):
             if k not in keys:

@@ -21,7 +21,7 @@ from ..runtime import KnowledgeRuntime
 from ..text import parse_when, validate_agent_id
 from ..types import WriteResult
 from .deterministic import build_reply, event_text
-from .pipeline import WriteRun
+from .state import WriteRun
 
 __all__ = ["default_session_id", "check_write", "screen", "manual_run", "reprocess_run"]
 

@@ -16,7 +16,10 @@ from ..runtime import KnowledgeRuntime
 from ..types import CorrectionResult, WriteResult
 from . import commit as commit_mod
 from .classify import Chunk, classify_input, select_strategy
-from .pipeline import WriteRun, detect_corrections
+from .extract import classify_message, dedup, emotion_step, extract_chunks, informed_context, postprocess
+from .reconcile import assign_ids, evidence, mirror_facts, reconcile
+from .resolve import resolve_all
+from .state import WriteRun
 
 __all__ = ["run_write", "decide", "trace_of"]
 
@@ -31,20 +34,20 @@ async def run_write(rt: KnowledgeRuntime, run: WriteRun, *, event_mode: str,
         run.strategy = select_strategy(run.classification)
         chunks = [Chunk(1, 1, run.message, None)]
     else:
-        chunks = await run.classify()
+        chunks = await classify_message(run)
     if run.event_vec is None:
         t_embed = time.perf_counter()
         run.event_vec = (await run.embed([run.message]))[0]
         run.step("embed_event", t_embed)
-    emotion_task = asyncio.ensure_future(run.emotion_step())
+    emotion_task = asyncio.ensure_future(emotion_step(run))
     try:
         if prepared is not None:
             replies = [(chunks[0], prepared)]
         else:
             t_informed = time.perf_counter()
-            existing = await run.informed_context()
+            existing = await informed_context(run)
             run.step("informed_context", t_informed)
-            replies = await run.extract(chunks, existing)
+            replies = await extract_chunks(run, chunks, existing)
     except ExtractionError as exc:
         await emotion_task
         return await _extraction_failed(rt, run, exc, event_mode, started)
@@ -53,10 +56,10 @@ async def run_write(rt: KnowledgeRuntime, run: WriteRun, *, event_mode: str,
         raise
     await emotion_task
     t_post = time.perf_counter()
-    run.postprocess(replies)
-    await run.dedup()
+    postprocess(run, replies)
+    await dedup(run)
     run.step("post_process", t_post, facts=len(run.facts), entities=len(run.entities))
-    await run.resolve_all()
+    await resolve_all(run)
     await decide(run)
     t_side = time.perf_counter()
     await _side_vectors(run)
@@ -95,20 +98,20 @@ async def decide(run: WriteRun, only: Optional[set[str]] = None) -> None:
     kept = [] if only is None else [d for d in run.decisions if d.fact.subject_key not in only and not d.fact.mirror]
     for d in run.decisions:
         d.fact.new_id = None
-    run.decisions = kept + await run.reconcile(facts)
+    run.decisions = kept + await reconcile(run, facts)
     for r in run.relations:
         r.evidence = None
-    missing = run.evidence()
+    missing = evidence(run)
     if missing:
-        mirrors = run.mirror_facts(missing)
-        mdec = await run.reconcile(mirrors)
+        mirrors = mirror_facts(run, missing)
+        mdec = await reconcile(run, mirrors)
         by_fact = {id(d.fact): d for d in mdec}
         run.decisions.extend(mdec)
         for r, f in zip(missing, mirrors):
             md = by_fact.get(id(f))
             if md is not None and md.action in ("ADD", "UPDATE", "NOOP"):
                 r.evidence = md
-    run.assign_ids()
+    assign_ids(run)
 
 
 async def _side_vectors(run: WriteRun) -> None:
@@ -229,3 +232,30 @@ def _dry_run_result(rt: KnowledgeRuntime, run: WriteRun) -> WriteResult:
     )
     _fill(run, result, dry=True)
     return result
+
+
+def detect_corrections(decisions: list[Any]) -> CorrectionResult:
+    """KC-4.13: applied UPDATEs of kind ``correction`` → ``CorrectionResult``.
+
+    Accepts pipeline decisions or plain dicts with ``action``, ``update_kind``,
+    ``attribute_key``, ``entity_key`` and ``existing_fact_id``."""
+
+    keys: list[str] = []
+    ids: list[str] = []
+    for d in decisions:
+        if isinstance(d, Decision):
+            action, kind = d.action, d.kind
+            attr, ekey = d.fact.attribute_key, d.fact.subject_key
+            old = d.target["id"] if d.target else None
+            if d.late:
+                continue
+        else:
+            action, kind = d.get("action"), d.get("update_kind", "change")
+            attr, ekey, old = d.get("attribute_key"), d.get("entity_key"), d.get("existing_fact_id")
+        if action != "UPDATE" or kind != "correction" or old is None:
+            continue
+        k = attr or ekey
+        if k not in keys:
+            keys.append(k)
+        ids.append(old)
+    return CorrectionResult(len(ids), keys, ids)
