@@ -198,7 +198,7 @@ def names_of(run: WriteRun, key: str) -> set[str]:
     names = set(run.key_names.get(key, set()))
     if key in run.created:
         names.add(run.created[key].display_name)
-    row = getattr(run, "_known_entities", {}).get(key)
+    row = run.known_entities.get(key)
     if row and row.get("display_name"):
         names.add(row["display_name"])
     if key in run.display_updates:

@@ -185,7 +185,7 @@ async def resolve_name(run: WriteRun, name: str) -> tuple[str, str]:
             return record_resolution(run, name, key, "exact")
     if n in run.alias_regs:
         return record_resolution(run, name, run.alias_regs[n][0], "exact")
-    if n in getattr(run, "_prefetched_norms", ()):
+    if n in run.prefetched_norms:
         hit = run.alias_cache  # prefetched in resolve_all (a miss there is a miss here)
     else:
         hit = await run.read(lambda c: reads.lookup_aliases(c, t, run.agent_id, [n], run.user_id))
@@ -196,7 +196,7 @@ async def resolve_name(run: WriteRun, name: str) -> tuple[str, str]:
         if key in run.known_entities and run.known_entities[key]["is_active"]:
             return record_resolution(run, name, key, "exact")
     if s:
-        if s in getattr(run, "_prefetched_slugs", ()):
+        if s in run.prefetched_slugs:
             by_slug = run.slug_cache.get(s, [])
         else:
             by_slug = await run.read(lambda c: reads.entities_by_slug(c, t, run.agent_id, s, run.user_id))

@@ -198,8 +198,8 @@ def _fill(run: WriteRun, result: WriteResult, dry: bool) -> None:
 def _result(run: WriteRun, rel_out: list[dict[str, Any]]) -> WriteResult:
     result = WriteResult(
         event_id=run.event_id, classification=run.classification, strategy=run.strategy, emotion=run.emotion,
-        relations=rel_out, intentions_created=list(getattr(run, "intentions_created", [])),
-        observations_created=list(getattr(run, "observations_created", [])), pipeline=run.trace,
+        relations=rel_out, intentions_created=list(run.intentions_created),
+        observations_created=list(run.observations_created), pipeline=run.trace,
         tokens_used=run.call.usage, warnings=list(run.warnings), degraded=list(run.degraded),
     )
     _fill(run, result, dry=False)
