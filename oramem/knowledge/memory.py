@@ -7,24 +7,22 @@ import logging
 from datetime import datetime
 from typing import Any, Callable, Optional, TypeVar
 
-import sqlalchemy as sa
 
 from .._sync import BackgroundLoop, sync_method
 from ..errors import StoreClosed
 from ..types import NOT_SET
 from . import deletes
 from .config import KnowledgeConfig, merge_config
-from .db.queries import check_user_id
+from .db.queries import check_page, check_user_id
 from .jobs import queue as queue_mod
 from .jobs import run as jobs_mod
 from .jobs import worker as worker_mod
 from .observe import finish_span, operation_span
 from .opening import NO_LLM_CONFIG, open_runtime
 from .read import facts
-from .text import parse_when, validate_agent_id
-from .write.state import WriteRun
+from .text import validate_agent_id
 from .write import edits
-from .write.entry import check_write, manual_run, reprocess_run, screen
+from .write.entry import manual_run, reprocess_run, write_message
 from .write.run import run_write
 from .types import (
     BackgroundRunResult,
@@ -63,15 +61,8 @@ class KnowledgeMemory:
     """
 
     def __init__(
-        self,
-        store: Any,
-        llm: Any,
-        embedder: Any = None,
-        *,
-        config: Optional[KnowledgeConfig] = None,
-        schema_policy: Any = NOT_SET,
-        clock: Optional[Callable[[], datetime]] = None,
-        tracer_provider: Any = None,
+        self, store: Any, llm: Any, embedder: Any = None, *, config: Optional[KnowledgeConfig] = None,
+        schema_policy: Any = NOT_SET, clock: Optional[Callable[[], datetime]] = None, tracer_provider: Any = None,
     ) -> None:
         self.runtime, self.config = open_runtime(store, llm, embedder, config=config, schema_policy=schema_policy,
                                                  clock=clock, tracer_provider=tracer_provider)
@@ -112,19 +103,9 @@ class KnowledgeMemory:
 
     # -- write ---------------------------------------------------------------------------------
     async def write_async(
-        self,
-        agent_id: str,
-        message: str,
-        speaker_name: str,
-        *,
-        user_id: Optional[str] = None,
-        source: str = "api",
-        session_id: Optional[str] = None,
-        occurred_at: Any = None,
-        recent_messages: Optional[list[Any]] = None,
-        dry_run: bool = False,
-        config_overrides: Optional[dict[str, Any]] = None,
-        verbose: bool = False,
+        self, agent_id: str, message: str, speaker_name: str, *, user_id: Optional[str] = None, source: str = "api",
+        session_id: Optional[str] = None, occurred_at: Any = None, recent_messages: Optional[list[Any]] = None,
+        dry_run: bool = False, config_overrides: Optional[dict[str, Any]] = None, verbose: bool = False,
         background: bool = False,
     ) -> WriteResult:
         """Turn one message into knowledge (KC-4). Raises on bad arguments and database
@@ -140,35 +121,14 @@ class KnowledgeMemory:
         ``user_id`` (KC-3.7): the user whose message this is; what it teaches is hers (only her
         reads see it, only her writes change it). ``None``: the agent's shared knowledge.
         ``session_id`` defaults to the (agent, user) thread :func:`default_session_id`."""
-        cfg = merge_config(self.config, config_overrides)
-        user_id, session_id, when, recent = check_write(
-            agent_id, message, speaker_name, user_id=user_id, source=source, session_id=session_id,
-            occurred_at=occurred_at, recent_messages=recent_messages, background=background, dry_run=dry_run,
-            verbose=verbose, has_llm=self.has_llm, cfg=cfg)
-        now = self._now()
-        if not message.strip():
-            return WriteResult()
-        message, verdict, flagged = await screen(self.runtime, message, source)
-        if flagged is not None:
-            return flagged
-        if background:
-            queued = await worker_mod.submit(self.runtime, agent_id, message, speaker_name, source=source,
-                                             session_id=session_id, occurred_at=when or now, recent=recent,
-                                             overrides=config_overrides, now=now, user_id=user_id)
-            if self._worker is not None:
-                self._worker.wake()
-            queued.firewall = verdict
-            return queued
-        run = WriteRun(
-            self.runtime, agent_id=agent_id, message=message, speaker_name=speaker_name, source=source,
-            session_id=session_id, occurred_at=when, recent_messages=recent, dry_run=bool(dry_run), cfg=cfg,
-            now=now, verbose=bool(verbose), user_id=user_id,
-        )
-        with operation_span(self._tracer_provider, "write", run, dry_run=bool(dry_run)) as span:
-            result = await run_write(self.runtime, run, event_mode="insert")
-            finish_span(span, result.stats, result.success)
-        result.firewall = verdict
-        return result
+        return await write_message(
+            self.runtime, self.config, self.has_llm, self._wake_worker, agent_id, message, speaker_name, user_id=user_id,
+            source=source, session_id=session_id, occurred_at=occurred_at, recent_messages=recent_messages,
+            dry_run=dry_run, config_overrides=config_overrides, verbose=verbose, background=background)
+
+    def _wake_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.wake()
 
     write = sync_method(write_async)
 
@@ -184,14 +144,8 @@ class KnowledgeMemory:
     # -- background extraction (queue.py) -----------------------------------------------------
 
     async def process_jobs_async(
-        self,
-        *,
-        max_jobs: Optional[int] = None,
-        lease_seconds: float = 300.0,
-        backoff_base: float = 2.0,
-        backoff_max: float = 300.0,
-        worker_id: Optional[str] = None,
-        _stop: Any = None,
+        self, *, max_jobs: Optional[int] = None, lease_seconds: float = 300.0, backoff_base: float = 2.0,
+        backoff_max: float = 300.0, worker_id: Optional[str] = None, _stop: Any = None,
     ) -> WorkerReport:
         """Process queued background writes until none is due (or ``max_jobs`` were taken):
         claim one, run the write pipeline on it, mark it done in the same transaction as its
@@ -241,63 +195,34 @@ class KnowledgeMemory:
 
     async def job_status_async(self, agent_id: Optional[str] = None, *, errors: int = 5) -> JobQueueStatus:
         """Counts of the extraction queue by state, the oldest pending job, the last errors."""
-        if agent_id is not None:
-            validate_agent_id(agent_id)
-        if isinstance(errors, bool) or not isinstance(errors, int) or errors < 0:
-            raise ValueError("errors must be an int >= 0")
-        now = self._now()
-        return await self.runtime.read(lambda c: queue_mod.status(c, self._tables, agent_id, now, errors))
+        return await worker_mod.job_status(self.runtime, agent_id, errors)
 
     job_status = sync_method(job_status_async)
 
     async def jobs_async(self, agent_id: Optional[str] = None, *, status: Optional[str] = None,
                          limit: int = 100) -> list[JobInfo]:
         """Queued background writes (``JobInfo``), oldest first."""
-        if agent_id is not None:
-            validate_agent_id(agent_id)
-        if status is not None and status not in queue_mod.JOB_STATES:
-            raise ValueError(f"status must be one of {', '.join(queue_mod.JOB_STATES)}, got {status!r}")
-        _check_page(limit, 0)
-        return await self.runtime.read(lambda c: queue_mod.list_jobs(c, self._tables, agent_id, status, limit))
+        return await worker_mod.list_jobs(self.runtime, agent_id, status, limit)
 
     jobs = sync_method(jobs_async)
 
     async def get_job_async(self, job_id: str) -> Optional[JobInfo]:
-        if not isinstance(job_id, str) or not job_id:
-            raise ValueError("job_id must be a non-empty string")
-        j = self._tables.job
-        row = await self.runtime.read(lambda c: c.execute(sa.select(j).where(j.c.id == job_id)).mappings().first())
-        return None if row is None else queue_mod.job_info(row)
+        return await worker_mod.get_job(self.runtime, job_id)
 
     get_job = sync_method(get_job_async)
 
     async def retry_jobs_async(self, job_ids: Optional[list[str]] = None, *, agent_id: Optional[str] = None) -> int:
         """Put ``failed`` jobs (these ids, or all of the agent, or all) back to ``pending``
         with a fresh set of attempts; returns how many."""
-        if job_ids is not None:
-            if isinstance(job_ids, str) or not isinstance(job_ids, (list, tuple)) or not job_ids \
-                    or not all(isinstance(x, str) and x for x in job_ids):
-                raise TypeError("job_ids must be a non-empty list of job id strings, or None for every failed job")
-        if agent_id is not None:
-            validate_agent_id(agent_id)
-        now = self._now()
-        return await self.runtime.in_thread(queue_mod.retry, self.runtime, None if job_ids is None else list(job_ids), agent_id, now)
+        return await worker_mod.retry_jobs(self.runtime, job_ids, agent_id)
 
     retry_jobs = sync_method(retry_jobs_async)
 
     # -- deterministic writes (no LLM extraction) -----------------------------------------------
     async def add_knowledge_async(
-        self,
-        agent_id: str,
-        *,
-        entities: Optional[list[Any]] = None,
-        facts: Optional[list[Any]] = None,
-        relations: Optional[list[Any]] = None,
-        user_id: Optional[str] = None,
-        source: str = "api",
-        session_id: Optional[str] = None,
-        occurred_at: Any = None,
-        config_overrides: Optional[dict[str, Any]] = None,
+        self, agent_id: str, *, entities: Optional[list[Any]] = None, facts: Optional[list[Any]] = None,
+        relations: Optional[list[Any]] = None, user_id: Optional[str] = None, source: str = "api",
+        session_id: Optional[str] = None, occurred_at: Any = None, config_overrides: Optional[dict[str, Any]] = None,
     ) -> WriteResult:
         """Store caller-given knowledge without LLM extraction, through the same entity
         resolution, reconciliation, bi-temporal upsert, invalidation cascade and indexing as
@@ -319,8 +244,8 @@ class KnowledgeMemory:
     add_knowledge = sync_method(add_knowledge_async)
 
     async def add_entity_async(
-        self, agent_id: str, name: str, *, type: str = "other", aliases: Optional[list[Any]] = None, source: str = "api",
-        user_id: Optional[str] = None,
+        self, agent_id: str, name: str, *, type: str = "other", aliases: Optional[list[Any]] = None,
+        source: str = "api", user_id: Optional[str] = None,
     ) -> WriteResult:
         """One entity, resolved against the agent's entities like an extracted one (see
         :meth:`add_knowledge_async`)."""
@@ -332,18 +257,9 @@ class KnowledgeMemory:
     add_entity = sync_method(add_entity_async)
 
     async def add_fact_async(
-        self,
-        agent_id: str,
-        subject: str,
-        fact: str,
-        *,
-        subject_type: Optional[str] = None,
-        attribute_key: Optional[str] = None,
-        value: Any = None,
-        valid_from: Any = None,
-        confidence: Optional[float] = None,
-        source: str = "api",
-        user_id: Optional[str] = None,
+        self, agent_id: str, subject: str, fact: str, *, subject_type: Optional[str] = None,
+        attribute_key: Optional[str] = None, value: Any = None, valid_from: Any = None,
+        confidence: Optional[float] = None, source: str = "api", user_id: Optional[str] = None,
     ) -> WriteResult:
         """One fact about ``subject`` (see :meth:`add_knowledge_async`)."""
         item: dict[str, Any] = {"subject": subject, "fact": fact}
@@ -387,39 +303,18 @@ class KnowledgeMemory:
 
     # -- retrieve (KC-5) ------------------------------------------------------------------------
     async def retrieve_async(
-        self,
-        agent_id: str,
-        query: str,
-        *,
-        session_id: Optional[str] = None,
-        entity_keys: Optional[list[Any]] = None,
-        as_of: Any = None,
-        known_at: Any = None,
-        include_directives: bool = False,
-        config_overrides: Optional[dict[str, Any]] = None,
-        verbose: bool = False,
-        user_id: Optional[str] = None,
+        self, agent_id: str, query: str, *, session_id: Optional[str] = None, entity_keys: Optional[list[Any]] = None,
+        as_of: Any = None, known_at: Any = None, include_directives: bool = False,
+        config_overrides: Optional[dict[str, Any]] = None, verbose: bool = False, user_id: Optional[str] = None,
     ) -> RetrieveResult:
         """Facts, events, intentions and a compressed context for ``query`` (KC-5). KC-3.8:
         ``user_id``'s knowledge plus the agent's shared knowledge, never another user's;
         ``None``: the shared knowledge only."""
         from ..trust import audit
-        from .read.run import run_retrieve
+        from .read.run import check_retrieve, run_retrieve
         from .read.state import RetrieveState
 
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a str, got {type(query).__name__}")
-        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
-            raise ValueError("session_id must be a non-empty string or None")
-        if entity_keys is not None:
-            if isinstance(entity_keys, str) or not isinstance(entity_keys, (list, tuple, set, frozenset)):
-                raise TypeError("entity_keys must be a list of str")
-            if not all(isinstance(k, str) for k in entity_keys):
-                raise TypeError("entity_keys must be a list of str")
-        as_of_dt = parse_when(as_of, "as_of")
-        known_dt = parse_when(known_at, "known_at")
+        user_id, as_of_dt, known_dt = check_retrieve(agent_id, query, session_id, entity_keys, as_of, known_at, user_id)
         cfg = merge_config(self.config, config_overrides)
         now = self._now()
         if not query.strip():
@@ -581,7 +476,7 @@ class KnowledgeMemory:
         ``None``: the shared facts only."""
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
-        _check_page(limit, offset)
+        check_page(limit, offset)
         now = self._now()
         return await self.runtime.read(lambda c: facts.all_facts(
             c, self._tables, agent_id, limit=limit, offset=offset, entity_keys=entity_keys,
@@ -594,7 +489,7 @@ class KnowledgeMemory:
         """Entities of the agent (KC-3.8: ``user_id``'s plus the shared ones; ``None``: shared only)."""
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
-        _check_page(limit, offset)
+        check_page(limit, offset)
         return await self.runtime.read(lambda c: facts.entities(
             c, self._tables, agent_id, limit=limit, offset=offset, include_inactive=include_inactive, user_id=user_id))
 
@@ -691,11 +586,3 @@ class KnowledgeMemory:
         return await self.runtime.in_thread(self._store.forget, user_id=user_id, agent_id=agent_id)
 
     forget = sync_method(forget_async)
-
-
-def _check_page(limit: Any, offset: Any) -> None:
-    for name, v, lo in (("limit", limit, 1), ("offset", offset, 0)):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{name} must be an int")
-        if v < lo:
-            raise ValueError(f"{name} must be >= {lo}")

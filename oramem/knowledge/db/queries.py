@@ -297,3 +297,12 @@ def links_of(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str
             if owner == agent_id:
                 out.setdefault(fid, []).append(key)
     return out
+
+
+def check_page(limit: Any, offset: Any) -> None:
+    """A page's ``limit`` (>= 1) and ``offset`` (>= 0), as ints."""
+    for name, v, lo in (("limit", limit, 1), ("offset", offset, 0)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name} must be an int")
+        if v < lo:
+            raise ValueError(f"{name} must be >= {lo}")

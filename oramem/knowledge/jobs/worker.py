@@ -10,17 +10,20 @@ import time
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
+import sqlalchemy as sa
+
 from ..config import KnowledgeConfig, merge_config
+from ..db.queries import check_page
 from ..model import new_id
 from ..observe import finish_span, operation_span
 from ..runtime import KnowledgeRuntime
-from ..text import iso, parse_when
-from ..types import OperationStats, StepTiming, WorkerReport, WriteResult
+from ..text import iso, parse_when, validate_agent_id
+from ..types import JobInfo, JobQueueStatus, OperationStats, StepTiming, WorkerReport, WriteResult
 from ..write.state import WriteRun
 from ..write.run import run_write
 from . import queue as queue_mod
 
-__all__ = ["submit", "process_jobs", "run_job"]
+__all__ = ["submit", "process_jobs", "run_job", "job_status", "list_jobs", "get_job", "retry_jobs"]
 
 
 async def submit(rt: KnowledgeRuntime, agent_id: str, message: str, speaker_name: str, *, source: str, session_id: str,
@@ -155,3 +158,41 @@ async def run_job(rt: KnowledgeRuntime, config: KnowledgeConfig, job: dict[str, 
         error = result.error or "extraction failed"
     return await rt.in_thread(queue_mod.fail_attempt, rt, job, wid, error, rt.now(), base, cap)
 
+
+
+# ----------------------------------------------------------------------------- the queue seen from outside
+async def job_status(rt: KnowledgeRuntime, agent_id: Optional[str], errors: Any) -> JobQueueStatus:
+    if agent_id is not None:
+        validate_agent_id(agent_id)
+    if isinstance(errors, bool) or not isinstance(errors, int) or errors < 0:
+        raise ValueError("errors must be an int >= 0")
+    now = rt.now()
+    return await rt.read(lambda c: queue_mod.status(c, rt.tables, agent_id, now, errors))
+
+
+async def list_jobs(rt: KnowledgeRuntime, agent_id: Optional[str], status: Optional[str], limit: Any) -> list[JobInfo]:
+    if agent_id is not None:
+        validate_agent_id(agent_id)
+    if status is not None and status not in queue_mod.JOB_STATES:
+        raise ValueError(f"status must be one of {', '.join(queue_mod.JOB_STATES)}, got {status!r}")
+    check_page(limit, 0)
+    return await rt.read(lambda c: queue_mod.list_jobs(c, rt.tables, agent_id, status, limit))
+
+
+async def get_job(rt: KnowledgeRuntime, job_id: Any) -> Optional[JobInfo]:
+    if not isinstance(job_id, str) or not job_id:
+        raise ValueError("job_id must be a non-empty string")
+    j = rt.tables.job
+    row = await rt.read(lambda c: c.execute(sa.select(j).where(j.c.id == job_id)).mappings().first())
+    return None if row is None else queue_mod.job_info(row)
+
+
+async def retry_jobs(rt: KnowledgeRuntime, job_ids: Any, agent_id: Optional[str]) -> int:
+    if job_ids is not None:
+        if isinstance(job_ids, str) or not isinstance(job_ids, (list, tuple)) or not job_ids \
+                or not all(isinstance(x, str) and x for x in job_ids):
+            raise TypeError("job_ids must be a non-empty list of job id strings, or None for every failed job")
+    if agent_id is not None:
+        validate_agent_id(agent_id)
+    now = rt.now()
+    return await rt.in_thread(queue_mod.retry, rt, None if job_ids is None else list(job_ids), agent_id, now)

@@ -7,15 +7,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Optional
 
 import numpy as np
 import sqlalchemy as sa
 
 from ..db import queries as reads
+from ..db.queries import check_user_id
 from ..errors import LLMError
 from ..observe import stats_of
+from ..text import parse_when, validate_agent_id
 from ..types import IntentionDetail, RetrieveResult, SpreadingActivationResult, GraphRetrievalResult
 from .context import compress_context
 from .scoring import clip01, plan_retrieval, ranked_cands, score_cand, scored_fact
@@ -24,7 +26,7 @@ from .spreading import spread
 from .state import Cand, RetrieveState
 from .temporal import temporal_range
 
-__all__ = ["run_retrieve"]
+__all__ = ["run_retrieve", "check_retrieve"]
 
 
 async def run_retrieve(st: RetrieveState) -> RetrieveResult:
@@ -273,3 +275,20 @@ async def track_usage(st: RetrieveState, fact_ids: list[str], edge_ids: list[str
 
     if not await st.rt.in_thread(run):
         st.warn("usage tracking skipped: another writer holds the store's write lock (the read did not wait)")
+
+
+def check_retrieve(agent_id: Any, query: Any, session_id: Any, entity_keys: Any, as_of: Any, known_at: Any,
+                   user_id: Any) -> tuple[Optional[str], Optional[datetime], Optional[datetime]]:
+    """``retrieve``'s arguments, before anything is read: (user_id, as_of, known_at)."""
+    validate_agent_id(agent_id)
+    user_id = check_user_id(user_id)
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a str, got {type(query).__name__}")
+    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+        raise ValueError("session_id must be a non-empty string or None")
+    if entity_keys is not None:
+        if isinstance(entity_keys, str) or not isinstance(entity_keys, (list, tuple, set, frozenset)):
+            raise TypeError("entity_keys must be a list of str")
+        if not all(isinstance(k, str) for k in entity_keys):
+            raise TypeError("entity_keys must be a list of str")
+    return user_id, parse_when(as_of, "as_of"), parse_when(known_at, "known_at")

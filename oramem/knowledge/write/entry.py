@@ -1,4 +1,4 @@
-"""What the public write calls do before the pipeline runs (KC-4.1): their argument checks
+"""The public write calls up to the pipeline (KC-4.1): their argument checks
 (before any LLM call or row), the store firewall's screening of the message (SC-15.6), the
 default thread of a write, and the :class:`WriteRun` of ``write``, ``add_knowledge`` and
 ``reprocess_event``."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import sqlalchemy as sa
 
@@ -17,13 +17,16 @@ from ...trust.gate import screen_message
 from ..config import KnowledgeConfig, merge_config
 from ..db import queries as reads
 from ..db.queries import check_user_id
+from ..jobs import worker as worker_mod
+from ..observe import finish_span, operation_span
 from ..runtime import KnowledgeRuntime
 from ..text import parse_when, validate_agent_id
 from ..types import WriteResult
 from .deterministic import build_reply, event_text
+from .run import run_write
 from .state import WriteRun
 
-__all__ = ["default_session_id", "check_write", "screen", "manual_run", "reprocess_run"]
+__all__ = ["default_session_id", "check_write", "screen", "manual_run", "reprocess_run", "write_message"]
 
 #: what a write without an LLM switches off (``KnowledgeMemory(llm=None)``, opening.py)
 _NO_EMOTION = {"enable_emotion_tagging": False}
@@ -154,3 +157,39 @@ async def reprocess_run(rt: KnowledgeRuntime, config: KnowledgeConfig, agent_id:
     if row["emotion_primary"]:
         run.cfg = merge_config(cfg, _NO_EMOTION)
     return run
+
+
+async def write_message(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, wake: Callable[[], None],
+                        agent_id: Any, message: Any, speaker_name: Any, *, user_id: Any, source: Any, session_id: Any,
+                        occurred_at: Any, recent_messages: Any, dry_run: Any, config_overrides: Optional[dict[str, Any]],
+                        verbose: Any, background: Any) -> WriteResult:
+    """``KnowledgeMemory.write``: checks, the firewall, then the pipeline now or a queued job
+    (``wake`` tells this instance's worker, if one runs, that a job is due)."""
+    cfg = merge_config(config, config_overrides)
+    user_id, session_id, when, recent = check_write(
+        agent_id, message, speaker_name, user_id=user_id, source=source, session_id=session_id,
+        occurred_at=occurred_at, recent_messages=recent_messages, background=background, dry_run=dry_run,
+        verbose=verbose, has_llm=has_llm, cfg=cfg)
+    now = rt.now()
+    if not message.strip():
+        return WriteResult()
+    message, verdict, flagged = await screen(rt, message, source)
+    if flagged is not None:
+        return flagged
+    if background:
+        queued = await worker_mod.submit(rt, agent_id, message, speaker_name, source=source, session_id=session_id,
+                                         occurred_at=when or now, recent=recent, overrides=config_overrides, now=now,
+                                         user_id=user_id)
+        wake()
+        queued.firewall = verdict
+        return queued
+    run = WriteRun(
+        rt, agent_id=agent_id, message=message, speaker_name=speaker_name, source=source, session_id=session_id,
+        occurred_at=when, recent_messages=recent, dry_run=bool(dry_run), cfg=cfg, now=now, verbose=bool(verbose),
+        user_id=user_id,
+    )
+    with operation_span(rt.tracer_provider, "write", run, dry_run=bool(dry_run)) as span:
+        result = await run_write(rt, run, event_mode="insert")
+        finish_span(span, result.stats, result.success)
+    result.firewall = verdict
+    return result
