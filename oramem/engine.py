@@ -154,6 +154,18 @@ class Engine(abc.ABC):
     def register_deletion_hook(self, hook: DeletionHookSpec) -> None:
         """SC-8.5: call ``hook`` inside every delete/cascade/purge transaction."""
 
+    def sql_access(self, store: Any, configure: Optional[Callable[[Any], Any]] = None) -> Any:
+        """SQLAlchemy access to this engine's database for a layer built on the store
+        (``oramem.sql_access.SQLAccess``; ``store.sql_access()``). ``configure`` is called with
+        the SQLAlchemy engine it creates (the layer's bind rules). Default: not supported."""
+        raise CapabilityError(f"{type(self).__name__} gives no SQL access to layers built on the store")
+
+    def register_erasure(self, eraser: Any) -> None:
+        """SC-8.6: add what ``forget`` also erases, in its transaction (engines whose
+        ``forget`` runs in the database, Oracle); engines that run Python deletion hooks in
+        ``forget`` (SQLite) do not need it. Default: not supported."""
+        raise CapabilityError(f"{type(self).__name__} takes no erasure (register a deletion hook)")
+
     def embed_texts(self, texts: builtins.list[str], is_query: bool) -> Optional[np.ndarray]:
         """Engines with an in-database embedder may embed here; default: not supported."""
         return None

@@ -306,7 +306,7 @@ class _OracleSide:
         import sqlalchemy as sa
         from sqlalchemy.pool import StaticPool
 
-        from .knowledge.db.backend import SharedConnection
+        from .sql_access import SharedConnection
 
         from .knowledge.db.schema import bind_json_as_oson
 

@@ -578,6 +578,26 @@ class OracleMemoryStore(IMemoryStore):
                 check_reserved(d.metadata)
         return drafts if policy is None else screen_drafts(policy, drafts, restoring=restoring, what=what)
 
+    def sql_access(self, *, configure: Optional[Callable[[Any], Any]] = None) -> Any:
+        """SQLAlchemy access to this store's database for a layer built on the store (the
+        knowledge layer): an :class:`oramem.sql_access.SQLAccess` whose writes join the store's
+        transaction block (SC-12). ``configure(sa_engine)`` runs once on the SQLAlchemy engine it
+        creates. A new object per call; close it when done (the store keeps its connections)."""
+        return self._engine.sql_access(self, configure)
+
+    async def sql_access_async(self, *, configure: Optional[Callable[[Any], Any]] = None) -> Any:
+        """Async twin of :meth:`sql_access` (creating the access does no I/O)."""
+        return self._engine.sql_access(self, configure)
+
+    def register_erasure(self, eraser: Any) -> None:
+        """SC-8.6: on an engine whose ``forget`` runs in the database (Oracle), add what
+        ``forget`` also erases in its transaction (see ``Engine.register_erasure``)."""
+        self._engine.register_erasure(eraser)
+
+    async def register_erasure_async(self, eraser: Any) -> None:
+        """Async twin of :meth:`register_erasure` (registration does no I/O)."""
+        self._engine.register_erasure(eraser)
+
     def register_deletion_hook(self, hook: DeletionHookSpec) -> None:
         """SC-8.5: ``hook`` runs inside every delete, cascade and purge transaction (SQLite:
         a callable ``hook(connection, event)``; Oracle: the name of a PL/SQL procedure)."""
@@ -977,6 +997,12 @@ class OracleMemoryStore(IMemoryStore):
     def closed(self) -> bool:
         """True once ``close()`` / ``close_async()`` ran; every operation then raises."""
         return self._closed
+
+    @property
+    def async_only(self) -> bool:
+        """True for a store opened on python-oracledb's asyncio (an async pool or connection):
+        only the ``*_async`` methods work on it."""
+        return bool(self._engine.async_only)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

@@ -127,7 +127,7 @@ class OracleEraser:
     ``oramem_kg_jobs.on_store_delete``, already removes the agent's rows and the facts and
     events of her records) and calls :meth:`erase` after it, both inside its transaction:
     SQLAlchemy reaches the transaction's connection through the knowledge layer's Oracle
-    backend (``OracleBackend._connect``). The counts are the rows gone in both steps.
+    backend (``oramem.oracle.sql_access.OracleAccess._connect``). The counts are the rows gone in both steps.
     Static-checked, not run against Oracle."""
 
     def __init__(self, sa_engine: sa.Engine, tables: KGTables, purge_facts: PurgeFacts) -> None:

@@ -9,13 +9,13 @@ import functools
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from typing import Any, Callable, Optional, cast
+from typing import Any, Callable, Optional
 
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
 from . import deletes
 from .config import KnowledgeConfig, merge_config
-from .db.backend import Backend, backend_for
-from .db.schema import KGTables, apply_schema_policy, build_tables, oracle_upgrade_ddl, upgrade_sqlite
+from ..sql_access import SQLAccess
+from .db.schema import KGTables, apply_schema_policy, bind_json_as_oson, build_tables, oracle_upgrade_ddl, upgrade_sqlite
 from .llm.providers import NoLLM
 from .observe import otel_available
 from .runtime import KnowledgeRuntime
@@ -72,7 +72,7 @@ def open_runtime(store: Any, llm: Any, embedder: Any, *, config: Optional[Knowle
         )
     check_embedder_identity(store, embedder)
     policy = SchemaPolicy.coerce(store.schema_policy if schema_policy is NOT_SET else schema_policy, "schema_policy")
-    backend = backend_for(store)
+    backend = store.sql_access(configure=bind_json_as_oson)
     tables = build_tables(store.memory_store_id, dim)
     if backend.dialect_name == "oracle":
         backend.agent_table = tables.agent
@@ -93,11 +93,11 @@ def open_runtime(store: Any, llm: Any, embedder: Any, *, config: Optional[Knowle
         # forget (SC-8.6): the whole erasure of oramem.knowledge.deletes runs in the
         # store's forget transaction, through SQLAlchemy on its connection
         eraser = deletes.OracleEraser(backend.sa_engine, tables, deletes.purger(rt))
-        cast(Any, store.engine).register_erasure(eraser)
+        store.register_erasure(eraser)
     return rt, config
 
 
-def _upgrade_schema(backend: Backend, tables: KGTables, names: list[str]) -> None:
+def _upgrade_schema(backend: SQLAccess, tables: KGTables, names: list[str]) -> None:
     """KC-3.7: add the user dimension to knowledge tables of an older store, in one
     transaction (SQLite: table rebuilds; Oracle: the block of ``oracle_upgrade_ddl``)."""
     if backend.dialect_name == "sqlite":

@@ -26,7 +26,7 @@ from .text import to_utc
 if TYPE_CHECKING:  # typing only: runtime.py imports no knowledge module but the leaf text.py (no import cycles)
     from ..embedders.base import IEmbedder
     from ..store import OracleMemoryStore
-    from .db.backend import Backend
+    from ..sql_access import SQLAccess
     from .llm.providers import LLMProvider
     from .db.schema import KGTables
 
@@ -41,7 +41,7 @@ class KnowledgeRuntime:
     llm: LLMProvider  # NoLLM when the layer runs without one
     embedder: IEmbedder  # the store's embedder unless one was given
     dim: int  # embedder dimension == store.vector_dim
-    backend: Backend  # the knowledge tables' database (the store's)
+    backend: SQLAccess  # the knowledge tables' database: the store's (``store.sql_access()``)
     tables: KGTables  # the knowledge tables of this store
     executor: ThreadPoolExecutor
     #: the instance's clock (``KnowledgeMemory(clock=...)``), unchecked; :meth:`now` checks what it returns
@@ -83,7 +83,7 @@ class KnowledgeRuntime:
         if kwargs.get("query_vector") is not None and kwargs.get("strategy") is None:
             kwargs["strategy"] = "vector"
         with internal():
-            if not getattr(self.store.engine, "async_only", False):
+            if not self.store.async_only:
                 return await self.in_thread(self.store.search, **kwargs)
             return await self.store.search_async(**kwargs)
 

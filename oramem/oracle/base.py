@@ -436,6 +436,11 @@ class OracleEngine(Engine):
     def _prepare_purge_expired(self) -> _Prepared[int]:
         return _Prepared("purge_expired", True, dict(in_store_id=_STORE, in_commit=0), self._count)
 
+    def sql_access(self, store: Any, configure: Optional[Callable[[Any], Any]] = None) -> Any:
+        from .sql_access import OracleAccess
+
+        return OracleAccess(store, configure=configure)
+
     # -- forget (SC-8.6) ---------------------------------------------------------------
     def register_erasure(self, eraser: Any) -> None:
         """Add what ``forget`` also erases, in its transaction on its connection: an object

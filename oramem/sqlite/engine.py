@@ -418,6 +418,11 @@ class SQLiteEngine(Engine):
                 stacklevel=3,
             )
 
+    def sql_access(self, store: Any, configure: Optional[Callable[[Any], Any]] = None) -> Any:
+        from .sql_access import SQLiteAccess
+
+        return SQLiteAccess(store, configure)
+
     def register_deletion_hook(self, hook: DeletionHookSpec) -> None:
         if not callable(hook):
             raise TypeError(f"a deletion hook must be callable, got {type(hook).__name__}")

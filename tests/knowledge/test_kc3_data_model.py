@@ -225,7 +225,7 @@ def test_memory_store_shares_connection(llm):
 
 def test_oracle_backend_refuses_async_sources_and_unknown_stores():
     from oramem import StoreError
-    from oramem.knowledge.db.backend import OracleBackend
+    from oramem.oracle.sql_access import OracleAccess
 
     class Engine:
         source_kind, source = "async_pool", object()
@@ -234,7 +234,7 @@ def test_oracle_backend_refuses_async_sources_and_unknown_stores():
         engine = Engine()
 
     with pytest.raises(StoreError, match="synchronous"):
-        OracleBackend(Store())
+        OracleAccess(Store())
     Engine.source_kind = None
     with pytest.raises(StoreError, match="connection source"):
-        OracleBackend(Store())
+        OracleAccess(Store())

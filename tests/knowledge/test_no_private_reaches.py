@@ -39,3 +39,14 @@ def test_no_knowledge_module_reaches_into_private_attributes():
         if (reaches := private_reaches(path.read_text(encoding="utf-8")))
     }
     assert offenders == {}
+
+
+def test_no_knowledge_module_reaches_into_the_store_engine():
+    """Issue 25 item 3: the layer uses the public store API (``store.sql_access()``,
+    ``store.register_erasure``, ``store.async_only``), never ``store.engine``."""
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "engine" and not ast.unparse(node.value).endswith("sa"):
+                offenders.setdefault(str(path.relative_to(PACKAGE)), []).append((node.lineno, ast.unparse(node)))
+    assert offenders == {}

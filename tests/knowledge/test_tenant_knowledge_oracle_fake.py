@@ -14,7 +14,7 @@ from sqlalchemy.dialects import oracle
 from oramem import OracleDBMemoryStore, SchemaPolicy
 from oramem.embedders import HashEmbedder
 from oramem.knowledge.db import queries as reads
-from oramem.knowledge.db.backend import OracleBackend
+from oramem.oracle.sql_access import OracleAccess
 from oramem.knowledge.db.schema import build_tables
 
 fakes = pytest.importorskip("oracle.fakes")
@@ -66,7 +66,7 @@ class _SAEngine:
 def test_f16_usage_tracking_gives_up_on_a_locked_agent_row():
     busy = fakes.db_error(54, "resource busy and acquire with NOWAIT specified or timeout expired")
     rec = fakes.Recorder()
-    backend = OracleBackend(_store(rec), agent_table=build_tables("MYSTORE", 8).agent)
+    backend = OracleAccess(_store(rec), agent_table=build_tables("MYSTORE", 8).agent)
     try:
         backend.sa_engine = _SAEngine(_SAConn(busy))
         with backend.try_write("knowledge usage tracking", "a1") as conn:

@@ -17,7 +17,7 @@ from sqlalchemy.pool import NullPool
 
 from oramem import OracleDBMemoryStore, SchemaPolicy
 from oramem.embedders import HashEmbedder
-from oramem.knowledge.db.backend import OracleBackend
+from oramem.oracle.sql_access import OracleAccess
 from oramem.knowledge.jobs import queue as queue_mod
 from oramem.knowledge.memory import KnowledgeMemory
 from oramem.knowledge.db.schema import build_tables
@@ -38,7 +38,7 @@ def store_over_fake(rec=None):
 
 def test_f5_sqlalchemy_does_not_pool_the_stores_connections():
     store, pool, rec = store_over_fake()
-    backend = OracleBackend(store)
+    backend = OracleAccess(store)
     try:
         assert isinstance(backend.sa_engine.pool, NullPool)
         # a checkout acquires from the store's pool; SQLAlchemy's outputtypehandler is taken

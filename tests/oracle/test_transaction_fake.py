@@ -12,7 +12,8 @@ import pytest
 
 from oramem import OracleDBMemoryStore, SchemaPolicy, StoreError
 from oramem.embedders import HashEmbedder
-from oramem.knowledge.db.backend import OracleBackend, SharedConnection
+from oramem.oracle.sql_access import OracleAccess
+from oramem.sql_access import SharedConnection
 
 from .fakes import FakeAsyncPool, FakeConnection, FakePool, Recorder
 from .test_driver_fake import SETTINGS_OUT
@@ -143,7 +144,7 @@ def test_async_pool_block_is_one_connection_and_one_commit():
 def test_knowledge_writes_run_on_the_blocks_connection():
     rec = recorder()
     store = sync_store(rec)
-    backend = OracleBackend(store)
+    backend = OracleAccess(store)
     try:
         with store.transaction():
             held = store.engine.sql_connection()
@@ -192,12 +193,12 @@ def test_a_single_connection_is_lent_to_the_knowledge_layer_only_between_blocks(
     rec = recorder()
     conn = FakeConnection(rec)
     store = sync_store(rec, conn)
-    backend = OracleBackend(store)
+    backend = OracleAccess(store)
     started, release, finished, b_done = (threading.Event() for _ in range(4))
 
     def knowledge_side():
         if path == "job claim":
-            with queue_mod._oracle_dbapi(SimpleNamespace(store=store)) as c:
+            with queue_mod._oracle_dbapi(SimpleNamespace(store=store, backend=backend)) as c:
                 c.commit()  # claim_oracle's commit
         else:
             shared = backend._connect(store.engine.source, "conn")  # SQLAlchemy's checkout

@@ -42,6 +42,9 @@ def test_the_layer_contracts_hold():
     ("oramem/sqlite/admin.py", "from ..knowledge import schema as _s", "do not import the knowledge layer"),
     ("oramem/store.py", "from .cli import group as _g", "no other module imports it"),
     ("oramem/jsonl.py", "import click as _click", "click is imported there only"),
+    ("oramem/knowledge/write/commit.py", "from ...sqlite import engine as _e", "public store API only"),
+    ("oramem/knowledge/read/run.py", "from ...oracle import base as _b", "public store API only"),
+    ("oramem/knowledge/runtime.py", "from .. import engine as _seam", "public store API only"),
 ])
 def test_each_contract_reports_a_breaking_import(tmp_path, module, line, contract):
     repo = _copy(tmp_path)

@@ -97,11 +97,12 @@ def _json_input_sizes(inputsizes: dict[Any, Any], cursor: Any, statement: Any, p
 
 
 def bind_json_as_oson(engine: Any) -> Any:
-    """Make ``engine`` (an ``oracle+oracledb`` SQLAlchemy engine) bind the knowledge tables'
-    JSON columns as ``DB_TYPE_JSON`` (the documented way to send a Python value to a JSON
-    column: python-oracledb user guide, "Using the Oracle Database 21c JSON Type"). Returns
-    the engine."""
-    sa.event.listen(engine, "do_setinputsizes", _json_input_sizes)
+    """Make ``engine``, when it is an ``oracle+oracledb`` SQLAlchemy engine, bind the knowledge
+    tables' JSON columns as ``DB_TYPE_JSON`` (the documented way to send a Python value to a
+    JSON column: python-oracledb user guide, "Using the Oracle Database 21c JSON Type"); other
+    dialects have nothing to do. Returns the engine (``store.sql_access(configure=...)``)."""
+    if engine.dialect.name == "oracle":
+        sa.event.listen(engine, "do_setinputsizes", _json_input_sizes)
     return engine
 
 

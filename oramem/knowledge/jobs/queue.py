@@ -197,7 +197,7 @@ def _claim_on(dbapi_conn: Any, cur: Any, table: str, worker_id: str, n: datetime
 def _oracle_dbapi(rt: Any) -> Iterator[Any]:
     """A connection ``claim_oracle`` may commit and roll back: a pooled one, or the store's single
     connection held for the claim (other threads' store blocks wait, review D3)."""
-    with rt.store.engine.connection_turn() as conn:
+    with rt.backend.dbapi_turn() as conn:
         yield conn
 
 

@@ -33,7 +33,7 @@ T = TypeVar("T")
 __all__ = ["WriteState", "WriteRun", "SELF_REFERENCES"]
 
 if TYPE_CHECKING:
-    from ..db.backend import Backend
+    from ...sql_access import SQLAccess
     from ..db.schema import KGTables
 
 log = logging.getLogger("oramem.knowledge")
@@ -56,7 +56,7 @@ class WriteState:
     #: KC-3.7: the scope of this write: the user's rows, or (None) the agent's shared rows
     user_id: Optional[str]
     t: KGTables
-    backend: Backend
+    backend: SQLAccess
     agent_id: str
     message: str
     speaker: str

@@ -1,0 +1,121 @@
+"""SQLAlchemy access to a store's database for layers built on the store (the knowledge layer):
+``store.sql_access()`` returns the engine's :class:`SQLAccess`, and the layer needs nothing
+else of the engine (no engine module, no isinstance on engines; issue 25 item 3).
+
+Every write runs inside the store's own transaction block (``store.transaction()``, SC-12):
+the store records it adds or changes and the layer's rows commit together or not at all
+(KC-7.4), on both engines. SQLite: the store's own connection and lock
+(``oramem.sqlite.sql_access``); Oracle: the connection the store's block holds for writes,
+a connection of the store's pool (or its connection) for reads (``oramem.oracle.sql_access``).
+
+SQLAlchemy builds and runs statements; it never ends a transaction it does not own. The
+DBAPI connection it is given for a store block (:class:`SharedConnection`, through the
+documented ``creator`` hook) ignores ``commit()``/``rollback()``/``close()``: the block
+commits or rolls back. No SQLAlchemy internals are patched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import sqlalchemy as sa
+
+from .errors import StoreBusy, StoreError, is_sqlite_busy
+
+__all__ = ["SQLAccess", "SharedConnection", "translated"]
+
+
+@contextlib.contextmanager
+def translated(what: str) -> Iterator[None]:
+    """KC-7.1: database problems surface as the store's ``StoreError`` family with a
+    message that says what to do, not as SQLAlchemy/driver exceptions."""
+    try:
+        yield
+    except sa.exc.SQLAlchemyError as exc:
+        orig = getattr(exc, "orig", None) or exc
+        text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+        if is_sqlite_busy(exc):  # by the error code (SQLITE_BUSY/LOCKED), not the message
+            raise StoreBusy(f"{what}: the database stayed locked by another writer ({text}); retry") from exc
+        if isinstance(exc, sa.exc.IntegrityError):
+            raise StoreError(f"{what}: a constraint of the knowledge tables was violated ({text}); nothing was stored") from exc
+        raise StoreError(
+            f"{what} failed in the database ({text}); check that the knowledge tables exist and match this "
+            "version (open with schema_policy=CREATE_IF_NECESSARY)"
+        ) from exc
+
+
+class SharedConnection:
+    """A DBAPI connection lent to SQLAlchemy by its owner (the store).
+
+    ``owns_transaction=False`` (a store block's connection, or the SQLite store connection):
+    ``commit()`` and ``rollback()`` do nothing, the owner ends the transaction.
+    ``owns_transaction=True`` (a python-oracledb connection given to the store, used
+    outside a block, while the store's engine lends it: ``turn``): they are the connection's
+    own. ``close()`` never closes it (the owner does); it ends the ``turn`` (a context manager
+    entered by the lender), so the store's other threads may use the connection again. An
+    ``outputtypehandler`` SQLAlchemy sets (its Oracle dialect does on connect) is kept here
+    and given to the cursors it opens, so the owner's own calls never see it."""
+
+    def __init__(self, conn: Any, *, owns_transaction: bool = False, turn: Any = None) -> None:
+        self.__dict__.update(_conn=conn, _owns=owns_transaction, outputtypehandler=None, _turn=turn)
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        cur = self._conn.cursor(*args, **kwargs)
+        if self.outputtypehandler is not None:
+            cur.outputtypehandler = self.outputtypehandler
+        return cur
+
+    def commit(self) -> None:
+        if self._owns:
+            self._conn.commit()
+
+    def rollback(self) -> None:
+        if self._owns:
+            self._conn.rollback()
+
+    def close(self) -> None:
+        """The owner closes the connection; a lent one goes back to the owner."""
+        turn, self.__dict__["_turn"] = self._turn, None
+        if turn is not None:
+            turn.__exit__(None, None, None)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+class SQLAccess:
+    """What a layer above the store uses of its database: ``read()`` and ``write()``
+    connections (a write joins the store's block), the store's ``lock()``, a ``try_write()``
+    that never waits for another writer, the connection a deletion hook runs on, and the
+    SQLAlchemy engine (``sa_engine``) for DDL. ``dialect_name`` is SQLAlchemy's."""
+
+    dialect_name = ""
+    sa_engine: sa.Engine
+    #: a table with an ``agent_id`` key whose row a write locks (Oracle; set by the knowledge layer)
+    agent_table: Any = None
+
+    def read(self) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def write(self, what: str, agent_id: str) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def lock(self) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def try_write(self, what: str, agent_id: str) -> contextlib.AbstractContextManager[Any]:
+        """Like :meth:`write`, but never waits for another writer: yields ``None`` at once
+        when the write lock is taken (KC-5.14: usage tracking of a read, review finding 16)."""
+        raise NotImplementedError
+
+    def hook_connection(self, dbapi_conn: Any) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def dbapi_turn(self) -> contextlib.AbstractContextManager[Any]:
+        """A DB-API connection the caller commits and rolls back itself (outside any store
+        block): a pooled one, or the store's single connection held meanwhile."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Drop references; the store owns the database connection."""
