@@ -84,11 +84,47 @@ def add_all(payload):
     return {"decisions": [{"new_fact_index": f["index"], "action": "ADD"} for f in payload["new_facts"]]}
 
 
+def message(llm, entities, m: int) -> tuple[str, str]:
+    a, b = entities[m % 100], entities[(m * 7 + 3) % 100]
+    llm.route("extract", {
+        "entities": [{"name": a, "type": "person"}, {"name": b, "type": "person"}],
+        "facts": [{"subject": a, "fact": f"{a} met {b} at event {m}", "confidence": 0.9},
+                  {"subject": a, "fact": f"{a} enjoys hobby{m}", "confidence": 0.9, "attribute_key": "hobby"},
+                  {"subject": b, "fact": f"{b} moved to city{m}", "confidence": 0.9, "attribute_key": "residence"}],
+        "relations": [{"source": a, "target": b, "rel_type": "friend"}],
+    })
+    llm.calls.clear()
+    return a, b
+
+
+def profile(km, llm, entities, n: int, now) -> None:
+    import yappi  # not a project dependency (see --profile)
+
+    yappi.set_clock_type("cpu")
+    yappi.start(builtins=False, profile_threads=True)
+    for m in range(10_000, 10_000 + n):
+        a, b = message(llm, entities, m)
+        km.write("bench", f"{a} met {b}", "Pedro")
+        now[0] += timedelta(minutes=1)
+    yappi.stop()
+    stats = yappi.get_func_stats()
+    for key, title in (("ttot", "inclusive"), ("tsub", "own time")):
+        stats.sort(key, "desc")
+        print(f"# yappi, CPU ms per write by {title} (inclusive / own / calls), {n} writes", file=sys.stderr)
+        for st in list(stats)[:50]:
+            print(f"{st.ttot * 1000 / n:8.2f} {st.tsub * 1000 / n:8.2f} {st.ncall / n:8.1f}  "
+                  f"{st.module.split('site-packages/')[-1]}:{st.lineno} {st.name}", file=sys.stderr)
+    yappi.clear_stats()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--facts", type=int, default=10_000)
     ap.add_argument("--messages", type=int, default=100)
     ap.add_argument("--db", default=None)
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after the timed writes, profile N more writes with yappi (every thread, CPU clock; yappi is "
+                         "not a project dependency: pip install yappi) and print the top functions to stderr")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="oramem-kg-bench-")
     path = args.db or os.path.join(tmp, "bench.db")
@@ -119,15 +155,7 @@ def main() -> None:
     samples, cpu_samples, store_samples = [], [], []
     time_store(store, store_t)
     for m in range(args.messages):
-        a, b = entities[m % 100], entities[(m * 7 + 3) % 100]
-        llm.route("extract", {
-            "entities": [{"name": a, "type": "person"}, {"name": b, "type": "person"}],
-            "facts": [{"subject": a, "fact": f"{a} met {b} at event {m}", "confidence": 0.9},
-                      {"subject": a, "fact": f"{a} enjoys hobby{m}", "confidence": 0.9, "attribute_key": "hobby"},
-                      {"subject": b, "fact": f"{b} moved to city{m}", "confidence": 0.9, "attribute_key": "residence"}],
-            "relations": [{"source": a, "target": b, "rel_type": "friend"}],
-        })
-        llm.calls.clear()
+        a, b = message(llm, entities, m)
         l0, e0, lc0, ec0, sc0 = llm_t.seconds, emb_t.seconds, llm_t.cpu, emb_t.cpu, store_t.cpu
         t0, c0 = time.perf_counter(), time.process_time()
         r = km.write("bench", f"{a} met {b}", "Pedro")
@@ -137,6 +165,8 @@ def main() -> None:
         cpu_samples.append((cpu - (llm_t.cpu - lc0) - (emb_t.cpu - ec0)) * 1000.0)
         store_samples.append((store_t.cpu - sc0) * 1000.0)
         now[0] += timedelta(minutes=1)
+    if args.profile:
+        profile(km, llm, entities, args.profile, now)
     km.close()
     store.close()
     out = {

@@ -3,6 +3,7 @@ estimates, n-grams and UTC time handling."""
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from datetime import datetime
@@ -44,6 +45,14 @@ def norm(s: str) -> str:
     trailing punctuation stripped (KC-0.5)."""
     if not s:
         return ""
+    return _norm(s)
+
+
+@functools.lru_cache(maxsize=16384)
+def _norm(s: str) -> str:
+    """:func:`norm` of a non-empty string, memoised: a write normalises the same names,
+    aliases and fact texts many times (issue 25 item 6: ~100 calls per write); a pure function of
+    its text, so nothing of one call or user leaks into another's result."""
     decomposed = unicodedata.normalize("NFKD", s)
     text = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
     text = _WS.sub(" ", text).strip()

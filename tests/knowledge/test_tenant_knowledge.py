@@ -401,3 +401,31 @@ def test_d2_tier_ratios_that_break_the_budget_are_refused():
     for hot, warm in ((1.0, 0.0), (0.5, 0.5), (0.0, 1.0), (0.5, 0.3)):
         cfg = KnowledgeConfig(context_max_tokens=200, cold_overflow_tokens=0, hot_tier_ratio=hot, warm_tier_ratio=warm)
         assert compress_context(facts, config=cfg).total_tokens <= 200
+
+
+def test_cached_write_statements_keep_each_scope(env):
+    """Issue 25 item 6: reconciliation's same-key and by-id reads are cached statements (built
+    once, values bound). With the cache warm from Bob's writes, Alice's same-key fact about Bob
+    (rule-based: the same attribute_key supersedes) never closes Bob's, nor the shared one,
+    and each scope still supersedes its own."""
+    _, store, _, _, clock = env
+    km = KnowledgeMemory(store, None, clock=clock)  # no LLM: rule-based reconciliation
+    try:
+        def fid(r):
+            return (r.facts_added or r.facts_updated)[0]["fact_id"]
+
+        bob = fid(km.add_fact("bank", "Bob", "Bob lives in Paris", attribute_key="residence", user_id="bob"))
+        shared = fid(km.add_fact("bank", "Bob", "Bob lives in Lyon", attribute_key="residence"))
+        clock.advance(minutes=1)
+        alice = fid(km.add_fact("bank", "Bob", "Bob lives in Rome", attribute_key="residence", user_id="alice"))
+        assert km.get("bank", bob, user_id="bob").status == "active"
+        assert km.get("bank", shared).status == "active"
+        assert {f.fact_text for f in km.get_all("bank", user_id="alice")} == {"Bob lives in Rome", "Bob lives in Lyon"}
+        clock.advance(minutes=1)
+        r = km.add_fact("bank", "Bob", "Bob lives in Oslo", attribute_key="residence", user_id="bob")
+        assert r.facts_updated and r.facts_updated[0]["previous_fact_id"] == bob
+        assert km.get("bank", bob, user_id="bob").status == "closed"
+        assert km.get("bank", alice, user_id="alice").status == "active"
+        assert km.get("bank", shared).status == "active"
+    finally:
+        km.close()

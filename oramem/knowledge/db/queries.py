@@ -241,12 +241,12 @@ def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: l
                          user_id: Optional[str] = None) -> dict[str, dict[str, Any]]:
     f = t.fact
     out: dict[str, dict[str, Any]] = {}
+    # looked up by primary key only (with agent_id in the WHERE clause SQLite picks the
+    # (agent_id, ...) index and scans the agent's facts); the agent is checked here
+    stmt = cached_stmt(f, ("current_facts_by_ids",), lambda: sa.select(*_fact_cols(t)).where(
+        f.c.id.in_(expanding("p_ids")), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)))
     for batch in chunked(sorted(set(ids))):
-        # looked up by primary key only (with agent_id in the WHERE clause SQLite picks the
-        # (agent_id, ...) index and scans the agent's facts); the agent is checked here
-        rows = conn.execute(
-            sa.select(*_fact_cols(t)).where(f.c.id.in_(batch), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None))
-        ).mappings()
+        rows = conn.execute(stmt, {"p_ids": batch}).mappings()
         for r in rows:
             d = dict(r)
             if row_owned(d, agent_id, user_id) and not is_expired(d, now):
@@ -261,17 +261,18 @@ def current_same_key_facts(
     if not attribute_keys:
         return []
     f = t.fact
-    rows = conn.execute(
+    stmt = cached_stmt(f, ("current_same_key_facts", user_id is None), lambda: (
         sa.select(*_fact_cols(t))
         .where(
-            owned(f, agent_id, user_id),
-            f.c.entity_key == entity_key,
+            p_owned(f, user_id is None),
+            f.c.entity_key == sa.bindparam("p_key"),
             f.c.valid_to.is_(None),
             f.c.invalidated_at.is_(None),
-            f.c.attribute_key.in_(sorted(set(attribute_keys))),
+            f.c.attribute_key.in_(expanding("p_attrs")),
         )
-        .order_by(f.c.valid_from, f.c.id)
-    ).mappings()
+        .order_by(f.c.valid_from, f.c.id)))
+    rows = conn.execute(stmt, {"p_agent": agent_id, "p_user": user_id, "p_key": entity_key,
+                               "p_attrs": sorted(set(attribute_keys))}).mappings()
     return [d for d in (dict(r) for r in rows) if not is_expired(d, now)]
 
 
