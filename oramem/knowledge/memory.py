@@ -1,4 +1,7 @@
-"""``KnowledgeMemory``: the public API of the knowledge layer (KC-1)."""
+"""``KnowledgeMemory``: the public API of the knowledge layer (KC-1), a facade. Each method
+checks what belongs to the call and hands the work to one module: ``opening.py`` (the
+constructor), ``write/`` (write, add_*, reprocess, edits), ``read/`` (retrieve, the plain
+reads, procedural reads), ``jobs/`` (background jobs and the extraction queue), ``deletes.py``."""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ import asyncio
 import logging
 from datetime import datetime
 from typing import Any, Callable, Optional, TypeVar
-
 
 from .._sync import BackgroundLoop, sync_method
 from ..errors import StoreClosed
@@ -25,24 +27,9 @@ from .write import edits
 from .write.entry import manual_run, reprocess_run, write_message
 from .write.run import run_write
 from .types import (
-    BackgroundRunResult,
-    ClusteringResult,
-    CommunityDetectionResult,
-    ConsolidationResult,
-    EntityImportanceResult,
-    MemifyResult,
-    SummaryRefreshResult,
-    ContradictionResult,
-    DirectiveBlock,
-    EmotionalTrendsResult,
-    RetrieveResult,
-    EntityDetail,
-    FactDetail,
-    IntentionDetail,
-    JobInfo,
-    JobQueueStatus,
-    RelationshipDetail,
-    WorkerReport,
+    BackgroundRunResult, ClusteringResult, CommunityDetectionResult, ConsolidationResult, ContradictionResult,
+    DirectiveBlock, EmotionalTrendsResult, EntityDetail, EntityImportanceResult, FactDetail, IntentionDetail,
+    JobInfo, JobQueueStatus, MemifyResult, RelationshipDetail, RetrieveResult, SummaryRefreshResult, WorkerReport,
     WriteResult,
 )
 
