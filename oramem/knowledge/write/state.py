@@ -190,6 +190,6 @@ class WriteRun(WriteState):
         return arr
 
     def chosen_strategy(self) -> ExtractionStrategy:
-        """The strategy :meth:`classify` chose (it runs first)."""
-        assert self.strategy is not None, "classify() runs before extraction"
+        """The strategy ``extract.classify_message`` chose (it runs first)."""
+        assert self.strategy is not None, "classify_message() runs before extraction"
         return self.strategy
