@@ -166,3 +166,66 @@ def test_stored_rows_of_a_varied_add(tmp_path) -> None:
         assert store.get("memory", "r2").expires_at is not None
     finally:
         store.close()
+
+
+# -- engine: the keyword-index fill of an add and the stored vector bytes -------------------
+def _rows(path: str, sql: str) -> list:
+    from oramem.sqlite._sqlite import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("sync", ["on_commit", "manual"])
+def test_keyword_rows_of_adds_with_and_without_gaps(tmp_path, sync) -> None:
+    """An add whose records with retrieval rows have consecutive seqs fills the index by a
+    seq range, one with gaps (a record without retrieval rows between) by the list; either
+    way exactly the new chunks are indexed (or parked, MANUAL), once, and nothing of an
+    earlier add again."""
+    path = str(tmp_path / "k.db")
+    store = SQLiteMemoryStore(path, vector_dim=None, search_strategy="keyword", search_index_sync=sync)
+    try:
+        store.add(["alpha one", "alpha two", "alpha three"], "memory", record_ids=["a1", "a2", "a3"])
+        store.add(["beta one", "no rows", "beta three", "beta four"], "memory", record_ids=["b1", "b2", "b3", "b4"],
+                  index_texts=[None, "", None, ["beta four chunk", "second chunk"]])
+        store.add(["gamma"], "memory", record_ids=["g1"], user_ids="u")
+        chunks = _rows(path, "SELECT chunk_id FROM om_DEFAULT_chunks ORDER BY chunk_id")
+        table = "om_DEFAULT_fts_pending" if sync == "manual" else "om_DEFAULT_fts"
+        key = "chunk_id" if sync == "manual" else "rowid"
+        assert _rows(path, f"SELECT {key} FROM {table} ORDER BY {key}") == chunks
+        assert len(chunks) == 3 + 4 + 1  # b2 has none, b4 has two
+        if sync == "manual":
+            store.sync_search_index()
+        hits = {r.id for r, _ in store.search("beta", k=10, strategy="keyword")}
+        assert hits == {"b1", "b3", "b4"}
+        assert {r.id for r, _ in store.search("gamma", k=10, strategy="keyword", user_id="u")} == {"g1"}
+        assert store.search("gamma", k=10, strategy="keyword", user_id="other") == []
+    finally:
+        store.close()
+
+
+def test_stored_vector_bytes_whatever_the_array(tmp_path) -> None:
+    """The stored blob is the little-endian float32 of the vector for every array form
+    (float32 rows of a block, strided views, float64, big-endian), and a wrong dimension
+    is refused before anything is written."""
+    path = str(tmp_path / "v.db")
+    store = SQLiteMemoryStore(path, vector_dim=4, search_strategy="vector")
+    try:
+        base = np.arange(1, 33, dtype=np.float32).reshape(8, 4)
+        given = [base[0], base[1:3].ravel()[::2], base[3].astype(np.float64), base[4].astype(">f4"), base[:, 1][:4]]
+        store.add([f"t{i}" for i in range(len(given))], "memory", record_ids=[f"v{i}" for i in range(len(given))],
+                  embeddings=given)
+        store.add(["block0", "block1"], "memory", record_ids=["w0", "w1"], embeddings=base[5:7])
+        stored = dict(_rows(path, "SELECT r.id, c.vector FROM om_DEFAULT_chunks c JOIN om_DEFAULT_records r "
+                                  "ON r.seq = c.record_seq"))
+        for i, v in enumerate(given):
+            assert stored[f"v{i}"] == np.asarray(v, dtype="<f4").tobytes()
+        assert stored["w0"] == base[5].astype("<f4").tobytes() and stored["w1"] == base[6].astype("<f4").tobytes()
+        with pytest.raises(ValueError, match="dimension"):
+            store.add(["short"], "memory", record_ids=["x"], embeddings=[np.ones(3, np.float32)])
+        assert store.get("memory", "x") is None
+    finally:
+        store.close()
