@@ -241,7 +241,12 @@ def _metadata_encode_fast() -> Callable[[Any], str]:
     c_make = getattr(json.encoder, "c_make_encoder", None)
     if c_make is None:  # another Python: the encoder itself
         return _METADATA_ENCODER.encode
-    enc = c_make(None, _METADATA_ENCODER.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, False)
+    try:
+        enc = c_make(None, _METADATA_ENCODER.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, False)
+        if "".join(enc({"k": [1.5, "é"]}, 0)) != _METADATA_ENCODER.encode({"k": [1.5, "é"]}):
+            return _METADATA_ENCODER.encode
+    except TypeError:  # another signature: the encoder itself
+        return _METADATA_ENCODER.encode
     return lambda value: "".join(enc(value, 0))
 
 
