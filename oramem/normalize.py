@@ -152,6 +152,46 @@ def check_unicode(value: str, argument: str) -> str:
     return value
 
 
+def _all_valid_ids(values: list[Any]) -> bool:
+    """Whether every entry is None or a plain ``str`` id that :func:`check_id` accepts
+    unchanged (1..MAX_ID_LENGTH characters, no NUL, valid Unicode), checked for the whole
+    list at once: one join and one UTF-8 encode instead of a Python call per entry. False
+    means "check entry by entry" (which raises the first entry's exact error)."""
+    strs = [v for v in values if v is not None]
+    if not strs:
+        return True
+    if set(map(type, strs)) != {str} or min(map(len, strs)) < 1 or max(map(len, strs)) > MAX_ID_LENGTH:
+        return False
+    return _valid_texts(strs)
+
+
+def _valid_texts(strs: list[str]) -> bool:
+    """Whether the plain strings hold no NUL and no lone surrogate (one encode of their
+    join; a surrogate is invalid in UTF-8 wherever it stands, so joining cannot hide one)."""
+    joined = "\n".join(strs)
+    if "\x00" in joined:
+        return False
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_texts(values: list[Any], argument: str) -> list[Optional[str]]:
+    """:func:`_check_text` of every entry (``argument[i]`` in messages), the valid case
+    checked for the whole list at once."""
+    strs = [v for v in values if v is not None]
+    if set(map(type, strs)) <= {str}:
+        try:
+            "\n".join(strs).encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+        else:
+            return list(values)
+    return [_check_text(c, f"{argument}[{i}]") for i, c in enumerate(values)]
+
+
 def _check_text(value: Any, argument: str) -> Optional[str]:
     if value is None:
         return value
@@ -191,6 +231,59 @@ def _checked_metadata(value: Any, argument: str) -> tuple[Optional[dict[str, Any
         # SQLite's JSON functions cut strings at an escaped NUL, so "a\x00b" would match "a"
         raise ArgumentError(f"{argument} keys and string values must not contain NUL characters")
     return copy, text
+
+
+def _metadata_encode_fast() -> Callable[[Any], str]:
+    """``_METADATA_ENCODER.encode`` without its per-call Python layer: CPython's C encoder
+    with the same settings (``allow_nan=False``, ``ensure_ascii=False``, default
+    separators) but no circular-reference bookkeeping — a cycle raises ``RecursionError``,
+    which sends the list through the per-entry check and its usual message."""
+    c_make = getattr(json.encoder, "c_make_encoder", None)
+    if c_make is None:  # another Python: the encoder itself
+        return _METADATA_ENCODER.encode
+    try:
+        enc = c_make(None, _METADATA_ENCODER.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, False)
+        if "".join(enc({"k": [1.5, "é"]}, 0)) != _METADATA_ENCODER.encode({"k": [1.5, "é"]}):
+            return _METADATA_ENCODER.encode
+    except TypeError:  # another signature: the encoder itself
+        return _METADATA_ENCODER.encode
+    return lambda value: "".join(enc(value, 0))
+
+
+_FAST_ENCODE = _metadata_encode_fast()
+
+
+def _checked_metadata_list(values: list[Any], argument: str) -> list[tuple[Optional[dict[str, Any]], Optional[str]]]:
+    """:func:`_checked_metadata` of every entry. For plain dicts the detached copies come
+    from one ``json.loads`` of the joined texts instead of one per record (the same values:
+    each text is a JSON object, and a JSON array of them parses to those objects); any
+    entry the fast path cannot vouch for sends the whole list through the per-entry check."""
+    if not values or any(type(v) is not dict for v in values if v is not None):
+        return [_checked_metadata(m, argument) for m in values]
+    encode = _FAST_ENCODE
+    texts: list[Optional[str]] = []
+    try:
+        for v in values:
+            texts.append(None if v is None else encode(v))
+    except (TypeError, ValueError, RecursionError):
+        return [_checked_metadata(m, argument) for m in values]  # raises the first entry's error
+    present = [t for t in texts if t is not None]
+    if not present:
+        return [(None, None)] * len(values)
+    joined = "[" + ",".join(present) + "]"
+    if "\\u0000" in joined or not _valid_texts(present):
+        return [_checked_metadata(m, argument) for m in values]
+    copies = iter(json.loads(joined))
+    out: list[tuple[Optional[dict[str, Any]], Optional[str]]] = []
+    for v, text in zip(values, texts):
+        if text is None:
+            out.append((None, None))
+            continue
+        copy = next(copies)
+        if copy.keys() != v.keys() and any(not isinstance(k, str) for k in v.keys()):
+            raise ArgumentTypeError(f"{argument} keys must be strings")
+        out.append((copy, text))
+    return out
 
 
 def _has_nul(value: Any) -> bool:
@@ -335,7 +428,7 @@ def draft_records(
     if record_type == "thread":
         raise ArgumentError("threads are created implicitly by the first record that names a thread_id (SC-2.3)")
     n = len(contents)
-    texts = [_check_text(c, f"{contents_name}[{i}]") for i, c in enumerate(contents)]
+    texts = _check_texts(contents, contents_name)
     is_profile = record_type in PROFILE_TYPES
 
     # ids
@@ -346,12 +439,15 @@ def draft_records(
             raise ArgumentError(f"record_ids is a single str but contents has {n} records; pass a list of ids")
         ids = [check_id(record_ids, "record_ids")]
     elif _is_list(record_ids):
-        ids = [check_id(v, f"record_ids[{i}]", optional=True) for i, v in enumerate(_aligned(record_ids, n, "record_ids"))]
+        ids = _aligned(record_ids, n, "record_ids")
+        if not _all_valid_ids(ids):
+            ids = [check_id(v, f"record_ids[{i}]", optional=True) for i, v in enumerate(ids)]
     else:
         raise ArgumentTypeError(f"record_ids must be a str, a list of str/None, or None, got {type(record_ids).__name__}")
-    seen: set[str] = set()
-    for rid in ids:
-        if rid is not None:
+    given = [rid for rid in ids if rid is not None]
+    if len(set(given)) != len(given):  # the first repeated id names the error
+        seen: set[str] = set()
+        for rid in given:
             if rid in seen:
                 raise ArgumentError(f"duplicate record id {rid!r} in one call; record ids must be unique")
             seen.add(rid)
@@ -361,8 +457,14 @@ def draft_records(
     # scope and role
     scopes = {}
     for name, value in (("thread_ids", thread_ids), ("user_ids", user_ids), ("agent_ids", agent_ids)):
-        vals = [None] * n if value is NOT_SET else _aligned(value, n, name)
-        vals = [check_id(v, f"{name}[{i}]" if _is_list(value) else name, optional=True) for i, v in enumerate(vals)]
+        if value is NOT_SET or value is None:
+            vals: list[Any] = [None] * n
+        elif _is_list(value):
+            vals = _aligned(value, n, name)
+            if not _all_valid_ids(vals):
+                vals = [check_id(v, f"{name}[{i}]", optional=True) for i, v in enumerate(vals)]
+        else:  # a scalar applies to every record: checked once
+            vals = [check_id(value, name, optional=True)] * n if n else []
         if is_profile and any(v is not None for v in vals):
             raise ArgumentError(f"{record_type} records are unscoped; remove {name} (SC-2.4)")
         scopes[name] = vals
@@ -378,7 +480,7 @@ def draft_records(
     ts_vals = [None] * n if timestamps is NOT_SET else _aligned(timestamps, n, "timestamps")
     ts_vals = [None if t is None else parse_timestamp(t, "timestamps") for t in ts_vals]
     md_vals = [None] * n if metadata is NOT_SET else _aligned_metadata(metadata, n)
-    checked = [_checked_metadata(m, "metadata") for m in md_vals]
+    checked = _checked_metadata_list(md_vals, "metadata")
     md_vals = [copy for copy, _ in checked]
 
     # content fallback (SC-4.1): None -> metadata["content"] when it is a str
