@@ -53,6 +53,8 @@ import sqlalchemy as sa
 
 from ..._sync import BackgroundLoop
 from ..errors import KnowledgeError
+from ..db.schema import KGTables, UTCDateTime
+from ..runtime import KnowledgeRuntime
 from ..types import JobInfo, JobQueueStatus, WorkerReport
 
 __all__ = [
@@ -97,7 +99,7 @@ def job_info(row: Any) -> JobInfo:
 
 
 # ----------------------------------------------------------------------------- submit
-def insert_job(conn: sa.Connection, t: Any, *, job_id: str, agent_id: str, event_id: str, session_id: str,
+def insert_job(conn: sa.Connection, t: KGTables, *, job_id: str, agent_id: str, event_id: str, session_id: str,
                payload: dict[str, Any], now: datetime, max_attempts: int, user_id: Optional[str] = None) -> None:
     conn.execute(sa.insert(t.job).values(
         id=job_id, agent_id=agent_id, user_id=user_id, event_id=event_id, kind="write", status="pending", session_id=session_id,
@@ -106,7 +108,7 @@ def insert_job(conn: sa.Connection, t: Any, *, job_id: str, agent_id: str, event
 
 
 # ----------------------------------------------------------------------------- claim
-def claim_sqlite(rt: Any, worker_id: str, now: datetime, lease_until: datetime) -> Optional[dict[str, Any]]:
+def claim_sqlite(rt: KnowledgeRuntime, worker_id: str, now: datetime, lease_until: datetime) -> Optional[dict[str, Any]]:
     """Claim the next due job in one ``BEGIN IMMEDIATE`` transaction (SQLite)."""
     j = rt.tables.job
     with rt.backend.write("knowledge job claim", "") as conn:
@@ -126,7 +128,7 @@ def claim_sqlite(rt: Any, worker_id: str, now: datetime, lease_until: datetime) 
         return dict(row) if row is not None else None
 
 
-def _oracle_table(rt: Any) -> str:
+def _oracle_table(rt: KnowledgeRuntime) -> str:
     # the name comes from the validated store id (build_tables), never from user text
     name: str = rt.tables.job.name
     return '"' + name + '"'
@@ -194,14 +196,14 @@ def _claim_on(dbapi_conn: Any, cur: Any, table: str, worker_id: str, n: datetime
 
 
 @contextlib.contextmanager
-def _oracle_dbapi(rt: Any) -> Iterator[Any]:
+def _oracle_dbapi(rt: KnowledgeRuntime) -> Iterator[Any]:
     """A connection ``claim_oracle`` may commit and roll back: a pooled one, or the store's single
     connection held for the claim (other threads' store blocks wait, review D3)."""
     with rt.backend.dbapi_turn() as conn:
         yield conn
 
 
-def claim(rt: Any, worker_id: str, now: datetime, lease_until: datetime) -> Optional[dict[str, Any]]:
+def claim(rt: KnowledgeRuntime, worker_id: str, now: datetime, lease_until: datetime) -> Optional[dict[str, Any]]:
     """Claim the next due job for ``worker_id`` (``rt``: the KnowledgeRuntime)."""
     if rt.backend.dialect_name == "sqlite":
         return claim_sqlite(rt, worker_id, now, lease_until)
@@ -216,7 +218,7 @@ def claim(rt: Any, worker_id: str, now: datetime, lease_until: datetime) -> Opti
 
 
 # ----------------------------------------------------------------------------- state changes
-def renew(rt: Any, job_id: str, worker_id: str, lease_until: datetime, now: datetime) -> bool:
+def renew(rt: KnowledgeRuntime, job_id: str, worker_id: str, lease_until: datetime, now: datetime) -> bool:
     j = rt.tables.job
     with rt.backend.write("knowledge job lease", "") as conn:
         res = conn.execute(
@@ -226,7 +228,7 @@ def renew(rt: Any, job_id: str, worker_id: str, lease_until: datetime, now: date
         return bool(res.rowcount)
 
 
-def mark_done(conn: sa.Connection, t: Any, job_id: str, worker_id: str, now: datetime, result: dict[str, Any],
+def mark_done(conn: sa.Connection, t: KGTables, job_id: str, worker_id: str, now: datetime, result: dict[str, Any],
               payload: Optional[dict[str, Any]] = None) -> None:
     """Inside the knowledge transaction of the job's write: ``done`` only while this worker
     still holds the job; else :class:`LostClaim` rolls the whole write back. The message
@@ -243,7 +245,7 @@ def mark_done(conn: sa.Connection, t: Any, job_id: str, worker_id: str, now: dat
         raise LostClaim(f"job {job_id}: another worker holds it now (this worker's lease expired); attempt rolled back")
 
 
-def finish_without_work(rt: Any, job_id: str, worker_id: str, now: datetime, result: dict[str, Any]) -> bool:
+def finish_without_work(rt: KnowledgeRuntime, job_id: str, worker_id: str, now: datetime, result: dict[str, Any]) -> bool:
     with rt.backend.write("knowledge job done", "") as conn:
         try:
             mark_done(conn, rt.tables, job_id, worker_id, now, result)
@@ -252,7 +254,7 @@ def finish_without_work(rt: Any, job_id: str, worker_id: str, now: datetime, res
     return True
 
 
-def fail_attempt(rt: Any, job: dict[str, Any], worker_id: str, error: str, now: datetime, base: float, cap: float) -> str:
+def fail_attempt(rt: KnowledgeRuntime, job: dict[str, Any], worker_id: str, error: str, now: datetime, base: float, cap: float) -> str:
     """Record a failed attempt: back to ``pending`` after the backoff, or ``failed`` when
     out of attempts. Returns the new state (``lost`` when another worker holds the job)."""
     j = rt.tables.job
@@ -272,7 +274,7 @@ def fail_attempt(rt: Any, job: dict[str, Any], worker_id: str, error: str, now: 
     return "failed" if final else "retried"
 
 
-def retry(rt: Any, job_ids: Optional[list[str]], agent_id: Optional[str], now: datetime) -> int:
+def retry(rt: KnowledgeRuntime, job_ids: Optional[list[str]], agent_id: Optional[str], now: datetime) -> int:
     """Failed jobs back to ``pending`` with a fresh set of attempts."""
     j = rt.tables.job
     cond = [j.c.status == "failed"]
@@ -289,7 +291,7 @@ def retry(rt: Any, job_ids: Optional[list[str]], agent_id: Optional[str], now: d
 
 
 # ----------------------------------------------------------------------------- reads
-def status(conn: sa.Connection, t: Any, agent_id: Optional[str], now: datetime, errors: int) -> JobQueueStatus:
+def status(conn: sa.Connection, t: KGTables, agent_id: Optional[str], now: datetime, errors: int) -> JobQueueStatus:
     j = t.job
     scope = [j.c.agent_id == agent_id] if agent_id is not None else []
     counts = {s: 0 for s in JOB_STATES}
@@ -299,7 +301,7 @@ def status(conn: sa.Connection, t: Any, agent_id: Optional[str], now: datetime, 
         sa.select(sa.func.min(j.c.created_at)).where(j.c.status == "pending", *scope)
     ).scalar()
     if isinstance(oldest, str):  # an aggregate loses the column type on SQLite
-        oldest = j.c.created_at.type.process_result_value(oldest, conn.dialect)
+        oldest = UTCDateTime().process_result_value(oldest, conn.dialect)
     age = None if oldest is None else max(0.0, (now - oldest).total_seconds())
     rows = conn.execute(
         sa.select(j).where(j.c.last_error.is_not(None), j.c.status.in_(("failed", "pending")), *scope)
@@ -309,7 +311,7 @@ def status(conn: sa.Connection, t: Any, agent_id: Optional[str], now: datetime, 
                           last_errors=tuple(job_info(r) for r in rows))
 
 
-def list_jobs(conn: sa.Connection, t: Any, agent_id: Optional[str], state: Optional[str], limit: int) -> list[JobInfo]:
+def list_jobs(conn: sa.Connection, t: KGTables, agent_id: Optional[str], state: Optional[str], limit: int) -> list[JobInfo]:
     j = t.job
     cond = []
     if agent_id is not None:
@@ -320,7 +322,7 @@ def list_jobs(conn: sa.Connection, t: Any, agent_id: Optional[str], state: Optio
     return [job_info(r) for r in rows]
 
 
-def event_exists(conn: sa.Connection, t: Any, agent_id: str, event_id: str) -> bool:
+def event_exists(conn: sa.Connection, t: KGTables, agent_id: str, event_id: str) -> bool:
     ev = t.event
     return conn.execute(sa.select(ev.c.id).where(ev.c.agent_id == agent_id, ev.c.id == event_id)).first() is not None
 

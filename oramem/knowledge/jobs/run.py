@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional, TypeVar
 import numpy as np
 import sqlalchemy as sa
 
+from ..config import KnowledgeConfig
 from ..runtime import KnowledgeRuntime
 from ..db.schema import KGTables
 from ..write import commit as commit_mod
@@ -69,7 +70,7 @@ def _unit_rows(mat: np.ndarray) -> np.ndarray:
     return out
 
 
-def _cap(items: list[Any], cfg: Any, what: str) -> list[Any]:
+def _cap(items: list[Any], cfg: KnowledgeConfig, what: str) -> list[Any]:
     if len(items) > cfg.max_pairwise_items:
         log.warning("%s: %d items over max_pairwise_items=%d; only the first are compared", what, len(items), cfg.max_pairwise_items)
         return items[: cfg.max_pairwise_items]
@@ -109,7 +110,7 @@ def _render_fact(row: dict[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------------- KC-6.2
-async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> ClusteringResult:
+async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> ClusteringResult:
     t = rt.tables
     f, cl, e = t.fact, t.cluster, t.entity
     res = ClusteringResult()
@@ -215,7 +216,7 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: date
 
 
 # ----------------------------------------------------------------------------- KC-6.3
-async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> CommunityDetectionResult:
+async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> CommunityDetectionResult:
     t = rt.tables
     cl, f, mo = t.cluster, t.fact, t.meta_observation
 
@@ -333,7 +334,7 @@ def _valid_indices(value: Any, n: int) -> Optional[list[int]]:
     return out
 
 
-async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> ConsolidationResult:
+async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> ConsolidationResult:
     from ..read.procedural import check_contradiction
 
     t = rt.tables
@@ -461,7 +462,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: dateti
 
 
 # ----------------------------------------------------------------------------- KC-6.5
-async def memify(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> MemifyResult:
+async def memify(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> MemifyResult:
     t = rt.tables
     f, r, it = t.fact, t.relationship, t.intention
     res = MemifyResult()
@@ -531,7 +532,7 @@ def _sync_store_metadata(rt: KnowledgeRuntime, agent_id: str, fact_ids: list[str
         rt.store.update("fact", fid, metadata=commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
 
 
-async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> int:
+async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> int:
     t = rt.tables
     e, f = t.entity, t.fact
 
@@ -648,7 +649,7 @@ def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[s
 
 
 # ----------------------------------------------------------------------------- KC-6.6
-async def score_entity_importance(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> EntityImportanceResult:
+async def score_entity_importance(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> EntityImportanceResult:
     t = rt.tables
     e, lk, f, r = t.entity, t.link, t.fact, t.relationship
 
@@ -690,7 +691,7 @@ async def score_entity_importance(rt: KnowledgeRuntime, agent_id: str, cfg: Any,
 
 
 # ----------------------------------------------------------------------------- KC-6.7
-async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: Any, now: datetime, user_id: Optional[str] = None) -> SummaryRefreshResult:
+async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> SummaryRefreshResult:
     t = rt.tables
     e, lk, f = t.entity, t.link, t.fact
 
@@ -762,7 +763,7 @@ def job_names(jobs: Optional[list[Any]]) -> list[str]:
     return [n for n in names if n in set(jobs)]
 
 
-async def run_background(rt: KnowledgeRuntime, agent_id: str, names: list[str], cfg: Any, now: datetime,
+async def run_background(rt: KnowledgeRuntime, agent_id: str, names: list[str], cfg: KnowledgeConfig, now: datetime,
                          user_id: Optional[str]) -> BackgroundRunResult:
     """KC-6.1: the jobs ``names`` in order; a failing job goes to ``errors`` and the rest still
     run. KC-6.0: every job works in the one scope ``user_id``."""
