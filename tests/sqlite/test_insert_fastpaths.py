@@ -229,3 +229,33 @@ def test_stored_vector_bytes_whatever_the_array(tmp_path) -> None:
         assert store.get("memory", "x") is None
     finally:
         store.close()
+
+
+def test_one_mixed_add_keeps_each_users_records_apart(tmp_path) -> None:
+    """One ``add`` of A's and B's records in a shared thread and for a shared agent goes
+    through the batched checks and the keyword fill by seq range; B then finds nothing of
+    A's (keyword, vector, hybrid, list, with and without the shared thread/agent), and
+    forgetting B erases none of A's records."""
+    from oramem.embedders import HashEmbedder
+
+    store = SQLiteMemoryStore(str(tmp_path / "m.db"), embedder=HashEmbedder(32), search_strategy="hybrid")
+    try:
+        users = ["alice", "bob", "alice", "bob"]
+        texts = ["alice passport drawer", "bob garden tomatoes", "alice passport safe", "bob garden bees"]
+        store.add(texts, "memory", record_ids=["a1", "b1", "a2", "b2"], user_ids=users, thread_ids="shared-t",
+                  agent_ids="shared-agent", metadata=[{"owner": u} for u in users])
+        a_ids = {"a1", "a2"}
+        for strategy in ("keyword", "vector", "hybrid"):
+            for extra in ({}, {"thread_id": "shared-t"}, {"agent_id": "shared-agent"},
+                          {"thread_id": "shared-t", "agent_id": "shared-agent"}):
+                hits = {r.id for r, _ in store.search("alice passport", k=10, strategy=strategy, user_id="bob", **extra)}
+                assert not hits & a_ids, (strategy, extra, hits)
+                mine = {r.id for r, _ in store.search("alice passport", k=10, strategy=strategy, user_id="alice", **extra)}
+                assert mine & a_ids, (strategy, extra, mine)  # her own records are found, so the check above has teeth
+        assert {r.id for r in store.list("memory", user_id="bob")} == {"b1", "b2"}
+        assert all(r.metadata == {"owner": r.user_id} for r in store.list("memory", thread_id="shared-t"))
+        store.forget(user_id="bob")
+        assert {r.id for r in store.list("memory", thread_id="shared-t")} == a_ids
+        assert {r.id for r, _ in store.search("passport", k=10, strategy="keyword", user_id="alice")} == a_ids
+    finally:
+        store.close()
