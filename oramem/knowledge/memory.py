@@ -20,7 +20,7 @@ from .jobs import queue as queue_mod
 from .jobs import run as jobs_mod
 from .jobs import worker as worker_mod
 from .observe import finish_span, operation_span
-from .opening import NO_LLM_CONFIG, open_runtime
+from .opening import open_runtime
 from .read import facts
 from .text import validate_agent_id
 from .write import edits
@@ -53,14 +53,16 @@ class KnowledgeMemory:
     ) -> None:
         self.runtime, self.config = open_runtime(store, llm, embedder, config=config, schema_policy=schema_policy,
                                                  clock=clock, tracer_provider=tracer_provider)
-        #: what the other knowledge modules share with this instance (no private reaches)
-        rt = self.runtime
         self.has_llm = llm is not None
-        self._store, self._backend, self._tables, self._clock = rt.store, rt.backend, rt.tables, rt.clock
-        self._tracer_provider = tracer_provider
         self._closed = False
         self._worker: Optional[queue_mod.BackgroundWorker] = None
         self._loop_runner = BackgroundLoop(f"oramem-kg-{store.memory_store_id}")
+
+    # the runtime's parts under the names the tests and ``trust.audit`` read (no second copy)
+    _store = property(lambda self: self.runtime.store)
+    _backend = property(lambda self: self.runtime.backend)
+    _tables = property(lambda self: self.runtime.tables)
+    _clock = property(lambda self: self.runtime.clock)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -71,7 +73,7 @@ class KnowledgeMemory:
             self._closed = self.runtime.closed = True
             self._loop_runner.close()
             self.runtime.executor.shutdown(wait=True)
-            self._backend.close()
+            self.runtime.backend.close()
 
     async def close_async(self) -> None:
         """:meth:`close` in a worker thread: stopping the in-process worker and joining this
@@ -223,7 +225,7 @@ class KnowledgeMemory:
         anything is stored. ``user_id``: whose knowledge it is (KC-3.7; None: the agent's shared
         knowledge)."""
         run, reply = manual_run(
-            self.runtime, self.config, self.has_llm, NO_LLM_CONFIG, agent_id, entities=entities, facts=facts,
+            self.runtime, self.config, self.has_llm, agent_id, entities=entities, facts=facts,
             relations=relations, user_id=user_id, source=source, session_id=session_id, occurred_at=occurred_at,
             config_overrides=config_overrides)
         return await run_write(self.runtime, run, event_mode="insert", prepared=reply)
@@ -311,7 +313,7 @@ class KnowledgeMemory:
             entity_keys=list(entity_keys) if entity_keys is not None else None, as_of=as_of_dt, known_at=known_dt,
             include_directives=bool(include_directives), cfg=cfg, now=now, verbose=bool(verbose), user_id=user_id,
         )
-        with operation_span(self._tracer_provider, "retrieve", run) as span:
+        with operation_span(self.runtime.tracer_provider, "retrieve", run) as span:
             result = await run_retrieve(run)
             finish_span(span, result.stats)
         result.audit_request_id = await audit.after_retrieve_async(self, agent_id, user_id, session_id, query, as_of_dt, known_dt, result)  # SC-16.2
@@ -427,7 +429,7 @@ class KnowledgeMemory:
         """KC-6.0: the scopes of the agent that hold knowledge: ``None`` (shared) first, then
         every user id with rows, sorted: run background jobs once per scope."""
         validate_agent_id(agent_id)
-        return await self.runtime.read(lambda c: facts.scopes(c, self._tables, agent_id))
+        return await self.runtime.read(lambda c: facts.scopes(c, self.runtime.tables, agent_id))
 
     scopes = sync_method(scopes_async)
 
@@ -440,7 +442,7 @@ class KnowledgeMemory:
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
         now = self._now()
-        return await self.runtime.read(lambda c: facts.get_fact(c, self._tables, agent_id, fact_id, user_id, now))
+        return await self.runtime.read(lambda c: facts.get_fact(c, self.runtime.tables, agent_id, fact_id, user_id, now))
 
     get = sync_method(get_async)
 
@@ -450,7 +452,7 @@ class KnowledgeMemory:
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
         now = self._now()
-        return await self.runtime.read(lambda c: facts.history(c, self._tables, agent_id, fact_id, user_id, now))
+        return await self.runtime.read(lambda c: facts.history(c, self.runtime.tables, agent_id, fact_id, user_id, now))
 
     history = sync_method(history_async)
 
@@ -466,7 +468,7 @@ class KnowledgeMemory:
         check_page(limit, offset)
         now = self._now()
         return await self.runtime.read(lambda c: facts.all_facts(
-            c, self._tables, agent_id, limit=limit, offset=offset, entity_keys=entity_keys,
+            c, self.runtime.tables, agent_id, limit=limit, offset=offset, entity_keys=entity_keys,
             include_inactive=include_inactive, user_id=user_id, now=now))
 
     get_all = sync_method(get_all_async)
@@ -478,7 +480,7 @@ class KnowledgeMemory:
         user_id = check_user_id(user_id)
         check_page(limit, offset)
         return await self.runtime.read(lambda c: facts.entities(
-            c, self._tables, agent_id, limit=limit, offset=offset, include_inactive=include_inactive, user_id=user_id))
+            c, self.runtime.tables, agent_id, limit=limit, offset=offset, include_inactive=include_inactive, user_id=user_id))
 
     entities = sync_method(entities_async)
 
@@ -487,7 +489,7 @@ class KnowledgeMemory:
         validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
         return await self.runtime.read(lambda c: facts.relationships(
-            c, self._tables, agent_id, entity_key=entity_key, include_inactive=include_inactive, user_id=user_id))
+            c, self.runtime.tables, agent_id, entity_key=entity_key, include_inactive=include_inactive, user_id=user_id))
 
     relationships = sync_method(relationships_async)
 
@@ -498,7 +500,7 @@ class KnowledgeMemory:
         user_id = check_user_id(user_id)
         if status is not None and status not in ("pending", "triggered", "fulfilled", "expired"):
             raise ValueError(f"status must be pending, triggered, fulfilled or expired, got {status!r}")
-        return await self.runtime.read(lambda c: facts.intentions(c, self._tables, agent_id, status=status, user_id=user_id))
+        return await self.runtime.read(lambda c: facts.intentions(c, self.runtime.tables, agent_id, status=status, user_id=user_id))
 
     intentions = sync_method(intentions_async)
 
@@ -570,6 +572,6 @@ class KnowledgeMemory:
         if agent_id is not None:
             validate_agent_id(agent_id)
         user_id = check_user_id(user_id)
-        return await self.runtime.in_thread(self._store.forget, user_id=user_id, agent_id=agent_id)
+        return await self.runtime.in_thread(self.runtime.store.forget, user_id=user_id, agent_id=agent_id)
 
     forget = sync_method(forget_async)

@@ -19,6 +19,7 @@ from ..db import queries as reads
 from ..db.queries import check_user_id
 from ..jobs import worker as worker_mod
 from ..observe import finish_span, operation_span
+from ..opening import NO_LLM_CONFIG
 from ..runtime import KnowledgeRuntime
 from ..text import parse_when, validate_agent_id
 from ..types import WriteResult
@@ -28,7 +29,7 @@ from .state import WriteRun
 
 __all__ = ["default_session_id", "check_write", "screen", "manual_run", "reprocess_run", "write_message"]
 
-#: what a write without an LLM switches off (``KnowledgeMemory(llm=None)``, opening.py)
+#: emotion tagging off: for deterministic writes, and for a reprocessed event that already has its tag
 _NO_EMOTION = {"enable_emotion_tagging": False}
 
 
@@ -102,8 +103,7 @@ async def screen(rt: KnowledgeRuntime, message: str, source: str) -> tuple[str, 
     return screened.texts[0] or "", verdict, None
 
 
-def manual_run(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, no_llm_config: dict[str, Any],
-               agent_id: Any, *, entities: Any, facts: Any, relations: Any, user_id: Any, source: Any, session_id: Any,
+def manual_run(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, agent_id: Any, *, entities: Any, facts: Any, relations: Any, user_id: Any, source: Any, session_id: Any,
                occurred_at: Any, config_overrides: Optional[dict[str, Any]],
                ) -> tuple[WriteRun, dict[str, Any]]:
     """``add_knowledge``: the checked items as an extraction reply, and the run that writes
@@ -116,7 +116,7 @@ def manual_run(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, no_
     reply = build_reply(entities, facts, relations)
     cfg = merge_config(config, config_overrides)
     if not has_llm:
-        cfg = merge_config(cfg, no_llm_config)
+        cfg = merge_config(cfg, NO_LLM_CONFIG)
     cfg = merge_config(cfg, _NO_EMOTION)
     text = event_text(reply)
     if len(text) > cfg.max_input_chars:
