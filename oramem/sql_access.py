@@ -38,9 +38,9 @@ def translated(what: str) -> Iterator[None]:
         if is_sqlite_busy(exc):  # by the error code (SQLITE_BUSY/LOCKED), not the message
             raise StoreBusy(f"{what}: the database stayed locked by another writer ({text}); retry") from exc
         if isinstance(exc, sa.exc.IntegrityError):
-            raise StoreError(f"{what}: a constraint of the knowledge tables was violated ({text}); nothing was stored") from exc
+            raise StoreError(f"{what}: a table constraint was violated ({text}); nothing was stored") from exc
         raise StoreError(
-            f"{what} failed in the database ({text}); check that the knowledge tables exist and match this "
+            f"{what} failed in the database ({text}); check that the tables exist and match this "
             "version (open with schema_policy=CREATE_IF_NECESSARY)"
         ) from exc
 
