@@ -35,7 +35,8 @@ SQL; they never see an unvalidated filter.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import ArgumentError, ArgumentTypeError
 

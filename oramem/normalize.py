@@ -19,10 +19,10 @@ import json
 import re
 import uuid
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterable, Optional, Sequence, overload
+from typing import Any, Callable, Optional, overload
 
 import numpy as np
 

@@ -23,7 +23,8 @@ one (``StoreSettingsMismatch``). An identity is a small JSON object:
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 __all__ = ["identity_of", "same_identity", "describe_identity", "how_to_open", "encode_identity", "decode_identity",
            "mismatch_message"]

@@ -41,7 +41,8 @@ import hashlib
 import json
 import math
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Mapping, Optional, cast
+from collections.abc import Mapping
+from typing import Any, Iterable, Optional, cast
 
 from . import require
 from ._colour import call, run_async, run_sync

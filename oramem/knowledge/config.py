@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import Annotated, Any, Optional, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Strict, ValidationError, create_model
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Callable, Optional
 
 from ._sqlite import sqlite_double
 

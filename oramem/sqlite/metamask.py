@@ -27,7 +27,8 @@ from __future__ import annotations
 import bisect
 import re
 from collections import OrderedDict
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Callable, Optional
 
 import numpy as np
 

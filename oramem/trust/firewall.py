@@ -42,7 +42,8 @@ import dataclasses
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable, Optional, Protocol, Sequence, runtime_checkable
 
 from ..errors import StoreError
 
