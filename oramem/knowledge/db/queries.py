@@ -279,8 +279,10 @@ def current_same_key_facts(
 def registry_rows(conn: sa.Connection, t: KGTables, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
     r = t.registry
     out: dict[str, dict[str, Any]] = {}
+    stmt = cached_stmt(r, ("registry_rows",), lambda: sa.select(r).where(r.c.agent_id == sa.bindparam("p_agent"),
+                                                                         r.c.key.in_(expanding("p_batch"))))
     for batch in chunked(sorted(set(keys))):
-        for row in conn.execute(sa.select(r).where(r.c.agent_id == agent_id, r.c.key.in_(batch))).mappings():
+        for row in conn.execute(stmt, {"p_agent": agent_id, "p_batch": batch}).mappings():
             out[row["key"]] = dict(row)
     return out
 

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 
 from ...batches import PendingRecordBatch
 from .. import faults
+from ..db import dml
 from ..db import queries as reads
 from ..errors import KnowledgeError
 from ..model import new_id
@@ -123,15 +124,16 @@ def recheck(run: WriteRun, conn: sa.Connection) -> None:
         f = t.fact
         keys = sorted({d.fact.subject_key for d in adds})
         texts = sorted({d.fact.fact for d in adds})
-        cols = [c for c in f.c if c.name != "embedding_vec"]
+        no_user = run.user_id is None
+        q = reads.cached_stmt(f, ("recheck_adds", no_user), lambda: sa.select(*[c for c in f.c if c.name != "embedding_vec"]).where(
+            reads.p_owned(f, no_user), f.c.entity_key.in_(reads.expanding("p_keys")), f.c.valid_to.is_(None),
+            f.c.invalidated_at.is_(None), f.c.fact_text.in_(reads.expanding("p_texts")),
+        ).order_by(f.c.created_at, f.c.id))
         existing: dict[tuple[str, str], dict[str, Any]] = {}
         for batch in reads.chunked(keys):
             for tbatch in reads.chunked(texts):
-                q = sa.select(*cols).where(
-                    reads.owned(f, run.agent_id, run.user_id), f.c.entity_key.in_(batch), f.c.valid_to.is_(None),
-                    f.c.invalidated_at.is_(None), f.c.fact_text.in_(tbatch),
-                ).order_by(f.c.created_at, f.c.id)
-                for m in conn.execute(q).mappings():
+                params = {"p_agent": run.agent_id, "p_user": run.user_id, "p_keys": batch, "p_texts": tbatch}
+                for m in conn.execute(q, params).mappings():
                     r = dict(m)
                     if not reads.is_expired(r, run.now):
                         existing.setdefault((r["entity_key"], r["fact_text"]), r)
@@ -342,6 +344,10 @@ def predict_relations(run: WriteRun, conn: sa.Connection, closing: dict[str, Any
     r_ = t.relationship
     out: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
+    no_user = run.user_id is None
+    edge = reads.cached_stmt(r_, ("edge", no_user), lambda: sa.select(r_).where(
+        reads.p_owned(r_, no_user), r_.c.source_entity_key == sa.bindparam("p_source"),
+        r_.c.target_entity_key == sa.bindparam("p_target"), r_.c.rel_type == sa.bindparam("p_type")))
     for r in run.relations:
         key = (r.source_key, r.target_key, r.rel_type)
         if key in seen:
@@ -350,14 +356,8 @@ def predict_relations(run: WriteRun, conn: sa.Connection, closing: dict[str, Any
             run.warn(f"relation dropped: {r.rel_type} resolves both ends to {r.source_key}")
             continue
         seen.add(key)
-        row = conn.execute(
-            sa.select(r_).where(
-                reads.owned(r_, run.agent_id, run.user_id),
-                r_.c.source_entity_key == r.source_key,
-                r_.c.target_entity_key == r.target_key,
-                r_.c.rel_type == r.rel_type,
-            )
-        ).mappings().first()
+        row = conn.execute(edge, {"p_agent": run.agent_id, "p_user": run.user_id, "p_source": r.source_key,
+                                  "p_target": r.target_key, "p_type": r.rel_type}).mappings().first()
         state = _edge_state(dict(row) if row else None, closing)
         action = {"none": "created", "active": "reinforced", "closed": "reactivated"}[state]
         out.append({"rel": r, "row": dict(row) if row else None, "action": action})
@@ -409,11 +409,6 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
     faults.check("store_records")
 
 
-def _insert(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    if rows:
-        conn.execute(sa.insert(table), rows)
-
-
 def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: str, trace: dict[str, Any]) -> list[dict[str, Any]]:
     t = run.t
     ag, now = run.agent_id, run.now
@@ -424,42 +419,41 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
         (d.fact.importance for d in run.decisions if d.action in ("ADD", "UPDATE", "NOOP")), default=0.5
     )
     if event_mode == "insert":
-        conn.execute(
-            sa.insert(t.event).values(
-                id=run.event_id, agent_id=ag, user_id=run.user_id, occurred_at=run.t_event, text=run.message, source=run.source,
-                importance=importance, embedding_vec=run.event_vec, trace_json=trace, created_at=now,
-                emotion_primary=emotion.get("emotion"), emotion_intensity=emotion.get("intensity"),
-                energy_level=emotion.get("energy"), session_id=run.session_id, speaker=run.speaker,
-            )
-        )
+        dml.insert_rows(conn, t.event, [dict(
+            id=run.event_id, agent_id=ag, user_id=run.user_id, occurred_at=run.t_event, text=run.message, source=run.source,
+            importance=importance, embedding_vec=run.event_vec, trace_json=trace, created_at=now,
+            emotion_primary=emotion.get("emotion"), emotion_intensity=emotion.get("intensity"),
+            energy_level=emotion.get("energy"), session_id=run.session_id, speaker=run.speaker,
+        )])
     else:
         values: dict[str, Any] = {"importance": importance, "trace_json": trace}
         if run.emotion:
             values.update(emotion_primary=emotion.get("emotion"), emotion_intensity=emotion.get("intensity"),
                           energy_level=emotion.get("energy"))
-        conn.execute(sa.update(t.event).where(reads.owned(t.event, ag, run.user_id), t.event.c.id == run.event_id).values(**values))
+        dml.update_owned(conn, t.event, ag, run.user_id, "id", run.event_id, values)
     # entities and aliases
     faults.check("entities")
-    _insert(conn, t.entity, plan.entity_inserts)
+    dml.insert_rows(conn, t.entity, plan.entity_inserts)
     for key, upd in plan.entity_updates.items():
-        conn.execute(sa.update(t.entity).where(reads.owned(t.entity, ag, run.user_id), t.entity.c.canonical_key == key).values(**upd))
-    _insert(conn, t.alias, plan.alias_inserts)
+        dml.update_owned(conn, t.entity, ag, run.user_id, "canonical_key", key, upd)
+    dml.insert_rows(conn, t.alias, plan.alias_inserts)
     # facts and cascades
     faults.check("facts")
-    _insert(conn, t.fact, plan.fact_inserts)
+    dml.insert_rows(conn, t.fact, plan.fact_inserts)
     for fid, upd in plan.fact_updates.items():
-        conn.execute(sa.update(t.fact).where(reads.owned(t.fact, ag, run.user_id), t.fact.c.id == fid).values(**upd))
+        dml.update_owned(conn, t.fact, ag, run.user_id, "id", fid, upd)
     r_ = t.relationship
     for fid, (col, when) in plan.closing.items():
-        conn.execute(
+        no_user = run.user_id is None
+        close = reads.cached_stmt(r_, ("close_by_evidence", col, no_user), lambda: (
             sa.update(r_)
-            .where(reads.owned(r_, ag, run.user_id), r_.c.evidence_fact_id == fid, r_.c.valid_to.is_(None),
+            .where(reads.p_owned(r_, no_user), r_.c.evidence_fact_id == sa.bindparam("p_key"), r_.c.valid_to.is_(None),
                    r_.c.invalidated_at.is_(None))
-            .values(**{col: when, "updated_at": now})
-        )
+            .values({col: sa.bindparam("v_when", type_=r_.c[col].type), "updated_at": sa.bindparam("v_now", type_=r_.c.updated_at.type)})))
+        conn.execute(close, {"p_agent": ag, "p_user": run.user_id, "p_key": fid, "v_when": when, "v_now": now})
     # links
     faults.check("links")
-    _insert(conn, t.link, plan.links)
+    dml.insert_rows(conn, t.link, plan.links)
     # relations (after facts, so an edge re-asserted in the write that cascaded it ends up active)
     faults.check("relations")
     rel_out: list[dict[str, Any]] = []
@@ -467,14 +461,12 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
         r, row, action = item["rel"], item["row"], item["action"]
         ev = r.evidence.evidence_id if r.evidence is not None else None
         if row is None:
-            conn.execute(
-                sa.insert(r_).values(
-                    id=new_id(), agent_id=ag, user_id=run.user_id, source_entity_key=r.source_key, target_entity_key=r.target_key,
-                    rel_type=r.rel_type, strength=float(run.cfg.initial_relation_strength), evidence_fact_id=ev,
-                    provenance="llm", valid_from=run.t_event, valid_to=None, created_at=now, updated_at=now,
-                    last_used_at=None, invalidated_at=None,
-                )
-            )
+            dml.insert_rows(conn, r_, [dict(
+                id=new_id(), agent_id=ag, user_id=run.user_id, source_entity_key=r.source_key, target_entity_key=r.target_key,
+                rel_type=r.rel_type, strength=float(run.cfg.initial_relation_strength), evidence_fact_id=ev,
+                provenance="llm", valid_from=run.t_event, valid_to=None, created_at=now, updated_at=now,
+                last_used_at=None, invalidated_at=None,
+            )])
         else:
             rel_values: dict[str, Any] = {
                 "strength": min(1.0, float(row["strength"]) + float(run.cfg.relation_reinforce_step)),
@@ -484,7 +476,7 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
                 rel_values["evidence_fact_id"] = ev
             if action == "reactivated":
                 rel_values.update(valid_to=None, invalidated_at=None, valid_from=run.t_event)
-            conn.execute(sa.update(r_).where(r_.c.id == row["id"]).values(**rel_values))
+            dml.update_by_id(conn, r_, row["id"], rel_values)
         rel_out.append(
             {"source_entity_key": r.source_key, "target_entity_key": r.target_key, "rel_type": r.rel_type, "action": action}
         )
@@ -507,34 +499,36 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
 def recount(conn: sa.Connection, t: KGTables, agent_id: str, keys: set[str], now: datetime, user_id: Optional[str]) -> None:
     """``fact_count`` = the exact number of distinct current facts linked in the scope
     ``(agent_id, user_id)`` (KC-3.7): counted in SQL; only facts with a TTL are fetched to
-    apply expiry."""
-    lk, f = t.link, t.fact
-    def base(batch: list[Any]) -> sa.Select[Any]:
+    apply expiry. The three statements are cached per table and scope shape (values bound)."""
+    lk, f, e = t.link, t.fact, t.entity
+    no_user = user_id is None
+
+    def base() -> sa.Select[Any]:
         return (
             sa.select(lk.c.entity_key)
             .select_from(lk.join(f, f.c.id == lk.c.fact_id))
-            .where(reads.owned(lk, agent_id, user_id), lk.c.entity_key.in_(batch), f.c.valid_to.is_(None),
+            .where(reads.p_owned(lk, no_user), lk.c.entity_key.in_(reads.expanding("p_batch")), f.c.valid_to.is_(None),
                    f.c.invalidated_at.is_(None))
         )
 
+    counted = reads.cached_stmt(lk, ("recount_no_ttl", no_user), lambda: (
+        base().where(f.c.ttl_days.is_(None)).add_columns(sa.func.count(sa.distinct(f.c.id))).group_by(lk.c.entity_key)))
+    with_ttl = reads.cached_stmt(lk, ("recount_ttl", no_user), lambda: (
+        base().where(f.c.ttl_days.is_not(None)).add_columns(f.c.id, f.c.ingested_at, f.c.ttl_days)))
+    store = reads.cached_stmt(e, ("recount_store", no_user), lambda: (
+        sa.update(e).where(reads.p_owned(e, no_user), e.c.canonical_key == sa.bindparam("b_key"))
+        .values(fact_count=sa.bindparam("b_n"))))
     for batch in reads.chunked(sorted(keys)):
+        params = {"p_agent": agent_id, "p_user": user_id, "p_batch": batch}
         counts = {k: 0 for k in batch}
-        q = base(batch).where(f.c.ttl_days.is_(None)).add_columns(sa.func.count(sa.distinct(f.c.id))).group_by(lk.c.entity_key)
-        for key, n in conn.execute(q):
+        for key, n in conn.execute(counted, params):
             counts[key] += int(n)
-        q = base(batch).where(f.c.ttl_days.is_not(None)).add_columns(f.c.id, f.c.ingested_at, f.c.ttl_days)
         seen: set[tuple[str, str]] = set()
-        for r in conn.execute(q).mappings():
+        for r in conn.execute(with_ttl, params).mappings():
             if (r["entity_key"], r["id"]) not in seen and not reads.is_expired(dict(r), now):
                 seen.add((r["entity_key"], r["id"]))
                 counts[r["entity_key"]] += 1
-        e = t.entity
-        conn.execute(
-            sa.update(e)
-            .where(reads.owned(e, agent_id, user_id), e.c.canonical_key == sa.bindparam("b_key"))
-            .values(fact_count=sa.bindparam("b_n")),
-            [{"b_key": k, "b_n": n} for k, n in counts.items()],
-        )
+        conn.execute(store, [{"p_agent": agent_id, "p_user": user_id, "b_key": k, "b_n": n} for k, n in counts.items()])
 
 
 def _apply_registry(run: WriteRun, conn: sa.Connection) -> None:
@@ -553,21 +547,19 @@ def _apply_registry(run: WriteRun, conn: sa.Connection) -> None:
         if row is None:
             user = key in extra
             status = "active" if user or cfg.attribute_promotion_threshold <= 1 else "proposed"
-            conn.execute(
-                sa.insert(reg).values(
-                    id=new_id(), agent_id=run.agent_id, key=key, status=status,
-                    value_type=infer_value_type(f.value) if f.value is not None else "string",
-                    conflict_policy="supersede", ttl_days=None, seen_count=1, proposed_by="user" if user else "llm",
-                    reason=f"extracted from event {run.event_id}", first_seen_at=run.now, last_seen_at=run.now,
-                    example_raw_key=(f.raw_attribute_key or key)[:128], created_at=run.now, updated_at=run.now,
-                )
-            )
+            dml.insert_rows(conn, reg, [dict(
+                id=new_id(), agent_id=run.agent_id, key=key, status=status,
+                value_type=infer_value_type(f.value) if f.value is not None else "string",
+                conflict_policy="supersede", ttl_days=None, seen_count=1, proposed_by="user" if user else "llm",
+                reason=f"extracted from event {run.event_id}", first_seen_at=run.now, last_seen_at=run.now,
+                example_raw_key=(f.raw_attribute_key or key)[:128], created_at=run.now, updated_at=run.now,
+            )])
         else:
             seen = int(row["seen_count"]) + 1
             values: dict[str, Any] = {"seen_count": seen, "last_seen_at": run.now, "updated_at": run.now}
             if row["status"] == "proposed" and seen >= cfg.attribute_promotion_threshold:
                 values["status"] = "active"
-            conn.execute(sa.update(reg).where(reg.c.id == row["id"]).values(**values))
+            dml.update_by_id(conn, reg, row["id"], values)
 
 
 def _apply_intentions(run: WriteRun, conn: sa.Connection) -> None:
