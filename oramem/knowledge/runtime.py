@@ -80,12 +80,36 @@ class KnowledgeRuntime:
         A vector query is a pure vector search on every store (SC-6.6), also on a hybrid one."""
         from ..trust.audit import internal  # SC-16.3: the layer's own searches are not audit entries
 
-        if kwargs.get("query_vector") is not None and kwargs.get("strategy") is None:
-            kwargs["strategy"] = "vector"
+        kwargs = _vector_first(kwargs)
         with internal():
             if not self.store.async_only:
                 return await self.in_thread(self.store.search, **kwargs)
             return await self.store.search_async(**kwargs)
+
+    async def search_and_read(self, searches: list[dict[str, Any]], fn: Callable[[list[Any], Any], T]) -> tuple[list[Any], T]:
+        """The store searches ``searches`` (keyword arguments of :meth:`search`, in order),
+        then ``fn(results, conn)`` on a read connection of the knowledge backend: on a sync
+        store one trip to the worker pool for all of it (each trip costs thread handoffs),
+        on an async-only store the searches in its async twin, then the read on the pool."""
+        from ..trust.audit import internal
+
+        prepared = [_vector_first(kw) for kw in searches]
+
+        def read(results: list[Any]) -> T:
+            with self.backend.read() as conn:
+                return fn(results, conn)
+
+        if self.store.async_only:
+            with internal():
+                results = [await self.store.search_async(**kw) for kw in prepared]
+            return results, await self.in_thread(read, results)
+
+        def both() -> tuple[list[Any], T]:
+            with internal():
+                found = [self.store.search(**kw) for kw in prepared]
+            return found, read(found)
+
+        return await self.in_thread(both)
 
     async def embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         emb = self.embedder
@@ -101,3 +125,10 @@ class KnowledgeRuntime:
                 return fn(conn)
 
         return await self.in_thread(run)
+
+
+def _vector_first(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A vector query is a pure vector search on every store (SC-6.6), also on a hybrid one."""
+    if kwargs.get("query_vector") is not None and kwargs.get("strategy") is None:
+        return {**kwargs, "strategy": "vector"}
+    return kwargs

@@ -131,15 +131,17 @@ async def informed_context(run: WriteRun) -> list[dict[str, Any]]:
         e = ents[k]
         item = {"entity_key": k, "display_name": e["display_name"], "summary": e["summary_text"], "facts": []}
         if not e["summary_text"]:
-            hits2 = await run.rt.search(
+            def similar(results: list[Any], c: sa.Connection) -> tuple[list[str], dict[str, dict[str, Any]]]:
+                ids = [r.id for r, d in results[0] if 1.0 - d >= cfg.informed_min_similarity]
+                return ids, reads.current_facts_by_ids(c, t, run.agent_id, ids, run.now, run.user_id)
+
+            _, (ids, rows) = await run.rt.search_and_read([dict(
                 query_vector=run.event_vec,
                 k=per_entity,
                 agent_id=run.agent_id,
                 record_types=["fact"],
                 metadata_filter=reads.with_scope({"kg_primary": k, **_CURRENT_FILTER}, run.user_id),
-            )
-            ids = [r.id for r, d in hits2 if 1.0 - d >= cfg.informed_min_similarity]
-            rows = await run.read(lambda c: reads.current_facts_by_ids(c, t, run.agent_id, ids, run.now, run.user_id))
+            )], similar)
             for fid in ids:
                 if fid in rows:
                     r = rows[fid]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional, TypeVar
 
+import sqlalchemy as sa
 
 from ..db import queries as reads
 from ..errors import LLMError
@@ -66,27 +67,27 @@ async def reconcile(run: WriteRun, facts: list[XFact]) -> list[Decision]:
             continue
         sims: dict[str, float] = {}
         per_fact_best: dict[int, float] = {}
-        for f in group:
-            hits = await run.rt.search(
-                query_vector=f.vec,
-                k=cfg.reconcile_candidates,
-                agent_id=run.agent_id,
-                record_types=["fact"],
-                metadata_filter=reads.with_scope({"kg_primary": key, **_CURRENT_FILTER}, run.user_id),
-            )
-            best = 0.0
-            for rec, dist in hits:
-                s = 1.0 - float(dist)
-                sims[rec.id] = max(sims.get(rec.id, -1.0), s)
-                best = max(best, s)
-            per_fact_best[f.idx] = best if hits else -1.0
         same_keys = [f.attribute_key for f in group if f.attribute_key and policy_of(run, f.attribute_key) == "supersede"]
-        same, rows = await run.read(
-            lambda c: (
-                reads.current_same_key_facts(c, t, run.agent_id, key, same_keys, run.now, run.user_id),
-                reads.current_facts_by_ids(c, t, run.agent_id, list(sims), run.now, run.user_id),
-            )
-        )
+
+        def candidates(results: list[Any], c: sa.Connection) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+            for f, hits in zip(group, results):
+                best = 0.0
+                for rec, dist in hits:
+                    s = 1.0 - float(dist)
+                    sims[rec.id] = max(sims.get(rec.id, -1.0), s)
+                    best = max(best, s)
+                per_fact_best[f.idx] = best if hits else -1.0
+            return (reads.current_same_key_facts(c, t, run.agent_id, key, same_keys, run.now, run.user_id),
+                    reads.current_facts_by_ids(c, t, run.agent_id, list(sims), run.now, run.user_id))
+
+        # the group's searches and the read of their facts in one trip to the worker pool
+        _, (same, rows) = await run.rt.search_and_read([dict(
+            query_vector=f.vec,
+            k=cfg.reconcile_candidates,
+            agent_id=run.agent_id,
+            record_types=["fact"],
+            metadata_filter=reads.with_scope({"kg_primary": key, **_CURRENT_FILTER}, run.user_id),
+        ) for f in group], candidates)
         for r in same:
             rows.setdefault(r["id"], r)
         same_by_attr: dict[str, list[str]] = {}
