@@ -393,6 +393,27 @@ def test_ttl_from_registry(km, llm):
     assert km.get("a1", r.facts_added[0]["fact_id"]).ttl_days == 3
 
 
+
+def test_fact_count_counts_facts_with_a_ttl_until_they_expire(km, llm, clock):
+    """KC-3.7: ``fact_count`` is the number of current facts linked, an expired TTL fact not
+    among them (recount reads the TTL facts' rows only when the count pass saw one)."""
+    _seed_fact(km, llm, "Pedro works at Vertix", "employer")
+    t = km._tables
+    with km._backend.write("t", "a1") as c:
+        c.execute(sa.update(t.registry).where(t.registry.c.key == "employer").values(ttl_days=None))
+    _seed_fact(km, llm, "Pedro is at the beach", "current_location")
+    with km._backend.write("t", "a1") as c:
+        c.execute(sa.update(t.registry).where(t.registry.c.key == "current_location").values(ttl_days=3))
+    llm.route("extract", extract([("Pedro", "person")], [("Pedro", "Pedro is at the mountains", "current_location")]))
+    llm.route("reconcile", reconcile(("ADD", 1)))
+    km.write("a1", "mountains", "Pedro")
+    assert {e.canonical_key: e.fact_count for e in km.entities("a1")} == {"person:pedro": 3}
+    clock.advance(days=4)  # the mountains fact (TTL 3 days) has expired; the next write recounts
+    llm.route("extract", extract([("Pedro", "person")], [("Pedro", "Pedro likes tea", "drink")]))
+    llm.route("reconcile", reconcile(("ADD", 1)))
+    km.write("a1", "tea", "Pedro")
+    assert {e.canonical_key: e.fact_count for e in km.entities("a1")} == {"person:pedro": 3}
+
 # ----------------------------------------------------------------------------- KC-4.12/4.13
 def test_links_primary_and_secondary(km, llm):
     llm.route("extract", extract([("Pedro", "person"), ("Ana Souza", "person"), ("Vertix", "organization")],

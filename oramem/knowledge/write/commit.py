@@ -499,7 +499,8 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
 def recount(conn: sa.Connection, t: KGTables, agent_id: str, keys: set[str], now: datetime, user_id: Optional[str]) -> None:
     """``fact_count`` = the exact number of distinct current facts linked in the scope
     ``(agent_id, user_id)`` (KC-3.7): counted in SQL; only facts with a TTL are fetched to
-    apply expiry. The three statements are cached per table and scope shape (values bound)."""
+    apply expiry, and only when the first pass saw one. The statements are cached per table
+    and scope shape (values bound)."""
     lk, f, e = t.link, t.fact, t.entity
     no_user = user_id is None
 
@@ -511,8 +512,11 @@ def recount(conn: sa.Connection, t: KGTables, agent_id: str, keys: set[str], now
                    f.c.invalidated_at.is_(None))
         )
 
-    counted = reads.cached_stmt(lk, ("recount_no_ttl", no_user), lambda: (
-        base().where(f.c.ttl_days.is_(None)).add_columns(sa.func.count(sa.distinct(f.c.id))).group_by(lk.c.entity_key)))
+    # one pass over the links: the distinct facts without a TTL, and how many links lead to a
+    # fact with one (their rows are read only when there are some: they need the expiry check)
+    counted = reads.cached_stmt(lk, ("recount", no_user), lambda: (
+        base().add_columns(sa.func.count(sa.distinct(sa.case((f.c.ttl_days.is_(None), f.c.id)))),
+                           sa.func.count(f.c.ttl_days)).group_by(lk.c.entity_key)))
     with_ttl = reads.cached_stmt(lk, ("recount_ttl", no_user), lambda: (
         base().where(f.c.ttl_days.is_not(None)).add_columns(f.c.id, f.c.ingested_at, f.c.ttl_days)))
     store = reads.cached_stmt(e, ("recount_store", no_user), lambda: (
@@ -521,10 +525,12 @@ def recount(conn: sa.Connection, t: KGTables, agent_id: str, keys: set[str], now
     for batch in reads.chunked(sorted(keys)):
         params = {"p_agent": agent_id, "p_user": user_id, "p_batch": batch}
         counts = {k: 0 for k in batch}
-        for key, n in conn.execute(counted, params):
+        with_ttl_links = 0
+        for key, n, n_ttl in conn.execute(counted, params):
             counts[key] += int(n)
+            with_ttl_links += int(n_ttl)
         seen: set[tuple[str, str]] = set()
-        for r in conn.execute(with_ttl, params).mappings():
+        for r in (conn.execute(with_ttl, params).mappings() if with_ttl_links else ()):
             if (r["entity_key"], r["id"]) not in seen and not reads.is_expired(dict(r), now):
                 seen.add((r["entity_key"], r["id"]))
                 counts[r["entity_key"]] += 1
