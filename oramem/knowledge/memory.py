@@ -408,6 +408,8 @@ class KnowledgeMemory:
     # -- small writes ------------------------------------------------------------------------------
     async def fulfill_intention_async(self, agent_id: str, intention_id: str, outcome_note: Optional[str] = None, *,
                                       user_id: Optional[str] = None) -> bool:
+        """A pending or triggered intention becomes ``fulfilled`` (with ``outcome_note``); only
+        one of the scope ``user_id`` (KC-3.7). ``False`` when there is no such intention."""
         user_id = checks.scope(agent_id, user_id)
         checks.text(outcome_note, "outcome_note", optional=True)
         now = self._now()
@@ -416,12 +418,15 @@ class KnowledgeMemory:
     fulfill_intention = sync_method(fulfill_intention_async)
 
     async def confirm_fact_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> bool:
+        """The fact no longer needs confirmation; ``last_confirmed_at`` becomes now (scope and
+        ``False`` as :meth:`fulfill_intention`)."""
         user_id, now = checks.scoped(self.runtime, agent_id, user_id)
         return await edits.confirm_fact(self.runtime, agent_id, fact_id, user_id, now)
 
     confirm_fact = sync_method(confirm_fact_async)
 
     async def annotate_fact_async(self, agent_id: str, fact_id: str, text: str, *, user_id: Optional[str] = None) -> bool:
+        """``text`` becomes the fact's ``agent_annotation`` (scope and ``False`` as :meth:`fulfill_intention`)."""
         user_id = checks.scope(agent_id, user_id)
         checks.text(text, "text")
         return await edits.annotate_fact(self.runtime, agent_id, fact_id, text, user_id)
