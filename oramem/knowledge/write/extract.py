@@ -126,27 +126,33 @@ async def informed_context(run: WriteRun) -> list[dict[str, Any]]:
     keys = [k for k in keys if k in ents and ents[k]["is_active"]]
     n = len(keys)
     per_entity = cfg.informed_extraction_topk if n <= 2 else max(3, cfg.informed_extraction_context_budget_tokens // n // 20)
+    # the searches of the entities without a summary and the read of their facts: one trip
+    need = [k for k in keys if not ents[k]["summary_text"]]
+
+    def similar(results: list[Any], c: sa.Connection) -> tuple[list[list[str]], dict[str, dict[str, Any]]]:
+        ids = [[r.id for r, d in hits if 1.0 - d >= cfg.informed_min_similarity] for hits in results]
+        return ids, reads.current_facts_by_ids(c, t, run.agent_id, [i for found in ids for i in found], run.now, run.user_id)
+
+    similar_ids: dict[str, list[str]] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    if need:
+        _, (found, rows) = await run.rt.search_and_read([dict(
+            query_vector=run.event_vec,
+            k=per_entity,
+            agent_id=run.agent_id,
+            record_types=["fact"],
+            metadata_filter=reads.with_scope({"kg_primary": k, **_CURRENT_FILTER}, run.user_id),
+        ) for k in need], similar)
+        similar_ids = dict(zip(need, found))
     block: list[dict[str, Any]] = []
     for k in keys:
         e = ents[k]
         item = {"entity_key": k, "display_name": e["display_name"], "summary": e["summary_text"], "facts": []}
-        if not e["summary_text"]:
-            def similar(results: list[Any], c: sa.Connection) -> tuple[list[str], dict[str, dict[str, Any]]]:
-                ids = [r.id for r, d in results[0] if 1.0 - d >= cfg.informed_min_similarity]
-                return ids, reads.current_facts_by_ids(c, t, run.agent_id, ids, run.now, run.user_id)
-
-            _, (ids, rows) = await run.rt.search_and_read([dict(
-                query_vector=run.event_vec,
-                k=per_entity,
-                agent_id=run.agent_id,
-                record_types=["fact"],
-                metadata_filter=reads.with_scope({"kg_primary": k, **_CURRENT_FILTER}, run.user_id),
-            )], similar)
-            for fid in ids:
-                if fid in rows:
-                    r = rows[fid]
-                    flag = " [needs confirmation]" if r["needs_confirmation"] else ""
-                    item["facts"].append(f"{r['fact_text']}{flag}")
+        for fid in similar_ids.get(k, []):
+            if fid in rows:
+                r = rows[fid]
+                flag = " [needs confirmation]" if r["needs_confirmation"] else ""
+                item["facts"].append(f"{r['fact_text']}{flag}")
         block.append(item)
     # cap the block at the token budget (drop facts from the end, then entities)
     budget = cfg.informed_extraction_context_budget_tokens
