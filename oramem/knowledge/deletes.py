@@ -32,14 +32,16 @@ from typing import Any, Callable, Optional
 import sqlalchemy as sa
 
 from ..requests import DeletionEvent, ErasureReport
+from . import checks
 from .db import queries as reads
 from .db.schema import KGTables
 from .read.facts import chain_ids
 from .runtime import KnowledgeRuntime
-from .text import to_utc
+from .text import to_utc, validate_agent_id
 from .write import commit as commit_mod
 
-__all__ = ["erase", "OracleEraser", "purge_facts", "purger", "delete_chain", "delete_agent", "deletion_hook"]
+__all__ = ["erase", "OracleEraser", "purge_facts", "purger", "delete_chain", "delete_agent", "deletion_hook",
+           "delete_fact_async", "delete_agent_async", "forget_async"]
 
 PurgeFacts = Callable[[sa.Connection, Any, list[str]], None]
 
@@ -214,6 +216,35 @@ def delete_agent(rt: KnowledgeRuntime, agent_id: str) -> int:
             for eid in event_ids:
                 rt.store.delete("message", eid)
         return len(fact_ids)
+
+
+async def delete_fact_async(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Optional[str]) -> bool:
+    """``KnowledgeMemory.delete_async``: the scope checked, then :func:`delete_chain` on the pool."""
+    user_id, _ = checks.scoped(rt, agent_id, user_id)
+    return await rt.in_thread(delete_chain, rt, agent_id, fact_id, user_id)
+
+
+async def delete_agent_async(rt: KnowledgeRuntime, agent_id: str) -> int:
+    """``KnowledgeMemory.delete_all_async``: the agent id checked, then :func:`delete_agent`."""
+    validate_agent_id(agent_id)
+    rt.now()
+    return await rt.in_thread(delete_agent, rt, agent_id)
+
+
+async def forget_async(rt: KnowledgeRuntime, user_id: Optional[str], agent_id: Optional[str], names: Any) -> dict[str, int]:
+    """``KnowledgeMemory.forget_async``: a user by her id only (``names`` is refused, KC-3.10),
+    or an agent; the store's ``forget`` runs :func:`erase` from the deletion hook."""
+    rt.now()
+    if names is not None:
+        raise ValueError(
+            "forget no longer matches names (KC-3.10: a name may belong to another person or tenant); "
+            "knowledge is erased by its user_id: write a user's messages with write(..., user_id=...) "
+            "and call forget(user_id=...)"
+        )
+    if agent_id is not None:
+        validate_agent_id(agent_id)
+    user_id = reads.check_user_id(user_id)
+    return await rt.in_thread(rt.store.forget, user_id=user_id, agent_id=agent_id)
 
 
 def deletion_hook(rt: KnowledgeRuntime, dbapi_conn: Any, event: Any) -> Any:

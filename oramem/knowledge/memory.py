@@ -1,28 +1,29 @@
 """``KnowledgeMemory``: the public API of the knowledge layer (KC-1), a facade. Each method
 checks what belongs to the call and hands the work to one module: ``opening.py`` (the
-constructor), ``write/`` (write, add_*, reprocess, edits), ``read/`` (retrieve, the plain
-reads, procedural reads), ``jobs/`` (background jobs and the extraction queue), ``deletes.py``."""
+constructor), ``write/`` (write, add_*, reprocess, edits), ``read/`` and ``read_entry.py``
+(retrieve, the plain and procedural reads), ``jobs/`` (background jobs, the extraction queue,
+the worker's ``lifecycle.py``), ``deletes.py``; argument checks several methods share: ``checks.py``.
+
+Decision (issue 25, at most ~500 lines): a method here is its signature, docstring and one call;
+logic beyond that (worker lifecycle, shared checks, retrieve's run) lives in the module owning it.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from datetime import datetime
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional
 
-from .._sync import BackgroundLoop, sync_method
-from ..errors import StoreClosed
+from .._sync import sync_method
 from ..types import NOT_SET
-from . import deletes
-from .config import KnowledgeConfig, merge_config
-from .db.queries import check_page, check_user_id
-from .jobs import queue as queue_mod
+from . import checks, deletes, read_entry
+from .config import KnowledgeConfig
+from .db.queries import check_page
 from .jobs import run as jobs_mod
 from .jobs import worker as worker_mod
-from .observe import finish_span, operation_span
+from .jobs.lifecycle import Lifecycle, require_llm
 from .opening import open_runtime
 from .read import facts
-from .text import validate_agent_id
 from .write import edits
 from .write.entry import manual_run, reprocess_run, write_message
 from .write.run import run_write
@@ -35,15 +36,12 @@ from .types import (
 
 __all__ = ["KnowledgeMemory"]
 
-T = TypeVar("T")
-
-log = logging.getLogger("oramem.knowledge")
-
 
 class KnowledgeMemory:
     """Long-term knowledge over an open oramem store (KC-1.2).
 
-    ``KnowledgeMemory(store, llm, embedder=None, *, config=None, schema_policy=NOT_SET, clock=None)``.
+    ``KnowledgeMemory(store, llm, embedder=None, *, config=None, schema_policy=NOT_SET, clock=None,
+    tracer_provider=None)``.
     The knowledge tables live in the store's database under its ``memory_store_id``.
     """
 
@@ -54,9 +52,8 @@ class KnowledgeMemory:
         self.runtime, self.config = open_runtime(store, llm, embedder, config=config, schema_policy=schema_policy,
                                                  clock=clock, tracer_provider=tracer_provider)
         self.has_llm = llm is not None
-        self._closed = False
-        self._worker: Optional[queue_mod.BackgroundWorker] = None
-        self._loop_runner = BackgroundLoop(f"oramem-kg-{store.memory_store_id}")
+        self._life = Lifecycle(self.runtime, f"oramem-kg-{store.memory_store_id}")
+        self._loop_runner = self._life.loop  # the sync twins' loop (``sync_method``)
 
     # the runtime's parts under the names the tests and ``trust.audit`` read (no second copy)
     _store = property(lambda self: self.runtime.store)
@@ -67,18 +64,12 @@ class KnowledgeMemory:
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         """Release this layer's connections (the store stays open; close it yourself)."""
-        if not self._closed:
-            if self._worker is not None:
-                self.stop_worker()
-            self._closed = self.runtime.closed = True
-            self._loop_runner.close()
-            self.runtime.executor.shutdown(wait=True)
-            self.runtime.backend.close()
+        self._life.close()
 
     async def close_async(self) -> None:
         """:meth:`close` in a worker thread: stopping the in-process worker and joining this
         instance's loop and executor can take a while, and the caller's loop keeps running."""
-        if not self._closed:
+        if not self.runtime.closed:
             await asyncio.to_thread(self.close)
 
     def __enter__(self) -> "KnowledgeMemory":
@@ -111,13 +102,9 @@ class KnowledgeMemory:
         reads see it, only her writes change it). ``None``: the agent's shared knowledge.
         ``session_id`` defaults to the (agent, user) thread :func:`default_session_id`."""
         return await write_message(
-            self.runtime, self.config, self.has_llm, self._wake_worker, agent_id, message, speaker_name, user_id=user_id,
+            self.runtime, self.config, self.has_llm, self._life.wake, agent_id, message, speaker_name, user_id=user_id,
             source=source, session_id=session_id, occurred_at=occurred_at, recent_messages=recent_messages,
             dry_run=dry_run, config_overrides=config_overrides, verbose=verbose, background=background)
-
-    def _wake_worker(self) -> None:
-        if self._worker is not None:
-            self._worker.wake()
 
     write = sync_method(write_async)
 
@@ -130,8 +117,7 @@ class KnowledgeMemory:
 
     reprocess_event = sync_method(reprocess_event_async)
 
-    # -- background extraction (queue.py) -----------------------------------------------------
-
+    # -- background extraction (jobs/worker.py, jobs/queue.py, jobs/lifecycle.py) ---------------
     async def process_jobs_async(
         self, *, max_jobs: Optional[int] = None, lease_seconds: float = 300.0, backoff_base: float = 2.0,
         backoff_max: float = 300.0, worker_id: Optional[str] = None, _stop: Any = None,
@@ -143,8 +129,7 @@ class KnowledgeMemory:
         (``lease_seconds``) is renewed every third of it while the job runs; a job whose
         worker died is claimed again once its lease has expired. Several workers (threads or
         processes) can run at once: no job is taken by two."""
-        if not self.has_llm:
-            raise ValueError("process_jobs extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=...")
+        require_llm(self.has_llm, "process_jobs")
         return await worker_mod.process_jobs(
             self.runtime, self.config, max_jobs=max_jobs, lease_seconds=lease_seconds, backoff_base=backoff_base,
             backoff_max=backoff_max, worker_id=worker_id, stop=_stop)
@@ -156,31 +141,14 @@ class KnowledgeMemory:
         """Run a worker on this instance's event loop until :meth:`stop_worker` (or
         :meth:`close`): it processes due jobs, then waits ``poll_interval`` seconds (a
         background write of this instance wakes it at once)."""
-        if self._closed:
-            raise StoreClosed("this KnowledgeMemory is closed; open a new one")
-        if self._worker is not None:
-            raise ValueError("a worker already runs on this KnowledgeMemory; call stop_worker() first")
-        if not self.has_llm:
-            raise ValueError("start_worker extracts knowledge with an LLM and this KnowledgeMemory has none: pass llm=...")
-        if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)) or not poll_interval > 0:
-            raise ValueError("poll_interval must be a number > 0")
-        self._worker = queue_mod.BackgroundWorker(
-            self._loop_runner, float(poll_interval),
-            lambda stop: self.process_jobs_async(_stop=stop, lease_seconds=lease_seconds,
-                                                 backoff_base=backoff_base, backoff_max=backoff_max))
+        self._life.start_worker(self.has_llm, poll_interval, lambda stop: self.process_jobs_async(
+            _stop=stop, lease_seconds=lease_seconds, backoff_base=backoff_base, backoff_max=backoff_max))
 
     def stop_worker(self, timeout: Optional[float] = None) -> Optional[WorkerReport]:
         """Stop the in-process worker after its current job; returns what it did (None
-        when no worker runs). Re-raises the error that stopped it, if any."""
-        worker, self._worker = self._worker, None
-        if worker is None:
-            return None
-        try:
-            return worker.stop(timeout)
-        except TimeoutError:
-            self._worker = worker  # still running: keep the handle so stop_worker can be called again
-            raise
-
+        when no worker runs). Re-raises the error that stopped it, if any; ``TimeoutError``
+        when its current job outlasts ``timeout`` (the worker keeps running: call again)."""
+        return self._life.stop_worker(timeout)
 
     async def job_status_async(self, agent_id: Optional[str] = None, *, errors: int = 5) -> JobQueueStatus:
         """Counts of the extraction queue by state, the oldest pending job, the last errors."""
@@ -196,6 +164,7 @@ class KnowledgeMemory:
     jobs = sync_method(jobs_async)
 
     async def get_job_async(self, job_id: str) -> Optional[JobInfo]:
+        """One queued background write by its id (``None`` when there is none)."""
         return await worker_mod.get_job(self.runtime, job_id)
 
     get_job = sync_method(get_job_async)
@@ -238,9 +207,7 @@ class KnowledgeMemory:
     ) -> WriteResult:
         """One entity, resolved against the agent's entities like an extracted one (see
         :meth:`add_knowledge_async`)."""
-        entity: dict[str, Any] = {"name": name, "type": type}
-        if aliases is not None:
-            entity["aliases"] = aliases
+        entity = {"name": name, "type": type, **_given(aliases=aliases)}
         return await self.add_knowledge_async(agent_id, entities=[entity], source=source, user_id=user_id)
 
     add_entity = sync_method(add_entity_async)
@@ -251,11 +218,8 @@ class KnowledgeMemory:
         confidence: Optional[float] = None, source: str = "api", user_id: Optional[str] = None,
     ) -> WriteResult:
         """One fact about ``subject`` (see :meth:`add_knowledge_async`)."""
-        item: dict[str, Any] = {"subject": subject, "fact": fact}
-        for key, val in (("subject_type", subject_type), ("attribute_key", attribute_key), ("value", value),
-                         ("valid_from", valid_from), ("confidence", confidence)):
-            if val is not None:
-                item[key] = val
+        item = {"subject": subject, "fact": fact, **_given(subject_type=subject_type, attribute_key=attribute_key,
+                                                             value=value, valid_from=valid_from, confidence=confidence)}
         return await self.add_knowledge_async(agent_id, facts=[item], source=source, user_id=user_id)
 
     add_fact = sync_method(add_fact_async)
@@ -266,11 +230,8 @@ class KnowledgeMemory:
     ) -> WriteResult:
         """One relationship ``source —rel_type→ target`` (see :meth:`add_knowledge_async`);
         ``origin`` is the event's source."""
-        item: dict[str, Any] = {"source": source, "target": target, "rel_type": rel_type}
-        if source_type is not None:
-            item["source_type"] = source_type
-        if target_type is not None:
-            item["target_type"] = target_type
+        item = {"source": source, "target": target, "rel_type": rel_type,
+                **_given(source_type=source_type, target_type=target_type)}
         return await self.add_knowledge_async(agent_id, relations=[item], source=origin, user_id=user_id)
 
     add_relation = sync_method(add_relation_async)
@@ -281,8 +242,7 @@ class KnowledgeMemory:
         evidences are closed with it (the invalidation cascade). ``False`` when the agent has no
         current fact with that id in the scope ``user_id`` (KC-3.7: a user retracts only her own
         facts; ``None``: the agent's shared facts). For erasure use :meth:`delete`."""
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
+        user_id = checks.scope(agent_id, user_id)
         if not isinstance(fact_id, str) or not fact_id:
             raise ValueError("fact_id must be a non-empty string")
         now = self._now()
@@ -299,115 +259,68 @@ class KnowledgeMemory:
         """Facts, events, intentions and a compressed context for ``query`` (KC-5). KC-3.8:
         ``user_id``'s knowledge plus the agent's shared knowledge, never another user's;
         ``None``: the shared knowledge only."""
-        from ..trust import audit
-        from .read.run import check_retrieve, run_retrieve
-        from .read.state import RetrieveState
-
-        user_id, as_of_dt, known_dt = check_retrieve(agent_id, query, session_id, entity_keys, as_of, known_at, user_id)
-        cfg = merge_config(self.config, config_overrides)
-        now = self._now()
-        if not query.strip():
-            return RetrieveResult(warnings=["empty query"], config_effective=cfg.as_dict())
-        run = RetrieveState.start(
-            self.runtime, agent_id=agent_id, query=query, session_id=session_id,
-            entity_keys=list(entity_keys) if entity_keys is not None else None, as_of=as_of_dt, known_at=known_dt,
-            include_directives=bool(include_directives), cfg=cfg, now=now, verbose=bool(verbose), user_id=user_id,
-        )
-        with operation_span(self.runtime.tracer_provider, "retrieve", run) as span:
-            result = await run_retrieve(run)
-            finish_span(span, result.stats)
-        result.audit_request_id = await audit.after_retrieve_async(self, agent_id, user_id, session_id, query, as_of_dt, known_dt, result)  # SC-16.2
-        return result
+        return await read_entry.retrieve(
+            self.runtime, self.config, self, agent_id, query, session_id=session_id, entity_keys=entity_keys, as_of=as_of,
+            known_at=known_at, include_directives=include_directives, config_overrides=config_overrides,
+            verbose=verbose, user_id=user_id)
 
     retrieve = sync_method(retrieve_async)
 
     async def emotional_trends_async(self, agent_id: str, *, user_id: Optional[str] = None) -> EmotionalTrendsResult:
         """KC-5.13: deterministic emotion statistics over the trend window; upserts an
         ``emotional_trend`` meta-observation."""
-        from .read.procedural import emotional_trends
-
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        now = self._now()
-        cfg = self.config
-        return await edits.small_write(self.runtime, agent_id, lambda c: emotional_trends(self.runtime, c, agent_id, cfg, now, user_id))
+        return await read_entry.emotional_trends(self.runtime, self.config, agent_id, user_id)
 
     emotional_trends = sync_method(emotional_trends_async)
 
     async def directives_async(self, agent_id: str, *, persona_text: str = "", user_id: Optional[str] = None) -> DirectiveBlock:
         """KC-5.10: the behavioural directives block (one LLM call; cached per instance)."""
-        from .read.procedural import directives_for
-
-        validate_agent_id(agent_id)
-        if not isinstance(persona_text, str):
-            raise TypeError("persona_text must be a str")
-        user_id = check_user_id(user_id)
-        now = self._now()
-        return await directives_for(self.runtime, agent_id, persona_text, self.config, now, user_id=user_id)
+        return await read_entry.directives(self.runtime, self.config, agent_id, persona_text, user_id)
 
     directives = sync_method(directives_async)
 
     async def check_contradiction_async(self, agent_id: str, new_directive: str, *,
                                         user_id: Optional[str] = None) -> ContradictionResult:
         """KC-5.10: does ``new_directive`` contradict the nearest active behavioural preference?"""
-        from .read.procedural import check_contradiction
-
-        validate_agent_id(agent_id)
-        if not isinstance(new_directive, str):
-            raise TypeError("new_directive must be a str")
-        if not new_directive.strip():
-            raise ValueError("new_directive must not be empty")
-        self._now()
-        result, _ = await check_contradiction(self.runtime, agent_id, new_directive, self.config, user_id=check_user_id(user_id))
-        return result
+        return await read_entry.check_contradiction(self.runtime, self.config, agent_id, new_directive, user_id)
 
     check_contradiction = sync_method(check_contradiction_async)
 
-    # -- background jobs (KC-6) -------------------------------------------------------------------
-    async def _job(self, name: str, agent_id: str, result_type: type[T], user_id: Optional[str]) -> T:
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        now = self._now()
-        # KC-6.0: a job works in one scope (the user's rows, or the shared rows): what it
-        # writes (clusters, observations, summaries) cites that scope's rows only
-        result = await getattr(jobs_mod, name)(self.runtime, agent_id, self.config, now, user_id)
-        if not isinstance(result, result_type):
-            raise TypeError(f"job {name} returned {type(result).__name__}, not {result_type.__name__}")
-        return result
+    # -- background jobs (KC-6; each in the one scope ``user_id``, KC-6.0) ---------------------------
 
     async def cluster_facts_async(self, agent_id: str, *, user_id: Optional[str] = None) -> ClusteringResult:
         """KC-6.2: one cluster per entity with enough recent current facts."""
-        return await self._job("cluster_facts", agent_id, ClusteringResult, user_id)
+        return await jobs_mod.in_scope(self.runtime, self.config, jobs_mod.cluster_facts, agent_id, user_id)
 
     cluster_facts = sync_method(cluster_facts_async)
 
     async def detect_communities_async(self, agent_id: str, *, user_id: Optional[str] = None) -> CommunityDetectionResult:
         """KC-6.3: similar clusters of different entities become community themes."""
-        return await self._job("detect_communities", agent_id, CommunityDetectionResult, user_id)
+        return await jobs_mod.in_scope(self.runtime, self.config, jobs_mod.detect_communities, agent_id, user_id)
 
     detect_communities = sync_method(detect_communities_async)
 
     async def consolidate_async(self, agent_id: str, *, user_id: Optional[str] = None) -> ConsolidationResult:
         """KC-6.4: recent events and facts become meta-observations."""
-        return await self._job("consolidate", agent_id, ConsolidationResult, user_id)
+        return await jobs_mod.in_scope(self.runtime, self.config, jobs_mod.consolidate, agent_id, user_id)
 
     consolidate = sync_method(consolidate_async)
 
     async def memify_async(self, agent_id: str, *, user_id: Optional[str] = None) -> MemifyResult:
         """KC-6.5: vitality, stale marking, edge reinforcement/decay, entity merges, intention expiry."""
-        return await self._job("memify", agent_id, MemifyResult, user_id)
+        return await jobs_mod.in_scope(self.runtime, self.config, jobs_mod.memify, agent_id, user_id)
 
     memify = sync_method(memify_async)
 
     async def score_entity_importance_async(self, agent_id: str, *, user_id: Optional[str] = None) -> EntityImportanceResult:
         """KC-6.6: importance of every active entity from density, recency, retrievals and degree."""
-        return await self._job("score_entity_importance", agent_id, EntityImportanceResult, user_id)
+        return await jobs_mod.in_scope(self.runtime, self.config, jobs_mod.score_entity_importance, agent_id, user_id)
 
     score_entity_importance = sync_method(score_entity_importance_async)
 
     async def refresh_summaries_async(self, agent_id: str, *, user_id: Optional[str] = None) -> SummaryRefreshResult:
         """KC-6.7: stale summaries of the most important entities are rewritten."""
-        return await self._job("refresh_summaries", agent_id, SummaryRefreshResult, user_id)
+        return await jobs_mod.in_scope(self.runtime, self.config, jobs_mod.refresh_summaries, agent_id, user_id)
 
     refresh_summaries = sync_method(refresh_summaries_async)
 
@@ -417,31 +330,25 @@ class KnowledgeMemory:
         consolidation, emotional_trends and memify, in that order (or the named subset);
         a failing job goes to ``errors`` and the rest still run. KC-6.0: in the scope
         ``user_id`` (None: the agent's shared knowledge); :meth:`scopes` lists the scopes."""
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
+        user_id = checks.scope(agent_id, user_id)
         names = jobs_mod.job_names(jobs)
-        now = self._now()
-        return await jobs_mod.run_background(self.runtime, agent_id, names, self.config, now, user_id)
+        return await jobs_mod.run_background(self.runtime, agent_id, names, self.config, self._now(), user_id)
 
     run_background = sync_method(run_background_async)
 
     async def scopes_async(self, agent_id: str) -> list[Optional[str]]:
         """KC-6.0: the scopes of the agent that hold knowledge: ``None`` (shared) first, then
         every user id with rows, sorted: run background jobs once per scope."""
-        validate_agent_id(agent_id)
+        checks.scope(agent_id, None)
         return await self.runtime.read(lambda c: facts.scopes(c, self.runtime.tables, agent_id))
 
     scopes = sync_method(scopes_async)
 
     # -- reads -----------------------------------------------------------------------------------
-
-
     async def get_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> Optional[FactDetail]:
         """A fact in any version or state; ``None`` for another agent's fact (KC-0.1) or another
         user's (KC-3.8)."""
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        now = self._now()
+        user_id, now = checks.scoped(self.runtime, agent_id, user_id)
         return await self.runtime.read(lambda c: facts.get_fact(c, self.runtime.tables, agent_id, fact_id, user_id, now))
 
     get = sync_method(get_async)
@@ -449,9 +356,7 @@ class KnowledgeMemory:
     async def history_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> list[FactDetail]:
         """The whole ``supersedes_fact_id`` chain through ``fact_id``, oldest first; empty for a
         fact ``user_id`` may not read (KC-3.8)."""
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        now = self._now()
+        user_id, now = checks.scoped(self.runtime, agent_id, user_id)
         return await self.runtime.read(lambda c: facts.history(c, self.runtime.tables, agent_id, fact_id, user_id, now))
 
     history = sync_method(history_async)
@@ -463,8 +368,7 @@ class KnowledgeMemory:
         """Current facts incl. stale; ``include_inactive`` adds closed, invalidated and expired
         (``created_at DESC, id``). KC-3.8: ``user_id``'s facts plus the agent's shared facts;
         ``None``: the shared facts only."""
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
+        user_id = checks.scope(agent_id, user_id)
         check_page(limit, offset)
         now = self._now()
         return await self.runtime.read(lambda c: facts.all_facts(
@@ -476,8 +380,7 @@ class KnowledgeMemory:
     async def entities_async(self, agent_id: str, *, limit: int = 100, offset: int = 0, include_inactive: bool = False,
                              user_id: Optional[str] = None) -> list[EntityDetail]:
         """Entities of the agent (KC-3.8: ``user_id``'s plus the shared ones; ``None``: shared only)."""
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
+        user_id = checks.scope(agent_id, user_id)
         check_page(limit, offset)
         return await self.runtime.read(lambda c: facts.entities(
             c, self.runtime.tables, agent_id, limit=limit, offset=offset, include_inactive=include_inactive, user_id=user_id))
@@ -486,8 +389,8 @@ class KnowledgeMemory:
 
     async def relationships_async(self, agent_id: str, *, entity_key: Optional[str] = None, include_inactive: bool = False,
                                   user_id: Optional[str] = None) -> list[RelationshipDetail]:
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
+        """Relationships of the agent, of ``entity_key`` if given (KC-3.8 as :meth:`entities`)."""
+        user_id = checks.scope(agent_id, user_id)
         return await self.runtime.read(lambda c: facts.relationships(
             c, self.runtime.tables, agent_id, entity_key=entity_key, include_inactive=include_inactive, user_id=user_id))
 
@@ -496,40 +399,36 @@ class KnowledgeMemory:
     async def intentions_async(self, agent_id: str, *, status: Optional[str] = None,
                                user_id: Optional[str] = None) -> list[IntentionDetail]:
         """Intentions (KC-3.8: ``user_id``'s plus the shared ones; ``None``: shared only)."""
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        if status is not None and status not in ("pending", "triggered", "fulfilled", "expired"):
-            raise ValueError(f"status must be pending, triggered, fulfilled or expired, got {status!r}")
+        user_id = checks.scope(agent_id, user_id)
+        checks.intention_status(status)
         return await self.runtime.read(lambda c: facts.intentions(c, self.runtime.tables, agent_id, status=status, user_id=user_id))
 
     intentions = sync_method(intentions_async)
 
     # -- small writes ------------------------------------------------------------------------------
-
     async def fulfill_intention_async(self, agent_id: str, intention_id: str, outcome_note: Optional[str] = None, *,
                                       user_id: Optional[str] = None) -> bool:
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        if outcome_note is not None and not isinstance(outcome_note, str):
-            raise TypeError("outcome_note must be a str or None")
+        """A pending or triggered intention becomes ``fulfilled`` (with ``outcome_note``); only
+        one of the scope ``user_id`` (KC-3.7). ``False`` when there is no such intention."""
+        user_id = checks.scope(agent_id, user_id)
+        checks.text(outcome_note, "outcome_note", optional=True)
         now = self._now()
         return await edits.fulfill_intention(self.runtime, agent_id, intention_id, outcome_note, user_id, now)
 
     fulfill_intention = sync_method(fulfill_intention_async)
 
     async def confirm_fact_async(self, agent_id: str, fact_id: str, *, user_id: Optional[str] = None) -> bool:
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        now = self._now()
+        """The fact no longer needs confirmation; ``last_confirmed_at`` becomes now (scope and
+        ``False`` as :meth:`fulfill_intention`)."""
+        user_id, now = checks.scoped(self.runtime, agent_id, user_id)
         return await edits.confirm_fact(self.runtime, agent_id, fact_id, user_id, now)
 
     confirm_fact = sync_method(confirm_fact_async)
 
     async def annotate_fact_async(self, agent_id: str, fact_id: str, text: str, *, user_id: Optional[str] = None) -> bool:
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        if not isinstance(text, str):
-            raise TypeError("text must be a str")
+        """``text`` becomes the fact's ``agent_annotation`` (scope and ``False`` as :meth:`fulfill_intention`)."""
+        user_id = checks.scope(agent_id, user_id)
+        checks.text(text, "text")
         return await edits.annotate_fact(self.runtime, agent_id, fact_id, text, user_id)
 
     annotate_fact = sync_method(annotate_fact_async)
@@ -539,19 +438,13 @@ class KnowledgeMemory:
         """Hard delete of the fact and its whole version chain, their links, store records
         and every relationship evidenced by any of them; only a fact of the scope ``user_id``
         (KC-3.7)."""
-        validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        self._now()
-
-        return await self.runtime.in_thread(deletes.delete_chain, self.runtime, agent_id, fact_id, user_id)
+        return await deletes.delete_fact_async(self.runtime, agent_id, fact_id, user_id)
 
     delete = sync_method(delete_async)
 
     async def delete_all_async(self, agent_id: str) -> int:
         """Every row of the agent in all 11 tables plus its knowledge store records."""
-        validate_agent_id(agent_id)
-        self._now()
-        return await self.runtime.in_thread(deletes.delete_agent, self.runtime, agent_id)
+        return await deletes.delete_agent_async(self.runtime, agent_id)
 
     delete_all = sync_method(delete_all_async)
 
@@ -561,17 +454,12 @@ class KnowledgeMemory:
         tables in one transaction (SC-8.6; what is erased: ``oramem.knowledge.deletes``, KC-3.10).
         A user is found by her id only, never by a name: ``names`` is no longer accepted (review
         finding 5: matching names erased other people and other tenants). Returns the rows
-        erased per table."""
-        self._now()
-        if names is not None:
-            raise ValueError(
-                "forget no longer matches names (KC-3.10: a name may belong to another person or tenant); "
-                "knowledge is erased by its user_id: write a user's messages with write(..., user_id=...) "
-                "and call forget(user_id=...)"
-            )
-        if agent_id is not None:
-            validate_agent_id(agent_id)
-        user_id = check_user_id(user_id)
-        return await self.runtime.in_thread(self.runtime.store.forget, user_id=user_id, agent_id=agent_id)
+        erased per table; ``ValueError`` when ``names`` is given."""
+        return await deletes.forget_async(self.runtime, user_id, agent_id, names)
 
     forget = sync_method(forget_async)
+
+
+def _given(**items: Any) -> dict[str, Any]:
+    """The optional items of an ``add_*`` call that were given (not None)."""
+    return {k: v for k, v in items.items() if v is not None}

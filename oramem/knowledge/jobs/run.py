@@ -14,11 +14,12 @@ import logging
 import math
 import time
 from datetime import datetime, timedelta
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Awaitable, Callable, Optional, TypeVar
 
 import numpy as np
 import sqlalchemy as sa
 
+from .. import checks
 from ..config import KnowledgeConfig
 from ..runtime import KnowledgeRuntime
 from ..db.schema import KGTables
@@ -41,7 +42,7 @@ from ..types import (
 )
 
 __all__ = ["JOB_ORDER", "cluster_facts", "detect_communities", "consolidate", "memify", "score_entity_importance",
-           "refresh_summaries", "job_names", "run_background"]
+           "refresh_summaries", "job_names", "run_background", "in_scope"]
 
 log = logging.getLogger("oramem.knowledge")
 
@@ -791,3 +792,13 @@ async def run_background(rt: KnowledgeRuntime, agent_id: str, names: list[str], 
             out.errors[name] = f"{type(exc).__name__}: {exc}"
     out.duration_ms = (time.perf_counter() - started) * 1000.0
     return out
+
+
+async def in_scope(rt: KnowledgeRuntime, cfg: KnowledgeConfig,
+                   job: Callable[[KnowledgeRuntime, str, KnowledgeConfig, datetime, Optional[str]], Awaitable[T]],
+                   agent_id: str, user_id: Optional[str]) -> T:
+    """A ``KnowledgeMemory`` job method (``cluster_facts`` ...): its scope checked, the clock
+    read once, then ``job``. KC-6.0: a job works in one scope (the user's rows, or the shared
+    rows): what it writes (clusters, observations, summaries) cites that scope's rows only."""
+    user_id, now = checks.scoped(rt, agent_id, user_id)
+    return await job(rt, agent_id, cfg, now, user_id)
