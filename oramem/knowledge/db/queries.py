@@ -307,3 +307,34 @@ def check_page(limit: Any, offset: Any) -> None:
             raise TypeError(f"{name} must be an int")
         if v < lo:
             raise ValueError(f"{name} must be >= {lo}")
+
+
+# -- retrieve's reads and usage writes by primary key (issue 25 item 6, round e)
+
+
+def visible_ids(conn: sa.Connection, table: sa.Table, agent_id: str, user_id: Optional[str], ids: list[str]) -> list[str]:
+    """The ids among ``ids`` (one batch) of ``table``'s rows that ``user_id`` sees (KC-3.8),
+    looked up by primary key only: with ``agent_id`` in the WHERE clause SQLite (no
+    statistics) picks the ``(agent_id, ...)`` index and scans every row of the agent. The
+    scope is checked here on the rows read, as :func:`row_visible` does."""
+    stmt = cached_stmt(table, ("visible_ids",), lambda: sa.select(table.c.id, table.c.agent_id, table.c.user_id).where(
+        table.c.id.in_(expanding("p_ids"))))
+    return sorted(i for i, a, u in conn.execute(stmt, {"p_ids": ids}) if a == agent_id and u in (None, user_id))
+
+
+def touch_by_ids(conn: sa.Connection, table: sa.Table, ids: list[str], now: datetime) -> None:
+    """KC-5.12 usage on rows already checked visible (:func:`visible_ids`, in the same write
+    transaction): a fact's ``times_retrieved + 1`` and ``last_retrieved_at``, an edge's
+    ``last_used_at``; by primary key, one cached statement per table."""
+    if not ids:
+        return
+
+    def build() -> sa.Update:
+        if "times_retrieved" in table.c:
+            return sa.update(table).where(table.c.id.in_(expanding("p_ids"))).values(
+                times_retrieved=table.c.times_retrieved + 1,
+                last_retrieved_at=sa.bindparam("p_now", type_=table.c.last_retrieved_at.type))
+        return sa.update(table).where(table.c.id.in_(expanding("p_ids"))).values(
+            last_used_at=sa.bindparam("p_now", type_=table.c.last_used_at.type))
+
+    conn.execute(cached_stmt(table, ("touch_by_ids",), build), {"p_ids": ids, "p_now": now})

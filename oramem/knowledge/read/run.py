@@ -260,11 +260,11 @@ async def track_usage(st: RetrieveState, fact_ids: list[str], edge_ids: list[str
         with st.rt.backend.try_write("knowledge usage tracking", st.agent_id) as conn:
             if conn is None:
                 return False
-            for batch in reads.chunked(sorted(set(fact_ids))):
-                conn.execute(sa.update(f).where(reads.visible(f, st.agent_id, st.user_id), f.c.id.in_(batch))
-                             .values(times_retrieved=f.c.times_retrieved + 1, last_retrieved_at=now))
-            for batch in reads.chunked(sorted(set(edge_ids))):
-                conn.execute(sa.update(r).where(reads.visible(r, st.agent_id, st.user_id), r.c.id.in_(batch)).values(last_used_at=now))
+            # by primary key: the scope is checked on the rows first (reads.visible_ids), as an
+            # agent_id condition in the UPDATE made SQLite scan the agent's facts
+            for table, ids in ((f, fact_ids), (r, edge_ids)):
+                for batch in reads.chunked(sorted(set(ids))):
+                    reads.touch_by_ids(conn, table, reads.visible_ids(conn, table, st.agent_id, st.user_id, batch), now)
             for batch in reads.chunked(sorted(set(triggered))):
                 conn.execute(sa.update(it).where(reads.owned(it, st.agent_id, st.user_id), it.c.id.in_(batch), it.c.status == "pending")
                              .values(status="triggered", triggered_at=now))
