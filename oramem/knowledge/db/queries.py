@@ -338,3 +338,17 @@ def touch_by_ids(conn: sa.Connection, table: sa.Table, ids: list[str], now: date
             last_used_at=sa.bindparam("p_now", type_=table.c.last_used_at.type))
 
     conn.execute(cached_stmt(table, ("touch_by_ids",), build), {"p_ids": ids, "p_now": now})
+
+
+def rows_of(result: sa.CursorResult[Any]) -> list[dict[str, Any]]:
+    """A result's rows as dicts (the same as ``[dict(m) for m in result.mappings()]``, with the
+    column names read once, not once per row)."""
+    keys = list(result.keys())
+    return [dict(zip(keys, row)) for row in result]
+
+
+def p_user_visible(table: sa.Table, shared_only: bool) -> sa.ColumnElement[bool]:
+    """The user half of :func:`p_visible` (``p_user`` bound): for a table joined to one whose
+    agent is already bound, with ``table.agent_id`` equal to that table's agent."""
+    u = table.c.user_id
+    return u.is_(None) if shared_only else sa.or_(u.is_(None), u == sa.bindparam("p_user"))

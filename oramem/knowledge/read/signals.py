@@ -298,46 +298,60 @@ def graph_signal(st: RetrieveState, conn: sa.Connection, seeds: list[str], filte
     # facts of the seeds and the neighbours, by hop then recency
     f, lk = t.fact, t.link
     def build_facts() -> sa.Select[Any]:
-        # a key's hop (kept's keys are unique, so the hop lists are disjoint)
-        hop_of = sa.case(*[(lk.c.entity_key.in_(reads.expanding(f"p_hop{h}")), h) for h in range(max_hop + 1)], else_=9)
+        # the facts linked to one hop's keys, newest first (kept's keys are unique, so the
+        # hops' key lists are disjoint); the entity key breaks a tie of two links of a fact
         stmt = (
-            sa.select(*st.fact_cols(), lk.c.entity_key.label("_via"), hop_of.label("_hop"))
+            sa.select(*st.fact_cols(), lk.c.entity_key.label("_via"))
             .select_from(f.join(lk, lk.c.fact_id == f.c.id))
-            .where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_kept")), reads.p_visible(f, shared_only),
+            # the scope on the links only: a link has its fact's agent and user (the write
+            # path writes both in the fact's scope), and with the fact's agent_id here too
+            # SQLite (no statistics) walks the agent's facts instead of the keys' links; the
+            # fact's user is checked too, and its agent on the rows read (a defence)
+            .where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_keys")),
+                   reads.p_user_visible(f, shared_only),
                    f.c.confidence >= sa.bindparam("p_min_conf", type_=sa.Float), *p_sql_visible(f, has_trange, hide_stale))
-            .order_by(hop_of, sa.desc(f.c.valid_from), f.c.id)
-            .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))  # rendered as on main
+            .order_by(sa.desc(f.c.valid_from), f.c.id, lk.c.entity_key)
+            .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))
         )
         if filter_keys is not None:
             stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
         return stmt
 
-    stmt = reads.cached_stmt(f, ("graph_facts", max_hop, shared_only, has_trange, hide_stale, filter_keys is not None), build_facts)
-    gparams = st.params(p_kept=list(kept), p_min_conf=cfg.graph_min_confidence, p_limit=cfg.graph_max_facts * 3,
-                           **{f"p_hop{h}": [k for k, v in kept.items() if v[0] == h] for h in range(max_hop + 1)})
+    # Hop by hop, the next hop only while the limit is not reached: the rows are ordered by
+    # hop first, so this reads the rows one query over every kept key ordered by (hop, ...)
+    # would, without sorting the neighbours' facts when the seeds' facts fill the limit
+    # (at 100k facts the seeds and ~20 neighbours hold ~1,000 facts each).
+    stmt = reads.cached_stmt(f, ("graph_hop_facts", shared_only, has_trange, hide_stale, filter_keys is not None), build_facts)
+    gparams = st.params(p_min_conf=cfg.graph_min_confidence)
     if filter_keys is not None:
         gparams["p_fk"] = list(filter_keys)
     qwords = " " + " ".join(norm(re.sub(r"[^\w\s]", " ", st.query)).split()) + " "
     taken: dict[str, dict[str, Any]] = {}
-    for m in conn.execute(stmt, gparams).mappings():
-        frow = dict(m)
-        via, hop = frow.pop("_via"), int(frow.pop("_hop"))
-        if not fact_visible(frow, st.view):
+    left = cfg.graph_max_facts * 3
+    for hop in range(max_hop + 1):
+        keys = [k for k, v in kept.items() if v[0] == hop]
+        if left <= 0 or not keys:
             continue
-        if frow["id"] not in taken and len(taken) >= cfg.graph_max_facts:
-            continue
-        _, s, rid = kept[via]
-        fact_age = days(frow["valid_from"], st.now)
-        edge_factor = 1.0
-        if hop > 0 and rid in edge_rows:
-            edge_factor = max(0.2, 1.0 / (1.0 + days(edge_rows[rid]["updated_at"], st.now) / 90.0))
-        name = norm(names.get(via) or "")
-        boost = 1.5 if name and f" {name} " in qwords else 1.0
-        score = clip01(s * max(0.1, 1.0 / (1.0 + fact_age / 30.0)) * edge_factor * boost * cfg.graph_hop_factors[hop])
-        prev = taken.get(frow["id"])
-        if prev is None or score > prev["score"]:
-            taken[frow["id"]] = {"fact_id": frow["id"], "entity_key": via, "hop": hop, "score": score, "edge_id": rid}
-        st.add(frow, "graph", score, (rid,) if rid else ())
+        frows = reads.rows_of(conn.execute(stmt, {**gparams, "p_keys": keys, "p_limit": left}))
+        left -= len(frows)
+        for frow in frows:
+            via = frow.pop("_via")
+            if not reads.row_visible(frow, st.agent_id, st.user_id) or not fact_visible(frow, st.view):
+                continue
+            if frow["id"] not in taken and len(taken) >= cfg.graph_max_facts:
+                continue
+            _, s, rid = kept[via]
+            fact_age = days(frow["valid_from"], st.now)
+            edge_factor = 1.0
+            if hop > 0 and rid in edge_rows:
+                edge_factor = max(0.2, 1.0 / (1.0 + days(edge_rows[rid]["updated_at"], st.now) / 90.0))
+            name = norm(names.get(via) or "")
+            boost = 1.5 if name and f" {name} " in qwords else 1.0
+            score = clip01(s * max(0.1, 1.0 / (1.0 + fact_age / 30.0)) * edge_factor * boost * cfg.graph_hop_factors[hop])
+            prev = taken.get(frow["id"])
+            if prev is None or score > prev["score"]:
+                taken[frow["id"]] = {"fact_id": frow["id"], "entity_key": via, "hop": hop, "score": score, "edge_id": rid}
+            st.add(frow, "graph", score, (rid,) if rid else ())
     res.facts = sorted(taken.values(), key=lambda x: (x["hop"], -x["score"], x["fact_id"]))
     return res
 
