@@ -21,7 +21,7 @@ from ..text import parse_when, validate_agent_id
 from ..types import IntentionDetail, RetrieveResult, SpreadingActivationResult, GraphRetrievalResult
 from .context import compress_context
 from .scoring import clip01, plan_retrieval, ranked_cands, score_cand, scored_fact
-from .signals import embed_query, event_signal, expand_query, graph_signal, keyword_signal, plan_inputs, resolve_keys, semantic_signal
+from .signals import direct_signals, embed_query, event_signal, expand_query, graph_signal, plan_inputs, resolve_keys
 from .spreading import spread
 from .state import Cand, RetrieveState
 from .temporal import temporal_range
@@ -60,7 +60,7 @@ async def run_retrieve(st: RetrieveState) -> RetrieveResult:
     events: list[dict[str, Any]] = []
     if not no_facts:
         t0 = time.perf_counter()
-        sem, kw = await asyncio.gather(semantic_signal(st, pool, filter_keys), keyword_signal(st, pool, filter_keys, expanded, plan))
+        sem, kw = await direct_signals(st, pool, filter_keys, expanded, plan)
         st.step("semantic_keyword", t0, semantic=sem, keyword=kw)
         t0 = time.perf_counter()
         # BFS from the directly primed entities; expansion neighbours are reached at hop 1

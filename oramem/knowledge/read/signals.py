@@ -4,6 +4,7 @@ graph walk (one recursive SQL query over the relationship table) and the events.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any, Optional
 
@@ -17,7 +18,7 @@ from .scoring import clip01, days, recency_score
 from .state import RetrieveState
 from .visibility import fact_visible, p_edge_visible, p_sql_visible, sql_visible, store_filter
 
-__all__ = ["plan_inputs", "resolve_keys", "expand_query", "embed_query", "semantic_signal", "keyword_signal",
+__all__ = ["plan_inputs", "resolve_keys", "expand_query", "embed_query", "direct_signals",
            "pattern_facts", "graph_signal", "event_signal"]
 
 MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, then strength
@@ -141,24 +142,45 @@ async def embed_query(st: RetrieveState) -> None:
         st.warn(f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off")
 
 
-async def hits_to_rows(st: RetrieveState, hits: list[Any]) -> dict[str, dict[str, Any]]:
-    ids = [r.id for r, _ in hits]
-    if not ids:
-        return {}
-    return await st.read(lambda c: st.facts_by_ids(c, ids))
+def _store_filter(st: RetrieveState, filter_keys: Optional[list[str]]) -> dict[str, Any]:
+    return reads.with_scope(store_filter(st.view, min_confidence=st.cfg.min_confidence, entity_keys=filter_keys),
+                            st.user_id, read=True)
 
 
-async def semantic_signal(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> int:
+async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[Any]:
     if st.qvec is None:
-        return 0
-    hits = await st.rt.search(
+        return []
+    hits: list[Any] = await st.rt.search(
         query_vector=st.qvec, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="vector",
-        metadata_filter=reads.with_scope(store_filter(st.view, min_confidence=st.cfg.min_confidence, entity_keys=filter_keys),
-                                         st.user_id, read=True),
+        metadata_filter=_store_filter(st, filter_keys),
     )
-    rows = await hits_to_rows(st, hits)
-    n = 0
-    for rec, dist in hits:
+    return hits
+
+
+async def keyword_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery) -> list[Any]:
+    from ...types import SearchStrategy
+
+    if st.rt.store.search_strategy is not SearchStrategy.HYBRID:
+        st.warn("keyword signal unavailable")
+        return []
+    text = " ".join([st.query] + expanded.expanded_terms)
+    hits: list[Any] = await st.rt.search(
+        query=text, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="keyword",
+        metadata_filter=_store_filter(st, filter_keys),
+    )
+    return hits
+
+
+async def direct_signals(st: RetrieveState, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery,
+                         plan: RetrievalPlan) -> tuple[int, int]:
+    """The semantic and keyword signals: both store searches, then the hits' fact rows in one
+    read (a fact found by both is read once), then the pattern rows (KC-5.2). Returns the
+    number of candidates each signal added to."""
+    sem_hits, kw_hits = await asyncio.gather(semantic_hits(st, pool, filter_keys), keyword_hits(st, pool, filter_keys, expanded))
+    ids = [r.id for r, _ in sem_hits] + [r.id for r, _ in kw_hits]
+    rows = await st.read(lambda c: st.facts_by_ids(c, ids)) if ids else {}
+    sem = 0
+    for rec, dist in sem_hits:
         sim = 1.0 - float(dist)
         row = rows.get(rec.id)
         if row is None or sim < st.cfg.min_similarity or not fact_visible(row, st.view):
@@ -166,36 +188,20 @@ async def semantic_signal(st: RetrieveState, pool: int, filter_keys: Optional[li
         if float(row["confidence"]) < st.cfg.min_confidence:
             continue
         st.add(row, "semantic", sim)
-        n += 1
-    return n
-
-
-async def keyword_signal(st: RetrieveState, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery, plan: RetrievalPlan) -> int:
-    from ...types import SearchStrategy
-
-    n = 0
-    if st.rt.store.search_strategy is not SearchStrategy.HYBRID:
-        st.warn("keyword signal unavailable")
-    else:
-        text = " ".join([st.query] + expanded.expanded_terms)
-        hits = await st.rt.search(
-            query=text, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="keyword",
-            metadata_filter=reads.with_scope(store_filter(st.view, min_confidence=st.cfg.min_confidence, entity_keys=filter_keys),
-                                         st.user_id, read=True),
-        )
-        rows = await hits_to_rows(st, hits)
-        for rec, dist in hits:
-            row = rows.get(rec.id)
-            if row is None or not fact_visible(row, st.view) or float(row["confidence"]) < st.cfg.min_confidence:
-                continue
-            st.add(row, "keyword", clip01(1.0 - float(dist)))
-            n += 1
+        sem += 1
+    kw = 0
+    for rec, dist in kw_hits:
+        row = rows.get(rec.id)
+        if row is None or not fact_visible(row, st.view) or float(row["confidence"]) < st.cfg.min_confidence:
+            continue
+        st.add(row, "keyword", clip01(1.0 - float(dist)))
+        kw += 1
     if plan.pattern_queries:
         pattern_rows = await st.read(lambda c: pattern_facts(st, c, plan, pool, filter_keys))
         for prow in pattern_rows:
             st.add(prow, "keyword", 1.0)
-            n += 1
-    return n
+            kw += 1
+    return sem, kw
 
 
 def pattern_facts(st: RetrieveState, conn: sa.Connection, plan: RetrievalPlan, pool: int, filter_keys: Optional[list[str]]) -> list[dict[str, Any]]:

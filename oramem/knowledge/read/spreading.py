@@ -109,7 +109,6 @@ def spread(st: RetrieveState, conn: sa.Connection, seeds: list[Cand], filter_key
     clusters = sorted({c.row["cluster_id"] for c in seeds if c.row.get("cluster_id")})
     res.entities_explored = list(entities)
     res.clusters_explored = list(clusters)
-    by_entity = facts_of(st, conn, f.c.entity_key, entities, per, filter_keys)
     by_cluster = facts_of(st, conn, f.c.cluster_id, clusters, per, filter_keys) if clusters else {}
     nbrs = neighbours(st, conn, entities, int(cfg.spreading_max_related_entities))
     res.kg_relationships_explored = sum(len(v) for v in nbrs.values())
@@ -118,7 +117,21 @@ def spread(st: RetrieveState, conn: sa.Connection, seeds: list[Cand], filter_key
         for b, _, _ in nbrs.get(e_key, []):
             if b not in entities and b not in first_reached:
                 first_reached.append(b)
-    by_nbr = facts_of(st, conn, f.c.entity_key, first_reached, per, filter_keys)
+    # hop 2's entities before any fact is read, so the facts of the seeds' entities, of hop
+    # 1's and of hop 2's are one query (the three key lists are disjoint; a key's facts do
+    # not depend on the other keys asked for)
+    second: list[str] = []
+    nbrs2: dict[str, list[tuple[str, float, str]]] = {}
+    if cfg.spreading_activation_hops >= 2 and first_reached:
+        nbrs2 = neighbours(st, conn, first_reached, int(cfg.spreading_max_related_entities))
+        explored = set(entities) | set(first_reached)
+        for a in first_reached:
+            for b, _, _ in nbrs2.get(a, []):
+                if b not in explored and b not in second:
+                    second.append(b)
+    by_key = facts_of(st, conn, f.c.entity_key, entities + first_reached + second, per, filter_keys)
+    by_entity = {k: by_key[k] for k in entities if k in by_key}
+    by_nbr = {k: by_key[k] for k in first_reached if k in by_key}
     for c in seeds:
         k = c.row["entity_key"]
         n = 0
@@ -145,15 +158,8 @@ def spread(st: RetrieveState, conn: sa.Connection, seeds: list[Cand], filter_key
                     res.hop1_count += 1
                     n += 1
     if cfg.spreading_activation_hops >= 2 and first_reached:
-        nbrs2 = neighbours(st, conn, first_reached, int(cfg.spreading_max_related_entities))
         res.kg_relationships_explored += sum(len(v) for v in nbrs2.values())
-        explored = set(entities) | set(first_reached)
-        second = []
-        for a in first_reached:
-            for b, _, _ in nbrs2.get(a, []):
-                if b not in explored and b not in second:
-                    second.append(b)
-        by2 = facts_of(st, conn, f.c.entity_key, second, per, filter_keys)
+        by2 = {k: by_key[k] for k in second if k in by_key}
         for a in first_reached:
             for b, strength, rid in nbrs2.get(a, []):
                 if b not in second:
