@@ -172,10 +172,11 @@ async def rerank(st: RetrieveState, ranked: list[Cand], topk: int) -> list[Cand]
 def side_reads(st: RetrieveState, conn: sa.Connection) -> dict[str, Any]:
     t = st.t
     it, so, ev, mo, cl = t.intention, t.session_observation, t.event, t.meta_observation, t.cluster
-    rows = [dict(r) for r in conn.execute(
-        sa.select(it).where(reads.visible(it, st.agent_id, st.user_id), it.c.status.in_(("pending", "triggered")))
-        .order_by(it.c.created_at, it.c.id)
-    ).mappings()]
+    shared_only = st.user_id is None
+    it_stmt = reads.cached_stmt(it, ("side_intentions", shared_only), lambda: (
+        sa.select(it).where(reads.p_visible(it, shared_only), it.c.status.in_(reads.expanding("p_statuses")))
+        .order_by(it.c.created_at, it.c.id)))
+    rows = reads.rows_of(conn.execute(it_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_statuses": ["pending", "triggered"]}))
     notes: list[dict[str, Any]] = []
     if st.session_id:
         obs = [dict(r) for r in conn.execute(
@@ -197,12 +198,13 @@ def side_reads(st: RetrieveState, conn: sa.Connection) -> dict[str, Any]:
             n = int(conn.execute(q).scalar() or 0)
             o["relative_offset"] = f"{n} messages ago"
             notes.append(o)
-    emotion = conn.execute(
+    emotion_stmt = reads.cached_stmt(mo, ("side_emotion", shared_only), lambda: (
         sa.select(mo.c.title, mo.c.text).where(
-            reads.visible(mo, st.agent_id, st.user_id), mo.c.is_active == True, mo.c.observation_type == "emotional_trend",  # noqa: E712
-            mo.c.last_reinforced_at >= st.now - timedelta(days=7),
-        ).order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id).limit(1)
-    ).first()
+            reads.p_visible(mo, shared_only), mo.c.is_active == True, mo.c.observation_type == sa.bindparam("p_type"),  # noqa: E712
+            mo.c.last_reinforced_at >= sa.bindparam("p_since", type_=mo.c.last_reinforced_at.type),
+        ).order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id).limit(1)))
+    emotion = conn.execute(emotion_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_type": "emotional_trend",
+                                          "p_since": st.now - timedelta(days=7)}).first()
     summaries: dict[str, str] = {}
 
     def cluster_summaries(kept: list[Cand]) -> list[str]:

@@ -26,12 +26,13 @@ MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, 
 
 def plan_inputs(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], list[str]]:
     e, rg = st.t.entity, st.t.registry
-    types = [r[0] for r in conn.execute(
-        sa.select(e.c.entity_type).where(reads.visible(e, st.agent_id, st.user_id), e.c.is_active == True).distinct()  # noqa: E712
-    )]
-    keys = [r[0] for r in conn.execute(
-        sa.select(rg.c.key).where(rg.c.agent_id == st.agent_id, rg.c.status == "active").order_by(rg.c.key)
-    )]
+    shared_only = st.user_id is None
+    types_stmt = reads.cached_stmt(e, ("plan_types", shared_only), lambda: (
+        sa.select(e.c.entity_type).where(reads.p_visible(e, shared_only), e.c.is_active == True).distinct()))  # noqa: E712
+    keys_stmt = reads.cached_stmt(rg, ("plan_keys",), lambda: (
+        sa.select(rg.c.key).where(rg.c.agent_id == sa.bindparam("p_agent"), rg.c.status == sa.bindparam("p_status")).order_by(rg.c.key)))
+    types = [r[0] for r in conn.execute(types_stmt, {"p_agent": st.agent_id, "p_user": st.user_id})]
+    keys = [r[0] for r in conn.execute(keys_stmt, {"p_agent": st.agent_id, "p_status": "active"})]
     return sorted(types), keys
 
 

@@ -80,11 +80,12 @@ def spread(st: RetrieveState, conn: sa.Connection, seeds: list[Cand], filter_key
     decay = float(cfg.spreading_decay_factor)
     per = int(cfg.spreading_facts_per_entity)
     mo = st.t.meta_observation
-    obs = [dict(r) for r in conn.execute(
+    shared_only = st.user_id is None
+    obs_stmt = reads.cached_stmt(mo, ("spread_observations", shared_only), lambda: (
         sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.observation_type, mo.c.supporting_fact_ids, mo.c.last_reinforced_at)
-        .where(reads.visible(mo, st.agent_id, st.user_id), mo.c.is_active == True)  # noqa: E712
-        .order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id)
-    ).mappings()]
+        .where(reads.p_visible(mo, shared_only), mo.c.is_active == True)  # noqa: E712
+        .order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id)))
+    obs = reads.rows_of(conn.execute(obs_stmt, {"p_agent": st.agent_id, "p_user": st.user_id}))
     cited: set[str] = set()
     for o in obs:
         cited.update(o["supporting_fact_ids"] or [])
