@@ -377,13 +377,16 @@ async def event_signal(st: RetrieveState) -> list[dict[str, Any]]:
     ev = st.t.event
 
     def load(conn: sa.Connection) -> dict[str, dict[str, Any]]:
+        # by primary key, the scope checked on the rows read: with agent_id in the WHERE
+        # clause SQLite (no statistics) walks the agent's events by (agent_id, occurred_at)
         out = {}
+        stmt = reads.cached_stmt(ev, ("event_rows_by_ids",), lambda: (
+            sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.importance, ev.c.created_at, ev.c.agent_id, ev.c.user_id)
+            .where(ev.c.id.in_(reads.expanding("p_ids")))))
         for batch in reads.chunked([r.id for r, _ in hits]):
-            for row in conn.execute(
-                sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.importance, ev.c.created_at)
-                .where(ev.c.id.in_(batch), reads.visible(ev, st.agent_id, st.user_id))
-            ).mappings():
-                out[row["id"]] = dict(row)
+            for row in reads.rows_of(conn.execute(stmt, {"p_ids": batch})):
+                if reads.row_visible(row, st.agent_id, st.user_id):
+                    out[row["id"]] = {k: row[k] for k in ("id", "text", "occurred_at", "importance", "created_at")}
         return out
 
     rows = await st.read(load)
