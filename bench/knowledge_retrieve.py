@@ -2,6 +2,12 @@
 an agent that holds 10k facts (target: p50 ≤ 30 ms).
 
     python bench/knowledge_retrieve.py [--facts 10000] [--queries 100] [--db PATH] [--vector-only]
+        [--save-db PATH | --from-db PATH] [--dump FILE] [--profile N]
+
+``--save-db PATH`` keeps a copy of the loaded store (and its clock, in ``PATH.json``);
+``--from-db PATH`` times on a fresh copy of it instead of loading, so runs before and after a
+change read the same rows (fact ids are random per load). ``--dump FILE`` writes, per query,
+the returned facts in order with every score (JSON lines), for diffing two versions' results.
 
 Loads ``--facts`` facts (100 per write over 100 entities, plus one relation per write so
 the graph has edges) into a fresh hybrid SQLite store, then times ``--queries`` retrieves
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -69,10 +76,21 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="after the timed queries, profile N more retrieves with yappi (every thread, CPU clock; "
                          "yappi is not a project dependency: pip install yappi) and print the top functions to stderr")
+    ap.add_argument("--save-db", default=None, metavar="PATH", help="after loading, keep a copy of the store here")
+    ap.add_argument("--from-db", default=None, metavar="PATH", help="time on a copy of a --save-db store (no load)")
+    ap.add_argument("--dump", default=None, metavar="FILE", help="write each query's returned facts and scores (JSON lines)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="oramem-kg-rbench-")
     path = args.db or os.path.join(tmp, "bench.db")
     now = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
+    if args.from_db:
+        # the database, its WAL and the vector cache's sidecar (bench.db.<store>.oramem-vectors)
+        src_dir, src_name = os.path.split(os.path.abspath(args.from_db))
+        for name in os.listdir(src_dir):
+            if name.startswith(src_name) and name != src_name + ".json":
+                shutil.copyfile(os.path.join(src_dir, name), path + name[len(src_name):])
+        with open(args.from_db + ".json") as fh:
+            now[0] = datetime.fromisoformat(json.load(fh)["now"])
     clock = lambda: now[0]  # noqa: E731
     llm_t, emb_t, search_t = Timed(), Timed(), Timed()
     emb = TimedEmbedder(384, emb_t)
@@ -85,7 +103,7 @@ def main() -> None:
     entities = [f"Person {i:03d}" for i in range(100)]
     t_load = time.perf_counter()
     per = 100
-    for w in range(args.facts // per):
+    for w in range(0 if args.from_db else args.facts // per):
         subj = entities[w % len(entities)]
         other = entities[(w * 7 + 3) % len(entities)]
         facts = [{"subject": subj, "fact": f"{subj} note {w}-{j} token{w * per + j} item{j}", "confidence": 0.9}
@@ -96,37 +114,97 @@ def main() -> None:
         now[0] += timedelta(minutes=1)
     load_s = time.perf_counter() - t_load
     total_facts = len(km.get_all("bench", limit=1_000_000))
+    if args.save_db:
+        km.close()
+        store.close()
+        for name in os.listdir(os.path.dirname(path)):
+            if name.startswith(os.path.basename(path)):
+                shutil.copyfile(os.path.join(os.path.dirname(path), name), args.save_db + name[len(os.path.basename(path)):])
+        with open(args.save_db + ".json", "w") as fh:
+            json.dump({"now": now[0].isoformat(), "facts": total_facts}, fh)
+        store = SQLiteMemoryStore(path, embedder=emb, clock=clock, search_strategy=strategy)
+        km = KnowledgeMemory(store, llm, config=KnowledgeConfig(dedup_similarity=1.01, enable_reranker=False,
+                                                                enable_informed_extraction=False), clock=clock)
 
     fn = store.search
+
+    legs: dict[str, float] = {}
+    spans: list[tuple[float, float]] = []
 
     def timed_search(*a, **k):
         t0, c0 = time.perf_counter(), time.process_time()
         try:
             return fn(*a, **k)
         finally:
-            search_t.seconds += time.perf_counter() - t0
+            t1 = time.perf_counter()
+            search_t.seconds += t1 - t0
             search_t.cpu += time.process_time() - c0
+            leg = f"{k.get('strategy')}:{','.join(k.get('record_types') or [])}"
+            legs[leg] = legs.get(leg, 0.0) + t1 - t0
+            spans.append((t0, t1))
+
+    def covered() -> float:
+        """Wall time inside at least one store search (the semantic and keyword legs run
+        concurrently and wait for the store's lock, so their durations overlap)."""
+        total, end = 0.0, float("-inf")
+        for a, b in sorted(spans):
+            if b > end:
+                total += b - max(a, end)
+                end = b
+        return total
 
     store.search = timed_search
     walls, cpus, searches, nfacts = [], [], [], []
+    dumped = []
+    steps: dict[str, list[float]] = {}
+    by_leg: dict[str, list[float]] = {}
     km.retrieve("bench", "warm up Person 001")
     for q in range(args.queries):
         a = entities[(q * 13) % 100]
         query = f"what does {a} do with item{q % 100}?"
-        e0, ec0, s0 = emb_t.seconds, emb_t.cpu, search_t.seconds
+        e0, ec0 = emb_t.seconds, emb_t.cpu
+        legs.clear()
+        spans.clear()
         t0, c0 = time.perf_counter(), time.process_time()
         r = km.retrieve("bench", query)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert r.facts and not [w for w in r.warnings if not w.startswith("keyword signal")], r.warnings
         walls.append((wall - (emb_t.seconds - e0)) * 1000.0)
         cpus.append((cpu - (emb_t.cpu - ec0)) * 1000.0)
-        searches.append((search_t.seconds - s0) * 1000.0)
+        searches.append(covered() * 1000.0)
         nfacts.append(len(r.facts))
+        for leg, sec in legs.items():
+            by_leg.setdefault(leg, []).append(sec * 1000.0)
+        for stp in r.stats.steps:
+            steps.setdefault(stp.name, []).append(stp.duration_ms)
+        if args.dump:
+            dumped.append({"query": query, "facts": [[f.fact_id, f.score, f.scores] for f in r.facts],
+                           "context": r.context, "total_candidates": r.total_candidates,
+                           "graph": [[g["fact_id"], g["hop"], g["score"]] for g in r.graph.facts],
+                           "spreading": [r.spreading.hop1_count, r.spreading.hop2_count],
+                           "events": [[e["event_id"], e["score"]] for e in r.events]})
         now[0] += timedelta(seconds=10)
     if args.profile:
         profile(km, entities, args.profile)
     km.close()
     store.close()
+    if args.dump:
+        import hashlib
+        import sqlite3
+
+        # the usage tracking's writes (KC-5.12): every fact's and edge's counters after the run
+        db = sqlite3.connect(path)
+        usage = hashlib.sha256(repr((
+            db.execute("SELECT id, times_retrieved, last_retrieved_at FROM DEFAULT_KG_FACT ORDER BY id").fetchall(),
+            db.execute("SELECT id, last_used_at FROM DEFAULT_KG_RELATIONSHIP ORDER BY id").fetchall(),
+        )).encode()).hexdigest()
+        db.close()
+        with open(args.dump, "w") as fh:
+            for d in dumped:
+                fh.write(json.dumps(d, sort_keys=True) + "\n")
+            fh.write(json.dumps({"usage_sha256": usage}) + "\n")
+    if args.from_db and not args.db:
+        shutil.rmtree(tmp, ignore_errors=True)  # a copy of the --from-db store
     print(json.dumps({
         "facts_loaded": total_facts,
         "queries": args.queries,
@@ -137,6 +215,8 @@ def main() -> None:
         "store_search_ms_p50": round(statistics.median(searches), 2),
         "layer_ms_p50_excluding_store_search": round(statistics.median([w - s for w, s in zip(walls, searches)]), 2),
         "facts_returned_mean": round(statistics.mean(nfacts), 1),
+        "store_search_ms_p50_by_leg": {k: round(statistics.median(v), 2) for k, v in by_leg.items()},
+        "steps_ms_p50": {k: round(statistics.median(v), 2) for k, v in steps.items()},
         "load_average_1m": round(os.getloadavg()[0], 2),
         "target_ms_p50": 30,
         "load_seconds": round(load_s, 1),

@@ -309,3 +309,48 @@ def check_page(limit: Any, offset: Any) -> None:
             raise TypeError(f"{name} must be an int")
         if v < lo:
             raise ValueError(f"{name} must be >= {lo}")
+
+
+# -- retrieve's reads and usage writes by primary key (issue 25 item 6, round e)
+
+
+def visible_ids(conn: sa.Connection, table: sa.Table, agent_id: str, user_id: Optional[str], ids: list[str]) -> list[str]:
+    """The ids among ``ids`` (one batch) of ``table``'s rows that ``user_id`` sees (KC-3.8),
+    looked up by primary key only: with ``agent_id`` in the WHERE clause SQLite (no
+    statistics) picks the ``(agent_id, ...)`` index and scans every row of the agent. The
+    scope is checked here on the rows read, as :func:`row_visible` does."""
+    stmt = cached_stmt(table, ("visible_ids",), lambda: sa.select(table.c.id, table.c.agent_id, table.c.user_id).where(
+        table.c.id.in_(expanding("p_ids"))))
+    return sorted(i for i, a, u in conn.execute(stmt, {"p_ids": ids}) if a == agent_id and u in (None, user_id))
+
+
+def touch_by_ids(conn: sa.Connection, table: sa.Table, ids: list[str], now: datetime) -> None:
+    """KC-5.12 usage on rows already checked visible (:func:`visible_ids`, in the same write
+    transaction): a fact's ``times_retrieved + 1`` and ``last_retrieved_at``, an edge's
+    ``last_used_at``; by primary key, one cached statement per table."""
+    if not ids:
+        return
+
+    def build() -> sa.Update:
+        if "times_retrieved" in table.c:
+            return sa.update(table).where(table.c.id.in_(expanding("p_ids"))).values(
+                times_retrieved=table.c.times_retrieved + 1,
+                last_retrieved_at=sa.bindparam("p_now", type_=table.c.last_retrieved_at.type))
+        return sa.update(table).where(table.c.id.in_(expanding("p_ids"))).values(
+            last_used_at=sa.bindparam("p_now", type_=table.c.last_used_at.type))
+
+    conn.execute(cached_stmt(table, ("touch_by_ids",), build), {"p_ids": ids, "p_now": now})
+
+
+def rows_of(result: sa.CursorResult[Any]) -> list[dict[str, Any]]:
+    """A result's rows as dicts (the same as ``[dict(m) for m in result.mappings()]``, with the
+    column names read once, not once per row)."""
+    keys = list(result.keys())
+    return [dict(zip(keys, row)) for row in result]
+
+
+def p_user_visible(table: sa.Table, shared_only: bool) -> sa.ColumnElement[bool]:
+    """The user half of :func:`p_visible` (``p_user`` bound): for a table joined to one whose
+    agent is already bound, with ``table.agent_id`` equal to that table's agent."""
+    u = table.c.user_id
+    return u.is_(None) if shared_only else sa.or_(u.is_(None), u == sa.bindparam("p_user"))

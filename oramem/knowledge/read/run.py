@@ -21,7 +21,7 @@ from ..text import parse_when, validate_agent_id
 from ..types import IntentionDetail, RetrieveResult, SpreadingActivationResult, GraphRetrievalResult
 from .context import compress_context
 from .scoring import clip01, plan_retrieval, ranked_cands, score_cand, scored_fact
-from .signals import embed_query, event_signal, expand_query, graph_signal, keyword_signal, plan_inputs, resolve_keys, semantic_signal
+from .signals import direct_signals, embed_query, event_signal, expand_query, graph_signal, plan_inputs, resolve_keys
 from .spreading import spread
 from .state import Cand, RetrieveState
 from .temporal import temporal_range
@@ -60,7 +60,7 @@ async def run_retrieve(st: RetrieveState) -> RetrieveResult:
     events: list[dict[str, Any]] = []
     if not no_facts:
         t0 = time.perf_counter()
-        sem, kw = await asyncio.gather(semantic_signal(st, pool, filter_keys), keyword_signal(st, pool, filter_keys, expanded, plan))
+        sem, kw = await direct_signals(st, pool, filter_keys, expanded, plan)
         st.step("semantic_keyword", t0, semantic=sem, keyword=kw)
         t0 = time.perf_counter()
         # BFS from the directly primed entities; expansion neighbours are reached at hop 1
@@ -172,10 +172,11 @@ async def rerank(st: RetrieveState, ranked: list[Cand], topk: int) -> list[Cand]
 def side_reads(st: RetrieveState, conn: sa.Connection) -> dict[str, Any]:
     t = st.t
     it, so, ev, mo, cl = t.intention, t.session_observation, t.event, t.meta_observation, t.cluster
-    rows = [dict(r) for r in conn.execute(
-        sa.select(it).where(reads.visible(it, st.agent_id, st.user_id), it.c.status.in_(("pending", "triggered")))
-        .order_by(it.c.created_at, it.c.id)
-    ).mappings()]
+    shared_only = st.user_id is None
+    it_stmt = reads.cached_stmt(it, ("side_intentions", shared_only), lambda: (
+        sa.select(it).where(reads.p_visible(it, shared_only), it.c.status.in_(reads.expanding("p_statuses")))
+        .order_by(it.c.created_at, it.c.id)))
+    rows = reads.rows_of(conn.execute(it_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_statuses": ["pending", "triggered"]}))
     notes: list[dict[str, Any]] = []
     if st.session_id:
         obs = [dict(r) for r in conn.execute(
@@ -197,12 +198,13 @@ def side_reads(st: RetrieveState, conn: sa.Connection) -> dict[str, Any]:
             n = int(conn.execute(q).scalar() or 0)
             o["relative_offset"] = f"{n} messages ago"
             notes.append(o)
-    emotion = conn.execute(
+    emotion_stmt = reads.cached_stmt(mo, ("side_emotion", shared_only), lambda: (
         sa.select(mo.c.title, mo.c.text).where(
-            reads.visible(mo, st.agent_id, st.user_id), mo.c.is_active == True, mo.c.observation_type == "emotional_trend",  # noqa: E712
-            mo.c.last_reinforced_at >= st.now - timedelta(days=7),
-        ).order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id).limit(1)
-    ).first()
+            reads.p_visible(mo, shared_only), mo.c.is_active == True, mo.c.observation_type == sa.bindparam("p_type"),  # noqa: E712
+            mo.c.last_reinforced_at >= sa.bindparam("p_since", type_=mo.c.last_reinforced_at.type),
+        ).order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id).limit(1)))
+    emotion = conn.execute(emotion_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_type": "emotional_trend",
+                                          "p_since": st.now - timedelta(days=7)}).first()
     summaries: dict[str, str] = {}
 
     def cluster_summaries(kept: list[Cand]) -> list[str]:
@@ -260,11 +262,11 @@ async def track_usage(st: RetrieveState, fact_ids: list[str], edge_ids: list[str
         with st.rt.backend.try_write("knowledge usage tracking", st.agent_id) as conn:
             if conn is None:
                 return False
-            for batch in reads.chunked(sorted(set(fact_ids))):
-                conn.execute(sa.update(f).where(reads.visible(f, st.agent_id, st.user_id), f.c.id.in_(batch))
-                             .values(times_retrieved=f.c.times_retrieved + 1, last_retrieved_at=now))
-            for batch in reads.chunked(sorted(set(edge_ids))):
-                conn.execute(sa.update(r).where(reads.visible(r, st.agent_id, st.user_id), r.c.id.in_(batch)).values(last_used_at=now))
+            # by primary key: the scope is checked on the rows first (reads.visible_ids), as an
+            # agent_id condition in the UPDATE made SQLite scan the agent's facts
+            for table, ids in ((f, fact_ids), (r, edge_ids)):
+                for batch in reads.chunked(sorted(set(ids))):
+                    reads.touch_by_ids(conn, table, reads.visible_ids(conn, table, st.agent_id, st.user_id, batch), now)
             for batch in reads.chunked(sorted(set(triggered))):
                 conn.execute(sa.update(it).where(reads.owned(it, st.agent_id, st.user_id), it.c.id.in_(batch), it.c.status == "pending")
                              .values(status="triggered", triggered_at=now))

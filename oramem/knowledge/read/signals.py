@@ -4,6 +4,7 @@ graph walk (one recursive SQL query over the relationship table) and the events.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any, Optional
 
@@ -17,7 +18,7 @@ from .scoring import clip01, days, recency_score
 from .state import RetrieveState
 from .visibility import fact_visible, p_edge_visible, p_sql_visible, sql_visible, store_filter
 
-__all__ = ["plan_inputs", "resolve_keys", "expand_query", "embed_query", "semantic_signal", "keyword_signal",
+__all__ = ["plan_inputs", "resolve_keys", "expand_query", "embed_query", "direct_signals",
            "pattern_facts", "graph_signal", "event_signal"]
 
 MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, then strength
@@ -25,12 +26,13 @@ MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, 
 
 def plan_inputs(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], list[str]]:
     e, rg = st.t.entity, st.t.registry
-    types = [r[0] for r in conn.execute(
-        sa.select(e.c.entity_type).where(reads.visible(e, st.agent_id, st.user_id), e.c.is_active == True).distinct()  # noqa: E712
-    )]
-    keys = [r[0] for r in conn.execute(
-        sa.select(rg.c.key).where(rg.c.agent_id == st.agent_id, rg.c.status == "active").order_by(rg.c.key)
-    )]
+    shared_only = st.user_id is None
+    types_stmt = reads.cached_stmt(e, ("plan_types", shared_only), lambda: (
+        sa.select(e.c.entity_type).where(reads.p_visible(e, shared_only), e.c.is_active == True).distinct()))  # noqa: E712
+    keys_stmt = reads.cached_stmt(rg, ("plan_keys",), lambda: (
+        sa.select(rg.c.key).where(rg.c.agent_id == sa.bindparam("p_agent"), rg.c.status == sa.bindparam("p_status")).order_by(rg.c.key)))
+    types = [r[0] for r in conn.execute(types_stmt, {"p_agent": st.agent_id, "p_user": st.user_id})]
+    keys = [r[0] for r in conn.execute(keys_stmt, {"p_agent": st.agent_id, "p_status": "active"})]
     return sorted(types), keys
 
 
@@ -141,24 +143,45 @@ async def embed_query(st: RetrieveState) -> None:
         st.warn(f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off")
 
 
-async def hits_to_rows(st: RetrieveState, hits: list[Any]) -> dict[str, dict[str, Any]]:
-    ids = [r.id for r, _ in hits]
-    if not ids:
-        return {}
-    return await st.read(lambda c: st.facts_by_ids(c, ids))
+def _store_filter(st: RetrieveState, filter_keys: Optional[list[str]]) -> dict[str, Any]:
+    return reads.with_scope(store_filter(st.view, min_confidence=st.cfg.min_confidence, entity_keys=filter_keys),
+                            st.user_id, read=True)
 
 
-async def semantic_signal(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> int:
+async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[Any]:
     if st.qvec is None:
-        return 0
-    hits = await st.rt.search(
+        return []
+    hits: list[Any] = await st.rt.search(
         query_vector=st.qvec, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="vector",
-        metadata_filter=reads.with_scope(store_filter(st.view, min_confidence=st.cfg.min_confidence, entity_keys=filter_keys),
-                                         st.user_id, read=True),
+        metadata_filter=_store_filter(st, filter_keys),
     )
-    rows = await hits_to_rows(st, hits)
-    n = 0
-    for rec, dist in hits:
+    return hits
+
+
+async def keyword_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery) -> list[Any]:
+    from ...types import SearchStrategy
+
+    if st.rt.store.search_strategy is not SearchStrategy.HYBRID:
+        st.warn("keyword signal unavailable")
+        return []
+    text = " ".join([st.query] + expanded.expanded_terms)
+    hits: list[Any] = await st.rt.search(
+        query=text, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="keyword",
+        metadata_filter=_store_filter(st, filter_keys),
+    )
+    return hits
+
+
+async def direct_signals(st: RetrieveState, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery,
+                         plan: RetrievalPlan) -> tuple[int, int]:
+    """The semantic and keyword signals: both store searches, then the hits' fact rows in one
+    read (a fact found by both is read once), then the pattern rows (KC-5.2). Returns the
+    number of candidates each signal added to."""
+    sem_hits, kw_hits = await asyncio.gather(semantic_hits(st, pool, filter_keys), keyword_hits(st, pool, filter_keys, expanded))
+    ids = [r.id for r, _ in sem_hits] + [r.id for r, _ in kw_hits]
+    rows = await st.read(lambda c: st.facts_by_ids(c, ids)) if ids else {}
+    sem = 0
+    for rec, dist in sem_hits:
         sim = 1.0 - float(dist)
         row = rows.get(rec.id)
         if row is None or sim < st.cfg.min_similarity or not fact_visible(row, st.view):
@@ -166,36 +189,20 @@ async def semantic_signal(st: RetrieveState, pool: int, filter_keys: Optional[li
         if float(row["confidence"]) < st.cfg.min_confidence:
             continue
         st.add(row, "semantic", sim)
-        n += 1
-    return n
-
-
-async def keyword_signal(st: RetrieveState, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery, plan: RetrievalPlan) -> int:
-    from ...types import SearchStrategy
-
-    n = 0
-    if st.rt.store.search_strategy is not SearchStrategy.HYBRID:
-        st.warn("keyword signal unavailable")
-    else:
-        text = " ".join([st.query] + expanded.expanded_terms)
-        hits = await st.rt.search(
-            query=text, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="keyword",
-            metadata_filter=reads.with_scope(store_filter(st.view, min_confidence=st.cfg.min_confidence, entity_keys=filter_keys),
-                                         st.user_id, read=True),
-        )
-        rows = await hits_to_rows(st, hits)
-        for rec, dist in hits:
-            row = rows.get(rec.id)
-            if row is None or not fact_visible(row, st.view) or float(row["confidence"]) < st.cfg.min_confidence:
-                continue
-            st.add(row, "keyword", clip01(1.0 - float(dist)))
-            n += 1
+        sem += 1
+    kw = 0
+    for rec, dist in kw_hits:
+        row = rows.get(rec.id)
+        if row is None or not fact_visible(row, st.view) or float(row["confidence"]) < st.cfg.min_confidence:
+            continue
+        st.add(row, "keyword", clip01(1.0 - float(dist)))
+        kw += 1
     if plan.pattern_queries:
         pattern_rows = await st.read(lambda c: pattern_facts(st, c, plan, pool, filter_keys))
         for prow in pattern_rows:
             st.add(prow, "keyword", 1.0)
-            n += 1
-    return n
+            kw += 1
+    return sem, kw
 
 
 def pattern_facts(st: RetrieveState, conn: sa.Connection, plan: RetrievalPlan, pool: int, filter_keys: Optional[list[str]]) -> list[dict[str, Any]]:
@@ -298,46 +305,60 @@ def graph_signal(st: RetrieveState, conn: sa.Connection, seeds: list[str], filte
     # facts of the seeds and the neighbours, by hop then recency
     f, lk = t.fact, t.link
     def build_facts() -> sa.Select[Any]:
-        # a key's hop (kept's keys are unique, so the hop lists are disjoint)
-        hop_of = sa.case(*[(lk.c.entity_key.in_(reads.expanding(f"p_hop{h}")), h) for h in range(max_hop + 1)], else_=9)
+        # the facts linked to one hop's keys, newest first (kept's keys are unique, so the
+        # hops' key lists are disjoint); the entity key breaks a tie of two links of a fact
         stmt = (
-            sa.select(*st.fact_cols(), lk.c.entity_key.label("_via"), hop_of.label("_hop"))
+            sa.select(*st.fact_cols(), lk.c.entity_key.label("_via"))
             .select_from(f.join(lk, lk.c.fact_id == f.c.id))
-            .where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_kept")), reads.p_visible(f, shared_only),
+            # the scope on the links only: a link has its fact's agent and user (the write
+            # path writes both in the fact's scope), and with the fact's agent_id here too
+            # SQLite (no statistics) walks the agent's facts instead of the keys' links; the
+            # fact's user is checked too, and its agent on the rows read (a defence)
+            .where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_keys")),
+                   reads.p_user_visible(f, shared_only),
                    f.c.confidence >= sa.bindparam("p_min_conf", type_=sa.Float), *p_sql_visible(f, has_trange, hide_stale))
-            .order_by(hop_of, sa.desc(f.c.valid_from), f.c.id)
-            .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))  # rendered as on main
+            .order_by(sa.desc(f.c.valid_from), f.c.id, lk.c.entity_key)
+            .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))
         )
         if filter_keys is not None:
             stmt = stmt.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
         return stmt
 
-    stmt = reads.cached_stmt(f, ("graph_facts", max_hop, shared_only, has_trange, hide_stale, filter_keys is not None), build_facts)
-    gparams = st.params(p_kept=list(kept), p_min_conf=cfg.graph_min_confidence, p_limit=cfg.graph_max_facts * 3,
-                           **{f"p_hop{h}": [k for k, v in kept.items() if v[0] == h] for h in range(max_hop + 1)})
+    # Hop by hop, the next hop only while the limit is not reached: the rows are ordered by
+    # hop first, so this reads the rows one query over every kept key ordered by (hop, ...)
+    # would, without sorting the neighbours' facts when the seeds' facts fill the limit
+    # (at 100k facts the seeds and ~20 neighbours hold ~1,000 facts each).
+    stmt = reads.cached_stmt(f, ("graph_hop_facts", shared_only, has_trange, hide_stale, filter_keys is not None), build_facts)
+    gparams = st.params(p_min_conf=cfg.graph_min_confidence)
     if filter_keys is not None:
         gparams["p_fk"] = list(filter_keys)
     qwords = " " + " ".join(norm(re.sub(r"[^\w\s]", " ", st.query)).split()) + " "
     taken: dict[str, dict[str, Any]] = {}
-    for m in conn.execute(stmt, gparams).mappings():
-        frow = dict(m)
-        via, hop = frow.pop("_via"), int(frow.pop("_hop"))
-        if not fact_visible(frow, st.view):
+    left = cfg.graph_max_facts * 3
+    for hop in range(max_hop + 1):
+        keys = [k for k, v in kept.items() if v[0] == hop]
+        if left <= 0 or not keys:
             continue
-        if frow["id"] not in taken and len(taken) >= cfg.graph_max_facts:
-            continue
-        _, s, rid = kept[via]
-        fact_age = days(frow["valid_from"], st.now)
-        edge_factor = 1.0
-        if hop > 0 and rid in edge_rows:
-            edge_factor = max(0.2, 1.0 / (1.0 + days(edge_rows[rid]["updated_at"], st.now) / 90.0))
-        name = norm(names.get(via) or "")
-        boost = 1.5 if name and f" {name} " in qwords else 1.0
-        score = clip01(s * max(0.1, 1.0 / (1.0 + fact_age / 30.0)) * edge_factor * boost * cfg.graph_hop_factors[hop])
-        prev = taken.get(frow["id"])
-        if prev is None or score > prev["score"]:
-            taken[frow["id"]] = {"fact_id": frow["id"], "entity_key": via, "hop": hop, "score": score, "edge_id": rid}
-        st.add(frow, "graph", score, (rid,) if rid else ())
+        frows = reads.rows_of(conn.execute(stmt, {**gparams, "p_keys": keys, "p_limit": left}))
+        left -= len(frows)
+        for frow in frows:
+            via = frow.pop("_via")
+            if not reads.row_visible(frow, st.agent_id, st.user_id) or not fact_visible(frow, st.view):
+                continue
+            if frow["id"] not in taken and len(taken) >= cfg.graph_max_facts:
+                continue
+            _, s, rid = kept[via]
+            fact_age = days(frow["valid_from"], st.now)
+            edge_factor = 1.0
+            if hop > 0 and rid in edge_rows:
+                edge_factor = max(0.2, 1.0 / (1.0 + days(edge_rows[rid]["updated_at"], st.now) / 90.0))
+            name = norm(names.get(via) or "")
+            boost = 1.5 if name and f" {name} " in qwords else 1.0
+            score = clip01(s * max(0.1, 1.0 / (1.0 + fact_age / 30.0)) * edge_factor * boost * cfg.graph_hop_factors[hop])
+            prev = taken.get(frow["id"])
+            if prev is None or score > prev["score"]:
+                taken[frow["id"]] = {"fact_id": frow["id"], "entity_key": via, "hop": hop, "score": score, "edge_id": rid}
+            st.add(frow, "graph", score, (rid,) if rid else ())
     res.facts = sorted(taken.values(), key=lambda x: (x["hop"], -x["score"], x["fact_id"]))
     return res
 
@@ -356,13 +377,16 @@ async def event_signal(st: RetrieveState) -> list[dict[str, Any]]:
     ev = st.t.event
 
     def load(conn: sa.Connection) -> dict[str, dict[str, Any]]:
+        # by primary key, the scope checked on the rows read: with agent_id in the WHERE
+        # clause SQLite (no statistics) walks the agent's events by (agent_id, occurred_at)
         out = {}
+        stmt = reads.cached_stmt(ev, ("event_rows_by_ids",), lambda: (
+            sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.importance, ev.c.created_at, ev.c.agent_id, ev.c.user_id)
+            .where(ev.c.id.in_(reads.expanding("p_ids")))))
         for batch in reads.chunked([r.id for r, _ in hits]):
-            for row in conn.execute(
-                sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.importance, ev.c.created_at)
-                .where(ev.c.id.in_(batch), reads.visible(ev, st.agent_id, st.user_id))
-            ).mappings():
-                out[row["id"]] = dict(row)
+            for row in reads.rows_of(conn.execute(stmt, {"p_ids": batch})):
+                if reads.row_visible(row, st.agent_id, st.user_id):
+                    out[row["id"]] = {k: row[k] for k in ("id", "text", "occurred_at", "importance", "created_at")}
         return out
 
     rows = await st.read(load)

@@ -44,23 +44,23 @@ def facts_of(st: RetrieveState, conn: sa.Connection, col: sa.Column[Any], values
     shared_only, has_trange, hide_stale, _ = st.shape()
 
     def build() -> sa.Select[Any]:
-        # the first few per group, cut in SQL with ROW_NUMBER() (SQLite ≥ 3.25 and Oracle)
+        # the first few per group, cut in SQL with ROW_NUMBER() (SQLite ≥ 3.25 and Oracle),
+        # ranked over ids only (a group holds ~1,000 facts at 100k), the kept rows read by id
         rn = sa.func.row_number().over(partition_by=col, order_by=(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id))
-        inner = sa.select(*st.fact_cols(), rn.label("rank_in_group")).where(
+        inner = sa.select(f.c.id.label("fid"), col.label("grp"), rn.label("rank_in_group")).where(
             reads.p_visible(f, shared_only), col.in_(reads.expanding("p_values")), *p_sql_visible(f, has_trange, hide_stale))
         if filter_keys is not None:
             inner = inner.where(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
         sub = inner.subquery("kg_ranked")
-        return sa.select(*[sub.c[c.name] for c in st.fact_cols()]).where(sub.c.rank_in_group <= sa.bindparam("p_cut")).order_by(
-            sub.c[col.name], sub.c.rank_in_group)
+        return (sa.select(*st.fact_cols()).select_from(sub.join(f, f.c.id == sub.c.fid))
+                .where(sub.c.rank_in_group <= sa.bindparam("p_cut")).order_by(sub.c.grp, sub.c.rank_in_group))
 
-    stmt = reads.cached_stmt(f, ("facts_of", col.name, shared_only, has_trange, hide_stale, filter_keys is not None), build)
+    stmt = reads.cached_stmt(f, ("facts_of_ranked", col.name, shared_only, has_trange, hide_stale, filter_keys is not None), build)
     for batch in reads.chunked(sorted(set(values))):
         params = st.params(p_values=batch, p_cut=per * 4)
         if filter_keys is not None:
             params["p_fk"] = list(filter_keys)
-        for m in conn.execute(stmt, params).mappings():
-            row = dict(m)
+        for row in reads.rows_of(conn.execute(stmt, params)):
             if not fact_visible(row, st.view):
                 continue
             key = row[col.name]
@@ -80,11 +80,12 @@ def spread(st: RetrieveState, conn: sa.Connection, seeds: list[Cand], filter_key
     decay = float(cfg.spreading_decay_factor)
     per = int(cfg.spreading_facts_per_entity)
     mo = st.t.meta_observation
-    obs = [dict(r) for r in conn.execute(
+    shared_only = st.user_id is None
+    obs_stmt = reads.cached_stmt(mo, ("spread_observations", shared_only), lambda: (
         sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.observation_type, mo.c.supporting_fact_ids, mo.c.last_reinforced_at)
-        .where(reads.visible(mo, st.agent_id, st.user_id), mo.c.is_active == True)  # noqa: E712
-        .order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id)
-    ).mappings()]
+        .where(reads.p_visible(mo, shared_only), mo.c.is_active == True)  # noqa: E712
+        .order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id)))
+    obs = reads.rows_of(conn.execute(obs_stmt, {"p_agent": st.agent_id, "p_user": st.user_id}))
     cited: set[str] = set()
     for o in obs:
         cited.update(o["supporting_fact_ids"] or [])
@@ -109,7 +110,6 @@ def spread(st: RetrieveState, conn: sa.Connection, seeds: list[Cand], filter_key
     clusters = sorted({c.row["cluster_id"] for c in seeds if c.row.get("cluster_id")})
     res.entities_explored = list(entities)
     res.clusters_explored = list(clusters)
-    by_entity = facts_of(st, conn, f.c.entity_key, entities, per, filter_keys)
     by_cluster = facts_of(st, conn, f.c.cluster_id, clusters, per, filter_keys) if clusters else {}
     nbrs = neighbours(st, conn, entities, int(cfg.spreading_max_related_entities))
     res.kg_relationships_explored = sum(len(v) for v in nbrs.values())
@@ -118,7 +118,21 @@ def spread(st: RetrieveState, conn: sa.Connection, seeds: list[Cand], filter_key
         for b, _, _ in nbrs.get(e_key, []):
             if b not in entities and b not in first_reached:
                 first_reached.append(b)
-    by_nbr = facts_of(st, conn, f.c.entity_key, first_reached, per, filter_keys)
+    # hop 2's entities before any fact is read, so the facts of the seeds' entities, of hop
+    # 1's and of hop 2's are one query (the three key lists are disjoint; a key's facts do
+    # not depend on the other keys asked for)
+    second: list[str] = []
+    nbrs2: dict[str, list[tuple[str, float, str]]] = {}
+    if cfg.spreading_activation_hops >= 2 and first_reached:
+        nbrs2 = neighbours(st, conn, first_reached, int(cfg.spreading_max_related_entities))
+        explored = set(entities) | set(first_reached)
+        for a in first_reached:
+            for b, _, _ in nbrs2.get(a, []):
+                if b not in explored and b not in second:
+                    second.append(b)
+    by_key = facts_of(st, conn, f.c.entity_key, entities + first_reached + second, per, filter_keys)
+    by_entity = {k: by_key[k] for k in entities if k in by_key}
+    by_nbr = {k: by_key[k] for k in first_reached if k in by_key}
     for c in seeds:
         k = c.row["entity_key"]
         n = 0
@@ -145,15 +159,8 @@ def spread(st: RetrieveState, conn: sa.Connection, seeds: list[Cand], filter_key
                     res.hop1_count += 1
                     n += 1
     if cfg.spreading_activation_hops >= 2 and first_reached:
-        nbrs2 = neighbours(st, conn, first_reached, int(cfg.spreading_max_related_entities))
         res.kg_relationships_explored += sum(len(v) for v in nbrs2.values())
-        explored = set(entities) | set(first_reached)
-        second = []
-        for a in first_reached:
-            for b, _, _ in nbrs2.get(a, []):
-                if b not in explored and b not in second:
-                    second.append(b)
-        by2 = facts_of(st, conn, f.c.entity_key, second, per, filter_keys)
+        by2 = {k: by_key[k] for k in second if k in by_key}
         for a in first_reached:
             for b, strength, rid in nbrs2.get(a, []):
                 if b not in second:

@@ -108,8 +108,7 @@ class RetrieveState:
         out: dict[str, dict[str, Any]] = {}
         stmt = reads.cached_stmt(f, ("facts_by_ids",), lambda: sa.select(*self.fact_cols()).where(f.c.id.in_(reads.expanding("p_ids"))))
         for batch in reads.chunked(sorted(set(ids))):
-            for r in conn.execute(stmt, {"p_ids": batch}).mappings():
-                d = dict(r)
+            for d in reads.rows_of(conn.execute(stmt, {"p_ids": batch})):
                 if reads.row_visible(d, self.agent_id, self.user_id):
                     out[d["id"]] = d
         return out
