@@ -1,6 +1,6 @@
 """``KnowledgeMemory``: the public API of the knowledge layer (KC-1), a facade. Each method
 checks what belongs to the call and hands the work to one module: ``opening.py`` (the
-constructor), ``write/`` (write, add_*, reprocess, edits), ``read/`` and ``read_entry.py``
+constructor), ``write/`` (write, add_*, reprocess, edits), ``read/`` (``read/entry.py``)
 (retrieve, the plain and procedural reads), ``jobs/`` (background jobs, the extraction queue,
 the worker's ``lifecycle.py``), ``deletes.py``; argument checks several methods share: ``checks.py``.
 
@@ -16,7 +16,8 @@ from typing import Any, Callable, Optional
 
 from .._sync import sync_method
 from ..types import NOT_SET
-from . import checks, deletes, read_entry
+from . import checks, deletes
+from .read import entry as read_entry
 from .config import KnowledgeConfig
 from .db.queries import check_page
 from .jobs import run as jobs_mod

@@ -1,20 +1,19 @@
 """The read side's entry points that are more than one call, as ``write/entry.py`` is for the
 write side: ``retrieve`` (checks, effective config, the empty-query answer, the traced run,
-the audit entry) and the procedural reads (KC-5.10, KC-5.13) with their argument checks.
-(Kept out of ``read/`` while that package is being changed; it can move to ``read/entry.py``.)"""
+the audit entry) and the procedural reads (KC-5.10, KC-5.13) with their argument checks."""
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import checks
-from .config import KnowledgeConfig, merge_config
-from .db.queries import check_user_id
-from .observe import finish_span, operation_span
-from .runtime import KnowledgeRuntime
-from .text import validate_agent_id
-from .types import ContradictionResult, DirectiveBlock, EmotionalTrendsResult, RetrieveResult
-from .write import edits
+from .. import checks
+from ..config import KnowledgeConfig, merge_config
+from ..db.queries import check_user_id
+from ..observe import finish_span, operation_span
+from ..runtime import KnowledgeRuntime
+from ..text import validate_agent_id
+from ..types import ContradictionResult, DirectiveBlock, EmotionalTrendsResult, RetrieveResult
+from ..write import edits
 
 __all__ = ["retrieve", "emotional_trends", "directives", "check_contradiction"]
 
@@ -25,9 +24,9 @@ async def retrieve(rt: KnowledgeRuntime, config: KnowledgeConfig, audited: Any, 
                    user_id: Optional[str]) -> RetrieveResult:
     """``KnowledgeMemory.retrieve``; ``audited`` is the instance, whose audit entry (SC-16.2)
     ``trust.audit`` writes from its store and runtime."""
-    from ..trust import audit
-    from .read.run import check_retrieve, run_retrieve
-    from .read.state import RetrieveState
+    from ...trust import audit
+    from .run import check_retrieve, run_retrieve
+    from .state import RetrieveState
 
     user_id, as_of_dt, known_dt = check_retrieve(agent_id, query, session_id, entity_keys, as_of, known_at, user_id)
     cfg = merge_config(config, config_overrides)
@@ -51,7 +50,7 @@ async def emotional_trends(rt: KnowledgeRuntime, config: KnowledgeConfig, agent_
                            user_id: Optional[str]) -> EmotionalTrendsResult:
     """``KnowledgeMemory.emotional_trends``: the statistics and their meta-observation, in one
     small write."""
-    from .read.procedural import emotional_trends as trends
+    from .procedural import emotional_trends as trends
 
     user_id, now = checks.scoped(rt, agent_id, user_id)
     return await edits.small_write(rt, agent_id, lambda c: trends(rt, c, agent_id, config, now, user_id))
@@ -60,7 +59,7 @@ async def emotional_trends(rt: KnowledgeRuntime, config: KnowledgeConfig, agent_
 async def directives(rt: KnowledgeRuntime, config: KnowledgeConfig, agent_id: str, persona_text: str,
                      user_id: Optional[str]) -> DirectiveBlock:
     """``KnowledgeMemory.directives``."""
-    from .read.procedural import directives_for
+    from .procedural import directives_for
 
     validate_agent_id(agent_id)
     checks.text(persona_text, "persona_text")
@@ -72,7 +71,7 @@ async def check_contradiction(rt: KnowledgeRuntime, config: KnowledgeConfig, age
                               user_id: Optional[str]) -> ContradictionResult:
     """``KnowledgeMemory.check_contradiction``: the result (not the id of the preference it was
     compared with)."""
-    from .read.procedural import check_contradiction as check
+    from .procedural import check_contradiction as check
 
     validate_agent_id(agent_id)
     checks.text(new_directive, "new_directive")
