@@ -62,3 +62,14 @@ def reconcile(*decisions: tuple) -> dict:
             item["update_kind"] = d[3]
         out.append(item)
     return {"decisions": out}
+
+
+def write_keeper(km, llm, clock, user, who: str, thing: str, message: str) -> None:
+    """One write in scope ``user``: ``who`` keeps ``thing`` in the drawer and likes tea, a
+    friend knows about it, and an edge joins them (so graph BFS and spreading activation run)."""
+    llm.route("extract", extract(entities=[(who, "person"), (f"{who} Friend", "person")],
+                                 facts=[(who, f"{who} keeps {thing} in the drawer"), (who, f"{who} likes tea"),
+                                        (f"{who} Friend", f"{who} Friend knows about {thing}")],
+                                 relations=[(who, f"{who} Friend", "friend")]))
+    km.write("desk", message, who, user_id=user)
+    clock.advance(minutes=1)

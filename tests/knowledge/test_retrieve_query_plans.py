@@ -18,7 +18,7 @@ from oramem import SQLiteMemoryStore
 from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
 from oramem.testing import HashEmbedder, ScriptedLLM
 
-from .helpers import Clock, extract
+from .helpers import Clock, write_keeper
 
 NEUTRAL = {"emotion": "neutral", "intensity": 0.2, "energy": "medium"}
 
@@ -34,12 +34,7 @@ def loaded(tmp_path):
     llm = ScriptedLLM({"event_emotion": NEUTRAL, "reconcile": _add_all, "resolve_entity": {"match_index": 0}})
     km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False, dedup_similarity=1.01), clock=clock)
     for user, who, thing in (("alice", "Alice", "ruby"), ("bob", "Bob", "opal"), (None, "Hotel", "key")):
-        llm.route("extract", extract(entities=[(who, "person"), (f"{who} Friend", "person")],
-                                     facts=[(who, f"{who} keeps the {thing} in the drawer"), (who, f"{who} likes tea"),
-                                            (f"{who} Friend", f"{who} Friend knows about the {thing}")],
-                                     relations=[(who, f"{who} Friend", "friend")]))
-        km.write("desk", f"{who} keeps the {thing} in the drawer", who, user_id=user)
-        clock.advance(minutes=1)
+        write_keeper(km, llm, clock, user, who, f"the {thing}", f"{who} keeps the {thing} in the drawer")
     try:
         yield km
     finally:

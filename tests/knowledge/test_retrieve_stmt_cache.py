@@ -15,7 +15,7 @@ from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
 from oramem.knowledge.db import queries as reads
 from oramem.testing import HashEmbedder, ScriptedLLM
 
-from .helpers import Clock, extract
+from .helpers import Clock, write_keeper
 
 NEUTRAL = {"emotion": "neutral", "intensity": 0.2, "energy": "medium"}
 
@@ -34,12 +34,7 @@ def _km(path: str, clock: Clock) -> tuple[SQLiteMemoryStore, KnowledgeMemory, Sc
 def _load(km: KnowledgeMemory, llm: ScriptedLLM, clock: Clock, user: str | None, who: str, secret: str) -> None:
     # a subject with facts, a friend with facts and an edge between them: graph BFS and
     # spreading activation both run (the cached statements are those of _graph and _spread)
-    llm.route("extract", extract(entities=[(who, "person"), (f"{who} Friend", "person")],
-                                 facts=[(who, f"{who} keeps {secret} in the drawer"), (who, f"{who} likes tea"),
-                                        (f"{who} Friend", f"{who} Friend knows about {secret}")],
-                                 relations=[(who, f"{who} Friend", "friend")]))
-    km.write("desk", f"{who} told me about {secret}", who, user_id=user)
-    clock.advance(minutes=1)
+    write_keeper(km, llm, clock, user, who, secret, f"{who} told me about {secret}")
 
 
 def _seen(km: KnowledgeMemory, query: str, user: str | None) -> tuple[set, str]:
