@@ -87,3 +87,34 @@ def test_cached_write_statements_change_only_the_writers_rows(tmp_path, order):
     assert set(strength) == set(order), edges
     assert all(strength[first] > strength[u] for u in order[1:]), edges  # reinforced once, the others never
     assert len({strength[u] for u in order[1:]}) == 1, edges
+
+
+def test_informed_extraction_and_reconciliation_show_only_the_writers_facts(tmp_path):
+    """One shared agent and thread; alice and bob each know Ana. Bob's write primes Ana in
+    his scope (informed extraction's searches and the read of their facts run in one trip,
+    as do reconciliation's): the extract and reconcile prompts carry his facts about Ana,
+    never alice's, and his write changes none of her rows."""
+    clock = Clock()
+    store = SQLiteMemoryStore(str(tmp_path / "kg.db"), embedder=HashEmbedder(384), clock=clock)
+    llm = ScriptedLLM({"event_emotion": NEUTRAL, "resolve_entity": {"match_index": 0}})
+    km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False, dedup_similarity=1.01), clock=clock)
+    try:
+        for user, secret in (("alice", "ruby"), ("bob", "opal")):
+            llm.route("extract", extract(entities=[("Ana", "person")],
+                                         facts=[("Ana", f"Ana keeps the {secret} in the drawer", "keeps")]))
+            km.write("desk", f"Ana keeps the {secret} in the drawer", "Pedro", user_id=user, session_id="shared")
+            clock.advance(minutes=1)
+        before = {f.fact_id: f.status for f in km.get_all("desk", user_id="alice")}
+        llm.calls.clear()
+        llm.route("extract", extract(entities=[("Ana", "person")], facts=[("Ana", "Ana keeps the jade in the drawer", "keeps")]))
+        llm.route("reconcile", reconcile(("UPDATE", 1, 1)))
+        km.write("desk", "Ana keeps the jade in the drawer now", "Pedro", user_id="bob", session_id="shared")
+        extract_prompts = " ".join(str(p) for p in llm.calls_for("extract"))
+        reconcile_prompts = " ".join(str(p) for p in llm.calls_for("reconcile"))
+        assert "opal" in extract_prompts and "opal" in reconcile_prompts  # his own facts were shown
+        assert "ruby" not in extract_prompts and "ruby" not in reconcile_prompts
+        assert {f.fact_id: f.status for f in km.get_all("desk", user_id="alice")} == before
+        assert "Ana keeps the ruby in the drawer" in {f.fact_text for f in km.get_all("desk", user_id="alice")}
+    finally:
+        km.close()
+        store.close()
