@@ -85,9 +85,7 @@ def cached_stmt(table: sa.Table, key: tuple[Any, ...], build: Callable[[], _S]) 
 
 def p_visible(table: sa.Table, shared_only: bool) -> sa.ColumnElement[bool]:
     """:func:`reads.visible` with the agent (``p_agent``) and the user (``p_user``) bound."""
-    u = table.c.user_id
-    return sa.and_(table.c.agent_id == sa.bindparam("p_agent"),
-                   u.is_(None) if shared_only else sa.or_(u.is_(None), u == sa.bindparam("p_user")))
+    return sa.and_(table.c.agent_id == sa.bindparam("p_agent"), p_user_visible(table, shared_only))
 
 
 def p_owned(table: sa.Table, no_user: bool) -> sa.ColumnElement[bool]:
