@@ -49,6 +49,8 @@ __all__ = [
     "check_language",
     "fts_query",
     "fuse",
+    "query_terms",
+    "split_match",
     "keyword_distance",
     "match_expression",
     "scope_tokens_sql",
@@ -101,14 +103,22 @@ def tokenizer(language: str) -> str:
     return _spec(language)[0]
 
 
+def query_terms(text: str, language: str = DEFAULT_KEYWORD_LANGUAGE) -> list[str]:
+    """The words a keyword search looks for: lower-cased, each once, in query order,
+    without the language's stopwords (unless the text has nothing else)."""
+    terms = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
+    stopwords = _spec(language)[1]
+    return [term for term in terms if term not in stopwords] or terms
+
+
+def _any_of(terms: Sequence[str]) -> str:
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
 def fts_query(text: str, language: str = DEFAULT_KEYWORD_LANGUAGE) -> Optional[str]:
     """An FTS5 MATCH expression for plain words, or None when the text has no word."""
-    terms = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
-    if not terms:
-        return None
-    stopwords = _spec(language)[1]
-    content = [term for term in terms if term not in stopwords]
-    return " OR ".join(f'"{term}"' for term in (content or terms))
+    terms = query_terms(text, language)
+    return _any_of(terms) if terms else None
 
 
 #: scope dimension -> token prefix in the FTS ``scope`` column
@@ -144,11 +154,71 @@ def match_expression(
     on an index with a ``scope`` column, restricted to that column's text and ANDed with
     the tokens of ``scopes`` (``(dimension, value or None)`` pairs). None when the text
     has no word."""
-    terms = fts_query(text, language)
-    if terms is None or not scoped_index:
-        return terms
-    parts = [f"text : ({terms})"] + [f'scope : "{scope_token(d, v)}"' for d, v in scopes]
+    terms = query_terms(text, language)
+    return _match(terms, scopes, scoped_index) if terms else None
+
+
+def _match(terms: Sequence[str], scopes: Sequence[tuple[str, Optional[str]]], scoped_index: bool) -> str:
+    if not scoped_index:
+        return _any_of(terms)
+    parts = [f"text : ({_any_of(terms)})"] + [f'scope : "{scope_token(d, v)}"' for d, v in scopes]
     return " AND ".join(parts)
+
+
+#: FTS5's bm25 gives a phrase found in at least half of the index's rows the floor IDF
+#: 1e-6 (``fts5_aux.c``: ``if( idf<=0.0 ) idf = 1e-6``), and a phrase's share of a row's
+#: score is ``idf · f · (k1 + 1) / (f + k1 · (1 − b + b · D / avgdl))`` < ``idf · (k1 + 1)``
+#: with k1 = 1.2; this bounds what one such phrase adds to any row (with room for rounding)
+COMMON_TERM_BOUND = 1e-6 * 2.2 * 1.001
+
+
+@dataclass(frozen=True)
+class SplitMatch:
+    """A keyword search whose terms include common ones (found in at least half of the
+    index's rows: bm25 weighs each at most :data:`COMMON_TERM_BOUND`) and rare ones.
+
+    ``full`` is the search's MATCH expression with the common terms first. Every row it
+    matches that holds a rare term is matched by exactly one of ``with_common`` (a common
+    and a rare term) and ``without_common`` (a rare term, no common one), and both give it
+    the bm25 score ``full`` gives it, to the bit: the same phrases with the same IDFs (FTS5
+    counts each phrase's rows over the whole index), the phrases that hold no instance in
+    the row add exactly 0, and the rest are summed in the same order. The rows only
+    ``full`` matches hold common terms alone and score less than ``bound``."""
+
+    full: str
+    with_common: str
+    without_common: str
+    bound: float
+
+
+def split_match(
+    terms: Sequence[str], common: Sequence[str], scopes: Sequence[tuple[str, Optional[str]]], scoped_index: bool,
+) -> SplitMatch:
+    """:class:`SplitMatch` of ``terms`` (query order) of which ``common`` are the common
+    ones (a non-empty proper subset)."""
+    common_set = set(common)
+    commons = [term for term in terms if term in common_set]
+    rares = [term for term in terms if term not in common_set]
+    if not commons or not rares:
+        raise ValueError("split_match needs both common and rare terms")
+    scope_parts = [f'scope : "{scope_token(d, v)}"' for d, v in scopes] if scoped_index else []
+
+    def words(group: Sequence[str]) -> str:
+        return f"text : ({_any_of(group)})" if scoped_index else f"({_any_of(group)})"
+
+    rare_in_scope = " AND ".join([words(rares)] + scope_parts)
+    return SplitMatch(
+        full=_match(commons + rares, scopes if scoped_index else (), scoped_index),
+        with_common=" AND ".join([words(commons), words(rares)] + scope_parts),
+        without_common=f"({rare_in_scope}) NOT {words(commons)}",
+        bound=COMMON_TERM_BOUND * len(commons),
+    )
+
+
+def may_be_scope_token(term: str) -> bool:
+    """Whether a query word could equal a scope token (``xt…``, ``xu…``, ``xa…``): such a
+    word may be counted in the scope column too, so it is never treated as common."""
+    return term[:2] in ("xt", "xu", "xa")
 
 
 #: score fusion: the vector leg's reference rank (its similarity there maps to 0)

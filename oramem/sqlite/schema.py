@@ -191,6 +191,12 @@ class StoreTables:
         row = conn.execute(f'SELECT block FROM "{self.names["fts"]}_data" WHERE id = 1').fetchone()
         return sum(_varints(row[0])[1:]) if row is not None and row[0] else 0
 
+    def fts_row_count(self, conn: sqlite3.Connection) -> int:
+        """Rows in the keyword index, as bm25 counts them (FTS5's averages record, the
+        first varint: what ``xRowCount`` returns)."""
+        row = conn.execute(f'SELECT block FROM "{self.names["fts"]}_data" WHERE id = 1').fetchone()
+        return _varints(row[0])[0] if row is not None and row[0] else 0
+
     def fts_tokens_of(self, conn: sqlite3.Connection, seqs_sql: str, params: dict[str, Any]) -> int:
         """Tokens of the indexed rows of the records ``seqs_sql`` selects, from FTS5's
         per-row sizes (``*_fts_docsize``: one varint per column)."""

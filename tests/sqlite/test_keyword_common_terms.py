@@ -1,0 +1,148 @@
+"""A keyword search whose words include common ones (held by at least half of the index's
+rows, which bm25 weighs at its floor IDF) scores only the rows holding a rarer word
+(``keyword.SplitMatch``) and returns what scoring every match returns: the same records,
+the same order, the same distances to the bit, under scopes (user B in user A's shared
+agent and thread), record types, metadata filters, TTL, several rows per record, tiny
+windows that must grow, and k larger than the rows a rare word holds (then every match is
+scored)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from oramem.sqlite.engine import SQLiteEngine
+
+COMMON = ["alpha", "beta"]  # in ~85 % and ~60 % of the rows
+RARE = ["otter", "river", "stone"]  # ~12 %, ~6 %, ~25 %
+TYPES = ["memory", "fact"]
+USERS = ["alice", "bob", None]
+
+
+def _row(rng: random.Random) -> str:
+    words = [w for w, p in (("alpha", 0.85), ("beta", 0.6), ("otter", 0.12), ("river", 0.06), ("stone", 0.25)) if rng.random() < p]
+    if rng.random() < 0.2:
+        words.append(rng.choice(words or ["alpha"]))  # a repeated word: another tf
+    return " ".join(words) or "gamma"
+
+
+def _fill(store, rng: random.Random, n: int = 1500) -> dict:
+    """n records (a third with two or three retrieval rows: ~2,250 rows, above the split's
+    minimum index size) in one shared agent and two shared threads, owned by alice, bob
+    or nobody; few distinct row texts, so most scores tie."""
+    owners: dict = {}
+    batches: dict = {t: {"ids": [], "rows": [], "users": [], "threads": [], "meta": [], "ttl": []} for t in TYPES}
+    ids = [f"{rng.randrange(10**6):06d}-{i}" for i in range(n)]
+    for i, rid in enumerate(ids):
+        rtype = TYPES[i % 2]
+        b = batches[rtype]
+        user = rng.choice(USERS)
+        b["ids"].append(rid)
+        b["rows"].append([_row(rng) for _ in range(1 if i % 3 else rng.randint(2, 3))])
+        b["users"].append(user)
+        b["threads"].append(rng.choice(["t1", "t2"]))
+        b["meta"].append({"topic": rng.choice("ab")})
+        b["ttl"].append(1 if i % 11 == 0 else None)
+        owners[(rtype, rid)] = user
+    for rtype, b in batches.items():
+        store.add([f"record {rid}" for rid in b["ids"]], record_type=rtype, record_ids=b["ids"], index_texts=b["rows"],
+                  thread_ids=b["threads"], user_ids=b["users"], agent_ids=["a1"] * len(b["ids"]),
+                  metadata=b["meta"], ttl_days=b["ttl"])
+    return owners
+
+
+@pytest.fixture
+def store(make, clock):
+    store = make(memory_store_id="KC", search_strategy="keyword", vector_dim=None)
+    store.owners = _fill(store, random.Random(26))
+    clock.advance(days=2)  # records with a 1-day TTL are expired, not purged
+    return store
+
+
+def _kwargs(rng: random.Random) -> dict:
+    kwargs: dict = {}
+    user = rng.choice(USERS + ["any"])
+    if user != "any":
+        kwargs["user_id"] = user
+        if user is None:
+            kwargs["exact_user_match"] = True
+    if rng.random() < 0.5:
+        kwargs["agent_id"] = "a1"
+    if rng.random() < 0.4:
+        kwargs["thread_id"] = rng.choice(["t1", "t2"])
+    if rng.random() < 0.3:
+        kwargs["metadata_filter"] = {"topic": rng.choice("ab")}
+    return kwargs
+
+
+@pytest.mark.parametrize("window", [(2, 16, 2), (1, 1, 1)], ids=["default-window", "tiny-window"])
+def test_split_search_equals_scoring_every_match(store, monkeypatch, window):
+    monkeypatch.setattr(SQLiteEngine, "_KEYWORD_WINDOW", window[0])
+    monkeypatch.setattr(SQLiteEngine, "_KEYWORD_WINDOW_MIN", window[1])
+    monkeypatch.setattr(SQLiteEngine, "_KEYWORD_ROWS", window[2])
+    splits: list = []
+    split_common = SQLiteEngine._split_common
+
+    def spy(self, *args, **kwargs):
+        found = split_common(self, *args, **kwargs)
+        splits.append(found)
+        return found
+
+    rng = random.Random(7)
+    compared = split = 0
+    for trial in range(60):
+        common = rng.sample(COMMON, rng.randint(1, 2))
+        rare = rng.sample(RARE, rng.randint(1, 2))
+        words = common + rare
+        rng.shuffle(words)
+        kwargs = _kwargs(rng)
+        types = set(rng.sample(TYPES, rng.randint(1, 2)))
+        for k in (1, 3, 10, 40, 400):
+            monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+            splits.clear()
+            got = store.search(" ".join(words), k=k, strategy="keyword", record_types=types, **kwargs)
+            assert len(splits) == 1 and splits[0] is not None, (words, splits)  # the search took the split
+            assert splits[0].full.startswith(f'text : ({" OR ".join(chr(34) + w + chr(34) for w in words if w in COMMON)} OR ')
+            split += 1
+            # the reference scores every match of the same phrases in the same order
+            # (common words first, as the split's full MATCH has them)
+            monkeypatch.setattr(SQLiteEngine, "_split_common", lambda self, *a, **k: None)
+            reference = [w for w in words if w in COMMON] + [w for w in words if w not in COMMON]
+            want = store.search(" ".join(reference), k=k, strategy="keyword", record_types=types, **kwargs)
+            assert [(r.record_type, r.id, d) for r, d in got] == [(r.record_type, r.id, d) for r, d in want], \
+                (trial, words, kwargs, types, k)
+            assert all(kwargs.get("user_id", "any") in ("any", store.owners[(r.record_type, r.id)]) for r, _ in got)
+            compared += 1
+    assert compared == split == 300
+
+
+def test_words_that_are_all_common_or_all_rare_are_not_split(store, monkeypatch):
+    splits: list = []
+    split_common = SQLiteEngine._split_common
+
+    def spy(self, *args, **kwargs):
+        splits.append(split_common(self, *args, **kwargs))
+        return splits[-1]
+
+    monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+    for query in ("alpha beta", "otter river stone", "alpha"):
+        splits.clear()
+        assert store.search(query, k=5, strategy="keyword")
+        assert splits == [None], query
+    # a word shaped like a scope token ("xt…", "xu…", "xa…") may be counted in the scope
+    # column too, so it is never taken for a common word, even in most rows
+    store.add(["many rows"], record_type="memory", record_ids=["many"], index_texts=[["xtra"] * 3000])
+    splits.clear()
+    assert len(store.search("xtra otter", k=5, strategy="keyword")) == 5
+    assert splits == [None]
+
+
+def test_user_b_gets_none_of_user_a_records_through_the_split(store):
+    store.add(["alice's otter in the shared thread"], record_type="memory", record_ids=["alice-only"], user_ids="alice",
+              thread_ids="t1", agent_ids="a1", index_texts=[["alpha beta otter kingfisher"]])
+    for query in ("alpha kingfisher", "beta alpha kingfisher otter"):
+        for extra in ({}, {"thread_id": "t1"}, {"agent_id": "a1"}, {"thread_id": "t1", "agent_id": "a1"}):
+            hits = store.search(query, k=50, strategy="keyword", user_id="bob", **extra)
+            assert hits and all(store.owners.get((r.record_type, r.id)) == "bob" for r, _ in hits), (query, extra)
+        assert store.search(query, k=1, strategy="keyword", user_id="alice", thread_id="t1")[0][0].id == "alice-only"
