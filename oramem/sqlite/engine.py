@@ -114,6 +114,10 @@ class SQLiteEngine(Engine):
         self._tables: Optional[StoreTables] = None
         self._state: Optional[StoreState] = None
         self._cache: Optional[VectorCache] = None
+        #: keyword-query words worth counting (share of the rows at the last count), and which
+        #: are common in one state of the index (_split_common)
+        self._keyword_words: dict[str, float] = {}
+        self._keyword_memo: tuple[Any, dict[str, bool]] = (None, {})
         self._hooks: list[DeletionHook] = []
         self._read_only = read_only
 
@@ -651,7 +655,7 @@ class SQLiteEngine(Engine):
         if not terms:
             return []
         rank = f"bm25({t.fts}, 1.0, 0.0)" if catalog.scoped_fts else f"bm25({t.fts})"
-        split = self._split_common(conn, t, terms, scopes, catalog.scoped_fts)
+        split = self._split_common(conn, t, terms, scopes, catalog.scoped_fts, catalog)
         full = split.full if split is not None else match_expression(request.query_text or "", language, scopes, catalog.scoped_fts)
         window = min(max(self._KEYWORD_WINDOW * needed, self._KEYWORD_WINDOW_MIN), _SQL_MAX_LIMIT // 16)
 
@@ -660,7 +664,7 @@ class SQLiteEngine(Engine):
                 f"WITH s AS MATERIALIZED ({source}), "
                 "e AS (SELECT score FROM s ORDER BY score LIMIT 1 OFFSET :oramem_window - 1), "
                 "m AS MATERIALIZED (SELECT * FROM s WHERE NOT EXISTS (SELECT 1 FROM e) OR score <= (SELECT score FROM e)) "
-                "SELECT NULL, count(*), (SELECT count(*) FROM e), (SELECT score FROM e), NULL FROM m UNION ALL "
+                "SELECT NULL, (SELECT count(*) FROM s), (SELECT count(*) FROM e), (SELECT score FROM e), NULL UNION ALL "
                 "SELECT * FROM (SELECT c.record_seq, m.score, NULL, r.record_type, r.id FROM m "
                 f"CROSS JOIN {t.chunks} c ON c.chunk_id = m.chunk_id CROSS JOIN {t.records} r ON r.seq = c.record_seq "
                 f"WHERE {where.sql()} ORDER BY m.score, r.record_type, r.id LIMIT :oramem_limit)"
@@ -690,6 +694,8 @@ class SQLiteEngine(Engine):
                     params.pop("oramem_match_2")
                     params["oramem_match"] = full
                     continue
+                if split is None and summary[1] >= self._KEYWORD_SPLIT_MIN_ROWS and len(terms) > 1:
+                    self._mark_words(terms, catalog.scoped_fts)  # many matches scored: count these words next time
                 joined = sorted((row for row in rows if row[0] is not None), key=lambda row: (row[1], row[3], row[4]))
                 # a record's first row in (score, type, id) order carries its best score, so
                 # the records in order of first rows are the records in SC-6.1 order
@@ -707,35 +713,74 @@ class SQLiteEngine(Engine):
         return [(seq, keyword_distance(score)) for seq, score, *_ in hits[:needed]]
 
     #: a keyword search splits off its common terms (SplitMatch) only on an index of at
-    #: least this many rows (below, scoring every match costs less than counting terms)
+    #: least this many rows, and a search that scored at least this many matches marks its
+    #: words for counting (below, scoring every match costs less than counting words)
     _KEYWORD_SPLIT_MIN_ROWS = 2000
+    #: a counted word is counted again, in a later state of the index, only if it was in at
+    #: least this share of the rows (a word far below half cannot be common without another
+    #: search that scores many matches marking it again)
+    _KEYWORD_RECOUNT_SHARE = 0.4
+    #: words kept by _keyword_words and by one state's _keyword_memo (then they start over)
+    _KEYWORD_MEMO_SIZE = 4096
 
     def _split_common(self, conn: sqlite3.Connection, t: StoreTables, terms: builtins.list[str],
-                      scopes: builtins.list[tuple[str, Optional[str]]], scoped: bool) -> Optional[SplitMatch]:
+                      scopes: builtins.list[tuple[str, Optional[str]]], scoped: bool, catalog: Catalog) -> Optional[SplitMatch]:
         """The search's terms as common and rare ones (:class:`.keyword.SplitMatch`), or None
         when there is nothing to split off: one term, a small index, no common term, or no
         rare one. A term is common when at least half of the index's rows hold it (bm25
         gives it the floor IDF): FTS5 would score every row that holds it, i.e. most of
-        the index, where the split scores only the rows that hold a rare term."""
+        the index, where the split scores only the rows that hold a rare term.
+
+        Only words that an earlier search marked (it scored at least
+        ``_KEYWORD_SPLIT_MIN_ROWS`` matches: :meth:`_mark_words`) are counted, so a search
+        of words that match little costs nothing more; a marked word is counted once per
+        state of the index (catalog version and FTS5 averages record: its rows and token
+        totals) and, once found far below half, not again until a search marks it again.
+        Every other word is taken for rare: at worst a search that could have been split
+        is not; a word is only ever taken for common on a count in the index's current
+        state."""
         if len(terms) < 2:
             return None
-        total = t.fts_row_count(conn)
+        column = "text : " if scoped else ""
+        phrases = {term: f'{column}"{term}"' for term in terms if not may_be_scope_token(term)}
+        words = self._keyword_words
+        marked = [phrase for phrase in phrases.values() if phrase in words]
+        if not marked:
+            return None
+        averages = t.fts_averages(conn)
+        total = t.fts_row_count(averages)
         if total < self._KEYWORD_SPLIT_MIN_ROWS:
             return None
-        half = (total + 1) // 2  # common: 2 × rows holding it ≥ total
-        candidates = [term for term in terms if not may_be_scope_token(term)]
-        if not candidates:
-            return None
-        column = "text : " if scoped else ""
-        counts = conn.execute(
-            "SELECT " + ", ".join(
-                f"(SELECT count(*) FROM (SELECT 1 FROM {t.fts} WHERE {t.fts} MATCH :p{i} LIMIT :half))" for i in range(len(candidates))),
-            {"half": half, **{f"p{i}": f'{column}"{term}"' for i, term in enumerate(candidates)}},
-        ).fetchone()
-        common = [term for term, count in zip(candidates, counts) if count >= half]
+        state = (t.store_id, catalog.version, averages)
+        memo_state, memo = self._keyword_memo
+        if memo_state != state or len(memo) > self._KEYWORD_MEMO_SIZE:
+            memo = {}
+            self._keyword_memo = (state, memo)
+        unknown = [phrase for phrase in marked if phrase not in memo]
+        recount = [phrase for phrase in unknown if words[phrase] >= self._KEYWORD_RECOUNT_SHARE]
+        memo.update(dict.fromkeys(unknown, False))
+        if recount:
+            half = (total + 1) // 2  # common: 2 × rows holding it ≥ total
+            counts = conn.execute("SELECT " + ", ".join(
+                f"(SELECT count(*) FROM (SELECT 1 FROM {t.fts} WHERE {t.fts} MATCH :p{i} LIMIT :half))" for i in range(len(recount))),
+                {"half": half, **{f"p{i}": phrase for i, phrase in enumerate(recount)}}).fetchone()
+            for phrase, count in zip(recount, counts):
+                memo[phrase] = count >= half
+                words[phrase] = count / total
+        common = [term for term, phrase in phrases.items() if memo.get(phrase, False)]
         if not common or len(common) == len(terms):
             return None
         return split_match(terms, common, scopes, scoped)
+
+    def _mark_words(self, terms: builtins.list[str], scoped: bool) -> None:
+        """Mark the words of a search that scored many matches, for :meth:`_split_common`
+        to count when they come again (a marked word counts as at half until counted;
+        counting costs a few per cent of the scoring that such a search just did)."""
+        if len(self._keyword_words) > self._KEYWORD_MEMO_SIZE:
+            self._keyword_words = {}
+        column = "text : " if scoped else ""
+        for term in terms:
+            self._keyword_words[f'{column}"{term}"'] = 1.0  # counted again even if found low before
 
     @staticmethod
     def _results(conn: sqlite3.Connection, t: StoreTables, ranked: builtins.list[tuple[int, float]], k: int) -> builtins.list[tuple[Record, float]]:

@@ -191,11 +191,18 @@ class StoreTables:
         row = conn.execute(f'SELECT block FROM "{self.names["fts"]}_data" WHERE id = 1').fetchone()
         return sum(_varints(row[0])[1:]) if row is not None and row[0] else 0
 
-    def fts_row_count(self, conn: sqlite3.Connection) -> int:
-        """Rows in the keyword index, as bm25 counts them (FTS5's averages record, the
-        first varint: what ``xRowCount`` returns)."""
+    def fts_averages(self, conn: sqlite3.Connection) -> bytes:
+        """FTS5's averages record (``*_fts_data`` id 1: the row count, then one token total
+        per column, as varints; empty for an empty index): it changes with the index's
+        rows and their sizes."""
         row = conn.execute(f'SELECT block FROM "{self.names["fts"]}_data" WHERE id = 1').fetchone()
-        return _varints(row[0])[0] if row is not None and row[0] else 0
+        return bytes(row[0]) if row is not None and row[0] else b""
+
+    @staticmethod
+    def fts_row_count(averages: bytes) -> int:
+        """Rows in the keyword index as bm25 counts them (what ``xRowCount`` returns), from
+        :meth:`fts_averages`."""
+        return _varints(averages)[0] if averages else 0
 
     def fts_tokens_of(self, conn: sqlite3.Connection, seqs_sql: str, params: dict[str, Any]) -> int:
         """Tokens of the indexed rows of the records ``seqs_sql`` selects, from FTS5's

@@ -52,12 +52,43 @@ def _fill(store, rng: random.Random, n: int = 1500) -> dict:
     return owners
 
 
+def _mark_words(store) -> None:
+    """A search that scores most of the index marks its words for counting: until then a
+    word is taken for rare (the split starts with the next search that has it)."""
+    engine = store._engine
+    assert not engine._keyword_words
+    hits = store.search(" ".join(COMMON + RARE), k=5, strategy="keyword")
+    assert hits and set(engine._keyword_words) == {f'text : "{w}"' for w in COMMON + RARE}
+
+
 @pytest.fixture
 def store(make, clock):
     store = make(memory_store_id="KC", search_strategy="keyword", vector_dim=None)
     store.owners = _fill(store, random.Random(26))
     clock.advance(days=2)  # records with a 1-day TTL are expired, not purged
+    _mark_words(store)
     return store
+
+
+def test_a_search_that_scores_most_of_the_index_marks_its_words(make, monkeypatch):
+    store = make(memory_store_id="KM", search_strategy="keyword", vector_dim=None)
+    _fill(store, random.Random(3), n=2000)  # ~3,000 rows: "alpha otter" matches ~2,600
+    splits: list = []
+    split_common = SQLiteEngine._split_common
+
+    def spy(self, *args, **kwargs):
+        splits.append(split_common(self, *args, **kwargs))
+        return splits[-1]
+
+    monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+    first = store.search("alpha otter", k=5, strategy="keyword")
+    second = store.search("alpha otter", k=5, strategy="keyword")
+    assert splits[0] is None and splits[1] is not None  # the first search scored every match and marked the words
+    assert [(r.id, d) for r, d in first] == [(r.id, d) for r, d in second]
+    # a search of words that match little marks nothing: nothing is counted for it later
+    store._engine._keyword_words.clear()
+    store.search("river kingfisher", k=5, strategy="keyword")
+    assert not store._engine._keyword_words
 
 
 def _kwargs(rng: random.Random) -> dict:
@@ -146,3 +177,31 @@ def test_user_b_gets_none_of_user_a_records_through_the_split(store):
             hits = store.search(query, k=50, strategy="keyword", user_id="bob", **extra)
             assert hits and all(store.owners.get((r.record_type, r.id)) == "bob" for r, _ in hits), (query, extra)
         assert store.search(query, k=1, strategy="keyword", user_id="alice", thread_id="t1")[0][0].id == "alice-only"
+
+
+def test_a_word_that_stops_being_common_is_counted_again(store, monkeypatch):
+    """Which words are common is kept per state of the index: after writes that bring
+    "beta" (~60 % of the rows) under half, the next search counts again and scores every
+    match (no stale split), and the answers equal scoring every match at each step."""
+    splits: list = []
+    split_common = SQLiteEngine._split_common
+
+    def spy(self, *args, **kwargs):
+        splits.append(split_common(self, *args, **kwargs))
+        return splits[-1]
+
+    def compare(query: str) -> None:
+        monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+        got = store.search(query, k=10, strategy="keyword", user_id="bob")
+        monkeypatch.setattr(SQLiteEngine, "_split_common", lambda self, *a, **k: None)
+        want = store.search(query, k=10, strategy="keyword", user_id="bob")
+        assert [(r.id, d) for r, d in got] == [(r.id, d) for r, d in want]
+
+    compare("beta otter")
+    assert splits[-1] is not None and splits[-1].full.startswith('text : ("beta" OR')
+    compare("beta otter")  # the same index: the kept answer
+    assert splits[-1] is not None
+    store.add([f"filler {i}" for i in range(900)], record_type="memory", record_ids=[f"f{i}" for i in range(900)],
+              index_texts=[["stone gamma"] for _ in range(900)], user_ids=["bob"] * 900)
+    compare("beta otter")
+    assert splits[-1] is None  # beta is now in fewer than half of the rows
