@@ -40,6 +40,9 @@ _NULL = -1  # scope code of SQL NULL
 LOAD_BLOCK = 8192
 #: Bound on float32 matrix-product noise between identical rows (a few ulps of 1.0).
 _NOISE_SLACK = 1e-5
+#: Bytes of float64 temporaries per block of the exact rescoring (under glibc's default
+#: 128 KiB mmap threshold, so a block's temporaries are reused heap memory)
+_RESCORE_BYTES = 96 * 1024
 Version = tuple[str, int]
 #: (chunk ids, seqs, unit vectors, type codes, scope codes, expiry micros, later-row flags)
 Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -508,8 +511,7 @@ class VectorCache:
     ) -> list[tuple[int, float]]:
         """Exact float64 distances of candidate rows (a later row with the tail handicap),
         best row per record, the k nearest records plus ties with the k-th, nearest first."""
-        exact = 1.0 - (self.matrix[cand_rows].astype(np.float64) * q.astype(np.float64)).sum(axis=1)
-        distances = _ranked_distance(exact, self._later[cand_rows] if handicap else None, handicap)
+        distances = _ranked_distance(self._exact(q, cand_rows), self._later[cand_rows] if handicap else None, handicap)
         if k is not None and k < distances.size:
             keep = _top_with_ties(distances, np.arange(distances.size), seqs, k, slack=0.0)
             distances, seqs = distances[keep], seqs[keep]
@@ -520,6 +522,23 @@ class VectorCache:
         seqs, distances = seqs[first], distances[first]
         order = np.argsort(distances, kind="stable")
         return [(int(s), float(d)) for s, d in zip(seqs[order], distances[order])]
+
+    def _exact(self, q: np.ndarray, cand_rows: np.ndarray) -> np.ndarray:
+        """Cosine distances of ``cand_rows`` to the unit query ``q``, each row's float64 dot
+        product summed by numpy's reduction of that row alone, so a row's distance does not
+        depend on its position or on the other candidates. Blocks of ``_RESCORE_BYTES`` of
+        float64 temporaries: one product of a few thousand rows (a search whose k-th record
+        ties with many others) would allocate megabytes that glibc maps and unmaps per call,
+        ~1,500 page faults and 3 ms per 1,000 rows x 384 (bench/results/knowledge_speed.md,
+        round f); a block stays on the heap."""
+        q64 = q.astype(np.float64)
+        dots = np.empty(cand_rows.size, dtype=np.float64)
+        step = max(1, _RESCORE_BYTES // (8 * self.dim))
+        for start in range(0, cand_rows.size, step):
+            block = cand_rows[start : start + step]
+            dots[start : start + block.size] = (self.matrix[block].astype(np.float64) * q64).sum(axis=1)
+        result: np.ndarray = 1.0 - dots
+        return result
 
     def _ann_candidates(
         self, q: np.ndarray, mask: np.ndarray, passing: int, k: int, accept: Optional[Accept]
