@@ -205,3 +205,42 @@ def test_a_word_that_stops_being_common_is_counted_again(store, monkeypatch):
               index_texts=[["stone gamma"] for _ in range(900)], user_ids=["bob"] * 900)
     compare("beta otter")
     assert splits[-1] is None  # beta is now in fewer than half of the rows
+
+
+def test_a_scope_in_nearly_every_row_leaves_the_match_and_nothing_else_changes(make, monkeypatch):
+    """One agent and one user own nearly every row (a store that serves one person): their
+    scope tokens narrow nothing, so the MATCH leaves them out (bm25 counted their rows on
+    every search). Answers are the same to the bit, and bob, who owns the other rows in
+    the same agent and threads, still gets only his, as alice only hers."""
+    store = make(memory_store_id="KS", search_strategy="keyword", vector_dim=None)
+    rng = random.Random(11)
+    n = 2600
+    users = ["bob" if i % 25 == 0 else "alice" for i in range(n)]
+    store.add([f"r{i}" for i in range(n)], record_type="memory", record_ids=[f"m{i:05d}" for i in range(n)],
+              index_texts=[[_row(rng)] for _ in range(n)], user_ids=users, agent_ids=["a1"] * n,
+              thread_ids=[rng.choice(["t1", "t2"]) for _ in range(n)])
+    owner = {f"m{i:05d}": users[i] for i in range(n)}
+    kept: list = []
+    narrow = SQLiteEngine._narrow_scopes
+
+    def spy(self, conn, t, scopes, catalog):
+        kept.append(narrow(self, conn, t, scopes, catalog))
+        return kept[-1]
+
+    compared = 0
+    for query in ("alpha otter", "river", "otter stone beta", "alpha beta otter river stone"):
+        for kwargs in ({"user_id": "alice"}, {"user_id": "bob"}, {"agent_id": "a1"}, {"user_id": "alice", "agent_id": "a1"},
+                       {"user_id": "bob", "agent_id": "a1", "thread_id": "t1"}):
+            for k in (3, 40):
+                monkeypatch.setattr(SQLiteEngine, "_narrow_scopes", spy)
+                got = store.search(query, k=k, strategy="keyword", **kwargs)
+                monkeypatch.setattr(SQLiteEngine, "_narrow_scopes", lambda self, conn, t, scopes, catalog: scopes)
+                want = store.search(query, k=k, strategy="keyword", **kwargs)
+                assert [(r.id, d) for r, d in got] == [(r.id, d) for r, d in want], (query, kwargs, k)
+                if "user_id" in kwargs:
+                    assert got and all(owner[r.id] == kwargs["user_id"] for r, _ in got)
+                compared += 1
+    assert compared == 40
+    # alice's and the agent's tokens were left out; bob's (4 % of the rows) and a thread's (~half) kept
+    assert [("user", "alice")] not in kept and [("agent", "a1")] not in kept
+    assert [] in kept and [("user", "bob")] in kept and [("thread", "t1"), ("user", "bob")] in kept
