@@ -13,6 +13,9 @@ import random
 import pytest
 
 from oramem.sqlite.engine import SQLiteEngine
+from oramem.types import SchemaPolicy
+
+from .test_keyword_scope import _downgrade_to_v2
 
 COMMON = ["alpha", "beta"]  # in ~85 % and ~60 % of the rows
 RARE = ["otter", "river", "stone"]  # ~12 %, ~6 %, ~25 %
@@ -244,3 +247,34 @@ def test_a_scope_in_nearly_every_row_leaves_the_match_and_nothing_else_changes(m
     # alice's and the agent's tokens were left out; bob's (4 % of the rows) and a thread's (~half) kept
     assert [("user", "alice")] not in kept and [("agent", "a1")] not in kept
     assert [] in kept and [("user", "bob")] in kept and [("thread", "t1"), ("user", "bob")] in kept
+
+
+def test_split_on_a_version_2_index_of_the_text_alone(make, db_path, monkeypatch):
+    """A store of schema version 2 opened without upgrading (its FTS index has no scope
+    column: plain phrases, scopes applied after the match) splits the same way and answers
+    what scoring every match answers."""
+    store = make(memory_store_id="KC", search_strategy="keyword", vector_dim=None)
+    owners = _fill(store, random.Random(26))
+    store.close()
+    _downgrade_to_v2(db_path, "KC")
+    old = make(memory_store_id="KC", search_strategy="keyword", vector_dim=None, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
+    old.search("alpha beta otter river stone", k=5, strategy="keyword")  # marks the words
+    assert set(old._engine._keyword_words) == {f'"{w}"' for w in COMMON + RARE}
+    splits: list = []
+    split_common = SQLiteEngine._split_common
+
+    def spy(self, *args, **kwargs):
+        splits.append(split_common(self, *args, **kwargs))
+        return splits[-1]
+
+    for query, reference in (("otter alpha", "alpha otter"), ("river beta stone alpha", "beta alpha river stone")):
+        for kwargs in ({}, {"user_id": "bob"}, {"user_id": "alice", "thread_id": "t1"}):
+            for k in (3, 30):
+                monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+                got = old.search(query, k=k, strategy="keyword", **kwargs)
+                assert splits[-1] is not None and splits[-1].with_common.startswith('("')
+                monkeypatch.setattr(SQLiteEngine, "_split_common", lambda self, *a, **kw: None)
+                want = old.search(reference, k=k, strategy="keyword", **kwargs)
+                assert [(r.id, d) for r, d in got] == [(r.id, d) for r, d in want], (query, kwargs, k)
+                if "user_id" in kwargs:
+                    assert all(owners[(r.record_type, r.id)] == kwargs["user_id"] for r, _ in got)
