@@ -185,6 +185,7 @@ class SQLiteEngine(Engine):
                 self._save_sidecar()
                 self._db.close()
         self._cache = None
+        self._keyword_words, self._keyword_memo = {}, (None, {})
 
     # -- caller blocks (SC-12) -------------------------------------------------------------
     @contextlib.contextmanager
@@ -409,6 +410,8 @@ class SQLiteEngine(Engine):
         # reloads from SQLite) and the sidecar snapshot with it
         with self._db.lock if self._db is not None else contextlib.nullcontext():
             self._cache = None
+            # the keyword memos hold scope tokens (hex of actor ids) and query words
+            self._keyword_words, self._keyword_memo = {}, (None, {})
         if self._use_sidecar and self._tables is not None:
             sidecar.remove(self._path, self._tables.store_id)
         db = self._db

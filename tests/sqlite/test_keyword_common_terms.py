@@ -278,3 +278,15 @@ def test_split_on_a_version_2_index_of_the_text_alone(make, db_path, monkeypatch
                 assert [(r.id, d) for r, d in got] == [(r.id, d) for r, d in want], (query, kwargs, k)
                 if "user_id" in kwargs:
                     assert all(owners[(r.record_type, r.id)] == kwargs["user_id"] for r, _ in got)
+
+
+def test_forget_drops_what_the_keyword_search_kept(store):
+    """After a forget, nothing the keyword search kept in memory names the actor: the
+    counted scope tokens (hex of the user id) and the marked query words are gone, as the
+    vector cache's ids are."""
+    store.search("alpha otter", k=5, strategy="keyword", user_id="alice")
+    engine = store._engine
+    assert engine._keyword_words and any("xu" in str(key) for key in engine._keyword_memo[1])
+    store.forget(user_id="alice")
+    assert engine._keyword_words == {} and engine._keyword_memo == (None, {})
+    assert all(store.owners[(r.record_type, r.id)] != "alice" for r, _ in store.search("alpha otter", k=50, strategy="keyword"))
