@@ -55,6 +55,27 @@ def _fill(store, rng: random.Random, n: int = 1500) -> dict:
     return owners
 
 
+_SPLIT_COMMON = SQLiteEngine._split_common
+
+
+def _spy_on_splits(monkeypatch) -> list:
+    """Installs a spy on the split decision: the returned list gets each search's answer
+    (a SplitMatch, or None: every match scored)."""
+    splits: list = []
+
+    def spy(self, *args, **kwargs):
+        splits.append(_SPLIT_COMMON(self, *args, **kwargs))
+        return splits[-1]
+
+    monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+    return splits
+
+
+def _no_split(monkeypatch) -> None:
+    """The reference: every match scored (the search before the split)."""
+    monkeypatch.setattr(SQLiteEngine, "_split_common", lambda self, *args, **kwargs: None)
+
+
 def _mark_words(store) -> None:
     """A search that scores most of the index marks its words for counting: until then a
     word is taken for rare (the split starts with the next search that has it)."""
@@ -76,14 +97,7 @@ def store(make, clock):
 def test_a_search_that_scores_most_of_the_index_marks_its_words(make, monkeypatch):
     store = make(memory_store_id="KM", search_strategy="keyword", vector_dim=None)
     _fill(store, random.Random(3), n=2000)  # ~3,000 rows: "alpha otter" matches ~2,600
-    splits: list = []
-    split_common = SQLiteEngine._split_common
-
-    def spy(self, *args, **kwargs):
-        splits.append(split_common(self, *args, **kwargs))
-        return splits[-1]
-
-    monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+    splits = _spy_on_splits(monkeypatch)
     first = store.search("alpha otter", k=5, strategy="keyword")
     second = store.search("alpha otter", k=5, strategy="keyword")
     assert splits[0] is None and splits[1] is not None  # the first search scored every match and marked the words
@@ -115,14 +129,6 @@ def test_split_search_equals_scoring_every_match(store, monkeypatch, window):
     monkeypatch.setattr(SQLiteEngine, "_KEYWORD_WINDOW", window[0])
     monkeypatch.setattr(SQLiteEngine, "_KEYWORD_WINDOW_MIN", window[1])
     monkeypatch.setattr(SQLiteEngine, "_KEYWORD_ROWS", window[2])
-    splits: list = []
-    split_common = SQLiteEngine._split_common
-
-    def spy(self, *args, **kwargs):
-        found = split_common(self, *args, **kwargs)
-        splits.append(found)
-        return found
-
     rng = random.Random(7)
     compared = split = 0
     for trial in range(60):
@@ -133,7 +139,7 @@ def test_split_search_equals_scoring_every_match(store, monkeypatch, window):
         kwargs = _kwargs(rng)
         types = set(rng.sample(TYPES, rng.randint(1, 2)))
         for k in (1, 3, 10, 40, 400):
-            monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+            splits = _spy_on_splits(monkeypatch)
             splits.clear()
             got = store.search(" ".join(words), k=k, strategy="keyword", record_types=types, **kwargs)
             assert len(splits) == 1 and splits[0] is not None, (words, splits)  # the search took the split
@@ -141,7 +147,7 @@ def test_split_search_equals_scoring_every_match(store, monkeypatch, window):
             split += 1
             # the reference scores every match of the same phrases in the same order
             # (common words first, as the split's full MATCH has them)
-            monkeypatch.setattr(SQLiteEngine, "_split_common", lambda self, *a, **k: None)
+            _no_split(monkeypatch)
             reference = [w for w in words if w in COMMON] + [w for w in words if w not in COMMON]
             want = store.search(" ".join(reference), k=k, strategy="keyword", record_types=types, **kwargs)
             assert [(r.record_type, r.id, d) for r, d in got] == [(r.record_type, r.id, d) for r, d in want], \
@@ -152,14 +158,7 @@ def test_split_search_equals_scoring_every_match(store, monkeypatch, window):
 
 
 def test_words_that_are_all_common_or_all_rare_are_not_split(store, monkeypatch):
-    splits: list = []
-    split_common = SQLiteEngine._split_common
-
-    def spy(self, *args, **kwargs):
-        splits.append(split_common(self, *args, **kwargs))
-        return splits[-1]
-
-    monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+    splits = _spy_on_splits(monkeypatch)
     for query in ("alpha beta", "otter river stone", "alpha"):
         splits.clear()
         assert store.search(query, k=5, strategy="keyword")
@@ -186,28 +185,20 @@ def test_a_word_that_stops_being_common_is_counted_again(store, monkeypatch):
     """Which words are common is kept per state of the index: after writes that bring
     "beta" (~60 % of the rows) under half, the next search counts again and scores every
     match (no stale split), and the answers equal scoring every match at each step."""
-    splits: list = []
-    split_common = SQLiteEngine._split_common
-
-    def spy(self, *args, **kwargs):
-        splits.append(split_common(self, *args, **kwargs))
-        return splits[-1]
-
-    def compare(query: str) -> None:
-        monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+    def compare(query: str):
+        seen = _spy_on_splits(monkeypatch)
         got = store.search(query, k=10, strategy="keyword", user_id="bob")
-        monkeypatch.setattr(SQLiteEngine, "_split_common", lambda self, *a, **k: None)
+        _no_split(monkeypatch)
         want = store.search(query, k=10, strategy="keyword", user_id="bob")
         assert [(r.id, d) for r, d in got] == [(r.id, d) for r, d in want]
+        return seen[-1]
 
-    compare("beta otter")
-    assert splits[-1] is not None and splits[-1].full.startswith('text : ("beta" OR')
-    compare("beta otter")  # the same index: the kept answer
-    assert splits[-1] is not None
+    split = compare("beta otter")
+    assert split is not None and split.full.startswith('text : ("beta" OR')
+    assert compare("beta otter") is not None  # the same index: the kept answer
     store.add([f"filler {i}" for i in range(900)], record_type="memory", record_ids=[f"f{i}" for i in range(900)],
               index_texts=[["stone gamma"] for _ in range(900)], user_ids=["bob"] * 900)
-    compare("beta otter")
-    assert splits[-1] is None  # beta is now in fewer than half of the rows
+    assert compare("beta otter") is None  # beta is now in fewer than half of the rows
 
 
 def test_a_scope_in_nearly_every_row_leaves_the_match_and_nothing_else_changes(make, monkeypatch):
@@ -260,20 +251,13 @@ def test_split_on_a_version_2_index_of_the_text_alone(make, db_path, monkeypatch
     old = make(memory_store_id="KC", search_strategy="keyword", vector_dim=None, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
     old.search("alpha beta otter river stone", k=5, strategy="keyword")  # marks the words
     assert set(old._engine._keyword_words) == {f'"{w}"' for w in COMMON + RARE}
-    splits: list = []
-    split_common = SQLiteEngine._split_common
-
-    def spy(self, *args, **kwargs):
-        splits.append(split_common(self, *args, **kwargs))
-        return splits[-1]
-
     for query, reference in (("otter alpha", "alpha otter"), ("river beta stone alpha", "beta alpha river stone")):
         for kwargs in ({}, {"user_id": "bob"}, {"user_id": "alice", "thread_id": "t1"}):
             for k in (3, 30):
-                monkeypatch.setattr(SQLiteEngine, "_split_common", spy)
+                splits = _spy_on_splits(monkeypatch)
                 got = old.search(query, k=k, strategy="keyword", **kwargs)
                 assert splits[-1] is not None and splits[-1].with_common.startswith('("')
-                monkeypatch.setattr(SQLiteEngine, "_split_common", lambda self, *a, **kw: None)
+                _no_split(monkeypatch)
                 want = old.search(reference, k=k, strategy="keyword", **kwargs)
                 assert [(r.id, d) for r, d in got] == [(r.id, d) for r, d in want], (query, kwargs, k)
                 if "user_id" in kwargs:
