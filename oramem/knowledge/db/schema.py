@@ -26,6 +26,7 @@ from __future__ import annotations
 import array
 import functools
 import json
+import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,7 +42,10 @@ from ...errors import SchemaError
 from ...types import SchemaPolicy
 from ..text import iso, to_utc
 
-__all__ = ["KGTables", "build_tables", "TABLE_NAMES", "apply_schema_policy", "oracle_ddl"]
+__all__ = ["KGTables", "build_tables", "TABLE_NAMES", "apply_schema_policy", "oracle_ddl", "oracle_index_ddl",
+           "ensure_indexes", "missing_indexes", "plain_indexes"]
+
+_log = logging.getLogger("oramem.knowledge")
 
 TABLE_NAMES = (
     "EVENT",
@@ -366,6 +370,13 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
         sa.Column("speaker", sa.String(256)),
         sa.Column("reinforcement_count", sa.Integer, nullable=False, server_default=sa.text("0")),
         sa.Index(f"{p}FACT_AGT_ENT_VT_IX", "agent_id", "entity_key", "valid_to"),
+        # issue 25 (round f): an entity's facts in retrieve's rank order (spreading's facts
+        # per entity, the expansion's terms), so a read stops after the rows it keeps
+        sa.Index(f"{p}FACT_AGT_ENT_RANK_IX", "agent_id", "entity_key", sa.text("importance DESC"), sa.text("valid_from DESC"), "id"),
+        # the write path's same-key read (agent, entity, attribute, current)
+        sa.Index(f"{p}FACT_AGT_ENT_ATTR_IX", "agent_id", "entity_key", "attribute_key", "valid_to"),
+        # the recount's "is this linked fact current" probe, answered from the index alone
+        sa.Index(f"{p}FACT_ID_CUR_IX", "id", "valid_to", "invalidated_at", "ttl_days"),
         sa.Index(f"{p}FACT_SUPERSEDES_IX", "supersedes_fact_id"),
         sa.Index(f"{p}FACT_EVENT_IX", "source_event_id"),
     )
@@ -600,6 +611,60 @@ def apply_schema_policy(engine: sa.Engine, tables: KGTables, policy: SchemaPolic
             f"knowledge table {name} lacks column(s) {', '.join(lacking)}; "
             "upgrade with schema_policy=CREATE_IF_NECESSARY is not supported for these columns: use RECREATE (destructive)"
         )
+    ensure_indexes(engine, tables, policy)
+
+
+def plain_indexes(tables: KGTables) -> list[sa.Index]:
+    """The knowledge tables' plain (non-unique) indexes, by table then name: the ones an
+    existing schema may lack (the unique ones come with their tables)."""
+    return [ix for t in tables.metadata.sorted_tables for ix in sorted(t.indexes, key=lambda i: i.name or "")
+            if not ix.unique and not ix.info.get("sqlite_only")]
+
+
+def missing_indexes(insp: Any, tables: KGTables) -> list[sa.Index]:
+    """The plain indexes an existing schema lacks (names compared case-blind: Oracle's
+    dictionary holds them in capitals, SQLAlchemy reports those in lower case)."""
+    have: dict[str, set[str]] = {}
+    out = []
+    for ix in plain_indexes(tables):
+        name = ix.table.name  # type: ignore[union-attr]  # every index here belongs to its table
+        if name not in have:
+            have[name] = {str(i["name"]).upper() for i in insp.get_indexes(name) if i.get("name")}
+        if str(ix.name).upper() not in have[name]:
+            out.append(ix)
+    return out
+
+
+def create_index_sql(ix: sa.Index, dialect: Dialect) -> str:
+    """``CREATE INDEX IF NOT EXISTS`` of one index (SQLite; Oracle 23ai: SQLAlchemy's Oracle
+    compiler leaves the clause out, so it is put in)."""
+    from sqlalchemy.schema import CreateIndex
+
+    stmt = str(CreateIndex(ix, if_not_exists=True).compile(dialect=dialect)).strip()
+    if "IF NOT EXISTS" not in stmt:
+        stmt = stmt.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1)
+    return stmt
+
+
+def ensure_indexes(engine: sa.Engine, tables: KGTables, policy: SchemaPolicy) -> None:
+    """Issue 25 (round f): knowledge tables made before an index was added get it on open
+    under ``CREATE_IF_NECESSARY`` (``CREATE INDEX IF NOT EXISTS``). Under another policy nothing is changed: a missing index costs speed, not correctness, so
+    the open goes on with a warning that says how to add them."""
+    missing = missing_indexes(sa.inspect(engine), tables)
+    if not missing:
+        return
+    names = ", ".join(str(ix.name) for ix in missing)
+    if policy is not SchemaPolicy.CREATE_IF_NECESSARY:
+        _log.warning(
+            "oramem.knowledge: the knowledge tables of store %s lack index(es) %s: retrieve and write read "
+            "more rows than they keep; open once with schema_policy=CREATE_IF_NECESSARY to make them, or on Oracle "
+            "run ddl/knowledge/003_kg_indexes.sql (oracle_index_ddl(%r) for another store) (policy in force: %s)",
+            tables.store_id, names, tables.store_id, policy.value)
+        return
+    with engine.begin() as conn:
+        for ix in missing:
+            conn.exec_driver_sql(create_index_sql(ix, engine.dialect))
+    _log.info("oramem.knowledge: store %s: created index(es) %s", tables.store_id, names)
 
 
 #: columns an older store may lack that :func:`upgrade_sqlite` / ``002_user_scope.sql`` add
@@ -641,7 +706,7 @@ def oracle_ddl(store_id: str, vector_dim: int) -> str:
     """The Oracle DDL of one store's knowledge tables: ``CREATE TABLE IF NOT EXISTS`` and
     ``CREATE INDEX IF NOT EXISTS`` (23ai), one statement per ``;``-terminated block."""
     from sqlalchemy.dialects import oracle
-    from sqlalchemy.schema import CreateIndex, CreateTable
+    from sqlalchemy.schema import CreateTable
 
     dialect = oracle.dialect()  # type: ignore[no-untyped-call]  # SQLAlchemy leaves the dialect constructor untyped
     tables = build_tables(store_id, vector_dim)
@@ -654,8 +719,19 @@ def oracle_ddl(store_id: str, vector_dim: int) -> str:
         for ix in sorted(t.indexes, key=lambda i: i.name or ""):
             if ix.info.get("sqlite_only"):
                 continue
-            stmt = str(CreateIndex(ix).compile(dialect=dialect)).strip()
-            out.append(stmt.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1) + ";")
+            out.append(create_index_sql(ix, dialect) + ";")
+    return "\n\n".join(out) + "\n"
+
+
+def oracle_index_ddl(store_id: str) -> str:
+    """Issue 25 (round f): the Oracle upgrade of one store's knowledge tables made before the
+    retrieve and write indexes: every plain index of the tables, ``CREATE INDEX IF NOT EXISTS``
+    (23ai; the ones a schema has are left as they are). Static-checked, not run against Oracle."""
+    from sqlalchemy.dialects import oracle
+
+    dialect = oracle.dialect()  # type: ignore[no-untyped-call]  # SQLAlchemy leaves the dialect constructor untyped
+    tables = build_tables(store_id, 1)
+    out = [create_index_sql(ix, dialect) + ";" for ix in plain_indexes(tables)]
     return "\n\n".join(out) + "\n"
 
 

@@ -111,13 +111,22 @@ def expand_query(st: RetrieveState, conn: sa.Connection, resolved: list[str]) ->
     if primed:
         f = t.fact
         shared_only = st.user_id is None
-        terms_stmt = reads.cached_stmt(f, ("expand_terms", shared_only), lambda: (
-            sa.select(f.c.attribute_key, f.c.value_json, f.c.ttl_days, f.c.ingested_at)
-            .where(reads.p_visible(f, shared_only), f.c.entity_key.in_(reads.expanding("p_keys")), f.c.valid_to.is_(None),
-                   f.c.invalidated_at.is_(None))
-            .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id)
-            .limit(200)))
-        primed_rows = conn.execute(terms_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_keys": list(primed)}).mappings()
+        n_arms = reads.rank_arms(len(primed))  # primed holds at most 10 keys
+
+        def build_terms() -> sa.Select[Any]:
+            # the first 200 current facts of the primed keys in rank order: each key's first
+            # 200 from the rank index, then the first 200 of those (the same rows, in the
+            # same order, as one ORDER BY ... LIMIT 200 over every fact of the keys)
+            sub = reads.ranked_fact_ids(f, n_arms, [reads.p_visible(f, shared_only), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)],
+                                        sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True))
+            return (sa.select(f.c.attribute_key, f.c.value_json, f.c.ttl_days, f.c.ingested_at)
+                    .select_from(sub.join(f, f.c.id == sub.c.fid))
+                    .order_by(sa.desc(sub.c.imp), sa.desc(sub.c.vf), sub.c.fid)
+                    .limit(sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True)))
+
+        terms_stmt = reads.cached_stmt(f, ("expand_terms_by_key", shared_only, n_arms), build_terms)
+        primed_rows = conn.execute(terms_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_cut": 200,
+                                                **reads.rank_keys(list(primed), n_arms)}).mappings()
         for prow in primed_rows:
             if reads.is_expired(dict(prow), st.now):
                 continue

@@ -55,9 +55,26 @@ def facts_of(st: RetrieveState, conn: sa.Connection, col: sa.Column[Any], values
         return (sa.select(*st.fact_cols()).select_from(sub.join(f, f.c.id == sub.c.fid))
                 .where(sub.c.rank_in_group <= sa.bindparam("p_cut")).order_by(sub.c.grp, sub.c.rank_in_group))
 
-    stmt = reads.cached_stmt(f, ("facts_of_ranked", col.name, shared_only, has_trange, hide_stale, filter_keys is not None), build)
-    for batch in reads.chunked(sorted(set(values))):
-        params = st.params(p_values=batch, p_cut=per * 4)
+    def build_by_key(n_arms: int) -> sa.Select[Any]:
+        # an entity's facts: per key, its first per·4 from the rank index (the same rows in
+        # the same order as the ranked query above, read without the key's other facts)
+        conds = [reads.p_visible(f, shared_only), *p_sql_visible(f, has_trange, hide_stale)]
+        if filter_keys is not None:
+            conds.append(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
+        sub = reads.ranked_fact_ids(f, n_arms, conds, sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True))
+        return (sa.select(*st.fact_cols()).select_from(sub.join(f, f.c.id == sub.c.fid))
+                .order_by(sub.c.grp, sa.desc(sub.c.imp), sa.desc(sub.c.vf), sub.c.fid))
+
+    by_key = col.name == "entity_key"
+    for batch in reads.chunked(sorted(set(values)), reads.RANK_ARMS[-1] if by_key else reads.IN_BATCH):
+        if by_key:
+            n_arms = reads.rank_arms(len(batch))
+            stmt = reads.cached_stmt(f, ("facts_of_by_key", n_arms, shared_only, has_trange, hide_stale, filter_keys is not None),
+                                     lambda: build_by_key(n_arms))
+            params = st.params(p_cut=per * 4, **reads.rank_keys(batch, n_arms))
+        else:
+            stmt = reads.cached_stmt(f, ("facts_of_ranked", col.name, shared_only, has_trange, hide_stale, filter_keys is not None), build)
+            params = st.params(p_values=batch, p_cut=per * 4)
         if filter_keys is not None:
             params["p_fk"] = list(filter_keys)
         for row in reads.rows_of(conn.execute(stmt, params)):
