@@ -369,19 +369,23 @@ def rank_arms(n_keys: int) -> int:
     raise ValueError(f"at most {RANK_ARMS[-1]} keys per ranked-facts statement, got {n_keys}")
 
 
-def ranked_fact_ids(f: sa.Table, n_arms: int, conds: list[sa.ColumnElement[bool]], cut: sa.BindParameter[Any]) -> sa.Subquery:
-    """Per entity key (bound ``p_k0`` .. ``p_k<n-1>``), the ids of its first ``cut`` facts
-    meeting ``conds`` in rank order (importance, then valid_from, newest first, then id),
-    one ``ORDER BY ... LIMIT`` branch per key under ``UNION ALL``: with the fact table's
+def ranked_facts(f: sa.Table, n_arms: int, conds: list[sa.ColumnElement[bool]], cut: sa.BindParameter[Any],
+                 cols: list[sa.Column[Any]]) -> sa.Subquery:
+    """Per entity key (bound ``p_k0`` .. ``p_k<n-1>``), its first ``cut`` facts meeting
+    ``conds`` in rank order (importance, then valid_from, newest first, then id), one
+    ``ORDER BY ... LIMIT`` branch per key under ``UNION ALL``: with the fact table's
     ``(agent_id, entity_key, importance DESC, valid_from DESC, id)`` index each branch reads
     its key's facts in that order and stops after ``cut`` kept rows, where one ranked query
-    over every key (``ROW_NUMBER() OVER (PARTITION BY entity_key ...)``) read and sorted all
-    of them (~1,000 per key at 100k facts). Columns: ``fid``, ``grp`` (the key), ``imp``,
-    ``vf`` (for the caller's ORDER BY)."""
+    over every key (``ROW_NUMBER() OVER (PARTITION BY entity_key ...)``, or one ``ORDER BY``
+    over all of them) read and sorted every fact of the keys (~1,000 per key at 100k facts).
+    The subquery's columns are ``cols`` plus ``id``, ``entity_key``, ``importance`` and
+    ``valid_from`` (for the caller's ORDER BY), under their own names."""
+    names = [c.name for c in cols]
+    picked = list(cols) + [f.c[n] for n in ("id", "entity_key", "importance", "valid_from") if n not in names]
     arms: list[sa.Select[Any]] = []
     for i in range(n_arms):
         arm = (
-            sa.select(f.c.id.label("fid"), f.c.entity_key.label("grp"), f.c.importance.label("imp"), f.c.valid_from.label("vf"))
+            sa.select(*picked)
             .where(*conds, f.c.entity_key == sa.bindparam(f"p_k{i}", type_=f.c.entity_key.type))
             .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id)
             .limit(cut)
@@ -394,5 +398,5 @@ def ranked_fact_ids(f: sa.Table, n_arms: int, conds: list[sa.ColumnElement[bool]
 
 
 def rank_keys(keys: list[str], n_arms: int) -> dict[str, Optional[str]]:
-    """The ``p_k<i>`` values of :func:`ranked_fact_ids` (NULL past the last key)."""
+    """The ``p_k<i>`` values of :func:`ranked_facts` (NULL past the last key)."""
     return {f"p_k{i}": keys[i] if i < len(keys) else None for i in range(n_arms)}

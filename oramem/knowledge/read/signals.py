@@ -117,11 +117,11 @@ def expand_query(st: RetrieveState, conn: sa.Connection, resolved: list[str]) ->
             # the first 200 current facts of the primed keys in rank order: each key's first
             # 200 from the rank index, then the first 200 of those (the same rows, in the
             # same order, as one ORDER BY ... LIMIT 200 over every fact of the keys)
-            sub = reads.ranked_fact_ids(f, n_arms, [reads.p_visible(f, shared_only), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)],
-                                        sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True))
-            return (sa.select(f.c.attribute_key, f.c.value_json, f.c.ttl_days, f.c.ingested_at)
-                    .select_from(sub.join(f, f.c.id == sub.c.fid))
-                    .order_by(sa.desc(sub.c.imp), sa.desc(sub.c.vf), sub.c.fid)
+            cols = [f.c.attribute_key, f.c.value_json, f.c.ttl_days, f.c.ingested_at]
+            sub = reads.ranked_facts(f, n_arms, [reads.p_visible(f, shared_only), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)],
+                                     sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True), cols)
+            return (sa.select(*[sub.c[c.name] for c in cols])
+                    .order_by(sa.desc(sub.c.importance), sa.desc(sub.c.valid_from), sub.c.id)
                     .limit(sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True)))
 
         terms_stmt = reads.cached_stmt(f, ("expand_terms_by_key", shared_only, n_arms), build_terms)

@@ -61,9 +61,10 @@ def facts_of(st: RetrieveState, conn: sa.Connection, col: sa.Column[Any], values
         conds = [reads.p_visible(f, shared_only), *p_sql_visible(f, has_trange, hide_stale)]
         if filter_keys is not None:
             conds.append(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
-        sub = reads.ranked_fact_ids(f, n_arms, conds, sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True))
-        return (sa.select(*st.fact_cols()).select_from(sub.join(f, f.c.id == sub.c.fid))
-                .order_by(sub.c.grp, sa.desc(sub.c.imp), sa.desc(sub.c.vf), sub.c.fid))
+        cols = st.fact_cols()
+        sub = reads.ranked_facts(f, n_arms, conds, sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True), cols)
+        return (sa.select(*[sub.c[c.name] for c in cols])
+                .order_by(sub.c.entity_key, sa.desc(sub.c.importance), sa.desc(sub.c.valid_from), sub.c.id))
 
     by_key = col.name == "entity_key"
     for batch in reads.chunked(sorted(set(values)), reads.RANK_ARMS[-1] if by_key else reads.IN_BATCH):
