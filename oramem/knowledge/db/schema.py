@@ -658,8 +658,9 @@ def create_index_sql(ix: sa.Index, dialect: Dialect) -> str:
 
 def ensure_indexes(engine: sa.Engine, tables: KGTables, policy: SchemaPolicy) -> None:
     """Issue 25 (round f): knowledge tables made before an index was added get it on open
-    under ``CREATE_IF_NECESSARY`` (``CREATE INDEX IF NOT EXISTS``). Under another policy nothing is changed: a missing index costs speed, not correctness, so
-    the open goes on with a warning that says how to add them."""
+    under ``CREATE_IF_NECESSARY`` (``CREATE INDEX IF NOT EXISTS``). Under another policy
+    nothing is changed: a missing index costs speed, not correctness, so the open goes on
+    with a warning that says how to add them."""
     missing = missing_indexes(sa.inspect(engine), tables)
     if not missing:
         return
