@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import datetime as _dt
 import json
 import math
@@ -661,9 +662,9 @@ class SQLiteEngine(Engine):
         rank = f"bm25({t.fts}, 1.0, 0.0)" if catalog.scoped_fts else f"bm25({t.fts})"
         if catalog.scoped_fts:
             scopes = self._narrow_scopes(conn, t, scopes, catalog)
-        split = self._split_common(conn, t, terms, scopes, catalog.scoped_fts, catalog)
-        full = split.full if split is not None else match_expression(request.query_text or "", language, scopes, catalog.scoped_fts)
         window = min(max(self._KEYWORD_WINDOW * needed, self._KEYWORD_WINDOW_MIN), _SQL_MAX_LIMIT // 16)
+        split = self._split_common(conn, t, terms, scopes, catalog.scoped_fts, catalog, window)
+        full = split.full if split is not None else match_expression(request.query_text or "", language, scopes, catalog.scoped_fts)
 
         def statement(source: str) -> str:
             return (
@@ -679,6 +680,8 @@ class SQLiteEngine(Engine):
         scored = f"SELECT rowid AS chunk_id, {rank} AS score FROM {t.fts} WHERE {t.fts} MATCH"
         sql = statement(f"{scored} :oramem_match")
         params = {**where.params, "oramem_match": full}
+        if split is not None and not split.worth_trying:
+            split = None
         if split is not None:
             # the rows holding a rare term, scored as the full MATCH scores them (SplitMatch);
             # valid while the window's edge scores better than any row of common terms alone
@@ -730,12 +733,16 @@ class SQLiteEngine(Engine):
     _KEYWORD_MEMO_SIZE = 4096
 
     def _split_common(self, conn: sqlite3.Connection, t: StoreTables, terms: builtins.list[str],
-                      scopes: builtins.list[tuple[str, Optional[str]]], scoped: bool, catalog: Catalog) -> Optional[SplitMatch]:
+                      scopes: builtins.list[tuple[str, Optional[str]]], scoped: bool, catalog: Catalog,
+                      window: int) -> Optional[SplitMatch]:
         """The search's terms as common and rare ones (:class:`.keyword.SplitMatch`), or None
         when there is nothing to split off: one term, a small index, no common term, or no
-        rare one. A term is common when at least half of the index's rows hold it (bm25
-        gives it the floor IDF): FTS5 would score every row that holds it, i.e. most of
-        the index, where the split scores only the rows that hold a rare term.
+        rare one. With fewer rows holding a rare one than the ``window`` the split is not
+        ``worth_trying`` (rows of common words alone are in the window), and the search
+        scores every match with its ``full`` MATCH at once. A term is common when at least
+        half of the index's rows hold it (bm25 gives it the floor IDF): FTS5 would score
+        every row that holds it, i.e. most of the index, where the split scores only the
+        rows that hold a rare term.
 
         Only words that an earlier search marked (it scored at least
         ``_KEYWORD_SPLIT_MIN_ROWS`` matches: :meth:`_mark_words`) are counted, so a search
@@ -770,7 +777,14 @@ class SQLiteEngine(Engine):
         common = [term for term, phrase in phrases.items() if memo.get(phrase, False)]
         if not common or len(common) == len(terms):
             return None
-        return split_match(terms, common, scopes, scoped)
+        # rows holding a rare word fewer than the window: the window takes rows of common
+        # words alone, so every match is scored (with the split's full MATCH: the same
+        # phrase order, the same scores); known before trying (each count stops at the window)
+        rare = [f'{column}"{term}"' for term in terms if term not in common]
+        counts = conn.execute("SELECT " + ", ".join(
+            f"(SELECT count(*) FROM (SELECT 1 FROM {t.fts} WHERE {t.fts} MATCH :p{i} LIMIT :window))" for i in range(len(rare))),
+            {"window": window, **{f"p{i}": phrase for i, phrase in enumerate(rare)}}).fetchone()
+        return dataclasses.replace(split_match(terms, common, scopes, scoped), worth_trying=sum(counts) >= window)
 
     def _index_state(self, conn: sqlite3.Connection, t: StoreTables, catalog: Catalog) -> tuple[int, dict[Any, Any]]:
         """The keyword index's row count, and what the keyword search found out about its

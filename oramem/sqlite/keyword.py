@@ -189,6 +189,9 @@ class SplitMatch:
     with_common: str
     without_common: str
     bound: float
+    #: whether the rows holding a rare term can fill the search's window (else the search
+    #: scores every match with ``full`` at once)
+    worth_trying: bool = True
 
 
 def split_match(

@@ -142,9 +142,11 @@ def test_split_search_equals_scoring_every_match(store, monkeypatch, window):
             splits = _spy_on_splits(monkeypatch)
             splits.clear()
             got = store.search(" ".join(words), k=k, strategy="keyword", record_types=types, **kwargs)
-            assert len(splits) == 1 and splits[0] is not None, (words, splits)  # the search took the split
+            assert len(splits) == 1 and splits[0] is not None, (words, splits)
             assert splits[0].full.startswith(f'text : ({" OR ".join(chr(34) + w + chr(34) for w in words if w in COMMON)} OR ')
-            split += 1
+            if k <= 40:  # a window of at most 80 rows: the rare words hold more (~135 at the least)
+                assert splits[0].worth_trying, (words, k)
+            split += splits[0].worth_trying
             # the reference scores every match of the same phrases in the same order
             # (common words first, as the split's full MATCH has them)
             _no_split(monkeypatch)
@@ -154,7 +156,9 @@ def test_split_search_equals_scoring_every_match(store, monkeypatch, window):
                 (trial, words, kwargs, types, k)
             assert all(kwargs.get("user_id", "any") in ("any", store.owners[(r.record_type, r.id)]) for r, _ in got)
             compared += 1
-    assert compared == split == 300
+    # k = 400 (a window of 800 rows, or 400): rows holding the rare words are often fewer,
+    # so the search scores every match at once (with the split's full MATCH); both happen
+    assert compared == 300 and 240 <= split < 300
 
 
 def test_words_that_are_all_common_or_all_rare_are_not_split(store, monkeypatch):
