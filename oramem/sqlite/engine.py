@@ -36,7 +36,7 @@ from .options import read_options, write_option
 from .connection import Database, is_writable
 from .keyword import (
     LEGACY_LANGUAGE, HybridConfig, SplitMatch, check_language, fuse, keyword_distance, match_expression, may_be_scope_token,
-    query_terms, scope_token, split_match,
+    query_terms, scope_token, split_match, word_phrase,
 )
 from .mutations import Catalog, WriteTx
 from .records import RECORD_COLUMNS, Where, to_record
@@ -754,8 +754,7 @@ class SQLiteEngine(Engine):
         state."""
         if len(terms) < 2:
             return None
-        column = "text : " if scoped else ""
-        phrases = {term: f'{column}"{term}"' for term in terms if not may_be_scope_token(term)}
+        phrases = {term: word_phrase(term, scoped) for term in terms if not may_be_scope_token(term)}
         words = self._keyword_words
         marked = [phrase for phrase in phrases.values() if phrase in words]
         if not marked:
@@ -768,10 +767,7 @@ class SQLiteEngine(Engine):
         memo.update(dict.fromkeys(unknown, False))
         if recount:
             half = (total + 1) // 2  # common: 2 × rows holding it ≥ total
-            counts = conn.execute("SELECT " + ", ".join(
-                f"(SELECT count(*) FROM (SELECT 1 FROM {t.fts} WHERE {t.fts} MATCH :p{i} LIMIT :half))" for i in range(len(recount))),
-                {"half": half, **{f"p{i}": phrase for i, phrase in enumerate(recount)}}).fetchone()
-            for phrase, count in zip(recount, counts):
+            for phrase, count in zip(recount, _count_matches(conn, t, recount, half)):
                 memo[phrase] = count >= half
                 words[phrase] = count / total
         common = [term for term, phrase in phrases.items() if memo.get(phrase, False)]
@@ -780,11 +776,9 @@ class SQLiteEngine(Engine):
         # rows holding a rare word fewer than the window: the window takes rows of common
         # words alone, so every match is scored (with the split's full MATCH: the same
         # phrase order, the same scores); known before trying (each count stops at the window)
-        rare = [f'{column}"{term}"' for term in terms if term not in common]
-        counts = conn.execute("SELECT " + ", ".join(
-            f"(SELECT count(*) FROM (SELECT 1 FROM {t.fts} WHERE {t.fts} MATCH :p{i} LIMIT :window))" for i in range(len(rare))),
-            {"window": window, **{f"p{i}": phrase for i, phrase in enumerate(rare)}}).fetchone()
-        return dataclasses.replace(split_match(terms, common, scopes, scoped), worth_trying=sum(counts) >= window)
+        rare = [word_phrase(term, scoped) for term in terms if term not in common]
+        worth = sum(_count_matches(conn, t, rare, window)) >= window
+        return dataclasses.replace(split_match(terms, common, scopes, scoped), worth_trying=worth)
 
     def _index_state(self, conn: sqlite3.Connection, t: StoreTables, catalog: Catalog) -> tuple[int, dict[Any, Any]]:
         """The keyword index's row count, and what the keyword search found out about its
@@ -818,10 +812,7 @@ class SQLiteEngine(Engine):
         unknown = [phrase for _, phrase in phrases if phrase not in memo]
         if unknown:
             wide = math.ceil(self._KEYWORD_WIDE_SCOPE * total)
-            counts = conn.execute("SELECT " + ", ".join(
-                f"(SELECT count(*) FROM (SELECT 1 FROM {t.fts} WHERE {t.fts} MATCH :p{i} LIMIT :wide))" for i in range(len(unknown))),
-                {"wide": wide, **{f"p{i}": phrase for i, phrase in enumerate(unknown)}}).fetchone()
-            memo.update((phrase, count >= wide) for phrase, count in zip(unknown, counts))
+            memo.update((phrase, count >= wide) for phrase, count in zip(unknown, _count_matches(conn, t, unknown, wide)))
         return [scope for scope, phrase in phrases if not memo[phrase]]
 
     def _mark_words(self, terms: builtins.list[str], scoped: bool) -> None:
@@ -830,9 +821,8 @@ class SQLiteEngine(Engine):
         counting costs a few per cent of the scoring that such a search just did)."""
         if len(self._keyword_words) > self._KEYWORD_MEMO_SIZE:
             self._keyword_words = {}
-        column = "text : " if scoped else ""
         for term in terms:
-            self._keyword_words[f'{column}"{term}"'] = 1.0  # counted again even if found low before
+            self._keyword_words[word_phrase(term, scoped)] = 1.0  # counted again even if found low before
 
     @staticmethod
     def _results(conn: sqlite3.Connection, t: StoreTables, ranked: builtins.list[tuple[int, float]], k: int) -> builtins.list[tuple[Record, float]]:
@@ -858,3 +848,14 @@ class SQLiteEngine(Engine):
         results = [(to_record(row), float(distance[row[0]])) for row in rows]
         results.sort(key=lambda pair: (pair[1], pair[0].record_type, pair[0].id))
         return results[:k]
+
+
+def _count_matches(conn: sqlite3.Connection, t: StoreTables, phrases: builtins.list[str], cap: int) -> builtins.list[int]:
+    """Rows of the keyword index each MATCH ``phrases[i]`` holds, each count stopped at
+    ``cap`` (one statement, values bound)."""
+    row = conn.execute(
+        "SELECT " + ", ".join(f"(SELECT count(*) FROM (SELECT 1 FROM {t.fts} WHERE {t.fts} MATCH :p{i} LIMIT :cap))"
+                              for i in range(len(phrases))),
+        {"cap": cap, **{f"p{i}": phrase for i, phrase in enumerate(phrases)}},
+    ).fetchone()
+    return [int(n) for n in row]

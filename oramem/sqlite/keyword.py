@@ -51,6 +51,7 @@ __all__ = [
     "fuse",
     "query_terms",
     "split_match",
+    "word_phrase",
     "keyword_distance",
     "match_expression",
     "scope_tokens_sql",
@@ -156,6 +157,12 @@ def match_expression(
     has no word."""
     terms = query_terms(text, language)
     return _match(terms, scopes, scoped_index) if terms else None
+
+
+def word_phrase(term: str, scoped_index: bool) -> str:
+    """The MATCH phrase of one query word: in the text column on an index with a scope
+    column, anywhere on an older one."""
+    return f'text : "{term}"' if scoped_index else f'"{term}"'
 
 
 def _match(terms: Sequence[str], scopes: Sequence[tuple[str, Optional[str]]], scoped_index: bool) -> str:

@@ -188,8 +188,8 @@ class StoreTables:
         """Tokens in the keyword index (all columns), read from FTS5's averages record
         (``*_fts_data`` id 1: the row count, then one token total per column, as varints)
         instead of a scan of the index."""
-        row = conn.execute(f'SELECT block FROM "{self.names["fts"]}_data" WHERE id = 1').fetchone()
-        return sum(_varints(row[0])[1:]) if row is not None and row[0] else 0
+        averages = self.fts_averages(conn)
+        return sum(_varints(averages)[1:]) if averages else 0
 
     def fts_averages(self, conn: sqlite3.Connection) -> bytes:
         """FTS5's averages record (``*_fts_data`` id 1: the row count, then one token total
