@@ -16,7 +16,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, Union
 
 import numpy as np
 
@@ -86,25 +86,39 @@ class KnowledgeRuntime:
                 return await self.in_thread(self.store.search, **kwargs)
             return await self.store.search_async(**kwargs)
 
-    async def search_and_read(self, searches: list[dict[str, Any]], fn: Callable[[list[Any], Any], T]) -> tuple[list[Any], T]:
+    async def search_and_read(
+        self,
+        searches: Union[list[dict[str, Any]], Callable[[Any], list[dict[str, Any]]]],
+        fn: Callable[[list[Any], Any], T],
+    ) -> tuple[list[Any], T]:
         """The store searches ``searches`` (keyword arguments of :meth:`search`, in order),
         then ``fn(results, conn)`` on a read connection of the knowledge backend: on a sync
         store one trip to the worker pool for all of it (each trip costs thread handoffs),
-        on an async-only store the searches in its async twin, then the read on the pool."""
+        on an async-only store the searches in its async twin, then the read on the pool.
+
+        ``searches`` may be a function ``plan(conn)`` that returns them: it reads what decides
+        the searches on a read connection of its own, in the same trip. That connection is
+        closed before the searches run, so a trip never holds two connections of one pool."""
         from ..trust.audit import internal
 
-        prepared = [_vector_first(kw) for kw in searches]
+        def planned() -> list[dict[str, Any]]:
+            if not callable(searches):
+                return [_vector_first(kw) for kw in searches]
+            with self.backend.read() as conn:
+                return [_vector_first(kw) for kw in searches(conn)]
 
         def read(results: list[Any]) -> T:
             with self.backend.read() as conn:
                 return fn(results, conn)
 
         if self.store.async_only:
+            prepared = await self.in_thread(planned) if callable(searches) else planned()
             with internal():
                 results = [await self.store.search_async(**kw) for kw in prepared]
             return results, await self.in_thread(read, results)
 
         def both() -> tuple[list[Any], T]:
+            prepared = planned()
             with internal():
                 found = [self.store.search(**kw) for kw in prepared]
             return found, read(found)

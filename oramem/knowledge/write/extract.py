@@ -112,38 +112,40 @@ async def informed_context(run: WriteRun) -> list[dict[str, Any]]:
         return []
     grams = [g for g in ngrams(run.message, 4) if len(g) >= 3]
     t = run.t
-    def primed(conn: sa.Connection) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    keys: list[str] = []
+    ents: dict[str, dict[str, Any]] = {}
+    need: list[str] = []
+
+    def plan(conn: sa.Connection) -> list[dict[str, Any]]:
+        """The entities the message names (indexed alias lookup), and one search per entity
+        without a summary for its facts most similar to the message."""
         hits = reads.lookup_aliases(conn, t, run.agent_id, grams, run.user_id)
-        keys: list[str] = []
         for g in grams:
             if g in hits and hits[g][0] not in keys:
                 keys.append(hits[g][0])
-        return keys, (reads.load_entities(conn, t, run.agent_id, keys, run.user_id) if keys else {})
-
-    keys, ents = await run.read(primed)
-    if not keys:
-        return []
-    keys = [k for k in keys if k in ents and ents[k]["is_active"]]
-    n = len(keys)
-    per_entity = cfg.informed_extraction_topk if n <= 2 else max(3, cfg.informed_extraction_context_budget_tokens // n // 20)
-    # the searches of the entities without a summary and the read of their facts: one trip
-    need = [k for k in keys if not ents[k]["summary_text"]]
-
-    def similar(results: list[Any], c: sa.Connection) -> tuple[list[list[str]], dict[str, dict[str, Any]]]:
-        ids = [[r.id for r, d in hits if 1.0 - d >= cfg.informed_min_similarity] for hits in results]
-        return ids, reads.current_facts_by_ids(c, t, run.agent_id, [i for found in ids for i in found], run.now, run.user_id)
-
-    similar_ids: dict[str, list[str]] = {}
-    rows: dict[str, dict[str, Any]] = {}
-    if need:
-        _, (found, rows) = await run.rt.search_and_read([dict(
+        if keys:
+            ents.update(reads.load_entities(conn, t, run.agent_id, keys, run.user_id))
+        keys[:] = [k for k in keys if k in ents and ents[k]["is_active"]]
+        n = len(keys)
+        per_entity = cfg.informed_extraction_topk if n <= 2 else max(3, cfg.informed_extraction_context_budget_tokens // n // 20)
+        need.extend(k for k in keys if not ents[k]["summary_text"])
+        return [dict(
             query_vector=run.event_vec,
             k=per_entity,
             agent_id=run.agent_id,
             record_types=["fact"],
             metadata_filter=reads.with_scope({"kg_primary": k, **_CURRENT_FILTER}, run.user_id),
-        ) for k in need], similar)
-        similar_ids = dict(zip(need, found))
+        ) for k in need]
+
+    def similar(results: list[Any], c: sa.Connection) -> tuple[list[list[str]], dict[str, dict[str, Any]]]:
+        ids = [[r.id for r, d in hits if 1.0 - d >= cfg.informed_min_similarity] for hits in results]
+        return ids, reads.current_facts_by_ids(c, t, run.agent_id, [i for found in ids for i in found], run.now, run.user_id)
+
+    # the alias lookup, the searches and the read of their facts: one trip on a sync store
+    _, (found, rows) = await run.rt.search_and_read(plan, similar)
+    if not keys:
+        return []
+    similar_ids = dict(zip(need, found))
     block: list[dict[str, Any]] = []
     for k in keys:
         e = ents[k]

@@ -23,8 +23,7 @@ from .state import WriteRun, _CURRENT_FILTER
 
 T = TypeVar("T")
 
-__all__ = ["reconcile", "evidence", "mirror_facts", "assign_ids", "mentions", "names_of", "fact_vectors",
-           "load_registry"]
+__all__ = ["reconcile", "evidence", "mirror_facts", "assign_ids", "mentions", "names_of", "fact_vectors"]
 
 async def fact_vectors(run: WriteRun, facts: list[XFact]) -> None:
     todo = [f for f in facts if f.vec is None]
@@ -32,14 +31,6 @@ async def fact_vectors(run: WriteRun, facts: list[XFact]) -> None:
         vecs = await run.embed([f.index_text for f in todo])
         for f, v in zip(todo, vecs):
             f.vec = v
-
-
-async def load_registry(run: WriteRun, keys: list[str]) -> None:
-    missing = [k for k in keys if k and k not in run.registry]
-    if missing:
-        t = run.t
-        rows = await run.read(lambda c: reads.registry_rows(c, t, run.agent_id, missing))
-        run.registry.update(rows)
 
 
 def policy_of(run: WriteRun, key: Optional[str]) -> str:
@@ -54,40 +45,59 @@ async def reconcile(run: WriteRun, facts: list[XFact]) -> list[Decision]:
     cfg = run.cfg
     t = run.t
     await fact_vectors(run, facts)
-    await load_registry(run, [f.attribute_key for f in facts if f.attribute_key])
     groups: dict[str, list[XFact]] = {}
     for f in facts:
         groups.setdefault(f.subject_key, []).append(f)
-    out: list[Decision] = []
-    calls = 0
-    for key in sorted(groups, key=lambda k: min(f.idx for f in groups[k])):
-        group = groups[key]
-        if key in run.created:
-            out.extend(Decision(f, "ADD") for f in group)
-            continue
-        sims: dict[str, float] = {}
-        per_fact_best: dict[int, float] = {}
-        same_keys = [f.attribute_key for f in group if f.attribute_key and policy_of(run, f.attribute_key) == "supersede"]
+    order = sorted(groups, key=lambda k: min(f.idx for f in groups[k]))
+    searched = [k for k in order if k not in run.created]  # a new subject has nothing to reconcile with
+    missing = sorted({f.attribute_key for f in facts if f.attribute_key and f.attribute_key not in run.registry})
+    sims: dict[str, dict[str, float]] = {k: {} for k in searched}
+    per_fact_best: dict[int, float] = {}
 
-        def candidates(results: list[Any], c: sa.Connection) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-            for f, hits in zip(group, results):
-                best = 0.0
-                for rec, dist in hits:
-                    s = 1.0 - float(dist)
-                    sims[rec.id] = max(sims.get(rec.id, -1.0), s)
-                    best = max(best, s)
-                per_fact_best[f.idx] = best if hits else -1.0
-            return (reads.current_same_key_facts(c, t, run.agent_id, key, same_keys, run.now, run.user_id),
-                    reads.current_facts_by_ids(c, t, run.agent_id, list(sims), run.now, run.user_id))
-
-        # the group's searches and the read of their facts in one trip to the worker pool
-        _, (same, rows) = await run.rt.search_and_read([dict(
+    def plan(c: sa.Connection) -> list[dict[str, Any]]:
+        """The attribute registry rows the facts name (their conflict policies), and one
+        vector search per fact of a known subject over the subject's current facts."""
+        if missing:
+            run.registry.update(reads.registry_rows(c, t, run.agent_id, missing))
+        return [dict(
             query_vector=f.vec,
             k=cfg.reconcile_candidates,
             agent_id=run.agent_id,
             record_types=["fact"],
             metadata_filter=reads.with_scope({"kg_primary": key, **_CURRENT_FILTER}, run.user_id),
-        ) for f in group], candidates)
+        ) for key in searched for f in groups[key]]
+
+    def candidates(results: list[Any], c: sa.Connection) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, Any]]]:
+        found = iter(results)
+        same: dict[str, list[dict[str, Any]]] = {}
+        for key in searched:
+            for f in groups[key]:
+                hits = next(found)
+                best = 0.0
+                for rec, dist in hits:
+                    s = 1.0 - float(dist)
+                    sims[key][rec.id] = max(sims[key].get(rec.id, -1.0), s)
+                    best = max(best, s)
+                per_fact_best[f.idx] = best if hits else -1.0
+            same_keys = [f.attribute_key for f in groups[key] if f.attribute_key and policy_of(run, f.attribute_key) == "supersede"]
+            same[key] = reads.current_same_key_facts(c, t, run.agent_id, key, same_keys, run.now, run.user_id)
+        ids = [i for key in searched for i in sims[key]]
+        return same, reads.current_facts_by_ids(c, t, run.agent_id, ids, run.now, run.user_id)
+
+    # the registry, every subject's searches and the read of their facts: one trip on a sync store
+    same_of: dict[str, list[dict[str, Any]]] = {}
+    current: dict[str, dict[str, Any]] = {}
+    if searched or missing:
+        _, (same_of, current) = await run.rt.search_and_read(plan, candidates)
+    out: list[Decision] = []
+    calls = 0
+    for key in order:
+        group = groups[key]
+        if key in run.created:
+            out.extend(Decision(f, "ADD") for f in group)
+            continue
+        rows = {i: current[i] for i in sims[key] if i in current}
+        same = same_of[key]
         for r in same:
             rows.setdefault(r["id"], r)
         same_by_attr: dict[str, list[str]] = {}
@@ -103,7 +113,7 @@ async def reconcile(run: WriteRun, facts: list[XFact]) -> list[Decision]:
                 needs.append(f)
         if not needs:
             continue
-        existing = sorted(rows.values(), key=lambda r: (-sims.get(r["id"], 0.0), r["valid_from"], r["id"]))
+        existing = sorted(rows.values(), key=lambda r: (-sims[key].get(r["id"], 0.0), r["valid_from"], r["id"]))
         calls += 1
         out.extend(await reconcile_call(run, key, needs, existing))
     run.step("reconcile", t0, facts=len(facts), calls=calls)
