@@ -70,3 +70,62 @@ def test_searches_then_read_in_the_stores_colour(async_only):
     # sync: one trip for the searches and the read; async-only: the read alone on the pool
     assert trips == (["read"] if async_only else ["both"])
     assert "strategy" not in searches[0]  # the caller's arguments are not changed
+
+
+class _TrackingBackend(_Backend):
+    """Knows whether a read connection is open, so a test can see that none is held while
+    the store searches (a trip never holds two connections of one pool)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = 0
+
+    @contextlib.contextmanager
+    def read(self):
+        self.reads += 1
+        self.open += 1
+        try:
+            yield "conn"
+        finally:
+            self.open -= 1
+
+
+@pytest.mark.parametrize("async_only", [False, True])
+def test_a_plan_reads_then_decides_the_searches(async_only):
+    rt, trips = _runtime(async_only)
+    rt.backend = _TrackingBackend()
+    searched_with_open: list[int] = []
+    real = rt.store.search, rt.store.search_async
+
+    def search(**kw):
+        searched_with_open.append(rt.backend.open)
+        return real[0](**kw)
+
+    async def search_async(**kw):
+        searched_with_open.append(rt.backend.open)
+        return await real[1](**kw)
+
+    rt.store.search, rt.store.search_async = search, search_async
+    planned: list[str] = []
+
+    def plan(conn):
+        assert conn == "conn"
+        planned.append("read")
+        return [dict(query_vector=[1.0, 0.0], k=k) for k in (4, 1)]
+
+    def fn(results, conn):
+        return [n for hits in results for _, n in hits]
+
+    results, read = asyncio.run(KnowledgeRuntime.search_and_read(rt, plan, fn))
+    assert planned == ["read"] and read == [4, 1]
+    assert [kw["strategy"] for _, kw in rt.store.calls] == ["vector", "vector"]
+    assert searched_with_open == [0, 0]  # the plan's connection is closed before the searches
+    assert rt.backend.reads == 2
+    # sync: the plan, the searches and the read in one trip; async-only: the plan and the read on the pool
+    assert trips == (["planned", "read"] if async_only else ["both"])
+
+
+def test_an_empty_plan_searches_nothing_and_still_reads():
+    rt, trips = _runtime(False)
+    results, read = asyncio.run(KnowledgeRuntime.search_and_read(rt, lambda conn: [], lambda found, conn: ("read", found)))
+    assert results == [] and read == ("read", []) and rt.store.calls == [] and trips == ["both"]

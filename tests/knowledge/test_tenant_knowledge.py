@@ -429,3 +429,30 @@ def test_cached_write_statements_keep_each_scope(env):
         assert km.get("bank", shared).status == "active"
     finally:
         km.close()
+
+
+def test_one_trip_reconciliation_keeps_each_subject_and_each_scope(env):
+    """Issue 25 item 6: reconciliation searches every subject of a write and reads their
+    candidates in one trip. Alice's write about Bob and Carol shows each subject's call only
+    that subject's current facts of her scope (and the shared one): never user bob's, and
+    never the other subject's."""
+    _, _, km, llm, _ = env
+    km.add_fact("club", "Bob", "Bob plays chess on Mondays", attribute_key="hobby", subject_type="person", user_id="bob")
+    km.add_fact("club", "Carol", "Carol plays chess on Fridays", attribute_key="hobby", subject_type="person", user_id="bob")
+    km.add_fact("club", "Bob", "Bob plays chess at the club", attribute_key="hobby", subject_type="person")  # shared
+    km.add_fact("club", "Bob", "Bob plays chess with Alice", attribute_key="hobby", subject_type="person", user_id="alice")
+    km.add_fact("club", "Carol", "Carol plays chess with Alice", attribute_key="hobby", subject_type="person", user_id="alice")
+    llm.route("extract", extract([("Bob", "person"), ("Carol", "person")],
+                                 [("Bob", "Bob plays chess on Sundays", "hobby"),
+                                  ("Carol", "Carol plays chess on Sundays", "hobby")]))
+    llm.route("reconcile", {"decisions": [{"new_fact_index": 1, "action": "ADD"}]})
+    r = km.write("club", "Bob and Carol play chess on Sundays", "Alice", user_id="alice")
+    assert r.success, r.error
+    payloads = [str(p) for p in llm.calls_for("reconcile")]
+    bob_call = [p for p in payloads if "Bob plays chess on Sundays" in p]
+    carol_call = [p for p in payloads if "Carol plays chess on Sundays" in p]
+    assert len(bob_call) == 1 and len(carol_call) == 1
+    assert "Bob plays chess with Alice" in bob_call[0] and "Carol" not in bob_call[0]
+    assert "Carol plays chess with Alice" in carol_call[0] and "Bob" not in carol_call[0]
+    for p in payloads:
+        assert "on Mondays" not in p and "on Fridays" not in p  # user bob's facts are never shown
