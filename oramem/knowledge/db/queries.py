@@ -369,8 +369,7 @@ def rank_arms(n_keys: int) -> int:
     raise ValueError(f"at most {RANK_ARMS[-1]} keys per ranked-facts statement, got {n_keys}")
 
 
-def ranked_facts(f: sa.Table, n_arms: int, conds: list[sa.ColumnElement[bool]], cut: sa.BindParameter[Any],
-                 cols: list[sa.Column[Any]]) -> sa.Subquery:
+def ranked_facts(f: sa.Table, n_arms: int, conds: list[sa.ColumnElement[bool]], cut: sa.BindParameter[Any]) -> sa.Subquery:
     """Per entity key (bound ``p_k0`` .. ``p_k<n-1>``), its first ``cut`` facts meeting
     ``conds`` in rank order (importance, then valid_from, newest first, then id), one
     ``ORDER BY ... LIMIT`` branch per key under ``UNION ALL``: with the fact table's
@@ -378,10 +377,12 @@ def ranked_facts(f: sa.Table, n_arms: int, conds: list[sa.ColumnElement[bool]], 
     its key's facts in that order and stops after ``cut`` kept rows, where one ranked query
     over every key (``ROW_NUMBER() OVER (PARTITION BY entity_key ...)``, or one ``ORDER BY``
     over all of them) read and sorted every fact of the keys (~1,000 per key at 100k facts).
-    The subquery's columns are ``cols`` plus ``id``, ``entity_key``, ``importance`` and
-    ``valid_from`` (for the caller's ORDER BY), under their own names."""
-    names = [c.name for c in cols]
-    picked = list(cols) + [f.c[n] for n in ("id", "entity_key", "importance", "valid_from") if n not in names]
+
+    The subquery's columns are ``id``, ``entity_key``, ``importance`` and ``valid_from``
+    only (for the caller's ORDER BY): the caller joins the fact table on ``id`` for the rest.
+    No LOB or JSON column goes through the ``UNION ALL`` (Oracle's JSON type in a set
+    operator is stated nowhere in its documentation)."""
+    picked = [f.c.id, f.c.entity_key, f.c.importance, f.c.valid_from]
     arms: list[sa.Select[Any]] = []
     for i in range(n_arms):
         arm = (

@@ -119,8 +119,8 @@ def expand_query(st: RetrieveState, conn: sa.Connection, resolved: list[str]) ->
             # same order, as one ORDER BY ... LIMIT 200 over every fact of the keys)
             cols = [f.c.attribute_key, f.c.value_json, f.c.ttl_days, f.c.ingested_at]
             sub = reads.ranked_facts(f, n_arms, [reads.p_visible(f, shared_only), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)],
-                                     sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True), cols)
-            return (sa.select(*[sub.c[c.name] for c in cols])
+                                     sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True))
+            return (sa.select(*cols).select_from(sub.join(f, f.c.id == sub.c.id))
                     .order_by(sa.desc(sub.c.importance), sa.desc(sub.c.valid_from), sub.c.id)
                     .limit(sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True)))
 

@@ -62,8 +62,8 @@ def facts_of(st: RetrieveState, conn: sa.Connection, col: sa.Column[Any], values
         if filter_keys is not None:
             conds.append(f.c.id.in_(sa.select(lk.c.fact_id).where(reads.p_visible(lk, shared_only), lk.c.entity_key.in_(reads.expanding("p_fk")))))
         cols = st.fact_cols()
-        sub = reads.ranked_facts(f, n_arms, conds, sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True), cols)
-        return (sa.select(*[sub.c[c.name] for c in cols])
+        sub = reads.ranked_facts(f, n_arms, conds, sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True))
+        return (sa.select(*cols).select_from(sub.join(f, f.c.id == sub.c.id))
                 .order_by(sub.c.entity_key, sa.desc(sub.c.importance), sa.desc(sub.c.valid_from), sub.c.id))
 
     by_key = col.name == "entity_key"
