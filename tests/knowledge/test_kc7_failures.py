@@ -77,6 +77,46 @@ def test_embedder_failures_raise_and_store_nothing(km, llm, store, mode):
     assert all(v == 0 for v in table_counts(km).values()) and store_ids(store) == []
 
 
+class _FailsOnNames:
+    """A working embedder except for the entity names of the resolve step (embedded in the
+    same worker trip as the resolve prefetch read)."""
+
+    embedding_dimension = 384
+
+    def __init__(self, mode, inner):
+        self.mode, self.inner, self.name_calls = mode, inner, 0
+
+    def embed(self, texts, *, is_query=False):
+        if texts != ["Ana"]:
+            return self.inner.embed(texts, is_query=is_query)
+        self.name_calls += 1
+        if self.mode == "raise":
+            raise OSError("embedding service down")
+        if self.mode == "own":
+            raise EmbeddingError("quota exhausted")
+        if self.mode == "count":
+            return np.zeros((2, 384), np.float32)
+        if self.mode == "dim":
+            return np.zeros((1, 12), np.float32)
+        return np.full((1, 384), np.nan, np.float32)
+
+
+@pytest.mark.parametrize("mode", ["raise", "own", "count", "dim", "nan"])
+def test_a_failing_name_embedding_raises_and_stores_nothing(km, llm, store, mode):
+    """KC-7.6 for the entity names, whose vectors come in the resolve prefetch's trip."""
+    embedder = _FailsOnNames(mode, km.runtime.embedder)
+    km.runtime.embedder = embedder
+    llm.route("extract", extract([("Ana", "person")], [("Ana", "Ana likes tea")]))
+    with pytest.raises(EmbeddingError) as info:
+        km.write("a1", "Ana likes tea", "Pedro")
+    assert embedder.name_calls == 1
+    if mode == "own":
+        assert str(info.value) == "quota exhausted"  # the embedder's own EmbeddingError, unchanged
+    elif mode == "raise":
+        assert "OSError: embedding service down" in str(info.value)
+    assert all(v == 0 for v in table_counts(km).values()) and store_ids(store) == []
+
+
 def test_store_error_during_commit_raises_with_nothing_stored(km, llm, store, monkeypatch):
     llm.route("extract", extract([("Pedro", "person")], [("Pedro", "Pedro likes tea")]))
     with fail_at("facts", "links"):

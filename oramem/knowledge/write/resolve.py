@@ -91,11 +91,11 @@ async def resolve_all(run: WriteRun) -> None:
         keys.add(run.speaker_key)
         return aliases, by_slug, reads.load_entities(conn, t, run.agent_id, keys, run.user_id)
 
-    run.alias_cache, run.slug_cache, known = await run.read(prefetch)
+    # the prefetch and the names' vectors: one trip to the worker pool (a sync embedder)
+    (run.alias_cache, run.slug_cache, known), vecs = await run.read_and_embed(prefetch, to_embed)
     run.prefetched_slugs = set(slugs)
     run.prefetched_norms = set(norms)
     run.known_entities.update(known)
-    vecs = await run.embed(to_embed) if to_embed else np.zeros((0, run.rt.dim), np.float32)
     run.name_vecs = {norm(n): vecs[i] for i, n in enumerate(to_embed)}
     for name in names:
         await resolve_name(run, name)

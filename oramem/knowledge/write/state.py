@@ -176,11 +176,40 @@ class WriteRun(WriteState):
             return np.zeros((0, self.rt.dim), dtype=np.float32)
         try:
             out = await self.rt.embed(list(texts), is_query)
-            arr = np.asarray(out, dtype=np.float32)
         except EmbeddingError:
             raise
         except Exception as exc:  # noqa: BLE001 - any embedder failure is an EmbeddingError
-            raise EmbeddingError(f"embedder failed: {type(exc).__name__}: {exc}") from exc
+            raise _embedding_error(exc) from exc
+        return self._vectors(texts, out)
+
+    async def read_and_embed(self, fn: Callable[[sa.Connection], T], texts: list[str]) -> tuple[T, np.ndarray]:
+        """``fn(conn)`` on a read connection, then :meth:`embed` of ``texts``: one trip to the
+        worker pool when the embedder is sync (the read connection is closed before the
+        embedder runs); an async embedder is awaited after the read."""
+        embed = getattr(self.rt.embedder, "embed", None)
+        if not texts or embed is None:
+            return await self.read(fn), await self.embed(texts)
+
+        def both() -> tuple[T, Any, Optional[Exception]]:
+            with self.backend.read() as conn:
+                value = fn(conn)
+            try:
+                return value, embed(list(texts), is_query=False), None
+            except Exception as exc:  # noqa: BLE001 - raised as EmbeddingError by the caller
+                return value, None, exc
+
+        value, out, failed = await self.rt.in_thread(both)
+        if isinstance(failed, EmbeddingError):
+            raise failed
+        if failed is not None:
+            raise _embedding_error(failed) from failed
+        return value, self._vectors(texts, out)
+
+    def _vectors(self, texts: list[str], out: Any) -> np.ndarray:
+        try:
+            arr = np.asarray(out, dtype=np.float32)
+        except Exception as exc:  # noqa: BLE001 - an embedder reply that is no array
+            raise _embedding_error(exc) from exc
         if arr.ndim != 2 or arr.shape[0] != len(texts):
             raise EmbeddingError(f"embedder returned {arr.shape[0] if arr.ndim else 0} vectors for {len(texts)} texts")
         if arr.shape[1] != self.rt.dim:
@@ -193,3 +222,8 @@ class WriteRun(WriteState):
         """The strategy ``extract.classify_message`` chose (it runs first)."""
         assert self.strategy is not None, "classify_message() runs before extraction"
         return self.strategy
+
+
+def _embedding_error(exc: Exception) -> EmbeddingError:
+    """KC-7.6: an embedder failure (any exception) as ``EmbeddingError``."""
+    return EmbeddingError(f"embedder failed: {type(exc).__name__}: {exc}")
