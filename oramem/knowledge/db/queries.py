@@ -235,13 +235,23 @@ def _fact_cols(t: KGTables) -> list[Any]:
     return [c for c in t.fact.c if c.name != "embedding_vec"]
 
 
+#: the columns of a candidate fact: what reconciliation shows the model and its rules compare,
+#: what informed extraction shows, and what ownership and expiry read (``brief=True`` reads)
+_BRIEF_FACT_COLUMNS = ("id", "agent_id", "user_id", "entity_key", "fact_text", "attribute_key", "valid_from",
+                       "needs_confirmation", "ttl_days", "ingested_at")
+
+
 def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: list[str], now: datetime,
-                         user_id: Optional[str] = None) -> dict[str, dict[str, Any]]:
+                         user_id: Optional[str] = None, *, brief: bool = False) -> dict[str, dict[str, Any]]:
+    """The current facts among ``ids`` that the scope ``(agent_id, user_id)`` owns, unexpired,
+    by id: every column but the vector, or with ``brief`` only ``_BRIEF_FACT_COLUMNS`` (a
+    candidate's row; a decision's target is read whole again under the commit lock)."""
     f = t.fact
     out: dict[str, dict[str, Any]] = {}
     # looked up by primary key only (with agent_id in the WHERE clause SQLite picks the
     # (agent_id, ...) index and scans the agent's facts); the agent is checked here
-    stmt = cached_stmt(f, ("current_facts_by_ids",), lambda: sa.select(*_fact_cols(t)).where(
+    cols = [f.c[n] for n in _BRIEF_FACT_COLUMNS] if brief else _fact_cols(t)
+    stmt = cached_stmt(f, ("current_facts_by_ids", brief), lambda: sa.select(*cols).where(
         f.c.id.in_(expanding("p_ids")), f.c.valid_to.is_(None), f.c.invalidated_at.is_(None)))
     for batch in chunked(sorted(set(ids))):
         rows = conn.execute(stmt, {"p_ids": batch}).mappings()

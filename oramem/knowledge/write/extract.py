@@ -139,7 +139,8 @@ async def informed_context(run: WriteRun) -> list[dict[str, Any]]:
 
     def similar(results: list[Any], c: sa.Connection) -> tuple[list[list[str]], dict[str, dict[str, Any]]]:
         ids = [[r.id for r, d in hits if 1.0 - d >= cfg.informed_min_similarity] for hits in results]
-        return ids, reads.current_facts_by_ids(c, t, run.agent_id, [i for found in ids for i in found], run.now, run.user_id)
+        return ids, reads.current_facts_by_ids(c, t, run.agent_id, [i for found in ids for i in found], run.now, run.user_id,
+                                            brief=True)
 
     # the alias lookup, the searches and the read of their facts: one trip on a sync store
     _, (found, rows) = await run.rt.search_and_read(plan, similar)

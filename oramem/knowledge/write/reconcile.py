@@ -82,7 +82,7 @@ async def reconcile(run: WriteRun, facts: list[XFact]) -> list[Decision]:
             same_keys = [f.attribute_key for f in groups[key] if f.attribute_key and policy_of(run, f.attribute_key) == "supersede"]
             same[key] = reads.current_same_key_facts(c, t, run.agent_id, key, same_keys, run.now, run.user_id)
         ids = [i for key in searched for i in sims[key]]
-        return same, reads.current_facts_by_ids(c, t, run.agent_id, ids, run.now, run.user_id)
+        return same, reads.current_facts_by_ids(c, t, run.agent_id, ids, run.now, run.user_id, brief=True)
 
     # the registry, every subject's searches and the read of their facts: one trip on a sync store
     same_of: dict[str, list[dict[str, Any]]] = {}
