@@ -87,7 +87,9 @@ def operation_span(provider: Any, name: str, run: Any = None, **attributes: Any)
         return
     attrs = {f"oramem.{k}": v for k, v in attributes.items() if isinstance(v, (str, int, float, bool))}
     with tracer.start_as_current_span(f"oramem.knowledge.{name}", attributes=attrs) as span:
-        if run is not None:
+        if run is not None and span.is_recording():
+            # step spans only under a recording span: with the API alone (no SDK) or an
+            # unsampled operation they would be no-ops that still cost their calls
             run.tracer = tracer
         yield span
 

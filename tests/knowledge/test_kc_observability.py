@@ -123,3 +123,39 @@ def test_write_retrieve_and_job_spans_carry_counts_not_text(engine, store, llm, 
 def test_tracer_provider_is_checked(store, llm):
     with pytest.raises(TypeError, match="TracerProvider"):
         KnowledgeMemory(store, llm, tracer_provider=object())
+
+
+class QuietSpan(Span):
+    def is_recording(self):
+        return False
+
+
+class QuietProvider(Provider):
+    """A provider whose spans do not record (an unsampled operation, or the API's no-op)."""
+
+    def get_tracer(self, instrumenting_module_name, *args, **kwargs):
+        tracer = super().get_tracer(instrumenting_module_name, *args, **kwargs)
+        log = self.spans
+
+        def start_span(name, context=None, kind=trace.SpanKind.INTERNAL, attributes=None, links=None,
+                       start_time=None, record_exception=True, set_status_on_exception=True):
+            parent = trace.get_current_span(context)
+            return QuietSpan(name, parent if isinstance(parent, Span) else None, attributes, start_time, log)
+
+        tracer.start_span = start_span
+        return tracer
+
+
+def test_no_step_spans_under_an_operation_span_that_does_not_record(engine, store, llm, clock):
+    provider = QuietProvider()
+    km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False), clock=clock, tracer_provider=provider)
+    try:
+        llm.route("extract", extract([("Ana", "person")], [("Ana", "Ana keeps secret bees")]))
+        r = km.write("a1", "Ana keeps secret bees", "Pedro")
+        assert r.success and r.stats.steps  # the steps are still timed in the result
+        assert [s.name for s in provider.spans] == ["oramem.knowledge.write"]
+        provider.spans.clear()
+        km.retrieve("a1", "what does Ana keep?")
+        assert [s.name for s in provider.spans] == ["oramem.knowledge.retrieve"]
+    finally:
+        km.close()
