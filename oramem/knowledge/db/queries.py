@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 import threading
 import weakref
-from typing import Any, Callable, Iterable, Optional, TypeVar, cast
+from typing import Any, Callable, Iterable, Mapping, Optional, TypeVar, cast
 
 import sqlalchemy as sa
 
@@ -263,25 +263,35 @@ def current_facts_by_ids(conn: sa.Connection, t: KGTables, agent_id: str, ids: l
 
 
 def current_same_key_facts(
-    conn: sa.Connection, t: KGTables, agent_id: str, entity_key: str, attribute_keys: list[str], now: datetime,
+    conn: sa.Connection, t: KGTables, agent_id: str, wanted: Mapping[str, list[str]], now: datetime,
     user_id: Optional[str] = None,
-) -> list[dict[str, Any]]:
-    if not attribute_keys:
-        return []
+) -> dict[str, list[dict[str, Any]]]:
+    """Per entity key of ``wanted``, the current unexpired facts of the scope ``(agent_id,
+    user_id)`` whose attribute key is one of the key's ``wanted[key]``, oldest first (brief
+    rows: ``_BRIEF_FACT_COLUMNS``); one statement for every key (``entity_key IN`` and
+    ``attribute_key IN``, the pairs checked here)."""
+    pairs = {(key, attr) for key, attrs in wanted.items() for attr in attrs}
+    out: dict[str, list[dict[str, Any]]] = {key: [] for key in wanted}
+    if not pairs:
+        return out
     f = t.fact
     stmt = cached_stmt(f, ("current_same_key_facts", user_id is None), lambda: (
-        sa.select(*_fact_cols(t))
+        sa.select(*[f.c[n] for n in _BRIEF_FACT_COLUMNS])
         .where(
             p_owned(f, user_id is None),
-            f.c.entity_key == sa.bindparam("p_key"),
+            f.c.entity_key.in_(expanding("p_keys")),
             f.c.valid_to.is_(None),
             f.c.invalidated_at.is_(None),
             f.c.attribute_key.in_(expanding("p_attrs")),
         )
         .order_by(f.c.valid_from, f.c.id)))
-    rows = conn.execute(stmt, {"p_agent": agent_id, "p_user": user_id, "p_key": entity_key,
-                               "p_attrs": sorted(set(attribute_keys))}).mappings()
-    return [d for d in (dict(r) for r in rows) if not is_expired(d, now)]
+    attrs = sorted({attr for _, attr in pairs})
+    for batch in chunked(sorted({key for key, _ in pairs})):
+        rows = conn.execute(stmt, {"p_agent": agent_id, "p_user": user_id, "p_keys": batch, "p_attrs": attrs}).mappings()
+        for d in (dict(r) for r in rows):
+            if (d["entity_key"], d["attribute_key"]) in pairs and not is_expired(d, now):
+                out[d["entity_key"]].append(d)
+    return out
 
 
 def registry_rows(conn: sa.Connection, t: KGTables, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:

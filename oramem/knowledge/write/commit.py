@@ -434,14 +434,12 @@ def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: st
     # entities and aliases
     faults.check("entities")
     dml.insert_rows(conn, t.entity, plan.entity_inserts)
-    for key, upd in plan.entity_updates.items():
-        dml.update_owned(conn, t.entity, ag, run.user_id, "canonical_key", key, upd)
+    dml.update_owned_many(conn, t.entity, ag, run.user_id, "canonical_key", plan.entity_updates)
     dml.insert_rows(conn, t.alias, plan.alias_inserts)
     # facts and cascades
     faults.check("facts")
     dml.insert_rows(conn, t.fact, plan.fact_inserts)
-    for fid, upd in plan.fact_updates.items():
-        dml.update_owned(conn, t.fact, ag, run.user_id, "id", fid, upd)
+    dml.update_owned_many(conn, t.fact, ag, run.user_id, "id", plan.fact_updates)
     r_ = t.relationship
     for fid, (col, when) in plan.closing.items():
         no_user = run.user_id is None
@@ -548,6 +546,7 @@ def _apply_registry(run: WriteRun, conn: sa.Connection) -> None:
             keys[f.attribute_key] = f
     rows = reads.registry_rows(conn, t, run.agent_id, list(keys))
     extra = {k for k in cfg.extra_attribute_keys}
+    seen_updates: dict[str, dict[str, Any]] = {}
     for key, f in keys.items():
         row = rows.get(key)
         if row is None:
@@ -565,7 +564,8 @@ def _apply_registry(run: WriteRun, conn: sa.Connection) -> None:
             values: dict[str, Any] = {"seen_count": seen, "last_seen_at": run.now, "updated_at": run.now}
             if row["status"] == "proposed" and seen >= cfg.attribute_promotion_threshold:
                 values["status"] = "active"
-            dml.update_by_id(conn, reg, row["id"], values)
+            seen_updates[row["id"]] = values
+    dml.update_by_id_many(conn, reg, seen_updates)
 
 
 def _apply_intentions(run: WriteRun, conn: sa.Connection) -> None:

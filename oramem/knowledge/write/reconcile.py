@@ -69,7 +69,7 @@ async def reconcile(run: WriteRun, facts: list[XFact]) -> list[Decision]:
 
     def candidates(results: list[Any], c: sa.Connection) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, Any]]]:
         found = iter(results)
-        same: dict[str, list[dict[str, Any]]] = {}
+        same_keys: dict[str, list[str]] = {}
         for key in searched:
             for f in groups[key]:
                 hits = next(found)
@@ -79,10 +79,10 @@ async def reconcile(run: WriteRun, facts: list[XFact]) -> list[Decision]:
                     sims[key][rec.id] = max(sims[key].get(rec.id, -1.0), s)
                     best = max(best, s)
                 per_fact_best[f.idx] = best if hits else -1.0
-            same_keys = [f.attribute_key for f in groups[key] if f.attribute_key and policy_of(run, f.attribute_key) == "supersede"]
-            same[key] = reads.current_same_key_facts(c, t, run.agent_id, key, same_keys, run.now, run.user_id)
+            same_keys[key] = [f.attribute_key for f in groups[key] if f.attribute_key and policy_of(run, f.attribute_key) == "supersede"]
         ids = [i for key in searched for i in sims[key]]
-        return same, reads.current_facts_by_ids(c, t, run.agent_id, ids, run.now, run.user_id, brief=True)
+        return (reads.current_same_key_facts(c, t, run.agent_id, same_keys, run.now, run.user_id),
+                reads.current_facts_by_ids(c, t, run.agent_id, ids, run.now, run.user_id, brief=True))
 
     # the registry, every subject's searches and the read of their facts: one trip on a sync store
     same_of: dict[str, list[dict[str, Any]]] = {}
