@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from knowledge_write import Timed, TimedEmbedder, TimedLLM, add_all  # noqa: E402
 
+from bench.calibrate import python_loop_ms, trip_us  # noqa: E402
 from oramem import SQLiteMemoryStore  # noqa: E402
 from oramem.knowledge import KnowledgeConfig, KnowledgeMemory  # noqa: E402
 from oramem.types import SearchStrategy  # noqa: E402
@@ -218,6 +219,9 @@ def main() -> None:
         "store_search_ms_p50_by_leg": {k: round(statistics.median(v), 2) for k, v in by_leg.items()},
         "steps_ms_p50": {k: round(statistics.median(v), 2) for k, v in steps.items()},
         "load_average_1m": round(os.getloadavg()[0], 2),
+        # this machine: interpreter speed and the cost of one worker-pool trip (bench/calibrate.py)
+        "python_loop_ms": python_loop_ms(),
+        "trip_us": trip_us(),
         "target_ms_p50": 30,
         "load_seconds": round(load_s, 1),
     }))

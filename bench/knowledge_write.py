@@ -28,6 +28,7 @@ from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from bench.calibrate import python_loop_ms, trip_us  # noqa: E402
 from oramem import SQLiteMemoryStore  # noqa: E402
 from oramem.knowledge import KnowledgeConfig, KnowledgeMemory  # noqa: E402
 from oramem.testing import HashEmbedder, ScriptedLLM  # noqa: E402
@@ -192,6 +193,9 @@ def main() -> None:
         "of_which_store_api_cpu_ms_mean": round(statistics.mean(store_samples), 2),
         "first_write_after_load_ms": round(first_write_ms, 1),
         "load_average_1m": round(os.getloadavg()[0], 2),
+        # this machine: interpreter speed and the cost of one worker-pool trip (bench/calibrate.py)
+        "python_loop_ms": python_loop_ms(),
+        "trip_us": trip_us(),
         "target_ms": 15,
         "load_seconds": round(load_s, 1),
     }
