@@ -193,3 +193,33 @@ def test_database_errors_surface_as_store_errors(km, llm, store):
     with pytest.raises(StoreError, match="CREATE_IF_NECESSARY"):
         km.write("a1", "I like tea", "Pedro")
     assert store_ids(store) == []
+
+
+class _SlowBroken:
+    """Fails every query embedding, after a pause: the failure lands while the key resolution
+    still runs, or after it."""
+
+    embedding_dimension = 384
+
+    def __init__(self, inner, pause):
+        self.inner, self.pause = inner, pause
+
+    def embed(self, texts, *, is_query=False):
+        if not is_query:
+            return self.inner.embed(texts, is_query=is_query)
+        import time
+
+        time.sleep(self.pause)
+        raise OSError("embedding service down")
+
+
+@pytest.mark.parametrize("pause", [0.0, 0.05])
+def test_retrieve_warnings_keep_their_order_when_the_query_embedding_fails(km, llm, pause):
+    """The query is embedded while the entity keys are resolved (one trip): the unknown key's
+    warning still comes before the embedding's, however the two finish."""
+    llm.route("extract", extract([("Ana", "person")], [("Ana", "Ana keeps bees")]))
+    km.write("a1", "Ana keeps bees", "Pedro")
+    km.runtime.embedder = _SlowBroken(km.runtime.embedder, pause)
+    r = km.retrieve("a1", "what does Ana keep?", entity_keys=["nobody", "person:ana"])
+    assert r.warnings[0] == "unknown entity key: nobody"
+    assert r.warnings[1].startswith("embedding: OSError: embedding service down")

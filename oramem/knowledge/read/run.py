@@ -48,12 +48,23 @@ async def run_retrieve(st: RetrieveState) -> RetrieveResult:
     pool = plan.max_facts
     # KC-5.1 entity keys, KC-5.3 expansion
     t0 = time.perf_counter()
-    resolved, no_facts = await st.read(functools.partial(resolve_keys, st))
     emb_task = asyncio.ensure_future(embed_query(st))
-    expanded, direct = await st.read(lambda c: expand_query(st, c, resolved))
+
+    def keys_and_expansion(c: sa.Connection) -> tuple[tuple[list[str], bool], Any]:
+        keys = resolve_keys(st, c)
+        return keys, expand_query(st, c, keys[0])
+
+    # the entity keys and the expansion in one trip, while the query is embedded
+    try:
+        (resolved, no_facts), (expanded, direct) = await st.read(keys_and_expansion)
+    except BaseException:
+        emb_task.cancel()
+        raise
     plan.entities = list(expanded.primed_entities)
     st.step("expand", t0, primed=len(expanded.primed_entities), terms=len(expanded.expanded_terms))
-    await emb_task
+    embedding_failed = await emb_task
+    if embedding_failed:  # after the key resolution's warnings, as when the query was embedded after it
+        st.warn(embedding_failed)
     filter_keys = resolved if st.entity_keys_in else None
     # signals
     graph = GraphRetrievalResult()

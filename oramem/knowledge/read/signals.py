@@ -140,16 +140,19 @@ def expand_query(st: RetrieveState, conn: sa.Connection, resolved: list[str]) ->
     return ExpandedQuery(primed_entities=primed_all, temporal_range=st.view.trange, expanded_terms=terms[:10]), primed
 
 
-async def embed_query(st: RetrieveState) -> None:
+async def embed_query(st: RetrieveState) -> Optional[str]:
+    """``st.qvec``, the query's vector; on a failure None and the warning to give (returned, not
+    given here: the caller gives it where the pipeline's warnings expect it)."""
     try:
         out = await st.rt.embed([st.query], True)
         arr = np.asarray(out, dtype=np.float32)
         if arr.ndim != 2 or arr.shape[0] != 1 or arr.shape[1] != st.rt.dim or not np.all(np.isfinite(arr)):
             raise ValueError(f"embedder returned shape {arr.shape} for one query of dimension {st.rt.dim}")
         st.qvec = arr[0]
+        return None
     except Exception as exc:  # noqa: BLE001 - KC-7.6: semantic and event signals turn off
         st.qvec = None
-        st.warn(f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off")
+        return f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off"
 
 
 def _store_filter(st: RetrieveState, filter_keys: Optional[list[str]]) -> dict[str, Any]:
