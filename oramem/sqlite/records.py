@@ -11,7 +11,7 @@ from typing import Any, Mapping, Optional, Union
 from ..requests import Scope, ScopeMatch
 from ..types import MessageRecord, NotSetType, Record
 from .filters_sql import compile_filter
-from .metamask import filter_key
+from .metamask import UNKEYED, filter_key
 
 __all__ = ["RECORD_COLUMNS", "to_record", "Where"]
 
@@ -73,12 +73,13 @@ class Where:
                 self.add(f"{column} = :scope_{name}", **{f"scope_{name}": scope.value})
         return self
 
-    def metadata(self, metadata_filter: Union[NotSetType, None, Mapping[str, Any]]) -> "Where":
+    def metadata(self, metadata_filter: Union[NotSetType, None, Mapping[str, Any]], key: Any = UNKEYED) -> "Where":
+        """The filter's predicate; ``key``: its :func:`.metamask.filter_key` if known."""
         if isinstance(metadata_filter, NotSetType):
             return self
         if metadata_filter is None:
             return self.add("r.metadata IS NULL")
-        sql, params = compiled_filter(metadata_filter)
+        sql, params = compiled_filter(metadata_filter, key)
         return self.add(sql, **params)
 
     def sql(self) -> str:
@@ -91,11 +92,13 @@ _COMPILED_MAX = 256
 _COMPILED_LOCK = threading.Lock()
 
 
-def compiled_filter(metadata_filter: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def compiled_filter(metadata_filter: Mapping[str, Any], key: Any = UNKEYED) -> tuple[str, dict[str, Any]]:
     """:func:`.filters_sql.compile_filter` of a validated filter, remembered for the last
     ``_COMPILED_MAX`` distinct filter documents (the SQL depends on the document alone; a
-    filter that raises is never remembered). The params are a fresh dict each time."""
-    key = filter_key(metadata_filter)
+    filter that raises is never remembered). The params are a fresh dict each time.
+    ``key``: the filter's :func:`.metamask.filter_key`, if the caller has it."""
+    if key is UNKEYED:
+        key = filter_key(metadata_filter)
     if key is None:
         return compile_filter(metadata_filter)
     with _COMPILED_LOCK:

@@ -24,7 +24,7 @@ import numpy as np
 from ..ann import AnnConfig, AnnIndex
 from ..requests import Scope, ScopeMatch
 from ..types import RECORD_TYPES
-from .metamask import MaskCache, MetadataColumns, Unsupported, compile_mask, filter_key, keys_of
+from .metamask import UNKEYED, MaskCache, MetadataColumns, Unsupported, compile_mask, filter_key, keys_of
 from .timefmt import epoch_micros
 
 __all__ = ["VectorCache", "CACHE_ROW_SQL", "GaveUp"]
@@ -292,12 +292,11 @@ class VectorCache:
             self.ann.add(keys, columns[2])
         if self._dead > max(1024, self.size // 4):
             self._compact()  # rows move: the metadata columns are dropped (_reset)
-        else:
-            # compiled masks are per row set: never reuse one across a write
-            self._masks = MaskCache()
-            if self._metadata is not None:
-                # the rows before the appended ones are where they were: the columns only grow
-                self._metadata.grow(self._seqs[: self.size])
+        elif self._metadata is not None:
+            # the rows before the appended ones are where they were, with the metadata they
+            # had (a touched record's rows are flagged dead, never changed): the columns and
+            # the compiled masks only grow (metadata_mask extends a mask on its next use)
+            self._metadata.grow(self._seqs[: self.size])
         self.version = after
         self._maybe_build_ann()
 
@@ -305,28 +304,46 @@ class VectorCache:
     def _forget_metadata(self) -> None:
         """Drop the metadata columns and compiled masks: called when the rows are replaced
         or moved (a reload, a compaction, an invalidation); a patch by this process's write
-        drops the masks and lets the columns grow."""
+        lets the columns and masks grow."""
         self._metadata: Optional[MetadataColumns] = None
         self._metadata_asked: set[str] = set()
         self._masks = MaskCache()
 
-    def metadata_mask(self, metadata_filter: Mapping[str, Any], fetch: Callable[[str], list[Any]]) -> Optional[np.ndarray]:
+    def metadata_mask(
+        self, metadata_filter: Mapping[str, Any], fetch: Callable[..., list[Any]], key: Any = UNKEYED
+    ) -> Optional[np.ndarray]:
         """The rows whose record passes ``metadata_filter``, evaluated over cached typed
         columns of the top-level keys it reads, or None when the SQL path should answer:
         the filter needs it (see :mod:`.metamask`), or a key is asked for the first time
         in this cache state (a column costs one scan of every record, ~50 ms per 100k;
-        a one-off search is cheaper through the lazy SQL check). ``fetch(key)`` returns
-        ``(seq, json_type, json_extract)`` of the key for every record.
+        a one-off search is cheaper through the lazy SQL check). ``fetch(keys, seqs)``
+        returns ``(seq, json_type, json_extract)`` of each key (see
+        :class:`.metamask.MetadataColumns`).
 
         The answer is a boolean mask over the rows in use, or (for a selective filter)
         the sorted positions of the passing rows as int32, read-only; either form goes to
         :meth:`restrict`. It is kept per filter document (:func:`.metamask.filter_key`)
-        until the rows change, so a repeated filter costs a dictionary lookup."""
-        key = filter_key(metadata_filter)
+        until the rows move (a reload, a compaction), so a repeated filter costs a
+        dictionary lookup, plus after this process's writes a compile over the appended
+        rows only: the rows before them are unchanged (see :meth:`patch`), and every test
+        of a filter is row by row, so the kept part equals a fresh compile's.
+        ``key``: the filter's :func:`.metamask.filter_key`, if the caller has it."""
+        if key is UNKEYED:
+            key = filter_key(metadata_filter)
         if key is not None:
-            found = self._masks.get(key)
+            found = self._masks.entry(key)
             if found is not None:
-                return found
+                kept, rows = found
+                if rows == self.size:
+                    return kept
+                assert self._metadata is not None, "a kept mask has its columns"
+                self._metadata.fetch = fetch  # the caller's connection and transaction
+                try:
+                    tail = compile_mask(metadata_filter, self._metadata.tail(rows))
+                except Unsupported:  # e.g. an appended huge integer: the whole filter goes to SQL
+                    self._masks.discard(key)
+                else:
+                    return self._masks.extend(key, tail)
         try:
             keys = keys_of(metadata_filter)
         except Unsupported:
