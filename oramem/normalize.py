@@ -306,8 +306,20 @@ def _check_ttl_days(value: Any, argument: str) -> Optional[int]:
     return int(value)
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
 def _check_vector(value: Any, argument: str) -> np.ndarray:
     """One vector -> finite, non-zero 1-D float32 array (may be empty: an empty payload)."""
+    if type(value) is np.ndarray and value.dtype == _FLOAT32 and value.ndim == 1:
+        # what embedders hand over: already the array np.asarray would return (itself), so
+        # only the value tests remain (no conversion, no overflow to guard)
+        if not np.isfinite(value).all():
+            raise ArgumentError(f"{argument} contains NaN or infinite values")
+        if value.size and not value.any():
+            raise ArgumentError(f"{argument} is all zeros: cosine distance is undefined for a zero vector; pass the "
+                                "embedding of the text (at least one non-zero value)")
+        return value
     if isinstance(value, np.ndarray) and np.iscomplexobj(value):
         raise ArgumentError(f"{argument} is a complex array; pass real numbers (float32)")
     try:

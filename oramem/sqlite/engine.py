@@ -47,6 +47,9 @@ from .vectors import CACHE_ROW_SQL, GaveUp, VectorCache
 
 #: A LIMIT that stands for "all rows" (SQLite binds 64-bit integers).
 _SQL_MAX_LIMIT = 2**62
+#: Up to this many record seqs a statement binds them one by one (``IN (?, ?, ...)``, one
+#: cached statement per count); more go as one JSON array through ``json_each``.
+_BOUND_SEQS = 32
 
 __all__ = ["SQLiteEngine"]
 
@@ -540,13 +543,6 @@ class SQLiteEngine(Engine):
         handicap = request.tail_handicap
         if request.metadata_filter is None:
             return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, None), k, handicap=handicap)
-        sql = f"SELECT r.seq FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs)) AND {where.sql()}"
-
-        def accept(seqs: list[Any]) -> set[Any]:
-            rows = conn.execute(sql, {**where.params, "oramem_seqs": json.dumps(seqs)})
-            return {seq for (seq,) in rows}
-
-        mask = cache.mask(request.record_types, scopes, now_micros, None)
 
         def column(keys: builtins.list[str], seqs: Optional[builtins.list[Any]] = None) -> builtins.list[Any]:
             """``(seq, json_type, json_extract)`` of each of ``keys``, per record of ``seqs`` (every
@@ -562,7 +558,18 @@ class SQLiteEngine(Engine):
 
         in_memory = cache.metadata_mask(request.metadata_filter, column, filter_id)
         if in_memory is not None:  # filter first, then top-k over the passing rows only
+            if in_memory.dtype != np.bool_:  # a few rows pass: type, scope and TTL tests of those rows only
+                return cache.nearest(query, cache.mask_rows(in_memory, request.record_types, scopes, now_micros), k,
+                                     handicap=handicap)
+            mask = cache.mask(request.record_types, scopes, now_micros, None)
             return cache.nearest(query, cache.restrict(mask, in_memory), k, handicap=handicap)
+        mask = cache.mask(request.record_types, scopes, now_micros, None)
+        sql = f"SELECT r.seq FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs)) AND {where.sql()}"
+
+        def accept(seqs: list[Any]) -> set[Any]:
+            rows = conn.execute(sql, {**where.params, "oramem_seqs": json.dumps(seqs)})
+            return {seq for (seq,) in rows}
+
         try:
             return cache.nearest(query, mask, k, accept, handicap=handicap)
         except GaveUp:
@@ -848,10 +855,16 @@ class SQLiteEngine(Engine):
             ).fetchall()
             keys.sort(key=lambda key: (distance[key[0]], key[1], key[2]))
             distance = {key[0]: distance[key[0]] for key in keys[:k]}
-        rows = conn.execute(
-            f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:seqs))",
-            {"seqs": json.dumps(list(distance))},
-        ).fetchall()
+        seqs = list(distance)
+        if len(seqs) <= _BOUND_SEQS:  # a few: bound one by one (no JSON text to build and parse)
+            rows = conn.execute(
+                f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE r.seq IN ({', '.join('?' * len(seqs))})", seqs,
+            ).fetchall()
+        else:
+            rows = conn.execute(
+                f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:seqs))",
+                {"seqs": json.dumps(seqs)},
+            ).fetchall()
         results = [(to_record(row), float(distance[row[0]])) for row in rows]
         results.sort(key=lambda pair: (pair[1], pair[0].record_type, pair[0].id))
         return results[:k]

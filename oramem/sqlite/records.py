@@ -29,23 +29,46 @@ _SCOPE_COLUMNS = {
 }
 
 
+_new = object.__new__
+#: the scanner ``json.loads`` runs (a default decoder's), without its per-call wrappers
+_scan_json = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def load_json(text: Any) -> Any:
+    """``json.loads(text)``: the same value, or the same error (anything but a whole JSON
+    document without surrounding whitespace goes through ``json.loads`` itself)."""
+    if type(text) is str:
+        try:
+            value, end = _scan_json(text, 0)
+        except StopIteration:
+            pass
+        else:
+            if end == len(text):
+                return value
+    return json.loads(text)
+
+
 def to_record(row: tuple[Any, ...]) -> Record:
+    """The record of a :data:`RECORD_COLUMNS` row. Built like
+    :func:`oramem.requests.frozen_from_fields` (the instance's ``__dict__`` filled in field
+    order: the same object as the constructor's, a few µs less per record of a search)."""
     seq, record_type, rid, content, timestamp, metadata, thread_id, user_id, agent_id, role, created, expires = row
-    fields: dict[str, Any] = dict(
-        id=rid,
-        record_type=record_type,
-        content=content,
-        timestamp=timestamp,
-        metadata=None if metadata is None else json.loads(metadata),
-        thread_id=thread_id,
-        user_id=user_id,
-        agent_id=agent_id,
-        created_at=created,
-        expires_at=expires,
-    )
+    record: Record
     if record_type == "message":
-        return MessageRecord(**fields, role=role, seq_no=seq)
-    return Record(**fields)
+        record = _new(MessageRecord)
+        record.__dict__.update(
+            id=rid, record_type=record_type, content=content, timestamp=timestamp,
+            metadata=None if metadata is None else load_json(metadata), thread_id=thread_id, user_id=user_id,
+            agent_id=agent_id, created_at=created, expires_at=expires, role=role, seq_no=seq,
+        )
+        return record
+    record = _new(Record)
+    record.__dict__.update(
+        id=rid, record_type=record_type, content=content, timestamp=timestamp,
+        metadata=None if metadata is None else load_json(metadata), thread_id=thread_id, user_id=user_id,
+        agent_id=agent_id, created_at=created, expires_at=expires,
+    )
+    return record
 
 
 class Where:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -452,6 +453,29 @@ class VectorCache:
             mask &= np.isin(self._seqs[:n], allowed_seqs)
         return mask
 
+    def mask_rows(
+        self, rows: np.ndarray, record_types: Sequence[str], scopes: tuple[Scope, Scope, Scope], now_micros: int
+    ) -> np.ndarray:
+        """The positions among ``rows`` (sorted positions, e.g. a selective
+        :meth:`metadata_mask`) that pass the type, scope and TTL tests of :meth:`mask`:
+        ``restrict(mask(record_types, scopes, now_micros, None), rows)``, computed over those
+        rows only (a filtered search costs per passing row, not per row of the store)."""
+        wanted = {_TYPE_CODE[t] for t in record_types}
+        keep = self._live[rows] & (self._expires[rows] > now_micros)
+        if not self._type_codes <= wanted:
+            types = self._types[rows]
+            keep &= functools.reduce(np.logical_or, [types == code for code in sorted(wanted)], np.zeros(rows.size, dtype=bool))
+        for column, scope in enumerate(scopes):
+            if scope.match == ScopeMatch.IS_NULL:
+                keep &= self._scopes[rows, column] == _NULL
+            elif scope.match == ScopeMatch.EQUALS:
+                code = self._codes.get(scope.value) if scope.value is not None else None
+                if code is None:
+                    return rows[:0]
+                keep &= self._scopes[rows, column] == code
+        result: np.ndarray = rows[keep]
+        return result
+
     def nearest(
         self,
         query: np.ndarray,
@@ -487,8 +511,10 @@ class VectorCache:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
             raise ValueError(f"the query vector has dimension {q.shape[0]}, the store's vector_dim is {self.dim}")
-        norm = float(np.linalg.norm(q.astype(np.float64)))  # float64: no overflow for large values
-        q = (q.astype(np.float64) / norm).astype(np.float32) if norm > 0 else q
+        q64 = q.astype(np.float64)  # float64: no overflow for large values
+        # np.linalg.norm of a real vector, without its dispatch: sqrt of the dot product
+        norm = math.sqrt(float(q64.dot(q64)))
+        q = (q64 / norm).astype(np.float32) if norm > 0 else q
         if self.ann is not None and k is not None:
             found = self._ann_candidates(q, mask, rows.size, k, accept)
             if found is not None:
@@ -511,12 +537,15 @@ class VectorCache:
         # identical vectors could get different distances: select generously, then
         # rescore the candidates with a position-independent float64 reduction so that
         # ties are exact ties, broken by type and id (SC-6.1).
-        candidates = np.arange(rows.size)
-        if accept is not None:
-            found = _accepted_window(distances, seqs, k, accept)
-            if found is None:
-                raise GaveUp()
-            candidates = found
+        if accept is None:
+            if k is not None and k < rows.size:
+                top = _top_with_ties(distances, np.arange(rows.size), seqs, k, slack=_NOISE_SLACK)
+                return self._rescored(q, rows[top], seqs[top], k, handicap)
+            return self._rescored(q, rows, seqs, k, handicap)
+        found = _accepted_window(distances, seqs, k, accept)
+        if found is None:
+            raise GaveUp()
+        candidates = found
         if k is not None and k < candidates.size:
             candidates = candidates[
                 _top_with_ties(distances[candidates], np.arange(candidates.size), seqs[candidates], k, slack=_NOISE_SLACK)
@@ -538,7 +567,7 @@ class VectorCache:
         first[1:] = seqs[1:] != seqs[:-1]
         seqs, distances = seqs[first], distances[first]
         order = np.argsort(distances, kind="stable")
-        return [(int(s), float(d)) for s, d in zip(seqs[order], distances[order])]
+        return list(zip(seqs[order].tolist(), distances[order].tolist()))
 
     def _exact(self, q: np.ndarray, cand_rows: np.ndarray) -> np.ndarray:
         """Cosine distances of ``cand_rows`` to the unit query ``q``, each row's float64 dot
@@ -688,9 +717,7 @@ def _top_with_ties(
     while True:
         window = np.argpartition(distances, m - 1)[:m] if m < n else np.arange(n)
         best: dict[int, float] = {}
-        for i in window:
-            s = int(seqs[i])
-            d = float(distances[i])
+        for s, d in zip(seqs[window].tolist(), distances[window].tolist()):
             if d < best.get(s, np.inf):
                 best[s] = d
         if len(best) >= k or m >= n:

@@ -181,3 +181,39 @@ def test_a_kept_mask_goes_back_to_sql_when_an_append_makes_a_column_inexact(make
     got = {r.id for r, _ in store.search(query_vector=rng.normal(size=DIM).tolist(), k=30, metadata_filter=flt)}
     assert got == {f"r{i}" for i in range(10, 20)} | {"big"}
     assert cache._masks.entry(filter_key(flt)) is None  # dropped: the SQL path answered
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mask_rows_is_restrict_of_mask(seed):
+    """The type, scope and TTL tests over a selective metadata mask's rows only
+    (VectorCache.mask_rows) give exactly restrict(mask(...), rows)."""
+    from oramem.requests import Scope, ScopeMatch
+    from oramem.sqlite.timefmt import epoch_micros
+    from oramem.sqlite.vectors import VectorCache
+
+    rng = np.random.default_rng(seed)
+    types = ["fact", "memory", "message", "user_profile"]
+    expiries = [None, "2030-01-01T00:00:00.000000+00:00", "2031-01-01T00:00:00.000000+00:00"]
+
+    def rows(start, n):
+        out = []
+        for i in range(start, start + n):
+            rtype = str(rng.choice(types))
+            out.append((i, i, rng.normal(size=DIM).astype("<f4").tobytes(), rtype, f"id{i}",
+                        rng.choice(["th", None]), rng.choice(["A", "B", None]), rng.choice(["ag", "other", None]),
+                        expiries[int(rng.integers(0, 3))], 0))
+        return out
+
+    cache = VectorCache(DIM)
+    cache.load(rows(0, 200), ("g", 0))
+    cache.patch(("g", 0), ("g", 1), [int(s) for s in rng.choice(200, 30, replace=False)], rows(200, 20))
+    now = epoch_micros("2030-06-01T00:00:00.000000+00:00")
+    scope_choices = [Scope.any(), Scope(ScopeMatch.IS_NULL), Scope(ScopeMatch.EQUALS, "A"), Scope(ScopeMatch.EQUALS, "B"),
+                     Scope(ScopeMatch.EQUALS, "th"), Scope(ScopeMatch.EQUALS, "ag"), Scope(ScopeMatch.EQUALS, "nobody")]
+    for _ in range(60):
+        wanted = tuple(sorted(set(rng.choice(types, int(rng.integers(1, 5))).tolist())))
+        scopes = tuple(scope_choices[int(i)] for i in rng.integers(0, len(scope_choices), 3))
+        selected = np.flatnonzero(rng.random(cache.size) < 0.2).astype(np.int32)
+        want = cache.restrict(cache.mask(wanted, scopes, now, None), selected)
+        got = cache.mask_rows(selected, wanted, scopes, now)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
