@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 from .errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["validate_filter", "FIELD_OPERATORS", "LOGICAL_OPERATORS", "MAX_FILTER_DEPTH"]
+__all__ = ["validate_filter", "filter_key", "FIELD_OPERATORS", "LOGICAL_OPERATORS", "MAX_FILTER_DEPTH"]
 
 FIELD_OPERATORS = frozenset(
     {
@@ -70,6 +70,42 @@ def validate_filter(metadata_filter: Any) -> dict[str, Any]:
             f"metadata_filter must be a dict (a JSON object), got {type(metadata_filter).__name__}"
         )
     return _filter(metadata_filter, path="", depth=0)
+
+
+_KEY_SCALARS = (str, int, float, bool, type(None))
+
+
+def filter_key(value: Any) -> Optional[tuple[Any, ...]]:
+    """A hashable key that equals another filter's key only when both filters are the same
+    JSON document (same keys in the same order, same values of the same JSON types: ``1``,
+    ``1.0`` and ``True`` differ), or None when the filter holds anything but plain
+    dict/list/str/int/float/bool/None (subclasses included), which is then never cached."""
+    kind = type(value)
+    if kind is dict:
+        items = []
+        for k, v in value.items():
+            if type(k) is not str:
+                return None
+            sub = filter_key(v)
+            if sub is None:
+                return None
+            items.append((k, sub))
+        return ("d", tuple(items))
+    if kind is list:
+        subs = []
+        for v in value:
+            sub = filter_key(v)
+            if sub is None:
+                return None
+            subs.append(sub)
+        return ("l", tuple(subs))
+    if kind is float and value == 0.0:
+        # 0.0 and -0.0 are equal and hash alike: the sign keeps them apart
+        return ("float", value, math.copysign(1.0, value))
+    if kind in _KEY_SCALARS:
+        # the type name keeps 1, 1.0 and True apart (they are equal and hash alike)
+        return (kind.__name__, value)
+    return None
 
 
 def _where(path: str, key: str) -> str:

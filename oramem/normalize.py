@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import uuid
 import warnings
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,7 +31,7 @@ import numpy as np
 from .errors import ArgumentError, ArgumentTypeError, NoEmbedder
 from . import timeutil
 from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, store_chunker, tail_handicap
-from .filters import validate_filter
+from .filters import filter_key, validate_filter
 from .requests import (
     ChunkRow,
     ListRequest,
@@ -916,7 +918,7 @@ class Normalizer:
             types = tuple(sorted({check_record_type(t, allow_thread=False) for t in record_types}))
             if not types:
                 raise ArgumentError("record_types is empty; pass None to search every type")
-        mf = None if metadata_filter is None else validate_filter(metadata_filter)
+        mf = None if metadata_filter is None else _validated_filter(metadata_filter)
         request = SearchRequest(
             strategy=chosen,
             k=k,
@@ -1043,6 +1045,34 @@ class Normalizer:
             it = iter(vectors)
             fields["chunks"] = tuple(ChunkRow(t, next(it) if isinstance(v, str) else v) for t, v in rows)
         return UpdateRequest(**fields)
+
+
+#: validate_filter answers by filter document (filter_key), most recent last: a search's
+#: filter is validated once per distinct document (an agent's searches repeat a few shapes)
+_VALIDATED: "OrderedDict[tuple[Any, ...], dict[str, Any]]" = OrderedDict()
+_VALIDATED_MAX = 256
+_VALIDATED_LOCK = threading.Lock()
+
+
+def _validated_filter(metadata_filter: Any) -> dict[str, Any]:
+    """``validate_filter(metadata_filter)``, remembered for the last ``_VALIDATED_MAX``
+    distinct plain-JSON documents (:func:`oramem.filters.filter_key`; anything else, and a
+    filter that raises, is validated every time). The answer is shared between the requests
+    of equal documents: the engines only read it."""
+    key = filter_key(metadata_filter)
+    if key is None:
+        return validate_filter(metadata_filter)
+    with _VALIDATED_LOCK:
+        found = _VALIDATED.get(key)
+        if found is not None:
+            _VALIDATED.move_to_end(key)
+            return found
+    found = validate_filter(metadata_filter)
+    with _VALIDATED_LOCK:
+        _VALIDATED[key] = found
+        while len(_VALIDATED) > _VALIDATED_MAX:
+            _VALIDATED.popitem(last=False)
+    return found
 
 
 def _positive_int(value: Any, argument: str, extra: str = "") -> int:

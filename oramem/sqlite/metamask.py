@@ -39,6 +39,7 @@ from typing import Any, Callable, Optional, Protocol
 
 import numpy as np
 
+from ..filters import filter_key
 from ._sqlite import sqlite_double
 
 __all__ = ["Unsupported", "compile_mask", "keys_of", "filter_key", "MetadataColumns", "MaskCache", "Rows", "UNKEYED"]
@@ -54,40 +55,9 @@ class Unsupported(Exception):
     """The filter needs the SQL path."""
 
 
-_KEY_SCALARS = (str, int, float, bool, type(None))
 #: "no filter_key given": the callee computes it (a caller that has it passes it on, so a
 #: search walks its filter once for the SQL cache and the mask cache)
 UNKEYED: Any = object()
-
-
-def filter_key(value: Any) -> Optional[tuple[Any, ...]]:
-    """A hashable key that equals another filter's key only when both filters are the same
-    JSON document (same keys in the same order, same values of the same JSON types: ``1``,
-    ``1.0`` and ``True`` differ), or None when the filter holds anything but plain
-    dict/list/str/int/float/bool/None (subclasses included), which is then never cached."""
-    kind = type(value)
-    if kind is dict:
-        items = []
-        for k, v in value.items():
-            if type(k) is not str:
-                return None
-            sub = filter_key(v)
-            if sub is None:
-                return None
-            items.append((k, sub))
-        return ("d", tuple(items))
-    if kind is list:
-        subs = []
-        for v in value:
-            sub = filter_key(v)
-            if sub is None:
-                return None
-            subs.append(sub)
-        return ("l", tuple(subs))
-    if kind in _KEY_SCALARS:
-        # the type name keeps 1, 1.0 and True apart (they are equal and hash alike)
-        return (kind.__name__, value)
-    return None
 
 
 class MaskCache:

@@ -104,6 +104,8 @@ class VectorCache:
         self._forget_metadata()
         #: type codes of the rows in use (or a superset), so mask() can skip the type test
         self._type_codes = {int(code) for code in np.unique(types[: self.size])}
+        #: no row in use has a larger record seq (an upper bound: dead rows count too)
+        self._max_seq = int(seqs[: self.size].max()) if self.size else -1
 
     @property
     def matrix(self) -> np.ndarray:
@@ -157,6 +159,7 @@ class VectorCache:
         self._matrix[self.size : end] = matrix
         self._types[self.size : end] = types
         self._type_codes.update(int(code) for code in np.unique(types))
+        self._max_seq = max(self._max_seq, int(seqs.max()))
         self._scopes[self.size : end] = scopes
         self._expires[self.size : end] = expires
         self._later[self.size : end] = later
@@ -280,7 +283,8 @@ class VectorCache:
         if self.version != before:
             self.invalidate()
             return
-        if len(record_seqs):
+        # an add's new records have seqs above every cached row's: nothing to drop
+        if len(record_seqs) and min(record_seqs) <= self._max_seq:
             live = self._live[: self.size]
             gone = live & np.isin(self._seqs[: self.size], np.asarray(record_seqs, dtype=np.int64))
             self._dead += int(gone.sum())
