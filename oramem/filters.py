@@ -40,7 +40,8 @@ from typing import Any, Optional
 
 from .errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["validate_filter", "filter_key", "FIELD_OPERATORS", "LOGICAL_OPERATORS", "MAX_FILTER_DEPTH"]
+__all__ = ["validate_filter", "filter_key", "known_filter_key", "remember_filter_key", "FIELD_OPERATORS", "LOGICAL_OPERATORS",
+           "MAX_FILTER_DEPTH"]
 
 FIELD_OPERATORS = frozenset(
     {
@@ -106,6 +107,28 @@ def filter_key(value: Any) -> Optional[tuple[Any, ...]]:
         # the type name keeps 1, 1.0 and True apart (they are equal and hash alike)
         return (kind.__name__, value)
     return None
+
+
+#: filter_key of validated filters that are never changed (the normaliser's shared ones), by
+#: object identity; each entry holds its filter, so an id is not reused while it is here
+_KEYS: dict[int, tuple[Any, Optional[tuple[Any, ...]]]] = {}
+_KEYS_MAX = 1024
+
+
+def remember_filter_key(metadata_filter: Any, key: Optional[tuple[Any, ...]]) -> None:
+    """Record ``key`` as the :func:`filter_key` of ``metadata_filter``, an object that is
+    never mutated afterwards (a validated filter shared between requests)."""
+    if len(_KEYS) >= _KEYS_MAX:
+        _KEYS.clear()
+    _KEYS[id(metadata_filter)] = (metadata_filter, key)
+
+
+def known_filter_key(metadata_filter: Any) -> Optional[tuple[Any, ...]]:
+    """:func:`filter_key` of ``metadata_filter``, looked up when it was remembered."""
+    found = _KEYS.get(id(metadata_filter))
+    if found is not None and found[0] is metadata_filter:
+        return found[1]
+    return filter_key(metadata_filter)
 
 
 def _where(path: str, key: str) -> str:

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import uuid
 import warnings
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,7 +29,7 @@ import numpy as np
 from .errors import ArgumentError, ArgumentTypeError, NoEmbedder
 from . import timeutil
 from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, store_chunker, tail_handicap
-from .filters import filter_key, validate_filter
+from .filters import filter_key, remember_filter_key, validate_filter
 from .requests import (
     ChunkRow,
     ListRequest,
@@ -1047,31 +1045,28 @@ class Normalizer:
         return UpdateRequest(**fields)
 
 
-#: validate_filter answers by filter document (filter_key), most recent last: a search's
-#: filter is validated once per distinct document (an agent's searches repeat a few shapes)
-_VALIDATED: "OrderedDict[tuple[Any, ...], dict[str, Any]]" = OrderedDict()
-_VALIDATED_MAX = 256
-_VALIDATED_LOCK = threading.Lock()
+#: validate_filter answers by filter document (filter_key): a search's filter is validated
+#: once per distinct document (an agent's searches repeat a few shapes); emptied when full
+#: (plain dict operations, atomic under the GIL: no lock on the search path)
+_VALIDATED: dict[tuple[Any, ...], dict[str, Any]] = {}
+_VALIDATED_MAX = 512
 
 
 def _validated_filter(metadata_filter: Any) -> dict[str, Any]:
-    """``validate_filter(metadata_filter)``, remembered for the last ``_VALIDATED_MAX``
+    """``validate_filter(metadata_filter)``, remembered for up to ``_VALIDATED_MAX``
     distinct plain-JSON documents (:func:`oramem.filters.filter_key`; anything else, and a
     filter that raises, is validated every time). The answer is shared between the requests
     of equal documents: the engines only read it."""
     key = filter_key(metadata_filter)
     if key is None:
         return validate_filter(metadata_filter)
-    with _VALIDATED_LOCK:
-        found = _VALIDATED.get(key)
-        if found is not None:
-            _VALIDATED.move_to_end(key)
-            return found
-    found = validate_filter(metadata_filter)
-    with _VALIDATED_LOCK:
+    found = _VALIDATED.get(key)
+    if found is None:
+        found = validate_filter(metadata_filter)
+        if len(_VALIDATED) >= _VALIDATED_MAX:
+            _VALIDATED.clear()
         _VALIDATED[key] = found
-        while len(_VALIDATED) > _VALIDATED_MAX:
-            _VALIDATED.popitem(last=False)
+        remember_filter_key(found, filter_key(found))  # the engine's caches look it up by identity
     return found
 
 

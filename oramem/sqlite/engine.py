@@ -42,7 +42,8 @@ from .mutations import Catalog, WriteTx
 from .records import RECORD_COLUMNS, Where, to_record
 from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword, has_knowledge_tables, has_vector
 from .timefmt import epoch_micros, iso
-from .metamask import UNKEYED, filter_key
+from ..filters import known_filter_key
+from .metamask import UNKEYED
 from .vectors import CACHE_ROW_SQL, GaveUp, VectorCache
 
 #: A LIMIT that stands for "all rows" (SQLite binds 64-bit integers).
@@ -506,7 +507,7 @@ class SQLiteEngine(Engine):
         where.visible(now).scopes(request.thread, request.user, request.agent, profiles=True)
         filter_id = None
         if request.metadata_filter is not None:
-            filter_id = filter_key(request.metadata_filter)  # once, for the SQL and the mask caches
+            filter_id = known_filter_key(request.metadata_filter)  # once, for the SQL and the mask caches
             where.metadata(request.metadata_filter, filter_id)
         with self._read("search") as (conn, t, catalog):
             strategy = self._check_strategy(request, catalog)

@@ -62,3 +62,20 @@ def test_other_containers_are_validated_every_time(calls):
     assert normalize._validated_filter(flt) == {"x": {"$in": ["a", "b"]}}
     assert normalize._validated_filter(flt) == {"x": {"$in": ["a", "b"]}}
     assert len(calls) == 2
+
+
+def test_the_engine_finds_a_shared_filter_s_key_by_identity(calls, monkeypatch):
+    from oramem import filters
+
+    monkeypatch.setattr(filters, "_KEYS", {})
+    shared = normalize._validated_filter({"kg_user": "B", "n": {"$gte": 2}})
+    assert filters.known_filter_key(shared) == filter_key(shared)
+    want, want_a = filter_key(shared), filter_key({"kg_user": "A", "n": {"$gte": 2}})
+    counted: list = []
+    real = filters.filter_key
+    monkeypatch.setattr(filters, "filter_key", lambda flt: counted.append(flt) or real(flt))
+    assert filters.known_filter_key(shared) == want and counted == []  # looked up
+    mine = {"kg_user": "B", "n": {"$gte": 2}}  # equal, but a caller's object: computed every time
+    assert filters.known_filter_key(mine) == want and counted and counted[0] is mine
+    mine["kg_user"] = "A"
+    assert filters.known_filter_key(mine) == want_a
