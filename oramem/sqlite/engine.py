@@ -13,6 +13,7 @@ import builtins
 import contextlib
 import dataclasses
 import datetime as _dt
+import functools
 import json
 import math
 import os
@@ -55,6 +56,12 @@ _BOUND_SEQS = 32
 __all__ = ["SQLiteEngine"]
 
 Clock = Callable[[], _dt.datetime]
+
+
+@functools.lru_cache(maxsize=64)
+def _types_json(record_types: tuple[str, ...]) -> str:
+    """The JSON array a search binds for its record types (a handful of distinct tuples)."""
+    return json.dumps(list(record_types))
 
 
 def _is_memory(path: str) -> bool:
@@ -502,7 +509,7 @@ class SQLiteEngine(Engine):
     def search(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
         now = self._now()
         where = Where().add(
-            "r.record_type IN (SELECT value FROM json_each(:types))", types=json.dumps(list(request.record_types))
+            "r.record_type IN (SELECT value FROM json_each(:types))", types=_types_json(tuple(request.record_types))
         )
         where.visible(now).scopes(request.thread, request.user, request.agent, profiles=True)
         filter_id = None
