@@ -76,26 +76,38 @@ def validate_filter(metadata_filter: Any) -> dict[str, Any]:
 _KEY_SCALARS = (str, int, float, bool, type(None))
 
 
+#: Nesting beyond which :func:`filter_key` gives up (None: not cached). A valid filter nests
+#: at most 2 * MAX_FILTER_DEPTH levels (filters, then a value's lists and objects); a hostile
+#: one is left to validate_filter, which names the problem, instead of a RecursionError here.
+_KEY_MAX_DEPTH = 4 * MAX_FILTER_DEPTH
+
+
 def filter_key(value: Any) -> Optional[tuple[Any, ...]]:
     """A hashable key that equals another filter's key only when both filters are the same
     JSON document (same keys in the same order, same values of the same JSON types: ``1``,
-    ``1.0`` and ``True`` differ), or None when the filter holds anything but plain
-    dict/list/str/int/float/bool/None (subclasses included), which is then never cached."""
+    ``1.0`` and ``True`` differ, and so do ``0.0`` and ``-0.0``), or None when the filter
+    holds anything but plain dict/list/str/int/float/bool/None (subclasses included) or
+    nests deeper than any valid filter, which is then never cached."""
+    return _key(value, 0)
+
+
+def _key(value: Any, depth: int) -> Optional[tuple[Any, ...]]:
     kind = type(value)
-    if kind is dict:
-        items = []
-        for k, v in value.items():
-            if type(k) is not str:
-                return None
-            sub = filter_key(v)
-            if sub is None:
-                return None
-            items.append((k, sub))
-        return ("d", tuple(items))
-    if kind is list:
+    if kind is dict or kind is list:
+        if depth >= _KEY_MAX_DEPTH:
+            return None
         subs = []
+        if kind is dict:
+            for k, v in value.items():
+                if type(k) is not str:
+                    return None
+                sub = _key(v, depth + 1)
+                if sub is None:
+                    return None
+                subs.append((k, sub))
+            return ("d", tuple(subs))
         for v in value:
-            sub = filter_key(v)
+            sub = _key(v, depth + 1)
             if sub is None:
                 return None
             subs.append(sub)

@@ -79,3 +79,21 @@ def test_the_engine_finds_a_shared_filter_s_key_by_identity(calls, monkeypatch):
     assert filters.known_filter_key(mine) == want and counted and counted[0] is mine
     mine["kg_user"] = "A"
     assert filters.known_filter_key(mine) == want_a
+
+
+def test_a_hostile_nesting_is_validate_filter_s_error_not_a_recursion_error(calls):
+    deep: object = 1
+    for _ in range(5000):
+        deep = [deep]
+    nested: dict = {"k": 1}
+    for _ in range(5000):
+        nested = {"$and": [nested]}
+    for flt in ({"k": deep}, nested):
+        assert filter_key(flt) is None
+        with pytest.raises(ArgumentError):
+            normalize._validated_filter(flt)
+    # a filter as deep as validation allows still has a key
+    value: object = 1
+    for _ in range(31):
+        value = [value]
+    assert validate_filter({"k": value}) and filter_key({"k": value}) is not None
