@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 from .errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["validate_filter", "FIELD_OPERATORS", "LOGICAL_OPERATORS", "MAX_FILTER_DEPTH"]
+__all__ = ["validate_filter", "filter_key", "known_filter_key", "remember_filter_key", "FIELD_OPERATORS", "LOGICAL_OPERATORS",
+           "MAX_FILTER_DEPTH"]
 
 FIELD_OPERATORS = frozenset(
     {
@@ -70,6 +71,76 @@ def validate_filter(metadata_filter: Any) -> dict[str, Any]:
             f"metadata_filter must be a dict (a JSON object), got {type(metadata_filter).__name__}"
         )
     return _filter(metadata_filter, path="", depth=0)
+
+
+_KEY_SCALARS = (str, int, float, bool, type(None))
+
+
+#: Nesting beyond which :func:`filter_key` gives up (None: not cached). A valid filter nests
+#: at most 2 * MAX_FILTER_DEPTH levels (filters, then a value's lists and objects); a hostile
+#: one is left to validate_filter, which names the problem, instead of a RecursionError here.
+_KEY_MAX_DEPTH = 4 * MAX_FILTER_DEPTH
+
+
+def filter_key(value: Any) -> Optional[tuple[Any, ...]]:
+    """A hashable key that equals another filter's key only when both filters are the same
+    JSON document (same keys in the same order, same values of the same JSON types: ``1``,
+    ``1.0`` and ``True`` differ, and so do ``0.0`` and ``-0.0``), or None when the filter
+    holds anything but plain dict/list/str/int/float/bool/None (subclasses included) or
+    nests deeper than any valid filter, which is then never cached."""
+    return _key(value, 0)
+
+
+def _key(value: Any, depth: int) -> Optional[tuple[Any, ...]]:
+    kind = type(value)
+    if kind is dict or kind is list:
+        if depth >= _KEY_MAX_DEPTH:
+            return None
+        subs = []
+        if kind is dict:
+            for k, v in value.items():
+                if type(k) is not str:
+                    return None
+                sub = _key(v, depth + 1)
+                if sub is None:
+                    return None
+                subs.append((k, sub))
+            return ("d", tuple(subs))
+        for v in value:
+            sub = _key(v, depth + 1)
+            if sub is None:
+                return None
+            subs.append(sub)
+        return ("l", tuple(subs))
+    if kind is float and value == 0.0:
+        # 0.0 and -0.0 are equal and hash alike: the sign keeps them apart
+        return ("float", value, math.copysign(1.0, value))
+    if kind in _KEY_SCALARS:
+        # the type name keeps 1, 1.0 and True apart (they are equal and hash alike)
+        return (kind.__name__, value)
+    return None
+
+
+#: filter_key of validated filters that are never changed (the normaliser's shared ones), by
+#: object identity; each entry holds its filter, so an id is not reused while it is here
+_KEYS: dict[int, tuple[Any, Optional[tuple[Any, ...]]]] = {}
+_KEYS_MAX = 1024
+
+
+def remember_filter_key(metadata_filter: Any, key: Optional[tuple[Any, ...]]) -> None:
+    """Record ``key`` as the :func:`filter_key` of ``metadata_filter``, an object that is
+    never mutated afterwards (a validated filter shared between requests)."""
+    if len(_KEYS) >= _KEYS_MAX:
+        _KEYS.clear()
+    _KEYS[id(metadata_filter)] = (metadata_filter, key)
+
+
+def known_filter_key(metadata_filter: Any) -> Optional[tuple[Any, ...]]:
+    """:func:`filter_key` of ``metadata_filter``, looked up when it was remembered."""
+    found = _KEYS.get(id(metadata_filter))
+    if found is not None and found[0] is metadata_filter:
+        return found[1]
+    return filter_key(metadata_filter)
 
 
 def _where(path: str, key: str) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 from .errors import ArgumentError, ArgumentTypeError, NoEmbedder
 from . import timeutil
 from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, store_chunker, tail_handicap
-from .filters import validate_filter
+from .filters import filter_key, remember_filter_key, validate_filter
 from .requests import (
     ChunkRow,
     ListRequest,
@@ -306,8 +306,20 @@ def _check_ttl_days(value: Any, argument: str) -> Optional[int]:
     return int(value)
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
 def _check_vector(value: Any, argument: str) -> np.ndarray:
     """One vector -> finite, non-zero 1-D float32 array (may be empty: an empty payload)."""
+    if type(value) is np.ndarray and value.dtype == _FLOAT32 and value.ndim == 1:
+        # what embedders hand over: already the array np.asarray would return (itself), so
+        # only the value tests remain (no conversion, no overflow to guard)
+        if not np.isfinite(value).all():
+            raise ArgumentError(f"{argument} contains NaN or infinite values")
+        if value.size and not value.any():
+            raise ArgumentError(f"{argument} is all zeros: cosine distance is undefined for a zero vector; pass the "
+                                "embedding of the text (at least one non-zero value)")
+        return value
     if isinstance(value, np.ndarray) and np.iscomplexobj(value):
         raise ArgumentError(f"{argument} is a complex array; pass real numbers (float32)")
     try:
@@ -904,7 +916,7 @@ class Normalizer:
             types = tuple(sorted({check_record_type(t, allow_thread=False) for t in record_types}))
             if not types:
                 raise ArgumentError("record_types is empty; pass None to search every type")
-        mf = None if metadata_filter is None else validate_filter(metadata_filter)
+        mf = None if metadata_filter is None else _validated_filter(metadata_filter)
         request = SearchRequest(
             strategy=chosen,
             k=k,
@@ -1031,6 +1043,31 @@ class Normalizer:
             it = iter(vectors)
             fields["chunks"] = tuple(ChunkRow(t, next(it) if isinstance(v, str) else v) for t, v in rows)
         return UpdateRequest(**fields)
+
+
+#: validate_filter answers by filter document (filter_key): a search's filter is validated
+#: once per distinct document (an agent's searches repeat a few shapes); emptied when full
+#: (plain dict operations, atomic under the GIL: no lock on the search path)
+_VALIDATED: dict[tuple[Any, ...], dict[str, Any]] = {}
+_VALIDATED_MAX = 512
+
+
+def _validated_filter(metadata_filter: Any) -> dict[str, Any]:
+    """``validate_filter(metadata_filter)``, remembered for up to ``_VALIDATED_MAX``
+    distinct plain-JSON documents (:func:`oramem.filters.filter_key`; anything else, and a
+    filter that raises, is validated every time). The answer is shared between the requests
+    of equal documents: the engines only read it."""
+    key = filter_key(metadata_filter)
+    if key is None:
+        return validate_filter(metadata_filter)
+    found = _VALIDATED.get(key)
+    if found is None:
+        found = validate_filter(metadata_filter)
+        if len(_VALIDATED) >= _VALIDATED_MAX:
+            _VALIDATED.clear()
+        _VALIDATED[key] = found
+        remember_filter_key(found, filter_key(found))  # the engine's caches look it up by identity
+    return found
 
 
 def _positive_int(value: Any, argument: str, extra: str = "") -> int:

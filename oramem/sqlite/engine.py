@@ -13,6 +13,7 @@ import builtins
 import contextlib
 import dataclasses
 import datetime as _dt
+import functools
 import json
 import math
 import os
@@ -42,14 +43,25 @@ from .mutations import Catalog, WriteTx
 from .records import RECORD_COLUMNS, Where, to_record
 from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword, has_knowledge_tables, has_vector
 from .timefmt import epoch_micros, iso
+from ..filters import known_filter_key
+from .metamask import UNKEYED
 from .vectors import CACHE_ROW_SQL, GaveUp, VectorCache
 
 #: A LIMIT that stands for "all rows" (SQLite binds 64-bit integers).
 _SQL_MAX_LIMIT = 2**62
+#: Up to this many record seqs a statement binds them one by one (``IN (?, ?, ...)``, one
+#: cached statement per count); more go as one JSON array through ``json_each``.
+_BOUND_SEQS = 32
 
 __all__ = ["SQLiteEngine"]
 
 Clock = Callable[[], _dt.datetime]
+
+
+@functools.lru_cache(maxsize=64)
+def _types_json(record_types: tuple[str, ...]) -> str:
+    """The JSON array a search binds for its record types (a handful of distinct tuples)."""
+    return json.dumps(list(record_types))
 
 
 def _is_memory(path: str) -> bool:
@@ -497,11 +509,13 @@ class SQLiteEngine(Engine):
     def search(self, request: SearchRequest) -> builtins.list[tuple[Record, float]]:
         now = self._now()
         where = Where().add(
-            "r.record_type IN (SELECT value FROM json_each(:types))", types=json.dumps(list(request.record_types))
+            "r.record_type IN (SELECT value FROM json_each(:types))", types=_types_json(tuple(request.record_types))
         )
         where.visible(now).scopes(request.thread, request.user, request.agent, profiles=True)
+        filter_id = None
         if request.metadata_filter is not None:
-            where.metadata(request.metadata_filter)
+            filter_id = known_filter_key(request.metadata_filter)  # once, for the SQL and the mask caches
+            where.metadata(request.metadata_filter, filter_id)
         with self._read("search") as (conn, t, catalog):
             strategy = self._check_strategy(request, catalog)
             vector_ranking: builtins.list[tuple[int, float]] = []
@@ -510,7 +524,7 @@ class SQLiteEngine(Engine):
             if strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID):
                 cache = self._vector_cache(conn, t, catalog)
                 scopes = (request.thread, request.user, request.agent)
-                vector_ranking = self._nearest(conn, t, where, request, cache, scopes, epoch_micros(now), depth)
+                vector_ranking = self._nearest(conn, t, where, request, cache, scopes, epoch_micros(now), depth, filter_id)
             if strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
                 keyword_ranking = self._keyword(conn, t, where, request, depth, catalog)
             if strategy == SearchStrategy.VECTOR:
@@ -524,7 +538,8 @@ class SQLiteEngine(Engine):
     # -- search helpers ------------------------------------------------------------------
     @staticmethod
     def _nearest(conn: sqlite3.Connection, t: StoreTables, where: Where, request: SearchRequest, cache: VectorCache,
-                 scopes: tuple[Scope, Scope, Scope], now_micros: int, k: int) -> builtins.list[tuple[int, float]]:
+                 scopes: tuple[Scope, Scope, Scope], now_micros: int, k: int,
+                 filter_id: Any = UNKEYED) -> builtins.list[tuple[int, float]]:
         """Vector ranking. The cache masks type, scope and TTL; a metadata filter on
         top-level scalar fields becomes a mask over cached typed columns once its keys were
         asked for before in the same cache state (:mod:`.metamask`); otherwise it runs in
@@ -536,26 +551,33 @@ class SQLiteEngine(Engine):
         handicap = request.tail_handicap
         if request.metadata_filter is None:
             return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, None), k, handicap=handicap)
+
+        def column(keys: builtins.list[str], seqs: Optional[builtins.list[Any]] = None) -> builtins.list[Any]:
+            """``(seq, json_type, json_extract)`` of each of ``keys``, per record of ``seqs`` (every
+            record when None): one statement for all keys."""
+            values = ", ".join(f"json_type(r.metadata, :path{i}), json_extract(r.metadata, :path{i})" for i in range(len(keys)))
+            params: dict[str, Any] = {f"path{i}": f'$."{key}"' for i, key in enumerate(keys)}
+            sql = f"SELECT r.seq, {values} FROM {t.records} r"
+            if seqs is not None:
+                sql += " WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs))"
+                params["oramem_seqs"] = json.dumps(seqs)
+            result: builtins.list[Any] = conn.execute(sql, params).fetchall()
+            return result
+
+        in_memory = cache.metadata_mask(request.metadata_filter, column, filter_id)
+        if in_memory is not None:  # filter first, then top-k over the passing rows only
+            if in_memory.dtype != np.bool_:  # a few rows pass: type, scope and TTL tests of those rows only
+                return cache.nearest(query, cache.mask_rows(in_memory, request.record_types, scopes, now_micros), k,
+                                     handicap=handicap)
+            mask = cache.mask(request.record_types, scopes, now_micros, None)
+            return cache.nearest(query, cache.restrict(mask, in_memory), k, handicap=handicap)
+        mask = cache.mask(request.record_types, scopes, now_micros, None)
         sql = f"SELECT r.seq FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs)) AND {where.sql()}"
 
         def accept(seqs: list[Any]) -> set[Any]:
             rows = conn.execute(sql, {**where.params, "oramem_seqs": json.dumps(seqs)})
             return {seq for (seq,) in rows}
 
-        mask = cache.mask(request.record_types, scopes, now_micros, None)
-        column_sql = f"SELECT r.seq, json_type(r.metadata, :path), json_extract(r.metadata, :path) FROM {t.records} r"
-        some_sql = column_sql + " WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs))"
-
-        def column(key: str, seqs: Optional[list[Any]] = None) -> list[Any]:
-            if seqs is None:
-                result: list[Any] = conn.execute(column_sql, {"path": f'$."{key}"'}).fetchall()
-                return result
-            result = conn.execute(some_sql, {"path": f'$."{key}"', "oramem_seqs": json.dumps(seqs)}).fetchall()
-            return result
-
-        in_memory = cache.metadata_mask(request.metadata_filter, column)
-        if in_memory is not None:  # filter first, then top-k over the passing rows only
-            return cache.nearest(query, cache.restrict(mask, in_memory), k, handicap=handicap)
         try:
             return cache.nearest(query, mask, k, accept, handicap=handicap)
         except GaveUp:
@@ -841,10 +863,16 @@ class SQLiteEngine(Engine):
             ).fetchall()
             keys.sort(key=lambda key: (distance[key[0]], key[1], key[2]))
             distance = {key[0]: distance[key[0]] for key in keys[:k]}
-        rows = conn.execute(
-            f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:seqs))",
-            {"seqs": json.dumps(list(distance))},
-        ).fetchall()
+        seqs = list(distance)
+        if len(seqs) <= _BOUND_SEQS:  # a few: bound one by one (no JSON text to build and parse)
+            rows = conn.execute(
+                f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE r.seq IN ({', '.join('?' * len(seqs))})", seqs,
+            ).fetchall()
+        else:
+            rows = conn.execute(
+                f"SELECT {RECORD_COLUMNS} FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:seqs))",
+                {"seqs": json.dumps(seqs)},
+            ).fetchall()
         results = [(to_record(row), float(distance[row[0]])) for row in rows]
         results.sort(key=lambda pair: (pair[1], pair[0].record_type, pair[0].id))
         return results[:k]

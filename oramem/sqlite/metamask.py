@@ -10,8 +10,15 @@ Each top-level key a filter uses becomes a typed column aligned with the cache's
 field's JSON type, its number (float64) and the rank of its text among the column's sorted
 distinct texts. It is read once per key with ``json_type`` / ``json_extract`` (the same
 functions the SQL filter uses, so both see the same values); a write of this process adds
-the rows of the records it touched to the cache, and the next use of a column reads the key
-of those records only. A reload or compaction of the cache drops the columns.
+the rows of the records it touched to the cache, and the next use of a column reads the keys
+of those records only (every column that lags, in one statement). A reload or compaction of
+the cache drops the columns.
+
+A compiled mask stays valid across this process's writes too: such a write never changes a
+row in place (it flags the touched records' rows dead and appends their current rows), and
+every test here is row by row, so the mask of the rows before the appended ones is what a
+fresh compile would give them; the kept mask is extended by compiling the filter over the
+appended rows only (:meth:`MetadataColumns.tail`, :meth:`MaskCache.extend`).
 
 Supported, with exactly the semantics of :mod:`.filters_sql` (SC-9): ``$and``, ``$or``,
 equality with a scalar (``null``, booleans, numbers — ``1`` equals ``1.0`` —, strings),
@@ -28,13 +35,14 @@ import bisect
 import re
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol
 
 import numpy as np
 
+from ..filters import filter_key
 from ._sqlite import sqlite_double
 
-__all__ = ["Unsupported", "compile_mask", "keys_of", "filter_key", "MetadataColumns", "MaskCache"]
+__all__ = ["Unsupported", "compile_mask", "keys_of", "filter_key", "MetadataColumns", "MaskCache", "Rows", "UNKEYED"]
 
 _PATH_SAFE = re.compile(r'^[^"\\\x00-\x1f]+$')
 _EXACT = 2**53
@@ -47,50 +55,29 @@ class Unsupported(Exception):
     """The filter needs the SQL path."""
 
 
-_KEY_SCALARS = (str, int, float, bool, type(None))
-
-
-def filter_key(value: Any) -> Optional[tuple[Any, ...]]:
-    """A hashable key that equals another filter's key only when both filters are the same
-    JSON document (same keys in the same order, same values of the same JSON types: ``1``,
-    ``1.0`` and ``True`` differ), or None when the filter holds anything but plain
-    dict/list/str/int/float/bool/None (subclasses included), which is then never cached."""
-    kind = type(value)
-    if kind is dict:
-        items = []
-        for k, v in value.items():
-            if type(k) is not str:
-                return None
-            sub = filter_key(v)
-            if sub is None:
-                return None
-            items.append((k, sub))
-        return ("d", tuple(items))
-    if kind is list:
-        subs = []
-        for v in value:
-            sub = filter_key(v)
-            if sub is None:
-                return None
-            subs.append(sub)
-        return ("l", tuple(subs))
-    if kind in _KEY_SCALARS:
-        # the type name keeps 1, 1.0 and True apart (they are equal and hash alike)
-        return (kind.__name__, value)
-    return None
+#: "no filter_key given": the callee computes it (a caller that has it passes it on, so a
+#: search walks its filter once for the SQL cache and the mask cache)
+UNKEYED: Any = object()
 
 
 class MaskCache:
-    """Compiled filter masks of one cache state, least recently used first out, stored as
-    the passing row positions (int32) when they are few, else as a boolean mask; bounded
-    in entries and bytes. Its owner drops it whenever the rows or their metadata change."""
+    """Compiled filter masks, least recently used first out, stored as the passing row
+    positions (int32) when they are few, else as a boolean mask; bounded in entries and
+    bytes. Each entry remembers how many rows it covers: rows appended since then are
+    compiled and added by :meth:`extend`. Its owner drops it whenever rows move or change
+    in place (a reload, a compaction)."""
 
     def __init__(self, max_entries: int = 256, max_bytes: int = 64 * 2**20) -> None:
         self.max_entries, self.max_bytes = max_entries, max_bytes
-        self._entries: "OrderedDict[tuple[Any, ...], np.ndarray]" = OrderedDict()
+        self._entries: "OrderedDict[tuple[Any, ...], tuple[np.ndarray, int]]" = OrderedDict()
         self._bytes = 0
 
     def get(self, key: tuple[Any, ...]) -> Optional[np.ndarray]:
+        found = self.entry(key)
+        return None if found is None else found[0]
+
+    def entry(self, key: tuple[Any, ...]) -> Optional[tuple[np.ndarray, int]]:
+        """``(stored mask, rows it covers)`` of ``key``, or None."""
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
@@ -100,12 +87,36 @@ class MaskCache:
         """Store ``mask`` (boolean over the rows); returns what :meth:`get` will return."""
         rows = np.flatnonzero(mask)
         stored = rows.astype(np.int32) if rows.size * 4 < mask.size and mask.size < 2**31 else mask
+        return self._store(key, stored, int(mask.size))
+
+    def extend(self, key: tuple[Any, ...], tail: np.ndarray) -> np.ndarray:
+        """Add ``tail`` (boolean over the rows appended after the ones ``key``'s entry
+        covers) to that entry; returns the whole mask as :meth:`get` will return it."""
+        stored, start = self._entries[key]
+        total = start + int(tail.size)
+        if stored.dtype == np.bool_:
+            grown = np.concatenate([stored, tail])
+        elif total < 2**31:
+            grown = np.concatenate([stored, (np.flatnonzero(tail) + start).astype(np.int32)])
+        else:
+            grown = np.zeros(total, dtype=bool)
+            grown[stored] = True
+            grown[start:] = tail
+        self.discard(key)
+        return self._store(key, grown, total)
+
+    def discard(self, key: tuple[Any, ...]) -> None:
+        found = self._entries.pop(key, None)
+        if found is not None:
+            self._bytes -= found[0].nbytes
+
+    def _store(self, key: tuple[Any, ...], stored: np.ndarray, rows: int) -> np.ndarray:
         stored.flags.writeable = False
         if stored.nbytes <= self.max_bytes:
-            self._entries[key] = stored
+            self._entries[key] = (stored, rows)
             self._bytes += stored.nbytes
             while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-                _, old = self._entries.popitem(last=False)
+                _, (old, _) = self._entries.popitem(last=False)
                 self._bytes -= old.nbytes
         return stored
 
@@ -114,42 +125,89 @@ class MaskCache:
 
 
 class Column:
-    """One top-level field over the cache rows; grows with the rows (:meth:`extend`)."""
+    """One top-level field over the cache rows; grows with the rows (:meth:`extend`) into
+    spare capacity (doubling), so a write of a few records does not copy the column."""
 
     def __init__(self, types: np.ndarray, numbers: np.ndarray, ranks: np.ndarray, texts: list[Any], exact: bool) -> None:
-        self.types, self.numbers, self.ranks, self.texts, self.exact = types, numbers, ranks, texts, exact
+        self._types, self._numbers, self._ranks = types, numbers, ranks
+        self._size = int(types.size)
+        self.texts, self.exact = texts, exact
+
+    @property
+    def types(self) -> np.ndarray:
+        return self._types[: self._size]
+
+    @property
+    def numbers(self) -> np.ndarray:
+        return self._numbers[: self._size]
+
+    @property
+    def ranks(self) -> np.ndarray:
+        return self._ranks[: self._size]
 
     @property
     def size(self) -> int:
-        return int(self.types.size)
+        return self._size
+
+    def tail(self, start: int) -> "Column":
+        """The rows from ``start`` on (views; the sorted texts and ``exact`` of the whole
+        column, so a test over them answers as over the whole column)."""
+        return Column(self.types[start:], self.numbers[start:], self.ranks[start:], self.texts, self.exact)
 
     def extend(self, other: "Column") -> None:
         """Append the rows of ``other``; a text new to this column is inserted into the sorted
         distinct texts and the ranks at or after its place move up by one."""
         ranks = other.ranks.copy()
         if other.texts:
+            mine = self.ranks
             for text in other.texts:  # ascending
                 i = bisect.bisect_left(self.texts, text)
                 if i == len(self.texts) or self.texts[i] != text:
-                    self.ranks[self.ranks >= i] += 1
+                    mine[mine >= i] += 1
                     self.texts.insert(i, text)
             mapping = np.fromiter((bisect.bisect_left(self.texts, t) for t in other.texts), dtype=np.int64,
                                   count=len(other.texts))
             has = ranks >= 0
             ranks[has] = mapping[ranks[has]]
-        self.types = np.concatenate([self.types, other.types])
-        self.numbers = np.concatenate([self.numbers, other.numbers])
-        self.ranks = np.concatenate([self.ranks, ranks])
+        n, m = self._size, other.size
+        if n + m > self._types.size:
+            capacity = max(n + m, 2 * self._types.size, 64)
+            self._types, self._numbers, self._ranks = (
+                _grown(array, n, capacity) for array in (self._types, self._numbers, self._ranks))
+        self._types[n : n + m] = other.types
+        self._numbers[n : n + m] = other.numbers
+        self._ranks[n : n + m] = ranks
+        self._size = n + m
         self.exact = self.exact and other.exact
 
 
+def _grown(array: np.ndarray, size: int, capacity: int) -> np.ndarray:
+    out = np.empty(capacity, dtype=array.dtype)
+    out[:size] = array[:size]
+    return out
+
+
+class Rows(Protocol):
+    """What :func:`compile_mask` reads: the rows' record seqs and a column per key."""
+
+    row_seqs: np.ndarray
+
+    def column(self, key: str) -> Column: ...
+
+
+#: Pending rows up to which a lagging column is read together with every other lagging
+#: column (one statement for all keys; beyond it each key is read when it is used).
+_GROW_TOGETHER = 4096
+
+
 class MetadataColumns:
-    """Columns per key over the cache rows; ``fetch(key, seqs)`` reads a key over the
-    records ``seqs`` (every record when None) as ``[(seq, json type, value)]``, ``row_seqs``
-    are the cache rows' record seqs. Rows appended to the cache (a write of this process
-    drops the rows of the records it touched and appends their current rows) are read for
-    the columns already built on their next use (:meth:`grow`), so a write costs a read of
-    its own records per key, not a scan of every record."""
+    """Columns per key over the cache rows; ``fetch(keys, seqs)`` reads keys over the
+    records ``seqs`` (every record when None) as ``[(seq, json type of keys[0], its value,
+    json type of keys[1], ...)]``, ``row_seqs`` are the cache rows' record seqs. Rows
+    appended to the cache (a write of this process drops the rows of the records it
+    touched and appends their current rows) are read for the columns already built on
+    their next use (:meth:`grow`), so a write costs one read of its own records, not a
+    scan of every record."""
 
     def __init__(self, row_seqs: np.ndarray, fetch: Callable[..., list[Any]]) -> None:
         self.row_seqs = row_seqs
@@ -163,16 +221,58 @@ class MetadataColumns:
     def column(self, key: str) -> Column:
         found = self.columns.get(key)
         if found is None:
-            found = self.columns[key] = _decode(self.fetch(key, None), self.row_seqs)
+            rows = self.fetch([key], None)
+            found = self.columns[key] = _decode(rows, self.row_seqs)
         elif found.size < self.row_seqs.size:
-            pending = self.row_seqs[found.size:]
-            found.extend(_decode(self.fetch(key, np.unique(pending).tolist()), pending))
+            self._catch_up(key)
         return found
+
+    def _catch_up(self, key: str) -> None:
+        """Read the appended rows of ``key``'s column, and of every other lagging column
+        when they are few, in one statement."""
+        n = self.row_seqs.size
+        start = self.columns[key].size
+        keys = [key]
+        if n - start <= _GROW_TOGETHER:
+            for other, column in self.columns.items():
+                if other != key and n - _GROW_TOGETHER <= column.size < n:
+                    keys.append(other)
+                    start = min(start, column.size)
+        rows = self.fetch(keys, np.unique(self.row_seqs[start:]).tolist())
+        for j, name in enumerate(keys):
+            column = self.columns[name]
+            pending = self.row_seqs[column.size :]
+            mine = rows
+            if column.size != start:  # only the records of this column's pending rows
+                wanted = set(pending.tolist())
+                mine = [r for r in rows if r[0] in wanted]
+            if j:
+                mine = [(r[0], r[1 + 2 * j], r[2 + 2 * j]) for r in mine]
+            column.extend(_decode(mine, pending))
+
+    def tail(self, start: int) -> "Rows":
+        """The rows from ``start`` on, for compiling a filter over appended rows only."""
+        return _Tail(self, start)
+
+
+class _Tail:
+    def __init__(self, columns: MetadataColumns, start: int) -> None:
+        self._columns, self._start = columns, start
+        self.row_seqs = columns.row_seqs[start:]
+
+    def column(self, key: str) -> Column:
+        return self._columns.column(key).tail(self._start)
+
+
+#: Rows up to which :func:`_decode` works in plain Python (numpy's per-call cost dominates)
+_FEW = 64
 
 
 def _decode(rows: list[Any], row_seqs: np.ndarray) -> Column:
     """A column aligned with ``row_seqs`` from ``(seq, json type, value)`` rows that cover
-    every seq of ``row_seqs``."""
+    every seq of ``row_seqs`` (further values after the first three are ignored)."""
+    if row_seqs.size <= _FEW:
+        return _decode_few(rows, row_seqs)
     m = len(rows)
     seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=m)
     types = np.fromiter((_TYPE.get(r[1], _OTHER) if r[1] is not None else _MISSING for r in rows),
@@ -202,6 +302,41 @@ def _decode(rows: list[Any], row_seqs: np.ndarray) -> Column:
     return Column(types[at], numbers[at], ranks[at], texts, exact)
 
 
+def _decode_few(rows: list[Any], row_seqs: np.ndarray) -> Column:
+    """:func:`_decode` of a few rows, value by value (the same types, numbers, texts and
+    ranks; a row whose record was not fetched, i.e. a dead row of a deleted record, reads
+    as a missing field instead of a neighbour's values: the live mask excludes it anyway)."""
+    by_seq = {r[0]: r for r in rows}
+    types: list[int] = []
+    numeric: list[int] = []
+    values: list[Any] = []
+    textual: list[int] = []
+    words: list[Any] = []
+    for i, seq in enumerate(row_seqs.tolist()):
+        row = by_seq.get(seq)
+        kind = None if row is None else row[1]
+        code = _TYPE.get(kind, _OTHER) if kind is not None else _MISSING
+        types.append(code)
+        if code == _NUMBER:
+            numeric.append(i)
+            values.append(row[2])  # type: ignore[index]  # a number has a row
+        elif code == _TEXT:
+            textual.append(i)
+            words.append(row[2])  # type: ignore[index]
+    n = len(types)
+    numbers = np.full(n, np.nan)
+    exact = True
+    if numeric:
+        exact = all(isinstance(v, float) or -_EXACT <= v <= _EXACT for v in values)
+        numbers[numeric] = np.array(values, dtype=np.float64)
+    texts = sorted(set(words))
+    ranks = np.full(n, -1, dtype=np.int64)
+    if textual:
+        rank = {text: r for r, text in enumerate(texts)}
+        ranks[textual] = [rank[w] for w in words]
+    return Column(np.array(types, dtype=np.int8), numbers, ranks, texts, exact)
+
+
 def keys_of(flt: Mapping[str, Any]) -> set[str]:
     """The top-level keys a filter reads (through ``$and``/``$or``); raises
     :class:`Unsupported` for a key the in-memory path cannot address."""
@@ -219,7 +354,7 @@ def keys_of(flt: Mapping[str, Any]) -> set[str]:
     return keys
 
 
-def compile_mask(flt: Mapping[str, Any], columns: MetadataColumns) -> np.ndarray:
+def compile_mask(flt: Mapping[str, Any], columns: Rows) -> np.ndarray:
     """The rows (of ``columns.row_seqs``) whose record passes ``flt``; raises
     :class:`Unsupported` for what only the SQL path evaluates."""
     return _document(flt, columns)
@@ -229,7 +364,7 @@ def _all(n: int) -> np.ndarray:
     return np.ones(n, dtype=bool)
 
 
-def _document(flt: Mapping[str, Any], cols: MetadataColumns) -> np.ndarray:
+def _document(flt: Mapping[str, Any], cols: Rows) -> np.ndarray:
     mask = _all(cols.row_seqs.size)
     for key, condition in flt.items():
         if key in ("$and", "$or"):
@@ -251,7 +386,7 @@ def _document(flt: Mapping[str, Any], cols: MetadataColumns) -> np.ndarray:
     return mask
 
 
-def _field(key: str, condition: Any, cols: MetadataColumns) -> np.ndarray:
+def _field(key: str, condition: Any, cols: Rows) -> np.ndarray:
     if isinstance(condition, Mapping):
         if not condition or not all(isinstance(k, str) and k.startswith("$") for k in condition):
             raise Unsupported("subset match or an empty object")
@@ -262,7 +397,7 @@ def _field(key: str, condition: Any, cols: MetadataColumns) -> np.ndarray:
     return _equals(cols.column(key), condition)
 
 
-def _operator(key: str, op: str, arg: Any, cols: MetadataColumns) -> np.ndarray:
+def _operator(key: str, op: str, arg: Any, cols: Rows) -> np.ndarray:
     if op == "$not":
         return ~_field(key, arg, cols)
     if op == "$exists":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -24,7 +25,7 @@ import numpy as np
 from ..ann import AnnConfig, AnnIndex
 from ..requests import Scope, ScopeMatch
 from ..types import RECORD_TYPES
-from .metamask import MaskCache, MetadataColumns, Unsupported, compile_mask, filter_key, keys_of
+from .metamask import UNKEYED, MaskCache, MetadataColumns, Unsupported, compile_mask, filter_key, keys_of
 from .timefmt import epoch_micros
 
 __all__ = ["VectorCache", "CACHE_ROW_SQL", "GaveUp"]
@@ -103,6 +104,8 @@ class VectorCache:
         self._forget_metadata()
         #: type codes of the rows in use (or a superset), so mask() can skip the type test
         self._type_codes = {int(code) for code in np.unique(types[: self.size])}
+        #: no row in use has a larger record seq (an upper bound: dead rows count too)
+        self._max_seq = int(seqs[: self.size].max()) if self.size else -1
 
     @property
     def matrix(self) -> np.ndarray:
@@ -156,6 +159,7 @@ class VectorCache:
         self._matrix[self.size : end] = matrix
         self._types[self.size : end] = types
         self._type_codes.update(int(code) for code in np.unique(types))
+        self._max_seq = max(self._max_seq, int(seqs.max()))
         self._scopes[self.size : end] = scopes
         self._expires[self.size : end] = expires
         self._later[self.size : end] = later
@@ -279,7 +283,8 @@ class VectorCache:
         if self.version != before:
             self.invalidate()
             return
-        if len(record_seqs):
+        # an add's new records have seqs above every cached row's: nothing to drop
+        if len(record_seqs) and min(record_seqs) <= self._max_seq:
             live = self._live[: self.size]
             gone = live & np.isin(self._seqs[: self.size], np.asarray(record_seqs, dtype=np.int64))
             self._dead += int(gone.sum())
@@ -292,12 +297,11 @@ class VectorCache:
             self.ann.add(keys, columns[2])
         if self._dead > max(1024, self.size // 4):
             self._compact()  # rows move: the metadata columns are dropped (_reset)
-        else:
-            # compiled masks are per row set: never reuse one across a write
-            self._masks = MaskCache()
-            if self._metadata is not None:
-                # the rows before the appended ones are where they were: the columns only grow
-                self._metadata.grow(self._seqs[: self.size])
+        elif self._metadata is not None:
+            # the rows before the appended ones are where they were, with the metadata they
+            # had (a touched record's rows are flagged dead, never changed): the columns and
+            # the compiled masks only grow (metadata_mask extends a mask on its next use)
+            self._metadata.grow(self._seqs[: self.size])
         self.version = after
         self._maybe_build_ann()
 
@@ -305,28 +309,46 @@ class VectorCache:
     def _forget_metadata(self) -> None:
         """Drop the metadata columns and compiled masks: called when the rows are replaced
         or moved (a reload, a compaction, an invalidation); a patch by this process's write
-        drops the masks and lets the columns grow."""
+        lets the columns and masks grow."""
         self._metadata: Optional[MetadataColumns] = None
         self._metadata_asked: set[str] = set()
         self._masks = MaskCache()
 
-    def metadata_mask(self, metadata_filter: Mapping[str, Any], fetch: Callable[[str], list[Any]]) -> Optional[np.ndarray]:
+    def metadata_mask(
+        self, metadata_filter: Mapping[str, Any], fetch: Callable[..., list[Any]], key: Any = UNKEYED
+    ) -> Optional[np.ndarray]:
         """The rows whose record passes ``metadata_filter``, evaluated over cached typed
         columns of the top-level keys it reads, or None when the SQL path should answer:
         the filter needs it (see :mod:`.metamask`), or a key is asked for the first time
         in this cache state (a column costs one scan of every record, ~50 ms per 100k;
-        a one-off search is cheaper through the lazy SQL check). ``fetch(key)`` returns
-        ``(seq, json_type, json_extract)`` of the key for every record.
+        a one-off search is cheaper through the lazy SQL check). ``fetch(keys, seqs)``
+        returns ``(seq, json_type, json_extract)`` of each key (see
+        :class:`.metamask.MetadataColumns`).
 
         The answer is a boolean mask over the rows in use, or (for a selective filter)
         the sorted positions of the passing rows as int32, read-only; either form goes to
         :meth:`restrict`. It is kept per filter document (:func:`.metamask.filter_key`)
-        until the rows change, so a repeated filter costs a dictionary lookup."""
-        key = filter_key(metadata_filter)
+        until the rows move (a reload, a compaction), so a repeated filter costs a
+        dictionary lookup, plus after this process's writes a compile over the appended
+        rows only: the rows before them are unchanged (see :meth:`patch`), and every test
+        of a filter is row by row, so the kept part equals a fresh compile's.
+        ``key``: the filter's :func:`.metamask.filter_key`, if the caller has it."""
+        if key is UNKEYED:
+            key = filter_key(metadata_filter)
         if key is not None:
-            found = self._masks.get(key)
+            found = self._masks.entry(key)
             if found is not None:
-                return found
+                kept, rows = found
+                if rows == self.size:
+                    return kept
+                assert self._metadata is not None, "a kept mask has its columns"
+                self._metadata.fetch = fetch  # the caller's connection and transaction
+                try:
+                    tail = compile_mask(metadata_filter, self._metadata.tail(rows))
+                except Unsupported:  # e.g. an appended huge integer: the whole filter goes to SQL
+                    self._masks.discard(key)
+                else:
+                    return self._masks.extend(key, tail)
         try:
             keys = keys_of(metadata_filter)
         except Unsupported:
@@ -435,6 +457,29 @@ class VectorCache:
             mask &= np.isin(self._seqs[:n], allowed_seqs)
         return mask
 
+    def mask_rows(
+        self, rows: np.ndarray, record_types: Sequence[str], scopes: tuple[Scope, Scope, Scope], now_micros: int
+    ) -> np.ndarray:
+        """The positions among ``rows`` (sorted positions, e.g. a selective
+        :meth:`metadata_mask`) that pass the type, scope and TTL tests of :meth:`mask`:
+        ``restrict(mask(record_types, scopes, now_micros, None), rows)``, computed over those
+        rows only (a filtered search costs per passing row, not per row of the store)."""
+        wanted = {_TYPE_CODE[t] for t in record_types}
+        keep = self._live[rows] & (self._expires[rows] > now_micros)
+        if not self._type_codes <= wanted:
+            types = self._types[rows]
+            keep &= functools.reduce(np.logical_or, [types == code for code in sorted(wanted)], np.zeros(rows.size, dtype=bool))
+        for column, scope in enumerate(scopes):
+            if scope.match == ScopeMatch.IS_NULL:
+                keep &= self._scopes[rows, column] == _NULL
+            elif scope.match == ScopeMatch.EQUALS:
+                code = self._codes.get(scope.value) if scope.value is not None else None
+                if code is None:
+                    return rows[:0]
+                keep &= self._scopes[rows, column] == code
+        result: np.ndarray = rows[keep]
+        return result
+
     def nearest(
         self,
         query: np.ndarray,
@@ -470,8 +515,10 @@ class VectorCache:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
             raise ValueError(f"the query vector has dimension {q.shape[0]}, the store's vector_dim is {self.dim}")
-        norm = float(np.linalg.norm(q.astype(np.float64)))  # float64: no overflow for large values
-        q = (q.astype(np.float64) / norm).astype(np.float32) if norm > 0 else q
+        q64 = q.astype(np.float64)  # float64: no overflow for large values
+        # np.linalg.norm of a real vector, without its dispatch: sqrt of the dot product
+        norm = math.sqrt(float(q64.dot(q64)))
+        q = (q64 / norm).astype(np.float32) if norm > 0 else q
         if self.ann is not None and k is not None:
             found = self._ann_candidates(q, mask, rows.size, k, accept)
             if found is not None:
@@ -494,12 +541,15 @@ class VectorCache:
         # identical vectors could get different distances: select generously, then
         # rescore the candidates with a position-independent float64 reduction so that
         # ties are exact ties, broken by type and id (SC-6.1).
-        candidates = np.arange(rows.size)
-        if accept is not None:
-            found = _accepted_window(distances, seqs, k, accept)
-            if found is None:
-                raise GaveUp()
-            candidates = found
+        if accept is None:
+            if k is not None and k < rows.size:
+                top = _top_with_ties(distances, np.arange(rows.size), seqs, k, slack=_NOISE_SLACK)
+                return self._rescored(q, rows[top], seqs[top], k, handicap)
+            return self._rescored(q, rows, seqs, k, handicap)
+        found = _accepted_window(distances, seqs, k, accept)
+        if found is None:
+            raise GaveUp()
+        candidates = found
         if k is not None and k < candidates.size:
             candidates = candidates[
                 _top_with_ties(distances[candidates], np.arange(candidates.size), seqs[candidates], k, slack=_NOISE_SLACK)
@@ -521,7 +571,7 @@ class VectorCache:
         first[1:] = seqs[1:] != seqs[:-1]
         seqs, distances = seqs[first], distances[first]
         order = np.argsort(distances, kind="stable")
-        return [(int(s), float(d)) for s, d in zip(seqs[order], distances[order])]
+        return list(zip(seqs[order].tolist(), distances[order].tolist()))
 
     def _exact(self, q: np.ndarray, cand_rows: np.ndarray) -> np.ndarray:
         """Cosine distances of ``cand_rows`` to the unit query ``q``, each row's float64 dot
@@ -671,9 +721,7 @@ def _top_with_ties(
     while True:
         window = np.argpartition(distances, m - 1)[:m] if m < n else np.arange(n)
         best: dict[int, float] = {}
-        for i in window:
-            s = int(seqs[i])
-            d = float(distances[i])
+        for s, d in zip(seqs[window].tolist(), distances[window].tolist()):
             if d < best.get(s, np.inf):
                 best[s] = d
         if len(best) >= k or m >= n:

@@ -1,0 +1,219 @@
+"""A compiled metadata mask is kept across this process's writes and extended over the rows
+they append (oramem.sqlite.vectors.VectorCache.metadata_mask): after adds, metadata updates,
+re-embeddings, deletes, TTL expiry and purges it answers exactly what a freshly compiled
+mask answers, and a search returns exactly (ids, order, distances) what a store object that
+loaded the same file afresh returns. Users A and B share one agent and one thread; the
+knowledge layer scopes facts by the ``kg_user`` metadata key, so a stale mask would show B
+records of A: B never sees one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oramem.sqlite.metamask import compile_mask, filter_key
+
+from .conftest import DIM
+
+FILTERS = [
+    {"kg_user": "A"},
+    {"kg_user": "B"},
+    {"kg_user": {"$exists": False}},
+    {"$and": [{"kg_user": "B"}, {"topic": {"$in": ["x", "z"]}}]},
+    {"n": {"$gte": 2}},
+    {"$or": [{"flag": True}, {"topic": {"$gt": "x"}}]},
+    {"topic": {"$ne": "y"}, "n": {"$exists": True}},
+    {"kg_user": {"$nin": ["A"]}, "topic": {"$lte": "y"}},
+]
+SCOPES = [{}, {"user_id": "B"}, {"user_id": "A"}, {"agent_id": "ag"}, {"thread_id": "th", "user_id": "B"}]
+
+
+def _metadata(rng: np.random.Generator, user, fresh_texts: list) -> dict:
+    md: dict = {}
+    if user is not None:
+        md["kg_user"] = user
+    topic = rng.choice(["x", "y", "z", "new"])
+    if topic == "new":  # a text the column has not seen: ranks move
+        fresh_texts.append(f"t{len(fresh_texts):03d}"[::-1])
+        topic = fresh_texts[-1]
+    md["topic"] = str(topic)
+    n = rng.integers(0, 5)
+    if n == 1:
+        md["n"] = 1
+    elif n == 2:
+        md["n"] = 2.5
+    elif n == 3:
+        md["n"] = None
+    elif n == 4:
+        md["n"] = int(rng.integers(0, 4))
+    if rng.random() < 0.5:
+        md["flag"] = bool(rng.random() < 0.5)
+    return md
+
+
+def _results(store, query, flt, scope, k=6):
+    return [(r.id, r.user_id, (r.metadata or {}).get("kg_user"), d)
+            for r, d in store.search(query_vector=query, k=k, metadata_filter=flt, **scope)]
+
+
+def _check_masks_equal_fresh(store) -> int:
+    """Every kept mask covering all rows equals a fresh compile on the live rows."""
+    cache = store._engine._cache
+    live = cache._live[: cache.size]
+    checked = 0
+    for flt in FILTERS:
+        entry = cache._masks.entry(filter_key(flt))
+        if entry is None:
+            continue
+        kept, rows = entry
+        assert rows == cache.size  # every search extended the masks it used
+        full = np.zeros(rows, dtype=bool)
+        full[kept] = True if kept.dtype != np.bool_ else kept[kept]
+        fresh = compile_mask(flt, cache._metadata)
+        assert np.array_equal(full & live, fresh & live), flt
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_masks_follow_writes_exactly(make, clock, seed):
+    rng = np.random.default_rng(seed)
+    store = make()
+    fresh_texts: list = []
+    users: dict[str, object] = {}
+    counter = 0
+
+    def add(count: int) -> None:
+        nonlocal counter
+        ids, vecs, mds, owners, ttls = [], [], [], [], []
+        for _ in range(count):
+            rid = f"r{counter:04d}"
+            counter += 1
+            user = rng.choice(["A", "B", "none"])
+            user = None if user == "none" else str(user)
+            ids.append(rid)
+            vecs.append(rng.normal(size=DIM).tolist())
+            mds.append(_metadata(rng, user, fresh_texts))
+            owners.append(user)
+            ttls.append(1 if rng.random() < 0.15 else None)
+            users[rid] = user
+        store.add([f"text {rid}" for rid in ids], "memory", record_ids=ids, embeddings=vecs, metadata=mds,
+                  user_ids=owners, agent_ids="ag", thread_ids="th", ttl_days=ttls)
+
+    add(60)
+    # every filter asked twice: the first ask of a key goes through SQL, then masks are kept
+    for flt in FILTERS:
+        for _ in range(2):
+            _results(store, rng.normal(size=DIM).tolist(), flt, {})
+    assert _check_masks_equal_fresh(store) == len(FILTERS)
+
+    for step in range(40):
+        action = rng.choice(["add", "update", "revector", "delete", "expire", "purge"], p=[.35, .25, .1, .15, .1, .05])
+        alive = sorted(users)
+        if action == "add" or not alive:
+            add(int(rng.integers(1, 5)))
+        elif action == "update":
+            rid = str(rng.choice(alive))
+            # the metadata may move the record from A to B (or out of both)
+            user = rng.choice(["A", "B", "none"])
+            store.update("memory", rid, metadata=_metadata(rng, None if user == "none" else str(user), fresh_texts))
+        elif action == "revector":
+            store.update("memory", str(rng.choice(alive)), embedding=rng.normal(size=DIM).tolist())
+        elif action == "delete":
+            rid = str(rng.choice(alive))
+            store.delete("memory", rid)
+            del users[rid]
+        elif action == "expire":
+            clock.advance(days=1)
+        else:
+            store.purge_expired()
+        reference = make(vector_sidecar=False)  # loads the file afresh: fresh masks
+        query = rng.normal(size=DIM).tolist()
+        for flt in FILTERS:
+            for scope in SCOPES:
+                got = _results(store, query, flt, scope)
+                for _ in range(2):  # SQL path on the first ask of a key, then a fresh in-memory mask
+                    assert got == _results(reference, query, flt, scope), (step, action, flt, scope)
+                if scope.get("user_id") == "B":
+                    assert all(owner == "B" for _, owner, _, _ in got)
+                if flt == {"kg_user": "B"}:
+                    assert all(tag == "B" for _, _, tag, _ in got)
+        reference.close()
+        assert _check_masks_equal_fresh(store) == len(FILTERS)
+
+
+def test_b_never_sees_a_record_moved_to_a_through_a_kept_mask(make):
+    store = make()
+    rng = np.random.default_rng(3)
+    near = rng.normal(size=DIM)
+    store.add(["b1", "b2", "a1"], "memory", record_ids=["b1", "b2", "a1"],
+              embeddings=[near.tolist(), rng.normal(size=DIM).tolist(), rng.normal(size=DIM).tolist()],
+              metadata=[{"kg_user": "B"}, {"kg_user": "B"}, {"kg_user": "A"}], agent_ids="ag", thread_ids="th",
+              user_ids=["B", "B", "A"])
+    flt = {"kg_user": "B"}
+    for _ in range(2):
+        assert {r.id for r, _ in store.search(query_vector=near.tolist(), k=5, metadata_filter=flt)} == {"b1", "b2"}
+    # b1 now belongs to A (same vector, same rows' position before the write)
+    assert store.update("memory", "b1", metadata={"kg_user": "A"}) == 1
+    got = store.search(query_vector=near.tolist(), k=5, metadata_filter=flt)
+    assert [r.id for r, _ in got] == ["b2"]
+    # A adds a record right next to B's query: B's kept mask grows, without it
+    store.add(["a2"], "memory", record_ids="a2", embeddings=[near.tolist()], metadata={"kg_user": "A"},
+              agent_ids="ag", thread_ids="th", user_ids="A")
+    got = store.search(query_vector=near.tolist(), k=5, metadata_filter=flt)
+    assert [r.id for r, _ in got] == ["b2"]
+    got = store.search(query_vector=near.tolist(), k=5, metadata_filter={"kg_user": "A"})
+    assert {r.id for r, _ in got} == {"a1", "a2", "b1"}
+
+
+def test_a_kept_mask_goes_back_to_sql_when_an_append_makes_a_column_inexact(make):
+    store = make()
+    rng = np.random.default_rng(5)
+    store.add([f"t{i}" for i in range(20)], "memory", record_ids=[f"r{i}" for i in range(20)],
+              embeddings=[rng.normal(size=DIM).tolist() for _ in range(20)], metadata=[{"n": i} for i in range(20)])
+    flt = {"n": {"$gte": 10}}
+    for _ in range(2):
+        store.search(query_vector=rng.normal(size=DIM).tolist(), k=30, metadata_filter=flt)
+    cache = store._engine._cache
+    assert cache._masks.entry(filter_key(flt)) is not None
+    store.add(["big"], "memory", record_ids="big", embeddings=[rng.normal(size=DIM).tolist()],
+              metadata={"n": 2**60 + 1})
+    got = {r.id for r, _ in store.search(query_vector=rng.normal(size=DIM).tolist(), k=30, metadata_filter=flt)}
+    assert got == {f"r{i}" for i in range(10, 20)} | {"big"}
+    assert cache._masks.entry(filter_key(flt)) is None  # dropped: the SQL path answered
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mask_rows_is_restrict_of_mask(seed):
+    """The type, scope and TTL tests over a selective metadata mask's rows only
+    (VectorCache.mask_rows) give exactly restrict(mask(...), rows)."""
+    from oramem.requests import Scope, ScopeMatch
+    from oramem.sqlite.timefmt import epoch_micros
+    from oramem.sqlite.vectors import VectorCache
+
+    rng = np.random.default_rng(seed)
+    types = ["fact", "memory", "message", "user_profile"]
+    expiries = [None, "2030-01-01T00:00:00.000000+00:00", "2031-01-01T00:00:00.000000+00:00"]
+
+    def rows(start, n):
+        out = []
+        for i in range(start, start + n):
+            rtype = str(rng.choice(types))
+            out.append((i, i, rng.normal(size=DIM).astype("<f4").tobytes(), rtype, f"id{i}",
+                        rng.choice(["th", None]), rng.choice(["A", "B", None]), rng.choice(["ag", "other", None]),
+                        expiries[int(rng.integers(0, 3))], 0))
+        return out
+
+    cache = VectorCache(DIM)
+    cache.load(rows(0, 200), ("g", 0))
+    cache.patch(("g", 0), ("g", 1), [int(s) for s in rng.choice(200, 30, replace=False)], rows(200, 20))
+    now = epoch_micros("2030-06-01T00:00:00.000000+00:00")
+    scope_choices = [Scope.any(), Scope(ScopeMatch.IS_NULL), Scope(ScopeMatch.EQUALS, "A"), Scope(ScopeMatch.EQUALS, "B"),
+                     Scope(ScopeMatch.EQUALS, "th"), Scope(ScopeMatch.EQUALS, "ag"), Scope(ScopeMatch.EQUALS, "nobody")]
+    for _ in range(60):
+        wanted = tuple(sorted(set(rng.choice(types, int(rng.integers(1, 5))).tolist())))
+        scopes = tuple(scope_choices[int(i)] for i in rng.integers(0, len(scope_choices), 3))
+        selected = np.flatnonzero(rng.random(cache.size) < 0.2).astype(np.int32)
+        want = cache.restrict(cache.mask(wanted, scopes, now, None), selected)
+        got = cache.mask_rows(selected, wanted, scopes, now)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
