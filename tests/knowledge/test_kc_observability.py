@@ -57,13 +57,13 @@ class Span(trace.Span):
 
 
 class Tracer(trace.Tracer):
-    def __init__(self, log):
-        self.log = log
+    def __init__(self, log, span_class=None):
+        self.log, self.span_class = log, span_class or Span
 
     def start_span(self, name, context=None, kind=trace.SpanKind.INTERNAL, attributes=None, links=None,
                    start_time=None, record_exception=True, set_status_on_exception=True):
         parent = trace.get_current_span(context)
-        return Span(name, parent if isinstance(parent, Span) else None, attributes, start_time, self.log)
+        return self.span_class(name, parent if isinstance(parent, Span) else None, attributes, start_time, self.log)
 
     @contextlib.contextmanager
     def start_as_current_span(self, name, context=None, kind=trace.SpanKind.INTERNAL, attributes=None, links=None,
@@ -74,13 +74,14 @@ class Tracer(trace.Tracer):
 
 
 class Provider(trace.TracerProvider):
-    def __init__(self):
+    def __init__(self, span_class=None):
         self.spans: list = []
         self.names: list = []
+        self.span_class = span_class
 
     def get_tracer(self, instrumenting_module_name, *args, **kwargs):
         self.names.append(instrumenting_module_name)
-        return Tracer(self.spans)
+        return Tracer(self.spans, self.span_class)
 
 
 def test_write_retrieve_and_job_spans_carry_counts_not_text(engine, store, llm, clock):
@@ -130,24 +131,8 @@ class QuietSpan(Span):
         return False
 
 
-class QuietProvider(Provider):
-    """A provider whose spans do not record (an unsampled operation, or the API's no-op)."""
-
-    def get_tracer(self, instrumenting_module_name, *args, **kwargs):
-        tracer = super().get_tracer(instrumenting_module_name, *args, **kwargs)
-        log = self.spans
-
-        def start_span(name, context=None, kind=trace.SpanKind.INTERNAL, attributes=None, links=None,
-                       start_time=None, record_exception=True, set_status_on_exception=True):
-            parent = trace.get_current_span(context)
-            return QuietSpan(name, parent if isinstance(parent, Span) else None, attributes, start_time, log)
-
-        tracer.start_span = start_span
-        return tracer
-
-
 def test_no_step_spans_under_an_operation_span_that_does_not_record(engine, store, llm, clock):
-    provider = QuietProvider()
+    provider = Provider(QuietSpan)  # an unsampled operation, or the API's no-op
     km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False), clock=clock, tracer_provider=provider)
     try:
         llm.route("extract", extract([("Ana", "person")], [("Ana", "Ana keeps secret bees")]))
