@@ -81,7 +81,12 @@ def main() -> None:
     ap.add_argument("--from-db", default=None, metavar="PATH", help="time on a copy of a --save-db store (no load)")
     ap.add_argument("--dump", default=None, metavar="FILE", help="write each query's returned facts and scores (JSON lines)")
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="oramem-kg-rbench-")
+    # the store (unless --db names one) and its sidecars live here, removed on the way out
+    with tempfile.TemporaryDirectory(prefix="oramem-kg-rbench-") as tmp:
+        run(args, tmp)
+
+
+def run(args: argparse.Namespace, tmp: str) -> None:
     path = args.db or os.path.join(tmp, "bench.db")
     now = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
     if args.from_db:
@@ -204,8 +209,6 @@ def main() -> None:
             for d in dumped:
                 fh.write(json.dumps(d, sort_keys=True) + "\n")
             fh.write(json.dumps({"usage_sha256": usage}) + "\n")
-    if args.from_db and not args.db:
-        shutil.rmtree(tmp, ignore_errors=True)  # a copy of the --from-db store
     print(json.dumps({
         "facts_loaded": total_facts,
         "queries": args.queries,

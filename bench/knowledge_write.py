@@ -130,7 +130,12 @@ def main() -> None:
                     help="after the timed writes, profile N more writes with yappi (every thread, CPU clock; yappi is "
                          "not a project dependency: pip install yappi) and print the top functions to stderr")
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="oramem-kg-bench-")
+    # the store (unless --db names one) and its sidecars live here, removed on the way out
+    with tempfile.TemporaryDirectory(prefix="oramem-kg-bench-") as tmp:
+        run(args, tmp)
+
+
+def run(args: argparse.Namespace, tmp: str) -> None:
     path = args.db or os.path.join(tmp, "bench.db")
     now = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
     clock = lambda: now[0]  # noqa: E731

@@ -53,11 +53,15 @@ def _no_hub() -> None:
     """No test reaches the Hugging Face Hub: a store opened with no embedder falls back to the
     lexical HashEmbedder at once (the download tests lift this for their own loopback mirror),
     and a model cached on the developer's machine never changes what a test sees."""
+    import atexit
     import os
+    import shutil
     import tempfile
 
     os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["ORAMEM_MODEL_CACHE"] = tempfile.mkdtemp(prefix="oramem-test-models-")
+    cache = tempfile.mkdtemp(prefix="oramem-test-models-")
+    os.environ["ORAMEM_MODEL_CACHE"] = cache
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)  # one per test process, gone with it
 
 
 _no_hub()
