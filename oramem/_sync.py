@@ -62,6 +62,11 @@ class BackgroundLoop:
                 self._loop, self._thread, self._pid = loop, thread, os.getpid()
             return self._loop
 
+    def is_current(self) -> bool:
+        """True on this loop's own thread: the caller is a coroutine or callback it runs."""
+        thread = self._thread
+        return thread is not None and self._pid == os.getpid() and threading.current_thread() is thread
+
     def run(self, coro: Coroutine[Any, Any, R], *, name: str = "this call", use: str | None = None) -> R:
         """Run ``coro`` on the background loop and wait for its result (or exception).
 

@@ -94,6 +94,9 @@ class SQLAccess:
     sa_engine: sa.Engine
     #: a table with an ``agent_id`` key whose row a write locks (Oracle; set by the knowledge layer)
     agent_table: Any = None
+    #: every call runs on one connection under one lock (the embedded SQLite store), so a
+    #: layer gains no overlap by running its database work on other threads
+    serial = False
 
     def read(self) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError

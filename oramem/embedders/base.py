@@ -48,6 +48,11 @@ class IEmbedder(abc.ABC):
     subclassing only supplies the default ``embed_async``.
     """
 
+    #: ``embed`` only computes, in this process (no network, no database, no other process):
+    #: a caller with nothing to overlap it with may run it in place instead of on a worker
+    #: thread (the knowledge layer's sync calls on SQLite). False unless an embedder says so.
+    computes_locally: bool = False
+
     @property
     @abc.abstractmethod
     def embedding_dimension(self) -> int:

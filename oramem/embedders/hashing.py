@@ -50,6 +50,8 @@ class HashEmbedder(IEmbedder):
     (different seeds give unrelated vectors). See the module docstring for guarantees.
     """
 
+    computes_locally = True  # IEmbedder.computes_locally
+
     def __init__(self, dim: int = 256, *, seed: int = 0) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int):
             raise TypeError(f"HashEmbedder dim must be an int, got {type(dim).__name__}")

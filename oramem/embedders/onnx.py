@@ -150,6 +150,8 @@ class ONNXEmbedder(IEmbedder):
     ``download=False`` never touches the network for a model id.
     """
 
+    computes_locally = True  # IEmbedder.computes_locally
+
     def __init__(
         self,
         model: Union[str, "os.PathLike[str]"],

@@ -16,10 +16,11 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 import numpy as np
 
+from .._sync import BackgroundLoop
 from ..errors import StoreClosed
 from .text import to_utc
 
@@ -52,6 +53,9 @@ class KnowledgeRuntime:
     tracer_provider: Any = None
     #: set by ``KnowledgeMemory.close``: :meth:`now` refuses work from then on
     closed: bool = False
+    #: the instance's own event loop (its sync twins and in-process worker run there; set by
+    #: ``jobs.lifecycle.Lifecycle``), or None
+    home: Optional[BackgroundLoop] = None
 
     def now(self) -> datetime:
         """KC-0.2: the instance's clock, read once per public call, as an aware UTC datetime;
@@ -65,10 +69,25 @@ class KnowledgeRuntime:
             raise TypeError(f"clock returned {type(moment).__name__}, not a datetime")
         return to_utc(moment)
 
+    def runs_inline(self) -> bool:
+        """Blocking work may run right here, on the calling coroutine's thread: the coroutine
+        runs on the instance's own loop (a sync twin, the in-process worker: no caller's loop
+        to keep free) and the store does one database call at a time anyway
+        (``SQLAccess.serial``: the embedded SQLite store), so a worker thread would add two
+        thread hand-offs per call and no overlap (bench/results/knowledge_speed.md, round h)."""
+        home = self.home
+        return self.backend.serial and home is not None and home.is_current()
+
     async def in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run blocking database work on the worker pool (created once per instance, so sync
-        twins do not start threads per call); the caller's context variables (``fail_at``)
-        go along."""
+        """Run blocking database work off the event loop, on the worker pool (created once per
+        instance, so sync twins do not start threads per call), or inline where
+        :meth:`runs_inline` says a thread buys nothing. The caller's context variables
+        (``fail_at``) go along either way, and ``fn``'s changes to them stay in its copy."""
+        if self.runs_inline():
+            return contextvars.copy_context().run(fn, *args, **kwargs)
+        return await self._pool(fn, *args, **kwargs)
+
+    async def _pool(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         ctx = contextvars.copy_context()
         call = functools.partial(fn, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self.executor, ctx.run, call)
@@ -128,7 +147,11 @@ class KnowledgeRuntime:
     async def embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         emb = self.embedder
         if hasattr(emb, "embed"):
-            return await self.in_thread(emb.embed, texts, is_query=is_query)
+            # a model computed in this process runs inline like the database work; anything
+            # else (a service, the database's model) on the pool, where other writes overlap it
+            if getattr(emb, "computes_locally", False) is True and self.runs_inline():
+                return contextvars.copy_context().run(emb.embed, texts, is_query=is_query)
+            return await self._pool(emb.embed, texts, is_query=is_query)
         return await emb.embed_async(texts, is_query=is_query)
 
     async def read(self, fn: Callable[[Any], T]) -> T:

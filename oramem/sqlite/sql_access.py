@@ -24,6 +24,7 @@ __all__ = ["SQLiteAccess"]
 
 class SQLiteAccess(SQLAccess):
     dialect_name = "sqlite"
+    serial = True  # the store's one connection, under its lock
 
     def __init__(self, store: Any, configure: Optional[Callable[[sa.Engine], Any]] = None) -> None:
         try:

@@ -29,6 +29,7 @@ class Lifecycle:
     def __init__(self, rt: KnowledgeRuntime, name: str) -> None:
         self.rt = rt
         self.loop = BackgroundLoop(name)
+        rt.home = self.loop
         self.worker: Optional[BackgroundWorker] = None
 
     def start_worker(self, has_llm: bool, poll_interval: Any,

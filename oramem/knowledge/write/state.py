@@ -185,9 +185,11 @@ class WriteRun(WriteState):
     async def read_and_embed(self, fn: Callable[[sa.Connection], T], texts: list[str]) -> tuple[T, np.ndarray]:
         """``fn(conn)`` on a read connection, then :meth:`embed` of ``texts``: one trip to the
         worker pool when the embedder is sync (the read connection is closed before the
-        embedder runs); an async embedder is awaited after the read."""
+        embedder runs); an async embedder is awaited after the read. Where blocking work runs
+        inline (``KnowledgeRuntime.runs_inline``) there is no trip to save: the read, then
+        :meth:`embed`."""
         embed = getattr(self.rt.embedder, "embed", None)
-        if not texts or embed is None:
+        if not texts or embed is None or self.rt.runs_inline():  # no trip to save
             return await self.read(fn), await self.embed(texts)
 
         def both() -> tuple[T, Any, Optional[Exception]]:

@@ -1,0 +1,159 @@
+"""Where the knowledge layer's blocking work runs (``KnowledgeRuntime.runs_inline``; round h of
+``bench/results/knowledge_speed.md``).
+
+A sync call on the embedded SQLite store runs its database work, and a model computed in this
+process, on the instance's own loop thread: the store does one database call at a time, so a
+worker thread would only add two hand-offs per call. An embedder that is not local (a service,
+the database's model) still runs on the worker pool, where other writes overlap it; an async
+caller's event loop never runs any of it; and a backend whose calls can overlap (Oracle's pool)
+keeps the worker pool."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from oramem.embedders import HashEmbedder
+from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
+from oramem.oracle.sql_access import OracleAccess
+from oramem.sql_access import SQLAccess
+from oramem.sqlite.sql_access import SQLiteAccess
+
+from .helpers import extract
+
+
+class RecordingEmbedder(HashEmbedder):
+    """A HashEmbedder that says whether it computes locally and records the threads it ran on."""
+
+    def __init__(self, local: bool) -> None:
+        super().__init__(384)
+        self.computes_locally = local
+        self.threads: list[threading.Thread] = []
+
+    def embed(self, texts, *, is_query=False):
+        self.threads.append(threading.current_thread())
+        return super().embed(texts, is_query=is_query)
+
+
+@pytest.fixture
+def make(store, llm, clock, monkeypatch):
+    """``make(local)``: a KnowledgeMemory over a RecordingEmbedder, and the list of threads its
+    database work ran on (the knowledge backend's reads and writes, the store's searches)."""
+    made = []
+
+    def factory(local: bool) -> tuple[KnowledgeMemory, RecordingEmbedder, list[threading.Thread]]:
+        emb = RecordingEmbedder(local)
+        km = KnowledgeMemory(store, llm, emb, config=KnowledgeConfig(enable_reranker=False), clock=clock)
+        made.append(km)
+        db_threads: list[threading.Thread] = []
+        backend = km.runtime.backend
+
+        def recorded(fn):
+            def call(*args, **kwargs):
+                db_threads.append(threading.current_thread())
+                return fn(*args, **kwargs)
+            return call
+
+        for name in ("read", "write", "try_write"):
+            monkeypatch.setattr(backend, name, recorded(getattr(backend, name)))
+        monkeypatch.setattr(store, "search", recorded(store.search))
+        return km, emb, db_threads
+
+    yield factory
+    for km in made:
+        km.close()
+
+
+def _exercise(km: KnowledgeMemory, llm) -> None:
+    llm.route("extract", extract([("Ana", "person")], [("Ana", "Ana likes green tea")]))
+    assert km.write("a1", "Ana likes green tea", "Pedro").success
+    assert km.retrieve("a1", "what does Ana like?").facts
+
+
+def _home_thread(km: KnowledgeMemory) -> threading.Thread:
+    thread = km._loop_runner._thread
+    assert thread is not None
+    return thread
+
+
+def test_a_sync_call_on_sqlite_runs_database_work_and_a_local_model_on_the_instances_loop(make, llm, engine):
+    if engine != "sqlite":
+        pytest.skip("the inline path is the serial (SQLite) store's")
+    km, emb, db_threads = make(local=True)
+    _exercise(km, llm)
+    home = _home_thread(km)
+    assert db_threads and set(db_threads) == {home}
+    assert emb.threads and set(emb.threads) == {home}
+
+
+def test_an_embedder_that_is_not_local_stays_on_the_worker_pool(make, llm, engine):
+    if engine != "sqlite":
+        pytest.skip("the inline path is the serial (SQLite) store's")
+    km, emb, db_threads = make(local=False)
+    _exercise(km, llm)
+    home = _home_thread(km)
+    assert set(db_threads) == {home}
+    assert emb.threads and home not in emb.threads
+    assert all(t.name.startswith("oramem-kg_") for t in emb.threads), [t.name for t in emb.threads]
+
+
+def test_a_backend_whose_calls_can_overlap_keeps_the_worker_pool(make, llm, monkeypatch):
+    km, emb, db_threads = make(local=True)
+    monkeypatch.setattr(km.runtime.backend, "serial", False)
+    _exercise(km, llm)
+    home = _home_thread(km)
+    assert db_threads and home not in db_threads and home not in emb.threads
+    assert all(t.name.startswith("oramem-kg_") for t in db_threads + emb.threads)
+
+
+def test_only_the_embedded_store_says_its_calls_never_overlap():
+    assert SQLiteAccess.serial is True
+    assert OracleAccess.serial is False and SQLAccess.serial is False
+    assert HashEmbedder.computes_locally is True
+
+
+async def test_an_async_callers_loop_never_runs_blocking_work(make, llm):
+    km, emb, db_threads = make(local=True)
+    llm.route("extract", extract([("Ana", "person")], [("Ana", "Ana likes green tea")]))
+    caller = threading.current_thread()
+    assert (await km.write_async("a1", "Ana likes green tea", "Pedro")).success
+    assert (await km.retrieve_async("a1", "what does Ana like?")).facts
+    assert db_threads and emb.threads
+    assert caller not in db_threads and caller not in emb.threads
+    # nor the instance's loop (an async call never starts it): the worker pool
+    assert all(t.name.startswith("oramem-kg_") for t in db_threads + emb.threads)
+    assert km.runtime.runs_inline() is False
+
+
+def test_concurrent_sync_calls_from_several_threads_all_land(make, llm, engine):
+    """Four threads write and read through one instance at once: the inline work of one call
+    and the LLM waits of the others share the instance's loop without a deadlock."""
+    km, emb, _ = make(local=True)
+
+    def extract_reply(payload):
+        text = payload["message"] if isinstance(payload, dict) and "message" in payload else str(payload)
+        n = text.rsplit(" ", 1)[-1]
+        return extract([("Ana", "person")], [("Ana", f"Ana owns item{n}")])
+
+    llm.route("extract", extract_reply)
+    llm.route("reconcile", lambda p: {"decisions": [{"new_fact_index": f["index"], "action": "ADD"} for f in p["new_facts"]]})
+    errors: list[BaseException] = []
+
+    def worker(w: int) -> None:
+        try:
+            for i in range(5):
+                assert km.write("a1", f"note from writer {w} item {w}{i}", "Pedro").success
+                km.retrieve("a1", f"item{w}{i}")
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "a writer is stuck"
+    assert errors == []
+    facts = {f.fact_text for f in km.get_all("a1", limit=100)}
+    assert {f"Ana owns item{w}{i}" for w in range(4) for i in range(5)} <= facts
