@@ -77,25 +77,20 @@ def _home_thread(km: KnowledgeMemory) -> threading.Thread:
     return thread
 
 
-def test_a_sync_call_on_sqlite_runs_database_work_and_a_local_model_on_the_instances_loop(make, llm, engine):
+@pytest.mark.parametrize("local", [True, False], ids=["local model", "service"])
+def test_a_sync_call_on_sqlite_runs_database_work_on_the_instances_loop_and_a_service_on_the_pool(make, llm, engine,
+                                                                                                   local):
     if engine != "sqlite":
         pytest.skip("the inline path is the serial (SQLite) store's")
-    km, emb, db_threads = make(local=True)
+    km, emb, db_threads = make(local=local)
     _exercise(km, llm)
     home = _home_thread(km)
     assert db_threads and set(db_threads) == {home}
-    assert emb.threads and set(emb.threads) == {home}
-
-
-def test_an_embedder_that_is_not_local_stays_on_the_worker_pool(make, llm, engine):
-    if engine != "sqlite":
-        pytest.skip("the inline path is the serial (SQLite) store's")
-    km, emb, db_threads = make(local=False)
-    _exercise(km, llm)
-    home = _home_thread(km)
-    assert set(db_threads) == {home}
-    assert emb.threads and home not in emb.threads
-    assert all(t.name.startswith("oramem-kg_") for t in emb.threads), [t.name for t in emb.threads]
+    assert emb.threads
+    if local:  # a model computed in this process: inline too
+        assert set(emb.threads) == {home}
+    else:  # a service (or the database's model): the worker pool, where other writes overlap it
+        assert all(t.name.startswith("oramem-kg_") for t in emb.threads), [t.name for t in emb.threads]
 
 
 def test_a_backend_whose_calls_can_overlap_keeps_the_worker_pool(make, llm, monkeypatch):
