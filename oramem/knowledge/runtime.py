@@ -144,12 +144,14 @@ class KnowledgeRuntime:
 
         return await self.in_thread(both)
 
-    async def embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+    async def embed(self, texts: list[str], is_query: bool, *, alongside: bool = False) -> np.ndarray:
+        """The embedder's vectors of ``texts``. A model computed in this process runs inline like
+        the database work (:meth:`runs_inline`), unless the caller runs other work ``alongside``
+        it; anything else (a service, the database's model) runs on the pool, where other
+        writes overlap it."""
         emb = self.embedder
         if hasattr(emb, "embed"):
-            # a model computed in this process runs inline like the database work; anything
-            # else (a service, the database's model) on the pool, where other writes overlap it
-            if getattr(emb, "computes_locally", False) is True and self.runs_inline():
+            if not alongside and getattr(emb, "computes_locally", False) is True and self.runs_inline():
                 return contextvars.copy_context().run(emb.embed, texts, is_query=is_query)
             return await self._pool(emb.embed, texts, is_query=is_query)
         return await emb.embed_async(texts, is_query=is_query)

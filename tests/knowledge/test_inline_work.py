@@ -11,6 +11,7 @@ keeps the worker pool."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -24,15 +25,17 @@ from .helpers import extract
 
 
 class RecordingEmbedder(HashEmbedder):
-    """A HashEmbedder that says whether it computes locally and records the threads it ran on."""
+    """A HashEmbedder that says whether it computes locally and records the threads it ran on
+    (``threads``: every call; ``query_threads``: the calls for a search query)."""
 
     def __init__(self, local: bool) -> None:
         super().__init__(384)
         self.computes_locally = local
         self.threads: list[threading.Thread] = []
+        self.query_threads: list[threading.Thread] = []
 
     def embed(self, texts, *, is_query=False):
-        self.threads.append(threading.current_thread())
+        (self.query_threads if is_query else self.threads).append(threading.current_thread())
         return super().embed(texts, is_query=is_query)
 
 
@@ -86,11 +89,45 @@ def test_a_sync_call_on_sqlite_runs_database_work_on_the_instances_loop_and_a_se
     _exercise(km, llm)
     home = _home_thread(km)
     assert db_threads and set(db_threads) == {home}
-    assert emb.threads
+    assert emb.threads and emb.query_threads
     if local:  # a model computed in this process: inline too
         assert set(emb.threads) == {home}
     else:  # a service (or the database's model): the worker pool, where other writes overlap it
         assert all(t.name.startswith("oramem-kg_") for t in emb.threads), [t.name for t in emb.threads]
+    # retrieve embeds its query beside its first reads: on the pool either way
+    assert all(t.name.startswith("oramem-kg_") for t in emb.query_threads), [t.name for t in emb.query_threads]
+
+
+def test_retrieve_embeds_its_query_while_its_first_reads_run(make, llm, engine, monkeypatch):
+    """The query's embedding is not serialised behind the reads that run inline: a slow query
+    embedding is still running when a read starts."""
+    if engine != "sqlite":
+        pytest.skip("the inline path is the serial (SQLite) store's")
+    km, emb, _ = make(local=True)
+    llm.route("extract", extract([("Ana", "person")], [("Ana", "Ana likes green tea")]))
+    assert km.write("a1", "Ana likes green tea", "Pedro").success
+    embedding = threading.Event()
+    overlapped: list[bool] = []
+    embed, read = emb.embed, km.runtime.backend.read
+
+    def slow_embed(texts, *, is_query=False):
+        if not is_query:
+            return embed(texts, is_query=is_query)
+        embedding.set()
+        try:
+            time.sleep(0.3)
+            return embed(texts, is_query=is_query)
+        finally:
+            embedding.clear()
+
+    def watched_read(*args, **kwargs):
+        overlapped.append(embedding.is_set())
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(emb, "embed", slow_embed)
+    monkeypatch.setattr(km.runtime.backend, "read", watched_read)
+    assert km.retrieve("a1", "what does Ana like?").facts
+    assert any(overlapped), overlapped
 
 
 def test_a_backend_whose_calls_can_overlap_keeps_the_worker_pool(make, llm, monkeypatch):

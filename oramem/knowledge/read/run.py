@@ -49,6 +49,7 @@ async def run_retrieve(st: RetrieveState) -> RetrieveResult:
     # KC-5.1 entity keys, KC-5.3 expansion
     t0 = time.perf_counter()
     emb_task = asyncio.ensure_future(embed_query(st))
+    await asyncio.sleep(0)  # the task hands the query to the pool before the reads below (inline on a sync call)
 
     def keys_and_expansion(c: sa.Connection) -> tuple[tuple[list[str], bool], Any]:
         keys = resolve_keys(st, c)

@@ -142,9 +142,10 @@ def expand_query(st: RetrieveState, conn: sa.Connection, resolved: list[str]) ->
 
 async def embed_query(st: RetrieveState) -> Optional[str]:
     """``st.qvec``, the query's vector; on a failure None and the warning to give (returned, not
-    given here: the caller gives it where the pipeline's warnings expect it)."""
+    given here: the caller gives it where the pipeline's warnings expect it). Run as a task
+    beside the first reads: the embedder works on the pool meanwhile."""
     try:
-        out = await st.rt.embed([st.query], True)
+        out = await st.rt.embed([st.query], True, alongside=True)
         arr = np.asarray(out, dtype=np.float32)
         if arr.ndim != 2 or arr.shape[0] != 1 or arr.shape[1] != st.rt.dim or not np.all(np.isfinite(arr)):
             raise ValueError(f"embedder returned shape {arr.shape} for one query of dimension {st.rt.dim}")
