@@ -94,7 +94,7 @@ class KnowledgeRuntime:
 
     async def search(self, **kwargs: Any) -> Any:
         """Store search in the store's colour: a store opened on a sync source (SQLite, a
-        sync python-oracledb pool or connection) runs its sync call on the worker pool; an
+        sync python-oracledb pool or connection) runs its sync call through :meth:`in_thread`; an
         async-only store (an async pool) its async twin (python-oracledb's native asyncio).
         A vector query is a pure vector search on every store (SC-6.6), also on a hybrid one."""
         from ..trust.audit import internal  # SC-16.3: the layer's own searches are not audit entries
@@ -112,7 +112,7 @@ class KnowledgeRuntime:
     ) -> tuple[list[Any], T]:
         """The store searches ``searches`` (keyword arguments of :meth:`search`, in order),
         then ``fn(results, conn)`` on a read connection of the knowledge backend: on a sync
-        store one trip to the worker pool for all of it (each trip costs thread handoffs),
+        store one :meth:`in_thread` call for all of it (a trip to the pool costs thread handoffs),
         on an async-only store the searches in its async twin, then the read on the pool.
 
         ``searches`` may be a function ``plan(conn)`` that returns them: it reads what decides
@@ -157,7 +157,7 @@ class KnowledgeRuntime:
         return await emb.embed_async(texts, is_query=is_query)
 
     async def read(self, fn: Callable[[Any], T]) -> T:
-        """``fn(conn)`` on a read connection of the knowledge backend, on the worker pool."""
+        """``fn(conn)`` on a read connection of the knowledge backend, where :meth:`in_thread` runs it."""
 
         def run() -> T:
             with self.backend.read() as conn:

@@ -20,7 +20,7 @@ T = TypeVar("T")
 
 
 async def small_write(rt: KnowledgeRuntime, agent_id: str, fn: Callable[[sa.Connection], T]) -> T:
-    """``fn(conn)`` in one knowledge write transaction of the agent, on the worker pool."""
+    """``fn(conn)`` in one knowledge write transaction of the agent (``KnowledgeRuntime.in_thread``)."""
     def run() -> T:
         with rt.backend.write("knowledge update", agent_id) as conn:
             return fn(conn)

@@ -91,7 +91,7 @@ async def resolve_all(run: WriteRun) -> None:
         keys.add(run.speaker_key)
         return aliases, by_slug, reads.load_entities(conn, t, run.agent_id, keys, run.user_id)
 
-    # the prefetch and the names' vectors: one trip to the worker pool (a sync embedder)
+    # the prefetch and the names' vectors: one trip to the worker pool at most (a sync embedder)
     (run.alias_cache, run.slug_cache, known), vecs = await run.read_and_embed(prefetch, to_embed)
     run.prefetched_slugs = set(slugs)
     run.prefetched_norms = set(norms)
