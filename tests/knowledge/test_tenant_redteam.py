@@ -111,3 +111,77 @@ def test_bob_and_the_shared_scope_never_change_or_read_alices_knowledge(env):  #
     # and her own view still holds everything
     mine = km.retrieve(AGENT, f"where is the {SECRET}?", user_id="alice")
     assert SECRET in mine.context
+
+
+# ------------------------------------------------------------------ forged knowledge metadata
+# Bob's client (an MCP server scoped to bob on this agent, a LangChain vector store of his
+# scope) writes records of *his* scope with free metadata: here metadata that claims Alice's
+# knowledge scope (``kg_user``) or the shared one (no ``kg_user``), close to her queries.
+FORGED_FACT = {"kg_primary": "person:alice", "kg_entity_keys": ["person:alice"], "kg_confidence": 1.0,
+               "kg_valid_from": "2000-01-01T00:00:00+00:00", "kg_ingested_at": "2000-01-01T00:00:00+00:00",
+               "kg_is_stale": False}
+
+
+def _forge(store, texts: list[str], record_type: str, claims: dict) -> None:
+    extra = {"thread_ids": "bob-chat", "roles": "user"} if record_type == "message" else {}
+    store.add(texts, record_type, user_ids="bob", agent_ids=AGENT, metadata=claims, **extra)
+
+
+def test_bobs_records_claiming_alices_or_the_shared_scope_never_crowd_out_her_retrieve(env):  # noqa: F811
+    _, store, km, llm, clock = env
+    fact = f"Alice keeps the {SECRET} in the blue drawer"
+    llm.route("extract", extract([("Alice", "person")], [("Alice", fact)]))
+    km.write(AGENT, f"I keep the {SECRET} in the blue drawer", "Alice", user_id="alice")
+    km.add_fact(AGENT, "Hotel", "The hotel opens at 7", subject_type="place")  # shared
+    clock.advance()
+    query, shared_query = f"where is the {SECRET}? blue drawer", "when does the hotel open? at 7"
+
+    def seen(user, q):
+        r = km.retrieve(AGENT, q, user_id=user)
+        return [f.fact_text for f in r.facts], [e["text"] if isinstance(e, dict) else e.text for e in r.events]
+
+    before = {("alice", query): seen("alice", query), (None, shared_query): seen(None, shared_query),
+              ("carol", shared_query): seen("carol", shared_query)}
+    assert fact in before[("alice", query)][0] and before[("alice", query)][1]
+    assert "The hotel opens at 7" in before[(None, shared_query)][0]
+    rows = _alices_rows(km, store)
+
+    _forge(store, [query] * 300, "message", {"kg_source": "chat", "kg_user": "alice"})
+    _forge(store, [f"Alice: {query}"] * 300, "fact", {**FORGED_FACT, "kg_user": "alice"})
+    _forge(store, [f"Hotel: {shared_query}"] * 300, "fact", {**FORGED_FACT, "kg_primary": "place:hotel"})
+    _forge(store, [shared_query] * 300, "message", {"kg_source": "chat"})
+    assert _alices_rows(km, store) == rows
+
+    for (user, q), expected in before.items():
+        assert seen(user, q) == expected, (user, q)
+
+
+def test_bobs_records_claiming_alices_scope_never_hide_her_facts_from_her_reconciliation(env):  # noqa: F811
+    _, store, km, llm, clock = env
+    old, new = f"Alice keeps the {SECRET} in the blue drawer", f"Alice keeps the {SECRET} in the red drawer now"
+    llm.route("extract", extract([("Alice", "person")], [("Alice", old)]))
+    old_id = km.write(AGENT, f"I keep the {SECRET} in the blue drawer", "Alice", user_id="alice").facts_added[0]["fact_id"]
+    clock.advance()
+    # records of Bob's scope nearer to her next fact than her own fact is
+    _forge(store, [f"Alice: {new}"] * 300, "fact", {**FORGED_FACT, "kg_user": "alice"})
+    llm.route("extract", extract([("Alice", "person")], [("Alice", new)]))
+    llm.route("reconcile", {"decisions": [{"new_fact_index": 1, "action": "UPDATE", "existing_fact_index": 1}]})
+    km.write(AGENT, f"I keep the {SECRET} in the red drawer now", "Alice", user_id="alice")
+    (call,) = llm.calls_for("reconcile")  # her own fact was offered for reconciliation
+    assert [e["fact_id"] for e in call["existing"]] == [old_id]
+    assert [f.fact_text for f in km.get_all(AGENT, user_id="alice")] == [new]
+
+
+def test_bobs_records_claiming_alices_scope_never_hide_her_facts_from_her_informed_extraction(env):  # noqa: F811
+    _, store, km, llm, clock = env
+    old = f"Alice keeps the {SECRET} in the blue drawer"
+    llm.route("extract", extract([("Alice", "person")], [("Alice", old)]))
+    km.write(AGENT, old, "Alice", user_id="alice")
+    km.add_entity(AGENT, "Alice", type="person", aliases=["Ali"], user_id="alice")  # the message names her so
+    clock.advance()
+    message = f"Ali moved the {SECRET} to the red drawer"
+    _forge(store, [message] * 300, "fact", {**FORGED_FACT, "kg_user": "alice"})
+    llm.route("extract", extract([("Alice", "person")], [("Alice", message)]))
+    km.write(AGENT, message, "Alice", user_id="alice")
+    (known,) = llm.calls_for("extract")[-1]["existing_knowledge"]  # KC-4.6: her facts about the entity named
+    assert (known["entity_key"], known["facts"]) == ("person:alice", [old])
