@@ -31,7 +31,10 @@ TTL (minutes)       precise expiry in ``metadata["langgraph"]["expires_at"]`` (e
 ==================  =================================================================
 
 Items are always returned with their exact namespace and key; reads never cross the fixed
-scope. ``list_namespaces`` and a search without a query read the matching records' metadata
+scope. A record id is predictable, so a record of another scope may sit under an item's id
+(written by an adapter that takes caller ids, or by an ``OramemStore`` that maps the scope
+differently): ``get`` and ``search`` never return it, ``delete`` leaves it, and ``put`` raises
+``ValueError`` rather than write the item's value into it. ``list_namespaces`` and a search without a query read the matching records' metadata
 (filters run in the database), so they cost one pass over the matching items.
 """
 
