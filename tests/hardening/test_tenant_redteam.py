@@ -156,3 +156,16 @@ def test_metadata_filters_naming_scope_fields_never_widen_a_scope_slow(make_stor
         store = make_store()
         strategies = [SearchStrategy.VECTOR]
     _run(store, strategies, 300, seed=seed)
+
+
+def test_approximate_search_with_filters_never_widens_a_scope(tmp_path):
+    """The same draws on an ANN index (built at once: ``min_rows=0``; every selectivity takes
+    the approximate path), where candidates come from the index before the scope test."""
+    pytest.importorskip("hnswlib")
+    from oramem import SQLiteMemoryStore
+    from oramem.ann import AnnConfig
+    from oramem.testing import HashEmbedder
+
+    with SQLiteMemoryStore(str(tmp_path / "ann.db"), embedder=HashEmbedder(32), search_strategy=SearchStrategy.HYBRID,
+                           approximate_search=AnnConfig(min_rows=0, min_selectivity=0.0)) as store:
+        _run(store, [SearchStrategy.VECTOR, SearchStrategy.HYBRID], 150, seed=23)
