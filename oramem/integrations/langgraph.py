@@ -31,7 +31,10 @@ TTL (minutes)       precise expiry in ``metadata["langgraph"]["expires_at"]`` (e
 ==================  =================================================================
 
 Items are always returned with their exact namespace and key; reads never cross the fixed
-scope. ``list_namespaces`` and a search without a query read the matching records' metadata
+scope. A record id is predictable, so a record of another scope may sit under an item's id
+(written by an adapter that takes caller ids, or by an ``OramemStore`` that maps the scope
+differently): ``get`` and ``search`` never return it, ``delete`` leaves it, and ``put`` raises
+``ValueError`` rather than write the item's value into it. ``list_namespaces`` and a search without a query read the matching records' metadata
 (filters run in the database), so they cost one pass over the matching items.
 """
 
@@ -294,9 +297,21 @@ class OramemStore(BaseStore):
             if op.ttl is not None:
                 self._check_ttl(op.ttl)
 
+    def _in_scope(self, record: Any, namespace: tuple[str, ...]) -> bool:
+        """Whether ``record`` carries exactly the scope this store gives ``namespace``. A record
+        id is derived from (fixed scope, namespace, key), so it can be predicted: a record of
+        another scope under that id (written through another adapter that takes caller ids, or
+        by another ``OramemStore`` mapping the scope differently) is never read, overwritten or
+        deleted as this store's item."""
+        scope = self._scope(namespace)
+        return (record.user_id, record.agent_id, record.thread_id) == (
+            scope["user_id"], scope["agent_id"], scope["thread_id"])
+
     def _read_one(self, namespace: tuple[str, ...], key: str):
         record = yield call("get", self._record_type, self._record_id(namespace, key))
         if record is None or not record.metadata or "langgraph" not in record.metadata:
+            return None
+        if not self._in_scope(record, namespace):
             return None
         meta = record.metadata["langgraph"]
         if tuple(meta.get("namespace", ())) != tuple(namespace) or meta.get("key") != key:
@@ -330,8 +345,17 @@ class OramemStore(BaseStore):
     def _put(self, op: PutOp):
         namespace = tuple(op.namespace)
         record_id = self._record_id(namespace, op.key)
+        existing = yield call("get", self._record_type, record_id)
+        if existing is not None and not self._in_scope(existing, namespace):
+            if op.value is None:
+                return None  # not this store's item: nothing of its scope to delete
+            raise ValueError(
+                f"the record id of item {op.key!r} in namespace {namespace!r} is taken by a record of another "
+                "scope; it is left unchanged (remove that record, or use another key)"
+            )
         if op.value is None:
-            yield call("delete", self._record_type, record_id)
+            if existing is not None:
+                yield call("delete", self._record_type, record_id)
             return None
         value = dict(op.value)
         ttl = op.ttl if op.ttl is not None else self._default_ttl
@@ -349,11 +373,12 @@ class OramemStore(BaseStore):
         content = json.dumps(value, ensure_ascii=False)
         texts = self._texts(value, op.index)
         expiry = self._expiry_fields(ttl, moment)
-        changed = yield call(
-            "update", self._record_type, record_id, text=content, index_text=texts or "", metadata=metadata, **expiry
-        )
-        if changed:
-            return None
+        if existing is not None:
+            changed = yield call(
+                "update", self._record_type, record_id, text=content, index_text=texts or "", metadata=metadata, **expiry
+            )
+            if changed:
+                return None
         scope = self._scope(namespace)
         yield call(
             "add",

@@ -58,6 +58,17 @@ def with_scope(metadata_filter: dict[str, Any], user_id: Optional[str], *, read:
     return {"$and": [metadata_filter, store_scope(user_id, read=read)]}
 
 
+def store_user(user_id: Optional[str]) -> dict[str, Any]:
+    """The store scope arguments of a knowledge store search in the one scope ``user_id``: the
+    records' own ``user_id``, matched exactly (``None``: records without a user). Metadata is
+    written by whoever writes a record, so ``kg_user`` (:func:`store_scope`) cannot be the
+    boundary alone: a user's client may write records of its own scope whose metadata claims
+    another user's (or the shared) scope, and such records would fill another user's top-k
+    before the knowledge rows are read. The record's ``user_id`` is set only by a writer of
+    that scope."""
+    return {"user_id": user_id, "exact_user_match": True}
+
+
 # -- cached statements (issue 25 item 6)
 # The hot read statements are built once per table set and shape, with every value a bound
 # parameter (``p_*``), not once per retrieve: building a SELECT of the fact table's columns,

@@ -156,6 +156,24 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
         return f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off"
 
 
+async def _visible_search(st: RetrieveState, **kwargs: Any) -> list[Any]:
+    """A store search over the store records KC-3.8 lets ``st.user_id`` see. The metadata
+    filter's ``kg_user`` scope is written by whoever writes a record, so a client of another
+    user may write records of *its* scope that claim this one and fill the top-k. The search
+    runs once, as before; when a hit's own ``user_id`` (set only by a writer of that scope) is
+    neither None nor ``st.user_id``, it runs again per store scope (``reads.store_user``: the
+    shared records and, for a user, hers) and the two are merged nearest first (ties by record
+    type, then id: SC-6.1), ``k`` in all. Without such a hit the first answer is already the
+    top-k of the visible records (they are a subset of what it ranked)."""
+    hits: list[Any] = await st.rt.search(**kwargs)
+    if all(record.user_id in (None, st.user_id) for record, _ in hits):
+        return hits
+    scopes = [None] if st.user_id is None else [st.user_id, None]
+    found = await asyncio.gather(*(st.rt.search(**kwargs, **reads.store_user(user)) for user in scopes))
+    merged = sorted((hit for hits in found for hit in hits), key=lambda h: (float(h[1]), h[0].record_type, h[0].id))
+    return merged[: kwargs["k"]]
+
+
 def _store_filter(st: RetrieveState, filter_keys: Optional[list[str]]) -> dict[str, Any]:
     return reads.with_scope(store_filter(st.view, min_confidence=st.cfg.min_confidence, entity_keys=filter_keys),
                             st.user_id, read=True)
@@ -164,7 +182,7 @@ def _store_filter(st: RetrieveState, filter_keys: Optional[list[str]]) -> dict[s
 async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[Any]:
     if st.qvec is None:
         return []
-    hits: list[Any] = await st.rt.search(
+    hits: list[Any] = await _visible_search(st,
         query_vector=st.qvec, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="vector",
         metadata_filter=_store_filter(st, filter_keys),
     )
@@ -178,7 +196,7 @@ async def keyword_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[
         st.warn("keyword signal unavailable")
         return []
     text = " ".join([st.query] + expanded.expanded_terms)
-    hits: list[Any] = await st.rt.search(
+    hits: list[Any] = await _visible_search(st,
         query=text, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="keyword",
         metadata_filter=_store_filter(st, filter_keys),
     )
@@ -380,7 +398,7 @@ async def event_signal(st: RetrieveState) -> list[dict[str, Any]]:
     cfg = st.cfg
     if st.qvec is None:
         return []
-    hits = await st.rt.search(
+    hits = await _visible_search(st,
         query_vector=st.qvec, k=cfg.event_max_scan, agent_id=st.agent_id, record_types=["message"], strategy="vector",
         metadata_filter=reads.with_scope({"kg_source": {"$exists": True}}, st.user_id, read=True),
     )

@@ -134,6 +134,7 @@ async def informed_context(run: WriteRun) -> list[dict[str, Any]]:
             k=per_entity,
             agent_id=run.agent_id,
             record_types=["fact"],
+            **reads.store_user(run.user_id),
             metadata_filter=reads.with_scope({"kg_primary": k, **_CURRENT_FILTER}, run.user_id),
         ) for k in need]
 

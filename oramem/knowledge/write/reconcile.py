@@ -64,6 +64,7 @@ async def reconcile(run: WriteRun, facts: list[XFact]) -> list[Decision]:
             k=cfg.reconcile_candidates,
             agent_id=run.agent_id,
             record_types=["fact"],
+            **reads.store_user(run.user_id),
             metadata_filter=reads.with_scope({"kg_primary": key, **_CURRENT_FILTER}, run.user_id),
         ) for key in searched for f in groups[key]]
 

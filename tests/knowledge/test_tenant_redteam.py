@@ -1,0 +1,187 @@
+"""Red team of the knowledge layer's user boundary (KC-3.7, KC-3.8, KC-6.0), after
+``test_tenant_knowledge``: Bob, on the agent Alice uses, acts on her rows by every public
+method that takes a user, an id or an entity key, and the background jobs run in Bob's scope
+and in the shared scope with a model that agrees to every merge. Alice's rows (every knowledge
+table) and her store records must come out byte for byte as they were, and nothing Bob reads
+may carry her words."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import sqlalchemy as sa
+
+from .helpers import extract, write_keeper
+from .test_tenant_knowledge import env  # noqa: F401  (the fixture: store, KnowledgeMemory, LLM, clock)
+
+AGENT = "desk"
+SECRET = "passport"
+
+
+def _alices_rows(km, store) -> dict[str, Any]:
+    """Every row of Alice's scope, per knowledge table, plus her store records."""
+    t = km.runtime.tables
+    out: dict[str, Any] = {}
+    with km.runtime.backend.read() as conn:
+        for table in t.all_agent_tables():
+            if "user_id" not in table.c:
+                continue
+            rows = conn.execute(sa.select(table).where(table.c.user_id == "alice")).mappings().all()
+            out[table.name] = sorted((sorted((k, repr(v)) for k, v in r.items()) for r in rows), key=repr)
+    for rtype in ("message", "fact", "memory"):
+        out[f"store:{rtype}"] = sorted(
+            (r.id, r.content, repr(r.metadata), r.thread_id, r.agent_id, r.expires_at)
+            for r in store.list(rtype, limit=None, user_id="alice"))
+    return out
+
+
+def _world(km, llm, clock) -> dict[str, str]:
+    """Alice's facts, edge and intention; Bob's and the shared ones name the same people."""
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    llm.route("extract", extract(entities=[("Alice", "person")], facts=[("Alice", "Alice flies to Lima on Friday")],
+                                 intentions=[{"trigger_type": "keyword", "trigger_condition": "Lima",
+                                              "intended_action": f"remind Alice of the {SECRET}"}]))
+    km.write(AGENT, "Remind me of the passport when I mention Lima", "Alice", user_id="alice",
+             session_id="alice-chat")
+    clock.advance(minutes=1)
+    # Bob's scope and the shared scope hold entities of the same names (merge and alias bait)
+    write_keeper(km, llm, clock, "bob", "Bob", "keys", "Bob keeps the keys in the drawer")
+    km.add_fact(AGENT, "Alice", "Alice is Bob's neighbour", subject_type="person", user_id="bob")
+    km.add_entity(AGENT, "Alice Friend", type="person", user_id="bob")
+    km.add_fact(AGENT, "Alice", "Alice is a guest of the hotel", subject_type="person")  # shared
+    alice_fact = next(f.fact_id for f in km.get_all(AGENT, user_id="alice") if SECRET in f.fact_text)
+    (intention,) = km.intentions(AGENT, user_id="alice")
+    return {"fact": alice_fact, "intention": intention.id}
+
+
+def test_bob_and_the_shared_scope_never_change_or_read_alices_knowledge(env):  # noqa: F811
+    _, store, km, llm, clock = env
+    ids = _world(km, llm, clock)
+    # a model that agrees to every merge and writes summaries from what it is shown
+    llm.route("entity_merge", {"should_merge": True})
+    llm.route("entity_summary", lambda p: {"summary": " / ".join(p["facts"]) or "nothing"})
+    llm.route("cluster_summary", {"summary": "Things kept in drawers."})
+    llm.route("community", {"title": "Drawers", "summary": "Things kept in drawers."})
+    llm.route("consolidate", lambda p: {"observations": [
+        {"type": "pattern", "title": "Keeps things", "text": " ".join(e["text"] for e in p["events"])[:500],
+         "supporting_event_indices": [1], "supporting_fact_indices": []}]})
+    # every pair of same-type entities of a scope is a merge candidate
+    km.config = dataclasses.replace(km.config, memify_merge_similarity_threshold=-1.0)
+    before = _alices_rows(km, store)
+    assert before["store:fact"] and before["store:message"] and all(before[t.name] for t in (
+        km.runtime.tables.fact, km.runtime.tables.entity, km.runtime.tables.relationship, km.runtime.tables.intention))
+
+    # Bob's id-based calls on Alice's rows: refused as unknown, nothing changed
+    assert km.annotate_fact(AGENT, ids["fact"], "bob was here", user_id="bob") is False
+    assert km.fulfill_intention(AGENT, ids["intention"], "done by bob", user_id="bob") is False
+    assert km.fulfill_intention(AGENT, ids["intention"], "done by nobody") is False
+    assert km.confirm_fact(AGENT, ids["fact"], user_id="bob") is False
+    assert km.retract_fact(AGENT, ids["fact"], user_id="bob") is False
+    assert km.delete(AGENT, ids["fact"], user_id="bob") is False
+    assert km.get(AGENT, ids["fact"], user_id="bob") is None and km.history(AGENT, ids["fact"], user_id="bob") == []
+
+    # Bob's reads, aimed at her entity, her session and her trigger word
+    for user in ("bob", None):
+        result = km.retrieve(AGENT, f"where is the {SECRET}? Lima", user_id=user, session_id="alice-chat",
+                             entity_keys=["person:alice"], include_directives=False)
+        seen = result.context + " ".join(f.fact_text for f in result.facts)
+        assert SECRET not in seen and "Lima" not in seen, (user, seen)
+        assert {f.user_id for f in result.facts} <= {None, user}
+        assert not any(SECRET in (r.fact_text or "") for r in km.get_all(AGENT, user_id=user, include_inactive=True))
+        assert all(r.user_id in (None, user) for r in km.entities(AGENT, user_id=user, include_inactive=True))
+        assert all(r.user_id in (None, user)
+                   for r in km.relationships(AGENT, entity_key="person:alice", include_inactive=True, user_id=user))
+        assert km.intentions(AGENT, user_id=user) == []
+
+    # the background jobs of Bob's scope and of the shared scope
+    merges = {}
+    for user in ("bob", None):
+        report = km.run_background(AGENT, user_id=user)
+        assert not report.errors, report.errors
+        merges[user] = report.results["memify"].merges_executed
+    assert merges["bob"] >= 1  # the jobs did merge (Bob's "Alice" into one of his people)
+    for user in ("bob", None):
+        texts = [e.summary_text or "" for e in km.entities(AGENT, user_id=user, include_inactive=True)]
+        texts += [f.fact_text for f in km.get_all(AGENT, user_id=user, include_inactive=True)]
+        texts.append(km.retrieve(AGENT, f"{SECRET} drawer Lima", user_id=user).context)
+        assert not any(SECRET in t or "Lima" in t for t in texts), (user, texts)
+
+    assert _alices_rows(km, store) == before  # not one byte of her scope changed
+    # and her own view still holds everything
+    mine = km.retrieve(AGENT, f"where is the {SECRET}?", user_id="alice")
+    assert SECRET in mine.context
+
+
+# ------------------------------------------------------------------ forged knowledge metadata
+# Bob's client (an MCP server scoped to bob on this agent, a LangChain vector store of his
+# scope) writes records of *his* scope with free metadata: here metadata that claims Alice's
+# knowledge scope (``kg_user``) or the shared one (no ``kg_user``), close to her queries.
+FORGED_FACT = {"kg_primary": "person:alice", "kg_entity_keys": ["person:alice"], "kg_confidence": 1.0,
+               "kg_valid_from": "2000-01-01T00:00:00+00:00", "kg_ingested_at": "2000-01-01T00:00:00+00:00",
+               "kg_is_stale": False}
+
+
+def _forge(store, texts: list[str], record_type: str, claims: dict) -> None:
+    extra = {"thread_ids": "bob-chat", "roles": "user"} if record_type == "message" else {}
+    store.add(texts, record_type, user_ids="bob", agent_ids=AGENT, metadata=claims, **extra)
+
+
+def test_bobs_records_claiming_alices_or_the_shared_scope_never_crowd_out_her_retrieve(env):  # noqa: F811
+    _, store, km, llm, clock = env
+    fact = f"Alice keeps the {SECRET} in the blue drawer"
+    llm.route("extract", extract([("Alice", "person")], [("Alice", fact)]))
+    km.write(AGENT, f"I keep the {SECRET} in the blue drawer", "Alice", user_id="alice")
+    km.add_fact(AGENT, "Hotel", "The hotel opens at 7", subject_type="place")  # shared
+    clock.advance()
+    query, shared_query = f"where is the {SECRET}? blue drawer", "when does the hotel open? at 7"
+
+    def seen(user, q):
+        r = km.retrieve(AGENT, q, user_id=user)
+        return [f.fact_text for f in r.facts], [e["text"] if isinstance(e, dict) else e.text for e in r.events]
+
+    before = {("alice", query): seen("alice", query), (None, shared_query): seen(None, shared_query),
+              ("carol", shared_query): seen("carol", shared_query)}
+    assert fact in before[("alice", query)][0] and before[("alice", query)][1]
+    assert "The hotel opens at 7" in before[(None, shared_query)][0]
+    rows = _alices_rows(km, store)
+
+    _forge(store, [query] * 300, "message", {"kg_source": "chat", "kg_user": "alice"})
+    _forge(store, [f"Alice: {query}"] * 300, "fact", {**FORGED_FACT, "kg_user": "alice"})
+    _forge(store, [f"Hotel: {shared_query}"] * 300, "fact", {**FORGED_FACT, "kg_primary": "place:hotel"})
+    _forge(store, [shared_query] * 300, "message", {"kg_source": "chat"})
+    assert _alices_rows(km, store) == rows
+
+    for (user, q), expected in before.items():
+        assert seen(user, q) == expected, (user, q)
+
+
+def test_bobs_records_claiming_alices_scope_never_hide_her_facts_from_her_reconciliation(env):  # noqa: F811
+    _, store, km, llm, clock = env
+    old, new = f"Alice keeps the {SECRET} in the blue drawer", f"Alice keeps the {SECRET} in the red drawer now"
+    llm.route("extract", extract([("Alice", "person")], [("Alice", old)]))
+    old_id = km.write(AGENT, f"I keep the {SECRET} in the blue drawer", "Alice", user_id="alice").facts_added[0]["fact_id"]
+    clock.advance()
+    # records of Bob's scope nearer to her next fact than her own fact is
+    _forge(store, [f"Alice: {new}"] * 300, "fact", {**FORGED_FACT, "kg_user": "alice"})
+    llm.route("extract", extract([("Alice", "person")], [("Alice", new)]))
+    llm.route("reconcile", {"decisions": [{"new_fact_index": 1, "action": "UPDATE", "existing_fact_index": 1}]})
+    km.write(AGENT, f"I keep the {SECRET} in the red drawer now", "Alice", user_id="alice")
+    (call,) = llm.calls_for("reconcile")  # her own fact was offered for reconciliation
+    assert [e["fact_id"] for e in call["existing"]] == [old_id]
+    assert [f.fact_text for f in km.get_all(AGENT, user_id="alice")] == [new]
+
+
+def test_bobs_records_claiming_alices_scope_never_hide_her_facts_from_her_informed_extraction(env):  # noqa: F811
+    _, store, km, llm, clock = env
+    old = f"Alice keeps the {SECRET} in the blue drawer"
+    llm.route("extract", extract([("Alice", "person")], [("Alice", old)]))
+    km.write(AGENT, old, "Alice", user_id="alice")
+    km.add_entity(AGENT, "Alice", type="person", aliases=["Ali"], user_id="alice")  # the message names her so
+    clock.advance()
+    message = f"Ali moved the {SECRET} to the red drawer"
+    _forge(store, [message] * 300, "fact", {**FORGED_FACT, "kg_user": "alice"})
+    llm.route("extract", extract([("Alice", "person")], [("Alice", message)]))
+    km.write(AGENT, message, "Alice", user_id="alice")
+    (known,) = llm.calls_for("extract")[-1]["existing_knowledge"]  # KC-4.6: her facts about the entity named
+    assert (known["entity_key"], known["facts"]) == ("person:alice", [old])
