@@ -33,7 +33,7 @@ from datetime import datetime, timedelta, timezone
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from knowledge_write import Timed, TimedEmbedder, TimedLLM, add_all  # noqa: E402
+from knowledge_write import Timed, TimedEmbedder, TimedLLM, add_all, paired_summary, pool_pairing  # noqa: E402
 
 from bench.calibrate import python_loop_ms, trip_us  # noqa: E402
 from oramem import SQLiteMemoryStore  # noqa: E402
@@ -80,6 +80,9 @@ def main() -> None:
     ap.add_argument("--save-db", default=None, metavar="PATH", help="after loading, keep a copy of the store here")
     ap.add_argument("--from-db", default=None, metavar="PATH", help="time on a copy of a --save-db store (no load)")
     ap.add_argument("--dump", default=None, metavar="FILE", help="write each query's returned facts and scores (JSON lines)")
+    ap.add_argument("--paired-pool", action="store_true",
+                    help="alternate the timed queries between the worker-pool path and the inline one (round h); the "
+                         "usual figures are the inline queries', paired_pool has each path's p50")
     args = ap.parse_args()
     # the store (unless --db names one) and its sidecars live here, removed on the way out
     with tempfile.TemporaryDirectory(prefix="oramem-kg-rbench-") as tmp:
@@ -165,7 +168,10 @@ def run(args: argparse.Namespace, tmp: str) -> None:
     steps: dict[str, list[float]] = {}
     by_leg: dict[str, list[float]] = {}
     km.retrieve("bench", "warm up Person 001")
+    by_mode: dict[str, list[float]] = {"inline": [], "pool": []} if args.paired_pool else {"inline": []}
+    mode = pool_pairing(km, args.paired_pool)
     for q in range(args.queries):
+        lane = mode(q)
         a = entities[(q * 13) % 100]
         query = f"what does {a} do with item{q % 100}?"
         e0, ec0 = emb_t.seconds, emb_t.cpu
@@ -175,14 +181,16 @@ def run(args: argparse.Namespace, tmp: str) -> None:
         r = km.retrieve("bench", query)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert r.facts and not [w for w in r.warnings if not w.startswith("keyword signal")], r.warnings
-        walls.append((wall - (emb_t.seconds - e0)) * 1000.0)
-        cpus.append((cpu - (emb_t.cpu - ec0)) * 1000.0)
-        searches.append(covered() * 1000.0)
-        nfacts.append(len(r.facts))
-        for leg, sec in legs.items():
-            by_leg.setdefault(leg, []).append(sec * 1000.0)
-        for stp in r.stats.steps:
-            steps.setdefault(stp.name, []).append(stp.duration_ms)
+        by_mode[lane].append((wall - (emb_t.seconds - e0)) * 1000.0)
+        if lane == "inline":  # the usual figures: every query, or the inline half of --paired-pool
+            walls.append((wall - (emb_t.seconds - e0)) * 1000.0)
+            cpus.append((cpu - (emb_t.cpu - ec0)) * 1000.0)
+            searches.append(covered() * 1000.0)
+            nfacts.append(len(r.facts))
+            for leg, sec in legs.items():
+                by_leg.setdefault(leg, []).append(sec * 1000.0)
+            for stp in r.stats.steps:
+                steps.setdefault(stp.name, []).append(stp.duration_ms)
         if args.dump:
             dumped.append({"query": query, "facts": [[f.fact_id, f.score, f.scores] for f in r.facts],
                            "context": r.context, "total_candidates": r.total_candidates,
@@ -227,6 +235,7 @@ def run(args: argparse.Namespace, tmp: str) -> None:
         "trip_us": trip_us(),
         "target_ms_p50": 30,
         "load_seconds": round(load_s, 1),
+        **({"paired_pool": paired_summary(by_mode, statistics.median)} if args.paired_pool else {}),
     }))
 
 

@@ -88,6 +88,29 @@ def add_all(payload):
     return {"decisions": [{"new_fact_index": f["index"], "action": "ADD"} for f in payload["new_facts"]]}
 
 
+def pool_pairing(km: KnowledgeMemory, enabled: bool):
+    """``--paired-pool``: ``mode(i)`` puts call ``i`` of the timed loop on the knowledge layer's
+    worker pool when ``i`` is even (the path before round h of bench/results/knowledge_speed.md:
+    ``runtime.home`` unset, so ``runs_inline`` is False) and inline otherwise, so both paths run
+    in the same process and minutes, alternating; without the flag every call is ``"inline"``."""
+    home = km.runtime.home
+
+    def mode(i: int) -> str:
+        if not enabled:
+            return "inline"
+        pooled = i % 2 == 0
+        km.runtime.home = None if pooled else home
+        return "pool" if pooled else "inline"
+
+    return mode
+
+
+def paired_summary(by_mode: dict, stat) -> dict:
+    """The ``paired_pool`` block of the JSON line: ``stat`` of each path's samples, and their count."""
+    return {"calls_each": min(len(v) for v in by_mode.values()),
+            **{f"{name}_ms": round(stat(v), 2) for name, v in sorted(by_mode.items())}}
+
+
 def message(llm, entities, m: int) -> tuple[str, str]:
     a, b = entities[m % 100], entities[(m * 7 + 3) % 100]
     llm.route("extract", {
@@ -129,6 +152,9 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="after the timed writes, profile N more writes with yappi (every thread, CPU clock; yappi is "
                          "not a project dependency: pip install yappi) and print the top functions to stderr")
+    ap.add_argument("--paired-pool", action="store_true",
+                    help="alternate the timed writes between the worker-pool path and the inline one (round h); the "
+                         "usual figures are the inline writes', paired_pool has each path's mean")
     args = ap.parse_args()
     # the store (unless --db names one) and its sidecars live here, removed on the way out
     with tempfile.TemporaryDirectory(prefix="oramem-kg-bench-") as tmp:
@@ -171,18 +197,25 @@ def run(args: argparse.Namespace, tmp: str) -> None:
 
     # -- measure
     samples, cpu_samples, store_samples = [], [], []
+    by_mode: dict[str, list[float]] = {"inline": [], "pool": []} if args.paired_pool else {"inline": []}
+    mode = pool_pairing(km, args.paired_pool)
     time_store(store, store_t)
     for m in range(args.messages):
+        lane = mode(m)
         a, b = message(llm, entities, m)
         l0, e0, lc0, ec0, sc0 = llm_t.seconds, emb_t.seconds, llm_t.cpu, emb_t.cpu, store_t.cpu
         t0, c0 = time.perf_counter(), time.process_time()
         r = km.write("bench", f"{a} met {b}", "Pedro")
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert r.success and not r.warnings, (r.error, r.warnings)
-        samples.append((wall - (llm_t.seconds - l0) - (emb_t.seconds - e0)) * 1000.0)
+        overhead = (wall - (llm_t.seconds - l0) - (emb_t.seconds - e0)) * 1000.0
+        by_mode[lane].append(overhead)
+        now[0] += timedelta(minutes=1)
+        if lane != "inline":
+            continue
+        samples.append(overhead)
         cpu_samples.append((cpu - (llm_t.cpu - lc0) - (emb_t.cpu - ec0)) * 1000.0)
         store_samples.append((store_t.cpu - sc0) * 1000.0)
-        now[0] += timedelta(minutes=1)
     if args.profile:
         profile(km, llm, entities, args.profile, now)
     km.close()
@@ -203,6 +236,7 @@ def run(args: argparse.Namespace, tmp: str) -> None:
         "trip_us": trip_us(),
         "target_ms": 15,
         "load_seconds": round(load_s, 1),
+        **({"paired_pool": paired_summary(by_mode, statistics.mean)} if args.paired_pool else {}),
     }
     print(json.dumps(out))
 
