@@ -5,8 +5,6 @@ re-entrant lock (``check_same_thread=False``). Each engine call holds the lock f
 whole transaction, so calls from several threads are serialised inside a process, and
 the in-memory vector cache, which lives next to the connection, needs no other lock. The
 same shape serves ``":memory:"``, where every connection would be a separate database.
-A writable file also gets a :class:`Checkpointer`: a thread with a second connection that
-only ever runs WAL checkpoints, so that commits do not.
 
 Processes share a file through SQLite's own locking: WAL journal, writes in ``BEGIN
 IMMEDIATE`` (so a writer takes the write lock before reading what it will change) and a
@@ -21,7 +19,6 @@ import pathlib
 from oramem.sqlite._sqlite import sqlite3
 import threading
 import time
-import weakref
 from typing import Any, Callable, Iterator, Optional
 
 from ..errors import StoreBusy, StoreClosed, StoreError, is_sqlite_busy
@@ -67,92 +64,6 @@ def connect_read_only(path: str, busy_timeout: float = BUSY_TIMEOUT_S, **kwargs:
     return conn, True
 
 
-#: WAL pages a background checkpoint aims to copy at a time (SQLite's own automatic checkpoint,
-#: left at its 1,000 pages, then runs only when the background one falls behind)
-CHECKPOINT_TARGET_PAGES = 500
-
-
-class Checkpointer:
-    """WAL checkpoints of one writable database file on a thread of their own.
-
-    SQLite's automatic checkpoint runs inside the commit that takes the WAL past 1,000 pages:
-    that commit copies the WAL into the database file and syncs it (~20 ms here for 1,000 pages
-    of 16 KiB: one knowledge write in ~20 paid it, the write bench's p95 21 ms against 6 without;
-    bench/results/knowledge_speed.md, round h). Here a thread with its own connection runs a
-    PASSIVE checkpoint (it never waits for a reader or a writer; what it cannot copy yet the next
-    one does) after every few commits, as many as make about :data:`CHECKPOINT_TARGET_PAGES`
-    pages by the last checkpoint's count. The automatic checkpoint stays on as the backstop,
-    and a checkpoint is safe at any moment (a crash during one leaves the WAL to replay).
-
-    The thread and its connection start with the first checkpoint wanted and end with
-    :meth:`close` (or when the :class:`Database` is collected). :meth:`quiet` holds off
-    checkpoints: an erasure's TRUNCATE checkpoint must not find one running (SQLite answers
-    "busy" at once, without waiting, to a second checkpointer). Never in a forked child: the
-    thread does not survive a fork and SQLite's own checkpoint does the work there."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._lock = threading.Lock()  # held while a checkpoint runs, and by quiet()
-        self._wake = threading.Event()
-        self._stop = False
-        self._thread: Optional[threading.Thread] = None
-        self._pid = os.getpid()
-        self._commits = 0
-        self._every = 4  # commits between checkpoints, recalibrated by each checkpoint
-        #: checkpoints run to completion by the thread (each copied what it could)
-        self.runs = 0
-
-    def committed(self) -> None:
-        """A write transaction committed (called under the database's lock)."""
-        self._commits += 1
-        if self._commits < self._every or self._stop or self._pid != os.getpid():
-            return
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="oramem-checkpoint", daemon=True)
-            self._thread.start()
-        self._wake.set()
-
-    @contextlib.contextmanager
-    def quiet(self) -> Iterator[None]:
-        """No background checkpoint runs meanwhile (one that runs is waited for)."""
-        if self._pid != os.getpid():  # a forked child: the parent's lock may be held forever
-            yield
-            return
-        with self._lock:
-            yield
-
-    def _run(self) -> None:
-        conn: Optional[sqlite3.Connection] = None
-        try:
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                commits, self._commits = self._commits, 0
-                with self._lock:
-                    if self._stop:
-                        return
-                    try:
-                        if conn is None:
-                            conn = sqlite3.connect(self.path, timeout=1.0, isolation_level=None, check_same_thread=False)
-                        _, log, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    except sqlite3.Error:
-                        continue  # busy, full, ...: the next one tries again, SQLite's own is the backstop
-                    self.runs += 1
-                if log > 0 and commits > 0:
-                    self._every = max(1, min(64, round(CHECKPOINT_TARGET_PAGES * commits / log)))
-        finally:
-            if conn is not None:
-                conn.close()
-
-    def close(self) -> None:
-        """Stop the thread (after the checkpoint it runs, if any) and close its connection."""
-        self._stop = True
-        self._wake.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread() and self._pid == os.getpid():
-            thread.join()
-
-
 class Database:
     """A connection, its lock and transaction helpers. ``read_only``: a ``mode=ro``
     connection (see :func:`connect_read_only`) that refuses write transactions."""
@@ -179,16 +90,11 @@ class Database:
         self._broken = False
         self._before_commit: list[Callable[[], None]] = []
         self._after_rollback: list[Callable[[], None]] = []
-        #: background WAL checkpoints (a writable file only)
-        self.checkpointer: Optional[Checkpointer] = None
         try:
             self._configure()
         except BaseException:
             self.close()
             raise
-        if not read_only and self.path != ":memory:" and not self.path.startswith("file::memory:"):
-            self.checkpointer = Checkpointer(self.path)
-            weakref.finalize(self, self.checkpointer.close)
 
     def _configure(self) -> None:
         conn = self.conn
@@ -233,19 +139,9 @@ class Database:
 
     def close(self) -> None:
         with self.lock:
-            if self.checkpointer is not None:
-                self.checkpointer.close()  # first: the last connection to close removes the WAL
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-    def quiet_checkpoints(self) -> contextlib.AbstractContextManager[None]:
-        """No background checkpoint runs meanwhile (:meth:`Checkpointer.quiet`)."""
-        return self.checkpointer.quiet() if self.checkpointer is not None else contextlib.nullcontext()
-
-    def _committed(self) -> None:
-        if self.checkpointer is not None:
-            self.checkpointer.committed()
 
     # -- transactions ------------------------------------------------------------------
     @property
@@ -298,7 +194,6 @@ class Database:
                     for callback in list(self._before_commit):
                         callback()
                     conn.execute("COMMIT")
-                    self._committed()
                 except BaseException as exc:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
@@ -380,8 +275,6 @@ class Database:
             try:
                 yield conn
                 conn.execute("COMMIT")
-                if write:
-                    self._committed()
             except BaseException as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

@@ -19,7 +19,6 @@ import math
 import os
 from oramem.sqlite._sqlite import sqlite3
 import threading
-import time
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
@@ -419,9 +418,6 @@ class SQLiteEngine(Engine):
         self._after_erasure()
         return counts
 
-    #: how long an erasure retries its TRUNCATE checkpoint while another connection checkpoints
-    _ERASURE_CHECKPOINT_WAIT_S = 2.0
-
     def _after_erasure(self) -> None:
         # the cache keeps the erased actor's ids in its code tables: drop it (the next search
         # reloads from SQLite) and the sidecar snapshot with it
@@ -434,16 +430,8 @@ class SQLiteEngine(Engine):
         db = self._db
         if db is None or db.closed or _is_memory(self._path):
             return
-        # TRUNCATE waits (busy timeout) for readers and writers, but a checkpoint that another
-        # connection runs (this store's background one, another store object's or process's)
-        # makes it answer "busy" at once: this store's is held off, the others' waited out
-        deadline = time.monotonic() + self._ERASURE_CHECKPOINT_WAIT_S
-        while True:
-            with db.lock, db.quiet_checkpoints():
-                busy, _, _ = db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            if not busy or time.monotonic() >= deadline:
-                break
-            time.sleep(0.02)
+        with db.lock:
+            busy, _, _ = db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             import warnings
 
