@@ -19,6 +19,7 @@ import math
 import os
 from oramem.sqlite._sqlite import sqlite3
 import threading
+import time
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
@@ -418,6 +419,9 @@ class SQLiteEngine(Engine):
         self._after_erasure()
         return counts
 
+    #: how long an erasure retries its TRUNCATE checkpoint while another connection checkpoints
+    _ERASURE_CHECKPOINT_WAIT_S = 2.0
+
     def _after_erasure(self) -> None:
         # the cache keeps the erased actor's ids in its code tables: drop it (the next search
         # reloads from SQLite) and the sidecar snapshot with it
@@ -430,8 +434,16 @@ class SQLiteEngine(Engine):
         db = self._db
         if db is None or db.closed or _is_memory(self._path):
             return
-        with db.lock:
-            busy, _, _ = db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        # TRUNCATE waits (busy timeout) for readers and writers, but a checkpoint that another
+        # connection runs (another store object's or process's automatic one) makes it answer
+        # "busy" at once, without waiting: wait that out, a little
+        deadline = time.monotonic() + self._ERASURE_CHECKPOINT_WAIT_S
+        while True:
+            with db.lock:
+                busy, _, _ = db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy or time.monotonic() >= deadline:
+                break
+            time.sleep(0.02)
         if busy:
             import warnings
 
