@@ -66,6 +66,8 @@ def test_an_erasure_retries_a_checkpoint_another_connection_made_busy(tmp_path, 
         assert busy.tries == 3  # two busy answers, then the checkpoint
         with open(path + "-wal", "rb") as fh:
             assert b"zqxjkvw" not in fh.read()
+        assert len(store.list("memory", user_id="ana", limit=None)) == 10  # another user's records stay
+        assert store.list("memory", user_id="alice", limit=None) == []
     finally:
         store.engine.database._conn = busy._conn
         store.close()
