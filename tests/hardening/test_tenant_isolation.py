@@ -100,14 +100,18 @@ class World:
                                 f"extra={got - expected} missing={expected - got}"
 
 
+def store_and_strategies(make_store, engine):
+    """A store of ``engine`` and the search strategies it answers: all three on SQLite (a
+    HYBRID store), VECTOR on Oracle."""
+    if engine == "sqlite":
+        return make_store(search_strategy=SearchStrategy.HYBRID), [
+            SearchStrategy.VECTOR, SearchStrategy.KEYWORD, SearchStrategy.HYBRID]
+    return make_store(), [SearchStrategy.VECTOR]
+
+
 def _run(make_store, engine, rounds, seed):
     rng = random.Random(seed)
-    if engine == "sqlite":
-        store = make_store(search_strategy=SearchStrategy.HYBRID)
-        strategies = [SearchStrategy.VECTOR, SearchStrategy.KEYWORD, SearchStrategy.HYBRID]
-    else:
-        store = make_store()
-        strategies = [SearchStrategy.VECTOR]
+    store, strategies = store_and_strategies(make_store, engine)
     world = World(store, strategies)
     for n in range(rounds):
         if n % 4 == 0:

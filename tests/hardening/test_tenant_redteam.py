@@ -18,7 +18,7 @@ import pytest
 
 from oramem import NOT_SET, SearchStrategy
 
-from .test_tenant_isolation import AGENTS, THREADS, USERS, _in_list_scope, _in_search_scope
+from .test_tenant_isolation import AGENTS, THREADS, USERS, _in_list_scope, _in_search_scope, store_and_strategies
 
 WORDS = ["apple", "banana", "cherry"]
 TYPES = ["memory", "fact", "message", "preference"]
@@ -136,12 +136,7 @@ def _run(store, strategies, rounds: int, seed: int) -> int:
 
 
 def test_metadata_filters_naming_scope_fields_never_widen_a_scope(make_store, engine):
-    if engine == "sqlite":
-        store = make_store(search_strategy=SearchStrategy.HYBRID)
-        strategies = [SearchStrategy.VECTOR, SearchStrategy.KEYWORD, SearchStrategy.HYBRID]
-    else:
-        store = make_store()
-        strategies = [SearchStrategy.VECTOR]
+    store, strategies = store_and_strategies(make_store, engine)
     queries = _run(store, strategies, 150, seed=11)
     print(f"filtered tenant isolation ({engine}): {queries} scoped, filtered queries")
 
@@ -149,12 +144,7 @@ def test_metadata_filters_naming_scope_fields_never_widen_a_scope(make_store, en
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(100, 105))
 def test_metadata_filters_naming_scope_fields_never_widen_a_scope_slow(make_store, engine, seed):
-    if engine == "sqlite":
-        store = make_store(search_strategy=SearchStrategy.HYBRID)
-        strategies = [SearchStrategy.VECTOR, SearchStrategy.KEYWORD, SearchStrategy.HYBRID]
-    else:
-        store = make_store()
-        strategies = [SearchStrategy.VECTOR]
+    store, strategies = store_and_strategies(make_store, engine)
     _run(store, strategies, 300, seed=seed)
 
 
