@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -158,34 +159,38 @@ async def test_an_async_callers_loop_never_runs_blocking_work(make, llm):
     assert km.runtime.runs_inline() is False
 
 
-def test_concurrent_sync_calls_from_several_threads_all_land(make, llm, engine):
-    """Four threads write and read through one instance at once: the inline work of one call
-    and the LLM waits of the others share the instance's loop without a deadlock."""
-    km, emb, _ = make(local=True)
+def test_concurrent_sync_calls_of_two_users_in_one_thread_keep_their_scopes(make, llm):
+    """Alice's and Bob's sync calls run through one instance at once, in one shared session of one
+    agent: the inline work of one call and the LLM waits of the others share the instance's loop
+    without a deadlock, each user's facts land in her scope only, and Bob's erasure leaves
+    every fact of Alice's."""
+    km, _, _ = make(local=True)
 
     def extract_reply(payload):
-        text = payload["message"] if isinstance(payload, dict) and "message" in payload else str(payload)
-        n = text.rsplit(" ", 1)[-1]
-        return extract([("Ana", "person")], [("Ana", f"Ana owns item{n}")])
+        item = str(payload.get("message", payload) if isinstance(payload, dict) else payload).rsplit(" ", 1)[-1]
+        return extract([("Ana", "person")], [("Ana", f"Ana owns {item}")])
 
     llm.route("extract", extract_reply)
     llm.route("reconcile", lambda p: {"decisions": [{"new_fact_index": f["index"], "action": "ADD"} for f in p["new_facts"]]})
-    errors: list[BaseException] = []
+    users = {w: ("alice", "bob")[w % 2] for w in range(4)}
 
-    def worker(w: int) -> None:
-        try:
-            for i in range(5):
-                assert km.write("a1", f"note from writer {w} item {w}{i}", "Pedro").success
-                km.retrieve("a1", f"item{w}{i}")
-        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
-            errors.append(exc)
+    def calls(w: int) -> None:
+        for i in range(5):
+            result = km.write("a1", f"note from writer {w} item{w}{i}", "Pedro", user_id=users[w], session_id="shared")
+            assert result.success, result.error
+            km.retrieve("a1", f"item{w}{i}", user_id=users[w])
 
-    threads = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not any(t.is_alive() for t in threads), "a writer is stuck"
-    assert errors == []
-    facts = {f.fact_text for f in km.get_all("a1", limit=100)}
-    assert {f"Ana owns item{w}{i}" for w in range(4) for i in range(5)} <= facts
+    with ThreadPoolExecutor(4) as pool:
+        for future in [pool.submit(calls, w) for w in range(4)]:
+            future.result(timeout=60)
+
+    def facts(user: str) -> set[str]:
+        return {f.fact_text for f in km.get_all("a1", limit=100, user_id=user) if f.user_id == user}
+
+    wanted = {user: {f"Ana owns item{w}{i}" for w in range(4) for i in range(5) if users[w] == user}
+              for user in ("alice", "bob")}
+    alice = facts("alice")
+    assert alice == wanted["alice"] and facts("bob") == wanted["bob"]
+    assert not {f.fact_text for f in km.get_all("a1", limit=100, user_id="alice")} & wanted["bob"]
+    km.forget(user_id="bob")
+    assert facts("bob") == set() and facts("alice") == alice
