@@ -25,6 +25,8 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 
 from ..ann import AnnConfig, AnnUnavailable, available_backends
+from ..chunking import keyword_row_chars
+from ..embedders.identity import decode_identity
 from ..engine import Block, DeletionHook, DeletionHookSpec, Engine
 from ..errors import StoreClosed, StoreError, StoreNotFound
 from ..requests import (
@@ -60,6 +62,13 @@ Clock = Callable[[], _dt.datetime]
 
 
 @functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64)
+def _keyword_rows(identity_json: Optional[str]) -> Optional[int]:
+    """How the keyword index groups retrieval rows under the recorded embedder identity (its
+    JSON text as the catalog holds it; read on every transaction, decoded once per text)."""
+    return keyword_row_chars(decode_identity(identity_json))
+
+
 def _types_json(record_types: tuple[str, ...]) -> str:
     """The JSON array a search binds for its record types (a handful of distinct tuples)."""
     return json.dumps(list(record_types))
@@ -294,7 +303,7 @@ class SQLiteEngine(Engine):
     def _catalog(self, conn: sqlite3.Connection, tables: StoreTables) -> Catalog:
         row = conn.execute(
             f"SELECT generation, change_seq, capability, vector_dim, search_index_sync, schema_version, "
-            f"keyword_language FROM {CATALOG} WHERE store_id = ?",
+            f"keyword_language, embedder FROM {CATALOG} WHERE store_id = ?",
             (tables.store_id,),
         ).fetchone()
         if row is None:
@@ -302,7 +311,8 @@ class SQLiteEngine(Engine):
                 f"store {tables.store_id!r} no longer exists (dropped by another connection?); "
                 "open it again with CREATE_IF_NECESSARY"
             )
-        return Catalog(row[0], row[1], SearchStrategy(row[2]), row[3], SearchIndexSyncMode(row[4]), row[5], row[6])
+        return Catalog(row[0], row[1], SearchStrategy(row[2]), row[3], SearchIndexSyncMode(row[4]), row[5], row[6],
+                       _keyword_rows(row[7]))
 
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[WriteTx]:

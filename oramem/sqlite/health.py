@@ -13,6 +13,7 @@ from oramem.sqlite._sqlite import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
+from ..chunking import keyword_row_chars
 from ..embedders.identity import decode_identity, describe_identity
 from ..types import Record, SearchStrategy
 from . import sidecar
@@ -106,15 +107,14 @@ def _check_store(conn: sqlite3.Connection, path: str, row: dict) -> list[Finding
     out.append(Finding(f"{sid} retrieval rows", orphans == 0,
                        f"{records} records, {chunks} retrieval rows, {orphans} without their record"))
     if has_keyword(capability):
-        missing = _count(
-            conn,
-            f"SELECT count(*) FROM {t.chunks} c WHERE c.chunk_id NOT IN (SELECT rowid FROM {t.fts}) "
-            f"AND c.chunk_id NOT IN (SELECT chunk_id FROM {t.pending})",
-        )
+        # every keyword row the retrieval rows make (one per row, or one per group of a
+        # record's rows: StoreTables.keyword_rows), keyed by its first row's chunk_id
+        expected = t.keyword_rows(f"c.chunk_id NOT IN (SELECT chunk_id FROM {t.pending})", keyword_row_chars(identity))
+        missing = _count(conn, f"SELECT count(*) FROM ({expected}) k WHERE k.chunk_id NOT IN (SELECT rowid FROM {t.fts})")
         stray = _count(conn, f"SELECT count(*) FROM {t.fts} WHERE rowid NOT IN (SELECT chunk_id FROM {t.chunks})")
         pending = _count(conn, f"SELECT count(*) FROM {t.pending}")
         out.append(Finding(f"{sid} keyword index", missing == 0 and stray == 0,
-                           f"{missing} retrieval rows not indexed, {stray} index rows without a retrieval row, "
+                           f"{missing} keyword rows not indexed, {stray} index rows without a retrieval row, "
                            f"{pending} waiting for sync_search_index"))
     if has_vector(capability) and row["vector_dim"]:
         size = 4 * int(row["vector_dim"])

@@ -44,6 +44,9 @@ class Catalog:
     schema_version: int = SCHEMA_VERSION
     #: None: a schema-1 store (``legacy`` keyword language)
     keyword_language: Optional[str] = None
+    #: how the keyword index groups a record's retrieval rows (``StoreTables.keyword_rows``;
+    #: :func:`oramem.chunking.keyword_row_chars` of the recorded embedder identity)
+    keyword_rows: Optional[int] = None
 
     @property
     def version(self) -> tuple[str, int]:
@@ -106,7 +109,7 @@ class WriteTx:
             if self.catalog.sync == SearchIndexSyncMode.MANUAL:
                 sql = f"INSERT INTO {t.pending} (chunk_id) SELECT chunk_id FROM {t.chunks} WHERE {where}"
             else:
-                sql = t.fts_fill(f"c.{where}", self.catalog.scoped_fts)
+                sql = t.fts_fill(f"c.{where}", self.catalog.scoped_fts, self.catalog.keyword_rows)
             self.conn.execute(sql, params)
 
     def delete_chunks(self, seqs: Sequence[int]) -> None:
@@ -497,7 +500,8 @@ def sync_index(tx: WriteTx) -> None:
     if not has_keyword(tx.catalog.capability):
         return
     t = tx.tables
-    tx.conn.execute(t.fts_fill(f"c.chunk_id IN (SELECT chunk_id FROM {t.pending})", tx.catalog.scoped_fts))
+    tx.conn.execute(t.fts_fill(f"c.chunk_id IN (SELECT chunk_id FROM {t.pending})", tx.catalog.scoped_fts,
+                               tx.catalog.keyword_rows))
     tx.conn.execute(f"DELETE FROM {t.pending}")
 
 

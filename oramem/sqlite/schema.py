@@ -72,6 +72,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..chunking import keyword_row_chars
 from ..embedders.identity import decode_identity, encode_identity, mismatch_message, same_identity
 from ..errors import SchemaError, StoreNotFound, StoreSettingsMismatch
 from ..requests import StoreSettings
@@ -212,16 +213,40 @@ class StoreTables:
             f"(SELECT chunk_id FROM {self.chunks} WHERE record_seq IN {seqs_sql})", params)
         return sum(sum(_varints(sz)) for (sz,) in rows if sz)
 
-    def fts_fill(self, condition: str, scoped: bool = True) -> str:
-        """``INSERT`` into the FTS index of the retrieval rows (``c``, joined to their
-        record ``r``) that satisfy ``condition``; ``scoped``: the index has the scope
-        column (schema version 3), else only the text is indexed (an older store opened
-        without upgrading)."""
-        if not scoped:
-            return f"INSERT INTO {self.fts} (rowid, text) SELECT c.chunk_id, c.text FROM {self.chunks} c WHERE {condition}"
+    def keyword_rows(self, condition: str, group_chars: Optional[int] = None) -> str:
+        """``SELECT chunk_id, record_seq, text`` of the keyword rows made of the retrieval
+        rows (``c``) that satisfy ``condition``. ``group_chars`` None: one keyword row per
+        retrieval row. Else (a ``tokens`` chunk policy, :func:`oramem.chunking.keyword_row_chars`)
+        a record's retrieval rows whose start lies in the same stretch of ``group_chars``
+        characters of its rows' texts laid end to end form one keyword row: their texts
+        joined by a space in chunk order, keyed by the first one's ``chunk_id``. A record's
+        retrieval rows are written together, so ``condition`` takes all or none of them."""
+        if group_chars is None:
+            return f"SELECT c.chunk_id, c.record_seq, c.text FROM {self.chunks} c WHERE {condition}"
+        size = int(group_chars)
+        # the group's text on every one of its rows (window over the whole group, in chunk
+        # order), kept on its first row
         return (
-            f"INSERT INTO {self.fts} (rowid, text, scope) SELECT c.chunk_id, c.text, {scope_tokens_sql('r')} "
-            f"FROM {self.chunks} c JOIN {self.records} r ON r.seq = c.record_seq WHERE {condition}"
+            "SELECT chunk_id, record_seq, text FROM (SELECT chunk_id, record_seq, "
+            "group_concat(text, ' ') OVER (PARTITION BY record_seq, grp ORDER BY chunk_index "
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS text, "
+            "row_number() OVER (PARTITION BY record_seq, grp ORDER BY chunk_index) AS nth FROM ("
+            "SELECT c.chunk_id, c.record_seq, c.chunk_index, c.text, "
+            "(sum(length(c.text)) OVER (PARTITION BY c.record_seq ORDER BY c.chunk_index ROWS UNBOUNDED PRECEDING) "
+            f"- length(c.text)) / {size} AS grp FROM {self.chunks} c WHERE {condition})) WHERE nth = 1"
+        )
+
+    def fts_fill(self, condition: str, scoped: bool = True, group_chars: Optional[int] = None) -> str:
+        """``INSERT`` into the FTS index the keyword rows (:meth:`keyword_rows`) of the
+        retrieval rows (``c``) that satisfy ``condition``; ``scoped``: the index has the
+        scope column (schema version 3), else only the text is indexed (an older store
+        opened without upgrading)."""
+        rows = self.keyword_rows(condition, group_chars)
+        if not scoped:
+            return f"INSERT INTO {self.fts} (rowid, text) SELECT k.chunk_id, k.text FROM ({rows}) k"
+        return (
+            f"INSERT INTO {self.fts} (rowid, text, scope) SELECT k.chunk_id, k.text, {scope_tokens_sql('r')} "
+            f"FROM ({rows}) k JOIN {self.records} r ON r.seq = k.record_seq"
         )
 
     def existing(self, conn: sqlite3.Connection) -> set[str]:
@@ -400,7 +425,7 @@ def _language(
         language = requested or DEFAULT_KEYWORD_LANGUAGE
     _ensure_language_column(conn)
     if has_keyword(capability):
-        _rebuild_fts(conn, tables, language)
+        _rebuild_fts(conn, tables, language, _keyword_rows(row))
     conn.execute(
         f"UPDATE {CATALOG} SET schema_version = ?, keyword_language = ?, change_seq = change_seq + 1 "
         "WHERE store_id = ?",
@@ -412,12 +437,17 @@ def _language(
     return result
 
 
-def _rebuild_fts(conn: sqlite3.Connection, tables: StoreTables, language: str) -> None:
+def _keyword_rows(row: dict[str, Any]) -> Optional[int]:
+    """How the keyword index of the store of catalog ``row`` groups retrieval rows."""
+    return keyword_row_chars(decode_identity(row.get("embedder")))
+
+
+def _rebuild_fts(conn: sqlite3.Connection, tables: StoreTables, language: str, group_chars: Optional[int]) -> None:
     """Drop the FTS index and build it anew (``language``'s tokenizer, the scope column)
     from the retrieval rows (those pending in MANUAL sync stay pending)."""
     conn.execute(f"DROP TABLE IF EXISTS {tables.fts}")
     _create_objects(conn, tables, SearchStrategy.KEYWORD, language)
-    conn.execute(tables.fts_fill(f"c.chunk_id NOT IN (SELECT chunk_id FROM {tables.pending})"))
+    conn.execute(tables.fts_fill(f"c.chunk_id NOT IN (SELECT chunk_id FROM {tables.pending})", True, group_chars))
 
 
 def upgrade_catalog(conn: sqlite3.Connection) -> None:
@@ -490,7 +520,7 @@ def _reconcile(
                 raise SchemaError(f"store {sid!r}: upgrade its schema before adding keyword search")
             _create_objects(conn, tables, capability, language)
             conn.execute(f"DELETE FROM {tables.fts}")
-            conn.execute(tables.fts_fill("1"))
+            conn.execute(tables.fts_fill("1", True, _keyword_rows(row)))
             if requested.search_index_sync is not None:
                 sync = requested.search_index_sync
                 updates["search_index_sync"] = sync.value

@@ -68,5 +68,5 @@ def test_check_finds_index_inconsistency(runner, tmp_path):
     conn.commit()
     conn.close()
     res = run(runner, "--db", db, "check", expect=1)
-    assert re.search(r"^FAIL  DEFAULT keyword index +1 retrieval rows not indexed", res.stdout, re.M), res.stdout
+    assert re.search(r"^FAIL  DEFAULT keyword index +1 keyword rows not indexed", res.stdout, re.M), res.stdout
     assert "1 check(s) failed: DEFAULT keyword index" in res.stderr
