@@ -18,6 +18,10 @@ the same way:
   configured limit: a safe character bound derived from its token limit) or none at all
   (``HashEmbedder``: the default 2,000 characters, overlap 200).
 
+The keyword index of a ``tokens`` store ranks passages, not these windows: it gathers a
+record's consecutive rows into keyword rows of about :data:`KEYWORD_ROW_CHARS` characters
+(:func:`keyword_row_chars`; the SQLite engine's ``StoreTables.keyword_rows``).
+
 Cuts are placed at the last paragraph, sentence or word boundary in the second half of a
 window, so words are not split (a single word longer than a window is cut hard). A blank
 text (empty or only white space) has no chunks: the record is stored but never found by
