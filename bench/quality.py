@@ -575,8 +575,12 @@ def write_markdown(path: Path, summaries: dict, data: dict, preamble: str = "", 
     if preamble:
         parts += [preamble.rstrip(), ""]
     parts += ["## Done-when checks (issue 23 item 2, issue 28)", ""] + summary_lines(summaries, data) + [""]
-    parts += [f"Embedder: ONNXEmbedder over all-MiniLM-L6-v2 (ONNX export, max_seq_length 256; the store chunks to "
-              f"128 tokens, overlap 16). Machine: {platform.machine()}, {os.cpu_count()} cores (shared), Python "
+    from oramem.chunking import KEYWORD_ROW_CHARS, MAX_CHUNK_TOKENS, TAIL_CHUNK_TOKENS, TOKEN_OVERLAP_SHARE
+
+    parts += [f"Embedder: ONNXEmbedder over all-MiniLM-L6-v2 (ONNX export, max_seq_length 256; the store's chunks: "
+              f"the first {MAX_CHUNK_TOKENS} tokens, then {TAIL_CHUNK_TOKENS}-token tail windows overlapping by "
+              f"{TAIL_CHUNK_TOKENS // TOKEN_OVERLAP_SHARE}; its keyword index ranks passages of about "
+              f"{KEYWORD_ROW_CHARS:,} characters of them). Machine: {platform.machine()}, {os.cpu_count()} cores (shared), Python "
               f"{platform.python_version()}. Latency: one search call for 50 results, query vector already embedded "
               "(cached), store in memory.", ""]
     for name, summary in summaries.items():

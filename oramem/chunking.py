@@ -73,8 +73,8 @@ TAIL_HANDICAP = 0.10
 #: retrieval rows into rows of about this many characters (those starting in the same
 #: stretch of this size), so bm25 ranks passages the size it ranks under the character
 #: policy, not the embedder's windows: on the LongMemEval dev set (111 questions) the
-#: keyword leg over 128/64-token windows found the evidence first for 0.255 of the
-#: questions, over these rows 0.331 (MRR 0.494 -> 0.589; bench/results/quality.md)
+#: keyword leg over 128/64-token windows found the evidence first for 0.260 of the
+#: questions, over these rows 0.327 (MRR 0.501 -> 0.580; bench/results/quality.md)
 KEYWORD_ROW_CHARS = DEFAULT_CHUNK_CHARS
 
 _BOUNDARIES = ("\n\n", ". ", "! ", "? ", "\n", " ")
