@@ -62,13 +62,13 @@ Clock = Callable[[], _dt.datetime]
 
 
 @functools.lru_cache(maxsize=64)
-@functools.lru_cache(maxsize=64)
 def _keyword_rows(identity_json: Optional[str]) -> Optional[int]:
     """How the keyword index groups retrieval rows under the recorded embedder identity (its
     JSON text as the catalog holds it; read on every transaction, decoded once per text)."""
     return keyword_row_chars(decode_identity(identity_json))
 
 
+@functools.lru_cache(maxsize=64)
 def _types_json(record_types: tuple[str, ...]) -> str:
     """The JSON array a search binds for its record types (a handful of distinct tuples)."""
     return json.dumps(list(record_types))
