@@ -182,3 +182,30 @@ def test_a_character_policy_store_keeps_one_keyword_row_per_retrieval_row(tmp_pa
     chunks, keyword = _rows(path, "long")
     assert len(chunks) >= 3 and keyword == [(chunk_id, text) for chunk_id, _, text in chunks]
     _healthy(path)
+
+
+def test_forgetting_a_user_erases_her_passages_to_the_byte_and_keeps_the_others(tiny, tmp_path):
+    """Alice's and Bob's long records share a thread and an agent; each has a word of its own
+    deep in a later passage. ``forget(user_id="alice")`` leaves no byte of her word in the
+    keyword index's shadow tables or the file (after a checkpoint), and Bob's passages stay
+    searchable."""
+    secret, kept = "zanzibarquux", "quokkamoss"
+    path = tmp_path / "f.db"
+    store = SQLiteMemoryStore(path, embedder=tiny, search_strategy="hybrid")
+    store.add([_text((450, secret))], "message", record_ids=["alice-long"], user_ids="alice", thread_ids="t",
+              agent_ids="g")
+    store.add([_text((450, kept))], "message", record_ids=["bob-long"], user_ids="bob", thread_ids="t", agent_ids="g")
+    assert [r.id for r, _ in store.search(secret, k=5, strategy="keyword")] == ["alice-long"]
+    store.forget(user_id="alice")
+    assert store.search(secret, k=5, strategy="keyword") == []
+    assert [r.id for r, _ in store.search(kept, k=5, user_id="bob", strategy="keyword")] == ["bob-long"]
+    store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        tables = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%fts%'")]
+        for name in tables:
+            for row in conn.execute(f'SELECT * FROM "{name}"'):
+                assert not any(secret.encode() in (v if isinstance(v, bytes) else str(v).encode()) for v in row), name
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = path.read_bytes()
+    assert secret.encode() not in data and kept.encode() in data
+    _healthy(path)
