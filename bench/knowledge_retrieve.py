@@ -204,7 +204,8 @@ def run(args: argparse.Namespace, tmp: str) -> None:
     store.close()
     if args.dump:
         import hashlib
-        import sqlite3
+
+        from oramem.sqlite._sqlite import sqlite3
 
         # the usage tracking's writes (KC-5.12): every fact's and edge's counters after the run
         db = sqlite3.connect(path)

@@ -19,7 +19,7 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import sqlite3
+    import sqlite3  # noqa: TID251 (the type checker's view of sqlean: the same classes)
 else:
     import sqlean as sqlite3
 

@@ -4,7 +4,7 @@ store is dropped or recreated."""
 
 from __future__ import annotations
 
-import sqlite3
+from ._sqlite import sqlite3
 
 __all__ = ["AUDIT_TABLE", "AUDIT_DDL", "audit_exists", "drop_entries"]
 

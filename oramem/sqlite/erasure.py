@@ -20,10 +20,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 import unicodedata
 from typing import Any, Iterable, Iterator, Sequence
 
+from ._sqlite import sqlite3
 from .schema import StoreTables
 
 __all__ = ["LOG_TABLE", "read_log", "write_log", "write_tombstone", "subject_in_scope", "store_files", "subject_texts", "scan", "live_words", "file_words"]

@@ -3,10 +3,10 @@ created by the first write of an option, so opening a store never changes the fi
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any, Optional
 
 from ..options import decode_options
+from ._sqlite import sqlite3
 
 __all__ = ["OPTIONS_TABLE", "read_options", "write_option", "drop_options"]
 

@@ -32,12 +32,12 @@ import contextvars
 import hashlib
 import hmac
 import json
-import sqlite3
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator, Optional, Sequence
 
+from ..sqlite._sqlite import sqlite3
 from ..sqlite.audit import AUDIT_DDL, AUDIT_TABLE, audit_exists as _exists, drop_entries
 
 __all__ = [

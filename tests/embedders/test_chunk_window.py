@@ -5,7 +5,7 @@ model of a short window and, where the environment has one, with all-MiniLM-L6-v
 from __future__ import annotations
 
 import os
-import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
 from oramem import SQLiteMemoryStore  # noqa: E402
+from oramem.sqlite._sqlite import sqlite3  # noqa: E402  (the engine's SQLite: one copy per process)
 from oramem.chunking import ChunkPolicy, chunk_tokens, policy_for, store_chunker  # noqa: E402
 from oramem.embedders import HashEmbedder, ONNXEmbedder  # noqa: E402
 from oramem.embedders.base import input_window  # noqa: E402
@@ -123,7 +124,7 @@ def test_caller_chunks_are_never_resplit(tiny, tmp_path):
     store.add(["doc"], "memory", record_ids=["m"], index_texts=[[long_chunk, "red car"]])
     store.add(["x " + FILLER], "memory", record_ids=["s"])
     store.close()
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         rows = conn.execute('SELECT r.id, c.text FROM "om_DEFAULT_chunks" c JOIN "om_DEFAULT_records" r '
                             "ON r.seq = c.record_seq ORDER BY r.id, c.chunk_index").fetchall()
     assert [t for rid, t in rows if rid == "m"] == [long_chunk, "red car"]
@@ -171,7 +172,7 @@ def test_reembed_adopts_the_new_chunking(tiny, tmp_path):
     store = SQLiteMemoryStore(path, embedder=tiny, search_strategy="hybrid")
     store.close()
     # a store built before issue 28: its identity records no chunking (2,000-character chunks)
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         (raw,) = conn.execute("SELECT embedder FROM oramem_stores").fetchone()
         import json
 
@@ -231,7 +232,7 @@ def test_a_store_recorded_before_tail_windows_keeps_its_chunking_until_reembed(t
 
     path = tmp_path / "pre_tail.db"
     SQLiteMemoryStore(path, embedder=tiny, search_strategy="vector").close()
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         (raw,) = conn.execute("SELECT embedder FROM oramem_stores").fetchone()
         ident = json.loads(raw)
         assert "tail_size" in ident["chunking"]  # a new store records its tail windows

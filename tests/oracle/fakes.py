@@ -592,7 +592,7 @@ class SQLBackend:
     NUMBER_SHAPES = {"float": (126, -127), "int": (38, 0), None: (0, -127)}
 
     def __init__(self, kinds: Optional[dict[str, str]] = None) -> None:
-        import sqlite3
+        import sqlite3  # noqa: TID251 (the fake's own in-memory database, never a store's file)
 
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.kinds: dict[str, str] = dict(kinds or {})

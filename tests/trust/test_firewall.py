@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ import pytest
 from oramem import SchemaPolicy, SQLiteMemoryStore
 from oramem.errors import StoreError
 from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
+from oramem.sqlite._sqlite import sqlite3  # the engine's SQLite: one copy per process
 from oramem.testing import HashEmbedder, ScriptedLLM
 from oramem.trust import (
     VERDICT_KEY,
