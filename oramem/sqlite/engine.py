@@ -25,8 +25,6 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 
 from ..ann import AnnConfig, AnnUnavailable, available_backends
-from ..chunking import keyword_row_chars
-from ..embedders.identity import decode_identity
 from ..engine import Block, DeletionHook, DeletionHookSpec, Engine
 from ..errors import StoreClosed, StoreError, StoreNotFound
 from ..requests import (
@@ -44,7 +42,8 @@ from .keyword import (
 )
 from .mutations import Catalog, WriteTx
 from .records import RECORD_COLUMNS, Where, to_record
-from .schema import CATALOG, StoreState, StoreTables, apply_policy, has_keyword, has_knowledge_tables, has_vector
+from .schema import (CATALOG, StoreState, StoreTables, apply_policy, has_keyword, has_knowledge_tables, has_vector,
+                     keyword_rows_of)
 from .timefmt import epoch_micros, iso
 from ..filters import known_filter_key
 from .metamask import UNKEYED
@@ -59,13 +58,6 @@ _BOUND_SEQS = 32
 __all__ = ["SQLiteEngine"]
 
 Clock = Callable[[], _dt.datetime]
-
-
-@functools.lru_cache(maxsize=64)
-def _keyword_rows(identity_json: Optional[str]) -> Optional[int]:
-    """How the keyword index groups retrieval rows under the recorded embedder identity (its
-    JSON text as the catalog holds it; read on every transaction, decoded once per text)."""
-    return keyword_row_chars(decode_identity(identity_json))
 
 
 @functools.lru_cache(maxsize=64)
@@ -312,7 +304,7 @@ class SQLiteEngine(Engine):
                 "open it again with CREATE_IF_NECESSARY"
             )
         return Catalog(row[0], row[1], SearchStrategy(row[2]), row[3], SearchIndexSyncMode(row[4]), row[5], row[6],
-                       _keyword_rows(row[7]))
+                       keyword_rows_of(row[7]))
 
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[WriteTx]:

@@ -13,13 +13,12 @@ from oramem.sqlite._sqlite import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from ..chunking import keyword_row_chars
 from ..embedders.identity import decode_identity, describe_identity
 from ..types import Record, SearchStrategy
 from . import sidecar
 from .connection import connect_read_only
 from .records import RECORD_COLUMNS, to_record
-from .schema import CATALOG, StoreTables, has_keyword, has_knowledge_tables, has_vector
+from .schema import CATALOG, StoreTables, has_keyword, has_knowledge_tables, has_vector, keyword_rows_of
 from .timefmt import iso
 
 __all__ = ["Finding", "check_file", "is_intact", "SalvageReport", "salvage_records", "RECOVER_HINT"]
@@ -109,7 +108,7 @@ def _check_store(conn: sqlite3.Connection, path: str, row: dict) -> list[Finding
     if has_keyword(capability):
         # every keyword row the retrieval rows make (one per row, or one per group of a
         # record's rows: StoreTables.keyword_rows), keyed by its first row's chunk_id
-        expected = t.keyword_rows(f"c.chunk_id NOT IN (SELECT chunk_id FROM {t.pending})", keyword_row_chars(identity))
+        expected = t.keyword_rows(f"c.chunk_id NOT IN (SELECT chunk_id FROM {t.pending})", keyword_rows_of(row.get("embedder")))
         missing = _count(conn, f"SELECT count(*) FROM ({expected}) k WHERE k.chunk_id NOT IN (SELECT rowid FROM {t.fts})")
         stray = _count(conn, f"SELECT count(*) FROM {t.fts} WHERE rowid NOT IN (SELECT chunk_id FROM {t.chunks})")
         pending = _count(conn, f"SELECT count(*) FROM {t.pending}")

@@ -64,6 +64,7 @@ any policy: it is a catalog annotation, not a schema change. ``oramem reembed``
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -425,7 +426,7 @@ def _language(
         language = requested or DEFAULT_KEYWORD_LANGUAGE
     _ensure_language_column(conn)
     if has_keyword(capability):
-        _rebuild_fts(conn, tables, language, _keyword_rows(row))
+        _rebuild_fts(conn, tables, language, keyword_rows_of(row.get("embedder")))
     conn.execute(
         f"UPDATE {CATALOG} SET schema_version = ?, keyword_language = ?, change_seq = change_seq + 1 "
         "WHERE store_id = ?",
@@ -437,9 +438,12 @@ def _language(
     return result
 
 
-def _keyword_rows(row: dict[str, Any]) -> Optional[int]:
-    """How the keyword index of the store of catalog ``row`` groups retrieval rows."""
-    return keyword_row_chars(decode_identity(row.get("embedder")))
+@functools.lru_cache(maxsize=64)
+def keyword_rows_of(identity_json: Optional[str]) -> Optional[int]:
+    """How the keyword index groups retrieval rows (``StoreTables.keyword_rows``) under the
+    recorded embedder identity, given as the JSON text the catalog holds (the engine reads it
+    on every transaction: decoded once per text)."""
+    return keyword_row_chars(decode_identity(identity_json))
 
 
 def _rebuild_fts(conn: sqlite3.Connection, tables: StoreTables, language: str, group_chars: Optional[int]) -> None:
@@ -520,7 +524,7 @@ def _reconcile(
                 raise SchemaError(f"store {sid!r}: upgrade its schema before adding keyword search")
             _create_objects(conn, tables, capability, language)
             conn.execute(f"DELETE FROM {tables.fts}")
-            conn.execute(tables.fts_fill("1", True, _keyword_rows(row)))
+            conn.execute(tables.fts_fill("1", True, keyword_rows_of(row.get("embedder"))))
             if requested.search_index_sync is not None:
                 sync = requested.search_index_sync
                 updates["search_index_sync"] = sync.value
