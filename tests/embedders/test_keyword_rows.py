@@ -160,8 +160,10 @@ def test_the_health_check_finds_a_missing_passage(tiny, tmp_path):
 
 def test_each_user_finds_only_her_own_passages_in_a_shared_thread(tiny, tmp_path):
     """Alice's and Bob's long records share a thread and an agent; the passages carry each
-    record's scope, so a user-scoped keyword or hybrid search returns her own only."""
-    store = SQLiteMemoryStore(tmp_path / "u.db", embedder=tiny, search_strategy="hybrid")
+    record's scope, so a user-scoped keyword or hybrid search returns her own only, and Bob
+    rewriting or deleting his record leaves Alice's passages as they were."""
+    path = tmp_path / "u.db"
+    store = SQLiteMemoryStore(path, embedder=tiny, search_strategy="hybrid")
     store.add([_text((100, "okapi"), (130, "tapir"))], "message", record_ids=["alice-long"], user_ids="alice",
               thread_ids="t", agent_ids="g")
     store.add([_text((5, "okapi"))], "message", record_ids=["bob-long"], user_ids="bob", thread_ids="t",
@@ -171,7 +173,16 @@ def test_each_user_finds_only_her_own_passages_in_a_shared_thread(tiny, tmp_path
         theirs = store.search("okapi tapir", k=5, user_id="bob", thread_id="t", strategy=strategy)
         assert [r.id for r, _ in mine] == ["alice-long"]
         assert [r.id for r, _ in theirs] == ["bob-long"]
+    chunks, alice_rows = _rows(path, "alice-long")
+    # Bob rewrites, then deletes, his own record in the shared thread: Alice's passages stay as they were
+    assert store.update("message", "bob-long", text=_text((300, "wombat"))) == 1
+    assert store.search("wombat", k=5, user_id="alice", strategy="keyword") == []
+    assert [r.id for r, _ in store.search("wombat", k=5, user_id="bob", strategy="keyword")] == ["bob-long"]
+    assert store.delete("message", "bob-long") == 1
+    assert _rows(path, "alice-long") == (chunks, alice_rows) and alice_rows == _expected_groups(chunks)
+    assert [r.id for r, _ in store.search("okapi tapir", k=5, thread_id="t", strategy="keyword")] == ["alice-long"]
     store.close()
+    _healthy(path)
 
 
 def test_a_character_policy_store_keeps_one_keyword_row_per_retrieval_row(tmp_path):
