@@ -12,6 +12,11 @@ are embedded (cached); a question scores each record by a rule over its chunk co
   first) at full weight, later chunks handicapped by ``d``;
 - ``tailw-w``: ``lead + w * max(0, best tail - lead)``.
 
+``--lead`` says what a record's lead is: its first chunk (the store's rule), the whole text
+as the model reads it (``whole``: every chunk is then a tail), or ``blend``: ``(1 - b) *
+whole + b * first chunk`` (``--blend b``), the first chunk's focus mixed with the model's
+whole window, later chunks the tails.
+
 dev-full keeps only the questions whose haystack is fully in the embedding cache.
 """
 
@@ -28,6 +33,9 @@ from . import quality as Q
 #: ``--lead whole``: the lead is the whole text as the model reads it (its first window)
 #: and every chunk counts as a tail; default: the store's first chunk is the lead
 EXACT_LEAD = False
+#: ``--lead blend``: the share of the first chunk in a lead blended with the whole text
+#: (None: no blending)
+BLEND: "float | None" = None
 
 
 def rules() -> dict[str, Callable[[float, float], float]]:
@@ -76,6 +84,9 @@ def evaluate(questions: list, embedder: Q.CachedEmbedder) -> dict[str, dict[str,
         np.maximum.at(lead, owner[first], sims[first])
         if EXACT_LEAD:
             lead = whole @ qv
+        elif BLEND is not None:
+            # a text of one chunk is its own first chunk: the blend leaves it as it is
+            lead = np.where(ntail > 0, (1 - BLEND) * (whole @ qv) + BLEND * lead, lead)
         if EXACT_LEAD:
             np.maximum.at(tail, owner, sims)  # every chunk is a tail; the lead is the whole text
         else:
@@ -102,11 +113,16 @@ def main(argv=None) -> int:
     parser.add_argument("--sets", default="paraphrase,memories,longtext,dev-full")
     parser.add_argument("--model", default=Q.DEFAULT_MODEL)
     parser.add_argument("--types", action="store_true", help="also print per question type")
-    parser.add_argument("--lead", choices=("first-chunk", "whole"), default="first-chunk",
-                        help="what the lead of a record is (see EXACT_LEAD)")
+    parser.add_argument("--lead", choices=("first-chunk", "whole", "blend"), default="first-chunk",
+                        help="what the lead of a record is (see EXACT_LEAD and BLEND)")
+    parser.add_argument("--blend", type=float, default=0.3,
+                        help="--lead blend: the first chunk's share of the lead, in [0, 1] (default 0.3)")
     args = parser.parse_args(argv)
-    global EXACT_LEAD
+    if not 0.0 <= args.blend <= 1.0:
+        parser.error(f"--blend must be in [0, 1], got {args.blend}")
+    global EXACT_LEAD, BLEND
     EXACT_LEAD = args.lead == "whole"
+    BLEND = args.blend if args.lead == "blend" else None
     embedder = Q.CachedEmbedder(args.model)
     loaders = {"paraphrase": Q.load_paraphrase, "memories": Q.load_memories, "longtext": Q.load_longtext,
                "dev-full": lambda: Q.load_dev(Q.DEFAULT_DEV, None, 0)}
