@@ -172,8 +172,9 @@ async def test_streamable_http_on_loopback(tmp_path):
             except OSError:
                 assert server.poll() is None and time.monotonic() < deadline, "HTTP server did not start"
                 time.sleep(0.2)
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-        async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
+        # the SDK leaves a client it is given open: the test owns it and closes it
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http, \
+                Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
             added = await call(client, "add_memory", text="over http")
             assert [h["id"] for h in await call(client, "search_memories", query="http")] == [added["id"]]
     finally:

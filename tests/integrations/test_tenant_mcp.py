@@ -5,12 +5,14 @@ and is stopped by the test that started it)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -215,9 +217,12 @@ class HTTPServer:
         self._reader.join(timeout=5)
 
 
-def _client(url: str, token: str) -> Client:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-    return Client(streamable_http_client(url, http_client=http))
+@contextlib.asynccontextmanager
+async def _client(url: str, token: str) -> AsyncIterator[Client]:
+    # the SDK leaves an HTTP client it is given open: this one is closed with the session
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http, \
+            Client(streamable_http_client(url, http_client=http)) as client:
+        yield client
 
 
 async def test_http_needs_the_bearer_token_a_loopback_server_generates_and_prints_once(tmp_path):
