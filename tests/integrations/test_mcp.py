@@ -139,10 +139,13 @@ async def test_stdio_client_adds_and_finds_a_memory(tmp_path):
 
 
 async def test_stdio_knowledge_tool_from_the_cli(tmp_path):
+    from oramem.embedders import HashEmbedder
     from oramem.knowledge import KnowledgeMemory
 
     db = tmp_path / "k.db"
-    with SQLiteMemoryStore(str(db), search_strategy="hybrid") as kstore:
+    # an explicit embedder (the CLI reopens the store with the one it records), not the
+    # offline fallback of the default model, which warns
+    with SQLiteMemoryStore(str(db), embedder=HashEmbedder(256), search_strategy="hybrid") as kstore:
         km = KnowledgeMemory(kstore, None)
         try:
             await km.add_fact_async("agent-1", "Ana", "Ana lives in Lisbon")
