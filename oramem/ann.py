@@ -163,12 +163,16 @@ class AnnIndex:
         selectivity: Optional[float] = None,
     ) -> Optional[tuple[np.ndarray, np.ndarray]]:
         """``(keys int64, cosine distances float64)`` of up to ``k`` approximate nearest
-        keys, nearest first.
+        keys, nearest first. Fewer than ``k`` only when the index was searched whole: every
+        key (every accepted key, with ``accept``) is in the answer.
 
         ``accept(keys) -> bool array`` filters candidates; ``selectivity`` (the fraction of
         keys it accepts, when the caller knows it) sizes the first fetch. Returns ``None``
         when a filtered query cannot collect ``k`` accepted keys within
-        ``config.max_fetch`` candidates while more keys exist: answer that query exactly.
+        ``config.max_fetch`` candidates while more keys exist, or when the backend returns
+        fewer candidates than asked while more keys exist (a graph search need not reach
+        every node: usearch then answers short; which keys it missed is unknown): answer
+        that query exactly.
         """
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
@@ -177,7 +181,9 @@ class AnnIndex:
         if n == 0:
             return np.empty(0, np.int64), np.empty(0, np.float64)
         if accept is None:
-            return self._impl.search(q, min(k, n), self.expansion_search)
+            want = min(k, n)
+            keys, dists = self._impl.search(q, want, self.expansion_search)
+            return (keys, dists) if len(keys) >= want else None
         share = selectivity if selectivity and selectivity > 0 else 0.1
         fetch = min(n, max(k, math.ceil(k / share * self.config.overfetch)))
         while True:
@@ -185,8 +191,12 @@ class AnnIndex:
             ok = np.asarray(accept(keys), dtype=bool)
             if ok.shape != keys.shape:
                 raise ValueError("accept(keys) must return one bool per key")
-            if ok.sum() >= k or fetch >= n:
+            if ok.sum() >= k:
                 return keys[ok][:k], dists[ok][:k]
+            if len(keys) < fetch:
+                return None  # the search stopped short of the keys asked for
+            if fetch >= n:
+                return keys[ok][:k], dists[ok][:k]  # every key seen: what is accepted is all there is
             if fetch >= self.config.max_fetch:
                 return None
             fetch = min(n, self.config.max_fetch, fetch * 4)

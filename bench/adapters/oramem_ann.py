@@ -76,8 +76,10 @@ class OramemAnn(Adapter):
         self.index.expansion_search = int(cols["ef"][0])
 
     def search(self, q, k):
-        keys, _ = self.index.query(q, k)
-        return keys.tolist()
+        found = self.index.query(q, k)
+        if found is None:  # the graph search answered short: exact, as the engine does
+            return top_k(self.matrix @ q, k).tolist()
+        return found[0].tolist()
 
     def _filtered(self, q, k, mask):
         selectivity = float(mask.mean())

@@ -78,11 +78,47 @@ def test_filtered_query_returns_only_accepted_or_none(backend):
     assert len(set(got) & set(exact(vectors[::2], keys[::2], q, 10))) >= 8
     # a predicate that accepts almost nothing cannot be served within max_fetch
     assert index.query(q, 10, accept=lambda ks: ks == 2999, selectivity=1.0) is None
-    # ... unless the whole index fits in the fetch: then what exists is returned
+    # ... unless the whole index fits in the fetch: then what exists is returned, if the
+    # graph search reached every key (usearch may stop short: then None, the caller goes
+    # exact; both branches are pinned down with a short-answering backend below)
     small = AnnIndex(DIM, backend=backend)
     small.build(np.arange(100), vectors[:100])
-    got, _ = small.query(q, 10, accept=lambda ks: ks == 42)
-    assert list(got) == [42]
+    found = small.query(q, 10, accept=lambda ks: ks == 42)
+    assert found is None or list(found[0]) == [42]
+
+
+def _short_answers(index: AnnIndex, missing: set[int]) -> None:
+    """Make the index's backend leave ``missing`` keys out of every answer, as a graph
+    search that does not reach them does."""
+    search = index._impl.search
+
+    def short(q, count, ef):
+        keys, dists = search(q, count, ef)
+        keep = np.array([int(k) not in missing for k in keys], dtype=bool)
+        return keys[keep], dists[keep]
+
+    index._impl.search = short
+
+
+def test_a_search_that_stops_short_is_never_taken_for_the_whole_index(backend):
+    vectors = clustered(100)
+    q = clustered(1, seed=2)[0]
+    whole = AnnIndex(DIM, backend=backend)
+    whole.build(np.arange(100), vectors)
+    _short_answers(whole, set())
+    # every key reached: the accepted key, and the unfiltered top k, are what exists
+    assert list(whole.query(q, 10, accept=lambda ks: ks == 42)[0]) == [42]
+    assert len(whole.query(q, 100)[0]) == 100
+    short = AnnIndex(DIM, backend=backend)
+    short.build(np.arange(100), vectors)
+    _short_answers(short, {42, 43})
+    # key 42 was never reached: "nothing accepted" would be a wrong answer, so None
+    assert short.query(q, 10, accept=lambda ks: ks == 42) is None
+    # unfiltered, fewer than min(k, n) keys back: None, not a short top k
+    assert short.query(q, 100) is None
+    # an answer with k accepted keys stands, whatever the search missed
+    got, _ = short.query(q, 5)
+    assert len(got) == 5 and not {42, 43} & set(got.tolist())
 
 
 def test_use_for_policy():

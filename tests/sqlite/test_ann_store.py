@@ -96,6 +96,23 @@ def test_recall_at_10_and_exact_distances(pair):
     assert hits / (10 * len(queries)) >= 0.9
 
 
+def test_an_index_search_that_stops_short_falls_back_to_exact(pair, monkeypatch):
+    exact, approx, _, queries = pair
+    ann = approx.engine._cache.ann
+    assert ann is not None
+
+    def short(q, count, ef):  # a graph search that reaches 3 nodes, whatever it was asked
+        keys, dists = original(q, count, ef)
+        return keys[:3], dists[:3]
+
+    original = ann._impl.search
+    monkeypatch.setattr(ann._impl, "search", short)
+    for q in queries[:5]:
+        for kw in ({}, {"user_id": USERS[1]}, {"metadata_filter": {"g": 2}}):
+            got = approx.search(query_vector=q, k=10, **kw)
+            assert ids(got) == ids(exact.search(query_vector=q, k=10, **kw)), kw
+
+
 def test_scope_and_metadata_filters_are_never_violated(pair):
     exact, approx, _, queries = pair
     spy = Spy(approx)
