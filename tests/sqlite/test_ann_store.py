@@ -111,6 +111,11 @@ def test_an_index_search_that_stops_short_falls_back_to_exact(pair, monkeypatch)
         for kw in ({}, {"user_id": USERS[1]}, {"metadata_filter": {"g": 2}}):
             got = approx.search(query_vector=q, k=10, **kw)
             assert ids(got) == ids(exact.search(query_vector=q, k=10, **kw)), kw
+        # user B's search on the exact fallback finds ten of B's records and none of A's
+        a, b = USERS[0], USERS[1]
+        theirs = approx.search(query_vector=q, k=10, user_id=b)
+        assert len(theirs) == 10 and {r.user_id for r, _ in theirs} == {b}
+        assert not set(ids(theirs)) & set(ids(approx.search(query_vector=q, k=10, user_id=a)))
 
 
 def test_scope_and_metadata_filters_are_never_violated(pair):
