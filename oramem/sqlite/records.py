@@ -108,6 +108,12 @@ class Where:
     def sql(self) -> str:
         return " AND ".join(self.parts) if self.parts else "1"
 
+    def copy(self) -> "Where":
+        """The predicates so far, to extend apart from this one."""
+        other = Where()
+        other.parts, other.params = list(self.parts), dict(self.params)
+        return other
+
 
 #: compile_filter answers by filter document (:func:`.metamask.filter_key`), most recent last
 _COMPILED: "OrderedDict[tuple[Any, ...], tuple[str, dict[str, Any]]]" = OrderedDict()

@@ -21,8 +21,13 @@ THREADS = ["t1", "t2", None]
 AGENTS = ["a1", None]
 
 
-def _old_keyword(self, conn, t, where, request, needed, catalog):
-    """The keyword query of main before this change (cd97b2c), verbatim: the reference order."""
+def _old_keyword(self, conn, t, where, metadata, request, needed, catalog):
+    """The keyword query of main before this change (cd97b2c), verbatim: the reference order.
+    (The engine now passes the metadata filter's predicate apart; here it joins the others.)"""
+    if metadata is not None:
+        where = where.copy()
+        where.parts += metadata.parts
+        where.params.update(metadata.params)
     language = catalog.keyword_language or LEGACY_LANGUAGE
     scopes = [
         (name, scope.value if scope.match == ScopeMatch.EQUALS else None)
@@ -132,3 +137,32 @@ def test_user_b_never_gets_user_a_records(make):
     # a shared thread or agent does not widen the user scope
     assert [r.id for r, _ in store.search("secret", k=10, strategy="keyword", user_id="bob", thread_id="shared")] == []
     assert [r.id for r, _ in store.search("secret", k=10, strategy="keyword", user_id="alice")] == ["alice-only"]
+
+
+@pytest.mark.parametrize("rows_factor", [1, 2], ids=["rows-1x", "rows-2x"])
+def test_a_metadata_filter_that_rejects_the_first_tied_records(make, monkeypatch, rows_factor):
+    """The metadata filter is asked about the records of the rows read, in order. When the
+    records that come first in a large tie group fail it (here the first 300 by id), the
+    search reads on until it has k records that pass: the same answer as the query that
+    filtered every row in SQL, and as the order SC-6.1 gives (all tie, so by id)."""
+    monkeypatch.setattr(SQLiteEngine, "_KEYWORD_ROWS", rows_factor)
+    store = make(memory_store_id="KT", search_strategy="keyword", vector_dim=None)
+    ids = [f"r{i:04d}" for i in range(600)]
+    store.add(["otter river"] * 600, record_type="memory", record_ids=ids, user_ids=["alice"] * 300 + ["bob"] * 300,
+              thread_ids="shared", agent_ids="a1", metadata=[{"topic": "hidden" if i < 300 else "kept"} for i in range(600)])
+    new_keyword = SQLiteEngine._keyword
+    for k in (1, 5, 50, 400):
+        for kwargs in ({"metadata_filter": {"topic": "kept"}}, {"metadata_filter": {"topic": {"$ne": "hidden"}}},
+                       {"metadata_filter": {"topic": "kept"}, "thread_id": "shared"}):
+            monkeypatch.setattr(SQLiteEngine, "_keyword", new_keyword)
+            got = store.search("otter", k=k, strategy="keyword", **kwargs)
+            monkeypatch.setattr(SQLiteEngine, "_keyword", _old_keyword)
+            want = store.search("otter", k=k, strategy="keyword", **kwargs)
+            assert [(r.id, d) for r, d in got] == [(r.id, d) for r, d in want]
+            assert [r.id for r, _ in got] == ids[300 : 300 + min(k, 300)]
+    monkeypatch.setattr(SQLiteEngine, "_keyword", new_keyword)
+    # user B in the shared thread and agent, with a filter every record of A passes: only B's
+    hits = store.search("otter", k=50, strategy="keyword", user_id="bob", metadata_filter={"topic": {"$exists": True}})
+    assert [r.id for r, _ in hits] == ids[300:350]
+    # user A with a filter only B's records pass: nothing, not B's records
+    assert store.search("otter", k=50, strategy="keyword", user_id="alice", metadata_filter={"topic": "kept"}) == []
