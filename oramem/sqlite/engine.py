@@ -891,15 +891,18 @@ class SQLiteEngine(Engine):
         cut = sorted(d for _, d in ranked)[min(k, len(ranked)) - 1]
         distance = {seq: d for seq, d in ranked if d <= cut}
         if len(distance) > k:
-            # more than k records tie at the cut: choose the k by (distance, type, id) from
-            # their keys, then read and decode only those k rows (a search whose k-th record
-            # ties with a thousand others read and decoded all of them: ~8 ms per 1,000)
-            keys = conn.execute(
-                f"SELECT r.seq, r.record_type, r.id FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:seqs))",
-                {"seqs": json.dumps(list(distance))},
+            # more than k records tie at the cut: every record nearer than the cut is in, and
+            # the rest of the k are the first tied records by (type, id), chosen in SQL (a
+            # bounded sort, only their seqs come back); then only those k rows are read and
+            # decoded (a search whose k-th record ties with a thousand others read and
+            # decoded all of them: ~8 ms per 1,000)
+            nearer = {seq: d for seq, d in distance.items() if d < cut}
+            chosen = conn.execute(
+                f"SELECT r.seq FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:seqs)) "
+                "ORDER BY r.record_type, r.id LIMIT :need",
+                {"seqs": json.dumps([seq for seq, d in distance.items() if d == cut]), "need": k - len(nearer)},
             ).fetchall()
-            keys.sort(key=lambda key: (distance[key[0]], key[1], key[2]))
-            distance = {key[0]: distance[key[0]] for key in keys[:k]}
+            distance = {**nearer, **{seq: cut for (seq,) in chosen}}
         seqs = list(distance)
         if len(seqs) <= _BOUND_SEQS:  # a few: bound one by one (no JSON text to build and parse)
             rows = conn.execute(
