@@ -2,15 +2,16 @@
 an agent that holds 10k facts (target: p50 ≤ 30 ms).
 
     python bench/knowledge_retrieve.py [--facts 10000] [--queries 100] [--db PATH] [--vector-only]
-        [--save-db PATH | --from-db PATH] [--dump FILE] [--profile N]
+        [--entities N] [--save-db PATH | --from-db PATH] [--dump FILE] [--profile N]
 
 ``--save-db PATH`` keeps a copy of the loaded store (and its clock, in ``PATH.json``);
 ``--from-db PATH`` times on a fresh copy of it instead of loading, so runs before and after a
 change read the same rows (fact ids are random per load). ``--dump FILE`` writes, per query,
 the returned facts in order with every score (JSON lines), for diffing two versions' results.
 
-Loads ``--facts`` facts (100 per write over 100 entities, plus one relation per write so
-the graph has edges) into a fresh hybrid SQLite store, then times ``--queries`` retrieves
+Loads ``--facts`` facts (100 per write over ``--entities`` entities, 100 by default, plus one
+relation per write so the graph has edges; fewer entities hold more facts each, as a user's own
+entity does in agent memory) into a fresh hybrid SQLite store, then times ``--queries`` retrieves
 that name an entity (so every signal runs: semantic and keyword store searches with the
 visibility metadata filter, graph BFS as one recursive CTE, events, spreading activation,
 context compression and the usage-tracking transaction). The reranker is off (it is an LLM
@@ -52,7 +53,7 @@ def profile(km, entities, n: int) -> None:
     yappi.set_clock_type("cpu")
     yappi.start(builtins=False, profile_threads=True)
     for q in range(n):
-        km.retrieve("bench", f"what does {entities[(q * 17) % 100]} do with item{q % 100}?")
+        km.retrieve("bench", f"what does {entities[(q * 17) % len(entities)]} do with item{q % 100}?")
     yappi.stop()
     stats = yappi.get_func_stats()
     stats.sort("ttot", "desc")
@@ -72,6 +73,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--facts", type=int, default=10_000)
     ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--entities", type=int, default=None,
+                    help="entities the loaded facts are spread over (at least 2; default 100, or what --from-db's store was loaded with)")
     ap.add_argument("--db", default=None)
     ap.add_argument("--vector-only", action="store_true", help="a vector store (keyword signal off)")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
@@ -99,7 +102,14 @@ def run(args: argparse.Namespace, tmp: str) -> None:
             if name.startswith(src_name) and name != src_name + ".json":
                 shutil.copyfile(os.path.join(src_dir, name), path + name[len(src_name):])
         with open(args.from_db + ".json") as fh:
-            now[0] = datetime.fromisoformat(json.load(fh)["now"])
+            saved = json.load(fh)
+        now[0] = datetime.fromisoformat(saved["now"])
+        loaded_with = saved.get("entities", 100)  # stores saved before --entities: 100
+        if args.entities not in (None, loaded_with):
+            raise SystemExit(f"{args.from_db} was loaded over {loaded_with} entities: pass --entities {loaded_with} or leave it out")
+        args.entities = loaded_with
+    elif args.entities is None:
+        args.entities = 100
     clock = lambda: now[0]  # noqa: E731
     llm_t, emb_t, search_t = Timed(), Timed(), Timed()
     emb = TimedEmbedder(384, emb_t)
@@ -109,7 +119,9 @@ def run(args: argparse.Namespace, tmp: str) -> None:
                     "resolve_entity": {"match_index": 0}}, llm_t)
     km = KnowledgeMemory(store, llm, config=KnowledgeConfig(dedup_similarity=1.01, enable_reranker=False,
                                                             enable_informed_extraction=False), clock=clock)
-    entities = [f"Person {i:03d}" for i in range(100)]
+    if args.entities < 2:
+        raise SystemExit("--entities must be at least 2 (each write also relates two entities)")
+    entities = [f"Person {i:03d}" for i in range(args.entities)]
     t_load = time.perf_counter()
     per = 100
     for w in range(0 if args.from_db else args.facts // per):
@@ -130,7 +142,7 @@ def run(args: argparse.Namespace, tmp: str) -> None:
             if name.startswith(os.path.basename(path)):
                 shutil.copyfile(os.path.join(os.path.dirname(path), name), args.save_db + name[len(os.path.basename(path)):])
         with open(args.save_db + ".json", "w") as fh:
-            json.dump({"now": now[0].isoformat(), "facts": total_facts}, fh)
+            json.dump({"now": now[0].isoformat(), "facts": total_facts, "entities": args.entities}, fh)
         store = SQLiteMemoryStore(path, embedder=emb, clock=clock, search_strategy=strategy)
         km = KnowledgeMemory(store, llm, config=KnowledgeConfig(dedup_similarity=1.01, enable_reranker=False,
                                                                 enable_informed_extraction=False), clock=clock)
@@ -172,7 +184,7 @@ def run(args: argparse.Namespace, tmp: str) -> None:
     mode = pool_pairing(km, args.paired_pool)
     for q in range(args.queries):
         lane = mode(q)
-        a = entities[(q * 13) % 100]
+        a = entities[(q * 13) % len(entities)]
         query = f"what does {a} do with item{q % 100}?"
         e0, ec0 = emb_t.seconds, emb_t.cpu
         legs.clear()
@@ -219,7 +231,7 @@ def run(args: argparse.Namespace, tmp: str) -> None:
                 fh.write(json.dumps(d, sort_keys=True) + "\n")
             fh.write(json.dumps({"usage_sha256": usage}) + "\n")
     print(json.dumps({
-        "facts_loaded": total_facts,
+        "facts_loaded": total_facts, "entities": args.entities,
         "queries": args.queries,
         "strategy": strategy.value,
         "overhead_ms_p50": round(statistics.median(walls), 2),
