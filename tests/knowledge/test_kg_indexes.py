@@ -18,7 +18,8 @@ from oramem.knowledge import KnowledgeMemory
 from oramem.knowledge.db.schema import build_tables, oracle_ddl, oracle_index_ddl, plain_indexes
 from oramem.testing import HashEmbedder
 
-NEW = ("DEFAULT_KG_FACT_AGT_ENT_RANK_IX", "DEFAULT_KG_FACT_AGT_ENT_ATTR_IX", "DEFAULT_KG_FACT_ID_CUR_IX")
+NEW = ("DEFAULT_KG_FACT_AGT_ENT_RANK_IX", "DEFAULT_KG_FACT_AGT_ENT_ATTR_IX", "DEFAULT_KG_FACT_ID_CUR_IX",
+       "DEFAULT_KG_FACT_AGT_ENT_VF_IX")  # the last: the graph signal's newest facts per key (2026-12-06)
 
 
 def _index_names(path: str) -> set[str]:

@@ -373,6 +373,9 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
         # issue 25 (round f): an entity's facts in retrieve's rank order (spreading's facts
         # per entity, the expansion's terms), so a read stops after the rows it keeps
         sa.Index(f"{p}FACT_AGT_ENT_RANK_IX", "agent_id", "entity_key", sa.text("importance DESC"), sa.text("valid_from DESC"), "id"),
+        # an entity's facts newest first (the graph signal's facts per hop key), so that read
+        # stops after the rows it keeps, however many facts the entity holds
+        sa.Index(f"{p}FACT_AGT_ENT_VF_IX", "agent_id", "entity_key", sa.text("valid_from DESC"), "id"),
         # the write path's same-key read (agent, entity, attribute, current)
         sa.Index(f"{p}FACT_AGT_ENT_ATTR_IX", "agent_id", "entity_key", "attribute_key", "valid_to"),
         # the recount's "is this linked fact current" probe, answered from the index alone

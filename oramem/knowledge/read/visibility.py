@@ -112,11 +112,17 @@ def p_sql_visible(f: sa.Table, has_trange: bool, hide_stale: bool) -> list[sa.Co
     """:func:`sql_visible` with ``p_known``, ``p_at`` (or ``p_start``/``p_end``) bound."""
     known: sa.BindParameter[Any] = sa.bindparam("p_known")
     conds = [f.c.ingested_at <= known, sa.or_(f.c.invalidated_at.is_(None), f.c.invalidated_at > known)]
+    # valid_from's bound through COALESCE(valid_from, valid_from) (the same value: the column
+    # is NOT NULL), so that no index takes it as a range: with FACT_AGT_ENT_VF_IX's
+    # (agent_id, entity_key, valid_from) SQLite (no statistics) would read an entity's facts by
+    # that range and sort them all, instead of walking the rank index to its first rows
+    # (tests/knowledge/test_retrieve_query_plans.py); a read ordered by valid_from still walks it
+    valid_from = sa.func.coalesce(f.c.valid_from, f.c.valid_from)
     if has_trange:
-        conds += [f.c.valid_from < sa.bindparam("p_end"), sa.or_(f.c.valid_to.is_(None), f.c.valid_to > sa.bindparam("p_start"))]
+        conds += [valid_from < sa.bindparam("p_end"), sa.or_(f.c.valid_to.is_(None), f.c.valid_to > sa.bindparam("p_start"))]
     else:
         at: sa.BindParameter[Any] = sa.bindparam("p_at")
-        conds += [f.c.valid_from <= at, sa.or_(f.c.valid_to.is_(None), f.c.valid_to > at)]
+        conds += [valid_from <= at, sa.or_(f.c.valid_to.is_(None), f.c.valid_to > at)]
     if hide_stale:
         conds.append(f.c.is_stale == False)  # noqa: E712
     return conds
