@@ -16,6 +16,8 @@ Nothing here touches a database: every error is raised before anything is writte
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import re
 import uuid
 import warnings
@@ -887,6 +889,7 @@ class Normalizer:
         record_types: Any,
         metadata_filter: Any,
         strategy: Any,
+        max_distance: Any = None,
     ) -> tuple[SearchRequest, Optional[str]]:
         """A search request, and the query text to embed (None when no embedding is
         needed); :meth:`with_query_vector` completes it."""
@@ -894,6 +897,7 @@ class Normalizer:
             raise ArgumentError("pass exactly one of query (text) or query_vector (SC-6.1)")
         k = _positive_int(k, "k")
         chosen = self._strategy(strategy)
+        bound = _max_distance(max_distance, chosen)
         text = None
         vector = None
         if query is not None:
@@ -928,6 +932,7 @@ class Normalizer:
             record_types=types,
             metadata_filter=mf,
             tail_handicap=self.tail_handicap,
+            max_distance=bound,
         )
         needs_embedding = text is not None and chosen in (SearchStrategy.VECTOR, SearchStrategy.HYBRID)
         return request, text if needs_embedding else None
@@ -1068,6 +1073,22 @@ def _validated_filter(metadata_filter: Any) -> dict[str, Any]:
         _VALIDATED[key] = found
         remember_filter_key(found, filter_key(found))  # the engine's caches look it up by identity
     return found
+
+
+def _max_distance(value: Any, strategy: SearchStrategy) -> Optional[float]:
+    """``search``'s ``max_distance``: None, or a finite number >= 0, for a vector search only."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(f"max_distance must be a number (a cosine distance, 0 to 2) or None, got {type(value).__name__}")
+    bound = float(value)
+    if not math.isfinite(bound) or bound < 0:
+        raise ArgumentError(f"max_distance must be a finite cosine distance >= 0 (0 to 2), got {value!r}")
+    if strategy is not SearchStrategy.VECTOR:
+        raise ArgumentError(
+            f"max_distance bounds vector distances, and this search is {strategy.value}: keyword and hybrid distances "
+            "rank results within one search and do not compare across searches; pass strategy='vector' or drop max_distance")
+    return bound
 
 
 def _positive_int(value: Any, argument: str, extra: str = "") -> int:

@@ -209,6 +209,10 @@ class SearchRequest:
     #: VECTOR: cosine distance added to a record's later retrieval rows (SC-6.4): the
     #: store's chunk policy decides it (``oramem.chunking.tail_handicap``), 0 = best row
     tail_handicap: float = 0.0
+    #: VECTOR: records farther than this cosine distance are left out (None: no bound); the
+    #: answer is the k nearest records within it, i.e. the search's answer without the bound,
+    #: cut where the distance exceeds it
+    max_distance: Optional[float] = None
 
 
 class RetrievalChange(enum.Enum):

@@ -38,7 +38,7 @@ from .normalize import (
     validate_store_id,
 )
 from .options import check_option_name, encode_option
-from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, StoreSettings
+from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, SearchRequest, StoreSettings
 from .trust.firewall import OPTION_NAME as FIREWALL_OPTION
 from .trust.firewall import FirewallPolicy
 from .trust.gate import check_reserved, screen_drafts, screen_update
@@ -183,7 +183,8 @@ class IMemoryStore(abc.ABC):
     @abc.abstractmethod
     def search(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                exact_user_match: bool = False, exact_agent_match: bool = False, exact_thread_match: bool = False, record_types: Optional[Sequence[str]] = None,
-               metadata_filter: Optional[Mapping[str, Any]] = None, strategy: Optional[Union[SearchStrategy, str]] = None) -> builtins.list[tuple[Record, float]]:
+               metadata_filter: Optional[Mapping[str, Any]] = None, strategy: Optional[Union[SearchStrategy, str]] = None,
+               max_distance: Optional[float] = None) -> builtins.list[tuple[Record, float]]:
         """At most ``k`` ``(record, distance)`` pairs, nearest first (SC-6).
 
         Args:
@@ -198,6 +199,10 @@ class IMemoryStore(abc.ABC):
             metadata_filter: a filter on metadata, applied before the top-k cut (README: 'Metadata filter operators').
             strategy: ``"vector"``, ``"keyword"`` or ``"hybrid"`` for this call (within what the
                 store was opened for); default: the store's.
+            max_distance: vector search only: leave out records farther than this cosine
+                distance (0 to 2; e.g. 0.5), so fewer than ``k`` may come back; the answer is
+                the k nearest records within it. Keyword and hybrid distances rank results within
+                one search and do not compare across searches, so they take no bound.
 
         Distances are floats: cosine distance (vector), ``1 - normalised score`` (keyword,
         hybrid; in [0, 1])."""
@@ -297,7 +302,7 @@ class IMemoryStore(abc.ABC):
     async def search_async(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None,
                            agent_id: Optional[str] = None, exact_user_match: bool = False, exact_agent_match: bool = False,
                            exact_thread_match: bool = False, record_types: Optional[Sequence[str]] = None, metadata_filter: Optional[Mapping[str, Any]] = None,
-                           strategy: Optional[Union[SearchStrategy, str]] = None) -> builtins.list[tuple[Record, float]]:
+                           strategy: Optional[Union[SearchStrategy, str]] = None, max_distance: Optional[float] = None) -> builtins.list[tuple[Record, float]]:
         """Async twin of :meth:`search`."""
 
     @abc.abstractmethod
@@ -834,15 +839,16 @@ class OracleMemoryStore(IMemoryStore):
 
     def search(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                exact_user_match: bool = False, exact_agent_match: bool = False, exact_thread_match: bool = False, record_types: Optional[Sequence[str]] = None,
-               metadata_filter: Optional[Mapping[str, Any]] = None, strategy: Optional[Union[SearchStrategy, str]] = None) -> builtins.list[tuple[Record, float]]:
+               metadata_filter: Optional[Mapping[str, Any]] = None, strategy: Optional[Union[SearchStrategy, str]] = None,
+               max_distance: Optional[float] = None) -> builtins.list[tuple[Record, float]]:
         norm = self._n()
         request, to_embed = norm.search_plan(
             query, k, query_vector, thread_id, user_id, agent_id, exact_user_match, exact_agent_match,
-            exact_thread_match, record_types, metadata_filter, strategy,
+            exact_thread_match, record_types, metadata_filter, strategy, max_distance,
         )
         if to_embed is not None:
             request = norm.with_query_vector(request, norm.embed([to_embed], is_query=True)[0])
-        results = _as_float(self._engine.search(request))
+        results = _within(request, _as_float(self._engine.search(request)))
         from .trust import audit  # SC-16.1: the retrieval audit's entry
 
         if audit.wanted(self):
@@ -852,16 +858,16 @@ class OracleMemoryStore(IMemoryStore):
     async def search_async(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None,
                            agent_id: Optional[str] = None, exact_user_match: bool = False, exact_agent_match: bool = False,
                            exact_thread_match: bool = False, record_types: Optional[Sequence[str]] = None, metadata_filter: Optional[Mapping[str, Any]] = None,
-                           strategy: Optional[Union[SearchStrategy, str]] = None) -> builtins.list[tuple[Record, float]]:
+                           strategy: Optional[Union[SearchStrategy, str]] = None, max_distance: Optional[float] = None) -> builtins.list[tuple[Record, float]]:
         norm = await self._na()
         request, to_embed = norm.search_plan(
             query, k, query_vector, thread_id, user_id, agent_id, exact_user_match, exact_agent_match,
-            exact_thread_match, record_types, metadata_filter, strategy,
+            exact_thread_match, record_types, metadata_filter, strategy, max_distance,
         )
         if to_embed is not None:
             vec = (await norm.embed_async([to_embed], is_query=True))[0]
             request = norm.with_query_vector(request, vec)
-        results = _as_float(await self._engine.search_async(request))
+        results = _within(request, _as_float(await self._engine.search_async(request)))
         from .trust import audit  # SC-16.1
 
         if await audit.wanted_async(self):
@@ -1086,6 +1092,16 @@ def _audit_forgotten(store: Any, request: ForgetRequest) -> dict[str, int]:
 
 def _as_float(results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:
     return [(record, float(distance)) for record, distance in results]
+
+
+def _within(request: SearchRequest, results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:
+    """The results within the request's ``max_distance``: nearest first, they are a prefix of
+    the answer, so this is the k nearest records within the bound on every engine (the SQLite
+    engine also cuts before it reads the records; Oracle's search returns its k nearest and
+    the driver cuts here)."""
+    if request.max_distance is None:
+        return results
+    return [pair for pair in results if pair[1] <= request.max_distance]
 
 
 def _check_embedder(embedder: Any) -> Any:

@@ -34,6 +34,8 @@ from .state import State, pass_state
 @click.option("--keyword-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the keyword leg (default 3.0 for gated-rrf and score, 0.7 for rrf).")
 @click.option("--rrf-k", type=click.FloatRange(min=0, min_open=True), help="Hybrid fusion gated-rrf or rrf: reciprocal-rank constant (default 1 for gated-rrf, 10 for rrf; larger flattens the ranks).")
 @click.option("--fusion-depth", type=click.IntRange(min=1), help="Hybrid fusion: candidates per ranking (default max(10*k, 200)).")
+@click.option("--max-distance", type=click.FloatRange(min=0), help="Vector search only: leave out records farther than "
+              "this cosine distance (0 to 2, e.g. 0.5); fewer than -k may come back.")
 @pass_state
 def search(
     state: State,
@@ -54,6 +56,7 @@ def search(
     keyword_weight: Optional[float],
     rrf_k: Optional[float],
     fusion_depth: Optional[int],
+    max_distance: Optional[float],
 ) -> None:
     """Search the store for QUERY; prints rank, distance, type, scope and content.
 
@@ -84,6 +87,11 @@ def search(
             flags = ", ".join("--fusion-depth" if name == "depth" else f"--{name.replace('_', '-')}" for name in given)
             raise CLIError(f"{flags} only apply to hybrid search, and this search is {effective}; "
                            "add --strategy hybrid or drop them", 2)
+    if max_distance is not None:
+        effective = (strategy or store.search_strategy.value).lower()
+        if effective != "vector":
+            raise CLIError(f"--max-distance bounds vector distances, and this search is {effective} (keyword and hybrid "
+                           "distances rank results within one search); add --strategy vector or drop --max-distance", 2)
     kwargs: dict[str, Any] = dict(
         thread_id=thread_id,
         user_id=user_id,
@@ -96,6 +104,8 @@ def search(
     )
     if strategy:
         kwargs["strategy"] = strategy.lower()
+    if max_distance is not None:
+        kwargs["max_distance"] = max_distance
     results = store.search(query, k, **kwargs)
     if state.json:
         emit_json([{"rank": i, "distance": d, "record": record_to_dict(r)} for i, (r, d) in enumerate(results, 1)])

@@ -546,6 +546,8 @@ class SQLiteEngine(Engine):
                 keyword_ranking = self._keyword(conn, t, base, metadata, request, depth, catalog)
             if strategy == SearchStrategy.VECTOR:
                 ranked = vector_ranking
+                if request.max_distance is not None:  # nearest first: the records within it are a prefix
+                    ranked = [pair for pair in ranked if pair[1] <= request.max_distance]
             elif strategy == SearchStrategy.KEYWORD:
                 ranked = keyword_ranking
             else:

@@ -181,12 +181,21 @@ def _store_filter(st: RetrieveState, filter_keys: Optional[list[str]]) -> dict[s
                             st.user_id, read=True)
 
 
+def below_similarity(min_similarity: float) -> float:
+    """A store search's ``max_distance`` that keeps every hit of cosine similarity at least
+    ``min_similarity`` (``1 - distance >= min_similarity``, which the caller still checks):
+    the store then reads and returns no record the signal would drop (a retrieve's event
+    search asked for 200 messages and dropped them all on a store where none was similar:
+    3 ms at 100k facts). A hair above ``1 - min_similarity``, so rounding never cuts a hit."""
+    return max(0.0, 1.0 - min_similarity + 1e-9)
+
+
 async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[Any]:
     if st.qvec is None:
         return []
     hits: list[Any] = await _visible_search(st,
         query_vector=st.qvec, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="vector",
-        metadata_filter=_store_filter(st, filter_keys),
+        metadata_filter=_store_filter(st, filter_keys), max_distance=below_similarity(st.cfg.min_similarity),
     )
     return hits
 
@@ -442,6 +451,7 @@ async def event_signal(st: RetrieveState) -> list[dict[str, Any]]:
     hits = await _visible_search(st,
         query_vector=st.qvec, k=cfg.event_max_scan, agent_id=st.agent_id, record_types=["message"], strategy="vector",
         metadata_filter=reads.with_scope({"kg_source": {"$exists": True}}, st.user_id, read=True),
+        max_distance=below_similarity(cfg.min_similarity),
     )
     hits = [(rec, 1.0 - float(d)) for rec, d in hits if 1.0 - float(d) >= cfg.min_similarity]
     if not hits:
