@@ -73,3 +73,20 @@ def write_keeper(km, llm, clock, user, who: str, thing: str, message: str) -> No
                                  relations=[(who, f"{who} Friend", "friend")]))
     km.write("desk", message, who, user_id=user)
     clock.advance(minutes=1)
+
+
+#: an ``event_emotion`` reply
+NEUTRAL = {"emotion": "neutral", "intensity": 0.2, "energy": "medium"}
+
+
+def add_all(payload: dict[str, Any]) -> dict[str, Any]:
+    """A ``reconcile`` reply that adds every new fact."""
+    return {"decisions": [{"new_fact_index": f["index"], "action": "ADD"} for f in payload["new_facts"]]}
+
+
+def adding_llm():
+    """A scripted LLM whose writes add every extracted fact (the extraction is routed per write)."""
+    from oramem.testing import ScriptedLLM
+
+    return ScriptedLLM({"event_emotion": NEUTRAL, "reconcile": add_all, "resolve_entity": {"match_index": 0}})
+

@@ -22,16 +22,11 @@ from oramem.knowledge.read import signals
 from oramem.knowledge.read.signals import (MAX_NEIGHBOURS_PER_HOP, GraphRetrievalResult, clip01, days, fact_visible,
                                            norm, p_edge_visible, p_sql_visible, reads)
 from oramem.knowledge.read.state import RetrieveState
-from oramem.testing import HashEmbedder, ScriptedLLM
+from oramem.testing import HashEmbedder
 
-from .helpers import Clock, extract
+from .helpers import Clock, adding_llm, extract
 
-NEUTRAL = {"emotion": "neutral", "intensity": 0.2, "energy": "medium"}
 USERS = ("alice", "bob", None)
-
-
-def _add_all(payload: dict[str, Any]) -> dict[str, Any]:
-    return {"decisions": [{"new_fact_index": f["index"], "action": "ADD"} for f in payload["new_facts"]]}
 
 
 def _old_graph_signal(st: RetrieveState, conn: sa.Connection, seeds: list[str], filter_keys: Optional[list[str]]) -> GraphRetrievalResult:
@@ -183,7 +178,7 @@ def graph_km(tmp_path):
     retrieve reaches hop 2."""
     clock = Clock()
     store = SQLiteMemoryStore(str(tmp_path / "g.db"), embedder=HashEmbedder(64), clock=clock, search_strategy="hybrid")
-    llm = ScriptedLLM({"event_emotion": NEUTRAL, "reconcile": _add_all, "resolve_entity": {"match_index": 0}})
+    llm = adding_llm()
     km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False, dedup_similarity=1.01, graph_max_facts=12),
                          clock=clock)
     people = [("Ana", "person"), ("Bruno", "person"), ("Cyril", "person"), ("Delia", "person")]

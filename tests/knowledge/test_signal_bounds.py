@@ -5,30 +5,24 @@ user of a shared agent, with events and facts on both sides of the similarity fl
 
 from __future__ import annotations
 
-from typing import Any
 
 import pytest
 
 from oramem import SQLiteMemoryStore
 from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
 from oramem.knowledge.read import signals
-from oramem.testing import HashEmbedder, ScriptedLLM
+from oramem.testing import HashEmbedder
 
-from .helpers import Clock, extract
+from .helpers import Clock, adding_llm, extract
 
-NEUTRAL = {"emotion": "neutral", "intensity": 0.2, "energy": "medium"}
 USERS = ("alice", "bob", None)
-
-
-def _add_all(payload: dict[str, Any]) -> dict[str, Any]:
-    return {"decisions": [{"new_fact_index": f["index"], "action": "ADD"} for f in payload["new_facts"]]}
 
 
 @pytest.fixture
 def km(tmp_path):
     clock = Clock()
     store = SQLiteMemoryStore(str(tmp_path / "b.db"), embedder=HashEmbedder(64), clock=clock, search_strategy="hybrid")
-    llm = ScriptedLLM({"event_emotion": NEUTRAL, "reconcile": _add_all, "resolve_entity": {"match_index": 0}})
+    llm = adding_llm()
     k = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False, dedup_similarity=1.01, min_similarity=0.2),
                         clock=clock)
     messages = ["Ana rode her bike to the lake", "the lake was cold today", "Ana likes tea", "quarterly tax forms",

@@ -92,3 +92,21 @@ def store(make):
 @pytest.fixture
 def kw_store(make):
     return make(memory_store_id="KW", search_strategy="keyword", vector_dim=None)
+
+
+@pytest.fixture
+def decoded_ids(monkeypatch) -> list:
+    """The ids of the records the SQLite engine's searches decode (its ``to_record`` calls),
+    in order: a search reads and decodes only what it returns."""
+    from oramem.sqlite import engine as engine_module
+
+    seen: list = []
+    real = engine_module.to_record
+
+    def counting(row):
+        seen.append(row[2])
+        return real(row)
+
+    monkeypatch.setattr(engine_module, "to_record", counting)
+    return seen
+

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from oramem import SQLiteMemoryStore
-from oramem.sqlite import engine as engine_module
 
 DIM = 8
 
@@ -84,21 +83,14 @@ def test_typed_search_with_ties_is_the_prefix_of_the_full_ordering(tmp_path, use
     store.close()
 
 
-def test_a_tie_group_larger_than_k_reads_only_k_records(tmp_path, monkeypatch):
+def test_a_tie_group_larger_than_k_reads_only_k_records(tmp_path, decoded_ids):
     """60 messages at the same distance, k=5: the 5 by (type, id) are read and decoded, not
     all 60 (main decoded every tied record)."""
     store = SQLiteMemoryStore(str(tmp_path / "t.db"), vector_dim=DIM)
     store.add([f"m {i}" for i in range(60)], "message", record_ids=[f"m{(i * 7) % 60:02d}" for i in range(60)],
               embeddings=[_unit(3)] * 60, thread_ids="t1", roles="user")
     store.add(["near"], "message", record_ids=["near"], embeddings=[_unit(0)], thread_ids="t1", roles="user")
-    decoded = []
-    real = engine_module.to_record
-
-    def counting(row):
-        decoded.append(row[2])
-        return real(row)
-
-    monkeypatch.setattr(engine_module, "to_record", counting)
+    decoded = decoded_ids
     got = store.search(query_vector=_unit(0), k=5, record_types=["message"])
     assert [(r.id, d) for r, d in got] == [("near", 0.0), ("m00", 1.0), ("m01", 1.0), ("m02", 1.0), ("m03", 1.0)]
     assert sorted(decoded) == ["m00", "m01", "m02", "m03", "near"]
