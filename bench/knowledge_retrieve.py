@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -77,6 +78,8 @@ def main() -> None:
                     help="entities the loaded facts are spread over (at least 2; default 100, or what --from-db's store was loaded with)")
     ap.add_argument("--db", default=None)
     ap.add_argument("--vector-only", action="store_true", help="a vector store (keyword signal off)")
+    ap.add_argument("--approximate", action="store_true",
+                    help="open the store with approximate_search=AnnConfig() (HNSW; not exact: the answers may differ)")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="after the timed queries, profile N more retrieves with yappi (every thread, CPU clock; "
                          "yappi is not a project dependency: pip install yappi) and print the top functions to stderr")
@@ -114,7 +117,12 @@ def run(args: argparse.Namespace, tmp: str) -> None:
     llm_t, emb_t, search_t = Timed(), Timed(), Timed()
     emb = TimedEmbedder(384, emb_t)
     strategy = SearchStrategy.VECTOR if args.vector_only else SearchStrategy.HYBRID
-    store = SQLiteMemoryStore(path, embedder=emb, clock=clock, search_strategy=strategy)
+    approximate: dict[str, Any] = {}
+    if args.approximate:
+        from oramem.ann import AnnConfig
+
+        approximate["approximate_search"] = AnnConfig()
+    store = SQLiteMemoryStore(path, embedder=emb, clock=clock, search_strategy=strategy, **approximate)
     llm = TimedLLM({"event_emotion": {"emotion": "neutral", "intensity": 0.1, "energy": "low"}, "reconcile": add_all,
                     "resolve_entity": {"match_index": 0}}, llm_t)
     km = KnowledgeMemory(store, llm, config=KnowledgeConfig(dedup_similarity=1.01, enable_reranker=False,
@@ -143,7 +151,7 @@ def run(args: argparse.Namespace, tmp: str) -> None:
                 shutil.copyfile(os.path.join(os.path.dirname(path), name), args.save_db + name[len(os.path.basename(path)):])
         with open(args.save_db + ".json", "w") as fh:
             json.dump({"now": now[0].isoformat(), "facts": total_facts, "entities": args.entities}, fh)
-        store = SQLiteMemoryStore(path, embedder=emb, clock=clock, search_strategy=strategy)
+        store = SQLiteMemoryStore(path, embedder=emb, clock=clock, search_strategy=strategy, **approximate)
         km = KnowledgeMemory(store, llm, config=KnowledgeConfig(dedup_similarity=1.01, enable_reranker=False,
                                                                 enable_informed_extraction=False), clock=clock)
 
@@ -233,7 +241,7 @@ def run(args: argparse.Namespace, tmp: str) -> None:
     print(json.dumps({
         "facts_loaded": total_facts, "entities": args.entities,
         "queries": args.queries,
-        "strategy": strategy.value,
+        "strategy": strategy.value, "approximate": args.approximate,
         "overhead_ms_p50": round(statistics.median(walls), 2),
         "overhead_ms_p95": round(pct(walls, 0.95), 2),
         "cpu_overhead_ms_p50": round(statistics.median(cpus), 2),
