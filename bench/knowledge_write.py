@@ -1,9 +1,10 @@
 """Write overhead of the knowledge layer per message, excluding LLM and embedding time,
 on an agent that already holds 10k facts (KC target: ≤ 15 ms).
 
-    python bench/knowledge_write.py [--facts 10000] [--messages 100] [--db PATH]
+    python bench/knowledge_write.py [--facts 10000] [--messages 100] [--entities 100] [--db PATH]
 
-Loads ``--facts`` facts (100 per write, over 100 entities) into a fresh SQLite store, then
+Loads ``--facts`` facts (100 per write, over ``--entities`` entities, 100 by default; fewer hold
+more facts each, as a user's own entity does) into a fresh SQLite store, then
 times ``--messages`` writes of 3 facts, 2 entities and 1 relation each about existing
 entities (so alias lookups, entity resolution, store vector search for reconciliation,
 the reconcile call, the commit with store records and cascades all run). LLM time (a
@@ -112,7 +113,8 @@ def paired_summary(by_mode: dict, stat) -> dict:
 
 
 def message(llm, entities, m: int) -> tuple[str, str]:
-    a, b = entities[m % 100], entities[(m * 7 + 3) % 100]
+    i, j = m % len(entities), (m * 7 + 3) % len(entities)
+    a, b = entities[i], entities[j if j != i else (j + 1) % len(entities)]
     llm.route("extract", {
         "entities": [{"name": a, "type": "person"}, {"name": b, "type": "person"}],
         "facts": [{"subject": a, "fact": f"{a} met {b} at event {m}", "confidence": 0.9},
@@ -148,6 +150,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--facts", type=int, default=10_000)
     ap.add_argument("--messages", type=int, default=100)
+    ap.add_argument("--entities", type=int, default=100, help="entities the loaded facts are spread over (at least 2)")
     ap.add_argument("--db", default=None)
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="after the timed writes, profile N more writes with yappi (every thread, CPU clock; yappi is "
@@ -171,7 +174,9 @@ def run(args: argparse.Namespace, tmp: str) -> None:
     llm = TimedLLM({"event_emotion": {"emotion": "neutral", "intensity": 0.1, "energy": "low"}, "reconcile": add_all,
                     "resolve_entity": {"match_index": 0}}, llm_t)
     km = KnowledgeMemory(store, llm, config=KnowledgeConfig(dedup_similarity=1.01, enable_reranker=False), clock=clock)
-    entities = [f"Person {i:03d}" for i in range(100)]
+    if args.entities < 2:
+        raise SystemExit("--entities must be at least 2 (each measured write names two entities)")
+    entities = [f"Person {i:03d}" for i in range(args.entities)]
 
     # -- load
     t_load = time.perf_counter()
@@ -221,7 +226,7 @@ def run(args: argparse.Namespace, tmp: str) -> None:
     km.close()
     store.close()
     out = {
-        "facts_loaded": total_facts,
+        "facts_loaded": total_facts, "entities": args.entities,
         "messages": args.messages,
         "overhead_ms_mean": round(statistics.mean(samples), 2),
         "overhead_ms_median": round(statistics.median(samples), 2),
