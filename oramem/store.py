@@ -38,7 +38,7 @@ from .normalize import (
     validate_store_id,
 )
 from .options import check_option_name, encode_option
-from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, SearchRequest, StoreSettings
+from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, StoreSettings
 from .trust.firewall import OPTION_NAME as FIREWALL_OPTION
 from .trust.firewall import FirewallPolicy
 from .trust.gate import check_reserved, screen_drafts, screen_update
@@ -848,7 +848,7 @@ class OracleMemoryStore(IMemoryStore):
         )
         if to_embed is not None:
             request = norm.with_query_vector(request, norm.embed([to_embed], is_query=True)[0])
-        results = _within(request, _as_float(self._engine.search(request)))
+        results = _as_float(self._engine.search(request))
         from .trust import audit  # SC-16.1: the retrieval audit's entry
 
         if audit.wanted(self):
@@ -867,7 +867,7 @@ class OracleMemoryStore(IMemoryStore):
         if to_embed is not None:
             vec = (await norm.embed_async([to_embed], is_query=True))[0]
             request = norm.with_query_vector(request, vec)
-        results = _within(request, _as_float(await self._engine.search_async(request)))
+        results = _as_float(await self._engine.search_async(request))
         from .trust import audit  # SC-16.1
 
         if await audit.wanted_async(self):
@@ -1092,16 +1092,6 @@ def _audit_forgotten(store: Any, request: ForgetRequest) -> dict[str, int]:
 
 def _as_float(results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:
     return [(record, float(distance)) for record, distance in results]
-
-
-def _within(request: SearchRequest, results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:
-    """The results within the request's ``max_distance``: nearest first, they are a prefix of
-    the answer, so this is the k nearest records within the bound on every engine (the SQLite
-    engine also cuts before it reads the records; Oracle's search returns its k nearest and
-    the driver cuts here)."""
-    if request.max_distance is None:
-        return results
-    return [pair for pair in results if pair[1] <= request.max_distance]
 
 
 def _check_embedder(embedder: Any) -> Any:

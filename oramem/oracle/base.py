@@ -553,7 +553,16 @@ class OracleEngine(Engine):
 
     def _prepare_search(self, request: SearchRequest) -> _Prepared[builtins.list[tuple[Record, float]]]:
         payload = search_json(request, self._hybrid, self._keyword_language)
-        return _Prepared("search", False, dict(in_store_id=_STORE, in_request=payload), self._hits)
+        bound = request.max_distance
+        if bound is None:
+            return _Prepared("search", False, dict(in_store_id=_STORE, in_request=payload), self._hits)
+
+        def within(text: Optional[str]) -> list[tuple[Record, float]]:
+            # the package returns its k nearest, nearest first: those within the bound are a
+            # prefix, so this is the k nearest within it (the PL/SQL API takes no bound)
+            return [hit for hit in self._hits(text) if hit[1] <= bound]
+
+        return _Prepared("search", False, dict(in_store_id=_STORE, in_request=payload), within)
 
     # -- lifecycle without I/O (both colours) -------------------------------------------
     def close(self) -> None:

@@ -345,74 +345,9 @@ def graph_signal(st: RetrieveState, conn: sa.Connection, seeds: list[str], filte
     res.edges.sort(key=lambda x: (x["hop"], -x["strength"], x["source_key"], x["rel_type"], x["target_key"]))
     res.edges_traversed = len(seen_edges)
     # facts of the seeds and the neighbours, by hop then recency
-    f, lk = t.fact, t.link
-
-    def build_facts(n_arms: int) -> sa.Select[Any]:
-        # The facts linked to one hop's keys, newest first (kept's keys are unique, so the
-        # hops' key lists are disjoint; the entity key breaks a tie of two links of a fact),
-        # the first p_limit. Per key two branches, each newest first and cut at p_limit, so a
-        # key's facts are read in that order and the read stops there, where one ORDER BY
-        # over every linked fact read and sorted all of them (an entity with 5,000 facts:
-        # ~15 ms per retrieve, growing with the entity):
-        # - the facts *of* the key (their entity_key), from the (agent_id, entity_key,
-        #   valid_from DESC, id) index, each with its link to the key;
-        # - the facts that only mention the key: its links that are not a fact's primary
-        #   link, whose fact is another entity's. A fact's primary link is the one to its own
-        #   entity_key (the write path links the fact's entity first; a merge moves a fact's
-        #   entity_key and its primary link together), so the two branches hold every link
-        #   of the key once. The scope is on the links as before (a link has its fact's agent
-        #   and user), and on the fact's user; its agent on the rows read (a defence).
-        cut = sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True)
-        fact_conds: list[sa.ColumnElement[bool]] = [
-            reads.p_user_visible(f, shared_only), f.c.confidence >= sa.bindparam("p_min_conf", type_=sa.Float),
-            *p_sql_visible(f, has_trange, hide_stale)]
-        if filter_keys is not None:
-            lf = lk.alias("kg_lf")
-            fact_conds.append(f.c.id.in_(sa.select(lf.c.fact_id).where(reads.p_visible(lf, shared_only), lf.c.entity_key.in_(reads.expanding("p_fk")))))
-        arms: list[sa.Select[Any]] = []
-        for i in range(n_arms):
-            key = sa.bindparam(f"p_k{i}", type_=f.c.entity_key.type)
-            own = lk.alias(f"kg_lo{i}")
-            of_key = (
-                sa.select(f.c.id, f.c.valid_from, f.c.entity_key.label("via"))
-                .where(f.c.agent_id == sa.bindparam("p_agent"), f.c.entity_key == key, *fact_conds,
-                       sa.exists().where(own.c.fact_id == f.c.id, own.c.entity_key == key, reads.p_visible(own, shared_only)))
-                .order_by(sa.desc(f.c.valid_from), f.c.id).limit(cut).subquery(f"kg_of{i}"))
-            men = lk.alias(f"kg_lm{i}")
-            mentions = (
-                sa.select(f.c.id, f.c.valid_from, men.c.entity_key.label("via"))
-                .select_from(men.join(f, f.c.id == men.c.fact_id))
-                .where(reads.p_visible(men, shared_only), men.c.entity_key == key, men.c.is_primary == False,  # noqa: E712
-                       f.c.entity_key != key, *fact_conds)
-                .order_by(sa.desc(f.c.valid_from), f.c.id).limit(cut).subquery(f"kg_mt{i}"))
-            arms += [sa.select(of_key), sa.select(mentions)]
-        hop_rows = sa.union_all(*arms).subquery("kg_hop")
-        return (sa.select(*st.fact_cols(), hop_rows.c.via.label("_via"))
-                .select_from(hop_rows.join(f, f.c.id == hop_rows.c.id))
-                .order_by(sa.desc(hop_rows.c.valid_from), hop_rows.c.id, hop_rows.c.via)
-                .limit(cut))
-
-    def hop_facts(keys: list[str], limit: int) -> list[dict[str, Any]]:
-        """The first ``limit`` (fact, link) rows of ``keys``, newest first: one statement per
-        ``GRAPH_KEYS_PER_STATEMENT`` keys, merged in the same order."""
-        found: list[dict[str, Any]] = []
-        batches = list(reads.chunked(keys, GRAPH_KEYS_PER_STATEMENT))
-        for batch in batches:
-            n_arms = reads.rank_arms(len(batch))
-            stmt = reads.cached_stmt(f, ("graph_hop_facts", n_arms, shared_only, has_trange, hide_stale, filter_keys is not None),
-                                     lambda: build_facts(n_arms))
-            found += reads.rows_of(conn.execute(stmt, {**gparams, **reads.rank_keys(batch, n_arms), "p_limit": limit}))
-        if len(batches) > 1:
-            found.sort(key=lambda row: (row["id"], row["_via"]))
-            found.sort(key=lambda row: row["valid_from"], reverse=True)  # stable: newest first, then (id, key)
-        return found[:limit]
-
     # Hop by hop, the next hop only while the limit is not reached: the rows are ordered by
     # hop first, so this reads the rows one query over every kept key ordered by (hop, ...)
     # would, without reading the neighbours' facts when the seeds' facts fill the limit.
-    gparams = st.params(p_min_conf=cfg.graph_min_confidence)
-    if filter_keys is not None:
-        gparams["p_fk"] = list(filter_keys)
     qwords = " " + " ".join(norm(re.sub(r"[^\w\s]", " ", st.query)).split()) + " "
     taken: dict[str, dict[str, Any]] = {}
     left = cfg.graph_max_facts * 3
@@ -420,7 +355,7 @@ def graph_signal(st: RetrieveState, conn: sa.Connection, seeds: list[str], filte
         keys = [k for k, v in kept.items() if v[0] == hop]
         if left <= 0 or not keys:
             continue
-        frows = hop_facts(keys, left)
+        frows = hop_facts(st, conn, keys, left, filter_keys)
         left -= len(frows)
         for frow in frows:
             via = frow.pop("_via")
@@ -442,6 +377,78 @@ def graph_signal(st: RetrieveState, conn: sa.Connection, seeds: list[str], filte
             st.add(frow, "graph", score, (rid,) if rid else ())
     res.facts = sorted(taken.values(), key=lambda x: (x["hop"], -x["score"], x["fact_id"]))
     return res
+
+
+def _hop_facts_stmt(st: RetrieveState, n_arms: int, filter_keys: Optional[list[str]]) -> sa.Select[Any]:
+    """The facts linked to one hop's keys (``p_k0`` .. ``p_k<n_arms-1>``), newest first (the
+    entity key breaks a tie of two links of a fact), the first ``p_limit``. Per key two
+    branches, each newest first and cut at ``p_limit``, so a key's facts are read in that
+    order and the read stops there, where one ORDER BY over every linked fact read and sorted
+    all of them (an entity with 5,000 facts: ~13 ms per retrieve, growing with the entity):
+
+    - the facts *of* the key (their entity_key), from the (agent_id, entity_key, valid_from
+      DESC, id) index, each with its link to the key;
+    - the facts that only mention the key: its links that are not a fact's primary link,
+      whose fact is another entity's. A fact's primary link is the one to its own entity_key
+      (KC-4.12: the write path links the fact's entity first; a merge moves a fact's
+      entity_key and its primary link together), so the two branches hold every link of the
+      key once.
+
+    The scope is on the links (a link has its fact's agent and user) and on the fact's user;
+    the caller checks the fact's agent on the rows read (a defence)."""
+    f, lk = st.t.fact, st.t.link
+    shared_only, has_trange, hide_stale, _ = st.shape()
+    cut = sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True)
+    fact_conds: list[sa.ColumnElement[bool]] = [
+        reads.p_user_visible(f, shared_only), f.c.confidence >= sa.bindparam("p_min_conf", type_=sa.Float),
+        *p_sql_visible(f, has_trange, hide_stale)]
+    if filter_keys is not None:
+        lf = lk.alias("kg_lf")
+        fact_conds.append(f.c.id.in_(sa.select(lf.c.fact_id).where(reads.p_visible(lf, shared_only), lf.c.entity_key.in_(reads.expanding("p_fk")))))
+    arms: list[sa.Select[Any]] = []
+    for i in range(n_arms):
+        key = sa.bindparam(f"p_k{i}", type_=f.c.entity_key.type)
+        own = lk.alias(f"kg_lo{i}")
+        of_key = (
+            sa.select(f.c.id, f.c.valid_from, f.c.entity_key.label("via"))
+            .where(f.c.agent_id == sa.bindparam("p_agent"), f.c.entity_key == key, *fact_conds,
+                   sa.exists().where(own.c.fact_id == f.c.id, own.c.entity_key == key, reads.p_visible(own, shared_only)))
+            .order_by(sa.desc(f.c.valid_from), f.c.id).limit(cut).subquery(f"kg_of{i}"))
+        men = lk.alias(f"kg_lm{i}")
+        mentions = (
+            sa.select(f.c.id, f.c.valid_from, men.c.entity_key.label("via"))
+            .select_from(men.join(f, f.c.id == men.c.fact_id))
+            .where(reads.p_visible(men, shared_only), men.c.entity_key == key, men.c.is_primary == False,  # noqa: E712
+                   f.c.entity_key != key, *fact_conds)
+            .order_by(sa.desc(f.c.valid_from), f.c.id).limit(cut).subquery(f"kg_mt{i}"))
+        arms += [sa.select(of_key), sa.select(mentions)]
+    hop_rows = sa.union_all(*arms).subquery("kg_hop")
+    return (sa.select(*st.fact_cols(), hop_rows.c.via.label("_via"))
+            .select_from(hop_rows.join(f, f.c.id == hop_rows.c.id))
+            .order_by(sa.desc(hop_rows.c.valid_from), hop_rows.c.id, hop_rows.c.via)
+            .limit(cut))
+
+
+def hop_facts(st: RetrieveState, conn: sa.Connection, keys: list[str], limit: int,
+              filter_keys: Optional[list[str]]) -> list[dict[str, Any]]:
+    """The graph signal's facts of one hop: the first ``limit`` (fact, link) rows of ``keys``
+    (fact columns and ``_via``, the linked key), newest first, then by fact id and key; one
+    statement per ``GRAPH_KEYS_PER_STATEMENT`` keys, merged in the same order."""
+    shared_only, has_trange, hide_stale, _ = st.shape()
+    params = st.params(p_min_conf=st.cfg.graph_min_confidence, p_limit=limit)
+    if filter_keys is not None:
+        params["p_fk"] = list(filter_keys)
+    found: list[dict[str, Any]] = []
+    batches = list(reads.chunked(keys, GRAPH_KEYS_PER_STATEMENT))
+    for batch in batches:
+        n_arms = reads.rank_arms(len(batch))
+        stmt = reads.cached_stmt(st.t.fact, ("graph_hop_facts", n_arms, shared_only, has_trange, hide_stale, filter_keys is not None),
+                                 lambda: _hop_facts_stmt(st, n_arms, filter_keys))
+        found += reads.rows_of(conn.execute(stmt, {**params, **reads.rank_keys(batch, n_arms)}))
+    if len(batches) > 1:
+        found.sort(key=lambda row: (row["id"], row["_via"]))
+        found.sort(key=lambda row: row["valid_from"], reverse=True)  # stable: newest first, then (id, key)
+    return found[:limit]
 
 
 async def event_signal(st: RetrieveState) -> list[dict[str, Any]]:
