@@ -46,7 +46,6 @@ from .schema import (CATALOG, StoreState, StoreTables, apply_policy, has_keyword
                      keyword_rows_of)
 from .timefmt import epoch_micros, iso
 from ..filters import known_filter_key
-from .metamask import UNKEYED
 from .vectors import CACHE_ROW_SQL, GaveUp, VectorCache
 
 #: A LIMIT that stands for "all rows" (SQLite binds 64-bit integers).
@@ -529,7 +528,7 @@ class SQLiteEngine(Engine):
         filter_id = None
         base, metadata = where, None
         if request.metadata_filter is not None:
-            filter_id = known_filter_key(request.metadata_filter)  # once, for the SQL and the mask caches
+            filter_id = known_filter_key(request.metadata_filter)  # once, for the compiled SQL's cache
             base = where.copy()
             metadata = Where().metadata(request.metadata_filter, filter_id)
             where.metadata(request.metadata_filter, filter_id)
@@ -541,7 +540,7 @@ class SQLiteEngine(Engine):
             if strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID):
                 cache = self._vector_cache(conn, t, catalog)
                 scopes = (request.thread, request.user, request.agent)
-                vector_ranking = self._nearest(conn, t, where, request, cache, scopes, epoch_micros(now), depth, filter_id)
+                vector_ranking = self._nearest(conn, t, where, request, cache, scopes, epoch_micros(now), depth)
             if strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
                 keyword_ranking = self._keyword(conn, t, base, metadata, request, depth, catalog)
             if strategy == SearchStrategy.VECTOR:
@@ -557,8 +556,7 @@ class SQLiteEngine(Engine):
     # -- search helpers ------------------------------------------------------------------
     @staticmethod
     def _nearest(conn: sqlite3.Connection, t: StoreTables, where: Where, request: SearchRequest, cache: VectorCache,
-                 scopes: tuple[Scope, Scope, Scope], now_micros: int, k: int,
-                 filter_id: Any = UNKEYED) -> builtins.list[tuple[int, float]]:
+                 scopes: tuple[Scope, Scope, Scope], now_micros: int, k: int) -> builtins.list[tuple[int, float]]:
         """Vector ranking. The cache masks type, scope and TTL; a metadata filter on
         top-level scalar fields becomes a mask over cached typed columns once its keys were
         asked for before in the same cache state (:mod:`.metamask`); otherwise it runs in
@@ -583,7 +581,7 @@ class SQLiteEngine(Engine):
             result: builtins.list[Any] = conn.execute(sql, params).fetchall()
             return result
 
-        in_memory = cache.metadata_mask(request.metadata_filter, column, filter_id)
+        in_memory = cache.metadata_mask(request.metadata_filter, column)
         if in_memory is not None:  # filter first, then top-k over the passing rows only
             if in_memory.dtype != np.bool_:  # a few rows pass: type, scope and TTL tests of those rows only
                 return cache.nearest(query, cache.mask_rows(in_memory, request.record_types, scopes, now_micros), k,

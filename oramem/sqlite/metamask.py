@@ -39,10 +39,10 @@ from typing import Any, Callable, Optional, Protocol
 
 import numpy as np
 
-from ..filters import filter_key
+from ..filters import MAX_FILTER_DEPTH, filter_key
 from ._sqlite import sqlite_double
 
-__all__ = ["Unsupported", "compile_mask", "keys_of", "filter_key", "MetadataColumns", "MaskCache", "Rows", "UNKEYED"]
+__all__ = ["Unsupported", "compile_mask", "keys_of", "filter_key", "mask_key", "MetadataColumns", "MaskCache", "Rows", "UNKEYED"]
 
 _PATH_SAFE = re.compile(r'^[^"\\\x00-\x1f]+$')
 _EXACT = 2**53
@@ -352,6 +352,80 @@ def keys_of(flt: Mapping[str, Any]) -> set[str]:
         else:
             keys.add(key)
     return keys
+
+
+#: a string range test as the boundary text it comes to: ``("$lte", b)`` passes the texts
+#: ``<= b``, ``("$gte", b)`` the texts ``>= b`` (b None: no text passes)
+_BOUNDARY = {"$lt": "$lte", "$lte": "$lte", "$gt": "$gte", "$gte": "$gte"}
+
+
+def mask_key(flt: Any, cols: Rows) -> Optional[tuple[Any, ...]]:
+    """The key a compiled mask of ``flt`` is kept under (:class:`MaskCache`), or None when
+    the filter is not to be kept (what :func:`.filters.filter_key` refuses). It is the
+    filter's ``filter_key`` except that a string range test (``$gt``, ``$gte``, ``$lt``,
+    ``$lte``) stands for the column text it comes to: ``{"$lte": v}`` passes the texts
+    ``<= b``, b the greatest of the column's texts ``<= v``, so its key is ``("$lte", b)``;
+    ``$lt`` takes the greatest text ``< v``; ``$gt`` and ``$gte`` the least text above,
+    as ``("$gte", b)``.
+
+    Two filters with one key pass the same rows: the column's texts are the distinct texts
+    of every row it holds, and no text lies between a bound and its boundary. A kept mask
+    stays right for the rows it covers when a later key equals its own: the column's texts
+    only grow (a reset drops the kept masks too), so the boundary being the same means no
+    text came between, and the rows appended since are compiled with the filter's own
+    values (:meth:`MaskCache.extend`). So a filter whose bound moves with the clock
+    ("ingested at or before now", the knowledge layer's visibility) is one entry as long as
+    no stored time falls between two searches' clocks, instead of a compile per search
+    (~0.6 ms per 100k rows). The columns a range test reads are brought up to date."""
+    return _document_key(flt, cols, 0)
+
+
+def _document_key(flt: Any, cols: Rows, depth: int) -> Optional[tuple[Any, ...]]:
+    if type(flt) is not dict or depth > 2 * MAX_FILTER_DEPTH:
+        return filter_key(flt)
+    parts = []
+    for key, condition in flt.items():
+        if type(key) is not str:
+            return None
+        if key in ("$and", "$or") and type(condition) is list:
+            subs = [_document_key(sub, cols, depth + 1) for sub in condition]
+            if any(sub is None for sub in subs):
+                return None
+            sub: Optional[tuple[Any, ...]] = ("l", tuple(subs))
+        elif type(condition) is dict and not key.startswith("$"):
+            sub = _condition_key(key, condition, cols, depth + 1)
+        else:
+            sub = filter_key(condition)
+        if sub is None:
+            return None
+        parts.append((key, sub))
+    return ("d", tuple(parts))
+
+
+def _condition_key(field: str, condition: dict[Any, Any], cols: Rows, depth: int) -> Optional[tuple[Any, ...]]:
+    parts = []
+    for op, arg in condition.items():
+        if type(op) is not str:
+            return None
+        if op in _BOUNDARY and type(arg) is str and _PATH_SAFE.match(field):
+            if "\x00" in arg:
+                return None  # compile_mask sends it to SQL: never answered from a kept mask
+            texts = cols.column(field).texts
+            if op in ("$lt", "$lte"):
+                i = (bisect.bisect_left if op == "$lt" else bisect.bisect_right)(texts, arg)
+                sub: Optional[tuple[Any, ...]] = ("text", texts[i - 1] if i > 0 else None)
+            else:
+                i = (bisect.bisect_right if op == "$gt" else bisect.bisect_left)(texts, arg)
+                sub = ("text", texts[i] if i < len(texts) else None)
+            op = _BOUNDARY[op]
+        elif op == "$not" and type(arg) is dict and depth <= 2 * MAX_FILTER_DEPTH:
+            sub = _condition_key(field, arg, cols, depth + 1)
+        else:
+            sub = filter_key(arg)
+        if sub is None:
+            return None
+        parts.append((op, sub))
+    return ("d", tuple(parts))
 
 
 def compile_mask(flt: Mapping[str, Any], columns: Rows) -> np.ndarray:

@@ -25,7 +25,7 @@ import numpy as np
 from ..ann import AnnConfig, AnnIndex
 from ..requests import Scope, ScopeMatch
 from ..types import RECORD_TYPES
-from .metamask import UNKEYED, MaskCache, MetadataColumns, Unsupported, compile_mask, filter_key, keys_of
+from .metamask import MaskCache, MetadataColumns, Unsupported, compile_mask, keys_of, mask_key
 from .timefmt import epoch_micros
 
 __all__ = ["VectorCache", "CACHE_ROW_SQL", "GaveUp"]
@@ -314,9 +314,7 @@ class VectorCache:
         self._metadata_asked: set[str] = set()
         self._masks = MaskCache()
 
-    def metadata_mask(
-        self, metadata_filter: Mapping[str, Any], fetch: Callable[..., list[Any]], key: Any = UNKEYED
-    ) -> Optional[np.ndarray]:
+    def metadata_mask(self, metadata_filter: Mapping[str, Any], fetch: Callable[..., list[Any]]) -> Optional[np.ndarray]:
         """The rows whose record passes ``metadata_filter``, evaluated over cached typed
         columns of the top-level keys it reads, or None when the SQL path should answer:
         the filter needs it (see :mod:`.metamask`), or a key is asked for the first time
@@ -327,28 +325,13 @@ class VectorCache:
 
         The answer is a boolean mask over the rows in use, or (for a selective filter)
         the sorted positions of the passing rows as int32, read-only; either form goes to
-        :meth:`restrict`. It is kept per filter document (:func:`.metamask.filter_key`)
-        until the rows move (a reload, a compaction), so a repeated filter costs a
-        dictionary lookup, plus after this process's writes a compile over the appended
-        rows only: the rows before them are unchanged (see :meth:`patch`), and every test
-        of a filter is row by row, so the kept part equals a fresh compile's.
-        ``key``: the filter's :func:`.metamask.filter_key`, if the caller has it."""
-        if key is UNKEYED:
-            key = filter_key(metadata_filter)
-        if key is not None:
-            found = self._masks.entry(key)
-            if found is not None:
-                kept, rows = found
-                if rows == self.size:
-                    return kept
-                assert self._metadata is not None, "a kept mask has its columns"
-                self._metadata.fetch = fetch  # the caller's connection and transaction
-                try:
-                    tail = compile_mask(metadata_filter, self._metadata.tail(rows))
-                except Unsupported:  # e.g. an appended huge integer: the whole filter goes to SQL
-                    self._masks.discard(key)
-                else:
-                    return self._masks.extend(key, tail)
+        :meth:`restrict`. It is kept under the filter's :func:`.metamask.mask_key` (the
+        filter document, a string range test standing for the text it comes to) until the
+        rows move (a reload, a compaction), so a repeated filter, or one whose time bound
+        moved past no stored time, costs a lookup, plus after this process's writes a
+        compile over the appended rows only: the rows before them are unchanged (see
+        :meth:`patch`), and every test of a filter is row by row, so the kept part equals
+        a fresh compile's."""
         try:
             keys = keys_of(metadata_filter)
         except Unsupported:
@@ -360,6 +343,19 @@ class VectorCache:
             self._metadata_asked |= keys
             return None
         self._metadata.fetch = fetch  # the caller's connection and transaction
+        key = mask_key(metadata_filter, self._metadata)
+        if key is not None:
+            found = self._masks.entry(key)
+            if found is not None:
+                kept, rows = found
+                if rows == self.size:
+                    return kept
+                try:
+                    tail = compile_mask(metadata_filter, self._metadata.tail(rows))
+                except Unsupported:  # e.g. an appended huge integer: the whole filter goes to SQL
+                    self._masks.discard(key)
+                    return None
+                return self._masks.extend(key, tail)
         try:
             mask = compile_mask(metadata_filter, self._metadata)
         except Unsupported:

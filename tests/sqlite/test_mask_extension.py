@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oramem.sqlite.metamask import compile_mask, filter_key
+from oramem.sqlite.metamask import compile_mask, mask_key
 
 from .conftest import DIM
 
@@ -62,7 +62,7 @@ def _check_masks_equal_fresh(store) -> int:
     live = cache._live[: cache.size]
     checked = 0
     for flt in FILTERS:
-        entry = cache._masks.entry(filter_key(flt))
+        entry = cache._masks.entry(mask_key(flt, cache._metadata))
         if entry is None:
             continue
         kept, rows = entry
@@ -175,12 +175,12 @@ def test_a_kept_mask_goes_back_to_sql_when_an_append_makes_a_column_inexact(make
     for _ in range(2):
         store.search(query_vector=rng.normal(size=DIM).tolist(), k=30, metadata_filter=flt)
     cache = store._engine._cache
-    assert cache._masks.entry(filter_key(flt)) is not None
+    assert cache._masks.entry(mask_key(flt, cache._metadata)) is not None
     store.add(["big"], "memory", record_ids="big", embeddings=[rng.normal(size=DIM).tolist()],
               metadata={"n": 2**60 + 1})
     got = {r.id for r, _ in store.search(query_vector=rng.normal(size=DIM).tolist(), k=30, metadata_filter=flt)}
     assert got == {f"r{i}" for i in range(10, 20)} | {"big"}
-    assert cache._masks.entry(filter_key(flt)) is None  # dropped: the SQL path answered
+    assert cache._masks.entry(mask_key(flt, cache._metadata)) is None  # dropped: the SQL path answered
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -217,3 +217,136 @@ def test_mask_rows_is_restrict_of_mask(seed):
         want = cache.restrict(cache.mask(wanted, scopes, now, None), selected)
         got = cache.mask_rows(selected, wanted, scopes, now)
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def _at(minute: int) -> str:
+    return f"2026-01-01T{minute // 60:02d}:{minute % 60:02d}:00+00:00"
+
+
+def _visible(now: str, user: str) -> dict:
+    """A filter shaped like the knowledge layer's visibility: time bounds that move with the
+    clock, and the user's scope."""
+    return {"$and": [{"at": {"$lte": now}}, {"$or": [{"until": {"$exists": False}}, {"until": {"$gt": now}}]},
+                     {"kg_user": user}]}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_moving_time_bounds_share_a_kept_mask_and_stay_exact(make, seed):
+    """A string range bound stands for the stored text it comes to (metamask.mask_key), so
+    searches whose clock moved past no stored time share one kept mask, and a time stored
+    between two clocks (or a write that adds one) gives the right answer at once. A and B
+    share the agent and the thread: neither ever gets the other's record."""
+    rng = np.random.default_rng(seed)
+    store = make()
+    counter = 0
+
+    def add(count: int, around: int) -> None:
+        nonlocal counter
+        ids, mds, owners = [], [], []
+        for _ in range(count):
+            rid = f"r{counter:04d}"
+            counter += 1
+            user = str(rng.choice(["A", "B"]))
+            md = {"at": _at(int(around + rng.integers(-30, 30))), "kg_user": user}
+            if rng.random() < 0.3:
+                md["until"] = _at(int(around + rng.integers(-10, 60)))
+            ids.append(rid)
+            mds.append(md)
+            owners.append(user)
+        store.add([f"text {rid}" for rid in ids], "memory", record_ids=ids, metadata=mds, user_ids=owners,
+                  embeddings=[rng.normal(size=DIM).tolist() for _ in ids], agent_ids="ag", thread_ids="th")
+
+    add(80, 120)
+    minute = 120
+    for step in range(30):
+        minute += int(rng.integers(0, 7))
+        if rng.random() < 0.4:
+            add(int(rng.integers(1, 4)), minute)
+        elif rng.random() < 0.2:
+            rid = f"r{int(rng.integers(0, counter)):04d}"
+            store.update("memory", rid, metadata={"at": _at(minute + int(rng.integers(-3, 4))), "kg_user": str(rng.choice(["A", "B"]))})
+        query = rng.normal(size=DIM).tolist()
+        reference = make(vector_sidecar=False)
+        # now, or a view of the past (an as-of read): kept masks of many bounds live side by side
+        seen = minute if rng.random() < 0.5 else minute - int(rng.integers(0, 60))
+        for user in ("A", "B"):
+            flt = _visible(_at(seen) if rng.random() < 0.5 else _at(seen)[:-6] + ".5+00:00", user)
+            got = _results(store, query, flt, {}, k=8)
+            for _ in range(2):  # the reference: SQL on the first ask, then a fresh mask
+                assert got == _results(reference, query, flt, {}, k=8), (step, user)
+            assert all(tag == user for _, _, tag, _ in got)
+        reference.close()
+        cache = store._engine._cache
+        live = cache._live[: cache.size]
+        for user in ("A", "B"):
+            flt = _visible(_at(seen), user)
+            entry = cache._masks.entry(mask_key(flt, cache._metadata))
+            if entry is not None and entry[1] == cache.size:
+                kept = np.zeros(cache.size, dtype=bool)
+                kept[entry[0]] = True if entry[0].dtype != np.bool_ else entry[0][entry[0]]
+                assert np.array_equal(kept & live, compile_mask(flt, cache._metadata) & live)
+
+
+def test_a_clock_that_passes_no_stored_time_compiles_nothing(make, monkeypatch):
+    store = make()
+    rng = np.random.default_rng(2)
+    times = [_at(m) for m in (10, 20, 30)]
+    store.add(["a", "b", "c"], "memory", record_ids=["a", "b", "c"], embeddings=[rng.normal(size=DIM).tolist() for _ in range(3)],
+              metadata=[{"at": t, "kg_user": "B"} for t in times])
+    query = rng.normal(size=DIM).tolist()
+
+    def found(minute: int) -> set:
+        return {r.id for r, _ in store.search(query_vector=query, k=5, metadata_filter=_visible(_at(minute), "B"))}
+
+    assert found(21) == {"a", "b"}  # SQL: the first ask of these keys
+    assert found(22) == {"a", "b"}  # columns built: compiled and kept
+    compiled: list = []
+    real = compile_mask
+    monkeypatch.setattr("oramem.sqlite.vectors.compile_mask", lambda flt, cols: compiled.append(flt) or real(flt, cols))
+    assert [found(m) for m in (23, 25, 29)] == [{"a", "b"}] * 3
+    assert compiled == []  # the bound moved past no stored time: the kept mask answers
+    assert found(30) == {"a", "b", "c"} and len(compiled) == 1  # it reached one: compiled again
+    store.add(["d"], "memory", record_ids="d", embeddings=[query], metadata={"at": _at(31), "kg_user": "A"})
+    # a time now stored between the last clock and the next: a new key, compiled afresh
+    assert found(32) == {"a", "b", "c"} and len(compiled) == 2
+    store.add(["e"], "memory", record_ids="e", embeddings=[query], metadata={"at": _at(31), "kg_user": "B"})
+    # no new text: the kept mask is extended over the appended row only
+    assert found(33) == {"a", "b", "c", "e"}
+    assert len(compiled) == 3 and compiled[-1] == _visible(_at(33), "B")
+
+
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        ({"t": {"$lte": "b"}}, {"t": {"$lte": "bz"}}, True),   # no text in (b, bz]
+        ({"t": {"$lte": "b"}}, {"t": {"$lte": "c"}}, False),   # "c" is stored
+        ({"t": {"$lt": "c"}}, {"t": {"$lte": "b"}}, True),     # both: texts <= "b"
+        ({"t": {"$gt": "a"}}, {"t": {"$gte": "b"}}, True),     # both: texts >= "b"
+        ({"t": {"$gt": "b"}}, {"t": {"$gte": "b"}}, False),
+        ({"t": {"$gt": "c"}}, {"t": {"$gt": "zz"}}, True),     # no text above: nothing passes
+        ({"t": {"$not": {"$lte": "b"}}}, {"t": {"$not": {"$lte": "bb"}}}, True),
+        ({"t": {"$lte": "b"}}, {"t": {"$gte": "b"}}, False),
+        ({"t": {"$lte": 2}}, {"t": {"$lte": 3}}, False),       # numbers keep their values
+        ({"t": "b"}, {"t": "bb"}, False),
+    ],
+)
+def test_mask_key_is_the_boundary_text(a, b, same):
+    from oramem.sqlite.metamask import Column
+
+    class Cols:
+        row_seqs = np.arange(3)
+
+        def column(self, key):
+            return Column(np.full(3, 5, dtype=np.int8), np.full(3, np.nan), np.arange(3), ["a", "b", "c"], True)
+
+    assert (mask_key(a, Cols()) == mask_key(b, Cols())) is same
+    assert mask_key(a, Cols()) is not None and mask_key(b, Cols()) is not None
+
+
+def test_mask_key_refuses_what_is_never_kept():
+    class Cols:
+        def column(self, key):
+            raise AssertionError("not read")
+
+    assert mask_key({"t": {"$lte": "a\x00b"}}, Cols()) is None  # the SQL path answers it
+    assert mask_key({"t": {"$in": ("a",)}}, Cols()) is None  # a tuple is not a JSON document
