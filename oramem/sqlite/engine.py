@@ -544,9 +544,7 @@ class SQLiteEngine(Engine):
             if strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
                 keyword_ranking = self._keyword(conn, t, base, metadata, request, depth, catalog)
             if strategy == SearchStrategy.VECTOR:
-                ranked = vector_ranking
-                if request.max_distance is not None:  # nearest first: the records within it are a prefix
-                    ranked = [pair for pair in ranked if pair[1] <= request.max_distance]
+                ranked = vector_ranking  # within max_distance, if given (the cache cuts it)
             elif strategy == SearchStrategy.KEYWORD:
                 ranked = keyword_ranking
             else:
@@ -565,9 +563,10 @@ class SQLiteEngine(Engine):
         rows (SC-6.5 either way: the filter applies before the top-k cut)."""
         query = request.query_vector
         assert query is not None, "the normaliser embeds the query of a vector search"
-        handicap = request.tail_handicap
+        # a hybrid search has no max_distance (the normaliser refuses it)
+        nearest = functools.partial(cache.nearest, query, handicap=request.tail_handicap, within=request.max_distance)
         if request.metadata_filter is None:
-            return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, None), k, handicap=handicap)
+            return nearest(cache.mask(request.record_types, scopes, now_micros, None), k)
 
         def column(keys: builtins.list[str], seqs: Optional[builtins.list[Any]] = None) -> builtins.list[Any]:
             """``(seq, json_type, json_extract)`` of each of ``keys``, per record of ``seqs`` (every
@@ -584,10 +583,9 @@ class SQLiteEngine(Engine):
         in_memory = cache.metadata_mask(request.metadata_filter, column)
         if in_memory is not None:  # filter first, then top-k over the passing rows only
             if in_memory.dtype != np.bool_:  # a few rows pass: type, scope and TTL tests of those rows only
-                return cache.nearest(query, cache.mask_rows(in_memory, request.record_types, scopes, now_micros), k,
-                                     handicap=handicap)
+                return nearest(cache.mask_rows(in_memory, request.record_types, scopes, now_micros), k)
             mask = cache.mask(request.record_types, scopes, now_micros, None)
-            return cache.nearest(query, cache.restrict(mask, in_memory), k, handicap=handicap)
+            return nearest(cache.restrict(mask, in_memory), k)
         mask = cache.mask(request.record_types, scopes, now_micros, None)
         sql = f"SELECT r.seq FROM {t.records} r WHERE r.seq IN (SELECT value FROM json_each(:oramem_seqs)) AND {where.sql()}"
 
@@ -596,7 +594,7 @@ class SQLiteEngine(Engine):
             return {seq for (seq,) in rows}
 
         try:
-            return cache.nearest(query, mask, k, accept, handicap=handicap)
+            return nearest(mask, k, accept)
         except GaveUp:
             # A selective filter: evaluate it once, on the records the cache's type, scope
             # and TTL mask left (looked up by primary key), or on every record when the
@@ -607,7 +605,7 @@ class SQLiteEngine(Engine):
             else:
                 matching = conn.execute(f"SELECT r.seq FROM {t.records} r WHERE {where.sql()}", where.params)
                 allowed = np.fromiter((seq for (seq,) in matching), dtype=np.int64)
-            return cache.nearest(query, cache.mask(request.record_types, scopes, now_micros, allowed), k, handicap=handicap)
+            return nearest(cache.mask(request.record_types, scopes, now_micros, allowed), k)
 
     @staticmethod
     def _check_strategy(request: SearchRequest, catalog: Catalog) -> SearchStrategy:

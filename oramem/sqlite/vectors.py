@@ -483,6 +483,7 @@ class VectorCache:
         k: Optional[int],
         accept: Optional[Accept] = None,
         handicap: float = 0.0,
+        within: Optional[float] = None,
     ) -> list[tuple[int, float]]:
         """``(record_seq, cosine distance)`` of the best row per record among ``mask``
         (a boolean mask over the rows in use, or sorted row positions), nearest first; the ``k`` nearest records plus every record tied with the k-th
@@ -498,7 +499,12 @@ class VectorCache:
 
         ``handicap`` is added to the distance of a record's later rows (chunk index > 0):
         a record ranks by its first row, or a later row plus the handicap, whichever is
-        nearer (SC-6.4)."""
+        nearer (SC-6.4).
+
+        ``within``: only records at most this (ranked) distance away are returned (a
+        search's ``max_distance``). Rows whose float32 distance exceeds it by more than the
+        product's error bound (:func:`_product_error`) are dropped before any exact
+        rescoring, so a search whose rows are mostly far away rescoring none of them."""
         if mask.dtype == np.bool_:
             rows = np.flatnonzero(mask)
         else:  # sorted row positions (see restrict)
@@ -518,7 +524,7 @@ class VectorCache:
         if self.ann is not None and k is not None:
             found = self._ann_candidates(q, mask, rows.size, k, accept)
             if found is not None:
-                return self._rescored(q, found, self._seqs[found], k, handicap)
+                return self._rescored(q, found, self._seqs[found], k, handicap, within)
         if rows.size == self.size:
             # every row passes: no gathers
             sims = self.matrix @ q
@@ -533,6 +539,12 @@ class VectorCache:
             seqs = self._seqs[rows]  # rows index the rows in use (< size)
             later = self._later[rows] if handicap else None
         distances = _ranked_distance(1.0 - sims.astype(np.float64), later, handicap)
+        if within is not None:
+            near = np.flatnonzero(distances <= within + _product_error(self.dim))
+            if near.size == 0:
+                return []
+            if near.size < distances.size:
+                rows, seqs, distances = rows[near], seqs[near], distances[near]
         # BLAS results depend on a row's position in the matrix (last-bit noise), so
         # identical vectors could get different distances: select generously, then
         # rescore the candidates with a position-independent float64 reduction so that
@@ -540,8 +552,8 @@ class VectorCache:
         if accept is None:
             if k is not None and k < rows.size:
                 top = _top_with_ties(distances, np.arange(rows.size), seqs, k, slack=_NOISE_SLACK)
-                return self._rescored(q, rows[top], seqs[top], k, handicap)
-            return self._rescored(q, rows, seqs, k, handicap)
+                return self._rescored(q, rows[top], seqs[top], k, handicap, within)
+            return self._rescored(q, rows, seqs, k, handicap, within)
         found = _accepted_window(distances, seqs, k, accept)
         if found is None:
             raise GaveUp()
@@ -550,14 +562,19 @@ class VectorCache:
             candidates = candidates[
                 _top_with_ties(distances[candidates], np.arange(candidates.size), seqs[candidates], k, slack=_NOISE_SLACK)
             ]
-        return self._rescored(q, rows[candidates], seqs[candidates], k, handicap)
+        return self._rescored(q, rows[candidates], seqs[candidates], k, handicap, within)
 
     def _rescored(
-        self, q: np.ndarray, cand_rows: np.ndarray, seqs: np.ndarray, k: Optional[int], handicap: float
+        self, q: np.ndarray, cand_rows: np.ndarray, seqs: np.ndarray, k: Optional[int], handicap: float,
+        within: Optional[float] = None,
     ) -> list[tuple[int, float]]:
         """Exact float64 distances of candidate rows (a later row with the tail handicap),
-        best row per record, the k nearest records plus ties with the k-th, nearest first."""
+        best row per record, the k nearest records plus ties with the k-th, nearest first
+        (only those at most ``within`` away, if given)."""
         distances = _ranked_distance(self._exact(q, cand_rows), self._later[cand_rows] if handicap else None, handicap)
+        if within is not None:
+            near = distances <= within
+            distances, seqs = distances[near], seqs[near]
         if k is not None and k < distances.size:
             keep = _top_with_ties(distances, np.arange(distances.size), seqs, k, slack=0.0)
             distances, seqs = distances[keep], seqs[keep]
@@ -664,6 +681,17 @@ def _ranked_distance(cosine_distance: np.ndarray, later: Optional[np.ndarray], h
     shifted = cosine_distance if not handicap or later is None else cosine_distance + handicap * later
     result: np.ndarray = np.clip(shifted, 0.0, 2.0)
     return result
+
+
+def _product_error(dim: int) -> float:
+    """A bound on how far the cosine distance of a unit query and a unit row from the
+    float32 matrix product can lie from their float64 one (:meth:`VectorCache._exact`):
+    float32 summation of ``dim`` products errs by at most gamma_dim = dim*u / (1 - dim*u)
+    times the sum of their magnitudes (at most about 1 for unit vectors; u = 2**-24), plus
+    the rounding of the result; doubled for the rows' and the query's own rounding to unit
+    length. 4.6e-5 at 384 dimensions."""
+    u = 2.0**-24
+    return 2.0 * (dim * u / (1.0 - dim * u) + u)
 
 
 class GaveUp(Exception):

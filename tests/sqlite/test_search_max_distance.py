@@ -96,3 +96,49 @@ def test_the_async_twin_and_the_cli(store, tmp_path):
     assert refused.exit_code == 2 and "add --strategy vector or drop --max-distance" in refused.output
     negative = runner.invoke(cli, ["--db", path, "search", "alpha", "--strategy", "vector", "--max-distance", "-1"])
     assert negative.exit_code == 2 and "--max-distance" in negative.output
+
+
+def test_rows_beyond_the_bound_are_dropped_before_rescoring_and_the_answer_is_exact(tmp_path, monkeypatch):
+    """The cache drops rows whose float32 distance exceeds the bound by more than the
+    product's error bound before its exact rescoring; the answer is still the unbounded one
+    cut at the bound, at bounds equal to a record's exact distance too, with every filter path
+    (none, an in-memory mask, the lazy SQL check), for alice and bob in one thread."""
+    from oramem.sqlite.vectors import VectorCache
+
+    dim, n = 384, 600
+    rng = np.random.default_rng(11)
+    base = rng.normal(size=dim)
+    vectors = [(base * rng.uniform(0.0, 3.0) + rng.normal(size=dim)).tolist() for _ in range(n)]
+    st = SQLiteMemoryStore(str(tmp_path / "b.db"), vector_dim=dim)
+    st.add([f"t{i}" for i in range(n)], "memory", record_ids=[f"r{i:03d}" for i in range(n)], embeddings=vectors,
+           user_ids=["alice" if i % 2 else "bob" for i in range(n)], thread_ids="shared", agent_ids="ag",
+           metadata=[{"topic": "ab"[i % 3 == 0], "n": i % 7} for i in range(n)])
+    rescored: list = []
+    real = VectorCache._exact
+    monkeypatch.setattr(VectorCache, "_exact", lambda self, q, rows: rescored.append(rows.size) or real(self, q, rows))
+    query = base.tolist()
+    try:
+        for scope in ({}, {"user_id": "bob"}):
+            for flt in (None, {"topic": "a"}, {"n": {"$gte": 5}}):
+                full = st.search(query_vector=query, k=n, strategy="vector", metadata_filter=flt, **scope)
+                exact = sorted({d for _, d in full})
+                for bound in (exact[0], exact[3], exact[len(exact) // 2], exact[len(exact) // 2] - 1e-9, exact[-1], 0.0):
+                    for k in (1, 10, n):
+                        for _ in range(2):  # the first ask of a filter's keys goes through SQL, then a kept mask
+                            got = st.search(query_vector=query, k=k, strategy="vector", metadata_filter=flt,
+                                            max_distance=bound, **scope)
+                            want = [(r.id, d) for r, d in st.search(query_vector=query, k=k, strategy="vector",
+                                                                      metadata_filter=flt, **scope) if d <= bound]
+                            assert [(r.id, d) for r, d in got] == want, (scope, flt, bound, k)
+                            if scope:
+                                assert all(r.user_id == "bob" for r, _ in got)
+        # far from everything: nothing is rescored at all
+        rescored.clear()
+        assert st.search(query_vector=(-base).tolist(), k=10, strategy="vector", max_distance=0.05) == []
+        assert sum(rescored) == 0
+        # a bound that keeps a few records rescores about those, not the k nearest
+        rescored.clear()
+        few = st.search(query_vector=query, k=200, strategy="vector", max_distance=exact[4])
+        assert 5 <= len(few) <= sum(rescored) < 200
+    finally:
+        st.close()
