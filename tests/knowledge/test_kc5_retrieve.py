@@ -96,6 +96,24 @@ def test_expansion_primes_aliases_names_neighbours_terms(km, llm, clock):
     assert "favorite food" in r.expanded.expanded_terms and "lasagna" in r.expanded.expanded_terms
 
 
+def test_expansion_terms_leave_out_expired_facts(km, llm, clock):
+    """KC-5.3's terms come from the primed entities' current facts: a fact past its TTL adds
+    none, one still within it does."""
+    llm.route("extract", extract([("Ana Souza", "person")], [
+        {"subject": "Ana Souza", "fact": "Ana Souza is in Porto this week", "attribute_key": "current_city", "value": "Porto",
+         "ttl_days": 2},
+        {"subject": "Ana Souza", "fact": "Ana Souza's favourite food is lasagna", "attribute_key": "favorite_food",
+         "value": "lasagna"},
+    ]))
+    km.write("a1", "Ana is in Porto this week and loves lasagna", "Pedro")
+    terms = km.retrieve("a1", "what about Ana Souza?").expanded.expanded_terms
+    assert {"current city", "Porto", "favorite food", "lasagna"} <= set(terms)
+    clock.advance(days=3)
+    terms = km.retrieve("a1", "what about Ana Souza?").expanded.expanded_terms
+    assert "favorite food" in terms and "lasagna" in terms
+    assert "current city" not in terms and "Porto" not in terms
+
+
 def test_temporal_range_phrases():
     now = datetime(2025, 3, 12, 15, 0, tzinfo=timezone.utc)  # a Wednesday
     d = lambda *a: datetime(*a, tzinfo=timezone.utc)  # noqa: E731

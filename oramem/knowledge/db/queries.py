@@ -21,6 +21,7 @@ __all__ = [
     "current_facts_by_ids",
     "current_same_key_facts",
     "is_expired",
+    "ttl_lapsed",
     "fact_status",
 ]
 
@@ -225,8 +226,12 @@ def active_entities_of_type(conn: sa.Connection, t: KGTables, agent_id: str, ent
 
 
 def is_expired(row: dict[str, Any], now: datetime) -> bool:
-    ttl = row.get("ttl_days")
-    return ttl is not None and row["ingested_at"] + timedelta(days=int(ttl)) <= now
+    return ttl_lapsed(row["ingested_at"], row.get("ttl_days"), now)
+
+
+def ttl_lapsed(ingested_at: datetime, ttl_days: Optional[int], now: datetime) -> bool:
+    """Has a fact ingested at ``ingested_at`` with ``ttl_days`` (None: no TTL) expired at ``now``?"""
+    return ttl_days is not None and ingested_at + timedelta(days=int(ttl_days)) <= now
 
 
 def fact_status(row: dict[str, Any], now: datetime) -> str:

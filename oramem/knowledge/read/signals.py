@@ -128,13 +128,15 @@ def expand_query(st: RetrieveState, conn: sa.Connection, resolved: list[str]) ->
 
         terms_stmt = reads.cached_stmt(f, ("expand_terms_by_key", shared_only, n_arms), build_terms)
         primed_rows = conn.execute(terms_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_cut": 200,
-                                                **reads.rank_keys(list(primed), n_arms)}).mappings()
-        for prow in primed_rows:
-            if reads.is_expired(dict(prow), st.now):
+                                                **reads.rank_keys(list(primed), n_arms)})
+        # plain rows, no mapping per row: up to 200 of them when the keys' facts share their
+        # attribute and value (~5 us a row less)
+        for attribute, value, ttl_days, ingested_at in primed_rows:
+            if reads.ttl_lapsed(ingested_at, ttl_days, st.now):
                 continue
-            for v in (prow["attribute_key"], prow["value_json"]):
+            for v in (attribute, value):
                 if isinstance(v, (str, int, float)) and not isinstance(v, bool):
-                    s = str(v).replace("_", " ") if v is prow["attribute_key"] else str(v)
+                    s = str(v).replace("_", " ") if v is attribute else str(v)
                     if s.strip() and s not in terms:
                         terms.append(s)
             if len(terms) >= 10:
