@@ -26,7 +26,7 @@ from ..ann import AnnConfig, AnnIndex
 from ..requests import Scope, ScopeMatch
 from ..types import RECORD_TYPES
 from .metamask import MaskCache, MetadataColumns, Unsupported, compile_mask, keys_of, mask_key
-from .timefmt import epoch_micros
+from .timefmt import NEVER_MICROS, epoch_micros
 
 __all__ = ["VectorCache", "CACHE_ROW_SQL", "GaveUp"]
 
@@ -39,6 +39,8 @@ _TYPE_CODE = {name: code for code, name in enumerate(RECORD_TYPES)}
 _NULL = -1  # scope code of SQL NULL
 #: Rows fetched per block when the cache is loaded.
 LOAD_BLOCK = 8192
+#: (types, scope) masks kept by VectorCache.mask (one bool per row each)
+_TYPE_SCOPE_MASKS = 8
 #: Bound on float32 matrix-product noise between identical rows (a few ulps of 1.0).
 _NOISE_SLACK = 1e-5
 #: Bytes of float64 temporaries per block of the exact rescoring (under glibc's default
@@ -106,6 +108,12 @@ class VectorCache:
         self._type_codes = {int(code) for code in np.unique(types[: self.size])}
         #: no row in use has a larger record seq (an upper bound: dead rows count too)
         self._max_seq = int(seqs[: self.size].max()) if self.size else -1
+        #: no row in use expires earlier (a lower bound: dead rows count too), so a search
+        #: before it skips the TTL test
+        self._min_expires = int(expires[: self.size].min()) if self.size else NEVER_MICROS
+        #: mask()'s type and scope tests per (types, scope codes), over the first rows
+        #: (rows never change their type or scope in place; appended rows are tested on use)
+        self._type_scope_masks: dict[tuple[Any, ...], np.ndarray] = {}
 
     @property
     def matrix(self) -> np.ndarray:
@@ -160,6 +168,7 @@ class VectorCache:
         self._types[self.size : end] = types
         self._type_codes.update(int(code) for code in np.unique(types))
         self._max_seq = max(self._max_seq, int(seqs.max()))
+        self._min_expires = min(self._min_expires, int(expires.min()))
         self._scopes[self.size : end] = scopes
         self._expires[self.size : end] = expires
         self._later[self.size : end] = later
@@ -430,27 +439,54 @@ class VectorCache:
         now_micros: int,
         allowed_seqs: Optional[np.ndarray],
     ) -> np.ndarray:
-        """Rows passing the type, scope (thread, user, agent), TTL and metadata filters."""
+        """Rows passing the type, scope (thread, user, agent), TTL and metadata filters.
+
+        The type and scope tests are kept per (types, scope values) and extended over rows
+        appended since (a row's type and scope never change in place: a write flags the old
+        rows dead and appends new ones), so a repeated search tests them only on new rows;
+        the live and TTL tests apply on every call (the TTL test only when a row can have
+        expired by ``now_micros``)."""
         n = self.size
-        wanted = {_TYPE_CODE[t] for t in record_types}
-        if self._type_codes <= wanted:  # every row's type is requested
-            mask = self._live[:n] & (self._expires[:n] > now_micros)
-        else:
-            types = self._types[:n]
-            # one comparison per wanted type: np.isin costs ~0.6 ms per 100k rows here, a
-            # comparison of the int8 codes ~3 us
-            mask = self._live[:n] & functools.reduce(np.logical_or, [types == code for code in sorted(wanted)], np.zeros(n, dtype=bool))
-            mask &= self._expires[:n] > now_micros
-        for column, scope in enumerate(scopes):
+        wanted = frozenset(_TYPE_CODE[t] for t in record_types)
+        codes: list[Optional[int]] = []
+        for scope in scopes:
             if scope.match == ScopeMatch.IS_NULL:
-                mask &= self._scopes[:n, column] == _NULL
+                codes.append(_NULL)
             elif scope.match == ScopeMatch.EQUALS:
                 code = self._codes.get(scope.value) if scope.value is not None else None
                 if code is None:
-                    return np.zeros_like(mask)
-                mask &= self._scopes[:n, column] == code
+                    return np.zeros(n, dtype=bool)
+                codes.append(code)
+            else:
+                codes.append(None)
+        key = (wanted, tuple(codes))
+        kept = self._type_scope_masks.get(key)
+        if kept is None or kept.size < n:
+            start = 0 if kept is None else kept.size
+            tail = self._type_scope(start, n, wanted, codes)
+            kept = tail if kept is None else np.concatenate([kept, tail])
+            if len(self._type_scope_masks) >= _TYPE_SCOPE_MASKS:
+                self._type_scope_masks.clear()
+            self._type_scope_masks[key] = kept
+        mask = kept & self._live[:n]
+        if now_micros >= self._min_expires:
+            mask &= self._expires[:n] > now_micros
         if allowed_seqs is not None:
             mask &= np.isin(self._seqs[:n], allowed_seqs)
+        return mask
+
+    def _type_scope(self, start: int, stop: int, wanted: frozenset[int], codes: list[Optional[int]]) -> np.ndarray:
+        """The type and scope tests of rows ``start`` to ``stop`` (scope codes: None for any)."""
+        if self._type_codes <= wanted:  # every row's type is requested
+            mask = np.ones(stop - start, dtype=bool)
+        else:
+            types = self._types[start:stop]
+            # one comparison per wanted type: np.isin costs ~0.6 ms per 100k rows here, a
+            # comparison of the int8 codes ~3 us
+            mask = functools.reduce(np.logical_or, [types == code for code in sorted(wanted)], np.zeros(stop - start, dtype=bool))
+        for column, code in enumerate(codes):
+            if code is not None:
+                mask &= self._scopes[start:stop, column] == code
         return mask
 
     def mask_rows(

@@ -219,6 +219,74 @@ def test_mask_rows_is_restrict_of_mask(seed):
         assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_kept_type_and_scope_tests_equal_a_fresh_test_after_writes(seed):
+    """VectorCache.mask keeps its type and scope tests per (types, scopes) and tests only
+    appended rows again: after this process's writes (records dropped, rows appended, a
+    scope value first seen in them), across expiry, its mask is exactly the rows a test of
+    every row passes; user A's mask never holds a row of user B."""
+    from oramem.requests import Scope, ScopeMatch
+    from oramem.sqlite.timefmt import epoch_micros
+    from oramem.sqlite.vectors import VectorCache
+
+    rng = np.random.default_rng(seed)
+    types = ["fact", "memory", "message", "user_profile"]
+    expiries = [None, "2030-01-01T00:00:00.000000+00:00", "2031-01-01T00:00:00.000000+00:00"]
+    users = ["A", "B", None]
+    table: list[tuple] = []  # (seq, type, thread, user, agent, expiry micros) per cache row
+    dead: set[int] = set()
+
+    def rows(start, n):
+        out = []
+        for i in range(start, start + n):
+            rtype = str(rng.choice(types))
+            row = (i, i, rng.normal(size=DIM).astype("<f4").tobytes(), rtype, f"id{i}", rng.choice(["th", None]),
+                   users[int(rng.integers(0, len(users)))], rng.choice(["ag", "other", None]),
+                   expiries[int(rng.integers(0, len(expiries)))], 0)
+            out.append(row)
+            user = f"id{i}" if rtype == "user_profile" else row[6]
+            table.append((i, rtype, row[5], user, row[7], epoch_micros(row[8])))
+        return out
+
+    cache = VectorCache(DIM)
+    cache.load(rows(0, 150), ("g", 0))
+    scope_choices = [Scope.any(), Scope(ScopeMatch.IS_NULL), Scope(ScopeMatch.EQUALS, "A"), Scope(ScopeMatch.EQUALS, "B"),
+                     Scope(ScopeMatch.EQUALS, "C"), Scope(ScopeMatch.EQUALS, "th"), Scope(ScopeMatch.EQUALS, "ag")]
+
+    def passes(row, wanted, scopes, now):
+        seq, rtype, *values, expires = row
+        if seq in dead or rtype not in wanted or expires <= now:
+            return False
+        for scope, value in zip(scopes, values):
+            if scope.match == ScopeMatch.IS_NULL and value is not None:
+                return False
+            if scope.match == ScopeMatch.EQUALS and value != scope.value:
+                return False
+        return True
+
+    asks = [(tuple(sorted(set(rng.choice(types, int(rng.integers(1, 5))).tolist()))),
+             tuple(scope_choices[int(i)] for i in rng.integers(0, len(scope_choices), 3))) for _ in range(12)]
+    asks.append((("fact", "memory"), (Scope.any(), Scope(ScopeMatch.EQUALS, "A"), Scope.any())))
+    version = 0
+    for step in range(8):
+        now = epoch_micros(["2029-01-01T00:00:00.000000+00:00", "2030-06-01T00:00:00.000000+00:00",
+                            "2032-01-01T00:00:00.000000+00:00"][step % 3])
+        for wanted, scopes in asks:
+            got = cache.mask(wanted, scopes, now, None)
+            want = np.array([passes(row, wanted, scopes, now) for row in table])
+            assert np.array_equal(got, want), (step, wanted, scopes)
+            if scopes[1].match == ScopeMatch.EQUALS:
+                assert all(table[i][3] == scopes[1].value for i in np.flatnonzero(got))
+        gone = [int(s) for s in rng.choice(len(table), 10, replace=False)]
+        dead.update(gone)
+        if step == 3:
+            users.append("C")  # a scope value the cache first sees in appended rows
+        if step == 4:  # rows that expire before any row so far (and before the next clock)
+            expiries.append("2028-06-01T00:00:00.000000+00:00")
+        cache.patch(("g", version), ("g", version + 1), gone, rows(len(table), int(rng.integers(1, 20))))
+        version += 1
+
+
 def _at(minute: int) -> str:
     return f"2026-01-01T{minute // 60:02d}:{minute % 60:02d}:00+00:00"
 
