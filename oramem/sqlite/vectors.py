@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -448,22 +448,14 @@ class VectorCache:
         expired by ``now_micros``)."""
         n = self.size
         wanted = frozenset(_TYPE_CODE[t] for t in record_types)
-        codes: list[Optional[int]] = []
-        for scope in scopes:
-            if scope.match == ScopeMatch.IS_NULL:
-                codes.append(_NULL)
-            elif scope.match == ScopeMatch.EQUALS:
-                code = self._codes.get(scope.value) if scope.value is not None else None
-                if code is None:
-                    return np.zeros(n, dtype=bool)
-                codes.append(code)
-            else:
-                codes.append(None)
-        key = (wanted, tuple(codes))
+        codes = self._scope_codes(scopes)
+        if codes is None:
+            return np.zeros(n, dtype=bool)
+        key = (wanted, codes)
         kept = self._type_scope_masks.get(key)
         if kept is None or kept.size < n:
             start = 0 if kept is None else kept.size
-            tail = self._type_scope(start, n, wanted, codes)
+            tail = self._type_scope(slice(start, n), n - start, wanted, codes)
             kept = tail if kept is None else np.concatenate([kept, tail])
             if len(self._type_scope_masks) >= _TYPE_SCOPE_MASKS:
                 self._type_scope_masks.clear()
@@ -475,20 +467,6 @@ class VectorCache:
             mask &= np.isin(self._seqs[:n], allowed_seqs)
         return mask
 
-    def _type_scope(self, start: int, stop: int, wanted: frozenset[int], codes: list[Optional[int]]) -> np.ndarray:
-        """The type and scope tests of rows ``start`` to ``stop`` (scope codes: None for any)."""
-        if self._type_codes <= wanted:  # every row's type is requested
-            mask = np.ones(stop - start, dtype=bool)
-        else:
-            types = self._types[start:stop]
-            # one comparison per wanted type: np.isin costs ~0.6 ms per 100k rows here, a
-            # comparison of the int8 codes ~3 us
-            mask = functools.reduce(np.logical_or, [types == code for code in sorted(wanted)], np.zeros(stop - start, dtype=bool))
-        for column, code in enumerate(codes):
-            if code is not None:
-                mask &= self._scopes[start:stop, column] == code
-        return mask
-
     def mask_rows(
         self, rows: np.ndarray, record_types: Sequence[str], scopes: tuple[Scope, Scope, Scope], now_micros: int
     ) -> np.ndarray:
@@ -496,21 +474,44 @@ class VectorCache:
         :meth:`metadata_mask`) that pass the type, scope and TTL tests of :meth:`mask`:
         ``restrict(mask(record_types, scopes, now_micros, None), rows)``, computed over those
         rows only (a filtered search costs per passing row, not per row of the store)."""
-        wanted = {_TYPE_CODE[t] for t in record_types}
+        codes = self._scope_codes(scopes)
+        if codes is None:
+            return rows[:0]
         keep = self._live[rows] & (self._expires[rows] > now_micros)
-        if not self._type_codes <= wanted:
-            types = self._types[rows]
-            keep &= functools.reduce(np.logical_or, [types == code for code in sorted(wanted)], np.zeros(rows.size, dtype=bool))
-        for column, scope in enumerate(scopes):
+        keep &= self._type_scope(rows, rows.size, frozenset(_TYPE_CODE[t] for t in record_types), codes)
+        result: np.ndarray = rows[keep]
+        return result
+
+    def _scope_codes(self, scopes: tuple[Scope, Scope, Scope]) -> Optional[tuple[Optional[int], ...]]:
+        """Per scope (thread, user, agent) the code its rows must have (None: any), or None
+        when one names a value no row has."""
+        codes: list[Optional[int]] = []
+        for scope in scopes:
             if scope.match == ScopeMatch.IS_NULL:
-                keep &= self._scopes[rows, column] == _NULL
+                codes.append(_NULL)
             elif scope.match == ScopeMatch.EQUALS:
                 code = self._codes.get(scope.value) if scope.value is not None else None
                 if code is None:
-                    return rows[:0]
-                keep &= self._scopes[rows, column] == code
-        result: np.ndarray = rows[keep]
-        return result
+                    return None
+                codes.append(code)
+            else:
+                codes.append(None)
+        return tuple(codes)
+
+    def _type_scope(self, rows: Union[slice, np.ndarray], count: int, wanted: frozenset[int],
+                    codes: tuple[Optional[int], ...]) -> np.ndarray:
+        """The type and scope tests of ``rows`` (a slice or positions, ``count`` rows)."""
+        if self._type_codes <= wanted:  # every row's type is requested
+            mask = np.ones(count, dtype=bool)
+        else:
+            types = self._types[rows]
+            # one comparison per wanted type: np.isin costs ~0.6 ms per 100k rows here, a
+            # comparison of the int8 codes ~3 us
+            mask = functools.reduce(np.logical_or, [types == code for code in sorted(wanted)], np.zeros(count, dtype=bool))
+        for column, code in enumerate(codes):
+            if code is not None:
+                mask &= self._scopes[rows, column] == code
+        return mask
 
     def nearest(
         self,
