@@ -35,7 +35,7 @@ import bisect
 import re
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Iterable, Optional, Protocol
 
 import numpy as np
 
@@ -383,48 +383,44 @@ def mask_key(flt: Any, cols: Rows) -> Optional[tuple[Any, ...]]:
 def _document_key(flt: Any, cols: Rows, depth: int) -> Optional[tuple[Any, ...]]:
     if type(flt) is not dict or depth > 2 * MAX_FILTER_DEPTH:
         return filter_key(flt)
-    parts = []
-    for key, condition in flt.items():
-        if type(key) is not str:
-            return None
-        if key in ("$and", "$or") and type(condition) is list:
-            subs = [_document_key(sub, cols, depth + 1) for sub in condition]
-            if any(sub is None for sub in subs):
-                return None
-            sub: Optional[tuple[Any, ...]] = ("l", tuple(subs))
-        elif type(condition) is dict and not key.startswith("$"):
-            sub = _condition_key(key, condition, cols, depth + 1)
-        else:
-            sub = filter_key(condition)
-        if sub is None:
-            return None
-        parts.append((key, sub))
-    return ("d", tuple(parts))
+    return _keyed((key, _member_key(key, condition, cols, depth + 1)) for key, condition in flt.items())
 
 
-def _condition_key(field: str, condition: dict[Any, Any], cols: Rows, depth: int) -> Optional[tuple[Any, ...]]:
+def _member_key(key: Any, condition: Any, cols: Rows, depth: int) -> Optional[tuple[Any, ...]]:
+    if type(key) is not str:
+        return None
+    if key in ("$and", "$or") and type(condition) is list:
+        subs = [_document_key(sub, cols, depth) for sub in condition]
+        return None if any(sub is None for sub in subs) else ("l", tuple(subs))
+    if type(condition) is dict and not key.startswith("$") and depth <= 2 * MAX_FILTER_DEPTH:
+        return _keyed(_operator_key(key, op, arg, cols, depth) for op, arg in condition.items())
+    return filter_key(condition)
+
+
+def _operator_key(field: str, op: Any, arg: Any, cols: Rows, depth: int) -> tuple[Any, Optional[tuple[Any, ...]]]:
+    """(operator, key of its operand) of one test of a field's condition."""
+    if op in _BOUNDARY and type(arg) is str and _PATH_SAFE.match(field):
+        if "\x00" in arg:
+            return op, None  # compile_mask sends it to SQL: never answered from a kept mask
+        texts = cols.column(field).texts
+        if op in ("$lt", "$lte"):
+            i = (bisect.bisect_left if op == "$lt" else bisect.bisect_right)(texts, arg)
+            return _BOUNDARY[op], ("text", texts[i - 1] if i > 0 else None)
+        i = (bisect.bisect_right if op == "$gt" else bisect.bisect_left)(texts, arg)
+        return _BOUNDARY[op], ("text", texts[i] if i < len(texts) else None)
+    if op == "$not" and type(arg) is dict and depth < 2 * MAX_FILTER_DEPTH:
+        return op, _keyed(_operator_key(field, inner, value, cols, depth + 1) for inner, value in arg.items())
+    return op, filter_key(arg)
+
+
+def _keyed(pairs: Iterable[tuple[Any, Optional[tuple[Any, ...]]]]) -> Optional[tuple[Any, ...]]:
+    """``("d", pairs)`` as :func:`.filters.filter_key` keys an object, or None when a name is
+    not a string or a part has no key."""
     parts = []
-    for op, arg in condition.items():
-        if type(op) is not str:
+    for name, sub in pairs:
+        if type(name) is not str or sub is None:
             return None
-        if op in _BOUNDARY and type(arg) is str and _PATH_SAFE.match(field):
-            if "\x00" in arg:
-                return None  # compile_mask sends it to SQL: never answered from a kept mask
-            texts = cols.column(field).texts
-            if op in ("$lt", "$lte"):
-                i = (bisect.bisect_left if op == "$lt" else bisect.bisect_right)(texts, arg)
-                sub: Optional[tuple[Any, ...]] = ("text", texts[i - 1] if i > 0 else None)
-            else:
-                i = (bisect.bisect_right if op == "$gt" else bisect.bisect_left)(texts, arg)
-                sub = ("text", texts[i] if i < len(texts) else None)
-            op = _BOUNDARY[op]
-        elif op == "$not" and type(arg) is dict and depth <= 2 * MAX_FILTER_DEPTH:
-            sub = _condition_key(field, arg, cols, depth + 1)
-        else:
-            sub = filter_key(arg)
-        if sub is None:
-            return None
-        parts.append((op, sub))
+        parts.append((name, sub))
     return ("d", tuple(parts))
 
 
