@@ -541,7 +541,7 @@ class VectorCache:
         ``within``: only records at most this (ranked) distance away are returned (a
         search's ``max_distance``). Rows whose float32 distance exceeds it by more than the
         product's error bound (:func:`_product_error`) are dropped before any exact
-        rescoring, so a search whose rows are mostly far away rescoring none of them."""
+        rescoring, so a search whose rows are mostly far away rescores few of them."""
         if mask.dtype == np.bool_:
             rows = np.flatnonzero(mask)
         else:  # sorted row positions (see restrict)

@@ -130,7 +130,7 @@ def expand_query(st: RetrieveState, conn: sa.Connection, resolved: list[str]) ->
         primed_rows = conn.execute(terms_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_cut": 200,
                                                 **reads.rank_keys(list(primed), n_arms)})
         # plain rows, no mapping per row: up to 200 of them when the keys' facts share their
-        # attribute and value (~5 us a row less)
+        # attribute and value (~2 us a row less)
         for attribute, value, ttl_days, ingested_at in primed_rows:
             if reads.ttl_lapsed(ingested_at, ttl_days, st.now):
                 continue
