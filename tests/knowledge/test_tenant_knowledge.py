@@ -70,6 +70,27 @@ def test_reads_see_own_plus_shared_never_another_users(env):
         km.get_all("concierge", user_id="")
 
 
+def test_expansion_terms_come_from_own_and_shared_facts_never_another_users(env):
+    """KC-5.3's expansion terms are read from the primed entities' facts: Bob's retrieve about
+    the shared hotel gets the shared facts' terms and his own, never Alice's about the same
+    hotel (one agent; each user's entity of that name lives in their own scope)."""
+    _, _, km, _, _ = env
+    km.add_fact("concierge", "Hotel", "The hotel opens at 7", subject_type="place", attribute_key="opening_time",
+                value="7am")
+    km.add_fact("concierge", "Hotel", "Alice's hotel door code is 4471", subject_type="place",
+                attribute_key="door_code", value="4471", user_id="alice")
+    km.add_fact("concierge", "Hotel", "Bob parks in bay 12 at the hotel", subject_type="place",
+                attribute_key="parking_bay", value="bay 12", user_id="bob")
+    bob = km.retrieve("concierge", "what about the Hotel?", user_id="bob").expanded.expanded_terms
+    assert {"opening time", "7am", "parking bay", "bay 12"} <= set(bob)
+    assert "door code" not in bob and "4471" not in bob
+    alice = km.retrieve("concierge", "what about the Hotel?", user_id="alice").expanded.expanded_terms
+    assert {"opening time", "7am", "door code", "4471"} <= set(alice)
+    assert "parking bay" not in alice and "bay 12" not in alice
+    shared = km.retrieve("concierge", "what about the Hotel?").expanded.expanded_terms
+    assert {"opening time", "7am"} <= set(shared) and not {"door code", "4471", "parking bay", "bay 12"} & set(shared)
+
+
 def test_one_user_cannot_retract_confirm_or_delete_another_users_fact(env):
     _, _, km, _, _ = env
     a = km.add_fact("concierge", "Alice", "Alice lives in Oporto", user_id="alice").facts_added[0]["fact_id"]
