@@ -81,17 +81,14 @@ def search(
             raise CLIError("--vector-weight and --keyword-weight are both 0; use --strategy vector or keyword instead", 2)
         state.hybrid = HybridConfig(**given)
     store = state.open(create=False, reading=True)
-    if given:
-        effective = (strategy or store.search_strategy.value).lower()
-        if effective != "hybrid":
-            flags = ", ".join("--fusion-depth" if name == "depth" else f"--{name.replace('_', '-')}" for name in given)
-            raise CLIError(f"{flags} only apply to hybrid search, and this search is {effective}; "
-                           "add --strategy hybrid or drop them", 2)
-    if max_distance is not None:
-        effective = (strategy or store.search_strategy.value).lower()
-        if effective != "vector":
-            raise CLIError(f"--max-distance bounds vector distances, and this search is {effective} (keyword and hybrid "
-                           "distances rank results within one search); add --strategy vector or drop --max-distance", 2)
+    effective = (strategy or store.search_strategy.value).lower()
+    if given and effective != "hybrid":
+        flags = ", ".join("--fusion-depth" if name == "depth" else f"--{name.replace('_', '-')}" for name in given)
+        raise CLIError(f"{flags} only apply to hybrid search, and this search is {effective}; "
+                       "add --strategy hybrid or drop them", 2)
+    if max_distance is not None and effective != "vector":
+        raise CLIError(f"--max-distance bounds vector distances, and this search is {effective} (keyword and hybrid "
+                       "distances rank results within one search); add --strategy vector or drop --max-distance", 2)
     kwargs: dict[str, Any] = dict(
         thread_id=thread_id,
         user_id=user_id,

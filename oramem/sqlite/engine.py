@@ -525,13 +525,12 @@ class SQLiteEngine(Engine):
             "r.record_type IN (SELECT value FROM json_each(:types))", types=_types_json(tuple(request.record_types))
         )
         where.visible(now).scopes(request.thread, request.user, request.agent, profiles=True)
-        filter_id = None
+        # the keyword leg asks the metadata filter apart (``base`` and ``metadata``); the
+        # vector leg's SQL paths take both as ``where``
         base, metadata = where, None
         if request.metadata_filter is not None:
-            filter_id = known_filter_key(request.metadata_filter)  # once, for the compiled SQL's cache
-            base = where.copy()
-            metadata = Where().metadata(request.metadata_filter, filter_id)
-            where.metadata(request.metadata_filter, filter_id)
+            metadata = Where().metadata(request.metadata_filter, known_filter_key(request.metadata_filter))
+            where = base.copy().add(metadata.sql(), **metadata.params)
         with self._read("search") as (conn, t, catalog):
             strategy = self._check_strategy(request, catalog)
             vector_ranking: builtins.list[tuple[int, float]] = []
