@@ -513,6 +513,45 @@ AS
       RETURN l_doc;
    END keyword_ranking;
 
+   /*
+    * gated-rrf's coverage gate (= oramem.sqlite.keyword.coverage_factor, issue 23): how far
+    * the keyword leg's first record is trusted for how many of the query's words it holds.
+    * The keyword query (keyword_query) ACCUMulates one operand per distinct word, and Oracle
+    * Text scores a row matching m of n equally weighted ACCUM operands in the m-th of n equal
+    * ranges of 1-100 ("ACCUMulate Scoring", Oracle Text Reference 26: two terms 1-50 and
+    * 51-100, three terms 1-33, 34-66, 67-100), so the first record's best score s gives
+    * m = CEIL(s * n / 100). One word held counts 0; each further word an equal share, in
+    * full from gc_gated_coverage_full words or all of a shorter query's. The SQLite engine
+    * counts the words with its index over all of the record's keyword rows; here the best
+    * row's band counts them (the same for a record of one row).
+    */
+   FUNCTION coverage_factor(
+      in_tkeys IN CLOB,
+      in_query IN VARCHAR2
+   ) RETURN NUMBER
+   IS
+      -- the words are lower-cased ({...} or $word), so the upper-case separator is only ever one
+      l_terms PLS_INTEGER := REGEXP_COUNT(in_query, ' ACCUM ', 1, 'c') + 1;
+      l_score NUMBER;
+      l_held  PLS_INTEGER;
+   BEGIN
+      IF l_terms < 2 THEN
+         RETURN 0;
+      END IF;
+      SELECT GREATEST(0, LEAST(100, ROUND(100 * (1 - j.dist), 6)))
+      INTO   l_score
+      FROM   JSON_TABLE(in_tkeys, '$[*]' COLUMNS (rn FOR ORDINALITY, dist NUMBER PATH '$[2]')) j
+      WHERE  j.rn = 1;
+      l_held := LEAST(l_terms, CEIL(l_score * l_terms / 100));
+      IF l_held < 2 THEN
+         RETURN 0;
+      END IF;
+      RETURN LEAST(1, (l_held - 1) / (LEAST(gc_gated_coverage_full, l_terms) - 1));
+   EXCEPTION
+      WHEN NO_DATA_FOUND THEN
+         RETURN 0;   -- no keyword record (the caller asks only when there is one)
+   END coverage_factor;
+
    -- A number of the request's "hybrid" object, else in_default; -20001 when not a number.
    FUNCTION hybrid_number(
       in_cfg     IN JSON_OBJECT_T,
@@ -739,7 +778,8 @@ AS
           * leg of `depth` records with every filter applied; a leg of weight 0 is not run.
           * fusion 'gated-rrf' (default, issue 23): as 'rrf' below with the keyword weight times
           * the keyword leg's strength gate g (see l_gate; its own constants gc_gated_z_floor,
-          * gc_gated_z_span); g = 1 when wv = 0 or the vector leg returned nothing.
+          * gc_gated_z_span) times its coverage gate (coverage_factor); g = 1 when wv = 0 or the
+          * vector leg returned nothing.
           * fusion 'score' (relative score fusion, issue 23): each leg on [0, 1] for
           * the query - vector: (sim - sim_ref) / (sim_top - sim_ref) clamped, sim = 1 -
           * cosine distance, sim_ref the similarity at rank gc_vector_ref_rank (or the last);
@@ -830,6 +870,11 @@ AS
                FROM   (SELECT GREATEST(0, 1 - j.dist) AS s
                        FROM   JSON_TABLE(l_tkeys, '$[*]' COLUMNS (rn FOR ORDINALITY, dist NUMBER PATH '$[2]')) j
                        WHERE  j.rn <= gc_gate_sample);
+               -- gated-rrf: times the coverage gate of the keyword leg's first record (asked
+               -- only when the strength gate is open and both legs have records)
+               IF l_fusion = 'gated-rrf' AND l_gate > 0 AND l_vcount > 0 THEN
+                  l_gate := l_gate * coverage_factor(l_tkeys, l_query);
+               END IF;
             END IF;
          END IF;
          IF l_fusion IN ('rrf', 'gated-rrf') THEN

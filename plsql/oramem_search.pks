@@ -47,6 +47,7 @@ AS
    gc_gated_z_floor      CONSTANT NUMBER      := 1.5;    -- gated-rrf: its keyword strength gate
    gc_gated_z_span       CONSTANT NUMBER      := 4.0;
    gc_gate_sample        CONSTANT PLS_INTEGER := 200;    -- the gate reads the keyword leg's first 200 matches
+   gc_gated_coverage_full CONSTANT PLS_INTEGER := 4;     -- gated-rrf: query words its first record holds, in full
    gc_max_fusion_depth   CONSTANT PLS_INTEGER := 10000;
    -- VECTOR: the request's tail_handicap (cosine distance added to a record's later chunks,
    -- chunk_no > 1; a record ranks by its first chunk, or a later chunk plus it, whichever is

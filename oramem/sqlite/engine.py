@@ -547,7 +547,8 @@ class SQLiteEngine(Engine):
             elif strategy == SearchStrategy.KEYWORD:
                 ranked = keyword_ranking
             else:
-                ranked = fuse(vector_ranking[:depth], keyword_ranking[:depth], self._hybrid)
+                ranked = fuse(vector_ranking[:depth], keyword_ranking[:depth], self._hybrid,
+                              lambda: self._terms_held(conn, t, keyword_ranking[0][0], request, catalog))
             return self._results(conn, t, ranked, request.k)
 
     # -- search helpers ------------------------------------------------------------------
@@ -776,6 +777,22 @@ class SQLiteEngine(Engine):
             if not edge_found or len(hits) >= needed:
                 break  # every match joined, or needed records that no other record beats or ties
         return [(seq, keyword_distance(score)) for seq, score, *_ in hits[:needed]]
+
+    @staticmethod
+    def _terms_held(conn: sqlite3.Connection, t: StoreTables, seq: int, request: SearchRequest,
+                    catalog: Catalog) -> tuple[int, int]:
+        """``(held, terms)``: how many of the query's words (:func:`.keyword.query_terms`) the
+        keyword rows of record ``seq`` hold, matched by the keyword index itself (its
+        tokenizer and stemmer), and how many words the query has; for gated-rrf's coverage
+        gate (:func:`.keyword.coverage_factor`). ``seq`` is the keyword leg's first record,
+        already inside the search's scope and filters: only its own rows are read."""
+        terms = query_terms(request.query_text or "", catalog.keyword_language or LEGACY_LANGUAGE)
+        phrases = json.dumps([word_phrase(term, catalog.scoped_fts) for term in terms])
+        (held,) = conn.execute(
+            f"SELECT count(*) FROM json_each(:oramem_phrases) j WHERE EXISTS (SELECT 1 FROM {t.fts} "
+            f"WHERE {t.fts} MATCH j.value AND rowid IN (SELECT chunk_id FROM {t.chunks} WHERE record_seq = :oramem_seq))",
+            {"oramem_phrases": phrases, "oramem_seq": seq}).fetchone()
+        return int(held), len(terms)
 
     #: a keyword search splits off its common terms (SplitMatch) only on an index of at
     #: least this many rows, and a search that scored at least this many matches marks its

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 __all__ = [
     "DEFAULT_KEYWORD_LANGUAGE",
@@ -261,6 +261,11 @@ GATED_Z_SPAN = 4.0
 #: top ranks, depend on k; 200 is the depth of a search for k <= 20 (the rule was tuned on
 #: 200-deep legs, bench/fusion_tune.py)
 GATE_SAMPLE = 200
+#: gated-rrf: the keyword gate also weighs how many of the query's words the keyword leg's
+#: first record holds (:func:`coverage_factor`): one counts nothing, this many (or all of a
+#: shorter query's) count in full (issue 23: chosen over paraphrase, memories, keyed,
+#: long-text and dev-full at once, bench/results/fusion.md)
+GATED_COVERAGE_FULL = 4
 #: default keyword weight per fusion rule (chosen in bench/fusion_tune.py, bench/results/fusion.md)
 _DEFAULT_KEYWORD_WEIGHT = {"gated-rrf": KEYWORD_WEIGHT_GATED, "score": KEYWORD_WEIGHT_SCORE, "rrf": 0.7}
 _DEFAULT_RRF_K = {"gated-rrf": RRF_K_GATED, "score": 10.0, "rrf": 10.0}
@@ -283,10 +288,13 @@ class HybridConfig:
     near 0 and the vector ranking as it is (the guard for a keyword leg that found nothing
     distinctive, F-3); a best match that stands far out gives gate 1, and the keyword
     ranking leads with the vector leg's ranks breaking its near-ties and lifting records
-    both legs found. With ``vector_weight=0``, or a vector leg that returned nothing, the
-    gate is 1 (the keyword ranking as it is). Chosen
-    over the score rule by the worst margin over four sets at once
-    (``bench/results/fusion.md``).
+    both legs found. The gate is then multiplied by :func:`coverage_factor` of the keyword
+    leg's first record: 0 when it holds one of the query's words, in full from
+    ``GATED_COVERAGE_FULL`` (4) words or all of a shorter query's (the store counts them
+    with the keyword index's own tokenizer). With ``vector_weight=0``, or a vector leg that
+    returned nothing, the gate is 1 (the keyword ranking as it is). Chosen
+    over the score rule by the worst margin over four sets at once, the coverage factor
+    over five (``bench/results/fusion.md``).
 
     ``fusion="score"``: relative score fusion (the default of issue 23's first round), as
     Oracle's DBMS_HYBRID_VECTOR ``RSF`` fuses scores rather than ranks. Each leg's scores
@@ -359,9 +367,15 @@ def _pairs(leg: Leg, what: str, need_distance: bool) -> list[tuple[int, Optional
     return out
 
 
-def fuse(vector: Leg, keyword: Leg, config: HybridConfig = HybridConfig()) -> list[tuple[int, float]]:
+def fuse(vector: Leg, keyword: Leg, config: HybridConfig = HybridConfig(),
+         coverage: Optional[Callable[[], tuple[int, int]]] = None) -> list[tuple[int, float]]:
     """Fuse two legs, each best first: ``(key, distance)`` pairs (the vector leg's cosine
     distances, the keyword leg's :func:`keyword_distance`), or bare keys for ``rrf``.
+
+    ``coverage`` (gated-rrf): returns ``(held, terms)``, how many of the query's ``terms``
+    words the keyword leg's first record holds (:func:`coverage_factor`); called only when
+    the strength gate is open and both legs have records. None: no such gate (legs alone,
+    as ``bench/fusion_tune.py`` replays them).
 
     Returns ``(key, distance)`` with distance in [0, 1], nearest first (the caller orders
     equal distances by record type and id); see :class:`HybridConfig` for the rules."""
@@ -375,6 +389,8 @@ def fuse(vector: Leg, keyword: Leg, config: HybridConfig = HybridConfig()) -> li
         vector_keys = [k for k, _ in _pairs(vector, "vector", False)]
         gate = (1.0 if config.vector_weight == 0 or not vector_keys
                 else keyword_scores(keyword_pairs, GATED_Z_FLOOR, GATED_Z_SPAN)[1])
+        if 0.0 < gate and coverage is not None and config.vector_weight != 0 and vector_keys and keyword_pairs:
+            gate *= coverage_factor(*coverage())
         return _fuse_rrf(vector_keys, [k for k, _ in keyword_pairs], config, gate)
     return _fuse_scores(_pairs(vector, "vector", True), _pairs(keyword, "keyword", True), config)
 
@@ -415,6 +431,18 @@ def keyword_scores(leg: Sequence[tuple[int, Optional[float]]], z_floor: Optional
     span = KEYWORD_Z_SPAN if z_span is None else z_span
     gate = min(1.0, max(0.0, (z - floor) / span))
     return {key: s / top for key, s in raw}, gate
+
+
+def coverage_factor(held: int, terms: int) -> float:
+    """gated-rrf's second gate, in [0, 1]: how far the keyword leg's first record can be
+    trusted for how many of the query's ``terms`` words it holds (``held``). A match on one
+    word is no evidence, however rare the word (F-3: one everyday word shared with the
+    question lifted a wrong memory over a strong semantic match); each further word adds
+    an equal share up to :data:`GATED_COVERAGE_FULL` words, or all of a shorter query's:
+    ``(held - 1) / (min(GATED_COVERAGE_FULL, terms) - 1)`` clamped. A one-word query gives 0."""
+    if terms < 2 or held < 2:
+        return 0.0
+    return min(1.0, (held - 1) / (min(GATED_COVERAGE_FULL, terms) - 1))
 
 
 def _fuse_scores(vector: list[Any], keyword: list[Any], config: HybridConfig) -> list[tuple[int, float]]:

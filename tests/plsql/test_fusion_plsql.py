@@ -3,6 +3,7 @@ plsql/oramem_search.pkb/.pks; static-checked, not run against Oracle)."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -34,6 +35,7 @@ def test_defaults_match_hybrid_config():
     assert float(_constant("gc_gated_z_floor")) == K.GATED_Z_FLOOR
     assert float(_constant("gc_gated_z_span")) == K.GATED_Z_SPAN
     assert int(_constant("gc_gate_sample")) == K.GATE_SAMPLE
+    assert int(_constant("gc_gated_coverage_full")) == K.GATED_COVERAGE_FULL
 
 
 def test_legs_carry_their_distances():
@@ -84,3 +86,40 @@ def test_the_gate_reads_a_fixed_sample_of_the_keyword_leg():
     hybrid = BODY[BODY.index("a hybrid search needs query_text"):]
     assert "JSON_TABLE(l_tkeys, '$[*]' COLUMNS (rn FOR ORDINALITY, dist NUMBER PATH '$[2]')) j" in hybrid
     assert "WHERE  j.rn <= gc_gate_sample" in hybrid
+
+
+def _plsql_coverage(score: float, terms: int) -> float:
+    """oramem_search.coverage_factor transcribed (its text is checked below)."""
+    if terms < 2:
+        return 0.0
+    held = min(terms, math.ceil(max(0.0, min(100.0, round(score, 6))) * terms / 100))
+    if held < 2:
+        return 0.0
+    return min(1.0, (held - 1) / (min(int(_constant("gc_gated_coverage_full")), terms) - 1))
+
+
+def test_the_coverage_gate_is_the_sqlite_rule_read_off_the_accum_bands():
+    """Issue 23: gated-rrf's coverage gate. Oracle Text scores a row matching m of n equally
+    weighted ACCUM operands in the m-th of n equal ranges of 1-100 (Oracle Text Reference 26,
+    "ACCUMulate Scoring"); the keyword query has one operand per distinct word, so the first
+    record's best score gives the words it holds, and the factor is coverage_factor's."""
+    body = BODY[BODY.index("FUNCTION coverage_factor"):BODY.index("END coverage_factor")]
+    assert "l_terms PLS_INTEGER := REGEXP_COUNT(in_query, ' ACCUM ', 1, 'c') + 1;" in body
+    assert "SELECT GREATEST(0, LEAST(100, ROUND(100 * (1 - j.dist), 6)))" in body and "WHERE  j.rn = 1;" in body
+    assert "l_held := LEAST(l_terms, CEIL(l_score * l_terms / 100));" in body
+    assert "RETURN LEAST(1, (l_held - 1) / (LEAST(gc_gated_coverage_full, l_terms) - 1));" in body
+    assert body.count("RETURN 0;") == 3
+    for terms in range(1, 9):
+        for held in range(0, terms + 1):
+            # every integer score of the band of `held` words (held 0: no match, score 0)
+            band = [0] if held == 0 else range(math.floor((held - 1) * 100 / terms) + 1, math.floor(held * 100 / terms) + 1)
+            for score in band:
+                assert _plsql_coverage(score, terms) == K.coverage_factor(held, terms), (score, terms, held)
+    # applied to the strength gate only for gated-rrf, both legs non-empty
+    hybrid = BODY[BODY.index("a hybrid search needs query_text"):]
+    assert ("IF l_fusion = 'gated-rrf' AND l_gate > 0 AND l_vcount > 0 THEN\n"
+            "                  l_gate := l_gate * coverage_factor(l_tkeys, l_query);") in hybrid
+    # the keyword query has one ACCUM operand per distinct lower-cased word
+    query = BODY[BODY.index("FUNCTION keyword_query"):BODY.index("END keyword_query")]
+    assert "l_piece := CASE WHEN l_count > 0 THEN ' ACCUM ' END" in query and "IF NOT l_seen.EXISTS(l_tok) THEN" in query
+    assert "l_tok := LOWER(SUBSTR(REGEXP_SUBSTR(in_text, '[[:alnum:]]+', 1, l_pos), 1, 64));" in query
