@@ -1,6 +1,8 @@
 """Dev tool (not run in CI): collect each question's VECTOR and KEYWORD legs (ids with
 distances, ``--depth`` deep) through the store, so fusion rules can be compared offline
-over several sets at once (``bench/fusion_tune.py``). Uses the embedding cache of
+over several sets at once (``bench/fusion_tune.py``), and ``coverage``: how many of the
+question's words the keyword leg's first record holds, as the store counts them for
+gated-rrf's coverage gate (``(held, terms)``, None when the keyword leg is empty). Uses the embedding cache of
 ``bench.quality``; writes a pickle outside the repository.
 
     python -m bench.fusion_legs --sets paraphrase,memories,dev --out /tmp/legs.pkl [--cached-only]
@@ -12,6 +14,9 @@ import argparse
 import pickle
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+from oramem.sqlite.engine import SQLiteEngine
 
 from . import quality as Q
 
@@ -54,13 +59,26 @@ def collect(questions, embedder, depth: int = 200, shared: bool = False) -> list
         key = "shared" if shared else q.qid
         system.load(key, q.docs)
         legs = {}
+        first = None
         for strategy in ("vector", "keyword"):
             results = system._store.search(q.question, k=depth, strategy=strategy)
             legs[strategy] = [(system._ids[r.id], float(d)) for r, d in results]
+            if strategy == "keyword" and results:
+                first = results[0][0]
         out.append({"qid": q.qid, "qtype": q.qtype, "question": q.question, "evidence": q.evidence,
-                    "n_docs": len(q.docs), **legs})
+                    "n_docs": len(q.docs), "coverage": None if first is None else _coverage(system, q.question, first),
+                    **legs})
     system.close()
     return out
+
+
+def _coverage(system, question: str, record) -> tuple[int, int]:
+    """The store's own count for gated-rrf's coverage gate (``SQLiteEngine._terms_held``)."""
+    engine = system._store._engine
+    with engine._read("search") as (conn, t, catalog):
+        (seq,) = conn.execute(f"SELECT seq FROM {t.records} WHERE record_type = ? AND id = ?",
+                              (record.record_type, record.id)).fetchone()
+        return SQLiteEngine._terms_held(conn, t, seq, SimpleNamespace(query_text=question), catalog)
 
 
 def main() -> int:

@@ -12,7 +12,7 @@ import itertools
 import pickle
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 from oramem.sqlite import keyword as K
 from oramem.sqlite.keyword import HybridConfig, fuse
@@ -36,24 +36,28 @@ def _index(leg: list) -> tuple[list, dict]:
     return ids, {d: i for i, d in enumerate(ids)}
 
 
-def run(data: dict, rule: Callable[[list, list], list]) -> dict:
-    """Per set: mean metrics of ``rule(vector, keyword) -> ranked doc ids``."""
-    return {name: mean([metrics(rule(q["vector"], q["keyword"]), q["evidence"]) for q in qs]) for name, qs in data.items()}
+def run(data: dict, rule: Callable[[list, list, Optional[tuple]], list]) -> dict:
+    """Per set: mean metrics of ``rule(vector, keyword, coverage) -> ranked doc ids``
+    (``coverage``: the legs' ``(held, terms)``, None in legs collected before it existed)."""
+    return {name: mean([metrics(rule(q["vector"], q["keyword"], q.get("coverage")), q["evidence"]) for q in qs])
+            for name, qs in data.items()}
 
 
-def config_rule(config: HybridConfig) -> Callable[[list, list], list]:
-    """The store's fusion (oramem.sqlite.keyword.fuse) over doc-id legs; ties by id."""
-    def rule(vector: list, keyword: list) -> list:
+def config_rule(config: HybridConfig) -> Callable[[list, list, Optional[tuple]], list]:
+    """The store's fusion (oramem.sqlite.keyword.fuse) over doc-id legs, with the coverage
+    gate when the legs carry it; ties by id."""
+    def rule(vector: list, keyword: list, coverage: Optional[tuple] = None) -> list:
         ids = sorted({d for d, _ in vector} | {d for d, _ in keyword})
         num = {d: i for i, d in enumerate(ids)}
-        fused = fuse([(num[d], x) for d, x in vector], [(num[d], x) for d, x in keyword], config)
+        fused = fuse([(num[d], x) for d, x in vector], [(num[d], x) for d, x in keyword], config,
+                     None if coverage is None else (lambda: coverage))
         fused.sort(key=lambda item: (item[1], ids[item[0]]))
         return [ids[i] for i, _ in fused]
     return rule
 
 
 def legs(data: dict) -> dict:
-    return {"vector": run(data, lambda v, k: [d for d, _ in v]), "keyword": run(data, lambda v, k: [d for d, _ in k])}
+    return {"vector": run(data, lambda v, k, c: [d for d, _ in v]), "keyword": run(data, lambda v, k, c: [d for d, _ in k])}
 
 
 def margins(data: dict, result: dict, base: dict) -> tuple[float, dict]:
