@@ -448,3 +448,46 @@ def test_filters_that_share_a_mask_key_pass_the_same_rows_and_answer_as_sql(make
             assert np.array_equal(mask, first), (key, first_flt, flt)
             shared += 1
     assert shared > 50  # many filters do share keys
+
+
+def test_a_reembed_by_another_connection_reaches_warm_caches(tmp_path):
+    """``reembed_store`` (another connection: the CLI's ``oramem reembed``) swaps every vector
+    of the file: a store whose vector cache, kept metadata masks and type and scope masks are
+    warm answers, after it, exactly as a store opened afresh on the re-embedded file, and B's
+    scoped searches never return A's records."""
+    from oramem import SQLiteMemoryStore
+    from oramem.embedders import HashEmbedder
+    from oramem.sqlite import reembed_store
+
+    path = str(tmp_path / "r.db")
+    old, new = HashEmbedder(16), HashEmbedder(16, seed=5)
+    rng = np.random.default_rng(11)
+    texts = [f"note {i} about {rng.choice(['hotel', 'bistro', 'train'])} {rng.choice(['rain', 'sun'])}" for i in range(40)]
+    users = [str(rng.choice(["A", "B"])) for _ in texts]
+    warm = SQLiteMemoryStore(path, embedder=old)
+    warm.add(texts, "memory", record_ids=[f"r{i:02d}" for i in range(40)], user_ids=users, agent_ids="ag",
+             thread_ids="th", metadata=[{"kg_user": u, "n": i} for i, u in enumerate(users)])
+    queries = [new.embed(["hotel rain"])[0].tolist(), new.embed(["train sun"])[0].tolist()]
+    filters = [None, {"kg_user": "B"}, {"n": {"$lt": 20}}]
+    scopes = [{}, {"user_id": "B", "exact_user_match": True}]
+
+    def answers(store):
+        return [[(r.id, r.user_id, d) for r, d in store.search(query_vector=q, k=6, metadata_filter=f, **s)]
+                for q in queries for f in filters for s in scopes]
+
+    try:
+        for _ in range(2):  # columns built, masks kept
+            before = answers(warm)
+        reembed_store(path, new)
+        got = answers(warm)
+        fresh = SQLiteMemoryStore(path, embedder=new, vector_sidecar=False)
+        try:
+            assert got == answers(fresh) and got == answers(fresh)
+        finally:
+            fresh.close()
+        assert got != before  # the vectors did change
+        for rows, (f, s) in zip(got, [(f, s) for _ in queries for f in filters for s in scopes]):
+            if s:
+                assert all(user == "B" for _, user, _ in rows)
+    finally:
+        warm.close()
