@@ -3,9 +3,8 @@ stores get the same shared and B facts, written at the same clock readings; one 
 gets A's facts about the same subjects (same names, attributes, values, words, relations).
 B's retrieves, and retrieves of the shared scope only, answer the same in both: the facts
 (text, entity, attribute, owner, score), the expansion (terms, primed entities), the context
-text, the candidate count and the warnings. The stores search by vector only: a keyword index's
-bm25 statistics are the whole index's (every user's rows), so keyword scores are left out here
-(see the audit7 report)."""
+text, the candidate count and the warnings. With a keyword index they do not (the hybrid case,
+an expected failure): bm25's statistics are the whole index's, every user's rows."""
 
 from __future__ import annotations
 
@@ -26,9 +25,9 @@ QUERIES = ["what about the Hotel Aurora?", "when does Hotel Aurora open", "Ana S
            "door code", "Blue Bistro in Porto", "tell me about Ana"]
 
 
-def _open(tmp_path, name: str, clock: Clock):
+def _open(tmp_path, name: str, clock: Clock, strategy: str = "vector"):
     store = SQLiteMemoryStore(str(tmp_path / f"{name}.db"), embedder=HashEmbedder(384), clock=clock,
-                              search_strategy="vector")
+                              search_strategy=strategy)
     km = KnowledgeMemory(store, ScriptedLLM({"event_emotion": NEUTRAL}),
                          config=KnowledgeConfig(enable_reranker=False), clock=clock)
     return store, km
@@ -42,11 +41,18 @@ def _answer(result) -> tuple:
             result.total_candidates, sorted(result.warnings))
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_a_users_knowledge_never_shapes_another_users_retrieve(tmp_path, seed):
+@pytest.mark.parametrize("seed, strategy", [
+    (0, "vector"), (1, "vector"),
+    # the keyword signal's scores are bm25's, whose statistics (rows holding a term, average row
+    # length) are the whole FTS index's, every user's rows: alice's facts move bob's keyword
+    # scores and so his ranking and cut (known, not fixed: see the audit7 report)
+    pytest.param(0, "hybrid", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason="bm25 statistics span every user's rows")),
+])
+def test_a_users_knowledge_never_shapes_another_users_retrieve(tmp_path, seed, strategy):
     rng = np.random.default_rng(seed)
     clocks = [Clock(), Clock()]
-    with_a, without_a = _open(tmp_path, "with_a", clocks[0]), _open(tmp_path, "without_a", clocks[1])
+    with_a = _open(tmp_path, "with_a", clocks[0], strategy)
+    without_a = _open(tmp_path, "without_a", clocks[1], strategy)
     try:
         writes = []
         for i in range(24):
