@@ -13,23 +13,12 @@ from oramem.requests import Scope, ScopeMatch, SearchRequest
 from oramem.sqlite import HybridConfig
 from oramem.sqlite.engine import SQLiteEngine
 from oramem.sqlite.keyword import (
-    GATED_COVERAGE_FULL, GATED_Z_FLOOR, GATED_Z_SPAN, coverage_factor, fuse, keyword_distance, keyword_scores,
+    GATED_COVERAGE_FULL, GATED_Z_FLOOR, GATED_Z_SPAN, coverage_factor, fuse, keyword_scores,
 )
 from oramem.types import SearchStrategy
 
 from .conftest import vec
-
-
-def kw(*pairs):
-    return [(key, keyword_distance(-score)) for key, score in pairs]
-
-
-def vl(*pairs):
-    return [(key, 1.0 - sim) for key, sim in pairs]
-
-
-def order(fused):
-    return [key for key, _ in fused]
+from .test_fusion_properties import kw, order, vl
 
 
 @pytest.mark.parametrize("held, terms, factor", [
