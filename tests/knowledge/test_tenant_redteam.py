@@ -192,8 +192,9 @@ def test_bobs_records_claiming_alices_scope_never_hide_her_facts_from_her_inform
 # SC-13.3 / SC-13.7: erasing a user (``forget`` or her profile's cascade) removes her private
 # threads whole, a thread being "hers alone" when no store record of another user is in it.
 # A background write Bob queued into a thread he shares with Alice has no store record yet (its
-# event is written when a worker runs it), so her erasure must not take his queued message
-# with her thread; and the cascade, an erasure of the user like ``forget``, must leave no
+# event is written when a worker runs it), nor has what his deleted message there taught, so
+# her erasure must not take his queued message, intention or session note with her thread;
+# and the cascade, an erasure of the user like ``forget``, must leave no
 # knowledge row of hers (entities, aliases, intentions, observations, clusters) behind.
 def _scope_rows(km, user: Optional[str]) -> dict[str, Any]:
     """Every knowledge row (the 11 tables and the job queue) of the scope ``user``."""
@@ -226,6 +227,16 @@ def _alice_bob_and_shared(km, llm, clock, store) -> str:
     assert km.cluster_facts(AGENT, user_id="alice").clusters_created and km.consolidate(AGENT, user_id="alice").observations_created
     write_keeper(km, llm, clock, "bob", "Bob", "keys", "Bob keeps the keys in the drawer")
     km.add_fact(AGENT, "Hotel", "The hotel opens at 7", subject_type="place")  # shared
+    # Bob's message in the ticket taught an intention and a session note; his app then deleted
+    # the message record (the knowledge it taught stays, KC-3.6), so the thread holds no store
+    # record of his
+    llm.route("extract", extract([("Bob", "person")], [("Bob", "Bob waits for a refund")],
+                                 intentions=[{"trigger_type": "keyword", "trigger_condition": "refund",
+                                              "intended_action": "tell Bob about his refund"}],
+                                 observations=[{"content": "Bob asked about a refund", "topic": "billing"}]))
+    store.delete("message", km.write(AGENT, "I want a refund", "Bob", user_id="bob", session_id="ticket-1").event_id)
+    assert km.intentions(AGENT, user_id="bob") and "DEFAULT_KG_SESSION_OBSERVATION" in {
+        name for name, rows in _scope_rows(km, "bob").items() if rows}
     llm.route("extract", extract([("Bob", "person")], [("Bob", "Bob has account 999")]))
     job = km.write(AGENT, "my account is 999", "Bob", user_id="bob", session_id="ticket-1", background=True).job_id
     assert job and km.get_job(job).status == "pending"
@@ -233,7 +244,7 @@ def _alice_bob_and_shared(km, llm, clock, store) -> str:
 
 
 @pytest.mark.parametrize("how", ["profile cascade", "forget"])
-def test_erasing_alice_keeps_bobs_queued_write_in_their_thread_and_leaves_nothing_of_hers(env, how):  # noqa: F811
+def test_erasing_alice_keeps_bobs_rows_naming_their_thread_and_leaves_nothing_of_hers(env, how):  # noqa: F811
     _, store, km, llm, clock = env
     job = _alice_bob_and_shared(km, llm, clock, store)
     assert all(_scope_rows(km, "alice")[name] for name in (
