@@ -34,7 +34,12 @@ Items are always returned with their exact namespace and key; reads never cross 
 scope. A record id is predictable, so a record of another scope may sit under an item's id
 (written by an adapter that takes caller ids, or by an ``OramemStore`` that maps the scope
 differently): ``get`` and ``search`` never return it, ``delete`` leaves it, and ``put`` raises
-``ValueError`` rather than write the item's value into it. ``list_namespaces`` and a search without a query read the matching records' metadata
+``ValueError`` rather than write the item's value into it. Likewise a record whose LangGraph
+metadata was written by another scope (a search or ``list_namespaces`` above a
+``scope_from_namespace`` label reads every user's records): a record is an item of this store
+only under the id this store derives from its namespace and key, with the scope it gives that
+namespace; a query search asks the store for more hits while others fill its top-k.
+``list_namespaces`` and a search without a query read the matching records' metadata
 (filters run in the database), so they cost one pass over the matching items.
 """
 
@@ -307,6 +312,20 @@ class OramemStore(BaseStore):
         return (record.user_id, record.agent_id, record.thread_id) == (
             scope["user_id"], scope["agent_id"], scope["thread_id"])
 
+    def _is_item(self, record: Any) -> bool:
+        """Whether ``record`` is an item this store wrote: LangGraph metadata naming a namespace
+        and key, the record id this store derives from them, and the scope it gives that
+        namespace. Metadata is written by whoever writes a record, so a record of another scope
+        may claim any namespace (e.g. Alice's, under ``scope_from_namespace``); it is not hers."""
+        meta = (record.metadata or {}).get("langgraph")
+        if not isinstance(meta, Mapping):
+            return False
+        labels, key = meta.get("namespace"), meta.get("key")
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels) or not isinstance(key, str):
+            return False
+        namespace = tuple(labels)
+        return record.id == self._record_id(namespace, key) and self._in_scope(record, namespace)
+
     def _read_one(self, namespace: tuple[str, ...], key: str):
         record = yield call("get", self._record_type, self._record_id(namespace, key))
         if record is None or not record.metadata or "langgraph" not in record.metadata:
@@ -410,21 +429,27 @@ class OramemStore(BaseStore):
                 )
             if op.limit == 0:
                 return []
-            hits = yield call(
-                "search",
-                op.query,
-                k=op.offset + op.limit,
-                record_types=[self._record_type],
-                metadata_filter=metadata_filter,
-                **self._search_scope(scope),
-            )
-            chosen = [(record, 1.0 - distance) for record, distance in hits][op.offset :]
+            want = k = op.offset + op.limit
+            while True:
+                hits = yield call(
+                    "search",
+                    op.query,
+                    k=k,
+                    record_types=[self._record_type],
+                    metadata_filter=metadata_filter,
+                    **self._search_scope(scope),
+                )
+                items = [(record, distance) for record, distance in hits if self._is_item(record)]
+                if len(items) >= want or len(hits) < k:
+                    break
+                k *= 2  # records that are not items filled the top-k: ask for more
+            chosen = [(record, 1.0 - distance) for record, distance in items][op.offset :]
             if len(chosen) < op.limit:
                 # like LangGraph's own stores: items without retrieval text follow the scored ones
                 seen = {record.id for record, _ in hits}
                 rest = yield from self._listed(metadata_filter, scope)
                 unscored = [r for r in rest if r.id not in seen]
-                skip = max(0, op.offset - len(hits))
+                skip = max(0, op.offset - len(items))
                 chosen.extend((r, None) for r in unscored[skip : skip + op.limit - len(chosen)])
         else:
             records = yield from self._listed(metadata_filter, scope)
@@ -436,8 +461,9 @@ class OramemStore(BaseStore):
 
     def _listed(self, metadata_filter: dict, scope: dict):
         records = yield call("list", self._record_type, limit=None, metadata_filter=metadata_filter, **scope)
+        items = [r for r in records if self._is_item(r)]
         # newest update first, as LangGraph's database-backed stores order an unranked search
-        return sorted(records, key=lambda r: r.metadata["langgraph"]["updated_at"], reverse=True)
+        return sorted(items, key=lambda r: str(r.metadata["langgraph"].get("updated_at", "")), reverse=True)
 
     def _list_namespaces(self, op: ListNamespacesOp):
         conditions = tuple(op.match_conditions or ())

@@ -77,7 +77,13 @@ def _any_in(column: Any, values: set[str]) -> Any:
     return sa.or_(*conds) if conds else sa.false()
 
 
-def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts) -> list[tuple[str, str]]:
+def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts,
+                *, facts_of_events: bool = True) -> list[tuple[str, str]]:
+    """Erase the users of ``event`` (KC-3.10); returns the knowledge store records to delete.
+    ``facts_of_events=False`` (a profile cascade, whose deletion hook cannot delete store
+    records): the facts of an erased event of another scope (a shared event in her private
+    thread) stay, with ``source_event_id`` cleared, as after ``delete_thread``; her own facts
+    are among the cascade's records."""
     ev, f, e, al, rel, lk = t.event, t.fact, t.entity, t.alias, t.relationship, t.link
     so, it, mo, cl = t.session_observation, t.intention, t.meta_observation, t.cluster
     users = set(event.user_ids)
@@ -91,8 +97,8 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     event_rows = conn.execute(sa.select(ev.c.id, ev.c.agent_id, ev.c.user_id).where(
         sa.or_(mine(ev), _any_in(ev.c.id, erased)))).all()
     events = {r.id for r in event_rows}
-    facts = {r[0] for r in conn.execute(sa.select(f.c.id).where(
-        sa.or_(mine(f), _any_in(f.c.id, erased), _any_in(f.c.source_event_id, events))))}
+    of_events = _any_in(f.c.source_event_id, events) if facts_of_events else sa.false()
+    facts = {r[0] for r in conn.execute(sa.select(f.c.id).where(sa.or_(mine(f), _any_in(f.c.id, erased), of_events)))}
 
     # derived rows of any scope that cite her rows (found before her facts go)
     clusters = {r[0] for r in conn.execute(sa.select(f.c.cluster_id).where(_any_in(f.c.id, facts))) if r[0]}
@@ -259,22 +265,29 @@ def deletion_hook(rt: KnowledgeRuntime, dbapi_conn: Any, event: Any) -> Any:
     fact_ids = [rid for rtype, rid in event.records if rtype == "fact"]
     msg_ids = [rid for rtype, rid in event.records if rtype == "message"]
     with rt.backend.hook_connection(dbapi_conn) as conn:
+        if event.reason == "cascade" and event.user_ids:
+            # SC-13.3: a user's profile cascade erases her as ``forget`` does (KC-3.10): the
+            # rows of her scope that have no store record (entities, aliases, edges,
+            # intentions, observations, clusters, queued writes) and what cites her rows
+            # (found first, while her events and facts are still there to match)
+            _erase_user(conn, t, event, purger(rt), facts_of_events=False)
         if fact_ids:
             purge_facts(rt, conn, None, fact_ids)
         ev = t.event
         if event.thread_ids:
             so, it = t.session_observation, t.intention
             for batch in reads.chunked(list(event.thread_ids)):
-                msg_ids.extend(r[0] for r in conn.execute(sa.select(ev.c.id).where(ev.c.session_id.in_(batch))))
+                msg_ids.extend(r[0] for r in conn.execute(
+                    sa.select(ev.c.id).where(ev.c.session_id.in_(batch), _of_removed_thread(ev, event))))
                 # what was noted in the deleted conversation goes with it: its session
                 # observations, and the intentions extracted in it (source_context holds the
                 # whole session id, KC-3.7: another session sharing a prefix is not touched)
-                conn.execute(sa.delete(so).where(so.c.session_id.in_(batch)))
-                conn.execute(sa.delete(it).where(it.c.source_context.in_(batch)))
+                conn.execute(sa.delete(so).where(so.c.session_id.in_(batch), _of_removed_thread(so, event)))
+                conn.execute(sa.delete(it).where(it.c.source_context.in_(batch), _of_removed_thread(it, event)))
                 # the thread's queued background writes go too: processed later, they
                 # would bring the deleted conversation back (a worker holding one of them
                 # loses its lease check and rolls back)
-                conn.execute(sa.delete(t.job).where(t.job.c.session_id.in_(batch)))
+                conn.execute(sa.delete(t.job).where(t.job.c.session_id.in_(batch), _of_removed_thread(t.job, event)))
         for batch in reads.chunked(sorted(set(msg_ids))):
             conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
             conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))
@@ -283,3 +296,21 @@ def deletion_hook(rt: KnowledgeRuntime, dbapi_conn: Any, event: Any) -> Any:
                 conn.execute(sa.delete(table).where(table.c.agent_id == agent))
             conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent))
     return None
+
+
+def _of_removed_thread(table: sa.Table, event: Any) -> sa.ColumnElement[bool]:
+    """Which knowledge rows of a removed thread go with it. ``delete_thread`` takes everything
+    in the thread (SC-13.5). An actor's cascade removes a thread whole because no *store
+    record* of another user (or agent) is in it (SC-13.3, SC-13.4), but knowledge rows of
+    another scope may still name it: a background write another user queued into the thread
+    has no store record until a worker runs it. So a cascade takes only the erased actor's
+    rows, and for a user also the rows without a user (the unscoped part of her conversation,
+    as the store does with unscoped records there)."""
+    if event.reason != "cascade":
+        return sa.true()
+    conds: list[sa.ColumnElement[bool]] = []
+    if event.user_ids:
+        conds.append(sa.or_(table.c.user_id.is_(None), table.c.user_id.in_(list(event.user_ids))))
+    if event.agent_ids:
+        conds.append(table.c.agent_id.in_(list(event.agent_ids)))
+    return sa.and_(*conds) if conds else sa.false()

@@ -8,8 +8,9 @@ may carry her words."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Optional
 
+import pytest
 import sqlalchemy as sa
 
 from .helpers import extract, write_keeper
@@ -185,3 +186,110 @@ def test_bobs_records_claiming_alices_scope_never_hide_her_facts_from_her_inform
     km.write(AGENT, message, "Alice", user_id="alice")
     (known,) = llm.calls_for("extract")[-1]["existing_knowledge"]  # KC-4.6: her facts about the entity named
     assert (known["entity_key"], known["facts"]) == ("person:alice", [old])
+
+
+# ------------------------------------------------------------------ erasing one actor by the store
+# SC-13.3 / SC-13.7: erasing a user (``forget`` or her profile's cascade) removes her private
+# threads whole, a thread being "hers alone" when no store record of another user is in it.
+# A background write Bob queued into a thread he shares with Alice has no store record yet (its
+# event is written when a worker runs it), nor has what his deleted message there taught, so
+# her erasure must not take his queued message, intention or session note with her thread;
+# and the cascade, an erasure of the user like ``forget``, must leave no
+# knowledge row of hers (entities, aliases, intentions, observations, clusters) behind.
+def _scope_rows(km, user: Optional[str]) -> dict[str, Any]:
+    """Every knowledge row (the 11 tables and the job queue) of the scope ``user``."""
+    t = km.runtime.tables
+    out: dict[str, Any] = {}
+    with km.runtime.backend.read() as conn:
+        for table in [*t.all_agent_tables(), t.job]:
+            if "user_id" not in table.c:
+                continue
+            cond = table.c.user_id.is_(None) if user is None else table.c.user_id == user
+            rows = conn.execute(sa.select(table).where(cond)).mappings().all()
+            out[table.name] = sorted((sorted((k, repr(v)) for k, v in r.items()) for r in rows), key=repr)
+    return out
+
+
+def _alice_bob_and_shared(km, llm, clock, store) -> str:
+    """Alice's knowledge (with derived rows), Bob's, a shared fact, and Bob's background write
+    queued into ``ticket-1``, a thread in which only Alice has a store record so far."""
+    store.add(["alice: my card was charged twice"], "message", thread_ids="ticket-1", user_ids="alice",
+              agent_ids=AGENT, roles="user")
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    llm.route("extract", extract(entities=[("Alice", "person")], facts=[("Alice", "Alice flies to Lima on Friday")],
+                                 intentions=[{"trigger_type": "keyword", "trigger_condition": "Lima",
+                                              "intended_action": f"remind Alice of the {SECRET}"}],
+                                 observations=[{"content": "Alice travels soon", "topic": "travel"}]))
+    km.write(AGENT, "Remind me of the passport when I mention Lima", "Alice", user_id="alice", session_id="ticket-1")
+    llm.route("cluster_summary", {"summary": "Alice's travel papers."})
+    llm.route("consolidate", {"observations": [{"type": "pattern", "title": "Keeps papers", "text": "Keeps papers safe",
+                                                "supporting_event_indices": [1], "supporting_fact_indices": [1]}]})
+    assert km.cluster_facts(AGENT, user_id="alice").clusters_created and km.consolidate(AGENT, user_id="alice").observations_created
+    write_keeper(km, llm, clock, "bob", "Bob", "keys", "Bob keeps the keys in the drawer")
+    km.add_fact(AGENT, "Hotel", "The hotel opens at 7", subject_type="place")  # shared
+    # Bob's message in the ticket taught an intention and a session note; his app then deleted
+    # the message record (the knowledge it taught stays, KC-3.6), so the thread holds no store
+    # record of his
+    llm.route("extract", extract([("Bob", "person")], [("Bob", "Bob waits for a refund")],
+                                 intentions=[{"trigger_type": "keyword", "trigger_condition": "refund",
+                                              "intended_action": "tell Bob about his refund"}],
+                                 observations=[{"content": "Bob asked about a refund", "topic": "billing"}]))
+    store.delete("message", km.write(AGENT, "I want a refund", "Bob", user_id="bob", session_id="ticket-1").event_id)
+    assert km.intentions(AGENT, user_id="bob") and "DEFAULT_KG_SESSION_OBSERVATION" in {
+        name for name, rows in _scope_rows(km, "bob").items() if rows}
+    llm.route("extract", extract([("Bob", "person")], [("Bob", "Bob has account 999")]))
+    job = km.write(AGENT, "my account is 999", "Bob", user_id="bob", session_id="ticket-1", background=True).job_id
+    assert job and km.get_job(job).status == "pending"
+    return job
+
+
+@pytest.mark.parametrize("how", ["profile cascade", "forget"])
+def test_erasing_alice_keeps_bobs_rows_naming_their_thread_and_leaves_nothing_of_hers(env, how):  # noqa: F811
+    _, store, km, llm, clock = env
+    job = _alice_bob_and_shared(km, llm, clock, store)
+    assert all(_scope_rows(km, "alice")[name] for name in (
+        "DEFAULT_KG_ENTITY", "DEFAULT_KG_ENTITY_ALIAS", "DEFAULT_KG_INTENTION", "DEFAULT_KG_SESSION_OBSERVATION",
+        "DEFAULT_KG_CLUSTER", "DEFAULT_KG_META_OBSERVATION"))
+    bob, shared = _scope_rows(km, "bob"), _scope_rows(km, None)
+
+    if how == "forget":
+        km.forget(user_id="alice")
+    else:
+        store.delete("user_profile", "alice", cascade=True)
+
+    assert _scope_rows(km, "bob") == bob and _scope_rows(km, None) == shared  # not one row of Bob's or shared changed
+    assert all(rows == [] for rows in _scope_rows(km, "alice").values()), _scope_rows(km, "alice")
+    assert store.list("message", user_id="alice", limit=None) == []
+    # Bob's queued message is still there, and the worker turns it into his knowledge
+    assert km.get_job(job).status == "pending"
+    assert km.process_jobs().done == 1
+    assert "Bob has account 999" in {f.fact_text for f in km.get_all(AGENT, user_id="bob")}
+    assert [m.user_id for m in store.list("message", thread_id="ticket-1", limit=None)] == ["bob"]
+
+
+def test_an_agents_profile_cascade_keeps_another_agents_queued_write_in_its_thread(env):  # noqa: F811
+    _, store, km, llm, _ = env
+    store.add(["desk notes for the night shift"], "message", thread_ids="handover", agent_ids=AGENT, roles="assistant")
+    km.add_fact(AGENT, "Hotel", "The hotel opens at 7", subject_type="place")
+    llm.route("extract", extract([("Bob", "person")], [("Bob", "Bob has account 999")]))
+    job = km.write("bank", "my account is 999", "Bob", user_id="bob", session_id="handover", background=True).job_id
+    store.delete("agent_profile", AGENT, cascade=True)  # the thread held only the desk agent's records
+    assert km.get_all(AGENT) == []
+    assert km.get_job(job).status == "pending"
+    assert km.process_jobs().done == 1
+    assert [f.fact_text for f in km.get_all("bank", user_id="bob")] == ["Bob has account 999"]
+
+
+def test_a_profile_cascade_leaves_no_half_erased_shared_fact_of_her_private_thread(env):  # noqa: F811
+    """A shared write into a thread only Alice wrote in: the cascade removes its event record with
+    her thread (SC-13.3) but cannot delete store records from its hook, so the shared fact stays
+    whole (row and store record, ``source_event_id`` cleared, as after ``delete_thread``)."""
+    _, store, km, llm, _ = env
+    store.add(["alice: hello"], "message", thread_ids="alice-chat", user_ids="alice", agent_ids=AGENT, roles="user")
+    llm.route("extract", extract([("Hotel", "place")], [("Hotel", "The hotel opens at 7")]))
+    (fact,) = [f["fact_id"] for f in km.write(AGENT, "We open at 7", "Desk", session_id="alice-chat").facts_added]
+    store.delete("user_profile", "alice", cascade=True)
+    assert store.list("message", thread_id="alice-chat", limit=None) == []
+    row = km.get(AGENT, fact)
+    assert row is not None and row.source_event_id is None
+    assert store.get("fact", fact) is not None
