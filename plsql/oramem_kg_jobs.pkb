@@ -89,7 +89,17 @@ AS
    -- Language Reference, DECODE: a shared entity counts shared links only)
    gc_tpl_hk_recount CONSTANT VARCHAR2(800 CHAR) := q'[UPDATE #ENT# e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = e.agent_id AND DECODE(l.user_id, e.user_id, 1, 0) = 1 AND l.entity_key = e.canonical_key AND f.valid_to IS NULL AND f.invalidated_at IS NULL AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, 'DAY') > :1)) WHERE e.agent_id = :2 AND e.canonical_key = :3]';
 
-   gc_tpl_hk_thread_events CONSTANT VARCHAR2(200 CHAR) := q'[SELECT id FROM #EVENT# WHERE session_id = :1]';
+   -- a removed thread's rows: every row for delete_thread; for an actor's cascade or forget
+   -- only the actor's rows (a user's: hers and those without a user; an agent's: its own),
+   -- since the thread went because no *store record* of another user or agent was in it, yet
+   -- knowledge rows of another scope may name it (a background write another user queued
+   -- there has no store record until a worker runs it; the SQLite hook's _of_removed_thread).
+   -- :2 / :4 = 1 when the event's user_ids (:3) / agent_ids (:5) restrict the rows
+   gc_hk_of_removed CONSTANT VARCHAR2(400 CHAR) :=
+      q'~ AND (:2 = 0 OR user_id IS NULL OR user_id IN (SELECT j.v FROM JSON_TABLE(:3, '$[*]' COLUMNS (v VARCHAR2(512 CHAR) PATH '$')) j))~'
+      || q'~ AND (:4 = 0 OR agent_id IN (SELECT j.v FROM JSON_TABLE(:5, '$[*]' COLUMNS (v VARCHAR2(512 CHAR) PATH '$')) j))~';
+
+   gc_tpl_hk_thread_events CONSTANT VARCHAR2(600 CHAR) := q'[SELECT id FROM #EVENT# WHERE session_id = :1]' || gc_hk_of_removed;
 
    gc_tpl_hk_unsource CONSTANT VARCHAR2(200 CHAR) := q'[UPDATE #FACT# SET source_event_id = NULL WHERE source_event_id = :1]';
 
@@ -97,11 +107,11 @@ AS
 
    gc_tpl_hk_del_agent CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #TAB# WHERE agent_id = :1]';
 
-   gc_tpl_hk_del_session CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #TAB# WHERE session_id = :1]';
+   gc_tpl_hk_del_session CONSTANT VARCHAR2(600 CHAR) := q'[DELETE FROM #TAB# WHERE session_id = :1]' || gc_hk_of_removed;
 
    -- intentions extracted in a session keep its whole id (source_context, KC-3.7; review
    -- finding 14: a 32-character prefix matched other users' sessions)
-   gc_tpl_hk_del_session_int CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #INT# WHERE source_context = :1]';
+   gc_tpl_hk_del_session_int CONSTANT VARCHAR2(600 CHAR) := q'[DELETE FROM #INT# WHERE source_context = :1]' || gc_hk_of_removed;
 
    ---------------------------------------------------------------------------------------
    -- helpers
@@ -788,11 +798,25 @@ AS
       l_changed BOOLEAN;
       l_key     VARCHAR2(4000 CHAR);
       l_now     TIMESTAMP(6) := oramem_registry.utc_now;
+      l_scoped  BOOLEAN;            -- an actor's cascade or forget (gc_hk_of_removed)
+      l_by_user PLS_INTEGER := 0;
+      l_by_agt  PLS_INTEGER := 0;
+      l_users   CLOB := TO_CLOB('[]');
+      l_agents  CLOB := TO_CLOB('[]');
    BEGIN
       IF in_event IS NULL THEN
          RETURN;
       END IF;
       l_doc := JSON_OBJECT_T.parse(in_event);
+      l_scoped := NVL(l_doc.get_string('reason'), 'delete') IN ('cascade', 'forget');
+      IF l_scoped AND l_doc.get_array('user_ids') IS NOT NULL AND l_doc.get_array('user_ids').get_size > 0 THEN
+         l_by_user := 1;
+         l_users := l_doc.get_array('user_ids').to_clob;
+      END IF;
+      IF l_scoped AND l_doc.get_array('agent_ids') IS NOT NULL AND l_doc.get_array('agent_ids').get_size > 0 THEN
+         l_by_agt := 1;
+         l_agents := l_doc.get_array('agent_ids').to_clob;
+      END IF;
       l_sid := store_key(l_doc.get_string('memory_store_id'));
       SELECT COUNT(*) INTO l_count FROM user_tables WHERE table_name = l_sid || '_KG_FACT';
       IF l_count = 0 THEN
@@ -865,23 +889,24 @@ AS
 
       -- 2. events: deleted messages and the events of deleted threads; a deleted thread's
       -- queued background writes go too (processed later they would bring it back)
+      -- (an actor's event without an actor takes nothing of the threads' other rows)
       l_arr := l_doc.get_array('thread_ids');
-      IF l_arr IS NOT NULL THEN
+      IF l_arr IS NOT NULL AND NOT (l_scoped AND l_by_user = 0 AND l_by_agt = 0) THEN
          FOR i IN 0 .. l_arr.get_size - 1 LOOP
             EXECUTE IMMEDIATE sql_for(gc_tpl_hk_thread_events, l_sid)
-               BULK COLLECT INTO l_tmp USING l_arr.get_string(i);
+               BULK COLLECT INTO l_tmp USING l_arr.get_string(i), l_by_user, l_users, l_by_agt, l_agents;
             FOR j IN 1 .. l_tmp.COUNT LOOP
                l_msgs(l_msgs.COUNT + 1) := l_tmp(j);
             END LOOP;
             -- what was noted in the deleted conversation goes with it (the SQLite hook's
             -- rule): its session observations and the intentions extracted in it
             EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_session, l_sid, 'SESSION_OBSERVATION')
-               USING l_arr.get_string(i);
+               USING l_arr.get_string(i), l_by_user, l_users, l_by_agt, l_agents;
             EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_session_int, l_sid)
-               USING l_arr.get_string(i);
+               USING l_arr.get_string(i), l_by_user, l_users, l_by_agt, l_agents;
             IF l_count > 0 THEN
                EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_session, l_sid, 'JOB')
-                  USING l_arr.get_string(i);
+                  USING l_arr.get_string(i), l_by_user, l_users, l_by_agt, l_agents;
             END IF;
          END LOOP;
       END IF;

@@ -348,3 +348,55 @@ def test_issue28_vector_ranking_adds_the_requests_tail_handicap_to_later_chunks(
     assert "l_handicap := l_req.get_number('tail_handicap')" in body
     assert "IF l_handicap < 0 OR l_handicap > 2 THEN" in body
     assert body.count("l_handicap)") == 2 and "l_exact, TRUE, l_handicap).doc" in body  # vector and hybrid
+
+
+def test_an_actors_cascade_or_forget_takes_only_its_rows_of_the_removed_threads():
+    """2026-12-06 red team (SQLite: deletes._of_removed_thread): a user's or an agent's removed
+    thread may hold another scope's knowledge rows without store records (a queued background
+    write of another user); the PL/SQL hook takes, of a cascade's or forget's threads, only the
+    actor's rows (a user's: hers and those without a user), delete_thread everything.
+    Static-checked, not run against Oracle."""
+    body = _code(_procedure(KG_BODY, "on_store_delete"))
+    clause = re.search(r"gc_hk_of_removed\s+CONSTANT\s+VARCHAR2\(\d+ CHAR\)\s*:=(.*?);", KG_BODY, re.S).group(1)
+    assert "(:2 = 0 OR user_id IS NULL OR user_id IN (SELECT j.v FROM JSON_TABLE(:3, '$[*]'" in clause
+    assert "(:4 = 0 OR agent_id IN (SELECT j.v FROM JSON_TABLE(:5, '$[*]'" in clause
+    # no q'[...]' literal may hold "]'" (it would end there): the clause uses q'~...~'
+    assert "q'[" not in clause and clause.count("q'~") == 2
+    for name in ("gc_tpl_hk_thread_events", "gc_tpl_hk_del_session", "gc_tpl_hk_del_session_int"):
+        assert re.search(rf"{name}\s+CONSTANT\s+VARCHAR2\(\d+ CHAR\)\s*:=\s*q'\[[^\]]*\]'\s*\|\|\s*gc_hk_of_removed;", KG_BODY), name
+    # every statement of those templates binds the thread and the actors, in that order
+    assert body.count("USING l_arr.get_string(i), l_by_user, l_users, l_by_agt, l_agents") == 4
+    assert "l_scoped := NVL(l_doc.get_string('reason'), 'delete') IN ('cascade', 'forget');" in body
+    assert "IF l_arr IS NOT NULL AND NOT (l_scoped AND l_by_user = 0 AND l_by_agt = 0) THEN" in body
+
+    # the clause, evaluated in Python, is the SQLite rule for a cascade
+    from types import SimpleNamespace
+
+    import sqlalchemy as sa
+
+    from oramem.knowledge.deletes import _of_removed_thread
+
+    table = sa.table("t", sa.column("user_id"), sa.column("agent_id"))
+
+    def plsql(reason, users, agents, row):
+        scoped = reason in ("cascade", "forget")
+        by_user, by_agent = int(scoped and bool(users)), int(scoped and bool(agents))
+        if scoped and not by_user and not by_agent:
+            return False
+        return ((by_user == 0 or row[0] is None or row[0] in users)
+                and (by_agent == 0 or row[1] in agents))
+
+    def sqlite(reason, users, agents, row):
+        cond = _of_removed_thread(table, SimpleNamespace(reason=reason, user_ids=users, agent_ids=agents))
+        engine = sa.create_engine("sqlite://")
+        with engine.connect() as conn:
+            conn.execute(sa.text("CREATE TABLE t (user_id TEXT, agent_id TEXT)"))
+            conn.execute(sa.text("INSERT INTO t VALUES (:u, :a)"), {"u": row[0], "a": row[1]})
+            return conn.execute(sa.select(sa.func.count()).select_from(table).where(cond)).scalar() == 1
+
+    rows = [(None, "a1"), ("alice", "a1"), ("bob", "a1"), ("alice", "a2"), (None, "a2")]
+    for users, agents in ((["alice"], []), ([], ["a1"]), (["alice"], ["a1"]), ([], [])):
+        for row in rows:
+            assert plsql("cascade", users, agents, row) == sqlite("cascade", users, agents, row), (users, agents, row)
+            assert plsql("delete", users, agents, row) is True
+        assert [plsql("forget", users, agents, r) for r in rows] == [plsql("cascade", users, agents, r) for r in rows]
