@@ -495,9 +495,9 @@ def test_oracle_deletion_hook_deletes_a_deleted_threads_jobs():
 
     body = (Path(__file__).resolve().parents[2] / "plsql" / "oramem_kg_jobs.pkb").read_text()
     hook = body[body.index("PROCEDURE on_store_delete"):body.index("END on_store_delete;")]
-    threads = hook[hook.index("get_array('thread_ids')"):hook.index("get_array('agent_ids')")]
+    threads = hook[hook.index("l_arr := l_doc.get_array('thread_ids')"):hook.index("l_arr := l_doc.get_array('agent_ids')")]
     assert "sql_for(gc_tpl_hk_del_session, l_sid, 'JOB')" in threads
-    assert hook.index("table_name = l_sid || '_KG_JOB'") < hook.index("get_array('thread_ids')")
+    assert hook.index("table_name = l_sid || '_KG_JOB'") < hook.index("l_arr := l_doc.get_array('thread_ids')")
     assert "q'[DELETE FROM #TAB# WHERE session_id = :1]'" in body
     # and, as the SQLite hook does, the thread's session observations and its intentions
     assert "sql_for(gc_tpl_hk_del_session, l_sid, 'SESSION_OBSERVATION')" in threads
