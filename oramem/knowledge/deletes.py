@@ -153,6 +153,16 @@ class OracleEraser:
         with self._engine.connect() as conn:
             return erase(conn, self._tables, event, self._purge_facts, before)
 
+    def erase_cascade(self, event: DeletionEvent) -> None:
+        """A user's profile cascade on Oracle (SC-13.3), after its PL/SQL hook, in its
+        transaction: her scope's rows that have no store record, as the SQLite hook's cascade
+        (``_erase_user`` with ``facts_of_events=False``; the store records it would name are
+        the cascade's own, or a shared fact of her private thread, which stays)."""
+        if event.memory_store_id.upper() != self._tables.store_id or not event.user_ids:
+            return
+        with self._engine.connect() as conn:
+            _erase_user(conn, self._tables, event, self._purge_facts, facts_of_events=False)
+
 
 def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[str], ids: list[str]) -> None:
     """Remove facts with their links and evidenced edges; references stop naming them."""

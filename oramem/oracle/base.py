@@ -429,6 +429,13 @@ class OracleEngine(Engine):
                       in_cascade=1 if cascade else 0)
         return _Prepared("delete", True, values, self._count)
 
+    def _prepare_delete_reply(self, record_type: str, record_id: str) -> _Prepared[Any]:
+        """A profile's cascade (``delete_record_json``), its whole reply kept: ``count`` and the
+        deletion ``event`` the registered erasers are given (:meth:`_reply_event`)."""
+        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
+        values = dict(in_store_id=_STORE, in_record_type=record_type, in_record_id=record_id, in_cascade=1)
+        return _Prepared("delete", True, values, _loads)
+
     def _prepare_delete_thread(self, thread_id: str) -> _Prepared[int]:
         _check_id(thread_id, "thread_id")
         return _Prepared("delete_thread", True, dict(in_store_id=_STORE, in_thread_id=thread_id), self._count)
@@ -447,7 +454,9 @@ class OracleEngine(Engine):
         with ``snapshot()`` (taken before the actor's cascade; e.g. row counts) and
         ``erase(event, snapshot)`` returning an :class:`ErasureReport` (rows per table, and
         store records derived from the actor, which ``forget`` deletes too). The knowledge
-        layer registers its erasure here on Oracle (``oramem.knowledge.deletes``). An eraser
+        layer registers its erasure here on Oracle (``oramem.knowledge.deletes``). An optional
+        ``erase_cascade(event)`` also runs in a user's profile cascade, after its PL/SQL hook
+        (SC-13.3: the cascade erases her as ``forget`` does). An eraser
         with the ``key`` of one registered before replaces it (a new KnowledgeMemory over
         the same store replaces the previous one, as its PL/SQL deletion hook does)."""
         if not (callable(getattr(eraser, "snapshot", None)) and callable(getattr(eraser, "erase", None))):
@@ -508,6 +517,11 @@ class OracleEngine(Engine):
 
     @staticmethod
     def _forget_event(reply: Any, request: ForgetRequest, store_id: str) -> DeletionEvent:
+        return OracleEngine._reply_event(reply, store_id, "forget", request.names)
+
+    @staticmethod
+    def _reply_event(reply: Any, store_id: str, reason: str, names: Any = None) -> DeletionEvent:
+        """The deletion event of a ``delete_record_json`` reply, as the PL/SQL hook got it."""
         event = (reply or {}).get("event") or {}
         return DeletionEvent(
             memory_store_id=store_id,
@@ -515,8 +529,8 @@ class OracleEngine(Engine):
             thread_ids=tuple(event.get("thread_ids") or ()),
             user_ids=tuple(event.get("user_ids") or ()),
             agent_ids=tuple(event.get("agent_ids") or ()),
-            reason="forget",
-            names=request.names,
+            reason=reason,
+            names=names,
         )
 
     @staticmethod

@@ -200,7 +200,22 @@ class SyncOracleEngine(OracleEngine):
         return self._do(self._prepare_update(request))
 
     def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
-        return self._do(self._prepare_delete(record_type, record_id, cascade))
+        if not (cascade and record_type == "user_profile" and self._erasers):
+            return self._do(self._prepare_delete(record_type, record_id, cascade))
+        # SC-13.3: a user's profile cascade erases her as forget does. The PL/SQL deletion
+        # hook removes what names her records and threads; each registered eraser with an
+        # ``erase_cascade(event)`` (the knowledge layer's) then removes the rest of her scope
+        # that has no store record (entities, aliases, edges, intentions, observations,
+        # clusters, queued writes), in the cascade's transaction, as the SQLite hook does.
+        # Static-checked, not run against Oracle.
+        with self.transaction():
+            reply = self._do(self._prepare_delete_reply(record_type, record_id))
+            event = self._reply_event(reply, str(self._store_id), "cascade")
+            for eraser in list(self._erasers.values()):
+                erase_cascade = getattr(eraser, "erase_cascade", None)
+                if callable(erase_cascade):
+                    erase_cascade(event)
+        return int((reply or {}).get("count") or 0)
 
     def delete_thread(self, thread_id: str) -> int:
         return self._do(self._prepare_delete_thread(thread_id))

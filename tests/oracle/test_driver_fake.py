@@ -619,3 +619,85 @@ def test_forget_runs_cascade_and_erasers_in_one_transaction(kind):
         engine.forget(ForgetRequest())
     with pytest.raises(TypeError, match=r"snapshot\(\) and erase"):
         engine.register_erasure(object())
+
+
+@pytest.mark.parametrize("kind", ["pool", "conn"])
+def test_a_user_profile_cascade_runs_the_erasers_cascade_in_its_transaction(kind):
+    """SC-13.3 on Oracle (as the SQLite hook since the 2026-12-06 red team): a user's profile
+    cascade erases her as forget does. After delete_record_json (whose PL/SQL hook runs), each
+    eraser's erase_cascade gets the "cascade" event, on the same connection, committed once;
+    other deletes, and erasers without erase_cascade, are left as they were."""
+    engine, rec = opened(kind, {"oramem_store.delete_record_json": CASCADE_REPLY})
+    seen = []
+
+    class Eraser:
+        key = ("knowledge", "MYSTORE")
+
+        def snapshot(self):
+            raise AssertionError("a cascade takes no snapshot")
+
+        def erase(self, event, before):
+            raise AssertionError("a cascade is not a forget")
+
+        def erase_cascade(self, event):
+            seen.append((event, [c.name for c in rec.plsql]))
+
+    engine.register_erasure(Eraser())
+    assert engine.delete("user_profile", "u1", True) == 1
+    (event, before), = seen
+    assert before == ["oramem_store.delete_record_json"]  # after the store's cascade and its hook
+    assert (event.reason, event.user_ids, event.thread_ids, event.memory_store_id) == ("cascade", ("u1",), ("t1",), "MYSTORE")
+    assert ("message", "m1") in event.records
+    call = rec.plsql[0]
+    assert (call.binds["in_record_type"], call.binds["in_record_id"], call.binds["in_cascade"]) == ("user_profile", "u1", 1)
+    assert len(rec.of("commit")) == 1 and len({c.conn for c in rec.plsql}) == 1
+    # not for an agent's cascade, a profile without cascade, or another record
+    for args in (("agent_profile", "a1", True), ("user_profile", "u1", False), ("memory", "m1", True)):
+        engine.delete(*args)
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize("kind", ["pool", "conn"])
+def test_a_cascade_with_an_eraser_that_only_forgets_is_the_plain_cascade(kind):
+    engine, rec = opened(kind, {"oramem_store.delete_record_json": CASCADE_REPLY})
+
+    class Eraser:
+        def snapshot(self):
+            return {}
+
+        def erase(self, event, before):
+            raise AssertionError("a cascade is not a forget")
+
+    engine.register_erasure(Eraser())
+    assert engine.delete("user_profile", "u1", True) == 1
+    assert [c.name for c in rec.plsql] == ["oramem_store.delete_record_json"]
+
+
+def test_the_knowledge_erasers_cascade_is_the_sqlite_hooks(monkeypatch):
+    """OracleEraser.erase_cascade runs _erase_user with facts_of_events=False for its own
+    store's user cascades, and nothing else (the SQLite hook's rule, deletes.deletion_hook)."""
+    from oramem.knowledge import deletes
+    from oramem.requests import DeletionEvent
+
+    calls = []
+    monkeypatch.setattr(deletes, "_erase_user", lambda conn, t, event, purge, **kw: calls.append((event, kw)))
+
+    class Tables:
+        store_id = "MYSTORE"
+
+    class Engine:
+        def connect(self):
+            import contextlib
+
+            return contextlib.nullcontext("conn")
+
+    eraser = deletes.OracleEraser(Engine(), Tables(), lambda *a: None)
+
+    def event(store="mystore", users=("u1",)):
+        return DeletionEvent(memory_store_id=store, records=(), thread_ids=(), user_ids=users, agent_ids=(),
+                             reason="cascade")
+
+    eraser.erase_cascade(event())
+    eraser.erase_cascade(event(store="other"))
+    eraser.erase_cascade(event(users=()))
+    assert [(e.user_ids, kw) for e, kw in calls] == [(("u1",), {"facts_of_events": False})]
