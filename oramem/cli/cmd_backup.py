@@ -27,7 +27,8 @@ def parse_jsonl(lines: Iterable[str], source: str, **kwargs: Any) -> list[jsonl.
     try:
         return jsonl.parse_lines(lines, source, **kwargs)
     except jsonl.JSONLError as exc:
-        raise CLIError(str(exc), 2) from None
+        # the default type of lines without one is --type here
+        raise CLIError(str(exc).replace("or a default type)", "or --type TYPE for the lines without one)"), 2) from None
 
 
 def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int, *, progress: bool, on_conflict: str = "fail",
@@ -47,8 +48,15 @@ def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int,
                 raise CLIError(f"interrupted: {stop.summary()}; resume with: oramem import --on-conflict skip FILE", 130) from None
             code = 2 if isinstance(cause, (ValueError, TypeError)) else 1
             hint = "; fix it and re-run with --on-conflict skip to resume" if stop.result.imported else ""
+            message = one_line(cause)
+            if on_conflict == "fail" and ("already exists" in message or "already stored" in message):
+                # an id of the file is in the store already: say which flag decides
+                message = message.replace("record_ids already stored", "ids already stored")
+                message = message.replace("; update it instead of adding it again", "")
+                hint = ("; --on-conflict skip keeps the stored records (and resumes an interrupted import), "
+                        "--on-conflict replace overwrites them with the file's")
             where = f"lines {stop.lineno}-{stop.last_lineno}" if stop.last_lineno != stop.lineno else f"line {stop.lineno}"
-            raise CLIError(f"{where}: {one_line(cause)} ({stop.summary()}; this batch wrote nothing{hint})", code) from None
+            raise CLIError(f"{where}: {message} ({stop.summary()}; this batch wrote nothing{hint})", code) from None
 
 
 def _check_vector_source(header: dict[str, Any], store: Any, source: str) -> None:

@@ -97,6 +97,17 @@ def print_record(record: Record) -> None:
         click.echo(f"{click.style(key.ljust(width), bold=True)}  {'-' if value is None else value}")
 
 
+def not_found(store: Any, record_type: str, record_id: str, command: str) -> CLIError:
+    """"No such record", naming the type the id has when it is stored under another one (TYPE
+    is part of a record's address: `get`, `update` and `delete` take it first)."""
+    others = [t for t in ADDABLE_TYPES if t != record_type and store.get(t, record_id) is not None]
+    hint = ""
+    if others:
+        options = " OPTIONS" if command == "update" else ""
+        hint = f"; it is a {' and a '.join(others)} record: oramem {command} {others[0]} {record_id}{options}"
+    return CLIError(f"no {record_type} record with id {record_id!r}{hint}")
+
+
 @cli.command(short_help="Show one record.")
 @click.argument("record_type", metavar="TYPE", type=click.Choice(RECORD_TYPES))
 @click.argument("record_id", metavar="ID")
@@ -106,7 +117,7 @@ def get(state: State, record_type: str, record_id: str) -> None:
     store = state.open(create=False, reading=True)
     record = store.get(record_type, record_id)
     if record is None:
-        raise CLIError(f"no {record_type} record with id {record_id!r}")
+        raise not_found(store, record_type, record_id, "get")
     if state.json:
         emit_json(record_to_dict(record))
     else:
@@ -239,14 +250,39 @@ def update(
         kwargs["ttl_days"] = None
     if not kwargs:
         raise CLIError("nothing to update: give at least one of --text, --clear-text, --index-text, --metadata, --timestamp, --clear-timestamp, --ttl-days, --no-expiry", 2)
+    if ttl_days is not None and ttl_days < 0:
+        raise CLIError(f"--ttl-days must be >= 0, got {ttl_days}", 2)
     store = state.open(create=False)
+    if ttl_days is not None:
+        _refuse_expiring_at_once(store, record_type, record_id, ttl_days)
     count = store.update(record_type, record_id, **kwargs)
     if state.json:
         emit_json({"updated": count})
     if count == 0:
-        raise CLIError(f"no {record_type} record with id {record_id!r}")
+        raise not_found(store, record_type, record_id, "update")
     if not state.json:
         click.echo(f"updated {record_type} {record_id}")
+
+
+def _refuse_expiring_at_once(store: Any, record_type: str, record_id: str, ttl_days: int) -> None:
+    """A new TTL counts from the record's insert time (SC-7.6): one that has already run out
+    would make the record vanish at the next open's purge, an erasure by typo. As `add`
+    refuses --ttl-days 0, `update` refuses a TTL that is over when it is set."""
+    import datetime as _dt
+
+    record = store.get(record_type, record_id)
+    if record is None or record.created_at is None:
+        return  # the update itself says "not found"
+    created = _dt.datetime.fromisoformat(record.created_at)
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=_dt.timezone.utc)
+    if created + _dt.timedelta(days=ttl_days) > _dt.datetime.now(_dt.timezone.utc):
+        return
+    age = (_dt.datetime.now(_dt.timezone.utc) - created).days
+    raise CLIError(
+        f"--ttl-days {ttl_days} counts from the record's insert time ({created.isoformat(timespec='seconds')}, "
+        f"{age} day(s) ago), so it would expire the record at once; give more than {age} day(s), or delete it with "
+        f"`oramem delete {record_type} {record_id}`", 2)
 
 
 @cli.command(short_help="Delete one record (--cascade for profiles).")
@@ -264,7 +300,9 @@ def delete(state: State, record_type: str, record_id: str, cascade: bool) -> Non
     if state.json:
         emit_json({"deleted": count})
     if count == 0 and not cascade:
-        raise CLIError(f"no {record_type} record with id {record_id!r}")
+        if record_type == "thread":
+            raise CLIError(f"no thread with id {record_id!r}")
+        raise not_found(store, record_type, record_id, "delete")
     if not state.json:
         click.echo(f"deleted {count} {record_type} record(s)" + (" (cascade)" if cascade else ""))
 

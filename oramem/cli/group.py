@@ -159,6 +159,7 @@ _API_TO_OPTION = {
     "user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "thread_id", "record_ids": "record_ids",
     "record_types": "types", "metadata_filter": "metadata_filter", "ttl_days": "ttl_days",
     "memory_store_id": "store_id", "index_texts": "index_text", "metadatas": "metadata",
+    "timestamps": "timestamp",
 }
 
 

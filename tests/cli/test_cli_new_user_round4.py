@@ -85,3 +85,77 @@ def test_kg_on_a_store_without_knowledge_says_so(runner, tmp_path):
     assert "has no knowledge layer yet" in res.output and "schema_policy" not in res.output
     res = run(runner, "--db", str(tmp_path / "none.db"), "kg", "jobs", "list", expect=2)
     assert "no database at" in res.output and "--db" in res.output
+
+
+# ----------------------------------------------------------------------------- errors in the CLI's words
+def test_errors_name_the_flags_a_user_typed(runner, tmp_path):
+    db = str(tmp_path / "w.db")
+    run(runner, "--db", db, "add", "--user", "ana", "Ana likes figs")
+    res = run(runner, "--db", db, "add", "--timestamp", "yesterday", "x", expect=2)
+    assert "--timestamp='yesterday' is not an ISO-8601" in res.stderr and "timestamps" not in res.stderr
+    # the store's embedder against an --embed-* flag: what to leave out, not embedder=HashEmbedder(...)
+    res = run(runner, "--db", db, "--embed-dim", "384", "search", "figs", expect=1)
+    assert "Leave out --embed-dim 384" in res.stderr and "embedder=" not in res.stderr
+    assert f"oramem --db {db} --embed-dim 384 reembed" in res.stderr
+    # a line without a type: the flag that gives one
+    hand = tmp_path / "hand.jsonl"
+    hand.write_text('{"content": "hand line"}\n')
+    res = run(runner, "--db", db, "import", str(hand), expect=2)
+    assert "--type TYPE" in res.stderr and "a default type" not in res.stderr
+
+
+def test_a_second_import_names_on_conflict(runner, tmp_path):
+    """A restore run twice stopped on "user profile 'ana' already exists; update it instead"
+    without naming --on-conflict skip, the flag made for it."""
+    db, copy, backup = str(tmp_path / "a.db"), str(tmp_path / "b.db"), str(tmp_path / "backup.jsonl")
+    run(runner, "--db", db, "add", "--type", "user_profile", "--id", "ana", "Ana, engineer")
+    run(runner, "--db", db, "add", "--user", "ana", "--thread", "shared", "Ana likes figs")
+    run(runner, "--db", db, "add", "--user", "bo", "--thread", "shared", "Bo likes plums")
+    run(runner, "--db", db, "export", "--out", backup)
+    run(runner, "--db", copy, "import", backup)
+    res = run(runner, "--db", copy, "import", backup, expect=2)
+    assert "--on-conflict skip" in res.stderr and "--on-conflict replace" in res.stderr
+    assert "update it instead" not in res.stderr
+    only_bo = tmp_path / "bo.jsonl"
+    only_bo.write_text("\n".join(line for line in open(backup) if "plums" in line) + "\n")
+    res = run(runner, "--db", copy, "import", str(only_bo), expect=2)
+    assert "ids already stored" in res.stderr and "record_ids" not in res.stderr and "--on-conflict skip" in res.stderr
+    # nothing half-written: both users' records are there once each
+    listed = json.loads(run(runner, "--db", copy, "--json", "list", "--all").stdout)
+    assert sorted(r["content"] for r in listed) == ["Ana likes figs", "Bo likes plums"]
+
+
+# ----------------------------------------------------------------------------- update --ttl-days that is already over
+def test_update_refuses_a_ttl_that_is_already_over(runner, tmp_path):
+    """`add --ttl-days 0` was refused ("would expire the record at once") but `update --ttl-days
+    0` said "updated" and the next command's purge erased the record."""
+    db = str(tmp_path / "t.db")
+    ana = run(runner, "--db", db, "add", "--user", "ana", "--thread", "shared", "Ana likes figs").stdout.strip()
+    bo = run(runner, "--db", db, "add", "--user", "bo", "--thread", "shared", "Bo likes plums").stdout.strip()
+    res = run(runner, "--db", db, "update", "memory", ana, "--ttl-days", "0", expect=2)
+    assert "would expire the record at once" in res.stderr and f"oramem delete memory {ana}" in res.stderr
+    assert "--ttl-days must be >= 0" in run(runner, "--db", db, "update", "memory", ana, "--ttl-days", "-1", expect=2).stderr
+    # counted from the insert time: a record made 30 days ago with a new TTL of 5 days
+    old = tmp_path / "old.jsonl"
+    old.write_text('{"id": "old-1", "type": "memory", "user_id": "ana", "content": "old note", "created_at": "2020-01-01T00:00:00Z"}\n')
+    run(runner, "--db", db, "import", str(old))
+    assert "counts from the record's insert time" in run(runner, "--db", db, "update", "memory", "old-1", "--ttl-days", "5",
+                                                        expect=2).stderr
+    listed = {r["id"]: r for r in json.loads(run(runner, "--db", db, "--json", "list", "--all").stdout)}
+    assert set(listed) == {ana, bo, "old-1"} and all(r["expires_at"] is None for r in listed.values())
+    # a TTL still in the future is set; Bo's record is untouched
+    run(runner, "--db", db, "update", "memory", ana, "--ttl-days", "2")
+    listed = {r["id"]: r for r in json.loads(run(runner, "--db", db, "--json", "list", "--all").stdout)}
+    assert listed[ana]["expires_at"] is not None and listed[bo]["expires_at"] is None
+
+
+# ----------------------------------------------------------------------------- get/update/delete with the wrong TYPE
+def test_not_found_names_the_type_the_id_has(runner, tmp_path):
+    db = str(tmp_path / "n.db")
+    rid = run(runner, "--db", db, "add", "--type", "preference", "--user", "ana", "Ana likes figs").stdout.strip()
+    res = run(runner, "--db", db, "get", "memory", rid, expect=1)
+    assert f"it is a preference record: oramem get preference {rid}" in res.stderr
+    assert "it is a preference record" in run(runner, "--db", db, "delete", "fact", rid, expect=1).stderr
+    assert "it is a preference record" in run(runner, "--db", db, "update", "memory", rid, "--text", "x", expect=1).stderr
+    assert run(runner, "--db", db, "get", "memory", "no-such-id", expect=1).stderr.strip() == "Error: no memory record with id 'no-such-id'"
+    assert json.loads(run(runner, "--db", db, "--json", "get", "preference", rid).stdout)["content"] == "Ana likes figs"
