@@ -74,7 +74,10 @@ def snippet(text: Optional[str], width: int) -> str:
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex: int, full: bool = False) -> str:
     """Aligned columns; column ``flex`` (the text) takes the width that is left (``full``:
-    its whole text, on one line)."""
+    its whole text, on one line). Output that goes to a pipe or a file is never cut: there
+    is no terminal width, and ``oramem list | grep WORD`` must see every word."""
+    if not full and not _stdout_is_terminal():
+        full = True
     term = shutil.get_terminal_size((110, 24)).columns
     widths = [len(h) for h in headers]
     for row in rows:
@@ -92,6 +95,13 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex:
             cells.append(cell if i == len(headers) - 1 else cell.ljust(widths[i]))
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return click.get_text_stream("stdout").isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def emit_json(payload: Any) -> None:
@@ -114,7 +124,7 @@ def records_table(records: Sequence[Record], *, full: bool = False) -> str:
 
 
 def full_option(fn: Any) -> Any:
-    return click.option("--full", is_flag=True, help="Show the whole content (default: cut to the terminal width).")(fn)
+    return click.option("--full", is_flag=True, help="Show the whole content (default: cut to the terminal width; output to a pipe or a file is never cut).")(fn)
 
 
 

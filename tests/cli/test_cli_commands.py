@@ -274,7 +274,7 @@ def test_search_fusion_flags_reach_hybrid_and_are_never_ignored(run):
     assert "--rrf-k applies to --fusion gated-rrf or rrf only" in refused_k
     refused = run("search", "zebra", "--strategy", "keyword", "--fusion", "rrf", "--rrf-k", "5", "--fusion-depth", "3",
                   expect=2)
-    assert "--fusion, --rrf-k, --fusion-depth only apply to hybrid search" in refused.output
+    assert "--fusion, --rrf-k, --fusion-depth apply only to hybrid search" in refused.output
     both_zero = run("search", "zebra", "--vector-weight", "0", "--keyword-weight", "0", expect=2)
     assert "--vector-weight and --keyword-weight are both 0" in both_zero.output
     assert "not in the range x>0" in run("search", "zebra", "--rrf-k", "0", expect=2).output

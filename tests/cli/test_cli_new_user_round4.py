@@ -159,3 +159,20 @@ def test_not_found_names_the_type_the_id_has(runner, tmp_path):
     assert "it is a preference record" in run(runner, "--db", db, "update", "memory", rid, "--text", "x", expect=1).stderr
     assert run(runner, "--db", db, "get", "memory", "no-such-id", expect=1).stderr.strip() == "Error: no memory record with id 'no-such-id'"
     assert json.loads(run(runner, "--db", db, "--json", "get", "preference", rid).stdout)["content"] == "Ana likes figs"
+
+
+# ----------------------------------------------------------------------------- output to a pipe
+def test_output_to_a_pipe_is_not_cut(runner, tmp_path):
+    """`oramem list | grep ryokan` found nothing: the content column was cut to a 40-character
+    snippet when stdout was not a terminal (CliRunner's stdout is not one either)."""
+    db = str(tmp_path / "p.db")
+    long = "Alice travels to Tokyo and Kyoto in April with her sister and wants quiet ryokans under 200 euros a night"
+    run(runner, "--db", db, "add", "--user", "alice", "--thread", "shared", long)
+    run(runner, "--db", db, "add", "--user", "bob", "--thread", "shared", "Bob stays home")
+    listed = run(runner, "--db", db, "list", "--user", "alice").stdout
+    assert long in listed and "…" not in listed and "Bob stays home" not in listed
+    found = run(runner, "--db", db, "search", "ryokans", "--user", "bob").stdout
+    assert "ryokans" not in found and "Bob stays home" in found
+    assert long in run(runner, "--db", db, "search", "ryokans", "--user", "alice").stdout
+    # -k is checked as the flag it is
+    assert "-k" in run(runner, "--db", db, "search", "x", "-k", "0", expect=2).stderr
