@@ -292,19 +292,36 @@ def _refuse_expiring_at_once(store: Any, record_type: str, record_id: str, ttl_d
 @pass_state
 def delete(state: State, record_type: str, record_id: str, cascade: bool) -> None:
     """Delete one record (exit 1 when nothing was deleted, except cascades)."""
+    if cascade and record_type not in ("user_profile", "agent_profile", "thread"):
+        raise CLIError(f"--cascade applies to user_profile, agent_profile and thread records, not {record_type!r} (SC-8.2)", 2)
     store = state.open(create=False)
+    actor = record_type in ("user_profile", "agent_profile") and cascade
+    before = _actor_records(store, record_type, record_id) if actor else 0
     if record_type == "thread":
-        count = store.delete_thread(record_id)
+        count = store.delete_thread(record_id)  # a thread always takes what is in it
     else:
         count = store.delete(record_type, record_id, cascade=cascade)
+    erased = before - _actor_records(store, record_type, record_id) if actor else 0
     if state.json:
-        emit_json({"deleted": count})
-    if count == 0 and not cascade:
+        emit_json({"deleted": count, **({"cascaded": erased} if actor else {})})
+    if count == 0 and not actor:
         if record_type == "thread":
             raise CLIError(f"no thread with id {record_id!r}")
         raise not_found(store, record_type, record_id, "delete")
-    if not state.json:
-        click.echo(f"deleted {count} {record_type} record(s)" + (" (cascade)" if cascade else ""))
+    if state.json:
+        return
+    if actor:
+        who = "user" if record_type == "user_profile" else "agent"
+        profile = f"deleted {record_type} {record_id}" if count else f"no {record_type} {record_id!r}"
+        click.echo(f"{profile}; the cascade erased {erased} record(s) of {who} {record_id} (and the threads that were its alone)")
+    else:
+        click.echo(f"deleted {count} {record_type} record(s)")
+
+
+def _actor_records(store: Any, record_type: str, actor_id: str) -> int:
+    """Live records of the user (``user_profile``) or agent (``agent_profile``) ``actor_id``."""
+    scope = {"user_id": actor_id} if record_type == "user_profile" else {"agent_id": actor_id}
+    return sum(len(store.list(t, limit=None, **scope)) for t in ADDABLE_TYPES if t not in ("user_profile", "agent_profile"))
 
 
 @cli.command(name="delete-thread", short_help="Delete a thread and everything in it.")

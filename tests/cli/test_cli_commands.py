@@ -140,7 +140,7 @@ def test_delete_thread_and_cascade(run):
     assert jrun(run, "delete-thread", "t2") == {"deleted": 1}
     run("get", "memory", "mem2", expect=1)
     run("delete-thread", "t2", expect=1)
-    assert jrun(run, "delete", "--cascade", "user_profile", "u1") == {"deleted": 1}
+    assert jrun(run, "delete", "--cascade", "user_profile", "u1") == {"deleted": 1, "cascaded": 1}
     run("get", "message", "msg1", expect=1)
 
 

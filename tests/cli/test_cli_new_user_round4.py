@@ -176,3 +176,25 @@ def test_output_to_a_pipe_is_not_cut(runner, tmp_path):
     assert long in run(runner, "--db", db, "search", "ryokans", "--user", "alice").stdout
     # -k is checked as the flag it is
     assert "-k" in run(runner, "--db", db, "search", "x", "-k", "0", expect=2).stderr
+
+
+# ----------------------------------------------------------------------------- delete --cascade says what it erased
+def test_delete_cascade_reports_what_it_erased(runner, tmp_path):
+    """`delete user_profile carl --cascade` for a user without a profile erased his records but
+    printed "deleted 0 user_profile record(s)"; `delete thread nope --cascade` exited 0; and
+    `--cascade` on a memory was refused as "cascade=True applies to ...", a Python name."""
+    db = str(tmp_path / "c.db")
+    run(runner, "--db", db, "add", "--user", "carl", "Carl secret 1")
+    run(runner, "--db", db, "add", "--user", "carl", "--thread", "tc", "Carl secret 2")
+    dan = run(runner, "--db", db, "add", "--user", "dan", "--thread", "tc", "Dan in Carl's thread").stdout.strip()
+    res = run(runner, "--db", db, "delete", "user_profile", "carl", "--cascade")
+    assert res.stdout.strip() == ("no user_profile 'carl'; the cascade erased 2 record(s) of user carl "
+                                  "(and the threads that were its alone)")
+    listed = json.loads(run(runner, "--db", db, "--json", "list", "--all").stdout)
+    assert [r["id"] for r in listed] == [dan]  # Dan's record in Carl's thread stays (SC-13.3)
+    assert json.loads(run(runner, "--db", db, "--json", "delete", "user_profile", "carl", "--cascade").stdout) == {
+        "deleted": 0, "cascaded": 0}
+    assert "no thread with id 'nope'" in run(runner, "--db", db, "delete", "thread", "nope", "--cascade", expect=1).stderr
+    res = run(runner, "--db", db, "delete", "memory", dan, "--cascade", expect=2)
+    assert "--cascade applies to user_profile, agent_profile and thread records" in res.stderr and "cascade=True" not in res.stderr
+    assert [r["id"] for r in json.loads(run(runner, "--db", db, "--json", "list", "--all").stdout)] == [dan]
