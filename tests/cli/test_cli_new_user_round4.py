@@ -198,3 +198,17 @@ def test_delete_cascade_reports_what_it_erased(runner, tmp_path):
     res = run(runner, "--db", db, "delete", "memory", dan, "--cascade", expect=2)
     assert "--cascade applies to user_profile, agent_profile and thread records" in res.stderr and "cascade=True" not in res.stderr
     assert [r["id"] for r in json.loads(run(runner, "--db", db, "--json", "list", "--all").stdout)] == [dan]
+
+
+# ----------------------------------------------------------------------------- migrate into a path that cannot be
+def test_migrate_names_the_target_that_cannot_be_created(runner, tmp_path, monkeypatch):
+    """`oramem migrate kn.db nowhere/x.db` said "cannot open or create ./oramem.db: the directory
+    ... is not writable": the --db default, a file the command never uses, and a wrong cause."""
+    monkeypatch.chdir(tmp_path)
+    run(runner, "--db", "src.db", "add", "--user", "ana", "Ana likes figs")
+    res = run(runner, "migrate", "src.db", "nowhere/x.db", expect=1)
+    assert "cannot create TARGET nowhere/x.db" in res.stderr and "does not exist" in res.stderr
+    assert "oramem.db" not in res.stderr
+    res = run(runner, "migrate", "src.db", str(tmp_path), expect=2)
+    assert "is a directory" in res.stderr and "oramem.db" not in res.stderr
+    assert not (tmp_path / "oramem.db").exists()
