@@ -98,9 +98,10 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex:
 
 
 def _stdout_is_terminal() -> bool:
+    isatty = getattr(click.get_text_stream("stdout"), "isatty", None)
     try:
-        return click.get_text_stream("stdout").isatty()
-    except (AttributeError, ValueError, OSError):
+        return bool(isatty()) if callable(isatty) else False
+    except (ValueError, OSError):  # a closed or detached stream
         return False
 
 
