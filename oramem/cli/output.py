@@ -98,10 +98,10 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex:
 
 
 def _stdout_is_terminal() -> bool:
-    isatty = getattr(click.get_text_stream("stdout"), "isatty", None)
+    stream: Any = click.get_text_stream("stdout")
     try:
-        return bool(isatty()) if callable(isatty) else False
-    except (ValueError, OSError):  # a closed or detached stream
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed or detached stream
         return False
 
 
