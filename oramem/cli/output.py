@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from typing import Any, Optional, Sequence
 
 import click
@@ -98,7 +99,7 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex:
 
 
 def _stdout_is_terminal() -> bool:
-    stream: Any = click.get_text_stream("stdout")
+    stream: Any = sys.stdout  # what click.echo writes to (a test runner's capture included)
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):  # no isatty, or a closed or detached stream
