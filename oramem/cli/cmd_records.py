@@ -14,11 +14,13 @@ from ..types import MAX_LIST_LIMIT, NOT_SET, RECORD_TYPES, Record
 
 from .app import cli
 from .group import CLIError
-from .output import parse_json_option, record_to_dict, emit_json, records_table, full_option, scope_options
+from .output import parse_json_option, record_to_dict, emit_json, records_table, full_option, scope_options, shown_scope
 from .state import State, pass_state
 
 
 ADDABLE_TYPES = jsonl.ADDABLE_TYPES
+#: record types the store lists without regard to scope filters (SC-3.3)
+UNSCOPED_TYPES = ("user_profile", "agent_profile", "thread")
 
 
 # ----------------------------------------------------------------------------- add
@@ -152,7 +154,9 @@ def list_(
     full: bool,
 ) -> None:
     """List records of one type, oldest first: the newest --limit of them, after skipping the
-    newest --offset (so --offset 100 --limit 100 is the second page counted from the newest)."""
+    newest --offset (so --offset 100 --limit 100 is the second page counted from the newest).
+    For profiles and threads --user/--agent/--thread match the scope shown: a profile's own id,
+    a thread's id and who opened it."""
     if limit is not None and no_limit:
         raise CLIError("--limit and --all exclude each other", 2)
     if offset and no_limit:
@@ -176,7 +180,17 @@ def list_(
     if flt is not NOT_SET:
         kwargs["metadata_filter"] = flt
     store = state.open(create=False, reading=True)
-    records = store.list(record_type, **kwargs)
+    scoped = {name: kwargs.pop(name) for name in ("thread_id", "user_id", "agent_id") if name in kwargs}
+    if scoped and record_type in UNSCOPED_TYPES:
+        # the store's list ignores scope filters for profiles and threads (SC-3.3); the CLI
+        # applies them to the scope the table shows (a thread's opener, a profile's own id)
+        window = kwargs.pop("limit")
+        records = [r for r in store.list(record_type, limit=None, **kwargs)
+                   if all(shown_scope(r)[name] == value for name, value in scoped.items())]
+        if window is not None:
+            records = records[-window:]
+    else:
+        records = store.list(record_type, **kwargs, **scoped)
     if offset:
         records = records[: max(len(records) - offset, 0)]  # oldest first: the newest `offset` go
     if shown is not None and len(records) > shown:

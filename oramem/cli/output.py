@@ -44,16 +44,19 @@ def split_types(values: Sequence[str]) -> Optional[list[str]]:
 record_to_dict = jsonl.record_to_dict
 
 
+def shown_scope(record: Record) -> dict[str, Optional[str]]:
+    """The scope a table shows for ``record``: a profile's is the actor it describes."""
+    if record.record_type == "user_profile":
+        return {"user_id": record.id, "agent_id": None, "thread_id": None}
+    if record.record_type == "agent_profile":
+        return {"user_id": None, "agent_id": record.id, "thread_id": None}
+    return {"user_id": record.user_id, "agent_id": record.agent_id, "thread_id": record.thread_id}
+
+
 def scope_text(record: Record) -> str:
     """``user=.. agent=.. thread=..``; a profile shows the actor it describes."""
-    if record.record_type == "user_profile":
-        return f"user={record.id}"
-    if record.record_type == "agent_profile":
-        return f"agent={record.id}"
-    parts = []
-    for label, value in (("user", record.user_id), ("agent", record.agent_id), ("thread", record.thread_id)):
-        if value is not None:
-            parts.append(f"{label}={value}")
+    scope = shown_scope(record)
+    parts = [f"{label}={scope[label + '_id']}" for label in ("user", "agent", "thread") if scope[label + "_id"] is not None]
     return " ".join(parts) or "-"
 
 

@@ -212,3 +212,34 @@ def test_migrate_names_the_target_that_cannot_be_created(runner, tmp_path, monke
     res = run(runner, "migrate", "src.db", str(tmp_path), expect=2)
     assert "is a directory" in res.stderr and "oramem.db" not in res.stderr
     assert not (tmp_path / "oramem.db").exists()
+
+
+# ----------------------------------------------------------------------------- list of profiles and threads by scope
+def test_list_of_profiles_and_threads_honours_the_scope_options(runner, tmp_path):
+    """`oramem list --type user_profile --user bob` listed Alice's profile too, and `--type thread
+    --user bob` the threads Alice opened: the store's list ignores scope filters for these
+    types (SC-3.3) and the CLI passed --user/--agent/--thread on silently."""
+    db = str(tmp_path / "s.db")
+    run(runner, "--db", db, "add", "--type", "user_profile", "--id", "alice", "Alice, lives at 12 Rue X")
+    run(runner, "--db", db, "add", "--type", "user_profile", "--id", "bob", "Bob, designer")
+    run(runner, "--db", db, "add", "--type", "agent_profile", "--id", "concierge", "Travel assistant")
+    run(runner, "--db", db, "add", "--user", "alice", "--agent", "concierge", "--thread", "ta", "Alice's trip")
+    run(runner, "--db", db, "add", "--user", "bob", "--thread", "tb", "Bob's plan")
+    run(runner, "--db", db, "add", "--user", "bob", "--thread", "ta", "Bob writes in Alice's thread")
+
+    def ids(*args):
+        return [r["id"] for r in json.loads(run(runner, "--db", db, "--json", "list", *args).stdout)]
+
+    assert ids("--type", "user_profile", "--user", "bob") == ["bob"]
+    assert "12 Rue X" not in run(runner, "--db", db, "list", "--type", "user_profile", "--user", "bob").stdout
+    assert ids("--type", "user_profile") == ["alice", "bob"]  # no scope option: all of them
+    assert ids("--type", "user_profile", "--agent", "concierge") == []
+    assert ids("--type", "agent_profile", "--agent", "concierge") == ["concierge"]
+    assert ids("--type", "thread", "--user", "bob") == ["tb"]  # who opened it (SC-13.2)
+    assert ids("--type", "thread", "--user", "alice", "--agent", "concierge") == ["ta"]
+    assert ids("--type", "thread", "--thread", "tb") == ["tb"]
+    assert ids("--type", "thread", "--no-agent") == ["tb"]
+    assert ids("--type", "thread", "--user", "bob", "--limit", "1", "--offset", "1") == []
+    # scoped types go through the store as before
+    assert [r["content"] for r in json.loads(run(runner, "--db", db, "--json", "list", "--user", "bob", "--all").stdout)] == [
+        "Bob's plan", "Bob writes in Alice's thread"]
