@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import os
 import sys
 import time
@@ -28,7 +29,12 @@ def parse_jsonl(lines: Iterable[str], source: str, **kwargs: Any) -> list[jsonl.
         return jsonl.parse_lines(lines, source, **kwargs)
     except jsonl.JSONLError as exc:
         # the default type of lines without one is --type here
-        raise CLIError(str(exc).replace("or a default type)", "or --type TYPE for the lines without one)"), 2) from None
+        message = str(exc).replace("or a default type)", "or --type TYPE for the lines without one)")
+        # a line is one record: the store's per-record list arguments are the line's fields
+        message = re.sub(r"\b(user|agent|thread)_ids\[0\]", r"\1_id", message)
+        message = re.sub(r"\brecord_ids\[0\]", "id", message)
+        message = re.sub(r"\b(timestamp|role|metadata|index_text)s\[0\]", r"\1", message)
+        raise CLIError(message, 2) from None
 
 
 def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int, *, progress: bool, on_conflict: str = "fail",

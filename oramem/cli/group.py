@@ -159,7 +159,7 @@ _API_TO_OPTION = {
     "user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "thread_id", "record_ids": "record_ids",
     "record_types": "types", "metadata_filter": "metadata_filter", "ttl_days": "ttl_days",
     "memory_store_id": "store_id", "index_texts": "index_text", "metadatas": "metadata",
-    "timestamps": "timestamp",
+    "timestamps": "timestamp", "roles": "role", "search_strategy": "store_strategy",
 }
 
 
@@ -175,6 +175,12 @@ def in_cli_words(message: str, flags: dict[str, str]) -> str:
     names = sorted({*(n for n in flags if "_" in n), *(a for a, o in _API_TO_OPTION.items() if o in flags)}, key=len, reverse=True)
     if names:
         message = re.sub(r"(?<![-\w])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])", flag, message)
+    # an argument shown with its value (``timestamp='nope'``) is the flag of that name too
+    plain = sorted((n for n in flags if "_" not in n), key=len, reverse=True)
+    if plain:
+        message = re.sub(r"(?<![-\w])(" + "|".join(map(re.escape, plain)) + r")(?==['\"\w])", lambda m: flags[m.group(1)], message)
+    message = message.replace("--role apply only", "--role applies only")
+    message = message.replace("--role entries must be non-empty strings or None", "--role must not be empty")
     message = message.replace("(pass None for no value)", "(leave the flag out for no value)")
     return re.sub(r"; pass None to (\w+)", r"; leave the flag out to \1", message)
 

@@ -165,7 +165,7 @@ def test_reading_commands_do_not_create_a_database(run, db):
     [
         (["add", "--metadata", "{bad", "x"], "--metadata is not valid JSON"),
         (["add", "--metadata", "[1]", "x"], "--metadata must be a JSON object"),
-        (["add", "--role", "user", "x"], "roles apply only to message records"),
+        (["add", "--role", "user", "x"], "--role applies only to message records"),
         (["add", "--ttl-days", "-1", "x"], "--ttl-days -1 would expire"),
         (["add", "--timestamp", "yesterday", "x"], "timestamp"),
         (["search", "x", "-k", "0"], "k"),

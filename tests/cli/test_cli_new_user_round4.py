@@ -102,6 +102,18 @@ def test_errors_name_the_flags_a_user_typed(runner, tmp_path):
     hand.write_text('{"content": "hand line"}\n')
     res = run(runner, "--db", db, "import", str(hand), expect=2)
     assert "--type TYPE" in res.stderr and "a default type" not in res.stderr
+    # a line's own field names, not the store's per-record lists
+    hand.write_text('{"content": "hand line", "type": "memory", "user_id": 5}\n')
+    assert "user_id must be a str" in run(runner, "--db", db, "import", str(hand), expect=2).stderr
+    rid = json.loads(run(runner, "--db", db, "--json", "list").stdout)[0]["id"]
+    res = run(runner, "--db", db, "update", "memory", rid, "--timestamp", "nope", expect=2)
+    assert "--timestamp='nope' is not" in res.stderr
+    assert run(runner, "--db", db, "add", "--role", "user", "x", expect=2).stderr.startswith(
+        "Error: --role applies only to message records")
+    res = run(runner, "--db", db, "add", "--type", "message", "--thread", "t", "--role", "", "x", expect=2)
+    assert res.stderr.strip() == "Error: --role must not be empty"
+    res = run(runner, "--db", db, "--store-strategy", "vector", "search", "figs", "--strategy", "keyword", expect=2)
+    assert "search_strategy" not in res.stderr and "--store-strategy" in res.stderr
 
 
 def test_a_second_import_names_on_conflict(runner, tmp_path):
