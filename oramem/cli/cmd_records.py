@@ -284,15 +284,16 @@ def _refuse_expiring_at_once(store: Any, record_type: str, record_id: str, ttl_d
     refuses --ttl-days 0, `update` refuses a TTL that is over when it is set."""
     import datetime as _dt
 
+    from ..timeutil import try_parse_iso
+
     record = store.get(record_type, record_id)
-    if record is None or record.created_at is None:
+    created = None if record is None or record.created_at is None else try_parse_iso(record.created_at)
+    if created is None:
         return  # the update itself says "not found"
-    created = _dt.datetime.fromisoformat(record.created_at)
-    if created.tzinfo is None:
-        created = created.replace(tzinfo=_dt.timezone.utc)
-    if created + _dt.timedelta(days=ttl_days) > _dt.datetime.now(_dt.timezone.utc):
+    now = _dt.datetime.now(_dt.timezone.utc)
+    if created + _dt.timedelta(days=ttl_days) > now:
         return
-    age = (_dt.datetime.now(_dt.timezone.utc) - created).days
+    age = (now - created).days
     raise CLIError(
         f"--ttl-days {ttl_days} counts from the record's insert time ({created.isoformat(timespec='seconds')}, "
         f"{age} day(s) ago), so it would expire the record at once; give more than {age} day(s), or delete it with "
