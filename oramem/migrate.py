@@ -365,6 +365,12 @@ def migrate(source_text: str, target_text: str, *, stores: Optional[list[str]] =
         raise ValueError(f"batch_size must be an int in 1..10000, got {batch_size!r}")
     if source.kind == "sqlite" and not os.path.isfile(source.target):
         raise StoreError(f"no database file at {source.target!r} (SOURCE)")
+    if target.kind == "sqlite":  # one clear error before SQLite's "unable to open database file"
+        where = os.path.dirname(os.path.abspath(target.target))
+        if os.path.isdir(target.target):
+            raise ValueError(f"TARGET {target.target!r} is a directory; give a database file path")
+        if not os.path.exists(target.target) and not os.path.isdir(where):
+            raise StoreError(f"cannot create TARGET {target.target}: directory {where} does not exist")
     if source.kind == target.kind == "sqlite" and os.path.exists(target.target) and os.path.samefile(source.target, target.target):
         raise ValueError("SOURCE and TARGET are the same file")
     if source.kind == target.kind == "oracle" and source.target.split("@", 1)[1] == target.target.split("@", 1)[1]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import os
 import sys
 import time
@@ -27,7 +28,13 @@ def parse_jsonl(lines: Iterable[str], source: str, **kwargs: Any) -> list[jsonl.
     try:
         return jsonl.parse_lines(lines, source, **kwargs)
     except jsonl.JSONLError as exc:
-        raise CLIError(str(exc), 2) from None
+        # the default type of lines without one is --type here
+        message = str(exc).replace("or a default type)", "or --type TYPE for the lines without one)")
+        # a line is one record: the store's per-record list arguments are the line's fields
+        message = re.sub(r"\b(user|agent|thread)_ids\[0\]", r"\1_id", message)
+        message = re.sub(r"\brecord_ids\[0\]", "id", message)
+        message = re.sub(r"\b(timestamp|role|metadata|index_text)s\[0\]", r"\1", message)
+        raise CLIError(message, 2) from None
 
 
 def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int, *, progress: bool, on_conflict: str = "fail",
@@ -47,8 +54,15 @@ def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int,
                 raise CLIError(f"interrupted: {stop.summary()}; resume with: oramem import --on-conflict skip FILE", 130) from None
             code = 2 if isinstance(cause, (ValueError, TypeError)) else 1
             hint = "; fix it and re-run with --on-conflict skip to resume" if stop.result.imported else ""
+            message = one_line(cause)
+            if on_conflict == "fail" and ("already exists" in message or "already stored" in message):
+                # an id of the file is in the store already: say which flag decides
+                message = message.replace("record_ids already stored", "ids already stored")
+                message = message.replace("; update it instead of adding it again", "")
+                hint = ("; --on-conflict skip keeps the stored records (and resumes an interrupted import), "
+                        "--on-conflict replace overwrites them with the file's")
             where = f"lines {stop.lineno}-{stop.last_lineno}" if stop.last_lineno != stop.lineno else f"line {stop.lineno}"
-            raise CLIError(f"{where}: {one_line(cause)} ({stop.summary()}; this batch wrote nothing{hint})", code) from None
+            raise CLIError(f"{where}: {message} ({stop.summary()}; this batch wrote nothing{hint})", code) from None
 
 
 def _check_vector_source(header: dict[str, Any], store: Any, source: str) -> None:

@@ -43,6 +43,18 @@ def _state(ctx: click.Context) -> Any:
     return state
 
 
+def _worker_command(state: Any) -> str:
+    """The ``oramem kg worker`` command line that drains this invocation's queue."""
+    import shlex
+
+    words = ["oramem"]
+    if getattr(state, "db_given", False):
+        words += ["--db", state.db]
+    if getattr(state, "store_id", None):
+        words += ["--store", state.store_id]
+    return " ".join(shlex.quote(w) for w in words + ["kg", "worker"])
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
@@ -113,7 +125,7 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at,
             raise click.UsageError(str(exc)) from None
         finally:
             km.close()
-        _emit(state, r, f"queued    job {r.job_id or '-'}  event {r.event_id or '-'} (run `oramem kg worker` to extract it)")
+        _emit(state, r, f"queued    job {r.job_id or '-'}  event {r.event_id or '-'} (run `{_worker_command(state)}` to extract it)")
         return
     if not llm_base_url or not llm_model:
         raise click.UsageError(NO_LLM)
@@ -360,12 +372,28 @@ def _password(password_stdin: bool) -> str:
 
 
 def _check_target(dsn: Any, user: Any, sqlite: Any, password_stdin: bool) -> None:
-    if bool(dsn) == bool(sqlite):
-        raise click.UsageError("pass exactly one of --dsn (Oracle) or --sqlite PATH")
+    if dsn and sqlite:
+        raise click.UsageError("pass exactly one of --dsn (Oracle) or --sqlite PATH, not both")
     if dsn and not user:
         raise click.UsageError("--dsn needs --user")
-    if sqlite and (user or password_stdin):
-        raise click.UsageError("--user and --password-stdin go with --dsn, not --sqlite")
+    if not dsn and (user or password_stdin):
+        raise click.UsageError("--user and --password-stdin go with --dsn, not a SQLite file")
+
+
+def _target_defaults(dsn: Any, sqlite: Any, store_id: Any) -> tuple:
+    """(sqlite path, store id) with the root group's defaults filled in, as every other
+    command has them: without --dsn or --sqlite the SQLite file is ``oramem --db``
+    (``$ORAMEM_DB``, else ./oramem.db), and without --store-id the store is ``oramem
+    --store`` (``$ORAMEM_STORE``), else the default store."""
+    from ..normalize import DEFAULT_STORE_ID
+
+    ctx = click.get_current_context(silent=True)
+    state = ctx.find_root().obj if ctx is not None else None
+    if not dsn and not sqlite and state is not None and getattr(state, "db", None):
+        sqlite = state.db
+    if store_id is None:
+        store_id = getattr(state, "store_id", None) or DEFAULT_STORE_ID
+    return sqlite, store_id
 
 
 def _embedder(embed_url: Any, embed_model: Any, dim: Any) -> Any:
@@ -387,11 +415,18 @@ def _open_sqlite_store(path: str, sid: str, embed_url: Any, embed_model: Any) ->
     from ..sqlite import admin as sqlite_admin
     from ..types import SchemaPolicy
 
-    if not os.path.exists(path):
-        raise click.UsageError(f"--sqlite: no database at {path}")
+    if path == ":memory:" or not os.path.exists(path):
+        raise click.UsageError(f"no database at {path} (name the SQLite file with oramem --db PATH or --sqlite PATH, "
+                               "or an Oracle schema with --dsn and --user)")
     row = sqlite_admin.list_stores(path).get(sid)
     if row is None:
-        raise click.UsageError(f"--store-id: no store {sid!r} in {path}")
+        raise click.UsageError(f"no store {sid!r} in {path} (stores: {', '.join(sorted(sqlite_admin.list_stores(path))) or 'none'}; "
+                               "name one with --store-id or oramem --store)")
+    if not sqlite_admin.knowledge_tables_exist(path, sid):
+        from .group import CLIError
+
+        raise CLIError(f"store {sid} in {path} has no knowledge layer yet: nothing was written with "
+                       "`oramem knowledge write` (or KnowledgeMemory) there")
     embedder = None
     if not (embed_url or embed_model):
         # the embedder the store records it was written with (a worker embeds messages)
@@ -431,8 +466,9 @@ def _open_oracle_store(pool: Any, sid: str, embed_url: Any, embed_model: Any) ->
 
 @click.group("kg")
 def kg() -> None:
-    """Knowledge-graph maintenance on a store named by --store-id, on Oracle (--dsn/--user;
-    password from ORAMEM_PASSWORD or --password-stdin) or on a SQLite file (--sqlite)."""
+    """Knowledge-graph maintenance on a store named by --store-id (default: oramem --store,
+    else the default store), on Oracle (--dsn/--user; password from ORAMEM_PASSWORD or
+    --password-stdin) or on a SQLite file (--sqlite, default: oramem --db)."""
 
 
 _TARGET = [
@@ -451,8 +487,8 @@ def _target(fn: Any) -> Any:
 
 @kg.command("run-jobs")
 @_target
-@click.option("--sqlite", "sqlite_path", default=None, help="SQLite database file holding the store.")
-@click.option("--store-id", required=True, help="memory_store_id of the store (its tables are <ID>_KG_*).")
+@click.option("--sqlite", "sqlite_path", default=None, help="SQLite database file holding the store (default: oramem --db).")
+@click.option("--store-id", default=None, help="memory_store_id of the store (its tables are <ID>_KG_*; default: oramem --store, else the default store).")
 @click.option("--agent-id", default=None, help="Run for this agent.")
 @click.option("--all-agents", is_flag=True, help="Run for every agent that has an event or entity row.")
 @click.option("--jobs", "job_list", default=None,
@@ -470,6 +506,7 @@ def run_jobs_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, agent_id
     """Run the background jobs (KC-6) on one store; one JSON object per agent on stdout.
     Exit code 0 when every job succeeded, 1 when some job failed, 2 on bad arguments."""
     _check_target(dsn, user, sqlite_path, password_stdin)
+    sqlite_path, store_id = _target_defaults(dsn, sqlite_path, store_id)
     sid = _check_store_id(store_id)
     if bool(agent_id) == bool(all_agents):
         raise click.UsageError("pass exactly one of --agent-id A or --all-agents")
@@ -547,6 +584,7 @@ def _open_target(dsn: Any, user: Any, password_stdin: bool, sqlite_path: Any, st
                  embed_model: Any = None) -> tuple:
     """(store, pool or None) of ``--dsn/--user`` or ``--sqlite`` and ``--store-id``."""
     _check_target(dsn, user, sqlite_path, password_stdin)
+    sqlite_path, store_id = _target_defaults(dsn, sqlite_path, store_id)
     sid = _check_store_id(store_id)
     if dsn:
         pool = _oracle_pool(dsn, user, _password(password_stdin))
@@ -575,8 +613,8 @@ def _with_km(dsn, user, password_stdin, sqlite_path, store_id, fn, *, llm=None, 
 
 
 _QUEUE_TARGET = [
-    click.option("--sqlite", "sqlite_path", default=None, help="SQLite database file holding the store."),
-    click.option("--store-id", required=True, help="memory_store_id of the store (its queue is <ID>_KG_JOB)."),
+    click.option("--sqlite", "sqlite_path", default=None, help="SQLite database file holding the store (default: oramem --db)."),
+    click.option("--store-id", default=None, help="memory_store_id of the store (its queue is <ID>_KG_JOB; default: oramem --store, else the default store)."),
 ]
 
 

@@ -14,11 +14,13 @@ from ..types import MAX_LIST_LIMIT, NOT_SET, RECORD_TYPES, Record
 
 from .app import cli
 from .group import CLIError
-from .output import parse_json_option, record_to_dict, emit_json, records_table, full_option, scope_options
+from .output import parse_json_option, record_to_dict, emit_json, records_table, full_option, scope_options, shown_scope
 from .state import State, pass_state
 
 
 ADDABLE_TYPES = jsonl.ADDABLE_TYPES
+#: record types the store lists without regard to scope filters (SC-3.3)
+UNSCOPED_TYPES = ("user_profile", "agent_profile", "thread")
 
 
 # ----------------------------------------------------------------------------- add
@@ -97,6 +99,17 @@ def print_record(record: Record) -> None:
         click.echo(f"{click.style(key.ljust(width), bold=True)}  {'-' if value is None else value}")
 
 
+def not_found(store: Any, record_type: str, record_id: str, command: str) -> CLIError:
+    """"No such record", naming the type the id has when it is stored under another one (TYPE
+    is part of a record's address: `get`, `update` and `delete` take it first)."""
+    others = [t for t in ADDABLE_TYPES if t != record_type and store.get(t, record_id) is not None]
+    hint = ""
+    if others:
+        options = " OPTIONS" if command == "update" else ""
+        hint = f"; it is a {' and a '.join(others)} record: oramem {command} {others[0]} {record_id}{options}"
+    return CLIError(f"no {record_type} record with id {record_id!r}{hint}")
+
+
 @cli.command(short_help="Show one record.")
 @click.argument("record_type", metavar="TYPE", type=click.Choice(RECORD_TYPES))
 @click.argument("record_id", metavar="ID")
@@ -106,7 +119,7 @@ def get(state: State, record_type: str, record_id: str) -> None:
     store = state.open(create=False, reading=True)
     record = store.get(record_type, record_id)
     if record is None:
-        raise CLIError(f"no {record_type} record with id {record_id!r}")
+        raise not_found(store, record_type, record_id, "get")
     if state.json:
         emit_json(record_to_dict(record))
     else:
@@ -141,7 +154,9 @@ def list_(
     full: bool,
 ) -> None:
     """List records of one type, oldest first: the newest --limit of them, after skipping the
-    newest --offset (so --offset 100 --limit 100 is the second page counted from the newest)."""
+    newest --offset (so --offset 100 --limit 100 is the second page counted from the newest).
+    For profiles and threads --user/--agent/--thread match the scope shown: a profile's own id,
+    a thread's id and who opened it."""
     if limit is not None and no_limit:
         raise CLIError("--limit and --all exclude each other", 2)
     if offset and no_limit:
@@ -165,7 +180,17 @@ def list_(
     if flt is not NOT_SET:
         kwargs["metadata_filter"] = flt
     store = state.open(create=False, reading=True)
-    records = store.list(record_type, **kwargs)
+    scoped = {name: kwargs.pop(name) for name in ("thread_id", "user_id", "agent_id") if name in kwargs}
+    if scoped and record_type in UNSCOPED_TYPES:
+        # the store's list ignores scope filters for profiles and threads (SC-3.3); the CLI
+        # applies them to the scope the table shows (a thread's opener, a profile's own id)
+        window = kwargs.pop("limit")
+        records = [r for r in store.list(record_type, limit=None, **kwargs)
+                   if all(shown_scope(r)[name] == value for name, value in scoped.items())]
+        if window is not None:
+            records = records[-window:]
+    else:
+        records = store.list(record_type, **kwargs, **scoped)
     if offset:
         records = records[: max(len(records) - offset, 0)]  # oldest first: the newest `offset` go
     if shown is not None and len(records) > shown:
@@ -239,14 +264,40 @@ def update(
         kwargs["ttl_days"] = None
     if not kwargs:
         raise CLIError("nothing to update: give at least one of --text, --clear-text, --index-text, --metadata, --timestamp, --clear-timestamp, --ttl-days, --no-expiry", 2)
+    if ttl_days is not None and ttl_days < 0:
+        raise CLIError(f"--ttl-days must be >= 0, got {ttl_days}", 2)
     store = state.open(create=False)
+    if ttl_days is not None:
+        _refuse_expiring_at_once(store, record_type, record_id, ttl_days)
     count = store.update(record_type, record_id, **kwargs)
     if state.json:
         emit_json({"updated": count})
     if count == 0:
-        raise CLIError(f"no {record_type} record with id {record_id!r}")
+        raise not_found(store, record_type, record_id, "update")
     if not state.json:
         click.echo(f"updated {record_type} {record_id}")
+
+
+def _refuse_expiring_at_once(store: Any, record_type: str, record_id: str, ttl_days: int) -> None:
+    """A new TTL counts from the record's insert time (SC-7.6): one that has already run out
+    would make the record vanish at the next open's purge, an erasure by typo. As `add`
+    refuses --ttl-days 0, `update` refuses a TTL that is over when it is set."""
+    import datetime as _dt
+
+    from ..timeutil import try_parse_iso
+
+    record = store.get(record_type, record_id)
+    created = None if record is None or record.created_at is None else try_parse_iso(record.created_at)
+    if created is None:
+        return  # the update itself says "not found"
+    now = _dt.datetime.now(_dt.timezone.utc)
+    if created + _dt.timedelta(days=ttl_days) > now:
+        return
+    age = (now - created).days
+    raise CLIError(
+        f"--ttl-days {ttl_days} counts from the record's insert time ({created.isoformat(timespec='seconds')}, "
+        f"{age} day(s) ago), so it would expire the record at once; give more than {age} day(s), or delete it with "
+        f"`oramem delete {record_type} {record_id}`", 2)
 
 
 @cli.command(short_help="Delete one record (--cascade for profiles).")
@@ -256,17 +307,36 @@ def update(
 @pass_state
 def delete(state: State, record_type: str, record_id: str, cascade: bool) -> None:
     """Delete one record (exit 1 when nothing was deleted, except cascades)."""
+    if cascade and record_type not in ("user_profile", "agent_profile", "thread"):
+        raise CLIError(f"--cascade applies to user_profile, agent_profile and thread records, not {record_type!r} (SC-8.2)", 2)
     store = state.open(create=False)
+    actor = record_type in ("user_profile", "agent_profile") and cascade
+    before = _actor_records(store, record_type, record_id) if actor else 0
     if record_type == "thread":
-        count = store.delete_thread(record_id)
+        count = store.delete_thread(record_id)  # a thread always takes what is in it
     else:
         count = store.delete(record_type, record_id, cascade=cascade)
+    erased = before - _actor_records(store, record_type, record_id) if actor else 0
     if state.json:
-        emit_json({"deleted": count})
-    if count == 0 and not cascade:
-        raise CLIError(f"no {record_type} record with id {record_id!r}")
-    if not state.json:
-        click.echo(f"deleted {count} {record_type} record(s)" + (" (cascade)" if cascade else ""))
+        emit_json({"deleted": count, **({"cascaded": erased} if actor else {})})
+    if count == 0 and not actor:
+        if record_type == "thread":
+            raise CLIError(f"no thread with id {record_id!r}")
+        raise not_found(store, record_type, record_id, "delete")
+    if state.json:
+        return
+    if actor:
+        who = "user" if record_type == "user_profile" else "agent"
+        profile = f"deleted {record_type} {record_id}" if count else f"no {record_type} {record_id!r}"
+        click.echo(f"{profile}; the cascade erased {erased} record(s) of {who} {record_id} (and the threads that were its alone)")
+    else:
+        click.echo(f"deleted {count} {record_type} record(s)")
+
+
+def _actor_records(store: Any, record_type: str, actor_id: str) -> int:
+    """Live records of the user (``user_profile``) or agent (``agent_profile``) ``actor_id``."""
+    scope = {"user_id": actor_id} if record_type == "user_profile" else {"agent_id": actor_id}
+    return sum(len(store.list(t, limit=None, **scope)) for t in ADDABLE_TYPES if t not in ("user_profile", "agent_profile"))
 
 
 @cli.command(name="delete-thread", short_help="Delete a thread and everything in it.")

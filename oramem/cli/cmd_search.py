@@ -17,7 +17,7 @@ from .state import State, pass_state
 # ----------------------------------------------------------------------------- search
 @cli.command(short_help="Search (vector, keyword or hybrid).")
 @click.argument("query")
-@click.option("-k", "k", default=10, show_default=True, type=int, help="Number of results.")
+@click.option("-k", "k", default=10, show_default=True, type=click.IntRange(min=1), help="Number of results.")
 @click.option("--strategy", type=click.Choice(["vector", "keyword", "hybrid"], case_sensitive=False), help="Per-call strategy (default: the store's).")
 @scope_options
 @click.option("--exact-thread", is_flag=True, help="Without --thread: only records with no thread.")
@@ -84,8 +84,9 @@ def search(
     effective = (strategy or store.search_strategy.value).lower()
     if given and effective != "hybrid":
         flags = ", ".join("--fusion-depth" if name == "depth" else f"--{name.replace('_', '-')}" for name in given)
-        raise CLIError(f"{flags} only apply to hybrid search, and this search is {effective}; "
-                       "add --strategy hybrid or drop them", 2)
+        one = len(given) == 1
+        raise CLIError(f"{flags} {'applies' if one else 'apply'} only to hybrid search, and this search is {effective}; "
+                       f"add --strategy hybrid or drop {'it' if one else 'them'}", 2)
     if max_distance is not None and effective != "vector":
         raise CLIError(f"--max-distance bounds vector distances, and this search is {effective} (keyword and hybrid "
                        "distances rank results within one search); add --strategy vector or drop --max-distance", 2)

@@ -68,7 +68,7 @@ def exit_code_for(exc: BaseException) -> Optional[int]:
 LAZY_GROUPS = {
     "db": ("oramem.cli.cmd_db", "db", "Install, upgrade, inspect and remove oramem's PL/SQL packages in an Oracle schema."),
     "knowledge": ("oramem.cli.cmd_knowledge", "knowledge", "Knowledge graph over the store: write messages, list facts, entities and history."),
-    "kg": ("oramem.cli.cmd_knowledge", "kg", "Knowledge-graph maintenance on a store named by --store-id (Oracle or --sqlite)."),
+    "kg": ("oramem.cli.cmd_knowledge", "kg", "Knowledge-graph maintenance: the extraction queue and background jobs (SQLite --db, or Oracle)."),
 }
 #: Global options also accepted after a (non-group) subcommand: name -> takes a value.
 MOVABLE_OPTIONS = {"--json": False, "--db": True, "--store": True, "--read-only": False}
@@ -159,6 +159,7 @@ _API_TO_OPTION = {
     "user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "thread_id", "record_ids": "record_ids",
     "record_types": "types", "metadata_filter": "metadata_filter", "ttl_days": "ttl_days",
     "memory_store_id": "store_id", "index_texts": "index_text", "metadatas": "metadata",
+    "timestamps": "timestamp", "roles": "role", "search_strategy": "store_strategy",
 }
 
 
@@ -174,23 +175,53 @@ def in_cli_words(message: str, flags: dict[str, str]) -> str:
     names = sorted({*(n for n in flags if "_" in n), *(a for a, o in _API_TO_OPTION.items() if o in flags)}, key=len, reverse=True)
     if names:
         message = re.sub(r"(?<![-\w])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])", flag, message)
+    # an argument shown with its value (``timestamp='nope'``) is the flag of that name too
+    plain = sorted((n for n in flags if "_" not in n), key=len, reverse=True)
+    if plain:
+        message = re.sub(r"(?<![-\w])(" + "|".join(map(re.escape, plain)) + r")(?==['\"\w])", lambda m: flags[m.group(1)], message)
+    message = message.replace("--role apply only", "--role applies only")
+    message = message.replace("--role entries must be non-empty strings or None", "--role must not be empty")
     message = message.replace("(pass None for no value)", "(leave the flag out for no value)")
     return re.sub(r"; pass None to (\w+)", r"; leave the flag out to \1", message)
 
 
 def hoist_global_options(group: click.Group, args: list[str]) -> list[str]:
-    """Move ``--json``/``--db X``/``--store X`` found after a plain subcommand in front of
-    it (where the group parses them). Groups with options of their own (``db``, ``kg``,
-    ``knowledge``, ``stores``) and anything after ``--`` are left alone."""
+    """Move ``--json``/``--db X``/``--store X``/``--read-only`` found after a subcommand in
+    front of it (where the group parses them). In a command group (``stores list``,
+    ``knowledge facts``, ``kg jobs status``) the path is followed down to the command that
+    runs, and an option that command (or a group on the way) defines itself (``db status
+    --json``, ``kg jobs list --json``) stays where it is. Anything after ``--`` is left alone."""
     args = list(args)
-    valued = {o for p in group.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
-    i = 0
+    i = _skip_options(group, args, 0)
+    if i >= len(args):
+        return args
+    movable = dict(MOVABLE_OPTIONS)
+    command: Optional[click.Command] = group.commands.get(args[i])
+    if command is None and args[i] in LAZY_GROUPS:
+        command = group.get_command(click.Context(group), args[i])
+    j = i + 1
+    while command is not None:
+        for param in command.params:
+            for opt in getattr(param, "opts", []):
+                movable.pop(opt, None)
+        if not isinstance(command, click.Group):
+            break
+        j = _skip_options(command, args, j)
+        if j >= len(args):
+            break
+        command = command.commands.get(args[j])
+        j += 1
+    return move_before_subcommand(args, i, movable)
+
+
+def _skip_options(command: click.Command, args: list[str], i: int) -> int:
+    """The index of the first argument at or after ``i`` that is not one of ``command``'s
+    options (or an option's value)."""
+    valued = {o for p in command.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
     while i < len(args) and args[i].startswith("-") and args[i] != "--":
         name = args[i].split("=", 1)[0]
         i += 2 if name in valued and "=" not in args[i] else 1
-    if i >= len(args) or args[i] in LAZY_GROUPS or isinstance(group.commands.get(args[i]), click.Group):
-        return args
-    return move_before_subcommand(args, i, MOVABLE_OPTIONS)
+    return i
 
 
 def move_before_subcommand(args: list[str], i: int, movable: dict[str, bool]) -> list[str]:

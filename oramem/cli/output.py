@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from typing import Any, Optional, Sequence
 
 import click
@@ -43,16 +44,19 @@ def split_types(values: Sequence[str]) -> Optional[list[str]]:
 record_to_dict = jsonl.record_to_dict
 
 
+def shown_scope(record: Record) -> dict[str, Optional[str]]:
+    """The scope a table shows for ``record``: a profile's is the actor it describes."""
+    if record.record_type == "user_profile":
+        return {"user_id": record.id, "agent_id": None, "thread_id": None}
+    if record.record_type == "agent_profile":
+        return {"user_id": None, "agent_id": record.id, "thread_id": None}
+    return {"user_id": record.user_id, "agent_id": record.agent_id, "thread_id": record.thread_id}
+
+
 def scope_text(record: Record) -> str:
     """``user=.. agent=.. thread=..``; a profile shows the actor it describes."""
-    if record.record_type == "user_profile":
-        return f"user={record.id}"
-    if record.record_type == "agent_profile":
-        return f"agent={record.id}"
-    parts = []
-    for label, value in (("user", record.user_id), ("agent", record.agent_id), ("thread", record.thread_id)):
-        if value is not None:
-            parts.append(f"{label}={value}")
+    scope = shown_scope(record)
+    parts = [f"{label}={scope[label + '_id']}" for label in ("user", "agent", "thread") if scope[label + "_id"] is not None]
     return " ".join(parts) or "-"
 
 
@@ -74,7 +78,10 @@ def snippet(text: Optional[str], width: int) -> str:
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex: int, full: bool = False) -> str:
     """Aligned columns; column ``flex`` (the text) takes the width that is left (``full``:
-    its whole text, on one line)."""
+    its whole text, on one line). Output that goes to a pipe or a file is never cut: there
+    is no terminal width, and ``oramem list | grep WORD`` must see every word."""
+    if not full and not _stdout_is_terminal():
+        full = True
     term = shutil.get_terminal_size((110, 24)).columns
     widths = [len(h) for h in headers]
     for row in rows:
@@ -92,6 +99,14 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, flex:
             cells.append(cell if i == len(headers) - 1 else cell.ljust(widths[i]))
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+def _stdout_is_terminal() -> bool:
+    stream: Any = sys.stdout  # what click.echo writes to (a test runner's capture included)
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed or detached stream
+        return False
 
 
 def emit_json(payload: Any) -> None:
@@ -114,7 +129,7 @@ def records_table(records: Sequence[Record], *, full: bool = False) -> str:
 
 
 def full_option(fn: Any) -> Any:
-    return click.option("--full", is_flag=True, help="Show the whole content (default: cut to the terminal width).")(fn)
+    return click.option("--full", is_flag=True, help="Show the whole content (default: cut to the terminal width; output to a pipe or a file is never cut).")(fn)
 
 
 

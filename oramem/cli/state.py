@@ -4,6 +4,7 @@ before SQLite is asked."""
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -12,7 +13,7 @@ import click
 from ..embedders import HashEmbedder, OpenAICompatibleEmbedder
 from ..embedders.defaults import default_embedder, embedder_for
 from ..embedders.identity import decode_identity, describe_identity
-from ..errors import StoreError
+from ..errors import StoreError, StoreSettingsMismatch
 from ..normalize import DEFAULT_STORE_ID, validate_store_id
 from ..sqlite import admin as sqlite_admin
 
@@ -176,8 +177,22 @@ class State:
             kwargs["memory_store_id"] = self.store_id
         if path != ":memory:":
             kwargs["read_only"] = read_only
-        self._store = SQLiteMemoryStore(path, **kwargs)
         identity = None if row is None else decode_identity(row.get("embedder"))
+        try:
+            self._store = SQLiteMemoryStore(path, **kwargs)
+        except StoreSettingsMismatch as exc:
+            given = self._embedder_flags()
+            text = one_line(exc)
+            cut = text.find("vectors of different embedders are not comparable.")
+            if not given or identity is None or cut < 0:
+                raise
+            # the Python advice ("open it with embedder=...") in the CLI's words
+            raise CLIError(
+                f"{text[:cut]}vectors of different embedders are not comparable. Leave out {given} (the store's "
+                f"recorded embedder is then used; to name it: {_cli_embedder_options(identity)}), or move the store to the embedder {given} selects with "
+                f"`oramem --db {shlex.quote(path)}{'' if not self.store_id else ' --store ' + shlex.quote(self.store_id)} "
+                f"{given} reembed`"
+            ) from None
         if self._store.embedder is None and identity is not None:
             self.embedder_hint = (
                 f"store {sid!r} was built with {describe_identity(identity)}, which cannot be loaded here: give it "
@@ -185,6 +200,16 @@ class State:
                 "searches work without it"
             )
         return self._store
+
+    def _embedder_flags(self) -> str:
+        """The --embed-* options given (flag or environment), as the user would type them."""
+        if self.embed_onnx:
+            return f"--embed-onnx {shlex.quote(self.embed_onnx)}"
+        if self.embed_url or self.embed_model:
+            return f"--embed-url {shlex.quote(self.embed_url or 'URL')} --embed-model {shlex.quote(self.embed_model or 'NAME')}"
+        if self.embed_dim is not None:
+            return f"--embed-dim {self.embed_dim}"
+        return ""
 
     def close(self) -> None:
         if self._store is not None:

@@ -325,6 +325,10 @@ def build_server(
         chosen = scope(user_id, agent_id)
         kwargs: dict[str, Any] = {}
         if ttl_days is not None:
+            if isinstance(ttl_days, int) and not isinstance(ttl_days, bool) and ttl_days == 0:
+                # stored and invisible at once: an id for a memory nobody can ever read
+                raise ValueError("ttl_days 0 would expire the memory at once; give 1 or more days, "
+                                 "or leave ttl_days out for no expiry")
             kwargs["ttl_days"] = ttl_days
         record_type = record_type_of(record_type)
 

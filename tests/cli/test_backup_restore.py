@@ -123,7 +123,7 @@ def test_bom_and_default_type(runner, tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_bytes("\ufeff".encode() + b'{"content": "plain line"}\n{"content": "typed", "record_type": "fact"}\n')
     res = invoke(runner, "--db", db, "import", str(src), expect=2)
-    assert "give record_type on the line, or a default type" in res.stderr
+    assert "give record_type on the line, or --type TYPE for the lines without one" in res.stderr
     out = json.loads(invoke(runner, "--db", db, "--json", "import", "--type", "guideline", str(src)).stdout)
     assert out["by_type"] == {"guideline": 1, "fact": 1}
 

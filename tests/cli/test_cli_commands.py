@@ -140,7 +140,7 @@ def test_delete_thread_and_cascade(run):
     assert jrun(run, "delete-thread", "t2") == {"deleted": 1}
     run("get", "memory", "mem2", expect=1)
     run("delete-thread", "t2", expect=1)
-    assert jrun(run, "delete", "--cascade", "user_profile", "u1") == {"deleted": 1}
+    assert jrun(run, "delete", "--cascade", "user_profile", "u1") == {"deleted": 1, "cascaded": 1}
     run("get", "message", "msg1", expect=1)
 
 
@@ -165,7 +165,7 @@ def test_reading_commands_do_not_create_a_database(run, db):
     [
         (["add", "--metadata", "{bad", "x"], "--metadata is not valid JSON"),
         (["add", "--metadata", "[1]", "x"], "--metadata must be a JSON object"),
-        (["add", "--role", "user", "x"], "roles apply only to message records"),
+        (["add", "--role", "user", "x"], "--role applies only to message records"),
         (["add", "--ttl-days", "-1", "x"], "--ttl-days -1 would expire"),
         (["add", "--timestamp", "yesterday", "x"], "timestamp"),
         (["search", "x", "-k", "0"], "k"),
@@ -274,7 +274,7 @@ def test_search_fusion_flags_reach_hybrid_and_are_never_ignored(run):
     assert "--rrf-k applies to --fusion gated-rrf or rrf only" in refused_k
     refused = run("search", "zebra", "--strategy", "keyword", "--fusion", "rrf", "--rrf-k", "5", "--fusion-depth", "3",
                   expect=2)
-    assert "--fusion, --rrf-k, --fusion-depth only apply to hybrid search" in refused.output
+    assert "--fusion, --rrf-k, --fusion-depth apply only to hybrid search" in refused.output
     both_zero = run("search", "zebra", "--vector-weight", "0", "--keyword-weight", "0", expect=2)
     assert "--vector-weight and --keyword-weight are both 0" in both_zero.output
     assert "not in the range x>0" in run("search", "zebra", "--rrf-k", "0", expect=2).output

@@ -40,11 +40,12 @@ def test_json_db_store_after_the_subcommand(runner, tmp_path):
     assert [r["content"] for r in json.loads(run(runner, "--db", db, "--json", "list").stdout)] == ["dark roast coffee", "--json"]
 
 
-def test_hoisting_keeps_group_values_and_groups_alone():
+def test_hoisting_keeps_group_values_and_a_group_commands_own_options():
     assert hoist_global_options(cli, ["--embed-url", "http://x", "search", "q", "--json"]) == [
         "--embed-url", "http://x", "--json", "search", "q"]
-    assert hoist_global_options(cli, ["db", "status", "--json"]) == ["db", "status", "--json"]
-    assert hoist_global_options(cli, ["stores", "list", "--json"]) == ["stores", "list", "--json"]
+    assert hoist_global_options(cli, ["db", "status", "--json"]) == ["db", "status", "--json"]  # its own --json
+    # a group's command without one of its own takes the root's (README: they may follow a command)
+    assert hoist_global_options(cli, ["stores", "list", "--json"]) == ["--json", "stores", "list"]
 
 
 def test_list_says_when_the_window_cuts_rows(runner, tmp_path):

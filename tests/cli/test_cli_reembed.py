@@ -28,8 +28,8 @@ def run(tmp_path, monkeypatch):
 def test_mismatch_advice_and_reembed_round_trip(run):
     run("add", "My daughter is allergic to peanuts", "I drive a red Prius", "We honeymooned in Lisbon")
     refused = run("--embed-dim", "384", "add", "x", expect=1)
-    assert "HashEmbedder(dim=256, seed=0)" in refused.output and "the CLI's default embedder" in refused.output
-    assert "oramem reembed" in refused.output
+    assert "HashEmbedder(dim=256, seed=0)" in refused.output and "Leave out --embed-dim 384" in refused.output
+    assert "--embed-dim 384 reembed`" in refused.output and "embedder=" not in refused.output
     out = run("--embed-dim", "64", "reembed", "--batch-size", "2")
     assert "re-embedded 3 of 3 rows" in out.output and "HashEmbedder(dim=64, seed=0)" in out.output
     assert "re-embedding DEFAULT" in out.stderr

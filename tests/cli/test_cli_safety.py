@@ -78,11 +78,13 @@ def test_blank_text_and_zero_ttl_are_refused(runner, tmp_path):
     assert not os.path.exists(db)
 
 
-def test_full_shows_the_whole_content(runner, tmp_path):
+def test_full_shows_the_whole_content(runner, tmp_path, monkeypatch):
     db = str(tmp_path / "w.db")
     text = "a long memory " + "word " * 60 + "THE-END"
     run(runner, "--db", db, "add", text, expect=0)
-    assert "THE-END" not in run(runner, "--db", db, "list", expect=0).stdout  # cut to the width
+    assert "THE-END" in run(runner, "--db", db, "list", expect=0).stdout  # not a terminal: never cut
+    monkeypatch.setattr("oramem.cli.output._stdout_is_terminal", lambda: True)
+    assert "THE-END" not in run(runner, "--db", db, "list", expect=0).stdout  # a terminal: cut to the width
     assert "THE-END" in run(runner, "--db", db, "list", "--full", expect=0).stdout
     assert "THE-END" in run(runner, "--db", db, "search", "memory", "--full", expect=0).stdout
 

@@ -190,3 +190,16 @@ def test_cli_does_not_import_mcp_unless_invoked():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
     done = subprocess.run(_cli(":memory:", "--port", "9"), capture_output=True, text=True)
     assert done.returncode == 2 and "--transport http" in done.stderr
+
+
+async def test_add_memory_refuses_a_ttl_of_zero(store):
+    """ttl_days=0 from a client stored a memory that had expired before anyone could read it
+    (the tool returned its id); `oramem add --ttl-days 0` refuses the same."""
+    async with Client(build_server(store, user_id="bob")) as bob, Client(build_server(store, user_id="alice")) as alice:
+        kept = await call(alice, "add_memory", text="Alice keeps this", ttl_days=1)
+        message = await refused(bob, "add_memory", text="Bob's note", ttl_days=0)
+        assert "ttl_days 0 would expire the memory at once" in message
+        assert "must be >= 0" in await refused(bob, "add_memory", text="Bob's note", ttl_days=-1)
+        assert await call(bob, "search_memories", query="note") == []
+        assert [h["id"] for h in await call(alice, "search_memories", query="keeps")] == [kept["id"]]
+    assert [(r.user_id, r.content) for r in store.list("memory")] == [("alice", "Alice keeps this")]

@@ -125,7 +125,7 @@ def test_run_jobs_unknown_store_in_file_is_a_usage_error(kg_db):
 
 # ----------------------------------------------------------------------------- argument errors
 BAD = [
-    (["--store-id", SID, "--all-agents"], "exactly one of --dsn"),
+    (["--store-id", SID, "--all-agents"], "no database at ./oramem.db"),  # the root --db's default
     (["--dsn", "h/p", "--user", "u", "--sqlite", "x.db", "--store-id", SID, "--all-agents"], "exactly one of --dsn"),
     (["--dsn", "h/p", "--store-id", SID, "--all-agents"], "--dsn needs --user"),
     (["--sqlite", "x.db", "--user", "u", "--store-id", SID, "--all-agents"], "go with --dsn"),
@@ -133,7 +133,7 @@ BAD = [
     (["--sqlite", "x.db", "--store-id", SID, "--agent-id", "a1", "--all-agents"], "exactly one of --agent-id"),
     (["--sqlite", "x.db", "--store-id", "1bad", "--all-agents"], "memory_store_id"),
     (["--sqlite", "x.db", "--store-id", "A" * 17, "--all-agents"], "memory_store_id"),
-    (["--sqlite", "x.db", "--all-agents"], "--store-id"),
+    (["--sqlite", "x.db", "--all-agents"], "no database at x.db"),  # --store-id defaults to the default store
     (["--sqlite", "x.db", "--store-id", SID, "--all-agents", "--jobs", "memify,bogus"], "unknown job(s): bogus"),
     (["--sqlite", "x.db", "--store-id", SID, "--all-agents", "--jobs", "clustering"], "call an LLM"),
     (["--sqlite", "x.db", "--store-id", SID, "--all-agents", "--llm-base-url", "http://x"], "go together"),
