@@ -255,6 +255,8 @@ class SQLiteEngine(Engine):
             return
 
     def _write_sidecar(self, cache: VectorCache, stamp: dict[str, Any]) -> None:
+        if self._db is not None and self._db.read_only:
+            return  # a read-only store creates nothing (README): it reads a sidecar, never writes one
         path = sidecar.sidecar_path(self._path, stamp["store_id"])
         columns, matrix, codes = cache.snapshot()
         # the HNSW index is saved too when its labels are the snapshot's row keys

@@ -111,3 +111,25 @@ def test_chmod_0444_file_and_read_only_directory_are_readable(directory_writable
     finally:
         os.chmod(root, 0o755)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_read_only_store_creates_no_vector_sidecar(tmp_path):
+    """README: a read-only open creates nothing. A vector search builds the cache from the
+    database and writes no sidecar (a writable store saves one for its next open); user
+    scopes answer as on the writable store."""
+    path = _make(str(tmp_path / "ro.db"))
+    for name in os.listdir(tmp_path):
+        if name.endswith(".oramem-vectors"):
+            os.remove(tmp_path / name)
+    before = sorted(os.listdir(tmp_path))
+    with SQLiteMemoryStore(path, embedder=HashEmbedder(64), read_only=True) as store:
+        hits = store.search("green tea", k=3, strategy="vector", user_id="ana")
+        assert [r.id for r, _ in hits] == ["tea"]
+        assert store.search("green tea", k=3, strategy="vector", user_id="bob") == []
+    created = sorted(set(os.listdir(tmp_path)) - set(before))
+    # only SQLite's own companions of a WAL database, which any reader opens
+    assert set(created) <= {"ro.db-wal", "ro.db-shm"}, created
+    # the same search on a writable open writes it
+    with SQLiteMemoryStore(path, embedder=HashEmbedder(64)) as store:
+        store.search("green tea", k=3, strategy="vector", user_id="ana")
+    assert any(name.endswith(".oramem-vectors") for name in os.listdir(tmp_path))
