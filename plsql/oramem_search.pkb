@@ -531,7 +531,7 @@ AS
    ) RETURN NUMBER
    IS
       -- the words are lower-cased ({...} or $word), so the upper-case separator is only ever one
-      l_terms PLS_INTEGER := REGEXP_COUNT(in_query, ' ACCUM ', 1, 'c') + 1;
+      l_terms PLS_INTEGER := NVL(REGEXP_COUNT(in_query, ' ACCUM ', 1, 'c') + 1, 0);   -- no query: 0
       l_score NUMBER;
       l_held  PLS_INTEGER;
    BEGIN

@@ -104,7 +104,7 @@ def test_the_coverage_gate_is_the_sqlite_rule_read_off_the_accum_bands():
     "ACCUMulate Scoring"); the keyword query has one operand per distinct word, so the first
     record's best score gives the words it holds, and the factor is coverage_factor's."""
     body = BODY[BODY.index("FUNCTION coverage_factor"):BODY.index("END coverage_factor")]
-    assert "l_terms PLS_INTEGER := REGEXP_COUNT(in_query, ' ACCUM ', 1, 'c') + 1;" in body
+    assert "l_terms PLS_INTEGER := NVL(REGEXP_COUNT(in_query, ' ACCUM ', 1, 'c') + 1, 0);" in body
     assert "SELECT GREATEST(0, LEAST(100, ROUND(100 * (1 - j.dist), 6)))" in body and "WHERE  j.rn = 1;" in body
     assert "l_held := LEAST(l_terms, CEIL(l_score * l_terms / 100));" in body
     assert "RETURN LEAST(1, (l_held - 1) / (LEAST(gc_gated_coverage_full, l_terms) - 1));" in body
