@@ -462,3 +462,36 @@ def test_emotional_trends_under_minimum_only_counts(km, llm, clock):
     _emotion_events(km, llm, clock, [("joy", 0.5, "high", "a good day at the park")])
     r = km.emotional_trends("a1")
     assert r.emotion_counts == {"joy": 1} and r.dominant_emotion is None and not r.observation_created
+
+
+def test_directives_cache_is_per_user_and_keyed_by_the_text(make_km, llm, clock):
+    """KC-5.10's per-instance cache: Bob's directives never evict Alice's cached block (one
+    agent, two users), and an observation edited in place (same id, same reinforcement count)
+    is not answered from the cache with its old text."""
+    from oramem.knowledge.model import new_id
+
+    km = make_km()
+    t = km._tables
+    ids = {}
+    with km._backend.write("test", "a1") as c:
+        for user, title in (("alice", "Prefers short answers"), ("bob", "Prefers long answers")):
+            ids[user] = new_id()
+            vec = np.asarray(km.runtime.embedder.embed([title]), dtype=np.float32)[0]
+            c.execute(sa.insert(t.meta_observation).values(
+                id=ids[user], agent_id="a1", user_id=user, observation_type="behavioral_preference", title=title,
+                text=title.lower(), supporting_event_ids=[], supporting_fact_ids=[], times_reinforced=1, is_active=True,
+                embedding_vec=vec, first_detected_at=clock.now, last_reinforced_at=clock.now, created_at=clock.now))
+    llm.route("directives", {"directives_block": "- block", "directives_used": 1})
+    a1 = km.directives("a1", user_id="alice")
+    b1 = km.directives("a1", user_id="bob")
+    a2 = km.directives("a1", user_id="alice")
+    assert (a1.cache_hit, b1.cache_hit, a2.cache_hit) == (False, False, True)
+    assert len(llm.calls_for("directives")) == 2
+    sent = [call for call in llm.calls_for("directives")]
+    assert "short" in str(sent[0]) and "long" not in str(sent[0]) and "long" in str(sent[1])
+    with km._backend.write("test", "a1") as c:
+        c.execute(sa.update(t.meta_observation).where(t.meta_observation.c.id == ids["alice"]).values(text="explain in depth"))
+    a3 = km.directives("a1", user_id="alice")
+    assert a3.cache_hit is False and len(llm.calls_for("directives")) == 3
+    assert "explain in depth" in str(llm.calls_for("directives")[-1])
+    assert km.directives("a1", user_id="bob").cache_hit is True

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from collections import Counter
@@ -65,7 +66,10 @@ async def directives_for(rt: KnowledgeRuntime, agent_id: str, persona_text: str,
     ).mappings()])
     if not rows:
         return DirectiveBlock()
-    key = (agent_id, user_id, tuple(sorted((r["id"], int(r["times_reinforced"])) for r in rows)),
+    # keyed by what the call is given: the observations' titles and texts (an edit that keeps
+    # an id and its reinforcement count changes the block), and the persona
+    shown = json.dumps([[r["id"], int(r["times_reinforced"]), r["title"], r["text"]] for r in sorted(rows, key=lambda r: r["id"])])
+    key = (agent_id, user_id, hashlib.sha256(shown.encode("utf-8")).hexdigest(),
            hashlib.sha256((persona_text or "").encode("utf-8")).hexdigest())
     cache = rt.directive_cache
     hit = cache.get(key)
@@ -86,8 +90,9 @@ async def directives_for(rt: KnowledgeRuntime, agent_id: str, persona_text: str,
     except LLMError as exc:  # KC-7.3: directives degrade to the fallback text
         log.warning("directives: LLM failed (%s); fallback text used", type(exc).__name__)
         return DirectiveBlock(text="\n".join(f"- {i['title']}" for i in items), directive_count=len(items))
-    # drop expired entries of this agent, then store
-    for k in [k for k, v in cache.items() if k[0] == agent_id]:
+    # drop expired entries, and this scope's older ones (its observations changed); another
+    # user's entry of the same agent stays
+    for k in [k for k, v in cache.items() if v[0] <= now or k[:2] == (agent_id, user_id)]:
         del cache[k]
     cache[key] = (now + timedelta(minutes=cfg.directive_cache_ttl_minutes), block)
     return block
