@@ -399,7 +399,7 @@ class OramemStore(BaseStore):
             if changed:
                 return None
         scope = self._scope(namespace)
-        yield call(
+        add = call(
             "add",
             [content],
             self._record_type,
@@ -413,6 +413,16 @@ class OramemStore(BaseStore):
             ttl_days=expiry["ttl_days"],
             **({"ttl_anchor": "timestamp"} if "ttl_anchor" in expiry else {}),
         )
+        try:
+            yield add
+        except ValueError:
+            if existing is not None:
+                raise
+            # ``get`` saw no record, yet the id may be held by an expired one the store has
+            # not purged yet (expired records are invisible, not gone): purge them, then add
+            # once more; a refusal for any other reason comes back the same way
+            yield call("purge_expired")
+            yield add
         return None
 
     def _search(self, op: SearchOp):

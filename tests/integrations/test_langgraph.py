@@ -149,6 +149,19 @@ def test_ttl_hides_expired_items_at_once_and_refreshes_on_read(backing, monkeypa
     assert store.list_namespaces() == [("t",)]
 
 
+def test_put_over_an_expired_item_the_store_has_not_purged(backing, monkeypatch):
+    # the store's expiry is in whole days from the item's timestamp: an item written three
+    # days ago with a 5-minute TTL is expired (invisible) but still stored until a purge
+    monkeypatch.setattr(lg, "_now", lambda: datetime.now(timezone.utc) - timedelta(days=3))
+    store = OramemStore(backing)
+    store.put(("t",), "k", {"text": "old"}, ttl=5)
+    monkeypatch.setattr(lg, "_now", lambda: datetime.now(timezone.utc))
+    assert store.get(("t",), "k") is None
+    store.put(("t",), "k", {"text": "new"})
+    assert store.get(("t",), "k").value == {"text": "new"}
+    assert [r.content for r in backing.list("memory")] == ['{"text": "new"}']
+
+
 def test_default_ttl_and_bad_ttl():
     with SQLiteMemoryStore(search_strategy="keyword") as backing:
         store = OramemStore(backing, ttl={"default_ttl": 60})
