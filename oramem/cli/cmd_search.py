@@ -28,8 +28,8 @@ from .state import State, pass_state
 @full_option
 @click.option("--fusion", type=click.Choice(["gated-rrf", "score", "rrf"], case_sensitive=False),
               help="Hybrid fusion rule: gated-rrf (default; reciprocal-rank fusion whose keyword weight counts only "
-                   "when the keyword leg's best match stands out), score (relative score fusion) or rrf "
-                   "(reciprocal-rank fusion without the gate).")
+                   "when the keyword leg's best match stands out and holds several of the query's words), score "
+                   "(relative score fusion) or rrf (reciprocal-rank fusion without the gate).")
 @click.option("--vector-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the vector leg (default 1.0).")
 @click.option("--keyword-weight", type=click.FloatRange(min=0), help="Hybrid fusion: weight of the keyword leg (default 3.0 for gated-rrf and score, 0.7 for rrf).")
 @click.option("--rrf-k", type=click.FloatRange(min=0, min_open=True), help="Hybrid fusion gated-rrf or rrf: reciprocal-rank constant (default 1 for gated-rrf, 10 for rrf; larger flattens the ranks).")
@@ -63,8 +63,9 @@ def search(
     Hybrid search fuses the best fusion-depth candidates of the vector and keyword legs. By
     default (--fusion gated-rrf) it sums vector-weight / (rrf-k + vector rank) + gate *
     keyword-weight / (rrf-k + keyword rank), the gate in [0, 1] growing with how far the
-    keyword leg's best match stands out from its other matches (0: the vector order as it
-    is). --fusion score puts each leg's scores on [0, 1] for the query (vector similarity
+    keyword leg's best match stands out from its other matches and with how many of the
+    query's words it holds (one word: 0; four, or all of a shorter query's: full; 0 leaves
+    the vector order as it is). --fusion score puts each leg's scores on [0, 1] for the query (vector similarity
     relative to its best and 20th candidate, keyword score relative to its best) and sums
     them with the weights (the keyword one gated the same way); --fusion rrf is the ungated
     reciprocal-rank sum."""
