@@ -495,3 +495,26 @@ def test_directives_cache_is_per_user_and_keyed_by_the_text(make_km, llm, clock)
     assert a3.cache_hit is False and len(llm.calls_for("directives")) == 3
     assert "explain in depth" in str(llm.calls_for("directives")[-1])
     assert km.directives("a1", user_id="bob").cache_hit is True
+
+
+def test_expansion_terms_are_read_past_expired_facts_in_the_cut(km, llm, clock, monkeypatch):
+    """KC-5.3: the terms come from the first TERMS_CUT *current* facts in rank order; a fact past
+    its TTL that the store has not purged yet does not take a place of the cut (here the cut
+    is one place, and the newest fact, ranked first, is the expired one)."""
+    from oramem.knowledge.read import signals
+
+    monkeypatch.setattr(signals, "TERMS_CUT", 1)
+    llm.route("extract", extract([("Ana Souza", "person")], [
+        {"subject": "Ana Souza", "fact": "Ana Souza's favourite food is lasagna", "attribute_key": "favorite_food",
+         "value": "lasagna"}]))
+    km.write("a1", "Ana loves lasagna", "Pedro")
+    clock.advance(hours=1)
+    llm.route("extract", extract([("Ana Souza", "person")], [
+        {"subject": "Ana Souza", "fact": "Ana Souza is in Porto this week", "attribute_key": "current_city",
+         "value": "Porto", "ttl_days": 1}]))
+    km.write("a1", "Ana is in Porto this week", "Pedro")
+    assert {"current city", "Porto"} <= set(km.retrieve("a1", "what about Ana Souza?").expanded.expanded_terms)
+    clock.advance(days=2)
+    terms = km.retrieve("a1", "what about Ana Souza?").expanded.expanded_terms
+    assert "favorite food" in terms and "lasagna" in terms
+    assert "Porto" not in terms

@@ -127,21 +127,37 @@ def expand_query(st: RetrieveState, conn: sa.Connection, resolved: list[str]) ->
                     .limit(sa.bindparam("p_cut", type_=sa.Integer, literal_execute=True)))
 
         terms_stmt = reads.cached_stmt(f, ("expand_terms_by_key", shared_only, n_arms), build_terms)
-        primed_rows = conn.execute(terms_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_cut": 200,
-                                                **reads.rank_keys(list(primed), n_arms)})
-        # plain rows, no mapping per row: up to 200 of them when the keys' facts share their
-        # attribute and value (~2 us a row less)
-        for attribute, value, ttl_days, ingested_at in primed_rows:
-            if reads.ttl_lapsed(ingested_at, ttl_days, st.now):
-                continue
-            for v in (attribute, value):
-                if isinstance(v, (str, int, float)) and not isinstance(v, bool):
-                    s = str(v).replace("_", " ") if v is attribute else str(v)
-                    if s.strip() and s not in terms:
-                        terms.append(s)
-            if len(terms) >= 10:
+        cut = TERMS_CUT
+        while True:
+            primed_rows = conn.execute(terms_stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_cut": cut,
+                                                    **reads.rank_keys(list(primed), n_arms)})
+            # plain rows, no mapping per row: up to 200 of them when the keys' facts share their
+            # attribute and value (~2 us a row less)
+            terms, read, lapsed = [], 0, 0
+            for attribute, value, ttl_days, ingested_at in primed_rows:
+                read += 1
+                if reads.ttl_lapsed(ingested_at, ttl_days, st.now):
+                    lapsed += 1
+                    continue
+                for v in (attribute, value):
+                    if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                        s = str(v).replace("_", " ") if v is attribute else str(v)
+                        if s.strip() and s not in terms:
+                            terms.append(s)
+                if len(terms) >= 10:
+                    break
+            primed_rows.close()
+            if len(terms) >= 10 or not lapsed or read < cut:
                 break
+            # facts past their TTL (not purged yet) took places of the cut: read the first
+            # `cut` current ones again with as many more places
+            cut += lapsed
     return ExpandedQuery(primed_entities=primed_all, temporal_range=st.view.trange, expanded_terms=terms[:10]), primed
+
+
+#: KC-5.3's expansion terms come from the primed keys' first this many current facts in rank
+#: order (a bound on the rows read; facts past their TTL do not count against it)
+TERMS_CUT = 200
 
 
 async def embed_query(st: RetrieveState) -> Optional[str]:
