@@ -89,8 +89,8 @@ AS
    -- Language Reference, DECODE: a shared entity counts shared links only)
    gc_tpl_hk_recount CONSTANT VARCHAR2(800 CHAR) := q'[UPDATE #ENT# e SET fact_count = (SELECT COUNT(DISTINCT f.id) FROM #LINK# l JOIN #FACT# f ON f.id = l.fact_id WHERE l.agent_id = e.agent_id AND DECODE(l.user_id, e.user_id, 1, 0) = 1 AND l.entity_key = e.canonical_key AND f.valid_to IS NULL AND f.invalidated_at IS NULL AND (f.ttl_days IS NULL OR f.ingested_at + NUMTODSINTERVAL(f.ttl_days, 'DAY') > :1)) WHERE e.agent_id = :2 AND e.canonical_key = :3]';
 
-   -- a removed thread's rows: every row for delete_thread; for an actor's cascade or forget
-   -- only the actor's rows (a user's: hers and those without a user; an agent's: its own),
+   -- a removed thread's rows: every row for delete_thread; for an actor's cascade only the
+   -- actor's rows (a user's: hers and those without a user; an agent's: its own),
    -- since the thread went because no *store record* of another user or agent was in it, yet
    -- knowledge rows of another scope may name it (a background write another user queued
    -- there has no store record until a worker runs it; the SQLite hook's _of_removed_thread).
@@ -798,7 +798,7 @@ AS
       l_changed BOOLEAN;
       l_key     VARCHAR2(4000 CHAR);
       l_now     TIMESTAMP(6) := oramem_registry.utc_now;
-      l_scoped  BOOLEAN;            -- an actor's cascade or forget (gc_hk_of_removed)
+      l_scoped  BOOLEAN;            -- an actor's cascade (gc_hk_of_removed)
       l_by_user PLS_INTEGER := 0;
       l_by_agt  PLS_INTEGER := 0;
       l_users   CLOB := TO_CLOB('[]');
@@ -808,7 +808,16 @@ AS
          RETURN;
       END IF;
       l_doc := JSON_OBJECT_T.parse(in_event);
-      l_scoped := NVL(l_doc.get_string('reason'), 'delete') IN ('cascade', 'forget');
+      -- a forget's knowledge rows are the knowledge layer's eraser's (oramem.knowledge.deletes
+      -- .erase, which the driver runs next in this transaction; forget refuses to run without
+      -- it on a store with knowledge tables). It matches what cites her events and facts (the
+      -- facts learned from her messages, clusters, observations) while they are still here,
+      -- as the SQLite hook does for a forget; deleting or unsourcing them first hid those rows
+      -- from it. So a forget deletes nothing here.
+      IF l_doc.get_string('reason') = 'forget' THEN
+         RETURN;
+      END IF;
+      l_scoped := NVL(l_doc.get_string('reason'), 'delete') = 'cascade';
       IF l_scoped AND l_doc.get_array('user_ids') IS NOT NULL AND l_doc.get_array('user_ids').get_size > 0 THEN
          l_by_user := 1;
          l_users := l_doc.get_array('user_ids').to_clob;

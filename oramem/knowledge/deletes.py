@@ -132,8 +132,9 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
 class OracleEraser:
     """``forget`` on Oracle (``SyncOracleEngine.register_erasure``): the engine takes
     :meth:`snapshot` before the actor's cascade (whose PL/SQL deletion hook,
-    ``oramem_kg_jobs.on_store_delete``, already removes the agent's rows and the facts and
-    events of her records) and calls :meth:`erase` after it, both inside its transaction:
+    ``oramem_kg_jobs.on_store_delete``, leaves a forget's knowledge rows to this eraser, as
+    the SQLite hook does: her events and facts are still there to match what cites them) and
+    calls :meth:`erase` after it, both inside its transaction:
     SQLAlchemy reaches the transaction's connection through the knowledge layer's Oracle
     backend (``oramem.oracle.sql_access.OracleAccess._connect``). The counts are the rows gone in both steps.
     Static-checked, not run against Oracle."""

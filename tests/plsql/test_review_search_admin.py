@@ -350,13 +350,16 @@ def test_issue28_vector_ranking_adds_the_requests_tail_handicap_to_later_chunks(
     assert body.count("l_handicap)") == 2 and "l_exact, TRUE, l_handicap).doc" in body  # vector and hybrid
 
 
-def test_an_actors_cascade_or_forget_takes_only_its_rows_of_the_removed_threads():
+def test_an_actors_cascade_takes_only_its_rows_of_the_removed_threads_and_a_forget_none():
     """2026-12-06 red team (SQLite: deletes._of_removed_thread): a user's or an agent's removed
     thread may hold another scope's knowledge rows without store records (a queued background
-    write of another user); the PL/SQL hook takes, of a cascade's or forget's threads, only the
-    actor's rows (a user's: hers and those without a user), delete_thread everything.
-    Static-checked, not run against Oracle."""
+    write of another user); the PL/SQL hook takes, of a cascade's threads, only the actor's
+    rows (a user's: hers and those without a user), delete_thread everything. A forget deletes
+    nothing here: the Python eraser forget runs next does it all, as on SQLite (deleting her
+    events and facts first hid what cites them from it). Static-checked, not run against Oracle."""
     body = _code(_procedure(KG_BODY, "on_store_delete"))
+    forget = "IF l_doc.get_string('reason') = 'forget' THEN\n         RETURN;\n      END IF;"
+    assert forget in body and body.index(forget) < body.index("EXECUTE IMMEDIATE")
     clause = re.search(r"gc_hk_of_removed\s+CONSTANT\s+VARCHAR2\(\d+ CHAR\)\s*:=(.*?);", KG_BODY, re.S).group(1)
     assert "(:2 = 0 OR user_id IS NULL OR user_id IN (SELECT j.v FROM JSON_TABLE(:3, '$[*]'" in clause
     assert "(:4 = 0 OR agent_id IN (SELECT j.v FROM JSON_TABLE(:5, '$[*]'" in clause
@@ -366,7 +369,7 @@ def test_an_actors_cascade_or_forget_takes_only_its_rows_of_the_removed_threads(
         assert re.search(rf"{name}\s+CONSTANT\s+VARCHAR2\(\d+ CHAR\)\s*:=\s*q'\[[^\]]*\]'\s*\|\|\s*gc_hk_of_removed;", KG_BODY), name
     # every statement of those templates binds the thread and the actors, in that order
     assert body.count("USING l_arr.get_string(i), l_by_user, l_users, l_by_agt, l_agents") == 4
-    assert "l_scoped := NVL(l_doc.get_string('reason'), 'delete') IN ('cascade', 'forget');" in body
+    assert "l_scoped := NVL(l_doc.get_string('reason'), 'delete') = 'cascade';" in body
     assert "IF l_arr IS NOT NULL AND NOT (l_scoped AND l_by_user = 0 AND l_by_agt = 0) THEN" in body
 
     # the clause, evaluated in Python, is the SQLite rule for a cascade
@@ -379,7 +382,9 @@ def test_an_actors_cascade_or_forget_takes_only_its_rows_of_the_removed_threads(
     table = sa.table("t", sa.column("user_id"), sa.column("agent_id"))
 
     def plsql(reason, users, agents, row):
-        scoped = reason in ("cascade", "forget")
+        if reason == "forget":
+            return False  # the hook returns before any statement
+        scoped = reason == "cascade"
         by_user, by_agent = int(scoped and bool(users)), int(scoped and bool(agents))
         if scoped and not by_user and not by_agent:
             return False
@@ -399,4 +404,4 @@ def test_an_actors_cascade_or_forget_takes_only_its_rows_of_the_removed_threads(
         for row in rows:
             assert plsql("cascade", users, agents, row) == sqlite("cascade", users, agents, row), (users, agents, row)
             assert plsql("delete", users, agents, row) is True
-        assert [plsql("forget", users, agents, r) for r in rows] == [plsql("cascade", users, agents, r) for r in rows]
+        assert not any(plsql("forget", users, agents, r) for r in rows)
