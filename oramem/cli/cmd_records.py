@@ -311,12 +311,13 @@ def delete(state: State, record_type: str, record_id: str, cascade: bool) -> Non
         raise CLIError(f"--cascade applies to user_profile, agent_profile and thread records, not {record_type!r} (SC-8.2)", 2)
     store = state.open(create=False)
     actor = record_type in ("user_profile", "agent_profile") and cascade
-    before = _actor_records(store, record_type, record_id) if actor else 0
+    # an actor's cascade erases every record of the actor (SC-13.3, SC-13.4): what it erased
+    # is what the actor had before it
+    erased = _actor_records(store, record_type, record_id) if actor else 0
     if record_type == "thread":
         count = store.delete_thread(record_id)  # a thread always takes what is in it
     else:
         count = store.delete(record_type, record_id, cascade=cascade)
-    erased = before - _actor_records(store, record_type, record_id) if actor else 0
     if state.json:
         emit_json({"deleted": count, **({"cascaded": erased} if actor else {})})
     if count == 0 and not actor:

@@ -162,6 +162,21 @@ def test_put_over_an_expired_item_the_store_has_not_purged(backing, monkeypatch)
     assert [r.content for r in backing.list("memory")] == ['{"text": "new"}']
 
 
+def test_bobs_put_over_his_expired_item_leaves_alices_items(backing, monkeypatch):
+    # one store, scope per user: Bob's put over his expired, unpurged item purges expired
+    # records and adds his; Alice's live items (same key, her scope) stay as they were
+    store = OramemStore(backing, scope_from_namespace={"user_id": 1})
+    store.put(("memories", "alice"), "k", {"text": "alice's note"})
+    monkeypatch.setattr(lg, "_now", lambda: datetime.now(timezone.utc) - timedelta(days=3))
+    store.put(("memories", "bob"), "k", {"text": "bob's old note"}, ttl=5)
+    monkeypatch.setattr(lg, "_now", lambda: datetime.now(timezone.utc))
+    store.put(("memories", "bob"), "k", {"text": "bob's new note"})
+    assert store.get(("memories", "alice"), "k").value == {"text": "alice's note"}
+    assert store.get(("memories", "bob"), "k").value == {"text": "bob's new note"}
+    assert sorted((r.user_id, r.content) for r in backing.list("memory")) == [
+        ("alice", '{"text": "alice\'s note"}'), ("bob", '{"text": "bob\'s new note"}')]
+
+
 def test_default_ttl_and_bad_ttl():
     with SQLiteMemoryStore(search_strategy="keyword") as backing:
         store = OramemStore(backing, ttl={"default_ttl": 60})
