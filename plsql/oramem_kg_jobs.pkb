@@ -813,8 +813,13 @@ AS
       -- it on a store with knowledge tables). It matches what cites her events and facts (the
       -- facts learned from her messages, clusters, observations) while they are still here,
       -- as the SQLite hook does for a forget; deleting or unsourcing them first hid those rows
-      -- from it. So a forget deletes nothing here.
-      IF l_doc.get_string('reason') = 'forget' THEN
+      -- from it. So a forget deletes nothing here; nor does a profile cascade whose caller
+      -- runs that eraser next (oramem_store.delete_record_json in_reason 'erase': the event
+      -- says "knowledge": "caller"), for the same reason: its erase_cascade finds the
+      -- observations and clusters citing her events and facts before they go.
+      IF l_doc.get_string('reason') = 'forget'
+         OR (l_doc.has('knowledge') AND l_doc.get_string('knowledge') = 'caller')
+      THEN
          RETURN;
       END IF;
       l_scoped := NVL(l_doc.get_string('reason'), 'delete') = 'cascade';

@@ -137,7 +137,10 @@ AS
     *  - records of type 'message' and the events of the deleted thread_ids: the events
     *    go and facts stop naming them as source_event_id;
     *  - agent_ids: every row of the agent in the 11 knowledge tables goes.
-    * Nothing happens when the store has no knowledge tables (<ID>_KG_FACT missing).
+    * Nothing happens when the store has no knowledge tables (<ID>_KG_FACT missing), for a
+    * forget (reason "forget") and for a cascade whose caller erases the knowledge layer
+    * itself next in the transaction ("knowledge": "caller", oramem_store
+    * .delete_record_json in_reason 'erase'): the Python eraser does it all there.
     * Errors: -20010 bad memory_store_id in the event; any SQL error is raised (and so
     *  undoes the store's delete, as documented for hooks).
     * Commit: never (it runs inside the store's delete, cascade or purge transaction).

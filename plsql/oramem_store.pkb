@@ -1171,9 +1171,9 @@ AS
       IF in_cascade IS NULL OR in_cascade NOT IN (0, 1) THEN
          bad_argument('cascade must be 0 or 1');
       END IF;
-      IF in_reason IS NOT NULL AND (in_reason <> 'forget' OR in_cascade <> 1
+      IF in_reason IS NOT NULL AND (in_reason NOT IN ('forget', 'erase') OR in_cascade <> 1
                                     OR NOT oramem_registry.is_profile_type(l_type)) THEN
-         bad_argument('reason must be NULL, or ''forget'' for the cascade of a user_profile or agent_profile');
+         bad_argument('reason must be NULL, or ''forget'' or ''erase'' for the cascade of a user_profile or agent_profile');
       END IF;
 
       IF l_type = 'thread' THEN
@@ -1237,6 +1237,12 @@ AS
                                l_agents, CASE WHEN in_reason = 'forget' THEN 'forget' ELSE 'cascade' END);
          IF in_reason = 'forget' AND in_names IS NOT NULL THEN
             l_event.put('names', JSON_ARRAY_T.parse(in_names));   -- N4: the hook sees the names
+         END IF;
+         IF in_reason = 'erase' THEN
+            -- the caller erases the knowledge layer itself, next in this transaction
+            -- (SyncOracleEngine.delete with a registered eraser): the knowledge hook leaves
+            -- it the rows, as for a forget; the event stays a cascade for the store's own hook
+            l_event.put('knowledge', 'caller');
          END IF;
          call_hook(l_store, l_event);
       ELSE

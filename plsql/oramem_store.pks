@@ -133,6 +133,12 @@ AS
     * (N4) in_reason = 'forget' (with in_cascade = 1 on a profile type): the cascade of an
     * erasure (SC-8.6): the hook's event has reason "forget" and, when in_names is a JSON
     * array of strings, "names" (the actor's names, as the SQLite engine's DeletionEvent).
+    * in_reason = 'erase' (with in_cascade = 1 on a profile type): a cascade whose caller
+    * erases the knowledge layer itself, next in the same transaction (the Python driver's
+    * profile cascade with the knowledge eraser registered, SC-13.3): the event has reason
+    * "cascade" and "knowledge": "caller", and the knowledge hook (oramem_kg_jobs
+    * .on_store_delete) deletes nothing for it, as for a forget. A caller that passes it and
+    * does not erase leaves the actor's knowledge rows in place.
     * Any other in_reason is -20001.
     */
    FUNCTION delete_record_json(

@@ -40,7 +40,7 @@ from .runtime import KnowledgeRuntime
 from .text import to_utc, validate_agent_id
 from .write import commit as commit_mod
 
-__all__ = ["erase", "OracleEraser", "purge_facts", "purger", "delete_chain", "delete_agent", "deletion_hook",
+__all__ = ["erase", "apply_store_delete", "OracleEraser", "purge_facts", "purger", "delete_chain", "delete_agent", "deletion_hook",
            "delete_fact_async", "delete_agent_async", "forget_async"]
 
 PurgeFacts = Callable[[sa.Connection, Any, list[str]], None]
@@ -134,7 +134,8 @@ class OracleEraser:
     :meth:`snapshot` before the actor's cascade (whose PL/SQL deletion hook,
     ``oramem_kg_jobs.on_store_delete``, leaves a forget's knowledge rows to this eraser, as
     the SQLite hook does: her events and facts are still there to match what cites them) and
-    calls :meth:`erase` after it, both inside its transaction:
+    calls :meth:`erase` after it, both inside its transaction; a user's profile cascade
+    calls :meth:`erase_cascade` after the store's cascade the same way:
     SQLAlchemy reaches the transaction's connection through the knowledge layer's Oracle
     backend (``oramem.oracle.sql_access.OracleAccess._connect``). The counts are the rows gone in both steps.
     Static-checked, not run against Oracle."""
@@ -155,14 +156,16 @@ class OracleEraser:
             return erase(conn, self._tables, event, self._purge_facts, before)
 
     def erase_cascade(self, event: DeletionEvent) -> None:
-        """A user's profile cascade on Oracle (SC-13.3), after its PL/SQL hook, in its
-        transaction: her scope's rows that have no store record, as the SQLite hook's cascade
-        (``_erase_user`` with ``facts_of_events=False``; the store records it would name are
-        the cascade's own, or a shared fact of her private thread, which stays)."""
+        """A user's profile cascade on Oracle (SC-13.3), in its transaction, after the store's
+        cascade, whose PL/SQL hook deleted no knowledge row (``in_reason => 'erase'``): all
+        the SQLite hook does for it (:func:`apply_store_delete`). Her scope's rows and what
+        cites her events and facts are matched first, while those are still here; the
+        store records ``_erase_user`` would name are the cascade's own, or a shared fact of
+        her private thread, which stays."""
         if event.memory_store_id.upper() != self._tables.store_id or not event.user_ids:
             return
         with self._engine.connect() as conn:
-            _erase_user(conn, self._tables, event, self._purge_facts, facts_of_events=False)
+            apply_store_delete(conn, self._tables, event, self._purge_facts)
 
 
 def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[str], ids: list[str]) -> None:
@@ -270,43 +273,50 @@ def deletion_hook(rt: KnowledgeRuntime, dbapi_conn: Any, event: Any) -> Any:
     t = rt.tables
     if event.memory_store_id.upper() != t.store_id:
         return
-    if event.reason == "forget":
-        with rt.backend.hook_connection(dbapi_conn) as conn:
+    with rt.backend.hook_connection(dbapi_conn) as conn:
+        if event.reason == "forget":
             return erase(conn, t, event, purger(rt))
+        apply_store_delete(conn, t, event, purger(rt))
+    return None
+
+
+def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge: PurgeFacts) -> None:
+    """What a store-side delete, cascade or purge (not a ``forget``) takes from the knowledge
+    tables: the SQLite deletion hook's work, and on Oracle the knowledge eraser's for a
+    user's profile cascade (:meth:`OracleEraser.erase_cascade`), whose PL/SQL hook leaves
+    it every row (``oramem_store.delete_record_json`` ``in_reason => 'erase'``)."""
     fact_ids = [rid for rtype, rid in event.records if rtype == "fact"]
     msg_ids = [rid for rtype, rid in event.records if rtype == "message"]
-    with rt.backend.hook_connection(dbapi_conn) as conn:
-        if event.reason == "cascade" and event.user_ids:
-            # SC-13.3: a user's profile cascade erases her as ``forget`` does (KC-3.10): the
-            # rows of her scope that have no store record (entities, aliases, edges,
-            # intentions, observations, clusters, queued writes) and what cites her rows
-            # (found first, while her events and facts are still there to match)
-            _erase_user(conn, t, event, purger(rt), facts_of_events=False)
-        if fact_ids:
-            purge_facts(rt, conn, None, fact_ids)
-        ev = t.event
-        if event.thread_ids:
-            so, it = t.session_observation, t.intention
-            for batch in reads.chunked(list(event.thread_ids)):
-                msg_ids.extend(r[0] for r in conn.execute(
-                    sa.select(ev.c.id).where(ev.c.session_id.in_(batch), _of_removed_thread(ev, event))))
-                # what was noted in the deleted conversation goes with it: its session
-                # observations, and the intentions extracted in it (source_context holds the
-                # whole session id, KC-3.7: another session sharing a prefix is not touched)
-                conn.execute(sa.delete(so).where(so.c.session_id.in_(batch), _of_removed_thread(so, event)))
-                conn.execute(sa.delete(it).where(it.c.source_context.in_(batch), _of_removed_thread(it, event)))
-                # the thread's queued background writes go too: processed later, they
-                # would bring the deleted conversation back (a worker holding one of them
-                # loses its lease check and rolls back)
-                conn.execute(sa.delete(t.job).where(t.job.c.session_id.in_(batch), _of_removed_thread(t.job, event)))
-        for batch in reads.chunked(sorted(set(msg_ids))):
-            conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
-            conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))
-        for agent in event.agent_ids:
-            for table in t.all_agent_tables():
-                conn.execute(sa.delete(table).where(table.c.agent_id == agent))
-            conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent))
-    return None
+    if event.reason == "cascade" and event.user_ids:
+        # SC-13.3: a user's profile cascade erases her as ``forget`` does (KC-3.10): the
+        # rows of her scope that have no store record (entities, aliases, edges,
+        # intentions, observations, clusters, queued writes) and what cites her rows
+        # (found first, while her events and facts are still there to match)
+        _erase_user(conn, t, event, purge, facts_of_events=False)
+    if fact_ids:
+        purge(conn, None, fact_ids)
+    ev = t.event
+    if event.thread_ids:
+        so, it = t.session_observation, t.intention
+        for batch in reads.chunked(list(event.thread_ids)):
+            msg_ids.extend(r[0] for r in conn.execute(
+                sa.select(ev.c.id).where(ev.c.session_id.in_(batch), _of_removed_thread(ev, event))))
+            # what was noted in the deleted conversation goes with it: its session
+            # observations, and the intentions extracted in it (source_context holds the
+            # whole session id, KC-3.7: another session sharing a prefix is not touched)
+            conn.execute(sa.delete(so).where(so.c.session_id.in_(batch), _of_removed_thread(so, event)))
+            conn.execute(sa.delete(it).where(it.c.source_context.in_(batch), _of_removed_thread(it, event)))
+            # the thread's queued background writes go too: processed later, they
+            # would bring the deleted conversation back (a worker holding one of them
+            # loses its lease check and rolls back)
+            conn.execute(sa.delete(t.job).where(t.job.c.session_id.in_(batch), _of_removed_thread(t.job, event)))
+    for batch in reads.chunked(sorted(set(msg_ids))):
+        conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
+        conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))
+    for agent in event.agent_ids:
+        for table in t.all_agent_tables():
+            conn.execute(sa.delete(table).where(table.c.agent_id == agent))
+        conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent))
 
 
 def _of_removed_thread(table: sa.Table, event: Any) -> sa.ColumnElement[bool]:

@@ -80,9 +80,10 @@ CALLS: dict[str, PlsqlCall] = {
     "delete": PlsqlCall("oramem_store", "delete_record_json",
                         (("in_store_id", _V), ("in_record_type", _V), ("in_record_id", _V),
                          ("in_cascade", _I)), _C),
-    # N4: the cascade of an erasure (the hook's event says reason "forget" and has the names),
-    # and the records the erasers name, in one statement without the hook
-    "forget_cascade": PlsqlCall("oramem_store", "delete_record_json",
+    # N4: the cascade of an erasure (the hook's event says reason "forget" and has the names;
+    # a profile cascade with an eraser passes in_reason 'erase'), and the records the erasers
+    # name, in one statement without the hook
+    "profile_cascade": PlsqlCall("oramem_store", "delete_record_json",
                                 (("in_store_id", _V), ("in_record_type", _V), ("in_record_id", _V),
                                  ("in_cascade", _I), ("in_reason", _V), ("in_names", _C)), _C),
     "delete_keys": PlsqlCall("oramem_store", "delete_keys_json", (("in_store_id", _V), ("in_keys", _C)), _C),
@@ -430,11 +431,14 @@ class OracleEngine(Engine):
         return _Prepared("delete", True, values, self._count)
 
     def _prepare_delete_reply(self, record_type: str, record_id: str) -> _Prepared[Any]:
-        """A profile's cascade (``delete_record_json``), its whole reply kept: ``count`` and the
-        deletion ``event`` the registered erasers are given (:meth:`_reply_event`)."""
+        """A profile's cascade whose knowledge rows the registered erasers erase next in its
+        transaction (``delete_record_json`` with ``in_reason => 'erase'``: the knowledge hook
+        leaves them the rows, as for a forget), its whole reply kept: ``count`` and the
+        deletion ``event`` the erasers are given (:meth:`_reply_event`)."""
         _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
-        values = dict(in_store_id=_STORE, in_record_type=record_type, in_record_id=record_id, in_cascade=1)
-        return _Prepared("delete", True, values, _loads)
+        values = dict(in_store_id=_STORE, in_record_type=record_type, in_record_id=record_id, in_cascade=1,
+                      in_reason="erase", in_names=None)
+        return _Prepared("profile_cascade", True, values, _loads)
 
     def _prepare_delete_thread(self, thread_id: str) -> _Prepared[int]:
         _check_id(thread_id, "thread_id")
@@ -475,7 +479,7 @@ class OracleEngine(Engine):
         names = None if request.names is None else json.dumps(list(request.names))
         values = dict(in_store_id=_STORE, in_record_type=profile, in_record_id=actor, in_cascade=1,
                       in_reason="forget", in_names=names)
-        return _Prepared("forget_cascade", False, values, _loads)
+        return _Prepared("profile_cascade", False, values, _loads)
 
     @staticmethod
     def _prepare_delete_keys(keys: builtins.list[tuple[str, str]]) -> _Prepared[int]:

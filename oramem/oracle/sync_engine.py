@@ -200,21 +200,23 @@ class SyncOracleEngine(OracleEngine):
         return self._do(self._prepare_update(request))
 
     def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
-        if not (cascade and record_type == "user_profile" and self._erasers):
+        cascades = [e.erase_cascade for e in self._erasers.values() if callable(getattr(e, "erase_cascade", None))]
+        if not (cascade and record_type == "user_profile" and cascades):
             return self._do(self._prepare_delete(record_type, record_id, cascade))
-        # SC-13.3: a user's profile cascade erases her as forget does. The PL/SQL deletion
-        # hook removes what names her records and threads; each registered eraser with an
-        # ``erase_cascade(event)`` (the knowledge layer's) then removes the rest of her scope
-        # that has no store record (entities, aliases, edges, intentions, observations,
-        # clusters, queued writes), in the cascade's transaction, as the SQLite hook does.
+        # SC-13.3: a user's profile cascade erases her as forget does. The store's cascade
+        # runs with in_reason 'erase', so the PL/SQL knowledge hook deletes nothing (as for a
+        # forget); each registered eraser with an ``erase_cascade(event)`` (the knowledge
+        # layer's) then does all the SQLite hook does, in the cascade's transaction: what
+        # cites her events and facts (observations, clusters of any scope) is matched while
+        # they are still there, then her scope's rows, her removed threads' rows and her
+        # events and facts go. Without such an eraser the plain cascade runs and the PL/SQL
+        # hook does its part (an eraser without ``erase_cascade`` is not such an eraser).
         # Static-checked, not run against Oracle.
         with self.transaction():
             reply = self._do(self._prepare_delete_reply(record_type, record_id))
             event = self._reply_event(reply, str(self._store_id), "cascade")
-            for eraser in list(self._erasers.values()):
-                erase_cascade = getattr(eraser, "erase_cascade", None)
-                if callable(erase_cascade):
-                    erase_cascade(event)
+            for erase_cascade in cascades:
+                erase_cascade(event)
         return int((reply or {}).get("count") or 0)
 
     def delete_thread(self, thread_id: str) -> int:

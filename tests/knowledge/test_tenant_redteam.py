@@ -293,3 +293,77 @@ def test_a_profile_cascade_leaves_no_half_erased_shared_fact_of_her_private_thre
     row = km.get(AGENT, fact)
     assert row is not None and row.source_event_id is None
     assert store.get("fact", fact) is not None
+
+
+class _TransactionConnections:
+    """What the knowledge layer's Oracle engine does for the eraser (``OracleAccess._connect``
+    reaches the store transaction's connection), with the SQLite hook's connection."""
+
+    def __init__(self, km, dbapi_conn) -> None:
+        self._km, self._dbapi_conn = km, dbapi_conn
+
+    def connect(self):
+        return self._km.runtime.backend.hook_connection(self._dbapi_conn)
+
+
+def _in_oracles_order(km, store) -> None:
+    """The store's knowledge hook replaced by what a user's profile cascade does on Oracle with
+    the knowledge layer open: the PL/SQL hook deletes no knowledge row for it (the driver's
+    ``delete_record_json`` passes ``in_reason => 'erase'``) and ``OracleEraser.erase_cascade``
+    runs next in the cascade's transaction (``SyncOracleEngine.delete``)."""
+    from oramem.knowledge import deletes
+
+    rt = km.runtime
+    hooks = store._engine._hooks
+    (i,) = [n for n, h in enumerate(hooks) if getattr(h, "func", None) is deletes.deletion_hook]
+
+    def hook(dbapi_conn, event):
+        if event.reason == "cascade" and event.user_ids:
+            eraser = deletes.OracleEraser(_TransactionConnections(km, dbapi_conn), rt.tables, deletes.purger(rt))
+            eraser.erase_cascade(event)
+        else:
+            deletes.deletion_hook(rt, dbapi_conn, event)
+
+    hooks[i] = hook
+
+
+@pytest.mark.parametrize("order", ["SQLite hook", "Oracle driver"])
+def test_a_profile_cascade_takes_the_shared_rows_citing_her_and_only_those(env, order):  # noqa: F811
+    """SC-13.3 / KC-3.10 on both engines' order: a meta observation of the shared scope
+    supported by one of Alice's events or facts quotes her; her profile cascade deletes it (as
+    forget does) and leaves the shared one citing Bob's. On Oracle the PL/SQL hook used to
+    delete her events and facts first, so the eraser that ran after it no longer matched what
+    cites them: such an observation stayed, only its supporting ids trimmed."""
+    _, store, km, llm, clock = env
+    job = _alice_bob_and_shared(km, llm, clock, store)
+    t = km.runtime.tables
+    with km.runtime.backend.read() as conn:
+        def first(table, user):
+            return conn.execute(sa.select(table.c.id).where(table.c.user_id == user)).scalars().first()
+
+        her_event, her_fact = first(t.event, "alice"), first(t.fact, "alice")
+        his_fact = first(t.fact, "bob")
+    assert her_event and her_fact and his_fact
+    now = clock()
+    rows = [("of-her-event", [her_event], []), ("of-her-fact", [], [her_fact]), ("of-his-fact", [], [his_fact])]
+    with km.runtime.backend.write("test", AGENT) as conn:
+        for oid, events, facts in rows:
+            conn.execute(sa.insert(t.meta_observation).values(
+                id=oid, agent_id=AGENT, user_id=None, observation_type="pattern", title=oid, text=f"shared note {oid}",
+                supporting_event_ids=events, supporting_fact_ids=facts, first_detected_at=now,
+                last_reinforced_at=now, created_at=now))
+    bob, shared = _scope_rows(km, "bob"), _scope_rows(km, None)
+    if order == "Oracle driver":
+        _in_oracles_order(km, store)
+
+    store.delete("user_profile", "alice", cascade=True)
+
+    with km.runtime.backend.read() as conn:
+        left = conn.execute(sa.select(t.meta_observation.c.id, t.meta_observation.c.supporting_fact_ids)
+                            .where(t.meta_observation.c.user_id.is_(None))).all()
+    assert [(r.id, r.supporting_fact_ids) for r in left] == [("of-his-fact", [his_fact])]
+    name = t.meta_observation.name
+    shared[name] = [r for r in shared[name] if ("id", repr("of-his-fact")) in r]
+    assert _scope_rows(km, "bob") == bob and _scope_rows(km, None) == shared
+    assert all(rows == [] for rows in _scope_rows(km, "alice").values()), _scope_rows(km, "alice")
+    assert km.get_job(job).status == "pending"

@@ -650,11 +650,15 @@ def test_a_user_profile_cascade_runs_the_erasers_cascade_in_its_transaction(kind
     assert ("message", "m1") in event.records
     call = rec.plsql[0]
     assert (call.binds["in_record_type"], call.binds["in_record_id"], call.binds["in_cascade"]) == ("user_profile", "u1", 1)
+    # the PL/SQL knowledge hook leaves the rows to erase_cascade, as for a forget: what cites
+    # her events and facts is matched while they are still there
+    assert (call.binds["in_reason"], call.binds["in_names"]) == ("erase", None)
     assert len(rec.of("commit")) == 1 and len({c.conn for c in rec.plsql}) == 1
     # not for an agent's cascade, a profile without cascade, or another record
     for args in (("agent_profile", "a1", True), ("user_profile", "u1", False), ("memory", "m1", True)):
         engine.delete(*args)
     assert len(seen) == 1
+    assert all("in_reason" not in c.binds for c in rec.plsql[1:])
 
 
 @pytest.mark.parametrize("kind", ["pool", "conn"])
@@ -671,16 +675,17 @@ def test_a_cascade_with_an_eraser_that_only_forgets_is_the_plain_cascade(kind):
     engine.register_erasure(Eraser())
     assert engine.delete("user_profile", "u1", True) == 1
     assert [c.name for c in rec.plsql] == ["oramem_store.delete_record_json"]
+    assert "in_reason" not in rec.plsql[0].binds  # the PL/SQL hook does its part
 
 
 def test_the_knowledge_erasers_cascade_is_the_sqlite_hooks(monkeypatch):
-    """OracleEraser.erase_cascade runs _erase_user with facts_of_events=False for its own
-    store's user cascades, and nothing else (the SQLite hook's rule, deletes.deletion_hook)."""
+    """OracleEraser.erase_cascade runs what the SQLite hook runs (deletes.apply_store_delete)
+    for its own store's user cascades, and nothing else."""
     from oramem.knowledge import deletes
     from oramem.requests import DeletionEvent
 
     calls = []
-    monkeypatch.setattr(deletes, "_erase_user", lambda conn, t, event, purge, **kw: calls.append((event, kw)))
+    monkeypatch.setattr(deletes, "apply_store_delete", lambda conn, t, event, purge, **kw: calls.append((event, kw)))
 
     class Tables:
         store_id = "MYSTORE"
@@ -700,4 +705,4 @@ def test_the_knowledge_erasers_cascade_is_the_sqlite_hooks(monkeypatch):
     eraser.erase_cascade(event())
     eraser.erase_cascade(event(store="other"))
     eraser.erase_cascade(event(users=()))
-    assert [(e.user_ids, kw) for e, kw in calls] == [(("u1",), {"facts_of_events": False})]
+    assert [(e.user_ids, kw) for e, kw in calls] == [(("u1",), {})]

@@ -98,6 +98,11 @@ def test_n4_forget_cascade_reason_and_one_delete_keys_statement():
     body = unit(code("oramem_store.pkb"), "delete_record_json")
     assert "CASE WHEN in_reason = 'forget' THEN 'forget' ELSE 'cascade' END" in body
     assert "l_event.put('names', JSON_ARRAY_T.parse(in_names))" in body
+    # 'erase': a profile cascade whose caller erases the knowledge layer next (SyncOracleEngine
+    # .delete with an eraser); the event stays a cascade and tells the knowledge hook so
+    assert "in_reason NOT IN ('forget', 'erase') OR in_cascade <> 1" in body
+    assert re.search(r"IF in_reason = 'erase' THEN\s+l_event\.put\('knowledge', 'caller'\);\s+END IF;", body)
+    assert "in_reason = 'erase' (with in_cascade = 1 on a profile type)" in src("oramem_store.pks")
     keys = re.search(r"FUNCTION\s+delete_keys_json(.*?)END\s+delete_keys_json;", code("oramem_store.pkb"), re.S).group(1)
     assert "call_hook" not in keys, "the named records are deleted without the hook (SQLite delete_keys)"
     assert keys.count("EXECUTE IMMEDIATE") == 1 and "(r.record_type, r.record_id) IN (" in keys
