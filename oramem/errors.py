@@ -5,7 +5,8 @@ catches them all (as ``psycopg.Error`` and ``oracledb.Error`` do for those drive
 
     Error
     ├── ArgumentError (also ValueError)       a bad argument; nothing was written
-    │   └── NoEmbedder                         texts to embed and no embedder
+    │   ├── NoEmbedder                         texts to embed and no embedder
+    │   └── DuplicateRecordError               an added id already stored or repeated
     ├── ArgumentTypeError (also TypeError)     an argument of the wrong type
     ├── StoreError                             the state of a store
     │   ├── SchemaError ── StoreNotFound, StoreSettingsMismatch
@@ -43,6 +44,7 @@ __all__ = [
     "ArgumentError",
     "ArgumentTypeError",
     "NoEmbedder",
+    "DuplicateRecordError",
     "StoreError",
     "SchemaError",
     "StoreNotFound",
@@ -72,6 +74,20 @@ class ArgumentTypeError(Error, TypeError):
 class NoEmbedder(ArgumentError):
     """The call needs vectors (a text to embed) and the store has no embedder: pass one to
     the store, or give the vectors yourself."""
+
+
+class DuplicateRecordError(ArgumentError):
+    """An ``add`` named a record id that is already stored (SC-4.3; a profile's id is its
+    user or agent) or repeated within the call; nothing was written. Also a ``ValueError``.
+
+    ``records``: the ``(record_type, id)`` pairs the engine found, in id order, when it
+    names them (the SQLite engine does; Oracle's error, ``-20005`` / ``ORA-00001``, names
+    them in its message only, so ``records`` is empty there). Catch it to update instead
+    (``store.update``), or add with ``on_conflict="skip"`` where the call takes it."""
+
+    def __init__(self, message: str, records: "tuple[tuple[str, str], ...] | list[tuple[str, str]]" = ()) -> None:
+        super().__init__(message)
+        self.records: tuple[tuple[str, str], ...] = tuple((str(t), str(i)) for t, i in records)
 
 
 class StoreError(Error):

@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional, overload
 
 import numpy as np
 
-from .errors import ArgumentError, ArgumentTypeError, NoEmbedder
+from .errors import ArgumentError, ArgumentTypeError, DuplicateRecordError, NoEmbedder
 from . import timeutil
 from .chunking import DEFAULT_CHUNK_CHARS, DEFAULT_CHUNK_OVERLAP, store_chunker, tail_handicap
 from .filters import filter_key, remember_filter_key, validate_filter
@@ -463,7 +463,7 @@ def draft_records(
         seen: set[str] = set()
         for rid in given:
             if rid in seen:
-                raise ArgumentError(f"duplicate record id {rid!r} in one call; record ids must be unique")
+                raise DuplicateRecordError(f"duplicate record id {rid!r} in one call; record ids must be unique")
             seen.add(rid)
     if is_profile and any(rid is None for rid in ids):
         raise ArgumentError(f"{record_type} records need record_ids: a profile's id is the user/agent id (SC-2.4)")
@@ -751,7 +751,7 @@ class Normalizer:
         for i, d in enumerate(drafts):
             rid = d.id if d.id is not None else str(uuid.uuid4())
             if rid in seen:
-                raise ArgumentError(f"duplicate record id {rid!r} in one call; record ids must be unique")
+                raise DuplicateRecordError(f"duplicate record id {rid!r} in one call; record ids must be unique")
             seen.add(rid)
             ttl: Optional[TTLSpec] = None
             if d.record_type in TTL_TYPES:

@@ -14,7 +14,7 @@ import click
 
 from .. import jsonl
 from ..embedders.identity import describe_identity, identity_of
-from ..errors import StoreError
+from ..errors import DuplicateRecordError, StoreError
 from ..sqlite import admin as sqlite_admin
 
 from .app import cli
@@ -55,10 +55,14 @@ def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int,
             code = 2 if isinstance(cause, (ValueError, TypeError)) else 1
             hint = "; fix it and re-run with --on-conflict skip to resume" if stop.result.imported else ""
             message = one_line(cause)
-            if on_conflict == "fail" and ("already exists" in message or "already stored" in message):
-                # an id of the file is in the store already: say which flag decides
-                message = message.replace("record_ids already stored", "ids already stored")
-                message = message.replace("; update it instead of adding it again", "")
+            if (on_conflict == "fail" and isinstance(cause, DuplicateRecordError)
+                    and ("already exists" in message or "already stored" in message)):
+                # an id of the file is in the store already: say which flag decides (the
+                # SQLite engine names the clashes; Oracle's message names them itself)
+                if cause.records:
+                    listed = ", ".join(f"{rid!r} ({rtype})" for rtype, rid in cause.records[:5])
+                    more = f" and {len(cause.records) - 5} more" if len(cause.records) > 5 else ""
+                    message = f"ids already stored: {listed}{more}"
                 hint = ("; --on-conflict skip keeps the stored records (and resumes an interrupted import), "
                         "--on-conflict replace overwrites them with the file's")
             where = f"lines {stop.lineno}-{stop.last_lineno}" if stop.last_lineno != stop.lineno else f"line {stop.lineno}"

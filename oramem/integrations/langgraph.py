@@ -53,6 +53,7 @@ from collections.abc import Mapping
 from typing import Any, Iterable, Optional, cast
 
 from . import require
+from ..errors import DuplicateRecordError
 from ._colour import call, run_async, run_sync
 
 require("langgraph.store.base", "langgraph")
@@ -415,7 +416,7 @@ class OramemStore(BaseStore):
         )
         try:
             yield add
-        except ValueError:
+        except DuplicateRecordError:
             if existing is not None:
                 raise
             # ``get`` saw no record, yet the id may be held by an expired one the store has

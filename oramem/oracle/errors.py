@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import CapabilityError, SchemaError, StoreBusy, StoreNotFound, StoreSettingsMismatch
+from ..errors import CapabilityError, DuplicateRecordError, SchemaError, StoreBusy, StoreNotFound, StoreSettingsMismatch
 
 __all__ = ["ERROR_CLASSES", "translate", "error_code"]
 
@@ -26,7 +26,7 @@ ERROR_CLASSES: dict[int, tuple[type[Exception], str]] = {
                         "check `oramem db status`"),
     20003: (ValueError, "use one of the record types of SC-2.1"),
     20004: (ValueError, "fix the named metadata-filter key or operator (SC-9)"),
-    20005: (ValueError, "use record ids that are not stored yet and unique within the call"),
+    20005: (DuplicateRecordError, "use record ids that are not stored yet and unique within the call"),
     20006: (ValueError, "vectors must have the store's vector_dim elements (and one per retrieval row)"),
     20007: (ValueError, "pass ISO-8601 times, e.g. 2026-01-31T12:00:00+00:00"),
     20008: (ValueError, "give the record a timestamp, or use ttl_anchor='created_at'"),
@@ -47,7 +47,7 @@ ERROR_CLASSES: dict[int, tuple[type[Exception], str]] = {
     20301: (CapabilityError, "ask the DBA for the named feature; `oramem db doctor` lists what is missing"),
     20302: (CapabilityError, "ask the DBA for the named direct grant; `oramem db doctor` lists them"),
     # ORA- codes passed through by the packages (ORACLE_NOTES 11.4)
-    1: (ValueError, "a record with this id already exists"),
+    1: (DuplicateRecordError, "a record with this id already exists"),
     54: (StoreBusy, "the store's rows or objects are locked by another session (commit it, or retry)"),
     60: (StoreBusy, "deadlock with another session; retry the call"),
     51906: (StoreBusy, "a vector index is being changed by another session; retry"),

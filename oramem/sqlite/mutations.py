@@ -11,6 +11,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
+from ..errors import DuplicateRecordError
 from ..requests import AddRequest, DeletionEvent, RetrievalChange, UpdateRequest
 from ..types import NOT_SET, PROFILE_TYPES, NotSetType, SCOPED_TYPES, SearchIndexSyncMode, SearchStrategy
 from .records import dump_metadata
@@ -195,7 +196,7 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
     else:
         clashes = conn.execute(f"SELECT record_type, id FROM {t.records} WHERE (record_type, id) IN {in_keys}", (keys(),)).fetchall()
     if clashes:
-        raise ValueError(_duplicate_message(clashes))
+        raise DuplicateRecordError(_duplicate_message(clashes), sorted(clashes, key=lambda c: (c[1], c[0])))
 
     rows = []
     for rec in request.records:

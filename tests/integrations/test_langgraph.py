@@ -14,6 +14,7 @@ require_extra("langgraph.store.base", "langgraph")
 
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp  # noqa: E402
 
+import oramem  # noqa: E402
 from oramem import SQLiteMemoryStore  # noqa: E402
 from oramem.embedders.hashing import HashEmbedder  # noqa: E402
 from oramem.integrations import langgraph as lg  # noqa: E402
@@ -175,6 +176,20 @@ def test_bobs_put_over_his_expired_item_leaves_alices_items(backing, monkeypatch
     assert store.get(("memories", "bob"), "k").value == {"text": "bob's new note"}
     assert sorted((r.user_id, r.content) for r in backing.list("memory")) == [
         ("alice", '{"text": "alice\'s note"}'), ("bob", '{"text": "bob\'s new note"}')]
+
+
+def test_a_put_the_store_refuses_for_another_reason_purges_nothing(backing, monkeypatch):
+    # only an id clash (DuplicateRecordError) sends put through purge_expired and a second
+    # add; a put refused for anything else (here Bob's user id from the namespace is too
+    # long) leaves the store as it was: Alice's expired, unpurged item is still there to purge
+    store = OramemStore(backing, scope_from_namespace={"user_id": 1})
+    monkeypatch.setattr(lg, "_now", lambda: datetime.now(timezone.utc) - timedelta(days=3))
+    store.put(("memories", "alice"), "k", {"text": "alice's old note"}, ttl=5)
+    monkeypatch.setattr(lg, "_now", lambda: datetime.now(timezone.utc))
+    with pytest.raises(ValueError) as refused:
+        store.put(("memories", "b" * 600), "k", {"text": "bob's note"})
+    assert not isinstance(refused.value, oramem.DuplicateRecordError)
+    assert backing.purge_expired() == 1
 
 
 def test_default_ttl_and_bad_ttl():

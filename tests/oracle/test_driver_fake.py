@@ -19,6 +19,7 @@ import pytest
 
 from oramem import (
     CapabilityError,
+    DuplicateRecordError,
     MemoryRetentionConfig,
     MessageRecord,
     Record,
@@ -441,7 +442,7 @@ def test_search(kind):
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
     "code,cls",
-    [(20101, StoreNotFound), (20005, ValueError), (20103, StoreSettingsMismatch), (20201, StoreBusy),
+    [(20101, StoreNotFound), (20005, DuplicateRecordError), (1, DuplicateRecordError), (20103, StoreSettingsMismatch), (20201, StoreBusy),
      (54, StoreBusy), (51962, CapabilityError), (20301, CapabilityError)],
 )
 def test_database_errors_are_mapped_and_rolled_back(kind, code, cls):
@@ -452,6 +453,8 @@ def test_database_errors_are_mapped_and_rolled_back(kind, code, cls):
     assert "something to fix" in msg and f"ORA-{code:05d}" in msg and "ORA-06512" not in msg
     assert isinstance(info.value.__cause__, oracledb.DatabaseError)
     assert rec.of("rollback") and not committed(rec)
+    if cls is DuplicateRecordError:  # a ValueError as before, naming no records (the message does)
+        assert isinstance(info.value, ValueError) and info.value.records == ()
 
 
 def test_unmapped_errors_pass_through():

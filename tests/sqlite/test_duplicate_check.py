@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+import oramem
 from oramem import PendingRecordBatch
 
 from .conftest import vec
@@ -42,3 +43,22 @@ def test_several_types_in_one_call(store):
     batches[1] = PendingRecordBatch(["g"], "fact", record_ids=["m1"], embeddings=[vec(3)])  # m1 is no fact yet
     assert store.add_batches(batches) == ["f2", "m1"]
     assert _ids(store, "memory") == ["f2", "m1"] and _ids(store, "fact") == ["f1", "m1"]
+
+
+def test_the_refusal_is_a_duplicate_record_error_naming_the_clashes(store):
+    """oramem.DuplicateRecordError (an ArgumentError, so a ValueError as before) carries the
+    (record_type, id) pairs already stored, so a caller can update them instead; an id
+    repeated within one call is the same error (Oracle's -20005 covers both)."""
+    store.add(["a", "b"], "memory", record_ids=["m9", "m2"], embeddings=[vec(1), vec(2)])
+    store.add(["ana's profile"], "user_profile", record_ids="ana", embeddings=[vec(3)])
+    with pytest.raises(oramem.DuplicateRecordError) as clash:
+        store.add(["x", "y", "z"], "memory", record_ids=["m9", "new", "m2"], embeddings=[vec(1), vec(2), vec(3)])
+    assert clash.value.records == (("memory", "m2"), ("memory", "m9"))
+    assert isinstance(clash.value, oramem.ArgumentError) and isinstance(clash.value, ValueError)
+    with pytest.raises(oramem.DuplicateRecordError, match="user profile 'ana' already exists") as profile:
+        store.add(["again"], "user_profile", record_ids="ana", embeddings=[vec(4)])
+    assert profile.value.records == (("user_profile", "ana"),)
+    with pytest.raises(oramem.DuplicateRecordError, match="duplicate record id 'r1' in one call") as repeated:
+        store.add(["p", "q"], "memory", record_ids=["r1", "r1"], embeddings=[vec(1), vec(2)])
+    assert repeated.value.records == ()
+    assert _ids(store, "memory") == ["m2", "m9"]
