@@ -48,8 +48,9 @@ model digest, input length and text digest, so a re-run re-embeds nothing.
 - ``memories``: ``bench/memories.jsonl`` (written for issue 23 before any fusion tuning,
   committed): 76 short personal memories (9 are distractors with no question) and 67
   questions worded differently from the memory they should find.
-- ``chat``: ``bench/chat.jsonl`` (written for this bench on 2026-12-06 and scored once, after
-  the fusion, its gates and the chunking had been tuned on the sets above: held-out figures):
+- ``chat``: ``bench/chat.jsonl`` (written for this bench on 2026-12-06, after the fusion, its
+  gates and the chunking had been tuned on the sets above, and committed before it was first
+  scored: held-out figures, ``bench/results/heldout.md``; tune nothing on it):
   one shared haystack of 421 turns of eight fictional users' chats with an assistant, and
   101 questions of five kinds (paraphrase, rare detail, evidence deep in a long turn,
   evidence in an assistant turn, distractors); see :func:`load_chat`.
