@@ -48,6 +48,12 @@ model digest, input length and text digest, so a re-run re-embeds nothing.
 - ``memories``: ``bench/memories.jsonl`` (written for issue 23 before any fusion tuning,
   committed): 76 short personal memories (9 are distractors with no question) and 67
   questions worded differently from the memory they should find.
+- ``chat``: ``bench/chat.jsonl`` (written for this bench on 2026-12-06, after the fusion, its
+  gates and the chunking had been tuned on the sets above, and committed before it was first
+  scored: held-out figures, ``bench/results/heldout.md``; tune nothing on it):
+  one shared haystack of 421 turns of eight fictional users' chats with an assistant, and
+  101 questions of five kinds (paraphrase, rare detail, evidence deep in a long turn,
+  evidence in an assistant turn, distractors); see :func:`load_chat`.
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ if not DEFAULT_DEV.exists():
     DEFAULT_DEV = Path("/work/shared/data/longmemeval-dev/dev.jsonl.gz")
 PARAPHRASE = HERE / "paraphrase.jsonl"
 MEMORIES = HERE / "memories.jsonl"
+CHAT = HERE / "chat.jsonl"
 CACHE_DIR = Path(os.environ.get("ORAMEM_BENCH_CACHE", Path.home() / ".cache" / "oramem-bench"))
 KS = (1, 5, 10)
 #: results asked of every system: the turn metrics use the first 10, the session metric
@@ -80,7 +87,7 @@ KS = (1, 5, 10)
 #: data sets: the paraphrase set, the dev set with reduced haystacks (``--sessions``), the
 #: dev set with whole haystacks (every system; ``--cached-only`` keeps the questions whose
 #: haystack is embedded), and the whole haystacks for the lexical systems only (no vectors)
-SETS = ("paraphrase", "memories", "longtext", "dev", "dev-full", "dev-full-lexical")
+SETS = ("paraphrase", "memories", "longtext", "chat", "dev", "dev-full", "dev-full-lexical")
 DEPTH = 50
 STRATEGIES = ("vector", "keyword", "hybrid")
 
@@ -218,6 +225,30 @@ def load_memories(path: Path = MEMORIES) -> list[Question]:
     docs = [(f"mem{i}", row["memory"]) for i, row in enumerate(rows)]
     return [Question(f"pm{i}", row.get("type", "memory"), row["question"], docs, [f"mem{i}"])
             for i, row in enumerate(rows) if row.get("question")]
+
+
+def load_chat(path: Path = CHAT) -> list[Question]:
+    """``bench/chat.jsonl``: one shared haystack of every turn, one question per question line.
+
+    Layout: one JSON object per line, turns first, then questions.
+
+    - A turn: ``{"turn": ID, "user": U, "session": S, "date": "YYYY-MM-DD", "role": "user" |
+      "assistant", "text": T}``. ``ID`` is ``<session>-tNN`` (NN: the turn's place in its
+      session, from 01); sessions belong to one user and run in date order per user.
+    - A question: ``{"id": "chat-qNNN", "kind": K, "user": U, "question": Q, "evidence":
+      [ID, ...]}``: the ids of every turn that states the answer (all of one user, ``U``);
+      ``K`` is one of ``a-paraphrase`` (worded differently from its evidence),
+      ``b-rare-detail`` (names a rare name, product, number or place of its evidence),
+      ``c-long-turn`` (the answer sits past the first 128 model tokens of a long turn),
+      ``d-assistant`` (the answer is in an assistant turn) and ``e-distractor`` (several
+      turns share the question's everyday words, one answers it).
+
+    The haystack holds every user's turns: questions are asked without a user filter, as in
+    the other shared sets. The question's kind is its type in the per-type tables."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    docs = [(row["turn"], row["text"]) for row in rows if "turn" in row]
+    return [Question(row["id"], row["kind"], row["question"], docs, list(row["evidence"]))
+            for row in rows if "question" in row]
 
 
 def load_longtext() -> list[Question]:
@@ -361,7 +392,7 @@ def evaluate(questions: list[Question], embedder, search_options: Optional[dict]
     latency: dict[str, list[float]] = {s: [] for s in systems}
     t_start = time.time()
     for n, q in enumerate(questions, start=1):
-        key = ("memories" if q.qid.startswith("pm") else "paraphrase" if q.qid.startswith("p")
+        key = ("chat" if q.qid.startswith("chat-") else "memories" if q.qid.startswith("pm") else "paraphrase" if q.qid.startswith("p")
                else "longtext" if q.qid.startswith("lq") else q.qid)
         oramem.load(key, q.docs)
         base.load(key, q.docs)
@@ -467,6 +498,8 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             data[name] = load_memories()
         elif name == "longtext":
             data[name] = load_longtext()
+        elif name == "chat":
+            data[name] = load_chat()
         elif name == "dev":
             data[name] = load_dev(args.dev, args.limit, args.sessions)
         else:
@@ -541,6 +574,7 @@ TITLES = {
     "dev-full-lexical": "LongMemEval-S dev subset, whole haystacks, lexical systems (development figures)",
     "paraphrase": "Paraphrase set (`bench/paraphrase.jsonl`, one shared haystack of every memory)",
     "memories": "Personal memories set (`bench/memories.jsonl`, one shared haystack of every memory)",
+    "chat": "Held-out chat set (`bench/chat.jsonl`: eight users' chats with an assistant, one shared haystack of every turn)",
     "longtext": "Long-text set (`bench/longtext.py`: a fact at the start, middle or end of a long record; one shared haystack)",
 }
 GATE = ("recall@1", "recall@5", "recall@10", "mrr")
