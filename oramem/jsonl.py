@@ -308,8 +308,9 @@ def check_scope(kind: str, ids: Sequence[str]) -> tuple[str, ...]:
 
 
 def select_scope(store: Any, kind: str, ids: Sequence[str]) -> ExportScope:
-    """The live records of a scope, read through the store API (``get`` and ``list`` with
-    scope filters, so any engine answers), as the erasing operations decide ownership:
+    """The live records of a scope (SC-13.9), read through the store API (``get`` and
+    ``list`` with scope filters, so any engine answers), as the erasing operations decide
+    ownership:
 
     - ``"user"`` U — what ``forget(user_id=U)`` removes (SC-13.3): her profile, every record
       with ``user_id`` U (in any thread), and her private threads whole (a thread in which
