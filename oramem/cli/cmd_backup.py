@@ -282,7 +282,8 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
         # the erasure log is the store's, about other (erased) subjects: not in one scope's copy
         receipts = jsonl.export_erasure_log(store, write) if store is not None and scope is None else 0
     if scope is not None and not count and not kg_count:
-        click.echo(f"nothing stored about {kind} {', '.join(ids)}: the export is empty", err=True)
+        of = f" of type {', '.join(types)}" if types else ""
+        click.echo(f"nothing{of} stored about {kind} {', '.join(ids)}: the export is empty", err=True)
     if out_path:
         if kg_count is not None:
             left = ""

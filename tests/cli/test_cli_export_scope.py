@@ -59,6 +59,7 @@ def db(tmp_path, runner):
             store.add([mine], "message", user_ids=user, agent_ids="helper", thread_ids=f"t-{user}", roles="user")
             store.add([reply], "message", agent_ids="helper", thread_ids=f"t-{user}", roles="assistant")
         store.add(["BOB_OTHER_AGENT_q7"], "memory", user_ids="bob", agent_ids="other")
+        store.add_agent("other", "OTHER_AGENT_PROFILE")
         store.add(["carol was here"], "memory", user_ids="carol", agent_ids="helper")
         with KnowledgeMemory(store, None) as km:
             km.add_fact("helper", "Alice", "ALICE_FACT_z3 alice drinks tea", subject_type="person", user_id="alice")
@@ -137,7 +138,7 @@ def test_export_thread_holds_the_whole_conversation_only(runner, db, tmp_path):
 def test_export_agent_holds_its_records_of_every_user(runner, db, tmp_path):
     out = tmp_path / "a.jsonl"
     run(runner, "--db", db, "export", "--agent", "other", "--out", str(out))
-    assert _texts(_lines(out)) == {"BOB_OTHER_AGENT_q7"}
+    assert _texts(_lines(out)) == {"BOB_OTHER_AGENT_q7", "OTHER_AGENT_PROFILE"}  # its profile is in its scope
     out = tmp_path / "h.jsonl"
     run(runner, "--db", db, "export", "--agent", "helper", "--out", str(out))
     texts = _texts(_lines(out))
@@ -178,6 +179,8 @@ def test_a_user_with_nothing_stored_gives_an_empty_export(runner, db, tmp_path):
     assert out.read_text() == ""
     res = run(runner, "--db", db, "export", "--user", "carol")  # erased: nothing of her is left
     assert res.stdout == "" and "nothing stored about user carol" in res.stderr
+    res = run(runner, "--db", db, "export", "--user", "bob", "--type", "guideline")
+    assert res.stdout == "" and "nothing of type guideline stored about user bob" in res.stderr
 
 
 def test_export_help_names_the_scope_flags(runner):

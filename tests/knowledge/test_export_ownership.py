@@ -63,6 +63,7 @@ def world(tmp_path):
         store.add([f"reply in {thread}"], "message", agent_ids="shared", thread_ids=thread, roles="assistant")
     km.add_fact("shared", "Office", "The office is in Berlin", subject_type="place")  # shared knowledge
     km.add_fact("other", "Bob", "Bob as the other agent knows him", subject_type="person", user_id=BOB)
+    store.add_agent("other", "the other agent's profile")  # in its actor's scope (SC-6.2)
     t = km._tables
     with _engine(path).begin() as conn:
         bob_fact = conn.execute(sa.select(t.fact.c.id).where(t.fact.c.user_id == BOB, t.fact.c.agent_id == "shared")
@@ -163,6 +164,7 @@ def test_export_agent_covers_exactly_what_forget_erases(world):
     recs_after, kg_after = _records(store), _kg_rows(path, store)
     assert exported_kg == set(kg_before) - set(kg_after) and exported_kg
     assert ("AGENT", "other") in exported_kg and ("AGENT", "shared") not in exported_kg
+    assert ("agent_profile", "other") in exported_recs
     erased = set(recs_before) - set(recs_after)
     released = {k for k, d in recs_before.items() if k[0] == "thread" and d.get("agent_id") == "other" and k in recs_after}
     assert exported_recs == erased | released and erased
