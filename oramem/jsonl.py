@@ -44,7 +44,7 @@ from .errors import Error, StoreError
 from .normalize import parse_timestamp
 from .requests import ON_CONFLICT
 from .batches import PendingRecordBatch
-from .types import PROFILE_TYPES, RECORD_TYPES, TTL_TYPES, MessageRecord, Record
+from .types import PROFILE_TYPES, RECORD_TYPES, SCOPED_TYPES, TTL_TYPES, MessageRecord, Record
 
 __all__ = [
     "EXPORT_TYPES",
@@ -57,6 +57,12 @@ __all__ = [
     "record_to_dict",
     "export_dict",
     "export_records",
+    "SCOPE_KINDS",
+    "ExportScope",
+    "check_scope",
+    "select_scope",
+    "export_knowledge",
+    "knowledge_scope",
     "parse_lines",
     "import_records",
 ]
@@ -222,13 +228,21 @@ def export_with_vectors(write: Callable[[str], Any], header: dict[str, Any], row
     return count
 
 
-def export_records(store: Any, write: Callable[[str], Any], types: Optional[Sequence[str]] = None) -> int:
+def export_records(store: Any, write: Callable[[str], Any], types: Optional[Sequence[str]] = None, *,
+                   scope: Optional["ExportScope"] = None) -> int:
     """Write every live record of ``store`` (of ``types``, default all) as JSON lines
-    through ``write``; returns how many."""
+    through ``write``; returns how many. ``scope`` (from :func:`select_scope`): only the
+    records of that scope."""
     unknown = sorted(set(types or ()) - set(EXPORT_TYPES))
     if unknown:
         raise ValueError(f"unknown record type(s) {', '.join(unknown)}; export knows {', '.join(EXPORT_TYPES)}")
     count = 0
+    if scope is not None:
+        for record in scope.records:
+            if not types or record.record_type in types:
+                write(json.dumps(export_dict(record), ensure_ascii=False) + "\n")
+                count += 1
+        return count
     for record_type in EXPORT_TYPES:
         if types and record_type not in types:
             continue
@@ -236,6 +250,119 @@ def export_records(store: Any, write: Callable[[str], Any], types: Optional[Sequ
             write(json.dumps(export_dict(record), ensure_ascii=False) + "\n")
             count += 1
     return count
+
+
+# ----------------------------------------------------------------------------- scoped export
+#: the scopes an export can be cut to (``oramem export --user / --agent / --thread``)
+SCOPE_KINDS = ("user", "agent", "thread")
+_SCOPED_ORDER = tuple(t for t in EXPORT_TYPES if t in SCOPED_TYPES)
+
+
+@dataclass
+class ExportScope:
+    """The records of one scope, as :func:`select_scope` found them: ``kind`` (``"user"``,
+    ``"agent"`` or ``"thread"``), the ``ids`` asked for and ``records`` (export order:
+    :data:`EXPORT_TYPES`, then oldest first)."""
+
+    kind: str
+    ids: tuple[str, ...]
+    records: list[Record]
+
+    @property
+    def keys(self) -> set[tuple[str, str]]:
+        """``(record_type, id)`` of every record of the scope."""
+        return {(r.record_type, r.id) for r in self.records}
+
+    def add(self, records: Iterable[Record]) -> None:
+        """Add records (those already in are kept) and put all in export order: by type as
+        :data:`EXPORT_TYPES`, messages by ``seq_no``, the others by ``created_at``."""
+        merged: dict[tuple[str, str], Record] = {}
+        for r in [*self.records, *records]:
+            merged.setdefault((r.record_type, r.id), r)
+        order = {t: i for i, t in enumerate(EXPORT_TYPES)}
+        first = {key: i for i, key in enumerate(merged)}
+        self.records = sorted(merged.values(), key=lambda r: (
+            order[r.record_type],
+            r.seq_no if isinstance(r, MessageRecord) and r.seq_no is not None else -1,
+            r.created_at or "",
+            first[(r.record_type, r.id)],
+        ))
+
+
+def check_scope(kind: str, ids: Sequence[str]) -> tuple[str, ...]:
+    """The ids of a scope, checked (a ``ValueError`` before anything is read or written):
+    a known kind, at least one id, each a non-empty string; repeats are dropped."""
+    if kind not in SCOPE_KINDS:
+        raise ValueError(f"a scope is one of {', '.join(SCOPE_KINDS)}, got {kind!r}")
+    if isinstance(ids, str):
+        raise TypeError(f"the {kind} ids are a list of strings, not one string")
+    out = tuple(dict.fromkeys(ids))
+    if not out:
+        raise ValueError(f"give at least one {kind} id")
+    for sid in out:
+        if not isinstance(sid, str):
+            raise TypeError(f"a {kind} id is a string, got {type(sid).__name__}")
+        if not sid.strip() or "\x00" in sid:
+            raise ValueError(f"a {kind} id is a non-empty string without NUL, got {sid!r}")
+    return out
+
+
+def select_scope(store: Any, kind: str, ids: Sequence[str]) -> ExportScope:
+    """The live records of a scope (SC-13.9), read through the store API (``get`` and
+    ``list`` with scope filters, so any engine answers), as the erasing operations decide
+    ownership:
+
+    - ``"user"`` U — what ``forget(user_id=U)`` removes (SC-13.3): her profile, every record
+      with ``user_id`` U (in any thread), and her private threads whole (a thread in which
+      she writes, or which she opened, and where no record and not the thread row names
+      another user: the records without a user there, e.g. the assistant's replies, go with
+      her conversation); plus the thread rows she opened (``forget`` clears her id from those
+      that stay, SC-13.2). In a thread another user writes in, only her records: never a
+      record of another user, nor the unscoped records there, nor the row of a thread another
+      user opened.
+    - ``"agent"`` A — what ``forget(agent_id=A)`` removes (SC-13.4): its profile, every
+      record with ``agent_id`` A (every user's records with that agent: an operator's export)
+      and the thread rows naming it.
+    - ``"thread"`` T — what ``delete_thread(T)`` removes (SC-8.3): the thread row and every
+      record of the thread, whoever wrote it (an operator's export).
+
+    Several ids: the union of each one's scope. Expired records that are not purged yet are
+    left out, as every read leaves them out (SC-5.4)."""
+    wanted = check_scope(kind, ids)
+    chosen: dict[tuple[str, str], Record] = {}
+
+    def take(records: Iterable[Record]) -> None:
+        for r in records:
+            chosen.setdefault((r.record_type, r.id), r)
+
+    def scoped(**scope: Any) -> list[Record]:
+        return [r for t in _SCOPED_ORDER for r in store.list(t, limit=None, **scope)]
+
+    threads = {r.id: r for r in store.list("thread", limit=None)}  # unscoped type: every thread row
+    for sid in wanted:
+        if kind == "thread":
+            take([threads[sid]] if sid in threads else [])
+            take(scoped(thread_id=sid))
+            continue
+        profile = store.get(f"{kind}_profile", sid)
+        take([profile] if profile is not None else [])
+        own = scoped(**{f"{kind}_id": sid})
+        take(own)
+        opened = [r for r in threads.values() if getattr(r, f"{kind}_id") == sid]
+        take(opened)
+        if kind == "agent":  # a thread removed whole holds only the agent's records: taken above
+            continue
+        for tid in sorted({r.thread_id for r in own if r.thread_id} | {r.id for r in opened}):
+            row = threads.get(tid)
+            if row is not None and row.user_id not in (None, sid):
+                continue  # another user opened it: not hers alone
+            members = scoped(thread_id=tid)
+            if all(r.user_id in (None, sid) for r in members):  # SC-13.3: her private thread, whole
+                take(members)
+                take([row] if row is not None else [])
+    scope = ExportScope(kind, wanted, [])
+    scope.add(chosen.values())
+    return scope
 
 
 # ----------------------------------------------------------------------------- parse
@@ -609,11 +736,15 @@ def _kg_line(obj: dict, where: str, lineno: int) -> ImportLine:
     return ImportLine(lineno, "kg_row", {"table": name, "row": obj["row"]})
 
 
-def export_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], write: Callable[[str], Any]) -> int:
+def export_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], write: Callable[[str], Any], *,
+                     rows: Optional[dict[str, set[Any]]] = None) -> int:
     """Write every row of the store's knowledge tables present in ``engine``'s database as
     knowledge lines, parents first; returns how many. Only the columns both the mapping
-    and the table have are read (a store from before a column was added exports without it)."""
+    and the table have are read (a store from before a column was added exports without it).
+    ``rows`` (from :func:`knowledge_scope`): only those rows, by table name and primary key."""
     import sqlalchemy as sa
+
+    from .knowledge.db.queries import chunked
 
     insp = sa.inspect(engine)
     count = 0
@@ -625,11 +756,64 @@ def export_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], writ
             columns = [c for c in table.columns if c.name.lower() in have]
             pk = [c for c in table.primary_key.columns if c.name.lower() in have]
             suffix = _kg_suffix(table.name, store_id)
-            for row in conn.execute(sa.select(*columns).order_by(*pk)):
-                data = {c.name: _kg_encode(row._mapping[c.name]) for c in columns}
-                write(json.dumps({KG_KEY: suffix, "row": data}, ensure_ascii=False, allow_nan=False) + "\n")
-                count += 1
+            if rows is None:
+                selects = [sa.select(*columns).order_by(*pk)]
+            else:
+                keys = sorted(rows.get(table.name) or ())
+                assert len(pk) == 1, table.name  # every knowledge table has a one-column key
+                selects = [sa.select(*columns).where(pk[0].in_(batch)).order_by(*pk) for batch in chunked(keys)]
+            for select in selects:
+                for row in conn.execute(select):
+                    data = {c.name: _kg_encode(row._mapping[c.name]) for c in columns}
+                    write(json.dumps({KG_KEY: suffix, "row": data}, ensure_ascii=False, allow_nan=False) + "\n")
+                    count += 1
     return count
+
+
+def knowledge_scope(engine: Any, store: Any, scope: ExportScope) -> dict[str, set[Any]]:
+    """The knowledge rows of ``scope`` in ``engine``'s database (by table name, primary
+    keys): what the erasing operation of the scope removes from the knowledge tables, one
+    notion with it (:func:`oramem.knowledge.ownership.owned_rows`; for a user, rows of another
+    user's scope are left out). For a user it also adds to ``scope.records`` the store
+    records of her knowledge facts and events that the store's scope filters do not find (a
+    shared fact learned from her message has no ``user_id``; ``forget`` deletes its record
+    with it). Empty when the store has no knowledge tables. A :class:`JSONLError` when the
+    tables are incomplete or predate the user dimension (a user's rows cannot be told
+    apart), before anything is written."""
+    import sqlalchemy as sa
+
+    from .knowledge.ownership import owned_rows
+
+    tables = _kg_mapping(store.memory_store_id, store.vector_dim)
+    insp = sa.inspect(engine)
+    wanted = list(tables.metadata.sorted_tables)
+    present = [t for t in wanted if insp.has_table(t.name)]
+    if not present:
+        return {}
+    if len(present) < len(wanted):
+        names = {t.name for t in present}
+        absent = ", ".join(t.name for t in wanted if t.name not in names)
+        raise JSONLError(f"the store's knowledge tables are incomplete ({absent} missing): open the store once with "
+                         "KnowledgeMemory to create them, or export the records alone with --no-knowledge; nothing "
+                         "was written")
+    for table in present:
+        have = {c["name"].lower() for c in insp.get_columns(table.name)}
+        missing = sorted(c.name for c in table.columns if c.name.lower() not in have)
+        if missing:
+            raise JSONLError(
+                f"the knowledge table {table.name} lacks column(s) {', '.join(missing)} (made by an older oramem): "
+                "open the store once with KnowledgeMemory (schema_policy CREATE_IF_NECESSARY upgrades it in place), or "
+                "export the records alone with --no-knowledge; nothing was written")
+    with engine.connect() as conn:
+        rows = owned_rows(conn, tables, scope.kind, scope.ids, scope.keys)
+    if scope.kind == "user":  # the knowledge store records forget deletes with her rows (ErasureReport.records)
+        have = scope.keys
+        extra = [r for rtype, table in (("fact", tables.fact), ("message", tables.event))
+                 for rid in sorted(rows.get(table.name, ())) if (rtype, rid) not in have
+                 for r in [store.get(rtype, rid)] if r is not None]
+        if extra:
+            scope.add(extra)
+    return rows
 
 
 def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], lines: Sequence[ImportLine], *,

@@ -197,13 +197,17 @@ def _import_knowledge(state: State, store: Any, lines: list, on_conflict: str, b
         engine.dispose()
 
 
-@cli.command(short_help="Export (back up) records as JSON Lines.")
+@cli.command(short_help="Export (back up) records as JSON Lines, all or one user's, agent's or thread's.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write to this file instead of stdout (written to a temporary file next to it, mode 0600, and renamed at the end; never the database or its files).")
 @click.option("--type", "types", multiple=True, type=click.Choice(jsonl.EXPORT_TYPES), help="Only these record types (repeatable).")
 @click.option("--with-vectors", is_flag=True, help="Also write each record's retrieval rows as they are (chunk texts and vectors) and a header line naming the embedder.")
 @click.option("--no-knowledge", is_flag=True, help="Leave out the knowledge layer's rows (facts, entities, events...); --type leaves them out too.")
+@click.option("--user", "users", multiple=True, metavar="USER_ID", help="Only what belongs to this user: what `oramem forget --user` would erase (repeatable: several users' together).")
+@click.option("--agent", "agents", multiple=True, metavar="AGENT_ID", help="Only what belongs to this agent, every user's records with it included: what `oramem forget --agent` would erase (repeatable).")
+@click.option("--thread", "threads", multiple=True, metavar="THREAD_ID", help="Only this thread: its row and every record in it, whoever wrote it (repeatable).")
 @pass_state
-def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_vectors: bool, no_knowledge: bool) -> None:
+def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_vectors: bool, no_knowledge: bool,
+           users: tuple[str, ...], agents: tuple[str, ...], threads: tuple[str, ...]) -> None:
     """Export records as JSON Lines (one JSON object per line) that `oramem import`
     restores: ids, type, scope, role, content, event timestamp, metadata, created_at and
     expires_at, one line per thread (who opened it), and the rows of the store's knowledge
@@ -213,29 +217,77 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
     re-embeds the content; seq_no is written for reference only. The store's erasure log
     ({"erasure_log": {receipt}}, salted hashes only) is written too, so an import of the file
     refuses the erased users and agents as this store does (SC-14.4).
+
+    \b
+    One scope only (a data-access or portability request), with the same line format:
+      --user U     what `oramem forget --user U` erases: U's profile, every record of U
+                   (user_id U, in any thread), her private threads whole (threads where no
+                   other user has a record, the assistant's replies there included), the
+                   rows of the threads she opened, and her knowledge rows (her scope, the
+                   rows of her records and what is derived from them, never a row of
+                   another user's scope). In a thread shared with other users only her own
+                   records: not theirs, not the unscoped replies there.
+      --agent A    what `oramem forget --agent A` erases: every user's records with A, its
+                   profile and thread rows, and A's knowledge rows (an operator's export).
+      --thread T   what `oramem delete-thread T` removes: the thread row, every record in
+                   it whoever wrote it, and the thread's knowledge rows.
+    Each is repeatable (the union of the scopes); --user, --agent and --thread do not
+    combine (exit 2). --type, --with-vectors, --no-knowledge and --out apply as above. A
+    scoped export carries no erasure-log lines (they are about other, erased users), and
+    an id with nothing stored gives an empty export with a notice on stderr (exit 0).
     """
     from ..sqlite.health import is_intact
 
+    kind, ids = _export_scope(users, agents, threads)
     target = _check_out_path(out_path, state.db) if out_path else None
     # a damaged file is read row by row instead (decided before the first line is written)
     intact = state.db == ":memory:" or not os.path.exists(state.db) or is_intact(state.db)
+    if kind is not None and not intact:
+        from ..sqlite.health import RECOVER_HINT
+
+        raise CLIError(f"{state.db} is damaged: a --{kind} export needs the intact store to tell whose rows are whose; "
+                       f"recover the file first with: {RECOVER_HINT.format(path=state.db)}; nothing was written")
     store = state.open(create=False, reading=True) if intact else None
+    scope: Optional[jsonl.ExportScope] = None
+    kg_rows: Optional[dict[str, set[Any]]] = None
+    with_knowledge = store is not None and not types and not no_knowledge and state.db != ":memory:"
+    if kind is not None:
+        try:
+            scope = jsonl.select_scope(store, kind, ids)
+        except (ValueError, TypeError) as exc:
+            raise CLIError(f"--{kind}: {one_line(exc)}; nothing was written", 2) from None
+        if state.db != ":memory:":
+            # her knowledge rows, and the store records of her knowledge facts and events (with
+            # --type or --no-knowledge too), before the first line: knowledge that cannot be cut
+            # by scope is refused
+            engine = _sa_engine(state.db, read_only=True)
+            try:
+                kg_rows = jsonl.knowledge_scope(engine, store, scope)
+            except jsonl.JSONLError as exc:
+                raise CLIError(str(exc)) from None
+            finally:
+                engine.dispose()
     kg_count: Optional[int] = None
     with _replacing(target) as handle:
         write = handle.write if handle else (lambda s: click.echo(s, nl=False))
         if store is not None and with_vectors:
-            count = _export_with_vectors(state, store, write, set(types) or None)
+            count = _export_with_vectors(state, store, write, set(types) or None,
+                                         keys=scope.keys if scope is not None else None)
         elif store is not None:
-            count = jsonl.export_records(store, write, list(types) or None)
+            count = jsonl.export_records(store, write, list(types) or None, scope=scope)
         else:
             count = _salvage_export(state, write, set(types) or None)
-        if store is not None and not types and not no_knowledge and state.db != ":memory:":
+        if store is not None and with_knowledge and (scope is None or kg_rows is not None):
             engine = _sa_engine(state.db, read_only=True)
             try:
-                kg_count = jsonl.export_knowledge(engine, store.memory_store_id, store.vector_dim, write)
+                kg_count = jsonl.export_knowledge(engine, store.memory_store_id, store.vector_dim, write, rows=kg_rows)
             finally:
                 engine.dispose()
-        receipts = jsonl.export_erasure_log(store, write) if store is not None else 0
+        # the erasure log is the store's, about other (erased) subjects: not in one scope's copy
+        receipts = jsonl.export_erasure_log(store, write) if store is not None and scope is None else 0
+    if scope is not None and not count and not kg_count:
+        of = f" of type {', '.join(types)}" if types else ""
+        click.echo(f"nothing{of} stored about {kind} {', '.join(ids)}: the export is empty", err=True)
     if out_path:
         if kg_count is not None:
             left = ""
@@ -245,7 +297,26 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
             left = " (knowledge rows left out: --type or --no-knowledge)"
         knowledge = f" and {kg_count} knowledge row(s)" if kg_count else ""
         erasure = f" and {receipts} erasure receipt(s)" if receipts else ""
-        click.echo(f"exported {count} record(s){knowledge}{erasure} to {out_path}{left}", err=True)
+        of = f" of {kind} {', '.join(ids)}" if kind is not None else ""
+        click.echo(f"exported {count} record(s){knowledge}{erasure}{of} to {out_path}{left}", err=True)
+
+
+def _export_scope(users: tuple[str, ...], agents: tuple[str, ...],
+                  threads: tuple[str, ...]) -> tuple[Optional[str], tuple[str, ...]]:
+    """``export --user/--agent/--thread``: the one scope given (kind and ids, checked), or
+    ``(None, ())``; exit 2 before anything is opened or written."""
+    given = [(kind, ids) for kind, ids in (("user", users), ("agent", agents), ("thread", threads)) if ids]
+    if not given:
+        return None, ()
+    if len(given) > 1:
+        flags = " and ".join(f"--{kind}" for kind, _ in given)
+        raise CLIError(f"{flags} do not combine: export one scope at a time (each flag is repeatable); "
+                       "nothing was written", 2)
+    kind, ids = given[0]
+    try:
+        return kind, jsonl.check_scope(kind, ids)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(f"--{kind}: {one_line(exc)}; nothing was written", 2) from None
 
 
 def _check_out_path(out_path: str, db: str) -> str:
@@ -302,8 +373,10 @@ def _replacing(target: Optional[str]) -> Iterator[Optional[Any]]:
         raise
 
 
-def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[set[str]]) -> int:
-    """``export --with-vectors``: the store's rows as they are, oldest first."""
+def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[set[str]],
+                         keys: Optional[set[tuple[str, str]]] = None) -> int:
+    """``export --with-vectors``: the store's rows as they are, oldest first (only the
+    records ``keys`` names, ``(record_type, id)``, when given: a scoped export)."""
     import datetime as _dt
 
     if state.db == ":memory:":
@@ -320,7 +393,8 @@ def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[s
                 return
             after = batch[-1][0]
             for _, record, chunks in batch:
-                if types is None or record.record_type in types:
+                if (types is None or record.record_type in types) and (
+                        keys is None or (record.record_type, record.id) in keys):
                     yield record, chunks
 
     return jsonl.export_with_vectors(write, header, rows())

@@ -372,7 +372,8 @@ def forget(state: State, user_id: Optional[str], agent_id: Optional[str], yes: b
     store's erasure log, and import and migrate then refuse her records (--allow-erased).
     The deleted text is in no table, index or vector snapshot, and in no byte of the
     database files (the FTS index is merged and the WAL checkpointed). Irreversible; exit 1
-    when the scan finds a trace.
+    when the scan finds a trace. `oramem export --user U` (--agent A) writes first exactly
+    what this erases, e.g. for the user's own copy.
     """
     if (user_id is None) == (agent_id is None):
         raise CLIError("give exactly one of --user or --agent", 2)

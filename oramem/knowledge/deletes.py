@@ -35,6 +35,7 @@ from ..requests import DeletionEvent, ErasureReport
 from . import checks
 from .db import queries as reads
 from .db.schema import KGTables
+from .ownership import _any_in, _in, user_rows
 from .read.facts import chain_ids
 from .runtime import KnowledgeRuntime
 from .text import to_utc, validate_agent_id
@@ -67,16 +68,6 @@ def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: P
     return ErasureReport({name: before[name] - after[name] for name in before}, tuple(records))
 
 
-def _in(column: Any, values: set[str]) -> list[Any]:
-    """``column IN (...)`` conditions over batches of ``values``."""
-    return [column.in_(batch) for batch in reads.chunked(sorted(values))]
-
-
-def _any_in(column: Any, values: set[str]) -> Any:
-    conds = _in(column, values)
-    return sa.or_(*conds) if conds else sa.false()
-
-
 def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts,
                 *, facts_of_events: bool = True) -> list[tuple[str, str]]:
     """Erase the users of ``event`` (KC-3.10); returns the knowledge store records to delete.
@@ -92,22 +83,11 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
         return _any_in(table.c.user_id, users)
 
     erased = {rid for rtype, rid in event.records if rtype in ("message", "fact")}
-
-    # her events and facts: her scope, plus knowledge rows whose store record was hers
-    event_rows = conn.execute(sa.select(ev.c.id, ev.c.agent_id, ev.c.user_id).where(
-        sa.or_(mine(ev), _any_in(ev.c.id, erased)))).all()
-    events = {r.id for r in event_rows}
-    of_events = _any_in(f.c.source_event_id, events) if facts_of_events else sa.false()
-    facts = {r[0] for r in conn.execute(sa.select(f.c.id).where(sa.or_(mine(f), _any_in(f.c.id, erased), of_events)))}
-
-    # derived rows of any scope that cite her rows (found before her facts go)
-    clusters = {r[0] for r in conn.execute(sa.select(f.c.cluster_id).where(_any_in(f.c.id, facts))) if r[0]}
-    clusters |= {r[0] for r in conn.execute(sa.select(cl.c.id).where(mine(cl)))}
-    metas = {r.id for r in conn.execute(sa.select(mo.c.id, mo.c.user_id, mo.c.supporting_event_ids, mo.c.supporting_fact_ids))
-             if r.user_id in users or events.intersection(r.supporting_event_ids or ())
-             or facts.intersection(r.supporting_fact_ids or ())}
-    observations = {r.id for r in conn.execute(sa.select(so.c.id, so.c.user_id, so.c.source_message_ids))
-                    if r.user_id in users or events.intersection(r.source_message_ids or ())}
+    # her events and facts (her scope, plus knowledge rows whose store record was hers) and
+    # the derived rows of any scope that cite them, found before her facts go: the selection
+    # a scoped export writes too (oramem.knowledge.ownership)
+    sel = user_rows(conn, t, users, erased, facts_of_events=facts_of_events)
+    events, facts, clusters, metas, observations = sel.events, sel.facts, sel.clusters, sel.metas, sel.observations
 
     if facts:
         purge_facts(conn, None, sorted(facts))

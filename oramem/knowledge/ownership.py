@@ -1,0 +1,138 @@
+"""Whose knowledge rows are whose: the rows of the knowledge tables that belong to a user, an
+agent or a thread, as the deleting operations decide it (KC-3.6, KC-3.10, SC-13). One notion
+serves both sides: ``forget`` erases these rows (:mod:`oramem.knowledge.deletes` selects
+through :func:`user_rows`) and a scoped export (``oramem export --user/--agent/--thread``,
+:func:`oramem.jsonl.export_knowledge`) writes them (:func:`owned_rows`), so "export U" and
+"forget U" cover the same rows.
+
+What an export leaves out that an erasure takes: a row of *another* user's scope (its
+``user_id`` names someone else). ``forget`` erases such a row when it cites the subject's rows
+(a cluster holding one of her facts, an observation built from her events: its text may quote
+her), but what another user told the agent is that user's data (KC-3.10), so it is never
+handed to the subject. Background jobs run per scope (KC-6.0), so such rows exist only from
+before the user dimension or from direct writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
+
+import sqlalchemy as sa
+
+from .db import queries as reads
+from .db.schema import KGTables
+
+__all__ = ["UserRows", "SCOPE_KINDS", "user_rows", "owned_rows"]
+
+#: the scopes an export can be cut to
+SCOPE_KINDS = ("user", "agent", "thread")
+
+
+def _in(column: Any, values: set[str]) -> list[Any]:
+    """``column IN (...)`` conditions over batches of ``values``."""
+    return [column.in_(batch) for batch in reads.chunked(sorted(values))]
+
+
+def _any_in(column: Any, values: set[str]) -> Any:
+    conds = _in(column, values)
+    return sa.or_(*conds) if conds else sa.false()
+
+
+@dataclass
+class UserRows:
+    """The knowledge rows erasing ``users`` removes besides the tables' own ``user_id``
+    match: her events and facts (her scope, and the rows whose store record was one of her
+    erased records), and the derived rows of any scope citing them."""
+
+    events: set[str]
+    facts: set[str]
+    clusters: set[str]
+    metas: set[str]
+    observations: set[str]
+
+
+def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: set[str], *,
+              facts_of_events: bool = True) -> UserRows:
+    """KC-3.10's selection for erasing ``users``: ``erased`` are the ids of the store records
+    (messages, facts) the store removes with them. ``facts_of_events=False`` (a profile
+    cascade): the facts learned from her events are not taken with them."""
+    ev, f, so, mo, cl = t.event, t.fact, t.session_observation, t.meta_observation, t.cluster
+
+    def mine(table: Any) -> Any:
+        return _any_in(table.c.user_id, users)
+
+    event_rows = conn.execute(sa.select(ev.c.id).where(sa.or_(mine(ev), _any_in(ev.c.id, erased)))).all()
+    events = {r.id for r in event_rows}
+    of_events = _any_in(f.c.source_event_id, events) if facts_of_events else sa.false()
+    facts = {r[0] for r in conn.execute(sa.select(f.c.id).where(sa.or_(mine(f), _any_in(f.c.id, erased), of_events)))}
+    # derived rows of any scope that cite her rows
+    clusters = {r[0] for r in conn.execute(sa.select(f.c.cluster_id).where(_any_in(f.c.id, facts))) if r[0]}
+    clusters |= {r[0] for r in conn.execute(sa.select(cl.c.id).where(mine(cl)))}
+    metas = {r.id for r in conn.execute(sa.select(mo.c.id, mo.c.user_id, mo.c.supporting_event_ids, mo.c.supporting_fact_ids))
+             if r.user_id in users or events.intersection(r.supporting_event_ids or ())
+             or facts.intersection(r.supporting_fact_ids or ())}
+    observations = {r.id for r in conn.execute(sa.select(so.c.id, so.c.user_id, so.c.source_message_ids))
+                    if r.user_id in users or events.intersection(r.source_message_ids or ())}
+    return UserRows(events, facts, clusters, metas, observations)
+
+
+def _ids(conn: sa.Connection, table: sa.Table, cond: Any) -> set[tuple[Any, Optional[str]]]:
+    """``(primary key, user_id)`` of the rows matching ``cond``."""
+    return {(r[0], r[1]) for r in conn.execute(sa.select(table.c.id, table.c.user_id).where(cond))}
+
+
+def owned_rows(conn: sa.Connection, t: KGTables, kind: str, ids: Iterable[str],
+               records: Iterable[tuple[str, str]]) -> dict[str, set[Any]]:
+    """The knowledge rows of a scope, by table name: the primary keys of the rows that
+    ``forget(user_id=U)`` (``kind`` ``"user"``), ``forget(agent_id=A)`` (``"agent"``) or
+    ``delete_thread(T)`` (``"thread"``) removes for each of ``ids``, with ``records`` the
+    store records (``(record_type, id)``) that operation removes (the export's records).
+    For a user, rows of another user's scope are left out (module docstring)."""
+    wanted = set(ids)
+    if kind not in SCOPE_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(SCOPE_KINDS)}, got {kind!r}")
+    out: dict[str, set[Any]] = {}
+    if not wanted:
+        return out
+    keys = set(records)
+    if kind == "agent":  # KC-3.6: the agent's rows in every table, its lock row, its queued writes
+        for table in t.all_agent_tables() + [t.job]:
+            out[table.name] = {r[0] for r in conn.execute(sa.select(table.c.id).where(_any_in(table.c.agent_id, wanted)))}
+        out[t.agent.name] = {r[0] for r in conn.execute(sa.select(t.agent.c.agent_id).where(
+            _any_in(t.agent.c.agent_id, wanted)))}
+        return out
+    if kind == "thread":  # the delete_thread hook (SC-8.3, SC-13.5): everything of the conversation
+        msgs = {rid for rtype, rid in keys if rtype == "message"}
+        facts = {rid for rtype, rid in keys if rtype == "fact"}
+        found: dict[sa.Table, set[tuple[Any, Optional[str]]]] = {
+            t.event: _ids(conn, t.event, sa.or_(_any_in(t.event.c.id, msgs), _any_in(t.event.c.session_id, wanted))),
+            t.fact: _ids(conn, t.fact, _any_in(t.fact.c.id, facts)),
+            t.link: _ids(conn, t.link, _any_in(t.link.c.fact_id, facts)),
+            t.relationship: _ids(conn, t.relationship, _any_in(t.relationship.c.evidence_fact_id, facts)),
+            t.session_observation: _ids(conn, t.session_observation, _any_in(t.session_observation.c.session_id, wanted)),
+            t.intention: _ids(conn, t.intention, _any_in(t.intention.c.source_context, wanted)),
+            t.job: _ids(conn, t.job, _any_in(t.job.c.session_id, wanted)),
+        }
+        return {table.name: {pk for pk, _ in rows} for table, rows in found.items()}
+    # a user (KC-3.10): her scope, the rows of her erased store records, what derives from them
+    erased = {rid for rtype, rid in keys if rtype in ("message", "fact")}
+    sel = user_rows(conn, t, wanted, erased)
+
+    def mine(table: sa.Table) -> Any:
+        return _any_in(table.c.user_id, wanted)
+
+    found = {
+        t.event: _ids(conn, t.event, _any_in(t.event.c.id, sel.events)),
+        t.fact: _ids(conn, t.fact, _any_in(t.fact.c.id, sel.facts)),
+        t.cluster: _ids(conn, t.cluster, _any_in(t.cluster.c.id, sel.clusters)),
+        t.meta_observation: _ids(conn, t.meta_observation, _any_in(t.meta_observation.c.id, sel.metas)),
+        t.session_observation: _ids(conn, t.session_observation, _any_in(t.session_observation.c.id, sel.observations)),
+        # her facts' links and the edges they evidence go with the facts (purge_facts)
+        t.link: _ids(conn, t.link, sa.or_(mine(t.link), _any_in(t.link.c.fact_id, sel.facts))),
+        t.relationship: _ids(conn, t.relationship, sa.or_(mine(t.relationship),
+                                                          _any_in(t.relationship.c.evidence_fact_id, sel.facts))),
+    }
+    for table in (t.alias, t.entity, t.intention, t.job):
+        found[table] = _ids(conn, table, mine(table))
+    return {table.name: {pk for pk, user in rows if user is None or user in wanted} for table, rows in found.items()}
