@@ -7,6 +7,7 @@ from datetime import datetime
 
 import pytest
 
+import oramem
 from oramem import PendingRecordBatch, TimeToLiveAnchor
 
 from ._support import UTC, CountingEmbedder, close_to, hit_ids, ids, parse_ts, snapshot, vec
@@ -97,7 +98,7 @@ def test_sc_4_3_none_entries_generate_ids(store):
 def test_sc_4_3_duplicate_ids_within_call_store_nothing(store):
     store.add(["keep"], record_type="memory", record_ids="k")
     before = snapshot(store)
-    with pytest.raises(ValueError):
+    with pytest.raises(oramem.DuplicateRecordError):
         store.add(["a", "b", "c"], record_type="memory", record_ids=["n1", "dup", "dup"])
     assert snapshot(store) == before
 
@@ -105,7 +106,7 @@ def test_sc_4_3_duplicate_ids_within_call_store_nothing(store):
 def test_sc_4_3_duplicate_ids_against_store_store_nothing(store):
     store.add(["keep"], record_type="memory", record_ids="existing")
     before = snapshot(store)
-    with pytest.raises(ValueError):
+    with pytest.raises(oramem.DuplicateRecordError):
         store.add(["a", "b"], record_type="memory", record_ids=["fresh", "existing"])
     assert snapshot(store) == before
     assert store.get("memory", "fresh") is None
@@ -379,7 +380,7 @@ def test_sc_4_10_batches_are_one_transaction(store):
 
 def test_sc_4_10_duplicate_ids_across_batches_rejected(store):
     before = snapshot(store)
-    with pytest.raises(ValueError):
+    with pytest.raises(oramem.DuplicateRecordError):
         store.add_batches([
             PendingRecordBatch(texts=["a"], record_type="memory", record_ids="same"),
             PendingRecordBatch(texts=["b"], record_type="memory", record_ids="same"),
