@@ -314,12 +314,13 @@ def select_scope(store: Any, kind: str, ids: Sequence[str]) -> ExportScope:
 
     - ``"user"`` U — what ``forget(user_id=U)`` removes (SC-13.3): her profile, every record
       with ``user_id`` U (in any thread), and her private threads whole (a thread in which
-      she writes, or which she opened, and where no record and not the thread row names
-      another user: the records without a user there, e.g. the assistant's replies, go with
-      her conversation); plus the thread rows she opened (``forget`` clears her id from those
-      that stay, SC-13.2). In a thread another user writes in, only her records: never a
-      record of another user, nor the unscoped records there, nor the row of a thread another
-      user opened.
+      she writes, or which she opened, and where no record names another user, whoever
+      opened it, SC-13.2: the records without a user there, e.g. the assistant's replies, go
+      with her conversation); plus the thread rows she opened (``forget`` clears her id from
+      those that stay, SC-13.2). In a thread another user writes in, only her records: never a
+      record of another user, nor the unscoped records there. The row of a thread another
+      user opened is never in her file (it names him), even when ``forget`` removes it with
+      her private thread.
     - ``"agent"`` A — what ``forget(agent_id=A)`` removes (SC-13.4): its profile, every
       record with ``agent_id`` A (every user's records with that agent: an operator's export)
       and the thread rows naming it.
@@ -354,12 +355,12 @@ def select_scope(store: Any, kind: str, ids: Sequence[str]) -> ExportScope:
             continue
         for tid in sorted({r.thread_id for r in own if r.thread_id} | {r.id for r in opened}):
             row = threads.get(tid)
-            if row is not None and row.user_id not in (None, sid):
-                continue  # another user opened it: not hers alone
             members = scoped(thread_id=tid)
-            if all(r.user_id in (None, sid) for r in members):  # SC-13.3: her private thread, whole
+            # SC-13.3: her private thread, whole; who opened it decides nothing (SC-13.2), but
+            # a row naming another user as its opener is his, never handed to her
+            if all(r.user_id in (None, sid) for r in members):
                 take(members)
-                take([row] if row is not None else [])
+                take([row] if row is not None and row.user_id in (None, sid) else [])
     scope = ExportScope(kind, wanted, [])
     scope.add(chosen.values())
     return scope

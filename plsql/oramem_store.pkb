@@ -1188,6 +1188,10 @@ AS
          -- "another value of l_col" in a thread: a user's thread stays when another user
          -- writes in it (SC-13.3); an agent's when any record has no agent or another one
          -- (SC-13.4). A NULL compares unknown, so o.user_id <> :x skips unscoped records.
+         -- The thread row (thread_id = its own id) is not one of those records: it names
+         -- only who opened the thread, which decides nothing about erasure (SC-13.2), so a
+         -- thread another user opened whose records of his are gone is the actor's alone
+         -- and goes whole, its row with it (as the SQLite engine, mutations.release_actor).
          l_other := CASE l_type
                        WHEN 'user_profile' THEN 'o.user_id <> :a'
                        ELSE '(o.agent_id IS NULL OR o.agent_id <> :a)'
@@ -1197,7 +1201,7 @@ AS
             'SELECT DISTINCT p.thread_id FROM ' || l_rec_tab || ' p'
             || ' WHERE p.' || l_col || ' = :1 AND p.thread_id IS NOT NULL'
             || ' AND NOT EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
-            || ' WHERE o.thread_id = p.thread_id AND ' || l_other || ')'
+            || ' WHERE o.thread_id = p.thread_id AND o.record_type <> ''thread'' AND ' || l_other || ')'
             BULK COLLECT INTO l_threads USING in_record_id, in_record_id;
          -- SC-13.2: a thread row naming the actor (it opened the thread) in a thread that
          -- stays keeps existing, without the actor's id
@@ -1205,7 +1209,7 @@ AS
             'UPDATE ' || l_rec_tab || ' t SET t.' || l_col || ' = NULL'
             || ' WHERE t.record_type = ''thread'' AND t.' || l_col || ' = :1'
             || ' AND EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
-            || ' WHERE o.thread_id = t.record_id AND ' || l_other || ')'
+            || ' WHERE o.thread_id = t.record_id AND o.record_type <> ''thread'' AND ' || l_other || ')'
             USING in_record_id, in_record_id;
          EXECUTE IMMEDIATE
             'DELETE FROM ' || l_rec_tab || ' r WHERE (r.record_type = :1 AND r.record_id = :2)'
@@ -1214,7 +1218,7 @@ AS
             || ' OR r.thread_id IN (SELECT p.thread_id FROM ' || l_rec_tab || ' p'
             || ' WHERE p.' || l_col || ' = :4 AND p.thread_id IS NOT NULL'
             || ' AND NOT EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
-            || ' WHERE o.thread_id = p.thread_id AND ' || l_other || '))))'
+            || ' WHERE o.thread_id = p.thread_id AND o.record_type <> ''thread'' AND ' || l_other || '))))'
             || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :6, :7, :8'
             USING l_type, in_record_id, in_record_id, in_record_id, in_record_id
             RETURNING BULK COLLECT INTO l_types, l_ids, l_exps;

@@ -119,8 +119,10 @@ AS
     * in_cascade = 1 on a user_profile / agent_profile also erase the actor as SC-13 says,
     * even when the profile row is absent (SC-8.2): every record scoped to the actor and
     * the threads that are the actor's alone (a user's: no record of another user in them;
-    * an agent's: nothing but its records), never a record of another user; a thread row
-    * naming the actor in a thread that stays loses the actor's id. The event's thread_ids
+    * an agent's: nothing but its records; the thread row, which names only who opened
+    * the thread, is not counted, SC-13.2, and goes with a thread removed whole), never a
+    * record of another user; a thread row naming the actor in a thread that stays loses
+    * the actor's id. The event's thread_ids
     * are the threads removed whole (SC-13.7). Returns {"count": 0|1, "event": <DeletionEvent JSON> | null}:
     * count is 1 only when the record was visible (an expired, unpurged record is deleted
     * too but counts 0, SC-5.4); "event" is null when nothing was removed, except for a

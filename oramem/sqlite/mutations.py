@@ -371,9 +371,12 @@ def release_actor(tx: WriteTx, column: str, actor: str) -> list[str]:
     is removed whole when the actor writes in it and no record of it carries another value
     of ``column`` (SC-13.3: a user's private conversation, her unscoped assistant replies
     included; SC-13.4: for an agent, also no record without an agent, so the thread holds
-    nothing but the agent's own records). Every other thread row naming the actor (it
-    opened the thread) stays, without the actor's id (SC-13.2). Nothing carrying another
-    value of ``column`` is touched. Returns the ids of the threads removed whole."""
+    nothing but the agent's own records). The thread row is not one of the thread's records
+    here: who opened a thread decides nothing about its erasure (SC-13.2), so a thread another
+    user opened, whose records of his are gone, is the actor's alone too, and goes whole with
+    its row. Every other thread row naming the actor (it opened the thread) stays, without
+    the actor's id (SC-13.2). Nothing carrying another value of ``column`` is touched.
+    Returns the ids of the threads removed whole."""
     assert column in ("user_id", "agent_id")
     r = tx.tables.records
     if column == "user_id":
@@ -385,14 +388,16 @@ def release_actor(tx: WriteTx, column: str, actor: str) -> list[str]:
         for (tid,) in tx.conn.execute(
             f"""SELECT DISTINCT p.thread_id FROM {r} p
                 WHERE p.{column} = :actor AND p.thread_id IS NOT NULL
-                  AND NOT EXISTS (SELECT 1 FROM {r} o WHERE o.thread_id = p.thread_id AND {other})""",
+                  AND NOT EXISTS (SELECT 1 FROM {r} o WHERE o.thread_id = p.thread_id
+                                  AND o.record_type <> 'thread' AND {other})""",
             {"actor": actor},
         )
     ]
     tx.conn.execute(
         f"""UPDATE {r} SET {column} = NULL
             WHERE record_type = 'thread' AND {column} = :actor
-              AND EXISTS (SELECT 1 FROM {r} o WHERE o.thread_id = {r}.id AND {other})""",
+              AND EXISTS (SELECT 1 FROM {r} o WHERE o.thread_id = {r}.id
+                          AND o.record_type <> 'thread' AND {other})""",
         {"actor": actor},
     )
     return sorted(private)

@@ -157,6 +157,21 @@ def test_s14_cascade_event_always_built():
     assert "ELSE 'cascade' END);" in cascade and "call_hook(l_store, l_event);" in cascade  # N4: or 'forget'
 
 
+# SC-13.2 (found by the stateful tenant model, 2026-12-06 h): the thread row names only who
+# opened the thread and decides nothing about erasure, so an actor's cascade does not count
+# it among the thread's records: a thread another user opened whose records of his are gone
+# is the actor's alone and goes whole (the SQLite engine: mutations.release_actor). Every
+# "another record in the thread" subquery of the cascade leaves the thread row out.
+def test_the_cascade_never_counts_the_thread_row_as_another_users_record():
+    body = unit(src("oramem_store.pkb"), "delete_record_json")
+    cascade = branch(body, "ELSIF in_cascade = 1", "\n      ELSE\n")
+    others = re.findall(r"WHERE o\.thread_id = (?:p\.thread_id|t\.record_id)(.*?)' \|\| l_other", cascade)
+    assert len(others) == 3 and all(o == " AND o.record_type <> ''thread'' AND " for o in others), others
+    from oramem.sqlite import mutations
+    import inspect
+    assert inspect.getsource(mutations.release_actor).count("AND o.record_type <> 'thread' AND {other}") == 2
+
+
 # S15: delete counts 1 only for a visible record.
 def test_s15_delete_counts_only_visible_records():
     body = unit(src("oramem_store.pkb"), "delete_record_json")
