@@ -41,7 +41,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from oramem import NOT_SET, MemoryRetentionConfig, PendingRecordBatch, SearchStrategy
 
-from ._support import UTC, FakeClock
+from ._support import UTC, FakeClock, parse_ts
 
 USERS = ("alice", "bob", "carol")
 AGENTS = ("desk", "bank")
@@ -436,7 +436,7 @@ class TenantModel(RuleBasedStateMachine):
     def _advance(self, days: float) -> None:
         STATS["advance_clock"] += 1
         self.now += days
-        self.clock.now = START + timedelta(days=self.now)
+        self.clock.now = _at(self.now)
 
     # -- probes (drawn scopes) ---------------------------------------------------------
     @rule(
@@ -517,8 +517,12 @@ class TenantModel(RuleBasedStateMachine):
         visible = self._visible()
         for record_type in ALL_TYPES:
             want = [_fields_of_row(r) for r in visible if r.record_type == record_type]
-            got = [_fields(r) for r in self.store.list(record_type, limit=None)]
-            assert got == want, record_type
+            listed = self.store.list(record_type, limit=None)
+            assert [_fields(r) for r in listed] == want, record_type
+            if self.clocked:  # the times themselves (SC-5.2/5.3/7.6: expiry counted from created_at)
+                rows = [r for r in visible if r.record_type == record_type]
+                assert [(parse_ts(r.created_at), parse_ts(r.expires_at)) for r in listed] == [
+                    (_at(r.created), None if r.expires is None else _at(r.expires)) for r in rows], record_type
         got_threads = [(r.id, r.user_id, r.agent_id) for r in self.store.list("thread", limit=None)]
         assert got_threads == [(r.id, r.user_id, r.agent_id) for r in self._threads()]
         live = {(r.record_type, r.id): r for r in visible}
@@ -558,6 +562,10 @@ class TenantModel(RuleBasedStateMachine):
                     self._check_search(m, user=u)
 
 
+def _at(days: float) -> datetime:
+    return START + timedelta(days=days)
+
+
 def _marker_of(record) -> str:
     return _marker_of_text(record.content or "")
 
@@ -584,13 +592,13 @@ def _run(make_store, strategy: SearchStrategy, clocked: bool, examples: int, ste
 def test_tenant_model_clocked(make_store, strategy):
     """With an injected clock (SQLite; skipped on Oracle by the fixture): TTLs of days run
     out as the clock moves (SC-5.2-5.6)."""
-    _run(make_store, strategy, clocked=True, examples=25, steps=30)
+    _run(make_store, strategy, clocked=True, examples=40, steps=40)
 
 
 @pytest.mark.parametrize("strategy", [SearchStrategy.VECTOR, SearchStrategy.KEYWORD], ids=["vector", "keyword"])
 def test_tenant_model_database_time(make_store, strategy):
     """Both engines, the database's own time: TTL 0 (expired at insert) and revival by update."""
-    _run(make_store, strategy, clocked=False, examples=10, steps=30)
+    _run(make_store, strategy, clocked=False, examples=15, steps=40)
 
 
 @pytest.mark.xfail(strict=True, reason=(

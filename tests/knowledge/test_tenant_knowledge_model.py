@@ -15,6 +15,7 @@ exploration.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 from typing import Optional
@@ -37,6 +38,8 @@ VOCAB = ("apple", "river", "piano", "garden")
 
 _EXAMPLES = int(os.environ.get("ORAMEM_MODEL_EXAMPLES", "0") or 0)
 _STEPS = int(os.environ.get("ORAMEM_MODEL_STEPS", "0") or 0)
+#: how often each rule ran (read by exploratory runs)
+STATS: collections.Counter = collections.Counter()
 
 
 def _marker(n: int) -> str:
@@ -52,6 +55,7 @@ def _marker(n: int) -> str:
 class KnowledgeTenantModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
+        STATS["examples"] += 1
         self.clock = Clock()
         self.store = SQLiteMemoryStore(":memory:", embedder=HashEmbedder(384), clock=self.clock, search_strategy="hybrid")
         self.llm = ScriptedLLM({"event_emotion": NEUTRAL})
@@ -75,6 +79,7 @@ class KnowledgeTenantModel(RuleBasedStateMachine):
     @rule(agent=st.sampled_from(AGENTS), user=st.sampled_from(USERS + (None,)),
           words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=2))
     def add_fact(self, agent, user, words):
+        STATS["add_fact"] += 1
         subject, text = self._fact_text(agent, user, words)
         result = self.km.add_fact(agent, subject, text, subject_type="person", user_id=user)
         assert len(result.facts_added) == 1, result
@@ -86,6 +91,7 @@ class KnowledgeTenantModel(RuleBasedStateMachine):
     def write(self, agent, user, data, words):
         """A user's message in one of her sessions: an event (a store message of the
         session's thread) and the fact extracted from it, both hers (KC-3.7)."""
+        STATS["write"] += 1
         session = data.draw(st.sampled_from(HOME[user]), label="session")
         subject, text = self._fact_text(agent, user, words)
         self.llm.route("extract", extract(entities=[(subject, "person")], facts=[(subject, text)]))
@@ -99,6 +105,7 @@ class KnowledgeTenantModel(RuleBasedStateMachine):
         """KC-3.10 / SC-13.3: her rows on every agent go; the shared facts and other users'
         stay (every fact here is learned in its own scope, so the profile's cascade erases
         the same facts as ``forget``)."""
+        STATS["erase_user"] += 1
         if via == "forget":
             self.store.forget(user_id=user)
         elif via == "km.forget":
@@ -111,6 +118,7 @@ class KnowledgeTenantModel(RuleBasedStateMachine):
     @rule(agent=st.sampled_from(AGENTS))
     def erase_agent(self, agent):
         """SC-13.4 / KC-3.6: no knowledge row of the agent is left."""
+        STATS["erase_agent"] += 1
         self.km.forget(agent_id=agent)
         self.facts = {t: o for t, o in self.facts.items() if o[0] != agent}
         self._assert_no_rows("agent_id", agent)
@@ -119,6 +127,7 @@ class KnowledgeTenantModel(RuleBasedStateMachine):
     def delete_thread(self, thread):
         """KC-3.6: the events go, the facts learned from them stay (``source_event_id``
         cleared)."""
+        STATS["delete_thread"] += 1
         self.store.delete_thread(thread)
 
     def _assert_no_rows(self, column: str, actor: str) -> None:
@@ -159,5 +168,5 @@ class KnowledgeTenantModel(RuleBasedStateMachine):
 
 def test_knowledge_tenant_model():
     run_state_machine_as_test(KnowledgeTenantModel, settings=settings(
-        max_examples=_EXAMPLES or 8, stateful_step_count=_STEPS or (30 if _EXAMPLES else 15), deadline=None,
+        max_examples=_EXAMPLES or 10, stateful_step_count=_STEPS or (30 if _EXAMPLES else 15), deadline=None,
         derandomize=not _EXAMPLES, database=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True))
