@@ -348,10 +348,11 @@ class TenantModel(RuleBasedStateMachine):
         one (SC-13.4: "nothing but A's records"). Every stored row of the thread counts:
         - expired rows not yet purged (the contract does not say; both engines read the
           stored rows: mutations.release_actor, PL/SQL oramem_store.delete_record_json);
-        - the thread row, as a row of its opener (the engines again). By SC-13.2 the
-          opener "decides nothing about erasure": the difference is reported and pinned by
-          the strict xfail test at the end of this module, not modelled here, so that the
-          machine keeps checking everything else on the engines as they are."""
+        - but not the thread row: it names who opened the thread, which "decides nothing
+          about erasure" (SC-13.2; the engines counted it as a row of its opener until this
+          machine found it, 2026-12-06 h, pinned by the test at the end of this module). The
+          thread row counts for the actor only as the thread she opened (her thread row
+          and no other user's record: the thread goes whole)."""
         column = "user_id" if profile == "user_profile" else "agent_id"
         before_visible = {k: r for k, r in self.rows.items() if r.record_type != "thread" and r.visible(self.now)}
         prof = self.rows.get((profile, actor))
@@ -364,7 +365,8 @@ class TenantModel(RuleBasedStateMachine):
             v = getattr(r, column)
             return (v is not None and v != actor) if column == "user_id" else (v is None or v != actor)
 
-        private = {t for t, rs in by_thread.items() if any(getattr(r, column) == actor for r in rs) and not any(other(r) for r in rs)}
+        private = {t for t, rs in by_thread.items() if any(getattr(r, column) == actor for r in rs)
+                   and not any(other(r) for r in rs if r.record_type != "thread")}
         STATS[f"erase {column}: {len(private)} private threads"] += 1
         got = call()
         if profile_count:
@@ -601,14 +603,10 @@ def test_tenant_model_database_time(make_store, strategy):
     _run(make_store, strategy, clocked=False, examples=15, steps=40)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SC-13.2 says the thread row's opener 'decides nothing about erasure', but both engines "
-    "(mutations.release_actor; PL/SQL oramem_store.delete_record_json) count the thread row "
-    "as a record of its opener: in a thread Bob opened whose records of his are gone, "
-    "forgetting Alice keeps the agent's replies to her, while the same thread opened by her "
-    "goes whole. The machine above models the engines (see TenantModel._erase); the fix "
-    "touches the PL/SQL, so it is reported, not made here"))
 def test_sc_13_2_the_opener_of_a_thread_decides_nothing_about_erasure(make_store):
+    """Found by the machine above (2026-12-06 h), fixed in both engines: the thread row
+    counted as a record of its opener, so erasing Alice kept the reply quoting her in a
+    thread Bob opened and no longer wrote in."""
     s = make_store()
     s.add(["hello from bob"], "message", record_ids="b1", thread_ids="t1", user_ids="bob", roles="user")
     s.add(["my passport is in the drawer"], "message", record_ids="a1", thread_ids="t1", user_ids="alice", roles="user")

@@ -50,7 +50,8 @@ class World:
 
             scoped = {k: r for k, r in self.records.items() if k[0] not in ("user_profile", "agent_profile")}
             mine = {r["thread"] for r in scoped.values() if r[col] == rid and r["thread"] is not None}
-            private = {t for t in mine if not any(other(r) for r in scoped.values() if r["thread"] == t)}
+            # the thread row names who opened the thread, which decides nothing (SC-13.2)
+            private = {t for t in mine if not any(other(r) for k, r in scoped.items() if r["thread"] == t and k[0] != "thread")}
             for key, r in scoped.items():
                 if r["thread"] in private or (r[col] == rid and key[0] != "thread"):
                     out.add(key)
