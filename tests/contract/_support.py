@@ -91,3 +91,14 @@ class CountingEmbedder:
 
     async def embed_async(self, texts, *, is_query: bool = False):
         return self.embed(texts, is_query=is_query)
+
+
+def marker_word(n: int) -> str:
+    """A letters-only word unique to record number ``n`` ("mkaabx"), for tests that check
+    whose text a result carries. The final "x" keeps the word whole under the porter stemmer
+    of SQLite's default keyword language ("mkaay" and "mkaai" both stem to "mkaai")."""
+    letters = ""
+    for _ in range(3):
+        n, r = divmod(n, 26)
+        letters = chr(ord("a") + r) + letters
+    return "mk" + letters + "x"

@@ -41,7 +41,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from oramem import NOT_SET, MemoryRetentionConfig, PendingRecordBatch, SearchStrategy
 
-from ._support import UTC, FakeClock, parse_ts
+from ._support import UTC, FakeClock, marker_word, parse_ts
 
 USERS = ("alice", "bob", "carol")
 AGENTS = ("desk", "bank")
@@ -74,15 +74,7 @@ def _settings(examples: int, steps: int) -> settings:
     )
 
 
-def _marker(n: int) -> str:
-    """A letters-only word unique to record number ``n`` ("mkaabx")."""
-    letters = ""
-    for _ in range(3):
-        n, r = divmod(n, 26)
-        letters = chr(ord("a") + r) + letters
-    # the final "x" keeps the word whole under the porter stemmer of SQLite's default
-    # keyword language ("mkaay" and "mkaai" both stem to "mkaai")
-    return "mk" + letters + "x"
+_marker = marker_word
 
 
 @dataclass(frozen=True)

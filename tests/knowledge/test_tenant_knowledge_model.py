@@ -31,6 +31,8 @@ from oramem.testing import HashEmbedder, ScriptedLLM
 
 from .helpers import NEUTRAL, Clock, extract
 
+from contract._support import marker_word
+
 USERS = ("alice", "bob", "carol")
 AGENTS = ("desk", "bank")
 HOME = {"alice": ("t1", "t2"), "bob": ("t1", "t3"), "carol": ("t3", "t2")}
@@ -42,14 +44,7 @@ _STEPS = int(os.environ.get("ORAMEM_MODEL_STEPS", "0") or 0)
 STATS: collections.Counter = collections.Counter()
 
 
-def _marker(n: int) -> str:
-    letters = ""
-    for _ in range(3):
-        n, r = divmod(n, 26)
-        letters = chr(ord("a") + r) + letters
-    # the final "x" keeps the word whole under the porter stemmer of SQLite's default
-    # keyword language ("mkaay" and "mkaai" both stem to "mkaai")
-    return "mk" + letters + "x"
+_marker = marker_word
 
 
 class KnowledgeTenantModel(RuleBasedStateMachine):
