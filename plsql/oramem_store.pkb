@@ -1149,7 +1149,7 @@ AS
       l_rec_tab  VARCHAR2(200 CHAR);
       l_type     VARCHAR2(32 CHAR);
       l_col      VARCHAR2(16 CHAR);
-      l_other    VARCHAR2(200 CHAR);
+      l_other    VARCHAR2(64 CHAR);
       l_types    vc_tab_t;
       l_ids      vc_tab_t;
       l_threads  vc_tab_t;
@@ -1192,20 +1192,17 @@ AS
          -- only who opened the thread, which decides nothing about erasure (SC-13.2), so a
          -- thread another user opened whose records of his are gone is the actor's alone
          -- and goes whole, its row with it (as the SQLite engine, mutations.release_actor).
-         -- An expired record (not purged yet) counts for no one: it is gone for every
-         -- reader (SC-5.4) and goes with a thread removed whole, so what an erasure takes
-         -- does not depend on when the purge ran (as mutations.release_actor). :n is l_now.
          l_other := CASE l_type
                        WHEN 'user_profile' THEN 'o.user_id <> :a'
                        ELSE '(o.agent_id IS NULL OR o.agent_id <> :a)'
-                    END || ' AND (o.expires_at IS NULL OR o.expires_at > :n)';
+                    END;
          -- the threads removed whole (the event's thread_ids)
          EXECUTE IMMEDIATE
             'SELECT DISTINCT p.thread_id FROM ' || l_rec_tab || ' p'
             || ' WHERE p.' || l_col || ' = :1 AND p.thread_id IS NOT NULL'
             || ' AND NOT EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
             || ' WHERE o.thread_id = p.thread_id AND o.record_type <> ''thread'' AND ' || l_other || ')'
-            BULK COLLECT INTO l_threads USING in_record_id, in_record_id, l_now;
+            BULK COLLECT INTO l_threads USING in_record_id, in_record_id;
          -- SC-13.2: a thread row naming the actor (it opened the thread) in a thread that
          -- stays keeps existing, without the actor's id
          EXECUTE IMMEDIATE
@@ -1213,7 +1210,7 @@ AS
             || ' WHERE t.record_type = ''thread'' AND t.' || l_col || ' = :1'
             || ' AND EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
             || ' WHERE o.thread_id = t.record_id AND o.record_type <> ''thread'' AND ' || l_other || ')'
-            USING in_record_id, in_record_id, l_now;
+            USING in_record_id, in_record_id;
          EXECUTE IMMEDIATE
             'DELETE FROM ' || l_rec_tab || ' r WHERE (r.record_type = :1 AND r.record_id = :2)'
             || ' OR (r.record_type NOT IN (''user_profile'', ''agent_profile'')'
@@ -1222,8 +1219,8 @@ AS
             || ' WHERE p.' || l_col || ' = :4 AND p.thread_id IS NOT NULL'
             || ' AND NOT EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
             || ' WHERE o.thread_id = p.thread_id AND o.record_type <> ''thread'' AND ' || l_other || '))))'
-            || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :7, :8, :9'
-            USING l_type, in_record_id, in_record_id, in_record_id, in_record_id, l_now
+            || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :6, :7, :8'
+            USING l_type, in_record_id, in_record_id, in_record_id, in_record_id
             RETURNING BULK COLLECT INTO l_types, l_ids, l_exps;
          FOR i IN 1 .. l_types.COUNT LOOP
             -- S15: 1 only for a visible record (an expired, unpurged one is deleted silently)

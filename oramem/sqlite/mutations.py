@@ -375,19 +375,14 @@ def release_actor(tx: WriteTx, column: str, actor: str) -> list[str]:
     here: who opened a thread decides nothing about its erasure (SC-13.2), so a thread another
     user opened, whose records of his are gone, is the actor's alone too, and goes whole with
     its row. Every other thread row naming the actor (it opened the thread) stays, without
-    the actor's id (SC-13.2). An expired record, not purged yet, counts for no one: it is
-    gone for every reader (SC-5.4), and goes with a thread removed whole. Nothing else
-    carrying another value of ``column`` is touched. Returns the ids of the threads removed
-    whole."""
+    the actor's id (SC-13.2). Nothing carrying another value of ``column`` is touched.
+    Returns the ids of the threads removed whole."""
     assert column in ("user_id", "agent_id")
     r = tx.tables.records
     if column == "user_id":
         other = f"o.{column} <> :actor"
     else:
         other = f"(o.{column} IS NULL OR o.{column} <> :actor)"
-    # an expired record is gone for every reader (SC-5.4) until the purge removes it: it
-    # keeps no thread alive, so what an erasure takes does not depend on when a purge ran
-    other += " AND (o.expires_at IS NULL OR o.expires_at > :now)"
     private = [
         tid
         for (tid,) in tx.conn.execute(
@@ -395,7 +390,7 @@ def release_actor(tx: WriteTx, column: str, actor: str) -> list[str]:
                 WHERE p.{column} = :actor AND p.thread_id IS NOT NULL
                   AND NOT EXISTS (SELECT 1 FROM {r} o WHERE o.thread_id = p.thread_id
                                   AND o.record_type <> 'thread' AND {other})""",
-            {"actor": actor, "now": tx.now},
+            {"actor": actor},
         )
     ]
     tx.conn.execute(
@@ -403,7 +398,7 @@ def release_actor(tx: WriteTx, column: str, actor: str) -> list[str]:
             WHERE record_type = 'thread' AND {column} = :actor
               AND EXISTS (SELECT 1 FROM {r} o WHERE o.thread_id = {r}.id
                           AND o.record_type <> 'thread' AND {other})""",
-        {"actor": actor, "now": tx.now},
+        {"actor": actor},
     )
     return sorted(private)
 

@@ -337,11 +337,13 @@ class TenantModel(RuleBasedStateMachine):
         Which threads go whole ("private"): for a user, a thread with a row of hers and no
         row of another user (rows without a user do not count against her, SC-13.3); for
         an agent, a thread with a row of its own and no row with another agent or without
-        one (SC-13.4: "nothing but A's records"). Every stored row of the thread counts, except:
-        - expired rows not yet purged: they are gone for every reader (SC-5.4), so
-          they keep no thread alive and go with a thread removed whole (the engines counted
-          them until 2026-12-06 h, so an erasure's reach depended on when a purge ran);
-        - the thread row: it names who opened the thread, which "decides nothing
+        one (SC-13.4: "nothing but A's records"). Every stored row of the thread counts:
+        - expired rows not yet purged (the contract does not say; both engines read the
+          stored rows: mutations.release_actor, PL/SQL oramem_store.delete_record_json).
+          Taking another user's expired record with her thread was tried and reverted
+          (2026-12-06 h): her erasure would then erase the knowledge learned from his
+          message as hers (deletes._erase_user takes the facts of every erased record);
+        - but not the thread row: it names who opened the thread, which "decides nothing
           about erasure" (SC-13.2; the engines counted it as a row of its opener until this
           machine found it, 2026-12-06 h, pinned by the test at the end of this module). The
           thread row counts for the actor only as the thread she opened (her thread row
@@ -359,7 +361,7 @@ class TenantModel(RuleBasedStateMachine):
             return (v is not None and v != actor) if column == "user_id" else (v is None or v != actor)
 
         private = {t for t, rs in by_thread.items() if any(getattr(r, column) == actor for r in rs)
-                   and not any(other(r) for r in rs if r.record_type != "thread" and r.visible(self.now))}
+                   and not any(other(r) for r in rs if r.record_type != "thread")}
         STATS[f"erase {column}: {len(private)} private threads"] += 1
         got = call()
         if profile_count:

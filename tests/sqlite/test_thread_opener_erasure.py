@@ -45,35 +45,3 @@ def test_her_export_holds_that_thread_but_not_the_row_naming_bob():
         _world(store)
         scope = jsonl.select_scope(store, "user", ["alice"])
         assert sorted(scope.keys) == [("message", "a1"), ("message", "a2"), ("message", "r1")]
-
-
-@pytest.mark.parametrize("purged", [False, True])
-def test_an_expired_record_of_another_user_keeps_no_thread_alive(purged):
-    """Whether Alice's erasure takes the reply quoting her must not depend on whether a purge
-    has run: Bob's expired message (gone for every reader, SC-5.4) does not make ``t1`` a
-    shared thread; it goes with the thread."""
-    from datetime import datetime, timedelta, timezone
-
-    class Clock:
-        now = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-        def __call__(self):
-            return self.now
-
-    clock = Clock()
-    with SQLiteMemoryStore(search_strategy="keyword", clock=clock) as store:
-        store.add(["hello from bob"], "message", record_ids="b1", thread_ids="t1", user_ids="bob", roles="user",
-                  ttl_days=1)
-        store.add(["my passport is in the drawer"], "message", record_ids="a1", thread_ids="t1", user_ids="alice",
-                  roles="user")
-        store.add(["noted, your passport is in the drawer"], "message", record_ids="r1", thread_ids="t1",
-                  agent_ids="desk", roles="assistant")
-        store.add(["bob's live note"], "message", record_ids="b2", thread_ids="t2", user_ids="bob", roles="user")
-        store.add(["alice in t2"], "message", record_ids="a2", thread_ids="t2", user_ids="alice", roles="user")
-        clock.now += timedelta(days=2)
-        if purged:
-            assert store.purge_expired() == 1
-        store.forget(user_id="alice")
-        assert [r.id for r in store.list("message", limit=None)] == ["b2"]
-        assert [r.id for r in store.list("thread", limit=None)] == ["t2"]
-        assert store.purge_expired() == 0  # b1 went with t1
