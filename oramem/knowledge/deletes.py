@@ -35,7 +35,7 @@ from ..requests import DeletionEvent, ErasureReport
 from . import checks
 from .db import queries as reads
 from .db.schema import KGTables
-from .ownership import _any_in, _in, user_rows
+from .ownership import user_rows
 from .read.facts import chain_ids
 from .runtime import KnowledgeRuntime
 from .text import to_utc, validate_agent_id
@@ -80,7 +80,7 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     users = set(event.user_ids)
 
     def mine(table: Any) -> Any:
-        return _any_in(table.c.user_id, users)
+        return reads.any_in(table.c.user_id, users)
 
     erased = {rid for rtype, rid in event.records if rtype in ("message", "fact")}
     # her events and facts (her scope, plus knowledge rows whose store record was hers) and
@@ -91,9 +91,9 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
 
     if facts:
         purge_facts(conn, None, sorted(facts))
-    for cond in _in(mo.c.id, metas):
+    for cond in reads.in_batches(mo.c.id, metas):
         conn.execute(sa.delete(mo).where(cond))
-    for cond in _in(so.c.id, observations):
+    for cond in reads.in_batches(so.c.id, observations):
         conn.execute(sa.delete(so).where(cond))
     for batch in reads.chunked(sorted(clusters)):
         conn.execute(sa.update(f).where(f.c.cluster_id.in_(batch)).values(cluster_id=None))

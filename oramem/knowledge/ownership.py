@@ -29,16 +29,6 @@ __all__ = ["UserRows", "SCOPE_KINDS", "user_rows", "owned_rows"]
 SCOPE_KINDS = ("user", "agent", "thread")
 
 
-def _in(column: Any, values: set[str]) -> list[Any]:
-    """``column IN (...)`` conditions over batches of ``values``."""
-    return [column.in_(batch) for batch in reads.chunked(sorted(values))]
-
-
-def _any_in(column: Any, values: set[str]) -> Any:
-    conds = _in(column, values)
-    return sa.or_(*conds) if conds else sa.false()
-
-
 @dataclass
 class UserRows:
     """The knowledge rows erasing ``users`` removes besides the tables' own ``user_id``
@@ -60,14 +50,14 @@ def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: set[str
     ev, f, so, mo, cl = t.event, t.fact, t.session_observation, t.meta_observation, t.cluster
 
     def mine(table: Any) -> Any:
-        return _any_in(table.c.user_id, users)
+        return reads.any_in(table.c.user_id, users)
 
-    event_rows = conn.execute(sa.select(ev.c.id).where(sa.or_(mine(ev), _any_in(ev.c.id, erased)))).all()
+    event_rows = conn.execute(sa.select(ev.c.id).where(sa.or_(mine(ev), reads.any_in(ev.c.id, erased)))).all()
     events = {r.id for r in event_rows}
-    of_events = _any_in(f.c.source_event_id, events) if facts_of_events else sa.false()
-    facts = {r[0] for r in conn.execute(sa.select(f.c.id).where(sa.or_(mine(f), _any_in(f.c.id, erased), of_events)))}
+    of_events = reads.any_in(f.c.source_event_id, events) if facts_of_events else sa.false()
+    facts = {r[0] for r in conn.execute(sa.select(f.c.id).where(sa.or_(mine(f), reads.any_in(f.c.id, erased), of_events)))}
     # derived rows of any scope that cite her rows
-    clusters = {r[0] for r in conn.execute(sa.select(f.c.cluster_id).where(_any_in(f.c.id, facts))) if r[0]}
+    clusters = {r[0] for r in conn.execute(sa.select(f.c.cluster_id).where(reads.any_in(f.c.id, facts))) if r[0]}
     clusters |= {r[0] for r in conn.execute(sa.select(cl.c.id).where(mine(cl)))}
     metas = {r.id for r in conn.execute(sa.select(mo.c.id, mo.c.user_id, mo.c.supporting_event_ids, mo.c.supporting_fact_ids))
              if r.user_id in users or events.intersection(r.supporting_event_ids or ())
@@ -98,21 +88,21 @@ def owned_rows(conn: sa.Connection, t: KGTables, kind: str, ids: Iterable[str],
     keys = set(records)
     if kind == "agent":  # KC-3.6: the agent's rows in every table, its lock row, its queued writes
         for table in t.all_agent_tables() + [t.job]:
-            out[table.name] = {r[0] for r in conn.execute(sa.select(table.c.id).where(_any_in(table.c.agent_id, wanted)))}
+            out[table.name] = {r[0] for r in conn.execute(sa.select(table.c.id).where(reads.any_in(table.c.agent_id, wanted)))}
         out[t.agent.name] = {r[0] for r in conn.execute(sa.select(t.agent.c.agent_id).where(
-            _any_in(t.agent.c.agent_id, wanted)))}
+            reads.any_in(t.agent.c.agent_id, wanted)))}
         return out
     if kind == "thread":  # the delete_thread hook (SC-8.3, SC-13.5): everything of the conversation
         msgs = {rid for rtype, rid in keys if rtype == "message"}
         facts = {rid for rtype, rid in keys if rtype == "fact"}
         found: dict[sa.Table, set[tuple[Any, Optional[str]]]] = {
-            t.event: _ids(conn, t.event, sa.or_(_any_in(t.event.c.id, msgs), _any_in(t.event.c.session_id, wanted))),
-            t.fact: _ids(conn, t.fact, _any_in(t.fact.c.id, facts)),
-            t.link: _ids(conn, t.link, _any_in(t.link.c.fact_id, facts)),
-            t.relationship: _ids(conn, t.relationship, _any_in(t.relationship.c.evidence_fact_id, facts)),
-            t.session_observation: _ids(conn, t.session_observation, _any_in(t.session_observation.c.session_id, wanted)),
-            t.intention: _ids(conn, t.intention, _any_in(t.intention.c.source_context, wanted)),
-            t.job: _ids(conn, t.job, _any_in(t.job.c.session_id, wanted)),
+            t.event: _ids(conn, t.event, sa.or_(reads.any_in(t.event.c.id, msgs), reads.any_in(t.event.c.session_id, wanted))),
+            t.fact: _ids(conn, t.fact, reads.any_in(t.fact.c.id, facts)),
+            t.link: _ids(conn, t.link, reads.any_in(t.link.c.fact_id, facts)),
+            t.relationship: _ids(conn, t.relationship, reads.any_in(t.relationship.c.evidence_fact_id, facts)),
+            t.session_observation: _ids(conn, t.session_observation, reads.any_in(t.session_observation.c.session_id, wanted)),
+            t.intention: _ids(conn, t.intention, reads.any_in(t.intention.c.source_context, wanted)),
+            t.job: _ids(conn, t.job, reads.any_in(t.job.c.session_id, wanted)),
         }
         return {table.name: {pk for pk, _ in rows} for table, rows in found.items()}
     # a user (KC-3.10): her scope, the rows of her erased store records, what derives from them
@@ -120,18 +110,18 @@ def owned_rows(conn: sa.Connection, t: KGTables, kind: str, ids: Iterable[str],
     sel = user_rows(conn, t, wanted, erased)
 
     def mine(table: sa.Table) -> Any:
-        return _any_in(table.c.user_id, wanted)
+        return reads.any_in(table.c.user_id, wanted)
 
     found = {
-        t.event: _ids(conn, t.event, _any_in(t.event.c.id, sel.events)),
-        t.fact: _ids(conn, t.fact, _any_in(t.fact.c.id, sel.facts)),
-        t.cluster: _ids(conn, t.cluster, _any_in(t.cluster.c.id, sel.clusters)),
-        t.meta_observation: _ids(conn, t.meta_observation, _any_in(t.meta_observation.c.id, sel.metas)),
-        t.session_observation: _ids(conn, t.session_observation, _any_in(t.session_observation.c.id, sel.observations)),
+        t.event: _ids(conn, t.event, reads.any_in(t.event.c.id, sel.events)),
+        t.fact: _ids(conn, t.fact, reads.any_in(t.fact.c.id, sel.facts)),
+        t.cluster: _ids(conn, t.cluster, reads.any_in(t.cluster.c.id, sel.clusters)),
+        t.meta_observation: _ids(conn, t.meta_observation, reads.any_in(t.meta_observation.c.id, sel.metas)),
+        t.session_observation: _ids(conn, t.session_observation, reads.any_in(t.session_observation.c.id, sel.observations)),
         # her facts' links and the edges they evidence go with the facts (purge_facts)
-        t.link: _ids(conn, t.link, sa.or_(mine(t.link), _any_in(t.link.c.fact_id, sel.facts))),
+        t.link: _ids(conn, t.link, sa.or_(mine(t.link), reads.any_in(t.link.c.fact_id, sel.facts))),
         t.relationship: _ids(conn, t.relationship, sa.or_(mine(t.relationship),
-                                                          _any_in(t.relationship.c.evidence_fact_id, sel.facts))),
+                                                          reads.any_in(t.relationship.c.evidence_fact_id, sel.facts))),
     }
     for table in (t.alias, t.entity, t.intention, t.job):
         found[table] = _ids(conn, table, mine(table))

@@ -436,9 +436,16 @@ class OracleEngine(Engine):
         leaves them the rows, as for a forget), its whole reply kept: ``count`` and the
         deletion ``event`` the erasers are given (:meth:`_reply_event`)."""
         _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
-        values = dict(in_store_id=_STORE, in_record_type=record_type, in_record_id=record_id, in_cascade=1,
-                      in_reason="erase", in_names=None)
-        return _Prepared("profile_cascade", True, values, _loads)
+        return self._prepare_profile_cascade(record_type, record_id, "erase", None, commit=True)
+
+    @staticmethod
+    def _prepare_profile_cascade(profile: str, actor: str, reason: str, names: Optional[str], *,
+                                 commit: bool) -> _Prepared[Any]:
+        """``delete_record_json`` of a profile with ``in_cascade = 1`` and ``in_reason``
+        (``'forget'`` or ``'erase'``), its whole reply kept (:meth:`_reply_event`)."""
+        values = dict(in_store_id=_STORE, in_record_type=profile, in_record_id=actor, in_cascade=1,
+                      in_reason=reason, in_names=names)
+        return _Prepared("profile_cascade", commit, values, _loads)
 
     def _prepare_delete_thread(self, thread_id: str) -> _Prepared[int]:
         _check_id(thread_id, "thread_id")
@@ -477,9 +484,7 @@ class OracleEngine(Engine):
         actor = request.user_id if request.user_id is not None else request.agent_id
         _check_id(actor, "user_id" if request.user_id is not None else "agent_id")
         names = None if request.names is None else json.dumps(list(request.names))
-        values = dict(in_store_id=_STORE, in_record_type=profile, in_record_id=actor, in_cascade=1,
-                      in_reason="forget", in_names=names)
-        return _Prepared("profile_cascade", False, values, _loads)
+        return self._prepare_profile_cascade(profile, str(actor), "forget", names, commit=False)
 
     @staticmethod
     def _prepare_delete_keys(keys: builtins.list[tuple[str, str]]) -> _Prepared[int]:

@@ -145,6 +145,17 @@ def chunked(values: list[Any], size: int = IN_BATCH) -> Iterable[list[Any]]:
         yield values[i : i + size]
 
 
+def in_batches(column: Any, values: Iterable[Any]) -> list[Any]:
+    """``column IN (...)`` conditions over :func:`chunked` batches of ``values`` (sorted)."""
+    return [column.in_(batch) for batch in chunked(sorted(set(values)))]
+
+
+def any_in(column: Any, values: Iterable[Any]) -> Any:
+    """``column`` in any of ``values`` (false for none), batched as :func:`in_batches`."""
+    conds = in_batches(column, values)
+    return sa.or_(*conds) if conds else sa.false()
+
+
 def lookup_aliases(conn: sa.Connection, t: KGTables, agent_id: str, norms: list[str], user_id: Optional[str] = None,
                    *, read: bool = False) -> dict[str, tuple[str, str]]:
     """Indexed lookup of ``norm``-ed alias texts (unique ``(agent_id, alias)``)."""
