@@ -10,7 +10,7 @@ import click
 
 from .. import jsonl
 from ..sqlite import admin as sqlite_admin
-from ..types import MAX_LIST_LIMIT, NOT_SET, RECORD_TYPES, Record
+from ..types import MAX_LIST_LIMIT, NOT_SET, PROFILE_TYPES, RECORD_TYPES, SCOPED_TYPES, Record
 
 from .app import cli
 from .group import CLIError
@@ -20,7 +20,7 @@ from .state import State, pass_state
 
 ADDABLE_TYPES = jsonl.ADDABLE_TYPES
 #: record types the store lists without regard to scope filters (SC-3.3)
-UNSCOPED_TYPES = ("user_profile", "agent_profile", "thread")
+UNSCOPED_TYPES = tuple(t for t in RECORD_TYPES if t not in SCOPED_TYPES)
 
 
 # ----------------------------------------------------------------------------- add
@@ -307,10 +307,10 @@ def _refuse_expiring_at_once(store: Any, record_type: str, record_id: str, ttl_d
 @pass_state
 def delete(state: State, record_type: str, record_id: str, cascade: bool) -> None:
     """Delete one record (exit 1 when nothing was deleted, except cascades)."""
-    if cascade and record_type not in ("user_profile", "agent_profile", "thread"):
+    if cascade and record_type not in UNSCOPED_TYPES:
         raise CLIError(f"--cascade applies to user_profile, agent_profile and thread records, not {record_type!r} (SC-8.2)", 2)
     store = state.open(create=False)
-    actor = record_type in ("user_profile", "agent_profile") and cascade
+    actor = record_type in PROFILE_TYPES and cascade
     # an actor's cascade erases every record of the actor (SC-13.3, SC-13.4): what it erased
     # is what the actor had before it
     erased = _actor_records(store, record_type, record_id) if actor else 0
@@ -337,7 +337,7 @@ def delete(state: State, record_type: str, record_id: str, cascade: bool) -> Non
 def _actor_records(store: Any, record_type: str, actor_id: str) -> int:
     """Live records of the user (``user_profile``) or agent (``agent_profile``) ``actor_id``."""
     scope = {"user_id": actor_id} if record_type == "user_profile" else {"agent_id": actor_id}
-    return sum(len(store.list(t, limit=None, **scope)) for t in ADDABLE_TYPES if t not in ("user_profile", "agent_profile"))
+    return sum(len(store.list(t, limit=None, **scope)) for t in ADDABLE_TYPES if t not in PROFILE_TYPES)
 
 
 @cli.command(name="delete-thread", short_help="Delete a thread and everything in it.")
