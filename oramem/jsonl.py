@@ -328,9 +328,9 @@ def select_scope(store: Any, kind: str, ids: Sequence[str]) -> ExportScope:
       record of the thread, whoever wrote it (an operator's export).
 
     Several ids: the union of each one's scope. Expired records that are not purged yet are
-    left out, as every read leaves them out (SC-5.4); so a thread where another user wrote
-    only through such a record counts as hers here while ``forget`` still treats it as
-    shared (it reads the stored rows): purge first for an exact answer (README)."""
+    left out, as every read leaves them out (SC-5.4); the erasing operations judge threads by
+    live records too, so a thread where another user wrote only through such a record is
+    hers here as for ``forget`` (which leaves his expired records for the purge, SC-13.3)."""
     wanted = check_scope(kind, ids)
     chosen: dict[tuple[str, str], Record] = {}
 

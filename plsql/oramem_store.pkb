@@ -1150,6 +1150,7 @@ AS
       l_type     VARCHAR2(32 CHAR);
       l_col      VARCHAR2(16 CHAR);
       l_other    VARCHAR2(64 CHAR);
+      l_mine_not VARCHAR2(200 CHAR);
       l_types    vc_tab_t;
       l_ids      vc_tab_t;
       l_threads  vc_tab_t;
@@ -1192,35 +1193,49 @@ AS
          -- only who opened the thread, which decides nothing about erasure (SC-13.2), so a
          -- thread another user opened whose records of his are gone is the actor's alone
          -- and goes whole, its row with it (as the SQLite engine, mutations.release_actor).
+         -- Only live records count (SC-5.4, the :n bind after l_other): another actor's
+         -- expired, unpurged record does not keep a thread shared, and it is not removed
+         -- with the thread either (l_mine_not: SC-13.1, it stays for the purge or a revival,
+         -- SC-5.6; as the SQLite engine, mutations.cascade_victims). Neither predicate is
+         -- ever NULL, so NOT of the second is exact.
          l_other := CASE l_type
-                       WHEN 'user_profile' THEN 'o.user_id <> :a'
+                       WHEN 'user_profile' THEN '(o.user_id IS NOT NULL AND o.user_id <> :a)'
                        ELSE '(o.agent_id IS NULL OR o.agent_id <> :a)'
                     END;
+         l_mine_not := CASE l_type
+                          WHEN 'user_profile' THEN '(r.user_id IS NOT NULL AND r.user_id <> :b)'
+                          ELSE '(r.agent_id IS NULL OR r.agent_id <> :b)'
+                       END;
          -- the threads removed whole (the event's thread_ids)
          EXECUTE IMMEDIATE
             'SELECT DISTINCT p.thread_id FROM ' || l_rec_tab || ' p'
             || ' WHERE p.' || l_col || ' = :1 AND p.thread_id IS NOT NULL'
             || ' AND NOT EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
-            || ' WHERE o.thread_id = p.thread_id AND o.record_type <> ''thread'' AND ' || l_other || ')'
-            BULK COLLECT INTO l_threads USING in_record_id, in_record_id;
+            || ' WHERE o.thread_id = p.thread_id AND o.record_type <> ''thread'' AND ' || l_other
+            || ' AND (o.expires_at IS NULL OR o.expires_at > :n))'
+            BULK COLLECT INTO l_threads USING in_record_id, in_record_id, l_now;
          -- SC-13.2: a thread row naming the actor (it opened the thread) in a thread that
          -- stays keeps existing, without the actor's id
          EXECUTE IMMEDIATE
             'UPDATE ' || l_rec_tab || ' t SET t.' || l_col || ' = NULL'
             || ' WHERE t.record_type = ''thread'' AND t.' || l_col || ' = :1'
             || ' AND EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
-            || ' WHERE o.thread_id = t.record_id AND o.record_type <> ''thread'' AND ' || l_other || ')'
-            USING in_record_id, in_record_id;
+            || ' WHERE o.thread_id = t.record_id AND o.record_type <> ''thread'' AND ' || l_other
+            || ' AND (o.expires_at IS NULL OR o.expires_at > :n))'
+            USING in_record_id, in_record_id, l_now;
          EXECUTE IMMEDIATE
             'DELETE FROM ' || l_rec_tab || ' r WHERE (r.record_type = :1 AND r.record_id = :2)'
             || ' OR (r.record_type NOT IN (''user_profile'', ''agent_profile'')'
             || ' AND (r.' || l_col || ' = :3'
-            || ' OR r.thread_id IN (SELECT p.thread_id FROM ' || l_rec_tab || ' p'
+            || ' OR (r.thread_id IN (SELECT p.thread_id FROM ' || l_rec_tab || ' p'
             || ' WHERE p.' || l_col || ' = :4 AND p.thread_id IS NOT NULL'
             || ' AND NOT EXISTS (SELECT 1 FROM ' || l_rec_tab || ' o'
-            || ' WHERE o.thread_id = p.thread_id AND o.record_type <> ''thread'' AND ' || l_other || '))))'
-            || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :6, :7, :8'
-            USING l_type, in_record_id, in_record_id, in_record_id, in_record_id
+            || ' WHERE o.thread_id = p.thread_id AND o.record_type <> ''thread'' AND ' || l_other
+            || ' AND (o.expires_at IS NULL OR o.expires_at > :n)))'
+            || ' AND NOT (r.record_type <> ''thread'' AND r.expires_at IS NOT NULL'
+            || ' AND r.expires_at <= :x AND ' || l_mine_not || '))))'
+            || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :r1, :r2, :r3'
+            USING l_type, in_record_id, in_record_id, in_record_id, in_record_id, l_now, l_now, in_record_id
             RETURNING BULK COLLECT INTO l_types, l_ids, l_exps;
          FOR i IN 1 .. l_types.COUNT LOOP
             -- S15: 1 only for a visible record (an expired, unpurged one is deleted silently)

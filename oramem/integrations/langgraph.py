@@ -420,9 +420,11 @@ class OramemStore(BaseStore):
             if existing is not None:
                 raise
             # ``get`` saw no record, yet the id may be held by an expired one the store has
-            # not purged yet (expired records are invisible, not gone): purge them, then add
-            # once more; a refusal for any other reason comes back the same way
-            yield call("purge_expired")
+            # not purged yet (expired records are invisible, not gone): delete that record
+            # alone (this item's id, in this namespace's scope; ``delete`` removes an expired
+            # record too, SC-8.1), then add once more: nobody else's expired records are
+            # purged by this put. A refusal for any other reason comes back the same way
+            yield call("delete", self._record_type, record_id)
             yield add
         return None
 

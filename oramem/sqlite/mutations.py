@@ -375,32 +375,59 @@ def release_actor(tx: WriteTx, column: str, actor: str) -> list[str]:
     here: who opened a thread decides nothing about its erasure (SC-13.2), so a thread another
     user opened, whose records of his are gone, is the actor's alone too, and goes whole with
     its row. Every other thread row naming the actor (it opened the thread) stays, without
-    the actor's id (SC-13.2). Nothing carrying another value of ``column`` is touched.
+    the actor's id (SC-13.2). Only live records decide (SC-5.4): another user's expired,
+    not yet purged record does not make a thread shared (it is invisible to every read,
+    the scoped export's answer too), and it stays where it is for the purge
+    (:func:`cascade_victims`), so nothing carrying another value of ``column`` is touched.
     Returns the ids of the threads removed whole."""
     assert column in ("user_id", "agent_id")
     r = tx.tables.records
-    if column == "user_id":
-        other = f"o.{column} <> :actor"
-    else:
-        other = f"(o.{column} IS NULL OR o.{column} <> :actor)"
+    other = _other_actor("o", column)
+    params = {"actor": actor, "now": tx.now}
     private = [
         tid
         for (tid,) in tx.conn.execute(
             f"""SELECT DISTINCT p.thread_id FROM {r} p
                 WHERE p.{column} = :actor AND p.thread_id IS NOT NULL
                   AND NOT EXISTS (SELECT 1 FROM {r} o WHERE o.thread_id = p.thread_id
-                                  AND o.record_type <> 'thread' AND {other})""",
-            {"actor": actor},
+                                  AND o.record_type <> 'thread' AND {other}
+                                  AND (o.expires_at IS NULL OR o.expires_at > :now))""",
+            params,
         )
     ]
     tx.conn.execute(
         f"""UPDATE {r} SET {column} = NULL
             WHERE record_type = 'thread' AND {column} = :actor
               AND EXISTS (SELECT 1 FROM {r} o WHERE o.thread_id = {r}.id
-                          AND o.record_type <> 'thread' AND {other})""",
-        {"actor": actor},
+                          AND o.record_type <> 'thread' AND {other}
+                          AND (o.expires_at IS NULL OR o.expires_at > :now))""",
+        params,
     )
     return sorted(private)
+
+
+def _other_actor(alias: str, column: str) -> str:
+    """The rows of ``alias`` that carry another value of ``column`` than ``:actor``: for a
+    user another user (a row without a user is not another user's, SC-13.3), for an agent
+    another agent or none (SC-13.4). Never NULL (so ``NOT`` of it is safe)."""
+    if column == "user_id":
+        return f"({alias}.{column} IS NOT NULL AND {alias}.{column} <> :actor)"
+    return f"({alias}.{column} IS NULL OR {alias}.{column} <> :actor)"
+
+
+def cascade_victims(tx: WriteTx, column: str, actor: str, thread_ids: Sequence[str]) -> list[tuple[int, str, str]]:
+    """The records an actor's cascade removes besides its profile (SC-13.3, SC-13.4): its
+    own records anywhere, and everything in the threads removed whole (``thread_ids``, from
+    :func:`release_actor`) except another actor's expired, not yet purged records, which
+    did not count there and are the purge's to remove (SC-5.5)."""
+    other = _other_actor("r", column)
+    return _victims(
+        tx,
+        f"record_type NOT IN ('user_profile', 'agent_profile') AND "
+        f"({column} = :actor OR (thread_id IN (SELECT value FROM json_each(:threads)) "
+        f"AND NOT (record_type <> 'thread' AND expires_at IS NOT NULL AND expires_at <= :now AND {other})))",
+        {"actor": actor, "threads": json.dumps(list(thread_ids)), "now": tx.now},
+    )
 
 
 def delete_record(tx: WriteTx, record_type: str, record_id: str, cascade: bool) -> tuple[int, Optional[DeletionEvent]]:
@@ -419,12 +446,7 @@ def delete_record(tx: WriteTx, record_type: str, record_id: str, cascade: bool) 
     if cascade and record_type in PROFILE_TYPES:
         column = "user_id" if record_type == "user_profile" else "agent_id"  # one of two fixed names
         thread_ids = release_actor(tx, column, record_id)
-        victims += _victims(
-            tx,
-            f"record_type NOT IN ('user_profile', 'agent_profile') AND "
-            f"({column} = :actor OR thread_id IN (SELECT value FROM json_each(:threads)))",
-            {"actor": record_id, "threads": json.dumps(thread_ids)},
-        )
+        victims += cascade_victims(tx, column, record_id, thread_ids)
         users, agents = ((record_id,), ()) if record_type == "user_profile" else ((), (record_id,))
     tx.delete_records(victims)
     event = None

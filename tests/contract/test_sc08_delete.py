@@ -307,3 +307,35 @@ def test_sc_8_6_forget_erases_the_actor_and_nothing_else(store):
     assert hit_ids(store.search(query_vector=vec(1), record_types=["memory"], k=10)) == ["o1"]
     with pytest.raises(ValueError, match="exactly one"):
         store.forget(user_id="u2", agent_id="a1")
+
+
+@pytest.mark.parametrize("how", ["forget", "cascade"])
+def test_sc_13_3_another_users_expired_record_neither_keeps_nor_goes_with_her_thread(make_store, how):
+    """SC-13.3 with SC-5.4 (both engines): Bob's only record in ``t1`` expired (expired at
+    insert: a TIMESTAMP anchor ten days back), nothing purged it. Erasing Alice takes ``t1``
+    whole, the agent's reply quoting her included; Bob's record is not removed with it
+    (SC-13.1): an update revives it, his and unchanged (SC-5.6)."""
+    from oramem import TimeToLiveAnchor
+
+    store = make_store(embedder=None, search_strategy="keyword")
+    store.add(["bob was here once"], "message", record_ids="b1", thread_ids="t1", user_ids="bob", roles="user",
+              timestamps="2020-01-01T00:00:00", ttl_days=1, ttl_anchor=TimeToLiveAnchor.TIMESTAMP)
+    store.add(["my passport is in the drawer"], "message", record_ids="a1", thread_ids="t1", user_ids="alice",
+              roles="user", ttl_days=None)
+    store.add(["noted, your passport is in the drawer"], "message", record_ids="r1", thread_ids="t1",
+              agent_ids="desk", roles="assistant", ttl_days=None)
+    store.add(["bob's ticket"], "message", record_ids="b2", thread_ids="t2", user_ids="bob", roles="user",
+              ttl_days=None)
+    store.add(["reply in bob's ticket"], "message", record_ids="r2", thread_ids="t2", agent_ids="desk",
+              roles="assistant", ttl_days=None)
+    assert store.get("message", "b1") is None
+    if how == "forget":
+        store.forget(user_id="alice")
+    else:
+        store.delete("user_profile", "alice", cascade=True)
+    assert ids(store.list("message")) == ["b2", "r2"]
+    assert ids(store.list("thread")) == ["t2"]
+    assert store.search("passport", k=5) == []
+    assert store.update("message", "b1", ttl_days=5) == 1
+    revived = store.get("message", "b1")
+    assert revived is not None and (revived.user_id, revived.content) == ("bob", "bob was here once")

@@ -337,13 +337,13 @@ class TenantModel(RuleBasedStateMachine):
         Which threads go whole ("private"): for a user, a thread with a row of hers and no
         row of another user (rows without a user do not count against her, SC-13.3); for
         an agent, a thread with a row of its own and no row with another agent or without
-        one (SC-13.4: "nothing but A's records"). Every stored row of the thread counts:
-        - expired rows not yet purged (the contract does not say; both engines read the
-          stored rows: mutations.release_actor, PL/SQL oramem_store.delete_record_json).
-          Taking another user's expired record with her thread was tried and reverted
-          (2026-12-06 h): her erasure would then erase the knowledge learned from his
-          message as hers (deletes._erase_user takes the facts of every erased record);
-        - but not the thread row: it names who opened the thread, which "decides nothing
+        one (SC-13.4: "nothing but A's records"). Only live rows of the thread count:
+        - not another actor's expired row not yet purged (SC-5.4: invisible to every read;
+          2026-12-06 i, before which it kept her private thread "shared", so the agent's
+          reply quoting her survived her erasure). That row is not removed with the thread
+          either (SC-13.1; her erasure would otherwise erase the knowledge learned from his
+          message as hers, deletes._erase_user): it stays for the purge (or a revival, SC-5.6);
+        - nor the thread row: it names who opened the thread, which "decides nothing
           about erasure" (SC-13.2; the engines counted it as a row of its opener until this
           machine found it, 2026-12-06 h, pinned by the test at the end of this module). The
           thread row counts for the actor only as the thread she opened (her thread row
@@ -360,8 +360,11 @@ class TenantModel(RuleBasedStateMachine):
             v = getattr(r, column)
             return (v is not None and v != actor) if column == "user_id" else (v is None or v != actor)
 
+        def others_expired(r: Row) -> bool:  # stays where it is, for the purge
+            return r.record_type != "thread" and not r.visible(self.now) and other(r)
+
         private = {t for t, rs in by_thread.items() if any(getattr(r, column) == actor for r in rs)
-                   and not any(other(r) for r in rs if r.record_type != "thread")}
+                   and not any(other(r) and r.visible(self.now) for r in rs if r.record_type != "thread")}
         STATS[f"erase {column}: {len(private)} private threads"] += 1
         got = call()
         if profile_count:
@@ -372,7 +375,8 @@ class TenantModel(RuleBasedStateMachine):
                 del self.rows[key]
             elif r.record_type in PROFILE_TYPES:
                 continue
-            elif r.thread_id in private or getattr(r, column) == actor and r.record_type != "thread":
+            elif (r.thread_id in private and not others_expired(r)
+                  or getattr(r, column) == actor and r.record_type != "thread"):
                 del self.rows[key]
             elif r.record_type == "thread" and getattr(r, column) == actor:
                 # SC-13.2: a thread that stays keeps its row, without the erased actor's id

@@ -489,12 +489,15 @@ def test_f3_plsql_cascade_erases_by_record_scope_not_by_thread_owner():
     body = _code_without_comments(unit(src("oramem_store.pkb"), "delete_record_json"))
     cascade = body[body.index("ELSIF in_cascade = 1"):body.index("call_hook(l_store, l_event)")]
     delete = cascade[cascade.index("'DELETE FROM '"):cascade.index("RETURNING BULK COLLECT")]
-    # no "record_type = 'thread'" selection by who opened it (the only thread literal left
-    # is "o.record_type <> 'thread'": the thread row is not one of the thread's records, SC-13.2)
+    # no "record_type = 'thread'" selection by who opened it (the thread literals left are
+    # "o.record_type <> 'thread'": the thread row is not one of the thread's records, SC-13.2,
+    # and "r.record_type <> 'thread'": another actor's expired records stay, the row does not)
     assert "= ''thread''" not in delete, "the cascade still deletes by thread ownership (finding 3)"
-    assert delete.count("''thread''") == delete.count("o.record_type <> ''thread''") == 1
+    assert delete.count("''thread''") == 2
+    assert delete.count("o.record_type <> ''thread''") == delete.count("r.record_type <> ''thread''") == 1
     assert "NOT EXISTS" in delete and "l_other" in delete
-    assert "'o.user_id <> :a'" in cascade and "'(o.agent_id IS NULL OR o.agent_id <> :a)'" in cascade
+    assert "'(o.user_id IS NOT NULL AND o.user_id <> :a)'" in cascade
+    assert "'(o.agent_id IS NULL OR o.agent_id <> :a)'" in cascade
     update = cascade[cascade.index("'UPDATE '"):cascade.index("'DELETE FROM '")]
     assert "' = NULL'" in update and "t.record_type = ''thread''" in update
 

@@ -164,23 +164,26 @@ def test_put_over_an_expired_item_the_store_has_not_purged(backing, monkeypatch)
 
 
 def test_bobs_put_over_his_expired_item_leaves_alices_items(backing, monkeypatch):
-    # one store, scope per user: Bob's put over his expired, unpurged item purges expired
-    # records and adds his; Alice's live items (same key, her scope) stay as they were
+    # one store, scope per user: Bob's put over his expired, unpurged item replaces that
+    # record alone; Alice's live item (same key, her scope) stays as it was, and so does her
+    # expired, unpurged one (another key): his put purges nothing of hers
     store = OramemStore(backing, scope_from_namespace={"user_id": 1})
     store.put(("memories", "alice"), "k", {"text": "alice's note"})
     monkeypatch.setattr(lg, "_now", lambda: datetime.now(timezone.utc) - timedelta(days=3))
     store.put(("memories", "bob"), "k", {"text": "bob's old note"}, ttl=5)
+    store.put(("memories", "alice"), "old", {"text": "alice's old note"}, ttl=5)
     monkeypatch.setattr(lg, "_now", lambda: datetime.now(timezone.utc))
     store.put(("memories", "bob"), "k", {"text": "bob's new note"})
     assert store.get(("memories", "alice"), "k").value == {"text": "alice's note"}
     assert store.get(("memories", "bob"), "k").value == {"text": "bob's new note"}
     assert sorted((r.user_id, r.content) for r in backing.list("memory")) == [
         ("alice", '{"text": "alice\'s note"}'), ("bob", '{"text": "bob\'s new note"}')]
+    assert backing.purge_expired() == 1  # Alice's expired item was left to the store's purge
 
 
 def test_a_put_the_store_refuses_for_another_reason_purges_nothing(backing, monkeypatch):
-    # only an id clash (DuplicateRecordError) sends put through purge_expired and a second
-    # add; a put refused for anything else (here Bob's user id from the namespace is too
+    # only an id clash (DuplicateRecordError) sends put through the delete of the expired
+    # holder and a second add; a put refused for anything else (here Bob's user id from the namespace is too
     # long) leaves the store as it was: Alice's expired, unpurged item is still there to purge
     store = OramemStore(backing, scope_from_namespace={"user_id": 1})
     monkeypatch.setattr(lg, "_now", lambda: datetime.now(timezone.utc) - timedelta(days=3))

@@ -172,6 +172,60 @@ def test_the_cascade_never_counts_the_thread_row_as_another_users_record():
     assert inspect.getsource(mutations.release_actor).count("AND o.record_type <> 'thread' AND {other}") == 2
 
 
+# SC-13.3 / SC-13.4 with SC-5.4 (2026-12-06 i): only live records decide which threads a
+# cascade takes whole, and another actor's expired record is not removed with the thread
+# (SC-13.1; the purge's). Every "another record in the thread" subquery carries the expiry
+# test after l_other, the DELETE keeps the other actor's expired rows, and each of the three
+# dynamic statements binds exactly as many values as it has placeholders (Oracle binds a
+# SQL statement's placeholders by position, one USING value per occurrence).
+_CASCADE_STATEMENTS = re.compile(r"EXECUTE IMMEDIATE\s+(.*?)\n\s*(BULK COLLECT INTO [^\n]*?\s+)?USING ([^;]*);", re.S)
+
+
+def _cascade_texts(cascade: str, l_type: str) -> list[tuple[str, list[str], list[str]]]:
+    """Each dynamic statement of the cascade as the database gets it for ``l_type``, with
+    its USING values and its RETURNING targets."""
+    def case_value(name: str) -> str:
+        m = re.search(name + r" := CASE l_type\s+WHEN 'user_profile' THEN '(.*?)'\s+ELSE '(.*?)'\s+END;", cascade, re.S)
+        assert m, name
+        return m.group(1) if l_type == "user_profile" else m.group(2)
+
+    env = {"l_rec_tab": "T", "l_col": "user_id", "l_other": case_value("l_other"), "l_mine_not": case_value("l_mine_not")}
+    out = []
+    for expr, _, using in _CASCADE_STATEMENTS.findall(cascade):
+        parts = re.findall(r"'((?:[^']|'')*)'|(\w+)", expr)
+        text = "".join(lit.replace("''", "'") if lit or not name else env[name] for lit, name in parts)
+        values, _, targets = using.partition("RETURNING BULK COLLECT INTO")
+        out.append((text, [v.strip() for v in values.split(",")], [t.strip() for t in targets.split(",") if t.strip()]))
+    return out
+
+
+def test_the_cascade_counts_only_live_records_and_binds_each_placeholder():
+    body = unit(src("oramem_store.pkb"), "delete_record_json")
+    cascade = branch(body, "ELSIF in_cascade = 1", "\n      ELSE\n")
+    for l_type in ("user_profile", "agent_profile"):
+        statements = _cascade_texts(cascade, l_type)
+        assert len(statements) == 3, statements
+        for text, values, targets in statements:
+            sql, _, returning = text.partition(" RETURNING ")
+            literals_removed = re.sub(r"'[^']*'", "''", sql)
+            assert len(re.findall(r":\w+", literals_removed)) == len(values), (text, values)
+            assert len(re.findall(r":\w+", returning)) == len(targets), (text, targets)
+            # every subquery over another record of the thread counts live records only
+            for sub in re.findall(r"o\.record_type <> 'thread' AND (.*?)\)\)", sql):
+                assert sub.endswith("AND (o.expires_at IS NULL OR o.expires_at > :n"), sub
+        delete = statements[2][0]
+        mine_not = "(r.user_id IS NOT NULL AND r.user_id <> :b)" if l_type == "user_profile" \
+            else "(r.agent_id IS NULL OR r.agent_id <> :b)"
+        assert ("AND NOT (r.record_type <> 'thread' AND r.expires_at IS NOT NULL AND r.expires_at <= :x AND "
+                + mine_not) in delete
+        assert statements[2][1] == ["l_type", "in_record_id", "in_record_id", "in_record_id", "in_record_id",
+                                    "l_now", "l_now", "in_record_id"]
+    from oramem.sqlite import mutations
+    import inspect
+    assert inspect.getsource(mutations.release_actor).count("AND (o.expires_at IS NULL OR o.expires_at > :now)") == 2
+    assert "expires_at <= :now AND {other}" in inspect.getsource(mutations.cascade_victims)
+
+
 # S15: delete counts 1 only for a visible record.
 def test_s15_delete_counts_only_visible_records():
     body = unit(src("oramem_store.pkb"), "delete_record_json")
