@@ -1037,7 +1037,8 @@ class OracleMemoryStore(IMemoryStore):
         return f"{type(self).__name__}(memory_store_id={s.memory_store_id!r}, search_strategy={s.search_strategy.value!r})"
 
 
-_READ_HINTS = {"user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "thread_id", "filters": "metadata_filter",
+_READ_HINTS = {"user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "thread_id", "user": "user_id",
+               "agent": "agent_id", "thread": "thread_id", "filters": "metadata_filter",
                "filter": "metadata_filter", "where": "metadata_filter", "metadata": "metadata_filter"}
 _SEARCH_HINTS = {**_READ_HINTS, "limit": "k", "top_k": "k", "n_results": "k", "record_type": "record_types",
                  "text": "query", "query_text": "query"}

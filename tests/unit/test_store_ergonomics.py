@@ -55,6 +55,10 @@ def test_search_and_list_hint_the_names_other_libraries_use(store):
         store.search("tea", user_ids="alice")
     with pytest.raises(TypeError, match=r"^SQLiteMemoryStore\.list\(\) got an unexpected keyword argument 'user_ids' \(did you mean user_id=\?\)$"):
         store.list("memory", user_ids="alice")
+    with pytest.raises(TypeError, match=r"'user' \(did you mean user_id=\?\)$"):
+        store.search("tea", user="alice")
+    with pytest.raises(TypeError, match=r"'thread' \(did you mean thread_id=\?\)$"):
+        store.list("memory", thread="t1")
     with pytest.raises(TypeError, match=r"search_async\(\) got an unexpected keyword argument 'limit' \(did you mean k=\?\)$"):
         asyncio.run(store.search_async("tea", limit=3))
     # a TypeError from inside the call is not rewritten
