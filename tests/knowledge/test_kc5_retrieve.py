@@ -518,3 +518,40 @@ def test_expansion_terms_are_read_past_expired_facts_in_the_cut(km, llm, clock, 
     terms = km.retrieve("a1", "what about Ana Souza?").expanded.expanded_terms
     assert "favorite food" in terms and "lasagna" in terms
     assert "Porto" not in terms
+
+
+def test_the_refill_past_expired_facts_still_stops_at_the_first_current_ones(km, llm, clock, monkeypatch):
+    """KC-5.3: refilling the cut (twice the places each time, so the statement's LIMIT
+    literal takes few values) still reads terms from the first TERMS_CUT current facts only:
+    the third current fact, ranked after them, adds nothing, and the cuts asked for are
+    TERMS_CUT doubled."""
+    import sqlalchemy as sa
+
+    from oramem.knowledge.read import signals
+
+    monkeypatch.setattr(signals, "TERMS_CUT", 2)
+    # in rank order: the expired one first, then the two current facts of the cut, then a third
+    facts = [("current_city", "Porto", 1), ("favorite_food", "lasagna", None), ("hometown", "Braga", None),
+             ("favorite_color", "teal", None)]
+    for attribute, value, ttl in reversed(facts):  # the last written ranks first (newest)
+        fact = {"subject": "Ana Souza", "fact": f"Ana Souza {attribute} {value}", "attribute_key": attribute,
+                "value": value, **({"ttl_days": ttl} if ttl else {})}
+        llm.route("extract", extract([("Ana Souza", "person")], [fact]))
+        km.write("a1", f"Ana: {attribute} is {value}", "Pedro")
+        clock.advance(hours=1)
+    clock.advance(days=2)  # Porto has lapsed, not purged
+    limits: list[str] = []
+
+    def spy(conn, cursor, statement, params, context, executemany):
+        head = statement.split("FROM", 1)[0]  # the terms statement's select list: these four columns
+        if head.count(",") == 3 and "attribute_key" in head and "ingested_at" in head and "LIMIT" in statement.upper():
+            limits.append(statement.upper().rsplit("LIMIT", 1)[1].split()[0])
+
+    sa.event.listen(sa.Engine, "before_cursor_execute", spy)
+    try:
+        terms = km.retrieve("a1", "what about Ana Souza?").expanded.expanded_terms
+    finally:
+        sa.event.remove(sa.Engine, "before_cursor_execute", spy)
+    assert "lasagna" in terms and "Braga" in terms
+    assert "teal" not in terms and "Porto" not in terms
+    assert limits == ["2", "4"], limits
