@@ -102,3 +102,21 @@ def marker_word(n: int) -> str:
         n, r = divmod(n, 26)
         letters = chr(ord("a") + r) + letters
     return "mk" + letters + "x"
+
+
+def expired_peer_world(store: Any) -> None:
+    """SC-13.3 with SC-5.4: Bob's only record in ``t1`` is expired and not purged (expired at
+    insert: a TIMESTAMP anchor years back, so any engine); Alice wrote there and the agent
+    answered her, quoting her. In ``t2`` Bob's record is live: a shared thread."""
+    store.add(["bob was here once"], "message", record_ids="b1", thread_ids="t1", user_ids="bob", roles="user",
+              timestamps="2020-01-01T00:00:00", ttl_days=1, ttl_anchor="timestamp")
+    store.add(["my passport is in the drawer"], "message", record_ids="a1", thread_ids="t1", user_ids="alice",
+              roles="user", ttl_days=None)
+    store.add(["noted, your passport is in the drawer"], "message", record_ids="r1", thread_ids="t1",
+              agent_ids="desk", roles="assistant", ttl_days=None)
+    store.add(["bob's ticket"], "message", record_ids="b2", thread_ids="t2", user_ids="bob", roles="user",
+              ttl_days=None)
+    store.add(["alice in bob's ticket"], "message", record_ids="a2", thread_ids="t2", user_ids="alice",
+              roles="user", ttl_days=None)
+    store.add(["reply in bob's ticket"], "message", record_ids="r2", thread_ids="t2", agent_ids="desk",
+              roles="assistant", ttl_days=None)

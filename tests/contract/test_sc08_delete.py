@@ -7,7 +7,7 @@ import pytest
 from oramem import StoreError
 from oramem.requests import DeletionEvent
 
-from ._support import hit_ids, ids, vec
+from ._support import expired_peer_world, hit_ids, ids, vec
 
 
 # ---------------------------------------------------------------- SC-8.1
@@ -311,23 +311,12 @@ def test_sc_8_6_forget_erases_the_actor_and_nothing_else(store):
 
 @pytest.mark.parametrize("how", ["forget", "cascade"])
 def test_sc_13_3_another_users_expired_record_neither_keeps_nor_goes_with_her_thread(make_store, how):
-    """SC-13.3 with SC-5.4 (both engines): Bob's only record in ``t1`` expired (expired at
-    insert: a TIMESTAMP anchor ten days back), nothing purged it. Erasing Alice takes ``t1``
-    whole, the agent's reply quoting her included; Bob's record is not removed with it
-    (SC-13.1): an update revives it, his and unchanged (SC-5.6)."""
-    from oramem import TimeToLiveAnchor
-
+    """SC-13.3 with SC-5.4 (both engines): Bob's only record in ``t1`` expired, nothing purged
+    it (``expired_peer_world``). Erasing Alice takes ``t1`` whole, the agent's reply quoting
+    her included; Bob's record is not removed with it (SC-13.1): an update revives it, his
+    and unchanged (SC-5.6)."""
     store = make_store(embedder=None, search_strategy="keyword")
-    store.add(["bob was here once"], "message", record_ids="b1", thread_ids="t1", user_ids="bob", roles="user",
-              timestamps="2020-01-01T00:00:00", ttl_days=1, ttl_anchor=TimeToLiveAnchor.TIMESTAMP)
-    store.add(["my passport is in the drawer"], "message", record_ids="a1", thread_ids="t1", user_ids="alice",
-              roles="user", ttl_days=None)
-    store.add(["noted, your passport is in the drawer"], "message", record_ids="r1", thread_ids="t1",
-              agent_ids="desk", roles="assistant", ttl_days=None)
-    store.add(["bob's ticket"], "message", record_ids="b2", thread_ids="t2", user_ids="bob", roles="user",
-              ttl_days=None)
-    store.add(["reply in bob's ticket"], "message", record_ids="r2", thread_ids="t2", agent_ids="desk",
-              roles="assistant", ttl_days=None)
+    expired_peer_world(store)
     assert store.get("message", "b1") is None
     if how == "forget":
         store.forget(user_id="alice")
