@@ -552,11 +552,10 @@ def draft_records(
         payloads = [
             _vector_payload(v, f"embeddings[{i}]") for i, v in enumerate(_aligned_list_only(embeddings, n, "embeddings"))
         ]
-    if (embeddings is NOT_SET or embeddings is None or block is not None) and (index_texts is NOT_SET or index_texts is None):
-        # no vectors, or one per record from one 2-D block, and no index_texts: one
-        # dimension, and _check_payload_alignment has nothing to refuse
-        pass
-    else:
+    # the SC-4.6 shape rules have nothing to refuse when there are no vectors, or one per
+    # record from one 2-D block, and no index_texts
+    plain = embeddings is NOT_SET or embeddings is None or block is not None
+    if not (plain and (index_texts is NOT_SET or index_texts is None)):
         dims = {
             (p[1].shape[0] if p[0] == "one" else v.shape[0])
             for p in payloads
