@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import json
 from oramem.sqlite._sqlite import sqlite3
 import types
 import warnings
@@ -40,7 +41,7 @@ from .normalize import (
 from .options import check_option_name, encode_option
 from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, StoreSettings
 from .trust.firewall import OPTION_NAME as FIREWALL_OPTION
-from .trust.firewall import FirewallPolicy
+from .trust.firewall import VERDICT_KEY, FirewallPolicy
 from .trust.gate import check_reserved, screen_drafts, screen_update
 from .batches import PendingRecordBatch
 from .types import (
@@ -61,6 +62,8 @@ if TYPE_CHECKING:
 __all__ = ["IMemoryStore", "OracleMemoryStore", "SQLiteMemoryStore", "OracleDBMemoryStore"]
 
 _STORE_KWARGS = frozenset({"batch_size"})
+#: the reserved verdict key as it appears in a metadata JSON text (``_screened``)
+_VERDICT_JSON = json.dumps(VERDICT_KEY)
 #: a store option that is really a misspelt per-record argument of ``add`` (mem0 says ``user_id=``)
 _ADD_ARGUMENT_HINTS = {
     "user_id": "user_ids", "agent_id": "agent_ids", "thread_id": "thread_ids", "record_id": "record_ids",
@@ -580,7 +583,10 @@ class OracleMemoryStore(IMemoryStore):
                   what: str = "contents") -> builtins.list[RecordDraft]:
         if not restoring:
             for d in drafts:
-                check_reserved(d.metadata)
+                # a draft's metadata_json is its metadata's JSON text: a dict holding the
+                # reserved key has the key's JSON string in it, so the others need no check
+                if d.metadata_json is None or _VERDICT_JSON in d.metadata_json:
+                    check_reserved(d.metadata)
         return drafts if policy is None else screen_drafts(policy, drafts, restoring=restoring, what=what)
 
     def sql_access(self, *, configure: Optional[Callable[[Any], Any]] = None) -> Any:

@@ -200,11 +200,14 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
 
     rows = []
     for rec in request.records:
+        ttl = rec.ttl
         if rec.restored_times is not None:
             created, expires = rec.restored_times
+        elif ttl is None or ttl.days is None:  # never expires (what expiry() returns first)
+            created, expires = tx.now, None
         else:
             created = tx.now
-            expires = expiry(rec.ttl, tx.now, rec.timestamp, f"record {rec.id!r}")
+            expires = expiry(ttl, tx.now, rec.timestamp, f"record {rec.id!r}")
         thread_id = (rec.thread_id or rec.id) if rec.record_type == "thread" else rec.thread_id
         rows.append(
             (
