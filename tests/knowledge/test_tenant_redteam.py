@@ -7,6 +7,7 @@ may carry her words."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any, Optional
 
@@ -372,7 +373,7 @@ def test_a_profile_cascade_takes_the_shared_rows_citing_her_and_only_those(env, 
     assert km.get_job(job).status == "pending"
 
 
-@pytest.mark.parametrize("how", ["forget", "profile cascade", "profile cascade, Oracle driver"])
+@pytest.mark.parametrize("how", ["forget", "forget_async", "profile cascade", "profile cascade, Oracle driver"])
 def test_erasing_bob_never_takes_alices_knowledge_through_his_records_under_her_ids(env, how):  # noqa: F811
     """Store ids are unique per record type only (SC-4.3), and a caller may choose them (the
     API's ``record_ids``, ``oramem add --id``, a LangChain vector store's ``ids``): Bob keeps
@@ -400,6 +401,8 @@ def test_erasing_bob_never_takes_alices_knowledge_through_his_records_under_her_
 
     if how == "forget":
         km.forget(user_id="bob")
+    elif how == "forget_async":
+        asyncio.run(km.forget_async(user_id="bob"))
     else:
         if how.endswith("Oracle driver"):
             _in_oracles_order(km, store)
