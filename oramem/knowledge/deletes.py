@@ -82,11 +82,10 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     def mine(table: Any) -> Any:
         return reads.any_in(table.c.user_id, users)
 
-    erased = {rid for rtype, rid in event.records if rtype in ("message", "fact")}
     # her events and facts (her scope, plus knowledge rows whose store record was hers) and
     # the derived rows of any scope that cite them, found before her facts go: the selection
     # a scoped export writes too (oramem.knowledge.ownership)
-    sel = user_rows(conn, t, users, erased, facts_of_events=facts_of_events)
+    sel = user_rows(conn, t, users, event.records, facts_of_events=facts_of_events)
     events, facts, clusters, metas, observations = sel.events, sel.facts, sel.clusters, sel.metas, sel.observations
 
     if facts:

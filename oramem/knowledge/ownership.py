@@ -42,20 +42,27 @@ class UserRows:
     observations: set[str]
 
 
-def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: set[str], *,
+def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterable[tuple[str, str]], *,
               facts_of_events: bool = True) -> UserRows:
-    """KC-3.10's selection for erasing ``users``: ``erased`` are the ids of the store records
-    (messages, facts) the store removes with them. ``facts_of_events=False`` (a profile
-    cascade): the facts learned from her events are not taken with them."""
+    """KC-3.10's selection for erasing ``users``: ``erased`` are the store records
+    (``(record_type, id)``) the store removes with them. An event row is matched by a
+    ``message`` record's id and a fact row by a ``fact`` record's id, never across types:
+    store ids are unique per record type only (SC-4.3) and a caller may choose them, so
+    another user's fact record may carry the id of her event. ``facts_of_events=False`` (a
+    profile cascade): the facts learned from her events are not taken with them."""
     ev, f, so, mo, cl = t.event, t.fact, t.session_observation, t.meta_observation, t.cluster
+    erased = set(erased)
+    erased_messages = {rid for rtype, rid in erased if rtype == "message"}
+    erased_facts = {rid for rtype, rid in erased if rtype == "fact"}
 
     def mine(table: Any) -> Any:
         return reads.any_in(table.c.user_id, users)
 
-    event_rows = conn.execute(sa.select(ev.c.id).where(sa.or_(mine(ev), reads.any_in(ev.c.id, erased)))).all()
+    event_rows = conn.execute(sa.select(ev.c.id).where(sa.or_(mine(ev), reads.any_in(ev.c.id, erased_messages)))).all()
     events = {r.id for r in event_rows}
     of_events = reads.any_in(f.c.source_event_id, events) if facts_of_events else sa.false()
-    facts = {r[0] for r in conn.execute(sa.select(f.c.id).where(sa.or_(mine(f), reads.any_in(f.c.id, erased), of_events)))}
+    facts = {r[0] for r in conn.execute(sa.select(f.c.id).where(
+        sa.or_(mine(f), reads.any_in(f.c.id, erased_facts), of_events)))}
     # derived rows of any scope that cite her rows
     clusters = {r[0] for r in conn.execute(sa.select(f.c.cluster_id).where(reads.any_in(f.c.id, facts))) if r[0]}
     clusters |= {r[0] for r in conn.execute(sa.select(cl.c.id).where(mine(cl)))}
@@ -106,8 +113,7 @@ def owned_rows(conn: sa.Connection, t: KGTables, kind: str, ids: Iterable[str],
         }
         return {table.name: {pk for pk, _ in rows} for table, rows in found.items()}
     # a user (KC-3.10): her scope, the rows of her erased store records, what derives from them
-    erased = {rid for rtype, rid in keys if rtype in ("message", "fact")}
-    sel = user_rows(conn, t, wanted, erased)
+    sel = user_rows(conn, t, wanted, keys)
 
     def mine(table: sa.Table) -> Any:
         return reads.any_in(table.c.user_id, wanted)

@@ -7,11 +7,15 @@ may carry her words."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any, Optional
 
 import pytest
 import sqlalchemy as sa
+
+from oramem import jsonl
+from oramem.knowledge.ownership import owned_rows
 
 from .helpers import extract, write_keeper
 from .test_tenant_knowledge import env  # noqa: F401  (the fixture: store, KnowledgeMemory, LLM, clock)
@@ -367,3 +371,44 @@ def test_a_profile_cascade_takes_the_shared_rows_citing_her_and_only_those(env, 
     assert _scope_rows(km, "bob") == bob and _scope_rows(km, None) == shared
     assert all(rows == [] for rows in _scope_rows(km, "alice").values()), _scope_rows(km, "alice")
     assert km.get_job(job).status == "pending"
+
+
+@pytest.mark.parametrize("how", ["forget", "forget_async", "profile cascade", "profile cascade, Oracle driver"])
+def test_erasing_bob_never_takes_alices_knowledge_through_his_records_under_her_ids(env, how):  # noqa: F811
+    """Store ids are unique per record type only (SC-4.3), and a caller may choose them (the
+    API's ``record_ids``, ``oramem add --id``, a LangChain vector store's ``ids``): Bob keeps
+    a ``fact`` record under the id of Alice's knowledge event and a ``message`` under the id
+    of one of her facts. His erasure takes the knowledge rows whose store record was one of
+    his (KC-3.10) - by type: a fact row for a fact record, an event row for a message
+    record. Matched by id alone it erased her event and every fact learned from it."""
+    _, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    write_keeper(km, llm, clock, "bob", "Bob", "keys", "Bob keeps the keys in the drawer")
+    shared_fact = km.add_fact(AGENT, "Hotel", "The hotel opens at 7", subject_type="place").facts_added[0]["fact_id"]
+    (event,) = store.list("message", user_id="alice", limit=None)
+    fact = next(f.fact_id for f in km.get_all(AGENT, user_id="alice") if f.user_id == "alice")
+    store.add(["bob's note"], "fact", record_ids=event.id, user_ids="bob", agent_ids=AGENT)
+    store.add(["bob: hi", "bob: bye"], "message", record_ids=[fact, shared_fact], user_ids="bob", agent_ids=AGENT,
+              thread_ids="bob-chat", roles="user")
+    before = _alices_rows(km, store)
+    alice, shared = _scope_rows(km, "alice"), _scope_rows(km, None)
+    assert alice["DEFAULT_KG_EVENT"] and alice["DEFAULT_KG_FACT"] and shared["DEFAULT_KG_FACT"]
+    # his scoped export (SC-13.9, the same selection as his erasure) hands him none of it either
+    scope = jsonl.select_scope(store, "user", ["bob"])
+    with km.runtime.backend.read() as conn:
+        exported = owned_rows(conn, km.runtime.tables, "user", ["bob"], scope.keys)
+    assert not {event.id, fact, shared_fact} & set().union(*exported.values())
+
+    if how == "forget":
+        km.forget(user_id="bob")
+    elif how == "forget_async":
+        asyncio.run(km.forget_async(user_id="bob"))
+    else:
+        if how.endswith("Oracle driver"):
+            _in_oracles_order(km, store)
+        store.delete("user_profile", "bob", cascade=True)
+
+    assert _scope_rows(km, "alice") == alice and _scope_rows(km, None) == shared
+    assert _alices_rows(km, store) == before
+    assert store.get("fact", event.id) is None and store.get("message", fact) is None  # his records went
+    assert all(rows == [] for rows in _scope_rows(km, "bob").values())
