@@ -13,6 +13,12 @@ one) — and ignores knowledge-layer event records, which are not conversation i
   memory / fact / preference / guideline records bound to it). Other users' records in a thread
   with the same id, other agents' records and knowledge events stay; so does the empty thread
   container (``store.delete_thread`` removes a thread with everything in it, whoever wrote it).
+- writes of a user's scope check first, in the write's transaction (:meth:`ThreadScope.write_refusal`),
+  that the thread is not one that holds only records of no user (shared records, such as the
+  agent's knowledge events of a shared session): erasing her would take such a thread whole,
+  the shared records and the knowledge learned from them included (SC-13.3, KC-3.10), so by
+  writing one message there a user could erase what the agent learned for every user. The MCP
+  server refuses the same threads to a client of one user.
 """
 
 from __future__ import annotations
@@ -65,3 +71,32 @@ class ThreadScope:
             for record in records:
                 removed += yield call("delete", record_type, record.id)
         return removed
+
+    def write_refusal(self):
+        """Why this scope may not write into its thread (None: it may); run it in the write's
+        transaction. A scope without a user may write anywhere (its records are the unscoped
+        part of the conversation, SC-13.3). A user's scope may write where she already has
+        records, where nobody does, and where other users do (a shared conversation stays
+        shared when one of them is erased); not where the only records are of no user."""
+        if self.user_id is None:
+            return None
+        for record_type in THREAD_SCOPED_TYPES:  # hers already: the usual case, one indexed probe
+            if (yield call("list", record_type, limit=1, thread_id=self.thread_id, user_id=self.user_id)):
+                return None
+        shared = False
+        for record_type in THREAD_SCOPED_TYPES:
+            if (yield call("list", record_type, limit=1, thread_id=self.thread_id, user_id=None)):
+                shared = True
+                break
+        if not shared:
+            return None
+        for record_type in THREAD_SCOPED_TYPES:  # another user's records: a shared conversation
+            for record in (yield call("list", record_type, limit=None, thread_id=self.thread_id)):
+                if record.user_id is not None:
+                    return None
+        return (
+            f"thread {self.thread_id!r} holds only records of no user (shared records, e.g. the agent's "
+            f"knowledge events of a shared session), and none of user {self.user_id!r}: her session cannot start "
+            "writing into it, because erasing her would then take the whole thread, the shared records and what "
+            "the knowledge layer learned from them included (SC-13.3). Give her conversation a thread id of its own"
+        )

@@ -266,6 +266,9 @@ class OramemChatMessageHistory(BaseChatMessageHistory):
         for i, m in enumerate(messages):
             if not isinstance(m, BaseMessage):
                 raise TypeError(f"messages[{i}] must be a LangChain BaseMessage, got {type(m).__name__}")
+        refusal = yield from self._scope.write_refusal()
+        if refusal is not None:
+            raise ValueError(refusal)
         yield call(
             "add",
             [m.text if isinstance(m.content, list) else m.content for m in messages],
@@ -286,10 +289,11 @@ class OramemChatMessageHistory(BaseChatMessageHistory):
         return await run_async(self._store, self._messages_plan())
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        run_sync(self._store, self._add_plan(messages))
+        # the thread check and the write in one transaction (ThreadScope.write_refusal)
+        run_sync_in_transaction(self._store, self._add_plan(messages))
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
-        await run_async(self._store, self._add_plan(messages))
+        await run_async_in_transaction(self._store, self._add_plan(messages))
 
     def clear(self) -> None:
         run_sync_in_transaction(self._store, self._scope.clear())

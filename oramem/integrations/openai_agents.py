@@ -106,7 +106,8 @@ class OramemSession:
         return await run_async(self._store, self._get(resolve_session_limit(limit, self.session_settings)))
 
     async def add_items(self, items: list[Any]) -> None:
-        await run_async(self._store, self._add(items))
+        # the thread check and the write in one transaction (ThreadScope.write_refusal)
+        await run_async_in_transaction(self._store, self._add(items))
 
     async def pop_item(self) -> Optional[Any]:
         return await run_async(self._store, self._pop())
@@ -133,6 +134,9 @@ class OramemSession:
             if self._store.closed:  # the empty fast path must not hide a closed store
                 raise StoreClosed("this store is closed; open a new one")
             return None
+        refusal = yield from self._scope.write_refusal()
+        if refusal is not None:
+            raise ValueError(refusal)
         yield call(
             "add",
             [_text_of(item) for item in items],

@@ -1,0 +1,92 @@
+"""A user's session never adopts a thread of shared records (SC-13.3 with the sessions).
+
+Erasing a user takes her private threads whole: a thread she wrote in where no record carries
+another user, the records of no user in it included (the agent's replies; and the agent's
+shared knowledge events, whose facts KC-3.10 erases with them). So a thread that holds only
+records of no user (the agent's shared conversation, e.g. the knowledge layer's shared
+session) must not become Bob's by Bob writing one message there through his session: his
+``forget`` would then erase what the agent keeps for every user (found by the red team of
+2026-12-06 i; the MCP server already refused such threads to a client of one user). A thread
+where he already writes, a new one, and a conversation other users share stay open to him."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from integrations.extras import require_extra
+
+require_extra("agents", "openai-agents")
+require_extra("langchain_core", "langchain")
+
+from langchain_core.messages import HumanMessage  # noqa: E402
+
+from oramem import SQLiteMemoryStore  # noqa: E402
+from oramem.integrations.langchain import OramemChatMessageHistory  # noqa: E402
+from oramem.integrations.openai_agents import OramemSession  # noqa: E402
+
+ITEM = {"role": "user", "content": "hello from bob"}
+
+
+@pytest.fixture
+def store():
+    with SQLiteMemoryStore(search_strategy="keyword") as s:
+        # the agent's shared conversation: records of no user only
+        s.add(["The hotel opens at 7", "Breakfast is served until 10"], "message", thread_ids="lobby",
+              agent_ids="desk", roles="assistant")
+        yield s
+
+
+def _lobby(store) -> list[str]:
+    return sorted(r.content for r in store.list("message", limit=None, thread_id="lobby"))
+
+
+def _bobs_writes():
+    return {
+        "openai session": lambda s: asyncio.run(OramemSession("lobby", s, user_id="bob").add_items([ITEM])),
+        "langchain history": lambda s: OramemChatMessageHistory(s, "lobby", user_id="bob").add_messages(
+            [HumanMessage("hello from bob")]),
+        "langchain history async": lambda s: asyncio.run(OramemChatMessageHistory(s, "lobby", user_id="bob")
+                                                         .aadd_messages([HumanMessage("hello from bob")])),
+    }
+
+
+@pytest.mark.parametrize("how", list(_bobs_writes()))
+def test_bobs_session_cannot_adopt_the_agents_shared_thread(store, how):
+    with pytest.raises(ValueError, match="holds only records of no user"):
+        _bobs_writes()[how](store)
+    assert _lobby(store) == ["Breakfast is served until 10", "The hotel opens at 7"]  # nothing written
+    store.forget(user_id="bob")
+    assert _lobby(store) == ["Breakfast is served until 10", "The hotel opens at 7"]
+
+
+@pytest.mark.parametrize("how", list(_bobs_writes()))
+def test_threads_open_to_bob(store, how):
+    """His own thread (with the agent's replies in it), a conversation Alice shares, and a new
+    thread stay open to his session; a session of no user may join the agent's thread."""
+    store.add(["bob's first words"], "message", thread_ids="t-bob", user_ids="bob", roles="user")
+    store.add(["a reply to bob"], "message", thread_ids="t-bob", agent_ids="desk", roles="assistant")
+    store.add(["alice speaking"], "message", thread_ids="t-group", user_ids="alice", roles="user")
+    store.add(["a reply to the group"], "message", thread_ids="t-group", agent_ids="desk", roles="assistant")
+    for thread in ("t-bob", "t-group", "t-new"):
+        writes = {
+            "openai session": lambda: asyncio.run(OramemSession(thread, store, user_id="bob").add_items([ITEM])),
+            "langchain history": lambda: OramemChatMessageHistory(store, thread, user_id="bob").add_messages(
+                [HumanMessage("hello from bob")]),
+            "langchain history async": lambda: asyncio.run(OramemChatMessageHistory(store, thread, user_id="bob")
+                                                           .aadd_messages([HumanMessage("hello from bob")])),
+        }
+        writes[how]()
+        assert [r.content for r in store.list("message", limit=1, thread_id=thread, user_id="bob")] == ["hello from bob"]
+    asyncio.run(OramemSession("lobby", store, agent_id="desk").add_items([{"role": "assistant", "content": "hi"}]))
+    assert "hi" in _lobby(store)
+
+
+def test_alices_expired_records_do_not_make_the_shared_thread_a_group(store):
+    """Only live records count (SC-5.4): Alice's expired message in the agent's thread does
+    not open it to Bob (her record would not keep the thread shared at his erasure)."""
+    store.add(["alice long ago"], "message", thread_ids="lobby", user_ids="alice", roles="user",
+              timestamps="2020-01-01T00:00:00", ttl_days=1, ttl_anchor="timestamp")
+    with pytest.raises(ValueError, match="holds only records of no user"):
+        asyncio.run(OramemSession("lobby", store, user_id="bob").add_items([ITEM]))
