@@ -224,6 +224,26 @@ def _client_errors(fn):
     return wrapper
 
 
+#: what of an erasure receipt's verification (SC-14.2) a client sees
+_CLIENT_VERIFICATION = ("status", "tokens_checked", "verified_at")
+
+
+def _client_receipt(receipt: dict[str, Any]) -> dict[str, Any]:
+    """The receipt as a client of one user gets it: the scan's verdict, without its per-token
+    results. ``tokens_shared`` counts the user's erased words that a live row of anyone still
+    holds, and ``residue`` lists where the others were found: a client that writes one word
+    and calls ``forget`` would learn whether any other user's data (or deleted data) holds
+    that word. The full receipt stays in the store's erasure log (``oramem audit``,
+    ``erasure_log``) for the operator."""
+    out = dict(receipt)
+    verification = receipt.get("verification")
+    if isinstance(verification, dict):
+        shown = {k: verification[k] for k in _CLIENT_VERIFICATION if k in verification}
+        shown["detail"] = "per-token results are in the store's erasure log, for the operator (oramem audit)"
+        out["verification"] = shown
+    return out
+
+
 def build_server(
     store: Any,
     *,
@@ -440,7 +460,7 @@ def build_server(
             raise ToolError(str(exc)) from exc
         out: dict[str, Any] = {"forgotten": target_user, "erased": {t: n for t, n in counts.items() if n}}
         if hasattr(counts, "to_json"):  # SC-14.1: the erasure receipt (salted hash, verification scan)
-            out["receipt"] = counts.to_json()
+            out["receipt"] = _client_receipt(counts.to_json())
         return out
 
     if knowledge is not None:

@@ -335,3 +335,25 @@ def test_http_security_allow_lists():
     for bad in ("app.example.com", "https://app.example.com/path", "ftp://x", "https://u:p@x"):
         with pytest.raises(ValueError, match="--allow-origin"):
             http_security("10.1.2.3", 8765, allow_origins=[bad])
+
+
+async def test_bobs_forget_receipt_does_not_tell_him_whether_others_hold_a_word(tmp_path):
+    """SC-14.1 through the MCP server: the receipt's per-token results (``tokens_shared``: how
+    many of his erased words a live row of anyone still holds; ``residue``) stay in the
+    erasure log. Otherwise Bob, writing one word and calling ``forget``, learns whether
+    Alice's data holds it (found by the red team of 2026-12-06 i)."""
+    receipts = []
+    for alice_has_it in (False, True):
+        with SQLiteMemoryStore(tmp_path / f"s{int(alice_has_it)}.db", search_strategy="keyword") as store:
+            if alice_has_it:
+                store.add(["trip to zanzibar in june"], "memory", user_ids="alice", agent_ids="concierge")
+            async with Client(build_server(store, user_id="bob", agent_id="concierge")) as bob:
+                await call(bob, "add_memory", text="note zanzibar")
+                receipts.append((await call(bob, "forget"))["receipt"])
+            from oramem.trust.erasure import erasure_log
+
+            logged = erasure_log(store)[-1]
+            assert logged["verification"]["tokens_shared"] == int(alice_has_it)  # the operator sees it
+    shown = [{k: v for k, v in r["verification"].items() if k != "verified_at"} for r in receipts]
+    assert shown[0] == shown[1]
+    assert shown[0]["status"] == "clean" and "tokens_shared" not in shown[0] and "residue" not in shown[0]
