@@ -193,10 +193,27 @@ def test_a_worker_whose_lease_was_taken_over_rolls_back(bkm, store, clock):
 
 def test_orphan_store_record_of_a_crashed_attempt_is_replaced(bkm, store):
     r = bkm.write("a1", "Ana keeps bees", "Pedro", background=True)
-    # what a crash between the store write and the knowledge commit leaves behind
-    store.add(["Ana keeps bees"], "message", record_ids=[r.event_id], thread_ids="default", agent_ids="a1", roles="user")
+    # what a crash between the store write and the knowledge commit leaves behind: the event's
+    # record, of the job's scope, marked as a knowledge event (write/commit.py event_metadata)
+    store.add(["Ana keeps bees"], "message", record_ids=[r.event_id], thread_ids="default", agent_ids="a1", roles="user",
+              metadata=[{"kg_event": True, "kg_speaker": "Pedro", "kg_source": "conversation"}])
     assert bkm.process_jobs().done == 1
     assert count(bkm, "event") == 1 and store.get("message", r.event_id) is not None
+
+
+def test_a_record_of_another_scope_under_the_event_id_is_never_deleted(bkm, store):
+    """Store ids are caller-chosen: Bob's record planted under the id of Alice's queued event
+    is his, not a crashed attempt's leftover. The worker leaves it (the attempt's own write of
+    the event record then fails on the id, and the job is retried), and nothing of Alice's
+    message reaches his record."""
+    r = bkm.write("a1", "Ana keeps bees", "Pedro", user_id="alice", background=True)
+    store.add(["bob's words"], "message", record_ids=[r.event_id], user_ids="bob", agent_ids="a1", roles="user",
+              metadata=[{"kg_event": True}])
+    report = bkm.process_jobs()
+    assert report.done == 0 and report.retried + report.failed == 1
+    kept = store.get("message", r.event_id)
+    assert (kept.user_id, kept.content) == ("bob", "bob's words")
+    assert count(bkm, "event") == 0 and count(bkm, "fact") == 0
 
 
 def test_expired_lease_out_of_attempts_fails_with_the_reason(bkm, clock):

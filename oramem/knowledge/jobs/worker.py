@@ -124,8 +124,13 @@ async def run_job(rt: KnowledgeRuntime, config: KnowledgeConfig, job: dict[str, 
         return "already_done" if done else "lost"
     try:
         # a crashed attempt may have left the event's store record (written before the
-        # knowledge transaction): remove it so this attempt can write it again
-        if await rt.in_thread(rt.store.get, "message", eid) is not None:
+        # knowledge transaction): remove it so this attempt can write it again. Only that
+        # record: an event record of this job's scope. Store ids are caller-chosen, so a
+        # record of another scope under the event id is someone else's; it stays, and this
+        # attempt's write of the event record fails on the id (the job retries, then fails)
+        left = await rt.in_thread(rt.store.get, "message", eid)
+        if (left is not None and left.agent_id == agent and left.user_id == job.get("user_id")
+                and (left.metadata or {}).get("kg_event")):
             await rt.in_thread(rt.store.delete, "message", eid)
         cfg = merge_config(merge_config(config, payload.get("config_overrides")),
                            {"on_extraction_failure": "rollback"})  # a failed attempt leaves nothing: it is retried
