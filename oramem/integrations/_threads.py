@@ -13,7 +13,7 @@ one) — and ignores knowledge-layer event records, which are not conversation i
   memory / fact / preference / guideline records bound to it). Other users' records in a thread
   with the same id, other agents' records and knowledge events stay; so does the empty thread
   container (``store.delete_thread`` removes a thread with everything in it, whoever wrote it).
-- writes of a user's scope check first, in the write's transaction (:meth:`ThreadScope.write_refusal`),
+- writes of a user's scope check first, in the write's transaction (:mod:`oramem.threads`),
   that the thread is not one that holds only records of no user (shared records, such as the
   agent's knowledge events of a shared session): erasing her would take such a thread whole,
   the shared records and the knowledge learned from them included (SC-13.3, KC-3.10), so by
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..threads import THREAD_SCOPED_TYPES, write_refusal
 from ._colour import call
 
 # Knowledge-layer event records are `message` records of the write's session thread. They carry
@@ -32,8 +33,6 @@ from ._colour import call
 # written by the adapters, whose metadata is one key of their own.
 NOT_KNOWLEDGE_EVENT: dict[str, Any] = {"kg_event": {"$exists": False}, "kg_source": {"$exists": False}}
 
-# the record types that carry a thread_id (SC-2.1)
-THREAD_SCOPED_TYPES = ("message", "memory", "fact", "preference", "guideline")
 
 
 class ThreadScope:
@@ -73,30 +72,6 @@ class ThreadScope:
         return removed
 
     def write_refusal(self):
-        """Why this scope may not write into its thread (None: it may); run it in the write's
-        transaction. A scope without a user may write anywhere (its records are the unscoped
-        part of the conversation, SC-13.3). A user's scope may write where she already has
-        records, where nobody does, and where other users do (a shared conversation stays
-        shared when one of them is erased); not where the only records are of no user."""
-        if self.user_id is None:
-            return None
-        for record_type in THREAD_SCOPED_TYPES:  # hers already: the usual case, one indexed probe
-            if (yield call("list", record_type, limit=1, thread_id=self.thread_id, user_id=self.user_id)):
-                return None
-        shared = False
-        for record_type in THREAD_SCOPED_TYPES:
-            if (yield call("list", record_type, limit=1, thread_id=self.thread_id, user_id=None)):
-                shared = True
-                break
-        if not shared:
-            return None
-        for record_type in THREAD_SCOPED_TYPES:  # another user's records: a shared conversation
-            for record in (yield call("list", record_type, limit=None, thread_id=self.thread_id)):
-                if record.user_id is not None:
-                    return None
-        return (
-            f"thread {self.thread_id!r} holds only records of no user (shared records, e.g. the agent's "
-            f"knowledge events of a shared session), and none of user {self.user_id!r}: her session cannot start "
-            "writing into it, because erasing her would then take the whole thread, the shared records and what "
-            "the knowledge layer learned from them included (SC-13.3). Give her conversation a thread id of its own"
-        )
+        """Why this scope may not write into its thread (None: it may): :func:`oramem.threads.write_refusal`;
+        run it in the write's transaction."""
+        return (yield from write_refusal(self.thread_id, self.user_id))

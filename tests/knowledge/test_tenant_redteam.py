@@ -412,3 +412,34 @@ def test_erasing_bob_never_takes_alices_knowledge_through_his_records_under_her_
     assert _alices_rows(km, store) == before
     assert store.get("fact", event.id) is None and store.get("message", fact) is None  # his records went
     assert all(rows == [] for rows in _scope_rows(km, "bob").values())
+
+
+def test_bob_cannot_start_his_conversation_in_the_shared_session_and_erase_it(env):  # noqa: F811
+    """SC-13.3 / KC-3.10 (oramem.threads): the shared session's thread holds only records of no
+    user (the agent's shared events). Had Bob's write landed there, it would be his private
+    thread, and his forget would take it whole: the shared events and every fact learned from
+    them, for every user (reproduced before this rule). His write into it is refused in the
+    write's block, nothing of it is stored; his own session, and a session Alice shares with
+    him, stay open."""
+    from oramem.knowledge.write.entry import default_session_id
+
+    _, store, km, llm, clock = env
+    llm.route("extract", extract(entities=[("Hotel", "place")], facts=[("Hotel", "The hotel opens at 7")]))
+    km.write(AGENT, "The hotel opens at 7", "Desk")  # shared: no user
+    shared = default_session_id(AGENT, None)
+    before = {r.id for r in store.list("message", limit=None)}
+    llm.route("extract", extract(entities=[("Bob", "person")], facts=[("Bob", "Bob likes tea")]))
+    with pytest.raises(ValueError, match="holds only records of no user"):
+        km.write(AGENT, "Bob likes tea", "Bob", user_id="bob", session_id=shared)
+    with pytest.raises(ValueError, match="holds only records of no user"):
+        asyncio.run(km.write_async(AGENT, "Bob likes tea", "Bob", user_id="bob", session_id=shared))
+    assert {r.id for r in store.list("message", limit=None)} == before
+    km.forget(user_id="bob")
+    assert {f.fact_text for f in km.get_all(AGENT)} == {"The hotel opens at 7"}
+    # his own session and a conversation Alice shares with him stay open
+    km.write(AGENT, "Bob likes tea", "Bob", user_id="bob")
+    llm.route("extract", extract(entities=[("Alice", "person")], facts=[("Alice", "Alice likes jazz")]))
+    km.write(AGENT, "Alice likes jazz", "Alice", user_id="alice", session_id="group")
+    llm.route("extract", extract(entities=[("Bob", "person")], facts=[("Bob", "Bob likes chess")]))
+    km.write(AGENT, "Bob likes chess", "Bob", user_id="bob", session_id="group")
+    assert {"Bob likes tea", "Bob likes chess"} <= {f.fact_text for f in km.get_all(AGENT, user_id="bob")}

@@ -24,7 +24,9 @@ from typing import Any, Optional
 import numpy as np
 import sqlalchemy as sa
 
+from ..._plans import run_sync
 from ...batches import PendingRecordBatch
+from ...threads import write_refusal
 from .. import faults
 from ..db import dml
 from ..db import queries as reads
@@ -371,6 +373,13 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
     faults.check("store_index")
     batches = []
     if with_event:
+        # SC-13.3 (oramem.threads): her event may not be the first record of hers in a thread
+        # that holds only shared records (of no user): her erasure would take that thread
+        # whole, the shared events and the facts learned from them included. Checked here,
+        # in the write's block, so no other write slips in between
+        refusal = run_sync(store, write_refusal(run.session_id, run.user_id))
+        if refusal is not None:
+            raise ValueError(refusal)
         batches.append(
             PendingRecordBatch(
                 [run.message],
