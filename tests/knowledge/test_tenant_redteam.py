@@ -276,12 +276,14 @@ def test_an_agents_profile_cascade_keeps_another_agents_queued_write_in_its_thre
     store.add(["desk notes for the night shift"], "message", thread_ids="handover", agent_ids=AGENT, roles="assistant")
     km.add_fact(AGENT, "Hotel", "The hotel opens at 7", subject_type="place")
     llm.route("extract", extract([("Bob", "person")], [("Bob", "Bob has account 999")]))
-    job = km.write("bank", "my account is 999", "Bob", user_id="bob", session_id="handover", background=True).job_id
+    # another agent's shared write (no user: a user's write may not start in a thread of shared
+    # records only, KC-3.10a) queued into the thread
+    job = km.write("bank", "my account is 999", "Bob", session_id="handover", background=True).job_id
     store.delete("agent_profile", AGENT, cascade=True)  # the thread held only the desk agent's records
     assert km.get_all(AGENT) == []
     assert km.get_job(job).status == "pending"
     assert km.process_jobs().done == 1
-    assert [f.fact_text for f in km.get_all("bank", user_id="bob")] == ["Bob has account 999"]
+    assert [f.fact_text for f in km.get_all("bank")] == ["Bob has account 999"]
 
 
 def test_a_profile_cascade_leaves_no_half_erased_shared_fact_of_her_private_thread(env):  # noqa: F811
@@ -443,3 +445,16 @@ def test_bob_cannot_start_his_conversation_in_the_shared_session_and_erase_it(en
     llm.route("extract", extract(entities=[("Bob", "person")], facts=[("Bob", "Bob likes chess")]))
     km.write(AGENT, "Bob likes chess", "Bob", user_id="bob", session_id="group")
     assert {"Bob likes tea", "Bob likes chess"} <= {f.fact_text for f in km.get_all(AGENT, user_id="bob")}
+
+
+def test_bobs_background_write_into_the_shared_session_is_refused_at_submit(env):  # noqa: F811
+    """KC-3.10a for ``write(..., background=True)``: refused before a job is queued."""
+    from oramem.knowledge.write.entry import default_session_id
+
+    _, store, km, llm, clock = env
+    llm.route("extract", extract(entities=[("Hotel", "place")], facts=[("Hotel", "The hotel opens at 7")]))
+    km.write(AGENT, "The hotel opens at 7", "Desk")
+    with pytest.raises(ValueError, match="holds only records of no user"):
+        km.write(AGENT, "Bob likes tea", "Bob", user_id="bob", session_id=default_session_id(AGENT, None),
+                 background=True)
+    assert km.job_status().counts["pending"] == 0

@@ -12,6 +12,8 @@ from typing import Any, Optional
 
 import sqlalchemy as sa
 
+from ..._plans import run_sync
+from ...threads import write_refusal
 from ..config import KnowledgeConfig, merge_config
 from ..db.queries import check_page
 from ..model import new_id
@@ -29,7 +31,12 @@ __all__ = ["submit", "process_jobs", "run_job", "job_status", "list_jobs", "get_
 async def submit(rt: KnowledgeRuntime, agent_id: str, message: str, speaker_name: str, *, source: str, session_id: str,
                  occurred_at: datetime, recent: list[Any], overrides: Optional[dict[str, Any]], now: datetime,
                  user_id: Optional[str]) -> WriteResult:
-    """``write(..., background=True)``: one job row, nothing else."""
+    """``write(..., background=True)``: one job row, nothing else. A user's write into a thread
+    of shared records only is refused here already (KC-3.10a; the job's commit checks again in
+    its block)."""
+    refusal = await rt.in_thread(run_sync, rt.store, write_refusal(session_id, user_id))
+    if refusal is not None:
+        raise ValueError(refusal)
     job_id, event_id = new_id(), new_id()
     payload = {"message": message, "speaker_name": speaker_name, "source": source, "session_id": session_id,
                "occurred_at": iso(occurred_at), "recent_messages": recent, "config_overrides": overrides or None,
