@@ -54,6 +54,7 @@ from typing import Any, Iterable, Optional, cast
 
 from . import require
 from ..errors import DuplicateRecordError
+from ..threads import write_refusal
 from ._colour import call, run_async, run_sync
 
 require("langgraph.store.base", "langgraph")
@@ -400,6 +401,12 @@ class OramemStore(BaseStore):
             if changed:
                 return None
         scope = self._scope(namespace)
+        if scope["thread_id"] is not None:
+            # a user's item may not be her first record in a thread of shared records only
+            # (SC-13.5, oramem.threads): her erasure would take that thread whole
+            refusal = yield from write_refusal(scope["thread_id"], scope["user_id"])
+            if refusal is not None:
+                raise ValueError(refusal)
         add = call(
             "add",
             [content],

@@ -90,3 +90,17 @@ def test_alices_expired_records_do_not_make_the_shared_thread_a_group(store):
               timestamps="2020-01-01T00:00:00", ttl_days=1, ttl_anchor="timestamp")
     with pytest.raises(ValueError, match="holds only records of no user"):
         asyncio.run(OramemSession("lobby", store, user_id="bob").add_items([ITEM]))
+
+
+def test_a_langgraph_store_mapping_threads_from_namespaces_never_adopts_the_agents_thread(store):
+    """The same rule for ``OramemStore`` items whose thread comes from the namespace: Bob's item
+    may not be his first record in the agent's shared thread; his own thread stays open."""
+    require_extra("langgraph.store.base", "langgraph")
+    from oramem.integrations.langgraph import OramemStore
+
+    items = OramemStore(store, scope_from_namespace={"user_id": 1, "thread_id": 2})
+    with pytest.raises(ValueError, match="holds only records of no user"):
+        items.put(("memories", "bob", "lobby"), "k", {"text": "bob's note"})
+    assert _lobby(store) == ["Breakfast is served until 10", "The hotel opens at 7"]
+    items.put(("memories", "bob", "t-bob"), "k", {"text": "bob's note"})
+    assert items.get(("memories", "bob", "t-bob"), "k").value == {"text": "bob's note"}
