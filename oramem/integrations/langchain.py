@@ -34,6 +34,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from . import require
 from ._colour import call, run_async, run_async_in_transaction, run_sync, run_sync_in_transaction
+from ..threads import write_refusal
 from ._threads import ThreadScope
 
 require("langchain_core", "langchain")
@@ -124,6 +125,12 @@ class OramemVectorStore(VectorStore):
             new_meta.append(meta or None)
             new_ids.append(rid)
         if new_texts:
+            if self._scope["thread_id"] is not None:
+                # a user's documents may not be her first records in a thread of shared records
+                # only (SC-13.5, oramem.threads): her erasure would take that thread whole
+                refusal = yield from write_refusal(self._scope["thread_id"], self._scope["user_id"])
+                if refusal is not None:
+                    raise ValueError(refusal)
             added = yield call(
                 "add",
                 new_texts,

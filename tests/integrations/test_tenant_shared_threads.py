@@ -104,3 +104,13 @@ def test_a_langgraph_store_mapping_threads_from_namespaces_never_adopts_the_agen
     assert _lobby(store) == ["Breakfast is served until 10", "The hotel opens at 7"]
     items.put(("memories", "bob", "t-bob"), "k", {"text": "bob's note"})
     assert items.get(("memories", "bob", "t-bob"), "k").value == {"text": "bob's note"}
+
+
+def test_a_langchain_vector_store_bound_to_a_thread_never_adopts_the_agents_thread(store):
+    """The same rule for ``OramemVectorStore(..., thread_id=...)`` documents of a user."""
+    from oramem.integrations.langchain import OramemVectorStore
+
+    with pytest.raises(ValueError, match="holds only records of no user"):
+        OramemVectorStore(store, user_id="bob", thread_id="lobby").add_texts(["bob's note"])
+    assert _lobby(store) == ["Breakfast is served until 10", "The hotel opens at 7"]
+    assert OramemVectorStore(store, user_id="bob", thread_id="t-bob").add_texts(["bob's note"])
