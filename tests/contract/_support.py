@@ -120,3 +120,17 @@ def expired_peer_world(store: Any) -> None:
               roles="user", ttl_days=None)
     store.add(["reply in bob's ticket"], "message", record_ids="r2", thread_ids="t2", agent_ids="desk",
               roles="assistant", ttl_days=None)
+
+
+#: the two ways to erase a user (SC-8.6 and the SC-8.2 profile cascade), for parametrized tests
+ERASE_USER_WAYS = ("forget", "profile cascade")
+
+
+def erase_user(store: Any, user_id: str, how: str) -> None:
+    """Erase ``user_id`` the way ``how`` (one of :data:`ERASE_USER_WAYS`) names."""
+    if how == "forget":
+        store.forget(user_id=user_id)
+    elif how == "profile cascade":
+        store.delete("user_profile", user_id, cascade=True)
+    else:
+        raise ValueError(f"how must be one of {ERASE_USER_WAYS}, got {how!r}")

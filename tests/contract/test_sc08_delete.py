@@ -7,7 +7,7 @@ import pytest
 from oramem import StoreError
 from oramem.requests import DeletionEvent
 
-from ._support import expired_peer_world, hit_ids, ids, vec
+from ._support import ERASE_USER_WAYS, erase_user, expired_peer_world, hit_ids, ids, vec
 
 
 # ---------------------------------------------------------------- SC-8.1
@@ -309,7 +309,7 @@ def test_sc_8_6_forget_erases_the_actor_and_nothing_else(store):
         store.forget(user_id="u2", agent_id="a1")
 
 
-@pytest.mark.parametrize("how", ["forget", "cascade"])
+@pytest.mark.parametrize("how", ERASE_USER_WAYS)
 def test_sc_13_3_another_users_expired_record_neither_keeps_nor_goes_with_her_thread(make_store, how):
     """SC-13.3 with SC-5.4 (both engines): Bob's only record in ``t1`` expired, nothing purged
     it (``expired_peer_world``). Erasing Alice takes ``t1`` whole, the agent's reply quoting
@@ -318,10 +318,7 @@ def test_sc_13_3_another_users_expired_record_neither_keeps_nor_goes_with_her_th
     store = make_store(embedder=None, search_strategy="keyword")
     expired_peer_world(store)
     assert store.get("message", "b1") is None
-    if how == "forget":
-        store.forget(user_id="alice")
-    else:
-        store.delete("user_profile", "alice", cascade=True)
+    erase_user(store, "alice", how)
     assert ids(store.list("message")) == ["b2", "r2"]
     assert ids(store.list("thread")) == ["t2"]
     assert store.search("passport", k=5) == []

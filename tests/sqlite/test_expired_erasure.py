@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from contract._support import expired_peer_world
+from contract._support import ERASE_USER_WAYS, erase_user, expired_peer_world
 
 from oramem import SQLiteMemoryStore, jsonl
 from oramem.sqlite._sqlite import sqlite3
@@ -26,15 +26,12 @@ def _raw_ids(path) -> list[str]:
         return sorted(i for (i,) in conn.execute(f'SELECT id FROM "{table}" WHERE record_type <> \'thread\''))
 
 
-@pytest.mark.parametrize("how", ["forget", "profile cascade"])
+@pytest.mark.parametrize("how", ERASE_USER_WAYS)
 def test_her_erasure_leaves_his_expired_record_in_the_file_for_the_purge(tmp_path, how):
     path = tmp_path / "s.db"
     with SQLiteMemoryStore(path, search_strategy="keyword") as store:
         expired_peer_world(store)
-        if how == "forget":
-            store.forget(user_id="alice")
-        else:
-            store.delete("user_profile", "alice", cascade=True)
+        erase_user(store, "alice", how)
         assert sorted(r.id for r in store.list("message", limit=None)) == ["b2", "r2"]
         assert _raw_ids(path) == ["b1", "b2", "r2"]
         assert store.purge_expired() == 1

@@ -8,6 +8,7 @@ thread, where he still writes, keeps his records and his row."""
 from __future__ import annotations
 
 import pytest
+from contract._support import ERASE_USER_WAYS, erase_user
 
 from oramem import SQLiteMemoryStore, jsonl
 
@@ -25,14 +26,11 @@ def _world(store):
               roles="assistant")
 
 
-@pytest.mark.parametrize("how", ["forget", "profile cascade"])
+@pytest.mark.parametrize("how", ERASE_USER_WAYS)
 def test_her_private_thread_goes_whole_whoever_opened_it(how):
     with SQLiteMemoryStore(search_strategy="keyword") as store:
         _world(store)
-        if how == "forget":
-            store.forget(user_id="alice")
-        else:
-            store.delete("user_profile", "alice", cascade=True)
+        erase_user(store, "alice", how)
         assert sorted(r.id for r in store.list("message", limit=None)) == ["b2", "r2"]
         assert [(r.id, r.user_id) for r in store.list("thread", limit=None)] == [("t2", "bob")]
         assert store.search("passport", strategy="keyword") == []
