@@ -129,6 +129,29 @@ def screen_update(policy: FirewallPolicy, current: Optional[Record], text: Any, 
     return UpdateFields(new_text, new_index, md)
 
 
+def screen_context(policy: FirewallPolicy, texts: Sequence[str], source: str) -> tuple[list[str], int]:
+    """The context a knowledge-layer write sends to the LLM with its message
+    (``recent_messages``: in a shared thread, other users' turns too) under the store's
+    policy (SC-15.6), each text screened as the message is: a rejected category raises
+    :class:`FirewallRejected` (``recent_messages[i]``), a redacted text is kept redacted, a
+    flagged one is left out (the LLM would read its instructions while extracting the
+    writer's knowledge). Returns the texts kept, in order, and how many were left out."""
+    detectors = policy.active_detectors()
+    kept: list[str] = []
+    rejected: list[tuple[int, str]] = []
+    left_out = 0
+    for i, text in enumerate(texts):
+        s = screen_record(policy, detectors, [text], {"source": source}, None)
+        rejected += [(i, name) for name in s.rejected]
+        if s.verdict == "flagged":
+            left_out += 1
+        else:
+            kept.append(s.texts[0] or "")
+    if rejected:
+        raise _reject(rejected, "recent_messages", {d.name: d.category for d in detectors})
+    return kept, left_out
+
+
 def screen_message(policy: FirewallPolicy, text: str, source: str) -> Screened:
     """A knowledge-layer message under the store's policy (SC-15.6): the screened text and
     its verdict (``Screened.metadata[VERDICT_KEY]``); :class:`FirewallRejected` when a
