@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 import sqlalchemy as sa
 
 from ...trust.firewall import VERDICT_KEY
-from ...trust.gate import screen_context, screen_message
+from ...trust.gate import screen_context, screen_knowledge, screen_message
 from ..config import KnowledgeConfig, merge_config
 from ..db import queries as reads
 from ..db.queries import check_user_id
@@ -115,16 +115,21 @@ async def screen(rt: KnowledgeRuntime, message: str, source: str, recent: list[s
 
 
 def manual_run(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, agent_id: Any, *, entities: Any, facts: Any, relations: Any, user_id: Any, source: Any, session_id: Any,
-               occurred_at: Any, config_overrides: Optional[dict[str, Any]],
-               ) -> tuple[WriteRun, dict[str, Any]]:
-    """``add_knowledge``: the checked items as an extraction reply, and the run that writes
-    them (rule-based reconciliation without an LLM; no emotion tagging)."""
+               occurred_at: Any, config_overrides: Optional[dict[str, Any]], policy: Any = None,
+               ) -> tuple[WriteRun, dict[str, Any], Any]:
+    """``add_knowledge``: the checked items as an extraction reply, the run that writes
+    them (rule-based reconciliation without an LLM; no emotion tagging) and, under the
+    store's firewall ``policy``, the items' screening (SC-15.6: the reply holds the redacted
+    texts; a rejected category raises; the caller stores nothing of a flagged call), else None."""
     validate_agent_id(agent_id)
     user_id = check_user_id(user_id)
     if session_id is None:
         session_id = default_session_id(agent_id, user_id)
     when = _origin(source, session_id, occurred_at)
     reply = build_reply(entities, facts, relations)
+    screened = None
+    if policy is not None:
+        reply, screened = screen_knowledge(policy, reply, source)
     cfg = merge_config(config, config_overrides)
     if not has_llm:
         cfg = merge_config(cfg, NO_LLM_CONFIG)
@@ -138,7 +143,7 @@ def manual_run(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, age
         occurred_at=when, recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, user_id=user_id,
     )
     run.rule_based_reconcile = not has_llm
-    return run, reply
+    return run, reply, screened
 
 
 async def reprocess_run(rt: KnowledgeRuntime, config: KnowledgeConfig, agent_id: Any, event_id: Any,
