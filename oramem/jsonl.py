@@ -813,7 +813,8 @@ def knowledge_scope(engine: Any, store: Any, scope: ExportScope) -> dict[str, se
         have = scope.keys
         extra = [r for rtype, table in (("fact", tables.fact), ("message", tables.event))
                  for rid in sorted(rows.get(table.name, ())) if (rtype, rid) not in have
-                 for r in [store.get(rtype, rid)] if r is not None]
+                 # never another user's record under the id (forget leaves it too)
+                 for r in [store.get(rtype, rid)] if r is not None and r.user_id in (None, *scope.ids)]
         if extra:
             scope.add(extra)
     return rows

@@ -458,6 +458,35 @@ def _scopes(side: Any, store_id: str, now: str) -> tuple[set[str], set[str]]:
                 agents.add(record.id)
             users.update([record.user_id] if record.user_id else [])
             agents.update([record.agent_id] if record.agent_id else [])
+    kg_users, kg_agents = _knowledge_scopes(side, store_id)
+    return users | kg_users, agents | kg_agents
+
+
+def _knowledge_scopes(side: Any, store_id: str) -> tuple[set[str], set[str]]:
+    """Every user and agent id the store's knowledge rows name (``user_id`` / ``agent_id``
+    columns), as an import reads them from a file's knowledge lines (SC-14.4): an erased
+    user's events, facts and entities are copied by :func:`_copy_knowledge` whether or not a
+    live store record still names her (hers may have expired and been purged)."""
+    import sqlalchemy as sa
+
+    tables = _kg_tables(side, store_id, 1)
+    if not tables:
+        return set(), set()
+    users: set[str] = set()
+    agents: set[str] = set()
+    engine = side.sa_engine(read_only=True)
+    try:
+        insp = sa.inspect(engine)
+        with engine.connect() as conn:
+            for table in tables:
+                have = {c["name"].lower() for c in insp.get_columns(table.name)}
+                for name, bucket in (("user_id", users), ("agent_id", agents)):
+                    if name in table.c and name in have:
+                        column = table.c[name]
+                        bucket.update(v for (v,) in conn.execute(sa.select(column).where(column.is_not(None)).distinct())
+                                      if isinstance(v, str))
+    finally:
+        engine.dispose()
     return users, agents
 
 

@@ -1320,6 +1320,9 @@ AS
          || ' r WHERE (r.record_type, r.record_id) IN ('
          || 'SELECT jt.rt, jt.id FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
          || 'rt VARCHAR2(64 CHAR) PATH ''$[0]'', id VARCHAR2(512 CHAR) PATH ''$[1]'')) jt)'
+         -- records of no user only: the actor's cascade already removed the erased user's;
+         -- another user's record under a named key is his and stays (SC-13.1)
+         || ' AND r.user_id IS NULL'
          USING in_keys;
       l_result.put('count', SQL%ROWCOUNT);
       RETURN l_result.to_clob;

@@ -153,10 +153,12 @@ AS
    ) RETURN CLOB;
 
    /*
-    * delete_keys_json: delete the records named by in_keys, a JSON array of
-    * [record_type, record_id] pairs (absent ones are ignored), with their retrieval rows,
-    * in one statement; the deletion hook is NOT run (what an erasure's layers named,
-    * after the actor's cascade: N4, as oramem/sqlite/mutations.py delete_keys).
+    * delete_keys_json: delete the records of no user (user_id null) named by in_keys, a
+    * JSON array of [record_type, record_id] pairs (absent ones are ignored), with their
+    * retrieval rows, in one statement; the deletion hook is NOT run (what an erasure's
+    * layers named, after the actor's cascade, which removed the erased user's own
+    * records: N4, as oramem/sqlite/mutations.py delete_keys; another user's record under
+    * a named key stays, SC-13.1).
     * Returns {"count": n}. Errors: -20001; store errors. Commit: never.
     */
    FUNCTION delete_keys_json(

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Callable, Optional
 
 from .._sync import sync_method
+from ..trust.firewall import VERDICT_KEY
 from ..types import NOT_SET
 from . import checks, deletes
 from .read import entry as read_entry
@@ -194,11 +195,19 @@ class KnowledgeMemory:
         what was given; ``source`` is its source and speaker). Every item is validated before
         anything is stored. ``user_id``: whose knowledge it is (KC-3.7; None: the agent's shared
         knowledge)."""
-        run, reply = manual_run(
+        policy = await self.runtime.in_thread(self.runtime.store.get_firewall)
+        run, reply, screened = manual_run(
             self.runtime, self.config, self.has_llm, agent_id, entities=entities, facts=facts,
             relations=relations, user_id=user_id, source=source, session_id=session_id, occurred_at=occurred_at,
-            config_overrides=config_overrides)
-        return await run_write(self.runtime, run, event_mode="insert", prepared=reply)
+            config_overrides=config_overrides, policy=policy)
+        verdict = None if screened is None else (screened.metadata or {})[VERDICT_KEY]
+        if screened is not None and screened.verdict == "flagged":  # SC-15.6, as a flagged message
+            return WriteResult(firewall=verdict, warnings=[
+                "the store's firewall flagged these items (" + ", ".join(screened.findings)
+                + "): they were not stored"])
+        result = await run_write(self.runtime, run, event_mode="insert", prepared=reply)
+        result.firewall = verdict
+        return result
 
     add_knowledge = sync_method(add_knowledge_async)
 

@@ -490,12 +490,18 @@ def purge(tx: WriteTx) -> tuple[int, Optional[DeletionEvent]]:
 
 
 def delete_keys(tx: WriteTx, keys: Sequence[tuple[str, str]]) -> None:
-    """Delete the records named by ``(record_type, record_id)`` pairs (absent ones are
-    ignored) with their retrieval rows; deletion hooks are not run again."""
+    """Delete the records of no user named by ``(record_type, record_id)`` pairs (absent
+    ones are ignored) with their retrieval rows; deletion hooks are not run again. What
+    ``forget``'s erasers name after the actor's cascade: the cascade already removed every
+    record of the erased user, so the ones left to take are unscoped (a shared fact learned
+    from her message); a record of another user under a named key is his (an eraser names
+    its rows' ids, and a knowledge row imported or written under another user's record id
+    would otherwise take that record) and stays (SC-13.1)."""
     if not keys:
         return
     in_keys = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:keys))"
-    tx.delete_records(_victims(tx, f"(record_type, id) IN {in_keys}", {"keys": json.dumps([list(k) for k in keys])}))
+    tx.delete_records(_victims(tx, f"(record_type, id) IN {in_keys} AND user_id IS NULL",
+                               {"keys": json.dumps([list(k) for k in keys])}))
 
 
 def forget(tx: WriteTx, profile_type: str, actor_id: str) -> DeletionEvent:

@@ -129,6 +129,71 @@ def screen_update(policy: FirewallPolicy, current: Optional[Record], text: Any, 
     return UpdateFields(new_text, new_index, md)
 
 
+def screen_context(policy: FirewallPolicy, texts: Sequence[str], source: str) -> tuple[list[str], int]:
+    """The context a knowledge-layer write sends to the LLM with its message
+    (``recent_messages``: in a shared thread, other users' turns too) under the store's
+    policy (SC-15.6), each text screened as the message is: a rejected category raises
+    :class:`FirewallRejected` (``recent_messages[i]``), a redacted text is kept redacted, a
+    flagged one is left out (the LLM would read its instructions while extracting the
+    writer's knowledge). Returns the texts kept, in order, and how many were left out."""
+    detectors = policy.active_detectors()
+    kept: list[str] = []
+    rejected: list[tuple[int, str]] = []
+    left_out = 0
+    for i, text in enumerate(texts):
+        s = screen_record(policy, detectors, [text], {"source": source}, None)
+        rejected += [(i, name) for name in s.rejected]
+        if s.verdict == "flagged":
+            left_out += 1
+        else:
+            kept.append(s.texts[0] or "")
+    if rejected:
+        raise _reject(rejected, "recent_messages", {d.name: d.category for d in detectors})
+    return kept, left_out
+
+
+#: the free-text fields of a deterministic knowledge write's items (``add_knowledge``): what
+#: becomes fact, entity, alias and event text; types, keys and numbers are not text
+_KNOWLEDGE_TEXT = {"facts": ("subject", "fact", "value"), "entities": ("name", "aliases"),
+                   "relations": ("source", "target")}
+
+
+def screen_knowledge(policy: FirewallPolicy, reply: Mapping[str, Any], source: str) -> tuple[dict[str, Any], Screened]:
+    """A deterministic knowledge write's items (``add_knowledge`` and its one-item twins, as
+    an extraction reply ``{"entities", "facts", "relations"}``) under the store's policy
+    (SC-15.6), screened as one message: their free text (fact texts and values, subject,
+    entity and alias names, relation ends). Returns a copy of the reply with the redacted
+    texts and the screening (its verdict under ``metadata[VERDICT_KEY]``);
+    :class:`FirewallRejected` when a rejected category matched."""
+    detectors = policy.active_detectors()
+    out: dict[str, Any] = {key: [dict(item) for item in value] if isinstance(value, list) else value
+                           for key, value in reply.items()}
+    slots: list[tuple[dict[str, Any], str, Optional[int]]] = []
+    texts: list[Optional[str]] = []
+    for key, names in _KNOWLEDGE_TEXT.items():
+        for item in out.get(key) or ():
+            for name in names:
+                value = item.get(name)
+                if isinstance(value, str):
+                    slots.append((item, name, None))
+                    texts.append(value)
+                elif isinstance(value, list):
+                    item[name] = list(value)
+                    for index, x in enumerate(value):
+                        if isinstance(x, str):
+                            slots.append((item, name, index))
+                            texts.append(x)
+    s = screen_record(policy, detectors, texts, {"source": source}, None)
+    if s.rejected:
+        raise _reject([(0, name) for name in s.rejected], "knowledge items", {d.name: d.category for d in detectors})
+    for (item, name, at), new in zip(slots, s.texts):
+        if at is None:
+            item[name] = new
+        else:
+            item[name][at] = new
+    return out, s
+
+
 def screen_message(policy: FirewallPolicy, text: str, source: str) -> Screened:
     """A knowledge-layer message under the store's policy (SC-15.6): the screened text and
     its verdict (``Screened.metadata[VERDICT_KEY]``); :class:`FirewallRejected` when a

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from typing import Any, Optional
 
 import pytest
@@ -16,6 +17,7 @@ import sqlalchemy as sa
 
 from oramem import jsonl
 from oramem.knowledge.ownership import owned_rows
+from oramem.sqlite._sqlite import sqlite3
 
 from .helpers import extract, write_keeper
 from .test_tenant_knowledge import env  # noqa: F401  (the fixture: store, KnowledgeMemory, LLM, clock)
@@ -458,3 +460,43 @@ def test_bobs_background_write_into_the_shared_session_is_refused_at_submit(env)
         km.write(AGENT, "Bob likes tea", "Bob", user_id="bob", session_id=default_session_id(AGENT, None),
                  background=True)
     assert km.job_status().counts["pending"] == 0
+
+
+
+@pytest.mark.parametrize("how", ["forget", "forget_async", "export"])
+def test_bobs_imported_knowledge_row_never_adopts_alices_record_under_its_id(env, how):  # noqa: F811
+    """The reverse of the test above, through a backup: Bob's file (``oramem import``'s
+    knowledge lines) carries a knowledge event of his under the id of Alice's message record
+    (ids are not secrets: thread listings, audit entries and agent-wide results show them).
+    His erasure deletes the store records of his knowledge rows, and his scoped export adds
+    them to his file (KC-3.10, SC-13.9): matched by (type, id) alone, his forget deleted
+    Alice's message and his export handed him her words. A record of another user is never
+    one of his knowledge records."""
+    path, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "bob", "Bob", "keys", "Bob keeps the keys in the drawer")
+    [alices] = store.add([f"alice: my {SECRET} number is X1234"], "message", user_ids="alice", agent_ids=AGENT,
+                         thread_ids="alice-chat", roles="user")
+    engine = sa.create_engine(f"sqlite:///{path}", module=sqlite3)
+    try:
+        lines: list[str] = []
+        jsonl.export_knowledge(engine, store.memory_store_id, store.vector_dim, lines.append)
+        [event] = [json.loads(x) for x in lines if '"kg_table": "EVENT"' in x and '"user_id": "bob"' in x]
+        event["row"]["id"] = alices
+        jsonl.import_knowledge(engine, store.memory_store_id, store.vector_dim, jsonl.parse_lines([json.dumps(event)]))
+        before = _alices_rows(km, store)
+        alice = _scope_rows(km, "alice")
+        if how == "export":
+            scope = jsonl.select_scope(store, "user", ["bob"])
+            jsonl.knowledge_scope(engine, store, scope)
+            assert scope.records and all(r.user_id in (None, "bob") for r in scope.records)
+            assert not [r for r in scope.records if SECRET in (r.content or "")]
+            return
+    finally:
+        engine.dispose()
+    if how == "forget":
+        km.forget(user_id="bob")
+    else:
+        asyncio.run(km.forget_async(user_id="bob"))
+    assert _alices_rows(km, store) == before and _scope_rows(km, "alice") == alice
+    assert store.get("message", alices).user_id == "alice"
+    assert all(rows == [] for rows in _scope_rows(km, "bob").values())

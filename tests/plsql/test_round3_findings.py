@@ -109,6 +109,15 @@ def test_n4_forget_cascade_reason_and_one_delete_keys_statement():
     assert "FUNCTION delete_keys_json" in code("oramem_store.pks")
 
 
+def test_delete_keys_takes_only_records_of_no_user():
+    """As SQLite's delete_keys: after the actor's cascade, what the erasers name is deleted only
+    when no user owns it; another user's record under a knowledge row's id stays (SC-13.1;
+    tests/knowledge/test_tenant_redteam.py, Bob's imported event under Alice's message id)."""
+    keys = re.search(r"FUNCTION\s+delete_keys_json(.*?)END\s+delete_keys_json;", code("oramem_store.pkb"), re.S).group(1)
+    statement = keys[keys.index("EXECUTE IMMEDIATE"):keys.index("USING in_keys")]
+    assert "' AND r.user_id IS NULL'" in statement
+
+
 # D15: the contract text says what Oracle does (RRF in PL/SQL, the F15 exception to SC-6.5).
 def test_d15_spec_names_the_rrf_fusion_and_the_f15_exception():
     spec = (REPO / "docs" / "spec" / "store.md").read_text()

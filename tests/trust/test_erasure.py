@@ -280,6 +280,37 @@ def test_migrate_refuses_an_erased_subject_and_copies_the_log(tmp_path):
     assert report.copied_records >= 3
 
 
+def test_migrate_refuses_an_erased_users_knowledge_rows_when_her_records_have_expired(tmp_path):
+    """Alice's knowledge write in a thread Bob opened: in an old copy her store records have
+    expired (and been purged), her knowledge rows (the event holds her words) stay. Migrating
+    that copy into the store where she was erased is refused: the knowledge rows name her (as
+    an import of the same rows as knowledge lines is)."""
+    import datetime as dt
+
+    from oramem.migrate import migrate
+    from oramem.types import MemoryRetentionConfig
+
+    old, live = tmp_path / "old.db", tmp_path / "live.db"
+    then = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)  # long before the migration
+    with open_store(old, clock=lambda: then, memory_retention_config=MemoryRetentionConfig(default_ttl_days=30)) as store:
+        store.add(["Bob opens the shared thread"], "message", thread_ids="t-both", user_ids="bob", agent_ids="concierge",
+                  roles="user", ttl_days=None)
+        km = KnowledgeMemory(store, None, clock=lambda: then)
+        km.add_knowledge("concierge", facts=[{"subject": "Alice", "fact": ALICE_TEXT, "subject_type": "person",
+                                              "ttl_days": 10}], user_id=ALICE, session_id="t-both")
+        km.close()
+    with SQLiteMemoryStore(str(old)) as store:  # opening purges her expired records
+        assert not [r for t in ("fact", "message") for r in store.list(t, user_id=ALICE, limit=None)]
+    with open_store(live) as store:
+        seed(store)
+        store.forget(user_id=ALICE)
+    before = dump(live)
+    with pytest.raises(ErasedSubjectError, match="1 erased user"):
+        migrate(str(old), str(live))
+    assert dump(live) == before
+    assert "quokkafish" not in "\n".join(before)
+
+
 # ---------------------------------------------------------------------------- scoped surfaces
 async def test_a_user_scoped_mcp_server_returns_only_its_own_users_receipt(tmp_path):
     from integrations.extras import require_extra

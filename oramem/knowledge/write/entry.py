@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 import sqlalchemy as sa
 
 from ...trust.firewall import VERDICT_KEY
-from ...trust.gate import screen_message
+from ...trust.gate import screen_context, screen_knowledge, screen_message
 from ..config import KnowledgeConfig, merge_config
 from ..db import queries as reads
 from ..db.queries import check_user_id
@@ -88,32 +88,48 @@ def check_write(agent_id: Any, message: Any, speaker_name: Any, *, user_id: Any,
     return user_id, session_id, when, recent
 
 
-async def screen(rt: KnowledgeRuntime, message: str, source: str) -> tuple[str, Any, Optional[WriteResult]]:
-    """SC-15.6: the store firewall sees the message before the LLM, the embedder or any row:
-    (the message to use, the verdict to report, the result to return at once when flagged)."""
+async def screen(rt: KnowledgeRuntime, message: str, source: str, recent: list[str],
+                 ) -> tuple[str, list[str], Any, Optional[WriteResult], list[str]]:
+    """SC-15.6: the store firewall sees the message, and the ``recent_messages`` that go to
+    the LLM with it (in a shared thread other users' turns), before the LLM, the embedder or
+    any row: (the message to use, the recent messages to use, the verdict to report, the
+    result to return at once when the message is flagged, warnings). The recent messages are
+    screened as the message is (:func:`oramem.trust.gate.screen_context`): a flagged one is
+    left out, secrets are redacted, a rejected category raises."""
     policy = await rt.in_thread(rt.store.get_firewall)
     if policy is None:
-        return message, None, None
+        return message, recent, None, None, []
+    warnings: list[str] = []
+    if recent:
+        recent, left_out = screen_context(policy, recent, source)
+        if left_out:
+            warnings.append(f"the store's firewall flagged {left_out} of the recent messages: they were left out "
+                            "of the extraction's context")
     screened = screen_message(policy, message, source)
     verdict = (screened.metadata or {})[VERDICT_KEY]
     if screened.verdict == "flagged":
-        return message, verdict, WriteResult(firewall=verdict, warnings=[
+        return message, recent, verdict, WriteResult(firewall=verdict, warnings=[
             "the store's firewall flagged this message (" + ", ".join(screened.findings)
-            + "): it was not extracted into knowledge"])
-    return screened.texts[0] or "", verdict, None
+            + "): it was not extracted into knowledge", *warnings]), warnings
+    return screened.texts[0] or "", recent, verdict, None, warnings
 
 
 def manual_run(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, agent_id: Any, *, entities: Any, facts: Any, relations: Any, user_id: Any, source: Any, session_id: Any,
-               occurred_at: Any, config_overrides: Optional[dict[str, Any]],
-               ) -> tuple[WriteRun, dict[str, Any]]:
-    """``add_knowledge``: the checked items as an extraction reply, and the run that writes
-    them (rule-based reconciliation without an LLM; no emotion tagging)."""
+               occurred_at: Any, config_overrides: Optional[dict[str, Any]], policy: Any = None,
+               ) -> tuple[WriteRun, dict[str, Any], Any]:
+    """``add_knowledge``: the checked items as an extraction reply, the run that writes
+    them (rule-based reconciliation without an LLM; no emotion tagging) and, under the
+    store's firewall ``policy``, the items' screening (SC-15.6: the reply holds the redacted
+    texts; a rejected category raises; the caller stores nothing of a flagged call), else None."""
     validate_agent_id(agent_id)
     user_id = check_user_id(user_id)
     if session_id is None:
         session_id = default_session_id(agent_id, user_id)
     when = _origin(source, session_id, occurred_at)
     reply = build_reply(entities, facts, relations)
+    screened = None
+    if policy is not None:
+        reply, screened = screen_knowledge(policy, reply, source)
     cfg = merge_config(config, config_overrides)
     if not has_llm:
         cfg = merge_config(cfg, NO_LLM_CONFIG)
@@ -127,7 +143,7 @@ def manual_run(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, age
         occurred_at=when, recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, user_id=user_id,
     )
     run.rule_based_reconcile = not has_llm
-    return run, reply
+    return run, reply, screened
 
 
 async def reprocess_run(rt: KnowledgeRuntime, config: KnowledgeConfig, agent_id: Any, event_id: Any,
@@ -173,7 +189,7 @@ async def write_message(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: 
     now = rt.now()
     if not message.strip():
         return WriteResult()
-    message, verdict, flagged = await screen(rt, message, source)
+    message, recent, verdict, flagged, warnings = await screen(rt, message, source, recent)
     if flagged is not None:
         return flagged
     if background:
@@ -182,6 +198,7 @@ async def write_message(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: 
                                          user_id=user_id)
         wake()
         queued.firewall = verdict
+        queued.warnings.extend(warnings)
         return queued
     run = WriteRun(
         rt, agent_id=agent_id, message=message, speaker_name=speaker_name, source=source, session_id=session_id,
@@ -192,4 +209,5 @@ async def write_message(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: 
         result = await run_write(rt, run, event_mode="insert")
         finish_span(span, result.stats, result.success)
     result.firewall = verdict
+    result.warnings.extend(warnings)
     return result
