@@ -462,7 +462,6 @@ def test_bobs_background_write_into_the_shared_session_is_refused_at_submit(env)
     assert km.job_status().counts["pending"] == 0
 
 
-
 @pytest.mark.parametrize("how", ["forget", "forget_async", "export"])
 def test_bobs_imported_knowledge_row_never_adopts_alices_record_under_its_id(env, how):  # noqa: F811
     """The reverse of the test above, through a backup: Bob's file (``oramem import``'s
