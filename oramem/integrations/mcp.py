@@ -224,6 +224,16 @@ def _client_errors(fn):
     return wrapper
 
 
+def _client_metadata(metadata: Any) -> None:
+    """A client's metadata may not name the record's source: the store's firewall maps the
+    metadata ``"source"`` to a trust label (SC-15.4), so a client of one user claiming
+    ``"system"`` would get that source's trust for what it writes into the agent's memory
+    (red team round 2). Its records keep the default source (``"api"``)."""
+    if isinstance(metadata, dict) and "source" in metadata:
+        raise ValueError("metadata 'source' is not a client's to set: the store's firewall gives a record the trust "
+                         "label of its source; remove the key (records written here have the default source, 'api')")
+
+
 #: what of an erasure receipt's verification (SC-14.2) a client sees
 _CLIENT_VERIFICATION = ("status", "tokens_checked", "verified_at")
 
@@ -343,6 +353,7 @@ def build_server(
         A thread_id is accepted only for a new thread or one of this client's own conversations
         (no other user's records in it)."""
         chosen = scope(user_id, agent_id)
+        _client_metadata(metadata)
         kwargs: dict[str, Any] = {}
         if ttl_days is not None:
             if isinstance(ttl_days, int) and not isinstance(ttl_days, bool) and ttl_days == 0:
@@ -422,6 +433,7 @@ def build_server(
         """Replace a memory's text and/or metadata (the whole mapping)."""
         if text is None and metadata is None:
             raise ValueError("give text and/or metadata to update")
+        _client_metadata(metadata)
         if await visible(record_type, record_id, scope(user_id, agent_id)) is None:
             return {"updated": 0}
         changes: dict[str, Any] = {}
