@@ -18,7 +18,8 @@ meta observations and queued writes: her scope, KC-3.7), the knowledge rows whos
 record was one of her erased records, and what other scopes derived from her rows: the
 meta observations supported by one of her events or facts, the session observations built
 from her events and the clusters holding one of her facts (their LLM-written text may quote
-her; feature-check defect 3). Background jobs run per scope (KC-6.0), so derived text of
+her; feature-check defect 3); the summaries of entities linked to one of her facts are
+cleared (the entity is its scope's; the next summary refresh rewrites the text). Background jobs run per scope (KC-6.0), so derived text of
 another scope cites only that scope's rows; the provenance match is the backstop for rows
 written before the user dimension. The agent's shared knowledge and other users' rows are
 never matched by name or by thread.
@@ -90,6 +91,11 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
 
     if facts:
         purge_facts(conn, None, sorted(facts))
+    # summaries written from her facts: cleared (stale, so the next refresh rewrites them
+    # from what is left); her own entities go below
+    for agent, user, key in sorted(sel.summaries, key=repr):
+        conn.execute(sa.update(e).where(reads.owned(e, agent, user), e.c.canonical_key == key, e.c.summary_text.is_not(None))
+                     .values(summary_text=None, summary_refreshed_at=None))
     for cond in reads.in_batches(mo.c.id, metas):
         conn.execute(sa.delete(mo).where(cond))
     for cond in reads.in_batches(so.c.id, observations):

@@ -33,13 +33,16 @@ SCOPE_KINDS = ("user", "agent", "thread")
 class UserRows:
     """The knowledge rows erasing ``users`` removes besides the tables' own ``user_id``
     match: her events and facts (her scope, and the rows whose store record was one of her
-    erased records), and the derived rows of any scope citing them."""
+    erased records), and the derived rows of any scope citing them. ``summaries``: the
+    entities (``(agent_id, user_id, canonical_key)``) linked to one of her facts, whose
+    LLM-written summary may quote it (erasure clears it; the entity row is its scope's)."""
 
     events: set[str]
     facts: set[str]
     clusters: set[str]
     metas: set[str]
     observations: set[str]
+    summaries: set[tuple[str, Optional[str], str]]
 
 
 def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterable[tuple[str, str]], *,
@@ -50,7 +53,7 @@ def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterabl
     store ids are unique per record type only (SC-4.3) and a caller may choose them, so
     another user's fact record may carry the id of her event. ``facts_of_events=False`` (a
     profile cascade): the facts learned from her events are not taken with them."""
-    ev, f, so, mo, cl = t.event, t.fact, t.session_observation, t.meta_observation, t.cluster
+    ev, f, so, mo, cl, lk = t.event, t.fact, t.session_observation, t.meta_observation, t.cluster, t.link
     erased = set(erased)
     erased_messages = {rid for rtype, rid in erased if rtype == "message"}
     erased_facts = {rid for rtype, rid in erased if rtype == "fact"}
@@ -71,7 +74,10 @@ def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterabl
              or facts.intersection(r.supporting_fact_ids or ())}
     observations = {r.id for r in conn.execute(sa.select(so.c.id, so.c.user_id, so.c.source_message_ids))
                     if r.user_id in users or events.intersection(r.source_message_ids or ())}
-    return UserRows(events, facts, clusters, metas, observations)
+    # the entities whose summary the summary job wrote from her facts (the links of its scope)
+    summaries = {(r[0], r[1], r[2]) for cond in reads.in_batches(lk.c.fact_id, facts)
+                 for r in conn.execute(sa.select(lk.c.agent_id, lk.c.user_id, lk.c.entity_key).where(cond))}
+    return UserRows(events, facts, clusters, metas, observations, summaries)
 
 
 def _ids(conn: sa.Connection, table: sa.Table, cond: Any) -> set[tuple[Any, Optional[str]]]:

@@ -203,3 +203,22 @@ def screen_message(policy: FirewallPolicy, text: str, source: str) -> Screened:
     if s.rejected:
         raise _reject([(0, name) for name in s.rejected], "message", {d.name: d.category for d in detectors})
     return s
+
+
+def screen_note(policy: FirewallPolicy, text: str, what: str) -> str:
+    """A note written into a knowledge row outside the write pipeline (``annotate_fact``'s
+    annotation, ``fulfill_intention``'s outcome note) under the store's policy (SC-15.6):
+    the text to store (redacted); :class:`FirewallRejected` when a rejected category
+    matched, and also when the note is flagged, since the row carries no verdict: a
+    flagged note is not stored. ``what`` names the argument in the error."""
+    detectors = policy.active_detectors()
+    s = screen_record(policy, detectors, [text], None, None)
+    category_of = {d.name: d.category for d in detectors}
+    if s.rejected:
+        raise _reject([(0, name) for name in s.rejected], what, category_of)
+    if s.verdict == "flagged":
+        raise FirewallRejected(
+            f"the store's firewall flagged {what} ({', '.join(s.findings)}); a note carries no verdict, so a "
+            "flagged one is not stored and nothing was changed. Remove it from the text, or change the policy",
+            [(0, name) for name in s.findings])
+    return s.texts[0] or ""

@@ -499,3 +499,34 @@ def test_bobs_imported_knowledge_row_never_adopts_alices_record_under_its_id(env
     assert _alices_rows(km, store) == before and _scope_rows(km, "alice") == alice
     assert store.get("message", alices).user_id == "alice"
     assert all(rows == [] for rows in _scope_rows(km, "bob").values())
+
+
+def test_erasing_alice_clears_a_shared_entity_summary_written_from_her_fact(env):  # noqa: F811
+    """KC-3.10's backstop (rows from before the user dimension, or direct writes): a shared
+    fact learned from Alice's message is erased with her, and so are the cluster and the
+    observations citing it, but the shared entity's summary, which the summary job wrote
+    from that fact, kept quoting it for Bob's ``entities`` (red team round 3). Erasing her
+    clears the summaries of other scopes' entities linked to her erased facts (the next
+    refresh writes them again from what is left)."""
+    _, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    km.add_fact(AGENT, "Hotel", f"The guest keeps the {SECRET} in the hotel safe", subject_type="place")  # shared
+    km.add_fact(AGENT, "Hotel", "The hotel opens at 7", subject_type="place")
+    t = km.runtime.tables
+    with km.runtime.backend.write("test", AGENT) as conn:  # learned from her message, before the user dimension
+        her_event = conn.execute(sa.select(t.event.c.id).where(t.event.c.user_id == "alice")).scalars().first()
+        conn.execute(sa.update(t.fact).where(t.fact.c.user_id.is_(None), t.fact.c.fact_text.contains(SECRET))
+                     .values(source_event_id=her_event))
+    llm.route("entity_summary", lambda p: {"summary": " / ".join(p["facts"]) or "nothing"})
+    assert km.refresh_summaries(AGENT).summaries_refreshed
+    (hotel,) = [e for e in km.entities(AGENT, user_id="bob") if e.canonical_key == "place:hotel"]
+    assert SECRET in (hotel.summary_text or "")
+
+    km.forget(user_id="alice")
+
+    assert [f.fact_text for f in km.get_all(AGENT, user_id="bob")] == ["The hotel opens at 7"]
+    texts = [e.summary_text or "" for e in km.entities(AGENT, user_id="bob", include_inactive=True)]
+    assert texts and not any(SECRET in text for text in texts), texts
+    assert km.refresh_summaries(AGENT).summaries_refreshed
+    (hotel,) = [e for e in km.entities(AGENT, user_id="bob") if e.canonical_key == "place:hotel"]
+    assert hotel.summary_text == "The hotel opens at 7"

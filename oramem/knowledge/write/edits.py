@@ -1,7 +1,8 @@
 """Edits of single rows outside the write pipeline: retracting a fact, confirming or
 annotating one, fulfilling an intention. Each runs in one knowledge transaction and touches
 only rows of its scope (``reads.owned``: KC-3.7, a user edits her own rows only; ``None``:
-the agent's shared rows)."""
+the agent's shared rows). The free text of an annotation or an outcome note is screened by
+the store's firewall first (SC-15.6, :func:`oramem.trust.gate.screen_note`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Callable, Optional, TypeVar
 
 import sqlalchemy as sa
 
+from ...trust.gate import screen_note
 from ..db import queries as reads
 from ..runtime import KnowledgeRuntime
 from . import commit as commit_mod
@@ -26,6 +28,15 @@ async def small_write(rt: KnowledgeRuntime, agent_id: str, fn: Callable[[sa.Conn
             return fn(conn)
 
     return await rt.in_thread(run)
+
+
+async def note(rt: KnowledgeRuntime, text: Optional[str], what: str) -> Optional[str]:
+    """``text`` as the store's firewall lets it be stored (SC-15.6): redacted, or
+    :class:`~oramem.trust.FirewallRejected` when rejected or flagged; as given without a policy."""
+    if text is None:
+        return None
+    policy = await rt.in_thread(rt.store.get_firewall)
+    return text if policy is None else screen_note(policy, text, what)
 
 
 def retract_fact(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Optional[str], now: datetime) -> bool:
@@ -55,6 +66,7 @@ def retract_fact(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Opt
 
 async def fulfill_intention(rt: KnowledgeRuntime, agent_id: str, intention_id: str, outcome_note: Optional[str],
                             user_id: Optional[str], now: datetime) -> bool:
+    outcome_note = await note(rt, outcome_note, "outcome_note")
     it = rt.tables.intention
     return await small_write(
         rt, agent_id,
@@ -78,9 +90,10 @@ async def confirm_fact(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_i
 
 
 async def annotate_fact(rt: KnowledgeRuntime, agent_id: str, fact_id: str, text: str, user_id: Optional[str]) -> bool:
+    screened = await note(rt, text, "text")
     f = rt.tables.fact
     return await small_write(
         rt, agent_id,
         lambda c: c.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id == fact_id)
-                            .values(agent_annotation=text)).rowcount == 1,
+                            .values(agent_annotation=screened)).rowcount == 1,
     )
