@@ -171,7 +171,8 @@ class OramemVectorStore(VectorStore):
 
     # -- sync ----------------------------------------------------------------------------------
     def add_texts(self, texts: Iterable[str], metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any) -> list[str]:
-        return run_sync(self._store, self._add_plan(texts, metadatas, ids))
+        # one transaction: the id checks, the thread check (oramem.threads) and the writes commit together
+        return run_sync_in_transaction(self._store, self._add_plan(texts, metadatas, ids))
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         ids = kwargs.pop("ids", None) or [d.id for d in documents]
@@ -194,7 +195,7 @@ class OramemVectorStore(VectorStore):
 
     # -- async ---------------------------------------------------------------------------------
     async def aadd_texts(self, texts: Iterable[str], metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any) -> list[str]:
-        return await run_async(self._store, self._add_plan(texts, metadatas, ids))
+        return await run_async_in_transaction(self._store, self._add_plan(texts, metadatas, ids))
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         ids = kwargs.pop("ids", None) or [d.id for d in documents]
