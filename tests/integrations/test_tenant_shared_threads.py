@@ -114,3 +114,19 @@ def test_a_langchain_vector_store_bound_to_a_thread_never_adopts_the_agents_thre
         OramemVectorStore(store, user_id="bob", thread_id="lobby").add_texts(["bob's note"])
     assert _lobby(store) == ["Breakfast is served until 10", "The hotel opens at 7"]
     assert OramemVectorStore(store, user_id="bob", thread_id="t-bob").add_texts(["bob's note"])
+
+
+def test_a_refused_add_texts_changes_nothing(store):
+    """``add_texts`` is one transaction: Alice's call that updates her "x" and then meets an
+    id of Bob's is refused whole (before, her "x" stayed updated)."""
+    from oramem.integrations.langchain import OramemVectorStore
+
+    alice = OramemVectorStore(store, user_id="alice")
+    alice.add_texts(["x first"], ids=["x"])
+    OramemVectorStore(store, user_id="bob").add_texts(["bob's y"], ids=["y"])
+    with pytest.raises(ValueError, match="another scope"):
+        alice.add_texts(["x second", "mine now"], ids=["x", "y"])
+    assert [d.page_content for d in alice.get_by_ids(["x"])] == ["x first"]
+    with pytest.raises(ValueError, match="another scope"):
+        asyncio.run(alice.aadd_texts(["x second", "mine now"], ids=["x", "y"]))
+    assert [d.page_content for d in alice.get_by_ids(["x"])] == ["x first"]
