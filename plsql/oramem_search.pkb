@@ -701,8 +701,27 @@ AS
          DECLARE
             l_dim_name VARCHAR2(10 CHAR) := CASE d WHEN 1 THEN 'thread' WHEN 2 THEN 'user' ELSE 'agent' END;
          BEGIN
-            IF l_req.has(l_dim_name) AND l_req.get(l_dim_name).is_object THEN
+            -- absent or null = any (README "Scope"); anything else is the scope object, as
+            -- list_json refuses it otherwise (-20002): a bare id ("user": "u1") or a match that
+            -- is not a string was taken as no scope, and the search ran over every user's records
+            IF l_req.has(l_dim_name) AND NOT l_req.get(l_dim_name).is_null THEN
+               IF NOT l_req.get(l_dim_name).is_object THEN
+                  oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+                     l_dim_name || ' must be {"match": ..., "value": ...}');
+               END IF;
                l_scope := l_req.get_object(l_dim_name);
+               IF l_scope.has('match') AND NOT l_scope.get('match').is_null
+                  AND NOT l_scope.get('match').is_string
+               THEN
+                  oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+                     l_dim_name || '.match must be a string or null');
+               END IF;
+               IF l_scope.has('value') AND NOT l_scope.get('value').is_null
+                  AND NOT l_scope.get('value').is_string
+               THEN
+                  oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+                     l_dim_name || '.value must be a string or null');
+               END IF;
                -- N9: an id is at most 255 characters (as list_json's get_text), checked before
                -- the value is copied into a VARCHAR2 bind
                IF l_scope.has('value') AND l_scope.get('value').is_string

@@ -66,7 +66,8 @@ AS
     * "vector_weight": 1.0, "keyword_weight": 3.0 (0.7 for fusion "rrf"), "rrf_k": 1 (10 for "rrf"), "depth": null} (absent keys = these defaults; depth null =
     * max(10 k, 200) capped at gc_max_fusion_depth, else max(k, depth)) and uses
     * query_vector when given, else query_text embedded with the store's embedding_model.
-    * Errors: -20002 bad JSON; -20001 k < 1 or > gc_max_k, missing query_text /
+    * Errors: -20002 bad JSON, a scope dimension that is not {"match": ..., "value": ...}
+    *  (match / value a string or null; README "Scope"); -20001 k < 1 or > gc_max_k, missing query_text /
     *  query_vector for the strategy, a bad "hybrid" value; -20003 unknown record type; -20004 bad filter;
     *  -20006 query_vector dimension; -20009 strategy not supported by this store
     *  (SC-6.6); -20012 Oracle Text rejected the query; -20301 Oracle Text / hybrid

@@ -1,0 +1,47 @@
+"""Red-team round 4 (2026-12-06 i, helper red13), the checks only a live database can show: the
+PL/SQL search API called directly by a caller acting for Bob, over a store that holds Alice's
+record. Oracle-marked: skipped, with the reason printed, when no Oracle database is available
+(conftest.py). The text of the fix is tested in tests/plsql/test_round4_findings.py.
+Static-checked, not run against Oracle."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oramem import OracleDBMemoryStore, SchemaPolicy
+from oramem.embedders import HashEmbedder
+
+pytestmark = pytest.mark.oracle
+
+MALFORMED = [
+    "bob",                                   # the bare id
+    {"match": 1, "value": "bob"},            # a match that is not a string
+    {"match": "equals", "value": 7},         # a value that is not a string
+    ["equals", "bob"],
+]
+
+
+@pytest.mark.parametrize("user", MALFORMED, ids=["bare-id", "match-number", "value-number", "array"])
+def test_bobs_malformed_user_scope_is_refused_not_read_as_every_user(pool, conn, store_id, user):
+    import oracledb
+
+    store = OracleDBMemoryStore(HashEmbedder(8), pool, memory_store_id=store_id,
+                                schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    store.add(["alice secret plan"], "memory", record_ids=["a1"], user_ids="alice")
+    store.add(["bob shopping list"], "memory", record_ids=["b1"], user_ids="bob")
+    vector = [float(x) for x in HashEmbedder(8).embed(["alice secret plan"])[0]]
+    request = {"strategy": "vector", "k": 10, "query_vector": vector, "record_types": ["memory"]}
+    with conn.cursor() as cur:
+        scoped = json.loads(cur.callfunc("oramem_search.search_json", oracledb.DB_TYPE_CLOB, [
+            store_id, json.dumps(request | {"user": {"match": "equals", "value": "bob"}})]).read())
+        assert [hit["record"]["id"] for hit in scoped] == ["b1"]
+        # before the fix: no scope at all, Alice's record first
+        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
+            cur.callfunc("oramem_search.search_json", oracledb.DB_TYPE_CLOB,
+                         [store_id, json.dumps(request | {"user": user})])
+        # list_json refused the same shapes already
+        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
+            cur.callfunc("oramem_store.list_json", oracledb.DB_TYPE_CLOB,
+                         [store_id, json.dumps({"record_type": "memory", "user": user})])
