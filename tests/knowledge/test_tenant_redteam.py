@@ -530,3 +530,42 @@ def test_erasing_alice_clears_a_shared_entity_summary_written_from_her_fact(env)
     assert km.refresh_summaries(AGENT).summaries_refreshed
     (hotel,) = [e for e in km.entities(AGENT, user_id="bob") if e.canonical_key == "place:hotel"]
     assert hotel.summary_text == "The hotel opens at 7"
+
+
+def _import_row(path, store, kg_table: str, user: str, new_id: str) -> None:
+    """Copy one knowledge row of ``user`` (an ``oramem import`` knowledge line) under
+    ``new_id``: a knowledge row without a store record of its own under that id."""
+    engine = sa.create_engine(f"sqlite:///{path}", module=sqlite3)
+    try:
+        lines: list[str] = []
+        jsonl.export_knowledge(engine, store.memory_store_id, store.vector_dim, lines.append)
+        row = next(json.loads(x) for x in lines
+                   if f'"kg_table": "{kg_table}"' in x and f'"user_id": "{user}"' in x)
+        row["row"]["id"] = new_id
+        jsonl.import_knowledge(engine, store.memory_store_id, store.vector_dim, jsonl.parse_lines([json.dumps(row)]))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("owner", ["alice's row, bob's record", "bob's row, alice's record"])
+def test_fact_metadata_sync_touches_only_the_rows_own_record(env, owner):  # noqa: F811
+    """memify and entity merges rewrite a fact's store metadata (KC-3.5, ``_sync_store_metadata``)
+    only in the fact row's own record (same agent and user): a fact record of another user
+    under the row's id got the row's metadata (Alice's entity keys and scope in Bob's record,
+    or Bob's scope label in Alice's record, which store searches read as the scope)."""
+    from oramem.knowledge.jobs.run import _sync_store_metadata
+
+    path, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    write_keeper(km, llm, clock, "bob", "Bob", "keys", "Bob keeps the keys in the drawer")
+    row_user, record_user = ("alice", "bob") if owner.startswith("alice") else ("bob", "alice")
+    _import_row(path, store, "FACT", row_user, "planted")
+    store.add([f"{record_user}'s note"], "fact", record_ids="planted", user_ids=record_user, agent_ids=AGENT,
+              metadata={"note": record_user})
+    own = next(f.fact_id for f in km.get_all(AGENT, user_id=row_user) if f.user_id == row_user and f.fact_id != "planted")
+    own_before = store.get("fact", own).metadata
+    store.update("fact", own, metadata={"stale": "copy"})
+    _sync_store_metadata(km.runtime, AGENT, ["planted", own])
+    record = store.get("fact", "planted")
+    assert record.user_id == record_user and record.metadata == {"note": record_user}
+    assert store.get("fact", own).metadata == own_before  # the row's own record is rewritten

@@ -520,7 +520,11 @@ async def memify(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now:
 
 
 def _sync_store_metadata(rt: KnowledgeRuntime, agent_id: str, fact_ids: list[str]) -> None:
-    """Store metadata mirrors the fact rows (KC-3.5): rewritten for facts whose state changed."""
+    """Store metadata mirrors the fact rows (KC-3.5): rewritten for facts whose state changed,
+    in each fact row's own store record only. Store ids are unique per record type only and
+    callers may choose them (SC-4.3): a ``fact`` record of another agent or user under a
+    fact row's id (a row restored without its record, or imported under a record's id) is
+    not the row's, and gets none of its metadata."""
     t = rt.tables
     with rt.backend.read() as conn:
         rows = {}
@@ -530,6 +534,9 @@ def _sync_store_metadata(rt: KnowledgeRuntime, agent_id: str, fact_ids: list[str
                     rows[row["id"]] = dict(row)
         links = reads.links_of(conn, t, agent_id, list(rows))
     for fid, row in rows.items():
+        record = rt.store.get("fact", fid)
+        if record is not None and (record.agent_id, record.user_id) != (row["agent_id"], row["user_id"]):
+            continue
         rt.store.update("fact", fid, metadata=commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
 
 
