@@ -265,6 +265,11 @@ class DeletionEvent:
     #: ``forget``: the names under which the erased user appears in derived data (the
     #: knowledge layer's speakers and entities); empty for every other reason.
     names: tuple[str, ...] = ()
+    #: ``(agent_id, user_id)`` of each record of ``records``, in the same order: who the
+    #: deleted record belonged to (ids are unique per record type only and callers may choose
+    #: them, SC-4.3, so a hook matching its own rows by id checks the owner too). Empty when
+    #: the engine does not say (older events): hooks then match by ``(type, id)`` alone.
+    scopes: tuple[tuple[Optional[str], Optional[str]], ...] = ()
 
 
 @dataclass(frozen=True)

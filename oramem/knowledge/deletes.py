@@ -270,8 +270,8 @@ def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, p
     tables: the SQLite deletion hook's work, and on Oracle the knowledge eraser's for a
     user's profile cascade (:meth:`OracleEraser.erase_cascade`), whose PL/SQL hook leaves
     it every row (``oramem_store.delete_record_json`` ``in_reason => 'erase'``)."""
-    fact_ids = [rid for rtype, rid in event.records if rtype == "fact"]
-    msg_ids = [rid for rtype, rid in event.records if rtype == "message"]
+    fact_ids = _own_rows(conn, t.fact, event, "fact")
+    msg_ids = _own_rows(conn, t.event, event, "message")
     if event.reason == "cascade" and event.user_ids:
         # SC-13.3: a user's profile cascade erases her as ``forget`` does (KC-3.10): the
         # rows of her scope that have no store record (entities, aliases, edges,
@@ -302,6 +302,26 @@ def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, p
         for table in t.all_agent_tables():
             conn.execute(sa.delete(table).where(table.c.agent_id == agent))
         conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent))
+
+
+def _own_rows(conn: sa.Connection, table: sa.Table, event: DeletionEvent, record_type: str) -> list[str]:
+    """The ids of the deleted ``record_type`` records whose knowledge row (``table``) goes
+    with them: a row goes only with its own store record, of the same agent and user.
+    Store ids are unique per record type only and callers may choose them (SC-4.3), so
+    Bob's ``message`` record may carry the id of Alice's event restored without its
+    record: deleting or purging his record leaves her event. A record whose owner the
+    event does not give (``scopes`` empty: an older event) is matched by id alone."""
+    scoped = len(event.scopes) == len(event.records)
+    ids = [rid for rtype, rid in event.records if rtype == record_type]
+    owners = {rid: scope for (rtype, rid), scope in zip(event.records, event.scopes) if rtype == record_type} if scoped else {}
+    if not owners:
+        return ids
+    other: set[str] = set()
+    for cond in reads.in_batches(table.c.id, sorted(owners)):
+        for rid, agent, user in conn.execute(sa.select(table.c.id, table.c.agent_id, table.c.user_id).where(cond)):
+            if owners[rid] != (agent, user):
+                other.add(rid)
+    return [rid for rid in ids if rid not in other]
 
 
 def _of_removed_thread(table: sa.Table, event: Any) -> sa.ColumnElement[bool]:

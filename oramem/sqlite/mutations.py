@@ -150,7 +150,7 @@ class WriteTx:
         deleted = t.fts_tokens_of(self.conn, _IN_SEQS, params)
         return deleted * deleted >= MERGE_FACTOR * t.fts_token_count(self.conn)
 
-    def delete_records(self, victims: Sequence[tuple[int, str, str]]) -> None:
+    def delete_records(self, victims: Sequence[tuple[Any, ...]]) -> None:
         seqs = [v[0] for v in victims]
         self.delete_chunks(seqs)
         cursor = self.conn.execute(f"DELETE FROM {self.tables.records} WHERE seq IN {_IN_SEQS}", {"seqs": json.dumps(seqs)})
@@ -170,12 +170,12 @@ def resolve_conflicts(tx: WriteTx, request: AddRequest) -> tuple[AddRequest, Opt
     if not victims:
         return request, None
     if request.on_conflict == "skip":
-        stored = {(rtype, rid) for _, rtype, rid in victims}
+        stored = {(v[1], v[2]) for v in victims}
         kept = tuple(r for r in request.records if (r.record_type, r.id) not in stored)
         return AddRequest(kept, request.batch_size), None
     tx.delete_records(victims)
     event = DeletionEvent(
-        memory_store_id=tx.tables.store_id, records=tuple((rtype, rid) for _, rtype, rid in victims), reason="replace"
+        memory_store_id=tx.tables.store_id, **_event_records(victims), reason="replace"
     )
     return AddRequest(request.records, request.batch_size), event
 
@@ -362,8 +362,18 @@ def _change_retrieval(tx: WriteTx, seq: int, request: UpdateRequest) -> None:
 
 
 # -- delete, cascade, purge ----------------------------------------------------------------
-def _victims(tx: WriteTx, where: str, params: dict[str, Any]) -> list[tuple[int, str, str]]:
-    return tx.conn.execute(f"SELECT seq, record_type, id FROM {tx.tables.records} r WHERE {where}", params).fetchall()
+#: a record to delete: (seq, record_type, id, agent_id, user_id)
+Victim = tuple[int, str, str, Optional[str], Optional[str]]
+
+
+def _victims(tx: WriteTx, where: str, params: dict[str, Any]) -> list[Victim]:
+    return tx.conn.execute(
+        f"SELECT seq, record_type, id, agent_id, user_id FROM {tx.tables.records} r WHERE {where}", params).fetchall()
+
+
+def _event_records(victims: Sequence[Victim]) -> dict[str, Any]:
+    """A deletion event's ``records`` and their owners (``scopes``, SC-8.5)."""
+    return {"records": tuple((v[1], v[2]) for v in victims), "scopes": tuple((v[3], v[4]) for v in victims)}
 
 
 def release_actor(tx: WriteTx, column: str, actor: str) -> list[str]:
@@ -418,7 +428,7 @@ def _other_actor(alias: str, column: str) -> str:
     return f"({alias}.{column} IS NULL OR {alias}.{column} <> :actor)"
 
 
-def cascade_victims(tx: WriteTx, column: str, actor: str, thread_ids: Sequence[str]) -> list[tuple[int, str, str]]:
+def cascade_victims(tx: WriteTx, column: str, actor: str, thread_ids: Sequence[str]) -> list[Victim]:
     """The records an actor's cascade removes besides its profile (SC-13.3, SC-13.4): its
     own records anywhere, and everything in the threads removed whole (``thread_ids``, from
     :func:`release_actor`) except another actor's expired, not yet purged records, which
@@ -456,7 +466,7 @@ def delete_record(tx: WriteTx, record_type: str, record_id: str, cascade: bool) 
     if victims or users or agents:
         event = DeletionEvent(
             memory_store_id=tx.tables.store_id,
-            records=tuple((rtype, rid) for _, rtype, rid in victims),
+            **_event_records(victims),
             thread_ids=tuple(thread_ids),
             user_ids=users,
             agent_ids=agents,
@@ -468,11 +478,11 @@ def delete_record(tx: WriteTx, record_type: str, record_id: str, cascade: bool) 
 def delete_thread(tx: WriteTx, thread_id: str) -> tuple[int, DeletionEvent]:
     """SC-8.3: the thread row and every record scoped to the thread."""
     victims = _victims(tx, "thread_id = :tid OR (record_type = 'thread' AND id = :tid)", {"tid": thread_id})
-    existed = any(rtype == "thread" for _, rtype, _ in victims)
+    existed = any(v[1] == "thread" for v in victims)
     tx.delete_records(victims)
     event = DeletionEvent(
         memory_store_id=tx.tables.store_id,
-        records=tuple((rtype, rid) for _, rtype, rid in victims),
+        **_event_records(victims),
         thread_ids=(thread_id,),
         reason="delete_thread",
     )
@@ -485,8 +495,7 @@ def purge(tx: WriteTx) -> tuple[int, Optional[DeletionEvent]]:
     if not victims:
         return 0, None
     tx.delete_records(victims)
-    records = tuple((rtype, rid) for _, rtype, rid in victims)
-    return len(victims), DeletionEvent(memory_store_id=tx.tables.store_id, records=records, reason="purge")
+    return len(victims), DeletionEvent(memory_store_id=tx.tables.store_id, **_event_records(victims), reason="purge")
 
 
 def delete_keys(tx: WriteTx, keys: Sequence[tuple[str, str]]) -> None:

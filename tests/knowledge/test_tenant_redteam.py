@@ -547,6 +547,32 @@ def _import_row(path, store, kg_table: str, user: str, new_id: str) -> None:
         engine.dispose()
 
 
+@pytest.mark.parametrize("how", ["delete", "purge"])
+def test_bobs_record_under_alices_knowledge_id_deletes_only_his_record(env, how):  # noqa: F811
+    """The deletion hook (SC-8.5) takes the knowledge row of a deleted ``message`` / ``fact``
+    record only when the record was that row's own (same agent and user). Alice's event and
+    fact restored from a backup have no store record; Bob adds a message and a fact record
+    under their ids (ids are not secrets; SC-4.3 lets him choose them) and deletes them, or
+    lets them expire and be purged: matched by id alone, the hook deleted her event and fact."""
+    path, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    _import_row(path, store, "EVENT", "alice", "restored-event")
+    _import_row(path, store, "FACT", "alice", "restored-fact")
+    alice = _scope_rows(km, "alice")
+    assert "restored-event" in repr(alice["DEFAULT_KG_EVENT"]) and "restored-fact" in repr(alice["DEFAULT_KG_FACT"])
+    ttl = 1 if how == "purge" else None
+    store.add(["bob: hi"], "message", record_ids="restored-event", user_ids="bob", agent_ids=AGENT,
+              thread_ids="bob-chat", roles="user", ttl_days=ttl)
+    store.add(["bob's note"], "fact", record_ids="restored-fact", user_ids="bob", agent_ids=AGENT, ttl_days=ttl)
+    if how == "delete":
+        assert store.delete("message", "restored-event") == 1 and store.delete("fact", "restored-fact") == 1
+    else:
+        clock.advance(days=2)
+        assert store.purge_expired() == 2
+    assert store.get("message", "restored-event") is None and store.get("fact", "restored-fact") is None
+    assert _scope_rows(km, "alice") == alice
+
+
 @pytest.mark.parametrize("owner", ["alice's row, bob's record", "bob's row, alice's record"])
 def test_fact_metadata_sync_touches_only_the_rows_own_record(env, owner):  # noqa: F811
     """memify and entity merges rewrite a fact's store metadata (KC-3.5, ``_sync_store_metadata``)
@@ -569,3 +595,14 @@ def test_fact_metadata_sync_touches_only_the_rows_own_record(env, owner):  # noq
     record = store.get("fact", "planted")
     assert record.user_id == record_user and record.metadata == {"note": record_user}
     assert store.get("fact", own).metadata == own_before  # the row's own record is rewritten
+
+
+def test_oracle_reply_event_keeps_the_records_owners():
+    """The Oracle driver's events (the ``*_json`` replies) hand Python hooks the owners of the
+    deleted records, as the SQLite engine's events do (``DeletionEvent.scopes``)."""
+    from oramem.oracle.base import OracleEngine
+
+    reply = {"event": {"records": [["message", "m1"], ["fact", "f1"]], "scopes": [["desk", "bob"], ["desk", None]]}}
+    event = OracleEngine._reply_event(reply, "S", "delete")
+    assert event.records == (("message", "m1"), ("fact", "f1"))
+    assert event.scopes == (("desk", "bob"), ("desk", None))
