@@ -105,6 +105,10 @@ AS
 
    gc_tpl_hk_del_event CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #EVENT# WHERE id = :1]';
 
+   -- a knowledge row (#TAB#: FACT or EVENT) under a deleted record's id whose agent or user
+   -- is not the record's: not the record's own row, so it stays (DECODE: NULLs match)
+   gc_tpl_hk_other_scope CONSTANT VARCHAR2(300 CHAR) := q'[SELECT COUNT(*) FROM #TAB# WHERE id = :1 AND NOT (DECODE(agent_id, :2, 1, 0) = 1 AND DECODE(user_id, :3, 1, 0) = 1)]';
+
    gc_tpl_hk_del_agent CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #TAB# WHERE agent_id = :1]';
 
    gc_tpl_hk_del_session CONSTANT VARCHAR2(600 CHAR) := q'[DELETE FROM #TAB# WHERE session_id = :1]' || gc_hk_of_removed;
@@ -803,6 +807,11 @@ AS
       l_by_agt  PLS_INTEGER := 0;
       l_users   CLOB := TO_CLOB('[]');
       l_agents  CLOB := TO_CLOB('[]');
+      l_scopes  JSON_ARRAY_T;       -- the records' owners (make_event), parallel to records
+      l_scope   JSON_OBJECT_T;
+      l_r_agent VARCHAR2(1024 CHAR);
+      l_r_user  VARCHAR2(1024 CHAR);
+      l_other   PLS_INTEGER;
    BEGIN
       IF in_event IS NULL THEN
          RETURN;
@@ -837,12 +846,38 @@ AS
          RETURN;   -- no knowledge layer on this store
       END IF;
 
-      -- records: [[record_type, record_id], ...]
+      -- records: [[record_type, record_id], ...]; scopes: [{"agent_id", "user_id"}, ...], the
+      -- owner of each record (a key missing for NULL). Ids are unique per record type only and
+      -- callers may choose them, so a fact / event row goes only with its own record, of the
+      -- same agent and user (deletes._own_rows); an event without scopes matches by id alone.
       l_arr := l_doc.get_array('records');
+      IF l_doc.has('scopes') THEN
+         l_scopes := l_doc.get_array('scopes');
+      END IF;
       IF l_arr IS NOT NULL THEN
+         IF l_scopes IS NOT NULL AND l_scopes.get_size <> l_arr.get_size THEN
+            l_scopes := NULL;
+         END IF;
          FOR i IN 0 .. l_arr.get_size - 1 LOOP
             l_pair := TREAT(l_arr.get(i) AS JSON_ARRAY_T);
-            IF l_pair.get_string(0) = 'fact' THEN
+            l_other := 0;
+            IF l_scopes IS NOT NULL AND l_pair.get_string(0) IN ('fact', 'message') THEN
+               l_scope := TREAT(l_scopes.get(i) AS JSON_OBJECT_T);
+               l_r_agent := NULL;
+               l_r_user := NULL;
+               IF l_scope.has('agent_id') THEN
+                  l_r_agent := l_scope.get_string('agent_id');
+               END IF;
+               IF l_scope.has('user_id') THEN
+                  l_r_user := l_scope.get_string('user_id');
+               END IF;
+               EXECUTE IMMEDIATE sql_for(gc_tpl_hk_other_scope, l_sid,
+                                         CASE l_pair.get_string(0) WHEN 'fact' THEN 'FACT' ELSE 'EVENT' END)
+                  INTO l_other USING l_pair.get_string(1), l_r_agent, l_r_user;
+            END IF;
+            IF l_other > 0 THEN
+               NULL;   -- another scope's row under the id: not this record's
+            ELSIF l_pair.get_string(0) = 'fact' THEN
                l_facts(l_facts.COUNT + 1) := l_pair.get_string(1);
             ELSIF l_pair.get_string(0) = 'message' THEN
                l_msgs(l_msgs.COUNT + 1) := l_pair.get_string(1);

@@ -137,6 +137,9 @@ AS
     *  - records of type 'message' and the events of the deleted thread_ids: the events
     *    go and facts stop naming them as source_event_id;
     *  - agent_ids: every row of the agent in the 11 knowledge tables goes.
+    * A 'fact' / 'message' record takes its fact / event row only when the row is its own:
+    * when the event's "scopes" (the records' agent_id / user_id) name another agent or user
+    * than the row under the id has, the row stays (ids are unique per record type only).
     * Nothing happens when the store has no knowledge tables (<ID>_KG_FACT missing), for a
     * forget (reason "forget") and for a cascade whose caller erases the knowledge layer
     * itself next in the transaction ("knowledge": "caller", oramem_store

@@ -368,6 +368,8 @@ AS
       in_threads  IN vc_tab_t,
       in_users    IN vc_tab_t,
       in_agents   IN vc_tab_t,
+      in_rec_agents IN vc_tab_t,   -- agent_id of record i (NULL: none)
+      in_rec_users  IN vc_tab_t,   -- user_id of record i (NULL: none)
       in_reason   IN VARCHAR2
    ) RETURN JSON_OBJECT_T
    IS
@@ -375,6 +377,7 @@ AS
       l_recs   JSON_ARRAY_T  := JSON_ARRAY_T();
       l_pair   JSON_ARRAY_T;
       l_arr    JSON_ARRAY_T;
+      l_scope  JSON_OBJECT_T;
    BEGIN
       l_event.put('memory_store_id', in_store_id);
       FOR i IN 1 .. in_types.COUNT LOOP
@@ -384,6 +387,21 @@ AS
          l_recs.append(l_pair);
       END LOOP;
       l_event.put('records', l_recs);
+      -- who each deleted record belonged to (DeletionEvent.scopes), a key left out for NULL:
+      -- ids are unique per record type only, so the knowledge hook takes a row only with its
+      -- own record (oramem_kg_jobs.on_store_delete)
+      l_arr := JSON_ARRAY_T();
+      FOR i IN 1 .. in_rec_agents.COUNT LOOP
+         l_scope := JSON_OBJECT_T();
+         IF in_rec_agents(i) IS NOT NULL THEN
+            l_scope.put('agent_id', in_rec_agents(i));
+         END IF;
+         IF in_rec_users(i) IS NOT NULL THEN
+            l_scope.put('user_id', in_rec_users(i));
+         END IF;
+         l_arr.append(l_scope);
+      END LOOP;
+      l_event.put('scopes', l_arr);
       l_arr := JSON_ARRAY_T();
       FOR i IN 1 .. in_threads.COUNT LOOP
          l_arr.append(in_threads(i));
@@ -507,6 +525,8 @@ AS
       l_kept      JSON_OBJECT_T;
       l_st_types  vc_tab_t;                         -- (record_type, id) already stored
       l_st_ids    vc_tab_t;
+      l_st_agents vc_tab_t;                         -- their agent_id / user_id (the event's scopes)
+      l_st_users  vc_tab_t;
       l_skip      seen_t;
       l_j         PLS_INTEGER;
       l_empty     vc_tab_t;
@@ -659,10 +679,10 @@ AS
                'DELETE FROM ' || l_rec_tab || ' r WHERE (r.record_type, r.record_id) IN ('
                || 'SELECT jt.rt, jt.id FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
                || 'rt VARCHAR2(64 CHAR) PATH ''$[0]'', id VARCHAR2(512 CHAR) PATH ''$[1]'')) jt) '
-               || 'RETURNING r.record_type, r.record_id INTO :2, :3'
-               USING l_key_doc RETURNING BULK COLLECT INTO l_st_types, l_st_ids;
+               || 'RETURNING r.record_type, r.record_id, r.agent_id, r.user_id INTO :2, :3, :4, :5'
+               USING l_key_doc RETURNING BULK COLLECT INTO l_st_types, l_st_ids, l_st_agents, l_st_users;
             l_event := make_event(l_store.memory_store_id, l_st_types, l_st_ids, l_empty, l_empty,
-                                  l_empty, 'replace');
+                                  l_empty, l_st_agents, l_st_users, 'replace');
             call_hook(l_store, l_event);
          END IF;
       END IF;
@@ -1114,6 +1134,8 @@ AS
    IS
       l_types   vc_tab_t;
       l_ids     vc_tab_t;
+      l_ragents vc_tab_t;
+      l_rusers  vc_tab_t;
       l_threads vc_tab_t;
       l_empty   vc_tab_t;
       l_existed PLS_INTEGER := 0;
@@ -1121,11 +1143,11 @@ AS
       EXECUTE IMMEDIATE
          'DELETE FROM ' || oramem_registry.quoted_name(in_store.memory_store_id, oramem_registry.gc_obj_records)
          || ' WHERE thread_id = :1 OR (record_type = ''thread'' AND record_id = :2)'
-         || ' RETURNING record_type, record_id INTO :3, :4'
-         USING in_thread_id, in_thread_id RETURNING BULK COLLECT INTO l_types, l_ids;
+         || ' RETURNING record_type, record_id, agent_id, user_id INTO :3, :4, :5, :6'
+         USING in_thread_id, in_thread_id RETURNING BULK COLLECT INTO l_types, l_ids, l_ragents, l_rusers;
       l_threads(1) := in_thread_id;
       out_event := make_event(in_store.memory_store_id, l_types, l_ids, l_threads, l_empty,
-                              l_empty, in_reason);
+                              l_empty, l_ragents, l_rusers, in_reason);
       call_hook(in_store, out_event);
       FOR i IN 1 .. l_types.COUNT LOOP
          IF l_types(i) = 'thread' THEN
@@ -1156,6 +1178,8 @@ AS
       l_threads  vc_tab_t;
       l_users    vc_tab_t;
       l_agents   vc_tab_t;
+      l_ragents  vc_tab_t;   -- agent_id / user_id of each deleted record (the event's scopes)
+      l_rusers   vc_tab_t;
       l_exps     ts_tab_t;
       l_now      TIMESTAMP(6) := oramem_registry.utc_now;
       l_event    JSON_OBJECT_T;
@@ -1234,9 +1258,10 @@ AS
             || ' AND (o.expires_at IS NULL OR o.expires_at > :n)))'
             || ' AND NOT (r.record_type <> ''thread'' AND r.expires_at IS NOT NULL'
             || ' AND r.expires_at <= :x AND ' || l_mine_not || '))))'
-            || ' RETURNING r.record_type, r.record_id, r.expires_at INTO :r1, :r2, :r3'
+            || ' RETURNING r.record_type, r.record_id, r.expires_at, r.agent_id, r.user_id'
+            || ' INTO :r1, :r2, :r3, :r4, :r5'
             USING l_type, in_record_id, in_record_id, in_record_id, in_record_id, l_now, l_now, in_record_id
-            RETURNING BULK COLLECT INTO l_types, l_ids, l_exps;
+            RETURNING BULK COLLECT INTO l_types, l_ids, l_exps, l_ragents, l_rusers;
          FOR i IN 1 .. l_types.COUNT LOOP
             -- S15: 1 only for a visible record (an expired, unpurged one is deleted silently)
             IF l_types(i) = l_type AND l_ids(i) = in_record_id
@@ -1253,7 +1278,8 @@ AS
             l_agents(1) := in_record_id;
          END IF;
          l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
-                               l_agents, CASE WHEN in_reason = 'forget' THEN 'forget' ELSE 'cascade' END);
+                               l_agents, l_ragents, l_rusers,
+                               CASE WHEN in_reason = 'forget' THEN 'forget' ELSE 'cascade' END);
          IF in_reason = 'forget' AND in_names IS NOT NULL THEN
             l_event.put('names', JSON_ARRAY_T.parse(in_names));   -- N4: the hook sees the names
          END IF;
@@ -1267,14 +1293,14 @@ AS
       ELSE
          EXECUTE IMMEDIATE
             'DELETE FROM ' || l_rec_tab || ' WHERE record_type = :1 AND record_id = :2'
-            || ' RETURNING record_type, record_id, expires_at INTO :3, :4, :5'
-            USING l_type, in_record_id RETURNING BULK COLLECT INTO l_types, l_ids, l_exps;
+            || ' RETURNING record_type, record_id, expires_at, agent_id, user_id INTO :3, :4, :5, :6, :7'
+            USING l_type, in_record_id RETURNING BULK COLLECT INTO l_types, l_ids, l_exps, l_ragents, l_rusers;
          IF l_types.COUNT > 0 AND (l_exps(1) IS NULL OR l_exps(1) > l_now) THEN
             l_count := 1;  -- S15: visible records only
          END IF;
          IF l_types.COUNT > 0 THEN
             l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
-                                  l_agents, 'delete');
+                                  l_agents, l_ragents, l_rusers, 'delete');
             call_hook(l_store, l_event);
          END IF;
       END IF;
@@ -1414,6 +1440,8 @@ AS
       l_deadline  TIMESTAMP WITH TIME ZONE;
       l_types     vc_tab_t;
       l_ids       vc_tab_t;
+      l_ragents   vc_tab_t;   -- agent_id / user_id of each purged record (the event's scopes)
+      l_rusers    vc_tab_t;
       l_empty     vc_tab_t;
       l_event     JSON_OBJECT_T;
    BEGIN
@@ -1436,12 +1464,12 @@ AS
          -- Retrieval rows go with their records (FK ON DELETE CASCADE).
          EXECUTE IMMEDIATE
             'DELETE FROM ' || l_rec_tab || ' WHERE expires_at <= :1 AND ROWNUM <= :2'
-            || ' RETURNING record_type, record_id INTO :3, :4'
-            USING l_ref, in_batch_rows RETURNING BULK COLLECT INTO l_types, l_ids;
+            || ' RETURNING record_type, record_id, agent_id, user_id INTO :3, :4, :5, :6'
+            USING l_ref, in_batch_rows RETURNING BULK COLLECT INTO l_types, l_ids, l_ragents, l_rusers;
          out_count := out_count + l_types.COUNT;
          IF l_types.COUNT > 0 AND (in_collect OR l_store.deletion_hook IS NOT NULL) THEN
             l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_empty, l_empty,
-                                  l_empty, 'purge');
+                                  l_empty, l_ragents, l_rusers, 'purge');
             call_hook(l_store, l_event);
             IF in_collect THEN
                io_events.append(l_event);

@@ -535,7 +535,7 @@ class OracleEngine(Engine):
         return DeletionEvent(
             memory_store_id=store_id,
             records=tuple((str(t), str(i)) for t, i in event.get("records") or ()),
-            scopes=tuple((a, u) for a, u in event.get("scopes") or ()),
+            scopes=tuple((s.get("agent_id"), s.get("user_id")) for s in event.get("scopes") or ()),
             thread_ids=tuple(event.get("thread_ids") or ()),
             user_ids=tuple(event.get("user_ids") or ()),
             agent_ids=tuple(event.get("agent_ids") or ()),

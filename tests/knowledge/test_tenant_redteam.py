@@ -602,7 +602,8 @@ def test_oracle_reply_event_keeps_the_records_owners():
     deleted records, as the SQLite engine's events do (``DeletionEvent.scopes``)."""
     from oramem.oracle.base import OracleEngine
 
-    reply = {"event": {"records": [["message", "m1"], ["fact", "f1"]], "scopes": [["desk", "bob"], ["desk", None]]}}
+    reply = {"event": {"records": [["message", "m1"], ["fact", "f1"]],
+                       "scopes": [{"agent_id": "desk", "user_id": "bob"}, {"agent_id": "desk"}]}}
     event = OracleEngine._reply_event(reply, "S", "delete")
     assert event.records == (("message", "m1"), ("fact", "f1"))
     assert event.scopes == (("desk", "bob"), ("desk", None))

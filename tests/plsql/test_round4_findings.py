@@ -48,3 +48,27 @@ def test_search_refuses_a_malformed_scope_as_list_does():
     listing = _scope_loop(unit(code("oramem_store.pkb"), "list_json"))
     assert _raises_payload_when(listing, r"NOT\s+l_req\.get\(l_dim\)\.is_object")
     assert "get_text(l_scope, 'match'" in listing and "get_text(l_scope, 'value'" in listing
+
+
+def test_deletion_events_carry_each_records_owner_and_the_hook_checks_it():
+    """DeletionEvent.scopes on Oracle (SC-8.5; the SQLite engine's events and
+    ``deletes._own_rows``): every deleting statement that builds an event returns each
+    record's agent_id and user_id, make_event writes them as "scopes", and on_store_delete
+    takes a fact / event row for a deleted record only when no row of another agent or user
+    is under its id (B-vs-A on SQLite: tests/knowledge/test_tenant_redteam.py
+    ::test_bobs_record_under_alices_knowledge_id_deletes_only_his_record)."""
+    store = code("oramem_store.pkb")
+    make = unit(store, "make_event")
+    assert "l_event.put('scopes', l_arr);" in make
+    assert "l_scope.put('agent_id', in_rec_agents(i));" in make and "l_scope.put('user_id', in_rec_users(i));" in make
+    calls = re.findall(r":?=\s*make_event\((.*?)\);", store, re.S)
+    assert len(calls) == 5 and all(len(re.findall(r",", c.split("CASE")[0])) == 8 for c in calls), calls
+    returning = re.findall(r"RETURNING\s+([^']*?)\s+INTO\s+:", re.sub(r"'\s*\|\|\s*'", "", store))
+    deleting = [r for r in returning if "record_type" in r]
+    assert len(deleting) == 5 and all("agent_id" in r and "user_id" in r for r in deleting), deleting
+    hook = unit(code("oramem_kg_jobs.pkb"), "on_store_delete")
+    check = hook.index("sql_for(gc_tpl_hk_other_scope")
+    assert hook.index("l_scope.get_string('user_id')") < check < hook.index("l_facts(l_facts.COUNT + 1)")
+    assert "IF l_other > 0 THEN" in hook
+    tpl = re.search(r"gc_tpl_hk_other_scope CONSTANT [^;]*;", code("oramem_kg_jobs.pkb")).group(0)
+    assert "DECODE(agent_id, :2, 1, 0) = 1 AND DECODE(user_id, :3, 1, 0) = 1" in tpl
