@@ -51,7 +51,10 @@ def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterabl
     (``(record_type, id)``) the store removes with them. An event row is matched by a
     ``message`` record's id and a fact row by a ``fact`` record's id, never across types:
     store ids are unique per record type only (SC-4.3) and a caller may choose them, so
-    another user's fact record may carry the id of her event. ``facts_of_events=False`` (a
+    another user's fact record may carry the id of her event. Nor is a row of another user
+    one of hers through a record of hers under its id (Bob's message record under the id of
+    Alice's event restored without its record): the provenance match takes rows without a
+    user only (written before the user dimension). ``facts_of_events=False`` (a
     profile cascade): the facts learned from her events are not taken with them."""
     ev, f, so, mo, cl, lk = t.event, t.fact, t.session_observation, t.meta_observation, t.cluster, t.link
     erased = set(erased)
@@ -61,11 +64,12 @@ def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterabl
     def mine(table: Any) -> Any:
         return reads.any_in(table.c.user_id, users)
 
-    event_rows = conn.execute(sa.select(ev.c.id).where(sa.or_(mine(ev), reads.any_in(ev.c.id, erased_messages)))).all()
+    event_rows = conn.execute(sa.select(ev.c.id).where(sa.or_(
+        mine(ev), sa.and_(reads.any_in(ev.c.id, erased_messages), ev.c.user_id.is_(None))))).all()
     events = {r.id for r in event_rows}
     of_events = reads.any_in(f.c.source_event_id, events) if facts_of_events else sa.false()
     facts = {r[0] for r in conn.execute(sa.select(f.c.id).where(
-        sa.or_(mine(f), reads.any_in(f.c.id, erased_facts), of_events)))}
+        sa.or_(mine(f), sa.and_(reads.any_in(f.c.id, erased_facts), f.c.user_id.is_(None)), of_events)))}
     # derived rows of any scope that cite her rows
     clusters = {r[0] for r in conn.execute(sa.select(f.c.cluster_id).where(reads.any_in(f.c.id, facts))) if r[0]}
     clusters |= {r[0] for r in conn.execute(sa.select(cl.c.id).where(mine(cl)))}

@@ -607,3 +607,27 @@ def test_oracle_reply_event_keeps_the_records_owners():
     event = OracleEngine._reply_event(reply, "S", "delete")
     assert event.records == (("message", "m1"), ("fact", "f1"))
     assert event.scopes == (("desk", "bob"), ("desk", None))
+
+
+@pytest.mark.parametrize("how", ["forget", "profile cascade"])
+def test_erasing_bob_leaves_alices_restored_rows_under_his_record_ids(env, how):  # noqa: F811
+    """KC-3.10 with same-type ids: Bob's ``message`` and ``fact`` records carry the ids of
+    Alice's event and fact restored without their records. His erasure takes the knowledge
+    rows whose store record was one of his only when they are not another user's (a row
+    without a user: written before the user dimension); matched by (type, id) alone it
+    erased her event and fact."""
+    path, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    write_keeper(km, llm, clock, "bob", "Bob", "keys", "Bob keeps the keys in the drawer")
+    _import_row(path, store, "EVENT", "alice", "restored-event")
+    _import_row(path, store, "FACT", "alice", "restored-fact")
+    alice = _scope_rows(km, "alice")
+    store.add(["bob: hi"], "message", record_ids="restored-event", user_ids="bob", agent_ids=AGENT,
+              thread_ids="bob-chat", roles="user")
+    store.add(["bob's note"], "fact", record_ids="restored-fact", user_ids="bob", agent_ids=AGENT)
+    if how == "forget":
+        km.forget(user_id="bob")
+    else:
+        store.delete("user_profile", "bob", cascade=True)
+    assert store.get("message", "restored-event") is None and store.get("fact", "restored-fact") is None
+    assert _scope_rows(km, "alice") == alice
