@@ -631,3 +631,21 @@ def test_erasing_bob_leaves_alices_restored_rows_under_his_record_ids(env, how):
         store.delete("user_profile", "bob", cascade=True)
     assert store.get("message", "restored-event") is None and store.get("fact", "restored-fact") is None
     assert _scope_rows(km, "alice") == alice
+
+
+def test_retracting_alices_fact_leaves_bobs_record_under_its_id(env):  # noqa: F811
+    """``retract_fact`` rewrites the fact's store metadata (KC-3.5) in the fact's own record
+    only (``commit.update_fact_record``, as memify's sync and a write's reconcile): Alice's
+    fact restored without its record, Bob's fact record under its id; her retraction wrote
+    her entity keys, scope and validity into his record."""
+    path, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    _import_row(path, store, "FACT", "alice", "restored-fact")
+    store.add(["bob's note"], "fact", record_ids="restored-fact", user_ids="bob", agent_ids=AGENT,
+              metadata={"note": "bob"})
+    own = next(f.fact_id for f in km.get_all(AGENT, user_id="alice") if f.user_id == "alice" and f.fact_id != "restored-fact")
+    assert km.retract_fact(AGENT, "restored-fact", user_id="alice")
+    assert km.retract_fact(AGENT, own, user_id="alice")
+    record = store.get("fact", "restored-fact")
+    assert record.user_id == "bob" and record.metadata == {"note": "bob"}
+    assert "kg_valid_to" in store.get("fact", own).metadata  # her own record is still rewritten

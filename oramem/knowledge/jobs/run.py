@@ -534,10 +534,7 @@ def _sync_store_metadata(rt: KnowledgeRuntime, agent_id: str, fact_ids: list[str
                     rows[row["id"]] = dict(row)
         links = reads.links_of(conn, t, agent_id, list(rows))
     for fid, row in rows.items():
-        record = rt.store.get("fact", fid)
-        if record is not None and (record.agent_id, record.user_id) != (row["agent_id"], row["user_id"]):
-            continue
-        rt.store.update("fact", fid, metadata=commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
+        commit_mod.update_fact_record(rt.store, fid, agent_id, commit_mod.fact_metadata(row, links.get(fid, [row["entity_key"]])))
 
 
 async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> int:

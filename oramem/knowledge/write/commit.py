@@ -78,6 +78,20 @@ def event_metadata(run: WriteRun) -> dict[str, Any]:
     return md
 
 
+def update_fact_record(store: Any, fact_id: str, agent_id: str, md: dict[str, Any]) -> bool:
+    """Write a fact row's store metadata ``md`` (:func:`fact_metadata`) into its own store
+    record only: the ``fact`` record under its id of the same agent and user (``kg_user``,
+    the row's scope). Store ids are unique per record type only and callers may choose
+    them (SC-4.3): another agent's or user's fact record under the id (a row restored
+    without its record, or imported under a record's id) is not the row's and gets none of
+    its metadata. False when it was left alone."""
+    record = store.get("fact", fact_id)
+    if record is not None and (record.agent_id, record.user_id) != (agent_id, md.get("kg_user")):
+        return False
+    store.update("fact", fact_id, metadata=md)
+    return True
+
+
 def store_fact_metadata_for(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Current store metadata of facts, rebuilt from their rows and links."""
     f = t.fact
@@ -414,7 +428,7 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
     if batches:
         store.add_batches(batches)
     for fid, md in sorted(plan.store_meta.items()):
-        store.update("fact", fid, metadata=md)
+        update_fact_record(store, fid, run.agent_id, md)
     faults.check("store_records")
 
 

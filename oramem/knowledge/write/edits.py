@@ -60,7 +60,7 @@ def retract_fact(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Opt
             meta = commit_mod.store_fact_metadata_for(conn, t, agent_id, [fact_id])
             # the store record's metadata changes in the same transaction
             for fid, md in meta.items():
-                rt.store.update("fact", fid, metadata=md)
+                commit_mod.update_fact_record(rt.store, fid, agent_id, md)
         return True
 
 
