@@ -256,18 +256,27 @@ def test_a_bad_erasure_line_is_refused_with_its_line_number(tmp_path):
 
 
 # ---------------------------------------------------------------------------- migrate
-def test_migrate_refuses_an_erased_subject_and_copies_the_log(tmp_path):
+def _refused_into_a_store_where_alice_is_erased(old, live) -> list:
+    """``live`` seeded and Alice erased there; migrating ``old`` into it is refused (one erased
+    user). Returns ``live``'s dump from before the attempt."""
     from oramem.migrate import migrate
 
-    old, live = tmp_path / "old.db", tmp_path / "live.db"
-    with open_store(old) as store:
-        seed(store)
     with open_store(live) as store:
         seed(store)
         store.forget(user_id=ALICE)
     before = dump(live)
     with pytest.raises(ErasedSubjectError, match="1 erased user"):
         migrate(str(old), str(live))
+    return before
+
+
+def test_migrate_refuses_an_erased_subject_and_copies_the_log(tmp_path):
+    from oramem.migrate import migrate
+
+    old, live = tmp_path / "old.db", tmp_path / "live.db"
+    with open_store(old) as store:
+        seed(store)
+    before = _refused_into_a_store_where_alice_is_erased(old, live)
     assert dump(live) == before  # nothing written
     # the other way round the log travels: a copy of the live store refuses the old one
     copy = tmp_path / "copy.db"
@@ -287,7 +296,6 @@ def test_migrate_refuses_an_erased_users_knowledge_rows_when_her_records_have_ex
     an import of the same rows as knowledge lines is)."""
     import datetime as dt
 
-    from oramem.migrate import migrate
     from oramem.types import MemoryRetentionConfig
 
     old, live = tmp_path / "old.db", tmp_path / "live.db"
@@ -301,12 +309,7 @@ def test_migrate_refuses_an_erased_users_knowledge_rows_when_her_records_have_ex
         km.close()
     with SQLiteMemoryStore(str(old)) as store:  # opening purges her expired records
         assert not [r for t in ("fact", "message") for r in store.list(t, user_id=ALICE, limit=None)]
-    with open_store(live) as store:
-        seed(store)
-        store.forget(user_id=ALICE)
-    before = dump(live)
-    with pytest.raises(ErasedSubjectError, match="1 erased user"):
-        migrate(str(old), str(live))
+    before = _refused_into_a_store_where_alice_is_erased(old, live)
     assert dump(live) == before
     assert "quokkafish" not in "\n".join(before)
 

@@ -42,6 +42,13 @@ PEM = ("-----BEGIN " + "RSA PRIVATE KEY-----\n" + ALNUM + ALNUM + "\n" + ALNUM +
 CARD = "4111 1111 1111 1111"  # the well-known Visa test number (Luhn-valid)
 
 
+def _knowledge_rows(km, path) -> str:
+    """Every row of every knowledge table of the store file, as one JSON text."""
+    with sa.create_engine(f"sqlite:///{path}", module=sqlite3).connect() as conn:
+        return json.dumps([list(map(str, r)) for t in km.runtime.tables.metadata.sorted_tables
+                           for r in conn.execute(sa.select(t))])
+
+
 def _store(tmp_path, name="f.db", **kw):
     return SQLiteMemoryStore(str(tmp_path / name), embedder=HashEmbedder(64), **kw)
 
@@ -413,10 +420,7 @@ def test_deterministic_knowledge_writes_are_screened_like_messages(tmp_path):
         assert redacted.firewall["verdict"] == "redacted" and redacted.facts_added
         texts = [f.fact_text for f in km.get_all("desk", user_id="bob")]
         assert "Bob's key is [REDACTED:secret.openai_key]" in texts and not [t for t in texts if OPENAI in t]
-        with sa.create_engine(f"sqlite:///{tmp_path / 'k.db'}", module=sqlite3).connect() as conn:
-            rows = json.dumps([list(map(str, r)) for t in km.runtime.tables.metadata.sorted_tables
-                               for r in conn.execute(sa.select(t))])
-        assert OPENAI not in rows and "Ignore all previous" not in rows
+        assert OPENAI not in (rows := _knowledge_rows(km, tmp_path / "k.db")) and "Ignore all previous" not in rows
         store.set_firewall(FirewallPolicy(secret="reject"))
         km2 = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False))
         with pytest.raises(FirewallRejected):
@@ -459,10 +463,7 @@ def test_annotations_and_outcome_notes_are_screened_like_knowledge_writes(tmp_pa
         seen = km.get_all("desk", user_id="alice")[0].agent_annotation
         assert seen == "Bob's key is [REDACTED:secret.openai_key]"
         assert km.intentions("desk", user_id="alice")[0].outcome_note == "paid with [REDACTED:secret.openai_key]"
-        with sa.create_engine(f"sqlite:///{tmp_path / 'k.db'}", module=sqlite3).connect() as conn:
-            rows = json.dumps([list(map(str, r)) for t in km.runtime.tables.metadata.sorted_tables
-                               for r in conn.execute(sa.select(t))])
-        assert OPENAI not in rows and "Ignore all previous" not in rows
+        assert OPENAI not in (rows := _knowledge_rows(km, tmp_path / "k.db")) and "Ignore all previous" not in rows
         store.set_firewall(FirewallPolicy(secret="reject"))
         km2 = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False))
         with pytest.raises(FirewallRejected):
