@@ -165,7 +165,6 @@ def screen_knowledge(policy: FirewallPolicy, reply: Mapping[str, Any], source: s
     entity and alias names, relation ends). Returns a copy of the reply with the redacted
     texts and the screening (its verdict under ``metadata[VERDICT_KEY]``);
     :class:`FirewallRejected` when a rejected category matched."""
-    detectors = policy.active_detectors()
     out: dict[str, Any] = {key: [dict(item) for item in value] if isinstance(value, list) else value
                            for key, value in reply.items()}
     slots: list[tuple[dict[str, Any], str, Optional[int]]] = []
@@ -183,9 +182,7 @@ def screen_knowledge(policy: FirewallPolicy, reply: Mapping[str, Any], source: s
                         if isinstance(x, str):
                             slots.append((item, name, index))
                             texts.append(x)
-    s = screen_record(policy, detectors, texts, {"source": source}, None)
-    if s.rejected:
-        raise _reject([(0, name) for name in s.rejected], "knowledge items", {d.name: d.category for d in detectors})
+    s = _screen_one(policy, texts, {"source": source}, "knowledge items")
     for (item, name, at), new in zip(slots, s.texts):
         if at is None:
             item[name] = new
@@ -194,15 +191,22 @@ def screen_knowledge(policy: FirewallPolicy, reply: Mapping[str, Any], source: s
     return out, s
 
 
+def _screen_one(policy: FirewallPolicy, texts: Sequence[Optional[str]], metadata: Optional[Mapping[str, Any]],
+                what: str) -> Screened:
+    """``texts`` screened as one record (SC-15.6); :class:`FirewallRejected` naming ``what``
+    when a rejected category matched."""
+    detectors = policy.active_detectors()
+    s = screen_record(policy, detectors, list(texts), metadata, None)
+    if s.rejected:
+        raise _reject([(0, name) for name in s.rejected], what, {d.name: d.category for d in detectors})
+    return s
+
+
 def screen_message(policy: FirewallPolicy, text: str, source: str) -> Screened:
     """A knowledge-layer message under the store's policy (SC-15.6): the screened text and
     its verdict (``Screened.metadata[VERDICT_KEY]``); :class:`FirewallRejected` when a
     rejected category matched. ``source`` is the write's source label."""
-    detectors = policy.active_detectors()
-    s = screen_record(policy, detectors, [text], {"source": source}, None)
-    if s.rejected:
-        raise _reject([(0, name) for name in s.rejected], "message", {d.name: d.category for d in detectors})
-    return s
+    return _screen_one(policy, [text], {"source": source}, "message")
 
 
 def screen_note(policy: FirewallPolicy, text: str, what: str) -> str:
@@ -211,11 +215,7 @@ def screen_note(policy: FirewallPolicy, text: str, what: str) -> str:
     the text to store (redacted); :class:`FirewallRejected` when a rejected category
     matched, and also when the note is flagged, since the row carries no verdict: a
     flagged note is not stored. ``what`` names the argument in the error."""
-    detectors = policy.active_detectors()
-    s = screen_record(policy, detectors, [text], None, None)
-    category_of = {d.name: d.category for d in detectors}
-    if s.rejected:
-        raise _reject([(0, name) for name in s.rejected], what, category_of)
+    s = _screen_one(policy, [text], None, what)
     if s.verdict == "flagged":
         raise FirewallRejected(
             f"the store's firewall flagged {what} ({', '.join(s.findings)}); a note carries no verdict, so a "
