@@ -55,7 +55,7 @@ from typing import Any, Iterable, Optional, cast
 from . import require
 from ..errors import DuplicateRecordError
 from ..threads import write_refusal
-from ._colour import call, run_async, run_sync
+from ._colour import call, run_async, run_async_in_transaction, run_sync, run_sync_in_transaction
 
 require("langgraph.store.base", "langgraph")
 
@@ -88,6 +88,10 @@ def _now() -> datetime:
 def _iso(moment: datetime) -> str:
     # fixed width so that ISO strings compare in time order inside metadata filters
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def _writes(ops: list[Op]) -> bool:
+    return any(isinstance(op, PutOp) for op in ops)
 
 
 def _prefix_token(labels: Iterable[str]) -> str:
@@ -188,11 +192,18 @@ class OramemStore(BaseStore):
         return made
 
     # -- colour entry points ------------------------------------------------------------------
+    # A batch with a put runs in one store transaction: every put's reads (the id's current
+    # holder, the thread check of oramem.threads) and writes see one state, no other writer
+    # runs between them, and a put that fails leaves none of the batch's writes behind.
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        return run_sync(self._store, self._batch(list(ops)))
+        ops = list(ops)
+        run = run_sync_in_transaction if _writes(ops) else run_sync
+        return run(self._store, self._batch(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await run_async(self._store, self._batch(list(ops)))
+        ops = list(ops)
+        run = run_async_in_transaction if _writes(ops) else run_async
+        return await run(self._store, self._batch(ops))
 
     # -- helpers -----------------------------------------------------------------------------
     @staticmethod

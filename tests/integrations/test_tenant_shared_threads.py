@@ -130,3 +130,26 @@ def test_a_refused_add_texts_changes_nothing(store):
     with pytest.raises(ValueError, match="another scope"):
         asyncio.run(alice.aadd_texts(["x second", "mine now"], ids=["x", "y"]))
     assert [d.page_content for d in alice.get_by_ids(["x"])] == ["x first"]
+
+
+@pytest.mark.parametrize("colour", ["sync", "async"])
+def test_a_langgraph_batch_with_a_refused_put_writes_nothing(store, colour):
+    """A batch with a put is one transaction (the thread check and the writes see one state):
+    Bob's batch whose second put would adopt the agent's thread is refused whole, so his first
+    put in his own thread is not left behind either (before, it stayed written)."""
+    require_extra("langgraph.store.base", "langgraph")
+    from langgraph.store.base import PutOp
+
+    from oramem.integrations.langgraph import OramemStore
+
+    items = OramemStore(store, scope_from_namespace={"user_id": 1, "thread_id": 2})
+    ops = [PutOp(("memories", "bob", "t-bob"), "k1", {"text": "bob's note"}),
+           PutOp(("memories", "bob", "lobby"), "k2", {"text": "bob's other note"})]
+    with pytest.raises(ValueError, match="holds only records of no user"):
+        if colour == "sync":
+            items.batch(ops)
+        else:
+            asyncio.run(items.abatch(ops))
+    assert items.get(("memories", "bob", "t-bob"), "k1") is None
+    assert store.list("memory", limit=None, user_id="bob") == []
+    assert _lobby(store) == ["Breakfast is served until 10", "The hotel opens at 7"]
