@@ -312,12 +312,14 @@ def delete(state: State, record_type: str, record_id: str, cascade: bool) -> Non
     store = state.open(create=False)
     actor = record_type in PROFILE_TYPES and cascade
     # an actor's cascade erases every record of the actor (SC-13.3, SC-13.4): what it erased
-    # is what the actor had before it
-    erased = _actor_records(store, record_type, record_id) if actor else 0
-    if record_type == "thread":
-        count = store.delete_thread(record_id)  # a thread always takes what is in it
-    else:
-        count = store.delete(record_type, record_id, cascade=cascade)
+    # is what the actor had before it, counted in the delete's own transaction so that no
+    # write lands between the count and the cascade
+    with store.transaction():
+        erased = _actor_records(store, record_type, record_id) if actor else 0
+        if record_type == "thread":
+            count = store.delete_thread(record_id)  # a thread always takes what is in it
+        else:
+            count = store.delete(record_type, record_id, cascade=cascade)
     if state.json:
         emit_json({"deleted": count, **({"cascaded": erased} if actor else {})})
     if count == 0 and not actor:
