@@ -91,6 +91,7 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
 
     if facts:
         purge_facts(conn, None, sorted(facts))
+    _forget_first_sightings(conn, t, events)
     # summaries written from her facts: cleared (stale, so the next refresh rewrites them
     # from what is left); her own entities go below
     for agent, user, key in sorted(sel.summaries, key=repr):
@@ -112,6 +113,28 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     # her knowledge store records; threads are the store's (a thread is a conversation, not
     # a grant: its row and other users' records in it are never erased from here)
     return [("fact", fid) for fid in sorted(facts)] + [("message", eid) for eid in sorted(events)]
+
+
+def _forget_first_sightings(conn: sa.Connection, t: KGTables, events: set[str]) -> None:
+    """The attribute registry is the agent's vocabulary, one row per key for all its users
+    (KC-3.7), but a key's first sighting keeps that message's raw key and its event's id
+    (KC-4.16: ``example_raw_key``, ``reason``). For a key first seen in one of the erased
+    ``events`` (her facts already purged): the row goes when no fact of the agent uses the key
+    any more, else it stays (the key is the other scopes' vocabulary too) without the two.
+    ``reason`` is a CLOB on Oracle, so it is compared here, not in SQL."""
+    if not events:
+        return
+    ev, reg, f = t.event, t.registry, t.fact
+    agents = {r[0] for cond in reads.in_batches(ev.c.id, events) for r in conn.execute(sa.select(ev.c.agent_id).where(cond))}
+    firsts = {f"extracted from event {eid}" for eid in events}
+    for cond in reads.in_batches(reg.c.agent_id, agents):
+        for rid, agent, key, reason in conn.execute(sa.select(reg.c.id, reg.c.agent_id, reg.c.key, reg.c.reason).where(cond)).all():
+            if reason not in firsts:
+                continue
+            if conn.execute(sa.select(f.c.id).where(f.c.agent_id == agent, f.c.attribute_key == key).limit(1)).first() is None:
+                conn.execute(sa.delete(reg).where(reg.c.id == rid))
+            else:
+                conn.execute(sa.update(reg).where(reg.c.id == rid).values(example_raw_key=None, reason=None))
 
 
 class OracleEraser:

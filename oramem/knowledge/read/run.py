@@ -108,7 +108,8 @@ async def run_retrieve(st: RetrieveState) -> RetrieveResult:
     if st.include_directives:
         from .procedural import directives_for
 
-        directive_block = await directives_for(st.rt, st.agent_id, "", cfg, st.now, st.call)
+        # KC-3.8: the reader's behavioural preferences plus the shared ones, as directives(user_id=...)
+        directive_block = await directives_for(st.rt, st.agent_id, "", cfg, st.now, st.call, user_id=st.user_id)
     # context
     graph_ids = {f["fact_id"] for f in graph.facts}
     facts_out = [scored_fact(st, c) for c in kept]
