@@ -43,8 +43,9 @@ def plan_for(st: RetrieveState, conn: sa.Connection) -> RetrievalPlan:
     sightings counted (KC-3.7), so an aggregation's ``attribute_filter`` is a key named in the
     query that a fact the reader may see carries (KC-3.8): another user's private key never
     filters her pattern queries, nor shows in her plan. A key none of her visible facts
-    carries is dropped and the query planned again (one indexed probe per dropped key; only
-    a query naming an entity type and a key gets here)."""
+    carries is dropped and the query planned again: one probe per key the plan names, over
+    the agent's facts as the pattern query itself reads them (only a query naming an entity
+    type and an active key gets here)."""
     types, keys = plan_inputs(st, conn)
     f = st.t.fact
     while True:
