@@ -89,9 +89,10 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     sel = user_rows(conn, t, users, event.records, facts_of_events=facts_of_events)
     events, facts, clusters, metas, observations = sel.events, sel.facts, sel.clusters, sel.metas, sel.observations
 
+    carried = _keys_of(conn, t, facts)  # read before her facts go
     if facts:
         purge_facts(conn, None, sorted(facts))
-    _forget_first_sightings(conn, t, events)
+    _forget_first_sightings(conn, t, events, carried)
     # summaries written from her facts: cleared (stale, so the next refresh rewrites them
     # from what is left); her own entities go below
     for agent, user, key in sorted(sel.summaries, key=repr):
@@ -115,25 +116,35 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     return [("fact", fid) for fid in sorted(facts)] + [("message", eid) for eid in sorted(events)]
 
 
-def _forget_first_sightings(conn: sa.Connection, t: KGTables, events: set[str]) -> None:
+def _keys_of(conn: sa.Connection, t: KGTables, facts: set[str]) -> set[tuple[str, str]]:
+    """``(agent_id, attribute_key)`` of the attribute keys ``facts`` carry."""
+    f = t.fact
+    return {(r[0], r[1]) for cond in reads.in_batches(f.c.id, facts)
+            for r in conn.execute(sa.select(f.c.agent_id, f.c.attribute_key).where(cond, f.c.attribute_key.is_not(None)))}
+
+
+def _forget_first_sightings(conn: sa.Connection, t: KGTables, events: set[str], carried: set[tuple[str, str]]) -> None:
     """The attribute registry is the agent's vocabulary, one row per key for all its users
     (KC-3.7), but a key's first sighting keeps that message's raw key and its event's id
-    (KC-4.16: ``example_raw_key``, ``reason``). For a key first seen in one of the erased
-    ``events`` (her facts already purged): the row goes when no fact of the agent uses the key
-    any more, else it stays (the key is the other scopes' vocabulary too) without the two.
-    ``reason`` is a CLOB on Oracle, so it is compared here, not in SQL."""
-    if not events:
-        return
+    (KC-4.16: ``example_raw_key``, ``reason``). A row first seen in one of the erased
+    ``events``, or whose key her erased facts ``carried`` (her first sighting's event may be
+    gone already, with its thread or a purge): it goes when no fact of the agent uses the key
+    any more; else it stays (the key is the other scopes' vocabulary too), and loses the two
+    when they are hers or their event is gone. ``reason`` is a CLOB on Oracle, so it is
+    compared here, not in SQL."""
     ev, reg, f = t.event, t.registry, t.fact
-    agents = {r[0] for cond in reads.in_batches(ev.c.id, events) for r in conn.execute(sa.select(ev.c.agent_id).where(cond))}
-    firsts = {f"extracted from event {eid}" for eid in events}
+    agents = {agent for agent, _ in carried}
+    agents |= {r[0] for cond in reads.in_batches(ev.c.id, events) for r in conn.execute(sa.select(ev.c.agent_id).where(cond))}
+    prefix = "extracted from event "
     for cond in reads.in_batches(reg.c.agent_id, agents):
         for rid, agent, key, reason in conn.execute(sa.select(reg.c.id, reg.c.agent_id, reg.c.key, reg.c.reason).where(cond)).all():
-            if reason not in firsts:
+            first = reason[len(prefix):] if isinstance(reason, str) and reason.startswith(prefix) else None
+            if first not in events and (agent, key) not in carried:
                 continue
             if conn.execute(sa.select(f.c.id).where(f.c.agent_id == agent, f.c.attribute_key == key).limit(1)).first() is None:
                 conn.execute(sa.delete(reg).where(reg.c.id == rid))
-            else:
+            elif first is not None and (first in events or conn.execute(
+                    sa.select(ev.c.id).where(ev.c.id == first)).first() is None):
                 conn.execute(sa.update(reg).where(reg.c.id == rid).values(example_raw_key=None, reason=None))
 
 

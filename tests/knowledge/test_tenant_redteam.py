@@ -651,7 +651,7 @@ def test_retracting_alices_fact_leaves_bobs_record_under_its_id(env):  # noqa: F
     assert "kg_valid_to" in store.get("fact", own).metadata  # her own record is still rewritten
 
 
-@pytest.mark.parametrize("how", ["forget", "cascade"])
+@pytest.mark.parametrize("how", ["forget", "cascade", "forget after delete_thread"])
 def test_erasing_alice_takes_her_first_sighting_of_an_attribute_key_from_the_agents_registry(env, how):  # noqa: F811
     """The attribute registry is the agent's vocabulary (KC-3.7, one row per key for every
     user), and a key's first sighting writes the raw key of that message and the event's id
@@ -659,7 +659,8 @@ def test_erasing_alice_takes_her_first_sighting_of_an_attribute_key_from_the_age
     ("Quxbert insurance id") outlived her erasure in a row of the agent. Now: a key she first
     used that no remaining fact uses goes with her; a key Bob's facts use too stays (it is his
     vocabulary as well), without her raw key and her event's id. A row Bob first wrote is
-    left as it was."""
+    left as it was. Also when her conversation was deleted before (its events are gone, her
+    facts stay): the keys her facts carry decide then."""
     _, store, km, llm, clock = env
 
     def write(user: str, who: str, raw_key: str, value: str) -> str:
@@ -684,10 +685,15 @@ def test_erasing_alice_takes_her_first_sighting_of_an_attribute_key_from_the_age
     assert before["quxbert_insurance_id"]["reason"] == f"extracted from event {alices}"
     assert before["favourite_colour"]["example_raw_key"] == "FAVOURITE-colour"
 
-    if how == "forget":
-        km.forget(user_id="alice")
-    else:
+    if how == "cascade":
         store.delete("user_profile", "alice", cascade=True)
+    else:
+        if how == "forget after delete_thread":
+            from oramem.knowledge.write.entry import default_session_id
+
+            store.delete_thread(default_session_id(AGENT, "alice"))
+            assert km.get(AGENT, km.get_all(AGENT, user_id="alice")[0].fact_id, user_id="alice").source_event_id is None
+        km.forget(user_id="alice")
 
     after = registry()
     assert set(after) == {"favourite_colour", "shoe_size"}
