@@ -129,7 +129,8 @@ def _forget_first_sightings(conn: sa.Connection, t: KGTables, events: set[str], 
     (KC-4.16: ``example_raw_key``, ``reason``). A row first seen in one of the erased
     ``events``, or whose key her erased facts ``carried`` (her first sighting's event may be
     gone already, with its thread or a purge): it goes when no fact of the agent uses the key
-    any more; else it stays (the key is the other scopes' vocabulary too), and loses the two
+    any more and it is as the write pipeline made it (no operator set its policy or TTL, nor
+    listed it in ``extra_attribute_keys``); else it stays (the key is the other scopes' vocabulary too), and loses the two
     when they are hers or their event is gone. ``reason`` is a CLOB on Oracle, so it is
     compared here, not in SQL."""
     ev, reg, f = t.event, t.registry, t.fact
@@ -137,11 +138,17 @@ def _forget_first_sightings(conn: sa.Connection, t: KGTables, events: set[str], 
     agents |= {r[0] for cond in reads.in_batches(ev.c.id, events) for r in conn.execute(sa.select(ev.c.agent_id).where(cond))}
     prefix = "extracted from event "
     for cond in reads.in_batches(reg.c.agent_id, agents):
-        for rid, agent, key, reason in conn.execute(sa.select(reg.c.id, reg.c.agent_id, reg.c.key, reg.c.reason).where(cond)).all():
+        rows = conn.execute(sa.select(reg.c.id, reg.c.agent_id, reg.c.key, reg.c.reason, reg.c.proposed_by,
+                                      reg.c.conflict_policy, reg.c.ttl_days).where(cond)).all()
+        for rid, agent, key, reason, proposed_by, policy, ttl_days in rows:
             first = reason[len(prefix):] if isinstance(reason, str) and reason.startswith(prefix) else None
             if first not in events and (agent, key) not in carried:
                 continue
-            if conn.execute(sa.select(f.c.id).where(f.c.agent_id == agent, f.c.attribute_key == key).limit(1)).first() is None:
+            # a row as the write pipeline made it (not one an operator configured) of a key no
+            # fact uses any more goes
+            made = (proposed_by, policy, ttl_days) == ("llm", "supersede", None)
+            if made and conn.execute(sa.select(f.c.id).where(f.c.agent_id == agent, f.c.attribute_key == key)
+                                     .limit(1)).first() is None:
                 conn.execute(sa.delete(reg).where(reg.c.id == rid))
             elif first is not None and (first in events or conn.execute(
                     sa.select(ev.c.id).where(ev.c.id == first)).first() is None):
