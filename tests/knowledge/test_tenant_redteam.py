@@ -705,3 +705,22 @@ def test_erasing_alice_takes_her_first_sighting_of_an_attribute_key_from_the_age
     # Bob's next write with the key still finds it (its policy and count are the agent's)
     write("bob", "Bob", "favourite colour", "blue")
     assert registry()["favourite_colour"]["seen_count"] == before["favourite_colour"]["seen_count"] + 1
+
+
+def test_erasing_alice_keeps_a_registry_row_an_operator_configured(env):  # noqa: F811
+    """As above, for a key no fact uses after her erasure but whose policy an operator set
+    (the row is the agent's configuration, not her data): it stays, without her raw key and
+    her event's id."""
+    _, store, km, llm, clock = env
+    llm.route("extract", extract([("Alice", "person")], [{"subject": "Alice", "fact": "Alice's Quxbert tags are red",
+                                                           "attribute_key": "Quxbert tags", "value": "red",
+                                                           "confidence": "explicit_statement"}]))
+    km.write(AGENT, "my Quxbert tags are red", "Alice", user_id="alice")
+    reg = km.runtime.tables.registry
+    with km.runtime.backend.write("test", AGENT) as conn:
+        conn.execute(sa.update(reg).where(reg.c.key == "quxbert_tags").values(conflict_policy="accumulate"))
+    km.forget(user_id="alice")
+    with km.runtime.backend.read() as conn:
+        rows = [dict(r) for r in conn.execute(sa.select(reg)).mappings()]
+    assert [(r["key"], r["conflict_policy"], r["example_raw_key"], r["reason"]) for r in rows] == [
+        ("quxbert_tags", "accumulate", None, None)]
