@@ -89,8 +89,10 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     sel = user_rows(conn, t, users, event.records, facts_of_events=facts_of_events)
     events, facts, clusters, metas, observations = sel.events, sel.facts, sel.clusters, sel.metas, sel.observations
 
+    carried = _keys_of(conn, t, facts)  # read before her facts go
     if facts:
         purge_facts(conn, None, sorted(facts))
+    _forget_first_sightings(conn, t, events, carried)
     # summaries written from her facts: cleared (stale, so the next refresh rewrites them
     # from what is left); her own entities go below
     for agent, user, key in sorted(sel.summaries, key=repr):
@@ -112,6 +114,45 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     # her knowledge store records; threads are the store's (a thread is a conversation, not
     # a grant: its row and other users' records in it are never erased from here)
     return [("fact", fid) for fid in sorted(facts)] + [("message", eid) for eid in sorted(events)]
+
+
+def _keys_of(conn: sa.Connection, t: KGTables, facts: set[str]) -> set[tuple[str, str]]:
+    """``(agent_id, attribute_key)`` of the attribute keys ``facts`` carry."""
+    f = t.fact
+    return {(r[0], r[1]) for cond in reads.in_batches(f.c.id, facts)
+            for r in conn.execute(sa.select(f.c.agent_id, f.c.attribute_key).where(cond, f.c.attribute_key.is_not(None)))}
+
+
+def _forget_first_sightings(conn: sa.Connection, t: KGTables, events: set[str], carried: set[tuple[str, str]]) -> None:
+    """The attribute registry is the agent's vocabulary, one row per key for all its users
+    (KC-3.7), but a key's first sighting keeps that message's raw key and its event's id
+    (KC-4.16: ``example_raw_key``, ``reason``). A row first seen in one of the erased
+    ``events``, or whose key her erased facts ``carried`` (her first sighting's event may be
+    gone already, with its thread or a purge): it goes when no fact of the agent uses the key
+    any more and it is as the write pipeline made it (no operator set its policy or TTL, nor
+    listed it in ``extra_attribute_keys``); else it stays (the key is the other scopes' vocabulary too), and loses the two
+    when they are hers or their event is gone. ``reason`` is a CLOB on Oracle, so it is
+    compared here, not in SQL."""
+    ev, reg, f = t.event, t.registry, t.fact
+    agents = {agent for agent, _ in carried}
+    agents |= {r[0] for cond in reads.in_batches(ev.c.id, events) for r in conn.execute(sa.select(ev.c.agent_id).where(cond))}
+    prefix = "extracted from event "
+    for cond in reads.in_batches(reg.c.agent_id, agents):
+        rows = conn.execute(sa.select(reg.c.id, reg.c.agent_id, reg.c.key, reg.c.reason, reg.c.proposed_by,
+                                      reg.c.conflict_policy, reg.c.ttl_days).where(cond)).all()
+        for rid, agent, key, reason, proposed_by, policy, ttl_days in rows:
+            first = reason[len(prefix):] if isinstance(reason, str) and reason.startswith(prefix) else None
+            if first not in events and (agent, key) not in carried:
+                continue
+            # a row as the write pipeline made it (not one an operator configured) of a key no
+            # fact uses any more goes
+            made = (proposed_by, policy, ttl_days) == ("llm", "supersede", None)
+            if made and conn.execute(sa.select(f.c.id).where(f.c.agent_id == agent, f.c.attribute_key == key)
+                                     .limit(1)).first() is None:
+                conn.execute(sa.delete(reg).where(reg.c.id == rid))
+            elif first is not None and (first in events or conn.execute(
+                    sa.select(ev.c.id).where(ev.c.id == first)).first() is None):
+                conn.execute(sa.update(reg).where(reg.c.id == rid).values(example_raw_key=None, reason=None))
 
 
 class OracleEraser:

@@ -497,6 +497,34 @@ def test_directives_cache_is_per_user_and_keyed_by_the_text(make_km, llm, clock)
     assert km.directives("a1", user_id="bob").cache_hit is True
 
 
+def test_retrieves_directives_are_the_readers_own_plus_the_shared_ones(make_km, llm, clock):
+    """KC-3.8 / KC-5.10: ``retrieve(..., include_directives=True, user_id=U)`` builds its
+    directives block from U's behavioural preferences plus the agent's shared ones, as
+    ``directives(user_id=U)`` does: never another user's (Alice's retrieve never carries Bob's,
+    and Bob's never Alice's), and not the shared ones alone (the reader's own were dropped)."""
+    from oramem.knowledge.model import new_id
+
+    km = make_km()
+    t = km._tables
+    with km._backend.write("test", "a1") as c:
+        for user, title in (("alice", "Prefers short answers"), ("bob", "Prefers long answers"), (None, "Greets by name")):
+            vec = np.asarray(km.runtime.embedder.embed([title]), dtype=np.float32)[0]
+            c.execute(sa.insert(t.meta_observation).values(
+                id=new_id(), agent_id="a1", user_id=user, observation_type="behavioral_preference", title=title,
+                text=title.lower(), supporting_event_ids=[], supporting_fact_ids=[], times_reinforced=1, is_active=True,
+                embedding_vec=vec, first_detected_at=clock.now, last_reinforced_at=clock.now, created_at=clock.now))
+    llm.route("directives", lambda p: {"directives_block": "\n".join(f"- {d['title']}" for d in p["directives"]),
+                                       "directives_used": len(p["directives"])})
+    seen = {}
+    for user in ("alice", "bob", None):
+        block = km.retrieve("a1", "hello world question", include_directives=True, user_id=user).directives.text
+        assert block == km.directives("a1", user_id=user).text, user
+        seen[user] = set(block.splitlines())
+    assert seen == {"alice": {"- Prefers short answers", "- Greets by name"},
+                    "bob": {"- Prefers long answers", "- Greets by name"},
+                    None: {"- Greets by name"}}
+
+
 def test_expansion_terms_are_read_past_expired_facts_in_the_cut(km, llm, clock, monkeypatch):
     """KC-5.3: the terms come from the first TERMS_CUT *current* facts in rank order; a fact past
     its TTL that the store has not purged yet does not take a place of the cut (here the cut

@@ -649,3 +649,78 @@ def test_retracting_alices_fact_leaves_bobs_record_under_its_id(env):  # noqa: F
     record = store.get("fact", "restored-fact")
     assert record.user_id == "bob" and record.metadata == {"note": "bob"}
     assert "kg_valid_to" in store.get("fact", own).metadata  # her own record is still rewritten
+
+
+@pytest.mark.parametrize("how", ["forget", "cascade", "forget after delete_thread"])
+def test_erasing_alice_takes_her_first_sighting_of_an_attribute_key_from_the_agents_registry(env, how):  # noqa: F811
+    """The attribute registry is the agent's vocabulary (KC-3.7, one row per key for every
+    user), and a key's first sighting writes the raw key of that message and the event's id
+    into it (KC-4.16: ``example_raw_key``, ``reason``). Erasing Alice left both, so her words
+    ("Quxbert insurance id") outlived her erasure in a row of the agent. Now: a key she first
+    used that no remaining fact uses goes with her; a key Bob's facts use too stays (it is his
+    vocabulary as well), without her raw key and her event's id. A row Bob first wrote is
+    left as it was. Also when her conversation was deleted before (its events are gone, her
+    facts stay): the keys her facts carry decide then."""
+    _, store, km, llm, clock = env
+
+    def write(user: str, who: str, raw_key: str, value: str) -> str:
+        llm.route("extract", extract([(who, "person")], [{"subject": who, "fact": f"{who}'s {raw_key} is {value}",
+                                                           "attribute_key": raw_key, "value": value,
+                                                           "confidence": "explicit_statement"}]))
+        event = km.write(AGENT, f"my {raw_key} is {value}", who, user_id=user).event_id
+        clock.advance(minutes=1)
+        return event
+
+    alices = write("alice", "Alice", "Quxbert insurance id", "77")
+    write("alice", "Alice", "FAVOURITE-colour", "teal")
+    write("bob", "Bob", "favourite colour", "red")
+    write("bob", "Bob", "shoe size", "44")
+    t = km.runtime.tables
+
+    def registry() -> dict[str, dict[str, Any]]:
+        with km.runtime.backend.read() as conn:
+            return {r["key"]: dict(r) for r in conn.execute(sa.select(t.registry)).mappings()}
+
+    before = registry()
+    assert before["quxbert_insurance_id"]["reason"] == f"extracted from event {alices}"
+    assert before["favourite_colour"]["example_raw_key"] == "FAVOURITE-colour"
+
+    if how == "cascade":
+        store.delete("user_profile", "alice", cascade=True)
+    else:
+        if how == "forget after delete_thread":
+            from oramem.knowledge.write.entry import default_session_id
+
+            store.delete_thread(default_session_id(AGENT, "alice"))
+            assert km.get(AGENT, km.get_all(AGENT, user_id="alice")[0].fact_id, user_id="alice").source_event_id is None
+        km.forget(user_id="alice")
+
+    after = registry()
+    assert set(after) == {"favourite_colour", "shoe_size"}
+    kept = after["favourite_colour"]
+    assert kept["example_raw_key"] is None and kept["reason"] is None
+    assert {k: v for k, v in kept.items() if k not in ("example_raw_key", "reason")} == {
+        k: v for k, v in before["favourite_colour"].items() if k not in ("example_raw_key", "reason")}
+    assert after["shoe_size"] == before["shoe_size"]  # Bob's first sighting: untouched
+    # Bob's next write with the key still finds it (its policy and count are the agent's)
+    write("bob", "Bob", "favourite colour", "blue")
+    assert registry()["favourite_colour"]["seen_count"] == before["favourite_colour"]["seen_count"] + 1
+
+
+def test_erasing_alice_keeps_a_registry_row_an_operator_configured(env):  # noqa: F811
+    """As above, for a key no fact uses after her erasure but whose policy an operator set
+    (the row is the agent's configuration, not her data): it stays, without her raw key and
+    her event's id."""
+    _, store, km, llm, clock = env
+    llm.route("extract", extract([("Alice", "person")], [{"subject": "Alice", "fact": "Alice's Quxbert tags are red",
+                                                           "attribute_key": "Quxbert tags", "value": "red",
+                                                           "confidence": "explicit_statement"}]))
+    km.write(AGENT, "my Quxbert tags are red", "Alice", user_id="alice")
+    reg = km.runtime.tables.registry
+    with km.runtime.backend.write("test", AGENT) as conn:
+        conn.execute(sa.update(reg).where(reg.c.key == "quxbert_tags").values(conflict_policy="accumulate"))
+    km.forget(user_id="alice")
+    with km.runtime.backend.read() as conn:
+        rows = [dict(r) for r in conn.execute(sa.select(reg)).mappings()]
+    assert [(r["key"], r["conflict_policy"], r["example_raw_key"], r["reason"]) for r in rows] == [
+        ("quxbert_tags", "accumulate", None, None)]

@@ -91,3 +91,39 @@ def test_a_users_knowledge_never_shapes_another_users_retrieve(tmp_path, seed, s
         for store, km in (with_a, without_a):
             km.close()
             store.close()
+
+
+def test_another_users_attribute_keys_never_filter_a_readers_aggregation(tmp_path):
+    """KC-5.2's aggregation filters a pattern query by an active attribute key named in the
+    query. The registry is the agent's (one row per key for every user), so Alice's private
+    facts alone made ``door_code`` active, and Bob's "door code of the places" was planned
+    with ``attribute_filter="door_code"``: his plan named her key and his answer lost every
+    place fact of his and the shared scope (none carries it). A key now filters a reader's
+    pattern query only when a fact the reader may see carries it; Alice's own aggregation
+    still uses it."""
+    def answer(with_alice: bool, user):
+        clock = Clock()
+        store, km = _open(tmp_path, f"keys_{with_alice}_{user}", clock)
+        try:
+            km.add_fact("concierge", "Hotel Aurora", "Hotel Aurora opens at 7", subject_type="place",
+                        attribute_key="opening_time", value="7")
+            km.add_fact("concierge", "Blue Bistro", "Blue Bistro is in Porto", subject_type="place",
+                        attribute_key="city", value="Porto", user_id="bob")
+            if with_alice:  # three sightings: the key is promoted to active (attribute_promotion_threshold)
+                for i, place in enumerate(["Alice's flat", "Alice's office", "Alice's gym"]):
+                    clock.advance(minutes=1)
+                    km.add_fact("concierge", place, f"{place} door code is 44{i}", subject_type="place",
+                                attribute_key="door_code", value=f"44{i}", user_id="alice")
+            clock.advance(hours=1)
+            result = km.retrieve("concierge", "door code of the places", user_id=user)
+            return result.plan.pattern_queries, sorted(f.fact_text for f in result.facts)
+        finally:
+            km.close()
+            store.close()
+
+    for user in ("bob", None):
+        assert answer(True, user) == answer(False, user), user
+        assert answer(True, user)[1], user  # the readers' place facts are found
+    patterns, facts = answer(True, "alice")
+    assert [p.attribute_filter for p in patterns] == ["door_code"]
+    assert facts == ["Alice's flat door code is 440", "Alice's gym door code is 442", "Alice's office door code is 441"]

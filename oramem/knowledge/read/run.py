@@ -20,8 +20,8 @@ from ..observe import stats_of
 from ..text import parse_when, validate_agent_id
 from ..types import IntentionDetail, RetrieveResult, SpreadingActivationResult, GraphRetrievalResult
 from .context import compress_context
-from .scoring import clip01, plan_retrieval, ranked_cands, score_cand, scored_fact
-from .signals import direct_signals, embed_query, event_signal, expand_query, graph_signal, plan_inputs, resolve_keys
+from .scoring import clip01, ranked_cands, score_cand, scored_fact
+from .signals import direct_signals, embed_query, event_signal, expand_query, graph_signal, plan_for, resolve_keys
 from .spreading import spread
 from .state import Cand, RetrieveState
 from .temporal import temporal_range
@@ -33,8 +33,7 @@ async def run_retrieve(st: RetrieveState) -> RetrieveResult:
     started = time.perf_counter()
     cfg = st.cfg
     t0 = time.perf_counter()
-    types, attr_keys = await st.read(functools.partial(plan_inputs, st))
-    plan = plan_retrieval(st.query, entity_types=types, active_attribute_keys=attr_keys, as_of=st.view.as_of)
+    plan = await st.read(functools.partial(plan_for, st))
     st.step("plan", t0, strategy=plan.strategy)
     result = RetrieveResult(plan=plan, config_effective=cfg.as_dict())
     if plan.strategy == "skip":
@@ -108,7 +107,8 @@ async def run_retrieve(st: RetrieveState) -> RetrieveResult:
     if st.include_directives:
         from .procedural import directives_for
 
-        directive_block = await directives_for(st.rt, st.agent_id, "", cfg, st.now, st.call)
+        # KC-3.8: the reader's behavioural preferences plus the shared ones, as directives(user_id=...)
+        directive_block = await directives_for(st.rt, st.agent_id, "", cfg, st.now, st.call, user_id=st.user_id)
     # context
     graph_ids = {f["fact_id"] for f in graph.facts}
     facts_out = [scored_fact(st, c) for c in kept]

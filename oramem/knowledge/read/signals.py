@@ -14,11 +14,11 @@ import sqlalchemy as sa
 from ..db import queries as reads
 from ..text import ngrams, norm, slug
 from ..types import ExpandedQuery, GraphRetrievalResult, RetrievalPlan
-from .scoring import clip01, days, recency_score
+from .scoring import clip01, days, plan_retrieval, recency_score
 from .state import RetrieveState
 from .visibility import fact_visible, p_edge_visible, p_sql_visible, sql_visible, store_filter
 
-__all__ = ["plan_inputs", "resolve_keys", "expand_query", "embed_query", "direct_signals",
+__all__ = ["plan_inputs", "plan_for", "resolve_keys", "expand_query", "embed_query", "direct_signals",
            "pattern_facts", "graph_signal", "event_signal"]
 
 MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, then strength
@@ -36,6 +36,25 @@ def plan_inputs(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], list
     types = [r[0] for r in conn.execute(types_stmt, {"p_agent": st.agent_id, "p_user": st.user_id})]
     keys = [r[0] for r in conn.execute(keys_stmt, {"p_agent": st.agent_id, "p_status": "active"})]
     return sorted(types), keys
+
+
+def plan_for(st: RetrieveState, conn: sa.Connection) -> RetrievalPlan:
+    """KC-5.2's plan for this reader. The registry's active keys are the agent's, every user's
+    sightings counted (KC-3.7), so an aggregation's ``attribute_filter`` is a key named in the
+    query that a fact the reader may see carries (KC-3.8): another user's private key never
+    filters her pattern queries, nor shows in her plan. A key none of her visible facts
+    carries is dropped and the query planned again: one probe per key the plan names, over
+    the agent's facts as the pattern query itself reads them (only a query naming an entity
+    type and an active key gets here)."""
+    types, keys = plan_inputs(st, conn)
+    f = st.t.fact
+    while True:
+        plan = plan_retrieval(st.query, entity_types=types, active_attribute_keys=keys, as_of=st.view.as_of)
+        attr = next((p.attribute_filter for p in plan.pattern_queries if p.attribute_filter), None)
+        if attr is None or conn.execute(sa.select(f.c.id).where(
+                reads.visible(f, st.agent_id, st.user_id), f.c.attribute_key == attr).limit(1)).first() is not None:
+            return plan
+        keys = [k for k in keys if k != attr]
 
 
 def resolve_keys(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], bool]:
