@@ -438,10 +438,21 @@ class OramemStore(BaseStore):
             if existing is not None:
                 raise
             # ``get`` saw no record, yet the id may be held by an expired one the store has
-            # not purged yet (expired records are invisible, not gone): delete that record
-            # alone (this item's id, in this namespace's scope; ``delete`` removes an expired
-            # record too, SC-8.1), then add once more: nobody else's expired records are
-            # purged by this put. A refusal for any other reason comes back the same way
+            # not purged yet (expired records are invisible, not gone, SC-5.4), and maybe not
+            # this store's: another ``OramemStore`` mapping the scope differently derives the
+            # same id for the same namespace and key. So look at it first: a new expiry makes
+            # it visible again (SC-5.6), inside the batch's transaction (``batch``), and a record
+            # of another scope makes this put fail, which rolls the look back with the batch;
+            # this store's own expired item is deleted (that one record, SC-8.1) and the add
+            # runs once more. Nobody else's expired records are touched by this put
+            yield call("update", self._record_type, record_id, ttl_days=None)
+            holder = yield call("get", self._record_type, record_id)
+            if holder is not None and not self._in_scope(holder, namespace):
+                raise ValueError(
+                    f"the record id of item {op.key!r} in namespace {namespace!r} is taken by an expired record of "
+                    "another scope that the store has not purged yet; it is left unchanged (purge expired records "
+                    "with the store's purge_expired(), or use another key)"
+                ) from None
             yield call("delete", self._record_type, record_id)
             yield add
         return None

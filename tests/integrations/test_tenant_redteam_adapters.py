@@ -11,6 +11,7 @@ value into that record (it would be Bob's to read and would survive her ``forget
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -107,12 +108,6 @@ async def test_async_put_and_get_keep_the_same_scope_check(store):
     assert await alice.aget(("prefs",), "tea") is None
 
 
-@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=(
-    "open: a put whose add clashes with an expired, unpurged record under its id deletes that record "
-    "and adds again (the LangGraph retry), but the store cannot show an expired record, so its scope "
-    "is not checked: a store mapping the scope differently deletes another user's expired item; "
-    "refusing needs the store to name the holder's scope in DuplicateRecordError, or the ids to "
-    "hash the namespace's scope (a change of every stored item id)"))
 def test_another_scopes_put_never_deletes_alices_expired_item_under_the_same_id(store, monkeypatch):
     """As ``test_a_namespace_mapped_store_and_a_fixed_scope_store_never_share_a_record``, with
     her item expired (TTL) and not purged yet: the unscoped store's put is refused as for her
@@ -127,10 +122,11 @@ def test_another_scopes_put_never_deletes_alices_expired_item_under_the_same_id(
     mapped.put(("memories", "alice"), "diet", {"text": "alice is allergic to peanuts"}, ttl=5)
     monkeypatch.setattr(lg, "_now", lambda: datetime.now(timezone.utc))
     assert mapped.get(("memories", "alice"), "diet") is None  # expired, not purged
-    try:
+    with pytest.raises(ValueError, match="expired record of another scope"):
         unscoped.put(("memories", "alice"), "diet", {"text": "overwritten"})
-    except ValueError as refused:
-        assert "another scope" in str(refused)
-    else:
-        pytest.fail("the unscoped put deleted Alice's expired record and wrote its own under the id")
+    with pytest.raises(ValueError, match="expired record of another scope"):
+        asyncio.run(unscoped.aput(("memories", "alice"), "diet", {"text": "overwritten"}))
+    # the look at the holder (a new expiry, SC-5.6) was rolled back with the refused put: her
+    # record is still expired, and still hers, for the store's purge
+    assert mapped.get(("memories", "alice"), "diet") is None
     assert store.purge_expired() == 1
