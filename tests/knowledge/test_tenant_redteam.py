@@ -649,3 +649,29 @@ def test_retracting_alices_fact_leaves_bobs_record_under_its_id(env):  # noqa: F
     record = store.get("fact", "restored-fact")
     assert record.user_id == "bob" and record.metadata == {"note": "bob"}
     assert "kg_valid_to" in store.get("fact", own).metadata  # her own record is still rewritten
+
+
+@pytest.mark.parametrize("how", ["delete", "delete_all"])
+def test_deleting_alices_fact_leaves_bobs_record_under_its_id(env, how):  # noqa: F811
+    """``KnowledgeMemory.delete`` (her fact's chain) and ``delete_all`` (the agent's rows) take
+    the store records of the deleted facts and events, each its own record only (same agent and
+    user, as ``commit.update_fact_record``): Alice's fact and event restored without their
+    records, Bob's ``fact`` / ``message`` records under their ids (on the same agent, and on
+    another agent for ``delete_all``); her delete removed his records."""
+    path, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    _import_row(path, store, "FACT", "alice", "restored-fact")
+    _import_row(path, store, "EVENT", "alice", "restored-event")
+    agent = AGENT if how == "delete" else "concierge"
+    store.add(["bob's note"], "fact", record_ids="restored-fact", user_ids="bob", agent_ids=agent)
+    store.add(["bob: hi"], "message", record_ids="restored-event", user_ids="bob", agent_ids=agent,
+              thread_ids="bob-chat", roles="user")
+    own = next(f.fact_id for f in km.get_all(AGENT, user_id="alice") if f.fact_id != "restored-fact")
+    if how == "delete":
+        assert km.delete(AGENT, "restored-fact", user_id="alice")
+        assert km.delete(AGENT, own, user_id="alice")
+    else:
+        assert km.delete_all(AGENT) >= 2
+    assert store.get("fact", "restored-fact").user_id == "bob"
+    assert store.get("message", "restored-event").user_id == "bob"
+    assert store.get("fact", own) is None  # her own fact's record still goes
