@@ -402,7 +402,7 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
         # that holds only shared records (of no user): her erasure would take that thread
         # whole, the shared events and the facts learned from them included. Checked here,
         # in the write's block, so no other write slips in between
-        refusal = run_sync(store, write_refusal(run.session_id, run.user_id))
+        refusal = run_sync(store, write_refusal(run.session_id, run.user_id, run.agent_id))
         if refusal is not None:
             raise ValueError(refusal)
         batches.append(
