@@ -10,6 +10,13 @@ erasure would take what the agent keeps for every user. :func:`write_refusal` is
 plan of store calls (:mod:`oramem._plans`: driven on the sync or the async API). Run it in the
 write's transaction. The MCP server's stricter rule (a client never writes where another user
 has records) is its own (``oramem.integrations.mcp``).
+
+The same harm comes the other way round through the knowledge layer's default sessions
+(:func:`default_session_id`, KC-4.21): the agent's shared session is predictable and new until
+the agent's first shared write, so a user who wrote there first would own it for her erasure,
+and the shared writes would follow hers. A default session belongs to its (agent, user):
+:func:`default_session_refusal` refuses every other user's write into it, new or not (used by
+:func:`write_refusal` and by the MCP server).
 """
 
 from __future__ import annotations
@@ -67,7 +74,8 @@ def write_refusal(thread_id: str, user_id: Optional[str],
     layer's default session of another scope (:func:`default_session_refusal`), new or not."""
     if user_id is None:
         return None
-    # refused whatever the thread holds (her records there too); the message below first
+    # refused whatever the thread holds, her records too (a thread of shared records only gets
+    # the message at the end instead)
     reserved = default_session_refusal(thread_id, user_id, agent_id)
     for record_type in THREAD_SCOPED_TYPES:  # hers already: the usual case, one indexed probe
         if (yield call("list", record_type, limit=1, thread_id=thread_id, user_id=user_id)):
