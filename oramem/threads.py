@@ -57,10 +57,11 @@ def default_session_refusal(thread_id: str, user_id: Optional[str], agent_id: Op
     if thread_id == default_session_id(agent_id, user_id):
         return None
     return (
-        f"thread {thread_id!r} is the knowledge layer's default session of another agent or user (KC-4.21: one "
-        f"per agent and user; the agent's shared session among them): user {user_id!r} cannot write into it, "
-        "because her erasure would take the thread whole, another scope's records and what the knowledge layer "
-        "learned from them included (SC-13.3). Give her conversation a thread (session) id of its own"
+        f"thread {thread_id!r} is not the default session of user {user_id!r} on agent {agent_id!r}, and "
+        f"{DEFAULT_SESSION_PREFIX} ids are reserved for the knowledge layer's default session of another agent or "
+        "user (KC-4.21: one per agent and user; the agent's shared session among them): the user cannot write "
+        "into it, because her erasure would take the thread whole, another scope's records and what the knowledge "
+        "layer learned from them included (SC-13.3). Give her conversation a thread (session) id of its own"
     )
 
 
