@@ -10,42 +10,88 @@ erasure would take what the agent keeps for every user. :func:`write_refusal` is
 plan of store calls (:mod:`oramem._plans`: driven on the sync or the async API). Run it in the
 write's transaction. The MCP server's stricter rule (a client never writes where another user
 has records) is its own (``oramem.integrations.mcp``).
+
+The same harm comes the other way round through the knowledge layer's default sessions
+(:func:`default_session_id`, KC-4.21): the agent's shared session is predictable and new until
+the agent's first shared write, so a user who wrote there first would own it for her erasure,
+and the shared writes would follow hers. A default session belongs to its (agent, user):
+:func:`default_session_refusal` refuses every other user's write into it, new or not (used by
+:func:`write_refusal` and by the MCP server).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Generator, Optional
 
 from ._plans import call
 
-__all__ = ["THREAD_SCOPED_TYPES", "write_refusal"]
+__all__ = ["THREAD_SCOPED_TYPES", "DEFAULT_SESSION_PREFIX", "default_session_id", "default_session_refusal",
+           "write_refusal"]
 
 #: the record types that carry a thread_id (SC-2.1)
 THREAD_SCOPED_TYPES = ("message", "memory", "fact", "preference", "guideline")
 
+#: the thread ids of the knowledge layer's default sessions (:func:`default_session_id`)
+DEFAULT_SESSION_PREFIX = "kg-default-"
 
-def write_refusal(thread_id: str, user_id: Optional[str]) -> Generator[Any, Any, Optional[str]]:
-    """Why ``user_id`` may not write into ``thread_id`` (None: it may). No user may write
-    anywhere (its records are the unscoped part of the conversation, SC-13.3). A user may write
-    where she already has live records, where nobody has, and where other users have (a
-    shared conversation stays shared when one of them is erased); not where the only live
-    records are of no user."""
+
+def default_session_id(agent_id: Optional[str], user_id: Optional[str] = None) -> str:
+    """KC-4.21: the thread of a knowledge write that names no ``session_id``: one per (agent,
+    user), so no two agents or users share a default conversation (review finding 4)."""
+    digest = hashlib.sha256(json.dumps([agent_id, user_id]).encode("utf-8")).hexdigest()[:32]
+    return f"{DEFAULT_SESSION_PREFIX}{digest}"
+
+
+def default_session_refusal(thread_id: str, user_id: Optional[str], agent_id: Optional[str]) -> Optional[str]:
+    """Why a write of user ``user_id`` on agent ``agent_id`` may not go into ``thread_id`` because
+    it is the knowledge layer's default session of another (agent, user) (None: it may). The
+    agent's shared session (``default_session_id(agent, None)``) is predictable and new until
+    the agent's first shared write: a user who wrote there first (her record, or only the
+    thread row naming her once it is deleted) made it her thread, and her erasure took it
+    whole with the shared events and the facts learned from them, for every user (SC-13.3,
+    KC-3.10). Writes of no user are the agent's and are not judged here."""
+    if user_id is None or not thread_id.startswith(DEFAULT_SESSION_PREFIX):
+        return None
+    if thread_id == default_session_id(agent_id, user_id):
+        return None
+    return (
+        f"thread {thread_id!r} is not the default session of user {user_id!r} on agent {agent_id!r}, and "
+        f"{DEFAULT_SESSION_PREFIX} ids are reserved for the knowledge layer's default session of another agent or "
+        "user (KC-4.21: one per agent and user; the agent's shared session among them): the user cannot write "
+        "into it, because her erasure would take the thread whole, another scope's records and what the knowledge "
+        "layer learned from them included (SC-13.3). Give her conversation a thread (session) id of its own"
+    )
+
+
+def write_refusal(thread_id: str, user_id: Optional[str],
+                  agent_id: Optional[str] = None) -> Generator[Any, Any, Optional[str]]:
+    """Why ``user_id`` (writing on agent ``agent_id``) may not write into ``thread_id`` (None:
+    it may). No user may write anywhere (its records are the unscoped part of the
+    conversation, SC-13.3). A user may write where she already has live records, where nobody
+    has, and where other users have (a shared conversation stays shared when one of them is
+    erased); not where the only live records are of no user, and never into the knowledge
+    layer's default session of another scope (:func:`default_session_refusal`), new or not."""
     if user_id is None:
         return None
+    # refused whatever the thread holds, her records too (a thread of shared records only gets
+    # the message at the end instead)
+    reserved = default_session_refusal(thread_id, user_id, agent_id)
     for record_type in THREAD_SCOPED_TYPES:  # hers already: the usual case, one indexed probe
         if (yield call("list", record_type, limit=1, thread_id=thread_id, user_id=user_id)):
-            return None
+            return reserved
     shared = False
     for record_type in THREAD_SCOPED_TYPES:
         if (yield call("list", record_type, limit=1, thread_id=thread_id, user_id=None)):
             shared = True
             break
     if not shared:
-        return None
+        return reserved
     for record_type in THREAD_SCOPED_TYPES:  # another user's records: a shared conversation
         for record in (yield call("list", record_type, limit=None, thread_id=thread_id)):
             if record.user_id is not None:
-                return None
+                return reserved
     return (
         f"thread {thread_id!r} holds only records of no user (shared records, e.g. the agent's knowledge events "
         f"of a shared session), and none of user {user_id!r}: her conversation cannot start in it, because "

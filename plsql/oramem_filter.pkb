@@ -634,12 +634,21 @@ AS
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             'oramem_filter.scope_condition: invalid alias');
       END IF;
-      IF l_match IS NULL OR l_match = 'any' THEN
-         RETURN NULL;
-      END IF;
-      IF l_match NOT IN ('equals', 'is_null') THEN
+      IF l_match IS NOT NULL AND l_match NOT IN ('any', 'equals', 'is_null') THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             SUBSTR(in_dimension, 1, 10) || '.match must be any, equals or is_null');
+      END IF;
+      -- A value is read with match equals only. With any (or no match) it was ignored, so
+      -- {"user": {"value": "bob"}} listed and searched every user's records (fail open, as the
+      -- malformed scopes search_json now refuses); with is_null it names the opposite of what
+      -- the match keeps. The Python driver never sends a value with another match.
+      IF in_value IS NOT NULL AND NVL(l_match, 'any') <> 'equals' THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+            SUBSTR(in_dimension, 1, 10) || '.value goes with "match": "equals" only (with match '
+            || NVL(l_match, 'absent') || ' it would be ignored); give "match": "equals" or drop the value');
+      END IF;
+      IF l_match IS NULL OR l_match = 'any' THEN
+         RETURN NULL;
       END IF;
       IF l_match = 'equals' AND in_value IS NULL THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,

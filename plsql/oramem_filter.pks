@@ -95,7 +95,8 @@ AS
     * of a user_profile (never NULL) and user_id of every other record; agent likewise
     * with agent_profile. in_raw = 1 (list_json, N6): the raw user_id / agent_id column,
     * as the SQLite engine's list (records.py, profiles=False), so the scope indexes apply.
-    * Errors: -20001 bad dimension/match/alias, or 'equals' with a NULL value.
+    * Errors: -20001 bad dimension/match/alias, or 'equals' with a NULL value;
+    *         -20002 a value with a match other than 'equals' (never ignored as 'any').
     */
    FUNCTION scope_condition(
       in_dimension IN VARCHAR2,

@@ -74,4 +74,4 @@ class ThreadScope:
     def write_refusal(self):
         """Why this scope may not write into its thread (None: it may): :func:`oramem.threads.write_refusal`;
         run it in the write's transaction."""
-        return (yield from write_refusal(self.thread_id, self.user_id))
+        return (yield from write_refusal(self.thread_id, self.user_id, self.agent_id))

@@ -128,7 +128,7 @@ class OramemVectorStore(VectorStore):
             if self._scope["thread_id"] is not None:
                 # a user's documents may not be her first records in a thread of shared records
                 # only (SC-13.5, oramem.threads): her erasure would take that thread whole
-                refusal = yield from write_refusal(self._scope["thread_id"], self._scope["user_id"])
+                refusal = yield from write_refusal(self._scope["thread_id"], self._scope["user_id"], self._scope["agent_id"])
                 if refusal is not None:
                     raise ValueError(refusal)
             added = yield call(

@@ -415,7 +415,7 @@ class OramemStore(BaseStore):
         if scope["thread_id"] is not None:
             # a user's item may not be her first record in a thread of shared records only
             # (SC-13.5, oramem.threads): her erasure would take that thread whole
-            refusal = yield from write_refusal(scope["thread_id"], scope["user_id"])
+            refusal = yield from write_refusal(scope["thread_id"], scope["user_id"], scope["agent_id"])
             if refusal is not None:
                 raise ValueError(refusal)
         add = call(

@@ -18,7 +18,9 @@ A call with an argument the tool does not define is refused (nothing is silently
 - ``add_memory`` with a ``thread_id`` writes into that thread only if no other user has records
   there (a thread id is a conversation name, not a grant: a client cannot plant text in
   another user's conversation). A new thread, or one holding the client's own records (and
-  perhaps records without a user, such as an assistant's replies), is open to it. A thread that
+  perhaps records without a user, such as an assistant's replies), is open to it, except the
+  knowledge layer's default session of another agent or user (``kg-default-…``, the agent's
+  shared session among them: :func:`oramem.threads.default_session_refusal`). A thread that
   holds only records without a user is not open to a client of one user: erasing her would
   take such a thread whole (SC-13.3), shared records included. A server without a user may
   write only where no user has records. On SQLite the check and the write are one ``BEGIN
@@ -54,6 +56,7 @@ from typing import Any, Iterable, Optional
 
 from .._http import is_loopback
 from ..errors import StoreError
+from ..threads import default_session_refusal
 from . import require
 
 require("mcp.server.mcpserver", "mcp")
@@ -306,8 +309,8 @@ def build_server(
             return None
         return record
 
-    async def thread_refusal(thread_id: str, user: Optional[str]) -> Optional[str]:
-        """Why ``user`` may not write into the thread (None: it may); inside the caller's block."""
+    async def thread_refusal(thread_id: str, user: Optional[str], agent: Optional[str]) -> Optional[str]:
+        """Why ``user`` (on ``agent``) may not write into the thread (None: it may); inside the caller's block."""
         mine = nobodys = False
         for record_type in _THREAD_TYPES:
             for record in await store.list_async(record_type, limit=None, thread_id=thread_id):
@@ -323,7 +326,7 @@ def build_server(
                 f"thread {thread_id!r} holds only records of no user (shared records): a client of one user "
                 "cannot write into it"
             )
-        return None
+        return default_session_refusal(thread_id, user, agent)  # new or not: another scope's default session
 
     refuse_unknown = _RefuseUnknownArguments()
     server = MCPServer(
@@ -378,7 +381,7 @@ def build_server(
             ids = await write()
         else:
             async with store.transaction_async():  # the check and the write commit together
-                refusal = await thread_refusal(thread_id, chosen["user_id"])
+                refusal = await thread_refusal(thread_id, chosen["user_id"], chosen["agent_id"])
                 if refusal is not None:
                     raise ValueError(refusal + " (use a thread id of your own)")
                 ids = await write()

@@ -239,8 +239,8 @@ def delete_chain(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Opt
             return False
         with rt.backend.write("knowledge delete", agent_id) as conn:
             purge_facts(rt, conn, agent_id, ids)
-            for fid in ids:  # same transaction (the deletion hook finds nothing left)
-                rt.store.delete("fact", fid)
+            for fid in ids:  # same transaction (the deletion hook finds nothing left); own records only
+                commit_mod.delete_own_record(rt.store, "fact", fid, agent_id, user_id)
         return True
 
 
@@ -250,18 +250,20 @@ def delete_agent(rt: KnowledgeRuntime, agent_id: str) -> int:
     t = rt.tables
     with rt.backend.lock():
         with rt.backend.read() as conn:
-            fact_ids = [r[0] for r in conn.execute(sa.select(t.fact.c.id).where(t.fact.c.agent_id == agent_id))]
-            event_ids = [r[0] for r in conn.execute(sa.select(t.event.c.id).where(t.event.c.agent_id == agent_id))]
+            # (id, user) of each row: a row's store record is the one of its agent and user
+            # (commit.delete_own_record), not another scope's record under its id
+            facts = conn.execute(sa.select(t.fact.c.id, t.fact.c.user_id).where(t.fact.c.agent_id == agent_id)).all()
+            events = conn.execute(sa.select(t.event.c.id, t.event.c.user_id).where(t.event.c.agent_id == agent_id)).all()
         with rt.backend.write("knowledge delete_all", agent_id) as conn:
             for table in t.all_agent_tables():
                 conn.execute(sa.delete(table).where(table.c.agent_id == agent_id))
             # queued messages of the agent go too (a pending one would bring it back)
             conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent_id))
-            for fid in fact_ids:  # same transaction
-                rt.store.delete("fact", fid)
-            for eid in event_ids:
-                rt.store.delete("message", eid)
-        return len(fact_ids)
+            for fid, user in facts:  # same transaction
+                commit_mod.delete_own_record(rt.store, "fact", fid, agent_id, user)
+            for eid, user in events:
+                commit_mod.delete_own_record(rt.store, "message", eid, agent_id, user)
+        return len(facts)
 
 
 async def delete_fact_async(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Optional[str]) -> bool:

@@ -83,3 +83,30 @@ async def test_bobs_client_reads_nothing_of_alices_by_id_filter_or_session(world
         assert "passport" not in str(found)
     assert st.get("fact", fact_id).content == FACT and st.get("message", event.id).content == event.content
     assert [f.fact_text for f in await km.get_all_async(AGENT, user_id="alice")] == [FACT]
+
+
+@pytest.mark.parametrize("then", ["keeps it", "deletes it"])
+async def test_bobs_client_cannot_open_the_agents_shared_session_and_erase_it(then):
+    """KC-4.21 / SC-13.3: the agent's shared knowledge session (``default_session_id(agent,
+    None)``) is predictable and new until the agent's first shared write, so the thread rule let
+    Bob's client write a memory there; the agent's shared knowledge then went into a thread Bob
+    had opened, and his ``forget`` took it whole with the facts learned there, for every user
+    (deleting his memory first changed nothing: the thread row names him). The knowledge layer's
+    default session of another scope is refused to him, new or not."""
+    from oramem.threads import default_session_id
+
+    with SQLiteMemoryStore(embedder=HashEmbedder(128)) as st:
+        km = KnowledgeMemory(st, None)
+        try:
+            async with Client(build_server(st, user_id="bob", agent_id=AGENT, knowledge=km)) as bob:
+                shared = default_session_id(AGENT, None)
+                added = await bob.call_tool("add_memory", {"text": "bob was here", "thread_id": shared})
+                if not added.is_error and then == "deletes it":
+                    await _call(bob, "delete_memory", record_id=added.structured_content["id"])
+                await km.add_knowledge_async(AGENT, facts=[{"subject": "Hotel", "fact": "The hotel opens at 7"}])
+                assert {r.thread_id for r in st.list("message", limit=None)} == {shared}  # the shared event
+                await _call(bob, "forget")
+            assert [f.fact_text for f in await km.get_all_async(AGENT)] == ["The hotel opens at 7"]  # before: []
+            assert added.is_error and "default session of another" in added.content[0].text
+        finally:
+            await km.close_async()

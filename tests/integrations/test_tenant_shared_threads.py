@@ -153,3 +153,46 @@ def test_a_langgraph_batch_with_a_refused_put_writes_nothing(store, colour):
     assert items.get(("memories", "bob", "t-bob"), "k1") is None
     assert store.list("memory", limit=None, user_id="bob") == []
     assert _lobby(store) == ["Breakfast is served until 10", "The hotel opens at 7"]
+
+
+def _adapters_writing_into(thread: str, agent: str = "desk"):
+    """Bob's write into ``thread`` through each adapter whose thread check passes the agent."""
+    from oramem.integrations.langchain import OramemVectorStore
+    from oramem.integrations.langgraph import OramemStore
+
+    return {
+        "openai session": lambda s: asyncio.run(OramemSession(thread, s, user_id="bob", agent_id=agent)
+                                                .add_items([ITEM])),
+        "langchain history": lambda s: OramemChatMessageHistory(s, thread, user_id="bob", agent_id=agent)
+        .add_messages([HumanMessage("hello from bob")]),
+        "langchain vector store": lambda s: OramemVectorStore(s, user_id="bob", agent_id=agent, thread_id=thread)
+        .add_texts(["bob's note"]),
+        "langgraph store": lambda s: OramemStore(s, agent_id=agent, scope_from_namespace={"user_id": 1, "thread_id": 2})
+        .put(("memories", "bob", thread), "k", {"text": "bob's note"}),
+    }
+
+
+@pytest.mark.parametrize("how", ["openai session", "langchain history", "langchain vector store", "langgraph store"])
+def test_no_adapter_lets_bob_open_the_agents_shared_knowledge_session_first(how):
+    """KC-4.21 / SC-13.3 through the adapters: the knowledge layer's shared session
+    (``default_session_id(agent, None)``) is new until the agent's first shared write, so the
+    shared-thread rule let Bob's first write open it; the agent's shared writes then went into
+    his thread and his ``forget`` took them. A ``kg-default-`` thread that is not his own
+    default session on the adapter's agent is refused, new or not; his own stays open."""
+    require_extra("langgraph.store.base", "langgraph")
+    from oramem.threads import default_session_id
+
+    shared = default_session_id("desk", None)
+    with SQLiteMemoryStore(search_strategy="keyword") as s:
+        refused = None
+        try:
+            _adapters_writing_into(shared)[how](s)
+        except ValueError as exc:
+            refused = str(exc)
+        # the agent's shared knowledge event, as the knowledge layer writes it, then Bob's erasure
+        s.add(["The hotel opens at 7"], "message", thread_ids=shared, agent_ids="desk", roles="user",
+              metadata={"kg_event": True})
+        s.forget(user_id="bob")
+        assert [r.content for r in s.list("message", limit=None, thread_id=shared)] == ["The hotel opens at 7"]
+        assert refused is not None and "default session of another" in refused
+        _adapters_writing_into(default_session_id("desk", "bob"))[how](s)  # his own default session

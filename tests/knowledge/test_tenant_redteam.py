@@ -724,3 +724,59 @@ def test_erasing_alice_keeps_a_registry_row_an_operator_configured(env):  # noqa
         rows = [dict(r) for r in conn.execute(sa.select(reg)).mappings()]
     assert [(r["key"], r["conflict_policy"], r["example_raw_key"], r["reason"]) for r in rows] == [
         ("quxbert_tags", "accumulate", None, None)]
+
+
+@pytest.mark.parametrize("how", ["delete", "delete_all"])
+def test_deleting_alices_fact_leaves_bobs_record_under_its_id(env, how):  # noqa: F811
+    """``KnowledgeMemory.delete`` (her fact's chain) and ``delete_all`` (the agent's rows) take
+    the store records of the deleted facts and events, each its own record only (same agent and
+    user, as ``commit.update_fact_record``): Alice's fact and event restored without their
+    records, Bob's ``fact`` / ``message`` records under their ids (on the same agent, and on
+    another agent for ``delete_all``); her delete removed his records."""
+    path, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    _import_row(path, store, "FACT", "alice", "restored-fact")
+    _import_row(path, store, "EVENT", "alice", "restored-event")
+    agent = AGENT if how == "delete" else "concierge"
+    store.add(["bob's note"], "fact", record_ids="restored-fact", user_ids="bob", agent_ids=agent)
+    store.add(["bob: hi"], "message", record_ids="restored-event", user_ids="bob", agent_ids=agent,
+              thread_ids="bob-chat", roles="user")
+    own = next(f.fact_id for f in km.get_all(AGENT, user_id="alice") if f.fact_id != "restored-fact")
+    if how == "delete":
+        assert km.delete(AGENT, "restored-fact", user_id="alice")
+        assert km.delete(AGENT, own, user_id="alice")
+    else:
+        assert km.delete_all(AGENT) >= 2
+    assert store.get("fact", "restored-fact").user_id == "bob"
+    assert store.get("message", "restored-event").user_id == "bob"
+    assert store.get("fact", own) is None  # her own fact's record still goes
+
+
+def test_bob_cannot_open_the_shared_session_before_the_agent_and_erase_it(env):  # noqa: F811
+    """The order the test above does not cover (KC-4.21, SC-13.3): the agent's shared session
+    (``default_session_id(agent, None)``, predictable) is new, so no rule refused Bob's write
+    into it; the agent's shared writes then went into a thread he had opened, and his forget
+    took it whole, the shared events and the facts learned from them, for every user (deleting
+    his record first would not help: the thread row names him, SC-13.2). A ``kg-default-``
+    thread is the default session of one (agent, user): another scope's write is refused there,
+    new or not, now or queued; his own default session stays open."""
+    from oramem.knowledge.write.entry import default_session_id
+
+    _, store, km, llm, clock = env
+    shared = default_session_id(AGENT, None)
+    llm.route("extract", extract(entities=[("Bob", "person")], facts=[("Bob", "Bob likes tea")]))
+    refused = []
+    for session, background in ((shared, False), (shared, True), (default_session_id(AGENT, "alice"), False),
+                                (default_session_id("concierge", "bob"), False)):
+        try:
+            km.write(AGENT, "Bob likes tea", "Bob", user_id="bob", session_id=session, background=background)
+        except ValueError as exc:
+            refused.append("default session of another" in str(exc))
+    stored = (store.list("message", limit=None), store.list("thread", limit=None), km.job_status().counts["pending"])
+    llm.route("extract", extract(entities=[("Hotel", "place")], facts=[("Hotel", "The hotel opens at 7")]))
+    km.write(AGENT, "The hotel opens at 7", "Desk")  # shared: no user, the shared session
+    km.write(AGENT, "Bob likes tea", "Bob", user_id="bob")  # his own default session
+    km.forget(user_id="bob")
+    assert {f.fact_text for f in km.get_all(AGENT)} == {"The hotel opens at 7"}  # before: set()
+    assert refused == [True] * 4 and stored == ([], [], 0)
+    assert {r.thread_id for r in store.list("message", limit=None)} == {shared}

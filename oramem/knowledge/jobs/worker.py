@@ -34,7 +34,7 @@ async def submit(rt: KnowledgeRuntime, agent_id: str, message: str, speaker_name
     """``write(..., background=True)``: one job row, nothing else. A user's write into a thread
     of shared records only is refused here already (KC-3.10a; the job's commit checks again in
     its block)."""
-    refusal = await rt.in_thread(run_sync, rt.store, write_refusal(session_id, user_id))
+    refusal = await rt.in_thread(run_sync, rt.store, write_refusal(session_id, user_id, agent_id))
     if refusal is not None:
         raise ValueError(refusal)
     job_id, event_id = new_id(), new_id()

@@ -92,6 +92,17 @@ def update_fact_record(store: Any, fact_id: str, agent_id: str, md: dict[str, An
     return True
 
 
+def delete_own_record(store: Any, record_type: str, record_id: str, agent_id: str, user_id: Optional[str]) -> bool:
+    """Delete a knowledge row's store record (``fact`` / ``message``) when it is the row's own:
+    of the same agent and user. As for :func:`update_fact_record`, a record of another agent or
+    user under the row's id (a row restored without its record) is not the row's and stays
+    (SC-13.1). False when nothing was deleted."""
+    record = store.get(record_type, record_id)
+    if record is not None and (record.agent_id, record.user_id) != (agent_id, user_id):
+        return False
+    return bool(store.delete(record_type, record_id))
+
+
 def store_fact_metadata_for(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Current store metadata of facts, rebuilt from their rows and links."""
     f = t.fact
@@ -391,7 +402,7 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
         # that holds only shared records (of no user): her erasure would take that thread
         # whole, the shared events and the facts learned from them included. Checked here,
         # in the write's block, so no other write slips in between
-        refusal = run_sync(store, write_refusal(run.session_id, run.user_id))
+        refusal = run_sync(store, write_refusal(run.session_id, run.user_id, run.agent_id))
         if refusal is not None:
             raise ValueError(refusal)
         batches.append(

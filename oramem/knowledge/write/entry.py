@@ -5,13 +5,12 @@ default thread of a write, and the :class:`WriteRun` of ``write``, ``add_knowled
 
 from __future__ import annotations
 
-import hashlib
-import json
 from datetime import datetime
 from typing import Any, Callable, Optional
 
 import sqlalchemy as sa
 
+from ...threads import default_session_id
 from ...trust.firewall import VERDICT_KEY
 from ...trust.gate import screen_context, screen_knowledge, screen_message
 from ..config import KnowledgeConfig, merge_config
@@ -31,13 +30,6 @@ __all__ = ["default_session_id", "check_write", "screen", "manual_run", "reproce
 
 #: emotion tagging off: for deterministic writes, and for a reprocessed event that already has its tag
 _NO_EMOTION = {"enable_emotion_tagging": False}
-
-
-def default_session_id(agent_id: str, user_id: Optional[str] = None) -> str:
-    """KC-4.21: the thread of a write that names no ``session_id``: one per (agent, user), so
-    no two agents or users share a default conversation (review finding 4)."""
-    digest = hashlib.sha256(json.dumps([agent_id, user_id]).encode("utf-8")).hexdigest()[:32]
-    return f"kg-default-{digest}"
 
 
 def _origin(source: Any, session_id: Any, occurred_at: Any) -> Optional[datetime]:

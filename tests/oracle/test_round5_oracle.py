@@ -1,0 +1,46 @@
+"""Red-team round of 2026-12-06 j (helper red16), the check only a live database can show: the
+PL/SQL list and search APIs called directly by a caller acting for Bob with a scope value whose
+match is not ``equals``, over a store that holds Alice's record. Oracle-marked: skipped, with the
+reason printed, when no Oracle database is available (conftest.py). The text of the fix is tested
+in tests/plsql/test_round5_findings.py. Static-checked, not run against Oracle."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oramem import OracleDBMemoryStore, SchemaPolicy
+from oramem.embedders import HashEmbedder
+
+pytestmark = pytest.mark.oracle
+
+IGNORED_VALUE = [
+    {"value": "bob"},                        # no match
+    {"match": None, "value": "bob"},
+    {"match": "any", "value": "bob"},
+    {"match": "is_null", "value": "bob"},
+]
+
+
+@pytest.mark.parametrize("user", IGNORED_VALUE, ids=["no-match", "null-match", "any", "is-null"])
+def test_bobs_scope_value_without_equals_is_refused_not_read_as_every_user(pool, conn, store_id, user):
+    import oracledb
+
+    store = OracleDBMemoryStore(HashEmbedder(8), pool, memory_store_id=store_id,
+                                schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    store.add(["alice secret plan"], "memory", record_ids=["a1"], user_ids="alice")
+    store.add(["bob shopping list"], "memory", record_ids=["b1"], user_ids="bob")
+    vector = [float(x) for x in HashEmbedder(8).embed(["alice secret plan"])[0]]
+    request = {"strategy": "vector", "k": 10, "query_vector": vector, "record_types": ["memory"]}
+    with conn.cursor() as cur:
+        # before the fix: no user condition, Alice's record first
+        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
+            cur.callfunc("oramem_search.search_json", oracledb.DB_TYPE_CLOB,
+                         [store_id, json.dumps(request | {"user": user})])
+        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
+            cur.callfunc("oramem_store.list_json", oracledb.DB_TYPE_CLOB,
+                         [store_id, json.dumps({"record_type": "memory", "user": user})])
+    # the driver's own scopes still work
+    assert [r.id for r in store.list("memory", user_id="bob")] == ["b1"]
+    assert [r.id for r, _ in store.search(query_vector=vector, user_id="bob", record_types=["memory"])] == ["b1"]
