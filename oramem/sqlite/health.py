@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from ..embedders.identity import decode_identity, describe_identity
+from ..threads import DEFAULT_SESSION_PREFIX, default_session_id
 from ..types import Record, SearchStrategy
 from . import sidecar
 from .connection import connect_read_only
@@ -126,6 +127,7 @@ def _check_store(conn: sqlite3.Connection, path: str, row: dict) -> list[Finding
         snapshot = sidecar.read(side, stamp, int(row["vector_dim"]))
         state = "current" if snapshot is not None else ("stale: rebuilt by the next search" if os.path.exists(side) else "none yet")
         out.append(Finding(f"{sid} vector sidecar", True, state))
+    out.append(_default_sessions(conn, t))
     if has_knowledge_tables(conn, sid):
         facts = _count(conn, f'SELECT count(*) FROM "{sid}_KG_FACT"')
         missing = _count(
@@ -135,6 +137,38 @@ def _check_store(conn: sqlite3.Connection, path: str, row: dict) -> list[Finding
         )
         out.append(Finding(f"{sid} knowledge", missing == 0, f"{facts} facts, {missing} without their store record"))
     return out
+
+
+def _default_sessions(conn: sqlite3.Connection, t: StoreTables) -> Finding:
+    """The knowledge layer's default sessions (``kg-default-…``, one per agent and user, KC-4.21)
+    that hold live or expired records of a user whose own default session they are not, or
+    were opened by one (the thread row): the agent's shared session among them. Writes like
+    these have been refused since 2026-12-06 (``oramem.threads.default_session_refusal``); a
+    store written before may hold them, and that user's erasure would take the thread whole,
+    the other scope's records and what the knowledge layer learned from them included
+    (SC-13.3)."""
+    rows = conn.execute(
+        f"SELECT DISTINCT thread_id, agent_id, user_id FROM {t.records} "
+        "WHERE user_id IS NOT NULL AND thread_id IS NOT NULL AND substr(thread_id, 1, ?) = ?",
+        (len(DEFAULT_SESSION_PREFIX), DEFAULT_SESSION_PREFIX),
+    ).fetchall()
+    foreign: dict[str, set[str]] = {}
+    for thread, agent, user in rows:
+        if thread != default_session_id(agent, user):
+            foreign.setdefault(thread, set()).add(user)
+    if not foreign:
+        return Finding(f"{t.store_id} default sessions", True, "no user's records in another scope's default session")
+    shown = "; ".join(f"{thread} (user {', '.join(sorted(users))})" for thread, users in sorted(foreign.items())[:3])
+    more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+    return Finding(
+        f"{t.store_id} default sessions", False,
+        f"{len(foreign)} knowledge default session(s) of another agent or user hold a user's records or were "
+        f"opened by one: {shown}{more}. That user's erasure would take the whole thread, the agent's shared "
+        "knowledge learned in it included. Delete her records there (oramem list --type TYPE --thread ID --user U, "
+        "then oramem delete TYPE RECORD_ID); a thread row naming her as the one who opened it (oramem get thread ID) "
+        "keeps the thread hers for her erasure until the thread is rebuilt without her (oramem export --thread ID, "
+        "oramem delete-thread ID, then import the file without her records and that row)",
+    )
 
 
 @dataclass
