@@ -6,12 +6,30 @@ Oracle: these tests have never run."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from oramem import OracleDBMemoryStore, SchemaPolicy, StoreError
 from oramem.embedders import HashEmbedder
 
 pytestmark = pytest.mark.oracle
+
+
+@pytest.mark.parametrize("key", ["user_id", "thread_id", "agent_id"])
+def test_an_empty_scope_id_is_refused_not_stored_as_none(pool, conn, store_id, key):
+    """A PL/SQL caller writing for a user whose id arrived as "" stored a record of no user
+    (Oracle's '' is null), shared with Alice and every other user. It is -20001 now."""
+    import oracledb
+
+    store = OracleDBMemoryStore(HashEmbedder(8), pool, memory_store_id=store_id,
+                                schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    record = {"id": "b1", "record_type": "memory", "content": "bob's note", "user_id": "bob", "chunks": []}
+    with conn.cursor() as cur:
+        with pytest.raises(oracledb.DatabaseError, match="ORA-20001"):
+            cur.callfunc("oramem_store.add_json", oracledb.DB_TYPE_CLOB,
+                         [store_id, json.dumps({"records": [record | {key: ""}]}), 100])
+    assert store.list("memory", user_id=None) == [] and store.get("memory", "b1") is None
 
 
 def test_her_profile_cascade_without_knowledge_memory_is_refused_on_a_store_with_knowledge(pool, store_id):
