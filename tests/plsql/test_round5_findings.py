@@ -30,3 +30,23 @@ def test_add_refuses_an_empty_scope_id_that_oracle_would_store_as_none():
     # get_id is defined before add_json uses it (PL/SQL needs a declaration before a call)
     assert store.index("FUNCTION get_id") < store.index("FUNCTION add_json")
 
+
+def test_the_stale_flag_goes_only_into_the_facts_own_store_record():
+    """KC-3.5 / KC-3.7 on the PL/SQL twin of the deterministic job: memify's sync_stale_metadata
+    read the ``fact`` store record under a changed fact row's id and wrote ``kg_is_stale`` into
+    its metadata, whoever's record it was. Store ids are unique per record type only and
+    callers choose them (SC-4.3), so Bob's fact record under the id of Alice's fact row (a row
+    restored without its record) got her fact's staleness, flipped with her fact's vitality.
+    The Python job writes a fact row's metadata only into its own record, of the same agent
+    and user (commit.update_fact_record, 2026-12-06 i, red14); the PL/SQL now does the same
+    check, through the hook's "another scope under this id" count (DECODE: NULLs match)."""
+    body = unit(code("oramem_kg_jobs.pkb"), "sync_stale_metadata")
+    check = re.search(r"sql_for\(gc_tpl_hk_other_scope,\s*in_sid,\s*'FACT'\)\s+INTO\s+(\w+)\s+USING\s+in_fact_id,\s*(\w+),\s*(\w+)",
+                      body)
+    assert check, "the record's agent and user are compared with its fact row's"
+    count, agent, user = check.groups()
+    for var, key in ((agent, "agent_id"), (user, "user_id")):
+        assert re.search(rf"{var}\s*:=\s*l_obj\.get_string\('{key}'\)", body), f"{var} is the record's {key}"
+    skip = re.search(rf"IF\s+{count}\s*>\s*0\s+THEN\s+RETURN\s*;", body)
+    update = body.index("oramem_store.update_json(")
+    assert skip and skip.start() > check.start() and skip.start() < update, "another scope's record is left alone"
