@@ -378,7 +378,8 @@ class SQLiteEngine(Engine):
                 raise StoreError(
                     f"store {tx.tables.store_id!r} has knowledge tables, and nothing here erases user {record_id!r} "
                     "from them (the cascade of a user_profile erases her, SC-13.3): open KnowledgeMemory(store, "
-                    "llm=None) first (or call its forget(user_id=...)); nothing was deleted"
+                    "llm=None) first, or erase her with its forget(user_id=...) or `oramem forget --user`; nothing "
+                    "was deleted"
                 )
             count, event = mutations.delete_record(tx, record_type, record_id, cascade)
             self._run_hooks(tx, event)
