@@ -199,8 +199,22 @@ def delete_chain(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Opt
         with rt.backend.write("knowledge delete", agent_id) as conn:
             purge_facts(rt, conn, agent_id, ids)
             for fid in ids:  # same transaction (the deletion hook finds nothing left)
-                rt.store.delete("fact", fid)
+                _delete_own_record(rt, "fact", fid, (agent_id, user_id))
         return True
+
+
+def _delete_own_record(rt: KnowledgeRuntime, record_type: str, record_id: str,
+                       owner: tuple[str, Optional[str]], *, any_user: bool = False) -> None:
+    """Delete a knowledge row's store record under its id, unless the record there is another
+    scope's: store ids are unique per record type only and callers choose them (SC-4.3), so
+    Bob's record may sit under the id of Alice's fact restored without its own (as
+    ``commit.update_fact_record``). ``owner`` is the row's ``(agent_id, user_id)``; with
+    ``any_user`` only the agent must match (an agent's erasure takes every user's rows)."""
+    record = rt.store.get(record_type, record_id)
+    if record is not None and (record.agent_id, None if any_user else record.user_id) != (
+            owner[0], None if any_user else owner[1]):
+        return
+    rt.store.delete(record_type, record_id)
 
 
 def delete_agent(rt: KnowledgeRuntime, agent_id: str) -> int:
@@ -216,10 +230,10 @@ def delete_agent(rt: KnowledgeRuntime, agent_id: str) -> int:
                 conn.execute(sa.delete(table).where(table.c.agent_id == agent_id))
             # queued messages of the agent go too (a pending one would bring it back)
             conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent_id))
-            for fid in fact_ids:  # same transaction
-                rt.store.delete("fact", fid)
+            for fid in fact_ids:  # same transaction; another agent's record under an id stays
+                _delete_own_record(rt, "fact", fid, (agent_id, None), any_user=True)
             for eid in event_ids:
-                rt.store.delete("message", eid)
+                _delete_own_record(rt, "message", eid, (agent_id, None), any_user=True)
         return len(fact_ids)
 
 

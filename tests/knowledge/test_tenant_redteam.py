@@ -649,3 +649,41 @@ def test_retracting_alices_fact_leaves_bobs_record_under_its_id(env):  # noqa: F
     record = store.get("fact", "restored-fact")
     assert record.user_id == "bob" and record.metadata == {"note": "bob"}
     assert "kg_valid_to" in store.get("fact", own).metadata  # her own record is still rewritten
+
+
+def test_alices_fact_delete_leaves_bobs_record_under_its_id(env):  # noqa: F811
+    """KnowledgeMemory.delete (KC-3.6) removes the fact chain of her scope and the chain's own
+    store records only (red team 17). Ids are unique per record type only and callers choose
+    them (SC-4.3): Alice's fact restored from a backup has no record, Bob adds a fact record
+    under its id, and her delete of the fact took his record (store.delete by id alone), on
+    both engines (the Oracle driver makes the same call). Her own fact's record still goes."""
+    path, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    _import_row(path, store, "FACT", "alice", "planted")
+    store.add(["bob's note"], "fact", record_ids="planted", user_ids="bob", agent_ids=AGENT)
+    assert km.delete(AGENT, "planted", user_id="alice") is True
+    assert km.get(AGENT, "planted") is None
+    record = store.get("fact", "planted")
+    assert record is not None and record.user_id == "bob" and record.content == "bob's note"
+    own = next(f.fact_id for f in km.get_all(AGENT, user_id="alice") if f.user_id == "alice")
+    assert store.get("fact", own) is not None
+    assert km.delete(AGENT, own, user_id="alice") is True
+    assert store.get("fact", own) is None and km.get(AGENT, own) is None
+
+
+def test_an_agents_delete_all_leaves_another_agents_record_under_its_ids(env):  # noqa: F811
+    """KnowledgeMemory.delete_all (KC-3.6) removes the agent's knowledge store records only: a
+    record of another agent (Bob's, with his own assistant) under the id of one of its fact
+    rows or events restored without their records stays (red team 17)."""
+    path, store, km, llm, clock = env
+    write_keeper(km, llm, clock, "alice", "Alice", SECRET, f"Alice keeps the {SECRET} in the drawer")
+    _import_row(path, store, "FACT", "alice", "planted-fact")
+    _import_row(path, store, "EVENT", "alice", "planted-event")
+    store.add(["bob's note"], "fact", record_ids="planted-fact", user_ids="bob", agent_ids="bobs-bot")
+    store.add(["bob: hi"], "message", record_ids="planted-event", user_ids="bob", agent_ids="bobs-bot",
+              thread_ids="bob-chat", roles="user")
+    assert km.delete_all(AGENT) >= 1
+    assert km.get_all(AGENT, user_id="alice") == []
+    assert store.get("fact", "planted-fact").user_id == "bob"
+    assert store.get("message", "planted-event").user_id == "bob"
+    assert store.list("fact", agent_id=AGENT) == [] and store.list("message", agent_id=AGENT, user_id="alice") == []
