@@ -232,3 +232,43 @@ def test_her_profile_cascade_without_an_eraser_is_refused_on_a_store_with_knowle
             assert names == ["oramem_kg_jobs.has_knowledge", "oramem_store.delete_record_json"], colour
         traces.append(trace)
     assert traces[0] == traces[1]
+
+
+def test_bobs_block_over_alices_thread_commits_once_in_both_colours():
+    """SC-12 parity: Bob's block (a write into Alice's thread, a read of it, the delete of his
+    record) runs on one connection and commits once at its end, in both colours; a failing
+    block rolls back and commits nothing."""
+    def sync_block(store: Any) -> Any:
+        with store.transaction():
+            store.add(["bob here"], "message", record_ids=["b1"], thread_ids=["t-alice"], user_ids=["bob"], roles=["user"])
+            seen = store.list("message", thread_id="t-alice", user_id="bob")
+            store.delete("message", "b1")
+        return seen
+
+    async def async_block(store: Any) -> Any:
+        async with store.transaction_async():
+            await store.add_async(["bob here"], "message", record_ids=["b1"], thread_ids=["t-alice"], user_ids=["bob"],
+                                  roles=["user"])
+            seen = await store.list_async("message", thread_id="t-alice", user_id="bob")
+            await store.delete_async("message", "b1")
+        return seen
+
+    sync_trace, sync_result = _run_sync(sync_block)
+    async_trace, async_result = _run_async(async_block)
+    assert async_trace == sync_trace and _comparable(async_result) == _comparable(sync_result)
+    assert [t for t in sync_trace if t[0] in ("commit", "rollback")] == [("commit",)] and sync_trace[-1] == ("commit",)
+
+    def failing(store: Any) -> Any:
+        with store.transaction():
+            store.delete("message", "a1")
+            raise RuntimeError("Bob's block fails")
+
+    async def failing_async(store: Any) -> Any:
+        async with store.transaction_async():
+            await store.delete_async("message", "a1")
+            raise RuntimeError("Bob's block fails")
+
+    sync_trace, sync_result = _run_sync(failing)
+    async_trace, async_result = _run_async(failing_async)
+    assert async_trace == sync_trace and sync_result == async_result == ("RuntimeError", "Bob's block fails")
+    assert ("commit",) not in sync_trace and sync_trace[-1] == ("rollback",)
