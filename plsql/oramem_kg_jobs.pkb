@@ -106,7 +106,8 @@ AS
    gc_tpl_hk_del_event CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #EVENT# WHERE id = :1]';
 
    -- a knowledge row (#TAB#: FACT or EVENT) under a deleted record's id whose agent or user
-   -- is not the record's: not the record's own row, so it stays (DECODE: NULLs match)
+   -- is not the record's: not the record's own row, so it stays (DECODE: NULLs match); also
+   -- sync_stale_metadata's check that a fact record is its fact row's own
    gc_tpl_hk_other_scope CONSTANT VARCHAR2(300 CHAR) := q'[SELECT COUNT(*) FROM #TAB# WHERE id = :1 AND NOT (DECODE(agent_id, :2, 1, 0) = 1 AND DECODE(user_id, :3, 1, 0) = 1)]';
 
    gc_tpl_hk_del_agent CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #TAB# WHERE agent_id = :1]';
@@ -321,12 +322,30 @@ AS
       l_meta JSON_OBJECT_T;
       l_req  JSON_OBJECT_T := JSON_OBJECT_T();
       l_done PLS_INTEGER;
+      l_agent VARCHAR2(1024 CHAR);
+      l_user  VARCHAR2(1024 CHAR);
+      l_other PLS_INTEGER;
    BEGIN
       l_rec := oramem_store.get_json(in_store_id => in_sid, in_record_type => 'fact', in_record_id => in_fact_id);
       IF l_rec IS NULL THEN
          RETURN;
       END IF;
       l_obj := JSON_OBJECT_T.parse(l_rec);
+      -- only the fact row's own record, of the same agent and user (commit.update_fact_record):
+      -- store ids are unique per record type only and callers choose them, so another user's
+      -- fact record under the row's id is not the row's and gets none of its state (the
+      -- record object has every key, null when unset: a null one stays NULL here)
+      IF l_obj.has('agent_id') AND NOT l_obj.get('agent_id').is_null THEN
+         l_agent := l_obj.get_string('agent_id');
+      END IF;
+      IF l_obj.has('user_id') AND NOT l_obj.get('user_id').is_null THEN
+         l_user := l_obj.get_string('user_id');
+      END IF;
+      EXECUTE IMMEDIATE sql_for(gc_tpl_hk_other_scope, in_sid, 'FACT')
+         INTO l_other USING in_fact_id, l_agent, l_user;
+      IF l_other > 0 THEN
+         RETURN;
+      END IF;
       IF l_obj.has('metadata') AND l_obj.get('metadata').is_object THEN
          l_meta := l_obj.get_object('metadata');
       ELSE

@@ -116,6 +116,26 @@ AS
       RETURN l_val;
    END get_text;
 
+   -- Optional scope id member (thread_id, user_id, agent_id): get_text, and "" refused.
+   -- Oracle treats a character value of length zero as null (SQL Language Reference, Nulls;
+   -- PL/SQL's '' is the null string), so "user_id": "" would be stored as no user: a record
+   -- shared with every user (and, in a thread, counted as the agent's). A scope id is 1..255
+   -- characters (SC-2.1, as the Python store's check_id); null or absent is "none".
+   FUNCTION get_id(
+      in_obj   IN JSON_OBJECT_T,
+      in_key   IN VARCHAR2,
+      in_where IN VARCHAR2
+   ) RETURN VARCHAR2
+   IS
+      l_val VARCHAR2(32767) := get_text(in_obj, in_key, in_where);
+   BEGIN
+      -- get_text returned NULL for a member that is a string (it refuses any other): ""
+      IF l_val IS NULL AND has_value(in_obj, in_key) THEN
+         bad_argument(in_where || '.' || in_key || ' must not be empty (null or absent for none)');
+      END IF;
+      RETURN l_val;
+   END get_id;
+
    -- Optional string member as CLOB (record content, chunk text).
    FUNCTION get_long_text(
       in_obj   IN JSON_OBJECT_T,
@@ -573,9 +593,9 @@ AS
          l_pair.append(l_ids(i + 1));
          l_keys.append(l_pair);
          l_contents(i + 1) := get_long_text(l_r, 'content', l_where);
-         l_threads(i + 1)  := get_text(l_r, 'thread_id', l_where);
-         l_users(i + 1)    := get_text(l_r, 'user_id', l_where);
-         l_agents(i + 1)   := get_text(l_r, 'agent_id', l_where);
+         l_threads(i + 1)  := get_id(l_r, 'thread_id', l_where);
+         l_users(i + 1)    := get_id(l_r, 'user_id', l_where);
+         l_agents(i + 1)   := get_id(l_r, 'agent_id', l_where);
          l_roles(i + 1)    := get_text(l_r, 'role', l_where, 64);
          IF NOT oramem_registry.is_scoped_type(l_types(i + 1))
             AND (l_threads(i + 1) IS NOT NULL OR l_users(i + 1) IS NOT NULL OR l_agents(i + 1) IS NOT NULL)

@@ -181,7 +181,15 @@ class AsyncOracleEngine(OracleEngine):
         return await self._do(self._prepare_update(request))
 
     async def delete_async(self, record_type: str, record_id: str, cascade: bool) -> int:
-        return await self._do(self._prepare_delete(record_type, record_id, cascade))
+        prepared = self._prepare_delete(record_type, record_id, cascade)
+        # SC-13.3: a user's profile cascade is her erasure; the knowledge layer's part of it
+        # runs through SQLAlchemy on a synchronous connection (no eraser here, as for
+        # forget_async), so on a store with knowledge tables it is refused before any delete
+        if cascade and record_type == "user_profile":
+            has_knowledge: int = await self._do(self._prepare_has_knowledge())
+            if has_knowledge:
+                raise self._no_cascade_eraser_error(record_id)
+        return await self._do(prepared)
 
     async def delete_thread_async(self, thread_id: str) -> int:
         return await self._do(self._prepare_delete_thread(thread_id))

@@ -524,6 +524,19 @@ class OracleEngine(Engine):
             "KnowledgeMemory(store, llm=None).forget(...) (or run `oramem forget`); nothing was deleted"
         )
 
+    def _no_cascade_eraser_error(self, user_id: str) -> StoreError:
+        """A user's profile cascade (SC-13.3: an erasure, as ``forget``) on a store with
+        knowledge tables and no eraser of this engine to run its knowledge part: refused before
+        anything is deleted, as ``forget`` is. Without it only the PL/SQL hook's part ran (her
+        events and facts), and the rows of other scopes citing them (the shared meta and session
+        observations, clusters and entity summaries other users read), her own scope's rows and
+        her queued writes stayed."""
+        return StoreError(
+            f"store {self._store_id!r} has knowledge tables, and nothing here erases user {user_id!r} from them "
+            "(the cascade of a user_profile erases her, SC-13.3): open KnowledgeMemory(store, llm=None) over a "
+            "synchronous pool first (or call its forget(user_id=...)); nothing was deleted"
+        )
+
     @staticmethod
     def _forget_event(reply: Any, request: ForgetRequest, store_id: str) -> DeletionEvent:
         return OracleEngine._reply_event(reply, store_id, "forget", request.names)

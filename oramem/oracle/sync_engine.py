@@ -200,17 +200,25 @@ class SyncOracleEngine(OracleEngine):
         return self._do(self._prepare_update(request))
 
     def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
+        prepared = self._prepare_delete(record_type, record_id, cascade)
+        if not (cascade and record_type == "user_profile"):
+            return self._do(prepared)
         cascades = [e.erase_cascade for e in self._erasers.values() if callable(getattr(e, "erase_cascade", None))]
-        if not (cascade and record_type == "user_profile" and cascades):
-            return self._do(self._prepare_delete(record_type, record_id, cascade))
+        if not cascades:
+            # a user's erasure with knowledge tables and nothing to erase her from them is
+            # refused before anything is deleted, as forget is (the PL/SQL hook alone leaves
+            # what other scopes derived from her rows); a store without them cascades plainly
+            if self._do(self._prepare_has_knowledge()):
+                raise self._no_cascade_eraser_error(record_id)
+            return self._do(prepared)
         # SC-13.3: a user's profile cascade erases her as forget does. The store's cascade
         # runs with in_reason 'erase', so the PL/SQL knowledge hook deletes nothing (as for a
         # forget); each registered eraser with an ``erase_cascade(event)`` (the knowledge
         # layer's) then does all the SQLite hook does, in the cascade's transaction: what
         # cites her events and facts (observations, clusters of any scope) is matched while
         # they are still there, then her scope's rows, her removed threads' rows and her
-        # events and facts go. Without such an eraser the plain cascade runs and the PL/SQL
-        # hook does its part (an eraser without ``erase_cascade`` is not such an eraser).
+        # events and facts go. Without such an eraser (one without ``erase_cascade`` is not
+        # one) the plain cascade runs only on a store without knowledge tables.
         # Static-checked, not run against Oracle.
         with self.transaction():
             reply = self._do(self._prepare_delete_reply(record_type, record_id))

@@ -369,6 +369,18 @@ class SQLiteEngine(Engine):
             # a thread is a container: deleting it removes what it holds (SC-8.3)
             return self.delete_thread(record_id)
         with self._write("delete") as tx:
+            if (cascade and record_type == "user_profile" and not self._hooks
+                    and has_knowledge_tables(tx.conn, tx.tables.store_id)):
+                # SC-13.3: a user's profile cascade is her erasure, and the knowledge layer's
+                # part of it runs in its deletion hook: without one (no KnowledgeMemory open on
+                # this store) her knowledge rows and what other scopes derived from them would
+                # stay; refused before anything is deleted, as forget() is
+                raise StoreError(
+                    f"store {tx.tables.store_id!r} has knowledge tables, and nothing here erases user {record_id!r} "
+                    "from them (the cascade of a user_profile erases her, SC-13.3): open KnowledgeMemory(store, "
+                    "llm=None) first, or erase her with its forget(user_id=...) or `oramem forget --user`; nothing "
+                    "was deleted"
+                )
             count, event = mutations.delete_record(tx, record_type, record_id, cascade)
             self._run_hooks(tx, event)
             return count

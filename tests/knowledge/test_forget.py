@@ -170,3 +170,35 @@ def test_forget_arguments(tmp_path):
             with pytest.raises(ValueError, match="no longer matches names"):
                 store.forget(**kwargs)
         assert set(store.forget(user_id="nobody").values()) == {0}
+
+
+def test_a_user_profile_cascade_refuses_when_knowledge_tables_are_not_erased(tmp_path):
+    """SC-13.3: ``delete("user_profile", U, cascade=True)`` erases U as forget does. On a store
+    with knowledge tables opened without KnowledgeMemory no deletion hook erases her knowledge:
+    her facts stayed after her erasure (and so did the shared observations citing them, which
+    Bob reads). It is refused before anything is deleted, as forget is (red team 17; the
+    Oracle engine's twin is in tests/oracle/test_colour_parity_fake.py). Bob's cascade on a
+    store without knowledge tables, and hers with KnowledgeMemory open, run as before."""
+    path = str(tmp_path / "k.db")
+    store = SQLiteMemoryStore(path, embedder=HashEmbedder(384))
+    km = KnowledgeMemory(store, None)
+    km.add_fact("a", "Alice", "Alice likes tea", subject_type="person", user_id="alice")
+    km.close()
+    store.close()
+    store = SQLiteMemoryStore(path, embedder=HashEmbedder(384))
+    store.add_user("alice", "Alice")
+    store.add(["x"], "memory", user_ids="alice")
+    with pytest.raises(StoreError, match="nothing was deleted"):
+        store.delete("user_profile", "alice", cascade=True)
+    assert len(store.list("memory", user_id="alice")) == 1 and store.get("user_profile", "alice") is not None
+    assert store.delete("user_profile", "alice") == 1  # her profile alone is no erasure
+    km = KnowledgeMemory(store, None)
+    assert [f.user_id for f in km.get_all("a", user_id="alice")] == ["alice"]
+    assert store.delete("user_profile", "alice", cascade=True) == 0
+    assert km.get_all("a", user_id="alice") == [] and store.list("memory", user_id="alice") == []
+    km.close()
+    store.close()
+    plain = SQLiteMemoryStore(str(tmp_path / "plain.db"), embedder=HashEmbedder(384))
+    plain.add_user("bob", "Bob")
+    assert plain.delete("user_profile", "bob", cascade=True) == 1
+    plain.close()

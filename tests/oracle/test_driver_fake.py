@@ -74,6 +74,7 @@ ENGINE_OF = {"pool": SyncOracleEngine, "conn": SyncOracleEngine, "async_pool": A
 def make(kind: str, answers=None):
     rec = Recorder(answers)
     rec.answers.setdefault("oramem_admin.open_store", json.dumps(SETTINGS_OUT))
+    rec.answers.setdefault("oramem_kg_jobs.has_knowledge", 0)  # no knowledge tables unless a test says so
     target = {"pool": FakePool, "conn": FakeConnection, "async_pool": FakeAsyncPool,
               "async_conn": FakeAsyncConnection}[kind](rec)
     return ENGINE_OF[kind](target), rec
@@ -363,6 +364,9 @@ def test_delete(kind, cascade):
                                                "reason": "cascade"}})
     engine, rec = opened(kind, {"oramem_store.delete_record_json": answer})
     assert run(engine, "delete", "user_profile", "u1", cascade) == 1
+    if cascade:  # a user's erasure asks first whether the store has knowledge tables (none here)
+        assert [c.name for c in rec.plsql] == ["oramem_kg_jobs.has_knowledge", "oramem_store.delete_record_json"]
+        rec.calls = [c for c in rec.calls if c.name != "oramem_kg_jobs.has_knowledge"]
     call = the_call(rec, "delete")
     assert call.binds == {"in_store_id": "MYSTORE", "in_record_type": "user_profile", "in_record_id": "u1",
                           "in_cascade": 1 if cascade else 0}
@@ -677,8 +681,9 @@ def test_a_cascade_with_an_eraser_that_only_forgets_is_the_plain_cascade(kind):
 
     engine.register_erasure(Eraser())
     assert engine.delete("user_profile", "u1", True) == 1
-    assert [c.name for c in rec.plsql] == ["oramem_store.delete_record_json"]
-    assert "in_reason" not in rec.plsql[0].binds  # the PL/SQL hook does its part
+    # no knowledge tables: nothing of hers is in them, the PL/SQL hook has nothing to do
+    assert [c.name for c in rec.plsql] == ["oramem_kg_jobs.has_knowledge", "oramem_store.delete_record_json"]
+    assert "in_reason" not in rec.plsql[1].binds
 
 
 def test_the_knowledge_erasers_cascade_is_the_sqlite_hooks(monkeypatch):
