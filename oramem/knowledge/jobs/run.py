@@ -362,7 +362,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation
     since = now - timedelta(days=cfg.consolidation_lookback_days)
 
-    def load(conn: sa.Connection) -> tuple[list[Row], list[str], list[Row], list[Row]]:
+    def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str]], list[Row], list[Row]]:
         events = [dict(r) for r in conn.execute(
             sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary)
             .where(reads.owned(ev, agent_id, user_id), ev.c.occurred_at >= since, ev.c.occurred_at <= now)
