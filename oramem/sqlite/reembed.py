@@ -204,11 +204,18 @@ def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[di
                     current = []
                 if row[0] is not None:
                     current.append(row)
+        done = 0
         for start in range(0, len(todo), batch_size):
             with store.transaction():
                 for rtype, rid, content in todo[start:start + batch_size]:
-                    store.update(rtype, rid, index_text=content)
-        return len(todo), kept
+                    # read again in the update's transaction: a record deleted (a user's
+                    # ``forget``), re-texted, or replaced by another record under its id since
+                    # the read keeps its rows; the content read is never written into it
+                    current = store.get(rtype, rid)
+                    if current is None or current.content != content:
+                        continue
+                    done += store.update(rtype, rid, index_text=content)
+        return done, kept
     finally:
         store.close()
 
