@@ -320,12 +320,12 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
         actions.append(("reinforce", match, fids))
 
     def write(conn: sa.Connection) -> None:
-        present = _present(conn, cl, [cid for a in actions if a[0] == "create" for cid in a[5]])
-        present |= _present(conn, f, [fid for a in actions if a[0] == "create" for fid in a[3]])
+        clusters_left = _present(conn, cl, [cid for a in actions if a[0] == "create" for cid in a[5]])
+        facts_left = _present(conn, f, [fid for a in actions if a[0] == "create" for fid in a[3]])
         for a in actions:
             if a[0] == "create":
                 _, title, summary, fids, vec, cids = a
-                if not present.issuperset(cids) or not present.issuperset(fids):  # erased since the read
+                if not clusters_left.issuperset(cids) or not facts_left.issuperset(fids):  # erased since the read
                     continue
                 conn.execute(sa.insert(mo).values(
                     id=new_id(), agent_id=agent_id, user_id=user_id, observation_type="community_theme", title=title, text=summary,
