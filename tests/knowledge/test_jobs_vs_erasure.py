@@ -107,3 +107,42 @@ def test_summary_refresh_does_not_write_back_an_erased_users_fact(env):  # noqa:
     assert km.refresh_summaries("desk").summaries_refreshed
     (hotel,) = [e for e in km.entities("desk", user_id="bob") if e.canonical_key == "place:hotel"]
     assert hotel.summary_text == "The hotel opens at 7"
+
+
+def _jobs(km):
+    return _rows(km, km._tables.job)
+
+
+def _private_thread_with_queued_writes(km, store):
+    """Alice's private thread T (her message and the agent's reply; no store record of another
+    user), with two background writes queued into it: the agent's (no user) and Bob's, whose
+    context quotes her."""
+    store.add(["my passport is in zanzibar"], "message", thread_ids="T", user_ids="alice", agent_ids="a1", roles="user")
+    store.add(["noted"], "message", thread_ids="T", agent_ids="a1", roles="assistant")
+    km.write("a1", "the assistant noted the zanzibar passport", "Assistant", session_id="T", background=True)
+    km.write("a1", "Bob says hi", "Bob", user_id="bob", session_id="T", background=True,
+             recent_messages=["Alice: my passport is in zanzibar"])
+    assert len(_jobs(km)) == 2
+
+
+def test_forget_takes_the_queued_writes_of_her_private_thread_as_her_cascade_does(km, llm, clock, store):
+    """SC-13.3 / KC-3.10: ``forget`` removes her private thread whole, as her profile's cascade
+    does, and of the knowledge rows naming it her rows and those of no user: the agent's
+    queued write into her conversation goes (processed later, it would write its text back
+    into the thread). Bob's queued write stays, his, without the turns of her conversation
+    copied into it as context. Before, ``forget`` kept both jobs as they were."""
+    _private_thread_with_queued_writes(km, store)
+    km.forget(user_id="alice")
+    assert store.list("message", thread_id="T") == []
+    (left,) = _jobs(km)
+    assert left["user_id"] == "bob" and "zanzibar" not in str(left["payload_json"])
+    llm.route("extract", {"entities": [], "facts": []})
+    km.process_jobs()
+    assert all("zanzibar" not in str(call.get("recent_messages")) for call in llm.calls_for("extract"))
+
+
+def test_her_profile_cascade_leaves_bobs_queued_write_without_her_turns(km, llm, clock, store):
+    _private_thread_with_queued_writes(km, store)
+    store.delete("user_profile", "alice", cascade=True)
+    (left,) = _jobs(km)
+    assert left["user_id"] == "bob" and "zanzibar" not in str(left["payload_json"])
