@@ -77,7 +77,7 @@ def test_entity_merge_does_not_bring_back_an_erased_users_aliases(make_km, llm, 
     _alice_facts(km, llm, clock, ["Pedro plays chess"])
     _alice_facts(km, llm, clock, ["Peter plays chess"], entity="Peter")
     llm.route("entity_merge", _erase_then(store, {"should_merge": True}))
-    km.memify("a1", user_id="alice")
+    assert km.memify("a1", user_id="alice").merges_executed == 0
     assert _hers(km) == {}
 
 

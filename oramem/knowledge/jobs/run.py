@@ -621,6 +621,8 @@ async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now
             continue
         win, lose = sorted([a, b], key=lambda x: (-int(x["fact_count"]), x["first_seen_at"], x["canonical_key"]))
         moved = await _write(rt, agent_id, "knowledge entity merge", lambda c: _merge(rt, c, agent_id, win, lose, now, user_id))
+        if moved is None:  # erased since the read
+            continue
         await rt.in_thread(_sync_store_metadata, rt, agent_id, moved)
         done.update((ka, kb))
         merges += 1
@@ -628,14 +630,14 @@ async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now
 
 
 def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[str, Any], lose: dict[str, Any], now: datetime,
-           user_id: Optional[str]) -> list[str]:
+           user_id: Optional[str]) -> Optional[list[str]]:
     t = rt.tables
     f, lk, r, al, so, e = t.fact, t.link, t.relationship, t.alias, t.session_observation, t.entity
     W, L = win["canonical_key"], lose["canonical_key"]
     alive = conn.execute(sa.select(sa.func.count()).select_from(e).where(
         reads.owned(e, agent_id, user_id), e.c.canonical_key.in_((W, L)), e.c.is_active == True)).scalar_one()  # noqa: E712
     if alive < 2:  # erased (or merged) since the read: nothing to merge
-        return []
+        return None
     moved = [x[0] for x in conn.execute(sa.select(lk.c.fact_id).where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == L))]
     moved += [x[0] for x in conn.execute(sa.select(f.c.id).where(reads.owned(f, agent_id, user_id), f.c.entity_key == L))]
     conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.entity_key == L).values(
