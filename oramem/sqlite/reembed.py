@@ -211,8 +211,8 @@ def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[di
                     # read again in the update's transaction: a record deleted (a user's
                     # ``forget``), re-texted, or replaced by another record under its id since
                     # the read keeps its rows; the content read is never written into it
-                    current = store.get(rtype, rid)
-                    if current is None or current.content != content:
+                    now = store.get(rtype, rid)
+                    if now is None or now.content != content:
                         continue
                     done += store.update(rtype, rid, index_text=content)
         return done, kept
