@@ -65,6 +65,8 @@ def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: P
             conn.execute(sa.delete(table).where(table.c.agent_id == agent))
     if event.user_ids:
         records = _erase_user(conn, t, event, purge_facts)
+    for batch in reads.chunked(list(event.thread_ids)):  # her private threads, gone whole (SC-13.3)
+        _leave_removed_threads(conn, t, event, batch)
     after = _counts(conn, t)
     return ErasureReport({name: before[name] - after[name] for name in before}, tuple(records))
 
@@ -325,19 +327,10 @@ def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, p
         purge(conn, None, fact_ids)
     ev = t.event
     if event.thread_ids:
-        so, it = t.session_observation, t.intention
         for batch in reads.chunked(list(event.thread_ids)):
             msg_ids.extend(r[0] for r in conn.execute(
                 sa.select(ev.c.id).where(ev.c.session_id.in_(batch), _of_removed_thread(ev, event))))
-            # what was noted in the deleted conversation goes with it: its session
-            # observations, and the intentions extracted in it (source_context holds the
-            # whole session id, KC-3.7: another session sharing a prefix is not touched)
-            conn.execute(sa.delete(so).where(so.c.session_id.in_(batch), _of_removed_thread(so, event)))
-            conn.execute(sa.delete(it).where(it.c.source_context.in_(batch), _of_removed_thread(it, event)))
-            # the thread's queued background writes go too: processed later, they
-            # would bring the deleted conversation back (a worker holding one of them
-            # loses its lease check and rolls back)
-            conn.execute(sa.delete(t.job).where(t.job.c.session_id.in_(batch), _of_removed_thread(t.job, event)))
+            _leave_removed_threads(conn, t, event, batch)
     for batch in reads.chunked(sorted(set(msg_ids))):
         conn.execute(sa.update(t.fact).where(t.fact.c.source_event_id.in_(batch)).values(source_event_id=None))
         conn.execute(sa.delete(ev).where(ev.c.id.in_(batch)))
@@ -367,15 +360,39 @@ def _own_rows(conn: sa.Connection, table: sa.Table, event: DeletionEvent, record
     return [rid for rid in ids if rid not in other]
 
 
+def _leave_removed_threads(conn: sa.Connection, t: KGTables, event: DeletionEvent, batch: list[str]) -> None:
+    """The knowledge rows naming threads removed whole (``batch``: ids of ``event.thread_ids``)
+    that go with them (:func:`_of_removed_thread`), for a cascade and a ``forget`` alike
+    (SC-13.3: ``forget`` is the profile's cascade plus the erasure)."""
+    so, it, j = t.session_observation, t.intention, t.job
+    # what was noted in the deleted conversation goes with it: its session observations, and
+    # the intentions extracted in it (source_context holds the whole session id, KC-3.7:
+    # another session sharing a prefix is not touched)
+    conn.execute(sa.delete(so).where(so.c.session_id.in_(batch), _of_removed_thread(so, event)))
+    conn.execute(sa.delete(it).where(it.c.source_context.in_(batch), _of_removed_thread(it, event)))
+    # the thread's queued background writes go too: processed later, they would bring the
+    # deleted conversation back (a worker holding one of them loses its lease check and
+    # rolls back)
+    conn.execute(sa.delete(j).where(j.c.session_id.in_(batch), _of_removed_thread(j, event)))
+    if event.reason in ("cascade", "forget"):
+        # another user's queued write into the thread stays (it is his), but not the turns
+        # of the removed conversation copied into it as its context (``recent_messages``:
+        # the erased user's words, which its extraction would read and its row would keep)
+        for jid, payload in conn.execute(sa.select(j.c.id, j.c.payload_json).where(j.c.session_id.in_(batch))).all():
+            if isinstance(payload, dict) and payload.get("recent_messages"):
+                conn.execute(sa.update(j).where(j.c.id == jid).values(payload_json={**payload, "recent_messages": []}))
+
+
 def _of_removed_thread(table: sa.Table, event: Any) -> sa.ColumnElement[bool]:
     """Which knowledge rows of a removed thread go with it. ``delete_thread`` takes everything
     in the thread (SC-13.5). An actor's cascade removes a thread whole because no *store
     record* of another user (or agent) is in it (SC-13.3, SC-13.4), but knowledge rows of
     another scope may still name it: a background write another user queued into the thread
-    has no store record until a worker runs it. So a cascade takes only the erased actor's
-    rows, and for a user also the rows without a user (the unscoped part of her conversation,
-    as the store does with unscoped records there)."""
-    if event.reason != "cascade":
+    has no store record until a worker runs it. So a cascade (and a ``forget``, the same
+    cascade plus the erasure) takes only the erased actor's rows, and for a user also the rows
+    without a user (the unscoped part of her conversation, as the store does with unscoped
+    records there)."""
+    if event.reason not in ("cascade", "forget"):
         return sa.true()
     conds: list[sa.ColumnElement[bool]] = []
     if event.user_ids:

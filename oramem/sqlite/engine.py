@@ -444,8 +444,17 @@ class SQLiteEngine(Engine):
             self._cache = None
             # the keyword memos hold scope tokens (hex of actor ids) and query words
             self._keyword_words, self._keyword_memo = {}, (None, {})
-        if self._use_sidecar and self._tables is not None:
-            sidecar.remove(self._path, self._tables.store_id)
+        try:
+            self._checkpoint_after_erasure()
+        finally:
+            # the sidecar goes after the checkpoint: TRUNCATE waits for every reader of a
+            # snapshot from before the erasure, and another connection writes its sidecar
+            # inside such a read (a cache it loaded there); removed earlier, that file could
+            # land afterwards, the erased actor's vectors and ids in it
+            if self._use_sidecar and self._tables is not None:
+                sidecar.remove(self._path, self._tables.store_id)
+
+    def _checkpoint_after_erasure(self) -> None:
         db = self._db
         if db is None or db.closed or _is_memory(self._path):
             return
@@ -466,7 +475,7 @@ class SQLiteEngine(Engine):
                 "another connection is reading the database, so the WAL could not be checkpointed: the erased "
                 "pages stay in the -wal file until the next checkpoint (SQLite runs one when the last connection to "
                 "the file closes)",
-                stacklevel=3,
+                stacklevel=4,
             )
 
     def sql_access(self, store: Any, configure: Optional[Callable[[Any], Any]] = None) -> Any:

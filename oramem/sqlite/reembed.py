@@ -8,8 +8,9 @@ at most one batch and never leaves a store with two kinds of vectors:
    (``reembed_target``) and creates the work table ``om_<ID>_reembed`` (chunk id, the text
    embedded, the new vector). The store keeps answering with its old vectors meanwhile.
 2. Batches of ``batch_size`` rows, in chunk-id order, are embedded outside any transaction
-   and written to the work table, one short transaction per batch; ``progress(done, total)``
-   is called after each.
+   and written to the work table, one short transaction per batch (a row deleted or
+   re-texted since its batch was read is not written: an erasure that committed meanwhile
+   keeps her text out of the work table); ``progress(done, total)`` is called after each.
 3. One final transaction embeds the rows added or whose text changed since they were
    copied, swaps all vectors in, records the new identity and ``vector_dim``, bumps the
    change counter (other processes reload their caches) and drops the work table.
@@ -117,9 +118,13 @@ def reembed_store(
             blobs = _embed(embedder, [text for _, text in rows], dim)
             with db.transaction(True, "saving re-embedded rows") as conn:
                 _check_target(conn, tables, target)
+                # only rows still there with the text embedded: a row deleted (a user's
+                # ``forget``, which clears the work rows of the chunks it removes) or
+                # re-texted since the read is not saved, so no text outlives its chunk here
                 conn.executemany(
-                    f"INSERT OR REPLACE INTO {work} (chunk_id, text, vector) VALUES (?, ?, ?)",
-                    [(cid, text, blob) for (cid, text), blob in zip(rows, blobs)],
+                    f"INSERT OR REPLACE INTO {work} (chunk_id, text, vector) SELECT ?, ?, ? "
+                    f"WHERE EXISTS (SELECT 1 FROM {tables.chunks} c WHERE c.chunk_id = ? AND c.text = ?)",
+                    [(cid, text, blob, cid, text) for (cid, text), blob in zip(rows, blobs)],
                 )
             last = rows[-1][0]
             embedded += len(rows)
@@ -199,11 +204,18 @@ def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[di
                     current = []
                 if row[0] is not None:
                     current.append(row)
+        done = 0
         for start in range(0, len(todo), batch_size):
             with store.transaction():
                 for rtype, rid, content in todo[start:start + batch_size]:
-                    store.update(rtype, rid, index_text=content)
-        return len(todo), kept
+                    # read again in the update's transaction: a record deleted (a user's
+                    # ``forget``), re-texted, or replaced by another record under its id since
+                    # the read keeps its rows; the content read is never written into it
+                    now = store.get(rtype, rid)
+                    if now is None or now.content != content:
+                        continue
+                    done += store.update(rtype, rid, index_text=content)
+        return done, kept
     finally:
         store.close()
 

@@ -256,3 +256,45 @@ def test_a_store_recorded_before_tail_windows_keeps_its_chunking_until_reembed(t
     # the fact sits in a later row (the text starts with filler): the same row, now handicapped
     assert moved[0].id == "long" and moved[1] == pytest.approx(hit[1] + TAIL_HANDICAP, abs=1e-6)
     again.close()
+
+
+def test_reembed_rechunk_does_not_write_an_erased_users_text_into_anothers_record(tiny, tmp_path, monkeypatch):
+    """The re-chunk after a reembed reads the records, then updates each one's index text
+    with the content it read. Alice's ``forget`` committed in between, and Bob then stored a
+    record under the id her record had (ids are the caller's, SC-4.3): the update must not give
+    Bob's record her erased text as its index text (searchable, in his scope). Deterministic:
+    the old chunking, run on her content during the read, erases her and adds Bob's record."""
+    import json
+
+    import oramem.chunking
+    from oramem.sqlite import reembed_store
+
+    path = tmp_path / "old.db"
+    SQLiteMemoryStore(path, embedder=tiny, search_strategy="hybrid").close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # a store recorded before issue 28, as above
+        (raw,) = conn.execute("SELECT embedder FROM oramem_stores").fetchone()
+        conn.execute("UPDATE oramem_stores SET embedder = ?",
+                     (json.dumps({k: v for k, v in json.loads(raw).items() if k != "chunking"}),))
+    with SQLiteMemoryStore(path, embedder=tiny, search_strategy="hybrid") as store:
+        store.add([_long("end", "peanut allergy")], "memory", record_ids=["long"], user_ids="alice")
+    real = oramem.chunking.store_chunker
+
+    def chunker(previous, embedder):
+        old = real(previous, embedder)
+
+        def chunk(content):
+            if "peanut" in content:
+                with SQLiteMemoryStore(path, embedder=tiny, search_strategy="hybrid") as other:
+                    if other.get("memory", "long") is not None and other.get("memory", "long").user_id == "alice":
+                        other.forget(user_id="alice")
+                        other.add(["bob likes tea"], "memory", record_ids=["long"], user_ids="bob")
+            return old(content)
+        return chunk
+
+    monkeypatch.setattr(oramem.chunking, "store_chunker", chunker)
+    reembed_store(path, tiny)
+    with SQLiteMemoryStore(path, embedder=tiny, search_strategy="hybrid") as store:
+        assert store.get("memory", "long").content == "bob likes tea"
+        assert store.search("peanut allergy", k=5, strategy="keyword", user_id="bob") == []
+    with closing(sqlite3.connect(path)) as conn:
+        assert not [t for (t,) in conn.execute('SELECT text FROM "om_DEFAULT_chunks"') if "peanut" in t]

@@ -90,6 +90,17 @@ async def _write(rt: KnowledgeRuntime, agent_id: str, what: str, fn: Callable[[s
     return await rt.in_thread(run)
 
 
+def _present(conn: sa.Connection, table: sa.Table, ids: Any) -> set[str]:
+    """The ids of ``ids`` still in ``table``, read in a job's writing transaction. A job reads
+    its scope, awaits the LLM and writes in a second transaction: an erasure (KC-3.10) that
+    committed in between took some of what it read, and what the job drew from those rows
+    (a summary, a theme, an observation, an alias in the erased user's scope) is not written."""
+    out: set[str] = set()
+    for batch in reads.chunked(sorted(set(ids))):
+        out.update(r[0] for r in conn.execute(sa.select(table.c.id).where(table.c.id.in_(batch))))
+    return out
+
+
 async def _embed_one(rt: KnowledgeRuntime, text: str) -> Optional[np.ndarray]:
     try:
         vec: np.ndarray = np.asarray(await rt.embed([text], False), dtype=np.float32)[0]
@@ -175,8 +186,13 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
 
     def write(conn: sa.Connection) -> None:
         keep: set[str] = set()
+        present = _present(conn, f, [r["id"] for p in plans for r in p[2]])
         for existing, key, facts, changed, summary, vec in plans:
             ids = sorted(r["id"] for r in facts)
+            if not present.issuperset(ids):  # erased since the read: left for the next run
+                if existing:
+                    keep.add(existing)
+                continue
             imp = sum(float(r["importance"]) for r in facts) / len(facts)
             if existing is None:
                 cid = new_id()
@@ -299,14 +315,18 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
                         break
             if match is None:
                 vec = await _embed_one(rt, f"{title}\n{summary}")
-                actions.append(("create", title, summary, fids, vec))
+                actions.append(("create", title, summary, fids, vec, [c["id"] for c in members]))
                 continue
         actions.append(("reinforce", match, fids))
 
     def write(conn: sa.Connection) -> None:
+        clusters_left = _present(conn, cl, [cid for a in actions if a[0] == "create" for cid in a[5]])
+        facts_left = _present(conn, f, [fid for a in actions if a[0] == "create" for fid in a[3]])
         for a in actions:
             if a[0] == "create":
-                _, title, summary, fids, vec = a
+                _, title, summary, fids, vec, cids = a
+                if not clusters_left.issuperset(cids) or not facts_left.issuperset(fids):  # erased since the read
+                    continue
                 conn.execute(sa.insert(mo).values(
                     id=new_id(), agent_id=agent_id, user_id=user_id, observation_type="community_theme", title=title, text=summary,
                     supporting_event_ids=[], supporting_fact_ids=fids, confidence=0.7, importance=0.8, times_reinforced=0,
@@ -342,14 +362,14 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation
     since = now - timedelta(days=cfg.consolidation_lookback_days)
 
-    def load(conn: sa.Connection) -> tuple[list[Row], list[str], list[Row], list[Row]]:
+    def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str]], list[Row], list[Row]]:
         events = [dict(r) for r in conn.execute(
             sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary)
             .where(reads.owned(ev, agent_id, user_id), ev.c.occurred_at >= since, ev.c.occurred_at <= now)
             .order_by(sa.desc(ev.c.occurred_at), sa.desc(ev.c.id))
         ).mappings()]
-        notes = [r[0] for r in conn.execute(
-            sa.select(so.c.content).where(reads.owned(so, agent_id, user_id), so.c.is_active == True, so.c.created_at >= since)  # noqa: E712
+        notes = [(r[0], r[1]) for r in conn.execute(
+            sa.select(so.c.id, so.c.content).where(reads.owned(so, agent_id, user_id), so.c.is_active == True, so.c.created_at >= since)  # noqa: E712
             .order_by(so.c.created_at, so.c.id)
         )]
         facts = [dict(r) for r in conn.execute(
@@ -387,7 +407,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     shown = events[:50]
     payload = {
         "events": [{"index": i + 1, "text": (e["text"] or "")[:300], "occurred_at": e["occurred_at"].isoformat()} for i, e in enumerate(shown)],
-        "session_observations": list(notes),
+        "session_observations": [content for _, content in notes],
         "facts": [{"index": i + 1, "text": r["fact_text"]} for i, r in enumerate(facts)],
         "existing": [{"type": o["observation_type"], "title": o["title"]} for o in obs[:10]],
     }
@@ -438,6 +458,11 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
         actions.append(("create", it, vec, contradicted))
 
     def write(conn: sa.Connection) -> None:
+        # the reply was drawn from every row shown: one erased since the read, nothing is written
+        if (len(_present(conn, ev, [e["id"] for e in shown])) < len(shown)
+                or len(_present(conn, f, [r["id"] for r in facts])) < len(facts)
+                or len(_present(conn, so, [oid for oid, _ in notes])) < len(notes)):
+            return
         for a in actions:
             if a[0] == "reinforce":
                 o, it = a[1], a[2]
@@ -596,6 +621,8 @@ async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now
             continue
         win, lose = sorted([a, b], key=lambda x: (-int(x["fact_count"]), x["first_seen_at"], x["canonical_key"]))
         moved = await _write(rt, agent_id, "knowledge entity merge", lambda c: _merge(rt, c, agent_id, win, lose, now, user_id))
+        if moved is None:  # erased since the read
+            continue
         await rt.in_thread(_sync_store_metadata, rt, agent_id, moved)
         done.update((ka, kb))
         merges += 1
@@ -603,10 +630,14 @@ async def _merges(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now
 
 
 def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[str, Any], lose: dict[str, Any], now: datetime,
-           user_id: Optional[str]) -> list[str]:
+           user_id: Optional[str]) -> Optional[list[str]]:
     t = rt.tables
     f, lk, r, al, so, e = t.fact, t.link, t.relationship, t.alias, t.session_observation, t.entity
     W, L = win["canonical_key"], lose["canonical_key"]
+    alive = conn.execute(sa.select(sa.func.count()).select_from(e).where(
+        reads.owned(e, agent_id, user_id), e.c.canonical_key.in_((W, L)), e.c.is_active == True)).scalar_one()  # noqa: E712
+    if alive < 2:  # erased (or merged) since the read: nothing to merge
+        return None
     moved = [x[0] for x in conn.execute(sa.select(lk.c.fact_id).where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == L))]
     moved += [x[0] for x in conn.execute(sa.select(f.c.id).where(reads.owned(f, agent_id, user_id), f.c.entity_key == L))]
     conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.entity_key == L).values(
@@ -700,7 +731,7 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
     t = rt.tables
     e, lk, f = t.entity, t.link, t.fact
 
-    def load(conn: sa.Connection) -> list[tuple[Row, bool, list[str]]]:
+    def load(conn: sa.Connection) -> list[tuple[Row, bool, list[tuple[str, str]]]]:
         ents = [dict(x) for x in conn.execute(
             sa.select(e.c.canonical_key, e.c.display_name, e.c.summary_text, e.c.summary_refreshed_at)
             .where(reads.owned(e, agent_id, user_id), e.c.is_active == True)  # noqa: E712
@@ -721,10 +752,10 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
             facts = []
             if stale:
                 rows = conn.execute(
-                    sa.select(f.c.fact_text, f.c.ttl_days, f.c.ingested_at).select_from(lk.join(f, f.c.id == lk.c.fact_id))
+                    sa.select(f.c.id, f.c.fact_text, f.c.ttl_days, f.c.ingested_at).select_from(lk.join(f, f.c.id == lk.c.fact_id))
                     .where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == x["canonical_key"], *_current(f))
                     .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(60)).mappings()
-                facts = [r["fact_text"] for r in rows if not reads.is_expired(dict(r), now)][:30]
+                facts = [(r["id"], r["fact_text"]) for r in rows if not reads.is_expired(dict(r), now)][:30]
             out.append((x, stale, facts))
         return out
 
@@ -736,15 +767,18 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
         if not stale:
             continue
         try:
-            reply = await call("entity_summary", {"entity_key": x["canonical_key"], "display_name": x["display_name"], "facts": facts},
-                               cfg.job_llm_timeout_sec)
+            reply = await call("entity_summary", {"entity_key": x["canonical_key"], "display_name": x["display_name"],
+                                                  "facts": [text for _, text in facts]}, cfg.job_llm_timeout_sec)
         except LLMError as exc:  # the entity is skipped
             log.warning("entity_summary failed (%s)", type(exc).__name__)
             continue
-        done.append((x["canonical_key"], reply["summary"].strip()))
+        done.append((x["canonical_key"], reply["summary"].strip(), [fid for fid, _ in facts]))
     if done:
         def write(conn: sa.Connection) -> None:
-            for key, text in done:
+            present = _present(conn, f, [fid for _, _, fids in done for fid in fids])
+            for key, text, fids in done:
+                if not present.issuperset(fids):  # erased since the read: stays as the erasure left it
+                    continue
                 conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == key).values(
                     summary_text=text, summary_refreshed_at=now))
 
