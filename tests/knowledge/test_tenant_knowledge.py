@@ -455,8 +455,8 @@ def test_cached_write_statements_keep_each_scope(env):
 def test_one_trip_reconciliation_keeps_each_subject_and_each_scope(env):
     """Issue 25 item 6: reconciliation searches every subject of a write and reads their
     candidates in one trip. Alice's write about Bob and Carol shows each subject's call only
-    that subject's current facts of her scope (and the shared one): never user bob's, and
-    never the other subject's."""
+    that subject's current facts of her own scope (KC-3.7: a write sees its scope's rows only,
+    not the shared ones): never user bob's, and never the other subject's."""
     _, _, km, llm, _ = env
     km.add_fact("club", "Bob", "Bob plays chess on Mondays", attribute_key="hobby", subject_type="person", user_id="bob")
     km.add_fact("club", "Carol", "Carol plays chess on Fridays", attribute_key="hobby", subject_type="person", user_id="bob")
