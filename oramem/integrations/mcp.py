@@ -239,6 +239,8 @@ def _client_metadata(metadata: Any) -> None:
 
 #: what of an erasure receipt's verification (SC-14.2) a client sees
 _CLIENT_VERIFICATION = ("status", "tokens_checked", "verified_at")
+#: the scan's label of a text index's token table (Oracle Text, ``DR$<index>$I``; SC-14.2)
+_TOKEN_TABLE = "text-index:"
 
 
 def _client_receipt(receipt: dict[str, Any]) -> dict[str, Any]:
@@ -253,6 +255,15 @@ def _client_receipt(receipt: dict[str, Any]) -> dict[str, Any]:
     if isinstance(verification, dict):
         shown = {k: verification[k] for k in _CLIENT_VERIFICATION if k in verification}
         shown["detail"] = "per-token results are in the store's erasure log, for the operator (oramem audit)"
+        if any(str(place).startswith(_TOKEN_TABLE) for place in verification.get("scanned") or ()):
+            # Oracle: a text index's token table (DR$<index>$I) keeps a deleted document's
+            # words until the index is optimized in FULL mode, so each of the client's erased
+            # words is still there, counted as residue when no live row holds it and as shared
+            # when another user's row does: the verdict would be the bit tokens_shared was
+            shown["status"] = "withheld"
+            shown["detail"] = ("the verdict is in the store's erasure log, for the operator (oramem audit): this store's "
+                               "text index keeps deleted words until it is optimized, so the verdict would tell whether "
+                               "other users' data holds the erased words")
         out["verification"] = shown
     return out
 

@@ -27,8 +27,9 @@ never matched by name or by thread.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import sqlalchemy as sa
 
@@ -48,27 +49,43 @@ __all__ = ["erase", "apply_store_delete", "OracleEraser", "purge_facts", "purger
 PurgeFacts = Callable[[sa.Connection, Any, list[str]], None]
 
 
-def _counts(conn: sa.Connection, t: KGTables) -> dict[str, int]:
-    tables = t.all_agent_tables() + [t.agent, t.job]
-    return {tb.name: int(conn.execute(sa.select(sa.func.count()).select_from(tb)).scalar_one()) for tb in tables}
+@contextlib.contextmanager
+def _deleted_rows(conn: sa.Connection, t: KGTables) -> Iterator[dict[str, int]]:
+    """The rows the ``DELETE`` statements run on ``conn`` inside the block removed, per
+    knowledge table (each statement's row count). Not a difference of table sizes: on
+    Oracle (read committed) two counts are two statements, and another session's commit
+    between them (another user's write, job or erasure) would be in the difference."""
+    gone = {tb.name: 0 for tb in t.all_agent_tables() + [t.agent, t.job]}
+
+    def after_execute(_conn: Any, cursor: Any, _statement: Any, _params: Any, context: Any, _many: Any) -> None:
+        stmt = getattr(getattr(context, "compiled", None), "statement", None)
+        name = getattr(stmt.table, "name", None) if isinstance(stmt, sa.Delete) else None
+        if name in gone and (cursor.rowcount or 0) > 0:
+            gone[name] += int(cursor.rowcount)
+
+    sa.event.listen(conn, "after_cursor_execute", after_execute)
+    try:
+        yield gone
+    finally:
+        sa.event.remove(conn, "after_cursor_execute", after_execute)
 
 
 def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts,
           before: Any = None) -> ErasureReport:
-    """Erase the actor of a ``forget`` event; rows deleted per table and the store records
-    to delete with them. ``before``: the row counts taken before the store's cascade, when
-    a deletion hook of the cascade already removed some of the rows (Oracle)."""
-    before = _counts(conn, t) if before is None else before
+    """Erase the actor of a ``forget`` event; rows deleted per table (this erasure's own
+    deletes: :func:`_deleted_rows`) and the store records to delete with them. ``before``:
+    the engine's snapshot (Oracle), unused: a forget's store cascade deletes no knowledge row
+    (``oramem_kg_jobs.on_store_delete`` leaves them to this eraser)."""
     records: list[tuple[str, str]] = []
-    for agent in event.agent_ids:
-        for table in t.all_agent_tables() + [t.agent, t.job]:
-            conn.execute(sa.delete(table).where(table.c.agent_id == agent))
-    if event.user_ids:
-        records = _erase_user(conn, t, event, purge_facts)
-    for batch in reads.chunked(list(event.thread_ids)):  # her private threads, gone whole (SC-13.3)
-        _leave_removed_threads(conn, t, event, batch)
-    after = _counts(conn, t)
-    return ErasureReport({name: before[name] - after[name] for name in before}, tuple(records))
+    with _deleted_rows(conn, t) as gone:
+        for agent in event.agent_ids:
+            for table in t.all_agent_tables() + [t.agent, t.job]:
+                conn.execute(sa.delete(table).where(table.c.agent_id == agent))
+        if event.user_ids:
+            records = _erase_user(conn, t, event, purge_facts)
+        for batch in reads.chunked(list(event.thread_ids)):  # her private threads, gone whole (SC-13.3)
+            _leave_removed_threads(conn, t, event, batch)
+    return ErasureReport(dict(gone), tuple(records))
 
 
 def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts,
@@ -174,8 +191,9 @@ class OracleEraser:
         self.key = ("knowledge", tables.store_id)
 
     def snapshot(self) -> dict[str, int]:
-        with self._engine.connect() as conn:
-            return _counts(conn, self._tables)
+        """Nothing to take: :func:`erase` counts its own deletes (a forget's cascade deletes
+        no knowledge row)."""
+        return {}
 
     def erase(self, event: DeletionEvent, before: dict[str, int]) -> "ErasureReport | None":
         if event.memory_store_id.upper() != self._tables.store_id:

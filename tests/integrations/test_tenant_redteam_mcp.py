@@ -9,6 +9,8 @@ fields named like scope columns, and her session id give him nothing of hers."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from integrations.extras import require_extra
@@ -110,3 +112,68 @@ async def test_bobs_client_cannot_open_the_agents_shared_session_and_erase_it(th
             assert added.is_error and "default session of another" in added.content[0].text
         finally:
             await km.close_async()
+
+
+class _OracleKnowledge:
+    """What the MCP server's ``forget`` calls on a knowledge layer over a synchronous Oracle
+    store: ``KnowledgeMemory.forget_async`` runs the store's ``forget`` in a worker thread (the
+    store alone has no ``forget_async`` on a synchronous pool)."""
+
+    def __init__(self, store):
+        self.store = store
+
+    async def forget_async(self, *, user_id=None, agent_id=None):
+        import asyncio
+
+        return await asyncio.to_thread(self.store.forget, user_id=user_id, agent_id=agent_id)
+
+
+async def test_bobs_forget_status_on_oracle_does_not_tell_him_whether_others_hold_a_word():
+    """SC-14.1 on Oracle (over the recording fake; static-checked, not run against Oracle). The
+    scan also reads the Oracle Text token tables (``DR$<index>$I``), which keep a deleted
+    document's words until the index is optimized in FULL mode. So after Bob's erasure his own
+    word is always in that table, and it is *shared* when a live row of anyone holds it, else
+    *residue*: the verdict ``status`` alone was "clean" when Alice held the word and "residue"
+    when nobody did, the bit ``tokens_shared`` gave before it was withheld (red team of
+    2026-12-06 j). A client now gets no verdict from a scan of text-index token tables; the
+    operator's erasure log keeps it."""
+    from oracle.fakes import FakePool, Recorder
+    from oracle.test_driver_fake import SETTINGS_OUT
+    from oramem import OracleDBMemoryStore
+    from oramem.embedders import HashEmbedder
+    from oramem.trust.erasure import SALT_OPTION
+
+    cascade = json.dumps({"count": 1, "event": {
+        "memory_store_id": "MYSTORE", "records": [["memory", "m1"]], "thread_ids": [], "user_ids": ["bob"],
+        "agent_ids": [], "reason": "forget"}})
+    mine = {"id": "m1", "record_type": "memory", "content": "note zanzibar", "timestamp": None, "metadata": None,
+            "thread_id": None, "user_id": "bob", "agent_id": None, "created_at": "2026-12-05T00:00:00.000000+00:00",
+            "expires_at": None, "role": None, "seq_no": 1}
+
+    def listed(c):
+        request = json.loads(c.binds["in_request"])
+        wanted = (request.get("user") or {}).get("value")
+        return json.dumps([mine]) if request.get("record_type") == "memory" and wanted == "bob" else "[]"
+
+    receipts, logged = [], []
+    for alice_has_it in (False, True):
+        # the DR$ token table holds "zanzibar" either way (his deleted document, not optimized);
+        # the record table only when Alice's live record says it
+        found = {"zanzibar": (["table:OM_MYSTORE_REC"] if alice_has_it else []) + ["text-index:OM_MYSTORE_HYB"]}
+        scan = {"scanned": ["table:OM_MYSTORE_REC", "table:OM_MYSTORE_CHK", "text-index:OM_MYSTORE_HYB"],
+                "found": found, "shared": ["zanzibar"] if alice_has_it else []}
+        rec = Recorder({
+            "oramem_admin.open_store": json.dumps(dict(SETTINGS_OUT, vector_dim=8)),
+            "oramem_admin.get_options_json": json.dumps({SALT_OPTION: "00112233445566778899aabbccddeeff"}),
+            "oramem_store.list_json": listed, "oramem_store.get_json": None, "oramem_kg_jobs.has_knowledge": 0,
+            "oramem_store.delete_record_json": cascade, "oramem_admin.erasure_scan_json": json.dumps(scan),
+        })
+        store = OracleDBMemoryStore(HashEmbedder(8), FakePool(rec), memory_store_id="mystore")
+        async with Client(build_server(store, user_id="bob", agent_id=AGENT, knowledge=_OracleKnowledge(store))) as bob:
+            receipts.append((await _call(bob, "forget"))["receipt"])
+        logged.append([json.loads(c.binds["in_receipt"]) for c in rec.plsql if c.name == "oramem_admin.log_erasure"][-1])
+    # the operator's log keeps the verdict, and it differs
+    assert [e["verification"]["status"] for e in logged] == ["residue", "clean"]
+    shown = [{k: v for k, v in r["verification"].items() if k != "verified_at"} for r in receipts]
+    assert shown[0] == shown[1]
+    assert shown[0]["status"] == "withheld" and shown[0]["tokens_checked"] == 3

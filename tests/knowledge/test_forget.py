@@ -202,3 +202,44 @@ def test_a_user_profile_cascade_refuses_when_knowledge_tables_are_not_erased(tmp
     plain.add_user("bob", "Bob")
     assert plain.delete("user_profile", "bob", cascade=True) == 1
     plain.close()
+
+
+def test_bobs_erasure_counts_only_the_rows_his_erasure_removed(tmp_path, monkeypatch):
+    """SC-14.1 / KC-3.10: the knowledge rows of a receipt were the difference of whole-table
+    counts taken before and after the erasure. On Oracle (read committed) the two counts are
+    separate statements, so another session's commit between them (Alice's write, her job,
+    her own erasure) landed in Bob's receipt, which his MCP client reads: it told him what
+    other users did meanwhile, and it was not what his erasure removed. Simulated here by a
+    delete of Alice's rows that another session commits in the middle of Bob's erasure (raw
+    driver SQL on the same connection: SQLite's write lock keeps real sessions out). The
+    counts are now the erasure's own DELETE statements' row counts."""
+    from oramem.knowledge import deletes
+
+    def receipt(alice_meanwhile: bool) -> dict:
+        clock = Clock()
+        store = SQLiteMemoryStore(str(tmp_path / f"m{int(alice_meanwhile)}.db"), embedder=HashEmbedder(64), clock=clock)
+        km = KnowledgeMemory(store, None, clock=clock)
+        try:
+            for user in ("bob", "alice"):
+                km.add_knowledge("desk", facts=[{"subject": user.title(), "fact": f"{user.title()} likes tea"},
+                                                {"subject": "Porto", "fact": f"Porto is where {user} works",
+                                                 "subject_type": "place"}], user_id=user, session_id=f"{user}-chat")
+            clock.advance(minutes=1)
+            real = deletes._erase_user
+
+            def with_alice(conn, t, event, purge_facts, **kw):
+                out = real(conn, t, event, purge_facts, **kw)
+                if alice_meanwhile:  # another session's commit, landing between the two counts
+                    conn.exec_driver_sql(f"DELETE FROM {t.link.name} WHERE user_id = 'alice'")
+                    conn.exec_driver_sql(f"DELETE FROM {t.alias.name} WHERE user_id = 'alice'")
+                return out
+
+            monkeypatch.setattr(deletes, "_erase_user", with_alice)
+            return {k: v for k, v in km.forget(user_id="bob").items() if v}
+        finally:
+            km.close()
+            store.close()
+
+    without, meanwhile = receipt(False), receipt(True)
+    assert without == meanwhile
+    assert without  # his rows were counted
