@@ -1,9 +1,11 @@
-"""Reply builders and the clock of the KC §8 harness."""
+"""Reply builders and the clock of the KC §8 harness; a scope's rows for the B-vs-A tests."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Optional
+
+import sqlalchemy as sa
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -90,3 +92,22 @@ def adding_llm():
 
     return ScriptedLLM({"event_emotion": NEUTRAL, "reconcile": add_all, "resolve_entity": {"match_index": 0}})
 
+
+def scope_rows(km, store, user: Optional[str], record_types=("message", "fact")) -> dict[str, Any]:
+    """Every knowledge row of scope ``user`` (None: the agent's shared scope), per table, and
+    the store records of that user of ``record_types``: compared before and after another
+    user's calls, not one byte of the scope may change."""
+    t = km.runtime.tables
+    out: dict[str, Any] = {}
+    with km.runtime.backend.read() as conn:
+        for table in t.all_agent_tables():
+            if "user_id" not in table.c:
+                continue
+            cond = table.c.user_id.is_(None) if user is None else table.c.user_id == user
+            rows = conn.execute(sa.select(table).where(cond)).mappings().all()
+            out[table.name] = sorted(repr(sorted((k, repr(v)) for k, v in r.items())) for r in rows)
+    for rtype in record_types:
+        out[f"store:{rtype}"] = sorted(
+            (r.id, r.content, repr(r.metadata), r.thread_id, r.agent_id, r.expires_at)
+            for r in store.list(rtype, limit=None) if r.user_id == user)
+    return out

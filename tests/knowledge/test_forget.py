@@ -140,14 +140,20 @@ def test_forget_agent_erases_all_its_knowledge(setup):
     assert {r.user_id for r in store.list("memory")} == {ALICE, "u-bob"}
 
 
-def test_store_forget_refuses_when_knowledge_tables_are_not_erased(tmp_path):
+def _reopened_without_knowledge_memory(tmp_path):
+    """A store file holding Alice's knowledge (a fact of agent "a"), reopened without
+    KnowledgeMemory: no deletion hook erases its knowledge tables."""
     path = str(tmp_path / "k.db")
     store = SQLiteMemoryStore(path, embedder=HashEmbedder(384))
     km = KnowledgeMemory(store, None)
     km.add_fact("a", "Alice", "Alice likes tea", subject_type="person", user_id="alice")
     km.close()
     store.close()
-    store = SQLiteMemoryStore(path, embedder=HashEmbedder(384))
+    return SQLiteMemoryStore(path, embedder=HashEmbedder(384))
+
+
+def test_store_forget_refuses_when_knowledge_tables_are_not_erased(tmp_path):
+    store = _reopened_without_knowledge_memory(tmp_path)
     store.add(["x"], "memory", user_ids="alice")
     with pytest.raises(StoreError, match="knowledge tables"):
         store.forget(user_id="alice")
@@ -179,13 +185,7 @@ def test_a_user_profile_cascade_refuses_when_knowledge_tables_are_not_erased(tmp
     Bob reads). It is refused before anything is deleted, as forget is (red team 17; the
     Oracle engine's twin is in tests/oracle/test_colour_parity_fake.py). Bob's cascade on a
     store without knowledge tables, and hers with KnowledgeMemory open, run as before."""
-    path = str(tmp_path / "k.db")
-    store = SQLiteMemoryStore(path, embedder=HashEmbedder(384))
-    km = KnowledgeMemory(store, None)
-    km.add_fact("a", "Alice", "Alice likes tea", subject_type="person", user_id="alice")
-    km.close()
-    store.close()
-    store = SQLiteMemoryStore(path, embedder=HashEmbedder(384))
+    store = _reopened_without_knowledge_memory(tmp_path)
     store.add_user("alice", "Alice")
     store.add(["x"], "memory", user_ids="alice")
     with pytest.raises(StoreError, match="nothing was deleted"):

@@ -19,7 +19,7 @@ from oramem import jsonl
 from oramem.knowledge.ownership import owned_rows
 from oramem.sqlite._sqlite import sqlite3
 
-from .helpers import extract, write_keeper
+from .helpers import extract, scope_rows, write_keeper
 from .test_tenant_knowledge import env  # noqa: F401  (the fixture: store, KnowledgeMemory, LLM, clock)
 
 AGENT = "desk"
@@ -28,19 +28,7 @@ SECRET = "passport"
 
 def _alices_rows(km, store) -> dict[str, Any]:
     """Every row of Alice's scope, per knowledge table, plus her store records."""
-    t = km.runtime.tables
-    out: dict[str, Any] = {}
-    with km.runtime.backend.read() as conn:
-        for table in t.all_agent_tables():
-            if "user_id" not in table.c:
-                continue
-            rows = conn.execute(sa.select(table).where(table.c.user_id == "alice")).mappings().all()
-            out[table.name] = sorted((sorted((k, repr(v)) for k, v in r.items()) for r in rows), key=repr)
-    for rtype in ("message", "fact", "memory"):
-        out[f"store:{rtype}"] = sorted(
-            (r.id, r.content, repr(r.metadata), r.thread_id, r.agent_id, r.expires_at)
-            for r in store.list(rtype, limit=None, user_id="alice"))
-    return out
+    return scope_rows(km, store, "alice", ("message", "fact", "memory"))
 
 
 def _world(km, llm, clock) -> dict[str, str]:

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import sqlalchemy as sa
 
-from .helpers import extract
+from .helpers import extract, scope_rows
 from .test_tenant_knowledge import env  # noqa: F401  (the fixture: store, KnowledgeMemory, LLM, clock)
 
 AGENT = "desk"
@@ -26,20 +26,7 @@ SHARED = ("opens at 7", "SHAREDSUMMARY")
 
 
 def _scope(km, store, user: Optional[str]) -> dict[str, Any]:
-    """Every knowledge row of scope ``user`` (None: the shared scope), and its store records."""
-    t = km.runtime.tables
-    out: dict[str, Any] = {}
-    with km.runtime.backend.read() as conn:
-        for table in t.all_agent_tables():
-            if "user_id" not in table.c:
-                continue
-            cond = table.c.user_id.is_(None) if user is None else table.c.user_id == user
-            rows = conn.execute(sa.select(table).where(cond)).mappings().all()
-            out[table.name] = sorted(repr(sorted((k, repr(v)) for k, v in r.items())) for r in rows)
-    for rtype in ("message", "fact"):
-        records = [r for r in store.list(rtype, limit=None) if r.user_id == user]
-        out[f"store:{rtype}"] = sorted((r.id, r.content, repr(r.metadata), r.thread_id) for r in records)
-    return out
+    return scope_rows(km, store, user)
 
 
 def _world(km, llm, clock) -> None:

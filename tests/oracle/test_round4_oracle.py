@@ -34,6 +34,17 @@ def _alice_and_bob(pool, store_id):
     return store, vector, {"strategy": "vector", "k": 10, "query_vector": vector, "record_types": ["memory"]}
 
 
+def _both_refuse(cur, store_id, request, user) -> None:
+    """``search_json`` and ``list_json`` called with the scope ``user`` both raise -20002."""
+    import oracledb
+
+    with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
+        cur.callfunc("oramem_search.search_json", oracledb.DB_TYPE_CLOB, [store_id, json.dumps(request | {"user": user})])
+    with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
+        cur.callfunc("oramem_store.list_json", oracledb.DB_TYPE_CLOB,
+                     [store_id, json.dumps({"record_type": "memory", "user": user})])
+
+
 @pytest.mark.parametrize("user", MALFORMED, ids=["bare-id", "match-number", "value-number", "array"])
 def test_bobs_malformed_user_scope_is_refused_not_read_as_every_user(pool, conn, store_id, user):
     import oracledb
@@ -43,14 +54,8 @@ def test_bobs_malformed_user_scope_is_refused_not_read_as_every_user(pool, conn,
         scoped = json.loads(cur.callfunc("oramem_search.search_json", oracledb.DB_TYPE_CLOB, [
             store_id, json.dumps(request | {"user": {"match": "equals", "value": "bob"}})]).read())
         assert [hit["record"]["id"] for hit in scoped] == ["b1"]
-        # before the fix: no scope at all, Alice's record first
-        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
-            cur.callfunc("oramem_search.search_json", oracledb.DB_TYPE_CLOB,
-                         [store_id, json.dumps(request | {"user": user})])
-        # list_json refused the same shapes already
-        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
-            cur.callfunc("oramem_store.list_json", oracledb.DB_TYPE_CLOB,
-                         [store_id, json.dumps({"record_type": "memory", "user": user})])
+        # before the fix: no scope at all, Alice's record first (list_json refused these already)
+        _both_refuse(cur, store_id, request, user)
 
 
 # red-team round of 2026-12-06 j (helper red16): a scope value whose match is not ``equals``
@@ -65,17 +70,11 @@ IGNORED_VALUE = [
 
 @pytest.mark.parametrize("user", IGNORED_VALUE, ids=["no-match", "null-match", "any", "is-null"])
 def test_bobs_scope_value_without_equals_is_refused_not_read_as_every_user(pool, conn, store_id, user):
-    import oracledb
 
     store, vector, request = _alice_and_bob(pool, store_id)
     with conn.cursor() as cur:
         # before the fix: no user condition, Alice's record first
-        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
-            cur.callfunc("oramem_search.search_json", oracledb.DB_TYPE_CLOB,
-                         [store_id, json.dumps(request | {"user": user})])
-        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
-            cur.callfunc("oramem_store.list_json", oracledb.DB_TYPE_CLOB,
-                         [store_id, json.dumps({"record_type": "memory", "user": user})])
+        _both_refuse(cur, store_id, request, user)
     # the driver's own scopes still work
     assert [r.id for r in store.list("memory", user_id="bob")] == ["b1"]
     assert [r.id for r, _ in store.search(query_vector=vector, user_id="bob", record_types=["memory"])] == ["b1"]
