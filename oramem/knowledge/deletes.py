@@ -70,12 +70,11 @@ def _deleted_rows(conn: sa.Connection, t: KGTables) -> Iterator[dict[str, int]]:
         sa.event.remove(conn, "after_cursor_execute", after_execute)
 
 
-def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts,
-          before: Any = None) -> ErasureReport:
+def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts) -> ErasureReport:
     """Erase the actor of a ``forget`` event; rows deleted per table (this erasure's own
-    deletes: :func:`_deleted_rows`) and the store records to delete with them. ``before``:
-    the engine's snapshot (Oracle), unused: a forget's store cascade deletes no knowledge row
-    (``oramem_kg_jobs.on_store_delete`` leaves them to this eraser)."""
+    deletes: :func:`_deleted_rows`; a forget's store cascade deletes no knowledge row, as
+    ``oramem_kg_jobs.on_store_delete`` leaves them to this eraser on Oracle) and the store
+    records to delete with them."""
     records: list[tuple[str, str]] = []
     with _deleted_rows(conn, t) as gone:
         for agent in event.agent_ids:
@@ -191,15 +190,15 @@ class OracleEraser:
         self.key = ("knowledge", tables.store_id)
 
     def snapshot(self) -> dict[str, int]:
-        """Nothing to take: :func:`erase` counts its own deletes (a forget's cascade deletes
-        no knowledge row)."""
+        """Nothing to take (the engine's eraser protocol asks for one): :func:`erase` counts
+        its own deletes."""
         return {}
 
     def erase(self, event: DeletionEvent, before: dict[str, int]) -> "ErasureReport | None":
         if event.memory_store_id.upper() != self._tables.store_id:
             return None
         with self._engine.connect() as conn:
-            return erase(conn, self._tables, event, self._purge_facts, before)
+            return erase(conn, self._tables, event, self._purge_facts)
 
     def erase_cascade(self, event: DeletionEvent) -> None:
         """A user's profile cascade on Oracle (SC-13.3), in its transaction, after the store's

@@ -85,11 +85,17 @@ def update_fact_record(store: Any, fact_id: str, agent_id: str, md: dict[str, An
     them (SC-4.3): another agent's or user's fact record under the id (a row restored
     without its record, or imported under a record's id) is not the row's and gets none of
     its metadata. False when it was left alone."""
-    record = store.get("fact", fact_id)
-    if record is not None and (record.agent_id, record.user_id) != (agent_id, md.get("kg_user")):
+    if _foreign_record(store, "fact", fact_id, agent_id, md.get("kg_user")):
         return False
     store.update("fact", fact_id, metadata=md)
     return True
+
+
+def _foreign_record(store: Any, record_type: str, record_id: str, agent_id: str, user_id: Optional[str]) -> bool:
+    """Whether the store record under a knowledge row's id belongs to another agent or user
+    than the row (``agent_id``, ``user_id``): then it is not the row's own record."""
+    record = store.get(record_type, record_id)
+    return record is not None and (record.agent_id, record.user_id) != (agent_id, user_id)
 
 
 def delete_own_record(store: Any, record_type: str, record_id: str, agent_id: str, user_id: Optional[str]) -> bool:
@@ -97,8 +103,7 @@ def delete_own_record(store: Any, record_type: str, record_id: str, agent_id: st
     of the same agent and user. As for :func:`update_fact_record`, a record of another agent or
     user under the row's id (a row restored without its record) is not the row's and stays
     (SC-13.1). False when nothing was deleted."""
-    record = store.get(record_type, record_id)
-    if record is not None and (record.agent_id, record.user_id) != (agent_id, user_id):
+    if _foreign_record(store, record_type, record_id, agent_id, user_id):
         return False
     return bool(store.delete(record_type, record_id))
 
