@@ -25,7 +25,9 @@ A call with an argument the tool does not define is refused (nothing is silently
   take such a thread whole (SC-13.3), shared records included. A server without a user may
   write only where no user has records. On SQLite the check and the write are one ``BEGIN
   IMMEDIATE`` transaction; on Oracle another session can still write between them (read
-  committed).
+  committed). ``update_memory`` / ``delete_memory`` check the record's scope and write in one
+  transaction the same way: on SQLite no other writer can replace the record under its id
+  (another user's record under a chosen id, SC-4.3) between the check and the write.
 - ``forget`` erases the configured **user** and nothing else: her records on every agent and,
   with a ``KnowledgeMemory``, what the knowledge layer derived from them (SC-8.6). It never
   erases an agent (run ``oramem forget --agent ID`` for that) and takes no argument that widens
@@ -448,14 +450,16 @@ def build_server(
         if text is None and metadata is None:
             raise ValueError("give text and/or metadata to update")
         _client_metadata(metadata)
-        if await visible(record_type, record_id, scope(user_id, agent_id)) is None:
-            return {"updated": 0}
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = text
         if metadata is not None:
             changes["metadata"] = metadata
-        return {"updated": await store.update_async(record_type, record_id, **changes)}
+        chosen = scope(user_id, agent_id)
+        async with store.transaction_async():  # the check and the write commit together
+            if await visible(record_type, record_id, chosen) is None:
+                return {"updated": 0}
+            return {"updated": await store.update_async(record_type, record_id, **changes)}
 
     @server.tool()
     @_client_errors
@@ -463,9 +467,11 @@ def build_server(
         record_id: str, record_type: str = "memory", user_id: Optional[str] = None, agent_id: Optional[str] = None
     ) -> dict[str, Any]:
         """Delete one memory by id."""
-        if await visible(record_type, record_id, scope(user_id, agent_id)) is None:
-            return {"deleted": 0}
-        return {"deleted": await store.delete_async(record_type, record_id)}
+        chosen = scope(user_id, agent_id)
+        async with store.transaction_async():  # the check and the write commit together
+            if await visible(record_type, record_id, chosen) is None:
+                return {"deleted": 0}
+            return {"deleted": await store.delete_async(record_type, record_id)}
 
     @server.tool()
     @_client_errors

@@ -177,3 +177,40 @@ async def test_bobs_forget_status_on_oracle_does_not_tell_him_whether_others_hol
     shown = [{k: v for k, v in r["verification"].items() if k != "verified_at"} for r in receipts]
     assert shown[0] == shown[1]
     assert shown[0]["status"] == "withheld" and shown[0]["tokens_checked"] == 3
+
+
+@pytest.mark.parametrize("tool", ["update_memory", "delete_memory"])
+async def test_alices_update_or_delete_never_lands_in_bobs_record_swapped_in_after_the_scope_check(tmp_path, tool):
+    """The scope check and the write are one transaction: a second connection that replaces
+    Alice's record with Bob's under the same id (ids are the caller's to choose, SC-4.3) right
+    after the check waits for her call to commit; her call never changes or deletes his."""
+    import threading
+
+    path = str(tmp_path / "race.db")
+    with SQLiteMemoryStore(path, search_strategy="keyword") as st, \
+            SQLiteMemoryStore(path, search_strategy="keyword") as other:
+        [rid] = st.add(["Alice's note"], "memory", user_ids="alice", agent_ids=AGENT)
+        swapper = threading.Thread(target=lambda: (
+            other.delete("memory", rid),
+            other.add(["Bob's own note"], "memory", record_ids=[rid], user_ids="bob", agent_ids=AGENT),
+        ))
+        real_get = st.get_async
+
+        async def get_async(*args, **kwargs):
+            found = await real_get(*args, **kwargs)
+            if swapper.ident is None:  # the first check: let the swap land if nothing holds the lock
+                swapper.start()
+                swapper.join(0.5)
+            return found
+
+        st.get_async = get_async
+        arguments = {"record_id": rid}
+        if tool == "update_memory":
+            arguments["text"] = "Alice's edit"
+        async with Client(build_server(st, user_id="alice", agent_id=AGENT)) as alice:
+            result = await _call(alice, tool, **arguments)
+        swapper.join(10)
+        assert not swapper.is_alive()
+        assert result == ({"updated": 1} if tool == "update_memory" else {"deleted": 1})
+        record = other.get("memory", rid)
+        assert (record.user_id, record.content) == ("bob", "Bob's own note")  # his, as he wrote it, after her call

@@ -85,9 +85,10 @@ def update_fact_record(store: Any, fact_id: str, agent_id: str, md: dict[str, An
     them (SC-4.3): another agent's or user's fact record under the id (a row restored
     without its record, or imported under a record's id) is not the row's and gets none of
     its metadata. False when it was left alone."""
-    if _foreign_record(store, "fact", fact_id, agent_id, md.get("kg_user")):
-        return False
-    store.update("fact", fact_id, metadata=md)
+    with store.transaction():  # the check and the write commit together (SQLite: one writer)
+        if _foreign_record(store, "fact", fact_id, agent_id, md.get("kg_user")):
+            return False
+        store.update("fact", fact_id, metadata=md)
     return True
 
 
@@ -103,9 +104,10 @@ def delete_own_record(store: Any, record_type: str, record_id: str, agent_id: st
     of the same agent and user. As for :func:`update_fact_record`, a record of another agent or
     user under the row's id (a row restored without its record) is not the row's and stays
     (SC-13.1). False when nothing was deleted."""
-    if _foreign_record(store, record_type, record_id, agent_id, user_id):
-        return False
-    return bool(store.delete(record_type, record_id))
+    with store.transaction():  # the check and the write commit together (SQLite: one writer)
+        if _foreign_record(store, record_type, record_id, agent_id, user_id):
+            return False
+        return bool(store.delete(record_type, record_id))
 
 
 def store_fact_metadata_for(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, dict[str, Any]]:
