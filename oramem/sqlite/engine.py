@@ -417,6 +417,7 @@ class SQLiteEngine(Engine):
             event = DeletionEvent(
                 memory_store_id=tx.tables.store_id, records=cascade.records, thread_ids=cascade.thread_ids,
                 user_ids=cascade.user_ids, agent_ids=cascade.agent_ids, reason="forget", names=request.names,
+                actor_thread_ids=cascade.actor_thread_ids,
             )
             reports = [r for r in (hook(tx.conn, event) for hook in list(self._hooks)) if isinstance(r, ErasureReport)]
             if not reports and has_knowledge_tables(tx.conn, tx.tables.store_id):
