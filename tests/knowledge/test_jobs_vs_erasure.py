@@ -238,3 +238,26 @@ def test_the_oracle_forget_event_carries_her_threads_to_the_eraser(km, llm, cloc
         deletes.erase(conn, km._tables, event, deletes.purger(km.runtime))
     (left,) = _jobs(km)
     assert left["user_id"] == "bob" and "zanzibar" not in str(left["payload_json"])
+
+
+def test_a_reprocess_in_flight_when_she_is_erased_stores_nothing_of_hers(km, llm, clock, store):
+    """KC-7.3 / KC-3.10: ``reprocess_event`` reads her failed event, asks the model, then
+    commits in a second transaction. Her erasure commits in between (deterministic: the
+    extract route runs it). Before, the reprocess stored her facts, entities, aliases, links
+    and a fact record after her ``forget``; now it raises and stores nothing."""
+    from oramem.knowledge.errors import ConflictError
+
+    from .helpers import extract
+
+    def down(payload):
+        raise RuntimeError("model down")
+
+    llm.route("extract", down)
+    failed = km.write("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice")
+    assert not failed.success and failed.event_id
+    llm.route("extract", _erase_then(store, extract(
+        [("Alice", "person"), ("Zanzibar", "place")], [("Alice", "Alice hides her passport in Zanzibar", "hiding_place")])))
+    with pytest.raises(ConflictError, match="erased"):
+        km.reprocess_event("a1", failed.event_id, user_id="alice")
+    assert _hers(km) == {}
+    assert not [r for t in ("fact", "message") for r in store.list(t, limit=None) if "Zanzibar" in (r.content or "")]
