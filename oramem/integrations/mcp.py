@@ -448,14 +448,15 @@ def build_server(
         if text is None and metadata is None:
             raise ValueError("give text and/or metadata to update")
         _client_metadata(metadata)
-        if await visible(record_type, record_id, scope(user_id, agent_id)) is None:
-            return {"updated": 0}
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = text
         if metadata is not None:
             changes["metadata"] = metadata
-        return {"updated": await store.update_async(record_type, record_id, **changes)}
+        async with store.transaction_async():  # the scope check and the update commit together
+            if await visible(record_type, record_id, scope(user_id, agent_id)) is None:
+                return {"updated": 0}
+            return {"updated": await store.update_async(record_type, record_id, **changes)}
 
     @server.tool()
     @_client_errors
@@ -463,9 +464,10 @@ def build_server(
         record_id: str, record_type: str = "memory", user_id: Optional[str] = None, agent_id: Optional[str] = None
     ) -> dict[str, Any]:
         """Delete one memory by id."""
-        if await visible(record_type, record_id, scope(user_id, agent_id)) is None:
-            return {"deleted": 0}
-        return {"deleted": await store.delete_async(record_type, record_id)}
+        async with store.transaction_async():  # the scope check and the delete commit together
+            if await visible(record_type, record_id, scope(user_id, agent_id)) is None:
+                return {"deleted": 0}
+            return {"deleted": await store.delete_async(record_type, record_id)}
 
     @server.tool()
     @_client_errors
