@@ -98,3 +98,41 @@ def test_bobs_mcp_update_or_delete_never_touches_alices_record_under_the_freed_i
             t.join()
         left = other.get("memory", rid)
         assert left is not None and (left.user_id, left.content) == ("alice", "Alice's locker code is 7788")
+
+
+def test_bobs_session_pop_never_takes_alices_message_under_the_freed_id(tmp_path, monkeypatch):
+    """The OpenAI Agents session's ``pop_item`` looks up Bob's newest message, then deletes it by
+    id; when it went meanwhile (his other pop) and Alice's message in the shared conversation
+    took its id (an app restoring messages with their ids), the pop deleted hers."""
+    require_extra("agents", "openai-agents")
+    from oramem.integrations.openai_agents import OramemSession
+
+    path = tmp_path / "oa.db"
+    with _open(path) as store, _open(path) as other:
+        (mid,) = store.add(["bob: see you at 5"], "message", thread_ids="chat", user_ids="bob", agent_ids="desk",
+                           roles="user")
+        started: list[threading.Thread] = []
+
+        def swap():
+            other.delete("message", mid)
+            other.add(["alice: my flat key is under the mat"], "message", record_ids=mid, thread_ids="chat",
+                      user_ids="alice", agent_ids="desk", roles="user")
+
+        real_list_async = store.list_async
+
+        async def list_async(*a, **kw):
+            found = await real_list_async(*a, **kw)
+            if any(r.id == mid for r in found) and not started:
+                t = threading.Thread(target=swap)
+                started.append(t)
+                t.start()
+                t.join(timeout=1.0)
+            return found
+
+        monkeypatch.setattr(store, "list_async", list_async)
+        session = OramemSession("chat", store, user_id="bob", agent_id="desk")
+        asyncio.run(session.pop_item())
+        for t in started:
+            t.join()
+        left = other.get("message", mid)
+        assert left is not None and left.user_id == "alice"
