@@ -267,6 +267,9 @@ class ExportScope:
     kind: str
     ids: tuple[str, ...]
     records: list[Record]
+    #: ``"user"``: the threads the user's ``forget`` removes whole (her private threads,
+    #: SC-13.3), whose knowledge rows of no user go with them (KC-3.10)
+    removed_threads: tuple[str, ...] = ()
 
     @property
     def keys(self) -> set[tuple[str, str]]:
@@ -342,6 +345,7 @@ def select_scope(store: Any, kind: str, ids: Sequence[str]) -> ExportScope:
         return [r for t in _SCOPED_ORDER for r in store.list(t, limit=None, **scope)]
 
     threads = {r.id: r for r in store.list("thread", limit=None)}  # unscoped type: every thread row
+    removed: set[str] = set()
     for sid in wanted:
         if kind == "thread":
             take([threads[sid]] if sid in threads else [])
@@ -363,7 +367,8 @@ def select_scope(store: Any, kind: str, ids: Sequence[str]) -> ExportScope:
             if all(r.user_id in (None, sid) for r in members):
                 take(members)
                 take([row] if row is not None and row.user_id in (None, sid) else [])
-    scope = ExportScope(kind, wanted, [])
+                removed.add(tid)
+    scope = ExportScope(kind, wanted, [], tuple(sorted(removed)))
     scope.add(chosen.values())
     return scope
 
@@ -808,7 +813,7 @@ def knowledge_scope(engine: Any, store: Any, scope: ExportScope) -> dict[str, se
                 "open the store once with KnowledgeMemory (schema_policy CREATE_IF_NECESSARY upgrades it in place), or "
                 "export the records alone with --no-knowledge; nothing was written")
     with engine.connect() as conn:
-        rows = owned_rows(conn, tables, scope.kind, scope.ids, scope.keys)
+        rows = owned_rows(conn, tables, scope.kind, scope.ids, scope.keys, threads=scope.removed_threads)
     if scope.kind == "user":  # the knowledge store records forget deletes with her rows (ErasureReport.records)
         have = scope.keys
         extra = [r for rtype, table in (("fact", tables.fact), ("message", tables.event))

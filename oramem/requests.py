@@ -270,6 +270,11 @@ class DeletionEvent:
     #: them, SC-4.3, so a hook matching its own rows by id checks the owner too). Empty when
     #: the engine does not say (older events): hooks then match by ``(type, id)`` alone.
     scopes: tuple[tuple[Optional[str], Optional[str]], ...] = ()
+    #: an actor's cascade and ``forget``: every thread that held a record of the erased
+    #: actor (its own records, the thread rows aside), those removed whole (``thread_ids``)
+    #: and those that stay, so a layer above can take the actor's words out of what it
+    #: copied from those conversations (queued writes' context, KC-3.10). Empty otherwise.
+    actor_thread_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

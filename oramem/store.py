@@ -854,11 +854,12 @@ class OracleMemoryStore(IMemoryStore):
         )
         if to_embed is not None:
             request = norm.with_query_vector(request, norm.embed([to_embed], is_query=True)[0])
-        results = _as_float(self._engine.search(request))
         from .trust import audit  # SC-16.1: the retrieval audit's entry
 
-        if audit.wanted(self):
-            audit.after_search(self, request, query, results)
+        guard = audit.guard(self, request) if audit.wanted(self) else None  # SC-16.6: before the read
+        results = _as_float(self._engine.search(request))
+        if guard is not None:
+            audit.after_search(self, request, query, results, guard)
         return results
 
     async def search_async(self, query: Optional[str] = None, k: int = 10, *, query_vector: Any = None, thread_id: Optional[str] = None, user_id: Optional[str] = None,
@@ -873,11 +874,12 @@ class OracleMemoryStore(IMemoryStore):
         if to_embed is not None:
             vec = (await norm.embed_async([to_embed], is_query=True))[0]
             request = norm.with_query_vector(request, vec)
-        results = _as_float(await self._engine.search_async(request))
         from .trust import audit  # SC-16.1
 
-        if await audit.wanted_async(self):
-            await audit.after_search_async(self, request, query, results)
+        guard = await asyncio.to_thread(audit.guard, self, request) if await audit.wanted_async(self) else None
+        results = _as_float(await self._engine.search_async(request))
+        if guard is not None:
+            await audit.after_search_async(self, request, query, results, guard)
         return results
 
     # -- update / delete ---------------------------------------------------------------------
@@ -979,9 +981,9 @@ class OracleMemoryStore(IMemoryStore):
 
         request = self._forget_request(user_id, agent_id, names)
         plan = erasure.prepare(self, *self._forget_subject(request))
-        audited = _audit_forgotten(self, request)  # SC-16.6: before the erasure's checkpoint and scan
+        # SC-16.6: the engine erases the actor's audit entries in the erasure's transaction
         counts = self._engine.forget(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
-        return erasure.finish(self, plan, {**counts, **audited})
+        return erasure.finish(self, plan, counts)
 
     async def forget_async(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
         await self._na()
@@ -989,9 +991,8 @@ class OracleMemoryStore(IMemoryStore):
 
         request = self._forget_request(user_id, agent_id, names)
         plan = await asyncio.to_thread(erasure.prepare, self, *self._forget_subject(request))
-        audited = await asyncio.to_thread(_audit_forgotten, self, request)
         counts = await self._engine.forget_async(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
-        return await asyncio.to_thread(erasure.finish, self, plan, {**counts, **audited})
+        return await asyncio.to_thread(erasure.finish, self, plan, counts)
 
     @staticmethod
     def _forget_subject(request: ForgetRequest) -> tuple[str, str]:
@@ -1087,14 +1088,6 @@ def _with_call_hints(function: Any, hints: Mapping[str, str]) -> Any:
                 raise
             raise better from None
     return hinted
-
-
-def _audit_forgotten(store: Any, request: ForgetRequest) -> dict[str, int]:
-    """SC-16.6: the forgotten subject's retrieval-audit entries go too (counted in the receipt)."""
-    from .trust.audit import forget_entries
-
-    erased = forget_entries(store, *OracleMemoryStore._forget_subject(request))
-    return {"oramem_audit_log": erased} if erased else {}
 
 
 def _as_float(results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:

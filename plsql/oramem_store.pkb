@@ -1200,6 +1200,8 @@ AS
       l_agents   vc_tab_t;
       l_ragents  vc_tab_t;   -- agent_id / user_id of each deleted record (the event's scopes)
       l_rusers   vc_tab_t;
+      l_athreads vc_tab_t;   -- the threads holding one of the actor's own records (actor_thread_ids)
+      l_tarr     JSON_ARRAY_T;
       l_exps     ts_tab_t;
       l_now      TIMESTAMP(6) := oramem_registry.utc_now;
       l_event    JSON_OBJECT_T;
@@ -1258,6 +1260,15 @@ AS
             || ' WHERE o.thread_id = p.thread_id AND o.record_type <> ''thread'' AND ' || l_other
             || ' AND (o.expires_at IS NULL OR o.expires_at > :n))'
             BULK COLLECT INTO l_threads USING in_record_id, in_record_id, l_now;
+         -- every thread holding one of the actor's own records (the thread rows aside:
+         -- opening a thread is not writing in it), removed whole or not: the event's
+         -- actor_thread_ids (KC-3.10: the knowledge eraser takes the actor's words out of the
+         -- context other scopes' queued writes copied from those conversations; as the
+         -- SQLite engine, mutations.actor_thread_ids)
+         EXECUTE IMMEDIATE
+            'SELECT DISTINCT r.thread_id FROM ' || l_rec_tab || ' r'
+            || ' WHERE r.' || l_col || ' = :1 AND r.thread_id IS NOT NULL AND r.record_type <> ''thread'''
+            BULK COLLECT INTO l_athreads USING in_record_id;
          -- SC-13.2: a thread row naming the actor (it opened the thread) in a thread that
          -- stays keeps existing, without the actor's id
          EXECUTE IMMEDIATE
@@ -1300,6 +1311,11 @@ AS
          l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
                                l_agents, l_ragents, l_rusers,
                                CASE WHEN in_reason = 'forget' THEN 'forget' ELSE 'cascade' END);
+         l_tarr := JSON_ARRAY_T();
+         FOR i IN 1 .. l_athreads.COUNT LOOP
+            l_tarr.append(l_athreads(i));
+         END LOOP;
+         l_event.put('actor_thread_ids', l_tarr);
          IF in_reason = 'forget' AND in_names IS NOT NULL THEN
             l_event.put('names', JSON_ARRAY_T.parse(in_names));   -- N4: the hook sees the names
          END IF;

@@ -52,7 +52,9 @@ class ThreadScope:
         return records
 
     def pop(self):
-        """Delete and return the scope's newest conversation message (None when there is none)."""
+        """Delete and return the scope's newest conversation message (None when there is none);
+        run it in one transaction (between the lookup and the delete, another scope's record
+        could take the id of this scope's message deleted meanwhile)."""
         while True:
             newest = yield from self.messages(1)
             if not newest:

@@ -182,7 +182,9 @@ class OramemVectorStore(VectorStore):
         return run_sync(self._store, self._get_plan(ids))
 
     def delete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
-        return run_sync(self._store, self._delete_plan(ids))
+        # one transaction: the scope check and the delete commit together (ids are the caller's:
+        # between them another scope's record could take an id this scope's record just freed)
+        return run_sync_in_transaction(self._store, self._delete_plan(ids))
 
     def similarity_search_with_score(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
         return run_sync(self._store, self._search(query, k, filter, strategy))
@@ -205,7 +207,7 @@ class OramemVectorStore(VectorStore):
         return await run_async(self._store, self._get_plan(ids))
 
     async def adelete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
-        return await run_async(self._store, self._delete_plan(ids))
+        return await run_async_in_transaction(self._store, self._delete_plan(ids))
 
     async def asimilarity_search_with_score(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
         return await run_async(self._store, self._search(query, k, filter, strategy))

@@ -110,7 +110,8 @@ class OramemSession:
         await run_async_in_transaction(self._store, self._add(items))
 
     async def pop_item(self) -> Optional[Any]:
-        return await run_async(self._store, self._pop())
+        # the newest item's lookup and its delete in one transaction (ThreadScope.pop)
+        return await run_async_in_transaction(self._store, self._pop())
 
     async def clear_session(self) -> None:
         await run_async_in_transaction(self._store, self._scope.clear())

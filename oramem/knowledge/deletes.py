@@ -77,6 +77,7 @@ def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: P
     records to delete with them."""
     records: list[tuple[str, str]] = []
     with _deleted_rows(conn, t) as gone:
+        words = _actor_words(conn, t, event)  # read before her rows go
         for agent in event.agent_ids:
             for table in t.all_agent_tables() + [t.agent, t.job]:
                 conn.execute(sa.delete(table).where(table.c.agent_id == agent))
@@ -84,6 +85,7 @@ def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: P
             records = _erase_user(conn, t, event, purge_facts)
         for batch in reads.chunked(list(event.thread_ids)):  # her private threads, gone whole (SC-13.3)
             _leave_removed_threads(conn, t, event, batch)
+        _strip_queued_context(conn, t, event, words)
     return ErasureReport(dict(gone), tuple(records))
 
 
@@ -334,6 +336,7 @@ def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, p
     it every row (``oramem_store.delete_record_json`` ``in_reason => 'erase'``)."""
     fact_ids = _own_rows(conn, t.fact, event, "fact")
     msg_ids = _own_rows(conn, t.event, event, "message")
+    words = _actor_words(conn, t, event)  # an actor's cascade: read before its rows go
     if event.reason == "cascade" and event.user_ids:
         # SC-13.3: a user's profile cascade erases her as ``forget`` does (KC-3.10): the
         # rows of her scope that have no store record (entities, aliases, edges,
@@ -355,6 +358,7 @@ def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, p
         for table in t.all_agent_tables():
             conn.execute(sa.delete(table).where(table.c.agent_id == agent))
         conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent))
+    _strip_queued_context(conn, t, event, words)
 
 
 def _own_rows(conn: sa.Connection, table: sa.Table, event: DeletionEvent, record_type: str) -> list[str]:
@@ -391,13 +395,89 @@ def _leave_removed_threads(conn: sa.Connection, t: KGTables, event: DeletionEven
     # deleted conversation back (a worker holding one of them loses its lease check and
     # rolls back)
     conn.execute(sa.delete(j).where(j.c.session_id.in_(batch), _of_removed_thread(j, event)))
-    if event.reason in ("cascade", "forget"):
-        # another user's queued write into the thread stays (it is his), but not the turns
-        # of the removed conversation copied into it as its context (``recent_messages``:
-        # the erased user's words, which its extraction would read and its row would keep)
-        for jid, payload in conn.execute(sa.select(j.c.id, j.c.payload_json).where(j.c.session_id.in_(batch))).all():
-            if isinstance(payload, dict) and payload.get("recent_messages"):
-                conn.execute(sa.update(j).where(j.c.id == jid).values(payload_json={**payload, "recent_messages": []}))
+    # another user's queued write into the thread stays (it is his), but not the turns of the
+    # removed conversation copied into it as its context: _strip_queued_context
+
+
+#: a text of the erased actor this long or longer is found inside a queued write's context
+#: entry too ("Alice: <her message>"); a shorter one ("ok") only as the whole entry
+_CONTAINED_MIN_CHARS = 12
+
+
+def _norm_words(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _actor_words(conn: sa.Connection, t: KGTables, event: DeletionEvent) -> set[str]:
+    """An actor's cascade or ``forget``: the texts of the erased actor's messages the knowledge
+    tables hold (its events, the events of its erased message records, its queued writes'
+    messages), normalised, read before they go; empty when no queued write of another scope
+    carries a context (``recent_messages``) they could be copied into."""
+    if event.reason not in ("cascade", "forget") or not (event.user_ids or event.agent_ids):
+        return set()
+    ev, j = t.event, t.job
+    if not _contexts(conn, t, event):
+        return set()
+    if event.user_ids:
+        users = set(event.user_ids)
+        erased = {rid for rtype, rid in event.records if rtype == "message"}
+        ev_cond = sa.or_(reads.any_in(ev.c.user_id, users), sa.and_(reads.any_in(ev.c.id, erased), ev.c.user_id.is_(None)))
+        job_cond = reads.any_in(j.c.user_id, users)
+    else:
+        ev_cond = reads.any_in(ev.c.agent_id, set(event.agent_ids))
+        job_cond = reads.any_in(j.c.agent_id, set(event.agent_ids))
+    texts = [r[0] for r in conn.execute(sa.select(ev.c.text).where(ev_cond))]
+    texts += [p.get("message") for (p,) in conn.execute(sa.select(j.c.payload_json).where(job_cond))
+              if isinstance(p, dict)]
+    return {_norm_words(x) for x in texts if isinstance(x, str) and x.strip()}
+
+
+def _contexts(conn: sa.Connection, t: KGTables, event: DeletionEvent) -> list[Any]:
+    """The queued writes of other scopes that carry a context: ``(id, status, session_id,
+    payload)`` of every job not ``done`` (a done job keeps no message or context) whose
+    payload has ``recent_messages``, the erased actor's own jobs aside (they go)."""
+    j = t.job
+    own = (reads.any_in(j.c.user_id, set(event.user_ids)) if event.user_ids
+           else reads.any_in(j.c.agent_id, set(event.agent_ids)))
+    rows = conn.execute(sa.select(j.c.id, j.c.status, j.c.session_id, j.c.payload_json)
+                        .where(j.c.status != "done", sa.or_(sa.not_(own), j.c.user_id.is_(None))
+                               if event.user_ids else sa.not_(own))).all()
+    return [r for r in rows if isinstance(r[3], dict) and r[3].get("recent_messages")]
+
+
+def _strip_queued_context(conn: sa.Connection, t: KGTables, event: DeletionEvent, words: set[str]) -> None:
+    """KC-3.10: after an actor's cascade or ``forget``, no queued write keeps the erased
+    actor's words in its context (``recent_messages``: turns its writer copied from a
+    conversation, plain strings that name no speaker). A queued write of another scope stays
+    (its message is its writer's, and runs on what remains), but in a thread that held one of
+    the actor's records (``event.actor_thread_ids``, removed whole or shared) its whole context
+    goes: the turns cannot be told apart, and each is a copy (the other writers' turns stay
+    in the store as their records). Elsewhere an entry goes when it is one of the actor's
+    message texts (:func:`_actor_words`). A write a worker is running with the old context
+    loses its claim (back to ``pending``, the attempt not counted): its commit finds the job
+    no longer its own and rolls back (``queue.mark_done``, ``LostClaim``), and the next
+    attempt reads the context without her words."""
+    if event.reason not in ("cascade", "forget") or not (event.user_ids or event.agent_ids):
+        return
+    threads = set(event.actor_thread_ids) | set(event.thread_ids)
+    j = t.job
+    for jid, status, session_id, payload in _contexts(conn, t, event):
+        context = list(payload.get("recent_messages") or [])
+        if session_id in threads:
+            kept: list[Any] = []
+        else:
+            kept = [m for m in context if not (isinstance(m, str) and _is_theirs(_norm_words(m), words))]
+        if kept == context:
+            continue
+        values: dict[str, Any] = {"payload_json": {**payload, "recent_messages": kept}}
+        if status == "running":
+            values.update(status="pending", worker_id=None, lease_until=None,
+                          attempts=sa.case((j.c.attempts > 0, j.c.attempts - 1), else_=0))
+        conn.execute(sa.update(j).where(j.c.id == jid).values(**values))
+
+
+def _is_theirs(entry: str, words: set[str]) -> bool:
+    return entry in words or any(len(w) >= _CONTAINED_MIN_CHARS and w in entry for w in words)
 
 
 def _of_removed_thread(table: sa.Table, event: Any) -> sa.ColumnElement[bool]:

@@ -90,12 +90,15 @@ def _ids(conn: sa.Connection, table: sa.Table, cond: Any) -> set[tuple[Any, Opti
 
 
 def owned_rows(conn: sa.Connection, t: KGTables, kind: str, ids: Iterable[str],
-               records: Iterable[tuple[str, str]]) -> dict[str, set[Any]]:
+               records: Iterable[tuple[str, str]], *, threads: Iterable[str] = ()) -> dict[str, set[Any]]:
     """The knowledge rows of a scope, by table name: the primary keys of the rows that
     ``forget(user_id=U)`` (``kind`` ``"user"``), ``forget(agent_id=A)`` (``"agent"``) or
     ``delete_thread(T)`` (``"thread"``) removes for each of ``ids``, with ``records`` the
     store records (``(record_type, id)``) that operation removes (the export's records).
-    For a user, rows of another user's scope are left out (module docstring)."""
+    For a user, rows of another user's scope are left out (module docstring), and
+    ``threads`` are the threads her ``forget`` removes whole (her private threads, SC-13.3):
+    the session observations, intentions and queued writes of no user naming them go with
+    them (``deletes._leave_removed_threads``), so they are hers here too."""
     wanted = set(ids)
     if kind not in SCOPE_KINDS:
         raise ValueError(f"kind must be one of {', '.join(SCOPE_KINDS)}, got {kind!r}")
@@ -141,4 +144,8 @@ def owned_rows(conn: sa.Connection, t: KGTables, kind: str, ids: Iterable[str],
     }
     for table in (t.alias, t.entity, t.intention, t.job):
         found[table] = _ids(conn, table, mine(table))
+    removed = set(threads)
+    for table, column in ((t.session_observation, t.session_observation.c.session_id),
+                          (t.intention, t.intention.c.source_context), (t.job, t.job.c.session_id)):
+        found[table] |= _ids(conn, table, sa.and_(reads.any_in(column, removed), table.c.user_id.is_(None)))
     return {table.name: {pk for pk, user in rows if user is None or user in wanted} for table, rows in found.items()}

@@ -554,6 +554,7 @@ class OracleEngine(Engine):
             agent_ids=tuple(event.get("agent_ids") or ()),
             reason=reason,
             names=names,
+            actor_thread_ids=tuple(event.get("actor_thread_ids") or ()),
         )
 
     @staticmethod

@@ -4,9 +4,12 @@ store is dropped or recreated."""
 
 from __future__ import annotations
 
-from ._sqlite import sqlite3
+from typing import Iterable
 
-__all__ = ["AUDIT_TABLE", "AUDIT_DDL", "audit_exists", "drop_entries"]
+from ._sqlite import sqlite3
+from .erasure import LOG_TABLE
+
+__all__ = ["AUDIT_TABLE", "AUDIT_DDL", "audit_exists", "drop_entries", "erase_subject", "tombstones"]
 
 AUDIT_TABLE = "oramem_audit_log"
 AUDIT_DDL = (
@@ -29,3 +32,25 @@ def drop_entries(conn: sqlite3.Connection, store_id: str) -> None:
     """Inside the transaction that drops (or recreates) the store."""
     if audit_exists(conn):
         conn.execute(f"DELETE FROM {AUDIT_TABLE} WHERE store_id = ?", (store_id,))
+
+
+def erase_subject(conn: sqlite3.Connection, store_id: str, kind: str, subject_id: str) -> int:
+    """Inside ``forget``'s transaction: the entries made in the erased subject's scope
+    (SC-16.6); ``kind`` is ``"user"`` or ``"agent"``."""
+    if not audit_exists(conn):
+        return 0
+    column = "user_id" if kind == "user" else "agent_id"  # one of two fixed names
+    return int(conn.execute(f"DELETE FROM {AUDIT_TABLE} WHERE store_id = ? AND {column} = ?",
+                            (store_id, subject_id)).rowcount)
+
+
+def tombstones(conn: sqlite3.Connection, store_id: str, subject_hashes: Iterable[str]) -> set[str]:
+    """The receipt ids of the store's erasure-log rows (SC-14.3) whose subject hash is one of
+    ``subject_hashes``: the erasures of those subjects so far."""
+    hashes = sorted(set(subject_hashes))
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (LOG_TABLE,)).fetchone()
+    if not hashes or exists is None:
+        return set()
+    marks = ", ".join("?" for _ in hashes)
+    return {row[0] for row in conn.execute(
+        f"SELECT receipt_id FROM {LOG_TABLE} WHERE store_id = ? AND subject_hash IN ({marks})", (store_id, *hashes))}

@@ -32,6 +32,7 @@ from ..requests import (
     UpdateRequest,
 )
 from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
+from . import audit as audit_log
 from . import erasure as erasure_log
 from . import mutations, sidecar
 from .options import read_options, write_option
@@ -417,6 +418,7 @@ class SQLiteEngine(Engine):
             event = DeletionEvent(
                 memory_store_id=tx.tables.store_id, records=cascade.records, thread_ids=cascade.thread_ids,
                 user_ids=cascade.user_ids, agent_ids=cascade.agent_ids, reason="forget", names=request.names,
+                actor_thread_ids=cascade.actor_thread_ids,
             )
             reports = [r for r in (hook(tx.conn, event) for hook in list(self._hooks)) if isinstance(r, ErasureReport)]
             if not reports and has_knowledge_tables(tx.conn, tx.tables.store_id):
@@ -427,7 +429,14 @@ class SQLiteEngine(Engine):
             mutations.delete_keys(tx, [key for r in reports for key in r.records])
             if request.tombstone is not None:  # SC-14.3: the tombstone commits with the erasure
                 erasure_log.write_tombstone(tx.conn, tx.tables.store_id, request.tombstone)
+            # SC-16.6: the audit entries of the actor's scope, in the erasure's transaction: an
+            # audited read that committed its entry before this erasure loses it here, and one
+            # that read before it and writes after finds the tombstone (trust.audit)
+            kind = "user" if request.user_id is not None else "agent"
+            audited = audit_log.erase_subject(tx.conn, tx.tables.store_id, kind, actor)
             counts = dict(tx.erased)
+            if audited:
+                counts[audit_log.AUDIT_TABLE] = audited
             for report in reports:
                 for table, n in report.tables.items():
                     counts[table] = counts.get(table, 0) + int(n)

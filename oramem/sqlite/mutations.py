@@ -419,6 +419,16 @@ def release_actor(tx: WriteTx, column: str, actor: str) -> list[str]:
     return sorted(private)
 
 
+def actor_thread_ids(tx: WriteTx, column: str, actor: str) -> tuple[str, ...]:
+    """Every thread holding one of the actor's own records (the thread rows aside: opening a
+    thread is not writing in it), before its cascade: the event's ``actor_thread_ids``
+    (KC-3.10, a layer above takes the actor's words out of what it copied from them)."""
+    assert column in ("user_id", "agent_id")
+    return tuple(row[0] for row in tx.conn.execute(
+        f"SELECT DISTINCT thread_id FROM {tx.tables.records} WHERE {column} = ? AND thread_id IS NOT NULL "
+        "AND record_type <> 'thread' ORDER BY thread_id", (actor,)))
+
+
 def _other_actor(alias: str, column: str) -> str:
     """The rows of ``alias`` that carry another value of ``column`` than ``:actor``: for a
     user another user (a row without a user is not another user's, SC-13.3), for an agent
@@ -456,8 +466,10 @@ def delete_record(tx: WriteTx, record_type: str, record_id: str, cascade: bool) 
     thread_ids: list[str] = []
     users: tuple[str, ...] = ()
     agents: tuple[str, ...] = ()
+    actor_threads: tuple[str, ...] = ()
     if cascade and record_type in PROFILE_TYPES:
         column = "user_id" if record_type == "user_profile" else "agent_id"  # one of two fixed names
+        actor_threads = actor_thread_ids(tx, column, record_id)
         thread_ids = release_actor(tx, column, record_id)
         victims += cascade_victims(tx, column, record_id, thread_ids)
         users, agents = ((record_id,), ()) if record_type == "user_profile" else ((), (record_id,))
@@ -471,6 +483,7 @@ def delete_record(tx: WriteTx, record_type: str, record_id: str, cascade: bool) 
             user_ids=users,
             agent_ids=agents,
             reason="cascade" if (users or agents) else "delete",
+            actor_thread_ids=actor_threads,
         )
     return (1 if visible else 0), event
 

@@ -213,6 +213,11 @@ class VectorCache:
         self.ann = None
         self._next_key = 0
         self.saved_version = None
+        # the scope code table is rebuilt from the rows: the old one holds the actor ids of
+        # every row this cache ever held, an erased user's among them when another store
+        # object erased her since the last load, and the sidecar written from this cache
+        # saves the whole table (her id back on disk after her erasure)
+        self._codes = {}
         fetch = getattr(rows, "fetchmany", None)
         if fetch is None:
             iterator = iter(rows)

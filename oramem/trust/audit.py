@@ -21,7 +21,15 @@ Decisions (SC-16):
   pipeline's duplicates check) are not entries of their own: the retrieve's entry names the
   facts it served;
 - entries older than ``ttl_days`` are deleted by ``purge_expired`` (and :func:`purge`);
-  ``forget(user_id=U)`` deletes U's entries; dropping the store drops its entries.
+  ``forget(user_id=U)`` deletes U's entries in the erasure's own transaction; dropping the store
+  drops its entries;
+- nothing of an erased subject is written after the erasure: a search or retrieve of U's (or
+  agent A's) scope notes, before it reads, which erasures of U and A the erasure log holds
+  (:func:`guard`); its entry's transaction looks again, and when an erasure of U or A committed
+  in between (its tombstone is in the log) the entry is not written and the read fails with
+  ``StoreError`` (its results were read before her erasure; the caller searches again). SQLite
+  serialises the two writes, so either the erasure deletes an entry committed before it, or
+  the entry's check sees the erasure's tombstone.
 SQLite only: enabling the audit on another engine raises ``CapabilityError`` (not done on Oracle).
 """
 
@@ -37,8 +45,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator, Optional, Sequence
 
+from ..errors import StoreError
 from ..sqlite._sqlite import sqlite3
-from ..sqlite.audit import AUDIT_DDL, AUDIT_TABLE, audit_exists as _exists, drop_entries
+from ..sqlite.audit import AUDIT_DDL, AUDIT_TABLE, audit_exists as _exists, drop_entries, tombstones
 
 __all__ = [
     "AUDIT_OPTION", "AuditEntry", "AuditSettings", "audit_settings", "set_audit", "set_audit_async",
@@ -236,10 +245,55 @@ def begin() -> str:
     return rid
 
 
-def _write(store: Any, entry: AuditEntry) -> None:
+@dataclass(frozen=True)
+class ReadGuard:
+    """Taken before an audited read (:func:`guard`): whether the audit is on, the erasure
+    subjects of the read's scope (``("user", U)``, ``("agent", A)``) and the receipt ids of
+    their erasures the log held then."""
+
+    enabled: bool
+    subjects: tuple[tuple[str, str], ...] = ()
+    seen: frozenset[str] = frozenset()
+
+
+def _subject_erasures(conn: sqlite3.Connection, store_id: str, subjects: Sequence[tuple[str, str]]) -> set[str]:
+    from ..sqlite.options import read_options
+    from .erasure import SALT_OPTION, subject_hash
+
+    salt = read_options(conn, store_id).get(SALT_OPTION)  # the erasures' salt (SC-14.1), read in this transaction
+    if not subjects or not isinstance(salt, str):
+        return set()
+    return tombstones(conn, store_id, [subject_hash(salt, kind, sid) for kind, sid in subjects])
+
+
+def _guard(store: Any, user_id: Optional[str], agent_id: Optional[str]) -> ReadGuard:
+    if _INTERNAL.get() or not audit_settings(store).enabled:
+        return ReadGuard(False)
+    subjects = tuple((kind, sid) for kind, sid in (("user", user_id), ("agent", agent_id)) if sid is not None)
+    if not subjects:
+        return ReadGuard(True)
+    with _engine(store)._read("audit") as (conn, tables, _):
+        return ReadGuard(True, subjects, frozenset(_subject_erasures(conn, tables.store_id, subjects)))
+
+
+def guard(store: Any, request: Any) -> ReadGuard:
+    """Before a store search (SC-16.6): see :class:`ReadGuard`."""
+    return _guard(store, _scope_value(request.user), _scope_value(request.agent))
+
+
+def _write(store: Any, entry: AuditEntry, guard: Optional[ReadGuard] = None) -> None:
     engine = _engine(store)
     qhash = entry.query_hash
     with engine._write("the retrieval audit (on for this store, SC-16.4)") as tx:
+        if guard is not None and guard.subjects:
+            erased = _subject_erasures(tx.conn, tx.tables.store_id, guard.subjects) - guard.seen
+            if erased:
+                # SC-16.6: the read's scope was erased while it ran; its entry would bring the
+                # subject's id back into the store after the erasure, and its results are what
+                # was read before it
+                raise StoreError(
+                    "the user or agent this read was scoped to was erased (forget) while it ran: its results are "
+                    "withheld and no audit entry was written; run it again")
         for ddl in AUDIT_DDL:
             tx.conn.execute(ddl)
         tx.conn.execute(
@@ -263,24 +317,27 @@ def _search_entry(store: Any, rid: str, request: Any, query: Optional[str], resu
                       _scope_value(request.thread), query_hash(store, query), detail)
 
 
-def after_search(store: Any, request: Any, query: Optional[str], results: list[tuple[Any, float]]) -> list[tuple[Any, float]]:
-    """Store hook (SC-16.1): called after a sync search when the store's audit option is set."""
-    if _INTERNAL.get() or not audit_settings(store).enabled:
+def after_search(store: Any, request: Any, query: Optional[str], results: list[tuple[Any, float]],
+                 guard: ReadGuard) -> list[tuple[Any, float]]:
+    """Store hook (SC-16.1): called after a sync search when the store's audit option is set,
+    with the :func:`guard` taken before the search read."""
+    if _INTERNAL.get() or not guard.enabled:
         return results
     rid = begin()
-    _write(store, _search_entry(store, rid, request, query, results))
+    _write(store, _search_entry(store, rid, request, query, results), guard)
     return results
 
 
-async def after_search_async(store: Any, request: Any, query: Optional[str], results: list[tuple[Any, float]]) -> list[tuple[Any, float]]:
+async def after_search_async(store: Any, request: Any, query: Optional[str], results: list[tuple[Any, float]],
+                             guard: ReadGuard) -> list[tuple[Any, float]]:
     """Async twin of :func:`after_search` (the write runs on a worker thread)."""
     import asyncio
 
-    if _INTERNAL.get() or not settings_of(await store.get_option_async(AUDIT_OPTION)).enabled:
+    if _INTERNAL.get() or not guard.enabled:
         return results
     rid = begin()
     entry = await asyncio.to_thread(_search_entry, store, rid, request, query, results)
-    await asyncio.to_thread(_write, store, entry)
+    await asyncio.to_thread(_write, store, entry, guard)
     return results
 
 
@@ -314,17 +371,27 @@ def _retrieve_entry(km: Any, rid: str, agent_id: str, user_id: Optional[str], se
     return AuditEntry(rid, _now(), "retrieve", user_id, agent_id, session_id, query_hash(store, query), detail)
 
 
-async def after_retrieve_async(km: Any, agent_id: str, user_id: Optional[str], session_id: Optional[str], query: str,
-                               as_of: Any, known_at: Any, result: Any) -> Optional[str]:
-    """Knowledge hook (SC-16.2): one entry per ``retrieve`` with the facts served and their
-    times; returns its request id (also ``RetrieveResult.audit_request_id``: the sync twin runs
-    on another thread, where :func:`last_request_id` does not reach the caller)."""
+async def guard_retrieve_async(km: Any, agent_id: str, user_id: Optional[str]) -> ReadGuard:
+    """Before a knowledge ``retrieve`` reads (SC-16.6): see :class:`ReadGuard`."""
     store = km._store
     if _INTERNAL.get() or not settings_of(await km.runtime.in_thread(store.get_option, AUDIT_OPTION)).enabled:
+        return ReadGuard(False)
+    result: ReadGuard = await km.runtime.in_thread(_guard, store, user_id, agent_id)
+    return result
+
+
+async def after_retrieve_async(km: Any, agent_id: str, user_id: Optional[str], session_id: Optional[str], query: str,
+                               as_of: Any, known_at: Any, result: Any, guard: ReadGuard) -> Optional[str]:
+    """Knowledge hook (SC-16.2): one entry per ``retrieve`` with the facts served and their
+    times; returns its request id (also ``RetrieveResult.audit_request_id``: the sync twin runs
+    on another thread, where :func:`last_request_id` does not reach the caller). ``guard``:
+    :func:`guard_retrieve_async`, taken before the retrieve read."""
+    store = km._store
+    if _INTERNAL.get() or not guard.enabled:
         return None
     rid = begin()
     entry = await km.runtime.in_thread(_retrieve_entry, km, rid, agent_id, user_id, session_id, query, as_of, known_at, result)
-    await km.runtime.in_thread(_write, store, entry)
+    await km.runtime.in_thread(_write, store, entry, guard)
     return rid
 
 
@@ -401,22 +468,3 @@ def purge(store: Any, now: Optional[datetime] = None) -> int:
             return 0
         return tx.conn.execute(f"DELETE FROM {AUDIT_TABLE} WHERE store_id = ? AND at < ?",
                                (tx.tables.store_id, cutoff)).rowcount
-
-
-def erase_subject(conn: sqlite3.Connection, store_id: str, kind: str, subject_id: str) -> int:
-    """Inside forget's transaction: the subject's entries (SC-16.6)."""
-    if not _exists(conn):
-        return 0
-    column = "user_id" if kind == "user" else "agent_id"
-    return conn.execute(f"DELETE FROM {AUDIT_TABLE} WHERE store_id = ? AND {column} = ?", (store_id, subject_id)).rowcount
-
-
-def forget_entries(store: Any, kind: str, subject_id: str) -> int:
-    """Delete a forgotten user's (or agent's) entries; 0 when the engine keeps no audit."""
-    from ..sqlite.engine import SQLiteEngine
-
-    engine = getattr(store, "_engine", None)
-    if not isinstance(engine, SQLiteEngine):
-        return 0
-    with engine._write("forget audit") as tx:
-        return erase_subject(tx.conn, tx.tables.store_id, kind, subject_id)

@@ -198,3 +198,40 @@ def test_export_thread_covers_exactly_what_delete_thread_removes(world, thread):
 def test_export_user_of_nobody_is_empty(world):
     path, store, _ = world
     assert _export(path, store, "user", [f"nobody-{uuid.uuid4().hex}"]) == (set(), set())
+
+
+def test_export_user_has_the_rows_of_no_user_in_her_private_threads_that_forget_erases(world):
+    """SC-13.9 / KC-3.10: forget takes her private threads whole, and of the knowledge rows
+    naming them hers and those of no user (the agent's queued write into her conversation, a
+    session note and an intention of no user noted there). Her export left those out (it
+    matched knowledge rows by user and by her erased records only): 'export U' must show
+    what 'forget U' erases. Another user's queued write there stays with him (not exported)."""
+    path, store, km = world
+    km.write("shared", "the assistant notes the lima trip", "Assistant", session_id=f"t-{BOB}", background=True)
+    km.write("shared", "Alice writes into his thread", "Alice", session_id=f"t-{BOB}", background=True, user_id=ALICE,
+             recent_messages=["Bob alone says hi"])
+    t = km._tables
+    now = km.runtime.now()
+    with _engine(path).begin() as conn:
+        conn.execute(sa.insert(t.session_observation).values(
+            id="note-in-his-thread", agent_id="shared", user_id=None, content="the user plans a Lima trip",
+            topic="travel", entities_mentioned=[], created_at=now, source_message_ids=[], is_active=True,
+            session_id=f"t-{BOB}"))
+        conn.execute(sa.insert(t.intention).values(
+            id="intent-in-his-thread", agent_id="shared", user_id=None, trigger_type="event",
+            trigger_condition="Lima", intended_action="mention the trip", status="pending",
+            source_context=f"t-{BOB}", created_at=now))
+    kg_before = _kg_rows(path, store)
+    exported_recs, exported_kg = _export(path, store, "user", [BOB])
+    km.forget(user_id=BOB)
+    kg_after = _kg_rows(path, store)
+    erased_kg = set(kg_before) - set(kg_after)
+    others = {k for k in erased_kg if kg_before[k].get("user_id") not in (None, BOB)}
+    no_user_there = {k for k in erased_kg if kg_before[k].get("user_id") is None
+                     and f"t-{BOB}" in (kg_before[k].get("session_id"), kg_before[k].get("source_context"))}
+    assert {k[0] for k in no_user_there} == {"JOB", "SESSION_OBSERVATION", "INTENTION"}
+    assert exported_kg == erased_kg - others
+    # Alice's queued write into his thread is hers: it stays, never in his file
+    assert [k for k in kg_after if k[0] == "JOB" and kg_after[k].get("user_id") == ALICE and
+            kg_after[k].get("session_id") == f"t-{BOB}"]
+    assert not [k for k in exported_kg if kg_before[k].get("user_id") == ALICE]

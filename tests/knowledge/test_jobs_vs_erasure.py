@@ -6,6 +6,7 @@ LLM route of the job runs her erasure before it answers."""
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
 from .helpers import write_keeper
@@ -146,3 +147,117 @@ def test_her_profile_cascade_leaves_bobs_queued_write_without_her_turns(km, llm,
     store.delete("user_profile", "alice", cascade=True)
     (left,) = _jobs(km)
     assert left["user_id"] == "bob" and "zanzibar" not in str(left["payload_json"])
+
+
+# --------------------------------------------------------------------------- her turns in other users' queued writes
+# KC-3.10: a queued write's context (recent_messages) is turns its writer copied from a
+# conversation, plain strings naming no speaker. After Alice's erasure no queued write keeps
+# her words: in a thread she wrote in (shared, so it stays) another user's queued write loses
+# its whole context and still runs on his own message; elsewhere an entry that is one of her
+# message texts goes. Before, only the threads removed whole with her were stripped.
+
+def _shared_thread_with_bobs_queued_write(km, store):
+    store.add(["my passport is in zanzibar"], "message", thread_ids="S", user_ids="alice", agent_ids="a1", roles="user")
+    store.add(["I keep mine at home"], "message", thread_ids="S", user_ids="bob", agent_ids="a1", roles="user")
+    km.write("a1", "Bob keeps his passport at home", "Bob", user_id="bob", session_id="S", background=True,
+             recent_messages=["Alice: my passport is in zanzibar", "Bob: I keep mine at home"])
+
+
+@pytest.mark.parametrize("erase", ["forget", "cascade"])
+def test_bobs_queued_write_in_a_shared_thread_loses_her_turns_and_still_runs(km, llm, clock, store, erase):
+    _shared_thread_with_bobs_queued_write(km, store)
+    if erase == "forget":
+        km.forget(user_id="alice")
+    else:
+        store.delete("user_profile", "alice", cascade=True)
+    assert [m.content for m in store.list("message", thread_id="S")] == ["I keep mine at home"]  # the thread stays
+    (left,) = _jobs(km)
+    assert left["user_id"] == "bob" and "zanzibar" not in str(left["payload_json"])
+    assert left["payload_json"]["message"] == "Bob keeps his passport at home"
+    llm.route("extract", {"entities": [], "facts": []})
+    assert km.process_jobs().done == 1  # his write runs on what remains
+    calls = llm.calls_for("extract")
+    assert calls and all("zanzibar" not in str(call) for call in calls)
+
+
+def test_an_entry_that_is_her_message_leaves_a_queued_write_in_another_thread(km, llm, clock, store):
+    """Bob's queued write into his own thread quotes her knowledge message (written in her
+    thread): that entry goes, his own turn stays."""
+    llm.route("extract", {"entities": [], "facts": []})
+    km.write("a1", "my passport is in zanzibar", "Alice", user_id="alice", session_id="her")
+    km.write("a1", "Bob keeps his passport at home", "Bob", user_id="bob", session_id="his", background=True,
+             recent_messages=["Alice said: My passport is in Zanzibar", "Bob: I keep mine at home", "ok"])
+    km.forget(user_id="alice")
+    (left,) = _jobs(km)
+    assert left["payload_json"]["recent_messages"] == ["Bob: I keep mine at home", "ok"]
+
+
+def test_a_write_running_with_her_turns_when_she_is_erased_is_rolled_back_and_rerun(km, llm, clock, store):
+    """The worker claimed Bob's write and sent its context (her turn) to the model; her erasure
+    commits before its reply. The attempt must not commit what it drew from her words: its
+    claim is revoked, it rolls back, and the rerun reads the context without them."""
+    _shared_thread_with_bobs_queued_write(km, store)
+    replies = iter([
+        {"entities": [{"name": "Alice", "type": "person"}],
+         "facts": [{"subject": "Alice", "fact_text": "Alice keeps her passport in zanzibar", "category": "specific_event",
+                    "confidence": "explicit_statement"}]},
+    ])
+
+    def route(payload):
+        if "zanzibar" in str(payload):
+            store.forget(user_id="alice")
+            return next(replies)
+        return {"entities": [], "facts": []}
+
+    llm.route("extract", route)
+    report = km.process_jobs()
+    assert report.lost == 1 and report.done == 1
+    assert not [f for f in _rows(km, km._tables.fact) if "zanzibar" in f["fact_text"]]
+    assert not [e for e in _rows(km, km._tables.event) if "zanzibar" in str(e)]
+    (job,) = _jobs(km)
+    assert job["status"] == "done" and job["attempts"] == 1
+    assert "zanzibar" not in str(llm.calls_for("extract")[-1])
+
+
+def test_the_oracle_forget_event_carries_her_threads_to_the_eraser(km, llm, clock, store):
+    """Oracle: the eraser (``OracleEraser.erase`` runs :func:`deletes.erase`) gets the event
+    the driver reads from ``delete_record_json``'s reply; the reply's ``actor_thread_ids``
+    must reach it, or Bob's queued write in their shared thread keeps her turn. The reply
+    here is shaped as the PL/SQL builds it (tests/plsql/test_round6_findings.py)."""
+    from oramem.knowledge import deletes
+    from oramem.oracle.base import OracleEngine
+    from oramem.requests import ForgetRequest
+
+    _shared_thread_with_bobs_queued_write(km, store)
+    reply = {"count": 0, "event": {"memory_store_id": "X", "records": [["message", "m1"]],
+                                   "scopes": [{"agent_id": "a1", "user_id": "alice"}], "thread_ids": [],
+                                   "user_ids": ["alice"], "agent_ids": [], "actor_thread_ids": ["S"], "reason": "forget"}}
+    event = OracleEngine._forget_event(reply, ForgetRequest(user_id="alice", names=("alice",)), km._tables.store_id)
+    assert event.actor_thread_ids == ("S",)
+    with km.runtime.backend.write("test", "a1") as conn:
+        deletes.erase(conn, km._tables, event, deletes.purger(km.runtime))
+    (left,) = _jobs(km)
+    assert left["user_id"] == "bob" and "zanzibar" not in str(left["payload_json"])
+
+
+def test_a_reprocess_in_flight_when_she_is_erased_stores_nothing_of_hers(km, llm, clock, store):
+    """KC-7.3 / KC-3.10: ``reprocess_event`` reads her failed event, asks the model, then
+    commits in a second transaction. Her erasure commits in between (deterministic: the
+    extract route runs it). Before, the reprocess stored her facts, entities, aliases, links
+    and a fact record after her ``forget``; now it raises and stores nothing."""
+    from oramem.knowledge.errors import ConflictError
+
+    from .helpers import extract
+
+    def down(payload):
+        raise RuntimeError("model down")
+
+    llm.route("extract", down)
+    failed = km.write("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice")
+    assert not failed.success and failed.event_id
+    llm.route("extract", _erase_then(store, extract(
+        [("Alice", "person"), ("Zanzibar", "place")], [("Alice", "Alice hides her passport in Zanzibar", "hiding_place")])))
+    with pytest.raises(ConflictError, match="erased"):
+        km.reprocess_event("a1", failed.event_id, user_id="alice")
+    assert _hers(km) == {}
+    assert not [r for t in ("fact", "message") for r in store.list(t, limit=None) if "Zanzibar" in (r.content or "")]

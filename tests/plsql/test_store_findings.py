@@ -204,7 +204,9 @@ def test_the_cascade_counts_only_live_records_and_binds_each_placeholder():
     cascade = branch(body, "ELSIF in_cascade = 1", "\n      ELSE\n")
     for l_type in ("user_profile", "agent_profile"):
         statements = _cascade_texts(cascade, l_type)
-        assert len(statements) == 3, statements
+        # the removed threads, the actor's threads (actor_thread_ids, 2026-12-07 k), the thread
+        # rows' update, the delete
+        assert len(statements) == 4, statements
         for text, values, targets in statements:
             sql, _, returning = text.partition(" RETURNING ")
             literals_removed = re.sub(r"'[^']*'", "''", sql)
@@ -213,12 +215,12 @@ def test_the_cascade_counts_only_live_records_and_binds_each_placeholder():
             # every subquery over another record of the thread counts live records only
             for sub in re.findall(r"o\.record_type <> 'thread' AND (.*?)\)\)", sql):
                 assert sub.endswith("AND (o.expires_at IS NULL OR o.expires_at > :n"), sub
-        delete = statements[2][0]
+        delete = statements[3][0]
         mine_not = "(r.user_id IS NOT NULL AND r.user_id <> :b)" if l_type == "user_profile" \
             else "(r.agent_id IS NULL OR r.agent_id <> :b)"
         assert ("AND NOT (r.record_type <> 'thread' AND r.expires_at IS NOT NULL AND r.expires_at <= :x AND "
                 + mine_not) in delete
-        assert statements[2][1] == ["l_type", "in_record_id", "in_record_id", "in_record_id", "in_record_id",
+        assert statements[3][1] == ["l_type", "in_record_id", "in_record_id", "in_record_id", "in_record_id",
                                     "l_now", "l_now", "in_record_id"]
     from oramem.sqlite import mutations
     import inspect

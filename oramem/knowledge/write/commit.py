@@ -30,7 +30,7 @@ from ...threads import write_refusal
 from .. import faults
 from ..db import dml
 from ..db import queries as reads
-from ..errors import KnowledgeError
+from ..errors import ConflictError, KnowledgeError
 from ..model import new_id
 from .extract import infer_value_type
 from .reconcile import mentions
@@ -673,12 +673,30 @@ def _apply_observations(run: WriteRun, conn: sa.Connection) -> None:
         )
 
 
+def _check_event_left(run: WriteRun, conn: sa.Connection, event_mode: str) -> None:
+    """``reprocess_event`` (``event_mode="update"``) completes an event it read before the model
+    call; in its commit transaction the event must still be there, in its scope: when it was
+    deleted meanwhile (its user erased, KC-3.10; its thread or the event deleted) nothing of
+    its message is stored (before, the reprocess wrote the facts, entities and fact records
+    of an erased user back after her ``forget``). The row is locked (``FOR UPDATE``; SQLite
+    serialises writers) so an erasure that has not reached it waits for this commit."""
+    if event_mode != "update":
+        return
+    ev = run.t.event
+    left = conn.execute(sa.select(ev.c.id).where(reads.owned(ev, run.agent_id, run.user_id), ev.c.id == run.event_id)
+                        .with_for_update()).first()
+    if left is None:
+        raise ConflictError(
+            f"event {run.event_id!r} was deleted (or its user erased) while it was reprocessed: nothing was stored")
+
+
 def commit_write(run: WriteRun, *, event_mode: str, trace: dict[str, Any], with_event_record: bool) -> list[dict[str, Any]]:
     """Run the commit phase (sync; called in a worker thread) in one transaction. Returns
     the relation actions."""
     backend = run.backend
     with backend.lock():
         with backend.write("knowledge write", run.agent_id) as conn:
+            _check_event_left(run, conn, event_mode)
             recheck(run, conn)
             plan = build_plan(run, conn)
             _store_apply(run, plan, with_event_record)
@@ -699,5 +717,6 @@ def commit_event_only(run: WriteRun, *, trace: dict[str, Any], event_mode: str) 
     run.observations = []
     with backend.lock():
         with backend.write("knowledge write (event only)", run.agent_id) as conn:
+            _check_event_left(run, conn, event_mode)
             _store_apply(run, plan, event_mode == "insert")
             _knowledge_tx(run, conn, plan, event_mode, trace)
