@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 
-
 from oramem import OracleDBMemoryStore, SchemaPolicy
 from oramem.chunking import TAIL_HANDICAP, policy_for
 from oramem.embedders import HashEmbedder
