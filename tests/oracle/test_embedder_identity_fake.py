@@ -165,3 +165,24 @@ def test_a_keyword_store_records_no_identity_and_keeps_the_legacy_chunking():
     text = " ".join(f"w{i}" for i in range(600))
     store.add([text], "memory", record_ids="a")
     assert _added_chunks(rec) == chunk_text(text)
+
+
+def test_the_documented_hybrid_route_records_the_client_model_and_refuses_the_in_database_one():
+    """docs/oracle-models.md: a HYBRID store created with the client's model as embedder and
+    the in-database copy as the engine's model records the client's identity; opening it
+    with OracleDBEmbedder (another kind, another chunking) is refused."""
+    from oramem import OracleMemoryStore
+    from oramem.oracle import OracleDBEmbedder, SyncOracleEngine
+
+    from .test_embedder_fake import answers
+
+    rec = Recorder(answers(dim=8))
+    standin = _catalog(rec, None, vector_dim=8, search_strategy="hybrid", embedding_model="ALL_MINILM_L6_V2")
+    client = _WindowedHash(8)
+    store = OracleMemoryStore(SyncOracleEngine(FakePool(rec), embedding_model="ALL_MINILM_L6_V2"), embedder=client,
+                              search_strategy="hybrid", schema_policy="create_if_necessary")
+    assert standin.opens[-1]["embedding_model"] == "ALL_MINILM_L6_V2"
+    assert store.settings.embedder == identity_of(client)
+    with pytest.raises(StoreSettingsMismatch, match="the in-database model 'ALL_MINILM_L6_V2'"):
+        OracleDBMemoryStore(OracleDBEmbedder(FakePool(rec), "ALL_MINILM_L6_V2", embedding_dimension=8),
+                            FakePool(rec), memory_store_id="mystore", search_strategy="hybrid")
