@@ -569,7 +569,9 @@ AS
             bad_setting('embedder must be a JSON object (an oramem embedder identity) or null');
          END IF;
          l_emb := l_obj.get_object('embedder');
-         IF NOT l_emb.has('kind') OR NOT l_emb.get('kind').is_string THEN
+         IF NOT l_emb.has('kind') THEN
+            bad_setting('embedder must have a "kind" string (oramem.embedders.identity)');
+         ELSIF NOT l_emb.get('kind').is_string THEN
             bad_setting('embedder must have a "kind" string (oramem.embedders.identity)');
          END IF;
          l_set.has_embedder := TRUE;
@@ -615,19 +617,24 @@ AS
       in_other IN JSON_OBJECT_T
    ) RETURN CLOB
    IS
-      l_keys JSON_KEY_LIST := in_ident.get_keys;
-      l_kind VARCHAR2(4000 CHAR) := in_ident.get_string('kind');
-      l_out  JSON_OBJECT_T := JSON_OBJECT_T();
-      l_key  VARCHAR2(4000 CHAR);
+      l_keys        JSON_KEY_LIST := in_ident.get_keys;
+      l_kind        VARCHAR2(4000 CHAR) := in_ident.get_string('kind');
+      l_out         JSON_OBJECT_T := JSON_OBJECT_T();
+      l_key         VARCHAR2(4000 CHAR);
+      l_other_files BOOLEAN := FALSE;
    BEGIN
+      -- nested, so get() is never called for an absent member (no short-circuit assumed)
+      IF in_other.has('files') THEN
+         l_other_files := NOT in_other.get('files').is_null;
+      END IF;
       FOR i IN 1 .. l_keys.COUNT LOOP
-         l_key := l_keys(i);
-         IF NOT (l_key = 'chunking'
-                 OR (l_kind = 'onnx' AND l_key IN ('model', 'path'))
-                 OR in_ident.get(l_key).is_null
-                 OR (l_kind = 'onnx' AND l_key = 'files'
-                     AND (NOT in_other.has('files') OR in_other.get('files').is_null)))
+         l_key := l_keys(i);   -- a member of in_ident: get() returns it
+         IF l_key = 'chunking'
+            OR (l_kind = 'onnx' AND l_key IN ('model', 'path'))
+            OR (l_kind = 'onnx' AND l_key = 'files' AND NOT l_other_files)
          THEN
+            NULL;   -- does not decide the vector space
+         ELSIF NOT in_ident.get(l_key).is_null THEN
             l_out.put(l_key, in_ident.get(l_key));
          END IF;
       END LOOP;

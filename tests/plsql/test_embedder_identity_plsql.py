@@ -51,7 +51,8 @@ def test_the_settings_take_an_identity_object_with_a_kind():
     body = _flat(unit(ADMIN, "parse_settings"))
     assert "l_obj.has('embedder') AND NOT l_obj.get('embedder').is_null" in body
     assert "NOT l_obj.get('embedder').is_object" in body and "bad_setting('embedder must be a JSON object" in body
-    assert "NOT l_emb.has('kind') OR NOT l_emb.get('kind').is_string" in body
+    assert "IF NOT l_emb.has('kind') THEN bad_setting(" in body
+    assert "ELSIF NOT l_emb.get('kind').is_string THEN bad_setting(" in body
     assert "l_set.embedder := l_emb.to_clob" in body
 
 
@@ -68,11 +69,10 @@ def test_the_comparison_is_the_sqlite_rule():
     core = _flat(unit(ADMIN, "identity_core"))
     # chunking never decides; onnx model/path are informational; files only when both have it;
     # a null member counts as absent (Python's dict.get)
-    assert "l_key = 'chunking'" in core
-    assert "l_kind = 'onnx' AND l_key IN ('model', 'path')" in core
-    assert "in_ident.get(l_key).is_null" in core
-    assert ("l_kind = 'onnx' AND l_key = 'files' AND (NOT in_other.has('files') OR in_other.get('files').is_null)"
-            in core)
+    assert "IF in_other.has('files') THEN l_other_files := NOT in_other.get('files').is_null; END IF;" in core
+    assert ("IF l_key = 'chunking' OR (l_kind = 'onnx' AND l_key IN ('model', 'path')) "
+            "OR (l_kind = 'onnx' AND l_key = 'files' AND NOT l_other_files) THEN NULL;") in core
+    assert "ELSIF NOT in_ident.get(l_key).is_null THEN l_out.put(l_key, in_ident.get(l_key));" in core
     same = _flat(unit(ADMIN, "same_embedder"))
     assert "identity_core(l_a, l_b)" in same and "identity_core(l_b, l_a)" in same
     assert "WHERE JSON_EQUAL(l_core_a, l_core_b)" in same
