@@ -212,6 +212,8 @@ class OracleEngine(Engine):
 
             embedding_model = validate_model_name(embedding_model)
         self._embedding_model = embedding_model
+        #: the embedder identity the last open asked for (issue 28; None: no embedder)
+        self._requested_embedder: Optional[dict[str, Any]] = None
         self._store_id: Optional[str] = None
         self._closed = False
         self._pending_hook: Optional[str] = None
@@ -342,8 +344,7 @@ class OracleEngine(Engine):
                     "the oramem packages; load it there (DBMS_VECTOR.LOAD_ONNX_MODEL) and pass its name without "
                     "the schema. VECTOR and KEYWORD stores can embed with OracleDBEmbedder('OWNER.MODEL')"
                 )
-        #: the identity this open asks for (issue 28): compared with the one the store reports
-        self._requested_embedder = settings.embedder
+        self._requested_embedder = settings.embedder  # compared with the one the store reports
         return dict(
             in_settings=settings_json(settings, model, self._requested_language),
             in_policy=policy.value.upper(),
@@ -373,7 +374,7 @@ class OracleEngine(Engine):
         """The ``StoreSettingsMismatch`` of this open when the store records another embedder
         than the one asked for (the SQLite engine's message, with Oracle's way to move a
         store), else None."""
-        requested = getattr(self, "_requested_embedder", None)
+        requested = self._requested_embedder
         if requested is None or not isinstance(recorded, dict) or same_identity(recorded, requested):
             return None
         return StoreSettingsMismatch(mismatch_message(store_id, recorded, requested, MOVE_ORACLE))
