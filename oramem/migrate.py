@@ -9,7 +9,7 @@ Oracle password comes from ``oracle_password``, else ``ORAMEM_PASSWORD``; or pas
 user): it is asked once per Oracle side.
 
 What is copied, per store: the store's settings (strategy, vector_dim, keyword language,
-retention, index sync; on SQLite the embedder identity), every live record with its ids,
+retention, index sync, the embedder identity), every live record with its ids,
 scope, role, content, event time, metadata, ``created_at`` and ``expires_at``, and its
 retrieval rows as they are (caller chunks and their vectors: nothing is re-chunked or
 re-embedded); the thread rows first, exactly as they are (id, who opened the thread,
@@ -25,8 +25,13 @@ its own types.
 Embedders: an Oracle HYBRID store embeds queries in the database, so a HYBRID store copied
 into Oracle needs ``oracle_model`` (the in-database ONNX model loaded with ``oramem db
 load-model``, which must be the source store's embedder); without it the copy is refused
-before anything is written. A SQLite copy of an Oracle store records no embedder (the
-in-database model cannot run there): open it with the same model's local embedder.
+before anything is written. The copy records the source's embedder identity with its chunk
+policy (issue 28; an Oracle copy from its first open, a SQLite copy at the end), so it is
+opened with the source's embedder and chunks new records as the source did; a HYBRID source
+without one gives an Oracle copy the in-database model's identity without a chunk policy
+(the copied rows keep the legacy chunking). A SQLite copy of a store built with the
+in-database model (``oracle-db``) records no embedder (the model cannot run there): open it
+with the same model's local embedder.
 
 The comparison: per store, the number of live records and a SHA-256 over every record's
 fields, chunk texts and vector bytes (threads by id, opener and created_at), and per knowledge table
@@ -187,7 +192,10 @@ class _SQLiteSide:
             from .embedders.identity import decode_identity
             from .sqlite import admin
 
-            admin.record_embedder(self.path, info.store_id, decode_identity(info.embedder))
+            identity = decode_identity(info.embedder)
+            if identity is not None and identity.get("kind") == "oracle-db":
+                return  # the in-database model cannot run here: opened with its local twin
+            admin.record_embedder(self.path, info.store_id, identity)
 
     def sa_engine(self, read_only: bool) -> Any:
         import sqlalchemy as sa
@@ -230,11 +238,15 @@ class _OracleSide:
         from .oracle import admin
 
         out = {}
+        from .embedders.identity import encode_identity
+
         for d in admin.list_stores(self.conn):
             ret = d.get("retention") or {}
             sid = str(d["memory_store_id"]).upper()
+            identity = d.get("embedder")  # catalog version 5 (issue 28); older packages report none
             out[sid] = StoreInfo(sid, d["search_strategy"], d.get("vector_dim"), ret.get("default_ttl_days"),
-                                 ret.get("max_ttl_days"), d.get("search_index_sync"), d.get("keyword_language"))
+                                 ret.get("max_ttl_days"), d.get("search_index_sync"), d.get("keyword_language"),
+                                 encode_identity(identity) if isinstance(identity, dict) else None)
         return out
 
     def rows(self, store_id: str, after: int, limit: int, now: str) -> list[Row]:
@@ -275,8 +287,9 @@ class _OracleSide:
         return None  # no count entry point: the progress has no total
 
     def open_store(self, info: StoreInfo, oracle_model: Optional[str]) -> Any:
+        from .oracle import SyncOracleEngine
         from .oracle.embedder import OracleDBEmbedder
-        from .store import OracleDBMemoryStore
+        from .store import OracleMemoryStore
         from .types import MemoryRetentionConfig, SchemaPolicy
 
         embedder = None
@@ -291,16 +304,19 @@ class _OracleSide:
         kwargs: dict[str, Any] = dict(
             memory_store_id=info.store_id, search_strategy=info.strategy, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
             memory_retention_config=MemoryRetentionConfig(info.default_ttl_days, info.max_ttl_days),
-            keyword_language=info.keyword_language,
         )
         if info.search_index_sync:
             kwargs["search_index_sync"] = info.search_index_sync
         if info.vector_dim:
             kwargs["vector_dim"] = info.vector_dim
-        return OracleDBMemoryStore(embedder, self.conn, **kwargs)
+        # the copy records the source's embedder identity (issue 28), so it is opened with
+        # the source's embedder and keeps its chunking; a HYBRID copy embeds in the database
+        engine = SyncOracleEngine(self.conn, embedding_model=oracle_model if embedder is not None else None,
+                                  keyword_language=info.keyword_language)
+        return OracleMemoryStore(engine, embedder=_CopiedVectors.of(info, embedder), **kwargs)
 
     def keep_embedder(self, info: StoreInfo) -> None:
-        pass  # the Oracle store names its in-database model itself (embedding_model)
+        pass  # recorded when the copy was opened (_CopiedVectors)
 
     def sa_engine(self, read_only: bool) -> Any:
         import sqlalchemy as sa
@@ -568,6 +584,40 @@ def _copy_records(src: Any, dst: Any, info: StoreInfo, now: str, batch_size: int
     finally:
         store.close()
     dst.keep_embedder(info)
+
+
+class _CopiedVectors:
+    """The embedder an Oracle copy is opened with: it reports the identity the copied
+    vectors came from, so the copy records it (issue 28; docs/embeddings.md) and keeps its
+    chunk policy: the source's recorded identity; for a HYBRID source without one, the
+    in-database model's without ``chunking`` (the copied rows keep the legacy chunking). It
+    embeds only rows copied without a vector, with the in-database model of a HYBRID copy."""
+
+    def __init__(self, identity: dict[str, Any], dimension: int, model: Any) -> None:
+        self.embedder_identity = identity
+        self.embedding_dimension = dimension
+        self._model = model
+
+    @classmethod
+    def of(cls, info: StoreInfo, model: Any) -> Any:
+        """The embedder to open the copy of ``info`` with (``model``: the HYBRID copy's
+        ``OracleDBEmbedder``, else None); None when there is no identity to record."""
+        from .embedders.identity import decode_identity, identity_of
+
+        identity = decode_identity(info.embedder) if info.embedder else None
+        if identity is None and model is not None:
+            identity = {k: v for k, v in (identity_of(model) or {}).items() if k != "chunking"}
+        if identity is None or not info.vector_dim:
+            return model
+        return cls(identity, int(info.vector_dim), model)
+
+    def embed(self, texts: Sequence[str], is_query: bool = False) -> Any:
+        if self._model is None:
+            raise StoreError(
+                "a row without a vector cannot be copied into this Oracle store (it embeds nothing itself); "
+                "re-embed the source first (`oramem reembed`)"
+            )
+        return self._model.embed(texts, is_query=is_query)
 
 
 # ----------------------------------------------------------------------------- knowledge

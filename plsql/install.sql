@@ -16,6 +16,7 @@ PROMPT oramem: catalog (ddl/)
 @@../ddl/upgrades/001_to_002.sql
 @@../ddl/upgrades/002_to_003.sql
 @@../ddl/upgrades/003_to_004.sql
+@@../ddl/upgrades/004_to_005.sql
 
 PROMPT oramem: package specs
 @@oramem_errors.pks

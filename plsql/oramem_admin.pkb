@@ -28,7 +28,9 @@ AS
       has_hook       BOOLEAN := FALSE,
       hook           VARCHAR2(400 CHAR),
       has_language   BOOLEAN := FALSE,
-      language       VARCHAR2(16 CHAR)
+      language       VARCHAR2(16 CHAR),
+      has_embedder   BOOLEAN := FALSE,
+      embedder       CLOB                  -- the identity JSON (issue 28), has_embedder only
    );
 
    g_lock_id     NUMBER;                    -- DBMS_LOCK id held by this session, if any
@@ -483,6 +485,7 @@ AS
       l_elem   JSON_ELEMENT_T;
       l_obj    JSON_OBJECT_T;
       l_ret    JSON_OBJECT_T;
+      l_emb    JSON_OBJECT_T;
       l_set    settings_t;
    BEGIN
       IF in_settings IS NULL OR DBMS_LOB.GETLENGTH(in_settings) = 0 THEN
@@ -558,6 +561,22 @@ AS
          l_set.language := oramem_registry.check_language(opt_word(l_obj, 'keyword_language'),
                                                           'settings: keyword_language');
       END IF;
+      -- embedder (issue 28): the identity of the embedder the caller opens with
+      -- (oramem.embedders.identity); null/absent = neither compared nor recorded, as the
+      -- SQLite engine's opens without an embedder
+      IF l_obj.has('embedder') AND NOT l_obj.get('embedder').is_null THEN
+         IF NOT l_obj.get('embedder').is_object THEN
+            bad_setting('embedder must be a JSON object (an oramem embedder identity) or null');
+         END IF;
+         l_emb := l_obj.get_object('embedder');
+         IF NOT l_emb.has('kind') THEN
+            bad_setting('embedder must have a "kind" string (oramem.embedders.identity)');
+         ELSIF NOT l_emb.get('kind').is_string THEN
+            bad_setting('embedder must have a "kind" string (oramem.embedders.identity)');
+         END IF;
+         l_set.has_embedder := TRUE;
+         l_set.embedder := l_emb.to_clob;
+      END IF;
       RETURN l_set;
    END parse_settings;
 
@@ -572,6 +591,136 @@ AS
    BEGIN
       RETURN CASE in_strategy WHEN 'hybrid' THEN 3 WHEN 'keyword' THEN 2 ELSE 1 END;
    END strategy_level;
+
+   ---------------------------------------------------------------------------------------
+   -- embedder identity (issue 28; docs/embeddings.md, "Embedding identity")
+   ---------------------------------------------------------------------------------------
+   -- The recorded identity of a store (NULL: none recorded, or no such store).
+   FUNCTION recorded_embedder(in_store_id IN VARCHAR2) RETURN CLOB
+   IS
+      l_identity CLOB;
+   BEGIN
+      SELECT s.embedder INTO l_identity FROM oramem_stores s WHERE s.memory_store_id = in_store_id;
+      RETURN l_identity;
+   EXCEPTION
+      WHEN NO_DATA_FOUND THEN
+         RETURN NULL;
+   END recorded_embedder;
+
+   -- The members of identity in_ident that decide its vector space, as JSON text
+   -- (oramem.embedders.identity.same_identity, the same rule): every member but "chunking"
+   -- (the chunk policy: informational for the comparison), for kind onnx neither "model"
+   -- nor "path" (informational) nor "files" when in_other lacks it (recorded by a newer
+   -- oramem only); a null member counts as absent.
+   FUNCTION identity_core(
+      in_ident IN JSON_OBJECT_T,
+      in_other IN JSON_OBJECT_T
+   ) RETURN CLOB
+   IS
+      l_keys        JSON_KEY_LIST := in_ident.get_keys;
+      l_kind        VARCHAR2(4000 CHAR) := in_ident.get_string('kind');
+      l_out         JSON_OBJECT_T := JSON_OBJECT_T();
+      l_key         VARCHAR2(4000 CHAR);
+      l_other_files BOOLEAN := FALSE;
+   BEGIN
+      -- nested, so get() is never called for an absent member (no short-circuit assumed)
+      IF in_other.has('files') THEN
+         l_other_files := NOT in_other.get('files').is_null;
+      END IF;
+      FOR i IN 1 .. l_keys.COUNT LOOP
+         l_key := l_keys(i);   -- a member of in_ident: get() returns it
+         IF l_key = 'chunking'
+            OR (l_kind = 'onnx' AND l_key IN ('model', 'path'))
+            OR (l_kind = 'onnx' AND l_key = 'files' AND NOT l_other_files)
+         THEN
+            NULL;   -- does not decide the vector space
+         ELSIF NOT in_ident.get(l_key).is_null THEN
+            l_out.put(l_key, in_ident.get(l_key));
+         END IF;
+      END LOOP;
+      RETURN l_out.to_clob;
+   END identity_core;
+
+   -- Same vector space (both identities are JSON objects with a "kind" string)?
+   FUNCTION same_embedder(
+      in_a IN CLOB,
+      in_b IN CLOB
+   ) RETURN BOOLEAN
+   IS
+      l_a      JSON_OBJECT_T := TREAT(JSON_ELEMENT_T.parse(in_a) AS JSON_OBJECT_T);
+      l_b      JSON_OBJECT_T := TREAT(JSON_ELEMENT_T.parse(in_b) AS JSON_OBJECT_T);
+      l_core_a CLOB;
+      l_core_b CLOB;
+      l_equal  PLS_INTEGER;
+   BEGIN
+      l_core_a := identity_core(l_a, l_b);
+      l_core_b := identity_core(l_b, l_a);
+      -- member order is insignificant to JSON_EQUAL (SQL Language Reference, JSON_EQUAL)
+      SELECT COUNT(*) INTO l_equal FROM dual WHERE JSON_EQUAL(l_core_a, l_core_b);
+      RETURN l_equal = 1;
+   END same_embedder;
+
+   -- in_ident without its "chunking" member (the legacy chunk policy then applies).
+   FUNCTION without_chunking(
+      in_ident IN CLOB
+   ) RETURN CLOB
+   IS
+      l_obj  JSON_OBJECT_T := TREAT(JSON_ELEMENT_T.parse(in_ident) AS JSON_OBJECT_T);
+      l_keys JSON_KEY_LIST := l_obj.get_keys;
+      l_out  JSON_OBJECT_T := JSON_OBJECT_T();
+   BEGIN
+      FOR i IN 1 .. l_keys.COUNT LOOP
+         IF l_keys(i) <> 'chunking' THEN
+            l_out.put(l_keys(i), l_obj.get(l_keys(i)));
+         END IF;
+      END LOOP;
+      RETURN l_out.to_clob;
+   END without_chunking;
+
+   -- Record in_embedder as the identity of a store that has none (trust on first use, as
+   -- the SQLite catalog's embedder column) when the store holds vectors (vector_dim set,
+   -- strategy vector or hybrid: a KEYWORD store records none, as on SQLite). A store whose
+   -- chunk table already holds rows (a store from before catalog version 5) records it
+   -- without "chunking": its rows were cut by the legacy 2,000-character policy, and new
+   -- records keep that policy, so no store mixes two chunkings (docs/embeddings.md).
+   -- The UPDATE's "embedder IS NULL" makes a concurrent adoption keep the first one.
+   PROCEDURE adopt_embedder(
+      in_store_id IN VARCHAR2,
+      in_embedder IN CLOB
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+      l_identity CLOB := in_embedder;
+      l_rows     PLS_INTEGER := 0;
+   BEGIN
+      IF table_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_chunks)) THEN
+         EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM '
+            || oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_chunks)
+            || ' WHERE ROWNUM = 1'
+            INTO l_rows;
+      END IF;
+      IF l_rows > 0 THEN
+         l_identity := without_chunking(in_embedder);
+      END IF;
+      UPDATE oramem_stores s
+      SET    s.embedder   = l_identity,
+             s.updated_at = SYS_EXTRACT_UTC(SYSTIMESTAMP)
+      WHERE  s.memory_store_id = in_store_id
+      AND    s.embedder IS NULL
+      AND    s.vector_dim IS NOT NULL
+      AND    s.search_strategy IN ('vector', 'hybrid');
+      COMMIT;
+   END adopt_embedder;
+
+   PROCEDURE adopt_if_unrecorded(
+      in_set IN settings_t
+   )
+   IS
+   BEGIN
+      IF in_set.has_embedder AND recorded_embedder(in_set.store_id) IS NULL THEN
+         adopt_embedder(in_set.store_id, in_set.embedder);
+      END IF;
+   END adopt_if_unrecorded;
 
    PROCEDURE mismatch(
       in_store_id  IN VARCHAR2,
@@ -1049,6 +1198,12 @@ AS
       l_obj.put('embedding_model', l_row.embedding_model);
       l_obj.put('deletion_hook', l_row.deletion_hook);
       l_obj.put('keyword_language', l_row.keyword_language);   -- null: schema version < 3
+      -- the embedder identity (issue 28), with its chunk policy under "chunking"
+      IF l_row.embedder IS NULL THEN
+         l_obj.put_null('embedder');
+      ELSE
+         l_obj.put('embedder', JSON_ELEMENT_T.parse(l_row.embedder));
+      END IF;
       IF l_row.vector_dim IS NOT NULL THEN
          l_sup.append('vector');
       END IF;
@@ -1163,10 +1318,24 @@ AS
       in_policy IN VARCHAR2
    ) RETURN BOOLEAN
    IS
-      l_upgrade BOOLEAN := FALSE;
-      l_hint    VARCHAR2(200 CHAR) := 'open with the persisted value, or use SchemaPolicy.RECREATE '
+      l_upgrade  BOOLEAN := FALSE;
+      l_hint     VARCHAR2(200 CHAR) := 'open with the persisted value, or use SchemaPolicy.RECREATE '
                                  || '(destroys the data)';
+      l_recorded CLOB;
    BEGIN
+      -- embedder identity first (before vector_dim, as on SQLite): vectors of two embedders
+      -- are unrelated even at the same dimension. Only reads, so nothing is written yet.
+      IF in_set.has_embedder THEN
+         l_recorded := recorded_embedder(in_store.memory_store_id);
+         IF l_recorded IS NOT NULL AND NOT same_embedder(l_recorded, in_set.embedder) THEN
+            oramem_errors.raise_error(oramem_errors.gc_embedder_mismatch,
+               'embedder: store ' || in_store.memory_store_id || ' was built with the embedder '
+               || DBMS_LOB.SUBSTR(l_recorded, 600, 1) || ', this open uses '
+               || DBMS_LOB.SUBSTR(in_set.embedder, 600, 1) || '; vectors of different embedders are '
+               || 'not comparable. Open it with the embedder that built it, or RECREATE the store '
+               || 'for the new one (destroys the data)');
+         END IF;
+      END IF;
       IF in_set.has_dim AND NOT same(in_store.vector_dim, in_set.vector_dim) THEN
          IF in_store.vector_dim IS NULL AND in_set.vector_dim IS NOT NULL
             AND in_policy = gc_policy_create_if_necessary
@@ -1298,6 +1467,7 @@ AS
             AND NOT reconcile(l_store, l_set, l_policy)
             AND objects_complete(l_store)
          THEN
+            adopt_if_unrecorded(l_set);
             RETURN describe_obj(l_set.store_id,
                                 CASE WHEN l_set.has_strategy THEN l_set.strategy END,
                                 FALSE, FALSE).to_clob;
@@ -1376,6 +1546,7 @@ AS
          END IF;
       END IF;
 
+      adopt_if_unrecorded(l_set);
       l_result := describe_obj(l_set.store_id,
                                CASE WHEN l_set.has_strategy THEN l_set.strategy END,
                                l_created, l_upgraded).to_clob;
@@ -1409,6 +1580,7 @@ AS
             'store ' || l_set.store_id || ' already exists; open it with open_store, or drop it first');
       END IF;
       create_new(l_set);
+      adopt_if_unrecorded(l_set);
       l_result := describe_obj(l_set.store_id, NULL, TRUE, FALSE).to_clob;
       unlock_store;
       RETURN l_result;

@@ -29,9 +29,13 @@ AS
     *    "embedding_model": "ORAMEM_EMBED",         -- in-DB ONNX model; required for hybrid
     *    "deletion_hook": "APP.ON_ORAMEM_DELETE",   -- optional; applied when the store is
     *                                               -- created (later: set_deletion_hook)
-    *    "keyword_language": "english"}             -- english | none | null (= adopt; a new
+    *    "keyword_language": "english",             -- english | none | null (= adopt; a new
     *                                               -- store: english). Fixed at creation: it
     *                                               -- shapes the text index and the queries
+    *    "embedder": {"kind": "onnx", ...}}         -- the identity of the caller's embedder
+    *                                               -- (oramem.embedders.identity, issue 28), an
+    *                                               -- object with a "kind" string, or null/absent
+    *                                               -- (= not compared, not recorded)
     *
     * Settings-in-force JSON (result of open_store, create_store, describe_store,
     * upgrade_store; one element of list_stores):
@@ -40,6 +44,8 @@ AS
     *    "retention": {"default_ttl_days": null, "max_ttl_days": null},
     *    "embedding_model": null, "deletion_hook": null,
     *    "keyword_language": "english",    -- null only for a store of schema version < 3
+    *    "embedder": {...} | null,         -- the recorded embedder identity, its chunk policy
+    *                                      -- under "chunking" (null: none recorded)
     *    "supported_strategies": ["vector", "keyword", "hybrid"],
     *    "schema_version": 1, "code_schema_version": 1, "state": "READY",
     *    "purge_job": "ORAMEM_PURGE_MYSTORE" | null,
@@ -73,13 +79,20 @@ AS
     *    or crashed store, applies upgrades and capability upgrades (vector -> keyword ->
     *    hybrid; adding vector_dim to a store that had none).
     *  - RECREATE: drops every object and all data of the store, then creates it.
+    * Embedder identity (issue 28): a vector store records the "embedder" it is created
+    *  with; a store without one (made before catalog version 5, or only opened without an
+    *  embedder) adopts the first one it is opened with - without its "chunking" when the
+    *  store already holds retrieval rows, which keep the legacy chunking. An open with
+    *  another embedder (oramem.embedders.identity.same_identity: "chunking" and, for ONNX,
+    *  "model"/"path" do not decide it) is a -20108 before anything is written.
     * The lock wait is in_lock_timeout seconds. A READY store at the code's schema
     * version, complete and with nothing to change, is opened without taking the lock
     * (no DBMS_LOCK call: concurrent opens do not serialise).
     * Errors: -20001 bad policy/setting value; -20002 bad JSON; -20010 bad store id;
     *  -20101 not found (names CREATE_IF_NECESSARY); -20103 settings mismatch (names the
     *  setting, the persisted and the requested value; keyword_language included, under every
-    *  policy but RECREATE, before anything is written); -20104 outdated; -20105 incomplete/orphaned
+    *  policy but RECREATE, before anything is written); -20108 another embedder than the
+    *  recorded one (under every policy but RECREATE, before anything is written); -20104 outdated; -20105 incomplete/orphaned
     *  objects; -20106 store DROPPING or BROKEN under REQUIRE_EXISTING; -20107 too new;
     *  -20201 lock timeout; -20301 Oracle Text / hybrid / model missing; -20302 grant
     *  missing (EXECUTE ON DBMS_LOCK, CREATE TABLE...). Any ORA- error from DDL is logged,
@@ -96,7 +109,7 @@ AS
     * create_store: create a new store with in_settings (missing keys take defaults:
     * vector_dim null, strategy vector, sync on_commit, no retention) and return the
     * settings in force. Also creates the purge job (warns in "warnings" and continues
-    * when CREATE JOB is missing, SC-5.5).
+    * when CREATE JOB is missing, SC-5.5). A vector or hybrid store records "embedder".
     * Errors: -20102 store exists; otherwise as open_store.
     * Commit: autonomous DDL (see package header).
     */

@@ -11,7 +11,7 @@ AS
          gc_strategy_unsupported, gc_invalid_store_id, gc_invalid_identifier,
          gc_invalid_keyword_query, gc_store_not_found, gc_store_exists, gc_settings_mismatch,
          gc_schema_outdated, gc_schema_incomplete, gc_store_state, gc_schema_too_new,
-         gc_store_busy, gc_feature_missing, gc_privilege_missing);
+         gc_embedder_mismatch, gc_store_busy, gc_feature_missing, gc_privilege_missing);
    END is_oramem_error;
 
    PROCEDURE raise_error(

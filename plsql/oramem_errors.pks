@@ -29,6 +29,7 @@ AS
     *  -20105  gc_schema_incomplete        store objects missing / partial / orphaned         SchemaError
     *  -20106  gc_store_state              store lifecycle state forbids the operation        SchemaError
     *  -20107  gc_schema_too_new           store schema_version newer than installed code     SchemaError
+    *  -20108  gc_embedder_mismatch        the store records another embedder identity        StoreSettingsMismatch
     *  -20201  gc_store_busy               store lock not obtained within the wait            StoreBusy
     *  -20301  gc_feature_missing          DB lacks a feature (Oracle Text, hybrid, model)    CapabilityError
     *  -20302  gc_privilege_missing        a direct grant is missing (message names it)       CapabilityError
@@ -56,6 +57,7 @@ AS
    gc_schema_incomplete      CONSTANT PLS_INTEGER := -20105;
    gc_store_state            CONSTANT PLS_INTEGER := -20106;
    gc_schema_too_new         CONSTANT PLS_INTEGER := -20107;
+   gc_embedder_mismatch      CONSTANT PLS_INTEGER := -20108;
    gc_store_busy             CONSTANT PLS_INTEGER := -20201;
    gc_feature_missing        CONSTANT PLS_INTEGER := -20301;
    gc_privilege_missing      CONSTANT PLS_INTEGER := -20302;
@@ -98,6 +100,8 @@ AS
    PRAGMA EXCEPTION_INIT(e_store_state, -20106);
    e_schema_too_new          EXCEPTION;
    PRAGMA EXCEPTION_INIT(e_schema_too_new, -20107);
+   e_embedder_mismatch       EXCEPTION;
+   PRAGMA EXCEPTION_INIT(e_embedder_mismatch, -20108);
    e_store_busy              EXCEPTION;
    PRAGMA EXCEPTION_INIT(e_store_busy, -20201);
    e_feature_missing         EXCEPTION;

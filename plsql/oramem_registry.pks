@@ -18,8 +18,9 @@ AS
    gc_store_schema_version   CONSTANT PLS_INTEGER := 3;
    -- Catalog (ORAMEM_* tables) version: ddl/001_catalog.sql (1), ddl/upgrades/001_to_002.sql
    -- (2: ORAMEM_STORES.KEYWORD_LANGUAGE), ddl/upgrades/002_to_003.sql (3: ORAMEM_STORE_OPTIONS),
-   -- ddl/upgrades/003_to_004.sql (4: ORAMEM_ERASURE_LOG).
-   gc_catalog_version        CONSTANT PLS_INTEGER := 4;
+   -- ddl/upgrades/003_to_004.sql (4: ORAMEM_ERASURE_LOG), ddl/upgrades/004_to_005.sql
+   -- (5: ORAMEM_STORES.EMBEDDER, the embedder identity with its chunk policy; issue 28).
+   gc_catalog_version        CONSTANT PLS_INTEGER := 5;
    -- Store used when a caller passes a NULL store id (SC-10.1 "omitted = the default store").
    gc_default_store_id       CONSTANT VARCHAR2(16 CHAR) := 'DEFAULT';  -- oramem.normalize.DEFAULT_STORE_ID
 

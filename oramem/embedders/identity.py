@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 __all__ = ["identity_of", "same_identity", "describe_identity", "how_to_open", "encode_identity", "decode_identity",
-           "mismatch_message"]
+           "mismatch_message", "MOVE_ORACLE", "MOVE_SQLITE"]
 
 #: Keys that name an identity without deciding it (per kind).
 _INFORMATIONAL = {"onnx": {"model", "path"}}
@@ -142,14 +142,21 @@ def decode_identity(text: Optional[str]) -> Optional[dict[str, Any]]:
     return value if isinstance(value, dict) else None
 
 
-def mismatch_message(store_id: str, stored: Optional[Mapping[str, Any]], requested: Mapping[str, Any]) -> str:
-    """The StoreSettingsMismatch text for an open with another embedder."""
+#: how to move a store to another embedder, per engine (the last clause of the message)
+MOVE_SQLITE = "or move the store to the new embedder with `oramem reembed` (Python: oramem.sqlite.reembed_store)"
+MOVE_ORACLE = ("or RECREATE the store for the new embedder (destroys the data: the Oracle engine has no "
+               "`oramem reembed`, docs/embeddings.md)")
+
+
+def mismatch_message(store_id: str, stored: Optional[Mapping[str, Any]], requested: Mapping[str, Any],
+                     move: str = MOVE_SQLITE) -> str:
+    """The StoreSettingsMismatch text for an open with another embedder (both engines; ``move``
+    names the engine's way to another embedder)."""
     fix = f"open it with {how_to_open(stored)}" if stored is not None else "open it with the embedder that built it"
     setting = "embedder"
     if stored is not None and stored.get("dimension") != requested.get("dimension"):
         setting = f"embedder and vector_dim ({stored.get('dimension')} stored, {requested.get('dimension')} asked)"
     return (
         f"{setting}: store {store_id!r} was built with {describe_identity(stored)}, this open uses "
-        f"{describe_identity(requested)}; vectors of different embedders are not comparable. {fix}, "
-        f"or move the store to the new embedder with `oramem reembed` (Python: oramem.sqlite.reembed_store)"
+        f"{describe_identity(requested)}; vectors of different embedders are not comparable. {fix}, {move}"
     )

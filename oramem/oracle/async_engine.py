@@ -21,10 +21,10 @@ from typing import Any, AsyncIterator, Iterator, NoReturn, Optional
 import oracledb
 
 from ..engine import Block
-from ..errors import CapabilityError
+from ..errors import CapabilityError, StoreSettingsMismatch
 from ..requests import AddRequest, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest
 from ..types import Record, SchemaPolicy
-from .base import _RETURN_TYPES, ASYNC_SOURCES, CALLS, SYNC_SOURCES, OracleEngine, T, _Held, _Prepared, log
+from .base import _RETURN_TYPES, ASYNC_SOURCES, CALLS, EMBEDDER_MISMATCH, SYNC_SOURCES, OracleEngine, T, _Held, _Prepared, log
 from .calls import PlsqlCall
 from .errors import package_state_reset, translate
 
@@ -157,7 +157,18 @@ class AsyncOracleEngine(OracleEngine):
     # -- lifecycle -----------------------------------------------------------------------
     async def open_async(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
         self._check_open()
-        result = self._opened(await self._run_async("open", False, **self._open_args(settings, policy)))
+        args = self._open_args(settings, policy)
+        try:
+            text = await self._run_async("open", False, **args)
+        except StoreSettingsMismatch as e:
+            if getattr(e, "oracle_code", None) != EMBEDDER_MISMATCH:
+                raise
+            described = await self._run_async("describe", False, in_store_id=settings.memory_store_id)
+            refusal = self._refused_open(settings.memory_store_id, described)
+            if refusal is None:
+                raise
+            raise refusal from e
+        result = self._opened(text)
         hook = self._take_pending_hook()
         if hook is not None:
             await self._do(hook)

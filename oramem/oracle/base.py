@@ -28,7 +28,8 @@ from typing import Any, Callable, ClassVar, Generic, Mapping, Optional, TypeVar
 import oracledb
 
 from ..engine import Engine
-from ..errors import StoreClosed, StoreError
+from ..embedders.identity import MOVE_ORACLE, mismatch_message, same_identity
+from ..errors import StoreClosed, StoreError, StoreSettingsMismatch
 from ..requests import (
     AddRequest,
     DeletionEvent,
@@ -67,6 +68,8 @@ T = TypeVar("T")
 CALLS: dict[str, PlsqlCall] = {
     "open": PlsqlCall("oramem_admin", "open_store",
                       (("in_settings", _C), ("in_policy", _V), ("in_lock_timeout", _I)), _C),
+    # read-only: the recorded embedder after open_store refused a setting (issue 28)
+    "describe": PlsqlCall("oramem_admin", "describe_store", (("in_store_id", _V),), _C),
     "set_deletion_hook": PlsqlCall("oramem_admin", "set_deletion_hook",
                                    (("in_store_id", _V), ("in_procedure_name", _V))),
     "add": PlsqlCall("oramem_store", "add_json",
@@ -101,6 +104,9 @@ CALLS: dict[str, PlsqlCall] = {
     "erasure_log": PlsqlCall("oramem_admin", "get_erasure_log_json", (("in_store_id", _V),), _C),
     "erasure_scan": PlsqlCall("oramem_admin", "erasure_scan_json", (("in_store_id", _V), ("in_tokens", _C)), _C),
 }
+
+#: oramem_errors.gc_embedder_mismatch (-20108): ``open_store`` refused the caller's embedder
+EMBEDDER_MISMATCH = 20108
 
 #: Flat tuple for the static gate (tests/plsql) and the DBA tooling.
 ALL_CALLS: tuple[PlsqlCall, ...] = tuple(CALLS.values())
@@ -206,6 +212,8 @@ class OracleEngine(Engine):
 
             embedding_model = validate_model_name(embedding_model)
         self._embedding_model = embedding_model
+        #: the embedder identity the last open asked for (issue 28; None: no embedder)
+        self._requested_embedder: Optional[dict[str, Any]] = None
         self._store_id: Optional[str] = None
         self._closed = False
         self._pending_hook: Optional[str] = None
@@ -336,6 +344,7 @@ class OracleEngine(Engine):
                     "the oramem packages; load it there (DBMS_VECTOR.LOAD_ONNX_MODEL) and pass its name without "
                     "the schema. VECTOR and KEYWORD stores can embed with OracleDBEmbedder('OWNER.MODEL')"
                 )
+        self._requested_embedder = settings.embedder  # compared with the one the store reports
         return dict(
             in_settings=settings_json(settings, model, self._requested_language),
             in_policy=policy.value.upper(),
@@ -347,6 +356,12 @@ class OracleEngine(Engine):
         if not isinstance(obj, dict):
             raise RuntimeError("oramem_admin.open_store returned no settings; check `oramem db status`")
         result = settings_from_json(obj)
+        # oramem_admin.open_store refuses another embedder itself (-20103, before anything is
+        # written); this is the same rule on what it reports, so a package that compared
+        # nothing (or a concurrent first adoption) cannot leave a store open with another one
+        refusal = self._embedder_refusal(result.memory_store_id, result.embedder)
+        if refusal is not None:
+            raise refusal
         self._store_id = result.memory_store_id
         # the store's persisted language (packages older than store schema version 3 do not
         # report one: the requested one, or english, stays in force)
@@ -354,6 +369,23 @@ class OracleEngine(Engine):
         if language is not None:
             self._keyword_language = check_language(language)
         return result
+
+    def _embedder_refusal(self, store_id: str, recorded: Any) -> Optional[StoreSettingsMismatch]:
+        """The ``StoreSettingsMismatch`` of this open when the store records another embedder
+        than the one asked for (the SQLite engine's message, with Oracle's way to move a
+        store), else None."""
+        requested = self._requested_embedder
+        if requested is None or not isinstance(recorded, dict) or same_identity(recorded, requested):
+            return None
+        return StoreSettingsMismatch(mismatch_message(store_id, recorded, requested, MOVE_ORACLE))
+
+    def _refused_open(self, store_id: str, described: Optional[str]) -> Optional[StoreSettingsMismatch]:
+        """After ``open_store`` refused the embedder (-20108, :data:`EMBEDDER_MISMATCH`): the
+        message the SQLite engine gives (``describe_store``'s reply names the recorded
+        identity), or None when the reply does not show another one (the package's own
+        message then stands)."""
+        obj = _loads(described)
+        return self._embedder_refusal(store_id, obj.get("embedder") if isinstance(obj, dict) else None)
 
     @staticmethod
     def _hook_name(hook: Any) -> str:

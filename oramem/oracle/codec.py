@@ -112,7 +112,10 @@ def settings_json(
     settings: StoreSettings, embedding_model: Optional[str], keyword_language: Optional[str] = None
 ) -> str:
     """The open_store settings JSON: a ``None`` adoptable setting is left out (absent =
-    accept the persisted value; ``keyword_language`` too: a new store then gets ``english``)."""
+    accept the persisted value; ``keyword_language`` too: a new store then gets ``english``).
+    ``embedder``: the identity of the store's embedder (issue 28), which ``open_store``
+    records on a new store, adopts on a store without one and compares with a recorded one
+    (absent: no embedder, nothing compared or recorded)."""
     out: dict[str, Any] = {
         "memory_store_id": settings.memory_store_id,
         "search_strategy": SearchStrategy.coerce(settings.search_strategy, "search_strategy").value,
@@ -130,6 +133,8 @@ def settings_json(
         out["embedding_model"] = embedding_model
     if keyword_language is not None:
         out["keyword_language"] = keyword_language
+    if settings.embedder is not None:
+        out["embedder"] = dict(settings.embedder)
     return _dumps(out)
 
 
@@ -254,6 +259,8 @@ def settings_from_json(obj: Mapping[str, Any]) -> StoreSettings:
         warnings.warn(f"oramem store {obj.get('memory_store_id')}: {w}", UserWarning, stacklevel=4)
     ret = obj.get("retention") or {}
     dim = obj.get("vector_dim")
+    # the recorded embedder identity (catalog version 5; older packages report none)
+    embedder = obj.get("embedder")
     return StoreSettings(
         memory_store_id=obj["memory_store_id"],
         vector_dim=int(dim) if dim is not None else None,
@@ -262,6 +269,7 @@ def settings_from_json(obj: Mapping[str, Any]) -> StoreSettings:
         retention=MemoryRetentionConfig(
             default_ttl_days=ret.get("default_ttl_days"), max_ttl_days=ret.get("max_ttl_days")
         ),
+        embedder=dict(embedder) if isinstance(embedder, dict) else None,
     )
 
 

@@ -43,6 +43,7 @@ ERROR_CLASSES: dict[int, tuple[type[Exception], str]] = {
     20105: (SchemaError, "repair it with schema_policy=CREATE_IF_NECESSARY, or RECREATE it"),
     20106: (SchemaError, "wait for the running create/upgrade/drop, or repair it with CREATE_IF_NECESSARY"),
     20107: (SchemaError, "upgrade oramem (pip install -U oramem, then `oramem db upgrade`)"),
+    20108: (StoreSettingsMismatch, "open it with the embedder that built it (issue 28; docs/embeddings.md)"),
     20201: (StoreBusy, "another session holds the store lock; retry later"),
     20301: (CapabilityError, "ask the DBA for the named feature; `oramem db doctor` lists what is missing"),
     20302: (CapabilityError, "ask the DBA for the named direct grant; `oramem db doctor` lists them"),

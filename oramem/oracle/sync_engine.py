@@ -29,9 +29,10 @@ from typing import Any, AsyncIterator, Iterator, NoReturn, Optional
 import oracledb
 
 from ..engine import Block
+from ..errors import StoreSettingsMismatch
 from ..requests import AddRequest, ErasureReport, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest
 from ..types import Record, SchemaPolicy
-from .base import _RETURN_TYPES, CALLS, SYNC_SOURCES, ASYNC_SOURCES, OracleEngine, T, _Held, _Prepared, log
+from .base import _RETURN_TYPES, CALLS, EMBEDDER_MISMATCH, SYNC_SOURCES, ASYNC_SOURCES, OracleEngine, T, _Held, _Prepared, log
 from .calls import PlsqlCall
 from .errors import package_state_reset, translate
 
@@ -176,7 +177,18 @@ class SyncOracleEngine(OracleEngine):
     # -- lifecycle -----------------------------------------------------------------------
     def open(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
         self._check_open()
-        result = self._opened(self._run("open", False, **self._open_args(settings, policy)))
+        args = self._open_args(settings, policy)
+        try:
+            text = self._run("open", False, **args)
+        except StoreSettingsMismatch as e:
+            if getattr(e, "oracle_code", None) != EMBEDDER_MISMATCH:
+                raise
+            refusal = self._refused_open(settings.memory_store_id,
+                                         self._run("describe", False, in_store_id=settings.memory_store_id))
+            if refusal is None:
+                raise
+            raise refusal from e
+        result = self._opened(text)
         hook = self._take_pending_hook()
         if hook is not None:
             self._do(hook)

@@ -84,3 +84,42 @@ class StoreStandIn:
         rows = [r for r in self.records.values() if r["record_type"] == req["record_type"]]
         rows.sort(key=lambda r: r["seq_no"])
         return json.dumps(rows[-int(req.get("limit") or len(rows) or 1):])
+
+
+class CatalogStandIn:
+    """``oramem_admin.open_store`` / ``describe_store`` of one store, as far as the embedder
+    identity goes (issue 28; plsql/oramem_admin.pkb, ``reconcile`` and ``adopt_embedder``):
+    an open with another embedder than the recorded one is refused with -20108 before
+    anything changes; a store without one adopts the caller's when it holds vectors
+    (``vector_dim`` set, strategy vector or hybrid), without ``chunking`` when it already holds
+    retrieval rows (``has_rows``); the reply is the settings in force with ``embedder``.
+    The PL/SQL's own rule is checked as text in tests/plsql/test_embedder_identity_plsql.py."""
+
+    def __init__(self, settings_out: dict, recorded: Any = None, has_rows: bool = False) -> None:
+        self.row = dict(settings_out, embedder=recorded)
+        self.has_rows = has_rows
+        self.opens: list[dict] = []
+
+    def install(self, answers: dict) -> None:
+        answers.update({"oramem_admin.open_store": self.open, "oramem_admin.describe_store": self.describe})
+
+    def open(self, call: Call) -> str:
+        from oramem.embedders.identity import same_identity
+
+        from .fakes import db_error
+
+        request = json.loads(_text(call.binds["in_settings"]))
+        self.opens.append(request)
+        asked, recorded = request.get("embedder"), self.row.get("embedder")
+        if asked is not None and recorded is not None and not same_identity(recorded, asked):
+            raise db_error(20108, f"embedder: store {self.row['memory_store_id']} was built with the embedder "
+                                  f"{json.dumps(recorded)}, this open uses {json.dumps(asked)}; vectors of different "
+                                  "embedders are not comparable. Open it with the embedder that built it, or "
+                                  "RECREATE the store for the new one (destroys the data)")
+        if (asked is not None and recorded is None and self.row.get("vector_dim") is not None
+                and self.row.get("search_strategy") in ("vector", "hybrid")):
+            self.row["embedder"] = {k: v for k, v in asked.items() if not (self.has_rows and k == "chunking")}
+        return json.dumps(self.row)
+
+    def describe(self, call: Call) -> str:
+        return json.dumps(self.row)

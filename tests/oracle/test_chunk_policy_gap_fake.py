@@ -2,24 +2,21 @@
 
 The SQLite store records its embedder identity, with the chunk policy that fits the
 embedder's window (``oramem.chunking.policy_for``, key ``chunking``), and chunks, ranks and
-groups its keyword rows by it. The Oracle engine persists no identity yet
-(docs/embeddings.md): ``oramem_admin.open_store`` reports none, so the Python store's
-``Normalizer`` finds no recorded policy and chunks every Oracle store with the legacy
-2,000-character chunks, whatever window the embedder reports; its searches send no tail
-handicap, and no Oracle store has a ``tokens`` policy whose keyword rows would be grouped
-into passages (``oramem.chunking.keyword_row_chars``).
+groups its keyword rows by it. The Oracle engine records it too since catalog version 5
+(``ORAMEM_STORES.EMBEDDER``; docs/embeddings.md): the driver sends the identity in the
+open's settings, ``oramem_admin.open_store`` records it on a new store and reports it, and
+the Python store's ``Normalizer`` chunks by the recorded policy and sends the tail handicap.
 
-These tests state what issue 28 promises for an Oracle store and are strict xfails today:
-when the engine records the identity and these pass, pytest reports the XPASS as a failure,
-and the keyword-passage work of issue 23 (docs/store-decisions.md, "Keyword rows are
-passages") becomes due for Oracle. Over the recording fake, no database."""
+These tests state what issue 28 promises for an Oracle store. They were strict xfails while
+the engine recorded no identity (the open's reply named none, so every store chunked with the
+legacy 2,000-character policy). The keyword-passage work of issue 23 (docs/store-decisions.md,
+"Keyword rows are passages") is due for Oracle now. Over the recording fake, no database:
+``CatalogStandIn`` answers ``open_store`` as the package does for a new store."""
 
 from __future__ import annotations
 
 import json
 import re
-
-import pytest
 
 from oramem import OracleDBMemoryStore, SchemaPolicy
 from oramem.chunking import TAIL_HANDICAP, policy_for
@@ -28,15 +25,9 @@ from oramem.embedders.base import InputWindow, input_window
 from oramem.oracle import OracleDBEmbedder
 
 from .fakes import FakePool, Recorder
+from .plsql_standin import CatalogStandIn
 from .test_driver_fake import SETTINGS_OUT
 from .test_embedder_fake import answers
-
-GAP = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="the Oracle engine persists no embedder identity, so its stores chunk with the legacy "
-           "2,000-character policy whatever the embedder's window (docs/embeddings.md, issue 23)",
-)
-
 
 def _words(text: str) -> list[tuple[int, int]]:
     """A whitespace tokenizer's spans (one token per word), as an ONNX tokenizer's."""
@@ -59,10 +50,9 @@ def _sent_chunks(rec: Recorder) -> list[str]:
     return [c["text"] for c in batch["records"][0]["chunks"]]
 
 
-@GAP
 def test_an_oracle_store_chunks_to_a_client_embedders_token_window():
-    rec = Recorder({"oramem_admin.open_store": json.dumps(dict(SETTINGS_OUT, vector_dim=8)),
-                    "oramem_store.add_json": json.dumps(["a"])})
+    rec = Recorder({"oramem_store.add_json": json.dumps(["a"])})
+    CatalogStandIn(dict(SETTINGS_OUT, vector_dim=8)).install(rec.answers)
     embedder = _WindowedHash(8)
     store = _store(embedder, rec)
     text = " ".join(f"w{i}" for i in range(600))
@@ -73,12 +63,11 @@ def test_an_oracle_store_chunks_to_a_client_embedders_token_window():
     assert chunks == policy_for(input_window(embedder)).split(text, _words)
 
 
-@GAP
 def test_an_oracle_store_chunks_to_an_in_database_models_window():
     out = answers(dim=3)
-    out.update({"oramem_admin.open_store": json.dumps(dict(SETTINGS_OUT, vector_dim=3)),
-                "oramem_store.add_json": json.dumps(["a"])})
+    out.update({"oramem_store.add_json": json.dumps(["a"])})
     rec = Recorder(out)
+    CatalogStandIn(dict(SETTINGS_OUT, vector_dim=3)).install(rec.answers)
     embedder = OracleDBEmbedder(FakePool(rec), "ORAMEM_EMBED", embedding_dimension=3, max_input_tokens=256)
     store = _store(embedder, rec)
     store.add(["東京の住所は渋谷区です。" * 300], "memory", record_ids="a")
@@ -87,10 +76,9 @@ def test_an_oracle_store_chunks_to_an_in_database_models_window():
     assert max(len(c) for c in _sent_chunks(rec)) <= input_window(embedder).max_chars
 
 
-@GAP
 def test_an_oracle_store_with_tail_windows_sends_the_tail_handicap():
-    rec = Recorder({"oramem_admin.open_store": json.dumps(dict(SETTINGS_OUT, vector_dim=8)),
-                    "oramem_search.search_json": json.dumps([])})
+    rec = Recorder({"oramem_search.search_json": json.dumps([])})
+    CatalogStandIn(dict(SETTINGS_OUT, vector_dim=8)).install(rec.answers)
     store = _store(_WindowedHash(8), rec)
     store.search("passport", k=3)
     request = json.loads(rec.plsql[-1].binds["in_request"])

@@ -196,3 +196,74 @@ def test_n5_oracle_source_pages_read_one_read_only_snapshot(tmp_path):
     # 0 and 2, then the empty page) run in the one snapshot, with no commit or rollback between
     assert len(run) == 5 and len(starts) == 1, seq
     assert seq.index(("callfunc", "oramem_store.export_json")) > starts[0], "no page before the snapshot"
+
+
+# -- issue 28: the copy records the embedder identity its vectors came from ---------------
+
+def _opened_identity(rec):
+    return [json.loads(c.binds["in_settings"]).get("embedder") for c in rec.calls
+            if c.name == "oramem_admin.open_store"]
+
+
+def test_a_copy_into_oracle_records_the_sources_identity_with_its_chunking(tmp_path):
+    from oramem.embedders.identity import identity_of
+
+    from .test_embedder_identity_fake import _WindowedHash
+
+    src = str(tmp_path / "src.db")
+    with SQLiteMemoryStore(src, embedder=_WindowedHash(3), search_strategy="vector") as store:
+        store.add(["Ana grows figs"], "memory")
+        recorded = store.settings.embedder
+    assert recorded == identity_of(_WindowedHash(3)) and recorded["chunking"]["unit"] == "tokens"
+    rec, connect = fake_oracle(OracleModel())
+    assert migrate(src, ORACLE, oracle_connect=connect).ok
+    # sent on the copy's open, so open_store records it on the new store (and refuses another)
+    assert _opened_identity(rec) == [recorded]
+
+
+def test_a_hybrid_copy_records_the_source_identity_and_names_the_in_database_model(tmp_path):
+    from .test_embedder_fake import answers
+
+    src = str(tmp_path / "src.db")
+    with SQLiteMemoryStore(src, embedder=HashEmbedder(3), search_strategy="hybrid") as store:
+        store.add(["Ana grows figs"], "memory")
+        recorded = store.settings.embedder
+    rec, connect = fake_oracle(OracleModel(), {"search_strategy": "hybrid"})
+    rec.answers.update(answers(dim=3))
+    assert migrate(src, ORACLE, oracle_connect=connect, oracle_model="ALL_MINILM").ok
+    opens = [json.loads(c.binds["in_settings"]) for c in rec.calls if c.name == "oramem_admin.open_store"]
+    assert [(o["embedder"], o["embedding_model"]) for o in opens] == [(recorded, "ALL_MINILM")]
+
+
+def test_a_hybrid_copy_of_a_store_without_identity_records_the_model_without_chunking(tmp_path):
+    from oramem.sqlite import admin
+
+    from .test_embedder_fake import answers
+
+    src = str(tmp_path / "src.db")
+    with SQLiteMemoryStore(src, embedder=HashEmbedder(3), search_strategy="hybrid") as store:
+        store.add(["Ana grows figs"], "memory")
+    admin.record_embedder(src, "DEFAULT", None)  # as a store from before identities were recorded
+    rec, connect = fake_oracle(OracleModel(), {"search_strategy": "hybrid"})
+    rec.answers.update(answers(dim=3))
+    assert migrate(src, ORACLE, oracle_connect=connect, oracle_model="ALL_MINILM").ok
+    # the copied rows keep the legacy chunking: no policy is recorded for them
+    assert _opened_identity(rec) == [{"kind": "oracle-db", "model": "ALL_MINILM", "dimension": 3}]
+
+
+@pytest.mark.parametrize("kind, kept", [("hash", True), ("oracle-db", False)])
+def test_a_sqlite_copy_of_an_oracle_store_keeps_an_identity_it_can_open_with(tmp_path, kind, kept):
+    from oramem.sqlite import admin
+
+    identity = ({"kind": "hash", "dimension": 3, "seed": 0} if kind == "hash"
+                else {"kind": "oracle-db", "model": "ALL_MINILM", "dimension": 3})
+    rows = [{"record": dict(id="m1", record_type="memory", content="figs", timestamp=None, metadata=None,
+                            thread_id=None, user_id=None, agent_id=None, role=None,
+                            created_at="2024-03-01T08:00:00.000000+00:00", expires_at=None, seq_no=1),
+             "chunks": [{"text": "figs", "vector": [1.0, 0.0, 0.0]}]}]
+    rec, connect = fake_oracle(OracleModel(rows), {"embedder": identity})
+    dst = str(tmp_path / "copy.db")
+    assert migrate(ORACLE, dst, oracle_connect=connect).ok
+    recorded = admin.list_stores(dst)["DEFAULT"]["embedder"]
+    # the in-database model cannot run on SQLite: that copy is opened with the model's local twin
+    assert (json.loads(recorded) if recorded else None) == (identity if kept else None)

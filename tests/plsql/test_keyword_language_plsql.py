@@ -49,7 +49,7 @@ def test_the_catalog_upgrade_adds_the_column_once_and_records_version_2():
     assert "WHEN OTHERS" not in block
     assert "2 AS version" in items[1].text and "WHERE v.version < s.version" in items[1].text
     reg = src("oramem_registry.pks")
-    assert _constant(reg, "gc_catalog_version") == "4"  # 003_to_004: the erasure log
+    assert _constant(reg, "gc_catalog_version") == "5"  # 004_to_005: the embedder identity (issue 28)
     # install.sql runs it after the base catalog and before any package
     install = (REPO / "plsql" / "install.sql").read_text()
     at = install.index("@@../ddl/upgrades/001_to_002.sql")
