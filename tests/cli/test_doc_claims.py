@@ -154,3 +154,19 @@ def test_readme_grant_list_holds_every_grant_the_compose_script_gives():
     assert len(wanted) >= 10
     missing = [w for w in wanted if not re.search(rf"^GRANT (?:[A-Z ,]*\b)?{re.escape(w)}\b", block, flags=re.M)]
     assert not missing, f"README grant list lacks {missing}"
+
+
+def test_readme_names_every_global_option_and_its_environment_variable():
+    """docs/new-user-trial.md #25: `--help` shows every environment variable and the README
+    lists them. --embed-max-tokens / ORAMEM_EMBED_MAX_TOKENS were in neither of the README's
+    lists (audit22)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = []
+    for param in cli.params:
+        if not isinstance(param, click.Option) or param.opts == ["--version"]:
+            continue
+        missing.extend(o for o in param.opts
+                       if o.startswith("--") and not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", readme))
+        if param.envvar and f"`{param.envvar}`" not in readme:
+            missing.append(str(param.envvar))
+    assert not missing, f"README does not name {missing}"
