@@ -22,7 +22,8 @@ records are read with ``oramem_store.export_json``; knowledge rows move through 
 knowledge layer's SQLAlchemy mapping (``oramem.knowledge.db.schema``), so each side converts
 its own types.
 
-Embedders: an Oracle HYBRID store embeds queries in the database, so a HYBRID store copied
+Embedders: an Oracle HYBRID store's hybrid vector index embeds its text with an in-database
+model, so a HYBRID store copied
 into Oracle needs ``oracle_model`` (the in-database ONNX model loaded with ``oramem db
 load-model``, which must be the source store's embedder); without it the copy is refused
 before anything is written. The copy records the source's embedder identity with its chunk

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from typing import Optional
@@ -10,7 +11,10 @@ import click
 
 
 from .group import OramemGroup, show_warning, quiet_stdout
-from .state import DEFAULT_DB, State
+from .state import DEFAULT_DB, State, check_db_path
+
+#: commands that never open --db (Oracle administration, the model cache, migrate's own paths)
+_NO_DB_COMMANDS = frozenset({"db", "models", "migrate"})
 
 
 # ----------------------------------------------------------------------------- group
@@ -94,6 +98,10 @@ def cli(
     lexical HashEmbedder(256) with a one-line notice (offline).
     """
     source = ctx.get_parameter_source("db")
+    if ctx.invoked_subcommand not in _NO_DB_COMMANDS and db != ":memory:" and (db == "" or os.path.isdir(db)):
+        # one error for every command that opens --db (reading commands used to say "no database
+        # at ", or "not an oramem SQLite database (disk I/O error)" for a directory)
+        check_db_path(db, exists=bool(db), create=False)
     state = State(
         db=db,
         store_id=store_id,

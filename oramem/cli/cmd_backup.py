@@ -428,8 +428,8 @@ def _salvage_export(state: State, write: Any, types: Optional[set[str]]) -> int:
 @click.option("--only", "only", multiple=True, help="Copy only this store id (repeatable; default: every store).")
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1, max=10000), help="Records (or knowledge rows) per transaction.")
 @click.option("--oracle-model", default=None, metavar="NAME",
-              help="Into Oracle: the in-database ONNX model (oramem db load-model) a HYBRID store embeds queries "
-                   "with; it must be the source store's embedder.")
+              help="Into Oracle: the in-database ONNX model (oramem db load-model) a HYBRID store's hybrid vector "
+                   "index embeds its text with; it must be the source store's embedder.")
 @click.option("--allow-erased", is_flag=True, help="Copy records of users or agents erased with `oramem forget` (named in an erasure log), which are refused otherwise.")
 def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, oracle_model: Optional[str],
             allow_erased: bool) -> None:

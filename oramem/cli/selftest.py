@@ -15,7 +15,7 @@ or no in-database ONNX model for HYBRID; the fix says how to get it). A SKIP is 
 Embeddings: with ``model=`` (an ONNX model loaded with ``DBMS_VECTOR.LOAD_ONNX_MODEL``, see
 ``oramem db load-model``) every store uses :class:`OracleDBEmbedder`; without one the VECTOR
 and KEYWORD stores use a 64-d :class:`HashEmbedder` and the HYBRID checks are skipped (a
-HYBRID store embeds queries in the database, so it needs a model).
+HYBRID store's hybrid vector index embeds its text with an in-database model, so it needs one).
 
 The checks of store behaviour take a store factory, so the default test run executes them
 against the SQLite engine (same contract) to prove that the expectations themselves are the
@@ -192,7 +192,7 @@ class SelfTest:
         if self.model is not None:
             embedder: Any = OracleDBEmbedder(self.conn, self.model)
         elif strategy is SearchStrategy.HYBRID:
-            raise _Skip("no in-database ONNX model given (a HYBRID store embeds queries in the database)",
+            raise _Skip("no in-database ONNX model given (a HYBRID store's hybrid vector index embeds its text with one)",
                         "load one with `oramem db load-model FILE --name NAME`, then rerun with --model NAME")
         else:
             embedder = HashEmbedder(self.dim)

@@ -50,6 +50,17 @@ def test_empty_and_directory_db(runner, tmp_path):
     assert "is a directory" in run(runner, "--db", str(tmp_path), "add", "x", expect=2).stderr
 
 
+@pytest.mark.parametrize("command", [["search", "x"], ["list"], ["get", "memory", "a"], ["export"], ["purge"],
+                                     ["check"], ["stores", "list"], ["reembed"], ["knowledge", "facts", "a1"]])
+def test_empty_and_directory_db_for_every_command_that_opens_it(runner, tmp_path, command):
+    """docs/new-user-trial.md #28: `--db ""` and `--db .` give clear errors. They did for
+    writing commands only: a reading command said "no database at " (an empty name) or, for
+    a directory, "not an oramem SQLite database (disk I/O error)", exit 1 (audit22)."""
+    assert "--db '' is empty; give a database file path" in run(runner, "--db", "", *command, expect=2).stderr
+    res = run(runner, "--db", str(tmp_path), *command, expect=2)
+    assert f"--db {str(tmp_path)!r} is a directory; give a database file path" in res.stderr
+
+
 def test_damaged_file_says_damaged_and_how_to_recover(runner, tmp_path):
     db = str(tmp_path / "d.db")
     for i in range(5):

@@ -1,0 +1,172 @@
+"""What README.md and docs/*.md name exists: every `oramem ...` command line they show names
+real commands and real options (the options of the root and of each command on the path),
+and every repository path (and pytest node ``path::test``) they cite is there. A doc that
+names a flag or a file that is gone tells a user something false (audit22: the new-user
+trial page named `forget --name`, removed when forget stopped matching names, and a module
+moved to another package)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import click
+import pytest
+
+from oramem.cli.app import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+# the contract copies (docs/spec) are not project prose; bench results are measurements
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+SH_BLOCK = re.compile(r"^```(?:sh|text)\n(.*?)^```", re.S | re.M)
+INLINE = re.compile(r"`(oramem [^`]+)`")
+
+
+def _command_lines(text: str) -> list[str]:
+    lines = []
+    for block in SH_BLOCK.findall(text):
+        for line in block.splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if line.startswith("oramem "):
+                lines.append(line)
+    lines.extend(INLINE.findall(text))
+    return lines
+
+
+def _pieces(line: str) -> list[list[str]]:
+    """One shell line -> its oramem invocations (split at ; && |), as words."""
+    out = []
+    for part in re.split(r"\s*(?:;|&&|\|(?= ))\s*", line):
+        part = part.strip()
+        if not part.startswith("oramem "):
+            continue
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            words = part.split()
+        words = [w.strip("[]") for w in words[1:]]
+        if words and words[0].endswith(":"):
+            continue  # a message oramem prints ("oramem mcp: no token given; ..."), not a command
+        out.append(words)
+    return out
+
+
+def _long_options(command: click.Command) -> set[str]:
+    return {o for p in command.params if isinstance(p, click.Option) for o in (*p.opts, *p.secondary_opts)}
+
+
+def _check(words: list[str]) -> list[str]:
+    """Problems of one invocation: an unknown command, or an option no command on its path has."""
+    ctx = click.Context(cli)
+    command: click.Command = cli
+    allowed = _long_options(cli) | {"--help", "-h"}
+    problems = []
+    expects_value = False
+    for word in words:
+        if expects_value:
+            expects_value = False
+            continue
+        if word.startswith("--"):
+            name = word.split("=", 1)[0]
+            if name not in allowed:
+                problems.append(f"no option {name} for `oramem {' '.join(words)}`")
+            opt = next((p for c in (cli, command) for p in c.params
+                        if isinstance(p, click.Option) and name in p.opts), None)
+            expects_value = opt is not None and not opt.is_flag and "=" not in word
+            continue
+        if word.startswith("-"):
+            continue
+        if isinstance(command, click.Group):
+            if "|" in word or word.isupper() or word in {"...", "…"}:
+                break  # a placeholder such as `jobs status|list|retry` or COMMAND
+            sub = command.get_command(ctx, word)
+            if sub is None:
+                problems.append(f"no command {word!r} in `oramem {' '.join(words)}`")
+                break
+            command = sub
+            allowed |= _long_options(sub)
+    return problems
+
+
+def _all_invocations() -> list[tuple[str, list[str]]]:
+    found = []
+    for doc in DOCS:
+        for line in _command_lines(doc.read_text(encoding="utf-8")):
+            for words in _pieces(line):
+                found.append((f"{doc.relative_to(ROOT)}: {line}", words))
+    return found
+
+
+def test_documented_command_lines_name_real_commands_and_options():
+    invocations = _all_invocations()
+    assert len(invocations) > 60, "the doc scan lost the README's command lines"
+    problems = [f"{where}\n    {p}" for where, words in invocations for p in _check(words)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("words, bad", [
+    (["forget", "--user", "ID", "--name", "NAME"], "--name"),
+    (["search", "x", "--no-such-flag"], "--no-such-flag"),
+    (["no-such-command"], "no-such-command"),
+])
+def test_the_scan_catches_a_flag_or_command_that_does_not_exist(words, bad):
+    assert any(bad in p for p in _check(words))
+
+
+PATH = re.compile(r"(?<![\w/.-])((?:oramem|tests|bench|plsql|ddl|docker|docs|\.ci|\.github)/[\w./-]*\w)(?:::(\w+))?")
+
+
+def test_cited_repository_paths_and_tests_exist():
+    problems = []
+    for doc in DOCS:
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            for match in PATH.finditer(line):
+                rel, test = match.groups()
+                if "*" in rel:
+                    continue
+                path = ROOT / rel
+                where = f"{doc.relative_to(ROOT)}:{number}"
+                if not path.exists():
+                    problems.append(f"{where}: {rel} does not exist")
+                elif test and path.suffix == ".py" and not re.search(rf"\bdef {test}\b", path.read_text(encoding="utf-8")):
+                    problems.append(f"{where}: {rel} has no {test}")
+    assert not problems, "\n".join(problems)
+
+
+def test_readme_grant_list_holds_every_grant_the_compose_script_gives():
+    """README "Grants a DBA gives the schema user" says it is what docker/initdb/02_grants.sh
+    runs; it lacked the HYBRID packages' EXECUTE grants the script gives (and doctor checks),
+    so a DBA following the README could not create or search a HYBRID store. SELECT on the
+    V$ views is left out: doctor only reads them for its report."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("**3. Grants a DBA gives the schema user.**", 1)[1].split("```sql\n", 1)[1].split("```", 1)[0]
+    script = (ROOT / "docker" / "initdb" / "02_grants.sh").read_text(encoding="utf-8")
+    wanted = []
+    for privileges in re.findall(r"^GRANT (.+?) TO ", script, flags=re.M):
+        if privileges.startswith("SELECT ON SYS.V_"):
+            continue
+        wanted.extend(p.strip() for p in privileges.split(","))
+    loop = re.search(r"object_name IN \(([^)]*)\)", script)
+    assert loop, "02_grants.sh no longer looks up the HYBRID packages' owner"
+    wanted.extend(f"EXECUTE ON <owner>.{name.strip(chr(39) + ' ')}" for name in loop.group(1).split(","))
+    assert len(wanted) >= 10
+    missing = [w for w in wanted if not re.search(rf"^GRANT (?:[A-Z ,]*\b)?{re.escape(w)}\b", block, flags=re.M)]
+    assert not missing, f"README grant list lacks {missing}"
+
+
+def test_readme_names_every_global_option_and_its_environment_variable():
+    """docs/new-user-trial.md #25: `--help` shows every environment variable and the README
+    lists them. --embed-max-tokens / ORAMEM_EMBED_MAX_TOKENS were in neither of the README's
+    lists (audit22)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = []
+    for param in cli.params:
+        if not isinstance(param, click.Option) or param.opts == ["--version"]:
+            continue
+        missing.extend(o for o in param.opts
+                       if o.startswith("--") and not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", readme))
+        if param.envvar and f"`{param.envvar}`" not in readme:
+            missing.append(str(param.envvar))
+    assert not missing, f"README does not name {missing}"
