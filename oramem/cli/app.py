@@ -10,7 +10,7 @@ from typing import Optional
 import click
 
 
-from .group import OramemGroup, show_warning, quiet_stdout
+from .group import HELP_REQUESTED, OramemGroup, show_warning, quiet_stdout
 from .state import DEFAULT_DB, State, check_db_path
 
 #: commands that never open --db (Oracle administration, the model cache, migrate's own paths)
@@ -98,7 +98,8 @@ def cli(
     lexical HashEmbedder(256) with a one-line notice (offline).
     """
     source = ctx.get_parameter_source("db")
-    if ctx.invoked_subcommand not in _NO_DB_COMMANDS and db != ":memory:" and (db == "" or os.path.isdir(db)):
+    if (ctx.invoked_subcommand not in _NO_DB_COMMANDS and not ctx.meta.get(HELP_REQUESTED)
+            and db != ":memory:" and (db == "" or os.path.isdir(db))):
         # one error for every command that opens --db (reading commands used to say "no database
         # at ", or "not an oramem SQLite database (disk I/O error)" for a directory)
         check_db_path(db, exists=bool(db), create=False)

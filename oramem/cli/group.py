@@ -74,6 +74,10 @@ LAZY_GROUPS = {
 MOVABLE_OPTIONS = {"--json": False, "--db": True, "--store": True, "--read-only": False}
 
 
+#: ``ctx.meta`` key: the command line asks for a help page (:meth:`OramemGroup.parse_args`)
+HELP_REQUESTED = "oramem.help_requested"
+
+
 class OramemGroup(click.Group):
     """Turns argument and store errors raised by commands into ``Error: ...`` lines, loads
     the Oracle and knowledge groups lazily, and accepts ``--json``/``--db``/``--store``
@@ -104,6 +108,10 @@ class OramemGroup(click.Group):
                 formatter.write_dl(rows)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # a help request anywhere before "--" (``oramem --db "" search --help``): the root
+        # callback then leaves --db alone, so the help is shown whatever --db says
+        words = args[: args.index("--")] if "--" in args else args
+        ctx.meta[HELP_REQUESTED] = any(w in ("-h", "--help") for w in words)
         return super().parse_args(ctx, hoist_global_options(self, args))
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -61,6 +61,15 @@ def test_empty_and_directory_db_for_every_command_that_opens_it(runner, tmp_path
     assert f"--db {str(tmp_path)!r} is a directory; give a database file path" in res.stderr
 
 
+@pytest.mark.parametrize("command", [["search", "--help"], ["list", "-h"], ["stores", "list", "--help"]])
+def test_a_help_page_is_shown_whatever_db_says(runner, tmp_path, command):
+    """The empty/directory --db check above runs before the command; a help request is not a
+    use of --db, so it still gets its page (and --db after "--" is a value, not a request)."""
+    for db in ("", str(tmp_path)):
+        assert "Usage: " in run(runner, "--db", db, *command, expect=0).stdout
+    assert "is empty" in run(runner, "--db", "", "search", "--", "--help", expect=2).stderr
+
+
 def test_damaged_file_says_damaged_and_how_to_recover(runner, tmp_path):
     db = str(tmp_path / "d.db")
     for i in range(5):
