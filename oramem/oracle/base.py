@@ -356,7 +356,7 @@ class OracleEngine(Engine):
         if not isinstance(obj, dict):
             raise RuntimeError("oramem_admin.open_store returned no settings; check `oramem db status`")
         result = settings_from_json(obj)
-        # oramem_admin.open_store refuses another embedder itself (-20103, before anything is
+        # oramem_admin.open_store refuses another embedder itself (-20108, before anything is
         # written); this is the same rule on what it reports, so a package that compared
         # nothing (or a concurrent first adoption) cannot leave a store open with another one
         refusal = self._embedder_refusal(result.memory_store_id, result.embedder)
