@@ -196,3 +196,18 @@ def test_a_background_write_whose_call_started_before_her_erasure_queues_nothing
     assert _scope_rows(km, "user_id", "alice") == {}
     monkeypatch.setattr(entry, "screen", original)
     assert km.write("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice", background=True).job_id
+
+
+def test_the_commits_lookup_of_the_log_is_one_indexed_search(km, llm, store):
+    """The happy path's cost: the commit looks the subjects' receipts up by (store id,
+    subject hash) through an index of the SQLite log (created with the log), not by a scan of
+    the store's receipts."""
+    llm.route("extract", _REPLY)
+    km.write("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice")
+    km.forget(user_id="alice")
+    statement = receipts_query("sqlite", km._tables.store_id, ["h1", "h2"])
+    with km._backend.read() as c:
+        compiled = statement.compile(dialect=c.dialect, compile_kwargs={"render_postcompile": True})
+        plan = c.exec_driver_sql("EXPLAIN QUERY PLAN " + str(compiled), tuple(compiled.params.values())).all()
+    assert [row[-1] for row in plan] == [
+        "SEARCH oramem_erasure_log USING COVERING INDEX oramem_erasure_log_subject (store_id=? AND subject_hash=?)"]

@@ -16,8 +16,10 @@ normally (new data).
 
 The catalog tables are read with SQL on the knowledge connection: SQLite ``store_id``,
 Oracle ``memory_store_id`` (``ddl/upgrades/002_to_003.sql``, ``003_to_004.sql``). Happy
-path of the commit: one lookup in the log by (store id, subject hashes) (on SQLite plus the
-catalog check that the table exists); before the store's first erasure (no salt yet) one
+path of the commit: one lookup in the log by (store id, subject hashes) (on SQLite through
+the index ``oramem_erasure_log_subject``, created with the log, plus the catalog check that
+the table exists; on Oracle the log's primary key serves the store id only, an index on
+the hash needs a catalog upgrade); before the store's first erasure (no salt yet) one
 lookup of the salt option by its primary key. On SQLite writers are serialised, so a
 commit either precedes the erasure (which then deletes its rows) or sees its tombstone.
 On Oracle (read committed) the erasure's tombstone is visible only once it committed: an
@@ -70,17 +72,26 @@ def _catalog(conn: sa.Connection, dialect: str) -> set[str]:
     return {str(name) for name in rows}
 
 
-def salt_query(dialect: str, store_id: str) -> sa.Select[Any]:
-    column = _store_column(dialect)
+def _catalog_tables(column: str) -> tuple[sa.TableClause, sa.TableClause]:
     options = sa.table(OPTIONS_TABLE, sa.column(column), sa.column("name"), sa.column("value", sa.Text()))
-    return sa.select(options.c.value).where(options.c[column] == store_id, options.c.name == SALT_OPTION)
+    log = sa.table(LOG_TABLE, sa.column(column), sa.column("receipt_id"), sa.column("subject_hash"))
+    return options, log
+
+
+#: the two catalog tables per engine (built once, so SQLAlchemy's statement cache serves them)
+_TABLES = {"sqlite": _catalog_tables("store_id"), "oracle": _catalog_tables("memory_store_id")}
+
+
+def salt_query(dialect: str, store_id: str) -> sa.Select[Any]:
+    options, _ = _TABLES["oracle" if dialect == "oracle" else "sqlite"]
+    column = options.c[_store_column(dialect)]
+    return sa.select(options.c.value).where(column == store_id, options.c.name == SALT_OPTION)
 
 
 def receipts_query(dialect: str, store_id: str, hashes: list[str]) -> sa.Select[Any]:
-    column = _store_column(dialect)
-    log = sa.table(LOG_TABLE, sa.column(column), sa.column("receipt_id"), sa.column("subject_hash"))
-    return sa.select(log.c.receipt_id, log.c.subject_hash).where(log.c[column] == store_id,
-                                                                 log.c.subject_hash.in_(hashes))
+    _, log = _TABLES["oracle" if dialect == "oracle" else "sqlite"]
+    column = log.c[_store_column(dialect)]
+    return sa.select(log.c.receipt_id, log.c.subject_hash).where(column == store_id, log.c.subject_hash.in_(hashes))
 
 
 def _salt(conn: sa.Connection, dialect: str, store_id: str, catalog: set[str]) -> Optional[str]:
