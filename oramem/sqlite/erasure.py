@@ -35,6 +35,9 @@ _DDL = (
     "subject_hash TEXT NOT NULL, receipt TEXT NOT NULL, "
     "PRIMARY KEY (store_id, receipt_id)) WITHOUT ROWID"
 )
+#: a knowledge write's commit looks its subjects' receipts up by hash (KC-3.10,
+#: oramem.knowledge.write.erasures): one indexed lookup however long the log is
+_SUBJECT_INDEX = f"CREATE INDEX IF NOT EXISTS {LOG_TABLE}_subject ON {LOG_TABLE} (store_id, subject_hash)"
 
 
 def _exists(conn: sqlite3.Connection, name: str) -> bool:
@@ -55,6 +58,7 @@ def write_log(conn: sqlite3.Connection, store_id: str, entries: Sequence[tuple[s
     if not entries:
         return
     conn.execute(_DDL)
+    conn.execute(_SUBJECT_INDEX)
     conn.executemany(
         f"INSERT INTO {LOG_TABLE} (store_id, receipt_id, erased_at, subject_hash, receipt) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (store_id, receipt_id) DO UPDATE SET receipt = excluded.receipt",

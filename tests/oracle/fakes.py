@@ -619,10 +619,28 @@ class SQLBackend:
                     continue
                 old = kinds.setdefault(col.name.lower(), kind)
                 assert old == kind, f"column name {col.name} has two kinds ({old}, {kind})"
+        kinds.setdefault("value", "clob")  # ORAMEM_STORE_OPTIONS.VALUE (the catalog below)
+        assert kinds["value"] == "clob", "a knowledge column named value is not a CLOB"
         backend = cls(kinds)
         engine = sa.create_engine("sqlite://", creator=lambda: backend.db, poolclass=sa.pool.StaticPool)
         metadata.create_all(engine)
+        backend.create_catalog()
         return backend
+
+    #: the catalog tables the knowledge layer reads with SQL (the erasure log and the store
+    #: options, SC-14.3), as ddl/upgrades/002_to_003.sql and 003_to_004.sql create them on
+    #: Oracle (column names and keys; SQLite spelling). An installed catalog has both.
+    CATALOG_DDL = (
+        "CREATE TABLE oramem_store_options (memory_store_id VARCHAR(16) NOT NULL, name VARCHAR(64) NOT NULL, "
+        "value TEXT NOT NULL, PRIMARY KEY (memory_store_id, name))",
+        "CREATE TABLE oramem_erasure_log (memory_store_id VARCHAR(16) NOT NULL, receipt_id VARCHAR(64) NOT NULL, "
+        "erased_at VARCHAR(64) NOT NULL, subject_hash VARCHAR(64) NOT NULL, receipt TEXT NOT NULL, "
+        "PRIMARY KEY (memory_store_id, receipt_id))",
+    )
+
+    def create_catalog(self) -> None:
+        for ddl in self.CATALOG_DDL:
+            self.db.execute(ddl)
 
     # spelling -------------------------------------------------------------------------------
     @staticmethod

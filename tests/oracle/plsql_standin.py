@@ -123,3 +123,46 @@ class CatalogStandIn:
 
     def describe(self, call: Call) -> str:
         return json.dumps(self.row)
+
+
+class ErasureCatalogStandIn:
+    """``oramem_admin.set_option`` / ``get_options_json`` / ``log_erasure`` /
+    ``get_erasure_log_json`` over the catalog tables of a :class:`fakes.SQLBackend`
+    (``create_catalog``), as the PL/SQL writes them (plsql/oramem_admin.pkb: a MERGE of the
+    option's JSON text; the receipt's id, time and subject hash in their columns), so the
+    knowledge layer's SQL reads of the catalog see what a ``forget`` over the fake wrote."""
+
+    def __init__(self, backend: Any) -> None:
+        self.db = backend.db
+
+    def install(self, answers: dict) -> None:
+        answers.update({
+            "oramem_admin.set_option": self.set_option, "oramem_admin.get_options_json": self.get_options,
+            "oramem_admin.log_erasure": self.log_erasure, "oramem_admin.get_erasure_log_json": self.get_log,
+        })
+
+    def set_option(self, call: Call) -> None:
+        b = call.binds
+        self.db.execute("DELETE FROM oramem_store_options WHERE memory_store_id = ? AND name = ?",
+                        (b["in_store_id"], b["in_name"]))
+        if b["in_value"] is not None:
+            self.db.execute("INSERT INTO oramem_store_options (memory_store_id, name, value) VALUES (?, ?, ?)",
+                            (b["in_store_id"], b["in_name"], _text(b["in_value"])))
+
+    def get_options(self, call: Call) -> str:
+        rows = self.db.execute("SELECT name, value FROM oramem_store_options WHERE memory_store_id = ? ORDER BY name",
+                               (call.binds["in_store_id"],)).fetchall()
+        return "{" + ",".join(f"{json.dumps(n)}:{v}" for n, v in rows) + "}"
+
+    def log_erasure(self, call: Call) -> None:
+        receipt = _text(call.binds["in_receipt"])
+        e = json.loads(receipt)
+        self.db.execute("INSERT INTO oramem_erasure_log (memory_store_id, receipt_id, erased_at, subject_hash, receipt) "
+                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (memory_store_id, receipt_id) DO UPDATE SET "
+                        "receipt = excluded.receipt",
+                        (call.binds["in_store_id"], e["receipt_id"], e["erased_at"], e["subject_hash"], receipt))
+
+    def get_log(self, call: Call) -> str:
+        rows = self.db.execute("SELECT receipt FROM oramem_erasure_log WHERE memory_store_id = ? "
+                               "ORDER BY erased_at, receipt_id", (call.binds["in_store_id"],)).fetchall()
+        return "[" + ",".join(r[0] for r in rows) + "]"

@@ -179,12 +179,13 @@ def knowledge_over_fake(monkeypatch):
 
     from knowledge.helpers import Clock  # tests/ is on sys.path (rootdir conftest), as in tests/cli
     from .fakes import SQLBackend
-    from .plsql_standin import StoreStandIn
+    from .plsql_standin import ErasureCatalogStandIn, StoreStandIn
 
     rec = Recorder()
     rec.backend = SQLBackend.for_tables(build_tables("MYSTORE", 8).metadata)
     rec.answers["oramem_admin.set_deletion_hook"] = None
     StoreStandIn().install(rec.answers)
+    ErasureCatalogStandIn(rec.backend).install(rec.answers)  # options and erasure log in the SQL catalog
     store, _, rec = store_over_fake(rec)
     monkeypatch.setattr(opening_mod, "apply_schema_policy", lambda *a, **k: None)  # created above
     clock = Clock()
@@ -299,3 +300,37 @@ def test_d1_migrate_oracle_knowledge_to_sqlite_verifies(monkeypatch, tmp_path):
     (comparison,) = report.stores
     assert comparison.knowledge_match is True, comparison
     assert comparison.knowledge["MYSTORE_KG_FACT"][0] >= 3 and report.copied_knowledge_rows > 0
+
+
+def test_a_knowledge_write_in_flight_when_its_user_is_erased_stores_nothing_on_oracle(monkeypatch):
+    """KC-3.10 over the fake (static-checked, not run against Oracle): Alice's add_fact reads,
+    her ``forget`` commits (its tombstone in ORAMEM_ERASURE_LOG, the salt in
+    ORAMEM_STORE_OPTIONS, as the PL/SQL writes them), then the write's commit reads the log
+    with the knowledge connection's SQL and refuses; a write after the erasure is stored."""
+    from oramem.knowledge.errors import ConflictError
+    from oramem.knowledge.write import run as run_mod
+
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    original = run_mod.resolve_all
+    erase = {"on": True}
+
+    async def resolve_then(run):
+        if erase["on"]:
+            erase["on"] = False
+            store.forget(user_id="alice")
+        await original(run)
+
+    monkeypatch.setattr(run_mod, "resolve_all", resolve_then)
+    try:
+        with pytest.raises(ConflictError, match="user 'alice'"):
+            km.add_fact("a1", "Pedro", "Pedro hides the passport", subject_type="person", user_id="alice")
+        fact = km._tables.fact
+        with km._backend.read() as conn:
+            assert conn.execute(sa.select(fact.c.id).where(fact.c.user_id == "alice")).all() == []
+        logged = [s for s in rec.backend.statements if "oramem_erasure_log" in s]
+        assert logged and all("memory_store_id" in s for s in logged)
+        clock.advance()
+        assert km.add_fact("a1", "Pedro", "Pedro hides the passport", subject_type="person",
+                           user_id="alice").facts_added
+    finally:
+        km.close()

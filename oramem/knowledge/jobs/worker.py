@@ -21,6 +21,8 @@ from ..observe import finish_span, operation_span
 from ..runtime import KnowledgeRuntime
 from ..text import iso, parse_when, validate_agent_id
 from ..types import JobInfo, JobQueueStatus, OperationStats, StepTiming, WorkerReport, WriteResult
+from ..write import erasures
+from ..write.erasures import ErasureMark
 from ..write.state import WriteRun
 from ..write.run import run_write
 from . import queue as queue_mod
@@ -30,10 +32,12 @@ __all__ = ["submit", "process_jobs", "run_job", "job_status", "list_jobs", "get_
 
 async def submit(rt: KnowledgeRuntime, agent_id: str, message: str, speaker_name: str, *, source: str, session_id: str,
                  occurred_at: datetime, recent: list[Any], overrides: Optional[dict[str, Any]], now: datetime,
-                 user_id: Optional[str]) -> WriteResult:
+                 user_id: Optional[str], mark: Optional[ErasureMark] = None) -> WriteResult:
     """``write(..., background=True)``: one job row, nothing else. A user's write into a thread
     of shared records only is refused here already (KC-3.10a; the job's commit checks again in
-    its block)."""
+    its block). ``mark``: the erasures of the write's scope when the call started; when one
+    committed since, no job is queued (``ConflictError``, KC-3.10; a job queued before it is
+    deleted by the erasure)."""
     refusal = await rt.in_thread(run_sync, rt.store, write_refusal(session_id, user_id, agent_id))
     if refusal is not None:
         raise ValueError(refusal)
@@ -44,6 +48,8 @@ async def submit(rt: KnowledgeRuntime, agent_id: str, message: str, speaker_name
 
     def run() -> None:
         with rt.backend.write("knowledge background write", agent_id) as conn:
+            if mark is not None:
+                erasures.check(conn, rt.backend.dialect_name, rt.tables.store_id, mark)
             queue_mod.insert_job(conn, rt.tables, job_id=job_id, agent_id=agent_id, event_id=event_id,
                                  session_id=session_id, payload=payload, now=now,
                                  max_attempts=queue_mod.DEFAULT_MAX_ATTEMPTS, user_id=user_id)

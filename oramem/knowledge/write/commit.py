@@ -28,6 +28,7 @@ from ..._plans import run_sync
 from ...batches import PendingRecordBatch
 from ...threads import write_refusal
 from .. import faults
+from . import erasures
 from ..db import dml
 from ..db import queries as reads
 from ..errors import ConflictError, KnowledgeError
@@ -697,6 +698,7 @@ def commit_write(run: WriteRun, *, event_mode: str, trace: dict[str, Any], with_
     with backend.lock():
         with backend.write("knowledge write", run.agent_id) as conn:
             _check_event_left(run, conn, event_mode)
+            erasures.check_run(run, conn)  # KC-3.10: her erasure committed while this write ran
             recheck(run, conn)
             plan = build_plan(run, conn)
             _store_apply(run, plan, with_event_record)
@@ -718,5 +720,6 @@ def commit_event_only(run: WriteRun, *, trace: dict[str, Any], event_mode: str) 
     with backend.lock():
         with backend.write("knowledge write (event only)", run.agent_id) as conn:
             _check_event_left(run, conn, event_mode)
+            erasures.check_run(run, conn)  # KC-3.10
             _store_apply(run, plan, event_mode == "insert")
             _knowledge_tx(run, conn, plan, event_mode, trace)

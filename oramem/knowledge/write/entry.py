@@ -22,6 +22,7 @@ from ..opening import NO_LLM_CONFIG
 from ..runtime import KnowledgeRuntime
 from ..text import parse_when, validate_agent_id
 from ..types import WriteResult
+from . import erasures
 from .deterministic import build_reply, event_text
 from .run import run_write
 from .state import WriteRun
@@ -181,13 +182,16 @@ async def write_message(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: 
     now = rt.now()
     if not message.strip():
         return WriteResult()
+    # KC-3.10: the erasures of its scope when the call starts; one committed after this makes
+    # the write's commit (or its job's insert) refuse
+    mark = None if dry_run else await erasures.note_async(rt, agent_id, user_id)
     message, recent, verdict, flagged, warnings = await screen(rt, message, source, recent)
     if flagged is not None:
         return flagged
     if background:
         queued = await worker_mod.submit(rt, agent_id, message, speaker_name, source=source, session_id=session_id,
                                          occurred_at=when or now, recent=recent, overrides=config_overrides, now=now,
-                                         user_id=user_id)
+                                         user_id=user_id, mark=mark)
         wake()
         queued.firewall = verdict
         queued.warnings.extend(warnings)
@@ -197,6 +201,7 @@ async def write_message(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: 
         occurred_at=when, recent_messages=recent, dry_run=bool(dry_run), cfg=cfg, now=now, verbose=bool(verbose),
         user_id=user_id,
     )
+    run.erasure_mark = mark
     with operation_span(rt.tracer_provider, "write", run, dry_run=bool(dry_run)) as span:
         result = await run_write(rt, run, event_mode="insert")
         finish_span(span, result.stats, result.success)

@@ -15,6 +15,7 @@ from ..observe import stats_of
 from ..runtime import KnowledgeRuntime
 from ..types import CorrectionResult, WriteResult
 from . import commit as commit_mod
+from . import erasures
 from .classify import Chunk, classify_input, select_strategy
 from .extract import classify_message, dedup, emotion_step, extract_chunks, informed_context, postprocess
 from .reconcile import assign_ids, evidence, mirror_facts, reconcile
@@ -29,6 +30,7 @@ async def run_write(rt: KnowledgeRuntime, run: WriteRun, *, event_mode: str,
     """The write pipeline; ``prepared`` is a validated extraction reply given by the caller
     (deterministic writes): no classification or extraction call, the rest is the same."""
     started = time.perf_counter()
+    await erasures.mark_async(run)  # KC-3.10: before the write reads or calls the model
     if prepared is not None:
         run.classification = classify_input(run.message)
         run.strategy = select_strategy(run.classification)

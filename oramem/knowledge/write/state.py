@@ -77,6 +77,9 @@ class WriteState:
     trace: Optional[PipelineTrace]
     rule_based_reconcile: bool = False  # deterministic writes without an LLM
     degraded: list[str] = field(default_factory=list)  # KC-4.22: LLM steps that fell back to rules
+    #: erasures.ErasureMark: the erasures of the write's user and agent seen before it read;
+    #: its commit refuses when one committed since (KC-3.10)
+    erasure_mark: Any = None
     #: called with the connection at the end of the knowledge transaction (queue.py)
     on_commit: Optional[Callable[[Any], None]] = None
     timings: list[StepTiming] = field(default_factory=list)  # every step's latency (OperationStats)
