@@ -1,0 +1,71 @@
+"""Red team round 8 (KC-3.7, KC-3.8, KC-3.10, KC-5.12, KC-6.0): what the knowledge layer
+computes from several users' rows and then shows one user, or keeps after one user's erasure.
+Alice and Bob use one agent (SQLite, scripted model); the agent's shared knowledge is what
+both read."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import scope_rows, write_keeper
+from .test_tenant_knowledge import env  # noqa: F401  (the fixture: store, KnowledgeMemory, LLM, clock)
+
+AGENT = "desk"
+
+
+def _shared_clinic(km) -> str:
+    """A shared fact and a shared edge that Alice's and Bob's retrieves both reach."""
+    fid = km.add_fact(AGENT, "Clinic", "The clinic treats HIV on Tuesdays", subject_type="place").facts_added[0]["fact_id"]
+    km.add_fact(AGENT, "Clinic", "The clinic is on Main street", subject_type="place")
+    km.add_relation(AGENT, "Clinic", "Main Street", "located_on")
+    return fid
+
+
+@pytest.mark.parametrize("reader", ["retrieve", "retrieve_async"])
+def test_alices_retrieve_leaves_no_usage_on_the_shared_rows_bob_reads(env, reader):  # noqa: F811
+    """KC-5.12 wrote a retrieve's usage on every fact and edge it returned, shared ones
+    included: Alice's retrieve set ``times_retrieved + 1`` and ``last_retrieved_at`` on the
+    shared clinic fact and ``last_used_at`` on its shared edge. Bob's ``get`` and
+    ``relationships`` showed him the minute Alice's query about the clinic ran and how often
+    her reads returned it, and the counts stayed after her erasure (KC-3.10: nothing of hers
+    is kept). A user's retrieve now records usage on her own rows only (KC-3.7); her own fact's
+    usage is still recorded, and a read of the shared scope still records the shared rows'."""
+    _, store, km, llm, clock = env
+    shared_fact = _shared_clinic(km)
+    write_keeper(km, llm, clock, "alice", "Alice", "the clinic card", "Alice keeps the clinic card in the drawer")
+    clock.advance(minutes=5)
+    shared = scope_rows(km, store, None)
+
+    if reader == "retrieve":
+        r = km.retrieve(AGENT, "clinic HIV treatment card", user_id="alice")
+    else:
+        import asyncio
+        r = asyncio.run(km.retrieve_async(AGENT, "clinic HIV treatment card", user_id="alice"))
+    assert "The clinic treats HIV on Tuesdays" in r.context and "located_on" in r.context
+    assert "Alice keeps the clinic card in the drawer" in r.context
+
+    # the shared rows, as Bob reads them, are byte for byte as before her read
+    assert scope_rows(km, store, None) == shared
+    seen = km.get(AGENT, shared_fact, user_id="bob")
+    assert (seen.times_retrieved, seen.last_retrieved_at) == (0, None)
+    assert [e.last_used_at for e in km.relationships(AGENT, user_id="bob")] == [None]
+    # her own fact's usage is hers and recorded (usage tracking is not off)
+    (mine,) = [f for f in km.get_all(AGENT, user_id="alice") if f.fact_text == "Alice keeps the clinic card in the drawer"]
+    assert mine.times_retrieved == 1 and mine.last_retrieved_at is not None
+
+    km.forget(user_id="alice")
+    assert scope_rows(km, store, None) == shared
+
+
+def test_a_shared_scope_retrieve_still_records_the_shared_rows_usage(env):  # noqa: F811
+    """The other half of the rule: a read of the shared scope (``user_id=None``) records usage
+    on the shared rows it returns (KC-5.12), so the shared knowledge's vitality and importance
+    still learn from the agent's own reads."""
+    _, _, km, _, clock = env
+    shared_fact = _shared_clinic(km)
+    clock.advance(minutes=5)
+    r = km.retrieve(AGENT, "clinic HIV treatment")
+    assert "The clinic treats HIV on Tuesdays" in r.context
+    seen = km.get(AGENT, shared_fact)
+    assert seen.times_retrieved == 1 and seen.last_retrieved_at is not None
+    assert [e.last_used_at is not None for e in km.relationships(AGENT)] == [True]
