@@ -69,3 +69,60 @@ def test_a_shared_scope_retrieve_still_records_the_shared_rows_usage(env):  # no
     seen = km.get(AGENT, shared_fact)
     assert seen.times_retrieved == 1 and seen.last_retrieved_at is not None
     assert [e.last_used_at is not None for e in km.relationships(AGENT)] == [True]
+
+
+def _preference(km, clock, user, title: str) -> None:
+    """An active, reinforced behavioral_preference of ``user`` (what consolidation writes)."""
+    import numpy as np
+    import sqlalchemy as sa
+
+    from oramem.knowledge.model import new_id
+
+    t = km.runtime.tables
+    vec = np.asarray(km.runtime.embedder.embed([title]), dtype=np.float32)[0]
+    with km.runtime.backend.write("test", AGENT) as c:
+        c.execute(sa.insert(t.meta_observation).values(
+            id=new_id(), agent_id=AGENT, user_id=user, observation_type="behavioral_preference", title=title,
+            text=title.lower(), supporting_event_ids=[], supporting_fact_ids=[], times_reinforced=1, is_active=True,
+            embedding_vec=vec, first_detected_at=clock.now, last_reinforced_at=clock.now, created_at=clock.now))
+
+
+@pytest.mark.parametrize("how", ["forget", "store_forget", "profile_cascade", "forget_without_python_hook"])
+def test_erasing_alice_drops_her_cached_directive_block(env, how, monkeypatch):  # noqa: F811
+    """KC-5.10 caches each scope's directives block (the model's text over her behavioural
+    preferences, plus the shared ones) in the instance for ``directive_cache_ttl_minutes``.
+    Erasing her (KC-3.10) left her block in the cache: nothing served it again (the key hashes
+    her observations, which are gone), but the process kept her preferences' words until a
+    later directives call of the same scope or an expired entry's sweep, i.e. as long as the
+    instance lived when no one called. Her erasure (``forget`` through the knowledge layer or
+    the store, her profile's cascade) now drops her scope's entries; Bob's and the shared
+    scope's stay cached. ``forget_without_python_hook``: on Oracle the PL/SQL twin erases the
+    rows and no Python deletion hook runs, so ``KnowledgeMemory.forget`` drops them itself
+    (here the store's erasure is stood in for by a stub that runs no hook)."""
+    _, store, km, llm, clock = env
+    _preference(km, clock, "alice", "Wants answers about her HIV medication first")
+    _preference(km, clock, "bob", "Prefers long answers")
+    _preference(km, clock, None, "Greets by name")
+    llm.route("directives", lambda p: {"directives_block": "\n".join(f"- {d['title']}" for d in p["directives"]),
+                                       "directives_used": len(p["directives"])})
+    assert "HIV" in km.directives(AGENT, user_id="alice").text
+    km.directives(AGENT, user_id="bob")
+    km.directives(AGENT)
+    cached = km.runtime.directive_cache
+    assert any("HIV" in block.text for _, block in cached.values())
+
+    if how == "forget":
+        km.forget(user_id="alice")
+    elif how == "forget_without_python_hook":
+        monkeypatch.setattr(km.runtime.store, "forget", lambda **kw: {})
+        km.forget(user_id="alice")
+    elif how == "store_forget":
+        store.forget(user_id="alice")
+    else:
+        store.add_user("alice", "Alice")
+        store.delete("user_profile", "alice", cascade=True)
+
+    assert not any("HIV" in block.text for _, block in cached.values()), cached
+    assert sorted(k[1] or "" for k in cached) == ["", "bob"]
+    assert km.directives(AGENT, user_id="bob").cache_hit is True
+    assert km.directives(AGENT).cache_hit is True
