@@ -126,3 +126,129 @@ def test_erasing_alice_drops_her_cached_directive_block(env, how, monkeypatch): 
     assert sorted(k[1] or "" for k in cached) == ["", "bob"]
     assert km.directives(AGENT, user_id="bob").cache_hit is True
     assert km.directives(AGENT).cache_hit is True
+
+
+# ----------------------------------------------------------------------------- differential
+SUBJECTS = [("Hotel Aurora", "place"), ("Ana Souza", "person"), ("Paris", "place")]
+ALICES_FACTS = [5, 0, 1]
+
+
+def _open(tmp_path, name: str, clock):
+    from oramem import SQLiteMemoryStore
+    from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
+    from oramem.testing import HashEmbedder, ScriptedLLM
+
+    store = SQLiteMemoryStore(str(tmp_path / f"{name}.db"), embedder=HashEmbedder(384), clock=clock,
+                              search_strategy="vector")
+    llm = ScriptedLLM({
+        "event_emotion": {"emotion": "neutral", "intensity": 0.2, "energy": "medium"},
+        # a model that writes from what it is shown and agrees to every merge
+        "entity_summary": lambda p: {"summary": " / ".join(p["facts"]) or "nothing"},
+        "cluster_summary": lambda p: {"summary": " / ".join(str(x) for x in p.get("facts", p.get("lines", [])))[:400] or "c"},
+        "community": lambda p: {"title": "Theme", "summary": str(p)[:300]},
+        "entity_merge": {"should_merge": True},
+        "consolidate": {"observations": []},
+    })
+    km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False, cluster_min_facts=2,
+                                                            memify_merge_similarity_threshold=0.5), clock=clock)
+    return store, km
+
+
+def _bobs_view(km) -> tuple:
+    """Everything Bob (and the shared scope) reads after the jobs, ids and row ids aside."""
+    out = []
+    for user in ("bob", None):
+        facts = sorted([(f.fact_text, f.entity_key, f.user_id, f.times_retrieved, str(f.last_retrieved_at),
+                         f.vitality_score, f.is_stale, f.cluster_id is not None)
+                        for f in km.get_all(AGENT, user_id=user)], key=repr)
+        ents = sorted([(e.canonical_key, e.user_id, e.summary_text, e.fact_count, e.importance_score, e.is_active,
+                        sorted(e.aliases)) for e in km.entities(AGENT, user_id=user, include_inactive=True)], key=repr)
+        rels = sorted([(r.source_entity_key, r.target_entity_key, r.rel_type, r.user_id, r.strength, str(r.last_used_at))
+                       for r in km.relationships(AGENT, user_id=user, include_inactive=True)], key=repr)
+        r = km.retrieve(AGENT, "Hotel Aurora Paris Ana Souza", user_id=user, config_overrides={"track_usage": False})
+        ranked = sorted([(round(f.score, 9), f.fact_text, tuple(sorted((k, round(v, 9)) for k, v in f.scores.items())))
+                         for f in r.facts], key=repr)
+        out.append((facts, ents, rels, ranked, r.context, _derived_rows(km, user)))
+    return tuple(out)
+
+
+def _derived_rows(km, user) -> list:
+    """The scope's clusters and observations (read by retrieve's context and ``directives``;
+    no listing API), their ids and row ids aside."""
+    import sqlalchemy as sa
+
+    t = km.runtime.tables
+    out = []
+    with km.runtime.backend.read() as conn:
+        for table, cols in ((t.cluster, ("label", "summary_text", "fact_count", "importance", "is_active")),
+                            (t.meta_observation, ("observation_type", "title", "text", "confidence", "is_active"))):
+            cond = table.c.user_id.is_(None) if user is None else table.c.user_id == user
+            rows = conn.execute(sa.select(*(table.c[c] for c in cols)).where(cond)).all()
+            out.append(sorted((tuple(row) for row in rows), key=repr))
+    return out
+
+
+def test_alices_writes_reads_and_jobs_never_shape_what_bob_and_the_shared_scope_read(tmp_path):
+    """The aggregates across users, as one differential: two stores get the same shared and
+    Bob facts and edges, and Bob's and the shared scope's reads, at the same clock readings;
+    one also gets Alice's facts and edges about the same subjects (Paris, the hotel, Ana) and
+    her retrieves. Every background job then runs in every scope of both stores, with a model
+    that writes its summaries from what it is shown and agrees to every merge. Bob's and the
+    shared scope's rows as read (fact usage, vitality, staleness and clustering; entity
+    summaries, counts, importance, aliases and merges; edge strength and use) and retrieves
+    (facts, per-signal scores, context) are the same in both stores: nothing is computed from
+    her rows or her reads. Alice's counts differ per subject, so a job that counted her links,
+    edges or facts (density, degree, clusters: each checked by dropping its scope condition)
+    moves Bob's normalised scores or texts. No entity pair of this world reaches the merge
+    threshold (merges across scopes: ``test_tenant_redteam``). Fails before 3e2f354 (her retrieves wrote usage on the shared rows:
+    ``times_retrieved``, vitality, the shared entity's importance)."""
+    from .helpers import Clock
+
+    clocks = [Clock(), Clock()]
+    with_a, without_a = _open(tmp_path, "with_a", clocks[0]), _open(tmp_path, "without_a", clocks[1])
+    try:
+        def step(owner, fn):
+            for clock in clocks:
+                clock.advance(minutes=7)
+            for _, km in ([with_a] if owner == "alice" else [with_a, without_a]):
+                fn(km)
+
+        for i, (subject, kind) in enumerate(SUBJECTS):
+            for owner in (None, "bob", "alice"):
+                tag = {None: "shared", "bob": "Bob's", "alice": "Alice's private"}[owner]
+                # Alice's counts differ per subject, so min-max normalised scores would move
+                for n in range(ALICES_FACTS[i] if owner == "alice" else 2):
+                    step(owner, lambda km, s=subject, k=kind, o=owner, t=tag, n=n: km.add_fact(
+                        AGENT, s, f"{s} note {n} ({t})", subject_type=k, user_id=o))
+        step("alice", lambda km: km.add_relation(AGENT, "Paris", "Paris Metro", "near", source_type="place",
+                                                 target_type="place", user_id="alice"))
+        step("alice", lambda km: km.add_relation(AGENT, "Paris", "Hotel Aurora", "near", source_type="place",
+                                                 target_type="place", user_id="alice"))
+        step(None, lambda km: km.add_relation(AGENT, "Hotel Aurora", "Paris", "located_in", source_type="place",
+                                              target_type="place"))
+        step("bob", lambda km: km.add_relation(AGENT, "Ana Souza", "Paris", "lives_in", source_type="person",
+                                               target_type="place", user_id="bob"))
+        for query in ("Hotel Aurora", "Paris", "Ana Souza"):
+            step("alice", lambda km, q=query: km.retrieve(AGENT, q, user_id="alice"))
+            step("bob", lambda km, q=query: km.retrieve(AGENT, q, user_id="bob"))
+            step(None, lambda km, q=query: km.retrieve(AGENT, q))
+        for clock in clocks:
+            clock.advance(days=40)
+        for store, km in (with_a, without_a):
+            for user in km.scopes(AGENT):
+                result = km.run_background(AGENT, user_id=user)
+                assert not result.errors, (user, result.errors)
+        assert with_a[1].scopes(AGENT) == [None, "alice", "bob"] and without_a[1].scopes(AGENT) == [None, "bob"]
+        got, want = _bobs_view(with_a[1]), _bobs_view(without_a[1])
+        assert "private" not in repr(got)
+        assert got == want
+        # the probe is not vacuous: the jobs wrote summaries and scores Bob reads
+        (bob_facts, bob_ents, *_), _ = got
+        assert any(e[2] for e in bob_ents) and any(e[4] is not None for e in bob_ents)
+        assert any(f[3] for f in bob_facts) and all(f[5] is not None for f in bob_facts)
+        clusters, _ = got[0][5]
+        assert clusters and all(c[1] for c in clusters)
+    finally:
+        for store, km in (with_a, without_a):
+            km.close()
+            store.close()
