@@ -326,9 +326,10 @@ def deletion_hook(rt: KnowledgeRuntime, dbapi_conn: Any, event: Any) -> Any:
     t = rt.tables
     if event.memory_store_id.upper() != t.store_id:
         return
-    # KC-3.10 / KC-5.10: the instance's cached directives of the actors named (an erased
-    # user's, an erased agent's scopes) go with their rows
-    rt.drop_cached(agent_ids=event.agent_ids, user_ids=event.user_ids)
+    # KC-3.10 / KC-5.10: an actor's erasure (forget, a profile cascade) takes the instance's
+    # cached directives of her (its) scopes with her rows; a plain delete or purge keeps them
+    if event.reason in ("forget", "cascade"):
+        rt.drop_cached(agent_ids=event.agent_ids, user_ids=event.user_ids)
     with rt.backend.hook_connection(dbapi_conn) as conn:
         if event.reason == "forget":
             return erase(conn, t, event, purger(rt))

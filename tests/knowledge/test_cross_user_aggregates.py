@@ -110,6 +110,10 @@ def test_erasing_alice_drops_her_cached_directive_block(env, how, monkeypatch): 
     km.directives(AGENT)
     cached = km.runtime.directive_cache
     assert any("HIV" in block.text for _, block in cached.values())
+    # a plain delete of a record of hers is no erasure: the cache stays
+    (record,) = store.add(["a note"], "memory", user_ids="alice")
+    store.delete("memory", record)
+    assert km.directives(AGENT, user_id="alice").cache_hit is True
 
     if how == "forget":
         km.forget(user_id="alice")
