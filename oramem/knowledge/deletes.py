@@ -313,7 +313,11 @@ async def forget_async(rt: KnowledgeRuntime, user_id: Optional[str], agent_id: O
     if agent_id is not None:
         validate_agent_id(agent_id)
     user_id = reads.check_user_id(user_id)
-    return await rt.in_thread(rt.store.forget, user_id=user_id, agent_id=agent_id)
+    report = await rt.in_thread(rt.store.forget, user_id=user_id, agent_id=agent_id)
+    # KC-3.10 / KC-5.10: the erased actor's cached directives (on Oracle no Python deletion
+    # hook runs: the PL/SQL twin erases the rows, this drops the instance's copy)
+    rt.drop_cached(agent_ids=() if agent_id is None else (agent_id,), user_ids=() if user_id is None else (user_id,))
+    return report
 
 
 def deletion_hook(rt: KnowledgeRuntime, dbapi_conn: Any, event: Any) -> Any:
@@ -322,6 +326,10 @@ def deletion_hook(rt: KnowledgeRuntime, dbapi_conn: Any, event: Any) -> Any:
     t = rt.tables
     if event.memory_store_id.upper() != t.store_id:
         return
+    # KC-3.10 / KC-5.10: an actor's erasure (forget, a profile cascade) takes the instance's
+    # cached directives of her (its) scopes with her rows; a plain delete or purge keeps them
+    if event.reason in ("forget", "cascade"):
+        rt.drop_cached(agent_ids=event.agent_ids, user_ids=event.user_ids)
     with rt.backend.hook_connection(dbapi_conn) as conn:
         if event.reason == "forget":
             return erase(conn, t, event, purger(rt))

@@ -69,6 +69,20 @@ class KnowledgeRuntime:
             raise TypeError(f"clock returned {type(moment).__name__}, not a datetime")
         return to_utc(moment)
 
+    def drop_cached(self, agent_ids: Any = (), user_ids: Any = ()) -> None:
+        """Drop what this instance caches of the scopes of ``agent_ids`` (every scope of those
+        agents) and of ``user_ids`` (their scopes on every agent): the KC-5.10 directives
+        blocks, the model's text over a scope's behavioural preferences. Called when those
+        actors' rows are deleted or erased (KC-3.10), so the process keeps none of an erased
+        user's words; another scope's entries stay. Over-dropping only costs a recompute."""
+        agents, users = set(agent_ids), set(user_ids)
+        if not (agents or users):
+            return
+        cache = self.directive_cache
+        for key in list(cache):  # list(dict): one step under the GIL, safe beside other threads
+            if key[0] in agents or (key[1] is not None and key[1] in users):
+                cache.pop(key, None)
+
     def runs_inline(self) -> bool:
         """Blocking work may run right here, on the calling coroutine's thread: the coroutine
         runs on the instance's own loop (a sync twin, the in-process worker: no caller's loop
