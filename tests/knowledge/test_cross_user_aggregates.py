@@ -22,19 +22,17 @@ def _shared_clinic(km) -> str:
 
 
 @pytest.mark.parametrize("reader", ["retrieve", "retrieve_async"])
-def test_alices_retrieve_leaves_no_usage_on_the_shared_rows_bob_reads(env, reader):  # noqa: F811
-    """KC-5.12 wrote a retrieve's usage on every fact and edge it returned, shared ones
-    included: Alice's retrieve set ``times_retrieved + 1`` and ``last_retrieved_at`` on the
-    shared clinic fact and ``last_used_at`` on its shared edge. Bob's ``get`` and
-    ``relationships`` showed him the minute Alice's query about the clinic ran and how often
-    her reads returned it, and the counts stayed after her erasure (KC-3.10: nothing of hers
-    is kept). A user's retrieve now records usage on her own rows only (KC-3.7); her own fact's
-    usage is still recorded, and a read of the shared scope still records the shared rows'."""
+def test_a_users_retrieve_counts_in_the_shared_rows_usage_and_names_nobody(env, reader):  # noqa: F811
+    """KC-5.12 as decided (2026-12-07): a user's retrieve records usage on every row it
+    returned that she sees, the shared ones included, so shared knowledge that only users read
+    stays fresh in memify. The shared rows' usage is an aggregate over the agent's readers: it
+    names no reader and outlives none of them in a way that points at her. (Red team round 8
+    proposed own-rows-only; it lets such shared facts go stale and was not adopted: this test
+    fails on that rule.)"""
     _, store, km, llm, clock = env
     shared_fact = _shared_clinic(km)
     write_keeper(km, llm, clock, "alice", "Alice", "the clinic card", "Alice keeps the clinic card in the drawer")
     clock.advance(minutes=5)
-    shared = scope_rows(km, store, None)
 
     if reader == "retrieve":
         r = km.retrieve(AGENT, "clinic HIV treatment card", user_id="alice")
@@ -44,17 +42,16 @@ def test_alices_retrieve_leaves_no_usage_on_the_shared_rows_bob_reads(env, reade
     assert "The clinic treats HIV on Tuesdays" in r.context and "located_on" in r.context
     assert "Alice keeps the clinic card in the drawer" in r.context
 
-    # the shared rows, as Bob reads them, are byte for byte as before her read
-    assert scope_rows(km, store, None) == shared
     seen = km.get(AGENT, shared_fact, user_id="bob")
-    assert (seen.times_retrieved, seen.last_retrieved_at) == (0, None)
-    assert [e.last_used_at for e in km.relationships(AGENT, user_id="bob")] == [None]
-    # her own fact's usage is hers and recorded (usage tracking is not off)
+    assert seen.times_retrieved == 1 and seen.last_retrieved_at is not None
+    assert [e.last_used_at is not None for e in km.relationships(AGENT, user_id="bob")] == [True]
     (mine,) = [f for f in km.get_all(AGENT, user_id="alice") if f.fact_text == "Alice keeps the clinic card in the drawer"]
     assert mine.times_retrieved == 1 and mine.last_retrieved_at is not None
 
     km.forget(user_id="alice")
-    assert scope_rows(km, store, None) == shared
+    shared = scope_rows(km, store, None)
+    assert "alice" not in repr(shared).lower() and "drawer" not in repr(shared)
+    assert km.get(AGENT, shared_fact, user_id="bob").times_retrieved == 1  # the aggregate names nobody
 
 
 def test_a_shared_scope_retrieve_still_records_the_shared_rows_usage(env):  # noqa: F811
@@ -204,8 +201,8 @@ def test_alices_writes_reads_and_jobs_never_shape_what_bob_and_the_shared_scope_
     her rows or her reads. Alice's counts differ per subject, so a job that counted her links,
     edges or facts (density, degree, clusters: each checked by dropping its scope condition)
     moves Bob's normalised scores or texts. No entity pair of this world reaches the merge
-    threshold (merges across scopes: ``test_tenant_redteam``). Fails before 3e2f354 (her retrieves wrote usage on the shared rows:
-    ``times_retrieved``, vitality, the shared entity's importance)."""
+    threshold (merges across scopes: ``test_tenant_redteam``). Her retrieves run without usage
+    tracking here: their usage on the shared rows is an aggregate by design (KC-5.12)."""
     from .helpers import Clock
 
     clocks = [Clock(), Clock()]
@@ -233,7 +230,9 @@ def test_alices_writes_reads_and_jobs_never_shape_what_bob_and_the_shared_scope_
         step("bob", lambda km: km.add_relation(AGENT, "Ana Souza", "Paris", "lives_in", source_type="person",
                                                target_type="place", user_id="bob"))
         for query in ("Hotel Aurora", "Paris", "Ana Souza"):
-            step("alice", lambda km, q=query: km.retrieve(AGENT, q, user_id="alice"))
+            # her reads count in the shared rows' usage by design (KC-5.12: an aggregate over the
+            # agent's readers, tests above); this probe is about what her rows and jobs compute
+            step("alice", lambda km, q=query: km.retrieve(AGENT, q, user_id="alice", config_overrides={"track_usage": False}))
             step("bob", lambda km, q=query: km.retrieve(AGENT, q, user_id="bob"))
             step(None, lambda km, q=query: km.retrieve(AGENT, q))
         for clock in clocks:

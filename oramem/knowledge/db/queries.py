@@ -361,23 +361,22 @@ def check_page(limit: Any, offset: Any) -> None:
 # -- retrieve's reads and usage writes by primary key (issue 25 item 6, round e)
 
 
-def owned_ids(conn: sa.Connection, table: sa.Table, agent_id: str, user_id: Optional[str], ids: list[str]) -> list[str]:
-    """The ids among ``ids`` (one batch) of ``table``'s rows of the scope ``(agent_id,
-    user_id)`` itself (KC-3.7; ``None``: the shared rows), looked up by primary key only: with
-    ``agent_id`` in the WHERE clause SQLite (no statistics) picks the ``(agent_id, ...)``
-    index and scans every row of the agent; the scope is checked here on the rows read.
-    KC-5.12: the rows a retrieve's usage may change.
-    A user's retrieve records usage on her own rows only: the usage columns of a shared row
-    (``times_retrieved``, ``last_retrieved_at``, an edge's ``last_used_at``) are read by every
-    user (``get``, ``relationships``, ranking) and kept after her erasure, so they would show
-    Bob when and how often Alice's reads returned it (red team round 8)."""
-    stmt = cached_stmt(table, ("owned_ids",), lambda: sa.select(table.c.id, table.c.agent_id, table.c.user_id).where(
+def visible_ids(conn: sa.Connection, table: sa.Table, agent_id: str, user_id: Optional[str], ids: list[str]) -> list[str]:
+    """The ids among ``ids`` (one batch) of ``table``'s rows that ``user_id`` sees (KC-3.8),
+    looked up by primary key only: with ``agent_id`` in the WHERE clause SQLite (no
+    statistics) picks the ``(agent_id, ...)`` index and scans every row of the agent. The
+    scope is checked here on the rows read, as :func:`row_visible` does. KC-5.12: the rows a
+    retrieve's usage goes on, the shared ones it returned included: a user's read of a shared
+    fact counts in its usage, so shared knowledge that only users read does not age as unread
+    (the usage columns are then an aggregate over every reader of the agent, as documented
+    in KC-5.12; a per-user usage record is the design that would keep them apart)."""
+    stmt = cached_stmt(table, ("visible_ids",), lambda: sa.select(table.c.id, table.c.agent_id, table.c.user_id).where(
         table.c.id.in_(expanding("p_ids"))))
-    return sorted(i for i, a, u in conn.execute(stmt, {"p_ids": ids}) if a == agent_id and u == user_id)
+    return sorted(i for i, a, u in conn.execute(stmt, {"p_ids": ids}) if a == agent_id and u in (None, user_id))
 
 
 def touch_by_ids(conn: sa.Connection, table: sa.Table, ids: list[str], now: datetime) -> None:
-    """KC-5.12 usage on rows already checked the reader's own (:func:`owned_ids`, in the same write
+    """KC-5.12 usage on rows already checked visible (:func:`visible_ids`, in the same write
     transaction): a fact's ``times_retrieved + 1`` and ``last_retrieved_at``, an edge's
     ``last_used_at``; by primary key, one cached statement per table."""
     if not ids:

@@ -274,13 +274,12 @@ async def track_usage(st: RetrieveState, fact_ids: list[str], edge_ids: list[str
         with st.rt.backend.try_write("knowledge usage tracking", st.agent_id) as conn:
             if conn is None:
                 return False
-            # by primary key: the scope is checked on the rows first (reads.owned_ids), as an
-            # agent_id condition in the UPDATE made SQLite scan the agent's facts. The reader's
-            # own rows only (KC-5.12, KC-3.7): a user's read of a shared fact or edge leaves its
-            # usage columns, which every user sees, as they were
+            # by primary key: the scope is checked on the rows first (reads.visible_ids), as an
+            # agent_id condition in the UPDATE made SQLite scan the agent's facts; the shared rows
+            # a user's read returned count too (KC-5.12: shared knowledge users read stays fresh)
             for table, ids in ((f, fact_ids), (r, edge_ids)):
                 for batch in reads.chunked(sorted(set(ids))):
-                    reads.touch_by_ids(conn, table, reads.owned_ids(conn, table, st.agent_id, st.user_id, batch), now)
+                    reads.touch_by_ids(conn, table, reads.visible_ids(conn, table, st.agent_id, st.user_id, batch), now)
             for batch in reads.chunked(sorted(set(triggered))):
                 conn.execute(sa.update(it).where(reads.owned(it, st.agent_id, st.user_id), it.c.id.in_(batch), it.c.status == "pending")
                              .values(status="triggered", triggered_at=now))
