@@ -45,11 +45,15 @@ _REPLY = extract([("Alice", "person"), ("Zanzibar", "place")],
                  [("Alice", "Alice hides her passport in Zanzibar", "hiding_place")])
 
 
-def test_a_write_in_flight_when_she_is_erased_stores_nothing_of_hers(km, llm, store):
-    llm.route("extract", _erase_then(store, _REPLY, user_id="alice"))
-    with pytest.raises(ConflictError, match="the user 'alice' of this write was erased"):
+@pytest.mark.parametrize("erased, column, message", [
+    ("user_id", "alice", "the user 'alice' of this write was erased"),
+    ("agent_id", "a1", "the agent 'a1' of this write"),
+], ids=["her-user", "its-agent"])
+def test_a_write_in_flight_when_its_user_or_agent_is_erased_stores_nothing(km, llm, store, erased, column, message):
+    llm.route("extract", _erase_then(store, _REPLY, **{erased: column}))
+    with pytest.raises(ConflictError, match=message):
         km.write("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice")
-    assert _scope_rows(km, "user_id", "alice") == {}
+    assert _scope_rows(km, erased, column) == {}
     assert not _zanzibar(store)
 
 
@@ -94,14 +98,6 @@ def test_add_knowledge_in_flight_when_she_is_erased_stores_nothing_of_hers(km, s
         km.add_knowledge("a1", entities=[{"name": "Zanzibar", "type": "place"}],
                          facts=[{"subject": "Alice", "fact": "Alice hides her passport in Zanzibar"}], user_id="alice")
     assert _scope_rows(km, "user_id", "alice") == {}
-    assert not _zanzibar(store)
-
-
-def test_a_write_in_flight_when_its_agent_is_erased_stores_nothing(km, llm, store):
-    llm.route("extract", _erase_then(store, _REPLY, agent_id="a1"))
-    with pytest.raises(ConflictError, match="the agent 'a1' of this write"):
-        km.write("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice")
-    assert _scope_rows(km, "agent_id", "a1") == {}
     assert not _zanzibar(store)
 
 
