@@ -10,7 +10,9 @@
 -- embedder is refused (-20108) before anything is written. A nullable column without a
 -- default: existing rows get NULL. Runs only on a catalog below version 5 and only adds the
 -- column (and the constraint) when USER_TAB_COLUMNS (USER_CONSTRAINTS) lacks it, so a rerun
--- or a half-applied run is harmless.
+-- or a half-applied run is harmless. Also adds the index ORAMEM_ERASURE_LOG_SUBJECT
+-- (memory_store_id, subject_hash) on the erasure log (when USER_INDEXES lacks it): a knowledge
+-- write's commit looks its subjects' receipts up by hash (KC-3.10).
 -- Static-checked only; not run against Oracle.
 -- Terminators: plain SQL statements end with ";", PL/SQL blocks with "/" (plsql/README.md).
 
@@ -32,6 +34,14 @@ BEGIN
       IF l_count = 0 THEN
          EXECUTE IMMEDIATE 'ALTER TABLE oramem_stores ADD CONSTRAINT oramem_stores_embedder_ck '
             || 'CHECK (embedder IS JSON)';
+      END IF;
+      -- the erasure log by subject (KC-3.10: a knowledge write's commit looks up its user's and
+      -- agent's receipts by hash, oramem.knowledge.write.erasures; the primary key serves the
+      -- store id only, so without it the lookup read every receipt of the store)
+      SELECT COUNT(*) INTO l_count FROM user_indexes WHERE index_name = 'ORAMEM_ERASURE_LOG_SUBJECT';
+      IF l_count = 0 THEN
+         EXECUTE IMMEDIATE 'CREATE INDEX oramem_erasure_log_subject '
+            || 'ON oramem_erasure_log (memory_store_id, subject_hash)';
       END IF;
    END IF;
 END;

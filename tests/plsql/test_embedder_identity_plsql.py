@@ -31,12 +31,28 @@ def test_the_catalog_upgrade_adds_the_json_column_once_and_records_version_5():
     assert "WHERE component = 'CATALOG'" in block and "IF l_version < 5 THEN" in block
     assert "column_name = 'EMBEDDER'" in block and "ADD (embedder CLOB)" in block
     assert "constraint_name = 'ORAMEM_STORES_EMBEDDER_CK'" in block and "CHECK (embedder IS JSON)" in block
-    assert block.count("IF l_count = 0 THEN") == 2 and "WHEN OTHERS" not in block
+    assert block.count("IF l_count = 0 THEN") == 3 and "WHEN OTHERS" not in block  # column, check, index
     assert "5 AS version" in items[1].text and "WHERE v.version < s.version" in items[1].text
     install = (REPO / "plsql" / "install.sql").read_text()
     at = install.index("@@../ddl/upgrades/004_to_005.sql")
     assert install.index("@@../ddl/upgrades/003_to_004.sql") < at < install.index("@@oramem_errors.pks")
     assert "embedder" not in (REPO / "ddl" / "001_catalog.sql").read_text().lower()  # released script untouched
+
+
+def test_the_catalog_upgrade_indexes_the_erasure_log_by_the_subject_a_write_looks_up():
+    """KC-3.10 (oramem.knowledge.write.erasures): a knowledge write's commit reads its user's and
+    agent's receipts ``WHERE memory_store_id = :s AND subject_hash IN (...)``; the log's primary
+    key is (memory_store_id, receipt_id), so without this index every receipt of the store is
+    read on every write. Created once (USER_INDEXES guard), in the same catalog step 4 -> 5."""
+    from oramem.knowledge.write.erasures import receipts_query
+    from sqlalchemy.dialects import oracle
+
+    block = _flat([i for i in split_script(UPGRADE) if i.kind == "plsql"][0].text)
+    assert "FROM user_indexes WHERE index_name = 'ORAMEM_ERASURE_LOG_SUBJECT'" in block
+    assert ("CREATE INDEX oramem_erasure_log_subject ' || 'ON oramem_erasure_log (memory_store_id, subject_hash)"
+            in block)
+    sql = str(receipts_query("oracle", "s1", ["h"]).compile(dialect=oracle.dialect()))
+    assert "oramem_erasure_log.memory_store_id = " in sql and "oramem_erasure_log.subject_hash IN" in sql
 
 
 def test_a_refused_embedder_has_its_own_code_mapped_to_store_settings_mismatch():

@@ -18,8 +18,8 @@ The catalog tables are read with SQL on the knowledge connection: SQLite ``store
 Oracle ``memory_store_id`` (``ddl/upgrades/002_to_003.sql``, ``003_to_004.sql``). Happy
 path of the commit: one lookup in the log by (store id, subject hashes) (on SQLite through
 the index ``oramem_erasure_log_subject``, created with the log, plus the catalog check that
-the table exists; on Oracle the log's primary key serves the store id only, an index on
-the hash needs a catalog upgrade); before the store's first erasure (no salt yet) one
+the table exists; on Oracle through ``ORAMEM_ERASURE_LOG_SUBJECT``, catalog upgrade
+``004_to_005.sql``); before the store's first erasure (no salt yet) one
 lookup of the salt option by its primary key. On SQLite writers are serialised, so a
 commit either precedes the erasure (which then deletes its rows) or sees its tombstone.
 On Oracle (read committed) the erasure's tombstone is visible only once it committed: an
