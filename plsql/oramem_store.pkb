@@ -381,6 +381,19 @@ AS
    ---------------------------------------------------------------------------------------
    -- deletion events and hooks
    ---------------------------------------------------------------------------------------
+   -- The values of in_vals as a JSON array of strings, in order (the deletion event's id lists).
+   FUNCTION json_array_of(
+      in_vals IN vc_tab_t
+   ) RETURN JSON_ARRAY_T
+   IS
+      l_arr JSON_ARRAY_T := JSON_ARRAY_T();
+   BEGIN
+      FOR i IN 1 .. in_vals.COUNT LOOP
+         l_arr.append(in_vals(i));
+      END LOOP;
+      RETURN l_arr;
+   END json_array_of;
+
    FUNCTION make_event(
       in_store_id IN VARCHAR2,
       in_types    IN vc_tab_t,
@@ -422,21 +435,9 @@ AS
          l_arr.append(l_scope);
       END LOOP;
       l_event.put('scopes', l_arr);
-      l_arr := JSON_ARRAY_T();
-      FOR i IN 1 .. in_threads.COUNT LOOP
-         l_arr.append(in_threads(i));
-      END LOOP;
-      l_event.put('thread_ids', l_arr);
-      l_arr := JSON_ARRAY_T();
-      FOR i IN 1 .. in_users.COUNT LOOP
-         l_arr.append(in_users(i));
-      END LOOP;
-      l_event.put('user_ids', l_arr);
-      l_arr := JSON_ARRAY_T();
-      FOR i IN 1 .. in_agents.COUNT LOOP
-         l_arr.append(in_agents(i));
-      END LOOP;
-      l_event.put('agent_ids', l_arr);
+      l_event.put('thread_ids', json_array_of(in_threads));
+      l_event.put('user_ids', json_array_of(in_users));
+      l_event.put('agent_ids', json_array_of(in_agents));
       l_event.put('reason', in_reason);
       RETURN l_event;
    END make_event;
@@ -1201,7 +1202,6 @@ AS
       l_ragents  vc_tab_t;   -- agent_id / user_id of each deleted record (the event's scopes)
       l_rusers   vc_tab_t;
       l_athreads vc_tab_t;   -- the threads holding one of the actor's own records (actor_thread_ids)
-      l_tarr     JSON_ARRAY_T;
       l_exps     ts_tab_t;
       l_now      TIMESTAMP(6) := oramem_registry.utc_now;
       l_event    JSON_OBJECT_T;
@@ -1311,11 +1311,7 @@ AS
          l_event := make_event(l_store.memory_store_id, l_types, l_ids, l_threads, l_users,
                                l_agents, l_ragents, l_rusers,
                                CASE WHEN in_reason = 'forget' THEN 'forget' ELSE 'cascade' END);
-         l_tarr := JSON_ARRAY_T();
-         FOR i IN 1 .. l_athreads.COUNT LOOP
-            l_tarr.append(l_athreads(i));
-         END LOOP;
-         l_event.put('actor_thread_ids', l_tarr);
+         l_event.put('actor_thread_ids', json_array_of(l_athreads));
          IF in_reason = 'forget' AND in_names IS NOT NULL THEN
             l_event.put('names', JSON_ARRAY_T.parse(in_names));   -- N4: the hook sees the names
          END IF;

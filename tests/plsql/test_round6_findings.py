@@ -26,8 +26,10 @@ def test_an_actors_cascade_event_names_every_thread_that_held_its_records():
     assert read, "the actor's threads are read"
     delete = cascade.index("'DELETE FROM ' || l_rec_tab")
     assert read.start() < delete, "before its records are deleted"
-    put = re.search(r"FOR i IN 1 \.\. l_athreads\.COUNT LOOP\s*l_tarr\.append\(l_athreads\(i\)\);\s*END LOOP;\s*"
-                    r"l_event\.put\('actor_thread_ids', l_tarr\);", cascade)
+    put = re.search(r"l_event\.put\('actor_thread_ids', json_array_of\(l_athreads\)\);", cascade)
     assert put and put.start() > cascade.index("l_event := make_event("), "into the event, after it is made"
     decl = body[: body.index("BEGIN")]
-    assert re.search(r"l_athreads\s+vc_tab_t;", decl) and re.search(r"l_tarr\s+JSON_ARRAY_T;", decl)
+    assert re.search(r"l_athreads\s+vc_tab_t;", decl)
+    helper = unit(code("oramem_store.pkb"), "json_array_of")  # every element, in order, as make_event's id lists
+    assert re.search(r"FOR i IN 1 \.\. in_vals\.COUNT LOOP\s*l_arr\.append\(in_vals\(i\)\);\s*END LOOP;\s*"
+                     r"RETURN l_arr;", helper)
