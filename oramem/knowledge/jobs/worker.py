@@ -16,6 +16,7 @@ from ..._plans import run_sync
 from ...threads import write_refusal
 from ..config import KnowledgeConfig, merge_config
 from ..db.queries import check_page
+from ..errors import plain_text
 from ..model import new_id
 from ..observe import finish_span, operation_span
 from ..runtime import KnowledgeRuntime
@@ -169,7 +170,7 @@ async def run_job(rt: KnowledgeRuntime, config: KnowledgeConfig, job: dict[str, 
     except queue_mod.LostClaim:
         return "lost"
     except Exception as exc:  # noqa: BLE001 - every failure of an attempt is recorded and retried
-        error = f"{type(exc).__name__}: {exc}"
+        error = f"{type(exc).__name__}: {plain_text(exc)}"  # stored as last_error: no quoted model reply
     else:
         if result.success:
             return "done"

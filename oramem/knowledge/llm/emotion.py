@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..._sync import run_sync
-from ..errors import LLMError
+from ..errors import LLMError, plain_text
 from .tasks import TaskCall
 
 __all__ = ["tag_event_emotion", "tag_event_emotion_sync", "tag_emotion_detailed"]
@@ -22,7 +22,7 @@ async def tag_emotion_detailed(
     try:
         reply = await call("event_emotion", {"text": event_text}, timeout)
     except LLMError as exc:
-        return None, str(exc)
+        return None, plain_text(exc)  # the reason is stored in the event's trace: no quoted reply
     return {"emotion": reply["emotion"], "intensity": float(reply["intensity"]), "energy": reply["energy"]}, None
 
 

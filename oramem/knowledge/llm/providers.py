@@ -243,7 +243,9 @@ class OpenAICompatibleProvider(BaseLLMProvider):
             payload = response.json()
             text = payload["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise LLMError(f"{self.url}: unexpected reply: {self._poster.redact(raw[:200].decode('utf-8', 'replace'))}") from None
+            raise LLMError(f"{self.url}: unexpected reply: {self._poster.redact(raw[:200].decode('utf-8', 'replace'))}",
+                           plain=f"{self.url}: unexpected reply ({len(raw)} bytes, not a chat completion; not quoted "
+                                 "here: it may repeat the conversation it was given)") from None
         if not isinstance(text, str):
             raise LLMError(f"{self.url}: reply content is not text")
         usage = None

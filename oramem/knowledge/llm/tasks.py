@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any, Optional
 
-from ..errors import LLMError, LLMReplyError, LLMTimeout
+from ..errors import LLMError, LLMReplyError, LLMTimeout, plain_text
 from .replies import EMOTIONS, ENERGIES, validate_reply
 from ..text import estimate_tokens
 from ..types import TokenUsage
@@ -143,7 +143,9 @@ def parse_reply(text: Any) -> dict[str, Any]:
                         return value
                     break
         start = stripped.find("{", start + 1)
-    raise LLMError(f"unparsable reply: {text[:120]!r}")
+    raise LLMError(f"unparsable reply: {text[:120]!r}",
+                   plain=f"unparsable reply ({len(text)} characters, no JSON object; not quoted here: it may repeat "
+                         "the conversation it was given)")
 
 
 class TaskCall:
@@ -184,7 +186,7 @@ class TaskCall:
         try:
             reply = parse_reply(text)
         except LLMError as exc:
-            raise LLMReplyError(task, None, str(exc)) from None
+            raise LLMReplyError(task, None, str(exc), plain_problem=plain_text(exc)) from None
         return validate_reply(task, reply)
 
 

@@ -20,7 +20,7 @@ from ... import timeutil
 from ..db import queries as reads
 from .classify import Chunk, classify_input, select_strategy, split_chunks
 from ..llm.emotion import tag_emotion_detailed
-from ..errors import ExtractionError, LLMError
+from ..errors import ExtractionError, LLMError, plain_text
 from ..model import XEntity, XFact, XIntention, XObservation, XRelation
 from .relations import IDENTITY_REL_TYPES, normalize_rel_type
 from ..text import (
@@ -206,7 +206,7 @@ async def extract_chunks(run: WriteRun, chunks: list[Chunk], existing: list[dict
                 except LLMError as exc:
                     last = exc
         where = f"chunk {chunk.index}/{chunk.count}: " if chunked_mode else ""
-        raise ExtractionError(f"{where}{last}")
+        raise ExtractionError(f"{where}{last}", plain=f"{where}{plain_text(last) if last is not None else last}")
 
     results = await asyncio.gather(*(one(c) for c in chunks), return_exceptions=True)
     failures = [r for r in results if isinstance(r, BaseException)]

@@ -10,7 +10,7 @@ from typing import Any, Optional, TypeVar
 import sqlalchemy as sa
 
 from ..db import queries as reads
-from ..errors import LLMError
+from ..errors import LLMError, plain_text
 from ..model import Decision, XFact, XRelation, new_id
 from .relations import rel_words
 from ..text import (
@@ -146,7 +146,7 @@ async def reconcile_call(run: WriteRun, key: str, needs: list[XFact], existing: 
     except LLMError as exc:
         # KC-4.22: the deterministic rules decide (same text confirms, same attribute under a
         # supersede policy replaces), and the result says the write degraded
-        run.warn(f"reconcile degraded to rules ({type(exc).__name__}: {exc})")
+        run.warn(f"reconcile degraded to rules ({type(exc).__name__}: {plain_text(exc)})")
         if "reconcile" not in run.degraded:
             run.degraded.append("reconcile")
         return reconcile_by_rules(run, needs, existing)

@@ -10,7 +10,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from ..db import queries as reads
-from ..errors import LLMError
+from ..errors import LLMError, plain_text
 from ..model import NewEntity
 from ..text import (
     entity_key,
@@ -260,7 +260,7 @@ async def resolve_name(run: WriteRun, name: str) -> tuple[str, str]:
                 await maybe_extend_display(run, key, name)
                 return record_resolution(run, name, key, "llm")
         except LLMError as exc:
-            run.warn(f"resolution: {exc}")
+            run.warn(f"resolution: {plain_text(exc)}")
     # create
     key = entity_key(etype, name)
     if not key.split(":", 1)[1]:

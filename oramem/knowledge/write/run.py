@@ -9,7 +9,7 @@ import asyncio
 import time
 from typing import Any, Optional
 
-from ..errors import ConflictError, ExtractionError
+from ..errors import ConflictError, ExtractionError, plain_text
 from ..model import Decision
 from ..observe import stats_of
 from ..runtime import KnowledgeRuntime
@@ -154,7 +154,7 @@ def trace_of(run: WriteRun, status: str, error: Optional[str] = None) -> dict[st
 
 async def _extraction_failed(rt: KnowledgeRuntime, run: WriteRun, exc: ExtractionError, event_mode: str,
                              started: float) -> WriteResult:
-    error = f"ExtractionError: {exc}"
+    error = f"ExtractionError: {plain_text(exc)}"  # returned and stored (the trace): no quoted reply
     result = WriteResult(
         classification=run.classification, strategy=run.strategy, emotion=run.emotion, success=False, error=error,
         warnings=list(run.warnings), tokens_used=run.call.usage, pipeline=run.trace,
