@@ -453,7 +453,9 @@ class KnowledgeMemory:
     delete = sync_method(delete_async)
 
     async def delete_all_async(self, agent_id: str) -> int:
-        """Every row of the agent in all 11 tables plus its knowledge store records."""
+        """Every row of the agent in all 11 tables plus its knowledge store records. A delete,
+        not an erasure (KC-3.6): no receipt, and a write in flight that commits after it is
+        stored; to erase the agent use :meth:`forget` with ``agent_id``."""
         return await deletes.delete_agent_async(self.runtime, agent_id)
 
     delete_all = sync_method(delete_all_async)

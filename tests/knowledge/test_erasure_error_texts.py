@@ -109,3 +109,13 @@ def test_the_exception_still_quotes_the_reply_for_its_caller():
     assert SECRET in str(info.value)
     assert SECRET not in plain_text(info.value) and f"{len(ECHO)} characters" in plain_text(info.value)
     assert plain_text(ValueError("plain words")) == "plain words"
+
+
+def test_her_own_failed_queued_write_goes_with_her(env):
+    """Her own queued write (its message and its last_error) is hers: her ``forget`` deletes it."""
+    path, store, km, llm, clock = env
+    km.write("a1", f"my passport is in {SECRET}", "Alice", user_id="alice", session_id="hers", background=True)
+    llm.route("extract", ECHO)
+    assert km.process_jobs(backoff_base=0.001).retried == 1
+    km.forget(user_id="alice")
+    assert km.jobs() == [] and _rows_holding(path, SECRET) == {}

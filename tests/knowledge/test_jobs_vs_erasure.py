@@ -261,3 +261,29 @@ def test_a_reprocess_in_flight_when_she_is_erased_stores_nothing_of_hers(km, llm
         km.reprocess_event("a1", failed.event_id, user_id="alice")
     assert _hers(km) == {}
     assert not [r for t in ("fact", "message") for r in store.list(t, limit=None) if "Zanzibar" in (r.content or "")]
+
+
+# --------------------------------------------------------------------------- delete_all is a delete, not an erasure
+# KC-3.6 (red24): ``delete_all(agent)`` writes no erasure receipt (no verification, no tombstone:
+# ``forget(agent_id=A)`` is the agent's erasure, SC-13.4, and refuses the writes in flight,
+# KC-3.10). What it guarantees about queued writes: a job a worker is running when it commits
+# loses its claim (its row is gone), so nothing of that job is stored after the delete.
+
+def test_a_queued_write_running_during_delete_all_stores_nothing(km, llm, clock, store):
+    from oramem.knowledge.deletes import delete_agent
+    from oramem.trust.erasure import erasure_log
+
+    km.write("a1", "Pedro keeps bees", "Pedro", session_id="s1", background=True)
+
+    def delete_then_answer(payload):
+        delete_agent(km.runtime, "a1")  # commits while the worker awaits the model
+        return {"entities": [{"name": "Pedro", "type": "person"}],
+                "facts": [{"subject": "Pedro", "fact": "Pedro keeps bees", "confidence": "explicit_statement"}]}
+
+    llm.route("extract", delete_then_answer)
+    llm.route("reconcile", {"decisions": []})
+    report = km.process_jobs()
+    assert report.lost == 1 and report.done == 0
+    assert km.get_all("a1") == [] and km.jobs() == []
+    assert store.list("message", thread_id="s1") == [] and store.list("fact") == []
+    assert erasure_log(store) == []  # a delete: no receipt
