@@ -22,7 +22,8 @@ A call with an argument the tool does not define is refused (nothing is silently
   knowledge layer's default session of another agent or user (``kg-default-…``, the agent's
   shared session among them: :func:`oramem.threads.default_session_refusal`). A thread that
   holds only records without a user is not open to a client of one user: erasing her would
-  take such a thread whole (SC-13.3), shared records included. A server without a user may
+  take such a thread whole (SC-13.3), shared records included. Both refusals are one message,
+  which does not say whose records closed the thread. A server without a user may
   write only where no user has records. On SQLite the check and the write are one ``BEGIN
   IMMEDIATE`` transaction; on Oracle another session can still write between them (read
   committed). ``update_memory`` / ``delete_memory`` check the record's scope and write in one
@@ -199,6 +200,16 @@ class _RefuseUnknownArguments:
         return await call_next(ctx)
 
 
+def _closed_thread(thread_id: str) -> str:
+    """The refusal of a write into a thread that is not open to the client (see the module
+    doc): the same words for another user's conversation and for a thread of records of no
+    user only, so a refused id says nothing about who wrote there."""
+    return (
+        f"thread {thread_id!r} is not open to this client: it writes only into a new thread or one of its own "
+        "conversations (a thread holding another user's records, or only records of no user, is closed to it)"
+    )
+
+
 def _record_dict(record: Any, distance: Optional[float] = None) -> dict[str, Any]:
     out = {
         "id": record.id,
@@ -323,7 +334,10 @@ def build_server(
         return record
 
     async def thread_refusal(thread_id: str, user: Optional[str], agent: Optional[str]) -> Optional[str]:
-        """Why ``user`` (on ``agent``) may not write into the thread (None: it may); inside the caller's block."""
+        """Why ``user`` (on ``agent``) may not write into the thread (None: it may); inside the caller's block.
+        One message whatever the thread holds (red24): which of another user's records or
+        only records of no user (the agent's) would tell the client whether some user has a
+        conversation under that id."""
         mine = nobodys = False
         for record_type in _THREAD_TYPES:
             for record in await store.list_async(record_type, limit=None, thread_id=thread_id):
@@ -332,13 +346,10 @@ def build_server(
                 elif record.user_id == user:
                     mine = True
                 else:
-                    return f"thread {thread_id!r} holds another user's records: this client cannot write into it"
+                    return _closed_thread(thread_id)
         if user is not None and nobodys and not mine:
             # erasing her would then take the thread whole, the records of nobody in it too (SC-13.3)
-            return (
-                f"thread {thread_id!r} holds only records of no user (shared records): a client of one user "
-                "cannot write into it"
-            )
+            return _closed_thread(thread_id)
         return default_session_refusal(thread_id, user, agent)  # new or not: another scope's default session
 
     refuse_unknown = _RefuseUnknownArguments()

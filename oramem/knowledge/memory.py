@@ -120,6 +120,9 @@ class KnowledgeMemory:
     reprocess_event = sync_method(reprocess_event_async)
 
     # -- background extraction (jobs/worker.py, jobs/queue.py, jobs/lifecycle.py) ---------------
+    # The queue operations below are the operator's (red24): they take no user and act on every
+    # user's queued writes (session ids, errors). No scoped surface (the MCP server, the
+    # framework adapters) offers them; a layer acting for one user must not either.
     async def process_jobs_async(
         self, *, max_jobs: Optional[int] = None, lease_seconds: float = 300.0, backoff_base: float = 2.0,
         backoff_max: float = 300.0, worker_id: Optional[str] = None, _stop: Any = None,
@@ -130,7 +133,8 @@ class KnowledgeMemory:
         backoff_max)`` seconds, up to the job's ``max_attempts``. The lease on a job
         (``lease_seconds``) is renewed every third of it while the job runs; a job whose
         worker died is claimed again once its lease has expired. Several workers (threads or
-        processes) can run at once: no job is taken by two."""
+        processes) can run at once: no job is taken by two. An operator's call: every user's
+        queued writes (see the note above)."""
         require_llm(self.has_llm, "process_jobs")
         return await worker_mod.process_jobs(
             self.runtime, self.config, max_jobs=max_jobs, lease_seconds=lease_seconds, backoff_base=backoff_base,
@@ -153,27 +157,30 @@ class KnowledgeMemory:
         return self._life.stop_worker(timeout)
 
     async def job_status_async(self, agent_id: Optional[str] = None, *, errors: int = 5) -> JobQueueStatus:
-        """Counts of the extraction queue by state, the oldest pending job, the last errors."""
+        """Counts of the extraction queue by state, the oldest pending job, the last errors.
+        An operator's call: every user's queued writes, their errors included."""
         return await worker_mod.job_status(self.runtime, agent_id, errors)
 
     job_status = sync_method(job_status_async)
 
     async def jobs_async(self, agent_id: Optional[str] = None, *, status: Optional[str] = None,
                          limit: int = 100) -> list[JobInfo]:
-        """Queued background writes (``JobInfo``), oldest first."""
+        """Queued background writes (``JobInfo``), oldest first. An operator's call: every
+        user's queued writes, their errors included."""
         return await worker_mod.list_jobs(self.runtime, agent_id, status, limit)
 
     jobs = sync_method(jobs_async)
 
     async def get_job_async(self, job_id: str) -> Optional[JobInfo]:
-        """One queued background write by its id (``None`` when there is none)."""
+        """One queued background write by its id (``None`` when there is none), whoever's it
+        is: an operator's call."""
         return await worker_mod.get_job(self.runtime, job_id)
 
     get_job = sync_method(get_job_async)
 
     async def retry_jobs_async(self, job_ids: Optional[list[str]] = None, *, agent_id: Optional[str] = None) -> int:
         """Put ``failed`` jobs (these ids, or all of the agent, or all) back to ``pending``
-        with a fresh set of attempts; returns how many."""
+        with a fresh set of attempts; returns how many. An operator's call (every user's jobs)."""
         return await worker_mod.retry_jobs(self.runtime, job_ids, agent_id)
 
     retry_jobs = sync_method(retry_jobs_async)
