@@ -287,3 +287,20 @@ def test_a_queued_write_running_during_delete_all_stores_nothing(km, llm, clock,
     assert km.get_all("a1") == [] and km.jobs() == []
     assert store.list("message", thread_id="s1") == [] and store.list("fact") == []
     assert erasure_log(store) == []  # a delete: no receipt
+
+
+def test_a_job_found_already_done_keeps_no_copy_of_the_context(km, llm, clock, store, monkeypatch):
+    """A claimed job whose event already exists is marked done without work (the queue's belt
+    and braces). A done job keeps no message or context (``queue.mark_done``), and an erasure
+    does not look into done jobs (``deletes._contexts``); this path kept both, so Alice's turn
+    copied into Bob's job stayed after her forget (red24)."""
+    from oramem.knowledge.jobs import queue as queue_mod
+
+    _shared_thread_with_bobs_queued_write(km, store)
+    monkeypatch.setattr(queue_mod, "event_exists", lambda conn, t, agent, eid: True)
+    assert km.process_jobs().already_done == 1
+    (done,) = _jobs(km)
+    assert done["status"] == "done"
+    assert "message" not in done["payload_json"] and "recent_messages" not in done["payload_json"]
+    km.forget(user_id="alice")
+    assert "zanzibar" not in str(_jobs(km))

@@ -245,10 +245,14 @@ def mark_done(conn: sa.Connection, t: KGTables, job_id: str, worker_id: str, now
         raise LostClaim(f"job {job_id}: another worker holds it now (this worker's lease expired); attempt rolled back")
 
 
-def finish_without_work(rt: KnowledgeRuntime, job_id: str, worker_id: str, now: datetime, result: dict[str, Any]) -> bool:
+def finish_without_work(rt: KnowledgeRuntime, job_id: str, worker_id: str, now: datetime, result: dict[str, Any],
+                        payload: Optional[dict[str, Any]] = None) -> bool:
+    """``done`` without running the write (its event exists already); like every done job it
+    keeps no message or context (``payload``: the job's, stripped as :func:`mark_done` does;
+    an erasure looks into queued writes only, red24)."""
     with rt.backend.write("knowledge job done", "") as conn:
         try:
-            mark_done(conn, rt.tables, job_id, worker_id, now, result)
+            mark_done(conn, rt.tables, job_id, worker_id, now, result, payload)
         except LostClaim:
             return False
     return True
