@@ -407,6 +407,10 @@ def _leave_removed_threads(conn: sa.Connection, t: KGTables, event: DeletionEven
     # removed conversation copied into it as its context: _strip_queued_context
 
 
+#: a queued write's ``last_error`` once an erasure took entries out of its context (KC-3.10)
+ERASED_ERROR = ("the error of an earlier attempt was cleared by an erasure: that attempt's prompt held the erased "
+                "user's (or agent's) words, and its error could quote them")
+
 #: a text of the erased actor this long or longer is found inside a queued write's context
 #: entry too ("Alice: <her message>"); a shorter one ("ok") only as the whole entry
 _CONTAINED_MIN_CHARS = 12
@@ -442,12 +446,12 @@ def _actor_words(conn: sa.Connection, t: KGTables, event: DeletionEvent) -> set[
 
 def _contexts(conn: sa.Connection, t: KGTables, event: DeletionEvent) -> list[Any]:
     """The queued writes of other scopes that carry a context: ``(id, status, session_id,
-    payload)`` of every job not ``done`` (a done job keeps no message or context) whose
-    payload has ``recent_messages``, the erased actor's own jobs aside (they go)."""
+    payload, last_error)`` of every job not ``done`` (a done job keeps no message or context)
+    whose payload has ``recent_messages``, the erased actor's own jobs aside (they go)."""
     j = t.job
     own = (reads.any_in(j.c.user_id, set(event.user_ids)) if event.user_ids
            else reads.any_in(j.c.agent_id, set(event.agent_ids)))
-    rows = conn.execute(sa.select(j.c.id, j.c.status, j.c.session_id, j.c.payload_json)
+    rows = conn.execute(sa.select(j.c.id, j.c.status, j.c.session_id, j.c.payload_json, j.c.last_error)
                         .where(j.c.status != "done", sa.or_(sa.not_(own), j.c.user_id.is_(None))
                                if event.user_ids else sa.not_(own))).all()
     return [r for r in rows if isinstance(r[3], dict) and r[3].get("recent_messages")]
@@ -464,12 +468,15 @@ def _strip_queued_context(conn: sa.Connection, t: KGTables, event: DeletionEvent
     message texts (:func:`_actor_words`). A write a worker is running with the old context
     loses its claim (back to ``pending``, the attempt not counted): its commit finds the job
     no longer its own and rolls back (``queue.mark_done``, ``LostClaim``), and the next
-    attempt reads the context without her words."""
+    attempt reads the context without her words. A job that loses context entries loses its
+    ``last_error`` text too (:data:`ERASED_ERROR`): its earlier attempts sent those words to the
+    model, and an error may quote them (a provider's own exception; the layer's errors quote no
+    reply, ``errors.plain_text``; red24)."""
     if event.reason not in ("cascade", "forget") or not (event.user_ids or event.agent_ids):
         return
     threads = set(event.actor_thread_ids) | set(event.thread_ids)
     j = t.job
-    for jid, status, session_id, payload in _contexts(conn, t, event):
+    for jid, status, session_id, payload, last_error in _contexts(conn, t, event):
         context = list(payload.get("recent_messages") or [])
         if session_id in threads:
             kept: list[Any] = []
@@ -478,6 +485,8 @@ def _strip_queued_context(conn: sa.Connection, t: KGTables, event: DeletionEvent
         if kept == context:
             continue
         values: dict[str, Any] = {"payload_json": {**payload, "recent_messages": kept}}
+        if last_error is not None:
+            values["last_error"] = ERASED_ERROR
         if status == "running":
             values.update(status="pending", worker_id=None, lease_until=None,
                           attempts=sa.case((j.c.attempts > 0, j.c.attempts - 1), else_=0))

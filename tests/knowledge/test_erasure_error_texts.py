@@ -15,16 +15,14 @@ quotes it.
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 import sqlalchemy as sa
 
 from oramem.knowledge.errors import LLMError, plain_text
+from oramem.sqlite._sqlite import sqlite3
 from oramem.knowledge.llm.tasks import parse_reply
 
 from .helpers import extract
-from .test_tenant_knowledge import env  # noqa: F401  (the fixture: store, KnowledgeMemory, LLM, clock)
 
 SECRET = "zanzibar"
 ECHO = f"Sorry, I cannot. Alice said her passport is in {SECRET} and I will not repeat it."
@@ -59,8 +57,8 @@ def _jobs(km):
         return [dict(r) for r in c.execute(sa.select(km._tables.job)).mappings()]
 
 
-def test_a_failed_queued_write_keeps_no_quote_of_her_words_after_her_forget(env):
-    path, store, km, llm, clock = env
+def test_a_failed_queued_write_keeps_no_quote_of_her_words_after_her_forget(km, llm, clock, store, tmp_path):
+    path = str(tmp_path / "kg.db")
     _shared_thread(store)
     km.write("a1", "Bob keeps his passport at home", "Bob", user_id="bob", session_id="S", background=True,
              recent_messages=[f"Alice: my passport is in {SECRET}", "Bob: I keep mine at home"])
@@ -68,15 +66,15 @@ def test_a_failed_queued_write_keeps_no_quote_of_her_words_after_her_forget(env)
     report = km.process_jobs(backoff_base=0.001)
     assert report.retried == 1
     (job,) = _jobs(km)
-    assert job["last_error"] and "unparsable reply" in job["last_error"]
+    assert "unparsable reply" in job["last_error"] and SECRET not in job["last_error"]
     km.forget(user_id="alice")
     assert _rows_holding(path, SECRET) == {}
     (left,) = km.jobs()
-    assert left.last_error and "unparsable reply" in left.last_error and SECRET not in left.last_error
+    assert left.last_error and SECRET not in left.last_error
 
 
-def test_bobs_failed_event_keeps_no_quote_of_her_words_after_her_forget(env):
-    path, store, km, llm, clock = env
+def test_bobs_failed_event_keeps_no_quote_of_her_words_after_her_forget(km, llm, clock, store, tmp_path):
+    path = str(tmp_path / "kg.db")
     _shared_thread(store)
     llm.route("extract", ECHO)
     r = km.write("concierge", "Bob keeps his passport at home", "Bob", user_id="bob", session_id="S",
@@ -87,9 +85,9 @@ def test_bobs_failed_event_keeps_no_quote_of_her_words_after_her_forget(env):
     assert _rows_holding(path, SECRET) == {}
 
 
-def test_a_degraded_reconcile_stores_no_quote_of_the_reply(env):
+def test_a_degraded_reconcile_stores_no_quote_of_the_reply(km, llm, clock, store, tmp_path):
     """The warning of a step that fell back to rules is stored in the event's trace too."""
-    path, store, km, llm, clock = env
+    path = str(tmp_path / "kg.db")
     llm.route("extract", extract([("Bob", "person")], [("Bob", "Bob lives in Lisbon", "home_city")]))
     km.write("concierge", "I live in Lisbon", "Bob", user_id="bob")
     clock.advance()
@@ -111,11 +109,33 @@ def test_the_exception_still_quotes_the_reply_for_its_caller():
     assert plain_text(ValueError("plain words")) == "plain words"
 
 
-def test_her_own_failed_queued_write_goes_with_her(env):
+def test_her_own_failed_queued_write_goes_with_her(km, llm, clock, store, tmp_path):
     """Her own queued write (its message and its last_error) is hers: her ``forget`` deletes it."""
-    path, store, km, llm, clock = env
+    path = str(tmp_path / "kg.db")
     km.write("a1", f"my passport is in {SECRET}", "Alice", user_id="alice", session_id="hers", background=True)
     llm.route("extract", ECHO)
     assert km.process_jobs(backoff_base=0.001).retried == 1
     km.forget(user_id="alice")
     assert km.jobs() == [] and _rows_holding(path, SECRET) == {}
+
+
+def test_her_erasure_clears_the_error_of_a_queued_write_whose_context_held_her_words(km, llm, clock, store, tmp_path):
+    """A provider of the caller's own (any ``LLMProvider``) may raise with the reply, or the
+    prompt, in its message: the layer cannot tell, and ``last_error`` keeps it. A queued write
+    whose context her erasure strips (her words were in its prompt) loses its error text too."""
+    path = str(tmp_path / "kg.db")
+    _shared_thread(store)
+    km.write("a1", "Bob keeps his passport at home", "Bob", user_id="bob", session_id="S", background=True,
+             recent_messages=[f"Alice: my passport is in {SECRET}", "Bob: I keep mine at home"])
+
+    def provider_bug(payload):
+        raise RuntimeError(f"could not use the reply to {payload.get('recent_messages')}")
+
+    llm.route("extract", provider_bug)
+    assert km.process_jobs(backoff_base=0.001).retried == 1
+    (job,) = km.jobs()
+    assert SECRET in job.last_error  # the provider's own words: the layer cannot withhold them
+    km.forget(user_id="alice")
+    (left,) = km.jobs()
+    assert left.last_error and "erasure" in left.last_error and SECRET not in left.last_error
+    assert _rows_holding(path, SECRET) == {}
