@@ -355,7 +355,8 @@ class KnowledgeMemory:
 
     async def scopes_async(self, agent_id: str) -> list[Optional[str]]:
         """KC-6.0: the scopes of the agent that hold knowledge: ``None`` (shared) first, then
-        every user id with rows, sorted: run background jobs once per scope."""
+        every user id with rows, sorted: run background jobs once per scope. An operator's call:
+        it names every user of the agent (red24); no scoped surface offers it."""
         checks.scope(agent_id, None)
         return await self.runtime.read(lambda c: facts.scopes(c, self.runtime.tables, agent_id))
 

@@ -23,7 +23,9 @@ from mcp import Client  # noqa: E402
 from oramem import SQLiteMemoryStore  # noqa: E402
 from oramem.integrations.mcp import build_server  # noqa: E402
 
-QUEUE_OPERATIONS = {"jobs", "get_job", "retry_jobs", "job_status", "process_jobs", "start_worker", "stop_worker"}
+#: the operator's calls of ``KnowledgeMemory``: every user's queued writes, or every user's id
+QUEUE_OPERATIONS = {"jobs", "get_job", "retry_jobs", "job_status", "process_jobs", "start_worker", "stop_worker",
+                    "scopes"}
 
 
 @pytest.fixture
