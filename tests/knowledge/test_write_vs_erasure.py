@@ -207,3 +207,20 @@ def test_the_commits_lookup_of_the_log_is_one_indexed_search(km, llm, store):
         plan = c.exec_driver_sql("EXPLAIN QUERY PLAN " + str(compiled), tuple(compiled.params.values())).all()
     assert [row[-1] for row in plan] == [
         "SEARCH oramem_erasure_log USING COVERING INDEX oramem_erasure_log_subject (store_id=? AND subject_hash=?)"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap (red24): a profile cascade is an erasure (SC-8.6, SC-13.3, KC-3.10) but writes no receipt "
+    "(SC-14.3), and the in-flight check reads receipts only: the write commits her rows after the cascade"))
+@pytest.mark.parametrize("profile, subject", [("user_profile", "alice"), ("agent_profile", "a1")],
+                         ids=["her-profile", "its-agent-profile"])
+def test_a_write_in_flight_when_a_profile_cascade_erases_its_scope_stores_nothing(km, llm, store, profile, subject):
+    def cascade_then(payload):
+        store.delete(profile, subject, cascade=True)
+        return _REPLY
+
+    llm.route("extract", cascade_then)
+    with pytest.raises(ConflictError, match="erased"):
+        km.write("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice")
+    assert _scope_rows(km, "user_id", "alice") == {}
+    assert not _zanzibar(store)
