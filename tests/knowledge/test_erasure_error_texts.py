@@ -139,3 +139,15 @@ def test_her_erasure_clears_the_error_of_a_queued_write_whose_context_held_her_w
     (left,) = km.jobs()
     assert left.last_error and "erasure" in left.last_error and SECRET not in left.last_error
     assert _rows_holding(path, SECRET) == {}
+
+
+def test_the_http_providers_unexpected_reply_is_withheld_in_its_plain_text():
+    import httpx
+
+    from oramem.knowledge import OpenAICompatibleProvider
+
+    provider = OpenAICompatibleProvider("http://127.0.0.1:9/v1", "m")
+    with pytest.raises(LLMError) as info:
+        provider._result(httpx.Response(200, content=ECHO.encode()))
+    assert SECRET in str(info.value) and "unexpected reply" in str(info.value)
+    assert SECRET not in plain_text(info.value) and f"{len(ECHO.encode())} bytes" in plain_text(info.value)
