@@ -205,8 +205,9 @@ def _closed_thread(thread_id: str) -> str:
     doc): the same words for another user's conversation and for a thread of records of no
     user only, so a refused id says nothing about who wrote there."""
     return (
-        f"thread {thread_id!r} is not open to this client: it writes only into a new thread or one of its own "
-        "conversations (a thread holding another user's records, or only records of no user, is closed to it)"
+        f"thread {thread_id!r} is not open to this client: it writes only into a new thread or a conversation of its "
+        "own scope (never into a thread holding another user's records; a client of one user, not into a thread of "
+        "records of no user only either)"
     )
 
 
