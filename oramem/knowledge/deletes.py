@@ -191,6 +191,29 @@ class OracleEraser:
         #: one eraser per store's knowledge tables: a newer one replaces an older one
         self.key = ("knowledge", tables.store_id)
 
+    def lock_statement(self) -> str:
+        """``LOCK TABLE "<ID>_KG_AGENT" IN EXCLUSIVE MODE`` (the name quoted by the dialect)."""
+        name = self._engine.dialect.identifier_preparer.format_table(self._tables.agent)
+        return f"LOCK TABLE {name} IN EXCLUSIVE MODE"
+
+    def lock(self) -> None:
+        """The erasure's first statement, before the store's cascade deletes anything
+        (KC-3.10 on Oracle, read committed): the agents' lock table in EXCLUSIVE mode. Every
+        knowledge write's commit (``OracleAccess.write``), reprocess, background job and
+        knowledge delete takes its agent's row of this table (``INSERT`` or ``SELECT ... FOR
+        UPDATE``, a row exclusive or row share table lock) before it reads the erasure log or
+        writes a row, and EXCLUSIVE conflicts with both. So a commit in flight when the
+        erasure starts finishes first (the erasure's reads and deletes, which come after the
+        lock, see its rows and delete them), and one that starts later waits until the
+        erasure committed, then sees its tombstone (``write.erasures.check``) or its event
+        gone (``write.commit._check_event_left``) and stores nothing. The whole table, not the
+        agents' rows: a write for an agent with no row yet inserts its row, which a row lock
+        taken by the erasure could not have covered. Held until the erasure commits or rolls
+        back; no wait limit (Oracle waits until the table is available). Static-checked, not
+        run against Oracle."""
+        with self._engine.connect() as conn:
+            conn.execute(sa.text(self.lock_statement()))
+
     def snapshot(self) -> dict[str, int]:
         """Nothing to take (the engine's eraser protocol asks for one): :func:`erase` counts
         its own deletes."""

@@ -499,7 +499,9 @@ class OracleEngine(Engine):
         store records derived from the actor, which ``forget`` deletes too). The knowledge
         layer registers its erasure here on Oracle (``oramem.knowledge.deletes``). An optional
         ``erase_cascade(event)`` also runs in a user's profile cascade, after its PL/SQL hook
-        (SC-13.3: the cascade erases her as ``forget`` does). An eraser
+        (SC-13.3: the cascade erases her as ``forget`` does). An optional ``lock()`` runs
+        first in both transactions, before the cascade deletes anything (the lock order of
+        an erasure on Oracle: ``SyncOracleEngine._lock_erasers``). An eraser
         with the ``key`` of one registered before replaces it (a new KnowledgeMemory over
         the same store replaces the previous one, as its PL/SQL deletion hook does)."""
         if not (callable(getattr(eraser, "snapshot", None)) and callable(getattr(eraser, "erase", None))):
