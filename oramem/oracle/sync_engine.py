@@ -292,7 +292,7 @@ class SyncOracleEngine(OracleEngine):
 
     # -- reads ---------------------------------------------------------------------------
     def get(self, record_type: str, record_id: str) -> Optional[Record]:
-        return self._do(self._prepare_get(record_type, record_id))
+        return self._do(self._prepare_get(record_type, record_id, self.in_transaction))
 
     def list(self, request: ListRequest) -> builtins.list[Record]:
         return self._do(self._prepare_list(request))

@@ -395,7 +395,8 @@ def test_get(kind):
     engine, rec = opened(kind, {"oramem_store.get_json": json.dumps(MSG)})
     got = run(engine, "get", "message", "m1")
     assert isinstance(got, MessageRecord) and got.role == "user" and got.seq_no == 8 and got.metadata == {"k": 1}
-    assert the_call(rec, "get").binds == {"in_store_id": "MYSTORE", "in_record_type": "message", "in_record_id": "m1"}
+    assert the_call(rec, "get").binds == {"in_store_id": "MYSTORE", "in_record_type": "message", "in_record_id": "m1",
+                                          "in_lock": 0}
     assert not committed(rec)
     rec.answers["oramem_store.get_json"] = None
     assert run(engine, "get", "message", "nope") is None
