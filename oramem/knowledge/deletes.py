@@ -54,7 +54,8 @@ def _deleted_rows(conn: sa.Connection, t: KGTables) -> Iterator[dict[str, int]]:
     """The rows the ``DELETE`` statements run on ``conn`` inside the block removed, per
     knowledge table (each statement's row count). Not a difference of table sizes: on
     Oracle (read committed) two counts are two statements, and another session's commit
-    between them (another user's write, job or erasure) would be in the difference."""
+    between them would be in the difference (a store-side delete's PL/SQL hook; knowledge
+    writes, jobs and other erasures wait for the erasure's table lock, :meth:`OracleEraser.lock`)."""
     gone = {tb.name: 0 for tb in t.all_agent_tables() + [t.agent, t.job]}
 
     def after_execute(_conn: Any, cursor: Any, _statement: Any, _params: Any, context: Any, _many: Any) -> None:
@@ -180,7 +181,8 @@ class OracleEraser:
     :meth:`snapshot` before the actor's cascade (whose PL/SQL deletion hook,
     ``oramem_kg_jobs.on_store_delete``, leaves a forget's knowledge rows to this eraser, as
     the SQLite hook does: her events and facts are still there to match what cites them) and
-    calls :meth:`erase` after it, both inside its transaction; a user's profile cascade
+    calls :meth:`erase` after it, both inside its transaction, after :meth:`lock` (the
+    erasure's first statement, before the cascade); a user's profile cascade
     calls :meth:`erase_cascade` after the store's cascade the same way:
     SQLAlchemy reaches the transaction's connection through the knowledge layer's Oracle
     backend (``oramem.oracle.sql_access.OracleAccess._connect``). The counts are the rows gone in both steps.

@@ -683,7 +683,11 @@ def _check_event_left(run: WriteRun, conn: sa.Connection, event_mode: str) -> No
     deleted meanwhile (its user erased, KC-3.10; its thread or the event deleted) nothing of
     its message is stored (before, the reprocess wrote the facts, entities and fact records
     of an erased user back after her ``forget``). The row is locked (``FOR UPDATE``; SQLite
-    serialises writers) so an erasure that has not reached it waits for this commit."""
+    serialises writers) so an erasure that has not reached it waits for this commit. On
+    Oracle the agent's lock row is taken first (``OracleAccess.write``), which an erasure's
+    ``LOCK TABLE <ID>_KG_AGENT IN EXCLUSIVE MODE`` (its first statement) conflicts with: an
+    erasure that deleted her facts before this commit has locked the table, so this commit
+    waits for it and then finds the event gone (plsql/VERIFY.md)."""
     if event_mode != "update":
         return
     ev = run.t.event
