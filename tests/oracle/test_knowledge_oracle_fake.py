@@ -170,7 +170,7 @@ def test_job_table_is_in_the_knowledge_ddl():
 
 
 # ----------------------------------------------------------------------------- the whole layer (D1, D9)
-def knowledge_over_fake(monkeypatch):
+def knowledge_over_fake(monkeypatch, llm=None):
     """KnowledgeMemory on an Oracle store over the fake: the knowledge SQL runs for real
     (fakes.SQLBackend, rows shaped as python-oracledb returns them: JSON columns as objects
     with Decimal numbers), the store's PL/SQL calls are answered by plsql_standin."""
@@ -189,7 +189,7 @@ def knowledge_over_fake(monkeypatch):
     store, _, rec = store_over_fake(rec)
     monkeypatch.setattr(opening_mod, "apply_schema_policy", lambda *a, **k: None)  # created above
     clock = Clock()
-    return KnowledgeMemory(store, None, config=KnowledgeConfig(), clock=clock), store, rec, clock
+    return KnowledgeMemory(store, llm, config=KnowledgeConfig(), clock=clock), store, rec, clock
 
 
 def test_d1_knowledge_layer_runs_over_a_driver_shaped_fake(monkeypatch):
@@ -407,3 +407,41 @@ def test_the_fake_refuses_a_lock_of_a_table_that_is_not_there():
             backend.lock_table(bad)
     assert backend.statements == ['LOCK TABLE "S1_KG_AGENT" IN EXCLUSIVE MODE',
                                   "LOCK TABLE s1_kg_agent IN ROW SHARE MODE NOWAIT"]
+
+
+def test_a_reprocess_commit_takes_its_agents_row_before_its_event_and_its_rows(monkeypatch):
+    """KC-7.3 / KC-3.10 on Oracle (static-checked, not run against Oracle): the reprocess's
+    commit locks its agent's row of <ID>_KG_AGENT (the row an erasure's EXCLUSIVE table lock
+    conflicts with) before it locks its event row, reads the erasure log or writes: an erasure
+    that deleted her facts first holds the table, so the reprocess waits for it and then finds
+    the event gone (the residual red21 documented)."""
+    from knowledge.helpers import adding_llm, extract
+
+    llm = adding_llm()
+
+    def down(payload):
+        raise RuntimeError("model down")
+
+    llm.route("extract", down)
+    km, store, rec, clock = knowledge_over_fake(monkeypatch, llm)
+    try:
+        km.forget(user_id="bob")  # the store's first erasure: a commit reads the log from now on
+        clock.advance()
+        failed = km.write("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice")
+        assert not failed.success and failed.event_id
+        llm.route("extract", extract([("Alice", "person"), ("Zanzibar", "place")],
+                                     [("Alice", "Alice hides her passport in Zanzibar", "hiding_place")]))
+        clock.advance()
+        start = len(rec.calls)
+        assert km.reprocess_event("a1", failed.event_id, user_id="alice").facts_added
+        names = [c.name.lstrip() for c in rec.calls[start:] if c.kind in ("execute", "executemany", "callfunc")]
+        agent = next(i for i, n in enumerate(names) if n.startswith('SELECT "MYSTORE_KG_AGENT".agent_id')
+                     and n.rstrip().endswith("FOR UPDATE"))
+        event = next(i for i, n in enumerate(names) if n.startswith('SELECT "MYSTORE_KG_EVENT".id')
+                     and n.rstrip().endswith("FOR UPDATE"))
+        log = [i for i, n in enumerate(names) if "oramem_erasure_log" in n][-1]
+        first_write = next(i for i, n in enumerate(names) if n.startswith(("INSERT", "UPDATE", "DELETE"))
+                           and "MYSTORE_KG_AGENT" not in n.split("(")[0] or n == "oramem_store.add_json")
+        assert agent < event < log < first_write, names
+    finally:
+        km.close()
