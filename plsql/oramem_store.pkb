@@ -782,7 +782,8 @@ AS
    FUNCTION get_json(
       in_store_id    IN VARCHAR2,
       in_record_type IN VARCHAR2,
-      in_record_id   IN VARCHAR2
+      in_record_id   IN VARCHAR2,
+      in_lock        IN PLS_INTEGER DEFAULT 0
    ) RETURN CLOB
    IS
       l_store  oramem_registry.store_t := oramem_registry.ready_store(in_store_id);
@@ -792,11 +793,19 @@ AS
       IF in_record_id IS NULL THEN
          bad_argument('record_id is required');
       END IF;
+      IF in_lock IS NULL OR in_lock NOT IN (0, 1) THEN
+         bad_argument('lock must be 0 or 1');
+      END IF;
+      -- SC-12.10: in a caller's block (in_lock = 1) the row read is locked until the block
+      -- ends, so a scope check made on it holds for the write it guards (one table, no
+      -- DISTINCT, aggregate or set operator: FOR UPDATE is allowed; an absent or expired
+      -- record returns no row and locks nothing)
       EXECUTE IMMEDIATE
          'SELECT ' || oramem_registry.record_json_sql('r') || ' FROM '
          || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records)
          || ' r WHERE r.record_type = :1 AND r.record_id = :2'
          || ' AND (r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))'
+         || CASE WHEN in_lock = 1 THEN ' FOR UPDATE' END
          INTO l_out USING l_type, in_record_id;
       RETURN l_out;
    EXCEPTION

@@ -53,14 +53,17 @@ AS
 
    /*
     * get_json: the record JSON (README "Record object") of an unexpired record, or NULL
-    * when no such record exists or it has expired (SC-3.2).
-    * Errors: -20003; -20001 null id; store errors as add_json.
+    * when no such record exists or it has expired (SC-3.2). in_lock = 1 (a read inside a
+    * caller's transaction, SC-12.10) locks the record's row (SELECT ... FOR UPDATE) until
+    * the transaction ends, waiting for a session that holds it.
+    * Errors: -20003; -20001 null id or in_lock not 0/1; store errors as add_json.
     * Commit: never.
     */
    FUNCTION get_json(
       in_store_id    IN VARCHAR2,
       in_record_type IN VARCHAR2,
-      in_record_id   IN VARCHAR2
+      in_record_id   IN VARCHAR2,
+      in_lock        IN PLS_INTEGER DEFAULT 0
    ) RETURN CLOB;
 
    /*

@@ -59,8 +59,16 @@ class ThreadScope:
             newest = yield from self.messages(1)
             if not newest:
                 return None
-            removed = yield call("delete", "message", newest[0].id)
-            if removed:  # else a concurrent pop took it: look again
+            # read again by id: on Oracle a get inside the block locks the row until the block
+            # ends (SC-12.10), so the id still names this scope's message when it is deleted
+            # (the list locked nothing: another session may have deleted it and stored another
+            # scope's record under its id since)
+            record = yield call("get", "message", newest[0].id)
+            if record is None or (record.thread_id, record.user_id, record.agent_id) != (
+                    self.thread_id, self.user_id, self.agent_id) or set(record.metadata or {}) & set(NOT_KNOWLEDGE_EVENT):
+                continue  # gone meanwhile (a concurrent pop took it): look again
+            removed = yield call("delete", "message", record.id)
+            if removed:
                 return newest[0]
 
     def clear(self):

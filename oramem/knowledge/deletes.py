@@ -54,7 +54,8 @@ def _deleted_rows(conn: sa.Connection, t: KGTables) -> Iterator[dict[str, int]]:
     """The rows the ``DELETE`` statements run on ``conn`` inside the block removed, per
     knowledge table (each statement's row count). Not a difference of table sizes: on
     Oracle (read committed) two counts are two statements, and another session's commit
-    between them (another user's write, job or erasure) would be in the difference."""
+    between them would be in the difference (a store-side delete's PL/SQL hook; knowledge
+    writes, jobs and other erasures wait for the erasure's table lock, :meth:`OracleEraser.lock`)."""
     gone = {tb.name: 0 for tb in t.all_agent_tables() + [t.agent, t.job]}
 
     def after_execute(_conn: Any, cursor: Any, _statement: Any, _params: Any, context: Any, _many: Any) -> None:
@@ -180,7 +181,8 @@ class OracleEraser:
     :meth:`snapshot` before the actor's cascade (whose PL/SQL deletion hook,
     ``oramem_kg_jobs.on_store_delete``, leaves a forget's knowledge rows to this eraser, as
     the SQLite hook does: her events and facts are still there to match what cites them) and
-    calls :meth:`erase` after it, both inside its transaction; a user's profile cascade
+    calls :meth:`erase` after it, both inside its transaction, after :meth:`lock` (the
+    erasure's first statement, before the cascade); a user's profile cascade
     calls :meth:`erase_cascade` after the store's cascade the same way:
     SQLAlchemy reaches the transaction's connection through the knowledge layer's Oracle
     backend (``oramem.oracle.sql_access.OracleAccess._connect``). The counts are the rows gone in both steps.
@@ -190,6 +192,29 @@ class OracleEraser:
         self._engine, self._tables, self._purge_facts = sa_engine, tables, purge_facts
         #: one eraser per store's knowledge tables: a newer one replaces an older one
         self.key = ("knowledge", tables.store_id)
+
+    def lock_statement(self) -> str:
+        """``LOCK TABLE "<ID>_KG_AGENT" IN EXCLUSIVE MODE`` (the name quoted by the dialect)."""
+        name = self._engine.dialect.identifier_preparer.format_table(self._tables.agent)
+        return f"LOCK TABLE {name} IN EXCLUSIVE MODE"
+
+    def lock(self) -> None:
+        """The erasure's first statement, before the store's cascade deletes anything
+        (KC-3.10 on Oracle, read committed): the agents' lock table in EXCLUSIVE mode. Every
+        knowledge write's commit (``OracleAccess.write``), reprocess, background job and
+        knowledge delete takes its agent's row of this table (``INSERT`` or ``SELECT ... FOR
+        UPDATE``, a row exclusive or row share table lock) before it reads the erasure log or
+        writes a row, and EXCLUSIVE conflicts with both. So a commit in flight when the
+        erasure starts finishes first (the erasure's reads and deletes, which come after the
+        lock, see its rows and delete them), and one that starts later waits until the
+        erasure committed, then sees its tombstone (``write.erasures.check``) or its event
+        gone (``write.commit._check_event_left``) and stores nothing. The whole table, not the
+        agents' rows: a write for an agent with no row yet inserts its row, which a row lock
+        taken by the erasure could not have covered. Held until the erasure commits or rolls
+        back; no wait limit (Oracle waits until the table is available). Static-checked, not
+        run against Oracle."""
+        with self._engine.connect() as conn:
+            conn.execute(sa.text(self.lock_statement()))
 
     def snapshot(self) -> dict[str, int]:
         """Nothing to take (the engine's eraser protocol asks for one): :func:`erase` counts

@@ -227,7 +227,7 @@ class AsyncOracleEngine(OracleEngine):
 
     # -- reads ---------------------------------------------------------------------------
     async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
-        return await self._do(self._prepare_get(record_type, record_id))
+        return await self._do(self._prepare_get(record_type, record_id, self.in_transaction))
 
     async def list_async(self, request: ListRequest) -> builtins.list[Record]:
         return await self._do(self._prepare_list(request))

@@ -74,8 +74,9 @@ CALLS: dict[str, PlsqlCall] = {
                                    (("in_store_id", _V), ("in_procedure_name", _V))),
     "add": PlsqlCall("oramem_store", "add_json",
                      (("in_store_id", _V), ("in_batch", _C), ("in_batch_size", _I)), _C),
+    # in_lock 1 inside a caller's block (SC-12.10: the row stays locked until the block ends)
     "get": PlsqlCall("oramem_store", "get_json",
-                     (("in_store_id", _V), ("in_record_type", _V), ("in_record_id", _V)), _C),
+                     (("in_store_id", _V), ("in_record_type", _V), ("in_record_id", _V), ("in_lock", _I)), _C),
     "list": PlsqlCall("oramem_store", "list_json", (("in_store_id", _V), ("in_request", _C)), _C),
     "list_thread_messages": PlsqlCall("oramem_store", "list_thread_messages_json",
                                       (("in_store_id", _V), ("in_thread_id", _V), ("in_last_n", _I)), _C),
@@ -499,7 +500,9 @@ class OracleEngine(Engine):
         store records derived from the actor, which ``forget`` deletes too). The knowledge
         layer registers its erasure here on Oracle (``oramem.knowledge.deletes``). An optional
         ``erase_cascade(event)`` also runs in a user's profile cascade, after its PL/SQL hook
-        (SC-13.3: the cascade erases her as ``forget`` does). An eraser
+        (SC-13.3: the cascade erases her as ``forget`` does). An optional ``lock()`` runs
+        first in both transactions, before the cascade deletes anything (the lock order of
+        an erasure on Oracle: ``SyncOracleEngine._lock_erasers``). An eraser
         with the ``key`` of one registered before replaces it (a new KnowledgeMemory over
         the same store replaces the previous one, as its PL/SQL deletion hook does)."""
         if not (callable(getattr(eraser, "snapshot", None)) and callable(getattr(eraser, "erase", None))):
@@ -607,9 +610,13 @@ class OracleEngine(Engine):
         return _Prepared("sync_search_index", False, dict(in_store_id=_STORE), _none)
 
     @staticmethod
-    def _prepare_get(record_type: str, record_id: str) -> _Prepared[Optional[Record]]:
+    def _prepare_get(record_type: str, record_id: str, lock: bool) -> _Prepared[Optional[Record]]:
+        """``get_json``; ``lock`` (the call runs in a caller's block) locks the record's row
+        until the block ends (SC-12.10): a scope check made on it holds for the update,
+        delete or pop it guards, as on SQLite, where the block holds the write lock. Outside
+        a block the read locks nothing (its transaction ends with the call)."""
         _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
-        values = dict(in_store_id=_STORE, in_record_type=record_type, in_record_id=record_id)
+        values = dict(in_store_id=_STORE, in_record_type=record_type, in_record_id=record_id, in_lock=1 if lock else 0)
         return _Prepared("get", False, values, _record_or_none)
 
     def _prepare_list(self, request: ListRequest) -> _Prepared[builtins.list[Record]]:

@@ -233,6 +233,7 @@ class SyncOracleEngine(OracleEngine):
         # one) the plain cascade runs only on a store without knowledge tables.
         # Static-checked, not run against Oracle.
         with self.transaction():
+            self._lock_erasers()  # the erasure lock order: before the cascade deletes anything
             reply = self._do(self._prepare_delete_reply(record_type, record_id))
             event = self._reply_event(reply, str(self._store_id), "cascade")
             for erase_cascade in cascades:
@@ -256,6 +257,7 @@ class SyncOracleEngine(OracleEngine):
             if not self._erasers and self._do(self._prepare_has_knowledge()):
                 raise self._no_eraser_error()
             erasers = list(self._erasers.values())
+            self._lock_erasers()  # the erasure lock order: before the cascade deletes anything
             snapshots = [e.snapshot() for e in erasers]
             event = self._forget_event(self._do(cascade), request, str(self._store_id))
             reports = [r for r in (e.erase(event, snap) for e, snap in zip(erasers, snapshots))
@@ -265,6 +267,19 @@ class SyncOracleEngine(OracleEngine):
             if request.tombstone is not None:  # SC-14.3: the tombstone commits with the erasure
                 self._do(self._prepare_log_erasure(request.tombstone, False))
         return self._forget_counts(event, reports, derived)
+
+    def _lock_erasers(self) -> None:
+        """KC-3.10 on Oracle (read committed): the first statements of an erasure's transaction
+        are its erasers' locks (an eraser's optional ``lock()``: the knowledge layer's
+        ``LOCK TABLE <ID>_KG_AGENT IN EXCLUSIVE MODE``, which every knowledge write's commit
+        meets first at its agent's lock row). A write that committed before the lock was
+        granted is seen and deleted by this erasure; one that waits for it sees the erasure's
+        tombstone, or its event gone, once the erasure committed. Static-checked, not run
+        against Oracle."""
+        for eraser in self._erasers.values():
+            lock = getattr(eraser, "lock", None)
+            if callable(lock):
+                lock()
 
     def sync_search_index(self) -> None:
         self._do(self._prepare_sync_search_index("sync_search_index"))
@@ -277,7 +292,7 @@ class SyncOracleEngine(OracleEngine):
 
     # -- reads ---------------------------------------------------------------------------
     def get(self, record_type: str, record_id: str) -> Optional[Record]:
-        return self._do(self._prepare_get(record_type, record_id))
+        return self._do(self._prepare_get(record_type, record_id, self.in_transaction))
 
     def list(self, request: ListRequest) -> builtins.list[Record]:
         return self._do(self._prepare_list(request))

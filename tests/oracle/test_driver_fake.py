@@ -395,7 +395,8 @@ def test_get(kind):
     engine, rec = opened(kind, {"oramem_store.get_json": json.dumps(MSG)})
     got = run(engine, "get", "message", "m1")
     assert isinstance(got, MessageRecord) and got.role == "user" and got.seq_no == 8 and got.metadata == {"k": 1}
-    assert the_call(rec, "get").binds == {"in_store_id": "MYSTORE", "in_record_type": "message", "in_record_id": "m1"}
+    assert the_call(rec, "get").binds == {"in_store_id": "MYSTORE", "in_record_type": "message", "in_record_id": "m1",
+                                          "in_lock": 0}
     assert not committed(rec)
     rec.answers["oramem_store.get_json"] = None
     assert run(engine, "get", "message", "nope") is None
@@ -714,3 +715,50 @@ def test_the_knowledge_erasers_cascade_is_the_sqlite_hooks(monkeypatch):
     eraser.erase_cascade(event(store="other"))
     eraser.erase_cascade(event(users=()))
     assert [(e.user_ids, kw) for e, kw in calls] == [(("u1",), {})]
+
+
+@pytest.mark.parametrize("kind", ["pool", "conn"])
+def test_an_erasure_takes_its_erasers_locks_first_in_its_transaction(kind):
+    """KC-3.10 on Oracle: forget and a user's profile cascade call each eraser's ``lock()``
+    (the knowledge layer's LOCK TABLE of its agents' table) inside their transaction, before
+    the store's cascade or any other store call; an eraser without ``lock()`` is still one.
+    Static-checked, not run against Oracle."""
+    from oramem.requests import ErasureReport, ForgetRequest
+
+    engine, rec = opened(kind, {"oramem_store.delete_record_json": CASCADE_REPLY,
+                                "oramem_store.delete_keys_json": '{"count": 0}'})
+    seen = []
+
+    class Locking:
+        key = ("knowledge", "MYSTORE")
+
+        def lock(self):
+            seen.append(("lock", engine.in_transaction, [c.name for c in rec.plsql]))
+
+        def snapshot(self):
+            seen.append(("snapshot",))
+            return {}
+
+        def erase(self, event, before):
+            seen.append(("erase",))
+            return ErasureReport({}, ())
+
+        def erase_cascade(self, event):
+            seen.append(("erase_cascade",))
+
+    class Plain:
+        def snapshot(self):
+            return {}
+
+        def erase(self, event, before):
+            return None
+
+    engine.register_erasure(Locking())
+    engine.register_erasure(Plain())
+    engine.forget(ForgetRequest(user_id="u1"))
+    assert seen == [("lock", True, []), ("snapshot",), ("erase",)]
+    seen.clear()
+    before = len(rec.plsql)
+    engine.delete("user_profile", "u1", True)
+    assert seen == [("lock", True, [c.name for c in rec.plsql[:before]]), ("erase_cascade",)]
+    assert [c.name for c in rec.plsql[before:]] == ["oramem_store.delete_record_json"]

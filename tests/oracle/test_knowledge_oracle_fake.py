@@ -170,7 +170,7 @@ def test_job_table_is_in_the_knowledge_ddl():
 
 
 # ----------------------------------------------------------------------------- the whole layer (D1, D9)
-def knowledge_over_fake(monkeypatch):
+def knowledge_over_fake(monkeypatch, llm=None):
     """KnowledgeMemory on an Oracle store over the fake: the knowledge SQL runs for real
     (fakes.SQLBackend, rows shaped as python-oracledb returns them: JSON columns as objects
     with Decimal numbers), the store's PL/SQL calls are answered by plsql_standin."""
@@ -189,7 +189,7 @@ def knowledge_over_fake(monkeypatch):
     store, _, rec = store_over_fake(rec)
     monkeypatch.setattr(opening_mod, "apply_schema_policy", lambda *a, **k: None)  # created above
     clock = Clock()
-    return KnowledgeMemory(store, None, config=KnowledgeConfig(), clock=clock), store, rec, clock
+    return KnowledgeMemory(store, llm, config=KnowledgeConfig(), clock=clock), store, rec, clock
 
 
 def test_d1_knowledge_layer_runs_over_a_driver_shaped_fake(monkeypatch):
@@ -332,5 +332,116 @@ def test_a_knowledge_write_in_flight_when_its_user_is_erased_stores_nothing_on_o
         clock.advance()
         assert km.add_fact("a1", "Pedro", "Pedro hides the passport", subject_type="person",
                            user_id="alice").facts_added
+    finally:
+        km.close()
+
+
+def test_an_erasure_locks_the_agents_table_before_its_cascade_and_a_write_meets_it_first(monkeypatch):
+    """KC-3.10 on Oracle (read committed; static-checked, not run against Oracle): one lock
+    both sides take. ``forget``'s first statement on its connection is ``LOCK TABLE
+    "<ID>_KG_AGENT" IN EXCLUSIVE MODE``, before the store's cascade (``delete_record_json``)
+    and every knowledge delete, all in one transaction; a knowledge write's commit takes its
+    agent's row of that table (``SELECT ... FOR UPDATE``) before it reads the erasure log or
+    writes a row or a store record. Without the erasure's lock an erasure whose deletes ran
+    before the write inserted and which committed after the write read the log left the
+    write's rows (plsql/VERIFY.md, "One lock order for an erasure and the writes it races")."""
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    try:
+        km.forget(user_id="bob")  # the store's first erasure: from now on a write's commit reads the log
+        clock.advance()
+        start = len(rec.calls)
+        km.add_fact("a1", "Pedro", "Pedro hides the passport", subject_type="person", user_id="alice")
+        write = [c for c in rec.calls[start:] if c.kind in ("execute", "executemany", "callfunc")]
+        names = [c.name.lstrip() for c in write]
+        lock = next(i for i, n in enumerate(names) if n.startswith('SELECT "MYSTORE_KG_AGENT".agent_id')
+                    and n.rstrip().endswith("FOR UPDATE"))
+        # the commit's look at the log (the first one is the write's note, before it read)
+        log = [i for i, n in enumerate(names) if "oramem_erasure_log" in n][-1]
+        first_write = next(i for i, n in enumerate(names) if n.startswith(("INSERT", "UPDATE", "DELETE"))
+                           and "MYSTORE_KG_AGENT" not in n.split("(")[0] or n == "oramem_store.add_json")
+        assert lock < log < first_write, names
+
+        clock.advance()
+        start = len(rec.calls)
+        km.forget(user_id="alice")
+        calls = rec.calls[start:]
+        stmts = [c for c in calls if c.kind in ("execute", "executemany", "callfunc")]
+        lock_at = [i for i, c in enumerate(stmts) if c.name.lstrip().upper().startswith("LOCK TABLE")]
+        assert [stmts[i].name for i in lock_at] == ['LOCK TABLE "MYSTORE_KG_AGENT" IN EXCLUSIVE MODE']
+        first_delete = next(i for i, c in enumerate(stmts) if c.name == "oramem_store.delete_record_json"
+                            or c.name.lstrip().upper().startswith(("DELETE", "UPDATE", "INSERT")))
+        assert lock_at[0] < first_delete
+        # before the lock only reads (the receipt's look at her records, the knowledge check)
+        reads = {"oramem_store.list_json", "oramem_store.get_json", "oramem_kg_jobs.has_knowledge",
+                 "oramem_admin.get_options_json", "oramem_admin.get_erasure_log_json"}
+        assert {c.name for c in stmts[:lock_at[0]]} <= reads | {c.name for c in stmts[:lock_at[0]]
+                                                                 if c.name.lstrip().upper().startswith("SELECT")}
+        # the lock and everything the erasure writes: one connection, one commit after them
+        tx = stmts[lock_at[0]:]
+        written = [c for c in tx if c.name.lstrip().upper().startswith(("DELETE", "UPDATE", "INSERT"))
+                   or c.name in ("oramem_store.delete_record_json", "oramem_store.delete_keys_json",
+                                 "oramem_admin.log_erasure")]
+        assert written and len({c.conn for c in [stmts[lock_at[0]]] + written}) == 1
+        commits = [i for i, c in enumerate(calls) if c.kind == "commit" and c.conn == stmts[lock_at[0]].conn
+                   and i > calls.index(stmts[lock_at[0]])]
+        assert commits and commits[0] > calls.index(written[-1])
+        assert rec.backend.statements.count('LOCK TABLE "MYSTORE_KG_AGENT" IN EXCLUSIVE MODE') == 2  # bob's, hers
+    finally:
+        km.close()
+
+
+def test_the_fake_refuses_a_lock_of_a_table_that_is_not_there():
+    """The fake fails where Oracle does: LOCK TABLE of a missing table (ORA-00942), or a
+    statement that is not the LOCK TABLE grammar (ORA-00900)."""
+    from .fakes import SQLBackend
+
+    backend = SQLBackend()
+    backend.db.execute('CREATE TABLE "S1_KG_AGENT" (agent_id TEXT PRIMARY KEY)')
+    backend.lock_table('LOCK TABLE "S1_KG_AGENT" IN EXCLUSIVE MODE')
+    backend.lock_table("LOCK TABLE s1_kg_agent IN ROW SHARE MODE NOWAIT")  # unquoted: upper case
+    for bad, code in (('LOCK TABLE "s1_kg_agent" IN EXCLUSIVE MODE', "ORA-00942"),
+                      ('LOCK TABLE "S2_KG_AGENT" IN EXCLUSIVE MODE', "ORA-00942"),
+                      ('LOCK TABLE "S1_KG_AGENT" IN EXCLUSIVE', "ORA-00900"),
+                      ('LOCK TABLE "S1_KG_AGENT" IN WRITE MODE', "ORA-00900")):
+        with pytest.raises(oracledb.DatabaseError, match=code):
+            backend.lock_table(bad)
+    assert backend.statements == ['LOCK TABLE "S1_KG_AGENT" IN EXCLUSIVE MODE',
+                                  "LOCK TABLE s1_kg_agent IN ROW SHARE MODE NOWAIT"]
+
+
+def test_a_reprocess_commit_takes_its_agents_row_before_its_event_and_its_rows(monkeypatch):
+    """KC-7.3 / KC-3.10 on Oracle (static-checked, not run against Oracle): the reprocess's
+    commit locks its agent's row of <ID>_KG_AGENT (the row an erasure's EXCLUSIVE table lock
+    conflicts with) before it locks its event row, reads the erasure log or writes: an erasure
+    that deleted her facts first holds the table, so the reprocess waits for it and then finds
+    the event gone (the residual red21 documented)."""
+    from knowledge.helpers import adding_llm, extract
+
+    llm = adding_llm()
+
+    def down(payload):
+        raise RuntimeError("model down")
+
+    llm.route("extract", down)
+    km, store, rec, clock = knowledge_over_fake(monkeypatch, llm)
+    try:
+        km.forget(user_id="bob")  # the store's first erasure: a commit reads the log from now on
+        clock.advance()
+        failed = km.write("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice")
+        assert not failed.success and failed.event_id
+        llm.route("extract", extract([("Alice", "person"), ("Zanzibar", "place")],
+                                     [("Alice", "Alice hides her passport in Zanzibar", "hiding_place")]))
+        clock.advance()
+        start = len(rec.calls)
+        assert km.reprocess_event("a1", failed.event_id, user_id="alice").facts_added
+        names = [c.name.lstrip() for c in rec.calls[start:] if c.kind in ("execute", "executemany", "callfunc")]
+        agent = next(i for i, n in enumerate(names) if n.startswith('SELECT "MYSTORE_KG_AGENT".agent_id')
+                     and n.rstrip().endswith("FOR UPDATE"))
+        event = next(i for i, n in enumerate(names) if n.startswith('SELECT "MYSTORE_KG_EVENT".id')
+                     and n.rstrip().endswith("FOR UPDATE"))
+        log = [i for i, n in enumerate(names) if "oramem_erasure_log" in n][-1]
+        first_write = next(i for i, n in enumerate(names) if n.startswith(("INSERT", "UPDATE", "DELETE"))
+                           and "MYSTORE_KG_AGENT" not in n.split("(")[0] or n == "oramem_store.add_json")
+        assert agent < event < log < first_write, names
     finally:
         km.close()

@@ -248,3 +248,36 @@ def test_the_single_connection_cannot_be_lent_inside_a_block():
     with pooled.transaction():
         with pooled.engine.connection_turn() as c:
             assert c is not pooled.engine.sql_connection()
+
+
+def test_a_get_inside_a_block_locks_the_record_it_reads():
+    """SC-12.10 (static-checked, not run against Oracle): a scope check and the write it
+    guards (the adapters' update / delete / pop, the knowledge layer's own-record writes)
+    run in one block; on Oracle (read committed) another session could still delete the
+    checked record and store another scope's record under its id between the two
+    statements. A get inside a block asks get_json to lock the row (in_lock 1, SELECT ...
+    FOR UPDATE until the block ends), on the block's connection; outside one it locks
+    nothing (in_lock 0: the call's transaction ends with it). Sync pool, given connection
+    and async pool alike."""
+    rec = recorder()
+    for target in (FakePool(rec), FakeConnection(rec)):
+        store = sync_store(rec, target)
+        store.get("memory", "a")
+        with store.transaction():
+            store.get("memory", "a")
+            with store.transaction():  # a nested block is the same transaction
+                store.get("memory", "b")
+        gets = [c for c in rec.calls if c.name == "oramem_store.get_json"]
+        assert [(c.binds["in_record_id"], c.binds["in_lock"]) for c in gets] == [("a", 0), ("a", 1), ("b", 1)]
+        assert gets[1].conn == gets[2].conn
+        rec.calls.clear()
+
+    async def go():
+        store = await OracleDBMemoryStore.connect_async(HashEmbedder(8), FakeAsyncPool(rec), memory_store_id="mystore")
+        await store.get_async("memory", "a")
+        async with store.transaction_async():
+            await store.get_async("memory", "a")
+
+    asyncio.run(go())
+    gets = [c for c in rec.calls if c.name == "oramem_store.get_json"]
+    assert [c.binds["in_lock"] for c in gets] == [0, 1]

@@ -87,17 +87,20 @@ def update_fact_record(store: Any, fact_id: str, agent_id: str, md: dict[str, An
     without its record, or imported under a record's id) is not the row's and gets none of
     its metadata. False when it was left alone."""
     with store.transaction():  # the check and the write commit together (SQLite: one writer)
-        if _foreign_record(store, "fact", fact_id, agent_id, md.get("kg_user")):
+        if not _own_record(store, "fact", fact_id, agent_id, md.get("kg_user")):
             return False
-        store.update("fact", fact_id, metadata=md)
-    return True
+        return bool(store.update("fact", fact_id, metadata=md))
 
 
-def _foreign_record(store: Any, record_type: str, record_id: str, agent_id: str, user_id: Optional[str]) -> bool:
-    """Whether the store record under a knowledge row's id belongs to another agent or user
-    than the row (``agent_id``, ``user_id``): then it is not the row's own record."""
+def _own_record(store: Any, record_type: str, record_id: str, agent_id: str, user_id: Optional[str]) -> bool:
+    """Whether the store record under a knowledge row's id is there and is the row's own: of
+    the same agent and user (``agent_id``, ``user_id``). Called in the write's block: on Oracle
+    the ``get`` locks the record's row until the block ends (SC-12.10), so no other session
+    can delete it and store another scope's record under its id before the write. An absent
+    record is not written to by id: another session could store one under the id meanwhile
+    (no row to lock), and updating or deleting an absent record does nothing anyway."""
     record = store.get(record_type, record_id)
-    return record is not None and (record.agent_id, record.user_id) != (agent_id, user_id)
+    return record is not None and (record.agent_id, record.user_id) == (agent_id, user_id)
 
 
 def delete_own_record(store: Any, record_type: str, record_id: str, agent_id: str, user_id: Optional[str]) -> bool:
@@ -106,7 +109,7 @@ def delete_own_record(store: Any, record_type: str, record_id: str, agent_id: st
     user under the row's id (a row restored without its record) is not the row's and stays
     (SC-13.1). False when nothing was deleted."""
     with store.transaction():  # the check and the write commit together (SQLite: one writer)
-        if _foreign_record(store, record_type, record_id, agent_id, user_id):
+        if not _own_record(store, record_type, record_id, agent_id, user_id):
             return False
         return bool(store.delete(record_type, record_id))
 
@@ -680,7 +683,11 @@ def _check_event_left(run: WriteRun, conn: sa.Connection, event_mode: str) -> No
     deleted meanwhile (its user erased, KC-3.10; its thread or the event deleted) nothing of
     its message is stored (before, the reprocess wrote the facts, entities and fact records
     of an erased user back after her ``forget``). The row is locked (``FOR UPDATE``; SQLite
-    serialises writers) so an erasure that has not reached it waits for this commit."""
+    serialises writers) so an erasure that has not reached it waits for this commit. On
+    Oracle the agent's lock row is taken first (``OracleAccess.write``), which an erasure's
+    ``LOCK TABLE <ID>_KG_AGENT IN EXCLUSIVE MODE`` (its first statement) conflicts with: an
+    erasure that deleted her facts before this commit has locked the table, so this commit
+    waits for it and then finds the event gone (plsql/VERIFY.md)."""
     if event_mode != "update":
         return
     ev = run.t.event

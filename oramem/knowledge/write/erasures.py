@@ -22,9 +22,14 @@ the table exists; on Oracle through ``ORAMEM_ERASURE_LOG_SUBJECT``, catalog upgr
 ``004_to_005.sql``); before the store's first erasure (no salt yet) one
 lookup of the salt option by its primary key. On SQLite writers are serialised, so a
 commit either precedes the erasure (which then deletes its rows) or sees its tombstone.
-On Oracle (read committed) the erasure's tombstone is visible only once it committed: an
-erasure whose deletes ran before this commit and which commits after it is not seen
-(plsql/VERIFY.md). Oracle: SQLAlchemy-generated SQL, static-checked, not run against Oracle.
+On Oracle (read committed) the erasure's tombstone is visible only once it committed, so the
+two sides take one lock: the erasure's first statement is ``LOCK TABLE <ID>_KG_AGENT IN
+EXCLUSIVE MODE`` (``deletes.OracleEraser.lock``), and this commit runs after its agent's row
+of that table is locked (``OracleAccess.write``). A commit in flight when the erasure starts
+ends before the erasure reads and deletes (its rows are erased); a later one waits for the
+erasure to commit and then sees its tombstone here (plsql/VERIFY.md, "One lock order for an
+erasure and the writes it races"). Oracle: SQLAlchemy-generated SQL, static-checked, not run
+against Oracle.
 """
 
 from __future__ import annotations
