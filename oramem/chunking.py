@@ -43,6 +43,7 @@ __all__ = [
     "chunk_text",
     "chunk_tokens",
     "chunking_identity",
+    "keyword_passages",
     "keyword_row_chars",
     "policy_for",
     "policy_of_identity",
@@ -270,6 +271,33 @@ def keyword_row_chars(identity: Any) -> Optional[int]:
     legacy stores and stores without an embedder)."""
     policy = policy_of_identity(identity)
     return KEYWORD_ROW_CHARS if policy is not None and policy.unit == "tokens" else None
+
+
+def keyword_passages(texts: Sequence[str], group_chars: int) -> list[Optional[str]]:
+    """The keyword passages of one record's retrieval rows ``texts`` (in chunk order), one
+    entry per row: a row whose start (the characters of the record's earlier rows laid end
+    to end) lies in another stretch of ``group_chars`` characters than the previous row's
+    starts a passage, and carries the passage's text (its rows' texts joined by a space, in
+    chunk order); the passage's other rows carry None. The SQLite engine's
+    ``StoreTables.keyword_rows`` in SQL (a differential test keeps them equal); the Oracle
+    engine sends these as each chunk's ``keyword_text`` (``oramem_store.add_json``)."""
+    if isinstance(group_chars, bool) or not isinstance(group_chars, int) or group_chars < 1:
+        raise ValueError(f"group_chars must be an int >= 1, got {group_chars!r}")
+    out: list[Optional[str]] = [None] * len(texts)
+    first = 0           # the current passage's first row
+    parts: list[str] = []
+    start = 0           # characters of the rows before this one
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"a retrieval row's text must be a str, got {type(text).__name__}")
+        if i > 0 and start // group_chars != (start - len(texts[i - 1])) // group_chars:
+            out[first] = " ".join(parts)
+            first, parts = i, []
+        parts.append(text)
+        start += len(text)
+    if parts:
+        out[first] = " ".join(parts)
+    return out
 
 
 def policy_of_identity(identity: Any) -> Optional[ChunkPolicy]:

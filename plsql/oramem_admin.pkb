@@ -93,6 +93,36 @@ AS
    gc_tpl_hybrid CONSTANT VARCHAR2(400 CHAR) := q'[
       CREATE HYBRID VECTOR INDEX #HVI# ON #CHK# (chunk_text) PARAMETERS ('#PARAMS#')]';
 
+   -- Keyword passages of a HYBRID store (issue 23, store schema version 4): a table of its
+   -- own, not a column of OM_<ID>_CHK, because no page of Oracle's documentation says that a
+   -- CONTEXT index may index another column of a table that carries a hybrid vector index
+   -- (docs/store-decisions.md; plsql/VERIFY.md, "Keyword passages on Oracle"). A passage is
+   -- keyed by its first retrieval row's chunk_no; its rows go with the record (ON DELETE
+   -- CASCADE), as the retrieval rows do.
+   gc_tpl_passages CONSTANT VARCHAR2(4000 CHAR) := q'[
+      CREATE TABLE #KWP# (
+         record_type  VARCHAR2(32 CHAR)   NOT NULL,
+         record_id    VARCHAR2(512 CHAR)  NOT NULL,
+         chunk_no     NUMBER(6)      NOT NULL,
+         passage_text CLOB,
+         CONSTRAINT #KWP_PK# PRIMARY KEY (record_type, record_id, chunk_no),
+         CONSTRAINT #KWP_FK# FOREIGN KEY (record_type, record_id)
+            REFERENCES #REC# (record_type, record_id) ON DELETE CASCADE
+      )]';
+
+   gc_tpl_passage_index CONSTANT VARCHAR2(400 CHAR) := q'[
+      CREATE INDEX #KTX# ON #KWP# (passage_text) INDEXTYPE IS CTXSYS.CONTEXT PARAMETERS ('#PARAMS#')]';
+
+   -- 3 -> 4 for a store that groups (store_t.keyword_passages): every record with retrieval
+   -- rows and no passage gets one passage per row (its rows were cut before the store
+   -- grouped; both kinds map to their record, as on SQLite). Resumable: it selects by that
+   -- condition, so a rerun after an interruption inserts only what is still missing.
+   gc_tpl_fill_passages CONSTANT VARCHAR2(1000 CHAR) := q'[
+      INSERT INTO #KWP# (record_type, record_id, chunk_no, passage_text)
+      SELECT c.record_type, c.record_id, c.chunk_no, c.chunk_text FROM #CHK# c
+      WHERE NOT EXISTS (SELECT 1 FROM #KWP# p
+                        WHERE p.record_type = c.record_type AND p.record_id = c.record_id)]';
+
    ---------------------------------------------------------------------------------------
    -- autonomous helpers
    ---------------------------------------------------------------------------------------
@@ -960,6 +990,47 @@ AS
       END LOOP;
    END drop_knowledge;
 
+   -- 4b. the keyword passages of a HYBRID store (store schema version 4, issue 23): the table
+   -- OM_<ID>_KWP, its rows for the records written before the store grouped (a grouping
+   -- store only: gc_tpl_fill_passages, before the index so that its build indexes them),
+   -- then the CONTEXT index OM_<ID>_KTX with the store's text preferences and SYNC mode (as
+   -- a KEYWORD store's OM_<ID>_TXT). Every HYBRID store has them: a new store records its
+   -- embedder (adopt_if_unrecorded) after this build, and whether it groups is read from
+   -- the recorded identity on each write and search (store_t.keyword_passages).
+   PROCEDURE ensure_passages(
+      in_store_id IN VARCHAR2,
+      in_store    IN oramem_registry.store_t,
+      in_rec_q    IN VARCHAR2,
+      in_chk_q    IN VARCHAR2
+   )
+   IS
+      l_kwp   VARCHAR2(130 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_passages);
+      l_kwp_q VARCHAR2(140 CHAR) := oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_passages);
+      l_ktx   VARCHAR2(130 CHAR) := oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_passage_text);
+   BEGIN
+      IF NOT table_exists(l_kwp) THEN
+         exec_ddl(REPLACE(REPLACE(REPLACE(REPLACE(gc_tpl_passages,
+                     '#KWP_PK#', derived_name(in_store_id, oramem_registry.gc_obj_passages, '_PK')),
+                     '#KWP_FK#', derived_name(in_store_id, oramem_registry.gc_obj_passages, '_FK')),
+                     '#KWP#', l_kwp_q), '#REC#', in_rec_q));
+      END IF;
+      IF in_store.keyword_passages = 1 THEN
+         -- DML in the autonomous helper: committed before the index is built
+         exec_ddl(REPLACE(REPLACE(gc_tpl_fill_passages, '#KWP#', l_kwp_q), '#CHK#', in_chk_q));
+      END IF;
+      IF index_broken(l_ktx) THEN
+         drop_index_if_exists(l_ktx, TRUE);
+      END IF;
+      IF NOT index_exists(l_ktx) THEN
+         create_text_prefs(in_store_id, in_store.keyword_language);
+         exec_ddl(REPLACE(REPLACE(REPLACE(gc_tpl_passage_index, '#KTX#',
+                     oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_passage_text)),
+                     '#KWP#', l_kwp_q), '#PARAMS#',
+                     text_prefs(in_store_id) || CASE WHEN text_params(in_store.search_index_sync) IS NOT NULL
+                                                     THEN ' ' || text_params(in_store.search_index_sync) END));
+      END IF;
+   END ensure_passages;
+
    -- Create whatever of the store's objects is missing for the persisted settings.
    PROCEDURE ensure_objects(
       in_store_id IN VARCHAR2
@@ -1088,6 +1159,7 @@ AS
                                     || CASE WHEN hybrid_params(l_store.search_index_sync) IS NOT NULL
                                             THEN ' ' || hybrid_params(l_store.search_index_sync) END));
          END IF;
+         ensure_passages(in_store_id, l_store, l_rec_q, l_chk_q);
          l_hybrid := 1;
       END IF;
 
@@ -1130,6 +1202,14 @@ AS
       THEN
          RETURN FALSE;
       END IF;
+      -- store schema version 4 (issue 23): the keyword passage table and its CONTEXT index
+      IF in_store.search_strategy = 'hybrid'
+         AND (NOT table_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_passages))
+              OR NOT index_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_passage_text))
+              OR index_broken(oramem_registry.object_name(l_id, oramem_registry.gc_obj_passage_text)))
+      THEN
+         RETURN FALSE;
+      END IF;
       RETURN TRUE;
    END objects_complete;
 
@@ -1144,7 +1224,12 @@ AS
       drop_purge_job(in_store_id);
       drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_hybrid), TRUE);
       drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_text), TRUE);
+      drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_passage_text), TRUE);
       drop_index_if_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_hnsw), FALSE);
+      IF table_exists(oramem_registry.object_name(in_store_id, oramem_registry.gc_obj_passages)) THEN
+         exec_ddl('DROP TABLE ' || oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_passages)
+                  || ' CASCADE CONSTRAINTS PURGE');
+      END IF;
       IF table_exists(l_chk) THEN
          exec_ddl('DROP TABLE ' || oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_chunks)
                   || ' CASCADE CONSTRAINTS PURGE');
@@ -1259,6 +1344,10 @@ AS
       ensure_objects(in_store_id);
       -- 1 -> 2 (S24): the (record_type, seq_no) and (thread_id, record_type, seq_no) indexes,
       -- which ensure_objects above creates when they are missing; nothing else to do.
+      -- 3 -> 4 (issue 23): a HYBRID store's keyword passage table and its CONTEXT index, and
+      -- for a store that groups one passage per existing retrieval row, which ensure_passages
+      -- (in ensure_objects above) creates and fills when they are missing; resumable (the fill
+      -- selects the records without a passage, the index is built when it does not exist).
       mark_ready(in_store_id);
    EXCEPTION
       WHEN OTHERS THEN
@@ -1888,6 +1977,7 @@ AS
       l_out     JSON_OBJECT_T := JSON_OBJECT_T();
       l_rec     VARCHAR2(200 CHAR);
       l_chk     VARCHAR2(200 CHAR);
+      l_kwp     VARCHAR2(200 CHAR);                -- NULL: the store has no passage table
       l_count   PLS_INTEGER;
       l_live    BOOLEAN;
       TYPE name_tab_t IS TABLE OF VARCHAR2(200 CHAR) INDEX BY PLS_INTEGER;
@@ -1911,9 +2001,14 @@ AS
       l_chk := oramem_registry.quoted_name(l_id, oramem_registry.gc_obj_chunks);
       l_scanned.append('table:' || oramem_registry.object_name(l_id, oramem_registry.gc_obj_records));
       l_scanned.append('table:' || oramem_registry.object_name(l_id, oramem_registry.gc_obj_chunks));
+      IF table_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_passages)) THEN
+         l_kwp := oramem_registry.quoted_name(l_id, oramem_registry.gc_obj_passages);
+         l_scanned.append('table:' || oramem_registry.object_name(l_id, oramem_registry.gc_obj_passages));
+      END IF;
       -- the token tables of the store's text indexes: DR$<index>$I (Oracle Text)
       l_kinds(1) := oramem_registry.gc_obj_text;
       l_kinds(2) := oramem_registry.gc_obj_hybrid;
+      l_kinds(3) := oramem_registry.gc_obj_passage_text;   -- keyword passages (issue 23, SC-14)
       FOR k IN 1 .. l_kinds.COUNT LOOP
          IF table_exists('DR$' || oramem_registry.object_name(l_id, l_kinds(k)) || '$I') THEN
             l_itabs(l_itabs.COUNT + 1) := DBMS_ASSERT.ENQUOTE_NAME(
@@ -1942,6 +2037,15 @@ AS
          IF l_count > 0 THEN
             l_where.append('table:' || oramem_registry.object_name(l_id, oramem_registry.gc_obj_chunks));
             l_live := TRUE;
+         END IF;
+         -- a HYBRID store's keyword passages (issue 23): the texts of its retrieval rows again
+         IF l_kwp IS NOT NULL THEN
+            EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ' || l_kwp || ' WHERE DBMS_LOB.INSTR(LOWER(passage_text), :t) > 0'
+               INTO l_count USING l_token;
+            IF l_count > 0 THEN
+               l_where.append('table:' || oramem_registry.object_name(l_id, oramem_registry.gc_obj_passages));
+               l_live := TRUE;
+            END IF;
          END IF;
          FOR j IN 1 .. l_itabs.COUNT LOOP
             EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ' || l_itabs(j)

@@ -51,6 +51,8 @@ AS
             WHEN gc_obj_lexer   THEN 'OM_' || l_id || '_LEX'
             WHEN gc_obj_wordlist THEN 'OM_' || l_id || '_WL'
             WHEN gc_obj_stoplist THEN 'OM_' || l_id || '_STOP'
+            WHEN gc_obj_passages THEN 'OM_' || l_id || '_KWP'
+            WHEN gc_obj_passage_text THEN 'OM_' || l_id || '_KTX'
          END;
       IF l_name IS NULL THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
@@ -81,7 +83,9 @@ AS
       SELECT s.memory_store_id, s.vector_dim, s.search_strategy, s.search_index_sync,
              s.default_ttl_days, s.max_ttl_days, s.embedding_model, s.deletion_hook,
              s.schema_version, s.state, s.has_text_index, s.has_hybrid_index,
-             s.purge_job_name, s.keyword_language
+             s.purge_job_name, s.keyword_language,
+             CASE WHEN s.search_strategy = 'hybrid'
+                       AND JSON_VALUE(s.embedder, '$.chunking.unit') = 'tokens' THEN 1 ELSE 0 END
       INTO   out_store
       FROM   oramem_stores s
       WHERE  s.memory_store_id = l_id;

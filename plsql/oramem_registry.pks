@@ -15,7 +15,10 @@ AS
    -- 2: the (record_type, seq_no) and (thread_id, record_type, seq_no) indexes (review S24).
    -- 3: keyword_language recorded; the text index built with the language's lexer, wordlist
    --    and stoplist preferences (issue 11 item 5).
-   gc_store_schema_version   CONSTANT PLS_INTEGER := 3;
+   -- 4: a HYBRID store has its keyword passage table OM_<ID>_KWP with the CONTEXT index
+   --    OM_<ID>_KTX (issue 23); a store that groups (store_t.keyword_passages) gets one
+   --    passage per existing retrieval row for the records that have none.
+   gc_store_schema_version   CONSTANT PLS_INTEGER := 4;
    -- Catalog (ORAMEM_* tables) version: ddl/001_catalog.sql (1), ddl/upgrades/001_to_002.sql
    -- (2: ORAMEM_STORES.KEYWORD_LANGUAGE), ddl/upgrades/002_to_003.sql (3: ORAMEM_STORE_OPTIONS),
    -- ddl/upgrades/003_to_004.sql (4: ORAMEM_ERASURE_LOG), ddl/upgrades/004_to_005.sql
@@ -42,6 +45,8 @@ AS
    gc_obj_lexer              CONSTANT VARCHAR2(8 CHAR) := 'LEX';    -- OM_<ID>_LEX   BASIC_LEXER preference
    gc_obj_wordlist           CONSTANT VARCHAR2(8 CHAR) := 'WL';     -- OM_<ID>_WL    BASIC_WORDLIST preference
    gc_obj_stoplist           CONSTANT VARCHAR2(8 CHAR) := 'STOP';   -- OM_<ID>_STOP  BASIC_STOPLIST (empty)
+   gc_obj_passages           CONSTANT VARCHAR2(8 CHAR) := 'KWP';    -- OM_<ID>_KWP   keyword passages (HYBRID)
+   gc_obj_passage_text       CONSTANT VARCHAR2(8 CHAR) := 'KTX';    -- OM_<ID>_KTX   CONTEXT index on KWP
 
    -- Keyword languages (ORAMEM_STORES.KEYWORD_LANGUAGE; the names of oramem.sqlite.keyword
    -- KEYWORD_LANGUAGES). english: English stemming, English query stopwords; none: neither.
@@ -69,7 +74,12 @@ AS
       has_text_index     oramem_stores.has_text_index%TYPE,
       has_hybrid_index   oramem_stores.has_hybrid_index%TYPE,
       purge_job_name     oramem_stores.purge_job_name%TYPE,
-      keyword_language   oramem_stores.keyword_language%TYPE  -- NULL: schema version < 3
+      keyword_language   oramem_stores.keyword_language%TYPE, -- NULL: schema version < 3
+      -- 1: the store's keyword leg ranks keyword passages (issue 23; docs/store-decisions.md,
+      -- "Keyword rows are passages"): a HYBRID store whose recorded embedder identity has a
+      -- chunk policy counting tokens (oramem.chunking.keyword_row_chars, the same rule);
+      -- 0 otherwise. Computed from ORAMEM_STORES.EMBEDDER by find_store, not stored.
+      keyword_passages   oramem_stores.has_hybrid_index%TYPE
    );
 
    /*

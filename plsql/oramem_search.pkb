@@ -411,6 +411,10 @@ AS
     * CONTAINS (review F8). SEARCH returns its topN before our filters, so topN widens (x4,
     * up to gc_max_hybrid_topn) until k records pass, or the index returned fewer rows than
     * asked (review F17): a very selective filter can return fewer than k (documented).
+    * A HYBRID store that groups (store_t.keyword_passages, issue 23) ranks its keyword
+    * passages instead: the CONTEXT index OM_<ID>_KTX of its table OM_<ID>_KWP answers
+    * CONTAINS inside the filtered query, as a keyword store's (no post-filter widening);
+    * a passage maps to its record as a row does (best score, SC-6.1).
     */
    FUNCTION keyword_ranking(
       in_store      IN oramem_registry.store_t,
@@ -433,11 +437,15 @@ AS
       l_sub    JSON_OBJECT_T;
       l_values JSON_ARRAY_T;
    BEGIN
-      IF in_store.has_text_index = 1 THEN
+      IF in_store.has_text_index = 1 OR in_store.keyword_passages = 1 THEN
          l_rank := 'SELECT s.record_type, s.record_id,'
                 || ' 1 - LEAST(MAX(s.sc), 100) / 100 AS dist FROM ('
-                || 'SELECT c.record_type, c.record_id, SCORE(1) AS sc FROM ' || in_chk_tab || ' c'
-                || ' WHERE CONTAINS(c.chunk_text, :q, 1) > 0 AND ' || in_candidates || ') s'
+                || 'SELECT c.record_type, c.record_id, SCORE(1) AS sc FROM '
+                || CASE WHEN in_store.keyword_passages = 1
+                        THEN oramem_registry.quoted_name(in_store.memory_store_id, oramem_registry.gc_obj_passages)
+                             || ' c WHERE CONTAINS(c.passage_text, :q, 1) > 0 AND '
+                        ELSE in_chk_tab || ' c WHERE CONTAINS(c.chunk_text, :q, 1) > 0 AND ' END
+                || in_candidates || ') s'
                 || ' GROUP BY s.record_type, s.record_id'
                 || ' ORDER BY 3, NLSSORT(s.record_type, ''NLS_SORT=BINARY''), NLSSORT(s.record_id, ''NLS_SORT=BINARY'') FETCH FIRST :k ROWS ONLY';
          l_binds := in_binds;

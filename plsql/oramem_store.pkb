@@ -362,6 +362,108 @@ AS
       io_vecs.DELETE;
    END flush_chunks;
 
+   -- Issue 23: the keyword passages of one record from its "chunks" array, appended to the
+   -- io_* collections (in_collect TRUE; FALSE: validate only, before anything is written).
+   -- A store that groups (store_t.keyword_passages = 1, a HYBRID store whose recorded chunk
+   -- policy counts tokens) takes "keyword_text" on every chunk of the record or on none:
+   -- with it, the first chunk's is a non-empty string (the passage it starts), the others'
+   -- a string (a passage starting there) or null (the row belongs to the passage before);
+   -- without it (a PL/SQL caller) each row's own text is its passage. A passage is keyed by
+   -- the chunk_no of its first row. A store that does not group refuses the member: the
+   -- package never groups itself (one implementation, oramem.chunking.keyword_passages,
+   -- which a test holds equal to the SQLite engine's). -20002 (gc_invalid_payload).
+   PROCEDURE collect_passages(
+      in_store       IN oramem_registry.store_t,
+      in_record_type IN VARCHAR2,
+      in_record_id   IN VARCHAR2,
+      in_chunks      IN JSON_ARRAY_T,
+      in_where       IN VARCHAR2,
+      in_collect     IN BOOLEAN,
+      io_types       IN OUT NOCOPY vc_tab_t,
+      io_ids         IN OUT NOCOPY vc_tab_t,
+      io_nos         IN OUT NOCOPY num_tab_t,
+      io_texts       IN OUT NOCOPY clob_tab_t
+   )
+   IS
+      l_obj  JSON_OBJECT_T;
+      l_with PLS_INTEGER := 0;
+      l_text CLOB;
+      l_n    PLS_INTEGER;
+   BEGIN
+      IF in_chunks IS NULL OR in_chunks.get_size = 0 THEN
+         RETURN;
+      END IF;
+      FOR i IN 0 .. in_chunks.get_size - 1 LOOP
+         IF NOT in_chunks.get(i).is_object THEN
+            bad_payload(in_where || '[' || i || '] must be an object {"text", "vector"}');
+         END IF;
+         IF TREAT(in_chunks.get(i) AS JSON_OBJECT_T).has('keyword_text') THEN
+            l_with := l_with + 1;
+         END IF;
+      END LOOP;
+      IF l_with > 0 AND in_store.keyword_passages <> 1 THEN
+         bad_payload(in_where || ': keyword_text is accepted only by a HYBRID store whose chunk policy '
+                     || 'counts tokens, and store ' || in_store.memory_store_id || ' does not group its '
+                     || 'keyword rows; send the chunks without it');
+      END IF;
+      IF l_with > 0 AND l_with < in_chunks.get_size THEN
+         bad_payload(in_where || ': give keyword_text on every chunk of a record or on none ('
+                     || l_with || ' of ' || in_chunks.get_size || ' chunks have it)');
+      END IF;
+      IF in_store.keyword_passages <> 1 THEN
+         RETURN;
+      END IF;
+      FOR i IN 0 .. in_chunks.get_size - 1 LOOP
+         l_obj := TREAT(in_chunks.get(i) AS JSON_OBJECT_T);
+         IF l_with = 0 THEN
+            l_text := NVL(get_long_text(l_obj, 'text', in_where || '[' || i || ']'), TO_CLOB(''));
+         ELSIF l_obj.get('keyword_text').is_null THEN
+            IF i = 0 THEN
+               bad_payload(in_where || '[0].keyword_text must be a non-empty string (the first row starts a passage)');
+            END IF;
+            l_text := NULL;
+         ELSE
+            l_text := get_long_text(l_obj, 'keyword_text', in_where || '[' || i || ']');
+            -- "" reads back as a NULL CLOB from get_clob (S16, get_long_text)
+            IF i = 0 AND l_obj.get_clob('keyword_text') IS NULL THEN
+               bad_payload(in_where || '[0].keyword_text must be a non-empty string (the first row starts a passage)');
+            END IF;
+         END IF;
+         IF in_collect AND l_text IS NOT NULL THEN
+            l_n := io_types.COUNT + 1;
+            io_types(l_n) := in_record_type;
+            io_ids(l_n)   := in_record_id;
+            io_nos(l_n)   := i + 1;
+            io_texts(l_n) := l_text;
+         END IF;
+      END LOOP;
+   END collect_passages;
+
+   -- Issue 23: insert the collected passages with one FORALL (as flush_chunks), then empty
+   -- the collections. Only a store that groups collects any.
+   PROCEDURE flush_passages(
+      in_store IN oramem_registry.store_t,
+      io_types IN OUT NOCOPY vc_tab_t,
+      io_ids   IN OUT NOCOPY vc_tab_t,
+      io_nos   IN OUT NOCOPY num_tab_t,
+      io_texts IN OUT NOCOPY clob_tab_t
+   )
+   IS
+      l_sql VARCHAR2(1000 CHAR);
+   BEGIN
+      IF io_types.COUNT > 0 THEN
+         l_sql := 'INSERT INTO '
+                  || oramem_registry.quoted_name(in_store.memory_store_id, oramem_registry.gc_obj_passages)
+                  || ' (record_type, record_id, chunk_no, passage_text) VALUES (:1, :2, :3, :4)';
+         FORALL i IN 1 .. io_types.COUNT
+            EXECUTE IMMEDIATE l_sql USING io_types(i), io_ids(i), io_nos(i), io_texts(i);
+      END IF;
+      io_types.DELETE;
+      io_ids.DELETE;
+      io_nos.DELETE;
+      io_texts.DELETE;
+   END flush_passages;
+
    FUNCTION get_chunks(
       in_obj   IN JSON_OBJECT_T,
       in_key   IN VARCHAR2,
@@ -540,6 +642,10 @@ AS
       l_c_nos     num_tab_t;
       l_c_texts   clob_tab_t;
       l_c_vecs    clob_tab_t;
+      l_p_types   vc_tab_t;                         -- keyword passages of one slice (issue 23)
+      l_p_ids     vc_tab_t;
+      l_p_nos     num_tab_t;
+      l_p_texts   clob_tab_t;
       l_mode      VARCHAR2(16 CHAR);                -- on_conflict: fail | skip | replace
       l_created   ts_tab_t;
       l_pos       num_tab_t;                        -- record i's position in l_records
@@ -647,6 +753,10 @@ AS
          IF l_types(i + 1) = 'thread' THEN
             l_threads(i + 1) := l_ids(i + 1);
          END IF;
+         -- issue 23: keyword_text on every chunk or none, only where the store groups;
+         -- checked here, before anything of the call is written
+         collect_passages(l_store, l_types(i + 1), l_ids(i + 1), get_chunks(l_r, 'chunks', l_where),
+                          l_where || '.chunks', FALSE, l_p_types, l_p_ids, l_p_nos, l_p_texts);
       END LOOP;
 
       -- 2. ids already stored (SC-4.3, SC-2.4), one statement for the batch, then
@@ -734,8 +844,11 @@ AS
             l_chunks := get_chunks(l_r, 'chunks', 'records[' || l_pos(i) || ']');
             collect_chunks(l_store, l_types(i), l_ids(i), l_chunks, 'records[' || l_pos(i) || '].chunks',
                            l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
+            collect_passages(l_store, l_types(i), l_ids(i), l_chunks, 'records[' || l_pos(i) || '].chunks',
+                             TRUE, l_p_types, l_p_ids, l_p_nos, l_p_texts);
          END LOOP;
          flush_chunks(l_store, l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
+         flush_passages(l_store, l_p_types, l_p_ids, l_p_nos, l_p_texts);
          l_lo := l_hi + 1;
       END LOOP;
 
@@ -1001,12 +1114,21 @@ AS
       l_c_nos      num_tab_t;
       l_c_texts    clob_tab_t;
       l_c_vecs     clob_tab_t;
+      l_p_types    vc_tab_t;        -- keyword passages of the replacement rows (issue 23)
+      l_p_ids      vc_tab_t;
+      l_p_nos      num_tab_t;
+      l_p_texts    clob_tab_t;
+      l_kwp_tab    VARCHAR2(200 CHAR);   -- NULL: the store has no passage table (not HYBRID)
       l_upd        VARCHAR2(1000 CHAR);
    BEGIN
       SAVEPOINT oramem_update;
       l_store   := oramem_registry.ready_store(in_store_id);
       l_rec_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_records);
       l_chk_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_chunks);
+      IF l_store.search_strategy = 'hybrid' THEN
+         -- every HYBRID store of schema version 4 has it (oramem_admin.ensure_passages)
+         l_kwp_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_passages);
+      END IF;
       l_req  := parse_object(in_request, 'update request');
       l_type := oramem_registry.check_record_type(get_text(l_req, 'record_type', 'update request', 64));
       l_id   := get_text(l_req, 'record_id', 'update request');
@@ -1022,6 +1144,11 @@ AS
       THEN
          bad_argument('update needs at least one of text, index_text, embedding, metadata, '
                       || 'timestamp, ttl_days, ttl_anchor');
+      END IF;
+      IF l_retrieval = 'replace' THEN
+         -- issue 23: the replacement rows' keyword_text, checked before anything is written
+         collect_passages(l_store, l_type, l_id, get_chunks(l_req, 'chunks', 'update request'),
+                          'update request.chunks', FALSE, l_p_types, l_p_ids, l_p_nos, l_p_texts);
       END IF;
 
       BEGIN
@@ -1094,12 +1221,24 @@ AS
          WHEN 'clear' THEN
             EXECUTE IMMEDIATE 'DELETE FROM ' || l_chk_tab || ' WHERE record_type = :1 AND record_id = :2'
                USING l_type, l_id;
+            -- a record's passages are those of its current rows (issue 23)
+            IF l_kwp_tab IS NOT NULL THEN
+               EXECUTE IMMEDIATE 'DELETE FROM ' || l_kwp_tab || ' WHERE record_type = :1 AND record_id = :2'
+                  USING l_type, l_id;
+            END IF;
          WHEN 'replace' THEN
             EXECUTE IMMEDIATE 'DELETE FROM ' || l_chk_tab || ' WHERE record_type = :1 AND record_id = :2'
                USING l_type, l_id;
+            IF l_kwp_tab IS NOT NULL THEN
+               EXECUTE IMMEDIATE 'DELETE FROM ' || l_kwp_tab || ' WHERE record_type = :1 AND record_id = :2'
+                  USING l_type, l_id;
+            END IF;
             collect_chunks(l_store, l_type, l_id, get_chunks(l_req, 'chunks', 'update request'),
                            'update request.chunks', l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
             flush_chunks(l_store, l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
+            collect_passages(l_store, l_type, l_id, get_chunks(l_req, 'chunks', 'update request'),
+                             'update request.chunks', TRUE, l_p_types, l_p_ids, l_p_nos, l_p_texts);
+            flush_passages(l_store, l_p_types, l_p_ids, l_p_nos, l_p_texts);
          WHEN 'revector' THEN
             l_vectors := get_chunks(l_req, 'vectors', 'update request');
             EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ' || l_chk_tab || ' WHERE record_type = :1 AND record_id = :2'
@@ -1617,6 +1756,12 @@ AS
       -- Dynamic call: the body compiles where Oracle Text is absent (ORACLE_NOTES 4.5).
       BEGIN
          EXECUTE IMMEDIATE 'BEGIN CTX_DDL.SYNC_INDEX(idx_name => :1); END;' USING l_index;
+         -- issue 23: a HYBRID store's keyword passages have a CONTEXT index of their own
+         -- (OM_<ID>_KTX, the keyword leg of a store that groups), synced by the same call
+         IF l_store.has_hybrid_index = 1 THEN
+            l_index := oramem_registry.object_name(l_store.memory_store_id, oramem_registry.gc_obj_passage_text);
+            EXECUTE IMMEDIATE 'BEGIN CTX_DDL.SYNC_INDEX(idx_name => :1); END;' USING l_index;
+         END IF;
       EXCEPTION
          WHEN e_plsql_compile THEN
             IF NOT missing_grant THEN

@@ -38,6 +38,9 @@ AS
     * an id already stored does: "fail" (default: -20005, nothing stored), "skip" (that
     * record is left out and its id is not returned) or "replace" (the stored record and its
     * retrieval rows are deleted in this call, the deletion hook runs with reason "replace").
+    * A chunk's "keyword_text" (issue 23, README) is its keyword passage, written to the
+    * store's passage table; accepted only where the store groups, on all or none of a
+    * record's chunks (-20002 before anything is written).
     * Errors: -20002 bad JSON/missing key; -20001 bad field (names it); -20003 bad type;
     *  -20005 duplicate id (in the batch, or already stored with on_conflict "fail"; names the id);
     *  -20006 vector dimension differs from the store's vector_dim, or a vector on a store
@@ -241,7 +244,8 @@ AS
 
    /*
     * sync_search_index: bring the store's Oracle Text / hybrid index up to date
-    * (CTX_DDL.SYNC_INDEX; SC-10.5). No-op for a store without such an index. Only rows
+    * (CTX_DDL.SYNC_INDEX; SC-10.5): a HYBRID store's hybrid vector index and its keyword
+    * passage index OM_<ID>_KTX (issue 23). No-op for a store without such an index. Only rows
     * committed before the call become searchable.
     * Errors: -20301 Oracle Text missing; store errors.
     * Commit: autonomous transaction (SYNC_INDEX commits); the caller's transaction is

@@ -252,7 +252,7 @@ def selftest(settings: _Settings, model: Optional[str], as_json: bool) -> None:
     code = st.exit_code(results)
     counts = {s: sum(r.status == s for r in results) for s in ("PASS", "FAIL", "SKIP")}
     if as_json:
-        click.echo(json.dumps({"ok": code == 0, "store_ids": [test.store_id(s) for s in st.STRATEGIES],
+        click.echo(json.dumps({"ok": code == 0, "store_ids": [test.store_id(s) for s in st.STRATEGIES] + [test.passage_store_id],
                                "counts": counts, "checks": [r.to_dict() for r in results]}, indent=2))
     else:
         click.echo(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")

@@ -17,6 +17,12 @@ Embeddings: with ``model=`` (an ONNX model loaded with ``DBMS_VECTOR.LOAD_ONNX_M
 and KEYWORD stores use a 64-d :class:`HashEmbedder` and the HYBRID checks are skipped (a
 HYBRID store's hybrid vector index embeds its text with an in-database model, so it needs one).
 
+Keyword passages (issue 23): with a model, a fourth scratch store (``OMST<6 hex>P``) is a
+HYBRID store whose rows a client-side embedder with a token window chunks (the engine names
+the in-database model, as docs/oracle-models.md's route): a long record whose two query
+words lie in different windows of one passage must come first in the keyword leg, and its
+passages must be fewer than its rows (docs/store-decisions.md, "Keyword rows are passages").
+
 The checks of store behaviour take a store factory, so the default test run executes them
 against the SQLite engine (same contract) to prove that the expectations themselves are the
 contract's. Static-checked, not run against Oracle.
@@ -66,7 +72,7 @@ SELFTEST_CALLS: dict[str, PlsqlCall] = {
 }
 
 SCRATCH_PREFIX = "OMST"
-_SCRATCH_ID = re.compile(r"^OMST[0-9A-F]{6}[VKH]$")
+_SCRATCH_ID = re.compile(r"^OMST[0-9A-F]{6}[VKHP]$")
 _ORA = re.compile(r"\bORA-(\d{5})\b")
 _HNSW_OP = "VECTOR INDEX HNSW SCAN"
 _PAST = "2000-01-01T00:00:00+00:00"
@@ -151,6 +157,46 @@ def _hit_ids(hits: Any) -> list[str]:
     return [r.id for r, _ in hits]
 
 
+#: the keyword-passage check's words: both in the first 2,000 characters of the long record
+#: (one passage), in different token windows (the first window is 128 tokens)
+PASSAGE_WORDS = ("zanzibar", "quokka")
+
+
+def passage_records() -> tuple[list[str], list[str]]:
+    """The keyword-passage check's records (texts, ids): ``st-whole``, a long record holding
+    both :data:`PASSAGE_WORDS` in one passage but in different windows; ``st-one`` and
+    ``st-two``, texts of its passage's length holding one word each; ten unrelated notes (so
+    that the words are rare: bm25 floors a word held by half the rows). Ranked by windows,
+    every record's best row holds one word and the tie goes to ``st-one`` (ids in binary
+    order, SC-6.1); ranked by passages, ``st-whole`` holds both and comes first."""
+    whole = [f"f{i}" for i in range(600)]
+    whole.insert(200, PASSAGE_WORDS[1])
+    whole.insert(20, PASSAGE_WORDS[0])
+    one = [f"g{i}" for i in range(300)]
+    one.insert(150, PASSAGE_WORDS[0])
+    two = [f"h{i}" for i in range(300)]
+    two.insert(150, PASSAGE_WORDS[1])
+    others = [f"an unrelated note number {i} about the weather" for i in range(10)]
+    return ([" ".join(whole), " ".join(one), " ".join(two), *others],
+            ["st-whole", "st-one", "st-two", *(f"st-x{i}" for i in range(10))])
+
+
+class PassageEmbedder:
+    """A client-side embedder with a token window (one token per whitespace word), as
+    ``ONNXEmbedder`` reports one: its store chunks by tokens and so groups keyword passages.
+    Its vectors are :class:`HashEmbedder`'s of ``dim`` dimensions (the check ranks keywords)."""
+
+    def __new__(cls, dim: int) -> Any:
+        from ..embedders import HashEmbedder
+        from ..embedders.base import InputWindow
+
+        class _Windowed(HashEmbedder):
+            input_window = InputWindow(max_tokens=254, spans=lambda t: [m.span() for m in re.finditer(r"\S+", t)],
+                                       tokenizer="whitespace")
+
+        return _Windowed(dim)
+
+
 def _supported(strategy: SearchStrategy) -> list[SearchStrategy]:
     """SC-6.6: what a store of ``strategy`` can answer."""
     if strategy is SearchStrategy.HYBRID:
@@ -165,13 +211,17 @@ class SelfTest:
 
     def __init__(self, conn: Any, *, model: Optional[str] = None, dim: int = 64,
                  store_factory: Optional[Callable[[SearchStrategy, str], Any]] = None,
-                 echo: Optional[Callable[[CheckResult], None]] = None, run_id: Optional[str] = None) -> None:
+                 echo: Optional[Callable[[CheckResult], None]] = None, run_id: Optional[str] = None,
+                 passage_factory: Optional[Callable[[str], Any]] = None) -> None:
         if model is not None:
             from ..oracle.embedder import validate_model_name
 
             model = validate_model_name(model)
         self.conn, self.model, self.dim = conn, model, dim
         self.store_factory = store_factory or self._oracle_store
+        #: opens the keyword-passage store (issue 23); a custom store_factory without one
+        #: skips that check
+        self.passage_factory = passage_factory or (self._oracle_passage_store if store_factory is None else None)
         self.echo = echo
         self.run_id = (run_id or secrets.token_hex(3)).upper()
         if not re.fullmatch(r"[0-9A-F]{6}", self.run_id):
@@ -183,6 +233,11 @@ class SelfTest:
     # -- plumbing ----------------------------------------------------------------------
     def store_id(self, strategy: SearchStrategy) -> str:
         return f"{SCRATCH_PREFIX}{self.run_id}{strategy.value[0].upper()}"
+
+    @property
+    def passage_store_id(self) -> str:
+        """The keyword-passage check's scratch store (issue 23)."""
+        return f"{SCRATCH_PREFIX}{self.run_id}P"
 
     def _oracle_store(self, strategy: SearchStrategy, store_id: str) -> Any:
         from ..embedders import HashEmbedder
@@ -198,6 +253,19 @@ class SelfTest:
             embedder = HashEmbedder(self.dim)
         return OracleDBMemoryStore(embedder, self.conn, schema_policy="CREATE_IF_NECESSARY",
                                    memory_store_id=store_id, search_strategy=strategy)
+
+    def _oracle_passage_store(self, store_id: str) -> Any:
+        from ..oracle.embedder import OracleDBEmbedder
+        from ..oracle.sync_engine import SyncOracleEngine
+        from ..store import OracleMemoryStore
+
+        if self.model is None:
+            raise _Skip("no in-database ONNX model given (a HYBRID store's hybrid vector index embeds its text with one)",
+                        "load one with `oramem db load-model FILE --name NAME`, then rerun with --model NAME")
+        dim = OracleDBEmbedder(self.conn, self.model).embedding_dimension
+        return OracleMemoryStore(SyncOracleEngine(self.conn, embedding_model=self.model),
+                                 embedder=PassageEmbedder(dim), schema_policy="CREATE_IF_NECESSARY",
+                                 memory_store_id=store_id, search_strategy=SearchStrategy.HYBRID)
 
     def _record(self, result: CheckResult) -> CheckResult:
         self.results.append(result)
@@ -232,6 +300,7 @@ class SelfTest:
                     stores[strategy] = store
                     self._store_checks(strategy, store)
             self._plsql_checks(stores)
+            self._passage_check()
             for strategy in stores:
                 if strategy is not SearchStrategy.KEYWORD:
                     self.check(f"{strategy.value}: EXPLAIN PLAN uses the HNSW index",
@@ -239,6 +308,53 @@ class SelfTest:
         finally:
             self._cleanup()
         return self.results
+
+    def _passage_check(self) -> None:
+        """Issue 23: the keyword leg of a HYBRID store that chunks by tokens ranks passages."""
+        name = "hybrid (token windows): keyword leg ranks passages"
+        if self.passage_factory is None:
+            self.skip(name, "no keyword-passage store factory", "run against Oracle with --model NAME")
+            return
+        if self.caps.get("oracle_text") is False or self.caps.get("hybrid_vector") is False:
+            self.skip(name, "HYBRID search is not available here", "see the hybrid lines above")
+            return
+        sid = self.passage_store_id
+        factory = self.passage_factory
+
+        def do() -> str:
+            self.created.append(sid)   # before the call: a half-created store is dropped too
+            store = factory(sid)
+            texts, ids = passage_records()
+            expect(store.add(texts, "memory", record_ids=ids) == ids, "add returned other ids")
+            hits = _hit_ids(store.search(" ".join(PASSAGE_WORDS), k=3, strategy=SearchStrategy.KEYWORD))
+            expect(hits[:1] == ["st-whole"],
+                   f"keyword search {' '.join(PASSAGE_WORDS)!r}: {hits}, expected st-whole first (its two "
+                   "words lie in one passage; ranked by windows, no record holds both)")
+            counts = self._passage_counts(store, sid)
+            if counts is None:
+                return "st-whole first"
+            rows, passages = counts
+            expect(0 < passages < rows, f"st-whole has {rows} retrieval rows and {passages} keyword "
+                                        "passages, expected fewer passages than rows")
+            return f"st-whole first; {rows} rows, {passages} passages"
+
+        result = self.check(name, do)
+        if result.status == "SKIP":
+            self.created.remove(sid)
+
+    def _passage_counts(self, store: Any, sid: str) -> Optional[tuple[int, int]]:
+        """st-whole's retrieval rows and keyword passages in the Oracle store's tables (None
+        for another engine's store)."""
+        from ..oracle.base import OracleEngine
+
+        if not isinstance(getattr(store, "engine", None), OracleEngine) or not _SCRATCH_ID.match(sid):
+            return None
+        with self.conn.cursor() as cur:   # only our generated, validated store id in the text
+            cur.execute(f'SELECT COUNT(*) FROM "OM_{sid}_CHK" WHERE record_id = :i', i="st-whole")
+            rows = int(cur.fetchone()[0])
+            cur.execute(f'SELECT COUNT(*) FROM "OM_{sid}_KWP" WHERE record_id = :i', i="st-whole")
+            passages = int(cur.fetchone()[0])
+        return rows, passages
 
     def _capabilities(self) -> str:
         caps = json.loads(_call(self.conn, SELFTEST_CALLS["capabilities"]) or "null")

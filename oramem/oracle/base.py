@@ -27,6 +27,7 @@ from typing import Any, Callable, ClassVar, Generic, Mapping, Optional, TypeVar
 
 import oracledb
 
+from ..chunking import keyword_row_chars
 from ..engine import Engine
 from ..embedders.identity import MOVE_ORACLE, mismatch_message, same_identity
 from ..errors import StoreClosed, StoreError, StoreSettingsMismatch
@@ -216,6 +217,9 @@ class OracleEngine(Engine):
         #: the embedder identity the last open asked for (issue 28; None: no embedder)
         self._requested_embedder: Optional[dict[str, Any]] = None
         self._store_id: Optional[str] = None
+        #: the open store's keyword passages (issue 23): a HYBRID store whose recorded chunk
+        #: policy counts tokens groups its rows by this many characters (None: it does not)
+        self._keyword_group: Optional[int] = None
         self._closed = False
         self._pending_hook: Optional[str] = None
         #: forget()'s erasure of derived data (the knowledge layer registers one)
@@ -364,6 +368,10 @@ class OracleEngine(Engine):
         if refusal is not None:
             raise refusal
         self._store_id = result.memory_store_id
+        # the rule oramem_registry.find_store applies to the same recorded identity (column
+        # keyword_passages): a HYBRID store whose recorded chunk policy counts tokens
+        self._keyword_group = (keyword_row_chars(result.embedder)
+                               if result.search_strategy is SearchStrategy.HYBRID else None)
         # the store's persisted language (packages older than store schema version 3 do not
         # report one: the requested one, or english, stays in force)
         language = obj.get("keyword_language")
@@ -448,14 +456,15 @@ class OracleEngine(Engine):
 
     def _prepare_add(self, request: AddRequest) -> _Prepared[builtins.list[str]]:
         self._check_batch(request)
-        values = dict(in_store_id=_STORE, in_batch=add_json(request), in_batch_size=request.batch_size)
+        values = dict(in_store_id=_STORE, in_batch=add_json(request, self._keyword_group),
+                      in_batch_size=request.batch_size)
         return _Prepared("add", True, values, lambda text: list(_loads(text) or []))
 
-    @staticmethod
-    def _prepare_update(request: UpdateRequest) -> _Prepared[int]:
+    def _prepare_update(self, request: UpdateRequest) -> _Prepared[int]:
         if not isinstance(request, UpdateRequest):
             raise TypeError(f"request must be an UpdateRequest, got {type(request).__name__}")
-        return _Prepared("update", True, dict(in_store_id=_STORE, in_request=update_json(request)), int)
+        return _Prepared("update", True,
+                         dict(in_store_id=_STORE, in_request=update_json(request, self._keyword_group)), int)
 
     def _prepare_delete(self, record_type: str, record_id: str, cascade: bool) -> _Prepared[int]:
         _check_id(record_type, "record_type"), _check_id(record_id, "record_id")

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from ..chunking import keyword_passages
 from ..errors import CapabilityError
 from ..requests import (
     AddRequest,
@@ -61,8 +62,16 @@ def _vector(v: Optional[np.ndarray]) -> Optional[list[float]]:
     return out
 
 
-def _chunks(chunks: tuple[ChunkRow, ...]) -> list[dict[str, Any]]:
-    return [{"text": c.text, "vector": _vector(c.vector)} for c in chunks]
+def _chunks(chunks: tuple[ChunkRow, ...], group_chars: Optional[int] = None) -> list[dict[str, Any]]:
+    """The retrieval rows of one record. ``group_chars`` (a HYBRID store whose recorded chunk
+    policy counts tokens: :func:`oramem.chunking.keyword_row_chars`): each row also carries
+    its ``keyword_text``, the keyword passage it starts or null (``keyword_passages``, the
+    SQLite engine's grouping), which ``oramem_store`` writes to the store's passage table."""
+    out = [{"text": c.text, "vector": _vector(c.vector)} for c in chunks]
+    if group_chars is not None and out:
+        for row, passage in zip(out, keyword_passages([c.text for c in chunks], group_chars)):
+            row["keyword_text"] = passage
+    return out
 
 
 def _ttl(ttl: Optional[TTLSpec]) -> Optional[dict[str, Any]]:
@@ -71,7 +80,7 @@ def _ttl(ttl: Optional[TTLSpec]) -> Optional[dict[str, Any]]:
     return {"days": ttl.days, "anchor": str(ttl.anchor.value)}
 
 
-def _record(r: NewRecord) -> dict[str, Any]:
+def _record(r: NewRecord, group_chars: Optional[int] = None) -> dict[str, Any]:
     out = {
         "id": r.id,
         "record_type": r.record_type,
@@ -83,7 +92,7 @@ def _record(r: NewRecord) -> dict[str, Any]:
         "timestamp": r.timestamp,
         "metadata": dict(r.metadata) if r.metadata is not None else None,
         "ttl": _ttl(r.ttl),
-        "chunks": _chunks(r.chunks),
+        "chunks": _chunks(r.chunks, group_chars),
     }
     if r.restored_times is not None:
         # a backup's kept times replace this call's time and the ttl (oramem_store.add_json)
@@ -138,8 +147,9 @@ def settings_json(
     return _dumps(out)
 
 
-def add_json(request: AddRequest) -> str:
-    out: dict[str, Any] = {"records": [_record(r) for r in request.records]}
+def add_json(request: AddRequest, group_chars: Optional[int] = None) -> str:
+    """The add batch; ``group_chars``: the store's keyword passages (:func:`_chunks`)."""
+    out: dict[str, Any] = {"records": [_record(r, group_chars) for r in request.records]}
     if request.on_conflict != "fail":
         out["on_conflict"] = request.on_conflict
     return _dumps(out)
@@ -210,7 +220,7 @@ def search_json(
     return _dumps(out)
 
 
-def update_json(request: UpdateRequest) -> str:
+def update_json(request: UpdateRequest, group_chars: Optional[int] = None) -> str:
     out: dict[str, Any] = {
         "record_type": request.record_type,
         "record_id": request.record_id,
@@ -219,7 +229,7 @@ def update_json(request: UpdateRequest) -> str:
     if request.content is not NOT_SET:
         out["content"] = request.content
     if request.retrieval.value == "replace":
-        out["chunks"] = _chunks(request.chunks)
+        out["chunks"] = _chunks(request.chunks, group_chars)
     if request.retrieval.value == "revector":
         out["vectors"] = [_vector(v) for v in request.vectors]
     if request.metadata is not NOT_SET:

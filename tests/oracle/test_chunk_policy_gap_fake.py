@@ -10,8 +10,9 @@ the Python store's ``Normalizer`` chunks by the recorded policy and sends the ta
 These tests state what issue 28 promises for an Oracle store. They were strict xfails while
 the engine recorded no identity (the open's reply named none, so every store chunked with the
 legacy 2,000-character policy). The keyword-passage work of issue 23 (docs/store-decisions.md,
-"Keyword rows are passages") is due for Oracle now. Over the recording fake, no database:
-``CatalogStandIn`` answers ``open_store`` as the package does for a new store."""
+"Keyword rows are passages") is built on it (tests/oracle/test_keyword_passages_fake.py).
+Over the recording fake, no database: ``CatalogStandIn`` answers ``open_store`` as the package
+does for a new store."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from oramem.types import SearchStrategy
 from .fakes import FakeConnection, Recorder, db_error
 
 RUN = "ABC123"
-SIDS = [f"OMST{RUN}V", f"OMST{RUN}K", f"OMST{RUN}H"]
+SIDS = [f"OMST{RUN}V", f"OMST{RUN}K", f"OMST{RUN}H", f"OMST{RUN}P"]   # P: the keyword-passage store
 PLAN_OK = [("| Id | Operation | Name |",), ("|  0 | SELECT STATEMENT |  |",),
            ("|  4 |  TABLE ACCESS BY INDEX ROWID | OM_X_CHK |",), ("|  5 |   VECTOR INDEX HNSW SCAN | OM_X_HNSW |",)]
 PLAN_FULL = [("| Id | Operation | Name |",), ("|  0 | SELECT STATEMENT |  |",),
@@ -66,8 +66,15 @@ def sqlite_factory(opened=None):
     return factory
 
 
+def passage_factory(sid):
+    """The keyword-passage store on the reference engine: HYBRID, token windows (issue 23)."""
+    return SQLiteMemoryStore(":memory:", embedder=st.PassageEmbedder(64), memory_store_id=sid,
+                             search_strategy=SearchStrategy.HYBRID)
+
+
 def run(rec=None, factory=None, **kw):
     rec = rec or Recorder(answers())
+    kw.setdefault("passage_factory", passage_factory)
     t = st.SelfTest(FakeConnection(rec), store_factory=factory or sqlite_factory(), run_id=RUN, **kw)
     return t, t.run(), rec
 
@@ -91,6 +98,7 @@ def test_every_check_passes_on_the_reference_engine():
     assert "oramem_admin.open_store (another keyword_language)" in names
     assert "vector: EXPLAIN PLAN uses the HNSW index" in names
     assert "keyword: EXPLAIN PLAN uses the HNSW index" not in names
+    assert "hybrid (token windows): keyword leg ranks passages" in names
     assert st.exit_code(results) == 0
     assert dropped(rec) == SIDS  # every scratch store dropped, if_exists=1
     assert all(c.binds["in_if_exists"] == 1 for c in rec.plsql if c.name == "oramem_admin.drop_store")
@@ -231,6 +239,7 @@ def cli_env(monkeypatch):
 
     def init(self, conn, **kw):
         kw.setdefault("store_factory", sqlite_factory())
+        kw.setdefault("passage_factory", passage_factory)
         kw.setdefault("run_id", RUN)
         orig(self, conn, **kw)
 
@@ -268,6 +277,38 @@ def test_a_failing_drop_is_a_failed_check_naming_the_store():
     a["oramem_admin.drop_store"] = db_error(20201, "lock timeout")
     t, results, _ = run(Recorder(a))
     drops = [r for r in results if r.name.startswith("cleanup:")]
-    assert [r.status for r in drops] == ["FAIL"] * 3 and all(r.ora == "ORA-20201" for r in drops)
+    assert [r.status for r in drops] == ["FAIL"] * 4 and all(r.ora == "ORA-20201" for r in drops)
     assert drops[0].name == f"cleanup: oramem_admin.drop_store {SIDS[0]}" and "retry" in drops[0].fix
     assert t.created == SIDS and st.exit_code(results) == 1
+
+
+def test_the_passage_check_fails_where_the_keyword_leg_ranks_windows(monkeypatch):
+    """Issue 23: the check's records tell passages from windows. The reference engine with
+    its keyword rows left per window (no grouping) puts st-one first (a tie, broken by id)."""
+    import oramem.sqlite.engine as engine
+
+    monkeypatch.setattr(engine, "keyword_rows_of", lambda identity: None)
+    _, results, rec = run()
+    r = next(r for r in results if r.name == "hybrid (token windows): keyword leg ranks passages")
+    assert r.status == "FAIL" and "expected st-whole first" in r.detail and "['st-one'" in r.detail
+    assert dropped(rec) == SIDS   # dropped after the failure too
+
+
+def test_the_passage_check_is_skipped_without_a_factory():
+    rec = Recorder(answers())
+    t = st.SelfTest(FakeConnection(rec), store_factory=sqlite_factory(), run_id=RUN)
+    results = t.run()
+    r = next(r for r in results if r.name == "hybrid (token windows): keyword leg ranks passages")
+    assert r.status == "SKIP" and f"OMST{RUN}P" not in dropped(rec)
+
+
+def test_the_oracle_passage_store_is_hybrid_with_a_token_window_and_the_in_database_model():
+    t = st.SelfTest(FakeConnection(Recorder()), run_id=RUN)
+    with pytest.raises(st._Skip, match="no in-database ONNX model"):
+        t._oracle_passage_store(f"OMST{RUN}P")
+    from oramem.chunking import keyword_row_chars, policy_for
+    from oramem.embedders.base import input_window
+
+    embedder = st.PassageEmbedder(8)
+    assert policy_for(input_window(embedder)).unit == "tokens"
+    assert keyword_row_chars({"kind": "hash", "chunking": {"unit": "tokens", "size": 128, "overlap": 0}}) == 2000

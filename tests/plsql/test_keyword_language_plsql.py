@@ -63,11 +63,16 @@ def test_the_registry_record_carries_the_language():
     assert re.search(r"keyword_language\s+oramem_stores\.keyword_language%TYPE", spec)
     find = unit(src("oramem_registry.pkb"), "find_store")
     assert "s.purge_job_name, s.keyword_language" in find
-    # the SELECT list has as many columns as store_t has fields
+    # the SELECT list has as many columns as store_t has fields: the stored columns (s.x),
+    # and keyword_passages (issue 23), computed from two of them by one CASE
     fields = re.findall(r"^\s+(\w+)\s+oramem_stores\.\w+%TYPE", spec, re.M)
     select = find[find.index("SELECT"):find.index("INTO")]
-    assert len(fields) == select.count("s.")
-    assert _constant(spec, "gc_store_schema_version") == "3"
+    computed = re.findall(r"CASE WHEN .*? END", select, re.S)
+    assert len(computed) == 1 and fields[-1] == "keyword_passages"
+    plain = select.replace(computed[0], "")
+    assert len(fields) == plain.count("s.") + 1
+    # version 4 (issue 23) keeps the language step of version 3
+    assert _constant(spec, "gc_store_schema_version") == "4"
 
 
 def test_settings_parse_store_and_describe_the_language():
@@ -159,7 +164,7 @@ def test_the_2_to_3_step_rebuilds_the_text_index():
     # mark_ready (schema_version := the code's) only after the rebuild
     assert build.index("ensure_objects(in_store_id);") < build.index("mark_ready(in_store_id);")
     readme = (REPO / "ddl" / "README.md").read_text()
-    assert "**2 -> 3**" in readme and "(currently 3)" in readme
+    assert "**2 -> 3**" in readme and "**3 -> 4**" in readme and "(currently 4)" in readme
 
 
 def test_search_uses_the_store_language():
