@@ -85,7 +85,11 @@ AS
    ) RETURN BOOLEAN
    IS
    BEGIN
-      RETURN in_obj.has(in_key) AND NOT in_obj.get(in_key).is_null;
+      -- nested, so get() is never called for an absent member (no short-circuit assumed)
+      IF NOT in_obj.has(in_key) THEN
+         RETURN FALSE;
+      END IF;
+      RETURN NOT in_obj.get(in_key).is_null;
    END has_value;
 
    -- Optional string member (NULL when absent or null); -20002 when not a string.
