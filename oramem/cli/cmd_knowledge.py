@@ -467,7 +467,7 @@ def _open_oracle_store(pool: Any, sid: str, embed_url: Any, embed_model: Any) ->
 @click.group("kg")
 def kg() -> None:
     """Knowledge-graph maintenance on a store named by --store-id (default: oramem --store,
-    else the default store), on Oracle (--dsn/--user; password from ORAMEM_PASSWORD or
+    else the default store; install-scheduler has no default and needs it), on Oracle (--dsn/--user; password from ORAMEM_PASSWORD or
     --password-stdin) or on a SQLite file (--sqlite, default: oramem --db)."""
 
 
@@ -488,7 +488,7 @@ def _target(fn: Any) -> Any:
 @kg.command("run-jobs")
 @_target
 @click.option("--sqlite", "sqlite_path", default=None, help="SQLite database file holding the store (default: oramem --db).")
-@click.option("--store-id", default=None, help="memory_store_id of the store (its tables are <ID>_KG_*; default: oramem --store, else the default store).")
+@click.option("--store-id", default=None, help="Id of the store (its tables are <ID>_KG_*; default: oramem --store, else the default store).")
 @click.option("--agent-id", default=None, help="Run for this agent.")
 @click.option("--all-agents", is_flag=True, help="Run for every agent that has an event or entity row.")
 @click.option("--jobs", "job_list", default=None,
@@ -541,7 +541,7 @@ _NO_JOB_PRIVILEGE = (1031, 27486)
 
 @kg.command("install-scheduler")
 @_target
-@click.option("--store-id", required=True, help="memory_store_id of the store (its tables are <ID>_KG_*).")
+@click.option("--store-id", required=True, help="Id of the store (its tables are <ID>_KG_*); required: this command has no default store.")
 @click.option("--every-hours", type=click.IntRange(1, 168), default=4, show_default=True,
               help="Run the deterministic jobs every N hours.")
 @click.pass_context
@@ -614,7 +614,7 @@ def _with_km(dsn, user, password_stdin, sqlite_path, store_id, fn, *, llm=None, 
 
 _QUEUE_TARGET = [
     click.option("--sqlite", "sqlite_path", default=None, help="SQLite database file holding the store (default: oramem --db)."),
-    click.option("--store-id", default=None, help="memory_store_id of the store (its queue is <ID>_KG_JOB; default: oramem --store, else the default store)."),
+    click.option("--store-id", default=None, help="Id of the store (its queue is <ID>_KG_JOB; default: oramem --store, else the default store)."),
 ]
 
 

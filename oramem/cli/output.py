@@ -134,7 +134,16 @@ def full_option(fn: Any) -> Any:
 
 
 def scope_options(fn: Any) -> Any:
-    fn = click.option("--agent", "agent_id", help="agent_id scope.")(fn)
-    fn = click.option("--user", "user_id", help="user_id scope.")(fn)
-    fn = click.option("--thread", "thread_id", help="thread_id scope.")(fn)
+    """--thread/--user/--agent as filters (list, search)."""
+    fn = click.option("--agent", "agent_id", help="Only records of this agent (its id).")(fn)
+    fn = click.option("--user", "user_id", help="Only records of this user (her id).")(fn)
+    fn = click.option("--thread", "thread_id", help="Only records of this thread (its id).")(fn)
+    return fn
+
+
+def record_scope_options(fn: Any) -> Any:
+    """--thread/--user/--agent as the scope of the records written (add)."""
+    fn = click.option("--agent", "agent_id", help="The agent the records belong to (its id).")(fn)
+    fn = click.option("--user", "user_id", help="The user the records belong to (her id).")(fn)
+    fn = click.option("--thread", "thread_id", help="The thread the records belong to (its id; created on first use).")(fn)
     return fn
