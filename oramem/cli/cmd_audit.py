@@ -13,7 +13,7 @@ from ..errors import CapabilityError
 from ..trust import audit as audit_mod
 
 from .app import cli
-from .group import CLIError
+from .group import CLIError, in_cli_words
 from .output import emit_json, render_table
 from .state import State, pass_state
 
@@ -105,14 +105,19 @@ def _filters(fn: Any) -> Any:
     return fn
 
 
+#: the filters' Python names -> their flags
+_FILTER_FLAGS = {"request_id": "--request-id", "user_id": "--user", "agent_id": "--agent", "since": "--since",
+                 "until": "--until", "query": "--query", "limit": "--limit"}
+
+
 def _find(state: State, **filters: Any) -> list[audit_mod.AuditEntry]:
     store = state.open(create=False, reading=True)
     try:
         return audit_mod.find(store, **filters)
     except CapabilityError as exc:
         raise CLIError(str(exc), 1) from None
-    except ValueError as exc:
-        raise CLIError(str(exc).replace("user_id", "--user"), 2) from None
+    except ValueError as exc:  # in the filters' flags (``since must be ...`` -> ``--since must be ...``)
+        raise CLIError(in_cli_words(str(exc), _FILTER_FLAGS), 2) from None
 
 
 @audit.command(name="list")

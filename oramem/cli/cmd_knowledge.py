@@ -78,7 +78,24 @@ def _open_km(state: Any, *, create: bool, llm: Any = None) -> Any:
             raise click.ClickException(NO_LLM)
 
     store = state.open(create=create)
-    return KnowledgeMemory(store, llm or _NoLLM())
+    return _knowledge_memory(KnowledgeMemory, store, llm or _NoLLM(), oracle=False)
+
+
+def _knowledge_memory(km_class: Any, store: Any, llm: Any, *, oracle: bool) -> Any:
+    """``KnowledgeMemory(store, llm)``; a store without knowledge tables (a reading command
+    never creates them) is refused with the command that does, not the Python policy."""
+    from ..knowledge.db.schema import KnowledgeTablesMissing
+
+    try:
+        return km_class(store, llm)
+    except KnowledgeTablesMissing as exc:
+        store.close()
+        shown = ", ".join(exc.missing[:3]) + (f" and {len(exc.missing) - 3} more" if len(exc.missing) > 3 else "")
+        how = (f"`oramem db install --knowledge-store {exc.store_id} --vector-dim N` or `oramem knowledge write` "
+               "creates them" if oracle else "`oramem knowledge write` creates them")
+        raise click.ClickException(
+            f"store {exc.store_id} has no knowledge layer yet (missing {shown}): nothing was written with "
+            f"`oramem knowledge write` there; {how}, reading commands never do") from None
 
 
 def _emit(state: Any, payload: Any, human: str) -> None:
@@ -601,7 +618,7 @@ def _with_km(dsn, user, password_stdin, sqlite_path, store_id, fn, *, llm=None, 
 
     store, pool = _open_target(dsn, user, password_stdin, sqlite_path, store_id, embed_url, embed_model)
     try:
-        km = KnowledgeMemory(store, llm)
+        km = _knowledge_memory(KnowledgeMemory, store, llm, oracle=pool is not None)
         try:
             return fn(km)
         finally:

@@ -187,6 +187,8 @@ def in_cli_words(message: str, flags: dict[str, str]) -> str:
     plain = sorted((n for n in flags if "_" not in n), key=len, reverse=True)
     if plain:
         message = re.sub(r"(?<![-\w])(" + "|".join(map(re.escape, plain)) + r")(?==['\"\w])", lambda m: flags[m.group(1)], message)
+        # ... and so is one the message opens with (``since must be an ISO-8601 time``)
+        message = re.sub(r"^(" + "|".join(map(re.escape, plain)) + r")(?= must\b| is not\b)", lambda m: flags[m.group(1)], message)
     message = message.replace("--role apply only", "--role applies only")
     message = message.replace("--role entries must be non-empty strings or None", "--role must not be empty")
     message = message.replace("(pass None for no value)", "(leave the flag out for no value)")

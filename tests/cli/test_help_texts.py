@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from oramem.cli.app import cli
@@ -91,3 +92,37 @@ def test_kg_group_help_says_which_command_has_no_default_store():
     store_id = next(p for p in scheduler.params if p.name == "store_id")
     assert store_id.required
     assert "install-scheduler has no default" in (group.help or "")
+
+
+def _run(runner, *args, expect=0):
+    res = runner.invoke(cli, list(args), catch_exceptions=False)
+    assert res.exit_code == expect, (args, res.output)
+    return res
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["audit", "list", "--since", "x"], "--since"),
+    (["audit", "list", "--until", "y"], "--until"),
+    (["audit", "export", "--since", "x"], "--since"),
+    (["audit", "list", "--limit", "0"], "--limit"),
+])
+def test_audit_filter_errors_name_the_flag(runner, tmp_path, args, flag):
+    """`oramem audit list --since x` said "Error: since must be an ISO-8601 time": the Python
+    argument, not the flag (only user_id was rewritten)."""
+    db = str(tmp_path / "a.db")
+    _run(runner, "--db", db, "add", "a memory")
+    res = _run(runner, "--db", db, *args, expect=2)
+    assert f"Error: {flag} must be" in res.output, res.output
+
+
+def test_knowledge_read_without_knowledge_tables_names_the_command_that_creates_them(runner, tmp_path):
+    """`oramem knowledge facts A` on a store nothing was written to said "open with
+    schema_policy=CREATE_IF_NECESSARY to create them (policy in force: require_existing)":
+    Python advice a CLI user cannot follow. It names `oramem knowledge write` now, as `oramem
+    kg` does on SQLite."""
+    db = str(tmp_path / "a.db")
+    _run(runner, "--db", db, "add", "a memory")
+    for args in (["knowledge", "facts", "a1"], ["knowledge", "entities", "a1"], ["knowledge", "retrieve", "a1", "q"]):
+        res = _run(runner, "--db", db, *args, expect=1)
+        assert "has no knowledge layer yet" in res.output and "`oramem knowledge write` creates them" in res.output, res.output
+        assert "schema_policy" not in res.output and "CREATE_IF_NECESSARY" not in res.output, res.output
