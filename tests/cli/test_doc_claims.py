@@ -208,3 +208,40 @@ def test_ddl_readme_names_every_ddl_file():
     for upgrade in (ROOT / "ddl" / "upgrades").glob("*.sql"):
         if "EXECUTE IMMEDIATE 'CREATE" in upgrade.read_text(encoding="utf-8"):
             assert "EXECUTE IMMEDIATE" in readme, f"{upgrade.name} creates with EXECUTE IMMEDIATE; the rules do not say so"
+
+
+def _environment_variables_read() -> dict[str, str]:
+    """Every environment variable the package reads -> the first file reading it: os.environ
+    .get/[]/getenv/pop/setdefault with a literal name, click's envvar=, oramem's env= (API
+    keys) and module constants named *_ENV."""
+    import ast
+
+    found: dict[str, str] = {}
+    for path in sorted((ROOT / "oramem").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Call):
+                func = ast.unparse(node.func)
+                if func.endswith(("environ.get", "getenv", "environ.pop", "environ.setdefault")) and node.args:
+                    names.append(node.args[0])
+                names.extend(kw.value for kw in node.keywords if kw.arg in ("envvar", "env"))
+            elif isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ"):
+                names.append(node.slice)
+            elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                  and node.targets[0].id.endswith("_ENV")):
+                names.append(node.value)
+            for name in names:
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    found.setdefault(name.value, str(path.relative_to(ROOT)))
+    return found
+
+
+def test_readme_names_every_environment_variable_oramem_reads():
+    """docs/new-user-trial.md #25: the README lists the environment variables. ORAMEM_ONNX_THREADS,
+    ORAMEM_SQL_DIR and XDG_CACHE_HOME (where the model cache is without ORAMEM_MODEL_CACHE) were
+    read by the code and named nowhere in it (audit24)."""
+    found = _environment_variables_read()
+    assert {"ORAMEM_DB", "ORAMEM_EMBED_API_KEY", "ORAMEM_MCP_TOKEN", "HF_ENDPOINT"} <= set(found), found
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = {name: where for name, where in found.items() if name not in readme}
+    assert not missing, f"README.md does not name {missing}"
