@@ -453,7 +453,8 @@ class KnowledgeMemory:
     delete = sync_method(delete_async)
 
     async def delete_all_async(self, agent_id: str) -> int:
-        """Every row of the agent in all 11 tables plus its knowledge store records."""
+        """Every row of the agent in all 11 knowledge tables, its queued background writes and
+        its knowledge store records, in one transaction; returns how many facts it removed."""
         return await deletes.delete_agent_async(self.runtime, agent_id)
 
     delete_all = sync_method(delete_all_async)
