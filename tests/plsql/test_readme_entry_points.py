@@ -96,3 +96,22 @@ def test_the_search_specs_header_names_the_default_fusion():
              "score fusion": "score", "relative score fusion": "score", "rrf": "rrf"}
     assert {names.get(s.strip().lstrip("* ").strip(), s) for s in said} == {default.group(1)}, said
     assert "gated reciprocal-rank fusion" in " ".join(header.replace("*", " ").split())
+
+
+def test_the_terminator_convention_names_what_install_and_uninstall_hold():
+    """plsql/README.md said install.sql / uninstall.sql "use only @@file lines, PROMPT,
+    WHENEVER SQLERROR EXIT FAILURE and SET DEFINE OFF"; both hold anonymous PL/SQL blocks
+    (install's compile check, every step of uninstall) and uninstall.sql includes no file."""
+    from oramem.oracle.scripts import split_script
+
+    text = README.read_text(encoding="utf-8")
+    section = " ".join(text[text.index("### Script terminator convention"):text.index("## Entry points")].split())
+    for name in ("install.sql", "uninstall.sql"):
+        items = split_script((REPO / "plsql" / name).read_text(encoding="utf-8"))
+        kinds = {"block" if i.kind == "plsql" else i.text.split()[0].upper()[:2] if i.text.startswith("@@")
+                 else i.text.split()[0].upper() for i in items}
+        assert kinds <= {"block", "@@", "PROMPT", "SET", "WHENEVER"}, (name, kinds)
+        if "block" in kinds:
+            assert f"`{name}`'s" in section and "blocks" in section, f"{name} holds PL/SQL blocks; the convention does not say so"
+        if "@@" not in kinds:
+            assert f"`{name}` has none" in section, f"{name} includes no file; the convention says it uses @@file lines"
