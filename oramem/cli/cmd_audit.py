@@ -66,7 +66,7 @@ def _set(store: Any, enabled: bool, ttl_days: Optional[int]) -> audit_mod.AuditS
 
 
 @audit.command(name="enable")
-@click.option("--ttl-days", type=int, default=None, help="Delete entries older than this many days (on purge-expired); default: keep until forget.")
+@click.option("--ttl-days", type=int, default=None, help="Delete entries older than this many days (when `oramem purge` runs); default: keep until forget.")
 @pass_state
 def audit_enable(state: State, ttl_days: Optional[int]) -> None:
     """Turn the retrieval audit on for this store."""

@@ -245,3 +245,36 @@ def test_readme_names_every_environment_variable_oramem_reads():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = {name: where for name, where in found.items() if name not in readme}
     assert not missing, f"README.md does not name {missing}"
+
+
+def _commands_in_code() -> list[tuple[str, list[str]]]:
+    """Every `oramem ...` command a string of the package names (help texts, error messages,
+    hints, docstrings), as (where, words). An f-string's placeholders become PLACEHOLDER (an
+    option built from one is not checked), and `--a/--b/--c` is three options."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "oramem").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+            elif isinstance(node, ast.JoinedStr):
+                text = "".join(v.value if isinstance(v, ast.Constant) else "PLACEHOLDER" for v in node.values)
+            else:
+                continue
+            for command in INLINE.findall(text):
+                for words in _pieces(command):
+                    words = [w for word in words for w in (word.split("/") if word.startswith("--") else [word])
+                             if "PLACEHOLDER" not in w]
+                    found.append((f"{path.relative_to(ROOT)}:{node.lineno}", words))
+    return found
+
+
+def test_commands_named_in_the_code_exist():
+    """A hint or help text that names a command the CLI does not have sends the user nowhere:
+    `oramem audit check` said "run `oramem purge-expired`" and `audit enable --ttl-days` said
+    entries go "on purge-expired"; the command is `oramem purge` (audit24)."""
+    found = _commands_in_code()
+    assert len(found) > 40, "the scan lost the package's command hints"
+    problems = [f"{where}: {p}" for where, words in found for p in _check(words)]
+    assert not problems, "\n".join(problems)
