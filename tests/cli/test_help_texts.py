@@ -126,3 +126,36 @@ def test_knowledge_read_without_knowledge_tables_names_the_command_that_creates_
         res = _run(runner, "--db", db, *args, expect=1)
         assert "has no knowledge layer yet" in res.output and "`oramem knowledge write` creates them" in res.output, res.output
         assert "schema_policy" not in res.output and "CREATE_IF_NECESSARY" not in res.output, res.output
+
+
+@pytest.mark.parametrize("args", [
+    ["export"],
+    ["export", "--user", "alice"],
+    ["list"], ["search", "coffee"], ["import", "FILE", "--on-conflict", "skip"], ["check"], ["forget", "--user", "bob", "--yes"],
+])
+def test_sqlite_commands_import_neither_oracledb_nor_sqlalchemy(tmp_path, args):
+    """docs/new-user-trial.md #26: `oramem --help` and the SQLite commands import neither
+    oracledb nor SQLAlchemy. `oramem export` loaded SQLAlchemy to look for knowledge tables
+    even in a store that has none (measured: 'sqlalchemy' in sys.modules after it); it now
+    looks with the stdlib driver first (audit24)."""
+    import os
+    import subprocess
+    import sys
+
+    db = str(tmp_path / "a.db")
+    backup = tmp_path / "b.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORAMEM_") or k == "ORAMEM_MODEL_CACHE"}
+    env["HF_HUB_OFFLINE"] = "1"
+    setup = [[sys.executable, "-m", "oramem.cli", "--db", db, "add", "dark roast coffee", "--user", "alice"],
+             [sys.executable, "-m", "oramem.cli", "--db", db, "export", "--out", str(backup)]]
+    for cmd in setup:
+        subprocess.run(cmd, check=True, capture_output=True, env=env, timeout=120)
+    argv = ["oramem", "--db", db, *[str(backup) if a == "FILE" else a for a in args]]
+    code = (
+        "import sys\nfrom oramem.cli import main\n"
+        f"sys.argv = {argv!r}\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
+        "print('HEAVY', code, sorted(m for m in ('oracledb', 'sqlalchemy') if m in sys.modules), file=sys.stderr)\n"
+    )
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stderr
+    assert "HEAVY 0 []" in err, err
