@@ -111,6 +111,9 @@ _FILTER_FLAGS = {"request_id": "--request-id", "user_id": "--user", "agent_id": 
 
 
 def _find(state: State, **filters: Any) -> list[audit_mod.AuditEntry]:
+    for name, value in filters.items():  # an empty id or query matches nothing: refused, not "no entries"
+        if isinstance(value, str) and not value.strip() and name in ("request_id", "user_id", "agent_id", "query"):
+            raise CLIError(f"{_FILTER_FLAGS[name]} is empty; give a value or leave the flag out", 2)
     store = state.open(create=False, reading=True)
     try:
         return audit_mod.find(store, **filters)

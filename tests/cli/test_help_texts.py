@@ -159,3 +159,18 @@ def test_sqlite_commands_import_neither_oracledb_nor_sqlalchemy(tmp_path, args):
     )
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stderr
     assert "HEAVY 0 []" in err, err
+
+
+@pytest.mark.parametrize("flag", ["--user", "--agent", "--request-id", "--query"])
+def test_audit_filters_refuse_an_empty_value(runner, tmp_path, flag):
+    """`oramem audit list --user ''` printed "no audit entries" (exit 0) with entries stored:
+    an empty filter matches nothing and read as an answer. It is refused like list/search's
+    empty --user (docs/new-user-trial.md #18, #28), before the database is opened."""
+    db = str(tmp_path / "a.db")
+    _run(runner, "--db", db, "add", "tea", "--user", "alice")
+    _run(runner, "--db", db, "audit", "enable")
+    _run(runner, "--db", db, "search", "tea", "--user", "alice")
+    assert "alice" in _run(runner, "--db", db, "audit", "list").output
+    for command in ("list", "export"):
+        res = _run(runner, "--db", db, "audit", command, flag, "", expect=2)
+        assert f"Error: {flag} is empty" in res.output, res.output
