@@ -81,6 +81,22 @@ def _open_km(state: Any, *, create: bool, llm: Any = None) -> Any:
     return _knowledge_memory(KnowledgeMemory, store, llm or _NoLLM(), oracle=False)
 
 
+def _in_cli_words(exc: BaseException) -> str:
+    """An error of the knowledge API in the running command's words: its flags and arguments
+    (``as_of`` -> ``--as-of``, ``agent_id`` -> ``AGENT_ID``), as the root group says others."""
+    from .group import in_cli_words
+
+    ctx = click.get_current_context()
+    flags: dict[str, str] = {"speaker_name": "--speaker"}
+    for param in ctx.command.params:
+        longs = [o for o in param.opts if o.startswith("--")]
+        if isinstance(param, click.Option) and longs and param.name:
+            flags[param.name] = longs[0]
+        elif isinstance(param, click.Argument) and param.name:
+            flags[param.name] = param.human_readable_name
+    return in_cli_words(str(exc), flags)
+
+
 def _knowledge_memory(km_class: Any, store: Any, llm: Any, *, oracle: bool) -> Any:
     """``KnowledgeMemory(store, llm)``; a store without knowledge tables (a reading command
     never creates them) is refused with the command that does, not the Python policy."""
@@ -131,15 +147,15 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at,
     from ..knowledge import KnowledgeMemory
 
     state = _state(ctx)
+    if not message.strip():  # KC-4.1 makes it a no-op; said as "queued job -" it read as queued
+        raise click.UsageError("MESSAGE is empty or blank; give the text of the message (nothing was written)")
     if background:
         if dry_run:
             raise click.UsageError("--dry-run runs the extraction now; it does not go with --background")
         km = KnowledgeMemory(state.open(create=True), None)
-        try:
+        try:  # a bad argument: the root group says it in flags (exit 2)
             r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, background=True,
                          user_id=user_id)
-        except (TypeError, ValueError) as exc:
-            raise click.UsageError(str(exc)) from None
         finally:
             km.close()
         _emit(state, r, f"queued    job {r.job_id or '-'}  event {r.event_id or '-'} (run `{_worker_command(state)}` to extract it)")
@@ -276,8 +292,8 @@ def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at,
         r = km.retrieve(agent_id, query, session_id=session_id, entity_keys=list(entity_keys) or None, as_of=as_of,
                         known_at=known_at, include_directives=include_directives,
                         config_overrides=None if llm is not None else {"enable_reranker": False}, user_id=user_id)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+    except ValueError as exc:  # in flags and arguments (``as_of must be`` -> ``--as-of must be``)
+        raise click.UsageError(_in_cli_words(exc)) from None
     finally:
         km.close()
     lines = [f"{f.score:.3f}  {f.fact_id}  {f.entity_key}  {f.fact_text}" for f in r.facts] or ["(no facts)"]
@@ -357,7 +373,7 @@ def run_jobs(km: Any, agent_id: Any, names: list) -> bool:
                 failed = failed or bool(r.errors)
                 click.echo(json.dumps({"agent_id": a, "user_id": u, **_jsonable(r)}, ensure_ascii=False, sort_keys=True))
     except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(_in_cli_words(exc)) from None
     return failed
 
 

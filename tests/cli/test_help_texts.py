@@ -174,3 +174,27 @@ def test_audit_filters_refuse_an_empty_value(runner, tmp_path, flag):
     for command in ("list", "export"):
         res = _run(runner, "--db", db, "audit", command, flag, "", expect=2)
         assert f"Error: {flag} is empty" in res.output, res.output
+
+
+@pytest.mark.parametrize("args, said", [
+    (["knowledge", "retrieve", "a1", "q", "--as-of", "bad"], "Error: --as-of must be an ISO-8601 time"),
+    (["knowledge", "retrieve", "a1", "q", "--known-at", "bad"], "Error: --known-at must be an ISO-8601 time"),
+    (["knowledge", "write", "a1", "m", "--speaker", " ", "--background"], "Error: --speaker must not be empty"),
+    (["knowledge", "write", "", "m", "--speaker", "A", "--background"], "Error: AGENT_ID must be a non-empty string"),
+    (["knowledge", "write", "a1", "m", "--speaker", "A", "--background", "--occurred-at", "bad"],
+     "Error: --occurred-at must be an ISO-8601 time"),
+    (["knowledge", "facts", "a1", "--user", ""], "or leave the flag out for the agent's shared knowledge"),
+    (["knowledge", "write", "a1", " ", "--speaker", "A", "--background"], "Error: MESSAGE is empty or blank"),
+])
+def test_knowledge_errors_name_flags_and_arguments(runner, tmp_path, args, said):
+    """The knowledge commands passed the API's errors on as they were: "as_of must be a
+    datetime or an ISO-8601 string", "speaker_name must not be empty", "agent_id must be ...",
+    "user_id ... or None for the agent's shared knowledge"; and `knowledge write A ''
+    --background` printed "queued job - event -" although nothing was queued (KC-4.1 makes an
+    empty message a no-op). Now in the command's flags and ARGUMENTS, and an empty MESSAGE is
+    refused like `add ''` (audit24)."""
+    db = str(tmp_path / "a.db")
+    _run(runner, "--db", db, "knowledge", "write", "a1", "I like tea", "--speaker", "Ann", "--background")
+    res = _run(runner, "--db", db, *args, expect=2)
+    assert said in res.output, res.output
+    assert "None" not in res.output and "datetime" not in res.output and "_id " not in res.output, res.output
