@@ -452,9 +452,15 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
     the target's erasure log) is refused before anything is written unless --allow-erased;
     the erasure log is copied along (SC-14.4)."""
     from .. import migrate as migration
+    from ..normalize import validate_store_id
 
     state: State = click.get_current_context().obj
     bar: Any = None
+    for store_id in only:  # below the CLI it is "memory_store_id", which the root would call --store
+        try:
+            validate_store_id(store_id)
+        except ValueError as exc:
+            raise CLIError(str(exc).replace("memory_store_id", "--only", 1) + "; nothing was copied", 2) from None
 
     def progress(done: int, total: Optional[int]) -> None:
         nonlocal bar

@@ -383,8 +383,8 @@ def _check_store_id(store_id: str) -> str:
 
     try:
         return validate_store_id(store_id)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--store-id") from None
+    except ValueError as exc:  # "memory_store_id 'x' is invalid" is the flag's own value here
+        raise click.BadParameter(str(exc).replace("memory_store_id ", "", 1), param_hint="--store-id") from None
 
 
 def _password(password_stdin: bool) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 import click
 
 from .. import jsonl
-from ..types import NOT_SET, MessageRecord, Record
+from ..types import NOT_SET, RECORD_TYPES, MessageRecord, Record
 
 from .group import CLIError
 
@@ -37,6 +37,10 @@ def split_types(values: Sequence[str]) -> Optional[list[str]]:
         out.extend(p.strip() for p in v.split(",") if p.strip())
     if values and not out:
         raise CLIError("--types is empty; name record types (e.g. --types memory,fact) or leave it out for all", 2)
+    searchable = [t for t in RECORD_TYPES if t != "thread"]
+    unknown = [t for t in out if t not in searchable]
+    if unknown:  # said here: below the CLI it is "record_type", which reads as add's --type
+        raise CLIError(f"unknown --types value {unknown[0]!r}; accepted types: {', '.join(searchable)}", 2)
     return out or None
 
 

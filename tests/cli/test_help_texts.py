@@ -198,3 +198,19 @@ def test_knowledge_errors_name_flags_and_arguments(runner, tmp_path, args, said)
     res = _run(runner, "--db", db, *args, expect=2)
     assert said in res.output, res.output
     assert "None" not in res.output and "datetime" not in res.output and "_id " not in res.output, res.output
+
+
+def test_errors_name_the_flag_that_was_given(runner, tmp_path):
+    """Errors rewritten below the CLI named another command's flag: `search --types bogus` said
+    "unknown --type 'bogus'" (add's flag; record_type below the CLI), `migrate --only ''` said
+    "--store '' is invalid" (the root's flag; memory_store_id below), and `kg jobs status
+    --store-id 'bad id'` said "memory_store_id 'bad id' is invalid" (audit24)."""
+    db = str(tmp_path / "a.db")
+    _run(runner, "--db", db, "add", "tea")
+    res = _run(runner, "--db", db, "search", "tea", "--types", "memory,bogus", expect=2)
+    assert "Error: unknown --types value 'bogus'" in res.output, res.output
+    target = tmp_path / "t.db"
+    res = _run(runner, "migrate", db, str(target), "--only", "", expect=2)
+    assert "Error: --only '' is invalid" in res.output and not target.exists(), res.output
+    res = _run(runner, "--db", db, "kg", "jobs", "status", "--store-id", "bad id", expect=2)
+    assert "--store-id: 'bad id' is invalid" in res.output and "memory_store_id" not in res.output, res.output
