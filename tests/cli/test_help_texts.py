@@ -214,3 +214,20 @@ def test_errors_name_the_flag_that_was_given(runner, tmp_path):
     assert "Error: --only '' is invalid" in res.output and not target.exists(), res.output
     res = _run(runner, "--db", db, "kg", "jobs", "status", "--store-id", "bad id", expect=2)
     assert "--store-id: 'bad id' is invalid" in res.output and "memory_store_id" not in res.output, res.output
+
+
+@pytest.mark.parametrize("args, said", [
+    (["get", "memory", ""], "Error: ID must not be empty"),
+    (["delete", "user_profile", ""], "Error: ID must not be empty"),
+    (["update", "memory", "", "--text", "x"], "Error: RECORD_ID must not be empty"),
+    (["forget", "--user", ""], "Error: --user must not be empty"),
+    (["forget", "--agent", ""], "Error: --agent must not be empty"),
+])
+def test_empty_ids_are_named_as_the_command_line_names_them(runner, tmp_path, args, said):
+    """`oramem get memory ''` said "record_id must not be empty" (the Python argument, not the
+    ID argument), and `oramem forget --user ''` asked to confirm erasing "user " (nobody)
+    before it checked the id (audit24)."""
+    db = str(tmp_path / "a.db")
+    _run(runner, "--db", db, "add", "tea")
+    res = _run(runner, "--db", db, *args, expect=2)
+    assert said in res.output and "record_id" not in res.output and "irreversibly" not in res.output, res.output
