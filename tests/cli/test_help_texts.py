@@ -231,3 +231,26 @@ def test_empty_ids_are_named_as_the_command_line_names_them(runner, tmp_path, ar
     _run(runner, "--db", db, "add", "tea")
     res = _run(runner, "--db", db, *args, expect=2)
     assert said in res.output and "record_id" not in res.output and "irreversibly" not in res.output, res.output
+
+
+@pytest.mark.parametrize("line, said", [
+    ('{"content": "a", "ttl_days": 0}', "ttl_days 0 would expire the record at once"),
+    ('{"content": "a", "ttl_days": -3}', "ttl_days -3 would expire the record at once"),
+    ('{"content": "a", "user_id": ""}', "user_id must not be empty (null, or leave the field out, for no value)"),
+    ('{"content": "a", "metadata": [1]}', "metadata must be a JSON object or null"),
+    ('{"content": "a", "timestamp": "bad"}', "timestamp='bad' is not an ISO-8601"),
+    ('{"content": 5}', "content must be a str or null"),
+])
+def test_import_speaks_of_the_lines_fields_and_refuses_an_expired_ttl(runner, tmp_path, line, said):
+    """`oramem import` reported a bad line in the batch API's Python words ("timestamps='bad'",
+    "a dict or None", "(pass None for no value)", "texts[0]"), and imported a line with
+    ttl_days 0 as "imported 1 record(s)" although the record expired at once and was gone from
+    every read (add refuses --ttl-days 0, docs/new-user-trial.md #19) (audit24)."""
+    db = str(tmp_path / "a.db")
+    _run(runner, "--db", db, "add", "tea")
+    path = tmp_path / "in.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    res = _run(runner, "--db", db, "import", str(path), "--type", "memory", expect=2)
+    assert said in res.output, res.output
+    assert "None" not in res.output and "dict" not in res.output and "timestamps" not in res.output, res.output
+    assert len(_run(runner, "--db", db, "--json", "list").output.strip()) and "imported" not in res.output
