@@ -493,11 +493,16 @@ def _parse_line(raw: str, where: str, lineno: int, default_type: Optional[str], 
                     "drop one, or import with fresh times"
                 )
         times = _times(obj, record_type, where, now)
+    ttl = fields.get("ttl_days")
+    if times is None and isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl <= 0:
+        # counted from now it expires at once and the next open purges it: refused as add does
+        raise JSONLError(f"{where}: ttl_days {ttl} would expire the record at once; give 1 or more days, "
+                         "or leave ttl_days out")
     line = ImportLine(lineno, record_type, fields, times)
     try:
         make_batch([line])
     except (ValueError, TypeError) as exc:
-        raise JSONLError(f"{where}: {_one_line(exc)}") from None
+        raise JSONLError(f"{where}: {_in_line_words(_one_line(exc))}") from None
     return line
 
 
@@ -534,6 +539,19 @@ def _times(obj: dict, record_type: str, where: str, now: str) -> tuple[str, Opti
 
 def _one_line(exc: BaseException) -> str:
     return " ".join((str(exc).strip() or type(exc).__name__).split())
+
+
+def _in_line_words(message: str) -> str:
+    """An error of the batch API about one line, in the words of the file: its field names
+    (``timestamps='x'`` -> ``timestamp='x'``) and JSON values (``None`` -> ``null``)."""
+    import re
+
+    for field_name, argument in (*_BATCH_ARGS, ("content", "contents"), ("content", "texts")):
+        # a line is one record: the batch's list argument ``user_ids[0]`` is the line's ``user_id``
+        message = re.sub(rf"(?<![\w-]){argument}(?:\[0\])?(?![\w-])", field_name, message)
+    message = message.replace("role apply only", "role applies only")
+    message = message.replace("(pass None for no value)", "(null, or leave the field out, for no value)")
+    return message.replace("a dict or None", "a JSON object or null").replace("or None", "or null")
 
 
 # ----------------------------------------------------------------------------- batches

@@ -250,7 +250,11 @@ class IMemoryStore(abc.ABC):
 
     @abc.abstractmethod
     def forget(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None, names: Optional[Sequence[str]] = None) -> dict[str, int]:
-        """Erase a user or an agent everywhere, in one transaction; rows per table (SC-8.6)."""
+        """Erase a user (``user_id``) or an agent (``agent_id``, exactly one of the two)
+        everywhere, in one transaction, by its id only (SC-8.6, SC-13); returns the rows
+        erased per table (an ``oramem.trust.ErasureReceipt``, a ``dict`` with the receipt's
+        attributes, where the engine keeps erasure receipts, SC-14). ``names`` is refused
+        (``ValueError``): names are no longer matched."""
 
     @abc.abstractmethod
     def sync_search_index(self) -> None:

@@ -5,9 +5,9 @@ AS
     * oramem_search: top-k retrieval over one store - VECTOR (HNSW, FETCH APPROX, with an
     * exact fallback), KEYWORD (Oracle Text: CONTAINS over escaped words on a keyword
     * store's CONTEXT index; DBMS_HYBRID_VECTOR.SEARCH in pure keyword mode on a hybrid
-    * store's hybrid vector index) and HYBRID (relative score fusion - or, on request,
-    * weighted reciprocal-rank fusion - of the VECTOR and KEYWORD legs, the SQLite engine's
-    * algorithm and parameters).
+    * store's hybrid vector index) and HYBRID (gated reciprocal-rank fusion - or, on request,
+    * relative score fusion or plain reciprocal-rank fusion - of the VECTOR and KEYWORD legs,
+    * the SQLite engine's algorithms and parameters; gc_fusion).
     *
     * Scope, record types, expiry and the metadata filter are evaluated in the SAME query
     * as the ranking, before the top-k cut (SC-6.5). VECTOR runs the approximate query
@@ -22,8 +22,8 @@ AS
     * JSON_TABLE it; a SYS_REFCURSOR would need a fetch round trip plus LOB reads.
     *
     * Distances: VECTOR = cosine distance (0..2, ascending); KEYWORD = 1 - score/100;
-    * HYBRID = 1 - fused score / its best possible value (score fusion by default, reciprocal-rank
-    * fusion on request; docs/oracle-search.md), clamped to [0, 1]. Ties by record_type, then id.
+    * HYBRID = 1 - fused score / its best possible value (gated-rrf by default, score or rrf on
+    * request; docs/oracle-search.md), clamped to [0, 1]. Ties by record_type, then id.
     * Commit: never; read-only.
     */
 

@@ -27,7 +27,7 @@ _NO_DB_COMMANDS = frozenset({"db", "models", "migrate"})
     show_envvar=True,
     help="SQLite database file (':memory:' for a throw-away store).",
 )
-@click.option("--store", "store_id", envvar="ORAMEM_STORE", show_envvar=True, help="memory_store_id (default store when omitted).")
+@click.option("--store", "store_id", envvar="ORAMEM_STORE", show_envvar=True, help="Store id (the default store when omitted).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.option(
     "--read-only",

@@ -13,7 +13,7 @@ from ..errors import CapabilityError
 from ..trust import audit as audit_mod
 
 from .app import cli
-from .group import CLIError
+from .group import CLIError, in_cli_words
 from .output import emit_json, render_table
 from .state import State, pass_state
 
@@ -66,7 +66,7 @@ def _set(store: Any, enabled: bool, ttl_days: Optional[int]) -> audit_mod.AuditS
 
 
 @audit.command(name="enable")
-@click.option("--ttl-days", type=int, default=None, help="Delete entries older than this many days (on purge-expired); default: keep until forget.")
+@click.option("--ttl-days", type=int, default=None, help="Delete entries older than this many days (when `oramem purge` runs); default: keep until forget.")
 @pass_state
 def audit_enable(state: State, ttl_days: Optional[int]) -> None:
     """Turn the retrieval audit on for this store."""
@@ -105,14 +105,22 @@ def _filters(fn: Any) -> Any:
     return fn
 
 
+#: the filters' Python names -> their flags
+_FILTER_FLAGS = {"request_id": "--request-id", "user_id": "--user", "agent_id": "--agent", "since": "--since",
+                 "until": "--until", "query": "--query", "limit": "--limit"}
+
+
 def _find(state: State, **filters: Any) -> list[audit_mod.AuditEntry]:
+    for name, value in filters.items():  # an empty id or query matches nothing: refused, not "no entries"
+        if isinstance(value, str) and not value.strip() and name in ("request_id", "user_id", "agent_id", "query"):
+            raise CLIError(f"{_FILTER_FLAGS[name]} is empty; give a value or leave the flag out", 2)
     store = state.open(create=False, reading=True)
     try:
         return audit_mod.find(store, **filters)
     except CapabilityError as exc:
         raise CLIError(str(exc), 1) from None
-    except ValueError as exc:
-        raise CLIError(str(exc).replace("user_id", "--user"), 2) from None
+    except ValueError as exc:  # in the filters' flags (``since must be ...`` -> ``--since must be ...``)
+        raise CLIError(in_cli_words(str(exc), _FILTER_FLAGS), 2) from None
 
 
 @audit.command(name="list")

@@ -251,12 +251,18 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
     scope: Optional[jsonl.ExportScope] = None
     kg_rows: Optional[dict[str, set[Any]]] = None
     with_knowledge = store is not None and not types and not no_knowledge and state.db != ":memory:"
+    # a store without knowledge tables has no knowledge rows: no SQLAlchemy to load (the SQLite
+    # commands import neither it nor oracledb, docs/new-user-trial.md #26)
+    no_tables = (store is None or state.db == ":memory:"
+                 or not sqlite_admin.knowledge_tables_in_file(state.db, store.memory_store_id))
     if kind is not None:
         try:
             scope = jsonl.select_scope(store, kind, ids)
         except (ValueError, TypeError) as exc:
             raise CLIError(f"--{kind}: {one_line(exc)}; nothing was written", 2) from None
-        if state.db != ":memory:":
+        if no_tables:
+            kg_rows = {} if state.db != ":memory:" else None
+        else:
             # her knowledge rows, and the store records of her knowledge facts and events (with
             # --type or --no-knowledge too), before the first line: knowledge that cannot be cut
             # by scope is refused
@@ -277,7 +283,9 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
             count = jsonl.export_records(store, write, list(types) or None, scope=scope)
         else:
             count = _salvage_export(state, write, set(types) or None)
-        if store is not None and with_knowledge and (scope is None or kg_rows is not None):
+        if store is not None and with_knowledge and (scope is None or kg_rows is not None) and no_tables:
+            kg_count = 0
+        elif store is not None and with_knowledge and (scope is None or kg_rows is not None):
             engine = _sa_engine(state.db, read_only=True)
             try:
                 kg_count = jsonl.export_knowledge(engine, store.memory_store_id, store.vector_dim, write, rows=kg_rows)
@@ -444,9 +452,15 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
     the target's erasure log) is refused before anything is written unless --allow-erased;
     the erasure log is copied along (SC-14.4)."""
     from .. import migrate as migration
+    from ..normalize import validate_store_id
 
     state: State = click.get_current_context().obj
     bar: Any = None
+    for store_id in only:  # below the CLI it is "memory_store_id", which the root would call --store
+        try:
+            validate_store_id(store_id)
+        except ValueError as exc:
+            raise CLIError(str(exc).replace("memory_store_id", "--only", 1) + "; nothing was copied", 2) from None
 
     def progress(done: int, total: Optional[int]) -> None:
         nonlocal bar

@@ -78,7 +78,40 @@ def _open_km(state: Any, *, create: bool, llm: Any = None) -> Any:
             raise click.ClickException(NO_LLM)
 
     store = state.open(create=create)
-    return KnowledgeMemory(store, llm or _NoLLM())
+    return _knowledge_memory(KnowledgeMemory, store, llm or _NoLLM(), oracle=False)
+
+
+def _in_cli_words(exc: BaseException) -> str:
+    """An error of the knowledge API in the running command's words: its flags and arguments
+    (``as_of`` -> ``--as-of``, ``agent_id`` -> ``AGENT_ID``), as the root group says others."""
+    from .group import in_cli_words
+
+    ctx = click.get_current_context()
+    flags: dict[str, str] = {"speaker_name": "--speaker"}
+    for param in ctx.command.params:
+        longs = [o for o in param.opts if o.startswith("--")]
+        if isinstance(param, click.Option) and longs and param.name:
+            flags[param.name] = longs[0]
+        elif isinstance(param, click.Argument) and param.name:
+            flags[param.name] = param.human_readable_name
+    return in_cli_words(str(exc), flags)
+
+
+def _knowledge_memory(km_class: Any, store: Any, llm: Any, *, oracle: bool) -> Any:
+    """``KnowledgeMemory(store, llm)``; a store without knowledge tables (a reading command
+    never creates them) is refused with the command that does, not the Python policy."""
+    from ..knowledge.db.schema import KnowledgeTablesMissing
+
+    try:
+        return km_class(store, llm)
+    except KnowledgeTablesMissing as exc:
+        store.close()
+        shown = ", ".join(exc.missing[:3]) + (f" and {len(exc.missing) - 3} more" if len(exc.missing) > 3 else "")
+        how = (f"`oramem db install --knowledge-store {exc.store_id} --vector-dim N` or `oramem knowledge write` "
+               "creates them" if oracle else "`oramem knowledge write` creates them")
+        raise click.ClickException(
+            f"store {exc.store_id} has no knowledge layer yet (missing {shown}): nothing was written with "
+            f"`oramem knowledge write` there; {how}, reading commands never do") from None
 
 
 def _emit(state: Any, payload: Any, human: str) -> None:
@@ -114,15 +147,15 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at,
     from ..knowledge import KnowledgeMemory
 
     state = _state(ctx)
+    if not message.strip():  # KC-4.1 makes it a no-op; said as "queued job -" it read as queued
+        raise click.UsageError("MESSAGE is empty or blank; give the text of the message (nothing was written)")
     if background:
         if dry_run:
             raise click.UsageError("--dry-run runs the extraction now; it does not go with --background")
         km = KnowledgeMemory(state.open(create=True), None)
-        try:
+        try:  # a bad argument: the root group says it in flags (exit 2)
             r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, background=True,
                          user_id=user_id)
-        except (TypeError, ValueError) as exc:
-            raise click.UsageError(str(exc)) from None
         finally:
             km.close()
         _emit(state, r, f"queued    job {r.job_id or '-'}  event {r.event_id or '-'} (run `{_worker_command(state)}` to extract it)")
@@ -259,8 +292,8 @@ def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at,
         r = km.retrieve(agent_id, query, session_id=session_id, entity_keys=list(entity_keys) or None, as_of=as_of,
                         known_at=known_at, include_directives=include_directives,
                         config_overrides=None if llm is not None else {"enable_reranker": False}, user_id=user_id)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+    except ValueError as exc:  # in flags and arguments (``as_of must be`` -> ``--as-of must be``)
+        raise click.UsageError(_in_cli_words(exc)) from None
     finally:
         km.close()
     lines = [f"{f.score:.3f}  {f.fact_id}  {f.entity_key}  {f.fact_text}" for f in r.facts] or ["(no facts)"]
@@ -340,7 +373,7 @@ def run_jobs(km: Any, agent_id: Any, names: list) -> bool:
                 failed = failed or bool(r.errors)
                 click.echo(json.dumps({"agent_id": a, "user_id": u, **_jsonable(r)}, ensure_ascii=False, sort_keys=True))
     except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(_in_cli_words(exc)) from None
     return failed
 
 
@@ -350,8 +383,8 @@ def _check_store_id(store_id: str) -> str:
 
     try:
         return validate_store_id(store_id)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--store-id") from None
+    except ValueError as exc:  # "memory_store_id 'x' is invalid" is the flag's own value here
+        raise click.BadParameter(str(exc).replace("memory_store_id ", "", 1), param_hint="--store-id") from None
 
 
 def _password(password_stdin: bool) -> str:
@@ -467,7 +500,7 @@ def _open_oracle_store(pool: Any, sid: str, embed_url: Any, embed_model: Any) ->
 @click.group("kg")
 def kg() -> None:
     """Knowledge-graph maintenance on a store named by --store-id (default: oramem --store,
-    else the default store), on Oracle (--dsn/--user; password from ORAMEM_PASSWORD or
+    else the default store; install-scheduler has no default and needs it), on Oracle (--dsn/--user; password from ORAMEM_PASSWORD or
     --password-stdin) or on a SQLite file (--sqlite, default: oramem --db)."""
 
 
@@ -488,7 +521,7 @@ def _target(fn: Any) -> Any:
 @kg.command("run-jobs")
 @_target
 @click.option("--sqlite", "sqlite_path", default=None, help="SQLite database file holding the store (default: oramem --db).")
-@click.option("--store-id", default=None, help="memory_store_id of the store (its tables are <ID>_KG_*; default: oramem --store, else the default store).")
+@click.option("--store-id", default=None, help="Id of the store (its tables are <ID>_KG_*; default: oramem --store, else the default store).")
 @click.option("--agent-id", default=None, help="Run for this agent.")
 @click.option("--all-agents", is_flag=True, help="Run for every agent that has an event or entity row.")
 @click.option("--jobs", "job_list", default=None,
@@ -541,7 +574,7 @@ _NO_JOB_PRIVILEGE = (1031, 27486)
 
 @kg.command("install-scheduler")
 @_target
-@click.option("--store-id", required=True, help="memory_store_id of the store (its tables are <ID>_KG_*).")
+@click.option("--store-id", required=True, help="Id of the store (its tables are <ID>_KG_*); required: this command has no default store.")
 @click.option("--every-hours", type=click.IntRange(1, 168), default=4, show_default=True,
               help="Run the deterministic jobs every N hours.")
 @click.pass_context
@@ -601,7 +634,7 @@ def _with_km(dsn, user, password_stdin, sqlite_path, store_id, fn, *, llm=None, 
 
     store, pool = _open_target(dsn, user, password_stdin, sqlite_path, store_id, embed_url, embed_model)
     try:
-        km = KnowledgeMemory(store, llm)
+        km = _knowledge_memory(KnowledgeMemory, store, llm, oracle=pool is not None)
         try:
             return fn(km)
         finally:
@@ -614,7 +647,7 @@ def _with_km(dsn, user, password_stdin, sqlite_path, store_id, fn, *, llm=None, 
 
 _QUEUE_TARGET = [
     click.option("--sqlite", "sqlite_path", default=None, help="SQLite database file holding the store (default: oramem --db)."),
-    click.option("--store-id", default=None, help="memory_store_id of the store (its queue is <ID>_KG_JOB; default: oramem --store, else the default store)."),
+    click.option("--store-id", default=None, help="Id of the store (its queue is <ID>_KG_JOB; default: oramem --store, else the default store)."),
 ]
 
 

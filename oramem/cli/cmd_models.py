@@ -19,7 +19,7 @@ from .state import State, pass_state
 @cli.group(short_help="Fetch (pull) or list the local embedding models.")
 def models() -> None:
     """The local sentence-embedding models, in the model cache ($ORAMEM_MODEL_CACHE, else
-    ~/.cache/oramem/models). A new store with no embedder uses the default model
+    $XDG_CACHE_HOME/oramem/models, else ~/.cache/oramem/models). A new store with no embedder uses the default model
     (sentence-transformers/all-MiniLM-L6-v2) and fetches it on first use; `pull` does it
     ahead of time. The server is $HF_ENDPOINT (default https://huggingface.co, any mirror
     with the Hub's file layout works); HF_HUB_OFFLINE=1 never uses the network."""

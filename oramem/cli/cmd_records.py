@@ -14,7 +14,7 @@ from ..types import MAX_LIST_LIMIT, NOT_SET, PROFILE_TYPES, RECORD_TYPES, SCOPED
 
 from .app import cli
 from .group import CLIError
-from .output import parse_json_option, record_to_dict, emit_json, records_table, full_option, scope_options, shown_scope
+from .output import parse_json_option, record_to_dict, emit_json, records_table, full_option, record_scope_options, scope_options, shown_scope
 from .state import State, pass_state
 
 
@@ -27,12 +27,12 @@ UNSCOPED_TYPES = tuple(t for t in RECORD_TYPES if t not in SCOPED_TYPES)
 @cli.command(short_help="Add records from TEXT arguments or stdin.")
 @click.argument("texts", nargs=-1)
 @click.option("--type", "record_type", default="memory", show_default=True, type=click.Choice(ADDABLE_TYPES), help="Record type.")
-@scope_options
+@record_scope_options
 @click.option("--role", help="Speaker role (message records only).")
 @click.option("--metadata", help="Metadata as a JSON object.")
 @click.option("--timestamp", help="ISO-8601 event time.")
 @click.option("--ttl-days", type=int, help="Days until the record expires.")
-@click.option("--no-expiry", is_flag=True, help="Never expire (ttl_days=None; capped by the store's max_ttl_days).")
+@click.option("--no-expiry", is_flag=True, help="Never expire (in a store with a max_ttl_days, expire after that maximum).")
 @click.option("--id", "record_ids", multiple=True, help="Record id (repeat once per text); required for profiles.")
 @pass_state
 def add(
@@ -221,7 +221,7 @@ def list_(
 @click.option("--timestamp", help="New ISO-8601 event time.")
 @click.option("--clear-timestamp", is_flag=True, help="Clear the event time.")
 @click.option("--ttl-days", type=int, help="New time to live in days.")
-@click.option("--no-expiry", is_flag=True, help="Never expire (ttl_days=None).")
+@click.option("--no-expiry", is_flag=True, help="Never expire (in a store with a max_ttl_days, expire after that maximum).")
 @pass_state
 def update(
     state: State,
@@ -379,6 +379,8 @@ def forget(state: State, user_id: Optional[str], agent_id: Optional[str], yes: b
     """
     if (user_id is None) == (agent_id is None):
         raise CLIError("give exactly one of --user or --agent", 2)
+    if user_id == "" or agent_id == "":  # before the confirmation, which would name nobody
+        raise CLIError(f"--{'user' if user_id == '' else 'agent'} must not be empty; give the id to erase", 2)
     who = f"user {user_id}" if user_id is not None else f"agent {agent_id}"
     store = state.open(create=False)
     if not yes:

@@ -153,6 +153,8 @@ class OramemGroup(click.Group):
                 longs = [o for o in getattr(param, "opts", []) if o.startswith("--")]
                 if isinstance(param, click.Option) and longs and param.name:
                     flags.setdefault(param.name, longs[0])
+                elif isinstance(param, click.Argument) and param.name:  # agent_id -> AGENT_ID
+                    flags.setdefault(param.name, param.human_readable_name)
             if isinstance(command, click.Group):
                 for sub in command.commands.values():
                     add(sub)
@@ -168,6 +170,7 @@ _API_TO_OPTION = {
     "record_types": "types", "metadata_filter": "metadata_filter", "ttl_days": "ttl_days",
     "memory_store_id": "store_id", "index_texts": "index_text", "metadatas": "metadata",
     "timestamps": "timestamp", "roles": "role", "search_strategy": "store_strategy",
+    "speaker_name": "speaker",  # KnowledgeMemory.write's argument behind knowledge write --speaker
 }
 
 
@@ -187,9 +190,13 @@ def in_cli_words(message: str, flags: dict[str, str]) -> str:
     plain = sorted((n for n in flags if "_" not in n), key=len, reverse=True)
     if plain:
         message = re.sub(r"(?<![-\w])(" + "|".join(map(re.escape, plain)) + r")(?==['\"\w])", lambda m: flags[m.group(1)], message)
+        # ... and so is one the message opens with (``since must be an ISO-8601 time``)
+        message = re.sub(r"^(" + "|".join(map(re.escape, plain)) + r")(?= must\b| is not\b)", lambda m: flags[m.group(1)], message)
     message = message.replace("--role apply only", "--role applies only")
     message = message.replace("--role entries must be non-empty strings or None", "--role must not be empty")
     message = message.replace("(pass None for no value)", "(leave the flag out for no value)")
+    message = message.replace(", or None for ", ", or leave the flag out for ")
+    message = message.replace("must be a datetime or an ISO-8601 string", "must be an ISO-8601 time")
     return re.sub(r"; pass None to (\w+)", r"; leave the flag out to \1", message)
 
 

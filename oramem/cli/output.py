@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 import click
 
 from .. import jsonl
-from ..types import NOT_SET, MessageRecord, Record
+from ..types import NOT_SET, RECORD_TYPES, MessageRecord, Record
 
 from .group import CLIError
 
@@ -37,6 +37,10 @@ def split_types(values: Sequence[str]) -> Optional[list[str]]:
         out.extend(p.strip() for p in v.split(",") if p.strip())
     if values and not out:
         raise CLIError("--types is empty; name record types (e.g. --types memory,fact) or leave it out for all", 2)
+    searchable = [t for t in RECORD_TYPES if t != "thread"]
+    unknown = [t for t in out if t not in searchable]
+    if unknown:  # said here: below the CLI it is "record_type", which reads as add's --type
+        raise CLIError(f"unknown --types value {unknown[0]!r}; accepted types: {', '.join(searchable)}", 2)
     return out or None
 
 
@@ -134,7 +138,16 @@ def full_option(fn: Any) -> Any:
 
 
 def scope_options(fn: Any) -> Any:
-    fn = click.option("--agent", "agent_id", help="agent_id scope.")(fn)
-    fn = click.option("--user", "user_id", help="user_id scope.")(fn)
-    fn = click.option("--thread", "thread_id", help="thread_id scope.")(fn)
+    """--thread/--user/--agent as filters (list, search)."""
+    fn = click.option("--agent", "agent_id", help="Only records of this agent (its id).")(fn)
+    fn = click.option("--user", "user_id", help="Only records of this user (her id).")(fn)
+    fn = click.option("--thread", "thread_id", help="Only records of this thread (its id).")(fn)
+    return fn
+
+
+def record_scope_options(fn: Any) -> Any:
+    """--thread/--user/--agent as the scope of the records written (add)."""
+    fn = click.option("--agent", "agent_id", help="The agent the records belong to (its id).")(fn)
+    fn = click.option("--user", "user_id", help="The user the records belong to (her id).")(fn)
+    fn = click.option("--thread", "thread_id", help="The thread the records belong to (its id; created on first use).")(fn)
     return fn

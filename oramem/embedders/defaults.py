@@ -3,7 +3,7 @@
 - A new store: ``$ORAMEM_ONNX_MODEL`` when set (a model directory, an ``.onnx`` file or a
   model id; it names the model for NEW stores only), else the default model
   ``sentence-transformers/all-MiniLM-L6-v2`` on ONNX Runtime: from the model cache
-  (``$ORAMEM_MODEL_CACHE`` or ``~/.cache/oramem/models``), fetched there once on first use
+  (``$ORAMEM_MODEL_CACHE``, else ``$XDG_CACHE_HOME/oramem/models``, else ``~/.cache/oramem/models``), fetched there once on first use
   (:mod:`oramem.embedders.hub`: ``$HF_ENDPOINT``, pinned revision, checked digests). When it
   can be neither found nor fetched (``HF_HUB_OFFLINE=1``, no network, a bad mirror), the
   store uses ``HashEmbedder(256)`` and one line (once per process) says why and how to get

@@ -7,7 +7,8 @@
   ``1_Pooling/config.json`` (pooling mode), ``modules.json`` (a ``Normalize`` module means
   unit vectors) and ``sentence_bert_config.json`` (``max_seq_length``).
 - **A model id** (``"sentence-transformers/all-MiniLM-L6-v2"``): looked up in the cache
-  directory (``cache_dir``, else ``$ORAMEM_MODEL_CACHE``, else ``~/.cache/oramem/models``)
+  directory (``cache_dir``, else ``$ORAMEM_MODEL_CACHE``, else ``$XDG_CACHE_HOME/oramem/models``, else
+  ``~/.cache/oramem/models``)
   and, when missing, downloaded there once from the Hugging Face Hub layout
   (:mod:`oramem.embedders.hub`: ``$HF_ENDPOINT``, pinned revision and digests for the
   models oramem knows, atomic, resumable). Offline, the error says where to put the files.
@@ -67,7 +68,8 @@ class ModelNotAvailable(Error, RuntimeError):
 
 
 def default_cache_dir() -> Path:
-    """Where model ids are cached: ``$ORAMEM_MODEL_CACHE`` or ``~/.cache/oramem/models``."""
+    """Where model ids are cached: ``$ORAMEM_MODEL_CACHE``, else ``$XDG_CACHE_HOME/oramem/models``,
+    else ``~/.cache/oramem/models``."""
     env = os.environ.get("ORAMEM_MODEL_CACHE")
     if env:
         return Path(env).expanduser()

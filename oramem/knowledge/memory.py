@@ -461,9 +461,10 @@ class KnowledgeMemory:
     delete = sync_method(delete_async)
 
     async def delete_all_async(self, agent_id: str) -> int:
-        """Every row of the agent in all 11 tables plus its knowledge store records. A delete,
-        not an erasure (KC-3.6): no receipt, and a write in flight that commits after it is
-        stored; to erase the agent use :meth:`forget` with ``agent_id``."""
+        """Every row of the agent in all 11 knowledge tables, its queued background writes and
+        its knowledge store records, in one transaction; returns how many facts it removed. A
+        delete, not an erasure (KC-3.6): no receipt, and a write in flight that commits after it
+        is stored; to erase the agent use :meth:`forget` with ``agent_id``."""
         return await deletes.delete_agent_async(self.runtime, agent_id)
 
     delete_all = sync_method(delete_all_async)

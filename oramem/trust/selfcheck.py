@@ -199,7 +199,7 @@ def _check_stale_audit(store: Any, now: datetime) -> CheckResult:
         return _result("stale.audit", 0, [], "no audit TTL set")
     cutoff = now - timedelta(days=settings.ttl_days)
     old = audit.find(store, until=cutoff)
-    problems = [f"{len(old)} retrieval-audit entries are older than ttl_days={settings.ttl_days}; run `oramem purge-expired`"] if old else []
+    problems = [f"{len(old)} retrieval-audit entries are older than ttl_days={settings.ttl_days}; run `oramem purge`"] if old else []
     return _result("stale.audit", len(old), problems)
 
 

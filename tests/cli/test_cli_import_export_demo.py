@@ -78,8 +78,8 @@ def test_export_type_filter(runner, tmp_path):
         ("[1, 2]", "bad.jsonl:3: expected a JSON object"),
         ('{"record_type": "memory", "content": "x", "colour": "red"}', "bad.jsonl:3: unknown field(s) colour"),
         ('{"record_type": "widget", "content": "x"}', "bad.jsonl:3: record_type must be one of"),
-        ('{"record_type": "fact", "content": "x", "role": "user"}', "bad.jsonl:3: roles apply only to message"),
-        ('{"record_type": "user_profile", "content": "no id"}', "bad.jsonl:3: user_profile records need record_ids"),
+        ('{"record_type": "fact", "content": "x", "role": "user"}', "bad.jsonl:3: role applies only to message"),
+        ('{"record_type": "user_profile", "content": "no id"}', "bad.jsonl:3: user_profile records need id:"),
         ('{"record_type": "memory", "content": "x", "timestamp": "soon"}', "bad.jsonl:3:"),
     ],
 )

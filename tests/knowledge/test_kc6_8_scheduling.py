@@ -131,8 +131,8 @@ BAD = [
     (["--sqlite", "x.db", "--user", "u", "--store-id", SID, "--all-agents"], "go with --dsn"),
     (["--sqlite", "x.db", "--store-id", SID], "exactly one of --agent-id"),
     (["--sqlite", "x.db", "--store-id", SID, "--agent-id", "a1", "--all-agents"], "exactly one of --agent-id"),
-    (["--sqlite", "x.db", "--store-id", "1bad", "--all-agents"], "memory_store_id"),
-    (["--sqlite", "x.db", "--store-id", "A" * 17, "--all-agents"], "memory_store_id"),
+    (["--sqlite", "x.db", "--store-id", "1bad", "--all-agents"], "Invalid value for --store-id: '1bad' is invalid"),
+    (["--sqlite", "x.db", "--store-id", "A" * 17, "--all-agents"], "Invalid value for --store-id: 'AAAAAAAAAAAAAAAAA' is invalid"),
     (["--sqlite", "x.db", "--all-agents"], "no database at x.db"),  # --store-id defaults to the default store
     (["--sqlite", "x.db", "--store-id", SID, "--all-agents", "--jobs", "memify,bogus"], "unknown job(s): bogus"),
     (["--sqlite", "x.db", "--store-id", SID, "--all-agents", "--jobs", "clustering"], "call an LLM"),
@@ -163,7 +163,7 @@ def test_password_stdin_empty_is_a_usage_error(monkeypatch):
 INSTALL_BAD = [
     (["--store-id", SID], "pass --dsn and --user"),
     (["--dsn", "h/p", "--store-id", SID], "pass --dsn and --user"),
-    (["--dsn", "h/p", "--user", "u", "--store-id", "x-y"], "memory_store_id"),
+    (["--dsn", "h/p", "--user", "u", "--store-id", "x-y"], "Invalid value for --store-id: 'x-y' is invalid"),
     (["--dsn", "h/p", "--user", "u", "--store-id", SID, "--every-hours", "0"], "--every-hours"),
     (["--dsn", "h/p", "--user", "u", "--store-id", SID], "no password"),
 ]

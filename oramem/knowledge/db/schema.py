@@ -42,7 +42,7 @@ from ...errors import SchemaError
 from ...types import SchemaPolicy
 from ..text import iso, to_utc
 
-__all__ = ["KGTables", "build_tables", "TABLE_NAMES", "apply_schema_policy", "oracle_ddl", "oracle_index_ddl",
+__all__ = ["KGTables", "build_tables", "TABLE_NAMES", "apply_schema_policy", "KnowledgeTablesMissing", "oracle_ddl", "oracle_index_ddl",
            "ensure_indexes", "missing_indexes", "plain_indexes", "INDEXES_ADDED_TO"]
 
 _log = logging.getLogger("oramem.knowledge")
@@ -569,6 +569,16 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
 
 
 # ----------------------------------------------------------------------------- policies
+class KnowledgeTablesMissing(SchemaError):
+    """The store lacks knowledge tables and the schema policy in force does not create them;
+    ``missing`` names them (the CLI turns the Python advice into its own command)."""
+
+    def __init__(self, message: str, store_id: str, missing: list[str]) -> None:
+        super().__init__(message)
+        self.store_id = store_id
+        self.missing = list(missing)
+
+
 def apply_schema_policy(engine: sa.Engine, tables: KGTables, policy: SchemaPolicy,
                         upgrade: Optional[Callable[[list[str]], None]] = None) -> None:
     """Create, validate or recreate the knowledge tables under the store's policy (SC-10.2)."""
@@ -586,9 +596,10 @@ def apply_schema_policy(engine: sa.Engine, tables: KGTables, policy: SchemaPolic
         insp = sa.inspect(engine)
     missing = [t.name for t in wanted if t.name not in existing]
     if missing:
-        raise SchemaError(
+        raise KnowledgeTablesMissing(
             f"knowledge tables missing for store {tables.store_id}: {', '.join(missing)}; "
-            f"open with schema_policy=CREATE_IF_NECESSARY to create them (policy in force: {policy.value})"
+            f"open with schema_policy=CREATE_IF_NECESSARY to create them (policy in force: {policy.value})",
+            tables.store_id, missing,
         )
     lacking_of = _lacking_columns(insp, wanted)
     if lacking_of and all(set(cols) <= UPGRADABLE for cols in lacking_of.values()):
