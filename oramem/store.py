@@ -925,11 +925,41 @@ class OracleMemoryStore(IMemoryStore):
 
     def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         self._n()
-        return self._engine.delete(*self._delete_args(record_type, record_id, cascade))
+        record_type, record_id, cascade = self._delete_args(record_type, record_id, cascade)
+        if not (cascade and record_type in PROFILE_TYPES):
+            return self._engine.delete(record_type, record_id, cascade)
+        # SC-13.3 / SC-13.4: a profile's cascade is an erasure, and it leaves forget's proof
+        # (SC-14.1-14.4): its receipt in the erasure log, its tombstone written in the
+        # cascade's transaction (KC-3.10: a knowledge write in flight refuses), the
+        # verification scan after the commit. It returns what delete returns (1 or 0).
+        from .trust import erasure
+
+        plan = erasure.prepare(self, *self._cascade_subject(record_type, record_id))
+        if plan is None:  # an engine that keeps no erasure log (an asynchronous Oracle pool)
+            return self._engine.delete(record_type, record_id, cascade)
+        count, rows = self._engine.erase_profile(record_type, record_id, plan.tombstone())
+        if not self._engine.in_transaction:  # in a block the scan waits for no commit: stays pending
+            erasure.finish(self, plan, rows)
+        return count
 
     async def delete_async(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         await self._na()
-        return await self._engine.delete_async(*self._delete_args(record_type, record_id, cascade))
+        record_type, record_id, cascade = self._delete_args(record_type, record_id, cascade)
+        if not (cascade and record_type in PROFILE_TYPES):
+            return await self._engine.delete_async(record_type, record_id, cascade)
+        from .trust import erasure  # SC-14 for a profile cascade, as delete() does
+
+        plan = await self._engine._off_loop(erasure.prepare, self, *self._cascade_subject(record_type, record_id))
+        if plan is None:
+            return await self._engine.delete_async(record_type, record_id, cascade)
+        count, rows = await self._engine.erase_profile_async(record_type, record_id, plan.tombstone())
+        if not self._engine.in_transaction:
+            await self._engine._off_loop(erasure.finish, self, plan, rows)
+        return count
+
+    @staticmethod
+    def _cascade_subject(record_type: str, record_id: str) -> tuple[str, str]:
+        return ("user" if record_type == "user_profile" else "agent"), record_id
 
     def delete_thread(self, thread_id: str) -> int:
         self._n()

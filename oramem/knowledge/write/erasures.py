@@ -141,7 +141,7 @@ def check(conn: sa.Connection, dialect: str, store_id: str, mark: ErasureMark) -
         return
     who = " and ".join(f"{kind} {sid!r}" for kind, sid in mark.subjects if (kind, sid) in erased)
     raise ConflictError(
-        f"the {who} of this write was erased (forget) while it ran: what it would store is erased data, so it "
+        f"the {who} of this write was erased (forget, or the cascade of its profile) while it ran: what it would store is erased data, so it "
         "was withheld and nothing was stored. A write made after the erasure is stored as new data: call it again "
         "only if the message should be kept")
 
