@@ -121,6 +121,12 @@ class Engine(abc.ABC):
             "version; delete the profile with cascade=True and the knowledge with KnowledgeMemory.delete_all"
         )
 
+    def check_profile_cascade(self, record_type: str, record_id: str) -> None:
+        """Before a profile cascade's receipt is prepared (its salt may be created): raise the
+        error the cascade itself would raise before deleting anything (a user's cascade on a
+        store with knowledge tables and nothing to erase her from them, SC-8.6), so a refused
+        cascade writes nothing. The cascade checks again in its transaction."""
+
     def erase_profile(self, record_type: str, record_id: str, tombstone: str) -> tuple[int, dict[str, int]]:
         """The SC-8.2 cascade of a ``user_profile`` / ``agent_profile`` (an erasure, SC-13.3,
         SC-13.4) with its erasure-log tombstone ``tombstone`` (a receipt JSON, verification

@@ -235,7 +235,9 @@ class IMemoryStore(abc.ABC):
             record_type: the record's type.
             record_id: its id.
             cascade: for a ``user_profile``/``agent_profile``/``thread``: also delete everything
-                scoped to it, in the same transaction."""
+                scoped to it, in the same transaction. A profile's cascade is an erasure
+                (SC-13.3, SC-13.4): it logs ``forget``'s receipt in the erasure log (SC-14.1,
+                ``trust.erasure.erasure_log``), its tombstone in the cascade's transaction."""
 
     @abc.abstractmethod
     def delete_thread(self, thread_id: str) -> int:
@@ -934,6 +936,7 @@ class OracleMemoryStore(IMemoryStore):
         # verification scan after the commit. It returns what delete returns (1 or 0).
         from .trust import erasure
 
+        self._engine.check_profile_cascade(record_type, record_id)  # a refusal writes nothing, not even the salt
         plan = erasure.prepare(self, *self._cascade_subject(record_type, record_id))
         if plan is None:  # an engine that keeps no erasure log (an asynchronous Oracle pool)
             return self._engine.delete(record_type, record_id, cascade)
@@ -949,6 +952,7 @@ class OracleMemoryStore(IMemoryStore):
             return await self._engine.delete_async(record_type, record_id, cascade)
         from .trust import erasure  # SC-14 for a profile cascade, as delete() does
 
+        await self._engine._off_loop(self._engine.check_profile_cascade, record_type, record_id)
         plan = await self._engine._off_loop(erasure.prepare, self, *self._cascade_subject(record_type, record_id))
         if plan is None:
             return await self._engine.delete_async(record_type, record_id, cascade)

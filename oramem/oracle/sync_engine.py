@@ -221,23 +221,31 @@ class SyncOracleEngine(OracleEngine):
         Static-checked, not run against Oracle."""
         if record_type not in ("user_profile", "agent_profile"):
             raise ValueError(f"erase_profile takes a user_profile or agent_profile, not {record_type!r}")
-        count, rows = self._delete(record_type, record_id, True, tombstone)
+        # the store checked the refusal first (check_profile_cascade), before the receipt's salt
+        count, rows = self._delete(record_type, record_id, True, tombstone, checked=True)
         return count, rows
 
-    def _delete(self, record_type: str, record_id: str, cascade: bool,
-                tombstone: Optional[str]) -> tuple[int, dict[str, int]]:
-        prepared = self._prepare_delete(record_type, record_id, cascade)
-        profile = cascade and record_type in ("user_profile", "agent_profile")
-        if not profile:
-            return self._do(prepared), {}
-        cascades = ([e.erase_cascade for e in self._erasers.values() if callable(getattr(e, "erase_cascade", None))]
-                    if record_type == "user_profile" else [])
-        if record_type == "user_profile" and not cascades:
+    def _cascaders(self, record_type: str) -> builtins.list[Any]:
+        return ([e.erase_cascade for e in self._erasers.values() if callable(getattr(e, "erase_cascade", None))]
+                if record_type == "user_profile" else [])
+
+    def check_profile_cascade(self, record_type: str, record_id: str) -> None:
+        if record_type == "user_profile" and not self._cascaders(record_type):
             # a user's erasure with knowledge tables and nothing to erase her from them is
             # refused before anything is deleted, as forget is (the PL/SQL hook alone leaves
             # what other scopes derived from her rows); a store without them cascades plainly
             if self._do(self._prepare_has_knowledge()):
                 raise self._no_cascade_eraser_error(record_id)
+
+    def _delete(self, record_type: str, record_id: str, cascade: bool, tombstone: Optional[str], *,
+                checked: bool = False) -> tuple[int, dict[str, int]]:
+        prepared = self._prepare_delete(record_type, record_id, cascade)
+        profile = cascade and record_type in ("user_profile", "agent_profile")
+        if not profile:
+            return self._do(prepared), {}
+        cascades = self._cascaders(record_type)
+        if not checked:
+            self.check_profile_cascade(record_type, record_id)
         if not cascades and tombstone is None:
             return self._do(prepared), {}
         # SC-13.3: a user's profile cascade erases her as forget does. With an eraser the

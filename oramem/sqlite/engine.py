@@ -385,21 +385,28 @@ class SQLiteEngine(Engine):
             self._after_erasure()
         return result
 
+    def check_profile_cascade(self, record_type: str, record_id: str) -> None:
+        with self._read("delete") as (conn, tables, _):
+            self._refuse_unerasable_cascade(conn, tables.store_id, record_type, record_id, True)
+
+    def _refuse_unerasable_cascade(self, conn: Any, store_id: str, record_type: str, record_id: str,
+                                   cascade: bool) -> None:
+        if cascade and record_type == "user_profile" and not self._hooks and has_knowledge_tables(conn, store_id):
+            # SC-13.3: a user's profile cascade is her erasure, and the knowledge layer's
+            # part of it runs in its deletion hook: without one (no KnowledgeMemory open on
+            # this store) her knowledge rows and what other scopes derived from them would
+            # stay; refused before anything is deleted, as forget() is
+            raise StoreError(
+                f"store {store_id!r} has knowledge tables, and nothing here erases user {record_id!r} "
+                "from them (the cascade of a user_profile erases her, SC-13.3): open KnowledgeMemory(store, "
+                "llm=None) first, or erase her with its forget(user_id=...) or `oramem forget --user`; nothing "
+                "was deleted"
+            )
+
     def _delete(self, record_type: str, record_id: str, cascade: bool,
                 tombstone: Optional[str]) -> tuple[int, dict[str, int]]:
         with self._write("delete") as tx:
-            if (cascade and record_type == "user_profile" and not self._hooks
-                    and has_knowledge_tables(tx.conn, tx.tables.store_id)):
-                # SC-13.3: a user's profile cascade is her erasure, and the knowledge layer's
-                # part of it runs in its deletion hook: without one (no KnowledgeMemory open on
-                # this store) her knowledge rows and what other scopes derived from them would
-                # stay; refused before anything is deleted, as forget() is
-                raise StoreError(
-                    f"store {tx.tables.store_id!r} has knowledge tables, and nothing here erases user {record_id!r} "
-                    "from them (the cascade of a user_profile erases her, SC-13.3): open KnowledgeMemory(store, "
-                    "llm=None) first, or erase her with its forget(user_id=...) or `oramem forget --user`; nothing "
-                    "was deleted"
-                )
+            self._refuse_unerasable_cascade(tx.conn, tx.tables.store_id, record_type, record_id, cascade)
             count, event = mutations.delete_record(tx, record_type, record_id, cascade)
             self._run_hooks(tx, event)
             counts = dict(tx.erased)

@@ -112,3 +112,47 @@ def test_a_backup_from_before_the_cascade_does_not_bring_her_back(tmp_path):
         migrate(str(tmp_path / "old.db"), str(tmp_path / "p.db"))
     with open_store(tmp_path / "p.db") as store:
         assert store.get("user_profile", ALICE) is None
+
+
+def test_a_profile_cascade_erases_her_audit_entries_as_forget_does(tmp_path):
+    """SC-16.6: the cascade deletes the entries of her scope in its transaction; its receipt
+    counts them and stays clean (no byte of her id is left in the files)."""
+    from oramem.trust import audit
+
+    db = tmp_path / "au.db"
+    with open_store(db) as store:
+        seed(store)
+        audit.set_audit(store, True)
+        store.search("passport", user_id=ALICE)
+        store.search("zanzibar", user_id="bob")
+        assert store.delete("user_profile", ALICE, cascade=True) == 1
+        [entry] = erasure_log(store)
+        assert entry["rows"]["oramem_audit_log"] == 1 and entry["verification"]["status"] == "clean"
+        assert [e.user_id for e in audit.find(store)] == ["bob"]
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("au.db"))
+    assert ALICE.encode() not in raw
+
+
+def test_a_refused_cascade_writes_nothing_not_even_the_salt(tmp_path):
+    """SC-8.6: a user's cascade on a store with knowledge tables and no KnowledgeMemory open
+    is refused before anything is written: the receipt's salt (SC-14.1) is not created, no
+    tombstone is logged; with KnowledgeMemory open the cascade erases her with a receipt."""
+    from oramem.errors import StoreError
+    from oramem.knowledge import KnowledgeMemory
+
+    from knowledge.test_forget import _reopened_without_knowledge_memory
+
+    store = _reopened_without_knowledge_memory(tmp_path)
+    try:
+        with pytest.raises(StoreError, match="nothing was deleted"):
+            store.delete("user_profile", "alice", cascade=True)
+        assert store.get_option(SALT_OPTION) is None and erasure_log(store) == []
+        km = KnowledgeMemory(store, None)
+        try:
+            assert store.delete("user_profile", "alice", cascade=True) == 0
+            assert [e["subject_hash"] for e in erasure_log(store)] == [_hash(store, "user", "alice")]
+            assert km.get_all("a", user_id="alice") == []
+        finally:
+            km.close()
+    finally:
+        store.close()
