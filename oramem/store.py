@@ -941,7 +941,7 @@ class OracleMemoryStore(IMemoryStore):
         if plan is None:  # an engine that keeps no erasure log (an asynchronous Oracle pool)
             return self._engine.delete(record_type, record_id, cascade)
         count, rows = self._engine.erase_profile(record_type, record_id, plan.tombstone())
-        if not self._engine.in_transaction:  # in a block the scan waits for no commit: stays pending
+        if not self._engine.in_transaction:  # in a block nothing is committed yet: no scan, the receipt stays pending
             erasure.finish(self, plan, rows)
         return count
 

@@ -225,7 +225,7 @@ class AsyncOracleEngine(OracleEngine):
             "synchronous pool (oracledb.create_pool) and call forget(), or forget_async() through KnowledgeMemory there"
         )
 
-    async def erase_profile_async(self, record_type: str, record_id: str, tombstone: str) -> NoReturn:
+    async def erase_profile_async(self, record_type: str, record_id: str, tombstone: str) -> tuple[int, dict[str, int]]:
         # no erasure log on an asynchronous pool (trust.erasure keeps none there, as for
         # forget_async): the store's profile cascade calls delete_async instead
         raise CapabilityError(
