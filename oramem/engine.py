@@ -121,6 +121,23 @@ class Engine(abc.ABC):
             "version; delete the profile with cascade=True and the knowledge with KnowledgeMemory.delete_all"
         )
 
+    def check_profile_cascade(self, record_type: str, record_id: str) -> None:
+        """Before a profile cascade's receipt is prepared (its salt may be created): raise the
+        error the cascade itself would raise before deleting anything (a user's cascade on a
+        store with knowledge tables and nothing to erase her from them, SC-8.6), so a refused
+        cascade writes nothing. The cascade checks again in its transaction."""
+
+    def erase_profile(self, record_type: str, record_id: str, tombstone: str) -> tuple[int, dict[str, int]]:
+        """The SC-8.2 cascade of a ``user_profile`` / ``agent_profile`` (an erasure, SC-13.3,
+        SC-13.4) with its erasure-log tombstone ``tombstone`` (a receipt JSON, verification
+        pending, SC-14.3) written in the cascade's own transaction; returns what ``delete``
+        returns (1 or 0) and the store rows erased per table (the receipt's rows). Engines
+        that keep no erasure log raise ``CapabilityError`` before any write (the store calls
+        ``delete`` on them: ``trust.erasure.prepare`` gives no tombstone there)."""
+        raise CapabilityError(
+            f"an erasure-log tombstone for a profile cascade is not supported by the {self.engine_name or type(self).__name__}"
+        )
+
     # -- options (oramem.options) -------------------------------------------------------
     def get_options(self) -> dict[str, Any]:
         """Every option of the store, ``{name: value}`` (SC-15.1). Engines without them
@@ -277,6 +294,9 @@ class Engine(abc.ABC):
 
     async def delete_async(self, record_type: str, record_id: str, cascade: bool) -> int:
         return await self._off_loop(self.delete, record_type, record_id, cascade)
+
+    async def erase_profile_async(self, record_type: str, record_id: str, tombstone: str) -> tuple[int, dict[str, int]]:
+        return await self._off_loop(self.erase_profile, record_type, record_id, tombstone)
 
     async def delete_thread_async(self, thread_id: str) -> int:
         return await self._off_loop(self.delete_thread, thread_id)

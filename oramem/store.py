@@ -235,7 +235,9 @@ class IMemoryStore(abc.ABC):
             record_type: the record's type.
             record_id: its id.
             cascade: for a ``user_profile``/``agent_profile``/``thread``: also delete everything
-                scoped to it, in the same transaction."""
+                scoped to it, in the same transaction. A profile's cascade is an erasure
+                (SC-13.3, SC-13.4): it logs ``forget``'s receipt in the erasure log (SC-14.1,
+                ``trust.erasure.erasure_log``), its tombstone in the cascade's transaction."""
 
     @abc.abstractmethod
     def delete_thread(self, thread_id: str) -> int:
@@ -929,11 +931,43 @@ class OracleMemoryStore(IMemoryStore):
 
     def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         self._n()
-        return self._engine.delete(*self._delete_args(record_type, record_id, cascade))
+        record_type, record_id, cascade = self._delete_args(record_type, record_id, cascade)
+        if not (cascade and record_type in PROFILE_TYPES):
+            return self._engine.delete(record_type, record_id, cascade)
+        # SC-13.3 / SC-13.4: a profile's cascade is an erasure, and it leaves forget's proof
+        # (SC-14.1-14.4): its receipt in the erasure log, its tombstone written in the
+        # cascade's transaction (KC-3.10: a knowledge write in flight refuses), the
+        # verification scan after the commit. It returns what delete returns (1 or 0).
+        from .trust import erasure
+
+        self._engine.check_profile_cascade(record_type, record_id)  # a refusal writes nothing, not even the salt
+        plan = erasure.prepare(self, *self._cascade_subject(record_type, record_id))
+        if plan is None:  # an engine that keeps no erasure log (an asynchronous Oracle pool)
+            return self._engine.delete(record_type, record_id, cascade)
+        count, rows = self._engine.erase_profile(record_type, record_id, plan.tombstone())
+        if not self._engine.in_transaction:  # in a block nothing is committed yet: no scan, the receipt stays pending
+            erasure.finish(self, plan, rows)
+        return count
 
     async def delete_async(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         await self._na()
-        return await self._engine.delete_async(*self._delete_args(record_type, record_id, cascade))
+        record_type, record_id, cascade = self._delete_args(record_type, record_id, cascade)
+        if not (cascade and record_type in PROFILE_TYPES):
+            return await self._engine.delete_async(record_type, record_id, cascade)
+        from .trust import erasure  # SC-14 for a profile cascade, as delete() does
+
+        await self._engine._off_loop(self._engine.check_profile_cascade, record_type, record_id)
+        plan = await self._engine._off_loop(erasure.prepare, self, *self._cascade_subject(record_type, record_id))
+        if plan is None:
+            return await self._engine.delete_async(record_type, record_id, cascade)
+        count, rows = await self._engine.erase_profile_async(record_type, record_id, plan.tombstone())
+        if not self._engine.in_transaction:
+            await self._engine._off_loop(erasure.finish, self, plan, rows)
+        return count
+
+    @staticmethod
+    def _cascade_subject(record_type: str, record_id: str) -> tuple[str, str]:
+        return ("user" if record_type == "user_profile" else "agent"), record_id
 
     def delete_thread(self, thread_id: str) -> int:
         self._n()

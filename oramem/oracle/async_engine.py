@@ -225,6 +225,14 @@ class AsyncOracleEngine(OracleEngine):
             "synchronous pool (oracledb.create_pool) and call forget(), or forget_async() through KnowledgeMemory there"
         )
 
+    async def erase_profile_async(self, record_type: str, record_id: str, tombstone: str) -> tuple[int, dict[str, int]]:
+        # no erasure log on an asynchronous pool (trust.erasure keeps none there, as for
+        # forget_async): the store's profile cascade calls delete_async instead
+        raise CapabilityError(
+            "an erasure-log tombstone for a profile cascade is not supported on an asynchronous Oracle pool in this "
+            "version: open the store with a synchronous pool (oracledb.create_pool)"
+        )
+
     # -- reads ---------------------------------------------------------------------------
     async def get_async(self, record_type: str, record_id: str) -> Optional[Record]:
         return await self._do(self._prepare_get(record_type, record_id, self.in_transaction))
@@ -259,6 +267,9 @@ class AsyncOracleEngine(OracleEngine):
 
     def forget(self, request: ForgetRequest) -> NoReturn:
         raise self._wrong_colour("forget")
+
+    def erase_profile(self, record_type: str, record_id: str, tombstone: str) -> NoReturn:
+        raise self._wrong_colour("erase_profile")
 
     def sync_search_index(self) -> NoReturn:
         raise self._wrong_colour("sync_search_index")

@@ -472,19 +472,14 @@ class OracleEngine(Engine):
                       in_cascade=1 if cascade else 0)
         return _Prepared("delete", True, values, self._count)
 
-    def _prepare_delete_reply(self, record_type: str, record_id: str) -> _Prepared[Any]:
-        """A profile's cascade whose knowledge rows the registered erasers erase next in its
-        transaction (``delete_record_json`` with ``in_reason => 'erase'``: the knowledge hook
-        leaves them the rows, as for a forget), its whole reply kept: ``count`` and the
-        deletion ``event`` the erasers are given (:meth:`_reply_event`)."""
-        _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
-        return self._prepare_profile_cascade(record_type, record_id, "erase", None, commit=True)
-
     @staticmethod
-    def _prepare_profile_cascade(profile: str, actor: str, reason: str, names: Optional[str], *,
+    def _prepare_profile_cascade(profile: str, actor: str, reason: Optional[str], names: Optional[str], *,
                                  commit: bool) -> _Prepared[Any]:
         """``delete_record_json`` of a profile with ``in_cascade = 1`` and ``in_reason``
-        (``'forget'`` or ``'erase'``), its whole reply kept (:meth:`_reply_event`)."""
+        (``'forget'``; ``'erase'``: a profile cascade whose knowledge rows the registered
+        erasers erase next in its transaction, the knowledge hook leaving them the rows as for
+        a forget; ``None``: a plain cascade, its PL/SQL hook erasing them), its whole reply
+        kept: ``count`` and the deletion ``event`` (:meth:`_reply_event`)."""
         values = dict(in_store_id=_STORE, in_record_type=profile, in_record_id=actor, in_cascade=1,
                       in_reason=reason, in_names=names)
         return _Prepared("profile_cascade", commit, values, _loads)

@@ -212,33 +212,64 @@ class SyncOracleEngine(OracleEngine):
         return self._do(self._prepare_update(request))
 
     def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
-        prepared = self._prepare_delete(record_type, record_id, cascade)
-        if not (cascade and record_type == "user_profile"):
-            return self._do(prepared)
-        cascades = [e.erase_cascade for e in self._erasers.values() if callable(getattr(e, "erase_cascade", None))]
-        if not cascades:
+        return self._delete(record_type, record_id, cascade, None)[0]
+
+    def erase_profile(self, record_type: str, record_id: str, tombstone: str) -> tuple[int, dict[str, int]]:
+        """SC-8.2 / SC-13.3 / SC-13.4 with SC-14.3: a profile's cascade and its erasure-log
+        tombstone (``oramem_admin.log_erasure``) in one transaction, after the erasers' lock
+        (KC-3.10: a knowledge write waiting for that lock then sees the tombstone).
+        Static-checked, not run against Oracle."""
+        if record_type not in ("user_profile", "agent_profile"):
+            raise ValueError(f"erase_profile takes a user_profile or agent_profile, not {record_type!r}")
+        # the store checked the refusal first (check_profile_cascade), before the receipt's salt
+        count, rows = self._delete(record_type, record_id, True, tombstone, checked=True)
+        return count, rows
+
+    def _cascaders(self, record_type: str) -> builtins.list[Any]:
+        return ([e.erase_cascade for e in self._erasers.values() if callable(getattr(e, "erase_cascade", None))]
+                if record_type == "user_profile" else [])
+
+    def check_profile_cascade(self, record_type: str, record_id: str) -> None:
+        if record_type == "user_profile" and not self._cascaders(record_type):
             # a user's erasure with knowledge tables and nothing to erase her from them is
             # refused before anything is deleted, as forget is (the PL/SQL hook alone leaves
             # what other scopes derived from her rows); a store without them cascades plainly
             if self._do(self._prepare_has_knowledge()):
                 raise self._no_cascade_eraser_error(record_id)
-            return self._do(prepared)
-        # SC-13.3: a user's profile cascade erases her as forget does. The store's cascade
-        # runs with in_reason 'erase', so the PL/SQL knowledge hook deletes nothing (as for a
-        # forget); each registered eraser with an ``erase_cascade(event)`` (the knowledge
-        # layer's) then does all the SQLite hook does, in the cascade's transaction: what
-        # cites her events and facts (observations, clusters of any scope) is matched while
-        # they are still there, then her scope's rows, her removed threads' rows and her
-        # events and facts go. Without such an eraser (one without ``erase_cascade`` is not
-        # one) the plain cascade runs only on a store without knowledge tables.
-        # Static-checked, not run against Oracle.
+
+    def _delete(self, record_type: str, record_id: str, cascade: bool, tombstone: Optional[str], *,
+                checked: bool = False) -> tuple[int, dict[str, int]]:
+        prepared = self._prepare_delete(record_type, record_id, cascade)
+        profile = cascade and record_type in ("user_profile", "agent_profile")
+        if not profile:
+            return self._do(prepared), {}
+        cascades = self._cascaders(record_type)
+        if not checked:
+            self.check_profile_cascade(record_type, record_id)
+        if not cascades and tombstone is None:
+            return self._do(prepared), {}
+        # SC-13.3: a user's profile cascade erases her as forget does. With an eraser the
+        # store's cascade runs with in_reason 'erase', so the PL/SQL knowledge hook deletes
+        # nothing (as for a forget); each registered eraser with an ``erase_cascade(event)``
+        # (the knowledge layer's) then does all the SQLite hook does, in the cascade's
+        # transaction: what cites her events and facts (observations, clusters of any scope)
+        # is matched while they are still there, then her scope's rows, her removed threads'
+        # rows and her events and facts go. Without such an eraser (one without
+        # ``erase_cascade`` is not one; an agent's cascade) the PL/SQL hook erases the
+        # knowledge rows (in_reason NULL: a plain cascade). SC-14.3 / KC-3.10: the tombstone
+        # (``tombstone``, from trust.erasure) is logged in the same transaction, after the
+        # erasers' lock and the cascade, as forget logs its own; a knowledge write waiting for
+        # the lock sees it once this commits. Static-checked, not run against Oracle.
         with self.transaction():
             self._lock_erasers()  # the erasure lock order: before the cascade deletes anything
-            reply = self._do(self._prepare_delete_reply(record_type, record_id))
+            reply = self._do(self._prepare_profile_cascade(record_type, record_id, "erase" if cascades else None,
+                                                           None, commit=True))
             event = self._reply_event(reply, str(self._store_id), "cascade")
             for erase_cascade in cascades:
                 erase_cascade(event)
-        return int((reply or {}).get("count") or 0)
+            if tombstone is not None:
+                self._do(self._prepare_log_erasure(tombstone, False))
+        return int((reply or {}).get("count") or 0), self._forget_counts(event, [], 0)
 
     def delete_thread(self, thread_id: str) -> int:
         return self._do(self._prepare_delete_thread(thread_id))
@@ -324,6 +355,9 @@ class SyncOracleEngine(OracleEngine):
 
     async def forget_async(self, request: ForgetRequest) -> NoReturn:
         raise self._wrong_colour("forget_async")
+
+    async def erase_profile_async(self, record_type: str, record_id: str, tombstone: str) -> NoReturn:
+        raise self._wrong_colour("erase_profile_async")
 
     async def sync_search_index_async(self) -> NoReturn:
         raise self._wrong_colour("sync_search_index_async")

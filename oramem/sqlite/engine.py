@@ -31,7 +31,7 @@ from ..requests import (
     AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, Scope, ScopeMatch, SearchRequest, StoreSettings,
     UpdateRequest,
 )
-from ..types import Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
+from ..types import PROFILE_TYPES, Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
 from . import audit as audit_log
 from . import erasure as erasure_log
 from . import mutations, sidecar
@@ -369,22 +369,55 @@ class SQLiteEngine(Engine):
         if record_type == "thread":
             # a thread is a container: deleting it removes what it holds (SC-8.3)
             return self.delete_thread(record_id)
+        return self._delete(record_type, record_id, cascade, None)[0]
+
+    def erase_profile(self, record_type: str, record_id: str, tombstone: str) -> tuple[int, dict[str, int]]:
+        """SC-8.2 / SC-13.3 / SC-13.4 with SC-14.3: the profile's cascade and its erasure-log
+        tombstone in one transaction (KC-3.10: a knowledge write in flight finds it in its
+        commit and stores nothing). Outside a ``store.transaction()`` block the erasure then
+        leaves the disk as ``forget``'s does (cache and sidecar dropped, WAL checkpointed);
+        inside one the block's commit ends it and the files keep the old pages until the
+        next checkpoint (SC-14.3: the receipt stays ``pending`` then)."""
+        if record_type not in PROFILE_TYPES:
+            raise ValueError(f"erase_profile takes a user_profile or agent_profile, not {record_type!r}")
+        result = self._delete(record_type, record_id, True, tombstone)
+        if not self.in_transaction:
+            self._after_erasure()
+        return result
+
+    def check_profile_cascade(self, record_type: str, record_id: str) -> None:
+        with self._read("delete") as (conn, tables, _):
+            self._refuse_unerasable_cascade(conn, tables.store_id, record_type, record_id, True)
+
+    def _refuse_unerasable_cascade(self, conn: Any, store_id: str, record_type: str, record_id: str,
+                                   cascade: bool) -> None:
+        if cascade and record_type == "user_profile" and not self._hooks and has_knowledge_tables(conn, store_id):
+            # SC-13.3: a user's profile cascade is her erasure, and the knowledge layer's
+            # part of it runs in its deletion hook: without one (no KnowledgeMemory open on
+            # this store) her knowledge rows and what other scopes derived from them would
+            # stay; refused before anything is deleted, as forget() is
+            raise StoreError(
+                f"store {store_id!r} has knowledge tables, and nothing here erases user {record_id!r} "
+                "from them (the cascade of a user_profile erases her, SC-13.3): open KnowledgeMemory(store, "
+                "llm=None) first, or erase her with its forget(user_id=...) or `oramem forget --user`; nothing "
+                "was deleted"
+            )
+
+    def _delete(self, record_type: str, record_id: str, cascade: bool,
+                tombstone: Optional[str]) -> tuple[int, dict[str, int]]:
         with self._write("delete") as tx:
-            if (cascade and record_type == "user_profile" and not self._hooks
-                    and has_knowledge_tables(tx.conn, tx.tables.store_id)):
-                # SC-13.3: a user's profile cascade is her erasure, and the knowledge layer's
-                # part of it runs in its deletion hook: without one (no KnowledgeMemory open on
-                # this store) her knowledge rows and what other scopes derived from them would
-                # stay; refused before anything is deleted, as forget() is
-                raise StoreError(
-                    f"store {tx.tables.store_id!r} has knowledge tables, and nothing here erases user {record_id!r} "
-                    "from them (the cascade of a user_profile erases her, SC-13.3): open KnowledgeMemory(store, "
-                    "llm=None) first, or erase her with its forget(user_id=...) or `oramem forget --user`; nothing "
-                    "was deleted"
-                )
+            self._refuse_unerasable_cascade(tx.conn, tx.tables.store_id, record_type, record_id, cascade)
             count, event = mutations.delete_record(tx, record_type, record_id, cascade)
             self._run_hooks(tx, event)
-            return count
+            counts = dict(tx.erased)
+            if tombstone is not None:  # SC-14.3 / KC-3.10: the tombstone commits with the cascade
+                erasure_log.write_tombstone(tx.conn, tx.tables.store_id, tombstone)
+                # SC-16.6: the audit entries of the erased scope go in the same transaction, as forget's
+                kind = "user" if record_type == "user_profile" else "agent"
+                audited = audit_log.erase_subject(tx.conn, tx.tables.store_id, kind, record_id)
+                if audited:
+                    counts[audit_log.AUDIT_TABLE] = audited
+            return count, counts
 
     def delete_thread(self, thread_id: str) -> int:
         with self._write("delete_thread") as tx:

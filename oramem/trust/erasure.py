@@ -392,7 +392,7 @@ def refuse_erased(entries: Iterable[Mapping[str, Any]], user_ids: Iterable[Optio
     parts = ([f"{n_users} erased user(s)"] if n_users else []) + ([f"{n_agents} erased agent(s)"] if n_agents else [])
     raise ErasedSubjectError(
         f"{what} holds records of {' and '.join(parts)} (a receipt in the target store's or the "
-        f"source's erasure log names them): they were erased with `oramem forget`, and a copy made before that would "
+        f"source's erasure log names them): they were erased (`oramem forget`, or the cascade of their profile), and a copy made before that would "
         f"bring them back. Nothing was "
         f"written. Remove their records from the source, or pass {flag} if restoring them is intended"
     )

@@ -209,9 +209,6 @@ def test_the_commits_lookup_of_the_log_is_one_indexed_search(km, llm, store):
         "SEARCH oramem_erasure_log USING COVERING INDEX oramem_erasure_log_subject (store_id=? AND subject_hash=?)"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap (red24): a profile cascade is an erasure (SC-8.6, SC-13.3, KC-3.10) but writes no receipt "
-    "(SC-14.3), and the in-flight check reads receipts only: the write commits her rows after the cascade"))
 @pytest.mark.parametrize("profile, subject", [("user_profile", "alice"), ("agent_profile", "a1")],
                          ids=["her-profile", "its-agent-profile"])
 def test_a_write_in_flight_when_a_profile_cascade_erases_its_scope_stores_nothing(km, llm, store, profile, subject):
@@ -222,5 +219,27 @@ def test_a_write_in_flight_when_a_profile_cascade_erases_its_scope_stores_nothin
     llm.route("extract", cascade_then)
     with pytest.raises(ConflictError, match="erased"):
         km.write("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice")
+    assert _scope_rows(km, "user_id", "alice") == {}
+    assert not _zanzibar(store)
+
+
+def test_write_async_in_flight_when_her_profile_cascade_runs_stores_nothing_of_hers(km, llm, store, monkeypatch):
+    """The async twin: the cascade (``delete_async``, awaited inside the write's pipeline
+    after the model's reply) leaves its tombstone, and ``write_async`` refuses as after
+    ``forget`` (KC-3.10, SC-14.3)."""
+    original = run_mod.resolve_all
+
+    async def cascade_then(run):
+        assert await store.delete_async("user_profile", "alice", cascade=True) == 0
+        await original(run)
+
+    llm.route("extract", _REPLY)
+    monkeypatch.setattr(run_mod, "resolve_all", cascade_then)
+
+    async def go():
+        return await km.write_async("a1", "I hide my passport in Zanzibar", "Alice", user_id="alice")
+
+    with pytest.raises(ConflictError, match="user 'alice' of this write was erased"):
+        asyncio.run(go())
     assert _scope_rows(km, "user_id", "alice") == {}
     assert not _zanzibar(store)

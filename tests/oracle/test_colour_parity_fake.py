@@ -197,7 +197,8 @@ def test_her_profile_cascade_without_an_eraser_is_refused_on_a_store_with_knowle
     the shared scope citing them (meta and session observations, clusters, entity summaries,
     which Bob reads) stayed, and so did her queued writes, which a worker would write back.
     forget() refuses that case on both colours before anything is deleted; the cascade now
-    does too, in both colours alike. A store without knowledge tables cascades as before."""
+    does too, in both colours alike. A store without knowledge tables cascades: as before on the
+    async pool, with forget's receipt on the synchronous one (SC-8.2, SC-14.1, red25)."""
     make = _with_knowledge(has_knowledge)
     traces = []
     for colour in ("sync", "async"):
@@ -227,11 +228,40 @@ def test_her_profile_cascade_without_an_eraser_is_refused_on_a_store_with_knowle
             assert "alice" in str(result) and "KnowledgeMemory" in str(result)
             assert names == ["oramem_kg_jobs.has_knowledge"], colour  # no delete_record_json, nothing committed
             assert ("commit",) not in trace
-        else:
+        elif colour == "async":
             assert result == 1, (colour, result)
             assert names == ["oramem_kg_jobs.has_knowledge", "oramem_store.delete_record_json"], colour
+        else:
+            # SC-8.2 / SC-14.1 (red25): on the synchronous pool the cascade is an erasure with
+            # forget's receipt: the salt and her texts read first, then one transaction (the
+            # cascade, its tombstone) and one commit, then the scan and the receipt; the async
+            # pool keeps no erasure log and cascades as before (SC-14.1)
+            assert result == 1, (colour, result)
+            reads = {"oramem_store.list_json", "oramem_store.get_json"}
+            head = names.index("oramem_admin.set_option")
+            body = names.index("oramem_store.delete_record_json")
+            assert names[:head + 1] == ["oramem_kg_jobs.has_knowledge", "oramem_admin.get_options_json",
+                                        "oramem_admin.set_option"], names
+            assert set(names[head + 1:body]) == reads, names
+            assert names[body:] == ["oramem_store.delete_record_json", "oramem_admin.log_erasure",
+                                    "oramem_admin.erasure_scan_json", "oramem_admin.log_erasure"], names
+            calls = trace
+            cascade_at = next(i for i, t in enumerate(calls) if len(t) > 1 and t[1] == "oramem_store.delete_record_json")
+            assert calls[cascade_at + 1][1] == "oramem_admin.log_erasure" and calls[cascade_at + 2] == ("commit",)
+            assert ("commit",) not in calls[cascade_at - 1:cascade_at + 1], calls  # one commit, after the tombstone
+            binds = json.loads(calls[cascade_at][2])
+            assert (binds["in_record_type"], binds["in_record_id"], binds["in_cascade"]) == ("user_profile", "alice", 1)
+            tomb = json.loads(calls[cascade_at + 1][2])["in_receipt"]
+            assert tomb["subject"] == "user" and tomb["verification"] == {"status": "pending"}
         traces.append(trace)
-    assert traces[0] == traces[1]
+    # the cascade itself is the same call in both colours (the sync one names its reason NULL)
+    sync_cascade, async_cascade = ([json.loads(t[2]) for t in tr if len(t) > 1 and t[1] == "oramem_store.delete_record_json"]
+                                   for tr in traces)
+    for call in sync_cascade:
+        assert call.pop("in_reason", None) is None and call.pop("in_names", None) is None
+    assert sync_cascade == async_cascade
+    if has_knowledge:
+        assert traces[0] == traces[1]
 
 
 def test_bobs_block_over_alices_thread_commits_once_in_both_colours():

@@ -445,3 +445,59 @@ def test_a_reprocess_commit_takes_its_agents_row_before_its_event_and_its_rows(m
         assert agent < event < log < first_write, names
     finally:
         km.close()
+
+
+@pytest.mark.parametrize("profile, subject, who", [("user_profile", "alice", "user 'alice'"),
+                                                   ("agent_profile", "a1", "agent 'a1'")], ids=["user", "agent"])
+def test_a_profile_cascade_locks_then_cascades_then_logs_its_tombstone_and_a_write_in_flight_refuses(
+        monkeypatch, profile, subject, who):
+    """KC-3.10 / SC-14.3 on Oracle over the fake (static-checked, not run against Oracle): a
+    profile cascade (``store.delete(profile, ID, cascade=True)``, an erasure, SC-13.3, SC-13.4)
+    takes the erasers' lock, runs its cascade, and calls ``oramem_admin.log_erasure`` with its
+    tombstone (verification pending) on the same connection before its one commit; the
+    receipt with the scan replaces it after the commit. A knowledge write whose pipeline
+    started before the cascade reads that tombstone in its commit and stores nothing."""
+    from oramem.knowledge.errors import ConflictError
+    from oramem.knowledge.write import run as run_mod
+    from oramem.trust.erasure import SALT_OPTION, subject_hash
+
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    original = run_mod.resolve_all
+    seen: dict[str, int] = {}
+
+    async def resolve_then(run):
+        if not seen:
+            seen["start"] = len(rec.calls)
+            assert store.delete(profile, subject, cascade=True) == 0  # no profile row: 0 (SC-8.2)
+            seen["end"] = len(rec.calls)
+        await original(run)
+
+    monkeypatch.setattr(run_mod, "resolve_all", resolve_then)
+    try:
+        km.forget(user_id="bob")  # the store's first erasure: the salt exists before the write notes
+        clock.advance()
+        with pytest.raises(ConflictError, match=who):
+            km.add_fact("a1", "Pedro", "Pedro hides the passport", subject_type="person", user_id="alice")
+        fact = km._tables.fact
+        with km._backend.read() as conn:
+            assert conn.execute(sa.select(fact.c.id).where(fact.c.user_id == "alice")).all() == []
+        calls = rec.calls[seen["start"]:seen["end"]]
+        stmts = [c for c in calls if c.kind in ("execute", "executemany", "callfunc", "callproc")]
+        names = [c.name.lstrip() for c in stmts]
+        lock = names.index('LOCK TABLE "MYSTORE_KG_AGENT" IN EXCLUSIVE MODE')
+        cascade = names.index("oramem_store.delete_record_json")
+        tombs = [i for i, n in enumerate(names) if n == "oramem_admin.log_erasure"]
+        assert lock < cascade < tombs[0] and len(tombs) == 2, [(c.kind, c.name[:60]) for c in calls]
+        conn = stmts[lock].conn
+        assert stmts[cascade].conn == stmts[tombs[0]].conn == conn
+        commits = [i for i, c in enumerate(calls) if c.kind == "commit" and c.conn == conn and i > calls.index(stmts[lock])]
+        assert commits and calls.index(stmts[tombs[0]]) < commits[0] < calls.index(stmts[tombs[1]])
+        assert stmts[cascade].binds["in_reason"] == ("erase" if profile == "user_profile" else None)
+        first, final = (json.loads(stmts[i].binds["in_receipt"]) for i in tombs)
+        salt = store.get_option(SALT_OPTION)
+        kind = "user" if profile == "user_profile" else "agent"
+        assert first["subject_hash"] == final["subject_hash"] == subject_hash(salt, kind, subject)
+        assert first["verification"] == {"status": "pending"} and final["receipt_id"] == first["receipt_id"]
+        assert f"\"{subject}\"" not in json.dumps(final) and f":{subject}" not in json.dumps(final)
+    finally:
+        km.close()

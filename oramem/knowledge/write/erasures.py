@@ -5,9 +5,9 @@ user (or its agent) is erased by ``forget`` in between, the rows it commits woul
 after her erasure: the receipt says clean, then her event and facts are back. A write whose
 call started before her erasure committed is erased data, not new data.
 
-How: ``forget`` writes a tombstone in the erasure log in its own transaction (SC-14.3: the
-store's ``oramem_erasure_log``, one row per receipt with the subject's salted hash, on SQLite
-and Oracle). Before the write reads, :func:`note` keeps the receipt ids the log holds for
+How: ``forget``, and a profile's cascade (SC-8.2, red25), writes a tombstone in the erasure
+log in its own transaction (SC-14.3: the store's ``oramem_erasure_log``, one row per receipt
+with the subject's salted hash, on SQLite and Oracle). Before the write reads, :func:`note` keeps the receipt ids the log holds for
 the write's subjects (``("user", U)`` when the write has a user, and ``("agent", A)``); its
 commit transaction (:func:`check`) looks again and raises :class:`ConflictError`, before any
 row or store record is written, when a receipt of those subjects appeared since. A write
@@ -141,7 +141,7 @@ def check(conn: sa.Connection, dialect: str, store_id: str, mark: ErasureMark) -
         return
     who = " and ".join(f"{kind} {sid!r}" for kind, sid in mark.subjects if (kind, sid) in erased)
     raise ConflictError(
-        f"the {who} of this write was erased (forget) while it ran: what it would store is erased data, so it "
+        f"the {who} of this write was erased (forget, or the cascade of its profile) while it ran: what it would store is erased data, so it "
         "was withheld and nothing was stored. A write made after the erasure is stored as new data: call it again "
         "only if the message should be kept")
 
