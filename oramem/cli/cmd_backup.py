@@ -99,7 +99,7 @@ def _check_vector_source(header: dict[str, Any], store: Any, source: str) -> Non
 @click.option("--type", "default_type", type=click.Choice(jsonl.ADDABLE_TYPES), help="Record type of lines without record_type.")
 @click.option("--fresh-times", is_flag=True, help="Ignore created_at/expires_at in the file: set created_at to now and expiry from ttl_days, as add does.")
 @click.option("--no-vectors", is_flag=True, help="Ignore the vectors in the file (export --with-vectors) and embed with this store's embedder.")
-@click.option("--allow-erased", is_flag=True, help="Import records of users or agents erased with `oramem forget` (named in the store's or the file's erasure log), which are refused otherwise.")
+@click.option("--allow-erased", is_flag=True, help="Import records of users or agents erased (`oramem forget`, or the cascade of their profile) (named in the store's or the file's erasure log), which are refused otherwise.")
 @pass_state
 def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_type: Optional[str], fresh_times: bool,
             no_vectors: bool, allow_erased: bool) -> None:
@@ -117,7 +117,7 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     and ids repeated in the file are found, before anything is written; then each batch is
     one transaction.
     Ctrl-C or a failing batch prints how many records landed (exit 130 for Ctrl-C).
-    Records (and thread and knowledge lines) of a user or agent erased with `oramem forget`
+    Records (and thread and knowledge lines) of a user or agent erased (`oramem forget`, or the cascade of their profile)
     — named in this store's erasure log or in the file's erasure-log lines — are refused
     before anything is written (exit 2) unless --allow-erased; the file's erasure-log lines
     join the store's log (SC-14.4).
@@ -438,7 +438,7 @@ def _salvage_export(state: State, write: Any, types: Optional[set[str]]) -> int:
 @click.option("--oracle-model", default=None, metavar="NAME",
               help="Into Oracle: the in-database ONNX model (oramem db load-model) a HYBRID store's hybrid vector "
                    "index embeds its text with; it must be the source store's embedder.")
-@click.option("--allow-erased", is_flag=True, help="Copy records of users or agents erased with `oramem forget` (named in an erasure log), which are refused otherwise.")
+@click.option("--allow-erased", is_flag=True, help="Copy records of users or agents erased (`oramem forget`, or the cascade of their profile) (named in an erasure log), which are refused otherwise.")
 def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, oracle_model: Optional[str],
             allow_erased: bool) -> None:
     """Copy every store of SOURCE, with its knowledge tables, into TARGET, then compare
@@ -448,7 +448,7 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
     Interrupted, run the same command again: what is already in TARGET is skipped. Exit 1
     when the comparison finds a difference. The Oracle password comes from ORAMEM_PASSWORD,
     else a prompt. (--db and --store are not used: SOURCE and TARGET name the databases.)
-    A store with records of a user or agent erased with `oramem forget` (named in its own or
+    A store with records of a user or agent erased (`oramem forget`, or the cascade of their profile) (named in its own or
     the target's erasure log) is refused before anything is written unless --allow-erased;
     the erasure log is copied along (SC-14.4)."""
     from .. import migrate as migration
