@@ -75,23 +75,6 @@ def test_a_cascade_in_a_block_commits_its_tombstone_with_the_block_and_stays_pen
         assert not check.subject_present and check.residue and "in no live row" in check.problem
 
 
-def test_the_tombstone_commits_with_the_cascade(tmp_path, monkeypatch):
-    """A failure after the cascade's transaction (the scan) leaves the tombstone in the log."""
-    from oramem.trust import erasure
-
-    with open_store(tmp_path / "t.db") as store:
-        seed(store)
-
-        def boom(self, needles):
-            raise OSError("disk went away")
-
-        monkeypatch.setattr(erasure._SQLiteOps, "scan", boom)
-        with pytest.raises(OSError):
-            store.delete("user_profile", ALICE, cascade=True)
-        [entry] = erasure_log(store)
-        assert entry["verification"] == {"status": "pending"} and store.get("user_profile", ALICE) is None
-
-
 def test_a_backup_from_before_the_cascade_does_not_bring_her_back(tmp_path):
     """SC-14.4 follows the receipt: import (and migrate) refuse her records afterwards."""
     from oramem import jsonl

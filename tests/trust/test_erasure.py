@@ -354,7 +354,11 @@ def test_the_tombstones_outlive_a_dropped_store(runner, tmp_path):
     assert "1 erased user(s)" in res.stderr
 
 
-def test_the_tombstone_commits_with_the_erasure(tmp_path, monkeypatch):
+@pytest.mark.parametrize("erase", [
+    lambda store: store.forget(user_id=ALICE),
+    lambda store: store.delete("user_profile", ALICE, cascade=True),  # an erasure too (SC-13.3)
+], ids=["forget", "profile-cascade"])
+def test_the_tombstone_commits_with_the_erasure(tmp_path, monkeypatch, erase):
     """A failure after the erasure's transaction (the scan) leaves the tombstone in the log."""
     from oramem.trust import erasure
 
@@ -366,7 +370,7 @@ def test_the_tombstone_commits_with_the_erasure(tmp_path, monkeypatch):
 
         monkeypatch.setattr(erasure._SQLiteOps, "scan", boom)
         with pytest.raises(OSError):
-            store.forget(user_id=ALICE)
+            erase(store)
         [entry] = erasure_log(store)
         assert entry["verification"] == {"status": "pending"} and ALICE not in json.dumps(entry)
         assert store.get("user_profile", ALICE) is None
