@@ -254,7 +254,7 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
     # a store without knowledge tables has no knowledge rows: no SQLAlchemy to load (the SQLite
     # commands import neither it nor oracledb, docs/new-user-trial.md #26)
     no_tables = (store is None or state.db == ":memory:"
-                 or not sqlite_admin.knowledge_tables_in_file(state.db, store.memory_store_id))
+                 or not sqlite_admin.knowledge_tables_exist(state.db, store.memory_store_id))
     if kind is not None:
         try:
             scope = jsonl.select_scope(store, kind, ids)

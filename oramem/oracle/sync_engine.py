@@ -31,7 +31,7 @@ import oracledb
 from ..engine import Block
 from ..errors import StoreSettingsMismatch
 from ..requests import AddRequest, ErasureReport, ForgetRequest, ListRequest, SearchRequest, StoreSettings, UpdateRequest
-from ..types import Record, SchemaPolicy
+from ..types import PROFILE_TYPES, Record, SchemaPolicy
 from .base import _RETURN_TYPES, CALLS, EMBEDDER_MISMATCH, SYNC_SOURCES, ASYNC_SOURCES, OracleEngine, T, _Held, _Prepared, log
 from .calls import PlsqlCall
 from .errors import package_state_reset, translate
@@ -219,11 +219,10 @@ class SyncOracleEngine(OracleEngine):
         tombstone (``oramem_admin.log_erasure``) in one transaction, after the erasers' lock
         (KC-3.10: a knowledge write waiting for that lock then sees the tombstone).
         Static-checked, not run against Oracle."""
-        if record_type not in ("user_profile", "agent_profile"):
+        if record_type not in PROFILE_TYPES:
             raise ValueError(f"erase_profile takes a user_profile or agent_profile, not {record_type!r}")
         # the store checked the refusal first (check_profile_cascade), before the receipt's salt
-        count, rows = self._delete(record_type, record_id, True, tombstone, checked=True)
-        return count, rows
+        return self._delete(record_type, record_id, True, tombstone, checked=True)
 
     def _cascaders(self, record_type: str) -> builtins.list[Any]:
         return ([e.erase_cascade for e in self._erasers.values() if callable(getattr(e, "erase_cascade", None))]
@@ -240,7 +239,7 @@ class SyncOracleEngine(OracleEngine):
     def _delete(self, record_type: str, record_id: str, cascade: bool, tombstone: Optional[str], *,
                 checked: bool = False) -> tuple[int, dict[str, int]]:
         prepared = self._prepare_delete(record_type, record_id, cascade)
-        profile = cascade and record_type in ("user_profile", "agent_profile")
+        profile = cascade and record_type in PROFILE_TYPES
         if not profile:
             return self._do(prepared), {}
         cascades = self._cascaders(record_type)

@@ -84,21 +84,6 @@ def knowledge_tables_exist(path: str, store_id: str) -> bool:
         conn.close()
 
 
-def knowledge_tables_in_file(path: str, store_id: str) -> list[str]:
-    """The tables in the file whose names start with ``<STORE_ID>_KG_`` (the knowledge layer's,
-    oramem.knowledge.db.schema), read with the stdlib driver: a caller can skip SQLAlchemy when
-    there are none. Another store whose id starts with this one's plus ``_KG`` may add names."""
-    prefix = f"{store_id.upper()}_KG_"
-    conn = _connect_ro(path)
-    try:
-        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(explain_error(path, exc)) from None
-    finally:
-        conn.close()
-    return sorted(name for (name,) in rows if name.upper().startswith(prefix))
-
-
 def count_live_records(path: str, store_id: str, now: _dt.datetime | None = None) -> dict[str, int]:
     """Unexpired records per record type of one store."""
     tables = StoreTables(store_id)
