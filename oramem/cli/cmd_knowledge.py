@@ -84,16 +84,9 @@ def _open_km(state: Any, *, create: bool, llm: Any = None) -> Any:
 def _in_cli_words(exc: BaseException) -> str:
     """An error of the knowledge API in the running command's words: its flags and arguments
     (``as_of`` -> ``--as-of``, ``agent_id`` -> ``AGENT_ID``), as the root group says others."""
-    from .group import in_cli_words
+    from .group import command_flags, in_cli_words
 
-    ctx = click.get_current_context()
-    flags: dict[str, str] = {"speaker_name": "--speaker"}
-    for param in ctx.command.params:
-        longs = [o for o in param.opts if o.startswith("--")]
-        if isinstance(param, click.Option) and longs and param.name:
-            flags[param.name] = longs[0]
-        elif isinstance(param, click.Argument) and param.name:
-            flags[param.name] = param.human_readable_name
+    flags = {"speaker_name": "--speaker", **command_flags(click.get_current_context().command)}
     return in_cli_words(str(exc), flags)
 
 

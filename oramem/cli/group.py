@@ -149,12 +149,8 @@ class OramemGroup(click.Group):
         def add(command: Optional[click.Command]) -> None:
             if command is None:
                 return
-            for param in command.params:
-                longs = [o for o in getattr(param, "opts", []) if o.startswith("--")]
-                if isinstance(param, click.Option) and longs and param.name:
-                    flags.setdefault(param.name, longs[0])
-                elif isinstance(param, click.Argument) and param.name:  # agent_id -> AGENT_ID
-                    flags.setdefault(param.name, param.human_readable_name)
+            for name, flag in command_flags(command).items():
+                flags.setdefault(name, flag)
             if isinstance(command, click.Group):
                 for sub in command.commands.values():
                     add(sub)
@@ -162,6 +158,19 @@ class OramemGroup(click.Group):
         add(self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None)
         add(self)
         return flags
+
+
+def command_flags(command: click.Command) -> dict[str, str]:
+    """One command's parameters, Python name -> how the command line names it: an option's
+    first long flag (``as_of`` -> ``--as-of``), an argument's metavar (``agent_id`` -> ``AGENT_ID``)."""
+    flags: dict[str, str] = {}
+    for param in command.params:
+        longs = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+        if isinstance(param, click.Option) and longs and param.name:
+            flags.setdefault(param.name, longs[0])
+        elif isinstance(param, click.Argument) and param.name:
+            flags.setdefault(param.name, param.human_readable_name)
+    return flags
 
 
 #: store API argument -> the CLI option (python name) that feeds it, where the names differ
