@@ -96,3 +96,17 @@ def test_the_3_to_4_step_gives_older_records_one_passage_per_row(conn, store_id,
     assert _rows(conn, store_id, "KWP", "st-whole") == rows   # one passage per row
     first = [r.id for r, _ in reopened.search(" ".join(PASSAGE_WORDS), k=1, strategy="keyword")]
     assert first == ["st-whole"]
+
+
+def test_bobs_search_never_ranks_alices_passages(conn, store_id, onnx_model):
+    """B vs A (SC-13.1) on a grouping store: Alice's long record is the keyword leg's best
+    match for the words, and Bob's keyword and hybrid searches never return it."""
+    store = _oracle(conn, store_id, onnx_model)
+    texts, ids = passage_records()
+    store.add(texts[:1], "memory", record_ids=ids[:1], user_ids="alice")
+    store.add(["bob keeps a short note about groceries"], "memory", record_ids=["bob-1"], user_ids="bob")
+    query = " ".join(PASSAGE_WORDS)
+    assert [r.id for r, _ in store.search(query, k=3, strategy="keyword", user_id="alice")][:1] == ["st-whole"]
+    for strategy in ("keyword", "hybrid"):
+        got = [r.id for r, _ in store.search(query, k=10, strategy=strategy, user_id="bob")]
+        assert "st-whole" not in got, strategy

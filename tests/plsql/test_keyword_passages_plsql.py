@@ -142,3 +142,23 @@ def test_the_keyword_leg_of_a_grouping_store_ranks_its_passages():
     assert "' c WHERE CONTAINS(c.passage_text, :q, 1) > 0 AND '" in branch
     # mapped to records as a row is: best score per record, ties in binary order (SC-6.1)
     assert "GROUP BY s.record_type, s.record_id" in branch
+
+
+def test_bobs_keyword_leg_over_passages_keeps_his_scope_predicate():
+    """B vs A (SC-13.1): a passage is Alice's record's text; the grouping branch ranks passages
+    only inside the request's candidate predicate (scope, types, expiry, metadata filter), the
+    same one the row branch uses, and that predicate names no column the passage table lacks."""
+    kr = unit(SEARCH, "keyword_ranking")
+    branch = kr[kr.index("IF in_store.has_text_index = 1 OR in_store.keyword_passages = 1 THEN"):kr.index("l_topn := ")]
+    case = branch[branch.index("|| CASE WHEN in_store.keyword_passages = 1"):]
+    # both arms end in "AND ", and the candidates follow the CASE in the same statement
+    assert case.count("> 0 AND '") == 2
+    assert re.search(r"END\s*\|\|\s*in_candidates\s*\|\|\s*'\) s'", case)
+    search = unit(SEARCH, "search_json")
+    candidates = search[search.index("l_candidates := "):search.index("';", search.index("l_candidates := ")) + 2]
+    assert "(c.record_type, c.record_id) IN (SELECT r.record_type, r.record_id FROM '" in candidates
+    assert "l_rec_where" in candidates  # the scope and filters: built above it for every leg
+    used = set(re.findall(r"\bc\.(\w+)", candidates))
+    table = src("oramem_admin.pkb")
+    table = table[table.index("gc_tpl_passages CONSTANT"):table.index("gc_tpl_passage_index CONSTANT")]
+    assert used and all(re.search(rf"\b{col}\b", table) for col in used)
