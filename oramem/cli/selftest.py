@@ -39,6 +39,8 @@ from typing import Any, Callable, Optional
 
 import oracledb
 
+from ..embedders import HashEmbedder
+from ..embedders.base import InputWindow
 from ..batches import PendingRecordBatch
 from ..types import SearchStrategy
 from ..oracle.calls import PlsqlCall
@@ -181,20 +183,13 @@ def passage_records() -> tuple[list[str], list[str]]:
             ["st-whole", "st-one", "st-two", *(f"st-x{i}" for i in range(10))])
 
 
-class PassageEmbedder:
+class PassageEmbedder(HashEmbedder):
     """A client-side embedder with a token window (one token per whitespace word), as
     ``ONNXEmbedder`` reports one: its store chunks by tokens and so groups keyword passages.
     Its vectors are :class:`HashEmbedder`'s of ``dim`` dimensions (the check ranks keywords)."""
 
-    def __new__(cls, dim: int) -> Any:
-        from ..embedders import HashEmbedder
-        from ..embedders.base import InputWindow
-
-        class _Windowed(HashEmbedder):
-            input_window = InputWindow(max_tokens=254, spans=lambda t: [m.span() for m in re.finditer(r"\S+", t)],
-                                       tokenizer="whitespace")
-
-        return _Windowed(dim)
+    input_window = InputWindow(max_tokens=254, spans=lambda t: [m.span() for m in re.finditer(r"\S+", t)],
+                               tokenizer="whitespace")
 
 
 def _supported(strategy: SearchStrategy) -> list[SearchStrategy]:
