@@ -107,6 +107,11 @@ class StoreSettingsMismatch(SchemaError):
     """The store exists with settings (vector_dim, strategy, sync mode, retention) that
     differ from the ones requested on open (SC-10.4)."""
 
+    #: A ``search_strategy`` the store lacks: whether an open under ``CREATE_IF_NECESSARY``
+    #: can add it (False: a keyword store holding records, whose rows have no vectors).
+    #: None for every other setting.
+    upgradable: "bool | None" = None
+
 
 class StoreBusy(StoreError):
     """Another session holds the store's lock for longer than the wait allowed."""

@@ -981,7 +981,8 @@ class Normalizer:
             raise ArgumentError(
                 f"this store is open for {store.value} search (its search_strategy) and cannot answer strategy={chosen.value!r}; "
                 f"allowed: {', '.join(sorted(s.value for s in allowed))} (open the store with search_strategy='hybrid'; "
-                "a store created for less is upgraded by that open under CREATE_IF_NECESSARY)"
+                "a vector store is upgraded by that open under CREATE_IF_NECESSARY, a keyword store only "
+                "while it holds no records)"
             )
         return chosen
 

@@ -203,6 +203,10 @@ def in_cli_words(message: str, flags: dict[str, str]) -> str:
         message = re.sub(r"^(" + "|".join(map(re.escape, plain)) + r")(?= must\b| is not\b)", lambda m: flags[m.group(1)], message)
     message = message.replace("--role apply only", "--role applies only")
     message = message.replace("--role entries must be non-empty strings or None", "--role must not be empty")
+    message = message.replace(
+        "is upgraded by that open under CREATE_IF_NECESSARY",
+        "is upgraded by a command that writes (oramem add, oramem import) with that flag",
+    )
     message = message.replace("(pass None for no value)", "(leave the flag out for no value)")
     message = message.replace(", or None for ", ", or leave the flag out for ")
     message = message.replace("must be a datetime or an ISO-8601 string", "must be an ISO-8601 time")

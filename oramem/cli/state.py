@@ -157,8 +157,16 @@ class State:
         strategy = self.store_strategy
         if row is not None and not self.strategy_given:
             strategy = row["capability"]
+        # a new keyword store needs no embedder (as from Python): resolving the default would
+        # load, fetch or warn about a model the store never uses
+        bare_keyword = row is None and strategy == "keyword" and not self._embedder_flags() and self.new_store_embedder is None
+        # a keyword store given vectors (an upgrade, possible while it is empty) gets them as a new store would
+        gains_vectors = row is not None and row["capability"] == "keyword" and strategy != "keyword"
+        if gains_vectors and path != ":memory:" and sqlite_admin.unvectored_rows(path, sid):
+            # refused by the open anyway: say so before a model is loaded (or fetched) for it
+            raise CLIError(self._strategy_advice(path, "keyword", strategy, upgradable=False))
         kwargs: dict[str, Any] = {
-            "embedder": self.embedder(row),
+            "embedder": None if bare_keyword else self.embedder(None if gains_vectors else row),
             "schema_policy": policy or (SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING),
             "search_strategy": strategy,
         }
@@ -181,6 +189,8 @@ class State:
         try:
             self._store = SQLiteMemoryStore(path, **kwargs)
         except StoreSettingsMismatch as exc:
+            if exc.upgradable is not None and row is not None:
+                raise CLIError(self._strategy_advice(path, row["capability"], strategy, upgradable=exc.upgradable)) from None
             given = self._embedder_flags()
             text = one_line(exc)
             cut = text.find("vectors of different embedders are not comparable.")
@@ -200,6 +210,22 @@ class State:
                 "searches work without it"
             )
         return self._store
+
+    def _strategy_advice(self, path: str, capability: str, wanted: str, *, upgradable: bool) -> str:
+        """--store-strategy asks for search the existing store was not built for, in the CLI's words."""
+        head = f"--store-strategy {wanted}: store {self.store_key()!r} was built for {capability} search"
+        if upgradable:
+            return (
+                f"{head}; leave out --store-strategy to use it as it is, or give --store-strategy {wanted} to a "
+                "command that writes (oramem add, oramem import), which upgrades the store"
+            )
+        db = f"oramem --db {shlex.quote(path)}"
+        source = "" if not self.store_id else f" --store {shlex.quote(self.store_id)}"
+        return (
+            f"{head} and holds records whose retrieval rows have no vectors, so no open can make it {wanted}; "
+            f"leave out --store-strategy to search it by keywords, or copy its records into a new {wanted} store, "
+            f"which embeds them: `{db}{source} export --out FILE`, then `{db} --store NEW --store-strategy {wanted} import FILE`"
+        )
 
     def _embedder_flags(self) -> str:
         """The --embed-* options given (flag or environment), as the user would type them."""

@@ -52,6 +52,19 @@ def list_stores(path: str) -> dict[str, dict[str, Any]]:
         conn.close()
 
 
+def unvectored_rows(path: str, store_id: str) -> int:
+    """How many of store ``store_id``'s retrieval rows hold no vector (a keyword store's rows,
+    which keep it from becoming a vector or hybrid store)."""
+    conn = _connect_ro(path)
+    try:
+        (count,) = conn.execute(f"SELECT count(*) FROM {StoreTables(store_id).chunks} WHERE vector IS NULL").fetchone()
+        return int(count)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(explain_error(path, exc)) from None
+    finally:
+        conn.close()
+
+
 def explain_error(path: str, exc: BaseException) -> str:
     """One line saying what a SQLite error on ``path`` means for the user and what to do."""
     text = str(exc)

@@ -680,7 +680,8 @@ class SQLiteEngine(Engine):
         ):
             raise ValueError(
                 f"strategy={strategy.value!r} is not supported by this {catalog.capability.value} store; "
-                "reopen it with that search_strategy and CREATE_IF_NECESSARY to upgrade it"
+                "reopen it with search_strategy='hybrid' (a vector store is upgraded by that open under "
+                "CREATE_IF_NECESSARY, a keyword store only while it holds no records)"
             )
         if has_vector(strategy) and request.query_vector is None:
             raise ValueError(f"{strategy.value} search needs a query vector (a query text and an embedder)")

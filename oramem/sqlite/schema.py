@@ -510,13 +510,21 @@ def _reconcile(
     gains_keyword = has_keyword(wanted) and not has_keyword(capability)
     gains_vector = has_vector(wanted) and not has_vector(capability)
     if gains_keyword or gains_vector:
+        unvectored = _unvectored_rows(conn, tables) if gains_vector else 0
         if not may_change:
-            raise StoreSettingsMismatch(
+            mismatch = StoreSettingsMismatch(
                 f"search_strategy: store {sid!r} supports {capability.value} search, the open asked for "
-                f"{wanted.value}; open with CREATE_IF_NECESSARY to upgrade it"
+                f"{wanted.value}; "
+                + (
+                    _copy_advice(unvectored, wanted)
+                    if unvectored
+                    else f"open with CREATE_IF_NECESSARY to upgrade it, or open it with search_strategy={capability.value!r}"
+                )
             )
+            mismatch.upgradable = not unvectored
+            raise mismatch
         if gains_vector:
-            _check_vector_upgrade(conn, tables, dim, wanted)
+            _check_vector_upgrade(sid, dim, wanted, unvectored)
         capability = SearchStrategy.HYBRID
         updates["capability"] = capability.value
         if gains_keyword:
@@ -552,18 +560,29 @@ def _reconcile(
     return StoreState(settings, capability, row["generation"], change_seq, language)
 
 
-def _check_vector_upgrade(
-    conn: sqlite3.Connection, tables: StoreTables, dim: Optional[int], wanted: SearchStrategy
-) -> None:
-    sid = tables.store_id
+def _unvectored_rows(conn: sqlite3.Connection, tables: StoreTables) -> int:
+    (count,) = conn.execute(f"SELECT count(*) FROM {tables.chunks} WHERE vector IS NULL").fetchone()
+    return int(count)
+
+
+def _copy_advice(unvectored: int, wanted: SearchStrategy) -> str:
+    """What to do with a keyword store that holds records when a vector strategy is asked for:
+    an open cannot embed its rows, so they move into a new store that embeds them on import."""
+    return (
+        f"it holds {unvectored} retrieval rows without vectors, so an open cannot make it {wanted.value}: "
+        f"open it with search_strategy='keyword', or copy its records into a new {wanted.value} store "
+        f"(export them with oramem.jsonl.export_records and import them into another memory_store_id "
+        f"opened with search_strategy={wanted.value!r}, which embeds them)"
+    )
+
+
+def _check_vector_upgrade(sid: str, dim: Optional[int], wanted: SearchStrategy, unvectored: int) -> None:
+    if unvectored:  # first: no embedder would help
+        mismatch = StoreSettingsMismatch(f"search_strategy: keyword store {sid!r}: {_copy_advice(unvectored, wanted)}")
+        mismatch.upgradable = False
+        raise mismatch
     if dim is None:
         raise ValueError(f"upgrading store {sid!r} to {wanted.value} search needs vector_dim or an embedder")
-    (unvectored,) = conn.execute(f"SELECT count(*) FROM {tables.chunks} WHERE vector IS NULL").fetchone()
-    if unvectored:
-        raise StoreSettingsMismatch(
-            f"search_strategy: keyword store {sid!r} has {unvectored} retrieval rows without vectors, so it "
-            f"cannot become {wanted.value}; RECREATE it or use another memory_store_id"
-        )
 
 
 def _create(
