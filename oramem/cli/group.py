@@ -142,8 +142,9 @@ class OramemGroup(click.Group):
         return one_line(exc)
 
     def _flags_of(self, ctx: click.Context) -> dict[str, str]:
-        """Python parameter name -> first long flag, over the group's options and every
-        option of the invoked subcommand (and its own subcommands)."""
+        """Python parameter name -> first long flag, over every option of the invoked
+        subcommand (and its own subcommands), then the root group's own options (not its
+        other commands': a name there would become a flag the user cannot give here)."""
         flags: dict[str, str] = {}
 
         def add(command: Optional[click.Command]) -> None:
@@ -156,7 +157,8 @@ class OramemGroup(click.Group):
                     add(sub)
 
         add(self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None)
-        add(self)
+        for name, flag in command_flags(self).items():
+            flags.setdefault(name, flag)
         return flags
 
 

@@ -133,3 +133,33 @@ def test_errors_from_below_the_cli_name_flags_not_python_arguments(tmp_path):
     assert in_cli_words("bad metadata_filter key", flags) == "bad --filter key"
     # only whole names are replaced; names without a matching flag stay as they are
     assert in_cli_words("user_idsx and agent_ids", flags) == "user_idsx and agent_ids"
+
+
+def test_an_error_names_only_flags_the_command_run_accepts():
+    """The Python-name -> flag map for an error of command C holds C's own options (and its
+    subcommands') and the root group's, never another command's: `search`'s error naming
+    ``on_conflict`` must not become `--on-conflict`, which only `import` accepts."""
+    import click
+
+    from oramem.cli import cli
+    from oramem.cli.group import LAZY_GROUPS, command_flags
+
+    def accepted(command: click.Command) -> set[str]:
+        names = set(command_flags(command).values())
+        if isinstance(command, click.Group):
+            for sub in command.commands.values():
+                names |= accepted(sub)
+        return names
+
+    root = set(command_flags(cli).values())
+    checked = 0
+    for name in cli.commands:
+        if name in LAZY_GROUPS:
+            continue
+        ctx = click.Context(cli)
+        ctx.invoked_subcommand = name
+        flags = set(cli._flags_of(ctx).values())
+        stray = flags - accepted(cli.commands[name]) - root
+        assert not stray, f"{name}: {sorted(stray)}"
+        checked += 1
+    assert checked >= 10
