@@ -603,3 +603,63 @@ def test_a_failed_job_attempt_locks_its_agents_row_first_and_a_lease_renewal_loc
     finally:
         km.close()
 
+
+def test_a_write_whose_agent_row_an_agent_erasure_deleted_meanwhile_stores_nothing(monkeypatch):
+    """KC-3.10 on Oracle over the fake (static-checked, not run against Oracle): a knowledge
+    write found its agent's lock row (so it inserts none) and waits at its ``SELECT ... FOR
+    UPDATE`` while ``forget(agent_id=...)`` holds ``<ID>_KG_AGENT`` in EXCLUSIVE mode and
+    deletes that row. When the erasure commits the FOR UPDATE returns no row: the write holds
+    no lock row from then on. Nothing of it survives all the same: its commit reads the
+    erasure log next and finds the agent's tombstone (``erasures.check``: the receipt
+    appeared after the write's note), so it raises ``ConflictError`` before it writes a
+    row or a store record, and the lock table keeps no row of the erased agent. Here the
+    erasure runs (on another thread, as another session) right before that FOR UPDATE."""
+    import threading
+
+    from oramem.knowledge.errors import ConflictError
+
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    agents, fact = km._tables.agent, km._tables.fact
+    lock_sql = 'SELECT "MYSTORE_KG_AGENT".agent_id'
+    fired: list[int] = []
+
+    def erase_first(conn, cursor, statement, parameters, context, executemany):
+        if fired or not (statement.lstrip().startswith(lock_sql) and statement.rstrip().endswith("FOR UPDATE")):
+            return
+        with km._backend.read() as c:  # the write looked and found the agent's row: it inserted none
+            assert c.execute(sa.select(agents.c.agent_id)).scalars().all() == ["a1"]
+        fired.append(len(rec.calls))
+        outcome: list = []
+
+        def erase():
+            try:
+                outcome.append(store.forget(agent_id="a1"))
+            except BaseException as exc:  # shown below: the erasure must have committed
+                outcome.append(exc)
+
+        t = threading.Thread(target=erase)
+        t.start()
+        t.join()
+        assert isinstance(outcome[0], dict), outcome
+
+    try:
+        km.add_fact("a1", "Pedro", "Pedro likes tea", subject_type="person")  # a1's lock row exists
+        km.forget(user_id="bob")  # the store's first erasure: the write's note sees the salt
+        clock.advance()
+        sa.event.listen(km._backend.sa_engine, "before_cursor_execute", erase_first)
+        with pytest.raises(ConflictError, match="agent 'a1'"):
+            km.add_fact("a1", "Pedro", "Pedro hides the passport", subject_type="person")
+        sa.event.remove(km._backend.sa_engine, "before_cursor_execute", erase_first)
+        assert fired, "the write never took its agent's lock row"
+        erasure = [c.name for c in rec.calls[fired[0]:] if c.kind in ("execute", "callfunc")]
+        assert 'LOCK TABLE "MYSTORE_KG_AGENT" IN EXCLUSIVE MODE' in erasure
+        with km._backend.read() as conn:
+            assert conn.execute(sa.select(fact.c.id).where(fact.c.agent_id == "a1")).all() == []
+            assert conn.execute(sa.select(agents.c.agent_id)).scalars().all() == []
+        assert [r for r in store.list("fact", agent_id="a1")] == []
+        clock.advance()  # a write after the erasure is new data: stored, with a new lock row
+        assert km.add_fact("a1", "Pedro", "Pedro hides the passport", subject_type="person").facts_added
+        with km._backend.read() as conn:
+            assert conn.execute(sa.select(agents.c.agent_id)).scalars().all() == ["a1"]
+    finally:
+        km.close()
