@@ -17,13 +17,13 @@ commits or rolls back. No SQLAlchemy internals are patched.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import sqlalchemy as sa
 
 from .errors import StoreBusy, StoreError, is_sqlite_busy
 
-__all__ = ["SQLAccess", "SharedConnection", "translated"]
+__all__ = ["SQLAccess", "SharedConnection", "lock_agent_id", "translated"]
 
 
 @contextlib.contextmanager
@@ -84,6 +84,16 @@ class SharedConnection:
         return getattr(self._conn, name)
 
 
+def lock_agent_id(agent_id: Optional[str]) -> Optional[str]:
+    """``agent_id`` of :meth:`SQLAccess.write` / ``try_write`` checked: a non-empty string (the
+    agent whose lock row the write takes) or None (a write that locks none). ``''`` is a
+    caller's bug: Oracle reads it as NULL, so its row lock would lock nothing."""
+    if agent_id is not None and (not isinstance(agent_id, str) or not agent_id):
+        raise ValueError(f"agent_id of a knowledge write must name the agent whose row it locks, or be None "
+                         f"for a write that locks no agent's row; got {agent_id!r} (Oracle reads '' as NULL)")
+    return agent_id
+
+
 class SQLAccess:
     """What a layer above the store uses of its database: ``read()`` and ``write()``
     connections (a write joins the store's block), the store's ``lock()``, a ``try_write()``
@@ -101,13 +111,18 @@ class SQLAccess:
     def read(self) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def write(self, what: str, agent_id: str) -> contextlib.AbstractContextManager[Any]:
+    def write(self, what: str, agent_id: Optional[str]) -> contextlib.AbstractContextManager[Any]:
+        """One write in the store's block; on Oracle ``agent_id``'s row of ``agent_table`` is
+        locked first (one agent's commits in turn, and the erasure lock order, KC-3.10).
+        ``None``: a write that locks no agent's row (it changes rows of no agent's knowledge,
+        e.g. a job's lease). An empty string is refused: Oracle reads ``''`` as NULL, which
+        names no row, so the lock it asks for would be no lock."""
         raise NotImplementedError
 
     def lock(self) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def try_write(self, what: str, agent_id: str) -> contextlib.AbstractContextManager[Any]:
+    def try_write(self, what: str, agent_id: Optional[str]) -> contextlib.AbstractContextManager[Any]:
         """Like :meth:`write`, but never waits for another writer: yields ``None`` at once
         when the write lock is taken (KC-5.14: usage tracking of a read, review finding 16)."""
         raise NotImplementedError

@@ -1259,6 +1259,8 @@ AS
       l_ret   JSON_OBJECT_T := JSON_OBJECT_T();
       l_sup   JSON_ARRAY_T  := JSON_ARRAY_T();
       l_row   oramem_stores%ROWTYPE;
+      l_store oramem_registry.store_t;
+      l_found BOOLEAN;
    BEGIN
       SELECT * INTO l_row FROM oramem_stores WHERE memory_store_id = in_store_id;
       l_obj.put('memory_store_id', l_row.memory_store_id);
@@ -1299,6 +1301,15 @@ AS
          l_sup.append('hybrid');
       END IF;
       l_obj.put('supported_strategies', l_sup);
+      -- issue 23: whether the keyword leg ranks keyword passages (OM_<ID>_KWP) instead of the
+      -- retrieval rows; the one rule, find_store's store_t.keyword_passages (a HYBRID store
+      -- whose recorded chunk policy counts tokens), read in any lifecycle state
+      oramem_registry.find_store(in_store_id, l_store, l_found);
+      IF l_found AND l_store.keyword_passages = 1 THEN
+         l_obj.put('keyword_passages', TRUE);
+      ELSE
+         l_obj.put('keyword_passages', FALSE);
+      END IF;
       l_obj.put('schema_version', l_row.schema_version);
       l_obj.put('code_schema_version', oramem_registry.gc_store_schema_version);
       l_obj.put('state', l_row.state);

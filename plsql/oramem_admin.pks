@@ -47,6 +47,9 @@ AS
     *    "embedder": {...} | null,         -- the recorded embedder identity, its chunk policy
     *                                      -- under "chunking" (null: none recorded)
     *    "supported_strategies": ["vector", "keyword", "hybrid"],
+    *    "keyword_passages": true | false, -- the keyword leg ranks keyword passages
+    *                                      -- (OM_<ID>_KWP, issue 23): a HYBRID store whose
+    *                                      -- recorded chunk policy counts tokens
     *    "schema_version": 1, "code_schema_version": 1, "state": "READY",
     *    "purge_job": "ORAMEM_PURGE_MYSTORE" | null,
     *    "created": true | false,          -- this call created (or recreated) the store

@@ -581,6 +581,33 @@ AS
          RAISE;
    END call_hook;
 
+   -- KC-3.10, the erasure lock order (plsql/VERIFY.md, "One lock order for an erasure and
+   -- the writes it races"): an actor's cascade is an erasure, and its first statement on the
+   -- store's tables is the knowledge layer's LOCK TABLE <ID>_KG_AGENT IN EXCLUSIVE MODE when
+   -- the store has knowledge tables. Every knowledge commit first takes its agent's row of
+   -- that table (INSERT or SELECT ... FOR UPDATE; lock_agent in oramem_kg_jobs), so a commit
+   -- in flight ends before the cascade reads or deletes (each later statement sees its rows)
+   -- and one that starts later waits until the caller's transaction ends. The Python driver
+   -- takes the same lock first in its erasure transactions; a PL/SQL caller of
+   -- delete_record_json / delete_record with in_cascade = 1 gets it here. Held until the
+   -- caller commits or rolls back (a rollback to the savepoint oramem_delete, taken before
+   -- it, releases it too). The name is built from the validated store id only.
+   PROCEDURE lock_erasers(
+      in_store IN oramem_registry.store_t
+   )
+   IS
+      l_kg PLS_INTEGER;
+   BEGIN
+      SELECT COUNT(*) INTO l_kg FROM user_tables
+      WHERE  table_name = in_store.memory_store_id || '_KG_AGENT';
+      IF l_kg > 0 THEN
+         EXECUTE IMMEDIATE 'LOCK TABLE '
+            || DBMS_ASSERT.ENQUOTE_NAME(DBMS_ASSERT.SIMPLE_SQL_NAME(in_store.memory_store_id || '_KG_AGENT'),
+                                        capitalize => TRUE)
+            || ' IN EXCLUSIVE MODE';
+      END IF;
+   END lock_erasers;
+
    -- Refuse an oramem_store write made from inside a deletion hook (S18). Called to
    -- initialise the first declaration of each writing call: an exception raised while a
    -- declaration is elaborated skips that block's own handler (PL/SQL Language Reference,
@@ -1379,6 +1406,8 @@ AS
          -- N3: a thread is a container; deleting it is delete_thread (oramem/sqlite/engine.py delete)
          l_count := remove_thread(l_store, in_record_id, 'delete_thread', l_event);
       ELSIF in_cascade = 1 AND oramem_registry.is_profile_type(l_type) THEN
+         -- an erasure: the erasers' lock before anything of the store is read or deleted
+         lock_erasers(l_store);
          -- SC-8.2, SC-13: the actor's own records, the threads that are the actor's alone,
          -- and the profile itself (even when the profile row is absent). A record carrying
          -- another user (user erasure) or another agent (agent erasure) is never removed,

@@ -134,6 +134,9 @@ AS
     * too but counts 0, SC-5.4); "event" is null when nothing was removed, except for a
     * cascade, whose event always names the actor in user_ids / agent_ids (SC-8.2, as the
     * SQLite engine). Calls the deletion hook with every non-null event.
+    * Locks (KC-3.10): with in_cascade = 1 on a user_profile / agent_profile (an erasure),
+    *  first LOCK TABLE <ID>_KG_AGENT IN EXCLUSIVE MODE when the store has knowledge tables,
+    *  held until the caller's transaction ends: knowledge writes of the store wait for it.
     * Errors: -20003; -20001 (null id, in_cascade not 0/1); store errors; hook errors.
     * Commit: never.
     */
@@ -174,7 +177,7 @@ AS
 
    /*
     * delete_record: delete_record_json for PL/SQL callers; returns the count (0 or 1).
-    * Errors and commit: as delete_record_json.
+    * Errors, locks and commit: as delete_record_json.
     */
    FUNCTION delete_record(
       in_store_id    IN VARCHAR2,

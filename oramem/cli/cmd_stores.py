@@ -10,6 +10,8 @@ import click
 from ..embedders.identity import decode_identity, describe_identity
 from ..normalize import validate_store_id
 from ..sqlite import admin as sqlite_admin
+from ..sqlite.schema import has_keyword, keyword_rows_of
+from ..types import SearchStrategy
 
 from .app import cli
 from .group import CLIError
@@ -38,6 +40,10 @@ def _store_summary(row: dict[str, Any]) -> dict[str, Any]:
         "default_ttl_days": row["default_ttl_days"],
         "max_ttl_days": row["max_ttl_days"],
         "embedder": decode_identity(row.get("embedder")),
+        # issue 23: the keyword index ranks passages of a record's consecutive retrieval rows
+        # (a store with a keyword index whose recorded chunk policy counts tokens: a HYBRID
+        # store, as a KEYWORD store records no embedder); Oracle's describe_store says the same
+        "keyword_passages": has_keyword(SearchStrategy(row["capability"])) and keyword_rows_of(row.get("embedder")) is not None,
         "schema_version": row["schema_version"],
         "keyword_language": row.get("keyword_language") or ("legacy" if row["schema_version"] < 2 else None),
         "state": row["state"],

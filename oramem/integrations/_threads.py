@@ -72,12 +72,15 @@ class ThreadScope:
                 return newest[0]
 
     def clear(self):
-        """Delete every record of the scope in the thread; run it in one transaction."""
+        """Delete every record of the scope in the thread; run it in one transaction. Each
+        type's records go in sorted id order, the order the LangChain vector store's
+        ``delete`` locks in (on Oracle a delete holds its row until the transaction ends: one
+        order for both, so neither waits for the other holding what it needs)."""
         removed = 0
         for record_type in THREAD_SCOPED_TYPES:
             extra = {"metadata_filter": NOT_KNOWLEDGE_EVENT} if record_type == "message" else {}
             records = yield call("list", record_type, limit=None, **self._filter(), **extra)
-            for record in records:
+            for record in sorted(records, key=lambda r: r.id):
                 removed += yield call("delete", record_type, record.id)
         return removed
 

@@ -25,7 +25,10 @@ Install with ``pip install 'oramem[langchain]'``. All three call the public stor
 
 ``OramemVectorStore.delete(ids)`` deletes the records of its scope among ``ids`` and returns
 ``True`` only when every id named a record of its scope (all deleted), else ``False`` (ids of
-another scope, or unknown, are left alone).
+another scope, or unknown, are left alone). Its reads and deletes, in one transaction, go out
+in sorted id order whatever the caller's order (on Oracle each read locks its row until the
+transaction ends: one order for every caller, so two deletes cannot wait for each other);
+``clear()`` deletes each record type's records in sorted id order too.
 """
 
 from __future__ import annotations
@@ -155,7 +158,14 @@ class OramemVectorStore(VectorStore):
     def _delete_plan(self, ids: Optional[Sequence[str]]):
         if ids is None:
             raise ValueError("delete needs ids (deleting everything is not supported here; use store.delete_thread)")
-        ids = list(dict.fromkeys(ids))  # each id once: a repeat is not a second failure
+        ids = list(ids)
+        bad = [i for i in ids if not isinstance(i, str)]
+        if bad:
+            raise TypeError(f"delete ids must be strings (record ids), got {bad[0]!r}")
+        # each id once (a repeat is not a second failure), in one canonical order: on Oracle each
+        # get locks its row until the transaction ends (SC-12.10), so two deletes naming the
+        # same records in opposite orders would each hold one and wait for the other (ORA-00060)
+        ids = sorted(set(ids))
         docs = yield from self._get_plan(ids)
         deleted = 0
         for doc in docs:

@@ -101,7 +101,7 @@ def _upgrade_schema(backend: SQLAccess, tables: KGTables, names: list[str]) -> N
     """KC-3.7: add the user dimension to knowledge tables of an older store, in one
     transaction (SQLite: table rebuilds; Oracle: the block of ``oracle_upgrade_ddl``)."""
     if backend.dialect_name == "sqlite":
-        with backend.write("knowledge schema upgrade", "") as conn:
+        with backend.write("knowledge schema upgrade", None) as conn:
             upgrade_sqlite(conn, tables, names)
         log.warning("oramem.knowledge: upgraded %d knowledge table(s) of store %s to the user dimension "
                     "(existing knowledge is the agent's shared knowledge)", len(names), tables.store_id)

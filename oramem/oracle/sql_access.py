@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from ..errors import StoreError
-from ..sql_access import SharedConnection, SQLAccess, translated
+from ..sql_access import SharedConnection, SQLAccess, lock_agent_id, translated
 
 __all__ = ["OracleAccess"]
 
@@ -85,11 +85,15 @@ class OracleAccess(SQLAccess):
             yield conn
 
     @contextlib.contextmanager
-    def write(self, what: str, agent_id: str) -> Iterator[sa.Connection]:
+    def write(self, what: str, agent_id: Optional[str]) -> Iterator[sa.Connection]:
         """One knowledge write in the store's block (joined when one is open): the block's
-        connection, committed by the block together with the store calls made inside it."""
+        connection, committed by the block together with the store calls made inside it.
+        First ``agent_id``'s row of the agent table is locked (inserted when missing);
+        ``None`` locks no row (:meth:`SQLAccess.write`; ``''`` is refused before anything
+        runs: Oracle binds it as NULL, and ``agent_id = NULL`` names no row)."""
+        lock_agent_id(agent_id)
         with translated(what), self.store.transaction(), self.sa_engine.connect() as conn:
-            if self.agent_table is not None:
+            if self.agent_table is not None and agent_id is not None:
                 t = self.agent_table
                 exists = conn.execute(sa.select(t.c.agent_id).where(t.c.agent_id == agent_id)).first()
                 if exists is None:
@@ -102,12 +106,13 @@ class OracleAccess(SQLAccess):
             yield conn
 
     @contextlib.contextmanager
-    def try_write(self, what: str, agent_id: str) -> Iterator[Optional[sa.Connection]]:
+    def try_write(self, what: str, agent_id: Optional[str]) -> Iterator[Optional[sa.Connection]]:
         """The agent's lock row with ``FOR UPDATE NOWAIT``: ORA-00054 (row locked by another
         writer) yields ``None`` at once. Static-checked, not run against Oracle."""
+        lock_agent_id(agent_id)
         with translated(what), self.store.transaction(), self.sa_engine.connect() as conn:
             t = self.agent_table
-            if t is not None:
+            if t is not None and agent_id is not None:
                 try:
                     with conn.begin_nested():
                         conn.execute(sa.select(t.c.agent_id).where(t.c.agent_id == agent_id).with_for_update(nowait=True))

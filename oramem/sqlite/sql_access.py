@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import StaticPool
 
 from ..errors import StoreError, is_sqlite_busy
-from ..sql_access import SharedConnection, SQLAccess, translated
+from ..sql_access import SharedConnection, SQLAccess, lock_agent_id, translated
 from ._sqlite import sqlite3
 
 __all__ = ["SQLiteAccess"]
@@ -55,15 +55,18 @@ class SQLiteAccess(SQLAccess):
                 yield conn
 
     @contextlib.contextmanager
-    def write(self, what: str, agent_id: str) -> Iterator[sa.Connection]:
+    def write(self, what: str, agent_id: Optional[str]) -> Iterator[sa.Connection]:
         """One knowledge write: the store's block (joined when one is open), so store
-        operations called inside commit with these rows."""
+        operations called inside commit with these rows. SQLite serialises writers, so
+        ``agent_id`` locks nothing here; it is checked as on Oracle (:func:`lock_agent_id`)."""
+        lock_agent_id(agent_id)
         with translated(what), self.store.transaction():
             with self.sa_engine.connect() as conn:
                 yield conn
 
     @contextlib.contextmanager
-    def try_write(self, what: str, agent_id: str) -> Iterator[Optional[sa.Connection]]:
+    def try_write(self, what: str, agent_id: Optional[str]) -> Iterator[Optional[sa.Connection]]:
+        lock_agent_id(agent_id)
         db = self.db
         # the in-process lock is the one every read of this store takes too (the store's
         # threading model); what a read must never wait for is another process's write lock

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -74,3 +75,25 @@ def test_embed_onnx_option(run, tmp_path):
     assert "no model file or directory" in out.output
     out = run("--embed-onnx", str(model), "--embed-url", "http://127.0.0.1:1/v1", "--embed-model", "m", "add", "x", expect=2)
     assert "alternatives" in out.output
+
+
+def test_describe_and_list_say_whether_the_store_groups_keyword_passages(run, tmp_path):
+    """ora31 (issue 23): `stores describe` / `stores list` report keyword_passages, the field
+    Oracle's describe_store reports: a store with a keyword index whose recorded chunk policy
+    counts tokens ranks passages of its consecutive retrieval rows; others rank the rows."""
+    from oramem import SQLiteMemoryStore
+    from oramem.cli.selftest import PassageEmbedder
+    from oramem.embedders import HashEmbedder
+
+    db = str(tmp_path / "mem.db")  # the fixture's --db
+    for sid, strategy, embedder in (("GROUPS", "hybrid", PassageEmbedder(32)), ("WINDOWS", "vector", PassageEmbedder(32)),
+                                    ("ROWS", "hybrid", HashEmbedder(32))):
+        with SQLiteMemoryStore(db, memory_store_id=sid, search_strategy=strategy, embedder=embedder):
+            pass
+    want = {"GROUPS": True, "WINDOWS": False, "ROWS": False}
+    for sid, groups in want.items():
+        desc = json.loads(run("--json", "stores", "describe", sid).stdout)
+        assert desc["keyword_passages"] is groups, (sid, desc)
+    listed = {s["memory_store_id"]: s["keyword_passages"] for s in json.loads(run("--json", "stores", "list").stdout)}
+    assert listed == want
+    assert re.search(r"^keyword_passages +True$", run("stores", "describe", "GROUPS").output, re.M)

@@ -669,6 +669,11 @@ class SQLBackend:
             value = value.value
         if isinstance(value, (FakeLOB, FakeAsyncLOB)):
             value = value.data
+        if isinstance(value, str) and value == "":
+            # Oracle treats a zero-length character value as NULL (SQL Language Reference,
+            # "Nulls"): a bound '' stores NULL, matches no row in `col = :x`, and is refused
+            # by a NOT NULL column (ORA-01400; :meth:`run` maps SQLite's refusal to it)
+            return None
         if isinstance(value, bool):
             return int(value)
         if isinstance(value, _dt.datetime):
@@ -701,8 +706,27 @@ class SQLBackend:
         return value
 
     # running ----------------------------------------------------------------------------------
+    #: SQLite's constraint messages -> the ORA- code Oracle raises for the same refusal
+    #: (python-oracledb makes each an ``oracledb.IntegrityError``: ``errors.py``,
+    #: ``ERR_INTEGRITY_ERROR_CODES`` = 1, 1400, 2290, 2291, 2292, ...)
+    INTEGRITY_CODES = (("NOT NULL constraint failed", 1400, "cannot insert NULL into ({})"),
+                       ("UNIQUE constraint failed", 1, "unique constraint ({}) violated"),
+                       ("FOREIGN KEY constraint failed", 2291, "integrity constraint ({}) violated - parent key not found"),
+                       ("CHECK constraint failed", 2290, "check constraint ({}) violated"))
+
+    @classmethod
+    def integrity_error(cls, exc: BaseException) -> BaseException:
+        """The python-oracledb error Oracle gives where SQLite refused a row (an empty string is
+        NULL here, :meth:`to_sqlite`, so a NOT NULL column refuses it as Oracle does)."""
+        text = str(exc)
+        for prefix, code, message in cls.INTEGRITY_CODES:
+            if text.startswith(prefix):
+                return db_error(code, message.format(text[len(prefix):].lstrip(": ")), oracledb.IntegrityError)
+        return db_error(1, text, oracledb.IntegrityError)
+
     def run(self, cursor: "_CursorBase", sql: str, params: Any, many: bool = False) -> None:
         import re as _re
+        import sqlite3  # noqa: TID251 (the fake's own in-memory database)
 
         head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
         cursor.description = None
@@ -737,10 +761,13 @@ class SQLBackend:
             if isinstance(p, dict):
                 return {k: self.to_sqlite(v) for k, v in p.items()}
             return [self.to_sqlite(v) for v in (p or ())]
-        if many:
-            cur = self.db.executemany(text, [conv(p) for p in params])
-        else:
-            cur = self.db.execute(text, conv(params))
+        try:
+            if many:
+                cur = self.db.executemany(text, [conv(p) for p in params])
+            else:
+                cur = self.db.execute(text, conv(params))
+        except sqlite3.IntegrityError as exc:
+            raise self.integrity_error(exc) from None
         cursor.rowcount = cur.rowcount
         if cur.description is None:
             cursor.rows = []

@@ -67,8 +67,29 @@ class StoreStandIn:
         key = (call.binds["in_record_type"], call.binds["in_record_id"])
         if key[0] == "thread":
             return self._delete_thread(key[1])
+        if key[0] in ("user_profile", "agent_profile") and call.binds.get("in_cascade") == 1:
+            return self._cascade(key, call.binds.get("in_reason"))
         rec = self.records.pop(key, None)
         return json.dumps({"count": int(rec is not None), "event": self._event([key], "delete") if rec else None})
+
+    def _cascade(self, key: tuple, reason: Any) -> str:
+        """An actor's cascade as far as the knowledge layer sees it: the profile and the actor's
+        own records go, and the event names the actor (``user_ids`` / ``agent_ids``, as
+        ``delete_record_json`` does even when no row was left, S14) with the reason
+        ``forget`` or ``cascade`` (and ``"knowledge": "caller"`` for ``in_reason 'erase'``).
+        Threads removed whole (SC-13.3) are not emulated."""
+        col = "user_id" if key[0] == "user_profile" else "agent_id"
+        keys = [k for k, r in self.records.items() if k == key or (r.get(col) == key[1] and k[0] not in
+                                                                     ("user_profile", "agent_profile"))]
+        existed = key in self.records
+        for k in keys:
+            del self.records[k]
+        event = self._event(keys, "forget" if reason == "forget" else "cascade")
+        event["user_ids" if col == "user_id" else "agent_ids"] = [key[1]]
+        event["actor_thread_ids"] = []
+        if reason == "erase":
+            event["knowledge"] = "caller"
+        return json.dumps({"count": int(existed), "event": event})
 
     def _delete_thread(self, tid: str) -> str:
         keys = [k for k, r in self.records.items() if r.get("thread_id") == tid or k == ("thread", tid)]

@@ -501,3 +501,165 @@ def test_a_profile_cascade_locks_then_cascades_then_logs_its_tombstone_and_a_wri
         assert f"\"{subject}\"" not in json.dumps(final) and f":{subject}" not in json.dumps(final)
     finally:
         km.close()
+
+
+# ----------------------------------------------------------------------------- '' is NULL on Oracle (ora31)
+def test_the_fake_reads_an_empty_string_as_null_as_oracle_does():
+    """Oracle treats a zero-length character value as NULL: a bound ``''`` stores NULL, matches
+    no row in ``col = :x`` and is refused by a NOT NULL column with ORA-01400, an
+    ``oracledb.IntegrityError`` (which SQLAlchemy's Oracle dialect raises as
+    ``sa.exc.IntegrityError``). The fake used to store and match ``''`` as SQLite does, so a
+    lock of agent ``''`` looked like a lock of a real row."""
+    from .fakes import FakeCursor, SQLBackend
+
+    backend = SQLBackend()
+    backend.db.execute('CREATE TABLE "S1_KG_AGENT" (agent_id VARCHAR(256) NOT NULL PRIMARY KEY)')
+    backend.db.execute('CREATE TABLE "S1_NOTE" (id VARCHAR(16) PRIMARY KEY, note VARCHAR(64))')
+    cur = FakeCursor(Recorder())
+    with pytest.raises(oracledb.IntegrityError, match="ORA-01400"):
+        backend.run(cur, 'INSERT INTO "S1_KG_AGENT" (agent_id) VALUES (:a)', {"a": ""})
+    backend.run(cur, 'INSERT INTO "S1_NOTE" (id, note) VALUES (:i, :n)', {"i": "n1", "n": ""})
+    backend.run(cur, 'SELECT note FROM "S1_NOTE" WHERE id = :i', {"i": "n1"})
+    assert cur.rows == [(None,)]
+    backend.run(cur, 'SELECT id FROM "S1_NOTE" WHERE note = :n OR id = :e', {"n": "", "e": ""})
+    assert cur.rows == []
+    with pytest.raises(oracledb.IntegrityError, match="ORA-00001"):
+        backend.run(cur, 'INSERT INTO "S1_NOTE" (id, note) VALUES (:i, :n)', {"i": "n1", "n": "x"})
+
+
+def test_a_knowledge_write_refuses_an_empty_agent_id_before_anything_runs(monkeypatch, tmp_path):
+    """``SQLAccess.write`` / ``try_write`` name the agent whose lock row they take, or None for
+    none; ``''`` is refused on both engines before a statement runs (on Oracle it is NULL, a
+    lock of no row)."""
+    from oramem import SQLiteMemoryStore
+
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    try:
+        start = len(rec.calls)
+        for method in (km._backend.write, km._backend.try_write):
+            with pytest.raises(ValueError, match="agent_id of a knowledge write must name the agent"):
+                with method("knowledge test", ""):
+                    pass
+        assert rec.calls[start:] == []
+    finally:
+        km.close()
+    with SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=8) as lite:
+        access = lite.sql_access()
+        for method in (access.write, access.try_write):
+            with pytest.raises(ValueError, match="Oracle reads '' as NULL"):
+                with method("knowledge test", ""):
+                    pass
+
+
+def _agent_table_statements(rec, start):
+    return [c for c in rec.calls[start:] if c.kind == "execute" and '"MYSTORE_KG_AGENT"' in c.name]
+
+
+def test_a_failed_job_attempt_locks_its_agents_row_first_and_a_lease_renewal_locks_none(monkeypatch):
+    """KC-3.10 on Oracle over the fake (static-checked, not run against Oracle): a failed
+    attempt writes the job's ``last_error`` (which may quote the context the attempt sent)
+    under the job's agent's lock row, the row an erasure's ``LOCK TABLE <ID>_KG_AGENT IN
+    EXCLUSIVE MODE`` conflicts with, so an erasure that strips the job's context reads the
+    committed error text or finds the job no longer the worker's. The job's state changes
+    named the agent ``''`` before: on Oracle NULL, so the existence check found nothing, the
+    insert of the lock row failed with ORA-01400 (swallowed as a concurrent insert) and the
+    FOR UPDATE locked no row. A lease renewal and a retry of every agent's jobs take no
+    agent's row (they change no text), and no statement binds an empty agent."""
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    rt = km.runtime
+    try:
+        queued = km.write("a1", "I keep the spare key under the mat", "Alice", user_id="alice", background=True)
+        now = rt.now()
+        job = queue_mod.claim(rt, "w1", now, now + timedelta(seconds=60))
+        assert job is not None and job["id"] == queued.job_id and job["agent_id"] == "a1"
+
+        start = len(rec.calls)
+        assert queue_mod.renew(rt, job["id"], "w1", now + timedelta(seconds=90), now) is True
+        assert _agent_table_statements(rec, start) == []
+
+        start = len(rec.calls)
+        assert queue_mod.fail_attempt(rt, job, "w1", "RuntimeError: model down", now, 1.0, 10.0) == "retried"
+        calls = [c for c in rec.calls[start:] if c.kind == "execute"]
+        names = [c.name.lstrip() for c in calls]
+        lock = next(i for i, n in enumerate(names) if n.startswith('SELECT "MYSTORE_KG_AGENT".agent_id')
+                    and n.rstrip().endswith("FOR UPDATE"))
+        update = next(i for i, n in enumerate(names) if n.startswith('UPDATE "MYSTORE_KG_JOB"'))
+        assert lock < update, names
+        assert list(calls[lock].binds.values()) == ["a1"]
+        agent_rows = _agent_table_statements(rec, start)
+        assert all(v not in ("", None) for c in agent_rows for v in c.binds.values()), [c.binds for c in agent_rows]
+        assert not any(n.startswith('INSERT INTO "MYSTORE_KG_AGENT"') for n in names)  # a1's row is there
+
+        with km._backend.read() as conn:
+            j = km._tables.job
+            assert conn.execute(sa.select(j.c.status, j.c.last_error).where(j.c.id == job["id"])).one() == (
+                "pending", "RuntimeError: model down")
+            agents = km._tables.agent
+            assert conn.execute(sa.select(agents.c.agent_id)).scalars().all() == ["a1"]
+
+        start = len(rec.calls)
+        assert km.retry_jobs() == 0  # nothing failed for good: no job changes, no agent row locked
+        assert _agent_table_statements(rec, start) == []
+    finally:
+        km.close()
+
+
+def test_a_write_whose_agent_row_an_agent_erasure_deleted_meanwhile_stores_nothing(monkeypatch):
+    """KC-3.10 on Oracle over the fake (static-checked, not run against Oracle): a knowledge
+    write found its agent's lock row (so it inserts none) and waits at its ``SELECT ... FOR
+    UPDATE`` while ``forget(agent_id=...)`` holds ``<ID>_KG_AGENT`` in EXCLUSIVE mode and
+    deletes that row. When the erasure commits the FOR UPDATE returns no row: the write holds
+    no lock row from then on. Nothing of it survives all the same: its commit reads the
+    erasure log next and finds the agent's tombstone (``erasures.check``: the receipt
+    appeared after the write's note), so it raises ``ConflictError`` before it writes a
+    row or a store record, and the lock table keeps no row of the erased agent. Here the
+    erasure runs (on another thread, as another session) right before that FOR UPDATE."""
+    import threading
+
+    from oramem.knowledge.errors import ConflictError
+
+    km, store, rec, clock = knowledge_over_fake(monkeypatch)
+    agents, fact = km._tables.agent, km._tables.fact
+    lock_sql = 'SELECT "MYSTORE_KG_AGENT".agent_id'
+    fired: list[int] = []
+
+    def erase_first(conn, cursor, statement, parameters, context, executemany):
+        if fired or not (statement.lstrip().startswith(lock_sql) and statement.rstrip().endswith("FOR UPDATE")):
+            return
+        with km._backend.read() as c:  # the write looked and found the agent's row: it inserted none
+            assert c.execute(sa.select(agents.c.agent_id)).scalars().all() == ["a1"]
+        fired.append(len(rec.calls))
+        outcome: list = []
+
+        def erase():
+            try:
+                outcome.append(store.forget(agent_id="a1"))
+            except BaseException as exc:  # shown below: the erasure must have committed
+                outcome.append(exc)
+
+        t = threading.Thread(target=erase)
+        t.start()
+        t.join()
+        assert isinstance(outcome[0], dict), outcome
+
+    try:
+        km.add_fact("a1", "Pedro", "Pedro likes tea", subject_type="person")  # a1's lock row exists
+        km.forget(user_id="bob")  # the store's first erasure: the write's note sees the salt
+        clock.advance()
+        sa.event.listen(km._backend.sa_engine, "before_cursor_execute", erase_first)
+        with pytest.raises(ConflictError, match="agent 'a1'"):
+            km.add_fact("a1", "Pedro", "Pedro hides the passport", subject_type="person")
+        sa.event.remove(km._backend.sa_engine, "before_cursor_execute", erase_first)
+        assert fired, "the write never took its agent's lock row"
+        erasure = [c.name for c in rec.calls[fired[0]:] if c.kind in ("execute", "callfunc")]
+        assert 'LOCK TABLE "MYSTORE_KG_AGENT" IN EXCLUSIVE MODE' in erasure
+        with km._backend.read() as conn:
+            assert conn.execute(sa.select(fact.c.id).where(fact.c.agent_id == "a1")).all() == []
+            assert conn.execute(sa.select(agents.c.agent_id)).scalars().all() == []
+        assert [r for r in store.list("fact", agent_id="a1")] == []
+        clock.advance()  # a write after the erasure is new data: stored, with a new lock row
+        assert km.add_fact("a1", "Pedro", "Pedro hides the passport", subject_type="person").facts_added
+        with km._backend.read() as conn:
+            assert conn.execute(sa.select(agents.c.agent_id)).scalars().all() == ["a1"]
+    finally:
+        km.close()

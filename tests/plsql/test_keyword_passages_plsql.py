@@ -162,3 +162,20 @@ def test_bobs_keyword_leg_over_passages_keeps_his_scope_predicate():
     table = src("oramem_admin.pkb")
     table = table[table.index("gc_tpl_passages CONSTANT"):table.index("gc_tpl_passage_index CONSTANT")]
     assert used and all(re.search(rf"\b{col}\b", table) for col in used)
+
+
+def test_describe_store_says_whether_the_store_groups_keyword_passages():
+    """ora31: describe_store / list_stores (describe_obj) report ``keyword_passages`` (true or
+    false, never absent), computed by find_store's one rule (store_t.keyword_passages), in
+    any lifecycle state; the spec's settings-in-force JSON names it."""
+    describe = unit(ADMIN, "describe_obj")
+    call = describe.index("oramem_registry.find_store(in_store_id, l_store, l_found);")
+    branch = re.search(r"IF l_found AND l_store\.keyword_passages = 1 THEN\s+l_obj\.put\('keyword_passages', TRUE\);"
+                       r"\s+ELSE\s+l_obj\.put\('keyword_passages', FALSE\);\s+END IF;", describe)
+    assert branch and call < branch.start()
+    assert "ready_store" not in describe  # find_store: no state check (a BROKEN store is described too)
+    spec = src("oramem_admin.pks")
+    assert re.search(r'"keyword_passages": true \| false,', spec)
+    assert "describe_obj(" in unit(ADMIN, "describe_store")
+    listing = ADMIN[ADMIN.index("FUNCTION list_stores RETURN CLOB"): ADMIN.index("END list_stores;")]
+    assert "describe_obj(" in listing

@@ -111,7 +111,7 @@ def insert_job(conn: sa.Connection, t: KGTables, *, job_id: str, agent_id: str, 
 def claim_sqlite(rt: KnowledgeRuntime, worker_id: str, now: datetime, lease_until: datetime) -> Optional[dict[str, Any]]:
     """Claim the next due job in one ``BEGIN IMMEDIATE`` transaction (SQLite)."""
     j = rt.tables.job
-    with rt.backend.write("knowledge job claim", "") as conn:
+    with rt.backend.write("knowledge job claim", None) as conn:  # SQLite: BEGIN IMMEDIATE serialises it
         expired = sa.and_(j.c.status == "running", j.c.lease_until < now)
         conn.execute(
             sa.update(j).where(expired, j.c.attempts >= j.c.max_attempts)
@@ -219,8 +219,13 @@ def claim(rt: KnowledgeRuntime, worker_id: str, now: datetime, lease_until: date
 
 # ----------------------------------------------------------------------------- state changes
 def renew(rt: KnowledgeRuntime, job_id: str, worker_id: str, lease_until: datetime, now: datetime) -> bool:
+    """The lease of a job this worker holds. No agent's lock row (``write(..., None)``): it
+    changes the lease and nothing of the agent's knowledge or of the job's text, and must not
+    wait behind the job's own commit, which holds that row. Against an erasure's rewrite of
+    the job row the row lock orders them: after a rewrite the job is no longer ``running`` as
+    this worker's, the update matches nothing and the heartbeat stops."""
     j = rt.tables.job
-    with rt.backend.write("knowledge job lease", "") as conn:
+    with rt.backend.write("knowledge job lease", None) as conn:
         res = conn.execute(
             sa.update(j).where(j.c.id == job_id, j.c.worker_id == worker_id, j.c.status == "running")
             .values(lease_until=lease_until, updated_at=now)
@@ -246,11 +251,12 @@ def mark_done(conn: sa.Connection, t: KGTables, job_id: str, worker_id: str, now
 
 
 def finish_without_work(rt: KnowledgeRuntime, job_id: str, worker_id: str, now: datetime, result: dict[str, Any],
-                        payload: Optional[dict[str, Any]] = None) -> bool:
+                        payload: Optional[dict[str, Any]] = None, *, agent_id: str) -> bool:
     """``done`` without running the write (its event exists already); like every done job it
     keeps no message or context (``payload``: the job's, stripped as :func:`mark_done` does;
-    an erasure looks into queued writes only, red24)."""
-    with rt.backend.write("knowledge job done", "") as conn:
+    an erasure looks into queued writes only, red24). Under the job's agent's lock row
+    (``agent_id``), as :func:`mark_done` runs in the job's write commit."""
+    with rt.backend.write("knowledge job done", agent_id) as conn:
         try:
             mark_done(conn, rt.tables, job_id, worker_id, now, result, payload)
         except LostClaim:
@@ -260,7 +266,17 @@ def finish_without_work(rt: KnowledgeRuntime, job_id: str, worker_id: str, now: 
 
 def fail_attempt(rt: KnowledgeRuntime, job: dict[str, Any], worker_id: str, error: str, now: datetime, base: float, cap: float) -> str:
     """Record a failed attempt: back to ``pending`` after the backoff, or ``failed`` when
-    out of attempts. Returns the new state (``lost`` when another worker holds the job)."""
+    out of attempts. Returns the new state (``lost`` when another worker holds the job).
+
+    Under the job's agent's lock row (KC-3.10, the erasure lock order): ``last_error`` may
+    quote the context the attempt sent (a provider's exception), and an erasure that takes
+    the erased actor's words out of this job's context replaces that text with a note
+    (``deletes._strip_queued_context``) and takes the job back from its worker. On Oracle
+    (read committed) an erasure that read the job before this update committed would keep
+    the new text; with the lock the erasure (``LOCK TABLE <ID>_KG_AGENT IN EXCLUSIVE MODE``
+    first) waits for this commit and reads the text, or this update waits for the erasure
+    and then finds the job no longer this worker's (``lost``). Before, the write named the
+    agent ``''``: NULL on Oracle, a row lock of no row."""
     j = rt.tables.job
     attempts = int(job["attempts"])
     final = attempts >= int(job["max_attempts"])
@@ -269,7 +285,7 @@ def fail_attempt(rt: KnowledgeRuntime, job: dict[str, Any], worker_id: str, erro
         values.update(status="failed", finished_at=now)
     else:
         values.update(status="pending", available_at=now + timedelta(seconds=backoff_seconds(attempts, base, cap)))
-    with rt.backend.write("knowledge job failure", "") as conn:
+    with rt.backend.write("knowledge job failure", job["agent_id"]) as conn:
         res = conn.execute(
             sa.update(j).where(j.c.id == job["id"], j.c.worker_id == worker_id, j.c.status == "running").values(**values)
         )
@@ -279,14 +295,16 @@ def fail_attempt(rt: KnowledgeRuntime, job: dict[str, Any], worker_id: str, erro
 
 
 def retry(rt: KnowledgeRuntime, job_ids: Optional[list[str]], agent_id: Optional[str], now: datetime) -> int:
-    """Failed jobs back to ``pending`` with a fresh set of attempts."""
+    """Failed jobs back to ``pending`` with a fresh set of attempts. Under ``agent_id``'s
+    lock row when given; every agent's (``None``) locks none: it changes states, attempts and
+    times, no text, and an erasure's rewrite of the same job rows waits for its row locks."""
     j = rt.tables.job
     cond = [j.c.status == "failed"]
     if job_ids is not None:
         cond.append(j.c.id.in_(job_ids))
     if agent_id is not None:
         cond.append(j.c.agent_id == agent_id)
-    with rt.backend.write("knowledge job retry", agent_id or "") as conn:
+    with rt.backend.write("knowledge job retry", agent_id) as conn:
         res = conn.execute(
             sa.update(j).where(*cond).values(status="pending", attempts=0, available_at=now, updated_at=now,
                                              finished_at=None, worker_id=None)

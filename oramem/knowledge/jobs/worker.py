@@ -134,7 +134,8 @@ async def run_job(rt: KnowledgeRuntime, config: KnowledgeConfig, job: dict[str, 
 
     if await rt.in_thread(already):
         done = await rt.in_thread(queue_mod.finish_without_work, rt, jid, wid, now,
-                                  {"event_id": eid, "note": "already processed by an earlier attempt"}, payload)
+                                  {"event_id": eid, "note": "already processed by an earlier attempt"}, payload,
+                                  agent_id=agent)
         return "already_done" if done else "lost"
     try:
         # a crashed attempt may have left the event's store record (written before the
