@@ -73,6 +73,9 @@ class WriteTx:
     fts_deleted: bool = False
     #: rows deleted per table name (what ``forget`` reports)
     erased: dict[str, int] = field(default_factory=dict)
+    #: retrieval rows were deleted or their vectors replaced: the old vectors go from the
+    #: sidecar snapshot too (engine._write)
+    vectors_dropped: bool = False
     #: whether an unfinished reembed's work table exists (None: not looked up yet)
     reembed_work: Optional[bool] = None
 
@@ -138,7 +141,9 @@ class WriteTx:
             # still in the work table as another live row's)
             work = f'"{t.names["reembed"]}"'
             self.count("reembed", self.conn.execute(f"DELETE FROM {work} WHERE chunk_id IN {of_records}", params))
-        self.count("chunks", self.conn.execute(f"DELETE FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params))
+        cursor = self.conn.execute(f"DELETE FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params)
+        self.count("chunks", cursor)
+        self.vectors_dropped = self.vectors_dropped or cursor.rowcount > 0
         self.touched.update(seqs)
 
     def _reembed_pending(self) -> bool:
@@ -359,6 +364,7 @@ def _change_retrieval(tx: WriteTx, seq: int, request: UpdateRequest) -> None:
         return
     if change == RetrievalChange.STRIP_VECTORS:
         conn.execute(f"UPDATE {t.chunks} SET vector = NULL WHERE record_seq = ?", (seq,))
+        tx.vectors_dropped = True
         return
     if change == RetrievalChange.REVECTOR:
         chunk_ids = [cid for (cid,) in conn.execute(
@@ -374,6 +380,7 @@ def _change_retrieval(tx: WriteTx, seq: int, request: UpdateRequest) -> None:
             f"UPDATE {t.chunks} SET vector = ? WHERE chunk_id = ?",
             [(tx.vector_blob(v), cid) for v, cid in zip(request.vectors, chunk_ids)],
         )
+        tx.vectors_dropped = True
         return
     raise ValueError(f"unknown retrieval change {change!r}")
 
