@@ -494,7 +494,8 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
     stores_out = [
         {"memory_store_id": s.store_id, "records": {"source": s.records[0], "target": s.records[1]},
          "records_match": s.records_match, "knowledge": {t: {"source": a, "target": b} for t, (a, b) in s.knowledge.items()},
-         "knowledge_match": s.knowledge_match}
+         "knowledge_match": s.knowledge_match,
+         "erased_during_copy": {"users": len(s.erased_during_copy["user"]), "agents": len(s.erased_during_copy["agent"])}}
         for s in report.stores
     ]
     if state.json:
@@ -507,5 +508,17 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
             kg = sum(a for a, _ in s.knowledge.values())
             verdict = "match" if s.ok else "DIFFER"
             click.echo(f"  {s.store_id}: {s.records[0]} -> {s.records[1]} records, {kg} knowledge rows; checksums {verdict}")
+    late = [(s.store_id, len(s.erased_during_copy["user"]), len(s.erased_during_copy["agent"]))
+            for s in report.stores if any(s.erased_during_copy.values())]
+    if late:
+        # SC-14.4: counts only, as every erasure message (the ids stay in the Python report)
+        said = "; ".join(f"store {sid}: {users} user(s), {agents} agent(s)" for sid, users, agents in late)
+        raise CLIError(
+            f"subjects were erased on SOURCE while it was copied, and TARGET still holds their rows ({said}); "
+            "their receipts were copied into TARGET's erasure log. Erase them on TARGET too (`oramem --db "
+            f"{target if '://' not in target else 'PATH'} forget --user ID`, or KnowledgeMemory(store).forget on "
+            "Oracle; migrate.migrate(...).stores[i].erased_during_copy names them), or drop the store on TARGET and "
+            "run migrate again"
+        )
     if not report.ok:
         raise CLIError("the copy differs from the source: " + ", ".join(s.store_id for s in report.stores if not s.ok))
