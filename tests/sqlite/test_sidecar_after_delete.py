@@ -110,3 +110,36 @@ def test_a_deletion_in_a_block_removes_the_snapshot_too(db_path):
         with store.transaction():
             assert store.delete("memory", "a1") == 1
     assert _files_with_her_vector(db_path) == []
+
+
+@pytest.mark.parametrize("backend", ["usearch", "hnswlib"])
+@pytest.mark.parametrize("how", ["delete", "purge"])
+def test_an_index_that_lost_a_row_is_not_saved_with_its_vector(db_path, monkeypatch, backend, how):
+    """The process that deletes holds the HNSW index: the backend removes a key from the
+    graph but keeps its vector in the file it saves (usearch and hnswlib alike). The index
+    was saved with the snapshot at close whenever the live rows' keys were still 0..n-1,
+    i.e. when the deleted rows were the last ones: Alice's newest memory went back to disk
+    in the .ann file. An index that lost a row since it was built or loaded is not saved
+    (the next approximate open builds it, as after any write that moves keys)."""
+    pytest.importorskip("usearch.index" if backend == "usearch" else "hnswlib")
+    monkeypatch.setattr("oramem.ann.available_backends", lambda: [backend])
+    clock = FakeClock()
+    with _open(db_path, clock, approximate=True) as store:
+        store.add([f"bob's note {i}" for i in range(len(_BOBS))], "memory", user_ids="bob",
+                  embeddings=_BOBS.tolist())
+        # hers is the newest row: the last row key
+        store.add(["alice's passport"], "memory", record_ids="a1", user_ids="alice",
+                  embeddings=[_ALICE.tolist()], ttl_days=1 if how == "purge" else None)
+        store.search(query_vector=_BOBS[0].tolist(), k=3)
+        assert store._engine._cache.ann is not None and store._engine._cache.ann.backend == backend
+    assert _files_with_her_vector(db_path)  # the setting: the saved index holds her vector
+    with _open(db_path, clock, approximate=True) as store:
+        store.search(query_vector=_BOBS[0].tolist(), k=3)  # the index is loaded in this process
+        if how == "delete":
+            assert store.delete("memory", "a1") == 1
+        else:
+            clock.advance(days=2)  # she expires while the process runs
+            assert store.purge_expired() == 1
+        assert store.get("memory", "a1") is None
+        assert [r.id for r, _ in store.search(query_vector=_ALICE.tolist(), k=20)].count("a1") == 0
+    assert _files_with_her_vector(db_path) == []
