@@ -235,6 +235,8 @@ class _OracleSide:
     """An Oracle database through one python-oracledb connection (thin mode)."""
 
     kind = "oracle"
+    #: the store whose pages the open READ ONLY transaction reads (N5), if one is open
+    _snapshot_of: Optional[str] = None
 
     def __init__(self, location: Location, connect: OracleConnect) -> None:
         user, dsn = location.target.split("@", 1)
@@ -350,7 +352,7 @@ class _OracleSide:
     def end_snapshot(self) -> None:
         """End the READ ONLY transaction :meth:`rows` began (N5), so the next read sees what
         committed since and a write on this connection is not refused (ORA-01456)."""
-        if getattr(self, "_snapshot_of", None) is not None:
+        if self._snapshot_of is not None:
             self.conn.rollback()
             self._snapshot_of = None
 
