@@ -515,10 +515,10 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
         said = "; ".join(f"store {sid}: {users} user(s), {agents} agent(s)" for sid, users, agents in late)
         raise CLIError(
             f"subjects were erased on SOURCE while it was copied, and TARGET still holds their rows ({said}); "
-            "their receipts were copied into TARGET's erasure log. Erase them on TARGET too (`oramem --db "
-            f"{target if '://' not in target else 'PATH'} forget --user ID`, or KnowledgeMemory(store).forget on "
-            "Oracle; migrate.migrate(...).stores[i].erased_during_copy names them), or drop the store on TARGET and "
-            "run migrate again"
+            "their receipts were copied into TARGET's erasure log. Erase them on TARGET too (a SQLite TARGET: "
+            "`oramem --db TARGET forget --user ID`; an Oracle one: the store's forget(user_id=ID); "
+            "migrate.migrate(...).stores[i].erased_during_copy names them), or drop the store on TARGET and run "
+            "migrate again"
         )
     if not report.ok:
         raise CLIError("the copy differs from the source: " + ", ".join(s.store_id for s in report.stores if not s.ok))
