@@ -351,8 +351,8 @@ class SQLiteEngine(Engine):
         pages. A reader of an older snapshot can still write one afterwards (never used: the
         next reader replaces it); an erasure closes that gap with its checkpoint
         (``_after_erasure``)."""
-        if self._tables is not None and os.path.exists(sidecar.sidecar_path(self._path, self._tables.store_id)):
-            sidecar.remove(self._path, self._tables.store_id)
+        if self._tables is not None:
+            sidecar.remove_stale(self._path, self._tables.store_id)
 
     def _erase_deleted_text(self) -> None:
         db, tables = self._open_parts()

@@ -143,3 +143,25 @@ def test_an_index_that_lost_a_row_is_not_saved_with_its_vector(db_path, monkeypa
         assert store.get("memory", "a1") is None
         assert [r.id for r, _ in store.search(query_vector=_ALICE.tolist(), k=20)].count("a1") == 0
     assert _files_with_her_vector(db_path) == []
+
+
+def test_a_snapshot_that_cannot_be_removed_is_logged_and_the_delete_stands(db_path, monkeypatch, caplog):
+    # the removal runs after the commit (or just before a block's COMMIT): an error there must
+    # neither roll the caller's block back nor make a committed delete look failed
+    clock = FakeClock()
+    with _open(db_path, clock) as store:
+        store.add(["alice's passport"], "memory", record_ids="a1", user_ids="alice", embeddings=[_ALICE.tolist()])
+        store.add(["bob's note"], "memory", record_ids="b1", user_ids="bob", embeddings=[_BOBS[0].tolist()])
+        store.search(query_vector=_BOBS[0].tolist(), k=3)
+
+    def refuse(name, *a, **kw):
+        raise PermissionError(13, "Permission denied", name)
+
+    with _open(db_path, clock) as store:
+        monkeypatch.setattr("oramem.sqlite.sidecar.os.unlink", refuse)
+        with store.transaction():
+            assert store.delete("memory", "a1") == 1
+        assert store.delete("memory", "b1") == 1
+        monkeypatch.undo()
+        assert store.get("memory", "a1") is None and store.get("memory", "b1") is None
+    assert "could not remove the stale vector sidecar" in caplog.text
