@@ -145,6 +145,9 @@ class ImportResult:
     imported: int = 0
     skipped: int = 0
     by_type: dict[str, int] = field(default_factory=dict)
+    #: subjects erased in the store while the import wrote (a receipt written after its
+    #: check) whose records the store now holds again: ``{"user": [...], "agent": [...]}``
+    erased_during_import: dict[str, list[str]] = field(default_factory=lambda: {"user": [], "agent": []})
 
 
 class ImportStopped(Exception):
@@ -641,6 +644,7 @@ def import_records(
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
     check_erased(store, lines, allow_erased=allow_erased)
     merge_erasure_log(store, lines)
+    seen = _receipt_ids(store)
     lines = [ln for ln in lines if ln.record_type != "erasure_log"]
     result = ImportResult(total=sum(1 for ln in lines if ln.record_type != "kg_row"))
     threads = [ln for ln in lines if ln.record_type == "thread"]
@@ -681,7 +685,24 @@ def import_records(
                 result.skipped += 1
         if progress is not None:
             progress(len(part))
+    if not allow_erased and seen is not None:
+        # SC-14.4: an erasure that committed between two batches (after the check above)
+        # does not stop the later ones: say which of its subjects the store holds again
+        from .trust.erasure import erased_since
+
+        result.erased_during_import = erased_since(store, seen, *line_scopes(lines))
     return result
+
+
+def _receipt_ids(store: Any) -> Optional[set[Any]]:
+    """The receipt ids of the store's erasure log (None on an engine without one)."""
+    from .errors import CapabilityError
+    from .trust.erasure import erasure_log
+
+    try:
+        return {e.get("receipt_id") for e in erasure_log(store)}
+    except CapabilityError:
+        return None
 
 
 # ----------------------------------------------------------------------------- knowledge rows

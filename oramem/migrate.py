@@ -97,10 +97,13 @@ class StoreComparison:
     records_match: bool
     knowledge: dict[str, tuple[int, int]] = field(default_factory=dict)
     knowledge_match: bool = True
+    #: subjects erased on the source while the store was copied (a receipt written after the
+    #: copy read the log) whose rows the target still holds: ``{"user": [...], "agent": [...]}``
+    erased_during_copy: dict[str, list[str]] = field(default_factory=lambda: {"user": [], "agent": []})
 
     @property
     def ok(self) -> bool:
-        return self.records_match and self.knowledge_match
+        return self.records_match and self.knowledge_match and not any(self.erased_during_copy.values())
 
 
 @dataclass
@@ -221,6 +224,9 @@ class _SQLiteSide:
 
         apply_schema_policy(engine, build_tables(store_id, vector_dim), SchemaPolicy.CREATE_IF_NECESSARY)
 
+    def end_snapshot(self) -> None:
+        pass  # every read is its own transaction here
+
     def close(self) -> None:
         pass
 
@@ -229,6 +235,8 @@ class _OracleSide:
     """An Oracle database through one python-oracledb connection (thin mode)."""
 
     kind = "oracle"
+    #: the store whose pages the open READ ONLY transaction reads (N5), if one is open
+    _snapshot_of: Optional[str] = None
 
     def __init__(self, location: Location, connect: OracleConnect) -> None:
         user, dsn = location.target.split("@", 1)
@@ -341,6 +349,13 @@ class _OracleSide:
 
         install_oracle(self.conn, store_id, vector_dim, echo=lambda _line: None)
 
+    def end_snapshot(self) -> None:
+        """End the READ ONLY transaction :meth:`rows` began (N5), so the next read sees what
+        committed since and a write on this connection is not refused (ORA-01456)."""
+        if self._snapshot_of is not None:
+            self.conn.rollback()
+            self._snapshot_of = None
+
     def close(self) -> None:
         self.conn.close()
 
@@ -429,7 +444,10 @@ def migrate(source_text: str, target_text: str, *, stores: Optional[list[str]] =
             info = catalog[sid]
             _copy_records(src, dst, info, now, batch_size, report, step, oracle_model, receipts[sid])
             _copy_knowledge(src, dst, info, batch_size, report, step)
-            report.stores.append(_compare(src, dst, info, now))
+            comparison = _compare(src, dst, info, now)
+            comparison.erased_during_copy = _erased_during_copy(src, dst, info, now, receipts[sid], oracle_model,
+                                                                allow_erased)
+            report.stores.append(comparison)
         return report
     finally:
         src.close()
@@ -515,6 +533,38 @@ def _refuse_erased(src: Any, dst: Any, store_id: str, receipts: list[dict], now:
 
     users, agents = _scopes(src, store_id, now)
     refuse_erased(entries, users, agents, what=f"store {store_id} of {src.name}")
+
+
+def _erased_during_copy(src: Any, dst: Any, info: StoreInfo, now: str, seen: list[dict], oracle_model: Optional[str],
+                        allow_erased: bool) -> dict[str, list[str]]:
+    """After a store's copy: the source's receipts written since :func:`migrate` read its log
+    (an erasure that committed while the pages were read) go into the target's log too, and
+    the subjects they name that the target still holds (rows copied before the erasure) are
+    returned, so the copy is reported as not done (SC-14.3, SC-14.4)."""
+    have = {e.get("receipt_id") for e in seen}
+    # an Oracle source read its pages in one snapshot: the log is read after it, so a receipt
+    # committed during the copy is seen; an Oracle target's snapshot (the comparison) ends
+    # before the log write
+    src.end_snapshot()
+    dst.end_snapshot()
+    late = [e for e in _erasure_entries(src, info.store_id) if e.get("receipt_id") not in have]
+    if not late:
+        return {"user": [], "agent": []}
+    from .trust.erasure import find_erased, merge_log
+
+    store = dst.open_store(info, oracle_model)
+    try:
+        merge_log(store, late)
+    finally:
+        store.close()
+    if allow_erased:
+        return {"user": [], "agent": []}
+    try:
+        users, agents = _scopes(dst, info.store_id, now)
+    finally:
+        dst.end_snapshot()  # the next store's copy writes on this connection
+    hit = find_erased(late, users, agents)
+    return {"user": sorted(hit["user"]), "agent": sorted(hit["agent"])}
 
 
 # ----------------------------------------------------------------------------- records

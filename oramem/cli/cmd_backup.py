@@ -120,7 +120,8 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     Records (and thread and knowledge lines) of a user or agent erased (`oramem forget`, or the cascade of their profile)
     — named in this store's erasure log or in the file's erasure-log lines — are refused
     before anything is written (exit 2) unless --allow-erased; the file's erasure-log lines
-    join the store's log (SC-14.4).
+    join the store's log (SC-14.4). One erased in this store while the import runs, whose
+    records it then wrote again, is reported after it (exit 1: erase them again).
     """
     source = getattr(file, "name", "<stdin>")
     header: dict[str, Any] = {}
@@ -147,7 +148,9 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     elapsed = time.perf_counter() - started
     if state.json:
         emit_json({"imported": result.imported, "skipped": result.skipped, "by_type": result.by_type,
-                   "knowledge_rows": kg_written, "knowledge_rows_skipped": kg_skipped, "seconds": round(elapsed, 3)})
+                   "knowledge_rows": kg_written, "knowledge_rows_skipped": kg_skipped, "seconds": round(elapsed, 3),
+                   "erased_during_import": {"users": len(result.erased_during_import["user"]),
+                                            "agents": len(result.erased_during_import["agent"])}})
     else:
         detail = ", ".join(f"{n} {t}" for t, n in result.by_type.items())
         skipped = f"; {result.skipped} skipped (already stored)" if result.skipped else ""
@@ -156,6 +159,14 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
             knowledge = f"; {kg_written} knowledge row(s)" + (f" ({kg_skipped} already stored)" if kg_skipped else "")
         click.echo(f"imported {result.imported} record(s) in {elapsed:.2f}s" + (f" ({detail})" if detail else "") + skipped
                    + knowledge)
+    late = result.erased_during_import
+    if any(late.values()):
+        # SC-14.4: counts only, as every erasure message (the ids are in the Python result)
+        raise CLIError(
+            f"{len(late['user'])} user(s) and {len(late['agent'])} agent(s) of the file were erased in this store while "
+            "the import ran, and records of theirs that it wrote after the erasure are in the store again: erase them "
+            "again (`oramem forget --user ID`; jsonl.import_records(...).erased_during_import names them)"
+        )
 
 
 def _refuse_erased(store: Any, lines: Sequence[jsonl.ImportLine], allow_erased: bool, source: str) -> None:
@@ -494,7 +505,8 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
     stores_out = [
         {"memory_store_id": s.store_id, "records": {"source": s.records[0], "target": s.records[1]},
          "records_match": s.records_match, "knowledge": {t: {"source": a, "target": b} for t, (a, b) in s.knowledge.items()},
-         "knowledge_match": s.knowledge_match}
+         "knowledge_match": s.knowledge_match,
+         "erased_during_copy": {"users": len(s.erased_during_copy["user"]), "agents": len(s.erased_during_copy["agent"])}}
         for s in report.stores
     ]
     if state.json:
@@ -507,5 +519,17 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
             kg = sum(a for a, _ in s.knowledge.values())
             verdict = "match" if s.ok else "DIFFER"
             click.echo(f"  {s.store_id}: {s.records[0]} -> {s.records[1]} records, {kg} knowledge rows; checksums {verdict}")
+    late = [(s.store_id, len(s.erased_during_copy["user"]), len(s.erased_during_copy["agent"]))
+            for s in report.stores if any(s.erased_during_copy.values())]
+    if late:
+        # SC-14.4: counts only, as every erasure message (the ids stay in the Python report)
+        said = "; ".join(f"store {sid}: {users} user(s), {agents} agent(s)" for sid, users, agents in late)
+        raise CLIError(
+            f"subjects were erased on SOURCE while it was copied, and TARGET still holds their rows ({said}); "
+            "their receipts were copied into TARGET's erasure log. Erase them on TARGET too (a SQLite TARGET: "
+            "`oramem --db TARGET forget --user ID`; an Oracle one: the store's forget(user_id=ID); "
+            "migrate.migrate(...).stores[i].erased_during_copy names them), or drop the store on TARGET and run "
+            "migrate again"
+        )
     if not report.ok:
         raise CLIError("the copy differs from the source: " + ", ".join(s.store_id for s in report.stores if not s.ok))

@@ -337,6 +337,22 @@ class SQLiteEngine(Engine):
                     cache.invalidate()
                 else:
                     cache.patch(catalog.version, after, sorted(tx.touched), patch)
+            if tx.vectors_dropped and self._use_sidecar:
+                # the snapshot (and its HNSW files) still holds the deleted rows' vectors; it is
+                # stale now (change_seq moved), so the next reader rebuilds it either way
+                if db.in_block:
+                    db.on_block_end(before_commit=self._drop_stale_sidecar)
+                else:
+                    self._drop_stale_sidecar()
+
+    def _drop_stale_sidecar(self) -> None:
+        """Remove the sidecar snapshot and its HNSW files after a delete or a vector change
+        (red26): a deleted row's vector must not stay beside the database, which zeroes its
+        pages. A reader of an older snapshot can still write one afterwards (never used: the
+        next reader replaces it); an erasure closes that gap with its checkpoint
+        (``_after_erasure``)."""
+        if self._tables is not None:
+            sidecar.remove_stale(self._path, self._tables.store_id)
 
     def _erase_deleted_text(self) -> None:
         db, tables = self._open_parts()

@@ -73,6 +73,11 @@ class WriteTx:
     fts_deleted: bool = False
     #: rows deleted per table name (what ``forget`` reports)
     erased: dict[str, int] = field(default_factory=dict)
+    #: retrieval rows were deleted or their vectors replaced: the old vectors go from the
+    #: sidecar snapshot too (engine._write)
+    vectors_dropped: bool = False
+    #: whether an unfinished reembed's work table exists (None: not looked up yet)
+    reembed_work: Optional[bool] = None
 
     def count(self, kind: str, cursor: sqlite3.Cursor) -> None:
         name = self.tables.names[kind]
@@ -129,8 +134,25 @@ class WriteTx:
                 self.conn.execute(t.secure_delete_sql)
             self.count("fts_pending", self.conn.execute(f"DELETE FROM {t.pending} WHERE chunk_id IN {of_records}", params))
             self.fts_deleted = self.fts_deleted or bool(seqs)
-        self.count("chunks", self.conn.execute(f"DELETE FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params))
+        if self._reembed_pending():
+            # an unfinished reembed's work table holds each copied row's text: a deleted or
+            # re-texted row's goes with it (a profile cascade, a delete, a purge, an update),
+            # not only at the next forget (SC-8.1, SC-14.2: the erasure scan counts a word
+            # still in the work table as another live row's)
+            work = f'"{t.names["reembed"]}"'
+            self.count("reembed", self.conn.execute(f"DELETE FROM {work} WHERE chunk_id IN {of_records}", params))
+        cursor = self.conn.execute(f"DELETE FROM {t.chunks} WHERE record_seq IN {_IN_SEQS}", params)
+        self.count("chunks", cursor)
+        self.vectors_dropped = self.vectors_dropped or cursor.rowcount > 0
         self.touched.update(seqs)
+
+    def _reembed_pending(self) -> bool:
+        """Whether the store has a reembed's work table (looked up once per transaction)."""
+        if self.reembed_work is None:
+            self.reembed_work = self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (self.tables.names["reembed"],)
+            ).fetchone() is not None
+        return self.reembed_work
 
     def _merge_instead(self, params: dict[str, Any]) -> bool:
         """Whether this delete erases its keyword rows by one merge of the whole index
@@ -342,6 +364,7 @@ def _change_retrieval(tx: WriteTx, seq: int, request: UpdateRequest) -> None:
         return
     if change == RetrievalChange.STRIP_VECTORS:
         conn.execute(f"UPDATE {t.chunks} SET vector = NULL WHERE record_seq = ?", (seq,))
+        tx.vectors_dropped = True
         return
     if change == RetrievalChange.REVECTOR:
         chunk_ids = [cid for (cid,) in conn.execute(
@@ -357,6 +380,7 @@ def _change_retrieval(tx: WriteTx, seq: int, request: UpdateRequest) -> None:
             f"UPDATE {t.chunks} SET vector = ? WHERE chunk_id = ?",
             [(tx.vector_blob(v), cid) for v, cid in zip(request.vectors, chunk_ids)],
         )
+        tx.vectors_dropped = True
         return
     raise ValueError(f"unknown retrieval change {change!r}")
 
@@ -529,7 +553,9 @@ def delete_keys(tx: WriteTx, keys: Sequence[tuple[str, str]]) -> None:
 def forget(tx: WriteTx, profile_type: str, actor_id: str) -> DeletionEvent:
     """SC-8.6, store part: the SC-8.2 cascade of the actor's profile (present or not), and
     the deleted chunks' rows in an unfinished re-embedding's work table (they hold text;
-    chunk ids are never reused, so a work row without its chunk is a deleted one)."""
+    chunk ids are never reused, so a work row without its chunk is a deleted one). Each
+    delete takes its chunks' work rows (``WriteTx.delete_chunks``); this sweep also takes
+    those an older oramem left behind."""
     _, event = delete_record(tx, profile_type, actor_id, True)
     assert event is not None  # a cascade always reports its actor
     work = tx.tables.names["reembed"]

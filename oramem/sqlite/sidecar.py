@@ -84,6 +84,20 @@ def remove(db_path: str, store_id: str) -> None:
             pass
 
 
+def remove_stale(db_path: str, store_id: str) -> None:
+    """After a commit that deleted retrieval rows or replaced their vectors: delete the
+    store's snapshot and its ANN files, which hold the old vectors and are stale now. Never
+    raises (it runs after a commit, or just before a caller's block commits): a file that
+    cannot be removed is logged and stays stale (never used, replaced by the next reader)."""
+    if not os.path.exists(sidecar_path(db_path, store_id)):
+        return
+    try:
+        remove(db_path, store_id)
+    except OSError as exc:
+        log.warning("could not remove the stale vector sidecar of %s (%s); it still holds deleted rows' vectors "
+                    "until the next reader replaces it", db_path, exc)
+
+
 def _ann_files(path: str, keep: str = "") -> list[str]:
     """The ANN index files saved beside the sidecar ``path`` (``<path>.<token>.ann*``),
     except those of token ``keep``."""

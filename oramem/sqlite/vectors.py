@@ -74,6 +74,9 @@ class VectorCache:
         self.ann_config = ann_config
         #: the HNSW index of the live rows, or None (disabled, fewer than min_rows, not loaded)
         self.ann: Optional[AnnIndex] = None
+        #: rows were removed from ``ann`` since it was built or loaded: the backends keep a
+        #: removed key's vector in the file they save, so such an index is never saved
+        self.ann_removed = False
         self._codes: dict[str, int] = {}
         self._next_key = 0
         #: the version the sidecar file holds (loaded from it or written to it), if known
@@ -203,6 +206,7 @@ class VectorCache:
         self.version = None
         self.saved_version = None
         self.ann = None
+        self.ann_removed = False
         self._next_key = 0
         self._reset(*self._columns([]))
 
@@ -211,6 +215,7 @@ class VectorCache:
         of ``LOAD_BLOCK`` rows, straight into the matrix). ``count``, an upper bound of the
         row count if known, sizes the arrays up front; otherwise they grow by doubling."""
         self.ann = None
+        self.ann_removed = False
         self._next_key = 0
         self.saved_version = None
         # the scope code table is rebuilt from the rows: the old one holds the actor ids of
@@ -268,7 +273,11 @@ class VectorCache:
 
     def ann_keys_are_rows(self) -> bool:
         """Are the live rows' keys 0, 1, ... in order, i.e. the keys a :meth:`load_snapshot`
-        of :meth:`snapshot` gives them (so a saved ANN index fits the snapshot)?"""
+        of :meth:`snapshot` gives them (so a saved ANN index fits the snapshot), and has the
+        index lost no row since it was built or loaded (a removed row's vector stays in the
+        backend's file: the last rows deleted leave the keys in order, red26)?"""
+        if self.ann_removed:
+            return False
         keys = self._keys[: self.size][self._live[: self.size]]
         return bool(np.array_equal(keys, np.arange(keys.size)))
 
@@ -280,6 +289,7 @@ class VectorCache:
         first append copies them and nothing ever writes into the map. ``ann``: the saved
         HNSW index of the snapshot (labels = row keys), or None to build one if enabled."""
         self.ann = None
+        self.ann_removed = False
         self._next_key = 0
         self._codes = {value: code for code, value in enumerate(codes)}
         # a plain ndarray view of the map (the memmap subclass adds per-index overhead)
@@ -305,6 +315,7 @@ class VectorCache:
             live[gone] = False
             if self.ann is not None and gone.any():
                 self.ann.remove(self._keys[: self.size][gone])
+                self.ann_removed = True
         columns = self._columns(list(rows))
         keys = self._append(*columns)
         if self.ann is not None and keys.size:

@@ -398,6 +398,27 @@ def refuse_erased(entries: Iterable[Mapping[str, Any]], user_ids: Iterable[Optio
     )
 
 
+def erased_since(store: Any, seen: Iterable[Any], user_ids: Iterable[Optional[str]],
+                 agent_ids: Iterable[Optional[str]]) -> dict[str, list[str]]:
+    """Which of ``user_ids`` / ``agent_ids`` a receipt of the store's log that is not in
+    ``seen`` (receipt ids read before) names while a live record or profile of the store
+    still names them: a copy restored them after an erasure that committed while it ran
+    (SC-14.4; red26). ``{"user": [...], "agent": [...]}``, empty lists when none."""
+    out: dict[str, list[str]] = {"user": [], "agent": []}
+    ops = _ops(store)
+    if ops is None:
+        return out
+    known = set(seen)
+    late = [e for e in ops.read_log() if e.get("receipt_id") not in known]
+    if not late:
+        return out
+    hit = find_erased(late, user_ids, agent_ids)
+    for kind in ("user", "agent"):
+        if hit[kind]:
+            out[kind] = sorted(hit[kind] & set(ops.live_actors(kind)))
+    return out
+
+
 def merge_log(store: Any, entries: Sequence[Mapping[str, Any]]) -> int:
     """Add receipts (from an export file or another store) to the store's log; a receipt
     already there (same id) is kept. Returns how many were added."""

@@ -267,3 +267,96 @@ def test_a_sqlite_copy_of_an_oracle_store_keeps_an_identity_it_can_open_with(tmp
     recorded = admin.list_stores(dst)["DEFAULT"]["embedder"]
     # the in-database model cannot run on SQLite: that copy is opened with the model's local twin
     assert (json.loads(recorded) if recorded else None) == (identity if kept else None)
+
+
+# -- red26: a subject erased on the source while migrate copies it (SC-14.3, SC-14.4) --------
+
+def _receipt_for(user_id):
+    from oramem.trust.erasure import subject_hash
+
+    salt = "5" * 32
+    return {"receipt_id": "r-late", "erased_at": "2026-12-02T10:00:01+00:00", "subject": "user",
+            "subject_hash": subject_hash(salt, "user", user_id), "salt": salt, "token_hashes": [],
+            "verification": {"status": "clean"}}
+
+
+def test_an_oracle_sources_log_is_read_again_after_its_snapshot_ends(tmp_path):
+    """The pages of an Oracle source are one READ ONLY snapshot (N5): a receipt that commits
+    while they are read is not in it. The log is read again after the snapshot ended (a
+    rollback on the source's connection first), its late receipt copied into the target,
+    and the report names the erased user whose rows were copied."""
+    base = dict(content="x", timestamp=None, metadata=None, thread_id=None, agent_id=None, role=None,
+                created_at="2024-03-01T08:00:00.000000+00:00", expires_at=None)
+    rows = [{"record": dict(base, id=f"m{i}", record_type="memory", user_id=u, seq_no=i), "chunks": None}
+            for i, u in ((1, "ana"), (2, "bob"), (3, "bob"))]
+    rec, connect = fake_oracle(OracleModel(rows))
+    reads = []
+
+    def log(call):  # the erasure commits after the first read of the log
+        reads.append(call)
+        return json.dumps([] if len(reads) == 1 else [_receipt_for("ana")])
+
+    rec.answers["oramem_admin.get_erasure_log_json"] = log
+    dst = str(tmp_path / "copy.db")
+    report = migrate(ORACLE, dst, batch_size=2, oracle_connect=connect)
+    assert len(reads) == 2
+    assert report.stores[0].erased_during_copy == {"user": ["ana"], "agent": []}
+    assert not report.ok
+    from oramem.trust.erasure import erasure_log
+
+    with SQLiteMemoryStore(dst, vector_dim=3) as copy:
+        assert [e["receipt_id"] for e in erasure_log(copy)] == ["r-late"]
+    # the second read of the log came after the snapshot's end, on the source's connection
+    seq = [(c.kind, c.name) for c in rec.calls if c.kind in ("execute", "commit", "rollback")
+           or c.name in ("oramem_store.export_json", "oramem_admin.get_erasure_log_json")]
+    second = max(i for i, s in enumerate(seq) if s[1] == "oramem_admin.get_erasure_log_json")
+    last_page = max(i for i, s in enumerate(seq) if s[1] == "oramem_store.export_json")
+    assert last_page < second and any(kind == "rollback" for kind, _ in seq[last_page:second]), seq
+
+
+def test_a_late_receipt_is_written_into_an_oracle_target_outside_its_read_only_snapshot(tmp_path):
+    """SQLite source, Oracle target: the comparison reads the target in a READ ONLY
+    transaction (N5), where Oracle refuses a write (ORA-01456); the late receipt's
+    log_erasure comes after a rollback on the target's connection, and the target's snapshot
+    is ended again before migrate goes on (the next store's copy writes there)."""
+    from oramem.migrate import _OracleSide
+
+    src = str(tmp_path / "src.db")
+    with SQLiteMemoryStore(src, embedder=HashEmbedder(3), search_strategy="vector") as store:
+        store.add(["ana grows figs"], "memory", user_ids="ana")
+        store.add(["bob likes tea", "bob likes figs"], "memory", user_ids="bob")
+    model = OracleModel()
+    rec, connect = fake_oracle(model)
+    rec.answers["oramem_admin.get_erasure_log_json"] = "[]"
+    rec.answers["oramem_admin.log_erasure"] = None
+    done = []
+
+    def progress(copied, total):
+        if copied and not done:
+            done.append(True)
+            with SQLiteMemoryStore(src, embedder=HashEmbedder(3)) as store:
+                store.forget(user_id="ana")
+
+    ended = []
+    real_end = _OracleSide.end_snapshot
+
+    def end_snapshot(self):
+        ended.append(getattr(self, "_snapshot_of", None))
+        real_end(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_OracleSide, "end_snapshot", end_snapshot)
+        report = migrate(src, ORACLE, batch_size=2, oracle_connect=connect, progress=progress)
+    assert report.stores[0].erased_during_copy == {"user": ["ana"], "agent": []}
+    seq = [(c.kind, c.name, c.conn) for c in rec.calls if c.kind in ("execute", "commit", "rollback")
+           or c.name in ("oramem_admin.log_erasure", "oramem_store.export_json")]
+    logged = [i for i, s in enumerate(seq) if s[1] == "oramem_admin.log_erasure"]
+    assert logged, seq
+    # the comparison read the target in a READ ONLY transaction; a rollback on the target's
+    # connection ended it before the write
+    starts = [i for i, s in enumerate(seq) if s[:2] == ("execute", "SET TRANSACTION READ ONLY")
+              and s[2] == seq[logged[0]][2] and i < logged[0]]
+    assert starts, seq
+    assert any(s[0] == "rollback" and s[2] == seq[logged[0]][2] for s in seq[max(starts):logged[0]]), seq
+    # and the target's snapshot of the subject check is ended too
+    assert ended and ended[-1] == "DEFAULT"
