@@ -1166,6 +1166,35 @@ def _catalog_row(path: str, memory_store_id: Any) -> Optional[dict[str, Any]]:
         return _UNREADABLE
 
 
+def _check_database_path(path: str, schema_policy: Any, read_only: Optional[bool]) -> Optional[bool]:
+    """One clear error for a SQLite path that cannot be opened, before an embedder is chosen
+    (for a new store that may mean downloading the default model): a directory, or a new file
+    in a directory that does not exist. Returns False when the file does not exist and the open
+    cannot create it (``REQUIRE_EXISTING``, ``read_only=True``: the engine raises
+    ``StoreNotFound``), else None. Bad policies are left for the normal checks."""
+    import os
+
+    if path in ("", ":memory:") or path.startswith("file::memory:"):
+        return None
+    if os.path.isdir(path):
+        raise ArgumentError(
+            f"{path!r} is a directory; give a database file path, e.g. {os.path.join(path, 'oramem.db')!r}"
+        )
+    if os.path.exists(path):
+        return None
+    try:
+        creating = read_only is not True and SchemaPolicy.coerce(schema_policy, "schema_policy") \
+            is not SchemaPolicy.REQUIRE_EXISTING
+    except (TypeError, ValueError):
+        return None
+    if not creating:
+        return False
+    where = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(where):
+        raise StoreError(f"cannot create {path}: directory {where} does not exist (create it first, or give another path)")
+    return None
+
+
 def _implicit_embedder(row: Optional[dict[str, Any]], search_strategy: Any) -> Any:
     """The embedder of a SQLite store opened with neither ``embedder`` nor ``vector_dim``:
     for an existing store (``row``), the one its recorded identity names when it can be
@@ -1262,7 +1291,8 @@ class SQLiteMemoryStore(OracleMemoryStore):
             raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
             raise ArgumentTypeError("clock must be a zero-argument callable returning an aware UTC datetime")
-        implicit = embedder is None and vector_dim is None
+        creates = _check_database_path(os.fspath(path), schema_policy, read_only)
+        implicit = embedder is None and vector_dim is None and creates is not False
         row = _catalog_row(os.fspath(path), memory_store_id) if (implicit or search_strategy is NOT_SET) else None
         if search_strategy is NOT_SET:  # an existing store opens as it is (the CLI does the same)
             search_strategy = SearchStrategy(row["capability"]) if row else SearchStrategy.VECTOR
@@ -1286,7 +1316,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         except sqlite3.DatabaseError as exc:
             engine.close()
             low = str(exc).lower()
-            if "not a database" not in low and "malformed" not in low:
+            if "not a database" not in low and "malformed" not in low and "unable to open" not in low:
                 raise
             from .sqlite.admin import explain_error
 
