@@ -18,7 +18,7 @@ from ..errors import DuplicateRecordError, StoreError
 from ..sqlite import admin as sqlite_admin
 
 from .app import cli
-from .group import CLIError, one_line
+from .group import CLIError, ask_password, one_line
 from .output import emit_json
 from .state import State, pass_state
 
@@ -479,7 +479,8 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
 
         password = os.environ.get("ORAMEM_PASSWORD")
         if password is None:
-            password = click.prompt(f"password for Oracle user {user} at {dsn}", hide_input=True, err=True)
+            password = ask_password(f"password for Oracle user {user} at {dsn}",
+                                    f"no password for Oracle user {user} at {dsn}: set ORAMEM_PASSWORD")
         try:
             return oracledb.connect(user=user, password=password, dsn=dsn)
         except oracledb.Error as exc:

@@ -30,6 +30,15 @@ class CLIError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]
 
 
+def ask_password(prompt: str, missing: str) -> str:
+    """A hidden prompt for a password, or, with no terminal on stdin (a script, CI, a pipe),
+    one error saying how to give it (``missing``) instead of click's "Warning: Can not control
+    echo on the terminal ... Aborted!" (exit 1) once stdin ran dry."""
+    if not sys.stdin.isatty():
+        raise CLIError(f"{missing} (stdin is not a terminal, so there is no prompt)", EXIT_USAGE)
+    return str(click.prompt(prompt, hide_input=True, err=True))
+
+
 #: Exit statuses (documented in the README, after the command-line examples)
 EXIT_ERROR = 1  # the store's state, a service, the database file, the file system
 EXIT_USAGE = 2  # a bad flag or argument (click's own usage errors exit 2 too); nothing was written
