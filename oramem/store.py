@@ -1088,17 +1088,31 @@ _READ_HINTS = {"user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "th
 _SEARCH_HINTS = {**_READ_HINTS, "limit": "k", "top_k": "k", "n_results": "k", "record_type": "record_types",
                  "text": "query", "query_text": "query"}
 _LIST_HINTS = {**_READ_HINTS, "k": "limit", "top_k": "limit"}
+#: mem0 addresses a memory by its id alone (``get(memory_id)``, ``update(memory_id, data)``);
+#: here a record's address is its type and id. Key ``*positional``: the note for a call whose
+#: positional arguments do not fit.
+_ADDRESS_HINTS = {"memory_id": "record_id", "id": "record_id", "type": "record_type"}
+_GET_HINTS = {**_ADDRESS_HINTS, "*positional": "get takes the record's type and id: get('memory', record_id)"}
+_DELETE_HINTS = {**_ADDRESS_HINTS, "*positional": "delete takes the record's type and id: delete('memory', record_id)"}
+_UPDATE_HINTS = {**_ADDRESS_HINTS, "data": "text", "content": "text", "memory": "text", "metadatas": "metadata",
+                 "*positional": "update takes the record's type and id, then keyword arguments: "
+                                "update('memory', record_id, text=...)"}
 #: per method: argument names other memory libraries use -> this API's name (for the hint)
-_CALL_HINTS = {"search": _SEARCH_HINTS, "search_async": _SEARCH_HINTS, "list": _LIST_HINTS, "list_async": _LIST_HINTS}
+_CALL_HINTS = {"search": _SEARCH_HINTS, "search_async": _SEARCH_HINTS, "list": _LIST_HINTS, "list_async": _LIST_HINTS,
+               "get": _GET_HINTS, "get_async": _GET_HINTS, "delete": _DELETE_HINTS, "delete_async": _DELETE_HINTS,
+               "update": _UPDATE_HINTS, "update_async": _UPDATE_HINTS}
 
 
 def _hinted(exc: TypeError, kwargs: Mapping[str, Any], hints: Mapping[str, str]) -> Optional[TypeError]:
     """``exc`` (raised by Python binding a call's arguments) with "did you mean" for the names
-    in ``hints``; None when no name applies."""
-    meant = [f"{hints[n]}=" for n in kwargs if n in hints and f"'{n}'" in str(exc)]
-    if not meant:
-        return None
-    return TypeError(f"{exc} (did you mean {', '.join(meant)}?)")
+    in ``hints``, or the ``*positional`` note when the positional arguments do not fit; None
+    when nothing applies."""
+    meant = [f"{hints[n]}=" for n in kwargs if n in hints and not n.startswith("*") and f"'{n}'" in str(exc)]
+    if meant:
+        return TypeError(f"{exc} (did you mean {', '.join(meant)}?)")
+    if "*positional" in hints and "positional argument" in str(exc):
+        return TypeError(f"{exc} ({hints['*positional']})")
+    return None
 
 
 def _with_call_hints(function: Any, hints: Mapping[str, str]) -> Any:
@@ -1137,8 +1151,13 @@ def _check_embedder(embedder: Any) -> Any:
         return None
     missing = [name for name in ("embed", "embedding_dimension") if not hasattr(embedder, name)]
     if missing:
+        hint = ""
+        if isinstance(embedder, str):  # a model name or path, as some libraries take it
+            hint = (f"; for a local ONNX model pass embedder=ONNXEmbedder({embedder!r}) (oramem.embedders), "
+                    "or leave embedder out for the default model")
         raise ArgumentTypeError(
-            f"embedder must implement IEmbedder (embed, embedding_dimension); {type(embedder).__name__} lacks {', '.join(missing)}"
+            f"embedder must implement IEmbedder (embed, embedding_dimension); {type(embedder).__name__} lacks "
+            f"{', '.join(missing)}{hint}"
         )
     return embedder
 
