@@ -123,6 +123,13 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     join the store's log (SC-14.4).
     """
     source = getattr(file, "name", "<stdin>")
+    if isinstance(source, str) and os.path.isfile(source):
+        with open(source, "rb") as raw:
+            if raw.read(16) == b"SQLite format 3\x00":  # a database, not an export of one
+                raise CLIError(
+                    f"{source} is a SQLite database, not a JSON Lines export: open it as it is with --db {source}, "
+                    f"copy all of it with `oramem migrate sqlite:{source} sqlite:TARGET`, or make an export with "
+                    f"`oramem --db {source} export --out FILE`; nothing was written", 2)
     header: dict[str, Any] = {}
     # read line by line with a bounded length (jsonl.bounded_lines, finding 18)
     lines = parse_jsonl(file, source, default_type=default_type, keep_times=not fresh_times, header=header)
@@ -365,6 +372,9 @@ def _replacing(target: Optional[str]) -> Iterator[Optional[Any]]:
     import tempfile
 
     directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(directory):
+        raise CLIError(f"cannot write --out {target}: directory {directory} does not exist (create it first); "
+                       "nothing was written", 1)
     try:
         fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
     except OSError as exc:

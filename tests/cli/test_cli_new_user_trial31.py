@@ -97,3 +97,22 @@ def test_migrate_password_without_a_terminal_says_how_to_give_it(runner, tmp_pat
     assert "Aborted" not in result.output and "control echo" not in result.output
     assert "no password for Oracle user oramem at localhost:1521/FREEPDB1" in result.stderr
     assert "ORAMEM_PASSWORD" in result.stderr
+
+
+# ----------------------------------------------------------------------------- import a database, export into nowhere
+def test_importing_a_database_file_says_what_it_is(runner, tmp_path):
+    src = str(tmp_path / "src.db")
+    _memory(runner, src)
+    target = str(tmp_path / "t.db")
+    err = run(runner, "--db", target, "import", src, expect=2).stderr
+    assert f"{src} is a SQLite database, not a JSON Lines export" in err
+    assert f"oramem migrate sqlite:{src} sqlite:TARGET" in err and "UTF-8" not in err
+    assert not (tmp_path / "t.db").exists()
+
+
+def test_export_into_a_missing_directory_names_it(runner, tmp_path):
+    db = str(tmp_path / "e.db")
+    _memory(runner, db)
+    out = tmp_path / "nowhere" / "backup.jsonl"
+    err = run(runner, "--db", db, "export", "--out", str(out), expect=1).stderr
+    assert f"directory {tmp_path / 'nowhere'} does not exist" in err and ".tmp" not in err
