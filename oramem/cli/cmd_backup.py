@@ -129,7 +129,7 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
                 raise CLIError(
                     f"{source} is a SQLite database, not a JSON Lines export: open it as it is with --db {source}, "
                     f"copy all of it with `oramem migrate sqlite:{source} sqlite:TARGET`, or make an export with "
-                    f"`oramem --db {source} export --out FILE`; nothing was written", 2)
+                    f"`oramem export --db {source} --out FILE`; nothing was written", 2)
     header: dict[str, Any] = {}
     # read line by line with a bounded length (jsonl.bounded_lines, finding 18)
     lines = parse_jsonl(file, source, default_type=default_type, keep_times=not fresh_times, header=header)

@@ -116,3 +116,31 @@ def test_export_into_a_missing_directory_names_it(runner, tmp_path):
     out = tmp_path / "nowhere" / "backup.jsonl"
     err = run(runner, "--db", db, "export", "--out", str(out), expect=1).stderr
     assert f"directory {tmp_path / 'nowhere'} does not exist" in err and ".tmp" not in err
+
+
+# ----------------------------------------------------------------------------- a one-value option twice
+def test_a_one_value_option_given_twice_is_refused(runner, tmp_path):
+    """click kept the last value silently: `search --user alice --user bob` answered as bob."""
+    db = str(tmp_path / "r.db")
+    _memory(runner, db)
+    run(runner, "--db", db, "--store-strategy", "keyword", "add", "--user", "bob", "Bob avoids pork")
+    result = run(runner, "--db", db, "search", "pork", "--user", "alice", "--user", "bob", expect=2)
+    assert "--user is given more than once; it takes one value" in result.stderr and "Bob" not in result.stdout
+    other = str(tmp_path / "other.db")
+    err = run(runner, "--db", db, "list", "--db", other, expect=2).stderr
+    assert "--db is given more than once" in err and not (tmp_path / "other.db").exists()
+    err = run(runner, "--db", db, "knowledge", "facts", "a1", "--user", "x", "--user", "y", expect=2).stderr
+    assert "--user is given more than once" in err
+    err = run(runner, "--db", db, "add", "--type", "fact", "--type", "memory", "x", expect=2).stderr
+    assert "--type is given more than once" in err
+
+
+def test_flags_and_repeatable_options_still_repeat(runner, tmp_path):
+    db = str(tmp_path / "r.db")
+    _memory(runner, db)
+    hits = json.loads(run(runner, "--db", db, "--json", "search", "shellfish", "--types", "memory",
+                          "--types", "fact", "--json").stdout)
+    assert [h["record"]["content"] for h in hits] == ["Ana is allergic to shellfish"]
+    # a value that looks like an option is a value, not a second option
+    assert "no results" in run(runner, "--db", db, "search", "shellfish", "--user", "--user").stdout
+    run(runner, "--db", db, "add", "--user", "ana", "--", "--user is a word here")
