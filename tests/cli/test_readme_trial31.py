@@ -86,3 +86,10 @@ def test_the_cli_examples_about_alice_and_t1_run_in_their_order(tmp_path, monkey
         assert words[0] == "oramem"
         result = runner.invoke(cli, words[1:], input=stdin, catch_exceptions=False)
         assert result.exit_code == 0, (line, result.output)
+
+
+def test_readme_says_a_one_value_option_is_given_once(runner, tmp_path):
+    text = " ".join(_readme().split())
+    assert "an option that takes one value may be given once (`--user alice --user bob` is refused with exit 2" in text
+    result = runner.invoke(cli, ["--db", str(tmp_path / "x.db"), "search", "x", "--user", "alice", "--user", "bob"])
+    assert result.exit_code == 2
