@@ -144,3 +144,21 @@ def test_flags_and_repeatable_options_still_repeat(runner, tmp_path):
     # a value that looks like an option is a value, not a second option
     assert "no results" in run(runner, "--db", db, "search", "shellfish", "--user", "--user").stdout
     run(runner, "--db", db, "add", "--user", "ana", "--", "--user is a word here")
+
+
+# ----------------------------------------------------------------------------- knowledge read without --user
+def test_knowledge_facts_without_user_says_how_to_read_a_users_facts(runner, tmp_path):
+    from oramem import SQLiteMemoryStore
+    from oramem.embedders import HashEmbedder
+    from oramem.knowledge import KnowledgeMemory
+
+    db = str(tmp_path / "k.db")
+    with SQLiteMemoryStore(db, embedder=HashEmbedder(256), search_strategy="hybrid") as store:
+        with KnowledgeMemory(store, None) as km:
+            km.add_fact("concierge", "Ana", "Ana lives in Porto", subject_type="person", user_id="ana")
+    for command in ("facts", "entities"):
+        out = run(runner, "--db", db, "knowledge", command, "concierge").stdout
+        assert f"(no shared {command}; a user's own {command} are listed with --user ID)" in out
+        out = run(runner, "--db", db, "knowledge", command, "concierge", "--user", "ana").stdout
+        assert "Ana" in out or "ana" in out
+    assert run(runner, "--db", db, "knowledge", "facts", "concierge", "--user", "ben").stdout.strip() == "(no facts)"
