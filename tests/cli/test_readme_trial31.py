@@ -93,3 +93,11 @@ def test_readme_says_a_one_value_option_is_given_once(runner, tmp_path):
     assert "an option that takes one value may be given once (`--user alice --user bob` is refused with exit 2" in text
     result = runner.invoke(cli, ["--db", str(tmp_path / "x.db"), "search", "x", "--user", "alice", "--user", "bob"])
     assert result.exit_code == 2
+
+
+def test_readme_names_the_mcp_option_that_leaves_a_tool_out():
+    from oramem.cli.cmd_serve import mcp
+
+    section = " ".join(_readme().split("### MCP server:", 1)[1].split("\n### ", 1)[0].split())
+    assert "`--disable-tool NAME` (repeatable; Python `build_server(..., disabled_tools=[\"forget\"])`)" in section
+    assert any("--disable-tool" in getattr(p, "opts", []) and p.multiple for p in mcp.params)
