@@ -1088,17 +1088,31 @@ _READ_HINTS = {"user_ids": "user_id", "agent_ids": "agent_id", "thread_ids": "th
 _SEARCH_HINTS = {**_READ_HINTS, "limit": "k", "top_k": "k", "n_results": "k", "record_type": "record_types",
                  "text": "query", "query_text": "query"}
 _LIST_HINTS = {**_READ_HINTS, "k": "limit", "top_k": "limit"}
+#: mem0 addresses a memory by its id alone (``get(memory_id)``, ``update(memory_id, data)``);
+#: here a record's address is its type and id. Key ``*positional``: the note for a call whose
+#: positional arguments do not fit.
+_ADDRESS_HINTS = {"memory_id": "record_id", "id": "record_id", "type": "record_type"}
+_GET_HINTS = {**_ADDRESS_HINTS, "*positional": "get takes the record's type and id: get('memory', record_id)"}
+_DELETE_HINTS = {**_ADDRESS_HINTS, "*positional": "delete takes the record's type and id: delete('memory', record_id)"}
+_UPDATE_HINTS = {**_ADDRESS_HINTS, "data": "text", "content": "text", "memory": "text", "metadatas": "metadata",
+                 "*positional": "update takes the record's type and id, then keyword arguments: "
+                                "update('memory', record_id, text=...)"}
 #: per method: argument names other memory libraries use -> this API's name (for the hint)
-_CALL_HINTS = {"search": _SEARCH_HINTS, "search_async": _SEARCH_HINTS, "list": _LIST_HINTS, "list_async": _LIST_HINTS}
+_CALL_HINTS = {"search": _SEARCH_HINTS, "search_async": _SEARCH_HINTS, "list": _LIST_HINTS, "list_async": _LIST_HINTS,
+               "get": _GET_HINTS, "get_async": _GET_HINTS, "delete": _DELETE_HINTS, "delete_async": _DELETE_HINTS,
+               "update": _UPDATE_HINTS, "update_async": _UPDATE_HINTS}
 
 
 def _hinted(exc: TypeError, kwargs: Mapping[str, Any], hints: Mapping[str, str]) -> Optional[TypeError]:
     """``exc`` (raised by Python binding a call's arguments) with "did you mean" for the names
-    in ``hints``; None when no name applies."""
-    meant = [f"{hints[n]}=" for n in kwargs if n in hints and f"'{n}'" in str(exc)]
-    if not meant:
-        return None
-    return TypeError(f"{exc} (did you mean {', '.join(meant)}?)")
+    in ``hints``, or the ``*positional`` note when the positional arguments do not fit; None
+    when nothing applies."""
+    meant = [f"{hints[n]}=" for n in kwargs if n in hints and not n.startswith("*") and f"'{n}'" in str(exc)]
+    if meant:
+        return TypeError(f"{exc} (did you mean {', '.join(meant)}?)")
+    if "*positional" in hints and "positional argument" in str(exc):
+        return TypeError(f"{exc} ({hints['*positional']})")
+    return None
 
 
 def _with_call_hints(function: Any, hints: Mapping[str, str]) -> Any:
@@ -1137,8 +1151,13 @@ def _check_embedder(embedder: Any) -> Any:
         return None
     missing = [name for name in ("embed", "embedding_dimension") if not hasattr(embedder, name)]
     if missing:
+        hint = ""
+        if isinstance(embedder, str):  # a model name or path, as some libraries take it
+            hint = (f"; for a local ONNX model pass embedder=ONNXEmbedder({embedder!r}) (oramem.embedders), "
+                    "or leave embedder out for the default model")
         raise ArgumentTypeError(
-            f"embedder must implement IEmbedder (embed, embedding_dimension); {type(embedder).__name__} lacks {', '.join(missing)}"
+            f"embedder must implement IEmbedder (embed, embedding_dimension); {type(embedder).__name__} lacks "
+            f"{', '.join(missing)}{hint}"
         )
     return embedder
 
@@ -1164,6 +1183,35 @@ def _catalog_row(path: str, memory_store_id: Any) -> Optional[dict[str, Any]]:
         return admin.list_stores(path).get(store_id)
     except StoreError:
         return _UNREADABLE
+
+
+def _check_database_path(path: str, schema_policy: Any, read_only: Optional[bool]) -> Optional[bool]:
+    """One clear error for a SQLite path that cannot be opened, before an embedder is chosen
+    (for a new store that may mean downloading the default model): a directory, or a new file
+    in a directory that does not exist. Returns False when the file does not exist and the open
+    cannot create it (``REQUIRE_EXISTING``, ``read_only=True``: the engine raises
+    ``StoreNotFound``), else None. Bad policies are left for the normal checks."""
+    import os
+
+    if path in ("", ":memory:") or path.startswith("file::memory:"):
+        return None
+    if os.path.isdir(path):
+        raise ArgumentError(
+            f"{path!r} is a directory; give a database file path, e.g. {os.path.join(path, 'oramem.db')!r}"
+        )
+    if os.path.exists(path):
+        return None
+    try:
+        creating = read_only is not True and SchemaPolicy.coerce(schema_policy, "schema_policy") \
+            is not SchemaPolicy.REQUIRE_EXISTING
+    except (TypeError, ValueError):
+        return None
+    if not creating:
+        return False
+    where = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(where):
+        raise StoreError(f"cannot create {path}: directory {where} does not exist (create it first, or give another path)")
+    return None
 
 
 def _implicit_embedder(row: Optional[dict[str, Any]], search_strategy: Any) -> Any:
@@ -1262,7 +1310,8 @@ class SQLiteMemoryStore(OracleMemoryStore):
             raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
             raise ArgumentTypeError("clock must be a zero-argument callable returning an aware UTC datetime")
-        implicit = embedder is None and vector_dim is None
+        creates = _check_database_path(os.fspath(path), schema_policy, read_only)
+        implicit = embedder is None and vector_dim is None and creates is not False
         row = _catalog_row(os.fspath(path), memory_store_id) if (implicit or search_strategy is NOT_SET) else None
         if search_strategy is NOT_SET:  # an existing store opens as it is (the CLI does the same)
             search_strategy = SearchStrategy(row["capability"]) if row else SearchStrategy.VECTOR
@@ -1286,7 +1335,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         except sqlite3.DatabaseError as exc:
             engine.close()
             low = str(exc).lower()
-            if "not a database" not in low and "malformed" not in low:
+            if "not a database" not in low and "malformed" not in low and "unable to open" not in low:
                 raise
             from .sqlite.admin import explain_error
 

@@ -18,7 +18,7 @@ from ..errors import DuplicateRecordError, StoreError
 from ..sqlite import admin as sqlite_admin
 
 from .app import cli
-from .group import CLIError, one_line
+from .group import CLIError, ask_password, one_line
 from .output import emit_json
 from .state import State, pass_state
 
@@ -124,6 +124,13 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     records it then wrote again, is reported after it (exit 1: erase them again).
     """
     source = getattr(file, "name", "<stdin>")
+    if isinstance(source, str) and os.path.isfile(source):
+        with open(source, "rb") as raw:
+            if raw.read(16) == b"SQLite format 3\x00":  # a database, not an export of one
+                raise CLIError(
+                    f"{source} is a SQLite database, not a JSON Lines export: open it as it is with --db {source}, "
+                    f"copy all of it with `oramem migrate sqlite:{source} sqlite:TARGET`, or make an export with "
+                    f"`oramem export --db {source} --out FILE`; nothing was written", 2)
     header: dict[str, Any] = {}
     # read line by line with a bounded length (jsonl.bounded_lines, finding 18)
     lines = parse_jsonl(file, source, default_type=default_type, keep_times=not fresh_times, header=header)
@@ -376,6 +383,9 @@ def _replacing(target: Optional[str]) -> Iterator[Optional[Any]]:
     import tempfile
 
     directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(directory):
+        raise CLIError(f"cannot write --out {target}: directory {directory} does not exist (create it first); "
+                       "nothing was written", 1)
     try:
         fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
     except OSError as exc:
@@ -490,7 +500,8 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
 
         password = os.environ.get("ORAMEM_PASSWORD")
         if password is None:
-            password = click.prompt(f"password for Oracle user {user} at {dsn}", hide_input=True, err=True)
+            password = ask_password(f"password for Oracle user {user} at {dsn}",
+                                    f"no password for Oracle user {user} at {dsn}: set ORAMEM_PASSWORD")
         try:
             return oracledb.connect(user=user, password=password, dsn=dsn)
         except oracledb.Error as exc:

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import click
 
 from ..oracle import admin
+from .group import ask_password
 
 __all__ = ["db", "connect"]
 
@@ -47,7 +48,8 @@ class _Settings:
         elif os.environ.get("ORAMEM_PASSWORD") is not None:
             password = os.environ["ORAMEM_PASSWORD"]
         else:
-            password = click.prompt(f"password for {self.user}", hide_input=True, err=True)
+            password = ask_password(f"password for {self.user}", f"no password for {self.user}: set ORAMEM_PASSWORD, "
+                                    "or pass --password-stdin and write it on stdin")
         try:
             self._conn = connect(self.dsn, self.user, password)
         except Exception as e:  # oracledb.Error and friends: say what failed, no traceback

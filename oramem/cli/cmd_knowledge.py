@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, Optional
 
 import click
 
@@ -179,6 +179,15 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at,
         ctx.exit(1)
 
 
+def _none_shared(what: str, user_id: Optional[str]) -> str:
+    """The empty answer; without --user it says that a user's knowledge is read with --user
+    (KC-3.8: a read without a user sees the agent's shared knowledge only, and a newcomer
+    whose facts were written with user_id saw "(no facts)" and thought the write failed)."""
+    if user_id is not None:
+        return f"(no {what})"
+    return f"(no shared {what}; a user's own {what} are listed with --user ID)"
+
+
 @knowledge.command("facts")
 @click.argument("agent_id")
 @click.option("--entity", "entity_keys", multiple=True, help="Only facts linked to this entity key (repeatable).")
@@ -195,7 +204,7 @@ def facts_cmd(ctx, agent_id, entity_keys, include_inactive, limit, user_id) -> N
                           user_id=user_id)
     finally:
         km.close()
-    human = "\n".join(f"{f.fact_id}  {f.status:11s} {f.entity_key}  {f.fact_text}" for f in rows) or "(no facts)"
+    human = "\n".join(f"{f.fact_id}  {f.status:11s} {f.entity_key}  {f.fact_text}" for f in rows) or _none_shared("facts", user_id)
     _emit(state, rows, human)
 
 
@@ -216,7 +225,7 @@ def entities_cmd(ctx, agent_id, include_inactive, limit, user_id) -> None:
     human = "\n".join(
         f"{e.canonical_key:32s} {e.display_name or '':24s} facts={e.fact_count}" + (f"  aliases={', '.join(e.aliases)}" if e.aliases else "")
         for e in rows
-    ) or "(no entities)"
+    ) or _none_shared("entities", user_id)
     _emit(state, rows, human)
 
 

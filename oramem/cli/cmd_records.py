@@ -99,6 +99,39 @@ def print_record(record: Record) -> None:
         click.echo(f"{click.style(key.ljust(width), bold=True)}  {'-' if value is None else value}")
 
 
+class RecordTypeArgument(click.Choice):
+    """TYPE of `get`, `update` and `delete`. A value that is no record type (the id given alone,
+    as mem0's ``get(memory_id)`` takes it, or the two arguments swapped) is refused with the
+    order of the arguments and, when the file holds a record with that id, its type and the
+    command to run."""
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            command = ctx.info_name if ctx is not None else None
+            if not isinstance(value, str) or command not in ("get", "update", "delete"):
+                raise
+            types = [t for t in self.choices if _holds(ctx, str(t), value)]
+            message = f"{value!r} is not a record type (one of: {', '.join(map(str, self.choices))}); TYPE comes first, then the id"
+            if types:
+                options = " OPTIONS" if command == "update" else ""
+                message += f"; it is a {' and a '.join(types)} record: oramem {command} {types[0]} {value}{options}"
+            self.fail(message, param, ctx)
+
+
+def _holds(ctx: Optional[click.Context], record_type: str, record_id: str) -> bool:
+    """Whether the command's store holds ``record_id`` as a ``record_type`` (False when the
+    store cannot be opened here: the TYPE error stands without the hint)."""
+    state = ctx.find_object(State) if ctx is not None else None
+    if state is None or record_type == "thread":
+        return False
+    try:
+        return state.open(create=False, reading=True).get(record_type, record_id) is not None
+    except Exception:
+        return False
+
+
 def not_found(store: Any, record_type: str, record_id: str, command: str) -> CLIError:
     """"No such record", naming the type the id has when it is stored under another one (TYPE
     is part of a record's address: `get`, `update` and `delete` take it first)."""
@@ -111,7 +144,7 @@ def not_found(store: Any, record_type: str, record_id: str, command: str) -> CLI
 
 
 @cli.command(short_help="Show one record.")
-@click.argument("record_type", metavar="TYPE", type=click.Choice(RECORD_TYPES))
+@click.argument("record_type", metavar="TYPE", type=RecordTypeArgument(RECORD_TYPES))
 @click.argument("record_id", metavar="ID")
 @pass_state
 def get(state: State, record_type: str, record_id: str) -> None:
@@ -212,7 +245,7 @@ def list_(
 
 # ----------------------------------------------------------------------------- update / delete
 @cli.command(short_help="Update one record.")
-@click.argument("record_type", type=click.Choice(ADDABLE_TYPES))
+@click.argument("record_type", metavar="TYPE", type=RecordTypeArgument(ADDABLE_TYPES))
 @click.argument("record_id")
 @click.option("--text", help="New stored text (also re-indexed).")
 @click.option("--clear-text", is_flag=True, help="Clear the stored text and its retrieval rows.")
@@ -301,7 +334,7 @@ def _refuse_expiring_at_once(store: Any, record_type: str, record_id: str, ttl_d
 
 
 @cli.command(short_help="Delete one record (--cascade for profiles).")
-@click.argument("record_type", metavar="TYPE", type=click.Choice(RECORD_TYPES))
+@click.argument("record_type", metavar="TYPE", type=RecordTypeArgument(RECORD_TYPES))
 @click.argument("record_id", metavar="ID")
 @click.option("--cascade", is_flag=True, help="For profiles: also erase the actor (SC-13): its own records and the threads that are its alone, never another user's records.")
 @pass_state

@@ -15,9 +15,27 @@ from .state import State, pass_state
 
 
 # ----------------------------------------------------------------------------- search
-@cli.command(short_help="Search (vector, keyword or hybrid).")
+#: how people coming from other memory libraries write the result count (mem0 ``limit``,
+#: Chroma ``n_results``, LangChain ``k``/``top_k``); ``--limit`` is an alias of -k, the others
+#: are refused with the flag to use (click suggested ``--rrf-k`` for ``--k``)
+_COUNT_SPELLINGS = ("--k", "--top-k", "--top_k", "--topk", "--n-results", "--n_results", "-n")
+
+
+class SearchCommand(click.Command):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            if exc.option_name.split("=", 1)[0] not in _COUNT_SPELLINGS:
+                raise
+            raise click.NoSuchOption(
+                exc.option_name, f"No such option '{exc.option_name}': the number of results is -k N (or --limit N).",
+                ctx=ctx) from None
+
+
+@cli.command(cls=SearchCommand, short_help="Search (vector, keyword or hybrid).")
 @click.argument("query")
-@click.option("-k", "k", default=10, show_default=True, type=click.IntRange(min=1), help="Number of results.")
+@click.option("-k", "--limit", "k", default=10, show_default=True, type=click.IntRange(min=1), help="Number of results.")
 @click.option("--strategy", type=click.Choice(["vector", "keyword", "hybrid"], case_sensitive=False), help="Per-call strategy (default: the store's).")
 @scope_options
 @click.option("--exact-thread", is_flag=True, help="Without --thread: only records with no thread.")

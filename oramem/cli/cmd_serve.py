@@ -28,13 +28,16 @@ TOKEN_ENV = "ORAMEM_MCP_TOKEN"
 @click.option("--agent", "agent_id", help="Fix the agent scope of every call.")
 @click.option("--allow-scope-per-call", is_flag=True, help="Let calls pass their own user_id/agent_id (trusted clients only).")
 @click.option("--knowledge", is_flag=True, help="Also serve retrieve_knowledge over this database's knowledge layer (needs --agent, or --allow-scope-per-call; no LLM is called).")
+@click.option("--disable-tool", "disabled_tools", multiple=True, metavar="NAME", help="Leave tool NAME out of the server (repeatable), e.g. --disable-tool forget for a client that untrusted text can steer.")
 @pass_state
 def mcp(state: State, transport: str, host: str, port: int, token: Optional[str], allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...],
-        user_id: Optional[str], agent_id: Optional[str], allow_scope_per_call: bool, knowledge: bool) -> None:
+        user_id: Optional[str], agent_id: Optional[str], allow_scope_per_call: bool, knowledge: bool,
+        disabled_tools: tuple[str, ...]) -> None:
     """Run an MCP server over the store (needs: pip install 'oramem[mcp]').
 
     Tools: add_memory, search_memories, get_memory, update_memory, delete_memory,
-    forget, and with --knowledge retrieve_knowledge. Scope is fixed by
+    forget, and with --knowledge retrieve_knowledge (--disable-tool NAME leaves
+    one out). Scope is fixed by
     --user/--agent: a --user server acts only as that user; a server without
     --user reads and writes only records that have no user and erases nothing
     (see the README's "Several users").
@@ -53,9 +56,15 @@ def mcp(state: State, transport: str, host: str, port: int, token: Optional[str]
     if knowledge and agent_id is None and not allow_scope_per_call:
         raise click.UsageError("--knowledge needs --agent ID (the knowledge layer is per agent), or --allow-scope-per-call")
     try:
-        from ..integrations.mcp import build_server, check_token, http_security
+        from ..integrations.mcp import TOOLS, build_server, check_token, http_security
     except ImportError as exc:
         raise CLIError(str(exc)) from exc
+    offered = TOOLS + (("retrieve_knowledge",) if knowledge else ())
+    unknown = sorted(set(disabled_tools) - set(offered))
+    if unknown:
+        raise click.UsageError(f"--disable-tool {', '.join(unknown)}: no such tool; the tools: {', '.join(offered)}")
+    if set(disabled_tools) >= set(offered):
+        raise click.UsageError("--disable-tool would disable every tool: leave at least one")
     from .._http import is_loopback
 
     security = None
@@ -85,7 +94,8 @@ def mcp(state: State, transport: str, host: str, port: int, token: Optional[str]
         km = KnowledgeMemory(store, None)  # retrieval only: no LLM is configured or called
     try:
         server = build_server(store, user_id=user_id, agent_id=agent_id, allow_scope_per_call=allow_scope_per_call,
-                              knowledge=km, token=token if transport == "http" else None)
+                              knowledge=km, token=token if transport == "http" else None,
+                              disabled_tools=disabled_tools)
         if transport == "stdio":
             server.run("stdio")
         else:

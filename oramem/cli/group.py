@@ -30,6 +30,15 @@ class CLIError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]
 
 
+def ask_password(prompt: str, missing: str) -> str:
+    """A hidden prompt for a password, or, with no terminal on stdin (a script, CI, a pipe),
+    one error saying how to give it (``missing``) instead of click's "Warning: Can not control
+    echo on the terminal ... Aborted!" (exit 1) once stdin ran dry."""
+    if not sys.stdin.isatty():
+        raise CLIError(f"{missing} (stdin is not a terminal, so there is no prompt)", EXIT_USAGE)
+    return str(click.prompt(prompt, hide_input=True, err=True))
+
+
 #: Exit statuses (documented in the README, after the command-line examples)
 EXIT_ERROR = 1  # the store's state, a service, the database file, the file system
 EXIT_USAGE = 2  # a bad flag or argument (click's own usage errors exit 2 too); nothing was written
@@ -112,7 +121,10 @@ class OramemGroup(click.Group):
         # callback then leaves --db alone, so the help is shown whatever --db says
         words = args[: args.index("--")] if "--" in args else args
         ctx.meta[HELP_REQUESTED] = any(w in ("-h", "--help") for w in words)
-        return super().parse_args(ctx, hoist_global_options(self, args))
+        args = hoist_global_options(self, args)
+        if not ctx.resilient_parsing:
+            refuse_repeated_options(self, ctx, args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -242,6 +254,41 @@ def hoist_global_options(group: click.Group, args: list[str]) -> list[str]:
         command = command.commands.get(args[j])
         j += 1
     return move_before_subcommand(args, i, movable)
+
+
+def refuse_repeated_options(group: click.Group, ctx: click.Context, args: list[str]) -> None:
+    """A one-value option given twice on the way to the command that runs (``search tea
+    --user alice --user bob``; ``--db a.db list --db b.db``) is a usage error: click keeps
+    the last value silently, so a script that builds a command line could act on another
+    user or file than the one it named first (new-user trial 31). Flags and repeatable
+    options (``--types``) may repeat. A command line click cannot parse is left to the real
+    parse, which reports it."""
+    command: Optional[click.Command] = group
+    sub_ctx = ctx
+    rest = list(args)
+    while command is not None:
+        try:
+            _, positional, order = command.make_parser(sub_ctx).parse_args(args=list(rest))
+        except click.UsageError:
+            return
+        seen: set[str] = set()
+        for param in order:
+            if not isinstance(param, click.Option) or param.multiple or param.count or param.is_flag or not param.name:
+                continue
+            if param.name in seen:
+                flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+                raise click.UsageError(f"{flag} is given more than once; it takes one value: give it once", sub_ctx)
+            seen.add(param.name)
+        if not isinstance(command, click.Group) or not positional:
+            return
+        name, rest = positional[0], positional[1:]
+        sub_ctx = click.Context(command, info_name=name, parent=sub_ctx)
+        try:
+            command = command.get_command(sub_ctx, name)
+        except Exception:  # an unknown or unloadable command: the real parse says so
+            return
+        if command is not None:
+            sub_ctx = click.Context(command, info_name=name, parent=sub_ctx.parent)
 
 
 def _skip_options(command: click.Command, args: list[str], i: int) -> int:

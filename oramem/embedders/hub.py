@@ -277,7 +277,10 @@ def pull(
     if is_complete(final):
         return final
     if offline():
-        raise ModelOffline(f"{spec.repo} is not in the model cache ({final}) and HF_HUB_OFFLINE is set")
+        raise ModelOffline(
+            f"{spec.repo} is not in the model cache ({final}) and HF_HUB_OFFLINE is set: unset it to fetch the model "
+            "(HF_ENDPOINT may name a Hub mirror), or copy the model cache directory from a machine that has it"
+        )
     import httpx
 
     base = endpoint()

@@ -205,6 +205,61 @@ class OramemVectorStore(VectorStore):
     def _select_relevance_score_fn(self):
         return lambda distance: 1.0 - distance
 
+    # -- maximal marginal relevance -----------------------------------------------------------
+    def _mmr_embedder(self, k: Any, fetch_k: Any, lambda_mult: Any, kwargs: dict) -> Any:
+        """The store's embedder, after checking the arguments (nothing is searched before)."""
+        if kwargs:
+            raise TypeError(f"unknown argument(s) {', '.join(sorted(kwargs))}; max marginal relevance search takes "
+                            "k, fetch_k, lambda_mult and filter")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        if not isinstance(fetch_k, int) or isinstance(fetch_k, bool) or fetch_k < k:
+            raise ValueError(f"fetch_k must be an int >= k ({k}), got {fetch_k!r}")
+        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)) or not 0 <= lambda_mult <= 1:
+            raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+        embedder = getattr(self._store, "embedder", None)
+        if embedder is None:
+            raise ValueError("max marginal relevance search compares the candidates with each other through the "
+                             "store's embedder, and this store was opened without one: open it with an embedder")
+        return embedder
+
+    def _mmr_candidates(self, embedding: Any, fetch_k: int, filter: Optional[dict]):
+        import numpy as np
+
+        vector = np.asarray(embedding, dtype=np.float32)
+        scope = _scope_args(**self._scope)
+        hits = yield call("search", query_vector=vector, k=fetch_k, strategy="vector", record_types=[self._type],
+                          metadata_filter=filter, **scope)
+        return [Document(page_content=r.content or "", metadata=r.metadata or {}, id=r.id) for r, _ in hits]
+
+    @staticmethod
+    def _mmr_pick(embedding: Any, docs: list, vectors: Any, k: int, lambda_mult: float) -> list:
+        import numpy as np
+        from langchain_core.vectorstores.utils import maximal_marginal_relevance
+
+        chosen = maximal_marginal_relevance(np.asarray(embedding, dtype=np.float32), list(vectors),
+                                            lambda_mult=lambda_mult, k=k)
+        return [docs[i] for i in chosen]
+
+    def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
+                                      filter: Optional[dict] = None, **kwargs: Any) -> list[Document]:
+        """The ``k`` of the ``fetch_k`` nearest records (vector search, this scope, ``filter``)
+        that balance relevance to ``query`` and difference from each other (``lambda_mult``: 1
+        = relevance only, 0 = diversity only). The candidates are compared through their content
+        embedded with the store's embedder (``fetch_k`` texts embedded per search)."""
+        embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
+        query_vector = embedder.embed([query], is_query=True)[0]
+        return self.max_marginal_relevance_search_by_vector(query_vector, k, fetch_k, lambda_mult, filter=filter)
+
+    def max_marginal_relevance_search_by_vector(self, embedding: Any, k: int = 4, fetch_k: int = 20,
+                                                lambda_mult: float = 0.5, filter: Optional[dict] = None,
+                                                **kwargs: Any) -> list[Document]:
+        embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
+        docs = run_sync(self._store, self._mmr_candidates(embedding, fetch_k, filter))
+        if not docs:
+            return []
+        return self._mmr_pick(embedding, docs, embedder.embed([d.page_content for d in docs]), k, lambda_mult)
+
     # -- async ---------------------------------------------------------------------------------
     async def aadd_texts(self, texts: Iterable[str], metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any) -> list[str]:
         return await run_async_in_transaction(self._store, self._add_plan(texts, metadatas, ids))
@@ -224,6 +279,22 @@ class OramemVectorStore(VectorStore):
 
     async def asimilarity_search(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
         return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, filter, strategy)]
+
+    async def amax_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
+                                             filter: Optional[dict] = None, **kwargs: Any) -> list[Document]:
+        embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
+        query_vector = (await embedder.embed_async([query], is_query=True))[0]
+        return await self.amax_marginal_relevance_search_by_vector(query_vector, k, fetch_k, lambda_mult, filter=filter)
+
+    async def amax_marginal_relevance_search_by_vector(self, embedding: Any, k: int = 4, fetch_k: int = 20,
+                                                       lambda_mult: float = 0.5, filter: Optional[dict] = None,
+                                                       **kwargs: Any) -> list[Document]:
+        embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
+        docs = await run_async(self._store, self._mmr_candidates(embedding, fetch_k, filter))
+        if not docs:
+            return []
+        vectors = await embedder.embed_async([d.page_content for d in docs])
+        return self._mmr_pick(embedding, docs, vectors, k, lambda_mult)
 
 
 class OramemRetriever(BaseRetriever):

@@ -171,6 +171,21 @@ def http_security(
     )
 
 
+#: the tools every server offers (``retrieve_knowledge`` too when given a knowledge layer)
+TOOLS = ("add_memory", "search_memories", "get_memory", "update_memory", "delete_memory", "forget")
+
+
+def _instructions(disabled: set[str]) -> str:
+    """The server's instructions to the client, naming only the tools it serves."""
+    parts = [("add_memory", "add_memory stores a fact about the user or task"),
+             ("search_memories", "search_memories finds relevant memories before answering"),
+             ("get_memory", "get_memory reads one by id"),
+             ("update_memory", "update_memory keeps them correct"),
+             ("delete_memory", "delete_memory removes one"),
+             ("forget", "forget erases everything about the configured user")]
+    return "Long-term memory. " + "; ".join(text for tool, text in parts if tool not in disabled) + "."
+
+
 class _RefuseUnknownArguments:
     """Server middleware: a ``tools/call`` naming an argument the tool does not define is a tool
     error listing the accepted ones (the SDK would drop it silently: ``forget(actor="agent")``
@@ -291,8 +306,13 @@ def build_server(
     knowledge: Any = None,
     name: str = "oramem",
     token: Optional[str] = None,
+    disabled_tools: Iterable[str] = (),
 ) -> MCPServer:
     """An ``MCPServer`` exposing ``store`` within the configured scope (see the module doc).
+
+    ``disabled_tools``: tool names left out of the server (``["forget"]``: a client that any
+    prompt can steer never sees an erasing tool; ``oramem mcp --disable-tool NAME``). An
+    unknown name, or every tool, is a ``ValueError`` before the server is built.
 
     ``token``: the bearer token every HTTP request must carry (``Authorization: Bearer
     <token>``; else 401). Without it the server has no HTTP authentication: serve it over
@@ -300,6 +320,15 @@ def build_server(
     for label, value in (("user_id", user_id), ("agent_id", agent_id)):
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f"{label} must be a non-empty str or None, got {value!r}")
+    offered = TOOLS + (("retrieve_knowledge",) if knowledge is not None else ())
+    if isinstance(disabled_tools, str):
+        raise TypeError("disabled_tools must be a list of tool names, e.g. ['forget']")
+    disabled = set(disabled_tools)
+    unknown = sorted(disabled - set(offered))
+    if unknown:
+        raise ValueError(f"no tool {', '.join(map(repr, unknown))} to disable; this server's tools: {', '.join(offered)}")
+    if disabled >= set(offered):
+        raise ValueError("every tool would be disabled: leave at least one")
     auth: dict[str, Any] = {}
     if token is not None:
         auth = {
@@ -356,11 +385,7 @@ def build_server(
     refuse_unknown = _RefuseUnknownArguments()
     server = MCPServer(
         name,
-        instructions=(
-            "Long-term memory. add_memory stores a fact about the user or task; search_memories finds "
-            "relevant memories before answering; update/delete keep them correct; forget erases "
-            "everything about the configured user."
-        ),
+        instructions=_instructions(disabled),
         middleware=[refuse_unknown],
         **auth,
     )
@@ -527,4 +552,6 @@ def build_server(
                 "facts": [{"fact_text": f.fact_text, "score": getattr(f, "score", None)} for f in result.facts],
             }
 
+    for tool_name in sorted(disabled):
+        server.remove_tool(tool_name)
     return server

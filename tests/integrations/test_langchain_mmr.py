@@ -1,0 +1,72 @@
+"""LangChain max marginal relevance on OramemVectorStore (round-3 F-20, still open in trial
+31): ``max_marginal_relevance_search`` and ``as_retriever(search_type="mmr")`` raised
+``NotImplementedError('')``."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from integrations.extras import require_extra
+
+require_extra("langchain_core", "langchain")
+
+from langchain_core.documents import Document  # noqa: E402
+
+from oramem import SQLiteMemoryStore  # noqa: E402
+from oramem.embedders import HashEmbedder  # noqa: E402
+from oramem.integrations.langchain import OramemVectorStore  # noqa: E402
+
+TWINS = ["dark roast coffee beans from Lyon", "dark roast coffee beans from Lyon!", "dark roast coffee beans from Lyon."]
+OTHER = "coffee with oat milk in the morning"
+
+
+@pytest.fixture
+def stores():
+    with SQLiteMemoryStore(":memory:", embedder=HashEmbedder(256), search_strategy="hybrid") as store:
+        alice = OramemVectorStore(store, user_id="alice")
+        alice.add_documents([Document(t, metadata={"n": i}) for i, t in enumerate(TWINS + [OTHER])])
+        OramemVectorStore(store, user_id="bob").add_documents([Document("dark roast coffee beans from Lyon, Bob's")])
+        yield store, alice
+
+
+def test_mmr_prefers_a_different_document_over_a_near_twin(stores):
+    _, alice = stores
+    plain = [d.page_content for d in alice.similarity_search("dark roast coffee beans", k=2, strategy="vector")]
+    assert set(plain) <= set(TWINS)  # the two nearest are twins
+    picked = [d.page_content for d in alice.max_marginal_relevance_search("dark roast coffee beans", k=2, fetch_k=10)]
+    assert picked[0] in TWINS and picked[1] == OTHER
+    # lambda_mult=1: relevance only, the plain order
+    only = alice.max_marginal_relevance_search("dark roast coffee beans", k=2, fetch_k=10, lambda_mult=1.0)
+    assert set(d.page_content for d in only) <= set(TWINS)
+
+
+def test_mmr_keeps_the_scope_and_the_filter(stores):
+    _, alice = stores
+    got = alice.max_marginal_relevance_search("dark roast coffee beans", k=5, fetch_k=10)
+    assert "Bob's" not in " ".join(d.page_content for d in got) and len(got) == 4
+    filtered = alice.max_marginal_relevance_search("coffee", k=4, fetch_k=10, filter={"n": {"$gte": 2}})
+    assert {d.metadata["n"] for d in filtered} == {2, 3}
+
+
+def test_mmr_retriever_and_async(stores):
+    _, alice = stores
+    retriever = alice.as_retriever(search_type="mmr", search_kwargs={"k": 2, "fetch_k": 10})
+    assert [d.page_content for d in retriever.invoke("dark roast coffee beans")][1] == OTHER
+    got = asyncio.run(alice.amax_marginal_relevance_search("dark roast coffee beans", k=2, fetch_k=10))
+    assert got[1].page_content == OTHER
+    assert asyncio.run(alice.amax_marginal_relevance_search("nothing stored like this", k=2, fetch_k=2, filter={"n": 99})) == []
+
+
+def test_mmr_arguments_are_checked(stores):
+    store, alice = stores
+    with pytest.raises(ValueError, match=r"fetch_k must be an int >= k \(4\)"):
+        alice.max_marginal_relevance_search("coffee", k=4, fetch_k=2)
+    with pytest.raises(ValueError, match=r"lambda_mult must be a number in \[0, 1\]"):
+        alice.max_marginal_relevance_search("coffee", lambda_mult=2)
+    with pytest.raises(TypeError, match="unknown argument"):
+        alice.max_marginal_relevance_search("coffee", fetchk=10)
+    with SQLiteMemoryStore(":memory:", vector_dim=8, search_strategy="vector") as bare:
+        with pytest.raises(ValueError, match="opened without one"):
+            OramemVectorStore(bare).max_marginal_relevance_search("coffee")
