@@ -163,3 +163,12 @@ def test_an_error_names_only_flags_the_command_run_accepts():
         assert not stray, f"{name}: {sorted(stray)}"
         checked += 1
     assert checked >= 10
+
+
+def test_python_dash_m_oramem_is_the_command():
+    """`python -m oramem` runs the CLI (a venv whose scripts directory is not on PATH; trial31)."""
+    ok = subprocess.run([sys.executable, "-m", "oramem", "--help"], capture_output=True, text=True, env=_env(), timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("Usage: oramem [OPTIONS] COMMAND")
+    bad = subprocess.run([sys.executable, "-m", "oramem", "nosuch"], capture_output=True, text=True, env=_env(), timeout=60)
+    assert bad.returncode == 2 and "No such command 'nosuch'" in bad.stderr
