@@ -18,9 +18,10 @@ from oramem.cli.app import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 # the contract copies (docs/spec) are not project prose; bench results are measurements;
-# the READMEs of plsql/, ddl/, docker/ and bench/ are (audit24)
+# the READMEs of plsql/, ddl/, docker/ and bench/ are (audit24), and plsql/VERIFY.md, whose rows
+# cite the tests that pin each Oracle construct (audit25)
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
-        *(ROOT / d / "README.md" for d in ("plsql", "ddl", "docker", "bench"))]
+        *(ROOT / d / "README.md" for d in ("plsql", "ddl", "docker", "bench")), ROOT / "plsql" / "VERIFY.md"]
 #: paths the docs name that are not in the repository on purpose: generated, gitignored
 NOT_COMMITTED = {"bench/results/raw"}
 
@@ -327,3 +328,29 @@ def test_the_docs_name_every_erasure_that_closes_the_stale_snapshot_window():
     for where, text in (("docs/sqlite-vector-sidecar.md", sidecar), ("docs/store-decisions.md", decisions)):
         missing = [c for c in sorted(callers) if words[c] not in text]
         assert not missing, f"{where} does not name {missing} as closing the window"
+
+
+def _comment_flags() -> list[tuple[str, list[str]]]:
+    """Each documented command line whose comment names options (`# -k or --limit`), as
+    (where, the line's words + those options): the comment speaks of the same command."""
+    found = []
+    for doc in DOCS:
+        for block in SH_BLOCK.findall(doc.read_text(encoding="utf-8")):
+            for line in block.splitlines():
+                if " #" not in line or not line.strip().startswith("oramem "):
+                    continue
+                command, comment = line.split(" #", 1)
+                flags = re.findall(r"(?<![\w-])(--[a-z][\w-]*)", comment)
+                pieces = _pieces(command.strip())
+                if flags and pieces:
+                    found.append((f"{doc.relative_to(ROOT)}: {line.strip()}", pieces[-1] + flags))
+    return found
+
+
+def test_options_a_command_lines_comment_names_exist_on_that_command():
+    """The scan above drops a line's comment, so `oramem search ... -k 5   # -k or --limit`
+    could name an alias the command lost (audit25: the comment was added with --limit)."""
+    found = _comment_flags()
+    assert any("--limit" in words for _, words in found), "the scan lost the README's `# -k or --limit`"
+    problems = [f"{where}\n    {p}" for where, words in found for p in _check(words)]
+    assert not problems, "\n".join(problems)
