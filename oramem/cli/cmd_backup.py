@@ -172,7 +172,8 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
         raise CLIError(
             f"{len(late['user'])} user(s) and {len(late['agent'])} agent(s) of the file were erased in this store while "
             "the import ran, and records of theirs that it wrote after the erasure are in the store again: erase them "
-            "again (`oramem forget --user ID`; jsonl.import_records(...).erased_during_import names them)"
+            "again (`oramem forget --user ID`, an agent `oramem forget --agent ID`; "
+            "jsonl.import_records(...).erased_during_import names them)"
         )
 
 
@@ -467,8 +468,11 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
     oracle://USER@HOST:PORT/SERVICE, on either side. Records keep their ids, scope,
     metadata, created_at, expires_at, retrieval rows and vectors (nothing is re-embedded).
     Interrupted, run the same command again: what is already in TARGET is skipped. Exit 1
-    when the comparison finds a difference. The Oracle password comes from ORAMEM_PASSWORD,
-    else a prompt. (--db and --store are not used: SOURCE and TARGET name the databases.)
+    when the comparison finds a difference, or when a user or agent erased on SOURCE while
+    it was copied still has rows in TARGET (their receipts are copied; erase them there).
+    The Oracle password comes from ORAMEM_PASSWORD, else a prompt (with no terminal on
+    stdin: exit 2, set ORAMEM_PASSWORD). (--db and --store are not used: SOURCE and TARGET
+    name the databases.)
     A store with records of a user or agent erased (`oramem forget`, or the cascade of their profile) (named in its own or
     the target's erasure log) is refused before anything is written unless --allow-erased;
     the erasure log is copied along (SC-14.4)."""
@@ -538,7 +542,8 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
         raise CLIError(
             f"subjects were erased on SOURCE while it was copied, and TARGET still holds their rows ({said}); "
             "their receipts were copied into TARGET's erasure log. Erase them on TARGET too (a SQLite TARGET: "
-            "`oramem --db TARGET forget --user ID`; an Oracle one: the store's forget(user_id=ID); "
+            "`oramem --db TARGET forget --user ID`, an agent `oramem --db TARGET forget --agent ID`; an Oracle one: "
+            "the store's forget(user_id=ID) or forget(agent_id=ID); "
             "migrate.migrate(...).stores[i].erased_during_copy names them), or drop the store on TARGET and run "
             "migrate again"
         )

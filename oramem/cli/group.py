@@ -276,7 +276,8 @@ def refuse_repeated_options(group: click.Group, ctx: click.Context, args: list[s
             if not isinstance(param, click.Option) or param.multiple or param.count or param.is_flag or not param.name:
                 continue
             if param.name in seen:
-                flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+                # every spelling: `-k 5 -k 6` is the same option as `--limit`, named by either
+                flag = "/".join(param.opts)
                 raise click.UsageError(f"{flag} is given more than once; it takes one value: give it once", sub_ctx)
             seen.add(param.name)
         if not isinstance(command, click.Group) or not positional:

@@ -133,6 +133,11 @@ def test_a_one_value_option_given_twice_is_refused(runner, tmp_path):
     assert "--user is given more than once" in err
     err = run(runner, "--db", db, "add", "--type", "fact", "--type", "memory", "x", expect=2).stderr
     assert "--type is given more than once" in err
+    # an option with two spellings is named by both: `-k 5 -k 6` said "--limit is given more than
+    # once", a flag the user never typed (audit25)
+    for twice in (["-k", "5", "-k", "6"], ["-k5", "--limit", "3"]):
+        err = run(runner, "--db", db, "search", "pork", *twice, expect=2).stderr
+        assert "-k/--limit is given more than once" in err, err
 
 
 def test_flags_and_repeatable_options_still_repeat(runner, tmp_path):

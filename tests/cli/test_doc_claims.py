@@ -18,9 +18,10 @@ from oramem.cli.app import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 # the contract copies (docs/spec) are not project prose; bench results are measurements;
-# the READMEs of plsql/, ddl/, docker/ and bench/ are (audit24)
+# the READMEs of plsql/, ddl/, docker/ and bench/ are (audit24), and plsql/VERIFY.md, whose rows
+# cite the tests that pin each Oracle construct (audit25)
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
-        *(ROOT / d / "README.md" for d in ("plsql", "ddl", "docker", "bench"))]
+        *(ROOT / d / "README.md" for d in ("plsql", "ddl", "docker", "bench")), ROOT / "plsql" / "VERIFY.md"]
 #: paths the docs name that are not in the repository on purpose: generated, gitignored
 NOT_COMMITTED = {"bench/results/raw"}
 
@@ -277,4 +278,79 @@ def test_commands_named_in_the_code_exist():
     found = _commands_in_code()
     assert len(found) > 40, "the scan lost the package's command hints"
     problems = [f"{where}: {p}" for where, words in found for p in _check(words)]
+    assert not problems, "\n".join(problems)
+
+
+def _flat(path: Path) -> str:
+    return " ".join(path.read_text(encoding="utf-8").split())
+
+
+def test_the_purge_bullet_names_every_adapter_that_sets_an_expiry():
+    """docs/store-decisions.md "Maintenance operations against erasure": the TTL bullet said the
+    MCP server and the adapters offer "no expiry change", while MCP's add_memory takes ttl_days
+    and the LangGraph OramemStore writes and refreshes its items' TTL (audit25). Every
+    integration module that passes ttl_days is named there, with the scope limit."""
+    import ast
+
+    bullet = _flat(ROOT / "docs" / "store-decisions.md").split("- **TTL purge**", 1)[1].split(" - **", 1)[0]
+    purge = cli.get_command(click.Context(cli), "purge")
+    assert purge is not None and "--user" not in _long_options(purge) and "`oramem purge` takes no `--user`" in bullet
+    named = {"mcp": "`add_memory` takes `ttl_days`", "langgraph": "LangGraph `OramemStore` writes and refreshes",
+             "langchain": "LangChain", "openai_agents": "OpenAI"}
+    setters = sorted(p.stem for p in (ROOT / "oramem" / "integrations").glob("*.py")
+                     if "ttl_days" in p.read_text(encoding="utf-8"))
+    assert setters == ["langgraph", "mcp"], setters
+    missing = [m for m in setters if named[m] not in bullet]
+    assert not missing, f"the TTL bullet does not say that {missing} set an expiry"
+    # MCP's update_memory changes text and metadata only, as the bullet says
+    tree = ast.parse((ROOT / "oramem" / "integrations" / "mcp.py").read_text(encoding="utf-8"))
+    update = next(n for n in ast.walk(tree) if isinstance(n, ast.AsyncFunctionDef) and n.name == "update_memory")
+    params = {a.arg for a in update.args.args + update.args.kwonlyargs}
+    assert params == {"record_id", "text", "metadata", "record_type", "user_id", "agent_id"}
+    assert "`update_memory` changes text and metadata only" in bullet
+
+
+def test_the_docs_name_every_erasure_that_closes_the_stale_snapshot_window():
+    """A reader of an older snapshot can write a sidecar after a delete; the erasures whose
+    TRUNCATE checkpoint waits for it close that window (`_after_erasure`: forget and a
+    profile cascade outside a block). docs/sqlite-vector-sidecar.md named forget only, while
+    docs/store-decisions.md named forget and a cascade (audit25)."""
+    import ast
+
+    tree = ast.parse((ROOT / "oramem" / "sqlite" / "engine.py").read_text(encoding="utf-8"))
+    callers = {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+               and any(isinstance(n, ast.Attribute) and n.attr == "_after_erasure" for n in ast.walk(f))}
+    assert callers == {"forget", "erase_profile"}, callers
+    sidecar = _flat(ROOT / "docs" / "sqlite-vector-sidecar.md").split("A reader still loading a snapshot", 1)[1]
+    sidecar = sidecar.split("- It has the database file", 1)[0]
+    decisions = _flat(ROOT / "docs" / "store-decisions.md").split("Not done: closing the window", 1)[1].split(" - **", 1)[0]
+    words = {"forget": "`forget`", "erase_profile": "cascade"}
+    for where, text in (("docs/sqlite-vector-sidecar.md", sidecar), ("docs/store-decisions.md", decisions)):
+        missing = [c for c in sorted(callers) if words[c] not in text]
+        assert not missing, f"{where} does not name {missing} as closing the window"
+
+
+def _comment_flags() -> list[tuple[str, list[str]]]:
+    """Each documented command line whose comment names options (`# -k or --limit`), as
+    (where, the line's words + those options): the comment speaks of the same command."""
+    found = []
+    for doc in DOCS:
+        for block in SH_BLOCK.findall(doc.read_text(encoding="utf-8")):
+            for line in block.splitlines():
+                if " #" not in line or not line.strip().startswith("oramem "):
+                    continue
+                command, comment = line.split(" #", 1)
+                flags = re.findall(r"(?<![\w-])(--[a-z][\w-]*)", comment)
+                pieces = _pieces(command.strip())
+                if flags and pieces:
+                    found.append((f"{doc.relative_to(ROOT)}: {line.strip()}", pieces[-1] + flags))
+    return found
+
+
+def test_options_a_command_lines_comment_names_exist_on_that_command():
+    """The scan above drops a line's comment, so `oramem search ... -k 5   # -k or --limit`
+    could name an alias the command lost (audit25: the comment was added with --limit)."""
+    found = _comment_flags()
+    assert any("--limit" in words for _, words in found), "the scan lost the README's `# -k or --limit`"
+    problems = [f"{where}\n    {p}" for where, words in found for p in _check(words)]
     assert not problems, "\n".join(problems)

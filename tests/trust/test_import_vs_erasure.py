@@ -87,4 +87,5 @@ def test_the_cli_says_to_erase_her_again(tmp_path, monkeypatch):
     assert result.exit_code == 1, result.output
     assert "erased in this store while the import ran" in result.output
     assert "oramem forget --user" in result.output
+    assert "`oramem forget --agent ID`" in result.output  # an erased agent (audit25: named --user only)
     assert ALICE not in result.output  # counts only, as every erasure message

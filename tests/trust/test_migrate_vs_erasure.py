@@ -76,6 +76,20 @@ def test_the_cli_says_to_erase_her_on_the_target(tmp_path, monkeypatch):
     assert "erased on SOURCE while it was copied" in result.output
     assert "forget" in result.output
     assert ALICE not in result.output  # counts only, as every erasure message
+    # an erased agent is erased with --agent (audit25: the message named --user only)
+    assert "`oramem --db TARGET forget --agent ID`" in result.output
+
+
+def test_migrate_help_names_every_exit_1():
+    """audit25: `oramem migrate --help` said exit 1 meant a checksum difference only; since
+    red26 a subject erased on SOURCE during the copy and still in TARGET exits 1 too."""
+    text = " ".join(CliRunner().invoke(cli, ["migrate", "--help"]).output.split())
+    assert "Exit 1 when the comparison finds a difference, or when a user or agent erased on SOURCE while it was copied still has rows in TARGET" in text
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+    assert ("(exit 1 on a difference, and when a user or agent erased on the source while it was copied still has "
+            "rows in the target: SC-14.4)") in readme
 
 
 def test_an_erasure_before_the_copy_is_still_refused_and_nothing_is_reported_after_a_clean_copy(tmp_path):
