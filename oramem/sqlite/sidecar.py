@@ -75,9 +75,12 @@ def sidecar_path(db_path: str, store_id: str) -> str:
 
 
 def remove(db_path: str, store_id: str) -> None:
-    """Delete a store's sidecar and its ANN index files (when the store is dropped)."""
+    """Delete a store's sidecar and its ANN index files (when the store is dropped, after a
+    delete, at an erasure). The sidecar goes last: interrupted, the files left still have
+    their sidecar, so :func:`remove_stale` (which looks no further when the sidecar is
+    missing) finds them next time."""
     path = sidecar_path(db_path, store_id)
-    for name in [path] + _ann_files(path):
+    for name in _ann_files(path) + [path]:
         try:
             os.unlink(name)
         except FileNotFoundError:

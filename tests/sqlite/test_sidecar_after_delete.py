@@ -165,3 +165,31 @@ def test_a_snapshot_that_cannot_be_removed_is_logged_and_the_delete_stands(db_pa
         monkeypatch.undo()
         assert store.get("memory", "a1") is None and store.get("memory", "b1") is None
     assert "could not remove the stale vector sidecar" in caplog.text
+
+
+def test_an_interrupted_removal_leaves_no_index_file_without_its_sidecar(tmp_path, monkeypatch):
+    """``remove_stale`` looks no further when the sidecar is gone, so ``remove`` takes the ANN
+    index files first and the sidecar last: stopped after any unlink, what is left still has
+    its sidecar and the next removal finds it."""
+    from oramem.sqlite import sidecar
+
+    db = str(tmp_path / "s.db")
+    side = sidecar.sidecar_path(db, "DEFAULT")
+    files = [side, f"{side}.tok.ann", f"{side}.tok.ann.live.npy"]
+    for name in files:
+        with open(name, "wb") as f:
+            f.write(b"x")
+    real_unlink, done = os.unlink, []
+
+    def unlink_then_stop(name):
+        if done:
+            raise OSError("interrupted")
+        real_unlink(name)
+        done.append(name)
+
+    monkeypatch.setattr(os, "unlink", unlink_then_stop)
+    sidecar.remove_stale(db, "DEFAULT")  # logs the failure, never raises
+    monkeypatch.setattr(os, "unlink", real_unlink)
+    assert done and done[0] != side and os.path.exists(side)
+    sidecar.remove_stale(db, "DEFAULT")
+    assert [name for name in files if os.path.exists(name)] == []
