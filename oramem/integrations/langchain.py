@@ -74,6 +74,13 @@ def _search_plan(store_query: str, k: int, scope: dict, record_types, metadata_f
     return [(Document(page_content=r.content or "", metadata=r.metadata or {}, id=r.id), d) for r, d in hits]
 
 
+def _check_id_list(ids: Any) -> None:
+    """``ids`` of ``delete`` / ``get_by_ids`` is a list: one str would be read as its characters'
+    ids ("ab" deleting the records 'a' and 'b'; red27)."""
+    if isinstance(ids, (str, bytes)):
+        raise TypeError(f"ids must be a list of ids, got one {type(ids).__name__}: pass [{ids!r}] for that one record")
+
+
 class OramemVectorStore(VectorStore):
     def __init__(
         self,
@@ -148,6 +155,7 @@ class OramemVectorStore(VectorStore):
         return out
 
     def _get_plan(self, ids: Sequence[str]):
+        _check_id_list(ids)
         docs = []
         for rid in ids:
             record = yield call("get", self._type, rid)
@@ -158,6 +166,7 @@ class OramemVectorStore(VectorStore):
     def _delete_plan(self, ids: Optional[Sequence[str]]):
         if ids is None:
             raise ValueError("delete needs ids (deleting everything is not supported here; use store.delete_thread)")
+        _check_id_list(ids)
         ids = list(ids)
         bad = [i for i in ids if not isinstance(i, str)]
         if bad:

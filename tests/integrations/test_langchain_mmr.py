@@ -118,3 +118,4 @@ def test_bob_mmr_never_sees_alice_whatever_the_filter(stores):
         assert all("Bob's" in d.page_content for d in got), flt
     nobody = OramemVectorStore(store)  # no user: records without one, never hers
     assert nobody.max_marginal_relevance_search("dark roast coffee beans", k=4, fetch_k=10) == []
+
