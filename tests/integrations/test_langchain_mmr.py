@@ -119,3 +119,38 @@ def test_bob_mmr_never_sees_alice_whatever_the_filter(stores):
     nobody = OramemVectorStore(store)  # no user: records without one, never hers
     assert nobody.max_marginal_relevance_search("dark roast coffee beans", k=4, fetch_k=10) == []
 
+
+
+def test_mmr_over_the_oracle_fake_sends_the_scope_and_the_query_text():
+    """Over the recording fake (static-checked, not run against Oracle): Bob's MMR searches go
+    out as one search_json each with his exact scope, his record type and strategy vector; the
+    text variant carries the query text (audited by its hash, SC-16.4) with the vector the
+    driver embedded, the vector variant the vector only."""
+    import json as _json
+
+    from oracle.fakes import FakePool, Recorder
+    from oracle.plsql_standin import StoreStandIn
+    from oracle.test_driver_fake import SETTINGS_OUT
+
+    from oramem import OracleDBMemoryStore, SchemaPolicy
+
+    rec = Recorder()
+    rec.answers["oramem_admin.open_store"] = _json.dumps(dict(SETTINGS_OUT, vector_dim=8))
+    StoreStandIn().install(rec.answers)
+    store = OracleDBMemoryStore(HashEmbedder(8), FakePool(rec), schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+                                memory_store_id="mystore")
+    try:
+        bob = OramemVectorStore(store, user_id="bob", agent_id="desk")
+        start = len(rec.calls)
+        assert bob.max_marginal_relevance_search("coffee", k=2, fetch_k=7, filter={"n": 1}) == []
+        vec = HashEmbedder(8).embed(["coffee"], is_query=True)[0]
+        assert bob.max_marginal_relevance_search_by_vector(vec, k=2, fetch_k=7) == []
+        sent = [_json.loads(c.binds["in_request"]) for c in rec.calls[start:] if c.name == "oramem_search.search_json"]
+        assert [(r["strategy"], r["k"], r["record_types"], r["query_text"] is not None, r["query_vector"] is not None)
+                for r in sent] == [("vector", 7, ["memory"], True, True), ("vector", 7, ["memory"], False, True)]
+        for r in sent:
+            assert r["user"] == sent[0]["user"] and "bob" in _json.dumps(r["user"]) and "alice" not in _json.dumps(r)
+            assert "desk" in _json.dumps(r["agent"])
+        assert sent[0]["query_text"] == "coffee" and sent[0]["metadata_filter"] == {"n": 1}
+    finally:
+        store.close()
