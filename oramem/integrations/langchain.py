@@ -74,6 +74,13 @@ def _search_plan(store_query: str, k: int, scope: dict, record_types, metadata_f
     return [(Document(page_content=r.content or "", metadata=r.metadata or {}, id=r.id), d) for r, d in hits]
 
 
+def _check_id_list(ids: Any) -> None:
+    """``ids`` of ``delete`` / ``get_by_ids`` is a list: one str would be read as its characters'
+    ids ("ab" deleting the records 'a' and 'b'; red27)."""
+    if isinstance(ids, (str, bytes)):
+        raise TypeError(f"ids must be a list of ids, got one {type(ids).__name__}: pass [{ids!r}] for that one record")
+
+
 class OramemVectorStore(VectorStore):
     def __init__(
         self,
@@ -148,6 +155,7 @@ class OramemVectorStore(VectorStore):
         return out
 
     def _get_plan(self, ids: Sequence[str]):
+        _check_id_list(ids)
         docs = []
         for rid in ids:
             record = yield call("get", self._type, rid)
@@ -158,6 +166,7 @@ class OramemVectorStore(VectorStore):
     def _delete_plan(self, ids: Optional[Sequence[str]]):
         if ids is None:
             raise ValueError("delete needs ids (deleting everything is not supported here; use store.delete_thread)")
+        _check_id_list(ids)
         ids = list(ids)
         bad = [i for i in ids if not isinstance(i, str)]
         if bad:
@@ -223,13 +232,19 @@ class OramemVectorStore(VectorStore):
                              "store's embedder, and this store was opened without one: open it with an embedder")
         return embedder
 
-    def _mmr_candidates(self, embedding: Any, fetch_k: int, filter: Optional[dict]):
+    def _mmr_candidates(self, query: Optional[str], embedding: Any, fetch_k: int, filter: Optional[dict]):
         import numpy as np
 
-        vector = np.asarray(embedding, dtype=np.float32)
         scope = _scope_args(**self._scope)
-        hits = yield call("search", query_vector=vector, k=fetch_k, strategy="vector", record_types=[self._type],
-                          metadata_filter=filter, **scope)
+        if query is not None:
+            # the text goes to the store, as similarity_search's does: the store checks it (a
+            # blank query is refused before any read) and its retrieval audit keeps the query's
+            # hash (SC-16.1, SC-16.4: `oramem audit list --query Q` finds this search)
+            hits = yield call("search", query, k=fetch_k, strategy="vector", record_types=[self._type],
+                              metadata_filter=filter, **scope)
+        else:
+            hits = yield call("search", query_vector=np.asarray(embedding, dtype=np.float32), k=fetch_k,
+                              strategy="vector", record_types=[self._type], metadata_filter=filter, **scope)
         return [Document(page_content=r.content or "", metadata=r.metadata or {}, id=r.id) for r, _ in hits]
 
     @staticmethod
@@ -246,16 +261,21 @@ class OramemVectorStore(VectorStore):
         """The ``k`` of the ``fetch_k`` nearest records (vector search, this scope, ``filter``)
         that balance relevance to ``query`` and difference from each other (``lambda_mult``: 1
         = relevance only, 0 = diversity only). The candidates are compared through their content
-        embedded with the store's embedder (``fetch_k`` texts embedded per search)."""
+        embedded with the store's embedder (``fetch_k`` texts embedded per search). The
+        query text goes to the store's search as ``similarity_search``'s does (checked there, and
+        audited with its hash, SC-16.4), and is embedded once more here for the comparison."""
         embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
+        docs = run_sync(self._store, self._mmr_candidates(query, None, fetch_k, filter))
+        if not docs:
+            return []
         query_vector = embedder.embed([query], is_query=True)[0]
-        return self.max_marginal_relevance_search_by_vector(query_vector, k, fetch_k, lambda_mult, filter=filter)
+        return self._mmr_pick(query_vector, docs, embedder.embed([d.page_content for d in docs]), k, lambda_mult)
 
     def max_marginal_relevance_search_by_vector(self, embedding: Any, k: int = 4, fetch_k: int = 20,
                                                 lambda_mult: float = 0.5, filter: Optional[dict] = None,
                                                 **kwargs: Any) -> list[Document]:
         embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
-        docs = run_sync(self._store, self._mmr_candidates(embedding, fetch_k, filter))
+        docs = run_sync(self._store, self._mmr_candidates(None, embedding, fetch_k, filter))
         if not docs:
             return []
         return self._mmr_pick(embedding, docs, embedder.embed([d.page_content for d in docs]), k, lambda_mult)
@@ -283,14 +303,18 @@ class OramemVectorStore(VectorStore):
     async def amax_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
                                              filter: Optional[dict] = None, **kwargs: Any) -> list[Document]:
         embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
+        docs = await run_async(self._store, self._mmr_candidates(query, None, fetch_k, filter))
+        if not docs:
+            return []
         query_vector = (await embedder.embed_async([query], is_query=True))[0]
-        return await self.amax_marginal_relevance_search_by_vector(query_vector, k, fetch_k, lambda_mult, filter=filter)
+        vectors = await embedder.embed_async([d.page_content for d in docs])
+        return self._mmr_pick(query_vector, docs, vectors, k, lambda_mult)
 
     async def amax_marginal_relevance_search_by_vector(self, embedding: Any, k: int = 4, fetch_k: int = 20,
                                                        lambda_mult: float = 0.5, filter: Optional[dict] = None,
                                                        **kwargs: Any) -> list[Document]:
         embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
-        docs = await run_async(self._store, self._mmr_candidates(embedding, fetch_k, filter))
+        docs = await run_async(self._store, self._mmr_candidates(None, embedding, fetch_k, filter))
         if not docs:
             return []
         vectors = await embedder.embed_async([d.page_content for d in docs])

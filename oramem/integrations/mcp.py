@@ -321,8 +321,9 @@ def build_server(
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f"{label} must be a non-empty str or None, got {value!r}")
     offered = TOOLS + (("retrieve_knowledge",) if knowledge is not None else ())
-    if isinstance(disabled_tools, str):
-        raise TypeError("disabled_tools must be a list of tool names, e.g. ['forget']")
+    if isinstance(disabled_tools, (str, bytes)) or not isinstance(disabled_tools, Iterable):
+        raise TypeError(f"disabled_tools must be a list of tool names, e.g. ['forget'] (or () for none), "
+                        f"got {type(disabled_tools).__name__}")
     disabled = set(disabled_tools)
     unknown = sorted(disabled - set(offered))
     if unknown:

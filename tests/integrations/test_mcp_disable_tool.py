@@ -66,3 +66,11 @@ async def test_cli_disable_tool_over_stdio(tmp_path):
     refused = subprocess.run(_cli(tmp_path / "m.db", "--disable-tool", "nope"), capture_output=True, text=True,
                              stdin=subprocess.DEVNULL)
     assert refused.returncode == 2 and "--disable-tool nope: no such tool" in refused.stderr
+
+
+@pytest.mark.parametrize("given", [None, 5, b"forget"])
+def test_disabled_tools_not_a_list_is_a_clear_error(store, given):
+    """red27: disabled_tools=None (or a number) failed with Python's "'NoneType' object is not
+    iterable", which names neither the argument nor what to pass."""
+    with pytest.raises(TypeError, match=r"disabled_tools must be a list of tool names, e.g. \['forget'\]"):
+        build_server(store, user_id="alice", disabled_tools=given)

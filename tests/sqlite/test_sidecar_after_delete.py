@@ -193,3 +193,36 @@ def test_an_interrupted_removal_leaves_no_index_file_without_its_sidecar(tmp_pat
     assert done and done[0] != side and os.path.exists(side)
     sidecar.remove_stale(db, "DEFAULT")
     assert [name for name in files if os.path.exists(name)] == []
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_a_snapshot_left_by_a_failed_removal_never_answers_a_search(db_path, monkeypatch, approximate):
+    """red27: when the stale snapshot (and HNSW files) cannot be removed after her delete,
+    the next reader, Bob's, neither gets her record from it nor keeps her vector on disk: it
+    sees the snapshot is stale (change counter), rebuilds from SQLite and replaces it."""
+    if approximate:
+        from oramem.ann import available_backends
+
+        if not available_backends():
+            pytest.skip("no ANN backend installed (pip install 'oramem[ann]')")
+    clock = FakeClock()
+    with _open(db_path, clock, approximate) as store:
+        store.add(["alice's passport"], "memory", record_ids="a1", user_ids="alice", embeddings=[_ALICE.tolist()])
+        store.add([f"bob's note {i}" for i in range(len(_BOBS))], "memory", user_ids="bob", embeddings=_BOBS.tolist())
+        store.search(query_vector=_BOBS[0].tolist(), k=3)
+    assert _files_with_her_vector(db_path)
+
+    def refuse(name, *a, **kw):
+        raise PermissionError(13, "Permission denied", name)
+
+    with _open(db_path, clock, approximate) as store:
+        monkeypatch.setattr("oramem.sqlite.sidecar.os.unlink", refuse)
+        assert store.delete("memory", "a1") == 1
+        monkeypatch.undo()
+    assert _files_with_her_vector(db_path)  # the setting: the stale snapshot stayed
+    with _open(db_path, clock, approximate) as bob:
+        for scope in ({}, {"user_id": "alice", "exact_user_match": True}):
+            hits = bob.search(query_vector=_ALICE.tolist(), k=20, **scope)
+            assert "a1" not in [r.id for r, _ in hits]
+        assert len(bob.search(query_vector=_ALICE.tolist(), k=20)) == len(_BOBS)
+    assert _files_with_her_vector(db_path) == []

@@ -89,3 +89,25 @@ def test_the_cli_says_to_erase_her_again(tmp_path, monkeypatch):
     assert "oramem forget --user" in result.output
     assert "`oramem forget --agent ID`" in result.output  # an erased agent (audit25: named --user only)
     assert ALICE not in result.output  # counts only, as every erasure message
+
+
+def test_another_users_erasure_during_the_import_is_not_reported(tmp_path):
+    """red27: Carol is not in the file. Her erasure in the target while the import runs (and a
+    record of hers written again by someone else after it) is not the import's to report: the
+    result names only the file's subjects, so neither her id nor a count of her appears."""
+    backup = _backup(tmp_path)
+    target = tmp_path / "dst.db"
+    with _open(target) as store:
+        store.add(["carol's address is 1 rue de la paix"], "memory", user_ids="carol")
+        done = []
+
+        def progress(n):
+            if not done:
+                done.append(True)
+                with _open(target) as other:
+                    other.forget(user_id="carol")
+                    other.add(["carol again"], "memory", user_ids="carol")
+
+        result = jsonl.import_records(store, _parse(backup), batch_size=1, progress=progress)
+        assert [r.content for r in store.list("memory", user_id="carol")] == ["carol again"]
+    assert result.imported == 4 and result.erased_during_import == {"user": [], "agent": []}
