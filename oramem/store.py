@@ -882,7 +882,9 @@ class OracleMemoryStore(IMemoryStore):
             request = norm.with_query_vector(request, vec)
         from .trust import audit  # SC-16.1
 
-        guard = await asyncio.to_thread(audit.guard, self, request) if await audit.wanted_async(self) else None
+        # SC-12: inside `async with transaction_async()` the guard reads on the block's worker, as the sync
+        # search reads on the block's thread (asyncio.to_thread was refused as "another thread")
+        guard = await self._engine._off_loop(audit.guard, self, request) if await audit.wanted_async(self) else None
         results = _as_float(await self._engine.search_async(request))
         if guard is not None:
             await audit.after_search_async(self, request, query, results, guard)
@@ -992,7 +994,7 @@ class OracleMemoryStore(IMemoryStore):
         from .trust import audit  # SC-16.5
 
         if await audit.wanted_async(self):
-            await asyncio.to_thread(audit.purge, self)
+            await self._engine._off_loop(audit.purge, self)  # in a block: its worker (SC-12)
         return purged
 
     @staticmethod
@@ -1028,9 +1030,11 @@ class OracleMemoryStore(IMemoryStore):
         from .trust import erasure
 
         request = self._forget_request(user_id, agent_id, names)
-        plan = await asyncio.to_thread(erasure.prepare, self, *self._forget_subject(request))
+        # on the engine's worker (a block's, SC-12), as delete_async's cascade: in a block forget is
+        # refused with forget()'s own reason, not as a call from "another thread"
+        plan = await self._engine._off_loop(erasure.prepare, self, *self._forget_subject(request))
         counts = await self._engine.forget_async(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
-        return await asyncio.to_thread(erasure.finish, self, plan, counts)
+        return await self._engine._off_loop(erasure.finish, self, plan, counts)
 
     @staticmethod
     def _forget_subject(request: ForgetRequest) -> tuple[str, str]:

@@ -147,6 +147,19 @@ def _engine(store: Any) -> Any:
     return engine
 
 
+async def _off_loop(store: Any, fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` off the event loop where the store's engine runs its sync work: inside
+    ``async with store.transaction_async()`` on the block's worker (SC-12), as the sync twins
+    run on the block's thread; a plain ``asyncio.to_thread`` was refused there as "another
+    thread" (red28)."""
+    engine = getattr(store, "_engine", None)
+    if engine is not None and hasattr(engine, "_off_loop"):
+        return await engine._off_loop(fn, *args)
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args)
+
+
 def set_audit(store: Any, enabled: bool = True, *, ttl_days: Optional[int] = None) -> AuditSettings:
     """Turn the store's retrieval audit on (``enabled=True``; ``ttl_days``: entries older than
     that are deleted by ``purge_expired``) or off (entries already written are kept until their
@@ -177,9 +190,7 @@ async def set_audit_async(store: Any, enabled: bool = True, *, ttl_days: Optiona
     settings = AuditSettings(enabled, ttl)
     await store.set_option_async(AUDIT_OPTION, settings.to_json() if enabled or ttl else None)
     if enabled:
-        import asyncio
-
-        await asyncio.to_thread(_salt, store)
+        await _off_loop(store, _salt, store)
     return settings
 
 
@@ -331,13 +342,11 @@ def after_search(store: Any, request: Any, query: Optional[str], results: list[t
 async def after_search_async(store: Any, request: Any, query: Optional[str], results: list[tuple[Any, float]],
                              guard: ReadGuard) -> list[tuple[Any, float]]:
     """Async twin of :func:`after_search` (the write runs on a worker thread)."""
-    import asyncio
-
     if _INTERNAL.get() or not guard.enabled:
         return results
     rid = begin()
-    entry = await asyncio.to_thread(_search_entry, store, rid, request, query, results)
-    await asyncio.to_thread(_write, store, entry, guard)
+    entry = await _off_loop(store, _search_entry, store, rid, request, query, results)
+    await _off_loop(store, _write, store, entry, guard)
     return results
 
 
@@ -449,9 +458,7 @@ def find(store: Any, *, request_id: Optional[str] = None, user_id: Optional[str]
 
 
 async def find_async(store: Any, **filters: Any) -> list[AuditEntry]:
-    import asyncio
-
-    return await asyncio.to_thread(lambda: find(store, **filters))
+    return await _off_loop(store, lambda: find(store, **filters))
 
 
 def purge(store: Any, now: Optional[datetime] = None) -> int:

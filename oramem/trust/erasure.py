@@ -513,7 +513,6 @@ def verify_receipts(store: Any) -> list[ReceiptCheck]:
 
 
 async def verify_receipts_async(store: Any) -> list[ReceiptCheck]:
-    """Async twin of :func:`verify_receipts` (runs it in a worker thread)."""
-    import asyncio
-
-    return await asyncio.to_thread(verify_receipts, store)
+    """Async twin of :func:`verify_receipts` (runs it in a worker thread: the block's worker
+    inside ``async with store.transaction_async()``, SC-12, as the sync twin reads in the block)."""
+    return await store.engine._off_loop(verify_receipts, store)
