@@ -121,6 +121,11 @@ class Engine(abc.ABC):
             "version; delete the profile with cascade=True and the knowledge with KnowledgeMemory.delete_all"
         )
 
+    def check_forget(self) -> None:
+        """Before forget's receipt is prepared (its salt may be created): raise what ``forget``
+        itself raises before writing (inside a ``store.transaction()`` block, or an engine
+        without it), so a refused forget writes nothing, not the salt either."""
+
     def check_profile_cascade(self, record_type: str, record_id: str) -> None:
         """Before a profile cascade's receipt is prepared (its salt may be created): raise the
         error the cascade itself would raise before deleting anything (a user's cascade on a

@@ -1020,6 +1020,7 @@ class OracleMemoryStore(IMemoryStore):
         from .trust import erasure  # SC-14: the receipt (salted subject hash, verification scan, log row)
 
         request = self._forget_request(user_id, agent_id, names)
+        self._engine.check_forget()  # a refused forget writes nothing, not the salt either
         plan = erasure.prepare(self, *self._forget_subject(request))
         # SC-16.6: the engine erases the actor's audit entries in the erasure's transaction
         counts = self._engine.forget(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
@@ -1031,7 +1032,9 @@ class OracleMemoryStore(IMemoryStore):
 
         request = self._forget_request(user_id, agent_id, names)
         # on the engine's worker (a block's, SC-12), as delete_async's cascade: in a block forget is
-        # refused with forget()'s own reason, not as a call from "another thread"
+        # refused with forget()'s own reason, not as a call from "another thread", before
+        # anything (the salt) is written
+        await self._engine._off_loop(self._engine.check_forget)
         plan = await self._engine._off_loop(erasure.prepare, self, *self._forget_subject(request))
         counts = await self._engine.forget_async(dataclasses.replace(request, tombstone=plan.tombstone() if plan else None))
         return await self._engine._off_loop(erasure.finish, self, plan, counts)

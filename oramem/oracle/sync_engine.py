@@ -276,12 +276,15 @@ class SyncOracleEngine(OracleEngine):
     def purge_expired(self) -> int:
         return self._do(self._prepare_purge_expired())
 
+    def check_forget(self) -> None:
+        self._refuse_in_block("forget()", "an erasure is one transaction of its own")
+
     def forget(self, request: ForgetRequest) -> dict[str, int]:
         """SC-8.6 in one transaction: the actor's cascade (``delete_record_json``, whose
         PL/SQL deletion hook runs as for any cascade), every registered eraser, and the
         store records the erasers name. With knowledge tables and no eraser it refuses
         before anything is deleted. Static-checked, not run against Oracle."""
-        self._refuse_in_block("forget()", "an erasure is one transaction of its own")
+        self.check_forget()
         cascade = self._prepare_forget(request)
         with self.transaction():
             if not self._erasers and self._do(self._prepare_has_knowledge()):

@@ -453,12 +453,15 @@ class SQLiteEngine(Engine):
         with self._write("sync_search_index") as tx:
             mutations.sync_index(tx)
 
+    def check_forget(self) -> None:
+        self._refuse_in_block("forget()", "an erasure commits, drops the vector sidecar and checkpoints the WAL "
+                              "at once, so that nothing of the actor stays on disk")
+
     def forget(self, request: ForgetRequest) -> dict[str, int]:
         """SC-8.6: the actor's cascade and every hook's erasure in one transaction; then the
         vector sidecar is removed (it holds the old vectors) and the WAL is checkpointed
         with TRUNCATE, so the erased pages leave the ``-wal`` file too."""
-        self._refuse_in_block("forget()", "an erasure commits, drops the vector sidecar and checkpoints the WAL "
-                              "at once, so that nothing of the actor stays on disk")
+        self.check_forget()
         profile = "user_profile" if request.user_id is not None else "agent_profile"
         actor = request.user_id if request.user_id is not None else request.agent_id
         assert actor is not None

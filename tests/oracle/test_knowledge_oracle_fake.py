@@ -663,3 +663,20 @@ def test_a_write_whose_agent_row_an_agent_erasure_deleted_meanwhile_stores_nothi
             assert conn.execute(sa.select(agents.c.agent_id)).scalars().all() == ["a1"]
     finally:
         km.close()
+
+
+def test_forget_refused_in_a_block_sends_nothing_not_even_the_salt(monkeypatch):
+    """forget() inside store.transaction() is refused before its receipt is prepared: no
+    ``set_option`` of the erasure salt, no lock, no cascade goes to the database (red28)."""
+    from oramem.errors import StoreError
+
+    km, store, rec, _clock = knowledge_over_fake(monkeypatch)
+    try:
+        with store.transaction():
+            start = len(rec.calls)
+            with pytest.raises(StoreError, match="cannot run inside store.transaction"):
+                store.forget(user_id="alice")
+            sent = [c.name for c in rec.calls[start:] if c.kind in ("execute", "executemany", "callfunc", "callproc")]
+            assert sent == []
+    finally:
+        km.close()

@@ -139,3 +139,29 @@ def test_a_refused_cascade_writes_nothing_not_even_the_salt(tmp_path):
             km.close()
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("subject", [{"user_id": ALICE}, {"agent_id": "concierge"}], ids=["user", "agent"])
+def test_forget_refused_in_a_block_writes_nothing_not_even_the_salt(tmp_path, subject):
+    """forget() is refused inside store.transaction() (an erasure commits and checkpoints at
+    once); it is refused before its receipt is prepared, so the block commits no salt and no
+    tombstone (sync and async alike; red28 noticed the salt)."""
+    import asyncio
+
+    from oramem.errors import StoreError
+
+    with open_store(tmp_path / "f.db") as store:
+        seed(store)
+        with store.transaction():
+            with pytest.raises(StoreError, match="cannot run inside store.transaction"):
+                store.forget(**subject)
+        assert store.get_option(SALT_OPTION) is None and erasure_log(store) == []
+
+        async def in_async_block():
+            async with store.transaction_async():
+                with pytest.raises(StoreError, match="cannot run inside store.transaction"):
+                    await store.forget_async(**subject)
+
+        asyncio.run(in_async_block())
+        assert store.get_option(SALT_OPTION) is None and erasure_log(store) == []
+        assert store.get("user_profile", ALICE) is not None
