@@ -652,6 +652,7 @@ def import_records(
     # SC-13.6: the thread rows first, as the file has them, so the records naming them do
     # not create them with their own scope; a thread that exists keeps its row (unless
     # on_conflict is "replace")
+    written_threads: set[Any] = set()
     for start in range(0, len(threads), batch_size):
         block = threads[start:start + batch_size]
         rows = [(ln.fields["id"], ln.fields["user_id"], ln.fields["agent_id"], ln.times[0] if ln.times else None)
@@ -660,6 +661,7 @@ def import_records(
             written = set(store.restore_threads(rows, on_conflict="replace" if on_conflict == "replace" else "skip"))
         except (ValueError, TypeError, StoreError, KeyboardInterrupt) as exc:
             raise ImportStopped(result, block[0].lineno, exc, block[-1].lineno) from exc
+        written_threads.update(written)
         for ln in block:
             if ln.fields["id"] in written:
                 result.imported += 1
@@ -668,6 +670,7 @@ def import_records(
                 result.skipped += 1
         if progress is not None:
             progress(len(block))
+    landed: list[ImportLine] = [ln for ln in threads if ln.fields["id"] in written_threads]
     for part in _chunks(records, batch_size):
         try:
             written = store.restore_batches(
@@ -681,6 +684,7 @@ def import_records(
             if ln.fields.get("id") is None or ln.fields["id"] in done:
                 result.imported += 1
                 result.by_type[ln.record_type] = result.by_type.get(ln.record_type, 0) + 1
+                landed.append(ln)
             else:
                 result.skipped += 1
         if progress is not None:
@@ -690,8 +694,34 @@ def import_records(
         # does not stop the later ones: say which of its subjects the store holds again
         from .trust.erasure import erased_since
 
-        result.erased_during_import = erased_since(store, seen, *line_scopes(lines))
+        late = erased_since(store, seen, *line_scopes(landed))
+        if any(late.values()):
+            late = _restored_by(store, landed, late)
+        result.erased_during_import = late
     return result
+
+
+def _restored_by(store: Any, landed: Sequence[ImportLine], late: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Of the subjects erased while the import ran (``late``), those a record this import
+    wrote still names: a record written for her by someone else after her erasure is hers
+    now, not the import's to report (erasing her again would take it). A line whose record
+    cannot be looked up (no id, a thread row) counts as restored."""
+    out: dict[str, list[str]] = {"user": [], "agent": []}
+    for kind, key, profile in (("user", "user_id", "user_profile"), ("agent", "agent_id", "agent_profile")):
+        for subject in late[kind]:
+            for ln in landed:
+                f = ln.fields
+                if ln.record_type == profile and f.get("id") == subject:
+                    hit = store.get(profile, subject) is not None
+                elif f.get(key) == subject:
+                    hit = (ln.record_type == "thread" or f.get("id") is None
+                           or store.get(ln.record_type, f["id"]) is not None)
+                else:
+                    continue
+                if hit:
+                    out[kind].append(subject)
+                    break
+    return out
 
 
 def _receipt_ids(store: Any) -> Optional[set[Any]]:

@@ -111,3 +111,32 @@ def test_another_users_erasure_during_the_import_is_not_reported(tmp_path):
         result = jsonl.import_records(store, _parse(backup), batch_size=1, progress=progress)
         assert [r.content for r in store.list("memory", user_id="carol")] == ["carol again"]
     assert result.imported == 4 and result.erased_during_import == {"user": [], "agent": []}
+
+
+def test_her_new_record_written_after_her_erasure_is_not_reported_as_restored(tmp_path):
+    """red27: the file's record of Alice landed BEFORE her erasure (which took it); after it
+    someone wrote her a new record. The import restored nothing of hers, so it reports
+    nothing: telling the operator to erase her again would take her new record."""
+    src = tmp_path / "src.db"
+    with _open(src) as store:
+        store.add(["alice keeps her passport in zanzibar"], "memory", user_ids=ALICE)
+        store.add([f"bob likes tea {i}" for i in range(3)], "memory", user_ids="bob")
+        lines: list[str] = []
+        jsonl.export_records(store, lines.append)
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text("".join(lines))
+    target = tmp_path / "dst.db"
+    with _open(target) as store:
+        done = []
+
+        def progress(n):
+            if not done:  # after the first batch: her file record is in, then she is erased
+                done.append(True)
+                with _open(target) as other:
+                    assert other.list("memory", user_id=ALICE)
+                    other.forget(user_id=ALICE)
+                    other.add(["alice is back: new phone"], "memory", user_ids=ALICE)
+
+        result = jsonl.import_records(store, _parse(backup), batch_size=1, progress=progress)
+        assert [r.content for r in store.list("memory", user_id=ALICE)] == ["alice is back: new phone"]
+    assert result.imported == 4 and result.erased_during_import == {"user": [], "agent": []}
