@@ -84,14 +84,13 @@ class SharedConnection:
         return getattr(self._conn, name)
 
 
-def lock_agent_id(agent_id: Optional[str]) -> Optional[str]:
+def lock_agent_id(agent_id: Optional[str]) -> None:
     """``agent_id`` of :meth:`SQLAccess.write` / ``try_write`` checked: a non-empty string (the
     agent whose lock row the write takes) or None (a write that locks none). ``''`` is a
     caller's bug: Oracle reads it as NULL, so its row lock would lock nothing."""
     if agent_id is not None and (not isinstance(agent_id, str) or not agent_id):
         raise ValueError(f"agent_id of a knowledge write must name the agent whose row it locks, or be None "
                          f"for a write that locks no agent's row; got {agent_id!r} (Oracle reads '' as NULL)")
-    return agent_id
 
 
 class SQLAccess:

@@ -1192,33 +1192,33 @@ def _catalog_row(path: str, memory_store_id: Any) -> Optional[dict[str, Any]]:
         return _UNREADABLE
 
 
-def _check_database_path(path: str, schema_policy: Any, read_only: Optional[bool]) -> Optional[bool]:
+def _missing_and_not_created(path: str, schema_policy: Any, read_only: Optional[bool]) -> bool:
     """One clear error for a SQLite path that cannot be opened, before an embedder is chosen
     (for a new store that may mean downloading the default model): a directory, or a new file
-    in a directory that does not exist. Returns False when the file does not exist and the open
-    cannot create it (``REQUIRE_EXISTING``, ``read_only=True``: the engine raises
-    ``StoreNotFound``), else None. Bad policies are left for the normal checks."""
+    in a directory that does not exist. True when the file does not exist and this open will
+    not create it (``REQUIRE_EXISTING``, ``read_only=True``: the engine raises
+    ``StoreNotFound``). Bad policies are left for the normal checks."""
     import os
 
     if path in ("", ":memory:") or path.startswith("file::memory:"):
-        return None
+        return False
     if os.path.isdir(path):
         raise ArgumentError(
             f"{path!r} is a directory; give a database file path, e.g. {os.path.join(path, 'oramem.db')!r}"
         )
     if os.path.exists(path):
-        return None
+        return False
     try:
         creating = read_only is not True and SchemaPolicy.coerce(schema_policy, "schema_policy") \
             is not SchemaPolicy.REQUIRE_EXISTING
     except (TypeError, ValueError):
-        return None
-    if not creating:
         return False
+    if not creating:
+        return True
     where = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(where):
         raise StoreError(f"cannot create {path}: directory {where} does not exist (create it first, or give another path)")
-    return None
+    return False
 
 
 def _implicit_embedder(row: Optional[dict[str, Any]], search_strategy: Any) -> Any:
@@ -1317,8 +1317,8 @@ class SQLiteMemoryStore(OracleMemoryStore):
             raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if clock is not None and not callable(clock):
             raise ArgumentTypeError("clock must be a zero-argument callable returning an aware UTC datetime")
-        creates = _check_database_path(os.fspath(path), schema_policy, read_only)
-        implicit = embedder is None and vector_dim is None and creates is not False
+        missing = _missing_and_not_created(os.fspath(path), schema_policy, read_only)
+        implicit = embedder is None and vector_dim is None and not missing
         row = _catalog_row(os.fspath(path), memory_store_id) if (implicit or search_strategy is NOT_SET) else None
         if search_strategy is NOT_SET:  # an existing store opens as it is (the CLI does the same)
             search_strategy = SearchStrategy(row["capability"]) if row else SearchStrategy.VECTOR

@@ -302,14 +302,14 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
             count = jsonl.export_records(store, write, list(types) or None, scope=scope)
         else:
             count = _salvage_export(state, write, set(types) or None)
-        if store is not None and with_knowledge and (scope is None or kg_rows is not None) and no_tables:
-            kg_count = 0
-        elif store is not None and with_knowledge and (scope is None or kg_rows is not None):
-            engine = _sa_engine(state.db, read_only=True)
-            try:
-                kg_count = jsonl.export_knowledge(engine, store.memory_store_id, store.vector_dim, write, rows=kg_rows)
-            finally:
-                engine.dispose()
+        if store is not None and with_knowledge and (scope is None or kg_rows is not None):
+            kg_count = 0  # no knowledge tables, no rows: SQLAlchemy is not loaded for nothing
+            if not no_tables:
+                engine = _sa_engine(state.db, read_only=True)
+                try:
+                    kg_count = jsonl.export_knowledge(engine, store.memory_store_id, store.vector_dim, write, rows=kg_rows)
+                finally:
+                    engine.dispose()
         # the erasure log is the store's, about other (erased) subjects: not in one scope's copy
         receipts = jsonl.export_erasure_log(store, write) if store is not None and scope is None else 0
     if scope is not None and not count and not kg_count:

@@ -151,13 +151,8 @@ async def _off_loop(store: Any, fn: Any, *args: Any) -> Any:
     """``fn(*args)`` off the event loop where the store's engine runs its sync work: inside
     ``async with store.transaction_async()`` on the block's worker (SC-12), as the sync twins
     run on the block's thread; a plain ``asyncio.to_thread`` was refused there as "another
-    thread" (red28)."""
-    engine = getattr(store, "_engine", None)
-    if engine is not None and hasattr(engine, "_off_loop"):
-        return await engine._off_loop(fn, *args)
-    import asyncio
-
-    return await asyncio.to_thread(fn, *args)
+    thread" (red28). As ``erasure.verify_receipts_async`` does."""
+    return await store.engine._off_loop(fn, *args)
 
 
 def set_audit(store: Any, enabled: bool = True, *, ttl_days: Optional[int] = None) -> AuditSettings:
