@@ -10,7 +10,6 @@ Static-checked on Oracle (the recording fake), not run against Oracle."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -77,18 +76,9 @@ def test_oracle_deletes_lock_and_delete_in_sorted_id_order(order):
     """Over the recording fake: the block's ``get_json`` calls (``in_lock = 1``: each locks its
     row) and ``delete_record_json`` calls go out sorted by id, on one connection, before one
     commit."""
-    from oracle.fakes import FakePool, Recorder
-    from oracle.plsql_standin import StoreStandIn
-    from oracle.test_driver_fake import SETTINGS_OUT
+    from oracle.plsql_standin import standin_store
 
-    from oramem import OracleDBMemoryStore, SchemaPolicy
-    from oramem.embedders import HashEmbedder
-
-    rec = Recorder()
-    rec.answers["oramem_admin.open_store"] = json.dumps(dict(SETTINGS_OUT, vector_dim=8))
-    StoreStandIn().install(rec.answers)
-    store = OracleDBMemoryStore(HashEmbedder(8), FakePool(rec), schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
-                                memory_store_id="mystore")
+    store, rec = standin_store()
     try:
         bob = OramemVectorStore(store, user_id="bob", agent_id="desk")
         assert bob.add_texts([f"page {i}" for i in IDS], ids=IDS) == IDS

@@ -128,17 +128,9 @@ def test_mmr_over_the_oracle_fake_sends_the_scope_and_the_query_text():
     driver embedded, the vector variant the vector only."""
     import json as _json
 
-    from oracle.fakes import FakePool, Recorder
-    from oracle.plsql_standin import StoreStandIn
-    from oracle.test_driver_fake import SETTINGS_OUT
+    from oracle.plsql_standin import standin_store
 
-    from oramem import OracleDBMemoryStore, SchemaPolicy
-
-    rec = Recorder()
-    rec.answers["oramem_admin.open_store"] = _json.dumps(dict(SETTINGS_OUT, vector_dim=8))
-    StoreStandIn().install(rec.answers)
-    store = OracleDBMemoryStore(HashEmbedder(8), FakePool(rec), schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
-                                memory_store_id="mystore")
+    store, rec = standin_store()
     try:
         bob = OramemVectorStore(store, user_id="bob", agent_id="desk")
         start = len(rec.calls)

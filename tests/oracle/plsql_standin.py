@@ -187,3 +187,21 @@ class ErasureCatalogStandIn:
         rows = self.db.execute("SELECT receipt FROM oramem_erasure_log WHERE memory_store_id = ? "
                                "ORDER BY erased_at, receipt_id", (call.binds["in_store_id"],)).fetchall()
         return "[" + ",".join(r[0] for r in rows) + "]"
+
+
+def standin_store(dim: int = 8, store_id: str = "mystore") -> tuple[Any, Any]:
+    """An ``OracleDBMemoryStore`` (HashEmbedder ``dim``, CREATE_IF_NECESSARY) over the recording
+    fake whose store calls this stand-in answers; returns ``(store, recorder)``. The caller
+    closes the store."""
+    from oramem import OracleDBMemoryStore, SchemaPolicy
+    from oramem.embedders import HashEmbedder
+
+    from .fakes import FakePool, Recorder
+    from .test_driver_fake import SETTINGS_OUT
+
+    rec = Recorder()
+    rec.answers["oramem_admin.open_store"] = json.dumps(dict(SETTINGS_OUT, vector_dim=dim))
+    StoreStandIn().install(rec.answers)
+    store = OracleDBMemoryStore(HashEmbedder(dim), FakePool(rec), schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+                                memory_store_id=store_id)
+    return store, rec
