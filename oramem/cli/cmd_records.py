@@ -246,7 +246,7 @@ def list_(
 # ----------------------------------------------------------------------------- update / delete
 @cli.command(short_help="Update one record.")
 @click.argument("record_type", metavar="TYPE", type=RecordTypeArgument(ADDABLE_TYPES))
-@click.argument("record_id")
+@click.argument("record_id", metavar="ID")
 @click.option("--text", help="New stored text (also re-indexed).")
 @click.option("--clear-text", is_flag=True, help="Clear the stored text and its retrieval rows.")
 @click.option("--index-text", help="New retrieval text (what search sees); '' = not searchable.")

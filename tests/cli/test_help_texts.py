@@ -219,7 +219,7 @@ def test_errors_name_the_flag_that_was_given(runner, tmp_path):
 @pytest.mark.parametrize("args, said", [
     (["get", "memory", ""], "Error: ID must not be empty"),
     (["delete", "user_profile", ""], "Error: ID must not be empty"),
-    (["update", "memory", "", "--text", "x"], "Error: RECORD_ID must not be empty"),
+    (["update", "memory", "", "--text", "x"], "Error: ID must not be empty"),
     (["forget", "--user", ""], "Error: --user must not be empty"),
     (["forget", "--agent", ""], "Error: --agent must not be empty"),
 ])
