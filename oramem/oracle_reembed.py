@@ -58,10 +58,10 @@ def reembed_store(
 ) -> ReembedResult:
     """Re-embed store ``memory_store_id`` of the Oracle schema ``conn`` (a sync
     python-oracledb connection with no transaction in progress, which stays open) with
-    ``embedder``. See the module
-    docstring. Raises ``StoreNotFound`` for a missing store, ``ValueError`` for a KEYWORD
-    store, an in-database embedder or bad arguments, ``StoreError`` when another reembed is
-    pending and ``restart`` is false. Static-checked, not run against Oracle."""
+    ``embedder``. See the module docstring. Raises ``StoreNotFound`` for a missing store,
+    ``ValueError`` for a KEYWORD store, an in-database embedder, a transaction in progress
+    or bad arguments, ``StoreError`` when another reembed is pending and ``restart`` is
+    false. Static-checked, not run against Oracle."""
     target, dim = check_arguments(embedder, batch_size, progress)
     if target.get("kind") == "oracle-db":
         raise ValueError(
