@@ -2282,6 +2282,18 @@ AS
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             'store ' || l_id || ' is a ' || l_store.search_strategy || ' store: it holds no vectors to re-embed');
       END IF;
+      l_prev := recorded_embedder(l_id);
+      IF l_store.search_strategy = 'hybrid'
+         AND (l_prev IS NULL OR NOT same_embedder(l_prev, l_target.to_clob))
+      THEN
+         -- the hybrid vector index and a PL/SQL caller's query vectors come from the store's
+         -- in-database model: another embedder's vectors in EMBEDDING would be a second kind
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'store ' || l_id || ' is a hybrid store: its hybrid vector index embeds with the in-database '
+            || 'model ' || l_store.embedding_model || ', so it can be re-embedded (and re-chunked) only with '
+            || 'the embedder it records; to move it to another model, create a new hybrid store with that '
+            || 'model and copy the records into it (export / import)');
+      END IF;
       l_chk     := oramem_registry.object_name(l_id, oramem_registry.gc_obj_chunks);
       l_chk_q   := oramem_registry.quoted_name(l_id, oramem_registry.gc_obj_chunks);
       l_pending := reembed_pending(l_id);
@@ -2321,7 +2333,6 @@ AS
                              '#DIM#', TO_CHAR(in_vector_dim, 'FM99990')));
          END IF;
       END IF;
-      l_prev := recorded_embedder(l_id);
       IF l_prev IS NULL THEN
          l_out.put_null('previous');
       ELSE

@@ -260,7 +260,9 @@ AS
     * Records the target (autonomous commit) and adds EMBEDDING_NEW (DDL). A pending
     * reembed to another embedder is left alone and reported ("started": false) unless
     * in_restart = 1, which sets the shadow column's vectors aside (SET UNUSED) and starts
-    * over; a dimension swap in progress (state UPGRADING) cannot be restarted.
+    * over; a dimension swap in progress (state UPGRADING) cannot be restarted. A HYBRID
+    * store (its hybrid index embeds with the in-database model) takes only the embedder it
+    * records (a re-embed / re-chunk in the same vector space), else -20001.
     * Returns {"started": bool, "pending": identity|null, "previous": identity|null,
     *  "resumed": n, "total": n, "vector_dim": d (the store's), "search_strategy": s,
     *  "embedding_model": m|null, "swapping": bool (a dimension swap to finish)}.

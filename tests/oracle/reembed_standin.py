@@ -103,6 +103,11 @@ class ReembedStandIn:
         store = self.db["store"]
         if store["vector_dim"] is None or store["search_strategy"] not in ("vector", "hybrid"):
             raise db_error(20001, f"store MYSTORE is a {store['search_strategy']} store: it holds no vectors to re-embed")
+        if store["search_strategy"] == "hybrid" and (store["embedder"] is None
+                                                     or not same_identity(store["embedder"], target)):
+            raise db_error(20001, "store MYSTORE is a hybrid store: its hybrid vector index embeds with the "
+                                  "in-database model ..., so it can be re-embedded (and re-chunked) only with the "
+                                  "embedder it records; ...")
         out: dict[str, Any] = {"swapping": False}
         if store["state"] == "UPGRADING" and self.db["pending"] is not None:
             if not self._same(target):

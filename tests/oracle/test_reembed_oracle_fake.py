@@ -295,3 +295,22 @@ def test_cli_reembed_on_an_oracle_store(monkeypatch):
     assert rec.calls[-1].kind == "close"
     bad = CliRunner().invoke(cli, ["--db", "oracle://nobody", "reembed"])
     assert bad.exit_code == 2 and "oracle://USER@HOST:PORT/SERVICE" in bad.output
+
+
+def test_a_hybrid_store_takes_only_its_own_embedder_and_is_rechunked_with_it():
+    """A HYBRID store's hybrid vector index embeds with its in-database model: another embedder
+    would put a second kind of vectors in it, so only the recorded one (a re-chunk) is taken."""
+    old = Windowed(OLD_DIM, seed=3)
+    legacy = {k: v for k, v in identity_of(old).items() if k != "chunking"}  # a store from before issue 28
+    standin = ReembedStandIn(OLD_DIM, legacy, strategy="hybrid")
+    standin.db["store"]["embedding_model"] = standin.base["store"]["embedding_model"] = "ALL_MINILM_L6_V2"
+    long = " ".join(f"word{i}" for i in range(60))
+    standin.add("memory", "long", long, [long], old.embed([long]).tolist())
+    conn, rec = _connect(standin)
+    with pytest.raises(ValueError, match="hybrid store"):
+        reembed_store(conn, HashEmbedder(16), memory_store_id="mystore")
+    assert standin.ddl == [] and standin.base["pending"] is None  # refused before anything was written
+    result = reembed_store(conn, old, memory_store_id="mystore", batch_size=2)
+    assert result.rechunked == 1 and result.embedder["chunking"]["unit"] == "chars"
+    assert standin.base["store"]["embedder"] == identity_of(old)
+    assert len([k for k in standin.base["chunks"] if k[1] == "long"]) > 1

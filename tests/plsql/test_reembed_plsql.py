@@ -81,3 +81,12 @@ def test_the_reembed_lock_takes_the_erasure_lock_order_first():
     body = unit(code("oramem_store.pkb"), "lock_retrieval_rows")
     assert body.index("lock_erasers(l_store);") < body.index("' IN EXCLUSIVE MODE'")
     assert "gc_obj_chunks" in body and "COMMIT" not in body
+
+
+def test_a_hybrid_store_takes_only_the_embedder_it_records_before_anything_is_written():
+    body = unit(ADMIN, "reembed_begin_json")
+    check = body.index("IF l_store.search_strategy = 'hybrid'")
+    cond = body[check: body.index("THEN", check)]
+    assert "l_prev IS NULL OR NOT same_embedder(l_prev, l_target.to_clob)" in cond
+    assert check < body.index("save_reembed_target(") and check < body.index("exec_ddl(")
+    assert "gc_invalid_argument" in body[check: check + 700]
