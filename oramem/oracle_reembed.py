@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from .embedders.identity import describe_identity, encode_identity
+from .embedders.identity import describe_identity, encode_identity, same_identity
 from .errors import StoreError
 from .normalize import DEFAULT_STORE_ID, validate_store_id
 from .oracle.admin import call_plsql
@@ -123,6 +123,15 @@ def reembed_store(
             raise
         total = int(swap["total"])
     finished = json.loads(call("finish", in_target=target_text))
+    recorded = finished.get("embedder")
+    if not (isinstance(recorded, dict) and same_identity(recorded, target) and finished.get("vector_dim") == dim):
+        # e.g. another session's repairing open (CREATE_IF_NECESSARY) made the store READY again
+        # between the swap's commit and the finish: the old vectors still answer, nothing is lost
+        raise StoreError(
+            f"store {sid!r} does not record the new embedder after the swap (it records "
+            f"{describe_identity(recorded)}, vector_dim {finished.get('vector_dim')}): another session changed it "
+            "meanwhile; run the same reembed again to finish"
+        )
     if progress is not None:
         progress(total, total)
     rechunked, kept = _rechunk(conn, embedder, sid, previous, finished, batch_size)

@@ -326,7 +326,9 @@ AS
     * EMBEDDING_NEW to EMBEDDING, create the HNSW index, then record vector_dim, the new
     * identity and READY and clear the target (each step idempotent: a rerun after a crash
     * finishes). Same dimension: SET UNUSED the shadow column. Returns the settings in force
-    * (describe_store). Errors: -20010; -20101; -20201 lock timeout or another target;
+    * (describe_store): a caller checks that "embedder" and "vector_dim" are its target's (a
+    * repairing open_store of another session may have made the store READY again between
+    * the swap's commit and this call; then run the swap again). Errors: -20010; -20101; -20201 lock timeout or another target;
     * DDL errors (logged, the store stays UPGRADING: rerun). Commit: autonomous DDL.
     */
    FUNCTION reembed_finish_json(

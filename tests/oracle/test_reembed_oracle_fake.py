@@ -314,3 +314,25 @@ def test_a_hybrid_store_takes_only_its_own_embedder_and_is_rechunked_with_it():
     assert result.rechunked == 1 and result.embedder["chunking"]["unit"] == "chars"
     assert standin.base["store"]["embedder"] == identity_of(old)
     assert len([k for k in standin.base["chunks"] if k[1] == "long"]) > 1
+
+
+def test_a_swap_another_session_undid_is_reported_and_a_rerun_finishes():
+    """Between the dimension swap's commit (UPGRADING) and the finish, another session's
+    repairing open may make the store READY again with its old column: the finish then has
+    nothing to do, and the driver must not report success."""
+    standin = _store(3)
+    conn, rec = _connect(standin)
+    new = HashEmbedder(16, seed=3)
+    real_finish = rec.answers["oramem_admin.reembed_finish_json"]
+
+    def repaired_first(call):
+        standin._autonomous(lambda db: db["store"].update(state="READY"))  # the other session's mark_ready
+        return real_finish(call)
+
+    rec.answers["oramem_admin.reembed_finish_json"] = repaired_first
+    with pytest.raises(StoreError, match="does not record the new embedder.*run the same reembed again"):
+        reembed_store(conn, new, memory_store_id="mystore", batch_size=2)
+    assert standin.base["store"]["vector_dim"] == OLD_DIM  # still the old vectors, nothing lost
+    rec.answers["oramem_admin.reembed_finish_json"] = real_finish
+    result = reembed_store(conn, new, memory_store_id="mystore", batch_size=2)
+    assert result.vector_dim == 16 and result.rows == 0 and _vectors_of(standin, new)
