@@ -2428,6 +2428,7 @@ AS
       l_elem    JSON_ELEMENT_T;
       l_rows    JSON_ARRAY_T;
       l_row     JSON_ARRAY_T;
+      l_vec     JSON_ARRAY_T;
       l_text    CLOB;
       l_saved   PLS_INTEGER := 0;
       l_sql     VARCHAR2(1000 CHAR);
@@ -2454,10 +2455,11 @@ AS
             oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
                'in_rows[' || i || '] must be [record_type, record_id, chunk_no, text, vector]');
          END IF;
-         IF TREAT(l_row.get(4) AS JSON_ARRAY_T).get_size <> l_dim THEN
+         l_vec := TREAT(l_row.get(4) AS JSON_ARRAY_T);
+         IF l_vec.get_size <> l_dim THEN
             oramem_errors.raise_error(oramem_errors.gc_vector_mismatch,
-               'in_rows[' || i || ']: the vector has ' || TREAT(l_row.get(4) AS JSON_ARRAY_T).get_size
-               || ' values, the reembed target ' || l_dim);
+               'in_rows[' || i || ']: the vector has ' || l_vec.get_size || ' values, the reembed target '
+               || l_dim);
          END IF;
       END LOOP;
       -- only a row still there with the text embedded: one deleted (a forget) or rewritten
