@@ -123,6 +123,17 @@ AS
       WHERE NOT EXISTS (SELECT 1 FROM #KWP# p
                         WHERE p.record_type = c.record_type AND p.record_id = c.record_id)]';
 
+   -- Re-embedding (oramem reembed on Oracle; docs/oracle-models.md, "Re-embedding an Oracle
+   -- store"): the shadow column of the new vectors, setting a column aside (SET UNUSED: a
+   -- dictionary change, no rewrite of the table), and the rename that puts the new vectors in
+   -- the old column's place when the dimension changes. The pending target is the store
+   -- option gc_reembed_option: {"embedder": identity, "vector_dim": n}.
+   gc_tpl_add_new_embedding CONSTANT VARCHAR2(200 CHAR) :=
+      q'[ALTER TABLE #CHK# ADD (embedding_new VECTOR(#DIM#, FLOAT32))]';
+   gc_tpl_set_unused CONSTANT VARCHAR2(200 CHAR) := q'[ALTER TABLE #CHK# SET UNUSED (#COL#)]';
+   gc_tpl_rename_new CONSTANT VARCHAR2(200 CHAR) := q'[ALTER TABLE #CHK# RENAME COLUMN embedding_new TO embedding]';
+   gc_reembed_option CONSTANT VARCHAR2(32 CHAR) := 'reembed.target';
+
    ---------------------------------------------------------------------------------------
    -- autonomous helpers
    ---------------------------------------------------------------------------------------
@@ -1432,8 +1443,8 @@ AS
                'embedder: store ' || in_store.memory_store_id || ' was built with the embedder '
                || DBMS_LOB.SUBSTR(l_recorded, 600, 1) || ', this open uses '
                || DBMS_LOB.SUBSTR(in_set.embedder, 600, 1) || '; vectors of different embedders are '
-               || 'not comparable. Open it with the embedder that built it, or RECREATE the store '
-               || 'for the new one (destroys the data)');
+               || 'not comparable. Open it with the embedder that built it, or move the store to the '
+               || 'new one (oramem reembed; oramem_admin.reembed_begin_json and the calls after it)');
          END IF;
       END IF;
       IF in_set.has_dim AND NOT same(in_store.vector_dim, in_set.vector_dim) THEN
@@ -2078,6 +2089,498 @@ AS
       l_out.put('shared', l_shared);
       RETURN l_out.to_clob;
    END erasure_scan_json;
+
+   ---------------------------------------------------------------------------------------
+   -- re-embedding (oramem reembed; docs/oracle-models.md, "Re-embedding an Oracle store")
+   ---------------------------------------------------------------------------------------
+   -- The registry row of a store a reembed call names (-20101 when there is none).
+   FUNCTION reembed_store(
+      in_store_id IN VARCHAR2
+   ) RETURN oramem_registry.store_t
+   IS
+      l_id    VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
+      l_store oramem_registry.store_t;
+      l_found BOOLEAN;
+   BEGIN
+      oramem_registry.find_store(l_id, l_store, l_found);
+      IF NOT l_found THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_not_found, 'store ' || l_id || ' does not exist');
+      END IF;
+      RETURN l_store;
+   END reembed_store;
+
+   -- in_target checked as an embedder identity (a JSON object with a "kind" string).
+   FUNCTION reembed_identity(
+      in_target IN CLOB
+   ) RETURN JSON_OBJECT_T
+   IS
+      l_elem JSON_ELEMENT_T;
+      l_obj  JSON_OBJECT_T;
+   BEGIN
+      IF in_target IS NOT NULL THEN
+         BEGIN
+            l_elem := JSON_ELEMENT_T.parse(in_target);
+         EXCEPTION
+            WHEN e_json_syntax THEN
+               l_elem := NULL;
+         END;
+      END IF;
+      IF l_elem IS NOT NULL AND l_elem.is_object THEN
+         l_obj := TREAT(l_elem AS JSON_OBJECT_T);
+         IF l_obj.has('kind') THEN
+            IF l_obj.get('kind').is_string THEN
+               RETURN l_obj;
+            END IF;
+         END IF;
+      END IF;
+      oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+         'target must be an embedder identity: a JSON object with a "kind" string (oramem.embedders.identity)');
+      RETURN NULL;
+   END reembed_identity;
+
+   -- The pending target {"embedder": ..., "vector_dim": n} of a store (NULL: none).
+   FUNCTION reembed_pending(
+      in_store_id IN VARCHAR2
+   ) RETURN JSON_OBJECT_T
+   IS
+      l_value CLOB;
+   BEGIN
+      SELECT o.value INTO l_value FROM oramem_store_options o
+      WHERE  o.memory_store_id = in_store_id AND o.name = gc_reembed_option;
+      RETURN TREAT(JSON_ELEMENT_T.parse(l_value) AS JSON_OBJECT_T);
+   EXCEPTION
+      WHEN NO_DATA_FOUND THEN
+         RETURN NULL;
+   END reembed_pending;
+
+   -- Is in_pending (reembed_pending) a reembed to the embedder in_target?
+   FUNCTION reembed_same(
+      in_pending IN JSON_OBJECT_T,
+      in_target  IN JSON_OBJECT_T
+   ) RETURN BOOLEAN
+   IS
+   BEGIN
+      IF in_pending IS NULL THEN
+         RETURN FALSE;
+      END IF;
+      RETURN same_embedder(in_pending.get_object('embedder').to_clob, in_target.to_clob);
+   END reembed_same;
+
+   -- Record (in_value not NULL) or clear the pending target, committed on its own.
+   PROCEDURE save_reembed_target(
+      in_store_id IN VARCHAR2,
+      in_value    IN CLOB
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+   BEGIN
+      IF in_value IS NULL THEN
+         DELETE FROM oramem_store_options WHERE memory_store_id = in_store_id AND name = gc_reembed_option;
+      ELSE
+         MERGE INTO oramem_store_options o
+         USING (SELECT in_store_id AS memory_store_id, gc_reembed_option AS name FROM dual) s
+         ON (o.memory_store_id = s.memory_store_id AND o.name = s.name)
+         WHEN MATCHED THEN
+            UPDATE SET o.value = in_value, o.updated_at = SYS_EXTRACT_UTC(SYSTIMESTAMP)
+         WHEN NOT MATCHED THEN
+            INSERT (memory_store_id, name, value) VALUES (s.memory_store_id, s.name, in_value);
+      END IF;
+      COMMIT;
+   END save_reembed_target;
+
+   -- The swap's record (in the caller's transaction): the new dimension and identity, READY,
+   -- no pending target.
+   PROCEDURE record_reembed(
+      in_store_id IN VARCHAR2,
+      in_pending  IN JSON_OBJECT_T
+   )
+   IS
+      -- plain values first: the SQL statement binds PL/SQL variables, no object method calls
+      l_dim      NUMBER := in_pending.get_number('vector_dim');
+      l_embedder CLOB   := in_pending.get_object('embedder').to_clob;
+   BEGIN
+      UPDATE oramem_stores
+      SET    vector_dim  = l_dim,
+             embedder    = l_embedder,
+             state       = oramem_registry.gc_state_ready,
+             state_owner = NULL,
+             state_since = SYS_EXTRACT_UTC(SYSTIMESTAMP),
+             last_error  = NULL,
+             updated_at  = SYS_EXTRACT_UTC(SYSTIMESTAMP)
+      WHERE  memory_store_id = in_store_id;
+      DELETE FROM oramem_store_options WHERE memory_store_id = in_store_id AND name = gc_reembed_option;
+   END record_reembed;
+
+   -- record_reembed committed on its own (the last step of a dimension swap).
+   PROCEDURE record_reembed_committed(
+      in_store_id IN VARCHAR2,
+      in_pending  IN JSON_OBJECT_T
+   )
+   IS
+      PRAGMA AUTONOMOUS_TRANSACTION;
+   BEGIN
+      record_reembed(in_store_id, in_pending);
+      COMMIT;
+   END record_reembed_committed;
+
+   -- The pending target when it is in_target, else -20201 (another run took over, the swap
+   -- is done, or the store was dropped).
+   FUNCTION reembed_check(
+      in_store_id IN VARCHAR2,
+      in_target   IN CLOB
+   ) RETURN JSON_OBJECT_T
+   IS
+      l_pending JSON_OBJECT_T := reembed_pending(in_store_id);
+   BEGIN
+      IF NOT reembed_same(l_pending, reembed_identity(in_target)) THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_busy,
+            'the reembed of store ' || in_store_id || ' was taken over by another run (or finished, or the '
+            || 'store was dropped); stopped without swapping');
+      END IF;
+      RETURN l_pending;
+   END reembed_check;
+
+   FUNCTION reembed_count(
+      in_store_id IN VARCHAR2,
+      in_where    IN VARCHAR2      -- fixed text of this package only
+   ) RETURN PLS_INTEGER
+   IS
+      l_count PLS_INTEGER;
+   BEGIN
+      EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM '
+         || oramem_registry.quoted_name(in_store_id, oramem_registry.gc_obj_chunks) || in_where
+         INTO l_count;
+      RETURN l_count;
+   END reembed_count;
+
+   FUNCTION reembed_begin_json(
+      in_store_id   IN VARCHAR2,
+      in_target     IN CLOB,
+      in_vector_dim IN PLS_INTEGER,
+      in_restart    IN PLS_INTEGER DEFAULT 0
+   ) RETURN CLOB
+   IS
+      l_id      VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
+      l_target  JSON_OBJECT_T := reembed_identity(in_target);
+      l_store   oramem_registry.store_t;
+      l_pending JSON_OBJECT_T;
+      l_value   JSON_OBJECT_T := JSON_OBJECT_T();
+      l_out     JSON_OBJECT_T := JSON_OBJECT_T();
+      l_prev    CLOB;
+      l_chk     VARCHAR2(128 CHAR);
+      l_chk_q   VARCHAR2(200 CHAR);
+   BEGIN
+      IF in_vector_dim IS NULL OR in_vector_dim NOT BETWEEN 1 AND 65535 THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument, 'vector_dim must be between 1 and 65535');
+      END IF;
+      IF in_restart IS NULL OR in_restart NOT IN (0, 1) THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument, 'restart must be 0 or 1');
+      END IF;
+      lock_store(l_id, gc_default_lock_timeout);
+      l_store := reembed_store(l_id);
+      IF l_store.vector_dim IS NULL OR l_store.search_strategy NOT IN ('vector', 'hybrid') THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'store ' || l_id || ' is a ' || l_store.search_strategy || ' store: it holds no vectors to re-embed');
+      END IF;
+      l_prev := recorded_embedder(l_id);
+      IF l_store.search_strategy = 'hybrid'
+         AND (l_prev IS NULL OR NOT same_embedder(l_prev, l_target.to_clob))
+      THEN
+         -- the hybrid vector index and a PL/SQL caller's query vectors come from the store's
+         -- in-database model: another embedder's vectors in EMBEDDING would be a second kind
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'store ' || l_id || ' is a hybrid store: its hybrid vector index embeds with the in-database '
+            || 'model ' || l_store.embedding_model || ', so it can be re-embedded (and re-chunked) only with '
+            || 'the embedder it records; to move it to another model, create a new hybrid store with that '
+            || 'model and copy the records into it (export / import)');
+      END IF;
+      l_chk     := oramem_registry.object_name(l_id, oramem_registry.gc_obj_chunks);
+      l_chk_q   := oramem_registry.quoted_name(l_id, oramem_registry.gc_obj_chunks);
+      l_pending := reembed_pending(l_id);
+      l_out.put('swapping', FALSE);
+      IF l_store.state = oramem_registry.gc_state_upgrading AND l_pending IS NOT NULL THEN
+         -- a dimension swap was interrupted: only its own target finishes it (the old vectors
+         -- may be gone already), and nothing is left to embed
+         IF NOT reembed_same(l_pending, l_target) THEN
+            oramem_errors.raise_error(oramem_errors.gc_store_state,
+               'store ' || l_id || ' is swapping in the vectors of a reembed to '
+               || DBMS_LOB.SUBSTR(l_pending.get_object('embedder').to_clob, 600, 1)
+               || '; rerun the reembed with that embedder to finish it first');
+         END IF;
+         l_out.put('swapping', TRUE);
+      ELSIF l_store.state <> oramem_registry.gc_state_ready THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_state,
+            'store ' || l_id || ' is in state ' || l_store.state || '; it cannot be re-embedded');
+      ELSE
+         IF l_pending IS NOT NULL AND NOT reembed_same(l_pending, l_target) AND in_restart = 0 THEN
+            l_out.put('started', FALSE);
+            l_out.put('pending', l_pending.get_object('embedder'));
+            unlock_store;
+            RETURN l_out.to_clob;
+         END IF;
+         IF column_exists(l_chk, 'EMBEDDING_NEW')
+            AND (NOT reembed_same(l_pending, l_target)
+                 OR l_pending.get_number('vector_dim') <> in_vector_dim)
+         THEN
+            -- a restart, or the shadow column of a finished run: not this target's vectors
+            exec_ddl(REPLACE(REPLACE(gc_tpl_set_unused, '#CHK#', l_chk_q), '#COL#', 'embedding_new'));
+         END IF;
+         l_value.put('embedder', l_target);
+         l_value.put('vector_dim', in_vector_dim);
+         save_reembed_target(l_id, l_value.to_clob);
+         IF NOT column_exists(l_chk, 'EMBEDDING_NEW') THEN
+            exec_ddl(REPLACE(REPLACE(gc_tpl_add_new_embedding, '#CHK#', l_chk_q),
+                             '#DIM#', TO_CHAR(in_vector_dim, 'FM99990')));
+         END IF;
+      END IF;
+      IF l_prev IS NULL THEN
+         l_out.put_null('previous');
+      ELSE
+         l_out.put('previous', JSON_ELEMENT_T.parse(l_prev));
+      END IF;
+      l_out.put('started', TRUE);
+      l_out.put('pending', l_target);
+      IF column_exists(l_chk, 'EMBEDDING_NEW') THEN
+         l_out.put('resumed', reembed_count(l_id, ' WHERE embedding_new IS NOT NULL'));
+      ELSE
+         l_out.put('resumed', reembed_count(l_id, ''));   -- swapping: every row has its new vector
+      END IF;
+      l_out.put('total', reembed_count(l_id, ''));
+      l_out.put('vector_dim', l_store.vector_dim);
+      l_out.put('search_strategy', l_store.search_strategy);
+      IF l_store.embedding_model IS NULL THEN
+         l_out.put_null('embedding_model');
+      ELSE
+         l_out.put('embedding_model', l_store.embedding_model);
+      END IF;
+      unlock_store;
+      RETURN l_out.to_clob;
+   EXCEPTION
+      WHEN OTHERS THEN
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_admin.reembed_begin_json', l_id);
+         END IF;
+         unlock_store;
+         RAISE;
+   END reembed_begin_json;
+
+   FUNCTION reembed_rows_json(
+      in_store_id IN VARCHAR2,
+      in_after    IN CLOB,
+      in_limit    IN PLS_INTEGER
+   ) RETURN CLOB
+   IS
+      l_store oramem_registry.store_t := reembed_store(in_store_id);
+      l_elem  JSON_ELEMENT_T;
+      l_after JSON_ARRAY_T;
+      l_type  VARCHAR2(32 CHAR);
+      l_rid   VARCHAR2(512 CHAR);
+      l_no    NUMBER;
+      l_out   CLOB;
+   BEGIN
+      IF in_limit IS NULL OR in_limit NOT BETWEEN 1 AND 10000 THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument, 'limit must be between 1 and 10000');
+      END IF;
+      IF in_after IS NOT NULL THEN
+         BEGIN
+            l_elem := JSON_ELEMENT_T.parse(in_after);
+         EXCEPTION
+            WHEN e_json_syntax THEN
+               l_elem := NULL;
+         END;
+         IF l_elem IS NULL OR NOT l_elem.is_array THEN
+            oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+               'in_after must be [record_type, record_id, chunk_no] or null');
+         END IF;
+         l_after := TREAT(l_elem AS JSON_ARRAY_T);
+         IF l_after.get_size <> 3 THEN
+            oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+               'in_after must be [record_type, record_id, chunk_no] or null');
+         END IF;
+         l_type := l_after.get_string(0);
+         l_rid  := l_after.get_string(1);
+         l_no   := l_after.get_number(2);
+      END IF;
+      -- keyset order; a row this order skips (another NLS_SORT) keeps its NULL and is
+      -- embedded by the swap's pass over every row without a new vector
+      EXECUTE IMMEDIATE
+         'SELECT JSON_ARRAYAGG(JSON_ARRAY(x.record_type, x.record_id, x.chunk_no, x.chunk_text '
+         || 'NULL ON NULL RETURNING CLOB) FORMAT JSON '
+         || 'ORDER BY x.record_type, x.record_id, x.chunk_no RETURNING CLOB) FROM ('
+         || 'SELECT c.record_type, c.record_id, c.chunk_no, c.chunk_text FROM '
+         || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_chunks)
+         || ' c WHERE c.embedding_new IS NULL AND (:1 IS NULL OR c.record_type > :2 OR (c.record_type = :3 '
+         || 'AND (c.record_id > :4 OR (c.record_id = :5 AND c.chunk_no > :6)))) '
+         || 'ORDER BY c.record_type, c.record_id, c.chunk_no FETCH FIRST :7 ROWS ONLY) x'
+         INTO l_out USING l_type, l_type, l_type, l_rid, l_rid, l_no, in_limit;
+      RETURN NVL(l_out, TO_CLOB('[]'));
+   END reembed_rows_json;
+
+   FUNCTION reembed_save_json(
+      in_store_id IN VARCHAR2,
+      in_target   IN CLOB,
+      in_rows     IN CLOB
+   ) RETURN PLS_INTEGER
+   IS
+      l_store   oramem_registry.store_t := reembed_store(in_store_id);
+      l_pending JSON_OBJECT_T := reembed_check(l_store.memory_store_id, in_target);
+      l_dim     PLS_INTEGER := l_pending.get_number('vector_dim');
+      l_elem    JSON_ELEMENT_T;
+      l_rows    JSON_ARRAY_T;
+      l_row     JSON_ARRAY_T;
+      l_vec     JSON_ARRAY_T;
+      l_text    CLOB;
+      l_saved   PLS_INTEGER := 0;
+      l_sql     VARCHAR2(1000 CHAR);
+   BEGIN
+      BEGIN
+         l_elem := JSON_ELEMENT_T.parse(in_rows);
+      EXCEPTION
+         WHEN e_json_syntax THEN
+            l_elem := NULL;
+      END;
+      IF l_elem IS NULL OR NOT l_elem.is_array THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+            'in_rows must be a JSON array of [record_type, record_id, chunk_no, text, vector]');
+      END IF;
+      l_rows := TREAT(l_elem AS JSON_ARRAY_T);
+      -- every row is checked before the first is written
+      FOR i IN 0 .. l_rows.get_size - 1 LOOP
+         IF NOT l_rows.get(i).is_array THEN
+            oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+               'in_rows[' || i || '] must be [record_type, record_id, chunk_no, text, vector]');
+         END IF;
+         l_row := TREAT(l_rows.get(i) AS JSON_ARRAY_T);
+         IF l_row.get_size <> 5 OR NOT l_row.get(4).is_array THEN
+            oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+               'in_rows[' || i || '] must be [record_type, record_id, chunk_no, text, vector]');
+         END IF;
+         l_vec := TREAT(l_row.get(4) AS JSON_ARRAY_T);
+         IF l_vec.get_size <> l_dim THEN
+            oramem_errors.raise_error(oramem_errors.gc_vector_mismatch,
+               'in_rows[' || i || ']: the vector has ' || l_vec.get_size || ' values, the reembed target '
+               || l_dim);
+         END IF;
+      END LOOP;
+      -- only a row still there with the text embedded: one deleted (a forget) or rewritten
+      -- since it was read is not written, so no vector outlives its text. An empty text
+      -- ("" reads back as NULL from get_clob, S16) matches a NULL or empty chunk_text.
+      l_sql := 'UPDATE ' || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_chunks)
+               || ' c SET c.embedding_new = TO_VECTOR(:1, ' || TO_CHAR(l_dim, 'FM99990') || ', FLOAT32)'
+               || ' WHERE c.record_type = :2 AND c.record_id = :3 AND c.chunk_no = :4'
+               || ' AND ((NVL(DBMS_LOB.GETLENGTH(c.chunk_text), 0) = 0 AND :5 IS NULL)'
+               || ' OR DBMS_LOB.COMPARE(c.chunk_text, :6) = 0)';
+      FOR i IN 0 .. l_rows.get_size - 1 LOOP
+         l_row  := TREAT(l_rows.get(i) AS JSON_ARRAY_T);
+         l_text := CASE WHEN l_row.get(3).is_null THEN NULL ELSE l_row.get_clob(3) END;
+         EXECUTE IMMEDIATE l_sql
+            USING l_row.get(4).to_clob, l_row.get_string(0), l_row.get_string(1), l_row.get_number(2),
+                  l_text, l_text;
+         l_saved := l_saved + SQL%ROWCOUNT;
+      END LOOP;
+      RETURN l_saved;
+   END reembed_save_json;
+
+   FUNCTION reembed_swap_json(
+      in_store_id IN VARCHAR2,
+      in_target   IN CLOB
+   ) RETURN CLOB
+   IS
+      l_store   oramem_registry.store_t := reembed_store(in_store_id);
+      l_pending JSON_OBJECT_T := reembed_check(l_store.memory_store_id, in_target);
+      l_missing PLS_INTEGER;
+      l_out     JSON_OBJECT_T := JSON_OBJECT_T();
+   BEGIN
+      IF l_store.state <> oramem_registry.gc_state_ready THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_state,
+            'store ' || l_store.memory_store_id || ' is in state ' || l_store.state || '; it cannot be swapped');
+      END IF;
+      l_missing := reembed_count(l_store.memory_store_id, ' WHERE embedding_new IS NULL');
+      IF l_missing > 0 THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            l_missing || ' retrieval row(s) of store ' || l_store.memory_store_id || ' have no new vector: '
+            || 'save them (reembed_rows_json, reembed_save_json) after oramem_store.lock_retrieval_rows, then swap');
+      END IF;
+      l_out.put('total', reembed_count(l_store.memory_store_id, ''));
+      IF l_pending.get_number('vector_dim') = l_store.vector_dim THEN
+         -- one statement, in the caller's transaction: the store answers with the old
+         -- vectors until the caller commits, and with the new ones (and identity) after
+         EXECUTE IMMEDIATE 'UPDATE '
+            || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_chunks)
+            || ' SET embedding = embedding_new';
+         record_reembed(l_store.memory_store_id, l_pending);
+         l_out.put('ddl', FALSE);
+      ELSE
+         -- another dimension: the column itself is replaced by DDL (reembed_finish_json), so
+         -- data calls are refused (ready_store, -20106) until it has run
+         UPDATE oramem_stores
+         SET    state       = oramem_registry.gc_state_upgrading,
+                state_owner = SYS_CONTEXT('USERENV', 'SID'),
+                state_since = SYS_EXTRACT_UTC(SYSTIMESTAMP),
+                updated_at  = SYS_EXTRACT_UTC(SYSTIMESTAMP)
+         WHERE  memory_store_id = l_store.memory_store_id;
+         l_out.put('ddl', TRUE);
+      END IF;
+      RETURN l_out.to_clob;
+   END reembed_swap_json;
+
+   FUNCTION reembed_finish_json(
+      in_store_id     IN VARCHAR2,
+      in_target       IN CLOB,
+      in_lock_timeout IN PLS_INTEGER DEFAULT 60
+   ) RETURN CLOB
+   IS
+      l_id      VARCHAR2(16 CHAR) := oramem_registry.normalize_store_id(in_store_id);
+      l_target  JSON_OBJECT_T := reembed_identity(in_target);
+      l_store   oramem_registry.store_t;
+      l_pending JSON_OBJECT_T;
+      l_chk     VARCHAR2(128 CHAR);
+      l_chk_q   VARCHAR2(200 CHAR);
+   BEGIN
+      lock_store(l_id, in_lock_timeout);
+      l_store   := reembed_store(l_id);
+      l_pending := reembed_pending(l_id);
+      l_chk     := oramem_registry.object_name(l_id, oramem_registry.gc_obj_chunks);
+      l_chk_q   := oramem_registry.quoted_name(l_id, oramem_registry.gc_obj_chunks);
+      IF l_store.state = oramem_registry.gc_state_upgrading AND l_pending IS NOT NULL THEN
+         IF NOT reembed_same(l_pending, l_target) THEN
+            oramem_errors.raise_error(oramem_errors.gc_store_busy,
+               'the reembed of store ' || l_id || ' was taken over by another run; stopped');
+         END IF;
+         -- each step is idempotent, so a rerun after a crash between two DDL statements
+         -- (each commits) finishes: 1. the vector index of the column that goes
+         drop_index_if_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_hnsw), FALSE);
+         -- 2. the new vectors in the old column's place (an EMBEDDING added meanwhile by a
+         --    repairing open is set aside too)
+         IF column_exists(l_chk, 'EMBEDDING_NEW') THEN
+            IF column_exists(l_chk, 'EMBEDDING') THEN
+               exec_ddl(REPLACE(REPLACE(gc_tpl_set_unused, '#CHK#', l_chk_q), '#COL#', 'embedding'));
+            END IF;
+            exec_ddl(REPLACE(gc_tpl_rename_new, '#CHK#', l_chk_q));
+         END IF;
+         -- 3. the vector index on it, as ensure_objects creates it
+         IF NOT index_exists(oramem_registry.object_name(l_id, oramem_registry.gc_obj_hnsw)) THEN
+            exec_ddl(REPLACE(REPLACE(gc_tpl_hnsw, '#HNSW#',
+                        oramem_registry.quoted_name(l_id, oramem_registry.gc_obj_hnsw)), '#CHK#', l_chk_q));
+         END IF;
+         -- 4. dimension, identity, READY and no target, in one commit
+         record_reembed_committed(l_id, l_pending);
+      ELSIF l_store.state = oramem_registry.gc_state_ready AND l_pending IS NULL
+            AND column_exists(l_chk, 'EMBEDDING_NEW')
+      THEN
+         -- same dimension: the swap committed; its shadow column goes
+         exec_ddl(REPLACE(REPLACE(gc_tpl_set_unused, '#CHK#', l_chk_q), '#COL#', 'embedding_new'));
+      END IF;
+      unlock_store;
+      RETURN describe_store(l_id);
+   EXCEPTION
+      WHEN OTHERS THEN
+         IF NOT oramem_errors.is_oramem_error(SQLCODE) THEN
+            oramem_errors.log_error('oramem_admin.reembed_finish_json', l_id);
+         END IF;
+         unlock_store;
+         RAISE;
+   END reembed_finish_json;
 
 END oramem_admin;
 /

@@ -246,5 +246,96 @@ AS
       in_tokens   IN CLOB
    ) RETURN CLOB;
 
+   /*
+    * Re-embedding (oramem reembed; docs/oracle-models.md, "Re-embedding an Oracle store").
+    * The Python driver embeds (a client-side embedder); these subprograms read, save and
+    * swap. New vectors go to a shadow column EMBEDDING_NEW VECTOR(dim, FLOAT32) of
+    * OM_<ID>_CHK, so a retrieval row deleted meanwhile (a forget) takes its new vector with
+    * it, and the store answers with EMBEDDING until the swap. The pending target identity
+    * is the store option "reembed.target" (ORAMEM_STORE_OPTIONS), dropped with the store.
+    * Static-checked, not run against Oracle.
+    *
+    * reembed_begin_json: start or resume moving the store to the embedder whose identity is
+    * in_target (a JSON object with a "kind" string) and dimension in_vector_dim (1..65535).
+    * Records the target (autonomous commit) and adds EMBEDDING_NEW (DDL). A pending
+    * reembed to another embedder is left alone and reported ("started": false) unless
+    * in_restart = 1, which sets the shadow column's vectors aside (SET UNUSED) and starts
+    * over; a dimension swap in progress (state UPGRADING) cannot be restarted. A HYBRID
+    * store (its hybrid index embeds with the in-database model) takes only the embedder it
+    * records (a re-embed / re-chunk in the same vector space), else -20001.
+    * Returns {"started": bool, "pending": identity|null, "previous": identity|null,
+    *  "resumed": n, "total": n, "vector_dim": d (the store's), "search_strategy": s,
+    *  "embedding_model": m|null, "swapping": bool (a dimension swap to finish)}.
+    * Errors: -20010; -20101; -20001 keyword store, bad target/dimension/restart;
+    *  -20106 store not READY; -20201 lock timeout.
+    * Commit: autonomous (the option, the DDL); never the caller's transaction.
+    */
+   FUNCTION reembed_begin_json(
+      in_store_id   IN VARCHAR2,
+      in_target     IN CLOB,
+      in_vector_dim IN PLS_INTEGER,
+      in_restart    IN PLS_INTEGER DEFAULT 0
+   ) RETURN CLOB;
+
+   /*
+    * reembed_rows_json: up to in_limit (1..10000) retrieval rows still without a new
+    * vector, in key order after in_after (a JSON array [record_type, record_id, chunk_no],
+    * or NULL from the start), as [[record_type, record_id, chunk_no, text], ...].
+    * Errors: -20010; -20101; -20001 bad limit; -20002 bad in_after. Commit: never.
+    */
+   FUNCTION reembed_rows_json(
+      in_store_id IN VARCHAR2,
+      in_after    IN CLOB,
+      in_limit    IN PLS_INTEGER
+   ) RETURN CLOB;
+
+   /*
+    * reembed_save_json: save new vectors, in_rows = [[record_type, record_id, chunk_no,
+    * text, [numbers]], ...], into EMBEDDING_NEW of the rows that still exist with exactly
+    * that text (a row deleted or rewritten since it was read is not written); returns the
+    * number saved. Call it after oramem_store.lock_retrieval_rows, in the caller's
+    * transaction.
+    * Errors: -20201 the pending target is no longer in_target (another run took over, or
+    *  the store was dropped); -20002 bad rows; -20006 a vector of another dimension.
+    * Commit: never (the caller commits each batch).
+    */
+   FUNCTION reembed_save_json(
+      in_store_id IN VARCHAR2,
+      in_target   IN CLOB,
+      in_rows     IN CLOB
+   ) RETURN PLS_INTEGER;
+
+   /*
+    * reembed_swap_json: in the caller's transaction, after oramem_store.lock_retrieval_rows and after every row
+    * has its new vector: same dimension - EMBEDDING := EMBEDDING_NEW for every row, the new
+    * identity recorded, the target cleared, all in the caller's commit (the store answers
+    * with the old vectors until then); another dimension - the store's state becomes
+    * UPGRADING (data calls are refused, -20106, until reembed_finish_json ends).
+    * Returns {"total": n, "ddl": bool (reembed_finish_json has DDL to run)}.
+    * Errors: -20201 as reembed_save_json; -20001 rows still without a new vector.
+    * Commit: never.
+    */
+   FUNCTION reembed_swap_json(
+      in_store_id IN VARCHAR2,
+      in_target   IN CLOB
+   ) RETURN CLOB;
+
+   /*
+    * reembed_finish_json: after the swap's commit. Another dimension (state UPGRADING with
+    * in_target pending): drop the HNSW index, SET UNUSED the old EMBEDDING column, rename
+    * EMBEDDING_NEW to EMBEDDING, create the HNSW index, then record vector_dim, the new
+    * identity and READY and clear the target (each step idempotent: a rerun after a crash
+    * finishes). Same dimension: SET UNUSED the shadow column. Returns the settings in force
+    * (describe_store): a caller checks that "embedder" and "vector_dim" are its target's (a
+    * repairing open_store of another session may have made the store READY again between
+    * the swap's commit and this call; then run the swap again). Errors: -20010; -20101; -20201 lock timeout or another target;
+    * DDL errors (logged, the store stays UPGRADING: rerun). Commit: autonomous DDL.
+    */
+   FUNCTION reembed_finish_json(
+      in_store_id     IN VARCHAR2,
+      in_target       IN CLOB,
+      in_lock_timeout IN PLS_INTEGER DEFAULT 60
+   ) RETURN CLOB;
+
 END oramem_admin;
 /

@@ -1816,5 +1816,24 @@ AS
          END IF;
          RAISE;
    END sync_search_index;
+
+   PROCEDURE lock_retrieval_rows(
+      in_store_id IN VARCHAR2
+   )
+   IS
+      l_store oramem_registry.store_t;
+      l_found BOOLEAN;
+   BEGIN
+      oramem_registry.find_store(oramem_registry.normalize_store_id(in_store_id), l_store, l_found);
+      IF NOT l_found THEN
+         oramem_errors.raise_error(oramem_errors.gc_store_not_found,
+            'store ' || oramem_registry.normalize_store_id(in_store_id) || ' does not exist');
+      END IF;
+      -- the erasure lock order first (KC-3.10), then the retrieval rows
+      lock_erasers(l_store);
+      EXECUTE IMMEDIATE 'LOCK TABLE '
+         || oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_chunks)
+         || ' IN EXCLUSIVE MODE';
+   END lock_retrieval_rows;
 END oramem_store;
 /

@@ -257,5 +257,18 @@ AS
    PROCEDURE sync_search_index(
       in_store_id IN VARCHAR2
    );
+   /*
+    * lock_retrieval_rows: the write lock of a reembed transaction (oramem_admin.reembed_*),
+    * its first statement: the erasure lock order's first lock (KC-3.10; plsql/VERIFY.md, "One
+    * lock order for an erasure and the writes it races": LOCK TABLE <ID>_KG_AGENT IN
+    * EXCLUSIVE MODE when the store has knowledge tables), then LOCK TABLE OM_<ID>_CHK IN
+    * EXCLUSIVE MODE, so a delete or forget in flight ends before the reembed reads or saves
+    * and one that starts later waits until the caller's transaction ends.
+    * Errors: -20010; -20101. Commit: never (held until the caller commits or rolls back).
+    */
+   PROCEDURE lock_retrieval_rows(
+      in_store_id IN VARCHAR2
+   );
+
 END oramem_store;
 /

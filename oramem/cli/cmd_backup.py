@@ -452,6 +452,21 @@ def _salvage_export(state: State, write: Any, types: Optional[set[str]]) -> int:
     return report.read
 
 
+def oracle_connect(user: str, dsn: str) -> Any:
+    """A python-oracledb connection for an ``oracle://USER@HOST:PORT/SERVICE`` location (migrate,
+    reembed); the password from ORAMEM_PASSWORD, else a prompt."""
+    import oracledb
+
+    password = os.environ.get("ORAMEM_PASSWORD")
+    if password is None:
+        password = ask_password(f"password for Oracle user {user} at {dsn}",
+                                f"no password for Oracle user {user} at {dsn}: set ORAMEM_PASSWORD")
+    try:
+        return oracledb.connect(user=user, password=password, dsn=dsn)
+    except oracledb.Error as exc:
+        raise StoreError(f"cannot connect to Oracle as {user} at {dsn}: {one_line(exc)}") from None
+
+
 @cli.command(short_help="Copy every store and its knowledge to another database (resumable).")
 @click.argument("source")
 @click.argument("target")
@@ -499,21 +514,9 @@ def migrate(source: str, target: str, only: tuple[str, ...], batch_size: int, or
             bar.__enter__()
         bar.update(done - bar.pos)
 
-    def connect(user: str, dsn: str) -> Any:
-        import oracledb
-
-        password = os.environ.get("ORAMEM_PASSWORD")
-        if password is None:
-            password = ask_password(f"password for Oracle user {user} at {dsn}",
-                                    f"no password for Oracle user {user} at {dsn}: set ORAMEM_PASSWORD")
-        try:
-            return oracledb.connect(user=user, password=password, dsn=dsn)
-        except oracledb.Error as exc:
-            raise StoreError(f"cannot connect to Oracle as {user} at {dsn}: {one_line(exc)}") from None
-
     try:
         report = migration.migrate(source, target, stores=list(only) or None, batch_size=batch_size, progress=progress,
-                                   oracle_connect=connect, oracle_model=oracle_model, allow_erased=allow_erased)
+                                   oracle_connect=oracle_connect, oracle_model=oracle_model, allow_erased=allow_erased)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -64,15 +64,29 @@ def reembed(state: State, batch_size: int, restart: bool) -> None:
     once, recording the new embedder (and dimension) in the store. Interrupted (Ctrl-C, a
     failing service), it keeps what was done: run the same command again to resume. Until
     it finishes, the store answers with its old vectors and old embedder.
-    """
-    from ..sqlite.reembed import reembed_store
 
-    if state.db == ":memory:" or not os.path.exists(state.db):
-        raise CLIError(f"no database at {state.db}")
-    sid = state.store_key()
-    row = read_catalog(state.db).get(sid)
-    if row is None:
-        raise CLIError(f"no store {sid!r} in {state.db}; pick one with --store")
+    An Oracle store: --db oracle://USER@HOST:PORT/SERVICE (password from ORAMEM_PASSWORD,
+    else a prompt); the same steps run through oramem_admin's reembed calls (static-checked,
+    not run against Oracle). When the dimension changes, the store refuses calls during the
+    final column swap (seconds to minutes: the vector index is rebuilt); rerun to finish it
+    if it was interrupted.
+    """
+    oracle = state.db.startswith("oracle://")
+    if oracle:
+        from ..migrate import parse_location
+
+        try:
+            location = parse_location(state.db, "--db")
+        except ValueError as exc:
+            raise CLIError(str(exc), 2) from None
+        sid = state.store_key()
+    else:
+        if state.db == ":memory:" or not os.path.exists(state.db):
+            raise CLIError(f"no database at {state.db}")
+        sid = state.store_key()
+        row = read_catalog(state.db).get(sid)
+        if row is None:
+            raise CLIError(f"no store {sid!r} in {state.db}; pick one with --store")
     embedder = state.embedder()
     bar: Any = None
 
@@ -88,7 +102,22 @@ def reembed(state: State, batch_size: int, restart: bool) -> None:
             bar.update(done - bar.pos)
 
     try:
-        result = reembed_store(state.db, embedder, memory_store_id=sid, batch_size=batch_size, progress=progress, restart=restart)
+        if oracle:
+            from ..oracle_reembed import reembed_store as reembed_oracle
+            from .cmd_backup import oracle_connect
+
+            user, dsn = location.target.split("@", 1)
+            conn = oracle_connect(user, dsn)
+            try:
+                result = reembed_oracle(conn, embedder, memory_store_id=sid, batch_size=batch_size, progress=progress,
+                                        restart=restart)
+            finally:
+                conn.close()
+        else:
+            from ..sqlite.reembed import reembed_store
+
+            result = reembed_store(state.db, embedder, memory_store_id=sid, batch_size=batch_size, progress=progress,
+                                   restart=restart)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -144,8 +144,8 @@ def decode_identity(text: Optional[str]) -> Optional[dict[str, Any]]:
 
 #: how to move a store to another embedder, per engine (the last clause of the message)
 MOVE_SQLITE = "or move the store to the new embedder with `oramem reembed` (Python: oramem.sqlite.reembed_store)"
-MOVE_ORACLE = ("or RECREATE the store for the new embedder (destroys the data: the Oracle engine has no "
-               "`oramem reembed`, docs/embeddings.md)")
+MOVE_ORACLE = ("or move the store to the new embedder with `oramem --db oracle://USER@HOST:PORT/SERVICE reembed` "
+               "(Python: oramem.oracle_reembed.reembed_store; docs/oracle-models.md)")
 
 
 def mismatch_message(store_id: str, stored: Optional[Mapping[str, Any]], requested: Mapping[str, Any],

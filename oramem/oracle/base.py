@@ -44,7 +44,7 @@ from ..requests import (
 )
 from ..sqlite.keyword import DEFAULT_KEYWORD_LANGUAGE, check_language
 from ..types import Record, SchemaPolicy, SearchStrategy
-from .calls import PlsqlCall
+from .calls import PlsqlCall, REEMBED_CALLS
 from .codec import (
     _loads,
     _none,
@@ -111,7 +111,7 @@ CALLS: dict[str, PlsqlCall] = {
 EMBEDDER_MISMATCH = 20108
 
 #: Flat tuple for the static gate (tests/plsql) and the DBA tooling.
-ALL_CALLS: tuple[PlsqlCall, ...] = tuple(CALLS.values())
+ALL_CALLS: tuple[PlsqlCall, ...] = tuple(CALLS.values()) + tuple(REEMBED_CALLS.values())
 
 _RETURN_TYPES = {"CLOB": oracledb.DB_TYPE_CLOB, "PLS_INTEGER": int, "NUMBER": int, "VARCHAR2": str}
 #: PL/SQL string binds are limited to 32767 bytes (ORACLE_NOTES 11.2); bigger CLOB

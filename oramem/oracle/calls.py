@@ -124,3 +124,20 @@ KG_JOB_CALLS: dict[str, PlsqlCall] = {
                                    (("in_store_id", "VARCHAR2"), ("in_every_hours", "PLS_INTEGER"))),
     "drop_scheduler": PlsqlCall("oramem_kg_jobs", "drop_scheduler", (("in_store_id", "VARCHAR2"),)),
 }
+
+
+#: oramem reembed on Oracle (oramem.oracle.reembed; plsql/oramem_admin.pks, "Re-embedding").
+#: Part of the driver's ALL_CALLS, so the static gate checks them against the specs.
+REEMBED_CALLS: dict[str, PlsqlCall] = {
+    "begin": PlsqlCall("oramem_admin", "reembed_begin_json",
+                       (("in_store_id", "VARCHAR2"), ("in_target", "CLOB"), ("in_vector_dim", "PLS_INTEGER"),
+                        ("in_restart", "PLS_INTEGER")), "CLOB"),
+    "lock": PlsqlCall("oramem_store", "lock_retrieval_rows", (("in_store_id", "VARCHAR2"),)),
+    "rows": PlsqlCall("oramem_admin", "reembed_rows_json",
+                      (("in_store_id", "VARCHAR2"), ("in_after", "CLOB"), ("in_limit", "PLS_INTEGER")), "CLOB"),
+    "save": PlsqlCall("oramem_admin", "reembed_save_json",
+                      (("in_store_id", "VARCHAR2"), ("in_target", "CLOB"), ("in_rows", "CLOB")), "PLS_INTEGER"),
+    "swap": PlsqlCall("oramem_admin", "reembed_swap_json", (("in_store_id", "VARCHAR2"), ("in_target", "CLOB")), "CLOB"),
+    "finish": PlsqlCall("oramem_admin", "reembed_finish_json",
+                        (("in_store_id", "VARCHAR2"), ("in_target", "CLOB")), "CLOB"),
+}

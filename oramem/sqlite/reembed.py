@@ -27,48 +27,20 @@ add or re-text (those are re-embedded); stop them, then reopen with the new embe
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
-import numpy as np
-
-from ..embedders.identity import decode_identity, describe_identity, encode_identity, identity_of, same_identity
+from ..embedders.identity import decode_identity, describe_identity, encode_identity, same_identity
 from ..errors import SchemaError, StoreError, StoreNotFound
 from ..normalize import DEFAULT_STORE_ID, validate_store_id
+from ..reembed import Progress, ReembedResult, apply_rechunk, check_arguments, embed_batch, rechunk_plan
 from ..types import SearchStrategy
 from .connection import Database
 from .schema import CATALOG, StoreTables, has_vector, upgrade_catalog
 
 __all__ = ["reembed_store", "ReembedResult"]
 
-Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class ReembedResult:
-    """``rows``: retrieval rows embedded by this call; ``resumed``: rows an earlier,
-    interrupted run had already done; ``total``: rows in the store at the swap."""
-
-    memory_store_id: str
-    rows: int
-    resumed: int
-    total: int
-    vector_dim: int
-    embedder: dict[str, Any]
-    previous: Optional[dict[str, Any]]
-    #: records re-chunked to the new identity's chunking (issue 28), and records whose rows
-    #: were kept as they were (caller chunks, another index text)
-    rechunked: int = 0
-    kept: int = 0
-
-
 def _embed(embedder: Any, texts: list[str], dim: int) -> list[bytes]:
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float64)
-    if vectors.shape != (len(texts), dim):
-        raise ValueError(f"the embedder returned shape {vectors.shape} for {len(texts)} texts, expected ({len(texts)}, {dim})")
-    if not np.isfinite(vectors).all() or (np.abs(vectors) > np.finfo(np.float32).max).any():
-        raise ValueError("the embedder returned non-finite vector values; nothing was written")
-    return [row.astype("<f4").tobytes() for row in vectors]
+    return [row.astype("<f4").tobytes() for row in embed_batch(embedder, texts, dim)]
 
 
 def reembed_store(
@@ -89,14 +61,7 @@ def reembed_store(
     path = os.fspath(path)
     if path == ":memory:" or not os.path.isfile(path):
         raise StoreNotFound(f"no database file at {path!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-    if progress is not None and not callable(progress):
-        raise TypeError("progress must be a callable(done, total) or None")
-    target = identity_of(embedder)
-    if target is None:
-        raise ValueError("reembed needs an embedder")
-    dim = int(target.get("dimension") or embedder.embedding_dimension)
+    target, dim = check_arguments(embedder, batch_size, progress)
     tables = StoreTables(validate_store_id(memory_store_id))
     work = f'"{tables.names["reembed"]}"'
     db = Database(path)
@@ -172,6 +137,8 @@ def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[di
     ``index_text``, or a previous chunking this embedder cannot reproduce) are kept as they
     are (re-embedded, not re-split). Each record is updated with ``index_text`` = its
     content, through the store, so keyword rows follow."""
+    from itertools import groupby
+
     from ._sqlite import sqlite3
 
     from ..chunking import store_chunker
@@ -184,38 +151,15 @@ def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[di
         new_chunker = store._n().chunk
         if store.settings.embedder == previous:
             return 0, 0
-        todo: list[tuple[str, str, str]] = []
-        kept = 0
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
             rows = conn.execute(
                 f"SELECT r.seq, r.record_type, r.id, r.content, c.text FROM {tables.records} r "
                 f"JOIN {tables.chunks} c ON c.record_seq = r.seq ORDER BY r.seq, c.chunk_index"
-            )
-            current: list[Any] = []
-            for row in list(rows) + [(None, None, None, None, None)]:
-                if current and row[0] != current[0][0]:
-                    _, rtype, rid, content, _ = current[0]
-                    chunks = [c[4] for c in current]
-                    if isinstance(content, str) and chunks == old_chunker(content):
-                        if chunks != new_chunker(content):
-                            todo.append((rtype, rid, content))
-                    else:
-                        kept += 1
-                    current = []
-                if row[0] is not None:
-                    current.append(row)
-        done = 0
-        for start in range(0, len(todo), batch_size):
-            with store.transaction():
-                for rtype, rid, content in todo[start:start + batch_size]:
-                    # read again in the update's transaction: a record deleted (a user's
-                    # ``forget``), re-texted, or replaced by another record under its id since
-                    # the read keeps its rows; the content read is never written into it
-                    now = store.get(rtype, rid)
-                    if now is None or now.content != content:
-                        continue
-                    done += store.update(rtype, rid, index_text=content)
-        return done, kept
+            ).fetchall()
+        records = [(group[0][1], group[0][2], group[0][3], [row[4] for row in group])
+                   for _, group in ((seq, list(g)) for seq, g in groupby(rows, key=lambda row: row[0]))]
+        todo, kept = rechunk_plan(records, old_chunker, new_chunker)
+        return apply_rechunk(store, todo, batch_size), kept
     finally:
         store.close()
 

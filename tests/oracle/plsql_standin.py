@@ -136,7 +136,8 @@ class CatalogStandIn:
             raise db_error(20108, f"embedder: store {self.row['memory_store_id']} was built with the embedder "
                                   f"{json.dumps(recorded)}, this open uses {json.dumps(asked)}; vectors of different "
                                   "embedders are not comparable. Open it with the embedder that built it, or "
-                                  "RECREATE the store for the new one (destroys the data)")
+                                  "move the store to the new one (oramem reembed; oramem_admin.reembed_begin_json "
+                                  "and the calls after it)")
         if (asked is not None and recorded is None and self.row.get("vector_dim") is not None
                 and self.row.get("search_strategy") in ("vector", "hybrid")):
             self.row["embedder"] = {k: v for k, v in asked.items() if not (self.has_rows and k == "chunking")}

@@ -70,4 +70,8 @@ def test_an_actors_cascade_takes_the_erasers_lock_before_it_reads_or_deletes():
     thread = body[body.index("IF l_type = 'thread' THEN"): body.index("ELSIF in_cascade = 1")]
     single = cascade[cascade.index("      ELSE\n"):]
     assert "lock_erasers" not in thread and "lock_erasers" not in single and "LOCK TABLE" not in body
-    assert text.count("lock_erasers(") == 2  # its definition and this one call
+    # its definition, this call, and the reembed's lock (lock_retrieval_rows), where it comes first
+    assert text.count("lock_erasers(") == 3
+    door = unit(text, "lock_retrieval_rows")
+    assert door.count("lock_erasers(l_store);") == 1
+    assert door.index("lock_erasers(l_store);") < door.index("LOCK TABLE ") < door.index("IN EXCLUSIVE MODE")
