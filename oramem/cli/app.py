@@ -25,7 +25,8 @@ _NO_DB_COMMANDS = frozenset({"db", "models", "migrate"})
     show_default=True,
     envvar="ORAMEM_DB",
     show_envvar=True,
-    help="SQLite database file (':memory:' for a throw-away store).",
+    help="SQLite database file (':memory:' for a throw-away store); `oramem reembed` also takes an Oracle "
+    "store as oracle://USER@HOST:PORT/SERVICE.",
 )
 @click.option("--store", "store_id", envvar="ORAMEM_STORE", show_envvar=True, help="Store id (the default store when omitted).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
@@ -99,7 +100,8 @@ def cli(
     """
     source = ctx.get_parameter_source("db")
     if (ctx.invoked_subcommand not in _NO_DB_COMMANDS and not ctx.meta.get(HELP_REQUESTED)
-            and db != ":memory:" and (db == "" or os.path.isdir(db))):
+            and db != ":memory:" and (db == "" or os.path.isdir(db)
+                                      or (db.startswith("oracle://") and ctx.invoked_subcommand != "reembed"))):
         # one error for every command that opens --db (reading commands used to say "no database
         # at ", or "not an oramem SQLite database (disk I/O error)" for a directory)
         check_db_path(db, exists=bool(db), create=False)

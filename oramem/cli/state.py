@@ -260,6 +260,11 @@ def _cli_embedder_options(identity: dict[str, Any]) -> str:
 def check_db_path(path: str, *, exists: bool, create: bool, reading: bool = False) -> bool:
     """One clear error for a --db that cannot work, before SQLite is asked; True when an
     existing file can only be read here and the command only reads (open it read-only)."""
+    if path.startswith("oracle://"):
+        raise CLIError(
+            f"--db {path} names an Oracle store: only `oramem reembed` takes one (and `oramem migrate` its "
+            "SOURCE/TARGET); the other commands run on an embedded SQLite file. Use an Oracle store from Python "
+            "(OracleDBMemoryStore) or PL/SQL, and maintain it with `oramem db --dsn` and `oramem kg run-jobs --dsn`", 2)
     if path == "" or os.path.isdir(path):
         raise CLIError(f"--db {path!r} is {'empty' if not path else 'a directory'}; give a database file path", 2)
     where = os.path.dirname(os.path.abspath(path))

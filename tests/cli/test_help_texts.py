@@ -254,3 +254,14 @@ def test_import_speaks_of_the_lines_fields_and_refuses_an_expired_ttl(runner, tm
     assert said in res.output, res.output
     assert "None" not in res.output and "dict" not in res.output and "timestamps" not in res.output, res.output
     assert len(_run(runner, "--db", db, "--json", "list").output.strip()) and "imported" not in res.output
+
+
+@pytest.mark.parametrize("args", [["add", "tea"], ["search", "tea"], ["list"], ["export"], ["forget", "--user", "alice", "--yes"]])
+def test_an_oracle_db_outside_reembed_is_a_clear_usage_error(runner, tmp_path, monkeypatch, args):
+    """`--db oracle://...` is read by `oramem reembed` only (ora32); every other command took it
+    for a SQLite path: `add` said "cannot create oracle://...: directory .../oracle:/scott@host
+    does not exist", `search` "no database at oracle://...; add records first"."""
+    monkeypatch.chdir(tmp_path)
+    res = _run(runner, "--db", "oracle://scott@localhost:1521/FREEPDB1", *args, expect=2)
+    assert "names an Oracle store: only `oramem reembed` takes one" in res.output, res.output
+    assert list(tmp_path.iterdir()) == []
