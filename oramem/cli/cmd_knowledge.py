@@ -64,6 +64,8 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):  # config_effective's frozensets (extra_attribute_keys, ...)
+        return sorted((_jsonable(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
     if hasattr(value, "value") and isinstance(getattr(value, "value"), str):
         return value.value
     return value
