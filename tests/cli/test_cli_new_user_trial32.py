@@ -122,3 +122,82 @@ def test_llm_timeout_where_no_llm_call_runs_is_refused(runner, tmp_path):
     err = run(runner, "--db", db, "kg", "run-jobs", "--agent-id", "support", "--llm-timeout", "5", env=env,
               expect=2).stderr
     assert "--llm-timeout bounds the jobs' LLM calls" in err
+
+
+# ----------------------------------------------------------------------------- F3: knowledge vectors on import
+def _backup(runner, tmp_path, dim: int = 64) -> str:
+    src = str(tmp_path / "src.db")
+    _three_users(src, dim)
+    out = str(tmp_path / "full.jsonl")
+    run(runner, "--db", src, "export", "--out", out)
+    return out
+
+
+def _records(db: str) -> int:
+    from oramem.sqlite._sqlite import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT count(*) FROM om_DEFAULT_records").fetchone()[0]
+
+
+def test_a_backup_names_the_embedder_of_its_knowledge_vectors_and_a_new_file_takes_it(runner, tmp_path):
+    """A backup of a store built with one embedder, imported into a new file that got the
+    default embedder: the records were re-embedded, the knowledge rows' vectors written as
+    they were (384-d in a 256-d store), `import` said "imported" and the next knowledge
+    write failed in numpy (`matmul: ... size 256 is different from 384`)."""
+    backup = _backup(runner, tmp_path, dim=64)
+    first = json.loads(open(backup).readline())
+    assert first["oramem_export"]["embedder"] == {"kind": "hash", "dimension": 64, "seed": 0}
+    db = str(tmp_path / "copy.db")
+    run(runner, "--db", db, "import", backup)
+    with SQLiteMemoryStore(db) as store:  # the store the import made: the backup's embedder
+        assert store.vector_dim == 64
+        with KnowledgeMemory(store, None) as km:
+            km.add_fact("support", "Bob", "Bob lives in Hamburg", subject_type="person", attribute_key="residence",
+                        user_id="bob")
+            assert [f.fact_text for f in km.get_all("support", user_id="bob")] == ["Bob lives in Hamburg"]
+
+
+def test_knowledge_vectors_of_another_embedder_are_refused_before_anything_is_written(runner, tmp_path):
+    backup = _backup(runner, tmp_path, dim=64)
+    # another dimension, named by the flags of a new file
+    db = str(tmp_path / "other-dim.db")
+    err = run(runner, "--db", db, "--embed-dim", "32", "import", backup, expect=2).stderr
+    assert "knowledge rows whose vectors were made by HashEmbedder(dim=64, seed=0)" in err
+    assert "no record or knowledge row was written" in err and _records(db) == 0
+    # the same dimension, another embedder (seed): vectors of another space, refused too
+    db = str(tmp_path / "other-seed.db")
+    with SQLiteMemoryStore(db, embedder=HashEmbedder(64, seed=1)) as store:
+        store.add(["an unrelated memory"], "memory")
+    err = run(runner, "--db", db, "import", backup, expect=2).stderr
+    assert "this store embeds with HashEmbedder(dim=64, seed=1)" in err and _records(db) == 1
+    # a file from before the header: its vectors' length is checked
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(open(backup).readlines()[1:]))
+    db = str(tmp_path / "old.db")
+    err = run(runner, "--db", db, "--embed-dim", "32", "import", str(old), expect=2).stderr
+    assert "knowledge row(s) with 64-dimensional vectors; this store's vectors have 32 dimensions" in err
+    assert _records(db) == 0
+    # with the embedder that made them, it imports
+    db = str(tmp_path / "right.db")
+    assert "knowledge row(s)" in run(runner, "--db", db, "--embed-dim", "64", "import", str(old)).stdout
+
+
+def test_import_knowledge_refuses_a_vector_of_another_length(tmp_path):
+    """The Python path (`oramem.jsonl.import_knowledge`) checks the length too, before any row."""
+    import sqlalchemy as sa
+
+    from oramem import jsonl
+
+    lines = [jsonl.ImportLine(1, "kg_row", {"table": "ENTITY", "row": {
+        "id": "e1", "agent_id": "a", "canonical_key": "person:x", "display_name": "X", "entity_type": "person",
+        "first_seen_at": "2026-01-01T00:00:00+00:00", "last_seen_at": "2026-01-01T00:00:00+00:00",
+        "created_at": "2026-01-01T00:00:00+00:00", "embedding_vec": [0.1] * 8}})]
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'k.db'}")
+    try:
+        with pytest.raises(jsonl.JSONLError, match="8-dimensional embedding_vec; this store's vectors have 16"):
+            jsonl.import_knowledge(engine, "DEFAULT", 16, lines)
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM DEFAULT_KG_ENTITY")).scalar() == 0
+    finally:
+        engine.dispose()
