@@ -286,7 +286,8 @@ def timeout_config(llm_timeout: Optional[float]) -> Any:
         return None
     from ..knowledge import KnowledgeConfig
 
-    return KnowledgeConfig(**{name: float(llm_timeout) for name in LLM_STEP_TIMEOUTS})
+    values: dict[str, Any] = {name: float(llm_timeout) for name in LLM_STEP_TIMEOUTS}
+    return KnowledgeConfig(**values)
 
 
 def _optional_llm(llm_base_url: Any, llm_model: Any, timeout: Optional[float], allow_http_key: bool = False) -> Any:
