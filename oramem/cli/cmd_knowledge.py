@@ -712,7 +712,8 @@ def _agent_option(agent_id: Any) -> Any:
 
 def _job_line(j: Any) -> str:
     err = f"  error: {j.last_error}" if j.last_error else ""
-    return f"{j.id}  {j.status:7s}  agent={j.agent_id}  attempts={j.attempts}/{j.max_attempts}  created={j.created_at.isoformat()}{err}"
+    user = j.user_id if j.user_id is not None else "(shared)"  # whose write: trial32 F4
+    return f"{j.id}  {j.status:7s}  agent={j.agent_id}  user={user}  attempts={j.attempts}/{j.max_attempts}  created={j.created_at.isoformat()}{err}"
 
 
 @kg.command("worker")

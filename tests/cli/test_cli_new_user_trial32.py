@@ -201,3 +201,20 @@ def test_import_knowledge_refuses_a_vector_of_another_length(tmp_path):
             assert conn.execute(sa.text("SELECT count(*) FROM DEFAULT_KG_ENTITY")).scalar() == 0
     finally:
         engine.dispose()
+
+
+# ----------------------------------------------------------------------------- F4: whose queued write
+def test_kg_jobs_list_names_whose_write_each_job_is(runner, tmp_path):
+    """`oramem kg jobs list` (and --json) named the agent of a queued write but not its user,
+    though the worker runs it in that user's scope: an operator retrying a failed job could
+    not tell whose it was."""
+    db = str(tmp_path / "q.db")
+    _three_users(db)
+    run(runner, "--db", db, "knowledge", "write", "support", "My order is late", "--speaker", "Bob", "--user", "bob",
+        "--background")
+    run(runner, "--db", db, "knowledge", "write", "support", "Opening hours are 9 to 5", "--speaker", "Agent",
+        "--background")
+    jobs = json.loads(run(runner, "--db", db, "kg", "jobs", "list", "--json").stdout)
+    assert [j["user_id"] for j in jobs] == ["bob", None]
+    lines = run(runner, "--db", db, "kg", "jobs", "list").stdout.splitlines()
+    assert "agent=support  user=bob  " in lines[0] and "agent=support  user=(shared)  " in lines[1]
