@@ -260,8 +260,9 @@ def history_cmd(ctx, agent_id, fact_id, user_id) -> None:
         rows = km.history(agent_id, fact_id, user_id=user_id)
     finally:
         km.close()
-    if not rows:
-        raise click.ClickException(f"no fact {fact_id} for agent {agent_id}")
+    if not rows:  # without --user only shared facts are read (KC-3.8): say so, as `facts` does
+        hint = "" if user_id is not None else " in the shared knowledge (a user's facts are read with --user ID)"
+        raise click.ClickException(f"no fact {fact_id} for agent {agent_id}{hint}")
     human = "\n".join(
         f"{f.fact_id}  {f.status:11s} valid {f.valid_from.isoformat()} .. {f.valid_to.isoformat() if f.valid_to else 'now'}  {f.fact_text}"
         for f in rows
@@ -348,7 +349,8 @@ def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at,
 @_LLM_ALLOW_HTTP_KEY
 @click.pass_context
 def jobs_cmd(ctx, agent_id, all_agents, job_list, llm_base_url, llm_model, llm_timeout, llm_allow_http_key) -> None:
-    """Run the background jobs (KC-6) for AGENT_ID or --all-agents; one JSON object per agent.
+    """Run the background jobs (KC-6) for AGENT_ID or --all-agents; one JSON object per agent
+    and scope (its shared knowledge, then each user's, KC-6.0), naming both.
     Exit code 0 when every job succeeded, 1 when some failed, 2 on bad arguments."""
     state = _state(ctx)
     if bool(agent_id) == bool(all_agents):
@@ -572,7 +574,8 @@ def _target(fn: Any) -> Any:
 @click.pass_context
 def run_jobs_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, agent_id, all_agents, job_list, llm_base_url,
                  llm_model, llm_timeout, llm_allow_http_key, embed_url, embed_model) -> None:
-    """Run the background jobs (KC-6) on one store; one JSON object per agent on stdout.
+    """Run the background jobs (KC-6) on one store; one JSON object per agent and scope (its
+    shared knowledge, then each user's, KC-6.0) on stdout.
     Exit code 0 when every job succeeded, 1 when some job failed, 2 on bad arguments."""
     _check_target(dsn, user, sqlite_path, password_stdin)
     sqlite_path, store_id = _target_defaults(dsn, sqlite_path, store_id)

@@ -218,3 +218,20 @@ def test_kg_jobs_list_names_whose_write_each_job_is(runner, tmp_path):
     assert [j["user_id"] for j in jobs] == ["bob", None]
     lines = run(runner, "--db", db, "kg", "jobs", "list").stdout.splitlines()
     assert "agent=support  user=bob  " in lines[0] and "agent=support  user=(shared)  " in lines[1]
+
+
+# ----------------------------------------------------------------------------- F8: history without --user
+def test_history_without_user_says_a_users_fact_is_read_with_user(runner, tmp_path):
+    """`oramem knowledge history A F` of a user's fact said "no fact F for agent A", while
+    `facts` says a user's facts are listed with --user: a newcomer thought the fact was gone."""
+    db = str(tmp_path / "h.db")
+    _three_users(db)
+    facts = json.loads(run(runner, "--db", db, "knowledge", "facts", "support", "--user", "bob", "--json").stdout)
+    fid = facts[0]["fact_id"]
+    err = run(runner, "--db", db, "knowledge", "history", "support", fid, expect=1).stderr
+    assert f"no fact {fid} for agent support in the shared knowledge (a user's facts are read with --user ID)" in err
+    # another user's view: the plain answer (nothing there for her), no hint about scopes
+    err = run(runner, "--db", db, "knowledge", "history", "support", fid, "--user", "alice", expect=1).stderr
+    assert err.strip() == f"Error: no fact {fid} for agent support"
+    out = run(runner, "--db", db, "knowledge", "history", "support", fid, "--user", "bob").stdout
+    assert "Bob lives in Berlin" in out
