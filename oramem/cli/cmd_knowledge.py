@@ -58,6 +58,11 @@ def _state(ctx: click.Context) -> Any:
 
 def _worker_command(state: Any) -> str:
     """The ``oramem kg worker`` command line that drains this invocation's queue."""
+    return _command(state, "kg", "worker")
+
+
+def _command(state: Any, *args: str) -> str:
+    """An ``oramem`` command line on this invocation's file and store (``--db``/``--store``)."""
     import shlex
 
     words = ["oramem"]
@@ -65,7 +70,7 @@ def _worker_command(state: Any) -> str:
         words += ["--db", state.db]
     if getattr(state, "store_id", None):
         words += ["--store", state.store_id]
-    return " ".join(shlex.quote(w) for w in words + ["kg", "worker"])
+    return " ".join(shlex.quote(w) for w in words + list(args))
 
 
 def _jsonable(value: Any) -> Any:
@@ -180,6 +185,13 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at,
                      user_id=user_id)
     finally:
         km.close()
+    _report_write(ctx, state, r, agent_id, user_id, kept=not dry_run)
+
+
+def _report_write(ctx: click.Context, state: Any, r: Any, agent_id: str, user_id: Optional[str], *, kept: bool) -> None:
+    """A write's (or reprocess's) result, one line per fact, relation, degraded step and
+    warning; exit 1 when it failed. A failed extraction keeps its event (KC-7.3,
+    on_extraction_failure "keep_event"): the output says so and how to complete it."""
     lines = [f"event {r.event_id or '-'}  success={r.success}" + (f"  error={r.error}" if r.error else "")]
     for label, items in (("added", r.facts_added), ("updated", r.facts_updated), ("unchanged", r.facts_unchanged),
                          ("deleted", r.facts_deleted)):
@@ -192,9 +204,40 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at,
     for w in r.warnings:
         lines.append(f"warning   {w}")
     lines.append(f"tokens    {r.tokens_used.total_tokens}")
+    if not r.success and kept and r.event_id:
+        user = ["--user", user_id] if user_id is not None else []
+        lines.append(f"kept      event {r.event_id} (extraction failed, nothing learned from it): complete it with "
+                     f"`{_command(state, 'knowledge', 'reprocess', agent_id, r.event_id, *user)}` once the LLM answers")
     _emit(state, r, "\n".join(lines))
     if not r.success:
         ctx.exit(1)
+
+
+@knowledge.command("reprocess")
+@click.argument("agent_id")
+@click.argument("event_id")
+@click.option("--user", "user_id", default=None, help="The user whose event it is (KC-3.7); default: the agent's shared knowledge.")
+@click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
+@click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
+@_LLM_TIMEOUT
+@_LLM_ALLOW_HTTP_KEY
+@click.pass_context
+def reprocess_cmd(ctx, agent_id, event_id, user_id, llm_base_url, llm_model, llm_timeout, llm_allow_http_key) -> None:
+    """Complete EVENT_ID, whose extraction failed (`knowledge write` printed "kept event ..."):
+    extract it again and store what it teaches, on the event (KC-7.3)."""
+    state = _state(ctx)
+    if not llm_base_url or not llm_model:
+        raise click.UsageError(NO_LLM)
+    llm = _llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
+    km = _open_km(state, create=False, llm=llm, config=timeout_config(llm_timeout))
+    try:
+        r = km.reprocess_event(agent_id, event_id, user_id=user_id)
+    except ValueError as exc:  # no such event of the scope, or not a failed one
+        hint = " (a user's event is reprocessed with --user ID)" if user_id is None and str(exc).startswith("no event") else ""
+        raise click.UsageError(_in_cli_words(exc) + hint) from None
+    finally:
+        km.close()
+    _report_write(ctx, state, r, agent_id, user_id, kept=True)
 
 
 def _none_shared(what: str, user_id: Optional[str]) -> str:

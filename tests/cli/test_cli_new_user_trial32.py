@@ -235,3 +235,37 @@ def test_history_without_user_says_a_users_fact_is_read_with_user(runner, tmp_pa
     assert err.strip() == f"Error: no fact {fid} for agent support"
     out = run(runner, "--db", db, "knowledge", "history", "support", fid, "--user", "bob").stdout
     assert "Bob lives in Berlin" in out
+
+
+# ----------------------------------------------------------------------------- F5: a failed extraction, completed
+def test_a_failed_extraction_says_its_event_was_kept_and_reprocess_completes_it(runner, tmp_path):
+    """A write whose extraction failed (an LLM down or replying garbage) said success=False
+    and kept the event for `reprocess_event` (KC-7.3), which the CLI did not offer: the user
+    wrote the message again, and the failed event stayed beside the new one."""
+    from knowledge.helpers import extract
+    from knowledge.llm_server import LLMServer
+
+    from oramem.testing import ScriptedLLM
+
+    reply: dict = {"extract": "Sure! The user lives somewhere nice."}
+    srv = LLMServer(ScriptedLLM({"event_emotion": {"emotion": "neutral", "intensity": 0.1, "energy": "low"},
+                                 "extract": lambda payload: reply["extract"]}))
+    db = str(tmp_path / "r.db")
+    llm = ["--llm-base-url", srv.base_url, "--llm-model", "m"]
+    try:
+        out = run(runner, "--db", db, "--embed-dim", "64", "knowledge", "write", "support", "I live in Basel",
+                  "--speaker", "Alice", "--user", "alice", *llm, expect=1).stdout
+        event = out.split()[1]
+        assert f"kept      event {event} (extraction failed, nothing learned from it): complete it with " \
+               f"`oramem --db {db} knowledge reprocess support {event} --user alice` once the LLM answers" in out
+        err = run(runner, "--db", db, "knowledge", "reprocess", "support", event, *llm, expect=2).stderr
+        assert "(a user's event is reprocessed with --user ID)" in err
+        reply["extract"] = extract([("Alice", "person"), ("Basel", "place")], [("Alice", "Alice lives in Basel", "residence")])
+        out = run(runner, "--db", db, "knowledge", "reprocess", "support", event, "--user", "alice", *llm).stdout
+        assert out.startswith(f"event {event}  success=True") and "Alice lives in Basel" in out
+        facts = json.loads(run(runner, "--db", db, "knowledge", "facts", "support", "--user", "alice", "--json").stdout)
+        assert [f["fact_text"] for f in facts] == ["Alice lives in Basel"] and facts[0]["source_event_id"] == event
+        err = run(runner, "--db", db, "knowledge", "reprocess", "support", event, "--user", "alice", *llm, expect=2).stderr
+        assert "only extraction_failed events are reprocessed" in err
+    finally:
+        srv.close()
