@@ -269,3 +269,20 @@ def test_a_failed_extraction_says_its_event_was_kept_and_reprocess_completes_it(
         assert "only extraction_failed events are reprocessed" in err
     finally:
         srv.close()
+
+
+def test_check_finds_knowledge_vectors_of_another_dimension(runner, tmp_path):
+    """A store an import filled with another embedder's knowledge vectors (before imports
+    checked them) passed `oramem check`; its next knowledge write failed in numpy."""
+    from oramem.sqlite._sqlite import sqlite3
+
+    db = str(tmp_path / "c.db")
+    _three_users(db, 64)
+    out = run(runner, "--db", db, "check").stdout
+    assert "DEFAULT knowledge vectors" in out and "0 not of the store's 64 dimensions" in out
+    with sqlite3.connect(db) as conn:  # what such an import left: a 32-d vector in a 64-d store
+        conn.execute("UPDATE DEFAULT_KG_FACT SET embedding_vec = zeroblob(128) WHERE id = "
+                     "(SELECT min(id) FROM DEFAULT_KG_FACT)")
+    res = run(runner, "--db", db, "check", expect=1)
+    assert "FAIL  DEFAULT knowledge vectors" in res.stdout and "1 not of the store's 64 dimensions" in res.stdout
+    assert "import the backup into a new --db file" in res.stdout
