@@ -62,6 +62,8 @@ __all__ = [
     "check_scope",
     "select_scope",
     "export_knowledge",
+    "knowledge_vector_dims",
+    "write_export_header",
     "knowledge_scope",
     "parse_lines",
     "import_records",
@@ -207,6 +209,13 @@ def export_dict(record: Record) -> dict[str, Any]:
 EXPORT_HEADER = "oramem_export"
 
 
+def write_export_header(write: Callable[[str], Any], header: dict[str, Any]) -> None:
+    """The header line ``{"oramem_export": {...}}`` (store id, embedder identity, vector
+    dimension), first in a file whose lines carry vectors as they are: ``--with-vectors``
+    records, and the knowledge rows of any export (their ``embedding_vec``)."""
+    write(json.dumps({EXPORT_HEADER: header}, ensure_ascii=False) + "\n")
+
+
 def export_with_vectors(write: Callable[[str], Any], header: dict[str, Any], rows: Iterable[tuple[Record, list]]) -> int:
     """Write a header line ``{"oramem_export": {...}}`` (store id, embedder identity, vector
     dimension) and then every ``(record, [(chunk text, float32 vector bytes or None), ...])``
@@ -215,7 +224,7 @@ def export_with_vectors(write: Callable[[str], Any], header: dict[str, Any], row
     the same embedder writes them back without re-chunking or re-embedding."""
     import numpy as np
 
-    write(json.dumps({EXPORT_HEADER: header}, ensure_ascii=False) + "\n")
+    write_export_header(write, header)
     count = 0
     for record, chunks in rows:
         line = export_dict(record)
@@ -894,6 +903,25 @@ def knowledge_scope(engine: Any, store: Any, scope: ExportScope) -> dict[str, se
     return rows
 
 
+def knowledge_vector_dims(lines: Sequence[ImportLine]) -> dict[int, int]:
+    """How many knowledge lines carry a vector of each length (their vector columns, e.g.
+    ``embedding_vec``; a vector is written as it is, never re-embedded)."""
+    if not lines:  # no knowledge lines: no SQLAlchemy to load (docs/new-user-trial.md #26)
+        return {}
+    from .knowledge.db.schema import Vector
+
+    vector_columns = {_kg_suffix(t.name, "X"): [c.name for c in t.columns if isinstance(c.type, Vector)]
+                      for t in _kg_mapping("X", 1).metadata.sorted_tables}
+    dims: dict[int, int] = {}
+    for ln in lines:
+        row = ln.fields["row"]
+        for name in vector_columns.get(ln.fields["table"], ()):
+            value = row.get(name)
+            if isinstance(value, list):
+                dims[len(value)] = dims.get(len(value), 0) + 1
+    return dims
+
+
 def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], lines: Sequence[ImportLine], *,
                      on_conflict: str = "fail", batch_size: int = 500) -> tuple[int, int]:
     """Write knowledge lines into the store's knowledge tables (created when missing, as
@@ -902,7 +930,7 @@ def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], line
     written, "skip" keeps the stored row, "replace" replaces it. Returns (written, skipped)."""
     import sqlalchemy as sa
 
-    from .knowledge.db.schema import apply_schema_policy
+    from .knowledge.db.schema import Vector, apply_schema_policy
     from .types import SchemaPolicy
 
     if not lines:
@@ -924,6 +952,13 @@ def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], line
                 missing = [c.name for c in pk if ln.fields["row"].get(c.name) is None]
                 if missing:
                     raise JSONLError(f"line {ln.lineno}: knowledge row of {ln.fields['table']} lacks {', '.join(missing)}")
+                for name, value in ln.fields["row"].items():  # written as they are: of this store's dimension
+                    if (isinstance(value, list) and isinstance(table.c[name].type, Vector)
+                            and vector_dim is not None and len(value) != int(vector_dim)):
+                        raise JSONLError(f"line {ln.lineno}: knowledge row of {ln.fields['table']} has a {len(value)}-dimensional "
+                                         f"{name}; this store's vectors have {vector_dim} dimensions (knowledge vectors "
+                                         "are never re-embedded: import into a store of the embedder that made them); "
+                                         "no knowledge row was written")
                 rows.append((ln, {k: _kg_decode(v, table.c[k]) for k, v in ln.fields["row"].items()}))
             keys = [tuple(r[c.name] for c in pk) for _, r in rows]
             present: set = set()

@@ -86,6 +86,35 @@ def _check_vector_source(header: dict[str, Any], store: Any, source: str) -> Non
         )
 
 
+def _check_knowledge_vectors(header: dict[str, Any], dims: dict[int, int], store: Any, source: str) -> None:
+    """The knowledge rows' vectors (never re-embedded on import) go only into a store of the
+    embedder that made them (trial32 F3: a backup of a 384-d ONNX store imported into a new
+    256-d HashEmbedder file said "imported", and the next knowledge write failed in numpy),
+    refused before anything is written. The file's header names that embedder (exports
+    write it whenever knowledge rows follow); an older file without one is checked by
+    dimension only."""
+    from ..embedders.identity import same_identity
+
+    theirs, ours = header.get("embedder"), identity_of(store.embedder)
+    how = ("import into a store opened with the embedder that made them (--embed-*; a new --db file takes the "
+           "embedder the file's header names when it can be rebuilt here), or export the records alone "
+           "(export --no-knowledge) and let new writes rebuild the knowledge; no record or knowledge row was written")
+    if theirs is not None and (ours is None or not same_identity(theirs, ours)):
+        raise CLIError(
+            f"{source} holds knowledge rows whose vectors were made by {describe_identity(theirs)}; this store embeds "
+            f"with {describe_identity(ours) if ours else 'no embedder'}, and knowledge vectors are never re-embedded: {how}",
+            2,
+        )
+    wrong = sorted(d for d in dims if d != store.vector_dim)
+    if wrong:
+        raise CLIError(
+            f"{source} holds {sum(dims[d] for d in wrong)} knowledge row(s) with {'/'.join(map(str, wrong))}-dimensional "
+            f"vectors; this store's vectors have {store.vector_dim} dimensions, and knowledge vectors are never "
+            f"re-embedded: {how}",
+            2,
+        )
+
+
 @cli.command(name="import", short_help="Import (restore) records from JSON Lines.")
 @click.argument("file", type=click.File("r", encoding="utf-8-sig"))
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1), help="Records per transaction.")
@@ -138,16 +167,19 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
         for ln in lines:
             ln.fields.pop("embedding", None)
     _refuse_erased(None, lines, allow_erased, source)  # the file's own erasure log, before the store is opened
-    if any("embedding" in ln.fields for ln in lines):
-        state.adopt_for_new_store(header.get("embedder"))  # a fresh file takes the backup's embedder
-    store = state.open(create=True)
-    _refuse_erased(store, lines, allow_erased, source)
-    if any("embedding" in ln.fields for ln in lines):
-        _check_vector_source(header, store, source)
     kg_lines = [ln for ln in lines if ln.record_type == "kg_row"]
     lines = [ln for ln in lines if ln.record_type != "kg_row"]
+    kg_vectors = jsonl.knowledge_vector_dims(kg_lines)  # the knowledge rows' vectors are kept as they are
     if kg_lines and state.db == ":memory:":
         raise CLIError("the file holds knowledge rows, which go into a database file: give --db FILE", 2)
+    if kg_vectors or any("embedding" in ln.fields for ln in lines):
+        state.adopt_for_new_store(header.get("embedder"))  # a fresh file takes the backup's embedder
+    store = state.open(create=True)
+    _refuse_erased(store, lines + kg_lines, allow_erased, source)
+    if any("embedding" in ln.fields for ln in lines):
+        _check_vector_source(header, store, source)
+    if kg_vectors:
+        _check_knowledge_vectors(header, kg_vectors, store, source)
     show = not state.json and len(lines) >= 2000 and sys.stderr.isatty()
     started = time.perf_counter()
     result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict, allow_erased=allow_erased)
@@ -233,7 +265,9 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
     tables ({"kg_table": NAME, "row": {...}}) unless --type or --no-knowledge is given. With --with-vectors also each record's retrieval rows as they are (chunk texts
     and vectors) after a header line naming the embedder; an import writes them back
     without re-embedding into a store with that embedder. Without it, import re-chunks and
-    re-embeds the content; seq_no is written for reference only. The store's erasure log
+    re-embeds the content; seq_no is written for reference only. Knowledge rows keep their
+    vectors as they are, so a file with them starts with that header line too (an import
+    refuses them into a store of another embedder). The store's erasure log
     ({"erasure_log": {receipt}}, salted hashes only) is written too, so an import of the file
     refuses the erased users and agents as this store does (SC-14.4).
 
@@ -295,6 +329,11 @@ def export(state: State, out_path: Optional[str], types: tuple[str, ...], with_v
     kg_count: Optional[int] = None
     with _replacing(target) as handle:
         write = handle.write if handle else (lambda s: click.echo(s, nl=False))
+        if (store is not None and with_knowledge and not no_tables and not with_vectors
+                and (scope is None or any((kg_rows or {}).values()))):  # an empty scoped export stays empty
+            # the knowledge rows carry their vectors as they are (FACT, ENTITY, EVENT, CLUSTER...):
+            # the header names their embedder, so a fresh target adopts it and another is refused
+            jsonl.write_export_header(write, _export_header(store))
         if store is not None and with_vectors:
             count = _export_with_vectors(state, store, write, set(types) or None,
                                          keys=scope.keys if scope is not None else None)
@@ -403,6 +442,12 @@ def _replacing(target: Optional[str]) -> Iterator[Optional[Any]]:
         raise
 
 
+def _export_header(store: Any) -> dict[str, Any]:
+    """The header line's content: the store, its embedder's identity and its dimension."""
+    return {"memory_store_id": store.memory_store_id, "embedder": identity_of(store.embedder),
+            "vector_dim": store.vector_dim}
+
+
 def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[set[str]],
                          keys: Optional[set[tuple[str, str]]] = None) -> int:
     """``export --with-vectors``: the store's rows as they are, oldest first (only the
@@ -412,8 +457,7 @@ def _export_with_vectors(state: State, store: Any, write: Any, types: Optional[s
     if state.db == ":memory:":
         raise CLIError("--with-vectors needs a database file", 2)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
-    header = {"memory_store_id": store.memory_store_id, "embedder": identity_of(store.embedder),
-              "vector_dim": store.vector_dim}
+    header = _export_header(store)
 
     def rows() -> Iterable[tuple[Any, list]]:
         after = 0

@@ -28,6 +28,19 @@ NO_LLM = (
     "(OpenAI, vLLM, llama.cpp server, Ollama /v1, LM Studio); the key is read from ORAMEM_LLM_API_KEY"
 )
 
+#: the KnowledgeConfig timeouts of the LLM steps (KC-1.7, KC-7.2), which --llm-timeout sets
+LLM_STEP_TIMEOUTS = ("extraction_timeout_sec", "resolution_timeout_sec", "reconcile_timeout_sec",
+                     "reranker_timeout_sec", "job_llm_timeout_sec")
+
+#: shared by every command that talks to an LLM endpoint. Each step passes its own timeout
+#: to the provider, so a provider timeout alone bounded nothing (trial32 F2): the flag sets
+#: every step's timeout and bounds each request.
+_LLM_TIMEOUT = click.option(
+    "--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+    help="Seconds an LLM call may take (each request, and the call with its retries): every step's "
+         "timeout. Default: each step's own (extraction 30, reconcile and jobs 15, entity resolution and reranker 5).",
+)
+
 #: shared by every command that talks to an LLM endpoint
 _LLM_ALLOW_HTTP_KEY = click.option(
     "--llm-allow-http-key", "llm_allow_http_key", is_flag=True,
@@ -45,6 +58,11 @@ def _state(ctx: click.Context) -> Any:
 
 def _worker_command(state: Any) -> str:
     """The ``oramem kg worker`` command line that drains this invocation's queue."""
+    return _command(state, "kg", "worker")
+
+
+def _command(state: Any, *args: str) -> str:
+    """An ``oramem`` command line on this invocation's file and store (``--db``/``--store``)."""
     import shlex
 
     words = ["oramem"]
@@ -52,7 +70,7 @@ def _worker_command(state: Any) -> str:
         words += ["--db", state.db]
     if getattr(state, "store_id", None):
         words += ["--store", state.store_id]
-    return " ".join(shlex.quote(w) for w in words + ["kg", "worker"])
+    return " ".join(shlex.quote(w) for w in words + list(args))
 
 
 def _jsonable(value: Any) -> Any:
@@ -64,12 +82,14 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):  # config_effective's frozensets (extra_attribute_keys, ...)
+        return sorted((_jsonable(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
     if hasattr(value, "value") and isinstance(getattr(value, "value"), str):
         return value.value
     return value
 
 
-def _open_km(state: Any, *, create: bool, llm: Any = None) -> Any:
+def _open_km(state: Any, *, create: bool, llm: Any = None, config: Any = None) -> Any:
     from ..knowledge import KnowledgeMemory
     from ..knowledge import BaseLLMProvider
 
@@ -78,7 +98,7 @@ def _open_km(state: Any, *, create: bool, llm: Any = None) -> Any:
             raise click.ClickException(NO_LLM)
 
     store = state.open(create=create)
-    return _knowledge_memory(KnowledgeMemory, store, llm or _NoLLM(), oracle=False)
+    return _knowledge_memory(KnowledgeMemory, store, llm or _NoLLM(), oracle=False, config=config)
 
 
 def _in_cli_words(exc: BaseException) -> str:
@@ -90,13 +110,13 @@ def _in_cli_words(exc: BaseException) -> str:
     return in_cli_words(str(exc), flags)
 
 
-def _knowledge_memory(km_class: Any, store: Any, llm: Any, *, oracle: bool) -> Any:
+def _knowledge_memory(km_class: Any, store: Any, llm: Any, *, oracle: bool, config: Any = None) -> Any:
     """``KnowledgeMemory(store, llm)``; a store without knowledge tables (a reading command
     never creates them) is refused with the command that does, not the Python policy."""
     from ..knowledge.db.schema import KnowledgeTablesMissing
 
     try:
-        return km_class(store, llm)
+        return km_class(store, llm, config=config)
     except KnowledgeTablesMissing as exc:
         store.close()
         shown = ", ".join(exc.missing[:3]) + (f" and {len(exc.missing) - 3} more" if len(exc.missing) > 3 else "")
@@ -131,7 +151,7 @@ def knowledge() -> None:
                                                   "(no LLM endpoint needed here).")
 @click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
 @click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
-@click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@_LLM_TIMEOUT
 @_LLM_ALLOW_HTTP_KEY
 @click.pass_context
 def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at, dry_run, background, llm_base_url, llm_model,
@@ -145,6 +165,9 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at,
     if background:
         if dry_run:
             raise click.UsageError("--dry-run runs the extraction now; it does not go with --background")
+        if llm_timeout is not None:  # nothing calls the LLM here: the flag would be ignored
+            raise click.UsageError("--llm-timeout bounds the extraction, which the worker runs for a queued message: "
+                                   f"pass it to `{_worker_command(state)}`, not to --background")
         km = KnowledgeMemory(state.open(create=True), None)
         try:  # a bad argument: the root group says it in flags (exit 2)
             r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, background=True,
@@ -156,12 +179,19 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at,
     if not llm_base_url or not llm_model:
         raise click.UsageError(NO_LLM)
     llm = _llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
-    km = _open_km(state, create=True, llm=llm)
+    km = _open_km(state, create=True, llm=llm, config=timeout_config(llm_timeout))
     try:
         r = km.write(agent_id, message, speaker, session_id=session_id, occurred_at=occurred_at, dry_run=dry_run,
                      user_id=user_id)
     finally:
         km.close()
+    _report_write(ctx, state, r, agent_id, user_id, kept=not dry_run)
+
+
+def _report_write(ctx: click.Context, state: Any, r: Any, agent_id: str, user_id: Optional[str], *, kept: bool) -> None:
+    """A write's (or reprocess's) result, one line per fact, relation, degraded step and
+    warning; exit 1 when it failed. A failed extraction keeps its event (KC-7.3,
+    on_extraction_failure "keep_event"): the output says so and how to complete it."""
     lines = [f"event {r.event_id or '-'}  success={r.success}" + (f"  error={r.error}" if r.error else "")]
     for label, items in (("added", r.facts_added), ("updated", r.facts_updated), ("unchanged", r.facts_unchanged),
                          ("deleted", r.facts_deleted)):
@@ -174,9 +204,40 @@ def write_cmd(ctx, agent_id, message, speaker, session_id, user_id, occurred_at,
     for w in r.warnings:
         lines.append(f"warning   {w}")
     lines.append(f"tokens    {r.tokens_used.total_tokens}")
+    if not r.success and kept and r.event_id:
+        user = ["--user", user_id] if user_id is not None else []
+        lines.append(f"kept      event {r.event_id} (extraction failed, nothing learned from it): complete it with "
+                     f"`{_command(state, 'knowledge', 'reprocess', agent_id, r.event_id, *user)}` once the LLM answers")
     _emit(state, r, "\n".join(lines))
     if not r.success:
         ctx.exit(1)
+
+
+@knowledge.command("reprocess")
+@click.argument("agent_id")
+@click.argument("event_id")
+@click.option("--user", "user_id", default=None, help="The user whose event it is (KC-3.7); default: the agent's shared knowledge.")
+@click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
+@click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
+@_LLM_TIMEOUT
+@_LLM_ALLOW_HTTP_KEY
+@click.pass_context
+def reprocess_cmd(ctx, agent_id, event_id, user_id, llm_base_url, llm_model, llm_timeout, llm_allow_http_key) -> None:
+    """Complete EVENT_ID, whose extraction failed (`knowledge write` printed "kept event ..."):
+    extract it again and store what it teaches, on the event (KC-7.3)."""
+    state = _state(ctx)
+    if not llm_base_url or not llm_model:
+        raise click.UsageError(NO_LLM)
+    llm = _llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
+    km = _open_km(state, create=False, llm=llm, config=timeout_config(llm_timeout))
+    try:
+        r = km.reprocess_event(agent_id, event_id, user_id=user_id)
+    except ValueError as exc:  # no such event of the scope, or not a failed one
+        hint = " (a user's event is reprocessed with --user ID)" if user_id is None and str(exc).startswith("no event") else ""
+        raise click.UsageError(_in_cli_words(exc) + hint) from None
+    finally:
+        km.close()
+    _report_write(ctx, state, r, agent_id, user_id, kept=True)
 
 
 def _none_shared(what: str, user_id: Optional[str]) -> str:
@@ -242,8 +303,9 @@ def history_cmd(ctx, agent_id, fact_id, user_id) -> None:
         rows = km.history(agent_id, fact_id, user_id=user_id)
     finally:
         km.close()
-    if not rows:
-        raise click.ClickException(f"no fact {fact_id} for agent {agent_id}")
+    if not rows:  # without --user only shared facts are read (KC-3.8): say so, as `facts` does
+        hint = "" if user_id is not None else " in the shared knowledge (a user's facts are read with --user ID)"
+        raise click.ClickException(f"no fact {fact_id} for agent {agent_id}{hint}")
     human = "\n".join(
         f"{f.fact_id}  {f.status:11s} valid {f.valid_from.isoformat()} .. {f.valid_to.isoformat() if f.valid_to else 'now'}  {f.fact_text}"
         for f in rows
@@ -251,7 +313,7 @@ def history_cmd(ctx, agent_id, fact_id, user_id) -> None:
     _emit(state, rows, human)
 
 
-def _llm(llm_base_url: Any, llm_model: Any, timeout: float, allow_http_key: bool) -> Any:
+def _llm(llm_base_url: Any, llm_model: Any, timeout: Optional[float], allow_http_key: bool) -> Any:
     """The OpenAI-compatible provider of the --llm-* options; a refused key is a usage error."""
     from ..knowledge import OpenAICompatibleProvider
 
@@ -261,7 +323,18 @@ def _llm(llm_base_url: Any, llm_model: Any, timeout: float, allow_http_key: bool
         raise click.UsageError(str(exc).replace("allow_insecure_key=True (CLI: --llm-allow-http-key)", "--llm-allow-http-key")) from None
 
 
-def _optional_llm(llm_base_url: Any, llm_model: Any, timeout: float, allow_http_key: bool = False) -> Any:
+def timeout_config(llm_timeout: Optional[float]) -> Any:
+    """The ``KnowledgeConfig`` of ``--llm-timeout``: every LLM step's timeout set to it (None:
+    the defaults). The provider gets it too, as the bound of each request."""
+    if llm_timeout is None:
+        return None
+    from ..knowledge import KnowledgeConfig
+
+    values: dict[str, Any] = {name: float(llm_timeout) for name in LLM_STEP_TIMEOUTS}
+    return KnowledgeConfig(**values)
+
+
+def _optional_llm(llm_base_url: Any, llm_model: Any, timeout: Optional[float], allow_http_key: bool = False) -> Any:
     if llm_base_url and llm_model:
         return _llm(llm_base_url, llm_model, timeout, allow_http_key)
     return None
@@ -278,7 +351,7 @@ def _optional_llm(llm_base_url: Any, llm_model: Any, timeout: float, allow_http_
 @click.option("--user", "user_id", default=None, help="Read as this user: her knowledge plus the agent's shared knowledge (KC-3.8); default: shared only.")
 @click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root (reranker).")
 @click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name (reranker).")
-@click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@_LLM_TIMEOUT
 @_LLM_ALLOW_HTTP_KEY
 @click.pass_context
 def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at, include_directives, user_id, llm_base_url, llm_model,
@@ -289,7 +362,9 @@ def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at,
     llm = _optional_llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
     if include_directives and llm is None:
         raise click.UsageError(NO_LLM)
-    km = _open_km(state, create=False, llm=llm)
+    if llm_timeout is not None and llm is None:  # the reranker is off: nothing would use it
+        raise click.UsageError(f"--llm-timeout bounds the reranker's LLM calls; without an LLM endpoint there are none ({NO_LLM})")
+    km = _open_km(state, create=False, llm=llm, config=timeout_config(llm_timeout))
     try:
         r = km.retrieve(agent_id, query, session_id=session_id, entity_keys=list(entity_keys) or None, as_of=as_of,
                         known_at=known_at, include_directives=include_directives,
@@ -313,18 +388,22 @@ def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at,
                    "consolidation, emotional_trends, memify (default: all with an LLM endpoint, else the deterministic ones).")
 @click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
 @click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
-@click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@_LLM_TIMEOUT
 @_LLM_ALLOW_HTTP_KEY
 @click.pass_context
 def jobs_cmd(ctx, agent_id, all_agents, job_list, llm_base_url, llm_model, llm_timeout, llm_allow_http_key) -> None:
-    """Run the background jobs (KC-6) for AGENT_ID or --all-agents; one JSON object per agent.
+    """Run the background jobs (KC-6) for AGENT_ID or --all-agents; one JSON object per agent
+    and scope (its shared knowledge, then each user's, KC-6.0), naming both.
     Exit code 0 when every job succeeded, 1 when some failed, 2 on bad arguments."""
     state = _state(ctx)
     if bool(agent_id) == bool(all_agents):
         raise click.UsageError("pass exactly one of AGENT_ID or --all-agents")
     llm = _optional_llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
     names = job_names(job_list, llm is not None)
-    km = _open_km(state, create=False, llm=llm)
+    if llm_timeout is not None and llm is None:
+        raise click.UsageError(f"--llm-timeout bounds the jobs' LLM calls; without an LLM endpoint only the deterministic "
+                               f"jobs run, which make none ({NO_LLM})")
+    km = _open_km(state, create=False, llm=llm, config=timeout_config(llm_timeout))
     try:
         failed = run_jobs(km, None if all_agents else agent_id, names)
     finally:
@@ -531,14 +610,15 @@ def _target(fn: Any) -> Any:
                    "consolidation, emotional_trends, memify (default: all with an LLM endpoint, else the deterministic ones).")
 @click.option("--llm-base-url", default=None, help="OpenAI-compatible API root (with --llm-model).")
 @click.option("--llm-model", default=None, help="Chat model name (with --llm-base-url).")
-@click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@_LLM_TIMEOUT
 @_LLM_ALLOW_HTTP_KEY
 @click.option("--embed-url", default=None, help="OpenAI-compatible embedding service the store was written with.")
 @click.option("--embed-model", default=None, help="Embedding model (with --embed-url).")
 @click.pass_context
 def run_jobs_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, agent_id, all_agents, job_list, llm_base_url,
                  llm_model, llm_timeout, llm_allow_http_key, embed_url, embed_model) -> None:
-    """Run the background jobs (KC-6) on one store; one JSON object per agent on stdout.
+    """Run the background jobs (KC-6) on one store; one JSON object per agent and scope (its
+    shared knowledge, then each user's, KC-6.0) on stdout.
     Exit code 0 when every job succeeded, 1 when some job failed, 2 on bad arguments."""
     _check_target(dsn, user, sqlite_path, password_stdin)
     sqlite_path, store_id = _target_defaults(dsn, sqlite_path, store_id)
@@ -553,9 +633,13 @@ def run_jobs_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, agent_id
         needs = [n for n in names if n not in DETERMINISTIC_JOBS]
         if needs:
             raise click.UsageError(f"job(s) {', '.join(needs)} call an LLM: pass --llm-base-url and --llm-model")
+        if llm_timeout is not None:
+            raise click.UsageError("--llm-timeout bounds the jobs' LLM calls; without --llm-base-url and --llm-model only "
+                                   "the deterministic jobs run, which make none")
     failed = _with_km(dsn, user, password_stdin, sqlite_path, sid,
                       lambda km: run_jobs(km, None if all_agents else agent_id, names),
-                      llm=llm or _open_km_nollm(), embed_url=embed_url, embed_model=embed_model)
+                      llm=llm or _open_km_nollm(), embed_url=embed_url, embed_model=embed_model,
+                      config=timeout_config(llm_timeout))
     if failed:
         ctx.exit(1)
 
@@ -631,12 +715,13 @@ def _open_target(dsn: Any, user: Any, password_stdin: bool, sqlite_path: Any, st
     return _open_sqlite_store(sqlite_path, sid, embed_url, embed_model), None
 
 
-def _with_km(dsn, user, password_stdin, sqlite_path, store_id, fn, *, llm=None, embed_url=None, embed_model=None):
+def _with_km(dsn, user, password_stdin, sqlite_path, store_id, fn, *, llm=None, embed_url=None, embed_model=None,
+             config=None):
     from ..knowledge import KnowledgeMemory
 
     store, pool = _open_target(dsn, user, password_stdin, sqlite_path, store_id, embed_url, embed_model)
     try:
-        km = _knowledge_memory(KnowledgeMemory, store, llm, oracle=pool is not None)
+        km = _knowledge_memory(KnowledgeMemory, store, llm, oracle=pool is not None, config=config)
         try:
             return fn(km)
         finally:
@@ -673,14 +758,15 @@ def _agent_option(agent_id: Any) -> Any:
 
 def _job_line(j: Any) -> str:
     err = f"  error: {j.last_error}" if j.last_error else ""
-    return f"{j.id}  {j.status:7s}  agent={j.agent_id}  attempts={j.attempts}/{j.max_attempts}  created={j.created_at.isoformat()}{err}"
+    user = j.user_id if j.user_id is not None else "(shared)"  # whose write: trial32 F4
+    return f"{j.id}  {j.status:7s}  agent={j.agent_id}  user={user}  attempts={j.attempts}/{j.max_attempts}  created={j.created_at.isoformat()}{err}"
 
 
 @kg.command("worker")
 @_queue_target
 @click.option("--llm-base-url", envvar="ORAMEM_LLM_BASE_URL", show_envvar=True, help="OpenAI-compatible API root.")
 @click.option("--llm-model", envvar="ORAMEM_LLM_MODEL", show_envvar=True, help="Chat model name.")
-@click.option("--llm-timeout", type=float, default=30.0, show_default=True, help="Seconds per LLM request.")
+@_LLM_TIMEOUT
 @_LLM_ALLOW_HTTP_KEY
 @click.option("--embed-url", default=None, help="OpenAI-compatible embedding service the store was written with "
                                                 "(default: the embedder the store records).")
@@ -718,7 +804,7 @@ def worker_cmd(ctx, dsn, user, password_stdin, sqlite_path, store_id, llm_base_u
                                backoff_max=backoff_max, _stop=flag)
 
     report = _with_km(dsn, user, password_stdin, sqlite_path, store_id, run, llm=llm, embed_url=embed_url,
-                      embed_model=embed_model)
+                      embed_model=embed_model, config=timeout_config(llm_timeout))
     click.echo(json.dumps(_jsonable(report), sort_keys=True))
     if report.failed:
         ctx.exit(1)

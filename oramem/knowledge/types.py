@@ -497,6 +497,8 @@ class JobInfo:
     last_error: Optional[str] = None
     finished_at: Optional[datetime] = None
     result: Optional[dict[str, Any]] = None
+    #: whose write it is (KC-3.7; None: the agent's shared knowledge)
+    user_id: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,29 @@ def _check_store(conn: sqlite3.Connection, path: str, row: dict) -> list[Finding
             f"(SELECT 1 FROM {t.records} r WHERE r.record_type = 'fact' AND r.id = f.id)",
         )
         out.append(Finding(f"{sid} knowledge", missing == 0, f"{facts} facts, {missing} without their store record"))
+        if row["vector_dim"]:
+            out.append(_knowledge_vectors(conn, sid, int(row["vector_dim"])))
     return out
+
+
+def _knowledge_vectors(conn: Any, sid: str, dim: int) -> Finding:
+    """The knowledge rows' vectors (``embedding_vec``, ``trigger_embedding_vec``: float32
+    blobs) have the store's dimension. An import before 2026-12-07 wrote a backup's knowledge
+    vectors as they were into a store of another embedder (trial32 F3), and every later
+    knowledge write or retrieve that compares them failed."""
+    total = bad = 0
+    tables = [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? ESCAPE '\\'",
+        (sid.replace("_", "\\_") + "\\_KG\\_%",))]
+    for table in sorted(tables):
+        for col in [c[1] for c in conn.execute(f'PRAGMA table_info("{table}")') if str(c[1]).endswith("embedding_vec")]:
+            total += _count(conn, f'SELECT count(*) FROM "{table}" WHERE "{col}" IS NOT NULL')
+            bad += _count(conn, f'SELECT count(*) FROM "{table}" WHERE "{col}" IS NOT NULL AND length("{col}") != ?', 4 * dim)
+    detail = f"{total} knowledge vectors, {bad} not of the store's {dim} dimensions"
+    if bad:
+        detail += (" (made by another embedder: a backup imported into this store before imports checked it; import "
+                   "the backup into a new --db file, which takes its embedder)")
+    return Finding(f"{sid} knowledge vectors", bad == 0, detail)
 
 
 def _default_sessions(conn: sqlite3.Connection, t: StoreTables) -> Finding:

@@ -94,7 +94,7 @@ def job_info(row: Any) -> JobInfo:
         attempts=int(row["attempts"]), max_attempts=int(row["max_attempts"]), session_id=row["session_id"],
         created_at=row["created_at"], updated_at=row["updated_at"], available_at=row["available_at"],
         lease_until=row["lease_until"], worker_id=row["worker_id"], last_error=row["last_error"],
-        finished_at=row["finished_at"], result=row["result_json"],
+        finished_at=row["finished_at"], result=row["result_json"], user_id=row["user_id"],
     )
 
 

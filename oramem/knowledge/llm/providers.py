@@ -22,6 +22,9 @@ __all__ = ["LLMProvider", "BaseLLMProvider", "LLMResult", "TokenUsage", "OpenAIC
 
 log = logging.getLogger("oramem.knowledge")
 
+#: seconds of a request whose call passes no timeout, without a constructor ``timeout``
+DEFAULT_TIMEOUT = 30.0
+
 JSON_INSTRUCTION = "Reply with one JSON object only, no prose and no markdown."
 
 
@@ -102,7 +105,13 @@ class OpenAICompatibleProvider(BaseLLMProvider):
     The API key: ``api_key``, else ``$ORAMEM_LLM_API_KEY``, else ``$OPENAI_API_KEY`` only when
     ``base_url`` is OpenAI's own host (``api.openai.com``). A key is never sent over plain
     ``http://`` to a host other than this machine unless ``allow_insecure_key=True`` (the
-    constructor refuses instead), and never logged."""
+    constructor refuses instead), and never logged.
+
+    ``timeout`` (seconds), when given, bounds each HTTP request: a call's own ``timeout=``
+    (the knowledge layer passes its step's, ``extraction_timeout_sec`` and the others of
+    KC-7.2) is capped by it. Without it a call's own timeout applies, and 30 s for a call
+    that passes none (trial32: the layer always passes one, so a constructor timeout that
+    only filled in for calls without one bounded nothing)."""
 
     def __init__(
         self,
@@ -110,7 +119,7 @@ class OpenAICompatibleProvider(BaseLLMProvider):
         model: str,
         api_key: Optional[str] = None,
         *,
-        timeout: float = 30.0,
+        timeout: Optional[float] = None,
         max_retries: int = 2,
         headers: Optional[Mapping[str, str]] = None,
         allow_insecure_key: bool = False,
@@ -119,8 +128,9 @@ class OpenAICompatibleProvider(BaseLLMProvider):
             raise ValueError(f"base_url must start with http:// or https://, got {redact_url(base_url)!r}")
         if not isinstance(model, str) or not model.strip():
             raise ValueError("model must be a non-empty string")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ValueError(f"timeout must be a positive number, got {timeout!r}")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not timeout > 0 or timeout == float("inf")):
+            raise ValueError(f"timeout must be a positive number of seconds (or None), got {timeout!r}")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
         self.base_url = base_url.rstrip("/")
@@ -134,7 +144,9 @@ class OpenAICompatibleProvider(BaseLLMProvider):
             what="LLM API key",
             opt_in="allow_insecure_key=True (CLI: --llm-allow-http-key)",
         )
-        self.timeout = float(timeout)
+        #: the bound of every request (None: each call's own, 30 s for a call without one)
+        self.timeout_cap = None if timeout is None else float(timeout)
+        self.timeout = self.timeout_cap if self.timeout_cap is not None else DEFAULT_TIMEOUT
         self.max_retries = max_retries
         auth = {"Authorization": f"Bearer {key}"} if key else {}
         self._poster = JSONPoster(self.url, headers={**auth, **(headers or {})})
@@ -197,7 +209,11 @@ class OpenAICompatibleProvider(BaseLLMProvider):
 
     # -- internals -----------------------------------------------------------------------
     def _timeout(self, timeout: Optional[float]) -> float:
-        return float(timeout) if timeout is not None else self.timeout
+        if timeout is None:
+            return self.timeout
+        if self.timeout_cap is None:
+            return float(timeout)
+        return min(float(timeout), self.timeout_cap)
 
     def _retry(self) -> RetryPolicy:
         return RetryPolicy(max_retries=self.max_retries, backoff_base=self.backoff_base)
