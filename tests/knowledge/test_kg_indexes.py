@@ -19,7 +19,8 @@ from oramem.knowledge.db.schema import build_tables, oracle_ddl, oracle_index_dd
 from oramem.testing import HashEmbedder
 
 NEW = ("DEFAULT_KG_FACT_AGT_ENT_RANK_IX", "DEFAULT_KG_FACT_AGT_ENT_ATTR_IX", "DEFAULT_KG_FACT_ID_CUR_IX",
-       "DEFAULT_KG_FACT_AGT_ENT_VF_IX")  # the last: the graph signal's newest facts per key (2026-12-06)
+       "DEFAULT_KG_FACT_AGT_ENT_VF_IX",  # the graph signal's newest facts per key (2026-12-06)
+       "DEFAULT_KG_EVENT_AGT_USR_OCC_IX")  # who "I" is in a reader's first-person query (2026-12-07, KC-5.4)
 
 
 def _index_names(path: str) -> set[str]:

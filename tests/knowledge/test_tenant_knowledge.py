@@ -331,8 +331,8 @@ def _old_schema(engine: sa.Engine) -> None:
             if isinstance(con, sa.UniqueConstraint):
                 extra.append(sa.UniqueConstraint(*[c.name for c in con.columns if c.name != "user_id"], name=con.name))
         new = sa.Table(t.name, md, *cols, *extra)
-        for ix in t.indexes:
-            if not ix.info.get("sqlite_only"):
+        for ix in t.indexes:  # an index on user_id came with or after the user dimension
+            if not ix.info.get("sqlite_only") and "user_id" not in [c.name for c in ix.columns]:
                 sa.Index(ix.name, *[new.c[c.name] for c in ix.columns])
     md.create_all(engine)
 

@@ -334,6 +334,9 @@ def build_tables(store_id: str, vector_dim: int) -> KGTables:
         sa.Column("session_id", sa.String(256)),
         sa.Column("speaker", sa.String(256)),
         sa.Index(f"{p}EVENT_AGT_OCC_IX", "agent_id", "occurred_at"),
+        # a reader's own newest events (KC-5.4 [ext]: who "I" is in her query), however many
+        # other users' events the agent holds
+        sa.Index(f"{p}EVENT_AGT_USR_OCC_IX", "agent_id", "user_id", "occurred_at"),
     )
     fact = sa.Table(
         p + "FACT", md,
@@ -638,7 +641,7 @@ def plain_indexes(tables: KGTables) -> list[sa.Index]:
 #: the tables (name suffix after ``<ID>_KG_``) whose plain indexes grew after stores were
 #: made with them; only these are inspected on open (reading every table's indexes cost
 #: ~5 ms per open here). A table that gains an index goes on this list.
-INDEXES_ADDED_TO = ("FACT",)
+INDEXES_ADDED_TO = ("FACT", "EVENT")
 
 
 def missing_indexes(insp: Any, tables: KGTables) -> list[sa.Index]:

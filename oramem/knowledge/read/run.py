@@ -21,7 +21,8 @@ from ..text import parse_when, validate_agent_id
 from ..types import IntentionDetail, RetrieveResult, SpreadingActivationResult, GraphRetrievalResult
 from .context import compress_context
 from .scoring import clip01, ranked_cands, score_cand, scored_fact
-from .signals import direct_signals, embed_query, event_signal, expand_query, graph_signal, plan_for, resolve_keys
+from .signals import (direct_signals, embed_query, event_signal, expand_query, graph_signal, plan_for, reader_name,
+                      resolve_keys)
 from .spreading import spread
 from .state import Cand, RetrieveState
 from .temporal import temporal_range
@@ -33,8 +34,8 @@ async def run_retrieve(st: RetrieveState) -> RetrieveResult:
     started = time.perf_counter()
     cfg = st.cfg
     t0 = time.perf_counter()
-    plan = await st.read(functools.partial(plan_for, st))
-    st.step("plan", t0, strategy=plan.strategy)
+    plan, st.reader = await st.read(lambda c: (plan_for(st, c), reader_name(st, c)))
+    st.step("plan", t0, strategy=plan.strategy, **({} if st.reader is None else {"first_person": st.reader}))
     result = RetrieveResult(plan=plan, config_effective=cfg.as_dict())
     if plan.strategy == "skip":
         result.warnings = list(st.warnings)

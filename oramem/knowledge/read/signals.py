@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
 from typing import Any, Optional
 
 import numpy as np
 import sqlalchemy as sa
 
 from ..db import queries as reads
-from ..text import ngrams, norm, slug
+from ..text import first_person, in_third_person, ngrams, norm, slug
 from ..types import ExpandedQuery, GraphRetrievalResult, RetrievalPlan
 from .scoring import clip01, days, plan_retrieval, recency_score
 from .state import RetrieveState
 from .visibility import fact_visible, p_edge_visible, p_sql_visible, sql_visible, store_filter
 
-__all__ = ["plan_inputs", "plan_for", "resolve_keys", "expand_query", "embed_query", "direct_signals",
+__all__ = ["plan_inputs", "plan_for", "reader_name", "resolve_keys", "expand_query", "embed_query", "direct_signals",
            "pattern_facts", "graph_signal", "event_signal"]
 
 MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, then strength
@@ -55,6 +56,34 @@ def plan_for(st: RetrieveState, conn: sa.Connection) -> RetrievalPlan:
                 reads.visible(f, st.agent_id, st.user_id), f.c.attribute_key == attr).limit(1)).first() is not None:
             return plan
         keys = [k for k in keys if k != attr]
+
+
+#: the reader's newest events whose speakers name her (KC-5.4 [ext])
+READER_EVENTS = 20
+
+
+def reader_name(st: RetrieveState, conn: sa.Connection) -> Optional[str]:
+    """Who "I" is in a first-person query of a user-scoped retrieve (KC-5.4 [ext]): the speaker
+    of most of the reader's own :data:`READER_EVENTS` newest events (ties: the newest), read from
+    her scope only (``user_id`` = the reader; never the shared events, whose speakers may be
+    anyone). None for a shared-only retrieve, a query not in the first person, or a reader with
+    no event."""
+    if st.user_id is None or not first_person(st.query):
+        return None
+    ev = st.t.event
+    stmt = reads.cached_stmt(ev, ("reader_name",), lambda: (
+        sa.select(ev.c.speaker)
+        .where(ev.c.agent_id == sa.bindparam("p_agent"), ev.c.user_id == sa.bindparam("p_user"), ev.c.speaker.is_not(None))
+        .order_by(sa.desc(ev.c.occurred_at), sa.desc(ev.c.id))
+        .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))))
+    rows = conn.execute(stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_limit": READER_EVENTS})
+    names = [str(r[0]).strip() for r in rows]
+    names = [n for n in names if n]
+    if not names:
+        return None
+    counts = Counter(names)
+    best = max(counts.values())
+    return next(n for n in names if counts[n] == best)  # newest first: a tie goes to the newest
 
 
 def resolve_keys(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], bool]:
@@ -186,15 +215,17 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
     """``st.qvec``, the query's vector; on a failure None and the warning to give (returned, not
     given here: the caller gives it where the pipeline's warnings expect it). Run as a task
     beside the first reads: the embedder works on the pool meanwhile."""
+    texts = [st.query] if st.reader is None else [st.query, in_third_person(st.query, st.reader)]
     try:
-        out = await st.rt.embed([st.query], True, alongside=True)
+        out = await st.rt.embed(texts, True, alongside=True)
         arr = np.asarray(out, dtype=np.float32)
-        if arr.ndim != 2 or arr.shape[0] != 1 or arr.shape[1] != st.rt.dim or not np.all(np.isfinite(arr)):
-            raise ValueError(f"embedder returned shape {arr.shape} for one query of dimension {st.rt.dim}")
+        if arr.ndim != 2 or arr.shape[0] != len(texts) or arr.shape[1] != st.rt.dim or not np.all(np.isfinite(arr)):
+            raise ValueError(f"embedder returned shape {arr.shape} for {len(texts)} query text(s) of dimension {st.rt.dim}")
         st.qvec = arr[0]
+        st.fact_qvec = arr[-1]
         return None
     except Exception as exc:  # noqa: BLE001 - KC-7.6: semantic and event signals turn off
-        st.qvec = None
+        st.qvec = st.fact_qvec = None
         return f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off"
 
 
@@ -231,10 +262,10 @@ def below_similarity(min_similarity: float) -> float:
 
 
 async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[Any]:
-    if st.qvec is None:
+    if st.fact_qvec is None:
         return []
     hits: list[Any] = await _visible_search(st,
-        query_vector=st.qvec, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="vector",
+        query_vector=st.fact_qvec, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="vector",
         metadata_filter=_store_filter(st, filter_keys), max_distance=below_similarity(st.cfg.min_similarity),
     )
     return hits

@@ -61,6 +61,11 @@ class RetrieveState:
     tracer: Any = None  # an OpenTelemetry tracer while the operation's span records
     cands: dict[str, Cand] = field(default_factory=dict)
     qvec: Optional[np.ndarray] = None
+    #: the reader's name when the query speaks in the first person (KC-5.4 [ext]) and the
+    #: vector the semantic signal searches facts with: the query's, or the query with "I" read
+    #: as the reader ("where do I live?" -> "where do Carol live?")
+    reader: Optional[str] = None
+    fact_qvec: Optional[np.ndarray] = None
     plan: RetrievalPlan = field(default_factory=RetrievalPlan)
 
     def __post_init__(self) -> None:
