@@ -38,6 +38,18 @@ or the server would (issue 10, item 2):
   :class:`SQLBackend`, which runs the SQL our code and SQLAlchemy's Oracle dialect send on an
   in-memory SQLite database (``Recorder.backend``) and shapes the rows as the driver does
   (review D9(c); the rules and their driver sources are in its docstring).
+- **Placeholders** (fidelity audit fake33): ``execute``/``executemany`` parse the statement as
+  thin mode does (:func:`parse_statement`, a port of ``impl/thin/statement.pyx``) and raise the
+  driver's DPY-4008 (a named bind or input size the SQL has no placeholder for; DDL has none),
+  DPY-4009 (positional count) and DPY-4010 (a placeholder without a value), DPY-2005 (positional
+  and keyword parameters together), DPY-2003/2004 (parameters of another shape), DPY-2066 (empty
+  statement): :func:`check_placeholders`.
+- **Closed objects**: a cursor closed by ``close()`` or by leaving its ``with`` is DPY-1006; a
+  connection closed by ``close()`` or by leaving its ``with`` (a standalone one too: it is
+  closed, not kept) or released to its pool is DPY-1001, for its cursors as well; fetching after
+  a statement that is not a SELECT/WITH is DPY-1003 (all ``InterfaceError``: ``except
+  oracledb.DatabaseError`` does not catch them). Closing or releasing a connection rolls back
+  its uncommitted DML (:class:`_ConnectionState`).
 """
 
 from __future__ import annotations
@@ -65,6 +77,8 @@ class Recorder:
         self.calls: list[Call] = []
         self.answers: dict[str, Any] = dict(answers or {})
         self.connections = 0
+        #: serial numbers of fake connections with uncommitted DML on :attr:`backend`
+        self.dirty: set[int] = set()
         #: real SQL for statements no answer matches (:class:`SQLBackend`), or None
         self.backend: Optional["SQLBackend"] = None
 
@@ -176,6 +190,131 @@ def _check_oson(value: Any, key: Any) -> None:
     _driver_errors._raise_err(_driver_errors.ERR_PYTHON_TYPE_NOT_SUPPORTED, typ=type(value))
 
 
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def parse_statement(sql: str) -> tuple[str, list[str]]:
+    """The statement kind and the bind placeholders thin mode finds in ``sql``, a port of
+    ``impl/thin/statement.pyx`` (``StatementParser.parse``, ``_parse_bind_name``,
+    ``Statement._add_bind`` and ``_determine_statement_type``): the first keyword makes it
+    ``plsql`` (DECLARE, BEGIN, CALL), ``query`` (SELECT, WITH), ``dml`` (INSERT, UPDATE, DELETE,
+    MERGE) or ``ddl`` (CREATE, ALTER, DROP, GRANT, REVOKE, ANALYZE, AUDIT, COMMENT, TRUNCATE:
+    parsing stops, so a DDL statement has no placeholders), else ``""``. Placeholders are
+    ``:name`` outside '...' and q'[...]' strings, "quoted identifiers", -- and /* */ comments,
+    and not right after a string (JSON constant syntax); an unquoted name is upper-cased, a
+    quoted one kept as written, digits-only names (``:1``) kept; in PL/SQL a repeated name is
+    one placeholder, in SQL each occurrence is one."""
+    kind = ""
+    names: list[str] = []
+    n = len(sql)
+    pos = 0
+    keyword_found = last_was_alpha = last_was_string = False
+    alpha_start = 0
+    last_ch = ""
+
+    def add(name: str) -> None:
+        if kind != "plsql" or name not in names:
+            names.append(name)
+
+    while pos < n:
+        ch = sql[pos]
+        is_alpha = ch.isalpha()
+        if is_alpha and not last_was_alpha:
+            alpha_start = pos
+        elif not is_alpha and last_was_alpha and not keyword_found:
+            word = sql[alpha_start:pos].upper()
+            kind = ("plsql" if word in ("DECLARE", "BEGIN", "CALL") else
+                    "query" if word in ("SELECT", "WITH") else
+                    "dml" if word in ("INSERT", "UPDATE", "DELETE", "MERGE") else
+                    "ddl" if word in ("CREATE", "ALTER", "DROP", "GRANT", "REVOKE", "ANALYZE", "AUDIT",
+                                      "COMMENT", "TRUNCATE") else "")
+            if kind == "ddl":
+                break
+            keyword_found = True
+        if ch == "'":
+            last_was_string = True
+            if last_ch in ("q", "Q"):
+                if pos + 1 < n:
+                    sep = {"[": "]", "{": "}", "<": ">", "(": ")"}.get(sql[pos + 1], sql[pos + 1])
+                    end = sql.find(sep + "'", pos + 2)
+                    pos = n if end < 0 else end + 1
+            else:
+                end = sql.find("'", pos + 1)
+                pos = n if end < 0 else end
+        elif not ch.isspace():
+            if ch == "-" and sql.startswith("--", pos):
+                while pos < n and sql[pos] not in _LINE_BREAKS:
+                    pos += 1
+            elif ch == "/" and sql.startswith("/*", pos):
+                end = sql.find("*/", pos + 2)
+                pos = n if end < 0 else end + 1
+            elif ch == '"':
+                end = sql.find('"', pos + 1)
+                pos = n if end < 0 else end
+            elif ch == ":" and not last_was_string:
+                t = pos + 1
+                while t < n and sql[t].isspace():
+                    t += 1
+                if t < n and sql[t] == '"':
+                    end = sql.find('"', t + 1)
+                    end = n if end < 0 else end
+                    add(sql[t + 1:end])
+                    pos = end
+                elif t < n and sql[t].isdigit():
+                    e = t
+                    while e < n and sql[e].isdigit():
+                        e += 1
+                    add(sql[t:e])
+                    pos = e - 1
+                elif t < n and sql[t].isalpha():
+                    e = t
+                    while e < n and (sql[e].isalnum() or sql[e] in "_$#"):
+                        e += 1
+                    add(sql[t:e].upper())
+                    pos = e - 1
+            last_was_string = False
+        pos += 1
+        last_was_alpha = is_alpha
+        last_ch = ch
+    return kind, names
+
+
+def _bind_key(name: Any) -> str:
+    """A bind name as given to ``execute``/``setinputsizes`` the way ``impl/thin/var.pyx``
+    (``ThinVarImpl._bind``) looks it up: "quoted" kept, else upper-cased, a leading ':' dropped."""
+    text = str(name)
+    key = text[1:-1] if len(text) > 1 and text.startswith('"') and text.endswith('"') else text.upper()
+    return key[1:] if key.startswith(":") else key
+
+
+def check_placeholders(sql: str, values: Any, sizes: dict, style: Optional[type]) -> str:
+    """What thin mode raises when the binds do not fit the placeholders of ``sql`` (it returns
+    the statement kind otherwise): by name, a value or input size for a name the SQL does not
+    have is DPY-4008 (``impl/thin/var.pyx``, ``ThinVarImpl._bind``: ERR_INVALID_BIND_NAME; a DDL
+    statement has none, :func:`parse_statement`), by position a count other than the
+    placeholders' is DPY-4009 (ERR_WRONG_NUMBER_OF_POSITIONAL_BINDS, same place), and a
+    placeholder left without a value is DPY-4010 (``impl/thin/cursor.pyx``,
+    ``_preprocess_execute``: ERR_MISSING_BIND_VALUE)."""
+    kind, names = parse_statement(sql)
+    by_name = isinstance(values, dict) or (values is None and style is dict)
+    if by_name:
+        given = list(values or {}) + [k for k in sizes if k not in (values or {})]
+        for name in given:
+            if _bind_key(name) not in names:
+                _driver_errors._raise_err(_driver_errors.ERR_INVALID_BIND_NAME, name=name)
+        bound = {_bind_key(k) for k in given}
+        missing = [n for n in names if n not in bound]
+    else:
+        count = max(len(values or ()), len(sizes))
+        if count and count != len(names):
+            _driver_errors._raise_err(_driver_errors.ERR_WRONG_NUMBER_OF_POSITIONAL_BINDS,
+                                      expected_num=len(names), actual_num=count)
+        missing = names[count:]
+    if missing:
+        _driver_errors._raise_err(_driver_errors.ERR_MISSING_BIND_VALUE, name=missing[0])
+    return kind
+
+
 class _JSONBind:
     """A value the cursor bound as ``DB_TYPE_JSON`` (for :class:`SQLBackend`: stored as JSON text)."""
 
@@ -207,14 +346,38 @@ class _CursorBase:
         self.prefetchrows = 2
         self.outputtypehandler: Any = None
         self.inputtypehandler: Any = None
+        #: open until close() / leaving ``with`` (cursor.py: ``_impl`` set to None)
+        self.is_open = True
+        #: the last statement executed was a SELECT/WITH (``impl/thin/statement.pyx``)
+        self.is_query = False
+
+    def _verify_open(self) -> None:
+        """cursor.py ``BaseCursor._verify_open``: DPY-1006 once the cursor is closed (``close()``
+        or leaving its ``with`` block), then DPY-1001 when its connection is closed or was
+        released to its pool (``connection.py`` ``_verify_connected``). Both are
+        ``InterfaceError``s, not ``DatabaseError``s."""
+        if not self.is_open:
+            _driver_errors._raise_err(_driver_errors.ERR_CURSOR_NOT_OPEN)
+        verify = getattr(self.connection, "_fake_verify_connected", None)
+        if verify is not None:
+            verify()
+
+    def _verify_fetch(self) -> None:
+        """cursor.py ``_verify_fetch``: fetching after a statement that is not a query (DML,
+        PL/SQL, DDL, SAVEPOINT, or nothing executed yet) is DPY-1003 (an ``InterfaceError``)."""
+        self._verify_open()
+        if not self.is_query:
+            _driver_errors._raise_err(_driver_errors.ERR_NOT_A_QUERY)
 
     def var(self, typ, size=0, arraysize=1, inconverter=None, outconverter=None, **kw):
         return _Var(typ, size, arraysize, inconverter, outconverter, **kw)
 
     def close(self):
-        return None
+        self._verify_open()  # closing a closed cursor is DPY-1006 too (cursor.py close)
+        self.is_open = False
 
     def __iter__(self):
+        self._verify_fetch()
         while self.rows:
             yield self.rows.pop(0)
 
@@ -239,12 +402,16 @@ class _CursorBase:
         return handler(self, name, db_type, 0, precision, scale)
 
     def __enter__(self):
+        self._verify_open()
         return self
 
     def __exit__(self, *exc):
+        self._verify_open()  # cursor.py BaseCursor.__exit__
+        self.is_open = False
         return None
 
     def setinputsizes(self, *args, **kwargs):
+        self._verify_open()
         # impl/base/cursor.pyx setinputsizes: kwargs -> bind_style dict, args -> list; with
         # neither, cursor.py setinputsizes returns [] and changes nothing
         if not args and not kwargs:
@@ -288,6 +455,8 @@ class _CursorBase:
             self.bind_style, self.sizes = None, {}  # input sizes apply to one execute
 
     def _func(self, name, return_type, keyword_parameters, parameters=None):
+        self._verify_open()
+        self.is_query = False
         call = Call("callfunc", name, return_type, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
         self.rec.calls.append(call)
@@ -303,19 +472,46 @@ class _CursorBase:
         self._check_binds(values, True, name)
 
     def _proc(self, name, keyword_parameters, parameters=None):
+        self._verify_open()
+        self.is_query = False
         call = Call("callproc", name, None, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
         self.rec.calls.append(call)
         self.rec.answer(name, call)
         return []
 
+    def _statement(self, sql: Any, values: Any, many: bool = False) -> str:
+        """``_prepare_for_execute`` / ``_prepare_for_executemany`` (``impl/base/cursor.pyx``): the
+        statement stripped (``cursor.py`` ``_normalize_statement``; empty: DPY-2066), and the
+        parameters' shape (DPY-2003 / DPY-2004)."""
+        self._verify_open()
+        stmt = sql.strip() if isinstance(sql, str) else sql
+        if not stmt:
+            _driver_errors._raise_err(_driver_errors.ERR_EMPTY_STATEMENT)
+        if many:
+            if not isinstance(values, (list, int)):
+                _driver_errors._raise_err(_driver_errors.ERR_WRONG_EXECUTEMANY_PARAMETERS_TYPE)
+        elif values is not None and not isinstance(values, (list, tuple, dict)):
+            _driver_errors._raise_err(_driver_errors.ERR_WRONG_EXECUTE_PARAMETERS_TYPE)
+        return str(stmt)
+
     def _exec(self, sql, parameters=None, **kw):
+        if kw and parameters:
+            _driver_errors._raise_err(_driver_errors.ERR_ARGS_AND_KEYWORD_ARGS)
+        stmt = self._statement(sql, kw or parameters)
         binds = dict(parameters or {}) if isinstance(parameters, dict) else {}
         binds.update(kw)
         call = Call("execute", sql, None, binds, dict(self.sizes), self.conn)
-        head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
-        self._check_binds(kw or parameters, head in ("begin", "declare", "call"), "SQL")
+        sizes, style = dict(self.sizes), self.bind_style
+        kind = parse_statement(stmt)[0]
+        self._check_binds(kw or parameters, kind == "plsql", "SQL")
+        check_placeholders(stmt, kw or parameters, sizes, style)
+        self.is_query = kind == "query"
         self.rec.calls.append(call)
+        if kind == "dml":
+            mark = getattr(self.connection, "_fake_mark_dirty", None)
+            if mark is not None:
+                mark()
         if self.rec.backend is not None and not self.rec.has_answer(sql):
             params = dict(binds) if (kw or isinstance(parameters, dict)) else parameters
             self.rec.backend.run(self, sql, _json_binds(params, call.input_sizes))
@@ -324,14 +520,21 @@ class _CursorBase:
         self.rows = list(value) if value is not None else []
 
     def _exec_many(self, sql, seq):
-        seq = list(seq)
+        stmt = self._statement(sql, seq, many=True)
+        seq = [None] * seq if isinstance(seq, int) else list(seq)
         sizes = dict(self.sizes)
+        kind = parse_statement(stmt)[0]
         for params in seq:
             style = self.bind_style
-            head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
-            self._check_binds(params, head in ("begin", "declare", "call"), "SQL")
+            self._check_binds(params, kind == "plsql", "SQL")
+            check_placeholders(stmt, params, sizes, style)
             self.sizes, self.bind_style = dict(sizes), style
         self.bind_style, self.sizes = None, {}
+        self.is_query = False
+        if kind == "dml" and seq:
+            mark = getattr(self.connection, "_fake_mark_dirty", None)
+            if mark is not None:
+                mark()
         self.rec.calls.append(Call("executemany", sql, None, {"rows": len(seq)}, sizes, self.conn))
         if self.rec.backend is not None and not self.rec.has_answer(sql):
             self.rec.backend.run(self, sql, [_json_binds(p, sizes) for p in seq], many=True)
@@ -354,14 +557,17 @@ class FakeCursor(_CursorBase):
         self._exec_many(sql, seq_of_parameters)
 
     def fetchone(self):
+        self._verify_fetch()
         return self.rows.pop(0) if self.rows else None
 
     def fetchmany(self, size=None):
+        self._verify_fetch()
         size = self.arraysize if size is None else size
         rows, self.rows = self.rows[:size], self.rows[size:]
         return rows
 
     def fetchall(self):
+        self._verify_fetch()
         rows, self.rows = self.rows, []
         return rows
 
@@ -379,15 +585,70 @@ class FakeAsyncCursor(_CursorBase):
     async def execute(self, sql, parameters=None, **kw):
         self._exec(sql, parameters, **kw)
 
+    async def executemany(self, sql, seq_of_parameters, **kw):
+        self._exec_many(sql, seq_of_parameters)
+
     async def fetchone(self):
+        self._verify_fetch()
         return self.rows.pop(0) if self.rows else None
 
+    async def fetchmany(self, size=None):
+        self._verify_fetch()
+        size = self.arraysize if size is None else size
+        rows, self.rows = self.rows[:size], self.rows[size:]
+        return rows
+
     async def fetchall(self):
+        self._verify_fetch()
         rows, self.rows = self.rows, []
         return rows
 
 
-class FakeConnection(oracledb.Connection):
+class _ConnectionState:
+    """What both fake connection colours share: python-oracledb's connected/closed state and
+    the roll back of uncommitted work when a connection is closed or released.
+
+    - ``close()`` and leaving ``with conn:`` close the connection, a standalone one as well as
+      one acquired from a pool (``connection.py``: ``Connection.__exit__`` "will close the
+      connection and roll back any uncommitted transaction"; a pooled one goes back to its
+      pool); every later use (``cursor()``, ``commit()``, ``rollback()``, ``createlob()``,
+      ``close()`` again, a cursor of it) is DPY-1001 (``_verify_connected``), an
+      ``InterfaceError``.
+    - Uncommitted DML run through :class:`SQLBackend` on this connection is rolled back when
+      it is closed or released, as the server does for the session's open transaction. The
+      backend is one SQLite connection shared by every fake connection, so two connections
+      with uncommitted DML at once cannot be told apart: the fake then fails the test
+      (AssertionError) instead of guessing."""
+
+    _fake_closed = False
+    _fake_dirty = False
+
+    def _fake_verify_connected(self) -> None:
+        if self._fake_closed:
+            _driver_errors._raise_err(_driver_errors.ERR_NOT_CONNECTED)
+
+    def _fake_mark_dirty(self) -> None:
+        if self.rec.backend is not None:
+            self._fake_dirty = True
+            self.rec.dirty.add(self.serial)
+
+    def _fake_ended(self) -> None:
+        self._fake_dirty = False
+        self.rec.dirty.discard(self.serial)
+
+    def _fake_close(self, kind: str) -> None:
+        self.rec.calls.append(Call(kind, conn=self.serial))
+        self._fake_closed = True
+        if self._fake_dirty:
+            others = self.rec.dirty - {self.serial}
+            assert not others, (f"fake: connection {self.serial} closes with uncommitted DML while connections "
+                                f"{sorted(others)} have some too; the one SQLite backend cannot roll back only its own")
+            self.rec.calls.append(Call("rollback", name=f"on {kind}", conn=self.serial))
+            self.rec.backend.rollback()  # type: ignore[union-attr]
+        self._fake_ended()
+
+
+class FakeConnection(_ConnectionState, oracledb.Connection):
     outputtypehandler: Any = None  # a plain attribute (the real one is a property over _impl)
     inputtypehandler: Any = None
     autocommit: bool = False
@@ -404,40 +665,51 @@ class FakeConnection(oracledb.Connection):
         self.serial = rec.new_connection()
 
     def cursor(self, scrollable: bool = False):
+        self._fake_verify_connected()
         return FakeCursor(self.rec, self.serial, self)
 
     def ping(self):
+        self._fake_verify_connected()
         return None
 
     def commit(self):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("commit", conn=self.serial))
         if self.rec.backend is not None:
             self.rec.backend.commit()
+        self._fake_ended()
 
     def rollback(self):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("rollback", conn=self.serial))
         if self.rec.backend is not None:
             self.rec.backend.rollback()
+        self._fake_ended()
 
     def createlob(self, lob_type, data=None):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("createlob", binds={"data": data}))
         return FakeLOB(data)
 
     def close(self):
-        self.rec.calls.append(Call("close"))
+        self._fake_verify_connected()
+        self._fake_close("close")
 
     def __enter__(self):
+        self._fake_verify_connected()
         return self
 
     def __exit__(self, *exc):
-        if self.pooled:
-            self.rec.calls.append(Call("release", conn=self.serial))
+        if not self._fake_closed:  # connection.py Connection.__exit__: closes (releases) it
+            self._fake_close("release" if self.pooled else "close")
 
     def __del__(self):
         pass
 
 
-class FakeAsyncConnection(oracledb.AsyncConnection):
+class FakeAsyncConnection(_ConnectionState, oracledb.AsyncConnection):
+    outputtypehandler: Any = None  # plain attributes, as on FakeConnection (real: properties over _impl)
+    inputtypehandler: Any = None
     def __init__(self, rec: Recorder, pooled: bool = False) -> None:
         self._impl = None
         self.rec = rec
@@ -445,27 +717,39 @@ class FakeAsyncConnection(oracledb.AsyncConnection):
         self.serial = rec.new_connection()
 
     def cursor(self, scrollable: bool = False):
+        self._fake_verify_connected()
         return FakeAsyncCursor(self.rec, self.serial, self)
 
     async def commit(self):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("commit", conn=self.serial))
+        if self.rec.backend is not None:
+            self.rec.backend.commit()
+        self._fake_ended()
 
     async def rollback(self):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("rollback", conn=self.serial))
+        if self.rec.backend is not None:
+            self.rec.backend.rollback()
+        self._fake_ended()
 
     async def createlob(self, lob_type, data=None):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("createlob", binds={"data": data}))
         return FakeAsyncLOB(data)
 
     async def close(self):
-        self.rec.calls.append(Call("close"))
+        self._fake_verify_connected()
+        self._fake_close("close")
 
     async def __aenter__(self):
+        self._fake_verify_connected()
         return self
 
     async def __aexit__(self, *exc):
-        if self.pooled:
-            self.rec.calls.append(Call("release", conn=self.serial))
+        if not self._fake_closed:  # connection.py AsyncConnection.__aexit__: closes (releases) it
+            self._fake_close("release" if self.pooled else "close")
 
     def __del__(self):
         pass
