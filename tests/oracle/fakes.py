@@ -50,6 +50,11 @@ or the server would (issue 10, item 2):
   a statement that is not a SELECT/WITH is DPY-1003 (all ``InterfaceError``: ``except
   oracledb.DatabaseError`` does not catch them). Closing or releasing a connection rolls back
   its uncommitted DML (:class:`_ConnectionState`).
+- **Bind value types**: an untyped ``datetime`` is bound as DATE (``impl/base/metadata.pyx``
+  ``from_value``) and so is one typed ``oracledb.DATETIME`` (an ApiType whose first type is
+  DATE): the fake stores it without fractional seconds, as Oracle does; only a
+  ``DB_TYPE_TIMESTAMP`` input size keeps them (:func:`_date_binds`). In ``executemany`` a
+  later row's value the bind's variable does not take is DPY-3013 (:func:`_check_many_types`).
 """
 
 from __future__ import annotations
@@ -331,6 +336,128 @@ def _json_binds(params: Any, sizes: dict) -> Any:
     return [_JSONBind(v) if i in json_keys and v is not None else v for i, v in enumerate(params or ())]
 
 
+def _value_type(value: Any) -> Any:
+    """The type thin mode gives an untyped bind (``impl/base/metadata.pyx``,
+    ``OracleMetadata.from_value``): bool -> BOOLEAN, str -> VARCHAR, bytes -> RAW, int/float/
+    Decimal -> NUMBER, date and datetime -> **DATE**, timedelta -> INTERVAL DS, array -> VECTOR."""
+    import array as _array
+    import datetime as _dt
+    from decimal import Decimal
+
+    if isinstance(value, bool):
+        return oracledb.DB_TYPE_BOOLEAN
+    if isinstance(value, str):
+        return oracledb.DB_TYPE_VARCHAR
+    if isinstance(value, bytes):
+        return oracledb.DB_TYPE_RAW
+    if isinstance(value, (int, float, Decimal)):
+        return oracledb.DB_TYPE_NUMBER
+    if isinstance(value, _dt.date):
+        return oracledb.DB_TYPE_DATE
+    if isinstance(value, _dt.timedelta):
+        return oracledb.DB_TYPE_INTERVAL_DS
+    if isinstance(value, _array.array):
+        return oracledb.DB_TYPE_VECTOR
+    if isinstance(value, (oracledb.LOB, oracledb.AsyncLOB)):
+        return getattr(value, "type", oracledb.DB_TYPE_CLOB) if getattr(value, "_impl", None) else oracledb.DB_TYPE_CLOB
+    return None
+
+
+def _db_type(typ: Any) -> Any:
+    """The database type of an input size, as ``OracleMetadata.from_type``
+    (``impl/base/metadata.pyx``) makes it: a ``DbType`` as is (``oracledb.TIMESTAMP`` is
+    ``DB_TYPE_TIMESTAMP``), an ``ApiType`` its first database type (``impl/base/types.pyx``:
+    ``DATETIME`` -> DATE, ``STRING`` -> VARCHAR, ``NUMBER`` -> NUMBER, ``BINARY`` -> RAW,
+    ``ROWID`` -> ROWID), a Python type: str -> VARCHAR, int/float/Decimal -> NUMBER, bool ->
+    BOOLEAN, bytes -> RAW, ``datetime.datetime`` -> **TIMESTAMP**, ``datetime.date`` -> DATE,
+    timedelta -> INTERVAL DS."""
+    import datetime as _dt
+    from decimal import Decimal
+
+    if isinstance(typ, _Var):
+        typ = typ.type
+    api = {"DATETIME": oracledb.DB_TYPE_DATE, "STRING": oracledb.DB_TYPE_VARCHAR, "NUMBER": oracledb.DB_TYPE_NUMBER,
+           "BINARY": oracledb.DB_TYPE_RAW, "ROWID": oracledb.DB_TYPE_ROWID}
+    if type(typ).__name__ == "ApiType":
+        return api.get(typ.name, typ)
+    if isinstance(typ, type):
+        return {str: oracledb.DB_TYPE_VARCHAR, int: oracledb.DB_TYPE_NUMBER, float: oracledb.DB_TYPE_NUMBER,
+                Decimal: oracledb.DB_TYPE_NUMBER, bool: oracledb.DB_TYPE_BOOLEAN, bytes: oracledb.DB_TYPE_RAW,
+                _dt.datetime: oracledb.DB_TYPE_TIMESTAMP, _dt.date: oracledb.DB_TYPE_DATE,
+                _dt.timedelta: oracledb.DB_TYPE_INTERVAL_DS}.get(typ, typ)
+    return typ
+
+
+def _accepts(db_type: Any, value: Any) -> bool:
+    """Whether a variable of ``db_type`` takes ``value`` (``impl/base/connection.pyx``,
+    ``BaseConnImpl._check_value``; None always)."""
+    import array as _array
+    import datetime as _dt
+    from decimal import Decimal
+
+    if value is None or db_type is None:
+        return True
+    if db_type in (oracledb.DB_TYPE_NUMBER, oracledb.DB_TYPE_BINARY_INTEGER, oracledb.DB_TYPE_BINARY_DOUBLE,
+                   oracledb.DB_TYPE_BINARY_FLOAT):
+        return isinstance(value, (bool, int, float, Decimal))
+    if db_type in (oracledb.DB_TYPE_CHAR, oracledb.DB_TYPE_VARCHAR, oracledb.DB_TYPE_NCHAR,
+                   oracledb.DB_TYPE_NVARCHAR, oracledb.DB_TYPE_LONG, oracledb.DB_TYPE_LONG_NVARCHAR,
+                   oracledb.DB_TYPE_RAW, oracledb.DB_TYPE_LONG_RAW):
+        return isinstance(value, (str, bytes))
+    if db_type in (oracledb.DB_TYPE_DATE, oracledb.DB_TYPE_TIMESTAMP, oracledb.DB_TYPE_TIMESTAMP_LTZ,
+                   oracledb.DB_TYPE_TIMESTAMP_TZ):
+        return isinstance(value, _dt.date)
+    if db_type is oracledb.DB_TYPE_INTERVAL_DS:
+        return isinstance(value, _dt.timedelta)
+    if db_type in (oracledb.DB_TYPE_CLOB, oracledb.DB_TYPE_NCLOB, oracledb.DB_TYPE_BLOB):
+        return isinstance(value, (str, bytes, oracledb.LOB, oracledb.AsyncLOB))
+    if db_type is oracledb.DB_TYPE_VECTOR:
+        return isinstance(value, (list, _array.array))
+    return True  # BOOLEAN, JSON, objects, cursors: not checked here
+
+
+def _date_binds(params: Any, sizes: dict) -> Any:
+    """A datetime bound as ``DB_TYPE_DATE`` (untyped: ``from_value``; or typed DATE /
+    ``oracledb.DATETIME``, which SQLAlchemy uses for ``DateTime``) loses its fractional seconds:
+    an Oracle DATE holds whole seconds (``impl/base/encoders.pyx`` writes 7 bytes for DATE,
+    fractional seconds only for TIMESTAMP). Only a ``DB_TYPE_TIMESTAMP`` input size keeps them
+    (review D12). The tzinfo is dropped either way (the fake's SQLite text never had it)."""
+    import datetime as _dt
+
+    def fix(key: Any, value: Any) -> Any:
+        if not isinstance(value, _dt.datetime) or not value.microsecond:
+            return value
+        size = _db_type(sizes.get(key))
+        typ = size if size is not None and _accepts(size, value) else _value_type(value)
+        return value.replace(microsecond=0) if typ is oracledb.DB_TYPE_DATE else value
+
+    if isinstance(params, dict):
+        return {k: fix(k, v) for k, v in params.items()}
+    if isinstance(params, (list, tuple)):
+        return [fix(i, v) for i, v in enumerate(params)]
+    return params
+
+
+def _check_many_types(seq: list, sizes: dict) -> None:
+    """``executemany``: the first row that gives a bind a value fixes its variable's type (its
+    input size when that takes the value, else the value's own: ``impl/base/bind_var.pyx``
+    ``_set_by_value``); a later row whose value that variable does not take is DPY-3013
+    (``ERR_UNSUPPORTED_PYTHON_TYPE_FOR_DB_TYPE``, ``impl/base/connection.pyx`` ``_check_value``)."""
+    types: dict = {}
+    for params in seq:
+        items = params.items() if isinstance(params, dict) else enumerate(params or ())
+        for key, value in items:
+            if value is None or isinstance(value, _Var):
+                continue
+            if key not in types:
+                size = _db_type(sizes.get(key))
+                types[key] = size if size is not None and _accepts(size, value) else _value_type(value)
+            elif not _accepts(types[key], value):
+                _driver_errors._raise_err(_driver_errors.ERR_UNSUPPORTED_PYTHON_TYPE_FOR_DB_TYPE,
+                                          py_type_name=type(value).__name__,
+                                          db_type_name=getattr(types[key], "name", str(types[key])))
+
+
 class _CursorBase:
     def __init__(self, rec: Recorder, lob_cls: type, conn: int = 0, connection: Any = None) -> None:
         self.rec = rec
@@ -514,7 +641,7 @@ class _CursorBase:
                 mark()
         if self.rec.backend is not None and not self.rec.has_answer(sql):
             params = dict(binds) if (kw or isinstance(parameters, dict)) else parameters
-            self.rec.backend.run(self, sql, _json_binds(params, call.input_sizes))
+            self.rec.backend.run(self, sql, _json_binds(_date_binds(params, call.input_sizes), call.input_sizes))
             return
         value = self.rec.answer(sql, call)
         self.rows = list(value) if value is not None else []
@@ -530,6 +657,7 @@ class _CursorBase:
             check_placeholders(stmt, params, sizes, style)
             self.sizes, self.bind_style = dict(sizes), style
         self.bind_style, self.sizes = None, {}
+        _check_many_types(seq, sizes)
         self.is_query = False
         if kind == "dml" and seq:
             mark = getattr(self.connection, "_fake_mark_dirty", None)
@@ -537,7 +665,7 @@ class _CursorBase:
                 mark()
         self.rec.calls.append(Call("executemany", sql, None, {"rows": len(seq)}, sizes, self.conn))
         if self.rec.backend is not None and not self.rec.has_answer(sql):
-            self.rec.backend.run(self, sql, [_json_binds(p, sizes) for p in seq], many=True)
+            self.rec.backend.run(self, sql, [_json_binds(_date_binds(p, sizes), sizes) for p in seq], many=True)
 
 
 class FakeCursor(_CursorBase):

@@ -159,3 +159,31 @@ def test_async_cursor_has_executemany_and_fetchmany():
             return await cur.fetchmany(1)
 
     assert asyncio.run(run()) == [(1,)]
+
+
+# -- bind value types (impl/base/metadata.pyx from_value, impl/base/connection.pyx _check_value) --
+def test_an_untyped_datetime_is_a_date_and_loses_its_fractional_seconds():
+    import datetime as dt
+
+    rec = Recorder()
+    rec.backend = SQLBackend({"at": "datetime"})
+    rec.backend.db.execute("CREATE TABLE d (k INTEGER, at VARCHAR(32))")
+    at = dt.datetime(2025, 1, 2, 3, 4, 5, 678901)
+    cur = FakeConnection(rec).cursor()
+    cur.execute("insert into d (k, at) values (1, :at)", at=at)  # DB_TYPE_DATE (review D12)
+    cur.setinputsizes(at=oracledb.DB_TYPE_TIMESTAMP)
+    cur.execute("insert into d (k, at) values (2, :at)", at=at)
+    cur.setinputsizes(at=oracledb.DATETIME)  # SQLAlchemy's DateTime: DB_TYPE_DATE as well
+    cur.execute("insert into d (k, at) values (3, :at)", at=at)
+    cur.execute("select k, at from d order by k")
+    assert cur.fetchall() == [(1, at.replace(microsecond=0)), (2, at), (3, at.replace(microsecond=0))]
+
+
+def test_executemany_rows_must_fit_the_type_the_first_value_gave_a_bind():
+    rec = _backend_rec()
+    cur = FakeConnection(rec).cursor()
+    with pytest.raises(oracledb.NotSupportedError, match="DPY-3013"):
+        cur.executemany("insert into t (a, b) values (:a, :b)", [{"a": 1, "b": "x"}, {"a": "2", "b": "y"}])
+    # None defers the type; NUMBER takes int, float and bool alike
+    cur.executemany("insert into t (a, b) values (:a, :b)", [{"a": None, "b": None}, {"a": 1, "b": "x"},
+                                                             {"a": 2.5, "b": None}, {"a": True, "b": "y"}])
