@@ -55,6 +55,10 @@ or the server would (issue 10, item 2):
   DATE): the fake stores it without fractional seconds, as Oracle does; only a
   ``DB_TYPE_TIMESTAMP`` input size keeps them (:func:`_date_binds`). In ``executemany`` a
   later row's value the bind's variable does not take is DPY-3013 (:func:`_check_many_types`).
+- **Sessions**: Oracle keeps each connection's transaction apart; :class:`SQLBackend` is one
+  SQLite connection, so a statement, commit or rollback on one fake connection while another
+  has uncommitted DML fails the test (``Recorder.check_isolation``) instead of answering with
+  rows (or committing work) no Oracle session would.
 """
 
 from __future__ import annotations
@@ -90,6 +94,17 @@ class Recorder:
     def new_connection(self) -> int:
         self.connections += 1
         return self.connections
+
+    def check_isolation(self, serial: int, what: str) -> None:
+        """Oracle runs each session's transaction apart (read committed: another session does not
+        see its uncommitted rows; its commit commits only its own). :class:`SQLBackend` is one
+        SQLite connection for every fake connection, so a statement or commit on one connection
+        while another has uncommitted DML would see (or commit) that other's rows, which Oracle
+        would not: the fake fails the test (AssertionError) instead of answering as no server
+        would. None of the tests did so when the rule came (fidelity audit fake33)."""
+        others = self.dirty - {serial}
+        assert not others, (f"fake: {what} on connection {serial} while connections {sorted(others)} have "
+                            "uncommitted DML on the one SQLite backend; Oracle would keep their transactions apart")
 
     def has_answer(self, key: str) -> bool:
         return any(k == key or (k.startswith("sql:") and k[4:].lower() in key.lower()) for k in self.answers)
@@ -635,13 +650,11 @@ class _CursorBase:
         check_placeholders(stmt, kw or parameters, sizes, style)
         self.is_query = kind == "query"
         self.rec.calls.append(call)
-        if kind == "dml":
-            mark = getattr(self.connection, "_fake_mark_dirty", None)
-            if mark is not None:
-                mark()
         if self.rec.backend is not None and not self.rec.has_answer(sql):
+            self.rec.check_isolation(self.conn, "a statement")
             params = dict(binds) if (kw or isinstance(parameters, dict)) else parameters
             self.rec.backend.run(self, sql, _json_binds(_date_binds(params, call.input_sizes), call.input_sizes))
+            self._wrote(kind)
             return
         value = self.rec.answer(sql, call)
         self.rows = list(value) if value is not None else []
@@ -659,13 +672,19 @@ class _CursorBase:
         self.bind_style, self.sizes = None, {}
         _check_many_types(seq, sizes)
         self.is_query = False
-        if kind == "dml" and seq:
-            mark = getattr(self.connection, "_fake_mark_dirty", None)
-            if mark is not None:
-                mark()
         self.rec.calls.append(Call("executemany", sql, None, {"rows": len(seq)}, sizes, self.conn))
         if self.rec.backend is not None and not self.rec.has_answer(sql):
+            self.rec.check_isolation(self.conn, "a statement")
             self.rec.backend.run(self, sql, [_json_binds(_date_binds(p, sizes), sizes) for p in seq], many=True)
+            if seq:
+                self._wrote(kind)
+
+    def _wrote(self, kind: str) -> None:
+        """After DML ran on :class:`SQLBackend`: the connection has uncommitted work (a failed
+        statement changes nothing: Oracle rolls back the statement, SQLite too)."""
+        mark = getattr(self.connection, "_fake_mark_dirty", None)
+        if kind == "dml" and mark is not None:
+            mark()
 
 
 class FakeCursor(_CursorBase):
@@ -804,6 +823,7 @@ class FakeConnection(_ConnectionState, oracledb.Connection):
         self._fake_verify_connected()
         self.rec.calls.append(Call("commit", conn=self.serial))
         if self.rec.backend is not None:
+            self.rec.check_isolation(self.serial, "a commit")
             self.rec.backend.commit()
         self._fake_ended()
 
@@ -811,6 +831,7 @@ class FakeConnection(_ConnectionState, oracledb.Connection):
         self._fake_verify_connected()
         self.rec.calls.append(Call("rollback", conn=self.serial))
         if self.rec.backend is not None:
+            self.rec.check_isolation(self.serial, "a rollback")
             self.rec.backend.rollback()
         self._fake_ended()
 
@@ -852,6 +873,7 @@ class FakeAsyncConnection(_ConnectionState, oracledb.AsyncConnection):
         self._fake_verify_connected()
         self.rec.calls.append(Call("commit", conn=self.serial))
         if self.rec.backend is not None:
+            self.rec.check_isolation(self.serial, "a commit")
             self.rec.backend.commit()
         self._fake_ended()
 
@@ -859,6 +881,7 @@ class FakeAsyncConnection(_ConnectionState, oracledb.AsyncConnection):
         self._fake_verify_connected()
         self.rec.calls.append(Call("rollback", conn=self.serial))
         if self.rec.backend is not None:
+            self.rec.check_isolation(self.serial, "a rollback")
             self.rec.backend.rollback()
         self._fake_ended()
 

@@ -187,3 +187,20 @@ def test_executemany_rows_must_fit_the_type_the_first_value_gave_a_bind():
     # None defers the type; NUMBER takes int, float and bool alike
     cur.executemany("insert into t (a, b) values (:a, :b)", [{"a": None, "b": None}, {"a": 1, "b": "x"},
                                                              {"a": 2.5, "b": None}, {"a": True, "b": "y"}])
+
+
+def test_the_one_sqlite_backend_refuses_what_only_separate_sessions_could_answer():
+    """Oracle keeps sessions' transactions apart (read committed); the fake's backend is one
+    SQLite connection, so a statement or commit on one connection while another holds
+    uncommitted DML fails the test instead of seeing (or committing) the other's rows."""
+    rec = _backend_rec()
+    a, b = FakeConnection(rec), FakeConnection(rec)
+    a.cursor().execute("insert into t (a) values (:a)", a=1)
+    with pytest.raises(AssertionError, match="uncommitted DML"):
+        b.cursor().execute("select a from t")
+    with pytest.raises(AssertionError, match="uncommitted DML"):
+        b.commit()
+    a.commit()
+    cur = b.cursor()
+    cur.execute("select a from t")
+    assert cur.fetchall() == [(1,)]
