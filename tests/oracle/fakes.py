@@ -214,6 +214,12 @@ _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 def parse_statement(sql: str) -> tuple[str, list[str]]:
+    """:func:`scan_statement` without the quoting of each name."""
+    kind, binds = scan_statement(sql)
+    return kind, [name for name, _ in binds]
+
+
+def scan_statement(sql: str) -> tuple[str, list[tuple[str, bool]]]:
     """The statement kind and the bind placeholders thin mode finds in ``sql``, a port of
     ``impl/thin/statement.pyx`` (``StatementParser.parse``, ``_parse_bind_name``,
     ``Statement._add_bind`` and ``_determine_statement_type``): the first keyword makes it
@@ -226,15 +232,17 @@ def parse_statement(sql: str) -> tuple[str, list[str]]:
     one placeholder, in SQL each occurrence is one."""
     kind = ""
     names: list[str] = []
+    quoted: list[bool] = []
     n = len(sql)
     pos = 0
     keyword_found = last_was_alpha = last_was_string = False
     alpha_start = 0
     last_ch = ""
 
-    def add(name: str) -> None:
+    def add(name: str, is_quoted: bool = False) -> None:
         if kind != "plsql" or name not in names:
             names.append(name)
+            quoted.append(is_quoted)
 
     while pos < n:
         ch = sql[pos]
@@ -278,7 +286,7 @@ def parse_statement(sql: str) -> tuple[str, list[str]]:
                 if t < n and sql[t] == '"':
                     end = sql.find('"', t + 1)
                     end = n if end < 0 else end
-                    add(sql[t + 1:end])
+                    add(sql[t + 1:end], True)
                     pos = end
                 elif t < n and sql[t].isdigit():
                     e = t
@@ -296,7 +304,23 @@ def parse_statement(sql: str) -> tuple[str, list[str]]:
         pos += 1
         last_was_alpha = is_alpha
         last_ch = ch
-    return kind, names
+    return kind, list(zip(names, quoted))
+
+
+#: Oracle SQL reserved words (SQL Language Reference, "Oracle SQL Reserved Words": they cannot
+#: be nonquoted identifiers). The server refuses one as an unquoted bind name in SQL with
+#: ORA-01745 "invalid host/bind variable name" (Database Error Messages, ORA-01745: "a colon in
+#: a bind variable ... was followed by an inappropriate name, perhaps a reserved word"); thin
+#: mode leaves this check to the server (impl/thin/statement.pyx ``_parse_bind_name``).
+SQL_RESERVED_WORDS = frozenset("""
+ACCESS ADD ALL ALTER AND ANY AS ASC AUDIT BETWEEN BY CHAR CHECK CLUSTER COLUMN COMMENT COMPRESS
+CONNECT CREATE CURRENT DATE DECIMAL DEFAULT DELETE DESC DISTINCT DROP ELSE EXCLUSIVE EXISTS FILE
+FLOAT FOR FROM GRANT GROUP HAVING IDENTIFIED IMMEDIATE IN INCREMENT INDEX INITIAL INSERT INTEGER
+INTERSECT INTO IS LEVEL LIKE LOCK LONG MAXEXTENTS MINUS MLSLABEL MODE MODIFY NOAUDIT NOCOMPRESS
+NOT NOWAIT NULL NUMBER OF OFFLINE ON ONLINE OPTION OR ORDER PCTFREE PRIOR PRIVILEGES PUBLIC RAW
+RENAME RESOURCE REVOKE ROW ROWID ROWNUM ROWS SELECT SESSION SET SHARE SIZE SMALLINT START
+SUCCESSFUL SYNONYM SYSDATE TABLE THEN TO TRIGGER UID UNION UNIQUE UPDATE USER VALIDATE VALUES
+VARCHAR VARCHAR2 VIEW WHENEVER WHERE WITH""".split())
 
 
 def _bind_key(name: Any) -> str:
@@ -315,7 +339,8 @@ def check_placeholders(sql: str, values: Any, sizes: dict, style: Optional[type]
     placeholders' is DPY-4009 (ERR_WRONG_NUMBER_OF_POSITIONAL_BINDS, same place), and a
     placeholder left without a value is DPY-4010 (``impl/thin/cursor.pyx``,
     ``_preprocess_execute``: ERR_MISSING_BIND_VALUE)."""
-    kind, names = parse_statement(sql)
+    kind, binds = scan_statement(sql)
+    names = [name for name, _ in binds]
     by_name = isinstance(values, dict) or (values is None and style is dict)
     if by_name:
         given = list(values or {}) + [k for k in sizes if k not in (values or {})]
@@ -332,6 +357,11 @@ def check_placeholders(sql: str, values: Any, sizes: dict, style: Optional[type]
         missing = names[count:]
     if missing:
         _driver_errors._raise_err(_driver_errors.ERR_MISSING_BIND_VALUE, name=missing[0])
+    if kind != "plsql":
+        for name, is_quoted in binds:
+            if not is_quoted and name in SQL_RESERVED_WORDS:
+                raise db_error(1745, f"invalid host/bind variable name (:{name.lower()} is a reserved word: "
+                                     f'quote it, :"{name.lower()}", or rename it)')
     return kind
 
 

@@ -204,3 +204,11 @@ def test_the_one_sqlite_backend_refuses_what_only_separate_sessions_could_answer
     cur = b.cursor()
     cur.execute("select a from t")
     assert cur.fetchall() == [(1,)]
+
+
+def test_a_reserved_word_as_an_unquoted_sql_bind_name_is_ora_01745():
+    cur = _conn().cursor()
+    with pytest.raises(oracledb.DatabaseError, match="ORA-01745"):
+        cur.execute("insert into t (a, b) values (:id, :size)", id=1, size=2)
+    cur.execute('insert into t (a, b) values (:id, :"size")', {"id": 1, '"size"': 2})  # quoted: fine
+    cur.execute("insert into t (a, b) values (:id, :type)", id=1, type=2)  # TYPE is no reserved word
