@@ -59,6 +59,9 @@ or the server would (issue 10, item 2):
   SQLite connection, so a statement, commit or rollback on one fake connection while another
   has uncommitted DML fails the test (``Recorder.check_isolation``) instead of answering with
   rows (or committing work) no Oracle session would.
+- **READ ONLY transactions**: ``SET TRANSACTION READ ONLY`` after uncommitted DML on the
+  connection is ORA-01453; until the transaction ends, DML and calls of package subprograms
+  that always write (:data:`WRITING_SUBPROGRAMS`) are ORA-01456 (migrate's N5 snapshots).
 """
 
 from __future__ import annotations
@@ -631,6 +634,7 @@ class _CursorBase:
         self.is_query = False
         call = Call("callfunc", name, return_type, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
+        self._plsql_rules(name)
         self.rec.calls.append(call)
         value = self.rec.answer(name, call)
         if return_type is oracledb.DB_TYPE_CLOB and isinstance(value, str):
@@ -648,6 +652,7 @@ class _CursorBase:
         self.is_query = False
         call = Call("callproc", name, None, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
+        self._plsql_rules(name)
         self.rec.calls.append(call)
         self.rec.answer(name, call)
         return []
@@ -679,6 +684,7 @@ class _CursorBase:
         self._check_binds(kw or parameters, kind == "plsql", "SQL")
         check_placeholders(stmt, kw or parameters, sizes, style)
         self.is_query = kind == "query"
+        self._transaction_rules(stmt, kind)
         self.rec.calls.append(call)
         if self.rec.backend is not None and not self.rec.has_answer(sql):
             self.rec.check_isolation(self.conn, "a statement")
@@ -702,12 +708,35 @@ class _CursorBase:
         self.bind_style, self.sizes = None, {}
         _check_many_types(seq, sizes)
         self.is_query = False
+        self._transaction_rules(stmt, kind)
         self.rec.calls.append(Call("executemany", sql, None, {"rows": len(seq)}, sizes, self.conn))
         if self.rec.backend is not None and not self.rec.has_answer(sql):
             self.rec.check_isolation(self.conn, "a statement")
             self.rec.backend.run(self, sql, [_json_binds(_date_binds(p, sizes), sizes) for p in seq], many=True)
             if seq:
                 self._wrote(kind)
+
+    def _transaction_rules(self, stmt: str, kind: str) -> None:
+        """``SET TRANSACTION READ ONLY`` must be the first statement of a transaction
+        (ORA-01453 after uncommitted DML) and makes it read-only until it ends: DML is ORA-01456
+        (SQL Language Reference, SET TRANSACTION), as is a call of a package subprogram that
+        writes (:data:`WRITING_SUBPROGRAMS`, in :meth:`_plsql_rules`)."""
+        import re as _re
+
+        conn = self.connection
+        if not isinstance(conn, _ConnectionState):
+            return
+        if _re.match(r"SET\s+TRANSACTION\s+READ\s+ONLY\b", stmt, _re.I):
+            if conn._fake_dirty:
+                raise db_error(1453, "SET TRANSACTION must be first statement of transaction")
+            conn._fake_read_only = True
+        elif kind == "dml" and conn._fake_read_only:
+            raise _read_only_refusal(stmt.split(None, 1)[0].upper())
+
+    def _plsql_rules(self, name: str) -> None:
+        conn = self.connection
+        if isinstance(conn, _ConnectionState) and conn._fake_read_only and name.lower() in WRITING_SUBPROGRAMS:
+            raise _read_only_refusal(name)
 
     def _wrote(self, kind: str) -> None:
         """After DML ran on :class:`SQLBackend`: the connection has uncommitted work (a failed
@@ -781,6 +810,24 @@ class FakeAsyncCursor(_CursorBase):
         return rows
 
 
+#: the package subprograms that always write (DML inside), which a READ ONLY transaction refuses
+#: (not ``open_store``: a ready store at the code's version opens on a lock-free path that may
+#: only read, oramem_admin.pkb)
+WRITING_SUBPROGRAMS = frozenset({
+    "oramem_admin.set_deletion_hook", "oramem_admin.set_option",
+    "oramem_admin.log_erasure", "oramem_store.add_json", "oramem_store.update_json",
+    "oramem_store.delete_record_json", "oramem_store.delete_keys_json", "oramem_store.delete_thread_json",
+    "oramem_store.purge_expired_json",
+})
+
+
+def _read_only_refusal(what: str) -> BaseException:
+    """ORA-01456 (SQL Language Reference, SET TRANSACTION: in a READ ONLY transaction "only the
+    following statements are permitted": SELECT without the for_update_clause, LOCK TABLE, SET
+    ROLE, ALTER SESSION, ALTER SYSTEM)."""
+    return db_error(1456, f"may not perform insert/delete/update operation inside a READ ONLY transaction ({what})")
+
+
 class _ConnectionState:
     """What both fake connection colours share: python-oracledb's connected/closed state and
     the roll back of uncommitted work when a connection is closed or released.
@@ -799,6 +846,8 @@ class _ConnectionState:
 
     _fake_closed = False
     _fake_dirty = False
+    #: SET TRANSACTION READ ONLY began the current transaction (ended by commit/rollback/close)
+    _fake_read_only = False
 
     def _fake_verify_connected(self) -> None:
         if self._fake_closed:
@@ -810,6 +859,7 @@ class _ConnectionState:
             self.rec.dirty.add(self.serial)
 
     def _fake_ended(self) -> None:
+        self._fake_read_only = False
         self._fake_dirty = False
         self.rec.dirty.discard(self.serial)
 

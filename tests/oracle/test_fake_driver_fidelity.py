@@ -212,3 +212,22 @@ def test_a_reserved_word_as_an_unquoted_sql_bind_name_is_ora_01745():
         cur.execute("insert into t (a, b) values (:id, :size)", id=1, size=2)
     cur.execute('insert into t (a, b) values (:id, :"size")', {"id": 1, '"size"': 2})  # quoted: fine
     cur.execute("insert into t (a, b) values (:id, :type)", id=1, type=2)  # TYPE is no reserved word
+
+
+def test_a_read_only_transaction_refuses_writes_until_it_ends():
+    rec = _backend_rec()
+    conn = FakeConnection(rec)
+    cur = conn.cursor()
+    cur.execute("insert into t (a) values (:a)", a=1)
+    with pytest.raises(oracledb.DatabaseError, match="ORA-01453"):  # not the first statement
+        cur.execute("SET TRANSACTION READ ONLY")
+    conn.commit()
+    cur.execute("SET TRANSACTION READ ONLY")
+    cur.execute("select a from t")
+    with pytest.raises(oracledb.DatabaseError, match="ORA-01456"):
+        cur.execute("update t set a = :a", a=2)
+    with pytest.raises(oracledb.DatabaseError, match="ORA-01456"):
+        cur.callproc("oramem_admin.log_erasure", keyword_parameters={"in_store_id": "S", "in_receipt": "{}"})
+    cur.callfunc("oramem_admin.get_erasure_log_json", oracledb.DB_TYPE_CLOB, keyword_parameters={"in_store_id": "S"})
+    conn.rollback()  # the transaction ends: writes are allowed again
+    cur.execute("update t set a = :a", a=2)
