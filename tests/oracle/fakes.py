@@ -62,6 +62,9 @@ or the server would (issue 10, item 2):
 - **READ ONLY transactions**: ``SET TRANSACTION READ ONLY`` after uncommitted DML on the
   connection is ORA-01453; until the transaction ends, DML and calls of package subprograms
   that always write (:data:`WRITING_SUBPROGRAMS`) are ORA-01456 (migrate's N5 snapshots).
+- **Pools**: ``close()`` with a connection still checked out is DPY-1005 unless ``force=True``;
+  a closed pool's ``acquire()`` is DPY-1002 (:class:`_PoolState`; the fakes had no ``close``,
+  so the real method ran on ``_impl = None`` and refused every close: stricter than the driver).
 """
 
 from __future__ import annotations
@@ -866,6 +869,9 @@ class _ConnectionState:
     def _fake_close(self, kind: str) -> None:
         self.rec.calls.append(Call(kind, conn=self.serial))
         self._fake_closed = True
+        pool = getattr(self, "_fake_pool", None)
+        if pool is not None:
+            pool._fake_checked_out().discard(self.serial)
         if self._fake_dirty:
             others = self.rec.dirty - {self.serial}
             assert not others, (f"fake: connection {self.serial} closes with uncommitted DML while connections "
@@ -986,27 +992,65 @@ class FakeAsyncConnection(_ConnectionState, oracledb.AsyncConnection):
         pass
 
 
-class FakePool(oracledb.ConnectionPool):
+class _PoolState:
+    """``pool.py``: ``acquire()`` on a closed pool is DPY-1002 (``_verify_open``); ``close()``
+    while connections are checked out is DPY-1005 unless ``force=True``
+    (``ERR_POOL_HAS_BUSY_CONNECTIONS``, the pool's busy count); a connection goes back when it
+    is closed or its ``with`` ends (:class:`_ConnectionState`)."""
+
+    _fake_closed = False
+
+    def _fake_verify_open(self) -> None:
+        if self._fake_closed:
+            _driver_errors._raise_err(_driver_errors.ERR_POOL_NOT_OPEN)
+
+    def _fake_checked_out(self) -> set:
+        if "_fake_busy" not in self.__dict__:
+            self._fake_busy: set = set()
+        return self._fake_busy
+
+    def _fake_lend(self, conn: Any) -> Any:
+        self._fake_verify_open()
+        self.rec.calls.append(Call("acquire"))  # type: ignore[attr-defined]
+        self._fake_checked_out().add(conn.serial)
+        conn._fake_pool = self
+        return conn
+
+    def _fake_close_pool(self, force: bool) -> None:
+        self._fake_verify_open()
+        if self._fake_checked_out() and not force:
+            _driver_errors._raise_err(_driver_errors.ERR_POOL_HAS_BUSY_CONNECTIONS)
+        self._fake_closed = True
+        self.rec.calls.append(Call("pool_close"))  # type: ignore[attr-defined]
+
+
+class FakePool(_PoolState, oracledb.ConnectionPool):
     def __init__(self, rec: Recorder) -> None:
         self._impl = None
         self.rec = rec
 
     def acquire(self, *args, **kwargs):
-        self.rec.calls.append(Call("acquire"))
-        return FakeConnection(self.rec, pooled=True)
+        self._fake_verify_open()
+        return self._fake_lend(FakeConnection(self.rec, pooled=True))
+
+    def close(self, force=False):
+        self._fake_close_pool(force)
 
     def __del__(self):
         pass
 
 
-class FakeAsyncPool(oracledb.AsyncConnectionPool):
+class FakeAsyncPool(_PoolState, oracledb.AsyncConnectionPool):
     def __init__(self, rec: Recorder) -> None:
         self._impl = None
         self.rec = rec
 
     def acquire(self, *args, **kwargs):
-        self.rec.calls.append(Call("acquire"))
-        return FakeAsyncConnection(self.rec, pooled=True)
+        self._fake_verify_open()
+        return self._fake_lend(FakeAsyncConnection(self.rec, pooled=True))
+
+    async def close(self, force=False):
+        self._fake_close_pool(force)
 
     def __del__(self):
         pass

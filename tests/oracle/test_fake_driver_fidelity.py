@@ -231,3 +231,18 @@ def test_a_read_only_transaction_refuses_writes_until_it_ends():
     cur.callfunc("oramem_admin.get_erasure_log_json", oracledb.DB_TYPE_CLOB, keyword_parameters={"in_store_id": "S"})
     conn.rollback()  # the transaction ends: writes are allowed again
     cur.execute("update t set a = :a", a=2)
+
+
+def test_a_pool_with_a_checked_out_connection_does_not_close_and_a_closed_pool_lends_none():
+    rec = Recorder()
+    pool = FakePool(rec)
+    conn = pool.acquire()
+    with pytest.raises(oracledb.InterfaceError, match="DPY-1005"):
+        pool.close()
+    conn.close()
+    pool.close()
+    with pytest.raises(oracledb.InterfaceError, match="DPY-1002"):
+        pool.acquire()
+    forced = FakePool(rec)
+    forced.acquire()
+    forced.close(force=True)
