@@ -38,6 +38,33 @@ or the server would (issue 10, item 2):
   :class:`SQLBackend`, which runs the SQL our code and SQLAlchemy's Oracle dialect send on an
   in-memory SQLite database (``Recorder.backend``) and shapes the rows as the driver does
   (review D9(c); the rules and their driver sources are in its docstring).
+- **Placeholders** (fidelity audit fake33): ``execute``/``executemany`` parse the statement as
+  thin mode does (:func:`parse_statement`, a port of ``impl/thin/statement.pyx``) and raise the
+  driver's DPY-4008 (a named bind or input size the SQL has no placeholder for; DDL has none),
+  DPY-4009 (positional count) and DPY-4010 (a placeholder without a value), DPY-2005 (positional
+  and keyword parameters together), DPY-2003/2004 (parameters of another shape), DPY-2066 (empty
+  statement): :func:`check_placeholders`.
+- **Closed objects**: a cursor closed by ``close()`` or by leaving its ``with`` is DPY-1006; a
+  connection closed by ``close()`` or by leaving its ``with`` (a standalone one too: it is
+  closed, not kept) or released to its pool is DPY-1001, for its cursors as well; fetching after
+  a statement that is not a SELECT/WITH is DPY-1003 (all ``InterfaceError``: ``except
+  oracledb.DatabaseError`` does not catch them). Closing or releasing a connection rolls back
+  its uncommitted DML (:class:`_ConnectionState`).
+- **Bind value types**: an untyped ``datetime`` is bound as DATE (``impl/base/metadata.pyx``
+  ``from_value``) and so is one typed ``oracledb.DATETIME`` (an ApiType whose first type is
+  DATE): the fake stores it without fractional seconds, as Oracle does; only a
+  ``DB_TYPE_TIMESTAMP`` input size keeps them (:func:`_date_binds`). In ``executemany`` a
+  later row's value the bind's variable does not take is DPY-3013 (:func:`_check_many_types`).
+- **Sessions**: Oracle keeps each connection's transaction apart; :class:`SQLBackend` is one
+  SQLite connection, so a statement, commit or rollback on one fake connection while another
+  has uncommitted DML fails the test (``Recorder.check_isolation``) instead of answering with
+  rows (or committing work) no Oracle session would.
+- **READ ONLY transactions**: ``SET TRANSACTION READ ONLY`` after uncommitted DML on the
+  connection is ORA-01453; until the transaction ends, DML and calls of package subprograms
+  that always write (:data:`WRITING_SUBPROGRAMS`) are ORA-01456 (migrate's N5 snapshots).
+- **Pools**: ``close()`` with a connection still checked out is DPY-1005 unless ``force=True``;
+  a closed pool's ``acquire()`` is DPY-1002 (:class:`_PoolState`; the fakes had no ``close``,
+  so the real method ran on ``_impl = None`` and refused every close: stricter than the driver).
 """
 
 from __future__ import annotations
@@ -65,12 +92,25 @@ class Recorder:
         self.calls: list[Call] = []
         self.answers: dict[str, Any] = dict(answers or {})
         self.connections = 0
+        #: serial numbers of fake connections with uncommitted DML on :attr:`backend`
+        self.dirty: set[int] = set()
         #: real SQL for statements no answer matches (:class:`SQLBackend`), or None
         self.backend: Optional["SQLBackend"] = None
 
     def new_connection(self) -> int:
         self.connections += 1
         return self.connections
+
+    def check_isolation(self, serial: int, what: str) -> None:
+        """Oracle runs each session's transaction apart (read committed: another session does not
+        see its uncommitted rows; its commit commits only its own). :class:`SQLBackend` is one
+        SQLite connection for every fake connection, so a statement or commit on one connection
+        while another has uncommitted DML would see (or commit) that other's rows, which Oracle
+        would not: the fake fails the test (AssertionError) instead of answering as no server
+        would. None of the tests did so when the rule came (fidelity audit fake33)."""
+        others = self.dirty - {serial}
+        assert not others, (f"fake: {what} on connection {serial} while connections {sorted(others)} have "
+                            "uncommitted DML on the one SQLite backend; Oracle would keep their transactions apart")
 
     def has_answer(self, key: str) -> bool:
         return any(k == key or (k.startswith("sql:") and k[4:].lower() in key.lower()) for k in self.answers)
@@ -176,6 +216,161 @@ def _check_oson(value: Any, key: Any) -> None:
     _driver_errors._raise_err(_driver_errors.ERR_PYTHON_TYPE_NOT_SUPPORTED, typ=type(value))
 
 
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def parse_statement(sql: str) -> tuple[str, list[str]]:
+    """:func:`scan_statement` without the quoting of each name."""
+    kind, binds = scan_statement(sql)
+    return kind, [name for name, _ in binds]
+
+
+def scan_statement(sql: str) -> tuple[str, list[tuple[str, bool]]]:
+    """The statement kind and the bind placeholders thin mode finds in ``sql``, a port of
+    ``impl/thin/statement.pyx`` (``StatementParser.parse``, ``_parse_bind_name``,
+    ``Statement._add_bind`` and ``_determine_statement_type``): the first keyword makes it
+    ``plsql`` (DECLARE, BEGIN, CALL), ``query`` (SELECT, WITH), ``dml`` (INSERT, UPDATE, DELETE,
+    MERGE) or ``ddl`` (CREATE, ALTER, DROP, GRANT, REVOKE, ANALYZE, AUDIT, COMMENT, TRUNCATE:
+    parsing stops, so a DDL statement has no placeholders), else ``""``. Placeholders are
+    ``:name`` outside '...' and q'[...]' strings, "quoted identifiers", -- and /* */ comments,
+    and not right after a string (JSON constant syntax); an unquoted name is upper-cased, a
+    quoted one kept as written, digits-only names (``:1``) kept; in PL/SQL a repeated name is
+    one placeholder, in SQL each occurrence is one."""
+    kind = ""
+    names: list[str] = []
+    quoted: list[bool] = []
+    n = len(sql)
+    pos = 0
+    keyword_found = last_was_alpha = last_was_string = False
+    alpha_start = 0
+    last_ch = ""
+
+    def add(name: str, is_quoted: bool = False) -> None:
+        if kind != "plsql" or name not in names:
+            names.append(name)
+            quoted.append(is_quoted)
+
+    while pos < n:
+        ch = sql[pos]
+        is_alpha = ch.isalpha()
+        if is_alpha and not last_was_alpha:
+            alpha_start = pos
+        elif not is_alpha and last_was_alpha and not keyword_found:
+            word = sql[alpha_start:pos].upper()
+            kind = ("plsql" if word in ("DECLARE", "BEGIN", "CALL") else
+                    "query" if word in ("SELECT", "WITH") else
+                    "dml" if word in ("INSERT", "UPDATE", "DELETE", "MERGE") else
+                    "ddl" if word in ("CREATE", "ALTER", "DROP", "GRANT", "REVOKE", "ANALYZE", "AUDIT",
+                                      "COMMENT", "TRUNCATE") else "")
+            if kind == "ddl":
+                break
+            keyword_found = True
+        if ch == "'":
+            last_was_string = True
+            if last_ch in ("q", "Q"):
+                if pos + 1 < n:
+                    sep = {"[": "]", "{": "}", "<": ">", "(": ")"}.get(sql[pos + 1], sql[pos + 1])
+                    end = sql.find(sep + "'", pos + 2)
+                    pos = n if end < 0 else end + 1
+            else:
+                end = sql.find("'", pos + 1)
+                pos = n if end < 0 else end
+        elif not ch.isspace():
+            if ch == "-" and sql.startswith("--", pos):
+                while pos < n and sql[pos] not in _LINE_BREAKS:
+                    pos += 1
+            elif ch == "/" and sql.startswith("/*", pos):
+                end = sql.find("*/", pos + 2)
+                pos = n if end < 0 else end + 1
+            elif ch == '"':
+                end = sql.find('"', pos + 1)
+                pos = n if end < 0 else end
+            elif ch == ":" and not last_was_string:
+                t = pos + 1
+                while t < n and sql[t].isspace():
+                    t += 1
+                if t < n and sql[t] == '"':
+                    end = sql.find('"', t + 1)
+                    end = n if end < 0 else end
+                    add(sql[t + 1:end], True)
+                    pos = end
+                elif t < n and sql[t].isdigit():
+                    e = t
+                    while e < n and sql[e].isdigit():
+                        e += 1
+                    add(sql[t:e])
+                    pos = e - 1
+                elif t < n and sql[t].isalpha():
+                    e = t
+                    while e < n and (sql[e].isalnum() or sql[e] in "_$#"):
+                        e += 1
+                    add(sql[t:e].upper())
+                    pos = e - 1
+            last_was_string = False
+        pos += 1
+        last_was_alpha = is_alpha
+        last_ch = ch
+    return kind, list(zip(names, quoted))
+
+
+#: Oracle SQL reserved words (SQL Language Reference, "Oracle SQL Reserved Words": they cannot
+#: be nonquoted identifiers). The server refuses one as an unquoted bind name in SQL with
+#: ORA-01745 "invalid host/bind variable name" (Database Error Messages, ORA-01745: "a colon in
+#: a bind variable ... was followed by an inappropriate name, perhaps a reserved word"); thin
+#: mode leaves this check to the server (impl/thin/statement.pyx ``_parse_bind_name``).
+SQL_RESERVED_WORDS = frozenset("""
+ACCESS ADD ALL ALTER AND ANY AS ASC AUDIT BETWEEN BY CHAR CHECK CLUSTER COLUMN COMMENT COMPRESS
+CONNECT CREATE CURRENT DATE DECIMAL DEFAULT DELETE DESC DISTINCT DROP ELSE EXCLUSIVE EXISTS FILE
+FLOAT FOR FROM GRANT GROUP HAVING IDENTIFIED IMMEDIATE IN INCREMENT INDEX INITIAL INSERT INTEGER
+INTERSECT INTO IS LEVEL LIKE LOCK LONG MAXEXTENTS MINUS MLSLABEL MODE MODIFY NOAUDIT NOCOMPRESS
+NOT NOWAIT NULL NUMBER OF OFFLINE ON ONLINE OPTION OR ORDER PCTFREE PRIOR PRIVILEGES PUBLIC RAW
+RENAME RESOURCE REVOKE ROW ROWID ROWNUM ROWS SELECT SESSION SET SHARE SIZE SMALLINT START
+SUCCESSFUL SYNONYM SYSDATE TABLE THEN TO TRIGGER UID UNION UNIQUE UPDATE USER VALIDATE VALUES
+VARCHAR VARCHAR2 VIEW WHENEVER WHERE WITH""".split())
+
+
+def _bind_key(name: Any) -> str:
+    """A bind name as given to ``execute``/``setinputsizes`` the way ``impl/thin/var.pyx``
+    (``ThinVarImpl._bind``) looks it up: "quoted" kept, else upper-cased, a leading ':' dropped."""
+    text = str(name)
+    key = text[1:-1] if len(text) > 1 and text.startswith('"') and text.endswith('"') else text.upper()
+    return key[1:] if key.startswith(":") else key
+
+
+def check_placeholders(sql: str, values: Any, sizes: dict, style: Optional[type]) -> str:
+    """What thin mode raises when the binds do not fit the placeholders of ``sql`` (it returns
+    the statement kind otherwise): by name, a value or input size for a name the SQL does not
+    have is DPY-4008 (``impl/thin/var.pyx``, ``ThinVarImpl._bind``: ERR_INVALID_BIND_NAME; a DDL
+    statement has none, :func:`parse_statement`), by position a count other than the
+    placeholders' is DPY-4009 (ERR_WRONG_NUMBER_OF_POSITIONAL_BINDS, same place), and a
+    placeholder left without a value is DPY-4010 (``impl/thin/cursor.pyx``,
+    ``_preprocess_execute``: ERR_MISSING_BIND_VALUE)."""
+    kind, binds = scan_statement(sql)
+    names = [name for name, _ in binds]
+    by_name = isinstance(values, dict) or (values is None and style is dict)
+    if by_name:
+        given = list(values or {}) + [k for k in sizes if k not in (values or {})]
+        for name in given:
+            if _bind_key(name) not in names:
+                _driver_errors._raise_err(_driver_errors.ERR_INVALID_BIND_NAME, name=name)
+        bound = {_bind_key(k) for k in given}
+        missing = [n for n in names if n not in bound]
+    else:
+        count = max(len(values or ()), len(sizes))
+        if count and count != len(names):
+            _driver_errors._raise_err(_driver_errors.ERR_WRONG_NUMBER_OF_POSITIONAL_BINDS,
+                                      expected_num=len(names), actual_num=count)
+        missing = names[count:]
+    if missing:
+        _driver_errors._raise_err(_driver_errors.ERR_MISSING_BIND_VALUE, name=missing[0])
+    if kind != "plsql":
+        for name, is_quoted in binds:
+            if not is_quoted and name in SQL_RESERVED_WORDS:
+                raise db_error(1745, f"invalid host/bind variable name (:{name.lower()} is a reserved word: "
+                                     f'quote it, :"{name.lower()}", or rename it)')
+    return kind
+
+
 class _JSONBind:
     """A value the cursor bound as ``DB_TYPE_JSON`` (for :class:`SQLBackend`: stored as JSON text)."""
 
@@ -190,6 +385,128 @@ def _json_binds(params: Any, sizes: dict) -> Any:
     if isinstance(params, dict):
         return {k: _JSONBind(v) if k in json_keys and v is not None else v for k, v in params.items()}
     return [_JSONBind(v) if i in json_keys and v is not None else v for i, v in enumerate(params or ())]
+
+
+def _value_type(value: Any) -> Any:
+    """The type thin mode gives an untyped bind (``impl/base/metadata.pyx``,
+    ``OracleMetadata.from_value``): bool -> BOOLEAN, str -> VARCHAR, bytes -> RAW, int/float/
+    Decimal -> NUMBER, date and datetime -> **DATE**, timedelta -> INTERVAL DS, array -> VECTOR."""
+    import array as _array
+    import datetime as _dt
+    from decimal import Decimal
+
+    if isinstance(value, bool):
+        return oracledb.DB_TYPE_BOOLEAN
+    if isinstance(value, str):
+        return oracledb.DB_TYPE_VARCHAR
+    if isinstance(value, bytes):
+        return oracledb.DB_TYPE_RAW
+    if isinstance(value, (int, float, Decimal)):
+        return oracledb.DB_TYPE_NUMBER
+    if isinstance(value, _dt.date):
+        return oracledb.DB_TYPE_DATE
+    if isinstance(value, _dt.timedelta):
+        return oracledb.DB_TYPE_INTERVAL_DS
+    if isinstance(value, _array.array):
+        return oracledb.DB_TYPE_VECTOR
+    if isinstance(value, (oracledb.LOB, oracledb.AsyncLOB)):
+        return getattr(value, "type", oracledb.DB_TYPE_CLOB) if getattr(value, "_impl", None) else oracledb.DB_TYPE_CLOB
+    return None
+
+
+def _db_type(typ: Any) -> Any:
+    """The database type of an input size, as ``OracleMetadata.from_type``
+    (``impl/base/metadata.pyx``) makes it: a ``DbType`` as is (``oracledb.TIMESTAMP`` is
+    ``DB_TYPE_TIMESTAMP``), an ``ApiType`` its first database type (``impl/base/types.pyx``:
+    ``DATETIME`` -> DATE, ``STRING`` -> VARCHAR, ``NUMBER`` -> NUMBER, ``BINARY`` -> RAW,
+    ``ROWID`` -> ROWID), a Python type: str -> VARCHAR, int/float/Decimal -> NUMBER, bool ->
+    BOOLEAN, bytes -> RAW, ``datetime.datetime`` -> **TIMESTAMP**, ``datetime.date`` -> DATE,
+    timedelta -> INTERVAL DS."""
+    import datetime as _dt
+    from decimal import Decimal
+
+    if isinstance(typ, _Var):
+        typ = typ.type
+    api = {"DATETIME": oracledb.DB_TYPE_DATE, "STRING": oracledb.DB_TYPE_VARCHAR, "NUMBER": oracledb.DB_TYPE_NUMBER,
+           "BINARY": oracledb.DB_TYPE_RAW, "ROWID": oracledb.DB_TYPE_ROWID}
+    if type(typ).__name__ == "ApiType":
+        return api.get(typ.name, typ)
+    if isinstance(typ, type):
+        return {str: oracledb.DB_TYPE_VARCHAR, int: oracledb.DB_TYPE_NUMBER, float: oracledb.DB_TYPE_NUMBER,
+                Decimal: oracledb.DB_TYPE_NUMBER, bool: oracledb.DB_TYPE_BOOLEAN, bytes: oracledb.DB_TYPE_RAW,
+                _dt.datetime: oracledb.DB_TYPE_TIMESTAMP, _dt.date: oracledb.DB_TYPE_DATE,
+                _dt.timedelta: oracledb.DB_TYPE_INTERVAL_DS}.get(typ, typ)
+    return typ
+
+
+def _accepts(db_type: Any, value: Any) -> bool:
+    """Whether a variable of ``db_type`` takes ``value`` (``impl/base/connection.pyx``,
+    ``BaseConnImpl._check_value``; None always)."""
+    import array as _array
+    import datetime as _dt
+    from decimal import Decimal
+
+    if value is None or db_type is None:
+        return True
+    if db_type in (oracledb.DB_TYPE_NUMBER, oracledb.DB_TYPE_BINARY_INTEGER, oracledb.DB_TYPE_BINARY_DOUBLE,
+                   oracledb.DB_TYPE_BINARY_FLOAT):
+        return isinstance(value, (bool, int, float, Decimal))
+    if db_type in (oracledb.DB_TYPE_CHAR, oracledb.DB_TYPE_VARCHAR, oracledb.DB_TYPE_NCHAR,
+                   oracledb.DB_TYPE_NVARCHAR, oracledb.DB_TYPE_LONG, oracledb.DB_TYPE_LONG_NVARCHAR,
+                   oracledb.DB_TYPE_RAW, oracledb.DB_TYPE_LONG_RAW):
+        return isinstance(value, (str, bytes))
+    if db_type in (oracledb.DB_TYPE_DATE, oracledb.DB_TYPE_TIMESTAMP, oracledb.DB_TYPE_TIMESTAMP_LTZ,
+                   oracledb.DB_TYPE_TIMESTAMP_TZ):
+        return isinstance(value, _dt.date)
+    if db_type is oracledb.DB_TYPE_INTERVAL_DS:
+        return isinstance(value, _dt.timedelta)
+    if db_type in (oracledb.DB_TYPE_CLOB, oracledb.DB_TYPE_NCLOB, oracledb.DB_TYPE_BLOB):
+        return isinstance(value, (str, bytes, oracledb.LOB, oracledb.AsyncLOB))
+    if db_type is oracledb.DB_TYPE_VECTOR:
+        return isinstance(value, (list, _array.array))
+    return True  # BOOLEAN, JSON, objects, cursors: not checked here
+
+
+def _date_binds(params: Any, sizes: dict) -> Any:
+    """A datetime bound as ``DB_TYPE_DATE`` (untyped: ``from_value``; or typed DATE /
+    ``oracledb.DATETIME``, which SQLAlchemy uses for ``DateTime``) loses its fractional seconds:
+    an Oracle DATE holds whole seconds (``impl/base/encoders.pyx`` writes 7 bytes for DATE,
+    fractional seconds only for TIMESTAMP). Only a ``DB_TYPE_TIMESTAMP`` input size keeps them
+    (review D12). The tzinfo is dropped either way (the fake's SQLite text never had it)."""
+    import datetime as _dt
+
+    def fix(key: Any, value: Any) -> Any:
+        if not isinstance(value, _dt.datetime) or not value.microsecond:
+            return value
+        size = _db_type(sizes.get(key))
+        typ = size if size is not None and _accepts(size, value) else _value_type(value)
+        return value.replace(microsecond=0) if typ is oracledb.DB_TYPE_DATE else value
+
+    if isinstance(params, dict):
+        return {k: fix(k, v) for k, v in params.items()}
+    if isinstance(params, (list, tuple)):
+        return [fix(i, v) for i, v in enumerate(params)]
+    return params
+
+
+def _check_many_types(seq: list, sizes: dict) -> None:
+    """``executemany``: the first row that gives a bind a value fixes its variable's type (its
+    input size when that takes the value, else the value's own: ``impl/base/bind_var.pyx``
+    ``_set_by_value``); a later row whose value that variable does not take is DPY-3013
+    (``ERR_UNSUPPORTED_PYTHON_TYPE_FOR_DB_TYPE``, ``impl/base/connection.pyx`` ``_check_value``)."""
+    types: dict = {}
+    for params in seq:
+        items = params.items() if isinstance(params, dict) else enumerate(params or ())
+        for key, value in items:
+            if value is None or isinstance(value, _Var):
+                continue
+            if key not in types:
+                size = _db_type(sizes.get(key))
+                types[key] = size if size is not None and _accepts(size, value) else _value_type(value)
+            elif not _accepts(types[key], value):
+                _driver_errors._raise_err(_driver_errors.ERR_UNSUPPORTED_PYTHON_TYPE_FOR_DB_TYPE,
+                                          py_type_name=type(value).__name__,
+                                          db_type_name=getattr(types[key], "name", str(types[key])))
 
 
 class _CursorBase:
@@ -207,14 +524,38 @@ class _CursorBase:
         self.prefetchrows = 2
         self.outputtypehandler: Any = None
         self.inputtypehandler: Any = None
+        #: open until close() / leaving ``with`` (cursor.py: ``_impl`` set to None)
+        self.is_open = True
+        #: the last statement executed was a SELECT/WITH (``impl/thin/statement.pyx``)
+        self.is_query = False
+
+    def _verify_open(self) -> None:
+        """cursor.py ``BaseCursor._verify_open``: DPY-1006 once the cursor is closed (``close()``
+        or leaving its ``with`` block), then DPY-1001 when its connection is closed or was
+        released to its pool (``connection.py`` ``_verify_connected``). Both are
+        ``InterfaceError``s, not ``DatabaseError``s."""
+        if not self.is_open:
+            _driver_errors._raise_err(_driver_errors.ERR_CURSOR_NOT_OPEN)
+        verify = getattr(self.connection, "_fake_verify_connected", None)
+        if verify is not None:
+            verify()
+
+    def _verify_fetch(self) -> None:
+        """cursor.py ``_verify_fetch``: fetching after a statement that is not a query (DML,
+        PL/SQL, DDL, SAVEPOINT, or nothing executed yet) is DPY-1003 (an ``InterfaceError``)."""
+        self._verify_open()
+        if not self.is_query:
+            _driver_errors._raise_err(_driver_errors.ERR_NOT_A_QUERY)
 
     def var(self, typ, size=0, arraysize=1, inconverter=None, outconverter=None, **kw):
         return _Var(typ, size, arraysize, inconverter, outconverter, **kw)
 
     def close(self):
-        return None
+        self._verify_open()  # closing a closed cursor is DPY-1006 too (cursor.py close)
+        self.is_open = False
 
     def __iter__(self):
+        self._verify_fetch()
         while self.rows:
             yield self.rows.pop(0)
 
@@ -239,12 +580,16 @@ class _CursorBase:
         return handler(self, name, db_type, 0, precision, scale)
 
     def __enter__(self):
+        self._verify_open()
         return self
 
     def __exit__(self, *exc):
+        self._verify_open()  # cursor.py BaseCursor.__exit__
+        self.is_open = False
         return None
 
     def setinputsizes(self, *args, **kwargs):
+        self._verify_open()
         # impl/base/cursor.pyx setinputsizes: kwargs -> bind_style dict, args -> list; with
         # neither, cursor.py setinputsizes returns [] and changes nothing
         if not args and not kwargs:
@@ -288,8 +633,11 @@ class _CursorBase:
             self.bind_style, self.sizes = None, {}  # input sizes apply to one execute
 
     def _func(self, name, return_type, keyword_parameters, parameters=None):
+        self._verify_open()
+        self.is_query = False
         call = Call("callfunc", name, return_type, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
+        self._plsql_rules(name)
         self.rec.calls.append(call)
         value = self.rec.answer(name, call)
         if return_type is oracledb.DB_TYPE_CLOB and isinstance(value, str):
@@ -303,38 +651,102 @@ class _CursorBase:
         self._check_binds(values, True, name)
 
     def _proc(self, name, keyword_parameters, parameters=None):
+        self._verify_open()
+        self.is_query = False
         call = Call("callproc", name, None, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
+        self._plsql_rules(name)
         self.rec.calls.append(call)
         self.rec.answer(name, call)
         return []
 
+    def _statement(self, sql: Any, values: Any, many: bool = False) -> str:
+        """``_prepare_for_execute`` / ``_prepare_for_executemany`` (``impl/base/cursor.pyx``): the
+        statement stripped (``cursor.py`` ``_normalize_statement``; empty: DPY-2066), and the
+        parameters' shape (DPY-2003 / DPY-2004)."""
+        self._verify_open()
+        stmt = sql.strip() if isinstance(sql, str) else sql
+        if not stmt:
+            _driver_errors._raise_err(_driver_errors.ERR_EMPTY_STATEMENT)
+        if many:
+            if not isinstance(values, (list, int)):
+                _driver_errors._raise_err(_driver_errors.ERR_WRONG_EXECUTEMANY_PARAMETERS_TYPE)
+        elif values is not None and not isinstance(values, (list, tuple, dict)):
+            _driver_errors._raise_err(_driver_errors.ERR_WRONG_EXECUTE_PARAMETERS_TYPE)
+        return str(stmt)
+
     def _exec(self, sql, parameters=None, **kw):
+        if kw and parameters:
+            _driver_errors._raise_err(_driver_errors.ERR_ARGS_AND_KEYWORD_ARGS)
+        stmt = self._statement(sql, kw or parameters)
         binds = dict(parameters or {}) if isinstance(parameters, dict) else {}
         binds.update(kw)
         call = Call("execute", sql, None, binds, dict(self.sizes), self.conn)
-        head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
-        self._check_binds(kw or parameters, head in ("begin", "declare", "call"), "SQL")
+        sizes, style = dict(self.sizes), self.bind_style
+        kind = parse_statement(stmt)[0]
+        self._check_binds(kw or parameters, kind == "plsql", "SQL")
+        check_placeholders(stmt, kw or parameters, sizes, style)
+        self.is_query = kind == "query"
+        self._transaction_rules(stmt, kind)
         self.rec.calls.append(call)
         if self.rec.backend is not None and not self.rec.has_answer(sql):
+            self.rec.check_isolation(self.conn, "a statement")
             params = dict(binds) if (kw or isinstance(parameters, dict)) else parameters
-            self.rec.backend.run(self, sql, _json_binds(params, call.input_sizes))
+            self.rec.backend.run(self, sql, _json_binds(_date_binds(params, call.input_sizes), call.input_sizes))
+            self._wrote(kind)
             return
         value = self.rec.answer(sql, call)
         self.rows = list(value) if value is not None else []
 
     def _exec_many(self, sql, seq):
-        seq = list(seq)
+        stmt = self._statement(sql, seq, many=True)
+        seq = [None] * seq if isinstance(seq, int) else list(seq)
         sizes = dict(self.sizes)
+        kind = parse_statement(stmt)[0]
         for params in seq:
             style = self.bind_style
-            head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
-            self._check_binds(params, head in ("begin", "declare", "call"), "SQL")
+            self._check_binds(params, kind == "plsql", "SQL")
+            check_placeholders(stmt, params, sizes, style)
             self.sizes, self.bind_style = dict(sizes), style
         self.bind_style, self.sizes = None, {}
+        _check_many_types(seq, sizes)
+        self.is_query = False
+        self._transaction_rules(stmt, kind)
         self.rec.calls.append(Call("executemany", sql, None, {"rows": len(seq)}, sizes, self.conn))
         if self.rec.backend is not None and not self.rec.has_answer(sql):
-            self.rec.backend.run(self, sql, [_json_binds(p, sizes) for p in seq], many=True)
+            self.rec.check_isolation(self.conn, "a statement")
+            self.rec.backend.run(self, sql, [_json_binds(_date_binds(p, sizes), sizes) for p in seq], many=True)
+            if seq:
+                self._wrote(kind)
+
+    def _transaction_rules(self, stmt: str, kind: str) -> None:
+        """``SET TRANSACTION READ ONLY`` must be the first statement of a transaction
+        (ORA-01453 after uncommitted DML) and makes it read-only until it ends: DML is ORA-01456
+        (SQL Language Reference, SET TRANSACTION), as is a call of a package subprogram that
+        writes (:data:`WRITING_SUBPROGRAMS`, in :meth:`_plsql_rules`)."""
+        import re as _re
+
+        conn = self.connection
+        if not isinstance(conn, _ConnectionState):
+            return
+        if _re.match(r"SET\s+TRANSACTION\s+READ\s+ONLY\b", stmt, _re.I):
+            if conn._fake_dirty:
+                raise db_error(1453, "SET TRANSACTION must be first statement of transaction")
+            conn._fake_read_only = True
+        elif kind == "dml" and conn._fake_read_only:
+            raise _read_only_refusal(stmt.split(None, 1)[0].upper())
+
+    def _plsql_rules(self, name: str) -> None:
+        conn = self.connection
+        if isinstance(conn, _ConnectionState) and conn._fake_read_only and name.lower() in WRITING_SUBPROGRAMS:
+            raise _read_only_refusal(name)
+
+    def _wrote(self, kind: str) -> None:
+        """After DML ran on :class:`SQLBackend`: the connection has uncommitted work (a failed
+        statement changes nothing: Oracle rolls back the statement, SQLite too)."""
+        mark = getattr(self.connection, "_fake_mark_dirty", None)
+        if kind == "dml" and mark is not None:
+            mark()
 
 
 class FakeCursor(_CursorBase):
@@ -354,14 +766,17 @@ class FakeCursor(_CursorBase):
         self._exec_many(sql, seq_of_parameters)
 
     def fetchone(self):
+        self._verify_fetch()
         return self.rows.pop(0) if self.rows else None
 
     def fetchmany(self, size=None):
+        self._verify_fetch()
         size = self.arraysize if size is None else size
         rows, self.rows = self.rows[:size], self.rows[size:]
         return rows
 
     def fetchall(self):
+        self._verify_fetch()
         rows, self.rows = self.rows, []
         return rows
 
@@ -379,15 +794,94 @@ class FakeAsyncCursor(_CursorBase):
     async def execute(self, sql, parameters=None, **kw):
         self._exec(sql, parameters, **kw)
 
+    async def executemany(self, sql, seq_of_parameters, **kw):
+        self._exec_many(sql, seq_of_parameters)
+
     async def fetchone(self):
+        self._verify_fetch()
         return self.rows.pop(0) if self.rows else None
 
+    async def fetchmany(self, size=None):
+        self._verify_fetch()
+        size = self.arraysize if size is None else size
+        rows, self.rows = self.rows[:size], self.rows[size:]
+        return rows
+
     async def fetchall(self):
+        self._verify_fetch()
         rows, self.rows = self.rows, []
         return rows
 
 
-class FakeConnection(oracledb.Connection):
+#: the package subprograms that always write (DML inside), which a READ ONLY transaction refuses
+#: (not ``open_store``: a ready store at the code's version opens on a lock-free path that may
+#: only read, oramem_admin.pkb)
+WRITING_SUBPROGRAMS = frozenset({
+    "oramem_admin.set_deletion_hook", "oramem_admin.set_option",
+    "oramem_admin.log_erasure", "oramem_store.add_json", "oramem_store.update_json",
+    "oramem_store.delete_record_json", "oramem_store.delete_keys_json", "oramem_store.delete_thread_json",
+    "oramem_store.purge_expired_json",
+})
+
+
+def _read_only_refusal(what: str) -> BaseException:
+    """ORA-01456 (SQL Language Reference, SET TRANSACTION: in a READ ONLY transaction "only the
+    following statements are permitted": SELECT without the for_update_clause, LOCK TABLE, SET
+    ROLE, ALTER SESSION, ALTER SYSTEM)."""
+    return db_error(1456, f"may not perform insert/delete/update operation inside a READ ONLY transaction ({what})")
+
+
+class _ConnectionState:
+    """What both fake connection colours share: python-oracledb's connected/closed state and
+    the roll back of uncommitted work when a connection is closed or released.
+
+    - ``close()`` and leaving ``with conn:`` close the connection, a standalone one as well as
+      one acquired from a pool (``connection.py``: ``Connection.__exit__`` "will close the
+      connection and roll back any uncommitted transaction"; a pooled one goes back to its
+      pool); every later use (``cursor()``, ``commit()``, ``rollback()``, ``createlob()``,
+      ``close()`` again, a cursor of it) is DPY-1001 (``_verify_connected``), an
+      ``InterfaceError``.
+    - Uncommitted DML run through :class:`SQLBackend` on this connection is rolled back when
+      it is closed or released, as the server does for the session's open transaction. The
+      backend is one SQLite connection shared by every fake connection, so two connections
+      with uncommitted DML at once cannot be told apart: the fake then fails the test
+      (AssertionError) instead of guessing."""
+
+    _fake_closed = False
+    _fake_dirty = False
+    #: SET TRANSACTION READ ONLY began the current transaction (ended by commit/rollback/close)
+    _fake_read_only = False
+
+    def _fake_verify_connected(self) -> None:
+        if self._fake_closed:
+            _driver_errors._raise_err(_driver_errors.ERR_NOT_CONNECTED)
+
+    def _fake_mark_dirty(self) -> None:
+        if self.rec.backend is not None:
+            self._fake_dirty = True
+            self.rec.dirty.add(self.serial)
+
+    def _fake_ended(self) -> None:
+        self._fake_read_only = False
+        self._fake_dirty = False
+        self.rec.dirty.discard(self.serial)
+
+    def _fake_close(self, kind: str) -> None:
+        self.rec.calls.append(Call(kind, conn=self.serial))
+        self._fake_closed = True
+        pool = getattr(self, "_fake_pool", None)
+        if pool is not None:
+            pool._fake_checked_out().discard(self.serial)
+        if self._fake_dirty:
+            others = self.rec.dirty - {self.serial}
+            assert not others, (f"fake: connection {self.serial} closes with uncommitted DML while connections "
+                                f"{sorted(others)} have some too; the one SQLite backend cannot roll back only its own")
+            self.rec.calls.append(Call("rollback", name=f"on {kind}", conn=self.serial))
+            self.rec.backend.rollback()  # type: ignore[union-attr]
+        self._fake_ended()
+
+
+class FakeConnection(_ConnectionState, oracledb.Connection):
     outputtypehandler: Any = None  # a plain attribute (the real one is a property over _impl)
     inputtypehandler: Any = None
     autocommit: bool = False
@@ -404,40 +898,53 @@ class FakeConnection(oracledb.Connection):
         self.serial = rec.new_connection()
 
     def cursor(self, scrollable: bool = False):
+        self._fake_verify_connected()
         return FakeCursor(self.rec, self.serial, self)
 
     def ping(self):
+        self._fake_verify_connected()
         return None
 
     def commit(self):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("commit", conn=self.serial))
         if self.rec.backend is not None:
+            self.rec.check_isolation(self.serial, "a commit")
             self.rec.backend.commit()
+        self._fake_ended()
 
     def rollback(self):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("rollback", conn=self.serial))
         if self.rec.backend is not None:
+            self.rec.check_isolation(self.serial, "a rollback")
             self.rec.backend.rollback()
+        self._fake_ended()
 
     def createlob(self, lob_type, data=None):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("createlob", binds={"data": data}))
         return FakeLOB(data)
 
     def close(self):
-        self.rec.calls.append(Call("close"))
+        self._fake_verify_connected()
+        self._fake_close("close")
 
     def __enter__(self):
+        self._fake_verify_connected()
         return self
 
     def __exit__(self, *exc):
-        if self.pooled:
-            self.rec.calls.append(Call("release", conn=self.serial))
+        if not self._fake_closed:  # connection.py Connection.__exit__: closes (releases) it
+            self._fake_close("release" if self.pooled else "close")
 
     def __del__(self):
         pass
 
 
-class FakeAsyncConnection(oracledb.AsyncConnection):
+class FakeAsyncConnection(_ConnectionState, oracledb.AsyncConnection):
+    outputtypehandler: Any = None  # plain attributes, as on FakeConnection (real: properties over _impl)
+    inputtypehandler: Any = None
     def __init__(self, rec: Recorder, pooled: bool = False) -> None:
         self._impl = None
         self.rec = rec
@@ -445,53 +952,105 @@ class FakeAsyncConnection(oracledb.AsyncConnection):
         self.serial = rec.new_connection()
 
     def cursor(self, scrollable: bool = False):
+        self._fake_verify_connected()
         return FakeAsyncCursor(self.rec, self.serial, self)
 
     async def commit(self):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("commit", conn=self.serial))
+        if self.rec.backend is not None:
+            self.rec.check_isolation(self.serial, "a commit")
+            self.rec.backend.commit()
+        self._fake_ended()
 
     async def rollback(self):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("rollback", conn=self.serial))
+        if self.rec.backend is not None:
+            self.rec.check_isolation(self.serial, "a rollback")
+            self.rec.backend.rollback()
+        self._fake_ended()
 
     async def createlob(self, lob_type, data=None):
+        self._fake_verify_connected()
         self.rec.calls.append(Call("createlob", binds={"data": data}))
         return FakeAsyncLOB(data)
 
     async def close(self):
-        self.rec.calls.append(Call("close"))
+        self._fake_verify_connected()
+        self._fake_close("close")
 
     async def __aenter__(self):
+        self._fake_verify_connected()
         return self
 
     async def __aexit__(self, *exc):
-        if self.pooled:
-            self.rec.calls.append(Call("release", conn=self.serial))
+        if not self._fake_closed:  # connection.py AsyncConnection.__aexit__: closes (releases) it
+            self._fake_close("release" if self.pooled else "close")
 
     def __del__(self):
         pass
 
 
-class FakePool(oracledb.ConnectionPool):
+class _PoolState:
+    """``pool.py``: ``acquire()`` on a closed pool is DPY-1002 (``_verify_open``); ``close()``
+    while connections are checked out is DPY-1005 unless ``force=True``
+    (``ERR_POOL_HAS_BUSY_CONNECTIONS``, the pool's busy count); a connection goes back when it
+    is closed or its ``with`` ends (:class:`_ConnectionState`)."""
+
+    _fake_closed = False
+
+    def _fake_verify_open(self) -> None:
+        if self._fake_closed:
+            _driver_errors._raise_err(_driver_errors.ERR_POOL_NOT_OPEN)
+
+    def _fake_checked_out(self) -> set:
+        if "_fake_busy" not in self.__dict__:
+            self._fake_busy: set = set()
+        return self._fake_busy
+
+    def _fake_lend(self, conn: Any) -> Any:
+        self._fake_verify_open()
+        self.rec.calls.append(Call("acquire"))  # type: ignore[attr-defined]
+        self._fake_checked_out().add(conn.serial)
+        conn._fake_pool = self
+        return conn
+
+    def _fake_close_pool(self, force: bool) -> None:
+        self._fake_verify_open()
+        if self._fake_checked_out() and not force:
+            _driver_errors._raise_err(_driver_errors.ERR_POOL_HAS_BUSY_CONNECTIONS)
+        self._fake_closed = True
+        self.rec.calls.append(Call("pool_close"))  # type: ignore[attr-defined]
+
+
+class FakePool(_PoolState, oracledb.ConnectionPool):
     def __init__(self, rec: Recorder) -> None:
         self._impl = None
         self.rec = rec
 
     def acquire(self, *args, **kwargs):
-        self.rec.calls.append(Call("acquire"))
-        return FakeConnection(self.rec, pooled=True)
+        self._fake_verify_open()
+        return self._fake_lend(FakeConnection(self.rec, pooled=True))
+
+    def close(self, force=False):
+        self._fake_close_pool(force)
 
     def __del__(self):
         pass
 
 
-class FakeAsyncPool(oracledb.AsyncConnectionPool):
+class FakeAsyncPool(_PoolState, oracledb.AsyncConnectionPool):
     def __init__(self, rec: Recorder) -> None:
         self._impl = None
         self.rec = rec
 
     def acquire(self, *args, **kwargs):
-        self.rec.calls.append(Call("acquire"))
-        return FakeAsyncConnection(self.rec, pooled=True)
+        self._fake_verify_open()
+        return self._fake_lend(FakeAsyncConnection(self.rec, pooled=True))
+
+    async def close(self, force=False):
+        self._fake_close_pool(force)
 
     def __del__(self):
         pass
