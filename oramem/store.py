@@ -799,20 +799,24 @@ class OracleMemoryStore(IMemoryStore):
 
     def add_user(self, user_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = self._n()
-        return self._write(norm, self._profile_drafts("user_profile", user_id, information, metadata), DEFAULT_BATCH_SIZE)[0]
+        drafts = self._screened(self._profile_drafts("user_profile", user_id, information, metadata), self.get_firewall())
+        return self._write(norm, drafts, DEFAULT_BATCH_SIZE)[0]
 
     async def add_user_async(self, user_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = await self._na()
         drafts = self._profile_drafts("user_profile", user_id, information, metadata)
+        drafts = self._screened(drafts, await self.get_firewall_async())
         return (await self._write_async(norm, drafts, DEFAULT_BATCH_SIZE))[0]
 
     def add_agent(self, agent_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = self._n()
-        return self._write(norm, self._profile_drafts("agent_profile", agent_id, information, metadata), DEFAULT_BATCH_SIZE)[0]
+        drafts = self._screened(self._profile_drafts("agent_profile", agent_id, information, metadata), self.get_firewall())
+        return self._write(norm, drafts, DEFAULT_BATCH_SIZE)[0]
 
     async def add_agent_async(self, agent_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = await self._na()
         drafts = self._profile_drafts("agent_profile", agent_id, information, metadata)
+        drafts = self._screened(drafts, await self.get_firewall_async())
         return (await self._write_async(norm, drafts, DEFAULT_BATCH_SIZE))[0]
 
     # -- reads -------------------------------------------------------------------------------
