@@ -55,6 +55,7 @@ from typing import Any, Iterable, Optional, cast
 from . import require
 from ..errors import DuplicateRecordError
 from ..threads import write_refusal
+from ..trust.firewall import VERDICT_KEY
 from ._colour import call, run_async, run_async_in_transaction, run_sync, run_sync_in_transaction
 
 require("langgraph.store.base", "langgraph")
@@ -359,7 +360,9 @@ class OramemStore(BaseStore):
         if ttl is None:
             return
         moment = _now()
-        metadata = dict(record.metadata)
+        # the firewall's verdict (SC-15.4) is not the caller's to write back: a store with a
+        # policy recomputes it over what the record holds (SC-15.5), one without has none
+        metadata = {k: v for k, v in record.metadata.items() if k != VERDICT_KEY}
         metadata["langgraph"] = {**meta, "expires_at": _iso(moment + timedelta(minutes=ttl))}
         yield call("update", self._record_type, record.id, metadata=metadata, **self._expiry_fields(ttl, moment))
 

@@ -104,7 +104,11 @@ def screen_update(policy: FirewallPolicy, current: Optional[Record], text: Any, 
     new_texts: list[Optional[str]] = []
     if text is not NOT_SET:
         new_texts.append(text)
-    if index_text is not NOT_SET:
+    # index_text: one text, None, or caller chunks (a list of texts, SC-4.5) screened each
+    chunked = index_text is not NOT_SET and isinstance(index_text, (list, tuple))
+    if chunked:
+        new_texts.extend(index_text)
+    elif index_text is not NOT_SET:
         new_texts.append(index_text)
     base_md = _without_verdict(current.metadata) if metadata is NOT_SET else metadata
     role = getattr(current, "role", None)  # MessageRecord has one
@@ -125,7 +129,11 @@ def screen_update(policy: FirewallPolicy, current: Optional[Record], text: Any, 
                 verdict["verdict"], verdict["trust"] = "flagged", "untrusted"
     it = iter(s.texts)
     new_text = next(it) if text is not NOT_SET else NOT_SET
-    new_index = next(it) if index_text is not NOT_SET else NOT_SET
+    new_index: Any = NOT_SET
+    if chunked:
+        new_index = type(index_text)(it)
+    elif index_text is not NOT_SET:
+        new_index = next(it)
     return UpdateFields(new_text, new_index, md)
 
 

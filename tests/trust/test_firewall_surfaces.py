@@ -74,3 +74,20 @@ def test_oracle_profile_rejected_sends_no_call():
     with pytest.raises(ValueError, match="reserved"):
         store.add_agent("ag", "x", dict(FORGED))
     assert "oramem_store.add_json" not in [c.name for c in rec.plsql]
+
+
+# ----------------------------------------------------------------------------- update
+def test_update_with_caller_chunks_is_screened_per_chunk(tmp_path):
+    """update(index_text=[chunks]) under a policy raised TypeError inside the firewall."""
+    with _store(tmp_path) as s:
+        s.set_firewall(FirewallPolicy(secret="redact"))
+        rid = s.add(["plain"], "memory")[0]
+        assert s.update("memory", rid, index_text=["first chunk", f"second {OPENAI}"]) == 1
+        assert s.get("memory", rid).metadata[VERDICT_KEY]["verdict"] == "redacted"
+        assert [r.id for r, _ in s.search("first chunk", k=1)] == [rid]
+        s.set_firewall(FirewallPolicy(secret="reject"))
+    with _store(tmp_path) as s:
+        with pytest.raises(FirewallRejected, match=r"update\[0\]: secret.openai_key"):
+            s.update("memory", rid, index_text=("ok", f"k {OPENAI}"))
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert OPENAI.encode() not in raw
