@@ -91,3 +91,56 @@ def test_update_with_caller_chunks_is_screened_per_chunk(tmp_path):
             s.update("memory", rid, index_text=("ok", f"k {OPENAI}"))
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert OPENAI.encode() not in raw
+
+
+def _expired(s, user="bob"):
+    """A record of ``user`` written under the policy, now expired and not yet purged."""
+    return s.add(["old note"], "memory", user_ids=user, metadata=[{"source": "user"}],
+                 timestamps=["2000-01-01T00:00:00Z"], ttl_days=1, ttl_anchor="timestamp")[0]
+
+
+def test_update_reviving_an_expired_record_is_screened(tmp_path):
+    """SC-5.6 lets an update with a new expiry revive an expired record; get did not return it,
+    so its new text went in unscreened, under the old verdict (clean, the trusted source's label)."""
+    with _store(tmp_path) as s:
+        s.set_firewall(FirewallPolicy(secret="reject", instruction="flag", trust={"user": "high"}))
+        rid = _expired(s)
+        assert s.get("memory", rid) is None
+        with pytest.raises(FirewallRejected):
+            s.update("memory", rid, text=f"key {OPENAI}", ttl_days=None)
+        assert s.get("memory", rid) is None  # the revival rolled back with the refusal
+        assert s.update("memory", rid, text=INJECTION, ttl_days=None) == 1
+        rec = s.get("memory", rid)
+        assert rec.content == INJECTION
+        assert rec.metadata[VERDICT_KEY] == {"verdict": "flagged", "findings": ["instruction.override",
+                                                                               "instruction.reveal_prompt"],
+                                             "source": "user", "trust": "untrusted"}
+        # an expiry that leaves it expired: refused, nothing changed; a missing id: 0, as before
+        other = _expired(s)
+        with pytest.raises(ValueError, match="leaves memory .* expired"):
+            s.update("memory", other, text=INJECTION, ttl_days=2, ttl_anchor="timestamp")
+        assert s.update("memory", other, ttl_days=None) == 1 and s.get("memory", other).content == "old note"
+        assert s.update("memory", "no-such-id", text="x", ttl_days=None) == 0
+        # inside a caller's block the revival is a savepoint of it
+        third = _expired(s)
+        with s.transaction():
+            with pytest.raises(FirewallRejected):
+                s.update("memory", third, text=f"key {OPENAI}", ttl_days=None)
+            assert s.get("memory", third) is None
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert OPENAI.encode() not in raw
+
+
+async def test_update_reviving_an_expired_record_is_screened_async(tmp_path):
+    s = _store(tmp_path)
+    try:
+        await s.set_firewall_async(FirewallPolicy(secret="reject", instruction="flag", trust={"user": "high"}))
+        rid = _expired(s)
+        with pytest.raises(FirewallRejected):
+            await s.update_async("memory", rid, text=f"key {OPENAI}", ttl_days=None)
+        assert await s.get_async("memory", rid) is None
+        assert await s.update_async("memory", rid, metadata={"source": "user", "n": INJECTION}, ttl_days=None) == 1
+        assert (await s.get_async("memory", rid)).metadata[VERDICT_KEY]["verdict"] == "flagged"
+        assert await s.update_async("memory", "no-such-id", text="x", ttl_days=None) == 0
+    finally:
+        await s.close_async()
