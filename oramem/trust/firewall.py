@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence, runtime_checkable
 
-from ..errors import StoreError
+from ..errors import ArgumentError, StoreError
 
 __all__ = [
     "ACTIONS",
@@ -438,7 +438,17 @@ class _Screen:
         if isinstance(value, list):
             return [self.value(v) for v in value]
         if isinstance(value, dict):
-            return {k: self.value(v) for k, v in value.items()}
+            # keys are text the record carries as well (red29: a key the policy rejects was
+            # stored as given, under a "clean" verdict); a redacted key is renamed
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                key = self.text(k) if isinstance(k, str) else k
+                if key in out:
+                    raise ArgumentError(
+                        f"two metadata keys become {key!r} once the firewall redacts them; nothing was written. "
+                        "Rename the keys (a key should not hold a secret)")
+                out[key] = self.value(v)
+            return out
         return value
 
 

@@ -144,3 +144,30 @@ async def test_update_reviving_an_expired_record_is_screened_async(tmp_path):
         assert await s.update_async("memory", "no-such-id", text="x", ttl_days=None) == 0
     finally:
         await s.close_async()
+
+
+# ----------------------------------------------------------------------------- metadata keys
+def test_metadata_keys_are_screened_like_values(tmp_path):
+    """SC-15.2 screened the metadata's string values only: a key holding a key the policy
+    rejects was stored as given, and an injection in a key left the record 'clean'."""
+    with _store(tmp_path) as s:
+        s.set_firewall(FirewallPolicy(secret="reject", instruction="flag"))
+        with pytest.raises(FirewallRejected):
+            s.add(["x"], "memory", metadata=[{"notes": {OPENAI: 1}}])
+        rid = s.add(["x"], "memory", metadata=[{INJECTION: True}])[0]
+        assert s.get("memory", rid).metadata[VERDICT_KEY]["verdict"] == "flagged"
+        s.set_firewall(FirewallPolicy(secret="redact"))
+    with _store(tmp_path) as s:
+        rid = s.add(["x"], "memory", metadata=[{f"k {OPENAI}": 1, "plain": 2}])[0]
+        md = s.get("memory", rid).metadata
+        assert md["k [REDACTED:secret.openai_key]"] == 1 and md["plain"] == 2
+        assert md[VERDICT_KEY]["verdict"] == "redacted"
+        with pytest.raises(ValueError, match="two metadata keys"):
+            s.add(["y"], "memory", metadata=[{f"k {OPENAI}": 1, f"k {OPENAI[:-1]}Q": 2}])
+        with pytest.raises(FirewallRejected):  # an update's metadata, too
+            s.set_firewall(FirewallPolicy(secret="reject"))
+            s.update("memory", rid, metadata={"a": {OPENAI: 1}})
+        assert len(s.list("memory", limit=None)) == 2  # the flagged one and the redacted one
+        assert s.get("memory", rid).metadata["plain"] == 2
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert OPENAI.encode() not in raw
