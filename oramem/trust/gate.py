@@ -210,11 +210,13 @@ def _screen_one(policy: FirewallPolicy, texts: Sequence[Optional[str]], metadata
     return s
 
 
-def screen_message(policy: FirewallPolicy, text: str, source: str) -> Screened:
+def screen_message(policy: FirewallPolicy, text: str, source: str, speaker: Optional[str] = None) -> Screened:
     """A knowledge-layer message under the store's policy (SC-15.6): the screened text and
     its verdict (``Screened.metadata[VERDICT_KEY]``); :class:`FirewallRejected` when a
-    rejected category matched. ``source`` is the write's source label."""
-    return _screen_one(policy, [text], {"source": source}, "message")
+    rejected category matched. ``source`` is the write's source label. ``speaker``: the
+    write's speaker name, which goes to the LLM with the message and becomes a person
+    entity, screened with it as one message (``Screened.texts[1]``; red29)."""
+    return _screen_one(policy, [text] if speaker is None else [text, speaker], {"source": source}, "message")
 
 
 def screen_note(policy: FirewallPolicy, text: str, what: str) -> str:

@@ -171,3 +171,42 @@ def test_metadata_keys_are_screened_like_values(tmp_path):
         assert s.get("memory", rid).metadata["plain"] == 2
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert OPENAI.encode() not in raw
+
+
+# ----------------------------------------------------------------------------- knowledge write's speaker
+@pytest.mark.parametrize("background", [False, True])
+def test_knowledge_write_screens_the_speaker_name_with_the_message(tmp_path, background):
+    """SC-15.6: the speaker name goes to the LLM with the message (and becomes a person entity);
+    it went past the policy: a key the policy rejects reached the LLM, an injection as a display
+    name steered the extraction of a clean message."""
+    from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
+    from oramem.testing import ScriptedLLM
+
+    store = SQLiteMemoryStore(str(tmp_path / "k.db"), embedder=HashEmbedder(64), schema_policy="create_if_necessary")
+    llm = ScriptedLLM({"event_emotion": {"primary": "neutral", "intensity": 0.0}}, default={})
+    llm.route("extract", {"entities": [], "facts": [], "relations": [], "intentions": [], "observations": []})
+    store.set_firewall(FirewallPolicy(secret="reject", instruction="flag"))
+    km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False))
+    try:
+        with pytest.raises(FirewallRejected, match="message"):
+            km.write("bank", "I moved to Lisbon", f"Mallory {OPENAI}", user_id="mallory", background=background)
+        flagged = km.write("bank", "I moved to Lisbon", INJECTION, user_id="mallory", background=background)
+        assert flagged.firewall["verdict"] == "flagged" and "not extracted" in flagged.warnings[0]
+        if background:
+            assert km.process_jobs().done == 0
+        assert llm.calls == []
+        store.set_firewall(FirewallPolicy(secret="redact"))
+        km2 = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False))
+        try:
+            km2.write("bank", "I moved to Lisbon", f"Mallory {OPENAI}", user_id="mallory", background=background)
+            if background:
+                assert km2.process_jobs().done == 1
+            sent = json.dumps([p for _, p in llm.calls])
+            assert llm.calls and OPENAI not in sent and "[REDACTED:secret.openai_key]" in sent
+        finally:
+            km2.close()
+    finally:
+        km.close()
+        store.close()
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert OPENAI.encode() not in raw
