@@ -177,6 +177,7 @@ def screen_knowledge(policy: FirewallPolicy, reply: Mapping[str, Any], source: s
                            for key, value in reply.items()}
     slots: list[tuple[dict[str, Any], str, Optional[int]]] = []
     texts: list[Optional[str]] = []
+    structured: list[dict[str, Any]] = []  # facts whose value is JSON other than a string
     for key, names in _KNOWLEDGE_TEXT.items():
         for item in out.get(key) or ():
             for name in names:
@@ -184,18 +185,30 @@ def screen_knowledge(policy: FirewallPolicy, reply: Mapping[str, Any], source: s
                 if isinstance(value, str):
                     slots.append((item, name, None))
                     texts.append(value)
+                elif key == "facts" and name == "value" and isinstance(value, (dict, list)):
+                    # any JSON: its strings and keys are screened as metadata's are (red29:
+                    # a dict value, or a list of dicts, was stored past the policy)
+                    structured.append(item)
                 elif isinstance(value, list):
                     item[name] = list(value)
                     for index, x in enumerate(value):
                         if isinstance(x, str):
                             slots.append((item, name, index))
                             texts.append(x)
-    s = _screen_one(policy, texts, {"source": source}, "knowledge items")
+    values_key = "oramem_knowledge_values"
+    metadata: dict[str, Any] = {"source": source}
+    if structured:
+        metadata[values_key] = [item["value"] for item in structured]
+    s = _screen_one(policy, texts, metadata, "knowledge items")
     for (item, name, at), new in zip(slots, s.texts):
         if at is None:
             item[name] = new
         else:
             item[name][at] = new
+    if structured:
+        screened_md = s.metadata or {}
+        for item, new in zip(structured, screened_md.pop(values_key)):
+            item["value"] = new
     return out, s
 
 

@@ -210,3 +210,36 @@ def test_knowledge_write_screens_the_speaker_name_with_the_message(tmp_path, bac
         store.close()
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert OPENAI.encode() not in raw
+
+
+# ----------------------------------------------------------------------------- knowledge fact values
+def test_structured_fact_values_are_screened(tmp_path):
+    """SC-15.6: add_fact / add_knowledge screened a fact's value when it was a string or a
+    list of strings; a dict value (or a list of dicts) went into the fact row past the policy."""
+    from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
+
+    store = SQLiteMemoryStore(str(tmp_path / "k.db"), embedder=HashEmbedder(64), schema_policy="create_if_necessary")
+    store.set_firewall(FirewallPolicy(secret="reject"))
+    km = KnowledgeMemory(store, None, config=KnowledgeConfig(enable_reranker=False))
+    try:
+        with pytest.raises(FirewallRejected, match="knowledge items"):
+            km.add_fact("bank", "Alice", "has an API key", value={"provider": "openai", "key": OPENAI}, user_id="alice")
+        with pytest.raises(FirewallRejected):
+            km.add_knowledge("bank", facts=[{"subject": "Alice", "fact": "keys", "value": [{"k": [OPENAI]}]}],
+                             user_id="alice")
+        assert km.get_all("bank", user_id="alice") == []
+        store.set_firewall(FirewallPolicy(secret="redact"))
+        km2 = KnowledgeMemory(store, None, config=KnowledgeConfig(enable_reranker=False))
+        try:
+            result = km2.add_fact("bank", "Alice", "has an API key", value={"provider": "openai", "key": OPENAI},
+                                  user_id="alice")
+            assert result.firewall["verdict"] == "redacted"
+            [fact] = km2.get_all("bank", user_id="alice")
+            assert "[REDACTED:secret.openai_key]" in json.dumps(fact.value_json) and OPENAI not in json.dumps(fact.value_json)
+        finally:
+            km2.close()
+    finally:
+        km.close()
+        store.close()
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert OPENAI.encode() not in raw
