@@ -182,13 +182,20 @@ def _secret_value(text: str) -> bool:
     return _mixed(text) or (len(text) >= 10 and (has_symbol or random_case))
 
 
+#: a key block's body: after the BEGIN marker, up to the END marker (or the text's end)
+_KEY_BODY = re.compile(r"-----BEGIN [^\n]*?-----(.*?)(?:-----END|\Z)", re.S)
+#: line breaks written as escapes (a key block inside a JSON text: a LangGraph item's content)
+_ESCAPED_BREAK = re.compile(r"\\[nrt]")
+
+
 def _key_block(text: str) -> bool:
-    """A private key block has a base64 body, not a sentence between its markers."""
-    lines = text.splitlines()
-    body = "".join(line.strip() for line in lines[1:-1] if ":" not in line)
-    if not lines[0].rstrip().endswith("-----") or len(lines) < 2:
-        body = text.split("-----", 4)[-1]
-    body = body.replace("-----", "")
+    """A private key block has a base64 body, not a sentence between its markers; on lines
+    of its own (header lines such as ``Proc-Type:`` left out), on one line, or with its line
+    breaks escaped as in a JSON text (red29: a block on one line or inside a JSON text was not
+    found: its body was read after the END marker)."""
+    m = _KEY_BODY.match(text)
+    body = _ESCAPED_BREAK.sub("\n", m.group(1) if m else "")
+    body = "".join(line.strip() for line in body.splitlines() if ":" not in line)
     clean = [c for c in body if not c.isspace()]
     b64 = sum(1 for c in clean if c.isalnum() or c in "+/=")
     return len(clean) >= 40 and b64 >= 0.95 * len(clean)

@@ -52,3 +52,15 @@ async def test_ttl_refresh_on_read_keeps_the_verdict_the_firewall_s(backing):
     [rec] = backing.list("memory", limit=None)
     assert rec.metadata["langgraph"]["expires_at"] >= before
     assert rec.metadata[VERDICT_KEY]["verdict"] == "flagged" and rec.metadata[VERDICT_KEY]["trust"] == "untrusted"
+
+
+def test_a_key_block_in_a_value_is_redacted_in_the_content_too(backing):
+    """The record's content is the value as JSON, where a key block's line breaks are escapes:
+    the metadata copy of the value was redacted and the content kept the whole key."""
+    alnum = "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0z"
+    pem = "\n".join(["-----BEGIN " + "RSA PRIVATE KEY-----", alnum + alnum, alnum + "==", "-----END RSA PRIVATE KEY-----"])
+    lg = OramemStore(backing, user_id="bob")
+    lg.put(("keys",), "k", {"pem": pem, "owner": "bob"})
+    assert lg.get(("keys",), "k").value == {"pem": "[REDACTED:secret.private_key]", "owner": "bob"}
+    [rec] = backing.list("memory", limit=None)
+    assert alnum not in rec.content and '"[REDACTED:secret.private_key]"' in rec.content

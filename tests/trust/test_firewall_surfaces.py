@@ -243,3 +243,38 @@ def test_structured_fact_values_are_screened(tmp_path):
         store.close()
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert OPENAI.encode() not in raw
+
+
+# ----------------------------------------------------------------------------- key blocks
+ALNUM = "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0z"
+PEM_LINES = ["-----BEGIN " + "RSA PRIVATE KEY-----", ALNUM + ALNUM, ALNUM + "==", "-----END RSA PRIVATE KEY-----"]
+
+
+@pytest.mark.parametrize("block", [
+    " ".join(PEM_LINES),  # pasted on one line
+    "".join(PEM_LINES),
+    json.dumps({"key": "\n".join(PEM_LINES)}),  # inside a JSON text: its line breaks are escapes
+])
+def test_a_private_key_block_on_one_line_is_found(tmp_path, block):
+    """secret.private_key read the block's body after its END marker when the block had no
+    line breaks, so a key pasted on one line, or inside a JSON text (the content of a
+    LangGraph item), was stored as given under a redact or reject policy."""
+    with _store(tmp_path) as s:
+        s.set_firewall(FirewallPolicy(secret="reject"))
+        with pytest.raises(FirewallRejected, match="secret.private_key"):
+            s.add([f"my key: {block}"], "memory")
+        s.set_firewall(FirewallPolicy(secret="redact"))
+    with _store(tmp_path) as s:
+        rid = s.add([block], "memory")[0]
+        rec = s.get("memory", rid)
+        assert ALNUM not in rec.content and "[REDACTED:secret.private_key]" in rec.content
+        if block.startswith("{"):
+            assert json.loads(rec.content) == {"key": "[REDACTED:secret.private_key]"}
+
+
+def test_a_sentence_between_key_markers_is_not_a_key():
+    from oramem.trust import scan
+
+    assert scan("-----BEGIN PRIVATE KEY----- this is where the key would go, if I had one. -----END PRIVATE KEY-----") == []
+    assert [f.detector for f in scan("\n".join([PEM_LINES[0], "Proc-Type: 4,ENCRYPTED", "", *PEM_LINES[1:]]))] == [
+        "secret.private_key"]
