@@ -225,9 +225,10 @@ _BUILTIN: tuple[PatternDetector, ...] = (
                     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     PatternDetector("secret.bearer_token", "secret",
                     re.compile(r"\bbearer\s+([A-Za-z0-9._~+/-]{20,}=*)", _I), _mixed, group=1),
+    # the name may end an identifier (DB_PASSWORD=) and be quoted (JSON, a dict literal: "password": "...")
     PatternDetector("secret.assignment", "secret", re.compile(
-        r"\b(?:password|passwd|passphrase|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)"
-        r"\s*[:=]\s*[\"']?([^\s\"',;]{6,})", _I), _secret_value, group=1),
+        r"(?<![A-Za-z0-9])(?:password|passwd|passphrase|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token"
+        r"|client[_-]?secret)[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{6,})", _I), _secret_value, group=1),
     PatternDetector("secret.card_number", "secret", re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), _card),
     # -- instructions aimed at the agent -------------------------------------------------
     PatternDetector("instruction.override", "instruction", re.compile(
@@ -415,15 +416,19 @@ class _Screen:
     def __init__(self, policy: FirewallPolicy, detectors: Sequence[Detector]) -> None:
         self.policy = policy
         self.detectors = detectors
+        #: a metadata entry {"password": "..."} is an assignment whose name is the key
+        self.assignment = next((d for d in detectors if d.name == "secret.assignment"), None)
         self.names: set[str] = set()
         self.rejected: set[str] = set()
         self.flagged = False
         self.redacted = False
 
-    def text(self, text: Optional[str]) -> Optional[str]:
+    def text(self, text: Optional[str], extra: Sequence[Finding] = ()) -> Optional[str]:
         if not text:
             return text
         found = scan(text, self.detectors)
+        if extra:
+            found = sorted([*found, *extra], key=lambda f: (f.start, -f.end, f.detector))
         to_redact = []
         for f in found:
             action = self.policy.action(f.category)
@@ -454,9 +459,20 @@ class _Screen:
                     raise ArgumentError(
                         f"two metadata keys become {key!r} once the firewall redacts them; nothing was written. "
                         "Rename the keys (a key should not hold a secret)")
-                out[key] = self.value(v)
+                out[key] = self.text(v, self._keyed(k, v)) if isinstance(v, str) else self.value(v)
             return out
         return value
+
+
+    def _keyed(self, key: Any, value: str) -> list[Finding]:
+        """The secret a metadata entry holds as ``{"password": "..."}``: the assignment
+        detector over ``key=value``, its spans moved onto the value (red29: only values were
+        looked at, so the name that makes a value a password was never seen)."""
+        if self.assignment is None or not isinstance(key, str):
+            return []
+        shift = len(key) + 1
+        return [Finding(f.detector, f.category, f.start - shift, f.end - shift)
+                for f in scan(f"{key}={value}", [self.assignment]) if f.start >= shift]
 
 
 def screen_record(

@@ -64,3 +64,11 @@ def test_a_key_block_in_a_value_is_redacted_in_the_content_too(backing):
     assert lg.get(("keys",), "k").value == {"pem": "[REDACTED:secret.private_key]", "owner": "bob"}
     [rec] = backing.list("memory", limit=None)
     assert alnum not in rec.content and '"[REDACTED:secret.private_key]"' in rec.content
+
+
+def test_a_password_entry_in_a_value_is_redacted(backing):
+    lg = OramemStore(backing, user_id="bob")
+    lg.put(("creds",), "db", {"user": "app", "password": "Tr0ub4dor&3x"})
+    assert lg.get(("creds",), "db").value == {"user": "app", "password": "[REDACTED:secret.assignment]"}
+    [rec] = backing.list("memory", limit=None)
+    assert "Tr0ub4dor&3x" not in rec.content

@@ -278,3 +278,37 @@ def test_a_sentence_between_key_markers_is_not_a_key():
     assert scan("-----BEGIN PRIVATE KEY----- this is where the key would go, if I had one. -----END PRIVATE KEY-----") == []
     assert [f.detector for f in scan("\n".join([PEM_LINES[0], "Proc-Type: 4,ENCRYPTED", "", *PEM_LINES[1:]]))] == [
         "secret.private_key"]
+
+
+# ----------------------------------------------------------------------------- password-style entries
+@pytest.mark.parametrize("text", [
+    json.dumps({"password": "Tr0ub4dor&3x"}),  # a JSON text (a LangGraph item's content)
+    "{'api_key': 'Zq8vR2mT5kL9xW3n'}",  # a dict literal
+    "DB_PASSWORD=Tr0ub4dor&3x",  # an environment line
+])
+def test_assignment_found_in_json_dict_and_env_forms(text):
+    """secret.assignment wanted the name right before ':'/'=' after a word boundary: a quoted
+    name (JSON, a dict literal) or one ending an identifier (DB_PASSWORD=) was missed."""
+    from oramem.trust import scan
+
+    assert [f.detector for f in scan(text)] == ["secret.assignment"]
+    assert scan("mypassword=Tr0ub4dor&3x") == [] and scan("password_hint: Tr0ub4dor&3x") == []
+
+
+def test_metadata_entry_named_like_a_password_is_a_secret(tmp_path):
+    """{"password": "..."} in metadata (or a LangGraph value): each value was screened alone,
+    so the name that makes it a password was never seen and the record was stored 'clean'."""
+    with _store(tmp_path) as s:
+        s.set_firewall(FirewallPolicy(secret="reject"))
+        with pytest.raises(FirewallRejected, match="secret.assignment"):
+            s.add(["db creds"], "memory", metadata=[{"db": {"API_KEY": "Zq8vR2mT5kL9xW3n"}}])
+        s.set_firewall(FirewallPolicy(secret="redact"))
+    with _store(tmp_path) as s:
+        rid = s.add(["db creds"], "memory", metadata=[{"password": "Tr0ub4dor&3x", "note": "password reset done",
+                                                       "password_hint": "pet name"}])[0]
+        md = s.get("memory", rid).metadata
+        assert md["password"] == "[REDACTED:secret.assignment]"
+        assert md["note"] == "password reset done" and md["password_hint"] == "pet name"
+        assert md[VERDICT_KEY]["verdict"] == "redacted"
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert b"Zq8vR2mT5kL9xW3n" not in raw and b"Tr0ub4dor&3x" not in raw
