@@ -72,3 +72,18 @@ def test_a_password_entry_in_a_value_is_redacted(backing):
     assert lg.get(("creds",), "db").value == {"user": "app", "password": "[REDACTED:secret.assignment]"}
     [rec] = backing.list("memory", limit=None)
     assert "Tr0ub4dor&3x" not in rec.content
+
+
+async def test_a_namespace_label_or_key_the_policy_redacts_is_refused(backing):
+    """The labels and key live in the record's metadata, which the firewall screens: under a
+    redacting policy the put stored them redacted and returned, and the item was never found
+    again (get None, search empty). Now refused before anything is written."""
+    backing.set_firewall(FirewallPolicy(pii="redact"))
+    lg = OramemStore(backing)
+    with pytest.raises(ValueError, match="namespace label 2 holds text the store's firewall redacts"):
+        lg.put(("users", "+1 415-555-0132"), "prefs", {"tea": "green"})
+    with pytest.raises(ValueError, match="the key holds"):
+        await lg.aput(("users", "u1"), "call +1 415-555-0132", {"tea": "green"})
+    assert backing.list("memory", limit=None) == []
+    lg.put(("users", "u1"), "prefs", {"note": "call +1 415-555-0132"})  # in the value: redacted, readable
+    assert lg.get(("users", "u1"), "prefs").value == {"note": "call [REDACTED:pii.phone]"}
