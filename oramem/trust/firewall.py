@@ -182,6 +182,9 @@ def _secret_value(text: str) -> bool:
     return _mixed(text) or (len(text) >= 10 and (has_symbol or random_case))
 
 
+#: the names secret.assignment knows: a metadata key without one is no assignment's name
+_ASSIGNMENT_NAME = re.compile(
+    r"password|passwd|passphrase|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret", re.I)
 #: a key block's body: after the BEGIN marker, up to the END marker (or the text's end)
 _KEY_BODY = re.compile(r"-----BEGIN [^\n]*?-----(.*?)(?:-----END|\Z)", re.S)
 #: line breaks written as escapes (a key block inside a JSON text: a LangGraph item's content)
@@ -413,9 +416,12 @@ class Screened:
 class _Screen:
     """One record's screening under a policy."""
 
-    def __init__(self, policy: FirewallPolicy, detectors: Sequence[Detector]) -> None:
+    def __init__(self, policy: FirewallPolicy, detectors: Sequence[Detector],
+                 key_cache: Optional[dict[str, list[Finding]]] = None) -> None:
         self.policy = policy
         self.detectors = detectors
+        #: metadata keys' findings, shared by the records of one call (keys repeat)
+        self.key_cache = key_cache
         #: a metadata entry {"password": "..."} is an assignment whose name is the key
         self.assignment = next((d for d in detectors if d.name == "secret.assignment"), None)
         self.names: set[str] = set()
@@ -423,10 +429,12 @@ class _Screen:
         self.flagged = False
         self.redacted = False
 
-    def text(self, text: Optional[str], extra: Sequence[Finding] = ()) -> Optional[str]:
+    def text(self, text: Optional[str], extra: Sequence[Finding] = (),
+             found: Optional[list[Finding]] = None) -> Optional[str]:
         if not text:
             return text
-        found = scan(text, self.detectors)
+        if found is None:
+            found = scan(text, self.detectors)
         if extra:
             found = sorted([*found, *extra], key=lambda f: (f.start, -f.end, f.detector))
         to_redact = []
@@ -454,7 +462,7 @@ class _Screen:
             # stored as given, under a "clean" verdict); a redacted key is renamed
             out: dict[Any, Any] = {}
             for k, v in value.items():
-                key = self.text(k) if isinstance(k, str) else k
+                key = self.key(k) if isinstance(k, str) else k
                 if key in out:
                     raise ArgumentError(
                         f"two metadata keys become {key!r} once the firewall redacts them; nothing was written. "
@@ -464,11 +472,20 @@ class _Screen:
         return value
 
 
+    def key(self, key: str) -> Optional[str]:
+        """A metadata key as the policy lets it be stored (screened as a text)."""
+        if self.key_cache is None:
+            return self.text(key)
+        found = self.key_cache.get(key)
+        if found is None:
+            found = self.key_cache[key] = scan(key, self.detectors)
+        return self.text(key, found=found)
+
     def _keyed(self, key: Any, value: str) -> list[Finding]:
         """The secret a metadata entry holds as ``{"password": "..."}``: the assignment
         detector over ``key=value``, its spans moved onto the value (red29: only values were
         looked at, so the name that makes a value a password was never seen)."""
-        if self.assignment is None or not isinstance(key, str):
+        if self.assignment is None or not isinstance(key, str) or not _ASSIGNMENT_NAME.search(key):
             return []
         shift = len(key) + 1
         return [Finding(f.detector, f.category, f.start - shift, f.end - shift)
@@ -478,10 +495,12 @@ class _Screen:
 def screen_record(
     policy: FirewallPolicy, detectors: Sequence[Detector], texts: Sequence[Optional[str]],
     metadata: Optional[Mapping[str, Any]], role: Optional[str],
+    key_cache: Optional[dict[str, list[Finding]]] = None,
 ) -> Screened:
     """Screen one record's texts (content, index text or caller chunks) and metadata string
-    values; the verdict goes into a copy of the metadata under :data:`VERDICT_KEY`."""
-    s = _Screen(policy, detectors)
+    values and keys; the verdict goes into a copy of the metadata under :data:`VERDICT_KEY`.
+    ``key_cache``: a dict the records of one call share (their keys' findings)."""
+    s = _Screen(policy, detectors, key_cache)
     new_texts = [s.text(t) for t in texts]
     md = None if metadata is None else s.value(dict(metadata))
     source = metadata.get("source") if metadata is not None else None

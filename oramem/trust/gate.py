@@ -64,10 +64,11 @@ def screen_drafts(policy: FirewallPolicy, drafts: Sequence[RecordDraft], *, rest
     category_of = {d.name: d.category for d in detectors}
     out: list[RecordDraft] = []
     rejected: list[tuple[int, str]] = []
+    key_cache: dict[str, Any] = {}  # the records' metadata keys repeat: each is scanned once a call
     for i, d in enumerate(drafts):
         md = _without_verdict(d.metadata) if restoring else d.metadata
         texts, shape = _draft_texts(d)
-        s: Screened = screen_record(policy, detectors, texts, md, d.role)
+        s: Screened = screen_record(policy, detectors, texts, md, d.role, key_cache)
         rejected.extend((i, name) for name in s.rejected)
         if rejected:
             continue

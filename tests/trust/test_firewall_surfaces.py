@@ -312,3 +312,15 @@ def test_metadata_entry_named_like_a_password_is_a_secret(tmp_path):
         assert md[VERDICT_KEY]["verdict"] == "redacted"
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert b"Zq8vR2mT5kL9xW3n" not in raw and b"Tr0ub4dor&3x" not in raw
+
+
+def test_a_key_repeated_across_the_records_of_one_call_is_judged_for_each(tmp_path):
+    """The keys' findings are scanned once per call and shared by its records (a cache): each
+    record still gets them."""
+    with _store(tmp_path) as s:
+        s.set_firewall(FirewallPolicy(secret="reject", instruction="flag"))
+        with pytest.raises(FirewallRejected) as err:
+            s.add(["a", "b"], "memory", metadata=[{OPENAI: 1}, {"x": 1, OPENAI: 2}])
+        assert err.value.findings == [(0, "secret.openai_key"), (1, "secret.openai_key")]
+        ids = s.add(["a", "b", "c"], "memory", metadata=[{INJECTION: 1}, {"plain": 1}, {INJECTION: 2}])
+        assert [s.get("memory", i).metadata[VERDICT_KEY]["verdict"] for i in ids] == ["flagged", "clean", "flagged"]
