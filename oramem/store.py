@@ -799,20 +799,24 @@ class OracleMemoryStore(IMemoryStore):
 
     def add_user(self, user_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = self._n()
-        return self._write(norm, self._profile_drafts("user_profile", user_id, information, metadata), DEFAULT_BATCH_SIZE)[0]
+        drafts = self._screened(self._profile_drafts("user_profile", user_id, information, metadata), self.get_firewall())
+        return self._write(norm, drafts, DEFAULT_BATCH_SIZE)[0]
 
     async def add_user_async(self, user_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = await self._na()
         drafts = self._profile_drafts("user_profile", user_id, information, metadata)
+        drafts = self._screened(drafts, await self.get_firewall_async())
         return (await self._write_async(norm, drafts, DEFAULT_BATCH_SIZE))[0]
 
     def add_agent(self, agent_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = self._n()
-        return self._write(norm, self._profile_drafts("agent_profile", agent_id, information, metadata), DEFAULT_BATCH_SIZE)[0]
+        drafts = self._screened(self._profile_drafts("agent_profile", agent_id, information, metadata), self.get_firewall())
+        return self._write(norm, drafts, DEFAULT_BATCH_SIZE)[0]
 
     async def add_agent_async(self, agent_id: str, information: str, metadata: Optional[Mapping[str, Any]] = None) -> str:
         norm = await self._na()
         drafts = self._profile_drafts("agent_profile", agent_id, information, metadata)
+        drafts = self._screened(drafts, await self.get_firewall_async())
         return (await self._write_async(norm, drafts, DEFAULT_BATCH_SIZE))[0]
 
     # -- reads -------------------------------------------------------------------------------
@@ -898,7 +902,19 @@ class OracleMemoryStore(IMemoryStore):
         policy = self.get_firewall()
         if policy is not None and (text is not NOT_SET or index_text is not NOT_SET or metadata is not NOT_SET):
             norm.update_plan(record_type, record_id, text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor)
-            screened = screen_update(policy, self.get(record_type, record_id), text, index_text, metadata)
+            current = self.get(record_type, record_id)
+            if current is None and (ttl_days is not NOT_SET or ttl_anchor is not NOT_SET):
+                # SC-5.6: a new expiry revives an expired record, which get does not return, and
+                # its text went in unscreened under its old verdict (red29): revive it first, in
+                # a block, then screen what it will hold; a refusal rolls the revival back
+                with self.transaction():
+                    if not self.update(record_type, record_id, timestamp=timestamp, ttl_days=ttl_days, ttl_anchor=ttl_anchor):
+                        return 0
+                    if self.get(record_type, record_id) is None:
+                        raise ArgumentError(_still_expired(record_type, record_id))
+                    return self.update(record_type, record_id, text=text, index_text=index_text, embedding=embedding,
+                                       metadata=metadata, timestamp=timestamp, ttl_days=ttl_days, ttl_anchor=ttl_anchor)
+            screened = screen_update(policy, current, text, index_text, metadata)
             text, index_text, metadata = screened.text, screened.index_text, screened.metadata
         fields, texts = norm.update_plan(record_type, record_id, text, index_text, embedding, metadata,
                                          timestamp, ttl_days, ttl_anchor)
@@ -912,7 +928,19 @@ class OracleMemoryStore(IMemoryStore):
         policy = await self.get_firewall_async()
         if policy is not None and (text is not NOT_SET or index_text is not NOT_SET or metadata is not NOT_SET):
             norm.update_plan(record_type, record_id, text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor)
-            screened = screen_update(policy, await self.get_async(record_type, record_id), text, index_text, metadata)
+            current = await self.get_async(record_type, record_id)
+            if current is None and (ttl_days is not NOT_SET or ttl_anchor is not NOT_SET):
+                # SC-5.6 / SC-15.5: revive first, in a block, then screen (as update() does)
+                async with self.transaction_async():
+                    if not await self.update_async(record_type, record_id, timestamp=timestamp, ttl_days=ttl_days,
+                                                   ttl_anchor=ttl_anchor):
+                        return 0
+                    if await self.get_async(record_type, record_id) is None:
+                        raise ArgumentError(_still_expired(record_type, record_id))
+                    return await self.update_async(record_type, record_id, text=text, index_text=index_text,
+                                                   embedding=embedding, metadata=metadata, timestamp=timestamp,
+                                                   ttl_days=ttl_days, ttl_anchor=ttl_anchor)
+            screened = screen_update(policy, current, text, index_text, metadata)
             text, index_text, metadata = screened.text, screened.index_text, screened.metadata
         fields, texts = norm.update_plan(record_type, record_id, text, index_text, embedding, metadata,
                                          timestamp, ttl_days, ttl_anchor)
@@ -1147,6 +1175,12 @@ def _with_call_hints(function: Any, hints: Mapping[str, str]) -> Any:
                 raise
             raise better from None
     return hinted
+
+
+def _still_expired(record_type: str, record_id: str) -> str:
+    return (f"this update leaves {record_type} {record_id!r} expired (its new expiry is already past), and under the "
+            "store's firewall the text and metadata of a record nobody can read are not changed; nothing was "
+            "written. Give an expiry that makes it visible (e.g. ttl_days=None), or update only its expiry")
 
 
 def _as_float(results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:

@@ -38,6 +38,7 @@ from typing import Any, Iterable, Optional, Sequence
 from . import require
 from ._colour import call, run_async, run_async_in_transaction, run_sync, run_sync_in_transaction
 from ..threads import write_refusal
+from ..trust.firewall import VERDICT_KEY
 from ._threads import ThreadScope
 
 require("langchain_core", "langchain")
@@ -79,6 +80,16 @@ def _check_id_list(ids: Any) -> None:
     ids ("ab" deleting the records 'a' and 'b'; red27)."""
     if isinstance(ids, (str, bytes)):
         raise TypeError(f"ids must be a list of ids, got one {type(ids).__name__}: pass [{ids!r}] for that one record")
+
+
+def _read_back(meta: Optional[dict], existing: Any) -> Optional[dict]:
+    """A Document's metadata for the upsert of its record: without the firewall's verdict
+    when it is the one the record holds (SC-15.4: the key is the firewall's, and Documents
+    this store returns carry it, so ``add_documents(get_by_ids(...))`` was refused on a store
+    with a policy; red29). Any other verdict is left for the store to refuse."""
+    if not meta or VERDICT_KEY not in meta or meta[VERDICT_KEY] != (existing.metadata or {}).get(VERDICT_KEY):
+        return meta
+    return {k: v for k, v in meta.items() if k != VERDICT_KEY}
 
 
 class OramemVectorStore(VectorStore):
@@ -128,7 +139,7 @@ class OramemVectorStore(VectorStore):
                 if existing is not None:
                     if (existing.user_id, existing.agent_id, existing.thread_id) != tuple(self._scope.values()):
                         raise ValueError(f"id {rid!r} is taken by a record of another scope; choose another id")
-                    yield call("update", self._type, rid, text=text, metadata=meta or None)
+                    yield call("update", self._type, rid, text=text, metadata=_read_back(meta, existing) or None)
                     out.append(rid)
                     continue
             new_texts.append(text)

@@ -39,6 +39,8 @@ metadata was written by another scope (a search or ``list_namespaces`` above a
 ``scope_from_namespace`` label reads every user's records): a record is an item of this store
 only under the id this store derives from its namespace and key, with the scope it gives that
 namespace; a query search asks the store for more hits while others fill its top-k.
+On a store with a write-time firewall (SC-15) a ``put`` whose namespace labels or key hold
+text the policy redacts is refused (the item could not be found by them again).
 ``list_namespaces`` and a search without a query read the matching records' metadata
 (filters run in the database), so they cost one pass over the matching items.
 """
@@ -55,6 +57,7 @@ from typing import Any, Iterable, Optional, cast
 from . import require
 from ..errors import DuplicateRecordError
 from ..threads import write_refusal
+from ..trust.firewall import VERDICT_KEY, scan
 from ._colour import call, run_async, run_async_in_transaction, run_sync, run_sync_in_transaction
 
 require("langgraph.store.base", "langgraph")
@@ -359,7 +362,9 @@ class OramemStore(BaseStore):
         if ttl is None:
             return
         moment = _now()
-        metadata = dict(record.metadata)
+        # the firewall's verdict (SC-15.4) is not the caller's to write back: a store with a
+        # policy recomputes it over what the record holds (SC-15.5), one without has none
+        metadata = {k: v for k, v in record.metadata.items() if k != VERDICT_KEY}
         metadata["langgraph"] = {**meta, "expires_at": _iso(moment + timedelta(minutes=ttl))}
         yield call("update", self._record_type, record.id, metadata=metadata, **self._expiry_fields(ttl, moment))
 
@@ -389,6 +394,7 @@ class OramemStore(BaseStore):
             if existing is not None:
                 yield call("delete", self._record_type, record_id)
             return None
+        yield from self._labels_kept(namespace, op.key)
         value = dict(op.value)
         ttl = op.ttl if op.ttl is not None else self._default_ttl
         moment = _now()
@@ -456,6 +462,26 @@ class OramemStore(BaseStore):
             yield call("delete", self._record_type, record_id)
             yield add
         return None
+
+    def _labels_kept(self, namespace: tuple[str, ...], key: str):
+        """The item's namespace labels and key go into its record's metadata, which the
+        store's firewall screens (SC-15.2): a label or key holding what the policy redacts (a
+        phone number under ``pii="redact"``) would be stored redacted, and the item, found by
+        its exact namespace and key, could never be read back (red29: the put succeeded and
+        get returned None). Refused before anything is written; a rejected category is
+        refused by the store itself."""
+        policy = yield call("get_firewall")
+        if policy is None:
+            return
+        detectors = policy.active_detectors()
+        parts = [(f"namespace label {i + 1}", label) for i, label in enumerate(namespace)] + [("the key", key)]
+        for what, text in parts:
+            names = sorted({f.detector for f in scan(text, detectors) if policy.action(f.category) == "redact"})
+            if names:
+                raise ValueError(
+                    f"{what} holds text the store's firewall redacts ({', '.join(names)}), so the item could not be "
+                    "found by its namespace and key again; nothing was written. Use a label or key without it "
+                    "(an id instead of a phone number or e-mail address), or change the store's policy")
 
     def _search(self, op: SearchOp):
         prefix = tuple(op.namespace_prefix)

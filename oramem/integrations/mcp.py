@@ -266,6 +266,23 @@ def _client_metadata(metadata: Any) -> None:
                          "label of its source; remove the key (records written here have the default source, 'api')")
 
 
+def _client_text_update(record: Any, keeps_metadata: bool) -> None:
+    """A client may not rewrite the text of a record whose source someone else named: its
+    metadata ``"source"`` (which a client cannot set) or its message role is the label the
+    store's firewall gives the record's trust by (SC-15.4), and an update keeps it, so the
+    client's text would be stored as the application's or the assistant's words with their
+    trust (red29). New metadata (``keeps_metadata`` False) replaces the source, not the role."""
+    source = (record.metadata or {}).get("source") if keeps_metadata else None
+    label = f"source {source!r}" if isinstance(source, str) else None
+    role = getattr(record, "role", None)
+    if label is None and isinstance(role, str):
+        label = f"role {role!r}"
+    if label is not None:
+        raise ValueError(f"this memory was written with {label}, which gives it its trust label; a client cannot "
+                         "rewrite its text under that label: add a new memory instead"
+                         + (", or give new metadata with the text" if label.startswith("source") else ""))
+
+
 #: what of an erasure receipt's verification (SC-14.2) a client sees
 _CLIENT_VERIFICATION = ("status", "tokens_checked", "verified_at")
 #: the scan's label of a text index's token table (Oracle Text, ``DR$<index>$I``; SC-14.2)
@@ -495,8 +512,11 @@ def build_server(
             changes["metadata"] = metadata
         chosen = scope(user_id, agent_id)
         async with store.transaction_async():  # the check and the write commit together
-            if await visible(record_type, record_id, chosen) is None:
+            record = await visible(record_type, record_id, chosen)
+            if record is None:
                 return {"updated": 0}
+            if text is not None:
+                _client_text_update(record, keeps_metadata=metadata is None)
             return {"updated": await store.update_async(record_type, record_id, **changes)}
 
     @server.tool()

@@ -4,6 +4,7 @@ store is dropped or recreated."""
 
 from __future__ import annotations
 
+import json
 from typing import Iterable
 
 from ._sqlite import sqlite3
@@ -34,14 +35,24 @@ def drop_entries(conn: sqlite3.Connection, store_id: str) -> None:
         conn.execute(f"DELETE FROM {AUDIT_TABLE} WHERE store_id = ?", (store_id,))
 
 
-def erase_subject(conn: sqlite3.Connection, store_id: str, kind: str, subject_id: str) -> int:
+def erase_subject(conn: sqlite3.Connection, store_id: str, kind: str, subject_id: str,
+                  thread_ids: Iterable[str] = ()) -> int:
     """Inside ``forget``'s transaction: the entries made in the erased subject's scope
-    (SC-16.6); ``kind`` is ``"user"`` or ``"agent"``."""
+    (SC-16.6); ``kind`` is ``"user"`` or ``"agent"``. ``thread_ids``: the threads the erasure
+    removed whole (her private conversations, SC-13.3): an entry made in one of them (an
+    agent-wide read of her thread) names her conversation and served her records, so it goes
+    too (red29: it stayed, with a thread id that often holds her name, under a clean receipt)."""
     if not audit_exists(conn):
         return 0
     column = "user_id" if kind == "user" else "agent_id"  # one of two fixed names
-    return int(conn.execute(f"DELETE FROM {AUDIT_TABLE} WHERE store_id = ? AND {column} = ?",
-                            (store_id, subject_id)).rowcount)
+    erased = int(conn.execute(f"DELETE FROM {AUDIT_TABLE} WHERE store_id = ? AND {column} = ?",
+                              (store_id, subject_id)).rowcount)
+    threads = sorted(set(thread_ids))
+    if threads:
+        erased += int(conn.execute(
+            f"DELETE FROM {AUDIT_TABLE} WHERE store_id = ? AND thread_id IN (SELECT value FROM json_each(?))",
+            (store_id, json.dumps(threads))).rowcount)
+    return erased
 
 
 def tombstones(conn: sqlite3.Connection, store_id: str, subject_hashes: Iterable[str]) -> set[str]:

@@ -430,7 +430,8 @@ class SQLiteEngine(Engine):
                 erasure_log.write_tombstone(tx.conn, tx.tables.store_id, tombstone)
                 # SC-16.6: the audit entries of the erased scope go in the same transaction, as forget's
                 kind = "user" if record_type == "user_profile" else "agent"
-                audited = audit_log.erase_subject(tx.conn, tx.tables.store_id, kind, record_id)
+                audited = audit_log.erase_subject(tx.conn, tx.tables.store_id, kind, record_id,
+                                                  event.thread_ids if event is not None else ())
                 if audited:
                     counts[audit_log.AUDIT_TABLE] = audited
             return count, counts
@@ -485,7 +486,7 @@ class SQLiteEngine(Engine):
             # audited read that committed its entry before this erasure loses it here, and one
             # that read before it and writes after finds the tombstone (trust.audit)
             kind = "user" if request.user_id is not None else "agent"
-            audited = audit_log.erase_subject(tx.conn, tx.tables.store_id, kind, actor)
+            audited = audit_log.erase_subject(tx.conn, tx.tables.store_id, kind, actor, cascade.thread_ids)
             counts = dict(tx.erased)
             if audited:
                 counts[audit_log.AUDIT_TABLE] = audited

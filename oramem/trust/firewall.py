@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence, runtime_checkable
 
-from ..errors import StoreError
+from ..errors import ArgumentError, StoreError
 
 __all__ = [
     "ACTIONS",
@@ -182,13 +182,23 @@ def _secret_value(text: str) -> bool:
     return _mixed(text) or (len(text) >= 10 and (has_symbol or random_case))
 
 
+#: the names secret.assignment knows: a metadata key without one is no assignment's name
+_ASSIGNMENT_NAME = re.compile(
+    r"password|passwd|passphrase|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret", re.I)
+#: a key block's body: after the BEGIN marker, up to the END marker (or the text's end)
+_KEY_BODY = re.compile(r"-----BEGIN [^\n]*?-----(.*?)(?:-----END|\Z)", re.S)
+#: line breaks written as escapes (a key block inside a JSON text: a LangGraph item's content)
+_ESCAPED_BREAK = re.compile(r"\\[nrt]")
+
+
 def _key_block(text: str) -> bool:
-    """A private key block has a base64 body, not a sentence between its markers."""
-    lines = text.splitlines()
-    body = "".join(line.strip() for line in lines[1:-1] if ":" not in line)
-    if not lines[0].rstrip().endswith("-----") or len(lines) < 2:
-        body = text.split("-----", 4)[-1]
-    body = body.replace("-----", "")
+    """A private key block has a base64 body, not a sentence between its markers; on lines
+    of its own (header lines such as ``Proc-Type:`` left out), on one line, or with its line
+    breaks escaped as in a JSON text (red29: a block on one line or inside a JSON text was not
+    found: its body was read after the END marker)."""
+    m = _KEY_BODY.match(text)
+    body = _ESCAPED_BREAK.sub("\n", m.group(1) if m else "")
+    body = "".join(line.strip() for line in body.splitlines() if ":" not in line)
     clean = [c for c in body if not c.isspace()]
     b64 = sum(1 for c in clean if c.isalnum() or c in "+/=")
     return len(clean) >= 40 and b64 >= 0.95 * len(clean)
@@ -218,9 +228,10 @@ _BUILTIN: tuple[PatternDetector, ...] = (
                     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     PatternDetector("secret.bearer_token", "secret",
                     re.compile(r"\bbearer\s+([A-Za-z0-9._~+/-]{20,}=*)", _I), _mixed, group=1),
+    # the name may end an identifier (DB_PASSWORD=) and be quoted (JSON, a dict literal: "password": "...")
     PatternDetector("secret.assignment", "secret", re.compile(
-        r"\b(?:password|passwd|passphrase|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)"
-        r"\s*[:=]\s*[\"']?([^\s\"',;]{6,})", _I), _secret_value, group=1),
+        r"(?<![A-Za-z0-9])(?:password|passwd|passphrase|api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token"
+        r"|client[_-]?secret)[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{6,})", _I), _secret_value, group=1),
     PatternDetector("secret.card_number", "secret", re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), _card),
     # -- instructions aimed at the agent -------------------------------------------------
     PatternDetector("instruction.override", "instruction", re.compile(
@@ -405,18 +416,27 @@ class Screened:
 class _Screen:
     """One record's screening under a policy."""
 
-    def __init__(self, policy: FirewallPolicy, detectors: Sequence[Detector]) -> None:
+    def __init__(self, policy: FirewallPolicy, detectors: Sequence[Detector],
+                 key_cache: Optional[dict[str, list[Finding]]] = None) -> None:
         self.policy = policy
         self.detectors = detectors
+        #: metadata keys' findings, shared by the records of one call (keys repeat)
+        self.key_cache = key_cache
+        #: a metadata entry {"password": "..."} is an assignment whose name is the key
+        self.assignment = next((d for d in detectors if d.name == "secret.assignment"), None)
         self.names: set[str] = set()
         self.rejected: set[str] = set()
         self.flagged = False
         self.redacted = False
 
-    def text(self, text: Optional[str]) -> Optional[str]:
+    def text(self, text: Optional[str], extra: Sequence[Finding] = (),
+             found: Optional[list[Finding]] = None) -> Optional[str]:
         if not text:
             return text
-        found = scan(text, self.detectors)
+        if found is None:
+            found = scan(text, self.detectors)
+        if extra:
+            found = sorted([*found, *extra], key=lambda f: (f.start, -f.end, f.detector))
         to_redact = []
         for f in found:
             action = self.policy.action(f.category)
@@ -438,17 +458,49 @@ class _Screen:
         if isinstance(value, list):
             return [self.value(v) for v in value]
         if isinstance(value, dict):
-            return {k: self.value(v) for k, v in value.items()}
+            # keys are text the record carries as well (red29: a key the policy rejects was
+            # stored as given, under a "clean" verdict); a redacted key is renamed
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                key = self.key(k) if isinstance(k, str) else k
+                if key in out:
+                    raise ArgumentError(
+                        f"two metadata keys become {key!r} once the firewall redacts them; nothing was written. "
+                        "Rename the keys (a key should not hold a secret)")
+                out[key] = self.text(v, self._keyed(k, v)) if isinstance(v, str) else self.value(v)
+            return out
         return value
+
+
+    def key(self, key: str) -> Optional[str]:
+        """A metadata key as the policy lets it be stored (screened as a text)."""
+        if self.key_cache is None:
+            return self.text(key)
+        found = self.key_cache.get(key)
+        if found is None:
+            found = self.key_cache[key] = scan(key, self.detectors)
+        return self.text(key, found=found)
+
+    def _keyed(self, key: Any, value: str) -> list[Finding]:
+        """The secret a metadata entry holds as ``{"password": "..."}``: the assignment
+        detector over ``key=value``, its spans moved onto the value (red29: only values were
+        looked at, so the name that makes a value a password was never seen)."""
+        if self.assignment is None or not isinstance(key, str) or not _ASSIGNMENT_NAME.search(key):
+            return []
+        shift = len(key) + 1
+        return [Finding(f.detector, f.category, f.start - shift, f.end - shift)
+                for f in scan(f"{key}={value}", [self.assignment]) if f.start >= shift]
 
 
 def screen_record(
     policy: FirewallPolicy, detectors: Sequence[Detector], texts: Sequence[Optional[str]],
     metadata: Optional[Mapping[str, Any]], role: Optional[str],
+    key_cache: Optional[dict[str, list[Finding]]] = None,
 ) -> Screened:
     """Screen one record's texts (content, index text or caller chunks) and metadata string
-    values; the verdict goes into a copy of the metadata under :data:`VERDICT_KEY`."""
-    s = _Screen(policy, detectors)
+    values and keys; the verdict goes into a copy of the metadata under :data:`VERDICT_KEY`.
+    ``key_cache``: a dict the records of one call share (their keys' findings)."""
+    s = _Screen(policy, detectors, key_cache)
     new_texts = [s.text(t) for t in texts]
     md = None if metadata is None else s.value(dict(metadata))
     source = metadata.get("source") if metadata is not None else None

@@ -64,10 +64,11 @@ def screen_drafts(policy: FirewallPolicy, drafts: Sequence[RecordDraft], *, rest
     category_of = {d.name: d.category for d in detectors}
     out: list[RecordDraft] = []
     rejected: list[tuple[int, str]] = []
+    key_cache: dict[str, Any] = {}  # the records' metadata keys repeat: each is scanned once a call
     for i, d in enumerate(drafts):
         md = _without_verdict(d.metadata) if restoring else d.metadata
         texts, shape = _draft_texts(d)
-        s: Screened = screen_record(policy, detectors, texts, md, d.role)
+        s: Screened = screen_record(policy, detectors, texts, md, d.role, key_cache)
         rejected.extend((i, name) for name in s.rejected)
         if rejected:
             continue
@@ -104,7 +105,11 @@ def screen_update(policy: FirewallPolicy, current: Optional[Record], text: Any, 
     new_texts: list[Optional[str]] = []
     if text is not NOT_SET:
         new_texts.append(text)
-    if index_text is not NOT_SET:
+    # index_text: one text, None, or caller chunks (a list of texts, SC-4.5) screened each
+    chunked = index_text is not NOT_SET and isinstance(index_text, (list, tuple))
+    if chunked:
+        new_texts.extend(index_text)
+    elif index_text is not NOT_SET:
         new_texts.append(index_text)
     base_md = _without_verdict(current.metadata) if metadata is NOT_SET else metadata
     role = getattr(current, "role", None)  # MessageRecord has one
@@ -125,7 +130,11 @@ def screen_update(policy: FirewallPolicy, current: Optional[Record], text: Any, 
                 verdict["verdict"], verdict["trust"] = "flagged", "untrusted"
     it = iter(s.texts)
     new_text = next(it) if text is not NOT_SET else NOT_SET
-    new_index = next(it) if index_text is not NOT_SET else NOT_SET
+    new_index: Any = NOT_SET
+    if chunked:
+        new_index = type(index_text)(it)
+    elif index_text is not NOT_SET:
+        new_index = next(it)
     return UpdateFields(new_text, new_index, md)
 
 
@@ -169,6 +178,7 @@ def screen_knowledge(policy: FirewallPolicy, reply: Mapping[str, Any], source: s
                            for key, value in reply.items()}
     slots: list[tuple[dict[str, Any], str, Optional[int]]] = []
     texts: list[Optional[str]] = []
+    structured: list[dict[str, Any]] = []  # facts whose value is JSON other than a string
     for key, names in _KNOWLEDGE_TEXT.items():
         for item in out.get(key) or ():
             for name in names:
@@ -176,18 +186,30 @@ def screen_knowledge(policy: FirewallPolicy, reply: Mapping[str, Any], source: s
                 if isinstance(value, str):
                     slots.append((item, name, None))
                     texts.append(value)
+                elif key == "facts" and name == "value" and isinstance(value, (dict, list)):
+                    # any JSON: its strings and keys are screened as metadata's are (red29:
+                    # a dict value, or a list of dicts, was stored past the policy)
+                    structured.append(item)
                 elif isinstance(value, list):
                     item[name] = list(value)
                     for index, x in enumerate(value):
                         if isinstance(x, str):
                             slots.append((item, name, index))
                             texts.append(x)
-    s = _screen_one(policy, texts, {"source": source}, "knowledge items")
+    values_key = "oramem_knowledge_values"
+    metadata: dict[str, Any] = {"source": source}
+    if structured:
+        metadata[values_key] = [item["value"] for item in structured]
+    s = _screen_one(policy, texts, metadata, "knowledge items")
     for (item, name, at), new in zip(slots, s.texts):
         if at is None:
             item[name] = new
         else:
             item[name][at] = new
+    if structured:
+        screened_md = s.metadata or {}
+        for item, new in zip(structured, screened_md.pop(values_key)):
+            item["value"] = new
     return out, s
 
 
@@ -202,11 +224,13 @@ def _screen_one(policy: FirewallPolicy, texts: Sequence[Optional[str]], metadata
     return s
 
 
-def screen_message(policy: FirewallPolicy, text: str, source: str) -> Screened:
+def screen_message(policy: FirewallPolicy, text: str, source: str, speaker: Optional[str] = None) -> Screened:
     """A knowledge-layer message under the store's policy (SC-15.6): the screened text and
     its verdict (``Screened.metadata[VERDICT_KEY]``); :class:`FirewallRejected` when a
-    rejected category matched. ``source`` is the write's source label."""
-    return _screen_one(policy, [text], {"source": source}, "message")
+    rejected category matched. ``source`` is the write's source label. ``speaker``: the
+    write's speaker name, which goes to the LLM with the message and becomes a person
+    entity, screened with it as one message (``Screened.texts[1]``; red29)."""
+    return _screen_one(policy, [text] if speaker is None else [text, speaker], {"source": source}, "message")
 
 
 def screen_note(policy: FirewallPolicy, text: str, what: str) -> str:

@@ -81,30 +81,32 @@ def check_write(agent_id: Any, message: Any, speaker_name: Any, *, user_id: Any,
     return user_id, session_id, when, recent
 
 
-async def screen(rt: KnowledgeRuntime, message: str, source: str, recent: list[str],
-                 ) -> tuple[str, list[str], Any, Optional[WriteResult], list[str]]:
-    """SC-15.6: the store firewall sees the message, and the ``recent_messages`` that go to
-    the LLM with it (in a shared thread other users' turns), before the LLM, the embedder or
-    any row: (the message to use, the recent messages to use, the verdict to report, the
-    result to return at once when the message is flagged, warnings). The recent messages are
+async def screen(rt: KnowledgeRuntime, message: str, source: str, recent: list[str], speaker: str,
+                 ) -> tuple[str, str, list[str], Any, Optional[WriteResult], list[str]]:
+    """SC-15.6: the store firewall sees the message with its speaker name, and the
+    ``recent_messages`` that go to the LLM with it (in a shared thread other users' turns),
+    before the LLM, the embedder or any row: (the message to use, the speaker name to use,
+    the recent messages to use, the verdict to report, the result to return at once when
+    the message is flagged, warnings). The speaker name goes to the LLM and becomes a person
+    entity, so it is screened with the message (red29: it went past the policy). The recent messages are
     screened as the message is (:func:`oramem.trust.gate.screen_context`): a flagged one is
     left out, secrets are redacted, a rejected category raises."""
     policy = await rt.in_thread(rt.store.get_firewall)
     if policy is None:
-        return message, recent, None, None, []
+        return message, speaker, recent, None, None, []
     warnings: list[str] = []
     if recent:
         recent, left_out = screen_context(policy, recent, source)
         if left_out:
             warnings.append(f"the store's firewall flagged {left_out} of the recent messages: they were left out "
                             "of the extraction's context")
-    screened = screen_message(policy, message, source)
+    screened = screen_message(policy, message, source, speaker)
     verdict = (screened.metadata or {})[VERDICT_KEY]
     if screened.verdict == "flagged":
-        return message, recent, verdict, WriteResult(firewall=verdict, warnings=[
+        return message, speaker, recent, verdict, WriteResult(firewall=verdict, warnings=[
             "the store's firewall flagged this message (" + ", ".join(screened.findings)
             + "): it was not extracted into knowledge", *warnings]), warnings
-    return screened.texts[0] or "", recent, verdict, None, warnings
+    return screened.texts[0] or "", screened.texts[1] or speaker, recent, verdict, None, warnings
 
 
 def manual_run(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, agent_id: Any, *, entities: Any, facts: Any, relations: Any, user_id: Any, source: Any, session_id: Any,
@@ -185,7 +187,7 @@ async def write_message(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: 
     # KC-3.10: the erasures of its scope when the call starts; one committed after this makes
     # the write's commit (or its job's insert) refuse
     mark = None if dry_run else await erasures.note_async(rt, agent_id, user_id)
-    message, recent, verdict, flagged, warnings = await screen(rt, message, source, recent)
+    message, speaker_name, recent, verdict, flagged, warnings = await screen(rt, message, source, recent, speaker_name)
     if flagged is not None:
         return flagged
     if background:
