@@ -637,6 +637,7 @@ def import_records(
     batch_size: int = 500,
     progress: Optional[Callable[[int], Any]] = None,
     allow_erased: bool = False,
+    keep_verdicts: bool = False,
 ) -> ImportResult:
     """Write parsed ``lines`` (from :func:`parse_lines`), ``batch_size`` per transaction.
 
@@ -645,12 +646,18 @@ def import_records(
     (:class:`oramem.trust.erasure.ErasedSubjectError`) unless ``allow_erased``; then the
     file's erasure-log lines join the store's log.
 
+    SC-15.4: a line's firewall verdict (metadata ``oramem_firewall``) is re-screened when the
+    store has a policy and dropped when it has none, unless ``keep_verdicts`` (the caller
+    vouches for the file: a backup of its own store, not edited since).
+
     Raises :class:`ImportStopped` (with the counts so far and the first line not written)
     when a batch fails or on Ctrl-C; ``progress`` is called with the lines done per batch."""
     if on_conflict not in ON_CONFLICT:
         raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if not isinstance(keep_verdicts, bool):
+        raise TypeError(f"keep_verdicts must be True or False, got {type(keep_verdicts).__name__}")
     check_erased(store, lines, allow_erased=allow_erased)
     merge_erasure_log(store, lines)
     seen = _receipt_ids(store)
@@ -683,7 +690,8 @@ def import_records(
     for part in _chunks(records, batch_size):
         try:
             written = store.restore_batches(
-                make_batches(part), times=[ln.times for ln in part], on_conflict=on_conflict, batch_size=batch_size
+                make_batches(part), times=[ln.times for ln in part], on_conflict=on_conflict, batch_size=batch_size,
+                keep_verdicts=keep_verdicts,
             )
         except (ValueError, TypeError, StoreError, KeyboardInterrupt) as exc:
             raise ImportStopped(result, part[0].lineno, exc, part[-1].lineno) from exc

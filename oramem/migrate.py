@@ -628,7 +628,10 @@ def _copy_records(src: Any, dst: Any, info: StoreInfo, now: str, batch_size: int
             batches = _batch(items, info.vector_dim)
             times = [(r.created_at, r.expires_at) for b in batches for r, _ in items if r.record_type == b.record_type]
             if batches:
-                written = store.restore_batches(batches, times=times, on_conflict="skip", batch_size=batch_size)
+                # a store copy keeps the verdicts the source's firewall wrote (callers cannot
+                # write the key, SC-15.4); a target with a policy screens them again
+                written = store.restore_batches(batches, times=times, on_conflict="skip", batch_size=batch_size,
+                                                keep_verdicts=True)
                 report.copied_records += len(written)
                 report.skipped_records += len(times) - len(written)
             step(len(times))

@@ -42,7 +42,7 @@ from .options import check_option_name, encode_option
 from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, StoreSettings
 from .trust.firewall import OPTION_NAME as FIREWALL_OPTION
 from .trust.firewall import VERDICT_KEY, FirewallPolicy
-from .trust.gate import check_reserved, screen_drafts, screen_update
+from .trust.gate import check_reserved, drop_verdicts, screen_drafts, screen_update
 from .batches import PendingRecordBatch
 from .types import (
     NOT_SET,
@@ -704,10 +704,15 @@ class OracleMemoryStore(IMemoryStore):
 
     # -- restore (backups: oramem.jsonl) ------------------------------------------------------
     def _restore_records(self, norm: Normalizer, batches: Any, times: Any, on_conflict: Any,
-                         policy: Optional[FirewallPolicy]) -> tuple[Any, ...]:
+                         policy: Optional[FirewallPolicy], keep_verdicts: Any) -> tuple[Any, ...]:
         if on_conflict not in ON_CONFLICT:
             raise ArgumentError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
-        drafts = self._screened(self._batch_drafts(batches), policy, restoring=True, what="batches")
+        if not isinstance(keep_verdicts, bool):
+            raise ArgumentTypeError(f"keep_verdicts must be True or False, got {type(keep_verdicts).__name__}")
+        drafts = self._batch_drafts(batches)
+        if policy is None and not keep_verdicts:
+            drafts = drop_verdicts(drafts)  # SC-15.4: a backup's verdict is a claim, not a screening
+        drafts = self._screened(drafts, policy, restoring=True, what="batches")
         plans, texts = norm.plan_records(drafts)
         kept = _restored_times(times, drafts)
         return plans, texts, kept
@@ -719,25 +724,31 @@ class OracleMemoryStore(IMemoryStore):
             dataclasses.replace(rec, restored_times=t) if t is not None else rec for rec, t in zip(records, kept)
         )
 
-    def restore_batches(self, batches: Sequence[PendingRecordBatch], *, times: Any = None, on_conflict: str = "fail", **store_kwargs: Any) -> list[str]:
+    def restore_batches(self, batches: Sequence[PendingRecordBatch], *, times: Any = None, on_conflict: str = "fail",
+                        keep_verdicts: bool = False, **store_kwargs: Any) -> list[str]:
         """``add_batches`` for backups: ``times`` (one entry per record, in batch order, or
         None) gives each record's kept ``(created_at, expires_at)`` instead of "now" and the
         TTL (``expires_at`` None = never expires); ``on_conflict`` says what a stored id does:
         "fail" (nothing written), "skip" (keep the stored record) or "replace" (delete it,
-        in the same transaction). Returns the ids written, in input order."""
+        in the same transaction). A record's firewall verdict (metadata ``oramem_firewall``)
+        is recomputed when this store has a policy; without one it is dropped, unless
+        ``keep_verdicts=True`` (the caller vouches for the verdicts: its own backup, a store
+        copy; SC-15.4). Returns the ids written, in input order."""
         norm = self._n()
         size = self._batch_size(store_kwargs)
-        plans, texts, kept = self._restore_records(norm, batches, times, on_conflict, self.get_firewall())
+        plans, texts, kept = self._restore_records(norm, batches, times, on_conflict, self.get_firewall(), keep_verdicts)
         records = self._restored(norm, plans, norm.embed(texts, is_query=False), kept)
         if not records:
             return []
         return self._engine.add(AddRequest(records, size, on_conflict))
 
-    async def restore_batches_async(self, batches: Sequence[PendingRecordBatch], *, times: Any = None, on_conflict: str = "fail", **store_kwargs: Any) -> list[str]:
+    async def restore_batches_async(self, batches: Sequence[PendingRecordBatch], *, times: Any = None, on_conflict: str = "fail",
+                                    keep_verdicts: bool = False, **store_kwargs: Any) -> list[str]:
         """Async twin of :meth:`restore_batches`."""
         norm = await self._na()
         size = self._batch_size(store_kwargs)
-        plans, texts, kept = self._restore_records(norm, batches, times, on_conflict, await self.get_firewall_async())
+        plans, texts, kept = self._restore_records(norm, batches, times, on_conflict, await self.get_firewall_async(),
+                                                   keep_verdicts)
         records = self._restored(norm, plans, await norm.embed_async(texts, is_query=False), kept)
         if not records:
             return []

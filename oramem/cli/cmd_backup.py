@@ -38,7 +38,7 @@ def parse_jsonl(lines: Iterable[str], source: str, **kwargs: Any) -> list[jsonl.
 
 
 def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int, *, progress: bool, on_conflict: str = "fail",
-                 allow_erased: bool = False) -> jsonl.ImportResult:
+                 allow_erased: bool = False, keep_verdicts: bool = False) -> jsonl.ImportResult:
     """Write validated lines, ``batch_size`` per transaction; a failure or Ctrl-C says how
     far it got (exit 2 for bad input, 1 for store errors, 130 for Ctrl-C)."""
     bar_cm = click.progressbar(length=len(lines), label="importing", file=sys.stderr) if progress else contextlib.nullcontext()
@@ -46,7 +46,7 @@ def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int,
         try:
             return jsonl.import_records(
                 store, lines, on_conflict=on_conflict, batch_size=batch_size, progress=bar.update if bar is not None else None,
-                allow_erased=allow_erased,
+                allow_erased=allow_erased, keep_verdicts=keep_verdicts,
             )
         except jsonl.ImportStopped as stop:
             cause = stop.cause
@@ -129,9 +129,10 @@ def _check_knowledge_vectors(header: dict[str, Any], dims: dict[int, int], store
 @click.option("--fresh-times", is_flag=True, help="Ignore created_at/expires_at in the file: set created_at to now and expiry from ttl_days, as add does.")
 @click.option("--no-vectors", is_flag=True, help="Ignore the vectors in the file (export --with-vectors) and embed with this store's embedder.")
 @click.option("--allow-erased", is_flag=True, help="Import records of users or agents erased (`oramem forget`, or the cascade of their profile) (named in the store's or the file's erasure log), which are refused otherwise.")
+@click.option("--keep-verdicts", is_flag=True, help="Keep the firewall verdicts (metadata oramem_firewall) the file's records carry, when this store has no firewall policy: only for a backup of your own store that nobody edited since (a verdict in a file is a claim anyone can write). Without it they are dropped; a store with a policy screens every record again either way.")
 @pass_state
 def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_type: Optional[str], fresh_times: bool,
-            no_vectors: bool, allow_erased: bool) -> None:
+            no_vectors: bool, allow_erased: bool, keep_verdicts: bool) -> None:
     """Import FILE ('-' = stdin): JSON Lines, one record per line, e.g. a file from
     `oramem export` (a backup: ids, scope, content, metadata, created_at and expires_at
     are restored as they were).
@@ -151,6 +152,8 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     before anything is written (exit 2) unless --allow-erased; the file's erasure-log lines
     join the store's log (SC-14.4). One erased in this store while the import runs, whose
     records it then wrote again, is reported after it (exit 1: erase them again).
+    Firewall verdicts in the file are screened again under this store's policy, or dropped
+    when it has none (--keep-verdicts keeps them; SC-15.4).
     """
     source = getattr(file, "name", "<stdin>")
     if isinstance(source, str) and os.path.isfile(source):
@@ -182,7 +185,8 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
         _check_knowledge_vectors(header, kg_vectors, store, source)
     show = not state.json and len(lines) >= 2000 and sys.stderr.isatty()
     started = time.perf_counter()
-    result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict, allow_erased=allow_erased)
+    result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict, allow_erased=allow_erased,
+                          keep_verdicts=keep_verdicts)
     kg_written, kg_skipped = _import_knowledge(state, store, kg_lines, on_conflict, batch_size)
     elapsed = time.perf_counter() - started
     if state.json:

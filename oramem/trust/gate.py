@@ -12,7 +12,7 @@ from ..types import NOT_SET
 from ..types import Record
 from .firewall import VERDICT_KEY, FirewallPolicy, FirewallRejected, Screened, screen_record
 
-__all__ = ["check_reserved", "screen_drafts", "screen_update"]
+__all__ = ["check_reserved", "drop_verdicts", "screen_drafts", "screen_update"]
 
 
 def check_reserved(metadata: Any, argument: str = "metadata") -> None:
@@ -44,6 +44,20 @@ def _without_verdict(md: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]
     if md is None:
         return None
     return {k: v for k, v in md.items() if k != VERDICT_KEY}
+
+
+def drop_verdicts(drafts: Sequence[RecordDraft]) -> list[RecordDraft]:
+    """A restore's drafts without the verdict key a backup line carries (SC-15.4): a backup
+    file is text anyone could have edited, so its ``{"trust": "high"}`` is a claim, not a
+    screening; restored into a store without a policy, the record is stored as written, with
+    no verdict (a restore with ``keep_verdicts=True`` is the operator vouching for the file)."""
+    out: list[RecordDraft] = []
+    for d in drafts:
+        if isinstance(d.metadata, Mapping) and VERDICT_KEY in d.metadata:
+            md, text = _checked_metadata(_without_verdict(d.metadata), "metadata")
+            d = dataclasses.replace(d, metadata=md, metadata_json=text)
+        out.append(d)
+    return out
 
 
 def _draft_texts(d: RecordDraft) -> tuple[list[Optional[str]], str]:
