@@ -10,7 +10,8 @@ from typing import Iterable
 from ._sqlite import sqlite3
 from .erasure import LOG_TABLE
 
-__all__ = ["AUDIT_TABLE", "AUDIT_DDL", "audit_exists", "drop_entries", "erase_subject", "tombstones"]
+__all__ = ["AUDIT_TABLE", "AUDIT_DDL", "audit_exists", "drop_entries", "erase_subject", "receipt_count", "thread_open",
+           "tombstones"]
 
 AUDIT_TABLE = "oramem_audit_log"
 AUDIT_DDL = (
@@ -65,3 +66,18 @@ def tombstones(conn: sqlite3.Connection, store_id: str, subject_hashes: Iterable
     marks = ", ".join("?" for _ in hashes)
     return {row[0] for row in conn.execute(
         f"SELECT receipt_id FROM {LOG_TABLE} WHERE store_id = ? AND subject_hash IN ({marks})", (store_id, *hashes))}
+
+
+def receipt_count(conn: sqlite3.Connection, store_id: str) -> int:
+    """How many erasures the store's log holds (rows are only ever added)."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (LOG_TABLE,)).fetchone()
+    if exists is None:
+        return 0
+    return int(conn.execute(f"SELECT COUNT(*) FROM {LOG_TABLE} WHERE store_id = ?", (store_id,)).fetchone()[0])
+
+
+def thread_open(conn: sqlite3.Connection, records_table: str, thread_id: str) -> bool:
+    """Whether the store holds the thread's row (SC-13.2): an erasure that removes the thread
+    whole deletes it."""
+    return conn.execute(f"SELECT 1 FROM {records_table} WHERE record_type = 'thread' AND id = ?",
+                        (thread_id,)).fetchone() is not None

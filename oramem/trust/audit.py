@@ -27,7 +27,10 @@ Decisions (SC-16):
   agent A's) scope notes, before it reads, which erasures of U and A the erasure log holds
   (:func:`guard`); its entry's transaction looks again, and when an erasure of U or A committed
   in between (its tombstone is in the log) the entry is not written and the read fails with
-  ``StoreError`` (its results were read before her erasure; the caller searches again). SQLite
+  ``StoreError`` (its results were read before her erasure; the caller searches again); a
+  store search naming a thread does the same when an erasure removed that thread whole
+  meanwhile (red30: an agent-wide read of her private thread names neither her nor the
+  agent). SQLite
   serialises the two writes, so either the erasure deletes an entry committed before it, or
   the entry's check sees the erasure's tombstone.
 SQLite only: enabling the audit on another engine raises ``CapabilityError`` (not done on Oracle).
@@ -47,7 +50,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 from ..errors import StoreError
 from ..sqlite._sqlite import sqlite3
-from ..sqlite.audit import AUDIT_DDL, AUDIT_TABLE, audit_exists as _exists, drop_entries, tombstones
+from ..sqlite.audit import AUDIT_DDL, AUDIT_TABLE, audit_exists as _exists, drop_entries, receipt_count, thread_open, tombstones
 
 __all__ = [
     "AUDIT_OPTION", "AuditEntry", "AuditSettings", "audit_settings", "set_audit", "set_audit_async",
@@ -255,11 +258,16 @@ def begin() -> str:
 class ReadGuard:
     """Taken before an audited read (:func:`guard`): whether the audit is on, the erasure
     subjects of the read's scope (``("user", U)``, ``("agent", A)``) and the receipt ids of
-    their erasures the log held then."""
+    their erasures the log held then; for a read naming a thread (or session), the thread,
+    whether its row was there and how many erasures the log held (an erasure of the thread's
+    private owner removes it whole and takes its entries, whoever read it: red30)."""
 
     enabled: bool
     subjects: tuple[tuple[str, str], ...] = ()
     seen: frozenset[str] = frozenset()
+    thread: Optional[str] = None
+    thread_was_open: bool = False
+    receipts: int = 0
 
 
 def _subject_erasures(conn: sqlite3.Connection, store_id: str, subjects: Sequence[tuple[str, str]]) -> set[str]:
@@ -272,19 +280,23 @@ def _subject_erasures(conn: sqlite3.Connection, store_id: str, subjects: Sequenc
     return tombstones(conn, store_id, [subject_hash(salt, kind, sid) for kind, sid in subjects])
 
 
-def _guard(store: Any, user_id: Optional[str], agent_id: Optional[str]) -> ReadGuard:
+def _guard(store: Any, user_id: Optional[str], agent_id: Optional[str], thread_id: Optional[str] = None) -> ReadGuard:
     if _INTERNAL.get() or not audit_settings(store).enabled:
         return ReadGuard(False)
     subjects = tuple((kind, sid) for kind, sid in (("user", user_id), ("agent", agent_id)) if sid is not None)
-    if not subjects:
+    if not subjects and thread_id is None:
         return ReadGuard(True)
     with _engine(store)._read("audit") as (conn, tables, _):
-        return ReadGuard(True, subjects, frozenset(_subject_erasures(conn, tables.store_id, subjects)))
+        seen = frozenset(_subject_erasures(conn, tables.store_id, subjects))
+        if thread_id is None:
+            return ReadGuard(True, subjects, seen)
+        return ReadGuard(True, subjects, seen, thread_id, thread_open(conn, tables.records, thread_id),
+                         receipt_count(conn, tables.store_id))
 
 
 def guard(store: Any, request: Any) -> ReadGuard:
     """Before a store search (SC-16.6): see :class:`ReadGuard`."""
-    return _guard(store, _scope_value(request.user), _scope_value(request.agent))
+    return _guard(store, _scope_value(request.user), _scope_value(request.agent), _scope_value(request.thread))
 
 
 def _write(store: Any, entry: AuditEntry, guard: Optional[ReadGuard] = None) -> None:
@@ -300,6 +312,15 @@ def _write(store: Any, entry: AuditEntry, guard: Optional[ReadGuard] = None) -> 
                 raise StoreError(
                     "the user or agent this read was scoped to was erased (forget) while it ran: its results are "
                     "withheld and no audit entry was written; run it again")
+        if (guard is not None and guard.thread is not None and guard.thread_was_open
+                and receipt_count(tx.conn, tx.tables.store_id) > guard.receipts
+                and not thread_open(tx.conn, tx.tables.records, guard.thread)):
+            # SC-16.6: an erasure removed the read's thread whole (its owner's private
+            # conversation) while the read ran and took the thread's entries; this one would
+            # name her thread and her records after it (red30)
+            raise StoreError(
+                "the thread this read was scoped to was removed by an erasure (forget) while it ran: its results are "
+                "withheld and no audit entry was written; run it again")
         for ddl in AUDIT_DDL:
             tx.conn.execute(ddl)
         tx.conn.execute(
@@ -375,12 +396,13 @@ def _retrieve_entry(km: Any, rid: str, agent_id: str, user_id: Optional[str], se
     return AuditEntry(rid, _now(), "retrieve", user_id, agent_id, session_id, query_hash(store, query), detail)
 
 
-async def guard_retrieve_async(km: Any, agent_id: str, user_id: Optional[str]) -> ReadGuard:
+async def guard_retrieve_async(km: Any, agent_id: str, user_id: Optional[str],
+                               session_id: Optional[str] = None) -> ReadGuard:
     """Before a knowledge ``retrieve`` reads (SC-16.6): see :class:`ReadGuard`."""
     store = km._store
     if _INTERNAL.get() or not settings_of(await km.runtime.in_thread(store.get_option, AUDIT_OPTION)).enabled:
         return ReadGuard(False)
-    result: ReadGuard = await km.runtime.in_thread(_guard, store, user_id, agent_id)
+    result: ReadGuard = await km.runtime.in_thread(_guard, store, user_id, agent_id, session_id)
     return result
 
 
