@@ -930,12 +930,55 @@ def knowledge_vector_dims(lines: Sequence[ImportLine]) -> dict[int, int]:
     return dims
 
 
+def screen_knowledge(policy: Any, lines: Sequence[ImportLine]) -> None:
+    """SC-15.6 for a backup's knowledge rows: under the target store's firewall ``policy``
+    (``store.get_firewall()``; None = no policy, nothing to do) every text a row holds (each
+    string at any depth and each key of a JSON value; time and vector columns aside) is
+    screened, and a finding the policy does not allow refuses the whole import with
+    :class:`oramem.trust.FirewallRejected` before anything is written. A row cannot be
+    redacted or flagged here as a write is: its vectors were made from its text and are never
+    re-embedded, and a knowledge row carries no verdict (a flagged write stores nothing)."""
+    if policy is None or not lines:
+        return
+    from .knowledge.db.schema import UTCDateTime, Vector  # SQLAlchemy: only with knowledge rows to screen
+    from .trust.firewall import FirewallPolicy, FirewallRejected, _Screen
+
+    if not isinstance(policy, FirewallPolicy):
+        raise TypeError(f"policy must be an oramem.trust.FirewallPolicy or None, got {type(policy).__name__}")
+    detectors = policy.active_detectors()
+    tables = {_kg_suffix(t.name, "X"): t for t in _kg_mapping("X", 1).metadata.sorted_tables}
+    found: list[tuple[int, str]] = []
+    where: list[str] = []
+    for ln in lines:
+        if ln.record_type != "kg_row":
+            continue
+        table = tables[ln.fields["table"]]
+        texts = {k: v for k, v in ln.fields["row"].items()
+                 if not isinstance(table.c[k].type, (UTCDateTime, Vector)) and not (isinstance(v, dict) and set(v) == {"$base64"})}
+        screen = _Screen(policy, detectors)
+        screen.value(texts)
+        if screen.rejected or screen.redacted or screen.flagged:
+            names = sorted(screen.names)
+            found.extend((ln.lineno, n) for n in names)
+            where.append(f"line {ln.lineno} ({ln.fields['table']}): {', '.join(names)}")
+    if found:
+        more = f" and {len(where) - 5} more" if len(where) > 5 else ""
+        raise FirewallRejected(
+            f"the store's firewall finds content its policy does not allow in knowledge rows of the file "
+            f"({'; '.join(where[:5])}{more}); knowledge rows are imported as they are (their vectors are never "
+            "re-embedded and they carry no verdict), so nothing was written. Export without the knowledge "
+            "(`oramem export --no-knowledge`) and let new writes rebuild it through the firewall, or change the "
+            "policy (`oramem firewall set ...`)", found)
+
+
 def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], lines: Sequence[ImportLine], *,
-                     on_conflict: str = "fail", batch_size: int = 500) -> tuple[int, int]:
+                     policy: Any, on_conflict: str = "fail", batch_size: int = 500) -> tuple[int, int]:
     """Write knowledge lines into the store's knowledge tables (created when missing, as
     ``KnowledgeMemory`` does), parents first, ``batch_size`` rows per transaction. A row
     whose primary key is stored: "fail" stops before anything of the knowledge rows is
-    written, "skip" keeps the stored row, "replace" replaces it. Returns (written, skipped)."""
+    written, "skip" keeps the stored row, "replace" replaces it. ``policy``: the store's
+    firewall policy (``store.get_firewall()``, None for none), which the rows are screened
+    against first (:func:`screen_knowledge`). Returns (written, skipped)."""
     import sqlalchemy as sa
 
     from .knowledge.db.schema import Vector, apply_schema_policy
@@ -943,6 +986,7 @@ def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], line
 
     if not lines:
         return 0, 0
+    screen_knowledge(policy, lines)
     tables = _kg_mapping(store_id, vector_dim)
     apply_schema_policy(engine, tables, SchemaPolicy.CREATE_IF_NECESSARY)
     by_table: dict[str, list[ImportLine]] = {}

@@ -185,9 +185,12 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
         _check_knowledge_vectors(header, kg_vectors, store, source)
     show = not state.json and len(lines) >= 2000 and sys.stderr.isatty()
     started = time.perf_counter()
+    # SC-15.6: the knowledge rows under this store's policy, before any record is written
+    policy = store.get_firewall() if kg_lines else None
+    jsonl.screen_knowledge(policy, kg_lines)
     result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict, allow_erased=allow_erased,
                           keep_verdicts=keep_verdicts)
-    kg_written, kg_skipped = _import_knowledge(state, store, kg_lines, on_conflict, batch_size)
+    kg_written, kg_skipped = _import_knowledge(state, store, kg_lines, on_conflict, batch_size, policy)
     elapsed = time.perf_counter() - started
     if state.json:
         emit_json({"imported": result.imported, "skipped": result.skipped, "by_type": result.by_type,
@@ -237,14 +240,16 @@ def _sa_engine(path: str, read_only: bool) -> Any:
     return sa.create_engine(f"sqlite:///{target}", module=sqlite3)
 
 
-def _import_knowledge(state: State, store: Any, lines: list, on_conflict: str, batch_size: int) -> tuple[int, int]:
+def _import_knowledge(state: State, store: Any, lines: list, on_conflict: str, batch_size: int,
+                      policy: Any) -> tuple[int, int]:
     """The knowledge rows of a backup (finding 10), after its records, into the store's
     ``<ID>_KG_*`` tables; a bad or conflicting row stops before any knowledge row is written."""
     if not lines:
         return 0, 0
     engine = _sa_engine(state.db, read_only=False)
     try:
-        return jsonl.import_knowledge(engine, store.memory_store_id, store.vector_dim, lines, on_conflict=on_conflict,
+        return jsonl.import_knowledge(engine, store.memory_store_id, store.vector_dim, lines, policy=policy,
+                                      on_conflict=on_conflict,
                                       batch_size=batch_size)
     except jsonl.JSONLError as exc:
         raise CLIError(f"{exc} (the records were imported)", 2) from None

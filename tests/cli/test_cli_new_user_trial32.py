@@ -196,7 +196,7 @@ def test_import_knowledge_refuses_a_vector_of_another_length(tmp_path):
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'k.db'}")
     try:
         with pytest.raises(jsonl.JSONLError, match="8-dimensional embedding_vec; this store's vectors have 16"):
-            jsonl.import_knowledge(engine, "DEFAULT", 16, lines)
+            jsonl.import_knowledge(engine, "DEFAULT", 16, lines, policy=None)
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT count(*) FROM DEFAULT_KG_ENTITY")).scalar() == 0
     finally:

@@ -469,7 +469,7 @@ def test_bobs_imported_knowledge_row_never_adopts_alices_record_under_its_id(env
         jsonl.export_knowledge(engine, store.memory_store_id, store.vector_dim, lines.append)
         [event] = [json.loads(x) for x in lines if '"kg_table": "EVENT"' in x and '"user_id": "bob"' in x]
         event["row"]["id"] = alices
-        jsonl.import_knowledge(engine, store.memory_store_id, store.vector_dim, jsonl.parse_lines([json.dumps(event)]))
+        jsonl.import_knowledge(engine, store.memory_store_id, store.vector_dim, jsonl.parse_lines([json.dumps(event)]), policy=None)
         before = _alices_rows(km, store)
         alice = _scope_rows(km, "alice")
         if how == "export":
@@ -530,7 +530,7 @@ def _import_row(path, store, kg_table: str, user: str, new_id: str) -> None:
         row = next(json.loads(x) for x in lines
                    if f'"kg_table": "{kg_table}"' in x and f'"user_id": "{user}"' in x)
         row["row"]["id"] = new_id
-        jsonl.import_knowledge(engine, store.memory_store_id, store.vector_dim, jsonl.parse_lines([json.dumps(row)]))
+        jsonl.import_knowledge(engine, store.memory_store_id, store.vector_dim, jsonl.parse_lines([json.dumps(row)]), policy=None)
     finally:
         engine.dispose()
 
