@@ -149,11 +149,26 @@ async def run_job(rt: KnowledgeRuntime, config: KnowledgeConfig, job: dict[str, 
             await rt.in_thread(rt.store.delete, "message", eid)
         cfg = merge_config(merge_config(config, payload.get("config_overrides")),
                            {"on_extraction_failure": "rollback"})  # a failed attempt leaves nothing: it is retried
+        # SC-15.6: the job is screened under the store's policy now, as a write is: one queued
+        # before the policy was set went to the LLM and into rows unscreened (red30). A job
+        # screened when queued is unchanged by it (its redactions hold no finding); a rejected
+        # category raises (the attempt fails, retried as any failure, its error says why)
+        from ..write.entry import screen
+
+        message, speaker, recent, _, flagged, _ = await screen(
+            rt, payload["message"], payload["source"], list(payload.get("recent_messages") or []),
+            payload["speaker_name"])
+        if flagged is not None:  # not extracted, as a flagged write is not: nothing is stored
+            done = await rt.in_thread(queue_mod.finish_without_work, rt, jid, wid, now,
+                                      {"event_id": eid, "note": "the store's firewall flagged the queued message ("
+                                       + ", ".join(flagged.firewall["findings"]) + "): it was not extracted"},
+                                      payload, agent_id=agent)
+            return "done" if done else "lost"
         run = WriteRun(
-            rt, agent_id=agent, message=payload["message"], speaker_name=payload["speaker_name"],
+            rt, agent_id=agent, message=message, speaker_name=speaker,
             source=payload["source"], session_id=payload["session_id"],
             occurred_at=parse_when(payload.get("occurred_at"), "occurred_at"),
-            recent_messages=list(payload.get("recent_messages") or []), dry_run=False, cfg=cfg, now=now,
+            recent_messages=recent, dry_run=False, cfg=cfg, now=now,
             verbose=False, event_id=eid, user_id=job.get("user_id"),
         )
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 import sqlalchemy as sa
 
 from ...threads import default_session_id
-from ...trust.firewall import VERDICT_KEY
+from ...trust.firewall import VERDICT_KEY, FirewallRejected
 from ...trust.gate import screen_context, screen_knowledge, screen_message
 from ..config import KnowledgeConfig, merge_config
 from ..db import queries as reads
@@ -159,8 +159,17 @@ async def reprocess_run(rt: KnowledgeRuntime, config: KnowledgeConfig, agent_id:
     status = (row["trace_json"] or {}).get("status")
     if status != "extraction_failed":
         raise ValueError(f"event {event_id!r} has status {status!r}; only extraction_failed events are reprocessed")
+    # SC-15.6: the event's text goes to the LLM again, under the store's policy now (an event
+    # stored before the policy was set went to it unscreened; red30); a flagged text is not
+    # extracted, a rejected category raises
+    message, speaker, _, _, flagged, _ = await screen(rt, row["text"], row["source"], [], row["speaker"] or "user")
+    if flagged is not None:
+        raise FirewallRejected(
+            f"the store's firewall flags event {event_id!r} (" + ", ".join(flagged.firewall["findings"])
+            + "): it is not extracted into knowledge, as a flagged write is not; leave it failed, or delete it",
+            [(0, name) for name in flagged.firewall["findings"]])
     run = WriteRun(
-        rt, agent_id=agent_id, message=row["text"], speaker_name=row["speaker"] or "user", source=row["source"],
+        rt, agent_id=agent_id, message=message, speaker_name=speaker, source=row["source"],
         session_id=row["session_id"] or default_session_id(agent_id, row["user_id"]), occurred_at=row["occurred_at"],
         recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, event_id=event_id, user_id=row["user_id"],
     )
