@@ -11,6 +11,14 @@ content the item's text (a message's string content, or its text parts joined by
 other items: the item as JSON), so oramem search, the knowledge layer and the CLI see the
 conversation as text.
 
+Trust (SC-15.4): under a firewall policy the message role is the record's source label, so
+an item's ``role`` (or ``type``) decides its trust, as ``store.add(roles=...)`` does for any
+caller of the store. The session is the application's writer, not a remote client's (the MCP
+server, whose clients cannot name a source): the SDK writes the input the application gave
+``Runner.run`` and the model's items. An application that forwards its end users' input
+items as given lets them choose the role; give their text as a string (the SDK makes it a
+``user`` item) or set each item's role itself.
+
 Scope: ``user_id`` / ``agent_id`` given to the constructor are written on every message and
 limit every read, pop and clear, matched exactly (``None`` = messages without one). A session id
 is a conversation name, not a grant: Bob's ``OramemSession("conversation-1", user_id="bob")``
