@@ -161,7 +161,7 @@ async def run_job(rt: KnowledgeRuntime, config: KnowledgeConfig, job: dict[str, 
         if flagged is not None:  # not extracted, as a flagged write is not: nothing is stored
             done = await rt.in_thread(queue_mod.finish_without_work, rt, jid, wid, now,
                                       {"event_id": eid, "note": "the store's firewall flagged the queued message ("
-                                       + ", ".join(flagged.firewall["findings"]) + "): it was not extracted"},
+                                       + ", ".join((flagged.firewall or {}).get("findings", [])) + "): it was not extracted"},
                                       payload, agent_id=agent)
             return "done" if done else "lost"
         run = WriteRun(

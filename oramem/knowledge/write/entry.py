@@ -164,10 +164,11 @@ async def reprocess_run(rt: KnowledgeRuntime, config: KnowledgeConfig, agent_id:
     # extracted, a rejected category raises
     message, speaker, _, _, flagged, _ = await screen(rt, row["text"], row["source"], [], row["speaker"] or "user")
     if flagged is not None:
+        findings = list((flagged.firewall or {}).get("findings", []))
         raise FirewallRejected(
-            f"the store's firewall flags event {event_id!r} (" + ", ".join(flagged.firewall["findings"])
+            f"the store's firewall flags event {event_id!r} (" + ", ".join(findings)
             + "): it is not extracted into knowledge, as a flagged write is not; leave it failed, or delete it",
-            [(0, name) for name in flagged.firewall["findings"]])
+            [(0, name) for name in findings])
     run = WriteRun(
         rt, agent_id=agent_id, message=message, speaker_name=speaker, source=row["source"],
         session_id=row["session_id"] or default_session_id(agent_id, row["user_id"]), occurred_at=row["occurred_at"],
