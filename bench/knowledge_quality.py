@@ -1,0 +1,153 @@
+"""Knowledge retrieval quality on first-person questions (KC-5.4 [ext]): does reading "I" as
+the reader help, and hurt nowhere?
+
+    PYTHONPATH=<code to measure> python bench/knowledge_quality.py [--model DIR] [--data FILE]
+        [--strategy vector|hybrid ...] [--label NAME] [--dump FILE]
+
+Loads ``bench/knowledge_questions.jsonl`` (hand-written for this bench: 8 users x 10 one-fact
+writes, each message in the first person and its fact in the third person as KC-4.3 says, some
+facts about the user, some about people/things in her life with their own entities and
+relations; 104 questions) into a fresh SQLite store per strategy, each write through
+``km.write`` with the extraction scripted by ``oramem.testing.ScriptedLLM`` (so the extraction
+is exact and only retrieval is measured), every user in her own scope (``user_id``). Then asks
+each question as its user (``km.retrieve(..., user_id=user)``, reranker off, default config)
+and reports, per question kind, recall@1, recall@5 and MRR of the answer fact (rank among the
+returned facts; absent = 0). Kinds: ``first_person_self`` ("where do I live?"),
+``first_person_other`` ("what does my sister do?" -> "Dana works as a teacher"),
+``third_person`` ("where does Carol live?") and ``isolation`` (the answer is ANOTHER user's
+fact: it must never come back; reported as leaks). ``foreign`` counts, over all questions, the
+returned facts that belong to another user (must be 0).
+
+Which code is measured is whatever ``oramem`` the interpreter imports: set PYTHONPATH to a
+checkout (for example ``git archive <rev> | tar -x -C DIR``). The embedder is ONNXEmbedder over
+all-MiniLM-L6-v2 (``--model``). Prints one markdown table; ``--dump`` writes per question the
+answer's rank and the first three facts (JSON lines) for diffing two versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KINDS = ("first_person_self", "first_person_other", "third_person", "isolation")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def add_all(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"decisions": [{"new_fact_index": f["index"], "action": "ADD"} for f in payload["new_facts"]]}
+
+
+def load(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    with open(path, encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    writes = [r for r in rows if r["type"] == "write"]
+    questions = [r for r in rows if r["type"] == "question"]
+    owner: dict[str, str] = {}
+    for w in writes:
+        for _, fact in w["facts"]:
+            if owner.setdefault(fact, w["user"]) != w["user"]:
+                raise SystemExit(f"{path}: fact {fact!r} is written by two users; make fact texts unique per user")
+    for q in questions:
+        if q["kind"] not in KINDS:
+            raise SystemExit(f"{path}: question kind {q['kind']!r} is not one of {KINDS}")
+        if q["answer"] not in owner:
+            raise SystemExit(f"{path}: answer {q['answer']!r} of {q['query']!r} is no written fact")
+        if (owner[q["answer"]] == q["user"]) == (q["kind"] == "isolation"):
+            raise SystemExit(f"{path}: {q['query']!r} ({q['kind']}) as {q['user']}: its answer belongs to {owner[q['answer']]}")
+    return writes, questions
+
+
+def run(strategy: str, model: str, writes: list[dict[str, Any]], questions: list[dict[str, Any]], tmp: str) -> list[dict[str, Any]]:
+    from oramem import SQLiteMemoryStore
+    from oramem.embedders.onnx import ONNXEmbedder
+    from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
+    from oramem.testing import ScriptedLLM
+
+    clock = Clock()
+    llm = ScriptedLLM({"event_emotion": {"emotion": "neutral", "intensity": 0.2, "energy": "medium"},
+                       "reconcile": add_all, "resolve_entity": {"match_index": 0}})
+    store = SQLiteMemoryStore(os.path.join(tmp, f"{strategy}.db"), embedder=ONNXEmbedder(model), clock=clock,
+                              search_strategy=strategy)
+    km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False), clock=clock)
+    owner = {fact: w["user"] for w in writes for _, fact in w["facts"]}
+    out = []
+    try:
+        for w in writes:
+            llm.route("extract", {
+                "entities": [{"name": n, "type": t} for n, t in w["entities"]],
+                "facts": [{"subject": s, "fact": f, "confidence": "explicit_statement"} for s, f in w["facts"]],
+                "relations": [{"source": s, "target": t, "rel_type": r} for s, t, r in w["relations"]],
+                "intentions": [], "observations": []})
+            km.write("bench", w["message"], w["speaker"], user_id=w["user"])
+            clock.now += timedelta(minutes=1)
+        for q in questions:
+            facts = [f.fact_text for f in km.retrieve("bench", q["query"], user_id=q["user"]).facts]
+            rank = facts.index(q["answer"]) + 1 if q["answer"] in facts else 0
+            foreign = [f for f in facts if owner.get(f, q["user"]) != q["user"]]
+            out.append({**q, "strategy": strategy, "rank": rank, "foreign": foreign, "top3": facts[:3]})
+    finally:
+        km.close()
+        store.close()
+    return out
+
+
+def table(results: list[dict[str, Any]], label: str) -> str:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        groups[(r["strategy"], r["kind"])].append(r)
+    lines = ["| code | store | kind | n | recall@1 | recall@5 | MRR | leaks / foreign facts |", "|---|---|---|---|---|---|---|---|"]
+    for (strategy, kind), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], KINDS.index(kv[0][1]))):
+        n = len(rs)
+        foreign = sum(len(r["foreign"]) for r in rs)
+        if kind == "isolation":
+            leaks = sum(r["rank"] > 0 for r in rs)
+            lines.append(f"| {label} | {strategy} | {kind} | {n} | - | - | - | {leaks} / {foreign} |")
+            continue
+        r1 = sum(0 < r["rank"] <= 1 for r in rs) / n
+        r5 = sum(0 < r["rank"] <= 5 for r in rs) / n
+        mrr = sum(1 / r["rank"] for r in rs if r["rank"]) / n
+        lines.append(f"| {label} | {strategy} | {kind} | {n} | {r1:.3f} | {r5:.3f} | {mrr:.3f} | - / {foreign} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="/work/models/all-MiniLM-L6-v2", help="all-MiniLM-L6-v2 ONNX directory")
+    ap.add_argument("--data", default=os.path.join(HERE, "knowledge_questions.jsonl"))
+    ap.add_argument("--strategy", action="append", choices=("vector", "hybrid"), help="default: both")
+    ap.add_argument("--label", default="", help="the name of the measured code in the table")
+    ap.add_argument("--dump", default=None, help="write per-question ranks here (JSON lines)")
+    args = ap.parse_args()
+    if not os.path.isfile(os.path.join(args.model, "model.onnx")):
+        raise SystemExit(f"--model {args.model}: no model.onnx there; give the all-MiniLM-L6-v2 ONNX export's directory")
+    import oramem
+
+    print(f"# oramem from {os.path.dirname(oramem.__file__)}", file=sys.stderr)
+    writes, questions = load(args.data)
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for strategy in args.strategy or ["vector", "hybrid"]:
+            results += run(strategy, args.model, writes, questions, tmp)
+    if args.dump:
+        with open(args.dump, "w", encoding="utf-8") as fh:
+            for r in results:
+                fh.write(json.dumps(r) + "\n")
+    print(table(results, args.label or "?"))
+
+
+if __name__ == "__main__":
+    main()
