@@ -262,13 +262,25 @@ def below_similarity(min_similarity: float) -> float:
 
 
 async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[Any]:
-    if st.fact_qvec is None:
+    if st.qvec is None:
         return []
-    hits: list[Any] = await _visible_search(st,
-        query_vector=st.fact_qvec, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="vector",
-        metadata_filter=_store_filter(st, filter_keys), max_distance=below_similarity(st.cfg.min_similarity),
-    )
-    return hits
+
+    async def search(vector: np.ndarray) -> list[Any]:
+        return await _visible_search(st,
+            query_vector=vector, k=pool, agent_id=st.agent_id, record_types=["fact"], strategy="vector",
+            metadata_filter=_store_filter(st, filter_keys), max_distance=below_similarity(st.cfg.min_similarity),
+        )
+
+    if st.reader is None or st.fact_qvec is None:
+        return await search(st.qvec)
+    # KC-5.4 [ext]: a fact's similarity is the larger of the query's as spoken and as read in the
+    # third person, so no fact scores below what the query as spoken gives it
+    spoken, third = await asyncio.gather(search(st.qvec), search(st.fact_qvec))
+    best: dict[str, tuple[Any, float]] = {}
+    for record, distance in [(r, float(d)) for r, d in spoken + third]:
+        if record.id not in best or distance < best[record.id][1]:
+            best[record.id] = (record, distance)
+    return sorted(best.values(), key=lambda h: (h[1], h[0].record_type, h[0].id))[:pool]
 
 
 async def keyword_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery) -> list[Any]:
