@@ -114,3 +114,37 @@ def test_a_retrieve_in_flight_when_she_is_erased_writes_no_entry_of_hers(tmp_pat
         finally:
             km.close()
     assert ALICE.encode() not in _raw(tmp_path)
+
+
+def test_an_agent_wide_retrieve_of_her_session_in_flight_when_she_is_erased_writes_no_entry(tmp_path, monkeypatch):
+    """A knowledge retrieve's entry names its session as the thread. An agent-wide retrieve
+    (no user) of Alice's private session names neither her nor the agent, so its guard did not
+    see her erasure and the entry (her session id) was written after it (red30 left it: the
+    store search's guard learnt threads, the retrieve's call did not pass its session)."""
+    from oramem.knowledge.read import run as read_run
+
+    db = tmp_path / "a.db"
+    session = "chat-alice-fernandes"
+    with open_store(db) as store, open_store(db) as other:
+        seed(store)
+        store.add(["I need a loan for my bakery"], "message", thread_ids=session, user_ids=ALICE,
+                  agent_ids="concierge", roles=["user"])
+        audit.set_audit(store, True)
+        km = KnowledgeMemory(store, ScriptedLLM({}), config=KnowledgeConfig(enable_reranker=False))
+        KnowledgeMemory(other, None)
+        try:
+            km.add_fact("concierge", "Concierge", "The concierge answers loan questions", subject_type="person")
+            real = read_run.run_retrieve
+
+            async def erased_after_read(run):
+                result = await real(run)
+                _in_thread(lambda: other.forget(user_id=ALICE))
+                return result
+
+            monkeypatch.setattr(read_run, "run_retrieve", erased_after_read)
+            with pytest.raises(StoreError, match="removed by an erasure"):
+                km.retrieve("concierge", "who answers loan questions?", session_id=session)
+            assert [e for e in audit.find(store) if e.thread_id == session] == []
+        finally:
+            km.close()
+    assert session.encode() not in _raw(tmp_path)

@@ -38,7 +38,7 @@ async def retrieve(rt: KnowledgeRuntime, config: KnowledgeConfig, audited: Any, 
         entity_keys=list(entity_keys) if entity_keys is not None else None, as_of=as_of_dt, known_at=known_dt,
         include_directives=bool(include_directives), cfg=cfg, now=now, verbose=bool(verbose), user_id=user_id,
     )
-    guard = await audit.guard_retrieve_async(audited, agent_id, user_id)  # SC-16.6: before the read
+    guard = await audit.guard_retrieve_async(audited, agent_id, user_id, session_id)  # SC-16.6: before the read
     with operation_span(rt.tracer_provider, "retrieve", run) as span:
         result = await run_retrieve(run)
         finish_span(span, result.stats)
