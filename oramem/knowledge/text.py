@@ -131,9 +131,15 @@ _FIRST_PERSON = {"i'm": "{n} is", "i've": "{n} has", "i'll": "{n} will", "i'd": 
 _FIRST_PERSON_RE = re.compile(r"(?<![\w'])(i'm|i've|i'll|i'd|i|me|myself)(?![\w'])", re.IGNORECASE)
 
 
+#: "my" and "mine", read as the reader's only where nothing else matched (KC-5.4 [ext])
+_POSSESSIVE_RE = re.compile(r"(?<![\w'])(my|mine)(?![\w'])", re.IGNORECASE)
+
+
 def first_person(query: str) -> bool:
-    """Whether ``query`` names its speaker as subject or object (I, me, myself; English)."""
-    return _FIRST_PERSON_RE.search(query.replace("\u2019", "'")) is not None
+    """Whether ``query`` speaks in the first person: names its speaker as subject or object (I,
+    me, myself) or says "my"/"mine" (English)."""
+    q = query.replace("\u2019", "'")
+    return _FIRST_PERSON_RE.search(q) is not None or _POSSESSIVE_RE.search(q) is not None
 
 
 def in_third_person(query: str, name: str) -> str:
@@ -142,6 +148,15 @@ def in_third_person(query: str, name: str) -> str:
     in the third person (KC-4.3), and a sentence model puts "where do I live?" far from "Carol
     lives in Rome" (cosine 0.22 with all-MiniLM-L6-v2; 0.83 once rewritten)."""
     return _FIRST_PERSON_RE.sub(lambda m: _FIRST_PERSON[m.group(1).lower()].format(n=name), query.replace("\u2019", "'"))
+
+
+def in_third_person_possessive(query: str, name: str) -> str:
+    """:func:`in_third_person` with "my"/"mine" also read as ``name``'s ("what is my job?" ->
+    "what is Carol's job?"). The semantic signal searches with it only when the query as spoken
+    and as :func:`in_third_person` reads it find no fact: her name in the query lifts all her
+    own facts above a fact about another entity of hers ("what does my sister do?"), and where
+    nothing was found there is nothing to lift them over (bench/results/knowledge_quality.md)."""
+    return _POSSESSIVE_RE.sub(f"{name}'s", in_third_person(query, name))
 
 
 def to_utc(value: datetime) -> datetime:

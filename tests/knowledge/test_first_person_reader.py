@@ -17,7 +17,7 @@ import pytest
 
 from oramem import SQLiteMemoryStore
 from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
-from oramem.knowledge.text import first_person, in_third_person
+from oramem.knowledge.text import first_person, in_third_person, in_third_person_possessive
 
 from .helpers import Clock, adding_llm, extract
 
@@ -32,8 +32,30 @@ from .helpers import Clock, adding_llm, extract
     ("what did Ike say about Irma?", "what did Ike say about Irma?"),
 ])
 def test_first_person_forms_become_the_readers_name(query, expected):
-    assert first_person(query) is (query != expected)
+    # "my" alone names the reader too (for the fallback search), though this rewrite keeps it
+    assert first_person(query) is (query != expected or "my" in query.split())
     assert in_third_person(query, "Carol") == expected
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("what is my job?", "what is Carol's job?"),
+    ("I'm looking for my keys", "Carol is looking for Carol's keys"),
+    ("is this mine?", "is this Carol's?"),
+    ("what did Ike say about Irma?", "what did Ike say about Irma?"),
+])
+def test_my_becomes_the_readers_for_the_fallback_search(query, expected):
+    """KC-5.4 [ext]: the query the semantic signal searches with when nothing else matched."""
+    assert in_third_person_possessive(query, "Carol") == expected
+
+
+def test_a_query_with_only_my_names_the_reader(km, llm, clock):
+    """"what is my job?" speaks in the first person: the reader is read for it (before: no reader,
+    so the fallback search could not name her)."""
+    for task in ("reconcile", "resolve_entity"):
+        llm.route(task, adding_llm().routes[task])
+    _write(km, llm, clock, "carol", "Carol", "I live in Rome", "Carol lives in Rome")
+    assert first_person("what is my job?") and first_person("is this mine?")
+    assert _reader(km, "what is my job?", "carol")[0] == "Carol"
 
 
 def _write(km, llm, clock, user, speaker, message, fact, session="default"):
@@ -98,6 +120,7 @@ QUESTIONS = [
     ("carol", "where do I live?", "Carol lives in Rome"),
     ("carol", "what do I do for a living?", "Carol works as a nurse"),
     ("carol", "who is my sister?", "Carol's sister is Dana"),
+    ("carol", "what is my job?", "Carol works as a nurse"),
     ("carol", "what do I do on weekends?", "Carol loves hiking on weekends"),
     ("bob", "what am I allergic to?", "Bob is allergic to peanuts"),
     ("bob", "what car do I drive?", "Bob drives a red Fiat"),
@@ -110,7 +133,8 @@ QUESTIONS = [
 def test_first_person_questions_find_the_readers_fact_first_real_model(tmp_path):
     """With the default model: each question's fact first, for every reader (before: 'where do I
     live?' and 'what do I do for a living?' returned no fact; vector store, so the semantic signal
-    alone; 'who is my sister?' is as spoken and stays first)."""
+    alone; 'who is my sister?' is as spoken and stays first; 'what is my job?' finds nothing as
+    spoken nor with I read as the reader, so it is searched with 'my' read as hers too)."""
     from oramem.embedders.onnx import ONNXEmbedder
 
     clock = Clock()

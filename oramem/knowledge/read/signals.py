@@ -13,7 +13,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from ..db import queries as reads
-from ..text import first_person, in_third_person, ngrams, norm, slug
+from ..text import first_person, in_third_person, in_third_person_possessive, ngrams, norm, slug
 from ..types import ExpandedQuery, GraphRetrievalResult, RetrievalPlan
 from .scoring import clip01, days, plan_retrieval, recency_score
 from .state import RetrieveState
@@ -215,17 +215,26 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
     """``st.qvec``, the query's vector; on a failure None and the warning to give (returned, not
     given here: the caller gives it where the pipeline's warnings expect it). Run as a task
     beside the first reads: the embedder works on the pool meanwhile."""
-    texts = [st.query] if st.reader is None else [st.query, in_third_person(st.query, st.reader)]
+    texts = [st.query]
+    if st.reader is not None:  # KC-5.4 [ext]: I/me read as the reader, then "my" too; each once
+        for text in (in_third_person(st.query, st.reader), in_third_person_possessive(st.query, st.reader)):
+            if text not in texts:
+                texts.append(text)
     try:
         out = await st.rt.embed(texts, True, alongside=True)
         arr = np.asarray(out, dtype=np.float32)
         if arr.ndim != 2 or arr.shape[0] != len(texts) or arr.shape[1] != st.rt.dim or not np.all(np.isfinite(arr)):
             raise ValueError(f"embedder returned shape {arr.shape} for {len(texts)} query text(s) of dimension {st.rt.dim}")
-        st.qvec = arr[0]
-        st.fact_qvec = arr[-1]
+        vectors = dict(zip(texts, arr))
+        st.qvec = vectors[st.query]
+        if st.reader is not None:
+            third = vectors[in_third_person(st.query, st.reader)]
+            mine = vectors[in_third_person_possessive(st.query, st.reader)]
+            st.fact_qvec = None if third is st.qvec else third
+            st.mine_qvec = None if mine is third else mine
         return None
     except Exception as exc:  # noqa: BLE001 - KC-7.6: semantic and event signals turn off
-        st.qvec = st.fact_qvec = None
+        st.qvec = st.fact_qvec = st.mine_qvec = None
         return f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off"
 
 
@@ -271,16 +280,21 @@ async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list
             metadata_filter=_store_filter(st, filter_keys), max_distance=below_similarity(st.cfg.min_similarity),
         )
 
-    if st.reader is None or st.fact_qvec is None:
-        return await search(st.qvec)
-    # KC-5.4 [ext]: a fact's similarity is the larger of the query's as spoken and as read in the
-    # third person, so no fact scores below what the query as spoken gives it
-    spoken, third = await asyncio.gather(search(st.qvec), search(st.fact_qvec))
-    best: dict[str, tuple[Any, float]] = {}
-    for record, distance in [(r, float(d)) for r, d in spoken + third]:
-        if record.id not in best or distance < best[record.id][1]:
-            best[record.id] = (record, distance)
-    return sorted(best.values(), key=lambda h: (h[1], h[0].record_type, h[0].id))[:pool]
+    if st.fact_qvec is None:
+        hits = await search(st.qvec)
+    else:
+        # KC-5.4 [ext]: a fact's similarity is the larger of the query's as spoken and as read in
+        # the third person, so no fact scores below what the query as spoken gives it
+        spoken, third = await asyncio.gather(search(st.qvec), search(st.fact_qvec))
+        best: dict[str, tuple[Any, float]] = {}
+        for record, distance in [(r, float(d)) for r, d in spoken + third]:
+            if record.id not in best or distance < best[record.id][1]:
+                best[record.id] = (record, distance)
+        hits = sorted(best.values(), key=lambda h: (h[1], h[0].record_type, h[0].id))[:pool]
+    if not hits and st.mine_qvec is not None:
+        # KC-5.4 [ext]: nothing found; "my" read as the reader's too ("what is my job?")
+        hits = await search(st.mine_qvec)
+    return hits
 
 
 async def keyword_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]], expanded: ExpandedQuery) -> list[Any]:

@@ -62,10 +62,13 @@ class RetrieveState:
     cands: dict[str, Cand] = field(default_factory=dict)
     qvec: Optional[np.ndarray] = None
     #: the reader's name when the query speaks in the first person (KC-5.4 [ext]) and the
-    #: vector the semantic signal searches facts with: the query's, or the query with "I" read
-    #: as the reader ("where do I live?" -> "where do Carol live?")
+    #: vector the semantic signal also searches facts with: the query with "I" read as the reader
+    #: ("where do I live?" -> "where do Carol live?"; None when that is the query as spoken)
     reader: Optional[str] = None
     fact_qvec: Optional[np.ndarray] = None
+    #: the query with "my"/"mine" also read as the reader's, searched only when the other two
+    #: vectors find no fact (None: no reader, or no "my" in the query)
+    mine_qvec: Optional[np.ndarray] = None
     plan: RetrievalPlan = field(default_factory=RetrievalPlan)
 
     def __post_init__(self) -> None:
