@@ -810,11 +810,33 @@ def _kg_decode(value: Any, column: Any) -> Any:
         import numpy as np
 
         return np.asarray(value, dtype=np.float32)
-    if isinstance(value, dict) and set(value) == {"$base64"}:
+    if isinstance(value, dict) and set(value) == {"$base64"} and _kg_binary(column):
         import base64
 
         return base64.b64decode(value["$base64"])
     return value
+
+
+def _kg_binary(column: Any) -> bool:
+    """A bytes column (none of the knowledge tables has one today): the only kind whose value
+    a line may give as ``{"$base64": ...}`` (:func:`_kg_encode` writes bytes so)."""
+    import sqlalchemy as sa
+
+    from .knowledge.db.schema import Vector
+
+    return isinstance(column.type, sa.LargeBinary) and not isinstance(column.type, Vector)
+
+
+def _kg_check_bytes(table: Any, name: str, row: dict, where: str) -> None:
+    """Bytes only where the column holds bytes: {"$base64": ...} in a text or JSON column was
+    decoded and stored as a BLOB (or as the JSON text "b'...'"), past the firewall's
+    screening of the row's strings (red31)."""
+    not_bytes = sorted(k for k, v in row.items()
+                       if isinstance(v, dict) and set(v) == {"$base64"} and not _kg_binary(table.c[k]))
+    if not_bytes:
+        raise JSONLError(f"{where}: knowledge table {name} column(s) {', '.join(not_bytes)} hold text, JSON, "
+                         "numbers, times or vectors, not bytes: a {\"$base64\": ...} value there is not from "
+                         "`oramem export`; give the value as the export writes it, or export again")
 
 
 def _kg_line(obj: dict, where: str, lineno: int) -> ImportLine:
@@ -827,6 +849,7 @@ def _kg_line(obj: dict, where: str, lineno: int) -> ImportLine:
     unknown = sorted(set(obj["row"]) - {c.name for c in tables[name].columns})
     if unknown:
         raise JSONLError(f"{where}: knowledge table {name} has no column(s) {', '.join(unknown)}")
+    _kg_check_bytes(tables[name], name, obj["row"], where)
     return ImportLine(lineno, "kg_row", {"table": name, "row": obj["row"]})
 
 
@@ -954,7 +977,8 @@ def screen_knowledge(policy: Any, lines: Sequence[ImportLine]) -> None:
             continue
         table = tables[ln.fields["table"]]
         texts = {k: v for k, v in ln.fields["row"].items()
-                 if not isinstance(table.c[k].type, (UTCDateTime, Vector)) and not (isinstance(v, dict) and set(v) == {"$base64"})}
+                 if not isinstance(table.c[k].type, (UTCDateTime, Vector))
+                 and not (isinstance(v, dict) and set(v) == {"$base64"} and _kg_binary(table.c[k]))}
         screen = _Screen(policy, detectors)
         screen.value(texts)
         if screen.rejected or screen.redacted or screen.flagged:
@@ -1004,6 +1028,7 @@ def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], line
                 missing = [c.name for c in pk if ln.fields["row"].get(c.name) is None]
                 if missing:
                     raise JSONLError(f"line {ln.lineno}: knowledge row of {ln.fields['table']} lacks {', '.join(missing)}")
+                _kg_check_bytes(table, ln.fields["table"], ln.fields["row"], f"line {ln.lineno}")
                 for name, value in ln.fields["row"].items():  # written as they are: of this store's dimension
                     if (isinstance(value, list) and isinstance(table.c[name].type, Vector)
                             and vector_dim is not None and len(value) != int(vector_dim)):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, Optional
 
 import click
 
 from ..embedders.identity import describe_identity
 
 from .app import cli
-from .group import CLIError
+from .group import CLIError, one_line
 from .output import emit_json
 from .state import State, pass_state, check_db_path, read_catalog
 
@@ -53,6 +53,33 @@ def check(state: State) -> None:
 
 
 # ----------------------------------------------------------------------------- reembed
+def _reembed_target(state: State) -> Any:
+    """The embedder the --embed-* options select; without them the default model, never the
+    offline fallback: `oramem reembed` offline (no cached model, no ONNX Runtime) moved the store,
+    whatever its embedder (a service's semantic one too), to the lexical HashEmbedder(256) with
+    a notice about "this new store" and exit 0 (red31). Refused before anything is read or
+    written; HashEmbedder stays choosable by name (--embed-dim)."""
+    if state._embedder_flags() or state.new_store_embedder is not None:
+        return state.embedder()
+    from ..embedders.defaults import DEFAULT_MODEL_ID, default_embedder, fallback_reason
+    from ..embedders.hashing import HashEmbedder
+
+    try:
+        embedder = default_embedder(notify=False)
+    except ImportError as exc:
+        raise CLIError(str(exc), 2) from None
+    except RuntimeError as exc:  # ModelNotAvailable for a bad $ORAMEM_ONNX_MODEL
+        raise CLIError(one_line(exc), 1) from None
+    reason = fallback_reason()
+    if isinstance(embedder, HashEmbedder) and reason is not None:
+        raise CLIError(
+            f"reembed without --embed-* options moves the store to the default model {DEFAULT_MODEL_ID}, which is "
+            f"not usable here: {reason}; get it with `oramem models pull` (HF_ENDPOINT may name a Hub mirror), or name "
+            "the target embedder (--embed-onnx DIR, --embed-url URL --embed-model NAME, or --embed-dim N for the "
+            "lexical HashEmbedder); nothing was changed", 2)
+    return embedder
+
+
 @cli.command(short_help="Re-embed a store with another embedder (resumable).")
 @click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1), help="Texts per embedding batch.")
 @click.option("--restart", is_flag=True, help="Discard an unfinished reembed to a different embedder and start over.")
@@ -80,6 +107,7 @@ def reembed(state: State, batch_size: int, restart: bool) -> None:
         except ValueError as exc:
             raise CLIError(str(exc), 2) from None
         sid = state.store_key()
+        row: Optional[dict[str, Any]] = None
     else:
         if state.db == ":memory:" or not os.path.exists(state.db):
             raise CLIError(f"no database at {state.db}")
@@ -87,7 +115,8 @@ def reembed(state: State, batch_size: int, restart: bool) -> None:
         row = read_catalog(state.db).get(sid)
         if row is None:
             raise CLIError(f"no store {sid!r} in {state.db}; pick one with --store")
-    embedder = state.embedder()
+    # a keyword store has no vectors: reembed_store refuses it, whatever the target
+    embedder = state.embedder() if row is not None and row.get("capability") == "keyword" else _reembed_target(state)
     bar: Any = None
 
     def progress(done: int, total: int) -> None:

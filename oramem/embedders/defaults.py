@@ -24,7 +24,7 @@ from typing import Any, Mapping, Optional
 from .hashing import HashEmbedder
 from .identity import identity_of, same_identity
 
-__all__ = ["DEFAULT_MODEL_ID", "MODEL_ENV", "HASH_DIM", "local_model", "default_embedder", "embedder_for", "SEMANTIC_HINT"]
+__all__ = ["DEFAULT_MODEL_ID", "MODEL_ENV", "HASH_DIM", "local_model", "default_embedder", "fallback_reason", "embedder_for", "SEMANTIC_HINT"]
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_ENV = "ORAMEM_ONNX_MODEL"
@@ -112,6 +112,18 @@ def default_embedder(*, notify: bool = True) -> Any:
                       f"and could not be fetched ({_failed})")
             return HashEmbedder(HASH_DIM)
     return ONNXEmbedder(DEFAULT_MODEL_ID, download=False)
+
+
+def fallback_reason() -> Optional[str]:
+    """Why :func:`default_embedder` fell back to HashEmbedder in this process (None when it did
+    not, or was not called): the text its notice gives."""
+    if os.environ.get(MODEL_ENV, "").strip():
+        return None
+    if not _runtime_available():
+        return "ONNX Runtime or tokenizers is not installed (pip install onnxruntime tokenizers)"
+    if _failed is not None:
+        return f"it is not in the model cache and could not be fetched ({_failed})"
+    return None
 
 
 def embedder_for(identity: Optional[Mapping[str, Any]]) -> Optional[Any]:

@@ -106,3 +106,30 @@ def test_describe_and_list_say_whether_the_store_groups_keyword_passages(run, tm
         text = " ".join((root / doc).read_text(encoding="utf-8").split())
         assert "`oramem stores describe` / `stores list --json`" in text, doc
         assert "`oramem stores describe` / `stores list` " not in text, doc
+
+
+def test_reembed_without_options_refuses_the_offline_fallback(run, tmp_path):
+    """red31: without --embed-* options reembed targets the default model; offline (the tests'
+    hub is off, the model cache empty) default_embedder falls back to HashEmbedder(256), and
+    reembed moved a store of another embedder to it (notice: 'for this new store'), exit 0."""
+    run("--embed-dim", "64", "add", "My daughter is allergic to peanuts")
+    out = run("reembed", expect=2)
+    assert "default model" in out.output and "oramem models pull" in out.output and "--embed-dim N" in out.output
+    assert "nothing was changed" in out.output and "new store" not in out.output
+    desc = json.loads(run("--json", "stores", "describe").stdout)
+    assert desc["embedder"] == {"kind": "hash", "dimension": 64, "seed": 0}  # not moved
+    out = run("--embed-dim", "256", "reembed")  # the lexical embedder, named, is still a target
+    assert "HashEmbedder(dim=256, seed=0)" in out.output
+
+
+def test_oracle_reembed_without_options_refuses_before_connecting(monkeypatch):
+    from oramem.cli import cmd_backup
+
+    def connect(*_a, **_k):
+        raise AssertionError("connected: the refusal comes first")
+
+    monkeypatch.setattr(cmd_backup, "oracle_connect", connect)
+    monkeypatch.setenv("ORAMEM_PASSWORD", "x")
+    result = CliRunner().invoke(cli, ["--db", "oracle://scott@db.invalid:1521/FREEPDB1", "reembed"], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert "default model" in result.output and "nothing was changed" in result.output

@@ -105,3 +105,55 @@ def test_import_knowledge_screens_against_the_policy_given(tmp_path):
     finally:
         engine.dispose()
     assert _kg_rows(dst) == 0
+
+
+def _as_base64(backup, column, text):
+    """The backup with the FACT row's ``column`` given as {"$base64": ...} (the form export
+    writes bytes in; no knowledge column holds bytes)."""
+    import base64
+    import json
+
+    out = []
+    for line in backup.read_text(encoding="utf-8").splitlines():
+        obj = json.loads(line)
+        if obj.get("kg_table") == "FACT":
+            obj["row"][column] = {"$base64": base64.b64encode(text.encode()).decode("ascii")}
+        out.append(json.dumps(obj))
+    backup.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return backup
+
+
+@pytest.mark.parametrize("column", ["fact_text", "value_json"])
+def test_cli_import_refuses_base64_in_a_text_or_json_column(tmp_path, column):
+    # red31: the screening skipped {"$base64": ...} values and the import decoded them in any
+    # column: the injection went into fact_text as a BLOB (value_json: the text "b'...'") of a
+    # store whose policy rejects instructions, exit 0
+    backup = _as_base64(_backup(tmp_path, "Bob keeps the keys in the drawer"), column, INJECTION)
+    dst = _target(tmp_path, FirewallPolicy(instruction="reject"))
+    out = subprocess.run(CLI + ["--db", str(dst), "import", str(backup)], env=ENV, capture_output=True, text=True)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"column(s) {column} hold text" in out.stderr and "not bytes" in out.stderr
+    with _store(dst) as store:
+        assert store.list("memory", limit=None) == []
+    assert _kg_rows(dst) == 0
+
+
+def test_import_knowledge_refuses_base64_in_a_text_column(tmp_path):
+    # the library path (jsonl.import_knowledge over lines parsed elsewhere): refused before any
+    # knowledge row is written, under no policy too (the value is not bytes of any column)
+    import base64
+
+    backup = _backup(tmp_path, "Bob keeps the keys in the drawer")
+    lines = [ln for ln in jsonl.parse_lines(backup.read_text(encoding="utf-8").splitlines(), "b.jsonl")
+             if ln.record_type == "kg_row"]
+    fact = next(ln for ln in lines if ln.fields["table"] == "FACT")
+    fact.fields["row"]["fact_text"] = {"$base64": base64.b64encode(INJECTION.encode()).decode("ascii")}
+    dst = _target(tmp_path, None)
+    engine = sa.create_engine(f"sqlite:///{dst}", module=sqlite3)
+    try:
+        for policy in (FirewallPolicy(instruction="reject"), None):
+            with pytest.raises(jsonl.JSONLError, match=r"column\(s\) fact_text hold text.*not bytes"):
+                jsonl.import_knowledge(engine, "DEFAULT", 256, lines, policy=policy)
+    finally:
+        engine.dispose()
+    assert _kg_rows(dst) == 0
