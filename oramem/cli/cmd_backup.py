@@ -129,7 +129,7 @@ def _check_knowledge_vectors(header: dict[str, Any], dims: dict[int, int], store
 @click.option("--fresh-times", is_flag=True, help="Ignore created_at/expires_at in the file: set created_at to now and expiry from ttl_days, as add does.")
 @click.option("--no-vectors", is_flag=True, help="Ignore the vectors in the file (export --with-vectors) and embed with this store's embedder.")
 @click.option("--allow-erased", is_flag=True, help="Import records of users or agents erased (`oramem forget`, or the cascade of their profile) (named in the store's or the file's erasure log), which are refused otherwise.")
-@click.option("--keep-verdicts", is_flag=True, help="Keep the firewall verdicts (metadata oramem_firewall) the file's records carry, when this store has no firewall policy: only for a backup of your own store that nobody edited since (a verdict in a file is a claim anyone can write). Without it they are dropped; a store with a policy screens every record again either way.")
+@click.option("--keep-verdicts", is_flag=True, help="Keep the firewall verdicts (metadata oramem_firewall) the file's records carry, when this store has no firewall policy: only for a backup of your own store that nobody edited since (a verdict in a file is a claim anyone can write). Without it they are dropped. Refused for a store with a policy, which screens every record again.")
 @pass_state
 def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_type: Optional[str], fresh_times: bool,
             no_vectors: bool, allow_erased: bool, keep_verdicts: bool) -> None:
@@ -178,6 +178,10 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     if kg_vectors or any("embedding" in ln.fields for ln in lines):
         state.adopt_for_new_store(header.get("embedder"))  # a fresh file takes the backup's embedder
     store = state.open(create=True)
+    if keep_verdicts and store.get_firewall() is not None:  # no option silently without effect
+        raise CLIError("--keep-verdicts keeps a file's verdicts only in a store without a firewall policy; this store "
+                       "has one and screens every imported record again (its verdict replaces the file's): drop "
+                       "--keep-verdicts; nothing was written", 2)
     _refuse_erased(store, lines + kg_lines, allow_erased, source)
     if any("embedding" in ln.fields for ln in lines):
         _check_vector_source(header, store, source)

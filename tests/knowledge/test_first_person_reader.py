@@ -150,3 +150,15 @@ def test_first_person_questions_find_the_readers_fact_first_real_model(tmp_path)
         km.close()
         store.close()
     assert firsts == {q: [fact] for _, q, fact in QUESTIONS}
+
+
+@pytest.mark.parametrize("assistant", ["Assistant", "support"])
+def test_the_assistants_turns_in_her_scope_are_never_the_reader(km, llm, clock, assistant):
+    """An app that logs the assistant's replies into her scope: the reply is her newest event,
+    and a one-one tie went to it, so "I" was read as the assistant (red31)."""
+    for task in ("reconcile", "resolve_entity"):
+        llm.route(task, adding_llm().routes[task])
+    _write(km, llm, clock, "carol", "Carol", "I live in Rome", "Carol lives in Rome")
+    _write(km, llm, clock, "carol", assistant, "Rome is lovely in spring", "Rome is lovely in spring")
+    assert _reader(km, "where do I live?", "carol")[0] == "Carol"
+

@@ -88,3 +88,20 @@ def test_cli_import_drops_forged_verdicts_unless_keep_verdicts(tmp_path, flag):
     with _store(tmp_path / "d.db") as s:
         md = s.get("memory", "m1").metadata or {}
         assert (md.get(VERDICT_KEY) == FORGED) is flag
+
+
+def test_cli_keep_verdicts_into_a_store_with_a_policy_is_refused_before_anything_is_written(tmp_path):
+    """The flag has no effect where a policy screens every record again (SC-15.4): the CLI says
+    so instead of ignoring it (red31 noticed; no option silently without effect)."""
+    db = tmp_path / "d.db"
+    with _store(db) as s:
+        s.set_firewall(FirewallPolicy())
+    backup = tmp_path / "b.jsonl"
+    backup.write_text(json.dumps({"record_type": "memory", "id": "m1", "content": "plain note",
+                                  "metadata": {VERDICT_KEY: FORGED}}) + "\n", encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    cmd = [sys.executable, "-m", "oramem.cli", "--db", str(db), "import", str(backup), "--keep-verdicts"]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert out.returncode == 2 and "drop --keep-verdicts; nothing was written" in out.stderr, out.stderr
+    with _store(db) as s:
+        assert s.list("memory", limit=None) == []

@@ -60,14 +60,18 @@ def plan_for(st: RetrieveState, conn: sa.Connection) -> RetrievalPlan:
 
 #: the reader's newest events whose speakers name her (KC-5.4 [ext])
 READER_EVENTS = 20
+#: speakers that are never the reader: an application that logs the assistant's turns into her
+#: scope names them so (red31: a tie went to the assistant's newer reply), besides the agent's id
+NOT_THE_READER = frozenset({"assistant", "ai", "ai assistant", "bot", "chatbot", "agent", "system", "model"})
 
 
 def reader_name(st: RetrieveState, conn: sa.Connection) -> Optional[str]:
     """Who "I" is in a first-person query of a user-scoped retrieve (KC-5.4 [ext]): the speaker
     of most of the reader's own :data:`READER_EVENTS` newest events (ties: the newest), read from
     her scope only (``user_id`` = the reader; never the shared events, whose speakers may be
-    anyone). None for a shared-only retrieve, a query not in the first person, or a reader with
-    no event."""
+    anyone), leaving out the speakers that are the agent (its id, or a name in
+    :data:`NOT_THE_READER`). None for a shared-only retrieve, a query not in the first person, or
+    a reader with no event of her own voice."""
     if st.user_id is None or not first_person(st.query):
         return None
     ev = st.t.event
@@ -78,7 +82,7 @@ def reader_name(st: RetrieveState, conn: sa.Connection) -> Optional[str]:
         .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))))
     rows = conn.execute(stmt, {"p_agent": st.agent_id, "p_user": st.user_id, "p_limit": READER_EVENTS})
     names = [str(r[0]).strip() for r in rows]
-    names = [n for n in names if n]
+    names = [n for n in names if n and norm(n) not in NOT_THE_READER and norm(n) != norm(st.agent_id)]
     if not names:
         return None
     counts = Counter(names)
