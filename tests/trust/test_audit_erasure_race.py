@@ -33,6 +33,21 @@ def _in_thread(fn):
     return box[0]
 
 
+def _erase_alice_after_the_read(monkeypatch, other):
+    """A knowledge retrieve's read erases Alice through ``other`` (another caller) after it
+    read: the racy moment before its audit entry is written."""
+    from oramem.knowledge.read import run as read_run
+
+    real = read_run.run_retrieve
+
+    async def erased_after_read(run):
+        result = await real(run)
+        _in_thread(lambda: other.forget(user_id=ALICE))
+        return result
+
+    monkeypatch.setattr(read_run, "run_retrieve", erased_after_read)
+
+
 @pytest.mark.parametrize("colour", ["sync", "async"])
 def test_a_search_in_flight_when_she_is_erased_writes_no_entry_of_hers(tmp_path, monkeypatch, colour):
     db = tmp_path / "a.db"
@@ -90,8 +105,6 @@ def test_an_entry_committed_just_before_her_erasure_goes_with_it(tmp_path, monke
 
 
 def test_a_retrieve_in_flight_when_she_is_erased_writes_no_entry_of_hers(tmp_path, monkeypatch):
-    from oramem.knowledge.read import run as read_run
-
     db = tmp_path / "a.db"
     with open_store(db) as store, open_store(db) as other:
         seed(store)
@@ -100,14 +113,7 @@ def test_a_retrieve_in_flight_when_she_is_erased_writes_no_entry_of_hers(tmp_pat
         KnowledgeMemory(other, None)  # the other store object's forget erases the knowledge tables too
         try:
             km.add_fact("concierge", "Alice", "Alice drinks green tea", subject_type="person", user_id=ALICE)
-            real = read_run.run_retrieve
-
-            async def erased_after_read(run):
-                result = await real(run)
-                _in_thread(lambda: other.forget(user_id=ALICE))
-                return result
-
-            monkeypatch.setattr(read_run, "run_retrieve", erased_after_read)
+            _erase_alice_after_the_read(monkeypatch, other)
             with pytest.raises(StoreError, match="erased"):
                 km.retrieve("concierge", "what does Alice drink?", user_id=ALICE)
             assert audit.find(store, user_id=ALICE) == []
@@ -121,8 +127,6 @@ def test_an_agent_wide_retrieve_of_her_session_in_flight_when_she_is_erased_writ
     (no user) of Alice's private session names neither her nor the agent, so its guard did not
     see her erasure and the entry (her session id) was written after it (red30 left it: the
     store search's guard learnt threads, the retrieve's call did not pass its session)."""
-    from oramem.knowledge.read import run as read_run
-
     db = tmp_path / "a.db"
     session = "chat-alice-fernandes"
     with open_store(db) as store, open_store(db) as other:
@@ -134,14 +138,7 @@ def test_an_agent_wide_retrieve_of_her_session_in_flight_when_she_is_erased_writ
         KnowledgeMemory(other, None)
         try:
             km.add_fact("concierge", "Concierge", "The concierge answers loan questions", subject_type="person")
-            real = read_run.run_retrieve
-
-            async def erased_after_read(run):
-                result = await real(run)
-                _in_thread(lambda: other.forget(user_id=ALICE))
-                return result
-
-            monkeypatch.setattr(read_run, "run_retrieve", erased_after_read)
+            _erase_alice_after_the_read(monkeypatch, other)
             with pytest.raises(StoreError, match="removed by an erasure"):
                 km.retrieve("concierge", "who answers loan questions?", session_id=session)
             assert [e for e in audit.find(store) if e.thread_id == session] == []
