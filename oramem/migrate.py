@@ -78,6 +78,13 @@ def parse_location(text: str, argument: str) -> Location:
         raise ValueError(f"{argument} is empty; give sqlite:PATH or oracle://USER@HOST:PORT/SERVICE")
     if text.startswith("oracle://"):
         rest = text[len("oracle://"):]
+        user = rest.rsplit("@", 1)[0] if "@" in rest else ""
+        if ":" in user or "/" in user:
+            # oracle://app:pw@host/svc: the password would be sent as part of the user name and
+            # printed in every message naming the user (dba33 F1); the location is not repeated
+            raise ValueError(f"{argument}: an Oracle location holds no password (oracle://USER@HOST:PORT/SERVICE); "
+                             "give the password in ORAMEM_PASSWORD or at the prompt (a password on the command "
+                             "line is visible to every user of this machine)")
         if "@" not in rest or not rest.split("@", 1)[0] or "/" not in rest.split("@", 1)[1]:
             raise ValueError(f"{argument} {text!r}: an Oracle location is oracle://USER@HOST:PORT/SERVICE")
         return Location("oracle", rest)

@@ -18,6 +18,7 @@ from ..errors import DuplicateRecordError, StoreError
 from ..sqlite import admin as sqlite_admin
 
 from .app import cli
+from ..oracle_logon import logon_failure
 from .group import CLIError, ask_password, one_line
 from .output import emit_json
 from .state import State, pass_state
@@ -520,8 +521,8 @@ def oracle_connect(user: str, dsn: str) -> Any:
                                 f"no password for Oracle user {user} at {dsn}: set ORAMEM_PASSWORD")
     try:
         return oracledb.connect(user=user, password=password, dsn=dsn)
-    except oracledb.Error as exc:
-        raise StoreError(f"cannot connect to Oracle as {user} at {dsn}: {one_line(exc)}") from None
+    except (oracledb.Error, OSError) as exc:  # OSError: the host name does not resolve (dba33 F2)
+        raise StoreError(logon_failure(exc, user, dsn, password)) from None
 
 
 @cli.command(short_help="Copy every store and its knowledge to another database (resumable).")

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import click
 
 from ..oracle import admin
+from ..oracle_logon import dsn_credentials_problem, logon_failure
 from .group import ask_password
 
 __all__ = ["db", "connect"]
@@ -41,10 +42,16 @@ class _Settings:
             raise click.UsageError("no database given: pass --dsn or set ORAMEM_DSN (e.g. localhost:1521/FREEPDB1)")
         if not self.user:
             raise click.UsageError("no user given: pass --user or set ORAMEM_USER")
+        problem = dsn_credentials_problem(self.dsn)
+        if problem:  # before a password is read or anything is sent (dba33 F1)
+            raise click.UsageError(problem)
         import os
 
         if self.password_stdin:
             password = sys.stdin.readline().rstrip("\r\n")
+            if not password:
+                raise click.UsageError("--password-stdin read an empty first line: write the password of "
+                                       f"{self.user} on the first line of stdin")
         elif os.environ.get("ORAMEM_PASSWORD") is not None:
             password = os.environ["ORAMEM_PASSWORD"]
         else:
@@ -52,8 +59,8 @@ class _Settings:
                                     "or pass --password-stdin and write it on stdin")
         try:
             self._conn = connect(self.dsn, self.user, password)
-        except Exception as e:  # oracledb.Error and friends: say what failed, no traceback
-            raise click.ClickException(f"cannot connect to {self.dsn} as {self.user}: {str(e).splitlines()[0]}")
+        except Exception as e:  # oracledb.Error and friends: say what failed and what to do, no traceback
+            raise click.ClickException(logon_failure(e, self.user, self.dsn, password)) from None
         return self._conn
 
     def close(self) -> None:

@@ -492,6 +492,12 @@ def _check_target(dsn: Any, user: Any, sqlite: Any, password_stdin: bool) -> Non
         raise click.UsageError("--dsn needs --user")
     if not dsn and (user or password_stdin):
         raise click.UsageError("--user and --password-stdin go with --dsn, not a SQLite file")
+    if dsn:
+        from ..oracle_logon import dsn_credentials_problem
+
+        problem = dsn_credentials_problem(dsn)
+        if problem:  # refused before a password is read (dba33 F1)
+            raise click.UsageError(problem)
 
 
 def _target_defaults(dsn: Any, sqlite: Any, store_id: Any) -> tuple:
@@ -554,10 +560,23 @@ def _open_sqlite_store(path: str, sid: str, embed_url: Any, embed_model: Any) ->
 
 
 def _oracle_pool(dsn: str, user: str, password: str) -> Any:
-    """A thin-mode python-oracledb pool (no Instant Client)."""
+    """A thin-mode python-oracledb pool (no Instant Client), logged on once here so that a failed
+    logon is one line saying what to do (dba33 F3: it was python-oracledb's traceback, exit 1)."""
     import oracledb
 
-    return oracledb.create_pool(user=user, password=password, dsn=dsn, min=1, max=2, increment=1)
+    from ..oracle_logon import logon_failure
+    from .group import CLIError
+
+    try:
+        pool = oracledb.create_pool(user=user, password=password, dsn=dsn, min=1, max=2, increment=1)
+    except Exception as exc:
+        raise CLIError(logon_failure(exc, user, dsn, password), 1) from None
+    try:
+        pool.acquire().close()
+    except Exception as exc:
+        pool.close(force=True)
+        raise CLIError(logon_failure(exc, user, dsn, password), 1) from None
+    return pool
 
 
 def _open_oracle_store(pool: Any, sid: str, embed_url: Any, embed_model: Any) -> Any:

@@ -1,0 +1,151 @@
+"""A DBA's first logon (dba33): every command that logs on to Oracle (``oramem db``, ``oramem kg
+--dsn``, ``oramem migrate`` / ``reembed`` on ``oracle://``) refuses a connect string that
+carries a password before connecting and without repeating it, and a failed logon is one line
+with the driver's whole message and what to do. The errors are python-oracledb's own where the
+driver makes them offline (DPY-4018 for a connect string it cannot parse, DPY-6005 for a port
+nothing listens on), else shaped like them (``fakes.db_error``)."""
+
+from __future__ import annotations
+
+import socket
+
+import oracledb
+import pytest
+from click.testing import CliRunner
+
+from oramem.cli import cli
+from oramem.cli import cmd_backup
+from oramem.cli import cmd_db
+from oramem.errors import StoreError
+from oramem.migrate import parse_location
+from oramem.oracle_logon import dsn_credentials_problem, logon_failure
+
+from .fakes import db_error
+
+SECRET = "Secr3t-pw"
+
+
+def _refused_port() -> int:
+    """A local TCP port nothing listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def no_connect(monkeypatch):
+    calls = []
+    monkeypatch.setattr(cmd_db, "connect", lambda *a: calls.append(a))
+    return calls
+
+
+def test_db_refuses_a_dsn_with_a_password_without_printing_it(no_connect):
+    """F1: `oramem db --dsn app/pw@host/svc` printed the password twice (oramem's "cannot connect
+    to app/pw@..." and the driver's DPY-4018 quoting the string)."""
+    res = CliRunner().invoke(cmd_db.db, ["--dsn", f"app/{SECRET}@db:1521/FREEPDB1", "--user", "app", "status"],
+                             env={"ORAMEM_PASSWORD": "other"})
+    assert res.exit_code == 2, res.output
+    assert SECRET not in res.output
+    assert "--dsn holds a user name or password" in res.output and "ORAMEM_PASSWORD" in res.output
+    assert no_connect == []
+
+
+def test_dsn_check_leaves_descriptors_and_plain_easy_connect_alone():
+    assert dsn_credentials_problem("localhost:1521/FREEPDB1") is None
+    assert dsn_credentials_problem("//db.example.com:1521/FREEPDB1") is None
+    assert dsn_credentials_problem("tcps://db:2484/svc?wallet_location=/w@x") is None
+    assert dsn_credentials_problem("(DESCRIPTION=(ADDRESS=(HOST=h)(PORT=1))(CONNECT_DATA=(SERVICE_NAME=s)))") is None
+    assert dsn_credentials_problem("app@db:1521/FREEPDB1")
+    assert SECRET not in (dsn_credentials_problem(f"app/{SECRET}@db/s") or "")
+
+
+def test_the_drivers_own_error_quotes_the_password_and_logon_failure_hides_it():
+    """python-oracledb's DPY-4018 repeats the whole connect string; the line oramem prints does not."""
+    with pytest.raises(oracledb.DatabaseError) as info:
+        oracledb.connect(user="app", password=SECRET, dsn=f"app/{SECRET}@db:1521/FREEPDB1")
+    assert SECRET in str(info.value)  # the driver's behaviour this guards against
+    line = logon_failure(info.value, "app", f"app/{SECRET}@db:1521/FREEPDB1", SECRET)
+    assert SECRET not in line and "DPY-4018" in line and "host:port/service" in line
+
+
+def test_db_connect_refused_keeps_the_cause_and_says_what_to_do(monkeypatch):
+    """F2: DPY-6005's first line is "cannot connect to database (CONNECTION_ID=...)"; the cause
+    ("Connection refused") is on the next line, which was dropped. The real driver's error."""
+    port = _refused_port()
+    monkeypatch.setattr(cmd_db, "connect",
+                        lambda dsn, user, password: oracledb.connect(user=user, password=password, dsn=dsn))
+    res = CliRunner().invoke(cmd_db.db, ["--dsn", f"127.0.0.1:{port}/FREEPDB1", "--user", "app", "doctor"],
+                             env={"ORAMEM_PASSWORD": SECRET})
+    assert res.exit_code == 1, res.output
+    assert "DPY-6005" in res.output and "refused" in res.output.lower()
+    assert "not reachable" in res.output and "listener" in res.output
+    assert SECRET not in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("code, message, says", [
+    (1017, "invalid credential or not authorized; logon denied", "user name or password is wrong"),
+    (28000, "The account is locked.", "ACCOUNT UNLOCK"),
+    (1045, "user APP lacks CREATE SESSION privilege; logon denied", "GRANT CREATE SESSION TO"),
+    (12514, "Cannot connect to database. Service FREEPDB9 is not registered with the listener", "service name"),
+])
+def test_db_logon_errors_say_what_to_do(monkeypatch, code, message, says):
+    def refuse(dsn, user, password):
+        raise db_error(code, message)
+
+    monkeypatch.setattr(cmd_db, "connect", refuse)
+    res = CliRunner().invoke(cmd_db.db, ["--dsn", "db:1521/FREEPDB1", "--user", "app", "status"],
+                             env={"ORAMEM_PASSWORD": SECRET})
+    assert res.exit_code == 1, res.output
+    assert f"ORA-{code:05d}" in res.output and says in res.output
+    assert SECRET not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_db_password_stdin_empty_is_refused_before_connecting(no_connect):
+    res = CliRunner().invoke(cmd_db.db, ["--dsn", "db:1521/FREEPDB1", "--user", "app", "--password-stdin", "status"],
+                             input="\n")
+    assert res.exit_code == 2 and "empty first line" in res.output
+    assert no_connect == []
+
+
+def test_kg_logon_failure_is_one_line_not_a_traceback():
+    """F3: `oramem kg ... --dsn` let python-oracledb's exception through (a traceback)."""
+    port = _refused_port()
+    res = CliRunner().invoke(cli, ["kg", "jobs", "status", "--dsn", f"127.0.0.1:{port}/FREEPDB1", "--user", "app"],
+                             env={"ORAMEM_PASSWORD": SECRET})
+    assert res.exit_code == 1, res.output
+    assert isinstance(res.exception, SystemExit), repr(res.exception)
+    assert "cannot connect to" in res.output and "not reachable" in res.output
+    assert SECRET not in res.output
+
+
+def test_kg_refuses_a_dsn_with_a_password():
+    res = CliRunner().invoke(cli, ["kg", "jobs", "status", "--dsn", f"app/{SECRET}@db:1521/FREEPDB1", "--user", "app"],
+                             env={"ORAMEM_PASSWORD": "other"})
+    assert res.exit_code == 2, res.output
+    assert SECRET not in res.output and "--dsn holds a user name or password" in res.output
+
+
+@pytest.mark.parametrize("location", [f"oracle://app:{SECRET}@db:1521/FREEPDB1",
+                                      f"oracle://app/{SECRET}@db:1521/FREEPDB1"])
+def test_oracle_location_with_a_password_is_refused_without_repeating_it(location):
+    """F1: oracle://app:pw@host/svc sent "app:pw" as the user name and printed it in every error."""
+    with pytest.raises(ValueError) as info:
+        parse_location(location, "SOURCE")
+    assert SECRET not in str(info.value) and "ORAMEM_PASSWORD" in str(info.value)
+    res = CliRunner().invoke(cli, ["migrate", location, "sqlite:unused.db"], env={"ORAMEM_PASSWORD": "other"})
+    assert res.exit_code == 2 and SECRET not in res.output
+
+
+def test_oracle_location_host_that_does_not_resolve_says_what_to_do(monkeypatch):
+    """F2: a host name that does not resolve is socket.gaierror (an OSError, not an oracledb.Error,
+    python-oracledb 26.1 thin mode): it came out as "[Errno -2] Name or service not known" alone."""
+    def gai(**kw):
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(oracledb, "connect", gai)
+    monkeypatch.setenv("ORAMEM_PASSWORD", SECRET)
+    with pytest.raises(StoreError) as info:
+        cmd_backup.oracle_connect("app", "nohost.invalid:1521/FREEPDB1")
+    text = str(info.value)
+    assert "cannot connect to nohost.invalid:1521/FREEPDB1 as app" in text and "not reachable" in text
+    assert SECRET not in text
