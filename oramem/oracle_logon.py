@@ -1,6 +1,6 @@
 """Logging on to Oracle from the command line: the checks made before connecting and the one
 line said when the logon fails (``oramem db``, ``oramem migrate``/``reembed`` on
-``oracle://``, ``oramem kg --dsn``).
+``oracle://``, the ``--dsn`` of ``oramem kg jobs``/``run-jobs``).
 
 Two rules for a DBA's first day (dba33):
 

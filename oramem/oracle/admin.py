@@ -239,10 +239,67 @@ def export_page(conn: Any, store_id: str, after_seq: int, limit: int) -> list[di
     return page
 
 
+_CODE_VERSION = re.compile(r"\b(gc_catalog_version|gc_store_schema_version)\s+CONSTANT\s+PLS_INTEGER\s*:=\s*(\d+)\s*;",
+                           re.IGNORECASE)
+
+
+def code_versions(root: Path) -> dict[str, int]:
+    """The catalog and per-store schema versions the scripts under ``root`` install
+    (``oramem_registry.gc_catalog_version`` / ``gc_store_schema_version``)."""
+    text = (root / "plsql" / "oramem_registry.pks").read_text(encoding="utf-8")
+    found = {m.group(1).lower(): int(m.group(2)) for m in _CODE_VERSION.finditer(text)}
+    if set(found) != {"gc_catalog_version", "gc_store_schema_version"}:
+        raise ScriptError(f"{root / 'plsql' / 'oramem_registry.pks'}: gc_catalog_version / gc_store_schema_version "
+                          "not found; these are not oramem's scripts")
+    return found
+
+
+def _dictionary_rows(conn: Any, sql: str, **binds: Any) -> list[Any]:
+    """Rows of a query on oramem's catalog; none when the table does not exist yet (ORA-00942:
+    a schema oramem was never installed in). Any other error is raised."""
+    with conn.cursor() as cur:
+        try:
+            cur.execute(sql, **binds)
+        except oracledb.DatabaseError as e:
+            code = getattr(e.args[0], "code", None) if e.args else None
+            if code == 942:
+                return []
+            raise
+        return list(cur.fetchall() or [])
+
+
+def check_not_newer(conn: Any, root: Path) -> None:
+    """Refuse (before anything is run) to install scripts older than what this schema holds:
+    a catalog version above the scripts' (``ORAMEM_SCHEMA_VERSION``) or a store whose
+    ``schema_version`` is above theirs. ``CREATE OR REPLACE`` would put the older packages over
+    the newer ones, and those refuse every store of a newer schema version (-20107); the
+    catalog scripts never lower a version, so nothing would say so (dba33 F4)."""
+    code = code_versions(root)
+    catalog = _dictionary_rows(conn, "select max(version) from oramem_schema_version where component = 'CATALOG'")
+    installed = catalog[0][0] if catalog and catalog[0][0] is not None else None
+    newer = _dictionary_rows(conn, "select memory_store_id, schema_version from oramem_stores "
+                                   "where schema_version > :v order by memory_store_id",
+                             v=code["gc_store_schema_version"])
+    problems = []
+    if installed is not None and int(installed) > code["gc_catalog_version"]:
+        problems.append(f"its catalog is version {int(installed)}, these scripts' is {code['gc_catalog_version']}")
+    if newer:
+        names = ", ".join(f"{sid} ({int(v)})" for sid, v in newer[:10]) + ("…" if len(newer) > 10 else "")
+        problems.append(f"{len(newer)} store(s) have a schema version above these scripts' "
+                        f"{code['gc_store_schema_version']}: {names}")
+    if problems:
+        raise ScriptError(
+            "this schema was installed by a newer oramem: " + "; ".join(problems) + f" ({root}). Nothing was run: "
+            "the older packages would replace the newer ones and refuse those stores. Install the oramem release "
+            "that installed it, or a newer one (pip install -U oramem), then run `oramem db upgrade`")
+
+
 def install(conn: Any, scripts_dir: Optional[str] = None, echo: Callable[[str], None] = print) -> int:
-    """Run ``plsql/install.sql``; returns the number of statements. Fails when any oramem
-    package is left INVALID."""
+    """Run ``plsql/install.sql``; returns the number of statements. Refuses scripts older than
+    the schema's oramem (:func:`check_not_newer`); fails when any oramem package is left
+    INVALID."""
     root = scripts_root(scripts_dir)
+    check_not_newer(conn, root)
     n = run_script(conn, root / "plsql" / "install.sql", root, echo)
     invalid = sorted(k for k, s in _installed(conn).items() if s != "VALID")
     if invalid:
@@ -263,9 +320,33 @@ def run_ddl(conn: Any, text: str, label: str) -> int:
     return count
 
 
+def _not_ready(s: dict[str, Any]) -> Optional[str]:
+    """What is wrong with a store ``upgrade`` leaves behind, and what to do; None when it is
+    READY at the code's schema version."""
+    sid, state = s.get("memory_store_id"), s.get("state")
+    have, code = s.get("schema_version"), s.get("code_schema_version")
+    if have is not None and code is not None and have > code:
+        return f"{sid}: schema version {have}, newer than these packages' {code} (install the newer oramem)"
+    if state in (None, "READY"):
+        return None
+    why = f" (last error: {s['last_error']})" if s.get("last_error") else ""
+    if state == "DROPPING":
+        todo = f"finish the drop: oramem_admin.drop_store('{sid}'), or open it with RECREATE"
+    elif state == "BROKEN":
+        todo = (f"fix the cause, then resume with oramem_admin.upgrade_store('{sid}') or an open with "
+                "CREATE_IF_NECESSARY")
+    else:  # CREATING / UPGRADING: a session may still be at work
+        todo = (f"if no session is still working on it (state set at {s.get('updated_at')}), resume with "
+                f"oramem_admin.upgrade_store('{sid}') or an open with CREATE_IF_NECESSARY; a reembed that was "
+                "swapping in vectors of another dimension is finished by running that reembed again")
+    return f"{sid}: {state}{why}: {todo}"
+
+
 def upgrade(conn: Any, scripts_dir: Optional[str] = None, echo: Callable[[str], None] = print) -> list[str]:
     """Re-run the (idempotent) install, then upgrade every store whose schema_version is
-    older than the code's. Returns the ids of the stores upgraded."""
+    older than the code's. Returns the ids of the stores upgraded. Raises :class:`ScriptError`
+    naming every store left not READY (or newer than the code) and what to do, after the
+    others were upgraded: "stores upgraded: none needed" said nothing of them (dba33 F5)."""
     install(conn, scripts_dir, echo)
     done: list[str] = []
     for s in list_stores(conn):
@@ -274,6 +355,10 @@ def upgrade(conn: Any, scripts_dir: Optional[str] = None, echo: Callable[[str], 
             echo(f"upgrading store {s['memory_store_id']} ({s['schema_version']} -> {s['code_schema_version']})")
             _call(conn, ADMIN_CALLS["upgrade_store"], in_store_id=s["memory_store_id"])
             done.append(s["memory_store_id"])
+    left = [p for p in map(_not_ready, list_stores(conn)) if p]
+    if left:
+        raise ScriptError(f"packages installed; stores upgraded: {', '.join(done) or 'none'}; "
+                          f"{len(left)} store(s) not usable: " + "; ".join(left))
     return done
 
 

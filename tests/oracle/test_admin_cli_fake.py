@@ -35,6 +35,11 @@ def scripts(tmp_path, install=None, uninstall="DROP TABLE oramem_registry PURGE;
         "@@../ddl/001_catalog.sql\n@@oramem_errors.pks\nEXEC DBMS_OUTPUT.PUT_LINE('done')\n"
     ))
     (tmp_path / "plsql" / "uninstall.sql").write_text(uninstall)
+    # the versions these scripts install (admin.check_not_newer reads them; not run by install.sql)
+    (tmp_path / "plsql" / "oramem_registry.pks").write_text(
+        "CREATE OR REPLACE PACKAGE oramem_registry AS\n"
+        "   gc_store_schema_version   CONSTANT PLS_INTEGER := 4;\n"
+        "   gc_catalog_version        CONSTANT PLS_INTEGER := 5;\nEND oramem_registry;\n/\n")
     return tmp_path
 
 
@@ -45,9 +50,12 @@ def test_install_runs_statements_in_order_and_checks_compile_errors(tmp_path):
     n = admin.install(VConn(rec), str(root), echo=echoed.append)
     assert n == 3
     executed = [c.name for c in rec.of("execute")]
+    # dba33 F4: the schema's versions are read first (nothing older is installed over them)
+    assert "from oramem_schema_version" in executed[0] and "from oramem_stores" in executed[1]
+    executed = executed[2:]
     assert executed[0].startswith("CREATE TABLE IF NOT EXISTS oramem_registry") and executed[0].endswith("DEFAULT ';')")
     assert executed[1].startswith("CREATE OR REPLACE PACKAGE oramem_errors") and executed[1].endswith("END oramem_errors;")
-    assert "user_errors" in executed[2] and rec.of("execute")[2].binds == {"name": "ORAMEM_ERRORS", "type": "PACKAGE"}
+    assert "user_errors" in executed[2] and rec.of("execute")[4].binds == {"name": "ORAMEM_ERRORS", "type": "PACKAGE"}
     assert executed[3] == "BEGIN DBMS_OUTPUT.PUT_LINE('done'); END;"
     assert echoed == ["installing oramem"]
 
@@ -65,7 +73,7 @@ def test_install_stops_on_the_first_failing_statement(tmp_path):
     rec = Recorder({"sql:CREATE TABLE IF NOT EXISTS": db_error(1031, "insufficient privileges")})
     with pytest.raises(admin.ScriptError, match=r"ddl/001_catalog.sql line 2: ORA-01031"):
         admin.install(VConn(rec), str(root))
-    assert len(rec.of("execute")) == 1
+    assert len(rec.of("execute")) == 3  # the two version queries (dba33 F4), then the failing statement
 
 
 def test_install_reports_invalid_objects(tmp_path):

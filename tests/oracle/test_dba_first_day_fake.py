@@ -1,12 +1,14 @@
-"""A DBA's first logon (dba33): every command that logs on to Oracle (``oramem db``, ``oramem kg
+"""A DBA's first day (dba33). Logging on: every command that logs on to Oracle (``oramem db``, ``oramem kg
 --dsn``, ``oramem migrate`` / ``reembed`` on ``oracle://``) refuses a connect string that
 carries a password before connecting and without repeating it, and a failed logon is one line
 with the driver's whole message and what to do. The errors are python-oracledb's own where the
 driver makes them offline (DPY-4018 for a connect string it cannot parse, DPY-6005 for a port
-nothing listens on), else shaped like them (``fakes.db_error``)."""
+nothing listens on), else shaped like them (``fakes.db_error``). Upgrading: older scripts are not installed over a
+schema a newer oramem installed, and stores `oramem db upgrade` leaves unusable are named."""
 
 from __future__ import annotations
 
+import json
 import socket
 
 import oracledb
@@ -18,9 +20,11 @@ from oramem.cli import cmd_backup
 from oramem.cli import cmd_db
 from oramem.errors import StoreError
 from oramem.migrate import parse_location
+from oramem.oracle import admin
 from oramem.oracle_logon import dsn_credentials_problem, logon_failure
 
-from .fakes import db_error
+from .fakes import FakeConnection, Recorder, db_error
+from .test_admin_cli_fake import ALL_VALID, scripts
 
 SECRET = "Secr3t-pw"
 
@@ -149,3 +153,74 @@ def test_oracle_location_host_that_does_not_resolve_says_what_to_do(monkeypatch)
     text = str(info.value)
     assert "cannot connect to nohost.invalid:1521/FREEPDB1 as app" in text and "not reachable" in text
     assert SECRET not in text
+
+
+# -- upgrade next quarter: older scripts over a newer schema, stores left behind ------------
+
+
+class _VConn(FakeConnection):
+    version = "23.6.0.24.10"
+
+
+def test_repository_code_versions_are_the_registrys():
+    root = admin.scripts_root()
+    versions = admin.code_versions(root)
+    upgrades = sorted((root / "ddl" / "upgrades").glob("*_to_*.sql"))
+    assert versions["gc_catalog_version"] == int(upgrades[-1].stem.split("_to_")[1])
+    assert versions["gc_store_schema_version"] >= 4
+
+
+@pytest.mark.parametrize("answers, says", [
+    ({"sql:from oramem_schema_version": [(6,)]}, "its catalog is version 6, these scripts' is 5"),
+    ({"sql:from oramem_schema_version": [(5,)], "sql:from oramem_stores": [("S1", 5)]},
+     "1 store(s) have a schema version above these scripts' 4: S1 (5)"),
+])
+def test_install_and_upgrade_refuse_older_scripts_before_running_anything(tmp_path, answers, says):
+    """F4: `oramem db install|upgrade` from an older oramem over a schema a newer one installed
+    replaced the packages with older ones (CREATE OR REPLACE; the catalog scripts only skip),
+    which then refuse every newer store (-20107); it said "stores upgraded: none needed", exit 0."""
+    root = scripts(tmp_path)
+    for run in (admin.install, admin.upgrade):
+        rec = Recorder({"sql:from user_objects": ALL_VALID, "oramem_admin.list_stores": "[]", **answers})
+        with pytest.raises(admin.ScriptError) as info:
+            run(_VConn(rec), str(root), echo=lambda s: None)
+        assert says in str(info.value) and "Nothing was run" in str(info.value)
+        assert "pip install -U oramem" in str(info.value)
+        executed = [c.name for c in rec.of("execute")]
+        assert len(executed) == 2 and all(e.lower().startswith("select") for e in executed), executed
+        assert not rec.plsql
+
+
+def test_install_on_a_fresh_schema_reads_no_catalog_and_runs(tmp_path):
+    """The catalog tables do not exist yet: ORA-00942 is a fresh schema, not an error."""
+    root = scripts(tmp_path)
+    rec = Recorder({"sql:from oramem_schema_version": db_error(942, "table or view does not exist"),
+                    "sql:from oramem_stores": db_error(942, "table or view does not exist"),
+                    "sql:from user_objects": ALL_VALID})
+    assert admin.install(_VConn(rec), str(root), echo=lambda s: None) == 3
+    rec = Recorder({"sql:from oramem_schema_version": db_error(1031, "insufficient privileges")})
+    with pytest.raises(oracledb.DatabaseError):
+        admin.install(_VConn(rec), str(root), echo=lambda s: None)
+
+
+def test_upgrade_names_the_stores_it_leaves_unusable_and_exits_1(tmp_path, monkeypatch):
+    """F5: a store BROKEN, DROPPING or still UPGRADING at the code's version is not upgraded by
+    `oramem db upgrade` (it upgrades older stores only), which said "stores upgraded: none needed"
+    with exit 0."""
+    root = scripts(tmp_path)
+    stores = [{"memory_store_id": "OK1", "state": "READY", "schema_version": 4, "code_schema_version": 4},
+              {"memory_store_id": "B1", "state": "BROKEN", "schema_version": 4, "code_schema_version": 4,
+               "last_error": "ORA-01031: insufficient privileges"},
+              {"memory_store_id": "D1", "state": "DROPPING", "schema_version": 4, "code_schema_version": 4}]
+    rec = Recorder({"sql:from user_objects": ALL_VALID, "oramem_admin.list_stores": json.dumps(stores)})
+    with pytest.raises(admin.ScriptError) as info:
+        admin.upgrade(_VConn(rec), str(root), echo=lambda s: None)
+    text = str(info.value)
+    assert "2 store(s) not usable" in text and "OK1" not in text
+    assert "B1: BROKEN (last error: ORA-01031: insufficient privileges)" in text
+    assert "oramem_admin.upgrade_store('B1')" in text and "oramem_admin.drop_store('D1')" in text
+    assert not [c for c in rec.plsql if c.name == "oramem_admin.upgrade_store"]
+    monkeypatch.setattr(cmd_db, "connect", lambda *a: _VConn(rec))
+    res = CliRunner().invoke(cmd_db.db, ["--dsn", "db:1521/FREEPDB1", "--user", "app", "upgrade",
+                                         "--scripts-dir", str(root)], env={"ORAMEM_PASSWORD": "p"})
+    assert res.exit_code == 1 and "B1: BROKEN" in res.output and "none needed" not in res.output
