@@ -113,8 +113,13 @@ def load_model(conn: Any, path: Any, name: Any, *, metadata: Optional[str] = Non
         if n and not replace:
             raise RuntimeError(f"model {model} already exists: pass --replace to drop and reload it")
         if n:
-            echo(f"dropping model {model}")
-            cur.execute(DROP_SQL, model_name=model)
+            users = _stores_using(conn, model, bare)
+            if users:
+                raise RuntimeError(
+                    f"model {model} embeds the text of store(s) {', '.join(users)} (a HYBRID store's index, or "
+                    "the store's recorded OracleDBEmbedder): another model under its name would mix two models' "
+                    "vectors in them (and dropping it breaks their writes). Load the new model under another name "
+                    "and move the stores to it (a new store with that model; oramem migrate); nothing was changed")
         lob = conn.createlob(oracledb.DB_TYPE_BLOB)
         offset = 1
         with p.open("rb") as f:
@@ -124,8 +129,60 @@ def load_model(conn: Any, path: Any, name: Any, *, metadata: Optional[str] = Non
                     break
                 lob.write(piece, offset)
                 offset += len(piece)
+        if n:
+            # dba33 F10: --replace dropped the old model before loading the file, so a file the
+            # database refuses (not a pipeline model, wrong metadata) left no model at all. The
+            # file is loaded (and probed) under a scratch name first; the old one goes only after.
+            _try_load(conn, cur, lob, f"{owner}.{_scratch_name()}" if owner else _scratch_name(), meta, echo)
+            echo(f"dropping model {model}")
+            cur.execute(DROP_SQL, model_name=model)
         echo(f"loading {p} ({offset - 1} bytes) as {model}")
         cur.execute(LOAD_SQL, model_name=model, model_data=lob, metadata=json.dumps(meta))
     if meta["function"] != "embedding":
         return None
     return OracleDBEmbedder(conn, model).verify()
+
+
+def _scratch_name() -> str:
+    import secrets
+
+    return f"OMNEW_{secrets.token_hex(6).upper()}"
+
+
+def _try_load(conn: Any, cur: Any, lob: Any, scratch: str, meta: dict[str, Any],
+              echo: Callable[[str], None]) -> None:
+    """Load ``lob`` as ``scratch``, embed one word with it (an embedding model), and drop it
+    again; raises what the database said, with the old model untouched."""
+    from .embedder import OracleDBEmbedder
+
+    echo(f"checking the file: loading it as {scratch} first")
+    cur.execute(LOAD_SQL, model_name=scratch, model_data=lob, metadata=json.dumps(meta))
+    try:
+        if meta["function"] == "embedding":
+            OracleDBEmbedder(conn, scratch).verify()
+    finally:
+        cur.execute(DROP_SQL, model_name=scratch)
+
+
+def _stores_using(conn: Any, model: str, bare: str) -> list[str]:
+    """Ids of the stores whose recorded ``embedding_model`` (a HYBRID store's index) or
+    ``oracle-db`` embedder identity names ``model`` (none when oramem's packages are not
+    installed in this schema)."""
+    import oracledb
+
+    from ..errors import SchemaError
+    from .admin import list_stores
+
+    try:
+        stores = list_stores(conn)
+    except (oracledb.DatabaseError, SchemaError):
+        return []
+    names = {model, bare}
+
+    def uses(s: dict[str, Any]) -> bool:
+        raw = s.get("embedder")
+        identity: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        recorded = identity.get("model") if identity.get("kind") == "oracle-db" else None
+        return any(str(m or "").upper() in names for m in (s.get("embedding_model"), recorded))
+
+    return sorted(str(s.get("memory_store_id")) for s in stores if uses(s))

@@ -83,8 +83,15 @@ def test_existing_model_needs_replace(onnx):
     rec, conn = make(exists=1)
     models.load_model(conn, onnx, "app.M1", replace=True)
     names = [c.name for c in rec.of("execute")]
-    drop = names.index(models.DROP_SQL)
-    assert drop < next(i for i, n in enumerate(names) if "LOAD_ONNX_MODEL" in n)
+    drop = next(i for i, c in enumerate(rec.of("execute")) if c.name == models.DROP_SQL and c.binds["model_name"] == "APP.M1")
+    assert drop < next(i for i, c in enumerate(rec.of("execute")) if "LOAD_ONNX_MODEL" in c.name
+                       and c.binds["model_name"] == "APP.M1")
+    # dba33 F10: the file is loaded and probed under a scratch name (then dropped) before the old model goes
+    loads = [c.binds["model_name"] for c in rec.of("execute") if "LOAD_ONNX_MODEL" in c.name]
+    drops = [c.binds["model_name"] for c in rec.of("execute") if c.name == models.DROP_SQL]
+    assert len(loads) == 2 and loads[0].startswith("APP.OMNEW_") and loads[1] == "APP.M1"
+    assert drops == [loads[0], "APP.M1"]
+    assert names.index(models.DROP_SQL) > next(i for i, n in enumerate(names) if "vector_dimension_count" in n)
     exists = rec.of("execute")[0]
     assert exists.binds == {"owner": "APP", "name": "M1"}
 
@@ -162,3 +169,36 @@ def test_cli_existing_model(cli, onnx):
     rec.answers["sql:from all_mining_models"] = lambda call: [(1,)]
     res = CliRunner().invoke(dbcli.db, ["--dsn", "h/p", "--user", "u", "load-model", str(onnx), "--name", "emb"])
     assert res.exit_code == 1 and "--replace" in res.output
+
+
+def test_replace_keeps_the_old_model_when_the_database_refuses_the_file(onnx):
+    """dba33 F10: --replace dropped the old model first; a file the database then refused left the
+    schema without the model (every OracleDBEmbedder and HYBRID store on it failing)."""
+    from .fakes import db_error
+
+    def refuse(call):
+        raise db_error(1031, "insufficient privileges")  # any refusal of LOAD_ONNX_MODEL
+
+    rec, conn = make(exists=1)
+    rec.answers = {"sql:LOAD_ONNX_MODEL": refuse, **rec.answers}
+    with pytest.raises(oracledb.DatabaseError):
+        models.load_model(conn, onnx, "M1", replace=True)
+    assert not [c for c in rec.of("execute") if c.name == models.DROP_SQL and c.binds["model_name"] == "M1"]
+    loads = [c.binds["model_name"] for c in rec.of("execute") if "LOAD_ONNX_MODEL" in c.name]
+    assert len(loads) == 1 and loads[0].startswith("OMNEW_")
+
+
+def test_replace_refuses_the_model_a_store_embeds_with(onnx):
+    """dba33 F10: replacing a HYBRID store's embedding model (or the model of a store's recorded
+    OracleDBEmbedder) under its name mixes two models' vectors in that store (and the drop breaks
+    its writes meanwhile): refused, nothing changed."""
+    rec, conn = make(exists=1)
+    rec.answers["oramem_admin.list_stores"] = json.dumps([
+        {"memory_store_id": "SEM", "search_strategy": "hybrid", "embedding_model": "ALL_MINILM_L12_V2"},
+        {"memory_store_id": "VEC", "search_strategy": "vector", "embedding_model": None,
+         "embedder": {"kind": "oracle-db", "model": "all_minilm_l12_v2", "dimension": 384}},
+        {"memory_store_id": "OTHER", "search_strategy": "hybrid", "embedding_model": "ANOTHER"}])
+    with pytest.raises(RuntimeError, match=r"store\(s\) SEM, VEC \(.*nothing was changed"):
+        models.load_model(conn, onnx, "all_minilm_l12_v2", replace=True)
+    assert not [c for c in rec.of("execute") if "ONNX_MODEL" in c.name]
+    assert not rec.of("createlob")
