@@ -160,6 +160,17 @@ def run_script(
     return count
 
 
+#: what to do when a script statement fails for want of a grant or quota (dba33 F11): the
+#: statements before it are committed DDL, and the scripts are idempotent, so the fix is the
+#: grant and a rerun
+_RERUN = "then run the same command again: the scripts are idempotent and skip what is there"
+_SCRIPT_HINTS: dict[int, str] = {
+    1031: "a privilege is missing: `oramem db doctor` names the grant and its GRANT statement; " + _RERUN,
+    1950: "no quota on the tablespace: as a DBA, ALTER USER <user> QUOTA UNLIMITED ON <tablespace>; " + _RERUN,
+    1536: "the tablespace quota is used up: as a DBA, ALTER USER <user> QUOTA UNLIMITED ON <tablespace>; " + _RERUN,
+}
+
+
 def _execute(conn: Any, text: str, rel: Path, line: int, plsql: bool) -> int:
     with conn.cursor() as cur:
         try:
@@ -167,7 +178,9 @@ def _execute(conn: Any, text: str, rel: Path, line: int, plsql: bool) -> int:
         except oracledb.DatabaseError as e:
             msg = getattr(e.args[0], "message", None) if e.args else None
             first = (msg if isinstance(msg, str) else str(e)).splitlines()[0]
-            raise ScriptError(f"{rel} line {line}: {first}") from e
+            code = getattr(e.args[0], "code", None) if e.args else None
+            hint = _SCRIPT_HINTS.get(code) if isinstance(code, int) else None
+            raise ScriptError(f"{rel} line {line}: {first}" + (f" ({hint})" if hint else "")) from e
         if plsql:
             errors = _compile_errors(cur, text)
             if errors:

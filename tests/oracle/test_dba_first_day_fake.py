@@ -224,3 +224,22 @@ def test_upgrade_names_the_stores_it_leaves_unusable_and_exits_1(tmp_path, monke
     res = CliRunner().invoke(cmd_db.db, ["--dsn", "db:1521/FREEPDB1", "--user", "app", "upgrade",
                                          "--scripts-dir", str(root)], env={"ORAMEM_PASSWORD": "p"})
     assert res.exit_code == 1 and "B1: BROKEN" in res.output and "none needed" not in res.output
+
+
+@pytest.mark.parametrize("code, message, says", [
+    (1031, "insufficient privileges", "oramem db doctor"),
+    (1950, "no privileges on tablespace 'USERS'", "QUOTA UNLIMITED ON"),
+    (1536, "space quota exceeded for tablespace 'USERS'", "QUOTA UNLIMITED ON")])
+def test_install_without_a_grant_says_which_command_finds_it_and_to_rerun(tmp_path, monkeypatch, code, message, says):
+    """F11: `oramem db install` as a user without CREATE TABLE (or a quota) stopped with the bare
+    ORA- line; the DDL before it is committed, so the DBA needs to know what to grant and that a
+    rerun is safe."""
+    root = scripts(tmp_path)
+    rec = Recorder({"sql:CREATE TABLE IF NOT EXISTS": db_error(code, message),
+                    "sql:from user_objects": ALL_VALID})
+    monkeypatch.setattr(cmd_db, "connect", lambda *a: _VConn(rec))
+    res = CliRunner().invoke(cmd_db.db, ["--dsn", "db:1521/FREEPDB1", "--user", "app", "install",
+                                         "--scripts-dir", str(root)], env={"ORAMEM_PASSWORD": "p"})
+    assert res.exit_code == 1, res.output
+    assert f"ddl/001_catalog.sql line 2: ORA-{code:05d}" in res.output
+    assert says in res.output and "run the same command again" in res.output
