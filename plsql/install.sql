@@ -1,6 +1,6 @@
 -- plsql/install.sql - install (or re-install) oramem into the current schema.
 --
---   sqlplus user/pw@//host:1521/FREEPDB1 @plsql/install.sql
+--   sqlplus user@//host:1521/FREEPDB1 @plsql/install.sql   (SQL*Plus prompts for the password)
 --   oramem db install            (python: runs this file statement by statement)
 --
 -- Idempotent: the ddl/ scripts create only what is missing, packages are CREATE OR

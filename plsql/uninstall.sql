@@ -2,7 +2,7 @@
 -- ITS DATA (purge jobs, indexes, vectorizer preferences, tables, the knowledge layer's
 -- <ID>_KG_* tables and jobs, registry).
 --
---   sqlplus user/pw@//host:1521/FREEPDB1 @plsql/uninstall.sql
+--   sqlplus user@//host:1521/FREEPDB1 @plsql/uninstall.sql   (SQL*Plus prompts for the password)
 --   oramem db uninstall --purge --yes     (python)
 --
 -- Idempotent: every step checks the dictionary first, so a partial uninstall can be
