@@ -243,3 +243,27 @@ def test_install_without_a_grant_says_which_command_finds_it_and_to_rerun(tmp_pa
     assert res.exit_code == 1, res.output
     assert f"ddl/001_catalog.sql line 2: ORA-{code:05d}" in res.output
     assert says in res.output and "run the same command again" in res.output
+
+
+def test_upgrade_goes_on_past_a_store_that_fails_and_names_it(tmp_path):
+    """F13: one store whose upgrade step fails (left BROKEN, or locked by a session) stopped
+    `oramem db upgrade` there: the stores after it were not upgraded."""
+    root = scripts(tmp_path)
+    stores = [{"memory_store_id": s, "state": "READY", "schema_version": 3, "code_schema_version": 4}
+              for s in ("A1", "B2", "C3")]
+
+    def upgrade_store(call):
+        if call.binds["in_store_id"] == "B2":
+            raise db_error(20201, "store B2 is locked by another session")
+        return "{}"
+
+    rec = Recorder({"sql:from user_objects": ALL_VALID, "oramem_admin.list_stores": json.dumps(stores),
+                    "oramem_admin.upgrade_store": upgrade_store})
+    echoed: list[str] = []
+    with pytest.raises(admin.ScriptError) as info:
+        admin.upgrade(_VConn(rec), str(root), echo=echoed.append)
+    ups = [c.binds["in_store_id"] for c in rec.plsql if c.name == "oramem_admin.upgrade_store"]
+    assert ups == ["A1", "B2", "C3"]
+    text = str(info.value)
+    assert "stores upgraded: A1, C3" in text and "B2: upgrade failed" in text and "locked by another session" in text
+    assert any(e.startswith("store B2 was not upgraded") for e in echoed)
