@@ -78,9 +78,10 @@ def redact(text: str, *secrets: Optional[str]) -> str:
     return text
 
 
-def logon_failure(exc: BaseException, user: str, dsn: str, password: Optional[str]) -> str:
-    """One line for a failed logon: who, where, the driver's whole message (on one line, the
-    password redacted) and what to do."""
+def logon_failure(exc: BaseException, user: str, dsn: str, password: Optional[str],
+                  where: Optional[str] = None) -> str:
+    """One line for a failed logon: who, where (``where``, else "cannot connect to DSN as
+    USER"), the driver's whole message (on one line, the password redacted) and what to do."""
     text = redact(" ".join(str(exc).split()), password) or type(exc).__name__
     codes = _CODE.findall(text)
     full = getattr(exc.args[0], "full_code", None) if getattr(exc, "args", None) else None
@@ -89,5 +90,5 @@ def logon_failure(exc: BaseException, user: str, dsn: str, password: Optional[st
     hint = next((LOGON_HINTS[c] for c in codes if c in LOGON_HINTS), None)
     if hint is None and isinstance(exc, OSError):  # name resolution, refused, timed out
         hint = _UNREACHABLE
-    where = redact(f"cannot connect to {dsn} as {user}", password)
+    where = redact(where or f"cannot connect to {dsn} as {user}", password)
     return f"{where}: {text}" + (f" ({hint})" if hint else "")

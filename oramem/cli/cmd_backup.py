@@ -522,7 +522,7 @@ def oracle_connect(user: str, dsn: str) -> Any:
     try:
         return oracledb.connect(user=user, password=password, dsn=dsn)
     except (oracledb.Error, OSError) as exc:  # OSError: the host name does not resolve (dba33 F2)
-        raise StoreError(logon_failure(exc, user, dsn, password)) from None
+        raise StoreError(logon_failure(exc, user, dsn, password, f"cannot connect to Oracle as {user} at {dsn}")) from None
 
 
 @cli.command(short_help="Copy every store and its knowledge to another database (resumable).")

@@ -151,7 +151,7 @@ def test_oracle_location_host_that_does_not_resolve_says_what_to_do(monkeypatch)
     with pytest.raises(StoreError) as info:
         cmd_backup.oracle_connect("app", "nohost.invalid:1521/FREEPDB1")
     text = str(info.value)
-    assert "cannot connect to nohost.invalid:1521/FREEPDB1 as app" in text and "not reachable" in text
+    assert "cannot connect to Oracle as app at nohost.invalid:1521/FREEPDB1" in text and "not reachable" in text
     assert SECRET not in text
 
 
