@@ -63,7 +63,7 @@ def dsn_credentials_problem(dsn: str, option: str = "--dsn") -> Optional[str]:
     if "@" not in head or "(" in head.split("@", 1)[0]:
         return None
     return (f"{option} holds a user name or password before '@' (USER/PASSWORD@HOST...): give only "
-            "host:port/service there (e.g. localhost:1521/FREEPDB1), the user with --user or ORAMEM_USER, "
+            "host:port/service there (e.g. localhost:1521/FREEPDB1), the user with --user, "
             "and the password in ORAMEM_PASSWORD or with --password-stdin (a password on the command line "
             "is visible to every user of this machine)")
 
