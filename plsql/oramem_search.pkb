@@ -640,6 +640,10 @@ AS
          oramem_errors.raise_error(oramem_errors.gc_invalid_payload, 'search request must be a JSON object');
       END IF;
       l_req := TREAT(l_elem AS JSON_OBJECT_T);
+      -- every member the search reads, and no other (red32): an unknown one was ignored, so
+      -- "user_id": ... (the add batch's and the record's spelling) searched every user's records
+      oramem_filter.check_keys(l_req, 'strategy,k,query_text,query_vector,thread,user,agent,record_types,'
+                               || 'metadata_filter,exact,tail_handicap,keyword_language,hybrid', 'search request');
 
       -- strategy (SC-6.4, SC-6.6)
       l_strategy := 'vector';
@@ -718,6 +722,7 @@ AS
                      l_dim_name || ' must be {"match": ..., "value": ...}');
                END IF;
                l_scope := l_req.get_object(l_dim_name);
+               oramem_filter.check_keys(l_scope, 'match,value', l_dim_name);
                IF l_scope.has('match') AND NOT l_scope.get('match').is_null
                   AND NOT l_scope.get('match').is_string
                THEN
@@ -827,6 +832,7 @@ AS
                bad_argument('hybrid must be a JSON object (fusion, vector_weight, keyword_weight, rrf_k, depth)');
             END IF;
             l_cfg := l_req.get_object('hybrid');
+            oramem_filter.check_keys(l_cfg, 'fusion,vector_weight,keyword_weight,rrf_k,depth', 'hybrid');
          END IF;
          l_fusion := gc_fusion;
          IF l_cfg IS NOT NULL AND l_cfg.has('fusion') AND NOT l_cfg.get('fusion').is_null THEN

@@ -974,6 +974,9 @@ AS
       l_out     CLOB;
       l_n       PLS_INTEGER;
    BEGIN
+      -- every member the listing reads, and no other (red32): an unknown one was ignored, so
+      -- "user_id": ... (the add batch's and the record's spelling) listed every user's records
+      oramem_filter.check_keys(l_req, 'record_type,limit,thread,user,agent,metadata_filter', 'list request');
       l_type := oramem_registry.check_record_type(get_text(l_req, 'record_type', 'list request', 64));
       IF NOT l_req.has('limit') THEN
          l_limit := gc_max_list_limit;
@@ -997,6 +1000,7 @@ AS
                   bad_payload(l_dim || ' must be {"match": ..., "value": ...}');
                END IF;
                l_scope := l_req.get_object(l_dim);
+               oramem_filter.check_keys(l_scope, 'match,value', l_dim);
                -- N6: list reads the raw scope columns, as the SQLite engine's list
                l_cond := oramem_filter.scope_condition(l_dim, get_text(l_scope, 'match', l_dim, 16),
                                                        get_text(l_scope, 'value', l_dim, 255), 'r', l_binds,

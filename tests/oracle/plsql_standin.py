@@ -29,7 +29,7 @@ class StoreStandIn:
         answers.update({
             "oramem_store.add_json": self.add, "oramem_store.get_json": self.get,
             "oramem_store.update_json": self.update, "oramem_store.delete_record_json": self.delete,
-            "oramem_store.list_json": self.list, "oramem_search.search_json": lambda c: "[]",
+            "oramem_store.list_json": self.list, "oramem_search.search_json": self.search,
             "oramem_store.delete_thread_json": self.delete_thread,
         })
 
@@ -100,8 +100,31 @@ class StoreStandIn:
     def delete_thread(self, call: Call) -> str:
         return self._delete_thread(call.binds["in_thread_id"])
 
+    #: the members list_json / search_json read; any other is -20002 there (oramem_filter.check_keys, red32)
+    LIST_KEYS = {"record_type", "limit", "thread", "user", "agent", "metadata_filter"}
+    SEARCH_KEYS = {"strategy", "k", "query_text", "query_vector", "thread", "user", "agent", "record_types",
+                   "metadata_filter", "exact", "tail_handicap", "keyword_language", "hybrid"}
+
+    @staticmethod
+    def _check_keys(req: dict, known: set, what: str) -> None:
+        from .fakes import db_error
+
+        for key in req:
+            if key not in known:
+                raise db_error(20002, f"{what}: unknown key \"{key}\" (accepted: {', '.join(sorted(known))})")
+        for dim in ("thread", "user", "agent"):
+            scope = req.get(dim)
+            for key in scope if isinstance(scope, dict) else ():
+                if key not in ("match", "value"):
+                    raise db_error(20002, f"{dim}: unknown key \"{key}\" (accepted: match, value)")
+
+    def search(self, call: Call) -> str:
+        self._check_keys(json.loads(_text(call.binds["in_request"])), self.SEARCH_KEYS, "search request")
+        return "[]"
+
     def list(self, call: Call) -> str:
         req = json.loads(_text(call.binds["in_request"]))
+        self._check_keys(req, self.LIST_KEYS, "list request")
         rows = [r for r in self.records.values() if r["record_type"] == req["record_type"]]
         rows.sort(key=lambda r: r["seq_no"])
         return json.dumps(rows[-int(req.get("limit") or len(rows) or 1):])
