@@ -697,6 +697,10 @@ AS
          bad_argument('batch_size must be between 1 and 10000');
       END IF;
       l_doc := parse_object(in_batch, 'add batch');
+      -- every member add reads, and no other (red32): an unknown one was ignored, so a record
+      -- written with the list request's spelling ("user": "bob") was stored as no user's, which
+      -- his erasure leaves behind and every reader of unscoped records gets
+      oramem_filter.check_keys(l_doc, 'records,on_conflict', 'add batch');
       IF NOT l_doc.has('records') OR NOT l_doc.get('records').is_array THEN
          bad_payload('add batch must be {"records": [...]}');
       END IF;
@@ -714,6 +718,8 @@ AS
             bad_payload(l_where || ' must be a JSON object');
          END IF;
          l_r := TREAT(l_records.get(i) AS JSON_OBJECT_T);
+         oramem_filter.check_keys(l_r, 'id,record_type,content,thread_id,user_id,agent_id,role,timestamp,'
+                                  || 'metadata,restored_times,ttl,chunks', l_where);
          l_ids(i + 1)   := get_text(l_r, 'id', l_where);
          IF l_ids(i + 1) IS NULL THEN
             bad_argument(l_where || '.id is required');
@@ -1165,6 +1171,10 @@ AS
          l_kwp_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_passages);
       END IF;
       l_req  := parse_object(in_request, 'update request');
+      -- every member update reads, and no other (red32): an ignored one ("text" for "content")
+      -- was not applied while the call answered 1 for the members it did read
+      oramem_filter.check_keys(l_req, 'record_type,record_id,retrieval,content,chunks,vectors,metadata,'
+                               || 'timestamp,ttl', 'update request');
       l_type := oramem_registry.check_record_type(get_text(l_req, 'record_type', 'update request', 64));
       l_id   := get_text(l_req, 'record_id', 'update request');
       IF l_id IS NULL THEN

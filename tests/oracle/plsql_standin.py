@@ -35,6 +35,9 @@ class StoreStandIn:
 
     def add(self, call: Call) -> str:
         batch = json.loads(_text(call.binds["in_batch"]))
+        self._unknown(batch, self.ADD_KEYS, "add batch")
+        for i, r in enumerate(batch["records"]):
+            self._unknown(r, self.RECORD_KEYS, f"records[{i}]")
         ids = []
         for r in batch["records"]:
             self.seq += 1
@@ -51,6 +54,7 @@ class StoreStandIn:
 
     def update(self, call: Call) -> int:
         req = json.loads(_text(call.binds["in_request"]))
+        self._unknown(req, self.UPDATE_KEYS, "update request")
         rec = self.records.get((req["record_type"], req["record_id"]))
         if rec is None:
             return 0
@@ -105,18 +109,27 @@ class StoreStandIn:
     SEARCH_KEYS = {"strategy", "k", "query_text", "query_vector", "thread", "user", "agent", "record_types",
                    "metadata_filter", "exact", "tail_handicap", "keyword_language", "hybrid"}
 
+    ADD_KEYS = {"records", "on_conflict"}
+    RECORD_KEYS = {"id", "record_type", "content", "thread_id", "user_id", "agent_id", "role", "timestamp", "metadata",
+                   "restored_times", "ttl", "chunks"}
+    UPDATE_KEYS = {"record_type", "record_id", "retrieval", "content", "chunks", "vectors", "metadata", "timestamp",
+                   "ttl"}
+
     @staticmethod
-    def _check_keys(req: dict, known: set, what: str) -> None:
+    def _unknown(req: dict, known: set, what: str) -> None:
         from .fakes import db_error
 
         for key in req:
             if key not in known:
                 raise db_error(20002, f"{what}: unknown key \"{key}\" (accepted: {', '.join(sorted(known))})")
+
+    @classmethod
+    def _check_keys(cls, req: dict, known: set, what: str) -> None:
+        cls._unknown(req, known, what)
         for dim in ("thread", "user", "agent"):
             scope = req.get(dim)
-            for key in scope if isinstance(scope, dict) else ():
-                if key not in ("match", "value"):
-                    raise db_error(20002, f"{dim}: unknown key \"{key}\" (accepted: match, value)")
+            if isinstance(scope, dict):
+                cls._unknown(scope, {"match", "value"}, dim)
 
     def search(self, call: Call) -> str:
         self._check_keys(json.loads(_text(call.binds["in_request"])), self.SEARCH_KEYS, "search request")

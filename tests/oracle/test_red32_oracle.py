@@ -38,3 +38,22 @@ def test_bobs_request_member_the_call_does_not_read_is_refused_not_ignored(pool,
     # the driver's own requests still work
     assert [r.id for r in store.list("memory", user_id="bob")] == ["b1"]
     assert [r.id for r, _ in store.search(query_vector=vector, user_id="bob", record_types=["memory"])] == ["b1"]
+
+
+def test_bobs_record_with_a_member_add_does_not_read_is_refused_not_stored_as_no_users(pool, conn, store_id):
+    import oracledb
+
+    store, vector, _ = _alice_and_bob(pool, store_id)
+    record = {"id": "b9", "record_type": "memory", "content": "bob private", "user": "bob",
+              "chunks": [{"text": "bob private", "vector": vector}]}
+    with conn.cursor() as cur:
+        # before the fix: stored with user_id NULL (his erasure left it; unscoped readers got it)
+        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
+            cur.callfunc("oramem_store.add_json", oracledb.DB_TYPE_CLOB, [store_id, json.dumps({"records": [record]})])
+        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
+            cur.callfunc("oramem_store.update_json", oracledb.DB_TYPE_NUMBER,
+                         [store_id, json.dumps({"record_type": "memory", "record_id": "b1", "text": "x",
+                                                "metadata": {"k": 1}})])
+        conn.rollback()
+    assert store.get("memory", "b9") is None
+    assert store.get("memory", "b1").metadata is None

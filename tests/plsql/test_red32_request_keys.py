@@ -53,6 +53,8 @@ def _reads(body: str, obj: str) -> tuple[set[str], int]:
     """The member names ``body`` reads from ``obj``, and where it first reads one."""
     found = [(m.start(), m.group(1)) for m in re.finditer(rf"\b{obj}\.(?:has|get\w*)\('(\w+)'\)", body)]
     found += [(m.start(), m.group(1)) for m in re.finditer(rf"\b\w+\(\s*{obj}\s*,\s*'(\w+)'", body)]
+    # get_metadata(obj, where) reads the member 'metadata' (oramem_store.pkb)
+    found += [(m.start(), "metadata") for m in re.finditer(rf"\bget_metadata\(\s*{obj}\s*,", body)]
     if re.search(rf"\b{obj}\.(?:has|get\w*)\((l_dim|l_dim_name)\)|\bhas_value\(\s*{obj}\s*,\s*l_dim\b", body):
         loop = re.search(r"CASE\s+d\s+WHEN\s+1\s+THEN\s+'(\w+)'\s+WHEN\s+2\s+THEN\s+'(\w+)'\s+ELSE\s+'(\w+)'", body)
         assert loop, "the scope loop's dimension names"
@@ -155,3 +157,84 @@ def test_the_recording_fakes_stand_in_refuses_what_the_packages_refuse():
     search = unit(code("oramem_search.pkb"), "search_json")
     assert StoreStandIn.LIST_KEYS == _known(listing, "l_req")[0]
     assert StoreStandIn.SEARCH_KEYS == _known(search, "l_req")[0]
+    add, update = unit(code("oramem_store.pkb"), "add_json"), unit(code("oramem_store.pkb"), "update_json")
+    assert StoreStandIn.ADD_KEYS == _known(add, "l_doc")[0]
+    assert StoreStandIn.RECORD_KEYS == _known(add, "l_r")[0]
+    assert StoreStandIn.UPDATE_KEYS == _known(update, "l_req")[0]
+    import oracledb
+
+    from tests.oracle.fakes import Call
+
+    standin = StoreStandIn()
+    for name, what, request in (
+            ("list", "in_request", {"record_type": "memory", "user_id": "bob"}),
+            ("list", "in_request", {"record_type": "memory", "user": {"match": "equals", "value": "bob", "x": 1}}),
+            ("search", "in_request", {"k": 5, "user_id": "bob"}),
+            ("add", "in_batch", {"records": [{"id": "b1", "record_type": "memory", "user": "bob"}]}),
+            ("update", "in_request", {"record_type": "memory", "record_id": "b1", "text": "x"})):
+        with pytest.raises(oracledb.DatabaseError, match="ORA-20002"):
+            getattr(standin, name)(Call("callfunc", binds={what: json.dumps(request)}))
+    assert standin.records == {}
+
+
+WRITES = {
+    # subprogram: the objects checked, each with Bob's mistake (the list request's spelling, or another library's)
+    "add_json": {"l_doc": {"records": [], "record": {}}, "l_r": {"id": "b1", "record_type": "memory", "user": "bob"}},
+    "update_json": {"l_req": {"record_type": "memory", "record_id": "b1", "text": "x"}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRITES))
+def test_a_write_member_the_call_does_not_read_is_refused_before_anything_is_written(name):
+    """add_json stored a record written as ``{"id": "b1", ..., "user": "bob"}`` (list's
+    spelling) as no user's: his erasure left it and every reader of unscoped records got it;
+    update_json applied what it read of ``{"text": ..., "metadata": ...}`` and answered 1.
+    The Python API refuses both (``add(..., user="bob")``, ``update(..., data=...)``)."""
+    body = unit(code("oramem_store.pkb"), name)
+    for obj, wrong in WRITES[name].items():
+        known, at = _known(body, obj)
+        reads, first = _reads(body, obj)
+        assert known == reads, f"{name}: check_keys({obj}): {sorted(known ^ reads)}"
+        assert at < first, f"{name}: the key check comes before the first read of {obj}"
+        assert _refused(known, wrong), wrong
+    assert body.index("SAVEPOINT") < body.index("oramem_filter.check_keys") < body.index("INSERT" if name == "add_json"
+                                                                                       else "UPDATE")
+
+
+def test_every_add_and_update_the_python_driver_sends_passes_the_check():
+    """The driver's add batches (plain, with TTL, a restore with kept times and on_conflict,
+    profiles) and updates (each retrieval change) over the recording fake: every member is one
+    the calls read."""
+    from oramem import PendingRecordBatch
+    from tests.oracle.plsql_standin import standin_store
+
+    add = unit(code("oramem_store.pkb"), "add_json")
+    update = unit(code("oramem_store.pkb"), "update_json")
+    batch_known, record_known, update_known = _known(add, "l_doc")[0], _known(add, "l_r")[0], _known(update, "l_req")[0]
+    store, rec = standin_store(dim=4)
+    try:
+        store.add(["Bob drinks tea"], "message", record_ids="m1", user_ids="bob", agent_ids="desk", thread_ids="t1",
+                  roles="user", timestamps="2026-01-01T00:00:00", metadata={"k": 1}, ttl_days=3)
+        store.add(["Bob's memory"], "memory", record_ids="b1", user_ids="bob", index_texts=[["a", "b"]])
+        store.add_user("bob", "Bob, chess player")
+        store.restore_batches([PendingRecordBatch(["kept"], "memory", record_ids=["k1"], user_ids="bob")],
+                              times=[("2025-01-01T00:00:00+00:00", None)], on_conflict="skip")
+        store.update("memory", "b1", text="Bob drinks coffee", metadata={"k": 2}, timestamp=None, ttl_days=5)
+        store.update("memory", "b1", index_text=None)
+        store.update("memory", "b1", embedding=[1.0, 0.0, 0.0, 0.0])
+        store.update("memory", "b1", embedding=None)
+        store.update("memory", "b1", text=None)
+    finally:
+        store.close()
+    batches = [json.loads(getattr(c.binds["in_batch"], "data", c.binds["in_batch"]))
+               for c in rec.calls if c.name == "oramem_store.add_json"]
+    updates = [json.loads(getattr(c.binds["in_request"], "data", c.binds["in_request"]))
+               for c in rec.calls if c.name == "oramem_store.update_json"]
+    assert len(batches) == 4 and len(updates) == 5
+    assert any("on_conflict" in b for b in batches) and any("restored_times" in r for b in batches for r in b["records"])
+    assert {u.get("retrieval") for u in updates} >= {"replace", "clear", "revector", "strip_vectors"}
+    for b in batches:
+        assert not _refused(batch_known, b), b
+        assert not any(_refused(record_known, r) for r in b["records"]), b
+    for u in updates:
+        assert not _refused(update_known, u), u
