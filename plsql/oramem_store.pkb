@@ -1411,6 +1411,12 @@ AS
       IF in_cascade IS NULL OR in_cascade NOT IN (0, 1) THEN
          bad_argument('cascade must be 0 or 1');
       END IF;
+      -- as the Python store (SC-8.2, red32): a cascade of another type was a plain delete, the
+      -- flag silently ignored
+      IF in_cascade = 1 AND l_type <> 'thread' AND NOT oramem_registry.is_profile_type(l_type) THEN
+         bad_argument('cascade = 1 applies to user_profile, agent_profile and thread records, not ' || l_type
+                      || ' (SC-8.2); delete it with cascade = 0');
+      END IF;
       IF in_reason IS NOT NULL AND (in_reason NOT IN ('forget', 'erase') OR in_cascade <> 1
                                     OR NOT oramem_registry.is_profile_type(l_type)) THEN
          bad_argument('reason must be NULL, or ''forget'' or ''erase'' for the cascade of a user_profile or agent_profile');

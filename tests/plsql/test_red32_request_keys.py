@@ -238,3 +238,23 @@ def test_every_add_and_update_the_python_driver_sends_passes_the_check():
         assert not any(_refused(record_known, r) for r in b["records"]), b
     for u in updates:
         assert not _refused(update_known, u), u
+
+
+def test_a_cascade_of_a_type_without_one_is_refused_as_the_python_store_refuses_it():
+    """delete_record_json(in_cascade => 1) of a memory (or any type but the profiles and
+    thread) was a plain delete with the flag ignored; the Python store refuses it (SC-8.2).
+    The PL/SQL now refuses it with -20001 before anything is deleted."""
+    from oramem import SQLiteMemoryStore
+    from oramem.testing import HashEmbedder
+
+    with SQLiteMemoryStore(":memory:", embedder=HashEmbedder(8)) as store:
+        store.add(["x"], "memory", record_ids=["m1"], user_ids="bob")
+        with pytest.raises(ValueError, match="cascade=True applies to user_profile, agent_profile and thread"):
+            store.delete("memory", "m1", cascade=True)
+        assert store.get("memory", "m1") is not None
+    body = unit(code("oramem_store.pkb"), "delete_record_json")
+    check = re.search(r"IF\s+in_cascade\s*=\s*1\s+AND\s+l_type\s*<>\s*'thread'\s+AND\s+NOT\s+"
+                      r"oramem_registry\.is_profile_type\(l_type\)\s+THEN\s+bad_argument\(", body)
+    assert check, "a cascade of another type is -20001"
+    first_write = min(body.index(w) for w in ("remove_thread(", "lock_erasers(", "DELETE FROM") if w in body)
+    assert body.index("SAVEPOINT") < check.start() < first_write
