@@ -258,3 +258,13 @@ def test_a_cascade_of_a_type_without_one_is_refused_as_the_python_store_refuses_
     assert check, "a cascade of another type is -20001"
     first_write = min(body.index(w) for w in ("remove_thread(", "lock_erasers(", "DELETE FROM") if w in body)
     assert body.index("SAVEPOINT") < check.start() < first_write
+
+
+def test_the_packages_own_update_request_passes_the_check():
+    """oramem_kg_jobs.sync_stale_metadata builds an update request in PL/SQL (the memify job's
+    kg_is_stale flag): each member it puts is one update_json reads."""
+    update_known = _known(unit(code("oramem_store.pkb"), "update_json"), "l_req")[0]
+    body = unit(code("oramem_kg_jobs.pkb"), "sync_stale_metadata")
+    assert "oramem_store.update_json(" in body
+    put = set(re.findall(r"l_req\.put\('(\w+)'", body))
+    assert put == {"record_type", "record_id", "metadata"} and not _refused(update_known, dict.fromkeys(put))
