@@ -647,8 +647,15 @@ AS
 
       -- strategy (SC-6.4, SC-6.6)
       l_strategy := 'vector';
-      IF l_req.has('strategy') AND l_req.get('strategy').is_string THEN
-         l_strategy := LOWER(SUBSTR(l_req.get_string('strategy'), 1, 16));
+      -- a strategy that is not a string was ignored (a vector search ran; red32): refused, as the
+      -- Python store refuses it; nested IFs: no short-circuit evaluation assumed
+      IF l_req.has('strategy') THEN
+         IF NOT l_req.get('strategy').is_null THEN
+            IF NOT l_req.get('strategy').is_string THEN
+               bad_argument('strategy must be vector, keyword or hybrid');
+            END IF;
+            l_strategy := LOWER(SUBSTR(l_req.get_string('strategy'), 1, 16));
+         END IF;
       END IF;
       l_supported := RTRIM(
             CASE WHEN l_store.vector_dim IS NOT NULL THEN 'vector, ' END
@@ -673,8 +680,13 @@ AS
       IF l_k < 1 OR l_k > gc_max_k OR l_k <> TRUNC(l_k) THEN
          bad_argument('k must be an integer between 1 and ' || gc_max_k);
       END IF;
-      IF l_req.has('exact') AND l_req.get('exact').is_boolean THEN
-         l_exact := l_req.get_boolean('exact');
+      IF l_req.has('exact') THEN
+         IF NOT l_req.get('exact').is_null THEN
+            IF NOT l_req.get('exact').is_boolean THEN
+               bad_argument('exact must be true or false');   -- was ignored (red32)
+            END IF;
+            l_exact := l_req.get_boolean('exact');
+         END IF;
       END IF;
       -- VECTOR: distance added to a record's later chunks (SC-6.4; Python sends its chunk
       -- policy's value, gc_tail_handicap for tail-window stores; absent: 0, best chunk)
@@ -690,6 +702,14 @@ AS
 
       -- candidate records: types, expiry, scope, metadata filter (before the top-k cut)
       l_rec_where := '(r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))';
+      -- record_types that is not a list ("record_types": "memory") was ignored and every type
+      -- searched (red32): refused, as the Python store refuses it
+      IF l_req.has('record_types') THEN
+         IF NOT l_req.get('record_types').is_null AND NOT l_req.get('record_types').is_array THEN
+            oramem_errors.raise_error(oramem_errors.gc_invalid_record_type,
+               'record_types must be a list of record type names (or null for every type)');
+         END IF;
+      END IF;
       IF l_req.has('record_types') AND l_req.get('record_types').is_array THEN
          l_types := l_req.get_array('record_types');
          FOR i IN 0 .. l_types.get_size - 1 LOOP

@@ -268,3 +268,28 @@ def test_the_packages_own_update_request_passes_the_check():
     assert "oramem_store.update_json(" in body
     put = set(re.findall(r"l_req\.put\('(\w+)'", body))
     assert put == {"record_type", "record_id", "metadata"} and not _refused(update_known, dict.fromkeys(put))
+
+
+def test_a_search_member_of_the_wrong_type_is_refused_not_ignored():
+    """search_json ignored a strategy that is not a string (a vector search ran), an "exact"
+    that is not a boolean, and record_types that is not a list ("record_types": "memory":
+    every type was searched); the Python store refuses the same mistakes (a strategy of
+    another type, record_types given as one string). Each is now an error naming the member."""
+    from oramem import SQLiteMemoryStore
+    from oramem.testing import HashEmbedder
+
+    with SQLiteMemoryStore(":memory:", embedder=HashEmbedder(8)) as store:
+        for bad in ({"strategy": 5}, {"record_types": "memory"}):
+            with pytest.raises(TypeError):
+                store.search("tea", **bad)
+    body = unit(code("oramem_search.pkb"), "search_json")
+
+    def refused(member: str, kind: str, error: str) -> bool:
+        return bool(re.search(
+            rf"IF\s+l_req\.has\('{member}'\)\s+THEN\s+IF\s+NOT\s+l_req\.get\('{member}'\)\.is_null\s+"
+            rf"(?:THEN\s+IF\s+NOT|AND\s+NOT)\s+l_req\.get\('{member}'\)\.{kind}\s+THEN\s+{error}", body))
+
+    assert refused("strategy", "is_string", r"bad_argument\(")
+    assert refused("exact", "is_boolean", r"bad_argument\(")
+    assert refused("record_types", "is_array", r"oramem_errors\.raise_error\(oramem_errors\.gc_invalid_record_type")
+    assert not re.search(r"IF\s+l_req\.has\('(strategy|exact)'\)\s+AND", body), "no member skipped for its type"
