@@ -694,6 +694,35 @@ AS
       RETURN '(' || in_alias || '.record_type <> ''' || l_own || ''' AND ' || l_col || ' IS NULL)';
    END scope_condition;
 
+   PROCEDURE check_keys(
+      in_obj   IN JSON_OBJECT_T,
+      in_known IN VARCHAR2,
+      in_what  IN VARCHAR2
+   )
+   IS
+      l_keys JSON_KEY_LIST := in_obj.get_keys;
+      l_key  VARCHAR2(4000 CHAR);
+      l_hint VARCHAR2(200 CHAR);
+   BEGIN
+      -- nested, not "IS NULL OR COUNT = 0": no short-circuit evaluation assumed
+      IF l_keys IS NOT NULL THEN
+         FOR i IN 1 .. l_keys.COUNT LOOP
+            l_key := l_keys(i);
+            IF INSTR(l_key, ',') > 0 OR INSTR(',' || in_known || ',', ',' || l_key || ',') = 0 THEN
+               IF l_key IN ('user_id', 'agent_id', 'thread_id') THEN
+                  l_hint := '; a ' || SUBSTR(l_key, 1, INSTR(l_key, '_') - 1) || ' scope is "'
+                            || SUBSTR(l_key, 1, INSTR(l_key, '_') - 1)
+                            || '": {"match": "equals", "value": "..."}';
+               END IF;
+               oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+                  SUBSTR(in_what, 1, 40) || ': unknown key "' || SUBSTR(l_key, 1, 64)
+                  || '" (accepted: ' || REPLACE(in_known, ',', ', ') || ')' || l_hint
+                  || '; an unknown key is refused, never ignored');
+            END IF;
+         END LOOP;
+      END IF;
+   END check_keys;
+
    FUNCTION query_clob(
       in_sql   IN CLOB,
       in_binds IN bind_list_t

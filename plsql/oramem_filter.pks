@@ -126,5 +126,23 @@ AS
    PROCEDURE validate_filter(
       in_filter IN CLOB
    );
+
+   /*
+    * check_keys: refuse a request member that the call would not read (red32). in_known
+    * is the comma-separated list of the member names the call reads ('record_type,limit,
+    * thread,user,agent,metadata_filter'); a member of in_obj not in it (or whose name holds
+    * a comma) is -20002 naming it, in_what (the payload) and what is accepted, before
+    * anything is read: an ignored member would run the call without what it asked for
+    * ("user_id": ... in a list or search request, the spelling of the add batch and of
+    * the record object, listed and searched every user's records; the Python API refuses
+    * an unknown argument name with a TypeError).
+    * Errors: -20002.
+    * Commit: never (pure check).
+    */
+   PROCEDURE check_keys(
+      in_obj   IN JSON_OBJECT_T,
+      in_known IN VARCHAR2,
+      in_what  IN VARCHAR2
+   );
 END oramem_filter;
 /

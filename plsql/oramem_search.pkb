@@ -640,11 +640,22 @@ AS
          oramem_errors.raise_error(oramem_errors.gc_invalid_payload, 'search request must be a JSON object');
       END IF;
       l_req := TREAT(l_elem AS JSON_OBJECT_T);
+      -- every member the search reads, and no other (red32): an unknown one was ignored, so
+      -- "user_id": ... (the add batch's and the record's spelling) searched every user's records
+      oramem_filter.check_keys(l_req, 'strategy,k,query_text,query_vector,thread,user,agent,record_types,'
+                               || 'metadata_filter,exact,tail_handicap,keyword_language,hybrid', 'search request');
 
       -- strategy (SC-6.4, SC-6.6)
       l_strategy := 'vector';
-      IF l_req.has('strategy') AND l_req.get('strategy').is_string THEN
-         l_strategy := LOWER(SUBSTR(l_req.get_string('strategy'), 1, 16));
+      -- a strategy that is not a string was ignored (a vector search ran; red32): refused, as the
+      -- Python store refuses it; nested IFs: no short-circuit evaluation assumed
+      IF l_req.has('strategy') THEN
+         IF NOT l_req.get('strategy').is_null THEN
+            IF NOT l_req.get('strategy').is_string THEN
+               bad_argument('strategy must be vector, keyword or hybrid');
+            END IF;
+            l_strategy := LOWER(SUBSTR(l_req.get_string('strategy'), 1, 16));
+         END IF;
       END IF;
       l_supported := RTRIM(
             CASE WHEN l_store.vector_dim IS NOT NULL THEN 'vector, ' END
@@ -669,8 +680,13 @@ AS
       IF l_k < 1 OR l_k > gc_max_k OR l_k <> TRUNC(l_k) THEN
          bad_argument('k must be an integer between 1 and ' || gc_max_k);
       END IF;
-      IF l_req.has('exact') AND l_req.get('exact').is_boolean THEN
-         l_exact := l_req.get_boolean('exact');
+      IF l_req.has('exact') THEN
+         IF NOT l_req.get('exact').is_null THEN
+            IF NOT l_req.get('exact').is_boolean THEN
+               bad_argument('exact must be true or false');   -- was ignored (red32)
+            END IF;
+            l_exact := l_req.get_boolean('exact');
+         END IF;
       END IF;
       -- VECTOR: distance added to a record's later chunks (SC-6.4; Python sends its chunk
       -- policy's value, gc_tail_handicap for tail-window stores; absent: 0, best chunk)
@@ -686,6 +702,14 @@ AS
 
       -- candidate records: types, expiry, scope, metadata filter (before the top-k cut)
       l_rec_where := '(r.expires_at IS NULL OR r.expires_at > SYS_EXTRACT_UTC(SYSTIMESTAMP))';
+      -- record_types that is not a list ("record_types": "memory") was ignored and every type
+      -- searched (red32): refused, as the Python store refuses it
+      IF l_req.has('record_types') THEN
+         IF NOT l_req.get('record_types').is_null AND NOT l_req.get('record_types').is_array THEN
+            oramem_errors.raise_error(oramem_errors.gc_invalid_record_type,
+               'record_types must be a list of record type names (or null for every type)');
+         END IF;
+      END IF;
       IF l_req.has('record_types') AND l_req.get('record_types').is_array THEN
          l_types := l_req.get_array('record_types');
          FOR i IN 0 .. l_types.get_size - 1 LOOP
@@ -718,6 +742,7 @@ AS
                      l_dim_name || ' must be {"match": ..., "value": ...}');
                END IF;
                l_scope := l_req.get_object(l_dim_name);
+               oramem_filter.check_keys(l_scope, 'match,value', l_dim_name);
                IF l_scope.has('match') AND NOT l_scope.get('match').is_null
                   AND NOT l_scope.get('match').is_string
                THEN
@@ -827,6 +852,7 @@ AS
                bad_argument('hybrid must be a JSON object (fusion, vector_weight, keyword_weight, rrf_k, depth)');
             END IF;
             l_cfg := l_req.get_object('hybrid');
+            oramem_filter.check_keys(l_cfg, 'fusion,vector_weight,keyword_weight,rrf_k,depth', 'hybrid');
          END IF;
          l_fusion := gc_fusion;
          IF l_cfg IS NOT NULL AND l_cfg.has('fusion') AND NOT l_cfg.get('fusion').is_null THEN

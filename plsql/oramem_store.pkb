@@ -697,6 +697,10 @@ AS
          bad_argument('batch_size must be between 1 and 10000');
       END IF;
       l_doc := parse_object(in_batch, 'add batch');
+      -- every member add reads, and no other (red32): an unknown one was ignored, so a record
+      -- written with the list request's spelling ("user": "bob") was stored as no user's, which
+      -- his erasure leaves behind and every reader of unscoped records gets
+      oramem_filter.check_keys(l_doc, 'records,on_conflict', 'add batch');
       IF NOT l_doc.has('records') OR NOT l_doc.get('records').is_array THEN
          bad_payload('add batch must be {"records": [...]}');
       END IF;
@@ -714,6 +718,8 @@ AS
             bad_payload(l_where || ' must be a JSON object');
          END IF;
          l_r := TREAT(l_records.get(i) AS JSON_OBJECT_T);
+         oramem_filter.check_keys(l_r, 'id,record_type,content,thread_id,user_id,agent_id,role,timestamp,'
+                                  || 'metadata,restored_times,ttl,chunks', l_where);
          l_ids(i + 1)   := get_text(l_r, 'id', l_where);
          IF l_ids(i + 1) IS NULL THEN
             bad_argument(l_where || '.id is required');
@@ -974,6 +980,9 @@ AS
       l_out     CLOB;
       l_n       PLS_INTEGER;
    BEGIN
+      -- every member the listing reads, and no other (red32): an unknown one was ignored, so
+      -- "user_id": ... (the add batch's and the record's spelling) listed every user's records
+      oramem_filter.check_keys(l_req, 'record_type,limit,thread,user,agent,metadata_filter', 'list request');
       l_type := oramem_registry.check_record_type(get_text(l_req, 'record_type', 'list request', 64));
       IF NOT l_req.has('limit') THEN
          l_limit := gc_max_list_limit;
@@ -997,6 +1006,7 @@ AS
                   bad_payload(l_dim || ' must be {"match": ..., "value": ...}');
                END IF;
                l_scope := l_req.get_object(l_dim);
+               oramem_filter.check_keys(l_scope, 'match,value', l_dim);
                -- N6: list reads the raw scope columns, as the SQLite engine's list
                l_cond := oramem_filter.scope_condition(l_dim, get_text(l_scope, 'match', l_dim, 16),
                                                        get_text(l_scope, 'value', l_dim, 255), 'r', l_binds,
@@ -1161,6 +1171,10 @@ AS
          l_kwp_tab := oramem_registry.quoted_name(l_store.memory_store_id, oramem_registry.gc_obj_passages);
       END IF;
       l_req  := parse_object(in_request, 'update request');
+      -- every member update reads, and no other (red32): an ignored one ("text" for "content")
+      -- was not applied while the call answered 1 for the members it did read
+      oramem_filter.check_keys(l_req, 'record_type,record_id,retrieval,content,chunks,vectors,metadata,'
+                               || 'timestamp,ttl', 'update request');
       l_type := oramem_registry.check_record_type(get_text(l_req, 'record_type', 'update request', 64));
       l_id   := get_text(l_req, 'record_id', 'update request');
       IF l_id IS NULL THEN
@@ -1396,6 +1410,12 @@ AS
       END IF;
       IF in_cascade IS NULL OR in_cascade NOT IN (0, 1) THEN
          bad_argument('cascade must be 0 or 1');
+      END IF;
+      -- as the Python store (SC-8.2, red32): a cascade of another type was a plain delete, the
+      -- flag silently ignored
+      IF in_cascade = 1 AND l_type <> 'thread' AND NOT oramem_registry.is_profile_type(l_type) THEN
+         bad_argument('cascade = 1 applies to user_profile, agent_profile and thread records, not ' || l_type
+                      || ' (SC-8.2); delete it with cascade = 0');
       END IF;
       IF in_reason IS NOT NULL AND (in_reason NOT IN ('forget', 'erase') OR in_cascade <> 1
                                     OR NOT oramem_registry.is_profile_type(l_type)) THEN

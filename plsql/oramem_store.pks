@@ -137,7 +137,8 @@ AS
     * Locks (KC-3.10): with in_cascade = 1 on a user_profile / agent_profile (an erasure),
     *  first LOCK TABLE <ID>_KG_AGENT IN EXCLUSIVE MODE when the store has knowledge tables,
     *  held until the caller's transaction ends: knowledge writes of the store wait for it.
-    * Errors: -20003; -20001 (null id, in_cascade not 0/1); store errors; hook errors.
+    * Errors: -20003; -20001 (null id, in_cascade not 0/1, in_cascade = 1 on a type other than
+    *  user_profile / agent_profile / thread); store errors; hook errors.
     * Commit: never.
     */
    /*

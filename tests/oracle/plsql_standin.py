@@ -29,12 +29,15 @@ class StoreStandIn:
         answers.update({
             "oramem_store.add_json": self.add, "oramem_store.get_json": self.get,
             "oramem_store.update_json": self.update, "oramem_store.delete_record_json": self.delete,
-            "oramem_store.list_json": self.list, "oramem_search.search_json": lambda c: "[]",
+            "oramem_store.list_json": self.list, "oramem_search.search_json": self.search,
             "oramem_store.delete_thread_json": self.delete_thread,
         })
 
     def add(self, call: Call) -> str:
         batch = json.loads(_text(call.binds["in_batch"]))
+        self._unknown(batch, self.ADD_KEYS, "add batch")
+        for i, r in enumerate(batch["records"]):
+            self._unknown(r, self.RECORD_KEYS, f"records[{i}]")
         ids = []
         for r in batch["records"]:
             self.seq += 1
@@ -51,6 +54,7 @@ class StoreStandIn:
 
     def update(self, call: Call) -> int:
         req = json.loads(_text(call.binds["in_request"]))
+        self._unknown(req, self.UPDATE_KEYS, "update request")
         rec = self.records.get((req["record_type"], req["record_id"]))
         if rec is None:
             return 0
@@ -100,8 +104,40 @@ class StoreStandIn:
     def delete_thread(self, call: Call) -> str:
         return self._delete_thread(call.binds["in_thread_id"])
 
+    #: the members list_json / search_json read; any other is -20002 there (oramem_filter.check_keys, red32)
+    LIST_KEYS = {"record_type", "limit", "thread", "user", "agent", "metadata_filter"}
+    SEARCH_KEYS = {"strategy", "k", "query_text", "query_vector", "thread", "user", "agent", "record_types",
+                   "metadata_filter", "exact", "tail_handicap", "keyword_language", "hybrid"}
+
+    ADD_KEYS = {"records", "on_conflict"}
+    RECORD_KEYS = {"id", "record_type", "content", "thread_id", "user_id", "agent_id", "role", "timestamp", "metadata",
+                   "restored_times", "ttl", "chunks"}
+    UPDATE_KEYS = {"record_type", "record_id", "retrieval", "content", "chunks", "vectors", "metadata", "timestamp",
+                   "ttl"}
+
+    @staticmethod
+    def _unknown(req: dict, known: set, what: str) -> None:
+        from .fakes import db_error
+
+        for key in req:
+            if key not in known:
+                raise db_error(20002, f"{what}: unknown key \"{key}\" (accepted: {', '.join(sorted(known))})")
+
+    @classmethod
+    def _check_keys(cls, req: dict, known: set, what: str) -> None:
+        cls._unknown(req, known, what)
+        for dim in ("thread", "user", "agent"):
+            scope = req.get(dim)
+            if isinstance(scope, dict):
+                cls._unknown(scope, {"match", "value"}, dim)
+
+    def search(self, call: Call) -> str:
+        self._check_keys(json.loads(_text(call.binds["in_request"])), self.SEARCH_KEYS, "search request")
+        return "[]"
+
     def list(self, call: Call) -> str:
         req = json.loads(_text(call.binds["in_request"]))
+        self._check_keys(req, self.LIST_KEYS, "list request")
         rows = [r for r in self.records.values() if r["record_type"] == req["record_type"]]
         rows.sort(key=lambda r: r["seq_no"])
         return json.dumps(rows[-int(req.get("limit") or len(rows) or 1):])
