@@ -60,3 +60,15 @@ def test_the_check_comes_before_the_first_write_of_a_delete():
     check = re.search(r"oramem_registry\.check_id\(\s*in_record_id", body)
     first_delete = re.search(r"\bDELETE\b|lock_erasers", body)
     assert check and first_delete and check.start() < first_delete.start()
+
+
+def test_a_plsql_cascade_writes_no_receipt_and_its_spec_says_so_and_what_to_do():
+    """left34 item 5 (documented, not changed): ``delete_record_json``'s cascade does not call
+    ``oramem_admin.log_erasure`` (the receipt's salted HMAC, token hashes and scan are the
+    Python eraser's); the spec must say so and name the remedy, so a PL/SQL application is not
+    left believing its cascade left SC-14's proof. A body that starts logging must update the
+    spec (and this test)."""
+    body = unit(code("oramem_store.pkb"), "delete_record_json")
+    assert "log_erasure" not in body
+    spec = " ".join(src("oramem_store.pks").split())
+    assert "writes no erasure-log receipt" in spec and "runs it after this call" in spec
