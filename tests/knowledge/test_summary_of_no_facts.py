@@ -25,7 +25,7 @@ def _model(llm):
 
 
 def test_a_summary_of_deleted_facts_is_cleared_without_an_llm_call(km, llm, clock):
-    r = write_facts(km, llm, [("Pedro", "person")], [("Pedro", "Pedro plays chess"), ("Pedro", "Pedro drinks coffee")])
+    write_facts(km, llm, [("Pedro", "person")], [("Pedro", "Pedro plays chess"), ("Pedro", "Pedro drinks coffee")])
     _model(llm)
     assert km.refresh_summaries("a1").summaries_refreshed == 1
     assert "chess" in _summaries(km)["person:pedro"]
