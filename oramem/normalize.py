@@ -92,13 +92,19 @@ def check_id(value: Any, argument: str) -> str: ...
 @overload
 def check_id(value: Any, argument: str, *, optional: bool) -> Optional[str]: ...
 def check_id(value: Any, argument: str, *, optional: bool = False) -> Optional[str]:
-    """A record/thread/user/agent id: 1..255 characters, no NUL."""
+    """A record/thread/user/agent id: 1..255 characters, no NUL, not only white space (an id
+    with visible characters is kept verbatim, its leading/trailing spaces included)."""
     if value is None and optional:
         return None
     if not isinstance(value, str):
         raise ArgumentTypeError(f"{argument} must be a str{' or None' if optional else ''}, got {type(value).__name__}")
     if not value:
         raise ArgumentError(f"{argument} must not be empty" + (" (pass None for no value)" if optional else ""))
+    if value.isspace():
+        raise ArgumentError(
+            f"{argument}={value!r} is only white space; give an id with a visible character"
+            + (" (or None for no value)" if optional else "")
+        )
     if len(value) > MAX_ID_LENGTH:
         raise ArgumentError(f"{argument} is {len(value)} characters; the limit is {MAX_ID_LENGTH}")
     if "\x00" in value:
@@ -155,13 +161,15 @@ def check_unicode(value: str, argument: str) -> str:
 
 def _all_valid_ids(values: list[Any]) -> bool:
     """Whether every entry is None or a plain ``str`` id that :func:`check_id` accepts
-    unchanged (1..MAX_ID_LENGTH characters, no NUL, valid Unicode), checked for the whole
+    unchanged (1..MAX_ID_LENGTH characters, not only white space, no NUL, valid Unicode), checked for the whole
     list at once: one join and one UTF-8 encode instead of a Python call per entry. False
     means "check entry by entry" (which raises the first entry's exact error)."""
     strs = [v for v in values if v is not None]
     if not strs:
         return True
     if set(map(type, strs)) != {str} or min(map(len, strs)) < 1 or max(map(len, strs)) > MAX_ID_LENGTH:
+        return False
+    if any(map(str.isspace, strs)):
         return False
     return _valid_texts(strs)
 

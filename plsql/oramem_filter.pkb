@@ -654,6 +654,8 @@ AS
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
             SUBSTR(in_dimension, 1, 10) || '.value is required when match is equals');
       END IF;
+      -- a scope id that is only white space names no one (oramem.normalize.check_id)
+      oramem_registry.check_id(in_value, SUBSTR(in_dimension, 1, 10) || '.value');
       -- Effective scope columns, as the SQLite engine (SC-6.2): a thread scope reads the raw
       -- thread_id (profiles have none, so they never match a thread); a user scope reads the
       -- record id of a user_profile and user_id of every other record; agent likewise.

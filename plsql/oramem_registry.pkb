@@ -6,6 +6,11 @@ AS
    g_hybrid_ok       BOOLEAN := FALSE;
 
    gc_ts_format      CONSTANT VARCHAR2(40 CHAR) := 'YYYY-MM-DD"T"HH24:MI:SS.FF6';
+   -- the 29 characters Python's str.isspace() calls white space (check_id; the test
+   -- tests/plsql/test_blank_ids_plsql.py compares the two sets)
+   gc_white_space    CONSTANT NVARCHAR2(40) := UNISTR(
+      '\0009\000A\000B\000C\000D\001C\001D\001E\001F\0020\0085\00A0\1680\2000\2001\2002\2003\2004'
+      || '\2005\2006\2007\2008\2009\200A\2028\2029\202F\205F\3000');
    e_plsql_compile   EXCEPTION;   -- ORA-06550: a dynamic block did not compile
    PRAGMA EXCEPTION_INIT(e_plsql_compile, -6550);
 
@@ -145,6 +150,22 @@ AS
       END IF;
       RETURN l_type;
    END check_record_type;
+
+   PROCEDURE check_id(
+      in_value    IN VARCHAR2,
+      in_argument IN VARCHAR2
+   )
+   IS
+   BEGIN
+      -- LTRIM of every white-space character leaves nothing (NULL: '' is NULL) only when the
+      -- id has no other character. Compared in the national character set (always Unicode:
+      -- AL16UTF16 or UTF8), so no white-space character is lost to a database character set
+      -- that lacks it, and no id character is turned into one.
+      IF in_value IS NOT NULL AND LTRIM(TO_NCHAR(in_value), gc_white_space) IS NULL THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            SUBSTR(in_argument, 1, 100) || ' is only white space; give an id with a visible character');
+      END IF;
+   END check_id;
 
    FUNCTION is_scoped_type(in_record_type IN VARCHAR2) RETURN BOOLEAN
    IS

@@ -142,6 +142,19 @@ AS
       in_argument    IN VARCHAR2 DEFAULT 'record_type'
    ) RETURN VARCHAR2;
 
+   /*
+    * check_id: refuses a record / thread / user / agent id that is only white space (the
+    * characters Python's str.isspace() calls white space, as oramem.normalize.check_id);
+    * NULL passes (whether an id is required is the caller's rule). An id with a visible
+    * character is kept verbatim, its leading/trailing spaces included.
+    * in_argument names the argument in the error message.
+    * Errors: -20001.
+    */
+   PROCEDURE check_id(
+      in_value    IN VARCHAR2,
+      in_argument IN VARCHAR2
+   );
+
    /* is_scoped_type: message, memory, guideline, fact, preference (SC-2.2). */
    FUNCTION is_scoped_type(in_record_type IN VARCHAR2) RETURN BOOLEAN;
 

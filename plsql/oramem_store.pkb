@@ -137,6 +137,7 @@ AS
       IF l_val IS NULL AND has_value(in_obj, in_key) THEN
          bad_argument(in_where || '.' || in_key || ' must not be empty (null or absent for none)');
       END IF;
+      oramem_registry.check_id(l_val, in_where || '.' || in_key);
       RETURN l_val;
    END get_id;
 
@@ -724,6 +725,7 @@ AS
          IF l_ids(i + 1) IS NULL THEN
             bad_argument(l_where || '.id is required');
          END IF;
+         oramem_registry.check_id(l_ids(i + 1), l_where || '.id');
          l_types(i + 1) := oramem_registry.check_record_type(get_text(l_r, 'record_type', l_where, 64),
                                                              l_where || '.record_type');
          l_key := l_types(i + 1) || '|' || l_ids(i + 1);
@@ -943,6 +945,7 @@ AS
       IF in_record_id IS NULL THEN
          bad_argument('record_id is required');
       END IF;
+      oramem_registry.check_id(in_record_id, 'record_id');
       IF in_lock IS NULL OR in_lock NOT IN (0, 1) THEN
          bad_argument('lock must be 0 or 1');
       END IF;
@@ -1060,6 +1063,7 @@ AS
       IF in_thread_id IS NULL THEN
          bad_argument('thread_id is required');
       END IF;
+      oramem_registry.check_id(in_thread_id, 'thread_id');
       IF in_last_n IS NOT NULL AND in_last_n < 1 THEN
          bad_argument('last_n must be >= 1 or null');
       END IF;
@@ -1180,6 +1184,7 @@ AS
       IF l_id IS NULL THEN
          bad_argument('record_id is required');
       END IF;
+      oramem_registry.check_id(l_id, 'record_id');
       l_retrieval := LOWER(NVL(get_text(l_req, 'retrieval', 'update request', 32), 'keep'));
       IF l_retrieval NOT IN ('keep', 'clear', 'replace', 'revector', 'strip_vectors') THEN
          bad_argument('retrieval must be keep, clear, replace, revector or strip_vectors');
@@ -1408,6 +1413,7 @@ AS
       IF in_record_id IS NULL THEN
          bad_argument('record_id is required');
       END IF;
+      oramem_registry.check_id(in_record_id, 'record_id');
       IF in_cascade IS NULL OR in_cascade NOT IN (0, 1) THEN
          bad_argument('cascade must be 0 or 1');
       END IF;
@@ -1623,6 +1629,7 @@ AS
       IF in_thread_id IS NULL THEN
          bad_argument('thread_id is required');
       END IF;
+      oramem_registry.check_id(in_thread_id, 'thread_id');
       l_count := remove_thread(l_store, in_thread_id, 'delete_thread', l_event);
       l_result.put('count', l_count);
       IF l_event IS NULL THEN

@@ -137,8 +137,18 @@ AS
     * Locks (KC-3.10): with in_cascade = 1 on a user_profile / agent_profile (an erasure),
     *  first LOCK TABLE <ID>_KG_AGENT IN EXCLUSIVE MODE when the store has knowledge tables,
     *  held until the caller's transaction ends: knowledge writes of the store wait for it.
-    * Errors: -20003; -20001 (null id, in_cascade not 0/1, in_cascade = 1 on a type other than
-    *  user_profile / agent_profile / thread); store errors; hook errors.
+    * Erasure proof (SC-14.3, left34): this call writes no erasure-log receipt (tombstone) and
+    *  no retrieval-audit deletion (the audit is SQLite-only, SC-16.7). The Python driver's
+    *  profile cascade and forget log the receipt themselves, in this call's transaction
+    *  (oramem_admin.log_erasure): its subject hash is an HMAC-SHA256 under the store's salt,
+    *  its token hashes and verification scan are Python's (oramem.trust.erasure), none of
+    *  which the package computes (DBMS_CRYPTO is not among oramem's grants). A PL/SQL caller
+    *  that needs the proof (so oramem import / migrate refuse the actor, SC-14.4) erases
+    *  with the Python forget, or runs it after this call: it deletes what is left (nothing)
+    *  and logs the receipt.
+    * Errors: -20003; -20001 (null id, an id of white space only, in_cascade not 0/1,
+    *  in_cascade = 1 on a type other than user_profile / agent_profile / thread); store
+    *  errors; hook errors.
     * Commit: never.
     */
    /*

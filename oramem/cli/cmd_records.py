@@ -412,8 +412,10 @@ def forget(state: State, user_id: Optional[str], agent_id: Optional[str], yes: b
     """
     if (user_id is None) == (agent_id is None):
         raise CLIError("give exactly one of --user or --agent", 2)
-    if user_id == "" or agent_id == "":  # before the confirmation, which would name nobody
-        raise CLIError(f"--{'user' if user_id == '' else 'agent'} must not be empty; give the id to erase", 2)
+    given = user_id if user_id is not None else (agent_id or "")
+    if not given.strip():  # before the confirmation, which would name nobody
+        raise CLIError(f"--{'user' if user_id is not None else 'agent'} must not be empty or only white space; "
+                       "give the id to erase", 2)
     who = f"user {user_id}" if user_id is not None else f"agent {agent_id}"
     store = state.open(create=False)
     if not yes:

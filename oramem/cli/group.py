@@ -222,6 +222,7 @@ def in_cli_words(message: str, flags: dict[str, str]) -> str:
         "is upgraded by a command that writes (oramem add, oramem import) with that flag",
     )
     message = message.replace("(pass None for no value)", "(leave the flag out for no value)")
+    message = message.replace("(or None for no value)", "(or leave the flag out for no value)")
     message = message.replace(", or None for ", ", or leave the flag out for ")
     message = message.replace("must be a datetime or an ISO-8601 string", "must be an ISO-8601 time")
     return re.sub(r"; pass None to (\w+)", r"; leave the flag out to \1", message)

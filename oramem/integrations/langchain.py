@@ -363,11 +363,11 @@ class OramemRetriever(BaseRetriever):
 
 class OramemChatMessageHistory(BaseChatMessageHistory):
     def __init__(self, store: Any, thread_id: str, *, user_id: Optional[str] = None, agent_id: Optional[str] = None) -> None:
-        if not isinstance(thread_id, str) or not thread_id:
-            raise ValueError(f"thread_id must be a non-empty str, got {thread_id!r}")
+        if not isinstance(thread_id, str) or not thread_id.strip():
+            raise ValueError(f"thread_id must be a non-empty str (not only white space), got {thread_id!r}")
         for name, value in (("user_id", user_id), ("agent_id", agent_id)):
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ValueError(f"{name} must be a non-empty str or None, got {value!r}")
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"{name} must be a non-empty str (not only white space) or None, got {value!r}")
         self._store = store
         self.thread_id = thread_id
         self._user_id = user_id

@@ -130,8 +130,8 @@ class OramemStore(BaseStore):
             raise ValueError(f"record_type must be one of {sorted(_SCOPED_TYPES)}, got {record_type!r}")
         fixed = {"user_id": user_id, "agent_id": agent_id, "thread_id": thread_id}
         for name, value in fixed.items():
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ValueError(f"{name} must be a non-empty str or None, got {value!r}")
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"{name} must be a non-empty str (not only white space) or None, got {value!r}")
         mapping = dict(scope_from_namespace or {})
         for name, position in mapping.items():
             if name not in _SCOPES:

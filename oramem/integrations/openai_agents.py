@@ -95,11 +95,11 @@ class OramemSession:
         agent_id: Optional[str] = None,
         session_settings: Optional[SessionSettings | dict] = None,
     ) -> None:
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError(f"session_id must be a non-empty str (it is the oramem thread_id), got {session_id!r}")
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise ValueError(f"session_id must be a non-empty str, not only white space (it is the oramem thread_id), got {session_id!r}")
         for name, value in (("user_id", user_id), ("agent_id", agent_id)):
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ValueError(f"{name} must be a non-empty str or None, got {value!r}")
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"{name} must be a non-empty str (not only white space) or None, got {value!r}")
         self.session_id = session_id
         # as the SDK's own sessions: a dict is validated (unknown keys are a TypeError)
         self.session_settings = (

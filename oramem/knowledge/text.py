@@ -191,5 +191,5 @@ def parse_when(value: Any, argument: str) -> Optional[datetime]:
 def validate_agent_id(agent_id: Any) -> str:
     """KC-0.1: a non-empty string of at most 256 characters."""
     if not isinstance(agent_id, str) or not agent_id.strip() or len(agent_id) > 256:
-        raise ValueError(f"agent_id must be a non-empty string of at most 256 characters, got {agent_id!r}")
+        raise ValueError(f"agent_id must be a non-empty string (not only white space) of at most 256 characters, got {agent_id!r}")
     return agent_id

@@ -225,6 +225,8 @@ class EntityImportanceResult:
 class SummaryRefreshResult:
     summaries_refreshed: int = 0
     summaries_skipped: int = 0
+    #: entities left with no current fact whose summary was cleared (no LLM call; KC-6.7)
+    summaries_cleared: int = 0
 
 
 # ----------------------------------------------------------------------------- results

@@ -76,3 +76,35 @@ def test_reprocess_of_an_event_stored_before_a_redacting_policy_sends_it_redacte
     assert km.reprocess_event("a1", event_id).success
     sent = _extract_calls(llm)[before:]
     assert sent and not any(SECRET in json.dumps(p) for p in sent)
+
+
+def test_a_rejected_job_fails_once_not_after_every_attempt(km, llm, store, tmp_path):
+    """left34 item 2: a refusal by the store's trust policy cannot change on a retry (the same
+    text, the same detectors, the same policy), so the job fails at its first attempt with the
+    reason in ``last_error`` (``oramem kg jobs list`` shows it), instead of going back to
+    ``pending`` until its attempts run out. ``retry_jobs`` after changing the policy runs it."""
+    queued = km.write("a1", f"Pedro's key is {SECRET}", "Pedro", background=True)
+    store.set_firewall(FirewallPolicy(secret="reject"))
+    report = km.process_jobs()
+    job = km.get_job(queued.job_id)
+    assert job.status == "failed" and job.attempts == 1 < job.max_attempts
+    assert report.failed == 1 and report.retried == 0
+    assert job.last_error.startswith("FirewallRejected: ") and SECRET not in job.last_error
+    assert "retry" in job.last_error and "policy" in job.last_error  # what to do
+    listed = [j for j in km.jobs("a1") if j.id == queued.job_id]
+    assert listed and listed[0].status == "failed" and listed[0].last_error == job.last_error
+    # ... and `oramem kg jobs list` shows the state and the reason
+    from click.testing import CliRunner
+
+    from oramem.cli import cli
+
+    out = CliRunner().invoke(cli, ["--db", str(tmp_path / "kg.db"), "kg", "jobs", "list"], catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    line = next(x for x in out.stdout.splitlines() if x.startswith(queued.job_id))
+    assert " failed " in line and "attempts=1/" in line and "error: FirewallRejected" in line and SECRET not in line
+    assert _extract_calls(llm) == []
+    # the operator relaxes the policy: an explicit retry runs the job again
+    store.set_firewall(FirewallPolicy(secret="redact"))
+    llm.route("extract", extract([("Pedro", "person")], [("Pedro", "Pedro has a key")]))
+    assert km.retry_jobs([queued.job_id]) == 1
+    assert km.process_jobs().done == 1 and km.get_job(queued.job_id).status == "done"

@@ -68,7 +68,7 @@ SEED = {
                             "skipped": False, "skip_reason": None},
     "MemifyResult": {"facts_scored": 0, "facts_marked_stale": 0, "edges_reinforced": 0, "merges_executed": 0},
     "EntityImportanceResult": {"entities_scored": 0, "top_entities": []},
-    "SummaryRefreshResult": {"summaries_refreshed": 0, "summaries_skipped": 0},
+    "SummaryRefreshResult": {"summaries_refreshed": 0, "summaries_skipped": 0, "summaries_cleared": 0},
     "InputClassification": {"input_type": None, "char_count": None, "estimated_tokens": None, "has_headers": None,
                             "has_bullets": None, "has_tables": None, "section_count": None, "line_count": None},
     "ExtractionStrategy": {"mode": None, "reason": None, "max_tokens_per_call": None, "estimated_chunks": None,

@@ -188,3 +188,30 @@ def test_pool_argument_errors_say_what_to_pass():
     with pytest.raises(ValueError, match="not both"):
         OracleDBMemoryStore(HashEmbedder(8), FakePool(rec), dsn="db:1521/FREEPDB1")
     assert rec.plsql == []
+
+
+def test_a_blank_id_is_refused_before_any_plsql_call_sync_and_async():
+    """left34 item 1 on the Oracle engine: a white-space-only id (record, scope, profile) is a
+    ValueError from the shared normaliser; nothing reaches oramem_store (the PL/SQL refuses it
+    too, for PL/SQL callers: tests/plsql/test_blank_ids_plsql.py)."""
+    rec = recorder()
+    store = OracleDBMemoryStore(HashEmbedder(8), FakePool(rec), memory_store_id="mystore")
+    calls = len(rec.plsql)
+    for call in (lambda: store.add(["x"], "memory", record_ids=" "), lambda: store.add(["x"], "memory", user_ids="\t"),
+                 lambda: store.add_user("\u00a0", "info"), lambda: store.get("memory", "  "),
+                 lambda: store.delete("user_profile", " ", cascade=True), lambda: store.delete_thread(" "),
+                 lambda: store.list("memory", agent_id=" ")):
+        with pytest.raises(ValueError, match="only white space"):
+            call()
+    assert len(rec.plsql) == calls
+
+    async def go():
+        astore = await OracleDBMemoryStore.connect_async(HashEmbedder(8), FakeAsyncPool(rec), memory_store_id="mystore")
+        before = len(rec.plsql)
+        with pytest.raises(ValueError, match="only white space"):
+            await astore.add_async(["x"], "memory", thread_ids=" ", roles="user")
+        with pytest.raises(ValueError, match="only white space"):
+            await astore.delete_async("agent_profile", " ", cascade=True)
+        assert len(rec.plsql) == before
+
+    asyncio.run(go())

@@ -162,3 +162,24 @@ def test_the_plsql_side_static():
     for stmt in re.findall(r"EXECUTE IMMEDIATE(.*?)INTO", scan, re.S):
         assert "l_token" not in stmt and ":t" in stmt
     assert "quoted_name(l_id, oramem_registry.gc_obj_records)" in scan and "DBMS_ASSERT.ENQUOTE_NAME" in scan
+
+
+def test_forget_after_a_plsql_cascade_logs_the_receipt_the_cascade_did_not():
+    """left34 item 5, the remedy plsql/README.md and oramem_store.pks document: a PL/SQL
+    application's own profile cascade (``oramem_store.delete_record(_json)``, in_cascade => 1)
+    writes no erasure receipt; the Python ``forget`` of the same user afterwards finds nothing
+    left (count 0, no records) and still logs her tombstone, with the subject hash that
+    ``oramem import`` / ``migrate`` check (SC-14.4). Pins documented behaviour (passes on the
+    code before: the package was not changed)."""
+    nothing_left = json.dumps({"count": 0, "event": {
+        "memory_store_id": "MYSTORE", "records": [], "thread_ids": [], "user_ids": ["ana-9"], "agent_ids": [],
+        "reason": "forget"}})
+    rec = _recorder({"scanned": ["table:OM_MYSTORE_REC"], "found": {}, "shared": []}, [])
+    rec.answers["oramem_store.list_json"] = "[]"
+    rec.answers["oramem_store.delete_record_json"] = nothing_left
+    store = OracleDBMemoryStore(HashEmbedder(8), FakePool(rec), memory_store_id="mystore")
+    receipt = store.forget(user_id="ana-9")
+    logged = [json.loads(c.binds["in_receipt"]) for c in rec.plsql if c.name == "oramem_admin.log_erasure"]
+    expected = hmac.new(bytes.fromhex(SALT), b"user:ana-9", hashlib.sha256).hexdigest()
+    assert logged and all(e["subject_hash"] == expected for e in logged)
+    assert logged[0]["verification"] == {"status": "pending"} and receipt.subject_hash == expected

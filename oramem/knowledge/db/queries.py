@@ -135,7 +135,7 @@ def check_user_id(user_id: object) -> Optional[str]:
     if not isinstance(user_id, str):
         raise TypeError(f"user_id must be a str or None, got {type(user_id).__name__}")
     if not user_id.strip() or len(user_id) > 255 or "\x00" in user_id:
-        raise ValueError("user_id must be a non-empty string of at most 255 characters without NUL, or None "
+        raise ValueError("user_id must be a non-empty string (not only white space) of at most 255 characters without NUL, or None "
                          "for the agent's shared knowledge")
     return user_id
 

@@ -264,9 +264,11 @@ def finish_without_work(rt: KnowledgeRuntime, job_id: str, worker_id: str, now: 
     return True
 
 
-def fail_attempt(rt: KnowledgeRuntime, job: dict[str, Any], worker_id: str, error: str, now: datetime, base: float, cap: float) -> str:
+def fail_attempt(rt: KnowledgeRuntime, job: dict[str, Any], worker_id: str, error: str, now: datetime, base: float, cap: float,
+                 *, final: bool = False) -> str:
     """Record a failed attempt: back to ``pending`` after the backoff, or ``failed`` when
-    out of attempts. Returns the new state (``lost`` when another worker holds the job).
+    out of attempts or ``final`` (a failure no retry can change: the store's firewall refused
+    the job's text). Returns the new state (``lost`` when another worker holds the job).
 
     Under the job's agent's lock row (KC-3.10, the erasure lock order): ``last_error`` may
     quote the context the attempt sent (a provider's exception), and an erasure that takes
@@ -279,7 +281,7 @@ def fail_attempt(rt: KnowledgeRuntime, job: dict[str, Any], worker_id: str, erro
     agent ``''``: NULL on Oracle, a row lock of no row."""
     j = rt.tables.job
     attempts = int(job["attempts"])
-    final = attempts >= int(job["max_attempts"])
+    final = final or attempts >= int(job["max_attempts"])
     values: dict[str, Any] = {"last_error": error[:4000], "updated_at": now, "lease_until": None}
     if final:
         values.update(status="failed", finished_at=now)

@@ -749,13 +749,13 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
                     .where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == x["canonical_key"], f.c.ingested_at > x["summary_refreshed_at"])
                     .limit(1)).first()
                 stale = newer is not None
-            facts = []
-            if stale:
-                rows = conn.execute(
-                    sa.select(f.c.id, f.c.fact_text, f.c.ttl_days, f.c.ingested_at).select_from(lk.join(f, f.c.id == lk.c.fact_id))
-                    .where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == x["canonical_key"], *_current(f))
-                    .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(60)).mappings()
-                facts = [(r["id"], r["fact_text"]) for r in rows if not reads.is_expired(dict(r), now)][:30]
+            # read for every entity, stale or not (F10, left34): one whose facts are all gone
+            # (invalidated, deleted, erased, expired) has its summary cleared, not kept naming them
+            rows = conn.execute(
+                sa.select(f.c.id, f.c.fact_text, f.c.ttl_days, f.c.ingested_at).select_from(lk.join(f, f.c.id == lk.c.fact_id))
+                .where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == x["canonical_key"], *_current(f))
+                .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(60)).mappings()
+            facts = [(r["id"], r["fact_text"]) for r in rows if not reads.is_expired(dict(r), now)][:30]
             out.append((x, stale, facts))
         return out
 
@@ -763,7 +763,12 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
     res = SummaryRefreshResult()
     call = TaskCall(rt.llm)
     done = []
+    cleared = []
     for x, stale, facts in items:
+        if not facts:  # nothing to summarise: no LLM call about nothing, no summary of what is gone
+            if x["summary_text"] is not None:
+                cleared.append(x["canonical_key"])
+            continue
         if not stale:
             continue
         try:
@@ -773,8 +778,11 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
             log.warning("entity_summary failed (%s)", type(exc).__name__)
             continue
         done.append((x["canonical_key"], reply["summary"].strip(), [fid for fid, _ in facts]))
-    if done:
+    if done or cleared:
         def write(conn: sa.Connection) -> None:
+            for key in cleared:  # as an erasure clears one: the next refresh writes it again from new facts
+                conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == key).values(
+                    summary_text=None, summary_refreshed_at=None))
             present = _present(conn, f, [fid for _, _, fids in done for fid in fids])
             for key, text, fids in done:
                 if not present.issuperset(fids):  # erased since the read: stays as the erasure left it
@@ -784,7 +792,8 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
 
         await _write(rt, agent_id, "knowledge summary refresh", write)
     res.summaries_refreshed = len(done)
-    res.summaries_skipped = len(items) - len(done)
+    res.summaries_cleared = len(cleared)
+    res.summaries_skipped = len(items) - len(done) - len(cleared)
     return res
 
 

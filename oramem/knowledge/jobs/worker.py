@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from ..._plans import run_sync
 from ...threads import write_refusal
+from ...trust.firewall import FirewallRejected
 from ..config import KnowledgeConfig, merge_config
 from ..db.queries import check_page
 from ..errors import plain_text
@@ -185,7 +186,14 @@ async def run_job(rt: KnowledgeRuntime, config: KnowledgeConfig, job: dict[str, 
             finish_span(span, result.stats, result.success)
     except queue_mod.LostClaim:
         return "lost"
-    except Exception as exc:  # noqa: BLE001 - every failure of an attempt is recorded and retried
+    except FirewallRejected as exc:
+        # the store's trust policy refused the job's text: the same text under the same policy
+        # is refused again, so the job fails now instead of after every attempt (left34); the
+        # reason (detector names, never the text) is its last_error, with what to do
+        error = (f"{type(exc).__name__}: {plain_text(exc)} [not retried: a firewall refusal repeats; after changing "
+                 "the policy, retry the job: oramem kg jobs retry, or retry_jobs]")
+        return await rt.in_thread(queue_mod.fail_attempt, rt, job, wid, error, rt.now(), base, cap, final=True)
+    except Exception as exc:  # noqa: BLE001 - every other failure of an attempt is recorded and retried
         error = f"{type(exc).__name__}: {plain_text(exc)}"  # stored as last_error: no quoted model reply
     else:
         if result.success:

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from ..db import queries as reads
 from ..db.queries import check_user_id
-from ..errors import LLMError
+from ..errors import LLMError, plain_text
 from ..observe import stats_of
 from ..text import parse_when, validate_agent_id
 from ..types import IntentionDetail, RetrieveResult, SpreadingActivationResult, GraphRetrievalResult
@@ -171,7 +171,10 @@ async def rerank(st: RetrieveState, ranked: list[Cand], topk: int) -> list[Cand]
         if len(scores) != len(head):
             raise LLMError(f"{len(scores)} scores for {len(head)} candidates")
     except LLMError as exc:  # KC-5.7: keep the order, warn
-        st.warn(f"reranker: {exc}")
+        # plain_text: what went wrong without the reply it may quote (trial F6): the prompt held
+        # the candidate facts, so a reply can repeat another user's text or injected text into
+        # the caller's log or UI
+        st.warn(f"reranker: {plain_text(exc)}")
         return ranked
     w = float(cfg.reranker_weight)
     for c, r in zip(head, scores):

@@ -38,7 +38,7 @@ def _origin(source: Any, session_id: Any, occurred_at: Any) -> Optional[datetime
     if not isinstance(source, str) or not source.strip():
         raise ValueError("source must be a non-empty string")
     if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 255:
-        raise ValueError("session_id must be a non-empty string of at most 255 characters (it is a store thread id), "
+        raise ValueError("session_id must be a non-empty string (not only white space) of at most 255 characters (it is a store thread id), "
                          "or None for the (agent, user) default thread")
     when: Optional[datetime] = parse_when(occurred_at, "occurred_at")
     return when
