@@ -23,6 +23,13 @@ Install with ``pip install 'oramem[langchain]'``. All three call the public stor
   ``clear()`` deletes, in one transaction, every record of the scope in the thread; other
   users' and agents' records stay (``store.delete_thread`` removes a whole thread).
 
+No keyword argument is dropped (red32): each method reads it or refuses it with a TypeError
+naming it and what the method accepts, before anything is read or written; a scope name
+(``user_id``, ``agent_id``, ``thread_id``) gets the answer that scope is fixed at construction.
+LangChain's own pass-through keeps working: ``ids`` (``add_texts``/``add_documents``/
+``from_documents``), ``as_retriever(search_kwargs=...)``, and ``verbose`` (a bool), which
+``BaseRetriever.invoke`` reads for its callbacks and then hands on.
+
 ``OramemVectorStore.delete(ids)`` deletes the records of its scope among ``ids`` and returns
 ``True`` only when every id named a record of its scope (all deleted), else ``False`` (ids of
 another scope, or unknown, are left alone). Its reads and deletes, in one transaction, go out

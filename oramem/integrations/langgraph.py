@@ -186,11 +186,11 @@ class OramemStore(BaseStore):
         accepted = [name for name in inspect.signature(cls.__init__).parameters if name not in ("self", "store")]
         if index:
             accepted.remove("index_fields")
-        unknown = sorted(set(kwargs) - set(accepted))
-        if unknown:
-            hint = " (with index=, give the fields as index['fields'])" if "index_fields" in unknown else ""
+        not_taken = sorted(set(kwargs) - set(accepted))
+        if not_taken:
+            hint = " (with index=, give the fields as index['fields'])" if "index_fields" in not_taken else ""
             raise TypeError(
-                f"from_index_config has no argument {', '.join(map(repr, unknown))}{hint}; it accepts index, path, "
+                f"from_index_config has no argument {', '.join(map(repr, not_taken))}{hint}; it accepts index, path, "
                 f"{', '.join(accepted)}"
             )
         if not index:
