@@ -23,6 +23,13 @@ Install with ``pip install 'oramem[langchain]'``. All three call the public stor
   ``clear()`` deletes, in one transaction, every record of the scope in the thread; other
   users' and agents' records stay (``store.delete_thread`` removes a whole thread).
 
+No keyword argument is dropped (red32): each method reads it or refuses it with a TypeError
+naming it and what the method accepts, before anything is read or written; a scope name
+(``user_id``, ``agent_id``, ``thread_id``) gets the answer that scope is fixed at construction.
+LangChain's own pass-through keeps working: ``ids`` (``add_texts``/``add_documents``/
+``from_documents``), ``as_retriever(search_kwargs=...)``, and ``verbose`` (a bool), which
+``BaseRetriever.invoke`` reads for its callbacks and then hands on.
+
 ``OramemVectorStore.delete(ids)`` deletes the records of its scope among ``ids`` and returns
 ``True`` only when every id named a record of its scope (all deleted), else ``False`` (ids of
 another scope, or unknown, are left alone). Its reads and deletes, in one transaction, go out
@@ -82,6 +89,38 @@ def _check_id_list(ids: Any) -> None:
         raise TypeError(f"ids must be a list of ids, got one {type(ids).__name__}: pass [{ids!r}] for that one record")
 
 
+_SCOPE_NAMES = ("user_id", "agent_id", "thread_id")
+
+# LangChain's own retrievers hand this on: ``invoke(query, verbose=True)`` reads it for the
+# callback manager (langchain_core BaseRetriever.invoke) and then passes every keyword argument
+# on, through VectorStoreRetriever's search_kwargs, to the search method. It is LangChain's to
+# honour (a bool), not an option of the search.
+_FRAMEWORK_FLAGS = ("verbose",)
+
+
+def _refuse_unknown(where: str, kwargs: dict, accepts: Sequence[str], scope_of: str, *, framework: bool = False) -> None:
+    """No keyword argument is dropped silently (red32): one the method does not read is a
+    TypeError naming it and what the method accepts, raised before anything is read or written.
+    A scope name (user_id, agent_id, thread_id) gets the answer that scope is fixed when the
+    adapter is constructed: a call cannot narrow or widen it."""
+    unknown = sorted(k for k in kwargs if not (framework and k in _FRAMEWORK_FLAGS))
+    if framework:
+        for flag in _FRAMEWORK_FLAGS:
+            if flag in kwargs and not isinstance(kwargs[flag], bool):
+                raise TypeError(f"{where}: {flag} must be a bool (LangChain's callback flag), got {kwargs[flag]!r}")
+    if not unknown:
+        return
+    listed = ", ".join(accepts) if accepts else "no keyword arguments"
+    message = f"{where} has no argument {', '.join(map(repr, unknown))}; it accepts {listed}"
+    scoped = [k for k in unknown if k in _SCOPE_NAMES]
+    if scoped:
+        message += (
+            f". The scope ({', '.join(_SCOPE_NAMES)}) is fixed when the {scope_of} is constructed and limits every "
+            f"call: construct another {scope_of}(..., {scoped[0]}=...) for another scope"
+        )
+    raise TypeError(message)
+
+
 def _read_back(meta: Optional[dict], existing: Any) -> Optional[dict]:
     """A Document's metadata for the upsert of its record: without the firewall's verdict
     when it is the one the record holds (SC-15.4: the key is the firewall's, and Documents
@@ -90,6 +129,10 @@ def _read_back(meta: Optional[dict], existing: Any) -> Optional[dict]:
     if not meta or VERDICT_KEY not in meta or meta[VERDICT_KEY] != (existing.metadata or {}).get(VERDICT_KEY):
         return meta
     return {k: v for k, v in meta.items() if k != VERDICT_KEY}
+
+
+# from_texts's own keyword arguments: the SQLite file, then the constructor's
+_FROM_TEXTS_ACCEPTS = ("path", "record_type", "user_id", "agent_id", "thread_id")
 
 
 class OramemVectorStore(VectorStore):
@@ -115,10 +158,15 @@ class OramemVectorStore(VectorStore):
 
     @classmethod
     def from_texts(cls, texts: list[str], embedding: Any, metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any):
-        """A new in-memory SQLite vector store embedding with ``embedding`` (a LangChain ``Embeddings``)."""
+        """A new in-memory SQLite vector store embedding with ``embedding`` (a LangChain ``Embeddings``).
+        ``path`` (default ``":memory:"``) is the SQLite file; ``record_type``, ``user_id``,
+        ``agent_id`` and ``thread_id`` go to the constructor. Any other keyword argument is
+        refused before the embedder is probed or a store is opened."""
         from .. import SQLiteMemoryStore
         from .lc_embeddings import LangChainEmbedder
 
+        _refuse_unknown("from_texts", {k: v for k, v in kwargs.items() if k not in _FROM_TEXTS_ACCEPTS},
+                        ("metadatas", "ids") + _FROM_TEXTS_ACCEPTS, "OramemVectorStore")
         dims = len(embedding.embed_query("dimension probe"))
         made = cls(SQLiteMemoryStore(kwargs.pop("path", ":memory:"), embedder=LangChainEmbedder(embedding, dims)), **kwargs)
         made.add_texts(texts, metadatas, ids=ids)
@@ -194,43 +242,50 @@ class OramemVectorStore(VectorStore):
         # deletion is successful"); ids of another scope are never touched and make it False
         return bool(ids) and deleted == len(ids)
 
-    def _search(self, query: str, k: int, filter: Optional[dict], strategy: Optional[str]):
+    _SEARCH_ACCEPTS = ("k", "filter", "strategy")
+
+    def _search(self, query: str, k: int, filter: Optional[dict], strategy: Optional[str], kwargs: Optional[dict] = None,
+                where: str = "similarity_search"):
+        _refuse_unknown(where, kwargs or {}, self._SEARCH_ACCEPTS, "OramemVectorStore", framework=True)
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an int >= 1, got {k!r}")
         return _search_plan(query, k, _scope_args(**self._scope), [self._type], filter, strategy)
 
     # -- sync ----------------------------------------------------------------------------------
     def add_texts(self, texts: Iterable[str], metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any) -> list[str]:
+        _refuse_unknown("add_texts", kwargs, ("metadatas", "ids"), "OramemVectorStore")
         # one transaction: the id checks, the thread check (oramem.threads) and the writes commit together
         return run_sync_in_transaction(self._store, self._add_plan(texts, metadatas, ids))
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        # ids= is LangChain's (VectorStore.add_texts / from_documents pass it): it wins over the Documents' ids
         ids = kwargs.pop("ids", None) or [d.id for d in documents]
+        _refuse_unknown("add_documents", kwargs, ("ids",), "OramemVectorStore")
         return self.add_texts([d.page_content for d in documents], [d.metadata for d in documents], ids=ids)
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         return run_sync(self._store, self._get_plan(ids))
 
     def delete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
+        _refuse_unknown("delete", kwargs, ("ids",), "OramemVectorStore")
         # one transaction: the scope check and the delete commit together (ids are the caller's:
         # between them another scope's record could take an id this scope's record just freed)
         return run_sync_in_transaction(self._store, self._delete_plan(ids))
 
     def similarity_search_with_score(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
-        return run_sync(self._store, self._search(query, k, filter, strategy))
+        return run_sync(self._store, self._search(query, k, filter, strategy, kwargs, "similarity_search_with_score"))
 
     def similarity_search(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
-        return [doc for doc, _ in self.similarity_search_with_score(query, k, filter, strategy)]
+        return [doc for doc, _ in run_sync(self._store, self._search(query, k, filter, strategy, kwargs))]
 
     def _select_relevance_score_fn(self):
         return lambda distance: 1.0 - distance
 
     # -- maximal marginal relevance -----------------------------------------------------------
-    def _mmr_embedder(self, k: Any, fetch_k: Any, lambda_mult: Any, kwargs: dict) -> Any:
+    def _mmr_embedder(self, k: Any, fetch_k: Any, lambda_mult: Any, kwargs: dict,
+                      where: str = "max_marginal_relevance_search") -> Any:
         """The store's embedder, after checking the arguments (nothing is searched before)."""
-        if kwargs:
-            raise TypeError(f"unknown argument(s) {', '.join(sorted(kwargs))}; max marginal relevance search takes "
-                            "k, fetch_k, lambda_mult and filter")
+        _refuse_unknown(where, kwargs, ("k", "fetch_k", "lambda_mult", "filter"), "OramemVectorStore", framework=True)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"k must be an int >= 1, got {k!r}")
         if not isinstance(fetch_k, int) or isinstance(fetch_k, bool) or fetch_k < k:
@@ -285,7 +340,7 @@ class OramemVectorStore(VectorStore):
     def max_marginal_relevance_search_by_vector(self, embedding: Any, k: int = 4, fetch_k: int = 20,
                                                 lambda_mult: float = 0.5, filter: Optional[dict] = None,
                                                 **kwargs: Any) -> list[Document]:
-        embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
+        embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs, "max_marginal_relevance_search_by_vector")
         docs = run_sync(self._store, self._mmr_candidates(None, embedding, fetch_k, filter))
         if not docs:
             return []
@@ -293,27 +348,30 @@ class OramemVectorStore(VectorStore):
 
     # -- async ---------------------------------------------------------------------------------
     async def aadd_texts(self, texts: Iterable[str], metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any) -> list[str]:
+        _refuse_unknown("aadd_texts", kwargs, ("metadatas", "ids"), "OramemVectorStore")
         return await run_async_in_transaction(self._store, self._add_plan(texts, metadatas, ids))
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         ids = kwargs.pop("ids", None) or [d.id for d in documents]
+        _refuse_unknown("aadd_documents", kwargs, ("ids",), "OramemVectorStore")
         return await self.aadd_texts([d.page_content for d in documents], [d.metadata for d in documents], ids=ids)
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         return await run_async(self._store, self._get_plan(ids))
 
     async def adelete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
+        _refuse_unknown("adelete", kwargs, ("ids",), "OramemVectorStore")
         return await run_async_in_transaction(self._store, self._delete_plan(ids))
 
     async def asimilarity_search_with_score(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
-        return await run_async(self._store, self._search(query, k, filter, strategy))
+        return await run_async(self._store, self._search(query, k, filter, strategy, kwargs, "asimilarity_search_with_score"))
 
     async def asimilarity_search(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
-        return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, filter, strategy)]
+        return [doc for doc, _ in await run_async(self._store, self._search(query, k, filter, strategy, kwargs, "asimilarity_search"))]
 
     async def amax_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
                                              filter: Optional[dict] = None, **kwargs: Any) -> list[Document]:
-        embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
+        embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs, "amax_marginal_relevance_search")
         docs = await run_async(self._store, self._mmr_candidates(query, None, fetch_k, filter))
         if not docs:
             return []
@@ -324,7 +382,7 @@ class OramemVectorStore(VectorStore):
     async def amax_marginal_relevance_search_by_vector(self, embedding: Any, k: int = 4, fetch_k: int = 20,
                                                        lambda_mult: float = 0.5, filter: Optional[dict] = None,
                                                        **kwargs: Any) -> list[Document]:
-        embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs)
+        embedder = self._mmr_embedder(k, fetch_k, lambda_mult, kwargs, "amax_marginal_relevance_search_by_vector")
         docs = await run_async(self._store, self._mmr_candidates(None, embedding, fetch_k, filter))
         if not docs:
             return []
@@ -354,10 +412,27 @@ class OramemRetriever(BaseRetriever):
         pairs = yield from _search_plan(query, k, scope, self.record_types, self.filter, self.strategy)
         return [doc for doc, _ in pairs]
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: Optional[int] = None) -> list[Document]:
+    @staticmethod
+    def _check_call(kwargs: dict) -> None:
+        # invoke(query, **kwargs) hands every keyword argument here (BaseRetriever.invoke, after
+        # reading verbose and taking run_id): k is read, any other is refused, never dropped
+        try:
+            _refuse_unknown("OramemRetriever.invoke", kwargs, ("k",), "OramemRetriever", framework=True)
+        except TypeError as refused:
+            fields = [n for n in kwargs if n in ("strategy", "filter", "record_types")]
+            if fields:
+                raise TypeError(f"{refused}. {', '.join(fields)} is a field of the retriever, set when it is "
+                                f"constructed: OramemRetriever(store=..., {fields[0]}=...)") from None
+            raise
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: Optional[int] = None,
+                                **kwargs: Any) -> list[Document]:
+        self._check_call(kwargs)
         return run_sync(self.store, self._plan(query, k))
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: Optional[int] = None) -> list[Document]:
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       k: Optional[int] = None, **kwargs: Any) -> list[Document]:
+        self._check_call(kwargs)
         return await run_async(self.store, self._plan(query, k))
 
 

@@ -48,6 +48,7 @@ text the policy redacts is refused (the item could not be found by them again).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 from datetime import datetime, timedelta, timezone
@@ -176,11 +177,22 @@ class OramemStore(BaseStore):
         ``index={"dims": 1536, "embed": embeddings, "fields": ["text"]}`` embeds with the given
         LangChain ``Embeddings`` (or embedding function, or ``"provider:model"``) in a vector
         store; without ``index`` the SQLite store searches by keyword (FTS5). Other keyword
-        arguments go to :class:`OramemStore`.
+        arguments go to :class:`OramemStore`; one it does not take is refused before the SQLite
+        file is opened (with ``index``, its ``fields`` are the store's ``index_fields``).
         """
         from .. import SQLiteMemoryStore
         from .lc_embeddings import LangChainEmbedder
 
+        accepted = [name for name in inspect.signature(cls.__init__).parameters if name not in ("self", "store")]
+        if index:
+            accepted.remove("index_fields")
+        not_taken = sorted(set(kwargs) - set(accepted))
+        if not_taken:
+            hint = " (with index=, give the fields as index['fields'])" if "index_fields" in not_taken else ""
+            raise TypeError(
+                f"from_index_config has no argument {', '.join(map(repr, not_taken))}{hint}; it accepts index, path, "
+                f"{', '.join(accepted)}"
+            )
         if not index:
             return cls(SQLiteMemoryStore(path, search_strategy="keyword"), **kwargs)
         unknown = set(index) - {"dims", "embed", "fields"}

@@ -65,7 +65,8 @@ def test_mmr_arguments_are_checked(stores):
         alice.max_marginal_relevance_search("coffee", k=4, fetch_k=2)
     with pytest.raises(ValueError, match=r"lambda_mult must be a number in \[0, 1\]"):
         alice.max_marginal_relevance_search("coffee", lambda_mult=2)
-    with pytest.raises(TypeError, match="unknown argument"):
+    with pytest.raises(TypeError, match="max_marginal_relevance_search has no argument 'fetchk'; it accepts k, fetch_k, "
+                                        "lambda_mult, filter"):
         alice.max_marginal_relevance_search("coffee", fetchk=10)
     with SQLiteMemoryStore(":memory:", vector_dim=8, search_strategy="vector") as bare:
         with pytest.raises(ValueError, match="opened without one"):

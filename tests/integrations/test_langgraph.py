@@ -264,3 +264,21 @@ def test_from_index_config_embeds_with_a_langgraph_embed_function():
     store = OramemStore.from_index_config({"dims": 3, "embed": embed, "fields": ["text"]})
     store.put(("e",), "k", {"text": "banana"})
     assert store.index_config["dims"] == 3 and store.search(("e",), query="banana")[0].key == "k"
+
+
+@pytest.mark.parametrize("with_index", [False, True])
+def test_from_index_config_refuses_an_unknown_argument_before_opening_the_file(tmp_path, with_index):
+    """kw37: an argument OramemStore does not take was a TypeError from Python only after the
+    SQLite file had been created; now it is named, with what is accepted, and nothing is opened."""
+    path = tmp_path / "lg.db"
+    index = {"dims": 3, "embed": lambda texts: [[1.0, 0.0, 0.0] for _ in texts]} if with_index else None
+    with pytest.raises(TypeError, match="from_index_config has no argument 'namespace'; it accepts index, path, user_id"):
+        OramemStore.from_index_config(index, path=str(path), namespace=("a",))
+    assert not path.exists()
+    if with_index:
+        with pytest.raises(TypeError, match=r"'index_fields' \(with index=, give the fields as index\['fields'\]\)"):
+            OramemStore.from_index_config(index, path=str(path), index_fields=["text"])
+        assert not path.exists()
+    made = OramemStore.from_index_config(index, path=str(path), user_id="alice")
+    made.put(("n",), "k", {"text": "x"})
+    assert made._store.get("memory", made._record_id(("n",), "k")).user_id == "alice"
