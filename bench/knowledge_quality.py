@@ -14,8 +14,11 @@ each question as its user (``km.retrieve(..., user_id=user)``, reranker off, def
 and reports, per question kind, recall@1, recall@5 and MRR of the answer fact (rank among the
 returned facts; absent = 0). Kinds: ``first_person_self`` ("where do I live?"),
 ``first_person_other`` ("what does my sister do?" -> "Dana works as a teacher"),
-``third_person`` ("where does Carol live?") and ``isolation`` (the answer is ANOTHER user's
-fact: it must never come back; reported as leaks). ``foreign`` counts, over all questions, the
+``third_person`` ("where does Carol live?"), ``first_person_relation`` / ``third_person_relation``
+("who is my daughter?", "who is Carol's father?": the answer is a relation's mirror fact, KC-4.14,
+written ``{"relation": [source, target]}``: any returned fact that no write scripted, starting
+with the source's name and naming the target, whatever words the code puts between them) and
+``isolation`` (the answer is ANOTHER user's fact: it must never come back; reported as leaks). ``foreign`` counts, over all questions, the
 returned facts that belong to another user (must be 0).
 
 Which code is measured is whatever ``oramem`` the interpreter imports: set PYTHONPATH to a
@@ -29,14 +32,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KINDS = ("first_person_self", "first_person_other", "third_person", "isolation")
+KINDS = ("first_person_self", "first_person_other", "first_person_relation", "third_person", "third_person_relation",
+         "isolation")
 
 
 class Clock:
@@ -61,14 +66,51 @@ def load(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         for _, fact in w["facts"]:
             if owner.setdefault(fact, w["user"]) != w["user"]:
                 raise SystemExit(f"{path}: fact {fact!r} is written by two users; make fact texts unique per user")
+    rel_owner = relation_owners(writes)
     for q in questions:
         if q["kind"] not in KINDS:
             raise SystemExit(f"{path}: question kind {q['kind']!r} is not one of {KINDS}")
-        if q["answer"] not in owner:
+        if isinstance(q["answer"], dict):
+            pair = tuple(q["answer"]["relation"])
+            if pair not in rel_owner:
+                raise SystemExit(f"{path}: answer {q['answer']!r} of {q['query']!r} is no written relation")
+            who = rel_owner[pair]
+        elif q["answer"] not in owner:
             raise SystemExit(f"{path}: answer {q['answer']!r} of {q['query']!r} is no written fact")
-        if (owner[q["answer"]] == q["user"]) == (q["kind"] == "isolation"):
-            raise SystemExit(f"{path}: {q['query']!r} ({q['kind']}) as {q['user']}: its answer belongs to {owner[q['answer']]}")
+        else:
+            who = owner[q["answer"]]
+        if (who == q["user"]) == (q["kind"] == "isolation"):
+            raise SystemExit(f"{path}: {q['query']!r} ({q['kind']}) as {q['user']}: its answer belongs to {who}")
     return writes, questions
+
+
+def relation_owners(writes: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for w in writes:
+        for src, tgt, _ in w["relations"]:
+            if out.setdefault((src, tgt), w["user"]) != w["user"]:
+                raise SystemExit(f"relation {src!r} -> {tgt!r} is written by two users; make names unique per user")
+    return out
+
+
+def is_mirror(fact: str, pair: tuple[str, str], written: dict[str, str]) -> bool:
+    """``fact`` is the relation ``pair``'s mirror fact: no write scripted it, it starts with the
+    source's name and names the target (whatever the code writes between them)."""
+    src, tgt = pair
+    return fact not in written and fact.startswith(src + " ") and re.search(rf"(?<!\w){re.escape(tgt)}(?!\w)", fact) is not None
+
+
+def answer_rank(facts: list[str], answer: Any, written: dict[str, str]) -> int:
+    for i, fact in enumerate(facts, 1):
+        if fact == answer if isinstance(answer, str) else is_mirror(fact, tuple(answer["relation"]), written):
+            return i
+    return 0
+
+
+def fact_owner(fact: str, written: dict[str, str], rel_owner: dict[tuple[str, str], str]) -> Optional[str]:
+    if fact in written:
+        return written[fact]
+    return next((user for pair, user in rel_owner.items() if is_mirror(fact, pair, written)), None)
 
 
 def run(strategy: str, model: str, writes: list[dict[str, Any]], questions: list[dict[str, Any]], tmp: str) -> list[dict[str, Any]]:
@@ -84,6 +126,7 @@ def run(strategy: str, model: str, writes: list[dict[str, Any]], questions: list
                               search_strategy=strategy)
     km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False), clock=clock)
     owner = {fact: w["user"] for w in writes for _, fact in w["facts"]}
+    rel_owner = relation_owners(writes)
     out = []
     try:
         for w in writes:
@@ -96,8 +139,8 @@ def run(strategy: str, model: str, writes: list[dict[str, Any]], questions: list
             clock.now += timedelta(minutes=1)
         for q in questions:
             facts = [f.fact_text for f in km.retrieve("bench", q["query"], user_id=q["user"]).facts]
-            rank = facts.index(q["answer"]) + 1 if q["answer"] in facts else 0
-            foreign = [f for f in facts if owner.get(f, q["user"]) != q["user"]]
+            rank = answer_rank(facts, q["answer"], owner)
+            foreign = [f for f in facts if fact_owner(f, owner, rel_owner) not in (None, q["user"])]
             out.append({**q, "strategy": strategy, "rank": rank, "foreign": foreign, "top3": facts[:3]})
     finally:
         km.close()
