@@ -41,7 +41,12 @@ def test_kinship_and_partner_words_are_normalised(said, canonical):
     ("Sofia", "Ines", "partner", "Ines is Sofia's partner"),
     ("Sofia", "Rosa", "Grandmother", "Rosa is Sofia's grandmother"),
     ("Ana", "Bea", "step-daughter", "Bea is Ana's step daughter"),
-    ("Kenji", "Aiko", "father_of", "Kenji father of Aiko"),
+    # a <kin>_of edge: the target's role for the source, in a neutral word
+    ("Kenji", "Aiko", "father_of", "Aiko is Kenji's child"),
+    ("Kenji", "Hiroshi", "son of", "Hiroshi is Kenji's parent"),
+    ("Sofia", "Rosa", "grandchild_of", "Rosa is Sofia's grandparent"),
+    ("Kofi", "Efua", "nephew_of", "Efua is Kofi's aunt or uncle"),
+    ("Ana", "Rui", "half_brother_of", "Ana half brother of Rui"),
     ("Pedro", "Acme", "Employee Of", "Pedro works at Acme"),
     ("Pedro", "Carla", "Mentored By", "Pedro mentored by Carla"),
     ("Dev", "Kevin", "roommate", "Dev roommate Kevin"),
@@ -156,6 +161,27 @@ def test_my_relation_word_is_read_as_her_relative_never_another_users(km, llm, c
     relatives_seen.clear()
     km.retrieve("support", "what does my sister do?")  # shared only: no reader, no relatives
     assert relatives_seen == [[]]
+
+
+def test_a_kin_of_edge_is_read_through_its_neutral_word(km, llm, clock, relatives_seen):
+    """Kenji's edges were said 'father_of' Aiko and 'son_of' Hiroshi (and 'cousin' Daichi): 'my
+    father' is Hiroshi ("Hiroshi is Kenji's parent"), 'my daughter' is Aiko ("Aiko is Kenji's
+    child"); before, the mirror facts said "Kenji father of Aiko" and 'my father' read every
+    family_of edge of his, Aiko first."""
+    for task in ("reconcile", "resolve_entity"):
+        llm.route(task, adding_llm().routes[task])
+    for other, fact, rel in (("Aiko", "Aiko is learning to swim", "father_of"), ("Hiroshi", "Hiroshi grows bonsai", "son_of"),
+                             ("Daichi", "Daichi lives in Osaka", "cousin")):
+        llm.route("extract", extract(entities=[("Kenji", "person"), (other, "person")], facts=[(other, fact)],
+                                     relations=[("Kenji", other, rel)]))
+        km.write("support", fact, "Kenji", user_id="kenji")
+        clock.advance(minutes=1)
+    for query, texts in (("what does my father grow?", ["what does Hiroshi grow?"]),
+                         ("who is my daughter?", ["who is Kenji's daughter Aiko?"]),
+                         ("where does my cousin live?", ["where does Daichi live?"])):
+        relatives_seen.clear()
+        km.retrieve("support", query, user_id="kenji")
+        assert relatives_seen == [texts], query
 
 
 @pytest.mark.skipif(_real_model() is None, reason="no all-MiniLM-L6-v2 ONNX export here (ORAMEM_TEST_ONNX_MODEL)")

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from ..db import queries as reads
 from ..text import (entity_key, first_person, in_third_person, in_third_person_attributes, in_third_person_possessive,
                     my_phrases, ngrams, norm, slug)
-from ..write.relations import INVERSE_REL_TYPES, SYMMETRIC_REL_TYPES, normalize_rel_type, rel_words
+from ..write.relations import INVERSE_REL_TYPES, KIN_CLASS, SYMMETRIC_REL_TYPES, normalize_rel_type, rel_words
 from ..types import ExpandedQuery, GraphRetrievalResult, RetrievalPlan
 from .scoring import clip01, days, plan_retrieval, recency_score
 from .state import RetrieveState
@@ -108,7 +108,8 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
     when an edge of hers has the type the word normalises to (KC-4.14: sister -> family_of),
     with her as its source (a symmetric type or the inverse type: either end). When some of
     those edges' evidence facts say "<reader>'s <word>" ("Dana is Carol's sister", KC-4.14's
-    mirror fact) only they count (family_of also holds her father), else all of them, strongest
+    mirror fact) or its neutral kin word ("my father": "Hiroshi is Kenji's parent") only they
+    count (family_of also holds her father), else all of them, strongest
     first; at most :data:`RELATIVES_PER_WORD` per word. A question that asks only who it is
     ("who is my sister?") names the relation with her: "who is Carol's sister Dana?". Read from
     her scope only (``user_id`` = the reader, never the shared rows nor another user's), names
@@ -163,8 +164,9 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
     texts: list[str] = []
     for start, end, word, ends in found:
         named = [(k, ev) for k, ev in ends if k in ents and ents[k]["is_active"] and ents[k].get("display_name")]
-        phrase = norm(f"{reader}'s {rel_words(word)}")
-        said_so = [k for k, ev in named if ev and phrase in norm(said.get(ev, ""))]
+        # "Carol's sister", or the neutral kin word a <kin>_of mirror fact uses ("Carol's parent")
+        says = {norm(f"{reader}'s {w}") for w in (rel_words(word), KIN_CLASS.get(word, rel_words(word)))}
+        said_so = [k for k, ev in named if ev and any(p in norm(said.get(ev, "")) for p in says)]
         rest = _WORD_RE.findall((st.query[:start] + " " + st.query[end:]).lower())
         who = all(w in IDENTITY_WORDS for w in rest)
         for k in (said_so or [k for k, _ in named])[:RELATIVES_PER_WORD]:

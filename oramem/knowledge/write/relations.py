@@ -31,6 +31,33 @@ ROLE_NOUNS = frozenset(
     "husband romantic_partner girlfriend boyfriend partner fiance fiancee sibling brother sister parent mother father "
     "child son daughter friend best_friend".split() + _KIN_NOUNS)
 
+#: a ``<kin>_of`` edge's target, as the source's relative: ``(Kenji, Hiroshi, son_of)`` makes
+#: Hiroshi Kenji's parent (the target's own word is not said: "parent", not "father")
+_KIN_INVERSE = {
+    **dict.fromkeys("parent mother father".split(), "child"),
+    **dict.fromkeys("child son daughter".split(), "parent"),
+    **dict.fromkeys("grandparent grandmother grandfather".split(), "grandchild"),
+    **dict.fromkeys("grandchild grandson granddaughter".split(), "grandparent"),
+    **dict.fromkeys("stepparent stepmother stepfather".split(), "stepchild"),
+    **dict.fromkeys("stepchild stepson stepdaughter".split(), "stepparent"),
+    **dict.fromkeys("aunt uncle".split(), "niece or nephew"),
+    **dict.fromkeys("niece nephew".split(), "aunt or uncle"),
+    **dict.fromkeys("sibling brother sister".split(), "sibling"),
+    "cousin": "cousin",
+}
+#: a role noun's neutral word, as :data:`_KIN_INVERSE` writes it ("my father" is "<her>'s parent")
+KIN_CLASS = {
+    **dict.fromkeys("parent mother father".split(), "parent"),
+    **dict.fromkeys("child son daughter".split(), "child"),
+    **dict.fromkeys("grandparent grandmother grandfather".split(), "grandparent"),
+    **dict.fromkeys("grandchild grandson granddaughter".split(), "grandchild"),
+    **dict.fromkeys("stepparent stepmother stepfather".split(), "stepparent"),
+    **dict.fromkeys("stepchild stepson stepdaughter".split(), "stepchild"),
+    **dict.fromkeys("niece nephew".split(), "niece or nephew"),
+    **dict.fromkeys("aunt uncle".split(), "aunt or uncle"),
+    **dict.fromkeys("sibling brother sister".split(), "sibling"),
+}
+
 _ALIASES: dict[str, str] = {}
 for _target, _names in {
     "reports_to": "boss manager supervisor led_by supervised_by team_lead line_manager",
@@ -78,10 +105,15 @@ def rel_words(rel_type: str) -> str:
 def mirror_text(source: str, target: str, said: str, rel_type: str) -> str:
     """A relation's mirror fact (KC-4.14). A role noun keeps its word, read as the target's
     role for the source ("Emma is Maya's daughter", not "Maya family of Emma": the canonical
-    type loses which relative); a kinship ``<noun>_of`` keeps its words ("Kenji father of
-    Aiko"); any other type reads ``"{source} {rel words} {target}"``."""
+    type loses which relative); a kinship ``<noun>_of`` names the target's role for the
+    source in a neutral word (``(Kenji, Aiko, father_of)``: "Aiko is Kenji's child", since
+    "Kenji father of Aiko" answers "who is my father?" for Kenji), or keeps its words where
+    none is listed ("Ana half brother of Rui"); any other type reads
+    ``"{source} {rel words} {target}"``."""
     if said in ROLE_NOUNS:
         return f"{target} is {source}'s {rel_words(said)}"
+    if said != rel_type and said.endswith("_of") and said[:-3] in _KIN_INVERSE:
+        return f"{target} is {source}'s {_KIN_INVERSE[said[:-3]]}"
     if said != rel_type and said.endswith("_of") and said[:-3] in ROLE_NOUNS:
         return f"{source} {rel_words(said)} {target}"
     return f"{source} {rel_words(rel_type)} {target}"
