@@ -2,7 +2,7 @@
 the reader help, and hurt nowhere?
 
     PYTHONPATH=<code to measure> python bench/knowledge_quality.py [--model DIR] [--data FILE]
-        [--strategy vector|hybrid ...] [--label NAME] [--dump FILE]
+        [--strategy vector|hybrid ...] [--label NAME] [--dump FILE] [--latency ROUNDS]
 
 Loads ``bench/knowledge_questions.jsonl`` (hand-written for this bench: 8 users x 10 one-fact
 writes, each message in the first person and its fact in the third person as KC-4.3 says, some
@@ -14,14 +14,19 @@ each question as its user (``km.retrieve(..., user_id=user)``, reranker off, def
 and reports, per question kind, recall@1, recall@5 and MRR of the answer fact (rank among the
 returned facts; absent = 0). Kinds: ``first_person_self`` ("where do I live?"),
 ``first_person_other`` ("what does my sister do?" -> "Dana works as a teacher"),
-``third_person`` ("where does Carol live?") and ``isolation`` (the answer is ANOTHER user's
-fact: it must never come back; reported as leaks). ``foreign`` counts, over all questions, the
+``third_person`` ("where does Carol live?"), ``first_person_relation`` / ``third_person_relation``
+("who is my daughter?", "who is Carol's father?": the answer is a relation's mirror fact, KC-4.14,
+written ``{"relation": [source, target]}``: any returned fact that no write scripted and that
+names both ends, whatever words the code puts around them) and
+``isolation`` (the answer is ANOTHER user's fact: it must never come back; reported as leaks). ``foreign`` counts, over all questions, the
 returned facts that belong to another user (must be 0).
 
 Which code is measured is whatever ``oramem`` the interpreter imports: set PYTHONPATH to a
 checkout (for example ``git archive <rev> | tar -x -C DIR``). The embedder is ONNXEmbedder over
 all-MiniLM-L6-v2 (``--model``). Prints one markdown table; ``--dump`` writes per question the
-answer's rank and the first three facts (JSON lines) for diffing two versions.
+answer's rank and the first three facts (JSON lines) for diffing two versions. ``--latency``
+times each first-person question's retrieve with and without the first-person reader, in the
+same run (alternating), and prints a second table.
 """
 
 from __future__ import annotations
@@ -29,14 +34,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KINDS = ("first_person_self", "first_person_other", "third_person", "isolation")
+KINDS = ("first_person_self", "first_person_other", "first_person_relation", "third_person", "third_person_relation",
+         "isolation")
 
 
 class Clock:
@@ -61,17 +68,81 @@ def load(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         for _, fact in w["facts"]:
             if owner.setdefault(fact, w["user"]) != w["user"]:
                 raise SystemExit(f"{path}: fact {fact!r} is written by two users; make fact texts unique per user")
+    rel_owner = relation_owners(writes)
     for q in questions:
         if q["kind"] not in KINDS:
             raise SystemExit(f"{path}: question kind {q['kind']!r} is not one of {KINDS}")
-        if q["answer"] not in owner:
+        if isinstance(q["answer"], dict):
+            pair = tuple(q["answer"]["relation"])
+            if pair not in rel_owner:
+                raise SystemExit(f"{path}: answer {q['answer']!r} of {q['query']!r} is no written relation")
+            who = rel_owner[pair]
+        elif q["answer"] not in owner:
             raise SystemExit(f"{path}: answer {q['answer']!r} of {q['query']!r} is no written fact")
-        if (owner[q["answer"]] == q["user"]) == (q["kind"] == "isolation"):
-            raise SystemExit(f"{path}: {q['query']!r} ({q['kind']}) as {q['user']}: its answer belongs to {owner[q['answer']]}")
+        else:
+            who = owner[q["answer"]]
+        if (who == q["user"]) == (q["kind"] == "isolation"):
+            raise SystemExit(f"{path}: {q['query']!r} ({q['kind']}) as {q['user']}: its answer belongs to {who}")
     return writes, questions
 
 
-def run(strategy: str, model: str, writes: list[dict[str, Any]], questions: list[dict[str, Any]], tmp: str) -> list[dict[str, Any]]:
+def relation_owners(writes: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for w in writes:
+        for src, tgt, _ in w["relations"]:
+            if out.setdefault((src, tgt), w["user"]) != w["user"]:
+                raise SystemExit(f"relation {src!r} -> {tgt!r} is written by two users; make names unique per user")
+    return out
+
+
+def is_mirror(fact: str, pair: tuple[str, str], written: dict[str, str]) -> bool:
+    """``fact`` is the relation ``pair``'s mirror fact: no write scripted it and it names both
+    ends (whatever the code writes around them)."""
+    src, tgt = pair
+    return fact not in written and all(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", fact) for name in pair)
+
+
+def answer_rank(facts: list[str], answer: Any, written: dict[str, str]) -> int:
+    for i, fact in enumerate(facts, 1):
+        if fact == answer if isinstance(answer, str) else is_mirror(fact, tuple(answer["relation"]), written):
+            return i
+    return 0
+
+
+def fact_owner(fact: str, written: dict[str, str], rel_owner: dict[tuple[str, str], str]) -> Optional[str]:
+    if fact in written:
+        return written[fact]
+    return next((user for pair, user in rel_owner.items() if is_mirror(fact, pair, written)), None)
+
+
+def first_person_cost(km: Any, questions: list[dict[str, Any]], rounds: int) -> dict[str, list[float]]:
+    """Retrieve latency (ms) of the first-person questions with the first-person reader (KC-5.4
+    [ext]: the reader's name, her relatives, the extra searches) and without it
+    (``reader_name`` answering None, so the query is searched only as spoken), in the same
+    store and process, alternating per question so both see the same caches and load. The
+    answers were all asked once before (warm)."""
+    import time
+
+    from oramem.knowledge.read import run as read_run
+
+    real = read_run.reader_name
+    ask = [q for q in questions if q["kind"].startswith("first_person")]
+    out: dict[str, list[float]] = {"with": [], "without": []}
+    for i in range(rounds):
+        for q in ask:
+            for mode in (("with", "without") if i % 2 == 0 else ("without", "with")):
+                read_run.reader_name = real if mode == "with" else (lambda st, conn: None)  # type: ignore[assignment]
+                try:
+                    t0 = time.perf_counter()
+                    km.retrieve("bench", q["query"], user_id=q["user"])
+                    out[mode].append((time.perf_counter() - t0) * 1000.0)
+                finally:
+                    read_run.reader_name = real
+    return out
+
+
+def run(strategy: str, model: str, writes: list[dict[str, Any]], questions: list[dict[str, Any]], tmp: str,
+        latency: int = 0) -> tuple[list[dict[str, Any]], dict[str, list[float]]]:
     from oramem import SQLiteMemoryStore
     from oramem.embedders.onnx import ONNXEmbedder
     from oramem.knowledge import KnowledgeConfig, KnowledgeMemory
@@ -84,6 +155,7 @@ def run(strategy: str, model: str, writes: list[dict[str, Any]], questions: list
                               search_strategy=strategy)
     km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False), clock=clock)
     owner = {fact: w["user"] for w in writes for _, fact in w["facts"]}
+    rel_owner = relation_owners(writes)
     out = []
     try:
         for w in writes:
@@ -96,13 +168,27 @@ def run(strategy: str, model: str, writes: list[dict[str, Any]], questions: list
             clock.now += timedelta(minutes=1)
         for q in questions:
             facts = [f.fact_text for f in km.retrieve("bench", q["query"], user_id=q["user"]).facts]
-            rank = facts.index(q["answer"]) + 1 if q["answer"] in facts else 0
-            foreign = [f for f in facts if owner.get(f, q["user"]) != q["user"]]
+            rank = answer_rank(facts, q["answer"], owner)
+            foreign = [f for f in facts if fact_owner(f, owner, rel_owner) not in (None, q["user"])]
             out.append({**q, "strategy": strategy, "rank": rank, "foreign": foreign, "top3": facts[:3]})
+        cost = first_person_cost(km, questions, latency) if latency else {}
     finally:
         km.close()
         store.close()
-    return out
+    return out, cost
+
+
+def cost_table(costs: dict[str, dict[str, list[float]]], label: str) -> str:
+    lines = ["| code | store | retrieves | with reader: median / p95 ms | without: median / p95 ms | median added |",
+             "|---|---|---|---|---|---|"]
+    for strategy, cost in costs.items():
+        def q(xs: list[float], p: float) -> float:
+            xs = sorted(xs)
+            return xs[min(len(xs) - 1, int(p * len(xs)))]
+        w, wo = cost["with"], cost["without"]
+        lines.append(f"| {label} | {strategy} | {len(w)} + {len(wo)} | {q(w, .5):.2f} / {q(w, .95):.2f} | "
+                     f"{q(wo, .5):.2f} / {q(wo, .95):.2f} | {q(w, .5) - q(wo, .5):+.2f} |")
+    return "\n".join(lines)
 
 
 def table(results: list[dict[str, Any]], label: str) -> str:
@@ -131,6 +217,8 @@ def main() -> None:
     ap.add_argument("--strategy", action="append", choices=("vector", "hybrid"), help="default: both")
     ap.add_argument("--label", default="", help="the name of the measured code in the table")
     ap.add_argument("--dump", default=None, help="write per-question ranks here (JSON lines)")
+    ap.add_argument("--latency", type=int, default=0, metavar="ROUNDS",
+                    help="also time every first-person question's retrieve ROUNDS times with and without the reader")
     args = ap.parse_args()
     if not os.path.isfile(os.path.join(args.model, "model.onnx")):
         raise SystemExit(f"--model {args.model}: no model.onnx there; give the all-MiniLM-L6-v2 ONNX export's directory")
@@ -139,14 +227,21 @@ def main() -> None:
     print(f"# oramem from {os.path.dirname(oramem.__file__)}", file=sys.stderr)
     writes, questions = load(args.data)
     results: list[dict[str, Any]] = []
+    costs: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for strategy in args.strategy or ["vector", "hybrid"]:
-            results += run(strategy, args.model, writes, questions, tmp)
+            found, cost = run(strategy, args.model, writes, questions, tmp, args.latency)
+            results += found
+            if cost:
+                costs[strategy] = cost
     if args.dump:
         with open(args.dump, "w", encoding="utf-8") as fh:
             for r in results:
                 fh.write(json.dumps(r) + "\n")
     print(table(results, args.label or "?"))
+    if costs:
+        print()
+        print(cost_table(costs, args.label or "?"))
 
 
 if __name__ == "__main__":

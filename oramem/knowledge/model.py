@@ -58,6 +58,9 @@ class XRelation:
     source_key: str = ""
     target_key: str = ""
     evidence: Optional["Decision"] = None
+    #: the type as the extraction said it, before KC-4.14's aliases ("daughter" for family_of):
+    #: the mirror fact keeps a role's word
+    said: str = ""
 
 
 @dataclass

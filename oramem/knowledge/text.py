@@ -13,6 +13,7 @@ from .. import timeutil
 
 __all__ = [
     "estimate_tokens",
+    "my_phrases",
     "norm",
     "slug",
     "entity_key",
@@ -148,6 +149,55 @@ def in_third_person(query: str, name: str) -> str:
     in the third person (KC-4.3), and a sentence model puts "where do I live?" far from "Carol
     lives in Rome" (cosine 0.22 with all-MiniLM-L6-v2; 0.83 once rewritten)."""
     return _FIRST_PERSON_RE.sub(lambda m: _FIRST_PERSON[m.group(1).lower()].format(n=name), query.replace("\u2019", "'"))
+
+
+#: "my" and the one or two words after it, a possessive "'s" left out ("my grandfather's hobby")
+_MY_PHRASE_RE = re.compile(r"(?<![\w'])my\s+([a-z][a-z-]*)(?:'s|\s+([a-z][a-z-]*)(?:'s)?)?", re.IGNORECASE)
+
+
+def my_phrases(query: str) -> list[list[tuple[int, int, str]]]:
+    """Per "my" of ``query``, the relation words it may be followed by, longest first, each as
+    ``(start, end, word)``: the span from "my" to the word's end and the word in
+    ``normalize_rel_type``'s spelling ("my team lead" -> ``team_lead``, then ``team``; a plural
+    also singular: "my parents" -> ``parents``, ``parent``). KC-5.4 [ext]: "my <word>" is read
+    as the entity her graph relates her to by that word."""
+    q = query.replace("\u2019", "'")
+    out: list[list[tuple[int, int, str]]] = []
+    for m in _MY_PHRASE_RE.finditer(q):
+        words: list[tuple[int, int, str]] = []
+        one, two = m.group(1).lower(), (m.group(2) or "").lower()
+        spans = ([(m.end(2), f"{one}_{two}")] if two else []) + [(m.end(1), one)]
+        for end, word in spans:
+            word = word.replace("-", "_")
+            words.append((m.start(), end, word))
+            if word.endswith("s") and len(word) > 3:
+                words.append((m.start(), end, word[:-1]))
+        out.append(words)
+    return out
+
+
+#: nouns that name something of the speaker herself, never another entity of hers: "my job" is
+#: hers, "my sister" is someone else (KC-5.4 [ext]; a closed list: a word outside it stays "my")
+ATTRIBUTE_WORDS = frozenset("""
+job jobs profession occupation career work employer workplace office desk title role position salary income wage pay
+shift shifts schedule hours name nickname age birthday birthdate birthplace hometown nationality citizenship
+address email phone number language languages height weight size blood allergy allergies diet diagnosis condition
+conditions health medication medications hobby hobbies favourite favorite favourites favorites degree major
+education background commute routine habit habits goal goals
+""".split())
+
+
+def in_third_person_attributes(query: str, name: str) -> str:
+    """:func:`in_third_person` with "my" also read as ``name``'s before a word of
+    :data:`ATTRIBUTE_WORDS` ("what's my job?" -> "what's Carol's job?"; "what does my sister
+    do?" keeps "my"). The query as spoken finds some other fact first ("Carol lives in Rome"),
+    so :func:`in_third_person_possessive`, searched only when nothing was found, never runs."""
+    def sub(m: re.Match[str]) -> str:
+        return f"{name}'s {m.group(1)}" if m.group(1).lower() in ATTRIBUTE_WORDS else m.group(0)
+    return _MY_WORD_RE.sub(sub, in_third_person(query, name))
+
+
+_MY_WORD_RE = re.compile(r"(?<![\w'])my\s+([a-z]+)(?![\w])", re.IGNORECASE)
 
 
 def in_third_person_possessive(query: str, name: str) -> str:

@@ -76,8 +76,8 @@ def test_cached_write_statements_change_only_the_writers_rows(tmp_path, order):
     facts = _rows(path, 'SELECT user_id, fact_text, valid_to FROM "DEFAULT_KG_FACT" ORDER BY user_id, fact_text')
     current = {(u, text) for u, text, valid_to in facts if valid_to is None}
     for user in order[1:]:  # the other scopes' facts are as round 1 left them
-        assert {text for u, text in current if u == user} == {f"Ana lives in city-{user}", "Ana friend of Ben"}, facts
-    assert {text for u, text in current if u == first} == {f"Ana moved to town-{first}", "Ana friend of Ben"}, facts
+        assert {text for u, text in current if u == user} == {f"Ana lives in city-{user}", "Ben is Ana's friend"}, facts
+    assert {text for u, text in current if u == first} == {f"Ana moved to town-{first}", "Ben is Ana's friend"}, facts
     closed = {(u, text) for u, text, valid_to in facts if valid_to is not None}
     assert (first, f"Ana lives in city-{first}") in closed and {u for u, _ in closed} == {first}, facts
 

@@ -18,11 +18,11 @@ from ..db.queries import check_user_id
 from ..errors import LLMError, plain_text
 from ..observe import stats_of
 from ..text import parse_when, validate_agent_id
-from ..types import IntentionDetail, RetrieveResult, SpreadingActivationResult, GraphRetrievalResult
+from ..types import IntentionDetail, RetrievalPlan, RetrieveResult, SpreadingActivationResult, GraphRetrievalResult
 from .context import compress_context
 from .scoring import clip01, ranked_cands, score_cand, scored_fact
 from .signals import (direct_signals, embed_query, event_signal, expand_query, graph_signal, plan_for, reader_name,
-                      resolve_keys)
+                      reader_relatives, resolve_keys)
 from .spreading import spread
 from .state import Cand, RetrieveState
 from .temporal import temporal_range
@@ -34,8 +34,13 @@ async def run_retrieve(st: RetrieveState) -> RetrieveResult:
     started = time.perf_counter()
     cfg = st.cfg
     t0 = time.perf_counter()
-    plan, st.reader = await st.read(lambda c: (plan_for(st, c), reader_name(st, c)))
-    st.step("plan", t0, strategy=plan.strategy, **({} if st.reader is None else {"first_person": st.reader}))
+    def plan_and_reader(c: sa.Connection) -> tuple[RetrievalPlan, Optional[str], list[str]]:
+        reader = reader_name(st, c)
+        return plan_for(st, c), reader, reader_relatives(st, c, reader)
+
+    plan, st.reader, st.relatives = await st.read(plan_and_reader)
+    st.step("plan", t0, strategy=plan.strategy, **({} if st.reader is None else {"first_person": st.reader}),
+            **({"relatives": len(st.relatives)} if st.relatives else {}))
     result = RetrieveResult(plan=plan, config_effective=cfg.as_dict())
     if plan.strategy == "skip":
         result.warnings = list(st.warnings)

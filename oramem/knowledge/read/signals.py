@@ -13,13 +13,15 @@ import numpy as np
 import sqlalchemy as sa
 
 from ..db import queries as reads
-from ..text import first_person, in_third_person, in_third_person_possessive, ngrams, norm, slug
+from ..text import (entity_key, first_person, in_third_person, in_third_person_attributes, in_third_person_possessive,
+                    my_phrases, ngrams, norm, slug)
+from ..write.relations import INVERSE_REL_TYPES, KIN_CLASS, SYMMETRIC_REL_TYPES, normalize_rel_type, rel_words
 from ..types import ExpandedQuery, GraphRetrievalResult, RetrievalPlan
 from .scoring import clip01, days, plan_retrieval, recency_score
 from .state import RetrieveState
 from .visibility import fact_visible, p_edge_visible, p_sql_visible, sql_visible, store_filter
 
-__all__ = ["plan_inputs", "plan_for", "reader_name", "resolve_keys", "expand_query", "embed_query", "direct_signals",
+__all__ = ["plan_inputs", "plan_for", "reader_name", "reader_relatives", "resolve_keys", "expand_query", "embed_query", "direct_signals",
            "pattern_facts", "graph_signal", "event_signal"]
 
 MAX_NEIGHBOURS_PER_HOP = 10  # graph BFS: surplus neighbours cut by importance, then strength
@@ -88,6 +90,92 @@ def reader_name(st: RetrieveState, conn: sa.Connection) -> Optional[str]:
     counts = Counter(names)
     best = max(counts.values())
     return next(n for n in names if counts[n] == best)  # newest first: a tie goes to the newest
+
+
+#: "my <word>": at most this many of her entities the word relates her to (strongest edges first)
+RELATIVES_PER_WORD = 3
+#: "my <word>": her newest edges read to find them (her own scope only)
+READER_EDGES = 200
+#: the words of a question that asks only who "my <word>" is ("who is my daughter?", "what is
+#: my boss's name?"): the relation is the answer, so the relative is named with it
+IDENTITY_WORDS = frozenset("who whom what which is are was were s the a an name names named called tell me about".split())
+_WORD_RE = re.compile(r"[a-z]+")
+
+
+def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[str]) -> list[str]:
+    """The query with each "my <word>" replaced by the name of an entity her graph relates the
+    reader to by that word (KC-5.4 [ext]): "what does my sister do?" -> "what does Dana do?"
+    when an edge of hers has the type the word normalises to (KC-4.14: sister -> family_of),
+    with her as its source (a symmetric type or the inverse type: either end). When some of
+    those edges' evidence facts say "<reader>'s <word>" ("Dana is Carol's sister", KC-4.14's
+    mirror fact) or its neutral kin word ("my father": "Hiroshi is Kenji's parent") only they
+    count (family_of also holds her father), else all of them, strongest
+    first; at most :data:`RELATIVES_PER_WORD` per word. A question that asks only who it is
+    ("who is my sister?") names the relation with her: "who is Carol's sister Dana?". Read from
+    her scope only (``user_id`` = the reader, never the shared rows nor another user's), names
+    from the entities she sees. Empty without a reader or a "my <word>" naming an edge of hers."""
+    if reader is None or st.user_id is None:
+        return []
+    phrases = my_phrases(st.query)
+    if not phrases:
+        return []
+    r = st.t.relationship
+    me = entity_key("person", reader)
+    _, _, _, current = st.shape()
+    stmt = reads.cached_stmt(r, ("reader_edges", current), lambda: (
+        sa.select(r.c.source_entity_key, r.c.target_entity_key, r.c.rel_type, r.c.evidence_fact_id)
+        .where(r.c.agent_id == sa.bindparam("p_agent"), r.c.user_id == sa.bindparam("p_user"),
+               sa.or_(r.c.source_entity_key == sa.bindparam("p_me"), r.c.target_entity_key == sa.bindparam("p_me")),
+               *p_edge_visible(r, current))
+        .order_by(sa.desc(r.c.strength), sa.desc(r.c.updated_at), r.c.id)
+        .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))))
+    edges = conn.execute(stmt, st.params(p_me=me, p_limit=READER_EDGES)).all()
+    if not edges:
+        return []
+    # per "my", the first word (longest first) that names an edge of hers: the other ends
+    found: list[tuple[int, int, str, list[tuple[str, Optional[str]]]]] = []
+    for words in phrases:
+        for start, end, word in words:
+            want = normalize_rel_type(word)
+            ends: list[tuple[str, Optional[str]]] = []
+            for src, tgt, rel_type, evidence in edges:
+                have = normalize_rel_type(rel_type)
+                if src == me and have == want:
+                    other = tgt
+                elif tgt == me and (have == want and want in SYMMETRIC_REL_TYPES or INVERSE_REL_TYPES.get(want) == have):
+                    other = src
+                else:
+                    continue
+                if other != me and all(other != k for k, _ in ends):
+                    ends.append((other, evidence))
+            if ends:
+                found.append((start, end, word, ends))
+                break
+    if not found:
+        return []
+    keys = sorted({k for *_, ends in found for k, _ in ends})
+    ents = reads.load_entities(conn, st.t, st.agent_id, keys, st.user_id, read=True)
+    f = st.t.fact
+    ids = sorted({ev for *_, ends in found for _, ev in ends if ev})
+    said: dict[str, str] = {}
+    if ids:
+        said = {str(i): str(text) for i, text in conn.execute(
+            sa.select(f.c.id, f.c.fact_text).where(reads.visible(f, st.agent_id, st.user_id), f.c.id.in_(ids)))}
+    texts: list[str] = []
+    for start, end, word, ends in found:
+        named = [(k, ev) for k, ev in ends if k in ents and ents[k]["is_active"] and ents[k].get("display_name")]
+        # "Carol's sister", or the neutral kin word a <kin>_of mirror fact uses ("Carol's parent")
+        says = {norm(f"{reader}'s {w}") for w in (rel_words(word), KIN_CLASS.get(word, rel_words(word)))}
+        said_so = [k for k, ev in named if ev and any(p in norm(said.get(ev, "")) for p in says)]
+        rest = _WORD_RE.findall((st.query[:start] + " " + st.query[end:]).lower())
+        who = all(w in IDENTITY_WORDS for w in rest)
+        for k in (said_so or [k for k, _ in named])[:RELATIVES_PER_WORD]:
+            name = str(ents[k]["display_name"])
+            sub = f"{reader}'s {rel_words(word)} {name}" if who else name
+            text = st.query[:start] + sub + st.query[end:]
+            if text not in texts:
+                texts.append(text)
+    return texts
 
 
 def resolve_keys(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], bool]:
@@ -220,8 +308,13 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
     given here: the caller gives it where the pipeline's warnings expect it). Run as a task
     beside the first reads: the embedder works on the pool meanwhile."""
     texts = [st.query]
+    readings: list[str] = []  # "my <word>" as her relative, "my <attribute>" as hers (KC-5.4 [ext])
     if st.reader is not None:  # KC-5.4 [ext]: I/me read as the reader, then "my" too; each once
-        for text in (in_third_person(st.query, st.reader), in_third_person_possessive(st.query, st.reader)):
+        readings = [in_third_person(q, st.reader) for q in st.relatives]
+        own = in_third_person_attributes(st.query, st.reader)
+        if own != in_third_person(st.query, st.reader):
+            readings.append(own)
+        for text in (in_third_person(st.query, st.reader), in_third_person_possessive(st.query, st.reader), *readings):
             if text not in texts:
                 texts.append(text)
     try:
@@ -235,10 +328,13 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
             third = vectors[in_third_person(st.query, st.reader)]
             mine = vectors[in_third_person_possessive(st.query, st.reader)]
             st.fact_qvec = None if third is st.qvec else third
-            st.mine_qvec = None if mine is third else mine
+            st.reading_qvecs = [vectors[q] for q in dict.fromkeys(readings)]
+            # the fallback reading already searched as an attribute reading ("what is my job?"): once
+            st.mine_qvec = None if mine is third or any(mine is v for v in st.reading_qvecs) else mine
         return None
     except Exception as exc:  # noqa: BLE001 - KC-7.6: semantic and event signals turn off
         st.qvec = st.fact_qvec = st.mine_qvec = None
+        st.reading_qvecs = []
         return f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off"
 
 
@@ -284,14 +380,16 @@ async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list
             metadata_filter=_store_filter(st, filter_keys), max_distance=below_similarity(st.cfg.min_similarity),
         )
 
-    if st.fact_qvec is None:
+    vectors = [st.qvec] + ([] if st.fact_qvec is None else [st.fact_qvec]) + list(st.reading_qvecs)
+    if len(vectors) == 1:
         hits = await search(st.qvec)
     else:
-        # KC-5.4 [ext]: a fact's similarity is the larger of the query's as spoken and as read in
-        # the third person, so no fact scores below what the query as spoken gives it
-        spoken, third = await asyncio.gather(search(st.qvec), search(st.fact_qvec))
+        # KC-5.4 [ext]: a fact's similarity is the largest of the query's as spoken, as read in
+        # the third person, with "my <word>" read as her relative's name and with "my
+        # <attribute>" read as hers, so no fact scores below what the query as spoken gives it
+        found = await asyncio.gather(*(search(v) for v in vectors))
         best: dict[str, tuple[Any, float]] = {}
-        for record, distance in [(r, float(d)) for r, d in spoken + third]:
+        for record, distance in [(r, float(d)) for hits_ in found for r, d in hits_]:
             if record.id not in best or distance < best[record.id][1]:
                 best[record.id] = (record, distance)
         hits = sorted(best.values(), key=lambda h: (h[1], h[0].record_type, h[0].id))[:pool]

@@ -69,6 +69,12 @@ class RetrieveState:
     #: the query with "my"/"mine" also read as the reader's, searched only when the other two
     #: vectors find no fact (None: no reader, or no "my" in the query)
     mine_qvec: Optional[np.ndarray] = None
+    #: the query with "my <word>" read as the entity her graph relates her to by that word
+    #: ("what does my sister do?" -> "what does Dana do?"; KC-5.4 [ext]; empty: no such word)
+    relatives: list[str] = field(default_factory=list)
+    #: the vectors of those readings and of the query with "my <attribute>" read as hers ("what's
+    #: my job?" -> "what's Carol's job?"), searched with the two above (empty: none, no reader)
+    reading_qvecs: list[np.ndarray] = field(default_factory=list)
     plan: RetrievalPlan = field(default_factory=RetrievalPlan)
 
     def __post_init__(self) -> None:

@@ -22,7 +22,7 @@ from .classify import Chunk, classify_input, select_strategy, split_chunks
 from ..llm.emotion import tag_emotion_detailed
 from ..errors import ExtractionError, LLMError, plain_text
 from ..model import XEntity, XFact, XIntention, XObservation, XRelation
-from .relations import IDENTITY_REL_TYPES, normalize_rel_type
+from .relations import IDENTITY_REL_TYPES, clean_rel_type, normalize_rel_type
 from ..text import (
     canonical_entity_type,
     estimate_tokens,
@@ -282,7 +282,7 @@ def postprocess(run: WriteRun, replies: list[tuple[Chunk, dict[str, Any]]]) -> N
         if norm(src) == norm(tgt):
             run.warn(f"relation dropped: self-loop on {src!r}")
             continue
-        run.relations.append(XRelation(src, tgt, rt))
+        run.relations.append(XRelation(src, tgt, rt, said=clean_rel_type(r.get("rel_type"))))
     # facts
     seen: set[tuple[str, str]] = set()
     aliases_cfg = dict(cfg.attribute_aliases)

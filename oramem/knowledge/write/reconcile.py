@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from ..db import queries as reads
 from ..errors import LLMError, plain_text
 from ..model import Decision, XFact, XRelation, new_id
-from .relations import rel_words
+from .relations import mirror_text
 from ..text import (
     contains_words,
     norm,
@@ -261,7 +261,7 @@ def mirror_facts(run: WriteRun, rels: list[XRelation]) -> list[XFact]:
         f = XFact(
             idx=base + i,
             subject=src,
-            fact=f"{src} {rel_words(r.rel_type)} {tgt}",
+            fact=mirror_text(src, tgt, r.said or r.rel_type, r.rel_type),
             category=None,
             confidence=float(run.cfg.mirror_fact_confidence),
             importance=0.5,
