@@ -48,11 +48,13 @@ def load_set(name: str) -> list:
         return Q.load_chat()
     if name == "chat2":
         return Q.load_chat(Q.CHAT2)
+    if name == "chat3":
+        return Q.load_chat(Q.CHAT3)
     if name == "dev":
         return Q.load_dev(Q.DEFAULT_DEV, None, 6)
     if name == "dev-full":
         return Q.load_dev(Q.DEFAULT_DEV, None, 0)
-    raise SystemExit(f"--sets: unknown set {name!r} (paraphrase, memories, keyed, longtext, chat, chat2, dev, dev-full)")
+    raise SystemExit(f"--sets: unknown set {name!r} (paraphrase, memories, keyed, longtext, chat, chat2, chat3, dev, dev-full)")
 
 
 def collect(questions, embedder, depth: int = 200, shared: bool = False) -> list[dict]:
@@ -100,7 +102,7 @@ def main() -> int:
         if args.cached_only:
             qs = [q for q in qs if all(embedder._key(t) in embedder._mem for t in Q.haystack_texts(q, embedder))]
         print(f"{name}: {len(qs)} questions", file=sys.stderr)
-        data[name] = collect(qs, embedder, args.depth, shared=name in ("paraphrase", "memories", "keyed", "longtext", "chat", "chat2"))
+        data[name] = collect(qs, embedder, args.depth, shared=name in ("paraphrase", "memories", "keyed", "longtext", "chat", "chat2", "chat3"))
     embedder.flush()
     args.out.write_bytes(pickle.dumps(data))
     return 0

@@ -59,6 +59,13 @@ model digest, input length and text digest, so a re-run re-embeds nothing.
   scored; ``bench/results/heldout.md``): one shared haystack of 408 turns of nine fictional
   users' chats with an assistant, 126 questions of the same five kinds. Kept for checking a
   change made after studying ``chat``'s failures; tune nothing on it.
+- ``chat3``: ``bench/chat3.jsonl``, a third held-out set in the same layout (written on
+  2026-12-07, other users, topics and text; committed before it was first scored;
+  ``bench/results/heldout.md``): one shared haystack of 391 turns of nine fictional users'
+  chats with an assistant (three more users speak only in shared threads), with more long
+  turns (40 of 200 to 310 words: pasted emails, letters, meeting notes, code reviews,
+  recipes, itineraries, long answers) and six shared threads where two users talk with the
+  assistant; 172 questions of the same five kinds. Tune nothing on it.
 """
 
 from __future__ import annotations
@@ -86,6 +93,7 @@ PARAPHRASE = HERE / "paraphrase.jsonl"
 MEMORIES = HERE / "memories.jsonl"
 CHAT = HERE / "chat.jsonl"
 CHAT2 = HERE / "chat2.jsonl"
+CHAT3 = HERE / "chat3.jsonl"
 CACHE_DIR = Path(os.environ.get("ORAMEM_BENCH_CACHE", Path.home() / ".cache" / "oramem-bench"))
 KS = (1, 5, 10)
 #: results asked of every system: the turn metrics use the first 10, the session metric
@@ -93,7 +101,7 @@ KS = (1, 5, 10)
 #: data sets: the paraphrase set, the dev set with reduced haystacks (``--sessions``), the
 #: dev set with whole haystacks (every system; ``--cached-only`` keeps the questions whose
 #: haystack is embedded), and the whole haystacks for the lexical systems only (no vectors)
-SETS = ("paraphrase", "memories", "longtext", "chat", "chat2", "dev", "dev-full", "dev-full-lexical")
+SETS = ("paraphrase", "memories", "longtext", "chat", "chat2", "chat3", "dev", "dev-full", "dev-full-lexical")
 DEPTH = 50
 STRATEGIES = ("vector", "keyword", "hybrid")
 
@@ -234,16 +242,20 @@ def load_memories(path: Path = MEMORIES) -> list[Question]:
 
 
 def load_chat(path: Path = CHAT) -> list[Question]:
-    """``bench/chat.jsonl`` (or ``bench/chat2.jsonl``, same layout): one shared haystack of
+    """``bench/chat.jsonl`` (or ``bench/chat2.jsonl``, ``bench/chat3.jsonl``, same layout): one shared haystack of
     every turn, one question per question line.
 
     Layout: one JSON object per line, turns first, then questions.
 
     - A turn: ``{"turn": ID, "user": U, "session": S, "date": "YYYY-MM-DD", "role": "user" |
       "assistant", "text": T}``. ``ID`` is ``<session>-tNN`` (NN: the turn's place in its
-      session, from 01); sessions belong to one user and run in date order per user.
-    - A question: ``{"id": "chat-qNNN" (``chat2-qNNN`` in chat2), "kind": K, "user": U, "question": Q, "evidence":
-      [ID, ...]}``: the ids of every turn that states the answer (all of one user, ``U``);
+      session, from 01); sessions belong to one user and run in date order per user, except
+      chat3's shared threads (sessions named after two users, e.g. ``lenaokan-01``), where
+      two users talk with the assistant: ``U`` is the user who wrote the turn, or whom the
+      assistant answers.
+    - A question: ``{"id": "chat-qNNN" (``chat2-qNNN`` in chat2, ``chat3-qNNN`` in chat3), "kind": K, "user": U,
+      "question": Q, "evidence": [ID, ...]}``: the ids of every turn that states the answer
+      (all of one user, ``U``; in chat3 also turns of a shared thread ``U`` is in);
       ``K`` is one of ``a-paraphrase`` (worded differently from its evidence),
       ``b-rare-detail`` (names a rare name, product, number or place of its evidence),
       ``c-long-turn`` (the answer sits past the first 128 model tokens of a long turn),
@@ -362,7 +374,8 @@ class Baselines:
 def haystack_key(qid: str) -> str:
     """The haystack a question searches: one per shared set (its questions' ids share a
     prefix), else the question's own."""
-    return ("chat" if qid.startswith("chat-") else "chat2" if qid.startswith("chat2-") else "memories" if qid.startswith("pm")
+    return ("chat" if qid.startswith("chat-") else "chat2" if qid.startswith("chat2-")
+            else "chat3" if qid.startswith("chat3-") else "memories" if qid.startswith("pm")
             else "paraphrase" if qid.startswith("p") else "longtext" if qid.startswith("lq") else qid)
 
 
@@ -515,6 +528,8 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             data[name] = load_chat()
         elif name == "chat2":
             data[name] = load_chat(CHAT2)
+        elif name == "chat3":
+            data[name] = load_chat(CHAT3)
         elif name == "dev":
             data[name] = load_dev(args.dev, args.limit, args.sessions)
         else:
@@ -591,6 +606,7 @@ TITLES = {
     "memories": "Personal memories set (`bench/memories.jsonl`, one shared haystack of every memory)",
     "chat": "Held-out chat set (`bench/chat.jsonl`: eight users' chats with an assistant, one shared haystack of every turn)",
     "chat2": "Second held-out chat set (`bench/chat2.jsonl`: nine users' chats with an assistant, one shared haystack of every turn)",
+    "chat3": "Third held-out chat set (`bench/chat3.jsonl`: nine users' chats with an assistant, long turns and threads shared by two users, one shared haystack of every turn)",
     "longtext": "Long-text set (`bench/longtext.py`: a fact at the start, middle or end of a long record; one shared haystack)",
 }
 GATE = ("recall@1", "recall@5", "recall@10", "mrr")
