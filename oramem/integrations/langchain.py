@@ -44,6 +44,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from . import require
 from ._colour import call, run_async, run_async_in_transaction, run_sync, run_sync_in_transaction
+from ..normalize import check_id
 from ..threads import write_refusal
 from ..trust.firewall import VERDICT_KEY
 from ._threads import ThreadScope
@@ -145,11 +146,19 @@ class OramemVectorStore(VectorStore):
         agent_id: Optional[str] = None,
         thread_id: Optional[str] = None,
     ) -> None:
-        if record_type not in ("memory", "fact", "preference", "guideline"):
-            raise ValueError(f"record_type must be memory, fact, preference or guideline, got {record_type!r}")
+        self._check_config(record_type, user_id, agent_id, thread_id)
         self._store = store
         self._type = record_type
         self._scope = {"user_id": user_id, "agent_id": agent_id, "thread_id": thread_id}
+
+    @staticmethod
+    def _check_config(record_type: Any, user_id: Any, agent_id: Any, thread_id: Any) -> None:
+        """The constructor's checks, also run by :meth:`from_texts` before it probes the
+        embedder or opens a SQLite file (a refused argument leaves no file behind)."""
+        if record_type not in ("memory", "fact", "preference", "guideline"):
+            raise ValueError(f"record_type must be memory, fact, preference or guideline, got {record_type!r}")
+        for name, value in (("user_id", user_id), ("agent_id", agent_id), ("thread_id", thread_id)):
+            check_id(value, name, optional=True)
 
     @property
     def embeddings(self) -> Any:
@@ -167,6 +176,8 @@ class OramemVectorStore(VectorStore):
 
         _refuse_unknown("from_texts", {k: v for k, v in kwargs.items() if k not in _FROM_TEXTS_ACCEPTS},
                         ("metadatas", "ids") + _FROM_TEXTS_ACCEPTS, "OramemVectorStore")
+        cls._check_config(kwargs.get("record_type", "memory"), kwargs.get("user_id"), kwargs.get("agent_id"),
+                          kwargs.get("thread_id"))
         dims = len(embedding.embed_query("dimension probe"))
         made = cls(SQLiteMemoryStore(kwargs.pop("path", ":memory:"), embedder=LangChainEmbedder(embedding, dims)), **kwargs)
         made.add_texts(texts, metadatas, ids=ids)

@@ -127,6 +127,38 @@ class OramemStore(BaseStore):
         record_type: str = "memory",
         ttl: Optional[TTLConfig] = None,
     ) -> None:
+        fixed, mapping, ttl_keys = self._check_config(
+            user_id=user_id, agent_id=agent_id, thread_id=thread_id, scope_from_namespace=scope_from_namespace,
+            index_fields=index_fields, record_type=record_type, ttl=ttl,
+        )
+        self._store = store
+        self._fixed = fixed
+        self._from_ns = mapping
+        self._index_fields = index_fields
+        self._record_type = record_type
+        self._default_ttl = ttl_keys.get("default_ttl")
+        self._refresh_default = ttl_keys.get("refresh_on_read", True)
+        self.ttl_config = cast(TTLConfig, ttl_keys) if ttl_keys else None
+        #: what query search embeds, in LangGraph's ``IndexConfig`` shape (``embed`` only when
+        #: the store was built by :meth:`from_index_config`)
+        self.index_config: Optional[dict[str, Any]] = (
+            None if index_fields is None else {"dims": getattr(store, "vector_dim", None), "fields": list(index_fields)}
+        )
+
+    @staticmethod
+    def _check_config(
+        *,
+        user_id: Optional[str],
+        agent_id: Optional[str],
+        thread_id: Optional[str],
+        scope_from_namespace: Optional[Mapping[str, int]],
+        index_fields: Optional[list[str]],
+        record_type: str,
+        ttl: Optional[TTLConfig],
+    ) -> tuple[dict[str, Optional[str]], dict[str, int], dict[str, Any]]:
+        """The constructor's checks, also run by :meth:`from_index_config` before it opens a
+        SQLite file (a refused argument leaves no file behind): the fixed scope, the namespace
+        mapping and the TTL keys, checked."""
         if record_type not in _SCOPED_TYPES:
             raise ValueError(f"record_type must be one of {sorted(_SCOPED_TYPES)}, got {record_type!r}")
         fixed = {"user_id": user_id, "agent_id": agent_id, "thread_id": thread_id}
@@ -154,21 +186,9 @@ class OramemStore(BaseStore):
                 "sweep_interval_minutes is not used: expired items are hidden at once and the oramem "
                 "store's purge removes them (Oracle: its scheduler job; SQLite: purge_expired() / on open)"
             )
-        self._store = store
-        self._fixed = fixed
-        self._from_ns = mapping
-        self._index_fields = index_fields
-        self._record_type = record_type
-        self._default_ttl = ttl_keys.get("default_ttl")
-        self._refresh_default = ttl_keys.get("refresh_on_read", True)
-        if self._default_ttl is not None:
-            self._check_ttl(self._default_ttl)
-        self.ttl_config = cast(TTLConfig, ttl_keys) if ttl_keys else None
-        #: what query search embeds, in LangGraph's ``IndexConfig`` shape (``embed`` only when
-        #: the store was built by :meth:`from_index_config`)
-        self.index_config: Optional[dict[str, Any]] = (
-            None if index_fields is None else {"dims": getattr(store, "vector_dim", None), "fields": list(index_fields)}
-        )
+        if ttl_keys.get("default_ttl") is not None:
+            OramemStore._check_ttl(ttl_keys["default_ttl"])
+        return fixed, mapping, ttl_keys
 
     @classmethod
     def from_index_config(cls, index: Optional[Mapping[str, Any]] = None, *, path: str = ":memory:", **kwargs: Any):
@@ -193,14 +213,21 @@ class OramemStore(BaseStore):
                 f"from_index_config has no argument {', '.join(map(repr, not_taken))}{hint}; it accepts index, path, "
                 f"{', '.join(accepted)}"
             )
-        if not index:
-            return cls(SQLiteMemoryStore(path, search_strategy="keyword"), **kwargs)
-        unknown = set(index) - {"dims", "embed", "fields"}
-        if unknown or "dims" not in index or "embed" not in index:
+        unknown = set(index or {}) - {"dims", "embed", "fields"}
+        if index and (unknown or "dims" not in index or "embed" not in index):
             raise ValueError(
                 f"index needs 'dims' and 'embed' (and optionally 'fields'); got keys {sorted(index)}"
             )
-        fields = list(index.get("fields") or ["$"])
+        fields = list(index.get("fields") or ["$"]) if index else None
+        # the constructor's checks before the SQLite file is opened (or created)
+        config = inspect.signature(cls.__init__).bind_partial(None, None, **kwargs)
+        config.apply_defaults()
+        checked = {k: v for k, v in config.arguments.items() if k not in ("self", "store")}
+        if index:
+            checked["index_fields"] = fields
+        cls._check_config(**checked)
+        if not index:
+            return cls(SQLiteMemoryStore(path, search_strategy="keyword"), **kwargs)
         embedder = LangChainEmbedder(index["embed"], index["dims"])
         made = cls(SQLiteMemoryStore(path, embedder=embedder, vector_dim=index["dims"]), index_fields=fields, **kwargs)
         made.index_config = {"dims": index["dims"], "embed": index["embed"], "fields": fields}

@@ -186,6 +186,29 @@ def test_from_texts_refuses_an_unknown_argument_before_opening_a_store(tmp_path)
     assert made_async._store.get("memory", "d2").thread_id == "t"
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"record_type": "message"}, "record_type must be memory, fact, preference or guideline"),
+        ({"user_id": "  "}, "user_id=' ' is only white space|user_id='  ' is only white space"),
+        ({"thread_id": ""}, "thread_id must not be empty"),
+        ({"agent_id": 7}, "agent_id must be a str"),
+    ],
+)
+def test_from_texts_refuses_a_bad_constructor_value_before_opening_a_store(tmp_path, kwargs, message):
+    """A value the constructor refuses was refused only after the SQLite file had been created
+    and the embedder probed (kw37 noticed): the file stayed behind, the store left open. Now the
+    constructor's checks run first; the same values are refused by the constructor itself."""
+    embeddings = VectorStoreIntegrationTests.get_embeddings()
+    path = tmp_path / "made.db"
+    with pytest.raises((ValueError, TypeError), match=message):
+        OramemVectorStore.from_texts(["a"], embeddings, path=str(path), **kwargs)
+    assert not os.path.exists(path)
+    with SQLiteMemoryStore(embedder=LangChainEmbedder(embeddings, 6)) as store:
+        with pytest.raises((ValueError, TypeError), match=message):
+            OramemVectorStore(store, **kwargs)
+
+
 # -- the retriever ------------------------------------------------------------------------------
 @pytest.fixture
 def retrieval_store():

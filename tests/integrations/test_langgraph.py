@@ -282,3 +282,33 @@ def test_from_index_config_refuses_an_unknown_argument_before_opening_the_file(t
     made = OramemStore.from_index_config(index, path=str(path), user_id="alice")
     made.put(("n",), "k", {"text": "x"})
     assert made._store.get("memory", made._record_id(("n",), "k")).user_id == "alice"
+
+
+@pytest.mark.parametrize("with_index", [False, True])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"record_type": "user_profile"}, "record_type must be one of"),
+        ({"user_id": " "}, "user_id must be a non-empty str"),
+        ({"scope_from_namespace": {"user_id": -1}}, "must be a namespace position"),
+        ({"ttl": {"default_ttl": 0}}, "ttl is in minutes and must be a positive number"),
+        ({"ttl": {"sweep_interval_minutes": 5}}, "sweep_interval_minutes is not used"),
+    ],
+)
+def test_from_index_config_refuses_a_bad_constructor_value_before_opening_the_file(tmp_path, with_index, kwargs, message):
+    """A value OramemStore's constructor refuses was refused only after the SQLite file had
+    been created (kw37 noticed): the file stayed behind. The constructor's checks now run
+    before the file is opened; with index=, its fields are checked as index_fields."""
+    path = tmp_path / "lg.db"
+    index = {"dims": 3, "embed": lambda texts: [[1.0, 0.0, 0.0] for _ in texts]} if with_index else None
+    with pytest.raises(ValueError, match=message):
+        OramemStore.from_index_config(index, path=str(path), **kwargs)
+    assert not path.exists()
+
+
+def test_from_index_config_checks_the_index_fields_before_opening_the_file(tmp_path):
+    path = tmp_path / "lg.db"
+    index = {"dims": 3, "embed": lambda texts: [[1.0, 0.0, 0.0] for _ in texts], "fields": ["text", ""]}
+    with pytest.raises(ValueError, match="index_fields must be a list of field paths"):
+        OramemStore.from_index_config(index, path=str(path))
+    assert not path.exists()
