@@ -261,10 +261,18 @@ def check_db_path(path: str, *, exists: bool, create: bool, reading: bool = Fals
     """One clear error for a --db that cannot work, before SQLite is asked; True when an
     existing file can only be read here and the command only reads (open it read-only)."""
     if path.startswith("oracle://"):
+        rest = path[len("oracle://"):]
+        user = rest.rsplit("@", 1)[0] if "@" in rest else ""
+        # oracle://app:pw@host/svc: not repeated (red33, dba33 F1: no secret is printed); the
+        # password is refused as oramem reembed and migrate refuse it
+        secret = ":" in user or "/" in user
+        shown = "oracle://USER:***@..." if secret else path
+        why = (" (and an Oracle location holds no password: give it in ORAMEM_PASSWORD or at the prompt; a password "
+               "on the command line is visible to every user of this machine)") if secret else ""
         raise CLIError(
-            f"--db {path} names an Oracle store: only `oramem reembed` takes one (and `oramem migrate` its "
+            f"--db {shown} names an Oracle store: only `oramem reembed` takes one (and `oramem migrate` its "
             "SOURCE/TARGET); the other commands run on an embedded SQLite file. Use an Oracle store from Python "
-            "(OracleDBMemoryStore) or PL/SQL, and maintain it with `oramem db --dsn` and `oramem kg run-jobs --dsn`", 2)
+            f"(OracleDBMemoryStore) or PL/SQL, and maintain it with `oramem db --dsn` and `oramem kg run-jobs --dsn`{why}", 2)
     if path == "" or os.path.isdir(path):
         raise CLIError(f"--db {path!r} is {'empty' if not path else 'a directory'}; give a database file path", 2)
     where = os.path.dirname(os.path.abspath(path))

@@ -284,6 +284,7 @@ def delete_chain(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Opt
         if not ids:
             return False
         with rt.backend.write("knowledge delete", agent_id) as conn:
+            reads.clear_summaries_citing(conn, rt.tables, ids)  # before the links go (KC-6.7, red33)
             purge_facts(rt, conn, agent_id, ids)
             for fid in ids:  # same transaction (the deletion hook finds nothing left); own records only
                 commit_mod.delete_own_record(rt.store, "fact", fid, agent_id, user_id)

@@ -265,3 +265,19 @@ def test_an_oracle_db_outside_reembed_is_a_clear_usage_error(runner, tmp_path, m
     res = _run(runner, "--db", "oracle://scott@localhost:1521/FREEPDB1", *args, expect=2)
     assert "names an Oracle store: only `oramem reembed` takes one" in res.output, res.output
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("location", ["oracle://scott:S3cretPw@localhost:1521/FREEPDB1",
+                                      "oracle://scott/S3cretPw@localhost:1521/FREEPDB1",
+                                      "oracle://scott:p@S3cretPw@localhost:1521/FREEPDB1"])
+@pytest.mark.parametrize("args", [["add", "tea"], ["list"]])
+def test_an_oracle_db_with_a_password_outside_reembed_is_refused_without_repeating_it(runner, tmp_path, monkeypatch,
+                                                                                       location, args):
+    """red33 (dba33 F1: no secret is printed): `oramem --db oracle://scott:PW@... list` printed
+    the whole location, password and all, in its usage error; `oramem reembed` and `migrate`
+    refuse the same location without repeating it."""
+    monkeypatch.chdir(tmp_path)
+    res = _run(runner, "--db", location, *args, expect=2)
+    assert "names an Oracle store: only `oramem reembed` takes one" in res.output, res.output
+    assert "S3cretPw" not in res.output and "holds no password" in res.output, res.output
+    assert list(tmp_path.iterdir()) == []

@@ -212,3 +212,29 @@ def test_my_relative_and_my_attribute_questions_find_their_fact_first_real_model
         km.close()
         store.close()
     assert firsts == {q: [fact] for q, fact in questions.items()}
+
+
+def test_a_query_saying_my_relative_many_times_costs_a_bounded_number_of_readings(km, llm, clock, relatives_seen,
+                                                                                   monkeypatch):
+    """red33: each reading is the whole query embedded and searched once more. "what does my
+    sister do?" said 300 times (a 7 KB query) made 600 readings: 602 texts (4.3 MB) in one
+    embedding call and 600 more store searches. Now the first MY_PHRASES_MAX "my" only and at
+    most READINGS_MAX readings in all; a single "my sister" reads as before."""
+    for task in ("reconcile", "resolve_entity"):
+        llm.route(task, adding_llm().routes[task])
+    _maya(km, llm, clock)
+    batches: list[int] = []
+    real = km.runtime.embed
+
+    async def spy(texts, *args, **kwargs):
+        batches.append(len(texts))
+        return await real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(km.runtime, "embed", spy)
+    km.retrieve("support", "what does my sister do? " * 300, user_id="maya")
+    assert len(relatives_seen[0]) <= 6  # signals.READINGS_MAX
+    # the query, I/me read as her, "my" read as hers, the attribute reading, and the readings
+    assert batches and batches[0] <= 4 + 6
+    relatives_seen.clear()
+    km.retrieve("support", "what does my sister do?", user_id="maya")
+    assert relatives_seen == [["what does Tomas do?", "what does Emma do?"]]

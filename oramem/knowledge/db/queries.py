@@ -23,6 +23,7 @@ __all__ = [
     "is_expired",
     "ttl_lapsed",
     "fact_status",
+    "clear_summaries_citing",
 ]
 
 IN_BATCH = 500
@@ -154,6 +155,21 @@ def any_in(column: Any, values: Iterable[Any]) -> Any:
     """``column`` in any of ``values`` (false for none), batched as :func:`in_batches`."""
     conds = in_batches(column, values)
     return sa.or_(*conds) if conds else sa.false()
+
+
+def clear_summaries_citing(conn: sa.Connection, t: KGTables, fact_ids: Iterable[str]) -> None:
+    """KC-6.7: the summaries of the entities linked to ``fact_ids`` cleared (``summary_text`` and
+    ``summary_refreshed_at`` NULL: stale, so the next refresh rewrites them from the facts left),
+    in the scope of each link (the summary job summarises an entity from its own scope's
+    links). Called before those facts leave current reads (delete, retract): a summary written
+    from them is not stale otherwise (it is recent and no fact is newer), so it went on naming
+    a deleted or retracted fact while other facts kept the entity (red33)."""
+    lk, e = t.link, t.entity
+    keys = {(r[0], r[1], r[2]) for cond in in_batches(lk.c.fact_id, fact_ids)
+            for r in conn.execute(sa.select(lk.c.agent_id, lk.c.user_id, lk.c.entity_key).where(cond))}
+    for agent, user, key in sorted(keys, key=repr):
+        conn.execute(sa.update(e).where(owned(e, agent, user), e.c.canonical_key == key, e.c.summary_text.is_not(None))
+                     .values(summary_text=None, summary_refreshed_at=None))
 
 
 def lookup_aliases(conn: sa.Connection, t: KGTables, agent_id: str, norms: list[str], user_id: Optional[str] = None,

@@ -223,8 +223,9 @@ async def list_jobs(rt: KnowledgeRuntime, agent_id: Optional[str], status: Optio
 
 
 async def get_job(rt: KnowledgeRuntime, job_id: Any) -> Optional[JobInfo]:
-    if not isinstance(job_id, str) or not job_id:
-        raise ValueError("job_id must be a non-empty string")
+    if not isinstance(job_id, str) or not job_id.strip():  # SC-2.2: white space only names no job
+        raise ValueError(f"job_id must be a non-empty string (not only white space), got {job_id!r}: give a job's id "
+                         "(km.jobs() or oramem kg jobs list)")
     j = rt.tables.job
     row = await rt.read(lambda c: c.execute(sa.select(j).where(j.c.id == job_id)).mappings().first())
     return None if row is None else queue_mod.job_info(row)
@@ -233,8 +234,12 @@ async def get_job(rt: KnowledgeRuntime, job_id: Any) -> Optional[JobInfo]:
 async def retry_jobs(rt: KnowledgeRuntime, job_ids: Any, agent_id: Optional[str]) -> int:
     if job_ids is not None:
         if isinstance(job_ids, str) or not isinstance(job_ids, (list, tuple)) or not job_ids \
-                or not all(isinstance(x, str) and x for x in job_ids):
+                or not all(isinstance(x, str) for x in job_ids):
             raise TypeError("job_ids must be a non-empty list of job id strings, or None for every failed job")
+        blank = [x for x in job_ids if not x.strip()]
+        if blank:  # SC-2.2: an empty or white-space-only id names no job (it matched none: 0, no error)
+            raise ValueError(f"job_ids must be job ids (not empty, not only white space), got {blank[0]!r}: give a failed "
+                             "job's id (km.jobs(status='failed') or oramem kg jobs list), or None for every failed job")
     if agent_id is not None:
         validate_agent_id(agent_id)
     now = rt.now()

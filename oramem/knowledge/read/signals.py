@@ -96,6 +96,12 @@ def reader_name(st: RetrieveState, conn: sa.Connection) -> Optional[str]:
 RELATIVES_PER_WORD = 3
 #: "my <word>": her newest edges read to find them (her own scope only)
 READER_EDGES = 200
+#: "my <word>": only the first this many "my" of a query are read, and it gives at most
+#: :data:`READINGS_MAX` readings in all: each reading is the whole query embedded and searched
+#: once more, so "my sister" said 300 times in a 7 KB query made 600 texts (4.3 MB) to embed
+#: and 600 store searches (red33)
+MY_PHRASES_MAX = 3
+READINGS_MAX = 6
 #: the words of a question that asks only who "my <word>" is ("who is my daughter?", "what is
 #: my boss's name?"): the relation is the answer, so the relative is named with it
 IDENTITY_WORDS = frozenset("who whom what which is are was were s the a an name names named called tell me about".split())
@@ -110,13 +116,15 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
     those edges' evidence facts say "<reader>'s <word>" ("Dana is Carol's sister", KC-4.14's
     mirror fact) or its neutral kin word ("my father": "Hiroshi is Kenji's parent") only they
     count (family_of also holds her father), else all of them, strongest
-    first; at most :data:`RELATIVES_PER_WORD` per word. A question that asks only who it is
+    first; at most :data:`RELATIVES_PER_WORD` per word, the first :data:`MY_PHRASES_MAX` "my"
+    of the query only and :data:`READINGS_MAX` readings in all (each is one more embedding of the
+    whole query and one more store search). A question that asks only who it is
     ("who is my sister?") names the relation with her: "who is Carol's sister Dana?". Read from
     her scope only (``user_id`` = the reader, never the shared rows nor another user's), names
     from the entities she sees. Empty without a reader or a "my <word>" naming an edge of hers."""
     if reader is None or st.user_id is None:
         return []
-    phrases = my_phrases(st.query)
+    phrases = my_phrases(st.query)[:MY_PHRASES_MAX]
     if not phrases:
         return []
     r = st.t.relationship
@@ -175,7 +183,7 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
             text = st.query[:start] + sub + st.query[end:]
             if text not in texts:
                 texts.append(text)
-    return texts
+    return texts[:READINGS_MAX]
 
 
 def resolve_keys(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], bool]:

@@ -50,6 +50,7 @@ def retract_fact(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Opt
                 return False
             conn.execute(sa.update(t.fact).where(reads.owned(t.fact, agent_id, user_id), t.fact.c.id == fact_id)
                          .values(valid_to=now))
+            reads.clear_summaries_citing(conn, t, [fact_id])  # KC-6.7: not left naming it (red33)
             r = t.relationship
             conn.execute(
                 sa.update(r)
