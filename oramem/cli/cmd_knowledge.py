@@ -358,6 +358,12 @@ def retrieve_cmd(ctx, agent_id, query, session_id, entity_keys, as_of, known_at,
                  llm_timeout, llm_allow_http_key) -> None:
     """Ranked facts and the compressed context for QUERY (KC-5). Without an LLM endpoint the
     reranker is off."""
+    from ..knowledge.read.run import check_query
+
+    try:  # KC-5.1: an over-long query is refused before the store is opened
+        check_query(query)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     state = _state(ctx)
     llm = _optional_llm(llm_base_url, llm_model, llm_timeout, llm_allow_http_key)
     if include_directives and llm is None:

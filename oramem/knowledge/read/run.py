@@ -27,7 +27,7 @@ from .spreading import spread
 from .state import Cand, RetrieveState
 from .temporal import temporal_range
 
-__all__ = ["run_retrieve", "check_retrieve"]
+__all__ = ["run_retrieve", "check_retrieve", "check_query", "MAX_QUERY_CHARS"]
 
 
 async def run_retrieve(st: RetrieveState) -> RetrieveResult:
@@ -301,13 +301,30 @@ async def track_usage(st: RetrieveState, fact_ids: list[str], edge_ids: list[str
         st.warn("usage tracking skipped: another writer holds the store's write lock (the read did not wait)")
 
 
+MAX_QUERY_CHARS = 20_000
+"""KC-5.1: the longest query ``retrieve`` takes, in characters. The store's search sets no
+length of its own (SC-6.1 asks only for a non-blank query), so this is the one bound on the way
+to it: ten of the store's 2,000-character chunks (SC-4.5), far more than a question needs, and
+short enough that embedding it, the first-person readers' scans of it and the keyword search
+stay cheap (a 600 KB query took ~0.4 s in the readers alone before this bound)."""
+
+
+def check_query(query: Any) -> str:
+    """``retrieve``'s query: a str of at most :data:`MAX_QUERY_CHARS` characters (KC-5.1)."""
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a str, got {type(query).__name__}")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValueError(f"query has {len(query)} characters, over the limit of {MAX_QUERY_CHARS}; "
+                         "pass a shorter query (the question, not the document it is about)")
+    return query
+
+
 def check_retrieve(agent_id: Any, query: Any, session_id: Any, entity_keys: Any, as_of: Any, known_at: Any,
                    user_id: Any) -> tuple[Optional[str], Optional[datetime], Optional[datetime]]:
     """``retrieve``'s arguments, before anything is read: (user_id, as_of, known_at)."""
     validate_agent_id(agent_id)
     user_id = check_user_id(user_id)
-    if not isinstance(query, str):
-        raise TypeError(f"query must be a str, got {type(query).__name__}")
+    check_query(query)
     if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
         raise ValueError("session_id must be a non-empty string or None")
     if entity_keys is not None:
