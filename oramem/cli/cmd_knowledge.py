@@ -301,6 +301,8 @@ def history_cmd(ctx, agent_id, fact_id, user_id) -> None:
     km = _open_km(state, create=False)
     try:
         rows = km.history(agent_id, fact_id, user_id=user_id)
+    except ValueError as exc:  # a blank FACT_ID names no fact (SC-2.2), as a blank AGENT_ID names no agent
+        raise click.UsageError(_in_cli_words(exc)) from None
     finally:
         km.close()
     if not rows:  # without --user only shared facts are read (KC-3.8): say so, as `facts` does

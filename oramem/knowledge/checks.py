@@ -11,9 +11,11 @@ from .db.queries import check_user_id
 from .runtime import KnowledgeRuntime
 from .text import validate_agent_id
 
-__all__ = ["scope", "scoped", "text", "intention_status"]
+__all__ = ["scope", "scoped", "text", "intention_status", "row_id", "FACT_ID_HINT"]
 
 INTENTION_STATES = ("pending", "triggered", "fulfilled", "expired")
+#: what :func:`row_id` tells a caller who gave a blank fact id to give instead
+FACT_ID_HINT = "the fact's id (as get_all, retrieve and oramem knowledge facts list it)"
 
 
 def scope(agent_id: Any, user_id: Any) -> Optional[str]:
@@ -40,3 +42,12 @@ def intention_status(status: Any) -> None:
     """An intention state filter: None or one of :data:`INTENTION_STATES`."""
     if status is not None and status not in INTENTION_STATES:
         raise ValueError(f"status must be pending, triggered, fulfilled or expired, got {status!r}")
+
+
+def row_id(value: Any, name: str, what: str) -> str:
+    """The id of a fact, intention or event the call looks up: a str with a visible character
+    (KC-0.1, as the store's ``check_id`` for record ids, SC-2.2). '' or ' ' names no row: a
+    ``ValueError`` saying to give one, not the None/False of a row that is not there."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string (not only white space), got {value!r}: give {what}")
+    return value

@@ -316,6 +316,7 @@ def delete_agent(rt: KnowledgeRuntime, agent_id: str) -> int:
 async def delete_fact_async(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Optional[str]) -> bool:
     """``KnowledgeMemory.delete_async``: the scope checked, then :func:`delete_chain` on the pool."""
     user_id, _ = checks.scoped(rt, agent_id, user_id)
+    checks.row_id(fact_id, "fact_id", checks.FACT_ID_HINT)
     return await rt.in_thread(delete_chain, rt, agent_id, fact_id, user_id)
 
 

@@ -260,8 +260,7 @@ class KnowledgeMemory:
         current fact with that id in the scope ``user_id`` (KC-3.7: a user retracts only her own
         facts; ``None``: the agent's shared facts). For erasure use :meth:`delete`."""
         user_id = checks.scope(agent_id, user_id)
-        if not isinstance(fact_id, str) or not fact_id:
-            raise ValueError("fact_id must be a non-empty string")
+        checks.row_id(fact_id, "fact_id", checks.FACT_ID_HINT)
         now = self._now()
         return await self.runtime.in_thread(edits.retract_fact, self.runtime, agent_id, fact_id, user_id, now)
 
@@ -367,6 +366,7 @@ class KnowledgeMemory:
         """A fact in any version or state; ``None`` for another agent's fact (KC-0.1) or another
         user's (KC-3.8)."""
         user_id, now = checks.scoped(self.runtime, agent_id, user_id)
+        checks.row_id(fact_id, "fact_id", checks.FACT_ID_HINT)
         return await self.runtime.read(lambda c: facts.get_fact(c, self.runtime.tables, agent_id, fact_id, user_id, now))
 
     get = sync_method(get_async)
@@ -375,6 +375,7 @@ class KnowledgeMemory:
         """The whole ``supersedes_fact_id`` chain through ``fact_id``, oldest first; empty for a
         fact ``user_id`` may not read (KC-3.8)."""
         user_id, now = checks.scoped(self.runtime, agent_id, user_id)
+        checks.row_id(fact_id, "fact_id", checks.FACT_ID_HINT)
         return await self.runtime.read(lambda c: facts.history(c, self.runtime.tables, agent_id, fact_id, user_id, now))
 
     history = sync_method(history_async)
@@ -429,6 +430,7 @@ class KnowledgeMemory:
         """A pending or triggered intention becomes ``fulfilled`` (with ``outcome_note``); only
         one of the scope ``user_id`` (KC-3.7). ``False`` when there is no such intention."""
         user_id = checks.scope(agent_id, user_id)
+        checks.row_id(intention_id, "intention_id", "the intention's id (IntentionDetail.id, as intentions lists it)")
         checks.text(outcome_note, "outcome_note", optional=True)
         now = self._now()
         return await edits.fulfill_intention(self.runtime, agent_id, intention_id, outcome_note, user_id, now)
@@ -439,6 +441,7 @@ class KnowledgeMemory:
         """The fact no longer needs confirmation; ``last_confirmed_at`` becomes now (scope and
         ``False`` as :meth:`fulfill_intention`)."""
         user_id, now = checks.scoped(self.runtime, agent_id, user_id)
+        checks.row_id(fact_id, "fact_id", checks.FACT_ID_HINT)
         return await edits.confirm_fact(self.runtime, agent_id, fact_id, user_id, now)
 
     confirm_fact = sync_method(confirm_fact_async)
@@ -446,6 +449,7 @@ class KnowledgeMemory:
     async def annotate_fact_async(self, agent_id: str, fact_id: str, text: str, *, user_id: Optional[str] = None) -> bool:
         """``text`` becomes the fact's ``agent_annotation`` (scope and ``False`` as :meth:`fulfill_intention`)."""
         user_id = checks.scope(agent_id, user_id)
+        checks.row_id(fact_id, "fact_id", checks.FACT_ID_HINT)
         checks.text(text, "text")
         return await edits.annotate_fact(self.runtime, agent_id, fact_id, text, user_id)
 

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from ...threads import default_session_id
 from ...trust.firewall import VERDICT_KEY, FirewallRejected
 from ...trust.gate import screen_context, screen_knowledge, screen_message
+from .. import checks
 from ..config import KnowledgeConfig, merge_config
 from ..db import queries as reads
 from ..db.queries import check_user_id
@@ -146,8 +147,7 @@ async def reprocess_run(rt: KnowledgeRuntime, config: KnowledgeConfig, agent_id:
     """KC-7.3: the run that completes an ``extraction_failed`` event of the scope ``user_id``."""
     validate_agent_id(agent_id)
     user_id = check_user_id(user_id)
-    if not isinstance(event_id, str) or not event_id:
-        raise ValueError("event_id must be a non-empty string")
+    checks.row_id(event_id, "event_id", "the event's id (as oramem knowledge write printed it: kept event ...)")
     cfg = merge_config(config, config_overrides)
     now = rt.now()
     t = rt.tables
