@@ -26,7 +26,7 @@ from ..db.schema import KGTables
 from ..write import commit as commit_mod
 from ..db import queries as reads
 from ..llm.emotion import tag_emotion_detailed
-from ..errors import LLMError
+from ..errors import LLMError, plain_text
 from ..model import new_id
 from ..read.scoring import compute_vitality
 from ..llm.tasks import TaskCall
@@ -414,7 +414,10 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     try:
         reply = await call("consolidate", payload, cfg.job_llm_timeout_sec)
     except LLMError as exc:  # KC-6.4: an LLM failure skips the job
-        res.skipped, res.skip_reason = True, f"llm: {exc}"
+        # plain_text: the failure without the reply it may quote (KC-5.7, KC-6.4): the prompt held
+        # the scope's events and facts, so a reply can repeat them, or injected text, into the
+        # result the caller logs or shows
+        res.skipped, res.skip_reason = True, f"llm: {plain_text(exc)}"
         return res
     items = []
     for it in reply["observations"]:
@@ -836,7 +839,7 @@ async def run_background(rt: KnowledgeRuntime, agent_id: str, names: list[str], 
                 out.results[name] = await fns[name](rt, agent_id, cfg, now, user_id)
         except Exception as exc:  # noqa: BLE001 - KC-6.1: the rest still run
             log.warning("background job %s failed (%s)", name, type(exc).__name__)
-            out.errors[name] = f"{type(exc).__name__}: {exc}"
+            out.errors[name] = f"{type(exc).__name__}: {plain_text(exc)}"  # no quoted model reply (KC-6.1)
     out.duration_ms = (time.perf_counter() - started) * 1000.0
     return out
 
