@@ -151,7 +151,7 @@ def test_every_request_the_python_driver_sends_passes_the_check():
 def test_the_recording_fakes_stand_in_refuses_what_the_packages_refuse():
     """tests/oracle/plsql_standin.py answers list_json / search_json for runs over the fake:
     it accepts exactly the members the packages accept (and refuses the rest with -20002)."""
-    from tests.oracle.plsql_standin import StoreStandIn
+    from oracle.plsql_standin import StoreStandIn  # tests/ is on sys.path (rootdir conftest)
 
     listing = unit(code("oramem_store.pkb"), "list_json")
     search = unit(code("oramem_search.pkb"), "search_json")
@@ -163,7 +163,7 @@ def test_the_recording_fakes_stand_in_refuses_what_the_packages_refuse():
     assert StoreStandIn.UPDATE_KEYS == _known(update, "l_req")[0]
     import oracledb
 
-    from tests.oracle.fakes import Call
+    from oracle.fakes import Call
 
     standin = StoreStandIn()
     for name, what, request in (
@@ -206,7 +206,7 @@ def test_every_add_and_update_the_python_driver_sends_passes_the_check():
     profiles) and updates (each retrieval change) over the recording fake: every member is one
     the calls read."""
     from oramem import PendingRecordBatch
-    from tests.oracle.plsql_standin import standin_store
+    from oracle.plsql_standin import standin_store  # tests/ is on sys.path (rootdir conftest)
 
     add = unit(code("oramem_store.pkb"), "add_json")
     update = unit(code("oramem_store.pkb"), "update_json")
