@@ -31,3 +31,12 @@ def require(module: str, extra: str) -> Any:
         raise ImportError(
             f"this oramem adapter needs {module!r}; install it with: pip install 'oramem[{extra}]'"
         ) from exc
+
+
+def check_scope_ids(*pairs: tuple[str, Any]) -> None:
+    """The scope an adapter is constructed with (``("user_id", value)``, ...): each ``None`` or a
+    str with a visible character (SC-2.2: an id of white space only is refused), checked before
+    the adapter is built, the same way by every adapter."""
+    for name, value in pairs:
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ValueError(f"{name} must be a non-empty str (not only white space) or None, got {value!r}")

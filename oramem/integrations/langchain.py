@@ -42,9 +42,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional, Sequence
 
-from . import require
+from . import check_scope_ids, require
 from ._colour import call, run_async, run_async_in_transaction, run_sync, run_sync_in_transaction
-from ..normalize import check_id
 from ..threads import write_refusal
 from ..trust.firewall import VERDICT_KEY
 from ._threads import ThreadScope
@@ -157,8 +156,7 @@ class OramemVectorStore(VectorStore):
         embedder or opens a SQLite file (a refused argument leaves no file behind)."""
         if record_type not in ("memory", "fact", "preference", "guideline"):
             raise ValueError(f"record_type must be memory, fact, preference or guideline, got {record_type!r}")
-        for name, value in (("user_id", user_id), ("agent_id", agent_id), ("thread_id", thread_id)):
-            check_id(value, name, optional=True)
+        check_scope_ids(("user_id", user_id), ("agent_id", agent_id), ("thread_id", thread_id))
 
     @property
     def embeddings(self) -> Any:
@@ -451,9 +449,7 @@ class OramemChatMessageHistory(BaseChatMessageHistory):
     def __init__(self, store: Any, thread_id: str, *, user_id: Optional[str] = None, agent_id: Optional[str] = None) -> None:
         if not isinstance(thread_id, str) or not thread_id.strip():
             raise ValueError(f"thread_id must be a non-empty str (not only white space), got {thread_id!r}")
-        for name, value in (("user_id", user_id), ("agent_id", agent_id)):
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise ValueError(f"{name} must be a non-empty str (not only white space) or None, got {value!r}")
+        check_scope_ids(("user_id", user_id), ("agent_id", agent_id))
         self._store = store
         self.thread_id = thread_id
         self._user_id = user_id

@@ -55,7 +55,7 @@ from datetime import datetime, timedelta, timezone
 from collections.abc import Mapping
 from typing import Any, Iterable, Optional, cast
 
-from . import require
+from . import check_scope_ids, require
 from ..errors import DuplicateRecordError
 from ..threads import write_refusal
 from ..trust.firewall import VERDICT_KEY, scan
@@ -162,9 +162,7 @@ class OramemStore(BaseStore):
         if record_type not in _SCOPED_TYPES:
             raise ValueError(f"record_type must be one of {sorted(_SCOPED_TYPES)}, got {record_type!r}")
         fixed = {"user_id": user_id, "agent_id": agent_id, "thread_id": thread_id}
-        for name, value in fixed.items():
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise ValueError(f"{name} must be a non-empty str (not only white space) or None, got {value!r}")
+        check_scope_ids(*fixed.items())
         mapping = dict(scope_from_namespace or {})
         for name, position in mapping.items():
             if name not in _SCOPES:

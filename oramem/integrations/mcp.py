@@ -60,7 +60,7 @@ from typing import Any, Iterable, Optional
 from .._http import is_loopback
 from ..errors import StoreError
 from ..threads import default_session_refusal
-from . import require
+from . import check_scope_ids, require
 
 require("mcp.server.mcpserver", "mcp")
 
@@ -334,9 +334,7 @@ def build_server(
     ``token``: the bearer token every HTTP request must carry (``Authorization: Bearer
     <token>``; else 401). Without it the server has no HTTP authentication: serve it over
     stdio or in-process only (``oramem mcp --transport http`` always sets one)."""
-    for label, value in (("user_id", user_id), ("agent_id", agent_id)):
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise ValueError(f"{label} must be a non-empty str (not only white space) or None, got {value!r}")
+    check_scope_ids(("user_id", user_id), ("agent_id", agent_id))
     offered = TOOLS + (("retrieve_knowledge",) if knowledge is not None else ())
     if isinstance(disabled_tools, (str, bytes)) or not isinstance(disabled_tools, Iterable):
         raise TypeError(f"disabled_tools must be a list of tool names, e.g. ['forget'] (or () for none), "

@@ -190,9 +190,9 @@ def test_from_texts_refuses_an_unknown_argument_before_opening_a_store(tmp_path)
     ("kwargs", "message"),
     [
         ({"record_type": "message"}, "record_type must be memory, fact, preference or guideline"),
-        ({"user_id": "  "}, "user_id=' ' is only white space|user_id='  ' is only white space"),
-        ({"thread_id": ""}, "thread_id must not be empty"),
-        ({"agent_id": 7}, "agent_id must be a str"),
+        ({"user_id": "  "}, r"user_id must be a non-empty str \(not only white space\) or None, got '  '"),
+        ({"thread_id": ""}, r"thread_id must be a non-empty str \(not only white space\) or None, got ''"),
+        ({"agent_id": 7}, r"agent_id must be a non-empty str \(not only white space\) or None, got 7"),
     ],
 )
 def test_from_texts_refuses_a_bad_constructor_value_before_opening_a_store(tmp_path, kwargs, message):
