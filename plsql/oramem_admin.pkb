@@ -543,6 +543,12 @@ AS
          END IF;
          l_obj := TREAT(l_elem AS JSON_OBJECT_T);
       END IF;
+      -- every setting open_store / create_store read, and no other (left36, after red32): an
+      -- unknown one was ignored, so {"vector_dimension": 384} created a store without vectors
+      -- and {"search_strategy ": "hybrid"} a VECTOR store, each answering as if it had applied
+      oramem_filter.check_keys(l_obj, 'memory_store_id,vector_dim,search_strategy,search_index_sync,'
+                               || 'retention,embedding_model,deletion_hook,keyword_language,embedder',
+                               'settings');
 
       IF l_obj.has('memory_store_id') THEN
          l_set.store_id := oramem_registry.normalize_store_id(opt_word(l_obj, 'memory_store_id'));
@@ -575,6 +581,8 @@ AS
             bad_setting('retention must be {"default_ttl_days": n|null, "max_ttl_days": n|null}');
          END IF;
          l_ret := l_obj.get_object('retention');
+         -- {"default_ttl": 30} kept records forever (left36): the two members, no other
+         oramem_filter.check_keys(l_ret, 'default_ttl_days,max_ttl_days', 'settings.retention');
          IF l_ret.has('default_ttl_days') THEN
             l_set.has_default := TRUE;
             l_set.default_ttl := opt_count(l_ret, 'default_ttl_days', 1000000);

@@ -91,7 +91,8 @@ AS
     * The lock wait is in_lock_timeout seconds. A READY store at the code's schema
     * version, complete and with nothing to change, is opened without taking the lock
     * (no DBMS_LOCK call: concurrent opens do not serialise).
-    * Errors: -20001 bad policy/setting value; -20002 bad JSON; -20010 bad store id;
+    * Errors: -20001 bad policy/setting value; -20002 bad JSON, or a setting (or retention
+    *  member) open_store does not read (names it); -20010 bad store id;
     *  -20101 not found (names CREATE_IF_NECESSARY); -20103 settings mismatch (names the
     *  setting, the persisted and the requested value; keyword_language included, under every
     *  policy but RECREATE, before anything is written); -20108 another embedder than the

@@ -246,10 +246,16 @@ AS
       in_where      IN VARCHAR2
    ) RETURN TIMESTAMP
    IS
-      l_days   NUMBER := get_count(in_ttl, 'days', in_where);
-      l_anchor VARCHAR2(32 CHAR) := LOWER(NVL(get_text(in_ttl, 'anchor', in_where, 32), 'created_at'));
+      l_days   NUMBER;
+      l_anchor VARCHAR2(32 CHAR);
       l_base   TIMESTAMP(6);
    BEGIN
+      -- the two members the ttl reads, and no other (left36, after red32): an unknown one was
+      -- ignored, so {"days": 3, "anchor_at": "timestamp"} counted from created_at and
+      -- {"ttl_days": 3} stored a record that never expires
+      oramem_filter.check_keys(in_ttl, 'days,anchor', in_where);
+      l_days   := get_count(in_ttl, 'days', in_where);
+      l_anchor := LOWER(NVL(get_text(in_ttl, 'anchor', in_where, 32), 'created_at'));
       IF l_anchor NOT IN ('created_at', 'timestamp') THEN
          bad_argument(in_where || '.anchor must be created_at or timestamp');
       END IF;
@@ -402,7 +408,12 @@ AS
          IF NOT in_chunks.get(i).is_object THEN
             bad_payload(in_where || '[' || i || '] must be an object {"text", "vector"}');
          END IF;
-         IF TREAT(in_chunks.get(i) AS JSON_OBJECT_T).has('keyword_text') THEN
+         l_obj := TREAT(in_chunks.get(i) AS JSON_OBJECT_T);
+         -- the members a retrieval row reads (here and in collect_chunks), and no other
+         -- (left36): {"text": ..., "embedding": [...]} stored a row without its vector, and
+         -- this pass runs before anything of the call is written
+         oramem_filter.check_keys(l_obj, 'text,vector,keyword_text', in_where || '[' || i || ']');
+         IF l_obj.has('keyword_text') THEN
             l_with := l_with + 1;
          END IF;
       END LOOP;
@@ -768,6 +779,9 @@ AS
                bad_payload(l_where || '.restored_times must be {"created_at": "...", "expires_at": "..." | null}');
             END IF;
             l_kept := l_r.get_object('restored_times');
+            -- the two kept times, and no other member (left36): {"created_at": ..., "expires": ...}
+            -- stored a record that never expires
+            oramem_filter.check_keys(l_kept, 'created_at,expires_at', l_where || '.restored_times');
             l_created(i + 1) := oramem_registry.parse_utc(
                get_text(l_kept, 'created_at', l_where || '.restored_times', 64), l_where || '.restored_times.created_at');
             IF l_created(i + 1) IS NULL THEN
@@ -1189,6 +1203,17 @@ AS
       IF l_retrieval NOT IN ('keep', 'clear', 'replace', 'revector', 'strip_vectors') THEN
          bad_argument('retrieval must be keep, clear, replace, revector or strip_vectors');
       END IF;
+      -- chunks are read by retrieval replace only, vectors by revector only (left36): with
+      -- another retrieval either was ignored while the call answered 1, so
+      -- {"retrieval": "keep", "chunks": [...]} changed no retrieval row
+      IF l_req.has('chunks') AND l_retrieval <> 'replace' THEN
+         bad_payload('update request.chunks is read with "retrieval": "replace" only (retrieval is '
+                     || l_retrieval || ', so it would be ignored); send "retrieval": "replace" or drop chunks');
+      END IF;
+      IF l_req.has('vectors') AND l_retrieval <> 'revector' THEN
+         bad_payload('update request.vectors is read with "retrieval": "revector" only (retrieval is '
+                     || l_retrieval || ', so it would be ignored); send "retrieval": "revector" or drop vectors');
+      END IF;
       IF NOT (l_req.has('content') OR l_req.has('metadata') OR l_req.has('timestamp')
               OR l_req.has('ttl') OR l_retrieval <> 'keep')
       THEN
@@ -1240,7 +1265,7 @@ AS
             bad_payload('update request.ttl must be {"days": n|null, "anchor": ...}');
          END IF;
          l_set_e := 1;
-         l_exp := ttl_expiry(l_req.get_object('ttl'), l_created, l_event_ts, 'ttl');
+         l_exp := ttl_expiry(l_req.get_object('ttl'), l_created, l_event_ts, 'update request.ttl');
       END IF;
 
       -- N11: the CLOB content and the JSON metadata are assigned only when the request sets

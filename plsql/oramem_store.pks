@@ -41,7 +41,8 @@ AS
     * A chunk's "keyword_text" (issue 23, README) is its keyword passage, written to the
     * store's passage table; accepted only where the store groups, on all or none of a
     * record's chunks (-20002 before anything is written).
-    * Errors: -20002 bad JSON/missing key; -20001 bad field (names it); -20003 bad type;
+    * Errors: -20002 bad JSON/missing key, or a key the call does not read (in the batch,
+    *  a record, its ttl, restored_times or a chunk; names it); -20001 bad field (names it); -20003 bad type;
     *  -20005 duplicate id (in the batch, or already stored with on_conflict "fail"; names the id);
     *  -20006 vector dimension differs from the store's vector_dim, or a vector on a store
     *  without vector_dim; -20007 bad timestamp; -20008 ttl anchor "timestamp" without a
@@ -110,7 +111,9 @@ AS
    /*
     * update_json: apply the update request JSON (README; maps UpdateRequest) and return
     * 1 when an unexpired record was updated, 0 when none exists (SC-7.1).
-    * Errors: -20002; -20001 (nothing to update, text=null on a profile, ...); -20003;
+    * Errors: -20002 (also a key the call does not read, in the request, its ttl or a chunk;
+    *  and chunks without retrieval "replace", vectors without "revector");
+    *  -20001 (nothing to update, text=null on a profile, ...); -20003;
     *  -20006 vector dimension, or "revector" count differs from the existing row count
     *  (message names both counts); -20007; -20008; store errors.
     * Commit: never.

@@ -69,6 +69,7 @@ or the server would (issue 10, item 2):
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -638,6 +639,7 @@ class _CursorBase:
         call = Call("callfunc", name, return_type, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
         self._plsql_rules(name)
+        _settings_rule(name, keyword_parameters)
         self.rec.calls.append(call)
         value = self.rec.answer(name, call)
         if return_type is oracledb.DB_TYPE_CLOB and isinstance(value, str):
@@ -811,6 +813,37 @@ class FakeAsyncCursor(_CursorBase):
         self._verify_fetch()
         rows, self.rows = self.rows, []
         return rows
+
+
+#: the settings oramem_admin.open_store / create_store read (parse_settings), and the members of
+#: its "retention" object; any other is -20002 there (oramem_filter.check_keys, left36).
+#: "embedder" is an identity recorded and compared whole, so its members are not listed.
+SETTINGS_KEYS = frozenset({"memory_store_id", "vector_dim", "search_strategy", "search_index_sync", "retention",
+                           "embedding_model", "deletion_hook", "keyword_language", "embedder"})
+RETENTION_KEYS = frozenset({"default_ttl_days", "max_ttl_days"})
+
+
+def _settings_rule(name: str, keyword_parameters: Any) -> None:
+    """open_store / create_store refuse a setting they do not read (-20002, before anything is
+    read or written), as plsql/oramem_admin.pkb parse_settings does."""
+    if name.lower() not in ("oramem_admin.open_store", "oramem_admin.create_store"):
+        return
+    text = (keyword_parameters or {}).get("in_settings")
+    text = getattr(text, "data", text)
+    if not isinstance(text, str) or not text.strip():
+        return
+    try:
+        settings = json.loads(text)
+    except ValueError:
+        return
+    if not isinstance(settings, dict):
+        return
+    for obj, known, what in ((settings, SETTINGS_KEYS, "settings"),
+                             (settings.get("retention"), RETENTION_KEYS, "settings.retention")):
+        for key in obj if isinstance(obj, dict) else ():
+            if key not in known:
+                raise db_error(20002, f"{what}: unknown key \"{key}\" (accepted: {', '.join(sorted(known))}); "
+                                      "an unknown key is refused, never ignored")
 
 
 #: the package subprograms that always write (DML inside), which a READ ONLY transaction refuses

@@ -38,6 +38,7 @@ class StoreStandIn:
         self._unknown(batch, self.ADD_KEYS, "add batch")
         for i, r in enumerate(batch["records"]):
             self._unknown(r, self.RECORD_KEYS, f"records[{i}]")
+            self._nested(r, f"records[{i}]")
         ids = []
         for r in batch["records"]:
             self.seq += 1
@@ -55,6 +56,14 @@ class StoreStandIn:
     def update(self, call: Call) -> int:
         req = json.loads(_text(call.binds["in_request"]))
         self._unknown(req, self.UPDATE_KEYS, "update request")
+        self._nested(req, "update request")
+        retrieval = req.get("retrieval") or "keep"
+        for member, reader in (("chunks", "replace"), ("vectors", "revector")):
+            if member in req and retrieval != reader:
+                from .fakes import db_error
+
+                raise db_error(20002, f"update request.{member} is read with \"retrieval\": \"{reader}\" only "
+                                      f"(retrieval is {retrieval}, so it would be ignored)")
         rec = self.records.get((req["record_type"], req["record_id"]))
         if rec is None:
             return 0
@@ -114,6 +123,22 @@ class StoreStandIn:
                    "restored_times", "ttl", "chunks"}
     UPDATE_KEYS = {"record_type", "record_id", "retrieval", "content", "chunks", "vectors", "metadata", "timestamp",
                    "ttl"}
+
+    #: the members of the nested objects of an add record / update request (left36): ttl
+    #: (ttl_expiry), restored_times (add_json), each chunk (collect_passages / collect_chunks)
+    TTL_KEYS = {"days", "anchor"}
+    RESTORED_KEYS = {"created_at", "expires_at"}
+    CHUNK_KEYS = {"text", "vector", "keyword_text"}
+
+    @classmethod
+    def _nested(cls, obj: dict, where: str) -> None:
+        if isinstance(obj.get("ttl"), dict):
+            cls._unknown(obj["ttl"], cls.TTL_KEYS, f"{where}.ttl")
+        if isinstance(obj.get("restored_times"), dict):
+            cls._unknown(obj["restored_times"], cls.RESTORED_KEYS, f"{where}.restored_times")
+        for i, chunk in enumerate(obj.get("chunks") or ()):
+            if isinstance(chunk, dict):
+                cls._unknown(chunk, cls.CHUNK_KEYS, f"{where}.chunks[{i}]")
 
     @staticmethod
     def _unknown(req: dict, known: set, what: str) -> None:
