@@ -8,7 +8,9 @@ Two rules for a DBA's first day (dba33):
   ``oracle://app:pw@host/svc``) is refused before connecting, with an error that does not
   repeat it; python-oracledb's own error for such a string quotes it whole (DPY-4018 "cannot
   parse connect string "app/pw@..."", python-oracledb 26.1), and oramem printed it twice.
-  Any message built after a failed logon has the password replaced by ``***``.
+  Any message built after a failed logon has the password replaced by ``***``: the password
+  field of a quoted connect string whatever its length, and the password itself elsewhere
+  when it has 4 characters or more (a shorter one is never replaced as a substring).
 - **The error says what to do.** The driver's whole message is kept on one line (the first
   line of DPY-6005 is "cannot connect to database (CONNECTION_ID=...)"; the cause, such as
   "[Errno 111] Connection refused", is on the next one, which was dropped), followed by the
@@ -68,10 +70,19 @@ def dsn_credentials_problem(dsn: str, option: str = "--dsn") -> Optional[str]:
             "is visible to every user of this machine)")
 
 
+#: the password field of a connect string quoted in a message: ``USER/PASSWORD@`` (Easy Connect,
+#: as python-oracledb's DPY-4018 quotes it) or ``USER:PASSWORD@`` (an ``oracle://`` location)
+_DSN_PASSWORD = re.compile(r"(?P<user>[^\s/:@'\"()]+[/:])(?P<password>[^\s/@'\"]*)@")
+
+
 def redact(text: str, *secrets: Optional[str]) -> str:
-    """``text`` with every secret of 4 characters or more replaced by ``***`` (a shorter one
-    would match inside ordinary words; the connect string was checked for credentials before
-    connecting, so the driver has none of them to quote)."""
+    """``text`` with the password field of every connect string in it replaced by ``***``
+    (``app/***@host/svc``, ``oracle://app:***@host/svc``), whatever the password's length, and
+    every other occurrence of a secret of 4 characters or more. A shorter secret is redacted in
+    those fields only, never as a substring: a one-letter password would otherwise blank that
+    letter everywhere in the message (left36; before, a password of 1 to 3 characters was not
+    redacted at all, so DPY-4018's quote of ``app/pw@host`` kept it)."""
+    text = _DSN_PASSWORD.sub(lambda m: m.group("user") + "***@", text)
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
