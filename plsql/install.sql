@@ -11,6 +11,53 @@
 WHENEVER SQLERROR EXIT FAILURE
 SET DEFINE OFF
 
+-- Older scripts over a newer schema (left36; oramem db install makes the same check in
+-- python before it runs this file, oramem.oracle.admin.check_not_newer): CREATE OR REPLACE
+-- would put older packages over newer ones, which refuse every newer store (-20107), and
+-- the catalog scripts never lower a version, so nothing else would say so. Stops before
+-- anything is run. The two constants are the versions these scripts install
+-- (oramem_registry.gc_catalog_version / gc_store_schema_version; a test holds them equal).
+-- The catalog tables may not exist yet (a first install), hence user_tables and dynamic SQL.
+PROMPT oramem: checking that the installed oramem is not newer than these scripts
+DECLARE
+   c_catalog CONSTANT PLS_INTEGER := 5;
+   c_store   CONSTANT PLS_INTEGER := 4;
+   l_tables  PLS_INTEGER;
+   l_catalog NUMBER;
+   l_newer   PLS_INTEGER := 0;
+   l_first   VARCHAR2(16 CHAR);
+   l_problem VARCHAR2(1000 CHAR);
+BEGIN
+   SELECT COUNT(*) INTO l_tables FROM user_tables WHERE table_name = 'ORAMEM_SCHEMA_VERSION';
+   IF l_tables = 1 THEN
+      EXECUTE IMMEDIATE 'SELECT MAX(version) FROM oramem_schema_version WHERE component = ''CATALOG'''
+         INTO l_catalog;
+      IF l_catalog > c_catalog THEN
+         l_problem := 'its catalog is version ' || l_catalog || ', these scripts'' is ' || c_catalog;
+      END IF;
+   END IF;
+   SELECT COUNT(*) INTO l_tables FROM user_tables WHERE table_name = 'ORAMEM_STORES';
+   IF l_tables = 1 THEN
+      EXECUTE IMMEDIATE 'SELECT COUNT(*), MIN(memory_store_id) FROM oramem_stores WHERE schema_version > :1'
+         INTO l_newer, l_first USING c_store;
+      IF l_newer > 0 THEN
+         -- bounded: two fixed texts, three numbers of at most 10 digits and one 16-character id
+         l_problem := l_problem || CASE WHEN l_problem IS NOT NULL THEN '; ' END
+                      || l_newer || ' store(s) have a schema version above these scripts'' ' || c_store
+                      || ' (' || l_first || CASE WHEN l_newer > 1 THEN ', ...' END || ')';
+      END IF;
+   END IF;
+   IF l_problem IS NOT NULL THEN
+      -- -20000: install-script failure only (not part of the oramem_errors API table)
+      RAISE_APPLICATION_ERROR(-20000,
+         'oramem install: this schema was installed by a newer oramem: ' || l_problem
+         || '. Nothing was run: the older packages would replace the newer ones and refuse those '
+         || 'stores. Install the oramem release that installed it, or a newer one '
+         || '(pip install -U oramem), then run oramem db upgrade');
+   END IF;
+END;
+/
+
 PROMPT oramem: catalog (ddl/)
 @@../ddl/001_catalog.sql
 @@../ddl/upgrades/001_to_002.sql
