@@ -1028,6 +1028,17 @@ AS
                l_cond := oramem_filter.scope_condition(l_dim, get_text(l_scope, 'match', l_dim, 16),
                                                        get_text(l_scope, 'value', l_dim, 255), 'r', l_binds,
                                                        in_raw => 1);
+               -- left36: profiles and threads are unscoped types, whose scope the Python list
+               -- ignores (SC-3.3, the vendor's rule); reading their raw columns here listed
+               -- none of Bob's profiles, ignoring would list Alice's to Bob's request: refused
+               -- (-20001) instead, after the same checks as any scope and before anything is read
+               IF l_cond IS NOT NULL AND NOT oramem_registry.is_scoped_type(l_type) THEN
+                  bad_argument('list request.' || l_dim || ': ' || l_type || ' records are not listed by '
+                               || l_dim || ' (SC-3.3: the store''s list ignores a scope for them, so it '
+                               || 'would list them all, every user''s); leave '
+                               || l_dim || ' out or give {"match": "any"}, and read one '
+                               || l_type || ' by its id with get_json');
+               END IF;
                IF l_cond IS NOT NULL THEN
                   -- bounded: a scope condition is fixed text (< 200 bytes), its value is bound
                   l_rwhere := l_rwhere || ' AND ' || l_cond;

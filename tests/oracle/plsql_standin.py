@@ -118,6 +118,9 @@ class StoreStandIn:
     SEARCH_KEYS = {"strategy", "k", "query_text", "query_vector", "thread", "user", "agent", "record_types",
                    "metadata_filter", "exact", "tail_handicap", "keyword_language", "hybrid"}
 
+    #: oramem_registry.is_scoped_type: a list of any other type takes no scope (left36)
+    SCOPED_TYPES = frozenset({"message", "memory", "guideline", "fact", "preference"})
+
     ADD_KEYS = {"records", "on_conflict"}
     RECORD_KEYS = {"id", "record_type", "content", "thread_id", "user_id", "agent_id", "role", "timestamp", "metadata",
                    "restored_times", "ttl", "chunks"}
@@ -164,6 +167,19 @@ class StoreStandIn:
         req = json.loads(_text(call.binds["in_request"]))
         self._check_keys(req, self.LIST_KEYS, "list request")
         rows = [r for r in self.records.values() if r["record_type"] == req["record_type"]]
+        for dim in ("thread", "user", "agent"):
+            # list_json's scope: the raw column (N6); an unscoped type refuses one (left36)
+            scope = req.get(dim) or {}
+            match = str(scope.get("match") or "any").lower()
+            if match == "any":
+                continue
+            if req["record_type"] not in self.SCOPED_TYPES:
+                from .fakes import db_error
+
+                raise db_error(20001, f"list request.{dim}: {req['record_type']} records are not listed by {dim} "
+                                      "(SC-3.3: the store's list ignores a scope for them)")
+            rows = [r for r in rows if (r.get(f"{dim}_id") == scope.get("value") if match == "equals"
+                                        else r.get(f"{dim}_id") is None)]
         rows.sort(key=lambda r: r["seq_no"])
         return json.dumps(rows[-int(req.get("limit") or len(rows) or 1):])
 
