@@ -73,6 +73,14 @@ AS
    gc_tpl_trend_insert CONSTANT VARCHAR2(800 CHAR) := q'[INSERT INTO #OBS# (id, agent_id, user_id, observation_type, title, text, supporting_event_ids, supporting_fact_ids, confidence, importance, times_reinforced, is_active, embedding_vec, first_detected_at, last_reinforced_at, created_at) VALUES (:1, :2, :3, 'emotional_trend', :4, :5, :6, :7, 0.7, 0.5, 0, TRUE, NULL, :8, :9, :10)]';
 
    -- deletion hook (on_store_delete); #TAB# is kg_table of a suffix from l_sfx there
+   -- the summaries written from a deleted fact, cleared before its links and row go
+   -- (deletes.purge_facts, red35): its entities' in each link's own scope (KC-6.7; DECODE
+   -- matches two NULLs, as gc_tpl_hk_recount) and its cluster's with the vector embedded from
+   -- it (KC-6.2, #TAB# = CLUSTER); the next summary refresh / clustering run writes them again
+   gc_tpl_hk_clear_summary CONSTANT VARCHAR2(600 CHAR) := q'[UPDATE #ENT# e SET summary_text = NULL, summary_refreshed_at = NULL WHERE EXISTS (SELECT 1 FROM #LINK# l WHERE l.fact_id = :1 AND l.agent_id = e.agent_id AND DECODE(l.user_id, e.user_id, 1, 0) = 1 AND l.entity_key = e.canonical_key)]';
+
+   gc_tpl_hk_clear_cluster CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #TAB# SET summary_text = NULL, embedding_vec = NULL WHERE id IN (SELECT cluster_id FROM #FACT# WHERE id = :1)]';
+
    gc_tpl_hk_del_links CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #LINK# WHERE fact_id = :1 RETURNING agent_id, entity_key INTO :2, :3]';
 
    gc_tpl_hk_del_rel CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #REL# WHERE evidence_fact_id = :1]';
@@ -907,6 +915,8 @@ AS
       -- 1. facts (KnowledgeMemory._purge_facts)
       FOR i IN 1 .. l_facts.COUNT LOOP
          l_gone(l_facts(i)) := 1;
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_clear_summary, l_sid) USING l_facts(i);
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_clear_cluster, l_sid, 'CLUSTER') USING l_facts(i);
          EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_links, l_sid)
             USING l_facts(i) RETURNING BULK COLLECT INTO l_tmp, l_tmp2;
          FOR j IN 1 .. l_tmp.COUNT LOOP

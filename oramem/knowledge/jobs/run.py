@@ -136,7 +136,8 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
         ).mappings()]
         rows = [r for r in rows if not reads.is_expired(r, now)]
         clusters = {r["id"]: dict(r) for r in conn.execute(
-            sa.select(cl.c.id, cl.c.created_at, cl.c.is_active).where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True)  # noqa: E712
+            sa.select(cl.c.id, cl.c.created_at, cl.c.is_active, cl.c.summary_text)
+            .where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True)  # noqa: E712
         ).mappings()}
         members: dict[str, set[Any]] = {}
         for cid, fid in conn.execute(sa.select(f.c.cluster_id, f.c.id).where(reads.owned(f, agent_id, user_id), f.c.cluster_id.is_not(None))):
@@ -148,7 +149,7 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(r["entity_key"], []).append(r)
-    plans: list[list[Any]] = []  # (cluster_id or None, entity_key, facts, changed)
+    plans: list[list[Any]] = []  # (cluster_id or None, entity_key, facts, changed, summary, vector)
     chosen: set[str] = set()
     for key in sorted(groups):
         facts = groups[key]
@@ -167,7 +168,9 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
     call = TaskCall(rt.llm)
     for p in plans:
         existing, key, facts, changed = p[:4]
-        if not changed:
+        # a cluster without a summary (its facts' delete or retract cleared it, or its last
+        # rewrite failed) gets one, its membership unchanged (red35)
+        if not changed and not (existing and clusters[existing]["summary_text"] is None):
             continue
         label = (names.get(key) or key)[:128]
         try:
@@ -194,6 +197,7 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
                     keep.add(existing)
                 continue
             imp = sum(float(r["importance"]) for r in facts) / len(facts)
+            leaving = sorted(members.get(existing, set()) - set(ids)) if existing else []
             if existing is None:
                 cid = new_id()
                 conn.execute(sa.insert(cl).values(
@@ -206,23 +210,29 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
                     vals = dict(fact_count=len(ids), importance=imp, last_updated_at=now)
                     if summary is not None:
                         vals["summary_text"] = summary
+                    elif leaving:  # the old summary names facts that leave, and no new one was written
+                        vals["summary_text"] = None
                     if vec is not None:
                         vals["embedding_vec"] = vec
                     conn.execute(sa.update(cl).where(cl.c.id == cid).values(**vals))
                     res.clusters_reinforced += 1
+                elif summary is not None:  # the summary a delete or retract cleared, written again
+                    conn.execute(sa.update(cl).where(cl.c.id == cid).values(summary_text=summary, embedding_vec=vec))
             keep.add(cid)
             if changed:
                 moving = [r["id"] for r in facts if r["cluster_id"] != cid]
                 for batch in reads.chunked(moving):
                     conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch)).values(cluster_id=cid))
                 res.facts_assigned += len(moving)
-                leaving = sorted(members.get(cid, set()) - set(ids))
                 for batch in reads.chunked(leaving):
                     conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch)).values(cluster_id=None))
                 res.facts_assigned += len(leaving)
-        # clusters below the minimum (or no longer any entity's cluster) are deactivated
+        # clusters below the minimum (or no longer any entity's cluster) are deactivated, without
+        # the summary and its vector: no member is left to name what they quote, so an erasure
+        # would not find them (red35), and no reader reads an inactive cluster
         for cid in sorted(set(clusters) - keep):
-            conn.execute(sa.update(cl).where(cl.c.id == cid).values(is_active=False, last_updated_at=now))
+            conn.execute(sa.update(cl).where(cl.c.id == cid).values(is_active=False, last_updated_at=now,
+                                                                    summary_text=None, embedding_vec=None))
             gone = sorted(members.get(cid, set()))
             for batch in reads.chunked(gone):
                 conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch), f.c.cluster_id == cid).values(cluster_id=None))
