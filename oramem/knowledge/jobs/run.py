@@ -372,18 +372,19 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation
     since = now - timedelta(days=cfg.consolidation_lookback_days)
 
-    def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str]], list[Row], list[Row]]:
+    def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str, list[str]]], list[Row], list[Row]]:
         events = [dict(r) for r in conn.execute(
             sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary)
             .where(reads.owned(ev, agent_id, user_id), ev.c.occurred_at >= since, ev.c.occurred_at <= now)
             .order_by(sa.desc(ev.c.occurred_at), sa.desc(ev.c.id))
         ).mappings()]
-        notes = [(r[0], r[1]) for r in conn.execute(
-            sa.select(so.c.id, so.c.content).where(reads.owned(so, agent_id, user_id), so.c.is_active == True, so.c.created_at >= since)  # noqa: E712
+        notes = [(r[0], r[1], [x for x in (r[2] or []) if isinstance(x, str)]) for r in conn.execute(
+            sa.select(so.c.id, so.c.content, so.c.source_message_ids).where(reads.owned(so, agent_id, user_id), so.c.is_active == True, so.c.created_at >= since)  # noqa: E712
             .order_by(so.c.created_at, so.c.id)
         )]
         facts = [dict(r) for r in conn.execute(
-            sa.select(f.c.id, f.c.fact_text, f.c.ttl_days, f.c.ingested_at).where(reads.owned(f, agent_id, user_id), *_current(f))
+            sa.select(f.c.id, f.c.fact_text, f.c.ttl_days, f.c.ingested_at, f.c.source_event_id)
+            .where(reads.owned(f, agent_id, user_id), *_current(f))
             .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(80)
         ).mappings()]
         facts = [r for r in facts if not reads.is_expired(r, now)][:40]
@@ -417,7 +418,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     shown = events[:50]
     payload = {
         "events": [{"index": i + 1, "text": (e["text"] or "")[:300], "occurred_at": e["occurred_at"].isoformat()} for i, e in enumerate(shown)],
-        "session_observations": [content for _, content in notes],
+        "session_observations": [content for _, content, _ in notes],
         "facts": [{"index": i + 1, "text": r["fact_text"]} for i, r in enumerate(facts)],
         "existing": [{"type": o["observation_type"], "title": o["title"]} for o in obs[:10]],
     }
@@ -470,11 +471,20 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
                 contradicted = other
         actions.append(("create", it, vec, contradicted))
 
+    # KC-3.10 (red35): the reply may quote any row shown, not only those it cites, so a created
+    # observation's supporting_event_ids also name every event shown, the events the shown facts
+    # were learned from and those the shown session notes were built from: an erasure of the
+    # user (or agent) one of them was takes the observation (ownership.user_rows). Its
+    # supporting_fact_ids stay the cited facts (retrieval shows an observation with them, KC-5.6)
+    drawn_from = list(dict.fromkeys(
+        [e["id"] for e in shown] + [r["source_event_id"] for r in facts if r["source_event_id"]]
+        + [eid for _, _, sources in notes for eid in sources]))
+
     def write(conn: sa.Connection) -> None:
         # the reply was drawn from every row shown: one erased since the read, nothing is written
         if (len(_present(conn, ev, [e["id"] for e in shown])) < len(shown)
                 or len(_present(conn, f, [r["id"] for r in facts])) < len(facts)
-                or len(_present(conn, so, [oid for oid, _ in notes])) < len(notes)):
+                or len(_present(conn, so, [oid for oid, _, _ in notes])) < len(notes)):
             return
         for a in actions:
             if a[0] == "reinforce":
@@ -489,7 +499,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
                 _, it, vec, contradicted = a
                 conn.execute(sa.insert(mo).values(
                     id=new_id(), agent_id=agent_id, user_id=user_id, observation_type=it["type"], title=it["title"], text=it["text"],
-                    supporting_event_ids=it["events"], supporting_fact_ids=it["facts"], confidence=it["confidence"], importance=0.5,
+                    supporting_event_ids=list(dict.fromkeys(it["events"] + drawn_from)), supporting_fact_ids=it["facts"], confidence=it["confidence"], importance=0.5,
                     times_reinforced=0, is_active=True, embedding_vec=vec, first_detected_at=now, last_reinforced_at=now, created_at=now))
                 res.observations_created += 1
                 if contradicted:
