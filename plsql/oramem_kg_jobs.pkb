@@ -519,6 +519,9 @@ AS
       l_title    VARCHAR2(1024 CHAR);
       l_text     CLOB;
       l_support  JSON_ARRAY_T := JSON_ARRAY_T();
+      l_top3     word_map_t;        -- the trigger keywords (keys)
+      l_ev_words word_map_t;        -- one intense event's words (keys)
+      l_hit      BOOLEAN;
       l_recent   VARCHAR2(36 CHAR);
       l_id       VARCHAR2(36 CHAR);
    BEGIN
@@ -579,6 +582,7 @@ AS
          END LOOP;
          EXIT WHEN l_best IS NULL;
          l_keywords := l_keywords || CASE WHEN k > 1 THEN ', ' END || l_best;
+         l_top3(l_best) := 1;
          l_words.DELETE(l_best);
       END LOOP;
       -- energy: the single most frequent energy of the dominant emotion's events, else medium
@@ -609,8 +613,23 @@ AS
                 || TO_CHAR(l_counts(l_dom)) || ' of ' || TO_CHAR(l_n) || ' events, intensity '
                 || TO_CHAR(l_sums(l_dom) / l_counts(l_dom), 'FM9990.00') || ', energy ' || l_energy || ', ' || l_dir || ')'
                 || CASE WHEN l_keywords IS NOT NULL THEN '; triggers: ' || l_keywords END;
-      FOR i IN GREATEST(1, l_n - 49) .. l_n LOOP
-         l_support.append(l_ids(i));
+      -- supporting ids: the newest 50 events, and every intense event that said one of the
+      -- trigger keywords the text quotes (an erasure takes the observation through them,
+      -- KC-3.10; a keyword may come from an older event; procedural.emotional_trends, red35)
+      FOR i IN 1 .. l_n LOOP
+         l_hit := i > l_n - 50;
+         IF NOT l_hit AND NVL(l_intens(i), 0) >= 0.7 AND l_top3.COUNT > 0 THEN
+            l_ev_words.DELETE;
+            count_words(l_texts(i), l_ev_words);
+            l_word := l_top3.FIRST;
+            WHILE l_word IS NOT NULL AND NOT l_hit LOOP
+               l_hit := l_ev_words.EXISTS(l_word);
+               l_word := l_top3.NEXT(l_word);
+            END LOOP;
+         END IF;
+         IF l_hit THEN
+            l_support.append(l_ids(i));
+         END IF;
       END LOOP;
       BEGIN
          EXECUTE IMMEDIATE sql_for(gc_tpl_trend_recent, in_sid) INTO l_recent

@@ -1,4 +1,8 @@
-"""red35 (KC-6.2, KC-6.7): the PL/SQL deletion hook ``oramem_kg_jobs.on_store_delete``, run
+"""red35: derived text in the PL/SQL package ``oramem_kg_jobs`` never outlives, nor hides from an
+erasure, the rows it was written from (as the Python jobs, tests/knowledge/
+test_cluster_summary_provenance.py and test_emotional_trend_provenance.py).
+
+KC-6.2, KC-6.7: the PL/SQL deletion hook ``oramem_kg_jobs.on_store_delete``, run
 for a store-side delete of a fact record on Oracle (a ``delete`` of the record, a TTL purge),
 clears the summaries written from the fact before its links and row go, as the SQLite hook's
 ``deletes.purge_facts`` does: the summary of each entity linked to it (in the link's own scope)
@@ -53,3 +57,20 @@ def test_the_python_purge_clears_the_same_summaries_first():
                                     "reads.clear_cluster_summaries(conn, t, batch)",
                                     "conn.execute(sa.delete(lk)", "conn.execute(sa.delete(f)")]
     assert steps == sorted(steps)
+
+
+def test_the_scheduler_trend_supports_the_events_its_keywords_came_from():
+    """red35, KC-5.13 / KC-3.10: the PL/SQL ``emotional_trends`` lists, as the Python job does,
+    the newest 50 events and every intense event that said one of the trigger keywords (it
+    listed the newest 50 only: a keyword from an older event outlived its speaker's erasure)."""
+    from .test_review_search_admin import _procedure
+
+    body = _code(_procedure(KG_BODY, "emotional_trends"))
+    assert "FOR i IN GREATEST(1, l_n - 49) .. l_n LOOP" not in body
+    assert "l_top3(l_best) := 1;" in body and body.index("l_top3(l_best) := 1;") < body.index("l_words.DELETE(l_best);")
+    support = body[body.index("l_hit := i > l_n - 50;"):body.index("EXECUTE IMMEDIATE sql_for(gc_tpl_trend_recent")]
+    for step in ("IF NOT l_hit AND NVL(l_intens(i), 0) >= 0.7 AND l_top3.COUNT > 0 THEN", "l_ev_words.DELETE;",
+                 "count_words(l_texts(i), l_ev_words);", "l_hit := l_ev_words.EXISTS(l_word);",
+                 "IF l_hit THEN\n            l_support.append(l_ids(i));"):
+        assert step in support, step
+    assert re.search(r"\bl_top3\s+word_map_t;", body) and re.search(r"\bl_ev_words\s+word_map_t;", body)
