@@ -247,19 +247,20 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
     t = rt.tables
     cl, f, mo = t.cluster, t.fact, t.meta_observation
 
-    def load(conn: sa.Connection) -> tuple[list[Row], dict[str, list[tuple[str, str]]], list[Row]]:
+    def load(conn: sa.Connection) -> tuple[list[Row], dict[str, list[tuple[str, str, Optional[str]]]], list[Row]]:
         cls = [dict(r) for r in conn.execute(
             sa.select(cl.c.id, cl.c.label, cl.c.summary_text, cl.c.embedding_vec, cl.c.importance)
             .where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True, cl.c.embedding_vec.is_not(None))  # noqa: E712
             .order_by(sa.desc(cl.c.importance), cl.c.id)
         ).mappings()]
-        facts: dict[str, list[tuple[str, str]]] = {}
+        facts: dict[str, list[tuple[str, str, Optional[str]]]] = {}
         ids = [c["id"] for c in cls]
         for batch in reads.chunked(ids):
-            for cid, fid, key in conn.execute(
-                sa.select(f.c.cluster_id, f.c.id, f.c.entity_key).where(reads.owned(f, agent_id, user_id), f.c.cluster_id.in_(batch)).order_by(f.c.id)
+            for cid, fid, key, source in conn.execute(
+                sa.select(f.c.cluster_id, f.c.id, f.c.entity_key, f.c.source_event_id)
+                .where(reads.owned(f, agent_id, user_id), f.c.cluster_id.in_(batch)).order_by(f.c.id)
             ):
-                facts.setdefault(cid, []).append((fid, key))
+                facts.setdefault(cid, []).append((fid, key, source))
         themes = [dict(r) for r in conn.execute(
             sa.select(mo.c.id, mo.c.title, mo.c.supporting_fact_ids, mo.c.embedding_vec)
             .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True, mo.c.observation_type == "community_theme")  # noqa: E712
@@ -271,7 +272,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
     if len(cls) < cfg.community_min_clusters:
         return CommunityDetectionResult(skipped=True, skip_reason="insufficient clusters")
     cls = _cap(cls, cfg, "detect_communities")
-    owner = {c["id"]: (facts.get(c["id"]) or [("", c["label"])])[0][1] for c in cls}
+    owner = {c["id"]: (facts.get(c["id"]) or [("", c["label"], None)])[0][1] for c in cls}
     mat = _unit_rows(np.stack([np.asarray(c["embedding_vec"], dtype=np.float32) for c in cls]))
     sims = mat @ mat.T
     parent = list(range(len(cls)))
@@ -296,7 +297,11 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
     for comp in communities:
         members = [cls[i] for i in comp]
         res.clusters_in_communities += len(members)
-        fids = sorted({fid for c in members for fid, _ in facts.get(c["id"], [])})[:50]
+        fids = sorted({fid for c in members for fid, _, _ in facts.get(c["id"], [])})[:50]
+        # KC-3.10 (red35): the theme is written from every member's summary, which quotes all its
+        # facts, not only the 50 it cites: its supporting_event_ids name the events every member
+        # fact was learned from, so an erasure of one of them takes the theme
+        sources = sorted({src for c in members for _, _, src in facts.get(c["id"], []) if src})
         match = None
         for th in themes:
             sup = set(th["supporting_fact_ids"] or [])
@@ -325,7 +330,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
                         break
             if match is None:
                 vec = await _embed_one(rt, f"{title}\n{summary}")
-                actions.append(("create", title, summary, fids, vec, [c["id"] for c in members]))
+                actions.append(("create", title, summary, fids, vec, [c["id"] for c in members], sources))
                 continue
         actions.append(("reinforce", match, fids))
 
@@ -334,12 +339,12 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
         facts_left = _present(conn, f, [fid for a in actions if a[0] == "create" for fid in a[3]])
         for a in actions:
             if a[0] == "create":
-                _, title, summary, fids, vec, cids = a
+                _, title, summary, fids, vec, cids, sources = a
                 if not clusters_left.issuperset(cids) or not facts_left.issuperset(fids):  # erased since the read
                     continue
                 conn.execute(sa.insert(mo).values(
                     id=new_id(), agent_id=agent_id, user_id=user_id, observation_type="community_theme", title=title, text=summary,
-                    supporting_event_ids=[], supporting_fact_ids=fids, confidence=0.7, importance=0.8, times_reinforced=0,
+                    supporting_event_ids=sources, supporting_fact_ids=fids, confidence=0.7, importance=0.8, times_reinforced=0,
                     is_active=True, embedding_vec=vec, first_detected_at=now, last_reinforced_at=now, created_at=now))
                 res.communities_created += 1
             else:
