@@ -168,3 +168,32 @@ def test_a_fact_record_deleted_in_the_store_leaves_no_entity_summary_naming_it(e
     assert km.refresh_summaries(AGENT).summaries_refreshed == 1  # written again from the facts left
     summary = {e.canonical_key: e.summary_text for e in km.entities(AGENT)}["place:room_12"]
     assert "sea view" in summary and CODE not in summary
+
+
+def test_erasing_alice_leaves_no_merged_away_entity_summary_quoting_her(env):  # noqa: F811
+    """KC-6.5 merges / KC-3.10: a merge moves the loser's facts and links to the winner and
+    deactivates the loser, which kept the summary written from those facts. An erasure clears
+    the summaries of the entities linked to her facts (the winner now), so the loser's summary
+    quoted her after her ``forget``, in every reader's ``entities(include_inactive=True)``."""
+    import dataclasses
+
+    _, store, km, llm, clock = env
+    km.add_knowledge(AGENT, facts=[{"subject": "Room 12", "fact": f"Room 12 has feature {i}", "subject_type": "place"}
+                                   for i in range(3)], session_id="lobby")
+    store.add([f"alice: my room code is {CODE}"], "message", thread_ids="alice-chat", user_ids="alice",
+              agent_ids=AGENT, roles="user")
+    km.add_knowledge(AGENT, facts=[{"subject": "Room Twelve", "fact": f"Room Twelve door code is {CODE}",
+                                    "subject_type": "place"}], session_id="alice-chat")
+    llm.route("entity_summary", lambda p: {"summary": "; ".join(p["facts"])})
+    assert km.refresh_summaries(AGENT).summaries_refreshed == 2
+    km.config = dataclasses.replace(km.config, memify_merge_similarity_threshold=-1.0)
+    llm.route("entity_merge", {"should_merge": True})
+    assert km.memify(AGENT).merges_executed == 1
+    # the winner now holds the loser's facts: its summary is rewritten from all of them
+    assert km.refresh_summaries(AGENT).summaries_refreshed == 1
+    assert CODE in {e.canonical_key: e.summary_text for e in km.entities(AGENT)}["place:room_12"]
+
+    km.forget(user_id="alice")
+
+    texts = {e.canonical_key: e.summary_text for e in km.entities(AGENT, user_id="bob", include_inactive=True)}
+    assert "place:room_twelve" in texts and all(CODE not in (t or "") for t in texts.values()), texts

@@ -707,7 +707,12 @@ def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[s
     for oid, ents in conn.execute(sa.select(so.c.id, so.c.entities_mentioned).where(reads.owned(so, agent_id, user_id))).all():
         if ents and L in ents:
             conn.execute(sa.update(so).where(so.c.id == oid).values(entities_mentioned=list(dict.fromkeys(W if x == L else x for x in ents))))
-    conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == L).values(is_active=False))
+    # the loser goes inactive without the summary written from the facts it no longer holds (an
+    # erasure clears the summaries of the entities her facts are linked to: the winner's now;
+    # red35), and the winner's is stale: it is rewritten from all its facts at the next refresh
+    conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == L).values(
+        is_active=False, summary_text=None, summary_refreshed_at=None))
+    conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == W).values(summary_refreshed_at=None))
     commit_mod.recount(conn, t, agent_id, {W, L}, now, user_id)
     return sorted(set(moved))
 
