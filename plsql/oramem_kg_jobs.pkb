@@ -73,6 +73,14 @@ AS
    gc_tpl_trend_insert CONSTANT VARCHAR2(800 CHAR) := q'[INSERT INTO #OBS# (id, agent_id, user_id, observation_type, title, text, supporting_event_ids, supporting_fact_ids, confidence, importance, times_reinforced, is_active, embedding_vec, first_detected_at, last_reinforced_at, created_at) VALUES (:1, :2, :3, 'emotional_trend', :4, :5, :6, :7, 0.7, 0.5, 0, TRUE, NULL, :8, :9, :10)]';
 
    -- deletion hook (on_store_delete); #TAB# is kg_table of a suffix from l_sfx there
+   -- the summaries written from a deleted fact, cleared before its links and row go
+   -- (deletes.purge_facts, red35): its entities' in each link's own scope (KC-6.7; DECODE
+   -- matches two NULLs, as gc_tpl_hk_recount) and its cluster's with the vector embedded from
+   -- it (KC-6.2, #TAB# = CLUSTER); the next summary refresh / clustering run writes them again
+   gc_tpl_hk_clear_summary CONSTANT VARCHAR2(600 CHAR) := q'[UPDATE #ENT# e SET summary_text = NULL, summary_refreshed_at = NULL WHERE EXISTS (SELECT 1 FROM #LINK# l WHERE l.fact_id = :1 AND l.agent_id = e.agent_id AND DECODE(l.user_id, e.user_id, 1, 0) = 1 AND l.entity_key = e.canonical_key)]';
+
+   gc_tpl_hk_clear_cluster CONSTANT VARCHAR2(300 CHAR) := q'[UPDATE #TAB# SET summary_text = NULL, embedding_vec = NULL WHERE id IN (SELECT cluster_id FROM #FACT# WHERE id = :1)]';
+
    gc_tpl_hk_del_links CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #LINK# WHERE fact_id = :1 RETURNING agent_id, entity_key INTO :2, :3]';
 
    gc_tpl_hk_del_rel CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #REL# WHERE evidence_fact_id = :1]';
@@ -511,6 +519,9 @@ AS
       l_title    VARCHAR2(1024 CHAR);
       l_text     CLOB;
       l_support  JSON_ARRAY_T := JSON_ARRAY_T();
+      l_top3     word_map_t;        -- the trigger keywords (keys)
+      l_ev_words word_map_t;        -- one intense event's words (keys)
+      l_hit      BOOLEAN;
       l_recent   VARCHAR2(36 CHAR);
       l_id       VARCHAR2(36 CHAR);
    BEGIN
@@ -571,6 +582,7 @@ AS
          END LOOP;
          EXIT WHEN l_best IS NULL;
          l_keywords := l_keywords || CASE WHEN k > 1 THEN ', ' END || l_best;
+         l_top3(l_best) := 1;
          l_words.DELETE(l_best);
       END LOOP;
       -- energy: the single most frequent energy of the dominant emotion's events, else medium
@@ -601,8 +613,23 @@ AS
                 || TO_CHAR(l_counts(l_dom)) || ' of ' || TO_CHAR(l_n) || ' events, intensity '
                 || TO_CHAR(l_sums(l_dom) / l_counts(l_dom), 'FM9990.00') || ', energy ' || l_energy || ', ' || l_dir || ')'
                 || CASE WHEN l_keywords IS NOT NULL THEN '; triggers: ' || l_keywords END;
-      FOR i IN GREATEST(1, l_n - 49) .. l_n LOOP
-         l_support.append(l_ids(i));
+      -- supporting ids: the newest 50 events, and every intense event that said one of the
+      -- trigger keywords the text quotes (an erasure takes the observation through them,
+      -- KC-3.10; a keyword may come from an older event; procedural.emotional_trends, red35)
+      FOR i IN 1 .. l_n LOOP
+         l_hit := i > l_n - 50;
+         IF NOT l_hit AND NVL(l_intens(i), 0) >= 0.7 AND l_top3.COUNT > 0 THEN
+            l_ev_words.DELETE;
+            count_words(l_texts(i), l_ev_words);
+            l_word := l_top3.FIRST;
+            WHILE l_word IS NOT NULL AND NOT l_hit LOOP
+               l_hit := l_ev_words.EXISTS(l_word);
+               l_word := l_top3.NEXT(l_word);
+            END LOOP;
+         END IF;
+         IF l_hit THEN
+            l_support.append(l_ids(i));
+         END IF;
       END LOOP;
       BEGIN
          EXECUTE IMMEDIATE sql_for(gc_tpl_trend_recent, in_sid) INTO l_recent
@@ -907,6 +934,8 @@ AS
       -- 1. facts (KnowledgeMemory._purge_facts)
       FOR i IN 1 .. l_facts.COUNT LOOP
          l_gone(l_facts(i)) := 1;
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_clear_summary, l_sid) USING l_facts(i);
+         EXECUTE IMMEDIATE sql_for(gc_tpl_hk_clear_cluster, l_sid, 'CLUSTER') USING l_facts(i);
          EXECUTE IMMEDIATE sql_for(gc_tpl_hk_del_links, l_sid)
             USING l_facts(i) RETURNING BULK COLLECT INTO l_tmp, l_tmp2;
          FOR j IN 1 .. l_tmp.COUNT LOOP

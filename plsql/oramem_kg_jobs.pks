@@ -130,10 +130,12 @@ AS
     * (oramem_admin.set_deletion_hook). in_event is the DeletionEvent JSON
     * (plsql/README.md). It does what the SQLite hook (KnowledgeMemory._deletion_hook)
     * does, in the caller's transaction:
-    *  - records of type 'fact': their entity links, the relationships they evidence and
-    *    the fact rows go; supersedes_fact_id stops naming them; they leave the
-    *    supporting_fact_ids of their agents' meta-observations; fact_count of the linked
-    *    entities is recounted (distinct current, unexpired facts);
+    *  - records of type 'fact': the summaries written from them are cleared first (the
+    *    linked entities' summary_text / summary_refreshed_at, each link's scope, and their
+    *    clusters' summary_text / embedding_vec; red35); their entity links, the
+    *    relationships they evidence and the fact rows go; supersedes_fact_id stops naming
+    *    them; they leave the supporting_fact_ids of their agents' meta-observations;
+    *    fact_count of the linked entities is recounted (distinct current, unexpired facts);
     *  - records of type 'message' and the events of the deleted thread_ids: the events
     *    go and facts stop naming them as source_event_id;
     *  - agent_ids: every row of the agent in the 11 knowledge tables goes.

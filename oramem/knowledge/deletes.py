@@ -252,6 +252,12 @@ def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[st
         owners = [r[0] for r in conn.execute(sa.select(f.c.agent_id).where(cond_f).distinct())]
         keys.update((a, u, k) for a, u, k in conn.execute(
             sa.select(lk.c.agent_id, lk.c.user_id, lk.c.entity_key).where(lk.c.fact_id.in_(batch))))
+        # the summaries written from these facts: their entities' (KC-6.7) and their clusters'
+        # (KC-6.2), before the links and facts go; for every caller: delete, the erasers, and
+        # the store-side deletes the deletion hook sees (a fact record deleted or purged by its
+        # TTL left both naming the fact; red35)
+        reads.clear_summaries_citing(conn, t, batch)
+        reads.clear_cluster_summaries(conn, t, batch)
         conn.execute(sa.delete(lk).where(lk.c.fact_id.in_(batch)))
         conn.execute(sa.delete(r_).where(r_.c.evidence_fact_id.in_(batch)))
         conn.execute(sa.update(f).where(f.c.supersedes_fact_id.in_(batch)).values(supersedes_fact_id=None))
@@ -284,8 +290,7 @@ def delete_chain(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Opt
         if not ids:
             return False
         with rt.backend.write("knowledge delete", agent_id) as conn:
-            reads.clear_summaries_citing(conn, rt.tables, ids)  # before the links go (KC-6.7, red33)
-            purge_facts(rt, conn, agent_id, ids)
+            purge_facts(rt, conn, agent_id, ids)  # clears the summaries citing them too (KC-6.7, red33)
             for fid in ids:  # same transaction (the deletion hook finds nothing left); own records only
                 commit_mod.delete_own_record(rt.store, "fact", fid, agent_id, user_id)
         return True

@@ -24,6 +24,7 @@ __all__ = [
     "ttl_lapsed",
     "fact_status",
     "clear_summaries_citing",
+    "clear_cluster_summaries",
 ]
 
 IN_BATCH = 500
@@ -170,6 +171,21 @@ def clear_summaries_citing(conn: sa.Connection, t: KGTables, fact_ids: Iterable[
     for agent, user, key in sorted(keys, key=repr):
         conn.execute(sa.update(e).where(owned(e, agent, user), e.c.canonical_key == key, e.c.summary_text.is_not(None))
                      .values(summary_text=None, summary_refreshed_at=None))
+
+
+def clear_cluster_summaries(conn: sa.Connection, t: KGTables, fact_ids: Iterable[str]) -> None:
+    """KC-6.2 / KC-3.6 (red35): the summaries of the clusters holding ``fact_ids`` cleared, with
+    the vector embedded from them (``summary_text`` and ``embedding_vec`` NULL; the next
+    clustering run writes both again from the members left). Called before those facts leave
+    the cluster's current members (delete, retract, the deletion hook's purge): a summary names
+    every fact it was written from, and a delete leaves the memberships the job compares equal,
+    so it was never rewritten (a broad retrieve's "Overview" went on quoting the deleted fact,
+    to every reader of the scope)."""
+    f, cl = t.fact, t.cluster
+    ids = {r[0] for cond in in_batches(f.c.id, fact_ids)
+           for r in conn.execute(sa.select(f.c.cluster_id).where(cond, f.c.cluster_id.is_not(None)).distinct())}
+    for cond in in_batches(cl.c.id, ids):
+        conn.execute(sa.update(cl).where(cond).values(summary_text=None, embedding_vec=None))
 
 
 def lookup_aliases(conn: sa.Connection, t: KGTables, agent_id: str, norms: list[str], user_id: Optional[str] = None,

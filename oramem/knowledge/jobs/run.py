@@ -136,7 +136,8 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
         ).mappings()]
         rows = [r for r in rows if not reads.is_expired(r, now)]
         clusters = {r["id"]: dict(r) for r in conn.execute(
-            sa.select(cl.c.id, cl.c.created_at, cl.c.is_active).where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True)  # noqa: E712
+            sa.select(cl.c.id, cl.c.created_at, cl.c.is_active, cl.c.summary_text)
+            .where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True)  # noqa: E712
         ).mappings()}
         members: dict[str, set[Any]] = {}
         for cid, fid in conn.execute(sa.select(f.c.cluster_id, f.c.id).where(reads.owned(f, agent_id, user_id), f.c.cluster_id.is_not(None))):
@@ -148,7 +149,7 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(r["entity_key"], []).append(r)
-    plans: list[list[Any]] = []  # (cluster_id or None, entity_key, facts, changed)
+    plans: list[list[Any]] = []  # (cluster_id or None, entity_key, facts, changed, summary, vector)
     chosen: set[str] = set()
     for key in sorted(groups):
         facts = groups[key]
@@ -167,7 +168,9 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
     call = TaskCall(rt.llm)
     for p in plans:
         existing, key, facts, changed = p[:4]
-        if not changed:
+        # a cluster without a summary (its facts' delete or retract cleared it, or its last
+        # rewrite failed) gets one, its membership unchanged (red35)
+        if not changed and not (existing and clusters[existing]["summary_text"] is None):
             continue
         label = (names.get(key) or key)[:128]
         try:
@@ -194,6 +197,7 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
                     keep.add(existing)
                 continue
             imp = sum(float(r["importance"]) for r in facts) / len(facts)
+            leaving = sorted(members.get(existing, set()) - set(ids)) if existing else []
             if existing is None:
                 cid = new_id()
                 conn.execute(sa.insert(cl).values(
@@ -206,23 +210,29 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
                     vals = dict(fact_count=len(ids), importance=imp, last_updated_at=now)
                     if summary is not None:
                         vals["summary_text"] = summary
+                    elif leaving:  # the old summary names facts that leave, and no new one was written
+                        vals["summary_text"] = None
                     if vec is not None:
                         vals["embedding_vec"] = vec
                     conn.execute(sa.update(cl).where(cl.c.id == cid).values(**vals))
                     res.clusters_reinforced += 1
+                elif summary is not None:  # the summary a delete or retract cleared, written again
+                    conn.execute(sa.update(cl).where(cl.c.id == cid).values(summary_text=summary, embedding_vec=vec))
             keep.add(cid)
             if changed:
                 moving = [r["id"] for r in facts if r["cluster_id"] != cid]
                 for batch in reads.chunked(moving):
                     conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch)).values(cluster_id=cid))
                 res.facts_assigned += len(moving)
-                leaving = sorted(members.get(cid, set()) - set(ids))
                 for batch in reads.chunked(leaving):
                     conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch)).values(cluster_id=None))
                 res.facts_assigned += len(leaving)
-        # clusters below the minimum (or no longer any entity's cluster) are deactivated
+        # clusters below the minimum (or no longer any entity's cluster) are deactivated, without
+        # the summary and its vector: no member is left to name what they quote, so an erasure
+        # would not find them (red35), and no reader reads an inactive cluster
         for cid in sorted(set(clusters) - keep):
-            conn.execute(sa.update(cl).where(cl.c.id == cid).values(is_active=False, last_updated_at=now))
+            conn.execute(sa.update(cl).where(cl.c.id == cid).values(is_active=False, last_updated_at=now,
+                                                                    summary_text=None, embedding_vec=None))
             gone = sorted(members.get(cid, set()))
             for batch in reads.chunked(gone):
                 conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch), f.c.cluster_id == cid).values(cluster_id=None))
@@ -237,19 +247,20 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
     t = rt.tables
     cl, f, mo = t.cluster, t.fact, t.meta_observation
 
-    def load(conn: sa.Connection) -> tuple[list[Row], dict[str, list[tuple[str, str]]], list[Row]]:
+    def load(conn: sa.Connection) -> tuple[list[Row], dict[str, list[tuple[str, str, Optional[str]]]], list[Row]]:
         cls = [dict(r) for r in conn.execute(
             sa.select(cl.c.id, cl.c.label, cl.c.summary_text, cl.c.embedding_vec, cl.c.importance)
             .where(reads.owned(cl, agent_id, user_id), cl.c.is_active == True, cl.c.embedding_vec.is_not(None))  # noqa: E712
             .order_by(sa.desc(cl.c.importance), cl.c.id)
         ).mappings()]
-        facts: dict[str, list[tuple[str, str]]] = {}
+        facts: dict[str, list[tuple[str, str, Optional[str]]]] = {}
         ids = [c["id"] for c in cls]
         for batch in reads.chunked(ids):
-            for cid, fid, key in conn.execute(
-                sa.select(f.c.cluster_id, f.c.id, f.c.entity_key).where(reads.owned(f, agent_id, user_id), f.c.cluster_id.in_(batch)).order_by(f.c.id)
+            for cid, fid, key, source in conn.execute(
+                sa.select(f.c.cluster_id, f.c.id, f.c.entity_key, f.c.source_event_id)
+                .where(reads.owned(f, agent_id, user_id), f.c.cluster_id.in_(batch)).order_by(f.c.id)
             ):
-                facts.setdefault(cid, []).append((fid, key))
+                facts.setdefault(cid, []).append((fid, key, source))
         themes = [dict(r) for r in conn.execute(
             sa.select(mo.c.id, mo.c.title, mo.c.supporting_fact_ids, mo.c.embedding_vec)
             .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True, mo.c.observation_type == "community_theme")  # noqa: E712
@@ -261,7 +272,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
     if len(cls) < cfg.community_min_clusters:
         return CommunityDetectionResult(skipped=True, skip_reason="insufficient clusters")
     cls = _cap(cls, cfg, "detect_communities")
-    owner = {c["id"]: (facts.get(c["id"]) or [("", c["label"])])[0][1] for c in cls}
+    owner = {c["id"]: (facts.get(c["id"]) or [("", c["label"], None)])[0][1] for c in cls}
     mat = _unit_rows(np.stack([np.asarray(c["embedding_vec"], dtype=np.float32) for c in cls]))
     sims = mat @ mat.T
     parent = list(range(len(cls)))
@@ -286,7 +297,11 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
     for comp in communities:
         members = [cls[i] for i in comp]
         res.clusters_in_communities += len(members)
-        fids = sorted({fid for c in members for fid, _ in facts.get(c["id"], [])})[:50]
+        fids = sorted({fid for c in members for fid, _, _ in facts.get(c["id"], [])})[:50]
+        # KC-3.10 (red35): the theme is written from every member's summary, which quotes all its
+        # facts, not only the 50 it cites: its supporting_event_ids name the events every member
+        # fact was learned from, so an erasure of one of them takes the theme
+        sources = sorted({src for c in members for _, _, src in facts.get(c["id"], []) if src})
         match = None
         for th in themes:
             sup = set(th["supporting_fact_ids"] or [])
@@ -315,7 +330,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
                         break
             if match is None:
                 vec = await _embed_one(rt, f"{title}\n{summary}")
-                actions.append(("create", title, summary, fids, vec, [c["id"] for c in members]))
+                actions.append(("create", title, summary, fids, vec, [c["id"] for c in members], sources))
                 continue
         actions.append(("reinforce", match, fids))
 
@@ -324,12 +339,12 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
         facts_left = _present(conn, f, [fid for a in actions if a[0] == "create" for fid in a[3]])
         for a in actions:
             if a[0] == "create":
-                _, title, summary, fids, vec, cids = a
+                _, title, summary, fids, vec, cids, sources = a
                 if not clusters_left.issuperset(cids) or not facts_left.issuperset(fids):  # erased since the read
                     continue
                 conn.execute(sa.insert(mo).values(
                     id=new_id(), agent_id=agent_id, user_id=user_id, observation_type="community_theme", title=title, text=summary,
-                    supporting_event_ids=[], supporting_fact_ids=fids, confidence=0.7, importance=0.8, times_reinforced=0,
+                    supporting_event_ids=sources, supporting_fact_ids=fids, confidence=0.7, importance=0.8, times_reinforced=0,
                     is_active=True, embedding_vec=vec, first_detected_at=now, last_reinforced_at=now, created_at=now))
                 res.communities_created += 1
             else:
@@ -362,18 +377,19 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation
     since = now - timedelta(days=cfg.consolidation_lookback_days)
 
-    def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str]], list[Row], list[Row]]:
+    def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str, list[str]]], list[Row], list[Row]]:
         events = [dict(r) for r in conn.execute(
             sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary)
             .where(reads.owned(ev, agent_id, user_id), ev.c.occurred_at >= since, ev.c.occurred_at <= now)
             .order_by(sa.desc(ev.c.occurred_at), sa.desc(ev.c.id))
         ).mappings()]
-        notes = [(r[0], r[1]) for r in conn.execute(
-            sa.select(so.c.id, so.c.content).where(reads.owned(so, agent_id, user_id), so.c.is_active == True, so.c.created_at >= since)  # noqa: E712
+        notes = [(r[0], r[1], [x for x in (r[2] or []) if isinstance(x, str)]) for r in conn.execute(
+            sa.select(so.c.id, so.c.content, so.c.source_message_ids).where(reads.owned(so, agent_id, user_id), so.c.is_active == True, so.c.created_at >= since)  # noqa: E712
             .order_by(so.c.created_at, so.c.id)
         )]
         facts = [dict(r) for r in conn.execute(
-            sa.select(f.c.id, f.c.fact_text, f.c.ttl_days, f.c.ingested_at).where(reads.owned(f, agent_id, user_id), *_current(f))
+            sa.select(f.c.id, f.c.fact_text, f.c.ttl_days, f.c.ingested_at, f.c.source_event_id)
+            .where(reads.owned(f, agent_id, user_id), *_current(f))
             .order_by(sa.desc(f.c.importance), sa.desc(f.c.valid_from), f.c.id).limit(80)
         ).mappings()]
         facts = [r for r in facts if not reads.is_expired(r, now)][:40]
@@ -407,7 +423,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     shown = events[:50]
     payload = {
         "events": [{"index": i + 1, "text": (e["text"] or "")[:300], "occurred_at": e["occurred_at"].isoformat()} for i, e in enumerate(shown)],
-        "session_observations": [content for _, content in notes],
+        "session_observations": [content for _, content, _ in notes],
         "facts": [{"index": i + 1, "text": r["fact_text"]} for i, r in enumerate(facts)],
         "existing": [{"type": o["observation_type"], "title": o["title"]} for o in obs[:10]],
     }
@@ -460,11 +476,20 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
                 contradicted = other
         actions.append(("create", it, vec, contradicted))
 
+    # KC-3.10 (red35): the reply may quote any row shown, not only those it cites, so a created
+    # observation's supporting_event_ids also name every event shown, the events the shown facts
+    # were learned from and those the shown session notes were built from: an erasure of the
+    # user (or agent) one of them was takes the observation (ownership.user_rows). Its
+    # supporting_fact_ids stay the cited facts (retrieval shows an observation with them, KC-5.6)
+    drawn_from = list(dict.fromkeys(
+        [e["id"] for e in shown] + [r["source_event_id"] for r in facts if r["source_event_id"]]
+        + [eid for _, _, sources in notes for eid in sources]))
+
     def write(conn: sa.Connection) -> None:
         # the reply was drawn from every row shown: one erased since the read, nothing is written
         if (len(_present(conn, ev, [e["id"] for e in shown])) < len(shown)
                 or len(_present(conn, f, [r["id"] for r in facts])) < len(facts)
-                or len(_present(conn, so, [oid for oid, _ in notes])) < len(notes)):
+                or len(_present(conn, so, [oid for oid, _, _ in notes])) < len(notes)):
             return
         for a in actions:
             if a[0] == "reinforce":
@@ -479,7 +504,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
                 _, it, vec, contradicted = a
                 conn.execute(sa.insert(mo).values(
                     id=new_id(), agent_id=agent_id, user_id=user_id, observation_type=it["type"], title=it["title"], text=it["text"],
-                    supporting_event_ids=it["events"], supporting_fact_ids=it["facts"], confidence=it["confidence"], importance=0.5,
+                    supporting_event_ids=list(dict.fromkeys(it["events"] + drawn_from)), supporting_fact_ids=it["facts"], confidence=it["confidence"], importance=0.5,
                     times_reinforced=0, is_active=True, embedding_vec=vec, first_detected_at=now, last_reinforced_at=now, created_at=now))
                 res.observations_created += 1
                 if contradicted:
@@ -682,7 +707,12 @@ def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[s
     for oid, ents in conn.execute(sa.select(so.c.id, so.c.entities_mentioned).where(reads.owned(so, agent_id, user_id))).all():
         if ents and L in ents:
             conn.execute(sa.update(so).where(so.c.id == oid).values(entities_mentioned=list(dict.fromkeys(W if x == L else x for x in ents))))
-    conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == L).values(is_active=False))
+    # the loser goes inactive without the summary written from the facts it no longer holds (an
+    # erasure clears the summaries of the entities her facts are linked to: the winner's now;
+    # red35), and the winner's is stale: it is rewritten from all its facts at the next refresh
+    conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == L).values(
+        is_active=False, summary_text=None, summary_refreshed_at=None))
+    conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == W).values(summary_refreshed_at=None))
     commit_mod.recount(conn, t, agent_id, {W, L}, now, user_id)
     return sorted(set(moved))
 

@@ -162,11 +162,12 @@ def emotional_trends(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, c
     second = sum(1 for r in rows[n - half:] if r["emotion_primary"] == dominant) if half else 0
     direction = "increasing" if second > first else "decreasing" if second < first else "stable"
     words: Counter[str] = Counter()
+    said: dict[str, set[str]] = {}  # an intense event's words (its id -> words)
     for r in rows:
         if inten(r) >= 0.7:
-            for w in re.findall(r"[^\W\d_]{3,}", norm(r["text"] or "")):
-                if w not in _STOP:
-                    words[w] += 1
+            found = [w for w in re.findall(r"[^\W\d_]{3,}", norm(r["text"] or "")) if w not in _STOP]
+            said[r["id"]] = set(found)
+            words.update(found)
     keywords = [w for w, _ in sorted(words.items(), key=lambda x: (-x[1], x[0]))[:3]]
     dom_rows = [r for r in rows if r["emotion_primary"] == dominant]
     energies = Counter(r["energy_level"] for r in dom_rows if r["energy_level"])
@@ -191,7 +192,10 @@ def emotional_trends(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, c
             mo.c.last_reinforced_at >= now - timedelta(hours=24),
         ).order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id).limit(1)
     ).first()
-    support = [r["id"] for r in rows][-50:]
+    # the newest 50 events, and every event whose words are among the trigger keywords the text
+    # quotes (red35): an erasure takes the observation through these ids (KC-3.10), and a
+    # keyword may come from an older event than the newest 50
+    support = [r["id"] for i, r in enumerate(rows) if i >= n - 50 or said.get(r["id"], set()).intersection(keywords)]
     if recent is not None:
         conn.execute(sa.update(mo).where(mo.c.id == recent[0]).values(
             times_reinforced=mo.c.times_reinforced + 1, last_reinforced_at=now, title=title[:256], text=text,

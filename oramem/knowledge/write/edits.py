@@ -51,6 +51,7 @@ def retract_fact(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Opt
             conn.execute(sa.update(t.fact).where(reads.owned(t.fact, agent_id, user_id), t.fact.c.id == fact_id)
                          .values(valid_to=now))
             reads.clear_summaries_citing(conn, t, [fact_id])  # KC-6.7: not left naming it (red33)
+            reads.clear_cluster_summaries(conn, t, [fact_id])  # KC-6.2: nor its cluster's (red35)
             r = t.relationship
             conn.execute(
                 sa.update(r)
