@@ -55,7 +55,7 @@ from datetime import datetime, timedelta, timezone
 from collections.abc import Mapping
 from typing import Any, Iterable, Optional, cast
 
-from . import check_scope_ids, require
+from . import check_scope_ids, check_store, require
 from ..errors import DuplicateRecordError
 from ..threads import write_refusal
 from ..trust.firewall import VERDICT_KEY, scan
@@ -131,6 +131,7 @@ class OramemStore(BaseStore):
             user_id=user_id, agent_id=agent_id, thread_id=thread_id, scope_from_namespace=scope_from_namespace,
             index_fields=index_fields, record_type=record_type, ttl=ttl,
         )
+        check_store(store, "OramemStore")
         self._store = store
         self._fixed = fixed
         self._from_ns = mapping

@@ -60,7 +60,7 @@ from typing import Any, Iterable, Optional
 from .._http import is_loopback
 from ..errors import StoreError
 from ..threads import default_session_refusal
-from . import check_scope_ids, require
+from . import check_scope_ids, check_store, require
 
 require("mcp.server.mcpserver", "mcp")
 
@@ -335,6 +335,7 @@ def build_server(
     <token>``; else 401). Without it the server has no HTTP authentication: serve it over
     stdio or in-process only (``oramem mcp --transport http`` always sets one)."""
     check_scope_ids(("user_id", user_id), ("agent_id", agent_id))
+    check_store(store, "build_server")
     offered = TOOLS + (("retrieve_knowledge",) if knowledge is not None else ())
     if isinstance(disabled_tools, (str, bytes)) or not isinstance(disabled_tools, Iterable):
         raise TypeError(f"disabled_tools must be a list of tool names, e.g. ['forget'] (or () for none), "

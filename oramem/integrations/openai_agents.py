@@ -41,7 +41,7 @@ import json
 from typing import Any, Optional
 
 from ..errors import StoreClosed
-from . import check_scope_ids, require
+from . import check_scope_ids, check_store, require
 from ._colour import call, run_async, run_async_in_transaction
 from ._threads import ThreadScope
 
@@ -98,6 +98,7 @@ class OramemSession:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValueError(f"session_id must be a non-empty str, not only white space (it is the oramem thread_id), got {session_id!r}")
         check_scope_ids(("user_id", user_id), ("agent_id", agent_id))
+        check_store(store, "OramemSession")
         self.session_id = session_id
         # as the SDK's own sessions: a dict is validated (unknown keys are a TypeError)
         self.session_settings = (
