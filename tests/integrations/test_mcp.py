@@ -203,3 +203,18 @@ async def test_add_memory_refuses_a_ttl_of_zero(store):
         assert await call(bob, "search_memories", query="note") == []
         assert [h["id"] for h in await call(alice, "search_memories", query="keeps")] == [kept["id"]]
     assert [(r.user_id, r.content) for r in store.list("memory")] == [("alice", "Alice keeps this")]
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\n\t"], ids=repr)
+async def test_add_and_update_memory_refuse_a_blank_text(store, blank):
+    """trial33: add_memory(text="") returned an id for an empty memory no search can find, and
+    update_memory(text=" ") emptied one (`oramem add ""` is refused); nothing is written."""
+    async with Client(build_server(store, user_id="alice")) as alice:
+        kept = await call(alice, "add_memory", text="Alice likes tea")
+        for message in (await refused(alice, "add_memory", text=blank),
+                        await refused(alice, "update_memory", record_id=kept["id"], text=blank)):
+            assert "text is empty or only white space: give the memory some words" in message
+        assert (await call(alice, "get_memory", record_id=kept["id"]))["content"] == "Alice likes tea"
+        # metadata alone still updates (text left out)
+        assert (await call(alice, "update_memory", record_id=kept["id"], metadata={"topic": "food"}))["updated"] == 1
+    assert [r.content for r in store.list("memory")] == ["Alice likes tea"]
