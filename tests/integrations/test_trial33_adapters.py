@@ -154,3 +154,33 @@ def test_scope_from_namespace_is_the_namespace_label_as_the_readme_says(store):
     assert lg.get(("memories", "alice"), "k") is None
     assert lg.get(("memories",), "shared").value == {"text": "everyone drinks tea"}
     assert {r.user_id for r in store.list("memory")} == {"bob", None}
+
+
+async def test_session_items_teach_the_knowledge_layer_only_through_write():
+    """README "OpenAI Agents SDK session" said the knowledge layer sees the conversation; it
+    reads no session item by itself: the application passes the turn to KnowledgeMemory.write,
+    with the session id and the user, as the README now says (and the items stay the items)."""
+    agents = _adapter("oramem.integrations.openai_agents")
+    from oramem.knowledge import KnowledgeMemory
+    from oramem.testing import ScriptedLLM
+
+    llm = ScriptedLLM({
+        "event_emotion": {"emotion": "neutral", "intensity": 0.1, "energy": "low"},
+        "extract": {"entities": [{"name": "Alice", "type": "person"}, {"name": "Lyon", "type": "place"}],
+                    "facts": [{"subject": "Alice", "fact": "Alice lives in Lyon", "attribute_key": "residence",
+                               "confidence": "explicit_statement"}],
+                    "relations": [], "intentions": [], "observations": []},
+    })
+    with SQLiteMemoryStore(":memory:", embedder=HashEmbedder(64), search_strategy="hybrid") as store:
+        km = KnowledgeMemory(store, llm)
+        try:
+            session = agents.OramemSession("conversation-1", store, user_id="alice")
+            await session.add_items([{"role": "user", "content": "I live in Lyon."},
+                                     {"role": "assistant", "content": "Noted."}])
+            assert await km.get_all_async("agent-1", user_id="alice") == []
+            written = await km.write_async("agent-1", "I live in Lyon.", "Alice", user_id="alice",
+                                           session_id="conversation-1")
+            assert [f["fact_text"] for f in written.facts_added] == ["Alice lives in Lyon"]
+            assert [i["content"] for i in await session.get_items()] == ["I live in Lyon.", "Noted."]
+        finally:
+            await km.close_async()
