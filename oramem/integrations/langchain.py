@@ -8,7 +8,8 @@ Install with ``pip install 'oramem[langchain]'``. All three call the public stor
   content, ``metadata`` the record's metadata (``filter=`` is an oramem metadata filter),
   ``id`` the record id (``add_documents`` with an existing id replaces that record). The store's
   own embedder embeds (wrap a LangChain ``Embeddings`` in ``LangChainEmbedder`` to use one);
-  ``similarity_search(..., strategy="keyword")`` picks a strategy the store supports. Scope
+  ``similarity_search(..., strategy="keyword")`` picks a strategy the store supports;
+  ``similarity_search_by_vector`` is the store's vector search for a given embedding. Scope
   given to the constructor is written on every record and limits every read (``None`` means
   records without one). Relevance score = ``1 - distance``.
 - ``OramemRetriever(store=..., k=4, strategy=None, filter=None, record_types=None, user_id=...,
@@ -272,6 +273,22 @@ class OramemVectorStore(VectorStore):
             raise ValueError(f"k must be an int >= 1, got {k!r}")
         return _search_plan(query, k, _scope_args(**self._scope), [self._type], filter, strategy)
 
+    _BY_VECTOR_ACCEPTS = ("k", "filter")
+
+    def _by_vector(self, embedding: Any, k: Any, filter: Optional[dict], kwargs: dict, where: str):
+        """similarity_search_by_vector's plan: the vector goes to the store's vector search (the
+        store checks its dimension), scope and filter as similarity_search's."""
+        import numpy as np
+
+        _refuse_unknown(where, kwargs, self._BY_VECTOR_ACCEPTS, "OramemVectorStore", framework=True)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        if isinstance(embedding, (str, bytes)):
+            raise TypeError(f"{where} takes an embedding (a list of floats); for a text use similarity_search")
+        hits = yield call("search", query_vector=np.asarray(embedding, dtype=np.float32), k=k, strategy="vector",
+                          record_types=[self._type], metadata_filter=filter, **_scope_args(**self._scope))
+        return [Document(page_content=r.content or "", metadata=r.metadata or {}, id=r.id) for r, _ in hits]
+
     # -- sync ----------------------------------------------------------------------------------
     def add_texts(self, texts: Iterable[str], metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any) -> list[str]:
         _refuse_unknown("add_texts", kwargs, ("metadatas", "ids"), "OramemVectorStore")
@@ -298,6 +315,10 @@ class OramemVectorStore(VectorStore):
 
     def similarity_search(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
         return [doc for doc, _ in run_sync(self._store, self._search(query, k, filter, strategy, kwargs))]
+
+    def similarity_search_by_vector(self, embedding: list[float], k: int = 4, filter: Optional[dict] = None,
+                                    **kwargs: Any) -> list[Document]:
+        return run_sync(self._store, self._by_vector(embedding, k, filter, kwargs, "similarity_search_by_vector"))
 
     def _select_relevance_score_fn(self):
         return lambda distance: 1.0 - distance
@@ -399,6 +420,10 @@ class OramemVectorStore(VectorStore):
         query_vector = (await embedder.embed_async([query], is_query=True))[0]
         vectors = await embedder.embed_async([d.page_content for d in docs])
         return self._mmr_pick(query_vector, docs, vectors, k, lambda_mult)
+
+    async def asimilarity_search_by_vector(self, embedding: list[float], k: int = 4, filter: Optional[dict] = None,
+                                           **kwargs: Any) -> list[Document]:
+        return await run_async(self._store, self._by_vector(embedding, k, filter, kwargs, "asimilarity_search_by_vector"))
 
     async def amax_marginal_relevance_search_by_vector(self, embedding: Any, k: int = 4, fetch_k: int = 20,
                                                        lambda_mult: float = 0.5, filter: Optional[dict] = None,

@@ -184,3 +184,28 @@ async def test_session_items_teach_the_knowledge_layer_only_through_write():
             assert [i["content"] for i in await session.get_items()] == ["I live in Lyon.", "Noted."]
         finally:
             await km.close_async()
+
+
+async def test_similarity_search_by_vector_in_scope_sync_and_async():
+    """trial33: LangChain's similarity_search_by_vector (and its async twin) raised a bare
+    NotImplementedError, while max_marginal_relevance_search_by_vector worked; now it is the
+    store's vector search with the adapter's scope and an oramem metadata filter."""
+    langchain = _adapter("oramem.integrations.langchain")
+    with SQLiteMemoryStore(":memory:", embedder=HashEmbedder(64), search_strategy="hybrid") as store:
+        alice = langchain.OramemVectorStore(store, user_id="alice")
+        alice.add_texts(["alice likes tea", "alice hates rain"], metadatas=[{"t": 1}, {"t": 2}])
+        langchain.OramemVectorStore(store, user_id="bob").add_texts(["bob likes tea"])
+        vector = store.embedder.embed(["likes tea"], is_query=True)[0].tolist()
+        expected = [d.page_content for d in alice.similarity_search("likes tea", k=5, strategy="vector")]
+        assert [d.page_content for d in alice.similarity_search_by_vector(vector, k=5)] == expected
+        assert sorted(expected) == ["alice hates rain", "alice likes tea"]
+        assert [d.page_content for d in await alice.asimilarity_search_by_vector(vector, k=5)] == expected
+        assert [d.metadata for d in alice.similarity_search_by_vector(vector, k=5, filter={"t": 2})] == [{"t": 2}]
+        with pytest.raises(TypeError, match="similarity_search_by_vector has no argument 'user_id'; it accepts k, filter"):
+            alice.similarity_search_by_vector(vector, user_id="bob")
+        with pytest.raises(TypeError, match="asimilarity_search_by_vector has no argument 'strategy'"):
+            await alice.asimilarity_search_by_vector(vector, strategy="keyword")
+        with pytest.raises(ValueError, match="k must be an int >= 1"):
+            alice.similarity_search_by_vector(vector, k=0)
+        with pytest.raises(TypeError, match="takes an embedding"):
+            alice.similarity_search_by_vector("likes tea")
