@@ -209,3 +209,44 @@ async def test_similarity_search_by_vector_in_scope_sync_and_async():
             alice.similarity_search_by_vector(vector, k=0)
         with pytest.raises(TypeError, match="takes an embedding"):
             alice.similarity_search_by_vector("likes tea")
+
+
+async def test_langgraph_reads_a_read_only_store_without_refreshing_ttls(tmp_path):
+    """trial33: over a store opened read-only, every get or search of an item with a TTL failed
+    ("update needs to write ... opened read-only"): LangGraph's default refresh_on_read writes.
+    Now such reads leave the TTL as it is; a refresh asked for is refused, saying how to read."""
+    langgraph = _adapter("oramem.integrations.langgraph")
+    path = str(tmp_path / "lg.db")
+    with SQLiteMemoryStore(path, embedder=HashEmbedder(32), search_strategy="hybrid") as writable:
+        lg = langgraph.OramemStore(writable, scope_from_namespace={"user_id": 1})
+        lg.put(("m", "alice"), "tea", {"text": "Alice drinks tea"}, ttl=60)
+        lg.put(("m", "alice"), "plain", {"text": "Alice drinks water"})
+        before = {r.id: (r.expires_at, r.metadata["langgraph"]["expires_at"] if "expires_at" in r.metadata["langgraph"]
+                         else None) for r in writable.list("memory")}
+    with SQLiteMemoryStore(path, embedder=HashEmbedder(32), read_only=True) as store:
+        lg = langgraph.OramemStore(store, scope_from_namespace={"user_id": 1})
+        assert lg.get(("m", "alice"), "tea").value == {"text": "Alice drinks tea"}
+        assert (await lg.aget(("m", "alice"), "tea")).value == {"text": "Alice drinks tea"}
+        assert sorted(i.key for i in lg.search(("m", "alice"), query="drinks")) == ["plain", "tea"]
+        assert sorted(i.key for i in await lg.asearch(("m", "alice"))) == ["plain", "tea"]
+        assert lg.get(("m", "alice"), "tea", refresh_ttl=False).value == {"text": "Alice drinks tea"}
+        message = "refresh_ttl=True extends the TTL of the items read, which writes, and this oramem store is read-only"
+        with pytest.raises(ValueError, match=message):
+            lg.get(("m", "alice"), "tea", refresh_ttl=True)
+        with pytest.raises(ValueError, match=message):
+            await lg.aget(("m", "alice"), "tea", refresh_ttl=True)
+        with pytest.raises(ValueError, match=message):
+            lg.search(("m", "alice"), query="tea", refresh_ttl=True)
+        with pytest.raises(ValueError, match=message):
+            await lg.asearch(("m", "alice"), refresh_ttl=True)
+        with pytest.raises(ValueError, match=r'ttl=\{"refresh_on_read": True\} extends the TTL'):
+            langgraph.OramemStore(store, scope_from_namespace={"user_id": 1}, ttl={"refresh_on_read": True})
+        after = {r.id: (r.expires_at, r.metadata["langgraph"]["expires_at"] if "expires_at" in r.metadata["langgraph"]
+                        else None) for r in store.list("memory")}
+    assert after == before
+    # a writable store still refreshes on read (LangGraph's default)
+    with SQLiteMemoryStore(path, embedder=HashEmbedder(32)) as writable:
+        lg = langgraph.OramemStore(writable, scope_from_namespace={"user_id": 1})
+        assert lg.get(("m", "alice"), "tea").value == {"text": "Alice drinks tea"}
+        refreshed = {r.id: r.metadata["langgraph"].get("expires_at") for r in writable.list("memory")}
+    assert [refreshed[i] > before[i][1] for i in before if before[i][1] is not None] == [True]
