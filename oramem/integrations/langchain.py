@@ -8,7 +8,8 @@ Install with ``pip install 'oramem[langchain]'``. All three call the public stor
   content, ``metadata`` the record's metadata (``filter=`` is an oramem metadata filter),
   ``id`` the record id (``add_documents`` with an existing id replaces that record). The store's
   own embedder embeds (wrap a LangChain ``Embeddings`` in ``LangChainEmbedder`` to use one);
-  ``similarity_search(..., strategy="keyword")`` picks a strategy the store supports. Scope
+  ``similarity_search(..., strategy="keyword")`` picks a strategy the store supports;
+  ``similarity_search_by_vector`` is the store's vector search for a given embedding. Scope
   given to the constructor is written on every record and limits every read (``None`` means
   records without one). Relevance score = ``1 - distance``.
 - ``OramemRetriever(store=..., k=4, strategy=None, filter=None, record_types=None, user_id=...,
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional, Sequence
 
-from . import check_scope_ids, require
+from . import check_scope_ids, check_store, require
 from ._colour import call, run_async, run_async_in_transaction, run_sync, run_sync_in_transaction
 from ..threads import write_refusal
 from ..trust.firewall import VERDICT_KEY
@@ -56,7 +57,7 @@ from langchain_core.documents import Document  # noqa: E402
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.vectorstores import VectorStore  # noqa: E402
-from pydantic import ConfigDict  # noqa: E402
+from pydantic import ConfigDict, model_validator  # noqa: E402
 
 __all__ = ["OramemVectorStore", "OramemRetriever", "OramemChatMessageHistory"]
 
@@ -146,6 +147,7 @@ class OramemVectorStore(VectorStore):
         thread_id: Optional[str] = None,
     ) -> None:
         self._check_config(record_type, user_id, agent_id, thread_id)
+        check_store(store, "OramemVectorStore")
         self._store = store
         self._type = record_type
         self._scope = {"user_id": user_id, "agent_id": agent_id, "thread_id": thread_id}
@@ -165,19 +167,30 @@ class OramemVectorStore(VectorStore):
 
     @classmethod
     def from_texts(cls, texts: list[str], embedding: Any, metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any):
-        """A new in-memory SQLite vector store embedding with ``embedding`` (a LangChain ``Embeddings``).
-        ``path`` (default ``":memory:"``) is the SQLite file; ``record_type``, ``user_id``,
-        ``agent_id`` and ``thread_id`` go to the constructor. Any other keyword argument is
-        refused before the embedder is probed or a store is opened."""
+        """A new in-memory SQLite vector store embedding with ``embedding``: a LangChain
+        ``Embeddings``, or an oramem embedder (``HashEmbedder(256)``, ``ONNXEmbedder(...)``), used
+        as it is. ``path`` (default ``":memory:"``) is the SQLite file; ``record_type``,
+        ``user_id``, ``agent_id`` and ``thread_id`` go to the constructor. Any other keyword
+        argument, or an ``embedding`` that is neither, is refused before the embedder is probed
+        or a store is opened."""
         from .. import SQLiteMemoryStore
+        from ..embedders.base import IEmbedder
         from .lc_embeddings import LangChainEmbedder
 
         _refuse_unknown("from_texts", {k: v for k, v in kwargs.items() if k not in _FROM_TEXTS_ACCEPTS},
                         ("metadatas", "ids") + _FROM_TEXTS_ACCEPTS, "OramemVectorStore")
         cls._check_config(kwargs.get("record_type", "memory"), kwargs.get("user_id"), kwargs.get("agent_id"),
                           kwargs.get("thread_id"))
-        dims = len(embedding.embed_query("dimension probe"))
-        made = cls(SQLiteMemoryStore(kwargs.pop("path", ":memory:"), embedder=LangChainEmbedder(embedding, dims)), **kwargs)
+        if isinstance(embedding, IEmbedder):
+            embedder: IEmbedder = embedding
+        elif callable(getattr(embedding, "embed_query", None)) and callable(getattr(embedding, "embed_documents", None)):
+            embedder = LangChainEmbedder(embedding, len(embedding.embed_query("dimension probe")))
+        else:
+            raise TypeError(
+                f"embedding must be a LangChain Embeddings (with embed_documents and embed_query) or an oramem "
+                f"embedder (oramem.embedders, e.g. HashEmbedder(256)), got {type(embedding).__name__}"
+            )
+        made = cls(SQLiteMemoryStore(kwargs.pop("path", ":memory:"), embedder=embedder), **kwargs)
         made.add_texts(texts, metadatas, ids=ids)
         return made
 
@@ -260,6 +273,22 @@ class OramemVectorStore(VectorStore):
             raise ValueError(f"k must be an int >= 1, got {k!r}")
         return _search_plan(query, k, _scope_args(**self._scope), [self._type], filter, strategy)
 
+    _BY_VECTOR_ACCEPTS = ("k", "filter")
+
+    def _by_vector(self, embedding: Any, k: Any, filter: Optional[dict], kwargs: dict, where: str):
+        """similarity_search_by_vector's plan: the vector goes to the store's vector search (the
+        store checks its dimension), scope and filter as similarity_search's."""
+        import numpy as np
+
+        _refuse_unknown(where, kwargs, self._BY_VECTOR_ACCEPTS, "OramemVectorStore", framework=True)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        if isinstance(embedding, (str, bytes)):
+            raise TypeError(f"{where} takes an embedding (a list of floats); for a text use similarity_search")
+        hits = yield call("search", query_vector=np.asarray(embedding, dtype=np.float32), k=k, strategy="vector",
+                          record_types=[self._type], metadata_filter=filter, **_scope_args(**self._scope))
+        return [Document(page_content=r.content or "", metadata=r.metadata or {}, id=r.id) for r, _ in hits]
+
     # -- sync ----------------------------------------------------------------------------------
     def add_texts(self, texts: Iterable[str], metadatas: Optional[list[dict]] = None, *, ids=None, **kwargs: Any) -> list[str]:
         _refuse_unknown("add_texts", kwargs, ("metadatas", "ids"), "OramemVectorStore")
@@ -286,6 +315,10 @@ class OramemVectorStore(VectorStore):
 
     def similarity_search(self, query: str, k: int = 4, filter: Optional[dict] = None, strategy: Optional[str] = None, **kwargs: Any):
         return [doc for doc, _ in run_sync(self._store, self._search(query, k, filter, strategy, kwargs))]
+
+    def similarity_search_by_vector(self, embedding: list[float], k: int = 4, filter: Optional[dict] = None,
+                                    **kwargs: Any) -> list[Document]:
+        return run_sync(self._store, self._by_vector(embedding, k, filter, kwargs, "similarity_search_by_vector"))
 
     def _select_relevance_score_fn(self):
         return lambda distance: 1.0 - distance
@@ -388,6 +421,10 @@ class OramemVectorStore(VectorStore):
         vectors = await embedder.embed_async([d.page_content for d in docs])
         return self._mmr_pick(query_vector, docs, vectors, k, lambda_mult)
 
+    async def asimilarity_search_by_vector(self, embedding: list[float], k: int = 4, filter: Optional[dict] = None,
+                                           **kwargs: Any) -> list[Document]:
+        return await run_async(self._store, self._by_vector(embedding, k, filter, kwargs, "asimilarity_search_by_vector"))
+
     async def amax_marginal_relevance_search_by_vector(self, embedding: Any, k: int = 4, fetch_k: int = 20,
                                                        lambda_mult: float = 0.5, filter: Optional[dict] = None,
                                                        **kwargs: Any) -> list[Document]:
@@ -412,6 +449,16 @@ class OramemRetriever(BaseRetriever):
     user_id: Optional[str] = None
     agent_id: Optional[str] = None
     thread_id: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _check_fields(self) -> "OramemRetriever":
+        # when the retriever is built, as the other adapters check theirs: a blank scope id or a
+        # k below 1 failed at every invoke, a path or an OramemVectorStore at the first one
+        check_store(self.store, "OramemRetriever")
+        check_scope_ids(("user_id", self.user_id), ("agent_id", self.agent_id), ("thread_id", self.thread_id))
+        if isinstance(self.k, bool) or self.k < 1:
+            raise ValueError(f"k must be an int >= 1 (the number of documents an invoke returns), got {self.k!r}")
+        return self
 
     def _plan(self, query: str, k: Optional[int]):
         k = self.k if k is None else k
@@ -450,6 +497,7 @@ class OramemChatMessageHistory(BaseChatMessageHistory):
         if not isinstance(thread_id, str) or not thread_id.strip():
             raise ValueError(f"thread_id must be a non-empty str (not only white space), got {thread_id!r}")
         check_scope_ids(("user_id", user_id), ("agent_id", agent_id))
+        check_store(store, "OramemChatMessageHistory")
         self._store = store
         self.thread_id = thread_id
         self._user_id = user_id

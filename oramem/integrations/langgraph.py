@@ -55,7 +55,7 @@ from datetime import datetime, timedelta, timezone
 from collections.abc import Mapping
 from typing import Any, Iterable, Optional, cast
 
-from . import check_scope_ids, require
+from . import check_scope_ids, check_store, require
 from ..errors import DuplicateRecordError
 from ..threads import write_refusal
 from ..trust.firewall import VERDICT_KEY, scan
@@ -81,6 +81,8 @@ from langgraph.store.base.embed import get_text_at_path  # noqa: E402
 __all__ = ["OramemStore"]
 
 _SCOPES = ("user_id", "agent_id", "thread_id")
+_READ_ONLY_REFRESH = ("{asked} extends the TTL of the items read, which writes, and this oramem store is read-only: "
+                      "leave it out (a read-only store's reads do not refresh TTLs) or open the store writable")
 _TTL_TYPES = {"message", "memory", "guideline", "fact", "preference"}
 _SCOPED_TYPES = _TTL_TYPES
 
@@ -131,6 +133,7 @@ class OramemStore(BaseStore):
             user_id=user_id, agent_id=agent_id, thread_id=thread_id, scope_from_namespace=scope_from_namespace,
             index_fields=index_fields, record_type=record_type, ttl=ttl,
         )
+        check_store(store, "OramemStore")
         self._store = store
         self._fixed = fixed
         self._from_ns = mapping
@@ -138,6 +141,8 @@ class OramemStore(BaseStore):
         self._record_type = record_type
         self._default_ttl = ttl_keys.get("default_ttl")
         self._refresh_default = ttl_keys.get("refresh_on_read", True)
+        if ttl_keys.get("refresh_on_read") is True and self._read_only():
+            raise ValueError(_READ_ONLY_REFRESH.format(asked='ttl={"refresh_on_read": True}'))
         self.ttl_config = cast(TTLConfig, ttl_keys) if ttl_keys else None
         #: what query search embeds, in LangGraph's ``IndexConfig`` shape (``embed`` only when
         #: the store was built by :meth:`from_index_config`)
@@ -230,6 +235,34 @@ class OramemStore(BaseStore):
         made = cls(SQLiteMemoryStore(path, embedder=embedder, vector_dim=index["dims"]), index_fields=fields, **kwargs)
         made.index_config = {"dims": index["dims"], "embed": index["embed"], "fields": fields}
         return made
+
+    # -- reads that name refresh_ttl ----------------------------------------------------------
+    # LangGraph turns refresh_ttl=None into the TTL config's default before the operation reaches
+    # batch, so an explicit refresh_ttl=True is told apart here: on a read-only store it is refused
+    def _check_refresh_arg(self, refresh_ttl: Any) -> None:
+        if refresh_ttl is True and self._read_only():
+            raise ValueError(_READ_ONLY_REFRESH.format(asked="refresh_ttl=True"))
+
+    def get(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: Optional[bool] = None) -> Optional[Item]:
+        self._check_refresh_arg(refresh_ttl)
+        return super().get(namespace, key, refresh_ttl=refresh_ttl)
+
+    async def aget(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: Optional[bool] = None) -> Optional[Item]:
+        self._check_refresh_arg(refresh_ttl)
+        return await super().aget(namespace, key, refresh_ttl=refresh_ttl)
+
+    def search(self, namespace_prefix: tuple[str, ...], /, **kwargs: Any) -> list[SearchItem]:
+        self._check_refresh_arg(kwargs.get("refresh_ttl"))
+        return super().search(namespace_prefix, **kwargs)
+
+    async def asearch(self, namespace_prefix: tuple[str, ...], /, **kwargs: Any) -> list[SearchItem]:
+        self._check_refresh_arg(kwargs.get("refresh_ttl"))
+        return await super().asearch(namespace_prefix, **kwargs)
+
+    def _read_only(self) -> bool:
+        # the SQLite engine opened read-only (read_only=True, or a file it cannot write): the
+        # store's engine is the seam for layers above the store API (the Oracle engine has none)
+        return getattr(getattr(self._store, "engine", None), "read_only", False) is True
 
     # -- colour entry points ------------------------------------------------------------------
     # A batch with a put runs in one store transaction: every put's reads (the id's current
@@ -394,9 +427,15 @@ class OramemStore(BaseStore):
         return record
 
     def _refresh(self, record: Any):
+        """Extend ``record``'s TTL from now (a read's refresh). Not on a read-only store, where
+        reading is all that can happen (trial33: every get or search of an item with a TTL
+        failed there with "update needs to write"): LangGraph hands its default refresh on as
+        ``refresh_ttl=True``, so a refresh asked for is refused before (``get``/``search`` and
+        their async twins with ``refresh_ttl=True``, the constructor with
+        ``ttl={"refresh_on_read": True}``), and the default one is left out here."""
         meta = record.metadata["langgraph"]
         ttl = meta.get("ttl")
-        if ttl is None:
+        if ttl is None or self._read_only():
             return
         moment = _now()
         # the firewall's verdict (SC-15.4) is not the caller's to write back: a store with a

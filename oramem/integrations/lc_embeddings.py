@@ -22,9 +22,11 @@ class LangChainEmbedder(IEmbedder):
         if not isinstance(dims, int) or isinstance(dims, bool) or dims < 1:
             raise ValueError(f"dims must be a positive int (the embedding model's dimension), got {dims!r}")
         if not (hasattr(embeddings, "embed_documents") and hasattr(embeddings, "embed_query")):
-            from langgraph.store.base.embed import ensure_embeddings
+            # an embed function or "provider:model" is LangGraph's IndexConfig form: it needs
+            # langgraph, which the langchain extra alone does not install
+            from . import require
 
-            embeddings = ensure_embeddings(embeddings)
+            embeddings = require("langgraph.store.base.embed", "langgraph").ensure_embeddings(embeddings)
         self._embeddings = embeddings
         self._dims = dims
 

@@ -60,7 +60,7 @@ from typing import Any, Iterable, Optional
 from .._http import is_loopback
 from ..errors import StoreError
 from ..threads import default_session_refusal
-from . import check_scope_ids, require
+from . import check_scope_ids, check_store, require
 
 require("mcp.server.mcpserver", "mcp")
 
@@ -256,6 +256,14 @@ def _client_errors(fn):
     return wrapper
 
 
+def _client_text(text: Any) -> None:
+    """A memory's text from a client: some words. An empty or white-space text was stored as a
+    memory no search can find (trial33; ``oramem add ""`` is refused the same way)."""
+    if isinstance(text, str) and not text.strip():
+        raise ValueError("text is empty or only white space: give the memory some words "
+                         "(a blank memory can never be found by search_memories)")
+
+
 def _client_metadata(metadata: Any) -> None:
     """A client's metadata may not name the record's source: the store's firewall maps the
     metadata ``"source"`` to a trust label (SC-15.4), so a client of one user claiming
@@ -335,6 +343,7 @@ def build_server(
     <token>``; else 401). Without it the server has no HTTP authentication: serve it over
     stdio or in-process only (``oramem mcp --transport http`` always sets one)."""
     check_scope_ids(("user_id", user_id), ("agent_id", agent_id))
+    check_store(store, "build_server")
     offered = TOOLS + (("retrieve_knowledge",) if knowledge is not None else ())
     if isinstance(disabled_tools, (str, bytes)) or not isinstance(disabled_tools, Iterable):
         raise TypeError(f"disabled_tools must be a list of tool names, e.g. ['forget'] (or () for none), "
@@ -422,6 +431,7 @@ def build_server(
         A thread_id is accepted only for a new thread or one of this client's own conversations
         (no other user's records in it)."""
         chosen = scope(user_id, agent_id)
+        _client_text(text)
         _client_metadata(metadata)
         kwargs: dict[str, Any] = {}
         if ttl_days is not None:
@@ -502,6 +512,7 @@ def build_server(
         """Replace a memory's text and/or metadata (the whole mapping)."""
         if text is None and metadata is None:
             raise ValueError("give text and/or metadata to update")
+        _client_text(text)
         _client_metadata(metadata)
         changes: dict[str, Any] = {}
         if text is not None:

@@ -8,8 +8,10 @@ record of that thread, in insertion order (``seq_no``). The record keeps the ite
 unchanged, in ``metadata["openai_agents_item"]`` (what ``get_items`` returns), its ``role``
 (or, for items without one such as tool calls, its ``type``) as the message role, and as
 content the item's text (a message's string content, or its text parts joined by newlines;
-other items: the item as JSON), so oramem search, the knowledge layer and the CLI see the
-conversation as text.
+other items: the item as JSON), so oramem search and the CLI see the conversation as text.
+The knowledge layer learns only from what the application passes to ``KnowledgeMemory.write``
+(e.g. each user turn, with ``session_id`` = this session id and the same ``user_id``): it
+extracts nothing from session items by itself.
 
 Trust (SC-15.4): under a firewall policy the message role is the record's source label, so
 an item's ``role`` (or ``type``) decides its trust, as ``store.add(roles=...)`` does for any
@@ -41,7 +43,7 @@ import json
 from typing import Any, Optional
 
 from ..errors import StoreClosed
-from . import check_scope_ids, require
+from . import check_scope_ids, check_store, require
 from ._colour import call, run_async, run_async_in_transaction
 from ._threads import ThreadScope
 
@@ -98,6 +100,7 @@ class OramemSession:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValueError(f"session_id must be a non-empty str, not only white space (it is the oramem thread_id), got {session_id!r}")
         check_scope_ids(("user_id", user_id), ("agent_id", agent_id))
+        check_store(store, "OramemSession")
         self.session_id = session_id
         # as the SDK's own sessions: a dict is validated (unknown keys are a TypeError)
         self.session_settings = (

@@ -74,6 +74,9 @@ SCRIPT: list[tuple[str, str, str, tuple, dict]] = [
     ("vs", "max_marginal_relevance_search_by_vector", "amax_marginal_relevance_search_by_vector",
      ([0.1] * 32,), {"k": 2, "fetch_k": 10}),
     ("vs", "max_marginal_relevance_search", "amax_marginal_relevance_search", ("tea",), {"k": 2, "fetch_k": 1}),
+    ("vs", "similarity_search_by_vector", "asimilarity_search_by_vector", ([0.1] * 32,), {"k": 10}),
+    ("vs", "similarity_search_by_vector", "asimilarity_search_by_vector", ([0.1] * 32,), {"k": 10, "filter": {"k": 1}}),
+    ("vs", "similarity_search_by_vector", "asimilarity_search_by_vector", ([0.1] * 32,), {"user_id": ALICE}),
     ("vs", "delete", "adelete", (["a1", "a2"],), {}),
     ("vs", "delete", "adelete", (["a1", "b2"],), {}),
     ("vs", "delete", "adelete", ("b1",), {}),
@@ -106,8 +109,10 @@ def _outcome(value: Any) -> tuple:
 
 
 def _error(exc: Exception) -> tuple:
-    # Python's own binding error names the method called: aadd_texts() against add_texts()
-    return ("error", type(exc).__name__, str(exc).replace("aadd_", "add_").replace("aget_", "get_"))
+    # Python's own binding error names the method called: aadd_texts() against add_texts(); so
+    # does the adapter's refusal of an argument of (a)similarity_search_by_vector
+    return ("error", type(exc).__name__, str(exc).replace("aadd_", "add_").replace("aget_", "get_")
+            .replace("asimilarity_search_by_vector", "similarity_search_by_vector"))
 
 
 def _run_sync(store: SQLiteMemoryStore) -> list:

@@ -203,3 +203,58 @@ async def test_add_memory_refuses_a_ttl_of_zero(store):
         assert await call(bob, "search_memories", query="note") == []
         assert [h["id"] for h in await call(alice, "search_memories", query="keeps")] == [kept["id"]]
     assert [(r.user_id, r.content) for r in store.list("memory")] == [("alice", "Alice keeps this")]
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\n\t"], ids=repr)
+async def test_add_and_update_memory_refuse_a_blank_text(store, blank):
+    """trial33: add_memory(text="") returned an id for an empty memory no search can find, and
+    update_memory(text=" ") emptied one (`oramem add ""` is refused); nothing is written."""
+    async with Client(build_server(store, user_id="alice")) as alice:
+        kept = await call(alice, "add_memory", text="Alice likes tea")
+        for message in (await refused(alice, "add_memory", text=blank),
+                        await refused(alice, "update_memory", record_id=kept["id"], text=blank)):
+            assert "text is empty or only white space: give the memory some words" in message
+        assert (await call(alice, "get_memory", record_id=kept["id"]))["content"] == "Alice likes tea"
+        # metadata alone still updates (text left out)
+        assert (await call(alice, "update_memory", record_id=kept["id"], metadata={"topic": "food"}))["updated"] == 1
+    assert [r.content for r in store.list("memory")] == ["Alice likes tea"]
+
+
+async def test_a_bare_url_client_sends_no_token_and_is_refused(tmp_path):
+    """README "MCP server" (trial33): the recipe said `Client(url)` also works; against `oramem mcp
+    --transport http` (which always wants a token) it sends none: the server answers 401 and the
+    client raises MCPError 'Server returned an error response' in an ExceptionGroup, as the README
+    now says; the token goes through the SDK's HTTP client (test_streamable_http_on_loopback)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "ORAMEM_MCP_TOKEN": "bare-url-test-token-0123456789"}
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(_cli(tmp_path / "h.db", "--transport", "http", "--port", str(port), "--user", "u"),
+                                  stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "HTTP server did not start"
+                time.sleep(0.2)
+        with pytest.raises(Exception) as failed:  # an ExceptionGroup (builtin from Python 3.11)
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                await client.call_tool("search_memories", {"query": "x"})
+        assert "MCPError: Server returned an error response" in _flat(failed.value)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert '"POST /mcp HTTP/1.1" 401' in log.read_text(errors="replace")
+
+
+def _flat(exc: BaseException) -> str:
+    """Every message in an exception group, nested groups included."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(inner, tuple):
+        return " ".join(_flat(e) for e in inner)
+    return f"{type(exc).__name__}: {exc}"
