@@ -5,6 +5,7 @@ graph walk (one recursive SQL query over the relationship table) and the events.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections import Counter
 from typing import Any, Optional
@@ -15,7 +16,8 @@ import sqlalchemy as sa
 from ..db import queries as reads
 from ..text import (entity_key, first_person, in_third_person, in_third_person_attributes, in_third_person_possessive,
                     my_phrases, ngrams, norm, slug)
-from ..write.relations import INVERSE_REL_TYPES, KIN_CLASS, SYMMETRIC_REL_TYPES, normalize_rel_type, rel_words
+from ..write.relations import (INVERSE_REL_TYPES, KIN_CLASS, MIRROR_SOURCE_CONTEXT, SYMMETRIC_REL_TYPES, normalize_rel_type,
+                               rel_words)
 from ..types import ExpandedQuery, GraphRetrievalResult, RetrievalPlan
 from .scoring import clip01, days, plan_retrieval, recency_score
 from .state import RetrieveState
@@ -316,13 +318,14 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
     given here: the caller gives it where the pipeline's warnings expect it). Run as a task
     beside the first reads: the embedder works on the pool meanwhile."""
     texts = [st.query]
-    readings: list[str] = []  # "my <word>" as her relative, "my <attribute>" as hers (KC-5.4 [ext])
+    readings: list[str] = []  # "my <word>" as her relative (KC-5.4 [ext])
+    own: Optional[str] = None  # "my <attribute>" as hers
     if st.reader is not None:  # KC-5.4 [ext]: I/me read as the reader, then "my" too; each once
+        third = in_third_person(st.query, st.reader)
         readings = [in_third_person(q, st.reader) for q in st.relatives]
-        own = in_third_person_attributes(st.query, st.reader)
-        if own != in_third_person(st.query, st.reader):
-            readings.append(own)
-        for text in (in_third_person(st.query, st.reader), in_third_person_possessive(st.query, st.reader), *readings):
+        attributes = in_third_person_attributes(st.query, st.reader)
+        own = None if attributes == third or attributes in readings else attributes
+        for text in (third, in_third_person_possessive(st.query, st.reader), *readings, *([own] if own else [])):
             if text not in texts:
                 texts.append(text)
     try:
@@ -333,15 +336,17 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
         vectors = dict(zip(texts, arr))
         st.qvec = vectors[st.query]
         if st.reader is not None:
-            third = vectors[in_third_person(st.query, st.reader)]
+            third_vec = vectors[in_third_person(st.query, st.reader)]
             mine = vectors[in_third_person_possessive(st.query, st.reader)]
-            st.fact_qvec = None if third is st.qvec else third
+            st.fact_qvec = None if third_vec is st.qvec else third_vec
             st.reading_qvecs = [vectors[q] for q in dict.fromkeys(readings)]
+            st.own_qvec = None if own is None else vectors[own]
             # the fallback reading already searched as an attribute reading ("what is my job?"): once
-            st.mine_qvec = None if mine is third or any(mine is v for v in st.reading_qvecs) else mine
+            searched = [third_vec, *st.reading_qvecs, *([] if st.own_qvec is None else [st.own_qvec])]
+            st.mine_qvec = None if any(mine is v for v in searched) else mine
         return None
     except Exception as exc:  # noqa: BLE001 - KC-7.6: semantic and event signals turn off
-        st.qvec = st.fact_qvec = st.mine_qvec = None
+        st.qvec = st.fact_qvec = st.mine_qvec = st.own_qvec = None
         st.reading_qvecs = []
         return f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off"
 
@@ -378,7 +383,11 @@ def below_similarity(min_similarity: float) -> float:
     return max(0.0, 1.0 - min_similarity + 1e-9)
 
 
-async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[Any]:
+async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[tuple[Any, float, float]]:
+    """The semantic signal's store hits, nearest first, at most ``pool``: per fact its record,
+    its distance to the nearest of the query's vectors that count for every fact and its
+    distance to the "my <attribute>" reading (:attr:`RetrieveState.own_qvec`), which counts
+    only for a fact that is not a relation's mirror fact (``math.inf``: not found that way)."""
     if st.qvec is None:
         return []
 
@@ -389,21 +398,23 @@ async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list
         )
 
     vectors = [st.qvec] + ([] if st.fact_qvec is None else [st.fact_qvec]) + list(st.reading_qvecs)
-    if len(vectors) == 1:
-        hits = await search(st.qvec)
+    own = [] if st.own_qvec is None else [st.own_qvec]
+    if len(vectors) + len(own) == 1:
+        hits = [(r, float(d), math.inf) for r, d in await search(st.qvec)]
     else:
         # KC-5.4 [ext]: a fact's similarity is the largest of the query's as spoken, as read in
         # the third person, with "my <word>" read as her relative's name and with "my
         # <attribute>" read as hers, so no fact scores below what the query as spoken gives it
-        found = await asyncio.gather(*(search(v) for v in vectors))
-        best: dict[str, tuple[Any, float]] = {}
-        for record, distance in [(r, float(d)) for hits_ in found for r, d in hits_]:
-            if record.id not in best or distance < best[record.id][1]:
-                best[record.id] = (record, distance)
-        hits = sorted(best.values(), key=lambda h: (h[1], h[0].record_type, h[0].id))[:pool]
+        found = await asyncio.gather(*(search(v) for v in vectors + own))
+        best: dict[str, tuple[Any, float, float]] = {}
+        for i, hits_ in enumerate(found):
+            for record, d in hits_:
+                _, every, mine = best.get(record.id, (record, math.inf, math.inf))
+                best[record.id] = (record, min(every, float(d)), mine) if i < len(vectors) else (record, every, min(mine, float(d)))
+        hits = sorted(best.values(), key=lambda h: (min(h[1], h[2]), h[0].record_type, h[0].id))[:pool]
     if not hits and st.mine_qvec is not None:
         # KC-5.4 [ext]: nothing found; "my" read as the reader's too ("what is my job?")
-        hits = await search(st.mine_qvec)
+        hits = [(r, float(d), math.inf) for r, d in await search(st.mine_qvec)]
     return hits
 
 
@@ -427,13 +438,19 @@ async def direct_signals(st: RetrieveState, pool: int, filter_keys: Optional[lis
     read (a fact found by both is read once), then the pattern rows (KC-5.2). Returns the
     number of candidates each signal added to."""
     sem_hits, kw_hits = await asyncio.gather(semantic_hits(st, pool, filter_keys), keyword_hits(st, pool, filter_keys, expanded))
-    ids = [r.id for r, _ in sem_hits] + [r.id for r, _ in kw_hits]
+    ids = [r.id for r, _, _ in sem_hits] + [r.id for r, _ in kw_hits]
     rows = await st.read(lambda c: st.facts_by_ids(c, ids)) if ids else {}
     sem = 0
-    for rec, dist in sem_hits:
-        sim = 1.0 - float(dist)
+    for rec, dist, own_dist in sem_hits:
         row = rows.get(rec.id)
-        if row is None or sim < st.cfg.min_similarity or not fact_visible(row, st.view):
+        if row is None:
+            continue
+        # KC-5.4 [ext]: "my <attribute>" read as hers is about her, not her relation to another
+        # entity: "what is Sofia's job?" is nearer "Ines is Sofia's partner" than her job
+        if row.get("source_context") != MIRROR_SOURCE_CONTEXT:
+            dist = min(dist, own_dist)
+        sim = 1.0 - float(dist)
+        if sim < st.cfg.min_similarity or not fact_visible(row, st.view):
             continue
         if float(row["confidence"]) < st.cfg.min_confidence:
             continue

@@ -72,9 +72,12 @@ class RetrieveState:
     #: the query with "my <word>" read as the entity her graph relates her to by that word
     #: ("what does my sister do?" -> "what does Dana do?"; KC-5.4 [ext]; empty: no such word)
     relatives: list[str] = field(default_factory=list)
-    #: the vectors of those readings and of the query with "my <attribute>" read as hers ("what's
-    #: my job?" -> "what's Carol's job?"), searched with the two above (empty: none, no reader)
+    #: the vectors of those readings, searched with the two above (empty: none, no reader)
     reading_qvecs: list[np.ndarray] = field(default_factory=list)
+    #: the query with "my <attribute>" read as hers ("what's my job?" -> "what's Carol's job?"),
+    #: searched with the ones above; its similarity is not given to a relation's mirror fact
+    #: ("Ines is Carol's partner": her name lifts it above her job; None: no such word)
+    own_qvec: Optional[np.ndarray] = None
     plan: RetrievalPlan = field(default_factory=RetrievalPlan)
 
     def __post_init__(self) -> None:
