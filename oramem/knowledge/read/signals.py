@@ -8,7 +8,7 @@ import asyncio
 import math
 import re
 from collections import Counter
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import sqlalchemy as sa
@@ -110,6 +110,15 @@ IDENTITY_WORDS = frozenset("who whom what which is are was were s the a an name 
 _WORD_RE = re.compile(r"[a-z]+")
 
 
+class _Relatives(NamedTuple):
+    """One "my <word>" of the query and the entities of hers it names: ``(key, evidence fact
+    id)`` per edge, strongest edge first (KC-5.4 [ext])."""
+    start: int  # the span from "my" to the word's end
+    end: int
+    word: str  # in normalize_rel_type's spelling ("team_lead")
+    ends: list[tuple[str, Optional[str]]]
+
+
 def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[str]) -> list[str]:
     """The query with each "my <word>" replaced by the name of an entity her graph relates the
     reader to by that word (KC-5.4 [ext]): "what does my sister do?" -> "what does Dana do?"
@@ -129,8 +138,23 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
     phrases = my_phrases(st.query)[:MY_PHRASES_MAX]
     if not phrases:
         return []
-    r = st.t.relationship
     me = entity_key("person", reader)
+    edges = _reader_edges(st, conn, me)
+    if not edges:
+        return []
+    found = [hit for hit in (_relatives_by_type(words, edges, me) for words in phrases) if hit is not None]
+    if not found:
+        return []
+    keys = sorted({k for hit in found for k, _ in hit.ends})
+    ents = reads.load_entities(conn, st.t, st.agent_id, keys, st.user_id, read=True)
+    said = _evidence_texts(st, conn, found)
+    return _readings(st.query, reader, found, ents, said)[:READINGS_MAX]
+
+
+def _reader_edges(st: RetrieveState, conn: sa.Connection, me: str) -> list[Any]:
+    """Her newest :data:`READER_EDGES` edges that have her entity ``me`` at either end, strongest
+    first: ``(source, target, rel_type, evidence fact id)``, her own scope only."""
+    r = st.t.relationship
     _, _, _, current = st.shape()
     stmt = reads.cached_stmt(r, ("reader_edges", current), lambda: (
         sa.select(r.c.source_entity_key, r.c.target_entity_key, r.c.rel_type, r.c.evidence_fact_id)
@@ -139,53 +163,77 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
                *p_edge_visible(r, current))
         .order_by(sa.desc(r.c.strength), sa.desc(r.c.updated_at), r.c.id)
         .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))))
-    edges = conn.execute(stmt, st.params(p_me=me, p_limit=READER_EDGES)).all()
-    if not edges:
-        return []
-    # per "my", the first word (longest first) that names an edge of hers: the other ends
-    found: list[tuple[int, int, str, list[tuple[str, Optional[str]]]]] = []
-    for words in phrases:
-        for start, end, word in words:
-            want = normalize_rel_type(word)
-            ends: list[tuple[str, Optional[str]]] = []
-            for src, tgt, rel_type, evidence in edges:
-                have = normalize_rel_type(rel_type)
-                if src == me and have == want:
-                    other = tgt
-                elif tgt == me and (have == want and want in SYMMETRIC_REL_TYPES or INVERSE_REL_TYPES.get(want) == have):
-                    other = src
-                else:
-                    continue
-                if other != me and all(other != k for k, _ in ends):
-                    ends.append((other, evidence))
-            if ends:
-                found.append((start, end, word, ends))
-                break
-    if not found:
-        return []
-    keys = sorted({k for *_, ends in found for k, _ in ends})
-    ents = reads.load_entities(conn, st.t, st.agent_id, keys, st.user_id, read=True)
+    return list(conn.execute(stmt, st.params(p_me=me, p_limit=READER_EDGES)).all())
+
+
+def _other_end(src: str, tgt: str, rel_type: str, want: str, me: str) -> Optional[str]:
+    """The entity an edge relates her (``me``) to when it has the type ``want``: the target of
+    her edge of that type, or the source of an edge to her whose type reads the same both ways
+    or is ``want``'s inverse; None when the edge says no such thing."""
+    have = normalize_rel_type(rel_type)
+    if src == me and have == want:
+        return tgt
+    if tgt == me and (have == want and want in SYMMETRIC_REL_TYPES or INVERSE_REL_TYPES.get(want) == have):
+        return src
+    return None
+
+
+def _relatives_by_type(words: list[tuple[int, int, str]], edges: list[Any], me: str) -> Optional[_Relatives]:
+    """One "my": its first word (longest first) whose type (KC-4.14) is that of an edge of hers,
+    with the other ends of those edges; None when no word is."""
+    for start, end, word in words:
+        want = normalize_rel_type(word)
+        ends: list[tuple[str, Optional[str]]] = []
+        for src, tgt, rel_type, evidence in edges:
+            other = _other_end(src, tgt, rel_type, want, me)
+            if other is not None and other != me and all(other != k for k, _ in ends):
+                ends.append((other, evidence))
+        if ends:
+            return _Relatives(start, end, word, ends)
+    return None
+
+
+def _evidence_texts(st: RetrieveState, conn: sa.Connection, found: list[_Relatives]) -> dict[str, str]:
+    """The texts of the found edges' evidence facts she may see, by fact id."""
+    ids = sorted({ev for hit in found for _, ev in hit.ends if ev})
+    if not ids:
+        return {}
     f = st.t.fact
-    ids = sorted({ev for *_, ends in found for _, ev in ends if ev})
-    said: dict[str, str] = {}
-    if ids:
-        said = {str(i): str(text) for i, text in conn.execute(
-            sa.select(f.c.id, f.c.fact_text).where(reads.visible(f, st.agent_id, st.user_id), f.c.id.in_(ids)))}
+    return {str(i): str(text) for i, text in conn.execute(
+        sa.select(f.c.id, f.c.fact_text).where(reads.visible(f, st.agent_id, st.user_id), f.c.id.in_(ids)))}
+
+
+def _readings(query: str, reader: str, found: list[_Relatives], ents: dict[str, dict[str, Any]],
+              said: dict[str, str]) -> list[str]:
+    """The query once per relative found: "my <word>" replaced by the relative's name, or by
+    "<reader>'s <word> <name>" when the question asks only who it is. Per word the relatives
+    whose evidence fact says "<reader>'s <word>" (or its neutral kin word) when some do, else
+    all, at most :data:`RELATIVES_PER_WORD`; an inactive or unnamed entity is none."""
     texts: list[str] = []
-    for start, end, word, ends in found:
-        named = [(k, ev) for k, ev in ends if k in ents and ents[k]["is_active"] and ents[k].get("display_name")]
-        # "Carol's sister", or the neutral kin word a <kin>_of mirror fact uses ("Carol's parent")
-        says = {norm(f"{reader}'s {w}") for w in (rel_words(word), KIN_CLASS.get(word, rel_words(word)))}
-        said_so = [k for k, ev in named if ev and any(p in norm(said.get(ev, "")) for p in says)]
-        rest = _WORD_RE.findall((st.query[:start] + " " + st.query[end:]).lower())
-        who = all(w in IDENTITY_WORDS for w in rest)
+    for hit in found:
+        named = [(k, ev) for k, ev in hit.ends if k in ents and ents[k]["is_active"] and ents[k].get("display_name")]
+        said_so = [k for k, ev in named if ev and _says_her_word(said.get(ev, ""), reader, hit.word)]
+        who = _asks_who(query, hit)
         for k in (said_so or [k for k, _ in named])[:RELATIVES_PER_WORD]:
             name = str(ents[k]["display_name"])
-            sub = f"{reader}'s {rel_words(word)} {name}" if who else name
-            text = st.query[:start] + sub + st.query[end:]
+            sub = f"{reader}'s {rel_words(hit.word)} {name}" if who else name
+            text = query[:hit.start] + sub + query[hit.end:]
             if text not in texts:
                 texts.append(text)
-    return texts[:READINGS_MAX]
+    return texts
+
+
+def _says_her_word(text: str, reader: str, word: str) -> bool:
+    """Whether ``text`` says "<reader>'s <word>" ("Carol's sister", KC-4.14's mirror fact) or its
+    neutral kin word, as a ``<kin>_of`` mirror fact does ("my father": "Carol's parent")."""
+    says = {norm(f"{reader}'s {w}") for w in (rel_words(word), KIN_CLASS.get(word, rel_words(word)))}
+    return any(p in norm(text) for p in says)
+
+
+def _asks_who(query: str, hit: _Relatives) -> bool:
+    """Whether the query's words other than "my <word>" only ask who it is (:data:`IDENTITY_WORDS`)."""
+    rest = _WORD_RE.findall((query[:hit.start] + " " + query[hit.end:]).lower())
+    return all(w in IDENTITY_WORDS for w in rest)
 
 
 def resolve_keys(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], bool]:
