@@ -142,7 +142,10 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
     edges = _reader_edges(st, conn, me)
     if not edges:
         return []
-    found = [hit for hit in (_relatives_by_type(words, edges, me) for words in phrases) if hit is not None]
+    hits = [_relatives_by_type(words, edges, me) for words in phrases]
+    if any(hit is None for hit in hits):
+        hits = _relatives_in_her_words(st, conn, reader, phrases, hits, edges, me)
+    found = [hit for hit in hits if hit is not None]
     if not found:
         return []
     keys = sorted({k for hit in found for k, _ in hit.ends})
@@ -191,6 +194,81 @@ def _relatives_by_type(words: list[tuple[int, int, str]], edges: list[Any], me: 
         if ends:
             return _Relatives(start, end, word, ends)
     return None
+
+
+def _relatives_in_her_words(st: RetrieveState, conn: sa.Connection, reader: str, phrases: list[list[tuple[int, int, str]]],
+                            hits: list[Optional[_Relatives]], edges: list[Any], me: str) -> list[Optional[_Relatives]]:
+    """``hits`` with each "my" that no edge type names (None) read through her own words: the
+    entities of her edges whose evidence fact came from an event of hers, spoken by her, that
+    says "my <word> <the entity's name>" ("My landlord Mr. Berg raised the rent": "what did my
+    landlord do?" -> "what did Mr. Berg do?"; "my parrot", "my therapist", "my mentor" and any
+    other noun no synonym list holds), strongest edge first. Her scope only (her edges, her
+    facts, her events; an event of her scope spoken by someone else says someone else's "my")."""
+    said = _her_evidence_events(st, conn, reader, edges)
+    if not said:
+        return hits
+    ends_by_word: dict[int, list[tuple[int, int, str]]] = {i: words for i, words in enumerate(phrases) if hits[i] is None}
+    candidates = {k for k, _, text in _others_and_texts(edges, me, said) for words in ends_by_word.values()
+                  for _, _, word in words if _my_word_re(word).search(text)}
+    if not candidates:
+        return hits
+    ents = reads.load_entities(conn, st.t, st.agent_id, sorted(candidates), st.user_id, read=True)
+    out = list(hits)
+    for i, words in ends_by_word.items():
+        for start, end, word in words:
+            ends: list[tuple[str, Optional[str]]] = []
+            for other, evidence, text in _others_and_texts(edges, me, said):
+                name = ents.get(other, {}).get("display_name")
+                if name and all(other != k for k, _ in ends) and _my_word_re(word, str(name)).search(text):
+                    ends.append((other, evidence))
+            if ends:
+                out[i] = _Relatives(start, end, word, ends)
+                break
+    return out
+
+
+def _her_evidence_events(st: RetrieveState, conn: sa.Connection, reader: str, edges: list[Any]) -> dict[str, str]:
+    """Per evidence fact of her edges, the text of the event it was learnt from, when that event
+    is of her scope and spoken by her (the speaker read as :func:`reader_name` reads it)."""
+    ids = sorted({str(ev) for *_, ev in edges if ev})
+    if not ids:
+        return {}
+    stmt = reads.cached_stmt(st.t.fact, ("reader_evidence_events",), lambda: evidence_events_stmt(st.t.fact, st.t.event))
+    out: dict[str, str] = {}
+    for batch in reads.chunked(ids):
+        for fact_id, speaker, text in conn.execute(stmt, {"p_ids": batch, "p_agent": st.agent_id, "p_user": st.user_id}):
+            if speaker is not None and norm(str(speaker)) == norm(reader) and text:
+                out[str(fact_id)] = str(text).replace("\u2019", "'")
+    return out
+
+
+def evidence_events_stmt(f: sa.Table, ev: sa.Table) -> sa.Select[Any]:
+    """Facts ``p_ids`` of the scope (``p_agent``, ``p_user``) with the speaker and text of the
+    event each was learnt from, in the same scope. The event's text (a CLOB on Oracle) is only
+    selected: the join is on the id columns."""
+    return (sa.select(f.c.id, ev.c.speaker, ev.c.text)
+            .select_from(f.join(ev, ev.c.id == f.c.source_event_id))
+            .where(f.c.id.in_(reads.expanding("p_ids")), f.c.agent_id == sa.bindparam("p_agent"),
+                   f.c.user_id == sa.bindparam("p_user"), ev.c.agent_id == f.c.agent_id, ev.c.user_id == f.c.user_id))
+
+
+def _others_and_texts(edges: list[Any], me: str, said: dict[str, str]) -> list[tuple[str, Optional[str], str]]:
+    """Per edge of hers whose evidence event she spoke: the other end, the evidence fact id and
+    the event's text, strongest edge first."""
+    out: list[tuple[str, Optional[str], str]] = []
+    for src, tgt, _, evidence in edges:
+        other = tgt if src == me else src
+        if other != me and evidence and str(evidence) in said:
+            out.append((other, evidence, said[str(evidence)]))
+    return out
+
+
+def _my_word_re(word: str, name: Optional[str] = None) -> re.Pattern[str]:
+    """"my <word>" (its parts apart by spaces or hyphens), then ``name`` when given ("my
+    landlord, Mr. Berg"), case-insensitive, whole words."""
+    spelled = r"[\s_-]+".join(re.escape(part) for part in word.split("_") if part)
+    tail = "" if name is None else r"\s*,?\s+" + r"\s+".join(re.escape(part) for part in name.split())
+    return re.compile(rf"(?<![\w'])my\s+{spelled}{tail}(?![\w])", re.IGNORECASE)
 
 
 def _evidence_texts(st: RetrieveState, conn: sa.Connection, found: list[_Relatives]) -> dict[str, str]:
