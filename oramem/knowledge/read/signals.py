@@ -151,7 +151,9 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
     keys = sorted({k for hit in found for k, _ in hit.ends})
     ents = reads.load_entities(conn, st.t, st.agent_id, keys, st.user_id, read=True)
     said = _evidence_texts(st, conn, found)
-    return _readings(st.query, reader, found, ents, said)[:READINGS_MAX]
+    readings = _readings(st.query, reader, found, ents, said)[:READINGS_MAX]
+    st.relation_readings = {text for text, names_relation in readings if names_relation}
+    return [text for text, _ in readings]
 
 
 def _reader_edges(st: RetrieveState, conn: sa.Connection, me: str) -> list[Any]:
@@ -282,12 +284,13 @@ def _evidence_texts(st: RetrieveState, conn: sa.Connection, found: list[_Relativ
 
 
 def _readings(query: str, reader: str, found: list[_Relatives], ents: dict[str, dict[str, Any]],
-              said: dict[str, str]) -> list[str]:
+              said: dict[str, str]) -> list[tuple[str, bool]]:
     """The query once per relative found: "my <word>" replaced by the relative's name, or by
-    "<reader>'s <word> <name>" when the question asks only who it is. Per word the relatives
-    whose evidence fact says "<reader>'s <word>" (or its neutral kin word) when some do, else
-    all, at most :data:`RELATIVES_PER_WORD`; an inactive or unnamed entity is none."""
-    texts: list[str] = []
+    "<reader>'s <word> <name>" when the question asks only who it is (then True: the reading
+    names the relation). Per word the relatives whose evidence fact says "<reader>'s <word>"
+    (or its neutral kin word) when some do, else all, at most :data:`RELATIVES_PER_WORD`; an
+    inactive or unnamed entity is none."""
+    texts: list[tuple[str, bool]] = []
     for hit in found:
         named = [(k, ev) for k, ev in hit.ends if k in ents and ents[k]["is_active"] and ents[k].get("display_name")]
         said_so = [k for k, ev in named if ev and _says_her_word(said.get(ev, ""), reader, hit.word)]
@@ -296,8 +299,8 @@ def _readings(query: str, reader: str, found: list[_Relatives], ents: dict[str, 
             name = str(ents[k]["display_name"])
             sub = f"{reader}'s {rel_words(hit.word)} {name}" if who else name
             text = query[:hit.start] + sub + query[hit.end:]
-            if text not in texts:
-                texts.append(text)
+            if all(text != t for t, _ in texts):
+                texts.append((text, who))
     return texts
 
 
@@ -444,14 +447,18 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
     given here: the caller gives it where the pipeline's warnings expect it). Run as a task
     beside the first reads: the embedder works on the pool meanwhile."""
     texts = [st.query]
-    readings: list[str] = []  # "my <word>" as her relative (KC-5.4 [ext])
-    own: Optional[str] = None  # "my <attribute>" as hers
+    relation: list[str] = []  # "my <word>" as the relation with her relative (KC-5.4 [ext])
+    about: list[str] = []  # "my <word>" as her relative's name, "my <attribute>" as hers
     if st.reader is not None:  # KC-5.4 [ext]: I/me read as the reader, then "my" too; each once
         third = in_third_person(st.query, st.reader)
-        readings = [in_third_person(q, st.reader) for q in st.relatives]
+        for q in st.relatives:
+            text = in_third_person(q, st.reader)
+            if text not in relation and text not in about:
+                (relation if q in st.relation_readings else about).append(text)
         attributes = in_third_person_attributes(st.query, st.reader)
-        own = None if attributes == third or attributes in readings else attributes
-        for text in (third, in_third_person_possessive(st.query, st.reader), *readings, *([own] if own else [])):
+        if attributes != third and attributes not in relation and attributes not in about:
+            about.append(attributes)
+        for text in (third, in_third_person_possessive(st.query, st.reader), *relation, *about):
             if text not in texts:
                 texts.append(text)
     try:
@@ -465,15 +472,16 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
             third_vec = vectors[in_third_person(st.query, st.reader)]
             mine = vectors[in_third_person_possessive(st.query, st.reader)]
             st.fact_qvec = None if third_vec is st.qvec else third_vec
-            st.reading_qvecs = [vectors[q] for q in dict.fromkeys(readings)]
-            st.own_qvec = None if own is None else vectors[own]
+            st.reading_qvecs = [vectors[q] for q in relation]
+            st.about_qvecs = [vectors[q] for q in about]
             # the fallback reading already searched as an attribute reading ("what is my job?"): once
-            searched = [third_vec, *st.reading_qvecs, *([] if st.own_qvec is None else [st.own_qvec])]
+            searched = [third_vec, *st.reading_qvecs, *st.about_qvecs]
             st.mine_qvec = None if any(mine is v for v in searched) else mine
         return None
     except Exception as exc:  # noqa: BLE001 - KC-7.6: semantic and event signals turn off
-        st.qvec = st.fact_qvec = st.mine_qvec = st.own_qvec = None
+        st.qvec = st.fact_qvec = st.mine_qvec = None
         st.reading_qvecs = []
+        st.about_qvecs = []
         return f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off"
 
 
@@ -512,8 +520,9 @@ def below_similarity(min_similarity: float) -> float:
 async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[tuple[Any, float, float]]:
     """The semantic signal's store hits, nearest first, at most ``pool``: per fact its record,
     its distance to the nearest of the query's vectors that count for every fact and its
-    distance to the "my <attribute>" reading (:attr:`RetrieveState.own_qvec`), which counts
-    only for a fact that is not a relation's mirror fact (``math.inf``: not found that way)."""
+    distance to the nearest reading about her or a relative of hers
+    (:attr:`RetrieveState.about_qvecs`), which counts only for a fact that is not a relation's
+    mirror fact (``math.inf``: not found that way)."""
     if st.qvec is None:
         return []
 
@@ -524,7 +533,7 @@ async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list
         )
 
     vectors = [st.qvec] + ([] if st.fact_qvec is None else [st.fact_qvec]) + list(st.reading_qvecs)
-    own = [] if st.own_qvec is None else [st.own_qvec]
+    own = list(st.about_qvecs)
     if len(vectors) + len(own) == 1:
         hits = [(r, float(d), math.inf) for r, d in await search(st.qvec)]
     else:
@@ -571,8 +580,10 @@ async def direct_signals(st: RetrieveState, pool: int, filter_keys: Optional[lis
         row = rows.get(rec.id)
         if row is None:
             continue
-        # KC-5.4 [ext]: "my <attribute>" read as hers is about her, not her relation to another
-        # entity: "what is Sofia's job?" is nearer "Ines is Sofia's partner" than her job
+        # KC-5.4 [ext]: "my <attribute>" read as hers is about her, "my <word>" read as her
+        # relative's name about the relative, neither about the relation between them: "what is
+        # Sofia's job?" is nearer "Ines is Sofia's partner" than her job, "what did Dr. Keller
+        # assign?" nearer "Dr. Keller manages Jonas" than what he assigned
         if row.get("source_context") != MIRROR_SOURCE_CONTEXT:
             dist = min(dist, own_dist)
         sim = 1.0 - float(dist)
