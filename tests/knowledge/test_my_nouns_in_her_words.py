@@ -126,3 +126,26 @@ def test_the_evidence_events_read_compiles_for_oracle_with_the_clob_only_selecte
     assert 'JOIN "MYSTORE_KG_EVENT" ON "MYSTORE_KG_EVENT".id = "MYSTORE_KG_FACT".source_event_id' in rest
     binds = re.findall(r":(\w+)", rest)
     assert sorted(binds) == ["p_agent", "p_user"] and "POSTCOMPILE_p_ids" in rest, binds
+
+
+def test_my_attribute_reads_no_events(km, llm, clock, relatives_seen, monkeypatch):
+    """'my job' is hers (ATTRIBUTE_WORDS), never a relative: a question about it does not read
+    her evidence events, even with edges of hers and her own "my job <name>" words; a noun
+    after it ("my work colleague") still does."""
+    from oramem.knowledge.read import signals
+
+    _routes(llm)
+    _say(km, llm, clock, "kofi", "Kofi", "My job Acme pays well", "Acme pays Kofi well", "Acme", "works_for", "organization")
+    _say(km, llm, clock, "kofi", "Kofi", "My work colleague Ama sings", "Ama sings", "Ama", "knows")
+    reads: list[int] = []
+    real = signals._her_evidence_events
+
+    def spy(*args, **kwargs):
+        reads.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(signals, "_her_evidence_events", spy)
+    assert _ask(km, relatives_seen, "what is my job?", "kofi")[0] == []
+    assert reads == []
+    assert _ask(km, relatives_seen, "what does my work colleague sing?", "kofi")[0] == ["what does Ama sing?"]
+    assert reads == [1]

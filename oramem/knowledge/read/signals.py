@@ -14,7 +14,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from ..db import queries as reads
-from ..text import (entity_key, first_person, in_third_person, in_third_person_attributes, in_third_person_possessive,
+from ..text import (ATTRIBUTE_WORDS, entity_key, first_person, in_third_person, in_third_person_attributes, in_third_person_possessive,
                     my_phrases, ngrams, norm, slug)
 from ..write.relations import (INVERSE_REL_TYPES, KIN_CLASS, MIRROR_SOURCE_CONTEXT, SYMMETRIC_REL_TYPES, normalize_rel_type,
                                rel_words)
@@ -143,7 +143,7 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
     if not edges:
         return []
     hits = [_relatives_by_type(words, edges, me) for words in phrases]
-    if any(hit is None for hit in hits):
+    if any(hit is None and _relative_words(words) for hit, words in zip(hits, phrases)):
         hits = _relatives_in_her_words(st, conn, reader, phrases, hits, edges, me)
     found = [hit for hit in hits if hit is not None]
     if not found:
@@ -209,7 +209,7 @@ def _relatives_in_her_words(st: RetrieveState, conn: sa.Connection, reader: str,
     said = _her_evidence_events(st, conn, reader, edges)
     if not said:
         return hits
-    ends_by_word: dict[int, list[tuple[int, int, str]]] = {i: words for i, words in enumerate(phrases) if hits[i] is None}
+    ends_by_word = {i: _relative_words(words) for i, words in enumerate(phrases) if hits[i] is None and _relative_words(words)}
     candidates = {k for k, _, text in _others_and_texts(edges, me, said) for words in ends_by_word.values()
                   for _, _, word in words if _my_word_re(word).search(text)}
     if not candidates:
@@ -227,6 +227,13 @@ def _relatives_in_her_words(st: RetrieveState, conn: sa.Connection, reader: str,
                 out[i] = _Relatives(start, end, word, ends)
                 break
     return out
+
+
+def _relative_words(words: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The words of one "my" that may name a relative: not one of her own attributes ("my
+    job": :data:`ATTRIBUTE_WORDS`, never another entity of hers), so "what is my job?" reads
+    no events; "my work colleague" keeps ``work_colleague``."""
+    return [w for w in words if w[2] not in ATTRIBUTE_WORDS]
 
 
 def _her_evidence_events(st: RetrieveState, conn: sa.Connection, reader: str, edges: list[Any]) -> dict[str, str]:
