@@ -540,19 +540,20 @@ async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list
         )
 
     vectors = [st.qvec] + ([] if st.fact_qvec is None else [st.fact_qvec]) + list(st.reading_qvecs)
-    own = list(st.about_qvecs)
-    if len(vectors) + len(own) == 1:
+    about = list(st.about_qvecs)
+    if len(vectors) + len(about) == 1:
         hits = [(r, float(d), math.inf) for r, d in await search(st.qvec)]
     else:
         # KC-5.4 [ext]: a fact's similarity is the largest of the query's as spoken, as read in
         # the third person, with "my <word>" read as her relative's name and with "my
         # <attribute>" read as hers, so no fact scores below what the query as spoken gives it
-        found = await asyncio.gather(*(search(v) for v in vectors + own))
+        found = await asyncio.gather(*(search(v) for v in vectors + about))
         best: dict[str, tuple[Any, float, float]] = {}
         for i, hits_ in enumerate(found):
             for record, d in hits_:
-                _, every, mine = best.get(record.id, (record, math.inf, math.inf))
-                best[record.id] = (record, min(every, float(d)), mine) if i < len(vectors) else (record, every, min(mine, float(d)))
+                _, every, of_about = best.get(record.id, (record, math.inf, math.inf))
+                best[record.id] = ((record, min(every, float(d)), of_about) if i < len(vectors)
+                                   else (record, every, min(of_about, float(d))))
         hits = sorted(best.values(), key=lambda h: (min(h[1], h[2]), h[0].record_type, h[0].id))[:pool]
     if not hits and st.mine_qvec is not None:
         # KC-5.4 [ext]: nothing found; "my" read as the reader's too ("what is my job?")
@@ -583,7 +584,7 @@ async def direct_signals(st: RetrieveState, pool: int, filter_keys: Optional[lis
     ids = [r.id for r, _, _ in sem_hits] + [r.id for r, _ in kw_hits]
     rows = await st.read(lambda c: st.facts_by_ids(c, ids)) if ids else {}
     sem = 0
-    for rec, dist, own_dist in sem_hits:
+    for rec, dist, about_dist in sem_hits:
         row = rows.get(rec.id)
         if row is None:
             continue
@@ -592,7 +593,7 @@ async def direct_signals(st: RetrieveState, pool: int, filter_keys: Optional[lis
         # Sofia's job?" is nearer "Ines is Sofia's partner" than her job, "what did Dr. Keller
         # assign?" nearer "Dr. Keller manages Jonas" than what he assigned
         if row.get("source_context") != MIRROR_SOURCE_CONTEXT:
-            dist = min(dist, own_dist)
+            dist = min(dist, about_dist)
         sim = 1.0 - float(dist)
         if sim < st.cfg.min_similarity or not fact_visible(row, st.view):
             continue
