@@ -25,6 +25,7 @@ from .memory import KnowledgeMemory
 from .write.run import detect_corrections
 from .llm.providers import BaseLLMProvider, LLMProvider, LLMResult, OpenAICompatibleEmbedder, OpenAICompatibleProvider
 from .write.relations import normalize_rel_type
+from .read.run import MAX_QUERY_CHARS
 from .read.scoring import compute_vitality, dynamic_importance, plan_retrieval, recency_score
 from .text import estimate_tokens
 from .types import *  # noqa: F401,F403
@@ -57,5 +58,6 @@ __all__ = [
     "compute_vitality",
     "tag_event_emotion",
     "tag_event_emotion_sync",
+    "MAX_QUERY_CHARS",
     *_types_all,
 ]

@@ -274,7 +274,7 @@ class KnowledgeMemory:
     ) -> RetrieveResult:
         """Facts, events, intentions and a compressed context for ``query`` (KC-5). KC-3.8:
         ``user_id``'s knowledge plus the agent's shared knowledge, never another user's;
-        ``None``: the shared knowledge only. A query over ``MAX_QUERY_CHARS`` (20,000) characters
+        ``None``: the shared knowledge only. A query over ``oramem.knowledge.MAX_QUERY_CHARS`` (20,000) characters
         is a ``ValueError`` (KC-5.1)."""
         return await read_entry.retrieve(
             self.runtime, self.config, self, agent_id, query, session_id=session_id, entity_keys=entity_keys, as_of=as_of,

@@ -73,3 +73,19 @@ def test_the_cli_refuses_it_before_opening_the_store(tmp_path):
     assert res.exit_code == 2, res.output
     assert f"over the limit of {MAX_QUERY_CHARS}" in res.output, res.output
     assert not db.exists()
+
+
+def test_the_query_limit_is_exported_where_a_caller_reads_it(make_km):
+    """left37 item 4: a caller reads the limit as it reads the store's (``oramem.MAX_LIST_LIMIT``):
+    ``oramem.knowledge.MAX_QUERY_CHARS``, listed in ``__all__``, the very bound retrieve applies.
+    Before, it was only in the private ``oramem.knowledge.read.run``."""
+    import oramem
+    import oramem.knowledge as knowledge
+
+    assert "MAX_LIST_LIMIT" in oramem.__all__  # the store's way, followed here
+    assert "MAX_QUERY_CHARS" in knowledge.__all__
+    assert knowledge.MAX_QUERY_CHARS == MAX_QUERY_CHARS == 20_000
+    km = make_km()
+    km.retrieve("a1", "x" * knowledge.MAX_QUERY_CHARS)
+    with pytest.raises(ValueError, match=rf"over the limit of {knowledge.MAX_QUERY_CHARS}"):
+        km.retrieve("a1", "x" * (knowledge.MAX_QUERY_CHARS + 1))

@@ -5,17 +5,19 @@ graph walk (one recursive SQL query over the relationship table) and the events.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections import Counter
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import sqlalchemy as sa
 
 from ..db import queries as reads
-from ..text import (entity_key, first_person, in_third_person, in_third_person_attributes, in_third_person_possessive,
+from ..text import (ATTRIBUTE_WORDS, entity_key, first_person, in_third_person, in_third_person_attributes, in_third_person_possessive,
                     my_phrases, ngrams, norm, slug)
-from ..write.relations import INVERSE_REL_TYPES, KIN_CLASS, SYMMETRIC_REL_TYPES, normalize_rel_type, rel_words
+from ..write.relations import (INVERSE_REL_TYPES, KIN_CLASS, MIRROR_SOURCE_CONTEXT, SYMMETRIC_REL_TYPES, normalize_rel_type,
+                               rel_words)
 from ..types import ExpandedQuery, GraphRetrievalResult, RetrievalPlan
 from .scoring import clip01, days, plan_retrieval, recency_score
 from .state import RetrieveState
@@ -108,6 +110,15 @@ IDENTITY_WORDS = frozenset("who whom what which is are was were s the a an name 
 _WORD_RE = re.compile(r"[a-z]+")
 
 
+class _Relatives(NamedTuple):
+    """One "my <word>" of the query and the entities of hers it names: ``(key, evidence fact
+    id)`` per edge, strongest edge first (KC-5.4 [ext])."""
+    start: int  # the span from "my" to the word's end
+    end: int
+    word: str  # in normalize_rel_type's spelling ("team_lead")
+    ends: list[tuple[str, Optional[str]]]
+
+
 def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[str]) -> list[str]:
     """The query with each "my <word>" replaced by the name of an entity her graph relates the
     reader to by that word (KC-5.4 [ext]): "what does my sister do?" -> "what does Dana do?"
@@ -127,8 +138,28 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
     phrases = my_phrases(st.query)[:MY_PHRASES_MAX]
     if not phrases:
         return []
-    r = st.t.relationship
     me = entity_key("person", reader)
+    edges = _reader_edges(st, conn, me)
+    if not edges:
+        return []
+    hits = [_relatives_by_type(words, edges, me) for words in phrases]
+    if any(hit is None and _relative_words(words) for hit, words in zip(hits, phrases)):
+        hits = _relatives_in_her_words(st, conn, reader, phrases, hits, edges, me)
+    found = [hit for hit in hits if hit is not None]
+    if not found:
+        return []
+    keys = sorted({k for hit in found for k, _ in hit.ends})
+    ents = reads.load_entities(conn, st.t, st.agent_id, keys, st.user_id, read=True)
+    said = _evidence_texts(st, conn, found)
+    readings = _readings(st.query, reader, found, ents, said)[:READINGS_MAX]
+    st.relation_readings = {text for text, names_relation in readings if names_relation}
+    return [text for text, _ in readings]
+
+
+def _reader_edges(st: RetrieveState, conn: sa.Connection, me: str) -> list[Any]:
+    """Her newest :data:`READER_EDGES` edges that have her entity ``me`` at either end, strongest
+    first: ``(source, target, rel_type, evidence fact id)``, her own scope only."""
+    r = st.t.relationship
     _, _, _, current = st.shape()
     stmt = reads.cached_stmt(r, ("reader_edges", current), lambda: (
         sa.select(r.c.source_entity_key, r.c.target_entity_key, r.c.rel_type, r.c.evidence_fact_id)
@@ -137,53 +168,160 @@ def reader_relatives(st: RetrieveState, conn: sa.Connection, reader: Optional[st
                *p_edge_visible(r, current))
         .order_by(sa.desc(r.c.strength), sa.desc(r.c.updated_at), r.c.id)
         .limit(sa.bindparam("p_limit", type_=sa.Integer, literal_execute=True))))
-    edges = conn.execute(stmt, st.params(p_me=me, p_limit=READER_EDGES)).all()
-    if not edges:
-        return []
-    # per "my", the first word (longest first) that names an edge of hers: the other ends
-    found: list[tuple[int, int, str, list[tuple[str, Optional[str]]]]] = []
-    for words in phrases:
+    return list(conn.execute(stmt, st.params(p_me=me, p_limit=READER_EDGES)).all())
+
+
+def _other_end(src: str, tgt: str, rel_type: str, want: str, me: str) -> Optional[str]:
+    """The entity an edge relates her (``me``) to when it has the type ``want``: the target of
+    her edge of that type, or the source of an edge to her whose type reads the same both ways
+    or is ``want``'s inverse; None when the edge says no such thing."""
+    have = normalize_rel_type(rel_type)
+    if src == me and have == want:
+        return tgt
+    if tgt == me and (have == want and want in SYMMETRIC_REL_TYPES or INVERSE_REL_TYPES.get(want) == have):
+        return src
+    return None
+
+
+def _relatives_by_type(words: list[tuple[int, int, str]], edges: list[Any], me: str) -> Optional[_Relatives]:
+    """One "my": its first word (longest first) whose type (KC-4.14) is that of an edge of hers,
+    with the other ends of those edges; None when no word is."""
+    for start, end, word in words:
+        want = normalize_rel_type(word)
+        ends: list[tuple[str, Optional[str]]] = []
+        for src, tgt, rel_type, evidence in edges:
+            other = _other_end(src, tgt, rel_type, want, me)
+            if other is not None and other != me and all(other != k for k, _ in ends):
+                ends.append((other, evidence))
+        if ends:
+            return _Relatives(start, end, word, ends)
+    return None
+
+
+def _relatives_in_her_words(st: RetrieveState, conn: sa.Connection, reader: str, phrases: list[list[tuple[int, int, str]]],
+                            hits: list[Optional[_Relatives]], edges: list[Any], me: str) -> list[Optional[_Relatives]]:
+    """``hits`` with each "my" that no edge type names (None) read through her own words: the
+    entities of her edges whose evidence fact came from an event of hers, spoken by her, that
+    says "my <word> <the entity's name>" ("My landlord Mr. Berg raised the rent": "what did my
+    landlord do?" -> "what did Mr. Berg do?"; "my parrot", "my therapist", "my mentor" and any
+    other noun no synonym list holds), strongest edge first. Her scope only (her edges, her
+    facts, her events; an event of her scope spoken by someone else says someone else's "my")."""
+    said = _her_evidence_events(st, conn, reader, edges)
+    if not said:
+        return hits
+    ends_by_word = {i: _relative_words(words) for i, words in enumerate(phrases) if hits[i] is None and _relative_words(words)}
+    candidates = {k for k, _, text in _others_and_texts(edges, me, said) for words in ends_by_word.values()
+                  for _, _, word in words if _my_word_re(word).search(text)}
+    if not candidates:
+        return hits
+    ents = reads.load_entities(conn, st.t, st.agent_id, sorted(candidates), st.user_id, read=True)
+    out = list(hits)
+    for i, words in ends_by_word.items():
         for start, end, word in words:
-            want = normalize_rel_type(word)
             ends: list[tuple[str, Optional[str]]] = []
-            for src, tgt, rel_type, evidence in edges:
-                have = normalize_rel_type(rel_type)
-                if src == me and have == want:
-                    other = tgt
-                elif tgt == me and (have == want and want in SYMMETRIC_REL_TYPES or INVERSE_REL_TYPES.get(want) == have):
-                    other = src
-                else:
-                    continue
-                if other != me and all(other != k for k, _ in ends):
+            for other, evidence, text in _others_and_texts(edges, me, said):
+                name = ents.get(other, {}).get("display_name")
+                if name and all(other != k for k, _ in ends) and _my_word_re(word, str(name)).search(text):
                     ends.append((other, evidence))
             if ends:
-                found.append((start, end, word, ends))
+                out[i] = _Relatives(start, end, word, ends)
                 break
-    if not found:
-        return []
-    keys = sorted({k for *_, ends in found for k, _ in ends})
-    ents = reads.load_entities(conn, st.t, st.agent_id, keys, st.user_id, read=True)
+    return out
+
+
+def _relative_words(words: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The words of one "my" that may name a relative: not one of her own attributes ("my
+    job": :data:`ATTRIBUTE_WORDS`, never another entity of hers), so "what is my job?" reads
+    no events; "my work colleague" keeps ``work_colleague``."""
+    return [w for w in words if w[2] not in ATTRIBUTE_WORDS]
+
+
+def _her_evidence_events(st: RetrieveState, conn: sa.Connection, reader: str, edges: list[Any]) -> dict[str, str]:
+    """Per evidence fact of her edges, the text of the event it was learnt from, when that event
+    is of her scope and spoken by her (the speaker read as :func:`reader_name` reads it)."""
+    ids = sorted({str(ev) for *_, ev in edges if ev})
+    if not ids:
+        return {}
+    stmt = reads.cached_stmt(st.t.fact, ("reader_evidence_events",), lambda: evidence_events_stmt(st.t.fact, st.t.event))
+    out: dict[str, str] = {}
+    for batch in reads.chunked(ids):
+        for fact_id, speaker, text in conn.execute(stmt, {"p_ids": batch, "p_agent": st.agent_id, "p_user": st.user_id}):
+            if speaker is not None and norm(str(speaker)) == norm(reader) and text:
+                out[str(fact_id)] = str(text).replace("\u2019", "'")
+    return out
+
+
+def evidence_events_stmt(f: sa.Table, ev: sa.Table) -> sa.Select[Any]:
+    """Facts ``p_ids`` of the scope (``p_agent``, ``p_user``) with the speaker and text of the
+    event each was learnt from, in the same scope. The event's text (a CLOB on Oracle) is only
+    selected: the join is on the id columns."""
+    return (sa.select(f.c.id, ev.c.speaker, ev.c.text)
+            .select_from(f.join(ev, ev.c.id == f.c.source_event_id))
+            .where(f.c.id.in_(reads.expanding("p_ids")), f.c.agent_id == sa.bindparam("p_agent"),
+                   f.c.user_id == sa.bindparam("p_user"), ev.c.agent_id == f.c.agent_id, ev.c.user_id == f.c.user_id))
+
+
+def _others_and_texts(edges: list[Any], me: str, said: dict[str, str]) -> list[tuple[str, Optional[str], str]]:
+    """Per edge of hers whose evidence event she spoke: the other end, the evidence fact id and
+    the event's text, strongest edge first."""
+    out: list[tuple[str, Optional[str], str]] = []
+    for src, tgt, _, evidence in edges:
+        other = tgt if src == me else src
+        if other != me and evidence and str(evidence) in said:
+            out.append((other, evidence, said[str(evidence)]))
+    return out
+
+
+def _my_word_re(word: str, name: Optional[str] = None) -> re.Pattern[str]:
+    """"my <word>" (its parts apart by spaces or hyphens), then ``name`` when given ("my
+    landlord, Mr. Berg"), case-insensitive, whole words."""
+    spelled = r"[\s_-]+".join(re.escape(part) for part in word.split("_") if part)
+    tail = "" if name is None else r"\s*,?\s+" + r"\s+".join(re.escape(part) for part in name.split())
+    return re.compile(rf"(?<![\w'])my\s+{spelled}{tail}(?![\w])", re.IGNORECASE)
+
+
+def _evidence_texts(st: RetrieveState, conn: sa.Connection, found: list[_Relatives]) -> dict[str, str]:
+    """The texts of the found edges' evidence facts she may see, by fact id."""
+    ids = sorted({ev for hit in found for _, ev in hit.ends if ev})
+    if not ids:
+        return {}
     f = st.t.fact
-    ids = sorted({ev for *_, ends in found for _, ev in ends if ev})
-    said: dict[str, str] = {}
-    if ids:
-        said = {str(i): str(text) for i, text in conn.execute(
-            sa.select(f.c.id, f.c.fact_text).where(reads.visible(f, st.agent_id, st.user_id), f.c.id.in_(ids)))}
-    texts: list[str] = []
-    for start, end, word, ends in found:
-        named = [(k, ev) for k, ev in ends if k in ents and ents[k]["is_active"] and ents[k].get("display_name")]
-        # "Carol's sister", or the neutral kin word a <kin>_of mirror fact uses ("Carol's parent")
-        says = {norm(f"{reader}'s {w}") for w in (rel_words(word), KIN_CLASS.get(word, rel_words(word)))}
-        said_so = [k for k, ev in named if ev and any(p in norm(said.get(ev, "")) for p in says)]
-        rest = _WORD_RE.findall((st.query[:start] + " " + st.query[end:]).lower())
-        who = all(w in IDENTITY_WORDS for w in rest)
+    return {str(i): str(text) for i, text in conn.execute(
+        sa.select(f.c.id, f.c.fact_text).where(reads.visible(f, st.agent_id, st.user_id), f.c.id.in_(ids)))}
+
+
+def _readings(query: str, reader: str, found: list[_Relatives], ents: dict[str, dict[str, Any]],
+              said: dict[str, str]) -> list[tuple[str, bool]]:
+    """The query once per relative found: "my <word>" replaced by the relative's name, or by
+    "<reader>'s <word> <name>" when the question asks only who it is (then True: the reading
+    names the relation). Per word the relatives whose evidence fact says "<reader>'s <word>"
+    (or its neutral kin word) when some do, else all, at most :data:`RELATIVES_PER_WORD`; an
+    inactive or unnamed entity is none."""
+    texts: list[tuple[str, bool]] = []
+    for hit in found:
+        named = [(k, ev) for k, ev in hit.ends if k in ents and ents[k]["is_active"] and ents[k].get("display_name")]
+        said_so = [k for k, ev in named if ev and _says_her_word(said.get(ev, ""), reader, hit.word)]
+        who = _asks_who(query, hit)
         for k in (said_so or [k for k, _ in named])[:RELATIVES_PER_WORD]:
             name = str(ents[k]["display_name"])
-            sub = f"{reader}'s {rel_words(word)} {name}" if who else name
-            text = st.query[:start] + sub + st.query[end:]
-            if text not in texts:
-                texts.append(text)
-    return texts[:READINGS_MAX]
+            sub = f"{reader}'s {rel_words(hit.word)} {name}" if who else name
+            text = query[:hit.start] + sub + query[hit.end:]
+            if all(text != t for t, _ in texts):
+                texts.append((text, who))
+    return texts
+
+
+def _says_her_word(text: str, reader: str, word: str) -> bool:
+    """Whether ``text`` says "<reader>'s <word>" ("Carol's sister", KC-4.14's mirror fact) or its
+    neutral kin word, as a ``<kin>_of`` mirror fact does ("my father": "Carol's parent")."""
+    says = {norm(f"{reader}'s {w}") for w in (rel_words(word), KIN_CLASS.get(word, rel_words(word)))}
+    return any(p in norm(text) for p in says)
+
+
+def _asks_who(query: str, hit: _Relatives) -> bool:
+    """Whether the query's words other than "my <word>" only ask who it is (:data:`IDENTITY_WORDS`)."""
+    rest = _WORD_RE.findall((query[:hit.start] + " " + query[hit.end:]).lower())
+    return all(w in IDENTITY_WORDS for w in rest)
 
 
 def resolve_keys(st: RetrieveState, conn: sa.Connection) -> tuple[list[str], bool]:
@@ -316,13 +454,18 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
     given here: the caller gives it where the pipeline's warnings expect it). Run as a task
     beside the first reads: the embedder works on the pool meanwhile."""
     texts = [st.query]
-    readings: list[str] = []  # "my <word>" as her relative, "my <attribute>" as hers (KC-5.4 [ext])
+    relation: list[str] = []  # "my <word>" as the relation with her relative (KC-5.4 [ext])
+    about: list[str] = []  # "my <word>" as her relative's name, "my <attribute>" as hers
     if st.reader is not None:  # KC-5.4 [ext]: I/me read as the reader, then "my" too; each once
-        readings = [in_third_person(q, st.reader) for q in st.relatives]
-        own = in_third_person_attributes(st.query, st.reader)
-        if own != in_third_person(st.query, st.reader):
-            readings.append(own)
-        for text in (in_third_person(st.query, st.reader), in_third_person_possessive(st.query, st.reader), *readings):
+        third = in_third_person(st.query, st.reader)
+        for q in st.relatives:
+            text = in_third_person(q, st.reader)
+            if text not in relation and text not in about:
+                (relation if q in st.relation_readings else about).append(text)
+        attributes = in_third_person_attributes(st.query, st.reader)
+        if attributes != third and attributes not in relation and attributes not in about:
+            about.append(attributes)
+        for text in (third, in_third_person_possessive(st.query, st.reader), *relation, *about):
             if text not in texts:
                 texts.append(text)
     try:
@@ -333,16 +476,19 @@ async def embed_query(st: RetrieveState) -> Optional[str]:
         vectors = dict(zip(texts, arr))
         st.qvec = vectors[st.query]
         if st.reader is not None:
-            third = vectors[in_third_person(st.query, st.reader)]
+            third_vec = vectors[in_third_person(st.query, st.reader)]
             mine = vectors[in_third_person_possessive(st.query, st.reader)]
-            st.fact_qvec = None if third is st.qvec else third
-            st.reading_qvecs = [vectors[q] for q in dict.fromkeys(readings)]
+            st.fact_qvec = None if third_vec is st.qvec else third_vec
+            st.reading_qvecs = [vectors[q] for q in relation]
+            st.about_qvecs = [vectors[q] for q in about]
             # the fallback reading already searched as an attribute reading ("what is my job?"): once
-            st.mine_qvec = None if mine is third or any(mine is v for v in st.reading_qvecs) else mine
+            searched = [third_vec, *st.reading_qvecs, *st.about_qvecs]
+            st.mine_qvec = None if any(mine is v for v in searched) else mine
         return None
     except Exception as exc:  # noqa: BLE001 - KC-7.6: semantic and event signals turn off
         st.qvec = st.fact_qvec = st.mine_qvec = None
         st.reading_qvecs = []
+        st.about_qvecs = []
         return f"embedding: {type(exc).__name__}: {exc}; semantic and event signals off"
 
 
@@ -378,7 +524,12 @@ def below_similarity(min_similarity: float) -> float:
     return max(0.0, 1.0 - min_similarity + 1e-9)
 
 
-async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[Any]:
+async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list[str]]) -> list[tuple[Any, float, float]]:
+    """The semantic signal's store hits, nearest first, at most ``pool``: per fact its record,
+    its distance to the nearest of the query's vectors that count for every fact and its
+    distance to the nearest reading about her or a relative of hers
+    (:attr:`RetrieveState.about_qvecs`), which counts only for a fact that is not a relation's
+    mirror fact (``math.inf``: not found that way)."""
     if st.qvec is None:
         return []
 
@@ -389,21 +540,24 @@ async def semantic_hits(st: RetrieveState, pool: int, filter_keys: Optional[list
         )
 
     vectors = [st.qvec] + ([] if st.fact_qvec is None else [st.fact_qvec]) + list(st.reading_qvecs)
-    if len(vectors) == 1:
-        hits = await search(st.qvec)
+    about = list(st.about_qvecs)
+    if len(vectors) + len(about) == 1:
+        hits = [(r, float(d), math.inf) for r, d in await search(st.qvec)]
     else:
         # KC-5.4 [ext]: a fact's similarity is the largest of the query's as spoken, as read in
         # the third person, with "my <word>" read as her relative's name and with "my
         # <attribute>" read as hers, so no fact scores below what the query as spoken gives it
-        found = await asyncio.gather(*(search(v) for v in vectors))
-        best: dict[str, tuple[Any, float]] = {}
-        for record, distance in [(r, float(d)) for hits_ in found for r, d in hits_]:
-            if record.id not in best or distance < best[record.id][1]:
-                best[record.id] = (record, distance)
-        hits = sorted(best.values(), key=lambda h: (h[1], h[0].record_type, h[0].id))[:pool]
+        found = await asyncio.gather(*(search(v) for v in vectors + about))
+        best: dict[str, tuple[Any, float, float]] = {}
+        for i, hits_ in enumerate(found):
+            for record, d in hits_:
+                _, every, of_about = best.get(record.id, (record, math.inf, math.inf))
+                best[record.id] = ((record, min(every, float(d)), of_about) if i < len(vectors)
+                                   else (record, every, min(of_about, float(d))))
+        hits = sorted(best.values(), key=lambda h: (min(h[1], h[2]), h[0].record_type, h[0].id))[:pool]
     if not hits and st.mine_qvec is not None:
         # KC-5.4 [ext]: nothing found; "my" read as the reader's too ("what is my job?")
-        hits = await search(st.mine_qvec)
+        hits = [(r, float(d), math.inf) for r, d in await search(st.mine_qvec)]
     return hits
 
 
@@ -427,13 +581,21 @@ async def direct_signals(st: RetrieveState, pool: int, filter_keys: Optional[lis
     read (a fact found by both is read once), then the pattern rows (KC-5.2). Returns the
     number of candidates each signal added to."""
     sem_hits, kw_hits = await asyncio.gather(semantic_hits(st, pool, filter_keys), keyword_hits(st, pool, filter_keys, expanded))
-    ids = [r.id for r, _ in sem_hits] + [r.id for r, _ in kw_hits]
+    ids = [r.id for r, _, _ in sem_hits] + [r.id for r, _ in kw_hits]
     rows = await st.read(lambda c: st.facts_by_ids(c, ids)) if ids else {}
     sem = 0
-    for rec, dist in sem_hits:
-        sim = 1.0 - float(dist)
+    for rec, dist, about_dist in sem_hits:
         row = rows.get(rec.id)
-        if row is None or sim < st.cfg.min_similarity or not fact_visible(row, st.view):
+        if row is None:
+            continue
+        # KC-5.4 [ext]: "my <attribute>" read as hers is about her, "my <word>" read as her
+        # relative's name about the relative, neither about the relation between them: "what is
+        # Sofia's job?" is nearer "Ines is Sofia's partner" than her job, "what did Dr. Keller
+        # assign?" nearer "Dr. Keller manages Jonas" than what he assigned
+        if row.get("source_context") != MIRROR_SOURCE_CONTEXT:
+            dist = min(dist, about_dist)
+        sim = 1.0 - float(dist)
+        if sim < st.cfg.min_similarity or not fact_visible(row, st.view):
             continue
         if float(row["confidence"]) < st.cfg.min_confidence:
             continue

@@ -72,9 +72,17 @@ class RetrieveState:
     #: the query with "my <word>" read as the entity her graph relates her to by that word
     #: ("what does my sister do?" -> "what does Dana do?"; KC-5.4 [ext]; empty: no such word)
     relatives: list[str] = field(default_factory=list)
-    #: the vectors of those readings and of the query with "my <attribute>" read as hers ("what's
-    #: my job?" -> "what's Carol's job?"), searched with the two above (empty: none, no reader)
+    #: those of :attr:`relatives` that name the relation with her, for a question that asks
+    #: only who the relative is ("who is Carol's sister Dana?"; set by ``reader_relatives``)
+    relation_readings: set[str] = field(default_factory=set)
+    #: the vectors of the relation readings, searched with the two above (empty: none, no reader)
     reading_qvecs: list[np.ndarray] = field(default_factory=list)
+    #: the vectors of the readings about her or about a relative of hers, not about the relation
+    #: between them: the other relatives readings ("what does Dana do?") and the query with "my
+    #: <attribute>" read as hers ("what's my job?" -> "what's Carol's job?"). Searched with the
+    #: ones above, their similarity is not given to a relation's mirror fact ("Ines is Carol's
+    #: partner": the names in the reading lift it above her job, or above what Ines does)
+    about_qvecs: list[np.ndarray] = field(default_factory=list)
     plan: RetrievalPlan = field(default_factory=RetrievalPlan)
 
     def __post_init__(self) -> None:

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from ..db import queries as reads
 from ..errors import LLMError, plain_text
 from ..model import Decision, XFact, XRelation, new_id
-from .relations import mirror_text
+from .relations import MIRROR_SOURCE_CONTEXT, mirror_text
 from ..text import (
     contains_words,
     norm,
@@ -265,7 +265,7 @@ def mirror_facts(run: WriteRun, rels: list[XRelation]) -> list[XFact]:
             category=None,
             confidence=float(run.cfg.mirror_fact_confidence),
             importance=0.5,
-            source_context="inferred_from_relation",
+            source_context=MIRROR_SOURCE_CONTEXT,
             mirror=True,
             subject_key=r.source_key,
             subject_name=src,

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 
 __all__ = ["CANONICAL_REL_TYPES", "IDENTITY_REL_TYPES", "ROLE_NOUNS", "SYMMETRIC_REL_TYPES", "INVERSE_REL_TYPES",
-           "clean_rel_type", "normalize_rel_type", "rel_words", "mirror_text"]
+           "MIRROR_SOURCE_CONTEXT", "clean_rel_type", "normalize_rel_type", "rel_words", "mirror_text"]
 
 CANONICAL_REL_TYPES = frozenset(
     {"reports_to", "manages", "member_of", "works_with", "works_at", "family_of", "friend_of", "partner_of",
      "lives_in", "owns", "studies_at"}
 )
 IDENTITY_REL_TYPES = frozenset({"same_as", "also_known_as", "nickname_of", "alias_of"})
+#: the ``source_context`` of a relation's mirror fact (KC-4.14)
+MIRROR_SOURCE_CONTEXT = "inferred_from_relation"
 
 #: kinship nouns past parents, children, siblings and spouses (KC-4.14: all are family_of)
 _KIN_NOUNS = ("grandparent grandmother grandfather grandchild grandson granddaughter aunt uncle niece nephew cousin "
