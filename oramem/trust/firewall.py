@@ -42,6 +42,7 @@ import dataclasses
 import re
 import threading
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence, runtime_checkable
 
@@ -78,11 +79,11 @@ _DETECTOR_NAME = re.compile(r"^[a-z][a-z0-9_]*\.[a-z0-9_.]{1,60}$")
 #: OpenAI Agents SDK and ``store.add(roles=...)`` use, so one policy rates one speaker the
 #: same whichever adapter wrote it (SC-15.4). Only a source taken from the role is mapped;
 #: the stored role and a metadata ``source`` stay as written.
-ROLE_SOURCES: Mapping[str, str] = {
+ROLE_SOURCES: Mapping[str, str] = MappingProxyType({
     "human": "user", "ai": "assistant",
     "HumanMessageChunk": "user", "AIMessageChunk": "assistant", "SystemMessageChunk": "system",
     "ToolMessageChunk": "tool", "FunctionMessageChunk": "function", "ChatMessageChunk": "chat",
-}
+})
 
 
 class FirewallRejected(StoreError, ValueError):
