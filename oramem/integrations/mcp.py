@@ -258,9 +258,10 @@ def _closed_thread(thread_id: str) -> str:
     doc): the same words for another user's conversation and for a thread of records of no
     user only, so a refused id says nothing about who wrote there."""
     return (
-        f"thread {thread_id!r} is not open to this client: it writes only into a new thread or a conversation of its "
-        "own scope (never into a thread holding another user's records; a client of one user, not into a thread of "
-        "records of no user only either)"
+        f"thread {thread_id!r} is not open to this client, so nothing was written. Give a thread id of your own: a new "
+        "one, or one of this client's conversations. A client never writes into a thread that holds another user's "
+        "records, and a client of one user (a server started with --user) never into a thread that holds only "
+        "records of no user, such as the agent's shared conversation"
     )
 
 
@@ -443,7 +444,9 @@ def build_server(
         if user is not None and nobodys and not mine:
             # erasing her would then take the thread whole, the records of nobody in it too (SC-13.3)
             return _closed_thread(thread_id)
-        return default_session_refusal(thread_id, user, agent)  # new or not: another scope's default session
+        # new or not: another scope's default session
+        refusal = default_session_refusal(thread_id, user, agent)
+        return None if refusal is None else refusal + " (use a thread id of your own)"
 
     refuse_unknown = _RefuseUnknownArguments()
     server = _Server(
@@ -499,7 +502,7 @@ def build_server(
             async with store.transaction_async():  # the check and the write commit together
                 refusal = await thread_refusal(thread_id, chosen["user_id"], chosen["agent_id"])
                 if refusal is not None:
-                    raise ValueError(refusal + " (use a thread id of your own)")
+                    raise ValueError(refusal)
                 ids = await write()
         return {"id": ids[0], "record_type": record_type}
 

@@ -79,3 +79,30 @@ async def test_sent_anyway_they_are_still_refused_for_another_scope(kstore):
         assert result.is_error
         assert result.content[0].text == "get_memory has no argument 'colour'; it accepts: record_id, record_type"
     assert [r.content for r in store.list("memory", limit=None)] == ["alice likes tea"]
+
+
+async def test_the_thread_refusal_says_what_to_do_in_the_same_words_for_both_closed_threads(kstore):
+    """adp38, from trial33: the refusal's last clause was garbled ("a client of one user, not
+    into a thread of records of no user only either"). It now says nothing was written, what
+    to give instead and the two rules; still one text whichever rule closed the thread (red24:
+    it must not tell whose records are there)."""
+    store, _ = kstore
+    store.add(["bob's words"], "message", thread_ids="bob-chat", user_ids="bob")
+    store.add(["the hotel opens at 7"], "message", thread_ids="lobby", agent_ids="desk", roles="assistant")
+    async with Client(build_server(store, user_id="alice", agent_id="desk")) as alice:
+        texts = []
+        for thread in ("bob-chat", "lobby"):
+            result = await alice.call_tool("add_memory", {"text": "hello", "thread_id": thread})
+            assert result.is_error
+            texts.append(result.content[0].text)
+        # the default session of another scope: its own message, with what to do
+        result = await alice.call_tool("add_memory", {"text": "hello", "thread_id": "kg-default-other"})
+        assert result.is_error and result.content[0].text.endswith(" (use a thread id of your own)")
+    assert texts[0] == texts[1].replace("'lobby'", "'bob-chat'")
+    assert texts[0] == (
+        "Error executing tool add_memory: thread 'bob-chat' is not open to this client, so nothing was written. Give a thread id of your own: a new "
+        "one, or one of this client's conversations. A client never writes into a thread that holds another user's "
+        "records, and a client of one user (a server started with --user) never into a thread that holds only "
+        "records of no user, such as the agent's shared conversation")
+    assert "either" not in texts[0] and "(use a thread id" not in texts[0]
+    assert sorted(r.content for r in store.list("message", limit=None)) == ["bob's words", "the hotel opens at 7"]
