@@ -38,7 +38,8 @@ A call with an argument the tool does not define is refused (nothing is silently
   user has records, and cannot erase anything.
 - Only with ``allow_scope_per_call=True`` (``--allow-scope-per-call``) may a call pass its own
   ``user_id`` / ``agent_id`` (a trusted orchestrator serving several users: the rules above
-  then apply to the scope the call names); without it a call naming another scope is refused.
+  then apply to the scope the call names); without it a call naming another scope is refused,
+  and the tools' schemas (``tools/list``) leave ``user_id`` / ``agent_id`` out.
 
 Over HTTP the server requires a bearer token (``build_server(..., token=...)``; ``oramem mcp``
 always sets one, see the README's "Several users"), checked in constant time through the SDK's
@@ -197,7 +198,10 @@ class _RefuseUnknownArguments:
 
     async def _accepted_for(self, name: str) -> Optional[frozenset[str]]:
         if name not in self._accepted:
-            for tool in await self.server.list_tools():
+            # every argument the tool's function takes, those the schemas leave out too (the
+            # scope arguments of a server without per-call scope: the tool refuses another
+            # scope with a message saying how to allow it)
+            for tool in await self.server.all_tools():
                 self._accepted[tool.name] = frozenset((tool.input_schema or {}).get("properties", {}))
         return self._accepted.get(name)
 
@@ -207,12 +211,46 @@ class _RefuseUnknownArguments:
             accepted = await self._accepted_for(str(params.get("name")))
             unknown = sorted(set(params["arguments"]) - accepted) if accepted is not None else []
             if unknown:
+                shown = sorted((accepted or frozenset()) - self.server.hidden_arguments)
                 text = (
                     f"{params.get('name')} has no argument {', '.join(map(repr, unknown))}; it accepts: "
-                    f"{', '.join(sorted(accepted or ())) or 'no arguments'}"
+                    f"{', '.join(shown) or 'no arguments'}"
                 )
                 return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         return await call_next(ctx)
+
+
+#: the arguments that name a call's scope; a server without per-call scope leaves them out of
+#: its tools' schemas (adp38, from trial33: an LLM client saw arguments it would always be
+#: refused for) and still refuses another scope when a client sends them anyway
+_SCOPE_ARGUMENTS = frozenset({"user_id", "agent_id"})
+
+
+def _without_arguments(schema: Any, names: frozenset[str]) -> Any:
+    """A copy of a tool's input schema without the properties ``names``."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return schema
+    out = dict(schema, properties={k: v for k, v in schema["properties"].items() if k not in names})
+    if isinstance(schema.get("required"), list):
+        out["required"] = [k for k in schema["required"] if k not in names]
+    return out
+
+
+class _Server(MCPServer):
+    """The SDK's server whose ``tools/list`` leaves ``hidden_arguments`` out of the tools'
+    input schemas; :meth:`all_tools` lists them whole (what the tools' functions take)."""
+
+    hidden_arguments: frozenset[str] = frozenset()
+
+    async def all_tools(self) -> list[Any]:
+        return await super().list_tools()
+
+    async def list_tools(self) -> list[Any]:
+        tools = await super().list_tools()
+        if not self.hidden_arguments:
+            return tools
+        return [t.model_copy(update={"input_schema": _without_arguments(t.input_schema, self.hidden_arguments)})
+                for t in tools]
 
 
 def _closed_thread(thread_id: str) -> str:
@@ -220,9 +258,10 @@ def _closed_thread(thread_id: str) -> str:
     doc): the same words for another user's conversation and for a thread of records of no
     user only, so a refused id says nothing about who wrote there."""
     return (
-        f"thread {thread_id!r} is not open to this client: it writes only into a new thread or a conversation of its "
-        "own scope (never into a thread holding another user's records; a client of one user, not into a thread of "
-        "records of no user only either)"
+        f"thread {thread_id!r} is not open to this client, so nothing was written. Give a thread id of your own: a new "
+        "one, or one of this client's conversations. A client never writes into a thread that holds another user's "
+        "records, and a client of one user (a server started with --user) never into a thread that holds only "
+        "records of no user, such as the agent's shared conversation"
     )
 
 
@@ -405,15 +444,19 @@ def build_server(
         if user is not None and nobodys and not mine:
             # erasing her would then take the thread whole, the records of nobody in it too (SC-13.3)
             return _closed_thread(thread_id)
-        return default_session_refusal(thread_id, user, agent)  # new or not: another scope's default session
+        # new or not: another scope's default session
+        refusal = default_session_refusal(thread_id, user, agent)
+        return None if refusal is None else refusal + " (use a thread id of your own)"
 
     refuse_unknown = _RefuseUnknownArguments()
-    server = MCPServer(
+    server = _Server(
         name,
         instructions=_instructions(disabled),
         middleware=[refuse_unknown],
         **auth,
     )
+    if not allow_scope_per_call:
+        server.hidden_arguments = _SCOPE_ARGUMENTS
     refuse_unknown.server = server
 
     @server.tool()
@@ -459,7 +502,7 @@ def build_server(
             async with store.transaction_async():  # the check and the write commit together
                 refusal = await thread_refusal(thread_id, chosen["user_id"], chosen["agent_id"])
                 if refusal is not None:
-                    raise ValueError(refusal + " (use a thread id of your own)")
+                    raise ValueError(refusal)
                 ids = await write()
         return {"id": ids[0], "record_type": record_type}
 

@@ -42,6 +42,7 @@ import dataclasses
 import re
 import threading
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence, runtime_checkable
 
@@ -52,6 +53,7 @@ __all__ = [
     "CATEGORIES",
     "VERDICT_KEY",
     "OPTION_NAME",
+    "ROLE_SOURCES",
     "Detector",
     "Finding",
     "FirewallPolicy",
@@ -72,6 +74,16 @@ VERDICT_KEY = "oramem_firewall"
 OPTION_NAME = "firewall"
 _TRUST_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 _DETECTOR_NAME = re.compile(r"^[a-z][a-z0-9_]*\.[a-z0-9_.]{1,60}$")
+#: message roles that name the same speaker as another role: LangChain's message types (its
+#: chat history stores ``human``/``ai``, and a streamed chunk's class name) as the roles the
+#: OpenAI Agents SDK and ``store.add(roles=...)`` use, so one policy rates one speaker the
+#: same whichever adapter wrote it (SC-15.4). Only a source taken from the role is mapped;
+#: the stored role and a metadata ``source`` stay as written.
+ROLE_SOURCES: Mapping[str, str] = MappingProxyType({
+    "human": "user", "ai": "assistant",
+    "HumanMessageChunk": "user", "AIMessageChunk": "assistant", "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool", "FunctionMessageChunk": "function", "ChatMessageChunk": "chat",
+})
 
 
 class FirewallRejected(StoreError, ValueError):
@@ -308,7 +320,9 @@ class FirewallPolicy:
     ``redact``, ``flag``, ``allow``). ``detectors``: names of registered custom detectors
     to run too. ``trust``: source label -> trust label; ``default_trust``: the label of
     other sources. A record's source is its metadata ``"source"`` when that is a string,
-    else its role (messages), else ``"api"``. A flagged record's trust is ``"untrusted"``."""
+    else its role (messages; LangChain's ``human`` and ``ai`` are the sources ``user`` and
+    ``assistant``, :data:`ROLE_SOURCES`), else ``"api"``. A flagged record's trust is
+    ``"untrusted"``."""
 
     secret: str = "redact"
     instruction: str = "flag"
@@ -505,7 +519,7 @@ def screen_record(
     md = None if metadata is None else s.value(dict(metadata))
     source = metadata.get("source") if metadata is not None else None
     if not isinstance(source, str) or not _TRUST_LABEL.match(source):
-        source = role if isinstance(role, str) and _TRUST_LABEL.match(role) else "api"
+        source = ROLE_SOURCES.get(role, role) if isinstance(role, str) and _TRUST_LABEL.match(role) else "api"
     verdict = "flagged" if s.flagged else "redacted" if s.redacted else "clean"
     trust = "untrusted" if s.flagged else policy.trust.get(source, policy.default_trust)
     stamped = dict(md or {})

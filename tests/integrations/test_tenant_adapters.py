@@ -141,12 +141,26 @@ async def test_vector_store_delete_is_false_when_nothing_of_its_scope_was_delete
     (b1,) = bob.add_texts(["bob doc"])
     assert bob.delete([a1]) is False and await bob.adelete([a1, a2]) is False
     assert [d.id for d in alice.get_by_ids([a1, a2])] == [a1, a2]
-    assert bob.delete(["no-such-id"]) is False and bob.delete([]) is False
+    assert bob.delete(["no-such-id"]) is False
     # mixed: its own record goes, the other scope's stays, and the answer says not all went
     assert bob.delete([b1, a1]) is False
     assert bob.get_by_ids([b1]) == [] and [d.id for d in alice.get_by_ids([a1])] == [a1]
     assert alice.delete([a1, a1]) is True and await alice.adelete([a2]) is True
     assert alice.delete([a1]) is False  # already gone
+
+
+async def test_vector_store_delete_of_no_ids_is_a_success(store):
+    """LangChain's VectorStore.delete: "True if deletion is successful, False otherwise"; an
+    empty list asks for nothing and nothing fails, so True, sync and async, and nothing is
+    deleted (adp38, from trial33: it returned False, what LangChain reads as a failed delete;
+    its indexing API raises IndexingException on one). ``None`` (LangChain: delete all) stays
+    refused."""
+    bob = OramemVectorStore(store, user_id="bob")
+    (b1,) = bob.add_texts(["bob doc"])
+    assert bob.delete([]) is True and await bob.adelete([]) is True and bob.delete(ids=[]) is True
+    assert [d.id for d in bob.get_by_ids([b1])] == [b1]
+    with pytest.raises(ValueError, match="delete needs ids"):
+        bob.delete()
 
 
 # ---------------------------------------------------------------------------- probes: these held
