@@ -321,7 +321,7 @@ class FirewallPolicy:
     to run too. ``trust``: source label -> trust label; ``default_trust``: the label of
     other sources. A record's source is its metadata ``"source"`` when that is a string,
     else its role (messages; LangChain's ``human`` and ``ai`` are the sources ``user`` and
-    ``assistant``, :data:`ROLE_SOURCES`), else ``"api"``. A flagged record's trust is
+    ``assistant``, :data:`ROLE_SOURCES`, unless ``trust`` names the role itself), else ``"api"``. A flagged record's trust is
     ``"untrusted"``."""
 
     secret: str = "redact"
@@ -506,6 +506,13 @@ class _Screen:
                 for f in scan(f"{key}={value}", [self.assignment]) if f.start >= shift]
 
 
+def _role_source(policy: FirewallPolicy, role: str) -> str:
+    """The source a message role names: the role itself when the policy rates it by name (a
+    policy written for LangChain's ``{"human": "high"}`` keeps rating those turns, never
+    silently falling to ``default_trust``), else its :data:`ROLE_SOURCES` alias, else the role."""
+    return role if role in policy.trust else ROLE_SOURCES.get(role, role)
+
+
 def screen_record(
     policy: FirewallPolicy, detectors: Sequence[Detector], texts: Sequence[Optional[str]],
     metadata: Optional[Mapping[str, Any]], role: Optional[str],
@@ -519,7 +526,7 @@ def screen_record(
     md = None if metadata is None else s.value(dict(metadata))
     source = metadata.get("source") if metadata is not None else None
     if not isinstance(source, str) or not _TRUST_LABEL.match(source):
-        source = ROLE_SOURCES.get(role, role) if isinstance(role, str) and _TRUST_LABEL.match(role) else "api"
+        source = _role_source(policy, role) if isinstance(role, str) and _TRUST_LABEL.match(role) else "api"
     verdict = "flagged" if s.flagged else "redacted" if s.redacted else "clean"
     trust = "untrusted" if s.flagged else policy.trust.get(source, policy.default_trust)
     stamped = dict(md or {})

@@ -196,6 +196,22 @@ def test_message_role_is_the_source_when_metadata_has_none(tmp_path):
         assert labels == ["high", "low"]
 
 
+def test_langchain_role_aliases_are_rated_as_the_speaker_unless_the_policy_names_them(tmp_path):
+    """SC-15.4: the roles LangChain's history stores (``human``/``ai``) are rated as the speaker
+    they name; a policy that names such a role itself keeps rating it by that name (a policy
+    written for LangChain before the aliases must not fall silently to its default_trust)."""
+    with _store(tmp_path, schema_policy="create_if_necessary") as s:
+        s.set_firewall(FirewallPolicy(trust={"user": "high", "assistant": "medium"}, default_trust="low"))
+        ids = s.add(["hi", "hello"], "message", thread_ids="t1", user_ids="alice", roles=["human", "ai"])
+        got = [s.get("message", rid) for rid in ids]
+        assert [(r.role, r.metadata[VERDICT_KEY]["source"], r.metadata[VERDICT_KEY]["trust"]) for r in got] == [
+            ("human", "user", "high"), ("ai", "assistant", "medium")]
+        s.set_firewall(FirewallPolicy(trust={"human": "high", "user": "medium"}, default_trust="low"))
+        rid = s.add(["again"], "message", thread_ids="t1", user_ids="alice", roles=["human"])[0]
+        verdict = s.get("message", rid).metadata[VERDICT_KEY]
+        assert (verdict["source"], verdict["trust"]) == ("human", "high")
+
+
 def test_the_verdict_key_is_reserved_even_without_a_policy(tmp_path):
     with _store(tmp_path, schema_policy="create_if_necessary") as s:
         with pytest.raises(ValueError, match="reserved for the write-time firewall"):
