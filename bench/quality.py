@@ -606,7 +606,7 @@ TITLES = {
     "memories": "Personal memories set (`bench/memories.jsonl`, one shared haystack of every memory)",
     "chat": "Held-out chat set (`bench/chat.jsonl`: eight users' chats with an assistant, one shared haystack of every turn)",
     "chat2": "Second held-out chat set (`bench/chat2.jsonl`: nine users' chats with an assistant, one shared haystack of every turn)",
-    "chat3": "Third held-out chat set (`bench/chat3.jsonl`: nine users' chats with an assistant, long turns and threads shared by two users, one shared haystack of every turn)",
+    "chat3": "Third held-out chat set (`bench/chat3.jsonl`: twelve users' chats with an assistant, long turns and threads shared by two users, one shared haystack of every turn)",
     "longtext": "Long-text set (`bench/longtext.py`: a fact at the start, middle or end of a long record; one shared haystack)",
 }
 GATE = ("recall@1", "recall@5", "recall@10", "mrr")
