@@ -45,6 +45,8 @@ from typing import Any, Iterable, Optional, Sequence
 
 from . import check_scope_ids, check_store, require
 from ._colour import call, run_async, run_async_in_transaction, run_sync, run_sync_in_transaction
+from ..normalize import check_record_type
+from ..types import SearchStrategy
 from ..threads import write_refusal
 from ..trust.firewall import VERDICT_KEY
 from ._threads import ThreadScope
@@ -460,6 +462,16 @@ class OramemRetriever(BaseRetriever):
         check_scope_ids(("user_id", self.user_id), ("agent_id", self.agent_id), ("thread_id", self.thread_id))
         if isinstance(self.k, bool) or self.k < 1:
             raise ValueError(f"k must be an int >= 1 (the number of documents an invoke returns), got {self.k!r}")
+        # the search options too, as the store reads them (a misspelt strategy or record type
+        # failed at every invoke; whether this store can answer the strategy is still the
+        # search's to say, SC-6.6)
+        if self.strategy is not None:
+            SearchStrategy.coerce(self.strategy, "strategy")
+        if self.record_types is not None:
+            if not self.record_types:
+                raise ValueError("record_types is empty; leave it out (None) to search every type")
+            for record_type in self.record_types:
+                check_record_type(record_type, allow_thread=False)
         return self
 
     def _plan(self, query: str, k: Optional[int]):

@@ -104,6 +104,22 @@ def test_retriever_refuses_k_below_one_when_built(store, k):
     assert len(langchain.OramemRetriever(store=store, k=1).invoke("tea")) == 1
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    ({"strategy": "semantic"}, r"strategy='semantic' is not valid"),
+    ({"record_types": ["memories"]}, r"unknown record_type 'memories'"),
+    ({"record_types": ["thread"]}, r"unknown record_type 'thread'"),
+    ({"record_types": []}, r"record_types is empty"),
+])
+def test_retriever_refuses_unknown_search_options_when_built(store, options, message):
+    """A misspelt strategy or record type was accepted when built and failed at every invoke."""
+    langchain = _adapter("oramem.integrations.langchain")
+    with pytest.raises(ValueError, match=message):
+        langchain.OramemRetriever(store=store, user_id="alice", **options)
+    store.add(["Alice drinks tea"], "memory", user_ids="alice")
+    kept = langchain.OramemRetriever(store=store, user_id="alice", strategy="keyword", record_types=["memory"])
+    assert [d.page_content for d in kept.invoke("tea")] == ["Alice drinks tea"]
+
+
 def test_from_texts_takes_an_oramem_embedder(tmp_path):
     langchain = _adapter("oramem.integrations.langchain")
     path = tmp_path / "lc.db"
