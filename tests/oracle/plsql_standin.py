@@ -64,6 +64,8 @@ class StoreStandIn:
 
                 raise db_error(20002, f"update request.{member} is read with \"retrieval\": \"{reader}\" only "
                                       f"(retrieval is {retrieval}, so it would be ignored)")
+        if "ttl" in req:
+            self._check_ttl(req["record_type"], req["ttl"], "update request.ttl")
         rec = self.records.get((req["record_type"], req["record_id"]))
         if rec is None:
             return 0
@@ -142,6 +144,30 @@ class StoreStandIn:
         for i, chunk in enumerate(obj.get("chunks") or ()):
             if isinstance(chunk, dict):
                 cls._unknown(chunk, cls.CHUNK_KEYS, f"{where}.chunks[{i}]")
+
+    @classmethod
+    def _check_ttl(cls, record_type: str, ttl: Any, where: str) -> None:
+        """update_json's ttl checks, run before the record is looked up (fake39, after left36):
+        the type takes a ttl (-20001), the ttl is an object (-20002) of known members
+        (-20002), days an integer >= 0 or null, anchor created_at or timestamp (check_ttl)."""
+        from .fakes import db_error
+
+        if record_type not in cls.SCOPED_TYPES:
+            raise db_error(20001, "ttl applies only to message, memory, guideline, fact and preference records")
+        if not isinstance(ttl, dict):
+            raise db_error(20002, f'{where} must be {{"days": n|null, "anchor": ...}}')
+        cls._unknown(ttl, cls.TTL_KEYS, where)
+        days = ttl.get("days")
+        if days is not None:
+            if isinstance(days, bool) or not isinstance(days, (int, float)):
+                raise db_error(20002, f"{where}.days must be an integer or null")
+            if days < 0 or days != int(days):
+                raise db_error(20001, f"{where}.days must be an integer >= 0")
+        anchor = ttl.get("anchor")
+        if anchor is not None and not isinstance(anchor, str):
+            raise db_error(20002, f"{where}.anchor must be a string or null")
+        if (anchor or "created_at").lower() not in ("created_at", "timestamp"):
+            raise db_error(20001, f"{where}.anchor must be created_at or timestamp")
 
     @staticmethod
     def _unknown(req: dict, known: set, what: str) -> None:
