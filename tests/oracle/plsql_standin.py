@@ -206,8 +206,42 @@ class StoreStandIn:
                                       "(SC-3.3: the store's list ignores a scope for them)")
             rows = [r for r in rows if (r.get(f"{dim}_id") == scope.get("value") if match == "equals"
                                         else r.get(f"{dim}_id") is None)]
+        if "metadata_filter" in req:
+            rows = self._filtered(rows, req["metadata_filter"])
         rows.sort(key=lambda r: r["seq_no"])
         return json.dumps(rows[-int(req.get("limit") or len(rows) or 1):])
+
+
+    @staticmethod
+    def _filtered(rows: list, metadata_filter: Any) -> list:
+        """list_json's ``metadata_filter`` (fake39): null keeps the records without metadata
+        (``r.metadata IS NULL``), an object keeps those it matches, anything else is -20004;
+        an invalid filter is -20004 whether or not a row is left. A filter is evaluated by the
+        SQLite engine's own compiler (:func:`oramem.sqlite.filters_sql.compile_filter` over
+        the metadata as that engine stores it, :func:`oramem.sqlite.records.dump_metadata`),
+        in an in-memory database of the engine's SQLite build, so the stand-in has no filter
+        language of its own."""
+        from contextlib import closing
+
+        from oramem.filters import validate_filter
+        from oramem.sqlite._sqlite import sqlite3
+        from oramem.sqlite.filters_sql import compile_filter
+        from oramem.sqlite.records import dump_metadata
+
+        from .fakes import db_error
+
+        if metadata_filter is None:
+            return [r for r in rows if r.get("metadata") is None]
+        if not isinstance(metadata_filter, dict):
+            raise db_error(20004, "metadata_filter must be a JSON object or null")
+        try:
+            sql, params = compile_filter(validate_filter(metadata_filter), column="m.metadata")
+        except (ValueError, TypeError) as exc:
+            raise db_error(20004, f"metadata_filter: {exc}") from None
+        with closing(sqlite3.connect(":memory:")) as db:
+            query = f"SELECT {sql} FROM (SELECT :standin_metadata AS metadata) m"
+            return [r for r in rows
+                    if db.execute(query, {**params, "standin_metadata": dump_metadata(r.get("metadata"))}).fetchone()[0]]
 
 
 class CatalogStandIn:
