@@ -238,6 +238,29 @@ AS
       RETURN l_arr.to_clob;
    END get_vector;
 
+   -- A ttl member's own checks, which need no record ({"days": n|null, "anchor": ...}): its
+   -- members, days (an integer >= 0 or null) and anchor. update_json runs it before the record
+   -- is looked up (fake39, after left36): a bad ttl is refused whether or not the record exists,
+   -- where before an unknown member on a missing record answered 0 instead of -20002.
+   PROCEDURE check_ttl(
+      in_ttl     IN  JSON_OBJECT_T,
+      in_where   IN  VARCHAR2,
+      out_days   OUT NUMBER,
+      out_anchor OUT VARCHAR2
+   )
+   IS
+   BEGIN
+      -- the two members the ttl reads, and no other (left36, after red32): an unknown one was
+      -- ignored, so {"days": 3, "anchor_at": "timestamp"} counted from created_at and
+      -- {"ttl_days": 3} stored a record that never expires
+      oramem_filter.check_keys(in_ttl, 'days,anchor', in_where);
+      out_days   := get_count(in_ttl, 'days', in_where);
+      out_anchor := LOWER(NVL(get_text(in_ttl, 'anchor', in_where, 32), 'created_at'));
+      IF out_anchor NOT IN ('created_at', 'timestamp') THEN
+         bad_argument(in_where || '.anchor must be created_at or timestamp');
+      END IF;
+   END check_ttl;
+
    -- expires_at from a ttl member ({"days": n|null, "anchor": "created_at"|"timestamp"}).
    FUNCTION ttl_expiry(
       in_ttl        IN JSON_OBJECT_T,
@@ -250,15 +273,7 @@ AS
       l_anchor VARCHAR2(32 CHAR);
       l_base   TIMESTAMP(6);
    BEGIN
-      -- the two members the ttl reads, and no other (left36, after red32): an unknown one was
-      -- ignored, so {"days": 3, "anchor_at": "timestamp"} counted from created_at and
-      -- {"ttl_days": 3} stored a record that never expires
-      oramem_filter.check_keys(in_ttl, 'days,anchor', in_where);
-      l_days   := get_count(in_ttl, 'days', in_where);
-      l_anchor := LOWER(NVL(get_text(in_ttl, 'anchor', in_where, 32), 'created_at'));
-      IF l_anchor NOT IN ('created_at', 'timestamp') THEN
-         bad_argument(in_where || '.anchor must be created_at or timestamp');
-      END IF;
+      check_ttl(in_ttl, in_where, l_days, l_anchor);
       IF l_days IS NULL THEN
          RETURN NULL;
       END IF;
@@ -1175,6 +1190,8 @@ AS
       l_set_e      PLS_INTEGER := 0;
       l_exp        TIMESTAMP(6);
       l_old_exp    TIMESTAMP(6);
+      l_ttl_days   NUMBER;               -- check_ttl's reads, before the lookup (fake39)
+      l_ttl_anchor VARCHAR2(32 CHAR);
       l_retrieval  VARCHAR2(32 CHAR);
       l_vectors    JSON_ARRAY_T;
       l_rows       PLS_INTEGER;
@@ -1231,6 +1248,18 @@ AS
          bad_argument('update needs at least one of text, index_text, embedding, metadata, '
                       || 'timestamp, ttl_days, ttl_anchor');
       END IF;
+      -- the ttl's own checks before the record is looked up (fake39, after left36): a bad ttl
+      -- is refused whatever the record's state; the expiry itself needs the record's times
+      -- (ttl_expiry, below)
+      IF l_req.has('ttl') THEN
+         IF NOT oramem_registry.is_scoped_type(l_type) THEN
+            bad_argument('ttl applies only to message, memory, guideline, fact and preference records');
+         END IF;
+         IF NOT l_req.get('ttl').is_object THEN
+            bad_payload('update request.ttl must be {"days": n|null, "anchor": ...}');
+         END IF;
+         check_ttl(l_req.get_object('ttl'), 'update request.ttl', l_ttl_days, l_ttl_anchor);
+      END IF;
       IF l_retrieval = 'replace' THEN
          -- issue 23: the replacement rows' keyword_text, checked before anything is written
          collect_passages(l_store, l_type, l_id, get_chunks(l_req, 'chunks', 'update request'),
@@ -1269,12 +1298,7 @@ AS
          l_event_ts := l_ts;
       END IF;
       IF l_req.has('ttl') THEN
-         IF NOT oramem_registry.is_scoped_type(l_type) THEN
-            bad_argument('ttl applies only to message, memory, guideline, fact and preference records');
-         END IF;
-         IF NOT l_req.get('ttl').is_object THEN
-            bad_payload('update request.ttl must be {"days": n|null, "anchor": ...}');
-         END IF;
+         -- checked before the lookup (check_ttl above)
          l_set_e := 1;
          l_exp := ttl_expiry(l_req.get_object('ttl'), l_created, l_event_ts, 'update request.ttl');
       END IF;

@@ -64,6 +64,8 @@ class StoreStandIn:
 
                 raise db_error(20002, f"update request.{member} is read with \"retrieval\": \"{reader}\" only "
                                       f"(retrieval is {retrieval}, so it would be ignored)")
+        if "ttl" in req:
+            self._check_ttl(req["record_type"], req["ttl"], "update request.ttl")
         rec = self.records.get((req["record_type"], req["record_id"]))
         if rec is None:
             return 0
@@ -143,6 +145,30 @@ class StoreStandIn:
             if isinstance(chunk, dict):
                 cls._unknown(chunk, cls.CHUNK_KEYS, f"{where}.chunks[{i}]")
 
+    @classmethod
+    def _check_ttl(cls, record_type: str, ttl: Any, where: str) -> None:
+        """update_json's ttl checks, run before the record is looked up (fake39, after left36):
+        the type takes a ttl (-20001), the ttl is an object (-20002) of known members
+        (-20002), days an integer >= 0 or null, anchor created_at or timestamp (check_ttl)."""
+        from .fakes import db_error
+
+        if record_type not in cls.SCOPED_TYPES:
+            raise db_error(20001, "ttl applies only to message, memory, guideline, fact and preference records")
+        if not isinstance(ttl, dict):
+            raise db_error(20002, f'{where} must be {{"days": n|null, "anchor": ...}}')
+        cls._unknown(ttl, cls.TTL_KEYS, where)
+        days = ttl.get("days")
+        if days is not None:
+            if isinstance(days, bool) or not isinstance(days, (int, float)):
+                raise db_error(20002, f"{where}.days must be an integer or null")
+            if days < 0 or days != int(days):
+                raise db_error(20001, f"{where}.days must be an integer >= 0")
+        anchor = ttl.get("anchor")
+        if anchor is not None and not isinstance(anchor, str):
+            raise db_error(20002, f"{where}.anchor must be a string or null")
+        if (anchor or "created_at").lower() not in ("created_at", "timestamp"):
+            raise db_error(20001, f"{where}.anchor must be created_at or timestamp")
+
     @staticmethod
     def _unknown(req: dict, known: set, what: str) -> None:
         from .fakes import db_error
@@ -180,8 +206,42 @@ class StoreStandIn:
                                       "(SC-3.3: the store's list ignores a scope for them)")
             rows = [r for r in rows if (r.get(f"{dim}_id") == scope.get("value") if match == "equals"
                                         else r.get(f"{dim}_id") is None)]
+        if "metadata_filter" in req:
+            rows = self._filtered(rows, req["metadata_filter"])
         rows.sort(key=lambda r: r["seq_no"])
         return json.dumps(rows[-int(req.get("limit") or len(rows) or 1):])
+
+
+    @staticmethod
+    def _filtered(rows: list, metadata_filter: Any) -> list:
+        """list_json's ``metadata_filter`` (fake39): null keeps the records without metadata
+        (``r.metadata IS NULL``), an object keeps those it matches, anything else is -20004;
+        an invalid filter is -20004 whether or not a row is left. A filter is evaluated by the
+        SQLite engine's own compiler (:func:`oramem.sqlite.filters_sql.compile_filter` over
+        the metadata as that engine stores it, :func:`oramem.sqlite.records.dump_metadata`),
+        in an in-memory database of the engine's SQLite build, so the stand-in has no filter
+        language of its own."""
+        from contextlib import closing
+
+        from oramem.filters import validate_filter
+        from oramem.sqlite._sqlite import sqlite3
+        from oramem.sqlite.filters_sql import compile_filter
+        from oramem.sqlite.records import dump_metadata
+
+        from .fakes import db_error
+
+        if metadata_filter is None:
+            return [r for r in rows if r.get("metadata") is None]
+        if not isinstance(metadata_filter, dict):
+            raise db_error(20004, "metadata_filter must be a JSON object or null")
+        try:
+            sql, params = compile_filter(validate_filter(metadata_filter), column="m.metadata")
+        except (ValueError, TypeError) as exc:
+            raise db_error(20004, f"metadata_filter: {exc}") from None
+        with closing(sqlite3.connect(":memory:")) as db:
+            query = f"SELECT {sql} FROM (SELECT :standin_metadata AS metadata) m"
+            return [r for r in rows
+                    if db.execute(query, {**params, "standin_metadata": dump_metadata(r.get("metadata"))}).fetchone()[0]]
 
 
 class CatalogStandIn:

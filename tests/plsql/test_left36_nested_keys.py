@@ -35,7 +35,7 @@ from .test_store_findings import unit
 
 NESTED = {
     # (file, subprograms whose reads of the object count, the object, Bob's mistake)
-    "ttl": ("oramem_store.pkb", ("ttl_expiry",), "in_ttl", {"days": 3, "anchour": "timestamp"}),
+    "ttl": ("oramem_store.pkb", ("check_ttl", "ttl_expiry"), "in_ttl", {"days": 3, "anchour": "timestamp"}),
     "restored_times": ("oramem_store.pkb", ("add_json",), "l_kept",
                        {"created_at": "2025-01-01T00:00:00+00:00", "expires": "2025-02-01T00:00:00+00:00"}),
     "chunk": ("oramem_store.pkb", ("collect_passages", "collect_chunks"), "l_obj",
@@ -132,7 +132,7 @@ def test_the_recording_fake_refuses_what_the_packages_refuse():
     from oracle.plsql_standin import StoreStandIn
 
     store = code("oramem_store.pkb")
-    assert StoreStandIn.TTL_KEYS == _known(unit(store, "ttl_expiry"), "in_ttl")[0]
+    assert StoreStandIn.TTL_KEYS == _known(unit(store, "check_ttl"), "in_ttl")[0]
     assert StoreStandIn.RESTORED_KEYS == _known(unit(store, "add_json"), "l_kept")[0]
     assert StoreStandIn.CHUNK_KEYS == _known(unit(store, "collect_passages"), "l_obj")[0]
     settings = unit(code("oramem_admin.pkb"), "parse_settings")
