@@ -4,20 +4,13 @@ tool call (the store refuses it too: tests/contract/test_blank_ids.py)."""
 
 from __future__ import annotations
 
-import importlib
 
 import pytest
+from integrations.extras import adapter_or_skip
 
 from oramem import SQLiteMemoryStore
 
 BLANKS = [" ", "\t\n", "\u00a0"]
-
-
-def _adapter(module: str):
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:  # the framework extra is not installed
-        pytest.skip(f"{module}: {exc}")
 
 
 @pytest.fixture
@@ -28,7 +21,7 @@ def store():
 
 @pytest.mark.parametrize("blank", BLANKS)
 def test_mcp_build_server_refuses_a_blank_scope(store, blank):
-    mcp = _adapter("oramem.integrations.mcp")
+    mcp = adapter_or_skip("oramem.integrations.mcp")
     for kwargs in ({"user_id": blank}, {"agent_id": blank}):
         with pytest.raises(ValueError, match="not only white space"):
             mcp.build_server(store, **kwargs)
@@ -36,7 +29,7 @@ def test_mcp_build_server_refuses_a_blank_scope(store, blank):
 
 @pytest.mark.parametrize("blank", BLANKS)
 def test_langgraph_store_refuses_a_blank_fixed_scope(store, blank):
-    langgraph = _adapter("oramem.integrations.langgraph")
+    langgraph = adapter_or_skip("oramem.integrations.langgraph")
     for name in ("user_id", "agent_id", "thread_id"):
         with pytest.raises(ValueError, match="not only white space"):
             langgraph.OramemStore(store, **{name: blank})
@@ -44,7 +37,7 @@ def test_langgraph_store_refuses_a_blank_fixed_scope(store, blank):
 
 @pytest.mark.parametrize("blank", BLANKS)
 def test_langchain_history_refuses_a_blank_thread_or_scope(store, blank):
-    langchain = _adapter("oramem.integrations.langchain")
+    langchain = adapter_or_skip("oramem.integrations.langchain")
     with pytest.raises(ValueError, match="not only white space"):
         langchain.OramemChatMessageHistory(store, blank)
     for name in ("user_id", "agent_id"):
@@ -54,7 +47,7 @@ def test_langchain_history_refuses_a_blank_thread_or_scope(store, blank):
 
 @pytest.mark.parametrize("blank", BLANKS)
 def test_openai_agents_session_refuses_a_blank_session_or_scope(store, blank):
-    agents = _adapter("oramem.integrations.openai_agents")
+    agents = adapter_or_skip("oramem.integrations.openai_agents")
     with pytest.raises(ValueError, match="not only white space"):
         agents.OramemSession(blank, store)
     for name in ("user_id", "agent_id"):

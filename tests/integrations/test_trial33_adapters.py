@@ -18,22 +18,15 @@ README and taking the next obvious steps.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import pytest
+from integrations.extras import adapter_or_skip
 
 from oramem import SQLiteMemoryStore
 from oramem.embedders import HashEmbedder
 
 NOT_STORES = ["memory.db", None, 42]
-
-
-def _adapter(module: str):
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:  # the framework extra is not installed
-        pytest.skip(f"{module}: {exc}")
 
 
 @pytest.fixture
@@ -58,26 +51,26 @@ def _builders():
 @pytest.mark.parametrize("name,module,build", _builders(), ids=[b[0] for b in _builders()])
 @pytest.mark.parametrize("not_a_store", NOT_STORES, ids=repr)
 def test_every_adapter_refuses_what_is_not_an_oramem_store_when_built(name, module, build, not_a_store):
-    adapter = _adapter(module)
+    adapter = adapter_or_skip(module)
     with pytest.raises(TypeError, match=rf"^{name} needs an oramem store \(SQLiteMemoryStore or OracleDBMemoryStore\), got "):
         build(adapter, not_a_store)
 
 
 @pytest.mark.parametrize("name,module,build", _builders(), ids=[b[0] for b in _builders()])
 def test_every_adapter_still_takes_an_oramem_store(store, name, module, build):
-    adapter = _adapter(module)
+    adapter = adapter_or_skip(module)
     build(adapter, store)
 
 
 def test_a_path_gets_the_advice_to_open_it_first():
-    langchain = _adapter("oramem.integrations.langchain")
+    langchain = adapter_or_skip("oramem.integrations.langchain")
     with pytest.raises(TypeError, match=r"got str 'memory\.db': open the file first and pass the store, "
                                         r"SQLiteMemoryStore\('memory\.db'\)"):
         langchain.OramemVectorStore("memory.db")
 
 
 def test_a_retriever_over_a_vector_store_is_refused_with_the_way_to_get_its_retriever(store):
-    langchain = _adapter("oramem.integrations.langchain")
+    langchain = adapter_or_skip("oramem.integrations.langchain")
     vectors = langchain.OramemVectorStore(store, user_id="alice")
     with pytest.raises(TypeError, match=r"got OramemVectorStore: an adapter takes the oramem store itself.*"
                                         r"vector_store\.as_retriever\(\)"):
@@ -90,14 +83,14 @@ def test_a_retriever_over_a_vector_store_is_refused_with_the_way_to_get_its_retr
 @pytest.mark.parametrize("name", ["user_id", "agent_id", "thread_id"])
 @pytest.mark.parametrize("blank", ["", " ", "\t\n"], ids=repr)
 def test_retriever_refuses_a_blank_scope_when_built(store, name, blank):
-    langchain = _adapter("oramem.integrations.langchain")
+    langchain = adapter_or_skip("oramem.integrations.langchain")
     with pytest.raises(ValueError, match=f"{name} must be a non-empty str \\(not only white space\\) or None"):
         langchain.OramemRetriever(store=store, **{name: blank})
 
 
 @pytest.mark.parametrize("k", [0, -1])
 def test_retriever_refuses_k_below_one_when_built(store, k):
-    langchain = _adapter("oramem.integrations.langchain")
+    langchain = adapter_or_skip("oramem.integrations.langchain")
     with pytest.raises(ValueError, match=r"k must be an int >= 1"):
         langchain.OramemRetriever(store=store, k=k)
     store.add(["Alice drinks tea"], "memory")
@@ -112,7 +105,7 @@ def test_retriever_refuses_k_below_one_when_built(store, k):
 ])
 def test_retriever_refuses_unknown_search_options_when_built(store, options, message):
     """A misspelt strategy or record type was accepted when built and failed at every invoke."""
-    langchain = _adapter("oramem.integrations.langchain")
+    langchain = adapter_or_skip("oramem.integrations.langchain")
     with pytest.raises(ValueError, match=message):
         langchain.OramemRetriever(store=store, user_id="alice", **options)
     store.add(["Alice drinks tea"], "memory", user_ids="alice")
@@ -121,7 +114,7 @@ def test_retriever_refuses_unknown_search_options_when_built(store, options, mes
 
 
 def test_from_texts_takes_an_oramem_embedder(tmp_path):
-    langchain = _adapter("oramem.integrations.langchain")
+    langchain = adapter_or_skip("oramem.integrations.langchain")
     path = tmp_path / "lc.db"
     vectors = langchain.OramemVectorStore.from_texts(
         ["Alice drinks dark roast coffee", "Alice works on databases"], HashEmbedder(64), path=str(path), user_id="alice")
@@ -136,7 +129,7 @@ def test_from_texts_takes_an_oramem_embedder(tmp_path):
 @pytest.mark.parametrize("embedding", [object(), "all-MiniLM-L6-v2", lambda texts: [[1.0] for _ in texts]],
                          ids=["object", "str", "function"])
 def test_from_texts_refuses_what_is_no_embedder_before_opening_a_file(tmp_path, embedding):
-    langchain = _adapter("oramem.integrations.langchain")
+    langchain = adapter_or_skip("oramem.integrations.langchain")
     path = tmp_path / "lc.db"
     with pytest.raises(TypeError, match=r"embedding must be a LangChain Embeddings \(with embed_documents and "
                                         r"embed_query\) or an oramem embedder"):
@@ -157,7 +150,7 @@ def test_scope_from_namespace_is_the_namespace_label_as_the_readme_says(store):
     """README "LangGraph long-term memory store": with ``scope_from_namespace`` a read above the
     user's label spans every user's items, and an item put without the label belongs to no user
     (erasing a user leaves it). A user of the trial took the mapping for a per-user fence."""
-    langgraph = _adapter("oramem.integrations.langgraph")
+    langgraph = adapter_or_skip("oramem.integrations.langgraph")
     lg = langgraph.OramemStore(store, scope_from_namespace={"user_id": 1})
     lg.put(("memories", "alice"), "k", {"text": "Alice drinks tea"})
     lg.put(("memories", "bob"), "k", {"text": "Bob drinks tea"})
@@ -176,7 +169,7 @@ async def test_session_items_teach_the_knowledge_layer_only_through_write():
     """README "OpenAI Agents SDK session" said the knowledge layer sees the conversation; it
     reads no session item by itself: the application passes the turn to KnowledgeMemory.write,
     with the session id and the user, as the README now says (and the items stay the items)."""
-    agents = _adapter("oramem.integrations.openai_agents")
+    agents = adapter_or_skip("oramem.integrations.openai_agents")
     from oramem.knowledge import KnowledgeMemory
     from oramem.testing import ScriptedLLM
 
@@ -206,7 +199,7 @@ async def test_similarity_search_by_vector_in_scope_sync_and_async():
     """trial33: LangChain's similarity_search_by_vector (and its async twin) raised a bare
     NotImplementedError, while max_marginal_relevance_search_by_vector worked; now it is the
     store's vector search with the adapter's scope and an oramem metadata filter."""
-    langchain = _adapter("oramem.integrations.langchain")
+    langchain = adapter_or_skip("oramem.integrations.langchain")
     with SQLiteMemoryStore(":memory:", embedder=HashEmbedder(64), search_strategy="hybrid") as store:
         alice = langchain.OramemVectorStore(store, user_id="alice")
         alice.add_texts(["alice likes tea", "alice hates rain"], metadatas=[{"t": 1}, {"t": 2}])
@@ -231,7 +224,7 @@ async def test_langgraph_reads_a_read_only_store_without_refreshing_ttls(tmp_pat
     """trial33: over a store opened read-only, every get or search of an item with a TTL failed
     ("update needs to write ... opened read-only"): LangGraph's default refresh_on_read writes.
     Now such reads leave the TTL as it is; a refresh asked for is refused, saying how to read."""
-    langgraph = _adapter("oramem.integrations.langgraph")
+    langgraph = adapter_or_skip("oramem.integrations.langgraph")
     path = str(tmp_path / "lg.db")
     with SQLiteMemoryStore(path, embedder=HashEmbedder(32), search_strategy="hybrid") as writable:
         lg = langgraph.OramemStore(writable, scope_from_namespace={"user_id": 1})
