@@ -1079,7 +1079,7 @@ class Normalizer:
         if rows is not None:
             it = iter(vectors)
             fields["chunks"] = tuple(ChunkRow(t, next(it) if isinstance(v, str) else v) for t, v in rows)
-        return UpdateRequest(**fields)
+        return UpdateRequest(**fields, embedded=bool(len(vectors)))
 
 
 #: validate_filter answers by filter document (filter_key): a search's filter is validated

@@ -154,6 +154,10 @@ class AddRequest:
     #: "skip" (that record is left out, the stored one kept) or "replace" (the stored
     #: record is deleted, with its retrieval rows, in the same transaction).
     on_conflict: str = "fail"
+    #: this store object's embedder made some of the vectors (not only the caller's
+    #: ``embeddings``): an engine that reads the store's recorded embedder refuses them when
+    #: another process moved the store to another embedder since the open (red40)
+    embedded: bool = False
 
 
 class ScopeMatch(enum.Enum):
@@ -247,6 +251,8 @@ class UpdateRequest:
     metadata: Union[NotSetType, None, Mapping[str, Any]] = NOT_SET
     timestamp: Union[NotSetType, None, str] = NOT_SET
     ttl: Union[NotSetType, TTLSpec] = NOT_SET
+    #: as ``AddRequest.embedded``: this store object's embedder made some of the vectors
+    embedded: bool = False
 
 
 @dataclass(frozen=True)

@@ -657,14 +657,14 @@ class OracleMemoryStore(IMemoryStore):
             records = norm.finish_records(plans, vectors)
             if not records:
                 return []
-            return self._engine.add(AddRequest(tuple(records), batch_size))
+            return self._engine.add(AddRequest(tuple(records), batch_size, embedded=bool(texts)))
 
     async def _write_async(self, norm: Normalizer, drafts: builtins.list[RecordDraft], batch_size: int) -> builtins.list[str]:
         plans, texts = norm.plan_records(drafts)
         records = norm.finish_records(plans, await norm.embed_async(texts, is_query=False))
         if not records:
             return []
-        return await self._engine.add_async(AddRequest(tuple(records), batch_size))
+        return await self._engine.add_async(AddRequest(tuple(records), batch_size, embedded=bool(texts)))
 
     def add(self, contents: Sequence[Optional[str]], record_type: str, *, index_texts: Any = NOT_SET, embeddings: Any = NOT_SET, record_ids: Any = NOT_SET,
             thread_ids: Any = NOT_SET, user_ids: Any = NOT_SET, agent_ids: Any = NOT_SET, roles: Any = NOT_SET, timestamps: Any = NOT_SET,
@@ -740,7 +740,7 @@ class OracleMemoryStore(IMemoryStore):
         records = self._restored(norm, plans, norm.embed(texts, is_query=False), kept)
         if not records:
             return []
-        return self._engine.add(AddRequest(records, size, on_conflict))
+        return self._engine.add(AddRequest(records, size, on_conflict, embedded=bool(texts)))
 
     async def restore_batches_async(self, batches: Sequence[PendingRecordBatch], *, times: Any = None, on_conflict: str = "fail",
                                     keep_verdicts: bool = False, **store_kwargs: Any) -> list[str]:
@@ -752,7 +752,7 @@ class OracleMemoryStore(IMemoryStore):
         records = self._restored(norm, plans, await norm.embed_async(texts, is_query=False), kept)
         if not records:
             return []
-        return await self._engine.add_async(AddRequest(records, size, on_conflict))
+        return await self._engine.add_async(AddRequest(records, size, on_conflict, embedded=bool(texts)))
 
     @staticmethod
     def _thread_rows(threads: Any, on_conflict: Any) -> tuple[NewRecord, ...]:

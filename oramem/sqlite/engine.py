@@ -26,7 +26,8 @@ import numpy as np
 
 from ..ann import AnnConfig, AnnUnavailable, available_backends
 from ..engine import Block, DeletionHook, DeletionHookSpec, Engine
-from ..errors import StoreClosed, StoreError, StoreNotFound
+from ..embedders.identity import decode_identity, describe_identity, how_to_open, same_identity
+from ..errors import StoreClosed, StoreError, StoreNotFound, StoreSettingsMismatch
 from ..requests import (
     AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, Scope, ScopeMatch, SearchRequest, StoreSettings,
     UpdateRequest,
@@ -136,6 +137,9 @@ class SQLiteEngine(Engine):
         self._keyword_memo: tuple[Any, dict[str, bool]] = (None, {})
         self._hooks: list[DeletionHook] = []
         self._read_only = read_only
+        #: see _remember_identity / _check_embedder
+        self._identity: Optional[dict[str, Any]] = None
+        self._identity_seen: Optional[str] = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self, settings: StoreSettings, policy: SchemaPolicy) -> StoreSettings:
@@ -161,13 +165,21 @@ class SQLiteEngine(Engine):
                         "it can be used, which a read-only open cannot do; open it once with write access"
                     ) from None
             self._tables, self._state, self._cache = tables, state, None
+            self._remember_identity(settings)
             return state.settings  # expired records stay on disk; every read skips them (SC-5.4)
         # BEGIN IMMEDIATE serialises concurrent opens of the same file (SC-10.3).
         with self._db.transaction(True, f"opening store {tables.store_id!r}") as conn:
             state = apply_policy(conn, tables, settings, policy, self._now(), self._keyword_language)
         self._tables, self._state, self._cache = tables, state, None
+        self._remember_identity(settings)
         self.purge_expired()
         return state.settings
+
+    def _remember_identity(self, settings: StoreSettings) -> None:
+        """The embedder this store object embeds with (None: none, the caller's vectors), and
+        the catalog text last seen to record it (``_check_embedder``)."""
+        self._identity = settings.embedder
+        self._identity_seen = None
 
     def _connect(self, policy: SchemaPolicy) -> Database:
         """The connection: read-only when asked (``read_only=True``), or by default (None)
@@ -306,7 +318,29 @@ class SQLiteEngine(Engine):
                 "open it again with CREATE_IF_NECESSARY"
             )
         return Catalog(row[0], row[1], SearchStrategy(row[2]), row[3], SearchIndexSyncMode(row[4]), row[5], row[6],
-                       keyword_rows_of(row[7]))
+                       keyword_rows_of(row[7]), row[7])
+
+    def _check_embedder(self, catalog: Catalog, store_id: str, what: str) -> None:
+        """Vectors of this store object's embedder (its query vectors, the vectors of its
+        writes) are comparable with the store's only while the catalog still records that
+        embedder: another process (or store object) may have moved the store to another one
+        with ``reembed`` since this object was opened (red40), and the open-time check
+        (SC-10.4) does not see that. Refused with what to do; ``what`` says what did not
+        happen. Only vectors this object's embedder made are checked: the caller's own
+        (``embeddings``, ``query_vector``) are the caller's to match, as at open (SC-10.4)."""
+        mine = self._identity
+        if mine is None or catalog.embedder == self._identity_seen:
+            return
+        stored = decode_identity(catalog.embedder)
+        if stored is None or same_identity(stored, mine):
+            self._identity_seen = catalog.embedder
+            return
+        raise StoreSettingsMismatch(
+            f"embedder: store {store_id!r} was moved to {describe_identity(stored)} (oramem reembed, by another "
+            f"process or store object) after this store object was opened with {describe_identity(mine)}; vectors "
+            f"of different embedders are not comparable, so {what}. Close this store object and open a new store "
+            f"object with {how_to_open(stored)}"
+        )
 
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[WriteTx]:
@@ -371,6 +405,8 @@ class SQLiteEngine(Engine):
         if not request.records:
             return []
         with self._write("add") as tx:
+            if request.embedded:
+                self._check_embedder(tx.catalog, tx.tables.store_id, "nothing was written")
             request, replaced = mutations.resolve_conflicts(tx, request)
             self._run_hooks(tx, replaced)
             if not request.records:
@@ -379,6 +415,8 @@ class SQLiteEngine(Engine):
 
     def update(self, request: UpdateRequest) -> int:
         with self._write("update") as tx:
+            if request.embedded:
+                self._check_embedder(tx.catalog, tx.tables.store_id, "nothing was written")
             return mutations.update_record(tx, request)
 
     def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
@@ -618,6 +656,8 @@ class SQLiteEngine(Engine):
             where = base.copy().add(metadata.sql(), **metadata.params)
         with self._read("search") as (conn, t, catalog):
             strategy = self._check_strategy(request, catalog)
+            if has_vector(strategy) and request.query_text is not None:  # the vector is of this object's embedder
+                self._check_embedder(catalog, t.store_id, "nothing was searched")
             vector_ranking: builtins.list[tuple[int, float]] = []
             keyword_ranking: builtins.list[tuple[int, float]] = []
             depth = request.k if strategy != SearchStrategy.HYBRID else self._hybrid.fusion_depth(request.k)

@@ -48,6 +48,8 @@ class Catalog:
     #: how the keyword index groups a record's retrieval rows (``StoreTables.keyword_rows``;
     #: :func:`oramem.chunking.keyword_row_chars` of the recorded embedder identity)
     keyword_rows: Optional[int] = None
+    #: the recorded embedder identity as the catalog holds it (JSON text; None: unrecorded)
+    embedder: Optional[str] = None
 
     @property
     def version(self) -> tuple[str, int]:

@@ -21,7 +21,10 @@ at most one batch and never leaves a store with two kinds of vectors:
 A rerun with the same embedder resumes from the work table; a rerun with a different one is
 refused unless ``restart=True`` (which discards the pending work). Writers that keep using
 the old embedder while a reembed runs are caught at the swap only for the rows they
-add or re-text (those are re-embedded); stop them, then reopen with the new embedder.
+add or re-text (those are re-embedded); stop them, then reopen with the new embedder. A
+store object opened with the old embedder before the swap refuses, after it, the searches and
+writes its embedder would embed (``StoreSettingsMismatch``: its vectors are of the old
+space; red40); keyword search, reads, deletes and the caller's own vectors still work.
 """
 
 from __future__ import annotations
