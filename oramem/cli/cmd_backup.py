@@ -65,7 +65,7 @@ def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int,
                     more = f" and {len(cause.records) - 5} more" if len(cause.records) > 5 else ""
                     message = f"ids already stored: {listed}{more}"
                 hint = ("; --on-conflict skip keeps the stored records (and resumes an interrupted import), "
-                        "--on-conflict replace overwrites them with the file's")
+                        "--on-conflict replace overwrites them with the file's (those of the same user and agent)")
             where = f"lines {stop.lineno}-{stop.last_lineno}" if stop.last_lineno != stop.lineno else f"line {stop.lineno}"
             raise CLIError(f"{where}: {message} ({stop.summary()}; this batch wrote nothing{hint})", code) from None
 
@@ -124,7 +124,7 @@ def _check_knowledge_vectors(header: dict[str, Any], dims: dict[int, int], store
     type=click.Choice(jsonl.ON_CONFLICT),
     default="fail",
     show_default=True,
-    help="An id already stored: fail (stop; the batch writes nothing), skip (keep the stored record; resumes an interrupted import) or replace.",
+    help="An id already stored: fail (stop; the batch writes nothing), skip (keep the stored record; resumes an interrupted import) or replace (a stored record of the same user and agent only; another's under the id stops the import).",
 )
 @click.option("--type", "default_type", type=click.Choice(jsonl.ADDABLE_TYPES), help="Record type of lines without record_type.")
 @click.option("--fresh-times", is_flag=True, help="Ignore created_at/expires_at in the file: set created_at to now and expiry from ttl_days, as add does.")

@@ -197,11 +197,32 @@ def resolve_conflicts(tx: WriteTx, request: AddRequest) -> tuple[AddRequest, Opt
         stored = {(v[1], v[2]) for v in victims}
         kept = tuple(r for r in request.records if (r.record_type, r.id) not in stored)
         return AddRequest(kept, request.batch_size), None
+    _refuse_foreign_replace(request, victims)
     tx.delete_records(victims)
     event = DeletionEvent(
         memory_store_id=tx.tables.store_id, **_event_records(victims), reason="replace"
     )
     return AddRequest(request.records, request.batch_size), event
+
+
+def _refuse_foreign_replace(request: AddRequest, victims: Sequence[Victim]) -> None:
+    """"replace" restores a record from a backup over the same record: a stored record of
+    another user or agent under the id is another actor's record that happens to share it
+    (ids are the application's), and deleting it would lose her memory to his line (red40).
+    Refused, naming the ids (never whose they are), before anything is written. Thread rows
+    are left to SC-13.6 (a thread id is a conversation name, not a record of one user)."""
+    wanted = {(r.record_type, r.id): (r.agent_id, r.user_id) for r in request.records}
+    foreign = sorted(((v[1], v[2]) for v in victims
+                      if v[1] != "thread" and wanted.get((v[1], v[2]), (v[3], v[4])) != (v[3], v[4])),
+                     key=lambda c: (c[1], c[0]))
+    if not foreign:
+        return
+    listed = ", ".join(f"{rid!r} ({rtype})" for rtype, rid in foreign[:5])
+    more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+    raise DuplicateRecordError(
+        f"record_ids stored for another user or agent than the new records name: {listed}{more}; replace only "
+        "replaces a record of the same user and agent (the same record, restored), so nothing was added: give "
+        "these records other ids, or delete the stored ones first if they are to go", foreign)
 
 
 def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
