@@ -13,12 +13,13 @@ list, get, delete) still works. Real subprocess for the reembed; sequential step
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
 import pytest
 
-from oramem import SQLiteMemoryStore, StoreSettingsMismatch
+from oramem import PendingRecordBatch, SQLiteMemoryStore, StoreSettingsMismatch
 from oramem.embedders import HashEmbedder
 
 ALICE, BOB = "alice-r40", "bob-r40"
@@ -63,6 +64,14 @@ def test_a_process_opened_before_another_process_reembeds_refuses_vector_work(tm
         bob.add(["bob now likes diesel trains"], "memory", record_ids="b-3", user_ids=BOB)
     with pytest.raises(StoreSettingsMismatch, match="nothing was written"):
         bob.update("memory", "b-2", text="bob rides the morning train")
+    with pytest.raises(StoreSettingsMismatch, match="nothing was written"):  # the async twins too
+        asyncio.run(bob.add_async(["bob now likes diesel trains"], "memory", record_ids="b-3", user_ids=BOB))
+    with pytest.raises(StoreSettingsMismatch, match="nothing was written"):
+        asyncio.run(bob.update_async("memory", "b-2", text="bob rides the morning train"))
+    with pytest.raises(StoreSettingsMismatch, match="nothing was searched"):
+        asyncio.run(bob.search_async("steam trains", k=2, user_id=BOB, strategy="vector"))
+    with pytest.raises(StoreSettingsMismatch, match="nothing was written"):  # a restore embeds its lines too
+        bob.restore_batches([PendingRecordBatch(["bob restored"], "memory", record_ids=["b-5"], user_ids=BOB)])
 
     # what needs no embedder still works in the same process
     assert [r.id for r, _ in bob.search("steam", k=2, user_id=BOB, strategy="keyword")] == ["b-1"]
@@ -72,7 +81,7 @@ def test_a_process_opened_before_another_process_reembeds_refuses_vector_work(tm
 
     # nothing of the refused writes landed; the new embedder finds Bob's records as stored
     with SQLiteMemoryStore(str(db), embedder=HashEmbedder(dim=dim, seed=7)) as fresh:
-        assert fresh.get("memory", "b-3") is None
+        assert fresh.get("memory", "b-3") is None and fresh.get("memory", "b-5") is None
         assert fresh.get("memory", "b-2").content == "bob rides the night train"
         hits = fresh.search("bob rides the night train", k=3, user_id=BOB, strategy="vector")
         assert hits[0][0].id == "b-2" and hits[0][1] < 1e-6
