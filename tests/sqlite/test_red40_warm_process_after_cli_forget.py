@@ -73,3 +73,38 @@ def test_a_warm_process_returns_nothing_of_a_user_another_process_erased(tmp_pat
     export_records(bob, out.write)
     assert ALICE not in out.getvalue() and "warfarin dose 3 " not in out.getvalue()
     bob.close()
+
+
+def test_a_warm_knowledge_layer_returns_nothing_of_a_user_another_process_erased(tmp_path):
+    """The same for Bob's worker's KnowledgeMemory: after the CLI's forget of Alice (another
+    process), its retrieve (as her, as Bob, shared only) and entity list hold nothing of hers,
+    and Bob's and the shared facts stay."""
+    from oramem.knowledge import KnowledgeMemory
+
+    db = tmp_path / "kg.db"
+    store = SQLiteMemoryStore(str(db), embedder=HashEmbedder(dim=32), search_strategy="hybrid")
+    km = KnowledgeMemory(store, llm=None)
+    km.add_fact("ag", "alice", "alice takes warfarin daily", user_id=ALICE)
+    km.add_fact("ag", "bob", "bob takes the night train", user_id=BOB)
+    km.add_fact("ag", "clinic", "the clinic opens at nine")
+    query = "warfarin daily night train clinic"
+
+    def texts(user):
+        result = km.retrieve("ag", query, user_id=user)
+        events = " ".join(e["text"] for e in result.events) + result.context
+        if "alice" in events or "warfarin" in events:
+            return ["an event or the context holds her words: " + events]
+        return sorted(f.fact_text for f in result.facts)
+
+    warm = km.retrieve("ag", query, user_id=ALICE)
+    assert "alice takes warfarin daily" in [f.fact_text for f in warm.facts] and "warfarin" in warm.context
+    assert "other:alice" in [e.canonical_key for e in km.entities("ag", user_id=ALICE)]
+
+    _cli(db, "forget", "--user", ALICE, "--yes")
+
+    assert texts(ALICE) == ["the clinic opens at nine"]
+    assert texts(BOB) == ["bob takes the night train", "the clinic opens at nine"]
+    assert texts(None) == ["the clinic opens at nine"]
+    assert [e.canonical_key for e in km.entities("ag", user_id=ALICE)] == ["other:clinic"]
+    km.close()
+    store.close()
