@@ -4,8 +4,9 @@ tools (the store-level machine is tests/contract/test_tenant_model.py).
 Users ``alice`` and ``bob`` and the no-user scope (``None``, the agent's shared records) each
 hold, for their own scope on agent ``desk``, one adapter of every kind over ONE SQLite file
 (each actor opens its own ``SQLiteMemoryStore`` on that file, as separate processes would): a
-LangGraph ``OramemStore``, a LangChain ``OramemVectorStore`` and ``OramemRetriever``, a LangChain
-``OramemChatMessageHistory`` and an OpenAI Agents ``OramemSession`` per thread (``t1``, ``t2``:
+LangGraph ``OramemStore``, two LangChain ``OramemVectorStore`` (of no thread, and bound to
+``t1``) and an ``OramemRetriever``, a LangChain ``OramemChatMessageHistory`` and an OpenAI
+Agents ``OramemSession`` per thread (``t1``, ``t2``:
 the same conversation names for everyone), and an MCP server (``build_server``) called
 in-process through the SDK's ``Client``, as tests/integrations/test_tenant_mcp.py calls it.
 Hypothesis runs random sequences of their public operations, with ids drawn from every id any
@@ -68,6 +69,7 @@ KEYS = ("k1", "k2")
 DOC_IDS = ("d1", "d2")  # caller-chosen document ids, the same names for everyone
 SEARCHED = ("memory", "fact", "preference", "guideline")  # search_memories' default types
 TYPES = ("message", "memory")  # what these adapters write
+BOUND = "t1"  # the thread of the thread-bound vector stores
 BIG = 200  # more than any run stores: a search returns every match in scope
 
 ADAPTERS = {
@@ -169,7 +171,8 @@ class AdapterModel(RuleBasedStateMachine):
             if "langchain" in self.enabled:
                 from oramem.integrations.langchain import OramemChatMessageHistory, OramemRetriever, OramemVectorStore
 
-                self.vs[a] = OramemVectorStore(s, user_id=a, agent_id=AGENT)
+                for bound in (None, BOUND):  # documents of no thread, and bound to a conversation
+                    self.vs[a, bound] = OramemVectorStore(s, user_id=a, agent_id=AGENT, thread_id=bound)
                 self.retriever[a] = OramemRetriever(store=s, user_id=a, agent_id=AGENT, strategy="keyword", k=BIG)
                 for t in THREADS:
                     self.history[a, t] = OramemChatMessageHistory(s, t, user_id=a, agent_id=AGENT)
@@ -334,17 +337,18 @@ class AdapterModel(RuleBasedStateMachine):
 
     # -- LangChain vector store and retriever ------------------------------------------------
     @precondition(lambda self: "langchain" in self.enabled)
-    @rule(actor=st.sampled_from(ACTORS), data=st.data(), colour=st.booleans())
-    def vs_add(self, actor, data, colour):
+    @rule(actor=st.sampled_from(ACTORS), bound=st.sampled_from((None, BOUND)), data=st.data(), colour=st.booleans())
+    def vs_add(self, actor, bound, data, colour):
         STATS["vs_add"] += 1
         n = data.draw(st.integers(1, 2), label="n")
         ids = data.draw(st.lists(st.sampled_from((None,) + DOC_IDS), min_size=n, max_size=n).filter(
             lambda xs: len([x for x in xs if x]) == len({x for x in xs if x})), label="ids")
         texts = [self._text(actor, data.draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=2), label="words"))
                  for _ in range(n)]
-        vs = self.vs[actor]
+        vs = self.vs[actor, bound]
         taken = [i for i in ids if i is not None and ("memory", i) in self.rows
-                 and self.rows[("memory", i)].scope() != (actor, AGENT, None)]
+                 and self.rows[("memory", i)].scope() != (actor, AGENT, bound)]
+        new = [i for i in ids if i is None or ("memory", i) not in self.rows]
 
         def call():
             return vs.add_texts(texts, ids=ids) if colour else asyncio.run(vs.aadd_texts(texts, ids=ids))
@@ -354,6 +358,11 @@ class AdapterModel(RuleBasedStateMachine):
             with pytest.raises(ValueError, match="another scope"):
                 self._others_unchanged(actor, call)
             return
+        if bound is not None and new and self._adapter_refuses(actor, bound):
+            STATS["vs_add refused: a thread of no-user records only"] += 1
+            with pytest.raises(ValueError, match="holds only records of no user"):
+                self._others_unchanged(actor, call)
+            return
         got = self._others_unchanged(actor, call)
         assert len(got) == n and all(g == i for g, i in zip(got, ids) if i is not None), (ids, got)
         for rid, text in zip(got, texts):
@@ -361,34 +370,35 @@ class AdapterModel(RuleBasedStateMachine):
             if old is not None:
                 self.rows[("memory", rid)] = replace(old, content=text, item=None)
             else:
-                self._add_row("memory", rid, text, actor, None)
+                self._add_row("memory", rid, text, actor, bound)
 
     @precondition(lambda self: "langchain" in self.enabled)
-    @rule(actor=st.sampled_from(ACTORS), data=st.data())
-    def vs_get_by_ids(self, actor, data):
+    @rule(actor=st.sampled_from(ACTORS), bound=st.sampled_from((None, BOUND)), data=st.data())
+    def vs_get_by_ids(self, actor, bound, data):
         STATS["vs_get_by_ids"] += 1
         ids = self._pick_ids(data, "ids")
-        docs = self._others_unchanged(actor, lambda: self.vs[actor].get_by_ids(ids))
+        docs = self._others_unchanged(actor, lambda: self.vs[actor, bound].get_by_ids(ids))
         want = [(i, self.rows[("memory", i)].content) for i in ids
-                if ("memory", i) in self.rows and self.rows[("memory", i)].scope() == (actor, AGENT, None)]
+                if ("memory", i) in self.rows and self.rows[("memory", i)].scope() == (actor, AGENT, bound)]
         assert [(d.id, d.page_content) for d in docs] == want, (actor, ids)
         self._assert_own(actor, [d.page_content for d in docs], "vs.get_by_ids")
 
     @precondition(lambda self: "langchain" in self.enabled)
-    @rule(actor=st.sampled_from(ACTORS), data=st.data(), colour=st.booleans())
-    def vs_delete(self, actor, data, colour):
+    @rule(actor=st.sampled_from(ACTORS), bound=st.sampled_from((None, BOUND)), data=st.data(), colour=st.booleans())
+    def vs_delete(self, actor, bound, data, colour):
         STATS["vs_delete"] += 1
         ids = self._pick_ids(data, "ids")
-        vs = self.vs[actor]
-        mine = {i for i in ids if ("memory", i) in self.rows and self.rows[("memory", i)].scope() == (actor, AGENT, None)}
+        vs = self.vs[actor, bound]
+        mine = {i for i in ids if ("memory", i) in self.rows and self.rows[("memory", i)].scope() == (actor, AGENT, bound)}
         got = self._others_unchanged(actor, lambda: vs.delete(ids) if colour else asyncio.run(vs.adelete(ids)))
         assert got is (mine == set(ids)), (actor, ids, got)
         for i in mine:
             del self.rows[("memory", i)]
 
     @precondition(lambda self: "langchain" in self.enabled)
-    @rule(actor=st.sampled_from(ACTORS), word=st.sampled_from(VOCAB), retriever=st.booleans())
-    def vs_search(self, actor, word, retriever):
+    @rule(actor=st.sampled_from(ACTORS), word=st.sampled_from(VOCAB), retriever=st.booleans(),
+          bound=st.sampled_from((None, BOUND)))
+    def vs_search(self, actor, word, retriever, bound):
         """similarity_search: the scope's memories; the retriever (record_types None): every
         type of the scope (thread None: records bound to no thread)."""
         STATS["vs_search"] += 1
@@ -396,8 +406,9 @@ class AdapterModel(RuleBasedStateMachine):
             docs = self._others_unchanged(actor, lambda: self.retriever[actor].invoke(word))
             rows = self._mine(actor, None, None)
         else:
-            docs = self._others_unchanged(actor, lambda: self.vs[actor].similarity_search(word, k=BIG, strategy="keyword"))
-            rows = self._mine(actor, "memory", None)
+            docs = self._others_unchanged(actor, lambda: self.vs[actor, bound].similarity_search(word, k=BIG,
+                                                                                                  strategy="keyword"))
+            rows = self._mine(actor, "memory", bound)
         assert sorted(d.id for d in docs) == sorted(r.id for r in rows if word in _words(r.content)), (actor, word)
         self._assert_own(actor, [d.page_content for d in docs], "similarity_search")
 
