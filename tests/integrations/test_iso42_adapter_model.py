@@ -4,7 +4,7 @@ tools (the store-level machine is tests/contract/test_tenant_model.py).
 Users ``alice`` and ``bob`` and the no-user scope (``None``, the agent's shared records) each
 hold, for their own scope on agent ``desk``, one adapter of every kind over ONE SQLite file
 (each actor opens its own ``SQLiteMemoryStore`` on that file, as separate processes would): a
-LangGraph ``OramemStore``, two LangChain ``OramemVectorStore`` (of no thread, and bound to
+LangGraph ``OramemStore`` (of no thread, and bound to ``t2``), two LangChain ``OramemVectorStore`` (of no thread, and bound to
 ``t1``) and an ``OramemRetriever``, a LangChain ``OramemChatMessageHistory`` and an OpenAI
 Agents ``OramemSession`` per thread (``t1``, ``t2``:
 the same conversation names for everyone), and an MCP server (``build_server``) called
@@ -70,6 +70,7 @@ DOC_IDS = ("d1", "d2")  # caller-chosen document ids, the same names for everyon
 SEARCHED = ("memory", "fact", "preference", "guideline")  # search_memories' default types
 TYPES = ("message", "memory")  # what these adapters write
 BOUND = "t1"  # the thread of the thread-bound vector stores
+LG_BOUND = "t2"  # the thread of the thread-bound LangGraph stores
 BIG = 200  # more than any run stores: a search returns every match in scope
 
 ADAPTERS = {
@@ -167,7 +168,8 @@ class AdapterModel(RuleBasedStateMachine):
             if "langgraph" in self.enabled:
                 from oramem.integrations.langgraph import OramemStore
 
-                self.lg[a] = OramemStore(s, user_id=a, agent_id=AGENT)
+                for bound in (None, LG_BOUND):
+                    self.lg[a, bound] = OramemStore(s, user_id=a, agent_id=AGENT, thread_id=bound)
             if "langchain" in self.enabled:
                 from oramem.integrations.langchain import OramemChatMessageHistory, OramemRetriever, OramemVectorStore
 
@@ -279,61 +281,73 @@ class AdapterModel(RuleBasedStateMachine):
 
     # -- LangGraph -------------------------------------------------------------------------
     @precondition(lambda self: "langgraph" in self.enabled)
-    @rule(actor=st.sampled_from(ACTORS), ns=st.sampled_from(NAMESPACES), key=st.sampled_from(KEYS),
-          words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=2), colour=st.booleans())
-    def lg_put(self, actor, ns, key, words, colour):
+    @rule(actor=st.sampled_from(ACTORS), bound=st.sampled_from((None, LG_BOUND)), ns=st.sampled_from(NAMESPACES),
+          key=st.sampled_from(KEYS), words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=2),
+          colour=st.booleans())
+    def lg_put(self, actor, bound, ns, key, words, colour):
         STATS["lg_put"] += 1
         value = {"text": self._text(actor, words)}
-        lg = self.lg[actor]
+        lg = self.lg[actor, bound]
         rid = lg._record_id(ns, key)
-        self._others_unchanged(actor, lambda: lg.put(ns, key, value) if colour else asyncio.run(lg.aput(ns, key, value)))
-        content = json.dumps(value, ensure_ascii=False)
         old = self.rows.get(("memory", rid))
+
+        def call():
+            return lg.put(ns, key, value) if colour else asyncio.run(lg.aput(ns, key, value))
+
+        if old is None and bound is not None and self._adapter_refuses(actor, bound):
+            STATS["lg_put refused: a thread of no-user records only"] += 1
+            with pytest.raises(ValueError, match="holds only records of no user"):
+                self._others_unchanged(actor, call)
+            return
+        self._others_unchanged(actor, call)
+        content = json.dumps(value, ensure_ascii=False)
         if old is not None:
-            assert old.scope() == (actor, AGENT, None)  # ids derive from the fixed scope
+            assert old.scope() == (actor, AGENT, bound)  # ids derive from the fixed scope
             self.rows[("memory", rid)] = replace(old, content=content, item=(ns, key, value))
         else:
-            self._add_row("memory", rid, content, actor, None, (ns, key, value))
+            self._add_row("memory", rid, content, actor, bound, (ns, key, value))
 
     @precondition(lambda self: "langgraph" in self.enabled)
-    @rule(actor=st.sampled_from(ACTORS), ns=st.sampled_from(NAMESPACES), key=st.sampled_from(KEYS))
-    def lg_delete(self, actor, ns, key):
+    @rule(actor=st.sampled_from(ACTORS), bound=st.sampled_from((None, LG_BOUND)), ns=st.sampled_from(NAMESPACES),
+          key=st.sampled_from(KEYS))
+    def lg_delete(self, actor, bound, ns, key):
         STATS["lg_delete"] += 1
-        lg = self.lg[actor]
+        lg = self.lg[actor, bound]
         self._others_unchanged(actor, lambda: lg.delete(ns, key))
         self.rows.pop(("memory", lg._record_id(ns, key)), None)
 
-    def _items(self, actor: Optional[str]) -> list[Row]:
-        return [r for r in self._mine(actor, "memory", None) if r.item is not None]
+    def _items(self, actor: Optional[str], bound: Optional[str]) -> list[Row]:
+        return [r for r in self._mine(actor, "memory", bound) if r.item is not None]
 
     @precondition(lambda self: "langgraph" in self.enabled)
-    @rule(actor=st.sampled_from(ACTORS), ns=st.sampled_from(NAMESPACES), key=st.sampled_from(KEYS))
-    def lg_get(self, actor, ns, key):
+    @rule(actor=st.sampled_from(ACTORS), bound=st.sampled_from((None, LG_BOUND)), ns=st.sampled_from(NAMESPACES),
+          key=st.sampled_from(KEYS))
+    def lg_get(self, actor, bound, ns, key):
         STATS["lg_get"] += 1
-        item = self._others_unchanged(actor, lambda: self.lg[actor].get(ns, key))
-        want = [r.item[2] for r in self._items(actor) if r.item[:2] == (ns, key)]
+        item = self._others_unchanged(actor, lambda: self.lg[actor, bound].get(ns, key))
+        want = [r.item[2] for r in self._items(actor, bound) if r.item[:2] == (ns, key)]
         assert (None if item is None else item.value) == (want[0] if want else None), (actor, ns, key)
         if item is not None:
             self._assert_own(actor, [item.value["text"]], "lg.get")
 
     @precondition(lambda self: "langgraph" in self.enabled)
-    @rule(actor=st.sampled_from(ACTORS), prefix=st.sampled_from(PREFIXES),
+    @rule(actor=st.sampled_from(ACTORS), bound=st.sampled_from((None, LG_BOUND)), prefix=st.sampled_from(PREFIXES),
           query=st.one_of(st.none(), st.sampled_from(VOCAB)))
-    def lg_search(self, actor, prefix, query):
+    def lg_search(self, actor, bound, prefix, query):
         STATS["lg_search"] += 1
-        found = self._others_unchanged(actor, lambda: self.lg[actor].search(prefix, query=query, limit=BIG))
+        found = self._others_unchanged(actor, lambda: self.lg[actor, bound].search(prefix, query=query, limit=BIG))
         got = sorted((i.namespace, i.key, json.dumps(i.value)) for i in found)
-        want = sorted((r.item[0], r.item[1], json.dumps(r.item[2])) for r in self._items(actor)
+        want = sorted((r.item[0], r.item[1], json.dumps(r.item[2])) for r in self._items(actor, bound)
                       if r.item[0][: len(prefix)] == prefix)
         assert got == want, (actor, prefix, query)
         self._assert_own(actor, [i.value["text"] for i in found], "lg.search")
 
     @precondition(lambda self: "langgraph" in self.enabled)
-    @rule(actor=st.sampled_from(ACTORS))
-    def lg_list_namespaces(self, actor):
+    @rule(actor=st.sampled_from(ACTORS), bound=st.sampled_from((None, LG_BOUND)))
+    def lg_list_namespaces(self, actor, bound):
         STATS["lg_list_namespaces"] += 1
-        got = self._others_unchanged(actor, lambda: self.lg[actor].list_namespaces())
-        assert got == sorted({r.item[0] for r in self._items(actor)}), actor
+        got = self._others_unchanged(actor, lambda: self.lg[actor, bound].list_namespaces())
+        assert got == sorted({r.item[0] for r in self._items(actor, bound)}), actor
 
     # -- LangChain vector store and retriever ------------------------------------------------
     @precondition(lambda self: "langchain" in self.enabled)
