@@ -245,6 +245,12 @@ class AdapterModel(RuleBasedStateMachine):
         nobodys = any(r.user_id is None for r in rows)
         return actor is not None and nobodys and not mine
 
+    def _refusal_says_nothing_of_others(self, actor: Optional[str], text: str) -> None:
+        """A refused write does not name the users whose records made it refuse."""
+        for u in USERS:
+            if u != actor:
+                assert u not in text, (actor, text)
+
     def _learn_messages(self, actor: Optional[str], thread: str, texts: list[str]) -> None:
         """The ids the store gave the messages an adapter just wrote (the newest of the scope)."""
         listed = self.audit.list("message", limit=None, thread_id=thread, user_id=actor, agent_id=AGENT)
@@ -369,8 +375,9 @@ class AdapterModel(RuleBasedStateMachine):
 
         if taken:  # another scope's id: refused whole, nothing written (one transaction)
             STATS["vs_add refused: another scope's id"] += 1
-            with pytest.raises(ValueError, match="another scope"):
+            with pytest.raises(ValueError, match="another scope") as refused:
                 self._others_unchanged(actor, call)
+            self._refusal_says_nothing_of_others(actor, str(refused.value))
             return
         if bound is not None and new and self._adapter_refuses(actor, bound):
             STATS["vs_add refused: a thread of no-user records only"] += 1
@@ -430,8 +437,9 @@ class AdapterModel(RuleBasedStateMachine):
     def _thread_write(self, actor, thread, texts, call, where) -> None:
         if self._adapter_refuses(actor, thread):
             STATS[f"{where} refused: a thread of no-user records only"] += 1
-            with pytest.raises(ValueError, match="holds only records of no user"):
+            with pytest.raises(ValueError, match="holds only records of no user") as refused:
                 self._others_unchanged(actor, call)
+            self._refusal_says_nothing_of_others(actor, str(refused.value))
             return
         if any(r.user_id not in (actor, None) for r in self.rows.values() if r.thread_id == thread):
             STATS[f"{where} into a thread another user writes in (documented)"] += 1
@@ -536,6 +544,7 @@ class AdapterModel(RuleBasedStateMachine):
         if refused:
             STATS["mcp_add refused: thread not open"] += 1
             assert err and "is not open to this client" in out, (actor, thread, out)
+            self._refusal_says_nothing_of_others(actor, out)
             return
         assert not err, out
         self._add_row(record_type, out["id"], text, actor, thread)
@@ -628,6 +637,9 @@ class AdapterModel(RuleBasedStateMachine):
             STATS["forget took no-user records of a thread she only opened"] += 1
         err, out = self._others_unchanged(actor, lambda: self._mcp(actor, "forget"), nobodys_lost=nobodys)
         assert not err and out["forgotten"] == actor, out
+        # the count the client is told is her erasure's: her records, the private threads' records
+        # and their thread rows (the records table; the others are their index rows)
+        assert out["erased"].get("om_DEFAULT_records", 0) == len(gone) + len(private & set(self.opener)), out
         for k in gone:
             del self.rows[k]
         for t in list(self.opener):
