@@ -203,20 +203,23 @@ class OramemVectorStore(VectorStore):
         ids = list(ids) if ids is not None else [None] * len(texts)
         if len(metas) != len(texts) or len(ids) != len(texts):
             raise ValueError("metadatas and ids must have one entry per text")
-        out: list[str] = []
-        new_texts, new_meta, new_ids = [], [], []
-        for text, meta, rid in zip(texts, metas, ids):
+        # one id per text, at the text's position (LangChain's add_texts: "List of ids from adding
+        # the texts"): an updated record's id where its text is, a new record's where its text is
+        out: list[Optional[str]] = [None] * len(texts)
+        new_texts, new_meta, new_ids, new_at = [], [], [], []
+        for at, (text, meta, rid) in enumerate(zip(texts, metas, ids)):
             if rid is not None:
                 existing = yield call("get", self._type, rid)
                 if existing is not None:
                     if (existing.user_id, existing.agent_id, existing.thread_id) != tuple(self._scope.values()):
                         raise ValueError(f"id {rid!r} is taken by a record of another scope; choose another id")
                     yield call("update", self._type, rid, text=text, metadata=_read_back(meta, existing) or None)
-                    out.append(rid)
+                    out[at] = rid
                     continue
             new_texts.append(text)
             new_meta.append(meta or None)
             new_ids.append(rid)
+            new_at.append(at)
         if new_texts:
             if self._scope["thread_id"] is not None:
                 # a user's documents may not be her first records in a thread of shared records
@@ -234,8 +237,9 @@ class OramemVectorStore(VectorStore):
                 agent_ids=self._scope["agent_id"],
                 thread_ids=self._scope["thread_id"],
             )
-            out.extend(added)
-        return out
+            for at, rid in zip(new_at, added):
+                out[at] = rid
+        return [rid for rid in out if rid is not None]
 
     def _get_plan(self, ids: Sequence[str]):
         _check_id_list(ids)
