@@ -19,7 +19,9 @@ expired records; the ranking is not the packages': vector is the cosine distance
 nearest row (plus ``tail_handicap`` on rows after the first, as ``vector_ranking``), exact or
 not; keyword is the share of the query's words (lower-cased, ``\w+``) missing from the
 record's content and row texts, no Oracle Text, stemming or score; hybrid is the union of the
-two legs by the smaller distance, no fusion (``hybrid`` is checked for its members only).
+two legs by the smaller distance, no fusion (``hybrid`` is checked for its members only); a
+hybrid search without ``query_vector`` is refused (-20301), as the stand-in cannot embed the
+query in the database as ``embed_query`` does (the Python driver sends the vector).
 So a test over it can see WHICH records a search may return, not their scores or order
 among near ties."""
 
@@ -73,19 +75,32 @@ class StoreStandIn:
             self._nested(r, where)
             # add_json's times: restored_times as kept, else now and the ttl (ttl_expiry),
             # checked for every record before any is stored (fake40: the ttl's value rules too)
-            ts = self._parse_utc(r.get("timestamp"), f"{where}.timestamp")
+            from .fakes import db_error
+
+            if self._string(r, "id", where) is None:
+                raise db_error(20001, f"{where}.id is required")
+            rtype = self._record_type(r.get("record_type"), f"{where}.record_type")
+            ts = self._parse_utc(self._string(r, "timestamp", where, 64), f"{where}.timestamp")
             if r.get("restored_times") is not None:
                 if r.get("ttl") is not None:
-                    from .fakes import db_error
-
                     raise db_error(20001, f"{where}: give restored_times or ttl, not both")
                 kept = r["restored_times"]
-                created = self._parse_utc(kept.get("created_at"), f"{where}.restored_times.created_at")
-                expires = self._parse_utc(kept.get("expires_at"), f"{where}.restored_times.expires_at")
+                if not isinstance(kept, dict):
+                    raise db_error(20002, f'{where}.restored_times must be {{"created_at": "...", '
+                                          '"expires_at": "..." | null}')
+                created = self._parse_utc(self._string(kept, "created_at", f"{where}.restored_times", 64),
+                                          f"{where}.restored_times.created_at")
+                if created is None:
+                    raise db_error(20001, f"{where}.restored_times.created_at is required")
+                expires = self._parse_utc(self._string(kept, "expires_at", f"{where}.restored_times", 64),
+                                          f"{where}.restored_times.expires_at")
+                if expires is not None and rtype not in self.SCOPED_TYPES:
+                    raise db_error(20001, f"{where}: a {rtype} record never expires; its restored_times.expires_at "
+                                          "must be null")
             else:
                 created, expires = self._parse_utc(self.now, "now"), None
                 if r.get("ttl") is not None:
-                    self._check_ttl(r.get("record_type"), r["ttl"], f"{where}.ttl")
+                    self._check_ttl(rtype, r["ttl"], f"{where}.ttl")
                     expires = self._ttl_expiry(r["ttl"], created, ts, f"{where}.ttl")
             rows = [self._row(c, f"{where}.chunks[{j}]") for j, c in enumerate(r.get("chunks") or ())]
             times.append((created, expires, rows))

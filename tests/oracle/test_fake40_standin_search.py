@@ -223,3 +223,28 @@ def test_the_keyword_and_hybrid_legs_return_records_that_contain_a_query_word():
 def test_a_search_the_package_refuses_is_refused_even_with_no_rows(request_, error):
     with pytest.raises(oracledb.DatabaseError, match=error):
         _search_standin(StoreStandIn(vector_dim=2), **request_)
+
+
+@pytest.mark.parametrize("record,error", [
+    ({"record_type": "memory", "content": "tea"}, "ORA-20001"),                                # no id
+    ({"id": "b1", "record_type": "gadget", "content": "tea"}, "ORA-20003"),
+    ({"id": "b1", "record_type": "memory", "timestamp": "yesterday"}, "ORA-20007"),
+    ({"id": "b1", "record_type": "memory", "restored_times": "2024-01-01"}, "ORA-20002"),
+    ({"id": "b1", "record_type": "memory", "restored_times": {"expires_at": None}}, "ORA-20001"),
+    ({"id": "bob", "record_type": "user_profile", "content": "Bob",
+      "restored_times": {"created_at": "2024-01-01T00:00:00Z", "expires_at": "2024-02-01T00:00:00Z"}}, "ORA-20001"),
+])
+def test_add_refuses_the_times_add_json_refuses_and_stores_nothing(record, error):
+    standin = StoreStandIn(vector_dim=2)
+    with pytest.raises(oracledb.DatabaseError, match=error):
+        standin.add(Call("callfunc", binds={"in_batch": json.dumps({"records": [record]})}))
+    assert standin.records == {}
+
+
+def test_add_keeps_restored_times():
+    standin = _standin_with({"id": "k1", "record_type": "memory", "user_id": "bob", "content": "kept",
+                             "restored_times": {"created_at": "2024-01-01T00:00:00+02:00",
+                                                "expires_at": "2024-03-01T00:00:00Z"}})
+    rec = standin.records[("memory", "k1")]
+    assert (rec["created_at"], rec["expires_at"]) == ("2023-12-31T22:00:00.000000+00:00",
+                                                      "2024-03-01T00:00:00.000000+00:00")
