@@ -1194,6 +1194,7 @@ AS
       l_ttl_anchor VARCHAR2(32 CHAR);
       l_retrieval  VARCHAR2(32 CHAR);
       l_vectors    JSON_ARRAY_T;
+      l_chunks     JSON_ARRAY_T;        -- the replacement rows, read once before the lookup (fake40)
       l_rows       PLS_INTEGER;
       l_vec        CLOB;
       l_c_types    vc_tab_t;        -- retrieval rows to insert or re-vector (S23)
@@ -1260,10 +1261,52 @@ AS
          END IF;
          check_ttl(l_req.get_object('ttl'), 'update request.ttl', l_ttl_days, l_ttl_anchor);
       END IF;
+      -- every other member's own checks before the record is looked up too (fake40, after
+      -- fake39): a malformed content, metadata, timestamp, chunks or vectors is refused
+      -- whatever the record's state, where before it was read after the lookup and a missing
+      -- (or expired) record answered 0 for it. What needs the record (the ttl's expiry, the
+      -- timestamp as its event time, the count of its retrieval rows) stays after the lookup.
+      IF l_req.has('content') THEN
+         l_set_c := 1;
+         l_content := get_long_text(l_req, 'content', 'update request');
+         IF l_content IS NULL AND oramem_registry.is_profile_type(l_type) THEN
+            bad_argument('text=None is not allowed for ' || l_type || ' records');
+         END IF;
+      END IF;
+      IF l_req.has('metadata') THEN
+         l_set_m := 1;
+         l_meta := get_metadata(l_req, 'update request');
+      END IF;
+      IF l_req.has('timestamp') THEN
+         l_set_t := 1;
+         l_ts := oramem_registry.parse_utc(get_text(l_req, 'timestamp', 'update request', 64), 'timestamp');
+      END IF;
       IF l_retrieval = 'replace' THEN
-         -- issue 23: the replacement rows' keyword_text, checked before anything is written
-         collect_passages(l_store, l_type, l_id, get_chunks(l_req, 'chunks', 'update request'),
+         -- issue 23: the replacement rows' keyword_text, checked before anything is written;
+         -- the rows themselves (text, vector) are checked and collected here and inserted
+         -- after the record's old rows are deleted (flush_chunks below)
+         l_chunks := get_chunks(l_req, 'chunks', 'update request');
+         collect_passages(l_store, l_type, l_id, l_chunks,
                           'update request.chunks', FALSE, l_p_types, l_p_ids, l_p_nos, l_p_texts);
+         collect_chunks(l_store, l_type, l_id, l_chunks,
+                        'update request.chunks', l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
+      ELSIF l_retrieval = 'revector' THEN
+         -- every vector is validated before the lookup; their count against the record's
+         -- rows needs the record (below)
+         l_vectors := get_chunks(l_req, 'vectors', 'update request');
+         IF l_vectors IS NULL THEN
+            l_vectors := JSON_ARRAY_T();
+         END IF;
+         FOR i IN 0 .. l_vectors.get_size - 1 LOOP
+            -- raises -20006 for a non-null vector on a store without vector_dim
+            l_vec := get_vector(l_vectors.get(i), l_store.vector_dim, 'vectors[' || i || ']');
+            -- S17: such a store has no embedding column and all its vectors are null
+            CONTINUE WHEN l_store.vector_dim IS NULL;
+            l_c_types(i + 1) := l_type;
+            l_c_ids(i + 1)   := l_id;
+            l_c_nos(i + 1)   := i + 1;
+            l_c_vecs(i + 1)  := l_vec;
+         END LOOP;
       END IF;
 
       BEGIN
@@ -1281,21 +1324,8 @@ AS
          RETURN 0;
       END IF;
 
-      IF l_req.has('content') THEN
-         l_set_c := 1;
-         l_content := get_long_text(l_req, 'content', 'update request');
-         IF l_content IS NULL AND oramem_registry.is_profile_type(l_type) THEN
-            bad_argument('text=None is not allowed for ' || l_type || ' records');
-         END IF;
-      END IF;
-      IF l_req.has('metadata') THEN
-         l_set_m := 1;
-         l_meta := get_metadata(l_req, 'update request');
-      END IF;
-      IF l_req.has('timestamp') THEN
-         l_set_t := 1;
-         l_ts := oramem_registry.parse_utc(get_text(l_req, 'timestamp', 'update request', 64), 'timestamp');
-         l_event_ts := l_ts;
+      IF l_set_t = 1 THEN
+         l_event_ts := l_ts;   -- checked before the lookup; the ttl's TIMESTAMP anchor reads it
       END IF;
       IF l_req.has('ttl') THEN
          -- checked before the lookup (check_ttl above)
@@ -1343,35 +1373,20 @@ AS
                EXECUTE IMMEDIATE 'DELETE FROM ' || l_kwp_tab || ' WHERE record_type = :1 AND record_id = :2'
                   USING l_type, l_id;
             END IF;
-            collect_chunks(l_store, l_type, l_id, get_chunks(l_req, 'chunks', 'update request'),
-                           'update request.chunks', l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
+            -- the rows collected (and checked) before the lookup
             flush_chunks(l_store, l_c_types, l_c_ids, l_c_nos, l_c_texts, l_c_vecs);
-            collect_passages(l_store, l_type, l_id, get_chunks(l_req, 'chunks', 'update request'),
+            collect_passages(l_store, l_type, l_id, l_chunks,
                              'update request.chunks', TRUE, l_p_types, l_p_ids, l_p_nos, l_p_texts);
             flush_passages(l_store, l_p_types, l_p_ids, l_p_nos, l_p_texts);
          WHEN 'revector' THEN
-            l_vectors := get_chunks(l_req, 'vectors', 'update request');
+            -- l_vectors was read and every vector checked before the lookup
             EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM ' || l_chk_tab || ' WHERE record_type = :1 AND record_id = :2'
                INTO l_rows USING l_type, l_id;
-            IF l_vectors IS NULL THEN
-               l_vectors := JSON_ARRAY_T();
-            END IF;
             IF l_vectors.get_size <> l_rows THEN
                oramem_errors.raise_error(oramem_errors.gc_vector_mismatch,
                   'embedding has ' || l_vectors.get_size || ' vector(s) but the record has '
                   || l_rows || ' retrieval row(s); pass one vector per row');
             END IF;
-            -- every vector is validated before the first row is updated
-            FOR i IN 0 .. l_rows - 1 LOOP
-               -- raises -20006 for a non-null vector on a store without vector_dim
-               l_vec := get_vector(l_vectors.get(i), l_store.vector_dim, 'vectors[' || i || ']');
-               -- S17: such a store has no embedding column and all its vectors are null
-               CONTINUE WHEN l_store.vector_dim IS NULL;
-               l_c_types(i + 1) := l_type;
-               l_c_ids(i + 1)   := l_id;
-               l_c_nos(i + 1)   := i + 1;
-               l_c_vecs(i + 1)  := l_vec;
-            END LOOP;
             -- S23: one FORALL for all of the record's rows (none without vector_dim)
             IF l_c_vecs.COUNT > 0 THEN
                l_upd := 'UPDATE ' || l_chk_tab || ' SET embedding = TO_VECTOR(:1, '

@@ -39,11 +39,11 @@ class _Oracle:
         from oracle.test_driver_fake import SETTINGS_OUT
 
         self.sync, rec = standin_store()
-        self.standins = [StoreStandIn()]
+        self.standins = [StoreStandIn(vector_dim=8)]
         arec = Recorder()
         arec.answers["oramem_admin.open_store"] = json.dumps(dict(SETTINGS_OUT, vector_dim=8))
         self.standins[0].install(rec.answers)
-        self.standins.append(StoreStandIn())
+        self.standins.append(StoreStandIn(vector_dim=8))
         self.standins[1].install(arec.answers)
         for r in (rec, arec):
             r.answers["oramem_admin.get_options_json"] = json.dumps({"firewall": POLICY.to_json()})

@@ -60,8 +60,13 @@ or the server would (issue 10, item 2):
   has uncommitted DML fails the test (``Recorder.check_isolation``) instead of answering with
   rows (or committing work) no Oracle session would.
 - **READ ONLY transactions**: ``SET TRANSACTION READ ONLY`` after uncommitted DML on the
-  connection is ORA-01453; until the transaction ends, DML and calls of package subprograms
-  that always write (:data:`WRITING_SUBPROGRAMS`) are ORA-01456 (migrate's N5 snapshots).
+  connection is ORA-01453; until the transaction ends, DML, ``SELECT ... FOR UPDATE`` (fake40),
+  calls of package subprograms that always write (:data:`WRITING_SUBPROGRAMS`) and
+  ``get_json`` with ``in_lock = 1`` (its read is FOR UPDATE) are ORA-01456 (migrate's N5
+  snapshots).
+- **LOBs** (fake40): a LOB returned by a call or made by ``createlob`` is read over its
+  connection: after that connection was closed the read is DPY-1001, after it was released
+  to its pool the test fails (:func:`_lob_connected`, which cites the driver's source).
 - **Pools**: ``close()`` with a connection still checked out is DPY-1005 unless ``force=True``;
   a closed pool's ``acquire()`` is DPY-1002 (:class:`_PoolState`; the fakes had no ``close``,
   so the real method ran on ``_impl = None`` and refused every close: stricter than the driver).
@@ -143,12 +148,37 @@ def db_error(code: int, message: str, cls: type = oracledb.DatabaseError) -> Bas
     return cls(err)
 
 
+def _lob_connected(connection: Any) -> None:
+    """A LOB is read over the session of the connection it came from (python-oracledb
+    ``impl/thin/lob.pyx``: ``ThinLobImpl._process_message`` sends on
+    ``self._conn_impl._protocol``; the LOB keeps the connection's impl, not the
+    ``Connection``, so closing its cursor changes nothing). After ``close()`` of a standalone
+    connection the protocol is disconnected and the read is DPY-1001 "not connected to
+    database" (``impl/thin/packet.pyx`` ``_check_connected``: ``errors.ERR_NOT_CONNECTED``
+    when the transport is gone; thick mode's DPI-1010 maps to the same, ``errors.py``), an
+    ``InterfaceError``. A connection released to its pool stays open: the real read then
+    succeeds over a session the pool may already have handed to another caller, which the
+    fake refuses as a test failure (AssertionError), as it does for two sessions' DML
+    (:meth:`Recorder.check_isolation`), rather than answer."""
+    if connection is None or not getattr(connection, "_fake_closed", False):
+        return
+    assert not getattr(connection, "pooled", False), (
+        f"fake: a LOB of connection {connection.serial} is read after that connection was released to its pool; "
+        "python-oracledb would read it over the pooled session, which may serve another caller by now: read "
+        "the LOB before the connection goes back")
+    _driver_errors._raise_err(_driver_errors.ERR_NOT_CONNECTED)
+
+
 class FakeLOB(oracledb.LOB):
-    def __init__(self, data: str) -> None:
+    def __init__(self, data: str, connection: Any = None) -> None:
+        """``connection``: the fake connection the LOB came from (None: one built by a test,
+        read without the connection rule)."""
         self._impl = None
         self.data = data
+        self._fake_connection = connection
 
     def read(self, offset: int = 1, amount: Optional[int] = None) -> str:
+        _lob_connected(self._fake_connection)
         return self.data
 
     def __del__(self) -> None:
@@ -156,11 +186,13 @@ class FakeLOB(oracledb.LOB):
 
 
 class FakeAsyncLOB(oracledb.AsyncLOB):
-    def __init__(self, data: str) -> None:
+    def __init__(self, data: str, connection: Any = None) -> None:
         self._impl = None
         self.data = data
+        self._fake_connection = connection
 
     async def read(self, offset: int = 1, amount: Optional[int] = None) -> str:
+        _lob_connected(self._fake_connection)
         return self.data
 
     def __del__(self) -> None:
@@ -638,12 +670,12 @@ class _CursorBase:
         self.is_query = False
         call = Call("callfunc", name, return_type, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
-        self._plsql_rules(name)
+        self._plsql_rules(name, keyword_parameters)
         _settings_rule(name, keyword_parameters)
         self.rec.calls.append(call)
         value = self.rec.answer(name, call)
         if return_type is oracledb.DB_TYPE_CLOB and isinstance(value, str):
-            return self.lob_cls(value)
+            return self.lob_cls(value, self.connection)
         return value
 
     def _check_plsql_call(self, parameters, keyword_parameters, name):
@@ -657,7 +689,7 @@ class _CursorBase:
         self.is_query = False
         call = Call("callproc", name, None, dict(keyword_parameters or {}), dict(self.sizes), self.conn)
         self._check_plsql_call(parameters, keyword_parameters, name)
-        self._plsql_rules(name)
+        self._plsql_rules(name, keyword_parameters)
         self.rec.calls.append(call)
         self.rec.answer(name, call)
         return []
@@ -737,11 +769,20 @@ class _CursorBase:
             conn._fake_read_only = True
         elif kind == "dml" and conn._fake_read_only:
             raise _read_only_refusal(stmt.split(None, 1)[0].upper())
+        elif kind == "query" and conn._fake_read_only and _for_update(stmt):
+            # fake40: "SELECT without the for_update_clause" only (SQL Language Reference,
+            # SET TRANSACTION); ORA-01456's cause names "select for update" too
+            raise _read_only_refusal("SELECT ... FOR UPDATE")
 
-    def _plsql_rules(self, name: str) -> None:
+    def _plsql_rules(self, name: str, keyword_parameters: Any = None) -> None:
         conn = self.connection
-        if isinstance(conn, _ConnectionState) and conn._fake_read_only and name.lower() in WRITING_SUBPROGRAMS:
+        if not (isinstance(conn, _ConnectionState) and conn._fake_read_only):
+            return
+        if name.lower() in WRITING_SUBPROGRAMS:
             raise _read_only_refusal(name)
+        # fake40: get_json with in_lock = 1 reads the record FOR UPDATE (oramem_store.pkb, SC-12.10)
+        if name.lower() == "oramem_store.get_json" and (keyword_parameters or {}).get("in_lock") == 1:
+            raise _read_only_refusal(f"{name} with in_lock = 1 (SELECT ... FOR UPDATE)")
 
     def _wrote(self, kind: str) -> None:
         """After DML ran on :class:`SQLBackend`: the connection has uncommitted work (a failed
@@ -857,6 +898,14 @@ WRITING_SUBPROGRAMS = frozenset({
 })
 
 
+def _for_update(stmt: str) -> bool:
+    """The statement has a for_update_clause (``FOR UPDATE`` outside strings and comments)."""
+    from oramem.oracle.scripts import significant, tokenize
+
+    words = [t.upper for t in significant(tokenize(stmt)) if t.kind == "name"]
+    return any(a == "FOR" and b == "UPDATE" for a, b in zip(words, words[1:]))
+
+
 def _read_only_refusal(what: str) -> BaseException:
     """ORA-01456 (SQL Language Reference, SET TRANSACTION: in a READ ONLY transaction "only the
     following statements are permitted": SELECT without the for_update_clause, LOCK TABLE, SET
@@ -957,7 +1006,7 @@ class FakeConnection(_ConnectionState, oracledb.Connection):
     def createlob(self, lob_type, data=None):
         self._fake_verify_connected()
         self.rec.calls.append(Call("createlob", binds={"data": data}))
-        return FakeLOB(data)
+        return FakeLOB(data, self)
 
     def close(self):
         self._fake_verify_connected()
@@ -1007,7 +1056,7 @@ class FakeAsyncConnection(_ConnectionState, oracledb.AsyncConnection):
     async def createlob(self, lob_type, data=None):
         self._fake_verify_connected()
         self.rec.calls.append(Call("createlob", binds={"data": data}))
-        return FakeAsyncLOB(data)
+        return FakeAsyncLOB(data, self)
 
     async def close(self):
         self._fake_verify_connected()
@@ -1122,13 +1171,14 @@ _STRING_TYPES = (str, oracledb.DB_TYPE_LONG, oracledb.DB_TYPE_VARCHAR, oracledb.
                  oracledb.DB_TYPE_LONG_NVARCHAR, oracledb.DB_TYPE_CHAR, oracledb.STRING)
 
 
-def _shape(value: Any, kind: Optional[str], var: Optional[_Var], lob_cls: type) -> Any:
+def _shape(value: Any, kind: Optional[str], var: Optional[_Var], lob_cls: type, connection: Any = None) -> Any:
     """A fetched value as the driver hands it over: through the output type handler's var
-    (type and ``outconverter``), else a CLOB column as a LOB object."""
+    (type and ``outconverter``), else a CLOB column as a LOB object (of ``connection``, read
+    over it: :func:`_lob_connected`)."""
     from decimal import Decimal
 
     if var is None:
-        return lob_cls(value) if kind == "clob" else value
+        return lob_cls(value, connection) if kind == "clob" else value
     if var.type in _STRING_TYPES:
         value = str(value)
     elif var.type in (oracledb.NATIVE_FLOAT, oracledb.DB_TYPE_BINARY_DOUBLE, float):
@@ -1138,7 +1188,7 @@ def _shape(value: Any, kind: Optional[str], var: Optional[_Var], lob_cls: type) 
     elif var.type is int:
         value = int(value)
     elif kind == "clob":
-        value = lob_cls(value)
+        value = lob_cls(value, connection)
     if var.outconverter is not None:
         value = var.outconverter(value)
     return value
@@ -1384,7 +1434,7 @@ class SQLBackend:
             for v, k, var in zip(raw, kinds, fetch_vars):
                 v = self.from_sqlite(k, v)
                 if v is not None:
-                    v = _shape(v, k, var, cursor.lob_cls)
+                    v = _shape(v, k, var, cursor.lob_cls, cursor.connection)
                 row.append(v)
             rows.append(tuple(row))
         cursor.rows = rows

@@ -184,7 +184,7 @@ def knowledge_over_fake(monkeypatch, llm=None):
     rec = Recorder()
     rec.backend = SQLBackend.for_tables(build_tables("MYSTORE", 8).metadata)
     rec.answers["oramem_admin.set_deletion_hook"] = None
-    StoreStandIn().install(rec.answers)
+    StoreStandIn(vector_dim=8).install(rec.answers)
     ErasureCatalogStandIn(rec.backend).install(rec.answers)  # options and erasure log in the SQL catalog
     store, _, rec = store_over_fake(rec)
     monkeypatch.setattr(opening_mod, "apply_schema_policy", lambda *a, **k: None)  # created above

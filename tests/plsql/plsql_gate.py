@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .plsql_parse import significant, tokenize
+from .plsql_parse import Token, significant, tokenize
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE_DIRS = ("ddl", "plsql")
@@ -354,7 +354,111 @@ def declaration_order_findings(text: str) -> list[str]:
     ]
 
 
+#: PL/SQL Language Reference (12.2 / 18c / 11.2), Appendix D "PL/SQL Reserved Words and
+#: Keywords", Table D-1 PL/SQL Reserved Words: "Reserved words can never be used as
+#: identifiers" (Table D-2's keywords can, and are not checked here).
+PLSQL_RESERVED_WORDS = frozenset("""
+    ALL ALTER AND ANY AS ASC AT BEGIN BETWEEN BY CASE CHECK CLUSTERS CLUSTER COLAUTH COLUMNS
+    COMPRESS CONNECT CRASH CREATE CURSOR DECLARE DEFAULT DESC DISTINCT DROP ELSE END EXCEPTION
+    EXCLUSIVE FETCH FOR FROM FUNCTION GOTO GRANT GROUP HAVING IDENTIFIED IF IN INDEX INDEXES
+    INSERT INTERSECT INTO IS LIKE LOCK MINUS MODE NOCOMPRESS NOT NOWAIT NULL OF ON OPTION OR
+    ORDER OVERLAPS PROCEDURE PUBLIC RESOURCE REVOKE SELECT SHARE SIZE SQL START SUBTYPE TABAUTH
+    TABLE THEN TO TYPE UNION UNIQUE UPDATE VALUES VIEW VIEWS WHEN WHERE WITH
+""".split())
+
+#: the data types a declaration in these sources starts with (besides the TYPE / SUBTYPE names
+#: the sources declare and anything ending %TYPE / %ROWTYPE)
+_BUILTIN_TYPES = frozenset("""
+    VARCHAR2 VARCHAR NVARCHAR2 CHAR NCHAR CLOB NCLOB BLOB NUMBER INTEGER PLS_INTEGER
+    BINARY_INTEGER SIMPLE_INTEGER NATURAL POSITIVE BOOLEAN DATE TIMESTAMP INTERVAL RAW ROWID
+    JSON JSON_ELEMENT_T JSON_OBJECT_T JSON_ARRAY_T JSON_SCALAR_T JSON_KEY_LIST VECTOR
+    SYS_REFCURSOR BINARY_DOUBLE BINARY_FLOAT FLOAT
+""".split())
+
+#: tokens that may follow a parameter's name (its mode, then its type)
+_PARAM_MODES = frozenset({"IN", "OUT", "NOCOPY"})
+
+
+def _declared_types(text: str) -> set[str]:
+    toks = [t for t in significant(tokenize(text)) if t.kind != "cc"]
+    return {toks[i + 1].upper for i, t in enumerate(toks[:-1])
+            if t.upper in ("TYPE", "SUBTYPE") and toks[i + 1].kind in ("name", "qname")}
+
+
+_SOURCE_TYPES: set[str] = set()
+
+
+def _known_types(text: str) -> set[str]:
+    """The built-in types, the TYPE / SUBTYPE names of every source file (a body names its
+    spec's and other packages' types qualified, ``oramem_registry.store_t``) and of ``text``."""
+    if not _SOURCE_TYPES:
+        for path in source_files():
+            _SOURCE_TYPES.update(_declared_types(path.read_text()))
+    return set(_BUILTIN_TYPES) | _SOURCE_TYPES | _declared_types(text)
+
+
+def declared_names(text: str) -> list[tuple[Token, str]]:
+    """Every identifier ``text`` declares, with what it names: a variable, constant or
+    exception (``name [CONSTANT] type`` / ``name EXCEPTION`` at the start of a declaration), a
+    parameter (``(`` or ``,`` then ``name`` then a mode or a type), a type, subtype, cursor,
+    procedure or function name, or a FOR loop index. Comments and strings are never read
+    (tokens of :func:`tokenize`). Not a grammar: rule (e)'s net, checked against
+    :func:`~.plsql_parse.package_signatures` by a test."""
+    toks = [t for t in significant(tokenize(text)) if t.kind != "cc"]
+    types = _known_types(text)
+
+    def is_type(j: int) -> bool:
+        if j >= len(toks) or toks[j].kind not in ("name", "qname"):
+            return False
+        k = j   # a dotted name (pkg.type_t, tab.col%TYPE): its last part, or a %TYPE / %ROWTYPE
+        while k + 2 < len(toks) and toks[k + 1].text == "." and toks[k + 2].kind in ("name", "qname"):
+            k += 2
+        if k + 2 < len(toks) and toks[k + 1].text == "%" and toks[k + 2].upper in ("TYPE", "ROWTYPE"):
+            return True
+        return toks[k].upper in types
+
+    out = []
+    for i, t in enumerate(toks):
+        if t.kind != "name":
+            continue
+        prev = toks[i - 1] if i else None
+        nxt = toks[i + 1] if i + 1 < len(toks) else None
+        what = None
+        if prev is not None and prev.kind == "name" and prev.upper in ("PROCEDURE", "FUNCTION", "CURSOR", "TYPE",
+                                                                         "SUBTYPE") \
+                and (i < 2 or toks[i - 2].upper not in ("%", "END", "PACKAGE", "BODY")):
+            what = f"a {prev.upper.lower()} name"
+        elif prev is not None and prev.upper == "FOR" and nxt is not None and nxt.upper == "IN":
+            what = "a FOR loop index"
+        elif prev is not None and prev.text in ("(", ",") and nxt is not None \
+                and (nxt.upper in _PARAM_MODES or is_type(i + 1)):
+            what = "a parameter name"
+        elif (prev is None or prev.text == ";" or prev.upper in ("IS", "AS", "DECLARE")) and nxt is not None \
+                and t.upper not in ("TYPE", "SUBTYPE", "EXCEPTION", "CURSOR", "PROCEDURE", "FUNCTION", "PRAGMA") \
+                and (nxt.upper in ("CONSTANT", "EXCEPTION") or is_type(i + 1)):
+            what = "a variable, constant or exception name"
+        if what:
+            out.append((t, what))
+    return out
+
+
+def reserved_identifier_findings(text: str) -> list[str]:
+    """Rule (e) (fake40): a PL/SQL reserved word (:data:`PLSQL_RESERVED_WORDS`) declared as an
+    identifier (:func:`declared_names`). Oracle refuses it at compile time (PLS-00103); the
+    gate's parsers do not know the list."""
+    return [f"line {t.line}: {t.text} is {what}, and {t.upper} is a PL/SQL reserved word (PL/SQL Language "
+            "Reference, Table D-1: reserved words can never be identifiers; PLS-00103 at compile time); "
+            f"rename it (e.g. l_{t.text.lower()})"
+            for t, what in declared_names(text) if t.upper in PLSQL_RESERVED_WORDS]
+
+
+#: file -> why it may still break rule (e).
+PENDING_RESERVED_IDENTIFIERS: dict[str, str] = {
+}
+
+
 SOURCE_RULES = {
+    "reserved_identifiers": (reserved_identifier_findings, PENDING_RESERVED_IDENTIFIERS),
     "declaration_order": (declaration_order_findings, PENDING_DECLARATION_ORDER),
     "sqlprefix": (sqlprefix_findings, PENDING_SQLPREFIX),
     "byte_semantics": (byte_semantics_findings, PENDING_BYTE_SEMANTICS),

@@ -238,9 +238,14 @@ def test_s15_delete_counts_only_visible_records():
 # S17: revector on a store without vector_dim never builds TO_VECTOR(:1, , FLOAT32).
 def test_s17_revector_skips_the_update_without_vector_dim():
     body = unit(src("oramem_store.pkb"), "update_json")
+    # fake40: the vectors are checked and collected before the record is looked up; a store
+    # without vector_dim collects none, and the UPDATE is built only for collected vectors
+    pre = branch(body, "ELSIF l_retrieval = 'revector' THEN", "' FOR UPDATE'")
+    skip = pre.index("CONTINUE WHEN l_store.vector_dim IS NULL;")
+    assert pre.index("get_vector(") < skip < pre.index("l_c_vecs(i + 1)  := l_vec;")
     rev = branch(body, "WHEN 'revector' THEN", "WHEN 'strip_vectors' THEN")
-    skip = rev.index("CONTINUE WHEN l_store.vector_dim IS NULL;")
-    assert rev.index("get_vector(") < skip < rev.index("TO_VECTOR(")
+    assert "get_vector(" not in rev and "l_c_vecs(" not in rev.replace("l_c_vecs(i)", "")
+    assert rev.index("IF l_c_vecs.COUNT > 0 THEN") < rev.index("TO_VECTOR(")
 
 
 # S19: a missing direct CTX_DDL grant is -20302 naming the grant, not a raw ORA-06550.
@@ -432,7 +437,10 @@ def test_s23_revector_updates_with_one_forall():
     assert re.search(r"FORALL i IN 1 \.\. l_c_vecs\.COUNT\s+EXECUTE IMMEDIATE l_upd\s+USING l_c_vecs\(i\), "
                      r"l_c_types\(i\), l_c_ids\(i\), l_c_nos\(i\);", rev)
     rep = branch(body, "WHEN 'replace' THEN", "WHEN 'revector' THEN")
-    assert "collect_chunks(" in rep and "flush_chunks(" in rep
+    assert "flush_chunks(" in rep
+    # fake40: the rows are collected (and checked) before the record is looked up
+    pre = branch(body, "IF l_retrieval = 'replace' THEN", "' FOR UPDATE'")
+    assert "collect_chunks(" in pre and "collect_chunks(" not in body[body.index("' FOR UPDATE'"):]
 
 
 def test_s23_timestamps_are_converted_without_dynamic_sql():
