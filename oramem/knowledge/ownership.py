@@ -15,7 +15,7 @@ before the user dimension or from direct writes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 import sqlalchemy as sa
@@ -23,10 +23,15 @@ import sqlalchemy as sa
 from .db import queries as reads
 from .db.schema import KGTables
 
-__all__ = ["UserRows", "SCOPE_KINDS", "user_rows", "owned_rows"]
+__all__ = ["UserRows", "SCOPE_KINDS", "PROVENANCE", "user_rows", "born_of", "owned_rows"]
 
 #: the scopes an export can be cut to
 SCOPE_KINDS = ("user", "agent", "thread")
+
+#: the key of an event's ``trace_json`` that records which entities and aliases of its scope
+#: the write touched and created (``write.commit.provenance_of``): an erasure decides by it
+#: which rows of another scope her erased events made (KC-3.10, :func:`born_of`)
+PROVENANCE = "provenance"
 
 
 @dataclass
@@ -43,6 +48,10 @@ class UserRows:
     metas: set[str]
     observations: set[str]
     summaries: set[tuple[str, Optional[str], str]]
+    #: ids of entity and alias rows of another scope that only her erased events made or
+    #: named (:func:`born_of`); empty for a store whose events predate the provenance record
+    entities: set[str] = field(default_factory=set)
+    aliases: set[str] = field(default_factory=set)
 
 
 def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterable[tuple[str, str]], *,
@@ -81,7 +90,98 @@ def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterabl
     # the entities whose summary the summary job wrote from her facts (the links of its scope)
     summaries = {(r[0], r[1], r[2]) for cond in reads.in_batches(lk.c.fact_id, facts)
                  for r in conn.execute(sa.select(lk.c.agent_id, lk.c.user_id, lk.c.entity_key).where(cond))}
-    return UserRows(events, facts, clusters, metas, observations, summaries)
+    entities, aliases = born_of(conn, t, users, events, facts, observations)
+    return UserRows(events, facts, clusters, metas, observations, summaries, entities, aliases)
+
+
+def _provenance(trace: Any) -> dict[str, list[str]]:
+    """An event's ``trace_json`` provenance (``write.commit.provenance_of``); empty for an
+    event written before it was recorded, or one that touched no entity."""
+    got = trace.get(PROVENANCE) if isinstance(trace, dict) else None
+    if not isinstance(got, dict):
+        return {}
+    return {k: [x for x in v if isinstance(x, str)] for k, v in got.items() if isinstance(v, list)}
+
+
+def born_of(conn: sa.Connection, t: KGTables, users: set[str], events: set[str], facts: set[str],
+            observations: set[str]) -> tuple[set[str], set[str]]:
+    """KC-3.10, by provenance, never by name: the entity and alias rows of another scope (a
+    shared write in her private thread, a shared fact learned from her message) that her
+    erased ``events`` created, as each event's ``trace_json`` provenance records it.
+
+    Such an entity goes with her, its aliases with it, unless something that stays still
+    names it in its scope: a fact or fact link not among her erased ``facts``, a relationship
+    whose evidence is not one of them, an event of the scope not among her ``events`` whose
+    provenance lists it (a later mention, an operator's ``add_entity``), a session
+    observation not among her ``observations`` that mentions it, or an alias her events did
+    not create. An entity that stays (and an entity another write created) loses the aliases
+    her events created, unless an event that stays lists the alias too. Rows written before
+    the provenance was recorded are not matched (no event says who created them). Returns
+    ``(entity row ids, alias row ids)``."""
+    ev, e, al = t.event, t.entity, t.alias
+    born: dict[tuple[str, Optional[str]], set[str]] = {}       # scope -> keys her events created
+    named: dict[tuple[str, Optional[str]], set[str]] = {}      # scope -> aliases her events created
+    first: dict[tuple[str, Optional[str]], Any] = {}           # scope -> her first such event's time
+    for cond in reads.in_batches(ev.c.id, events):
+        for agent, user, trace, created_at in conn.execute(
+                sa.select(ev.c.agent_id, ev.c.user_id, ev.c.trace_json, ev.c.created_at).where(cond)):
+            if user in users:
+                continue  # her own scope goes whole
+            got = _provenance(trace)
+            if got:
+                first[(agent, user)] = min(first.get((agent, user), created_at), created_at)
+            born.setdefault((agent, user), set()).update(got.get("entities_created", ()))
+            named.setdefault((agent, user), set()).update(got.get("aliases_created", ()))
+    gone_entities: set[str] = set()
+    gone_aliases: set[str] = set()
+    for agent, user in sorted(set(born) | set(named), key=repr):
+        keys, created = born.get((agent, user), set()), named.get((agent, user), set())
+        if not created and not keys:
+            continue
+        rows = conn.execute(sa.select(e.c.id, e.c.canonical_key).where(
+            reads.owned(e, agent, user), reads.any_in(e.c.canonical_key, keys))).all()
+        # what the scope's other events name (their provenance), read once per scope: only
+        # those since her first event that made a row can name one she made
+        other_keys: set[str] = set()
+        other_aliases: set[str] = set()
+        for eid, trace in conn.execute(sa.select(ev.c.id, ev.c.trace_json).where(
+                reads.owned(ev, agent, user), ev.c.trace_json.is_not(None), ev.c.created_at >= first[(agent, user)])):
+            if eid not in events:
+                got = _provenance(trace)
+                other_keys.update(got.get("entities", ()))
+                other_aliases.update(got.get("aliases", ()))
+        alias_rows = conn.execute(sa.select(al.c.id, al.c.alias, al.c.canonical_entity_key).where(
+            reads.owned(al, agent, user), sa.or_(reads.any_in(al.c.alias, created),
+                                                 reads.any_in(al.c.canonical_entity_key, keys)))).all()
+        so = t.session_observation
+        for oid, mentioned in conn.execute(sa.select(so.c.id, so.c.entities_mentioned).where(reads.owned(so, agent, user))):
+            if oid not in observations:
+                other_keys.update(x for x in (mentioned or ()) if isinstance(x, str))
+        for r in rows:
+            key = r.canonical_key
+            if key in other_keys or _still_named(conn, t, agent, user, key, facts) or any(
+                    a.canonical_entity_key == key and a.alias not in created for a in alias_rows):
+                continue
+            gone_entities.add(r.id)
+            gone_aliases.update(a.id for a in alias_rows if a.canonical_entity_key == key)
+        gone_aliases.update(a.id for a in alias_rows if a.alias in created and a.alias not in other_aliases)
+    return gone_entities, gone_aliases
+
+
+def _still_named(conn: sa.Connection, t: KGTables, agent: str, user: Optional[str], key: str, facts: set[str]) -> bool:
+    """Whether a row of scope ``(agent, user)`` that stays after her erasure names entity
+    ``key``: a fact, a fact link, a relationship not evidenced by her ``facts``."""
+    f, lk, rel = t.fact, t.link, t.relationship
+    for table, cond in ((f, f.c.entity_key == key), (lk, lk.c.entity_key == key)):
+        column = table.c.id if table is f else table.c.fact_id
+        for (fid,) in conn.execute(sa.select(column).where(reads.owned(table, agent, user), cond)):
+            if fid not in facts:
+                return True
+    for (evidence,) in conn.execute(sa.select(rel.c.evidence_fact_id).where(
+            reads.owned(rel, agent, user), sa.or_(rel.c.source_entity_key == key, rel.c.target_entity_key == key))):
+        if evidence is None or evidence not in facts:
+            return True
+    return False
 
 
 def _ids(conn: sa.Connection, table: sa.Table, cond: Any) -> set[tuple[Any, Optional[str]]]:
@@ -144,6 +244,9 @@ def owned_rows(conn: sa.Connection, t: KGTables, kind: str, ids: Iterable[str],
     }
     for table in (t.alias, t.entity, t.intention, t.job):
         found[table] = _ids(conn, table, mine(table))
+    # the shared entities and aliases only her erased events made (born_of) go with her
+    found[t.alias] |= _ids(conn, t.alias, reads.any_in(t.alias.c.id, sel.aliases))
+    found[t.entity] |= _ids(conn, t.entity, reads.any_in(t.entity.c.id, sel.entities))
     removed = set(threads)
     for table, column in ((t.session_observation, t.session_observation.c.session_id),
                           (t.intention, t.intention.c.source_context), (t.job, t.job.c.session_id)):

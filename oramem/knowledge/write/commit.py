@@ -33,6 +33,7 @@ from ..db import dml
 from ..db import queries as reads
 from ..errors import ConflictError, KnowledgeError
 from ..model import new_id
+from ..ownership import PROVENANCE
 from .extract import infer_value_type
 from .reconcile import mentions
 from .state import WriteRun
@@ -454,9 +455,24 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
     faults.check("store_records")
 
 
+def provenance_of(run: WriteRun, plan: Plan) -> dict[str, list[str]]:
+    """What the write's event records of the entity rows it reached (KC-3.10, KC-4.19):
+    ``entities`` every canonical key it resolved, touched or created (an ``add_entity`` too:
+    one event records that call), ``entities_created`` the keys of the rows it inserted,
+    ``aliases`` every alias it registered or found bound to its entities, ``aliases_created``
+    those it inserted. All in the write's own scope."""
+    return {
+        "entities": sorted(run.touched_keys | set(run.created)),
+        "entities_created": sorted(str(r["canonical_key"]) for r in plan.entity_inserts),
+        "aliases": sorted(run.alias_regs),
+        "aliases_created": sorted(str(r["alias"]) for r in plan.alias_inserts),
+    }
+
+
 def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: str, trace: dict[str, Any]) -> list[dict[str, Any]]:
     t = run.t
     ag, now = run.agent_id, run.now
+    trace = {**trace, PROVENANCE: provenance_of(run, plan)}
     # event
     faults.check("event")
     emotion = run.emotion or {}
