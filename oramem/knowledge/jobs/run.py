@@ -776,6 +776,8 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
             stale = x["summary_text"] is None or x["summary_refreshed_at"] is None
             if not stale and x["summary_refreshed_at"] < now - timedelta(days=cfg.summary_refresh_interval_days):
                 stale = True
+            if not stale:  # a linked fact expired since it was written (KC-6.7 [ext])
+                stale = bool(reads.summaries_outlived(conn, t, agent_id, [{**x, "user_id": user_id}], now))
             if not stale:
                 newer = conn.execute(
                     sa.select(f.c.id).select_from(lk.join(f, f.c.id == lk.c.fact_id))
