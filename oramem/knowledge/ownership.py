@@ -40,7 +40,8 @@ class UserRows:
     match: her events and facts (her scope, and the rows whose store record was one of her
     erased records), and the derived rows of any scope citing them. ``summaries``: the
     entities (``(agent_id, user_id, canonical_key)``) linked to one of her facts, whose
-    LLM-written summary may quote it (erasure clears it; the entity row is its scope's)."""
+    LLM-written summary may quote it, or whose summary one of her erased events seeded from
+    her message (erasure clears it; the entity row is its scope's)."""
 
     events: set[str]
     facts: set[str]
@@ -90,7 +91,9 @@ def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterabl
     # the entities whose summary the summary job wrote from her facts (the links of its scope)
     summaries = {(r[0], r[1], r[2]) for cond in reads.in_batches(lk.c.fact_id, facts)
                  for r in conn.execute(sa.select(lk.c.agent_id, lk.c.user_id, lk.c.entity_key).where(cond))}
-    entities, aliases = born_of(conn, t, users, events, facts, observations)
+    entities, aliases, seeded = born_of(conn, t, users, events, facts, observations)
+    # and those whose summary her erased events seeded from her message (KC-4.9)
+    summaries |= seeded
     return UserRows(events, facts, clusters, metas, observations, summaries, entities, aliases)
 
 
@@ -104,7 +107,7 @@ def _provenance(trace: Any) -> dict[str, list[str]]:
 
 
 def born_of(conn: sa.Connection, t: KGTables, users: set[str], events: set[str], facts: set[str],
-            observations: set[str]) -> tuple[set[str], set[str]]:
+            observations: set[str]) -> tuple[set[str], set[str], set[tuple[str, Optional[str], str]]]:
     """KC-3.10, by provenance, never by name: the entity and alias rows of another scope (a
     shared write in her private thread, a shared fact learned from her message) that her
     erased ``events`` created, as each event's ``trace_json`` provenance records it.
@@ -117,17 +120,21 @@ def born_of(conn: sa.Connection, t: KGTables, users: set[str], events: set[str],
     not create. An entity that stays (and an entity another write created) loses the aliases
     her events created, unless an event that stays lists the alias too. Rows written before
     the provenance was recorded are not matched (no event says who created them). Returns
-    ``(entity row ids, alias row ids)``."""
+    ``(entity row ids, alias row ids, (agent, user, key) of the entities whose summary her
+    events seeded from her message)``: such a summary is her words, cleared if the entity
+    stays."""
     ev, e, al = t.event, t.entity, t.alias
     born: dict[tuple[str, Optional[str]], set[str]] = {}       # scope -> keys her events created
     named: dict[tuple[str, Optional[str]], set[str]] = {}      # scope -> aliases her events created
     first: dict[tuple[str, Optional[str]], Any] = {}           # scope -> her first such event's time
+    seeded: set[tuple[str, Optional[str], str]] = set()
     for cond in reads.in_batches(ev.c.id, events):
         for agent, user, trace, created_at in conn.execute(
                 sa.select(ev.c.agent_id, ev.c.user_id, ev.c.trace_json, ev.c.created_at).where(cond)):
             if user in users:
                 continue  # her own scope goes whole
             got = _provenance(trace)
+            seeded.update((agent, user, key) for key in got.get("summaries_seeded", ()))
             if got:
                 first[(agent, user)] = min(first.get((agent, user), created_at), created_at)
             born.setdefault((agent, user), set()).update(got.get("entities_created", ()))
@@ -165,7 +172,7 @@ def born_of(conn: sa.Connection, t: KGTables, users: set[str], events: set[str],
             gone_entities.add(r.id)
             gone_aliases.update(a.id for a in alias_rows if a.canonical_entity_key == key)
         gone_aliases.update(a.id for a in alias_rows if a.alias in created and a.alias not in other_aliases)
-    return gone_entities, gone_aliases
+    return gone_entities, gone_aliases, seeded
 
 
 def _still_named(conn: sa.Connection, t: KGTables, agent: str, user: Optional[str], key: str, facts: set[str]) -> bool:

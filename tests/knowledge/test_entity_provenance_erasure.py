@@ -130,3 +130,22 @@ def test_her_export_holds_the_shared_entity_her_forget_takes(env):  # noqa: F811
         names = {r[0] for r in conn.execute(sa.select(t.entity.c.display_name).where(
             t.entity.c.id.in_(sorted(rows[t.entity.name]))))}
     assert names == {"Dr. Quinlan"}
+
+
+def test_a_summary_her_words_seeded_on_an_entity_that_stays_goes(env):  # noqa: F811
+    """The extraction may seed an entity's summary from the message (KC-4.9 ``updated_summaries``):
+    on an entity the lobby named first, with no fact of hers linked to it, that summary is her
+    words; her erasure clears it (the next refresh writes one from the facts left)."""
+    path, store, km, llm, clock = env
+    _lobby_says(km, llm, clock, [("Dr. Quinlan", "Dr. Quinlan works on the third floor")])
+    store.add(["alice: about my cardiologist"], "message", thread_ids="alice-chat", user_ids="alice",
+              agent_ids=AGENT, roles="user")
+    llm.route("extract", extract([("Dr. Quinlan", "person"), ("Alice", "person")],
+                                 [("Alice", "Alice has a heart murmur")],
+                                 updated_summaries={"Dr. Quinlan": "treats Alice's murmurzz monthly"}))
+    km.write(AGENT, "Alice told the desk about her doctor", "Desk", session_id="alice-chat")
+    assert "murmurzz" in {e.canonical_key: e.summary_text or "" for e in km.entities(AGENT)}["person:dr_quinlan"]
+    km.forget(user_id="alice")
+    ents = {e.canonical_key: e for e in km.entities(AGENT, include_inactive=True)}
+    assert set(ents) == {"person:dr_quinlan"} and ents["person:dr_quinlan"].display_name == "Dr. Quinlan"
+    assert _table_hits(path, "murmurzz") == {}

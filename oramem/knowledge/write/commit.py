@@ -460,12 +460,15 @@ def provenance_of(run: WriteRun, plan: Plan) -> dict[str, list[str]]:
     ``entities`` every canonical key it resolved, touched or created (an ``add_entity`` too:
     one event records that call), ``entities_created`` the keys of the rows it inserted,
     ``aliases`` every alias it registered or found bound to its entities, ``aliases_created``
-    those it inserted. All in the write's own scope."""
+    those it inserted, ``summaries_seeded`` the keys whose summary it wrote from the message
+    (KC-4.9 ``updated_summaries``). All in the write's own scope."""
     return {
         "entities": sorted(run.touched_keys | set(run.created)),
         "entities_created": sorted(str(r["canonical_key"]) for r in plan.entity_inserts),
         "aliases": sorted(run.alias_regs),
         "aliases_created": sorted(str(r["alias"]) for r in plan.alias_inserts),
+        "summaries_seeded": sorted({str(r["canonical_key"]) for r in plan.entity_inserts if r["summary_text"] is not None}
+                                   | {k for k, u in plan.entity_updates.items() if u.get("summary_text") is not None}),
     }
 
 
