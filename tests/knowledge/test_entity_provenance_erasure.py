@@ -149,3 +149,34 @@ def test_a_summary_her_words_seeded_on_an_entity_that_stays_goes(env):  # noqa: 
     ents = {e.canonical_key: e for e in km.entities(AGENT, include_inactive=True)}
     assert set(ents) == {"person:dr_quinlan"} and ents["person:dr_quinlan"].display_name == "Dr. Quinlan"
     assert _table_hits(path, "murmurzz") == {}
+
+
+def test_a_display_name_her_words_extended_goes_back(env):  # noqa: F811
+    """KC-4.9: a longer name extends an entity's display name ("Amelia" -> "Amelia Quinlan").
+    The lobby knows "Amelia"; Alice's words gave "Quinlan": after her erasure the entity is
+    "Amelia" again and "Quinlan" is nowhere in the file."""
+    path, store, km, llm, clock = env
+    _lobby_says(km, llm, clock, [("Amelia", "Amelia works on the third floor")], entities=(("Amelia", "person"),))
+    store.add(["alice: about my cardiologist"], "message", thread_ids="alice-chat", user_ids="alice",
+              agent_ids=AGENT, roles="user")
+    llm.route("extract", extract([("Amelia Quinlan", "person")], [("Amelia Quinlan", "Amelia Quinlan sees Alice")]))
+    km.write(AGENT, "Alice told the desk about her doctor", "Desk", session_id="alice-chat")
+    assert [e.display_name for e in km.entities(AGENT)] == ["Amelia Quinlan"]
+    km.forget(user_id="alice")
+    (amelia,) = km.entities(AGENT, include_inactive=True)
+    assert (amelia.canonical_key, amelia.display_name) == ("person:amelia", "Amelia")
+    assert _table_hits(path, "uinlan") == {}
+    km.close()
+    store.close()
+    assert b"uinlan" not in _file_bytes(path)
+
+
+def test_a_display_name_the_lobby_also_used_stays(env):  # noqa: F811
+    path, store, km, llm, clock = env
+    _lobby_says(km, llm, clock, [("Amelia", "Amelia works on the third floor")], entities=(("Amelia", "person"),))
+    _alice_says(km, llm, clock, store, [("Amelia Quinlan", "Amelia Quinlan sees Alice")],
+                entities=(("Amelia Quinlan", "person"),))
+    _lobby_says(km, llm, clock, [("Amelia Quinlan", "Amelia Quinlan parks in bay 4")],
+                entities=(("Amelia Quinlan", "person"),))
+    km.forget(user_id="alice")
+    assert [e.display_name for e in km.entities(AGENT)] == ["Amelia Quinlan"]
