@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from .db import queries as reads
 from .db.schema import KGTables
-from .text import norm
+from .text import merged_names, norm
 
 __all__ = ["UserRows", "SCOPE_KINDS", "PROVENANCE", "user_rows", "born_of", "Born", "owned_rows"]
 
@@ -172,7 +172,7 @@ def born_of(conn: sa.Connection, t: KGTables, users: set[str], events: set[str],
         if not (m.keys or m.aliases or m.renamed):
             continue
         other_keys, other_aliases = _named_elsewhere(conn, t, agent, user, m.since, events, observations)
-        rows = conn.execute(sa.select(e.c.id, e.c.canonical_key, e.c.display_name).where(
+        rows = conn.execute(sa.select(e.c.id, e.c.canonical_key, e.c.display_name, e.c.created_at).where(
             reads.owned(e, agent, user), reads.any_in(e.c.canonical_key, m.keys | set(m.renamed)))).all()
         alias_rows = conn.execute(sa.select(al.c.id, al.c.alias, al.c.canonical_entity_key).where(
             reads.owned(al, agent, user), sa.or_(reads.any_in(al.c.alias, m.aliases),
@@ -183,6 +183,12 @@ def born_of(conn: sa.Connection, t: KGTables, users: set[str], events: set[str],
                     a.canonical_entity_key == key and a.alias not in m.aliases for a in alias_rows)):
                 out.entities.add(r.id)
                 out.aliases.update(a.id for a in alias_rows if a.canonical_entity_key == key)
+                # a merge folded it into another entity: the aliases it made of its names
+                # (KC-6.5), made after it was (every event since records the aliases it
+                # registered: one no event that stays lists is the merge's)
+                out.aliases.update(a.id for a in conn.execute(sa.select(al.c.id, al.c.alias).where(
+                    reads.owned(al, agent, user), al.c.canonical_entity_key != key, al.c.created_at >= r.created_at,
+                    reads.any_in(al.c.alias, merged_names(r.display_name, key)))) if a.alias not in other_aliases)
             elif key in m.renamed:
                 before, after = m.renamed[key]
                 if r.display_name == after and norm(str(after)) not in other_aliases:

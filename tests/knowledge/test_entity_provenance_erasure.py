@@ -180,3 +180,27 @@ def test_a_display_name_the_lobby_also_used_stays(env):  # noqa: F811
                 entities=(("Amelia Quinlan", "person"),))
     km.forget(user_id="alice")
     assert [e.display_name for e in km.entities(AGENT)] == ["Amelia Quinlan"]
+
+
+def test_an_entity_her_words_made_that_a_merge_folded_in_leaves_no_alias(env):  # noqa: F811
+    """KC-6.5: a merge moves the loser's facts to the winner, deactivates the loser and gives
+    the winner the loser's names as aliases. When the loser was born of Alice's words ("Room
+    Twelve", a shared write in her private thread), her erasure takes the loser and the aliases
+    the merge made of its names; the winner, the lobby's, stays with its own name."""
+    import dataclasses
+
+    path, store, km, llm, clock = env
+    km.add_knowledge(AGENT, facts=[{"subject": "Room 12", "fact": f"Room 12 has feature {i}", "subject_type": "place"}
+                                   for i in range(3)], session_id="lobby")
+    store.add(["alice: my room"], "message", thread_ids="alice-chat", user_ids="alice", agent_ids=AGENT, roles="user")
+    km.add_knowledge(AGENT, facts=[{"subject": "Room Twelve", "fact": "Room Twelve smells of lavender",
+                                    "subject_type": "place"}], session_id="alice-chat")
+    km.config = dataclasses.replace(km.config, memify_merge_similarity_threshold=-1.0)
+    llm.route("entity_merge", {"should_merge": True})
+    assert km.memify(AGENT).merges_executed == 1
+    assert any("twelve" in a for a in _aliases(km))
+    km.forget(user_id="alice")
+    assert [(e.canonical_key, e.display_name) for e in km.entities(AGENT, include_inactive=True)] == [
+        ("place:room_12", "Room 12")]
+    assert not any("twelve" in a for a in _aliases(km)), _aliases(km)
+    assert _table_hits(path, "welve") == {}

@@ -30,7 +30,7 @@ from ..errors import LLMError, plain_text
 from ..model import new_id
 from ..read.scoring import compute_vitality
 from ..llm.tasks import TaskCall
-from ..text import norm
+from ..text import merged_names, norm
 from ..types import (
     BackgroundRunResult,
     ClusteringResult,
@@ -697,8 +697,7 @@ def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[s
     # aliases, plus the loser's name and key slug
     conn.execute(sa.update(al).where(reads.owned(al, agent_id, user_id), al.c.canonical_entity_key == L).values(
         canonical_entity_key=W, canonical_entity_type=win["entity_type"]))
-    part = L.split(":", 1)[-1]
-    for name in dict.fromkeys(x for x in (norm(lose["display_name"] or ""), part, norm(part.replace("_", " ")), L) if x):
+    for name in merged_names(lose["display_name"], L):
         exists = conn.execute(sa.select(al.c.id).where(reads.owned(al, agent_id, user_id), al.c.alias == name)).first()
         if exists is None:
             conn.execute(sa.insert(al).values(id=new_id(), agent_id=agent_id, user_id=user_id, alias=name[:256], canonical_entity_key=W,
