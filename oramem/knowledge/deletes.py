@@ -132,6 +132,14 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     # the rest of her scope: entities, aliases, relationships, links, intentions, queued writes
     for table in (rel, lk, al, e, it, t.job):
         conn.execute(sa.delete(table).where(mine(table)))
+    # entities and aliases of another scope that only her erased events made (their
+    # provenance), found before her rows went: a shared entity named in her private thread
+    for table, ids in ((al, sel.aliases), (e, sel.entities)):
+        for cond in reads.in_batches(table.c.id, ids):
+            conn.execute(sa.delete(table).where(cond))
+    # and the display names her erased events extended go back to the name before (KC-4.9)
+    for entity_id, name in sorted(sel.renames.items()):
+        conn.execute(sa.update(e).where(e.c.id == entity_id).values(display_name=name))
     # her knowledge store records; threads are the store's (a thread is a conversation, not
     # a grant: its row and other users' records in it are never erased from here)
     return [("fact", fid) for fid in sorted(facts)] + [("message", eid) for eid in sorted(events)]

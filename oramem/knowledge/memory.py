@@ -402,8 +402,10 @@ class KnowledgeMemory:
         """Entities of the agent (KC-3.8: ``user_id``'s plus the shared ones; ``None``: shared only)."""
         user_id = checks.scope(agent_id, user_id)
         check_page(limit, offset)
+        now = self._now()
         return await self.runtime.read(lambda c: facts.entities(
-            c, self.runtime.tables, agent_id, limit=limit, offset=offset, include_inactive=include_inactive, user_id=user_id))
+            c, self.runtime.tables, agent_id, limit=limit, offset=offset, include_inactive=include_inactive, user_id=user_id,
+            now=now))
 
     entities = sync_method(entities_async)
 

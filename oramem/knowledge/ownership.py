@@ -15,18 +15,24 @@ before the user dimension or from direct writes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 import sqlalchemy as sa
 
 from .db import queries as reads
 from .db.schema import KGTables
+from .text import merged_names, norm
 
-__all__ = ["UserRows", "SCOPE_KINDS", "user_rows", "owned_rows"]
+__all__ = ["UserRows", "SCOPE_KINDS", "PROVENANCE", "user_rows", "born_of", "Born", "owned_rows"]
 
 #: the scopes an export can be cut to
 SCOPE_KINDS = ("user", "agent", "thread")
+
+#: the key of an event's ``trace_json`` that records which entities and aliases of its scope
+#: the write touched and created (``write.commit.provenance_of``): an erasure decides by it
+#: which rows of another scope her erased events made (KC-3.10, :func:`born_of`)
+PROVENANCE = "provenance"
 
 
 @dataclass
@@ -35,7 +41,8 @@ class UserRows:
     match: her events and facts (her scope, and the rows whose store record was one of her
     erased records), and the derived rows of any scope citing them. ``summaries``: the
     entities (``(agent_id, user_id, canonical_key)``) linked to one of her facts, whose
-    LLM-written summary may quote it (erasure clears it; the entity row is its scope's)."""
+    LLM-written summary may quote it, or whose summary one of her erased events seeded from
+    her message (erasure clears it; the entity row is its scope's)."""
 
     events: set[str]
     facts: set[str]
@@ -43,6 +50,12 @@ class UserRows:
     metas: set[str]
     observations: set[str]
     summaries: set[tuple[str, Optional[str], str]]
+    #: ids of entity and alias rows of another scope that only her erased events made or
+    #: named (:func:`born_of`); empty for a store whose events predate the provenance record
+    entities: set[str] = field(default_factory=set)
+    aliases: set[str] = field(default_factory=set)
+    #: entity row id -> the display name before her erased events extended it (:func:`born_of`)
+    renames: dict[str, Optional[str]] = field(default_factory=dict)
 
 
 def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterable[tuple[str, str]], *,
@@ -81,7 +94,144 @@ def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterabl
     # the entities whose summary the summary job wrote from her facts (the links of its scope)
     summaries = {(r[0], r[1], r[2]) for cond in reads.in_batches(lk.c.fact_id, facts)
                  for r in conn.execute(sa.select(lk.c.agent_id, lk.c.user_id, lk.c.entity_key).where(cond))}
-    return UserRows(events, facts, clusters, metas, observations, summaries)
+    born = born_of(conn, t, users, events, facts, observations)
+    # and those whose summary her erased events seeded from her message (KC-4.9)
+    summaries |= born.seeded
+    return UserRows(events, facts, clusters, metas, observations, summaries, born.entities, born.aliases, born.renames)
+
+
+def _provenance(trace: Any) -> dict[str, Any]:
+    """An event's ``trace_json`` provenance (``write.commit.provenance_of``); empty for an
+    event written before it was recorded, or one that touched no entity."""
+    got = trace.get(PROVENANCE) if isinstance(trace, dict) else None
+    if not isinstance(got, dict):
+        return {}
+    out: dict[str, Any] = {k: [x for x in v if isinstance(x, str)] for k, v in got.items() if isinstance(v, list)}
+    renamed = got.get("renamed")
+    out["renamed"] = {k: v for k, v in renamed.items() if isinstance(v, list) and len(v) == 2} if isinstance(renamed, dict) else {}
+    return out
+
+
+@dataclass
+class Born:
+    """What :func:`born_of` finds: ``entities`` and ``aliases`` (row ids) that go with her,
+    ``seeded`` (``(agent, user, key)``) the entities whose summary her events seeded from her
+    message, ``renames`` (entity row id -> display name) the names her events extended that
+    go back to the name before."""
+
+    entities: set[str] = field(default_factory=set)
+    aliases: set[str] = field(default_factory=set)
+    seeded: set[tuple[str, Optional[str], str]] = field(default_factory=set)
+    renames: dict[str, Optional[str]] = field(default_factory=dict)
+
+
+@dataclass
+class _Made:
+    """One scope's rows her erased events made, from their provenance."""
+
+    since: Any = None
+    keys: set[str] = field(default_factory=set)
+    aliases: set[str] = field(default_factory=set)
+    renamed: dict[str, list[Any]] = field(default_factory=dict)  # key -> [first before, last after]
+
+
+def born_of(conn: sa.Connection, t: KGTables, users: set[str], events: set[str], facts: set[str],
+            observations: set[str]) -> Born:
+    """KC-3.10, by provenance, never by name: the entity and alias rows of another scope (a
+    shared write in her private thread, a shared fact learned from her message) that her
+    erased ``events`` created, as each event's ``trace_json`` provenance records it.
+
+    Such an entity goes with her, its aliases with it, unless something that stays still
+    names it in its scope: a fact or fact link not among her erased ``facts``, a relationship
+    whose evidence is not one of them, an event of the scope not among her ``events`` whose
+    provenance lists it (a later mention, an operator's ``add_entity``), a session
+    observation not among her ``observations`` that mentions it, or an alias her events did
+    not create. An entity that stays (and an entity another write created) loses the aliases
+    her events created, unless an event that stays lists the alias too, the summary her
+    events seeded from her message, and the display name her events extended (back to the
+    name before, unless it changed since or an event that stays used the longer name). Rows
+    written before the provenance was recorded are not matched (no event says who made them)."""
+    ev, e, al = t.event, t.entity, t.alias
+    out = Born()
+    made: dict[tuple[str, Optional[str]], _Made] = {}
+    hers = sorted((r for cond in reads.in_batches(ev.c.id, events) for r in conn.execute(
+        sa.select(ev.c.created_at, ev.c.id, ev.c.agent_id, ev.c.user_id, ev.c.trace_json).where(cond))),
+        key=lambda r: (r[0], r[1]))  # oldest first: a name she extended twice goes back to the first
+    for created_at, _, agent, user, trace in hers:
+        got = _provenance(trace)
+        if user in users or not got:
+            continue  # her own scope goes whole
+        m = made.setdefault((agent, user), _Made(since=created_at))
+        m.since = min(m.since, created_at)
+        m.keys.update(got.get("entities_created", ()))
+        m.aliases.update(got.get("aliases_created", ()))
+        out.seeded.update((agent, user, key) for key in got.get("summaries_seeded", ()))
+        for key, (before, after) in got["renamed"].items():
+            m.renamed[key] = [m.renamed.get(key, [before])[0], after]
+    for (agent, user), m in sorted(made.items(), key=repr):
+        if not (m.keys or m.aliases or m.renamed):
+            continue
+        other_keys, other_aliases = _named_elsewhere(conn, t, agent, user, m.since, events, observations)
+        rows = conn.execute(sa.select(e.c.id, e.c.canonical_key, e.c.display_name, e.c.created_at).where(
+            reads.owned(e, agent, user), reads.any_in(e.c.canonical_key, m.keys | set(m.renamed)))).all()
+        alias_rows = conn.execute(sa.select(al.c.id, al.c.alias, al.c.canonical_entity_key).where(
+            reads.owned(al, agent, user), sa.or_(reads.any_in(al.c.alias, m.aliases),
+                                                 reads.any_in(al.c.canonical_entity_key, m.keys)))).all()
+        for r in rows:
+            key = r.canonical_key
+            if key in m.keys and not (key in other_keys or _still_named(conn, t, agent, user, key, facts) or any(
+                    a.canonical_entity_key == key and a.alias not in m.aliases for a in alias_rows)):
+                out.entities.add(r.id)
+                out.aliases.update(a.id for a in alias_rows if a.canonical_entity_key == key)
+                # a merge folded it into another entity: the aliases it made of its names
+                # (KC-6.5), made after it was (every event since records the aliases it
+                # registered: one no event that stays lists is the merge's)
+                out.aliases.update(a.id for a in conn.execute(sa.select(al.c.id, al.c.alias).where(
+                    reads.owned(al, agent, user), al.c.canonical_entity_key != key, al.c.created_at >= r.created_at,
+                    reads.any_in(al.c.alias, merged_names(r.display_name, key)))) if a.alias not in other_aliases)
+            elif key in m.renamed:
+                before, after = m.renamed[key]
+                if r.display_name == after and norm(str(after)) not in other_aliases:
+                    out.renames[r.id] = before
+        out.aliases.update(a.id for a in alias_rows if a.alias in m.aliases and a.alias not in other_aliases)
+    return out
+
+
+def _named_elsewhere(conn: sa.Connection, t: KGTables, agent: str, user: Optional[str], since: Any, events: set[str],
+                     observations: set[str]) -> tuple[set[str], set[str]]:
+    """The entity keys and aliases that rows of scope ``(agent, user)`` staying after her
+    erasure name: the provenance of its other events since ``since`` (her first event that
+    made a row: no earlier event can name what she made) and its session observations'
+    ``entities_mentioned``."""
+    ev, so = t.event, t.session_observation
+    keys: set[str] = set()
+    aliases: set[str] = set()
+    for eid, trace in conn.execute(sa.select(ev.c.id, ev.c.trace_json).where(
+            reads.owned(ev, agent, user), ev.c.trace_json.is_not(None), ev.c.created_at >= since)):
+        if eid not in events:
+            got = _provenance(trace)
+            keys.update(got.get("entities", ()))
+            aliases.update(got.get("aliases", ()))
+    for oid, mentioned in conn.execute(sa.select(so.c.id, so.c.entities_mentioned).where(reads.owned(so, agent, user))):
+        if oid not in observations:
+            keys.update(x for x in (mentioned or ()) if isinstance(x, str))
+    return keys, aliases
+
+
+def _still_named(conn: sa.Connection, t: KGTables, agent: str, user: Optional[str], key: str, facts: set[str]) -> bool:
+    """Whether a row of scope ``(agent, user)`` that stays after her erasure names entity
+    ``key``: a fact, a fact link, a relationship not evidenced by her ``facts``."""
+    f, lk, rel = t.fact, t.link, t.relationship
+    for table, cond in ((f, f.c.entity_key == key), (lk, lk.c.entity_key == key)):
+        column = table.c.id if table is f else table.c.fact_id
+        for (fid,) in conn.execute(sa.select(column).where(reads.owned(table, agent, user), cond)):
+            if fid not in facts:
+                return True
+    for (evidence,) in conn.execute(sa.select(rel.c.evidence_fact_id).where(
+            reads.owned(rel, agent, user), sa.or_(rel.c.source_entity_key == key, rel.c.target_entity_key == key))):
+        if evidence is None or evidence not in facts:
+            return True
+    return False
 
 
 def _ids(conn: sa.Connection, table: sa.Table, cond: Any) -> set[tuple[Any, Optional[str]]]:
@@ -144,6 +294,9 @@ def owned_rows(conn: sa.Connection, t: KGTables, kind: str, ids: Iterable[str],
     }
     for table in (t.alias, t.entity, t.intention, t.job):
         found[table] = _ids(conn, table, mine(table))
+    # the shared entities and aliases only her erased events made (born_of) go with her
+    found[t.alias] |= _ids(conn, t.alias, reads.any_in(t.alias.c.id, sel.aliases))
+    found[t.entity] |= _ids(conn, t.entity, reads.any_in(t.entity.c.id, sel.entities))
     removed = set(threads)
     for table, column in ((t.session_observation, t.session_observation.c.session_id),
                           (t.intention, t.intention.c.source_context), (t.job, t.job.c.session_id)):

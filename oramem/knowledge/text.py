@@ -176,6 +176,14 @@ def my_phrases(query: str) -> list[list[tuple[int, int, str]]]:
     return out
 
 
+def merged_names(display_name: Optional[str], key: str) -> list[str]:
+    """The aliases an entity merge gives the winner for the merged-away entity (KC-6.5): its
+    normalised display name, its key's slug part, that part with spaces, and the key itself.
+    An erasure that takes an entity born of the erased user's words takes these too (KC-3.10)."""
+    part = key.split(":", 1)[-1]
+    return list(dict.fromkeys(x for x in (norm(display_name or ""), part, norm(part.replace("_", " ")), key) if x))
+
+
 #: nouns that name something of the speaker herself, never another entity of hers: "my job" is
 #: hers, "my sister" is someone else (KC-5.4 [ext]; a closed list: a word outside it stays "my")
 ATTRIBUTE_WORDS = frozenset("""

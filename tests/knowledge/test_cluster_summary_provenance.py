@@ -180,6 +180,9 @@ def test_erasing_alice_leaves_no_merged_away_entity_summary_quoting_her(env):  #
     _, store, km, llm, clock = env
     km.add_knowledge(AGENT, facts=[{"subject": "Room 12", "fact": f"Room 12 has feature {i}", "subject_type": "place"}
                                    for i in range(3)], session_id="lobby")
+    # the lobby names "Room Twelve" first: the entity is not born of her words, so it stays
+    # after her erasure (KC-3.10 by provenance; one only her words made goes whole, kg41)
+    km.add_entity(AGENT, "Room Twelve", type="place")
     store.add([f"alice: my room code is {CODE}"], "message", thread_ids="alice-chat", user_ids="alice",
               agent_ids=AGENT, roles="user")
     km.add_knowledge(AGENT, facts=[{"subject": "Room Twelve", "fact": f"Room Twelve door code is {CODE}",

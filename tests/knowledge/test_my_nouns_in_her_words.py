@@ -149,3 +149,38 @@ def test_my_attribute_reads_no_events(km, llm, clock, relatives_seen, monkeypatc
     assert reads == []
     assert _ask(km, relatives_seen, "what does my work colleague sing?", "kofi")[0] == ["what does Ama sing?"]
     assert reads == [1]
+
+
+@pytest.mark.parametrize("message", [
+    "My parrot, who is called Zuzu, can whistle the national anthem",
+    "My parrot, whose name is Zuzu, can whistle the national anthem",
+    "My parrot, named Zuzu, can whistle the national anthem",
+    "My parrot called Zuzu can whistle the national anthem",
+    "My parrot who\u2019s called Zuzu can whistle the national anthem",
+    "my parrot which is named Zuzu can whistle the national anthem",
+])
+def test_the_name_in_a_relative_clause_after_the_noun(km, llm, clock, relatives_seen, message):
+    """kg41: her words may give the name in a clause after the noun ("my parrot, who is called
+    Zuzu"), not only right after it. Bob, asking in the same thread what his parrot is called,
+    never gets hers: the reading is of her edges and her own spoken events only."""
+    _routes(llm)
+    thread = "pets"
+    _say(km, llm, clock, "alice", "Alice", message, "Zuzu can whistle the national anthem", "Zuzu", "owns", "animal",
+         session=thread)
+    _say(km, llm, clock, "bob", "Bob", "I walk my dog at noon", "Bob walks his dog at noon", session=thread)
+    seen, facts = _ask(km, relatives_seen, "what can my parrot do?", "alice")
+    assert seen == ["what can Zuzu do?"] and "Zuzu can whistle the national anthem" in facts
+    assert _ask(km, relatives_seen, "what is my parrot called?", "alice")[0] == ["what is Alice's parrot Zuzu called?"]
+    seen, facts = _ask(km, relatives_seen, "what is my parrot called?", "bob")
+    assert seen == [] and "Zuzu can whistle the national anthem" not in facts
+
+
+@pytest.mark.parametrize("message", [
+    "My parrot, who is called by the vet Zuzu, bites",     # not a naming clause: the name does not follow it
+    "My parrot likes Zuzu",                                 # another entity after the noun
+    "My parrot, who is afraid of Zuzu, hides",
+])
+def test_a_clause_that_does_not_name_the_noun_reads_nothing(km, llm, clock, relatives_seen, message):
+    _routes(llm)
+    _say(km, llm, clock, "alice", "Alice", message, "Zuzu lives next door", "Zuzu", "knows", "animal")
+    assert _ask(km, relatives_seen, "what can my parrot do?", "alice")[0] == []

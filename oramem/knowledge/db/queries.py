@@ -277,6 +277,47 @@ def ttl_lapsed(ingested_at: datetime, ttl_days: Optional[int], now: datetime) ->
     return ttl_days is not None and ingested_at + timedelta(days=int(ttl_days)) <= now
 
 
+def clusters_quoting_expired(conn: sa.Connection, t: KGTables, cluster_ids: Iterable[str], now: datetime) -> set[str]:
+    """KC-6.2 [ext]: the clusters of ``cluster_ids`` holding a member fact whose TTL has passed
+    at ``now``. Their summary was written from it (the clustering job takes an expired fact out
+    of its cluster and writes the summary again at its next run, so a member is expired only
+    until then): it is not served meanwhile. Expiry is not erasure: nothing is deleted."""
+    f = t.fact
+    out: set[str] = set()
+    for cond in in_batches(f.c.cluster_id, cluster_ids):
+        for cid, ttl_days, ingested_at in conn.execute(
+                sa.select(f.c.cluster_id, f.c.ttl_days, f.c.ingested_at).where(cond, f.c.ttl_days.is_not(None))):
+            if ttl_lapsed(ingested_at, ttl_days, now):
+                out.add(cid)
+    return out
+
+
+def summaries_outlived(conn: sa.Connection, t: KGTables, agent_id: str, entities: Iterable[dict[str, Any]],
+                       now: datetime) -> set[tuple[Optional[str], str]]:
+    """KC-6.7 [ext]: ``(user_id, canonical_key)`` of the ``entities`` (rows with ``user_id``,
+    ``canonical_key``, ``summary_text``, ``summary_refreshed_at``) whose summary may quote a
+    fact that has expired since: a fact linked to the entity in its scope whose TTL passed
+    after the summary was written (or at any time, for a summary with no refresh time, seeded
+    by a write) and by ``now``. Such a summary is not served, and the refresh counts it stale;
+    one written after the fact expired was written without it (the refresh reads current facts)."""
+    lk, f = t.link, t.fact
+    out: set[tuple[Optional[str], str]] = set()
+    by_scope: dict[Optional[str], dict[str, Any]] = {}
+    for r in entities:
+        if r.get("summary_text"):
+            by_scope.setdefault(r["user_id"], {})[r["canonical_key"]] = r.get("summary_refreshed_at")
+    for user_id, written in by_scope.items():
+        for cond in in_batches(lk.c.entity_key, written):
+            for key, ttl_days, ingested_at in conn.execute(
+                    sa.select(lk.c.entity_key, f.c.ttl_days, f.c.ingested_at).select_from(lk.join(f, f.c.id == lk.c.fact_id))
+                    .where(owned(lk, agent_id, user_id), cond, f.c.ttl_days.is_not(None))):
+                expires = ingested_at + timedelta(days=int(ttl_days))
+                at = written[key]
+                if expires <= now and (at is None or expires > at):
+                    out.add((user_id, key))
+    return out
+
+
 def fact_status(row: dict[str, Any], now: datetime) -> str:
     """KC-0.3: the first that applies of invalidated, closed, expired, stale, active."""
     if row.get("invalidated_at") is not None:

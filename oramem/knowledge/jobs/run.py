@@ -30,7 +30,7 @@ from ..errors import LLMError, plain_text
 from ..model import new_id
 from ..read.scoring import compute_vitality
 from ..llm.tasks import TaskCall
-from ..text import norm
+from ..text import merged_names, norm
 from ..types import (
     BackgroundRunResult,
     ClusteringResult,
@@ -697,8 +697,7 @@ def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[s
     # aliases, plus the loser's name and key slug
     conn.execute(sa.update(al).where(reads.owned(al, agent_id, user_id), al.c.canonical_entity_key == L).values(
         canonical_entity_key=W, canonical_entity_type=win["entity_type"]))
-    part = L.split(":", 1)[-1]
-    for name in dict.fromkeys(x for x in (norm(lose["display_name"] or ""), part, norm(part.replace("_", " ")), L) if x):
+    for name in merged_names(lose["display_name"], L):
         exists = conn.execute(sa.select(al.c.id).where(reads.owned(al, agent_id, user_id), al.c.alias == name)).first()
         if exists is None:
             conn.execute(sa.insert(al).values(id=new_id(), agent_id=agent_id, user_id=user_id, alias=name[:256], canonical_entity_key=W,
@@ -776,6 +775,8 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
             stale = x["summary_text"] is None or x["summary_refreshed_at"] is None
             if not stale and x["summary_refreshed_at"] < now - timedelta(days=cfg.summary_refresh_interval_days):
                 stale = True
+            if not stale:  # a linked fact expired since it was written (KC-6.7 [ext])
+                stale = bool(reads.summaries_outlived(conn, t, agent_id, [{**x, "user_id": user_id}], now))
             if not stale:
                 newer = conn.execute(
                     sa.select(f.c.id).select_from(lk.join(f, f.c.id == lk.c.fact_id))

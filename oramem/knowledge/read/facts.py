@@ -120,7 +120,7 @@ def all_facts(conn: sa.Connection, t: KGTables, agent_id: str, *, limit: int, of
 
 
 def entities(conn: sa.Connection, t: KGTables, agent_id: str, *, limit: int, offset: int, include_inactive: bool,
-             user_id: Optional[str]) -> list[EntityDetail]:
+             user_id: Optional[str], now: datetime) -> list[EntityDetail]:
     e, a = t.entity, t.alias
     stmt = sa.select(e).where(reads.visible(e, agent_id, user_id))
     if not include_inactive:
@@ -134,10 +134,12 @@ def entities(conn: sa.Connection, t: KGTables, agent_id: str, *, limit: int, off
             .where(reads.visible(a, agent_id, user_id), a.c.canonical_entity_key.in_(batch)).order_by(a.c.alias)
         ):
             aliases.setdefault((owner, key), []).append(alias)
+    # KC-6.7 [ext]: not a summary that may quote a fact expired since it was written
+    outlived = reads.summaries_outlived(conn, t, agent_id, rows, now)
     return [
         EntityDetail(
-            entity_id=r["id"], canonical_key=r["canonical_key"], display_name=r["display_name"],
-            entity_type=r["entity_type"], summary_text=r["summary_text"], fact_count=r["fact_count"],
+            entity_id=r["id"], canonical_key=r["canonical_key"], display_name=r["display_name"], entity_type=r["entity_type"],
+            summary_text=None if (r["user_id"], r["canonical_key"]) in outlived else r["summary_text"], fact_count=r["fact_count"],
             importance_score=r["importance_score"], is_active=r["is_active"], first_seen_at=r["first_seen_at"],
             last_seen_at=r["last_seen_at"], summary_refreshed_at=r["summary_refreshed_at"],
             aliases=aliases.get((r["user_id"], r["canonical_key"]), []), user_id=r["user_id"],

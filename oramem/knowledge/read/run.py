@@ -241,6 +241,9 @@ def side_reads(st: RetrieveState, conn: sa.Connection) -> dict[str, Any]:
             sa.select(cl.c.id, cl.c.summary_text).where(reads.visible(cl, st.agent_id, st.user_id), cl.c.is_active == True)  # noqa: E712
         ):
             summaries[cid] = text
+        # KC-6.2 [ext]: not a summary written from a member fact that has expired since
+        for cid in reads.clusters_quoting_expired(conn, t, [c for c, x in summaries.items() if x], st.now):
+            del summaries[cid]
     return {
         "pending": [r for r in rows if r["status"] == "pending"],
         "triggered": [r for r in rows if r["status"] == "triggered"],

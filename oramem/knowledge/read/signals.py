@@ -232,8 +232,9 @@ def _relatives_in_her_words(st: RetrieveState, conn: sa.Connection, reader: str,
 def _relative_words(words: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     """The words of one "my" that may name a relative: not one of her own attributes ("my
     job": :data:`ATTRIBUTE_WORDS`, never another entity of hers), so "what is my job?" reads
-    no events; "my work colleague" keeps ``work_colleague``."""
-    return [w for w in words if w[2] not in ATTRIBUTE_WORDS]
+    no events; "my work colleague" keeps ``work_colleague``. Nor a noun and the verb that
+    names it ("what is my parrot called?": ``parrot``, not ``parrot_called``, kg41)."""
+    return [w for w in words if w[2] not in ATTRIBUTE_WORDS and w[2].split("_")[-1] not in _NAMING_VERBS]
 
 
 def _her_evidence_events(st: RetrieveState, conn: sa.Connection, reader: str, edges: list[Any]) -> dict[str, str]:
@@ -272,11 +273,20 @@ def _others_and_texts(edges: list[Any], me: str, said: dict[str, str]) -> list[t
     return out
 
 
+#: verbs that give a name ("my parrot called Zuzu"): never the second word of a relative noun
+_NAMING_VERBS = frozenset({"called", "named"})
+#: a clause between "my <word>" and the name that names the noun (kg41): "my parrot, who is
+#: called Zuzu", "who's called", "which is named", "whose name is", "named", "called"
+_NAMING_CLAUSE = r"(?:(?:(?:who|which|that)(?:\s+is|'s)\s+)?(?:called|named)\s+|whose\s+name\s+is\s+)?"
+
+
 def _my_word_re(word: str, name: Optional[str] = None) -> re.Pattern[str]:
-    """"my <word>" (its parts apart by spaces or hyphens), then ``name`` when given ("my
-    landlord, Mr. Berg"), case-insensitive, whole words."""
+    """"my <word>" (its parts apart by spaces or hyphens), then ``name`` when given, right
+    after it ("my landlord, Mr. Berg") or after a clause that names it (:data:`_NAMING_CLAUSE`:
+    "my parrot, who is called Zuzu"), case-insensitive, whole words."""
     spelled = r"[\s_-]+".join(re.escape(part) for part in word.split("_") if part)
-    tail = "" if name is None else r"\s*,?\s+" + r"\s+".join(re.escape(part) for part in name.split())
+    tail = "" if name is None else (r"\s*,?\s+" + _NAMING_CLAUSE
+                                    + r"\s+".join(re.escape(part) for part in name.split()))
     return re.compile(rf"(?<![\w'])my\s+{spelled}{tail}(?![\w])", re.IGNORECASE)
 
 

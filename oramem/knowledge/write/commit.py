@@ -33,6 +33,7 @@ from ..db import dml
 from ..db import queries as reads
 from ..errors import ConflictError, KnowledgeError
 from ..model import new_id
+from ..ownership import PROVENANCE
 from .extract import infer_value_type
 from .reconcile import mentions
 from .state import WriteRun
@@ -141,6 +142,7 @@ class Plan:
         self.store_new: list[dict[str, Any]] = []
         self.store_meta: dict[str, dict[str, Any]] = {}
         self.recount_keys: set[str] = set()
+        self.renamed: dict[str, list[Optional[str]]] = {}  # key -> [display name before, after] (provenance)
 
 
 def recheck(run: WriteRun, conn: sa.Connection) -> None:
@@ -231,6 +233,7 @@ def build_plan(run: WriteRun, conn: sa.Connection) -> Plan:
             upd: dict[str, Any] = {"last_seen_at": now}
             if key in run.display_updates:
                 upd["display_name"] = run.display_updates[key][:256]
+                p.renamed[key] = [existing[key]["display_name"], upd["display_name"]]
             if existing[key]["summary_text"] is None and key in summaries:
                 upd["summary_text"] = summaries[key]
             p.entity_updates[key] = upd
@@ -454,9 +457,29 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
     faults.check("store_records")
 
 
+def provenance_of(run: WriteRun, plan: Plan) -> dict[str, Any]:
+    """What the write's event records of the entity rows it reached (KC-3.10, KC-4.19):
+    ``entities`` every canonical key it resolved, touched or created (an ``add_entity`` too:
+    one event records that call), ``entities_created`` the keys of the rows it inserted,
+    ``aliases`` every alias it registered or found bound to its entities, ``aliases_created``
+    those it inserted, ``summaries_seeded`` the keys whose summary it wrote from the message
+    (KC-4.9 ``updated_summaries``), ``renamed`` the display names it extended (``{key:
+    [before, after]}``, KC-4.9). All in the write's own scope."""
+    return {
+        "entities": sorted(run.touched_keys | set(run.created)),
+        "entities_created": sorted(str(r["canonical_key"]) for r in plan.entity_inserts),
+        "aliases": sorted(run.alias_regs),
+        "aliases_created": sorted(str(r["alias"]) for r in plan.alias_inserts),
+        "summaries_seeded": sorted({str(r["canonical_key"]) for r in plan.entity_inserts if r["summary_text"] is not None}
+                                   | {k for k, u in plan.entity_updates.items() if u.get("summary_text") is not None}),
+        "renamed": dict(sorted(plan.renamed.items())),
+    }
+
+
 def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: str, trace: dict[str, Any]) -> list[dict[str, Any]]:
     t = run.t
     ag, now = run.agent_id, run.now
+    trace = {**trace, PROVENANCE: provenance_of(run, plan)}
     # event
     faults.check("event")
     emotion = run.emotion or {}

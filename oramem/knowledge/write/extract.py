@@ -125,6 +125,10 @@ async def informed_context(run: WriteRun) -> list[dict[str, Any]]:
                 keys.append(hits[g][0])
         if keys:
             ents.update(reads.load_entities(conn, t, run.agent_id, keys, run.user_id))
+            # KC-4.6 / KC-6.7 [ext]: not a summary that may quote a fact expired since it was
+            # written: the entity's current facts are searched instead
+            for _, k in reads.summaries_outlived(conn, t, run.agent_id, list(ents.values()), run.now):
+                ents[k] = {**ents[k], "summary_text": None}
         keys[:] = [k for k in keys if k in ents and ents[k]["is_active"]]
         n = len(keys)
         per_entity = cfg.informed_extraction_topk if n <= 2 else max(3, cfg.informed_extraction_context_budget_tokens // n // 20)
