@@ -68,19 +68,25 @@ def default_session_refusal(thread_id: str, user_id: Optional[str], agent_id: Op
 def write_refusal(thread_id: str, user_id: Optional[str],
                   agent_id: Optional[str] = None) -> Generator[Any, Any, Optional[str]]:
     """Why ``user_id`` (writing on agent ``agent_id``) may not write into ``thread_id`` (None:
-    it may). No user may write anywhere (its records are the unscoped part of the
-    conversation, SC-13.3). A user may write where she already has live records, where nobody
-    has, and where other users have (a shared conversation stays shared when one of them is
+    it may). A user may write where she already has live records, in a thread she opened
+    (her erasure takes it whole whatever she writes there, SC-13.3), where nobody has records,
+    and where other users have (a shared conversation stays shared when one of them is
     erased); not where the only live records are of no user, and never into the knowledge
-    layer's default session of another scope (:func:`default_session_refusal`), new or not."""
+    layer's default session of another scope (:func:`default_session_refusal`), new or not.
+    A write of no user (the unscoped part of a conversation, SC-13.3) may go anywhere except
+    into a thread a user opened in which no user has live records any more
+    (:func:`_absent_opener_refusal`)."""
     if user_id is None:
-        return None
+        return (yield from _absent_opener_refusal(thread_id))
     # refused whatever the thread holds, her records too (a thread of shared records only gets
     # the message at the end instead)
     reserved = default_session_refusal(thread_id, user_id, agent_id)
     for record_type in THREAD_SCOPED_TYPES:  # hers already: the usual case, one indexed probe
         if (yield call("list", record_type, limit=1, thread_id=thread_id, user_id=user_id)):
             return reserved
+    opened = yield call("get", "thread", thread_id)
+    if opened is not None and opened.user_id == user_id:
+        return reserved  # her thread: her erasure takes it whole already (SC-13.2, SC-13.3)
     shared = False
     for record_type in THREAD_SCOPED_TYPES:
         if (yield call("list", record_type, limit=1, thread_id=thread_id, user_id=None)):
@@ -97,4 +103,28 @@ def write_refusal(thread_id: str, user_id: Optional[str],
         f"of a shared session), and none of user {user_id!r}: her conversation cannot start in it, because "
         "erasing her would then take the whole thread, the shared records and what the knowledge layer learned "
         "from them included (SC-13.3). Give her conversation a thread (session) id of its own"
+    )
+
+
+def _absent_opener_refusal(thread_id: str) -> Generator[Any, Any, Optional[str]]:
+    """Why a write of no user may not go into ``thread_id`` (None: it may): the thread's row
+    names the user who opened it (SC-13.2), no user has a live record in it, and erasing that
+    user therefore takes the thread whole (SC-13.3: a thread she opened and no other user
+    writes in is hers alone), the records of no user in it included. So one user could open a
+    thread under a name the agent later uses for its shared conversation, delete her own
+    records, and erase the agent's shared records with her ``forget`` (iso42). Where a user has
+    live records, a record of no user there is a reply in that conversation (hers when she is
+    alone in it, kept when several users are) and is allowed, as before. The message names no
+    user."""
+    row = yield call("get", "thread", thread_id)
+    if row is None or row.user_id is None:
+        return None
+    for record_type in THREAD_SCOPED_TYPES:
+        for record in (yield call("list", record_type, limit=None, thread_id=thread_id)):
+            if record.user_id is not None:
+                return None
+    return (
+        f"thread {thread_id!r} was opened by a user who has no records in it any more: a write of no user there "
+        "would be erased with that user (SC-13.3: the thread is hers alone while no other user writes in it), "
+        "so nothing was written. Give the shared conversation a thread (session) id of its own"
     )

@@ -22,9 +22,11 @@ A call with an argument the tool does not define is refused (nothing is silently
   knowledge layer's default session of another agent or user (``kg-default-…``, the agent's
   shared session among them: :func:`oramem.threads.default_session_refusal`). A thread that
   holds only records without a user is not open to a client of one user: erasing her would
-  take such a thread whole (SC-13.3), shared records included. Both refusals are one message,
+  take such a thread whole (SC-13.3), shared records included, unless she opened it (her
+  erasure takes it whole anyway). Both refusals are one message,
   which does not say whose records closed the thread. A server without a user may
-  write only where no user has records. On SQLite the check and the write are one ``BEGIN
+  write only where no user has records, and not into a thread a user opened (SC-13.2: her
+  erasure would take it whole, the server's records with it; iso42). On SQLite the check and the write are one ``BEGIN
   IMMEDIATE`` transaction; on Oracle another session can still write between them (read
   committed). ``update_memory`` / ``delete_memory`` check the record's scope and write in one
   transaction the same way: on SQLite no other writer can replace the record under its id
@@ -441,9 +443,16 @@ def build_server(
                     mine = True
                 else:
                     return _closed_thread(thread_id)
-        if user is not None and nobodys and not mine:
-            # erasing her would then take the thread whole, the records of nobody in it too (SC-13.3)
-            return _closed_thread(thread_id)
+        if user is None or (nobodys and not mine):
+            # who opened the thread (SC-13.2) takes it whole at her erasure while no other user
+            # writes in it (SC-13.3): a client of no user never writes into a thread a user
+            # opened (none has records here any more: the loop above), and a client of one user
+            # starts writing where only records of nobody are only in a thread she opened
+            # (her erasure takes it whole anyway; iso42)
+            opened = await store.get_async("thread", thread_id)
+            opener = None if opened is None else opened.user_id
+            if (opener is not None) if user is None else opener != user:
+                return _closed_thread(thread_id)
         # new or not: another scope's default session
         refusal = default_session_refusal(thread_id, user, agent)
         return None if refusal is None else refusal + " (use a thread id of your own)"

@@ -30,12 +30,14 @@ Checked at every step:
 Documented behaviour modelled, not called a bug (README "Several users", oramem/threads.py,
 oramem/integrations/_threads.py): the session adapters and LangGraph/LangChain writes let Bob
 write into a thread where Alice has records (a shared conversation); a user may not start
-writing in a thread that holds only no-user records (``write_refusal``); the MCP server is
-stricter (a client never writes where another user has records; a client of one user never
-where only no-user records are); and, as the engines erase (``release_actor``, modelled so by
-tests/contract/test_tenant_model.py), a user's erasure takes whole a thread she opened whose
-records of hers are gone, the no-user records written there since included: worse than the
-adapters' own rule says, see the strict xfail at the end of this module.
+writing in a thread that holds only no-user records unless she opened it (``write_refusal``);
+the MCP server is stricter (a client never writes where another user has records; a client of
+one user never where only no-user records are, unless she opened it); and, as the engines erase
+(``release_actor``, modelled so by tests/contract/test_tenant_model.py), a user's erasure takes
+whole a thread she opened whose records of hers are gone. Writes of no user into such a thread
+(a user opened it, no user has records there) are refused by the adapters and the MCP server
+(thr45, after this machine found the agent's shared records erased with her: the test at the
+end of this module).
 
 ``ORAMEM_MODEL_EXAMPLES=N`` (and ``ORAMEM_MODEL_STEPS=M``) runs a longer, randomised
 exploration; the default run is derandomized (reproducible in CI), as the other model tests.
@@ -61,6 +63,14 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from integrations.extras import adapter_or_skip
 from oramem import SQLiteMemoryStore
+
+#: oramem.threads.write_refusal's two messages: a user starting in a thread of no-user records
+#: only, and a write of no user into a thread a user opened and left (thr45)
+REFUSED = "holds only records of no user|opened by a user who has no records in it"
+
+
+def _why(actor: Optional[str]) -> str:
+    return "a thread of no-user records only" if actor is not None else "a thread a user opened and left"
 
 ACTORS = ("alice", "bob", None)
 USERS = ("alice", "bob")
@@ -231,23 +241,29 @@ class AdapterModel(RuleBasedStateMachine):
 
     def _adapter_refuses(self, actor: Optional[str], thread: str) -> bool:
         """oramem.threads.write_refusal: a user may not start writing in a thread whose only
-        records are of no user (no user may write anywhere)."""
-        if actor is None:
-            return False
+        records are of no user unless she opened it; no user may not write into a thread a
+        user opened in which no user has records (thr45: her erasure would take it whole)."""
         rows = [r for r in self.rows.values() if r.thread_id == thread]
-        if any(r.user_id == actor for r in rows):
+        opener = self.opener.get(thread)
+        if actor is None:
+            return opener is not None and not any(r.user_id is not None for r in rows)
+        if any(r.user_id == actor for r in rows) or opener == actor:
             return False
         return any(r.user_id is None for r in rows) and not any(r.user_id is not None for r in rows)
 
     def _mcp_refuses(self, actor: Optional[str], thread: str) -> bool:
         """build_server's thread_refusal: never where another user has records; a client of one
-        user never where only records of no user are."""
+        user never where only records of no user are, unless she opened the thread; a client of
+        no user never into a thread a user opened (thr45)."""
         rows = [r for r in self.rows.values() if r.thread_id == thread]
         if any(r.user_id is not None and r.user_id != actor for r in rows):
             return True
-        mine = any(r.user_id == actor for r in rows if actor is not None)
+        opener = self.opener.get(thread)
+        if actor is None:
+            return opener is not None
+        mine = any(r.user_id == actor for r in rows)
         nobodys = any(r.user_id is None for r in rows)
-        return actor is not None and nobodys and not mine
+        return nobodys and not mine and opener != actor
 
     def _refusal_says_nothing_of_others(self, actor: Optional[str], text: str) -> None:
         """A refused write does not name the users whose records made it refuse."""
@@ -305,8 +321,8 @@ class AdapterModel(RuleBasedStateMachine):
             return lg.put(ns, key, value) if colour else asyncio.run(lg.aput(ns, key, value))
 
         if old is None and bound is not None and self._adapter_refuses(actor, bound):
-            STATS["lg_put refused: a thread of no-user records only"] += 1
-            with pytest.raises(ValueError, match="holds only records of no user"):
+            STATS["lg_put refused: " + _why(actor)] += 1
+            with pytest.raises(ValueError, match=REFUSED):
                 self._others_unchanged(actor, call)
             return
         self._others_unchanged(actor, call)
@@ -384,8 +400,8 @@ class AdapterModel(RuleBasedStateMachine):
             self._refusal_says_nothing_of_others(actor, str(refused.value))
             return
         if bound is not None and new and self._adapter_refuses(actor, bound):
-            STATS["vs_add refused: a thread of no-user records only"] += 1
-            with pytest.raises(ValueError, match="holds only records of no user"):
+            STATS["vs_add refused: " + _why(actor)] += 1
+            with pytest.raises(ValueError, match=REFUSED):
                 self._others_unchanged(actor, call)
             return
         got = self._others_unchanged(actor, call)
@@ -440,8 +456,8 @@ class AdapterModel(RuleBasedStateMachine):
     # -- LangChain chat history and OpenAI Agents session ----------------------------------
     def _thread_write(self, actor, thread, texts, call, where) -> None:
         if self._adapter_refuses(actor, thread):
-            STATS[f"{where} refused: a thread of no-user records only"] += 1
-            with pytest.raises(ValueError, match="holds only records of no user") as refused:
+            STATS[f"{where} refused: " + _why(actor)] += 1
+            with pytest.raises(ValueError, match=REFUSED) as refused:
                 self._others_unchanged(actor, call)
             self._refusal_says_nothing_of_others(actor, str(refused.value))
             return
@@ -636,8 +652,9 @@ class AdapterModel(RuleBasedStateMachine):
         if nobodys:
             STATS["forget took no-user records of a private thread (documented)"] += 1
         if any(self.rows[k].user_id is None and self.rows[k].thread_id not in threads for k in gone):
-            # she opened the thread, her records there are gone (cleared, popped, deleted), and
-            # no-user records came after: her erasure takes them too (see the report, iso42)
+            # she opened the thread and her records there are gone (cleared, popped, deleted):
+            # the no-user records written while she was in it (replies in her conversation) go
+            # with her; none written after she left (refused since thr45)
             STATS["forget took no-user records of a thread she only opened"] += 1
         err, out = self._others_unchanged(actor, lambda: self._mcp(actor, "forget"), nobodys_lost=nobodys)
         assert not err and out["forgotten"] == actor, out
@@ -707,28 +724,24 @@ def test_add_texts_returns_each_id_at_its_texts_position(colour):
         assert [d.page_content for d in alice.get_by_ids(got)] == ["alice new note", "alice d1 again", "alice other"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "iso42, open for a decision: the engines' erasure counts the thread row of the thread a user "
-    "opened as a row of hers (release_actor; tests/contract/test_tenant_model.py models it so), while "
-    "the adapters' write_refusal and the MCP server judge a thread by its live records only"))
 def test_bobs_erasure_never_takes_the_agents_records_of_a_thread_he_only_opened():
-    """Found by the machine above (it models the engines' rule, so it passes; the counter
-    "forget took no-user records of a thread she only opened" counts the case). Bob opens
-    "lobby" first and leaves it (clear_session); the agent's shared conversation then goes
-    there (a session and an MCP server of no user may write: no user has records in it). The
-    adapters now refuse Bob's write into "lobby" because "erasing her would then take the
-    whole thread, the shared records ... included" (oramem/threads.py), yet his erasure takes
-    the whole thread anyway: its row still names him as its opener."""
+    """Found by the machine above (iso42), decided in thr45: Bob opens "lobby" first and leaves
+    it (clear_session); the agent's shared conversation then went there (no user had records in
+    it), and his erasure took it whole: the engines count the thread he opened as his while no
+    other user writes in it (SC-13.2, SC-13.3). A write of no user into a thread a user opened
+    and left is now refused (oramem.threads.write_refusal, the MCP server's thread rule), naming
+    no user; Bob himself may write into his own thread again."""
     ag = adapter_or_skip("oramem.integrations.openai_agents")
     with SQLiteMemoryStore(search_strategy="keyword") as s:
         bob = ag.OramemSession("lobby", s, user_id="bob", agent_id="desk")
         asyncio.run(bob.add_items([{"role": "user", "content": "hi"}]))
         asyncio.run(bob.clear_session())
-        asyncio.run(ag.OramemSession("lobby", s, agent_id="desk").add_items(
-            [{"role": "assistant", "content": "The hotel opens at 7"}]))
-        s.add(["Breakfast is served until 10"], "memory", thread_ids="lobby", agent_ids="desk")
-        with pytest.raises(ValueError, match="holds only records of no user"):
-            asyncio.run(bob.add_items([{"role": "user", "content": "back"}]))
+        agent = ag.OramemSession("lobby", s, agent_id="desk")
+        with pytest.raises(ValueError, match="opened by a user who has no records in it") as refused:
+            asyncio.run(agent.add_items([{"role": "assistant", "content": "The hotel opens at 7"}]))
+        assert "bob" not in str(refused.value)
+        asyncio.run(ag.OramemSession("hall", s, agent_id="desk").add_items(
+            [{"role": "assistant", "content": "Breakfast is served until 10"}]))
+        asyncio.run(bob.add_items([{"role": "user", "content": "back"}]))   # his own thread
         s.forget(user_id="bob")
-        assert sorted(r.content for t in TYPES for r in s.list(t, limit=None, thread_id="lobby")) == [
-            "Breakfast is served until 10", "The hotel opens at 7"]
+        assert sorted(r.content for t in TYPES for r in s.list(t, limit=None)) == ["Breakfast is served until 10"]
