@@ -12,8 +12,13 @@ at most one batch and never leaves a store with two kinds of vectors:
    re-texted since its batch was read is not written: an erasure that committed meanwhile
    keeps her text out of the work table); ``progress(done, total)`` is called after each.
 3. One final transaction embeds the rows added or whose text changed since they were
-   copied, swaps all vectors in, records the new identity and ``vector_dim``, bumps the
-   change counter (other processes reload their caches) and drops the work table.
+   copied, swaps all vectors in, re-embeds every vector of the store's knowledge tables
+   (KnowledgeMemory's facts, entities, events, intentions, observations, clusters) from the
+   text it was made from (:func:`reembed_knowledge`, :mod:`oramem.kg_vectors`; rek43: before,
+   they stayed in the old embedder's space), records the new identity and ``vector_dim``,
+   bumps the change counter (other processes reload their caches) and drops the work table.
+   The knowledge tables are small next to the store, so they are embedded inside that
+   transaction: no committed state has the new embedder with knowledge vectors of the old.
 4. The store adopts the chunking of the new identity (issue 28): each record whose rows are
    exactly the previous chunking of its content is re-chunked and re-embedded
    (:func:`rechunk_store`); rows of any other origin are kept.
@@ -24,7 +29,10 @@ the old embedder while a reembed runs are caught at the swap only for the rows t
 add or re-text (those are re-embedded); stop them, then reopen with the new embedder. A
 store object opened with the old embedder before the swap refuses, after it, the searches and
 writes its embedder would embed (``StoreSettingsMismatch``: its vectors are of the old
-space; red40); keyword search, reads, deletes and the caller's own vectors still work.
+space; red40); keyword search, reads, deletes and the caller's own vectors still work. A
+``KnowledgeMemory`` opened before the swap embeds with the old embedder too: with the same
+dimension its later writes still store old-space vectors (it passes its own vectors to the
+store), so stop it before the reembed and reopen it after.
 """
 
 from __future__ import annotations
