@@ -27,6 +27,13 @@ calls of ``oramem_admin.reembed_*`` and ``oramem_store.lock_retrieval_rows``
    exactly the previous chunking of their content are re-chunked through the store
    (:func:`oramem.reembed.apply_rechunk`); rows of any other origin are kept.
 
+Knowledge tables (rek43): unlike the SQLite reembed, this one does not re-embed the
+knowledge layer's vectors (facts, entities, events ... of ``KnowledgeMemory``). A store whose
+knowledge tables hold a vector is refused by ``reembed_begin_json`` before anything is
+written (``ValueError``, -20001, saying what to do), and a swap is refused (rolled back) when
+one was written since the begin, so the store never records the new embedder while its
+knowledge vectors are of the old one.
+
 A rerun with the same embedder resumes; one with another embedder is refused unless
 ``restart=True``. In-database embedders (``OracleDBEmbedder``) are not a target here (not
 built: the re-embedding would have to run in SQL); see docs/oracle-models.md.
@@ -59,8 +66,8 @@ def reembed_store(
     """Re-embed store ``memory_store_id`` of the Oracle schema ``conn`` (a sync
     python-oracledb connection with no transaction in progress, which stays open) with
     ``embedder``. See the module docstring. Raises ``StoreNotFound`` for a missing store,
-    ``ValueError`` for a KEYWORD store, an in-database embedder, a transaction in progress
-    or bad arguments, ``StoreError`` when another reembed is pending and ``restart`` is
+    ``ValueError`` for a KEYWORD store, an in-database embedder, a transaction in progress,
+    a store whose knowledge tables hold vectors (not re-embedded on Oracle) or bad arguments, ``StoreError`` when another reembed is pending and ``restart`` is
     false. Static-checked, not run against Oracle."""
     target, dim = check_arguments(embedder, batch_size, progress)
     if target.get("kind") == "oracle-db":

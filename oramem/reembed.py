@@ -38,6 +38,9 @@ class ReembedResult:
     #: were kept as they were (caller chunks, another index text)
     rechunked: int = 0
     kept: int = 0
+    #: vectors of the knowledge tables (facts, entities, events, clusters, observations,
+    #: intentions) re-embedded from their texts in the swap (rek43; :mod:`oramem.kg_vectors`)
+    knowledge: int = 0
 
 
 def check_arguments(embedder: Any, batch_size: Any, progress: Any) -> tuple[dict[str, Any], int]:

@@ -2261,6 +2261,52 @@ AS
       RETURN l_count;
    END reembed_count;
 
+   -- rek43: does a knowledge table of the store (the KnowledgeMemory layer's <ID>_KG_*) hold
+   -- a vector? The reembed moves the retrieval rows only; the knowledge vectors (facts,
+   -- entities, events, intentions, observations, clusters) would stay in the old embedder's
+   -- space, so reembed_begin_json refuses such a store before it changes anything, and
+   -- reembed_swap_json refuses to swap when one was written meanwhile. The (table, vector
+   -- column) pairs are those of oramem/kg_vectors.py (tests/plsql compares them).
+   FUNCTION knowledge_vectors_exist(in_store_id IN VARCHAR2) RETURN BOOLEAN
+   IS
+      TYPE name_tab_t IS VARRAY(7) OF VARCHAR2(32 CHAR);
+      l_tables  CONSTANT name_tab_t := name_tab_t(
+         'EVENT', 'FACT', 'ENTITY', 'INTENTION', 'SESSION_OBSERVATION', 'META_OBSERVATION', 'CLUSTER');
+      l_columns CONSTANT name_tab_t := name_tab_t(
+         'EMBEDDING_VEC', 'EMBEDDING_VEC', 'EMBEDDING_VEC', 'TRIGGER_EMBEDDING_VEC', 'EMBEDDING_VEC',
+         'EMBEDDING_VEC', 'EMBEDDING_VEC');
+      l_name  VARCHAR2(128 CHAR);
+      l_count PLS_INTEGER;
+   BEGIN
+      FOR i IN 1 .. l_tables.COUNT LOOP
+         l_name := in_store_id || '_KG_' || l_tables(i);
+         IF table_exists(l_name) THEN
+            EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM '
+               || DBMS_ASSERT.ENQUOTE_NAME(DBMS_ASSERT.SIMPLE_SQL_NAME(l_name), TRUE)
+               || ' WHERE ' || l_columns(i) || ' IS NOT NULL AND ROWNUM = 1'
+               INTO l_count;
+            IF l_count > 0 THEN
+               RETURN TRUE;
+            END IF;
+         END IF;
+      END LOOP;
+      RETURN FALSE;
+   END knowledge_vectors_exist;
+
+   -- The refusal of a store whose knowledge tables hold vectors (-20001), saying what to do.
+   PROCEDURE refuse_knowledge_vectors(in_store_id IN VARCHAR2)
+   IS
+   BEGIN
+      IF knowledge_vectors_exist(in_store_id) THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_argument,
+            'store ' || in_store_id || ' has knowledge tables (KnowledgeMemory) that hold vectors: oramem '
+            || 'reembed on Oracle re-embeds the retrieval rows only and would leave the facts'', entities'', '
+            || 'events'' and observations'' vectors in the old embedder''s space, so nothing was changed. '
+            || 'Keep this embedder, or create a new store with the new one and write its knowledge there '
+            || 'again (on SQLite, oramem reembed re-embeds the knowledge tables too)');
+      END IF;
+   END refuse_knowledge_vectors;
+
    FUNCTION reembed_begin_json(
       in_store_id   IN VARCHAR2,
       in_target     IN CLOB,
@@ -2305,6 +2351,9 @@ AS
       l_chk     := oramem_registry.object_name(l_id, oramem_registry.gc_obj_chunks);
       l_chk_q   := oramem_registry.quoted_name(l_id, oramem_registry.gc_obj_chunks);
       l_pending := reembed_pending(l_id);
+      IF l_store.state = oramem_registry.gc_state_ready THEN
+         refuse_knowledge_vectors(l_id);   -- rek43: before anything is written
+      END IF;
       l_out.put('swapping', FALSE);
       IF l_store.state = oramem_registry.gc_state_upgrading AND l_pending IS NOT NULL THEN
          -- a dimension swap was interrupted: only its own target finishes it (the old vectors
@@ -2503,6 +2552,7 @@ AS
          oramem_errors.raise_error(oramem_errors.gc_store_state,
             'store ' || l_store.memory_store_id || ' is in state ' || l_store.state || '; it cannot be swapped');
       END IF;
+      refuse_knowledge_vectors(l_store.memory_store_id);   -- rek43: written since the begin
       l_missing := reembed_count(l_store.memory_store_id, ' WHERE embedding_new IS NULL');
       IF l_missing > 0 THEN
          oramem_errors.raise_error(oramem_errors.gc_invalid_argument,

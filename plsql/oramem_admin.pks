@@ -263,7 +263,9 @@ AS
     * in_restart = 1, which sets the shadow column's vectors aside (SET UNUSED) and starts
     * over; a dimension swap in progress (state UPGRADING) cannot be restarted. A HYBRID
     * store (its hybrid index embeds with the in-database model) takes only the embedder it
-    * records (a re-embed / re-chunk in the same vector space), else -20001.
+    * records (a re-embed / re-chunk in the same vector space), else -20001. A READY store
+    * whose knowledge tables (<ID>_KG_*, KnowledgeMemory) hold a vector is refused with
+    * -20001 before anything is written: this reembed moves the retrieval rows only (rek43).
     * Returns {"started": bool, "pending": identity|null, "previous": identity|null,
     *  "resumed": n, "total": n, "vector_dim": d (the store's), "search_strategy": s,
     *  "embedding_model": m|null, "swapping": bool (a dimension swap to finish)}.
@@ -313,7 +315,8 @@ AS
     * with the old vectors until then); another dimension - the store's state becomes
     * UPGRADING (data calls are refused, -20106, until reembed_finish_json ends).
     * Returns {"total": n, "ddl": bool (reembed_finish_json has DDL to run)}.
-    * Errors: -20201 as reembed_save_json; -20001 rows still without a new vector.
+    * Errors: -20201 as reembed_save_json; -20001 rows still without a new vector, or
+    *  knowledge tables that hold a vector (one written since the begin; rek43).
     * Commit: never.
     */
    FUNCTION reembed_swap_json(

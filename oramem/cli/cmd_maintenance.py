@@ -88,15 +88,19 @@ def reembed(state: State, batch_size: int, restart: bool) -> None:
     """Move the store to the embedder the --embed-* options select, in batches.
 
     Re-embeds every retrieval row with the new embedder and then swaps all vectors in at
-    once, recording the new embedder (and dimension) in the store. Interrupted (Ctrl-C, a
-    failing service), it keeps what was done: run the same command again to resume. Until
-    it finishes, the store answers with its old vectors and old embedder.
+    once, recording the new embedder (and dimension) in the store. The knowledge layer's
+    vectors (KnowledgeMemory: facts, entities, events, intentions, observations, clusters)
+    are re-embedded from their texts in that same swap. Interrupted (Ctrl-C, a failing
+    service), it keeps what was done: run the same command again to resume. Until it
+    finishes, the store answers with its old vectors and old embedder. Stop the processes
+    that write with the old embedder first, and reopen them with the new one after.
 
     An Oracle store: --db oracle://USER@HOST:PORT/SERVICE (password from ORAMEM_PASSWORD,
     else a prompt); the same steps run through oramem_admin's reembed calls (static-checked,
     not run against Oracle). When the dimension changes, the store refuses calls during the
     final column swap (seconds to minutes: the vector index is rebuilt); rerun to finish it
-    if it was interrupted.
+    if it was interrupted. An Oracle store whose knowledge tables hold vectors is refused
+    before anything changes: re-embedding them on Oracle is not built.
     """
     oracle = state.db.startswith("oracle://")
     if oracle:
@@ -162,6 +166,7 @@ def reembed(state: State, batch_size: int, restart: bool) -> None:
                 "previous": result.previous,
                 "rechunked": result.rechunked,
                 "kept": result.kept,
+                "knowledge": result.knowledge,
             }
         )
         return
@@ -170,6 +175,8 @@ def reembed(state: State, batch_size: int, restart: bool) -> None:
         f"re-embedded {result.rows} of {result.total} rows{resumed} of store {result.memory_store_id}: "
         f"{describe_identity(result.previous)} -> {describe_identity(result.embedder)}"
     )
+    if result.knowledge:
+        click.echo(f"re-embedded {result.knowledge} vector(s) of the knowledge tables from their texts")
     if result.rechunked or result.kept:
         click.echo(f"re-chunked {result.rechunked} record(s) to the embedder's window; kept the rows of "
                    f"{result.kept} record(s) whose rows the store did not chunk from their content")

@@ -9,6 +9,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..kg_vectors import fact_index_text
+
 __all__ = ["XEntity", "XFact", "XRelation", "Decision", "NewEntity", "XIntention", "XObservation", "new_id"]
 
 
@@ -47,7 +49,7 @@ class XFact:
 
     @property
     def index_text(self) -> str:
-        return f"{self.subject_name or self.subject}: {self.fact}"
+        return fact_index_text(self.subject_name or self.subject, self.fact)
 
 
 @dataclass

@@ -12,8 +12,13 @@ at most one batch and never leaves a store with two kinds of vectors:
    re-texted since its batch was read is not written: an erasure that committed meanwhile
    keeps her text out of the work table); ``progress(done, total)`` is called after each.
 3. One final transaction embeds the rows added or whose text changed since they were
-   copied, swaps all vectors in, records the new identity and ``vector_dim``, bumps the
-   change counter (other processes reload their caches) and drops the work table.
+   copied, swaps all vectors in, re-embeds every vector of the store's knowledge tables
+   (KnowledgeMemory's facts, entities, events, intentions, observations, clusters) from the
+   text it was made from (:func:`reembed_knowledge`, :mod:`oramem.kg_vectors`; rek43: before,
+   they stayed in the old embedder's space), records the new identity and ``vector_dim``,
+   bumps the change counter (other processes reload their caches) and drops the work table.
+   The knowledge tables are small next to the store, so they are embedded inside that
+   transaction: no committed state has the new embedder with knowledge vectors of the old.
 4. The store adopts the chunking of the new identity (issue 28): each record whose rows are
    exactly the previous chunking of its content is re-chunked and re-embedded
    (:func:`rechunk_store`); rows of any other origin are kept.
@@ -24,7 +29,10 @@ the old embedder while a reembed runs are caught at the swap only for the rows t
 add or re-text (those are re-embedded); stop them, then reopen with the new embedder. A
 store object opened with the old embedder before the swap refuses, after it, the searches and
 writes its embedder would embed (``StoreSettingsMismatch``: its vectors are of the old
-space; red40); keyword search, reads, deletes and the caller's own vectors still work.
+space; red40); keyword search, reads, deletes and the caller's own vectors still work. A
+``KnowledgeMemory`` opened before the swap embeds with the old embedder too: with the same
+dimension its later writes still store old-space vectors (it passes its own vectors to the
+store), so stop it before the reembed and reopen it after.
 """
 
 from __future__ import annotations
@@ -32,6 +40,9 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+import numpy as np
+
+from ..kg_vectors import CLUSTER_TABLE, FACT_TABLE, SOURCES, kg_table_name, mean_unit_vector
 from ..embedders.identity import decode_identity, describe_identity, encode_identity, same_identity
 from ..errors import SchemaError, StoreError, StoreNotFound
 from ..normalize import DEFAULT_STORE_ID, validate_store_id
@@ -118,6 +129,7 @@ def reembed_store(
                 f"WHERE w.chunk_id = {tables.chunks}.chunk_id)"
             )
             (final_total,) = conn.execute(f"SELECT count(*) FROM {tables.chunks}").fetchone()
+            knowledge = reembed_knowledge(conn, tables.store_id, embedder, dim, batch_size)
             conn.execute(
                 f"UPDATE {CATALOG} SET vector_dim = ?, embedder = ?, reembed_target = NULL, "
                 "change_seq = change_seq + 1 WHERE store_id = ?",
@@ -129,7 +141,54 @@ def reembed_store(
     finally:
         db.close()
     rechunked, kept = rechunk_store(path, embedder, tables.store_id, previous, batch_size)
-    return ReembedResult(tables.store_id, embedded, resumed, final_total, dim, target, previous, rechunked, kept)
+    return ReembedResult(tables.store_id, embedded, resumed, final_total, dim, target, previous, rechunked, kept, knowledge)
+
+
+def reembed_knowledge(conn: Any, store_id: str, embedder: Any, dim: int, batch_size: int = 256) -> int:
+    """Re-embed, on the open write transaction ``conn`` (the swap's), every vector of the
+    knowledge tables of store ``store_id`` from the text it was made from
+    (:mod:`oramem.kg_vectors`: the write path embeds the same texts), so no knowledge vector
+    stays in the old embedder's space once the store records the new one. Only the vector
+    columns of rows that have a vector change (every other column, the user scope included,
+    stays as it is); a store without knowledge tables has nothing to do. Returns the number
+    of vectors written (a cluster whose vector was the mean of facts that no longer have one
+    gets NULL, as the cluster job leaves it)."""
+    existing = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    done = 0
+    for src in SOURCES:
+        table = kg_table_name(store_id, src.table)
+        if table not in existing:
+            continue
+        cols = ", ".join(f'"{c}"' for c in src.text_columns)
+        rows = conn.execute(f'SELECT id, {cols} FROM "{table}" WHERE "{src.column}" IS NOT NULL ORDER BY id').fetchall()
+        for start in range(0, len(rows), batch_size):
+            part = rows[start : start + batch_size]
+            blobs = _embed(embedder, [src.text(*row[1:]) for row in part], dim)
+            conn.executemany(f'UPDATE "{table}" SET "{src.column}" = ? WHERE id = ?',
+                             [(blob, row[0]) for row, blob in zip(part, blobs)])
+        done += len(rows)
+    cluster, fact = kg_table_name(store_id, CLUSTER_TABLE), kg_table_name(store_id, FACT_TABLE)
+    if cluster in existing:
+        rows = conn.execute(
+            f'SELECT id, summary_text FROM "{cluster}" WHERE embedding_vec IS NOT NULL ORDER BY id'
+        ).fetchall()
+        summarised = [(cid, text) for cid, text in rows if text is not None]
+        for start in range(0, len(summarised), batch_size):
+            part = summarised[start : start + batch_size]
+            blobs = _embed(embedder, [text for _, text in part], dim)
+            conn.executemany(f'UPDATE "{cluster}" SET embedding_vec = ? WHERE id = ?',
+                             [(blob, cid) for (cid, _), blob in zip(part, blobs)])
+        for cid, text in rows:
+            if text is not None:
+                continue
+            # the cluster job's fallback: the mean of its facts' vectors (re-embedded above)
+            vecs = [np.frombuffer(blob, dtype="<f4") for (blob,) in conn.execute(
+                f'SELECT embedding_vec FROM "{fact}" WHERE cluster_id = ? AND embedding_vec IS NOT NULL ORDER BY id', (cid,))]
+            mean = mean_unit_vector(vecs)
+            conn.execute(f'UPDATE "{cluster}" SET embedding_vec = ? WHERE id = ?',
+                         (None if mean is None else mean.astype("<f4").tobytes(), cid))
+        done += len(rows)
+    return done
 
 
 def rechunk_store(path: str, embedder: Any, store_id: str, previous: Optional[dict[str, Any]],

@@ -133,3 +133,30 @@ def test_oracle_reembed_without_options_refuses_before_connecting(monkeypatch):
     result = CliRunner().invoke(cli, ["--db", "oracle://scott@db.invalid:1521/FREEPDB1", "reembed"], catch_exceptions=False)
     assert result.exit_code == 2, result.output
     assert "default model" in result.output and "nothing was changed" in result.output
+
+
+def test_reembed_moves_the_knowledge_vectors_and_says_so(run, tmp_path):
+    """rek43: the CLI's reembed re-embeds the knowledge tables' vectors too (text line and
+    --json "knowledge"); a fact's vector is then the new embedder's of its text."""
+    import numpy as np
+
+    from oramem import SQLiteMemoryStore
+    from oramem.embedders import HashEmbedder
+    from oramem.knowledge import KnowledgeMemory
+    from oramem.sqlite._sqlite import sqlite3
+
+    db = str(tmp_path / "mem.db")
+    store = SQLiteMemoryStore(db, embedder=HashEmbedder(256))
+    km = KnowledgeMemory(store, llm=None)
+    km.add_fact("a1", "Alice", "Alice drinks green tea", subject_type="person", user_id="alice")
+    km.close()
+    store.close()
+    out = run("--embed-dim", "64", "reembed")
+    assert re.search(r"re-embedded [1-9]\d* vector\(s\) of the knowledge tables", out.output)
+    again = json.loads(run("--embed-dim", "48", "--json", "reembed").stdout)
+    assert again["knowledge"] >= 3  # the fact, its entity, its event
+    conn = sqlite3.connect(db)
+    (blob,) = conn.execute("SELECT embedding_vec FROM DEFAULT_KG_FACT").fetchone()
+    conn.close()
+    want = HashEmbedder(48).embed(["Alice: Alice drinks green tea"])[0]
+    assert np.allclose(np.frombuffer(blob, dtype="<f4"), want, atol=1e-6)

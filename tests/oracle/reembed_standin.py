@@ -39,6 +39,7 @@ class ReembedStandIn:
             "new_column": None,     # the shadow column's dimension, None when it does not exist
             "pending": None,        # the option reembed.target: {"embedder", "vector_dim"}
             "hnsw": True,
+            "kg_vectors": 0,        # rows of the knowledge tables with a vector (knowledge_vectors_exist)
         }
         self.base = copy.deepcopy(self.db)   # what is committed
         self.ddl: list[str] = []             # DDL run, in order (each commits)
@@ -109,6 +110,8 @@ class ReembedStandIn:
                                   "in-database model ..., so it can be re-embedded (and re-chunked) only with the "
                                   "embedder it records; ...")
         out: dict[str, Any] = {"swapping": False}
+        if store["state"] == "READY":
+            self._refuse_knowledge_vectors()
         if store["state"] == "UPGRADING" and self.db["pending"] is not None:
             if not self._same(target):
                 raise db_error(20106, "store MYSTORE is swapping in the vectors of a reembed to ...")
@@ -130,6 +133,16 @@ class ReembedStandIn:
                    vector_dim=store["vector_dim"], search_strategy=store["search_strategy"],
                    embedding_model=store["embedding_model"])
         return json.dumps(out)
+
+    def _refuse_knowledge_vectors(self) -> None:
+        """refuse_knowledge_vectors (rek43): the knowledge tables hold a vector."""
+        if self.db["kg_vectors"]:
+            raise db_error(20001, "store MYSTORE has knowledge tables (KnowledgeMemory) that hold vectors: oramem "
+                                  "reembed on Oracle re-embeds the retrieval rows only and would leave the facts', "
+                                  "entities', events' and observations' vectors in the old embedder's space, so "
+                                  "nothing was changed. Keep this embedder, or create a new store with the new one "
+                                  "and write its knowledge there again (on SQLite, oramem reembed re-embeds the "
+                                  "knowledge tables too)")
 
     def lock(self, call: Call) -> None:
         return None  # the lock itself is in the statement sequence (Recorder.calls)
@@ -167,6 +180,7 @@ class ReembedStandIn:
         missing = sum(c["embedding_new"] is None for c in self.db["chunks"].values())
         if missing:
             raise db_error(20001, f"{missing} retrieval row(s) of store MYSTORE have no new vector")
+        self._refuse_knowledge_vectors()
         if pending["vector_dim"] == store["vector_dim"]:
             for c in self.db["chunks"].values():
                 c["embedding"] = c["embedding_new"]

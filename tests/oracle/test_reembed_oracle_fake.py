@@ -336,3 +336,36 @@ def test_a_swap_another_session_undid_is_reported_and_a_rerun_finishes():
     rec.answers["oramem_admin.reembed_finish_json"] = real_finish
     result = reembed_store(conn, new, memory_store_id="mystore", batch_size=2)
     assert result.vector_dim == 16 and result.rows == 0 and _vectors_of(standin, new)
+
+
+def test_a_store_whose_knowledge_tables_hold_vectors_is_refused_before_anything_changes():
+    """rek43: the Oracle reembed moves the retrieval rows only; a store with knowledge vectors
+    (facts, entities, events ... of KnowledgeMemory) would keep them in the old embedder's
+    space, so begin refuses it before the target or the shadow column is written."""
+    standin = _store(3)
+    standin._autonomous(lambda db: db.update(kg_vectors=2))
+    conn, rec = _connect(standin)
+    with pytest.raises(ValueError, match=r"knowledge tables \(KnowledgeMemory\) that hold vectors.*Keep this embedder"):
+        reembed_store(conn, HashEmbedder(OLD_DIM, seed=3), memory_store_id="mystore")
+    assert _steps(rec) == ["begin"]
+    assert standin.ddl == [] and standin.base["pending"] is None
+    assert standin.base["store"]["embedder"] == identity_of(HashEmbedder(OLD_DIM))
+
+
+def test_knowledge_vectors_written_during_the_reembed_stop_the_swap():
+    """A KnowledgeMemory writing while the batches run: the swap transaction refuses, rolls
+    back, and the store keeps its old embedder and vectors (no state with the new embedder
+    and knowledge vectors of the old one)."""
+    standin = _store(4)
+    conn, rec = _connect(standin)
+
+    def knowledge_write(n):
+        if n == 2:
+            standin._autonomous(lambda db: db.update(kg_vectors=1))
+
+    with pytest.raises(ValueError, match="knowledge tables"):
+        reembed_store(conn, Hooked(OLD_DIM, knowledge_write), memory_store_id="mystore", batch_size=2)
+    steps = _steps(rec)
+    assert steps[-2:] == ["swap", "rollback"]
+    assert standin.base["store"]["embedder"] == identity_of(HashEmbedder(OLD_DIM))
+    assert _vectors_of(standin, HashEmbedder(OLD_DIM))

@@ -90,3 +90,40 @@ def test_a_hybrid_store_takes_only_the_embedder_it_records_before_anything_is_wr
     assert "l_prev IS NULL OR NOT same_embedder(l_prev, l_target.to_clob)" in cond
     assert check < body.index("save_reembed_target(") and check < body.index("exec_ddl(")
     assert "gc_invalid_argument" in body[check: check + 700]
+
+
+def test_a_store_whose_knowledge_tables_hold_vectors_is_refused_before_anything_is_written():
+    """rek43: the Oracle reembed moves the retrieval rows only, so a store whose knowledge
+    tables hold a vector is refused by begin (READY: before the target and the shadow column
+    are written) and by the swap (a vector written since the begin), with -20001."""
+    begin = unit(ADMIN, "reembed_begin_json")
+    check = begin.index("refuse_knowledge_vectors(l_id);")
+    assert check < begin.index("save_reembed_target(") and check < begin.index("exec_ddl(")
+    guard = begin[begin.rindex("IF ", 0, check): check]
+    assert "l_store.state = oramem_registry.gc_state_ready" in guard
+    swap = unit(ADMIN, "reembed_swap_json")
+    at = swap.index("refuse_knowledge_vectors(l_store.memory_store_id);")
+    assert at < swap.index("SET embedding = embedding_new") and at < swap.index("gc_state_upgrading,")
+    refuse = unit(ADMIN, "refuse_knowledge_vectors")
+    assert "IF knowledge_vectors_exist(in_store_id) THEN" in refuse and "gc_invalid_argument" in refuse
+    assert "Keep this embedder" in refuse
+
+
+def test_the_knowledge_vector_columns_checked_are_those_of_kg_vectors():
+    """The (table, vector column) pairs knowledge_vectors_exist reads are every knowledge
+    vector oramem/kg_vectors.py names (and the schema has): a vector table added there
+    without the check here would slip past the refusal."""
+    from oramem.kg_vectors import CLUSTER_TABLE, SOURCES
+    from oramem.knowledge.db.schema import Vector, build_tables
+
+    body = unit(ADMIN, "knowledge_vectors_exist")
+    lists = re.findall(r"name_tab_t\((.*?)\);", body, re.S)
+    tables, columns = ([x.strip().strip("'") for x in part.split(",")] for part in lists)
+    pairs = set(zip(tables, columns))
+    assert pairs == {(s.table, s.column.upper()) for s in SOURCES} | {(CLUSTER_TABLE, "EMBEDDING_VEC")}
+    kg = build_tables("S1", 8)
+    in_schema = {(t.name[len("S1_KG_"):], c.name.upper()) for t in kg.metadata.sorted_tables for c in t.c
+                 if isinstance(c.type, Vector)}
+    assert pairs == in_schema
+    assert "DBMS_ASSERT.ENQUOTE_NAME(DBMS_ASSERT.SIMPLE_SQL_NAME(l_name), TRUE)" in body
+    assert "IF table_exists(l_name) THEN" in body and "ROWNUM = 1" in body

@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable, Optional, TypeVar
 import numpy as np
 import sqlalchemy as sa
 
+from ...kg_vectors import COMMUNITY_THEME, mean_unit_vector, observation_embed_text
 from .. import checks
 from ..config import KnowledgeConfig
 from ..runtime import KnowledgeRuntime
@@ -181,11 +182,7 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
         except LLMError as exc:  # the cluster is kept, with the mean vector
             log.warning("cluster_summary failed (%s)", type(exc).__name__)
         if p[5] is None:
-            vecs = [np.asarray(r["embedding_vec"], dtype=np.float32) for r in facts if r["embedding_vec"] is not None]
-            if vecs:
-                m = np.mean(np.stack(vecs), axis=0)
-                n = float(np.linalg.norm(m))
-                p[5] = m / n if n > 0 else m
+            p[5] = mean_unit_vector([r["embedding_vec"] for r in facts if r["embedding_vec"] is not None])
 
     def write(conn: sa.Connection) -> None:
         keep: set[str] = set()
@@ -263,7 +260,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
                 facts.setdefault(cid, []).append((fid, key, source))
         themes = [dict(r) for r in conn.execute(
             sa.select(mo.c.id, mo.c.title, mo.c.supporting_fact_ids, mo.c.embedding_vec)
-            .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True, mo.c.observation_type == "community_theme")  # noqa: E712
+            .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True, mo.c.observation_type == COMMUNITY_THEME)  # noqa: E712
             .order_by(mo.c.id)
         ).mappings()]
         return cls, facts, themes
@@ -329,7 +326,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
                         match = th["id"]
                         break
             if match is None:
-                vec = await _embed_one(rt, f"{title}\n{summary}")
+                vec = await _embed_one(rt, observation_embed_text(COMMUNITY_THEME, title, summary))
                 actions.append(("create", title, summary, fids, vec, [c["id"] for c in members], sources))
                 continue
         actions.append(("reinforce", match, fids))
@@ -343,7 +340,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
                 if not clusters_left.issuperset(cids) or not facts_left.issuperset(fids):  # erased since the read
                     continue
                 conn.execute(sa.insert(mo).values(
-                    id=new_id(), agent_id=agent_id, user_id=user_id, observation_type="community_theme", title=title, text=summary,
+                    id=new_id(), agent_id=agent_id, user_id=user_id, observation_type=COMMUNITY_THEME, title=title, text=summary,
                     supporting_event_ids=sources, supporting_fact_ids=fids, confidence=0.7, importance=0.8, times_reinforced=0,
                     is_active=True, embedding_vec=vec, first_detected_at=now, last_reinforced_at=now, created_at=now))
                 res.communities_created += 1
@@ -452,7 +449,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
             break
     actions: list[tuple[Any, ...]] = []
     for it in items:
-        vec = await _embed_one(rt, it["title"])
+        vec = await _embed_one(rt, observation_embed_text(it["type"], it["title"], it["text"]))
         match = None
         for o in obs:
             if o["observation_type"] != it["type"]:

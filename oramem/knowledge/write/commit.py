@@ -26,6 +26,7 @@ import sqlalchemy as sa
 
 from ..._plans import run_sync
 from ...batches import PendingRecordBatch
+from ...kg_vectors import fact_index_text
 from ...threads import write_refusal
 from .. import faults
 from . import erasures
@@ -439,7 +440,7 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
             PendingRecordBatch(
                 [r["fact_text"] for r in rows],
                 "fact",
-                index_texts=[f"{r['entity_name']}: {r['fact_text']}" for r in rows],
+                index_texts=[fact_index_text(r["entity_name"], r["fact_text"]) for r in rows],
                 embeddings=[np.asarray(r["embedding_vec"], dtype=np.float32) for r in rows],
                 record_ids=[r["id"] for r in rows],
                 agent_ids=run.agent_id,
