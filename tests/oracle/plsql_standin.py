@@ -39,8 +39,9 @@ class StoreStandIn:
         for i, r in enumerate(batch["records"]):
             self._unknown(r, self.RECORD_KEYS, f"records[{i}]")
             self._nested(r, f"records[{i}]")
+        records = self._resolve(batch["records"], str(batch.get("on_conflict") or "fail").lower())
         ids = []
-        for r in batch["records"]:
+        for r in records:
             self.seq += 1
             rec = {k: r.get(k) for k in self.FIELDS}
             rec["seq_no"] = self.seq
@@ -48,6 +49,34 @@ class StoreStandIn:
             self.records[(rec["record_type"], rec["id"])] = rec
             ids.append(rec["id"])
         return json.dumps(ids)
+
+    def _resolve(self, records: list, mode: str) -> list:
+        """add_json's step 2 (ids already stored), before anything is written: fail refuses
+        the call (-20005), skip leaves those records out, replace deletes the stored ones,
+        except that a stored record of another user or agent than the line's (not a thread
+        row) refuses the call with -20005 naming the ids, nothing deleted (red40, ora44)."""
+        from .fakes import db_error
+
+        stored = sorted((k for k in ((r["record_type"], r["id"]) for r in records) if k in self.records),
+                        key=lambda k: (k[1], k[0]))
+        if not stored:
+            return records
+        if mode == "fail":
+            raise db_error(20005, f"record id {stored[0][1]} already exists in store MYSTORE; "
+                                  "nothing of this call was stored")
+        if mode == "skip":
+            return [r for r in records if (r["record_type"], r["id"]) not in stored]
+        wanted = {(r["record_type"], r["id"]): (r.get("agent_id"), r.get("user_id")) for r in records}
+        foreign = [k for k in stored if k[0] != "thread"
+                   and wanted[k] != (self.records[k].get("agent_id"), self.records[k].get("user_id"))]
+        if foreign:
+            listed = ", ".join(f"'{i}' ({t})" for t, i in foreign[:5])
+            more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+            raise db_error(20005, f"record_ids stored for another user or agent than the new records name: "
+                                  f"{listed}{more}; replace only replaces a record of the same user and agent")
+        for k in stored:
+            del self.records[k]
+        return records
 
     def get(self, call: Call) -> Any:
         rec = self.records.get((call.binds["in_record_type"], call.binds["in_record_id"]))
