@@ -51,6 +51,31 @@ AS
       RETURN in_a = in_b;
    END same_id;
 
+   -- ora44: a request's "embedder" member (in_embedder; NULL or JSON null = absent) names the
+   -- embedder that made its vectors (the driver sends it when its store object's embedder
+   -- made some); oramem_admin.check_embedder refuses it when the store now records another
+   -- one (a reembed by another session since the caller's open), before anything is written.
+   PROCEDURE check_embedder(
+      in_store    IN oramem_registry.store_t,
+      in_embedder IN JSON_ELEMENT_T,
+      in_where    IN VARCHAR2,
+      in_what     IN VARCHAR2
+   )
+   IS
+   BEGIN
+      IF in_embedder IS NULL THEN
+         RETURN;
+      END IF;
+      IF in_embedder.is_null THEN
+         RETURN;
+      END IF;
+      IF NOT in_embedder.is_object THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+            in_where || '.embedder must be a JSON object (an oramem embedder identity) or null');
+      END IF;
+      oramem_admin.check_embedder(in_store.memory_store_id, in_embedder.to_clob, in_what);
+   END check_embedder;
+
    ---------------------------------------------------------------------------------------
    -- small helpers
    ---------------------------------------------------------------------------------------
@@ -743,7 +768,7 @@ AS
       -- every member add reads, and no other (red32): an unknown one was ignored, so a record
       -- written with the list request's spelling ("user": "bob") was stored as no user's, which
       -- his erasure leaves behind and every reader of unscoped records gets
-      oramem_filter.check_keys(l_doc, 'records,on_conflict', 'add batch');
+      oramem_filter.check_keys(l_doc, 'records,on_conflict,embedder', 'add batch');
       IF NOT l_doc.has('records') OR NOT l_doc.get('records').is_array THEN
          bad_payload('add batch must be {"records": [...]}');
       END IF;
@@ -752,6 +777,9 @@ AS
       l_mode := LOWER(NVL(get_text(l_doc, 'on_conflict', 'add batch', 16), 'fail'));
       IF l_mode NOT IN ('fail', 'skip', 'replace') THEN
          bad_argument('add batch.on_conflict must be fail, skip or replace');
+      END IF;
+      IF l_doc.has('embedder') THEN
+         check_embedder(l_store, l_doc.get('embedder'), 'add batch', 'nothing was written');
       END IF;
 
       -- 1. validate every record and compute its stored values
@@ -1271,7 +1299,10 @@ AS
       -- every member update reads, and no other (red32): an ignored one ("text" for "content")
       -- was not applied while the call answered 1 for the members it did read
       oramem_filter.check_keys(l_req, 'record_type,record_id,retrieval,content,chunks,vectors,metadata,'
-                               || 'timestamp,ttl', 'update request');
+                               || 'timestamp,ttl,embedder', 'update request');
+      IF l_req.has('embedder') THEN
+         check_embedder(l_store, l_req.get('embedder'), 'update request', 'nothing was written');
+      END IF;
       l_type := oramem_registry.check_record_type(get_text(l_req, 'record_type', 'update request', 64));
       l_id   := get_text(l_req, 'record_id', 'update request');
       IF l_id IS NULL THEN

@@ -24,6 +24,30 @@ class StoreStandIn:
     def __init__(self) -> None:
         self.records: dict[tuple[str, str], dict] = {}
         self.seq = 0
+        #: the store's recorded embedder identity (ORAMEM_STORES.EMBEDDER; None: none recorded):
+        #: a test sets it to play another session's reembed (ora44)
+        self.embedder: Any = None
+
+    def _check_embedder(self, req: dict, where: str, what: str) -> None:
+        """oramem_admin.check_embedder, as add_json / update_json / search_json call it (ora44):
+        a request's "embedder" (absent or null: nothing checked; not an object: -20002) is
+        refused with -20108 when the store records another one (same_identity's rule, which
+        same_embedder restates), before anything is read or written."""
+        from oramem.embedders.identity import same_identity
+
+        from .fakes import db_error
+
+        sent = req.get("embedder")
+        if sent is None:
+            return
+        if not isinstance(sent, dict):
+            raise db_error(20002, f"{where}.embedder must be a JSON object (an oramem embedder identity) or null")
+        if self.embedder is not None and not same_identity(self.embedder, sent):
+            raise db_error(20108, f"embedder: store MYSTORE was moved to the embedder {json.dumps(self.embedder)} "
+                                  f"(oramem reembed, by another session or store object) after this store object "
+                                  f"was opened with {json.dumps(sent)}; vectors of different embedders are not "
+                                  f"comparable, so {what}. Close this store object and open a new one with the "
+                                  "embedder the store records")
 
     def install(self, answers: dict) -> None:
         answers.update({
@@ -39,6 +63,7 @@ class StoreStandIn:
         for i, r in enumerate(batch["records"]):
             self._unknown(r, self.RECORD_KEYS, f"records[{i}]")
             self._nested(r, f"records[{i}]")
+        self._check_embedder(batch, "add batch", "nothing was written")
         records = self._resolve(batch["records"], str(batch.get("on_conflict") or "fail").lower())
         ids = []
         for r in records:
@@ -93,6 +118,7 @@ class StoreStandIn:
 
                 raise db_error(20002, f"update request.{member} is read with \"retrieval\": \"{reader}\" only "
                                       f"(retrieval is {retrieval}, so it would be ignored)")
+        self._check_embedder(req, "update request", "nothing was written")
         if "ttl" in req:
             self._check_ttl(req["record_type"], req["ttl"], "update request.ttl")
         rec = self.records.get((req["record_type"], req["record_id"]))
@@ -147,16 +173,16 @@ class StoreStandIn:
     #: the members list_json / search_json read; any other is -20002 there (oramem_filter.check_keys, red32)
     LIST_KEYS = {"record_type", "limit", "thread", "user", "agent", "metadata_filter"}
     SEARCH_KEYS = {"strategy", "k", "query_text", "query_vector", "thread", "user", "agent", "record_types",
-                   "metadata_filter", "exact", "tail_handicap", "keyword_language", "hybrid"}
+                   "metadata_filter", "exact", "tail_handicap", "keyword_language", "hybrid", "embedder"}
 
     #: oramem_registry.is_scoped_type: a list of any other type takes no scope (left36)
     SCOPED_TYPES = frozenset({"message", "memory", "guideline", "fact", "preference"})
 
-    ADD_KEYS = {"records", "on_conflict"}
+    ADD_KEYS = {"records", "on_conflict", "embedder"}
     RECORD_KEYS = {"id", "record_type", "content", "thread_id", "user_id", "agent_id", "role", "timestamp", "metadata",
                    "restored_times", "ttl", "chunks"}
     UPDATE_KEYS = {"record_type", "record_id", "retrieval", "content", "chunks", "vectors", "metadata", "timestamp",
-                   "ttl"}
+                   "ttl", "embedder"}
 
     #: the members of the nested objects of an add record / update request (left36): ttl
     #: (ttl_expiry), restored_times (add_json), each chunk (collect_passages / collect_chunks)
@@ -215,7 +241,9 @@ class StoreStandIn:
                 cls._unknown(scope, {"match", "value"}, dim)
 
     def search(self, call: Call) -> str:
-        self._check_keys(json.loads(_text(call.binds["in_request"])), self.SEARCH_KEYS, "search request")
+        req = json.loads(_text(call.binds["in_request"]))
+        self._check_keys(req, self.SEARCH_KEYS, "search request")
+        self._check_embedder(req, "search request", "nothing was searched")
         return "[]"
 
     def list(self, call: Call) -> str:
