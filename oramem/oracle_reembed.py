@@ -35,7 +35,10 @@ one was written since the begin, so the store never records the new embedder whi
 knowledge vectors are of the old one.
 
 A rerun with the same embedder resumes; one with another embedder is refused unless
-``restart=True``. In-database embedders (``OracleDBEmbedder``) are not a target here (not
+``restart=True``. After the swap, a store object of another session opened with the old
+embedder has the adds, text updates and text searches its embedder would embed refused
+(-20108, ``StoreSettingsMismatch``; the request's ``"embedder"`` member, checked by
+``oramem_admin.check_embedder``; ora44). In-database embedders (``OracleDBEmbedder``) are not a target here (not
 built: the re-embedding would have to run in SQL); see docs/oracle-models.md.
 """
 

@@ -155,8 +155,9 @@ class AddRequest:
     #: record is deleted, with its retrieval rows, in the same transaction).
     on_conflict: str = "fail"
     #: this store object's embedder made some of the vectors (not only the caller's
-    #: ``embeddings``): an engine that reads the store's recorded embedder refuses them when
-    #: another process moved the store to another embedder since the open (red40)
+    #: ``embeddings``): the engine refuses them when another process moved the store to
+    #: another embedder since the open (red40: SQLite reads its catalog; ora44: the Oracle
+    #: driver sends the identity and the packages compare it, -20108)
     embedded: bool = False
 
 

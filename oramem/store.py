@@ -730,9 +730,9 @@ class OracleMemoryStore(IMemoryStore):
         None) gives each record's kept ``(created_at, expires_at)`` instead of "now" and the
         TTL (``expires_at`` None = never expires); ``on_conflict`` says what a stored id does:
         "fail" (nothing written), "skip" (keep the stored record) or "replace" (delete it,
-        in the same transaction; the SQLite engine replaces only a stored record of the same
-        user and agent and refuses another's with ``DuplicateRecordError``, nothing written;
-        red40). A record's firewall verdict (metadata ``oramem_firewall``)
+        in the same transaction; only a stored record of the same user and agent is replaced,
+        another's is refused with ``DuplicateRecordError``, nothing written, on both engines;
+        red40, ora44). A record's firewall verdict (metadata ``oramem_firewall``)
         is recomputed when this store has a policy; without one it is dropped, unless
         ``keep_verdicts=True`` (the caller vouches for the verdicts: its own backup, a store
         copy; SC-15.4). Returns the ids written, in input order."""

@@ -726,6 +726,37 @@ AS
       RETURN l_out.to_clob;
    END without_chunking;
 
+   -- ora44: refuse the vectors of an embedder the store no longer records (the spec).
+   PROCEDURE check_embedder(
+      in_store_id IN VARCHAR2,
+      in_identity IN CLOB,
+      in_what     IN VARCHAR2
+   )
+   IS
+      l_id       VARCHAR2(128 CHAR) := oramem_registry.normalize_store_id(in_store_id);
+      l_recorded CLOB;
+   BEGIN
+      BEGIN
+         SELECT s.embedder INTO l_recorded FROM oramem_stores s WHERE s.memory_store_id = l_id;
+      EXCEPTION
+         WHEN NO_DATA_FOUND THEN
+            oramem_errors.raise_error(oramem_errors.gc_store_not_found,
+               'store ' || l_id || ' does not exist; nothing to compare an embedder with');
+      END;
+      IF l_recorded IS NULL THEN
+         RETURN;   -- nothing recorded: nothing to compare (as open_store)
+      END IF;
+      IF same_embedder(l_recorded, in_identity) THEN
+         RETURN;
+      END IF;
+      oramem_errors.raise_error(oramem_errors.gc_embedder_mismatch,
+         'embedder: store ' || l_id || ' was moved to the embedder '
+         || DBMS_LOB.SUBSTR(l_recorded, 600, 1) || ' (oramem reembed, by another session or store object) '
+         || 'after this store object was opened with ' || DBMS_LOB.SUBSTR(in_identity, 600, 1)
+         || '; vectors of different embedders are not comparable, so ' || in_what
+         || '. Close this store object and open a new one with the embedder the store records');
+   END check_embedder;
+
    -- Record in_embedder as the identity of a store that has none (trust on first use, as
    -- the SQLite catalog's embedder column) when the store holds vectors (vector_dim set,
    -- strategy vector or hybrid: a KEYWORD store records none, as on SQLite). A store whose

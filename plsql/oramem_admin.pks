@@ -341,5 +341,25 @@ AS
       in_lock_timeout IN PLS_INTEGER DEFAULT 60
    ) RETURN CLOB;
 
+   /*
+    * check_embedder (ora44; red40 on SQLite): the caller's vectors were made by the embedder
+    * in_identity (an oramem embedder identity, JSON object text: the one its store object was
+    * opened with). When the store records another one (same_embedder's rule, as open_store's
+    * -20108) - another session moved it with reembed after that open - vectors of the two are
+    * not comparable, so the call is refused before it reads or writes anything; in_what says
+    * what did not happen ("nothing was written"). A store that records none: nothing to
+    * compare. Called by oramem_store.add_json / update_json and oramem_search.search_json when
+    * the request carries "embedder". Cost: one primary-key SELECT of ORAMEM_STORES.EMBEDDER
+    * and, when one is recorded, one JSON_EQUAL query, in the same call (no round trip of its
+    * own).
+    * Errors: -20108 (gc_embedder_mismatch); -20010 (store id); -20101 (no such store).
+    * Commit: never.
+    */
+   PROCEDURE check_embedder(
+      in_store_id IN VARCHAR2,
+      in_identity IN CLOB,
+      in_what     IN VARCHAR2
+   );
+
 END oramem_admin;
 /

@@ -643,7 +643,21 @@ AS
       -- every member the search reads, and no other (red32): an unknown one was ignored, so
       -- "user_id": ... (the add batch's and the record's spelling) searched every user's records
       oramem_filter.check_keys(l_req, 'strategy,k,query_text,query_vector,thread,user,agent,record_types,'
-                               || 'metadata_filter,exact,tail_handicap,keyword_language,hybrid', 'search request');
+                               || 'metadata_filter,exact,tail_handicap,keyword_language,hybrid,embedder',
+                               'search request');
+      -- ora44: "embedder" names the embedder that made query_vector (the driver sends it
+      -- when its store object's embedder embedded query_text); refused, before anything is
+      -- read, when another session moved the store to another embedder since that open
+      IF l_req.has('embedder') THEN
+         IF NOT l_req.get('embedder').is_null THEN
+            IF NOT l_req.get('embedder').is_object THEN
+               oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+                  'search request.embedder must be a JSON object (an oramem embedder identity) or null');
+            END IF;
+            oramem_admin.check_embedder(l_store.memory_store_id, l_req.get_object('embedder').to_clob,
+                                        'nothing was searched');
+         END IF;
+      END IF;
 
       -- strategy (SC-6.4, SC-6.6)
       l_strategy := 'vector';

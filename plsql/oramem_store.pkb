@@ -37,6 +37,45 @@ AS
       RETURN INSTR(l_stack, 'PLS-00201') > 0 OR INSTR(l_stack, 'PLS-00904') > 0;
    END missing_grant;
 
+   -- red40: the same id value, NULL (no user / no agent) equal only to NULL; always TRUE or
+   -- FALSE (a comparison with NULL is NULL, which IF would read as "not different").
+   FUNCTION same_id(
+      in_a IN VARCHAR2,
+      in_b IN VARCHAR2
+   ) RETURN BOOLEAN
+   IS
+   BEGIN
+      IF in_a IS NULL OR in_b IS NULL THEN
+         RETURN in_a IS NULL AND in_b IS NULL;
+      END IF;
+      RETURN in_a = in_b;
+   END same_id;
+
+   -- ora44: a request's "embedder" member (in_embedder; NULL or JSON null = absent) names the
+   -- embedder that made its vectors (the driver sends it when its store object's embedder
+   -- made some); oramem_admin.check_embedder refuses it when the store now records another
+   -- one (a reembed by another session since the caller's open), before anything is written.
+   PROCEDURE check_embedder(
+      in_store    IN oramem_registry.store_t,
+      in_embedder IN JSON_ELEMENT_T,
+      in_where    IN VARCHAR2,
+      in_what     IN VARCHAR2
+   )
+   IS
+   BEGIN
+      IF in_embedder IS NULL THEN
+         RETURN;
+      END IF;
+      IF in_embedder.is_null THEN
+         RETURN;
+      END IF;
+      IF NOT in_embedder.is_object THEN
+         oramem_errors.raise_error(oramem_errors.gc_invalid_payload,
+            in_where || '.embedder must be a JSON object (an oramem embedder identity) or null');
+      END IF;
+      oramem_admin.check_embedder(in_store.memory_store_id, in_embedder.to_clob, in_what);
+   END check_embedder;
+
    ---------------------------------------------------------------------------------------
    -- small helpers
    ---------------------------------------------------------------------------------------
@@ -712,6 +751,8 @@ AS
       l_st_ids    vc_tab_t;
       l_st_agents vc_tab_t;                         -- their agent_id / user_id (the event's scopes)
       l_st_users  vc_tab_t;
+      l_foreign   PLS_INTEGER;                      -- replace: stored records of another scope (red40)
+      l_listed    VARCHAR2(2000 CHAR);              -- the first 5 of them, for the message
       l_skip      seen_t;
       l_j         PLS_INTEGER;
       l_empty     vc_tab_t;
@@ -727,7 +768,7 @@ AS
       -- every member add reads, and no other (red32): an unknown one was ignored, so a record
       -- written with the list request's spelling ("user": "bob") was stored as no user's, which
       -- his erasure leaves behind and every reader of unscoped records gets
-      oramem_filter.check_keys(l_doc, 'records,on_conflict', 'add batch');
+      oramem_filter.check_keys(l_doc, 'records,on_conflict,embedder', 'add batch');
       IF NOT l_doc.has('records') OR NOT l_doc.get('records').is_array THEN
          bad_payload('add batch must be {"records": [...]}');
       END IF;
@@ -736,6 +777,9 @@ AS
       l_mode := LOWER(NVL(get_text(l_doc, 'on_conflict', 'add batch', 16), 'fail'));
       IF l_mode NOT IN ('fail', 'skip', 'replace') THEN
          bad_argument('add batch.on_conflict must be fail, skip or replace');
+      END IF;
+      IF l_doc.has('embedder') THEN
+         check_embedder(l_store, l_doc.get('embedder'), 'add batch', 'nothing was written');
       END IF;
 
       -- 1. validate every record and compute its stored values
@@ -837,11 +881,11 @@ AS
          -- batch (vectors included): the DOM above is the only parse of in_batch
          l_key_doc := l_keys.to_clob;
          EXECUTE IMMEDIATE
-            'SELECT r.record_type, r.record_id FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
+            'SELECT r.record_type, r.record_id, r.agent_id, r.user_id FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
             || 'rt VARCHAR2(64 CHAR) PATH ''$[0]'', id VARCHAR2(512 CHAR) PATH ''$[1]'')) jt '
             || 'JOIN ' || l_rec_tab || ' r ON r.record_type = jt.rt AND r.record_id = jt.id '
             || 'ORDER BY r.record_id, r.record_type'
-            BULK COLLECT INTO l_st_types, l_st_ids USING l_key_doc;
+            BULK COLLECT INTO l_st_types, l_st_ids, l_st_agents, l_st_users USING l_key_doc;
          IF l_st_ids.COUNT > 0 AND l_mode = 'fail' THEN
             l_dup := l_st_ids(1);
             oramem_errors.raise_error(oramem_errors.gc_duplicate_record_id,
@@ -874,6 +918,41 @@ AS
             END LOOP;
             l_n := l_j;
          ELSIF l_st_ids.COUNT > 0 THEN
+            -- red40: replace restores a record over the same record. A stored record of
+            -- another user or agent under the id (ids are the application's: Alice's and
+            -- Bob's 'note-1') is another actor's record, never deleted for this line:
+            -- refused, naming the ids (never whose), before anything is written, as the
+            -- SQLite engine (mutations._refuse_foreign_replace). Thread rows are left to
+            -- SC-13.6 (a thread id names a conversation, not one user's record).
+            l_foreign := 0;
+            l_listed := NULL;
+            FOR s IN 1 .. l_st_ids.COUNT LOOP
+               IF l_st_types(s) <> 'thread' THEN
+                  l_j := l_seen(l_st_types(s) || '|' || l_st_ids(s));
+                  IF NOT (same_id(l_agents(l_j), l_st_agents(s)) AND same_id(l_users(l_j), l_st_users(s))) THEN
+                     l_foreign := l_foreign + 1;
+                     -- no operand of these concatenations is NULL (record_id and record_type are
+                     -- NOT NULL): nothing rests on how || treats a NULL
+                     IF l_foreign = 1 THEN
+                        l_listed := '''' || l_st_ids(s) || ''' (' || l_st_types(s) || ')';
+                     ELSIF l_foreign <= 5 THEN
+                        -- bounded: 5 x (id <= 255 chars, gc_max_id_chars; type <= 64; 7 more) < 2000
+                        l_listed := l_listed || ', ''' || l_st_ids(s) || ''' (' || l_st_types(s) || ')';
+                     END IF;
+                  END IF;
+               END IF;
+            END LOOP;
+            IF l_foreign > 5 THEN
+               -- bounded: the 1630 chars above and at most 18 more < 2000
+               l_listed := l_listed || ' and ' || TO_CHAR(l_foreign - 5) || ' more';
+            END IF;
+            IF l_foreign > 0 THEN
+               oramem_errors.raise_error(oramem_errors.gc_duplicate_record_id,
+                  'record_ids stored for another user or agent than the new records name: ' || l_listed
+                  || '; replace only replaces a record of the same user and agent (the same record, '
+                  || 'restored), so nothing was added: give these records other ids, or delete the '
+                  || 'stored ones first if they are to go');
+            END IF;
             EXECUTE IMMEDIATE
                'DELETE FROM ' || l_rec_tab || ' r WHERE (r.record_type, r.record_id) IN ('
                || 'SELECT jt.rt, jt.id FROM JSON_TABLE(:1, ''$[*]'' COLUMNS ('
@@ -1221,7 +1300,10 @@ AS
       -- every member update reads, and no other (red32): an ignored one ("text" for "content")
       -- was not applied while the call answered 1 for the members it did read
       oramem_filter.check_keys(l_req, 'record_type,record_id,retrieval,content,chunks,vectors,metadata,'
-                               || 'timestamp,ttl', 'update request');
+                               || 'timestamp,ttl,embedder', 'update request');
+      IF l_req.has('embedder') THEN
+         check_embedder(l_store, l_req.get('embedder'), 'update request', 'nothing was written');
+      END IF;
       l_type := oramem_registry.check_record_type(get_text(l_req, 'record_type', 'update request', 64));
       l_id   := get_text(l_req, 'record_id', 'update request');
       IF l_id IS NULL THEN

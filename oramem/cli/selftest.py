@@ -69,6 +69,8 @@ SELFTEST_CALLS: dict[str, PlsqlCall] = {
     "purge_expired": PlsqlCall("oramem_store", "purge_expired", (("in_store_id", _V),), _I),
     "run_purge_job": PlsqlCall("oramem_store", "run_purge_job", (("in_store_id", _V),)),
     "keyword_query": PlsqlCall("oramem_search", "keyword_query", (("in_text", _V),), _V),
+    "check_embedder": PlsqlCall("oramem_admin", "check_embedder",
+                                (("in_store_id", _V), ("in_identity", _C), ("in_what", _V))),
     "export": PlsqlCall("oramem_store", "export_json",
                         (("in_store_id", _V), ("in_after_seq", "NUMBER"), ("in_limit", _I)), _C),
 }
@@ -625,6 +627,25 @@ class SelfTest:
             _call(conn, c["run_purge_job"], in_store_id=sid)
             return "ran"
 
+        def embedder() -> str:
+            # ora44: the store's own identity passes; another is -20108 (what add_json,
+            # update_json and search_json run when a request names its embedder)
+            d = json.loads(_call(conn, c["describe_store"], in_store_id=sid) or "{}")
+            recorded = d.get("embedder") if isinstance(d, dict) else None
+            other = {"kind": "selftest", "name": "not-this-store's-embedder"}
+            _call(conn, c["check_embedder"], in_store_id=sid, in_identity=json.dumps(recorded or other),
+                  in_what="nothing was checked")
+            if recorded is None:
+                return "no embedder recorded: nothing to compare"
+            try:
+                _call(conn, c["check_embedder"], in_store_id=sid, in_identity=json.dumps(other),
+                      in_what="nothing was checked")
+            except Exception as e:
+                if ora_code(e) == 20108:
+                    return "the recorded identity passes; another -> ORA-20108"
+                raise
+            raise ContractMismatch("check_embedder with another embedder than the recorded one did not raise ORA-20108")
+
         def export() -> str:
             # what oramem migrate reads: pages of {"record", "chunks"} in seq order
             page = json.loads(_call(conn, c["export"], in_store_id=sid, in_after_seq=0, in_limit=2) or "null")
@@ -648,7 +669,8 @@ class SelfTest:
                           ("oramem_admin.upgrade_store", upgrade), ("oramem_admin.set_deletion_hook", hook),
                           ("oramem_search.keyword_query", kq),
                           ("oramem_store.delete_record / delete_thread / purge_expired", counts),
-                          ("oramem_store.run_purge_job", purge_job), ("oramem_store.export_json", export)):
+                          ("oramem_store.run_purge_job", purge_job), ("oramem_store.export_json", export),
+                          ("oramem_admin.check_embedder", embedder)):
             self.check(label, fn)
 
     # -- EXPLAIN PLAN ----------------------------------------------------------------------

@@ -456,7 +456,7 @@ class OracleEngine(Engine):
 
     def _prepare_add(self, request: AddRequest) -> _Prepared[builtins.list[str]]:
         self._check_batch(request)
-        values = dict(in_store_id=_STORE, in_batch=add_json(request, self._keyword_group),
+        values = dict(in_store_id=_STORE, in_batch=add_json(request, self._keyword_group, self._requested_embedder),
                       in_batch_size=request.batch_size)
         return _Prepared("add", True, values, lambda text: list(_loads(text) or []))
 
@@ -464,7 +464,8 @@ class OracleEngine(Engine):
         if not isinstance(request, UpdateRequest):
             raise TypeError(f"request must be an UpdateRequest, got {type(request).__name__}")
         return _Prepared("update", True,
-                         dict(in_store_id=_STORE, in_request=update_json(request, self._keyword_group)), int)
+                         dict(in_store_id=_STORE, in_request=update_json(request, self._keyword_group,
+                                                                           self._requested_embedder)), int)
 
     def _prepare_delete(self, record_type: str, record_id: str, cascade: bool) -> _Prepared[int]:
         _check_id(record_type, "record_type"), _check_id(record_id, "record_id")
@@ -633,7 +634,7 @@ class OracleEngine(Engine):
         return _Prepared("list_thread_messages", False, values, self._records)
 
     def _prepare_search(self, request: SearchRequest) -> _Prepared[builtins.list[tuple[Record, float]]]:
-        payload = search_json(request, self._hybrid, self._keyword_language)
+        payload = search_json(request, self._hybrid, self._keyword_language, self._requested_embedder)
         bound = request.max_distance
         if bound is None:
             return _Prepared("search", False, dict(in_store_id=_STORE, in_request=payload), self._hits)

@@ -147,11 +147,17 @@ def settings_json(
     return _dumps(out)
 
 
-def add_json(request: AddRequest, group_chars: Optional[int] = None) -> str:
-    """The add batch; ``group_chars``: the store's keyword passages (:func:`_chunks`)."""
+def add_json(request: AddRequest, group_chars: Optional[int] = None,
+             embedder: Optional[Mapping[str, Any]] = None) -> str:
+    """The add batch; ``group_chars``: the store's keyword passages (:func:`_chunks`);
+    ``embedder``: the identity of the store object's embedder, sent when it made some of the
+    vectors (``request.embedded``): ``add_json`` refuses them (-20108) when another session
+    moved the store to another embedder since the open (ora44; red40 on SQLite)."""
     out: dict[str, Any] = {"records": [_record(r, group_chars) for r in request.records]}
     if request.on_conflict != "fail":
         out["on_conflict"] = request.on_conflict
+    if embedder is not None and request.embedded:
+        out["embedder"] = dict(embedder)
     return _dumps(out)
 
 
@@ -189,8 +195,11 @@ def check_hybrid(hybrid: Any) -> HybridConfig:
 
 
 def search_json(
-    request: SearchRequest, hybrid: Optional[HybridConfig] = None, keyword_language: Optional[str] = None
+    request: SearchRequest, hybrid: Optional[HybridConfig] = None, keyword_language: Optional[str] = None,
+    embedder: Optional[Mapping[str, Any]] = None,
 ) -> str:
+    """The search request; ``embedder`` (as :func:`add_json`) is sent when the query vector
+    is the store object's embedding of ``query_text`` (a vector or hybrid search with text)."""
     strategy = SearchStrategy.coerce(request.strategy, "strategy")
     out: dict[str, Any] = {
         "strategy": strategy.value,
@@ -208,6 +217,8 @@ def search_json(
         out["tail_handicap"] = float(request.tail_handicap)
     if strategy is not SearchStrategy.VECTOR:
         out["keyword_language"] = keyword_language or DEFAULT_KEYWORD_LANGUAGE
+    if embedder is not None and strategy is not SearchStrategy.KEYWORD and request.query_text is not None:
+        out["embedder"] = dict(embedder)
     if strategy is SearchStrategy.HYBRID:
         cfg = check_hybrid(hybrid)
         out["hybrid"] = {
@@ -220,7 +231,9 @@ def search_json(
     return _dumps(out)
 
 
-def update_json(request: UpdateRequest, group_chars: Optional[int] = None) -> str:
+def update_json(request: UpdateRequest, group_chars: Optional[int] = None,
+                embedder: Optional[Mapping[str, Any]] = None) -> str:
+    """The update request; ``embedder`` as :func:`add_json` (``request.embedded``)."""
     out: dict[str, Any] = {
         "record_type": request.record_type,
         "record_id": request.record_id,
@@ -238,6 +251,8 @@ def update_json(request: UpdateRequest, group_chars: Optional[int] = None) -> st
         out["timestamp"] = request.timestamp
     if request.ttl is not NOT_SET:
         out["ttl"] = _ttl(request.ttl)  # type: ignore[arg-type]
+    if embedder is not None and request.embedded:
+        out["embedder"] = dict(embedder)
     return _dumps(out)
 
 

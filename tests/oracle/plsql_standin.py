@@ -56,6 +56,30 @@ class StoreStandIn:
         self.seq = 0
         self.vector_dim = vector_dim
         self.now = now
+        #: the store's recorded embedder identity (ORAMEM_STORES.EMBEDDER; None: none recorded):
+        #: a test sets it to play another session's reembed (ora44)
+        self.embedder: Any = None
+
+    def _check_embedder(self, req: dict, where: str, what: str) -> None:
+        """oramem_admin.check_embedder, as add_json / update_json / search_json call it (ora44):
+        a request's "embedder" (absent or null: nothing checked; not an object: -20002) is
+        refused with -20108 when the store records another one (same_identity's rule, which
+        same_embedder restates), before anything is read or written."""
+        from oramem.embedders.identity import same_identity
+
+        from .fakes import db_error
+
+        sent = req.get("embedder")
+        if sent is None:
+            return
+        if not isinstance(sent, dict):
+            raise db_error(20002, f"{where}.embedder must be a JSON object (an oramem embedder identity) or null")
+        if self.embedder is not None and not same_identity(self.embedder, sent):
+            raise db_error(20108, f"embedder: store MYSTORE was moved to the embedder {json.dumps(self.embedder)} "
+                                  f"(oramem reembed, by another session or store object) after this store object "
+                                  f"was opened with {json.dumps(sent)}; vectors of different embedders are not "
+                                  f"comparable, so {what}. Close this store object and open a new one with the "
+                                  "embedder the store records")
 
     def install(self, answers: dict) -> None:
         answers.update({
@@ -104,8 +128,12 @@ class StoreStandIn:
                     expires = self._ttl_expiry(r["ttl"], created, ts, f"{where}.ttl")
             rows = [self._row(c, f"{where}.chunks[{j}]") for j, c in enumerate(r.get("chunks") or ())]
             times.append((created, expires, rows))
+        self._check_embedder(batch, "add batch", "nothing was written")
+        kept = {id(r) for r in self._resolve(batch["records"], str(batch.get("on_conflict") or "fail").lower())}
         ids = []
         for r, (created, expires, rows) in zip(batch["records"], times):
+            if id(r) not in kept:
+                continue
             self.seq += 1
             rec = {k: r.get(k) for k in self.FIELDS}
             rec["seq_no"] = self.seq
@@ -115,6 +143,34 @@ class StoreStandIn:
             self.rows[(rec["record_type"], rec["id"])] = rows
             ids.append(rec["id"])
         return json.dumps(ids)
+
+    def _resolve(self, records: list, mode: str) -> list:
+        """add_json's step 2 (ids already stored), before anything is written: fail refuses
+        the call (-20005), skip leaves those records out, replace deletes the stored ones,
+        except that a stored record of another user or agent than the line's (not a thread
+        row) refuses the call with -20005 naming the ids, nothing deleted (red40, ora44)."""
+        from .fakes import db_error
+
+        stored = sorted((k for k in ((r["record_type"], r["id"]) for r in records) if k in self.records),
+                        key=lambda k: (k[1], k[0]))
+        if not stored:
+            return records
+        if mode == "fail":
+            raise db_error(20005, f"record id {stored[0][1]} already exists in store MYSTORE; "
+                                  "nothing of this call was stored")
+        if mode == "skip":
+            return [r for r in records if (r["record_type"], r["id"]) not in stored]
+        wanted = {(r["record_type"], r["id"]): (r.get("agent_id"), r.get("user_id")) for r in records}
+        foreign = [k for k in stored if k[0] != "thread"
+                   and wanted[k] != (self.records[k].get("agent_id"), self.records[k].get("user_id"))]
+        if foreign:
+            listed = ", ".join(f"'{i}' ({t})" for t, i in foreign[:5])
+            more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+            raise db_error(20005, f"record_ids stored for another user or agent than the new records name: "
+                                  f"{listed}{more}; replace only replaces a record of the same user and agent")
+        for k in stored:
+            del self.records[k]
+        return records
 
     def get(self, call: Call) -> Any:
         rec = self.records.get((call.binds["in_record_type"], call.binds["in_record_id"]))
@@ -148,6 +204,7 @@ class StoreStandIn:
         if not any(k in req for k in ("content", "metadata", "timestamp", "ttl")) and retrieval == "keep":
             raise db_error(20001, "update needs at least one of text, index_text, embedding, metadata, "
                                   "timestamp, ttl_days, ttl_anchor")
+        self._check_embedder(req, "update request", "nothing was written")
         if "ttl" in req:
             self._check_ttl(rtype, req["ttl"], "update request.ttl")
         if "content" in req:
@@ -363,16 +420,16 @@ class StoreStandIn:
     #: the members list_json / search_json read; any other is -20002 there (oramem_filter.check_keys, red32)
     LIST_KEYS = {"record_type", "limit", "thread", "user", "agent", "metadata_filter"}
     SEARCH_KEYS = {"strategy", "k", "query_text", "query_vector", "thread", "user", "agent", "record_types",
-                   "metadata_filter", "exact", "tail_handicap", "keyword_language", "hybrid"}
+                   "metadata_filter", "exact", "tail_handicap", "keyword_language", "hybrid", "embedder"}
 
     #: oramem_registry.is_scoped_type: a list of any other type takes no scope (left36)
     SCOPED_TYPES = frozenset({"message", "memory", "guideline", "fact", "preference"})
 
-    ADD_KEYS = {"records", "on_conflict"}
+    ADD_KEYS = {"records", "on_conflict", "embedder"}
     RECORD_KEYS = {"id", "record_type", "content", "thread_id", "user_id", "agent_id", "role", "timestamp", "metadata",
                    "restored_times", "ttl", "chunks"}
     UPDATE_KEYS = {"record_type", "record_id", "retrieval", "content", "chunks", "vectors", "metadata", "timestamp",
-                   "ttl"}
+                   "ttl", "embedder"}
 
     #: the members of the nested objects of an add record / update request (left36): ttl
     #: (ttl_expiry), restored_times (add_json), each chunk (collect_passages / collect_chunks)
@@ -445,6 +502,7 @@ class StoreStandIn:
         if not isinstance(req, dict):
             raise db_error(20002, "search request must be a JSON object")
         self._check_keys(req, self.SEARCH_KEYS, "search request")
+        self._check_embedder(req, "search request", "nothing was searched")
         strategy = req.get("strategy")
         if strategy is not None and not isinstance(strategy, str):
             raise db_error(20001, "strategy must be vector, keyword or hybrid")
