@@ -145,6 +145,18 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
+def _refused(conn: Any, call: PlsqlCall, code: int, what: str, **values: Any) -> None:
+    """Run a call the contract says fails with ORA-<code>: that error passes, any other
+    propagates, none at all is a :class:`ContractMismatch` naming ``what``."""
+    try:
+        _call(conn, call, **values)
+    except Exception as e:
+        if ora_code(e) == code:
+            return
+        raise
+    raise ContractMismatch(f"{what} did not raise ORA-{code}")
+
+
 def _call(conn: Any, call: PlsqlCall, **values: Any) -> Any:
     """One direct PL/SQL call with named parameters (the DBA tooling's call path; an
     oramem error keeps its ORA- code as ``oracle_code``)."""
@@ -578,23 +590,15 @@ class SelfTest:
             return f"state={d.get('state')}, keyword_language={d.get('keyword_language')}"
 
         def language_mismatch() -> str:
-            try:
-                _call(conn, c["open_store"], in_settings=json.dumps({"memory_store_id": sid, "keyword_language": "none"}),
-                      in_policy="REQUIRE_EXISTING")
-            except Exception as e:
-                if ora_code(e) == 20103:
-                    return "ORA-20103 as documented"
-                raise
-            raise ContractMismatch("open_store with another keyword_language did not raise ORA-20103")
+            _refused(conn, c["open_store"], 20103, "open_store with another keyword_language",
+                     in_settings=json.dumps({"memory_store_id": sid, "keyword_language": "none"}),
+                     in_policy="REQUIRE_EXISTING")
+            return "ORA-20103 as documented"
 
         def create_existing() -> str:
-            try:
-                _call(conn, c["create_store"], in_settings=json.dumps({"memory_store_id": sid}))
-            except Exception as e:
-                if ora_code(e) == 20102:
-                    return "ORA-20102 as documented"
-                raise
-            raise ContractMismatch("create_store of an existing store did not raise ORA-20102")
+            _refused(conn, c["create_store"], 20102, "create_store of an existing store",
+                     in_settings=json.dumps({"memory_store_id": sid}))
+            return "ORA-20102 as documented"
 
         def upgrade() -> str:
             d = json.loads(_call(conn, c["upgrade_store"], in_store_id=sid) or "null")
@@ -637,14 +641,9 @@ class SelfTest:
                   in_what="nothing was checked")
             if recorded is None:
                 return "no embedder recorded: nothing to compare"
-            try:
-                _call(conn, c["check_embedder"], in_store_id=sid, in_identity=json.dumps(other),
-                      in_what="nothing was checked")
-            except Exception as e:
-                if ora_code(e) == 20108:
-                    return "the recorded identity passes; another -> ORA-20108"
-                raise
-            raise ContractMismatch("check_embedder with another embedder than the recorded one did not raise ORA-20108")
+            _refused(conn, c["check_embedder"], 20108, "check_embedder with another embedder than the recorded one",
+                     in_store_id=sid, in_identity=json.dumps(other), in_what="nothing was checked")
+            return "the recorded identity passes; another -> ORA-20108"
 
         def export() -> str:
             # what oramem migrate reads: pages of {"record", "chunks"} in seq order
@@ -655,13 +654,8 @@ class SelfTest:
             for p in page:
                 chunks = p.get("chunks") or []
                 expect(all(isinstance(ch.get("text"), str) for ch in chunks), f"export_json chunks: {chunks!r}")
-            try:
-                _call(conn, c["export"], in_store_id=sid, in_after_seq=0, in_limit=0)
-            except Exception as e:
-                if ora_code(e) == 20001:
-                    return f"{len(page)} record(s) in a page of 2; limit 0 -> ORA-20001"
-                raise
-            raise ContractMismatch("export_json with limit 0 did not raise ORA-20001")
+            _refused(conn, c["export"], 20001, "export_json with limit 0", in_store_id=sid, in_after_seq=0, in_limit=0)
+            return f"{len(page)} record(s) in a page of 2; limit 0 -> ORA-20001"
 
         for label, fn in (("oramem_admin.list_stores", list_stores), ("oramem_admin.describe_store", describe),
                           ("oramem_admin.create_store (existing store)", create_existing),
