@@ -785,9 +785,13 @@ class OracleMemoryStore(IMemoryStore):
         """SC-13.6: write ``thread`` rows as a backup or a source store has them: one
         ``(thread_id, user_id, agent_id, created_at)`` per thread (who opened it, SC-13.2;
         ``created_at`` None = now). ``on_conflict``: "skip" (default: a thread that exists
-        keeps its row), "fail" or "replace". Call it before restoring the records that name
-        the threads (records create missing thread rows implicitly, SC-2.3). Returns the
-        thread ids written."""
+        keeps its row), "fail" or "replace" (restores a stored row of the same opener, user
+        and agent, e.g. its ``created_at``; a stored row of another opener, or of no user
+        where the new row names one and the reverse, is refused with
+        ``DuplicateRecordError`` naming the thread ids, nothing written, on both engines:
+        replace never changes who opened a thread, imp47). Call it before restoring the
+        records that name the threads (records create missing thread rows implicitly,
+        SC-2.3). Returns the thread ids written."""
         self._n()
         rows = self._thread_rows(threads, on_conflict)
         if not rows:

@@ -209,20 +209,26 @@ def _refuse_foreign_replace(request: AddRequest, victims: Sequence[Victim]) -> N
     """"replace" restores a record from a backup over the same record: a stored record of
     another user or agent under the id is another actor's record that happens to share it
     (ids are the application's), and deleting it would lose her memory to his line (red40).
-    Refused, naming the ids (never whose they are), before anything is written. Thread rows
-    are left to SC-13.6 (a thread id is a conversation name, not a record of one user)."""
+    A thread row (``restore_threads``, SC-13.6) names who opened the thread (SC-13.2): one
+    of another user or agent, or of no user where the line names one (or the reverse), is
+    refused the same way (imp47): replacing it would hand Alice's private thread to Bob, or
+    make him the opener of the agent's shared thread, which decides what ``forget``, a
+    scoped export and ``oramem.threads.write_refusal`` do there. NULL equals only NULL.
+    Refused, naming the ids (never whose they are), before anything is written."""
     wanted = {(r.record_type, r.id): (r.agent_id, r.user_id) for r in request.records}
-    foreign = sorted(((v[1], v[2]) for v in victims
-                      if v[1] != "thread" and wanted.get((v[1], v[2]), (v[3], v[4])) != (v[3], v[4])),
+    foreign = sorted(((v[1], v[2]) for v in victims if wanted.get((v[1], v[2]), (v[3], v[4])) != (v[3], v[4])),
                      key=lambda c: (c[1], c[0]))
     if not foreign:
         return
     listed = ", ".join(f"{rid!r} ({rtype})" for rtype, rid in foreign[:5])
     more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+    threads = ("; a thread row says who opened the thread, which replace never changes (restore_threads with "
+               "on_conflict=\"skip\" and `oramem import --on-conflict skip` keep the stored row)"
+               if any(rtype == "thread" for rtype, _ in foreign) else "")
     raise DuplicateRecordError(
         f"record_ids stored for another user or agent than the new records name: {listed}{more}; replace only "
         "replaces a record of the same user and agent (the same record, restored), so nothing was added: give "
-        "these records other ids, or delete the stored ones first if they are to go", foreign)
+        f"these records other ids, or delete the stored ones first if they are to go{threads}", foreign)
 
 
 def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
