@@ -29,8 +29,10 @@ Every line is parsed and validated, and ids repeated inside the file are found, 
 anything is written; then each batch is one transaction. ``on_conflict`` says what an id
 already in the store does: ``"fail"`` (default; that batch writes nothing and the import
 stops), ``"skip"`` (the stored record is kept) or ``"replace"`` (the stored record is
-deleted and the line's written, in one transaction). ``skip`` makes an interrupted import
-resumable: run it again with ``on_conflict="skip"``.
+deleted and the line's written, in one transaction; only a stored record, thread row or
+knowledge row of the line's own user and agent: another's under the id refuses the batch,
+red40, imp47). ``skip`` makes an interrupted import resumable: run it again with
+``on_conflict="skip"``.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ __all__ = [
     "select_scope",
     "export_knowledge",
     "knowledge_vector_dims",
+    "check_knowledge",
+    "import_knowledge",
     "write_export_header",
     "knowledge_scope",
     "parse_lines",
@@ -995,72 +999,154 @@ def screen_knowledge(policy: Any, lines: Sequence[ImportLine]) -> None:
             "policy (`oramem firewall set ...`)", found)
 
 
+#: A knowledge row's scope (KC-3.7): its agent and its user (NULL: the agent's shared
+#: knowledge), those of the two columns its table has.
+KG_SCOPE_COLUMNS = ("agent_id", "user_id")
+
+
+def _kg_scope(table: Any, row: dict) -> tuple:
+    return tuple(row.get(c) for c in KG_SCOPE_COLUMNS if c in table.c)
+
+
+def _kg_plan(conn: Any, tables: Any, store_id: str, vector_dim: Optional[int], lines: Sequence[ImportLine],
+             on_conflict: str, have: Optional[set[str]] = None) -> list[tuple[Any, list, list, list, set]]:
+    """Check the knowledge lines against the tables ``conn`` reads, before any row is
+    written: each row's primary key, bytes and vector lengths, then the rows stored under
+    their keys. "fail": a stored key refuses them all; "replace": a stored row of another
+    scope (another ``agent_id`` / ``user_id`` than the line's, NULL equal only to NULL; the
+    columns the table has) refuses them all, naming the keys, never whose rows they are
+    (imp47, red40's rule for records). ``have``: the names of the tables that exist (None:
+    all of them); an absent one holds nothing. Returns per table, parents first:
+    (table, primary key columns, [(line, decoded row)], keys, keys stored)."""
+    import sqlalchemy as sa
+
+    from .knowledge.db.schema import Vector
+
+    by_table: dict[str, list[ImportLine]] = {}
+    for ln in lines:
+        by_table.setdefault(ln.fields["table"], []).append(ln)
+    plan = []
+    foreign: list[tuple[str, tuple, int]] = []
+    for table in tables.metadata.sorted_tables:
+        group = by_table.get(_kg_suffix(table.name, store_id))
+        if not group:
+            continue
+        pk = list(table.primary_key.columns)
+        rows = []
+        for ln in group:
+            missing = [c.name for c in pk if ln.fields["row"].get(c.name) is None]
+            if missing:
+                raise JSONLError(f"line {ln.lineno}: knowledge row of {ln.fields['table']} lacks {', '.join(missing)}")
+            _kg_check_bytes(table, ln.fields["table"], ln.fields["row"], f"line {ln.lineno}")
+            for name, value in ln.fields["row"].items():  # written as they are: of this store's dimension
+                if (isinstance(value, list) and isinstance(table.c[name].type, Vector)
+                        and vector_dim is not None and len(value) != int(vector_dim)):
+                    raise JSONLError(f"line {ln.lineno}: knowledge row of {ln.fields['table']} has a {len(value)}-dimensional "
+                                     f"{name}; this store's vectors have {vector_dim} dimensions (knowledge vectors "
+                                     "are never re-embedded: import into a store of the embedder that made them); "
+                                     "no knowledge row was written")
+            rows.append((ln, {k: _kg_decode(v, table.c[k]) for k, v in ln.fields["row"].items()}))
+        keys = [tuple(r[c.name] for c in pk) for _, r in rows]
+        stored: dict[tuple, tuple] = {}
+        if have is None or table.name in have:
+            columns = [table.c[c] for c in KG_SCOPE_COLUMNS if c in table.c]
+            if have is not None:  # a table of an older schema may lack user_id: its rows are of no user
+                names = {c["name"].lower() for c in sa.inspect(conn).get_columns(table.name)}
+                columns = [c for c in columns if c.name.lower() in names]
+            for start in range(0, len(keys), 500):
+                part = keys[start:start + 500]
+                cond = pk[0].in_([k[0] for k in part]) if len(pk) == 1 else sa.tuple_(*pk).in_(part)
+                for r in conn.execute(sa.select(*pk, *columns).where(cond)):
+                    found = dict(zip([c.name for c in columns], r[len(pk):]))
+                    stored[tuple(r[:len(pk)])] = _kg_scope(table, found)
+        conflicts = [(ln, k) for (ln, _), k in zip(rows, keys) if k in stored]
+        if conflicts and on_conflict == "fail":
+            ln, key = conflicts[0]
+            raise JSONLError(f"line {ln.lineno}: knowledge row {list(key)} of {ln.fields['table']} is already "
+                             "stored; import with --on-conflict skip or replace; no knowledge row was written")
+        if on_conflict == "replace":
+            foreign += [(ln.fields["table"], k, ln.lineno) for (ln, r), k in zip(rows, keys)
+                        if k in stored and stored[k] != _kg_scope(table, r)]
+        plan.append((table, pk, rows, keys, set(stored)))
+    if foreign:
+        listed = ", ".join(f"{name} {list(key)} (line {lineno})" for name, key, lineno in foreign[:5])
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        raise JSONLError(
+            f"knowledge rows stored for another user or agent than the file's rows name: {listed}{more}; replace only "
+            "replaces a row of the same user and agent (the same row, restored), so no knowledge row was written: "
+            "give these rows other ids, leave them out of the file, or import with --on-conflict skip to keep the "
+            "stored rows")
+    return plan
+
+
+def check_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], lines: Sequence[ImportLine], *,
+                    on_conflict: str = "fail") -> None:
+    """What :func:`import_knowledge` refuses before it writes a row (a row without its primary
+    key, bytes or vectors that do not fit, a stored key under "fail", a stored row of
+    another scope under "replace"), checked against the tables as they are now, writing
+    nothing (no table is created): ``oramem import`` calls it before it writes any record,
+    so such a file writes nothing at all. A :class:`JSONLError` naming the lines and keys."""
+    import sqlalchemy as sa
+
+    if on_conflict not in ON_CONFLICT:
+        raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+    if not lines:
+        return
+    tables = _kg_mapping(store_id, vector_dim)
+    insp = sa.inspect(engine)
+    have = {t.name for t in tables.metadata.sorted_tables if insp.has_table(t.name)}
+    with engine.connect() as conn:
+        _kg_plan(conn, tables, store_id, vector_dim, lines, on_conflict, have)
+
+
 def import_knowledge(engine: Any, store_id: str, vector_dim: Optional[int], lines: Sequence[ImportLine], *,
                      policy: Any, on_conflict: str = "fail", batch_size: int = 500) -> tuple[int, int]:
     """Write knowledge lines into the store's knowledge tables (created when missing, as
-    ``KnowledgeMemory`` does), parents first, ``batch_size`` rows per transaction. A row
-    whose primary key is stored: "fail" stops before anything of the knowledge rows is
-    written, "skip" keeps the stored row, "replace" replaces it. ``policy``: the store's
+    ``KnowledgeMemory`` does), parents first, in one transaction (``batch_size`` rows per
+    statement): a row that cannot be written (a UNIQUE constraint, a NOT NULL column)
+    leaves no knowledge row of the call written. A row whose primary key is stored: "fail"
+    stops before anything of the knowledge rows is written, "skip" keeps the stored row
+    (whoever's it is; it counts as skipped), "replace" replaces it when it is of the same
+    scope (its table's ``agent_id`` and ``user_id``, as the line's) and refuses every row
+    when one is of another scope (imp47; :func:`check_knowledge`). ``policy``: the store's
     firewall policy (``store.get_firewall()``, None for none), which the rows are screened
     against first (:func:`screen_knowledge`). Returns (written, skipped)."""
     import sqlalchemy as sa
 
-    from .knowledge.db.schema import Vector, apply_schema_policy
+    from .knowledge.db.schema import apply_schema_policy
     from .types import SchemaPolicy
 
+    if on_conflict not in ON_CONFLICT:
+        raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
     if not lines:
         return 0, 0
     screen_knowledge(policy, lines)
     tables = _kg_mapping(store_id, vector_dim)
     apply_schema_policy(engine, tables, SchemaPolicy.CREATE_IF_NECESSARY)
-    by_table: dict[str, list[ImportLine]] = {}
-    for ln in lines:
-        by_table.setdefault(ln.fields["table"], []).append(ln)
-    plan = []
-    with engine.connect() as conn:
-        for table in tables.metadata.sorted_tables:
-            group = by_table.get(_kg_suffix(table.name, store_id))
-            if not group:
-                continue
-            pk = list(table.primary_key.columns)
-            rows = []
-            for ln in group:
-                missing = [c.name for c in pk if ln.fields["row"].get(c.name) is None]
-                if missing:
-                    raise JSONLError(f"line {ln.lineno}: knowledge row of {ln.fields['table']} lacks {', '.join(missing)}")
-                _kg_check_bytes(table, ln.fields["table"], ln.fields["row"], f"line {ln.lineno}")
-                for name, value in ln.fields["row"].items():  # written as they are: of this store's dimension
-                    if (isinstance(value, list) and isinstance(table.c[name].type, Vector)
-                            and vector_dim is not None and len(value) != int(vector_dim)):
-                        raise JSONLError(f"line {ln.lineno}: knowledge row of {ln.fields['table']} has a {len(value)}-dimensional "
-                                         f"{name}; this store's vectors have {vector_dim} dimensions (knowledge vectors "
-                                         "are never re-embedded: import into a store of the embedder that made them); "
-                                         "no knowledge row was written")
-                rows.append((ln, {k: _kg_decode(v, table.c[k]) for k, v in ln.fields["row"].items()}))
-            keys = [tuple(r[c.name] for c in pk) for _, r in rows]
-            present: set = set()
-            for start in range(0, len(keys), 500):
-                part = keys[start:start + 500]
-                cond = pk[0].in_([k[0] for k in part]) if len(pk) == 1 else sa.tuple_(*pk).in_(part)
-                present |= {tuple(r) for r in conn.execute(sa.select(*pk).where(cond))}
-            conflicts = [(ln, k) for (ln, _), k in zip(rows, keys) if k in present]
-            if conflicts and on_conflict == "fail":
-                ln, key = conflicts[0]
-                raise JSONLError(f"line {ln.lineno}: knowledge row {list(key)} of {ln.fields['table']} is already "
-                                 "stored; import with --on-conflict skip or replace; no knowledge row was written")
-            plan.append((table, pk, rows, keys, present))
     written = skipped = 0
-    for table, pk, rows, keys, present in plan:
-        fresh = [r for (_, r), k in zip(rows, keys) if k not in present or on_conflict == "replace"]
-        skipped += len(rows) - len(fresh)
-        for start in range(0, len(fresh), batch_size):
-            slice_ = fresh[start:start + batch_size]
-            with engine.begin() as conn:
-                if on_conflict == "replace":
-                    for r in slice_:
-                        conn.execute(sa.delete(table).where(*[c == r[c.name] for c in pk]))
-                conn.execute(table.insert(), slice_)
-            written += len(slice_)
+    # one transaction: the plan's reads, then every DELETE and INSERT (a failing row rolls
+    # back the rows before it, which a batch per transaction left written)
+    with engine.begin() as conn:
+        plan = _kg_plan(conn, tables, store_id, vector_dim, lines, on_conflict)
+        for table, pk, rows, keys, present in plan:
+            fresh = [(ln, r) for (ln, r), k in zip(rows, keys) if k not in present or on_conflict == "replace"]
+            skipped += len(rows) - len(fresh)
+            for start in range(0, len(fresh), batch_size):
+                slice_ = fresh[start:start + batch_size]
+                try:
+                    if on_conflict == "replace":
+                        for _, r in slice_:
+                            conn.execute(sa.delete(table).where(*[c == r[c.name] for c in pk]))
+                    conn.execute(table.insert(), [r for _, r in slice_])
+                except sa.exc.StatementError as exc:
+                    first, last = min(ln.lineno for ln, _ in slice_), max(ln.lineno for ln, _ in slice_)
+                    where = f"line {first}" if first == last else f"lines {first}-{last}"
+                    cause = _one_line(exc.orig) if exc.orig is not None else type(exc).__name__
+                    raise JSONLError(f"{where}: knowledge row(s) of {_kg_suffix(table.name, store_id)} cannot be "
+                                     f"written: {cause}; no knowledge row was written: fix the row or leave it out") from None
+                written += len(slice_)
     return written, skipped
 
 

@@ -124,7 +124,7 @@ def _check_knowledge_vectors(header: dict[str, Any], dims: dict[int, int], store
     type=click.Choice(jsonl.ON_CONFLICT),
     default="fail",
     show_default=True,
-    help="An id already stored: fail (stop; the batch writes nothing), skip (keep the stored record; resumes an interrupted import) or replace (a stored record of the same user and agent only; another's under the id stops the import).",
+    help="An id already stored: fail (stop; the batch writes nothing), skip (keep the stored record; resumes an interrupted import) or replace (a stored record, thread row or knowledge row of the same user and agent only; another's under the id stops the import).",
 )
 @click.option("--type", "default_type", type=click.Choice(jsonl.ADDABLE_TYPES), help="Record type of lines without record_type.")
 @click.option("--fresh-times", is_flag=True, help="Ignore created_at/expires_at in the file: set created_at to now and expiry from ttl_days, as add does.")
@@ -142,8 +142,12 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     agent_id, role, timestamp, metadata, ttl_days, ttl_anchor, index_text, embedding,
     created_at, expires_at (seq_no is ignored). A thread line (record_type thread: id,
     user_id, agent_id, created_at) restores who opened the thread, before the records (a
-    thread that exists keeps its row unless --on-conflict replace); knowledge lines
-    ({"kg_table": NAME, "row": {...}}) go into the knowledge tables after the records.
+    thread that exists keeps its row; --on-conflict replace restores only a row of the same
+    opener, and another opener's stops the import); knowledge lines
+    ({"kg_table": NAME, "row": {...}}) go into the knowledge tables after the records, in
+    one transaction, and are checked against the stored rows before any record is written
+    (a stored key under fail, another user's or agent's row under replace: exit 2, nothing
+    written).
     Every line is validated (at most 64 Mi characters, 100 levels of nesting, Unicode text),
     and ids repeated in the file are found, before anything is written; then each batch is
     one transaction.
@@ -193,6 +197,9 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     # SC-15.6: the knowledge rows under this store's policy, before any record is written
     policy = store.get_firewall() if kg_lines else None
     jsonl.screen_knowledge(policy, kg_lines)
+    # the knowledge rows' keys against the stored rows (a stored key under fail, another
+    # scope's row under replace: imp47), before any record is written
+    _check_knowledge(state, store, kg_lines, on_conflict)
     result = import_lines(store, lines, batch_size, progress=show, on_conflict=on_conflict, allow_erased=allow_erased,
                           keep_verdicts=keep_verdicts)
     kg_written, kg_skipped = _import_knowledge(state, store, kg_lines, on_conflict, batch_size, policy)
@@ -243,6 +250,20 @@ def _sa_engine(path: str, read_only: bool) -> Any:
     if read_only:  # as the store reads it: mode=ro, immutable in a read-only directory
         return sa.create_engine("sqlite://", creator=lambda: connect_read_only(target)[0], module=sqlite3)
     return sa.create_engine(f"sqlite:///{target}", module=sqlite3)
+
+
+def _check_knowledge(state: State, store: Any, lines: list, on_conflict: str) -> None:
+    """What the knowledge rows' import would refuse (jsonl.check_knowledge), before any record
+    of the file is written: exit 2, nothing written."""
+    if not lines:
+        return
+    engine = _sa_engine(state.db, read_only=False)
+    try:
+        jsonl.check_knowledge(engine, store.memory_store_id, store.vector_dim, lines, on_conflict=on_conflict)
+    except jsonl.JSONLError as exc:
+        raise CLIError(f"{exc} (nor any record: nothing was written)", 2) from None
+    finally:
+        engine.dispose()
 
 
 def _import_knowledge(state: State, store: Any, lines: list, on_conflict: str, batch_size: int,
