@@ -753,6 +753,8 @@ AS
       l_st_users  vc_tab_t;
       l_foreign   PLS_INTEGER;                      -- replace: stored records of another scope (red40)
       l_listed    VARCHAR2(2000 CHAR);              -- the first 5 of them, for the message
+      l_thr_foreign BOOLEAN;                        -- one of them is a thread row (imp47)
+      l_message   VARCHAR2(2600 CHAR);              -- the refusal: the 2000 of l_listed and 500 more at most
       l_skip      seen_t;
       l_j         PLS_INTEGER;
       l_empty     vc_tab_t;
@@ -922,23 +924,28 @@ AS
             -- another user or agent under the id (ids are the application's: Alice's and
             -- Bob's 'note-1') is another actor's record, never deleted for this line:
             -- refused, naming the ids (never whose), before anything is written, as the
-            -- SQLite engine (mutations._refuse_foreign_replace). Thread rows are left to
-            -- SC-13.6 (a thread id names a conversation, not one user's record).
+            -- SQLite engine (mutations._refuse_foreign_replace). A thread row (restore_threads,
+            -- SC-13.6) says who opened the thread (SC-13.2): one of another opener, or of no
+            -- user where the line names one and the reverse, is refused the same way (imp47):
+            -- Bob's line would otherwise make him the opener of Alice's private thread or of
+            -- the agent's shared one.
             l_foreign := 0;
             l_listed := NULL;
+            l_thr_foreign := FALSE;
             FOR s IN 1 .. l_st_ids.COUNT LOOP
-               IF l_st_types(s) <> 'thread' THEN
-                  l_j := l_seen(l_st_types(s) || '|' || l_st_ids(s));
-                  IF NOT (same_id(l_agents(l_j), l_st_agents(s)) AND same_id(l_users(l_j), l_st_users(s))) THEN
-                     l_foreign := l_foreign + 1;
-                     -- no operand of these concatenations is NULL (record_id and record_type are
-                     -- NOT NULL): nothing rests on how || treats a NULL
-                     IF l_foreign = 1 THEN
-                        l_listed := '''' || l_st_ids(s) || ''' (' || l_st_types(s) || ')';
-                     ELSIF l_foreign <= 5 THEN
-                        -- bounded: 5 x (id <= 255 chars, gc_max_id_chars; type <= 64; 7 more) < 2000
-                        l_listed := l_listed || ', ''' || l_st_ids(s) || ''' (' || l_st_types(s) || ')';
-                     END IF;
+               l_j := l_seen(l_st_types(s) || '|' || l_st_ids(s));
+               IF NOT (same_id(l_agents(l_j), l_st_agents(s)) AND same_id(l_users(l_j), l_st_users(s))) THEN
+                  l_foreign := l_foreign + 1;
+                  IF l_st_types(s) = 'thread' THEN
+                     l_thr_foreign := TRUE;
+                  END IF;
+                  -- no operand of these concatenations is NULL (record_id and record_type are
+                  -- NOT NULL): nothing rests on how || treats a NULL
+                  IF l_foreign = 1 THEN
+                     l_listed := '''' || l_st_ids(s) || ''' (' || l_st_types(s) || ')';
+                  ELSIF l_foreign <= 5 THEN
+                     -- bounded: 5 x (id <= 255 chars, gc_max_id_chars; type <= 64; 7 more) < 2000
+                     l_listed := l_listed || ', ''' || l_st_ids(s) || ''' (' || l_st_types(s) || ')';
                   END IF;
                END IF;
             END LOOP;
@@ -947,11 +954,17 @@ AS
                l_listed := l_listed || ' and ' || TO_CHAR(l_foreign - 5) || ' more';
             END IF;
             IF l_foreign > 0 THEN
-               oramem_errors.raise_error(oramem_errors.gc_duplicate_record_id,
-                  'record_ids stored for another user or agent than the new records name: ' || l_listed
+               l_message := 'record_ids stored for another user or agent than the new records name: '
+                  || l_listed
                   || '; replace only replaces a record of the same user and agent (the same record, '
                   || 'restored), so nothing was added: give these records other ids, or delete the '
-                  || 'stored ones first if they are to go');
+                  || 'stored ones first if they are to go';
+               IF l_thr_foreign THEN
+                  -- bounded: 71 + 1648 (l_listed) + 190 + 112 = 2021 chars < 2600; appended only when set (no NULL operand)
+                  l_message := l_message || '; a thread row says who opened the thread, which replace '
+                     || 'never changes (on_conflict "skip" keeps the stored row)';
+               END IF;
+               oramem_errors.raise_error(oramem_errors.gc_duplicate_record_id, l_message);
             END IF;
             EXECUTE IMMEDIATE
                'DELETE FROM ' || l_rec_tab || ' r WHERE (r.record_type, r.record_id) IN ('

@@ -23,7 +23,8 @@ two legs by the smaller distance, no fusion (``hybrid`` is checked for its membe
 hybrid search without ``query_vector`` is refused (-20301), as the stand-in cannot embed the
 query in the database as ``embed_query`` does (the Python driver sends the vector).
 So a test over it can see WHICH records a search may return, not their scores or order
-among near ties."""
+among near ties. add does not make the implicit thread rows of add_json's step 4 (SC-2.3):
+a test that needs a thread row writes it (``restore_threads``)."""
 
 from __future__ import annotations
 
@@ -147,8 +148,9 @@ class StoreStandIn:
     def _resolve(self, records: list, mode: str) -> list:
         """add_json's step 2 (ids already stored), before anything is written: fail refuses
         the call (-20005), skip leaves those records out, replace deletes the stored ones,
-        except that a stored record of another user or agent than the line's (not a thread
-        row) refuses the call with -20005 naming the ids, nothing deleted (red40, ora44)."""
+        except that a stored record of another user or agent than the line's (a thread row
+        too: its opener, imp47) refuses the call with -20005 naming the ids, nothing deleted
+        (red40, ora44)."""
         from .fakes import db_error
 
         stored = sorted((k for k in ((r["record_type"], r["id"]) for r in records) if k in self.records),
@@ -161,13 +163,16 @@ class StoreStandIn:
         if mode == "skip":
             return [r for r in records if (r["record_type"], r["id"]) not in stored]
         wanted = {(r["record_type"], r["id"]): (r.get("agent_id"), r.get("user_id")) for r in records}
-        foreign = [k for k in stored if k[0] != "thread"
-                   and wanted[k] != (self.records[k].get("agent_id"), self.records[k].get("user_id"))]
+        foreign = [k for k in stored
+                   if wanted[k] != (self.records[k].get("agent_id"), self.records[k].get("user_id"))]
         if foreign:
             listed = ", ".join(f"'{i}' ({t})" for t, i in foreign[:5])
             more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+            threads = ("; a thread row says who opened the thread, which replace never changes (on_conflict "
+                       '"skip" keeps the stored row)') if any(t == "thread" for t, _ in foreign) else ""
             raise db_error(20005, f"record_ids stored for another user or agent than the new records name: "
-                                  f"{listed}{more}; replace only replaces a record of the same user and agent")
+                                  f"{listed}{more}; replace only replaces a record of the same user and agent"
+                                  f"{threads}")
         for k in stored:
             del self.records[k]
         return records

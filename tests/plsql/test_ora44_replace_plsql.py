@@ -4,7 +4,8 @@ id), so Bob's restore of his ``note-1`` deleted Alice's ``note-1`` (ids are the
 application's). The replace branch now reads each stored record's agent_id and user_id with
 the ids (the one SELECT of step 2, no new statement) and, before its DELETE, refuses with
 -20005 (``gc_duplicate_record_id``, ``DuplicateRecordError`` in the driver) when one of them,
-not a thread row, differs from the new record's; NULL (no user, no agent) equals only NULL.
+thread rows included since imp47, differs from the new record's; NULL (no user, no agent)
+equals only NULL.
 The driver's path is ``tests/oracle/test_ora44_replace_fake.py``. Static-checked, not run
 against Oracle."""
 
@@ -40,9 +41,13 @@ def test_replace_refuses_another_scopes_record_before_its_delete():
     assert check < refusal < delete, "the refusal comes before the replace's DELETE"
     # the new record compared is the line's own: l_seen maps (type|id) to its index
     assert "l_j := l_seen(l_st_types(s) || '|' || l_st_ids(s));" in branch
-    # thread rows are left to SC-13.6, as on SQLite
-    assert re.search(r"IF l_st_types\(s\) <> 'thread' THEN\s+l_j := l_seen", branch)
-    message = branch[refusal:delete]
+    # thread rows are compared too, as on SQLite (imp47: a thread row names its opener,
+    # SC-13.2; ora44 left them out): the loop's first statement is the lookup
+    assert re.search(r"FOR s IN 1 \.\. l_st_ids\.COUNT LOOP\s+l_j := l_seen", branch)
+    # the message is built just before the raise (imp47: a thread row's hint appended)
+    built = branch.index("l_message := 'record_ids stored for another user or agent")
+    assert check < built < refusal
+    message = branch[built:delete]
     assert "another user or agent" in message and "nothing was added" in message
     assert "l_st_users(s)" not in message and "l_st_agents(s)" not in message  # never whose
 
