@@ -91,7 +91,11 @@ AS
 
    gc_tpl_hk_obs CONSTANT VARCHAR2(300 CHAR) := q'[SELECT id, JSON_SERIALIZE(supporting_fact_ids RETURNING CLOB) FROM #OBS# WHERE agent_id = :1 AND supporting_fact_ids IS NOT NULL]';
 
-   gc_tpl_hk_obs_set CONSTANT VARCHAR2(200 CHAR) := q'[UPDATE #OBS# SET supporting_fact_ids = JSON(:1) WHERE id = :2]';
+   -- a meta observation citing a deleted fact goes, row and text (deletes.purge_facts through
+   -- queries.delete_observations_citing, obs47): the model wrote its title and text from the
+   -- facts it cites, so taking only the id out of supporting_fact_ids left it quoting the
+   -- deleted fact to every reader of its scope; the next job run writes it again
+   gc_tpl_hk_obs_del CONSTANT VARCHAR2(200 CHAR) := q'[DELETE FROM #OBS# WHERE id = :1]';
 
    -- KC-3.7: counted within the entity's own scope (DECODE treats two NULLs as equal, SQL
    -- Language Reference, DECODE: a shared entity counts shared links only)
@@ -844,8 +848,7 @@ AS
       l_obs_ids vc_tab_t;
       l_obs_sup clob_tab_t;
       l_sup     JSON_ARRAY_T;
-      l_keep    JSON_ARRAY_T;
-      l_changed BOOLEAN;
+      l_changed BOOLEAN;          -- the observation cites a deleted fact
       l_key     VARCHAR2(4000 CHAR);
       l_now     TIMESTAMP(6) := oramem_registry.utc_now;
       l_scoped  BOOLEAN;            -- an actor's cascade (gc_hk_of_removed)
@@ -956,18 +959,15 @@ AS
             BULK COLLECT INTO l_obs_ids, l_obs_sup USING l_key;
          FOR j IN 1 .. l_obs_ids.COUNT LOOP
             l_sup := JSON_ARRAY_T.parse(l_obs_sup(j));
-            l_keep := JSON_ARRAY_T();
             l_changed := FALSE;
             FOR k IN 0 .. l_sup.get_size - 1 LOOP
                IF l_sup.get_string(k) IS NOT NULL AND l_gone.EXISTS(l_sup.get_string(k)) THEN
                   l_changed := TRUE;
-               ELSE
-                  l_keep.append(l_sup.get(k));
                END IF;
             END LOOP;
-            IF l_changed THEN
-               EXECUTE IMMEDIATE sql_for(gc_tpl_hk_obs_set, l_sid)
-                  USING l_keep.to_clob, l_obs_ids(j);
+            IF l_changed THEN   -- it cites a deleted fact: it goes (obs47)
+               EXECUTE IMMEDIATE sql_for(gc_tpl_hk_obs_del, l_sid)
+                  USING l_obs_ids(j);
             END IF;
          END LOOP;
          l_key := l_owners.NEXT(l_key);

@@ -249,15 +249,15 @@ class OracleEraser:
 
 
 def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[str], ids: list[str]) -> None:
-    """Remove facts with their links and evidenced edges; references stop naming them."""
+    """Remove facts with their links and evidenced edges, and the meta observations citing
+    them (obs47); references stop naming them."""
     t = rt.tables
-    f, lk, r_, mo = t.fact, t.link, t.relationship, t.meta_observation
+    f, lk, r_ = t.fact, t.link, t.relationship
     keys: set[tuple[str, Optional[str], str]] = set()
     for batch in reads.chunked(sorted(set(ids))):
         cond_f: sa.ColumnElement[bool] = f.c.id.in_(batch)
         if agent_id is not None:
             cond_f = sa.and_(cond_f, f.c.agent_id == agent_id)
-        owners = [r[0] for r in conn.execute(sa.select(f.c.agent_id).where(cond_f).distinct())]
         keys.update((a, u, k) for a, u, k in conn.execute(
             sa.select(lk.c.agent_id, lk.c.user_id, lk.c.entity_key).where(lk.c.fact_id.in_(batch))))
         # the summaries written from these facts: their entities' (KC-6.7) and their clusters'
@@ -266,16 +266,14 @@ def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[st
         # TTL left both naming the fact; red35)
         reads.clear_summaries_citing(conn, t, batch)
         reads.clear_cluster_summaries(conn, t, batch)
+        # and the observations written from them (KC-6.3, KC-6.4 [ext], obs47): taking only
+        # the id out of supporting_fact_ids left the title and text quoting the fact to every
+        # reader of the scope; the next job run writes them again from the facts left
+        reads.delete_observations_citing(conn, t, batch, agent_id)
         conn.execute(sa.delete(lk).where(lk.c.fact_id.in_(batch)))
         conn.execute(sa.delete(r_).where(r_.c.evidence_fact_id.in_(batch)))
         conn.execute(sa.update(f).where(f.c.supersedes_fact_id.in_(batch)).values(supersedes_fact_id=None))
         conn.execute(sa.delete(f).where(cond_f))
-        for owner in owners:
-            rows = conn.execute(sa.select(mo.c.id, mo.c.supporting_fact_ids).where(mo.c.agent_id == owner)).all()
-            gone = set(batch)
-            for oid, sup in rows:
-                if sup and gone.intersection(sup):
-                    conn.execute(sa.update(mo).where(mo.c.id == oid).values(supporting_fact_ids=[x for x in sup if x not in gone]))
     now = to_utc(rt.clock())
     by_scope: dict[tuple[str, Optional[str]], set[str]] = {}
     for a, u, k in keys:

@@ -94,7 +94,7 @@ def test_f16_knowledge_deletion_hook_mirrors_the_sqlite_hook():
     assert templates and all(f"sql_for({name}, l_sid" in body for name in templates), "every hook template is used"
     used = " ".join(templates.values()) + body
     for needle in ("DELETE FROM #LINK# WHERE fact_id = :1", "DELETE FROM #REL# WHERE evidence_fact_id = :1",
-                   "SET supersedes_fact_id = NULL", "SET supporting_fact_ids = JSON(:1)", "SET fact_count =",
+                   "SET supersedes_fact_id = NULL", "DELETE FROM #OBS# WHERE id = :1", "SET fact_count =",
                    "WHERE session_id = :1", "SET source_event_id = NULL", "DELETE FROM #TAB# WHERE agent_id = :1",
                    "get_array('agent_ids')", "get_array('thread_ids')"):
         assert needle in used, needle

@@ -25,6 +25,8 @@ __all__ = [
     "fact_status",
     "clear_summaries_citing",
     "clear_cluster_summaries",
+    "delete_observations_citing",
+    "observations_quoting_expired",
 ]
 
 IN_BATCH = 500
@@ -186,6 +188,51 @@ def clear_cluster_summaries(conn: sa.Connection, t: KGTables, fact_ids: Iterable
            for r in conn.execute(sa.select(f.c.cluster_id).where(cond, f.c.cluster_id.is_not(None)).distinct())}
     for cond in in_batches(cl.c.id, ids):
         conn.execute(sa.update(cl).where(cond).values(summary_text=None, embedding_vec=None))
+
+
+def delete_observations_citing(conn: sa.Connection, t: KGTables, fact_ids: Iterable[str], agent_id: Optional[str] = None) -> int:
+    """KC-6.3 / KC-6.4 [ext] (obs47): the meta observations (consolidation observations,
+    community themes) of the agents of ``fact_ids`` that cite one of them in
+    ``supporting_fact_ids`` deleted, row and text; returns how many. Called before those facts
+    go (delete, the deletion hook's purge of a store-side delete or TTL purge, the erasers):
+    the model wrote the title and text from the facts it cites, and taking only the id out of
+    the list left the text quoting a deleted fact to every reader of its scope (a retrieve's
+    "Observed patterns", directives, exports). Any scope of the agent: a row that cites the
+    fact was written from it. The next job run writes observations again from what is left.
+    ``agent_id``: only facts of that agent (as ``deletes.purge_facts`` removes them)."""
+    f, mo = t.fact, t.meta_observation
+    gone = set(fact_ids)
+    mine = sa.true() if agent_id is None else f.c.agent_id == agent_id
+    agents = {r[0] for cond in in_batches(f.c.id, gone)
+              for r in conn.execute(sa.select(f.c.agent_id).where(cond, mine).distinct())}
+    gone = {r[0] for cond in in_batches(f.c.id, gone) for r in conn.execute(sa.select(f.c.id).where(cond, mine))}
+    ids = [oid for agent in sorted(agents)
+           for oid, sup in conn.execute(sa.select(mo.c.id, mo.c.supporting_fact_ids).where(mo.c.agent_id == agent))
+           if sup and gone.intersection(x for x in sup if isinstance(x, str))]
+    for cond in in_batches(mo.c.id, ids):
+        conn.execute(sa.delete(mo).where(cond))
+    return len(ids)
+
+
+def observations_quoting_expired(conn: sa.Connection, t: KGTables, rows: Iterable[Mapping[str, Any]], now: datetime) -> set[str]:
+    """KC-6.3 / KC-6.4 [ext] (obs47, as :func:`clusters_quoting_expired` for summaries): the ids
+    of the meta observation ``rows`` (with ``id`` and ``supporting_fact_ids``) that cite a fact
+    whose TTL has passed at ``now``. Their title and text were written from it: no read serves
+    them, and the next run of the job that wrote them retires them. Expiry is not erasure:
+    nothing is deleted or changed here."""
+    f = t.fact
+    citing: dict[str, set[str]] = {}
+    for r in rows:
+        for fid in r.get("supporting_fact_ids") or ():
+            if isinstance(fid, str):
+                citing.setdefault(fid, set()).add(r["id"])
+    out: set[str] = set()
+    for cond in in_batches(f.c.id, citing):
+        for fid, ttl_days, ingested_at in conn.execute(
+                sa.select(f.c.id, f.c.ttl_days, f.c.ingested_at).where(cond, f.c.ttl_days.is_not(None))):
+            if ttl_lapsed(ingested_at, ttl_days, now):
+                out |= citing[fid]
+    return out
 
 
 def lookup_aliases(conn: sa.Connection, t: KGTables, agent_id: str, norms: list[str], user_id: Optional[str] = None,

@@ -102,6 +102,33 @@ def _present(conn: sa.Connection, table: sa.Table, ids: Any) -> set[str]:
     return out
 
 
+async def _retire_outlived(rt: KnowledgeRuntime, agent_id: str, user_id: Optional[str], now: datetime, *,
+                           themes: bool) -> None:
+    """KC-6.3 / KC-6.4 [ext] (obs47): the active meta observations of the scope this job writes
+    (``themes``: community themes, else consolidation's types) that cite a fact whose TTL has
+    passed get ``is_active`` false before the job reads what it builds on. No read served them
+    since the fact expired (``queries.observations_quoting_expired``); retired, they are neither
+    reinforced nor shown to the model as existing, so the run writes the observation again from
+    the current facts (an expired fact is not among them). TTL is not erasure: the row stays
+    (the store's purge of the fact's record deletes it, ``deletes.purge_facts``). Not counted in
+    the job's result (KC-0's result fields)."""
+    mo = rt.tables.meta_observation
+    kind = mo.c.observation_type == COMMUNITY_THEME if themes else mo.c.observation_type != COMMUNITY_THEME
+    stmt = sa.select(mo.c.id, mo.c.supporting_fact_ids).where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True, kind)  # noqa: E712
+
+    def found(conn: sa.Connection) -> set[str]:
+        return reads.observations_quoting_expired(conn, rt.tables, [dict(r) for r in conn.execute(stmt).mappings()], now)
+
+    if not await _read(rt, found):  # most runs: nothing to retire, no write transaction
+        return
+
+    def retire(conn: sa.Connection) -> None:
+        for cond in reads.in_batches(mo.c.id, found(conn)):  # read again under the lock
+            conn.execute(sa.update(mo).where(cond, mo.c.is_active == True).values(is_active=False))  # noqa: E712
+
+    await _write(rt, agent_id, "knowledge observation retirement", retire)
+
+
 async def _embed_one(rt: KnowledgeRuntime, text: str) -> Optional[np.ndarray]:
     try:
         vec: np.ndarray = np.asarray(await rt.embed([text], False), dtype=np.float32)[0]
@@ -243,6 +270,7 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
 async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> CommunityDetectionResult:
     t = rt.tables
     cl, f, mo = t.cluster, t.fact, t.meta_observation
+    await _retire_outlived(rt, agent_id, user_id, now, themes=True)
 
     def load(conn: sa.Connection) -> tuple[list[Row], dict[str, list[tuple[str, str, Optional[str]]]], list[Row]]:
         cls = [dict(r) for r in conn.execute(
@@ -373,6 +401,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     t = rt.tables
     ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation
     since = now - timedelta(days=cfg.consolidation_lookback_days)
+    await _retire_outlived(rt, agent_id, user_id, now, themes=False)
 
     def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str, list[str]]], list[Row], list[Row]]:
         events = [dict(r) for r in conn.execute(
@@ -468,7 +497,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
             continue
         contradicted = None
         if it["type"] == "behavioral_preference":
-            verdict, other = await check_contradiction(rt, agent_id, it["title"], cfg, call=call, user_id=user_id)
+            verdict, other = await check_contradiction(rt, agent_id, it["title"], cfg, call=call, user_id=user_id, now=now)
             if verdict.has_contradiction:
                 contradicted = other
         actions.append(("create", it, vec, contradicted))

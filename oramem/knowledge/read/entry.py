@@ -78,6 +78,6 @@ async def check_contradiction(rt: KnowledgeRuntime, config: KnowledgeConfig, age
     checks.text(new_directive, "new_directive")
     if not new_directive.strip():
         raise ValueError("new_directive must not be empty")
-    rt.now()
-    result, _ = await check(rt, agent_id, new_directive, config, user_id=check_user_id(user_id))
+    now = rt.now()
+    result, _ = await check(rt, agent_id, new_directive, config, user_id=check_user_id(user_id), now=now)
     return result

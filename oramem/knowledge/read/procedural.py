@@ -57,13 +57,20 @@ async def directives_for(rt: KnowledgeRuntime, agent_id: str, persona_text: str,
     """KC-5.10: active behavioral_preference observations (times_reinforced ≥ 1), ≤10, one
     ``directives`` call (fallback ``"- {title}"`` lines), per-instance cache."""
     mo = rt.tables.meta_observation
-    rows = await rt.read(lambda c: [dict(r) for r in c.execute(
-        sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.confidence, mo.c.times_reinforced, mo.c.last_reinforced_at)
-        .where(reads.visible(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
-               mo.c.observation_type == "behavioral_preference", mo.c.times_reinforced >= 1)
-        .order_by(sa.desc(mo.c.times_reinforced), sa.desc(mo.c.last_reinforced_at), mo.c.id)
-        .limit(10)
-    ).mappings()])
+
+    def load(c: sa.Connection) -> list[dict[str, Any]]:
+        found = [dict(r) for r in c.execute(
+            sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.confidence, mo.c.times_reinforced, mo.c.last_reinforced_at,
+                      mo.c.supporting_fact_ids)
+            .where(reads.visible(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
+                   mo.c.observation_type == "behavioral_preference", mo.c.times_reinforced >= 1)
+            .order_by(sa.desc(mo.c.times_reinforced), sa.desc(mo.c.last_reinforced_at), mo.c.id)
+        ).mappings()]
+        # KC-6.4 [ext] (obs47): not a preference written from a fact that has expired since
+        outlived = reads.observations_quoting_expired(c, rt.tables, found, now)
+        return [r for r in found if r["id"] not in outlived][:10]
+
+    rows = await rt.read(load)
     if not rows:
         return DirectiveBlock()
     # keyed by what the call is given: the observations' titles and texts (an edit that keeps
@@ -99,18 +106,28 @@ async def directives_for(rt: KnowledgeRuntime, agent_id: str, persona_text: str,
 
 
 async def check_contradiction(rt: KnowledgeRuntime, agent_id: str, new_directive: str, cfg: Any, *, exclude_id: Optional[str] = None,
-                              call: Optional[TaskCall] = None, user_id: Optional[str] = None) -> tuple[ContradictionResult, Optional[str]]:
+                              call: Optional[TaskCall] = None, user_id: Optional[str] = None,
+                              now: Optional[datetime] = None) -> tuple[ContradictionResult, Optional[str]]:
     """KC-5.10: the nearest active behavioral_preference by embedding; below the threshold no
     LLM call; otherwise one ``contradiction`` call. Returns the result and the id of the
     observation it was compared with (when contradicted)."""
     vec = _unit(np.asarray(await rt.embed([new_directive], False), dtype=np.float32)[0])
     mo = rt.tables.meta_observation
-    rows = await rt.read(lambda c: [dict(r) for r in c.execute(
-        sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.embedding_vec)
-        .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
-               mo.c.observation_type == "behavioral_preference")
-        .order_by(mo.c.id)
-    ).mappings()])
+    at = rt.now() if now is None else now
+
+    def load(c: sa.Connection) -> list[dict[str, Any]]:
+        found = [dict(r) for r in c.execute(
+            sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.embedding_vec, mo.c.supporting_fact_ids)
+            .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
+                   mo.c.observation_type == "behavioral_preference")
+            .order_by(mo.c.id)
+        ).mappings()]
+        # KC-6.4 [ext] (obs47): not compared with (nor named by the result) a preference
+        # written from a fact that has expired since
+        outlived = reads.observations_quoting_expired(c, rt.tables, found, at)
+        return [r for r in found if r["id"] not in outlived]
+
+    rows = await rt.read(load)
     rows = [r for r in rows if r["id"] != exclude_id and r["embedding_vec"] is not None]
     if vec is None or not rows:
         return ContradictionResult(), None

@@ -104,6 +104,10 @@ def spread(st: RetrieveState, conn: sa.Connection, seeds: list[Cand], filter_key
         .where(reads.p_visible(mo, shared_only), mo.c.is_active == True)  # noqa: E712
         .order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id)))
     obs = reads.rows_of(conn.execute(obs_stmt, {"p_agent": st.agent_id, "p_user": st.user_id}))
+    # KC-6.3 / KC-6.4 [ext] (obs47): not an observation written from a fact that has expired
+    # since (its next job run retires it); nor does it count as citing its other facts
+    outlived = reads.observations_quoting_expired(conn, st.t, obs, st.now)
+    obs = [o for o in obs if o["id"] not in outlived]
     cited: set[str] = set()
     for o in obs:
         cited.update(o["supporting_fact_ids"] or [])
