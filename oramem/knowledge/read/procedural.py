@@ -105,6 +105,9 @@ async def check_contradiction(rt: KnowledgeRuntime, agent_id: str, new_directive
     observation it was compared with (when contradicted)."""
     vec = _unit(np.asarray(await rt.embed([new_directive], False), dtype=np.float32)[0])
     mo = rt.tables.meta_observation
+    # rek47: the stored vectors must be of this instance's embedder (not moved by another
+    # process's reembed since it was opened), or the similarities mean nothing
+    await rt.in_thread(rt.check_embedder, "nothing was compared")
     rows = await rt.read(lambda c: [dict(r) for r in c.execute(
         sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.embedding_vec)
         .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
