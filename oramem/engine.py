@@ -23,7 +23,7 @@ import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Iterator, Optional, TypeVar, Union
+from typing import Any, AsyncIterator, Callable, Iterator, Mapping, Optional, TypeVar, Union
 
 import numpy as np
 
@@ -187,6 +187,15 @@ class Engine(abc.ABC):
         ``forget`` runs in the database, Oracle); engines that run Python deletion hooks in
         ``forget`` (SQLite) do not need it. Default: not supported."""
         raise CapabilityError(f"{type(self).__name__} takes no erasure (register a deletion hook)")
+
+    def check_vectors_of(self, identity: Mapping[str, Any], what: str) -> None:
+        """Vectors made by the embedder ``identity`` (a layer's own: the knowledge layer's)
+        are comparable with the store's only while the store records that embedder: raise
+        ``StoreSettingsMismatch`` (``what`` says what did not happen) when it records another
+        (another process moved it with ``reembed``; rek47), inside the current block when one
+        is open. For a layer's writes and reads of its own tables' vectors; its store calls
+        carry the identity with the request (``vectors_made_by``). Default: not supported."""
+        raise CapabilityError(f"{type(self).__name__} cannot check an embedder identity against the store")
 
     def embed_texts(self, texts: builtins.list[str], is_query: bool) -> Optional[np.ndarray]:
         """Engines with an in-database embedder may embed here; default: not supported."""

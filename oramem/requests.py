@@ -159,6 +159,11 @@ class AddRequest:
     #: another embedder since the open (red40: SQLite reads its catalog; ora44: the Oracle
     #: driver sends the identity and the packages compare it, -20108)
     embedded: bool = False
+    #: the identity of the embedder that made the caller's ``embeddings`` when a layer above
+    #: the store says so (``oramem.embedders.identity.vectors_made_by``: the knowledge
+    #: layer's own embedder; rek47): the engine refuses the add as for ``embedded`` when the
+    #: store records another embedder. None: the caller's vectors are the caller's to match
+    vectors_of: Optional[Mapping[str, Any]] = None
 
 
 class ScopeMatch(enum.Enum):
@@ -218,6 +223,8 @@ class SearchRequest:
     #: answer is the k nearest records within it, i.e. the search's answer without the bound,
     #: cut where the distance exceeds it
     max_distance: Optional[float] = None
+    #: as ``AddRequest.vectors_of``, for a ``query_vector`` the caller gives (rek47)
+    vectors_of: Optional[Mapping[str, Any]] = None
 
 
 class RetrievalChange(enum.Enum):

@@ -101,6 +101,8 @@ class SQLAccess:
 
     dialect_name = ""
     sa_engine: sa.Engine
+    #: the store object this access belongs to
+    store: Any
     #: a table with an ``agent_id`` key whose row a write locks (Oracle; set by the knowledge layer)
     agent_table: Any = None
     #: every call runs on one connection under one lock (the embedded SQLite store), so a
@@ -128,6 +130,13 @@ class SQLAccess:
 
     def hook_connection(self, dbapi_conn: Any) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
+
+    def check_embedder(self, identity: Any, what: str) -> None:
+        """Refuse (``StoreSettingsMismatch``; ``what`` says what did not happen) when the store
+        records another embedder than ``identity`` (an embedder identity dict): the layer's
+        vectors and the store's would be of two spaces (another process's ``reembed``,
+        rek47). Inside a :meth:`write` it runs in the write's transaction."""
+        self.store.engine.check_vectors_of(identity, what)
 
     def dbapi_turn(self) -> contextlib.AbstractContextManager[Any]:
         """A DB-API connection the caller commits and rolls back itself (outside any store

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import gcpause
-from .embedders.identity import identity_of
+from .embedders.identity import identity_of, vectors_maker
 from .engine import DeletionHookSpec, Engine
 from .errors import ArgumentError, ArgumentTypeError, CapabilityError, StoreClosed, StoreError
 from .normalize import (
@@ -39,7 +39,7 @@ from .normalize import (
     validate_store_id,
 )
 from .options import check_option_name, encode_option
-from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, StoreSettings
+from .requests import ON_CONFLICT, AddRequest, ForgetRequest, NewRecord, SearchRequest, StoreSettings
 from .trust.firewall import OPTION_NAME as FIREWALL_OPTION
 from .trust.firewall import VERDICT_KEY, FirewallPolicy
 from .trust.gate import check_reserved, drop_verdicts, screen_drafts, screen_update
@@ -657,14 +657,14 @@ class OracleMemoryStore(IMemoryStore):
             records = norm.finish_records(plans, vectors)
             if not records:
                 return []
-            return self._engine.add(AddRequest(tuple(records), batch_size, embedded=bool(texts)))
+            return self._engine.add(AddRequest(tuple(records), batch_size, embedded=bool(texts), vectors_of=vectors_maker()))
 
     async def _write_async(self, norm: Normalizer, drafts: builtins.list[RecordDraft], batch_size: int) -> builtins.list[str]:
         plans, texts = norm.plan_records(drafts)
         records = norm.finish_records(plans, await norm.embed_async(texts, is_query=False))
         if not records:
             return []
-        return await self._engine.add_async(AddRequest(tuple(records), batch_size, embedded=bool(texts)))
+        return await self._engine.add_async(AddRequest(tuple(records), batch_size, embedded=bool(texts), vectors_of=vectors_maker()))
 
     def add(self, contents: Sequence[Optional[str]], record_type: str, *, index_texts: Any = NOT_SET, embeddings: Any = NOT_SET, record_ids: Any = NOT_SET,
             thread_ids: Any = NOT_SET, user_ids: Any = NOT_SET, agent_ids: Any = NOT_SET, roles: Any = NOT_SET, timestamps: Any = NOT_SET,
@@ -881,6 +881,8 @@ class OracleMemoryStore(IMemoryStore):
         )
         if to_embed is not None:
             request = norm.with_query_vector(request, norm.embed([to_embed], is_query=True)[0])
+        elif query_vector is not None:
+            request = _made_by(request)
         from .trust import audit  # SC-16.1: the retrieval audit's entry
 
         guard = audit.guard(self, request) if audit.wanted(self) else None  # SC-16.6: before the read
@@ -901,6 +903,8 @@ class OracleMemoryStore(IMemoryStore):
         if to_embed is not None:
             vec = (await norm.embed_async([to_embed], is_query=True))[0]
             request = norm.with_query_vector(request, vec)
+        elif query_vector is not None:
+            request = _made_by(request)
         from .trust import audit  # SC-16.1
 
         # SC-12: inside `async with transaction_async()` the guard reads on the block's worker, as the sync
@@ -1198,6 +1202,13 @@ def _still_expired(record_type: str, record_id: str) -> str:
     return (f"this update leaves {record_type} {record_id!r} expired (its new expiry is already past), and under the "
             "store's firewall the text and metadata of a record nobody can read are not changed; nothing was "
             "written. Give an expiry that makes it visible (e.g. ttl_days=None), or update only its expiry")
+
+
+def _made_by(request: SearchRequest) -> SearchRequest:
+    """A search by the caller's ``query_vector`` inside ``vectors_made_by(identity)``: the
+    request carries that identity (``SearchRequest.vectors_of``; rek47)."""
+    maker = vectors_maker()
+    return request if maker is None else dataclasses.replace(request, vectors_of=maker)
 
 
 def _as_float(results: builtins.list[tuple[Record, float]]) -> builtins.list[tuple[Record, float]]:

@@ -22,12 +22,14 @@ one (``StoreSettingsMismatch``). An identity is a small JSON object:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 __all__ = ["identity_of", "same_identity", "describe_identity", "how_to_open", "encode_identity", "decode_identity",
-           "mismatch_message", "MOVE_ORACLE", "MOVE_SQLITE"]
+           "mismatch_message", "MOVE_ORACLE", "MOVE_SQLITE", "vectors_made_by", "vectors_maker"]
 
 #: Keys that name an identity without deciding it (per kind).
 _INFORMATIONAL = {"onnx": {"model", "path"}}
@@ -160,3 +162,31 @@ def mismatch_message(store_id: str, stored: Optional[Mapping[str, Any]], request
         f"{setting}: store {store_id!r} was built with {describe_identity(stored)}, this open uses "
         f"{describe_identity(requested)}; vectors of different embedders are not comparable. {fix}, {move}"
     )
+
+
+#: the identity of the embedder that made the vectors a layer above the store passes as its
+#: own (``embeddings``, ``query_vector``) in this context (:func:`vectors_made_by`)
+_VECTORS_MADE_BY: contextvars.ContextVar[Optional[dict[str, Any]]] = contextvars.ContextVar(
+    "oramem_vectors_made_by", default=None)
+
+
+@contextlib.contextmanager
+def vectors_made_by(identity: Optional[Mapping[str, Any]]) -> Iterator[None]:
+    """Inside the block, the vectors given to a store's ``add``/``add_batches``
+    (``embeddings``) and ``search`` (``query_vector``) were made by the embedder
+    ``identity`` (None: say nothing): the store sends it with the request and the engine
+    refuses the call (``StoreSettingsMismatch``, nothing read or written) when the store
+    records another embedder, i.e. another process moved the store with ``reembed`` after
+    that embedder was chosen (rek47: a ``KnowledgeMemory`` embeds with its own embedder and
+    hands the store explicit vectors; red40 covers only what the store object embeds
+    itself). Cost: none of its own: the engine compares within the call."""
+    token = _VECTORS_MADE_BY.set(None if identity is None else dict(identity))
+    try:
+        yield
+    finally:
+        _VECTORS_MADE_BY.reset(token)
+
+
+def vectors_maker() -> Optional[dict[str, Any]]:
+    """The identity :func:`vectors_made_by` set in this context, or None."""
+    return _VECTORS_MADE_BY.get()

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 
+from ..embedders.identity import identity_of
 from ..types import NOT_SET, SchemaPolicy, SearchStrategy
 from . import deletes
 from .config import KnowledgeConfig, merge_config
@@ -81,7 +82,7 @@ def open_runtime(store: Any, llm: Any, embedder: Any, *, config: Optional[Knowle
     rt = KnowledgeRuntime(
         store=store, llm=llm if llm is not None else NoLLM(), embedder=embedder, dim=dim, backend=backend,
         tables=tables, executor=ThreadPoolExecutor(max_workers=4, thread_name_prefix="oramem-kg"),
-        clock=clock or _utc_now, log=log, tracer_provider=tracer_provider,
+        clock=clock or _utc_now, log=log, tracer_provider=tracer_provider, identity=identity_of(embedder),
     )
     if backend.dialect_name == "sqlite":
         store.register_deletion_hook(functools.partial(deletes.deletion_hook, rt))

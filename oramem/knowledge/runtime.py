@@ -10,6 +10,7 @@ the jobs and the procedural layer take what they need from here instead of reach
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import logging
@@ -56,6 +57,11 @@ class KnowledgeRuntime:
     #: the instance's own event loop (its sync twins and in-process worker run there; set by
     #: ``jobs.lifecycle.Lifecycle``), or None
     home: Optional[BackgroundLoop] = None
+    #: the identity of ``embedder`` (``oramem.embedders.identity``): sent with the store calls
+    #: that carry its vectors and checked before its vectors are written to or compared with
+    #: the knowledge tables (rek47), so an instance opened before another process's
+    #: ``reembed`` refuses its embedding work instead of mixing two vector spaces
+    identity: Optional[dict[str, Any]] = None
 
     def now(self) -> datetime:
         """KC-0.2: the instance's clock, read once per public call, as an aware UTC datetime;
@@ -82,6 +88,25 @@ class KnowledgeRuntime:
         for key in list(cache):  # list(dict): one step under the GIL, safe beside other threads
             if key[0] in agents or (key[1] is not None and key[1] in users):
                 cache.pop(key, None)
+
+    def check_embedder(self, what: str) -> None:
+        """rek47: refuse (``StoreSettingsMismatch``, ``what`` says what did not happen) when the
+        store no longer records this instance's embedder: another process moved it with
+        ``reembed`` after this instance was opened, so its vectors are of the old space. For
+        work that writes or compares this instance's vectors in the knowledge tables without a
+        store call carrying them (those carry :attr:`identity`: :meth:`made_by`). Inside a
+        knowledge write (``backend.write``) it runs in the write's transaction. Blocking: call
+        it in :meth:`in_thread` or inside a write."""
+        if self.identity is not None:
+            self.backend.check_embedder(self.identity, what)
+
+    def made_by(self) -> contextlib.AbstractContextManager[None]:
+        """The store calls inside carry this instance's embedder identity with the vectors they
+        pass (``embeddings``, ``query_vector``): the store refuses them after another process's
+        ``reembed`` (rek47; :func:`oramem.embedders.identity.vectors_made_by`)."""
+        from ..embedders.identity import vectors_made_by
+
+        return vectors_made_by(self.identity)
 
     def runs_inline(self) -> bool:
         """Blocking work may run right here, on the calling coroutine's thread: the coroutine
@@ -114,7 +139,7 @@ class KnowledgeRuntime:
         from ..trust.audit import internal  # SC-16.3: the layer's own searches are not audit entries
 
         kwargs = _vector_first(kwargs)
-        with internal():
+        with internal(), self.made_by():
             if not self.store.async_only:
                 return await self.in_thread(self.store.search, **kwargs)
             return await self.store.search_async(**kwargs)
@@ -146,13 +171,13 @@ class KnowledgeRuntime:
 
         if self.store.async_only:
             prepared = await self.in_thread(planned) if callable(searches) else planned()
-            with internal():
+            with internal(), self.made_by():
                 results = [await self.store.search_async(**kw) for kw in prepared]
             return results, await self.in_thread(read, results)
 
         def both() -> tuple[list[Any], T]:
             prepared = planned()
-            with internal():
+            with internal(), self.made_by():
                 found = [self.store.search(**kw) for kw in prepared]
             return found, read(found)
 

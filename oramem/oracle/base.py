@@ -105,6 +105,10 @@ CALLS: dict[str, PlsqlCall] = {
     "log_erasure": PlsqlCall("oramem_admin", "log_erasure", (("in_store_id", _V), ("in_receipt", _C))),
     "erasure_log": PlsqlCall("oramem_admin", "get_erasure_log_json", (("in_store_id", _V),), _C),
     "erasure_scan": PlsqlCall("oramem_admin", "erasure_scan_json", (("in_store_id", _V), ("in_tokens", _C)), _C),
+    # rek47: a layer's own vectors (a KnowledgeMemory's embedder) against the recorded identity,
+    # for its writes and reads of knowledge-table vectors that no store call carries
+    "check_embedder": PlsqlCall("oramem_admin", "check_embedder",
+                                (("in_store_id", _V), ("in_identity", _C), ("in_what", _V))),
 }
 
 #: oramem_errors.gc_embedder_mismatch (-20108): ``open_store`` refused the caller's embedder
@@ -488,6 +492,17 @@ class OracleEngine(Engine):
     def _prepare_delete_thread(self, thread_id: str) -> _Prepared[int]:
         _check_id(thread_id, "thread_id")
         return _Prepared("delete_thread", True, dict(in_store_id=_STORE, in_thread_id=thread_id), self._count)
+
+    def _prepare_check_vectors_of(self, identity: Mapping[str, Any], what: str) -> _Prepared[None]:
+        """``oramem_admin.check_embedder`` (:meth:`Engine.check_vectors_of`, rek47): -20108,
+        ``StoreSettingsMismatch``, when the store records another embedder than ``identity``.
+        Commits nothing; inside a block it runs on the block's connection."""
+        if not isinstance(identity, Mapping) or not isinstance(identity.get("kind"), str):
+            raise TypeError("identity must be an embedder identity (a dict with a 'kind' string)")
+        if not isinstance(what, str) or not what:
+            raise TypeError("what must say what did not happen, e.g. 'nothing was written'")
+        values = dict(in_store_id=_STORE, in_identity=json.dumps(dict(identity), sort_keys=True), in_what=what)
+        return _Prepared("check_embedder", False, values, lambda _: None)
 
     def _prepare_purge_expired(self) -> _Prepared[int]:
         return _Prepared("purge_expired", True, dict(in_store_id=_STORE, in_commit=0), self._count)

@@ -156,9 +156,22 @@ def add_json(request: AddRequest, group_chars: Optional[int] = None,
     out: dict[str, Any] = {"records": [_record(r, group_chars) for r in request.records]}
     if request.on_conflict != "fail":
         out["on_conflict"] = request.on_conflict
-    if embedder is not None and request.embedded:
-        out["embedder"] = dict(embedder)
+    maker = _maker(embedder, request.embedded, request.vectors_of)
+    if maker is not None:
+        out["embedder"] = maker
     return _dumps(out)
+
+
+def _maker(own: Optional[Mapping[str, Any]], embedded: bool, vectors_of: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
+    """The request's ``"embedder"`` member: the identity the caller named for its vectors
+    (``vectors_of``: a KnowledgeMemory's embedder, rek47), else the store object's own when
+    its embedder made some (``embedded``), else none. The packages compare it with the
+    recorded identity (``oramem_admin.check_embedder``, -20108) within the call."""
+    if vectors_of is not None:
+        return dict(vectors_of)
+    if own is not None and embedded:
+        return dict(own)
+    return None
 
 
 def list_json(request: ListRequest) -> str:
@@ -217,8 +230,10 @@ def search_json(
         out["tail_handicap"] = float(request.tail_handicap)
     if strategy is not SearchStrategy.VECTOR:
         out["keyword_language"] = keyword_language or DEFAULT_KEYWORD_LANGUAGE
-    if embedder is not None and strategy is not SearchStrategy.KEYWORD and request.query_text is not None:
-        out["embedder"] = dict(embedder)
+    if strategy is not SearchStrategy.KEYWORD:
+        maker = _maker(embedder, request.query_text is not None, request.vectors_of)
+        if maker is not None:
+            out["embedder"] = maker
     if strategy is SearchStrategy.HYBRID:
         cfg = check_hybrid(hybrid)
         out["hybrid"] = {

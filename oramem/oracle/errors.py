@@ -43,7 +43,14 @@ ERROR_CLASSES: dict[int, tuple[type[Exception], str]] = {
     20105: (SchemaError, "repair it with schema_policy=CREATE_IF_NECESSARY, or RECREATE it"),
     20106: (SchemaError, "wait for the running create/upgrade/drop, or repair it with CREATE_IF_NECESSARY"),
     20107: (SchemaError, "upgrade oramem (pip install -U oramem, then `oramem db upgrade`)"),
-    20108: (StoreSettingsMismatch, "open it with the embedder that built it (issue 28; docs/embeddings.md)"),
+    # -20108: an open with another embedder (OracleEngine._refused_open gives the SQLite engine's
+    # message when describe_store names the recorded one), or a refusal inside a call
+    # (add/update/search, check_embedder) of a store object or KnowledgeMemory opened before
+    # another session's reembed (ora44, rek47): the advice covers both
+    20108: (StoreSettingsMismatch, "open the store with the embedder it records now (oramem_admin.describe_store "
+                                   "names it): close this store object and any KnowledgeMemory opened on it before "
+                                   "another session's reembed, and open them again with that embedder "
+                                   "(docs/embeddings.md)"),
     20201: (StoreBusy, "another session holds the store lock; retry later"),
     20301: (CapabilityError, "ask the DBA for the named feature; `oramem db doctor` lists what is missing"),
     20302: (CapabilityError, "ask the DBA for the named direct grant; `oramem db doctor` lists them"),

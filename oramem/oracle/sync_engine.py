@@ -24,7 +24,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import threading
-from typing import Any, AsyncIterator, Iterator, NoReturn, Optional
+from typing import Any, AsyncIterator, Iterator, Mapping, NoReturn, Optional
 
 import oracledb
 
@@ -275,6 +275,11 @@ class SyncOracleEngine(OracleEngine):
 
     def purge_expired(self) -> int:
         return self._do(self._prepare_purge_expired())
+
+    def check_vectors_of(self, identity: Mapping[str, Any], what: str) -> None:
+        """:meth:`Engine.check_vectors_of`: one call of ``oramem_admin.check_embedder`` (in the
+        block's transaction when one is open). Static-checked, not run against Oracle."""
+        self._do(self._prepare_check_vectors_of(identity, what))
 
     def check_forget(self) -> None:
         self._refuse_in_block("forget()", "an erasure is one transaction of its own")

@@ -20,7 +20,7 @@ import os
 from oramem.sqlite._sqlite import sqlite3
 import threading
 import time
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -320,27 +320,45 @@ class SQLiteEngine(Engine):
         return Catalog(row[0], row[1], SearchStrategy(row[2]), row[3], SearchIndexSyncMode(row[4]), row[5], row[6],
                        keyword_rows_of(row[7]), row[7])
 
-    def _check_embedder(self, catalog: Catalog, store_id: str, what: str) -> None:
+    def _check_embedder(self, catalog: Catalog, store_id: str, what: str,
+                        vectors_of: Optional[Mapping[str, Any]] = None) -> None:
         """Vectors of this store object's embedder (its query vectors, the vectors of its
         writes) are comparable with the store's only while the catalog still records that
         embedder: another process (or store object) may have moved the store to another one
         with ``reembed`` since this object was opened (red40), and the open-time check
         (SC-10.4) does not see that. Refused with what to do; ``what`` says what did not
         happen. Only vectors this object's embedder made are checked: the caller's own
-        (``embeddings``, ``query_vector``) are the caller's to match, as at open (SC-10.4)."""
+        (``embeddings``, ``query_vector``) are the caller's to match, as at open (SC-10.4),
+        unless the caller names the embedder that made them (``vectors_of``: a
+        ``KnowledgeMemory``'s own embedder, rek47), which is then checked the same way."""
+        if vectors_of is not None:
+            self._check_identity(catalog, store_id, what, vectors_of, "a KnowledgeMemory (or another layer "
+                                 "that embeds for this store object) was opened with")
+            return
         mine = self._identity
         if mine is None or catalog.embedder == self._identity_seen:
             return
+        self._check_identity(catalog, store_id, what, mine, "this store object was opened with")
+        self._identity_seen = catalog.embedder
+
+    @staticmethod
+    def _check_identity(catalog: Catalog, store_id: str, what: str, mine: Mapping[str, Any], opened: str) -> None:
         stored = decode_identity(catalog.embedder)
         if stored is None or same_identity(stored, mine):
-            self._identity_seen = catalog.embedder
             return
         raise StoreSettingsMismatch(
             f"embedder: store {store_id!r} was moved to {describe_identity(stored)} (oramem reembed, by another "
-            f"process or store object) after this store object was opened with {describe_identity(mine)}; vectors "
-            f"of different embedders are not comparable, so {what}. Close this store object and open a new store "
-            f"object with {how_to_open(stored)}"
+            f"process or store object) after {opened} {describe_identity(mine)}; vectors "
+            f"of different embedders are not comparable, so {what}. Close this store object (and any KnowledgeMemory "
+            f"on it) and open a new store object with {how_to_open(stored)}"
         )
+
+    def check_vectors_of(self, identity: Mapping[str, Any], what: str) -> None:
+        """:meth:`Engine.check_vectors_of`: one primary-key read of the catalog row, in the
+        current block's transaction when one is open (its ``BEGIN IMMEDIATE`` holds the write
+        lock, so no reembed swap commits between the check and the block's COMMIT)."""
+        with self._read("embedder check") as (_, t, catalog):
+            self._check_embedder(catalog, t.store_id, what, identity)
 
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[WriteTx]:
@@ -407,6 +425,8 @@ class SQLiteEngine(Engine):
         with self._write("add") as tx:
             if request.embedded:
                 self._check_embedder(tx.catalog, tx.tables.store_id, "nothing was written")
+            if request.vectors_of is not None:
+                self._check_embedder(tx.catalog, tx.tables.store_id, "nothing was written", request.vectors_of)
             request, replaced = mutations.resolve_conflicts(tx, request)
             self._run_hooks(tx, replaced)
             if not request.records:
@@ -658,6 +678,8 @@ class SQLiteEngine(Engine):
             strategy = self._check_strategy(request, catalog)
             if has_vector(strategy) and request.query_text is not None:  # the vector is of this object's embedder
                 self._check_embedder(catalog, t.store_id, "nothing was searched")
+            elif has_vector(strategy) and request.vectors_of is not None:  # the caller says whose vector it is
+                self._check_embedder(catalog, t.store_id, "nothing was searched", request.vectors_of)
             vector_ranking: builtins.list[tuple[int, float]] = []
             keyword_ranking: builtins.list[tuple[int, float]] = []
             depth = request.k if strategy != SearchStrategy.HYBRID else self._hybrid.fusion_depth(request.k)

@@ -47,7 +47,8 @@ def _runtime(async_only: bool):
         trips.append(getattr(fn, "__name__", "?"))
         return fn(*a, **kw)
 
-    rt = types.SimpleNamespace(store=_Store(async_only), backend=_Backend(), in_thread=in_thread)
+    rt = types.SimpleNamespace(store=_Store(async_only), backend=_Backend(), in_thread=in_thread,
+                               made_by=contextlib.nullcontext)  # rek47: a runtime whose embedder names no identity
     return rt, trips
 
 

@@ -60,6 +60,8 @@ class StoreStandIn:
         #: the store's recorded embedder identity (ORAMEM_STORES.EMBEDDER; None: none recorded):
         #: a test sets it to play another session's reembed (ora44)
         self.embedder: Any = None
+        #: the identities oramem_admin.check_embedder was called with (rek47)
+        self.checks: list[dict] = []
 
     def _check_embedder(self, req: dict, where: str, what: str) -> None:
         """oramem_admin.check_embedder, as add_json / update_json / search_json call it (ora44):
@@ -88,7 +90,18 @@ class StoreStandIn:
             "oramem_store.update_json": self.update, "oramem_store.delete_record_json": self.delete,
             "oramem_store.list_json": self.list, "oramem_search.search_json": self.search,
             "oramem_store.delete_thread_json": self.delete_thread,
+            "oramem_admin.check_embedder": self.check_embedder,
         })
+
+    def check_embedder(self, call: Call) -> None:
+        """``oramem_admin.check_embedder`` called on its own (rek47: a KnowledgeMemory's check
+        before it writes or compares knowledge-table vectors without a store call): the same
+        rule as the "embedder" member. The driver sends JSON object text (checked before the
+        call); anything else fails the test here rather than modelling the package's parse."""
+        sent = json.loads(_text(call.binds["in_identity"]))
+        assert isinstance(sent, dict), "oramem_admin.check_embedder: in_identity must be a JSON object"
+        self.checks.append(sent)
+        self._check_embedder({"embedder": sent}, "in_identity", str(call.binds["in_what"]))
 
     def add(self, call: Call) -> str:
         batch = json.loads(_text(call.binds["in_batch"]))

@@ -5,6 +5,7 @@ reviews/oracle-search-admin-driver.md. Static-checked, not run against Oracle.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import types
 from datetime import datetime, timedelta, timezone
@@ -62,7 +63,7 @@ def test_a13_knowledge_search_on_a_sync_oracle_store_uses_the_sync_call():
     # KnowledgeMemory._search delegates to its KnowledgeRuntime (km.runtime.search)
     from oramem.knowledge.runtime import KnowledgeRuntime
 
-    rt = types.SimpleNamespace(store=store, in_thread=in_thread)
+    rt = types.SimpleNamespace(store=store, in_thread=in_thread, made_by=contextlib.nullcontext)  # rek47: no identity
     hits = asyncio.run(KnowledgeRuntime.search(rt, query="x", k=3))
     assert hits == []
     assert [c.name for c in rec.plsql][-1] == "oramem_search.search_json"

@@ -83,9 +83,16 @@ async def _read(rt: KnowledgeRuntime, fn: Callable[[sa.Connection], T]) -> T:
     return await rt.read(fn)
 
 
-async def _write(rt: KnowledgeRuntime, agent_id: str, what: str, fn: Callable[[sa.Connection], T]) -> T:
+async def _write(rt: KnowledgeRuntime, agent_id: str, what: str, fn: Callable[[sa.Connection], T], *,
+                 vectors: bool = False) -> T:
+    """``fn(conn)`` in one knowledge write. ``vectors``: it writes vectors this instance's
+    embedder made (a summary's, a theme's, an observation's): refused first, in the same
+    transaction, when the store no longer records that embedder (rek47: another process's
+    ``reembed`` moved the store, and the knowledge tables, to another one)."""
     def run() -> T:
         with rt.backend.write(what, agent_id) as conn:
+            if vectors:
+                rt.check_embedder("nothing was written")
             return fn(conn)
 
     return await rt.in_thread(run)
@@ -262,7 +269,7 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
                 conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.id.in_(batch), f.c.cluster_id == cid).values(cluster_id=None))
             res.facts_assigned += len(gone)
 
-    await _write(rt, agent_id, "knowledge clustering", write)
+    await _write(rt, agent_id, "knowledge clustering", write, vectors=True)
     return res
 
 
@@ -377,7 +384,7 @@ async def detect_communities(rt: KnowledgeRuntime, agent_id: str, cfg: Knowledge
                 res.communities_reinforced += 1
 
     if actions:
-        await _write(rt, agent_id, "knowledge communities", write)
+        await _write(rt, agent_id, "knowledge communities", write, vectors=True)
     return res
 
 
@@ -537,7 +544,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
                     conn.execute(sa.update(mo).where(mo.c.id == contradicted, reads.owned(mo, agent_id, user_id)).values(is_active=False))
 
     if actions:
-        await _write(rt, agent_id, "knowledge consolidation", write)
+        await _write(rt, agent_id, "knowledge consolidation", write, vectors=True)
     return res
 
 

@@ -113,6 +113,9 @@ async def check_contradiction(rt: KnowledgeRuntime, agent_id: str, new_directive
     observation it was compared with (when contradicted)."""
     vec = _unit(np.asarray(await rt.embed([new_directive], False), dtype=np.float32)[0])
     mo = rt.tables.meta_observation
+    # rek47: the stored vectors must be of this instance's embedder (not moved by another
+    # process's reembed since it was opened), or the similarities mean nothing
+    await rt.in_thread(rt.check_embedder, "nothing was compared")
     at = rt.now() if now is None else now
 
     def load(c: sa.Connection) -> list[dict[str, Any]]:

@@ -408,7 +408,13 @@ def predict_relations(run: WriteRun, conn: sa.Connection, closing: dict[str, Any
 
 # ----------------------------------------------------------------------------- commit
 def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
-    """Store records (step 2), inside the write's block."""
+    """Store records (step 2), inside the write's block. The records' vectors are this
+    instance's embedder's: the add carries its identity (``rt.made_by``), and the store refuses
+    it when another process moved the store to another embedder since this instance was
+    opened (rek47); a write that adds no store record checks the same in its transaction
+    (``rt.check_embedder``), so no vector of the old space reaches the knowledge tables
+    either (they were moved by the reembed, rek43). Checked before the knowledge rows are
+    written; a refusal rolls the whole block back."""
     store = run.rt.store
     faults.check("store_index")
     batches = []
@@ -452,7 +458,10 @@ def _store_apply(run: WriteRun, plan: Plan, with_event: bool) -> None:
             )
         )
     if batches:
-        store.add_batches(batches)
+        with run.rt.made_by():
+            store.add_batches(batches)
+    else:
+        run.rt.check_embedder("nothing was written")
     for fid, md in sorted(plan.store_meta.items()):
         update_fact_record(store, fid, run.agent_id, md)
     faults.check("store_records")
