@@ -367,6 +367,25 @@ def _valid_indices(value: Any, n: int) -> Optional[list[int]]:
     return out
 
 
+#: how many of the scope's active observations (newest reinforced first) the ``consolidate``
+#: prompt shows as ``existing`` (KC-6.4)
+EXISTING_SHOWN = 10
+
+
+def _observations_drawn_from(conn: sa.Connection, f: sa.Table, agent_id: str, shown: list[Row]) -> list[str]:
+    """KC-3.10 (red47): the events the observations ``shown`` to the model were drawn from:
+    their ``supporting_event_ids`` and the ``source_event_id`` of their ``supporting_fact_ids``
+    (the agent's fact rows, any state: an observation written before red35 names its facts
+    only). A new observation may repeat a shown title, so it carries these too, and an erasure
+    that takes one of the shown observations takes it (``ownership.user_rows``)."""
+    out = [x for o in shown for x in (o["supporting_event_ids"] or []) if isinstance(x, str)]
+    fids = sorted({x for o in shown for x in (o["supporting_fact_ids"] or []) if isinstance(x, str)})
+    for batch in reads.chunked(fids):
+        out += [r[0] for r in conn.execute(sa.select(f.c.source_event_id).where(
+            f.c.agent_id == agent_id, f.c.id.in_(batch), f.c.source_event_id.is_not(None)).order_by(f.c.id))]
+    return list(dict.fromkeys(out))
+
+
 async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> ConsolidationResult:
     from ..read.procedural import check_contradiction
 
@@ -374,7 +393,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     ev, so, f, mo = t.event, t.session_observation, t.fact, t.meta_observation
     since = now - timedelta(days=cfg.consolidation_lookback_days)
 
-    def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str, list[str]]], list[Row], list[Row]]:
+    def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str, list[str]]], list[Row], list[Row], list[str]]:
         events = [dict(r) for r in conn.execute(
             sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary)
             .where(reads.owned(ev, agent_id, user_id), ev.c.occurred_at >= since, ev.c.occurred_at <= now)
@@ -396,9 +415,9 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
             .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True)  # noqa: E712
             .order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id)
         ).mappings()]
-        return events, notes, facts, obs
+        return events, notes, facts, obs, _observations_drawn_from(conn, f, agent_id, obs[:EXISTING_SHOWN])
 
-    events, notes, facts, obs = await _read(rt, load)
+    events, notes, facts, obs, obs_sources = await _read(rt, load)
     res = ConsolidationResult(events_processed=len(events))
     if len(events) < cfg.consolidation_min_events:
         res.skipped, res.skip_reason = True, "insufficient events"
@@ -422,7 +441,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
         "events": [{"index": i + 1, "text": (e["text"] or "")[:300], "occurred_at": e["occurred_at"].isoformat()} for i, e in enumerate(shown)],
         "session_observations": [content for _, content, _ in notes],
         "facts": [{"index": i + 1, "text": r["fact_text"]} for i, r in enumerate(facts)],
-        "existing": [{"type": o["observation_type"], "title": o["title"]} for o in obs[:10]],
+        "existing": [{"type": o["observation_type"], "title": o["title"]} for o in obs[:EXISTING_SHOWN]],
     }
     try:
         reply = await call("consolidate", payload, cfg.job_llm_timeout_sec)
@@ -477,16 +496,20 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     # observation's supporting_event_ids also name every event shown, the events the shown facts
     # were learned from and those the shown session notes were built from: an erasure of the
     # user (or agent) one of them was takes the observation (ownership.user_rows). Its
-    # supporting_fact_ids stay the cited facts (retrieval shows an observation with them, KC-5.6)
+    # supporting_fact_ids stay the cited facts (retrieval shows an observation with them, KC-5.6).
+    # red47: and what the existing observations shown were drawn from (their titles are model
+    # text that may quote it): their supporting events and the events their facts came from
     drawn_from = list(dict.fromkeys(
         [e["id"] for e in shown] + [r["source_event_id"] for r in facts if r["source_event_id"]]
-        + [eid for _, _, sources in notes for eid in sources]))
+        + [eid for _, _, sources in notes for eid in sources] + obs_sources))
+    existing_shown = [o["id"] for o in obs[:EXISTING_SHOWN]]
 
     def write(conn: sa.Connection) -> None:
         # the reply was drawn from every row shown: one erased since the read, nothing is written
         if (len(_present(conn, ev, [e["id"] for e in shown])) < len(shown)
                 or len(_present(conn, f, [r["id"] for r in facts])) < len(facts)
-                or len(_present(conn, so, [oid for oid, _, _ in notes])) < len(notes)):
+                or len(_present(conn, so, [oid for oid, _, _ in notes])) < len(notes)
+                or len(_present(conn, mo, existing_shown)) < len(existing_shown)):
             return
         for a in actions:
             if a[0] == "reinforce":
