@@ -35,14 +35,15 @@ def _writes_from_what_it_is_shown(llm) -> None:
     llm.route("entity_merge", {"should_merge": False})
 
 
-def _open(tmp_path):
+def _open(tmp_path, **config):
     clock = Clock()
     path = str(tmp_path / "t.db")
     store = SQLiteMemoryStore(path, embedder=HashEmbedder(384), clock=clock, search_strategy="hybrid")
     llm = ScriptedLLM()
     # every two clusters form a community (a theme is written over Amelia's and the pool's)
     km = KnowledgeMemory(store, llm, config=KnowledgeConfig(enable_reranker=False, community_min_clusters=2,
-                                                             community_similarity_threshold=-1.0), clock=clock)
+                                                             community_similarity_threshold=-1.0, **config),
+                         clock=clock)
     return path, store, km, llm, clock
 
 
@@ -117,6 +118,71 @@ def test_when_the_lobby_also_used_the_longer_name_what_the_jobs_wrote_stays(tmp_
         km.forget(user_id="alice")
         # her Room 12 (born of her words, kg41) goes; the rest as it was
         assert sorted(_derived(km)) == [x for x in before if "Room 12" not in x]
+    finally:
+        km.close()
+        store.close()
+
+
+def _erase_then(store, reply):
+    def route(payload):
+        store.forget(user_id="alice")  # commits while the job awaits the model
+        return reply(payload)
+    return route
+
+
+def _renamed_before_the_jobs(tmp_path, **config):
+    """Her write extends Amelia's name; no job has run yet."""
+    path, store, km, llm, clock = _open(tmp_path, **config)
+    _lobby(km, llm, clock, ("Amelia", "person"), ["Amelia works on the third floor", "Amelia parks in bay 4"])
+    store.add(["alice: please tell amelia quinlan"], "message", thread_ids="alice-chat", user_ids="alice",
+              agent_ids=AGENT, roles="user")
+    llm.route("extract", extract([("Amelia Quinlan", "person"), ("Room 12", "place")], [("Room 12", "Room 12 is ready")]))
+    km.write(AGENT, "Tell Amelia Quinlan room 12 is ready", "Desk", session_id="alice-chat")
+    clock.advance(minutes=1)
+    _writes_from_what_it_is_shown(llm)
+    return path, store, km, llm, clock
+
+
+def test_a_summary_written_while_her_erasure_gave_the_name_back_is_not_stored(tmp_path):
+    path, store, km, llm, clock = _renamed_before_the_jobs(tmp_path)
+    try:
+        llm.route("entity_summary", _erase_then(store, lambda p: {"summary": f"{p['display_name']}: " + "; ".join(p["facts"])}))
+        km.refresh_summaries(AGENT)
+        assert [x for x in llm.calls_for("entity_summary") if "Quinlan" in x["display_name"]]  # shown the old name
+        assert not [x for x in _derived(km) if "uinlan" in x], _derived(km)
+    finally:
+        km.close()
+        store.close()
+
+
+def test_a_cluster_written_while_her_erasure_gave_the_name_back_is_not_stored(tmp_path):
+    path, store, km, llm, clock = _renamed_before_the_jobs(tmp_path)
+    try:
+        llm.route("cluster_summary", _erase_then(store, lambda p: {"summary": f"{p['label']}: " + "; ".join(p["facts"])}))
+        km.cluster_facts(AGENT)
+        assert [x for x in llm.calls_for("cluster_summary") if "Quinlan" in x["label"]]  # shown the old name
+        assert not [x for x in _derived(km) if "uinlan" in x], _derived(km)
+        # the next run writes Amelia's cluster under the name left
+        km.cluster_facts(AGENT)
+        assert any(x.startswith("cluster Amelia: Amelia: ") for x in _derived(km)), _derived(km)
+    finally:
+        km.close()
+        store.close()
+
+
+def test_a_merge_decided_while_her_erasure_gave_the_name_back_is_not_made(tmp_path):
+    """memify's merge writes the winner's display name into the loser's facts (and the loser's
+    names as the winner's aliases, KC-6.5), as read before the ``entity_merge`` call."""
+    path, store, km, llm, clock = _renamed_before_the_jobs(tmp_path, memify_merge_similarity_threshold=-1.0)
+    try:
+        _lobby(km, llm, clock, ("Amy", "person"), ["Amy answers the phone"])
+        llm.route("entity_merge", _erase_then(store, lambda p: {"should_merge": True}))
+        result = km.memify(AGENT)
+        asked = llm.calls_for("entity_merge")
+        assert asked and "Quinlan" in repr(asked[0]), asked  # shown the old name
+        assert _table_hits(path, "uinlan") == {}
+        assert result.merges_executed == 0
+        assert {e.display_name for e in km.entities(AGENT)} == {"Amelia", "Amy"}
     finally:
         km.close()
         store.close()

@@ -102,6 +102,19 @@ def _present(conn: sa.Connection, table: sa.Table, ids: Any) -> set[str]:
     return out
 
 
+def _names_now(conn: sa.Connection, e: sa.Table, agent_id: str, user_id: Optional[str], keys: Any) -> dict[str, Optional[str]]:
+    """The display names of the scope's entities ``keys``, read in a job's writing
+    transaction. A job shows the model an entity's name (``entity_summary``, a cluster's
+    label, ``entity_merge``) and writes what it answered in a second transaction: an erasure
+    that committed in between may have given the name back (KC-3.10: a name her erased words
+    extended, red47), and what the job wrote under the old name is not written."""
+    out: dict[str, Optional[str]] = {}
+    for batch in reads.chunked(sorted(set(keys))):
+        out.update((k, n) for k, n in conn.execute(sa.select(e.c.canonical_key, e.c.display_name).where(
+            reads.owned(e, agent_id, user_id), e.c.canonical_key.in_(batch))))
+    return out
+
+
 async def _embed_one(rt: KnowledgeRuntime, text: str) -> Optional[np.ndarray]:
     try:
         vec: np.ndarray = np.asarray(await rt.embed([text], False), dtype=np.float32)[0]
@@ -187,9 +200,11 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
     def write(conn: sa.Connection) -> None:
         keep: set[str] = set()
         present = _present(conn, f, [r["id"] for p in plans for r in p[2]])
+        names_now = _names_now(conn, e, agent_id, user_id, [p[1] for p in plans])
         for existing, key, facts, changed, summary, vec in plans:
             ids = sorted(r["id"] for r in facts)
-            if not present.issuperset(ids):  # erased since the read: left for the next run
+            # erased since the read, or the label's name given back (red47): left for the next run
+            if not present.issuperset(ids) or names_now.get(key) != names.get(key):
                 if existing:
                     keep.add(existing)
                 continue
@@ -686,6 +701,11 @@ def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[s
         reads.owned(e, agent_id, user_id), e.c.canonical_key.in_((W, L)), e.c.is_active == True)).scalar_one()  # noqa: E712
     if alive < 2:  # erased (or merged) since the read: nothing to merge
         return None
+    # the names the model was shown and the merge writes (the winner's into the loser's facts,
+    # the loser's as aliases): one an erasure gave back since the read (red47), no merge now
+    now_named = _names_now(conn, e, agent_id, user_id, (W, L))
+    if now_named.get(W) != win["display_name"] or now_named.get(L) != lose["display_name"]:
+        return None
     moved = [x[0] for x in conn.execute(sa.select(lk.c.fact_id).where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == L))]
     moved += [x[0] for x in conn.execute(sa.select(f.c.id).where(reads.owned(f, agent_id, user_id), f.c.entity_key == L))]
     conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.entity_key == L).values(
@@ -831,15 +851,17 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
         except LLMError as exc:  # the entity is skipped
             log.warning("entity_summary failed (%s)", type(exc).__name__)
             continue
-        done.append((x["canonical_key"], reply["summary"].strip(), [fid for fid, _ in facts]))
+        done.append((x["canonical_key"], reply["summary"].strip(), [fid for fid, _ in facts], x["display_name"]))
     if done or cleared:
         def write(conn: sa.Connection) -> None:
             for key in cleared:  # as an erasure clears one: the next refresh writes it again from new facts
                 conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == key).values(
                     summary_text=None, summary_refreshed_at=None))
-            present = _present(conn, f, [fid for _, _, fids in done for fid in fids])
-            for key, text, fids in done:
-                if not present.issuperset(fids):  # erased since the read: stays as the erasure left it
+            present = _present(conn, f, [fid for _, _, fids, _ in done for fid in fids])
+            names_now = _names_now(conn, e, agent_id, user_id, [key for key, _, _, _ in done])
+            for key, text, fids, name in done:
+                # erased since the read, or its name given back (red47): stays as the erasure left it
+                if not present.issuperset(fids) or names_now.get(key) != name:
                     continue
                 conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == key).values(
                     summary_text=text, summary_refreshed_at=now))
