@@ -102,6 +102,15 @@ def _present(conn: sa.Connection, table: sa.Table, ids: Any) -> set[str]:
     return out
 
 
+async def _embed_one(rt: KnowledgeRuntime, text: str) -> Optional[np.ndarray]:
+    try:
+        vec: np.ndarray = np.asarray(await rt.embed([text], False), dtype=np.float32)[0]
+        return vec
+    except Exception as exc:  # noqa: BLE001 - a job item without a vector is skipped, not fatal
+        log.warning("job embedding failed (%s)", type(exc).__name__)
+        return None
+
+
 def _names_now(conn: sa.Connection, e: sa.Table, agent_id: str, user_id: Optional[str], keys: Any) -> dict[str, Optional[str]]:
     """The display names of the scope's entities ``keys``, read in a job's writing
     transaction. A job shows the model an entity's name (``entity_summary``, a cluster's
@@ -113,15 +122,6 @@ def _names_now(conn: sa.Connection, e: sa.Table, agent_id: str, user_id: Optiona
         out.update((k, n) for k, n in conn.execute(sa.select(e.c.canonical_key, e.c.display_name).where(
             reads.owned(e, agent_id, user_id), e.c.canonical_key.in_(batch))))
     return out
-
-
-async def _embed_one(rt: KnowledgeRuntime, text: str) -> Optional[np.ndarray]:
-    try:
-        vec: np.ndarray = np.asarray(await rt.embed([text], False), dtype=np.float32)[0]
-        return vec
-    except Exception as exc:  # noqa: BLE001 - a job item without a vector is skipped, not fatal
-        log.warning("job embedding failed (%s)", type(exc).__name__)
-        return None
 
 
 def _render_fact(row: dict[str, Any]) -> str:
