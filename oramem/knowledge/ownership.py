@@ -20,6 +20,7 @@ from typing import Any, Iterable, Optional
 
 import sqlalchemy as sa
 
+from ..kg_vectors import COMMUNITY_THEME
 from .db import queries as reads
 from .db.schema import KGTables
 from .text import merged_names, norm
@@ -97,6 +98,14 @@ def user_rows(conn: sa.Connection, t: KGTables, users: set[str], erased: Iterabl
     born = born_of(conn, t, users, events, facts, observations)
     # and those whose summary her erased events seeded from her message (KC-4.9)
     summaries |= born.seeded
+    # what the jobs wrote under a display name her erased events extended, which goes back
+    # (red47): the entity's summary (entity_summary is shown the name), the clusters holding its
+    # facts (their label is the name, cluster_summary is shown it) and the community themes
+    # citing those facts or their events (community is shown the clusters' labels)
+    summaries |= born.renamed_keys
+    renamed_clusters, themes = _written_under_names(conn, t, born.renamed_keys)
+    clusters |= renamed_clusters
+    metas |= themes
     return UserRows(events, facts, clusters, metas, observations, summaries, born.entities, born.aliases, born.renames)
 
 
@@ -123,6 +132,34 @@ class Born:
     aliases: set[str] = field(default_factory=set)
     seeded: set[tuple[str, Optional[str], str]] = field(default_factory=set)
     renames: dict[str, Optional[str]] = field(default_factory=dict)
+    #: ``(agent, user, key)`` of the entities of ``renames``
+    renamed_keys: set[tuple[str, Optional[str], str]] = field(default_factory=set)
+
+
+def _written_under_names(conn: sa.Connection, t: KGTables, keys: set[tuple[str, Optional[str], str]]) -> tuple[set[str], set[str]]:
+    """The clusters (ids) of each scope's ``(agent, user, key)`` holding a fact of entity ``key``
+    (a cluster groups its entity's facts, KC-6.2), and the ``community_theme`` observations
+    of that scope citing one of the facts of those clusters or an event they were learned from
+    (KC-6.3: a theme cites its members' facts, up to 50, and all their source events)."""
+    f, cl, mo = t.fact, t.cluster, t.meta_observation
+    clusters: set[str] = set()
+    themes: set[str] = set()
+    for agent, user, key in sorted(keys, key=repr):
+        ids = {r[0] for r in conn.execute(sa.select(f.c.cluster_id).where(
+            reads.owned(f, agent, user), f.c.entity_key == key, f.c.cluster_id.is_not(None)))}
+        ids = {r[0] for cond in reads.in_batches(cl.c.id, ids) for r in conn.execute(sa.select(cl.c.id).where(
+            reads.owned(cl, agent, user), cond))}
+        if not ids:
+            continue
+        clusters |= ids
+        members = {(r[0], r[1]) for cond in reads.in_batches(f.c.cluster_id, ids)
+                   for r in conn.execute(sa.select(f.c.id, f.c.source_event_id).where(cond))}
+        fids = {fid for fid, _ in members}
+        sources = {src for _, src in members if src}
+        themes |= {r.id for r in conn.execute(sa.select(mo.c.id, mo.c.supporting_event_ids, mo.c.supporting_fact_ids).where(
+            reads.owned(mo, agent, user), mo.c.observation_type == COMMUNITY_THEME))
+            if fids.intersection(r.supporting_fact_ids or ()) or sources.intersection(r.supporting_event_ids or ())}
+    return clusters, themes
 
 
 @dataclass
@@ -193,6 +230,7 @@ def born_of(conn: sa.Connection, t: KGTables, users: set[str], events: set[str],
                 before, after = m.renamed[key]
                 if r.display_name == after and norm(str(after)) not in other_aliases:
                     out.renames[r.id] = before
+                    out.renamed_keys.add((agent, user, key))
         out.aliases.update(a.id for a in alias_rows if a.alias in m.aliases and a.alias not in other_aliases)
     return out
 

@@ -145,6 +145,19 @@ async def _embed_one(rt: KnowledgeRuntime, text: str) -> Optional[np.ndarray]:
         return None
 
 
+def _names_now(conn: sa.Connection, e: sa.Table, agent_id: str, user_id: Optional[str], keys: Any) -> dict[str, Optional[str]]:
+    """The display names of the scope's entities ``keys``, read in a job's writing
+    transaction. A job shows the model an entity's name (``entity_summary``, a cluster's
+    label, ``entity_merge``) and writes what it answered in a second transaction: an erasure
+    that committed in between may have given the name back (KC-3.10: a name her erased words
+    extended, red47), and what the job wrote under the old name is not written."""
+    out: dict[str, Optional[str]] = {}
+    for batch in reads.chunked(sorted(set(keys))):
+        out.update((k, n) for k, n in conn.execute(sa.select(e.c.canonical_key, e.c.display_name).where(
+            reads.owned(e, agent_id, user_id), e.c.canonical_key.in_(batch))))
+    return out
+
+
 def _render_fact(row: dict[str, Any]) -> str:
     """``fact_text [attribute_key = value]`` (KC-6.2; no "unknown = None")."""
     text: str = row["fact_text"]
@@ -221,9 +234,11 @@ async def cluster_facts(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfi
     def write(conn: sa.Connection) -> None:
         keep: set[str] = set()
         present = _present(conn, f, [r["id"] for p in plans for r in p[2]])
+        names_now = _names_now(conn, e, agent_id, user_id, [p[1] for p in plans])
         for existing, key, facts, changed, summary, vec in plans:
             ids = sorted(r["id"] for r in facts)
-            if not present.issuperset(ids):  # erased since the read: left for the next run
+            # erased since the read, or the label's name given back (red47): left for the next run
+            if not present.issuperset(ids) or names_now.get(key) != names.get(key):
                 if existing:
                     keep.add(existing)
                 continue
@@ -402,6 +417,25 @@ def _valid_indices(value: Any, n: int) -> Optional[list[int]]:
     return out
 
 
+#: how many of the scope's active observations (newest reinforced first) the ``consolidate``
+#: prompt shows as ``existing`` (KC-6.4)
+EXISTING_SHOWN = 10
+
+
+def _observations_drawn_from(conn: sa.Connection, f: sa.Table, agent_id: str, shown: list[Row]) -> list[str]:
+    """KC-3.10 (red47): the events the observations ``shown`` to the model were drawn from:
+    their ``supporting_event_ids`` and the ``source_event_id`` of their ``supporting_fact_ids``
+    (the agent's fact rows, any state: an observation written before red35 names its facts
+    only). A new observation may repeat a shown title, so it carries these too, and an erasure
+    that takes one of the shown observations takes it (``ownership.user_rows``)."""
+    out = [x for o in shown for x in (o["supporting_event_ids"] or []) if isinstance(x, str)]
+    fids = sorted({x for o in shown for x in (o["supporting_fact_ids"] or []) if isinstance(x, str)})
+    for batch in reads.chunked(fids):
+        out += [r[0] for r in conn.execute(sa.select(f.c.source_event_id).where(
+            f.c.agent_id == agent_id, f.c.id.in_(batch), f.c.source_event_id.is_not(None)).order_by(f.c.id))]
+    return list(dict.fromkeys(out))
+
+
 async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig, now: datetime, user_id: Optional[str] = None) -> ConsolidationResult:
     from ..read.procedural import check_contradiction
 
@@ -410,7 +444,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     since = now - timedelta(days=cfg.consolidation_lookback_days)
     await _retire_outlived(rt, agent_id, user_id, now, themes=False)
 
-    def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str, list[str]]], list[Row], list[Row]]:
+    def load(conn: sa.Connection) -> tuple[list[Row], list[tuple[str, str, list[str]]], list[Row], list[Row], list[str]]:
         events = [dict(r) for r in conn.execute(
             sa.select(ev.c.id, ev.c.text, ev.c.occurred_at, ev.c.emotion_primary)
             .where(reads.owned(ev, agent_id, user_id), ev.c.occurred_at >= since, ev.c.occurred_at <= now)
@@ -432,9 +466,9 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
             .where(reads.owned(mo, agent_id, user_id), mo.c.is_active == True)  # noqa: E712
             .order_by(sa.desc(mo.c.last_reinforced_at), mo.c.id)
         ).mappings()]
-        return events, notes, facts, obs
+        return events, notes, facts, obs, _observations_drawn_from(conn, f, agent_id, obs[:EXISTING_SHOWN])
 
-    events, notes, facts, obs = await _read(rt, load)
+    events, notes, facts, obs, obs_sources = await _read(rt, load)
     res = ConsolidationResult(events_processed=len(events))
     if len(events) < cfg.consolidation_min_events:
         res.skipped, res.skip_reason = True, "insufficient events"
@@ -458,7 +492,7 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
         "events": [{"index": i + 1, "text": (e["text"] or "")[:300], "occurred_at": e["occurred_at"].isoformat()} for i, e in enumerate(shown)],
         "session_observations": [content for _, content, _ in notes],
         "facts": [{"index": i + 1, "text": r["fact_text"]} for i, r in enumerate(facts)],
-        "existing": [{"type": o["observation_type"], "title": o["title"]} for o in obs[:10]],
+        "existing": [{"type": o["observation_type"], "title": o["title"]} for o in obs[:EXISTING_SHOWN]],
     }
     try:
         reply = await call("consolidate", payload, cfg.job_llm_timeout_sec)
@@ -513,16 +547,20 @@ async def consolidate(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeConfig,
     # observation's supporting_event_ids also name every event shown, the events the shown facts
     # were learned from and those the shown session notes were built from: an erasure of the
     # user (or agent) one of them was takes the observation (ownership.user_rows). Its
-    # supporting_fact_ids stay the cited facts (retrieval shows an observation with them, KC-5.6)
+    # supporting_fact_ids stay the cited facts (retrieval shows an observation with them, KC-5.6).
+    # red47: and what the existing observations shown were drawn from (their titles are model
+    # text that may quote it): their supporting events and the events their facts came from
     drawn_from = list(dict.fromkeys(
         [e["id"] for e in shown] + [r["source_event_id"] for r in facts if r["source_event_id"]]
-        + [eid for _, _, sources in notes for eid in sources]))
+        + [eid for _, _, sources in notes for eid in sources] + obs_sources))
+    existing_shown = [o["id"] for o in obs[:EXISTING_SHOWN]]
 
     def write(conn: sa.Connection) -> None:
         # the reply was drawn from every row shown: one erased since the read, nothing is written
         if (len(_present(conn, ev, [e["id"] for e in shown])) < len(shown)
                 or len(_present(conn, f, [r["id"] for r in facts])) < len(facts)
-                or len(_present(conn, so, [oid for oid, _, _ in notes])) < len(notes)):
+                or len(_present(conn, so, [oid for oid, _, _ in notes])) < len(notes)
+                or len(_present(conn, mo, existing_shown)) < len(existing_shown)):
             return
         for a in actions:
             if a[0] == "reinforce":
@@ -699,6 +737,11 @@ def _merge(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: str, win: dict[s
         reads.owned(e, agent_id, user_id), e.c.canonical_key.in_((W, L)), e.c.is_active == True)).scalar_one()  # noqa: E712
     if alive < 2:  # erased (or merged) since the read: nothing to merge
         return None
+    # the names the model was shown and the merge writes (the winner's into the loser's facts,
+    # the loser's as aliases): one an erasure gave back since the read (red47), no merge now
+    now_named = _names_now(conn, e, agent_id, user_id, (W, L))
+    if now_named.get(W) != win["display_name"] or now_named.get(L) != lose["display_name"]:
+        return None
     moved = [x[0] for x in conn.execute(sa.select(lk.c.fact_id).where(reads.owned(lk, agent_id, user_id), lk.c.entity_key == L))]
     moved += [x[0] for x in conn.execute(sa.select(f.c.id).where(reads.owned(f, agent_id, user_id), f.c.entity_key == L))]
     conn.execute(sa.update(f).where(reads.owned(f, agent_id, user_id), f.c.entity_key == L).values(
@@ -844,15 +887,17 @@ async def refresh_summaries(rt: KnowledgeRuntime, agent_id: str, cfg: KnowledgeC
         except LLMError as exc:  # the entity is skipped
             log.warning("entity_summary failed (%s)", type(exc).__name__)
             continue
-        done.append((x["canonical_key"], reply["summary"].strip(), [fid for fid, _ in facts]))
+        done.append((x["canonical_key"], reply["summary"].strip(), [fid for fid, _ in facts], x["display_name"]))
     if done or cleared:
         def write(conn: sa.Connection) -> None:
             for key in cleared:  # as an erasure clears one: the next refresh writes it again from new facts
                 conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == key).values(
                     summary_text=None, summary_refreshed_at=None))
-            present = _present(conn, f, [fid for _, _, fids in done for fid in fids])
-            for key, text, fids in done:
-                if not present.issuperset(fids):  # erased since the read: stays as the erasure left it
+            present = _present(conn, f, [fid for _, _, fids, _ in done for fid in fids])
+            names_now = _names_now(conn, e, agent_id, user_id, [key for key, _, _, _ in done])
+            for key, text, fids, name in done:
+                # erased since the read, or its name given back (red47): stays as the erasure left it
+                if not present.issuperset(fids) or names_now.get(key) != name:
                     continue
                 conn.execute(sa.update(e).where(reads.owned(e, agent_id, user_id), e.c.canonical_key == key).values(
                     summary_text=text, summary_refreshed_at=now))
