@@ -23,7 +23,7 @@ import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Iterator, Mapping, Optional, TypeVar, Union
+from typing import Any, AsyncIterator, Callable, Iterator, Mapping, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -142,6 +142,17 @@ class Engine(abc.ABC):
         raise CapabilityError(
             f"an erasure-log tombstone for a profile cascade is not supported by the {self.engine_name or type(self).__name__}"
         )
+
+    def check_restore(self, keys: Sequence[tuple[str, str, Optional[str], Optional[str]]], on_conflict: str) -> None:
+        """Raise what ``add`` of restored records with ``keys`` (``(record_type, id, agent_id,
+        user_id)``, ids unique per type) under ``on_conflict`` would raise for the ids stored
+        now ("fail": one stored; "replace": one stored of another user or agent,
+        ``DuplicateRecordError`` as ``add`` raises it), in one read, writing nothing (imp48: an
+        import checks its whole file before its first batch). ``add`` still checks in its own
+        transaction. Engines without such a read raise ``CapabilityError`` (their import
+        finds a refusal when its batch runs)."""
+        raise CapabilityError(
+            f"a restore pre-check is not supported by the {self.engine_name or type(self).__name__}")
 
     # -- options (oramem.options) -------------------------------------------------------
     def get_options(self) -> dict[str, Any]:

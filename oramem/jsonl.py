@@ -55,6 +55,7 @@ __all__ = [
     "ImportLine",
     "ImportResult",
     "ImportStopped",
+    "ImportRefused",
     "JSONLError",
     "record_to_dict",
     "export_dict",
@@ -65,6 +66,7 @@ __all__ = [
     "select_scope",
     "export_knowledge",
     "knowledge_vector_dims",
+    "check_conflicts",
     "check_knowledge",
     "import_knowledge",
     "write_export_header",
@@ -173,6 +175,24 @@ class ImportStopped(Exception):
         r = self.result
         skipped = f", {r.skipped} skipped as already stored" if r.skipped else ""
         return f"{r.imported} of {r.total} record(s) imported{skipped}, stopped at line {self.lineno}"
+
+
+class ImportRefused(ImportStopped):
+    """The store refused the file before anything was written (imp48): an id it stores under
+    ``on_conflict="fail"``, or one stored for another user or agent under ``"replace"``
+    (``cause``, a ``DuplicateRecordError`` naming the ids, never whose they are), found by
+    the pre-check over the whole file. ``linenos``: the file's lines of those ids (``lineno``
+    and ``last_lineno`` the first and last); ``result.imported`` is 0."""
+
+    def __init__(self, result: ImportResult, linenos: Sequence[int], cause: BaseException) -> None:
+        self.linenos = tuple(sorted(linenos))
+        super().__init__(result, self.linenos[0], cause, self.linenos[-1])
+
+    def summary(self) -> str:
+        where = ", ".join(map(str, self.linenos[:10])) + (f" and {len(self.linenos) - 10} more"
+                                                          if len(self.linenos) > 10 else "")
+        return (f"0 of {self.result.total} record(s) imported: refused at line{'s' if len(self.linenos) > 1 else ''} "
+                f"{where} before anything was written")
 
 
 # ----------------------------------------------------------------------------- export
@@ -654,8 +674,16 @@ def import_records(
     store has a policy and dropped when it has none, unless ``keep_verdicts`` (the caller
     vouches for the file: a backup of its own store, not edited since).
 
+    imp48: before anything is written (the erasure-log lines too), :func:`check_conflicts`
+    looks up the whole file's ids in one read and raises :class:`ImportRefused` (a subclass
+    of :class:`ImportStopped`, nothing imported) for what a batch would refuse: a stored id
+    under "fail", a stored record or thread row of another user or agent under "replace".
+    SQLite only: the Oracle store has no read of many ids with their user and agent, so there
+    a batch finds the refusal (-20005) and the batches before it stay written.
+
     Raises :class:`ImportStopped` (with the counts so far and the first line not written)
-    when a batch fails or on Ctrl-C; ``progress`` is called with the lines done per batch."""
+    when a batch fails (a record another writer stored after the check, a store error) or
+    on Ctrl-C; ``progress`` is called with the lines done per batch."""
     if on_conflict not in ON_CONFLICT:
         raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -663,10 +691,16 @@ def import_records(
     if not isinstance(keep_verdicts, bool):
         raise TypeError(f"keep_verdicts must be True or False, got {type(keep_verdicts).__name__}")
     check_erased(store, lines, allow_erased=allow_erased)
+    total = sum(1 for ln in lines if ln.record_type not in ("kg_row", "erasure_log"))
+    # imp48: the refusals the file decides (a stored id under "fail", another scope's under
+    # "replace"), over the whole file before anything of it is written: the erasure-log lines
+    # too, so a refused file writes nothing at all (the batches check again in their own
+    # transactions: a concurrent writer's record is still caught there)
+    check_conflicts(store, lines, on_conflict=on_conflict, total=total)
     merge_erasure_log(store, lines)
     seen = _receipt_ids(store)
     lines = [ln for ln in lines if ln.record_type != "erasure_log"]
-    result = ImportResult(total=sum(1 for ln in lines if ln.record_type != "kg_row"))
+    result = ImportResult(total=total)
     threads = [ln for ln in lines if ln.record_type == "thread"]
     records = [ln for ln in lines if ln.record_type not in ("thread", "kg_row")]  # kg rows: import_knowledge
     # SC-13.6: the thread rows first, as the file has them, so the records naming them do
@@ -720,6 +754,44 @@ def import_records(
             late = _restored_by(store, landed, late)
         result.erased_during_import = late
     return result
+
+
+def check_conflicts(store: Any, lines: Sequence[ImportLine], *, on_conflict: str = "fail",
+                    total: Optional[int] = None) -> bool:
+    """What :func:`import_records`'s batches would refuse for the ids ``store`` holds now,
+    checked over all ``lines`` in one read, writing nothing (imp48): under "fail" a record
+    line's stored id (thread lines are restored with "skip" then), under "replace" a stored
+    record or thread row of another user or agent (the engine's own rule, red40/imp47);
+    "skip" refuses nothing. Raises :class:`ImportRefused` naming the lines. Returns whether
+    the store's engine checked (SQLite does; Oracle has no such read, and its batches find
+    the refusal, writing the batches before it)."""
+    from .errors import DuplicateRecordError
+
+    if on_conflict not in ON_CONFLICT:
+        raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}, got {on_conflict!r}")
+    if on_conflict == "skip":
+        return True
+    line_of: dict[tuple[str, str], int] = {}
+    keys: list[tuple[str, str, Optional[str], Optional[str]]] = []
+    for ln in lines:
+        rid = ln.fields.get("id") if ln.record_type not in ("kg_row", "erasure_log") else None
+        if rid is None or (ln.record_type == "thread" and on_conflict != "replace"):
+            continue
+        keys.append((ln.record_type, rid, ln.fields.get("agent_id"), ln.fields.get("user_id")))
+        line_of[(ln.record_type, rid)] = ln.lineno
+    if not keys:
+        return True
+    if total is None:
+        total = sum(1 for ln in lines if ln.record_type not in ("kg_row", "erasure_log"))
+    try:
+        return bool(store._check_restore(keys, on_conflict))
+    except DuplicateRecordError as exc:
+        # the engine names the ids it refuses (SQLite does): their lines, else every checked line
+        refused = [line_of[k] for k in exc.records if k in line_of] or sorted(line_of.values())
+        raise ImportRefused(ImportResult(total=total), refused, exc) from exc
+    except (ValueError, TypeError, StoreError, KeyboardInterrupt) as exc:
+        first = min(line_of.values())
+        raise ImportStopped(ImportResult(total=total), first, exc) from exc
 
 
 def _restored_by(store: Any, landed: Sequence[ImportLine], late: dict[str, list[str]]) -> dict[str, list[str]]:

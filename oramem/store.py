@@ -756,6 +756,19 @@ class OracleMemoryStore(IMemoryStore):
             return []
         return await self._engine.add_async(AddRequest(records, size, on_conflict, embedded=bool(texts)))
 
+    def _check_restore(self, keys: Sequence[tuple[str, str, Optional[str], Optional[str]]], on_conflict: str) -> bool:
+        """Before a restore's first batch (``jsonl.import_records``, imp48): raise the
+        ``DuplicateRecordError`` that :meth:`restore_batches` / :meth:`restore_threads` of
+        records with ``keys`` (``(record_type, id, agent_id, user_id)``) under ``on_conflict``
+        would raise for the ids stored now, writing nothing. False when this store's engine
+        has no such read (Oracle: its batches find the refusal, -20005), True when checked."""
+        self._n()
+        try:
+            self._engine.check_restore(keys, on_conflict)
+        except CapabilityError:
+            return False
+        return True
+
     @staticmethod
     def _thread_rows(threads: Any, on_conflict: Any) -> tuple[NewRecord, ...]:
         """Validated thread rows for :meth:`restore_threads` (SC-13.6)."""

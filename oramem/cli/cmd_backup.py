@@ -66,6 +66,13 @@ def import_lines(store: Any, lines: Sequence[jsonl.ImportLine], batch_size: int,
                     message = f"ids already stored: {listed}{more}"
                 hint = ("; --on-conflict skip keeps the stored records (and resumes an interrupted import), "
                         "--on-conflict replace overwrites them with the file's (those of the same user and agent)")
+            if isinstance(stop, jsonl.ImportRefused):
+                # imp48: found over the whole file before its first batch (SQLite)
+                listed = ", ".join(map(str, stop.linenos[:10])) + (
+                    f" and {len(stop.linenos) - 10} more" if len(stop.linenos) > 10 else "")
+                where = f"line{'s' if len(stop.linenos) > 1 else ''} {listed}"
+                raise CLIError(f"{where}: {message} (nothing was written: 0 of {stop.result.total} record(s) "
+                               f"imported{hint})", code) from None
             where = f"lines {stop.lineno}-{stop.last_lineno}" if stop.last_lineno != stop.lineno else f"line {stop.lineno}"
             raise CLIError(f"{where}: {message} ({stop.summary()}; this batch wrote nothing{hint})", code) from None
 
@@ -124,7 +131,7 @@ def _check_knowledge_vectors(header: dict[str, Any], dims: dict[int, int], store
     type=click.Choice(jsonl.ON_CONFLICT),
     default="fail",
     show_default=True,
-    help="An id already stored: fail (stop; the batch writes nothing), skip (keep the stored record; resumes an interrupted import) or replace (a stored record, thread row or knowledge row of the same user and agent only; another's under the id stops the import).",
+    help="An id already stored: fail (stop), skip (keep the stored record; resumes an interrupted import) or replace (a stored record, thread row or knowledge row of the same user and agent only; another's under the id stops the import). A SQLite store checks the whole file first: a refused file writes nothing; an Oracle store stops at the batch that holds the id (the batches before it stay written).",
 )
 @click.option("--type", "default_type", type=click.Choice(jsonl.ADDABLE_TYPES), help="Record type of lines without record_type.")
 @click.option("--fresh-times", is_flag=True, help="Ignore created_at/expires_at in the file: set created_at to now and expiry from ttl_days, as add does.")
@@ -150,7 +157,11 @@ def import_(state: State, file: Any, batch_size: int, on_conflict: str, default_
     written).
     Every line is validated (at most 64 Mi characters, 100 levels of nesting, Unicode text),
     and ids repeated in the file are found, before anything is written; then each batch is
-    one transaction.
+    one transaction. The ids the store holds are checked for the whole file before anything
+    is written on a SQLite store (a stored id under fail, another user's or agent's record or
+    thread row under replace: exit 2 naming the ids and lines, nothing written, the file's
+    erasure-log lines included); an Oracle store finds them batch by batch, so the batches
+    before the refused one stay written (re-run with --on-conflict skip to resume).
     Ctrl-C or a failing batch prints how many records landed (exit 130 for Ctrl-C).
     Records (and thread and knowledge lines) of a user or agent erased (`oramem forget`, or the cascade of their profile)
     — named in this store's erasure log or in the file's erasure-log lines — are refused

@@ -20,7 +20,7 @@ import os
 from oramem.sqlite._sqlite import sqlite3
 import threading
 import time
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -432,6 +432,14 @@ class SQLiteEngine(Engine):
             if not request.records:
                 return []
             return mutations.add_records(tx, request)
+
+    def check_restore(self, keys: Sequence[tuple[str, str, Optional[str], Optional[str]]], on_conflict: str) -> None:
+        """:meth:`Engine.check_restore`: one read transaction, the stored rows looked up 500
+        keys per statement, refused by the rule ``add`` applies (``mutations.check_restore``)."""
+        if on_conflict == "skip" or not keys:
+            return
+        with self._read("import check") as (conn, t, _):
+            mutations.check_restore(conn, t, keys, on_conflict)
 
     def update(self, request: UpdateRequest) -> int:
         with self._write("update") as tx:

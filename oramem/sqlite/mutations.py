@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from oramem.sqlite._sqlite import sqlite3
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Mapping, NoReturn, Optional, Sequence
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from .schema import SCHEMA_VERSION, SCOPED_FTS_VERSION, StoreTables, has_keyword
 from .timefmt import expiry
 
 __all__ = [
-    "Catalog", "WriteTx", "resolve_conflicts", "add_records", "update_record", "delete_record", "delete_thread", "purge",
+    "Catalog", "WriteTx", "resolve_conflicts", "check_restore", "add_records", "update_record", "delete_record", "delete_thread", "purge",
     "forget", "delete_keys", "release_actor",
 ]
 
@@ -206,7 +206,15 @@ def resolve_conflicts(tx: WriteTx, request: AddRequest) -> tuple[AddRequest, Opt
 
 
 def _refuse_foreign_replace(request: AddRequest, victims: Sequence[Victim]) -> None:
-    """"replace" restores a record from a backup over the same record: a stored record of
+    refuse_foreign({(r.record_type, r.id): (r.agent_id, r.user_id) for r in request.records}, victims)
+
+
+def refuse_foreign(wanted: Mapping[tuple[str, str], tuple[Optional[str], Optional[str]]],
+                   victims: Sequence[Victim]) -> None:
+    """``wanted``: the new records' ``(agent_id, user_id)`` by ``(record_type, id)``;
+    ``victims``: the stored rows under those keys.
+
+    "replace" restores a record from a backup over the same record: a stored record of
     another user or agent under the id is another actor's record that happens to share it
     (ids are the application's), and deleting it would lose her memory to his line (red40).
     A thread row (``restore_threads``, SC-13.6) names who opened the thread (SC-13.2): one
@@ -214,8 +222,8 @@ def _refuse_foreign_replace(request: AddRequest, victims: Sequence[Victim]) -> N
     refused the same way (imp47): replacing it would hand Alice's private thread to Bob, or
     make him the opener of the agent's shared thread, which decides what ``forget``, a
     scoped export and ``oramem.threads.write_refusal`` do there. NULL equals only NULL.
-    Refused, naming the ids (never whose they are), before anything is written."""
-    wanted = {(r.record_type, r.id): (r.agent_id, r.user_id) for r in request.records}
+    Refused, naming the ids (never whose they are), before anything is written (the batch's
+    own check, and :func:`check_restore`'s over a whole file before its first batch, imp48)."""
     foreign = sorted(((v[1], v[2]) for v in victims if wanted.get((v[1], v[2]), (v[3], v[4])) != (v[3], v[4])),
                      key=lambda c: (c[1], c[0]))
     if not foreign:
@@ -247,7 +255,7 @@ def add_records(tx: WriteTx, request: AddRequest) -> list[str]:
     else:
         clashes = conn.execute(f"SELECT record_type, id FROM {t.records} WHERE (record_type, id) IN {in_keys}", (keys(),)).fetchall()
     if clashes:
-        raise DuplicateRecordError(_duplicate_message(clashes), sorted(clashes, key=lambda c: (c[1], c[0])))
+        refuse_stored(clashes)
 
     rows = []
     for rec in request.records:
@@ -336,6 +344,39 @@ def _batch_seqs(tx: WriteTx, batch: list[tuple[Any, ...]], seqs: list[int]) -> O
         return None
     seqs.extend(range(first, last + 1))
     return seqs
+
+
+def refuse_stored(clashes: Sequence[tuple[str, str]]) -> NoReturn:
+    """"fail": ids stored already (``(record_type, id)`` pairs) refuse the add, naming them."""
+    raise DuplicateRecordError(_duplicate_message(list(clashes)), sorted(clashes, key=lambda c: (c[1], c[0])))
+
+
+def check_restore(conn: Any, tables: Any, keys: Sequence[tuple[str, str, Optional[str], Optional[str]]],
+                  on_conflict: str) -> None:
+    """What :func:`resolve_conflicts` and :func:`add_records` would refuse for records of
+    ``keys`` (``(record_type, id, agent_id, user_id)``, ids unique per type), read in the
+    caller's transaction, writing nothing (imp48: ``jsonl.import_records`` runs it over the
+    whole file before its first batch, so a file a later batch would refuse writes nothing).
+    "fail": any stored key (:func:`refuse_stored`); "replace": a stored row of another scope
+    (:func:`refuse_foreign`); "skip" refuses nothing. The stored rows are looked up
+    ``RESTORE_CHECK_CHUNK`` keys per statement, as ``resolve_conflicts`` looks them up."""
+    if on_conflict == "skip" or not keys:
+        return
+    in_keys = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:keys))"
+    stored: list[Victim] = []
+    for start in range(0, len(keys), RESTORE_CHECK_CHUNK):
+        part = json.dumps([[k[0], k[1]] for k in keys[start:start + RESTORE_CHECK_CHUNK]])
+        stored.extend(conn.execute(f"SELECT seq, record_type, id, agent_id, user_id FROM {tables.records} r "
+                                   f"WHERE (record_type, id) IN {in_keys}", {"keys": part}).fetchall())
+    if not stored:
+        return
+    if on_conflict == "fail":
+        refuse_stored(sorted(((v[1], v[2]) for v in stored), key=lambda c: (c[1], c[0])))
+    refuse_foreign({(k[0], k[1]): (k[2], k[3]) for k in keys}, stored)
+
+
+#: keys per statement of :func:`check_restore`
+RESTORE_CHECK_CHUNK = 500
 
 
 def _duplicate_message(clashes: list[tuple[str, str]]) -> str:

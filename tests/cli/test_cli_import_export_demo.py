@@ -93,16 +93,18 @@ def test_bad_line_fails_before_anything_is_written(runner, tmp_path, bad, messag
     assert not Path(db).exists()  # validated before the store was even opened
 
 
-def test_store_conflict_aborts_only_the_failing_batch(runner, tmp_path):
+def test_store_conflict_in_a_later_batch_writes_nothing(runner, tmp_path):
+    """imp48: the stored id in the second batch is found before the first batch is written
+    (SQLite checks the whole file first); before, the first batch stayed written."""
     db = str(tmp_path / "d.db")
     invoke(runner, "--db", db, "add", "--id", "dup", "already here")
     rows = [{"record_type": "memory", "id": f"n{i}", "content": f"note {i}"} for i in range(4)]
     rows.append({"record_type": "memory", "id": "dup", "content": "clash"})
     res = invoke(runner, "--db", db, "import", "--batch-size", "3", write_jsonl(tmp_path / "in.jsonl", rows), expect=2)
-    assert "lines 4-5" in res.stderr and "3 of 5 record(s) imported, stopped at line 4" in res.stderr
-    assert "this batch wrote nothing" in res.stderr and "--on-conflict skip" in res.stderr
+    assert "line 5: ids already stored: 'dup' (memory)" in res.stderr
+    assert "nothing was written: 0 of 5 record(s) imported" in res.stderr and "--on-conflict skip" in res.stderr
     ids = [r["id"] for r in json.loads(invoke(runner, "--db", db, "--json", "list").stdout)]
-    assert ids == ["dup", "n0", "n1", "n2"]
+    assert ids == ["dup"]
 
 
 def test_import_from_stdin(runner, tmp_path):
