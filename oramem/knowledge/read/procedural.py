@@ -52,23 +52,38 @@ def _unit(v: Any) -> Optional[np.ndarray]:
     return a / n if n > 0 else None
 
 
+#: KC-5.10: the most preferences one directives block is written from
+_DIRECTIVES = 10
+
+
 async def directives_for(rt: KnowledgeRuntime, agent_id: str, persona_text: str, cfg: Any, now: datetime, call: Optional[TaskCall] = None,
                          *, user_id: Optional[str] = None) -> DirectiveBlock:
     """KC-5.10: active behavioral_preference observations (times_reinforced ≥ 1), ≤10, one
     ``directives`` call (fallback ``"- {title}"`` lines), per-instance cache."""
     mo = rt.tables.meta_observation
 
-    def load(c: sa.Connection) -> list[dict[str, Any]]:
-        found = [dict(r) for r in c.execute(
-            sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.confidence, mo.c.times_reinforced, mo.c.last_reinforced_at,
+    stmt = (sa.select(mo.c.id, mo.c.title, mo.c.text, mo.c.confidence, mo.c.times_reinforced, mo.c.last_reinforced_at,
                       mo.c.supporting_fact_ids)
             .where(reads.visible(mo, agent_id, user_id), mo.c.is_active == True,  # noqa: E712
                    mo.c.observation_type == "behavioral_preference", mo.c.times_reinforced >= 1)
-            .order_by(sa.desc(mo.c.times_reinforced), sa.desc(mo.c.last_reinforced_at), mo.c.id)
-        ).mappings()]
-        # KC-6.4 [ext] (obs47): not a preference written from a fact that has expired since
-        outlived = reads.observations_quoting_expired(c, rt.tables, found, now)
-        return [r for r in found if r["id"] not in outlived][:10]
+            .order_by(sa.desc(mo.c.times_reinforced), sa.desc(mo.c.last_reinforced_at), mo.c.id))
+
+    def load(c: sa.Connection) -> list[dict[str, Any]]:
+        # KC-6.4 [ext] (obs47): not a preference written from a fact that has expired since.
+        # Read page by page in the served order (the order ends with the primary key, so the
+        # pages neither overlap nor skip a row) until 10 are kept: a call reads about 10 rows,
+        # not every preference of the scope (rev48: obs47 had dropped the LIMIT 10)
+        out: list[dict[str, Any]] = []
+        offset, page = 0, _DIRECTIVES
+        while len(out) < _DIRECTIVES:
+            found = [dict(r) for r in c.execute(stmt.limit(page).offset(offset)).mappings()]
+            outlived = reads.observations_quoting_expired(c, rt.tables, found, now)
+            out += [r for r in found if r["id"] not in outlived]
+            if len(found) < page:
+                break
+            offset += len(found)
+            page = min(4 * page, 500)  # many expired ones: fewer round trips
+        return out[:_DIRECTIVES]
 
     rows = await rt.read(load)
     if not rows:
