@@ -312,9 +312,6 @@ class ErasureReport:
 
     tables: Mapping[str, int]
     records: tuple[tuple[str, str], ...] = ()
-    #: SC-8.5 [ext] (del48): other records the erasure rewrites (:class:`RecordRewrite`), applied
-    #: after ``records`` are deleted, on SQLite
-    rewrites: tuple["RecordRewrite", ...] = ()
 
 
 @dataclass(frozen=True)

@@ -78,30 +78,26 @@ def erase(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: P
     ``oramem_kg_jobs.on_store_delete`` leaves them to this eraser on Oracle) and the store
     records to delete with them."""
     records: list[tuple[str, str]] = []
-    rewrites: list[RecordRewrite] = []
     with _deleted_rows(conn, t) as gone:
         words = _actor_words(conn, t, event)  # read before her rows go
         for agent in event.agent_ids:
             for table in t.all_agent_tables() + [t.agent, t.job]:
                 conn.execute(sa.delete(table).where(table.c.agent_id == agent))
         if event.user_ids:
-            records, rewrites = _erase_user(conn, t, event, purge_facts)
+            records = _erase_user(conn, t, event, purge_facts)
         for batch in reads.chunked(list(event.thread_ids)):  # her private threads, gone whole (SC-13.3)
             _leave_removed_threads(conn, t, event, batch)
         _strip_queued_context(conn, t, event, words)
-    # the add_knowledge events of other scopes' facts that went with her (a shared fact
-    # learnt from her message) lose their lines in their store records too (del48)
-    return ErasureReport(dict(gone), tuple(records), tuple(rewrites))
+    return ErasureReport(dict(gone), tuple(records))
 
 
 def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_facts: PurgeFacts,
-                *, facts_of_events: bool = True) -> tuple[list[tuple[str, str]], list[RecordRewrite]]:
+                *, facts_of_events: bool = True) -> list[tuple[str, str]]:
     """Erase the users of ``event`` (KC-3.10); returns the knowledge store records to delete.
     ``facts_of_events=False`` (a profile cascade, whose deletion hook cannot delete store
     records): the facts of an erased event of another scope (a shared event in her private
     thread) stay, with ``source_event_id`` cleared, as after ``delete_thread``; her own facts
-    are among the cascade's records. Also returns the store records of the ``add_knowledge``
-    events that listed one of the facts erased, to rewrite (:func:`strip_given_events`)."""
+    are among the cascade's records."""
     ev, f, e, al, rel, lk = t.event, t.fact, t.entity, t.alias, t.relationship, t.link
     so, it, mo, cl = t.session_observation, t.intention, t.meta_observation, t.cluster
     users = set(event.user_ids)
@@ -116,7 +112,8 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
     events, facts, clusters, metas, observations = sel.events, sel.facts, sel.clusters, sel.metas, sel.observations
 
     carried = _keys_of(conn, t, facts)  # read before her facts go
-    rewrites = purge_facts(conn, None, sorted(facts)) if facts else []
+    if facts:
+        purge_facts(conn, None, sorted(facts))
     _forget_first_sightings(conn, t, events, carried)
     # summaries written from her facts: cleared (stale, so the next refresh rewrites them
     # from what is left); her own entities go below
@@ -146,7 +143,7 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
         conn.execute(sa.update(e).where(e.c.id == entity_id).values(display_name=name))
     # her knowledge store records; threads are the store's (a thread is a conversation, not
     # a grant: its row and other users' records in it are never erased from here)
-    return [("fact", fid) for fid in sorted(facts)] + [("message", eid) for eid in sorted(events)], rewrites
+    return [("fact", fid) for fid in sorted(facts)] + [("message", eid) for eid in sorted(events)]
 
 
 def _keys_of(conn: sa.Connection, t: KGTables, facts: set[str]) -> set[tuple[str, str]]:
@@ -461,9 +458,9 @@ def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, p
         # rows of her scope that have no store record (entities, aliases, edges,
         # intentions, observations, clusters, queued writes) and what cites her rows
         # (found first, while her events and facts are still there to match)
-        rewrites += _erase_user(conn, t, event, purge, facts_of_events=False)[1]
+        _erase_user(conn, t, event, purge, facts_of_events=False)
     if fact_ids:
-        rewrites += purge(conn, None, fact_ids)
+        rewrites = purge(conn, None, fact_ids)
     ev = t.event
     if event.thread_ids:
         for batch in reads.chunked(list(event.thread_ids)):

@@ -540,7 +540,6 @@ class SQLiteEngine(Engine):
                     "call KnowledgeMemory(store, llm=None).forget(...) (or run `oramem forget`); nothing was deleted"
                 )
             mutations.delete_keys(tx, [key for r in reports for key in r.records])
-            mutations.rewrite_records(tx, [rw for r in reports for rw in r.rewrites])
             if request.tombstone is not None:  # SC-14.3: the tombstone commits with the erasure
                 erasure_log.write_tombstone(tx.conn, tx.tables.store_id, request.tombstone)
             # SC-16.6: the audit entries of the actor's scope, in the erasure's transaction: an
