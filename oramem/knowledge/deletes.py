@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional, Protocol
 
 import sqlalchemy as sa
 
@@ -47,7 +47,11 @@ __all__ = ["erase", "apply_store_delete", "OracleEraser", "purge_facts", "purger
            "strip_given_events",
            "delete_fact_async", "delete_agent_async", "forget_async"]
 
-PurgeFacts = Callable[[sa.Connection, Any, list[str]], list[RecordRewrite]]
+class PurgeFacts(Protocol):
+    """:func:`purge_facts` bound to a runtime (:func:`purger`)."""
+
+    def __call__(self, conn: sa.Connection, agent_id: Optional[str], ids: list[str], *,
+                 given_events: bool = True) -> list[RecordRewrite]: ...
 
 
 @contextlib.contextmanager
@@ -113,7 +117,11 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
 
     carried = _keys_of(conn, t, facts)  # read before her facts go
     if facts:
-        purge_facts(conn, None, sorted(facts))
+        # the add_knowledge events listing her facts are hers and go below; one of another
+        # scope listing a fact erased with her (a shared fact learnt from her message) is
+        # left as it is: forget erases what ``oramem export --user`` selects
+        # (ownership.user_rows), which does not select it (KC-3.6 [ext], del48: a gap)
+        purge_facts(conn, None, sorted(facts), given_events=False)
     _forget_first_sightings(conn, t, events, carried)
     # summaries written from her facts: cleared (stale, so the next refresh rewrites them
     # from what is left); her own entities go below
@@ -299,11 +307,13 @@ def strip_given_events(conn: sa.Connection, t: KGTables, ids: list[str]) -> list
     return out
 
 
-def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[str], ids: list[str]) -> list[RecordRewrite]:
+def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[str], ids: list[str], *,
+                given_events: bool = True) -> list[RecordRewrite]:
     """Remove facts with their links and evidenced edges, and the meta observations citing
     them (obs47); references stop naming them. The ``add_knowledge`` events listing them lose
     their lines (:func:`strip_given_events`, del48): returns those events' store records to
-    rewrite, which the caller applies in the same transaction."""
+    rewrite, which the caller applies in the same transaction (``given_events=False``: an
+    erasure's, which leaves them, :func:`_erase_user`)."""
     t = rt.tables
     f, lk, r_ = t.fact, t.link, t.relationship
     keys: set[tuple[str, Optional[str], str]] = set()
@@ -311,7 +321,7 @@ def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[st
     if agent_id is not None:
         own = [r[0] for cond in reads.in_batches(f.c.id, sorted(set(ids)))
                for r in conn.execute(sa.select(f.c.id).where(cond, f.c.agent_id == agent_id))]
-    rewrites = strip_given_events(conn, t, own)
+    rewrites = strip_given_events(conn, t, own) if given_events else []
     for batch in reads.chunked(sorted(set(ids))):
         cond_f: sa.ColumnElement[bool] = f.c.id.in_(batch)
         if agent_id is not None:
