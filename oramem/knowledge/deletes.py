@@ -47,6 +47,7 @@ __all__ = ["erase", "apply_store_delete", "OracleEraser", "purge_facts", "purger
            "strip_given_events",
            "delete_fact_async", "delete_agent_async", "forget_async"]
 
+
 class PurgeFacts(Protocol):
     """:func:`purge_facts` bound to a runtime (:func:`purger`)."""
 
