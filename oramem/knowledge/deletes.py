@@ -270,23 +270,30 @@ def strip_given_events(conn: sa.Connection, t: KGTables, ids: list[str]) -> list
     ev, f = t.event, t.fact
     gone = set(ids)
     candidates: set[str] = set()
-    since: dict[tuple[str, Optional[str]], Any] = {}
+    # a later call that only confirmed a fact (NOOP) lists it too; a NOOP is the only write
+    # that raises reinforcement_count and it sets last_confirmed_at to its event's time, so
+    # only a confirmed fact needs a look at its scope's events, and only at those written
+    # between the fact and its last confirmation (a never-confirmed fact, the usual case,
+    # costs no scan of the scope's events)
+    window: dict[tuple[str, Optional[str]], tuple[Any, Any]] = {}
     for cond in reads.in_batches(f.c.id, sorted(gone)):
-        for source, agent, user, created in conn.execute(
-                sa.select(f.c.source_event_id, f.c.agent_id, f.c.user_id, f.c.created_at).where(cond)):
+        for source, agent, user, created, confirmed, count in conn.execute(
+                sa.select(f.c.source_event_id, f.c.agent_id, f.c.user_id, f.c.created_at, f.c.last_confirmed_at,
+                          f.c.reinforcement_count).where(cond)):
             if source is not None:
                 candidates.add(source)
+            if not count or confirmed is None:
+                continue
             key = (agent, user)
-            since[key] = created if key not in since or created < since[key] else since[key]
+            lo, hi = window.get(key, (created, confirmed))
+            window[key] = (min(lo, created), max(hi, confirmed))
     cols = (ev.c.id, ev.c.agent_id, ev.c.user_id, ev.c.trace_json)
     rows: dict[str, tuple[Any, ...]] = {}
     for cond in reads.in_batches(ev.c.id, sorted(candidates)):
         rows.update((r[0], tuple(r)) for r in conn.execute(sa.select(*cols).where(cond, ev.c.trace_json.is_not(None))))
-    # a later call that confirmed the fact (NOOP) lists it too: the scope's events since the
-    # fact was written
-    for (agent, user), created in sorted(since.items(), key=repr):
+    for (agent, user), (lo, hi) in sorted(window.items(), key=repr):
         rows.update((r[0], tuple(r)) for r in conn.execute(sa.select(*cols).where(
-            reads.owned(ev, agent, user), ev.c.created_at >= created, ev.c.trace_json.is_not(None))))
+            reads.owned(ev, agent, user), ev.c.created_at >= lo, ev.c.created_at <= hi, ev.c.trace_json.is_not(None))))
     out: list[RecordRewrite] = []
     for eid, agent, user, trace in sorted(rows.values(), key=lambda r: str(r[0])):
         given = trace.get(commit_mod.GIVEN) if isinstance(trace, dict) else None
