@@ -39,6 +39,7 @@ __all__ = [
     "DeletionEvent",
     "ForgetRequest",
     "ErasureReport",
+    "RecordRewrite",
 ]
 
 
@@ -311,3 +312,20 @@ class ErasureReport:
 
     tables: Mapping[str, int]
     records: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RecordRewrite:
+    """What a deletion hook changes in another store record in the deleting transaction
+    (SC-8.5 [ext], del48): the record ``(record_type, record_id)`` of the owner
+    ``(agent_id, user_id)`` (a record of another owner under the id is not touched) gets
+    ``content`` as its text and one retrieval row of that text with no vector (the hook
+    cannot embed; its old rows and vectors go), or is deleted when ``content`` is None.
+    A hook returns a tuple of them (the knowledge layer: an ``add_knowledge`` event that
+    listed a deleted fact loses its line)."""
+
+    record_type: str
+    record_id: str
+    agent_id: Optional[str]
+    user_id: Optional[str]
+    content: Optional[str]

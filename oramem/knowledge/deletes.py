@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional, Protocol
 
 import sqlalchemy as sa
 
-from ..requests import DeletionEvent, ErasureReport
+from ..requests import DeletionEvent, ErasureReport, RecordRewrite
 from . import checks
 from .db import queries as reads
 from .db.schema import KGTables
@@ -44,9 +44,15 @@ from .text import to_utc, validate_agent_id
 from .write import commit as commit_mod
 
 __all__ = ["erase", "apply_store_delete", "OracleEraser", "purge_facts", "purger", "delete_chain", "delete_agent", "deletion_hook",
+           "strip_given_events",
            "delete_fact_async", "delete_agent_async", "forget_async"]
 
-PurgeFacts = Callable[[sa.Connection, Any, list[str]], None]
+
+class PurgeFacts(Protocol):
+    """:func:`purge_facts` bound to a runtime (:func:`purger`)."""
+
+    def __call__(self, conn: sa.Connection, agent_id: Optional[str], ids: list[str], *,
+                 given_events: bool = True) -> list[RecordRewrite]: ...
 
 
 @contextlib.contextmanager
@@ -112,7 +118,11 @@ def _erase_user(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge_fa
 
     carried = _keys_of(conn, t, facts)  # read before her facts go
     if facts:
-        purge_facts(conn, None, sorted(facts))
+        # the add_knowledge events listing her facts are hers and go below; one of another
+        # scope listing a fact erased with her (a shared fact learnt from her message) is
+        # left as it is: forget erases what ``oramem export --user`` selects
+        # (ownership.user_rows), which does not select it (KC-3.6 [ext], del48: a gap)
+        purge_facts(conn, None, sorted(facts), given_events=False)
     _forget_first_sightings(conn, t, events, carried)
     # summaries written from her facts: cleared (stale, so the next refresh rewrites them
     # from what is left); her own entities go below
@@ -248,12 +258,78 @@ class OracleEraser:
             apply_store_delete(conn, self._tables, event, self._purge_facts)
 
 
-def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[str], ids: list[str]) -> None:
+def strip_given_events(conn: sa.Connection, t: KGTables, ids: list[str]) -> list[RecordRewrite]:
+    """KC-3.6 [ext] (del48): the events ``add_knowledge`` calls synthesised that list one of
+    the facts ``ids`` (``trace_json`` ``given``, ``write.commit.given_of``: the fact it was
+    stored as, or the current fact it confirmed) lose that fact's line, before the facts go:
+    the event row's text is rewritten from the lines left, its vector dropped (it was the
+    embedding of the old text; no embedder runs inside a delete) and its ``given`` updated; an
+    event with no line left is deleted (its facts' ``source_event_id`` cleared). An event of a
+    conversation message (no ``given``) is the conversation and stays as it is. Returns the
+    events' store ``message`` records to rewrite the same way (their owner: the event's scope)."""
+    ev, f = t.event, t.fact
+    gone = set(ids)
+    candidates: set[str] = set()
+    # a later call that only confirmed a fact (NOOP) lists it too; a NOOP is the only write
+    # that raises reinforcement_count and it sets last_confirmed_at to its event's time, so
+    # only a confirmed fact needs a look at its scope's events, and only at those written
+    # between the fact and its last confirmation (a never-confirmed fact, the usual case,
+    # costs no scan of the scope's events)
+    window: dict[tuple[str, Optional[str]], tuple[Any, Any]] = {}
+    for cond in reads.in_batches(f.c.id, sorted(gone)):
+        for source, agent, user, created, confirmed, count in conn.execute(
+                sa.select(f.c.source_event_id, f.c.agent_id, f.c.user_id, f.c.created_at, f.c.last_confirmed_at,
+                          f.c.reinforcement_count).where(cond)):
+            if source is not None:
+                candidates.add(source)
+            if not count or confirmed is None:
+                continue
+            key = (agent, user)
+            lo, hi = window.get(key, (created, confirmed))
+            window[key] = (min(lo, created), max(hi, confirmed))
+    cols = (ev.c.id, ev.c.agent_id, ev.c.user_id, ev.c.trace_json)
+    rows: dict[str, tuple[Any, ...]] = {}
+    for cond in reads.in_batches(ev.c.id, sorted(candidates)):
+        rows.update((r[0], tuple(r)) for r in conn.execute(sa.select(*cols).where(cond, ev.c.trace_json.is_not(None))))
+    for (agent, user), (lo, hi) in sorted(window.items(), key=repr):
+        rows.update((r[0], tuple(r)) for r in conn.execute(sa.select(*cols).where(
+            reads.owned(ev, agent, user), ev.c.created_at >= lo, ev.c.created_at <= hi, ev.c.trace_json.is_not(None))))
+    out: list[RecordRewrite] = []
+    for eid, agent, user, trace in sorted(rows.values(), key=lambda r: str(r[0])):
+        given = trace.get(commit_mod.GIVEN) if isinstance(trace, dict) else None
+        if not isinstance(given, dict):
+            continue
+        lines, fids = list(given.get("lines") or []), list(given.get("fact_ids") or [])
+        if len(lines) != len(fids) or not any(fid in gone for fid in fids):
+            continue
+        kept = [(line, fid) for line, fid in zip(lines, fids) if fid not in gone]
+        if not kept:
+            conn.execute(sa.update(f).where(f.c.source_event_id == eid).values(source_event_id=None))
+            conn.execute(sa.delete(ev).where(ev.c.id == eid))
+            out.append(RecordRewrite("message", eid, agent, user, None))
+            continue
+        text = "\n".join(line for line, _ in kept)
+        new_trace = {**trace, commit_mod.GIVEN: {"lines": [x for x, _ in kept], "fact_ids": [y for _, y in kept]}}
+        conn.execute(sa.update(ev).where(ev.c.id == eid).values(text=text, trace_json=new_trace, embedding_vec=None))
+        out.append(RecordRewrite("message", eid, agent, user, text))
+    return out
+
+
+def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[str], ids: list[str], *,
+                given_events: bool = True) -> list[RecordRewrite]:
     """Remove facts with their links and evidenced edges, and the meta observations citing
-    them (obs47); references stop naming them."""
+    them (obs47); references stop naming them. The ``add_knowledge`` events listing them lose
+    their lines (:func:`strip_given_events`, del48): returns those events' store records to
+    rewrite, which the caller applies in the same transaction (``given_events=False``: an
+    erasure's, which leaves them, :func:`_erase_user`)."""
     t = rt.tables
     f, lk, r_ = t.fact, t.link, t.relationship
     keys: set[tuple[str, Optional[str], str]] = set()
+    own = ids
+    if agent_id is not None:
+        own = [r[0] for cond in reads.in_batches(f.c.id, sorted(set(ids)))
+               for r in conn.execute(sa.select(f.c.id).where(cond, f.c.agent_id == agent_id))]
+    rewrites = strip_given_events(conn, t, own) if given_events else []
     for batch in reads.chunked(sorted(set(ids))):
         cond_f: sa.ColumnElement[bool] = f.c.id.in_(batch)
         if agent_id is not None:
@@ -280,6 +356,7 @@ def purge_facts(rt: KnowledgeRuntime, conn: sa.Connection, agent_id: Optional[st
         by_scope.setdefault((a, u), set()).add(k)
     for (a, u), ks in by_scope.items():
         commit_mod.recount(conn, t, a, ks, now, u)
+    return rewrites
 
 
 def purger(rt: KnowledgeRuntime) -> PurgeFacts:
@@ -296,9 +373,16 @@ def delete_chain(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Opt
         if not ids:
             return False
         with rt.backend.write("knowledge delete", agent_id) as conn:
-            purge_facts(rt, conn, agent_id, ids)  # clears the summaries citing them too (KC-6.7, red33)
+            # clears the summaries citing them too (KC-6.7, red33), and their lines from the
+            # add_knowledge events listing them (del48)
+            rewrites = purge_facts(rt, conn, agent_id, ids)
             for fid in ids:  # same transaction (the deletion hook finds nothing left); own records only
                 commit_mod.delete_own_record(rt.store, "fact", fid, agent_id, user_id)
+            for rw in rewrites:  # the events' records: re-embedded from the lines left, or deleted
+                if rw.content is None:
+                    commit_mod.delete_own_record(rt.store, rw.record_type, rw.record_id, agent_id, rw.user_id)
+                else:
+                    commit_mod.update_own_text(rt.store, rw.record_type, rw.record_id, agent_id, rw.user_id, rw.content)
         return True
 
 
@@ -371,15 +455,19 @@ def deletion_hook(rt: KnowledgeRuntime, dbapi_conn: Any, event: Any) -> Any:
     with rt.backend.hook_connection(dbapi_conn) as conn:
         if event.reason == "forget":
             return erase(conn, t, event, purger(rt))
-        apply_store_delete(conn, t, event, purger(rt))
-    return None
+        # the add_knowledge events that listed a deleted fact: their store records are
+        # rewritten by the store in this transaction (SC-8.5 [ext], del48)
+        return tuple(apply_store_delete(conn, t, event, purger(rt)))
 
 
-def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge: PurgeFacts) -> None:
+def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, purge: PurgeFacts) -> list[RecordRewrite]:
     """What a store-side delete, cascade or purge (not a ``forget``) takes from the knowledge
     tables: the SQLite deletion hook's work, and on Oracle the knowledge eraser's for a
     user's profile cascade (:meth:`OracleEraser.erase_cascade`), whose PL/SQL hook leaves
-    it every row (``oramem_store.delete_record_json`` ``in_reason => 'erase'``)."""
+    it every row (``oramem_store.delete_record_json`` ``in_reason => 'erase'``). Returns the
+    store records of the ``add_knowledge`` events that listed a deleted fact, to rewrite
+    (:func:`strip_given_events`; the SQLite engine applies them in the delete's transaction)."""
+    rewrites: list[RecordRewrite] = []
     fact_ids = _own_rows(conn, t.fact, event, "fact")
     msg_ids = _own_rows(conn, t.event, event, "message")
     words = _actor_words(conn, t, event)  # an actor's cascade: read before its rows go
@@ -390,7 +478,7 @@ def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, p
         # (found first, while her events and facts are still there to match)
         _erase_user(conn, t, event, purge, facts_of_events=False)
     if fact_ids:
-        purge(conn, None, fact_ids)
+        rewrites = purge(conn, None, fact_ids)
     ev = t.event
     if event.thread_ids:
         for batch in reads.chunked(list(event.thread_ids)):
@@ -405,6 +493,9 @@ def apply_store_delete(conn: sa.Connection, t: KGTables, event: DeletionEvent, p
             conn.execute(sa.delete(table).where(table.c.agent_id == agent))
         conn.execute(sa.delete(t.job).where(t.job.c.agent_id == agent))
     _strip_queued_context(conn, t, event, words)
+    # an event the delete took itself (its record deleted, its thread removed) needs no rewrite
+    taken = {("message", m) for m in msg_ids} | set(event.records)
+    return [rw for rw in rewrites if (rw.record_type, rw.record_id) not in taken]
 
 
 def _own_rows(conn: sa.Connection, table: sa.Table, event: DeletionEvent, record_type: str) -> list[str]:

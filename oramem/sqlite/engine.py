@@ -29,7 +29,7 @@ from ..engine import Block, DeletionHook, DeletionHookSpec, Engine
 from ..embedders.identity import decode_identity, describe_identity, how_to_open, same_identity
 from ..errors import StoreClosed, StoreError, StoreNotFound, StoreSettingsMismatch
 from ..requests import (
-    AddRequest, DeletionEvent, ErasureReport, ForgetRequest, ListRequest, Scope, ScopeMatch, SearchRequest, StoreSettings,
+    AddRequest, DeletionEvent, ErasureReport, ForgetRequest, RecordRewrite, ListRequest, Scope, ScopeMatch, SearchRequest, StoreSettings,
     UpdateRequest,
 )
 from ..types import PROFILE_TYPES, Record, SchemaPolicy, SearchIndexSyncMode, SearchStrategy
@@ -416,7 +416,9 @@ class SQLiteEngine(Engine):
         if event is None:
             return
         for hook in list(self._hooks):
-            hook(tx.conn, event)
+            result = hook(tx.conn, event)
+            if isinstance(result, tuple):  # SC-8.5 [ext]: the records it rewrites (del48)
+                mutations.rewrite_records(tx, [r for r in result if isinstance(r, RecordRewrite)])
 
     # -- writes --------------------------------------------------------------------------
     def add(self, request: AddRequest) -> list[str]:

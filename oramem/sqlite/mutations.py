@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, NoReturn, Optional, Sequence
 import numpy as np
 
 from ..errors import DuplicateRecordError
-from ..requests import AddRequest, DeletionEvent, RetrievalChange, UpdateRequest
+from ..requests import AddRequest, ChunkRow, DeletionEvent, RecordRewrite, RetrievalChange, UpdateRequest
 from ..types import NOT_SET, PROFILE_TYPES, NotSetType, SCOPED_TYPES, SearchIndexSyncMode, SearchStrategy
 from .records import dump_metadata
 from .schema import SCHEMA_VERSION, SCOPED_FTS_VERSION, StoreTables, has_keyword
@@ -618,6 +618,24 @@ def delete_keys(tx: WriteTx, keys: Sequence[tuple[str, str]]) -> None:
     in_keys = "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:keys))"
     tx.delete_records(_victims(tx, f"(record_type, id) IN {in_keys} AND user_id IS NULL",
                                {"keys": json.dumps([list(k) for k in keys])}))
+
+
+def rewrite_records(tx: WriteTx, rewrites: Sequence[RecordRewrite]) -> None:
+    """SC-8.5 [ext] (del48): what a deletion hook rewrites in other records of the deleting
+    transaction. A record of the rewrite's owner only (agent and user; another owner's record
+    under the id stays, SC-13.1): deleted when ``content`` is None (deletion hooks are not run
+    again), else its text replaced and its retrieval rows by one row of that text without a
+    vector (no embedder runs inside a delete), as ``update(text=..., embedding=None)``."""
+    for rw in rewrites:
+        victims = _victims(tx, "record_type = :t AND id = :i AND agent_id IS :a AND user_id IS :u",
+                           {"t": rw.record_type, "i": rw.record_id, "a": rw.agent_id, "u": rw.user_id})
+        if not victims:
+            continue
+        if rw.content is None:
+            tx.delete_records(victims)
+            continue
+        update_record(tx, UpdateRequest(rw.record_type, rw.record_id, content=rw.content,
+                                        retrieval=RetrievalChange.REPLACE, chunks=(ChunkRow(rw.content, None),)))
 
 
 def forget(tx: WriteTx, profile_type: str, actor_id: str) -> DeletionEvent:

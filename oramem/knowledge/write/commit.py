@@ -116,6 +116,17 @@ def delete_own_record(store: Any, record_type: str, record_id: str, agent_id: st
         return bool(store.delete(record_type, record_id))
 
 
+def update_own_text(store: Any, record_type: str, record_id: str, agent_id: str, user_id: Optional[str],
+                    text: str) -> bool:
+    """Replace the text of a knowledge row's own store record (as :func:`delete_own_record`
+    checks it), re-embedded by the store's embedder: an ``add_knowledge`` event that lost a
+    deleted fact's line (del48). False when it was left alone."""
+    with store.transaction():
+        if not _own_record(store, record_type, record_id, agent_id, user_id):
+            return False
+        return bool(store.update(record_type, record_id, text=text))
+
+
 def store_fact_metadata_for(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Current store metadata of facts, rebuilt from their rows and links."""
     f = t.fact
@@ -486,10 +497,46 @@ def provenance_of(run: WriteRun, plan: Plan) -> dict[str, Any]:
     }
 
 
+#: the key of an ``add_knowledge`` event's ``trace_json`` that lists its text's lines and the
+#: fact each one lists (:func:`given_of`; KC-3.6 [ext], del48)
+GIVEN = "given"
+
+
+def given_of(run: WriteRun) -> Optional[dict[str, Any]]:
+    """What an ``add_knowledge`` call's event records of its text (KC-3.6 [ext], del48):
+    ``lines`` the lines of its text (``run.given_lines``) and ``fact_ids`` per line the id of
+    the fact row that line's item was stored as or confirmed (ADD / UPDATE: the new row, NOOP:
+    the current row; ``None`` for a relation or entity line, or an item that stored nothing).
+    A deleted fact's line leaves the text (``deletes.strip_given_events``). None for a message's
+    event: a conversation is not rewritten by a fact delete."""
+    if run.given_lines is None:
+        return None
+    by_idx: dict[int, str] = {}
+    for d in run.decisions:
+        fid = d.evidence_id
+        if fid is not None and not d.fact.mirror:
+            by_idx.setdefault(d.fact.idx, fid)
+
+    def norm(line: str) -> str:
+        return " ".join(line.split()).casefold()
+
+    lines = [line for line, _ in run.given_lines]
+    ids = [None if idx is None else by_idx.get(idx) for _, idx in run.given_lines]
+    # an item dropped as a duplicate of another in the call (the same subject and text, up to
+    # case and spaces) lists that one's row
+    seen = {norm(line): fid for line, fid in zip(lines, ids) if fid is not None}
+    ids = [seen.get(norm(line)) if fid is None and idx is not None else fid
+           for line, fid, (_, idx) in zip(lines, ids, run.given_lines)]
+    return {"lines": lines, "fact_ids": ids}
+
+
 def _knowledge_tx(run: WriteRun, conn: sa.Connection, plan: Plan, event_mode: str, trace: dict[str, Any]) -> list[dict[str, Any]]:
     t = run.t
     ag, now = run.agent_id, run.now
     trace = {**trace, PROVENANCE: provenance_of(run, plan)}
+    given = given_of(run)
+    if given is not None:
+        trace[GIVEN] = given
     # event
     faults.check("event")
     emotion = run.emotion or {}

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from ..text import parse_when
 
-__all__ = ["build_reply", "event_text"]
+__all__ = ["build_reply", "event_lines", "event_text"]
 
 _ENTITY_KEYS = {"name", "type", "aliases"}
 _FACT_KEYS = {"subject", "fact", "subject_type", "attribute_key", "value", "valid_from", "confidence", "category", "ttl_days"}
@@ -120,13 +120,20 @@ def build_reply(entities: Optional[list[Any]], facts: Optional[list[Any]], relat
     return {"entities": list(ents.values()), "facts": out_facts, "relations": out_rels}
 
 
-def event_text(reply: Mapping[str, Any]) -> str:
-    """The event text that records a deterministic write: one line per item."""
-    lines = [f"{f['subject']}: {f['fact']}" for f in reply["facts"]]
-    lines += [f"{r['source']} —{r['rel_type']}→ {r['target']}" for r in reply["relations"]]
+def event_lines(reply: Mapping[str, Any]) -> list[tuple[str, Optional[int]]]:
+    """The lines of the event text that records a deterministic write, one per item, each with
+    the index of the fact item it lists (``None`` for a relation or entity line). The event
+    keeps them in its ``trace_json`` (KC-3.6 [ext], del48: a deleted fact's line leaves it)."""
+    lines: list[tuple[str, Optional[int]]] = [(f"{f['subject']}: {f['fact']}", i) for i, f in enumerate(reply["facts"])]
+    lines += [(f"{r['source']} —{r['rel_type']}→ {r['target']}", None) for r in reply["relations"]]
     mentioned = {f["subject"].lower() for f in reply["facts"]} | {
         n.lower() for r in reply["relations"] for n in (r["source"], r["target"])
     }
-    lines += [f"entity: {e['name']}" + (f" ({e['type']})" if e.get("type") else "") for e in reply["entities"]
+    lines += [("entity: " + e["name"] + (f" ({e['type']})" if e.get("type") else ""), None) for e in reply["entities"]
               if e["name"].lower() not in mentioned]
-    return "\n".join(lines)
+    return lines
+
+
+def event_text(reply: Mapping[str, Any]) -> str:
+    """The event text that records a deterministic write: one line per item."""
+    return "\n".join(line for line, _ in event_lines(reply))

@@ -24,7 +24,7 @@ from ..runtime import KnowledgeRuntime
 from ..text import parse_when, validate_agent_id
 from ..types import WriteResult
 from . import erasures
-from .deterministic import build_reply, event_text
+from .deterministic import build_reply, event_lines, event_text
 from .run import run_write
 from .state import WriteRun
 
@@ -139,6 +139,7 @@ def manual_run(rt: KnowledgeRuntime, config: KnowledgeConfig, has_llm: bool, age
         occurred_at=when, recent_messages=[], dry_run=False, cfg=cfg, now=now, verbose=False, user_id=user_id,
     )
     run.rule_based_reconcile = not has_llm
+    run.given_lines = event_lines(reply)
     return run, reply, screened
 
 

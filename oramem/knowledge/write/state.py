@@ -76,6 +76,9 @@ class WriteState:
     event_id: str
     trace: Optional[PipelineTrace]
     rule_based_reconcile: bool = False  # deterministic writes without an LLM
+    #: an ``add_knowledge`` call's event lines (``deterministic.event_lines``): the event its
+    #: commit writes records which fact each line lists (KC-3.6 [ext], del48); None for a message
+    given_lines: Optional[list[tuple[str, Optional[int]]]] = None
     degraded: list[str] = field(default_factory=list)  # KC-4.22: LLM steps that fell back to rules
     #: erasures.ErasureMark: the erasures of the write's user and agent seen before it read;
     #: its commit refuses when one committed since (KC-3.10)
