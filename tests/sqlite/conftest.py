@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from oramem import SQLiteMemoryStore
 
@@ -110,3 +111,11 @@ def decoded_ids(monkeypatch) -> list:
     monkeypatch.setattr(engine_module, "to_record", counting)
     return seen
 
+
+@pytest.fixture
+def runner(monkeypatch):
+    """A click runner for the CLI with none of the environment's store settings (ORAMEM_DB,
+    ORAMEM_STORE, ORAMEM_STRATEGY), so a test's --db and flags decide."""
+    for var in ("ORAMEM_DB", "ORAMEM_STORE", "ORAMEM_STRATEGY"):
+        monkeypatch.delenv(var, raising=False)
+    return CliRunner()

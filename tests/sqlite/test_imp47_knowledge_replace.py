@@ -24,7 +24,6 @@ import json
 
 import pytest
 import sqlalchemy as sa
-from click.testing import CliRunner
 
 from oramem import SQLiteMemoryStore, jsonl
 from oramem.cli import cli
@@ -36,13 +35,6 @@ ALICE, BOB = "alice-7f3a", "bob-2c9e"
 ALICE_FACT = "ALICE_FACT_z3 alice takes insulin at noon"
 SHARED_FACT = "SHARED_FACT_k8 the office opens at nine"
 BOB_FACT = "BOB_FACT_q7 bob drinks mate"
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    for var in ("ORAMEM_DB", "ORAMEM_STORE", "ORAMEM_STRATEGY"):
-        monkeypatch.delenv(var, raising=False)
-    return CliRunner()
 
 
 def _engine(path):

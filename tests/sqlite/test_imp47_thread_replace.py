@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from oramem import SQLiteMemoryStore
 from oramem.cli import cli
@@ -25,13 +24,6 @@ from oramem.embedders import HashEmbedder
 from oramem.errors import DuplicateRecordError
 
 ALICE, BOB = "alice-7f3a", "bob-2c9e"
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    for var in ("ORAMEM_DB", "ORAMEM_STORE", "ORAMEM_STRATEGY"):
-        monkeypatch.delenv(var, raising=False)
-    return CliRunner()
 
 
 def _store(path):

@@ -15,26 +15,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from oramem import SQLiteMemoryStore, jsonl
+from oramem import jsonl
 from oramem.cli import cli
-from oramem.embedders import HashEmbedder
 from oramem.errors import DuplicateRecordError
 from oramem.sqlite._sqlite import sqlite3
 
-ALICE, BOB = "alice-7f3a", "bob-2c9e"
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    for var in ("ORAMEM_DB", "ORAMEM_STORE", "ORAMEM_STRATEGY"):
-        monkeypatch.delenv(var, raising=False)
-    return CliRunner()
-
-
-def _store(path):
-    return SQLiteMemoryStore(str(path), embedder=HashEmbedder(dim=32))
+# the store and the two users of imp47's tests (the CLI runner: conftest.py)
+from .test_imp47_thread_replace import ALICE, BOB, _store
 
 
 @pytest.fixture
