@@ -378,7 +378,7 @@ def delete_chain(rt: KnowledgeRuntime, agent_id: str, fact_id: str, user_id: Opt
             rewrites = purge_facts(rt, conn, agent_id, ids)
             for fid in ids:  # same transaction (the deletion hook finds nothing left); own records only
                 commit_mod.delete_own_record(rt.store, "fact", fid, agent_id, user_id)
-            for rw in rewrites:  # the events' records: re-embedded from the lines left, or deleted
+            for rw in rewrites:  # the events' records: the lines left without a vector (no embedder needed), or deleted
                 if rw.content is None:
                     commit_mod.delete_own_record(rt.store, rw.record_type, rw.record_id, agent_id, rw.user_id)
                 else:

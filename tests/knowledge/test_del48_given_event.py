@@ -115,8 +115,8 @@ def _nearest_message(store, text: str) -> float:
 @pytest.mark.parametrize("how", ["delete", "store", "purge"])
 def test_no_vector_of_the_old_text_is_left(env, how):  # noqa: F811
     """The rewritten event's vectors (its store record's retrieval row, its knowledge row)
-    are not the old text's: re-embedded from the text left by ``delete``, dropped by a
-    store-side delete (no embedder runs inside the store's delete)."""
+    are not the old text's: dropped, by ``delete`` as by a store-side delete (no embedder runs
+    inside the store's delete, and a delete never needs one: the test below)."""
     path, store, km, _, clock = env
     code, _ = _add(km, "alice", together=True, ttl=1 if how == "purge" else None)
     items = _items("alice")
@@ -129,8 +129,7 @@ def test_no_vector_of_the_old_text_is_left(env, how):  # noqa: F811
     assert (user, text, vec) == ("alice", new, None)
     [record] = store.list("message", limit=None)
     assert record.content == new and record.user_id == "alice"
-    if how == "delete":  # re-embedded by the store's embedder
-        assert _nearest_message(store, new) < 1e-4
+    assert _nearest_message(store, new) == 2.0  # no vector: vector search does not return it
     # keyword search still finds it (its one retrieval row holds the text left)
     assert [r.id for r, _ in store.search("blue door", k=5, record_types=["message"], strategy="keyword")] == [record.id]
 
@@ -209,3 +208,25 @@ def test_a_message_event_is_the_conversation_and_stays(env):  # noqa: F811
         conn.execute(sa.update(ev).values(text=said, trace_json={"status": "ok"}))
     assert km.delete(AGENT, fid) is True
     assert [t for _, t, _ in _event_rows(km).values()] == [said]
+
+
+def test_a_delete_needs_no_embedder(env):  # noqa: F811
+    """Stripping the deleted fact's line from the event's store record re-embedded it through
+    ``store.update``, so with the embedding service unreachable (or the store moved by another
+    process's ``reembed``) ``delete`` of the fact raised and the fact stayed. Now the record
+    keeps the lines left without a vector, as the store-side hook leaves it: the delete goes
+    through with the embedder down."""
+    path, store, km, _, clock = env
+    code, door = _add(km, "alice", together=True)
+    items = _items("alice")
+
+    def down(*_a: Any, **_k: Any) -> Any:
+        raise ConnectionError("embedding service unreachable")
+
+    store.embedder.embed = down  # type: ignore[method-assign]
+    store.embedder.embed_async = down  # type: ignore[method-assign]
+    assert km.delete(AGENT, code, user_id="alice")
+    assert {f.id for f in km.get_all(AGENT, user_id="alice")} == {door}
+    [record] = store.list("message", limit=None)
+    assert record.content == f"{items[1]['subject']}: {items[1]['fact']}"
+    assert SECRET["alice"] not in record.content

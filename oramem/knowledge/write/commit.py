@@ -119,12 +119,15 @@ def delete_own_record(store: Any, record_type: str, record_id: str, agent_id: st
 def update_own_text(store: Any, record_type: str, record_id: str, agent_id: str, user_id: Optional[str],
                     text: str) -> bool:
     """Replace the text of a knowledge row's own store record (as :func:`delete_own_record`
-    checks it), re-embedded by the store's embedder: an ``add_knowledge`` event that lost a
-    deleted fact's line (del48). False when it was left alone."""
+    checks it): an ``add_knowledge`` event that lost a deleted fact's line (del48). Its
+    retrieval rows become the new text without a vector (``embedding=None``), as the store-side
+    deletion hook leaves it (SC-8.5 [ext]): a delete never needs the embedder (an unreachable
+    embedding service, or a store another process moved with ``reembed``, would otherwise
+    refuse the deletion of the fact). False when it was left alone."""
     with store.transaction():
         if not _own_record(store, record_type, record_id, agent_id, user_id):
             return False
-        return bool(store.update(record_type, record_id, text=text))
+        return bool(store.update(record_type, record_id, text=text, embedding=None))
 
 
 def store_fact_metadata_for(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, dict[str, Any]]:
