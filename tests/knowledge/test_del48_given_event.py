@@ -230,3 +230,23 @@ def test_a_delete_needs_no_embedder(env):  # noqa: F811
     [record] = store.list("message", limit=None)
     assert record.content == f"{items[1]['subject']}: {items[1]['fact']}"
     assert SECRET["alice"] not in record.content
+
+
+def test_a_delete_goes_through_a_firewall_policy_set_since(env):  # noqa: F811
+    """The lines left are screened by ``store.update``: under a policy set after the call
+    (secrets rejected) that refuses them, the delete of the other fact raised
+    FirewallRejected and kept it. Now the event's record goes instead (more is removed, never
+    less), and the fact is deleted."""
+    from oramem.trust.firewall import FirewallPolicy
+
+    path, store, km, _, clock = env
+    key = "AK" + "IA" + "Q7X2M4P9R3T5V8W1"
+    added = km.add_knowledge(AGENT, facts=[
+        {"subject": "Room 12", "fact": "Room 12 door code is 4471", "subject_type": "place"},
+        {"subject": "Room 12", "fact": f"Room 12 vault key is {key}", "subject_type": "place"},
+    ], user_id="alice").facts_added
+    code = next(a["fact_id"] for a in added if "4471" in a["fact_text"])
+    store.set_firewall(FirewallPolicy(secret="reject"))
+    assert km.delete(AGENT, code, user_id="alice")
+    assert all("4471" not in f.fact_text for f in km.get_all(AGENT, user_id="alice"))
+    assert all("4471" not in (r.content or "") for r in store.list("message", limit=None))

@@ -123,11 +123,19 @@ def update_own_text(store: Any, record_type: str, record_id: str, agent_id: str,
     retrieval rows become the new text without a vector (``embedding=None``), as the store-side
     deletion hook leaves it (SC-8.5 [ext]): a delete never needs the embedder (an unreachable
     embedding service, or a store another process moved with ``reembed``, would otherwise
-    refuse the deletion of the fact). False when it was left alone."""
+    refuse the deletion of the fact). When the store's firewall policy, changed since the
+    record was written, refuses the lines left, the record goes instead (it is screened before
+    anything is written; the deletion must not fail on what stays). False when it was left
+    alone."""
+    from ...trust.firewall import FirewallRejected
+
     with store.transaction():
         if not _own_record(store, record_type, record_id, agent_id, user_id):
             return False
-        return bool(store.update(record_type, record_id, text=text, embedding=None))
+        try:
+            return bool(store.update(record_type, record_id, text=text, embedding=None))
+        except FirewallRejected:
+            return bool(store.delete(record_type, record_id))
 
 
 def store_fact_metadata_for(conn: sa.Connection, t: KGTables, agent_id: str, fact_ids: list[str]) -> dict[str, dict[str, Any]]:
