@@ -18,17 +18,9 @@ import pytest
 from oramem import jsonl
 from oramem.errors import DuplicateRecordError
 
-from .plsql_standin import StoreStandIn, standin_store
-
-ALICE, BOB = "alice-7f3a", "bob-2c9e"
-
-
-def _standin(rec) -> StoreStandIn:
-    return rec.answers["oramem_store.add_json"].__self__
-
-
-def _snapshot(standin: StoreStandIn) -> str:
-    return json.dumps(sorted((list(k), v) for k, v in standin.records.items()), sort_keys=True, default=str)
+from .plsql_standin import standin_store
+# the two users, the stand-in behind the recording fake and its snapshot: ora44's
+from .test_ora44_replace_fake import ALICE, BOB, _snapshot, _standin
 
 
 def _seed(store):

@@ -3,7 +3,7 @@ and ``oramem import --on-conflict replace`` over an Oracle store must not replac
 user's record stored under the same id (ids are the application's: Alice's and Bob's
 ``note-1``). ``oramem_store.add_json`` now refuses, in its replace branch and before its
 DELETE, a stored record whose (agent_id, user_id) differ from the new record's (thread rows
-excepted), with -20005 (``gc_duplicate_record_id``), which the driver maps to
+too since imp47: ``test_imp47_thread_replace_fake.py``), with -20005 (``gc_duplicate_record_id``), which the driver maps to
 ``DuplicateRecordError`` as it does for "fail". The PL/SQL text is checked in
 ``tests/plsql/test_ora44_replace_plsql.py``; here the driver's path over the recording fake,
 whose stand-in of ``add_json`` (``plsql_standin.StoreStandIn``) answers as the package does

@@ -15,17 +15,10 @@ from datetime import datetime, timezone
 import sqlalchemy as sa
 from sqlalchemy.dialects import oracle
 
-from .plsql_gate import REPO
 from .test_review_search_admin import _code
 
-KG_BODY = (REPO / "plsql" / "oramem_kg_jobs.pkb").read_text()
-
-
-def _template(name: str) -> str:
-    m = re.search(rf"\b{name}\s+CONSTANT\s+VARCHAR2\((\d+) CHAR\)\s*:=\s*q'\[(.*?)\]';", KG_BODY, re.S)
-    assert m, name
-    assert len(m.group(2)) <= int(m.group(1)), name
-    return m.group(2)
+# the package body and a template's text (checked to fit its declared size): red35's
+from .test_derived_text_provenance_plsql import KG_BODY, _template
 
 
 def _hook() -> str:
